@@ -1,0 +1,133 @@
+/*
+ * gc_purge.c -- destruction of the gathered unreachable objects: the
+ * expiring list for the managed side, BeginDestroy / FinishDestroy through
+ * the host's hook, and freeing, optionally under a time budget.
+ *
+ * Invariant: no object that has a conjugate is freed while its handle is
+ * still in rt->expiring; the managed side must take the list (and expire
+ * its proxies) first. This is what keeps a Python proxy from ever pointing
+ * at freed memory.
+ */
+#include "internal.h"
+
+/* Run the destroy hook with mutation locked out. */
+static void call_hook(zs_runtime *rt, zs_item *it, zs_destroy_phase phase) {
+    if (rt->destroy_hook == NULL) return;
+    rt->in_destroy_hook = true;
+    rt->destroy_hook(rt->destroy_hook_user, rt, it->object, phase);
+    rt->in_destroy_hook = false;
+}
+
+/* Objects per budget check: reading the clock costs about as much as
+   freeing a few objects. */
+#define PURGE_CLOCK_STRIDE 32u
+
+zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done) {
+    *out_done = false;
+    if (rt->in_destroy_hook) return ZS_E_BUSY;
+    if (rt->expiring.count > 0) return ZS_E_EXPIRY_PENDING;
+    uint64_t start = zs_now_ns();
+    /* BeginDestroy for every dying object before any is freed, so a hook may
+       still read the objects that a dying object references. */
+    for (uint32_t i = 0; i < rt->dying.count; i++) {
+        zs_item *it = zs_item_at(rt, rt->dying.data[i]);
+        if (it->flags & ZS_ITEM_BEGUN_DESTROY) continue;
+        call_hook(rt, it, ZS_BEGIN_DESTROY);
+        it->flags |= ZS_ITEM_BEGUN_DESTROY;
+    }
+    uint32_t freed = 0;
+    while (rt->dying_cursor < rt->dying.count) {
+        zs_item *it = zs_item_at(rt, rt->dying.data[rt->dying_cursor++]);
+        assert((it->flags & ZS_ITEM_DYING) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
+        call_hook(rt, it, ZS_FINISH_DESTROY);
+        zs_object_destroy(rt, it);
+        freed++;
+        if (budget_ns != 0 && freed % PURGE_CLOCK_STRIDE == 0 && zs_now_ns() - start >= budget_ns)
+            break;
+    }
+    rt->stats.objects_freed += freed;
+    rt->stats.purge_ns += zs_now_ns() - start;
+    rt->stats.live_objects = rt->live_objects;
+    if (rt->dying_cursor == rt->dying.count) {
+        rt->dying.count = 0;
+        rt->dying_cursor = 0;
+        *out_done = true;
+    }
+    return ZS_OK;
+}
+
+zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
+    bool done = false;
+    ZS_LOCK(rt);
+    zs_status status = zs_gc_purge_locked(rt, budget_ns, &done);
+    ZS_UNLOCK(rt);
+    if (out_done != NULL) *out_done = done;
+    return status;
+}
+
+uint32_t zs_gc_pending_purge(zs_runtime *rt) {
+    ZS_LOCK(rt);
+    uint32_t pending = rt->dying.count - rt->dying_cursor;
+    ZS_UNLOCK(rt);
+    return pending;
+}
+
+zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
+                              uint32_t *out_count) {
+    if (out_count == NULL || (buffer == NULL && capacity > 0)) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    uint32_t n = rt->expiring.count < capacity ? rt->expiring.count : capacity;
+    /* Take from the end: the list shrinks without moving what remains. */
+    for (uint32_t i = 0; i < n; i++) {
+        zs_ref ref = rt->expiring.data[--rt->expiring.count];
+        buffer[i] = ref;
+        zs_item_of(rt, ref)->flags &= ~ZS_ITEM_HAS_CONJUGATE;
+    }
+    *out_count = n;
+    ZS_UNLOCK(rt);
+    return ZS_OK;
+}
+
+uint32_t zs_gc_expiring_count(zs_runtime *rt) {
+    ZS_LOCK(rt);
+    uint32_t count = rt->expiring.count;
+    ZS_UNLOCK(rt);
+    return count;
+}
+
+zs_status zs_collect_garbage(zs_runtime *rt) {
+    ZS_LOCK(rt);
+    zs_status status = zs_gc_mark_and_gather(rt);
+    bool done = false;
+    if (status == ZS_OK) status = zs_gc_purge_locked(rt, 0, &done);
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+void zs_gc_get_stats(zs_runtime *rt, zs_gc_stats *out) {
+    ZS_LOCK(rt);
+    *out = rt->stats;
+    ZS_UNLOCK(rt);
+}
+
+/* Runtime teardown: every object, permanent ones included, gets both hook
+   phases and is freed. The managed side expired its proxies before. */
+void zs_gc_destroy_everything(zs_runtime *rt) {
+    for (uint32_t index = 0; index < rt->high_water; index++) {
+        zs_item *it = zs_item_at(rt, index);
+        if (it->object != NULL && !(it->flags & ZS_ITEM_BEGUN_DESTROY)) {
+            call_hook(rt, it, ZS_BEGIN_DESTROY);
+            it->flags |= ZS_ITEM_BEGUN_DESTROY;
+        }
+    }
+    for (uint32_t index = 0; index < rt->high_water; index++) {
+        zs_item *it = zs_item_at(rt, index);
+        if (it->object == NULL) continue;
+        call_hook(rt, it, ZS_FINISH_DESTROY);
+        zs_object_destroy(rt, it);
+    }
+    rt->dying.count = rt->dying_cursor = 0;
+    rt->expiring.count = 0;
+    rt->root_list.count = 0;
+    rt->permanent_count = 0;
+}

@@ -1,0 +1,366 @@
+/*
+ * heap.c -- the object array (chunked items, handles, slot recycling) and
+ * every heap mutation the API offers: create objects, store references,
+ * roots, strong refcounts, mark-as-garbage.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+/* ======================================================================
+ * Object array
+ * ====================================================================== */
+
+zs_status zs_heap_init(zs_runtime *rt, uint32_t max_objects) {
+    rt->max_objects = max_objects;
+    rt->chunk_count = (max_objects + ZS_OBJECTS_PER_CHUNK - 1) / ZS_OBJECTS_PER_CHUNK;
+    rt->chunks = zs_alloc(rt, rt->chunk_count * sizeof(zs_item *));
+    return rt->chunks ? ZS_OK : ZS_E_NOMEM;
+}
+
+void zs_heap_release(zs_runtime *rt) {
+    for (uint32_t c = 0; rt->chunks != NULL && c < rt->chunk_count; c++)
+        zs_free(rt, rt->chunks[c], ZS_OBJECTS_PER_CHUNK * sizeof(zs_item));
+    zs_free(rt, rt->chunks, rt->chunk_count * sizeof(zs_item *));
+    rt->chunks = NULL;
+    zs_u32_release(rt, &rt->free_slots);
+}
+
+/* Take a free slot (most recently freed first) or the next fresh one. */
+zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index) {
+    if (rt->free_slots.count > 0) {
+        *out_index = rt->free_slots.data[--rt->free_slots.count];
+        return ZS_OK;
+    }
+    if (rt->high_water >= rt->max_objects) return ZS_E_CAPACITY;
+    uint32_t chunk = rt->high_water / ZS_OBJECTS_PER_CHUNK;
+    if (rt->chunks[chunk] == NULL) {
+        rt->chunks[chunk] = zs_alloc(rt, ZS_OBJECTS_PER_CHUNK * sizeof(zs_item));
+        if (rt->chunks[chunk] == NULL) return ZS_E_NOMEM;
+    }
+    *out_index = rt->high_water++;
+    zs_item *it = zs_item_at(rt, *out_index);
+    it->serial = 1;
+    it->cluster_index = -1;
+    return ZS_OK;
+}
+
+/* Return a slot: bump its serial so every old handle to it goes stale. A
+   slot whose serial would wrap is retired instead of being reused. */
+void zs_slot_free(zs_runtime *rt, uint32_t index) {
+    zs_item *it = zs_item_at(rt, index);
+    it->object = NULL;
+    it->flags = 0;
+    it->strong_refs = 0;
+    it->cluster_index = -1;
+    if (it->serial + 1 >= ZS_SERIAL_RETIRE) {
+        it->serial = ZS_SERIAL_RETIRE;
+        return;
+    }
+    it->serial++;
+    if (!zs_u32_push(rt, &rt->free_slots, index)) {
+        /* Out of memory for the free list: the slot is simply not reused. */
+        return;
+    }
+}
+
+/* Put an item on the root candidate list once. */
+bool zs_root_list_add(zs_runtime *rt, zs_item *it) {
+    if (it->flags & ZS_ITEM_IN_ROOT_LIST) return true;
+    if (!zs_u32_push(rt, &rt->root_list, it->object->index)) return false;
+    it->flags |= ZS_ITEM_IN_ROOT_LIST;
+    return true;
+}
+
+/* Free an object's memory and its slot (after the destroy hook has run). */
+void zs_object_destroy(zs_runtime *rt, zs_item *it) {
+    zs_object *object = it->object;
+    const zs_class *cls = object->cls;
+    for (uint32_t i = 0; i < cls->schema_count; i++) {
+        if ((cls->schema[i] & ZS_OP_MASK) != ZS_OP_OBJECT_ARRAY) continue;
+        zs_ref_array *array = (zs_ref_array *)((char *)object + (cls->schema[i] >> ZS_OP_SHIFT));
+        zs_free(rt, array->data, (size_t)array->capacity * sizeof(zs_ref));
+    }
+    uint32_t index = object->index;
+    zs_free(rt, object, cls->instance_size);
+    zs_slot_free(rt, index);
+    rt->live_objects--;
+}
+
+/* ======================================================================
+ * Object creation and resolution
+ * ====================================================================== */
+
+/* A live item that is not waiting for destruction, or NULL. */
+static zs_item *usable_item(zs_runtime *rt, zs_ref ref, zs_status *status) {
+    zs_item *it = zs_item_of(rt, ref);
+    if (it == NULL) {
+        *status = ZS_E_STALE;
+        return NULL;
+    }
+    if (it->flags & ZS_ITEM_DYING) {
+        *status = ZS_E_DYING;
+        return NULL;
+    }
+    return it;
+}
+
+/* A permanent holder that now points at a collectable object becomes a root,
+   because permanent objects are otherwise never scanned. */
+static bool note_escape(zs_runtime *rt, zs_item *holder, const zs_item *target) {
+    if (!(holder->flags & ZS_ITEM_PERMANENT) || target == NULL ||
+        (target->flags & ZS_ITEM_PERMANENT))
+        return true;
+    if (!zs_root_list_add(rt, holder)) return false;
+    holder->flags |= ZS_ITEM_ESCAPED;
+    holder->flags &= ~ZS_ITEM_LEAF;
+    return true;
+}
+
+zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint32_t name_index,
+                        uint32_t name_number, zs_ref *out_ref, zs_object **out_object) {
+    if (cls == NULL || out_ref == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = ZS_E_INVALID;
+    zs_item *outer_item = NULL;
+    if (cls->id >= rt->class_count || rt->classes[cls->id] != cls) goto done;
+    if (name_index != ZS_NAME_AUTO && name_index >= rt->names.count) goto done;
+    if (rt->in_destroy_hook) {
+        status = ZS_E_BUSY;
+        goto done;
+    }
+    if (outer != ZS_NULL_REF && (outer_item = usable_item(rt, outer, &status)) == NULL) goto done;
+    uint32_t index;
+    if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) goto done;
+    zs_object *object = zs_alloc(rt, cls->instance_size);
+    if (object == NULL) {
+        zs_slot_free(rt, index);
+        status = ZS_E_NOMEM;
+        goto done;
+    }
+    zs_item *it = zs_item_at(rt, index);
+    ((zs_class *)cls)->next_name_number += name_index == ZS_NAME_AUTO;
+    object->cls = cls;
+    object->outer = outer_item ? zs_item_ref(outer_item) : ZS_NULL_REF;
+    object->index = index;
+    object->class_id = cls->id;
+    object->name_index = name_index == ZS_NAME_AUTO ? cls->name_index : name_index;
+    object->name_number = name_index == ZS_NAME_AUTO ? cls->next_name_number : name_number;
+    it->object = object;
+    /* Born reachable: new objects carry the current mark. */
+    it->flags = rt->mark_parity;
+    if (cls->strong_count == 0 && outer_item == NULL) it->flags |= ZS_ITEM_LEAF;
+    if (rt->disregard_open) {
+        it->flags |= ZS_ITEM_PERMANENT;
+        rt->permanent_count++;
+    }
+    rt->live_objects++;
+    if (!note_escape(rt, it, outer_item)) {
+        zs_object_destroy(rt, it);
+        rt->permanent_count -= rt->disregard_open;
+        status = ZS_E_NOMEM;
+        goto done;
+    }
+    *out_ref = ZS_MAKE_REF(index, it->serial);
+    if (out_object != NULL) *out_object = object;
+    status = ZS_OK;
+done:
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_object *zs_resolve(zs_runtime *rt, zs_ref ref) {
+    ZS_LOCK(rt);
+    zs_item *it = zs_item_of(rt, ref);
+    zs_object *object = it ? it->object : NULL;
+    ZS_UNLOCK(rt);
+    return object;
+}
+
+zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out) {
+    zs_status status = ZS_OK;
+    if (out == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_item *it = usable_item(rt, ref, &status);
+    if (it != NULL) {
+        it->flags |= ZS_ITEM_HAS_CONJUGATE;
+        *out = it->object;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_forget_conjugate(zs_runtime *rt, zs_ref ref) {
+    ZS_LOCK(rt);
+    zs_item *it = zs_item_of(rt, ref);
+    if (it != NULL) it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
+    ZS_UNLOCK(rt);
+    return it ? ZS_OK : ZS_E_STALE;
+}
+
+zs_ref zs_object_ref(zs_runtime *rt, const zs_object *object) {
+    ZS_LOCK(rt);
+    zs_ref ref = ZS_NULL_REF;
+    if (object != NULL && object->index < rt->high_water) {
+        zs_item *it = zs_item_at(rt, object->index);
+        if (it->object == object) ref = zs_item_ref(it);
+    }
+    ZS_UNLOCK(rt);
+    return ref;
+}
+
+uint32_t zs_live_objects(zs_runtime *rt) {
+    ZS_LOCK(rt);
+    uint32_t count = rt->live_objects;
+    ZS_UNLOCK(rt);
+    return count;
+}
+
+/* ======================================================================
+ * Reference stores
+ * ====================================================================== */
+
+/* Common checks of a store: holder usable, member of the wanted opcode,
+   target null or usable. */
+static zs_status prepare_store(zs_runtime *rt, zs_ref holder, uint32_t offset, zs_ref target,
+                               bool array, zs_item **out_holder, zs_item **out_target,
+                               uint32_t *out_op) {
+    zs_status status = ZS_OK;
+    if (rt->in_destroy_hook) return ZS_E_BUSY;
+    zs_item *h = usable_item(rt, holder, &status);
+    if (h == NULL) return status;
+    uint32_t op = zs_class_member_op(h->object->cls, offset);
+    if (array ? op != ZS_OP_OBJECT_ARRAY : (op != ZS_OP_OBJECT && op != ZS_OP_WEAK))
+        return ZS_E_INVALID;
+    zs_item *t = NULL;
+    if (target != ZS_NULL_REF && (t = usable_item(rt, target, &status)) == NULL) return status;
+    *out_holder = h;
+    *out_target = t;
+    *out_op = op;
+    return ZS_OK;
+}
+
+zs_status zs_store_ref(zs_runtime *rt, zs_ref holder, uint32_t offset, zs_ref target) {
+    zs_item *h = NULL, *t = NULL;
+    uint32_t op = 0;
+    ZS_LOCK(rt);
+    zs_status status = prepare_store(rt, holder, offset, target, false, &h, &t, &op);
+    if (status == ZS_OK && op == ZS_OP_OBJECT && !note_escape(rt, h, t)) status = ZS_E_NOMEM;
+    if (status == ZS_OK) *(zs_ref *)((char *)h->object + offset) = t ? zs_item_ref(t) : ZS_NULL_REF;
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_ref_array_push(zs_runtime *rt, zs_ref holder, uint32_t offset, zs_ref target) {
+    zs_item *h = NULL, *t = NULL;
+    uint32_t op = 0;
+    ZS_LOCK(rt);
+    zs_status status = prepare_store(rt, holder, offset, target, true, &h, &t, &op);
+    if (status == ZS_OK && !note_escape(rt, h, t)) status = ZS_E_NOMEM;
+    if (status == ZS_OK) {
+        zs_ref_array *array = (zs_ref_array *)((char *)h->object + offset);
+        if (array->count == array->capacity) {
+            uint32_t capacity = array->capacity ? array->capacity * 2 : 4;
+            zs_ref *grown = capacity > array->capacity
+                                ? zs_realloc(rt, array->data, array->capacity * sizeof(zs_ref),
+                                             capacity * sizeof(zs_ref))
+                                : NULL;
+            if (grown == NULL) status = ZS_E_NOMEM;
+            else {
+                array->data = grown;
+                array->capacity = capacity;
+            }
+        }
+        if (status == ZS_OK) array->data[array->count++] = t ? zs_item_ref(t) : ZS_NULL_REF;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_ref_array_clear(zs_runtime *rt, zs_ref holder, uint32_t offset) {
+    zs_item *h = NULL, *t = NULL;
+    uint32_t op = 0;
+    ZS_LOCK(rt);
+    zs_status status = prepare_store(rt, holder, offset, ZS_NULL_REF, true, &h, &t, &op);
+    if (status == ZS_OK) ((zs_ref_array *)((char *)h->object + offset))->count = 0;
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+/* ======================================================================
+ * Roots, strong references, garbage
+ * ====================================================================== */
+
+/* Look up a usable item under the lock for a root-style mutation. */
+#define WITH_ITEM(rt, ref, it, status, body)                       \
+    do {                                                           \
+        ZS_LOCK(rt);                                               \
+        zs_item *it = NULL;                                        \
+        if ((rt)->in_destroy_hook) (status) = ZS_E_BUSY;           \
+        else if ((it = usable_item((rt), (ref), &(status))) != NULL) { body } \
+        ZS_UNLOCK(rt);                                             \
+    } while (0)
+
+zs_status zs_add_to_root(zs_runtime *rt, zs_ref ref) {
+    zs_status status = ZS_OK;
+    WITH_ITEM(rt, ref, it, status, {
+        if (!zs_root_list_add(rt, it)) status = ZS_E_NOMEM;
+        else it->flags |= ZS_ITEM_ROOT;
+    });
+    return status;
+}
+
+zs_status zs_remove_from_root(zs_runtime *rt, zs_ref ref) {
+    zs_status status = ZS_OK;
+    WITH_ITEM(rt, ref, it, status, { it->flags &= ~ZS_ITEM_ROOT; });
+    return status;
+}
+
+zs_status zs_add_strong_ref(zs_runtime *rt, zs_ref ref) {
+    zs_status status = ZS_OK;
+    WITH_ITEM(rt, ref, it, status, {
+        if (it->strong_refs == UINT32_MAX) status = ZS_E_INVALID;
+        else if (!zs_root_list_add(rt, it)) status = ZS_E_NOMEM;
+        else it->strong_refs++;
+    });
+    return status;
+}
+
+zs_status zs_release_strong_ref(zs_runtime *rt, zs_ref ref) {
+    zs_status status = ZS_OK;
+    WITH_ITEM(rt, ref, it, status, {
+        if (it->strong_refs == 0) status = ZS_E_INVALID;
+        else it->strong_refs--;
+    });
+    return status;
+}
+
+zs_status zs_mark_as_garbage(zs_runtime *rt, zs_ref ref) {
+    zs_status status = ZS_OK;
+    WITH_ITEM(rt, ref, it, status, {
+        if (it->flags & ZS_ITEM_PERMANENT) status = ZS_E_INVALID;
+        else it->flags |= ZS_ITEM_GARBAGE;
+    });
+    return status;
+}
+
+/* Read one flag-derived fact of a live item. */
+static zs_status query(zs_runtime *rt, zs_ref ref, int *out, uint32_t what) {
+    if (out == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_item *it = zs_item_of(rt, ref);
+    if (it != NULL) *out = what == 0 ? (int)it->strong_refs : (it->flags & what) != 0;
+    ZS_UNLOCK(rt);
+    return it ? ZS_OK : ZS_E_STALE;
+}
+
+zs_status zs_is_rooted(zs_runtime *rt, zs_ref ref, int *out) { return query(rt, ref, out, ZS_ITEM_ROOT); }
+zs_status zs_is_garbage(zs_runtime *rt, zs_ref ref, int *out) { return query(rt, ref, out, ZS_ITEM_GARBAGE); }
+zs_status zs_is_permanent(zs_runtime *rt, zs_ref ref, int *out) { return query(rt, ref, out, ZS_ITEM_PERMANENT); }
+
+zs_status zs_strong_ref_count(zs_runtime *rt, zs_ref ref, uint32_t *out) {
+    int count = 0;
+    zs_status status = query(rt, ref, &count, 0);
+    if (status == ZS_OK && out != NULL) *out = (uint32_t)count;
+    return status;
+}

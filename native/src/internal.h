@@ -1,0 +1,211 @@
+/*
+ * internal.h -- the shared state of a runtime and the tiny helpers every
+ * native file uses. One struct (zs_runtime) holds everything; there are no
+ * mutable globals anywhere in the library.
+ */
+#ifndef ZSHARP_INTERNAL_H
+#define ZSHARP_INTERNAL_H
+
+#include "zsharp.h"
+
+#include <assert.h>
+#include <stdbool.h>
+#include <threads.h>
+
+/* ---- object array items ------------------------------------------------ */
+
+/* One slot of the object array: 24 bytes. The GC reads flags from here
+   without touching the object itself (one cache miss fewer per object). */
+typedef struct zs_item {
+    zs_object *object;     /* NULL while the slot is free */
+    uint32_t flags;        /* ZS_ITEM_* */
+    int32_t cluster_index; /* -1: not in a cluster (clusters come later) */
+    uint32_t serial;       /* bumped on free; never 0 for a used slot */
+    uint32_t strong_refs;  /* black conjugates and strong pointers */
+} zs_item;
+
+_Static_assert(sizeof(zs_item) <= 24, "an object-array item must fit in 24 bytes");
+
+/* Item flags. */
+#define ZS_ITEM_MARK 0x01u          /* compared with rt->mark_parity: equal means reachable */
+#define ZS_ITEM_ROOT 0x02u          /* AddToRoot */
+#define ZS_ITEM_GARBAGE 0x04u       /* MarkAsGarbage */
+#define ZS_ITEM_PERMANENT 0x08u     /* allocated in the disregard-for-GC window */
+#define ZS_ITEM_IN_ROOT_LIST 0x10u  /* present in rt->root_list */
+#define ZS_ITEM_HAS_CONJUGATE 0x20u /* the managed side holds a proxy */
+#define ZS_ITEM_DYING 0x40u         /* gathered as unreachable; waiting for purge */
+#define ZS_ITEM_LEAF 0x80u          /* class has no strong members: marking never reads the object */
+#define ZS_ITEM_BEGUN_DESTROY 0x100u /* BeginDestroy already ran */
+#define ZS_ITEM_ESCAPED 0x200u      /* permanent, but holds references to collectable objects: scanned as a root */
+
+/* Colour helpers: the reachable-flag swap. Flipping rt->mark_parity turns
+   every object "maybe unreachable" in O(1). */
+#define item_is_marked(rt, it) ((((it)->flags ^ (rt)->mark_parity) & ZS_ITEM_MARK) == 0)
+#define item_set_marked(rt, it) \
+    ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | (rt)->mark_parity)
+#define item_is_root(it) \
+    (((it)->flags & (ZS_ITEM_ROOT | ZS_ITEM_ESCAPED)) != 0 || (it)->strong_refs > 0)
+
+/* Serial numbers start at 1; a slot whose serial reaches this is retired. */
+#define ZS_SERIAL_RETIRE UINT32_MAX
+
+/* ---- growable vectors -------------------------------------------------- */
+
+typedef struct zs_u32_vec {
+    uint32_t *data;
+    uint32_t count;
+    uint32_t capacity;
+} zs_u32_vec;
+
+typedef struct zs_ref_vec {
+    zs_ref *data;
+    uint32_t count;
+    uint32_t capacity;
+} zs_ref_vec;
+
+/* ---- classes ----------------------------------------------------------- */
+
+/* Schema stream opcodes: one word = opcode (low 8 bits) | offset << 8.
+   Flattened once per class (parent's words first), interpreted linearly by
+   the marker with no recursion and no calls. */
+#define ZS_OP_OBJECT 1u       /* killable zs_ref */
+#define ZS_OP_OBJECT_ARRAY 2u /* zs_ref_array of killable refs */
+#define ZS_OP_WEAK 3u         /* not traced; kept for verify and store checks */
+#define ZS_OP_SHIFT 8u
+#define ZS_OP_MASK 0xFFu
+#define ZS_OP_MAX_OFFSET 0x00FFFFFFu
+
+struct zs_class {
+    char *name;
+    const zs_class *parent;
+    uint32_t id;
+    uint32_t instance_size;
+    uint32_t flags;
+    uint32_t schema_count; /* words in schema */
+    uint32_t *schema;
+    uint32_t strong_count; /* words that the marker must follow */
+    uint32_t name_index;   /* interned class name, for auto object names */
+    uint32_t next_name_number;
+};
+
+/* ---- names -------------------------------------------------------------- */
+
+typedef struct zs_name_entry {
+    char *text;
+    uint32_t length;
+    uint32_t hash;
+} zs_name_entry;
+
+typedef struct zs_name_table {
+    zs_name_entry *entries;
+    uint32_t count;
+    uint32_t capacity;
+    uint32_t *buckets; /* open addressing: entry index + 1, 0 = empty */
+    uint32_t bucket_count;
+} zs_name_table;
+
+/* ---- the runtime -------------------------------------------------------- */
+
+struct zs_runtime {
+    mtx_t lock; /* recursive; every public function holds it */
+
+    /* object array */
+    zs_item **chunks; /* max_objects / 65,536 pointers, chunks allocated lazily */
+    uint32_t chunk_count;
+    uint32_t max_objects;
+    uint32_t high_water;   /* slots ever handed out */
+    uint32_t live_objects;
+    zs_u32_vec free_slots; /* LIFO: a freed slot is the next one reused */
+
+    /* classes and names */
+    zs_class **classes;
+    uint32_t class_count;
+    uint32_t class_capacity;
+    zs_name_table names;
+
+    /* roots */
+    zs_u32_vec root_list;   /* candidates: rooted, strong-ref'd, escaped permanent */
+    bool disregard_open;    /* disregard-for-GC window */
+    uint32_t permanent_count;
+
+    /* collector state */
+    uint32_t mark_parity;   /* ZS_ITEM_MARK or 0 */
+    zs_u32_vec mark_stack;
+    zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
+    uint32_t dying_cursor;  /* purge progress in dying */
+    zs_ref_vec expiring;    /* dying objects with conjugates, for the managed side */
+    bool in_destroy_hook;
+    bool collecting;
+    zs_destroy_hook destroy_hook;
+    void *destroy_hook_user;
+    zs_gc_stats stats;
+    uint32_t min_cluster_size;
+
+    /* native memory accounting */
+    uint64_t live_blocks;
+    uint64_t live_bytes;
+    uint64_t peak_bytes;
+};
+
+/* ---- cross-file helpers -------------------------------------------------- */
+
+/* Counted allocation: every native block the runtime owns goes through these. */
+void *zs_alloc(zs_runtime *rt, size_t size);
+void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size);
+void zs_free(zs_runtime *rt, void *block, size_t size);
+
+bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value);
+void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
+bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
+void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
+
+/* The item of an index below high_water (no checks). */
+static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
+    assert(index < rt->high_water);
+    return &rt->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
+}
+
+/* The item a handle names, or NULL when it is null, out of range or stale. */
+static inline zs_item *zs_item_of(const zs_runtime *rt, zs_ref ref) {
+    uint32_t index = ZS_REF_INDEX(ref);
+    if (ref == ZS_NULL_REF || index >= rt->high_water) return NULL;
+    zs_item *it = zs_item_at(rt, index);
+    if (it->object == NULL || it->serial != ZS_REF_SERIAL(ref)) return NULL;
+    return it;
+}
+
+static inline zs_ref zs_item_ref(const zs_item *it) {
+    return ZS_MAKE_REF(it->object->index, it->serial);
+}
+
+/* Heap mutation is refused inside destroy hooks. */
+#define ZS_LOCK(rt) mtx_lock(&(rt)->lock)
+#define ZS_UNLOCK(rt) mtx_unlock(&(rt)->lock)
+
+uint64_t zs_now_ns(void);
+
+/* object array (heap.c) */
+zs_status zs_heap_init(zs_runtime *rt, uint32_t max_objects);
+void zs_heap_release(zs_runtime *rt);
+zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index);
+void zs_slot_free(zs_runtime *rt, uint32_t index);
+bool zs_root_list_add(zs_runtime *rt, zs_item *it);
+void zs_object_destroy(zs_runtime *rt, zs_item *it);
+
+/* names (names.c) */
+void zs_names_release(zs_runtime *rt);
+zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length,
+                                bool split_number, uint32_t *out_index,
+                                uint32_t *out_number);
+
+/* classes (classes.c) */
+void zs_classes_release(zs_runtime *rt);
+/* The schema word at a member offset, or 0 when there is none. */
+uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
+
+/* collector (gc_mark.c, gc_purge.c) */
+void zs_gc_release(zs_runtime *rt);
+zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done);
+void zs_gc_destroy_everything(zs_runtime *rt);
+
+#endif /* ZSHARP_INTERNAL_H */

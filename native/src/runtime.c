@@ -1,0 +1,181 @@
+/*
+ * runtime.c -- runtime lifetime, counted native allocation, small vectors.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ======================================================================
+ * Status codes
+ * ====================================================================== */
+
+const char *zs_status_message(zs_status status) {
+    switch (status) {
+    case ZS_OK: return "ok";
+    case ZS_E_NOMEM: return "native allocation failed";
+    case ZS_E_CAPACITY: return "the object array is full (max_objects reached)";
+    case ZS_E_STALE: return "the handle names a destroyed object";
+    case ZS_E_INVALID: return "invalid argument";
+    case ZS_E_BUSY: return "the heap cannot be changed now (inside a destroy hook or a collection)";
+    case ZS_E_EXPIRY_PENDING: return "dying objects still have conjugates to expire";
+    case ZS_E_DYING: return "the object is unreachable and about to be destroyed";
+    case ZS_E_CORRUPT: return "heap verification failed";
+    }
+    return "unknown status";
+}
+
+/* ======================================================================
+ * Counted allocation: the runtime knows every block it owns, so a leak is
+ * a non-zero count after zs_runtime_free's final sweep.
+ * ====================================================================== */
+
+static void account(zs_runtime *rt, int64_t blocks, int64_t bytes) {
+    rt->live_blocks = (uint64_t)((int64_t)rt->live_blocks + blocks);
+    rt->live_bytes = (uint64_t)((int64_t)rt->live_bytes + bytes);
+    if (rt->live_bytes > rt->peak_bytes) rt->peak_bytes = rt->live_bytes;
+}
+
+void *zs_alloc(zs_runtime *rt, size_t size) {
+    void *block = calloc(1, size);
+    if (block != NULL) account(rt, 1, (int64_t)size);
+    return block;
+}
+
+void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size) {
+    void *grown = realloc(block, new_size);
+    if (grown == NULL) return NULL;
+    if (new_size > old_size) memset((char *)grown + old_size, 0, new_size - old_size);
+    account(rt, block == NULL ? 1 : 0, (int64_t)new_size - (int64_t)old_size);
+    return grown;
+}
+
+void zs_free(zs_runtime *rt, void *block, size_t size) {
+    if (block == NULL) return;
+    free(block);
+    account(rt, -1, -(int64_t)size);
+}
+
+/* Grow a vector's storage geometrically; false when out of memory. */
+static bool grow(zs_runtime *rt, void **data, uint32_t *capacity, size_t element) {
+    uint32_t wanted = *capacity < 16 ? 16 : *capacity * 2;
+    if (wanted <= *capacity) return false; /* overflow */
+    void *grown = zs_realloc(rt, *data, (size_t)*capacity * element, (size_t)wanted * element);
+    if (grown == NULL) return false;
+    *data = grown;
+    *capacity = wanted;
+    return true;
+}
+
+bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value) {
+    if (vec->count == vec->capacity &&
+        !grow(rt, (void **)&vec->data, &vec->capacity, sizeof(uint32_t)))
+        return false;
+    vec->data[vec->count++] = value;
+    return true;
+}
+
+void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec) {
+    zs_free(rt, vec->data, (size_t)vec->capacity * sizeof(uint32_t));
+    memset(vec, 0, sizeof *vec);
+}
+
+bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value) {
+    if (vec->count == vec->capacity &&
+        !grow(rt, (void **)&vec->data, &vec->capacity, sizeof(zs_ref)))
+        return false;
+    vec->data[vec->count++] = value;
+    return true;
+}
+
+void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec) {
+    zs_free(rt, vec->data, (size_t)vec->capacity * sizeof(zs_ref));
+    memset(vec, 0, sizeof *vec);
+}
+
+uint64_t zs_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ======================================================================
+ * Runtime lifetime
+ * ====================================================================== */
+
+void zs_runtime_default_options(zs_runtime_options *out) {
+    memset(out, 0, sizeof *out);
+    out->max_objects = ZS_DEFAULT_MAX_OBJECTS;
+    out->min_cluster_size = 16;
+}
+
+zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out) {
+    zs_runtime_options defaults;
+    if (out == NULL) return ZS_E_INVALID;
+    *out = NULL;
+    if (options == NULL) {
+        zs_runtime_default_options(&defaults);
+        options = &defaults;
+    }
+    uint32_t max_objects = options->max_objects ? options->max_objects : ZS_DEFAULT_MAX_OBJECTS;
+    if (max_objects > ZS_MAX_OBJECTS_LIMIT) return ZS_E_INVALID;
+
+    zs_runtime *rt = calloc(1, sizeof *rt);
+    if (rt == NULL) return ZS_E_NOMEM;
+    if (mtx_init(&rt->lock, mtx_plain | mtx_recursive) != thrd_success) {
+        free(rt);
+        return ZS_E_NOMEM;
+    }
+    rt->mark_parity = ZS_ITEM_MARK;
+    rt->min_cluster_size = options->min_cluster_size ? options->min_cluster_size : 16;
+    rt->disregard_open = (options->flags & ZS_RUNTIME_DISREGARD_WINDOW) != 0;
+    zs_status status = zs_heap_init(rt, max_objects);
+    if (status != ZS_OK) {
+        zs_runtime_free(rt);
+        return status;
+    }
+    *out = rt;
+    return ZS_OK;
+}
+
+void zs_runtime_free(zs_runtime *rt) {
+    if (rt == NULL) return;
+    ZS_LOCK(rt);
+    zs_gc_destroy_everything(rt);
+    zs_gc_release(rt);
+    zs_classes_release(rt);
+    zs_names_release(rt);
+    zs_u32_release(rt, &rt->root_list);
+    zs_heap_release(rt);
+    /* Invariant: every counted block has been returned. */
+    assert(rt->live_blocks == 0 && rt->live_bytes == 0);
+    ZS_UNLOCK(rt);
+    mtx_destroy(&rt->lock);
+    free(rt);
+}
+
+void zs_runtime_memory(zs_runtime *rt, zs_memory_stats *out) {
+    ZS_LOCK(rt);
+    out->live_blocks = rt->live_blocks;
+    out->live_bytes = rt->live_bytes;
+    out->peak_bytes = rt->peak_bytes;
+    out->item_bytes_per_object = sizeof(zs_item);
+    ZS_UNLOCK(rt);
+}
+
+zs_status zs_close_disregard_for_gc(zs_runtime *rt) {
+    ZS_LOCK(rt);
+    zs_status status = rt->disregard_open ? ZS_OK : ZS_E_INVALID;
+    rt->disregard_open = false;
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+void zs_set_destroy_hook(zs_runtime *rt, zs_destroy_hook hook, void *user) {
+    ZS_LOCK(rt);
+    rt->destroy_hook = hook;
+    rt->destroy_hook_user = user;
+    ZS_UNLOCK(rt);
+}

@@ -1,0 +1,143 @@
+/*
+ * verify.c -- the heap check: walks every item, object, class and reference
+ * and reports the first inconsistency it finds. Used after every collection
+ * in the test suites; cost is O(heap + references).
+ */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+typedef struct checker {
+    zs_runtime *rt;
+    char *message;
+    size_t capacity;
+    bool failed;
+} checker;
+
+/* Record the first failure only; later ones are usually consequences. */
+static bool fail(checker *c, const char *format, ...) {
+    if (!c->failed && c->message != NULL && c->capacity > 0) {
+        va_list args;
+        va_start(args, format);
+        vsnprintf(c->message, c->capacity, format, args);
+        va_end(args);
+    }
+    c->failed = true;
+    return false;
+}
+
+/* A strong or immutable reference held by a live holder must name a live
+   slot; from a surviving holder it must not name a dying object. */
+static bool check_strong(checker *c, const zs_item *holder, zs_ref ref, const char *what) {
+    if (ref == ZS_NULL_REF) return true;
+    zs_item *target = zs_item_of(c->rt, ref);
+    uint32_t index = holder->object->index;
+    if (target == NULL)
+        return fail(c, "object %u: %s reference to stale handle %u/%u", index, what,
+                    ZS_REF_INDEX(ref), ZS_REF_SERIAL(ref));
+    if (!(holder->flags & ZS_ITEM_DYING) && (target->flags & ZS_ITEM_DYING))
+        return fail(c, "object %u: surviving object references dying object %u", index,
+                    ZS_REF_INDEX(ref));
+    if ((holder->flags & ZS_ITEM_PERMANENT) && !(holder->flags & ZS_ITEM_ESCAPED) &&
+        !(target->flags & ZS_ITEM_PERMANENT))
+        return fail(c, "object %u: permanent object references collectable object %u "
+                       "without being scanned as a root", index, ZS_REF_INDEX(ref));
+    return true;
+}
+
+static bool check_object(checker *c, uint32_t index, const zs_item *it) {
+    zs_runtime *rt = c->rt;
+    const zs_object *object = it->object;
+    const zs_class *cls = object->cls;
+    if (object->index != index) return fail(c, "object %u: header says index %u", index, object->index);
+    if (it->serial == 0 || it->serial == ZS_SERIAL_RETIRE)
+        return fail(c, "object %u: invalid serial %u", index, it->serial);
+    if (cls == NULL || cls->id >= rt->class_count || rt->classes[cls->id] != cls ||
+        object->class_id != cls->id)
+        return fail(c, "object %u: class pointer is not a class of this runtime", index);
+    if (object->name_index >= rt->names.count) return fail(c, "object %u: bad name index", index);
+    bool dying = (it->flags & ZS_ITEM_DYING) != 0;
+    if (!dying && !(it->flags & ZS_ITEM_PERMANENT) && !rt->collecting && !item_is_marked(rt, it))
+        return fail(c, "object %u: live object without the current mark", index);
+    if (item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST))
+        return fail(c, "object %u: root missing from the root list", index);
+    if (dying && item_is_root(it)) return fail(c, "object %u: a root is dying", index);
+    if ((it->flags & ZS_ITEM_LEAF) && (cls->strong_count > 0 || object->outer != ZS_NULL_REF))
+        return fail(c, "object %u: leaf flag on an object with references", index);
+    if (!check_strong(c, it, object->outer, "outer")) return false;
+    for (uint32_t i = 0; i < cls->strong_count; i++) {
+        const char *member = (const char *)object + (cls->schema[i] >> ZS_OP_SHIFT);
+        if ((cls->schema[i] & ZS_OP_MASK) == ZS_OP_OBJECT) {
+            if (!check_strong(c, it, *(const zs_ref *)member, "member")) return false;
+            continue;
+        }
+        const zs_ref_array *array = (const zs_ref_array *)member;
+        if (array->count > array->capacity || (array->capacity > 0 && array->data == NULL))
+            return fail(c, "object %u: reference array count %u > capacity %u", index,
+                        array->count, array->capacity);
+        for (uint32_t e = 0; e < array->count; e++)
+            if (!check_strong(c, it, array->data[e], "array element")) return false;
+    }
+    return true;
+}
+
+zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity) {
+    checker c = {rt, message, message_capacity, false};
+    if (message != NULL && message_capacity > 0) message[0] = '\0';
+    ZS_LOCK(rt);
+    uint32_t live = 0, free_count = 0, retired = 0, in_root_list = 0, dying = 0, permanent = 0;
+    for (uint32_t index = 0; index < rt->high_water && !c.failed; index++) {
+        zs_item *it = zs_item_at(rt, index);
+        if (it->object == NULL) {
+            if (it->flags != 0 || it->strong_refs != 0)
+                fail(&c, "free slot %u has flags %#x / refs %u", index, it->flags, it->strong_refs);
+            if (it->serial == ZS_SERIAL_RETIRE) retired++;
+            else free_count++;
+            continue;
+        }
+        live++;
+        in_root_list += (it->flags & ZS_ITEM_IN_ROOT_LIST) != 0;
+        dying += (it->flags & ZS_ITEM_DYING) != 0;
+        permanent += (it->flags & ZS_ITEM_PERMANENT) != 0;
+        check_object(&c, index, it);
+    }
+    if (!c.failed && live != rt->live_objects)
+        fail(&c, "live count %u but %u objects found", rt->live_objects, live);
+    if (!c.failed && free_count != rt->free_slots.count)
+        fail(&c, "%u free slots but the free list holds %u", free_count, rt->free_slots.count);
+    if (!c.failed && in_root_list != rt->root_list.count)
+        fail(&c, "%u items flagged in the root list, list holds %u", in_root_list, rt->root_list.count);
+    if (!c.failed && dying != rt->dying.count - rt->dying_cursor)
+        fail(&c, "%u dying objects, %u pending purge", dying, rt->dying.count - rt->dying_cursor);
+    if (!c.failed && permanent != rt->permanent_count)
+        fail(&c, "%u permanent objects, counter says %u", permanent, rt->permanent_count);
+    for (uint32_t i = 0; i < rt->free_slots.count && !c.failed; i++) {
+        uint32_t index = rt->free_slots.data[i];
+        if (index >= rt->high_water || zs_item_at(rt, index)->object != NULL)
+            fail(&c, "free list entry %u names a used slot", index);
+    }
+    for (uint32_t i = 0; i < rt->root_list.count && !c.failed; i++) {
+        uint32_t index = rt->root_list.data[i];
+        if (index >= rt->high_water || zs_item_at(rt, index)->object == NULL)
+            fail(&c, "root list entry %u names a free slot", index);
+    }
+    for (uint32_t i = 0; i < rt->expiring.count && !c.failed; i++) {
+        zs_item *it = zs_item_of(rt, rt->expiring.data[i]);
+        if (it == NULL || !(it->flags & ZS_ITEM_DYING))
+            fail(&c, "expiring entry %u is not a dying object", ZS_REF_INDEX(rt->expiring.data[i]));
+    }
+    ZS_UNLOCK(rt);
+    return c.failed ? ZS_E_CORRUPT : ZS_OK;
+}
+
+zs_status zs_debug_corrupt(zs_runtime *rt, zs_ref ref, uint32_t what) {
+    ZS_LOCK(rt);
+    zs_item *it = zs_item_of(rt, ref);
+    zs_status status = it ? ZS_OK : ZS_E_STALE;
+    if (it != NULL && what == 1) it->object->index ^= 1u;           /* header/index mismatch */
+    else if (it != NULL && what == 2) it->flags ^= ZS_ITEM_MARK;    /* lost mark */
+    else if (it != NULL) status = ZS_E_INVALID;
+    ZS_UNLOCK(rt);
+    return status;
+}

@@ -1,0 +1,43 @@
+"""zsharp_py: a native object heap with a precise, Unreal-style tracing GC,
+seen from Python through red and black conjugates.
+
+>>> import zsharp_py as zs
+>>> class Node(zs.Object):
+...     value: zs.Int32
+...     next: "Node | None"
+>>> with zs.Runtime() as rt:
+...     head = Node(value=1); head.add_to_root()
+...     head.next = Node(value=2)
+...     orphan = Node(value=3)
+...     _ = rt.collect_garbage()
+...     (head.next.value, orphan.is_expired, rt.live_objects())
+(2, True, 2)
+"""
+from ._errors import ExpiredConjugateError, HeapCorruptionError
+from ._gc import GarbageCollector, GcStats
+from ._object import Object
+from ._runtime import Runtime, current_runtime
+from ._types import (
+    Bool,
+    Float32,
+    Float64,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Scalar,
+    UInt8,
+    UInt16,
+    UInt32,
+    UInt64,
+)
+from ._wrappers import StrongObjectPtr, WeakObjectPtr
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Bool", "ExpiredConjugateError", "Float32", "Float64", "GarbageCollector", "GcStats",
+    "HeapCorruptionError", "Int8", "Int16", "Int32", "Int64", "Object", "Runtime", "Scalar",
+    "StrongObjectPtr", "UInt8", "UInt16", "UInt32", "UInt64", "WeakObjectPtr",
+    "current_runtime",
+]

@@ -1,0 +1,167 @@
+"""cffi build script: compiles native/src/*.c into ``zsharp_py._native_lib``.
+
+API (out-of-line) mode: the C compiler checks every declaration below
+against ``native/include/zsharp.h``. Environment switches:
+
+``ZSHARP_SANITIZE=1``
+    build with ``-fsanitize=address,undefined`` (run Python with libasan
+    preloaded; see README "Sanitizers").
+``ZSHARP_ASSERTS=1``
+    keep the C ``assert`` invariant checks (on by default with SANITIZE).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cffi import FFI
+
+ROOT = Path(__file__).resolve().parent.parent
+NATIVE = ROOT / "native"
+
+CDEF = """
+typedef uint64_t zs_ref;
+typedef struct zs_runtime zs_runtime;
+typedef struct zs_class zs_class;
+
+typedef struct zs_object {
+    const zs_class *cls;
+    zs_ref outer;
+    uint32_t index;
+    uint32_t name_index;
+    uint32_t name_number;
+    uint32_t class_id;
+} zs_object;
+
+typedef enum zs_status {
+    ZS_OK = 0, ZS_E_NOMEM = 1, ZS_E_CAPACITY = 2, ZS_E_STALE = 3, ZS_E_INVALID = 4,
+    ZS_E_BUSY = 5, ZS_E_EXPIRY_PENDING = 6, ZS_E_DYING = 7, ZS_E_CORRUPT = 8
+} zs_status;
+
+const char *zs_status_message(zs_status status);
+
+typedef struct zs_runtime_options {
+    uint32_t max_objects;
+    uint32_t min_cluster_size;
+    uint32_t flags;
+} zs_runtime_options;
+
+#define ZS_DEFAULT_MAX_OBJECTS ...
+#define ZS_MAX_OBJECTS_LIMIT ...
+#define ZS_RUNTIME_DISREGARD_WINDOW ...
+#define ZS_NAME_AUTO ...
+
+void zs_runtime_default_options(zs_runtime_options *out);
+zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out);
+void zs_runtime_free(zs_runtime *rt);
+
+typedef struct zs_memory_stats {
+    uint64_t live_blocks;
+    uint64_t live_bytes;
+    uint64_t peak_bytes;
+    uint64_t item_bytes_per_object;
+} zs_memory_stats;
+void zs_runtime_memory(zs_runtime *rt, zs_memory_stats *out);
+zs_status zs_close_disregard_for_gc(zs_runtime *rt);
+
+zs_status zs_name_intern(zs_runtime *rt, const char *utf8, size_t length,
+                         uint32_t *out_index, uint32_t *out_number);
+const char *zs_name_base(zs_runtime *rt, uint32_t index);
+uint32_t zs_name_count(zs_runtime *rt);
+
+typedef enum zs_member_kind {
+    ZS_MEMBER_OBJECT = 1, ZS_MEMBER_WEAK_OBJECT = 2, ZS_MEMBER_OBJECT_ARRAY = 3
+} zs_member_kind;
+typedef struct zs_member { uint32_t kind; uint32_t offset; } zs_member;
+typedef struct zs_class_desc {
+    const char *name;
+    const zs_class *parent;
+    uint32_t instance_size;
+    uint32_t flags;
+    const zs_member *members;
+    uint32_t member_count;
+} zs_class_desc;
+zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc, const zs_class **out);
+uint32_t zs_class_id(const zs_class *cls);
+uint32_t zs_class_schema_words(const zs_class *cls);
+
+zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer,
+                        uint32_t name_index, uint32_t name_number,
+                        zs_ref *out_ref, zs_object **out_object);
+zs_object *zs_resolve(zs_runtime *rt, zs_ref ref);
+zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out);
+zs_status zs_forget_conjugate(zs_runtime *rt, zs_ref ref);
+zs_status zs_store_ref(zs_runtime *rt, zs_ref holder, uint32_t offset, zs_ref target);
+zs_status zs_add_to_root(zs_runtime *rt, zs_ref ref);
+zs_status zs_remove_from_root(zs_runtime *rt, zs_ref ref);
+zs_status zs_is_rooted(zs_runtime *rt, zs_ref ref, int *out);
+zs_status zs_add_strong_ref(zs_runtime *rt, zs_ref ref);
+zs_status zs_release_strong_ref(zs_runtime *rt, zs_ref ref);
+zs_status zs_strong_ref_count(zs_runtime *rt, zs_ref ref, uint32_t *out);
+zs_status zs_mark_as_garbage(zs_runtime *rt, zs_ref ref);
+zs_status zs_is_garbage(zs_runtime *rt, zs_ref ref, int *out);
+zs_status zs_is_permanent(zs_runtime *rt, zs_ref ref, int *out);
+uint32_t zs_live_objects(zs_runtime *rt);
+
+typedef struct zs_gc_stats {
+    uint64_t cycle;
+    uint64_t objects_scanned;
+    uint64_t objects_marked;
+    uint64_t objects_unreachable;
+    uint64_t objects_freed;
+    uint64_t references_killed;
+    uint64_t roots;
+    uint64_t permanent_objects;
+    uint64_t clusters;
+    uint64_t live_objects;
+    uint64_t mark_ns;
+    uint64_t gather_ns;
+    uint64_t purge_ns;
+} zs_gc_stats;
+
+zs_status zs_collect_garbage(zs_runtime *rt);
+zs_status zs_gc_mark_and_gather(zs_runtime *rt);
+zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
+                              uint32_t *out_count);
+uint32_t zs_gc_expiring_count(zs_runtime *rt);
+zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done);
+uint32_t zs_gc_pending_purge(zs_runtime *rt);
+void zs_gc_get_stats(zs_runtime *rt, zs_gc_stats *out);
+zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity);
+zs_status zs_debug_corrupt(zs_runtime *rt, zs_ref ref, uint32_t what);
+"""
+
+
+def _compile_args() -> tuple[list[str], list[str]]:
+    cflags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
+    ldflags: list[str] = []
+    if os.environ.get("ZSHARP_SANITIZE") == "1":
+        cflags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                   "-fno-sanitize-recover=all", "-O1", "-g", "-UNDEBUG"]
+        ldflags += ["-fsanitize=address,undefined"]
+    elif os.environ.get("ZSHARP_ASSERTS") == "1":
+        cflags += ["-UNDEBUG"]
+    return cflags, ldflags
+
+
+def make_ffibuilder() -> FFI:
+    """Return the FFI builder for the native library."""
+    builder = FFI()
+    builder.cdef(CDEF)
+    cflags, ldflags = _compile_args()
+    sources = sorted(str(p.relative_to(ROOT)) for p in (NATIVE / "src").glob("*.c"))
+    builder.set_source(
+        "zsharp_py._native_lib",
+        '#include "zsharp.h"\n',
+        sources=sources,
+        include_dirs=[str(NATIVE / "include"), str(NATIVE / "src")],
+        extra_compile_args=cflags,
+        extra_link_args=ldflags,
+    )
+    return builder
+
+
+ffibuilder = make_ffibuilder()
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

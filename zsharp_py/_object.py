@@ -1,0 +1,409 @@
+"""Native classes declared from Python (``class Actor(zs.Object)``) and their
+object conjugates.
+
+Declaring a class records its annotations; the first use (instantiation or
+registration in a runtime) resolves them, lays out a C struct (the object
+header, then the properties) and installs one descriptor per property. Each
+runtime registers the native class and its reference schema on first use.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ._conjugate import ExpiredPointer
+from ._errors import ExpiredConjugateError
+from ._native import c_identifier, check, declare_struct, layout_ffi, lib
+from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+__all__ = ["Object", "ObjectMeta", "ClassLayout", "class_layout"]
+
+# Attribute names of zs.Object that a property may not shadow.
+_RESERVED = frozenset(
+    {"name", "outer", "is_expired", "is_black", "add_to_root", "remove_from_root",
+     "is_rooted", "mark_as_garbage", "is_garbage", "runtime", "handle", "dispose"})
+
+ZS_MEMBER_OBJECT = 1
+ZS_MEMBER_WEAK_OBJECT = 2
+
+
+@dataclass
+class PropertyInfo:
+    """One declared property of a class (inherited ones included in layouts)."""
+
+    name: str
+    cname: str
+    kind: PropertyKind
+    offset: int = 0
+    has_default: bool = False
+    default: Any = None
+
+
+@dataclass
+class ClassLayout:
+    """The runtime-independent native shape of a Python-declared class."""
+
+    cls: type[Object]
+    parent: type[Object] | None
+    type_name: str
+    size: int
+    properties: list[PropertyInfo]      # inherited first
+    own_members: list[tuple[int, int]]  # (zs_member_kind, offset) declared by cls itself
+    property_names: frozenset[str] = field(default_factory=frozenset)
+
+
+class ObjectMeta(type):
+    """Metaclass of ``zs.Object``: collects property declarations and makes
+    ``Actor(name=..., outer=..., **properties)`` allocate a native object."""
+
+    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
+                **kwargs: Any) -> ObjectMeta:
+        namespace.setdefault("__slots__", ())
+        annotations = namespace.get("__annotations__", {})
+        defaults = {key: namespace.pop(key) for key in list(annotations)
+                    if key in namespace and not _is_classvar(annotations[key])}
+        namespace["_zs_defaults"] = defaults
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+    def __call__(cls, name: str | None = None, outer: Object | None = None,
+                 **properties: Any) -> Any:
+        layout = class_layout(cls)  # type: ignore[arg-type]
+        unknown = properties.keys() - layout.property_names
+        if unknown:
+            raise TypeError(f"{cls.__name__}() got unknown properties: {', '.join(sorted(unknown))}")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a str or None, not {type(name).__name__}")
+        if outer is not None:
+            if not isinstance(outer, Object):
+                raise TypeError(f"outer must be a zs.Object or None, not {type(outer).__name__}")
+            runtime = outer._live_runtime()
+        else:
+            from ._runtime import current_runtime
+
+            runtime = current_runtime()
+        return runtime._new_object(cls, layout, name, outer, properties)
+
+
+def _is_classvar(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        return annotation.startswith(("ClassVar", "typing.ClassVar"))
+    return typing.get_origin(annotation) is ClassVar
+
+
+class Object(metaclass=ObjectMeta):
+    """Base of every native class declared from Python.
+
+    Instances are *red* object conjugates: the native side owns the object;
+    the conjugate never keeps it alive and expires (every access raises
+    ``ExpiredConjugateError``) when the garbage collector destroys it.
+    There is at most one conjugate per native object, so ``a.target is b``.
+
+    >>> import zsharp_py as zs
+    >>> class Actor(zs.Object):
+    ...     health: zs.Int32 = 100
+    ...     target: "Actor | None"
+    >>> with zs.Runtime() as rt:
+    ...     hero = Actor(name="Hero"); hero.add_to_root()
+    ...     hero.target = Actor(); hero.health -= 1
+    ...     _ = rt.collect_garbage()
+    ...     (hero.health, hero.target.name)
+    (99, 'Actor_0')
+    """
+
+    __slots__ = ("_p", "_h", "_rt")
+    _p: Any
+    _h: int
+    _rt: Runtime
+    _zs_defaults: ClassVar[dict[str, Any]]
+
+    # ---- identity -----------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The object's name (``"Actor_3"`` when none was given)."""
+        header = self._p.hdr
+        return self._rt._name_text(header.name_index, header.name_number)
+
+    @property
+    def outer(self) -> Object | None:
+        """The outer object (an immutable reference that keeps it alive)."""
+        ref = self._p.hdr.outer
+        return self._rt._conjugate_of(ref) if ref else None
+
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime whose heap holds this object."""
+        return self._rt
+
+    @property
+    def handle(self) -> int:
+        """The object's handle (index in the low 32 bits, serial above)."""
+        return self._h
+
+    @property
+    def is_expired(self) -> bool:
+        """True once the native object may be gone; never raises."""
+        return type(self._p) is ExpiredPointer
+
+    @property
+    def is_black(self) -> bool:
+        """Always False: object conjugates are red (owned by the native side)."""
+        return False
+
+    # ---- lifetime control ---------------------------------------------
+    def add_to_root(self) -> None:
+        """Add the object to the root set: it survives every collection."""
+        check(lib.zs_add_to_root(self._live_runtime()._ptr, self._h), self._what("add_to_root"))
+
+    def remove_from_root(self) -> None:
+        """Remove the object from the root set."""
+        check(lib.zs_remove_from_root(self._live_runtime()._ptr, self._h),
+              self._what("remove_from_root"))
+
+    @property
+    def is_rooted(self) -> bool:
+        """Whether the object is in the root set."""
+        return self._live_runtime()._query(lib.zs_is_rooted, self._h)
+
+    def mark_as_garbage(self) -> None:
+        """Destroy the object at the next collection even if it is referenced.
+
+        Object-reference properties pointing at it become ``None`` during that
+        collection (they are *killable*). Roots, strong pointers and inner
+        objects' ``outer`` (an immutable reference) still keep it alive.
+        """
+        check(lib.zs_mark_as_garbage(self._live_runtime()._ptr, self._h),
+              self._what("mark_as_garbage"))
+
+    @property
+    def is_garbage(self) -> bool:
+        """Whether ``mark_as_garbage`` was called on the object."""
+        return self._live_runtime()._query(lib.zs_is_garbage, self._h)
+
+    # ---- helpers --------------------------------------------------------
+    def _live_runtime(self) -> Runtime:
+        """The runtime, after checking that this conjugate has not expired."""
+        pointer = self._p
+        if type(pointer) is ExpiredPointer:
+            raise pointer.error()
+        return self._rt
+
+    def _what(self, action: str) -> str:
+        return f"{type(self).__name__}.{action}"
+
+    def __repr__(self) -> str:
+        pointer = self._p
+        if type(pointer) is ExpiredPointer:
+            return f"<{type(self).__name__} expired: {pointer.reason}>"
+        return f"<{type(self).__name__} {self.name!r} #{self._h & 0xFFFFFFFF}>"
+
+    def __copy__(self) -> Object:
+        raise TypeError(f"{type(self).__name__} is a native object conjugate and cannot be "
+                        "copied; there is one conjugate per object")
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Object:
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(f"{type(self).__name__} is a native object conjugate and cannot be pickled")
+
+
+# ---------------------------------------------------------------------------
+# Property kinds for object references
+# ---------------------------------------------------------------------------
+
+def _store_ref(self: Object, offset: int, ref: int, what: str) -> None:
+    runtime = self._live_runtime()
+    check(lib.zs_store_ref(runtime._ptr, self._h, offset, ref), what)
+
+
+def _target_ref(self: Object, value: Object, what: str) -> int:
+    pointer = value._p
+    if type(pointer) is ExpiredPointer:
+        raise ExpiredConjugateError(f"cannot store into {what}: {pointer.error()}")
+    if value._rt is not self._rt:
+        raise ValueError(f"cannot store into {what}: the object belongs to another runtime")
+    return value._h
+
+
+class ObjectRefKind(PropertyKind):
+    """A strong, killable object reference (``target: "Actor | None"``)."""
+
+    __slots__ = ("target",)
+    c_type = "uint64_t"
+    member_kind = ZS_MEMBER_OBJECT
+
+    def __init__(self, target: type[Object]) -> None:
+        self.target = target
+
+    def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
+        """Install a getter (mapping lookup) and a type-checked setter."""
+        target = self.target
+        what = f"{cls.__name__}.{name}"
+        namespace: dict[str, Any] = {}
+        exec(  # noqa: S102 - one field fetch and a dict lookup per read
+            f"def getter(self):\n"
+            f"    ref = self._p.{cname}\n"
+            f"    if not ref:\n"
+            f"        return None\n"
+            f"    found = self._rt._conjugates.get(ref)\n"
+            f"    return found if found is not None else self._rt._conjugate_of(ref)\n",
+            namespace,
+        )
+
+        def setter(self: Object, value: Object | None) -> None:
+            if value is None:
+                ref = 0
+            elif isinstance(value, target):
+                ref = _target_ref(self, value, what)
+            else:
+                raise TypeError(f"{what} expects {target.__name__} or None, "
+                                f"not {type(value).__name__}")
+            _store_ref(self, offset, ref, what)
+
+        setattr(cls, name, property(namespace["getter"], setter, None,
+                                    f"Reference to {target.__name__} or None (killable, traced)."))
+
+    def describe(self) -> str:
+        """``Target | None``."""
+        return f"{self.target.__name__} | None"
+
+
+class WeakRefKind(PropertyKind):
+    """A weak reference property (``friend: zs.WeakObjectPtr["Actor"]``)."""
+
+    __slots__ = ("target",)
+    c_type = "uint64_t"
+    member_kind = ZS_MEMBER_WEAK_OBJECT
+
+    def __init__(self, target: type[Object]) -> None:
+        self.target = target
+
+    def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
+        """Reads give a ``WeakObjectPtr``; writes take one, an object or None."""
+        from ._wrappers import WeakObjectPtr
+
+        target = self.target
+        what = f"{cls.__name__}.{name}"
+        getter_namespace: dict[str, Any] = {"make": WeakObjectPtr._from_handle}
+        exec(  # noqa: S102
+            f"def getter(self):\n    return make(self._rt, self._p.{cname})\n", getter_namespace)
+
+        def setter(self: Object, value: Any) -> None:
+            if isinstance(value, WeakObjectPtr):
+                value = value.get()
+            if value is None:
+                ref = 0
+            elif isinstance(value, target):
+                ref = _target_ref(self, value, what)
+            else:
+                raise TypeError(f"{what} expects WeakObjectPtr, {target.__name__} or None, "
+                                f"not {type(value).__name__}")
+            _store_ref(self, offset, ref, what)
+
+        setattr(cls, name, property(getter_namespace["getter"], setter, None,
+                                    f"Weak reference to {target.__name__} (not traced)."))
+
+    def describe(self) -> str:
+        """``WeakObjectPtr[Target]``."""
+        return f"WeakObjectPtr[{self.target.__name__}]"
+
+
+# ---------------------------------------------------------------------------
+# Annotation resolution and layout
+# ---------------------------------------------------------------------------
+
+def _evaluate(cls: type, annotation: Any) -> Any:
+    if isinstance(annotation, typing.ForwardRef):
+        annotation = annotation.__forward_arg__
+    if isinstance(annotation, str):
+        module = sys.modules.get(cls.__module__)
+        module_globals = dict(vars(module)) if module is not None else {}
+        try:
+            return eval(annotation, module_globals, {cls.__name__: cls})  # noqa: S307
+        except Exception as exc:
+            raise TypeError(f"{cls.__name__}: cannot resolve annotation {annotation!r}: {exc}") from exc
+    return annotation
+
+
+def _object_target(cls: type, annotation: Any) -> type[Object] | None:
+    """The class of an object-reference annotation (``T``, ``T | None``)."""
+    annotation = _evaluate(cls, annotation)
+    if isinstance(annotation, type) and issubclass(annotation, Object):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) == 1:
+            return _object_target(cls, members[0])
+    return None
+
+
+def resolve_kind(cls: type, attribute: str, annotation: Any) -> PropertyKind:
+    """Map one annotation to its property kind, or raise ``TypeError``."""
+    from ._wrappers import WeakObjectPtr
+
+    resolved = _evaluate(cls, annotation)
+    resolved = PYTHON_SHORTHANDS.get(resolved, resolved)
+    if isinstance(resolved, type) and issubclass(resolved, Scalar) and resolved is not Scalar:
+        return ScalarKind(resolved)
+    if typing.get_origin(resolved) is WeakObjectPtr:
+        (argument,) = typing.get_args(resolved)
+        target = _object_target(cls, argument)
+        if target is None:
+            raise TypeError(f"{cls.__name__}.{attribute}: WeakObjectPtr needs a zs.Object "
+                            f"subclass, got {argument!r}")
+        return WeakRefKind(target)
+    target = _object_target(cls, resolved)
+    if target is not None:
+        return ObjectRefKind(target)
+    raise TypeError(f"{cls.__name__}.{attribute}: unsupported property type {annotation!r}")
+
+
+def class_layout(cls: type[Object]) -> ClassLayout:
+    """The layout of ``cls``, computed (and descriptors installed) on first use."""
+    layout: ClassLayout | None = cls.__dict__.get("_zs_layout")
+    if layout is not None:
+        return layout
+    parents = [b for b in cls.__bases__ if isinstance(b, ObjectMeta)]
+    if len(parents) > 1:
+        raise TypeError(f"{cls.__name__}: a native class has one native parent, got "
+                        f"{', '.join(p.__name__ for p in parents)}")
+    parent = parents[0] if parents else None
+    parent_layout = class_layout(parent) if parent is not None else None
+    inherited = list(parent_layout.properties) if parent_layout else []
+    taken = {p.name for p in inherited}
+    own: list[PropertyInfo] = []
+    defaults = cls.__dict__.get("_zs_defaults", {})
+    # zs.Object's own annotations only type its private slots.
+    annotations = inspect.get_annotations(cls) if cls is not Object else {}
+    for attribute, annotation in annotations.items():
+        if _is_classvar(annotation) or attribute.startswith("_zs_"):
+            continue
+        if attribute in _RESERVED or attribute in taken:
+            raise TypeError(f"{cls.__name__}.{attribute}: the name is already used by "
+                            f"{'zs.Object' if attribute in _RESERVED else 'a parent class'}")
+        if attribute.startswith("_"):
+            raise TypeError(f"{cls.__name__}.{attribute}: property names cannot start with '_'")
+        info = PropertyInfo(attribute, c_identifier(attribute), resolve_kind(cls, attribute, annotation))
+        if attribute in defaults:
+            info.has_default, info.default = True, defaults[attribute]
+        own.append(info)
+    members = [(p.cname, p.kind.c_type) for p in inherited + own]
+    type_name = declare_struct(cls.__name__, members)
+    own_members: list[tuple[int, int]] = []
+    for info in own:
+        info.offset = layout_ffi.offsetof(type_name, info.cname)
+        info.kind.install(cls, info.name, info.cname, info.offset)
+        if info.kind.member_kind:
+            own_members.append((info.kind.member_kind, info.offset))
+    properties = inherited + own
+    layout = ClassLayout(cls, parent, type_name, layout_ffi.sizeof(type_name), properties,
+                         own_members, frozenset(p.name for p in properties))
+    type.__setattr__(cls, "_zs_layout", layout)
+    return layout

@@ -1,0 +1,329 @@
+"""``zs.Runtime``: one isolated native heap plus its conjugate mapping.
+
+Locking (design rule 10): cffi releases the GIL inside every native call,
+so the C library serialises each call with the runtime's own mutex, and
+this module holds ``Runtime._lock`` around every sequence of calls that
+must not interleave with a collection (create-then-adopt an object, and
+mark -> expire conjugates -> purge). Property reads never take it: a
+conjugate's pointer is swapped for a sentinel, under the GIL, before the
+purge frees the memory it points to.
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import contextvars
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, Callable
+
+from ._conjugate import REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer
+from ._errors import ExpiredConjugateError
+from ._gc import GarbageCollector, GcStats
+from ._native import address_of, check, ffi, layout_pointer, lib
+from ._object import ClassLayout, Object, class_layout
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = ["Runtime", "current_runtime"]
+
+_current: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar(
+    "zsharp_current_runtime", default=None)
+_default: list[Runtime] = []  # the lazily created default runtime (at most one live)
+_default_lock = threading.Lock()
+_open_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
+
+
+def current_runtime() -> Runtime:
+    """The runtime of the innermost ``with Runtime()`` block, else the default
+    runtime (created on first use, closed at interpreter exit)."""
+    runtime = _current.get()
+    if runtime is not None and not runtime._closed:
+        return runtime
+    with _default_lock:
+        if not _default or _default[0]._closed:
+            _default[:] = [Runtime()]
+        return _default[0]
+
+
+def _free_native(pointer: Any) -> None:
+    lib.zs_runtime_free(pointer)
+
+
+class Runtime:
+    """An isolated native heap with its garbage collector and conjugates.
+
+    ``with zs.Runtime() as rt:`` makes it current for the block and closes
+    it at the end; closing destroys every native object and expires every
+    conjugate. Options:
+
+    ``black_conjugates_are_roots``
+        object references inside black conjugates keep their targets alive
+        (default True). False is faster but no longer memory-safe for such
+        references.
+    ``max_objects``
+        capacity of the object array (default 2,162,688; at most 33,554,432).
+    ``min_cluster_size``
+        clusters smaller than this are not kept.
+    ``disregard_for_gc``
+        open the disregard-for-GC window: objects created until
+        ``close_disregard_for_gc()`` are permanent and never scanned.
+    """
+
+    def __init__(self, *, black_conjugates_are_roots: bool = True,
+                 max_objects: int | None = None, min_cluster_size: int | None = None,
+                 disregard_for_gc: bool = False) -> None:
+        options = ffi.new("zs_runtime_options *")
+        lib.zs_runtime_default_options(options)
+        if max_objects is not None:
+            options.max_objects = _checked_count("max_objects", max_objects, 1,
+                                                 lib.ZS_MAX_OBJECTS_LIMIT)
+        if min_cluster_size is not None:
+            options.min_cluster_size = _checked_count("min_cluster_size", min_cluster_size, 1,
+                                                      1 << 30)
+        if disregard_for_gc:
+            options.flags |= lib.ZS_RUNTIME_DISREGARD_WINDOW
+        out = ffi.new("zs_runtime **")
+        check(lib.zs_runtime_new(options, out), "Runtime()")
+        self._ptr: Any = out[0]
+        self.black_conjugates_are_roots = bool(black_conjugates_are_roots)
+        self._lock = threading.RLock()
+        self._closed = False
+        self._conjugates: dict[int, Object] = {}
+        self._native_classes: dict[type, Any] = {}
+        self._classes_by_id: list[type[Object] | None] = []
+        self._names: list[str] = []
+        self._deferred_releases: collections.deque[int] = collections.deque()
+        self._tokens: list[contextvars.Token[Runtime | None]] = []
+        self._ref_out = ffi.new("zs_ref *")
+        self._object_out = ffi.new("zs_object **")
+        self.gc = GarbageCollector(self)
+        """Garbage collector controls: ``stats()``, ``verify()``."""
+        # An unclosed runtime that Python collects frees its heap; at exit,
+        # _close_all expires conjugates first (other atexit code may still
+        # hold them), so the finaliser's own atexit run is disabled.
+        self._finalizer = weakref.finalize(self, _free_native, self._ptr)
+        self._finalizer.atexit = False
+        _open_runtimes.add(self)
+
+    # ---- lifetime -------------------------------------------------------
+    def __enter__(self) -> Runtime:
+        self._live_ptr()
+        self._tokens.append(_current.set(self))
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._tokens:
+            _current.reset(self._tokens.pop())
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` has run."""
+        return self._closed
+
+    def close(self) -> None:
+        """Destroy every native object, expire every conjugate, free the heap."""
+        with self._lock:
+            if self._closed:
+                return
+            self._deferred_releases.clear()
+            conjugates = list(self._conjugates.values())
+            self._conjugates.clear()
+            for conjugate in conjugates:
+                _expire(self, conjugate, REASON_CLOSED)
+            self._closed = True
+            self._finalizer()  # zs_runtime_free, exactly once
+            self._ptr = ffi.NULL
+
+    def _live_ptr(self) -> Any:
+        if self._closed:
+            raise ExpiredConjugateError("the runtime has been closed")
+        return self._ptr
+
+    def close_disregard_for_gc(self) -> None:
+        """End the start-up window opened by ``Runtime(disregard_for_gc=True)``."""
+        check(lib.zs_close_disregard_for_gc(self._live_ptr()), "close_disregard_for_gc")
+
+    # ---- garbage collection --------------------------------------------
+    def collect_garbage(self) -> GcStats:
+        """Full stop-the-world collection: mark, expire conjugates, purge.
+
+        Returns the cycle's ``GcStats``.
+        """
+        with self._lock:
+            pointer = self._live_ptr()
+            self._flush_deferred()
+            check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage")
+            self.gc._last_expired = self._expire_dying()
+            check(lib.zs_gc_purge(pointer, 0, ffi.NULL), "collect_garbage")
+        return self.gc.stats()
+
+    def live_objects(self) -> int:
+        """Number of live native objects in this runtime."""
+        return int(lib.zs_live_objects(self._live_ptr()))
+
+    def native_memory(self) -> dict[str, int]:
+        """Native blocks and bytes the runtime owns (``live_blocks``,
+        ``live_bytes``, ``peak_bytes``, ``item_bytes_per_object``)."""
+        raw = ffi.new("zs_memory_stats *")
+        lib.zs_runtime_memory(self._live_ptr(), raw)
+        return {"live_blocks": raw.live_blocks, "live_bytes": raw.live_bytes,
+                "peak_bytes": raw.peak_bytes, "item_bytes_per_object": raw.item_bytes_per_object}
+
+    def _expire_dying(self) -> int:
+        """Expire the conjugates of every gathered object, before the purge."""
+        pointer = self._ptr
+        count = lib.zs_gc_expiring_count(pointer)
+        if count == 0:
+            return 0
+        buffer = ffi.new("zs_ref[]", count)
+        taken = ffi.new("uint32_t *")
+        flag = ffi.new("int *")
+        check(lib.zs_gc_take_expiring(pointer, buffer, count, taken), "collect_garbage")
+        handles = ffi.unpack(buffer, taken[0])
+        conjugates = self._conjugates
+        for handle in handles:
+            conjugate = conjugates.pop(handle, None)
+            if conjugate is None:
+                continue
+            lib.zs_is_garbage(pointer, handle, flag)
+            _expire(self, conjugate, REASON_GARBAGE if flag[0] else REASON_COLLECTED)
+        return len(handles)
+
+    def _flush_deferred(self) -> None:
+        """Run the native releases queued by finalisers (a safe point)."""
+        queue = self._deferred_releases
+        while queue:
+            lib.zs_release_strong_ref(self._ptr, queue.popleft())
+
+    def _release_strong(self, handle: int) -> None:
+        with self._lock:
+            if not self._closed:
+                check(lib.zs_release_strong_ref(self._ptr, handle), "StrongObjectPtr.dispose")
+
+    # ---- objects and conjugates -----------------------------------------
+    def _native_class(self, cls: type[Object]) -> Any:
+        """The native class of ``cls`` in this runtime, registered on first use."""
+        native = self._native_classes.get(cls)
+        if native is not None:
+            return native
+        layout = class_layout(cls)
+        parent = self._native_class(layout.parent) if layout.parent is not None else ffi.NULL
+        name = ffi.new("char[]", cls.__name__.encode("utf-8"))
+        members = ffi.new("zs_member[]", layout.own_members or [(0, 0)])
+        desc = ffi.new("zs_class_desc *", {
+            "name": name, "parent": parent, "instance_size": layout.size, "flags": 0,
+            "members": members, "member_count": len(layout.own_members)})
+        out = ffi.new("zs_class **")
+        check(lib.zs_class_register(self._ptr, desc, out), f"registering class {cls.__name__}")
+        native = out[0]
+        class_id = lib.zs_class_id(native)
+        while len(self._classes_by_id) <= class_id:
+            self._classes_by_id.append(None)
+        self._classes_by_id[class_id] = cls
+        self._native_classes[cls] = native
+        return native
+
+    def _intern(self, name: str) -> tuple[int, int]:
+        data = name.encode("utf-8")
+        index, number = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+        status = lib.zs_name_intern(self._ptr, data, len(data), index, number)
+        if status:
+            raise ValueError(f"invalid object name {name!r} (empty parts, NUL or over 1024 bytes)")
+        return index[0], number[0]
+
+    def _name_text(self, index: int, number: int) -> str:
+        names = self._names
+        while len(names) <= index:
+            raw = lib.zs_name_base(self._live_ptr(), len(names))
+            names.append(ffi.string(raw).decode("utf-8"))
+        base = names[index]
+        return base if number == 0 else f"{base}_{number - 1}"
+
+    def _new_object(self, cls: type[Object], layout: ClassLayout, name: str | None,
+                    outer: Object | None, properties: dict[str, Any]) -> Object:
+        with self._lock:
+            pointer = self._live_ptr()
+            self._flush_deferred()
+            native = self._native_class(cls)
+            index, number = (lib.ZS_NAME_AUTO, 0) if name is None else self._intern(name)
+            outer_ref = outer._h if outer is not None else 0
+            check(lib.zs_object_new(pointer, native, outer_ref, index, number,
+                                    self._ref_out, self._object_out), f"{cls.__name__}()")
+            handle = self._ref_out[0]
+            check(lib.zs_resolve_for_conjugate(pointer, handle, self._object_out),
+                  f"{cls.__name__}()")
+            conjugate = self._adopt(cls, layout, handle, self._object_out[0])
+            try:
+                for info in layout.properties:
+                    if info.name in properties:
+                        setattr(conjugate, info.name, properties[info.name])
+                    elif info.has_default:
+                        setattr(conjugate, info.name, info.default)
+            except BaseException:
+                # Leave no half-built object reachable: it goes at the next collection.
+                lib.zs_mark_as_garbage(pointer, handle)
+                raise
+            return conjugate
+
+    def _adopt(self, cls: type[Object], layout: ClassLayout, handle: int, native: Any) -> Object:
+        conjugate: Object = object.__new__(cls)
+        conjugate._p = layout_pointer(layout.type_name, address_of(native))
+        conjugate._h = handle
+        conjugate._rt = self
+        self._conjugates[handle] = conjugate
+        return conjugate
+
+    def _conjugate_of(self, handle: int) -> Object | None:
+        """The conjugate of a handle: existing, new, or None if the object is gone."""
+        with self._lock:
+            found = self._conjugates.get(handle)
+            if found is not None or self._closed:
+                return found
+            if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
+                return None
+            native = self._object_out[0]
+            cls = self._classes_by_id[native.class_id] if native.class_id < len(
+                self._classes_by_id) else None
+            if cls is None:
+                lib.zs_forget_conjugate(self._ptr, handle)
+                return None
+            return self._adopt(cls, class_layout(cls), handle, native)
+
+    def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
+        flag = ffi.new("int *")
+        check(function(self._live_ptr(), handle, flag), "query")
+        return bool(flag[0])
+
+    def __repr__(self) -> str:
+        if self._closed:
+            return "<zs.Runtime closed>"
+        return f"<zs.Runtime {self.live_objects()} live objects>"
+
+
+def _expire(runtime: Runtime, conjugate: Object, reason: str) -> None:
+    """Swap a conjugate's native pointer for the expired sentinel."""
+    pointer = conjugate._p
+    if type(pointer) is ExpiredPointer:
+        return
+    header = pointer.hdr
+    what = (f"{type(conjugate).__name__} "
+            f"{runtime._name_text(header.name_index, header.name_number)!r}")
+    conjugate._p = ExpiredPointer(what, reason)
+
+
+@atexit.register
+def _close_all() -> None:
+    for runtime in list(_open_runtimes):
+        runtime.close()
+
+
+def _checked_count(option: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{option} must be an int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{option} must be between {low} and {high}, got {value}")
+    return value

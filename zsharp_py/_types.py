@@ -1,0 +1,183 @@
+"""Property types: the scalar markers (``zs.Int32`` ...) and the property
+kinds that turn a class annotation into a C member plus a descriptor."""
+from __future__ import annotations
+
+import math
+import operator
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+if TYPE_CHECKING:
+    from ._object import Object
+
+__all__ = [
+    "Scalar", "Bool", "Int8", "Int16", "Int32", "Int64",
+    "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64",
+    "PropertyKind", "ScalarKind",
+]
+
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+class Scalar:
+    """Base of the scalar property types. ``zs.Int32(5)`` range-checks and
+    returns a plain Python value; as an annotation it declares a property."""
+
+    c_type: ClassVar[str] = ""
+    py_type: ClassVar[type] = int
+    minimum: ClassVar[int] = 0
+    maximum: ClassVar[int] = 0
+
+    def __new__(cls, value: Any = 0) -> Any:  # type: ignore[misc]
+        return cls.convert(value)
+
+    @classmethod
+    def convert(cls, value: Any) -> Any:
+        """Check ``value`` against the type; return the Python value stored."""
+        result = operator.index(value)
+        if not cls.minimum <= result <= cls.maximum:
+            raise OverflowError(
+                f"{result} is out of range for {cls.__name__} [{cls.minimum}, {cls.maximum}]")
+        return result
+
+
+def _integer(name: str, c_type: str, bits: int, signed: bool) -> type[Scalar]:
+    low = -(1 << (bits - 1)) if signed else 0
+    high = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    doc = f"{'Signed' if signed else 'Unsigned'} {bits}-bit integer property ({c_type})."
+    return type(name, (Scalar,), {"c_type": c_type, "minimum": low, "maximum": high,
+                                  "__doc__": doc, "__module__": "zsharp_py"})
+
+
+class Bool(Scalar):
+    """Boolean property (C ``_Bool``); accepts ``True``/``False`` (or 0/1)."""
+
+    c_type = "_Bool"
+    py_type = bool
+
+    @classmethod
+    def convert(cls, value: Any) -> Any:
+        """Accept bool, or the integers 0 and 1."""
+        if value is True or value is False:
+            return value
+        result = operator.index(value)
+        if result not in (0, 1):
+            raise OverflowError(f"{result} is out of range for Bool (use True or False)")
+        return bool(result)
+
+
+Int8 = _integer("Int8", "int8_t", 8, True)
+Int16 = _integer("Int16", "int16_t", 16, True)
+Int32 = _integer("Int32", "int32_t", 32, True)
+Int64 = _integer("Int64", "int64_t", 64, True)
+UInt8 = _integer("UInt8", "uint8_t", 8, False)
+UInt16 = _integer("UInt16", "uint16_t", 16, False)
+UInt32 = _integer("UInt32", "uint32_t", 32, False)
+UInt64 = _integer("UInt64", "uint64_t", 64, False)
+
+
+def _as_float(value: Any) -> float:
+    if type(value) is float:
+        return value
+    if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__float__"):
+        raise TypeError(f"expected a real number, got {type(value).__name__}")
+    return float(value)
+
+
+class Float64(Scalar):
+    """64-bit float property (C ``double``)."""
+
+    c_type = "double"
+    py_type = float
+
+    @classmethod
+    def convert(cls, value: Any) -> Any:
+        """Accept int, float and objects with ``__float__`` (not strings)."""
+        return _as_float(value)
+
+
+class Float32(Scalar):
+    """32-bit float property (C ``float``); finite values beyond its range
+    raise ``OverflowError`` instead of becoming infinity."""
+
+    c_type = "float"
+    py_type = float
+
+    @classmethod
+    def convert(cls, value: Any) -> Any:
+        """Like Float64, plus the float32 range check."""
+        result = _as_float(value)
+        if abs(result) > _FLOAT32_MAX and math.isfinite(result):
+            raise OverflowError(f"{result} is out of range for Float32")
+        return result
+
+
+# Python shorthands accepted in annotations.
+PYTHON_SHORTHANDS: dict[Any, type[Scalar]] = {int: Int64, float: Float64, bool: Bool}
+
+
+class PropertyKind:
+    """How one annotated property is stored and accessed.
+
+    ``c_type`` is the C member type in the class layout; ``member_kind`` is
+    the native schema kind (0 for untraced plain data); ``install`` puts the
+    descriptor on the class once the layout is known.
+    """
+
+    __slots__ = ()
+    c_type: str = ""
+    member_kind: int = 0
+
+    def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
+        """Put the property descriptor for ``name`` on ``cls``."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """A short human name of the property type (for errors and repr)."""
+        raise NotImplementedError
+
+
+def make_setter(what: str, cname: str,
+                convert: Callable[[Any], Any]) -> Callable[[Any, Any], None]:
+    """A setter that converts first (user code may run there), then stores.
+
+    The conversion runs before ``self._p`` is read, so no Python code can run
+    between fetching the native pointer and writing through it. Conversion
+    errors are re-raised with the property's name (``try`` costs nothing
+    when no exception is raised).
+    """
+    namespace: dict[str, Any] = {"convert": convert}
+    exec(  # noqa: S102 - generated once per property: a field store with no branches
+        f"def setter(self, value):\n"
+        f"    try:\n"
+        f"        value = convert(value)\n"
+        f"    except (TypeError, OverflowError) as error:\n"
+        f"        raise type(error)({what!r} + ': ' + str(error)) from None\n"
+        f"    self._p.{cname} = value\n",
+        namespace,
+    )
+    setter: Callable[[Any, Any], None] = namespace["setter"]
+    return setter
+
+
+class ScalarKind(PropertyKind):
+    """A scalar property: read is ``attrgetter('_p.<name>')``, a C-level fetch."""
+
+    __slots__ = ("scalar",)
+
+    def __init__(self, scalar: type[Scalar]) -> None:
+        self.scalar = scalar
+
+    @property
+    def c_type(self) -> str:  # type: ignore[override]
+        return self.scalar.c_type
+
+    def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
+        """Install the attrgetter property."""
+        doc = f"{self.scalar.__name__} property (native offset {offset})."
+        setter = make_setter(f"{cls.__name__}.{name}", cname, self.scalar.convert)
+        prop = property(operator.attrgetter(f"_p.{cname}"), setter, None, doc)
+        setattr(cls, name, prop)
+
+    def describe(self) -> str:
+        """The scalar type's name."""
+        return self.scalar.__name__

@@ -1,0 +1,142 @@
+"""Object wrappers: ``WeakObjectPtr`` (never keeps its object alive, never
+resolves to another object reusing the slot) and ``StrongObjectPtr`` (a
+black conjugate that keeps its object alive until disposed)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ._conjugate import REASON_CLOSED, REASON_DISPOSED
+from ._errors import ExpiredConjugateError
+from ._native import check, lib
+from ._object import Object
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from ._runtime import Runtime
+
+__all__ = ["WeakObjectPtr", "StrongObjectPtr"]
+
+T = TypeVar("T", bound=Object)
+
+
+class WeakObjectPtr(Generic[T]):
+    """A weak reference to a native object: index + serial.
+
+    ``get()`` returns the object while it lives and ``None`` afterwards, even
+    once its slot holds a new object (the serial no longer matches).
+    ``zs.WeakObjectPtr["Actor"]`` as an annotation declares an untraced
+    weak property.
+    """
+
+    __slots__ = ("_rt", "_h")
+    _rt: Runtime | None
+    _h: int
+
+    def __init__(self, obj: T | None = None) -> None:
+        if obj is None:
+            self._rt, self._h = None, 0
+            return
+        if not isinstance(obj, Object):
+            raise TypeError(f"WeakObjectPtr needs a zs.Object or None, not {type(obj).__name__}")
+        self._rt = obj._live_runtime()
+        self._h = obj._h
+
+    @classmethod
+    def _from_handle(cls, runtime: Runtime, handle: int) -> WeakObjectPtr[Any]:
+        weak: WeakObjectPtr[Any] = cls.__new__(cls)
+        weak._rt, weak._h = (runtime, handle) if handle else (None, 0)
+        return weak
+
+    def get(self) -> T | None:
+        """The object if it is still alive, else ``None``."""
+        runtime = self._rt
+        if runtime is None:
+            return None
+        found = runtime._conjugates.get(self._h)
+        if found is not None:
+            return found  # type: ignore[return-value]
+        return runtime._conjugate_of(self._h)  # type: ignore[return-value]
+
+    @property
+    def is_valid(self) -> bool:
+        """Whether ``get()`` would return an object."""
+        return self.get() is not None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, WeakObjectPtr):
+            return self._rt is other._rt and self._h == other._h
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((id(self._rt), self._h))
+
+    def __repr__(self) -> str:
+        target = self.get()
+        return f"WeakObjectPtr({target!r})" if target is not None else "WeakObjectPtr(None)"
+
+
+class StrongObjectPtr(Generic[T]):
+    """A black conjugate holding a strong reference: the object survives
+    every collection until ``dispose()`` (or the end of a ``with`` block, or
+    Python finalising this pointer)."""
+
+    __slots__ = ("_rt", "_h", "_target", "_disposed")
+    _rt: Runtime
+    _h: int
+    _target: T
+    _disposed: str | None
+
+    def __init__(self, obj: T) -> None:
+        if not isinstance(obj, Object):
+            raise TypeError(f"StrongObjectPtr needs a zs.Object, not {type(obj).__name__}")
+        runtime = obj._live_runtime()
+        self._disposed = REASON_DISPOSED  # until the native reference is really taken
+        check(lib.zs_add_strong_ref(runtime._ptr, obj._h), "StrongObjectPtr")
+        self._rt, self._h, self._target = runtime, obj._h, obj
+        self._disposed = None
+
+    @property
+    def is_black(self) -> bool:
+        """Always True: the pointer is owned by Python."""
+        return True
+
+    @property
+    def is_expired(self) -> bool:
+        """True once disposed or once its runtime closed."""
+        return self._disposed is not None or self._rt._closed
+
+    def get(self) -> T:
+        """The object (alive for as long as this pointer is)."""
+        if self._disposed is not None or self._rt._closed:
+            reason = self._disposed or REASON_CLOSED
+            raise ExpiredConjugateError(f"StrongObjectPtr has expired: {reason}")
+        return self._target
+
+    def dispose(self) -> None:
+        """Release the strong reference now; later calls do nothing."""
+        if self._disposed is not None:
+            return
+        self._disposed = REASON_DISPOSED
+        runtime = self._rt
+        if not runtime._closed:
+            runtime._release_strong(self._h)
+
+    def __enter__(self) -> StrongObjectPtr[T]:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.dispose()
+
+    def __del__(self) -> None:
+        # Finalisers may run on any thread, even inside a collection: only
+        # queue the release; the runtime flushes it at its next safe point.
+        if getattr(self, "_disposed", REASON_DISPOSED) is None:
+            self._disposed = REASON_DISPOSED
+            self._rt._deferred_releases.append(self._h)
+
+    def __repr__(self) -> str:
+        if self.is_expired:
+            return "StrongObjectPtr(<expired>)"
+        return f"StrongObjectPtr({self._target!r})"
