@@ -53,6 +53,10 @@ _STATUS_TEXT = {
 }
 
 
+ExpiredConjugateError.__module__ = "zsharp_py"
+HeapCorruptionError.__module__ = "zsharp_py"
+
+
 def raise_status(status: int, context: str) -> NoReturn:
     """Raise the Python exception for a non-zero native status."""
     exc = _STATUS_EXCEPTIONS.get(status, RuntimeError)

@@ -53,7 +53,7 @@ class GarbageCollector:
     def stats(self) -> GcStats:
         """The last cycle's figures."""
         raw = ffi.new("zs_gc_stats *")
-        lib.zs_gc_get_stats(self._rt._live_ptr(), raw)
+        self._rt._call(lib.zs_gc_get_stats, raw)
         return GcStats(
             cycle=raw.cycle, objects_scanned=raw.objects_scanned,
             objects_marked=raw.objects_marked, objects_unreachable=raw.objects_unreachable,
@@ -66,5 +66,5 @@ class GarbageCollector:
     def verify(self) -> None:
         """Check every item, object and reference; raise ``HeapCorruptionError``."""
         message = ffi.new("char[]", 512)
-        if lib.zs_heap_verify(self._rt._live_ptr(), message, 512) != 0:
+        if self._rt._call(lib.zs_heap_verify, message, 512) != 0:
             raise HeapCorruptionError(ffi.string(message).decode("utf-8", "replace"))

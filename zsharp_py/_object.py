@@ -70,11 +70,17 @@ class ObjectMeta(type):
         defaults = {key: namespace.pop(key) for key in list(annotations)
                     if key in namespace and not _is_classvar(annotations[key])}
         namespace["_zs_defaults"] = defaults
+        # String annotations resolve in the defining scope: module globals
+        # (live, so later definitions are seen) plus a snapshot of the locals
+        # of a function that declares the class.
+        frame = sys._getframe(1)
+        scope_locals = dict(frame.f_locals) if frame.f_locals is not frame.f_globals else {}
+        namespace["_zs_scope"] = (frame.f_globals, scope_locals)
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 
     def __call__(cls, name: str | None = None, outer: Object | None = None,
                  **properties: Any) -> Any:
-        layout = class_layout(cls)  # type: ignore[arg-type]
+        layout = class_layout(typing.cast("type[Object]", cls))
         unknown = properties.keys() - layout.property_names
         if unknown:
             raise TypeError(f"{cls.__name__}() got unknown properties: {', '.join(sorted(unknown))}")
@@ -88,7 +94,7 @@ class ObjectMeta(type):
             from ._runtime import current_runtime
 
             runtime = current_runtime()
-        return runtime._new_object(cls, layout, name, outer, properties)
+        return runtime._new_object(layout.cls, layout, name, outer, properties)
 
 
 def _is_classvar(annotation: Any) -> bool:
@@ -122,6 +128,11 @@ class Object(metaclass=ObjectMeta):
     _h: int
     _rt: Runtime
     _zs_defaults: ClassVar[dict[str, Any]]
+
+    if TYPE_CHECKING:
+        # Creation goes through ObjectMeta.__call__; this only types it.
+        def __init__(self, name: str | None = None, outer: Object | None = None,
+                     **properties: Any) -> None: ...
 
     # ---- identity -----------------------------------------------------
     @property
@@ -159,11 +170,11 @@ class Object(metaclass=ObjectMeta):
     # ---- lifetime control ---------------------------------------------
     def add_to_root(self) -> None:
         """Add the object to the root set: it survives every collection."""
-        check(lib.zs_add_to_root(self._live_runtime()._ptr, self._h), self._what("add_to_root"))
+        check(self._live_runtime()._call(lib.zs_add_to_root, self._h), self._what("add_to_root"))
 
     def remove_from_root(self) -> None:
         """Remove the object from the root set."""
-        check(lib.zs_remove_from_root(self._live_runtime()._ptr, self._h),
+        check(self._live_runtime()._call(lib.zs_remove_from_root, self._h),
               self._what("remove_from_root"))
 
     @property
@@ -178,7 +189,7 @@ class Object(metaclass=ObjectMeta):
         collection (they are *killable*). Roots, strong pointers and inner
         objects' ``outer`` (an immutable reference) still keep it alive.
         """
-        check(lib.zs_mark_as_garbage(self._live_runtime()._ptr, self._h),
+        check(self._live_runtime()._call(lib.zs_mark_as_garbage, self._h),
               self._what("mark_as_garbage"))
 
     @property
@@ -220,7 +231,7 @@ class Object(metaclass=ObjectMeta):
 
 def _store_ref(self: Object, offset: int, ref: int, what: str) -> None:
     runtime = self._live_runtime()
-    check(lib.zs_store_ref(runtime._ptr, self._h, offset, ref), what)
+    check(runtime._call(lib.zs_store_ref, self._h, offset, ref), what)
 
 
 def _target_ref(self: Object, value: Object, what: str) -> int:
@@ -323,10 +334,10 @@ def _evaluate(cls: type, annotation: Any) -> Any:
     if isinstance(annotation, typing.ForwardRef):
         annotation = annotation.__forward_arg__
     if isinstance(annotation, str):
-        module = sys.modules.get(cls.__module__)
-        module_globals = dict(vars(module)) if module is not None else {}
+        scope_globals, scope_locals = cls.__dict__["_zs_scope"]
+        names = {**scope_locals, cls.__name__: cls}
         try:
-            return eval(annotation, module_globals, {cls.__name__: cls})  # noqa: S307
+            return eval(annotation, scope_globals, names)  # noqa: S307
         except Exception as exc:
             raise TypeError(f"{cls.__name__}: cannot resolve annotation {annotation!r}: {exc}") from exc
     return annotation
@@ -370,7 +381,7 @@ def class_layout(cls: type[Object]) -> ClassLayout:
     layout: ClassLayout | None = cls.__dict__.get("_zs_layout")
     if layout is not None:
         return layout
-    parents = [b for b in cls.__bases__ if isinstance(b, ObjectMeta)]
+    parents = [typing.cast("type[Object]", b) for b in cls.__bases__ if isinstance(b, ObjectMeta)]
     if len(parents) > 1:
         raise TypeError(f"{cls.__name__}: a native class has one native parent, got "
                         f"{', '.join(p.__name__ for p in parents)}")

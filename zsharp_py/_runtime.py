@@ -138,6 +138,12 @@ class Runtime:
             self._finalizer()  # zs_runtime_free, exactly once
             self._ptr = ffi.NULL
 
+    def _call(self, function: Callable[..., int], *args: Any) -> int:
+        """Call a native function on this runtime's heap, holding the lock so
+        that ``close()`` on another thread cannot free the heap mid-call."""
+        with self._lock:
+            return function(self._live_ptr(), *args)
+
     def _live_ptr(self) -> Any:
         if self._closed:
             raise ExpiredConjugateError("the runtime has been closed")
@@ -145,7 +151,7 @@ class Runtime:
 
     def close_disregard_for_gc(self) -> None:
         """End the start-up window opened by ``Runtime(disregard_for_gc=True)``."""
-        check(lib.zs_close_disregard_for_gc(self._live_ptr()), "close_disregard_for_gc")
+        check(self._call(lib.zs_close_disregard_for_gc), "close_disregard_for_gc")
 
     # ---- garbage collection --------------------------------------------
     def collect_garbage(self) -> GcStats:
@@ -163,13 +169,13 @@ class Runtime:
 
     def live_objects(self) -> int:
         """Number of live native objects in this runtime."""
-        return int(lib.zs_live_objects(self._live_ptr()))
+        return self._call(lib.zs_live_objects)
 
     def native_memory(self) -> dict[str, int]:
         """Native blocks and bytes the runtime owns (``live_blocks``,
         ``live_bytes``, ``peak_bytes``, ``item_bytes_per_object``)."""
         raw = ffi.new("zs_memory_stats *")
-        lib.zs_runtime_memory(self._live_ptr(), raw)
+        self._call(lib.zs_runtime_memory, raw)
         return {"live_blocks": raw.live_blocks, "live_bytes": raw.live_bytes,
                 "peak_bytes": raw.peak_bytes, "item_bytes_per_object": raw.item_bytes_per_object}
 
@@ -228,18 +234,22 @@ class Runtime:
         return native
 
     def _intern(self, name: str) -> tuple[int, int]:
-        data = name.encode("utf-8")
+        try:
+            data = name.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(f"invalid object name {name!r}: {error}") from None
         index, number = ffi.new("uint32_t *"), ffi.new("uint32_t *")
         status = lib.zs_name_intern(self._ptr, data, len(data), index, number)
         if status:
-            raise ValueError(f"invalid object name {name!r} (empty parts, NUL or over 1024 bytes)")
+            raise ValueError(f"invalid object name {name!r} (NUL characters or over 1024 bytes)")
         return index[0], number[0]
 
     def _name_text(self, index: int, number: int) -> str:
         names = self._names
         while len(names) <= index:
-            raw = lib.zs_name_base(self._live_ptr(), len(names))
-            names.append(ffi.string(raw).decode("utf-8"))
+            with self._lock:
+                raw = lib.zs_name_base(self._live_ptr(), len(names))
+                names.append(ffi.string(raw).decode("utf-8"))
         base = names[index]
         return base if number == 0 else f"{base}_{number - 1}"
 
@@ -295,7 +305,7 @@ class Runtime:
 
     def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
         flag = ffi.new("int *")
-        check(function(self._live_ptr(), handle, flag), "query")
+        check(self._call(function, handle, flag), "query")
         return bool(flag[0])
 
     def __repr__(self) -> str:

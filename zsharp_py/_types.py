@@ -6,6 +6,8 @@ import math
 import operator
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
+from typing_extensions import TypeAlias
+
 if TYPE_CHECKING:
     from ._object import Object
 
@@ -27,7 +29,7 @@ class Scalar:
     minimum: ClassVar[int] = 0
     maximum: ClassVar[int] = 0
 
-    def __new__(cls, value: Any = 0) -> Any:  # type: ignore[misc]
+    def __new__(cls, value: Any = 0) -> Any:
         return cls.convert(value)
 
     @classmethod
@@ -48,7 +50,7 @@ def _integer(name: str, c_type: str, bits: int, signed: bool) -> type[Scalar]:
                                   "__doc__": doc, "__module__": "zsharp_py"})
 
 
-class Bool(Scalar):
+class _Bool(Scalar):
     """Boolean property (C ``_Bool``); accepts ``True``/``False`` (or 0/1)."""
 
     c_type = "_Bool"
@@ -65,14 +67,25 @@ class Bool(Scalar):
         return bool(result)
 
 
-Int8 = _integer("Int8", "int8_t", 8, True)
-Int16 = _integer("Int16", "int16_t", 16, True)
-Int32 = _integer("Int32", "int32_t", 32, True)
-Int64 = _integer("Int64", "int64_t", 64, True)
-UInt8 = _integer("UInt8", "uint8_t", 8, False)
-UInt16 = _integer("UInt16", "uint16_t", 16, False)
-UInt32 = _integer("UInt32", "uint32_t", 32, False)
-UInt64 = _integer("UInt64", "uint64_t", 64, False)
+if TYPE_CHECKING:
+    # For type checkers a property annotated ``zs.Int32`` holds an ``int``.
+    Int8: TypeAlias = int
+    Int16: TypeAlias = int
+    Int32: TypeAlias = int
+    Int64: TypeAlias = int
+    UInt8: TypeAlias = int
+    UInt16: TypeAlias = int
+    UInt32: TypeAlias = int
+    UInt64: TypeAlias = int
+else:
+    Int8 = _integer("Int8", "int8_t", 8, True)
+    Int16 = _integer("Int16", "int16_t", 16, True)
+    Int32 = _integer("Int32", "int32_t", 32, True)
+    Int64 = _integer("Int64", "int64_t", 64, True)
+    UInt8 = _integer("UInt8", "uint8_t", 8, False)
+    UInt16 = _integer("UInt16", "uint16_t", 16, False)
+    UInt32 = _integer("UInt32", "uint32_t", 32, False)
+    UInt64 = _integer("UInt64", "uint64_t", 64, False)
 
 
 def _as_float(value: Any) -> float:
@@ -83,7 +96,7 @@ def _as_float(value: Any) -> float:
     return float(value)
 
 
-class Float64(Scalar):
+class _Float64(Scalar):
     """64-bit float property (C ``double``)."""
 
     c_type = "double"
@@ -95,7 +108,7 @@ class Float64(Scalar):
         return _as_float(value)
 
 
-class Float32(Scalar):
+class _Float32(Scalar):
     """32-bit float property (C ``float``); finite values beyond its range
     raise ``OverflowError`` instead of becoming infinity."""
 
@@ -111,8 +124,18 @@ class Float32(Scalar):
         return result
 
 
+if TYPE_CHECKING:
+    Bool: TypeAlias = bool
+    Float32: TypeAlias = float
+    Float64: TypeAlias = float
+else:
+    Bool, Float32, Float64 = _Bool, _Float32, _Float64
+    for _scalar in (Bool, Float32, Float64):
+        _scalar.__name__ = _scalar.__qualname__ = _scalar.__name__.lstrip("_")
+        _scalar.__module__ = "zsharp_py"
+
 # Python shorthands accepted in annotations.
-PYTHON_SHORTHANDS: dict[Any, type[Scalar]] = {int: Int64, float: Float64, bool: Bool}
+PYTHON_SHORTHANDS: dict[Any, Any] = {int: Int64, float: Float64, bool: Bool}
 
 
 class PropertyKind:

@@ -92,7 +92,7 @@ class StrongObjectPtr(Generic[T]):
             raise TypeError(f"StrongObjectPtr needs a zs.Object, not {type(obj).__name__}")
         runtime = obj._live_runtime()
         self._disposed = REASON_DISPOSED  # until the native reference is really taken
-        check(lib.zs_add_strong_ref(runtime._ptr, obj._h), "StrongObjectPtr")
+        check(runtime._call(lib.zs_add_strong_ref, obj._h), "StrongObjectPtr")
         self._rt, self._h, self._target = runtime, obj._h, obj
         self._disposed = None
 

@@ -95,7 +95,7 @@ zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc, const zs_
     for (uint32_t i = 0; i < desc->member_count; i++)
         cls->schema[inherited + i] =
             op_of_kind(desc->members[i].kind) | (desc->members[i].offset << ZS_OP_SHIFT);
-    qsort(cls->schema, cls->schema_count, sizeof(uint32_t), compare_words);
+    if (cls->schema_count > 1) qsort(cls->schema, cls->schema_count, sizeof(uint32_t), compare_words);
     while (cls->strong_count < cls->schema_count &&
            (cls->schema[cls->strong_count] & ZS_OP_MASK) != ZS_OP_WEAK)
         cls->strong_count++;

@@ -28,8 +28,9 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done)
     if (rt->expiring.count > 0) return ZS_E_EXPIRY_PENDING;
     uint64_t start = zs_now_ns();
     /* BeginDestroy for every dying object before any is freed, so a hook may
-       still read the objects that a dying object references. */
-    for (uint32_t i = 0; i < rt->dying.count; i++) {
+       still read the objects that a dying object references. Entries before
+       dying_cursor are already freed (a budgeted purge stopped after them). */
+    for (uint32_t i = rt->dying_cursor; i < rt->dying.count && rt->destroy_hook; i++) {
         zs_item *it = zs_item_at(rt, rt->dying.data[i]);
         if (it->flags & ZS_ITEM_BEGUN_DESTROY) continue;
         call_hook(rt, it, ZS_BEGIN_DESTROY);

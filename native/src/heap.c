@@ -181,7 +181,8 @@ zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out) 
     zs_status status = ZS_OK;
     if (out == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_item *it = usable_item(rt, ref, &status);
+    zs_item *it = rt->in_destroy_hook ? NULL : usable_item(rt, ref, &status);
+    if (rt->in_destroy_hook) status = ZS_E_BUSY;
     if (it != NULL) {
         it->flags |= ZS_ITEM_HAS_CONJUGATE;
         *out = it->object;

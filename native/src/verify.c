@@ -27,10 +27,11 @@ static bool fail(checker *c, const char *format, ...) {
     return false;
 }
 
-/* A strong or immutable reference held by a live holder must name a live
-   slot; from a surviving holder it must not name a dying object. */
+/* A strong or immutable reference held by a surviving holder must name a
+   live slot that is not dying. */
 static bool check_strong(checker *c, const zs_item *holder, zs_ref ref, const char *what) {
-    if (ref == ZS_NULL_REF) return true;
+    /* A dying holder may already point at freed slots mid-purge. */
+    if (ref == ZS_NULL_REF || (holder->flags & ZS_ITEM_DYING)) return true;
     zs_item *target = zs_item_of(c->rt, ref);
     uint32_t index = holder->object->index;
     if (target == NULL)

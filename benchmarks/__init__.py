@@ -1,0 +1,26 @@
+"""Side-by-side benchmarks of zsharp_py and its peers.
+
+``python -m benchmarks [--quick] [--only NAME]`` runs every family, prints
+the tables and writes ``benchmarks/RESULTS.md`` (full runs of every family
+only). Each family is one module exposing ``NAME``, ``TITLE`` and
+``run(config) -> list[Table]``; the common timing, statistics and table code
+is in ``_harness``. To add a family, add a module and list it in
+``FAMILIES``; to add a peer to a family, add a provider to its ``PEERS``.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["FAMILIES", "load"]
+
+# name -> module (in the order they run and appear in RESULTS.md)
+FAMILIES: dict[str, str] = {
+    "property_access": "benchmarks.property_access",
+    "gc_collect": "benchmarks.gc_collect",
+}
+
+
+def load(name: str) -> ModuleType:
+    """Import one benchmark family by name."""
+    return importlib.import_module(FAMILIES[name])

@@ -1,0 +1,87 @@
+"""``python -m benchmarks [--quick] [--only NAME ...] [--output PATH]``."""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from . import FAMILIES, load
+from ._harness import Config, Table, clock, machine_info
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def _markdown(config: Config, families: list[str], sections: list[tuple[str, list[Table]]],
+              info: dict[str, str], seconds: float) -> str:
+    command = "python -m benchmarks" + (" --quick" if config.quick else "")
+    if families != list(FAMILIES):
+        command += "".join(f" --only {name}" for name in families)
+    out = ["# zsharp_py benchmark results", "",
+           f"Produced by `{command}` in {seconds:,.0f} s. "
+           "See `benchmarks/README.md` for what each figure means. "
+           "Ratios are computed from figures measured in this same run.", "",
+           "## Machine", ""]
+    out += [f"- **{key}**: {value}" for key, value in info.items()]
+    if config.quick:
+        out += ["", "> **Quick (smoke) run**: tiny sizes and few rounds; "
+                "these numbers are not meaningful."]
+    for title, tables in sections:
+        out += ["", f"## {title}", ""]
+        for table in tables:
+            out += [table.render_markdown(), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: tiny sizes, few rounds (a few seconds); "
+                             "does not touch RESULTS.md")
+    parser.add_argument("--only", action="append", choices=list(FAMILIES), metavar="NAME",
+                        help=f"run only this family (repeatable): {', '.join(FAMILIES)}")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="write the markdown report here (default: benchmarks/RESULTS.md "
+                             "for a full run of every family, a temporary file otherwise)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+
+    config = Config(quick=args.quick, verbose=not args.quiet)
+    families = args.only or list(FAMILIES)
+    families = [name for name in FAMILIES if name in families]  # canonical order
+    info = machine_info()
+    width = max(len(key) for key in info)
+    for key, value in info.items():
+        print(f"{key.ljust(width)}  {value}")
+    print()
+
+    start = clock()
+    sections: list[tuple[str, list[Table]]] = []
+    failures: list[str] = []
+    for name in families:
+        module = load(name)
+        tables = module.run(config)
+        sections.append((module.TITLE, tables))
+        for table in tables:
+            print(table.render_text())
+            print()
+            failures += table.failures
+    elapsed = clock() - start
+
+    if args.output is not None:
+        output = args.output
+    elif not config.quick and families == list(FAMILIES):
+        output = RESULTS
+    else:
+        # Quick or partial runs never replace the committed full-run numbers.
+        output = Path(tempfile.gettempdir()) / "zsharp_py_benchmarks_results.md"
+    output.write_text(_markdown(config, families, sections, info, elapsed), encoding="utf-8")
+    print(f"wrote {output} ({elapsed:,.1f} s)")
+    if failures:
+        print("sanity checks failed:\n  " + "\n  ".join(failures), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

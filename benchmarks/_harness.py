@@ -1,0 +1,363 @@
+"""Common harness of the benchmark families: configuration, timing, statistics,
+result tables and the machine description.
+
+Every benchmark module exposes ``run(config) -> list[Table]``. Ratios are
+always computed from figures measured in the same process and the same run,
+so machine speed and frequency drift cancel out as far as possible; micro
+benchmarks interleave their cases round by round for the same reason.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import gc
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+__all__ = [
+    "Config", "Stats", "Table", "MicroCase", "Unavailable", "summarize", "percentile",
+    "time_rounds", "run_micro", "gc_paused", "host_gc_isolated", "machine_info",
+    "progress", "fmt_ratio", "fmt_ns", "fmt_ms",
+]
+
+clock = time.perf_counter
+
+
+# ---------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Config:
+    """How hard to measure. ``quick`` is the CI smoke run: tiny sizes, few
+    rounds; its numbers are only a check that everything runs."""
+
+    quick: bool = False
+    verbose: bool = True
+
+    # property_access: every case runs ``micro_rounds`` batches of
+    # ``micro_number`` operations (1e6 operations per case in a full run).
+    @property
+    def micro_number(self) -> int:
+        return 1_000 if self.quick else 10_000
+
+    @property
+    def micro_rounds(self) -> int:
+        return 10 if self.quick else 100
+
+    # gc_collect
+    @property
+    def heap_sizes(self) -> tuple[int, ...]:
+        return (10_000,) if self.quick else (10_000, 100_000, 1_000_000)
+
+    def collect_rounds(self, objects: int) -> int:
+        """Timed full collections per heap (after one untimed warm-up)."""
+        if self.quick:
+            return 3
+        return 5 if objects >= 1_000_000 else 9
+
+
+class Unavailable(Exception):
+    """A peer cannot be measured here (missing module, compiler, library)."""
+
+
+# ---------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation between ranks."""
+    if not sorted_values:
+        return math.nan
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    position = (len(sorted_values) - 1) * q / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    fraction = position - low
+    return sorted_values[low] * (1 - fraction) + sorted_values[high] * fraction
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Summary of repeated measurements (same unit as the samples)."""
+
+    n: int
+    median: float
+    p50: float
+    p99: float
+    max: float
+    min: float
+    mean: float
+
+    def scaled(self, factor: float) -> Stats:
+        """Every figure multiplied by ``factor`` (unit change, per-item)."""
+        return Stats(self.n, self.median * factor, self.p50 * factor, self.p99 * factor,
+                     self.max * factor, self.min * factor, self.mean * factor)
+
+    def minus(self, offset: float) -> Stats:
+        """Every figure minus ``offset`` (loop overhead), floored at zero."""
+        return Stats(self.n, *(max(v - offset, 0.0) for v in (
+            self.median, self.p50, self.p99, self.max, self.min, self.mean)))
+
+
+def summarize(samples: Sequence[float]) -> Stats:
+    """Median, p50, p99, max, min and mean of ``samples``."""
+    ordered = sorted(samples)
+    return Stats(len(ordered), statistics.median(ordered), percentile(ordered, 50),
+                 percentile(ordered, 99), ordered[-1], ordered[0], statistics.fmean(ordered))
+
+
+# ---------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Keep CPython's cyclic collector from running inside a timed region
+    (as ``timeit`` does); restores the previous state."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@contextlib.contextmanager
+def host_gc_isolated() -> Iterator[None]:
+    """Move every object that exists now into CPython's permanent generation
+    (``gc.freeze()``), so a ``gc.collect()`` inside the block only traverses
+    what the block creates; undone on exit."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def time_rounds(function: Callable[[], Any], rounds: int, warmup: int = 1) -> tuple[Stats, list[Any]]:
+    """Call ``function`` ``warmup`` times untimed, then ``rounds`` times timed
+    (CPython's collector paused). Returns the seconds per call and the
+    return values of the timed calls."""
+    results: list[Any] = []
+    samples: list[float] = []
+    with gc_paused():
+        for _ in range(warmup):
+            function()
+        for _ in range(rounds):
+            start = clock()
+            result = function()
+            samples.append(clock() - start)
+            results.append(result)
+    return summarize(samples), results
+
+
+@dataclass
+class MicroCase:
+    """One statement timed in a ``timeit`` loop.
+
+    ``group`` gathers cases that are compared with each other (e.g. "read");
+    the case with ``baseline=True`` in a group is the denominator of that
+    group's ratios. ``peer`` names who provides it (for the tables).
+    """
+
+    label: str
+    group: str
+    stmt: str
+    namespace: dict[str, Any]
+    peer: str = ""
+    baseline: bool = False
+    note: str = ""
+
+
+@dataclass
+class MicroResult:
+    case: MicroCase
+    gross: Stats   # seconds per operation, loop overhead included
+    net: Stats     # minus the median cost of an empty loop iteration
+
+
+def run_micro(cases: Sequence[MicroCase], number: int, rounds: int) -> tuple[list[MicroResult], Stats]:
+    """Time every case ``rounds`` times ``number`` operations, interleaved:
+    each round runs one batch of every case (in a rotating order), so slow
+    drift of the machine affects all cases alike. Returns the per-operation
+    statistics of each case and of the empty loop (the overhead)."""
+    empty = timeit.Timer("pass")
+    timers = [timeit.Timer(case.stmt, globals=case.namespace) for case in cases]
+    for timer in timers:  # warm-up, and fail early on a broken statement
+        timer.timeit(max(number // 10, 1))
+    samples: list[list[float]] = [[] for _ in cases]
+    empty_samples: list[float] = []
+    count = len(timers)
+    for round_index in range(rounds):
+        empty_samples.append(empty.timeit(number) / number)
+        for offset in range(count):
+            index = (round_index + offset) % count
+            samples[index].append(timers[index].timeit(number) / number)
+    overhead = summarize(empty_samples)
+    results = [MicroResult(case, summarize(s), summarize(s).minus(overhead.median))
+               for case, s in zip(cases, samples)]
+    return results, overhead
+
+
+# ---------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Table:
+    """A result table: printed as text, written as markdown."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    description: str = ""
+    failures: list[str] = field(default_factory=list)
+    """Sanity checks that failed while measuring (the run exits non-zero)."""
+
+    def add(self, *cells: Any) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"{self.title}: {len(cells)} cells for {len(self.columns)} columns")
+        self.rows.append([str(c) for c in cells])
+
+    def _widths(self) -> list[int]:
+        return [max(len(row[i]) for row in [self.columns, *self.rows])
+                for i in range(len(self.columns))]
+
+    @staticmethod
+    def _numeric(cell: str) -> bool:
+        text = cell.strip()
+        if text in ("-", "n/a", ""):
+            return True
+        try:
+            float(text.lstrip("x~<>=").rstrip("%").replace(",", ""))
+        except ValueError:
+            return False
+        return True
+
+    def render_text(self) -> str:
+        widths = self._widths()
+
+        def line(row: list[str]) -> str:
+            return "  ".join(cell.rjust(w) if self._numeric(cell) else cell.ljust(w)
+                             for cell, w in zip(row, widths)).rstrip()
+
+        out = [self.title, "=" * len(self.title), line(self.columns),
+               "  ".join("-" * w for w in widths)]
+        out += [line(row) for row in self.rows]
+        out += [f"  * {note}" for note in self.notes]
+        return "\n".join(out)
+
+    def render_markdown(self) -> str:
+        numeric = [all(self._numeric(row[i]) for row in self.rows) if self.rows else False
+                   for i in range(len(self.columns))]
+        out = [f"### {self.title}", ""]
+        if self.description:
+            out += [self.description, ""]
+        out.append("| " + " | ".join(self.columns) + " |")
+        out.append("|" + "|".join(" ---: " if n else " --- " for n in numeric) + "|")
+        out += ["| " + " | ".join(row) + " |" for row in self.rows]
+        if self.notes:
+            out.append("")
+            out += [f"- {note}" for note in self.notes]
+        return "\n".join(out)
+
+
+def fmt_ns(seconds: float, digits: int = 1) -> str:
+    """Seconds as nanoseconds."""
+    return f"{seconds * 1e9:,.{digits}f}"
+
+
+def fmt_ms(seconds: float, digits: int = 2) -> str:
+    """Seconds as milliseconds."""
+    return f"{seconds * 1e3:,.{digits}f}"
+
+
+def fmt_ratio(numerator: float, denominator: float) -> str:
+    """``x1.23`` (n/a when the denominator is zero or missing)."""
+    if not denominator or math.isnan(denominator) or math.isnan(numerator):
+        return "n/a"
+    return f"x{numerator / denominator:.2f}"
+
+
+# ---------------------------------------------------------------------------
+# Machine description and progress
+# ---------------------------------------------------------------------------
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.lower().startswith(("model name", "hardware", "processor\t: ")) \
+                        and ":" in line:
+                    value = line.split(":", 1)[1].strip()
+                    if value and not value.isdigit():
+                        return value
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _git_revision(root: Path) -> str:
+    try:
+        revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                                  capture_output=True, text=True, timeout=5, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=5)
+        suffix = " (with uncommitted changes)" if dirty.stdout.strip() else ""
+        return revision.stdout.strip() + suffix
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def machine_info() -> dict[str, str]:
+    """What the numbers were measured on."""
+    import cffi
+
+    import zsharp_py
+
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 0
+    return {
+        "CPU": _cpu_model(),
+        "cores": f"{os.cpu_count()} logical ({usable} usable by this process)",
+        "OS": f"{platform.system()} {platform.release()} ({platform.machine()})",
+        "Python": f"{platform.python_implementation()} {platform.python_version()} "
+                  f"({sys.executable})",
+        "cffi": cffi.__version__,
+        "zsharp_py": f"{zsharp_py.__version__}, git {_git_revision(Path(__file__).resolve().parent.parent)}",
+        "load average at start": _load_average(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def _load_average() -> str:
+    try:
+        one, five, fifteen = os.getloadavg()
+    except (AttributeError, OSError):
+        return "unknown"
+    return f"{one:.2f} {five:.2f} {fifteen:.2f} (1, 5, 15 min; other processes skew the figures)"
+
+
+_started = clock()
+
+
+def progress(config: Config, message: str) -> None:
+    """A progress line on stderr (long runs build million-object heaps)."""
+    if config.verbose:
+        print(f"[{clock() - _started:7.1f}s] {message}", file=sys.stderr, flush=True)

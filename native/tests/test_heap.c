@@ -1,0 +1,1753 @@
+/*
+ * test_heap.c -- C-level tests of the zsharp native heap, through the public
+ * API in zsharp.h only.
+ *
+ * A tiny self-contained runner: CHECK* macros record failures with file:line
+ * into a runner struct passed to every test; a test passes when none of its
+ * checks failed. The last line printed is "N passed, N failed" and the exit
+ * status is non-zero if any test failed. Every collection (and purge) is
+ * followed by zs_heap_verify, checked to return ZS_OK.
+ *
+ * Usage: test_heap [substring]   runs only the tests whose name contains it.
+ */
+#include "zsharp.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ======================================================================
+ * Runner
+ * ====================================================================== */
+
+typedef struct runner {
+    const char *test;   /* name of the running test */
+    unsigned failures;  /* failed checks in the running test */
+    unsigned long checks;
+} runner;
+
+/* Failures printed per test; the rest are only counted. */
+#define MAX_REPORTED_FAILURES 20u
+
+static bool report(runner *t, bool ok, const char *file, int line) {
+    t->checks++;
+    if (ok) return false;
+    t->failures++;
+    if (t->failures > MAX_REPORTED_FAILURES) return false;
+    fprintf(stderr, "%s:%d: [%s] CHECK failed: ", file, line, t->test);
+    return true;
+}
+
+static void check_at(runner *t, bool ok, const char *expr, const char *file, int line) {
+    if (report(t, ok, file, line)) fprintf(stderr, "%s\n", expr);
+}
+
+static void check_eq_at(runner *t, uint64_t got, uint64_t want, const char *expr_got,
+                        const char *expr_want, const char *file, int line) {
+    if (report(t, got == want, file, line))
+        fprintf(stderr, "%s == %s (got %" PRIu64 ", want %" PRIu64 ")\n", expr_got, expr_want,
+                got, want);
+}
+
+static void check_status_at(runner *t, zs_status got, zs_status want, const char *expr,
+                            const char *file, int line) {
+    if (report(t, got == want, file, line))
+        fprintf(stderr, "%s returned %d (%s), want %d (%s)\n", expr, (int)got,
+                zs_status_message(got), (int)want, zs_status_message(want));
+}
+
+#define CHECK(t, cond) check_at((t), (cond) ? true : false, #cond, __FILE__, __LINE__)
+#define CHECK_EQ(t, got, want) \
+    check_eq_at((t), (uint64_t)(got), (uint64_t)(want), #got, #want, __FILE__, __LINE__)
+#define CHECK_STATUS(t, expr, want) check_status_at((t), (expr), (want), #expr, __FILE__, __LINE__)
+#define CHECK_OK(t, expr) CHECK_STATUS(t, expr, ZS_OK)
+
+/* ======================================================================
+ * Heap helpers: verify after every collection
+ * ====================================================================== */
+
+static void verify_at(runner *t, zs_runtime *rt, const char *file, int line) {
+    char message[256];
+    zs_status status = zs_heap_verify(rt, message, sizeof message);
+    if (report(t, status == ZS_OK, file, line))
+        fprintf(stderr, "zs_heap_verify returned %d: %s\n", (int)status, message);
+}
+
+static void collect_at(runner *t, zs_runtime *rt, zs_status want, const char *file, int line) {
+    check_status_at(t, zs_collect_garbage(rt), want, "zs_collect_garbage(rt)", file, line);
+    verify_at(t, rt, file, line);
+}
+
+#define VERIFY(t, rt) verify_at((t), (rt), __FILE__, __LINE__)
+#define COLLECT(t, rt) collect_at((t), (rt), ZS_OK, __FILE__, __LINE__)
+#define COLLECT_EXPECT(t, rt, want) collect_at((t), (rt), (want), __FILE__, __LINE__)
+
+/* The test object: four strong slots, a weak slot, a reference array, data. */
+typedef struct node {
+    zs_object header;
+    zs_ref ref[4];      /* ZS_MEMBER_OBJECT */
+    zs_ref weak;        /* ZS_MEMBER_WEAK_OBJECT */
+    zs_ref_array list;  /* ZS_MEMBER_OBJECT_ARRAY */
+    uint64_t payload;   /* plain data, never traced */
+} node;
+
+/* An object whose only member is weak: marking never reads it (a leaf).
+   test_memberless_class covers classes with no members at all. */
+typedef struct leaf {
+    zs_object header;
+    zs_ref weak;        /* ZS_MEMBER_WEAK_OBJECT */
+    uint64_t payload;
+} leaf;
+
+#define NODE_SLOTS 4u
+#define NODE_REF(slot) ((uint32_t)(offsetof(node, ref) + (size_t)(slot) * sizeof(zs_ref)))
+#define NODE_WEAK ((uint32_t)offsetof(node, weak))
+#define NODE_LIST ((uint32_t)offsetof(node, list))
+
+typedef struct fixture {
+    zs_runtime *rt;
+    const zs_class *node;
+    const zs_class *leaf;
+} fixture;
+
+/* A runtime with the Node and Leaf classes registered; false on failure. */
+static bool fixture_open(runner *t, fixture *fx, uint32_t max_objects, uint32_t flags) {
+    static const zs_member node_members[] = {
+        {ZS_MEMBER_OBJECT, NODE_REF(0)},       {ZS_MEMBER_OBJECT, NODE_REF(1)},
+        {ZS_MEMBER_OBJECT, NODE_REF(2)},       {ZS_MEMBER_OBJECT, NODE_REF(3)},
+        {ZS_MEMBER_WEAK_OBJECT, NODE_WEAK},    {ZS_MEMBER_OBJECT_ARRAY, NODE_LIST},
+    };
+    zs_runtime_options options;
+    zs_runtime_default_options(&options);
+    if (max_objects != 0) options.max_objects = max_objects;
+    options.flags = flags;
+    memset(fx, 0, sizeof *fx);
+    CHECK_OK(t, zs_runtime_new(&options, &fx->rt));
+    if (fx->rt == NULL) return false;
+    zs_class_desc node_desc = {"Node", NULL, sizeof(node), 0, node_members, 6};
+    static const zs_member leaf_members[] = {
+        {ZS_MEMBER_WEAK_OBJECT, (uint32_t)offsetof(leaf, weak)},
+    };
+    zs_class_desc leaf_desc = {"Leaf", NULL, sizeof(leaf), 0, leaf_members, 1};
+    CHECK_OK(t, zs_class_register(fx->rt, &node_desc, &fx->node));
+    CHECK_OK(t, zs_class_register(fx->rt, &leaf_desc, &fx->leaf));
+    if (fx->node == NULL || fx->leaf == NULL) {
+        zs_runtime_free(fx->rt);
+        fx->rt = NULL;
+        return false;
+    }
+    return true;
+}
+
+static void fixture_close(fixture *fx) {
+    zs_runtime_free(fx->rt);
+    fx->rt = NULL;
+}
+
+static zs_ref make_at(runner *t, zs_runtime *rt, const zs_class *cls, zs_ref outer,
+                      const char *file, int line) {
+    zs_ref ref = ZS_NULL_REF;
+    check_status_at(t, zs_object_new(rt, cls, outer, ZS_NAME_AUTO, 0, &ref, NULL), ZS_OK,
+                    "zs_object_new", file, line);
+    return ref;
+}
+
+/* New object with an auto name; a failed creation is a failed check. */
+#define MAKE(t, rt, cls, outer) make_at((t), (rt), (cls), (outer), __FILE__, __LINE__)
+#define ROOT(t, rt, ref) CHECK_OK(t, zs_add_to_root((rt), (ref)))
+#define UNROOT(t, rt, ref) CHECK_OK(t, zs_remove_from_root((rt), (ref)))
+#define LINK(t, rt, holder, slot, target) \
+    CHECK_OK(t, zs_store_ref((rt), (holder), NODE_REF(slot), (target)))
+#define PUSH(t, rt, holder, target) CHECK_OK(t, zs_ref_array_push((rt), (holder), NODE_LIST, (target)))
+
+static bool alive(zs_runtime *rt, zs_ref ref) { return zs_resolve(rt, ref) != NULL; }
+static node *node_of(zs_runtime *rt, zs_ref ref) { return (node *)zs_resolve(rt, ref); }
+
+static zs_gc_stats gc_stats(zs_runtime *rt) {
+    zs_gc_stats stats;
+    zs_gc_get_stats(rt, &stats);
+    return stats;
+}
+
+/* xorshift64: a fixed-seed PRNG (state must be non-zero). */
+static uint64_t xorshift64(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
+static uint32_t rand_below(uint64_t *state, uint32_t bound) {
+    return (uint32_t)(xorshift64(state) % bound);
+}
+
+/* ======================================================================
+ * Runtime
+ * ====================================================================== */
+
+/* A runtime can be created with default or explicit options and freed; bad options are refused. */
+static void test_runtime_create_free(runner *t) {
+    zs_runtime_options options;
+    zs_runtime_default_options(&options);
+    CHECK_EQ(t, options.max_objects, ZS_DEFAULT_MAX_OBJECTS);
+    CHECK_EQ(t, options.flags, 0);
+
+    zs_runtime *rt = NULL;
+    CHECK_OK(t, zs_runtime_new(NULL, &rt));
+    CHECK(t, rt != NULL);
+    if (rt != NULL) {
+        CHECK_EQ(t, zs_live_objects(rt), 0);
+        COLLECT(t, rt);
+        zs_runtime_free(rt);
+    }
+    rt = NULL;
+    CHECK_OK(t, zs_runtime_new(&options, &rt));
+    zs_runtime_free(rt);
+
+    options.max_objects = ZS_MAX_OBJECTS_LIMIT + 1;
+    rt = (zs_runtime *)&options; /* must be reset to NULL on failure */
+    CHECK_STATUS(t, zs_runtime_new(&options, &rt), ZS_E_INVALID);
+    CHECK(t, rt == NULL);
+    CHECK_STATUS(t, zs_runtime_new(NULL, NULL), ZS_E_INVALID);
+    zs_runtime_free(NULL); /* a no-op */
+
+    for (int s = ZS_OK; s <= ZS_E_CORRUPT; s++) {
+        const char *message = zs_status_message((zs_status)s);
+        CHECK(t, message != NULL && message[0] != '\0');
+    }
+}
+
+/* Two runtimes never see each other's objects, classes, names or collections. */
+static void test_runtimes_isolated(runner *t) {
+    fixture a, b;
+    if (!fixture_open(t, &a, 0, 0)) return;
+    if (!fixture_open(t, &b, 0, 0)) {
+        fixture_close(&a);
+        return;
+    }
+    zs_ref in_a = MAKE(t, a.rt, a.node, ZS_NULL_REF);
+    ROOT(t, a.rt, in_a);
+    zs_object *object_a = zs_resolve(a.rt, in_a);
+    CHECK(t, object_a != NULL);
+    CHECK(t, zs_resolve(b.rt, in_a) == NULL); /* b has no objects yet */
+
+    zs_ref in_b = MAKE(t, b.rt, b.node, ZS_NULL_REF);
+    zs_object *seen_in_b = zs_resolve(b.rt, in_a);
+    CHECK(t, seen_in_b == NULL || seen_in_b != object_a); /* at most an unrelated object */
+    CHECK(t, seen_in_b == NULL || seen_in_b == zs_resolve(b.rt, in_b));
+
+    /* Classes of a are foreign to b. */
+    zs_ref out = ZS_NULL_REF;
+    CHECK_STATUS(t, zs_object_new(b.rt, a.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL),
+                 ZS_E_INVALID);
+    const zs_class *child = NULL;
+    zs_class_desc desc = {"Child", a.node, sizeof(node) + 8, 0, NULL, 0};
+    CHECK_STATUS(t, zs_class_register(b.rt, &desc, &child), ZS_E_INVALID);
+    CHECK(t, child == NULL);
+    CHECK_OK(t, zs_class_register(a.rt, &desc, &child)); /* fine in its own runtime */
+
+    /* Names are per runtime. */
+    uint32_t names_b = zs_name_count(b.rt), index = 0, number = 0;
+    CHECK_OK(t, zs_name_intern(a.rt, "OnlyInA", 7, &index, &number));
+    CHECK_EQ(t, zs_name_count(b.rt), names_b);
+
+    /* A collection in b leaves a alone: b's unrooted object dies, a's lives. */
+    zs_ref unrooted_a = MAKE(t, a.rt, a.node, ZS_NULL_REF);
+    COLLECT(t, b.rt);
+    CHECK(t, !alive(b.rt, in_b));
+    CHECK(t, zs_resolve(a.rt, in_a) == object_a);
+    CHECK(t, alive(a.rt, unrooted_a));
+    CHECK_EQ(t, zs_live_objects(a.rt), 2);
+    CHECK_EQ(t, zs_live_objects(b.rt), 0);
+    COLLECT(t, a.rt);
+    CHECK_EQ(t, zs_live_objects(a.rt), 1);
+    fixture_close(&a);
+    fixture_close(&b);
+}
+
+/* ======================================================================
+ * Classes
+ * ====================================================================== */
+
+/* A child's schema is its parent's plus its own members, and inherited members work on instances. */
+static void test_class_schema_flattening(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    /* Base: strong at 32, weak at 40 (48 bytes). Child: array at 48, strong at 64 (72 bytes). */
+    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32}, {ZS_MEMBER_WEAK_OBJECT, 40}};
+    const zs_member child_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48}, {ZS_MEMBER_OBJECT, 64}};
+    const zs_class *base = NULL, *child = NULL, *grandchild = NULL, *unrelated = NULL;
+    zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2};
+    zs_class_desc child_desc = {"Child", NULL, 72, 0, child_members, 2};
+    zs_class_desc grandchild_desc = {"Grandchild", NULL, 80, 0, NULL, 0};
+    const zs_member unrelated_members[] = {{ZS_MEMBER_WEAK_OBJECT, 32}};
+    zs_class_desc unrelated_desc = {"Unrelated", NULL, 40, 0, unrelated_members, 1};
+    CHECK_OK(t, zs_class_register(rt, &base_desc, &base));
+    child_desc.parent = base;
+    CHECK_OK(t, zs_class_register(rt, &child_desc, &child));
+    grandchild_desc.parent = child;
+    CHECK_OK(t, zs_class_register(rt, &grandchild_desc, &grandchild));
+    CHECK_OK(t, zs_class_register(rt, &unrelated_desc, &unrelated));
+    if (base == NULL || child == NULL || grandchild == NULL || unrelated == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    CHECK_EQ(t, zs_class_schema_words(base), 2);
+    CHECK_EQ(t, zs_class_schema_words(child), 4);
+    CHECK_EQ(t, zs_class_schema_words(grandchild), 4);
+    CHECK_EQ(t, zs_class_schema_words(unrelated), 1);
+    CHECK_EQ(t, zs_class_schema_words(fx.node), 6);
+    CHECK(t, zs_class_parent(child) == base);
+    CHECK(t, zs_class_parent(base) == NULL);
+    CHECK_EQ(t, zs_class_instance_size(grandchild), 80);
+    CHECK(t, strcmp(zs_class_name(grandchild), "Grandchild") == 0);
+    CHECK_EQ(t, zs_class_id(child), zs_class_id(base) + 1);
+
+    CHECK(t, zs_class_is_a(base, base));
+    CHECK(t, zs_class_is_a(child, base));
+    CHECK(t, zs_class_is_a(grandchild, base));
+    CHECK(t, zs_class_is_a(grandchild, child));
+    CHECK(t, !zs_class_is_a(base, child));
+    CHECK(t, !zs_class_is_a(unrelated, base));
+    CHECK(t, !zs_class_is_a(base, unrelated));
+
+    /* An instance of Grandchild accepts stores at every inherited member, by kind. */
+    zs_ref holder = MAKE(t, rt, grandchild, ZS_NULL_REF);
+    zs_ref a = MAKE(t, rt, fx.leaf, ZS_NULL_REF), b = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    zs_ref c = MAKE(t, rt, fx.leaf, ZS_NULL_REF), w = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    ROOT(t, rt, holder);
+    CHECK_OK(t, zs_store_ref(rt, holder, 32, a));             /* Base strong */
+    CHECK_OK(t, zs_store_ref(rt, holder, 40, w));             /* Base weak */
+    CHECK_OK(t, zs_ref_array_push(rt, holder, 48, b));        /* Child array */
+    CHECK_OK(t, zs_store_ref(rt, holder, 64, c));             /* Child strong */
+    CHECK_STATUS(t, zs_store_ref(rt, holder, 48, a), ZS_E_INVALID);     /* array, not a ref */
+    CHECK_STATUS(t, zs_ref_array_push(rt, holder, 32, a), ZS_E_INVALID); /* ref, not an array */
+    CHECK_STATUS(t, zs_store_ref(rt, holder, 72, a), ZS_E_INVALID);     /* plain data */
+    CHECK_STATUS(t, zs_store_ref(rt, holder, 16, a), ZS_E_INVALID);     /* header */
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, a) && alive(rt, b) && alive(rt, c));
+    CHECK(t, !alive(rt, w)); /* the weak member does not keep it */
+    fixture_close(&fx);
+}
+
+/* Bad members and sizes are refused with ZS_E_INVALID and consume no class id. */
+static void test_class_invalid_members(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32}, {ZS_MEMBER_WEAK_OBJECT, 40}};
+    zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2};
+    const zs_class *base = NULL;
+    CHECK_OK(t, zs_class_register(rt, &base_desc, &base));
+    if (base == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+
+    typedef struct bad_case {
+        const char *why;
+        bool derived;      /* parent = Base */
+        uint32_t size;
+        zs_member members[2];
+        uint32_t count;
+    } bad_case;
+    const bad_case cases[] = {
+        {"unaligned", false, 48, {{ZS_MEMBER_OBJECT, 36}}, 1},
+        {"unaligned array", false, 64, {{ZS_MEMBER_OBJECT_ARRAY, 44}}, 1},
+        {"same offset", false, 48, {{ZS_MEMBER_OBJECT, 32}, {ZS_MEMBER_WEAK_OBJECT, 32}}, 2},
+        {"overlaps an array", false, 64, {{ZS_MEMBER_OBJECT_ARRAY, 32}, {ZS_MEMBER_OBJECT, 40}}, 2},
+        {"array overlapped", false, 64, {{ZS_MEMBER_OBJECT, 40}, {ZS_MEMBER_OBJECT_ARRAY, 32}}, 2},
+        {"inside the header", false, 48, {{ZS_MEMBER_OBJECT, 16}}, 1},
+        {"header tail", false, 48, {{ZS_MEMBER_OBJECT, 24}}, 1},
+        {"at offset 0", false, 48, {{ZS_MEMBER_OBJECT, 0}}, 1},
+        {"beyond instance_size", false, 40, {{ZS_MEMBER_OBJECT, 40}}, 1},
+        {"array past the end", false, 48, {{ZS_MEMBER_OBJECT_ARRAY, 40}}, 1},
+        {"inside the parent", true, 64, {{ZS_MEMBER_OBJECT, 40}}, 1},
+        {"unknown kind", false, 48, {{7, 32}}, 1},
+        {"kind 0", false, 48, {{0, 32}}, 1},
+        {"size below the header", false, 16, {{0, 0}}, 0},
+        {"size below the parent", true, 40, {{0, 0}}, 0},
+    };
+    uint32_t classes_before = zs_class_id(fx.leaf);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const bad_case *c = &cases[i];
+        zs_class_desc desc = {c->why, c->derived ? base : NULL, c->size, 0, c->members, c->count};
+        const zs_class *cls = NULL;
+        zs_status status = zs_class_register(rt, &desc, &cls);
+        CHECK_STATUS(t, status, ZS_E_INVALID);
+        if (status != ZS_E_INVALID) fprintf(stderr, "  case: %s\n", c->why);
+        CHECK(t, cls == NULL);
+    }
+    const zs_class *cls = NULL;
+    zs_class_desc no_name = {NULL, NULL, 48, 0, NULL, 0};
+    CHECK_STATUS(t, zs_class_register(rt, &no_name, &cls), ZS_E_INVALID);
+    zs_class_desc null_members = {"NullMembers", NULL, 48, 0, NULL, 1};
+    CHECK_STATUS(t, zs_class_register(rt, &null_members, &cls), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_class_register(rt, NULL, &cls), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_class_register(rt, &base_desc, NULL), ZS_E_INVALID);
+
+    /* Boundary cases that are valid: last word of the instance, right after the parent. */
+    const zs_member edge_members[] = {{ZS_MEMBER_OBJECT, 40}};
+    zs_class_desc edge_desc = {"Edge", NULL, 48, 0, edge_members, 1};
+    CHECK_OK(t, zs_class_register(rt, &edge_desc, &cls));
+    const zs_member derived_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48}};
+    zs_class_desc derived_desc = {"Derived", base, 64, 0, derived_members, 1};
+    CHECK_OK(t, zs_class_register(rt, &derived_desc, &cls));
+    /* Fixture classes are ids 0 and 1, Base 2, Edge 3, Derived 4: no id was burned. */
+    CHECK_EQ(t, zs_class_id(base), classes_before + 1);
+    CHECK(t, cls != NULL && zs_class_id(cls) == classes_before + 3);
+    fixture_close(&fx);
+}
+
+/* ======================================================================
+ * Objects and names
+ * ====================================================================== */
+
+/* New objects are zeroed past the header, whose fields name the slot, class and outer. */
+static void test_object_header_and_zeroing(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref outer = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, outer);
+    static const unsigned char zeros[sizeof(node)];
+
+    zs_ref ref = ZS_NULL_REF;
+    zs_object *object = NULL;
+    CHECK_OK(t, zs_object_new(rt, fx.node, outer, ZS_NAME_AUTO, 0, &ref, &object));
+    if (object == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    ROOT(t, rt, ref);
+    CHECK(t, memcmp((const char *)object + sizeof(zs_object), zeros,
+                    sizeof(node) - sizeof(zs_object)) == 0);
+    CHECK(t, object->cls == fx.node);
+    CHECK_EQ(t, object->class_id, zs_class_id(fx.node));
+    CHECK_EQ(t, object->index, ZS_REF_INDEX(ref));
+    CHECK_EQ(t, object->outer, outer);
+    CHECK(t, ZS_REF_SERIAL(ref) >= 1);
+    CHECK(t, zs_resolve(rt, ref) == object);
+    CHECK_EQ(t, zs_object_ref(rt, object), ref);
+    CHECK_EQ(t, zs_object_ref(rt, NULL), ZS_NULL_REF);
+    CHECK_EQ(t, node_of(rt, outer)->header.outer, ZS_NULL_REF);
+
+    /* Dirty an object, free it, and the next object in its slot is zeroed again. */
+    zs_ref dirty = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    node *n = node_of(rt, dirty);
+    if (n != NULL) {
+        n->payload = UINT64_MAX;
+        LINK(t, rt, dirty, 0, outer);
+        PUSH(t, rt, dirty, outer);
+    }
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, dirty));
+    zs_ref reused = ZS_NULL_REF;
+    CHECK_OK(t, zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &reused, &object));
+    CHECK_EQ(t, ZS_REF_INDEX(reused), ZS_REF_INDEX(dirty));
+    CHECK(t, object != NULL && memcmp((const char *)object + sizeof(zs_object), zeros,
+                                      sizeof(node) - sizeof(zs_object)) == 0);
+
+    /* Bad arguments. */
+    zs_ref out = ZS_NULL_REF;
+    CHECK_STATUS(t, zs_object_new(rt, NULL, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, NULL), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_object_new(rt, fx.node, ZS_NULL_REF, 1000000, 0, &out, NULL), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_object_new(rt, fx.node, dirty, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_STALE);
+    CHECK_EQ(t, zs_live_objects(rt), 3);
+    fixture_close(&fx);
+}
+
+/* Name interning is case-insensitive, keeps the first spelling and splits "_<digits>" like FName. */
+static void test_name_interning(runner *t) {
+    zs_runtime *rt = NULL;
+    CHECK_OK(t, zs_runtime_new(NULL, &rt));
+    if (rt == NULL) return;
+    uint32_t hero = 0, number = 0, index = 0;
+    CHECK_OK(t, zs_name_intern(rt, "Hero_12", 7, &hero, &number));
+    CHECK_EQ(t, number, 13);
+    CHECK(t, strcmp(zs_name_base(rt, hero), "Hero") == 0);
+
+    CHECK_OK(t, zs_name_intern(rt, "hERO", 4, &index, &number));
+    CHECK_EQ(t, index, hero);
+    CHECK_EQ(t, number, 0);
+    CHECK(t, strcmp(zs_name_base(rt, index), "Hero") == 0); /* first spelling wins */
+
+    CHECK_OK(t, zs_name_intern(rt, "HERO_0", 6, &index, &number));
+    CHECK_EQ(t, index, hero);
+    CHECK_EQ(t, number, 1);
+
+    /* Not split: leading zero, no digits, nothing before the underscore, too many digits. */
+    const char *unsplit[] = {"Hero_012", "Hero_", "_5", "Hero_1234567890", "Hero12"};
+    for (size_t i = 0; i < sizeof unsplit / sizeof unsplit[0]; i++) {
+        CHECK_OK(t, zs_name_intern(rt, unsplit[i], strlen(unsplit[i]), &index, &number));
+        CHECK(t, index != hero);
+        CHECK_EQ(t, number, 0);
+        const char *base = zs_name_base(rt, index);
+        CHECK(t, base != NULL && strcmp(base, unsplit[i]) == 0);
+    }
+    /* The length argument bounds the string. */
+    CHECK_OK(t, zs_name_intern(rt, "Hero_7xyz", 6, &index, &number));
+    CHECK_EQ(t, index, hero);
+    CHECK_EQ(t, number, 8);
+
+    uint32_t count = zs_name_count(rt);
+    CHECK_OK(t, zs_name_intern(rt, "hero_99", 7, &index, &number));
+    CHECK_EQ(t, zs_name_count(rt), count); /* nothing new interned */
+    CHECK(t, zs_name_base(rt, count) == NULL); /* out of range */
+    CHECK_STATUS(t, zs_name_intern(rt, NULL, 0, &index, &number), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_name_intern(rt, "a\0b", 3, &index, &number), ZS_E_INVALID);
+
+    /* Many distinct names survive table growth and stay findable. */
+    char text[32];
+    for (int i = 0; i < 500; i++) {
+        int length = snprintf(text, sizeof text, "Name%dX", i);
+        CHECK_OK(t, zs_name_intern(rt, text, (size_t)length, &index, &number));
+    }
+    CHECK_OK(t, zs_name_intern(rt, "NAME250x", 8, &index, &number));
+    CHECK(t, strcmp(zs_name_base(rt, index), "Name250X") == 0);
+    zs_runtime_free(rt);
+}
+
+/* ZS_NAME_AUTO names objects "<Class>_<n>" with a per-class counter; explicit names are kept. */
+static void test_auto_names(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    char expected[32], actual[64];
+    for (int i = 0; i < 3; i++) {
+        zs_ref ref = ZS_NULL_REF;
+        zs_object *object = NULL;
+        CHECK_OK(t, zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &ref, &object));
+        if (object == NULL) continue;
+        const char *base = zs_name_base(rt, object->name_index);
+        CHECK(t, base != NULL && object->name_number > 0);
+        if (base == NULL || object->name_number == 0) continue;
+        snprintf(actual, sizeof actual, "%s_%" PRIu32, base, object->name_number - 1);
+        snprintf(expected, sizeof expected, "Node_%d", i);
+        CHECK(t, strcmp(actual, expected) == 0);
+    }
+    /* Another class has its own counter. */
+    zs_object *object = NULL;
+    zs_ref ref = ZS_NULL_REF;
+    CHECK_OK(t, zs_object_new(rt, fx.leaf, ZS_NULL_REF, ZS_NAME_AUTO, 0, &ref, &object));
+    if (object != NULL) {
+        CHECK(t, strcmp(zs_name_base(rt, object->name_index), "Leaf") == 0);
+        CHECK_EQ(t, object->name_number, 1);
+    }
+    /* An explicit interned name is stored as given. */
+    uint32_t index = 0, number = 0;
+    CHECK_OK(t, zs_name_intern(rt, "Boss_3", 6, &index, &number));
+    CHECK_OK(t, zs_object_new(rt, fx.node, ZS_NULL_REF, index, number, &ref, &object));
+    if (object != NULL) {
+        CHECK_EQ(t, object->name_index, index);
+        CHECK_EQ(t, object->name_number, 4);
+        CHECK(t, strcmp(zs_name_base(rt, object->name_index), "Boss") == 0);
+    }
+    fixture_close(&fx);
+}
+
+/* A freed slot is reused LIFO with a bumped serial; old handles go stale everywhere. */
+static void test_handle_reuse(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref b = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref c = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, b);
+    ROOT(t, rt, c);
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, a));
+
+    zs_ref d = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_EQ(t, ZS_REF_INDEX(d), ZS_REF_INDEX(a));
+    CHECK_EQ(t, ZS_REF_SERIAL(d), ZS_REF_SERIAL(a) + 1);
+    CHECK(t, zs_resolve(rt, a) == NULL);
+    CHECK(t, zs_resolve(rt, d) != NULL);
+    ROOT(t, rt, d);
+
+    /* Free b, then c, in two collections: c's slot comes back first. */
+    UNROOT(t, rt, b);
+    COLLECT(t, rt);
+    UNROOT(t, rt, c);
+    COLLECT(t, rt);
+    zs_ref e = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref f = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_EQ(t, ZS_REF_INDEX(e), ZS_REF_INDEX(c));
+    CHECK_EQ(t, ZS_REF_INDEX(f), ZS_REF_INDEX(b));
+    CHECK(t, !alive(rt, b) && !alive(rt, c));
+    CHECK(t, alive(rt, e) && alive(rt, f));
+
+    /* Every handle-taking call refuses a stale handle. */
+    int flag = 0;
+    uint32_t count = 0;
+    zs_object *object = NULL;
+    CHECK_STATUS(t, zs_add_to_root(rt, a), ZS_E_STALE);
+    CHECK_STATUS(t, zs_remove_from_root(rt, a), ZS_E_STALE);
+    CHECK_STATUS(t, zs_add_strong_ref(rt, a), ZS_E_STALE);
+    CHECK_STATUS(t, zs_mark_as_garbage(rt, a), ZS_E_STALE);
+    CHECK_STATUS(t, zs_is_rooted(rt, a, &flag), ZS_E_STALE);
+    CHECK_STATUS(t, zs_strong_ref_count(rt, a, &count), ZS_E_STALE);
+    CHECK_STATUS(t, zs_resolve_for_conjugate(rt, a, &object), ZS_E_STALE);
+    CHECK_STATUS(t, zs_store_ref(rt, a, NODE_REF(0), ZS_NULL_REF), ZS_E_STALE);
+    CHECK_STATUS(t, zs_store_ref(rt, d, NODE_REF(0), a), ZS_E_STALE);
+    CHECK_STATUS(t, zs_ref_array_push(rt, d, NODE_LIST, a), ZS_E_STALE);
+    CHECK(t, zs_resolve(rt, ZS_NULL_REF) == NULL);
+    CHECK(t, zs_resolve(rt, ZS_MAKE_REF(1000000, 1)) == NULL);
+    CHECK(t, zs_resolve(rt, ZS_MAKE_REF(ZS_REF_INDEX(d), 0)) == NULL);
+    fixture_close(&fx);
+}
+
+/* ======================================================================
+ * Collection
+ * ====================================================================== */
+
+/* Unrooted objects die; roots and strong refs keep objects until removed/released. */
+static void test_roots_and_strong_refs(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref unrooted = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref rooted = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref strong = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    ROOT(t, rt, rooted);
+    ROOT(t, rt, rooted); /* idempotent */
+    CHECK_OK(t, zs_add_strong_ref(rt, strong));
+    CHECK_OK(t, zs_add_strong_ref(rt, strong));
+    int flag = 0;
+    uint32_t count = 0;
+    CHECK_OK(t, zs_is_rooted(rt, rooted, &flag));
+    CHECK_EQ(t, flag, 1);
+    CHECK_OK(t, zs_strong_ref_count(rt, strong, &count));
+    CHECK_EQ(t, count, 2);
+
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, unrooted));
+    CHECK(t, alive(rt, rooted) && alive(rt, strong));
+
+    UNROOT(t, rt, rooted);
+    CHECK_OK(t, zs_is_rooted(rt, rooted, &flag));
+    CHECK_EQ(t, flag, 0);
+    CHECK_OK(t, zs_release_strong_ref(rt, strong));
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, rooted));
+    CHECK(t, alive(rt, strong)); /* one strong ref left */
+    CHECK_OK(t, zs_release_strong_ref(rt, strong));
+    CHECK_STATUS(t, zs_release_strong_ref(rt, strong), ZS_E_INVALID);
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, strong));
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+
+    /* Root, unroot, root again before a collection: still a root. */
+    zs_ref flip = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, flip);
+    UNROOT(t, rt, flip);
+    ROOT(t, rt, flip);
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, flip));
+    fixture_close(&fx);
+}
+
+/* Strong members and reference-array elements keep their targets, transitively. */
+static void test_references_keep_objects(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref root = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref by_member = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref by_array = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref transitive = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    zs_ref array_transitive = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    ROOT(t, rt, root);
+    LINK(t, rt, root, 3, by_member);
+    PUSH(t, rt, root, ZS_NULL_REF); /* null elements are allowed */
+    PUSH(t, rt, root, by_array);
+    LINK(t, rt, by_member, 1, transitive);
+    for (int i = 0; i < 9; i++) PUSH(t, rt, by_array, array_transitive); /* grows the array */
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 5);
+    node *n = node_of(rt, by_array);
+    CHECK(t, n != NULL && n->list.count == 9 && n->list.data[8] == array_transitive);
+
+    LINK(t, rt, root, 3, ZS_NULL_REF);
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, by_member) && !alive(rt, transitive));
+    CHECK(t, alive(rt, by_array) && alive(rt, array_transitive));
+
+    CHECK_OK(t, zs_ref_array_clear(rt, root, NODE_LIST));
+    CHECK_STATUS(t, zs_ref_array_clear(rt, root, NODE_REF(0)), ZS_E_INVALID);
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, by_array) && !alive(rt, array_transitive));
+    CHECK_EQ(t, zs_live_objects(rt), 1);
+    UNROOT(t, rt, root);
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+    fixture_close(&fx);
+}
+
+/* Unreachable cycles (self loops, rings, via arrays) are collected; a rooted ring is kept. */
+static void test_unreachable_cycles(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    enum { RING = 10 };
+    zs_ref free_ring[RING], kept_ring[RING];
+    for (int i = 0; i < RING; i++) {
+        free_ring[i] = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        kept_ring[i] = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    }
+    for (int i = 0; i < RING; i++) {
+        LINK(t, rt, free_ring[i], 0, free_ring[(i + 1) % RING]);
+        PUSH(t, rt, free_ring[i], free_ring[(i + RING - 1) % RING]);
+        LINK(t, rt, kept_ring[i], 0, kept_ring[(i + 1) % RING]);
+    }
+    zs_ref self = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    LINK(t, rt, self, 2, self);
+    ROOT(t, rt, kept_ring[4]);
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, self));
+    for (int i = 0; i < RING; i++) {
+        CHECK(t, !alive(rt, free_ring[i]));
+        CHECK(t, alive(rt, kept_ring[i]));
+    }
+    CHECK_EQ(t, gc_stats(rt).objects_freed, RING + 1);
+    UNROOT(t, rt, kept_ring[4]);
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+    fixture_close(&fx);
+}
+
+/* Weak members keep nothing alive; their stored value goes stale, even after slot reuse. */
+static void test_weak_members(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref holder = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref weak_only = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref also_strong = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref other = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, holder);
+    ROOT(t, rt, other);
+    CHECK_OK(t, zs_store_ref(rt, holder, NODE_WEAK, weak_only));
+    CHECK_OK(t, zs_store_ref(rt, other, NODE_WEAK, also_strong));
+    LINK(t, rt, other, 0, also_strong);
+    COLLECT(t, rt);
+    node *h = node_of(rt, holder), *o = node_of(rt, other);
+    CHECK(t, h != NULL && o != NULL);
+    if (h == NULL || o == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    CHECK(t, !alive(rt, weak_only));
+    CHECK_EQ(t, h->weak, weak_only);       /* not cleared ... */
+    CHECK(t, zs_resolve(rt, h->weak) == NULL); /* ... but stale */
+    CHECK(t, zs_resolve(rt, o->weak) == zs_resolve(rt, also_strong));
+
+    zs_ref reuse = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_EQ(t, ZS_REF_INDEX(reuse), ZS_REF_INDEX(weak_only));
+    CHECK(t, zs_resolve(rt, h->weak) == NULL);
+    /* Storing a stale handle into a weak member is refused. */
+    CHECK_STATUS(t, zs_store_ref(rt, holder, NODE_WEAK, weak_only), ZS_E_STALE);
+    fixture_close(&fx);
+}
+
+/* The outer reference is traced: an otherwise unreferenced outer chain stays alive. */
+static void test_outer_is_traced(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref top = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref middle = MAKE(t, rt, fx.node, top);
+    zs_ref inner = MAKE(t, rt, fx.node, middle);
+    zs_ref leaf_outer = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    zs_ref leaf_inner = MAKE(t, rt, fx.leaf, leaf_outer); /* no members, but an outer */
+    ROOT(t, rt, inner);
+    ROOT(t, rt, leaf_inner);
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, top) && alive(rt, middle) && alive(rt, inner));
+    CHECK(t, alive(rt, leaf_outer) && alive(rt, leaf_inner));
+    node *n = node_of(rt, inner);
+    CHECK(t, n != NULL && n->header.outer == middle);
+
+    UNROOT(t, rt, inner);
+    UNROOT(t, rt, leaf_inner);
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+    fixture_close(&fx);
+}
+
+/* A garbage-marked object dies although referenced, and killable references to it read null. */
+static void test_mark_as_garbage_kills_references(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref holder = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref keep = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    zs_ref behind = MAKE(t, rt, fx.leaf, ZS_NULL_REF); /* only reachable through doomed */
+    ROOT(t, rt, holder);
+    LINK(t, rt, holder, 0, doomed);
+    LINK(t, rt, holder, 2, doomed);
+    PUSH(t, rt, holder, doomed);
+    PUSH(t, rt, holder, keep);
+    CHECK_OK(t, zs_store_ref(rt, holder, NODE_WEAK, doomed)); /* weak: not killed */
+    LINK(t, rt, doomed, 0, behind);
+    CHECK_OK(t, zs_mark_as_garbage(rt, doomed));
+    int flag = 0;
+    CHECK_OK(t, zs_is_garbage(rt, doomed, &flag));
+    CHECK_EQ(t, flag, 1);
+    CHECK_OK(t, zs_is_garbage(rt, holder, &flag));
+    CHECK_EQ(t, flag, 0);
+
+    COLLECT(t, rt);
+    zs_gc_stats stats = gc_stats(rt);
+    CHECK(t, !alive(rt, doomed) && !alive(rt, behind));
+    CHECK(t, alive(rt, keep));
+    CHECK_EQ(t, stats.references_killed, 3);
+    CHECK_EQ(t, stats.objects_freed, 2);
+    node *h = node_of(rt, holder);
+    if (h != NULL) {
+        CHECK_EQ(t, h->ref[0], ZS_NULL_REF);
+        CHECK_EQ(t, h->ref[2], ZS_NULL_REF);
+        CHECK_EQ(t, h->list.count, 2);
+        CHECK_EQ(t, h->list.data[0], ZS_NULL_REF);
+        CHECK_EQ(t, h->list.data[1], keep);
+        CHECK_EQ(t, h->weak, doomed);
+        CHECK(t, zs_resolve(rt, h->weak) == NULL);
+    }
+    COLLECT(t, rt);
+    CHECK_EQ(t, gc_stats(rt).references_killed, 0);
+    fixture_close(&fx);
+}
+
+/* A garbage object survives while it is a live object's outer, or rooted; member refs still die. */
+static void test_garbage_kept_by_outer_and_roots(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref holder = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref garbage_outer = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref inner = MAKE(t, rt, fx.node, garbage_outer);
+    zs_ref garbage_root = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref garbage_strong = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    zs_ref behind = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    ROOT(t, rt, holder);
+    ROOT(t, rt, inner);
+    ROOT(t, rt, garbage_root);
+    CHECK_OK(t, zs_add_strong_ref(rt, garbage_strong));
+    LINK(t, rt, holder, 0, garbage_outer);
+    LINK(t, rt, holder, 1, garbage_root);
+    PUSH(t, rt, holder, garbage_strong);
+    LINK(t, rt, garbage_outer, 0, behind); /* a surviving garbage object is still scanned */
+    CHECK_OK(t, zs_mark_as_garbage(rt, garbage_outer));
+    CHECK_OK(t, zs_mark_as_garbage(rt, garbage_root));
+    CHECK_OK(t, zs_mark_as_garbage(rt, garbage_strong));
+
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, garbage_outer) && alive(rt, garbage_root) && alive(rt, garbage_strong));
+    CHECK(t, alive(rt, behind));
+    CHECK_EQ(t, gc_stats(rt).references_killed, 3);
+    CHECK_EQ(t, gc_stats(rt).objects_freed, 0);
+    node *h = node_of(rt, holder), *i = node_of(rt, inner);
+    if (h != NULL && i != NULL) {
+        CHECK_EQ(t, h->ref[0], ZS_NULL_REF);
+        CHECK_EQ(t, h->ref[1], ZS_NULL_REF);
+        CHECK_EQ(t, h->list.data[0], ZS_NULL_REF);
+        CHECK_EQ(t, i->header.outer, garbage_outer); /* outer is never killed */
+    }
+    int flag = 0;
+    CHECK_OK(t, zs_is_garbage(rt, garbage_outer, &flag));
+    CHECK_EQ(t, flag, 1);
+
+    /* Once nothing immutable holds them, they die. */
+    UNROOT(t, rt, inner);
+    UNROOT(t, rt, garbage_root);
+    CHECK_OK(t, zs_release_strong_ref(rt, garbage_strong));
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, garbage_outer) && !alive(rt, garbage_root) && !alive(rt, garbage_strong));
+    CHECK(t, !alive(rt, inner) && !alive(rt, behind));
+    CHECK_EQ(t, zs_live_objects(rt), 1);
+    fixture_close(&fx);
+}
+
+/* ======================================================================
+ * Destroy hook
+ * ====================================================================== */
+
+typedef struct hook_event {
+    zs_destroy_phase phase;
+    uint32_t index;
+    uint64_t payload;      /* the object's payload, read inside the hook */
+    uint64_t next_payload; /* BEGIN only: payload of the node ref[0] names (0 if none) */
+} hook_event;
+
+#define HOOK_EVENTS 32u
+
+typedef struct hook_log {
+    hook_event events[HOOK_EVENTS];
+    uint32_t count;        /* calls; may exceed the array */
+    const zs_class *node;  /* instances of this class are read as nodes */
+    bool probe;            /* try every mutating call inside the hook */
+    uint32_t probes;
+    uint32_t probes_not_busy;
+} hook_log;
+
+static void probe_expect_busy(hook_log *log, zs_status status) {
+    log->probes++;
+    if (status != ZS_E_BUSY) log->probes_not_busy++;
+}
+
+static void recording_hook(void *user, zs_runtime *rt, zs_object *object, zs_destroy_phase phase) {
+    hook_log *log = user;
+    hook_event event = {phase, object->index, 0, 0};
+    if (object->cls == log->node) {
+        const node *n = (const node *)object;
+        event.payload = n->payload;
+        const node *next = phase == ZS_BEGIN_DESTROY ? (const node *)zs_resolve(rt, n->ref[0]) : NULL;
+        if (next != NULL && next->header.cls == log->node) event.next_payload = next->payload;
+    }
+    if (log->count < HOOK_EVENTS) log->events[log->count] = event;
+    log->count++;
+    if (!log->probe) return;
+
+    zs_ref self = zs_object_ref(rt, object), out = ZS_NULL_REF;
+    probe_expect_busy(log, zs_object_new(rt, log->node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL));
+    probe_expect_busy(log, zs_add_to_root(rt, self));
+    probe_expect_busy(log, zs_remove_from_root(rt, self));
+    probe_expect_busy(log, zs_add_strong_ref(rt, self));
+    probe_expect_busy(log, zs_mark_as_garbage(rt, self));
+    probe_expect_busy(log, zs_collect_garbage(rt));
+    probe_expect_busy(log, zs_gc_mark_and_gather(rt));
+    probe_expect_busy(log, zs_gc_purge(rt, 0, NULL));
+    if (object->cls == log->node) {
+        probe_expect_busy(log, zs_store_ref(rt, self, NODE_REF(0), ZS_NULL_REF));
+        probe_expect_busy(log, zs_ref_array_push(rt, self, NODE_LIST, ZS_NULL_REF));
+        probe_expect_busy(log, zs_ref_array_clear(rt, self, NODE_LIST));
+    }
+    static const zs_member members[] = {{ZS_MEMBER_WEAK_OBJECT, 32}};
+    zs_class_desc desc = {"MadeInHook", NULL, 40, 0, members, 1};
+    const zs_class *cls = NULL;
+    probe_expect_busy(log, zs_class_register(rt, &desc, &cls));
+}
+
+/* How many recorded events have this phase and object index. */
+static uint32_t count_events(const hook_log *log, zs_destroy_phase phase, uint32_t index) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < log->count && i < HOOK_EVENTS; i++)
+        n += log->events[i].phase == phase && log->events[i].index == index;
+    return n;
+}
+
+/* True when no BEGIN_DESTROY event follows a FINISH_DESTROY one. */
+static bool begins_before_finishes(const hook_log *log) {
+    bool finished = false;
+    for (uint32_t i = 0; i < log->count && i < HOOK_EVENTS; i++) {
+        if (log->events[i].phase == ZS_FINISH_DESTROY) finished = true;
+        else if (finished) return false;
+    }
+    return true;
+}
+
+/* Every dying object gets BEGIN before any FINISH, with its memory (and its targets') intact. */
+static void test_destroy_hook_phases(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    hook_log log = {.node = fx.node};
+    zs_set_destroy_hook(rt, recording_hook, &log);
+    enum { DYING = 5 };
+    zs_ref survivor = MAKE(t, rt, fx.node, ZS_NULL_REF), dying[DYING];
+    ROOT(t, rt, survivor);
+    for (int i = 0; i < DYING; i++) {
+        dying[i] = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        node *n = node_of(rt, dying[i]);
+        if (n != NULL) n->payload = 1000 + (uint64_t)i;
+        if (i > 0) LINK(t, rt, dying[i - 1], 0, dying[i]);
+    }
+    PUSH(t, rt, dying[2], survivor);
+    COLLECT(t, rt);
+    CHECK_EQ(t, log.count, 2 * DYING);
+    CHECK(t, begins_before_finishes(&log));
+    for (uint32_t e = 0; e < log.count && e < HOOK_EVENTS; e++) {
+        const hook_event *event = &log.events[e];
+        int i = -1;
+        for (int k = 0; k < DYING; k++)
+            if (event->index == ZS_REF_INDEX(dying[k])) i = k;
+        CHECK(t, i >= 0);
+        if (i < 0) continue;
+        CHECK_EQ(t, event->payload, 1000 + (uint64_t)i);
+        if (event->phase == ZS_BEGIN_DESTROY)
+            CHECK_EQ(t, event->next_payload, i + 1 < DYING ? 1000 + (uint64_t)i + 1 : 0);
+    }
+    for (int i = 0; i < DYING; i++) {
+        CHECK_EQ(t, count_events(&log, ZS_BEGIN_DESTROY, ZS_REF_INDEX(dying[i])), 1);
+        CHECK_EQ(t, count_events(&log, ZS_FINISH_DESTROY, ZS_REF_INDEX(dying[i])), 1);
+        CHECK(t, !alive(rt, dying[i]));
+    }
+    /* A collection with nothing to free calls nothing; clearing the hook stops calls. */
+    log.count = 0;
+    COLLECT(t, rt);
+    CHECK_EQ(t, log.count, 0);
+    zs_set_destroy_hook(rt, NULL, NULL);
+    MAKE(t, rt, fx.node, ZS_NULL_REF);
+    COLLECT(t, rt);
+    CHECK_EQ(t, log.count, 0);
+    fixture_close(&fx);
+}
+
+/* Heap mutation from inside the destroy hook is refused with ZS_E_BUSY, and allowed again after. */
+static void test_destroy_hook_refuses_mutation(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    hook_log log = {.node = fx.node, .probe = true};
+    zs_set_destroy_hook(rt, recording_hook, &log);
+    zs_ref survivor = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, survivor);
+    MAKE(t, rt, fx.node, ZS_NULL_REF);
+    MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    COLLECT(t, rt);
+    CHECK_EQ(t, log.count, 4);
+    CHECK(t, log.probes >= 4 * 10);
+    CHECK_EQ(t, log.probes_not_busy, 0);
+    CHECK_EQ(t, zs_live_objects(rt), 1);
+
+    /* Outside the hook everything works again. */
+    zs_ref later = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    LINK(t, rt, survivor, 0, later);
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, later));
+    fixture_close(&fx);
+}
+
+/* zs_runtime_free destroys every remaining object (rooted and permanent too) through the hook. */
+static void test_runtime_free_calls_hook(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, ZS_RUNTIME_DISREGARD_WINDOW)) return;
+    zs_runtime *rt = fx.rt;
+    hook_log log = {.node = fx.node, .probe = true};
+    zs_ref objects[5];
+    objects[0] = MAKE(t, rt, fx.node, ZS_NULL_REF); /* permanent */
+    CHECK_OK(t, zs_close_disregard_for_gc(rt));
+    objects[1] = MAKE(t, rt, fx.node, ZS_NULL_REF); /* rooted */
+    objects[2] = MAKE(t, rt, fx.node, objects[1]);  /* referenced via outer */
+    objects[3] = MAKE(t, rt, fx.leaf, ZS_NULL_REF); /* unrooted, never collected */
+    objects[4] = MAKE(t, rt, fx.node, ZS_NULL_REF); /* strong-ref'd */
+    ROOT(t, rt, objects[1]);
+    CHECK_OK(t, zs_add_strong_ref(rt, objects[4]));
+    LINK(t, rt, objects[1], 0, objects[4]);
+    for (int i = 0; i < 5; i++) {
+        node *n = objects[i] != ZS_NULL_REF && i != 3 ? node_of(rt, objects[i]) : NULL;
+        if (n != NULL) n->payload = 7000 + (uint64_t)i;
+    }
+    uint32_t indices[5];
+    for (int i = 0; i < 5; i++) indices[i] = ZS_REF_INDEX(objects[i]);
+    zs_set_destroy_hook(rt, recording_hook, &log);
+    fixture_close(&fx);
+
+    CHECK_EQ(t, log.count, 10);
+    CHECK(t, begins_before_finishes(&log));
+    CHECK_EQ(t, log.probes_not_busy, 0);
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(t, count_events(&log, ZS_BEGIN_DESTROY, indices[i]), 1);
+        CHECK_EQ(t, count_events(&log, ZS_FINISH_DESTROY, indices[i]), 1);
+    }
+    for (uint32_t e = 0; e < log.count && e < HOOK_EVENTS; e++) {
+        if (log.events[e].index == indices[3]) continue; /* the leaf has no payload read */
+        for (int i = 0; i < 5; i++)
+            if (log.events[e].index == indices[i]) CHECK_EQ(t, log.events[e].payload, 7000 + (uint64_t)i);
+    }
+}
+
+/* ======================================================================
+ * Conjugates (the managed side's proxies)
+ * ====================================================================== */
+
+/* A dying object with a conjugate is not freed until its handle has been taken from the expiring list. */
+static void test_conjugate_expiry(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    hook_log log = {.node = fx.node};
+    zs_set_destroy_hook(rt, recording_hook, &log);
+    zs_ref holder = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref with_conjugate = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref plain = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref live_conjugate = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, holder);
+    ROOT(t, rt, live_conjugate);
+    zs_object *object = NULL;
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, with_conjugate, &object));
+    CHECK(t, object == zs_resolve(rt, with_conjugate));
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, live_conjugate, &object));
+    CHECK_STATUS(t, zs_resolve_for_conjugate(rt, plain, NULL), ZS_E_INVALID);
+
+    COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
+    CHECK(t, alive(rt, with_conjugate) && alive(rt, plain)); /* nothing freed yet */
+    CHECK_EQ(t, log.count, 0);                                /* not even BEGIN */
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 1);
+    CHECK_EQ(t, zs_gc_pending_purge(rt), 2);
+
+    /* Dying objects cannot be stored, rooted, re-resolved or used as an outer. */
+    zs_ref out = ZS_NULL_REF;
+    CHECK_STATUS(t, zs_store_ref(rt, holder, NODE_REF(0), with_conjugate), ZS_E_DYING);
+    CHECK_STATUS(t, zs_store_ref(rt, holder, NODE_WEAK, plain), ZS_E_DYING);
+    CHECK_STATUS(t, zs_ref_array_push(rt, holder, NODE_LIST, plain), ZS_E_DYING);
+    CHECK_STATUS(t, zs_store_ref(rt, plain, NODE_REF(0), ZS_NULL_REF), ZS_E_DYING);
+    CHECK_STATUS(t, zs_add_to_root(rt, with_conjugate), ZS_E_DYING);
+    CHECK_STATUS(t, zs_add_strong_ref(rt, plain), ZS_E_DYING);
+    CHECK_STATUS(t, zs_resolve_for_conjugate(rt, with_conjugate, &object), ZS_E_DYING);
+    CHECK_STATUS(t, zs_object_new(rt, fx.node, plain, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_DYING);
+
+    /* Purging or collecting again is refused while the list has not been taken. */
+    int done = 1;
+    CHECK_STATUS(t, zs_gc_purge(rt, 0, &done), ZS_E_EXPIRY_PENDING);
+    CHECK_EQ(t, done, 0);
+    VERIFY(t, rt);
+    COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
+    CHECK(t, alive(rt, with_conjugate));
+
+    zs_ref taken[4] = {0};
+    uint32_t count = 99;
+    CHECK_OK(t, zs_gc_take_expiring(rt, taken, 0, &count)); /* capacity 0 takes nothing */
+    CHECK_EQ(t, count, 0);
+    CHECK_OK(t, zs_gc_take_expiring(rt, taken, 4, &count));
+    CHECK_EQ(t, count, 1);
+    CHECK_EQ(t, taken[0], with_conjugate);
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 0);
+    CHECK_OK(t, zs_gc_purge(rt, 0, &done));
+    VERIFY(t, rt);
+    CHECK_EQ(t, done, 1);
+    CHECK(t, !alive(rt, with_conjugate) && !alive(rt, plain));
+    CHECK(t, alive(rt, live_conjugate));
+    CHECK_EQ(t, log.count, 4);
+    CHECK_EQ(t, gc_stats(rt).objects_freed, 2);
+    CHECK_EQ(t, zs_gc_pending_purge(rt), 0);
+
+    /* A conjugate forgotten early does not hold up the purge. */
+    zs_ref forgotten = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, forgotten, &object));
+    CHECK_OK(t, zs_forget_conjugate(rt, forgotten));
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, forgotten));
+    CHECK_STATUS(t, zs_forget_conjugate(rt, forgotten), ZS_E_STALE);
+
+    /* The split protocol by hand: mark and gather, take, purge. */
+    zs_ref split = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, split, &object));
+    CHECK_OK(t, zs_gc_mark_and_gather(rt));
+    VERIFY(t, rt);
+    CHECK_OK(t, zs_gc_take_expiring(rt, taken, 4, &count));
+    CHECK_EQ(t, count, 1);
+    CHECK_EQ(t, taken[0], split);
+    CHECK_OK(t, zs_gc_purge(rt, 0, &done));
+    VERIFY(t, rt);
+    CHECK(t, done == 1 && !alive(rt, split));
+    fixture_close(&fx);
+}
+
+/* ======================================================================
+ * Disregard-for-GC window
+ * ====================================================================== */
+
+/* Objects from the start-up window are permanent; escaping references from them keep objects alive. */
+static void test_disregard_window(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, ZS_RUNTIME_DISREGARD_WINDOW)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref perm = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref perm_child = MAKE(t, rt, fx.node, perm);
+    zs_ref perm_leaf = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    LINK(t, rt, perm, 0, perm_leaf); /* permanent to permanent: no escape */
+    CHECK_OK(t, zs_close_disregard_for_gc(rt));
+    CHECK_STATUS(t, zs_close_disregard_for_gc(rt), ZS_E_INVALID); /* already closed */
+
+    int flag = 0;
+    CHECK_OK(t, zs_is_permanent(rt, perm, &flag));
+    CHECK_EQ(t, flag, 1);
+    zs_ref normal = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_is_permanent(rt, normal, &flag));
+    CHECK_EQ(t, flag, 0);
+    LINK(t, rt, normal, 0, perm); /* normal to permanent is fine */
+
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, perm) && alive(rt, perm_child) && alive(rt, perm_leaf));
+    CHECK(t, !alive(rt, normal));
+    CHECK_EQ(t, gc_stats(rt).permanent_objects, 3);
+    CHECK_EQ(t, gc_stats(rt).roots, 0);
+
+    /* Escape: a permanent holder now references normal objects (member and array). */
+    zs_ref escaped = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref escaped_behind = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    zs_ref in_array = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    zs_ref doomed = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    LINK(t, rt, escaped, 1, escaped_behind);
+    LINK(t, rt, perm, 1, escaped);
+    PUSH(t, rt, perm_child, in_array);
+    LINK(t, rt, perm, 2, doomed);
+    CHECK_OK(t, zs_mark_as_garbage(rt, doomed));
+    COLLECT(t, rt);
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, escaped) && alive(rt, escaped_behind) && alive(rt, in_array));
+    CHECK(t, !alive(rt, doomed));
+    node *p = node_of(rt, perm);
+    CHECK(t, p != NULL && p->ref[2] == ZS_NULL_REF && p->ref[0] == perm_leaf);
+    CHECK_EQ(t, gc_stats(rt).roots, 2);
+
+    /* Permanent objects cannot be marked as garbage. */
+    CHECK_STATUS(t, zs_mark_as_garbage(rt, perm), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_mark_as_garbage(rt, perm_leaf), ZS_E_INVALID);
+
+    /* Dropping the escaping references frees the normal objects; permanent ones stay. */
+    LINK(t, rt, perm, 1, ZS_NULL_REF);
+    CHECK_OK(t, zs_ref_array_clear(rt, perm_child, NODE_LIST));
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, escaped) && !alive(rt, escaped_behind) && !alive(rt, in_array));
+    CHECK_EQ(t, zs_live_objects(rt), 3);
+    fixture_close(&fx);
+}
+
+/* ======================================================================
+ * Statistics, capacity, memory
+ * ====================================================================== */
+
+/* Collection statistics count marked, unreachable and freed objects, roots and cycles. */
+static void test_gc_stats(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    uint64_t cycle = gc_stats(rt).cycle;
+    zs_ref root = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref b = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    zs_ref u1 = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref u2 = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    ROOT(t, rt, root);
+    LINK(t, rt, root, 0, a);
+    PUSH(t, rt, a, b);
+    LINK(t, rt, u1, 0, u2);
+    LINK(t, rt, u2, 0, u1);
+
+    COLLECT(t, rt);
+    zs_gc_stats stats = gc_stats(rt);
+    CHECK_EQ(t, stats.cycle, cycle + 1);
+    CHECK_EQ(t, stats.objects_marked, 3);
+    CHECK_EQ(t, stats.objects_unreachable, 3);
+    CHECK_EQ(t, stats.objects_freed, 3);
+    CHECK_EQ(t, stats.live_objects, 3);
+    CHECK_EQ(t, stats.roots, 1);
+    CHECK_EQ(t, stats.references_killed, 0);
+    CHECK_EQ(t, stats.permanent_objects, 0);
+    CHECK_EQ(t, zs_live_objects(rt), 3);
+
+    COLLECT(t, rt);
+    stats = gc_stats(rt);
+    CHECK_EQ(t, stats.cycle, cycle + 2);
+    CHECK_EQ(t, stats.objects_marked, 3);
+    CHECK_EQ(t, stats.objects_unreachable, 0);
+    CHECK_EQ(t, stats.objects_freed, 0);
+    CHECK_EQ(t, stats.live_objects, 3);
+
+    UNROOT(t, rt, root);
+    COLLECT(t, rt);
+    stats = gc_stats(rt);
+    CHECK_EQ(t, stats.cycle, cycle + 3);
+    CHECK_EQ(t, stats.objects_marked, 0);
+    CHECK_EQ(t, stats.objects_unreachable, 3);
+    CHECK_EQ(t, stats.objects_freed, 3);
+    CHECK_EQ(t, stats.live_objects, 0);
+    CHECK_EQ(t, stats.roots, 0);
+    fixture_close(&fx);
+}
+
+/* With max_objects=100 the 101st live object is refused, and slots freed by a collection are usable. */
+static void test_capacity(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 100, 0)) return;
+    zs_runtime *rt = fx.rt;
+    for (int i = 0; i < 100; i++) {
+        zs_ref ref = MAKE(t, rt, i % 2 ? fx.node : fx.leaf, ZS_NULL_REF);
+        if (i < 40) ROOT(t, rt, ref);
+    }
+    zs_ref out = ZS_NULL_REF;
+    CHECK_STATUS(t, zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_CAPACITY);
+    CHECK_EQ(t, zs_live_objects(rt), 100);
+    VERIFY(t, rt);
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 40);
+    for (int i = 0; i < 60; i++) MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_STATUS(t, zs_object_new(rt, fx.leaf, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_CAPACITY);
+    CHECK_EQ(t, zs_live_objects(rt), 100);
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 40);
+    fixture_close(&fx);
+}
+
+/* Build a rooted hub with 500 nodes holding reference arrays, then drop it all. */
+static void churn(runner *t, fixture *fx) {
+    zs_runtime *rt = fx->rt;
+    zs_ref hub = MAKE(t, rt, fx->node, ZS_NULL_REF);
+    ROOT(t, rt, hub);
+    zs_ref previous[3] = {ZS_NULL_REF, ZS_NULL_REF, ZS_NULL_REF};
+    for (int i = 0; i < 500; i++) {
+        zs_ref n = MAKE(t, rt, fx->node, i % 7 ? ZS_NULL_REF : hub);
+        PUSH(t, rt, hub, n);
+        for (int k = 0; k < 3; k++)
+            if (previous[k] != ZS_NULL_REF) PUSH(t, rt, n, previous[k]);
+        CHECK_OK(t, zs_store_ref(rt, n, NODE_WEAK, previous[0]));
+        previous[2] = previous[1];
+        previous[1] = previous[0];
+        previous[0] = n;
+    }
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 501);
+    UNROOT(t, rt, hub);
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+}
+
+/* Native memory returns to its baseline once objects and their ref arrays are freed; items stay small. */
+static void test_memory_accounting(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_memory_stats before, baseline, during, after;
+    zs_runtime_memory(fx.rt, &before);
+    CHECK(t, before.item_bytes_per_object > 0 && before.item_bytes_per_object <= 24);
+    CHECK(t, before.live_blocks > 0 && before.live_bytes > 0);
+
+    /* The first round also grows the runtime's own vectors (free list, mark stack, dying
+       list, root list) and its first chunk; those stay, so measure the baseline after it. */
+    churn(t, &fx);
+    zs_runtime_memory(fx.rt, &baseline);
+    CHECK(t, baseline.live_blocks - before.live_blocks <= 8);
+
+    zs_ref keep = MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
+    PUSH(t, fx.rt, keep, keep);
+    zs_runtime_memory(fx.rt, &during);
+    CHECK_EQ(t, during.live_blocks, baseline.live_blocks + 2); /* object + its array block */
+    CHECK(t, during.live_bytes >= baseline.live_bytes + sizeof(node) + sizeof(zs_ref));
+    COLLECT(t, fx.rt);
+
+    for (int round = 0; round < 2; round++) {
+        churn(t, &fx);
+        zs_runtime_memory(fx.rt, &after);
+        CHECK_EQ(t, after.live_blocks, baseline.live_blocks);
+        CHECK_EQ(t, after.live_bytes, baseline.live_bytes);
+        CHECK(t, after.peak_bytes >= baseline.live_bytes + 500 * sizeof(node));
+    }
+    fixture_close(&fx);
+}
+
+/* zs_heap_verify reports a header/index mismatch and a lost mark as ZS_E_CORRUPT with a message. */
+static void test_verify_detects_corruption(runner *t) {
+    for (uint32_t what = 1; what <= 2; what++) {
+        fixture fx;
+        if (!fixture_open(t, &fx, 0, 0)) return;
+        zs_runtime *rt = fx.rt;
+        zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        zs_ref b = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        ROOT(t, rt, a);
+        LINK(t, rt, a, 0, b);
+        COLLECT(t, rt);
+
+        char message[256] = "untouched";
+        CHECK_OK(t, zs_debug_corrupt(rt, b, what));
+        CHECK_STATUS(t, zs_heap_verify(rt, message, sizeof message), ZS_E_CORRUPT);
+        CHECK(t, message[0] != '\0' && strcmp(message, "untouched") != 0);
+        CHECK_STATUS(t, zs_heap_verify(rt, NULL, 0), ZS_E_CORRUPT);
+        CHECK_OK(t, zs_debug_corrupt(rt, b, what)); /* an XOR: flip it back */
+        VERIFY(t, rt);
+        COLLECT(t, rt);
+        CHECK(t, alive(rt, a) && alive(rt, b));
+
+        CHECK_STATUS(t, zs_debug_corrupt(rt, a, 99), ZS_E_INVALID);
+        CHECK_STATUS(t, zs_debug_corrupt(rt, ZS_MAKE_REF(12345, 1), what), ZS_E_STALE);
+        fixture_close(&fx);
+    }
+}
+
+/* ======================================================================
+ * Scale
+ * ====================================================================== */
+
+typedef struct link_obj {
+    zs_object header;
+    zs_ref next;
+} link_obj;
+
+/* A rooted chain of 1,000,000 objects is kept whole, and freed whole once unrooted. */
+static void test_million_object_chain(runner *t) {
+    enum { COUNT = 1000000 };
+    zs_runtime *rt = NULL;
+    CHECK_OK(t, zs_runtime_new(NULL, &rt));
+    if (rt == NULL) return;
+    const zs_member members[] = {{ZS_MEMBER_OBJECT, (uint32_t)offsetof(link_obj, next)}};
+    zs_class_desc desc = {"Link", NULL, sizeof(link_obj), 0, members, 1};
+    const zs_class *cls = NULL;
+    CHECK_OK(t, zs_class_register(rt, &desc, &cls));
+    if (cls == NULL) {
+        zs_runtime_free(rt);
+        return;
+    }
+    zs_ref head = ZS_NULL_REF, tail = ZS_NULL_REF;
+    uint32_t failures = 0;
+    for (uint32_t i = 0; i < COUNT; i++) {
+        zs_ref ref = ZS_NULL_REF;
+        if (zs_object_new(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &ref, NULL) != ZS_OK) {
+            failures++;
+            break;
+        }
+        if (i == 0) head = ref;
+        else if (zs_store_ref(rt, tail, (uint32_t)offsetof(link_obj, next), ref) != ZS_OK) failures++;
+        tail = ref;
+    }
+    CHECK_EQ(t, failures, 0);
+    ROOT(t, rt, head);
+    COLLECT(t, rt);
+    zs_gc_stats stats = gc_stats(rt);
+    CHECK_EQ(t, stats.objects_marked, COUNT);
+    CHECK_EQ(t, stats.objects_unreachable, 0);
+    CHECK_EQ(t, zs_live_objects(rt), COUNT);
+    CHECK(t, alive(rt, tail));
+
+    UNROOT(t, rt, head);
+    COLLECT(t, rt);
+    stats = gc_stats(rt);
+    CHECK_EQ(t, stats.objects_freed, COUNT);
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+    CHECK(t, !alive(rt, head) && !alive(rt, tail));
+    zs_runtime_free(rt);
+}
+
+/* ======================================================================
+ * Random graphs against a model
+ * ====================================================================== */
+
+#define RG_INITIAL 2000u
+#define RG_CYCLES 6u
+#define RG_NEW_PER_CYCLE 100u
+#define RG_CAPACITY (RG_INITIAL + RG_CYCLES * RG_NEW_PER_CYCLE)
+#define RG_NONE UINT32_MAX
+
+typedef struct rg_object {
+    zs_ref ref;                   /* kept after death, to check it stays stale */
+    uint32_t edge[NODE_SLOTS];    /* model index of each strong slot's target, RG_NONE = null */
+    uint32_t outer;               /* model index of the outer, RG_NONE = none */
+    bool alive, rooted, strong, garbage, reached;
+} rg_object;
+
+typedef struct rg_model {
+    runner *t;
+    fixture fx;
+    uint64_t rng;
+    rg_object obj[RG_CAPACITY];
+    uint32_t count;               /* objects ever created */
+    uint32_t live[RG_CAPACITY];   /* model indices of live objects */
+    uint32_t live_count;
+    uint32_t queue[RG_CAPACITY];
+} rg_model;
+
+static uint32_t rg_pick_live(rg_model *m) { return m->live[rand_below(&m->rng, m->live_count)]; }
+
+static void rg_set_edge(rg_model *m, uint32_t holder, uint32_t slot, uint32_t target) {
+    zs_ref ref = target == RG_NONE ? ZS_NULL_REF : m->obj[target].ref;
+    CHECK_OK(m->t, zs_store_ref(m->fx.rt, m->obj[holder].ref, NODE_REF(slot), ref));
+    m->obj[holder].edge[slot] = target;
+}
+
+/* A new node; some get an outer, a root or a strong ref. Edges are set by the caller. */
+static uint32_t rg_new_object(rg_model *m) {
+    runner *t = m->t;
+    uint32_t i = m->count++;
+    rg_object *o = &m->obj[i];
+    *o = (rg_object){.outer = RG_NONE, .alive = true};
+    for (uint32_t s = 0; s < NODE_SLOTS; s++) o->edge[s] = RG_NONE;
+    if (m->live_count > 0 && rand_below(&m->rng, 8) == 0) o->outer = rg_pick_live(m);
+    o->ref = MAKE(t, m->fx.rt, m->fx.node, o->outer == RG_NONE ? ZS_NULL_REF : m->obj[o->outer].ref);
+    if (rand_below(&m->rng, 40) == 0) {
+        o->rooted = true;
+        ROOT(t, m->fx.rt, o->ref);
+    }
+    if (rand_below(&m->rng, 80) == 0) {
+        o->strong = true;
+        CHECK_OK(t, zs_add_strong_ref(m->fx.rt, o->ref));
+    }
+    m->live[m->live_count++] = i;
+    return i;
+}
+
+static void rg_random_edges(rg_model *m, uint32_t holder) {
+    for (uint32_t s = 0; s < NODE_SLOTS; s++)
+        if (rand_below(&m->rng, 2) == 0) rg_set_edge(m, holder, s, rg_pick_live(m));
+}
+
+/* Mutate between collections: rewrite edges, toggle roots and strong refs, mark garbage, add objects. */
+static void rg_mutate(rg_model *m) {
+    runner *t = m->t;
+    zs_runtime *rt = m->fx.rt;
+    if (m->live_count == 0) return;
+    for (int i = 0; i < 300; i++) {
+        uint32_t holder = rg_pick_live(m), slot = rand_below(&m->rng, NODE_SLOTS);
+        rg_set_edge(m, holder, slot, rand_below(&m->rng, 4) == 0 ? RG_NONE : rg_pick_live(m));
+    }
+    for (int i = 0; i < 20; i++) {
+        rg_object *o = &m->obj[rg_pick_live(m)];
+        CHECK_OK(t, o->rooted ? zs_remove_from_root(rt, o->ref) : zs_add_to_root(rt, o->ref));
+        o->rooted = !o->rooted;
+    }
+    for (int i = 0; i < 10; i++) {
+        rg_object *o = &m->obj[rg_pick_live(m)];
+        CHECK_OK(t, o->strong ? zs_release_strong_ref(rt, o->ref) : zs_add_strong_ref(rt, o->ref));
+        o->strong = !o->strong;
+    }
+    for (int i = 0; i < 10; i++) {
+        rg_object *o = &m->obj[rg_pick_live(m)];
+        CHECK_OK(t, zs_mark_as_garbage(rt, o->ref));
+        o->garbage = true;
+    }
+    for (uint32_t i = 0; i < RG_NEW_PER_CYCLE; i++) rg_random_edges(m, rg_new_object(m));
+}
+
+/* Model reachability: from roots and strong refs along outers (always) and along strong
+   slots whose target is not garbage (those slots are nulled instead). */
+static void rg_compute_reachable(rg_model *m, uint32_t *out_reached, uint64_t *out_killed,
+                                 uint32_t *out_pinned) {
+    uint32_t head = 0, tail = 0, pinned = 0;
+    uint64_t killed = 0;
+    for (uint32_t k = 0; k < m->live_count; k++) {
+        rg_object *o = &m->obj[m->live[k]];
+        o->reached = o->rooted || o->strong;
+        if (o->reached) m->queue[tail++] = m->live[k];
+    }
+    pinned = tail;
+    while (head < tail) {
+        rg_object *o = &m->obj[m->queue[head++]];
+        if (o->outer != RG_NONE && !m->obj[o->outer].reached) {
+            m->obj[o->outer].reached = true;
+            m->queue[tail++] = o->outer;
+        }
+        for (uint32_t s = 0; s < NODE_SLOTS; s++) {
+            uint32_t target = o->edge[s];
+            if (target == RG_NONE) continue;
+            if (m->obj[target].garbage) {
+                killed++;
+                continue;
+            }
+            if (!m->obj[target].reached) {
+                m->obj[target].reached = true;
+                m->queue[tail++] = target;
+            }
+        }
+    }
+    *out_reached = tail;
+    *out_killed = killed;
+    *out_pinned = pinned;
+}
+
+/* Collect, then check that exactly the model's reachable objects survive with the expected contents. */
+static void rg_collect_and_check(rg_model *m) {
+    runner *t = m->t;
+    zs_runtime *rt = m->fx.rt;
+    uint32_t reached = 0, pinned = 0;
+    uint64_t killed = 0;
+    rg_compute_reachable(m, &reached, &killed, &pinned);
+    COLLECT(t, rt);
+    zs_gc_stats stats = gc_stats(rt);
+    CHECK_EQ(t, stats.objects_marked, reached);
+    CHECK_EQ(t, stats.objects_unreachable, m->live_count - reached);
+    CHECK_EQ(t, stats.objects_freed, m->live_count - reached);
+    CHECK_EQ(t, stats.references_killed, killed);
+    CHECK_EQ(t, stats.roots, pinned);
+    CHECK_EQ(t, zs_live_objects(rt), reached);
+
+    uint32_t wrong_liveness = 0, wrong_contents = 0, kept = 0;
+    for (uint32_t k = 0; k < m->live_count; k++) {
+        uint32_t i = m->live[k];
+        rg_object *o = &m->obj[i];
+        node *n = node_of(rt, o->ref);
+        if ((n != NULL) != o->reached) {
+            if (wrong_liveness++ == 0)
+                fprintf(stderr, "  object %u (index %u): alive=%d, model says %d\n", i,
+                        ZS_REF_INDEX(o->ref), n != NULL, o->reached);
+        }
+        if (!o->reached) {
+            o->alive = false;
+            continue;
+        }
+        m->live[kept++] = i;
+        if (n == NULL) continue;
+        for (uint32_t s = 0; s < NODE_SLOTS; s++) {
+            if (o->edge[s] != RG_NONE && m->obj[o->edge[s]].garbage) o->edge[s] = RG_NONE;
+            zs_ref expect = o->edge[s] == RG_NONE ? ZS_NULL_REF : m->obj[o->edge[s]].ref;
+            wrong_contents += n->ref[s] != expect;
+        }
+        zs_ref expect_outer = o->outer == RG_NONE ? ZS_NULL_REF : m->obj[o->outer].ref;
+        int garbage = 0;
+        uint32_t strong = 0;
+        wrong_contents += n->header.outer != expect_outer;
+        wrong_contents += zs_is_garbage(rt, o->ref, &garbage) != ZS_OK || garbage != o->garbage;
+        wrong_contents += zs_strong_ref_count(rt, o->ref, &strong) != ZS_OK || strong != o->strong;
+    }
+    m->live_count = kept;
+    uint32_t dead_resolving = 0;
+    for (uint32_t i = 0; i < m->count; i++)
+        dead_resolving += !m->obj[i].alive && zs_resolve(rt, m->obj[i].ref) != NULL;
+    CHECK_EQ(t, wrong_liveness, 0);
+    CHECK_EQ(t, wrong_contents, 0);
+    CHECK_EQ(t, dead_resolving, 0);
+}
+
+/* Random graphs of ~2,000 nodes: exactly the model-reachable objects survive each collection. */
+static void test_random_graphs(runner *t) {
+    static const uint64_t seeds[] = {0x9E3779B97F4A7C15u, 1u, 42u, 0xDEADBEEFu, 20240611u};
+    rg_model *m = malloc(sizeof *m);
+    CHECK(t, m != NULL);
+    if (m == NULL) return;
+    for (size_t k = 0; k < sizeof seeds / sizeof seeds[0]; k++) {
+        memset(m, 0, sizeof *m);
+        m->t = t;
+        m->rng = seeds[k];
+        if (!fixture_open(t, &m->fx, 0, 0)) break;
+        for (uint32_t i = 0; i < RG_INITIAL; i++) rg_new_object(m);
+        for (uint32_t i = 0; i < RG_INITIAL; i++) rg_random_edges(m, i);
+        rg_collect_and_check(m);
+        for (uint32_t cycle = 0; cycle < RG_CYCLES; cycle++) {
+            rg_mutate(m);
+            rg_collect_and_check(m);
+        }
+        /* Unpin everything: the whole graph must go. */
+        for (uint32_t j = 0; j < m->live_count; j++) {
+            rg_object *o = &m->obj[m->live[j]];
+            if (o->rooted) CHECK_OK(t, zs_remove_from_root(m->fx.rt, o->ref));
+            if (o->strong) CHECK_OK(t, zs_release_strong_ref(m->fx.rt, o->ref));
+            o->rooted = o->strong = false;
+        }
+        rg_collect_and_check(m);
+        CHECK_EQ(t, zs_live_objects(m->fx.rt), 0);
+        fixture_close(&m->fx);
+    }
+    free(m);
+}
+
+/* Regression: a class with no members at all registers (classes.c once
+   passed a NULL schema to qsort, which UBSan rejects) and its objects work. */
+static void test_memberless_class(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    const zs_class *empty = NULL;
+    zs_class_desc desc = {"Empty", NULL, sizeof(zs_object), 0, NULL, 0};
+    CHECK_OK(t, zs_class_register(fx.rt, &desc, &empty));
+    CHECK(t, empty != NULL && zs_class_schema_words(empty) == 0);
+    zs_ref kept = MAKE(t, fx.rt, empty, ZS_NULL_REF);
+    zs_ref dropped = MAKE(t, fx.rt, empty, ZS_NULL_REF);
+    ROOT(t, fx.rt, kept);
+    COLLECT(t, fx.rt);
+    CHECK(t, alive(fx.rt, kept));
+    CHECK(t, !alive(fx.rt, dropped));
+    fixture_close(&fx);
+}
+
+/* Regression: a purge stopped by its time budget leaves dying objects that
+   point at already-freed ones; the heap is still consistent (verify passes
+   at every step) and the next purge steps finish the job. */
+static void test_partial_purge_verifies(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_ref previous = ZS_NULL_REF;
+    for (uint32_t i = 0; i < 1000; i++) {
+        zs_ref next = MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
+        if (previous != ZS_NULL_REF) LINK(t, fx.rt, next, 0, previous);
+        previous = next;
+    }
+    CHECK_OK(t, zs_gc_mark_and_gather(fx.rt));
+    VERIFY(t, fx.rt);
+    int done = 0;
+    uint32_t steps = 0;
+    while (!done && steps < 100000) {
+        CHECK_OK(t, zs_gc_purge(fx.rt, 1, &done));
+        VERIFY(t, fx.rt);
+        steps++;
+    }
+    CHECK(t, done);
+    CHECK(t, steps > 1); /* a 1 ns budget frees one stride per step */
+    CHECK_EQ(t, zs_live_objects(fx.rt), 0u);
+    CHECK_EQ(t, zs_gc_pending_purge(fx.rt), 0u);
+    fixture_close(&fx);
+}
+
+/* ======================================================================
+ * Main
+ * ====================================================================== */
+
+typedef struct test_case {
+    const char *name;
+    void (*run)(runner *t);
+} test_case;
+
+#define TEST(fn) {#fn, fn}
+
+static const test_case tests[] = {
+    TEST(test_runtime_create_free),
+    TEST(test_runtimes_isolated),
+    TEST(test_class_schema_flattening),
+    TEST(test_class_invalid_members),
+    TEST(test_object_header_and_zeroing),
+    TEST(test_name_interning),
+    TEST(test_auto_names),
+    TEST(test_handle_reuse),
+    TEST(test_roots_and_strong_refs),
+    TEST(test_references_keep_objects),
+    TEST(test_unreachable_cycles),
+    TEST(test_weak_members),
+    TEST(test_outer_is_traced),
+    TEST(test_mark_as_garbage_kills_references),
+    TEST(test_garbage_kept_by_outer_and_roots),
+    TEST(test_destroy_hook_phases),
+    TEST(test_destroy_hook_refuses_mutation),
+    TEST(test_runtime_free_calls_hook),
+    TEST(test_conjugate_expiry),
+    TEST(test_disregard_window),
+    TEST(test_gc_stats),
+    TEST(test_capacity),
+    TEST(test_memory_accounting),
+    TEST(test_verify_detects_corruption),
+    TEST(test_million_object_chain),
+    TEST(test_random_graphs),
+    TEST(test_memberless_class),
+    TEST(test_partial_purge_verifies),
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv) {
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    unsigned passed = 0, failed = 0;
+    runner t = {0};
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (filter != NULL && strstr(tests[i].name, filter) == NULL) continue;
+        t.test = tests[i].name;
+        t.failures = 0;
+        double start = now_ms();
+        tests[i].run(&t);
+        double elapsed = now_ms() - start;
+        if (t.failures == 0) passed++;
+        else failed++;
+        printf("%s %s (%.0f ms)%s\n", t.failures == 0 ? "ok  " : "FAIL", tests[i].name, elapsed,
+               t.failures > MAX_REPORTED_FAILURES ? " (some failures not shown)" : "");
+        fflush(stdout);
+    }
+    printf("%u passed, %u failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,33 @@
+"""Helpers shared by the tests."""
+from __future__ import annotations
+
+import zsharp_py as zs
+
+
+def collect(rt: zs.Runtime) -> zs.GcStats:
+    """Run a full collection, then verify the native heap; return the stats.
+
+    Every test collects through this helper so the heap is checked after
+    every single collection.
+    """
+    stats = rt.collect_garbage()
+    rt.gc.verify()
+    return stats
+
+
+def warm_up(rt: zs.Runtime) -> None:
+    """Register every test class in ``rt`` and exercise the collector's
+    internal lists once (roots, references, garbage, expiry), so that the
+    runtime's one-off native blocks exist before a memory baseline is taken."""
+    from classes import Actor, Hero, Item
+
+    objects = [Actor(), Hero(), Item()]
+    objects[0].add_to_root()
+    objects[0].target = objects[1]
+    objects[1].target = objects[0]
+    objects[2].mark_as_garbage()
+    collect(rt)
+    objects[0].remove_from_root()
+    collect(rt)
+    assert rt.live_objects() == 0
+    assert all(o.is_expired for o in objects)

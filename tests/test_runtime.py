@@ -1,0 +1,295 @@
+"""Runtimes: isolation, closing, native memory, the current runtime,
+options, and the disregard-for-GC start-up window."""
+from __future__ import annotations
+
+import pytest
+
+import zsharp_py as zs
+from classes import Actor, Hero, Item
+from helpers import collect, warm_up
+
+# ---- isolation -----------------------------------------------------------------
+
+
+def test_two_runtimes_are_isolated() -> None:
+    with zs.Runtime() as rt1:
+        a1 = Actor(health=1)
+        a1.add_to_root()
+        with zs.Runtime() as rt2:
+            a2 = Actor(health=2)  # rt2 is current in the inner block
+            extra = [Actor() for _ in range(4)]
+            assert a1.runtime is rt1 and a2.runtime is rt2
+            assert rt1.live_objects() == 1
+            assert rt2.live_objects() == 5
+            # Same first slot and serial in both heaps, yet two distinct objects.
+            assert a1.handle == a2.handle
+            assert a1 is not a2
+            assert (a1.health, a2.health) == (1, 2)
+            assert a1.name == a2.name == "Actor_0"
+            # Collecting rt1 does not touch rt2's unrooted objects.
+            stats = collect(rt1)
+            assert stats.live_objects == 1
+            assert not a2.is_expired and not any(o.is_expired for o in extra)
+            assert rt2.live_objects() == 5
+            # Objects created with an outer go to the outer's runtime.
+            b1 = Actor(outer=a1)
+            assert b1.runtime is rt1
+            assert rt1.live_objects() == 2 and rt2.live_objects() == 5
+            # Collecting rt2 frees only rt2's objects.
+            a2.add_to_root()
+            stats = collect(rt2)
+            assert stats.objects_freed == 4
+            assert all(o.is_expired for o in extra)
+            assert not b1.is_expired and not a1.is_expired
+            assert rt1.live_objects() == 2
+        assert rt2.closed and a2.is_expired
+        assert not a1.is_expired and a1.health == 1
+        collect(rt1)
+        assert b1.is_expired
+        assert rt1.live_objects() == 1
+
+
+def test_weak_pointer_into_one_runtime_is_unaffected_by_another(rt: zs.Runtime) -> None:
+    a = Actor()
+    a.add_to_root()
+    w = zs.WeakObjectPtr(a)
+    with zs.Runtime() as other:
+        for _ in range(3):
+            Actor()
+        collect(other)
+    assert w.get() is a
+
+
+# ---- closing ---------------------------------------------------------------------
+
+
+def test_closing_a_runtime_expires_every_conjugate_and_pointer() -> None:
+    rt = zs.Runtime()
+    with rt:
+        rooted = Actor(name="Rooted")
+        rooted.add_to_root()
+        loose = Actor(name="Loose")
+        inner = Hero(outer=rooted)
+        inner.add_to_root()
+        held = Item()
+        strong = zs.StrongObjectPtr(held)
+        weak = zs.WeakObjectPtr(rooted)
+        rooted.target = loose
+        collect(rt)
+        assert not any(o.is_expired for o in (rooted, loose, inner, held))
+    assert rt.closed
+    for obj in (rooted, loose, inner, held):
+        assert obj.is_expired
+        with pytest.raises(zs.ExpiredConjugateError, match="closed"):
+            obj.name
+        with pytest.raises(zs.ExpiredConjugateError, match="closed"):
+            obj.health if not isinstance(obj, Item) else obj.weight
+    assert strong.is_expired
+    with pytest.raises(zs.ExpiredConjugateError):
+        strong.get()
+    strong.dispose()  # harmless after close
+    assert weak.get() is None and not weak.is_valid
+    with pytest.raises(zs.ExpiredConjugateError):
+        rt.live_objects()
+    with pytest.raises(zs.ExpiredConjugateError):
+        rt.collect_garbage()
+    with pytest.raises(zs.ExpiredConjugateError):
+        rt.gc.verify()
+    with pytest.raises(zs.ExpiredConjugateError):
+        rt.native_memory()
+    with pytest.raises(zs.ExpiredConjugateError):
+        Actor(outer=rooted)
+    rt.close()  # closing twice does nothing
+    assert "closed" in repr(rt)
+
+
+def test_explicit_close_inside_the_with_block(rt: zs.Runtime) -> None:
+    a = Actor()
+    rt.close()
+    assert rt.closed
+    assert a.is_expired
+    with pytest.raises(zs.ExpiredConjugateError, match="closed"):
+        a.health = 1
+    # The closed runtime is no longer current.
+    assert zs.current_runtime() is not rt
+
+
+def test_strong_pointer_finalised_after_its_runtime_closed_is_harmless() -> None:
+    with zs.Runtime() as rt:
+        p = zs.StrongObjectPtr(Actor())
+    del p
+    assert rt.closed
+
+
+# ---- native memory -----------------------------------------------------------------
+
+
+def test_native_blocks_return_to_the_baseline_after_objects_are_collected(
+        rt: zs.Runtime) -> None:
+    warm_up(rt)
+    baseline = rt.native_memory()["live_blocks"]
+    n = 200
+    objects = [Actor() for _ in range(n)]
+    grown = rt.native_memory()["live_blocks"]
+    assert grown >= baseline + n  # at least one native block per object
+    for first, second in zip(objects, objects[1:]):
+        first.target = second
+    objects[0].add_to_root()
+    collect(rt)
+    assert rt.live_objects() == n
+    objects[0].remove_from_root()
+    stats = collect(rt)
+    assert stats.objects_freed == n
+    assert rt.live_objects() == 0
+    assert rt.native_memory()["live_blocks"] == baseline
+
+
+def test_a_thousand_linked_objects_leave_no_native_block_behind(rt: zs.Runtime) -> None:
+    warm_up(rt)
+    memory = rt.native_memory()
+    baseline_blocks, baseline_bytes = memory["live_blocks"], memory["live_bytes"]
+    heroes = [Hero(level=i) for i in range(1000)]
+    for i, h in enumerate(heroes):
+        h.target = heroes[(i * 7 + 1) % 1000]
+        h.sidekick = heroes[(i * 13 + 5) % 1000]
+        h.friend = heroes[(i + 500) % 1000]
+    inner = [Item(outer=heroes[i]) for i in range(0, 1000, 10)]
+    for h in heroes[::100]:
+        h.add_to_root()
+    keeper = zs.StrongObjectPtr(heroes[1])
+    heroes[2].mark_as_garbage()
+    collect(rt)
+    assert not heroes[0].is_expired
+    for h in heroes[::100]:
+        h.remove_from_root()
+    keeper.dispose()
+    collect(rt)
+    assert rt.live_objects() == 0
+    assert all(o.is_expired for o in heroes + inner)
+    memory = rt.native_memory()
+    assert memory["live_blocks"] == baseline_blocks
+    assert memory["live_bytes"] <= baseline_bytes * 2 + 65536  # only container capacity kept
+
+
+# ---- current runtime ------------------------------------------------------------------
+
+
+def test_current_runtime_is_the_with_runtime_inside_and_a_default_outside() -> None:
+    outside = zs.current_runtime()
+    assert isinstance(outside, zs.Runtime) and not outside.closed
+    assert zs.current_runtime() is outside  # the default runtime is created once
+    with zs.Runtime() as rt:
+        assert zs.current_runtime() is rt
+        a = Actor()
+        assert a.runtime is rt
+    assert zs.current_runtime() is outside
+    b = Actor()
+    assert b.runtime is outside
+    assert not outside.closed
+
+
+def test_nested_with_restores_the_outer_runtime() -> None:
+    with zs.Runtime() as outer_rt:
+        with zs.Runtime() as inner_rt:
+            assert zs.current_runtime() is inner_rt
+            with zs.Runtime() as innermost:
+                assert zs.current_runtime() is innermost
+            assert zs.current_runtime() is inner_rt
+        assert inner_rt.closed
+        assert zs.current_runtime() is outer_rt
+        assert Actor().runtime is outer_rt
+    assert outer_rt.closed
+
+
+# ---- options --------------------------------------------------------------------------
+
+
+def test_max_objects_limits_live_objects_and_collection_frees_room() -> None:
+    with zs.Runtime(max_objects=10) as rt:
+        first = [Actor() for _ in range(10)]
+        with pytest.raises(MemoryError):
+            Actor()
+        assert rt.live_objects() == 10
+        first[0].add_to_root()
+        stats = collect(rt)
+        assert stats.objects_freed == 9
+        second = [Actor(health=i) for i in range(9)]
+        assert [o.health for o in second] == list(range(9))
+        with pytest.raises(MemoryError):
+            Item()
+        assert rt.live_objects() == 10
+        first[0].remove_from_root()
+        collect(rt)
+        assert rt.live_objects() == 0
+        again = [Item() for _ in range(10)]
+        assert rt.live_objects() == 10 and not any(o.is_expired for o in again)
+
+
+@pytest.mark.parametrize(("options", "error"), [
+    ({"max_objects": 0}, ValueError),
+    ({"max_objects": -1}, ValueError),
+    ({"max_objects": 2**40}, ValueError),
+    ({"max_objects": "x"}, TypeError),
+    ({"max_objects": 10.0}, TypeError),
+    ({"max_objects": True}, TypeError),
+    ({"min_cluster_size": 0}, ValueError),
+    ({"min_cluster_size": "x"}, TypeError),
+])
+def test_invalid_runtime_options_are_rejected(options: dict, error: type) -> None:
+    with pytest.raises(error):
+        zs.Runtime(**options)
+
+
+def test_positional_runtime_options_are_rejected() -> None:
+    with pytest.raises(TypeError):
+        zs.Runtime(True)  # type: ignore[misc]
+
+
+# ---- disregard for GC -----------------------------------------------------------------
+
+
+def test_objects_created_in_the_disregard_window_are_permanent() -> None:
+    with zs.Runtime(disregard_for_gc=True) as rt:
+        permanent = [Actor(health=i) for i in range(3)]
+        rt.close_disregard_for_gc()
+        normal = Actor()
+        stats = collect(rt)
+        assert stats.permanent_objects == 3
+        assert normal.is_expired
+        collect(rt)
+        assert not any(p.is_expired for p in permanent)
+        assert [p.health for p in permanent] == [0, 1, 2]
+        assert rt.live_objects() == 3
+
+
+def test_permanent_object_referencing_a_normal_object_keeps_it_alive() -> None:
+    with zs.Runtime(disregard_for_gc=True) as rt:
+        permanent = Actor()
+        rt.close_disregard_for_gc()
+        normal = Actor(health=9)
+        permanent.target = normal
+        collect(rt)
+        collect(rt)
+        assert not normal.is_expired and normal.health == 9
+        assert permanent.target is normal
+        permanent.target = None
+        collect(rt)
+        assert normal.is_expired
+        assert not permanent.is_expired
+
+
+def test_mark_as_garbage_on_a_permanent_object_raises_valueerror() -> None:
+    with zs.Runtime(disregard_for_gc=True) as rt:
+        permanent = Actor()
+        rt.close_disregard_for_gc()
+        with pytest.raises(ValueError):
+            permanent.mark_as_garbage()
+        collect(rt)
+        assert not permanent.is_expired
+
+
+def test_closing_a_runtime_destroys_permanent_objects_too() -> None:
+    with zs.Runtime(disregard_for_gc=True) as rt:
+        permanent = Actor()
+        rt.close_disregard_for_gc()
+    assert permanent.is_expired

@@ -1,0 +1,358 @@
+"""Memory-bug catchers: use after free through every accessor, stores of
+expired objects, half-built objects, threads racing the collector, and
+strong pointers finalised on other threads or by Python's cycle collector."""
+from __future__ import annotations
+
+import contextvars
+import gc
+import random
+import threading
+import time
+from typing import Any, Callable
+
+import pytest
+
+import zsharp_py as zs
+from classes import Actor, Hero, Item
+from helpers import collect
+
+# ---- use after free ------------------------------------------------------------
+
+# Every way of touching an expired object; each must raise ExpiredConjugateError.
+ACCESSORS: dict[str, Callable[[Any, Any], Any]] = {
+    "get scalar": lambda o, other: o.health,
+    "get float": lambda o, other: o.speed,
+    "get bool": lambda o, other: o.alive,
+    "get uint64": lambda o, other: o.u64,
+    "set scalar": lambda o, other: setattr(o, "health", 1),
+    "set float": lambda o, other: setattr(o, "f32", 1.0),
+    "set bool": lambda o, other: setattr(o, "alive", True),
+    "get reference": lambda o, other: o.target,
+    "set reference": lambda o, other: setattr(o, "target", other),
+    "set reference to None": lambda o, other: setattr(o, "target", None),
+    "get weak": lambda o, other: o.friend,
+    "set weak": lambda o, other: setattr(o, "friend", other),
+    "set weak to None": lambda o, other: setattr(o, "friend", None),
+    "get subclass reference": lambda o, other: o.sidekick,
+    "set subclass scalar": lambda o, other: setattr(o, "level", 3),
+    "name": lambda o, other: o.name,
+    "outer": lambda o, other: o.outer,
+    "add_to_root": lambda o, other: o.add_to_root(),
+    "remove_from_root": lambda o, other: o.remove_from_root(),
+    "mark_as_garbage": lambda o, other: o.mark_as_garbage(),
+    "is_rooted": lambda o, other: o.is_rooted,
+    "is_garbage": lambda o, other: o.is_garbage,
+    "WeakObjectPtr()": lambda o, other: zs.WeakObjectPtr(o),
+    "StrongObjectPtr()": lambda o, other: zs.StrongObjectPtr(o),
+    "as outer": lambda o, other: Actor(outer=o),
+}
+
+
+def _expire_by(how: str, rt: zs.Runtime) -> tuple[Hero, Actor]:
+    """A Hero expired by ``how`` (its outer and references were set), and a live Actor."""
+    parent = Actor()
+    parent.add_to_root()
+    live = Actor()
+    live.add_to_root()
+    victim = Hero(outer=parent, target=live, sidekick=live, friend=live, health=5)
+    if how == "garbage":
+        victim.add_to_root()
+        victim.remove_from_root()
+        victim.mark_as_garbage()
+        parent.target = victim  # referenced, still dies
+    if how == "closed":
+        rt.close()
+    else:
+        collect(rt)
+    assert victim.is_expired
+    return victim, live
+
+
+@pytest.mark.parametrize("how", ["unreachable", "garbage", "closed"])
+@pytest.mark.parametrize("accessor", list(ACCESSORS), ids=list(ACCESSORS))
+def test_every_accessor_of_an_expired_object_raises(rt: zs.Runtime, how: str,
+                                                     accessor: str) -> None:
+    victim, live = _expire_by(how, rt)
+    with pytest.raises(zs.ExpiredConjugateError):
+        ACCESSORS[accessor](victim, live)
+    assert victim.is_expired
+    if not rt.closed:
+        # Nothing reached the heap: the live object is intact.
+        assert live.health == 100 and not live.is_expired
+        assert rt.live_objects() == 2
+        collect(rt)
+        assert rt.live_objects() == 2
+
+
+@pytest.mark.parametrize("how", ["unreachable", "garbage", "closed"])
+def test_is_expired_and_repr_never_raise(rt: zs.Runtime, how: str) -> None:
+    victim, _ = _expire_by(how, rt)
+    assert victim.is_expired is True
+    text = repr(victim)
+    assert "Hero" in text and "expired" in text
+    # Identity-level attributes do not touch native memory and stay readable.
+    assert victim.is_black is False
+    assert isinstance(victim.handle, int)
+    assert type(victim) is Hero
+
+
+def test_repeated_access_to_an_expired_object_keeps_raising(rt: zs.Runtime) -> None:
+    a = Actor()
+    collect(rt)
+    for _ in range(100):
+        with pytest.raises(zs.ExpiredConjugateError):
+            a.health
+    new = [Actor(health=i) for i in range(10)]  # reuse the freed slot
+    with pytest.raises(zs.ExpiredConjugateError):
+        a.health = 123
+    assert [o.health for o in new] == list(range(10))
+
+
+def test_storing_an_expired_object_raises_and_keeps_the_old_value(rt: zs.Runtime) -> None:
+    holder = Hero()
+    holder.add_to_root()
+    old = Actor(health=1)
+    holder.target = old
+    holder.sidekick = old
+    holder.friend = old
+    dead = Actor()
+    collect(rt)
+    assert dead.is_expired
+    for field in ("target", "sidekick", "friend"):
+        with pytest.raises(zs.ExpiredConjugateError):
+            setattr(holder, field, dead)
+    assert holder.target is old and holder.sidekick is old
+    assert holder.friend.get() is old
+    with pytest.raises(zs.ExpiredConjugateError):
+        Actor(target=dead)
+    collect(rt)
+    assert not old.is_expired and old.health == 1
+
+
+def test_object_whose_object_was_reused_by_a_new_one_stays_expired(rt: zs.Runtime) -> None:
+    holder = Actor()
+    holder.add_to_root()
+    old = Actor()
+    old_index = old.handle & 0xFFFFFFFF
+    collect(rt)
+    new = Actor(health=55)
+    assert new.handle & 0xFFFFFFFF == old_index
+    with pytest.raises(zs.ExpiredConjugateError):
+        holder.target = old
+    holder.target = new
+    assert holder.target is new and holder.target is not old
+    assert old.is_expired and not new.is_expired
+
+
+# ---- half-built objects -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("keywords", "error"), [
+    ({"health": "x"}, TypeError),
+    ({"speed": "fast"}, TypeError),
+    ({"u8": 256}, OverflowError),
+    ({"target": 5}, TypeError),
+    ({"health": 3, "target": "nope"}, TypeError),
+])
+def test_failed_constructor_leaves_an_object_collected_at_the_next_collection(
+        rt: zs.Runtime, keywords: dict, error: type) -> None:
+    keep = Actor()
+    keep.add_to_root()
+    before = rt.live_objects()
+    with pytest.raises(error):
+        Actor(**keywords)
+    collect(rt)
+    assert rt.live_objects() == before
+
+
+def test_failed_constructor_with_outer_and_reference_does_not_disturb_them(
+        rt: zs.Runtime) -> None:
+    parent = Actor()
+    parent.add_to_root()
+    other = Actor(health=8)
+    parent.target = other
+    with pytest.raises(TypeError):
+        Actor(outer=parent, target=other, speed="x")
+    stats = collect(rt)
+    assert stats.objects_freed == 1
+    assert stats.references_killed == 0
+    assert parent.target is other and other.health == 8
+    assert rt.live_objects() == 2
+
+
+# ---- threads ----------------------------------------------------------------------
+
+
+def _chain_values(head: Actor) -> list[tuple[int, float]]:
+    values, walk = [], head.target
+    while walk is not None:
+        values.append((walk.health, walk.speed))
+        walk = walk.target
+    return values
+
+
+def test_threads_building_chains_while_the_main_thread_collects(rt: zs.Runtime) -> None:
+    thread_count, duration = 4, 1.0
+    heads = [Actor(name=f"Head{t}") for t in range(thread_count)]
+    for head in heads:
+        head.add_to_root()
+    chains: list[list[Actor]] = [[] for _ in range(thread_count)]
+    models: list[list[tuple[int, float]]] = [[] for _ in range(thread_count)]
+    errors: list[BaseException] = []
+    retries = [0] * thread_count
+    appended = [0] * thread_count
+    stop = threading.Event()
+
+    def worker(t: int) -> None:
+        rng = random.Random(t)
+        head, nodes, model = heads[t], chains[t], models[t]
+        counter = 0
+        try:
+            while not stop.is_set():
+                if len(nodes) < 40 and rng.random() < 0.75:
+                    counter += 1
+                    value = (t * 1_000_000 + counter, counter / 4)
+                    holder = nodes[-1] if nodes else head
+                    node = Actor(health=value[0], speed=value[1])
+                    try:
+                        holder.target = node
+                    except zs.ExpiredConjugateError:
+                        # A collection ran between creating and linking: the
+                        # new object was unreachable, so it is gone. Legal.
+                        assert node.is_expired
+                        retries[t] += 1
+                        continue
+                    nodes.append(node)
+                    model.append(value)
+                    appended[t] += 1
+                elif nodes:
+                    cut = rng.randrange(len(nodes))
+                    (nodes[cut - 1] if cut else head).target = None
+                    del nodes[cut:]
+                    del model[cut:]
+                assert _chain_values(head) == model
+                assert not any(n.is_expired for n in nodes)
+        except BaseException as error:  # reported by the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker, t))
+               for t in range(thread_count)]
+    for thread in threads:
+        thread.start()
+    collections = 0
+    deadline = time.monotonic() + duration
+    try:
+        while time.monotonic() < deadline and not errors:
+            collect(rt)
+            collections += 1
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
+    assert not errors, errors
+    assert collections > 10
+    assert all(n > 10 for n in appended), appended  # every thread made progress
+    collect(rt)
+    for t in range(thread_count):
+        assert _chain_values(heads[t]) == models[t]
+        walk, expected = heads[t].target, chains[t]
+        for node in expected:
+            assert walk is node and not node.is_expired
+            walk = walk.target
+        assert walk is None
+    assert rt.live_objects() == thread_count + sum(len(c) for c in chains)
+
+
+def test_threads_reading_rooted_objects_while_the_main_thread_collects(
+        rt: zs.Runtime) -> None:
+    roots = [Hero(level=i, health=i) for i in range(8)]
+    for r in roots:
+        r.add_to_root()
+        r.sidekick = Actor(u8=r.level)
+        r.target = Actor(speed=float(r.level))
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                for r in roots:
+                    assert r.health == r.level
+                    assert r.target.speed == float(r.level)
+                    assert r.sidekick.u8 == r.level
+                    Item()  # garbage for the collector (the copied context makes rt current)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(reader,))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 0.5
+    try:
+        while time.monotonic() < deadline and not errors:
+            collect(rt)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+    assert not errors, errors
+    collect(rt)
+    assert rt.live_objects() == 8 * 3
+
+
+def test_strong_pointer_dropped_on_another_thread_is_released_at_next_collection(
+        rt: zs.Runtime) -> None:
+    a = Actor()
+    box = [zs.StrongObjectPtr(a)]
+    collect(rt)
+    assert not a.is_expired
+    finaliser_thread: list[int] = []
+
+    def drop() -> None:
+        finaliser_thread.append(threading.get_ident())
+        box.clear()  # the last reference: the finaliser runs on this thread
+
+    thread = threading.Thread(target=drop)
+    thread.start()
+    thread.join()
+    assert box == [] and finaliser_thread[0] != threading.get_ident()
+    assert not a.is_expired  # only queued so far
+    collect(rt)
+    assert a.is_expired
+    assert rt.live_objects() == 0
+
+
+def test_strong_pointer_finalised_by_the_python_cycle_collector(rt: zs.Runtime) -> None:
+    a = Actor()
+
+    class Cycle:
+        pass
+
+    cycle = Cycle()
+    cycle.self = cycle  # type: ignore[attr-defined]
+    cycle.pointer = zs.StrongObjectPtr(a)  # type: ignore[attr-defined]
+    del cycle
+    collect(rt)
+    assert not a.is_expired  # the cycle has not been collected by Python yet
+    gc.collect()
+    collect(rt)
+    assert a.is_expired
+
+
+def test_many_strong_pointers_finalised_on_threads_are_all_released(rt: zs.Runtime) -> None:
+    objects = [Actor() for _ in range(200)]
+    pointers = [zs.StrongObjectPtr(o) for o in objects]
+    collect(rt)
+    assert not any(o.is_expired for o in objects)
+    chunks = [pointers[i::4] for i in range(4)]
+    del pointers
+    threads = [threading.Thread(target=chunk.clear) for chunk in chunks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    collect(rt)
+    assert all(o.is_expired for o in objects)
+    assert rt.live_objects() == 0
