@@ -1,4 +1,6 @@
-"""``python -m benchmarks [--quick] [--only NAME ...] [--output PATH]``."""
+"""Run the zsharp_py benchmarks side by side with their peers, print the
+tables and write a markdown report (benchmarks/RESULTS.md for a full run of
+every family)."""
 from __future__ import annotations
 
 import argparse

@@ -3,6 +3,7 @@ conjugates expire, weak and strong pointers, statistics, and a model-based
 property test of reachability."""
 from __future__ import annotations
 
+import copy
 from collections import deque
 
 import pytest
@@ -109,6 +110,36 @@ def test_dropped_strong_pointer_is_released_by_its_finaliser(rt: zs.Runtime) -> 
     assert a.is_expired
 
 
+def test_copying_a_strong_pointer_never_drops_a_reference_it_does_not_own(
+        rt: zs.Runtime) -> None:
+    a = Actor()
+    original = zs.StrongObjectPtr(a)
+    keeper = zs.StrongObjectPtr(a)
+    try:
+        duplicate = copy.copy(original)  # refusing (TypeError) is fine too
+    except TypeError:
+        duplicate = None
+    if duplicate is not None:
+        duplicate.dispose()
+    original.dispose()
+    collect(rt)
+    # keeper was never disposed, so its object must still be alive.
+    assert not keeper.is_expired
+    assert not a.is_expired
+    assert keeper.get().health == 100
+
+
+def test_pointer_wrappers_reject_non_objects(rt: zs.Runtime) -> None:
+    with pytest.raises(TypeError):
+        zs.StrongObjectPtr(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        zs.StrongObjectPtr(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        zs.WeakObjectPtr("x")  # type: ignore[arg-type]
+    assert zs.WeakObjectPtr(None).get() is None
+    assert zs.WeakObjectPtr().get() is None
+
+
 def test_object_referenced_from_a_root_survives(rt: zs.Runtime) -> None:
     root = Actor()
     root.add_to_root()
@@ -139,6 +170,50 @@ def test_chain_of_100_from_a_root_survives_and_cutting_it_frees_the_tail(rt: zs.
     assert stats.objects_freed == 50
     assert not any(n.is_expired for n in nodes[:51])
     assert all(n.is_expired for n in nodes[51:])
+
+
+def test_references_declared_at_every_level_of_a_class_hierarchy_are_traced(
+        rt: zs.Runtime) -> None:
+    class Minion(Hero):  # no fields of its own
+        pass
+
+    class SuperHero(Minion):
+        rival: "Actor | None"
+        weak_rival: zs.WeakObjectPtr["Actor"]
+
+    s = SuperHero()
+    s.add_to_root()
+    by_target, by_sidekick, by_rival, weakly = Actor(), Actor(), Actor(), Actor()
+    s.target, s.sidekick, s.rival, s.weak_rival = by_target, by_sidekick, by_rival, weakly
+    collect(rt)
+    assert not by_target.is_expired and not by_sidekick.is_expired and not by_rival.is_expired
+    assert weakly.is_expired and s.weak_rival.get() is None
+    assert (s.level, s.health) == (1, 100)
+    m = Minion(target=by_rival)
+    m.add_to_root()
+    s.target = s.sidekick = s.rival = None
+    collect(rt)
+    assert by_target.is_expired and by_sidekick.is_expired
+    assert not by_rival.is_expired and m.target is by_rival
+
+
+def test_class_with_many_references_traces_all_of_them(rt: zs.Runtime) -> None:
+    annotations = {f"r{i}": "Wide | None" for i in range(40)}
+    annotations.update({f"s{i}": zs.Int8 for i in range(40)})
+    Wide = type("Wide", (zs.Object,), {"__annotations__": annotations})
+    holder = Wide()
+    holder.add_to_root()
+    targets = [Wide() for _ in range(40)]
+    for i, t in enumerate(targets):
+        setattr(holder, f"r{i}", t)
+        setattr(holder, f"s{i}", i - 20)
+    collect(rt)
+    assert not any(t.is_expired for t in targets)
+    assert [getattr(holder, f"s{i}") for i in range(40)] == [i - 20 for i in range(40)]
+    for i in range(0, 40, 2):
+        setattr(holder, f"r{i}", None)
+    collect(rt)
+    assert [t.is_expired for t in targets] == [i % 2 == 0 for i in range(40)]
 
 
 def test_unreachable_two_cycle_is_collected(rt: zs.Runtime) -> None:
@@ -232,6 +307,18 @@ def test_outer_keeps_its_outer_alive(rt: zs.Runtime) -> None:
     assert inner.is_expired and parent.is_expired and grand.is_expired
 
 
+def test_deep_outer_chain_is_kept_by_its_innermost_object(rt: zs.Runtime) -> None:
+    chain = [Item()]
+    for _ in range(5000):
+        chain.append(Item(outer=chain[-1]))
+    chain[-1].add_to_root()
+    stats = collect(rt)
+    assert stats.objects_marked == len(chain)
+    assert not any(o.is_expired for o in chain)
+    chain[-1].remove_from_root()
+    assert collect(rt).objects_freed == len(chain)
+
+
 def test_outer_does_not_keep_its_inner_objects_alive(rt: zs.Runtime) -> None:
     outer = Actor()
     outer.add_to_root()
@@ -315,6 +402,20 @@ def test_stale_weak_pointer_never_resolves_to_the_object_reusing_its_slot(
     collect(rt)
     assert weak.get() is None
     assert holder.friend.get() is None
+
+
+def test_weak_pointers_compare_by_object_identity(rt: zs.Runtime) -> None:
+    holder, a, b = Actor(), Actor(), Actor()
+    holder.add_to_root()
+    holder.friend = a
+    assert zs.WeakObjectPtr(a) == zs.WeakObjectPtr(a) == holder.friend
+    assert hash(zs.WeakObjectPtr(a)) == hash(holder.friend)
+    assert zs.WeakObjectPtr(a) != zs.WeakObjectPtr(b)
+    old = zs.WeakObjectPtr(a)
+    collect(rt)
+    new = Actor()
+    new.add_to_root()
+    assert old != zs.WeakObjectPtr(new)  # same slot, different serial
 
 
 def test_stale_handles_across_many_slot_reuses_stay_dead(rt: zs.Runtime) -> None:

@@ -365,3 +365,107 @@ def test_python_shorthand_annotations_map_to_scalars(rt: zs.Runtime) -> None:
         p.count = 2**63  # int is a shorthand for Int64
     with pytest.raises(OverflowError):
         p.flag = 2
+
+
+def test_local_classes_resolve_string_annotations_in_their_scope(rt: zs.Runtime) -> None:
+    class Leaf(zs.Object):
+        value: zs.Int16
+
+    class Node(zs.Object):
+        next: "Node | None"
+        leaf: "Leaf | None"
+
+    node = Node(next=Node(), leaf=Leaf(value=-4))
+    assert type(node.next) is Node
+    assert node.leaf.value == -4
+    with pytest.raises(TypeError):
+        node.leaf = Node()  # type: ignore[assignment]
+
+
+def test_property_names_that_are_c_keywords_work(rt: zs.Runtime) -> None:
+    class Keywords(zs.Object):
+        default: zs.Int32
+        static: zs.Int8
+        struct: "Keywords | None"
+
+    k = Keywords(default=5, static=-1)
+    k.struct = k
+    assert (k.default, k.static) == (5, -1)
+    assert k.struct is k
+
+
+# ---- property names the C layout must not trip over --------------------------------
+
+
+def test_property_named_like_the_layout_header_member_works(rt: zs.Runtime) -> None:
+    # "hdr" is the name the C layout gives the object header; a property
+    # with that name is a valid declaration and must not collide with it.
+    class Packet(zs.Object):
+        hdr: zs.Int16
+        body: zs.Int32
+
+    p = Packet(hdr=7, body=9)
+    assert (p.hdr, p.body) == (7, 9)
+    assert p.name == "Packet_0"
+
+
+def test_property_names_differing_by_a_trailing_underscore_work(rt: zs.Runtime) -> None:
+    # "default" is a C keyword, so its C member is renamed; that renaming
+    # must not collide with a property that really is called "default_".
+    class Config(zs.Object):
+        default: zs.Int32
+        default_: zs.Int8
+
+    c = Config(default=1, default_=2)
+    assert (c.default, c.default_) == (1, 2)
+    c.default = 300
+    assert (c.default, c.default_) == (300, 2)
+
+
+def test_property_named_cls_can_be_set_by_keyword(rt: zs.Runtime) -> None:
+    class Classified(zs.Object):
+        cls: zs.UInt8
+
+    c = Classified(cls=3)
+    assert c.cls == 3
+
+
+def test_non_ascii_class_names_work(rt: zs.Runtime) -> None:
+    class Héros(zs.Object):
+        vie: zs.Int32 = 3
+
+    h = Héros()
+    assert h.vie == 3
+    assert h.name == "Héros_0"
+
+
+def test_non_ascii_property_names_work(rt: zs.Runtime) -> None:
+    class Acteur(zs.Object):
+        santé: zs.Int32 = 3
+
+    a = Acteur(santé=4)
+    assert a.santé == 4
+
+
+# ---- names -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["Hero", "Foo_3", "Foo_03", "Foo_", "_5", "Foo_999999999",
+                                  "Foo_1234567890", "héros", "a b", "x" * 1024])
+def test_object_names_round_trip(rt: zs.Runtime, name: str) -> None:
+    assert Actor(name=name).name == name
+
+
+@pytest.mark.parametrize("name", ["a\0b", "\ud800", "x" * 1025])
+def test_invalid_object_names_raise_valueerror(rt: zs.Runtime, name: str) -> None:
+    with pytest.raises(ValueError):
+        Actor(name=name)
+    collect(rt)
+    assert rt.live_objects() == 0
+
+
+def test_names_compare_case_insensitively_and_keep_the_first_spelling(rt: zs.Runtime) -> None:
+    assert Actor(name="Hero").name == "Hero"
+    assert Actor(name="HERO").name == "Hero"  # FName semantics: one entry per name
+    with zs.Runtime():  # every runtime has its own name table
+        assert Actor(name="HERO").name == "HERO"

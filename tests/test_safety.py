@@ -171,10 +171,13 @@ def test_failed_constructor_with_outer_and_reference_does_not_disturb_them(
     parent.add_to_root()
     other = Actor(health=8)
     parent.target = other
+    before = rt.live_objects()
     with pytest.raises(TypeError):
         Actor(outer=parent, target=other, speed="x")
+    # Keywords are validated before allocation: nothing was created.
+    assert rt.live_objects() == before
     stats = collect(rt)
-    assert stats.objects_freed == 1
+    assert stats.objects_freed == 0
     assert stats.references_killed == 0
     assert parent.target is other and other.health == 8
     assert rt.live_objects() == 2

@@ -44,12 +44,17 @@ typedef struct zs_runtime_options {
     uint32_t max_objects;
     uint32_t min_cluster_size;
     uint32_t flags;
+    uint32_t mark_threads;
 } zs_runtime_options;
 
 #define ZS_DEFAULT_MAX_OBJECTS ...
 #define ZS_MAX_OBJECTS_LIMIT ...
 #define ZS_RUNTIME_DISREGARD_WINDOW ...
 #define ZS_NAME_AUTO ...
+#define ZS_CLASS_CLUSTER_ROOT ...
+#define ZS_CLASS_IN_CLUSTER ...
+#define ZS_DEBUG_DISABLE_BARRIER ...
+#define ZS_DEBUG_PARALLEL_THRESHOLD ...
 
 void zs_runtime_default_options(zs_runtime_options *out);
 zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out);
@@ -113,16 +118,44 @@ typedef struct zs_gc_stats {
     uint64_t roots;
     uint64_t permanent_objects;
     uint64_t clusters;
+    uint64_t clusters_marked;
+    uint64_t clusters_dissolved;
     uint64_t live_objects;
     uint64_t mark_ns;
     uint64_t gather_ns;
     uint64_t purge_ns;
+    uint64_t mark_steps;
+    uint64_t barrier_marks;
+    uint64_t mark_threads;
 } zs_gc_stats;
+
+typedef enum zs_gc_phase {
+    ZS_GC_IDLE = 0, ZS_GC_MARKING = 1, ZS_GC_PURGE_PENDING = 2, ZS_GC_GATHERING = 3
+} zs_gc_phase;
+zs_gc_phase zs_gc_phase_of(zs_runtime *rt);
+zs_status zs_gc_start_incremental(zs_runtime *rt);
+zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done);
+
+zs_status zs_create_cluster(zs_runtime *rt, zs_ref root, uint32_t *out_size);
+zs_status zs_dissolve_cluster(zs_runtime *rt, zs_ref member);
+zs_status zs_object_cluster(zs_runtime *rt, zs_ref ref, int32_t *out_cluster);
+typedef struct zs_cluster_info {
+    zs_ref root;
+    uint32_t objects;
+    uint32_t referenced_clusters;
+    uint32_t mutable_objects;
+    uint32_t referenced_by;
+} zs_cluster_info;
+zs_status zs_cluster_get_info(zs_runtime *rt, int32_t cluster, zs_cluster_info *out);
+uint32_t zs_cluster_count(zs_runtime *rt);
+zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value);
 
 zs_status zs_collect_garbage(zs_runtime *rt);
 zs_status zs_gc_mark_and_gather(zs_runtime *rt);
 zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
                               uint32_t *out_count);
+zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names,
+                                 uint8_t *garbage, uint32_t capacity, uint32_t *out_count);
 uint32_t zs_gc_expiring_count(zs_runtime *rt);
 zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done);
 uint32_t zs_gc_pending_purge(zs_runtime *rt);

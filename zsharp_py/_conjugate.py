@@ -7,40 +7,65 @@ fetches, no Python frame, no branch. Expiring swaps ``_p`` for an
 ``ExpiredPointer``, whose every attribute access raises
 ``ExpiredConjugateError`` with the reason. Nothing can reach freed memory
 through a conjugate after that, and the check costs nothing while live.
+
+Expiring K conjugates must cost O(K) with a small constant (a collection may
+expire a million), so the sentinel is a tuple built in one call and its
+message is only formatted when an error is actually raised.
 """
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from ._errors import ExpiredConjugateError
 
 __all__ = ["ExpiredPointer", "REASON_COLLECTED", "REASON_GARBAGE", "REASON_CLOSED",
-           "REASON_DISPOSED"]
+           "REASON_DISPOSED", "expired_error"]
 
 REASON_COLLECTED = "it was unreachable and the garbage collector destroyed it"
 REASON_GARBAGE = "it was marked as garbage and the garbage collector destroyed it"
 REASON_CLOSED = "its runtime was closed"
 REASON_DISPOSED = "it was disposed"
 
+_tuple_item = tuple.__getitem__
 
-class ExpiredPointer:
-    """Stands in for the native pointer of an expired conjugate."""
 
-    __slots__ = ("what", "reason")
+class ExpiredPointer(tuple):  # type: ignore[type-arg]
+    """Stands in for the native pointer of an expired conjugate.
 
-    def __init__(self, what: str, reason: str) -> None:
-        object.__setattr__(self, "what", what)
-        object.__setattr__(self, "reason", reason)
+    Holds ``(kind, describe, key, reason)``: ``describe(key)`` names the
+    object (called lazily, when an error is raised). Every attribute read or
+    write raises ``ExpiredConjugateError``.
+    """
 
-    def error(self) -> ExpiredConjugateError:
-        """The exception describing this expiry."""
-        return ExpiredConjugateError(f"{self.what} has expired: {self.reason}")
+    __slots__ = ()
 
-    def __getattr__(self, name: str) -> NoReturn:
-        raise self.error()
+    def __getattribute__(self, name: str) -> NoReturn:
+        raise expired_error(self)
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
-        raise self.error()
+        raise expired_error(self)
 
     def __repr__(self) -> str:
-        return f"<expired pointer: {self.what}: {self.reason}>"
+        return f"<expired pointer: {_tuple_item(self, 3)}>"
+
+
+def make_expired(kind: str, describe: Callable[[Any], str], key: Any,
+                 reason: str) -> ExpiredPointer:
+    """A sentinel for an object of ``kind``; ``describe(key)`` names it later."""
+    return tuple.__new__(ExpiredPointer, (kind, describe, key, reason))
+
+
+def expired_reason(pointer: ExpiredPointer) -> str:
+    """Why the conjugate expired."""
+    reason: str = _tuple_item(pointer, 3)
+    return reason
+
+
+def expired_error(pointer: ExpiredPointer) -> ExpiredConjugateError:
+    """The exception describing an expiry (class, object, reason)."""
+    kind, describe, key, reason = tuple.__iter__(pointer)
+    try:
+        what = f"{kind} {describe(key)}"
+    except Exception:  # naming must never hide the real error
+        what = kind
+    return ExpiredConjugateError(f"{what} has expired: {reason}")

@@ -8,14 +8,14 @@ its properties), so a property read is a plain cdata field fetch.
 from __future__ import annotations
 
 import itertools
-import keyword
+import re
 from typing import Any
 
 import cffi
 
 from ._native_lib import ffi, lib
 
-__all__ = ["ffi", "lib", "layout_ffi", "declare_struct", "c_identifier", "check"]
+__all__ = ["ffi", "lib", "layout_ffi", "declare_struct", "member_name", "check"]
 
 layout_ffi = cffi.FFI()
 layout_ffi.cdef(
@@ -37,38 +37,35 @@ for _field in ("cls", "outer", "index", "name_index", "name_number", "class_id")
 assert layout_ffi.sizeof("zs_object") == ffi.sizeof("zs_object")
 
 _struct_ids = itertools.count()
-
-# C keywords that are valid Python identifiers.
-_C_KEYWORDS = frozenset(
-    "auto break case char const continue default do double else enum extern float for "
-    "goto if inline int long register restrict return short signed sizeof static struct "
-    "switch typedef union unsigned void volatile while _Bool _Complex _Imaginary".split()
-)
+_UINTPTR = ffi.typeof("uintptr_t")
 
 
-def c_identifier(name: str) -> str:
-    """The C member name for a Python property name."""
-    if name in _C_KEYWORDS or keyword.iskeyword(name):
-        return name + "_"
-    return name
+def _ascii_tail(name: str) -> str:
+    return re.sub(r"[^0-9A-Za-z_]", "_", name)[:40]
 
 
-def declare_struct(label: str, members: list[tuple[str, str]]) -> str:
-    """Declare a layout struct ``{zs_object hdr; members...}``; return its type name."""
-    tag = f"zs_layout_{next(_struct_ids)}_{label}"
+def member_name(position: int, name: str) -> str:
+    """The C member name of the property at ``position`` in a layout.
+
+    Numbered, so no Python name can collide with another, with a C keyword
+    or with the header (``_hdr``), and non-ASCII names are fine; the ASCII
+    tail only helps a reader of the declaration.
+    """
+    return f"m{position}_{_ascii_tail(name)}"
+
+
+def declare_struct(label: str, members: list[tuple[str, str]]) -> Any:
+    """Declare a layout struct ``{zs_object _hdr; members...}``; return its
+    pointer type (a layout-FFI ctype)."""
+    tag = f"zs_layout_{next(_struct_ids)}_{_ascii_tail(label)}"
     body = "".join(f"    {ctype} {cname};\n" for cname, ctype in members)
-    layout_ffi.cdef(f"struct {tag} {{\n    zs_object hdr;\n{body}}};")
-    return f"struct {tag}"
+    layout_ffi.cdef(f"struct {tag} {{\n    zs_object _hdr;\n{body}}};")
+    return layout_ffi.typeof(f"struct {tag} *")
 
 
-def layout_pointer(type_name: str, address: int) -> Any:
-    """A layout-FFI pointer of ``type_name *`` to ``address``."""
-    return layout_ffi.cast(type_name + " *", address)
-
-
-def address_of(pointer: Any) -> int:
-    """The integer address of an API-FFI pointer."""
-    return int(ffi.cast("uintptr_t", pointer))
+def layout_pointer(pointer_type: Any, native: Any) -> Any:
+    """Re-type an API-FFI object pointer as a layout-FFI struct pointer."""
+    return layout_ffi.cast(pointer_type, int(ffi.cast(_UINTPTR, native)))
 
 
 def check(status: int, context: str) -> None:

@@ -15,9 +15,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._conjugate import ExpiredPointer
-from ._errors import ExpiredConjugateError
-from ._native import c_identifier, check, declare_struct, layout_ffi, lib
+from ._conjugate import ExpiredPointer, expired_error, expired_reason
+from ._errors import ExpiredConjugateError, raise_status
+from ._native import check, declare_struct, layout_ffi, lib, member_name
 from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
 if TYPE_CHECKING:
@@ -28,7 +28,12 @@ __all__ = ["Object", "ObjectMeta", "ClassLayout", "class_layout"]
 # Attribute names of zs.Object that a property may not shadow.
 _RESERVED = frozenset(
     {"name", "outer", "is_expired", "is_black", "add_to_root", "remove_from_root",
-     "is_rooted", "mark_as_garbage", "is_garbage", "runtime", "handle", "dispose"})
+     "is_rooted", "mark_as_garbage", "is_garbage", "runtime", "handle", "dispose",
+     "create_cluster", "dissolve_cluster", "cluster"})
+
+# zs_class flags (native/include/zsharp.h).
+ZS_CLASS_CLUSTER_ROOT = 0x1
+ZS_CLASS_IN_CLUSTER = 0x2
 
 ZS_MEMBER_OBJECT = 1
 ZS_MEMBER_WEAK_OBJECT = 2
@@ -52,11 +57,13 @@ class ClassLayout:
 
     cls: type[Object]
     parent: type[Object] | None
-    type_name: str
+    pointer_type: Any                   # layout-FFI ``struct ... *``
     size: int
     properties: list[PropertyInfo]      # inherited first
     own_members: list[tuple[int, int]]  # (zs_member_kind, offset) declared by cls itself
+    class_flags: int = 0                # ZS_CLASS_*
     property_names: frozenset[str] = field(default_factory=frozenset)
+    defaults: list[PropertyInfo] = field(default_factory=list)  # properties with defaults
 
 
 class ObjectMeta(type):
@@ -64,8 +71,18 @@ class ObjectMeta(type):
     ``Actor(name=..., outer=..., **properties)`` allocate a native object."""
 
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
+                *, cluster_root: bool | None = None, can_be_in_cluster: bool | None = None,
                 **kwargs: Any) -> ObjectMeta:
         namespace.setdefault("__slots__", ())
+        # Cluster flags are inherited unless the class says otherwise.
+        inherited = next((b.__dict__.get("_zs_class_flags", 0) for b in bases
+                          if isinstance(b, ObjectMeta)), 0)
+        flags = inherited
+        for wanted, bit in ((cluster_root, ZS_CLASS_CLUSTER_ROOT),
+                            (can_be_in_cluster, ZS_CLASS_IN_CLUSTER)):
+            if wanted is not None:
+                flags = flags | bit if wanted else flags & ~bit
+        namespace["_zs_class_flags"] = flags
         annotations = namespace.get("__annotations__", {})
         defaults = {key: namespace.pop(key) for key in list(annotations)
                     if key in namespace and not _is_classvar(annotations[key])}
@@ -78,12 +95,9 @@ class ObjectMeta(type):
         namespace["_zs_scope"] = (frame.f_globals, scope_locals)
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 
-    def __call__(cls, name: str | None = None, outer: Object | None = None,
+    def __call__(cls, /, name: str | None = None, outer: Object | None = None,
                  **properties: Any) -> Any:
-        layout = class_layout(typing.cast("type[Object]", cls))
-        unknown = properties.keys() - layout.property_names
-        if unknown:
-            raise TypeError(f"{cls.__name__}() got unknown properties: {', '.join(sorted(unknown))}")
+        layout = cls.__dict__.get("_zs_layout") or class_layout(typing.cast("type[Object]", cls))
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, not {type(name).__name__}")
         if outer is not None:
@@ -91,9 +105,9 @@ class ObjectMeta(type):
                 raise TypeError(f"outer must be a zs.Object or None, not {type(outer).__name__}")
             runtime = outer._live_runtime()
         else:
-            from ._runtime import current_runtime
-
-            runtime = current_runtime()
+            runtime = _current_runtime()
+        if properties:
+            _check_properties(layout, runtime, properties)
         return runtime._new_object(layout.cls, layout, name, outer, properties)
 
 
@@ -101,6 +115,30 @@ def _is_classvar(annotation: Any) -> bool:
     if isinstance(annotation, str):
         return annotation.startswith(("ClassVar", "typing.ClassVar"))
     return typing.get_origin(annotation) is ClassVar
+
+
+def _check_properties(layout: ClassLayout, runtime: Runtime, values: dict[str, Any]) -> None:
+    """Validate constructor keywords before anything is allocated."""
+    unknown = values.keys() - layout.property_names
+    if unknown:
+        raise TypeError(f"{layout.cls.__name__}() got unknown properties: "
+                        f"{', '.join(sorted(unknown))}")
+    for info in layout.properties:
+        if info.name in values:
+            value = values[info.name]
+            info.kind.check(f"{layout.cls.__name__}.{info.name}", value)
+            if isinstance(value, Object) and value._rt is not runtime:
+                raise ValueError(f"{layout.cls.__name__}.{info.name}: the object belongs to "
+                                 "another runtime")
+
+
+def _no_runtime() -> Runtime:
+    raise RuntimeError("zsharp_py._runtime was not imported")
+
+
+# Set by _runtime at import (it imports this module, so this one cannot
+# import it at the top); a plain global call on the creation path.
+_current_runtime: typing.Callable[[], Runtime] = _no_runtime
 
 
 class Object(metaclass=ObjectMeta):
@@ -128,6 +166,7 @@ class Object(metaclass=ObjectMeta):
     _h: int
     _rt: Runtime
     _zs_defaults: ClassVar[dict[str, Any]]
+    _zs_class_flags: ClassVar[int]
 
     if TYPE_CHECKING:
         # Creation goes through ObjectMeta.__call__; this only types it.
@@ -138,13 +177,13 @@ class Object(metaclass=ObjectMeta):
     @property
     def name(self) -> str:
         """The object's name (``"Actor_3"`` when none was given)."""
-        header = self._p.hdr
+        header = self._p._hdr
         return self._rt._name_text(header.name_index, header.name_number)
 
     @property
     def outer(self) -> Object | None:
         """The outer object (an immutable reference that keeps it alive)."""
-        ref = self._p.hdr.outer
+        ref = self._p._hdr.outer
         return self._rt._conjugate_of(ref) if ref else None
 
     @property
@@ -197,12 +236,37 @@ class Object(metaclass=ObjectMeta):
         """Whether ``mark_as_garbage`` was called on the object."""
         return self._live_runtime()._query(lib.zs_is_garbage, self._h)
 
+    # ---- clusters -------------------------------------------------------
+    def create_cluster(self) -> int:
+        """Make this object the root of a GC cluster; return its size.
+
+        The class must be declared with ``cluster_root=True``. The cluster
+        gathers every object reachable from here whose class has
+        ``can_be_in_cluster=True``; while it lives, the collector marks all
+        of them in one step without reading them. Returns 0 when the result
+        is smaller than the runtime's ``min_cluster_size`` (nothing kept).
+        """
+        runtime = self._live_runtime()
+        if not type(self)._zs_class_flags & ZS_CLASS_CLUSTER_ROOT:
+            raise TypeError(f"{type(self).__name__} is not declared with cluster_root=True")
+        return runtime._create_cluster(self)
+
+    def dissolve_cluster(self) -> None:
+        """Turn the cluster this object belongs to back into ordinary objects."""
+        check(self._live_runtime()._call(lib.zs_dissolve_cluster, self._h),
+              self._what("dissolve_cluster"))
+
+    @property
+    def cluster(self) -> ClusterInfo | None:
+        """The cluster this object belongs to, or None."""
+        return self._live_runtime()._cluster_info(self._h)
+
     # ---- helpers --------------------------------------------------------
     def _live_runtime(self) -> Runtime:
         """The runtime, after checking that this conjugate has not expired."""
         pointer = self._p
         if type(pointer) is ExpiredPointer:
-            raise pointer.error()
+            raise expired_error(pointer)
         return self._rt
 
     def _what(self, action: str) -> str:
@@ -211,7 +275,7 @@ class Object(metaclass=ObjectMeta):
     def __repr__(self) -> str:
         pointer = self._p
         if type(pointer) is ExpiredPointer:
-            return f"<{type(self).__name__} expired: {pointer.reason}>"
+            return f"<{type(self).__name__} expired: {expired_reason(pointer)}>"
         return f"<{type(self).__name__} {self.name!r} #{self._h & 0xFFFFFFFF}>"
 
     def __copy__(self) -> Object:
@@ -229,18 +293,67 @@ class Object(metaclass=ObjectMeta):
 # Property kinds for object references
 # ---------------------------------------------------------------------------
 
-def _store_ref(self: Object, offset: int, ref: int, what: str) -> None:
-    runtime = self._live_runtime()
-    check(runtime._call(lib.zs_store_ref, self._h, offset, ref), what)
+@dataclass(frozen=True)
+class ClusterInfo:
+    """A GC cluster as seen from one of its objects."""
+
+    root: Object | None
+    objects: int
+    referenced_clusters: int
+    mutable_objects: int
+    referenced_by: int
 
 
-def _target_ref(self: Object, value: Object, what: str) -> int:
-    pointer = value._p
-    if type(pointer) is ExpiredPointer:
-        raise ExpiredConjugateError(f"cannot store into {what}: {pointer.error()}")
-    if value._rt is not self._rt:
-        raise ValueError(f"cannot store into {what}: the object belongs to another runtime")
-    return value._h
+def _check_target(what: str, target: type[Object], value: Any, extra: str = "") -> None:
+    if value is None or isinstance(value, target):
+        if value is not None and type(value._p) is ExpiredPointer:
+            raise ExpiredConjugateError(f"cannot store into {what}: "
+                                        f"{expired_error(value._p)}")
+        return
+    raise TypeError(f"{what} expects {target.__name__}{extra} or None, "
+                    f"not {type(value).__name__}")
+
+
+# The generated reference setter: everything inline (one native call under
+# the runtime lock, which close() also takes). Errors are rare and go
+# through _reference_store_failed for their messages.
+_REFERENCE_SETTER = """
+def setter(self, value):
+    if value is None:
+        ref = 0
+    elif isinstance(value, target):
+        if type(value._p) is Expired or value._rt is not self._rt:
+            return failed(self, value, what)
+        ref = value._h
+    else:
+        return failed(self, value, what)
+    runtime = self._rt
+    with runtime._lock:
+        if type(self._p) is Expired or runtime._closed:
+            return failed(self, value, what)
+        status = store(runtime._ptr, self._h, offset, ref)
+    if status:
+        raise_status(status, what)
+"""
+
+
+def _reference_store_failed(self: Object, value: Any, what: str) -> None:
+    """Raise the precise error for a reference store that cannot happen."""
+    self._live_runtime()
+    if isinstance(value, Object):
+        value._live_runtime()
+        if value._rt is not self._rt:
+            raise ValueError(f"cannot store into {what}: the object belongs to another runtime")
+    raise TypeError(f"{what} expects an object of its declared class or None, "
+                    f"not {type(value).__name__}")
+
+
+def _make_reference_setter(what: str, target: type, offset: int) -> Any:
+    namespace: dict[str, Any] = {
+        "target": target, "Expired": ExpiredPointer, "failed": _reference_store_failed,
+        "what": what, "store": lib.zs_store_ref, "offset": offset, "raise_status": raise_status}
+    exec(_REFERENCE_SETTER, namespace)  # noqa: S102
+    return namespace["setter"]
 
 
 class ObjectRefKind(PropertyKind):
@@ -255,8 +368,6 @@ class ObjectRefKind(PropertyKind):
 
     def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
         """Install a getter (mapping lookup) and a type-checked setter."""
-        target = self.target
-        what = f"{cls.__name__}.{name}"
         namespace: dict[str, Any] = {}
         exec(  # noqa: S102 - one field fetch and a dict lookup per read
             f"def getter(self):\n"
@@ -267,19 +378,14 @@ class ObjectRefKind(PropertyKind):
             f"    return found if found is not None else self._rt._conjugate_of(ref)\n",
             namespace,
         )
-
-        def setter(self: Object, value: Object | None) -> None:
-            if value is None:
-                ref = 0
-            elif isinstance(value, target):
-                ref = _target_ref(self, value, what)
-            else:
-                raise TypeError(f"{what} expects {target.__name__} or None, "
-                                f"not {type(value).__name__}")
-            _store_ref(self, offset, ref, what)
-
+        setter = _make_reference_setter(f"{cls.__name__}.{name}", self.target, offset)
         setattr(cls, name, property(namespace["getter"], setter, None,
-                                    f"Reference to {target.__name__} or None (killable, traced)."))
+                                    f"Reference to {self.target.__name__} or None "
+                                    "(killable, traced)."))
+
+    def check(self, what: str, value: Any) -> None:
+        """Type and expiry check."""
+        _check_target(what, self.target, value)
 
     def describe(self) -> str:
         """``Target | None``."""
@@ -300,26 +406,25 @@ class WeakRefKind(PropertyKind):
         """Reads give a ``WeakObjectPtr``; writes take one, an object or None."""
         from ._wrappers import WeakObjectPtr
 
-        target = self.target
-        what = f"{cls.__name__}.{name}"
-        getter_namespace: dict[str, Any] = {"make": WeakObjectPtr._from_handle}
+        namespace: dict[str, Any] = {"make": WeakObjectPtr._from_handle}
         exec(  # noqa: S102
-            f"def getter(self):\n    return make(self._rt, self._p.{cname})\n", getter_namespace)
+            f"def getter(self):\n    return make(self._rt, self._p.{cname})\n", namespace)
+        store = _make_reference_setter(f"{cls.__name__}.{name}", self.target, offset)
 
         def setter(self: Object, value: Any) -> None:
             if isinstance(value, WeakObjectPtr):
                 value = value.get()
-            if value is None:
-                ref = 0
-            elif isinstance(value, target):
-                ref = _target_ref(self, value, what)
-            else:
-                raise TypeError(f"{what} expects WeakObjectPtr, {target.__name__} or None, "
-                                f"not {type(value).__name__}")
-            _store_ref(self, offset, ref, what)
+            store(self, value)
 
-        setattr(cls, name, property(getter_namespace["getter"], setter, None,
-                                    f"Weak reference to {target.__name__} (not traced)."))
+        setattr(cls, name, property(namespace["getter"], setter, None,
+                                    f"Weak reference to {self.target.__name__} (not traced)."))
+
+    def check(self, what: str, value: Any) -> None:
+        """Accept a WeakObjectPtr, an object of the target class or None."""
+        from ._wrappers import WeakObjectPtr
+
+        if not isinstance(value, WeakObjectPtr):
+            _check_target(what, self.target, value, ", WeakObjectPtr")
 
     def describe(self) -> str:
         """``WeakObjectPtr[Target]``."""
@@ -401,20 +506,25 @@ def class_layout(cls: type[Object]) -> ClassLayout:
                             f"{'zs.Object' if attribute in _RESERVED else 'a parent class'}")
         if attribute.startswith("_"):
             raise TypeError(f"{cls.__name__}.{attribute}: property names cannot start with '_'")
-        info = PropertyInfo(attribute, c_identifier(attribute), resolve_kind(cls, attribute, annotation))
+        info = PropertyInfo(attribute, member_name(len(inherited) + len(own), attribute),
+                            resolve_kind(cls, attribute, annotation))
         if attribute in defaults:
             info.has_default, info.default = True, defaults[attribute]
+            info.kind.check(f"{cls.__name__}.{attribute} (default)", info.default)
         own.append(info)
     members = [(p.cname, p.kind.c_type) for p in inherited + own]
-    type_name = declare_struct(cls.__name__, members)
+    pointer_type = declare_struct(cls.__name__, members)
+    struct_type = pointer_type.item
     own_members: list[tuple[int, int]] = []
     for info in own:
-        info.offset = layout_ffi.offsetof(type_name, info.cname)
+        info.offset = layout_ffi.offsetof(struct_type, info.cname)
         info.kind.install(cls, info.name, info.cname, info.offset)
         if info.kind.member_kind:
             own_members.append((info.kind.member_kind, info.offset))
     properties = inherited + own
-    layout = ClassLayout(cls, parent, type_name, layout_ffi.sizeof(type_name), properties,
-                         own_members, frozenset(p.name for p in properties))
+    layout = ClassLayout(cls, parent, pointer_type, layout_ffi.sizeof(struct_type), properties,
+                         own_members, cls.__dict__.get("_zs_class_flags", 0),
+                         frozenset(p.name for p in properties),
+                         [p for p in properties if p.has_default])
     type.__setattr__(cls, "_zs_layout", layout)
     return layout

@@ -17,11 +17,13 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
-from ._conjugate import REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer
-from ._errors import ExpiredConjugateError
+from . import _object
+from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
+                         make_expired)
+from ._errors import ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats
-from ._native import address_of, check, ffi, layout_pointer, lib
-from ._object import ClassLayout, Object, class_layout
+from ._native import check, ffi, layout_pointer, lib
+from ._object import ClassLayout, ClusterInfo, Object, class_layout
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -65,7 +67,11 @@ class Runtime:
     ``max_objects``
         capacity of the object array (default 2,162,688; at most 33,554,432).
     ``min_cluster_size``
-        clusters smaller than this are not kept.
+        clusters smaller than this are not kept (default 16).
+    ``mark_threads``
+        threads a full collection may mark with (default: one per core;
+        1 keeps marking on the calling thread). Incremental steps always
+        mark on the calling thread.
     ``disregard_for_gc``
         open the disregard-for-GC window: objects created until
         ``close_disregard_for_gc()`` are permanent and never scanned.
@@ -73,7 +79,7 @@ class Runtime:
 
     def __init__(self, *, black_conjugates_are_roots: bool = True,
                  max_objects: int | None = None, min_cluster_size: int | None = None,
-                 disregard_for_gc: bool = False) -> None:
+                 mark_threads: int | None = None, disregard_for_gc: bool = False) -> None:
         options = ffi.new("zs_runtime_options *")
         lib.zs_runtime_default_options(options)
         if max_objects is not None:
@@ -82,6 +88,8 @@ class Runtime:
         if min_cluster_size is not None:
             options.min_cluster_size = _checked_count("min_cluster_size", min_cluster_size, 1,
                                                       1 << 30)
+        if mark_threads is not None:
+            options.mark_threads = _checked_count("mark_threads", mark_threads, 1, 64)
         if disregard_for_gc:
             options.flags |= lib.ZS_RUNTIME_DISREGARD_WINDOW
         out = ffi.new("zs_runtime **")
@@ -94,6 +102,7 @@ class Runtime:
         self._native_classes: dict[type, Any] = {}
         self._classes_by_id: list[type[Object] | None] = []
         self._names: list[str] = []
+        self._describe = self._describe_packed_name
         self._deferred_releases: collections.deque[int] = collections.deque()
         self._tokens: list[contextvars.Token[Runtime | None]] = []
         self._ref_out = ffi.new("zs_ref *")
@@ -130,6 +139,11 @@ class Runtime:
             if self._closed:
                 return
             self._deferred_releases.clear()
+            # Names must outlive the native table: expired conjugates format
+            # their messages lazily.
+            name_count = lib.zs_name_count(self._ptr)
+            if name_count:
+                self._name_text(name_count - 1, 0)
             conjugates = list(self._conjugates.values())
             self._conjugates.clear()
             for conjugate in conjugates:
@@ -157,6 +171,7 @@ class Runtime:
     def collect_garbage(self) -> GcStats:
         """Full stop-the-world collection: mark, expire conjugates, purge.
 
+        A pending incremental cycle is finished rather than restarted.
         Returns the cycle's ``GcStats``.
         """
         with self._lock:
@@ -167,9 +182,30 @@ class Runtime:
             check(lib.zs_gc_purge(pointer, 0, ffi.NULL), "collect_garbage")
         return self.gc.stats()
 
+    def _create_cluster(self, root: Object) -> int:
+        size = ffi.new("uint32_t *")
+        status = self._call(lib.zs_create_cluster, root._h, size)
+        if status == 5:  # ZS_E_BUSY
+            raise RuntimeError("create_cluster: not possible while an incremental mark is "
+                               "pending (finish it with rt.gc.step() or collect_garbage())")
+        check(status, f"{type(root).__name__}.create_cluster")
+        return int(size[0])
+
+    def _cluster_info(self, handle: int) -> ClusterInfo | None:
+        with self._lock:
+            index = ffi.new("int32_t *")
+            check(lib.zs_object_cluster(self._live_ptr(), handle, index), "cluster")
+            if index[0] < 0:
+                return None
+            info = ffi.new("zs_cluster_info *")
+            check(lib.zs_cluster_get_info(self._ptr, index[0], info), "cluster")
+            return ClusterInfo(self._conjugate_of(info.root), info.objects,
+                               info.referenced_clusters, info.mutable_objects,
+                               info.referenced_by)
+
     def live_objects(self) -> int:
         """Number of live native objects in this runtime."""
-        return self._call(lib.zs_live_objects)
+        return int(self._call(lib.zs_live_objects))
 
     def native_memory(self) -> dict[str, int]:
         """Native blocks and bytes the runtime owns (``live_blocks``,
@@ -180,24 +216,31 @@ class Runtime:
                 "peak_bytes": raw.peak_bytes, "item_bytes_per_object": raw.item_bytes_per_object}
 
     def _expire_dying(self) -> int:
-        """Expire the conjugates of every gathered object, before the purge."""
+        """Expire the conjugates of every gathered object, before the purge.
+
+        O(K) for K conjugates: one native call fills three flat arrays, then
+        per conjugate a dict pop, one tuple and one slot store.
+        """
         pointer = self._ptr
         count = lib.zs_gc_expiring_count(pointer)
         if count == 0:
             return 0
-        buffer = ffi.new("zs_ref[]", count)
+        refs = ffi.new("zs_ref[]", count)
+        names = ffi.new("uint64_t[]", count)
+        garbage = ffi.new("uint8_t[]", count)
         taken = ffi.new("uint32_t *")
-        flag = ffi.new("int *")
-        check(lib.zs_gc_take_expiring(pointer, buffer, count, taken), "collect_garbage")
-        handles = ffi.unpack(buffer, taken[0])
-        conjugates = self._conjugates
-        for handle in handles:
-            conjugate = conjugates.pop(handle, None)
-            if conjugate is None:
-                continue
-            lib.zs_is_garbage(pointer, handle, flag)
-            _expire(self, conjugate, REASON_GARBAGE if flag[0] else REASON_COLLECTED)
-        return len(handles)
+        check(lib.zs_gc_take_expiring_ex(pointer, refs, names, garbage, count, taken),
+              "collect_garbage")
+        count = int(taken[0])
+        pop = self._conjugates.pop
+        describe = self._describe
+        for handle, name, is_garbage in zip(ffi.unpack(refs, count), ffi.unpack(names, count),
+                                            ffi.unpack(garbage, count)):
+            conjugate = pop(handle, None)
+            if conjugate is not None:
+                conjugate._p = make_expired(type(conjugate).__name__, describe, name,
+                                            REASON_GARBAGE if is_garbage else REASON_COLLECTED)
+        return count
 
     def _flush_deferred(self) -> None:
         """Run the native releases queued by finalisers (a safe point)."""
@@ -221,7 +264,7 @@ class Runtime:
         name = ffi.new("char[]", cls.__name__.encode("utf-8"))
         members = ffi.new("zs_member[]", layout.own_members or [(0, 0)])
         desc = ffi.new("zs_class_desc *", {
-            "name": name, "parent": parent, "instance_size": layout.size, "flags": 0,
+            "name": name, "parent": parent, "instance_size": layout.size, "flags": layout.class_flags,
             "members": members, "member_count": len(layout.own_members)})
         out = ffi.new("zs_class **")
         check(lib.zs_class_register(self._ptr, desc, out), f"registering class {cls.__name__}")
@@ -246,33 +289,45 @@ class Runtime:
 
     def _name_text(self, index: int, number: int) -> str:
         names = self._names
-        while len(names) <= index:
+        if len(names) <= index:
             with self._lock:
-                raw = lib.zs_name_base(self._live_ptr(), len(names))
-                names.append(ffi.string(raw).decode("utf-8"))
+                while len(names) <= index:
+                    raw = lib.zs_name_base(self._live_ptr(), len(names))
+                    if raw == ffi.NULL:
+                        raise IndexError(f"no name #{index} in this runtime")
+                    names.append(ffi.string(raw).decode("utf-8"))
         base = names[index]
         return base if number == 0 else f"{base}_{number - 1}"
+
+    def _describe_packed_name(self, packed: int) -> str:
+        """``repr`` of a name packed as index | number << 32 (expiry messages)."""
+        return repr(self._name_text(packed & 0xFFFFFFFF, packed >> 32))
 
     def _new_object(self, cls: type[Object], layout: ClassLayout, name: str | None,
                     outer: Object | None, properties: dict[str, Any]) -> Object:
         with self._lock:
             pointer = self._live_ptr()
             self._flush_deferred()
-            native = self._native_class(cls)
-            index, number = (lib.ZS_NAME_AUTO, 0) if name is None else self._intern(name)
+            native = self._native_classes.get(cls) or self._native_class(cls)
+            index, number = (_NAME_AUTO, 0) if name is None else self._intern(name)
             outer_ref = outer._h if outer is not None else 0
-            check(lib.zs_object_new(pointer, native, outer_ref, index, number,
-                                    self._ref_out, self._object_out), f"{cls.__name__}()")
+            status = lib.zs_object_new(pointer, native, outer_ref, index, number,
+                                       self._ref_out, self._object_out)
+            if status:
+                raise_status(status, f"{cls.__name__}()")
             handle = self._ref_out[0]
-            check(lib.zs_resolve_for_conjugate(pointer, handle, self._object_out),
-                  f"{cls.__name__}()")
+            status = lib.zs_resolve_for_conjugate(pointer, handle, self._object_out)
+            if status:
+                raise_status(status, f"{cls.__name__}()")
             conjugate = self._adopt(cls, layout, handle, self._object_out[0])
             try:
-                for info in layout.properties:
-                    if info.name in properties:
-                        setattr(conjugate, info.name, properties[info.name])
-                    elif info.has_default:
+                # Keywords were validated before allocation; a store can still
+                # fail if a referenced object died meanwhile on another thread.
+                for info in layout.defaults:
+                    if info.name not in properties:
                         setattr(conjugate, info.name, info.default)
+                for key, value in properties.items():
+                    setattr(conjugate, key, value)
             except BaseException:
                 # Leave no half-built object reachable: it goes at the next collection.
                 lib.zs_mark_as_garbage(pointer, handle)
@@ -281,7 +336,7 @@ class Runtime:
 
     def _adopt(self, cls: type[Object], layout: ClassLayout, handle: int, native: Any) -> Object:
         conjugate: Object = object.__new__(cls)
-        conjugate._p = layout_pointer(layout.type_name, address_of(native))
+        conjugate._p = layout_pointer(layout.pointer_type, native)
         conjugate._h = handle
         conjugate._rt = self
         self._conjugates[handle] = conjugate
@@ -319,10 +374,13 @@ def _expire(runtime: Runtime, conjugate: Object, reason: str) -> None:
     pointer = conjugate._p
     if type(pointer) is ExpiredPointer:
         return
-    header = pointer.hdr
-    what = (f"{type(conjugate).__name__} "
-            f"{runtime._name_text(header.name_index, header.name_number)!r}")
-    conjugate._p = ExpiredPointer(what, reason)
+    header = pointer._hdr
+    packed = header.name_index | header.name_number << 32
+    conjugate._p = make_expired(type(conjugate).__name__, runtime._describe, packed, reason)
+
+
+_object._current_runtime = current_runtime
+_NAME_AUTO = lib.ZS_NAME_AUTO
 
 
 @atexit.register

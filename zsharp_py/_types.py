@@ -143,7 +143,9 @@ class PropertyKind:
 
     ``c_type`` is the C member type in the class layout; ``member_kind`` is
     the native schema kind (0 for untraced plain data); ``install`` puts the
-    descriptor on the class once the layout is known.
+    descriptor on the class once the layout is known; ``check`` validates a
+    value without storing it (constructors check every keyword before they
+    allocate, so a bad keyword never leaves a half-built object behind).
     """
 
     __slots__ = ()
@@ -152,6 +154,10 @@ class PropertyKind:
 
     def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
         """Put the property descriptor for ``name`` on ``cls``."""
+        raise NotImplementedError
+
+    def check(self, what: str, value: Any) -> None:
+        """Raise ``TypeError``/``OverflowError``/... if ``value`` cannot be stored."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -168,13 +174,13 @@ def make_setter(what: str, cname: str,
     errors are re-raised with the property's name (``try`` costs nothing
     when no exception is raised).
     """
-    namespace: dict[str, Any] = {"convert": convert}
+    namespace: dict[str, Any] = {"convert": convert, "what": what + ": "}
     exec(  # noqa: S102 - generated once per property: a field store with no branches
         f"def setter(self, value):\n"
         f"    try:\n"
         f"        value = convert(value)\n"
         f"    except (TypeError, OverflowError) as error:\n"
-        f"        raise type(error)({what!r} + ': ' + str(error)) from None\n"
+        f"        raise type(error)(what + str(error)) from None\n"
         f"    self._p.{cname} = value\n",
         namespace,
     )
@@ -183,7 +189,7 @@ def make_setter(what: str, cname: str,
 
 
 class ScalarKind(PropertyKind):
-    """A scalar property: read is ``attrgetter('_p.<name>')``, a C-level fetch."""
+    """A scalar property: read is ``attrgetter('_p.<member>')``, a C-level fetch."""
 
     __slots__ = ("scalar",)
 
@@ -200,6 +206,13 @@ class ScalarKind(PropertyKind):
         setter = make_setter(f"{cls.__name__}.{name}", cname, self.scalar.convert)
         prop = property(operator.attrgetter(f"_p.{cname}"), setter, None, doc)
         setattr(cls, name, prop)
+
+    def check(self, what: str, value: Any) -> None:
+        """Run the scalar conversion."""
+        try:
+            self.scalar.convert(value)
+        except (TypeError, OverflowError) as error:
+            raise type(error)(f"{what}: {error}") from None
 
     def describe(self) -> str:
         """The scalar type's name."""

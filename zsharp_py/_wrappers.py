@@ -90,6 +90,8 @@ class StrongObjectPtr(Generic[T]):
     def __init__(self, obj: T) -> None:
         if not isinstance(obj, Object):
             raise TypeError(f"StrongObjectPtr needs a zs.Object, not {type(obj).__name__}")
+        if hasattr(self, "_h"):
+            raise TypeError("StrongObjectPtr is already initialised; create a new one")
         runtime = obj._live_runtime()
         self._disposed = REASON_DISPOSED  # until the native reference is really taken
         check(runtime._call(lib.zs_add_strong_ref, obj._h), "StrongObjectPtr")
@@ -135,6 +137,16 @@ class StrongObjectPtr(Generic[T]):
         if getattr(self, "_disposed", REASON_DISPOSED) is None:
             self._disposed = REASON_DISPOSED
             self._rt._deferred_releases.append(self._h)
+
+    def __copy__(self) -> StrongObjectPtr[T]:
+        raise TypeError("a StrongObjectPtr owns one native strong reference and cannot be "
+                        "copied; create another StrongObjectPtr(obj) instead")
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> StrongObjectPtr[T]:
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("a StrongObjectPtr cannot be pickled")
 
     def __repr__(self) -> str:
         if self.is_expired:

@@ -73,8 +73,9 @@ const char *zs_status_message(zs_status status);
 
 typedef struct zs_runtime_options {
     uint32_t max_objects;      /* capacity of the object array; 0: default (2,162,688) */
-    uint32_t min_cluster_size; /* clusters smaller than this are not kept; 0: default */
+    uint32_t min_cluster_size; /* clusters smaller than this are not kept; 0: default (16) */
     uint32_t flags;            /* ZS_RUNTIME_* */
+    uint32_t mark_threads;     /* full-collection marker threads; 0: one per core, 1: serial */
 } zs_runtime_options;
 
 #define ZS_DEFAULT_MAX_OBJECTS 2162688u
@@ -203,6 +204,33 @@ zs_status zs_is_permanent(zs_runtime *rt, zs_ref ref, int *out);
 
 uint32_t zs_live_objects(zs_runtime *rt);
 
+/* ---- clusters ----------------------------------------------------------- */
+
+/* Gather, from a root whose class has ZS_CLASS_CLUSTER_ROOT, every object it
+   references (transitively) whose class has ZS_CLASS_IN_CLUSTER and that is
+   not in a cluster, not garbage and not permanent. References leaving the
+   cluster are recorded as referenced clusters and mutable objects. A cluster
+   smaller than min_cluster_size is not kept (*out_size gets 0). While a
+   cluster lives, marking any of its objects marks all of them and what the
+   cluster references, without reading the members. Storing a reference into
+   a member, or marking a member or a referenced mutable object as garbage,
+   dissolves the cluster and, recursively, the clusters that reference it.
+   Refused with ZS_E_BUSY while an incremental mark is pending. */
+zs_status zs_create_cluster(zs_runtime *rt, zs_ref root, uint32_t *out_size);
+zs_status zs_dissolve_cluster(zs_runtime *rt, zs_ref member);
+/* The cluster of an object: *out_cluster = -1 when it is in none. */
+zs_status zs_object_cluster(zs_runtime *rt, zs_ref ref, int32_t *out_cluster);
+
+typedef struct zs_cluster_info {
+    zs_ref root;
+    uint32_t objects;             /* root included */
+    uint32_t referenced_clusters;
+    uint32_t mutable_objects;
+    uint32_t referenced_by;
+} zs_cluster_info;
+zs_status zs_cluster_get_info(zs_runtime *rt, int32_t cluster, zs_cluster_info *out);
+uint32_t zs_cluster_count(zs_runtime *rt);
+
 /* ---- garbage collection ---------------------------------------------- */
 
 typedef enum zs_destroy_phase {
@@ -225,24 +253,55 @@ typedef struct zs_gc_stats {
     uint64_t references_killed; /* killable references nulled (garbage targets) */
     uint64_t roots;            /* root-set, strong-ref and escaped permanent objects */
     uint64_t permanent_objects;
-    uint64_t clusters;
+    uint64_t clusters;         /* live clusters */
+    uint64_t clusters_marked;  /* clusters marked reachable in one step each */
+    uint64_t clusters_dissolved;
     uint64_t live_objects;     /* after the purge */
-    uint64_t mark_ns;
+    uint64_t mark_ns;          /* incremental: the sum of the steps */
     uint64_t gather_ns;
     uint64_t purge_ns;
+    uint64_t mark_steps;       /* incremental steps (1 for a full collection) */
+    uint64_t barrier_marks;    /* objects marked by the write barrier */
+    uint64_t mark_threads;     /* threads used by the last mark */
 } zs_gc_stats;
+
+/* Collector phases. */
+typedef enum zs_gc_phase {
+    ZS_GC_IDLE = 0,          /* nothing pending */
+    ZS_GC_MARKING = 1,       /* an incremental mark is pending: the write barrier is on */
+    ZS_GC_PURGE_PENDING = 2, /* unreachable objects gathered, waiting to be destroyed */
+    ZS_GC_GATHERING = 3      /* marking is complete; gathering the unreachable in steps.
+                                Unmarked objects count as dying already. */
+} zs_gc_phase;
+zs_gc_phase zs_gc_phase_of(zs_runtime *rt);
+
+/* Start an incremental mark (finishing a pending purge first; fails with
+   ZS_E_EXPIRY_PENDING if that purge still waits for the managed side).
+   Objects created while it is pending are born reachable; every reference
+   store, root and strong reference added meanwhile goes through the write
+   barrier. */
+zs_status zs_gc_start_incremental(zs_runtime *rt);
+/* Advance the pending mark for about budget_ns (0: to the end). When the
+   mark completes, gather the unreachable objects and set *out_done. */
+zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done);
 
 /* Full stop-the-world collection: mark, gather and purge. If conjugates
    exist for dying objects (see zs_resolve_for_conjugate) the purge stops
    with ZS_E_EXPIRY_PENDING until they are taken: the managed side calls
    zs_gc_mark_and_gather, zs_gc_take_expiring, then zs_gc_purge. */
 zs_status zs_collect_garbage(zs_runtime *rt);
-/* Mark from the roots and gather the unreachable objects (pending purge). */
+/* Mark from the roots and gather the unreachable objects (pending purge).
+   Finishes a pending incremental mark instead of starting a new one. */
 zs_status zs_gc_mark_and_gather(zs_runtime *rt);
 /* Copy up to capacity handles of dying objects that have conjugates and
    remove them from the list; *out_count gets how many were copied. */
 zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
                               uint32_t *out_count);
+/* The same, also reporting for each object its name (name_index in the low
+   32 bits of names[i], name_number in the high 32) and whether it was marked
+   as garbage; names and garbage may be NULL. */
+zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8_t *garbage,
+                                 uint32_t capacity, uint32_t *out_count);
 uint32_t zs_gc_expiring_count(zs_runtime *rt);
 /* Destroy and free pending objects. budget_ns == 0: all of them. */
 zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done);
@@ -252,6 +311,12 @@ void zs_gc_get_stats(zs_runtime *rt, zs_gc_stats *out);
 /* Walk every item, object, class and reference; on failure write a message
    into message (if non-NULL) and return ZS_E_CORRUPT. */
 zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity);
+
+/* Test-only switches (zs_debug_set): prove that tests fail without the
+   mechanism they cover. */
+#define ZS_DEBUG_DISABLE_BARRIER 1u /* the write barrier does nothing */
+#define ZS_DEBUG_PARALLEL_THRESHOLD 2u /* objects needed before marking goes parallel */
+zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value);
 
 /* Test-only: mutate raw state so tests can prove zs_heap_verify notices. */
 zs_status zs_debug_corrupt(zs_runtime *rt, zs_ref ref, uint32_t what);

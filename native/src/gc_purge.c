@@ -52,6 +52,7 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done)
     if (rt->dying_cursor == rt->dying.count) {
         rt->dying.count = 0;
         rt->dying_cursor = 0;
+        if (rt->phase == ZS_GC_PURGE_PENDING) rt->phase = ZS_GC_IDLE;
         *out_done = true;
     }
     return ZS_OK;
@@ -73,20 +74,30 @@ uint32_t zs_gc_pending_purge(zs_runtime *rt) {
     return pending;
 }
 
-zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
-                              uint32_t *out_count) {
+zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8_t *garbage,
+                                 uint32_t capacity, uint32_t *out_count) {
     if (out_count == NULL || (buffer == NULL && capacity > 0)) return ZS_E_INVALID;
     ZS_LOCK(rt);
     uint32_t n = rt->expiring.count < capacity ? rt->expiring.count : capacity;
     /* Take from the end: the list shrinks without moving what remains. */
     for (uint32_t i = 0; i < n; i++) {
         zs_ref ref = rt->expiring.data[--rt->expiring.count];
+        zs_item *it = zs_item_of(rt, ref);
+        assert(it != NULL && (it->flags & ZS_ITEM_DYING));
         buffer[i] = ref;
-        zs_item_of(rt, ref)->flags &= ~ZS_ITEM_HAS_CONJUGATE;
+        if (names != NULL)
+            names[i] = it->object->name_index | ((uint64_t)it->object->name_number << 32);
+        if (garbage != NULL) garbage[i] = (it->flags & ZS_ITEM_GARBAGE) != 0;
+        it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
     }
     *out_count = n;
     ZS_UNLOCK(rt);
     return ZS_OK;
+}
+
+zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
+                              uint32_t *out_count) {
+    return zs_gc_take_expiring_ex(rt, buffer, NULL, NULL, capacity, out_count);
 }
 
 uint32_t zs_gc_expiring_count(zs_runtime *rt) {
@@ -96,6 +107,7 @@ uint32_t zs_gc_expiring_count(zs_runtime *rt) {
     return count;
 }
 
+/* Runtime teardown frees clusters with their objects. */
 zs_status zs_collect_garbage(zs_runtime *rt) {
     ZS_LOCK(rt);
     zs_status status = zs_gc_mark_and_gather(rt);
@@ -129,6 +141,7 @@ void zs_gc_destroy_everything(zs_runtime *rt) {
     }
     rt->dying.count = rt->dying_cursor = 0;
     rt->expiring.count = 0;
+    rt->phase = ZS_GC_IDLE;
     rt->root_list.count = 0;
     rt->permanent_count = 0;
 }

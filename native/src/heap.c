@@ -91,14 +91,17 @@ void zs_object_destroy(zs_runtime *rt, zs_item *it) {
  * Object creation and resolution
  * ====================================================================== */
 
-/* A live item that is not waiting for destruction, or NULL. */
+/* A live item that is not waiting for destruction, or NULL. Once marking
+   is complete, an unmarked object is doomed even before it is gathered. */
 static zs_item *usable_item(zs_runtime *rt, zs_ref ref, zs_status *status) {
     zs_item *it = zs_item_of(rt, ref);
     if (it == NULL) {
         *status = ZS_E_STALE;
         return NULL;
     }
-    if (it->flags & ZS_ITEM_DYING) {
+    if ((it->flags & ZS_ITEM_DYING) ||
+        (rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) &&
+         !(it->flags & ZS_ITEM_PERMANENT))) {
         *status = ZS_E_DYING;
         return NULL;
     }
@@ -155,6 +158,7 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
         rt->permanent_count++;
     }
     rt->live_objects++;
+    zs_gc_barrier(rt, outer_item); /* the new object is born marked but never scanned */
     if (!note_escape(rt, it, outer_item)) {
         zs_object_destroy(rt, it);
         rt->permanent_count -= rt->disregard_open;
@@ -235,6 +239,9 @@ static zs_status prepare_store(zs_runtime *rt, zs_ref holder, uint32_t offset, z
         return ZS_E_INVALID;
     zs_item *t = NULL;
     if (target != ZS_NULL_REF && (t = usable_item(rt, target, &status)) == NULL) return status;
+    /* A cluster's summary of its members' references would go stale. */
+    if (op != ZS_OP_WEAK && h->cluster_index >= 0) zs_cluster_dissolve(rt, h->cluster_index);
+    if (op != ZS_OP_WEAK) zs_gc_barrier(rt, t);
     *out_holder = h;
     *out_target = t;
     *out_op = op;
@@ -306,7 +313,10 @@ zs_status zs_add_to_root(zs_runtime *rt, zs_ref ref) {
     zs_status status = ZS_OK;
     WITH_ITEM(rt, ref, it, status, {
         if (!zs_root_list_add(rt, it)) status = ZS_E_NOMEM;
-        else it->flags |= ZS_ITEM_ROOT;
+        else {
+            it->flags |= ZS_ITEM_ROOT;
+            zs_gc_barrier(rt, it);
+        }
     });
     return status;
 }
@@ -322,7 +332,10 @@ zs_status zs_add_strong_ref(zs_runtime *rt, zs_ref ref) {
     WITH_ITEM(rt, ref, it, status, {
         if (it->strong_refs == UINT32_MAX) status = ZS_E_INVALID;
         else if (!zs_root_list_add(rt, it)) status = ZS_E_NOMEM;
-        else it->strong_refs++;
+        else {
+            it->strong_refs++;
+            zs_gc_barrier(rt, it);
+        }
     });
     return status;
 }
@@ -340,7 +353,10 @@ zs_status zs_mark_as_garbage(zs_runtime *rt, zs_ref ref) {
     zs_status status = ZS_OK;
     WITH_ITEM(rt, ref, it, status, {
         if (it->flags & ZS_ITEM_PERMANENT) status = ZS_E_INVALID;
-        else it->flags |= ZS_ITEM_GARBAGE;
+        else {
+            it->flags |= ZS_ITEM_GARBAGE;
+            if (it->cluster_index >= 0) zs_cluster_dissolve(rt, it->cluster_index);
+        }
     });
     return status;
 }

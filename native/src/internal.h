@@ -36,6 +36,7 @@ _Static_assert(sizeof(zs_item) <= 24, "an object-array item must fit in 24 bytes
 #define ZS_ITEM_DYING 0x40u         /* gathered as unreachable; waiting for purge */
 #define ZS_ITEM_LEAF 0x80u          /* class has no strong members: marking never reads the object */
 #define ZS_ITEM_BEGUN_DESTROY 0x100u /* BeginDestroy already ran */
+#define ZS_ITEM_CLUSTER_ROOT 0x400u /* the root of the cluster in cluster_index */
 #define ZS_ITEM_ESCAPED 0x200u      /* permanent, but holds references to collectable objects: scanned as a root */
 
 /* Colour helpers: the reachable-flag swap. Flipping rt->mark_parity turns
@@ -104,6 +105,34 @@ typedef struct zs_name_table {
     uint32_t bucket_count;
 } zs_name_table;
 
+/* ---- clusters ------------------------------------------------------------ */
+
+/* A cluster: a root and the objects it gathered, marked as one unit. Its
+   outgoing references are summarised so members are never scanned. */
+typedef struct zs_cluster {
+    uint32_t root;                  /* object index; ZS_NO_CLUSTER_ROOT when the slot is free */
+    zs_u32_vec objects;             /* members, root excluded */
+    zs_u32_vec referenced_clusters; /* clusters its objects reference */
+    zs_ref_vec mutable_objects;     /* objects outside any cluster that it references */
+    zs_u32_vec referenced_by;       /* clusters that reference it */
+} zs_cluster;
+
+#define ZS_NO_CLUSTER_ROOT UINT32_MAX
+
+/* ---- marking -------------------------------------------------------------- */
+
+/* The state of one marker (the collector's own thread, or a parallel
+   worker). Counters are merged into rt->stats when marking ends. */
+typedef struct zs_marker {
+    zs_runtime *rt;
+    zs_u32_vec *stack;        /* object indices to scan */
+    zs_u32_vec clusters;      /* cluster ids to mark (serial marker only) */
+    bool parallel;            /* mark bits are claimed atomically */
+    bool overflow;            /* a push failed: rescan marked objects later */
+    uint64_t scanned, marked, killed, clusters_marked, barrier_marks;
+    struct zs_mark_pool *pool; /* parallel: shared work pool */
+} zs_marker;
+
 /* ---- the runtime -------------------------------------------------------- */
 
 struct zs_runtime {
@@ -128,9 +157,23 @@ struct zs_runtime {
     bool disregard_open;    /* disregard-for-GC window */
     uint32_t permanent_count;
 
+    /* clusters */
+    zs_cluster *clusters;
+    uint32_t cluster_capacity;
+    uint32_t live_clusters;
+    zs_u32_vec free_clusters;
+
     /* collector state */
+    zs_gc_phase phase;
+    bool barrier_disabled;  /* test-only */
+    uint32_t mark_threads;
+    uint64_t parallel_threshold;
+    uint64_t incremental_start_ns;
     uint32_t mark_parity;   /* ZS_ITEM_MARK or 0 */
-    zs_u32_vec mark_stack;
+    zs_u32_vec mark_stack;  /* transient work: allocated uncounted (see gc_mark.c) */
+    bool mark_overflow;     /* a push onto mark_stack failed: rescan before gathering */
+    bool cluster_oom;       /* a dissolution could not queue a referencing cluster */
+    uint32_t gather_cursor; /* incremental gather progress */
     zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
     uint32_t dying_cursor;  /* purge progress in dying */
     zs_ref_vec expiring;    /* dying objects with conjugates, for the managed side */
@@ -203,8 +246,34 @@ void zs_classes_release(zs_runtime *rt);
 /* The schema word at a member offset, or 0 when there is none. */
 uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
 
-/* collector (gc_mark.c, gc_purge.c) */
+/* clusters (clusters.c) */
+void zs_clusters_release(zs_runtime *rt);
+void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster);
+/* Dissolve clusters whose mutable objects are garbage; run before marking. */
+void zs_clusters_dissolve_stale(zs_runtime *rt);
+/* A dying cluster root releases its cluster record (members die with it). */
+void zs_cluster_release_dying(zs_runtime *rt, int32_t cluster);
+/* Mark a whole cluster and everything it references. */
+void zs_mark_cluster(zs_marker *m, int32_t cluster);
+bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster);
+/* Set the current mark on an item; true when this call set it. */
+bool zs_mark_claim(zs_marker *m, zs_item *it);
+
+/* collector (gc_mark.c, gc_parallel.c, gc_purge.c) */
 void zs_gc_release(zs_runtime *rt);
+void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_u32_vec *stack);
+void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable);
+void zs_mark_ref(zs_marker *m, zs_ref ref);
+void zs_mark_scan(zs_marker *m, zs_object *object);
+bool zs_mark_push(zs_marker *m, uint32_t index);
+/* Queue a marked object for scanning (a dissolved cluster's members). */
+void zs_gc_requeue(zs_runtime *rt, uint32_t index);
+/* Write barrier: while a mark is pending, mark a newly stored target. */
+void zs_gc_barrier(zs_runtime *rt, zs_item *target);
+/* Drain the marker's stack with worker threads; false when not worth it. */
+bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
+/* Marker threads a runtime uses by default: one per online core. */
+uint32_t zs_default_mark_threads(void);
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done);
 void zs_gc_destroy_everything(zs_runtime *rt);
 

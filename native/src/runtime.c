@@ -109,6 +109,7 @@ void zs_runtime_default_options(zs_runtime_options *out) {
     memset(out, 0, sizeof *out);
     out->max_objects = ZS_DEFAULT_MAX_OBJECTS;
     out->min_cluster_size = 16;
+    out->mark_threads = 0;
 }
 
 zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out) {
@@ -131,6 +132,8 @@ zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out) {
     rt->mark_parity = ZS_ITEM_MARK;
     rt->min_cluster_size = options->min_cluster_size ? options->min_cluster_size : 16;
     rt->disregard_open = (options->flags & ZS_RUNTIME_DISREGARD_WINDOW) != 0;
+    rt->mark_threads = options->mark_threads ? options->mark_threads : zs_default_mark_threads();
+    rt->parallel_threshold = 65536; /* below this, thread start-up costs more than it saves */
     zs_status status = zs_heap_init(rt, max_objects);
     if (status != ZS_OK) {
         zs_runtime_free(rt);
@@ -145,6 +148,7 @@ void zs_runtime_free(zs_runtime *rt) {
     ZS_LOCK(rt);
     zs_gc_destroy_everything(rt);
     zs_gc_release(rt);
+    zs_clusters_release(rt);
     zs_classes_release(rt);
     zs_names_release(rt);
     zs_u32_release(rt, &rt->root_list);

@@ -59,7 +59,8 @@ static bool check_object(checker *c, uint32_t index, const zs_item *it) {
         return fail(c, "object %u: class pointer is not a class of this runtime", index);
     if (object->name_index >= rt->names.count) return fail(c, "object %u: bad name index", index);
     bool dying = (it->flags & ZS_ITEM_DYING) != 0;
-    if (!dying && !(it->flags & ZS_ITEM_PERMANENT) && !rt->collecting && !item_is_marked(rt, it))
+    bool mark_settled = !rt->collecting && (rt->phase == ZS_GC_IDLE || rt->phase == ZS_GC_PURGE_PENDING);
+    if (mark_settled && !dying && !(it->flags & ZS_ITEM_PERMANENT) && !item_is_marked(rt, it))
         return fail(c, "object %u: live object without the current mark", index);
     if (item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST))
         return fail(c, "object %u: root missing from the root list", index);
@@ -83,11 +84,55 @@ static bool check_object(checker *c, uint32_t index, const zs_item *it) {
     return true;
 }
 
+/* Every live cluster: its root and members name it back, all share one
+   mark state, and its links and mutable objects are live. Returns the
+   number of clustered objects. */
+static uint64_t check_clusters(checker *c) {
+    zs_runtime *rt = c->rt;
+    uint64_t clustered = 0, live = 0;
+    for (uint32_t id = 0; id < rt->cluster_capacity && !c->failed; id++) {
+        const zs_cluster *cl = &rt->clusters[id];
+        if (cl->root == ZS_NO_CLUSTER_ROOT) continue;
+        live++;
+        if (cl->root >= rt->high_water || zs_item_at(rt, cl->root)->object == NULL) {
+            fail(c, "cluster %u: root %u is not a live object", id, cl->root);
+            break;
+        }
+        const zs_item *root = zs_item_at(rt, cl->root);
+        if (root->cluster_index != (int32_t)id || !(root->flags & ZS_ITEM_CLUSTER_ROOT))
+            fail(c, "cluster %u: root %u does not name its cluster", id, cl->root);
+        bool marked = item_is_marked(rt, root);
+        for (uint32_t i = 0; i < cl->objects.count && !c->failed; i++) {
+            uint32_t index = cl->objects.data[i];
+            const zs_item *it = index < rt->high_water ? zs_item_at(rt, index) : NULL;
+            if (it == NULL || it->object == NULL || it->cluster_index != (int32_t)id ||
+                (it->flags & (ZS_ITEM_CLUSTER_ROOT | ZS_ITEM_GARBAGE)))
+                fail(c, "cluster %u: member %u is not a live, non-garbage member", id, index);
+            else if (!rt->collecting && item_is_marked(rt, it) != marked)
+                fail(c, "cluster %u: member %u and root disagree on the mark", id, index);
+        }
+        for (uint32_t i = 0; i < cl->mutable_objects.count && !c->failed; i++)
+            if (zs_item_of(rt, cl->mutable_objects.data[i]) == NULL)
+                fail(c, "cluster %u: mutable object %u is stale", id,
+                     ZS_REF_INDEX(cl->mutable_objects.data[i]));
+        for (uint32_t i = 0; i < cl->referenced_clusters.count && !c->failed; i++) {
+            uint32_t other = cl->referenced_clusters.data[i];
+            if (other >= rt->cluster_capacity || rt->clusters[other].root == ZS_NO_CLUSTER_ROOT)
+                fail(c, "cluster %u: references freed cluster %u", id, other);
+        }
+        clustered += 1 + cl->objects.count;
+    }
+    if (!c->failed && live != rt->live_clusters)
+        fail(c, "%llu live clusters, counter says %u", (unsigned long long)live, rt->live_clusters);
+    return clustered;
+}
+
 zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity) {
     checker c = {rt, message, message_capacity, false};
     if (message != NULL && message_capacity > 0) message[0] = '\0';
     ZS_LOCK(rt);
     uint32_t live = 0, free_count = 0, retired = 0, in_root_list = 0, dying = 0, permanent = 0;
+    uint64_t in_cluster = 0;
     for (uint32_t index = 0; index < rt->high_water && !c.failed; index++) {
         zs_item *it = zs_item_at(rt, index);
         if (it->object == NULL) {
@@ -98,11 +143,16 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
             continue;
         }
         live++;
+        in_cluster += it->cluster_index >= 0;
         in_root_list += (it->flags & ZS_ITEM_IN_ROOT_LIST) != 0;
         dying += (it->flags & ZS_ITEM_DYING) != 0;
         permanent += (it->flags & ZS_ITEM_PERMANENT) != 0;
         check_object(&c, index, it);
     }
+    uint64_t clustered = c.failed ? 0 : check_clusters(&c);
+    if (!c.failed && clustered != in_cluster)
+        fail(&c, "%llu objects name a cluster, clusters hold %llu", (unsigned long long)in_cluster,
+             (unsigned long long)clustered);
     if (!c.failed && live != rt->live_objects)
         fail(&c, "live count %u but %u objects found", rt->live_objects, live);
     if (!c.failed && free_count != rt->free_slots.count)
