@@ -14,8 +14,8 @@ seen from Python through red and black conjugates.
 (2, True, 2)
 """
 from ._errors import ExpiredConjugateError, HeapCorruptionError
-from ._gc import GarbageCollector, GcStats
-from ._object import Object
+from ._gc import GarbageCollector, GcPhase, GcSettings, GcStats
+from ._object import ClusterInfo, Object
 from ._runtime import Runtime, current_runtime
 from ._types import (
     Bool,
@@ -36,7 +36,7 @@ from ._wrappers import StrongObjectPtr, WeakObjectPtr
 __version__ = "0.1.0"
 
 __all__ = [
-    "Bool", "ExpiredConjugateError", "Float32", "Float64", "GarbageCollector", "GcStats",
+    "Bool", "ClusterInfo", "ExpiredConjugateError", "Float32", "Float64", "GarbageCollector", "GcPhase", "GcSettings", "GcStats",
     "HeapCorruptionError", "Int8", "Int16", "Int32", "Int64", "Object", "Runtime", "Scalar",
     "StrongObjectPtr", "UInt8", "UInt16", "UInt32", "UInt64", "WeakObjectPtr",
     "current_runtime",

@@ -14,6 +14,7 @@ import atexit
 import collections
 import contextvars
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -177,8 +178,9 @@ class Runtime:
         with self._lock:
             pointer = self._live_ptr()
             self._flush_deferred()
+            previously = self._expire_dying()  # a pending cycle's, if any
             check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage")
-            self.gc._last_expired = self._expire_dying()
+            self.gc._last_expired = self._expire_dying() + previously
             check(lib.zs_gc_purge(pointer, 0, ffi.NULL), "collect_garbage")
         return self.gc.stats()
 
@@ -215,32 +217,40 @@ class Runtime:
         return {"live_blocks": raw.live_blocks, "live_bytes": raw.live_bytes,
                 "peak_bytes": raw.peak_bytes, "item_bytes_per_object": raw.item_bytes_per_object}
 
-    def _expire_dying(self) -> int:
-        """Expire the conjugates of every gathered object, before the purge.
+    def _expire_dying(self, deadline: float | None = None) -> int:
+        """Expire the conjugates of gathered objects, before the purge.
 
-        O(K) for K conjugates: one native call fills three flat arrays, then
-        per conjugate a dict pop, one tuple and one slot store.
+        O(K) for K conjugates: one native call per batch fills three flat
+        arrays, then per conjugate a dict pop, one tuple and one slot store.
+        With a ``deadline`` (perf_counter seconds) it stops between batches.
         """
         pointer = self._ptr
-        count = lib.zs_gc_expiring_count(pointer)
-        if count == 0:
-            return 0
-        refs = ffi.new("zs_ref[]", count)
-        names = ffi.new("uint64_t[]", count)
-        garbage = ffi.new("uint8_t[]", count)
-        taken = ffi.new("uint32_t *")
-        check(lib.zs_gc_take_expiring_ex(pointer, refs, names, garbage, count, taken),
-              "collect_garbage")
-        count = int(taken[0])
-        pop = self._conjugates.pop
-        describe = self._describe
-        for handle, name, is_garbage in zip(ffi.unpack(refs, count), ffi.unpack(names, count),
-                                            ffi.unpack(garbage, count)):
-            conjugate = pop(handle, None)
-            if conjugate is not None:
-                conjugate._p = make_expired(type(conjugate).__name__, describe, name,
-                                            REASON_GARBAGE if is_garbage else REASON_COLLECTED)
-        return count
+        total = 0
+        while True:
+            pending = lib.zs_gc_expiring_count(pointer)
+            if pending == 0:
+                return total
+            count = pending if deadline is None else min(pending, _EXPIRY_BATCH)
+            refs = ffi.new("zs_ref[]", count)
+            names = ffi.new("uint64_t[]", count)
+            garbage = ffi.new("uint8_t[]", count)
+            taken = ffi.new("uint32_t *")
+            check(lib.zs_gc_take_expiring_ex(pointer, refs, names, garbage, count, taken),
+                  "collect_garbage")
+            count = int(taken[0])
+            pop = self._conjugates.pop
+            describe = self._describe
+            for handle, name, is_garbage in zip(ffi.unpack(refs, count),
+                                                ffi.unpack(names, count),
+                                                ffi.unpack(garbage, count)):
+                conjugate = pop(handle, None)
+                if conjugate is not None:
+                    conjugate._p = make_expired(
+                        type(conjugate).__name__, describe, name,
+                        REASON_GARBAGE if is_garbage else REASON_COLLECTED)
+            total += count
+            if deadline is not None and time.perf_counter() >= deadline:
+                return total
 
     def _flush_deferred(self) -> None:
         """Run the native releases queued by finalisers (a safe point)."""
@@ -381,6 +391,7 @@ def _expire(runtime: Runtime, conjugate: Object, reason: str) -> None:
 
 _object._current_runtime = current_runtime
 _NAME_AUTO = lib.ZS_NAME_AUTO
+_EXPIRY_BATCH = 4096  # conjugates expired per native call in a budgeted step
 
 
 @atexit.register
