@@ -1,10 +1,12 @@
 """The demo: a small game loop scripted in Python over the native heap.
 
-A rooted ``World`` holds a linked list of actors. Every frame actors spawn,
-pick targets and fire projectiles; dead actors are unlinked and marked as
-garbage (so every ``target`` pointing at them is nulled by the GC); spent
-projectiles are simply dropped. Every few frames the GC runs and the demo
-prints what it did.
+A rooted ``World`` holds a linked list of actors and a ``Level`` whose
+static geometry (tiles) is a GC cluster: the collector marks it in one step
+without reading the tiles. Every frame actors spawn, pick targets and fire
+projectiles; dead actors are unlinked and marked as garbage (so every
+``target`` pointing at them is nulled by the GC); spent projectiles are
+simply dropped. The GC runs incrementally, driven by ``rt.gc.tick(dt)``
+once per frame under a small time budget, and the demo prints what it did.
 """
 from __future__ import annotations
 
@@ -33,10 +35,33 @@ class Projectile(zs.Object):
     target: Actor | None
 
 
+class Tile(zs.Object, can_be_in_cluster=True):
+    """Static level geometry: joins its level's cluster."""
+
+    height: zs.Float32
+    next: "Tile | None"
+
+
+class Particle(zs.Object):
+    """Background effects: a long rooted chain, so a GC cycle needs several
+    small steps."""
+
+    life: zs.Float32
+    next: "Particle | None"
+
+
+class Level(zs.Object, cluster_root=True):
+    """Owns the tiles; the root of their cluster."""
+
+    first_tile: Tile | None
+
+
 class World(zs.Object):
     """The root of the game state."""
 
+    level: Level | None
     first: Actor | None
+    particles: Particle | None
     frame: zs.Int64
     spawned: zs.Int64
 
@@ -61,17 +86,43 @@ def _unlink(world: World, dead: Actor) -> None:
         actor.next = dead.next
 
 
+def _build_level(world: World, tiles: int) -> int:
+    level = Level(name="Level", outer=world)
+    previous = None
+    for index in range(tiles):
+        previous = Tile(outer=level, height=index * 0.5, next=previous)
+    level.first_tile = previous
+    world.level = level
+    return level.create_cluster()
+
+
+FRAME_SECONDS = 1 / 60
+
+
 def run_demo(frames: int = 12, seed: int = 7, collect_every: int = 3,
-             out: TextIO | None = None) -> dict[str, int]:
-    """Run the game loop; print per frame what the GC did; return totals."""
+             out: TextIO | None = None, particles: int = 20000,
+             budget: float = 0.0002) -> dict[str, int]:
+    """Run the game loop; print per frame what the GC did; return totals.
+
+    A collection cycle starts every ``collect_every`` frames and advances
+    incrementally on the following ticks (``budget`` seconds of GC work per
+    frame).
+    """
     write: Callable[[str], object] = print if out is None else (lambda s: out.write(s + "\n"))
     rng = random.Random(seed)
     totals = {"spawned": 0, "killed": 0, "freed": 0, "nulled": 0, "expired": 0, "collections": 0}
-    with zs.Runtime() as rt:
+    with zs.Runtime(min_cluster_size=8) as rt:
+        rt.gc.settings.time_between_collections = collect_every * FRAME_SECONDS * 0.999
+        rt.gc.settings.reachability_budget = rt.gc.settings.purge_budget = budget
         world = World(name="World")
         world.add_to_root()
+        cluster_size = _build_level(world, tiles=64)
+        for _ in range(particles):
+            world.particles = Particle(life=rng.random(), next=world.particles)
         camera: zs.StrongObjectPtr[Actor] | None = None
-        write(f"zsharp_py demo: {frames} frames, a collection every {collect_every} frames")
+        write(f"zsharp_py demo: {frames} frames; an incremental GC cycle every {collect_every} "
+              f"frames, {budget * 1e3:g} ms of GC work per frame; {particles} particles; "
+              f"level cluster of {cluster_size} objects")
         for frame in range(1, frames + 1):
             world.frame = frame
             for _ in range(3):
@@ -101,17 +152,21 @@ def run_demo(frames: int = 12, seed: int = 7, collect_every: int = 3,
             totals["killed"] += killed
             line = (f"frame {frame:3d}: live objects {rt.live_objects():4d}, "
                     f"{len(_actors(world)):3d} actors, killed {killed}")
-            if frame % collect_every == 0:
-                stats = rt.collect_garbage()
+            action = rt.gc.tick(FRAME_SECONDS)
+            if action == "finished":
+                stats = rt.gc.stats()
                 rt.gc.verify()
                 totals["collections"] += 1
                 totals["freed"] += stats.objects_freed
                 totals["nulled"] += stats.references_killed
                 totals["expired"] += stats.conjugates_expired
-                line += (f" | GC #{stats.cycle}: marked {stats.objects_marked}, "
-                         f"freed {stats.objects_freed}, killable refs nulled "
-                         f"{stats.references_killed}, conjugates expired "
-                         f"{stats.conjugates_expired}, mark {stats.mark_seconds * 1e3:.3f} ms")
+                line += (f" | GC cycle #{stats.cycle} done in {stats.mark_steps} step(s): "
+                         f"marked {stats.objects_marked} ({stats.clusters_marked} cluster "
+                         f"in one step), scanned {stats.objects_scanned}, freed "
+                         f"{stats.objects_freed}, refs nulled {stats.references_killed}, "
+                         f"conjugates expired {stats.conjugates_expired}")
+            elif action != "idle":
+                line += f" | GC {action} ({rt.gc.phase})"
             write(line)
         assert camera is not None
         hero = camera.get()
