@@ -32,16 +32,20 @@
  * Work stacks
  * ====================================================================== */
 
+/* Grow a transient stack; false when it cannot. */
+static bool stack_grow(zs_u32_vec *vec) {
+    uint32_t capacity = vec->capacity ? vec->capacity * 2 : 256;
+    if (capacity <= vec->capacity) return false;
+    uint32_t *grown = realloc(vec->data, (size_t)capacity * sizeof(uint32_t));
+    if (grown == NULL) return false;
+    vec->data = grown;
+    vec->capacity = capacity;
+    return true;
+}
+
 /* Push onto a transient stack; false when it cannot grow. */
-static bool stack_push(zs_u32_vec *vec, uint32_t value) {
-    if (vec->count == vec->capacity) {
-        uint32_t capacity = vec->capacity ? vec->capacity * 2 : 256;
-        if (capacity <= vec->capacity) return false;
-        uint32_t *grown = realloc(vec->data, (size_t)capacity * sizeof(uint32_t));
-        if (grown == NULL) return false;
-        vec->data = grown;
-        vec->capacity = capacity;
-    }
+static inline bool stack_push(zs_u32_vec *vec, uint32_t value) {
+    if (vec->count == vec->capacity && !stack_grow(vec)) return false;
     vec->data[vec->count++] = value;
     return true;
 }
@@ -51,11 +55,13 @@ static void stack_release(zs_u32_vec *vec) {
     memset(vec, 0, sizeof *vec);
 }
 
-bool zs_mark_push(zs_marker *m, uint32_t index) {
+static inline bool push_fast(zs_marker *m, uint32_t index) {
     if (stack_push(m->stack, index)) return true;
     m->overflow = true;
     return false;
 }
+
+bool zs_mark_push(zs_marker *m, uint32_t index) { return push_fast(m, index); }
 
 bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster) {
     if (stack_push(&m->clusters, cluster)) return true;
@@ -86,7 +92,7 @@ static void marker_merge(zs_runtime *rt, zs_marker *m) {
  * Marking one reference
  * ====================================================================== */
 
-bool zs_mark_claim(zs_marker *m, zs_item *it) {
+static inline bool claim_fast(zs_marker *m, zs_item *it) {
     zs_runtime *rt = m->rt;
     if (!m->parallel) {
         if (item_is_marked(rt, it)) return false;
@@ -99,19 +105,21 @@ bool zs_mark_claim(zs_marker *m, zs_item *it) {
     return (__atomic_fetch_and(&it->flags, ~ZS_ITEM_MARK, __ATOMIC_RELAXED) & ZS_ITEM_MARK) != 0;
 }
 
+bool zs_mark_claim(zs_marker *m, zs_item *it) { return claim_fast(m, it); }
+
 /* Mark an item reached through a reference (clusters as a whole). */
 static inline void mark_reached(zs_marker *m, zs_item *it, uint32_t index) {
     if (it->cluster_index >= 0) {
         if (!item_is_marked(m->rt, it)) zs_mark_cluster(m, it->cluster_index);
         return;
     }
-    if (zs_mark_claim(m, it)) {
+    if (claim_fast(m, it)) {
         m->marked++;
-        if (!(it->flags & ZS_ITEM_LEAF)) zs_mark_push(m, index);
+        if (!(it->flags & ZS_ITEM_LEAF)) push_fast(m, index);
     }
 }
 
-void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable) {
+static inline void visit_fast(zs_marker *m, zs_ref *slot, bool killable) {
     zs_ref ref = *slot;
     if (ref == ZS_NULL_REF) return;
     uint32_t index = ZS_REF_INDEX(ref);
@@ -128,31 +136,28 @@ void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable) {
     mark_reached(m, it, index);
 }
 
+void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable) { visit_fast(m, slot, killable); }
+
 void zs_mark_ref(zs_marker *m, zs_ref ref) {
     zs_mark_visit(m, &ref, false);
 }
 
 /* Read every strong reference of one object by interpreting its class's
-   schema stream: a flat loop, no recursion, no calls through pointers. */
+   schema stream (used by rescans; the hot loop is zs_mark_drain's). */
 void zs_mark_scan(zs_marker *m, zs_object *object) {
     const zs_class *cls = object->cls;
     char *base = (char *)object;
     m->scanned++;
-    zs_mark_visit(m, &object->outer, false);
+    visit_fast(m, &object->outer, false);
     for (uint32_t i = 0; i < cls->strong_count; i++) {
         uint32_t word = cls->schema[i];
         char *member = base + (word >> ZS_OP_SHIFT);
-        switch (word & ZS_OP_MASK) {
-        case ZS_OP_OBJECT:
-            zs_mark_visit(m, (zs_ref *)member, true);
-            break;
-        case ZS_OP_OBJECT_ARRAY: {
+        if ((word & ZS_OP_MASK) == ZS_OP_OBJECT) {
+            visit_fast(m, (zs_ref *)member, true);
+        } else {
+            assert((word & ZS_OP_MASK) == ZS_OP_OBJECT_ARRAY);
             zs_ref_array *array = (zs_ref_array *)member;
-            for (uint32_t e = 0; e < array->count; e++) zs_mark_visit(m, &array->data[e], true);
-            break;
-        }
-        default:
-            assert(!"weak words sort after strong_count");
+            for (uint32_t e = 0; e < array->count; e++) visit_fast(m, &array->data[e], true);
         }
     }
 }
@@ -177,20 +182,174 @@ static void rescan_marked(zs_marker *m) {
     }
 }
 
-/* Scan until the stack is empty (true) or the deadline passes (false). */
-static bool drain(zs_marker *m, uint64_t deadline_ns) {
-    zs_runtime *rt = m->rt;
+/* The marker's hot state, kept in locals so stores to items (uint32) do not
+   force the compiler to reload it; synced with the zs_marker around the
+   rare calls that use the marker's stack (clusters, sharing, growth). */
+typedef struct hot_state {
+    zs_marker *m;
+    zs_item *const *chunks;
+    uint32_t parity;
+    uint32_t *data; /* m->stack's storage */
+    uint32_t count;
+    uint32_t capacity;
+    uint64_t scanned, marked, killed;
+} hot_state;
+
+static inline void hot_sync_out(hot_state *h) { h->m->stack->count = h->count; }
+
+static inline void hot_sync_in(hot_state *h) {
+    h->data = h->m->stack->data;
+    h->count = h->m->stack->count;
+    h->capacity = h->m->stack->capacity;
+}
+
+static inline __attribute__((always_inline)) void hot_push(hot_state *h, uint32_t index) {
+    if (h->count < h->capacity) {
+        h->data[h->count++] = index;
+        return;
+    }
+    hot_sync_out(h);
+    push_fast(h->m, index);
+    hot_sync_in(h);
+}
+
+/* Visit one reference slot: the hot path of marking, inlined. */
+static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_ref *slot,
+                                                              bool killable, bool parallel) {
+    uint32_t index = ZS_REF_INDEX(*slot);
+    zs_item *it = &h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
+    uint32_t flags = parallel ? __atomic_load_n(&it->flags, __ATOMIC_RELAXED) : it->flags;
+    if (((flags ^ h->parity) & ZS_ITEM_MARK) == 0 && !(killable && (flags & ZS_ITEM_GARBAGE)))
+        return; /* already marked: the common case */
+    if (flags & ZS_ITEM_PERMANENT) return;
+    if (killable && (flags & ZS_ITEM_GARBAGE)) {
+        *slot = ZS_NULL_REF; /* only the marker that claimed the holder scans it */
+        h->killed++;
+        return;
+    }
+    if (it->cluster_index >= 0) {
+        hot_sync_out(h);
+        zs_mark_cluster(h->m, it->cluster_index);
+        hot_sync_in(h);
+        return;
+    }
+    if (parallel) {
+        if (!claim_fast(h->m, it)) return;
+    } else {
+        it->flags = flags ^ ZS_ITEM_MARK;
+    }
+    h->marked++;
+    if (!(flags & ZS_ITEM_LEAF)) hot_push(h, index);
+}
+
+/* Marking a big heap is bound by memory latency: every reference reads an
+ * item at a random address, every queued object a random object. So marking
+ * is a three-stage pipeline (seed 002's batching): an index popped from the
+ * stack has its object prefetched and waits in the scan ring; when scanned,
+ * each reference has its item prefetched and waits in the visit ring; it is
+ * visited VISIT_RING references later. Many loads are then in flight. */
+#define SCAN_RING 8u   /* powers of two */
+#define VISIT_RING 16u
+
+typedef struct pipeline {
+    uint32_t scans[SCAN_RING];
+    uintptr_t visits[VISIT_RING]; /* slot address | 1 when killable */
+    uint32_t scan_head, scan_tail, visit_head, visit_tail;
+} pipeline;
+
+/* Stage 2 -> 3: queue a non-null slot, visiting the oldest when full. */
+static inline __attribute__((always_inline)) void queue_slot(hot_state *h, pipeline *p,
+                                                              zs_ref *slot, bool killable,
+                                                              bool parallel) {
+    zs_ref ref = *slot;
+    if (ref == ZS_NULL_REF) return;
+    uint32_t index = ZS_REF_INDEX(ref);
+    __builtin_prefetch(&h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK]);
+    if (p->visit_tail - p->visit_head == VISIT_RING) {
+        uintptr_t oldest = p->visits[p->visit_head++ % VISIT_RING];
+        visit_slot(h, (zs_ref *)(oldest & ~(uintptr_t)1), (oldest & 1) != 0, parallel);
+    }
+    p->visits[p->visit_tail++ % VISIT_RING] = (uintptr_t)slot | (killable ? 1u : 0u);
+}
+
+static inline __attribute__((always_inline)) void flush_visits(hot_state *h, pipeline *p,
+                                                                bool parallel) {
+    while (p->visit_head != p->visit_tail) {
+        uintptr_t entry = p->visits[p->visit_head++ % VISIT_RING];
+        visit_slot(h, (zs_ref *)(entry & ~(uintptr_t)1), (entry & 1) != 0, parallel);
+    }
+}
+
+/* Scan objects until the stack and the pipeline are empty, or the deadline
+   passes (the pipeline's objects then go back on the stack). */
+static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint64_t deadline_ns,
+                                                              bool parallel) {
+    hot_state h = {.m = m, .chunks = m->rt->chunks, .parity = m->rt->mark_parity};
+    hot_sync_in(&h);
+    pipeline p = {.scan_head = 0};
     uint32_t since_clock = 0;
+    bool finished = true;
     for (;;) {
-        while (m->stack->count > 0) {
-            uint32_t index = m->stack->data[--m->stack->count];
-            zs_mark_scan(m, zs_item_at(rt, index)->object);
-            if (deadline_ns != 0 && ++since_clock == MARK_CLOCK_STRIDE) {
-                since_clock = 0;
-                if (zs_now_ns() >= deadline_ns) return false;
+        /* Stage 1: keep the scan ring full, prefetching each object. */
+        while (p.scan_tail - p.scan_head < SCAN_RING && h.count > 0) {
+            uint32_t index = h.data[--h.count];
+            __builtin_prefetch(h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object);
+            p.scans[p.scan_tail++ % SCAN_RING] = index;
+        }
+        if (p.scan_head == p.scan_tail) {
+            if (p.visit_head == p.visit_tail) break;
+            flush_visits(&h, &p, parallel); /* may push more work */
+            continue;
+        }
+        /* Stage 2: scan the oldest object by its class's schema stream. */
+        uint32_t index = p.scans[p.scan_head++ % SCAN_RING];
+        zs_object *object = h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object;
+        const zs_class *cls = object->cls;
+        const uint32_t *schema = cls->schema;
+        const uint32_t strong = cls->strong_count;
+        char *base = (char *)object;
+        h.scanned++;
+        queue_slot(&h, &p, &object->outer, false, parallel);
+        for (uint32_t i = 0; i < strong; i++) {
+            uint32_t word = schema[i];
+            char *member = base + (word >> ZS_OP_SHIFT);
+            if ((word & ZS_OP_MASK) == ZS_OP_OBJECT) {
+                queue_slot(&h, &p, (zs_ref *)member, true, parallel);
+                continue;
+            }
+            assert((word & ZS_OP_MASK) == ZS_OP_OBJECT_ARRAY);
+            zs_ref_array *array = (zs_ref_array *)member;
+            for (uint32_t e = 0; e < array->count; e++)
+                queue_slot(&h, &p, &array->data[e], true, parallel);
+        }
+        if (parallel && h.count >= 256) {
+            hot_sync_out(&h);
+            zs_mark_maybe_share(m);
+            hot_sync_in(&h);
+        }
+        if (deadline_ns != 0 && ++since_clock == MARK_CLOCK_STRIDE) {
+            since_clock = 0;
+            if (zs_now_ns() >= deadline_ns) {
+                flush_visits(&h, &p, parallel);
+                while (p.scan_tail != p.scan_head) hot_push(&h, p.scans[--p.scan_tail % SCAN_RING]);
+                finished = false;
+                break;
             }
         }
-        if (!m->overflow && !rt->mark_overflow) return true;
+    }
+    hot_sync_out(&h);
+    m->scanned += h.scanned;
+    m->marked += h.marked;
+    m->killed += h.killed;
+    return finished;
+}
+
+bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns) {
+    for (;;) {
+        bool emptied = m->parallel ? drain_impl(m, deadline_ns, true) : drain_impl(m, deadline_ns, false);
+        if (!emptied) return false;
+        zs_runtime *rt = m->rt;
+        if (m->parallel || (!m->overflow && !rt->mark_overflow)) return true;
         m->overflow = rt->mark_overflow = false;
         rescan_marked(m);
     }
@@ -303,8 +462,8 @@ zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
         zs_marker m;
         zs_marker_init(&m, rt, &rt->mark_stack);
         rt->stats.mark_threads = 1;
-        if (!(wants_parallel(rt) && zs_mark_parallel(rt, &m))) drain(&m, 0);
-        else if (rt->mark_overflow) drain(&m, 0); /* rescan what the workers could not queue */
+        if (!(wants_parallel(rt) && zs_mark_parallel(rt, &m))) zs_mark_drain(&m, 0);
+        else if (rt->mark_overflow) zs_mark_drain(&m, 0); /* rescan what the workers could not queue */
         marker_merge(rt, &m);
         rt->stats.mark_steps++;
         rt->phase = ZS_GC_GATHERING;
@@ -346,7 +505,7 @@ zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
         if (rt->phase == ZS_GC_MARKING) {
             zs_marker m;
             zs_marker_init(&m, rt, &rt->mark_stack);
-            bool marked = drain(&m, deadline);
+            bool marked = zs_mark_drain(&m, deadline);
             marker_merge(rt, &m);
             rt->stats.mark_threads = 1;
             rt->stats.mark_ns += zs_now_ns() - start;

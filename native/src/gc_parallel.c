@@ -33,6 +33,13 @@ typedef struct zs_mark_pool {
 } zs_mark_pool;
 
 /* Move a batch from the bottom of a busy worker's stack into the pool. */
+static void share(zs_marker *m);
+
+void zs_mark_maybe_share(zs_marker *m) {
+    if (m->stack->count >= 2 * SHARE_BATCH && __atomic_load_n(&m->pool->wanted, __ATOMIC_RELAXED) > 0)
+        share(m);
+}
+
 static void share(zs_marker *m) {
     zs_mark_pool *pool = m->pool;
     mtx_lock(&pool->lock);
@@ -85,15 +92,8 @@ static bool take(zs_marker *m) {
 /* One worker: scan local work, share when others are idle, take when empty. */
 static int worker(void *arg) {
     zs_marker *m = arg;
-    zs_runtime *rt = m->rt;
     do {
-        while (m->stack->count > 0) {
-            uint32_t index = m->stack->data[--m->stack->count];
-            zs_mark_scan(m, zs_item_at(rt, index)->object);
-            if (m->stack->count >= 2 * SHARE_BATCH &&
-                __atomic_load_n(&m->pool->wanted, __ATOMIC_RELAXED) > 0)
-                share(m);
-        }
+        zs_mark_drain(m, 0);
     } while (take(m));
     return 0;
 }

@@ -272,6 +272,11 @@ void zs_gc_requeue(zs_runtime *rt, uint32_t index);
 void zs_gc_barrier(zs_runtime *rt, zs_item *target);
 /* Drain the marker's stack with worker threads; false when not worth it. */
 bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
+/* Scan until the stack and queues are empty (true) or the deadline passes
+   (false; queued work is put back on the stack). deadline_ns 0: no limit. */
+bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
+/* Parallel: hand work to idle workers when this marker has plenty. */
+void zs_mark_maybe_share(zs_marker *m);
 /* Marker threads a runtime uses by default: one per online core. */
 uint32_t zs_default_mark_threads(void);
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done);
