@@ -23,6 +23,7 @@ CDEF = """
 typedef uint64_t zs_ref;
 typedef struct zs_runtime zs_runtime;
 typedef struct zs_class zs_class;
+typedef struct zs_type zs_type;
 
 typedef struct zs_object {
     const zs_class *cls;
@@ -50,6 +51,7 @@ typedef struct zs_runtime_options {
 #define ZS_DEFAULT_MAX_OBJECTS ...
 #define ZS_MAX_OBJECTS_LIMIT ...
 #define ZS_RUNTIME_DISREGARD_WINDOW ...
+#define ZS_RUNTIME_BLACK_NOT_ROOTS ...
 #define ZS_NAME_AUTO ...
 #define ZS_CLASS_CLUSTER_ROOT ...
 #define ZS_CLASS_IN_CLUSTER ...
@@ -75,9 +77,74 @@ const char *zs_name_base(zs_runtime *rt, uint32_t index);
 uint32_t zs_name_count(zs_runtime *rt);
 
 typedef enum zs_member_kind {
-    ZS_MEMBER_OBJECT = 1, ZS_MEMBER_WEAK_OBJECT = 2, ZS_MEMBER_OBJECT_ARRAY = 3
+    ZS_MEMBER_OBJECT = 1, ZS_MEMBER_WEAK_OBJECT = 2, ZS_MEMBER_OBJECT_ARRAY = 3, ZS_MEMBER_VALUE = 4
 } zs_member_kind;
-typedef struct zs_member { uint32_t kind; uint32_t offset; } zs_member;
+typedef struct zs_member { uint32_t kind; uint32_t offset; const zs_type *type; } zs_member;
+
+typedef enum zs_type_kind {
+    ZS_TYPE_PLAIN = 1, ZS_TYPE_OBJECT = 2, ZS_TYPE_WEAK_OBJECT = 3, ZS_TYPE_STRING = 4,
+    ZS_TYPE_STRUCT = 5, ZS_TYPE_ARRAY = 6, ZS_TYPE_SET = 7, ZS_TYPE_MAP = 8,
+    ZS_TYPE_OPTIONAL = 9, ZS_TYPE_DELEGATE = 10, ZS_TYPE_MULTICAST = 11, ZS_TYPE_SPARSE = 12
+} zs_type_kind;
+#define ZS_TYPE_HAS_REFS ...
+#define ZS_TYPE_NEEDS_DTOR ...
+#define ZS_TYPE_BITWISE ...
+#define ZS_TYPE_HASHABLE ...
+typedef struct zs_string { void *data; uint32_t length; uint32_t capacity; } zs_string;
+typedef struct zs_array { void *data; uint32_t count; uint32_t capacity; } zs_array;
+typedef struct zs_hash {
+    zs_array entries; uint32_t *buckets; uint32_t bucket_count; uint32_t reserved;
+} zs_hash;
+typedef struct zs_binding { zs_ref object; uint32_t function_name; uint32_t callable; } zs_binding;
+typedef struct zs_type_member { const zs_type *type; uint32_t offset; } zs_type_member;
+
+zs_status zs_type_basic(zs_runtime *rt, zs_type_kind kind, uint32_t size, uint32_t align,
+                        const zs_type **out);
+zs_status zs_type_struct(zs_runtime *rt, const char *name, uint32_t size, uint32_t align,
+                         const zs_type_member *members, uint32_t member_count,
+                         const zs_type **out);
+zs_status zs_type_container(zs_runtime *rt, zs_type_kind kind, const zs_type *element,
+                            const zs_type *value, const zs_type **out);
+uint32_t zs_type_size(const zs_type *type);
+uint32_t zs_type_align(const zs_type *type);
+uint32_t zs_type_flags(const zs_type *type);
+uint32_t zs_type_kind_of(const zs_type *type);
+uint32_t zs_type_id(const zs_type *type);
+uint32_t zs_type_value_offset(const zs_type *type);
+uint32_t zs_type_entry_size(const zs_type *type);
+zs_status zs_value_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, void *dst,
+                          const void *src);
+zs_status zs_value_clear(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value);
+zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_type, zs_ref *slot,
+                             zs_ref target);
+int zs_value_equal(zs_runtime *rt, const zs_type *type, const void *a, const void *b);
+uint64_t zs_value_hash(zs_runtime *rt, const zs_type *type, const void *value);
+zs_status zs_string_assign(zs_runtime *rt, const zs_type *type, zs_string *string,
+                           const void *units, uint32_t length);
+zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                          uint32_t index, const void *value, uint32_t count);
+zs_status zs_array_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                          uint32_t index, uint32_t count);
+zs_status zs_array_reserve(zs_runtime *rt, const zs_type *type, zs_array *array, uint32_t capacity);
+zs_status zs_hash_find(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
+                       int64_t *out_index);
+zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash *hash,
+                      const void *key, uint32_t *out_index, int *out_added);
+zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash *hash,
+                         const void *key, int *out_removed);
+zs_status zs_optional_set(zs_runtime *rt, zs_ref owner, const zs_type *type, void *optional,
+                          const void *value);
+zs_status zs_binding_set(zs_runtime *rt, zs_binding *binding, zs_ref object,
+                         uint32_t function_name, uint32_t callable);
+zs_status zs_sparse_bindings(zs_runtime *rt, void *sparse, int create, zs_array **out);
+zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t capacity,
+                                     uint32_t *out_count);
+zs_status zs_callable_retain(zs_runtime *rt, uint32_t callable);
+zs_status zs_callable_release(zs_runtime *rt, uint32_t callable);
+zs_status zs_value_new(zs_runtime *rt, const zs_type *type, zs_ref *out_handle, void **out_value);
+zs_status zs_value_free(zs_runtime *rt, zs_ref handle);
+void *zs_value_resolve(zs_runtime *rt, zs_ref handle);
+uint32_t zs_value_count(zs_runtime *rt);
 typedef struct zs_class_desc {
     const char *name;
     const zs_class *parent;

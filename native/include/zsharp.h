@@ -34,6 +34,7 @@ extern "C" {
 
 typedef struct zs_runtime zs_runtime;
 typedef struct zs_class zs_class;
+typedef struct zs_type zs_type;
 
 /* A handle: index into the object array + the serial the slot had. */
 typedef uint64_t zs_ref;
@@ -85,6 +86,9 @@ typedef struct zs_runtime_options {
 /* Open the disregard-for-GC window at creation: objects allocated until
    zs_close_disregard_for_gc are permanent and never scanned. */
 #define ZS_RUNTIME_DISREGARD_WINDOW 0x1u
+/* Black values are not GC roots: faster, no longer memory-safe for object
+   references inside them (Z#'s ZSHARP_TREATS_BLACK_CONJUGATE_AS_GC_OBJECT off). */
+#define ZS_RUNTIME_BLACK_NOT_ROOTS 0x2u
 
 void zs_runtime_default_options(zs_runtime_options *out);
 zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out);
@@ -119,12 +123,14 @@ uint32_t zs_name_count(zs_runtime *rt);
 typedef enum zs_member_kind {
     ZS_MEMBER_OBJECT = 1,       /* zs_ref, strong, killable */
     ZS_MEMBER_WEAK_OBJECT = 2,  /* zs_ref, not traced */
-    ZS_MEMBER_OBJECT_ARRAY = 3  /* zs_ref_array, strong, killable elements */
+    ZS_MEMBER_OBJECT_ARRAY = 3, /* zs_ref_array, strong, killable elements */
+    ZS_MEMBER_VALUE = 4         /* a value of `type` (struct, string, container...) */
 } zs_member_kind;
 
 typedef struct zs_member {
-    uint32_t kind;   /* zs_member_kind */
-    uint32_t offset; /* from the start of the object (header included) */
+    uint32_t kind;        /* zs_member_kind */
+    uint32_t offset;      /* from the start of the object (header included) */
+    const zs_type *type;  /* ZS_MEMBER_VALUE only */
 } zs_member;
 
 /* A dynamic array of references, as held in an object (ZS_MEMBER_OBJECT_ARRAY).
@@ -203,6 +209,151 @@ zs_status zs_is_garbage(zs_runtime *rt, zs_ref ref, int *out);
 zs_status zs_is_permanent(zs_runtime *rt, zs_ref ref, int *out);
 
 uint32_t zs_live_objects(zs_runtime *rt);
+
+/* ---- value types --------------------------------------------------------
+ *
+ * Everything an object member, a struct member or a container element can
+ * be is a zs_type: plain data, object references, strings, structs, arrays,
+ * sets, maps, optionals and delegates. Types are registered per runtime and
+ * never freed before it. The collector traces, and destruction frees,
+ * through them. All memory layouts below are fixed: zeroed memory is always
+ * a valid, empty value of any type.
+ */
+
+typedef enum zs_type_kind {
+    ZS_TYPE_PLAIN = 1,       /* bytes: scalars, names, class ids, persistent ids */
+    ZS_TYPE_OBJECT = 2,      /* zs_ref: strong; killable except as a set element or map key */
+    ZS_TYPE_WEAK_OBJECT = 3, /* zs_ref: not traced */
+    ZS_TYPE_STRING = 4,      /* zs_string of 1- or 2-byte code units */
+    ZS_TYPE_STRUCT = 5,      /* members at offsets */
+    ZS_TYPE_ARRAY = 6,       /* zs_array of elements */
+    ZS_TYPE_SET = 7,         /* zs_hash of unique elements */
+    ZS_TYPE_MAP = 8,         /* zs_hash of key/value entries */
+    ZS_TYPE_OPTIONAL = 9,    /* a value, then a uint8_t "is set" flag */
+    ZS_TYPE_DELEGATE = 10,   /* one zs_binding */
+    ZS_TYPE_MULTICAST = 11,  /* zs_array of zs_binding */
+    ZS_TYPE_SPARSE = 12      /* zs_array * allocated on first bind */
+} zs_type_kind;
+
+/* Type flags (read with zs_type_flags). */
+#define ZS_TYPE_HAS_REFS 0x1u    /* holds strong object references: traced */
+#define ZS_TYPE_NEEDS_DTOR 0x2u  /* owns native memory: must be destroyed */
+#define ZS_TYPE_BITWISE 0x4u     /* copy, hash and equality are byte-wise */
+#define ZS_TYPE_HASHABLE 0x8u    /* may be a set element or a map key */
+
+typedef struct zs_string {
+    void *data;        /* code units, not terminated */
+    uint32_t length;   /* in code units */
+    uint32_t capacity; /* in code units */
+} zs_string;
+
+typedef struct zs_array {
+    void *data;
+    uint32_t count;
+    uint32_t capacity;
+} zs_array;
+
+typedef struct zs_hash {
+    zs_array entries;  /* elements (set) or key/value entries (map), dense */
+    uint32_t *buckets; /* open addressing: entry index + 1, 0 = empty */
+    uint32_t bucket_count;
+    uint32_t reserved;
+} zs_hash;
+
+/* A delegate binding: a Python callable (an id the managed side owns), or
+   an object plus a function name. Object bindings are weak. */
+typedef struct zs_binding {
+    zs_ref object;          /* weak */
+    uint32_t function_name; /* name index (with object) */
+    uint32_t callable;      /* managed callable id; 0 = none */
+} zs_binding;
+
+typedef struct zs_type_member {
+    const zs_type *type;
+    uint32_t offset;
+} zs_type_member;
+
+/* Built-in types: PLAIN (with size/align), OBJECT, WEAK_OBJECT, DELEGATE,
+   MULTICAST, SPARSE and STRING (unit_size 1 or 2). Cached: the same
+   arguments give the same type. */
+zs_status zs_type_basic(zs_runtime *rt, zs_type_kind kind, uint32_t size, uint32_t align,
+                        const zs_type **out);
+/* A struct type: members at offsets inside size bytes. */
+zs_status zs_type_struct(zs_runtime *rt, const char *name, uint32_t size, uint32_t align,
+                         const zs_type_member *members, uint32_t member_count,
+                         const zs_type **out);
+/* ARRAY, SET, OPTIONAL (element) or MAP (element = key, value). Cached. */
+zs_status zs_type_container(zs_runtime *rt, zs_type_kind kind, const zs_type *element,
+                            const zs_type *value, const zs_type **out);
+uint32_t zs_type_size(const zs_type *type);
+uint32_t zs_type_align(const zs_type *type);
+uint32_t zs_type_flags(const zs_type *type);
+uint32_t zs_type_kind_of(const zs_type *type);
+uint32_t zs_type_id(const zs_type *type);
+/* MAP: offset of the value inside an entry; OPTIONAL: of the flag. */
+uint32_t zs_type_value_offset(const zs_type *type);
+/* Bytes of one container entry (element, or key/value pair). */
+uint32_t zs_type_entry_size(const zs_type *type);
+
+/* Value operations. `owner` is the object holding the value (0 for a black
+   value): a store into a clustered object dissolves its cluster. Every
+   reference written goes through the write barrier. Values must be valid
+   (zeroed or previously built by these functions). */
+zs_status zs_value_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, void *dst,
+                          const void *src);
+zs_status zs_value_clear(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value);
+/* Store a reference into an OBJECT or WEAK_OBJECT slot of a value. */
+zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_type, zs_ref *slot,
+                             zs_ref target);
+int zs_value_equal(zs_runtime *rt, const zs_type *type, const void *a, const void *b);
+uint64_t zs_value_hash(zs_runtime *rt, const zs_type *type, const void *value);
+
+/* Strings: replace the contents with `length` code units. */
+zs_status zs_string_assign(zs_runtime *rt, const zs_type *type, zs_string *string,
+                           const void *units, uint32_t length);
+
+/* Arrays: insert `count` copies of `value` (zeroed elements if NULL) at
+   index; remove `count` elements at index; reserve capacity. */
+zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                          uint32_t index, const void *value, uint32_t count);
+zs_status zs_array_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                          uint32_t index, uint32_t count);
+zs_status zs_array_reserve(zs_runtime *rt, const zs_type *type, zs_array *array, uint32_t capacity);
+
+/* Sets and maps. find: *out_index = -1 when absent. add: the entry of an
+   existing key is reused (*out_added = 0); a new map value is zeroed.
+   remove: the last entry moves into the hole. */
+zs_status zs_hash_find(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
+                       int64_t *out_index);
+zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash *hash,
+                      const void *key, uint32_t *out_index, int *out_added);
+zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash *hash,
+                         const void *key, int *out_removed);
+
+/* Optionals: set to a copy of value (zeroed if NULL), or reset. */
+zs_status zs_optional_set(zs_runtime *rt, zs_ref owner, const zs_type *type, void *optional,
+                          const void *value);
+
+/* Delegates: write a binding (callable ids are reference-counted natively;
+   ids whose count drops to zero are reported by zs_take_released_callables). */
+zs_status zs_binding_set(zs_runtime *rt, zs_binding *binding, zs_ref object,
+                         uint32_t function_name, uint32_t callable);
+/* Sparse delegates: the array, allocated on first use (NULL if none and
+   create is 0). */
+zs_status zs_sparse_bindings(zs_runtime *rt, void *sparse, int create, zs_array **out);
+zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t capacity,
+                                     uint32_t *out_count);
+/* Retain a new managed callable id once (it starts with no native users). */
+zs_status zs_callable_retain(zs_runtime *rt, uint32_t callable);
+zs_status zs_callable_release(zs_runtime *rt, uint32_t callable);
+
+/* Black values: native blocks owned by the managed side. A block whose
+   type holds references is a GC root unless the runtime was created with
+   ZS_RUNTIME_BLACK_NOT_ROOTS. */
+zs_status zs_value_new(zs_runtime *rt, const zs_type *type, zs_ref *out_handle, void **out_value);
+zs_status zs_value_free(zs_runtime *rt, zs_ref handle);
+void *zs_value_resolve(zs_runtime *rt, zs_ref handle);
+uint32_t zs_value_count(zs_runtime *rt);
 
 /* ---- clusters ----------------------------------------------------------- */
 

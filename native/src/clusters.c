@@ -131,21 +131,30 @@ static bool gather_reference(zs_runtime *rt, int32_t id, zs_u32_vec *work, zs_re
     return zs_ref_push(rt, &c->mutable_objects, ref);
 }
 
+typedef struct gather_context {
+    zs_runtime *rt;
+    int32_t id;
+    zs_u32_vec *work;
+    bool ok;
+} gather_context;
+
+static void gather_slot(void *context, zs_ref *slot, bool killable) {
+    (void)killable;
+    gather_context *g = context;
+    if (g->ok) g->ok = gather_reference(g->rt, g->id, g->work, *slot);
+}
+
 /* Visit every strong reference of one object for cluster building. */
 static bool gather_object(zs_runtime *rt, int32_t id, zs_u32_vec *work, zs_object *object) {
     const zs_class *cls = object->cls;
     if (!gather_reference(rt, id, work, object->outer)) return false;
-    for (uint32_t i = 0; i < cls->strong_count; i++) {
-        char *member = (char *)object + (cls->schema[i] >> ZS_OP_SHIFT);
-        if ((cls->schema[i] & ZS_OP_MASK) == ZS_OP_OBJECT) {
-            if (!gather_reference(rt, id, work, *(zs_ref *)member)) return false;
-        } else {
-            zs_ref_array *array = (zs_ref_array *)member;
-            for (uint32_t e = 0; e < array->count; e++)
-                if (!gather_reference(rt, id, work, array->data[e])) return false;
-        }
+    gather_context g = {rt, id, work, true};
+    for (uint32_t i = 0; g.ok && i < cls->schema.strong_count; i++) {
+        char *member = (char *)object + (cls->schema.words[i] >> ZS_OP_SHIFT);
+        if ((cls->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) g.ok = gather_reference(rt, id, work, *(zs_ref *)member);
+        else zs_value_for_each_ref(cls->schema.types[i], member, true, gather_slot, &g);
     }
-    return true;
+    return g.ok;
 }
 
 /* Undo a cluster that is too small or could not be built. */

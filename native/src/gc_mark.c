@@ -149,16 +149,48 @@ void zs_mark_scan(zs_marker *m, zs_object *object) {
     char *base = (char *)object;
     m->scanned++;
     visit_fast(m, &object->outer, false);
-    for (uint32_t i = 0; i < cls->strong_count; i++) {
-        uint32_t word = cls->schema[i];
+    for (uint32_t i = 0; i < cls->schema.strong_count; i++) {
+        uint32_t word = cls->schema.words[i];
         char *member = base + (word >> ZS_OP_SHIFT);
-        if ((word & ZS_OP_MASK) == ZS_OP_OBJECT) {
-            visit_fast(m, (zs_ref *)member, true);
-        } else {
-            assert((word & ZS_OP_MASK) == ZS_OP_OBJECT_ARRAY);
-            zs_ref_array *array = (zs_ref_array *)member;
-            for (uint32_t e = 0; e < array->count; e++) visit_fast(m, &array->data[e], true);
+        if ((word & ZS_OP_MASK) == ZS_OP_OBJECT) visit_fast(m, (zs_ref *)member, true);
+        else zs_mark_value(m, cls->schema.types[i], member, true);
+    }
+}
+
+/* Follow the references inside a value: containers loop over their
+   entries; set elements and map keys are never killed (hash integrity). */
+void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable) {
+    if (!(type->flags & ZS_TYPE_HAS_REFS)) return;
+    switch (type->kind) {
+    case ZS_TYPE_OBJECT:
+        visit_fast(m, value, killable);
+        return;
+    case ZS_TYPE_STRUCT:
+        for (uint32_t i = 0; i < type->schema.strong_count; i++) {
+            char *member = (char *)value + (type->schema.words[i] >> ZS_OP_SHIFT);
+            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) visit_fast(m, (zs_ref *)member, killable);
+            else zs_mark_value(m, type->schema.types[i], member, killable);
         }
+        return;
+    case ZS_TYPE_OPTIONAL:
+        if (((uint8_t *)value)[type->value_offset]) zs_mark_value(m, type->element, value, killable);
+        return;
+    default:
+        break;
+    }
+    /* ARRAY, SET, MAP */
+    zs_array *entries = type->kind == ZS_TYPE_ARRAY ? value : &((zs_hash *)value)->entries;
+    const zs_type *element = type->element, *mapped = type->value;
+    bool key_killable = type->kind == ZS_TYPE_ARRAY;
+    char *entry = entries->data;
+    if (element->kind == ZS_TYPE_OBJECT && mapped == NULL) {
+        for (uint32_t i = 0; i < entries->count; i++, entry += type->entry_size)
+            visit_fast(m, (zs_ref *)entry, key_killable);
+        return;
+    }
+    for (uint32_t i = 0; i < entries->count; i++, entry += type->entry_size) {
+        zs_mark_value(m, element, entry, key_killable);
+        if (mapped != NULL) zs_mark_value(m, mapped, entry + type->value_offset, true);
     }
 }
 
@@ -305,8 +337,8 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
         uint32_t index = p.scans[p.scan_head++ % SCAN_RING];
         zs_object *object = h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object;
         const zs_class *cls = object->cls;
-        const uint32_t *schema = cls->schema;
-        const uint32_t strong = cls->strong_count;
+        const uint32_t *schema = cls->schema.words;
+        const uint32_t strong = cls->schema.strong_count;
         char *base = (char *)object;
         h.scanned++;
         queue_slot(&h, &p, &object->outer, false, parallel);
@@ -317,10 +349,11 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
                 queue_slot(&h, &p, (zs_ref *)member, true, parallel);
                 continue;
             }
-            assert((word & ZS_OP_MASK) == ZS_OP_OBJECT_ARRAY);
-            zs_ref_array *array = (zs_ref_array *)member;
-            for (uint32_t e = 0; e < array->count; e++)
-                queue_slot(&h, &p, &array->data[e], true, parallel);
+            /* A container, optional or struct-with-strings member: follow
+               it outside the pipeline (its references queue on the stack). */
+            hot_sync_out(&h);
+            zs_mark_value(m, cls->schema.types[i], member, true);
+            hot_sync_in(&h);
         }
         if (parallel && h.count >= 256) {
             hot_sync_out(&h);
@@ -377,6 +410,7 @@ static void mark_roots(zs_marker *m) {
     }
     rt->root_list.count = kept;
     rt->stats.roots = kept;
+    zs_mark_values(m); /* black values (when they are roots) */
 }
 
 /* Start a cycle: dissolve stale clusters, flip the parity, mark the roots. */
@@ -502,6 +536,9 @@ zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
         done = true;
     } else {
         rt->collecting = true;
+        /* A step that starts in the gathering phase always gathers a chunk,
+           however small the budget, so every step makes progress. */
+        bool gathering_at_start = rt->phase == ZS_GC_GATHERING;
         if (rt->phase == ZS_GC_MARKING) {
             zs_marker m;
             zs_marker_init(&m, rt, &rt->mark_stack);
@@ -511,7 +548,8 @@ zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
             rt->stats.mark_ns += zs_now_ns() - start;
             if (marked) rt->phase = ZS_GC_GATHERING;
         }
-        if (rt->phase == ZS_GC_GATHERING && (deadline == 0 || zs_now_ns() < deadline)) {
+        if (rt->phase == ZS_GC_GATHERING &&
+            (gathering_at_start || deadline == 0 || zs_now_ns() < deadline)) {
             uint64_t t = zs_now_ns();
             done = gather(rt, deadline);
             rt->stats.gather_ns += zs_now_ns() - t;

@@ -76,11 +76,7 @@ bool zs_root_list_add(zs_runtime *rt, zs_item *it) {
 void zs_object_destroy(zs_runtime *rt, zs_item *it) {
     zs_object *object = it->object;
     const zs_class *cls = object->cls;
-    for (uint32_t i = 0; i < cls->schema_count; i++) {
-        if ((cls->schema[i] & ZS_OP_MASK) != ZS_OP_OBJECT_ARRAY) continue;
-        zs_ref_array *array = (zs_ref_array *)((char *)object + (cls->schema[i] >> ZS_OP_SHIFT));
-        zs_free(rt, array->data, (size_t)array->capacity * sizeof(zs_ref));
-    }
+    zs_schema_destroy(rt, &cls->schema, (char *)object);
     uint32_t index = object->index;
     zs_free(rt, object, cls->instance_size);
     zs_slot_free(rt, index);
@@ -152,7 +148,7 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
     it->object = object;
     /* Born reachable: new objects carry the current mark. */
     it->flags = rt->mark_parity;
-    if (cls->strong_count == 0 && outer_item == NULL) it->flags |= ZS_ITEM_LEAF;
+    if (cls->schema.strong_count == 0 && outer_item == NULL) it->flags |= ZS_ITEM_LEAF;
     if (rt->disregard_open) {
         it->flags |= ZS_ITEM_PERMANENT;
         rt->permanent_count++;
@@ -235,7 +231,8 @@ static zs_status prepare_store(zs_runtime *rt, zs_ref holder, uint32_t offset, z
     zs_item *h = usable_item(rt, holder, &status);
     if (h == NULL) return status;
     uint32_t op = zs_class_member_op(h->object->cls, offset);
-    if (array ? op != ZS_OP_OBJECT_ARRAY : (op != ZS_OP_OBJECT && op != ZS_OP_WEAK))
+    if (array ? zs_class_member_type(h->object->cls, offset) != rt->object_array_type
+              : (op != ZS_OP_OBJECT && op != ZS_OP_WEAK))
         return ZS_E_INVALID;
     zs_item *t = NULL;
     if (target != ZS_NULL_REF && (t = usable_item(rt, target, &status)) == NULL) return status;

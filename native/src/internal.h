@@ -67,14 +67,24 @@ typedef struct zs_ref_vec {
 /* ---- classes ----------------------------------------------------------- */
 
 /* Schema stream opcodes: one word = opcode (low 8 bits) | offset << 8.
-   Flattened once per class (parent's words first), interpreted linearly by
-   the marker with no recursion and no calls. */
-#define ZS_OP_OBJECT 1u       /* killable zs_ref */
-#define ZS_OP_OBJECT_ARRAY 2u /* zs_ref_array of killable refs */
-#define ZS_OP_WEAK 3u         /* not traced; kept for verify and store checks */
+   Flattened once per class or struct type (nested structs inlined with
+   their offsets added), interpreted linearly by the marker. A VALUE word's
+   type (a container, string or delegate) is in the parallel types array. */
+#define ZS_OP_OBJECT 1u /* killable zs_ref */
+#define ZS_OP_VALUE 2u  /* a value of types[i] */
+#define ZS_OP_WEAK 3u   /* not traced; kept for verify and store checks */
 #define ZS_OP_SHIFT 8u
 #define ZS_OP_MASK 0xFFu
 #define ZS_OP_MAX_OFFSET 0x00FFFFFFu
+
+/* A flattened member list: words that the marker must follow first
+   (strong_count of them), then the rest (weak refs, values without refs). */
+typedef struct zs_schema {
+    uint32_t count;
+    uint32_t strong_count;
+    uint32_t *words;
+    const zs_type **types; /* per word; NULL except for ZS_OP_VALUE */
+} zs_schema;
 
 struct zs_class {
     char *name;
@@ -82,12 +92,35 @@ struct zs_class {
     uint32_t id;
     uint32_t instance_size;
     uint32_t flags;
-    uint32_t schema_count; /* words in schema */
-    uint32_t *schema;
-    uint32_t strong_count; /* words that the marker must follow */
-    uint32_t name_index;   /* interned class name, for auto object names */
+    zs_schema schema;
+    uint32_t name_index; /* interned class name, for auto object names */
     uint32_t next_name_number;
 };
+
+struct zs_type {
+    uint32_t id;
+    uint32_t kind;  /* zs_type_kind */
+    uint32_t size;
+    uint32_t align;
+    uint32_t flags; /* ZS_TYPE_* */
+    uint32_t unit;  /* STRING: bytes per code unit */
+    const zs_type *element; /* ARRAY/SET/OPTIONAL element; MAP key */
+    const zs_type *value;   /* MAP value */
+    uint32_t entry_size;    /* ARRAY/SET/MAP: bytes per entry */
+    uint32_t value_offset;  /* MAP: value in entry; OPTIONAL: the flag */
+    zs_schema schema;       /* STRUCT: flattened */
+    zs_type_member *members; /* STRUCT: direct members (hashing, equality) */
+    uint32_t member_count;
+    char *name;
+};
+
+/* A black value block (the managed side owns it). */
+typedef struct zs_value_slot {
+    void *value;      /* NULL when free */
+    const zs_type *type;
+    uint32_t serial;
+    uint32_t next_free;
+} zs_value_slot;
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -146,10 +179,26 @@ struct zs_runtime {
     uint32_t live_objects;
     zs_u32_vec free_slots; /* LIFO: a freed slot is the next one reused */
 
-    /* classes and names */
+    /* classes, types and names */
     zs_class **classes;
     uint32_t class_count;
     uint32_t class_capacity;
+    zs_type **types;
+    uint32_t type_count;
+    uint32_t type_capacity;
+    const zs_type *object_array_type; /* ZS_MEMBER_OBJECT_ARRAY members */
+
+    /* black values */
+    zs_value_slot *values;
+    uint32_t value_capacity;
+    uint32_t value_live;
+    uint32_t value_free_head; /* index + 1; 0 = none */
+    bool black_roots;
+
+    /* managed callables referenced by delegate bindings */
+    uint32_t *callable_refs;
+    uint32_t callable_capacity;
+    zs_u32_vec released_callables;
     zs_name_table names;
 
     /* roots */
@@ -245,6 +294,28 @@ zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length,
 void zs_classes_release(zs_runtime *rt);
 /* The schema word at a member offset, or 0 when there is none. */
 uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
+const zs_type *zs_class_member_type(const zs_class *cls, uint32_t offset);
+
+/* schemas and value types (types.c) */
+/* Append a member's flattened words (nested structs inlined) at base. */
+bool zs_schema_add(zs_runtime *rt, zs_schema *schema, const zs_type *type, uint32_t base);
+/* Sort strong words first and count them; false when out of memory. */
+void zs_schema_finish(zs_schema *schema);
+void zs_schema_release(zs_runtime *rt, zs_schema *schema);
+bool zs_schema_copy(zs_runtime *rt, zs_schema *dst, const zs_schema *src);
+/* Free what a value owns and zero it (no barrier, no cluster logic). */
+void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value);
+/* Destroy every VALUE member of a schema laid out at base. */
+void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base);
+void zs_types_release(zs_runtime *rt);
+/* Mark, through the write barrier, every reference inside a value. */
+void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value);
+/* Release the callable of a binding being destroyed. */
+void zs_binding_drop(zs_runtime *rt, zs_binding *binding);
+void zs_values_release(zs_runtime *rt);
+/* Call fn on every strong reference slot inside a value. */
+void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
+                           void (*fn)(void *context, zs_ref *slot, bool killable), void *context);
 
 /* clusters (clusters.c) */
 void zs_clusters_release(zs_runtime *rt);
@@ -253,6 +324,11 @@ void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster);
 void zs_clusters_dissolve_stale(zs_runtime *rt);
 /* A dying cluster root releases its cluster record (members die with it). */
 void zs_cluster_release_dying(zs_runtime *rt, int32_t cluster);
+/* Mark every black value that holds references (when they are roots). */
+void zs_mark_values(zs_marker *m);
+/* Follow every strong reference inside a value (marker-side, recursive by
+   type depth only). */
+void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable);
 /* Mark a whole cluster and everything it references. */
 void zs_mark_cluster(zs_marker *m, int32_t cluster);
 bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster);

@@ -132,6 +132,7 @@ zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out) {
     rt->mark_parity = ZS_ITEM_MARK;
     rt->min_cluster_size = options->min_cluster_size ? options->min_cluster_size : 16;
     rt->disregard_open = (options->flags & ZS_RUNTIME_DISREGARD_WINDOW) != 0;
+    rt->black_roots = (options->flags & ZS_RUNTIME_BLACK_NOT_ROOTS) == 0;
     rt->mark_threads = options->mark_threads ? options->mark_threads : zs_default_mark_threads();
     rt->parallel_threshold = 65536; /* below this, thread start-up costs more than it saves */
     zs_status status = zs_heap_init(rt, max_objects);
@@ -147,9 +148,11 @@ void zs_runtime_free(zs_runtime *rt) {
     if (rt == NULL) return;
     ZS_LOCK(rt);
     zs_gc_destroy_everything(rt);
+    zs_values_release(rt);
     zs_gc_release(rt);
     zs_clusters_release(rt);
     zs_classes_release(rt);
+    zs_types_release(rt);
     zs_names_release(rt);
     zs_u32_release(rt, &rt->root_list);
     zs_heap_release(rt);

@@ -30,10 +30,20 @@ static bool fail(checker *c, const char *format, ...) {
 /* A strong or immutable reference held by a surviving holder must name a
    live slot that is not dying. */
 static bool check_strong(checker *c, const zs_item *holder, zs_ref ref, const char *what) {
-    /* A dying holder may already point at freed slots mid-purge. */
-    if (ref == ZS_NULL_REF || (holder->flags & ZS_ITEM_DYING)) return true;
+    /* A dying holder may already point at freed slots mid-purge; while
+       gathering, an unmarked holder is dying but maybe not flagged yet. */
+    if (ref == ZS_NULL_REF) return true;
+    if (holder != NULL && ((holder->flags & ZS_ITEM_DYING) ||
+                           (c->rt->phase == ZS_GC_GATHERING && !item_is_marked(c->rt, holder) &&
+                            !(holder->flags & ZS_ITEM_PERMANENT))))
+        return true;
     zs_item *target = zs_item_of(c->rt, ref);
-    uint32_t index = holder->object->index;
+    uint32_t index = holder ? holder->object->index : UINT32_MAX;
+    if (holder == NULL) {
+        if (target == NULL || (target->flags & ZS_ITEM_DYING))
+            return fail(c, "black value: %s reference to a destroyed object %u", what, ZS_REF_INDEX(ref));
+        return true;
+    }
     if (target == NULL)
         return fail(c, "object %u: %s reference to stale handle %u/%u", index, what,
                     ZS_REF_INDEX(ref), ZS_REF_SERIAL(ref));
@@ -45,6 +55,74 @@ static bool check_strong(checker *c, const zs_item *holder, zs_ref ref, const ch
         return fail(c, "object %u: permanent object references collectable object %u "
                        "without being scanned as a root", index, ZS_REF_INDEX(ref));
     return true;
+}
+
+static bool check_value(checker *c, const zs_item *holder, const zs_type *type, const void *value,
+                        bool refs);
+
+/* Every reference and value member of a schema laid out at base. */
+static bool check_schema(checker *c, const zs_item *holder, const zs_schema *schema, const char *base,
+                         bool refs) {
+    for (uint32_t i = 0; i < schema->count; i++) {
+        const char *member = base + (schema->words[i] >> ZS_OP_SHIFT);
+        uint32_t op = schema->words[i] & ZS_OP_MASK;
+        if (op == ZS_OP_OBJECT && refs && !check_strong(c, holder, *(const zs_ref *)member, "member"))
+            return false;
+        if (op == ZS_OP_VALUE && !check_value(c, holder, schema->types[i], member, refs)) return false;
+    }
+    return true;
+}
+
+static bool check_entries(checker *c, const zs_item *holder, const zs_type *type, const zs_array *entries,
+                          bool refs) {
+    if (entries->count > entries->capacity || (entries->capacity > 0 && entries->data == NULL))
+        return fail(c, "container: count %u > capacity %u", entries->count, entries->capacity);
+    for (uint32_t i = 0; i < entries->count; i++) {
+        const char *entry = (const char *)entries->data + (size_t)i * type->entry_size;
+        if (!check_value(c, holder, type->element, entry, refs)) return false;
+        if (type->value && !check_value(c, holder, type->value, entry + type->value_offset, refs))
+            return false;
+    }
+    return true;
+}
+
+/* A value's own invariants (counts, buckets), then its references. */
+static bool check_value(checker *c, const zs_item *holder, const zs_type *type, const void *value,
+                        bool refs) {
+    switch (type->kind) {
+    case ZS_TYPE_OBJECT:
+        return !refs || check_strong(c, holder, *(const zs_ref *)value, "value");
+    case ZS_TYPE_STRING: {
+        const zs_string *string = value;
+        if (string->length > string->capacity || (string->capacity > 0 && string->data == NULL))
+            return fail(c, "string: length %u > capacity %u", string->length, string->capacity);
+        return true;
+    }
+    case ZS_TYPE_STRUCT:
+        return check_schema(c, holder, &type->schema, value, refs);
+    case ZS_TYPE_ARRAY:
+        return check_entries(c, holder, type, value, refs);
+    case ZS_TYPE_SET:
+    case ZS_TYPE_MAP: {
+        const zs_hash *hash = value;
+        uint32_t used = 0;
+        for (uint32_t b = 0; b < hash->bucket_count; b++) {
+            if (hash->buckets[b] == 0) continue;
+            used++;
+            if (hash->buckets[b] > hash->entries.count) return fail(c, "hash: bucket names entry past the end");
+        }
+        if (used != hash->entries.count)
+            return fail(c, "hash: %u buckets used for %u entries", used, hash->entries.count);
+        return check_entries(c, holder, type, &hash->entries, refs);
+    }
+    case ZS_TYPE_OPTIONAL: {
+        uint8_t set = ((const uint8_t *)value)[type->value_offset];
+        if (set > 1) return fail(c, "optional: flag byte %u", set);
+        return !set || check_value(c, holder, type->element, value, refs);
+    }
+    default:
+        return true;
+    }
 }
 
 static bool check_object(checker *c, uint32_t index, const zs_item *it) {
@@ -65,23 +143,10 @@ static bool check_object(checker *c, uint32_t index, const zs_item *it) {
     if (item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST))
         return fail(c, "object %u: root missing from the root list", index);
     if (dying && item_is_root(it)) return fail(c, "object %u: a root is dying", index);
-    if ((it->flags & ZS_ITEM_LEAF) && (cls->strong_count > 0 || object->outer != ZS_NULL_REF))
+    if ((it->flags & ZS_ITEM_LEAF) && (cls->schema.strong_count > 0 || object->outer != ZS_NULL_REF))
         return fail(c, "object %u: leaf flag on an object with references", index);
     if (!check_strong(c, it, object->outer, "outer")) return false;
-    for (uint32_t i = 0; i < cls->strong_count; i++) {
-        const char *member = (const char *)object + (cls->schema[i] >> ZS_OP_SHIFT);
-        if ((cls->schema[i] & ZS_OP_MASK) == ZS_OP_OBJECT) {
-            if (!check_strong(c, it, *(const zs_ref *)member, "member")) return false;
-            continue;
-        }
-        const zs_ref_array *array = (const zs_ref_array *)member;
-        if (array->count > array->capacity || (array->capacity > 0 && array->data == NULL))
-            return fail(c, "object %u: reference array count %u > capacity %u", index,
-                        array->count, array->capacity);
-        for (uint32_t e = 0; e < array->count; e++)
-            if (!check_strong(c, it, array->data[e], "array element")) return false;
-    }
-    return true;
+    return check_schema(c, it, &cls->schema, (const char *)object, true);
 }
 
 /* Every live cluster: its root and members name it back, all share one
@@ -172,6 +237,11 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
         uint32_t index = rt->root_list.data[i];
         if (index >= rt->high_water || zs_item_at(rt, index)->object == NULL)
             fail(&c, "root list entry %u names a free slot", index);
+    }
+    for (uint32_t i = 0; i < rt->value_capacity && !c.failed; i++) {
+        const zs_value_slot *slot = &rt->values[i];
+        /* Non-root black values may hold stale references: structure only. */
+        if (slot->value != NULL) check_value(&c, NULL, slot->type, slot->value, rt->black_roots);
     }
     for (uint32_t i = 0; i < rt->expiring.count && !c.failed; i++) {
         zs_item *it = zs_item_of(rt, rt->expiring.data[i]);

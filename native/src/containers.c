@@ -1,0 +1,346 @@
+/*
+ * containers.c -- arrays, sets, maps, optionals and delegate bindings:
+ * the structural operations. Element storage is native; every element is
+ * built, copied and destroyed through its type (types.c).
+ *
+ * Invariants: entries [0, count) are valid values and [count, capacity) are
+ * zeroed; a hash's buckets index exactly its entries (linear probing,
+ * deletion by backward shift, so no tombstones).
+ */
+#include "internal.h"
+
+#include <string.h>
+
+/* Hard cap on container entries: keeps byte counts far from overflow. */
+#define MAX_ENTRIES (1u << 30)
+
+/* Shared checks of every structural call (see begin_store in types.c). */
+static zs_status begin(zs_runtime *rt, zs_ref owner, const zs_type *type, uint32_t kind) {
+    if (rt->in_destroy_hook) return ZS_E_BUSY;
+    if (type == NULL || type->id >= rt->type_count || rt->types[type->id] != type || type->kind != kind)
+        return ZS_E_INVALID;
+    if (owner == ZS_NULL_REF) return ZS_OK;
+    zs_item *it = zs_item_of(rt, owner);
+    if (it == NULL) return ZS_E_STALE;
+    if (it->flags & ZS_ITEM_DYING) return ZS_E_DYING;
+    if (it->cluster_index >= 0 && (type->flags & ZS_TYPE_HAS_REFS)) zs_cluster_dissolve(rt, it->cluster_index);
+    return ZS_OK;
+}
+
+/* References written into an owner: barrier, and escape a permanent owner. */
+static void written(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value) {
+    if (!(type->flags & ZS_TYPE_HAS_REFS)) return;
+    zs_value_barrier(rt, type, value);
+    zs_item *it = owner ? zs_item_of(rt, owner) : NULL;
+    if (it != NULL && (it->flags & ZS_ITEM_PERMANENT) && zs_root_list_add(rt, it)) {
+        it->flags |= ZS_ITEM_ESCAPED;
+        it->flags &= ~ZS_ITEM_LEAF;
+    }
+}
+
+/* Grow entry storage to hold at least `wanted` entries (new space zeroed). */
+static bool entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size, uint32_t wanted) {
+    if (wanted <= array->capacity) return true;
+    if (wanted > MAX_ENTRIES) return false;
+    uint32_t capacity = array->capacity < 4 ? 4 : array->capacity;
+    while (capacity < wanted) capacity = capacity > MAX_ENTRIES / 2 ? MAX_ENTRIES : capacity * 2;
+    void *grown = zs_realloc(rt, array->data, (size_t)array->capacity * entry_size,
+                             (size_t)capacity * entry_size);
+    if (grown == NULL) return false;
+    array->data = grown;
+    array->capacity = capacity;
+    return true;
+}
+
+/* ======================================================================
+ * Arrays
+ * ====================================================================== */
+
+zs_status zs_array_reserve(zs_runtime *rt, const zs_type *type, zs_array *array, uint32_t capacity) {
+    if (array == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = begin(rt, ZS_NULL_REF, type, ZS_TYPE_ARRAY);
+    if (status == ZS_OK && !entries_reserve(rt, array, type->entry_size, capacity))
+        status = capacity > MAX_ENTRIES ? ZS_E_INVALID : ZS_E_NOMEM;
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                          uint32_t index, const void *value, uint32_t count) {
+    if (array == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = begin(rt, owner, type, ZS_TYPE_ARRAY);
+    if (status == ZS_OK && (index > array->count || count > MAX_ENTRIES - array->count))
+        status = ZS_E_INVALID;
+    if (status == ZS_OK && !entries_reserve(rt, array, type->entry_size, array->count + count))
+        status = ZS_E_NOMEM;
+    if (status == ZS_OK && count > 0) {
+        size_t entry = type->entry_size;
+        char *base = array->data;
+        /* value may point into this array: copy it out before moving. */
+        void *source = NULL;
+        if (value != NULL) {
+            source = zs_alloc(rt, entry);
+            if (source == NULL) status = ZS_E_NOMEM;
+            else memcpy(source, value, type->element->size);
+        }
+        if (status == ZS_OK) {
+            memmove(base + (index + count) * entry, base + index * entry,
+                    (size_t)(array->count - index) * entry);
+            memset(base + index * entry, 0, (size_t)count * entry);
+            array->count += count;
+            for (uint32_t i = 0; source != NULL && i < count; i++) {
+                zs_status copied = zs_value_assign(rt, ZS_NULL_REF, type->element,
+                                                   base + (index + i) * entry, source);
+                if (copied != ZS_OK) {
+                    /* Unwind: drop what was inserted, leave the array as before. */
+                    for (uint32_t k = 0; k < count; k++)
+                        zs_value_destroy(rt, type->element, base + (index + k) * entry);
+                    memmove(base + index * entry, base + (index + count) * entry,
+                            (size_t)(array->count - index - count) * entry);
+                    array->count -= count;
+                    memset(base + array->count * entry, 0, (size_t)count * entry);
+                    status = copied;
+                    break;
+                }
+            }
+            if (status == ZS_OK) written(rt, owner, type, array);
+        }
+        zs_free(rt, source, source ? entry : 0);
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_array_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                          uint32_t index, uint32_t count) {
+    if (array == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = begin(rt, owner, type, ZS_TYPE_ARRAY);
+    if (status == ZS_OK && (index > array->count || count > array->count - index)) status = ZS_E_INVALID;
+    if (status == ZS_OK && count > 0) {
+        size_t entry = type->entry_size;
+        char *base = array->data;
+        for (uint32_t i = 0; i < count; i++) zs_value_destroy(rt, type->element, base + (index + i) * entry);
+        memmove(base + index * entry, base + (index + count) * entry,
+                (size_t)(array->count - index - count) * entry);
+        array->count -= count;
+        memset(base + array->count * entry, 0, (size_t)count * entry);
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+/* ======================================================================
+ * Sets and maps
+ * ====================================================================== */
+
+static char *entry_at(const zs_type *type, const zs_hash *hash, uint32_t index) {
+    return (char *)hash->entries.data + (size_t)index * type->entry_size;
+}
+
+/* The bucket holding `key`, or the empty bucket where it would go. */
+static uint32_t probe(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
+                      bool *found) {
+    uint32_t mask = hash->bucket_count - 1;
+    uint32_t slot = (uint32_t)zs_value_hash(rt, type->element, key) & mask;
+    for (;; slot = (slot + 1) & mask) {
+        uint32_t held = hash->buckets[slot];
+        if (held == 0) {
+            *found = false;
+            return slot;
+        }
+        if (zs_value_equal(rt, type->element, entry_at(type, hash, held - 1), key) == 1) {
+            *found = true;
+            return slot;
+        }
+    }
+}
+
+/* Rebuild the bucket index at a new size (power of two, > 2 x entries). */
+static bool rehash(zs_runtime *rt, const zs_type *type, zs_hash *hash, uint32_t bucket_count) {
+    uint32_t *buckets = zs_alloc(rt, (size_t)bucket_count * sizeof(uint32_t));
+    if (buckets == NULL) return false;
+    zs_free(rt, hash->buckets, (size_t)hash->bucket_count * sizeof(uint32_t));
+    hash->buckets = buckets;
+    hash->bucket_count = bucket_count;
+    for (uint32_t i = 0; i < hash->entries.count; i++) {
+        bool found;
+        uint32_t slot = probe(rt, type, hash, entry_at(type, hash, i), &found);
+        assert(!found);
+        hash->buckets[slot] = i + 1;
+    }
+    return true;
+}
+
+zs_status zs_hash_find(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
+                       int64_t *out_index) {
+    if (hash == NULL || key == NULL || out_index == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = ZS_OK;
+    if (type == NULL || type->id >= rt->type_count || rt->types[type->id] != type ||
+        (type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP))
+        status = ZS_E_INVALID;
+    *out_index = -1;
+    if (status == ZS_OK && hash->bucket_count > 0) {
+        bool found;
+        uint32_t slot = probe(rt, type, hash, key, &found);
+        if (found) *out_index = hash->buckets[slot] - 1;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash *hash,
+                      const void *key, uint32_t *out_index, int *out_added) {
+    if (hash == NULL || key == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = begin(rt, owner, type, type ? type->kind : 0);
+    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP) status = ZS_E_INVALID;
+    int added = 0;
+    uint32_t index = 0;
+    if (status == ZS_OK) {
+        bool found = false;
+        uint32_t slot = 0;
+        if (hash->bucket_count > 0) slot = probe(rt, type, hash, key, &found);
+        if (found) {
+            index = hash->buckets[slot] - 1;
+        } else if (hash->entries.count >= MAX_ENTRIES) {
+            status = ZS_E_INVALID;
+        } else {
+            /* Copy the key first: it may point into this very container. */
+            void *copy = zs_alloc(rt, type->entry_size);
+            if (copy == NULL) status = ZS_E_NOMEM;
+            else if (zs_value_assign(rt, ZS_NULL_REF, type->element, copy, key) != ZS_OK) status = ZS_E_NOMEM;
+            if (status == ZS_OK && !entries_reserve(rt, &hash->entries, type->entry_size,
+                                                    hash->entries.count + 1))
+                status = ZS_E_NOMEM;
+            if (status == ZS_OK && (hash->entries.count + 1) * 2 > hash->bucket_count &&
+                !rehash(rt, type, hash, hash->bucket_count ? hash->bucket_count * 2 : 16))
+                status = ZS_E_NOMEM;
+            if (status == ZS_OK) {
+                index = hash->entries.count;
+                memcpy(entry_at(type, hash, index), copy, type->element->size);
+                hash->entries.count++;
+                bool again;
+                hash->buckets[probe(rt, type, hash, copy, &again)] = index + 1;
+                added = 1;
+                written(rt, owner, type, hash);
+            } else if (copy != NULL) {
+                zs_value_destroy(rt, type->element, copy);
+            }
+            zs_free(rt, copy, copy ? type->entry_size : 0);
+        }
+    }
+    if (out_index != NULL) *out_index = index;
+    if (out_added != NULL) *out_added = added;
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash *hash,
+                         const void *key, int *out_removed) {
+    if (hash == NULL || key == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = begin(rt, owner, type, type ? type->kind : 0);
+    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP) status = ZS_E_INVALID;
+    int removed = 0;
+    if (status == ZS_OK && hash->bucket_count > 0) {
+        bool found;
+        uint32_t slot = probe(rt, type, hash, key, &found);
+        if (found) {
+            uint32_t index = hash->buckets[slot] - 1, mask = hash->bucket_count - 1;
+            /* Backward-shift deletion keeps every probe chain unbroken. */
+            uint32_t hole = slot;
+            for (uint32_t next = (hole + 1) & mask; hash->buckets[next] != 0; next = (next + 1) & mask) {
+                uint32_t home = (uint32_t)zs_value_hash(rt, type->element,
+                                                        entry_at(type, hash, hash->buckets[next] - 1)) & mask;
+                /* Move next into the hole unless its home lies in (hole, next]. */
+                bool stays = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
+                if (!stays) {
+                    hash->buckets[hole] = hash->buckets[next];
+                    hole = next;
+                }
+            }
+            hash->buckets[hole] = 0;
+            char *victim = entry_at(type, hash, index);
+            zs_value_destroy(rt, type->element, victim);
+            if (type->value) zs_value_destroy(rt, type->value, victim + type->value_offset);
+            uint32_t last = hash->entries.count - 1;
+            if (index != last) {
+                /* The last entry fills the hole; repoint its bucket. */
+                bool moved_found;
+                uint32_t moved = probe(rt, type, hash, entry_at(type, hash, last), &moved_found);
+                assert(moved_found && hash->buckets[moved] == last + 1);
+                memcpy(victim, entry_at(type, hash, last), type->entry_size);
+                hash->buckets[moved] = index + 1;
+            }
+            memset(entry_at(type, hash, last), 0, type->entry_size);
+            hash->entries.count--;
+            removed = 1;
+        }
+    }
+    if (out_removed != NULL) *out_removed = removed;
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+/* ======================================================================
+ * Optionals and delegates
+ * ====================================================================== */
+
+zs_status zs_optional_set(zs_runtime *rt, zs_ref owner, const zs_type *type, void *optional,
+                          const void *value) {
+    if (optional == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = begin(rt, owner, type, ZS_TYPE_OPTIONAL);
+    if (status == ZS_OK) {
+        void *copy = zs_alloc(rt, type->size);
+        if (copy == NULL) status = ZS_E_NOMEM;
+        else if (value != NULL)
+            status = zs_value_assign(rt, ZS_NULL_REF, type->element, copy, value);
+        if (status == ZS_OK) {
+            zs_value_destroy(rt, type, optional);
+            memcpy(optional, copy, type->element->size);
+            ((uint8_t *)optional)[type->value_offset] = 1;
+            written(rt, owner, type, optional);
+        } else if (copy != NULL) {
+            zs_value_destroy(rt, type->element, copy);
+        }
+        zs_free(rt, copy, copy ? type->size : 0);
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_binding_set(zs_runtime *rt, zs_binding *binding, zs_ref object, uint32_t function_name,
+                         uint32_t callable) {
+    if (binding == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK;
+    if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count) status = ZS_E_INVALID;
+    if (status == ZS_OK && callable != 0 && zs_callable_retain(rt, callable) != ZS_OK) status = ZS_E_NOMEM;
+    if (status == ZS_OK) {
+        zs_binding_drop(rt, binding);
+        binding->object = object;
+        binding->function_name = object != ZS_NULL_REF ? function_name : 0;
+        binding->callable = callable;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_sparse_bindings(zs_runtime *rt, void *sparse, int create, zs_array **out) {
+    if (sparse == NULL || out == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = ZS_OK;
+    zs_array **slot = sparse;
+    if (*slot == NULL && create) {
+        if (rt->in_destroy_hook) status = ZS_E_BUSY;
+        else if ((*slot = zs_alloc(rt, sizeof(zs_array))) == NULL) status = ZS_E_NOMEM;
+    }
+    *out = *slot;
+    ZS_UNLOCK(rt);
+    return status;
+}

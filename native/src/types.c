@@ -1,0 +1,869 @@
+/*
+ * types.c -- value types: their registry, flattened schemas, and the
+ * operations every value supports (destroy, deep copy, equality, hashing,
+ * reference iteration), driven by the type, never by the caller.
+ *
+ * Invariants relied on here:
+ *  - Zeroed memory is a valid, empty value of every type, and destroying a
+ *    value leaves it zeroed. So a failed copy can always be unwound by
+ *    destroying the destination.
+ *  - Strong references inside values are live (or null): the collector
+ *    traces them, and copies from black values that are not roots (where
+ *    a reference may have gone stale) are sanitised on the way in.
+ *  - Set elements and map keys are never nulled by the collector (that
+ *    would break the hash); only array elements, map values, struct
+ *    members and optionals are killable.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ======================================================================
+ * Registry
+ * ====================================================================== */
+
+static bool is_power_of_two(uint32_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+static uint32_t round_up(uint32_t value, uint32_t align) { return (value + align - 1) & ~(align - 1); }
+
+/* A new zeroed type appended to the runtime's registry. */
+static zs_type *type_new(zs_runtime *rt, uint32_t kind) {
+    if (rt->type_count == rt->type_capacity) {
+        uint32_t capacity = rt->type_capacity ? rt->type_capacity * 2 : 32;
+        zs_type **grown = zs_realloc(rt, rt->types, rt->type_capacity * sizeof *grown,
+                                     capacity * sizeof *grown);
+        if (grown == NULL) return NULL;
+        rt->types = grown;
+        rt->type_capacity = capacity;
+    }
+    zs_type *type = zs_alloc(rt, sizeof *type);
+    if (type == NULL) return NULL;
+    type->id = rt->type_count;
+    type->kind = kind;
+    rt->types[rt->type_count++] = type;
+    return type;
+}
+
+static bool type_valid(const zs_runtime *rt, const zs_type *type) {
+    return type != NULL && type->id < rt->type_count && rt->types[type->id] == type;
+}
+
+zs_status zs_type_basic(zs_runtime *rt, zs_type_kind kind, uint32_t size, uint32_t align,
+                        const zs_type **out) {
+    if (out == NULL) return ZS_E_INVALID;
+    uint32_t flags = 0, unit = 0;
+    switch (kind) {
+    case ZS_TYPE_PLAIN:
+        if (!is_power_of_two(align) || align > 16 || size == 0 || size % align != 0) return ZS_E_INVALID;
+        flags = ZS_TYPE_BITWISE | ZS_TYPE_HASHABLE;
+        break;
+    case ZS_TYPE_OBJECT:
+        size = align = 8;
+        flags = ZS_TYPE_HAS_REFS | ZS_TYPE_BITWISE | ZS_TYPE_HASHABLE;
+        break;
+    case ZS_TYPE_WEAK_OBJECT:
+        size = align = 8;
+        flags = ZS_TYPE_BITWISE | ZS_TYPE_HASHABLE;
+        break;
+    case ZS_TYPE_STRING:
+        if (size != 1 && size != 2) return ZS_E_INVALID;
+        unit = size;
+        size = sizeof(zs_string);
+        align = 8;
+        flags = ZS_TYPE_NEEDS_DTOR | ZS_TYPE_HASHABLE;
+        break;
+    case ZS_TYPE_DELEGATE:
+        size = sizeof(zs_binding);
+        align = 8;
+        flags = ZS_TYPE_NEEDS_DTOR;
+        break;
+    case ZS_TYPE_MULTICAST:
+        size = sizeof(zs_array);
+        align = 8;
+        flags = ZS_TYPE_NEEDS_DTOR;
+        break;
+    case ZS_TYPE_SPARSE:
+        size = sizeof(zs_array *);
+        align = 8;
+        flags = ZS_TYPE_NEEDS_DTOR;
+        break;
+    default:
+        return ZS_E_INVALID;
+    }
+    ZS_LOCK(rt);
+    zs_status status = ZS_OK;
+    for (uint32_t i = 0; i < rt->type_count; i++) {
+        const zs_type *t = rt->types[i];
+        if (t->kind == (uint32_t)kind && t->size == size && t->align == align && t->unit == unit) {
+            *out = t;
+            goto done;
+        }
+    }
+    zs_type *type = type_new(rt, kind);
+    if (type == NULL) {
+        status = ZS_E_NOMEM;
+        goto done;
+    }
+    type->size = size;
+    type->align = align;
+    type->flags = flags;
+    type->unit = unit;
+    *out = type;
+done:
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_type_struct(zs_runtime *rt, const char *name, uint32_t size, uint32_t align,
+                         const zs_type_member *members, uint32_t member_count,
+                         const zs_type **out) {
+    if (out == NULL || name == NULL || (member_count > 0 && members == NULL)) return ZS_E_INVALID;
+    if (!is_power_of_two(align) || align > 16 || size == 0 || size % align != 0 ||
+        size > ZS_OP_MAX_OFFSET)
+        return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = ZS_E_INVALID;
+    uint32_t flags = ZS_TYPE_BITWISE | ZS_TYPE_HASHABLE;
+    for (uint32_t i = 0; i < member_count; i++) {
+        const zs_type *t = members[i].type;
+        if (!type_valid(rt, t) || members[i].offset % t->align != 0 || t->align > align ||
+            (uint64_t)members[i].offset + t->size > size)
+            goto done;
+        for (uint32_t j = 0; j < i; j++) {
+            uint64_t a0 = members[i].offset, a1 = a0 + t->size;
+            uint64_t b0 = members[j].offset, b1 = b0 + members[j].type->size;
+            if (a0 < b1 && b0 < a1) goto done;
+        }
+        flags |= t->flags & (ZS_TYPE_HAS_REFS | ZS_TYPE_NEEDS_DTOR);
+        if (!(t->flags & ZS_TYPE_BITWISE)) flags &= ~ZS_TYPE_BITWISE;
+        if (!(t->flags & ZS_TYPE_HASHABLE)) flags &= ~ZS_TYPE_HASHABLE;
+    }
+    status = ZS_E_NOMEM;
+    zs_type *type = type_new(rt, ZS_TYPE_STRUCT);
+    if (type == NULL) goto done;
+    type->size = size;
+    type->align = align;
+    type->flags = flags;
+    size_t name_length = strlen(name);
+    type->name = zs_alloc(rt, name_length + 1);
+    type->members = member_count ? zs_alloc(rt, member_count * sizeof *members) : NULL;
+    bool ok = type->name != NULL && (member_count == 0 || type->members != NULL);
+    if (ok) {
+        memcpy(type->name, name, name_length);
+        if (member_count) memcpy(type->members, members, member_count * sizeof *members);
+        type->member_count = member_count;
+        for (uint32_t i = 0; ok && i < member_count; i++)
+            ok = zs_schema_add(rt, &type->schema, members[i].type, members[i].offset);
+        zs_schema_finish(&type->schema);
+    }
+    /* A half-built type stays registered (registries never shrink) but is
+       not returned; it is released with the runtime. */
+    if (ok) {
+        *out = type;
+        status = ZS_OK;
+    }
+done:
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_type_container(zs_runtime *rt, zs_type_kind kind, const zs_type *element,
+                            const zs_type *value, const zs_type **out) {
+    if (out == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = ZS_E_INVALID;
+    if (!type_valid(rt, element) || (kind == ZS_TYPE_MAP) != (value != NULL)) goto done;
+    if (value != NULL && !type_valid(rt, value)) goto done;
+    if ((kind == ZS_TYPE_SET || kind == ZS_TYPE_MAP) && !(element->flags & ZS_TYPE_HASHABLE)) goto done;
+    if (kind != ZS_TYPE_ARRAY && kind != ZS_TYPE_SET && kind != ZS_TYPE_MAP && kind != ZS_TYPE_OPTIONAL)
+        goto done;
+    status = ZS_OK;
+    for (uint32_t i = 0; i < rt->type_count; i++) {
+        const zs_type *t = rt->types[i];
+        if (t->kind == (uint32_t)kind && t->element == element && t->value == value) {
+            *out = t;
+            goto done;
+        }
+    }
+    status = ZS_E_NOMEM;
+    zs_type *type = type_new(rt, kind);
+    if (type == NULL) goto done;
+    type->element = element;
+    type->value = value;
+    uint32_t inner = element->flags | (value ? value->flags : 0);
+    switch (kind) {
+    case ZS_TYPE_ARRAY:
+        type->size = sizeof(zs_array);
+        type->align = 8;
+        type->entry_size = round_up(element->size, element->align);
+        type->flags = ZS_TYPE_NEEDS_DTOR | (inner & ZS_TYPE_HAS_REFS);
+        break;
+    case ZS_TYPE_SET:
+    case ZS_TYPE_MAP: {
+        uint32_t entry_align = value && value->align > element->align ? value->align : element->align;
+        type->size = sizeof(zs_hash);
+        type->align = 8;
+        type->value_offset = value ? round_up(element->size, value->align) : 0;
+        type->entry_size = round_up(value ? type->value_offset + value->size : element->size, entry_align);
+        type->flags = ZS_TYPE_NEEDS_DTOR | (inner & ZS_TYPE_HAS_REFS);
+        break;
+    }
+    default: /* ZS_TYPE_OPTIONAL: the value, then a flag byte */
+        type->align = element->align;
+        type->value_offset = element->size;
+        type->size = round_up(element->size + 1, element->align);
+        type->flags = element->flags & (ZS_TYPE_HAS_REFS | ZS_TYPE_NEEDS_DTOR | ZS_TYPE_BITWISE |
+                                        ZS_TYPE_HASHABLE);
+        break;
+    }
+    *out = type;
+    status = ZS_OK;
+done:
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+uint32_t zs_type_size(const zs_type *type) { return type->size; }
+uint32_t zs_type_align(const zs_type *type) { return type->align; }
+uint32_t zs_type_flags(const zs_type *type) { return type->flags; }
+uint32_t zs_type_kind_of(const zs_type *type) { return type->kind; }
+uint32_t zs_type_id(const zs_type *type) { return type->id; }
+uint32_t zs_type_value_offset(const zs_type *type) { return type->value_offset; }
+uint32_t zs_type_entry_size(const zs_type *type) { return type->entry_size; }
+
+void zs_types_release(zs_runtime *rt) {
+    for (uint32_t i = 0; i < rt->type_count; i++) {
+        zs_type *type = rt->types[i];
+        zs_schema_release(rt, &type->schema);
+        zs_free(rt, type->members, type->member_count * sizeof *type->members);
+        if (type->name != NULL) zs_free(rt, type->name, strlen(type->name) + 1);
+        zs_free(rt, type, sizeof *type);
+    }
+    zs_free(rt, rt->types, rt->type_capacity * sizeof *rt->types);
+    rt->types = NULL;
+    rt->type_count = rt->type_capacity = 0;
+    zs_free(rt, rt->callable_refs, rt->callable_capacity * sizeof(uint32_t));
+    rt->callable_refs = NULL;
+    rt->callable_capacity = 0;
+    zs_u32_release(rt, &rt->released_callables);
+}
+
+/* ======================================================================
+ * Schemas
+ * ====================================================================== */
+
+static bool schema_push(zs_runtime *rt, zs_schema *schema, uint32_t word, const zs_type *type) {
+    if (schema->count % 16 == 0) {
+        uint32_t old = schema->count, grown = schema->count + 16;
+        uint32_t *words = zs_realloc(rt, schema->words, old * sizeof(uint32_t), grown * sizeof(uint32_t));
+        if (words == NULL) return false;
+        schema->words = words;
+        const zs_type **types = zs_realloc(rt, (void *)schema->types, old * sizeof(zs_type *),
+                                           grown * sizeof(zs_type *));
+        if (types == NULL) return false;
+        schema->types = types;
+    }
+    schema->words[schema->count] = word;
+    schema->types[schema->count] = type;
+    schema->count++;
+    return true;
+}
+
+bool zs_schema_add(zs_runtime *rt, zs_schema *schema, const zs_type *type, uint32_t base) {
+    switch (type->kind) {
+    case ZS_TYPE_PLAIN:
+        return true;
+    case ZS_TYPE_OBJECT:
+        return schema_push(rt, schema, ZS_OP_OBJECT | (base << ZS_OP_SHIFT), NULL);
+    case ZS_TYPE_WEAK_OBJECT:
+        return schema_push(rt, schema, ZS_OP_WEAK | (base << ZS_OP_SHIFT), NULL);
+    case ZS_TYPE_STRUCT:
+        /* Inline the nested struct's words with their offsets moved. */
+        for (uint32_t i = 0; i < type->schema.count; i++) {
+            uint32_t word = type->schema.words[i];
+            uint32_t offset = (word >> ZS_OP_SHIFT) + base;
+            if (!schema_push(rt, schema, (word & ZS_OP_MASK) | (offset << ZS_OP_SHIFT),
+                             type->schema.types[i]))
+                return false;
+        }
+        return true;
+    default:
+        if (!(type->flags & (ZS_TYPE_HAS_REFS | ZS_TYPE_NEEDS_DTOR))) return true;
+        return schema_push(rt, schema, ZS_OP_VALUE | (base << ZS_OP_SHIFT), type);
+    }
+}
+
+/* Strong words first: OBJECT, and VALUE words whose type holds references. */
+static bool word_is_strong(const zs_schema *schema, uint32_t i) {
+    uint32_t op = schema->words[i] & ZS_OP_MASK;
+    return op == ZS_OP_OBJECT || (op == ZS_OP_VALUE && (schema->types[i]->flags & ZS_TYPE_HAS_REFS));
+}
+
+void zs_schema_finish(zs_schema *schema) {
+    /* Stable partition by insertion (schemas are short, built once). */
+    uint32_t strong = 0;
+    for (uint32_t i = 0; i < schema->count; i++) {
+        if (!word_is_strong(schema, i)) continue;
+        uint32_t word = schema->words[i];
+        const zs_type *type = schema->types[i];
+        for (uint32_t j = i; j > strong; j--) {
+            schema->words[j] = schema->words[j - 1];
+            schema->types[j] = schema->types[j - 1];
+        }
+        schema->words[strong] = word;
+        schema->types[strong] = type;
+        strong++;
+    }
+    schema->strong_count = strong;
+}
+
+void zs_schema_release(zs_runtime *rt, zs_schema *schema) {
+    uint32_t capacity = (schema->count + 15) / 16 * 16;
+    zs_free(rt, schema->words, capacity * sizeof(uint32_t));
+    zs_free(rt, (void *)schema->types, capacity * sizeof(zs_type *));
+    memset(schema, 0, sizeof *schema);
+}
+
+bool zs_schema_copy(zs_runtime *rt, zs_schema *dst, const zs_schema *src) {
+    for (uint32_t i = 0; i < src->count; i++)
+        if (!schema_push(rt, dst, src->words[i], src->types[i])) return false;
+    return true;
+}
+
+void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base) {
+    for (uint32_t i = 0; i < schema->count; i++)
+        if ((schema->words[i] & ZS_OP_MASK) == ZS_OP_VALUE)
+            zs_value_destroy(rt, schema->types[i], base + (schema->words[i] >> ZS_OP_SHIFT));
+}
+
+/* ======================================================================
+ * Callables referenced by delegate bindings
+ * ====================================================================== */
+
+static bool callable_retain(zs_runtime *rt, uint32_t callable) {
+    if (callable == 0) return true;
+    if (callable >= rt->callable_capacity) {
+        uint32_t capacity = rt->callable_capacity ? rt->callable_capacity : 64;
+        while (capacity <= callable) {
+            if (capacity > UINT32_MAX / 2) return false;
+            capacity *= 2;
+        }
+        uint32_t *grown = zs_realloc(rt, rt->callable_refs, rt->callable_capacity * sizeof(uint32_t),
+                                     capacity * sizeof(uint32_t));
+        if (grown == NULL) return false;
+        rt->callable_refs = grown;
+        rt->callable_capacity = capacity;
+    }
+    if (rt->callable_refs[callable] == UINT32_MAX) return false;
+    rt->callable_refs[callable]++;
+    return true;
+}
+
+static void callable_release(zs_runtime *rt, uint32_t callable) {
+    if (callable == 0 || callable >= rt->callable_capacity || rt->callable_refs[callable] == 0) return;
+    if (--rt->callable_refs[callable] == 0 && !zs_u32_push(rt, &rt->released_callables, callable)) {
+        /* Out of memory: the managed side keeps the callable (a leak, not a crash). */
+    }
+}
+
+void zs_binding_drop(zs_runtime *rt, zs_binding *binding) {
+    callable_release(rt, binding->callable);
+    memset(binding, 0, sizeof *binding);
+}
+
+zs_status zs_callable_retain(zs_runtime *rt, uint32_t callable) {
+    ZS_LOCK(rt);
+    zs_status status = callable == 0 ? ZS_E_INVALID : callable_retain(rt, callable) ? ZS_OK : ZS_E_NOMEM;
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_callable_release(zs_runtime *rt, uint32_t callable) {
+    ZS_LOCK(rt);
+    zs_status status = callable != 0 && callable < rt->callable_capacity && rt->callable_refs[callable]
+                           ? ZS_OK
+                           : ZS_E_INVALID;
+    if (status == ZS_OK) callable_release(rt, callable);
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t capacity,
+                                     uint32_t *out_count) {
+    if (out_count == NULL || (buffer == NULL && capacity > 0)) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    uint32_t n = 0;
+    while (n < capacity && rt->released_callables.count > 0) {
+        uint32_t callable = rt->released_callables.data[--rt->released_callables.count];
+        /* Retained again since it was listed: still in use. */
+        if (rt->callable_refs[callable] == 0) buffer[n++] = callable;
+    }
+    *out_count = n;
+    ZS_UNLOCK(rt);
+    return ZS_OK;
+}
+
+/* ======================================================================
+ * Destroy
+ * ====================================================================== */
+
+static void bindings_destroy(zs_runtime *rt, zs_array *array) {
+    zs_binding *bindings = array->data;
+    for (uint32_t i = 0; i < array->count; i++) callable_release(rt, bindings[i].callable);
+    zs_free(rt, array->data, (size_t)array->capacity * sizeof(zs_binding));
+}
+
+static void entries_destroy(zs_runtime *rt, const zs_type *type, zs_array *entries) {
+    const zs_type *element = type->element, *value = type->value;
+    bool element_dtor = (element->flags & ZS_TYPE_NEEDS_DTOR) != 0;
+    bool value_dtor = value != NULL && (value->flags & ZS_TYPE_NEEDS_DTOR);
+    for (uint32_t i = 0; (element_dtor || value_dtor) && i < entries->count; i++) {
+        char *entry = (char *)entries->data + (size_t)i * type->entry_size;
+        if (element_dtor) zs_value_destroy(rt, element, entry);
+        if (value_dtor) zs_value_destroy(rt, value, entry + type->value_offset);
+    }
+    zs_free(rt, entries->data, (size_t)entries->capacity * type->entry_size);
+}
+
+void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value) {
+    if (!(type->flags & ZS_TYPE_NEEDS_DTOR)) {
+        memset(value, 0, type->size);
+        return;
+    }
+    switch (type->kind) {
+    case ZS_TYPE_STRING: {
+        zs_string *string = value;
+        zs_free(rt, string->data, (size_t)string->capacity * type->unit);
+        break;
+    }
+    case ZS_TYPE_STRUCT:
+        zs_schema_destroy(rt, &type->schema, value);
+        break;
+    case ZS_TYPE_ARRAY:
+        entries_destroy(rt, type, value);
+        break;
+    case ZS_TYPE_SET:
+    case ZS_TYPE_MAP: {
+        zs_hash *hash = value;
+        entries_destroy(rt, type, &hash->entries);
+        zs_free(rt, hash->buckets, (size_t)hash->bucket_count * sizeof(uint32_t));
+        break;
+    }
+    case ZS_TYPE_OPTIONAL:
+        if (((uint8_t *)value)[type->value_offset]) zs_value_destroy(rt, type->element, value);
+        break;
+    case ZS_TYPE_DELEGATE:
+        zs_binding_drop(rt, value);
+        break;
+    case ZS_TYPE_MULTICAST:
+        bindings_destroy(rt, value);
+        break;
+    case ZS_TYPE_SPARSE: {
+        zs_array *array = *(zs_array **)value;
+        if (array != NULL) {
+            bindings_destroy(rt, array);
+            zs_free(rt, array, sizeof *array);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    memset(value, 0, type->size);
+}
+
+/* ======================================================================
+ * Deep copy (dst must be empty; on failure it is left empty)
+ * ====================================================================== */
+
+static bool value_copy(zs_runtime *rt, const zs_type *type, void *dst, const void *src);
+
+/* Copy count entries of an array or hash. */
+static bool entries_copy(zs_runtime *rt, const zs_type *type, zs_array *dst, const zs_array *src) {
+    if (src->count == 0) return true;
+    size_t bytes = (size_t)src->count * type->entry_size;
+    dst->data = zs_alloc(rt, bytes);
+    if (dst->data == NULL) return false;
+    dst->capacity = src->count;
+    const zs_type *element = type->element, *value = type->value;
+    bool bitwise = (element->flags & ZS_TYPE_BITWISE) && (value == NULL || (value->flags & ZS_TYPE_BITWISE));
+    if (bitwise) {
+        memcpy(dst->data, src->data, bytes);
+        dst->count = src->count;
+        return true;
+    }
+    for (uint32_t i = 0; i < src->count; i++) {
+        char *d = (char *)dst->data + (size_t)i * type->entry_size;
+        const char *s = (const char *)src->data + (size_t)i * type->entry_size;
+        dst->count = i + 1; /* the entry is valid (zeroed) from here on */
+        if (!value_copy(rt, element, d, s)) return false;
+        if (value != NULL && !value_copy(rt, value, d + type->value_offset, s + type->value_offset))
+            return false;
+    }
+    return true;
+}
+
+static bool bindings_copy(zs_runtime *rt, zs_array *dst, const zs_array *src) {
+    if (src->count == 0) return true;
+    dst->data = zs_alloc(rt, (size_t)src->count * sizeof(zs_binding));
+    if (dst->data == NULL) return false;
+    dst->capacity = src->count;
+    const zs_binding *from = src->data;
+    zs_binding *to = dst->data;
+    for (uint32_t i = 0; i < src->count; i++) {
+        if (!callable_retain(rt, from[i].callable)) return false;
+        to[i] = from[i];
+        dst->count = i + 1;
+    }
+    return true;
+}
+
+static bool value_copy(zs_runtime *rt, const zs_type *type, void *dst, const void *src) {
+    if (type->flags & ZS_TYPE_BITWISE) {
+        memcpy(dst, src, type->size);
+        return true;
+    }
+    bool ok = true;
+    switch (type->kind) {
+    case ZS_TYPE_STRING: {
+        const zs_string *s = src;
+        zs_string *d = dst;
+        if (s->length > 0) {
+            d->data = zs_alloc(rt, (size_t)s->length * type->unit);
+            ok = d->data != NULL;
+            if (ok) {
+                memcpy(d->data, s->data, (size_t)s->length * type->unit);
+                d->length = d->capacity = s->length;
+            }
+        }
+        break;
+    }
+    case ZS_TYPE_STRUCT: {
+        /* Plain bytes and references first, then every owned member on its
+           own (zeroed before, so a failure leaves no alias to free twice). */
+        memcpy(dst, src, type->size);
+        for (uint32_t i = 0; i < type->schema.count; i++)
+            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_VALUE)
+                memset((char *)dst + (type->schema.words[i] >> ZS_OP_SHIFT), 0,
+                       type->schema.types[i]->size);
+        for (uint32_t i = 0; ok && i < type->schema.count; i++) {
+            if ((type->schema.words[i] & ZS_OP_MASK) != ZS_OP_VALUE) continue;
+            uint32_t offset = type->schema.words[i] >> ZS_OP_SHIFT;
+            ok = value_copy(rt, type->schema.types[i], (char *)dst + offset, (const char *)src + offset);
+        }
+        break;
+    }
+    case ZS_TYPE_ARRAY:
+        ok = entries_copy(rt, type, dst, src);
+        break;
+    case ZS_TYPE_SET:
+    case ZS_TYPE_MAP: {
+        const zs_hash *s = src;
+        zs_hash *d = dst;
+        ok = entries_copy(rt, type, &d->entries, &s->entries);
+        if (ok && s->bucket_count > 0) {
+            d->buckets = zs_alloc(rt, (size_t)s->bucket_count * sizeof(uint32_t));
+            ok = d->buckets != NULL;
+            if (ok) {
+                memcpy(d->buckets, s->buckets, (size_t)s->bucket_count * sizeof(uint32_t));
+                d->bucket_count = s->bucket_count;
+            }
+        }
+        break;
+    }
+    case ZS_TYPE_OPTIONAL:
+        if (((const uint8_t *)src)[type->value_offset]) {
+            ((uint8_t *)dst)[type->value_offset] = 1;
+            ok = value_copy(rt, type->element, dst, src);
+        }
+        break;
+    case ZS_TYPE_DELEGATE:
+        ok = callable_retain(rt, ((const zs_binding *)src)->callable);
+        if (ok) *(zs_binding *)dst = *(const zs_binding *)src;
+        break;
+    case ZS_TYPE_MULTICAST:
+        ok = bindings_copy(rt, dst, src);
+        break;
+    case ZS_TYPE_SPARSE: {
+        const zs_array *s = *(zs_array *const *)src;
+        if (s != NULL && s->count > 0) {
+            zs_array *d = zs_alloc(rt, sizeof *d);
+            ok = d != NULL;
+            if (ok) {
+                *(zs_array **)dst = d;
+                ok = bindings_copy(rt, d, s);
+            }
+        }
+        break;
+    }
+    default:
+        memcpy(dst, src, type->size);
+        break;
+    }
+    if (!ok) zs_value_destroy(rt, type, dst);
+    return ok;
+}
+
+/* ======================================================================
+ * Reference iteration (clusters, verification, sanitising, barrier)
+ * ====================================================================== */
+
+typedef void (*ref_visitor)(void *context, zs_ref *slot, bool killable);
+
+static void visit_refs(const zs_type *type, void *value, bool killable, ref_visitor fn, void *ctx);
+
+static void visit_entries(const zs_type *type, zs_array *entries, ref_visitor fn, void *ctx) {
+    const zs_type *element = type->element, *value = type->value;
+    bool keys = (element->flags & ZS_TYPE_HAS_REFS) != 0;
+    bool values = value != NULL && (value->flags & ZS_TYPE_HAS_REFS);
+    /* Set elements and map keys are not killable: nulling them breaks the hash. */
+    bool key_killable = type->kind == ZS_TYPE_ARRAY;
+    for (uint32_t i = 0; (keys || values) && i < entries->count; i++) {
+        char *entry = (char *)entries->data + (size_t)i * type->entry_size;
+        if (keys) visit_refs(element, entry, key_killable, fn, ctx);
+        if (values) visit_refs(value, entry + type->value_offset, true, fn, ctx);
+    }
+}
+
+static void visit_refs(const zs_type *type, void *value, bool killable, ref_visitor fn, void *ctx) {
+    if (!(type->flags & ZS_TYPE_HAS_REFS)) return;
+    switch (type->kind) {
+    case ZS_TYPE_OBJECT:
+        fn(ctx, value, killable);
+        break;
+    case ZS_TYPE_STRUCT:
+        for (uint32_t i = 0; i < type->schema.strong_count; i++) {
+            char *member = (char *)value + (type->schema.words[i] >> ZS_OP_SHIFT);
+            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) fn(ctx, (zs_ref *)member, killable);
+            else visit_refs(type->schema.types[i], member, killable, fn, ctx);
+        }
+        break;
+    case ZS_TYPE_ARRAY:
+        visit_entries(type, value, fn, ctx);
+        break;
+    case ZS_TYPE_SET:
+    case ZS_TYPE_MAP:
+        visit_entries(type, &((zs_hash *)value)->entries, fn, ctx);
+        break;
+    case ZS_TYPE_OPTIONAL:
+        if (((uint8_t *)value)[type->value_offset]) visit_refs(type->element, value, killable, fn, ctx);
+        break;
+    default:
+        break;
+    }
+}
+
+void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
+                           void (*fn)(void *context, zs_ref *slot, bool killable), void *context) {
+    visit_refs(type, value, killable, fn, context);
+}
+
+/* Copies from non-root black values may carry references to objects that
+   died meanwhile: null them rather than plant a dangling handle. */
+static void sanitise_one(void *context, zs_ref *slot, bool killable) {
+    (void)killable;
+    zs_runtime *rt = context;
+    if (*slot == ZS_NULL_REF) return;
+    zs_item *it = zs_item_of(rt, *slot);
+    if (it == NULL || (it->flags & ZS_ITEM_DYING) ||
+        (rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) && !(it->flags & ZS_ITEM_PERMANENT)))
+        *slot = ZS_NULL_REF;
+}
+
+static void barrier_one(void *context, zs_ref *slot, bool killable) {
+    (void)killable;
+    zs_runtime *rt = context;
+    if (*slot != ZS_NULL_REF) zs_gc_barrier(rt, zs_item_of(rt, *slot));
+}
+
+void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value) {
+    if (rt->phase != ZS_GC_MARKING || !(type->flags & ZS_TYPE_HAS_REFS)) return;
+    visit_refs(type, (void *)value, false, barrier_one, rt);
+}
+
+/* ======================================================================
+ * Equality and hashing (hashable types only)
+ * ====================================================================== */
+
+static uint64_t hash_bytes(const void *data, size_t length, uint64_t h) {
+    const unsigned char *bytes = data;
+    for (size_t i = 0; i < length; i++) {
+        h ^= bytes[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t value_hash(const zs_type *type, const void *value, uint64_t h) {
+    if (type->flags & ZS_TYPE_BITWISE) return hash_bytes(value, type->size, h);
+    switch (type->kind) {
+    case ZS_TYPE_STRING: {
+        const zs_string *s = value;
+        return hash_bytes(s->data, (size_t)s->length * type->unit, h ^ s->length);
+    }
+    case ZS_TYPE_STRUCT:
+        for (uint32_t i = 0; i < type->member_count; i++)
+            h = value_hash(type->members[i].type, (const char *)value + type->members[i].offset, h);
+        return h;
+    case ZS_TYPE_OPTIONAL:
+        if (!((const uint8_t *)value)[type->value_offset]) return h ^ 0x9e3779b97f4a7c15ull;
+        return value_hash(type->element, value, h);
+    default:
+        return h;
+    }
+}
+
+static bool value_equal(const zs_type *type, const void *a, const void *b) {
+    if (type->flags & ZS_TYPE_BITWISE) return memcmp(a, b, type->size) == 0;
+    switch (type->kind) {
+    case ZS_TYPE_STRING: {
+        const zs_string *x = a, *y = b;
+        return x->length == y->length &&
+               (x->length == 0 || memcmp(x->data, y->data, (size_t)x->length * type->unit) == 0);
+    }
+    case ZS_TYPE_STRUCT:
+        for (uint32_t i = 0; i < type->member_count; i++) {
+            uint32_t offset = type->members[i].offset;
+            if (!value_equal(type->members[i].type, (const char *)a + offset, (const char *)b + offset))
+                return false;
+        }
+        return true;
+    case ZS_TYPE_OPTIONAL: {
+        uint8_t set_a = ((const uint8_t *)a)[type->value_offset];
+        if (set_a != ((const uint8_t *)b)[type->value_offset]) return false;
+        return !set_a || value_equal(type->element, a, b);
+    }
+    default:
+        return false;
+    }
+}
+
+int zs_value_equal(zs_runtime *rt, const zs_type *type, const void *a, const void *b) {
+    (void)rt;
+    if (!(type->flags & ZS_TYPE_HASHABLE)) return -1;
+    return value_equal(type, a, b) ? 1 : 0;
+}
+
+uint64_t zs_value_hash(zs_runtime *rt, const zs_type *type, const void *value) {
+    (void)rt;
+    uint64_t h = value_hash(type, value, 14695981039346656037ull);
+    /* Finalise (splitmix64) so low bits are usable as bucket indices. */
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+/* ======================================================================
+ * Assignment and stores
+ * ====================================================================== */
+
+/* Common prologue of every mutating value call: heap mutation allowed,
+   owner (if any) usable. A store into a clustered owner dissolves it. */
+static zs_status begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type) {
+    if (rt->in_destroy_hook) return ZS_E_BUSY;
+    if (!type_valid(rt, type)) return ZS_E_INVALID;
+    if (owner == ZS_NULL_REF) return ZS_OK;
+    zs_item *it = zs_item_of(rt, owner);
+    if (it == NULL) return ZS_E_STALE;
+    if (it->flags & ZS_ITEM_DYING) return ZS_E_DYING;
+    if (it->cluster_index >= 0 && (type->flags & ZS_TYPE_HAS_REFS)) zs_cluster_dissolve(rt, it->cluster_index);
+    return ZS_OK;
+}
+
+/* After new contents were written: clean references, mark them if a mark
+   is pending, escape a permanent owner. */
+static void end_store(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value) {
+    if (!(type->flags & ZS_TYPE_HAS_REFS)) return;
+    visit_refs(type, value, false, sanitise_one, rt);
+    zs_value_barrier(rt, type, value);
+    zs_item *it = owner ? zs_item_of(rt, owner) : NULL;
+    if (it != NULL && (it->flags & ZS_ITEM_PERMANENT) && zs_root_list_add(rt, it)) {
+        it->flags |= ZS_ITEM_ESCAPED;
+        it->flags &= ~ZS_ITEM_LEAF;
+    }
+}
+
+zs_status zs_value_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, void *dst,
+                          const void *src) {
+    if (dst == NULL || src == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = begin_store(rt, owner, type);
+    if (status == ZS_OK && dst != src) {
+        void *copy = zs_alloc(rt, type->size);
+        if (copy == NULL || !value_copy(rt, type, copy, src)) {
+            status = ZS_E_NOMEM;
+        } else {
+            zs_value_destroy(rt, type, dst);
+            memcpy(dst, copy, type->size);
+            end_store(rt, owner, type, dst);
+        }
+        zs_free(rt, copy, copy ? type->size : 0);
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_value_clear(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value) {
+    if (value == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = begin_store(rt, owner, type);
+    if (status == ZS_OK) zs_value_destroy(rt, type, value);
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_type, zs_ref *slot,
+                             zs_ref target) {
+    if (slot == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = begin_store(rt, owner, slot_type);
+    if (status == ZS_OK && slot_type->kind != ZS_TYPE_OBJECT && slot_type->kind != ZS_TYPE_WEAK_OBJECT)
+        status = ZS_E_INVALID;
+    zs_item *it = NULL;
+    if (status == ZS_OK && target != ZS_NULL_REF) {
+        it = zs_item_of(rt, target);
+        if (it == NULL) status = ZS_E_STALE;
+        else if ((it->flags & ZS_ITEM_DYING) ||
+                 (rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) &&
+                  !(it->flags & ZS_ITEM_PERMANENT)))
+            status = ZS_E_DYING;
+    }
+    if (status == ZS_OK) {
+        *slot = it ? zs_item_ref(it) : ZS_NULL_REF;
+        end_store(rt, owner, slot_type, slot);
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+/* ======================================================================
+ * Strings
+ * ====================================================================== */
+
+zs_status zs_string_assign(zs_runtime *rt, const zs_type *type, zs_string *string,
+                           const void *units, uint32_t length) {
+    if (string == NULL || (units == NULL && length > 0)) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY
+                       : !type_valid(rt, type) || type->kind != ZS_TYPE_STRING ? ZS_E_INVALID
+                       : length > (1u << 30) ? ZS_E_INVALID
+                                             : ZS_OK;
+    if (status == ZS_OK && length > string->capacity) {
+        void *grown = zs_realloc(rt, string->data, (size_t)string->capacity * type->unit,
+                                 (size_t)length * type->unit);
+        if (grown == NULL) status = ZS_E_NOMEM;
+        else {
+            string->data = grown;
+            string->capacity = length;
+        }
+    }
+    if (status == ZS_OK) {
+        if (length > 0) memcpy(string->data, units, (size_t)length * type->unit);
+        string->length = length;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
