@@ -30,3 +30,21 @@ class Item(zs.Object):
     """Unrelated to Actor: storing it into an Actor reference is a type error."""
 
     weight: zs.Float64 = 1.5
+
+
+class Part(zs.Object, can_be_in_cluster=True):
+    """Can join a cluster; three traced references (random graphs) and a weak one."""
+
+    value: zs.Int64
+    a: "Part | None"
+    b: "Part | None"
+    c: "Part | None"
+    link: zs.WeakObjectPtr["Part"]
+
+
+class Asset(Part, cluster_root=True):
+    """Can root a cluster (and, like every Part, join one)."""
+
+
+class Loose(Part, can_be_in_cluster=False):
+    """A Part that never joins a cluster: a mutable object seen from one."""

@@ -31,11 +31,17 @@ from ._types import (
     UInt32,
     UInt64,
 )
+from ._containers import Array, Map, Optional, Set
+from ._strings import AnsiString, Name, String, Text, Utf8String
+from ._struct import Struct
+from ._values import scope
 from ._wrappers import StrongObjectPtr, WeakObjectPtr
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnsiString", "Array", "Map", "Name", "Optional", "Set", "String", "Struct", "Text",
+    "Utf8String", "scope",
     "Bool", "ClusterInfo", "ExpiredConjugateError", "Float32", "Float64", "GarbageCollector", "GcPhase", "GcSettings", "GcStats",
     "HeapCorruptionError", "Int8", "Int16", "Int32", "Int64", "Object", "Runtime", "Scalar",
     "StrongObjectPtr", "UInt8", "UInt16", "UInt32", "UInt64", "WeakObjectPtr",

@@ -28,13 +28,20 @@ layout_ffi.cdef(
         uint32_t name_number;
         uint32_t class_id;
     } zs_object;
+    typedef struct zs_string { void *data; uint32_t length; uint32_t capacity; } zs_string;
+    typedef struct zs_array { void *data; uint32_t count; uint32_t capacity; } zs_array;
+    typedef struct zs_hash {
+        zs_array entries; uint32_t *buckets; uint32_t bucket_count; uint32_t reserved;
+    } zs_hash;
+    typedef struct zs_binding { uint64_t object; uint32_t function_name; uint32_t callable; } zs_binding;
     """
 )
 
 # The two FFIs must agree on the header, or every property offset is wrong.
 for _field in ("cls", "outer", "index", "name_index", "name_number", "class_id"):
     assert layout_ffi.offsetof("zs_object", _field) == ffi.offsetof("zs_object", _field)
-assert layout_ffi.sizeof("zs_object") == ffi.sizeof("zs_object")
+for _name in ("zs_object", "zs_string", "zs_array", "zs_hash", "zs_binding"):
+    assert layout_ffi.sizeof(_name) == ffi.sizeof(_name), _name
 
 _struct_ids = itertools.count()
 _UINTPTR = ffi.typeof("uintptr_t")
@@ -54,13 +61,29 @@ def member_name(position: int, name: str) -> str:
     return f"m{position}_{_ascii_tail(name)}"
 
 
-def declare_struct(label: str, members: list[tuple[str, str]]) -> Any:
-    """Declare a layout struct ``{zs_object _hdr; members...}``; return its
-    pointer type (a layout-FFI ctype)."""
+def declare_struct(label: str, members: list[tuple[str, str]], header: bool = True) -> Any:
+    """Declare a layout struct (``{zs_object _hdr; members...}`` for an
+    object class, just the members for a struct); return its pointer type
+    (a layout-FFI ctype). A struct without members gets one padding byte,
+    as C requires."""
     tag = f"zs_layout_{next(_struct_ids)}_{_ascii_tail(label)}"
     body = "".join(f"    {ctype} {cname};\n" for cname, ctype in members)
-    layout_ffi.cdef(f"struct {tag} {{\n    zs_object _hdr;\n{body}}};")
+    if header:
+        body = "    zs_object _hdr;\n" + body
+    elif not members:
+        body = "    uint8_t _empty;\n"
+    layout_ffi.cdef(f"struct {tag} {{\n{body}}};")
     return layout_ffi.typeof(f"struct {tag} *")
+
+
+def layout_address(pointer: Any) -> int:
+    """The address a layout-FFI pointer points to."""
+    return int(layout_ffi.cast("uintptr_t", pointer))
+
+
+def api_address(pointer: Any) -> int:
+    """The address an API-FFI pointer points to."""
+    return int(ffi.cast(_UINTPTR, pointer))
 
 
 def layout_pointer(pointer_type: Any, native: Any) -> Any:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._conjugate import ExpiredPointer, expired_error, expired_reason
 from ._errors import ExpiredConjugateError, raise_status
-from ._native import check, declare_struct, layout_ffi, lib, member_name
+from ._native import check, declare_struct, ffi, layout_address, layout_ffi, lib, member_name
 from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class ClassLayout:
     pointer_type: Any                   # layout-FFI ``struct ... *``
     size: int
     properties: list[PropertyInfo]      # inherited first
-    own_members: list[tuple[int, int]]  # (zs_member_kind, offset) declared by cls itself
+    own_members: list[tuple[int, PropertyKind]]  # (offset, spec): cls's own non-scalar members
     class_flags: int = 0                # ZS_CLASS_*
     property_names: frozenset[str] = field(default_factory=frozenset)
     defaults: list[PropertyInfo] = field(default_factory=list)  # properties with defaults
@@ -87,12 +87,7 @@ class ObjectMeta(type):
         defaults = {key: namespace.pop(key) for key in list(annotations)
                     if key in namespace and not _is_classvar(annotations[key])}
         namespace["_zs_defaults"] = defaults
-        # String annotations resolve in the defining scope: module globals
-        # (live, so later definitions are seen) plus a snapshot of the locals
-        # of a function that declares the class.
-        frame = sys._getframe(1)
-        scope_locals = dict(frame.f_locals) if frame.f_locals is not frame.f_globals else {}
-        namespace["_zs_scope"] = (frame.f_globals, scope_locals)
+        namespace["_zs_scope"] = _scope_of(2)
         return super().__new__(mcls, name, bases, namespace, **kwargs)
 
     def __call__(cls, /, name: str | None = None, outer: Object | None = None,
@@ -109,6 +104,25 @@ class ObjectMeta(type):
         if properties:
             _check_properties(layout, runtime, properties)
         return runtime._new_object(layout.cls, layout, name, outer, properties)
+
+
+def _scope_of(depth: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Where string annotations resolve: the declaring frame's module globals
+    (live, so later definitions are seen) plus a snapshot of its locals when
+    it is a function (a class declared inside one)."""
+    frame = sys._getframe(depth)
+    scope_locals = dict(frame.f_locals) if frame.f_locals is not frame.f_globals else {}
+    return frame.f_globals, scope_locals
+
+
+def _annotations_of(cls: type) -> dict[str, Any]:
+    """The class's own annotations, ClassVars and private ``_zs_`` names left out."""
+    return {k: v for k, v in inspect.get_annotations(cls).items()
+            if not _is_classvar(v) and not k.startswith("_zs_")}
+
+
+# Names a struct member may not take (ValueConjugate's own API).
+_RESERVED_STRUCT = frozenset({"is_black", "is_expired", "dispose", "clone", "to_python"})
 
 
 def _is_classvar(annotation: Any) -> bool:
@@ -161,10 +175,11 @@ class Object(metaclass=ObjectMeta):
     (99, 'Actor_0')
     """
 
-    __slots__ = ("_p", "_h", "_rt")
+    __slots__ = ("_p", "_h", "_rt", "_v")
     _p: Any
     _h: int
     _rt: Runtime
+    _v: dict[Any, Any] | None  # red views into this object, by member name
     _zs_defaults: ClassVar[dict[str, Any]]
     _zs_class_flags: ClassVar[int]
 
@@ -356,6 +371,70 @@ def _make_reference_setter(what: str, target: type, offset: int) -> Any:
     return namespace["setter"]
 
 
+_REF_POINTER = ffi.typeof("zs_ref *")
+
+
+def _read_ref(address: int) -> int:
+    ref: int = ffi.cast(_REF_POINTER, address)[0]
+    return ref
+
+
+def _write_ref(runtime: Any, owner: int, native_type: Any, address: int, value: Any) -> None:
+    if value is not None and value._rt is not runtime:
+        raise ValueError("cannot store an object of another runtime")
+    ref = value._h if value is not None else 0
+    check(lib.zs_value_store_ref(runtime._ptr, owner, native_type, ffi.cast(_REF_POINTER, address),
+                                 ref), "store")
+
+
+def owner_handle(holder: Any) -> int:
+    """The handle of the object whose memory ``holder`` is or points into."""
+    return holder._h if isinstance(holder, Object) else holder._owner
+
+
+def base_address(holder: Any) -> int:
+    """The address of an object's or a struct view's memory (checks expiry)."""
+    pointer = holder._p
+    if type(pointer) is ExpiredPointer:
+        raise expired_error(pointer)
+    return layout_address(pointer)
+
+
+def install_value_property(spec: PropertyKind, cls: type, name: str, cname: str,
+                           offset: int) -> None:
+    """A property whose value lives at ``offset`` in the owner and is read and
+    written through ``spec`` (views are cached in the owner's ``_v``)."""
+    what = f"{cls.__name__}.{name}"
+
+    def getter(self: Any) -> Any:
+        cache = self._v
+        if cache is not None:
+            view = cache.get(name)
+            if view is not None:
+                return view
+        runtime = self._rt
+        with runtime._lock:
+            address = base_address(self) + offset
+            return spec.read(runtime, self, name, owner_handle(self), address)
+
+    def setter(self: Any, value: Any) -> None:
+        runtime = self._rt
+        with runtime._lock:
+            address = base_address(self) + offset
+            runtime._live_ptr()
+            try:
+                spec.write(runtime, owner_handle(self), address, value)
+            except (TypeError, OverflowError, ValueError) as error:
+                raise type(error)(f"{what}: {error}") from None
+            cache = self._v
+            if cache is not None and name in cache:
+                from ._values import invalidate_children
+
+                invalidate_children(cache[name])
+
+    setattr(cls, name, property(getter, setter, None, f"{spec.describe()} property."))
+
+
 class ObjectRefKind(PropertyKind):
     """A strong, killable object reference (``target: "Actor | None"``)."""
 
@@ -368,6 +447,8 @@ class ObjectRefKind(PropertyKind):
 
     def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
         """Install a getter (mapping lookup) and a type-checked setter."""
+        if not issubclass(cls, Object):
+            return install_value_property(self, cls, name, cname, offset)
         namespace: dict[str, Any] = {}
         exec(  # noqa: S102 - one field fetch and a dict lookup per read
             f"def getter(self):\n"
@@ -391,6 +472,28 @@ class ObjectRefKind(PropertyKind):
         """``Target | None``."""
         return f"{self.target.__name__} | None"
 
+    @property
+    def key(self) -> Any:
+        """Object references share one native type whatever their target."""
+        return ("object",)
+
+    def native(self, runtime: Any) -> Any:
+        """The built-in OBJECT type."""
+        return runtime._basic_type(2, 8, 8)  # ZS_TYPE_OBJECT
+
+    def read(self, runtime: Any, parent: Any, key: Any, owner: int, address: int) -> Any:
+        """The referenced object's conjugate, or None."""
+        ref = _read_ref(address)
+        if not ref:
+            return None
+        found = runtime._conjugates.get(ref)
+        return found if found is not None else runtime._conjugate_of(ref)
+
+    def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
+        """Type-check, then store through the native API (barrier, checks)."""
+        _check_target(self.describe(), self.target, value)
+        _write_ref(runtime, owner, self.native(runtime), address, value)
+
 
 class WeakRefKind(PropertyKind):
     """A weak reference property (``friend: zs.WeakObjectPtr["Actor"]``)."""
@@ -406,6 +509,8 @@ class WeakRefKind(PropertyKind):
         """Reads give a ``WeakObjectPtr``; writes take one, an object or None."""
         from ._wrappers import WeakObjectPtr
 
+        if not issubclass(cls, Object):
+            return install_value_property(self, cls, name, cname, offset)
         namespace: dict[str, Any] = {"make": WeakObjectPtr._from_handle}
         exec(  # noqa: S102
             f"def getter(self):\n    return make(self._rt, self._p.{cname})\n", namespace)
@@ -429,6 +534,30 @@ class WeakRefKind(PropertyKind):
     def describe(self) -> str:
         """``WeakObjectPtr[Target]``."""
         return f"WeakObjectPtr[{self.target.__name__}]"
+
+    @property
+    def key(self) -> Any:
+        """Weak references share one native type."""
+        return ("weak",)
+
+    def native(self, runtime: Any) -> Any:
+        """The built-in WEAK_OBJECT type."""
+        return runtime._basic_type(3, 8, 8)  # ZS_TYPE_WEAK_OBJECT
+
+    def read(self, runtime: Any, parent: Any, key: Any, owner: int, address: int) -> Any:
+        """A ``WeakObjectPtr`` to what is stored."""
+        from ._wrappers import WeakObjectPtr
+
+        return WeakObjectPtr._from_handle(runtime, _read_ref(address))
+
+    def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
+        """Store a WeakObjectPtr's target, an object or None."""
+        from ._wrappers import WeakObjectPtr
+
+        if isinstance(value, WeakObjectPtr):
+            value = value.get()
+        _check_target(self.describe(), self.target, value, ", WeakObjectPtr")
+        _write_ref(runtime, owner, self.native(runtime), address, value)
 
 
 # ---------------------------------------------------------------------------
@@ -464,21 +593,38 @@ def resolve_kind(cls: type, attribute: str, annotation: Any) -> PropertyKind:
     """Map one annotation to its property kind, or raise ``TypeError``."""
     from ._wrappers import WeakObjectPtr
 
-    resolved = _evaluate(cls, annotation)
+    return spec_of(cls, _evaluate(cls, annotation), f"{cls.__name__}.{attribute}", annotation)
+
+
+def spec_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> PropertyKind:
+    """The value spec of an evaluated annotation or type argument (``cls``
+    gives the scope where nested string annotations resolve)."""
+    from ._wrappers import WeakObjectPtr
+
+    if isinstance(resolved, (str, typing.ForwardRef)):
+        resolved = _evaluate(cls, resolved)
+    if resolved is str:
+        from ._strings import String
+
+        resolved = String
     resolved = PYTHON_SHORTHANDS.get(resolved, resolved)
     if isinstance(resolved, type) and issubclass(resolved, Scalar) and resolved is not Scalar:
         return ScalarKind(resolved)
+    make_spec = getattr(resolved, "_zs_value_spec", None)
+    if make_spec is not None:
+        spec: PropertyKind = make_spec(cls)
+        return spec
     if typing.get_origin(resolved) is WeakObjectPtr:
         (argument,) = typing.get_args(resolved)
         target = _object_target(cls, argument)
         if target is None:
-            raise TypeError(f"{cls.__name__}.{attribute}: WeakObjectPtr needs a zs.Object "
-                            f"subclass, got {argument!r}")
+            raise TypeError(f"{what}: WeakObjectPtr needs a zs.Object subclass, got {argument!r}")
         return WeakRefKind(target)
     target = _object_target(cls, resolved)
     if target is not None:
         return ObjectRefKind(target)
-    raise TypeError(f"{cls.__name__}.{attribute}: unsupported property type {annotation!r}")
+    shown = annotation if annotation is not None else resolved
+    raise TypeError(f"{what}: unsupported property type {shown!r}")
 
 
 def class_layout(cls: type[Object]) -> ClassLayout:
@@ -497,10 +643,8 @@ def class_layout(cls: type[Object]) -> ClassLayout:
     own: list[PropertyInfo] = []
     defaults = cls.__dict__.get("_zs_defaults", {})
     # zs.Object's own annotations only type its private slots.
-    annotations = inspect.get_annotations(cls) if cls is not Object else {}
+    annotations = _annotations_of(cls) if cls is not Object else {}
     for attribute, annotation in annotations.items():
-        if _is_classvar(annotation) or attribute.startswith("_zs_"):
-            continue
         if attribute in _RESERVED or attribute in taken:
             raise TypeError(f"{cls.__name__}.{attribute}: the name is already used by "
                             f"{'zs.Object' if attribute in _RESERVED else 'a parent class'}")
@@ -515,12 +659,12 @@ def class_layout(cls: type[Object]) -> ClassLayout:
     members = [(p.cname, p.kind.c_type) for p in inherited + own]
     pointer_type = declare_struct(cls.__name__, members)
     struct_type = pointer_type.item
-    own_members: list[tuple[int, int]] = []
+    own_members: list[tuple[int, PropertyKind]] = []
     for info in own:
         info.offset = layout_ffi.offsetof(struct_type, info.cname)
         info.kind.install(cls, info.name, info.cname, info.offset)
-        if info.kind.member_kind:
-            own_members.append((info.kind.member_kind, info.offset))
+        if not isinstance(info.kind, ScalarKind):
+            own_members.append((info.offset, info.kind))
     properties = inherited + own
     layout = ClassLayout(cls, parent, pointer_type, layout_ffi.sizeof(struct_type), properties,
                          own_members, cls.__dict__.get("_zs_class_flags", 0),

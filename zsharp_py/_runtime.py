@@ -25,6 +25,7 @@ from ._errors import ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats
 from ._native import check, ffi, layout_pointer, lib
 from ._object import ClassLayout, ClusterInfo, Object, class_layout
+from ._values import expire_views
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -105,6 +106,11 @@ class Runtime:
         self._names: list[str] = []
         self._describe = self._describe_packed_name
         self._deferred_releases: collections.deque[int] = collections.deque()
+        self._deferred_value_frees: collections.deque[int] = collections.deque()
+        self._blacks: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        self._native_types: dict[Any, Any] = {}
+        self._basic_types: dict[tuple[int, int, int], Any] = {}
+        self._type_out = ffi.new("zs_type **")
         self._tokens: list[contextvars.Token[Runtime | None]] = []
         self._ref_out = ffi.new("zs_ref *")
         self._object_out = ffi.new("zs_object **")
@@ -149,6 +155,14 @@ class Runtime:
             self._conjugates.clear()
             for conjugate in conjugates:
                 _expire(self, conjugate, REASON_CLOSED)
+            for value in list(self._blacks.values()):
+                if type(value._p) is not ExpiredPointer:
+                    value._p = make_expired(type(value).__name__, _describe_black, value,
+                                            REASON_CLOSED)
+                    expire_views(value, REASON_CLOSED)
+                value._black = 0
+            self._blacks.clear()
+            self._deferred_value_frees.clear()
             self._closed = True
             self._finalizer()  # zs_runtime_free, exactly once
             self._ptr = ffi.NULL
@@ -178,9 +192,9 @@ class Runtime:
         with self._lock:
             pointer = self._live_ptr()
             self._flush_deferred()
-            previously = self._expire_dying()  # a pending cycle's, if any
+            self._expire_dying()  # a pending cycle's (counted in that cycle)
             check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage")
-            self.gc._last_expired = self._expire_dying() + previously
+            self.gc._last_expired = self._expire_dying()
             check(lib.zs_gc_purge(pointer, 0, ffi.NULL), "collect_garbage")
         return self.gc.stats()
 
@@ -248,6 +262,8 @@ class Runtime:
                     conjugate._p = make_expired(
                         type(conjugate).__name__, describe, name,
                         REASON_GARBAGE if is_garbage else REASON_COLLECTED)
+                    if conjugate._v:
+                        expire_views(conjugate)
             total += count
             if deadline is not None and time.perf_counter() >= deadline:
                 return total
@@ -257,6 +273,69 @@ class Runtime:
         queue = self._deferred_releases
         while queue:
             lib.zs_release_strong_ref(self._ptr, queue.popleft())
+        frees = self._deferred_value_frees
+        while frees:
+            lib.zs_value_free(self._ptr, frees.popleft())
+
+    # ---- value types ----------------------------------------------------
+    def _basic_type(self, kind: int, size: int, align: int) -> Any:
+        """A built-in native type (PLAIN of a size, OBJECT, STRING...)."""
+        key = (kind, size, align)
+        native = self._basic_types.get(key)
+        if native is None:
+            check(lib.zs_type_basic(self._live_ptr(), kind, size, align, self._type_out),
+                  "registering a type")
+            native = self._basic_types[key] = self._type_out[0]
+        return native
+
+    def _native_type(self, spec: Any) -> Any:
+        """The ``zs_type *`` of a value spec in this runtime (registered once)."""
+        key = spec.key
+        native = self._native_types.get(key)
+        if native is None:
+            with self._lock:
+                native = self._native_types.get(key)
+                if native is None:
+                    native = self._native_types[key] = spec.native(self)
+        return native
+
+    def _new_value(self, spec: Any) -> Any:
+        """A new black value (zeroed) of ``spec``, owned by its conjugate."""
+        with self._lock:
+            pointer = self._live_ptr()
+            self._flush_deferred()
+            native = self._native_type(spec)
+            handle = ffi.new("zs_ref *")
+            block = ffi.new("void **")
+            check(lib.zs_value_new(pointer, native, handle, block), "creating a value")
+            value = spec.new_black(self, block[0], handle[0])
+            self._blacks[handle[0]] = value
+            return value
+
+    def _free_value(self, handle: int) -> None:
+        with self._lock:
+            self._blacks.pop(handle, None)
+            if not self._closed:
+                check(lib.zs_value_free(self._ptr, handle), "dispose")
+
+    def _clone_value(self, spec: Any, source: Any) -> Any:
+        """A black deep copy of a live value conjugate."""
+        with self._lock:
+            source._live()
+            copy = self._new_value(spec)
+            try:
+                check(lib.zs_value_assign(self._ptr, 0, self._native_type(spec),
+                                          ffi.cast("void *", spec.address_of(copy._p)),
+                                          ffi.cast("void *", spec.address_of(source._p))),
+                      "clone")
+            except BaseException:
+                copy.dispose()
+                raise
+            return copy
+
+    def values_alive(self) -> int:
+        """Number of live black values (structs, strings, containers...)."""
+        return int(self._call(lib.zs_value_count))
 
     def _release_strong(self, handle: int) -> None:
         with self._lock:
@@ -272,7 +351,12 @@ class Runtime:
         layout = class_layout(cls)
         parent = self._native_class(layout.parent) if layout.parent is not None else ffi.NULL
         name = ffi.new("char[]", cls.__name__.encode("utf-8"))
-        members = ffi.new("zs_member[]", layout.own_members or [(0, 0)])
+        # References go as their own member kinds; everything else (structs,
+        # strings, containers) as a VALUE member of its registered type.
+        rows = [(spec.member_kind, offset, ffi.NULL) if spec.member_kind
+                else (4, offset, self._native_type(spec))  # ZS_MEMBER_VALUE
+                for offset, spec in layout.own_members]
+        members = ffi.new("zs_member[]", rows or [(0, 0, ffi.NULL)])
         desc = ffi.new("zs_class_desc *", {
             "name": name, "parent": parent, "instance_size": layout.size, "flags": layout.class_flags,
             "members": members, "member_count": len(layout.own_members)})
@@ -349,6 +433,7 @@ class Runtime:
         conjugate._p = layout_pointer(layout.pointer_type, native)
         conjugate._h = handle
         conjugate._rt = self
+        conjugate._v = None
         self._conjugates[handle] = conjugate
         return conjugate
 
@@ -387,6 +472,12 @@ def _expire(runtime: Runtime, conjugate: Object, reason: str) -> None:
     header = pointer._hdr
     packed = header.name_index | header.name_number << 32
     conjugate._p = make_expired(type(conjugate).__name__, runtime._describe, packed, reason)
+    if conjugate._v:
+        expire_views(conjugate, reason)
+
+
+def _describe_black(value: Any) -> str:
+    return "(black value)"
 
 
 _object._current_runtime = current_runtime

@@ -139,20 +139,29 @@ PYTHON_SHORTHANDS: dict[Any, Any] = {int: Int64, float: Float64, bool: Bool}
 
 
 class PropertyKind:
-    """How one annotated property is stored and accessed.
+    """How one type is stored natively and seen from Python (a *value spec*).
 
-    ``c_type`` is the C member type in the class layout; ``member_kind`` is
-    the native schema kind (0 for untraced plain data); ``install`` puts the
-    descriptor on the class once the layout is known; ``check`` validates a
-    value without storing it (constructors check every keyword before they
+    Every property type and every container element type is one: it gives
+    the C member type of layouts (``c_type``), the native schema kind of an
+    object member (``member_kind``, 0 for untraced plain data), the native
+    ``zs_type`` in a runtime (``native``), and how to ``read``, ``write`` and
+    convert (``to_python``) a value stored at an address. ``install`` puts
+    the property descriptor on an owner class; ``check`` validates a value
+    without storing it (constructors check every keyword before they
     allocate, so a bad keyword never leaves a half-built object behind).
+    ``key`` identifies the type structurally (equal keys, same native type).
     """
 
     __slots__ = ()
     c_type: str = ""
     member_kind: int = 0
 
-    def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
+    @property
+    def key(self) -> Any:
+        """A hashable structural identity."""
+        raise NotImplementedError
+
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
         """Put the property descriptor for ``name`` on ``cls``."""
         raise NotImplementedError
 
@@ -161,8 +170,33 @@ class PropertyKind:
         raise NotImplementedError
 
     def describe(self) -> str:
-        """A short human name of the property type (for errors and repr)."""
+        """A short human name of the type (for errors and repr)."""
         raise NotImplementedError
+
+    def native(self, runtime: Any) -> Any:
+        """This type's ``zs_type *`` in ``runtime`` (registered on first use)."""
+        raise NotImplementedError
+
+    def read(self, runtime: Any, parent: Any, key: Any, owner: int, address: int) -> Any:
+        """The Python value (or red view, cached in ``parent``) at ``address``."""
+        raise NotImplementedError
+
+    def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
+        """Store (copy) ``value`` at ``address``; ``owner`` is the object
+        holding the memory (0 inside black values). Caller holds the lock."""
+        raise NotImplementedError
+
+    def to_python(self, runtime: Any, address: int) -> Any:
+        """A plain Python copy of the value at ``address`` (list, dict, str...)."""
+        return self.read(runtime, None, None, 0, address)
+
+    def address_of(self, pointer: Any) -> int:
+        """The address held by a conjugate's native pointer of this type."""
+        raise NotImplementedError
+
+    def new_black(self, runtime: Any, pointer: Any, handle: int) -> Any:
+        """Wrap a freshly allocated black block (``void *``) of this type."""
+        raise TypeError(f"{self.describe()} values cannot be created on their own")
 
 
 def make_setter(what: str, cname: str,
@@ -191,16 +225,24 @@ def make_setter(what: str, cname: str,
 class ScalarKind(PropertyKind):
     """A scalar property: read is ``attrgetter('_p.<member>')``, a C-level fetch."""
 
-    __slots__ = ("scalar",)
+    __slots__ = ("scalar", "_pointer")
 
     def __init__(self, scalar: type[Scalar]) -> None:
         self.scalar = scalar
+        from ._native import ffi
+
+        self._pointer = ffi.typeof(scalar.c_type + " *")
 
     @property
     def c_type(self) -> str:  # type: ignore[override]
         return self.scalar.c_type
 
-    def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
+    @property
+    def key(self) -> Any:
+        """``("scalar", Int32)``."""
+        return ("scalar", self.scalar)
+
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
         """Install the attrgetter property."""
         doc = f"{self.scalar.__name__} property (native offset {offset})."
         setter = make_setter(f"{cls.__name__}.{name}", cname, self.scalar.convert)
@@ -217,3 +259,23 @@ class ScalarKind(PropertyKind):
     def describe(self) -> str:
         """The scalar type's name."""
         return self.scalar.__name__
+
+    def native(self, runtime: Any) -> Any:
+        """A plain type of the scalar's size."""
+        from ._native import ffi
+
+        size = ffi.sizeof(self.scalar.c_type)
+        return runtime._basic_type(1, size, size)  # ZS_TYPE_PLAIN
+
+    def read(self, runtime: Any, parent: Any, key: Any, owner: int, address: int) -> Any:
+        """The scalar's Python value."""
+        from ._native import ffi
+
+        return ffi.cast(self._pointer, address)[0]
+
+    def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
+        """Convert, then store."""
+        from ._native import ffi
+
+        value = self.scalar.convert(value)
+        ffi.cast(self._pointer, address)[0] = value

@@ -243,17 +243,28 @@ static void dissolve_one(zs_runtime *rt, int32_t id, zs_u32_vec *pending) {
     cluster_free(rt, id);
 }
 
+/* Out of memory while queueing the clusters that reference a dissolved
+   one: their summaries may now miss objects, so dissolve every cluster
+   (correct, only slower; needs no allocation to make progress). */
+static void dissolve_all(zs_runtime *rt) {
+    zs_u32_vec ignored = {0};
+    for (uint32_t id = 0; id < rt->cluster_capacity; id++)
+        if (rt->clusters[id].root != ZS_NO_CLUSTER_ROOT) dissolve_one(rt, (int32_t)id, &ignored);
+    zs_u32_release(rt, &ignored);
+    rt->cluster_oom = false;
+}
+
 void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster) {
     zs_u32_vec pending = {0};
     if (!zs_u32_push(rt, &pending, (uint32_t)cluster)) {
-        dissolve_one(rt, cluster, &pending);
-        return;
+        rt->cluster_oom = true;
     }
     while (pending.count > 0) {
         int32_t id = (int32_t)pending.data[--pending.count];
         if (cluster_live(rt, id)) dissolve_one(rt, id, &pending);
     }
     zs_u32_release(rt, &pending);
+    if (rt->cluster_oom) dissolve_all(rt);
 }
 
 zs_status zs_dissolve_cluster(zs_runtime *rt, zs_ref member) {

@@ -202,9 +202,20 @@ void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable
 #define MARK_CLOCK_STRIDE 64u
 
 /* After a failed push some marked objects were never scanned: scan every
-   marked, non-clustered object again (idempotent, only slower). */
+   marked, non-clustered object again, and finish every marked cluster's
+   references (idempotent, only slower). */
 static void rescan_marked(zs_marker *m) {
     zs_runtime *rt = m->rt;
+    for (uint32_t id = 0; id < rt->cluster_capacity; id++) {
+        const zs_cluster *c = &rt->clusters[id];
+        if (c->root == ZS_NO_CLUSTER_ROOT || !item_is_marked(rt, zs_item_at(rt, c->root))) continue;
+        for (uint32_t i = 0; i < c->referenced_clusters.count; i++) {
+            const zs_cluster *other = &rt->clusters[c->referenced_clusters.data[i]];
+            if (!item_is_marked(rt, zs_item_at(rt, other->root)))
+                zs_mark_cluster(m, (int32_t)c->referenced_clusters.data[i]);
+        }
+        for (uint32_t i = 0; i < c->mutable_objects.count; i++) zs_mark_ref(m, c->mutable_objects.data[i]);
+    }
     for (uint32_t index = 0; index < rt->high_water; index++) {
         zs_item *it = zs_item_at(rt, index);
         if (it->object == NULL || (it->flags & ZS_ITEM_LEAF) || it->cluster_index >= 0) continue;

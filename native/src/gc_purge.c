@@ -25,6 +25,8 @@ static void call_hook(zs_runtime *rt, zs_item *it, zs_destroy_phase phase) {
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done) {
     *out_done = false;
     if (rt->in_destroy_hook) return ZS_E_BUSY;
+    /* Only a completed gather hands objects to the purge. */
+    if (rt->phase == ZS_GC_MARKING || rt->phase == ZS_GC_GATHERING) return ZS_E_BUSY;
     if (rt->expiring.count > 0) return ZS_E_EXPIRY_PENDING;
     uint64_t start = zs_now_ns();
     /* BeginDestroy for every dying object before any is freed, so a hook may

@@ -136,6 +136,10 @@ zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out) {
     rt->mark_threads = options->mark_threads ? options->mark_threads : zs_default_mark_threads();
     rt->parallel_threshold = 65536; /* below this, thread start-up costs more than it saves */
     zs_status status = zs_heap_init(rt, max_objects);
+    /* Name 0 is "None", so a zeroed name member reads as None (NAME_None). */
+    uint32_t none_index = 0, none_number = 0;
+    if (status == ZS_OK) status = zs_name_intern_locked(rt, "None", 4, false, &none_index, &none_number);
+    assert(status != ZS_OK || none_index == 0);
     if (status != ZS_OK) {
         zs_runtime_free(rt);
         return status;

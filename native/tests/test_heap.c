@@ -2,189 +2,16 @@
  * test_heap.c -- C-level tests of the zsharp native heap, through the public
  * API in zsharp.h only.
  *
- * A tiny self-contained runner: CHECK* macros record failures with file:line
- * into a runner struct passed to every test; a test passes when none of its
- * checks failed. The last line printed is "N passed, N failed" and the exit
- * status is non-zero if any test failed. Every collection (and purge) is
- * followed by zs_heap_verify, checked to return ZS_OK.
+ * The runner, CHECK* macros and the Node/Leaf fixture live in test_support.h
+ * (shared with test_gc_advanced.c). The last line printed is
+ * "N passed, N failed" and the exit status is non-zero if any test failed.
+ * Every collection (and purge) is followed by zs_heap_verify, checked to
+ * return ZS_OK.
  *
- * Usage: test_heap [substring]   runs only the tests whose name contains it.
+ * Usage: test_heap [substring]   runs only the tests whose name contains it
+ *                                (in this file's table and advanced_tests[]).
  */
-#include "zsharp.h"
-
-#include <inttypes.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-/* ======================================================================
- * Runner
- * ====================================================================== */
-
-typedef struct runner {
-    const char *test;   /* name of the running test */
-    unsigned failures;  /* failed checks in the running test */
-    unsigned long checks;
-} runner;
-
-/* Failures printed per test; the rest are only counted. */
-#define MAX_REPORTED_FAILURES 20u
-
-static bool report(runner *t, bool ok, const char *file, int line) {
-    t->checks++;
-    if (ok) return false;
-    t->failures++;
-    if (t->failures > MAX_REPORTED_FAILURES) return false;
-    fprintf(stderr, "%s:%d: [%s] CHECK failed: ", file, line, t->test);
-    return true;
-}
-
-static void check_at(runner *t, bool ok, const char *expr, const char *file, int line) {
-    if (report(t, ok, file, line)) fprintf(stderr, "%s\n", expr);
-}
-
-static void check_eq_at(runner *t, uint64_t got, uint64_t want, const char *expr_got,
-                        const char *expr_want, const char *file, int line) {
-    if (report(t, got == want, file, line))
-        fprintf(stderr, "%s == %s (got %" PRIu64 ", want %" PRIu64 ")\n", expr_got, expr_want,
-                got, want);
-}
-
-static void check_status_at(runner *t, zs_status got, zs_status want, const char *expr,
-                            const char *file, int line) {
-    if (report(t, got == want, file, line))
-        fprintf(stderr, "%s returned %d (%s), want %d (%s)\n", expr, (int)got,
-                zs_status_message(got), (int)want, zs_status_message(want));
-}
-
-#define CHECK(t, cond) check_at((t), (cond) ? true : false, #cond, __FILE__, __LINE__)
-#define CHECK_EQ(t, got, want) \
-    check_eq_at((t), (uint64_t)(got), (uint64_t)(want), #got, #want, __FILE__, __LINE__)
-#define CHECK_STATUS(t, expr, want) check_status_at((t), (expr), (want), #expr, __FILE__, __LINE__)
-#define CHECK_OK(t, expr) CHECK_STATUS(t, expr, ZS_OK)
-
-/* ======================================================================
- * Heap helpers: verify after every collection
- * ====================================================================== */
-
-static void verify_at(runner *t, zs_runtime *rt, const char *file, int line) {
-    char message[256];
-    zs_status status = zs_heap_verify(rt, message, sizeof message);
-    if (report(t, status == ZS_OK, file, line))
-        fprintf(stderr, "zs_heap_verify returned %d: %s\n", (int)status, message);
-}
-
-static void collect_at(runner *t, zs_runtime *rt, zs_status want, const char *file, int line) {
-    check_status_at(t, zs_collect_garbage(rt), want, "zs_collect_garbage(rt)", file, line);
-    verify_at(t, rt, file, line);
-}
-
-#define VERIFY(t, rt) verify_at((t), (rt), __FILE__, __LINE__)
-#define COLLECT(t, rt) collect_at((t), (rt), ZS_OK, __FILE__, __LINE__)
-#define COLLECT_EXPECT(t, rt, want) collect_at((t), (rt), (want), __FILE__, __LINE__)
-
-/* The test object: four strong slots, a weak slot, a reference array, data. */
-typedef struct node {
-    zs_object header;
-    zs_ref ref[4];      /* ZS_MEMBER_OBJECT */
-    zs_ref weak;        /* ZS_MEMBER_WEAK_OBJECT */
-    zs_ref_array list;  /* ZS_MEMBER_OBJECT_ARRAY */
-    uint64_t payload;   /* plain data, never traced */
-} node;
-
-/* An object whose only member is weak: marking never reads it (a leaf).
-   test_memberless_class covers classes with no members at all. */
-typedef struct leaf {
-    zs_object header;
-    zs_ref weak;        /* ZS_MEMBER_WEAK_OBJECT */
-    uint64_t payload;
-} leaf;
-
-#define NODE_SLOTS 4u
-#define NODE_REF(slot) ((uint32_t)(offsetof(node, ref) + (size_t)(slot) * sizeof(zs_ref)))
-#define NODE_WEAK ((uint32_t)offsetof(node, weak))
-#define NODE_LIST ((uint32_t)offsetof(node, list))
-
-typedef struct fixture {
-    zs_runtime *rt;
-    const zs_class *node;
-    const zs_class *leaf;
-} fixture;
-
-/* A runtime with the Node and Leaf classes registered; false on failure. */
-static bool fixture_open(runner *t, fixture *fx, uint32_t max_objects, uint32_t flags) {
-    static const zs_member node_members[] = {
-        {ZS_MEMBER_OBJECT, NODE_REF(0)},       {ZS_MEMBER_OBJECT, NODE_REF(1)},
-        {ZS_MEMBER_OBJECT, NODE_REF(2)},       {ZS_MEMBER_OBJECT, NODE_REF(3)},
-        {ZS_MEMBER_WEAK_OBJECT, NODE_WEAK},    {ZS_MEMBER_OBJECT_ARRAY, NODE_LIST},
-    };
-    zs_runtime_options options;
-    zs_runtime_default_options(&options);
-    if (max_objects != 0) options.max_objects = max_objects;
-    options.flags = flags;
-    memset(fx, 0, sizeof *fx);
-    CHECK_OK(t, zs_runtime_new(&options, &fx->rt));
-    if (fx->rt == NULL) return false;
-    zs_class_desc node_desc = {"Node", NULL, sizeof(node), 0, node_members, 6};
-    static const zs_member leaf_members[] = {
-        {ZS_MEMBER_WEAK_OBJECT, (uint32_t)offsetof(leaf, weak)},
-    };
-    zs_class_desc leaf_desc = {"Leaf", NULL, sizeof(leaf), 0, leaf_members, 1};
-    CHECK_OK(t, zs_class_register(fx->rt, &node_desc, &fx->node));
-    CHECK_OK(t, zs_class_register(fx->rt, &leaf_desc, &fx->leaf));
-    if (fx->node == NULL || fx->leaf == NULL) {
-        zs_runtime_free(fx->rt);
-        fx->rt = NULL;
-        return false;
-    }
-    return true;
-}
-
-static void fixture_close(fixture *fx) {
-    zs_runtime_free(fx->rt);
-    fx->rt = NULL;
-}
-
-static zs_ref make_at(runner *t, zs_runtime *rt, const zs_class *cls, zs_ref outer,
-                      const char *file, int line) {
-    zs_ref ref = ZS_NULL_REF;
-    check_status_at(t, zs_object_new(rt, cls, outer, ZS_NAME_AUTO, 0, &ref, NULL), ZS_OK,
-                    "zs_object_new", file, line);
-    return ref;
-}
-
-/* New object with an auto name; a failed creation is a failed check. */
-#define MAKE(t, rt, cls, outer) make_at((t), (rt), (cls), (outer), __FILE__, __LINE__)
-#define ROOT(t, rt, ref) CHECK_OK(t, zs_add_to_root((rt), (ref)))
-#define UNROOT(t, rt, ref) CHECK_OK(t, zs_remove_from_root((rt), (ref)))
-#define LINK(t, rt, holder, slot, target) \
-    CHECK_OK(t, zs_store_ref((rt), (holder), NODE_REF(slot), (target)))
-#define PUSH(t, rt, holder, target) CHECK_OK(t, zs_ref_array_push((rt), (holder), NODE_LIST, (target)))
-
-static bool alive(zs_runtime *rt, zs_ref ref) { return zs_resolve(rt, ref) != NULL; }
-static node *node_of(zs_runtime *rt, zs_ref ref) { return (node *)zs_resolve(rt, ref); }
-
-static zs_gc_stats gc_stats(zs_runtime *rt) {
-    zs_gc_stats stats;
-    zs_gc_get_stats(rt, &stats);
-    return stats;
-}
-
-/* xorshift64: a fixed-seed PRNG (state must be non-zero). */
-static uint64_t xorshift64(uint64_t *state) {
-    uint64_t x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *state = x;
-}
-
-static uint32_t rand_below(uint64_t *state, uint32_t bound) {
-    return (uint32_t)(xorshift64(state) % bound);
-}
+#include "test_support.h"
 
 /* ======================================================================
  * Runtime
@@ -280,13 +107,13 @@ static void test_class_schema_flattening(runner *t) {
     if (!fixture_open(t, &fx, 0, 0)) return;
     zs_runtime *rt = fx.rt;
     /* Base: strong at 32, weak at 40 (48 bytes). Child: array at 48, strong at 64 (72 bytes). */
-    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32}, {ZS_MEMBER_WEAK_OBJECT, 40}};
-    const zs_member child_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48}, {ZS_MEMBER_OBJECT, 64}};
+    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32, NULL}, {ZS_MEMBER_WEAK_OBJECT, 40, NULL}};
+    const zs_member child_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48, NULL}, {ZS_MEMBER_OBJECT, 64, NULL}};
     const zs_class *base = NULL, *child = NULL, *grandchild = NULL, *unrelated = NULL;
     zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2};
     zs_class_desc child_desc = {"Child", NULL, 72, 0, child_members, 2};
     zs_class_desc grandchild_desc = {"Grandchild", NULL, 80, 0, NULL, 0};
-    const zs_member unrelated_members[] = {{ZS_MEMBER_WEAK_OBJECT, 32}};
+    const zs_member unrelated_members[] = {{ZS_MEMBER_WEAK_OBJECT, 32, NULL}};
     zs_class_desc unrelated_desc = {"Unrelated", NULL, 40, 0, unrelated_members, 1};
     CHECK_OK(t, zs_class_register(rt, &base_desc, &base));
     child_desc.parent = base;
@@ -341,7 +168,7 @@ static void test_class_invalid_members(runner *t) {
     fixture fx;
     if (!fixture_open(t, &fx, 0, 0)) return;
     zs_runtime *rt = fx.rt;
-    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32}, {ZS_MEMBER_WEAK_OBJECT, 40}};
+    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32, NULL}, {ZS_MEMBER_WEAK_OBJECT, 40, NULL}};
     zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2};
     const zs_class *base = NULL;
     CHECK_OK(t, zs_class_register(rt, &base_desc, &base));
@@ -358,21 +185,21 @@ static void test_class_invalid_members(runner *t) {
         uint32_t count;
     } bad_case;
     const bad_case cases[] = {
-        {"unaligned", false, 48, {{ZS_MEMBER_OBJECT, 36}}, 1},
-        {"unaligned array", false, 64, {{ZS_MEMBER_OBJECT_ARRAY, 44}}, 1},
-        {"same offset", false, 48, {{ZS_MEMBER_OBJECT, 32}, {ZS_MEMBER_WEAK_OBJECT, 32}}, 2},
-        {"overlaps an array", false, 64, {{ZS_MEMBER_OBJECT_ARRAY, 32}, {ZS_MEMBER_OBJECT, 40}}, 2},
-        {"array overlapped", false, 64, {{ZS_MEMBER_OBJECT, 40}, {ZS_MEMBER_OBJECT_ARRAY, 32}}, 2},
-        {"inside the header", false, 48, {{ZS_MEMBER_OBJECT, 16}}, 1},
-        {"header tail", false, 48, {{ZS_MEMBER_OBJECT, 24}}, 1},
-        {"at offset 0", false, 48, {{ZS_MEMBER_OBJECT, 0}}, 1},
-        {"beyond instance_size", false, 40, {{ZS_MEMBER_OBJECT, 40}}, 1},
-        {"array past the end", false, 48, {{ZS_MEMBER_OBJECT_ARRAY, 40}}, 1},
-        {"inside the parent", true, 64, {{ZS_MEMBER_OBJECT, 40}}, 1},
-        {"unknown kind", false, 48, {{7, 32}}, 1},
-        {"kind 0", false, 48, {{0, 32}}, 1},
-        {"size below the header", false, 16, {{0, 0}}, 0},
-        {"size below the parent", true, 40, {{0, 0}}, 0},
+        {"unaligned", false, 48, {{ZS_MEMBER_OBJECT, 36, NULL}}, 1},
+        {"unaligned array", false, 64, {{ZS_MEMBER_OBJECT_ARRAY, 44, NULL}}, 1},
+        {"same offset", false, 48, {{ZS_MEMBER_OBJECT, 32, NULL}, {ZS_MEMBER_WEAK_OBJECT, 32, NULL}}, 2},
+        {"overlaps an array", false, 64, {{ZS_MEMBER_OBJECT_ARRAY, 32, NULL}, {ZS_MEMBER_OBJECT, 40, NULL}}, 2},
+        {"array overlapped", false, 64, {{ZS_MEMBER_OBJECT, 40, NULL}, {ZS_MEMBER_OBJECT_ARRAY, 32, NULL}}, 2},
+        {"inside the header", false, 48, {{ZS_MEMBER_OBJECT, 16, NULL}}, 1},
+        {"header tail", false, 48, {{ZS_MEMBER_OBJECT, 24, NULL}}, 1},
+        {"at offset 0", false, 48, {{ZS_MEMBER_OBJECT, 0, NULL}}, 1},
+        {"beyond instance_size", false, 40, {{ZS_MEMBER_OBJECT, 40, NULL}}, 1},
+        {"array past the end", false, 48, {{ZS_MEMBER_OBJECT_ARRAY, 40, NULL}}, 1},
+        {"inside the parent", true, 64, {{ZS_MEMBER_OBJECT, 40, NULL}}, 1},
+        {"unknown kind", false, 48, {{7, 32, NULL}}, 1},
+        {"kind 0", false, 48, {{0, 32, NULL}}, 1},
+        {"size below the header", false, 16, {{0, 0, NULL}}, 0},
+        {"size below the parent", true, 40, {{0, 0, NULL}}, 0},
     };
     uint32_t classes_before = zs_class_id(fx.leaf);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -393,10 +220,10 @@ static void test_class_invalid_members(runner *t) {
     CHECK_STATUS(t, zs_class_register(rt, &base_desc, NULL), ZS_E_INVALID);
 
     /* Boundary cases that are valid: last word of the instance, right after the parent. */
-    const zs_member edge_members[] = {{ZS_MEMBER_OBJECT, 40}};
+    const zs_member edge_members[] = {{ZS_MEMBER_OBJECT, 40, NULL}};
     zs_class_desc edge_desc = {"Edge", NULL, 48, 0, edge_members, 1};
     CHECK_OK(t, zs_class_register(rt, &edge_desc, &cls));
-    const zs_member derived_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48}};
+    const zs_member derived_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48, NULL}};
     zs_class_desc derived_desc = {"Derived", base, 64, 0, derived_members, 1};
     CHECK_OK(t, zs_class_register(rt, &derived_desc, &cls));
     /* Fixture classes are ids 0 and 1, Base 2, Edge 3, Derived 4: no id was burned. */
@@ -931,7 +758,7 @@ static void recording_hook(void *user, zs_runtime *rt, zs_object *object, zs_des
         probe_expect_busy(log, zs_ref_array_push(rt, self, NODE_LIST, ZS_NULL_REF));
         probe_expect_busy(log, zs_ref_array_clear(rt, self, NODE_LIST));
     }
-    static const zs_member members[] = {{ZS_MEMBER_WEAK_OBJECT, 32}};
+    static const zs_member members[] = {{ZS_MEMBER_WEAK_OBJECT, 32, NULL}};
     zs_class_desc desc = {"MadeInHook", NULL, 40, 0, members, 1};
     const zs_class *cls = NULL;
     probe_expect_busy(log, zs_class_register(rt, &desc, &cls));
@@ -1389,7 +1216,7 @@ static void test_million_object_chain(runner *t) {
     zs_runtime *rt = NULL;
     CHECK_OK(t, zs_runtime_new(NULL, &rt));
     if (rt == NULL) return;
-    const zs_member members[] = {{ZS_MEMBER_OBJECT, (uint32_t)offsetof(link_obj, next)}};
+    const zs_member members[] = {{ZS_MEMBER_OBJECT, (uint32_t)offsetof(link_obj, next), NULL}};
     zs_class_desc desc = {"Link", NULL, sizeof(link_obj), 0, members, 1};
     const zs_class *cls = NULL;
     CHECK_OK(t, zs_class_register(rt, &desc, &cls));
@@ -1687,13 +1514,6 @@ static void test_partial_purge_verifies(runner *t) {
  * Main
  * ====================================================================== */
 
-typedef struct test_case {
-    const char *name;
-    void (*run)(runner *t);
-} test_case;
-
-#define TEST(fn) {#fn, fn}
-
 static const test_case tests[] = {
     TEST(test_runtime_create_free),
     TEST(test_runtimes_isolated),
@@ -1731,23 +1551,30 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int main(int argc, char **argv) {
-    const char *filter = argc > 1 ? argv[1] : NULL;
-    unsigned passed = 0, failed = 0;
+/* Run the tests of one table whose name contains filter (all when NULL). */
+static void run_table(const test_case *table, size_t count, const char *filter, unsigned *passed,
+                      unsigned *failed) {
     runner t = {0};
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (filter != NULL && strstr(tests[i].name, filter) == NULL) continue;
-        t.test = tests[i].name;
+    for (size_t i = 0; i < count; i++) {
+        if (filter != NULL && strstr(table[i].name, filter) == NULL) continue;
+        t.test = table[i].name;
         t.failures = 0;
         double start = now_ms();
-        tests[i].run(&t);
+        table[i].run(&t);
         double elapsed = now_ms() - start;
-        if (t.failures == 0) passed++;
-        else failed++;
-        printf("%s %s (%.0f ms)%s\n", t.failures == 0 ? "ok  " : "FAIL", tests[i].name, elapsed,
+        if (t.failures == 0) (*passed)++;
+        else (*failed)++;
+        printf("%s %s (%.0f ms)%s\n", t.failures == 0 ? "ok  " : "FAIL", table[i].name, elapsed,
                t.failures > MAX_REPORTED_FAILURES ? " (some failures not shown)" : "");
         fflush(stdout);
     }
+}
+
+int main(int argc, char **argv) {
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    unsigned passed = 0, failed = 0;
+    run_table(tests, sizeof tests / sizeof tests[0], filter, &passed, &failed);
+    run_table(advanced_tests, advanced_test_count, filter, &passed, &failed);
     printf("%u passed, %u failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

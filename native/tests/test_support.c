@@ -51,9 +51,9 @@ void collect_at(runner *t, zs_runtime *rt, zs_status want, const char *file, int
 }
 
 const zs_member node_members[6] = {
-    {ZS_MEMBER_OBJECT, NODE_REF(0)},       {ZS_MEMBER_OBJECT, NODE_REF(1)},
-    {ZS_MEMBER_OBJECT, NODE_REF(2)},       {ZS_MEMBER_OBJECT, NODE_REF(3)},
-    {ZS_MEMBER_WEAK_OBJECT, NODE_WEAK},    {ZS_MEMBER_OBJECT_ARRAY, NODE_LIST},
+    {ZS_MEMBER_OBJECT, NODE_REF(0), NULL},       {ZS_MEMBER_OBJECT, NODE_REF(1), NULL},
+    {ZS_MEMBER_OBJECT, NODE_REF(2), NULL},       {ZS_MEMBER_OBJECT, NODE_REF(3), NULL},
+    {ZS_MEMBER_WEAK_OBJECT, NODE_WEAK, NULL},    {ZS_MEMBER_OBJECT_ARRAY, NODE_LIST, NULL},
 };
 
 bool fixture_open_options(runner *t, fixture *fx, const zs_runtime_options *options) {
@@ -62,7 +62,7 @@ bool fixture_open_options(runner *t, fixture *fx, const zs_runtime_options *opti
     if (fx->rt == NULL) return false;
     zs_class_desc node_desc = {"Node", NULL, sizeof(node), 0, node_members, 6};
     static const zs_member leaf_members[] = {
-        {ZS_MEMBER_WEAK_OBJECT, (uint32_t)offsetof(leaf, weak)},
+        {ZS_MEMBER_WEAK_OBJECT, (uint32_t)offsetof(leaf, weak), NULL},
     };
     zs_class_desc leaf_desc = {"Leaf", NULL, sizeof(leaf), 0, leaf_members, 1};
     CHECK_OK(t, zs_class_register(fx->rt, &node_desc, &fx->node));
