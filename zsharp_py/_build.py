@@ -31,7 +31,7 @@ typedef struct zs_object {
     uint32_t index;
     uint32_t name_index;
     uint32_t name_number;
-    uint32_t class_id;
+    uint32_t hash_next;
 } zs_object;
 
 typedef enum zs_status {
@@ -161,6 +161,8 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer,
                         uint32_t name_index, uint32_t name_number,
                         zs_ref *out_ref, zs_object **out_object);
 zs_object *zs_resolve(zs_runtime *rt, zs_ref ref);
+zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint32_t name_number,
+                         zs_ref *out);
 zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out);
 zs_status zs_forget_conjugate(zs_runtime *rt, zs_ref ref);
 zs_status zs_store_ref(zs_runtime *rt, zs_ref holder, uint32_t offset, zs_ref target);

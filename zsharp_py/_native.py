@@ -26,7 +26,7 @@ layout_ffi.cdef(
         uint32_t index;
         uint32_t name_index;
         uint32_t name_number;
-        uint32_t class_id;
+        uint32_t hash_next;
     } zs_object;
     typedef struct zs_string { void *data; uint32_t length; uint32_t capacity; } zs_string;
     typedef struct zs_array { void *data; uint32_t count; uint32_t capacity; } zs_array;
@@ -38,7 +38,7 @@ layout_ffi.cdef(
 )
 
 # The two FFIs must agree on the header, or every property offset is wrong.
-for _field in ("cls", "outer", "index", "name_index", "name_number", "class_id"):
+for _field in ("cls", "outer", "index", "name_index", "name_number", "hash_next"):
     assert layout_ffi.offsetof("zs_object", _field) == ffi.offsetof("zs_object", _field)
 for _name in ("zs_object", "zs_string", "zs_array", "zs_hash", "zs_binding"):
     assert layout_ffi.sizeof(_name) == ffi.sizeof(_name), _name

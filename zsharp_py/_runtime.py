@@ -94,6 +94,8 @@ class Runtime:
             options.mark_threads = _checked_count("mark_threads", mark_threads, 1, 64)
         if disregard_for_gc:
             options.flags |= lib.ZS_RUNTIME_DISREGARD_WINDOW
+        if not black_conjugates_are_roots:
+            options.flags |= lib.ZS_RUNTIME_BLACK_NOT_ROOTS
         out = ffi.new("zs_runtime **")
         check(lib.zs_runtime_new(options, out), "Runtime()")
         self._ptr: Any = out[0]
@@ -446,8 +448,8 @@ class Runtime:
             if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
                 return None
             native = self._object_out[0]
-            cls = self._classes_by_id[native.class_id] if native.class_id < len(
-                self._classes_by_id) else None
+            class_id = lib.zs_class_id(native.cls)
+            cls = self._classes_by_id[class_id] if class_id < len(self._classes_by_id) else None
             if cls is None:
                 lib.zs_forget_conjugate(self._ptr, handle)
                 return None

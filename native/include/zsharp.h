@@ -52,7 +52,7 @@ typedef struct zs_object {
     uint32_t index;       /* slot in the object array */
     uint32_t name_index;  /* entry in the runtime's name table */
     uint32_t name_number; /* 0: no suffix; n: suffix "_<n-1>" (UE convention) */
-    uint32_t class_id;    /* runtime-local id of cls */
+    uint32_t hash_next;   /* next object in the same by-name bucket (index + 1), internal */
 } zs_object;
 
 typedef enum zs_status {
@@ -182,6 +182,11 @@ zs_object *zs_resolve(zs_runtime *rt, zs_ref ref);
 zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out);
 /* The managed side dropped its conjugate early (e.g. on runtime close). */
 zs_status zs_forget_conjugate(zs_runtime *rt, zs_ref ref);
+
+/* Find a live, non-dying object by outer (ZS_NULL_REF: top level) and name
+   (StaticFindObject): O(1) on average. *out is ZS_NULL_REF when none. */
+zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint32_t name_number,
+                         zs_ref *out);
 
 /* The handle of a live object. */
 zs_ref zs_object_ref(zs_runtime *rt, const zs_object *object);

@@ -19,6 +19,9 @@ zs_status zs_heap_init(zs_runtime *rt, uint32_t max_objects) {
 }
 
 void zs_heap_release(zs_runtime *rt) {
+    zs_free(rt, rt->name_buckets, (size_t)rt->name_bucket_count * sizeof(uint32_t));
+    rt->name_buckets = NULL;
+    rt->name_bucket_count = 0;
     for (uint32_t c = 0; rt->chunks != NULL && c < rt->chunk_count; c++)
         zs_free(rt, rt->chunks[c], ZS_OBJECTS_PER_CHUNK * sizeof(zs_item));
     zs_free(rt, rt->chunks, rt->chunk_count * sizeof(zs_item *));
@@ -64,6 +67,90 @@ void zs_slot_free(zs_runtime *rt, uint32_t index) {
     }
 }
 
+/* ======================================================================
+ * Objects by outer and name (StaticFindObject)
+ * ====================================================================== */
+
+static uint32_t name_hash(uint32_t outer_index, uint32_t name_index, uint32_t name_number) {
+    uint64_t h = ((uint64_t)outer_index * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)name_index << 20) ^ name_number;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static uint32_t *bucket_of(zs_runtime *rt, const zs_object *object) {
+    uint32_t outer = object->outer ? ZS_REF_INDEX(object->outer) : UINT32_MAX;
+    return &rt->name_buckets[name_hash(outer, object->name_index, object->name_number) &
+                             (rt->name_bucket_count - 1)];
+}
+
+/* Link a new object into its bucket, doubling the table when it is full
+   (a full rehash is the rare, amortised case). False when out of memory:
+   the object is then simply not findable by name. */
+static bool name_index_add(zs_runtime *rt, zs_object *object) {
+    if (rt->live_objects >= rt->name_bucket_count) {
+        uint32_t count = rt->name_bucket_count ? rt->name_bucket_count * 2 : 1024;
+        uint32_t *buckets = zs_alloc(rt, (size_t)count * sizeof(uint32_t));
+        if (buckets == NULL) return false;
+        zs_free(rt, rt->name_buckets, (size_t)rt->name_bucket_count * sizeof(uint32_t));
+        rt->name_buckets = buckets;
+        rt->name_bucket_count = count;
+        for (uint32_t i = 0; i < rt->high_water; i++) {
+            zs_object *other = zs_item_at(rt, i)->object;
+            if (other == NULL || other == object) continue;
+            uint32_t *bucket = bucket_of(rt, other);
+            other->hash_next = *bucket;
+            *bucket = i + 1;
+        }
+    }
+    uint32_t *bucket = bucket_of(rt, object);
+    object->hash_next = *bucket;
+    *bucket = object->index + 1;
+    return true;
+}
+
+static void name_index_remove(zs_runtime *rt, zs_object *object) {
+    if (rt->name_bucket_count == 0) return;
+    uint32_t *link = bucket_of(rt, object);
+    while (*link != 0) {
+        zs_object *other = zs_item_at(rt, *link - 1)->object;
+        if (other == object) {
+            *link = object->hash_next;
+            return;
+        }
+        link = &other->hash_next;
+    }
+}
+
+zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint32_t name_number,
+                         zs_ref *out) {
+    if (out == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    *out = ZS_NULL_REF;
+    zs_item *outer_item = outer ? zs_item_of(rt, outer) : NULL;
+    zs_status status = outer != ZS_NULL_REF && outer_item == NULL ? ZS_E_STALE : ZS_OK;
+    if (status == ZS_OK && rt->name_bucket_count > 0) {
+        uint32_t outer_index = outer ? ZS_REF_INDEX(outer) : UINT32_MAX;
+        uint32_t link = rt->name_buckets[name_hash(outer_index, name_index, name_number) &
+                                         (rt->name_bucket_count - 1)];
+        while (link != 0) {
+            zs_item *it = zs_item_at(rt, link - 1);
+            zs_object *object = it->object;
+            if (object->outer == (outer_item ? zs_item_ref(outer_item) : ZS_NULL_REF) &&
+                object->name_index == name_index && object->name_number == name_number &&
+                !(it->flags & ZS_ITEM_DYING) &&
+                !(rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) &&
+                  !(it->flags & ZS_ITEM_PERMANENT))) {
+                *out = zs_item_ref(it);
+                break;
+            }
+            link = object->hash_next;
+        }
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
 /* Put an item on the root candidate list once. */
 bool zs_root_list_add(zs_runtime *rt, zs_item *it) {
     if (it->flags & ZS_ITEM_IN_ROOT_LIST) return true;
@@ -77,6 +164,7 @@ void zs_object_destroy(zs_runtime *rt, zs_item *it) {
     zs_object *object = it->object;
     const zs_class *cls = object->cls;
     zs_schema_destroy(rt, &cls->schema, (char *)object);
+    name_index_remove(rt, object);
     uint32_t index = object->index;
     zs_free(rt, object, cls->instance_size);
     zs_slot_free(rt, index);
@@ -142,7 +230,6 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
     object->cls = cls;
     object->outer = outer_item ? zs_item_ref(outer_item) : ZS_NULL_REF;
     object->index = index;
-    object->class_id = cls->id;
     object->name_index = name_index == ZS_NAME_AUTO ? cls->name_index : name_index;
     object->name_number = name_index == ZS_NAME_AUTO ? cls->next_name_number : name_number;
     it->object = object;
@@ -154,6 +241,7 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
         rt->permanent_count++;
     }
     rt->live_objects++;
+    if (!name_index_add(rt, object)) object->hash_next = 0; /* not findable by name */
     zs_gc_barrier(rt, outer_item); /* the new object is born marked but never scanned */
     if (!note_escape(rt, it, outer_item)) {
         zs_object_destroy(rt, it);

@@ -178,6 +178,8 @@ struct zs_runtime {
     uint32_t high_water;   /* slots ever handed out */
     uint32_t live_objects;
     zs_u32_vec free_slots; /* LIFO: a freed slot is the next one reused */
+    uint32_t *name_buckets; /* by (outer, name): object index + 1, chained through hash_next */
+    uint32_t name_bucket_count;
 
     /* classes, types and names */
     zs_class **classes;
