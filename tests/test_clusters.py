@@ -46,8 +46,8 @@ def snapshot(objects: list[Part]) -> dict[int, tuple[int, tuple[int | None, ...]
     return state
 
 
-def reachable(objects: list[Part], state: dict[int, tuple[int, tuple[int | None, ...]]],
-              roots: set[int], garbage: set[int]) -> set[int]:
+def reachable(state: dict[int, tuple[int, tuple[int | None, ...]]], roots: set[int],
+              garbage: set[int]) -> set[int]:
     """Reachability model (no clusters): references to garbage are killed."""
     seen = set(roots)
     work = list(roots)
@@ -211,7 +211,7 @@ def test_never_rooted_cluster_is_destroyed_at_the_first_collection(rt: zs.Runtim
     assert rt.gc.cluster_count() == 0 and rt.live_objects() == 0
 
 
-@pytest.mark.parametrize("how", ["reference", "root", "strong"])
+@pytest.mark.parametrize("how", ["reference", "root", "strong", "outer"])
 def test_reaching_a_member_from_outside_keeps_the_whole_cluster(rt: zs.Runtime,
                                                                  how: str) -> None:
     root = Asset(value=-1)
@@ -221,21 +221,25 @@ def test_reaching_a_member_from_outside_keeps_the_whole_cluster(rt: zs.Runtime,
     holder = Loose()
     holder.add_to_root()
     pointer = None
+    inner: Loose | None = None
     if how == "reference":
         holder.a = deep                        # holder is not a member: no dissolution
     elif how == "root":
         deep.add_to_root()
-    else:
+    elif how == "strong":
         pointer = zs.StrongObjectPtr(deep)
+    else:
+        inner = Loose(outer=deep)              # an immutable reference to the member
+        holder.a = inner
     assert root.cluster is not None
     stats = collect(rt)
     assert not root.is_expired and not any(p.is_expired for p in parts)
     assert stats.clusters_marked == 1
-    assert stats.objects_scanned <= 1          # the holder at most
+    assert stats.objects_scanned <= 2          # the holder (and inner) at most
     assert root.cluster is not None and root.cluster.objects == 301
     assert [p.value for p in parts] == list(range(300))
     # Let go of the member: the whole cluster goes at once.
-    if how == "reference":
+    if how in ("reference", "outer"):
         holder.a = None
     elif how == "root":
         deep.remove_from_root()
@@ -244,7 +248,7 @@ def test_reaching_a_member_from_outside_keeps_the_whole_cluster(rt: zs.Runtime,
         pointer.dispose()
     stats = collect(rt)
     assert root.is_expired and all(p.is_expired for p in parts)
-    assert stats.objects_freed == 301
+    assert stats.objects_freed == 301 + (inner is not None)
     assert rt.gc.cluster_count() == 0
 
 
@@ -307,6 +311,43 @@ def test_cluster_keeps_referenced_cluster_alive(rt: zs.Runtime) -> None:
     assert rt.gc.cluster_count() == 0
 
 
+def test_destroyed_cluster_objects_raise_expired_errors(rt: zs.Runtime) -> None:
+    root = Asset()
+    parts = grow(root, 20)
+    assert root.create_cluster() == 21
+    collect(rt)
+    for obj in (root, parts[7]):
+        with pytest.raises(zs.ExpiredConjugateError):
+            obj.cluster
+        with pytest.raises(zs.ExpiredConjugateError):
+            obj.dissolve_cluster()
+    with pytest.raises(zs.ExpiredConjugateError):
+        root.create_cluster()
+
+
+def test_clusters_and_permanent_objects() -> None:
+    with zs.Runtime(disregard_for_gc=True) as rt:
+        permanent = Loose(value=1)
+        rt.close_disregard_for_gc()
+        root = Asset(value=-1)
+        parts = grow(root, 20)
+        parts[5].c = permanent
+        assert root.create_cluster() == 21
+        info = root.cluster
+        assert info is not None and info.mutable_objects == 0   # never marked anyway
+        assert permanent.cluster is None
+        # A permanent object that references a member keeps the cluster.
+        permanent.b = parts[10]
+        stats = collect(rt)
+        assert not root.is_expired and stats.clusters_marked == 1
+        assert stats.objects_marked == 21
+        permanent.b = None
+        stats = collect(rt)
+        assert root.is_expired and all(p.is_expired for p in parts)
+        assert stats.objects_freed == 21
+        assert not permanent.is_expired and permanent.value == 1
+
+
 # ---- dissolution -------------------------------------------------------------
 
 def build_nested_clusters(rt: zs.Runtime) -> tuple[list[Asset], list[list[Part]]]:
@@ -354,7 +395,7 @@ def test_garbage_member_dissolves_the_clusters_that_reference_it(
     assert rt.gc.cluster_count() == level
     rt.gc.verify()
     garbage = {objects.index(victim)}
-    expected = reachable(objects, state, {objects.index(a_root)}, garbage)
+    expected = reachable(state, {objects.index(a_root)}, garbage)
     stats = collect(rt)
     assert {i for i, o in enumerate(objects) if not o.is_expired} == expected
     assert stats.references_killed == 1
@@ -370,6 +411,25 @@ def test_garbage_member_dissolves_the_clusters_that_reference_it(
     assert members_of(objects) == {i for i, o in enumerate(objects)
                                    if any(o is x for lvl in range(level)
                                           for x in [roots[lvl], *parts[lvl]])}
+
+
+def test_outside_references_to_a_garbage_member_are_killed(rt: zs.Runtime) -> None:
+    root = Asset(value=-1)
+    root.add_to_root()
+    parts = grow(root, 30)
+    assert root.create_cluster() == 31
+    holders = [Loose(value=100 + i) for i in range(3)]
+    for holder in holders:
+        holder.add_to_root()
+        holder.a = parts[29]                   # a leaf of the tree
+    parts[29].mark_as_garbage()
+    assert root.cluster is None
+    stats = collect(rt)
+    assert parts[29].is_expired
+    assert stats.references_killed == 4        # three holders and its parent in the tree
+    assert all(h.a is None for h in holders)
+    assert not root.is_expired and not any(p.is_expired for p in parts[:29])
+    assert [p.value for p in parts[:29]] == list(range(29))
 
 
 def test_every_cluster_object_is_ordinary_after_recursive_dissolution(rt: zs.Runtime) -> None:
@@ -417,7 +477,7 @@ def test_cutting_a_reference_inside_a_cluster_frees_what_it_held(rt: zs.Runtime)
     cut.b = None
     assert rt.gc.cluster_count() == 0
     state[objects.index(cut)] = (cut.value, (None, None, None))
-    expected = reachable(objects, state, {0}, set())
+    expected = reachable(state, {0}, set())
     assert len(expected) < 41
     collect(rt)
     assert {i for i, o in enumerate(objects) if not o.is_expired} == expected

@@ -1,0 +1,848 @@
+"""Native containers zs.Array[T], zs.Set[T], zs.Map[K, V], zs.Optional[T]:
+creation from Python values, conversion and equality, the list / set /
+dict protocols, element types of every kind, type and range errors that
+leave the container unchanged, red views writing through, clones, and the
+GC seen through containers (traced, killable, non-killable keys)."""
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+
+import zsharp_py as zs
+from helpers import collect
+
+
+class Vec2(zs.Struct):
+    x: zs.Float32
+    y: zs.Float32
+
+
+class Unit(zs.Object):
+    hp: zs.Int32
+    ints: zs.Array[zs.Int32]
+    units: zs.Array["Unit"]
+    weak_units: zs.Array[zs.WeakObjectPtr["Unit"]]
+    points: zs.Array[Vec2]
+    words: zs.Array[zs.String]
+    unit_set: zs.Set["Unit"]
+    by_name: zs.Map[zs.Name, "Unit"]
+    keyed_by_unit: zs.Map["Unit", zs.Int32]
+    spots: zs.Map[zs.Name, Vec2]
+    maybe_text: zs.Optional[zs.String]
+    maybe_point: zs.Optional[Vec2]
+
+
+class Other(zs.Object):
+    pass
+
+
+Int32s = zs.Array[zs.Int32]
+
+
+# ---- specialisation ------------------------------------------------------------
+
+def test_specialisations_are_cached_classes(rt: zs.Runtime) -> None:
+    assert zs.Array[zs.Int32] is zs.Array[zs.Int32]
+    assert zs.Map[zs.Name, zs.Int32] is zs.Map[zs.Name, zs.Int32]
+    assert issubclass(zs.Array[zs.Int32], zs.Array)
+    assert isinstance(Int32s(), zs.Array)
+
+
+def test_bad_specialisations_are_refused(rt: zs.Runtime) -> None:
+    with pytest.raises(TypeError):
+        zs.Array()
+    with pytest.raises(TypeError):
+        zs.Array[zs.Int32, zs.Int32]
+    with pytest.raises(TypeError):
+        zs.Map[zs.Int32]
+    with pytest.raises(TypeError):
+        zs.Array[zs.Int32][zs.Int32]
+    with pytest.raises(TypeError):
+        zs.Set[zs.Array[zs.Int32]]()
+    with pytest.raises(TypeError):
+        zs.Array[object]()
+
+
+def test_python_shorthands_as_element_types(rt: zs.Runtime) -> None:
+    ints = zs.Array[int]([2**63 - 1])
+    assert ints == [2**63 - 1]
+    with pytest.raises(OverflowError):
+        ints.append(2**63)
+    assert zs.Array[float]([1]) == [1.0]
+    assert zs.Array[bool]([True, 0]) == [True, False]
+    words = zs.Array[str](["a", "é"])
+    assert type(words[1]) is zs.String and words == ["a", "é"]
+
+
+@pytest.mark.parametrize("kind", [zs.Array[zs.Int32], zs.Set[zs.Int32], zs.Map[zs.Int32, zs.Int32]])
+@pytest.mark.parametrize("bad", ["text", 5, None])
+def test_creation_from_a_non_collection_raises_type_error(rt: zs.Runtime, kind: type,
+                                                          bad: object) -> None:
+    before = rt.values_alive()
+    with pytest.raises(TypeError):
+        kind(bad)
+    assert rt.values_alive() == before
+
+
+def test_creation_takes_at_most_one_argument(rt: zs.Runtime) -> None:
+    with pytest.raises(TypeError):
+        Int32s([1], [2])
+
+
+# ---- Array: scalar element types -----------------------------------------------
+
+@pytest.mark.parametrize("scalar, low, high", [
+    (zs.Int8, -128, 127),
+    (zs.UInt8, 0, 255),
+    (zs.Int16, -(2**15), 2**15 - 1),
+    (zs.Int32, -(2**31), 2**31 - 1),
+    (zs.UInt64, 0, 2**64 - 1),
+    (zs.Int64, -(2**63), 2**63 - 1),
+])
+def test_integer_arrays_store_their_whole_range(rt: zs.Runtime, scalar: type, low: int,
+                                                 high: int) -> None:
+    array = zs.Array[scalar]([low, 0, high])
+    assert array == [low, 0, high]
+    assert array.to_python() == [low, 0, high]
+    for bad in (low - 1, high + 1):
+        with pytest.raises(OverflowError):
+            array.append(bad)
+        with pytest.raises(OverflowError):
+            array[0] = bad
+        with pytest.raises(OverflowError):
+            zs.Array[scalar]([0, bad])
+    assert array == [low, 0, high]
+    with pytest.raises(TypeError):
+        array.append(1.5)
+    with pytest.raises(TypeError):
+        array.append("1")
+    assert array == [low, 0, high]
+
+
+def test_float32_array_rounds_and_range_checks(rt: zs.Runtime) -> None:
+    array = zs.Array[zs.Float32]([1.5, 0.1, -2])
+    assert array[0] == 1.5 and array[2] == -2.0
+    assert array[1] != 0.1 and math.isclose(array[1], 0.1, rel_tol=1e-6)
+    array.append(math.inf)
+    assert array[-1] == math.inf
+    array.append(math.nan)
+    assert math.isnan(array[-1])
+    with pytest.raises(OverflowError):
+        array.append(1e39)
+    with pytest.raises(TypeError):
+        array.append("1.0")
+    assert len(array) == 5
+
+
+def test_bool_array(rt: zs.Runtime) -> None:
+    array = zs.Array[zs.Bool]([True, False, 1, 0])
+    assert array == [True, False, True, False]
+    assert all(type(item) is bool for item in array)
+    with pytest.raises(OverflowError):
+        array.append(2)
+    with pytest.raises(TypeError):
+        array.append("yes")
+    assert len(array) == 4
+
+
+# ---- Array: the list protocol -----------------------------------------------------
+
+def test_len_iter_contains_index_count(rt: zs.Runtime) -> None:
+    array = Int32s([3, 1, 4, 1, 5])
+    assert len(array) == 5
+    assert list(array) == [3, 1, 4, 1, 5]
+    assert list(reversed(array)) == [5, 1, 4, 1, 3]
+    assert 4 in array and 9 not in array and "4" not in array
+    assert array.index(1) == 1
+    assert array.count(1) == 2 and array.count(9) == 0
+    with pytest.raises(ValueError):
+        array.index(9)
+    assert bool(Int32s()) is False and bool(array) is True
+
+
+def test_indexing(rt: zs.Runtime) -> None:
+    array = Int32s([10, 20, 30])
+    assert (array[0], array[2], array[-1], array[-3]) == (10, 30, 30, 10)
+    for bad in (3, -4, 100):
+        with pytest.raises(IndexError):
+            array[bad]
+        with pytest.raises(IndexError):
+            array[bad] = 0
+        with pytest.raises(IndexError):
+            del array[bad]
+    with pytest.raises(TypeError):
+        array["0"]
+    with pytest.raises(TypeError):
+        array[1.0]
+    array[-1] = 33
+    assert array == [10, 20, 33]
+    with pytest.raises(IndexError):
+        Int32s()[0]
+
+
+def test_slicing_reads(rt: zs.Runtime) -> None:
+    array = Int32s(range(10))
+    assert array[2:5] == [2, 3, 4]
+    assert array[::3] == [0, 3, 6, 9]
+    assert array[::-1] == list(range(9, -1, -1))
+    assert array[-3:] == [7, 8, 9]
+    assert array[20:] == []
+    assert array[5:2] == []
+
+
+@pytest.mark.parametrize("index, value", [
+    (slice(1, 3), [20, 30, 40]),
+    (slice(0, 0), [-1, -2]),
+    (slice(4, None), []),
+    (slice(None), [7]),
+    (slice(0, None, 2), [100, 200, 300]),
+    (slice(None, None, -2), [9, 8, 7]),
+    (slice(10, 20), [55]),
+])
+def test_slice_assignment_matches_list(rt: zs.Runtime, index: slice, value: list) -> None:
+    expected = [0, 1, 2, 3, 4, 5]
+    array = Int32s(expected)
+    expected[index] = value
+    array[index] = value
+    assert array == expected
+
+
+@pytest.mark.parametrize("index", [slice(1, 3), slice(None, None, 2), slice(None, None, -1),
+                                   slice(10, 20), slice(None)])
+def test_slice_deletion_matches_list(rt: zs.Runtime, index: slice) -> None:
+    expected = [0, 1, 2, 3, 4, 5]
+    array = Int32s(expected)
+    del expected[index]
+    del array[index]
+    assert array == expected
+
+
+def test_extended_slice_assignment_of_the_wrong_size_raises(rt: zs.Runtime) -> None:
+    array = Int32s([0, 1, 2, 3])
+    with pytest.raises(ValueError):
+        array[::2] = [1, 2, 3]
+    assert array == [0, 1, 2, 3]
+
+
+def test_append_extend_insert(rt: zs.Runtime) -> None:
+    array = Int32s()
+    array.append(1)
+    array.extend([2, 3])
+    array.extend(iter([4]))
+    array.extend(Int32s([5]))
+    array.extend([])
+    array.insert(0, 0)
+    array.insert(-1, 45)
+    array.insert(100, 6)
+    array.insert(-100, -1)
+    assert array == [-1, 0, 1, 2, 3, 4, 45, 5, 6]
+
+
+def test_pop_remove_clear(rt: zs.Runtime) -> None:
+    array = Int32s([1, 2, 3, 2, 4])
+    assert array.pop() == 4
+    assert array.pop(0) == 1
+    assert array.pop(-2) == 3
+    assert array == [2, 2]
+    array.remove(2)
+    assert array == [2]
+    with pytest.raises(ValueError):
+        array.remove(9)
+    array.clear()
+    assert array == [] and len(array) == 0
+    with pytest.raises(IndexError):
+        array.pop()
+    array.clear()
+    assert array == []
+
+
+def test_equality(rt: zs.Runtime) -> None:
+    array = Int32s([1, 2, 3])
+    assert array == [1, 2, 3] and array == (1, 2, 3)
+    assert array == Int32s([1, 2, 3])
+    assert array != [1, 2] and array != [1, 2, 4] and array != [1, 2, 3, 4]
+    assert array != {1, 2, 3} and array != "123"
+    with pytest.raises(TypeError):
+        hash(array)
+    assert repr(array) == "<Array[Int32] (black) [1, 2, 3]>"
+
+
+def test_to_python_is_a_plain_list(rt: zs.Runtime) -> None:
+    array = Int32s([1, 2])
+    plain = array.to_python()
+    assert type(plain) is list and plain == [1, 2]
+    plain.append(3)
+    assert len(array) == 2
+
+
+# ---- no half-changed container --------------------------------------------------
+
+@pytest.mark.parametrize("operation", [
+    lambda a: a.extend([1, "x"]),
+    lambda a: a.extend([1, 2**40]),
+    lambda a: a.append("x"),
+    lambda a: a.insert(1, None),
+    lambda a: a.__setitem__(0, "x"),
+    lambda a: a.__setitem__(slice(0, 2), [7, "x"]),
+    lambda a: a.__setitem__(slice(0, 3), [7, 8, 2**40]),
+    lambda a: a.__setitem__(slice(None, None, 2), [7, "x"]),
+])
+def test_failed_array_operation_leaves_the_array_unchanged(rt: zs.Runtime, operation) -> None:
+    array = Int32s([10, 20, 30])
+    with pytest.raises((TypeError, OverflowError)):
+        operation(array)
+    assert array == [10, 20, 30]
+
+
+def test_failed_set_update_leaves_the_set_unchanged(rt: zs.Runtime) -> None:
+    numbers = zs.Set[zs.Int64]([1, 2])
+    with pytest.raises(TypeError):
+        numbers.update([3, "x"])
+    assert numbers == {1, 2}
+
+
+def test_failed_map_update_leaves_the_map_unchanged(rt: zs.Runtime) -> None:
+    scores = zs.Map[zs.Name, zs.Int32]({"a": 1})
+    with pytest.raises(TypeError):
+        scores.update({"b": 2, "c": "x"})
+    assert scores == {"a": 1}
+    with pytest.raises(OverflowError):
+        scores.update([("a", 5), ("d", 2**40)])
+    assert scores == {"a": 1}
+
+
+def test_failed_property_assignment_leaves_the_container_unchanged(rt: zs.Runtime) -> None:
+    unit = Unit(ints=[1, 2])
+    with pytest.raises(TypeError):
+        unit.ints = [3, "x"]
+    with pytest.raises(OverflowError):
+        unit.ints = [3, 2**40]
+    assert unit.ints == [1, 2]
+
+
+# ---- Array element kinds ------------------------------------------------------------
+
+def test_array_of_objects_with_none(rt: zs.Runtime) -> None:
+    a, b = Unit(), Unit()
+    units = zs.Array[Unit]([a, None, b])
+    assert units[0] is a and units[1] is None and units[2] is b
+    assert units == [a, None, b]
+    assert a in units and None in units
+    assert units.index(b) == 2
+    units[1] = a
+    assert units.count(a) == 2
+    with pytest.raises(TypeError):
+        units.append(Other())
+    with pytest.raises(TypeError):
+        units.append("unit")
+    assert len(units) == 3
+    assert units.to_python() == [a, a, b]
+
+
+def test_array_of_objects_refuses_an_expired_object(rt: zs.Runtime) -> None:
+    units = zs.Array[Unit]()
+    dead = Unit()
+    collect(rt)
+    assert dead.is_expired
+    with pytest.raises(zs.ExpiredConjugateError):
+        units.append(dead)
+    with pytest.raises(zs.ExpiredConjugateError):
+        zs.Array[Unit]([dead])
+    assert units == []
+
+
+def test_array_of_weak_pointers(rt: zs.Runtime) -> None:
+    keep, drop = Unit(), Unit()
+    keep.add_to_root()
+    weak = zs.Array[zs.WeakObjectPtr[Unit]]([keep, zs.WeakObjectPtr(drop), None])
+    assert isinstance(weak[0], zs.WeakObjectPtr)
+    assert weak[0].get() is keep and weak[1].get() is drop and weak[2].get() is None
+    collect(rt)  # weak elements keep nothing alive
+    assert drop.is_expired and not keep.is_expired
+    assert weak[0].get() is keep and weak[1].get() is None
+    with pytest.raises(TypeError):
+        weak.append(Other())
+
+
+def test_array_of_structs(rt: zs.Runtime) -> None:
+    points = zs.Array[Vec2]([(1, 2), Vec2(3, 4), {"y": 5}])
+    assert points.to_python() == [{"x": 1.0, "y": 2.0}, {"x": 3.0, "y": 4.0}, {"x": 0.0, "y": 5.0}]
+    first = points[0]
+    assert type(first) is Vec2 and not first.is_black
+    first.y = 20
+    assert points[0] == {"x": 1.0, "y": 20.0}
+    assert [p.x for p in points] == [1.0, 3.0, 0.0]
+    assert points.pop(1) == {"x": 3.0, "y": 4.0}  # a plain copy
+    with pytest.raises(TypeError):
+        points.append((1, "y"))
+    with pytest.raises(OverflowError):
+        points.append((1e40, 0))
+    assert len(points) == 2
+
+
+def test_array_of_strings(rt: zs.Runtime) -> None:
+    words = zs.Array[zs.String](["alpha", zs.Utf8String("béta")])
+    assert words == ["alpha", "béta"]
+    view = words[1]
+    assert type(view) is zs.String and not view.is_black
+    view.assign("gamma")
+    assert words.to_python() == ["alpha", "gamma"]
+    words[0] = "delta"
+    assert words == ["delta", "gamma"]
+    assert "gamma" in words and words.index("gamma") == 1
+    assert words.pop() == "gamma"
+    with pytest.raises(TypeError):
+        words.append(5)
+    assert words == ["delta"]
+
+
+def test_array_of_ansi_strings_refuses_non_ascii(rt: zs.Runtime) -> None:
+    words = zs.Array[zs.AnsiString](["ok"])
+    with pytest.raises(ValueError):
+        words.append("é")
+    with pytest.raises(ValueError):
+        words.extend(["fine", "naïve"])
+    assert words == ["ok"]
+
+
+def test_array_of_names(rt: zs.Runtime) -> None:
+    names = zs.Array[zs.Name](["Alpha", zs.Name("Beta_2")])
+    assert names == ["alpha", "BETA_2"]
+    assert type(names[0]) is zs.Name
+    assert "ALPHA" in names
+    assert names[1].number == 3
+    with pytest.raises(TypeError):
+        names.append(3)
+
+
+def test_nested_arrays(rt: zs.Runtime) -> None:
+    grid = zs.Array[zs.Array[zs.Int32]]([[1], [2, 3], []])
+    assert grid == [[1], [2, 3], []]
+    row = grid[1]
+    assert type(row) is zs.Array[zs.Int32] and not row.is_black
+    row.append(4)
+    grid[2].extend([5, 6])
+    assert grid.to_python() == [[1], [2, 3, 4], [5, 6]]
+    grid[0] = [9, 9]
+    assert grid[0] == [9, 9]
+    with pytest.raises(TypeError):
+        grid.append([1, "x"])
+    with pytest.raises(TypeError):
+        grid[0].append("x")
+    assert grid == [[9, 9], [2, 3, 4], [5, 6]]
+    deep = zs.Array[zs.Array[zs.Array[zs.String]]]([[["a"]], [["b", "c"], []]])
+    assert deep == [[["a"]], [["b", "c"], []]]
+    deep[1][0][1].assign("C")
+    assert deep.to_python() == [[["a"]], [["b", "C"], []]]
+
+
+def test_array_property_of_an_object(rt: zs.Runtime) -> None:
+    unit = Unit(ints=[1, 2])
+    ints = unit.ints
+    assert not ints.is_black and unit.ints is ints
+    ints.append(3)
+    assert unit.ints == [1, 2, 3]
+    unit.ints = (7, 8)
+    assert ints == [7, 8]  # the view is of the property, not of the old contents
+    unit.ints = Int32s([9])
+    assert unit.ints == [9]
+    unit.ints = unit.ints
+    assert unit.ints == [9]
+    unit.ints = []
+    assert ints == []
+
+
+# ---- Set ----------------------------------------------------------------------------
+
+def test_set_of_int64(rt: zs.Runtime) -> None:
+    numbers = zs.Set[zs.Int64]([3, 1, 3, 2**63 - 1])
+    assert len(numbers) == 3
+    assert numbers == {1, 3, 2**63 - 1} and numbers == frozenset({1, 3, 2**63 - 1})
+    assert numbers != {1, 3} and numbers != [1, 3, 2**63 - 1]
+    assert 3 in numbers and 4 not in numbers and "3" not in numbers
+    numbers.add(4)
+    numbers.add(4)
+    assert len(numbers) == 4
+    numbers.discard(4)
+    numbers.discard(4)
+    numbers.remove(1)
+    with pytest.raises(KeyError):
+        numbers.remove(1)
+    numbers.update([10, 11])
+    assert set(numbers) == {3, 2**63 - 1, 10, 11}
+    assert numbers.to_python() == {3, 2**63 - 1, 10, 11}
+    popped = numbers.pop()
+    assert popped in {3, 2**63 - 1, 10, 11} and popped not in numbers and len(numbers) == 3
+    numbers.clear()
+    assert len(numbers) == 0 and numbers == set()
+    with pytest.raises(KeyError):
+        numbers.pop()
+    with pytest.raises(OverflowError):
+        numbers.add(2**63)
+    with pytest.raises(TypeError):
+        numbers.add("x")
+    assert numbers == set()
+    assert "Set[Int64]" in repr(numbers)
+
+
+def test_set_survives_growth_and_many_removals(rt: zs.Runtime) -> None:
+    numbers = zs.Set[zs.Int64](range(500))
+    for value in range(0, 500, 2):
+        numbers.remove(value)
+    assert numbers == set(range(1, 500, 2))
+    assert all(v in numbers for v in range(1, 500, 2))
+    assert not any(v in numbers for v in range(0, 500, 2))
+
+
+def test_set_of_names_is_case_insensitive(rt: zs.Runtime) -> None:
+    tags = zs.Set[zs.Name](["Enemy", "boss"])
+    tags.add("ENEMY")
+    assert len(tags) == 2 and "BOSS" in tags
+    tags.remove("enemy")
+    assert tags == {"Boss"}
+
+
+def test_set_of_strings_elements_are_plain(rt: zs.Runtime) -> None:
+    words = zs.Set[zs.String](["a", "b"])
+    assert all(type(w) is str for w in words)
+    assert words == {"a", "b"}
+
+
+def test_set_of_objects(rt: zs.Runtime) -> None:
+    a, b = Unit(), Unit()
+    units = zs.Set[Unit]([a, b, a])
+    assert len(units) == 2 and a in units and b in units
+    assert units == {a, b}
+    assert set(units) == {a, b}
+    units.remove(a)
+    assert a not in units
+    with pytest.raises(TypeError):
+        units.add(Other())
+    assert units == {b}
+
+
+def test_set_property_of_an_object(rt: zs.Runtime) -> None:
+    owner, a = Unit(), Unit()
+    owner.unit_set.add(a)
+    assert a in owner.unit_set
+    owner.unit_set = [owner]
+    assert owner.unit_set == {owner}
+
+
+# ---- Map ------------------------------------------------------------------------------
+
+def test_map_dict_protocol(rt: zs.Runtime) -> None:
+    scores = zs.Map[zs.Name, zs.Int32]({"alice": 3, "bob": 5})
+    assert len(scores) == 2
+    assert scores["ALICE"] == 3
+    assert "Bob" in scores and "carol" not in scores and 5 not in scores
+    assert set(scores) == {"alice", "bob"} and all(type(k) is zs.Name for k in scores)
+    assert scores.keys() == ["alice", "bob"]
+    assert sorted(scores.values()) == [3, 5]
+    assert sorted((str(k), v) for k, v in scores.items()) == [("alice", 3), ("bob", 5)]
+    scores["carol"] = 1
+    scores["alice"] += 10
+    assert scores == {"alice": 13, "bob": 5, "carol": 1}
+    assert scores.get("dave") is None and scores.get("dave", 0) == 0 and scores.get("bob") == 5
+    assert scores.setdefault("bob", 99) == 5
+    assert scores.setdefault("dave", 7) == 7 and scores["dave"] == 7
+    scores.update({"erin": 1}, frank=2)
+    scores.update([("gina", 3)])
+    assert len(scores) == 7
+    assert scores.pop("frank") == 2 and "frank" not in scores
+    assert scores.pop("frank", None) is None
+    with pytest.raises(KeyError):
+        scores.pop("frank")
+    del scores["gina"]
+    with pytest.raises(KeyError):
+        del scores["gina"]
+    with pytest.raises(KeyError):
+        scores["nobody"]
+    with pytest.raises(KeyError):
+        scores[12]  # a key of the wrong type is simply missing
+    scores.clear()
+    assert scores == {} and len(scores) == 0
+
+
+def test_map_type_errors_leave_the_map_unchanged(rt: zs.Runtime) -> None:
+    scores = zs.Map[zs.Name, zs.Int32]({"a": 1})
+    with pytest.raises(TypeError):
+        scores["b"] = "x"
+    with pytest.raises(OverflowError):
+        scores["b"] = 2**31
+    with pytest.raises(TypeError):
+        scores[5] = 1
+    with pytest.raises(OverflowError):
+        scores["a"] = 2**31
+    assert scores == {"a": 1}
+    with pytest.raises(TypeError):
+        zs.Map[zs.Name, zs.Int32]({"a": "x"})
+    with pytest.raises(TypeError):
+        zs.Map[zs.Name, zs.Int32]([("a",)])
+
+
+def test_map_equality(rt: zs.Runtime) -> None:
+    m = zs.Map[zs.Int32, zs.String]({1: "one", 2: "two"})
+    assert m == {1: "one", 2: "two"}
+    assert m == {2: "two", 1: "one"}
+    assert m != {1: "one"} and m != {1: "one", 2: "TWO"} and m != {1: "one", 3: "two"}
+    assert m == zs.Map[zs.Int32, zs.String]({2: "two", 1: "one"})
+    assert m != [1, 2]
+    assert m.to_python() == {1: "one", 2: "two"}
+
+
+def test_map_of_name_to_struct(rt: zs.Runtime) -> None:
+    spots = zs.Map[zs.Name, Vec2]({"home": (1, 2)})
+    spots["Away"] = Vec2(3, 4)
+    home = spots["HOME"]
+    assert type(home) is Vec2 and not home.is_black
+    home.x = 10
+    assert spots["home"] == {"x": 10.0, "y": 2.0}
+    assert spots == {"home": {"x": 10.0, "y": 2.0}, "away": Vec2(3, 4)}
+    spots["home"] = {"y": -1}
+    assert spots["home"] == {"x": 10.0, "y": -1.0}
+    assert spots.pop("away") == {"x": 3.0, "y": 4.0}
+
+
+def test_map_of_string_to_int_arrays(rt: zs.Runtime) -> None:
+    lists = zs.Map[zs.String, zs.Array[zs.Int32]]({"a": [1, 2]})
+    lists["b"] = Int32s([3])
+    lists["a"].append(9)
+    assert lists == {"a": [1, 2, 9], "b": [3]}
+    assert lists.to_python() == {"a": [1, 2, 9], "b": [3]}
+    assert lists.setdefault("c", []) == []
+    lists["c"].extend([4, 5])
+    assert lists["c"] == [4, 5]
+    with pytest.raises(TypeError):
+        lists["d"] = [1, "x"]
+    assert "d" not in lists
+
+
+def test_map_with_object_values_and_keys(rt: zs.Runtime) -> None:
+    a, b = Unit(), Unit()
+    by_name = zs.Map[zs.Name, Unit]({"a": a, "none": None})
+    assert by_name["A"] is a and by_name["none"] is None
+    with pytest.raises(TypeError):
+        by_name["o"] = Other()
+    by_unit = zs.Map[Unit, zs.Int32]({a: 1})
+    by_unit[b] = 2
+    assert by_unit[a] == 1 and by_unit[b] == 2
+    assert set(by_unit.keys()) == {a, b}
+
+
+def test_map_survives_growth(rt: zs.Runtime) -> None:
+    squares = zs.Map[zs.Int64, zs.Int64]({i: i * i for i in range(300)})
+    for i in range(0, 300, 3):
+        del squares[i]
+    assert squares == {i: i * i for i in range(300) if i % 3}
+
+
+def test_map_property_of_an_object(rt: zs.Runtime) -> None:
+    unit = Unit()
+    unit.spots["a"] = (1, 1)
+    unit.spots["a"].y = 5
+    assert unit.spots == {"a": {"x": 1.0, "y": 5.0}}
+    unit.spots = {"b": (2, 2)}
+    assert unit.spots == {"b": {"x": 2.0, "y": 2.0}}
+
+
+# ---- Optional ------------------------------------------------------------------------
+
+def test_optional_string(rt: zs.Runtime) -> None:
+    empty = zs.Optional[zs.String]()
+    assert not empty.is_set and not empty and empty.get() is None and empty.get("d") == "d"
+    assert empty == None  # noqa: E711
+    assert empty.to_python() is None
+    with pytest.raises(ValueError):
+        empty.value
+    full = zs.Optional[zs.String]("text")
+    assert full.is_set and full
+    assert full.value == "text" and type(full.value) is zs.String
+    assert full == "text" and full != "other" and full != None  # noqa: E711
+    full.value.assign("changed")
+    assert full.to_python() == "changed"
+    full.set("again")
+    assert full == "again"
+    full.reset()
+    assert not full.is_set and full.get() is None
+    full.reset()
+    assert not full.is_set
+    with pytest.raises(TypeError):
+        full.set(5)
+    assert not full.is_set
+    assert zs.Optional[zs.String]("a") == zs.Optional[zs.String]("a")
+
+
+def test_optional_struct(rt: zs.Runtime) -> None:
+    maybe = zs.Optional[Vec2]((1, 2))
+    view = maybe.value
+    assert type(view) is Vec2 and not view.is_black
+    view.x = 7
+    assert maybe == {"x": 7.0, "y": 2.0}
+    maybe.set(Vec2(3, 4))
+    assert maybe.value == Vec2(3, 4)
+    with pytest.raises(TypeError):
+        maybe.set("no")
+    with pytest.raises(OverflowError):
+        maybe.set((1e40, 0))
+    maybe.reset()
+    assert maybe.get() is None
+
+
+def test_optional_scalars_and_objects(rt: zs.Runtime) -> None:
+    maybe = zs.Optional[zs.UInt8](200)
+    assert maybe == 200
+    with pytest.raises(OverflowError):
+        maybe.set(256)
+    unit = Unit()
+    holder = zs.Optional[Unit](unit)
+    assert holder.value is unit
+    holder.set(None)
+    assert holder.is_set and holder.value is None
+    holder.reset()
+    assert not holder.is_set
+
+
+def test_optional_property_of_an_object(rt: zs.Runtime) -> None:
+    unit = Unit()
+    assert not unit.maybe_text.is_set
+    unit.maybe_text = "hello"
+    assert unit.maybe_text == "hello"
+    unit.maybe_text.set("bye")
+    assert unit.maybe_text.value == "bye"
+    unit.maybe_text = None
+    assert not unit.maybe_text.is_set
+    unit.maybe_point = (1, 2)
+    unit.maybe_point.value.y = 9
+    assert unit.maybe_point == {"x": 1.0, "y": 9.0}
+
+
+# ---- clones ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make, mutate", [
+    (lambda: Int32s([1, 2]), lambda c: c.append(3)),
+    (lambda: zs.Array[zs.String](["a"]), lambda c: c[0].assign("z")),
+    (lambda: zs.Array[Vec2]([(1, 2)]), lambda c: setattr(c[0], "x", 9)),
+    (lambda: zs.Array[zs.Array[zs.Int32]]([[1]]), lambda c: c[0].append(2)),
+    (lambda: zs.Set[zs.Int64]([1]), lambda c: c.add(2)),
+    (lambda: zs.Map[zs.Name, Vec2]({"a": (1, 2)}), lambda c: setattr(c["a"], "y", 5)),
+    (lambda: zs.Map[zs.String, zs.Array[zs.Int32]]({"a": [1]}), lambda c: c["a"].append(2)),
+    (lambda: zs.Optional[zs.String]("x"), lambda c: c.value.assign("y")),
+    (lambda: zs.Optional[Vec2]((1, 2)), lambda c: c.reset()),
+])
+def test_clone_is_black_and_independent_both_ways(rt: zs.Runtime, make, mutate) -> None:
+    original = make()
+    plain = original.to_python()
+    clone = original.clone()
+    assert clone.is_black and clone == original
+    mutate(clone)
+    assert original.to_python() == plain
+    assert clone.to_python() != plain
+    again = original.clone()
+    mutate(original)
+    assert again.to_python() == plain
+    for other in (copy.copy(again), copy.deepcopy(again)):
+        assert other.is_black and other.to_python() == plain
+
+
+def test_clone_of_a_red_container_view_is_black(rt: zs.Runtime) -> None:
+    unit = Unit(ints=[1, 2], words=["a"])
+    ints = unit.ints.clone()
+    assert ints.is_black and type(ints) is Int32s
+    ints.append(3)
+    assert unit.ints == [1, 2]
+    unit.ints.append(4)
+    assert ints == [1, 2, 3]
+    word = unit.words[0].clone()
+    assert word.is_black
+    word.assign("b")
+    assert unit.words == ["a"]
+
+
+# ---- GC through containers -------------------------------------------------------------
+
+def test_objects_in_an_object_array_are_traced_and_killable(rt: zs.Runtime) -> None:
+    owner = Unit()
+    owner.add_to_root()
+    a, b = Unit(), Unit()
+    owner.units = [a, None, b]
+    collect(rt)
+    assert not a.is_expired and not b.is_expired
+    b.mark_as_garbage()
+    collect(rt)
+    assert b.is_expired and not a.is_expired
+    assert owner.units == [a, None, None]
+    assert len(owner.units) == 3  # the slot is nulled, not removed
+
+
+def test_objects_in_nested_containers_and_structs_are_traced(rt: zs.Runtime) -> None:
+    class Slot(zs.Struct):
+        unit: Unit | None
+
+    class Deep(zs.Object):
+        grid: zs.Array[zs.Array[Unit]]
+        slots: zs.Map[zs.Int32, Slot]
+        maybe: zs.Optional[Unit]
+
+    deep = Deep()
+    deep.add_to_root()
+    a, b, c = Unit(), Unit(), Unit()
+    deep.grid = [[a]]
+    deep.slots[1] = Slot(b)
+    deep.maybe = c
+    collect(rt)
+    assert not any(u.is_expired for u in (a, b, c))
+    for u in (a, b, c):
+        u.mark_as_garbage()
+    collect(rt)
+    assert all(u.is_expired for u in (a, b, c))
+    assert deep.grid == [[None]]
+    assert deep.slots[1].unit is None
+    assert deep.maybe.is_set and deep.maybe.value is None
+
+
+def test_map_values_are_killable(rt: zs.Runtime) -> None:
+    owner = Unit()
+    owner.add_to_root()
+    a = Unit()
+    owner.by_name["a"] = a
+    collect(rt)
+    assert owner.by_name["a"] is a
+    a.mark_as_garbage()
+    collect(rt)
+    assert a.is_expired
+    assert "a" in owner.by_name and owner.by_name["a"] is None
+
+
+def test_set_elements_and_map_keys_keep_garbage_objects_alive(rt: zs.Runtime) -> None:
+    # Documented: set elements and map keys are not killable (nulling them
+    # would break the hash), so they keep even a garbage-marked object alive.
+    owner = Unit()
+    owner.add_to_root()
+    in_set, as_key = Unit(), Unit()
+    owner.unit_set.add(in_set)
+    owner.keyed_by_unit[as_key] = 1
+    in_set.mark_as_garbage()
+    as_key.mark_as_garbage()
+    collect(rt)
+    assert not in_set.is_expired and not as_key.is_expired
+    assert in_set in owner.unit_set
+    assert owner.keyed_by_unit[as_key] == 1
+    owner.unit_set.remove(in_set)
+    del owner.keyed_by_unit[as_key]
+    collect(rt)
+    assert in_set.is_expired and as_key.is_expired
+
+
+def test_unreferenced_objects_in_containers_of_a_collected_owner_die_with_it(
+        rt: zs.Runtime) -> None:
+    owner = Unit()
+    a = Unit()
+    owner.units = [a]
+    owner.unit_set.add(a)
+    owner.by_name["a"] = a
+    collect(rt)
+    assert owner.is_expired and a.is_expired
+    assert rt.live_objects() == 0
