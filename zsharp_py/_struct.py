@@ -8,7 +8,6 @@ value type would.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -299,5 +298,3 @@ class StructSpec(PropertyKind):
                           layout_ffi.cast(self.layout.pointer_type, int(ffi.cast("uintptr_t", pointer))),
                           handle)
 
-
-_unused = inspect

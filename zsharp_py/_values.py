@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn
+from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
 from ._conjugate import ExpiredPointer, expired_error, expired_reason, make_expired
-from ._errors import ExpiredConjugateError
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -216,13 +215,6 @@ def register_view(view: ValueConjugate) -> None:
         scopes[-1].append(view)
 
 
-def check_live(conjugate: Any) -> None:
-    """Raise ``ExpiredConjugateError`` if ``conjugate`` has expired."""
-    pointer = conjugate._p
-    if type(pointer) is ExpiredPointer:
-        raise expired_error(pointer)
-
-
 def make_view(cls: type[ValueConjugate], runtime: Runtime, spec: ValueSpec, pointer: Any,
               parent: Any, key: Any, owner: int) -> Any:
     """Create (and cache in ``parent``) a red view."""
@@ -257,6 +249,3 @@ def make_black(cls: type[ValueConjugate], runtime: Runtime, spec: ValueSpec, poi
     value._spec = spec
     return value
 
-
-ExpiredCheck = Callable[[Any], None]
-_ = ExpiredConjugateError
