@@ -346,6 +346,17 @@ zs_status zs_binding_set(zs_runtime *rt, zs_binding *binding, zs_ref object,
 /* Sparse delegates: the array, allocated on first use (NULL if none and
    create is 0). */
 zs_status zs_sparse_bindings(zs_runtime *rt, void *sparse, int create, zs_array **out);
+/* Binding lists (a MULTICAST value's zs_array, or the array a SPARSE value
+   points to, from zs_sparse_bindings): append a binding that is exactly one
+   of an object plus a function name or a callable (the callable is
+   retained), or remove `count` bindings at index (their callables are
+   released; later bindings move down, so the order is kept). Refused with
+   ZS_E_BUSY inside a destroy hook. Emptying a SPARSE value's list does not
+   free it: zs_value_clear does. (zsharp_py interns the function names of
+   object bindings as "method()", so that no "_<digits>" suffix is split off.) */
+zs_status zs_multicast_add(zs_runtime *rt, zs_array *bindings, zs_ref object,
+                           uint32_t function_name, uint32_t callable);
+zs_status zs_multicast_remove(zs_runtime *rt, zs_array *bindings, uint32_t index, uint32_t count);
 zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t capacity,
                                      uint32_t *out_count);
 /* Retain a new managed callable id once (it starts with no native users). */
@@ -472,6 +483,19 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
    mechanism they cover. */
 #define ZS_DEBUG_DISABLE_BARRIER 1u /* the write barrier does nothing */
 #define ZS_DEBUG_PARALLEL_THRESHOLD 2u /* objects needed before marking goes parallel */
+
+/* Stress switches (runtime options in all builds, documented in README):
+   like V8's --verify-heap, Go's gccheckmark / clobberfree and Unreal's
+   gc.VerifyNoUnreachableObjects, they make bugs loud. */
+#define ZS_DEBUG_CHECK_MARKS 3u       /* after marking, a second simple mark must agree */
+#define ZS_DEBUG_STEP_OBJECTS 4u      /* incremental steps scan at most this many objects */
+#define ZS_DEBUG_POISON_FREED 5u      /* fill freed objects and values with 0xDD */
+#define ZS_DEBUG_MARK_STACK_LIMIT 6u  /* mark stacks hold at most this many entries */
+#define ZS_DEBUG_ALLOC_LIMIT 7u       /* native allocations fail past this many live bytes */
+
+/* Failures found by ZS_DEBUG_CHECK_MARKS so far (also reported by
+   zs_heap_verify). */
+uint64_t zs_debug_check_failures(zs_runtime *rt);
 zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value);
 
 /* Test-only: mutate raw state so tests can prove zs_heap_verify notices. */

@@ -344,3 +344,40 @@ zs_status zs_sparse_bindings(zs_runtime *rt, void *sparse, int create, zs_array 
     ZS_UNLOCK(rt);
     return status;
 }
+
+zs_status zs_multicast_add(zs_runtime *rt, zs_array *bindings, zs_ref object,
+                           uint32_t function_name, uint32_t callable) {
+    if (bindings == NULL || (object == ZS_NULL_REF) == (callable == 0)) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK;
+    if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count) status = ZS_E_INVALID;
+    if (status == ZS_OK && bindings->count >= MAX_ENTRIES) status = ZS_E_INVALID;
+    if (status == ZS_OK && !entries_reserve(rt, bindings, sizeof(zs_binding), bindings->count + 1))
+        status = ZS_E_NOMEM;
+    if (status == ZS_OK && callable != 0 && zs_callable_retain(rt, callable) != ZS_OK) status = ZS_E_NOMEM;
+    if (status == ZS_OK) {
+        zs_binding *slot = (zs_binding *)bindings->data + bindings->count;
+        slot->object = object;
+        slot->function_name = object != ZS_NULL_REF ? function_name : 0;
+        slot->callable = callable;
+        bindings->count++;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+zs_status zs_multicast_remove(zs_runtime *rt, zs_array *bindings, uint32_t index, uint32_t count) {
+    if (bindings == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK;
+    if (status == ZS_OK && (index > bindings->count || count > bindings->count - index)) status = ZS_E_INVALID;
+    if (status == ZS_OK && count > 0) {
+        zs_binding *base = bindings->data;
+        for (uint32_t i = 0; i < count; i++) zs_binding_drop(rt, &base[index + i]);
+        memmove(base + index, base + index + count, (size_t)(bindings->count - index - count) * sizeof *base);
+        bindings->count -= count;
+        memset(base + bindings->count, 0, (size_t)count * sizeof *base);
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}

@@ -56,7 +56,7 @@ static void stack_release(zs_u32_vec *vec) {
 }
 
 static inline bool push_fast(zs_marker *m, uint32_t index) {
-    if (stack_push(m->stack, index)) return true;
+    if (m->stack->count < m->limit && stack_push(m->stack, index)) return true;
     m->overflow = true;
     return false;
 }
@@ -73,6 +73,7 @@ void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_u32_vec *stack) {
     memset(m, 0, sizeof *m);
     m->rt = rt;
     m->stack = stack;
+    m->limit = rt->mark_stack_limit ? rt->mark_stack_limit : UINT32_MAX;
 }
 
 /* Fold a marker's counters into the cycle's statistics. */
@@ -243,7 +244,7 @@ static inline void hot_sync_out(hot_state *h) { h->m->stack->count = h->count; }
 static inline void hot_sync_in(hot_state *h) {
     h->data = h->m->stack->data;
     h->count = h->m->stack->count;
-    h->capacity = h->m->stack->capacity;
+    h->capacity = h->m->stack->capacity < h->m->limit ? h->m->stack->capacity : h->m->limit;
 }
 
 static inline __attribute__((always_inline)) void hot_push(hot_state *h, uint32_t index) {
@@ -330,7 +331,9 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
     hot_state h = {.m = m, .chunks = m->rt->chunks, .parity = m->rt->mark_parity};
     hot_sync_in(&h);
     pipeline p = {.scan_head = 0};
-    uint32_t since_clock = 0;
+    uint32_t since_clock = 0, scanned = 0;
+    /* Stress: incremental steps of at most step_objects objects. */
+    const uint32_t step_objects = deadline_ns != 0 ? m->rt->step_objects : 0;
     bool finished = true;
     for (;;) {
         /* Stage 1: keep the scan ring full, prefetching each object. */
@@ -371,9 +374,10 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             zs_mark_maybe_share(m);
             hot_sync_in(&h);
         }
-        if (deadline_ns != 0 && ++since_clock == MARK_CLOCK_STRIDE) {
+        bool out_of_objects = step_objects != 0 && ++scanned >= step_objects;
+        if (out_of_objects || (deadline_ns != 0 && ++since_clock == MARK_CLOCK_STRIDE)) {
             since_clock = 0;
-            if (zs_now_ns() >= deadline_ns) {
+            if (out_of_objects || zs_now_ns() >= deadline_ns) {
                 flush_visits(&h, &p, parallel);
                 while (p.scan_tail != p.scan_head) hot_push(&h, p.scans[--p.scan_tail % SCAN_RING]);
                 finished = false;
@@ -423,6 +427,8 @@ static void mark_roots(zs_marker *m) {
     rt->stats.roots = kept;
     zs_mark_values(m); /* black values (when they are roots) */
 }
+
+static void check_mark(zs_runtime *rt);
 
 /* Start a cycle: dissolve stale clusters, flip the parity, mark the roots. */
 static void begin_mark(zs_runtime *rt) {
@@ -511,6 +517,7 @@ zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
         else if (rt->mark_overflow) zs_mark_drain(&m, 0); /* rescan what the workers could not queue */
         marker_merge(rt, &m);
         rt->stats.mark_steps++;
+        if (rt->check_marks) check_mark(rt);
         rt->phase = ZS_GC_GATHERING;
     }
     uint64_t t1 = zs_now_ns();
@@ -557,6 +564,7 @@ zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
             marker_merge(rt, &m);
             rt->stats.mark_threads = 1;
             rt->stats.mark_ns += zs_now_ns() - start;
+            if (marked && rt->check_marks) check_mark(rt);
             if (marked) rt->phase = ZS_GC_GATHERING;
         }
         if (rt->phase == ZS_GC_GATHERING &&
@@ -599,7 +607,78 @@ void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
 }
 
 void zs_gc_requeue(zs_runtime *rt, uint32_t index) {
-    if (!stack_push(&rt->mark_stack, index)) rt->mark_overflow = true;
+    uint32_t limit = rt->mark_stack_limit ? rt->mark_stack_limit : UINT32_MAX;
+    if (rt->mark_stack.count >= limit || !stack_push(&rt->mark_stack, index)) rt->mark_overflow = true;
+}
+
+/* ======================================================================
+ * Check-mark (stress): a second, deliberately simple mark from the same
+ * roots that reads every object's real references (cluster members
+ * included) must find nothing the real mark left unmarked.
+ * ====================================================================== */
+
+typedef struct checkmark {
+    zs_runtime *rt;
+    uint8_t *seen;
+    uint32_t *work;
+    uint32_t count;
+} checkmark;
+
+static void check_reach(void *context, zs_ref *slot, bool killable) {
+    checkmark *c = context;
+    zs_ref ref = *slot;
+    if (ref == ZS_NULL_REF) return;
+    zs_item *it = zs_item_of(c->rt, ref);
+    if (it == NULL || (it->flags & ZS_ITEM_PERMANENT)) return;
+    if (killable && (it->flags & ZS_ITEM_GARBAGE)) return; /* the real mark nulls these */
+    uint32_t index = ZS_REF_INDEX(ref);
+    if (c->seen[index]) return;
+    c->seen[index] = 1;
+    c->work[c->count++] = index;
+}
+
+static void check_scan(checkmark *c, zs_object *object) {
+    const zs_schema *schema = &object->cls->schema;
+    check_reach(c, &object->outer, false);
+    for (uint32_t i = 0; i < schema->strong_count; i++) {
+        char *member = (char *)object + (schema->words[i] >> ZS_OP_SHIFT);
+        if ((schema->words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) check_reach(c, (zs_ref *)member, true);
+        else zs_value_for_each_ref(schema->types[i], member, true, check_reach, c);
+    }
+}
+
+static void check_mark(zs_runtime *rt) {
+    checkmark c = {rt, calloc(rt->high_water + 1, 1), malloc(((size_t)rt->high_water + 1) * sizeof(uint32_t)), 0};
+    if (c.seen == NULL || c.work == NULL) goto done; /* no memory: skip the check */
+    for (uint32_t i = 0; i < rt->root_list.count; i++) {
+        uint32_t index = rt->root_list.data[i];
+        zs_item *it = zs_item_at(rt, index);
+        if (!item_is_root(it)) continue;
+        if (it->flags & ZS_ITEM_PERMANENT) check_scan(&c, it->object);
+        else if (!c.seen[index]) {
+            c.seen[index] = 1;
+            c.work[c.count++] = index;
+        }
+    }
+    for (uint32_t i = 0; rt->black_roots && i < rt->value_capacity; i++)
+        if (rt->values[i].value != NULL)
+            zs_value_for_each_ref(rt->values[i].type, rt->values[i].value, true, check_reach, &c);
+    while (c.count > 0) {
+        uint32_t index = c.work[--c.count];
+        zs_item *it = zs_item_at(rt, index);
+        if (!item_is_marked(rt, it)) rt->check_failures++;
+        check_scan(&c, it->object);
+    }
+done:
+    free(c.seen);
+    free(c.work);
+}
+
+uint64_t zs_debug_check_failures(zs_runtime *rt) {
+    ZS_LOCK(rt);
+    uint64_t failures = rt->check_failures;
+    ZS_UNLOCK(rt);
+    return failures;
 }
 
 zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {
@@ -607,6 +686,12 @@ zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {
     zs_status status = ZS_OK;
     if (what == ZS_DEBUG_DISABLE_BARRIER) rt->barrier_disabled = value != 0;
     else if (what == ZS_DEBUG_PARALLEL_THRESHOLD) rt->parallel_threshold = value;
+    else if (what == ZS_DEBUG_CHECK_MARKS) rt->check_marks = value != 0;
+    else if (what == ZS_DEBUG_STEP_OBJECTS) rt->step_objects = value > UINT32_MAX ? UINT32_MAX : (uint32_t)value;
+    else if (what == ZS_DEBUG_POISON_FREED) rt->poison_freed = value != 0;
+    else if (what == ZS_DEBUG_MARK_STACK_LIMIT)
+        rt->mark_stack_limit = value > UINT32_MAX ? UINT32_MAX : (uint32_t)value;
+    else if (what == ZS_DEBUG_ALLOC_LIMIT) rt->alloc_limit = value;
     else status = ZS_E_INVALID;
     ZS_UNLOCK(rt);
     return status;

@@ -161,6 +161,7 @@ typedef struct zs_marker {
     zs_u32_vec *stack;        /* object indices to scan */
     zs_u32_vec clusters;      /* cluster ids to mark (serial marker only) */
     bool parallel;            /* mark bits are claimed atomically */
+    uint32_t limit;           /* entries the stack may hold (stress switch) */
     bool overflow;            /* a push failed: rescan marked objects later */
     uint64_t scanned, marked, killed, clusters_marked, barrier_marks;
     struct zs_mark_pool *pool; /* parallel: shared work pool */
@@ -217,6 +218,12 @@ struct zs_runtime {
     /* collector state */
     zs_gc_phase phase;
     bool barrier_disabled;  /* test-only */
+    bool check_marks;       /* stress: verify each mark with a simple second one */
+    bool poison_freed;      /* stress: clobber freed memory */
+    uint32_t step_objects;  /* stress: objects per incremental step (0: no limit) */
+    uint32_t mark_stack_limit; /* stress: entries per mark stack (0: no limit) */
+    uint64_t alloc_limit;   /* stress/faults: live native bytes allowed (0: no limit) */
+    uint64_t check_failures;
     uint32_t mark_threads;
     uint64_t parallel_threshold;
     uint64_t incremental_start_ns;

@@ -38,13 +38,20 @@ static void account(zs_runtime *rt, int64_t blocks, int64_t bytes) {
     if (rt->live_bytes > rt->peak_bytes) rt->peak_bytes = rt->live_bytes;
 }
 
+/* Would an allocation of size bytes break the injected limit? */
+static bool over_limit(const zs_runtime *rt, size_t size) {
+    return rt->alloc_limit != 0 && rt->live_bytes + size > rt->alloc_limit;
+}
+
 void *zs_alloc(zs_runtime *rt, size_t size) {
+    if (over_limit(rt, size)) return NULL;
     void *block = calloc(1, size);
     if (block != NULL) account(rt, 1, (int64_t)size);
     return block;
 }
 
 void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size) {
+    if (new_size > old_size && over_limit(rt, new_size - old_size)) return NULL;
     void *grown = realloc(block, new_size);
     if (grown == NULL) return NULL;
     if (new_size > old_size) memset((char *)grown + old_size, 0, new_size - old_size);
@@ -54,6 +61,7 @@ void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size) 
 
 void zs_free(zs_runtime *rt, void *block, size_t size) {
     if (block == NULL) return;
+    if (rt->poison_freed) memset(block, 0xDD, size);
     free(block);
     account(rt, -1, -(int64_t)size);
 }

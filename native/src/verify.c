@@ -218,6 +218,9 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
     if (!c.failed && clustered != in_cluster)
         fail(&c, "%llu objects name a cluster, clusters hold %llu", (unsigned long long)in_cluster,
              (unsigned long long)clustered);
+    if (!c.failed && rt->check_failures > 0)
+        fail(&c, "check-mark: %llu reachable objects were left unmarked",
+             (unsigned long long)rt->check_failures);
     if (!c.failed && live != rt->live_objects)
         fail(&c, "live count %u but %u objects found", rt->live_objects, live);
     if (!c.failed && free_count != rt->free_slots.count)
