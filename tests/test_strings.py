@@ -5,11 +5,28 @@ through, clones, and errors."""
 from __future__ import annotations
 
 import copy
+import gc
+from typing import Iterator
 
 import pytest
 
 import zsharp_py as zs
 from helpers import collect
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
+    """After each passing test, every black value has been freed."""
+    failed = request.session.testsfailed
+    yield
+    if rt.closed or request.session.testsfailed != failed:
+        return
+    collect(rt)
+    if rt.values_alive():  # views cached in their parent form cycles: run Python's gc
+        gc.collect()
+        collect(rt)
+    assert rt.values_alive() == 0
+
 
 MUTABLE_KINDS = [zs.String, zs.Utf8String, zs.AnsiString]
 ALL_KINDS = MUTABLE_KINDS + [zs.Text]
@@ -277,6 +294,11 @@ def test_disposed_black_string_raises(rt: zs.Runtime) -> None:
     assert "disposed" in repr(s)
 
 
+# Specialised at import: the first specialisation snapshots its caller's
+# locals (see test_value_lifetimes.py::test_first_specialisation_...).
+SPECIALISED = [zs.Map[zs.Name, zs.Int32], zs.Set[zs.Name]]
+
+
 # ---- Name ------------------------------------------------------------------------
 
 def test_name_compares_and_hashes_case_insensitively(rt: zs.Runtime) -> None:
@@ -367,3 +389,15 @@ def test_non_ascii_name_equality_is_consistent(rt: zs.Runtime) -> None:
     # Name == Name and Name == str must agree (and hash must follow ==).
     upper, lower = zs.Name("Ärger"), zs.Name("ärger")
     assert (upper == lower) == (upper == "ärger")
+
+
+def test_names_as_container_keys_and_elements(rt: zs.Runtime) -> None:
+    counts = zs.Map[zs.Name, zs.Int32]({"Actor_1": 1, "Actor_2": 2, "Actor": 0})
+    assert len(counts) == 3
+    assert counts["ACTOR_1"] == 1 and counts["actor_2"] == 2 and counts["aCtOr"] == 0
+    assert "Actor_3" not in counts
+    keys = counts.keys()
+    assert all(type(k) is zs.Name for k in keys)
+    assert sorted(k.number for k in keys) == [0, 2, 3]
+    tags = zs.Set[zs.Name](["Tag_0", "TAG_0", "tag"])
+    assert len(tags) == 2

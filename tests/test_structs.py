@@ -5,12 +5,28 @@ range errors, and structs as container elements and map values."""
 from __future__ import annotations
 
 import copy
+import gc
 import pickle
+from typing import Iterator
 
 import pytest
 
 import zsharp_py as zs
 from helpers import collect
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
+    """After each passing test, every black value has been freed."""
+    failed = request.session.testsfailed
+    yield
+    if rt.closed or request.session.testsfailed != failed:
+        return
+    collect(rt)
+    if rt.values_alive():  # views cached in their parent form cycles: run Python's gc
+        gc.collect()
+        collect(rt)
+    assert rt.values_alive() == 0
 
 
 class Vec3(zs.Struct):
@@ -62,6 +78,14 @@ class Pawn(zs.Object):
     tint: Color
     path: zs.Array[Vec3]
     named: zs.Map[zs.Name, Vec3]
+
+
+# Every container type used below is specialised once at import, so that no
+# test is the first to specialise one while holding black values in its
+# locals (the first specialisation snapshots its caller's locals: see
+# test_value_lifetimes.py::test_first_specialisation_inside_a_function_...).
+SPECIALISED = [zs.Array[Color], zs.Array[Vec3], zs.Map[zs.Int32, Color], zs.Map[zs.Name, Vec3],
+               zs.Optional[Color]]
 
 
 # ---- creation --------------------------------------------------------------

@@ -14,7 +14,7 @@ seen from Python through red and black conjugates.
 (2, True, 2)
 """
 from ._errors import ExpiredConjugateError, HeapCorruptionError
-from ._gc import GarbageCollector, GcPhase, GcSettings, GcStats
+from ._gc import GarbageCollector, GcPhase, GcSettings, GcStats, GcStress
 from ._object import ClusterInfo, Object
 from ._runtime import Runtime, current_runtime
 from ._types import (
@@ -36,14 +36,27 @@ from ._strings import AnsiString, Name, String, Text, Utf8String
 from ._struct import Struct
 from ._values import scope
 from ._wrappers import StrongObjectPtr, WeakObjectPtr
+from ._delegates import BroadcastErrors, Delegate, MulticastDelegate, SparseDelegate
+from ._object_wrappers import (
+    Interface,
+    LazyObjectPtr,
+    ScriptInterface,
+    SoftClassPtr,
+    SoftObjectPtr,
+    SubclassOf,
+)
+from ._fieldpath import FieldInfo, FieldPath, FieldPathError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnsiString", "Array", "Map", "Name", "Optional", "Set", "String", "Struct", "Text",
     "Utf8String", "scope",
-    "Bool", "ClusterInfo", "ExpiredConjugateError", "Float32", "Float64", "GarbageCollector", "GcPhase", "GcSettings", "GcStats",
+    "Bool", "ClusterInfo", "ExpiredConjugateError", "Float32", "Float64", "GarbageCollector", "GcPhase", "GcSettings", "GcStats", "GcStress",
     "HeapCorruptionError", "Int8", "Int16", "Int32", "Int64", "Object", "Runtime", "Scalar",
     "StrongObjectPtr", "UInt8", "UInt16", "UInt32", "UInt64", "WeakObjectPtr",
     "current_runtime",
+    "BroadcastErrors", "Delegate", "MulticastDelegate", "SparseDelegate",
+    "Interface", "LazyObjectPtr", "ScriptInterface", "SoftClassPtr", "SoftObjectPtr", "SubclassOf",
+    "FieldInfo", "FieldPath", "FieldPathError",
 ]

@@ -52,20 +52,28 @@ class _Generic:
         if cache is None:
             cache = {}
             type.__setattr__(cls, "_zs_cache", cache)
+        frame = sys._getframe(1)
+        # String arguments are forward references: the same text names
+        # different classes in different modules, so the module is part of
+        # the key. Only classes are kept from a function's locals (keeping
+        # every local alive for ever would leak).
+        module = frame.f_globals.get("__name__") if any(isinstance(a, str) for a in args) else None
+        cache_key = (args, module)
         try:
-            found = cache.get(args)
+            found = cache.get(cache_key)
         except TypeError:
             found = None
         if found is not None:
             return found
-        frame = sys._getframe(1)
-        scope = (frame.f_globals, dict(frame.f_locals) if frame.f_locals is not frame.f_globals else {})
+        scope_locals = ({k: v for k, v in frame.f_locals.items() if isinstance(v, type)}
+                        if frame.f_locals is not frame.f_globals else {})
+        scope = (frame.f_globals, scope_locals)
         shown = ", ".join(a if isinstance(a, str) else getattr(a, "__name__", repr(a)) for a in args)
         special = type(f"{cls.__name__}[{shown}]", (cls,), {
             "__slots__": (), "_zs_args": args, "_zs_scope": scope, "_zs_specs": None,
             "__module__": "zsharp_py"})
         try:
-            cache[args] = special
+            cache[cache_key] = special
         except TypeError:
             pass
         return special
@@ -80,8 +88,7 @@ class _Generic:
 
             holder = type("_Scope", (), {"_zs_scope": cls._zs_scope})
             specs = tuple(spec_of(holder, arg, f"{cls.__name__} element") for arg in cls._zs_args)
-            for spec in specs:
-                _check_element(cls, spec)
+            _check_element(cls, specs[0])  # map values may be anything
             type.__setattr__(cls, "_zs_specs", specs)
         return specs
 
@@ -93,6 +100,9 @@ def _check_element(cls: type, spec: PropertyKind) -> None:
         return  # object keys: hashable by handle
     if cls.__name__.startswith(("Set", "Map")) and spec.key[0] in ("array", "set", "map"):
         raise TypeError(f"{cls.__name__}: containers cannot be set elements or map keys")
+    if cls.__name__.startswith(("Set", "Map")) and not getattr(spec, "hashable", True):
+        raise TypeError(f"{cls.__name__}: {spec.describe()} values cannot be set elements or "
+                        "map keys (they are not hashable)")
 
 
 class _Container(ValueConjugate, _Generic):
@@ -266,6 +276,7 @@ class _Temporary:
         size = layout_ffi.sizeof(spec.c_type) if spec.c_type else 8
         self.buffer = ffi.new("char[]", max(size, 1) + 16)
         self.address = (api_address(self.buffer) + 15) & ~15  # 16-byte aligned
+        spec.initialize(runtime, 0, self.address)
         spec.write(runtime, 0, self.address, value)
 
     def __enter__(self) -> int:
@@ -340,7 +351,10 @@ class Array(_Container):
                     start = positions.start if positions else min(max(index.indices(len(self))[0], 0), len(self))
                     self._replace(start, len(positions), items)
                     return
-            for position, item in zip(positions, items):
+            element = self._spec.elements[0]
+            for item in items:
+                element.check("element", item)
+            for position, item in zip(positions, _detached(items)):
                 self[position] = item
             return
         with self._rt._lock:
@@ -375,12 +389,15 @@ class Array(_Container):
         element = self._spec.elements[0]
         for item in items:
             element.check("element", item)
+        items = _detached(items)
         self._structure_changes()
         check(lib.zs_array_insert(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
                                   self._live(), position, ffi.NULL, len(items)), "insert")
         try:
             for offset, item in enumerate(items):
-                element.write(runtime, self._owner, self._element_address(position + offset), item)
+                address = self._element_address(position + offset)
+                element.initialize(runtime, self._owner, address)
+                element.write(runtime, self._owner, address, item)
         except BaseException:
             self._remove_at(position, len(items))
             raise
@@ -389,6 +406,7 @@ class Array(_Container):
         element = self._spec.elements[0]
         for item in items:
             element.check("element", item)
+        items = _detached(items)
         self._structure_changes()
         if count:
             self._remove_at(start, count)
@@ -465,8 +483,18 @@ class Array(_Container):
             return bool(self.to_python() == other.to_python())
         if isinstance(other, (list, tuple)):
             mine = self.to_python()
-            return len(mine) == len(other) and all(a == _plain(b) for a, b in zip(mine, other))
+            return len(mine) == len(other) and all(_same(a, b) for a, b in zip(mine, other))
         return NotImplemented
+
+
+def _detached(items: list[Any]) -> list[Any]:
+    """Red views among ``items`` as plain Python values: a structural change
+    expires views into the container being changed, and one of them may be
+    the very value being stored (``a.append(a[0])``)."""
+    return [item.to_python() if isinstance(item, ValueConjugate) and item._black == 0
+            and hasattr(item, "to_python") else str(item)
+            if isinstance(item, ValueConjugate) and item._black == 0 else item
+            for item in items]
 
 
 def _plain(value: Any) -> Any:
@@ -479,7 +507,17 @@ def _plain(value: Any) -> Any:
 
 
 def _same(item: Any, value: Any) -> bool:
-    return bool(item == _plain(value))
+    """Compare a plain element (``to_python`` output) with a user value:
+    structs convert to dicts, which also match tuples of their members."""
+    value = _plain(value)
+    if isinstance(item, dict) and isinstance(value, (tuple, list)):
+        return len(item) == len(value) and all(
+            _same(a, b) for a, b in zip(item.values(), value))
+    if isinstance(item, dict) and isinstance(value, dict):
+        return item.keys() == value.keys() and all(_same(item[k], value[k]) for k in item)
+    if isinstance(item, list) and isinstance(value, (tuple, list)):
+        return len(item) == len(value) and all(_same(a, b) for a, b in zip(item, value))
+    return bool(item == value)
 
 
 class ArraySpec(_ContainerSpec):
@@ -523,6 +561,7 @@ class ArraySpec(_ContainerSpec):
                                   array.count, ffi.NULL, len(items)), "insert")
         base = api_address(array.data) if items else 0
         for position, item in enumerate(items):
+            element.initialize(runtime, owner, base + position * self.entry_size)
             element.write(runtime, owner, base + position * self.entry_size, item)
 
     def to_python(self, runtime: Runtime, address: int) -> list[Any]:
@@ -572,6 +611,7 @@ class _HashContainer(_Container):
         runtime = self._rt
         spec = self._spec.elements[0]
         spec.check("key", key)
+        (key,) = _detached([key])
         index, added = ffi.new("uint32_t *"), ffi.new("int *")
         with _Temporary(runtime, spec, key) as address:
             if self._find(key) < 0:
@@ -657,10 +697,15 @@ class Set(_HashContainer):
             return value
 
     def update(self, values: Iterable[Any]) -> None:
-        """Add every element of an iterable."""
+        """Add every element of an iterable (all checked first: a bad one
+        leaves the set unchanged)."""
+        items = _detached(list(values))
+        spec = self._spec.elements[0]
+        for item in items:
+            spec.check("element", item)
         with self._rt._lock:
-            for value in values:
-                self._add(value)
+            for item in items:
+                self._add(item)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (Set, set, frozenset)):
@@ -712,12 +757,15 @@ class Map(_HashContainer):
         with runtime._lock:
             spec = self._spec.elements[1]
             spec.check("value", value)
+            (value,) = _detached([value])
             index, added = self._add(key)
             try:
                 cache = self._v
                 if cache is not None and ("value", index) in cache:
                     invalidate_children(cache[("value", index)])
                 address = self._entry_address(index) + self._spec.value_offset
+                if added:
+                    spec.initialize(runtime, self._owner, address)
                 spec.write(runtime, self._owner, address, value)
             except BaseException:
                 if added:
@@ -758,6 +806,10 @@ class Map(_HashContainer):
     def update(self, other: Any = (), **kwargs: Any) -> None:
         """Set every key/value of a mapping (or pairs), then of keywords."""
         items = list(other.items() if hasattr(other, "items") else other) + list(kwargs.items())
+        key_spec, value_spec = self._spec.elements
+        for key, value in items:  # all checked first: a bad pair changes nothing
+            key_spec.check("key", key)
+            value_spec.check("value", value)
         with self._rt._lock:
             for key, value in items:
                 self[key] = value
@@ -784,8 +836,8 @@ class Map(_HashContainer):
             if len(mine) != len(other):
                 return False
             for key, value in other.items():
-                found = [v for k, v in mine.items() if k == _plain(key)]
-                if len(found) != 1 or found[0] != _plain(value):
+                found = [v for k, v in mine.items() if _same(k, key)]
+                if len(found) != 1 or not _same(found[0], value):
                     return False
             return True
         return NotImplemented
@@ -859,8 +911,8 @@ class MapSpec(SetSpec):
 
     def fill(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
         """Set every key/value."""
-        items = list(value.items() if hasattr(value, "items") else value)
-        self.check_contents(items)
+        self.check_contents(value)
+        items = _detached(list(value.items() if hasattr(value, "items") else value))
         target = make_black(self.cls, runtime, self, self.pointer(address), 0)
         target._owner = owner
         for key, item in items:
@@ -959,11 +1011,13 @@ class Optional(_Container):
         with runtime._lock:
             spec = self._spec.elements[0]
             spec.check("value", value)
+            (value,) = _detached([value])
             self._structure_changes()
             native = runtime._native_type(self._spec)
             check(lib.zs_optional_set(runtime._live_ptr(), self._owner, native,
                                       ffi.cast("void *", self._address()), ffi.NULL), "set")
             try:
+                spec.initialize(runtime, self._owner, self._address())
                 spec.write(runtime, self._owner, self._address(), value)
             except BaseException:
                 self.reset()
@@ -1034,6 +1088,7 @@ class OptionalSpec(_ContainerSpec):
             return
         check(lib.zs_optional_set(runtime._ptr, owner, runtime._native_type(self),
                                   ffi.cast("void *", address), ffi.NULL), "set")
+        self.elements[0].initialize(runtime, owner, address)
         self.elements[0].write(runtime, owner, address, value)
 
     def to_python(self, runtime: Runtime, address: int) -> Any:

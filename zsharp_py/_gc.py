@@ -12,7 +12,7 @@ from ._native import check, ffi, lib
 if TYPE_CHECKING:
     from ._runtime import Runtime
 
-__all__ = ["GcStats", "GcSettings", "GarbageCollector", "GcPhase", "GcTick"]
+__all__ = ["GcStats", "GcSettings", "GcStress", "GarbageCollector", "GcPhase", "GcTick"]
 
 GcPhase = Literal["idle", "marking", "gathering", "purging"]
 GcTick = Literal["idle", "started", "advanced", "finished"]
@@ -54,6 +54,32 @@ class GcStats:
     """Objects the write barrier marked during an incremental cycle."""
     mark_threads: int
     """Threads that marked (more than 1 for a parallel full collection)."""
+
+
+@dataclass(frozen=True)
+class GcStress:
+    """Stress switches that make collector bugs loud (``Runtime(stress=...)``),
+    after V8's ``--gc-interval``/``--verify-heap``, Go's ``gccheckmark`` and
+    ``clobberfree``, and Unreal's ``gc.VerifyNoUnreachableObjects``. All are
+    slow; none changes what a correct program observes, except that objects
+    only Python holds are collected sooner."""
+
+    collect_every: int = 0
+    """Run a full collection before every Nth object creation (0: off)."""
+    check_marks: bool = False
+    """After every mark, a second simple mark must find nothing unmarked
+    (failures make ``rt.gc.verify()`` raise)."""
+    objects_per_step: int = 0
+    """Incremental steps scan at most this many objects (1 stresses the
+    write barrier hardest; 0: off)."""
+    poison_freed: bool = False
+    """Fill freed native memory with 0xDD."""
+    mark_stack_limit: int = 0
+    """Mark stacks hold at most this many entries, forcing the overflow
+    rescan path (0: off)."""
+    allocation_limit: int = 0
+    """Native allocations fail (``MemoryError``) past this many live bytes
+    (0: off): fault injection."""
 
 
 @dataclass
@@ -200,6 +226,17 @@ class GarbageCollector:
         """Test-only: make the write barrier do nothing (proves tests catch it)."""
         check(self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_DISABLE_BARRIER, int(disabled)),
               "debug")
+
+    def _apply_stress(self, stress: GcStress) -> None:
+        """Set the native stress switches of ``stress``."""
+        for what, value in ((lib.ZS_DEBUG_CHECK_MARKS, int(stress.check_marks)),
+                            (lib.ZS_DEBUG_STEP_OBJECTS, stress.objects_per_step),
+                            (lib.ZS_DEBUG_POISON_FREED, int(stress.poison_freed)),
+                            (lib.ZS_DEBUG_MARK_STACK_LIMIT, stress.mark_stack_limit),
+                            (lib.ZS_DEBUG_ALLOC_LIMIT, stress.allocation_limit)):
+            if value < 0:
+                raise ValueError(f"stress settings must be >= 0, got {stress!r}")
+            check(self._rt._call(lib.zs_debug_set, what, value), "stress")
 
     def _debug_parallel_threshold(self, objects: int) -> None:
         """Test-only: live objects needed before a full mark goes parallel."""

@@ -64,6 +64,7 @@ class ClassLayout:
     class_flags: int = 0                # ZS_CLASS_*
     property_names: frozenset[str] = field(default_factory=frozenset)
     defaults: list[PropertyInfo] = field(default_factory=list)  # properties with defaults
+    initializers: list[PropertyInfo] = field(default_factory=list)  # embedded structs
 
 
 class ObjectMeta(type):
@@ -111,7 +112,10 @@ def _scope_of(depth: int) -> tuple[dict[str, Any], dict[str, Any]]:
     (live, so later definitions are seen) plus a snapshot of its locals when
     it is a function (a class declared inside one)."""
     frame = sys._getframe(depth)
-    scope_locals = dict(frame.f_locals) if frame.f_locals is not frame.f_globals else {}
+    # Only classes are kept from a function's locals: a snapshot of every
+    # local would keep them (black values included) alive for ever.
+    scope_locals = ({k: v for k, v in frame.f_locals.items() if isinstance(v, type)}
+                    if frame.f_locals is not frame.f_globals else {})
     return frame.f_globals, scope_locals
 
 
@@ -669,6 +673,8 @@ def class_layout(cls: type[Object]) -> ClassLayout:
     layout = ClassLayout(cls, parent, pointer_type, layout_ffi.sizeof(struct_type), properties,
                          own_members, cls.__dict__.get("_zs_class_flags", 0),
                          frozenset(p.name for p in properties),
-                         [p for p in properties if p.has_default])
+                         [p for p in properties if p.has_default],
+                         [p for p in properties if not p.has_default
+                          and type(p.kind).initialize is not PropertyKind.initialize])
     type.__setattr__(cls, "_zs_layout", layout)
     return layout

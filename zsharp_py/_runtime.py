@@ -22,8 +22,8 @@ from . import _object
 from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
                          make_expired)
 from ._errors import ExpiredConjugateError, raise_status
-from ._gc import GarbageCollector, GcStats
-from ._native import check, ffi, layout_pointer, lib
+from ._gc import GarbageCollector, GcStats, GcStress
+from ._native import check, ffi, layout_address, layout_pointer, lib
 from ._object import ClassLayout, ClusterInfo, Object, class_layout
 from ._values import expire_views
 
@@ -77,11 +77,14 @@ class Runtime:
     ``disregard_for_gc``
         open the disregard-for-GC window: objects created until
         ``close_disregard_for_gc()`` are permanent and never scanned.
+    ``stress``
+        a ``GcStress`` of collector stress switches (testing only).
     """
 
     def __init__(self, *, black_conjugates_are_roots: bool = True,
                  max_objects: int | None = None, min_cluster_size: int | None = None,
-                 mark_threads: int | None = None, disregard_for_gc: bool = False) -> None:
+                 mark_threads: int | None = None, disregard_for_gc: bool = False,
+                 stress: GcStress | None = None) -> None:
         options = ffi.new("zs_runtime_options *")
         lib.zs_runtime_default_options(options)
         if max_objects is not None:
@@ -116,6 +119,16 @@ class Runtime:
         self._tokens: list[contextvars.Token[Runtime | None]] = []
         self._ref_out = ffi.new("zs_ref *")
         self._object_out = ffi.new("zs_object **")
+        # Delegates and object wrappers (_delegates, _object_wrappers): the
+        # Python callables that native bindings name by id, the persistent
+        # ids of LazyObjectPtr, the interface ids of ScriptInterface.
+        self._callables: dict[int, Callable[..., Any]] = {}
+        self._free_callable_ids: list[int] = []
+        self._callable_ids_out = ffi.new("uint32_t[]", _CALLABLE_BATCH)
+        self._lazy_ids: dict[bytes, int] = {}
+        self._lazy_handles: dict[int, bytes] = {}
+        self._interface_ids: dict[type, int] = {}
+        self._interfaces: list[type] = []
         self.gc = GarbageCollector(self)
         """Garbage collector controls: ``stats()``, ``verify()``."""
         # An unclosed runtime that Python collects frees its heap; at exit,
@@ -124,6 +137,11 @@ class Runtime:
         self._finalizer = weakref.finalize(self, _free_native, self._ptr)
         self._finalizer.atexit = False
         _open_runtimes.add(self)
+        self.stress = stress or GcStress()
+        """The stress switches in force (``GcStress``)."""
+        self._creations = 0
+        if stress is not None:
+            self.gc._apply_stress(stress)
 
     # ---- lifetime -------------------------------------------------------
     def __enter__(self) -> Runtime:
@@ -165,6 +183,10 @@ class Runtime:
                 value._black = 0
             self._blacks.clear()
             self._deferred_value_frees.clear()
+            self._callables.clear()
+            self._free_callable_ids.clear()
+            self._lazy_ids.clear()
+            self._lazy_handles.clear()
             self._closed = True
             self._finalizer()  # zs_runtime_free, exactly once
             self._ptr = ffi.NULL
@@ -278,6 +300,47 @@ class Runtime:
         frees = self._deferred_value_frees
         while frees:
             lib.zs_value_free(self._ptr, frees.popleft())
+        if self._callables:
+            self._drain_callables()
+
+    # ---- delegate callables ----------------------------------------------
+    def _register_callable(self, function: Callable[..., Any]) -> int:
+        """A new callable id for ``function`` (no native users yet: the
+        binding store that follows retains it; if that fails, call
+        ``_unregister_callable``). Ids are reused once drained."""
+        free = self._free_callable_ids
+        callable_id = free.pop() if free else len(self._callables) + 1
+        while callable_id in self._callables:  # only after ids were reused
+            callable_id += 1
+        self._callables[callable_id] = function
+        return callable_id
+
+    def _unregister_callable(self, callable_id: int) -> None:
+        """Forget an id that no native binding ever retained."""
+        if self._callables.pop(callable_id, None) is not None:
+            self._free_callable_ids.append(callable_id)
+
+    def _drain_callables(self) -> None:
+        """Drop the callables whose last native binding went away (a safe
+        point: the runtime's thread, under its lock)."""
+        buffer, count = self._callable_ids_out, ffi.new("uint32_t *")
+        callables, free = self._callables, self._free_callable_ids
+        while True:
+            check(lib.zs_take_released_callables(self._ptr, buffer, _CALLABLE_BATCH, count),
+                  "releasing delegate callables")
+            for callable_id in ffi.unpack(buffer, count[0]):
+                if callables.pop(callable_id, None) is not None:
+                    free.append(callable_id)
+            if count[0] < _CALLABLE_BATCH:
+                return
+
+    def bound_callables(self) -> int:
+        """Number of Python callables that native delegate bindings hold
+        (a leak check: it drops back once the delegates are gone)."""
+        with self._lock:
+            if not self._closed and self._callables:
+                self._drain_callables()
+            return len(self._callables)
 
     # ---- value types ----------------------------------------------------
     def _basic_type(self, kind: int, size: int, align: int) -> Any:
@@ -403,6 +466,11 @@ class Runtime:
                     outer: Object | None, properties: dict[str, Any]) -> Object:
         with self._lock:
             pointer = self._live_ptr()
+            every = self.stress.collect_every
+            if every:
+                self._creations += 1
+                if self._creations % every == 0:
+                    self.collect_garbage()  # before allocating: the new object is safe
             self._flush_deferred()
             native = self._native_classes.get(cls) or self._native_class(cls)
             index, number = (_NAME_AUTO, 0) if name is None else self._intern(name)
@@ -417,6 +485,11 @@ class Runtime:
                 raise_status(status, f"{cls.__name__}()")
             conjugate = self._adopt(cls, layout, handle, self._object_out[0])
             try:
+                # Embedded structs start from their declared defaults.
+                if layout.initializers:
+                    base = layout_address(conjugate._p)
+                    for info in layout.initializers:
+                        info.kind.initialize(self, handle, base + info.offset)
                 # Keywords were validated before allocation; a store can still
                 # fail if a referenced object died meanwhile on another thread.
                 for info in layout.defaults:
@@ -484,6 +557,7 @@ def _describe_black(value: Any) -> str:
 
 _object._current_runtime = current_runtime
 _NAME_AUTO = lib.ZS_NAME_AUTO
+_CALLABLE_BATCH = 256  # released callable ids taken per native call
 # Conjugates expired per native call in a budgeted step: the deadline is
 # checked between batches, so a step overruns by at most one batch (~50 µs).
 _EXPIRY_BATCH = 256

@@ -285,16 +285,23 @@ class Name:
         if isinstance(other, Name):
             if other._rt is self._rt:
                 return other._index == self._index and other._number == self._number
-            return str(other).lower() == str(self).lower()
+            return _fold(str(other)) == _fold(str(self))
         if isinstance(other, str):
-            return other.lower() == str(self).lower()
+            return _fold(other) == _fold(str(self))
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(str(self).lower())
+        return hash(_fold(str(self)))
 
 
 _NAME_POINTER = ffi.typeof("uint32_t *")
+_ASCII_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _fold(text: str) -> str:
+    """Case-fold ASCII letters only, exactly as the native name table does
+    (so ``Name("Ärger") != Name("ärger")`` both natively and here)."""
+    return text.translate(_ASCII_FOLD)
 
 
 class NameSpec(PropertyKind):

@@ -86,11 +86,10 @@ class Struct(ValueConjugate, metaclass=StructMeta):
         try:
             with runtime._lock:
                 address = layout_address(value._p)
+                spec.initialize(runtime, 0, address)
                 for info in layout.properties:
                     if info.name in values:
                         info.kind.write(runtime, 0, address + info.offset, values[info.name])
-                    elif info.has_default:
-                        info.kind.write(runtime, 0, address + info.offset, info.default)
         except BaseException:
             value.dispose()
             raise
@@ -286,6 +285,15 @@ class StructSpec(PropertyKind):
         for info in layout.properties:
             if info.name in value:
                 info.kind.write(runtime, owner, address + info.offset, value[info.name])
+
+    def initialize(self, runtime: Runtime, owner: int, address: int) -> None:
+        """Member defaults (``a: zs.UInt8 = 255``), nested structs included,
+        as a C++ default constructor would."""
+        for info in self.layout.properties:
+            if info.has_default:
+                info.kind.write(runtime, owner, address + info.offset, info.default)
+            else:
+                info.kind.initialize(runtime, owner, address + info.offset)
 
     def to_python(self, runtime: Runtime, address: int) -> Any:
         """``{member: value}`` with nested values converted."""

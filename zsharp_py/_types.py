@@ -194,6 +194,10 @@ class PropertyKind:
         """The address held by a conjugate's native pointer of this type."""
         raise NotImplementedError
 
+    def initialize(self, runtime: Any, owner: int, address: int) -> None:
+        """Apply declared defaults to freshly zeroed memory (structs: their
+        member defaults, recursively); nothing for other types."""
+
     def new_black(self, runtime: Any, pointer: Any, handle: int) -> Any:
         """Wrap a freshly allocated black block (``void *``) of this type."""
         raise TypeError(f"{self.describe()} values cannot be created on their own")

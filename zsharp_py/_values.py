@@ -71,11 +71,14 @@ def scope() -> Iterator[None]:
         yield
     finally:
         _scopes.reset(token)
-        for view in views:
-            if type(view._p) is not ExpiredPointer:
-                _detach(view)
-                view._p = make_expired(type(view).__name__, _describe_view, view, REASON_SCOPE)
-                _expire_children(view, REASON_PARENT)
+        # Two passes, so that a view obtained in this scope reports the
+        # scope as its reason even when its parent was obtained here too.
+        ended = [view for view in views if type(view._p) is not ExpiredPointer]
+        for view in ended:
+            _detach(view)
+            view._p = make_expired(type(view).__name__, _describe_view, view, REASON_SCOPE)
+        for view in ended:
+            _expire_children(view, REASON_PARENT)
 
 
 def _describe_view(view: ValueConjugate) -> str:

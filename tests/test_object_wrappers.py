@@ -1,0 +1,636 @@
+"""Object wrappers: zs.SubclassOf, zs.SoftObjectPtr, zs.SoftClassPtr,
+zs.LazyObjectPtr, zs.ScriptInterface and zs.Interface.
+
+Creation and conversion, refusals, resolution while loaded, persistent ids
+surviving destroy and re-create, red views writing through, clones, expiry,
+black values freed exactly once, and which wrappers keep their target alive
+(only ScriptInterface, and from a black value only when black conjugates
+are roots)."""
+from __future__ import annotations
+
+import copy
+import gc
+import uuid
+from typing import Iterator
+
+import pytest
+
+import zsharp_py as zs
+from helpers import collect
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
+    """After each passing test, every black value has been freed."""
+    failed = request.session.testsfailed
+    yield
+    if rt.closed or request.session.testsfailed != failed:
+        return
+    gc.collect()
+    collect(rt)
+    assert rt.values_alive() == 0
+
+
+class IDamageable(zs.Interface):
+    __slots__ = ()
+
+    def take_damage(self, amount: int) -> None:
+        raise NotImplementedError
+
+
+class IUsable(zs.Interface):
+    __slots__ = ()
+
+    def use(self) -> str:
+        raise NotImplementedError
+
+
+class Pawn(zs.Object, IDamageable):
+    health: zs.Int32 = 100
+
+    def take_damage(self, amount: int) -> None:
+        self.health -= amount
+
+
+class Boss(Pawn, IUsable):
+    def use(self) -> str:
+        return "used"
+
+
+class Rock(zs.Object):
+    """Implements nothing."""
+
+
+class Slot(zs.Struct):
+    user: zs.ScriptInterface[IDamageable]
+    kind: zs.SubclassOf[Pawn]
+    soft: zs.SoftObjectPtr[Pawn]
+    lazy: zs.LazyObjectPtr[Pawn]
+
+
+class Spawner(zs.Object):
+    pawn_class: zs.SubclassOf[Pawn]
+    any_class: zs.SubclassOf
+    soft: zs.SoftObjectPtr[Pawn]
+    soft_class: zs.SoftClassPtr[Pawn]
+    lazy: zs.LazyObjectPtr[Pawn]
+    victim: zs.ScriptInterface[IDamageable]
+    slot: Slot
+    victims: zs.Array[zs.ScriptInterface[IDamageable]]
+    classes: zs.Array[zs.SubclassOf[Pawn]]
+
+
+# ---- Interface -------------------------------------------------------------------------
+
+def test_interfaces_are_implemented_by_inheritance(rt: zs.Runtime) -> None:
+    boss = Boss()
+    assert isinstance(boss, IDamageable) and isinstance(boss, IUsable)
+    assert IDamageable.implemented_by(Boss) and IDamageable.implemented_by(boss)
+    assert not IUsable.implemented_by(Pawn) and not IDamageable.implemented_by(Rock())
+    # the mixin is not a native parent: Boss's native parent is Pawn
+    from zsharp_py._object import class_layout
+
+    assert class_layout(Boss).parent is Pawn and class_layout(Pawn).parent is zs.Object
+    assert not hasattr(boss, "__dict__")  # interfaces with __slots__ = () keep conjugates tight
+    with pytest.raises(TypeError, match="interface"):
+        IDamageable()
+
+
+# ---- SubclassOf ------------------------------------------------------------------------
+
+def test_subclass_of_value(rt: zs.Runtime) -> None:
+    value = zs.SubclassOf[Pawn](Boss)
+    assert value.get() is Boss and value == Boss and value == zs.SubclassOf[Pawn](Boss)
+    assert hash(value) == hash(zs.SubclassOf[Pawn](Boss))
+    assert value.is_black and not value.is_expired
+    assert value.clone() is value and copy.copy(value) is value
+    value.dispose()
+    assert repr(value) == "SubclassOf[Pawn](Boss)"
+    assert zs.SubclassOf[Pawn] is zs.SubclassOf[Pawn]
+    made = value.new(name="Made")
+    assert type(made) is Boss and made.name == "Made"
+    empty = zs.SubclassOf[Pawn]()
+    assert not empty and empty.get() is None and empty == None  # noqa: E711
+    with pytest.raises(TypeError, match="empty"):
+        empty.new()
+    with pytest.raises(TypeError, match="needs Pawn or a subclass of it, not Rock"):
+        zs.SubclassOf[Pawn](Rock)
+    with pytest.raises(TypeError, match="not int"):
+        zs.SubclassOf[Pawn](3)
+    with pytest.raises(AttributeError, match="immutable"):
+        value._cls = Rock
+    assert zs.SubclassOf(Rock).get() is Rock  # unconstrained: any zs.Object class
+    with pytest.raises(TypeError, match="zs.Object subclass"):
+        zs.SubclassOf[int]
+
+
+def test_subclass_of_property_reads_the_class(rt: zs.Runtime) -> None:
+    spawner = Spawner()
+    assert spawner.pawn_class is None
+    spawner.pawn_class = Boss
+    assert spawner.pawn_class is Boss
+    spawner.pawn_class = zs.SubclassOf[Pawn](Pawn)
+    assert spawner.pawn_class is Pawn
+    with pytest.raises(TypeError, match="Spawner.pawn_class.*not Rock"):
+        spawner.pawn_class = Rock
+    assert spawner.pawn_class is Pawn
+    spawner.any_class = Rock
+    assert spawner.any_class is Rock
+    spawner.pawn_class = None
+    assert spawner.pawn_class is None
+    with pytest.raises(TypeError, match="not Rock"):
+        Spawner(pawn_class=Rock)
+
+
+def test_subclass_of_registers_the_class_in_the_runtime(rt: zs.Runtime) -> None:
+    class Fresh(Pawn):
+        pass
+
+    spawner = Spawner()
+    assert Fresh not in rt._native_classes
+    spawner.pawn_class = Fresh
+    assert spawner.pawn_class is Fresh and Fresh in rt._native_classes
+
+
+def test_subclass_of_in_structs_and_containers(rt: zs.Runtime) -> None:
+    slot = Slot(kind=Boss)
+    assert slot.kind is Boss and slot.clone().kind is Boss
+    classes = zs.Array[zs.SubclassOf[Pawn]]([Pawn, Boss, None])
+    assert classes.to_python() == [Pawn, Boss, None]
+    with pytest.raises(TypeError, match="not Rock"):
+        classes.append(Rock)
+    assert len(classes) == 3
+    spawner = Spawner(classes=[Boss])
+    assert spawner.classes[0] is Boss
+    kinds = zs.Set[zs.SubclassOf[Pawn]]([Pawn, Boss, Pawn])
+    assert len(kinds) == 2 and Boss in kinds
+    classes.dispose()
+    kinds.dispose()
+    slot.dispose()
+
+
+# ---- SoftObjectPtr -----------------------------------------------------------------------
+
+def test_soft_object_ptr_resolves_while_loaded(rt: zs.Runtime) -> None:
+    level = Rock(name="Level")
+    level.add_to_root()
+    soft = zs.SoftObjectPtr[Pawn]("Level.Hero")
+    assert soft.is_black and soft.path == "Level.Hero" and str(soft) == "Level.Hero"
+    assert soft.get() is None and soft.is_pending and not soft.is_valid
+    hero = Pawn(name="Hero", outer=level)
+    assert soft.get() is hero and soft.is_valid and not soft.is_pending
+    collect(rt)  # a soft pointer never keeps its object alive
+    assert hero.is_expired and soft.get() is None
+    again = Pawn(name="hero", outer=level)  # names compare case-insensitively
+    assert soft.get() is again
+    again.mark_as_garbage()
+    collect(rt)
+    Rock(name="Hero", outer=level)  # something else at the path: not a Pawn
+    assert soft.get() is None
+    soft.dispose()
+    level.remove_from_root()
+
+
+def test_soft_object_ptr_from_object_and_errors(rt: zs.Runtime) -> None:
+    top = Rock(name="Top")
+    pawn = Pawn(name="Mid_3", outer=Pawn(name="Mid", outer=top))
+    soft = zs.SoftObjectPtr[Pawn](pawn)
+    assert soft.path == "Top.Mid.Mid_3" and soft.get() is pawn
+    assert zs.SoftObjectPtr(top).path == "Top"  # unconstrained
+    with pytest.raises(TypeError, match="needs a Pawn, not Rock"):
+        zs.SoftObjectPtr[Pawn](top)
+    with pytest.raises(ValueError, match="cannot be part of an object path"):
+        zs.SoftObjectPtr[Pawn](Pawn(name="a.b"))
+    with pytest.raises(TypeError, match="not int"):
+        zs.SoftObjectPtr[Pawn](5)
+    for bad in ("", "Top..Mid", "Nowhere", ".Top"):
+        assert zs.SoftObjectPtr[Pawn](bad).get() is None
+    empty = zs.SoftObjectPtr[Pawn]()
+    assert empty.is_null and not empty.is_pending and empty.get() is None
+    soft.dispose()
+    empty.dispose()
+
+
+def test_soft_object_ptr_property_is_a_red_view(rt: zs.Runtime) -> None:
+    spawner = Spawner()
+    target = Pawn(name="Target")
+    spawner.soft = target
+    view = spawner.soft
+    assert not view.is_black and view.get() is target and view == "Target"
+    other = Pawn(name="Other")
+    view.set(other)  # writes through
+    assert spawner.soft.path == "Other" and spawner.soft.get() is other
+    spawner.soft = "Target"
+    assert view.get() is target
+    clone = view.clone()
+    assert clone.is_black and clone == view
+    clone.set(None)
+    assert clone.is_null and spawner.soft.path == "Target"
+    with pytest.raises(TypeError, match="Spawner.soft"):
+        spawner.soft = 3.5
+    with zs.scope():
+        scoped = Spawner(soft="Target").soft  # a view first obtained in the scope
+    assert scoped.is_expired
+    spawner.mark_as_garbage()
+    collect(rt)
+    assert view.is_expired
+    with pytest.raises(zs.ExpiredConjugateError):
+        view.get()
+    assert clone.is_null
+    clone.dispose()
+
+
+def test_soft_pointers_are_freed_exactly_once(rt: zs.Runtime) -> None:
+    zs.SoftObjectPtr[Pawn]("warm").dispose()
+    zs.SoftClassPtr[Pawn]("warm").dispose()
+    collect(rt)
+    blocks, values = rt.native_memory()["live_blocks"], rt.values_alive()
+    pointers = [zs.SoftObjectPtr[Pawn]("A.B"), zs.SoftClassPtr[Pawn](Boss)]
+    assert rt.values_alive() == values + 2
+    for pointer in pointers:
+        pointer.dispose()
+        pointer.dispose()
+    del pointers
+    for _ in range(3):
+        zs.SoftObjectPtr[Pawn]("finalised").clone()
+    gc.collect()
+    collect(rt)
+    assert rt.values_alive() == values
+    assert rt.native_memory()["live_blocks"] == blocks
+
+
+# ---- SoftClassPtr ------------------------------------------------------------------------
+
+def test_soft_class_ptr_resolves_registered_classes(rt: zs.Runtime) -> None:
+    soft = zs.SoftClassPtr[Pawn](Boss)
+    assert soft.path == f"{__name__}.Boss"
+    if Boss not in rt._native_classes:
+        assert soft.get() is None and soft.is_pending
+    Boss()  # registers the class in this runtime
+    assert soft.get() is Boss and soft.is_valid
+    by_name = zs.SoftClassPtr[Pawn]("Boss")
+    assert by_name.get() is Boss
+    with pytest.raises(TypeError, match="not Rock"):
+        zs.SoftClassPtr[Pawn](Rock)
+    Rock()
+    assert zs.SoftClassPtr[Pawn]("Rock").get() is None  # registered, but not a Pawn
+    soft.dispose()
+    by_name.dispose()
+
+
+def test_soft_class_ptr_load(rt: zs.Runtime) -> None:
+    soft = zs.SoftClassPtr[zs.Object]("zsharp_py._demo.World")
+    assert soft.get() is None
+    world = soft.load()
+    assert world.__name__ == "World" and soft.get() is world
+    missing = zs.SoftClassPtr[zs.Object]("no_such_module.Nothing")
+    with pytest.raises(LookupError, match="cannot load"):
+        missing.load()
+    wrong = zs.SoftClassPtr[Pawn]("zsharp_py._demo.World")
+    with pytest.raises(TypeError, match="not Pawn"):
+        wrong.load()
+    for value in (soft, missing, wrong):
+        value.dispose()
+
+
+def test_soft_class_ptr_ambiguous_bare_name(rt: zs.Runtime) -> None:
+    def declare() -> type:
+        class Twin(zs.Object):
+            pass
+
+        return Twin
+
+    first, second = declare(), declare()
+    first()
+    second()
+    soft = zs.SoftClassPtr[zs.Object]("Twin")
+    with pytest.raises(LookupError, match="several registered classes"):
+        soft.get()
+    soft.dispose()
+
+
+def test_soft_class_ptr_property(rt: zs.Runtime) -> None:
+    spawner = Spawner(soft_class=Boss)
+    Boss()
+    assert spawner.soft_class.get() is Boss
+    spawner.soft_class.set(Pawn)
+    assert spawner.soft_class.path.endswith(".Pawn")
+    spawner.soft_class = zs.SubclassOf[Pawn](Boss)
+    assert spawner.soft_class.get() is Boss
+
+
+# ---- LazyObjectPtr -----------------------------------------------------------------------
+
+def test_lazy_object_ptr_assigns_and_reuses_ids(rt: zs.Runtime) -> None:
+    pawn = Pawn()
+    assert zs.LazyObjectPtr.id_of(pawn) is None
+    lazy = zs.LazyObjectPtr[Pawn](pawn)
+    persistent = zs.LazyObjectPtr.id_of(pawn)
+    assert isinstance(persistent, uuid.UUID) and lazy.id == persistent
+    assert zs.LazyObjectPtr(pawn) == lazy and hash(zs.LazyObjectPtr(pawn)) == hash(lazy)
+    assert lazy.get() is pawn and lazy.is_valid and not lazy.is_null
+    assert lazy.is_black and lazy.clone() is lazy and not lazy.is_expired
+    lazy.dispose()
+    with pytest.raises(AttributeError, match="immutable"):
+        lazy._id = b""
+
+
+def test_lazy_object_ptr_survives_destroy_and_recreate(rt: zs.Runtime) -> None:
+    original = Pawn(name="Door")
+    lazy = zs.LazyObjectPtr[Pawn](original)
+    persistent = lazy.id
+    collect(rt)  # lazy pointers never keep their object alive
+    assert original.is_expired and lazy.get() is None and not lazy.is_valid
+    rebuilt = Pawn(name="Door")
+    assert lazy.get() is None  # a new object has no id until it takes one over
+    zs.LazyObjectPtr.bind(rebuilt, persistent)
+    assert lazy.get() is rebuilt and zs.LazyObjectPtr.id_of(rebuilt) == persistent
+    from_str = zs.LazyObjectPtr[Pawn](str(persistent))
+    assert from_str.get() is rebuilt and from_str == lazy
+
+
+def test_lazy_object_ptr_take_over_moves_the_id(rt: zs.Runtime) -> None:
+    old, new = Pawn(), Pawn()
+    lazy = zs.LazyObjectPtr(old)
+    old_ids_of_new = zs.LazyObjectPtr(new).id
+    zs.LazyObjectPtr.bind(new, lazy.id)
+    assert lazy.get() is new
+    assert zs.LazyObjectPtr.id_of(old) is None  # the previous holder lost it
+    assert zs.LazyObjectPtr(old_ids_of_new).get() is None  # new lost its own old id
+    with pytest.raises(ValueError, match="null"):
+        zs.LazyObjectPtr.bind(new, bytes(16))
+    with pytest.raises(TypeError, match="zs.Object"):
+        zs.LazyObjectPtr.bind("x", uuid.uuid4())  # type: ignore[arg-type]
+
+
+def test_lazy_object_ptr_type_and_null(rt: zs.Runtime) -> None:
+    rock = Rock()
+    with pytest.raises(TypeError, match="needs a Pawn, not Rock"):
+        zs.LazyObjectPtr[Pawn](rock)
+    untyped = zs.LazyObjectPtr(rock)
+    assert untyped.get() is rock
+    assert zs.LazyObjectPtr[Pawn](untyped.id).get() is None  # resolves, but not a Pawn
+    null = zs.LazyObjectPtr[Pawn]()
+    assert null.is_null and null.id is None and null.get() is None
+    assert repr(null) == "LazyObjectPtr[Pawn](None)"
+    with pytest.raises(TypeError, match="persistent id"):
+        zs.LazyObjectPtr(3.5)
+    with pytest.raises(ValueError):
+        zs.LazyObjectPtr("not-a-uuid")
+
+
+def test_lazy_object_ptr_property_and_elements(rt: zs.Runtime) -> None:
+    spawner = Spawner()
+    assert spawner.lazy.is_null
+    pawn = Pawn()
+    spawner.lazy = pawn
+    assert spawner.lazy.get() is pawn and spawner.lazy == zs.LazyObjectPtr(pawn)
+    with pytest.raises(TypeError, match="Spawner.lazy"):
+        spawner.lazy = Rock()
+    spawner.slot = Slot(lazy=pawn)
+    assert spawner.slot.lazy.get() is pawn
+    ids = zs.Array[zs.LazyObjectPtr[Pawn]]([pawn, None])
+    assert ids[0].get() is pawn and ids[1].is_null
+    keyed = zs.Map[zs.LazyObjectPtr[Pawn], zs.Int32]({pawn: 7})
+    assert keyed[zs.LazyObjectPtr(pawn)] == 7
+    spawner.lazy = None
+    assert spawner.lazy.is_null
+    ids.dispose()
+    keyed.dispose()
+
+
+def test_lazy_id_resolves_in_the_current_runtime(rt: zs.Runtime) -> None:
+    persistent = uuid.uuid4()
+    lazy = zs.LazyObjectPtr(persistent)  # a bare id belongs to no runtime
+    pawn = Pawn()
+    zs.LazyObjectPtr.bind(pawn, persistent)
+    assert lazy.get() is pawn
+    with zs.Runtime():
+        assert lazy.get() is None
+
+
+# ---- ScriptInterface -----------------------------------------------------------------------
+
+def test_script_interface_checks_the_interface(rt: zs.Runtime) -> None:
+    boss = Boss()
+    si = zs.ScriptInterface[IDamageable](boss)
+    assert si.is_black and si.object is boss and si.get() is boss and si.is_valid
+    assert si.interface is IDamageable and si == boss
+    si.take_damage(30)  # forwarded: the interface declares it
+    assert boss.health == 70
+    with pytest.raises(AttributeError, match="name"):
+        si.name  # noqa: B018 - not declared by the interface
+    with pytest.raises(TypeError, match="Rock does not implement IDamageable"):
+        zs.ScriptInterface[IDamageable](Rock())
+    with pytest.raises(TypeError, match="Pawn does not implement IUsable"):
+        zs.ScriptInterface[IUsable](Pawn())
+    with pytest.raises(TypeError, match="not str"):
+        zs.ScriptInterface[IDamageable]("boss")
+    with pytest.raises(TypeError, match="zs.Interface subclass"):
+        zs.ScriptInterface[Pawn]()
+    with pytest.raises(TypeError, match=r"ScriptInterface\[T\]"):
+        zs.ScriptInterface()
+    si.set(None)
+    assert si.object is None and not si.is_valid
+    with pytest.raises(AttributeError, match="holds no object"):
+        si.take_damage(1)
+    si.dispose()
+
+
+def test_script_interface_property_keeps_its_object_alive(rt: zs.Runtime) -> None:
+    spawner = Spawner()
+    spawner.add_to_root()
+    victim = Pawn()
+    spawner.victim = victim
+    view = spawner.victim
+    assert not view.is_black and view.object is victim
+    collect(rt)  # traced: the property keeps the victim alive
+    assert not victim.is_expired and spawner.victim.object is victim
+    with pytest.raises(TypeError, match="Spawner.victim.*Rock does not implement"):
+        spawner.victim = Rock()
+    assert spawner.victim.object is victim
+    victim.mark_as_garbage()  # killable, as any object reference
+    collect(rt)
+    assert victim.is_expired and spawner.victim.object is None
+    other = Boss()
+    view.set(other)  # a red view writes through
+    assert spawner.victim.object is other
+    spawner.victim = zs.ScriptInterface[IDamageable](other)
+    assert spawner.victim.object is other
+    spawner.remove_from_root()
+    collect(rt)
+    assert view.is_expired and other.is_expired
+
+
+def test_black_script_interface_is_a_root(rt: zs.Runtime) -> None:
+    pawn = Pawn()
+    si = zs.ScriptInterface[IDamageable](pawn)
+    collect(rt)
+    assert not pawn.is_expired and si.object is pawn
+    clone = si.clone()
+    si.dispose()
+    collect(rt)
+    assert not pawn.is_expired and clone.object is pawn  # the clone is a root too
+    clone.dispose()
+    collect(rt)
+    assert pawn.is_expired
+
+
+def test_script_interface_in_black_struct_roots_on_and_off() -> None:
+    for roots in (True, False):
+        with zs.Runtime(black_conjugates_are_roots=roots) as runtime:
+            pawn = Pawn()
+            slot = Slot(user=pawn)
+            alone = zs.ScriptInterface[IDamageable](Pawn())
+            collect(runtime)
+            assert pawn.is_expired is (not roots)
+            assert (slot.user.object is pawn) is roots
+            assert (alone.object is None) is (not roots)
+            if not roots:
+                assert slot.user.object is None  # the stale handle never resolves
+                copy_ = slot.clone()
+                assert copy_.user.object is None
+                copy_.dispose()
+            slot.dispose()
+            alone.dispose()
+            assert runtime.values_alive() == 0
+
+
+def test_script_interface_clone_and_elements(rt: zs.Runtime) -> None:
+    a, b = Pawn(), Boss()
+    spawner = Spawner(victim=a, victims=[a, b, None])
+    spawner.add_to_root()
+    assert [si.object for si in spawner.victims] == [a, b, None]
+    assert spawner.victims.to_python() == [a, b, None]
+    clone = spawner.victim.clone()
+    clone.set(b)
+    assert spawner.victim.object is a and clone.object is b
+    with pytest.raises(TypeError, match="Rock does not implement"):
+        spawner.victims.append(Rock())
+    collect(rt)
+    assert not a.is_expired and not b.is_expired  # array elements are traced
+    del spawner.victims[0]
+    spawner.victim = None
+    collect(rt)
+    assert a.is_expired and not b.is_expired
+    clone.dispose()
+    spawner.remove_from_root()
+
+
+def test_script_interface_freed_exactly_once(rt: zs.Runtime) -> None:
+    pawn = Pawn()
+    pawn.add_to_root()
+    zs.ScriptInterface[IDamageable](pawn).dispose()
+    collect(rt)
+    blocks, values = rt.native_memory()["live_blocks"], rt.values_alive()
+    interfaces = [zs.ScriptInterface[IDamageable](pawn) for _ in range(4)]
+    assert rt.values_alive() == values + 4
+    interfaces[0].dispose()
+    interfaces[0].dispose()
+    del interfaces
+    gc.collect()
+    collect(rt)
+    assert rt.values_alive() == values
+    assert rt.native_memory()["live_blocks"] == blocks
+    pawn.remove_from_root()
+
+
+def test_script_interface_red_view_expires_with_scope_and_owner(rt: zs.Runtime) -> None:
+    spawner = Spawner(victim=Pawn())
+    with zs.scope():
+        scoped = spawner.victim
+        assert scoped.object is not None
+    assert scoped.is_expired
+    with pytest.raises(zs.ExpiredConjugateError, match="scope"):
+        scoped.object  # noqa: B018
+    with pytest.raises(TypeError, match="red view"):
+        spawner.victim.dispose()
+    view = spawner.victim
+    collect(rt)
+    assert view.is_expired and "expired" in repr(view)
+
+
+def test_only_script_interface_is_traced(rt: zs.Runtime) -> None:
+    holder = Spawner()
+    holder.add_to_root()
+    soft_target, lazy_target, traced = Pawn(name="Soft"), Pawn(), Pawn()
+    holder.soft = soft_target
+    holder.lazy = lazy_target
+    holder.pawn_class = Pawn
+    holder.victim = traced
+    collect(rt)
+    assert soft_target.is_expired and lazy_target.is_expired
+    assert not traced.is_expired
+    holder.remove_from_root()
+
+
+class Link(zs.Object):
+    next: "Link | None"
+
+
+def test_script_interface_store_during_incremental_mark_uses_the_barrier(rt: zs.Runtime) -> None:
+    holder = Spawner()
+    holder.add_to_root()
+    head = Link()
+    head.add_to_root()
+    chain = [Link() for _ in range(5000)]  # long enough that marking takes several steps
+    head.next = chain[0]
+    for one, two in zip(chain, chain[1:]):
+        one.next = two
+    late = Pawn(health=7)  # unreachable when the cycle starts
+    rt.gc.start_incremental()
+    assert not rt.gc.step(1e-6)
+    rt.gc.verify()
+    holder.victim = late  # the store goes through the write barrier
+    black = zs.ScriptInterface[IDamageable](Pawn(health=8))  # born reachable, then a root
+    while not rt.gc.step(0.01):
+        rt.gc.verify()
+    collect(rt)
+    assert not late.is_expired and holder.victim.object.health == 7
+    assert black.object is not None and black.object.health == 8
+    black.dispose()
+    holder.remove_from_root()
+    head.remove_from_root()
+
+
+class WithDefaults(zs.Object):
+    pawn_class: zs.SubclassOf[Pawn] = Boss
+    soft: zs.SoftObjectPtr[Pawn] = "Level.Hero"
+    path: zs.FieldPath = "Pawn.health"
+
+
+def test_wrapper_property_defaults(rt: zs.Runtime) -> None:
+    made = WithDefaults()
+    assert made.pawn_class is Boss
+    assert made.soft.path == "Level.Hero" and made.soft.get() is None
+    assert made.path.get(Pawn(health=3)) == 3
+    with pytest.raises(TypeError, match="not Rock"):
+        class BadDefault(zs.Object):
+            kind: zs.SubclassOf[Pawn] = Rock
+
+        BadDefault()
+
+
+class Bookmarks(zs.Struct):
+    where: zs.FieldPath
+    which: zs.SoftClassPtr[Pawn]
+
+
+def test_soft_pointers_and_paths_as_elements_and_struct_members(rt: zs.Runtime) -> None:
+    pawn = Pawn(name="Solo")
+    pointers = zs.Array[zs.SoftObjectPtr[Pawn]](["Solo", pawn, None, "Nobody"])
+    assert [p.get() for p in pointers] == [pawn, pawn, None, None]
+    assert pointers.to_python() == ["Solo", "Solo", "", "Nobody"]
+    element = pointers[3]
+    element.set(pawn)  # an element view writes through
+    assert pointers.to_python()[3] == "Solo"
+    unique = zs.Set[zs.SoftObjectPtr[Pawn]](["A", "A", "B"])
+    assert len(unique) == 2 and "A" in unique
+    marks = Bookmarks(where="Pawn.health", which=Boss)
+    assert marks.where.get(pawn) == 100 and marks.which.path.endswith(".Boss")
+    copy_ = marks.clone()
+    copy_.which.set(None)
+    assert marks.which.path.endswith(".Boss") and copy_.which.is_null
+    for value in (pointers, unique, marks, copy_):
+        value.dispose()
+    assert element.is_expired

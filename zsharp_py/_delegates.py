@@ -1,0 +1,833 @@
+"""Delegates: ``zs.Delegate`` (one binding), ``zs.MulticastDelegate``
+(ordered bindings) and ``zs.SparseDelegate`` (a multicast delegate whose
+storage is allocated only when it is first bound).
+
+A binding is either a Python callable or an object plus a method name.
+Storage is native (the C side never touches a Python object): a callable is
+stored as an integer id that the runtime maps to the callable; native
+bindings reference-count the ids, and ids no binding holds any more are
+dropped from the runtime at its next safe point (``rt.bound_callables()``
+counts them). An object binding holds a *weak* handle to the object and
+the interned method name, as in the engines these come from: a destroyed
+target is skipped and dropped, never called. A bound method of a
+``zs.Object`` (``actor.on_hit``) is bound as such an object binding.
+
+Every call into a listener runs inside its own ``zs.scope()`` (native ->
+Python calls are scopes): red views obtained there expire when it returns.
+
+Cycles: a black delegate bound to a closure that holds the delegate (or
+holds a black value that holds it) is a cycle through the runtime's callable
+table that neither collector sees; it leaks until ``dispose()``. Bind
+methods of objects (weak) where you can, or dispose the delegate.
+"""
+from __future__ import annotations
+
+import builtins
+import types
+import typing
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from ._conjugate import ExpiredPointer
+from ._native import api_address, check, ffi, lib
+from ._object import Object
+from ._types import PropertyKind
+from ._values import ValueConjugate, make_black, make_view, scope
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+__all__ = ["Delegate", "MulticastDelegate", "SparseDelegate", "DelegateSpec", "MulticastSpec",
+           "SparseSpec"]
+
+_BINDING_POINTER = ffi.typeof("zs_binding *")
+_ARRAY_POINTER = ffi.typeof("zs_array *")
+_SPARSE_POINTER = ffi.typeof("zs_array **")
+
+# zs_type_kind values
+_DELEGATE, _MULTICAST, _SPARSE = 10, 11, 12
+
+# A parsed binding: (object handle, method name index, callable); exactly one
+# of the object handle and the callable is set.
+_Binding = tuple[int, int, "Callable[..., Any] | None"]
+
+
+def _exception_group(message: str, errors: Sequence[Exception]) -> Exception:
+    group = getattr(builtins, "ExceptionGroup", None)
+    if group is not None:
+        result: Exception = group(message, list(errors))
+        return result
+    return BroadcastErrors(message, list(errors))  # Python 3.10
+
+
+class BroadcastErrors(Exception):
+    """Raised (before Python 3.11, which raises ``ExceptionGroup``) when
+    several listeners of one broadcast raised; ``exceptions`` holds them."""
+
+    def __init__(self, message: str, exceptions: list[Exception]) -> None:
+        super().__init__(message)
+        self.exceptions = exceptions
+
+
+# ---------------------------------------------------------------------------
+# Bindings
+# ---------------------------------------------------------------------------
+
+def _method_name(runtime: Runtime, name: str) -> int:
+    """The native name index of a method name, interned as ``"name()"`` so
+    that a ``_<digits>`` suffix stays part of the name."""
+    index, number = runtime._intern(name + "()")
+    assert number == 0
+    return index
+
+
+def _method_text(runtime: Runtime, index: int) -> str:
+    text = runtime._name_text(index, 0)
+    return text[:-2] if text.endswith("()") else text
+
+
+def _find_method(obj: Object, name: str) -> Callable[..., Any] | None:
+    """``obj.name``, callable; names are case-insensitive as in the engines
+    (interned names keep the first spelling seen), so fall back to a unique
+    case-insensitive match."""
+    method: Any = getattr(obj, name, None)
+    if callable(method):
+        return typing.cast("Callable[..., Any]", method)
+    folded = name.casefold()
+    matches = [attr for attr in dir(type(obj)) if attr.casefold() == folded]
+    if len(matches) == 1:
+        method = getattr(obj, matches[0], None)
+        if callable(method):
+            return typing.cast("Callable[..., Any]", method)
+    return None
+
+
+def _parse(runtime: Runtime, what: str, target: Any, function: Any = None, *,
+           require_method: bool = True) -> _Binding:
+    """Turn ``bind``/``add`` arguments into a binding (not yet stored)."""
+    if function is None:
+        if isinstance(target, Delegate):  # its binding (C#'s "+= other")
+            binding = target.to_python()
+            if binding is None:
+                raise TypeError(f"{what}: the Delegate given is not bound")
+            target = binding
+        if isinstance(target, tuple) and len(target) == 2:
+            target, function = target
+        elif isinstance(target, types.MethodType) and isinstance(target.__self__, Object):
+            target, function = target.__self__, target.__func__.__name__
+        elif isinstance(target, Object):
+            raise TypeError(f"{what}: bind an object together with a method name, "
+                            f"e.g. ({type(target).__name__}, 'method')")
+        elif isinstance(target, ValueConjugate):
+            raise TypeError(f"{what}: a {type(target).__name__} is not a binding (add its "
+                            "bindings one by one)")
+        elif callable(target):
+            return 0, 0, target
+        else:
+            raise TypeError(f"{what}: a binding is a callable or (object, 'method'), "
+                            f"not {type(target).__name__}")
+    if not isinstance(target, Object):
+        raise TypeError(f"{what}: an object binding needs a zs.Object, "
+                        f"not {type(target).__name__}")
+    if not isinstance(function, str):
+        raise TypeError(f"{what}: the method name must be a str, not {type(function).__name__}")
+    if require_method:
+        target._live_runtime()
+        if _find_method(target, function) is None:
+            raise AttributeError(f"{what}: {type(target).__name__} has no method {function!r}")
+    if target._rt is not runtime:
+        raise ValueError(f"{what}: the object belongs to another runtime")
+    return target._h, _method_name(runtime, function), None
+
+
+def _check_binding(what: str, value: Any) -> None:
+    """Validate one binding without a runtime (constructor keywords)."""
+    if isinstance(value, Delegate):
+        value = value.to_python()
+        if value is None:
+            raise TypeError(f"{what}: the Delegate given is not bound")
+    if isinstance(value, tuple) and len(value) == 2:
+        target, function = value
+        if not isinstance(target, Object) or not isinstance(function, str):
+            raise TypeError(f"{what}: an object binding is (zs.Object, 'method')")
+        target._live_runtime()
+        if _find_method(target, function) is None:
+            raise AttributeError(f"{what}: {type(target).__name__} has no method {function!r}")
+        return
+    if isinstance(value, (Object, ValueConjugate)) or not callable(value):
+        raise TypeError(f"{what}: a binding is a callable or (object, 'method'), "
+                        f"not {type(value).__name__}")
+
+
+def _object_alive(runtime: Runtime, handle: int) -> bool:
+    if runtime._conjugates.get(handle) is not None:
+        return True
+    return runtime._conjugate_of(handle) is not None
+
+
+# A native binding read out: (object handle, function name index, callable id).
+_Raw = tuple[int, int, int]
+
+
+def _raw(binding: Any) -> _Raw:
+    return int(binding.object), int(binding.function_name), int(binding.callable)
+
+
+def _plain(runtime: Runtime, raw: _Raw) -> Any:
+    """The Python form of a native binding: the callable, ``(object,
+    'method')``, or None (empty, or its object is gone)."""
+    handle, name, callable_id = raw
+    if callable_id:
+        return runtime._callables.get(callable_id)
+    if handle:
+        obj = runtime._conjugate_of(handle)
+        if obj is not None:
+            return obj, _method_text(runtime, name)
+    return None
+
+
+def _live_binding(runtime: Runtime, raw: _Raw) -> bool:
+    """Whether a broadcast would call it."""
+    return bool(raw[2]) or (bool(raw[0]) and _object_alive(runtime, raw[0]))
+
+
+def _matches(runtime: Runtime, raw: _Raw, wanted: _Binding) -> bool:
+    handle, name, function = wanted
+    if function is None:
+        return raw == (handle, name, 0)
+    if not raw[2]:
+        return False
+    held = runtime._callables.get(raw[2])
+    return held is function or bool(held == function)
+
+
+def _store_binding(runtime: Runtime, binding: Any, parsed: _Binding) -> None:
+    """Write one binding (the old one is released). Caller holds the lock."""
+    handle, name, function = parsed
+    callable_id = runtime._register_callable(function) if function is not None else 0
+    status = lib.zs_binding_set(runtime._ptr, binding, handle, name, callable_id)
+    if status:
+        if callable_id:
+            runtime._unregister_callable(callable_id)
+        check(status, "bind")
+
+
+def _add_binding(runtime: Runtime, array: Any, parsed: _Binding) -> None:
+    """Append one binding to a native binding list. Caller holds the lock."""
+    handle, name, function = parsed
+    callable_id = runtime._register_callable(function) if function is not None else 0
+    status = lib.zs_multicast_add(runtime._ptr, array, handle, name, callable_id)
+    if status:
+        if callable_id:
+            runtime._unregister_callable(callable_id)
+        check(status, "add")
+
+
+def _call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    with scope():
+        return function(*args, **kwargs)
+
+
+# ---------------------------------------------------------------------------
+# Conjugates
+# ---------------------------------------------------------------------------
+
+class _DelegateBase(ValueConjugate):
+    """Shared plumbing of the delegate conjugates."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _make_spec(cls) -> PropertyKind:
+        raise NotImplementedError
+
+    @classmethod
+    def _zs_value_spec(cls, owner: type) -> PropertyKind:
+        return cls._make_spec()
+
+    def __new__(cls, *args: Any) -> Any:
+        from ._runtime import current_runtime
+
+        runtime = current_runtime()
+        for argument in args:
+            if isinstance(argument, types.MethodType):
+                argument = argument.__self__
+            if isinstance(argument, Object):
+                runtime = argument._live_runtime()
+        value = runtime._new_value(cls._make_spec())
+        try:
+            if args:
+                value._init(*args)
+        except BaseException:
+            value.dispose()
+            raise
+        return value
+
+    def __init__(self, *args: Any) -> None:
+        """Construction happens in ``__new__``."""
+
+    def _init(self, *args: Any) -> None:
+        raise NotImplementedError
+
+    def to_python(self) -> Any:
+        """The bindings as Python values (callables, ``(object, 'method')``)."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _DelegateBase):
+            return bool(self.to_python() == other.to_python())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(f"{type(self).__name__} conjugates cannot be pickled")
+
+
+class Delegate(_DelegateBase):
+    """A single-cast delegate (``FScriptDelegate``): at most one binding.
+
+    Black when created from Python (``zs.Delegate(fn)``,
+    ``zs.Delegate(actor, "on_hit")``, ``clone()``); a red view, writing
+    through to native memory, when read from a property or element. An
+    object binding is weak: once its object is destroyed the delegate is
+    unbound (``is_bound`` is False and the binding is dropped when next
+    executed). The call runs in its own ``zs.scope()``.
+
+    >>> import zsharp_py as zs
+    >>> with zs.Runtime():
+    ...     d = zs.Delegate(lambda x: x * 2)
+    ...     (d.is_bound, d.execute(21), d.execute_if_bound(1))
+    (True, 42, True)
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _make_spec(cls) -> PropertyKind:
+        return DelegateSpec()
+
+    def _init(self, target: Any = None, function: Any = None) -> None:
+        if target is not None:
+            self.bind(target, function)
+
+    def bind(self, target: Any, function: str | None = None) -> None:
+        """Bind a callable, or an object and the name of one of its methods
+        (``bind(actor, "on_hit")``); replaces the current binding."""
+        runtime = self._rt
+        with runtime._lock:
+            pointer = self._live()
+            parsed = _parse(runtime, "Delegate.bind", target, function)
+            _store_binding(runtime, pointer, parsed)
+
+    def unbind(self) -> None:
+        """Remove the binding."""
+        runtime = self._rt
+        with runtime._lock:
+            pointer = self._live()
+            check(lib.zs_binding_set(runtime._live_ptr(), pointer, 0, 0, 0), "unbind")
+
+    @property
+    def is_bound(self) -> bool:
+        """Bound to a callable, or to an object that is still alive."""
+        runtime = self._rt
+        with runtime._lock:
+            pointer = self._live()
+            if pointer.callable:
+                return True
+            return bool(pointer.object) and _object_alive(runtime, pointer.object)
+
+    def _target(self) -> Callable[..., Any] | None:
+        """What ``execute`` calls; drops a binding whose object is gone."""
+        runtime = self._rt
+        with runtime._lock:
+            pointer = self._live()
+            if pointer.callable:
+                return runtime._callables.get(pointer.callable)
+            handle = pointer.object
+            if not handle:
+                return None
+            obj = runtime._conjugate_of(handle)
+            if obj is None:
+                check(lib.zs_binding_set(runtime._live_ptr(), pointer, 0, 0, 0), "unbind")
+                return None
+            name = _method_text(runtime, pointer.function_name)
+        method = _find_method(obj, name)
+        if method is None:
+            raise AttributeError(f"Delegate: {type(obj).__name__} has no method {name!r}")
+        return method
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the binding and return its result (``RuntimeError`` when
+        unbound, or when its object has been destroyed). Exceptions of the
+        callee propagate; the delegate is unchanged by them."""
+        function = self._target()
+        if function is None:
+            raise RuntimeError("Delegate.execute: the delegate is not bound "
+                               "(or the object it was bound to has been destroyed)")
+        return _call(function, args, kwargs)
+
+    def execute_if_bound(self, *args: Any, **kwargs: Any) -> bool:
+        """Call the binding if there is one; return whether it was called."""
+        function = self._target()
+        if function is None:
+            return False
+        _call(function, args, kwargs)
+        return True
+
+    @property
+    def target(self) -> Any:
+        """The binding: a callable, ``(object, 'method')``, or None."""
+        return self.to_python()
+
+    def to_python(self) -> Any:
+        """The binding as a Python value (None when unbound)."""
+        runtime = self._rt
+        with runtime._lock:
+            return _plain(runtime, _raw(self._live()))
+
+    def __repr__(self) -> str:
+        if self.is_expired:
+            return self._expired_repr()
+        colour = "black" if self.is_black else "red"
+        return f"<Delegate ({colour}) {self.to_python()!r}>"
+
+
+class _MulticastBase(_DelegateBase):
+    """Behaviour shared by multicast and sparse delegates."""
+
+    __slots__ = ()
+
+    def _init(self, bindings: Any = None) -> None:
+        if bindings is not None:
+            for binding in _iterate_bindings(type(self).__name__, bindings):
+                self.add(binding)
+
+    def _array(self, create: bool) -> Any:
+        """The native binding list (``zs_array *``; NULL for a sparse
+        delegate that was never bound, unless ``create``). Caller holds the lock."""
+        raise NotImplementedError
+
+    def _bindings(self) -> list[_Raw]:
+        """The native bindings, read out in order. Caller holds the lock."""
+        array = self._array(False)
+        if array == ffi.NULL or array.count == 0:
+            return []
+        data = ffi.cast(_BINDING_POINTER, array.data)
+        return [_raw(data[index]) for index in range(array.count)]
+
+    def _emptied(self) -> None:
+        """Called after removals (sparse delegates free empty storage)."""
+
+    def add(self, target: Any, function: str | None = None) -> None:
+        """Append a binding: a callable, or an object and a method name
+        (``add(actor, "on_hit")``). Duplicates are allowed (see ``add_unique``)."""
+        runtime = self._rt
+        with runtime._lock:
+            self._live()
+            parsed = _parse(runtime, f"{type(self).__name__}.add", target, function)
+            self._prune()
+            _add_binding(runtime, self._array(True), parsed)
+
+    def add_unique(self, target: Any, function: str | None = None) -> bool:
+        """Append a binding unless an equal one is present; return whether
+        it was added."""
+        runtime = self._rt
+        with runtime._lock:
+            self._live()
+            parsed = _parse(runtime, f"{type(self).__name__}.add_unique", target, function)
+            if self._index_of(parsed) >= 0:
+                return False
+            self._prune()
+            _add_binding(runtime, self._array(True), parsed)
+            return True
+
+    def _index_of(self, parsed: _Binding) -> int:
+        for index, raw in enumerate(self._bindings()):
+            if _matches(self._rt, raw, parsed):
+                return index
+        return -1
+
+    def _remove_at(self, index: int, count: int = 1) -> None:
+        runtime = self._rt
+        check(lib.zs_multicast_remove(runtime._live_ptr(), self._array(False), index, count),
+              "remove")
+
+    def remove(self, target: Any, function: str | None = None) -> bool:
+        """Remove the first binding equal to the one given (a callable is
+        matched by identity or ``==``); return whether one was removed."""
+        runtime = self._rt
+        with runtime._lock:
+            self._live()
+            parsed = _parse(runtime, f"{type(self).__name__}.remove", target, function,
+                            require_method=False)
+            index = self._index_of(parsed)
+            if index < 0:
+                return False
+            self._remove_at(index)
+            self._emptied()
+            return True
+
+    def remove_all(self, obj: Object) -> int:
+        """Remove every binding to methods of ``obj``; return how many."""
+        if not isinstance(obj, Object):
+            raise TypeError(f"remove_all needs a zs.Object, not {type(obj).__name__}")
+        runtime = self._rt
+        with runtime._lock:
+            self._live()
+            return self._remove_where(lambda raw: raw[0] == obj._h and not raw[2])
+
+    def _remove_where(self, condition: Callable[[_Raw], bool]) -> int:
+        """Remove the bindings a condition selects (it may run Python code:
+        decide first, then remove, last first). Caller holds the lock."""
+        doomed = [index for index, raw in enumerate(self._bindings()) if condition(raw)]
+        for index in reversed(doomed):
+            self._remove_at(index)
+        if doomed:
+            self._emptied()
+        return len(doomed)
+
+    def _prune(self) -> int:
+        """Drop the object bindings whose object is gone. Caller holds the lock."""
+        runtime = self._rt
+        return self._remove_where(lambda raw: not _live_binding(runtime, raw))
+
+    def clear(self) -> None:
+        """Remove every binding."""
+        runtime = self._rt
+        with runtime._lock:
+            pointer = self._live()
+            check(lib.zs_value_clear(runtime._live_ptr(), self._owner,
+                                     runtime._native_type(self._spec), pointer), "clear")
+
+    @property
+    def is_bound(self) -> bool:
+        """Whether any binding would be called by ``broadcast``."""
+        runtime = self._rt
+        with runtime._lock:
+            self._live()
+            return any(_live_binding(runtime, raw) for raw in self._bindings())
+
+    def __len__(self) -> int:
+        """Number of live bindings (bindings to destroyed objects are not counted)."""
+        runtime = self._rt
+        with runtime._lock:
+            self._live()
+            return sum(1 for raw in self._bindings() if _live_binding(runtime, raw))
+
+    def __contains__(self, target: Any) -> bool:
+        runtime = self._rt
+        with runtime._lock:
+            self._live()
+            try:
+                parsed = _parse(runtime, "in", target, require_method=False)
+            except (TypeError, ValueError):
+                return False
+            return self._index_of(parsed) >= 0
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.to_python())
+
+    def __iadd__(self, target: Any) -> Any:
+        self.add(target)
+        return self
+
+    def __isub__(self, target: Any) -> Any:
+        self.remove(target)
+        return self
+
+    def to_python(self) -> list[Any]:
+        """The live bindings, in order: callables and ``(object, 'method')``."""
+        runtime = self._rt
+        with runtime._lock:
+            self._live()
+            plain = [_plain(runtime, raw) for raw in self._bindings()]
+        return [b for b in plain if b is not None]
+
+    def broadcast(self, *args: Any, **kwargs: Any) -> None:
+        """Call every binding, in the order they were added.
+
+        The bindings are snapshotted first: bindings added or removed by a
+        listener take effect from the next broadcast. A binding whose object
+        has been destroyed (before or during the broadcast) is skipped and
+        dropped from the delegate. Each call runs in its own ``zs.scope()``.
+
+        A listener that raises does not stop the broadcast (the others still
+        run, exactly once) and leaves the delegate as it was; afterwards the
+        error is raised to the broadcaster: the exception itself when one
+        listener raised, an ``ExceptionGroup`` of them when several did.
+        ``KeyboardInterrupt`` and other ``BaseException``s that are not
+        ``Exception``s stop the broadcast at once.
+        """
+        runtime = self._rt
+        with runtime._lock:
+            self._live()
+            calls = [(handle, name, runtime._callables.get(callable_id) if callable_id else None)
+                     for handle, name, callable_id in self._bindings()]
+        errors: list[Exception] = []
+        dead = 0
+        for handle, name, function in calls:
+            if function is None:
+                if not handle:
+                    continue
+                obj = runtime._conjugate_of(handle) if not runtime._closed else None
+                if obj is None:
+                    dead += 1
+                    continue
+                method_name = _method_text(runtime, name)
+                function = _find_method(obj, method_name)
+                if function is None:
+                    errors.append(AttributeError(
+                        f"{type(self).__name__}.broadcast: {type(obj).__name__} has no "
+                        f"method {method_name!r}"))
+                    continue
+            try:
+                _call(function, args, kwargs)
+            except Exception as error:  # noqa: BLE001 - re-raised below
+                errors.append(error)
+        if dead:
+            with runtime._lock:
+                if type(self._p) is not ExpiredPointer and not runtime._closed:
+                    self._prune()
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise _exception_group(f"{type(self).__name__}.broadcast: {len(errors)} listeners "
+                                   "raised", errors)
+
+    def __repr__(self) -> str:
+        if self.is_expired:
+            return self._expired_repr()
+        colour = "black" if self.is_black else "red"
+        return f"<{type(self).__name__} ({colour}) {self.to_python()!r}>"
+
+
+class MulticastDelegate(_MulticastBase):
+    """A multicast delegate (``FMulticastScriptDelegate``): ordered bindings.
+
+    Black when created from Python (``zs.MulticastDelegate([f, g])``,
+    ``clone()``); a red view, writing through to native memory, when read
+    from a property (``actor.on_hit.add(f)``) or element. Object bindings
+    are weak: destroyed targets are skipped and dropped, never called. See
+    ``broadcast`` for ordering and errors.
+
+    >>> import zsharp_py as zs
+    >>> with zs.Runtime():
+    ...     heard = []
+    ...     on_hit = zs.MulticastDelegate()
+    ...     on_hit += heard.append
+    ...     on_hit.add(lambda x: heard.append(x * 10))
+    ...     on_hit.broadcast(4)
+    ...     (heard, len(on_hit), on_hit.is_bound)
+    ([4, 40], 2, True)
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _make_spec(cls) -> PropertyKind:
+        return MulticastSpec()
+
+    def _array(self, create: bool) -> Any:
+        return self._live()
+
+
+class SparseDelegate(_MulticastBase):
+    """A sparse multicast delegate (``FSparseDelegate``): one pointer wide;
+    its binding storage is allocated when it is first bound and freed when
+    it is emptied. Otherwise behaves like ``MulticastDelegate``."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _make_spec(cls) -> PropertyKind:
+        return SparseSpec()
+
+    @property
+    def is_allocated(self) -> bool:
+        """Whether binding storage exists (only while bound)."""
+        return bool(self._live()[0] != ffi.NULL)
+
+    def _array(self, create: bool) -> Any:
+        runtime = self._rt
+        out = ffi.new("zs_array **")
+        check(lib.zs_sparse_bindings(runtime._live_ptr(), self._live(), 1 if create else 0, out),
+              "sparse delegate")
+        return out[0]
+
+    def _emptied(self) -> None:
+        array = self._live()[0]
+        if array != ffi.NULL and array.count == 0:
+            runtime = self._rt
+            check(lib.zs_value_clear(runtime._live_ptr(), self._owner,
+                                     runtime._native_type(self._spec), self._live()), "clear")
+
+
+def _iterate_bindings(what: str, value: Any) -> list[Any]:
+    if isinstance(value, _MulticastBase):
+        return value.to_python()
+    if isinstance(value, (str, bytes, tuple)) or callable(value) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{what} needs an iterable of bindings (callables or "
+                        f"(object, 'method')), not {type(value).__name__}")
+    return list(value)
+
+
+# ---------------------------------------------------------------------------
+# Specs
+# ---------------------------------------------------------------------------
+
+class _DelegateSpec(PropertyKind):
+    """Shared spec plumbing (delegates hold no strong references: object
+    bindings are weak, so they are never traced)."""
+
+    __slots__ = ()
+    c_type = "zs_binding"
+    hashable = False  # not a set element or map key
+    kind_name = ""
+    native_kind = 0
+    cls: type[_DelegateBase] = _DelegateBase
+
+    @property
+    def key(self) -> Any:
+        """``("delegate",)``, ``("multicast",)`` or ``("sparse",)``."""
+        return (self.kind_name,)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _DelegateSpec) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def describe(self) -> str:
+        """The delegate kind's name."""
+        return self.cls.__name__
+
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
+        """Reads give a red view; assignment replaces the bindings."""
+        from ._object import install_value_property
+
+        install_value_property(self, cls, name, cname, offset)
+
+    def native(self, runtime: Runtime) -> Any:
+        """The built-in delegate type."""
+        return runtime._basic_type(self.native_kind, 0, 0)
+
+    def pointer(self, address: int) -> Any:
+        """The conjugate's native pointer for a value at ``address``."""
+        raise NotImplementedError
+
+    def address_of(self, pointer: Any) -> int:
+        """The value's address."""
+        return api_address(pointer)
+
+    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
+        """A red view cached in ``parent`` (the Python form when there is none)."""
+        if parent is None:
+            return self.to_python(runtime, address)
+        return make_view(self.cls, runtime, self, self.pointer(address), parent, key, owner)
+
+    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
+        """Wrap a black delegate block."""
+        return make_black(self.cls, runtime, self, self.pointer(api_address(pointer)), handle)
+
+    def to_python(self, runtime: Runtime, address: int) -> Any:
+        """The bindings as Python values."""
+        view = make_black(self.cls, runtime, self, self.pointer(address), 0)
+        return view.to_python()
+
+
+class DelegateSpec(_DelegateSpec):
+    """Spec of ``zs.Delegate`` (one ``zs_binding``)."""
+
+    __slots__ = ()
+    kind_name = "delegate"
+    native_kind = _DELEGATE
+    cls = Delegate
+
+    def pointer(self, address: int) -> Any:
+        """A ``zs_binding *``."""
+        return ffi.cast(_BINDING_POINTER, address)
+
+    def check(self, what: str, value: Any) -> None:
+        """A Delegate, a binding, or None."""
+        if value is None:
+            return
+        if isinstance(value, Delegate):
+            value._live()
+            return
+        _check_binding(what, value)
+
+    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
+        """Copy a Delegate, or bind a callable / ``(object, 'method')``;
+        None unbinds."""
+        binding = self.pointer(address)
+        if isinstance(value, Delegate):
+            if value._rt is runtime:
+                if value._address() != address:
+                    check(lib.zs_value_assign(runtime._ptr, owner, self.native(runtime),
+                                              ffi.cast("void *", address),
+                                              ffi.cast("void *", value._address())), "assign")
+                return
+            value = value.to_python()
+        if value is None:
+            check(lib.zs_binding_set(runtime._ptr, binding, 0, 0, 0), "unbind")
+            return
+        _store_binding(runtime, binding, _parse(runtime, "Delegate", value))
+
+
+class MulticastSpec(_DelegateSpec):
+    """Spec of ``zs.MulticastDelegate`` (a ``zs_array`` of bindings)."""
+
+    __slots__ = ()
+    c_type = "zs_array"
+    kind_name = "multicast"
+    native_kind = _MULTICAST
+    cls: type[_MulticastBase] = MulticastDelegate
+
+    def pointer(self, address: int) -> Any:
+        """A ``zs_array *``."""
+        return ffi.cast(_ARRAY_POINTER, address)
+
+    def check(self, what: str, value: Any) -> None:
+        """A multicast or sparse delegate, an iterable of bindings, or None."""
+        if value is None:
+            return
+        if isinstance(value, _MulticastBase):
+            value._live()
+            return
+        for binding in _iterate_bindings(what, value):
+            _check_binding(what, binding)
+
+    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
+        """Replace the bindings: a native copy of a delegate of this kind,
+        else rebuilt from Python bindings in a temporary (all or nothing)."""
+        native = self.native(runtime)
+        if isinstance(value, self.cls) and value._rt is runtime:
+            if value._address() != address:
+                check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
+                                          ffi.cast("void *", value._address())), "assign")
+            return
+        bindings = [] if value is None else _iterate_bindings(self.describe(), value)
+        parsed = [_parse(runtime, self.describe(), binding) for binding in bindings]
+        temporary = runtime._new_value(self)
+        try:
+            array = temporary._array(True) if parsed else None
+            for binding in parsed:
+                _add_binding(runtime, array, binding)
+            check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
+                                      ffi.cast("void *", temporary._address())), "assign")
+        finally:
+            temporary.dispose()
+
+
+class SparseSpec(MulticastSpec):
+    """Spec of ``zs.SparseDelegate`` (a pointer to a binding list)."""
+
+    __slots__ = ()
+    c_type = "void *"
+    kind_name = "sparse"
+    native_kind = _SPARSE
+    cls = SparseDelegate
+
+    def pointer(self, address: int) -> Any:
+        """A ``zs_array **``."""
+        return ffi.cast(_SPARSE_POINTER, address)

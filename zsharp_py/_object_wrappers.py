@@ -1,0 +1,1144 @@
+"""Object wrappers: ``zs.SubclassOf[T]``, ``zs.SoftObjectPtr[T]``,
+``zs.SoftClassPtr[T]``, ``zs.LazyObjectPtr[T]``, ``zs.ScriptInterface[T]``
+and the ``zs.Interface`` base that interfaces are declared with
+(``WeakObjectPtr`` and ``StrongObjectPtr`` are in ``_wrappers``).
+
+Each is usable as a property type of ``zs.Object`` and ``zs.Struct``
+classes and as a container element type. Colours:
+
+* ``SubclassOf`` and ``LazyObjectPtr`` are immutable value objects (like
+  ``zs.Name`` and ``WeakObjectPtr``): they have no native block of their
+  own, ``clone()`` returns the value itself and ``dispose()`` does nothing.
+  A ``SubclassOf`` property reads as the class itself (or None).
+* ``SoftObjectPtr``, ``SoftClassPtr`` (a native string: the path) and
+  ``ScriptInterface`` (a native object reference plus an interface id) are
+  black when created from Python or cloned and red views, writing through,
+  when read from a property or element.
+
+Only ``ScriptInterface`` holds a strong reference, so it is the only one the
+garbage collector traces: inside an object it keeps its target alive (and
+is killable, like any object reference), and a black one is a GC root
+unless the runtime was created with ``black_conjugates_are_roots=False``.
+Soft and lazy pointers name their target (by path, by persistent id) and
+never keep it alive.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib
+import re
+import sys
+import typing
+import uuid
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ._native import api_address, check, declare_struct, ffi, layout_address, layout_ffi, lib
+from ._object import Object, ObjectMeta
+from ._types import PropertyKind
+from ._values import ValueConjugate, make_black, make_view
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+__all__ = ["Interface", "SubclassOf", "SoftObjectPtr", "SoftClassPtr", "LazyObjectPtr",
+           "ScriptInterface", "object_path"]
+
+_STRING_POINTER = ffi.typeof("zs_string *")
+_U32_POINTER = ffi.typeof("uint32_t *")
+_NULL_ID = bytes(16)
+
+
+# ---------------------------------------------------------------------------
+# Interfaces
+# ---------------------------------------------------------------------------
+
+class Interface:
+    """Base of interfaces (``UInterface``): plain Python marker classes that
+    object classes implement by inheritance.
+
+    >>> import zsharp_py as zs
+    >>> class IDamageable(zs.Interface):
+    ...     __slots__ = ()
+    ...     def take_damage(self, amount: int) -> None: ...
+    >>> class Crate(zs.Object, IDamageable):
+    ...     hits: zs.Int32
+    ...     def take_damage(self, amount: int) -> None:
+    ...         self.hits += amount
+    >>> IDamageable.implemented_by(Crate)
+    True
+
+    Declare ``__slots__ = ()`` in an interface, or the conjugates of the
+    classes implementing it get a ``__dict__`` (typos in attribute names
+    would then pass silently). An interface holds no properties.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(cls, ObjectMeta):
+            raise TypeError(f"{cls.__name__} is an interface: implement it in a zs.Object "
+                            "class and create that")
+        return super().__new__(cls)
+
+    @classmethod
+    def implemented_by(cls, value: Any) -> bool:
+        """Whether an object (or a class) implements this interface."""
+        if isinstance(value, type):
+            return issubclass(value, cls)
+        return isinstance(value, cls)
+
+
+# ---------------------------------------------------------------------------
+# Wrapper[T]: specialisation with lazily resolved targets
+# ---------------------------------------------------------------------------
+
+class _Specialised:
+    """``Wrapper[T]`` makes (and caches) one subclass per target ``T``; the
+    target resolves on first use, so forward references (``"Actor"``) work."""
+
+    __slots__ = ()
+    _zs_arg: ClassVar[Any] = None
+    _zs_scope: ClassVar[Any] = None
+    _zs_cache: ClassVar[dict[Any, type]]
+    _zs_bound: ClassVar[type] = Object  # targets must derive from this
+    _zs_needs_target: ClassVar[bool] = False
+
+    def __class_getitem__(cls, argument: Any) -> Any:
+        if cls._zs_arg is not None:
+            raise TypeError(f"{cls.__name__} is already specialised")
+        if isinstance(argument, tuple):
+            raise TypeError(f"{cls.__name__}[...] takes one type argument")
+        cache = cls.__dict__.get("_zs_cache")
+        if cache is None:
+            cache = {}
+            type.__setattr__(cls, "_zs_cache", cache)
+        frame = sys._getframe(1)
+        # A string argument resolves later in the caller's scope: keep the
+        # module globals (live) and only the locals the string names, so no
+        # other local value is kept alive by the cached class.
+        named = set(re.findall(r"[A-Za-z_]\w*", argument)) if isinstance(argument, str) else set()
+        local_names = ({k: v for k, v in frame.f_locals.items() if k in named}
+                       if frame.f_locals is not frame.f_globals else {})
+        scope = (frame.f_globals, local_names)
+        key = argument if not isinstance(argument, str) else (argument,
+                                                              frame.f_globals.get("__name__"))
+        del frame
+        found = cache.get(key)
+        if found is not None:
+            return found
+        shown = argument if isinstance(argument, str) else getattr(argument, "__name__",
+                                                                   repr(argument))
+        special = type(f"{cls.__name__}[{shown}]", (cls,), {
+            "__slots__": (), "_zs_arg": argument, "_zs_scope": scope, "_zs_resolved": None,
+            "__module__": "zsharp_py", "__doc__": cls.__doc__})
+        if not isinstance(argument, (str, typing.ForwardRef)):
+            typing.cast("type[_Specialised]", special)._zs_target()  # checked at once
+        cache[key] = special
+        return special
+
+    @classmethod
+    def _zs_target(cls) -> type:
+        """``T``: the class (or interface) this wrapper is constrained to."""
+        resolved: type | None = cls.__dict__.get("_zs_resolved")
+        if resolved is not None:
+            return resolved
+        argument = cls._zs_arg
+        if argument is None:
+            if cls._zs_needs_target:
+                raise TypeError(f"use {cls.__name__}[T]: it needs the type it refers to")
+            return cls._zs_bound
+        from ._object import _evaluate
+
+        holder = type("_Scope", (), {"_zs_scope": cls._zs_scope})
+        result = _evaluate(holder, argument)
+        if (not isinstance(result, type) or not issubclass(result, cls._zs_bound)
+                or (cls._zs_bound is Interface and isinstance(result, ObjectMeta))):
+            raise TypeError(f"{cls.__name__}: the type argument must be a "
+                            f"{'zs.' + cls._zs_bound.__name__} subclass, got {result!r}")
+        type.__setattr__(cls, "_zs_resolved", result)
+        return result
+
+
+def _describe(cls: type) -> str:
+    try:
+        target = cls._zs_target()  # type: ignore[attr-defined]
+    except TypeError:
+        return str(cls.__name__)
+    root = next(k for k in cls.__mro__ if "_zs_arg" not in k.__dict__)
+    return f"{root.__name__}[{target.__name__}]"
+
+
+# ---------------------------------------------------------------------------
+# SubclassOf
+# ---------------------------------------------------------------------------
+
+class SubclassOf(_Specialised):
+    """A class constrained to ``T`` or a subclass (``TSubclassOf<T>``).
+
+    An immutable value: ``zs.SubclassOf[Actor](Hero)`` checks the class and
+    holds it; classes that are not ``T`` or a subclass raise ``TypeError``.
+    As a property (stored natively as the class id) it reads as the class
+    itself, or None; it accepts a class, a ``SubclassOf`` or None.
+
+    >>> import zsharp_py as zs
+    >>> class Weapon(zs.Object): pass
+    >>> class Sword(Weapon): pass
+    >>> zs.SubclassOf[Weapon](Sword).get() is Sword
+    True
+    """
+
+    __slots__ = ("_cls",)
+    _cls: type[Object] | None
+
+    def __init__(self, cls: Any = None) -> None:
+        object.__setattr__(self, "_cls", type(self)._convert(_describe(type(self)), cls))
+
+    @classmethod
+    def _convert(cls, what: str, value: Any) -> type[Object] | None:
+        if value is None:
+            return None
+        if isinstance(value, SubclassOf):
+            value = value._cls
+            if value is None:
+                return None
+        target = cls._zs_target()
+        if not isinstance(value, type) or not issubclass(value, target):
+            shown = value.__name__ if isinstance(value, type) else type(value).__name__
+            raise TypeError(f"{what} needs {target.__name__} or a subclass of it, "
+                            f"not {shown}")
+        return typing.cast("type[Object]", value)
+
+    @classmethod
+    def _zs_value_spec(cls, owner: type) -> PropertyKind:
+        return SubclassOfSpec(cls)
+
+    def get(self) -> type[Object] | None:
+        """The class (None when empty)."""
+        return self._cls
+
+    def new(self, *args: Any, **kwargs: Any) -> Object:
+        """Create an object of the class (``Actor(name=..., outer=..., ...)``)."""
+        if self._cls is None:
+            raise TypeError("SubclassOf is empty: no class to create")
+        return self._cls(*args, **kwargs)
+
+    @property
+    def is_black(self) -> bool:
+        """Values owned by Python (immutable; nothing native to free)."""
+        return True
+
+    @property
+    def is_expired(self) -> bool:
+        """Never."""
+        return False
+
+    def clone(self) -> SubclassOf:
+        """Immutable: the clone is the value itself."""
+        return self
+
+    def __copy__(self) -> SubclassOf:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SubclassOf:
+        return self
+
+    def dispose(self) -> None:
+        """Nothing to free."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __bool__(self) -> bool:
+        return self._cls is not None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SubclassOf):
+            return self._cls is other._cls
+        if other is None or isinstance(other, type):
+            return self._cls is other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._cls)
+
+    def __repr__(self) -> str:
+        shown = self._cls.__name__ if self._cls is not None else "None"
+        return f"{_describe(type(self))}({shown})"
+
+
+class SubclassOfSpec(PropertyKind):
+    """A ``SubclassOf[T]`` member or element: the class id + 1 (0: None)."""
+
+    __slots__ = ("cls",)
+    c_type = "uint32_t"
+
+    def __init__(self, cls: type[SubclassOf]) -> None:
+        self.cls = cls
+
+    @property
+    def key(self) -> Any:
+        """``("subclass",)`` (one native type whatever ``T``)."""
+        return ("subclass",)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SubclassOfSpec) and other.cls is self.cls
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def describe(self) -> str:
+        """``SubclassOf[T]``."""
+        return _describe(self.cls)
+
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
+        """Reads give the class (or None)."""
+        from ._object import install_value_property
+
+        install_value_property(self, cls, name, cname, offset)
+
+    def check(self, what: str, value: Any) -> None:
+        """A class deriving from ``T``, a SubclassOf, or None."""
+        self.cls._convert(what, value)
+
+    def native(self, runtime: Runtime) -> Any:
+        """PLAIN 4 bytes."""
+        return runtime._basic_type(1, 4, 4)
+
+    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
+        """The class stored at ``address``, or None."""
+        stored = ffi.cast(_U32_POINTER, address)[0]
+        if stored == 0:
+            return None
+        classes = runtime._classes_by_id
+        return classes[stored - 1] if stored - 1 < len(classes) else None
+
+    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
+        """Check, register the class in ``runtime`` if needed, store its id."""
+        cls = self.cls._convert(self.describe(), value)
+        stored = 0 if cls is None else lib.zs_class_id(runtime._native_class(cls)) + 1
+        ffi.cast(_U32_POINTER, address)[0] = stored
+
+
+# ---------------------------------------------------------------------------
+# LazyObjectPtr
+# ---------------------------------------------------------------------------
+
+def _id_bytes(value: Any) -> bytes:
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    if isinstance(value, str):
+        return uuid.UUID(value).bytes
+    if isinstance(value, (bytes, bytearray)) and len(value) == 16:
+        return bytes(value)
+    raise TypeError(f"a persistent id is a uuid.UUID, its str or 16 bytes, "
+                    f"not {type(value).__name__}")
+
+
+def _persistent_id(obj: Object) -> bytes:
+    """The object's persistent id, assigned (a new uuid4) if it has none."""
+    runtime = obj._live_runtime()
+    with runtime._lock:
+        found = runtime._lazy_handles.get(obj._h)
+        if found is not None:
+            return found
+        new = uuid.uuid4().bytes
+        runtime._lazy_handles[obj._h] = new
+        runtime._lazy_ids[new] = obj._h
+        return new
+
+
+def _lookup(runtime: Runtime, persistent: bytes) -> Object | None:
+    """The live object holding a persistent id (dead entries are dropped)."""
+    with runtime._lock:
+        if runtime._closed:
+            return None
+        handle = runtime._lazy_ids.get(persistent)
+        if handle is None:
+            return None
+        obj = runtime._conjugate_of(handle)
+        if obj is None or runtime._lazy_handles.get(handle) != persistent:
+            runtime._lazy_ids.pop(persistent, None)
+            if runtime._lazy_handles.get(handle) == persistent:
+                del runtime._lazy_handles[handle]
+            return None
+        return obj
+
+
+class LazyObjectPtr(_Specialised):
+    """A reference by persistent id (``TLazyObjectPtr<T>``): survives the
+    object being destroyed and re-created with the same id.
+
+    ``zs.LazyObjectPtr(obj)`` gives ``obj`` a persistent id (a new uuid) if
+    it has none; ``zs.LazyObjectPtr.bind(new_obj, old_id)`` makes another
+    object take the id over (the previous holder loses it), so pointers to
+    the id resolve to it from then on. ``get()`` returns the live object
+    holding the id (if it is a ``T``), else None. An immutable value object
+    (like ``WeakObjectPtr``); it never keeps its object alive.
+
+    >>> import zsharp_py as zs
+    >>> class Door(zs.Object): pass
+    >>> with zs.Runtime() as rt:
+    ...     lazy = zs.LazyObjectPtr(Door(name="Front"))
+    ...     _ = rt.collect_garbage()          # the door is destroyed
+    ...     gone = lazy.get()
+    ...     rebuilt = zs.LazyObjectPtr.bind(Door(name="Front"), lazy.id)
+    ...     (gone, lazy.get().name, rebuilt == lazy)
+    (None, 'Front', True)
+    """
+
+    __slots__ = ("_id", "_rt")
+    _id: bytes
+    _rt: Runtime | None
+
+    def __init__(self, value: Any = None) -> None:
+        persistent, runtime = type(self)._convert(_describe(type(self)), value)
+        object.__setattr__(self, "_id", persistent)
+        object.__setattr__(self, "_rt", runtime)
+
+    @classmethod
+    def _convert(cls, what: str, value: Any) -> tuple[bytes, Runtime | None]:
+        if value is None:
+            return _NULL_ID, None
+        if isinstance(value, LazyObjectPtr):
+            return value._id, value._rt
+        if isinstance(value, Object):
+            target = cls._zs_target()
+            if not isinstance(value, target):
+                raise TypeError(f"{what} needs a {target.__name__}, not {type(value).__name__}")
+            return _persistent_id(value), value._rt
+        return _id_bytes(value), None
+
+    @classmethod
+    def _make(cls, persistent: bytes, runtime: Runtime | None) -> Any:
+        lazy = object.__new__(cls)
+        object.__setattr__(lazy, "_id", persistent)
+        object.__setattr__(lazy, "_rt", runtime)
+        return lazy
+
+    @classmethod
+    def _zs_value_spec(cls, owner: type) -> PropertyKind:
+        return LazyObjectSpec(cls)
+
+    @staticmethod
+    def id_of(obj: Object) -> uuid.UUID | None:
+        """The persistent id of ``obj``, or None if it has none."""
+        runtime = obj._live_runtime()
+        found = runtime._lazy_handles.get(obj._h)
+        return uuid.UUID(bytes=found) if found is not None else None
+
+    @classmethod
+    def bind(cls, obj: Object, persistent_id: Any) -> Any:
+        """Give ``obj`` the persistent id (``uuid.UUID``, its str, or 16
+        bytes), taking it over from any previous holder; ``obj`` loses the id
+        it had. Returns a pointer to it."""
+        if not isinstance(obj, Object):
+            raise TypeError(f"bind needs a zs.Object, not {type(obj).__name__}")
+        persistent = _id_bytes(persistent_id)
+        if persistent == _NULL_ID:
+            raise ValueError("the all-zero id is the null persistent id")
+        runtime = obj._live_runtime()
+        with runtime._lock:
+            previous_handle = runtime._lazy_ids.get(persistent)
+            if previous_handle is not None:
+                runtime._lazy_handles.pop(previous_handle, None)
+            previous_id = runtime._lazy_handles.get(obj._h)
+            if previous_id is not None:
+                runtime._lazy_ids.pop(previous_id, None)
+            runtime._lazy_ids[persistent] = obj._h
+            runtime._lazy_handles[obj._h] = persistent
+        return cls._make(persistent, runtime)
+
+    @property
+    def id(self) -> uuid.UUID | None:
+        """The persistent id (None for a null pointer)."""
+        return uuid.UUID(bytes=self._id) if self._id != _NULL_ID else None
+
+    @property
+    def is_null(self) -> bool:
+        """Whether there is no id at all."""
+        return self._id == _NULL_ID
+
+    def get(self) -> Any:
+        """The live object holding the id, if it is a ``T``; else None.
+        Resolves in the pointer's runtime (or the current one, for a
+        pointer made from a bare id)."""
+        if self._id == _NULL_ID:
+            return None
+        runtime = self._rt
+        if runtime is None or runtime._closed:
+            from ._runtime import current_runtime
+
+            runtime = current_runtime()
+        obj = _lookup(runtime, self._id)
+        return obj if isinstance(obj, type(self)._zs_target()) else None
+
+    @property
+    def is_valid(self) -> bool:
+        """Whether ``get()`` would return an object now."""
+        return self.get() is not None
+
+    @property
+    def is_black(self) -> bool:
+        """Values owned by Python (immutable; nothing native to free)."""
+        return True
+
+    @property
+    def is_expired(self) -> bool:
+        """Never: the id stays meaningful whether or not its object lives."""
+        return False
+
+    def clone(self) -> LazyObjectPtr:
+        """Immutable: the clone is the value itself."""
+        return self
+
+    def __copy__(self) -> LazyObjectPtr:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LazyObjectPtr:
+        return self
+
+    def dispose(self) -> None:
+        """Nothing to free."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyObjectPtr):
+            return self._id == other._id
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._id)
+
+    def __repr__(self) -> str:
+        return f"{_describe(type(self))}({str(self.id) if self._id != _NULL_ID else 'None'})"
+
+
+_LAZY_LAYOUT = declare_struct("LazyId", [("low", "uint64_t"), ("high", "uint64_t")], header=False)
+
+
+class LazyObjectSpec(PropertyKind):
+    """A ``LazyObjectPtr[T]`` member or element: 16 plain bytes (the id)."""
+
+    __slots__ = ("cls",)
+    c_type = str(_LAZY_LAYOUT.item.cname)
+
+    def __init__(self, cls: type[LazyObjectPtr]) -> None:
+        self.cls = cls
+
+    @property
+    def key(self) -> Any:
+        """``("lazy",)``."""
+        return ("lazy",)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LazyObjectSpec) and other.cls is self.cls
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def describe(self) -> str:
+        """``LazyObjectPtr[T]``."""
+        return _describe(self.cls)
+
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
+        """Reads give a ``LazyObjectPtr``."""
+        from ._object import install_value_property
+
+        install_value_property(self, cls, name, cname, offset)
+
+    def check(self, what: str, value: Any) -> None:
+        """A LazyObjectPtr, an object of ``T``, an id or None."""
+        if isinstance(value, Object):
+            value._live_runtime()
+            target = self.cls._zs_target()
+            if not isinstance(value, target):
+                raise TypeError(f"{what} needs a {target.__name__}, not {type(value).__name__}")
+            return
+        self.cls._convert(what, value)
+
+    def native(self, runtime: Runtime) -> Any:
+        """PLAIN 16 bytes, 8-aligned."""
+        return runtime._basic_type(1, 16, 8)
+
+    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
+        """A LazyObjectPtr resolving in ``runtime``."""
+        persistent = bytes(ffi.buffer(ffi.cast("char *", address), 16))
+        return self.cls._make(persistent, runtime)
+
+    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
+        """Store the id (an object gets one first if it has none)."""
+        persistent, _ = self.cls._convert(self.describe(), value)
+        ffi.memmove(ffi.cast("char *", address), persistent, 16)
+
+
+# ---------------------------------------------------------------------------
+# Soft pointers
+# ---------------------------------------------------------------------------
+
+def object_path(obj: Object) -> str:
+    """The path of a live object: its outers' names and its own, joined by
+    dots (``"Level.Hero"``). Names containing a dot have no path."""
+    names: list[str] = []
+    current: Object | None = obj
+    while current is not None:
+        name = current.name
+        if "." in name or not name:
+            raise ValueError(f"{name!r} cannot be part of an object path (it contains '.')")
+        names.append(name)
+        current = current.outer
+    return ".".join(reversed(names))
+
+
+def _find_by_path(runtime: Runtime, path: str) -> Object | None:
+    """The live object at ``path`` (found from the top level down), or None."""
+    if not path:
+        return None
+    out = ffi.new("zs_ref *")
+    with runtime._lock:
+        if runtime._closed:
+            return None
+        outer = 0
+        for segment in path.split("."):
+            if not segment:
+                return None
+            try:
+                index, number = runtime._intern(segment)
+            except ValueError:
+                return None
+            check(lib.zs_find_object(runtime._ptr, outer, index, number, out), "find object")
+            outer = out[0]
+            if not outer:
+                return None
+        return runtime._conjugate_of(outer)
+
+
+def _class_path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class _SoftPointer(ValueConjugate, _Specialised):
+    """Shared behaviour: a native UTF-8 string (the path) that resolves to
+    what it names while that is loaded."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: Any = None) -> Any:
+        from ._runtime import current_runtime
+
+        runtime = value._live_runtime() if isinstance(value, Object) else current_runtime()
+        spec = cls._zs_value_spec(cls)
+        spec.check(_describe(cls), value)
+        pointer = runtime._new_value(spec)
+        if value is not None:
+            try:
+                pointer.set(value)
+            except BaseException:
+                pointer.dispose()
+                raise
+        return pointer
+
+    def __init__(self, value: Any = None) -> None:
+        """Construction happens in ``__new__``."""
+
+    @classmethod
+    def _zs_value_spec(cls, owner: type) -> PropertyKind:
+        return SoftSpec(cls)
+
+    @classmethod
+    def _path_of(cls, what: str, value: Any) -> str:
+        raise NotImplementedError
+
+    @property
+    def path(self) -> str:
+        """The stored path ("" when null)."""
+        pointer = self._live()
+        length = pointer.length
+        if length == 0:
+            return ""
+        return bytes(ffi.buffer(pointer.data, length)).decode("utf-8")
+
+    def set(self, value: Any) -> None:
+        """Point somewhere else (a red view writes through)."""
+        runtime = self._rt
+        path = type(self)._path_of(_describe(type(self)), value)
+        with runtime._lock:
+            self._spec.write(runtime, self._owner, self._address(), path)
+
+    @property
+    def is_null(self) -> bool:
+        """Whether the path is empty."""
+        return self.path == ""
+
+    @property
+    def is_valid(self) -> bool:
+        """Whether ``get()`` would return something now."""
+        return self.get() is not None
+
+    @property
+    def is_pending(self) -> bool:
+        """A path is set but does not resolve now (not loaded)."""
+        return not self.is_null and self.get() is None
+
+    def get(self) -> Any:
+        """What the path names, while it is loaded; else None."""
+        raise NotImplementedError
+
+    def to_python(self) -> str:
+        """The path."""
+        return self.path
+
+    def __str__(self) -> str:
+        return self.path
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _SoftPointer):
+            return self.path == other.path
+        if isinstance(other, str):
+            return self.path == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable (a red view writes through)
+
+    def __repr__(self) -> str:
+        if self.is_expired:
+            return self._expired_repr()
+        colour = "black" if self.is_black else "red"
+        return f"<{_describe(type(self))} ({colour}) {self.path!r}>"
+
+
+class SoftObjectPtr(_SoftPointer):
+    """A reference to an object by path (``TSoftObjectPtr<T>``).
+
+    The path is the names of the object's outers and its own, joined by dots
+    (``"Level.Hero"``); ``get()`` returns the live object at that path if it
+    is a ``T``, else None (nothing at the path now, or something else).
+    Black when created from Python (``zs.SoftObjectPtr[Actor](hero)`` or
+    ``(... )("Level.Hero")``) or cloned; a red view when read from a
+    property. Never keeps its object alive.
+
+    >>> import zsharp_py as zs
+    >>> class Prop(zs.Object): pass
+    >>> with zs.Runtime() as rt:
+    ...     level = Prop(name="Level"); level.add_to_root()
+    ...     soft = zs.SoftObjectPtr[Prop]("Level.Lamp")
+    ...     before = soft.get()
+    ...     lamp = Prop(name="Lamp", outer=level)
+    ...     (before, soft.get() is lamp, soft.path)
+    (None, True, 'Level.Lamp')
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _path_of(cls, what: str, value: Any) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            if "\0" in value:
+                raise ValueError(f"{what}: a path cannot contain NUL characters")
+            return value
+        if isinstance(value, SoftObjectPtr):
+            return value.path
+        if isinstance(value, Object):
+            target = cls._zs_target()
+            if not isinstance(value, target):
+                raise TypeError(f"{what} needs a {target.__name__}, not {type(value).__name__}")
+            return object_path(value)
+        raise TypeError(f"{what} needs a path (str), a zs.Object, a SoftObjectPtr or None, "
+                        f"not {type(value).__name__}")
+
+    def get(self) -> Any:
+        """The live object at the path if it is a ``T``, else None."""
+        obj = _find_by_path(self._rt, self.path)
+        return obj if isinstance(obj, type(self)._zs_target()) else None
+
+
+class SoftClassPtr(_SoftPointer):
+    """A reference to a class by path (``TSoftClassPtr<T>``).
+
+    The path is ``"module.QualifiedName"`` (a bare class name is accepted
+    too); ``get()`` returns the class while it is loaded, that is registered
+    in this runtime (a class is registered when its first object is created,
+    or by ``load()``), if it is ``T`` or a subclass; else None.
+
+    >>> import zsharp_py as zs
+    >>> with zs.Runtime():
+    ...     soft = zs.SoftClassPtr[zs.Object]("zsharp_py._demo.World")
+    ...     before = soft.get()
+    ...     loaded = soft.load()
+    ...     (before, loaded.__name__, soft.get() is loaded)
+    (None, 'World', True)
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _path_of(cls, what: str, value: Any) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            if "\0" in value:
+                raise ValueError(f"{what}: a path cannot contain NUL characters")
+            return value
+        if isinstance(value, SoftClassPtr):
+            return value.path
+        if isinstance(value, SubclassOf):
+            value = value.get()
+            if value is None:
+                return ""
+        if isinstance(value, type):
+            target = cls._zs_target()
+            if not issubclass(value, target):
+                raise TypeError(f"{what} needs {target.__name__} or a subclass of it, "
+                                f"not {value.__name__}")
+            return _class_path(value)
+        raise TypeError(f"{what} needs a class, a path (str), a SoftClassPtr or None, "
+                        f"not {type(value).__name__}")
+
+    def get(self) -> Any:
+        """The class if it is registered in this runtime and derives from
+        ``T``, else None. A bare name that several registered classes share
+        raises ``LookupError``."""
+        path = self.path
+        if not path:
+            return None
+        runtime = self._rt
+        exact = [cls for cls in list(runtime._native_classes) if _class_path(cls) == path]
+        if not exact:
+            exact = [cls for cls in list(runtime._native_classes) if cls.__name__ == path]
+            if len(exact) > 1:
+                raise LookupError(f"SoftClassPtr {path!r}: several registered classes have "
+                                  f"that name ({', '.join(map(_class_path, exact))}); "
+                                  "use the full path")
+        if not exact:
+            return None
+        found = exact[-1]
+        return found if issubclass(found, type(self)._zs_target()) else None
+
+    def load(self) -> Any:
+        """The class, imported (``module.QualifiedName``) and registered in
+        this runtime if needed. ``LookupError`` if it cannot be found,
+        ``TypeError`` if it is not ``T`` or a subclass."""
+        found = self.get()
+        if found is not None:
+            return found
+        path = self.path
+        cls = _import_class(path)
+        target = type(self)._zs_target()
+        if not isinstance(cls, type) or not issubclass(cls, target):
+            raise TypeError(f"SoftClassPtr {path!r} names {cls!r}, not {target.__name__} "
+                            "or a subclass of it")
+        runtime = self._rt
+        with runtime._lock:
+            runtime._live_ptr()
+            runtime._native_class(typing.cast("type[Object]", cls))
+        return cls
+
+
+def _import_class(path: str) -> Any:
+    parts = path.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:split])
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found: Any = module
+        try:
+            for attribute in parts[split:]:
+                found = getattr(found, attribute)
+        except AttributeError:
+            break
+        return found
+    raise LookupError(f"SoftClassPtr: cannot load {path!r} (expected module.ClassName)")
+
+
+class SoftSpec(PropertyKind):
+    """A soft pointer member or element: a native UTF-8 string (the path)."""
+
+    __slots__ = ("cls",)
+    c_type = "zs_string"
+
+    def __init__(self, cls: type[_SoftPointer]) -> None:
+        self.cls = cls
+
+    @property
+    def key(self) -> Any:
+        """``("soft_object",)`` or ``("soft_class",)``."""
+        return ("soft_class",) if issubclass(self.cls, SoftClassPtr) else ("soft_object",)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftSpec) and other.cls is self.cls
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def describe(self) -> str:
+        """``SoftObjectPtr[T]`` or ``SoftClassPtr[T]``."""
+        return _describe(self.cls)
+
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
+        """Reads give a red view; assignment takes a path, a target or a pointer."""
+        from ._object import install_value_property
+
+        install_value_property(self, cls, name, cname, offset)
+
+    def check(self, what: str, value: Any) -> None:
+        """Anything ``set`` accepts."""
+        if isinstance(value, _SoftPointer):
+            value._live()
+        self.cls._path_of(what, value)
+
+    def native(self, runtime: Runtime) -> Any:
+        """STRING of 1-byte units."""
+        return runtime._basic_type(4, 1, 0)
+
+    def address_of(self, pointer: Any) -> int:
+        """Address of the ``zs_string``."""
+        return api_address(pointer)
+
+    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
+        """A red view cached in ``parent`` (the path when there is none)."""
+        if parent is None:
+            return self.to_python(runtime, address)
+        return make_view(self.cls, runtime, self, ffi.cast(_STRING_POINTER, address), parent,
+                         key, owner)
+
+    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
+        """Store the path."""
+        data = self.cls._path_of(self.describe(), value).encode("utf-8")
+        if len(data) > 1 << 30:
+            raise ValueError(f"{self.describe()}: path too long")
+        check(lib.zs_string_assign(runtime._ptr, self.native(runtime),
+                                   ffi.cast(_STRING_POINTER, address), data, len(data)), "path")
+
+    def to_python(self, runtime: Runtime, address: int) -> str:
+        """The path."""
+        pointer = ffi.cast(_STRING_POINTER, address)
+        if pointer.length == 0:
+            return ""
+        return bytes(ffi.buffer(pointer.data, pointer.length)).decode("utf-8")
+
+    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
+        """Wrap a black path block."""
+        return make_black(self.cls, runtime, self, ffi.cast(_STRING_POINTER, pointer), handle)
+
+
+# ---------------------------------------------------------------------------
+# ScriptInterface
+# ---------------------------------------------------------------------------
+
+_INTERFACE_LAYOUT = declare_struct("ScriptInterface", [("object", "uint64_t"),
+                                                       ("interface", "uint32_t")], header=False)
+
+
+def _interface_id(runtime: Runtime, interface: type) -> int:
+    found = runtime._interface_ids.get(interface)
+    if found is None:
+        runtime._interfaces.append(interface)
+        found = runtime._interface_ids[interface] = len(runtime._interfaces)
+    return found
+
+
+class ScriptInterface(ValueConjugate, _Specialised):
+    """An object together with the interface it is used through
+    (``TScriptInterface<I>``): ``zs.ScriptInterface[IDamageable](crate)``.
+
+    Objects that do not implement the interface raise ``TypeError``. The
+    object reference is strong and traced: inside an object it keeps its
+    target alive (and becomes None if the target is marked as garbage);
+    a black ``ScriptInterface`` (created from Python or cloned) is a GC root
+    unless the runtime was created with ``black_conjugates_are_roots=False``,
+    in which case ``object`` may become None once the target is collected.
+    A red view writes through. Attributes the interface declares are
+    forwarded to the object (``si.take_damage(3)``).
+    """
+
+    __slots__ = ()
+    _zs_bound = Interface
+    _zs_needs_target = True
+
+    def __new__(cls, obj: Any = None) -> Any:
+        from ._runtime import current_runtime
+
+        spec = ScriptInterfaceSpec(cls)
+        spec.check(_describe(cls), obj)
+        runtime = obj._live_runtime() if isinstance(obj, Object) else current_runtime()
+        value = runtime._new_value(spec)
+        if obj is not None:
+            try:
+                value.set(obj)
+            except BaseException:
+                value.dispose()
+                raise
+        return value
+
+    def __init__(self, obj: Any = None) -> None:
+        """Construction happens in ``__new__``."""
+
+    @classmethod
+    def _zs_value_spec(cls, owner: type) -> PropertyKind:
+        return ScriptInterfaceSpec(cls)
+
+    @property
+    def interface(self) -> type:
+        """The interface (``T``)."""
+        return type(self)._zs_target()
+
+    @property
+    def object(self) -> Any:
+        """The object, or None."""
+        pointer = self._live()
+        handle = pointer.object
+        if not handle:
+            return None
+        runtime = self._rt
+        found = runtime._conjugates.get(handle)
+        return found if found is not None else runtime._conjugate_of(handle)
+
+    def get(self) -> Any:
+        """The object (used through the interface), or None."""
+        return self.object
+
+    def set(self, obj: Any) -> None:
+        """Point at another object implementing the interface (or None)."""
+        runtime = self._rt
+        with runtime._lock:
+            self._spec.write(runtime, self._owner, self._address(), obj)
+
+    @property
+    def is_valid(self) -> bool:
+        """Whether it holds a live object."""
+        return self.object is not None
+
+    def to_python(self) -> Any:
+        """The object, or None."""
+        return self.object
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or not hasattr(type(self)._zs_target(), name):
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        obj = self.object
+        if obj is None:
+            raise AttributeError(f"{type(self).__name__}.{name}: it holds no object")
+        return getattr(obj, name)
+
+    def __eq__(self, other: builtins.object) -> bool:
+        if isinstance(other, ScriptInterface):
+            return self.object is other.object
+        if other is None or isinstance(other, Object):
+            return self.object is other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        if self.is_expired:
+            return self._expired_repr()
+        colour = "black" if self.is_black else "red"
+        return f"<{_describe(type(self))} ({colour}) {self.object!r}>"
+
+
+class ScriptInterfaceSpec(PropertyKind):
+    """A ``ScriptInterface[I]`` member or element: ``{zs_ref object;
+    uint32_t interface;}``, the object reference traced (strong, killable)."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: type[ScriptInterface]) -> None:
+        self.cls = cls
+
+    @property
+    def c_type(self) -> str:  # type: ignore[override]
+        return str(_INTERFACE_LAYOUT.item.cname)
+
+    @property
+    def key(self) -> Any:
+        """``("script_interface",)`` (one native type whatever the interface)."""
+        return ("script_interface",)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ScriptInterfaceSpec) and other.cls is self.cls
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def describe(self) -> str:
+        """``ScriptInterface[I]``."""
+        return _describe(self.cls)
+
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
+        """Reads give a red view; assignment takes an object, a
+        ScriptInterface or None."""
+        from ._object import install_value_property
+
+        self.cls._zs_target()  # a bare ScriptInterface is refused at declaration
+        install_value_property(self, cls, name, cname, offset)
+
+    def check(self, what: str, value: Any) -> None:
+        """An object implementing the interface, a ScriptInterface holding
+        one, or None."""
+        interface = self.cls._zs_target()
+        if isinstance(value, ScriptInterface):
+            value = value.object
+        if value is None:
+            return
+        if not isinstance(value, Object):
+            raise TypeError(f"{what} needs an object implementing {interface.__name__} or None, "
+                            f"not {type(value).__name__}")
+        value._live_runtime()
+        if not isinstance(value, interface):
+            raise TypeError(f"{what}: {type(value).__name__} does not implement "
+                            f"{interface.__name__}")
+
+    def native(self, runtime: Runtime) -> Any:
+        """A struct type: an OBJECT member, then a PLAIN 4-byte id."""
+        members = ffi.new("zs_type_member[]", [
+            (runtime._basic_type(2, 8, 8), layout_ffi.offsetof(_INTERFACE_LAYOUT.item, "object")),
+            (runtime._basic_type(1, 4, 4),
+             layout_ffi.offsetof(_INTERFACE_LAYOUT.item, "interface"))])
+        out = ffi.new("zs_type **")
+        item = _INTERFACE_LAYOUT.item
+        check(lib.zs_type_struct(runtime._ptr, b"ScriptInterface", layout_ffi.sizeof(item),
+                                 layout_ffi.alignof(item), members, 2, out),
+              "registering ScriptInterface")
+        return out[0]
+
+    def address_of(self, pointer: Any) -> int:
+        """The value's address."""
+        return layout_address(pointer)
+
+    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
+        """A red view cached in ``parent`` (the object when there is none)."""
+        if parent is None:
+            return self.to_python(runtime, address)
+        return make_view(self.cls, runtime, self, layout_ffi.cast(_INTERFACE_LAYOUT, address),
+                         parent, key, owner)
+
+    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
+        """Store the object (write barrier, liveness checks) and the interface."""
+        self.check(self.describe(), value)
+        if isinstance(value, ScriptInterface):
+            value = value.object
+        if value is not None and value._rt is not runtime:
+            raise ValueError(f"{self.describe()}: the object belongs to another runtime")
+        pointer = layout_ffi.cast(_INTERFACE_LAYOUT, address)
+        slot = ffi.cast("zs_ref *", address + layout_ffi.offsetof(_INTERFACE_LAYOUT.item,
+                                                                    "object"))
+        check(lib.zs_value_store_ref(runtime._ptr, owner, runtime._basic_type(2, 8, 8), slot,
+                                     value._h if value is not None else 0), "ScriptInterface")
+        pointer.interface = _interface_id(runtime, self.cls._zs_target()) if value is not None else 0
+
+    def to_python(self, runtime: Runtime, address: int) -> Any:
+        """The object, or None."""
+        handle = layout_ffi.cast(_INTERFACE_LAYOUT, address).object
+        if not handle:
+            return None
+        return runtime._conjugate_of(handle)
+
+    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
+        """Wrap a black block."""
+        return make_black(self.cls, runtime, self,
+                          layout_ffi.cast(_INTERFACE_LAYOUT, api_address(pointer)), handle)
