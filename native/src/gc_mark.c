@@ -453,10 +453,12 @@ static void begin_mark(zs_runtime *rt) {
    memory) simply survives this cycle. True when the pass is complete. */
 #define GATHER_CLOCK_STRIDE 4096u
 static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
+    rt->collector_allocating++;
     for (uint32_t index = rt->gather_cursor; index < rt->high_water; index++) {
         if (deadline_ns != 0 && index % GATHER_CLOCK_STRIDE == 0 && index != rt->gather_cursor &&
             zs_now_ns() >= deadline_ns) {
             rt->gather_cursor = index;
+            rt->collector_allocating--;
             return false;
         }
         zs_item *it = zs_item_at(rt, index);
@@ -476,6 +478,7 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
         it->flags |= ZS_ITEM_DYING;
         if (it->flags & ZS_ITEM_CLUSTER_ROOT) zs_cluster_release_dying(rt, it->cluster_index);
     }
+    rt->collector_allocating--;
     rt->gather_cursor = 0;
     rt->stats.objects_unreachable = rt->dying.count;
     rt->stats.clusters = rt->live_clusters;

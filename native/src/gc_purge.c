@@ -29,6 +29,7 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done)
     if (rt->phase == ZS_GC_MARKING || rt->phase == ZS_GC_GATHERING) return ZS_E_BUSY;
     if (rt->expiring.count > 0) return ZS_E_EXPIRY_PENDING;
     uint64_t start = zs_now_ns();
+    rt->collector_allocating++; /* the free list may grow */
     /* BeginDestroy for every dying object before any is freed, so a hook may
        still read the objects that a dying object references. Entries before
        dying_cursor are already freed (a budgeted purge stopped after them). */
@@ -48,6 +49,7 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done)
         if (budget_ns != 0 && freed % PURGE_CLOCK_STRIDE == 0 && zs_now_ns() - start >= budget_ns)
             break;
     }
+    rt->collector_allocating--;
     rt->stats.objects_freed += freed;
     rt->stats.purge_ns += zs_now_ns() - start;
     rt->stats.live_objects = rt->live_objects;

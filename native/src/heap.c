@@ -61,10 +61,8 @@ void zs_slot_free(zs_runtime *rt, uint32_t index) {
         return;
     }
     it->serial++;
-    if (!zs_u32_push(rt, &rt->free_slots, index)) {
-        /* Out of memory for the free list: the slot is simply not reused. */
-        return;
-    }
+    /* Out of memory for the free list: retire the slot (never reused). */
+    if (!zs_u32_push(rt, &rt->free_slots, index)) it->serial = ZS_SERIAL_RETIRE;
 }
 
 /* ======================================================================

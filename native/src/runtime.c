@@ -40,7 +40,11 @@ static void account(zs_runtime *rt, int64_t blocks, int64_t bytes) {
 
 /* Would an allocation of size bytes break the injected limit? */
 static bool over_limit(const zs_runtime *rt, size_t size) {
-    return rt->alloc_limit != 0 && rt->live_bytes + size > rt->alloc_limit;
+    /* The injected limit models the program running out of memory; the
+       collector's bookkeeping (dying and expiring lists, free list) is
+       exempt, so a collection can still free memory under it. */
+    return rt->alloc_limit != 0 && rt->collector_allocating == 0 &&
+           rt->live_bytes + size > rt->alloc_limit;
 }
 
 void *zs_alloc(zs_runtime *rt, size_t size) {

@@ -196,6 +196,10 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
     checker c = {rt, message, message_capacity, false};
     if (message != NULL && message_capacity > 0) message[0] = '\0';
     ZS_LOCK(rt);
+    /* A check-mark failure is the root cause of what follows: say it first. */
+    if (rt->check_failures > 0)
+        fail(&c, "check-mark: %llu reachable objects were left unmarked",
+             (unsigned long long)rt->check_failures);
     uint32_t live = 0, free_count = 0, retired = 0, in_root_list = 0, dying = 0, permanent = 0;
     uint64_t in_cluster = 0;
     for (uint32_t index = 0; index < rt->high_water && !c.failed; index++) {
@@ -218,9 +222,6 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
     if (!c.failed && clustered != in_cluster)
         fail(&c, "%llu objects name a cluster, clusters hold %llu", (unsigned long long)in_cluster,
              (unsigned long long)clustered);
-    if (!c.failed && rt->check_failures > 0)
-        fail(&c, "check-mark: %llu reachable objects were left unmarked",
-             (unsigned long long)rt->check_failures);
     if (!c.failed && live != rt->live_objects)
         fail(&c, "live count %u but %u objects found", rt->live_objects, live);
     if (!c.failed && free_count != rt->free_slots.count)
