@@ -16,8 +16,10 @@ __all__ = ["FAMILIES", "load"]
 
 # name -> module (in the order they run and appear in RESULTS.md)
 FAMILIES: dict[str, str] = {
-    "property_access": "benchmarks.property_access",
+    "bindings": "benchmarks.bindings",
     "gc_collect": "benchmarks.gc_collect",
+    "gc_peers": "benchmarks.gc_peers",
+    "expiry": "benchmarks.expiry",
 }
 
 

@@ -4,18 +4,22 @@ every family)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
 
 from . import FAMILIES, load
-from ._harness import Config, Table, clock, machine_info
+from ._harness import Config, Table, clock, load_average, machine_info
+from ._plot import write_plot
+from ._targets import targets_table
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+PLOT_NAME = "gc_scaling.png"
 
 
 def _markdown(config: Config, families: list[str], sections: list[tuple[str, list[Table]]],
-              info: dict[str, str], seconds: float) -> str:
+              info: dict[str, str], seconds: float, targets: Table, plot: str) -> str:
     command = "python -m benchmarks" + (" --quick" if config.quick else "")
     if families != list(FAMILIES):
         command += "".join(f" --only {name}" for name in families)
@@ -28,11 +32,34 @@ def _markdown(config: Config, families: list[str], sections: list[tuple[str, lis
     if config.quick:
         out += ["", "> **Quick (smoke) run**: tiny sizes and few rounds; "
                 "these numbers are not meaningful."]
+    busy = _busy_note(info)
+    if busy:
+        out += ["", busy]
+    out += ["", "## Targets", "", targets.render_markdown()]
+    if plot:
+        out += ["", plot]
     for title, tables in sections:
         out += ["", f"## {title}", ""]
         for table in tables:
             out += [table.render_markdown(), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _busy_note(info: dict[str, str]) -> str:
+    """A warning when other processes loaded the machine during the run."""
+    loads = []
+    for key in ("load average at start", "load average at end"):
+        try:
+            loads.append(float(info.get(key, "").split()[0]))
+        except (ValueError, IndexError):
+            pass
+    cores = os.cpu_count() or 1
+    if not loads or max(loads) < 0.5 * cores:
+        return ""
+    return (f"> **Shared machine**: the load average was {' then '.join(f'{v:.1f}' for v in loads)} "
+            f"on {cores} cores (other processes running), so absolute times are inflated and "
+            "wall-time ratios are noisier than on an idle machine. The GC tables also give "
+            "CPU times, which exclude preemption.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,9 +73,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the markdown report here (default: benchmarks/RESULTS.md "
                              "for a full run of every family, a temporary file otherwise)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--no-install", action="store_true",
+                        help="never pip/apt-install peers nor compile the C++ ones (quick runs "
+                             "never do); missing peers become notes in the tables")
     args = parser.parse_args(argv)
 
-    config = Config(quick=args.quick, verbose=not args.quiet)
+    config = Config(quick=args.quick, verbose=not args.quiet,
+                    allow_install=not args.no_install)
     families = args.only or list(FAMILIES)
     families = [name for name in FAMILIES if name in families]  # canonical order
     info = machine_info()
@@ -69,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             print()
             failures += table.failures
     elapsed = clock() - start
+    info["load average at end"] = load_average()
 
     if args.output is not None:
         output = args.output
@@ -77,8 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         # Quick or partial runs never replace the committed full-run numbers.
         output = Path(tempfile.gettempdir()) / "zsharp_py_benchmarks_results.md"
-    output.write_text(_markdown(config, families, sections, info, elapsed), encoding="utf-8")
-    print(f"wrote {output} ({elapsed:,.1f} s)")
+    targets = targets_table(config)
+    print(targets.render_text())
+    print()
+    plot = write_plot(config, output.parent / PLOT_NAME)
+    output.write_text(_markdown(config, families, sections, info, elapsed, targets, plot),
+                      encoding="utf-8")
+    print(f"wrote {output} ({elapsed:,.1f} s)" + (f" and {output.parent / PLOT_NAME}"
+                                                  if plot.startswith("!") else ""))
     if failures:
         print("sanity checks failed:\n  " + "\n  ".join(failures), file=sys.stderr)
         return 1

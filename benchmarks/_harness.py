@@ -25,8 +25,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 __all__ = [
     "Config", "Stats", "Table", "MicroCase", "Unavailable", "summarize", "percentile",
+    "METRICS", "NOTES", "SERIES", "record",
     "time_rounds", "run_micro", "gc_paused", "host_gc_isolated", "machine_info",
-    "progress", "fmt_ratio", "fmt_ns", "fmt_ms",
+    "progress", "fmt_ratio", "fmt_ns", "fmt_ms", "load_average",
 ]
 
 clock = time.perf_counter
@@ -43,8 +44,16 @@ class Config:
 
     quick: bool = False
     verbose: bool = True
+    allow_install: bool = True
+    """Full runs may pip/apt-install benchmark-only peers (``--no-install``
+    turns it off); quick runs never install nor compile C++ peers."""
 
-    # property_access: every case runs ``micro_rounds`` batches of
+    @property
+    def install(self) -> bool:
+        """Whether missing peers may be installed and C++ peers compiled."""
+        return self.allow_install and not self.quick
+
+    # bindings: every case runs ``micro_rounds`` batches of
     # ``micro_number`` operations (1e6 operations per case in a full run).
     @property
     def micro_number(self) -> int:
@@ -65,9 +74,70 @@ class Config:
             return 3
         return 5 if objects >= 1_000_000 else 9
 
+    # gc_peers: natively built heaps, Boehm, CPython and the memory floors
+    @property
+    def peer_heap_sizes(self) -> tuple[int, ...]:
+        return (10_000,) if self.quick else (10_000, 100_000, 1_000_000, 4_000_000)
+
+    def peer_rounds(self, objects: int) -> int:
+        """Timed full collections per native heap (after one warm-up)."""
+        if self.quick:
+            return 3
+        return 3 if objects >= 4_000_000 else 5 if objects >= 1_000_000 else 9 \
+            if objects >= 100_000 else 15
+
+    def peer_passes(self, objects: int) -> int:
+        """Times every GC program runs anew per heap size (interleaved passes)."""
+        if self.quick:
+            return 1
+        return 1 if objects >= 4_000_000 else 2
+
+    @property
+    def incremental_heap(self) -> int:
+        """The heap whose incremental steps are timed (DESIGN: 1M objects)."""
+        return 10_000 if self.quick else 1_000_000
+
+    @property
+    def cluster_heap(self) -> int:
+        return 10_048 if self.quick else 1_000_000
+
+    # expiry: conjugates expired by one collection
+    @property
+    def expiry_sizes(self) -> tuple[int, ...]:
+        return (1_000, 10_000) if self.quick else (1_000, 100_000, 1_000_000)
+
+    def expiry_rounds(self, conjugates: int) -> int:
+        if self.quick:
+            return 2
+        return 1 if conjugates >= 1_000_000 else 3 if conjugates >= 100_000 else 9
+
 
 class Unavailable(Exception):
     """A peer cannot be measured here (missing module, compiler, library)."""
+
+
+# ---------------------------------------------------------------------------
+# Figures shared across families (the Targets table, the scaling plot)
+# ---------------------------------------------------------------------------
+
+METRICS: dict[str, float] = {}
+"""Headline figures recorded by the families (``record``), read by the
+Targets table. Keys are ``family.figure``; values in seconds, bytes or ratios."""
+
+NOTES: dict[str, str] = {}
+"""Why a headline figure is missing (a peer unavailable), by metric key."""
+
+SERIES: dict[str, list[tuple[int, float]]] = {}
+"""Scaling curves for the plot: label -> [(objects, seconds per collection)]."""
+
+
+def record(key: str, value: float | None, why_missing: str = "") -> None:
+    """Record one headline figure (or why it is missing)."""
+    if value is None or math.isnan(value):
+        if why_missing:
+            NOTES[key] = why_missing
+        return
+    METRICS[key] = value
 
 
 # ---------------------------------------------------------------------------
@@ -180,6 +250,17 @@ class MicroCase:
     peer: str = ""
     baseline: bool = False
     note: str = ""
+    primary: bool = True
+    """The peer's main case for its group (the one in the side-by-side table)."""
+    scale: float = 1.0
+    """Operations per batch relative to the configuration's (slow statements
+    such as iterating 1,000 elements use fewer)."""
+    after_batch: Callable[[], Any] | None = None
+    """Run after every batch (e.g. collect the objects a batch created)."""
+    after_batch_timed: bool = False
+    """Whether ``after_batch`` is part of the batch's time (amortised)."""
+    items: int = 1
+    """Elements handled per operation (per-element figures for iteration)."""
 
 
 @dataclass
@@ -196,8 +277,11 @@ def run_micro(cases: Sequence[MicroCase], number: int, rounds: int) -> tuple[lis
     statistics of each case and of the empty loop (the overhead)."""
     empty = timeit.Timer("pass")
     timers = [timeit.Timer(case.stmt, globals=case.namespace) for case in cases]
-    for timer in timers:  # warm-up, and fail early on a broken statement
-        timer.timeit(max(number // 10, 1))
+    numbers = [max(int(number * case.scale), 1) for case in cases]
+    for case, timer, count in zip(cases, timers, numbers):
+        timer.timeit(max(count // 10, 1))  # warm-up, and fail early on a broken statement
+        if case.after_batch is not None:
+            case.after_batch()
     samples: list[list[float]] = [[] for _ in cases]
     empty_samples: list[float] = []
     count = len(timers)
@@ -205,7 +289,14 @@ def run_micro(cases: Sequence[MicroCase], number: int, rounds: int) -> tuple[lis
         empty_samples.append(empty.timeit(number) / number)
         for offset in range(count):
             index = (round_index + offset) % count
-            samples[index].append(timers[index].timeit(number) / number)
+            case, operations = cases[index], numbers[index]
+            seconds = timers[index].timeit(operations)
+            if case.after_batch is not None:
+                start = clock()
+                case.after_batch()
+                if case.after_batch_timed:
+                    seconds += clock() - start
+            samples[index].append(seconds / operations)
     overhead = summarize(empty_samples)
     results = [MicroResult(case, summarize(s), summarize(s).minus(overhead.median))
                for case, s in zip(cases, samples)]
@@ -341,12 +432,43 @@ def machine_info() -> dict[str, str]:
                   f"({sys.executable})",
         "cffi": cffi.__version__,
         "zsharp_py": f"{zsharp_py.__version__}, git {_git_revision(Path(__file__).resolve().parent.parent)}",
-        "load average at start": _load_average(),
+        "compilers": _compilers(),
+        "peers": _peer_versions(),
+        "load average at start": load_average(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
 
-def _load_average() -> str:
+def _first_line(command: list[str]) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=10)
+        return done.stdout.strip().splitlines()[0] if done.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return ""
+
+
+def _compilers() -> str:
+    return "; ".join(filter(None, (_first_line(["cc", "--version"]),
+                                   _first_line(["c++", "--version"])))) or "none found"
+
+
+def _peer_versions() -> str:
+    """Versions of the peers found now (a full run installs missing ones later)."""
+    import importlib.metadata
+
+    found = []
+    for package in ("nanobind", "pybind11", "matplotlib"):
+        try:
+            found.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{package} (not installed at start)")
+    libgc = _first_line(["dpkg-query", "-W", "-f", "${Version}", "libgc-dev"])
+    found.append(f"libgc-dev {libgc}" if libgc else "libgc-dev (not installed at start)")
+    found.append(f"ctypes (CPython {platform.python_version()})")
+    return ", ".join(found)
+
+
+def load_average() -> str:
     try:
         one, five, fifteen = os.getloadavg()
     except (AttributeError, OSError):

@@ -10,8 +10,9 @@ tree
     ``(i - 1) // 4`` (slot ``(i - 1) % 4``); node 0 is the root.
 random
     node ``i``: ``a`` is node ``i - 1`` (a chain that keeps everything
-    reachable from the last node, the root), ``b c d`` point at uniformly
-    random earlier nodes (fixed seed).
+    reachable from the last node, the root), ``b c d`` point at random
+    earlier nodes (the shared generator of ``_graphs``: the same edges as
+    ``gc_peers`` builds natively).
 
 Measured per heap size: the collection with everything live (median of
 several rounds), then, for the tree, one collection after dropping half of
@@ -23,19 +24,20 @@ objects, in Python). CPython frees an unreachable tree by reference counting
 as soon as the reference is dropped, so its figure for the drop is that
 deallocation plus the ``gc.collect()`` that follows.
 
-Peers are ``Heap`` classes in ``PEERS`` (a later stage adds the same graph
-as C objects under the Boehm-Demers-Weiser collector).
+Peers are ``Heap`` classes in ``PEERS``. This family measures heaps built
+from Python (every object with its conjugate); ``gc_peers`` measures
+natively built heaps against Boehm and the memory floors.
 """
 from __future__ import annotations
 
 import gc
-import random
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import zsharp_py as zs
 
+from ._graphs import SLOTS, random_picks, tree_drop_plan
 from ._harness import (Config, Stats, Table, Unavailable, clock, fmt_ms, fmt_ratio, gc_paused,
                        host_gc_isolated, progress, time_rounds)
 
@@ -44,8 +46,6 @@ TITLE = "Garbage collection"
 
 __all__ = ["NAME", "TITLE", "PEERS", "run"]
 
-SLOTS = ("a", "b", "c", "d")
-SEED = 20240611
 
 
 class GcNode(zs.Object):
@@ -80,18 +80,6 @@ def build_tree(make: Callable[[], Any], n: int) -> Any:
     return nodes[0]
 
 
-def random_picks(n: int, seed: int = SEED) -> array[int]:
-    """For each node i >= 1, three uniformly random indices < i (b, c, d)."""
-    rng = random.Random(seed).random
-    picks = array("I", bytes(4 * 3 * n))
-    for i in range(1, n):
-        j = 3 * i
-        picks[j] = int(rng() * i)
-        picks[j + 1] = int(rng() * i)
-        picks[j + 2] = int(rng() * i)
-    return picks
-
-
 def build_random(make: Callable[[], Any], n: int, picks: array[int]) -> Any:
     """Random back-references plus an ``a`` chain; returns the last node (the root)."""
     nodes: list[Any] = []
@@ -108,32 +96,6 @@ def build_random(make: Callable[[], Any], n: int, picks: array[int]) -> Any:
         append(node)
         previous = node
     return previous
-
-
-def tree_subtree_size(n: int, start: int) -> int:
-    """Nodes in the subtree of node ``start`` of the ``n``-node tree."""
-    size, low, high = 0, start, start
-    while low < n:
-        size += min(high, n - 1) - low + 1
-        low, high = 4 * low + 1, 4 * high + 4
-    return size
-
-
-def tree_drop_plan(n: int) -> tuple[tuple[str, ...], int]:
-    """The root slots to clear so that the unreachable part is closest to half
-    of the tree (the last level is filled from the left, so the root's four
-    subtrees differ in size), and how many nodes that leaves reachable."""
-    sizes = [tree_subtree_size(n, child) for child in range(1, 5)]
-    best: tuple[float, int, int] | None = None
-    for mask in range(1, 16):
-        removed = sum(sizes[k] for k in range(4) if mask >> k & 1)
-        key = (abs(removed - n / 2), bin(mask).count("1"), mask)
-        if best is None or key < best:
-            best = key
-    assert best is not None
-    mask = best[2]
-    slots = tuple(SLOTS[k] for k in range(4) if mask >> k & 1)
-    return slots, n - sum(sizes[k] for k in range(4) if mask >> k & 1)
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,202 @@
+"""The Targets table: the figures the project promised (DESIGN section 6 and
+the benchmark issue), computed from the headline figures that the families
+recorded in this run (``_harness.METRICS``), each marked met or not met."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from ._harness import METRICS, NOTES, Config, Table
+
+__all__ = ["targets_table"]
+
+
+Compute = Callable[[dict[str, float]], "tuple[float, str] | str"]
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    limit: float
+    compare: str  # "<=" or ">="
+    compute: Compute
+    """(value, how it was computed), or why a figure is missing."""
+    unit: str = "x"
+
+
+
+def _missing(key: str) -> str:
+    return NOTES.get(key, f"{key} not measured in this run")
+
+
+def _ratio(numerator: str, denominator: str, label: str) -> Compute:
+    def compute(m: dict[str, float]) -> tuple[float, str] | str:
+        for key in (numerator, denominator):
+            if key not in m or not m[key]:
+                return _missing(key)
+        return m[numerator] / m[denominator], label.format(
+            a=_human(m[numerator]), b=_human(m[denominator]))
+    return compute
+
+
+def _human(seconds: float) -> str:
+    if seconds < 1e-6:
+        return f"{seconds * 1e9:,.1f} ns"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:,.1f} us"
+    return f"{seconds * 1e3:,.2f} ms"
+
+
+def _with_cpu(compute: Compute, numerator: str, denominator: str) -> Compute:
+    """A wall-time ratio, with the CPU-time ratio of the same runs beside it."""
+    def with_cpu(m: dict[str, float]) -> tuple[float, str] | str:
+        result = compute(m)
+        if isinstance(result, str) or numerator not in m or not m.get(denominator):
+            return result
+        return result[0], f"{result[1]} (CPU time: x{m[numerator] / m[denominator]:.2f})"
+    return with_cpu
+
+
+def _worst(*parts: Compute) -> Compute:
+    """The highest value of several (every one must meet the target)."""
+    def compute(m: dict[str, float]) -> tuple[float, str] | str:
+        values = [part(m) for part in parts]
+        present = [v for v in values if not isinstance(v, str)]
+        if not present:
+            return "; ".join(v for v in values if isinstance(v, str))
+        worst = max(present)
+        return worst[0], "; ".join(v[1] for v in present)
+    return compute
+
+
+def _value(key: str, label: str, scale: float = 1.0) -> Compute:
+    def compute(m: dict[str, float]) -> tuple[float, str] | str:
+        if key not in m:
+            return _missing(key)
+        return m[key], label.format(v=m[key] * scale)
+    return compute
+
+
+def _step(shape: str, which: str) -> Compute:
+    """An incremental step statistic (wall), with the thread's CPU time beside it."""
+    def compute(m: dict[str, float]) -> tuple[float, str] | str:
+        key = f"gc.incremental.{shape}.{which}"
+        if key not in m:
+            return _missing(key)
+        cpu = m.get(f"gc.incremental.{shape}.cpu_{which}")
+        extra = f" (CPU {cpu * 1e3:.3f} ms)" if cpu is not None else ""
+        return m[key], f"{shape} {m[key] * 1e3:.3f} ms wall{extra}"
+    return compute
+
+
+def _targets(config: Config) -> list[Target]:
+    n = 1_000_000 if 1_000_000 in config.peer_heap_sizes else config.peer_heap_sizes[-1]
+    b = "bindings.{}.{}"
+    live = "gc.live.{}.%d.{}" % n
+    gather = "gc.gather.{}.%d.zs1" % n
+    size = f"{n:,}"
+    targets = [
+        Target("property read <= 2.5x nanobind", 2.5, "<=",
+               _ratio(b.format("read", "zsharp_py"), b.format("read", "nanobind"),
+                      "{a} / {b}")),
+        Target("property read <= 0.5x pybind11", 0.5, "<=",
+               _ratio(b.format("read", "zsharp_py"), b.format("read", "pybind11"),
+                      "{a} / {b}")),
+        Target("method call, 0 arguments, <= 1.3x raw cffi", 1.3, "<=",
+               _ratio(b.format("call0", "zsharp_py"), b.format("call0", "raw cffi"),
+                      "{a} / {b}")),
+        Target("method call, 3 arguments, <= 1.3x raw cffi", 1.3, "<=",
+               _ratio(b.format("call3", "zsharp_py"), b.format("call3", "raw cffi"),
+                      "{a} / {b}")),
+        Target("returning an existing object <= 2.5x nanobind", 2.5, "<=",
+               _ratio(b.format("existing", "zsharp_py"), b.format("existing", "nanobind"),
+                      "{a} / {b}")),
+        Target("returning an existing object <= 0.5x pybind11", 0.5, "<=",
+               _ratio(b.format("existing", "zsharp_py"), b.format("existing", "pybind11"),
+                      "{a} / {b}")),
+        Target("creating an object <= pybind11", 1.0, "<=",
+               _ratio(b.format("create", "zsharp_py"), b.format("create", "pybind11"),
+                      "{a} (collection included) / {b}")),
+    ]
+    cpu = "gc.live_cpu.{}.%d.{}" % n
+
+    def gc_ratio(shape: str, ours: str, theirs: str, label: str) -> Compute:
+        return _with_cpu(_ratio(live.format(shape, ours), live.format(shape, theirs), label),
+                         cpu.format(shape, ours), cpu.format(shape, theirs))
+
+    for shape in ("tree", "random"):
+        targets += [
+            Target(f"full collection, {size} live, {shape}: <= 0.5x Boehm (1 marker each)",
+                   0.5, "<=", gc_ratio(shape, "zs1", "boehm1", "{a} / {b}")),
+            Target(f"full collection, {size} live, {shape}: <= 0.5x Boehm (parallel "
+                   "markers each)", 0.5, "<=", gc_ratio(shape, "zsN", "boehmN", "{a} / {b}")),
+            Target(f"full collection, {size} live, {shape}: <= 0.2x CPython gc.collect()",
+                   0.2, "<=", gc_ratio(shape, "zs1", "cpython", "{a} (1 marker) / {b}")),
+        ]
+    targets += [
+        Target(f"random graph, {size} objects: within 3x of the random-order floor", 3.0,
+               "<=", _ratio(live.format("random", "zs1"), live.format("random",
+                                                                      "floor_random"),
+                            "{a} (1 marker) / {b}")),
+        Target(f"gathering, {size} objects: <= 2x the address-order floor", 2.0, "<=",
+               _worst(_ratio(gather.format("tree"), live.format("tree", "floor_address"),
+                             "tree {a} / {b}"),
+                      _ratio(gather.format("random"), live.format("random", "floor_address"),
+                             "random {a} / {b}"))),
+        Target("clusters: >= 5x faster marking", 5.0, ">=",
+               _ratio("gc.clusters.plain_mark", "gc.clusters.clustered_mark",
+                      "{a} plain / {b} clustered")),
+        Target("incremental, 1 ms budget: p99 step <= 1.2 ms", 1.2e-3, "<=",
+               _worst(_step("tree", "p99"), _step("random", "p99")), unit="s"),
+        Target("incremental, 1 ms budget: max step <= 2 ms", 2e-3, "<=",
+               _worst(_step("tree", "max"), _step("random", "max")), unit="s"),
+        Target("incremental: steps total <= 1.3x stop-the-world", 1.3, "<=",
+               _worst(_value("gc.incremental.tree.ratio", "tree x{v:.2f}"),
+                      _value("gc.incremental.random.ratio", "random x{v:.2f}"))),
+        Target("<= 24 bytes of GC metadata per object", 24, "<=",
+               _value("gc.item_bytes", "object-array item {v:.0f} B"), unit="B"),
+        Target("<= 64 bytes per conjugate", 64, "<=",
+               _value("expiry.bytes_per_conjugate", "Python heap {v:.1f} B (tracemalloc)"),
+               unit="B"),
+    ]
+    return targets
+
+
+def _format(value: float, unit: str) -> str:
+    if unit == "x":
+        return f"x{value:.2f}"
+    if unit == "s":
+        return f"{value * 1e3:.3f} ms"
+    return f"{value:,.1f} B"
+
+
+def targets_table(config: Config) -> Table:
+    """One row per target: the measured value, how, and met / not met."""
+    table = Table(
+        "Targets: met or not, from this run's figures",
+        ["target", "measured", "from", "status"],
+        description=(
+            "Each target computed from figures measured in this run (ratios are zsharp_py "
+            "over the peer). *not measured*: a figure is missing (a peer unavailable here, "
+            "or a family not run)." + (" Quick run: the GC figures are from 10,000-object "
+                                       "heaps and mean nothing." if config.quick else "")))
+    met = missed = 0
+    for target in _targets(config):
+        result = target.compute(METRICS)
+        if isinstance(result, str):
+            table.add(target.name, "-", result[:200], "not measured")
+            continue
+        value, how = result
+        ok = value <= target.limit if target.compare == "<=" else value >= target.limit
+        if math.isnan(value):
+            table.add(target.name, "-", how, "not measured")
+            continue
+        met += ok
+        missed += not ok
+        table.add(target.name, _format(value, target.unit), how,
+                  "met" if ok else "**NOT MET**")
+    table.notes.append(f"{met} met, {missed} not met, "
+                       f"{len(table.rows) - met - missed} not measured")
+    return table
+
