@@ -37,11 +37,20 @@ layout_ffi.cdef(
     """
 )
 
-# The two FFIs must agree on the header, or every property offset is wrong.
-for _field in ("cls", "outer", "index", "name_index", "name_number", "hash_next"):
-    assert layout_ffi.offsetof("zs_object", _field) == ffi.offsetof("zs_object", _field)
-for _name in ("zs_object", "zs_string", "zs_array", "zs_hash", "zs_binding"):
-    assert layout_ffi.sizeof(_name) == ffi.sizeof(_name), _name
+# The two FFIs must agree on the native layouts, or every property offset is
+# wrong: a stale build of the extension is the usual cause.
+def _check_layouts() -> None:
+    mismatched = [name for name in ("zs_object", "zs_string", "zs_array", "zs_hash", "zs_binding")
+                  if layout_ffi.sizeof(name) != ffi.sizeof(name)]
+    mismatched += [f"zs_object.{field}" for field in
+                   ("cls", "outer", "index", "name_index", "name_number", "hash_next")
+                   if layout_ffi.offsetof("zs_object", field) != ffi.offsetof("zs_object", field)]
+    if mismatched:
+        raise ImportError("zsharp_py's compiled extension does not match its sources "
+                          f"({', '.join(mismatched)}); rebuild it: pip install -e .")
+
+
+_check_layouts()
 
 _struct_ids = itertools.count()
 _UINTPTR = ffi.typeof("uintptr_t")
