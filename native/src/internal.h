@@ -280,7 +280,8 @@ static inline zs_ref zs_item_ref(const zs_item *it) {
     return ZS_MAKE_REF(it->object->index, it->serial);
 }
 
-/* Heap mutation is refused inside destroy hooks. */
+/* Every public function holds the runtime lock (recursive: a destroy hook
+   may call read-only API functions; mutating ones return ZS_E_BUSY there). */
 #define ZS_LOCK(rt) mtx_lock(&(rt)->lock)
 #define ZS_UNLOCK(rt) mtx_unlock(&(rt)->lock)
 
