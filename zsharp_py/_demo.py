@@ -168,6 +168,15 @@ def run_demo(frames: int = 12, seed: int = 7, collect_every: int = 3,
             elif action != "idle":
                 line += f" | GC {action} ({rt.gc.phase})"
             write(line)
+        stats = rt.collect_garbage()  # finishes a pending cycle, or runs a full one
+        rt.gc.verify()
+        totals["collections"] += 1
+        totals["freed"] += stats.objects_freed
+        totals["nulled"] += stats.references_killed
+        totals["expired"] += stats.conjugates_expired
+        write(f"final full collection #{stats.cycle}: marked {stats.objects_marked}, freed "
+              f"{stats.objects_freed}, refs nulled {stats.references_killed}, mark "
+              f"{stats.mark_seconds * 1e3:.2f} ms on {stats.mark_threads} thread(s)")
         assert camera is not None
         hero = camera.get()
         write(f"camera actor {hero.name!r} survived (health {hero.health}) because a "
