@@ -191,11 +191,6 @@ class _ContainerSpec(PropertyKind):
         """``Array[Int32]`` and so on."""
         return self.cls.__name__
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """A view-returning property; assignment replaces the contents."""
-        from ._object import install_value_property
-
-        install_value_property(self, cls, name, cname, offset)
 
     def native(self, runtime: Runtime) -> Any:
         """Register the container type (element types first)."""

@@ -701,11 +701,6 @@ class _DelegateSpec(PropertyKind):
         """The delegate kind's name."""
         return self.cls.__name__
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Reads give a red view; assignment replaces the bindings."""
-        from ._object import install_value_property
-
-        install_value_property(self, cls, name, cname, offset)
 
     def native(self, runtime: Runtime) -> Any:
         """The built-in delegate type."""

@@ -24,7 +24,7 @@ from ._native import check, ffi, lib
 from ._object import Object, ObjectRefKind, PropertyInfo, class_layout
 from ._struct import Struct, StructSpec, struct_layout
 from ._types import PropertyKind
-from ._values import scope
+from ._values import ImmutableValue, scope
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -107,7 +107,7 @@ def _step_class(kind: PropertyKind) -> type | None:
     return None
 
 
-class FieldPath:
+class FieldPath(ImmutableValue):
     """A path to a property: ``zs.FieldPath("Actor.position.x")`` or
     ``zs.FieldPath(Actor, "position.x")``.
 
@@ -202,29 +202,6 @@ class FieldPath:
         prefix = _class_path(owner) if owner is not None else self._owner_name
         separator = ":" if owner is not None or "." in self._owner_name else "."
         return f"{prefix}{separator}{'.'.join(self._fields)}"
-
-    @property
-    def is_black(self) -> bool:
-        """Values owned by Python (immutable; nothing native to free)."""
-        return True
-
-    @property
-    def is_expired(self) -> bool:
-        """Never."""
-        return False
-
-    def clone(self) -> FieldPath:
-        """Immutable: the clone is the path itself."""
-        return self
-
-    def __copy__(self) -> FieldPath:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FieldPath:
-        return self
-
-    def dispose(self) -> None:
-        """Nothing to free."""
 
     def __bool__(self) -> bool:
         return bool(self._fields)
@@ -383,11 +360,6 @@ class FieldPathSpec(PropertyKind):
         """``FieldPath``."""
         return "FieldPath"
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Reads give a FieldPath; assignment takes a FieldPath, a str or None."""
-        from ._object import install_value_property
-
-        install_value_property(self, cls, name, cname, offset)
 
     @staticmethod
     def _convert(value: Any) -> FieldPath:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ._native import api_address, check, declare_struct, ffi, layout_address, layout_ffi, lib
 from ._object import Object, ObjectMeta
 from ._types import PropertyKind
-from ._values import ValueConjugate, make_black, make_view
+from ._values import ImmutableValue, ValueConjugate, make_black, make_view
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -172,7 +172,7 @@ def _describe(cls: type) -> str:
 # SubclassOf
 # ---------------------------------------------------------------------------
 
-class SubclassOf(_Specialised):
+class SubclassOf(ImmutableValue, _Specialised):
     """A class constrained to ``T`` or a subclass (``TSubclassOf<T>``).
 
     An immutable value: ``zs.SubclassOf[Actor](Hero)`` checks the class and
@@ -222,29 +222,6 @@ class SubclassOf(_Specialised):
             raise TypeError("SubclassOf is empty: no class to create")
         return self._cls(*args, **kwargs)
 
-    @property
-    def is_black(self) -> bool:
-        """Values owned by Python (immutable; nothing native to free)."""
-        return True
-
-    @property
-    def is_expired(self) -> bool:
-        """Never."""
-        return False
-
-    def clone(self) -> SubclassOf:
-        """Immutable: the clone is the value itself."""
-        return self
-
-    def __copy__(self) -> SubclassOf:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> SubclassOf:
-        return self
-
-    def dispose(self) -> None:
-        """Nothing to free."""
-
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
@@ -290,11 +267,6 @@ class SubclassOfSpec(PropertyKind):
         """``SubclassOf[T]``."""
         return _describe(self.cls)
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Reads give the class (or None)."""
-        from ._object import install_value_property
-
-        install_value_property(self, cls, name, cname, offset)
 
     def check(self, what: str, value: Any) -> None:
         """A class deriving from ``T``, a SubclassOf, or None."""
@@ -364,7 +336,7 @@ def _lookup(runtime: Runtime, persistent: bytes) -> Object | None:
         return obj
 
 
-class LazyObjectPtr(_Specialised):
+class LazyObjectPtr(ImmutableValue, _Specialised):
     """A reference by persistent id (``TLazyObjectPtr<T>``): survives the
     object being destroyed and re-created with the same id.
 
@@ -477,29 +449,6 @@ class LazyObjectPtr(_Specialised):
         """Whether ``get()`` would return an object now."""
         return self.get() is not None
 
-    @property
-    def is_black(self) -> bool:
-        """Values owned by Python (immutable; nothing native to free)."""
-        return True
-
-    @property
-    def is_expired(self) -> bool:
-        """Never: the id stays meaningful whether or not its object lives."""
-        return False
-
-    def clone(self) -> LazyObjectPtr:
-        """Immutable: the clone is the value itself."""
-        return self
-
-    def __copy__(self) -> LazyObjectPtr:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> LazyObjectPtr:
-        return self
-
-    def dispose(self) -> None:
-        """Nothing to free."""
-
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
@@ -542,11 +491,6 @@ class LazyObjectSpec(PropertyKind):
         """``LazyObjectPtr[T]``."""
         return _describe(self.cls)
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Reads give a ``LazyObjectPtr``."""
-        from ._object import install_value_property
-
-        install_value_property(self, cls, name, cname, offset)
 
     def check(self, what: str, value: Any) -> None:
         """A LazyObjectPtr, an object of ``T``, an id or None."""
@@ -879,11 +823,6 @@ class SoftSpec(PropertyKind):
         """``SoftObjectPtr[T]`` or ``SoftClassPtr[T]``."""
         return _describe(self.cls)
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Reads give a red view; assignment takes a path, a target or a pointer."""
-        from ._object import install_value_property
-
-        install_value_property(self, cls, name, cname, offset)
 
     def check(self, what: str, value: Any) -> None:
         """Anything ``set`` accepts."""
@@ -1072,10 +1011,8 @@ class ScriptInterfaceSpec(PropertyKind):
     def install(self, cls: type, name: str, cname: str, offset: int) -> None:
         """Reads give a red view; assignment takes an object, a
         ScriptInterface or None."""
-        from ._object import install_value_property
-
         self.cls._zs_target()  # a bare ScriptInterface is refused at declaration
-        install_value_property(self, cls, name, cname, offset)
+        super().install(cls, name, cname, offset)
 
     def check(self, what: str, value: Any) -> None:
         """An object implementing the interface, a ScriptInterface holding

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._native import api_address, check, ffi, lib
 from ._types import PropertyKind
-from ._values import ValueConjugate, make_black, make_view
+from ._values import ImmutableValue, ValueConjugate, make_black, make_view
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -170,11 +170,6 @@ class StringSpec(PropertyKind):
         """Address of the ``zs_string``."""
         return api_address(pointer)
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Reads give a red string view; assignment takes a str or a string."""
-        from ._object import install_value_property
-
-        install_value_property(self, cls, name, cname, offset)
 
     def check(self, what: str, value: Any) -> None:
         """A str (or string conjugate) this kind can hold."""
@@ -220,7 +215,7 @@ class StringSpec(PropertyKind):
 # Names
 # ---------------------------------------------------------------------------
 
-class Name:
+class Name(ImmutableValue):
     """An interned name (``FName``): compared and hashed case-insensitively,
     with a number suffix split off (``"Actor_3"`` is base ``"Actor"``, number
     4, displayed ``Actor_3``). Names live in the runtime's name table and
@@ -254,26 +249,9 @@ class Name:
         return name
 
     @property
-    def is_black(self) -> bool:
-        """Names are values owned by Python (the table entry is permanent)."""
-        return True
-
-    @property
-    def is_expired(self) -> bool:
-        """Never: name table entries are permanent."""
-        return False
-
-    @property
     def number(self) -> int:
         """The number part (0: none; n: displayed suffix ``_{n-1}``)."""
         return self._number
-
-    def clone(self) -> Name:
-        """Names are immutable: the clone is an equal Name."""
-        return self
-
-    def dispose(self) -> None:
-        """Nothing to free."""
 
     def __str__(self) -> str:
         return self._rt._name_text(self._index, self._number)
@@ -325,11 +303,6 @@ class NameSpec(PropertyKind):
         """``Name``."""
         return "Name"
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Reads give a Name; assignment takes a Name or a str."""
-        from ._object import install_value_property
-
-        install_value_property(self, cls, name, cname, offset)
 
     def check(self, what: str, value: Any) -> None:
         """A Name or a str."""

@@ -221,11 +221,6 @@ class StructSpec(PropertyKind):
         """The address a view's pointer holds."""
         return layout_address(pointer)
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """A view-returning property that copies on assignment."""
-        from ._object import install_value_property
-
-        install_value_property(self, cls, name, cname, offset)
 
     def check(self, what: str, value: Any) -> None:
         """A struct of this class, a tuple or a dict of its members."""

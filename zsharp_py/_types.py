@@ -162,8 +162,12 @@ class PropertyKind:
         raise NotImplementedError
 
     def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Put the property descriptor for ``name`` on ``cls``."""
-        raise NotImplementedError
+        """Put the property descriptor for ``name`` on ``cls``: by default a
+        property that reads and writes through this spec (views cached in
+        the owner). Scalars and object references install faster ones."""
+        from ._object import install_value_property
+
+        install_value_property(self, cls, name, cname, offset)
 
     def check(self, what: str, value: Any) -> None:
         """Raise ``TypeError``/``OverflowError``/... if ``value`` cannot be stored."""

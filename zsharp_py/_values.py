@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._runtime import Runtime
     from ._types import PropertyKind as ValueSpec
 
-__all__ = ["ValueConjugate", "scope", "expire_views", "invalidate_children", "REASON_SCOPE",
+__all__ = ["ValueConjugate", "ImmutableValue", "scope", "expire_views", "invalidate_children", "REASON_SCOPE",
            "REASON_STRUCTURE", "REASON_PARENT"]
 
 REASON_SCOPE = "the scope it was obtained in has ended"
@@ -209,6 +209,37 @@ class ValueConjugate:
 
     def _expired_repr(self) -> str:
         return f"<{type(self).__name__} expired: {expired_reason(self._p)}>"
+
+
+class ImmutableValue:
+    """Mixin of the value types that own no native memory and never change
+    (``Name``, ``SubclassOf``, ``LazyObjectPtr``, ``FieldPath``): always
+    black, never expired, the clone is the value itself, nothing to free."""
+
+    __slots__ = ()
+
+    @property
+    def is_black(self) -> bool:
+        """Always True: values owned by Python (nothing native to free)."""
+        return True
+
+    @property
+    def is_expired(self) -> bool:
+        """Never: the value does not depend on native memory."""
+        return False
+
+    def clone(self) -> Any:
+        """Immutable: the clone is the value itself."""
+        return self
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+    def dispose(self) -> None:
+        """Nothing to free."""
 
 
 def register_view(view: ValueConjugate) -> None:
