@@ -183,6 +183,52 @@ def test_failed_constructor_with_outer_and_reference_does_not_disturb_them(
     assert rt.live_objects() == 2
 
 
+class Emitter(zs.Object):
+    """Owns a multicast delegate (fault tests)."""
+
+    on_hit: zs.MulticastDelegate
+
+
+def test_listener_raising_mid_incremental_cycle_leaves_the_heap_consistent() -> None:
+    """A delegate listener that rewires the graph and then raises, between two
+    one-object slices of an incremental mark, loses no live object (the write
+    barrier saw its store) and the objects it dropped die in the next cycle."""
+    with zs.Runtime(stress=zs.GcStress(objects_per_step=1, check_marks=True)) as rt:
+        root = Actor()
+        root.add_to_root()
+        e = Emitter()
+        e.add_to_root()
+        chain = [Actor(health=i) for i in range(200)]
+        root.target = chain[0]
+        for a, b in zip(chain, chain[1:]):
+            a.target = b
+        dropped = Actor()
+        chain[-1].target = dropped
+
+        def relink_and_fail(*args: Any) -> None:
+            # Hide the tail behind the already-scanned root, cut the chain
+            # ahead of the mark front, then fail.
+            root.target = chain[-1]
+            chain[-1].target = None
+            chain[100].target = None
+            raise RuntimeError("listener failed mid-cycle")
+
+        e.on_hit.add(relink_and_fail)
+        rt.gc.start_incremental()
+        for _ in range(5):  # the roots and the head of the chain are scanned
+            assert not rt.gc.step(1.0)
+        with pytest.raises(RuntimeError, match="mid-cycle"):
+            e.on_hit.broadcast()
+        while not rt.gc.step(1.0):
+            pass
+        rt.gc.verify()
+        assert not chain[-1].is_expired and chain[-1].health == 199
+        assert root.target is chain[-1]
+        collect(rt)
+        assert dropped.is_expired and all(a.is_expired for a in chain[:-1])
+        assert chain[-1].health == 199
+
+
 # ---- threads ----------------------------------------------------------------------
 
 
