@@ -2,6 +2,10 @@
 options, and the disregard-for-GC start-up window."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 import zsharp_py as zs
@@ -322,3 +326,28 @@ def test_closing_a_runtime_destroys_permanent_objects_too() -> None:
         permanent = Actor()
         rt.close_disregard_for_gc()
     assert permanent.is_expired
+
+
+# ---- interpreter exit ------------------------------------------------------------
+
+def test_runtimes_left_open_are_freed_at_interpreter_exit() -> None:
+    """Regression (found by valgrind memcheck): a runtime still open at exit,
+    the default one included, is closed by an atexit hook, but its native heap
+    was leaked: weakref.finalize's own atexit hook ran first, after which
+    calling the runtime's finalizer did nothing."""
+    script = textwrap.dedent("""
+        import zsharp_py as zs
+        from zsharp_py import _runtime
+        free_native = _runtime._free_native
+        def recording(pointer):
+            print("zs_runtime_free", flush=True)
+            free_native(pointer)
+        _runtime._free_native = recording
+        explicit = zs.Runtime()
+        default_runtime_value = zs.Array[zs.Int32]([1, 2, 3])
+        print("exiting", flush=True)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["exiting", "zs_runtime_free", "zs_runtime_free"]

@@ -6,8 +6,15 @@ API (out-of-line) mode; the declarations are read from
 ``ZSHARP_SANITIZE=1``
     build with ``-fsanitize=address,undefined`` (run Python with libasan
     preloaded; see README "Sanitizers").
+``ZSHARP_SANITIZE=nolink``
+    the same instrumentation, but the sanitizer runtime is not linked in:
+    whoever runs it preloads one (``tools/fuzz.sh`` preloads atheris's
+    ASan+libFuzzer runtime, which must be the only ASan runtime loaded).
 ``ZSHARP_ASSERTS=1``
     keep the C ``assert`` invariant checks (on by default with SANITIZE).
+``ZSHARP_DEBUG=1``
+    build with ``-O1 -g`` (exact stacks for valgrind and debuggers; see
+    README "Testing").
 """
 from __future__ import annotations
 
@@ -51,12 +58,16 @@ def header_cdef(header: Path = NATIVE / "include" / "zsharp.h") -> str:
 def _compile_args() -> tuple[list[str], list[str]]:
     cflags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
     ldflags: list[str] = []
-    if os.environ.get("ZSHARP_SANITIZE") == "1":
+    sanitize = os.environ.get("ZSHARP_SANITIZE")
+    if sanitize in ("1", "nolink"):
         cflags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
                    "-fno-sanitize-recover=all", "-O1", "-g", "-UNDEBUG"]
-        ldflags += ["-fsanitize=address,undefined"]
+        if sanitize == "1":
+            ldflags += ["-fsanitize=address,undefined"]
     elif os.environ.get("ZSHARP_ASSERTS") == "1":
         cflags += ["-UNDEBUG"]
+    if os.environ.get("ZSHARP_DEBUG") == "1":
+        cflags += ["-O1", "-g", "-fno-omit-frame-pointer"]
     return cflags, ldflags
 
 

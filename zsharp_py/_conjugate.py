@@ -18,8 +18,8 @@ from typing import Any, Callable, NoReturn
 
 from ._errors import ExpiredConjugateError
 
-__all__ = ["ExpiredPointer", "REASON_COLLECTED", "REASON_GARBAGE", "REASON_CLOSED",
-           "REASON_DISPOSED", "expired_error"]
+__all__ = ["ExpiredPointer", "FIXED_CLASS", "REASON_COLLECTED", "REASON_GARBAGE",
+           "REASON_CLOSED", "REASON_DISPOSED", "expired_error"]
 
 REASON_COLLECTED = "it was unreachable and the garbage collector destroyed it"
 REASON_GARBAGE = "it was marked as garbage and the garbage collector destroyed it"
@@ -47,6 +47,19 @@ class ExpiredPointer(tuple):  # type: ignore[type-arg]
 
     def __repr__(self) -> str:
         return f"<expired pointer: {_tuple_item(self, 3)}>"
+
+
+def _refuse_class_change(conjugate: Any, cls: Any) -> NoReturn:
+    raise TypeError(f"cannot change the class of a {type(conjugate).__name__} conjugate")
+
+
+# ``__class__`` of the conjugate base classes: reads as usual (the getter is
+# the builtin ``type``, so ``isinstance`` stays fast), assignment raises
+# TypeError. Python allows ``obj.__class__ = Other`` between classes with
+# the same ``__slots__``, and every object conjugate class (likewise every
+# value conjugate class) has the same slots: a re-classed conjugate would
+# read and write its native memory through another class's layout.
+FIXED_CLASS: Any = property(type, _refuse_class_change)
 
 
 def make_expired(kind: str, describe: Callable[[Any], str], key: Any,

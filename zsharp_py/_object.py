@@ -15,7 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._conjugate import ExpiredPointer, expired_error, expired_reason
+from ._conjugate import FIXED_CLASS, ExpiredPointer, expired_error, expired_reason
 from ._errors import ExpiredConjugateError, raise_status
 from ._native import check, declare_struct, ffi, layout_address, layout_ffi, lib, member_name
 from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
@@ -180,6 +180,7 @@ class Object(metaclass=ObjectMeta):
     """
 
     __slots__ = ("_p", "_h", "_rt", "_v")
+    __class__ = FIXED_CLASS  # never re-classed: its native object has its own class's layout
     _p: Any
     _h: int
     _rt: Runtime

@@ -847,7 +847,11 @@ class SoftSpec(PropertyKind):
 
     def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
         """Store the path."""
-        data = self.cls._path_of(self.describe(), value).encode("utf-8")
+        path = self.cls._path_of(self.describe(), value)
+        try:
+            data = path.encode("utf-8")
+        except UnicodeEncodeError as error:  # lone surrogates
+            raise ValueError(f"{self.describe()} cannot hold {path!r}: {error.reason}") from None
         if len(data) > 1 << 30:
             raise ValueError(f"{self.describe()}: path too long")
         check(lib.zs_string_assign(runtime._ptr, self.native(runtime),

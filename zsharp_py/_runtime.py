@@ -188,7 +188,13 @@ class Runtime:
             self._lazy_ids.clear()
             self._lazy_handles.clear()
             self._closed = True
-            self._finalizer()  # zs_runtime_free, exactly once
+            # zs_runtime_free, exactly once. Called through detach(): once
+            # weakref.finalize's own atexit hook has run (it may run before
+            # _close_all), calling a finalizer does nothing.
+            detached = self._finalizer.detach()
+            if detached is not None:
+                _, free, args, _ = detached
+                free(*args)
             self._ptr = ffi.NULL
 
     def _call(self, function: Callable[..., int], *args: Any) -> int:

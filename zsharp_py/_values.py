@@ -25,7 +25,7 @@ import contextlib
 import contextvars
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
-from ._conjugate import ExpiredPointer, expired_error, expired_reason, make_expired
+from ._conjugate import FIXED_CLASS, ExpiredPointer, expired_error, expired_reason, make_expired
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -130,6 +130,7 @@ class ValueConjugate:
     """
 
     __slots__ = ("_p", "_rt", "_parent", "_key", "_owner", "_black", "_v", "_spec", "__weakref__")
+    __class__ = FIXED_CLASS  # never re-classed: its memory is laid out for its own type
     _p: Any
     _rt: Runtime
     _parent: Any

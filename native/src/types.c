@@ -145,14 +145,19 @@ zs_status zs_type_struct(zs_runtime *rt, const char *name, uint32_t size, uint32
     type->size = size;
     type->align = align;
     type->flags = flags;
+    /* Each block is filled in as soon as it exists: zs_types_release frees
+       the name by its length and the members by member_count, so either
+       may be freed when the other's allocation failed. */
     size_t name_length = strlen(name);
     type->name = zs_alloc(rt, name_length + 1);
+    if (type->name != NULL) memcpy(type->name, name, name_length);
     type->members = member_count ? zs_alloc(rt, member_count * sizeof *members) : NULL;
+    if (type->members != NULL) {
+        memcpy(type->members, members, member_count * sizeof *members);
+        type->member_count = member_count;
+    }
     bool ok = type->name != NULL && (member_count == 0 || type->members != NULL);
     if (ok) {
-        memcpy(type->name, name, name_length);
-        if (member_count) memcpy(type->members, members, member_count * sizeof *members);
-        type->member_count = member_count;
         for (uint32_t i = 0; ok && i < member_count; i++)
             ok = zs_schema_add(rt, &type->schema, members[i].type, members[i].offset);
         zs_schema_finish(&type->schema);
@@ -253,15 +258,21 @@ void zs_types_release(zs_runtime *rt) {
  * Schemas
  * ====================================================================== */
 
+/* Append a word; grows both arrays or neither (zs_schema_release frees them
+   by the capacity derived from count, so they must never differ). */
 static bool schema_push(zs_runtime *rt, zs_schema *schema, uint32_t word, const zs_type *type) {
     if (schema->count % 16 == 0) {
         uint32_t old = schema->count, grown = schema->count + 16;
-        uint32_t *words = zs_realloc(rt, schema->words, old * sizeof(uint32_t), grown * sizeof(uint32_t));
-        if (words == NULL) return false;
-        schema->words = words;
-        const zs_type **types = zs_realloc(rt, (void *)schema->types, old * sizeof(zs_type *),
-                                           grown * sizeof(zs_type *));
+        const zs_type **types = zs_alloc(rt, grown * sizeof(zs_type *));
         if (types == NULL) return false;
+        uint32_t *words = zs_realloc(rt, schema->words, old * sizeof(uint32_t), grown * sizeof(uint32_t));
+        if (words == NULL) {
+            zs_free(rt, (void *)types, grown * sizeof(zs_type *));
+            return false;
+        }
+        if (old != 0) memcpy((void *)types, schema->types, old * sizeof(zs_type *));
+        zs_free(rt, (void *)schema->types, old * sizeof(zs_type *));
+        schema->words = words;
         schema->types = types;
     }
     schema->words[schema->count] = word;

@@ -163,6 +163,49 @@ static void test_class_schema_flattening(runner *t) {
     fixture_close(&fx);
 }
 
+/* Registering types and classes under every injected allocation limit keeps the
+   block and byte counts exact: zs_runtime_free asserts both end at zero. Found
+   by the fuzzer: a schema could grow one of its two arrays and not the other,
+   and a half-built struct type freed its name by the length of an empty one. */
+static void test_registration_failures_keep_memory_counts(runner *t) {
+    enum { WORDS = 20 }; /* more than 16 schema words: the arrays grow twice */
+    unsigned failures = 0, successes = 0;
+    for (uint64_t extra = 0; extra < 4096; extra += 4) {
+        zs_runtime_options options;
+        zs_runtime_default_options(&options);
+        zs_runtime *rt = NULL;
+        CHECK_OK(t, zs_runtime_new(&options, &rt));
+        if (rt == NULL) return;
+        zs_memory_stats start;
+        zs_runtime_memory(rt, &start);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, start.live_bytes + extra));
+        const zs_type *object = NULL, *record = NULL;
+        zs_type_member fields[WORDS];
+        zs_member members[WORDS];
+        bool ok = zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object) == ZS_OK;
+        for (uint32_t i = 0; ok && i < WORDS; i++) fields[i] = (zs_type_member){object, 8 * i};
+        ok = ok && zs_type_struct(rt, "Record", 8 * WORDS, 8, fields, WORDS, &record) == ZS_OK;
+        const zs_class *base = NULL, *child = NULL;
+        for (uint32_t i = 0; ok && i < WORDS; i++)
+            members[i] = (zs_member){ZS_MEMBER_OBJECT, (uint32_t)sizeof(zs_object) + 8 * i, NULL};
+        zs_class_desc base_desc = {"Base", NULL, (uint32_t)sizeof(zs_object) + 8 * WORDS, 0,
+                                   members, WORDS};
+        ok = ok && zs_class_register(rt, &base_desc, &base) == ZS_OK;
+        zs_member child_member = {ZS_MEMBER_VALUE, base_desc.instance_size, record};
+        zs_class_desc child_desc = {"Child", base, base_desc.instance_size + 8 * WORDS, 0,
+                                    &child_member, 1};
+        ok = ok && zs_class_register(rt, &child_desc, &child) == ZS_OK;
+        if (ok) {
+            CHECK_EQ(t, zs_class_schema_words(child), 2 * WORDS);
+            successes++;
+        } else {
+            failures++;
+        }
+        zs_runtime_free(rt);
+    }
+    CHECK(t, failures > 0 && successes > 0); /* the limits covered both outcomes */
+}
+
 /* Bad members and sizes are refused with ZS_E_INVALID and consume no class id. */
 static void test_class_invalid_members(runner *t) {
     fixture fx;
@@ -1519,6 +1562,7 @@ static const test_case tests[] = {
     TEST(test_runtimes_isolated),
     TEST(test_class_schema_flattening),
     TEST(test_class_invalid_members),
+    TEST(test_registration_failures_keep_memory_counts),
     TEST(test_object_header_and_zeroing),
     TEST(test_name_interning),
     TEST(test_auto_names),

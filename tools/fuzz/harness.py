@@ -1,0 +1,1200 @@
+"""The fuzz harness: one input (bytes) becomes one sequence of public API calls.
+
+``run_one(data)`` opens a runtime (its options, the collector's stress
+switches and an optional allocation limit come from the first bytes), then
+reads the rest of ``data`` as a program: every step picks an operation and
+its arguments.  The operations cover objects of several classes (scalars,
+the string kinds, names, references, weak pointers, arrays, maps, sets,
+optionals, structs, delegates, object wrappers), roots, strong and weak
+pointers, mark-as-garbage, clusters, scopes and red views, clones, black
+values and their disposal, full collections, incremental steps and purges,
+and closing the runtime early; arguments are often malformed on purpose:
+wrong types, huge and negative integers, NaN and infinities, invalid UTF-8
+and non-ASCII text for ANSI strings, unknown properties and classes,
+expired objects, disposed values, views of closed scopes, objects of
+another runtime, out-of-range indices.
+
+The only exceptions an operation may raise are the library's documented
+ones (``EXPECTED``; ``MemoryError`` only when an allocation limit or a
+small object capacity is injected; ``RuntimeError`` only with the messages
+of ``RUNTIME_ERRORS``).  Anything else escapes ``run_one``, and so does a
+failed ``rt.gc.verify()`` (run after every step) or a failed check at the
+end: after releasing everything it holds, the harness collects and checks
+that no native object and no black value is left, that every conjugate it
+saw is expired once the runtime is closed, and closing the runtime frees
+every native block (``zs_runtime_free`` asserts the block and byte counts
+are zero; the assert is compiled in the sanitizer build that
+``tools/fuzz.sh`` uses).
+
+The byte reader is self-contained (no atheris needed), so the normal test
+suite runs ``run_one`` over fixed pseudo-random inputs
+(``tests/test_fuzz_harness.py``) and ``fuzz_api.py`` runs it under atheris.
+"""
+from __future__ import annotations
+
+import gc
+import itertools
+import math
+import sys
+import uuid
+from contextlib import AbstractContextManager
+from typing import Any, Callable, Sequence, TypeVar
+
+import zsharp_py as zs
+
+__all__ = ["EXPECTED", "RUNTIME_ERRORS", "Reader", "Session", "run_one"]
+
+T = TypeVar("T")
+
+#: The library's documented exceptions for misuse.
+EXPECTED: tuple[type[BaseException], ...] = (
+    TypeError, ValueError, OverflowError, IndexError, KeyError, zs.ExpiredConjugateError)
+
+#: ``RuntimeError`` is documented only for these situations (messages).
+RUNTIME_ERRORS = (
+    "an incremental cycle is already in progress",           # gc.start_incremental
+    "not possible while an incremental mark is pending",     # create_cluster
+    "the delegate is not bound",                             # Delegate.execute
+)
+
+#: ``AttributeError`` is documented only for binding a missing method
+#: (``FieldPathError``, also an ``AttributeError``, is handled where used).
+ATTRIBUTE_ERRORS = ("has no method",)
+
+MAX_STEPS = 120          # operations per input
+MAX_POOL = 48            # conjugates, values and views remembered per pool
+
+
+class Reader:
+    """Reads choices from fuzz bytes; past the end every read gives zeros,
+    so any byte string is a valid (possibly short) program."""
+
+    __slots__ = ("_data", "_pos")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._pos = 0
+
+    def remaining(self) -> int:
+        """Bytes not read yet."""
+        return len(self._data) - self._pos
+
+    def byte(self) -> int:
+        """The next byte (0 past the end)."""
+        if self._pos >= len(self._data):
+            return 0
+        self._pos += 1
+        return self._data[self._pos - 1]
+
+    def below(self, n: int) -> int:
+        """A number in ``range(n)`` (``n`` >= 1)."""
+        if n <= 256:
+            return self.byte() % n
+        return (self.byte() << 8 | self.byte()) % n
+
+    def flag(self) -> bool:
+        """True or False, evenly."""
+        return bool(self.byte() & 1)
+
+    def chance(self, k: int) -> bool:
+        """True with probability ``k``/256."""
+        return self.byte() < k
+
+    def pick(self, seq: Sequence[T]) -> T:
+        """One element of the non-empty ``seq``."""
+        return seq[self.below(len(seq))]
+
+    def take(self, n: int) -> bytes:
+        """Up to ``n`` raw bytes."""
+        chunk = self._data[self._pos:self._pos + n]
+        self._pos += len(chunk)
+        return chunk
+
+
+# ---- the classes the harness drives ------------------------------------------------
+
+
+# zsharp_py's value types are subscripted at run time (``Array[FNode]``)
+# but are not generic to mypy: class bodies say ``# type: ignore[type-arg]``
+# and code elsewhere subscripts them through these untyped names.
+Array: Any = zs.Array
+Map: Any = zs.Map
+Set: Any = zs.Set
+Optional: Any = zs.Optional
+SubclassOf: Any = zs.SubclassOf
+SoftObjectPtr: Any = zs.SoftObjectPtr
+SoftClassPtr: Any = zs.SoftClassPtr
+LazyObjectPtr: Any = zs.LazyObjectPtr
+ScriptInterface: Any = zs.ScriptInterface
+
+
+class IPoke(zs.Interface):
+    """An interface, implemented by ``FHero`` only."""
+
+    __slots__ = ()
+
+    def poke(self) -> None:
+        """Do something observable."""
+        raise NotImplementedError
+
+
+class FVec(zs.Struct):
+    """A struct with a scalar, a float, a name, a string and a reference."""
+
+    x: zs.Int32
+    f: zs.Float32
+    label: zs.Name
+    text: zs.String
+    who: "FNode | None"
+
+
+class FNode(zs.Object, cluster_root=True, can_be_in_cluster=True):
+    """Every kind of property, and clusterable."""
+
+    i8: zs.Int8
+    u8: zs.UInt8
+    i32: zs.Int32 = 7
+    u32: zs.UInt32
+    i64: zs.Int64
+    u64: zs.UInt64
+    f32: zs.Float32
+    f64: zs.Float64
+    flag: zs.Bool
+    label: zs.String
+    ansi: zs.AnsiString
+    utf8: zs.Utf8String
+    text: zs.Text
+    tag: zs.Name
+    ref: "FNode | None"
+    leaf: "FLeaf | None"
+    weak: zs.WeakObjectPtr["FNode"]
+    nodes: zs.Array["FNode"]  # type: ignore[type-arg]
+    nums: zs.Array[zs.Int32]  # type: ignore[type-arg]
+    vecs: zs.Array[FVec]  # type: ignore[type-arg]
+    words: zs.Array[zs.String]  # type: ignore[type-arg]
+    scores: zs.Map[zs.Name, zs.Int32]  # type: ignore[type-arg]
+    owners: zs.Map[zs.Int32, "FNode"]  # type: ignore[type-arg]
+    members: zs.Set["FNode"]  # type: ignore[type-arg]
+    tags: zs.Set[zs.Name]  # type: ignore[type-arg]
+    pos: FVec
+    maybe: zs.Optional[FVec]  # type: ignore[type-arg]
+    on_event: zs.MulticastDelegate
+    single: zs.Delegate
+    sparse: zs.SparseDelegate
+
+    def bump(self, *args: Any) -> None:
+        """A method delegates bind to (weakly)."""
+        self.i32 = (self.i32 + 1) & 0x7FFFFFFF
+
+
+class FHero(FNode, IPoke):
+    """A subclass with its own scalar and reference; implements ``IPoke``."""
+
+    level: zs.Int16 = 1
+    sidekick: "FNode | None"
+
+    def poke(self) -> None:
+        """Raise the level (wrapping)."""
+        self.level = (self.level + 1) % 30000
+
+
+class FLeaf(zs.Object, can_be_in_cluster=False):
+    """Cannot join a cluster; holds the object wrappers."""
+
+    value: zs.Int32
+    node: "FNode | None"
+    kind: zs.SubclassOf[FNode]  # type: ignore[type-arg]
+    soft: zs.SoftObjectPtr[FNode]  # type: ignore[type-arg]
+    soft_class: zs.SoftClassPtr[FNode]  # type: ignore[type-arg]
+    lazy: zs.LazyObjectPtr[FNode]  # type: ignore[type-arg]
+    iface: zs.ScriptInterface[IPoke]  # type: ignore[type-arg]
+    hook: zs.Delegate
+
+
+class FOther(zs.Object):
+    """Unrelated to the others: storing it anywhere is a type error."""
+
+    weight: zs.Float64 = 1.5
+
+
+class FGone(zs.Object):
+    """Removed from this module after import: a class no path finds."""
+
+    value: zs.Int32
+
+
+_GONE = FGone
+del FGone
+
+CLASSES: list[type[zs.Object]] = [FNode, FNode, FHero, FLeaf, FOther, _GONE]
+
+# property name -> kind of plausible value (see Session.plausible)
+NODE_PROPS: dict[str, str] = {
+    "i8": "int8", "u8": "uint8", "i32": "int32", "u32": "uint32", "i64": "int64",
+    "u64": "uint64", "f32": "float", "f64": "float", "flag": "bool", "label": "text",
+    "ansi": "text", "utf8": "text", "text": "text", "tag": "text", "ref": "node", "leaf": "leaf",
+    "weak": "weak", "nodes": "node_list", "nums": "int_list", "vecs": "vec_list",
+    "words": "text_list", "scores": "name_int_map", "owners": "int_node_map",
+    "members": "node_set", "tags": "text_set", "pos": "vec", "maybe": "opt_vec",
+    "on_event": "callables", "single": "callable", "sparse": "callables",
+}
+HERO_PROPS = dict(NODE_PROPS, level="int16", sidekick="node")
+LEAF_PROPS: dict[str, str] = {
+    "value": "int32", "node": "node", "kind": "class", "soft": "soft", "soft_class": "class_path",
+    "lazy": "node", "iface": "node", "hook": "callable",
+}
+PROPS: dict[type[zs.Object], dict[str, str]] = {
+    FNode: NODE_PROPS, FHero: HERO_PROPS, FLeaf: LEAF_PROPS,
+    FOther: {"weight": "float"}, _GONE: {"value": "int32"},
+}
+VEC_MEMBERS: dict[str, str] = {"x": "int32", "f": "float", "label": "text", "text": "text",
+                               "who": "node"}
+BOGUS_NAMES = ("nope", "__dict__", "__class__", "name", "handle", "", "i32 ", "I32")
+
+INT_EDGES = (0, 1, -1, 7, 127, 128, -128, -129, 255, 256, 32767, -32768, 65535, 65536,
+             2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**32 - 1, 2**32, 2**63 - 1, 2**63, -2**63,
+             -2**63 - 1, 2**64 - 1, 2**64, 10**30, -10**30)
+FLOAT_EDGES = (0.0, -0.0, 1.5, -2.25, math.nan, math.inf, -math.inf, 3.4028234663852886e38,
+               3.5e38, -3.5e38, 1e308, 5e-324, 1e-45, 0.1)
+TEXT_EDGES = ("", "a", "Hero", "héllo", "日本語", "\x00", "a\x00b", "\ud800", "x\udcff", "😀",
+              "Actor_0", "FNode_3", "a_01", "A.B.C", " ", "None", "x" * 300, "\u00ff", "ÿ_7")
+METHODS = ("bump", "poke", "nope", "", "__init__", "i32", "bump_1", "BUMP")
+CLASS_PATHS = ("harness.FNode", "harness.FHero", "harness.FGone", "harness.FOther",
+               "nowhere.Class", "", "harness.", ".FNode", "builtins.int", "zsharp_py.Object")
+
+
+class Skip(Exception):
+    """The harness combined a value with an operation it does not have
+    (``append`` on a map, a property of ``None``): nothing to test."""
+
+
+def call(target: Any, method: str, *args: Any) -> Any:
+    """``target.method(*args)``, or ``Skip`` if its type has no such method
+    (so an ``AttributeError`` from inside the library is still a finding)."""
+    if getattr(type(target), method, None) is None:
+        raise Skip(method)
+    return getattr(target, method)(*args)
+
+
+def declared(target: Any, name: str) -> bool:
+    """Whether ``name`` is a declared property of ``target``'s class."""
+    if isinstance(target, FVec):
+        return name in VEC_MEMBERS
+    return type(target) in PROPS and name in PROPS[type(target)]
+
+
+def get(target: Any, name: str) -> Any:
+    """``target.name``: any error but the documented ones is a finding for
+    a declared property; for anything else ``AttributeError`` is a ``Skip``."""
+    if declared(target, name):
+        return getattr(target, name)
+    try:
+        return getattr(target, name)
+    except AttributeError:
+        raise Skip(name) from None
+
+
+def put(target: Any, name: str, value: Any) -> None:
+    """``target.name = value``, with ``get``'s rules (and never on a class:
+    that would redefine it for the inputs that follow)."""
+    if declared(target, name):
+        setattr(target, name, value)
+        return
+    if isinstance(target, type):
+        raise Skip(name)
+    try:
+        setattr(target, name, value)
+    except AttributeError:
+        raise Skip(name) from None
+
+
+class Session:
+    """One runtime and everything one input made in it."""
+
+    def __init__(self, reader: Reader) -> None:
+        r = self.r = reader
+        options = r.byte()
+        stress_bits = r.byte()
+        stress = zs.GcStress(
+            collect_every=(stress_bits & 0x7) if stress_bits & 0x8 else 0,
+            check_marks=bool(stress_bits & 0x10),
+            objects_per_step=1 if stress_bits & 0x20 else 0,
+            poison_freed=bool(stress_bits & 0x40),
+            mark_stack_limit=2 if stress_bits & 0x80 else 0,
+            allocation_limit=(1_560_000 + 600 * r.byte()) if options & 0x3 == 0x1 else 0)
+        max_objects = 24 + r.byte() if options & 0x3 == 0x2 else 4096
+        #: MemoryError is documented only when a limit is injected.
+        self.expected = EXPECTED + ((MemoryError,) if options & 0x3 in (0x1, 0x2) else ())
+        self.other: zs.Runtime | None = None
+        self.foreign: list[zs.Object] = []
+        if options & 0xC == 0x4:
+            # Objects of another runtime: storing them raises ValueError.
+            self.other = zs.Runtime()
+            self.other.__enter__()
+            self.foreign = [FNode(), FLeaf(), FHero()]
+            self.foreign[0].add_to_root()
+        self.rt = zs.Runtime(max_objects=max_objects, min_cluster_size=1 + (options >> 5),
+                             black_conjugates_are_roots=not options & 0x10, stress=stress)
+        self.rt.__enter__()
+        self.objs: list[zs.Object] = []     # conjugates seen (live or expired)
+        self.values: list[Any] = []         # black values (live or disposed)
+        self.views: list[Any] = []          # red views (live or expired)
+        self.strongs: list[zs.StrongObjectPtr[Any]] = []
+        self.weaks: list[zs.WeakObjectPtr[Any]] = []
+        self.rooted: list[zs.WeakObjectPtr[Any]] = []   # to unroot at the end
+        self.scopes: list[AbstractContextManager[None]] = []
+        self.lazy_ids: list[Any] = [uuid.UUID(int=1), uuid.UUID(int=2), "not-a-uuid", 5]
+        self.depth = 0                      # nesting of listener-driven steps
+        # A few objects to start from, one of them rooted.
+        try:
+            head = self.note(FNode())
+            head.add_to_root()
+            self.rooted.append(zs.WeakObjectPtr(head))
+            for cls in (FHero, FLeaf, FNode):
+                self.note(cls())
+        except self.expected:  # an injected limit can be that small
+            pass
+
+    # ---- pools -------------------------------------------------------------------
+    def remember(self, pool: list[Any], item: Any) -> None:
+        """Keep ``item`` in ``pool``, dropping an old one past ``MAX_POOL``."""
+        if len(pool) >= MAX_POOL:
+            pool.pop(self.r.below(len(pool)))
+        pool.append(item)
+
+    def note(self, value: Any) -> Any:
+        """Remember whatever the API returned (objects, values, views)."""
+        if isinstance(value, zs.Object):
+            if value._rt is self.rt and all(o is not value for o in self.objs[-8:]):
+                self.remember(self.objs, value)
+        elif hasattr(value, "is_black") and hasattr(value, "dispose") and not isinstance(value, type):
+            try:
+                black = value.is_black
+            except EXPECTED:
+                return value
+            self.remember(self.values if black else self.views, value)
+        return value
+
+    def obj(self) -> Any:
+        """An object: usually one seen before (maybe expired), sometimes None,
+        an object of another runtime or of an unrelated class."""
+        r = self.r
+        roll = r.byte()
+        if roll < 200 and self.objs:
+            return r.pick(self.objs)
+        if roll < 215 and self.foreign:
+            return r.pick(self.foreign)
+        if roll < 235:
+            return None
+        return self.any_value()
+
+    def obj_of(self, cls: type[zs.Object]) -> Any:
+        """Usually a remembered instance of ``cls`` (maybe expired), else ``obj()``."""
+        fitting = [o for o in self.objs if isinstance(o, cls)]
+        return self.r.pick(fitting) if fitting and self.r.chance(220) else self.obj()
+
+    def value_of(self, pool: list[Any]) -> Any:
+        """One item of ``pool``, or something malformed if it is empty."""
+        return self.r.pick(pool) if pool and self.r.chance(230) else self.any_value()
+
+    # ---- values ------------------------------------------------------------------
+    def integer(self) -> int:
+        """An edge-case or random integer."""
+        r = self.r
+        if r.chance(160):
+            return r.pick(INT_EDGES)
+        raw = int.from_bytes(r.take(1 + r.below(9)), "little", signed=True)
+        return raw
+
+    def floating(self) -> float:
+        """An edge-case or random float."""
+        r = self.r
+        if r.chance(160):
+            return r.pick(FLOAT_EDGES)
+        return float(self.integer()) / (1 + r.byte())
+
+    def text(self) -> str:
+        """Edge-case text, or random bytes decoded with surrogate escapes."""
+        r = self.r
+        if r.chance(128):
+            return r.pick(TEXT_EDGES)
+        return r.take(r.below(24)).decode("utf-8", "surrogateescape")
+
+    def any_value(self) -> Any:
+        """Anything at all: the malformed-argument generator."""
+        r = self.r
+        kind = r.below(18)
+        if kind == 0:
+            return self.integer()
+        if kind == 1:
+            return self.floating()
+        if kind == 2:
+            return self.text()
+        if kind == 3:
+            return r.take(r.below(8)) + b"\xff\xfe\xc3"   # invalid UTF-8
+        if kind == 4:
+            return None
+        if kind == 5:
+            return r.chance(128)
+        if kind == 6:
+            return r.pick(self.objs) if self.objs else None
+        if kind == 7:
+            return r.pick(self.values) if self.values else object()
+        if kind == 8:
+            return r.pick(self.views) if self.views else FNode
+        if kind == 9:
+            return [self.shallow() for _ in range(r.below(4))]
+        if kind == 10:
+            return tuple(self.shallow() for _ in range(r.below(6)))
+        if kind == 11:
+            return {self.text(): self.shallow() for _ in range(r.below(3))}
+        if kind == 12:
+            return r.pick([*CLASSES, zs.Object, int, zs.Struct, FVec])
+        if kind == 13:
+            return r.pick(self.foreign) if self.foreign else object()
+        if kind == 14:
+            return r.pick(self.strongs) if self.strongs else math.nan
+        if kind == 15:
+            return r.pick(self.weaks) if self.weaks else -1
+        if kind == 16:
+            return {self.shallow(), self.shallow()} if r.chance(128) else frozenset()
+        return self.plausible(r.pick(list(set(NODE_PROPS.values()))))
+
+    def shallow(self) -> Any:
+        """A hashable scalar or object (elements of generated containers)."""
+        r = self.r
+        kind = r.below(5)
+        if kind == 0:
+            return self.integer()
+        if kind == 1:
+            return self.floating()
+        if kind == 2:
+            return self.text()
+        if kind == 3:
+            return r.pick(self.objs) if self.objs else None
+        return None
+
+    def plausible(self, kind: str) -> Any:
+        """A value that usually fits ``kind``, sometimes malformed."""
+        r = self.r
+        if r.chance(40):
+            return self.any_value()
+        if kind.startswith(("int", "uint")):
+            return self.integer()
+        if kind == "float":
+            return self.floating()
+        if kind == "bool":
+            return r.pick((True, False, 0, 1, 2))
+        if kind == "text":
+            return self.text()
+        if kind in ("node", "leaf", "weak"):
+            choice = self.obj()
+            if kind == "weak" and r.chance(100) and isinstance(choice, zs.Object):
+                return zs.WeakObjectPtr(choice)
+            return choice
+        if kind == "node_list":
+            return [self.obj() for _ in range(r.below(5))]
+        if kind == "int_list":
+            return [self.integer() for _ in range(r.below(5))]
+        if kind == "text_list":
+            return [self.text() for _ in range(r.below(4))]
+        if kind == "vec_list":
+            return [self.vec_like() for _ in range(r.below(4))]
+        if kind == "vec":
+            return self.vec_like()
+        if kind == "opt_vec":
+            return None if r.chance(60) else self.vec_like()
+        if kind == "name_int_map":
+            return {self.text(): self.integer() for _ in range(r.below(4))}
+        if kind == "int_node_map":
+            return {self.integer(): self.obj() for _ in range(r.below(4))}
+        if kind == "node_set":
+            return {o for o in (self.obj() for _ in range(r.below(4))) if o is None or
+                    isinstance(o, zs.Object)}
+        if kind == "text_set":
+            return {self.text() for _ in range(r.below(4))}
+        if kind in ("callable", "callables"):
+            return self.callable_like()
+        if kind == "class":
+            return r.pick(CLASSES + [None])
+        if kind == "class_path":
+            return r.pick(CLASS_PATHS + (None,))
+        if kind == "soft":
+            return self.text() if r.chance(100) else self.obj()
+        return self.any_value()
+
+    def vec_like(self) -> Any:
+        """A struct value as a tuple, a dict, a black ``FVec`` or a view."""
+        r = self.r
+        roll = r.below(5)
+        if roll == 0:
+            return (self.integer(), self.floating())
+        if roll == 1:
+            return {r.pick(list(VEC_MEMBERS) + ["nope"]): self.plausible(r.pick(("int32", "text")))}
+        if roll == 2:
+            return self.note(FVec(self.integer(), self.floating(), self.text(), self.text(),
+                                  self.obj()))
+        if roll == 3:
+            return self.value_of(self.views)
+        return ()
+
+    def callable_like(self) -> Any:
+        """A Python callable, an (object, method name) pair, a bound method
+        of an object, or something that is not callable."""
+        r = self.r
+        roll = r.below(6)
+        if roll == 0:
+            return lambda *args: None
+        if roll == 1:
+            return self.listener()
+        if roll == 2:
+            return (self.obj(), r.pick(METHODS))
+        if roll == 3:
+            target = self.obj()
+            return getattr(target, "bump", target) if isinstance(target, zs.Object) else target
+        if roll == 4:
+            return [self.listener(), (self.obj(), r.pick(METHODS))]
+        return self.any_value()
+
+    def listener(self) -> Callable[..., None]:
+        """A listener that, when called, runs one more step (re-entrancy:
+        collections, disposal or mark-as-garbage during a broadcast) or
+        raises a documented exception."""
+        reader = Reader(self.r.take(12))
+
+        def listen(*args: Any) -> None:
+            if self.depth >= 2 or self.rt.closed:
+                return
+            saved = self.r
+            self.r, self.depth = reader, self.depth + 1
+            try:
+                if reader.chance(30):
+                    raise ValueError("listener failed")
+                self.step()
+            finally:
+                self.r, self.depth = saved, self.depth - 1
+        return listen
+
+    # ---- one step ------------------------------------------------------------------
+    def step(self) -> None:
+        """Run one operation; documented exceptions are fine, anything else
+        escapes; the heap is verified afterwards."""
+        op = self.r.pick(OPERATIONS)
+        try:
+            op(self)
+        except Skip:
+            pass
+        except self.expected:
+            pass
+        except RuntimeError as error:
+            if not any(text in str(error) for text in RUNTIME_ERRORS):
+                raise
+        except AttributeError as error:
+            if not any(text in str(error) for text in ATTRIBUTE_ERRORS):
+                raise
+        except Exception as error:
+            # Several raising listeners: a group of documented exceptions.
+            inner = getattr(error, "exceptions", None)
+            if inner is None or not all(isinstance(e, self.expected) for e in inner):
+                raise
+        if not self.rt.closed:
+            self.rt.gc.verify()
+
+    def run(self) -> None:
+        """Steps until the input is used up (or ``MAX_STEPS``)."""
+        for _ in range(MAX_STEPS):
+            if self.r.remaining() == 0:
+                break
+            self.step()
+
+    # ---- the end -------------------------------------------------------------------
+    def finish(self) -> None:
+        """Release everything, check nothing native is left, close."""
+        while self.scopes:
+            self.scopes.pop().__exit__(None, None, None)
+        rt = self.rt
+        if not rt.closed:
+            for value in self.values + [s for s in self.strongs]:
+                value.dispose()
+            self.values.clear()
+            self.strongs.clear()
+            self.views.clear()
+            for weak in self.rooted:
+                obj = weak.get()
+                if obj is not None and obj.is_rooted:
+                    obj.remove_from_root()
+            rt.collect_garbage()   # finishes a pending incremental cycle...
+            rt.collect_garbage()   # ...which kept what the write barrier marked
+            if rt.live_objects() or rt.values_alive():
+                # Black values that only Python's cycle collector frees
+                # (listeners close over this session) are queued for the
+                # next safe point. (Not every time: it costs milliseconds.)
+                gc.collect()
+                rt.collect_garbage()
+            rt.gc.verify()
+            assert rt.live_objects() == 0, f"{rt.live_objects()} native objects left"
+            assert rt.values_alive() == 0, f"{rt.values_alive()} black values left"
+            assert rt.gc.phase == "idle"
+        rt.__exit__(None, None, None)   # zs_runtime_free asserts no native block is left
+        for obj in self.objs:
+            assert obj.is_expired
+            try:
+                obj.name
+            except zs.ExpiredConjugateError:
+                pass
+            else:
+                raise AssertionError("an object of a closed runtime is still usable")
+        if self.other is not None:
+            self.other.__exit__(None, None, None)
+        assert all(o.is_expired for o in self.foreign)
+
+
+# ---- operations ----------------------------------------------------------------------
+
+def _props_of(target: Any) -> dict[str, str]:
+    return PROPS.get(type(target), NODE_PROPS)
+
+
+def op_new_object(s: Session) -> None:
+    """Create an object, maybe named, with an outer and property keywords."""
+    r = s.r
+    cls = r.pick(CLASSES)
+    kwargs: dict[str, Any] = {}
+    for _ in range(r.below(3)):
+        name = r.pick(list(PROPS[cls])) if r.chance(230) else r.pick(BOGUS_NAMES)
+        kwargs[name] = s.plausible(PROPS[cls].get(name, "any"))
+    object_name = None if r.chance(150) else (s.text() if r.chance(200) else s.any_value())
+    outer = None if r.chance(170) else s.obj()
+    if r.chance(250):
+        s.note(cls(name=object_name, outer=outer, **kwargs))
+    else:  # positional misuse
+        s.note(cls(object_name, outer, s.any_value()))  # type: ignore[call-arg]
+
+
+def op_set_property(s: Session) -> None:
+    """Assign a property (usually plausible, sometimes malformed or unknown);
+    an integer or bool that was accepted must read back unchanged."""
+    r = s.r
+    target = s.obj()
+    props = _props_of(target)
+    name = r.pick(list(props)) if r.chance(235) else r.pick(BOGUS_NAMES)
+    value = s.plausible(props.get(name, "any"))
+    put(target, name, value)
+    if props.get(name, "").startswith(("int", "uint")) and type(value) is int:
+        assert get(target, name) == value, (name, value)
+    elif props.get(name) == "bool" and type(value) is bool:
+        assert get(target, name) is value
+
+
+def op_get_property(s: Session) -> None:
+    """Read a property; views and objects read are remembered."""
+    r = s.r
+    target = s.obj()
+    props = _props_of(target)
+    name = r.pick(list(props)) if r.chance(235) else r.pick(BOGUS_NAMES)
+    s.note(get(target, name))
+
+
+def op_identity(s: Session) -> None:
+    """Read an object's identity members and flags; repr never raises."""
+    target = s.obj()
+    repr(target)
+    if isinstance(target, zs.Object):
+        if target.is_expired:
+            repr(target)
+            return
+        target.name
+        target.handle
+        s.note(target.outer)
+        target.is_garbage
+        target.is_rooted
+        info = target.cluster
+        if info is not None:
+            s.note(info.root)
+
+
+def op_roots(s: Session) -> None:
+    """Add to or remove from the root set."""
+    target = s.obj()
+    if s.r.flag():
+        call(target, "add_to_root")
+        s.rooted.append(zs.WeakObjectPtr(target))
+    else:
+        call(target, "remove_from_root")
+
+
+def op_mark_as_garbage(s: Session) -> None:
+    """Mark an object as garbage."""
+    call(s.obj(), "mark_as_garbage")
+
+
+def op_clusters(s: Session) -> None:
+    """Create or dissolve a cluster, or count them."""
+    target = s.obj()
+    roll = s.r.below(3)
+    if roll == 0:
+        call(target, "create_cluster")
+    elif roll == 1:
+        call(target, "dissolve_cluster")
+    else:
+        s.rt.gc.cluster_count()
+
+
+def op_strong(s: Session) -> None:
+    """Make, read or dispose a strong pointer."""
+    r = s.r
+    roll = r.below(3)
+    if roll == 0 or not s.strongs:
+        s.remember(s.strongs, zs.StrongObjectPtr(s.obj()))
+    elif roll == 1:
+        s.note(r.pick(s.strongs).get())
+    else:
+        r.pick(s.strongs).dispose()
+
+
+def op_weak(s: Session) -> None:
+    """Make a weak pointer, resolve one, compare and hash them."""
+    r = s.r
+    if r.flag() or not s.weaks:
+        s.remember(s.weaks, zs.WeakObjectPtr(s.obj()))
+    else:
+        weak = r.pick(s.weaks)
+        s.note(weak.get())
+        weak.is_valid
+        _ = weak == r.pick(s.weaks)
+        hash(weak)
+
+
+ARRAYS = (("nodes", Array[FNode], "node_list"), ("nums", Array[zs.Int32], "int_list"),
+          ("vecs", Array[FVec], "vec_list"), ("words", Array[zs.String], "text_list"))
+HASHES = (("scores", Map[zs.Name, zs.Int32], "name_int_map"),
+          ("owners", Map[zs.Int32, FNode], "int_node_map"),
+          ("members", Set[FNode], "node_set"), ("tags", Set[zs.Name], "text_set"))
+OPTIONALS = (("maybe", Optional[FVec], "opt_vec"),)
+
+
+def _container(s: Session, kinds: tuple[tuple[str, Any, str], ...]) -> Any:
+    """A container of one of ``kinds``: a view of an object's property, a
+    new black one, or (less often) any remembered value or view."""
+    r = s.r
+    name, maker, contents = r.pick(kinds)
+    roll = r.below(8)
+    if roll < 4:
+        return s.note(get(s.obj_of(FNode), name))
+    if roll < 6:
+        return s.note(maker(s.plausible(contents)) if r.chance(220) else maker())
+    return s.value_of(s.values if roll == 6 else s.views)
+
+
+def op_sequence(s: Session) -> None:
+    """List-protocol operations, with malformed elements and indices; a
+    refused element leaves the length unchanged."""
+    r = s.r
+    seq = _container(s, ARRAYS)
+    index = s.integer() if r.chance(80) else r.below(6) - 3
+    element = s.plausible(r.pick(("int32", "node", "vec", "text", "any")))
+    if not isinstance(seq, zs.Array):
+        raise Skip("not an array")
+    before = len(seq)
+    roll = r.below(14)
+    try:
+        if roll == 0:
+            seq.append(element)
+        elif roll == 1:
+            seq.insert(index, element)
+        elif roll == 2:
+            s.note(seq.pop(index) if r.flag() else seq.pop())
+        elif roll == 3:
+            seq.remove(element)
+        elif roll == 4:
+            seq.index(element)
+        elif roll == 5:
+            s.note(seq[index])
+        elif roll == 6:
+            seq[index] = element
+        elif roll == 7:
+            del seq[index]
+        elif roll == 8:
+            for x in seq[index:index + r.below(4):r.pick((1, 2, -1, None))]:
+                s.note(x)
+        elif roll == 9:
+            seq.extend(s.plausible(r.pick(("int_list", "node_list", "vec_list", "any"))))
+        elif roll == 10:
+            seq.clear()
+        elif roll == 11:
+            seq.count(element)
+            _ = element in seq
+        elif roll == 12:
+            for x in seq:
+                s.note(x)
+        else:
+            _ = seq == s.plausible("int_list")
+            repr(seq)
+    except (TypeError, OverflowError):
+        # A refused element changes nothing (unless a stress collection
+        # expired the container meanwhile).
+        if not seq.is_expired and roll in (0, 1, 6, 9):
+            assert len(seq) == before, (roll, before, len(seq))
+        raise
+
+
+def op_mapping(s: Session) -> None:
+    """Dict- and set-protocol operations with malformed keys and values."""
+    r = s.r
+    box = _container(s, HASHES)
+    key = s.plausible(r.pick(("text", "int32", "node", "any")))
+    value = s.plausible(r.pick(("int32", "node", "any")))
+    roll = r.below(13)
+    if roll == 0:
+        if not isinstance(box, zs.Map):
+            raise Skip("not a map")
+        box[key] = value
+    elif roll == 1:
+        if not isinstance(box, zs.Map):
+            raise Skip("not a map")
+        s.note(box[key])
+    elif roll == 2:
+        s.note(call(box, "get", key))
+    elif roll == 3:
+        s.note(call(box, "pop", key) if r.flag() and isinstance(box, zs.Map) else call(box, "pop"))
+    elif roll == 4:
+        s.note(call(box, "setdefault", key, value))
+    elif roll == 5:
+        call(box, "update", s.plausible(r.pick(("name_int_map", "int_node_map", "text_set",
+                                                "any"))))
+    elif roll == 6:
+        if not isinstance(box, zs.Map):
+            raise Skip("not a map")
+        del box[key]
+    elif roll == 7:
+        call(box, "add", key)
+    elif roll == 8:
+        call(box, "discard", key)
+    elif roll == 9:
+        if not isinstance(box, zs.Set):
+            raise Skip("not a set")
+        box.remove(key)
+    elif roll == 10:
+        items = call(box, "items") if isinstance(box, zs.Map) else call(box, "__iter__")
+        for x in items:
+            s.note(x)
+    elif roll == 11:
+        if not isinstance(box, (zs.Map, zs.Set)):
+            raise Skip("not a map or set")
+        _ = key in box
+        len(box)
+        box.to_python()
+    else:
+        call(box, "clear")
+
+
+def op_optional(s: Session) -> None:
+    """Optional protocol."""
+    r = s.r
+    opt = _container(s, OPTIONALS)
+    if not isinstance(opt, zs.Optional):
+        raise Skip("not an optional")
+    roll = r.below(5)
+    if roll == 0:
+        opt.set(s.vec_like())
+    elif roll == 1:
+        opt.reset()
+    elif roll == 2:
+        s.note(opt.value)
+    elif roll == 3:
+        s.note(opt.get(s.any_value()))
+    else:
+        bool(opt)
+        opt.is_set
+
+
+def op_struct(s: Session) -> None:
+    """Struct members of a view or a black struct."""
+    r = s.r
+    roll = r.below(3)
+    if roll == 0:
+        vec = s.note(get(s.obj_of(FNode), "pos"))
+    elif roll == 1:
+        vec = s.value_of(s.views)
+    else:
+        vec = s.note(FVec(**{r.pick(list(VEC_MEMBERS)): s.plausible("int32")}))
+    if not isinstance(vec, FVec):
+        raise Skip("not a struct")
+    name = r.pick(list(VEC_MEMBERS)) if r.chance(230) else r.pick(BOGUS_NAMES)
+    if r.flag():
+        put(vec, name, s.plausible(VEC_MEMBERS.get(name, "any")))
+    else:
+        s.note(get(vec, name))
+    if r.chance(60):
+        _ = vec == s.vec_like()
+        repr(vec)
+        vec.to_python()
+
+
+STRING_KINDS = (zs.String, zs.Utf8String, zs.AnsiString, zs.Text, zs.Name)
+
+
+def op_strings(s: Session) -> None:
+    """String values: assign, concatenate, compare, black strings of each kind."""
+    r = s.r
+    string: Any
+    if r.flag():
+        string = s.note(get(s.obj_of(FNode), r.pick(("label", "ansi", "utf8", "text", "tag"))))
+    else:
+        string = s.note(r.pick(STRING_KINDS)(s.plausible("text")))
+    if not isinstance(string, STRING_KINDS):
+        raise Skip("not a string")
+    roll = r.below(4)
+    if roll == 0:
+        call(string, "assign", s.plausible("text"))
+    elif roll == 1:
+        _ = string + s.plausible("text")
+    elif roll == 2:
+        _ = string == s.plausible("text")
+        if not isinstance(string, zs.Name):
+            _ = s.plausible("text") in string
+    elif isinstance(string, zs.Name):
+        str(string)
+        hash(string)
+    else:
+        str(string)
+        len(string)
+
+
+DELEGATE_KINDS = (zs.Delegate, zs.MulticastDelegate, zs.SparseDelegate)
+
+
+def op_delegates(s: Session) -> None:
+    """Bind, unbind, add, remove, broadcast and execute delegates."""
+    r = s.r
+    roll = r.below(4)
+    if roll < 2:
+        owner = s.obj_of(r.pick((FNode, FLeaf)))
+        d = s.note(get(owner, "hook" if isinstance(owner, FLeaf)
+                       else r.pick(("on_event", "single", "sparse"))))
+    elif roll == 2:
+        d = s.note(r.pick(DELEGATE_KINDS)())
+    else:
+        d = s.value_of(s.values if r.flag() else s.views)
+    if not isinstance(d, DELEGATE_KINDS):
+        raise Skip("not a delegate")
+    what = r.below(10)
+    if what == 0:
+        call(d, "bind" if isinstance(d, zs.Delegate) else "add", s.callable_like())
+    elif what == 1:
+        call(d, "unbind" if isinstance(d, zs.Delegate) else "remove_all", s.obj())
+    elif what == 2:
+        call(d, "broadcast", s.integer())
+    elif what == 3:
+        call(d, "execute", 2)
+    elif what == 4:
+        call(d, "execute_if_bound", 3)
+    elif what == 5:
+        call(d, "remove", s.callable_like())
+    elif what == 6:
+        call(d, "add_unique", s.callable_like())
+    elif what == 7:
+        call(d, "clear")
+    elif what == 8:
+        if not isinstance(d, zs.MulticastDelegate):
+            raise Skip("not multicast")
+        d += s.callable_like()
+        d -= s.callable_like()
+    else:
+        d.is_bound
+        if not isinstance(d, zs.Delegate):
+            len(d)
+            _ = s.callable_like() in d
+
+
+def op_wrappers(s: Session) -> None:
+    """SubclassOf, SoftObjectPtr, SoftClassPtr, LazyObjectPtr, ScriptInterface."""
+    r = s.r
+    roll = r.below(7)
+    if roll == 0:
+        made = SubclassOf[FNode](s.plausible("class"))
+        if r.flag():
+            s.note(made.new(name=s.plausible("text")))
+    elif roll == 1:
+        soft = s.note(SoftObjectPtr[FNode](s.plausible("soft")))
+        s.note(soft.get())
+    elif roll == 2:
+        soft_class = s.note(SoftClassPtr[FNode](s.plausible("class_path")))
+        soft_class.get()
+    elif roll == 3:
+        zs.LazyObjectPtr.bind(s.obj(), r.pick(s.lazy_ids))
+    elif roll == 4:
+        lazy = s.note(LazyObjectPtr[FNode](s.obj()))
+        s.note(lazy.get())
+        lazy.id
+    elif roll == 5:
+        iface = s.note(ScriptInterface[IPoke](s.obj()))
+        s.note(iface.get())
+    else:
+        s.note(get(s.obj_of(FLeaf), r.pick(("kind", "soft", "soft_class", "lazy", "iface"))))
+
+
+def op_values(s: Session) -> None:
+    """Clone, dispose (twice too), use after dispose, copy into properties."""
+    r = s.r
+    roll = r.below(5)
+    value = s.value_of(s.values if roll < 2 else s.views)
+    if roll in (0, 2):
+        s.note(call(value, "clone"))
+    elif roll in (1, 3):
+        call(value, "dispose")
+    else:
+        name = r.pick(("pos", "nums", "nodes", "scores", "tags", "label", "maybe", "on_event"))
+        put(s.obj(), name, value)
+    if r.chance(40) and hasattr(value, "is_expired"):
+        value.is_expired
+        repr(value)
+        call(value, "to_python")
+
+
+def op_scopes(s: Session) -> None:
+    """Open a scope, or close the innermost one (its views expire)."""
+    if s.r.chance(140) and len(s.scopes) < 6:
+        scope = zs.scope()
+        scope.__enter__()
+        s.scopes.append(scope)
+    elif s.scopes:
+        s.scopes.pop().__exit__(None, None, None)
+
+
+def op_drop(s: Session) -> None:
+    """Forget conjugates, values and views (Python finalises black values,
+    freed at the next safe point)."""
+    r = s.r
+    pool: list[Any] = r.pick((s.objs, s.values, s.views, s.weaks))
+    for _ in range(r.below(4)):
+        if pool:
+            pool.pop(r.below(len(pool)))
+    if r.chance(20):
+        gc.collect()
+
+
+def op_collect(s: Session) -> None:
+    """Full collection."""
+    stats = s.rt.collect_garbage()
+    assert stats.live_objects == s.rt.live_objects()
+
+
+def op_incremental(s: Session) -> None:
+    """Start an incremental cycle, step it (odd budgets too) or tick."""
+    r = s.r
+    roll = r.below(4)
+    collector = s.rt.gc
+    if roll == 0:
+        collector.start_incremental()
+    elif roll == 1:
+        collector.step(r.pick((1e-6, 1e-4, 1e-3, 0.0, -1.0, math.nan, math.inf)))
+    elif roll == 2:
+        while not collector.step(1e-5):
+            pass
+    else:
+        collector.tick(r.pick((0.0, 0.02, 1.0, 100.0, -1.0, math.nan)))
+    collector.phase
+    collector.stats()
+
+
+FIELD_PATHS = ("FNode.pos.x", "FNode.ref.ref.i32", "FNode.pos.who.i8", "FNode.nope", "FNode.",
+               "", "FNode.pos.x.y", "FLeaf.node.label", "FNode.nums", "FHero.sidekick.f32")
+
+
+def op_field_path(s: Session) -> None:
+    """Field paths, valid and not (``FieldPathError`` is documented)."""
+    r = s.r
+    try:
+        path = zs.FieldPath(r.pick((FNode, FHero, FLeaf)), r.pick(FIELD_PATHS).partition(".")[2])
+        if r.flag():
+            s.note(path.get(s.obj()))
+        else:
+            path.set(s.obj(), s.plausible("int32"))
+    except zs.FieldPathError:
+        pass
+
+
+def op_close(s: Session) -> None:
+    """Close the runtime early (rarely): everything held must expire safely
+    and what follows fails with ExpiredConjugateError."""
+    if s.r.chance(8):
+        while s.scopes:
+            s.scopes.pop().__exit__(None, None, None)
+        s.rt.close()
+
+
+def op_other_runtime(s: Session) -> None:
+    """Store objects of another runtime (ValueError)."""
+    if s.foreign:
+        put(s.obj(), s.r.pick(("ref", "leaf", "node", "sidekick", "nodes")), s.r.pick(s.foreign))
+
+
+def op_stale(s: Session) -> None:
+    """Use an expired conjugate, value or view every which way."""
+    r = s.r
+    pool: list[Any] = r.pick((s.objs, s.values, s.views))
+    stale = [x for x in pool if x.is_expired]
+    if not stale:
+        return
+    item = r.pick(stale)
+    action = r.below(4)
+    if action == 0:
+        get(item, r.pick(list(NODE_PROPS) + list(VEC_MEMBERS) + ["name", "handle"]))
+    elif action == 1:
+        put(item, r.pick(list(NODE_PROPS) + list(VEC_MEMBERS)), s.any_value())
+    elif action == 2:
+        repr(item)
+        assert item.is_expired
+    elif hasattr(item, "clone"):
+        s.note(item.clone())
+    else:
+        call(item, "add_to_root")
+
+
+OPERATIONS: list[Callable[[Session], None]] = [
+    op_new_object, op_new_object, op_new_object, op_set_property, op_set_property,
+    op_set_property, op_get_property, op_get_property, op_identity, op_roots, op_roots,
+    op_mark_as_garbage, op_clusters, op_strong, op_weak, op_sequence, op_sequence, op_mapping,
+    op_mapping, op_optional, op_struct, op_strings, op_delegates, op_wrappers, op_values,
+    op_scopes, op_drop, op_collect, op_incremental, op_incremental, op_field_path, op_close,
+    op_other_runtime, op_stale,
+]
+
+
+def run_one(data: bytes) -> None:
+    """Run one fuzz input; raises on a finding (see the module docstring)."""
+    session = Session(Reader(data))
+    try:
+        session.run()
+        session.finish()
+    except BaseException:
+        # Leave no runtime current for the next input, then report.
+        _close_quietly(session)
+        raise
+
+
+def _close_quietly(session: Session) -> None:
+    """Exit the session's scopes and runtimes (each at most once)."""
+    while session.scopes:
+        session.scopes.pop().__exit__(None, None, None)
+    session.rt.__exit__(None, None, None)
+    if session.other is not None:
+        session.other.__exit__(None, None, None)
+
+
+def inputs(count: int, seed: int = 0, size: int = 400) -> list[bytes]:
+    """``count`` deterministic pseudo-random inputs (for the normal test suite
+    and to seed the corpus)."""
+    import random
+
+    rng = random.Random(seed)
+    return [bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, size)))
+            for _ in itertools.repeat(None, count)]
+
+
+if __name__ == "__main__":  # python tools/fuzz/harness.py FILE...: replay inputs
+    for path in sys.argv[1:]:
+        with open(path, "rb") as handle:
+            run_one(handle.read())
+        print(f"{path}: ok")
