@@ -43,8 +43,8 @@ def test_check_marks_agrees_with_a_correct_collector() -> None:
 def test_check_marks_catches_a_missing_write_barrier() -> None:
     with zs.Runtime(stress=zs.GcStress(check_marks=True, objects_per_step=1)) as rt:
         holder = Node(value=-1)
-        holder.add_to_root()
         head, nodes = chain(2_000)
+        holder.add_to_root()  # rooted last: on top of the mark stack, scanned first
         moved = nodes[-1]
         rt.gc._debug_disable_barrier(True)
         rt.gc.start_incremental()

@@ -111,7 +111,7 @@ bool zs_mark_claim(zs_marker *m, zs_item *it) { return claim_fast(m, it); }
 /* Mark an item reached through a reference (clusters as a whole). */
 static inline void mark_reached(zs_marker *m, zs_item *it, uint32_t index) {
     if (it->cluster_index >= 0) {
-        if (!item_is_marked(m->rt, it)) zs_mark_cluster(m, it->cluster_index);
+        if (!zs_item_reachable(m->rt, it)) zs_mark_cluster(m, it->cluster_index);
         return;
     }
     if (claim_fast(m, it)) {
@@ -199,9 +199,6 @@ void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable
  * Draining the work stack
  * ====================================================================== */
 
-/* Objects scanned between two reads of the clock in a budgeted step. */
-#define MARK_CLOCK_STRIDE 64u
-
 /* After a failed push some marked objects were never scanned: scan every
    marked, non-clustered object again, and finish every marked cluster's
    references (idempotent, only slower). */
@@ -257,24 +254,42 @@ static inline __attribute__((always_inline)) void hot_push(hot_state *h, uint32_
     hot_sync_in(h);
 }
 
-/* Visit one reference slot: the hot path of marking, inlined. */
+/* Visit one reference slot whose item was prefetched: mark the target and
+   queue it, prefetching its object for the scan that will pop it. */
 static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_ref *slot,
                                                               bool killable, bool parallel) {
     uint32_t index = ZS_REF_INDEX(*slot);
     zs_item *it = &h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
     uint32_t flags = parallel ? __atomic_load_n(&it->flags, __ATOMIC_RELAXED) : it->flags;
+    const uint32_t special = ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT | ZS_ITEM_LEAF;
+    if (__builtin_expect(((flags ^ h->parity) & ZS_ITEM_MARK) != 0 && !(flags & special) &&
+                         it->cluster_index < 0, 1)) {
+        /* The common case: an unmarked, ordinary object. */
+        if (parallel) {
+            if (!claim_fast(h->m, it)) return;
+        } else {
+            it->flags = flags ^ ZS_ITEM_MARK;
+        }
+        h->marked++;
+        __builtin_prefetch(it->object);
+        hot_push(h, index);
+        return;
+    }
+    if (it->cluster_index >= 0 && !(flags & (ZS_ITEM_PERMANENT | ZS_ITEM_GARBAGE))) {
+        /* A cluster member's own mark bit is stale: the root's decides. */
+        if (!zs_item_reachable(h->m->rt, it)) {
+            hot_sync_out(h);
+            zs_mark_cluster(h->m, it->cluster_index);
+            hot_sync_in(h);
+        }
+        return;
+    }
     if (((flags ^ h->parity) & ZS_ITEM_MARK) == 0 && !(killable && (flags & ZS_ITEM_GARBAGE)))
-        return; /* already marked: the common case */
+        return; /* already marked */
     if (flags & ZS_ITEM_PERMANENT) return;
     if (killable && (flags & ZS_ITEM_GARBAGE)) {
         *slot = ZS_NULL_REF; /* only the marker that claimed the holder scans it */
         h->killed++;
-        return;
-    }
-    if (it->cluster_index >= 0) {
-        hot_sync_out(h);
-        zs_mark_cluster(h->m, it->cluster_index);
-        hot_sync_in(h);
         return;
     }
     if (parallel) {
@@ -288,98 +303,108 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_re
 
 /* Marking a big heap is bound by memory latency: every reference reads an
  * item at a random address, every queued object a random object. So marking
- * is a three-stage pipeline (seed 002's batching): an index popped from the
- * stack has its object prefetched and waits in the scan ring; when scanned,
- * each reference has its item prefetched and waits in the visit ring; it is
- * visited VISIT_RING references later. Many loads are then in flight. */
-#define SCAN_RING 8u   /* powers of two */
-#define VISIT_RING 16u
+ * works in batches (seed 002's batching): up to BATCH_OBJECTS objects are
+ * popped and scanned, each non-null reference slot is queued with its item
+ * prefetched; then the batch's slots are visited, by which time their items
+ * have arrived. A newly marked object has its object prefetched as it is
+ * pushed; the next batch pops it. Many loads are then in flight at a cost of
+ * a few instructions per reference. */
+#define BATCH_OBJECTS 32u
+#define BATCH_SLOTS 256u /* slot address | 1 when not killable (outer) */
 
-typedef struct pipeline {
-    uint32_t scans[SCAN_RING];
-    uintptr_t visits[VISIT_RING]; /* slot address | 1 when killable */
-    uint32_t scan_head, scan_tail, visit_head, visit_tail;
-} pipeline;
-
-/* Stage 2 -> 3: queue a non-null slot, visiting the oldest when full. */
-static inline __attribute__((always_inline)) void queue_slot(hot_state *h, pipeline *p,
-                                                              zs_ref *slot, bool killable,
-                                                              bool parallel) {
-    zs_ref ref = *slot;
-    if (ref == ZS_NULL_REF) return;
-    uint32_t index = ZS_REF_INDEX(ref);
-    __builtin_prefetch(&h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK]);
-    if (p->visit_tail - p->visit_head == VISIT_RING) {
-        uintptr_t oldest = p->visits[p->visit_head++ % VISIT_RING];
-        visit_slot(h, (zs_ref *)(oldest & ~(uintptr_t)1), (oldest & 1) != 0, parallel);
-    }
-    p->visits[p->visit_tail++ % VISIT_RING] = (uintptr_t)slot | (killable ? 1u : 0u);
-}
-
-static inline __attribute__((always_inline)) void flush_visits(hot_state *h, pipeline *p,
-                                                                bool parallel) {
-    while (p->visit_head != p->visit_tail) {
-        uintptr_t entry = p->visits[p->visit_head++ % VISIT_RING];
-        visit_slot(h, (zs_ref *)(entry & ~(uintptr_t)1), (entry & 1) != 0, parallel);
+/* Visit every queued slot of a batch. */
+static inline __attribute__((always_inline)) void visit_batch(hot_state *h, uintptr_t *slots,
+                                                               uint32_t count, bool parallel) {
+    for (uint32_t i = 0; i < count; i++) {
+        uintptr_t entry = slots[i];
+        visit_slot(h, (zs_ref *)(entry & ~(uintptr_t)1), (entry & 1) == 0, parallel);
     }
 }
 
-/* Scan objects until the stack and the pipeline are empty, or the deadline
-   passes (the pipeline's objects then go back on the stack). */
+/* Visit a slot at once (no batching) when it is not null. */
+static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h, zs_ref *slot,
+                                                                     bool killable, bool parallel) {
+    if (*slot != ZS_NULL_REF) visit_slot(h, slot, killable, parallel);
+}
+
+/* Queue one slot of the batch when it is not null, prefetching its item.
+   The caller makes sure the batch has room. */
+#define QUEUE_SLOT(h, slots, n, slot_ptr, tag)                                              \
+    do {                                                                                    \
+        zs_ref queued_ref = *(slot_ptr);                                                    \
+        if (queued_ref != ZS_NULL_REF) {                                                    \
+            uint32_t queued_index = ZS_REF_INDEX(queued_ref);                               \
+            __builtin_prefetch(&(h).chunks[queued_index / ZS_OBJECTS_PER_CHUNK]             \
+                                          [queued_index % ZS_OBJECTS_PER_CHUNK]);           \
+            (slots)[(n)++] = (uintptr_t)(slot_ptr) | (tag);                                 \
+        }                                                                                   \
+    } while (0)
+
+/* Objects scanned between two reads of the clock in a budgeted step (read
+   at the end of a batch: a step overruns by at most ~BATCH_OBJECTS + this
+   many objects, a few microseconds). */
+#define MARK_CLOCK_STRIDE 64u
+
+/* Scan objects until the stack is empty, or the deadline passes. */
 static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint64_t deadline_ns,
                                                               bool parallel) {
     hot_state h = {.m = m, .chunks = m->rt->chunks, .parity = m->rt->mark_parity};
     hot_sync_in(&h);
-    pipeline p = {.scan_head = 0};
-    uint32_t since_clock = 0, scanned = 0;
+    uintptr_t slots[BATCH_SLOTS];
     /* Stress: incremental steps of at most step_objects objects. */
     const uint32_t step_objects = deadline_ns != 0 ? m->rt->step_objects : 0;
+    uint32_t left = step_objects;
+    uint64_t clock_scanned = 0;
     bool finished = true;
-    for (;;) {
-        /* Stage 1: keep the scan ring full, prefetching each object. */
-        while (p.scan_tail - p.scan_head < SCAN_RING && h.count > 0) {
+    while (h.count > 0) {
+        uint32_t batch = BATCH_OBJECTS, queued = 0, b = 0;
+        if (step_objects != 0 && left < batch) batch = left;
+        for (; b < batch && h.count > 0; b++) {
             uint32_t index = h.data[--h.count];
-            __builtin_prefetch(h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object);
-            p.scans[p.scan_tail++ % SCAN_RING] = index;
-        }
-        if (p.scan_head == p.scan_tail) {
-            if (p.visit_head == p.visit_tail) break;
-            flush_visits(&h, &p, parallel); /* may push more work */
-            continue;
-        }
-        /* Stage 2: scan the oldest object by its class's schema stream. */
-        uint32_t index = p.scans[p.scan_head++ % SCAN_RING];
-        zs_object *object = h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object;
-        const zs_class *cls = object->cls;
-        const uint32_t *schema = cls->schema.words;
-        const uint32_t strong = cls->schema.strong_count;
-        char *base = (char *)object;
-        h.scanned++;
-        queue_slot(&h, &p, &object->outer, false, parallel);
-        for (uint32_t i = 0; i < strong; i++) {
-            uint32_t word = schema[i];
-            char *member = base + (word >> ZS_OP_SHIFT);
-            if ((word & ZS_OP_MASK) == ZS_OP_OBJECT) {
-                queue_slot(&h, &p, (zs_ref *)member, true, parallel);
-                continue;
+            zs_object *object = h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object;
+            const zs_class *cls = object->cls;
+            const uint32_t *schema = cls->schema.words;
+            const uint32_t objects = cls->schema.object_count;
+            char *base = (char *)object;
+            bool objects_done = false;
+            h.scanned++;
+            if (__builtin_expect(queued + 1 + objects > BATCH_SLOTS, 0)) {
+                visit_batch(&h, slots, queued, parallel);
+                queued = 0;
+                if (objects >= BATCH_SLOTS) {
+                    /* A huge class: its slots are visited without batching. */
+                    visit_slot_if_set(&h, &object->outer, false, parallel);
+                    for (uint32_t i = 0; i < objects; i++)
+                        visit_slot_if_set(&h, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), true, parallel);
+                    objects_done = true;
+                }
             }
-            /* A container, optional or struct-with-strings member: follow
-               it outside the pipeline (its references queue on the stack). */
-            hot_sync_out(&h);
-            zs_mark_value(m, cls->schema.types[i], member, true);
-            hot_sync_in(&h);
+            if (!objects_done) {
+                QUEUE_SLOT(h, slots, queued, &object->outer, 1u);
+                for (uint32_t i = 0; i < objects; i++)
+                    QUEUE_SLOT(h, slots, queued, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), 0u);
+            }
+            for (uint32_t i = objects; i < cls->schema.strong_count; i++) {
+                /* A container, optional or struct-with-references member:
+                   followed outside the batch (its targets go on the stack). */
+                hot_sync_out(&h);
+                zs_mark_value(m, cls->schema.types[i], base + (schema[i] >> ZS_OP_SHIFT), true);
+                hot_sync_in(&h);
+            }
         }
+        visit_batch(&h, slots, queued, parallel);
         if (parallel && h.count >= 256) {
             hot_sync_out(&h);
             zs_mark_maybe_share(m);
             hot_sync_in(&h);
         }
-        bool out_of_objects = step_objects != 0 && ++scanned >= step_objects;
-        if (out_of_objects || (deadline_ns != 0 && ++since_clock == MARK_CLOCK_STRIDE)) {
-            since_clock = 0;
-            if (out_of_objects || zs_now_ns() >= deadline_ns) {
-                flush_visits(&h, &p, parallel);
-                while (p.scan_tail != p.scan_head) hot_push(&h, p.scans[--p.scan_tail % SCAN_RING]);
+        if (step_objects != 0 && (left -= b) == 0) {
+            finished = h.count == 0;
+            break;
+        }
+        if (deadline_ns != 0 && h.count > 0 && h.scanned - clock_scanned >= MARK_CLOCK_STRIDE) {
+            clock_scanned = h.scanned;
+            if (zs_now_ns() >= deadline_ns) {
                 finished = false;
                 break;
             }
@@ -453,6 +478,8 @@ static void begin_mark(zs_runtime *rt) {
    memory) simply survives this cycle. True when the pass is complete. */
 #define GATHER_CLOCK_STRIDE 4096u
 static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
+    int32_t cached_cluster = -1; /* releasing a dying root resets the cache */
+    bool cached_reachable = false;
     rt->collector_allocating++;
     for (uint32_t index = rt->gather_cursor; index < rt->high_water; index++) {
         if (deadline_ns != 0 && index % GATHER_CLOCK_STRIDE == 0 && index != rt->gather_cursor &&
@@ -462,9 +489,18 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
             return false;
         }
         zs_item *it = zs_item_at(rt, index);
-        if (it->object == NULL || (it->flags & (ZS_ITEM_PERMANENT | ZS_ITEM_DYING)) ||
-            item_is_marked(rt, it))
+        if (it->object == NULL || (it->flags & (ZS_ITEM_PERMANENT | ZS_ITEM_DYING))) continue;
+        if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT)) {
+            /* A member lives and dies with its root (members of one cluster
+               are mostly adjacent: the root's answer is cached). */
+            if (it->cluster_index != cached_cluster) {
+                cached_cluster = it->cluster_index;
+                cached_reachable = zs_item_reachable(rt, it);
+            }
+            if (cached_reachable) continue;
+        } else if (item_is_marked(rt, it)) {
             continue;
+        }
         assert(!item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
         if (!zs_u32_push(rt, &rt->dying, index)) {
             item_set_marked(rt, it);
@@ -476,7 +512,10 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
             continue;
         }
         it->flags |= ZS_ITEM_DYING;
-        if (it->flags & ZS_ITEM_CLUSTER_ROOT) zs_cluster_release_dying(rt, it->cluster_index);
+        if (it->flags & ZS_ITEM_CLUSTER_ROOT) {
+            zs_cluster_release_dying(rt, it->cluster_index);
+            cached_cluster = -1; /* the id may be reused */
+        }
     }
     rt->collector_allocating--;
     rt->gather_cursor = 0;
@@ -595,7 +634,7 @@ zs_gc_phase zs_gc_phase_of(zs_runtime *rt) {
  * Write barrier
  * ====================================================================== */
 
-void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
+void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target) {
     if (target == NULL || rt->phase != ZS_GC_MARKING || rt->barrier_disabled) return;
     if (target->flags & ZS_ITEM_PERMANENT) {
         /* An escaped permanent object is scanned as a root; nothing to mark. */
@@ -669,7 +708,7 @@ static void check_mark(zs_runtime *rt) {
     while (c.count > 0) {
         uint32_t index = c.work[--c.count];
         zs_item *it = zs_item_at(rt, index);
-        if (!item_is_marked(rt, it)) rt->check_failures++;
+        if (!zs_item_reachable(rt, it)) rt->check_failures++;
         check_scan(&c, it->object);
     }
 done:

@@ -44,6 +44,8 @@ _Static_assert(sizeof(zs_item) <= 24, "an object-array item must fit in 24 bytes
 #define item_is_marked(rt, it) ((((it)->flags ^ (rt)->mark_parity) & ZS_ITEM_MARK) == 0)
 #define item_set_marked(rt, it) \
     ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | (rt)->mark_parity)
+#define item_set_unmarked(rt, it) \
+    ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | ((rt)->mark_parity ^ ZS_ITEM_MARK))
 #define item_is_root(it) \
     (((it)->flags & (ZS_ITEM_ROOT | ZS_ITEM_ESCAPED)) != 0 || (it)->strong_refs > 0)
 
@@ -78,10 +80,12 @@ typedef struct zs_ref_vec {
 #define ZS_OP_MAX_OFFSET 0x00FFFFFFu
 
 /* A flattened member list: words that the marker must follow first
-   (strong_count of them), then the rest (weak refs, values without refs). */
+   (strong_count of them: the object_count OBJECT words, then values with
+   references), then the rest (weak refs, values without refs). */
 typedef struct zs_schema {
     uint32_t count;
     uint32_t strong_count;
+    uint32_t object_count; /* the first words, all ZS_OP_OBJECT (<= strong_count) */
     uint32_t *words;
     const zs_type **types; /* per word; NULL except for ZS_OP_VALUE */
 } zs_schema;
@@ -236,6 +240,7 @@ struct zs_runtime {
     zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
     uint32_t dying_cursor;  /* purge progress in dying */
     zs_ref_vec expiring;    /* dying objects with conjugates, for the managed side */
+    bool dying_unhashed;    /* the dying objects are already out of the name index */
     bool in_destroy_hook;
     bool collecting;
     zs_destroy_hook destroy_hook;
@@ -267,6 +272,15 @@ static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
     return &rt->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
 }
 
+/* Whether an item is reachable in the current (or last) mark. A cluster is
+   marked as one unit through its root's mark bit (Unreal's way): members'
+   own bits are not kept up to date while they are in a cluster. */
+static inline bool zs_item_reachable(const zs_runtime *rt, const zs_item *it) {
+    if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT))
+        it = zs_item_at(rt, rt->clusters[it->cluster_index].root);
+    return item_is_marked(rt, it);
+}
+
 /* The item a handle names, or NULL when it is null, out of range or stale. */
 static inline zs_item *zs_item_of(const zs_runtime *rt, zs_ref ref) {
     uint32_t index = ZS_REF_INDEX(ref);
@@ -293,7 +307,11 @@ void zs_heap_release(zs_runtime *rt);
 zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index);
 void zs_slot_free(zs_runtime *rt, uint32_t index);
 bool zs_root_list_add(zs_runtime *rt, zs_item *it);
-void zs_object_destroy(zs_runtime *rt, zs_item *it);
+/* Free an object and its slot; unhash false: already out of the name index. */
+void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash);
+/* Before a large purge: take every DYING object out of the name index in
+   one sequential relink (instead of one chain walk per freed object). */
+void zs_name_index_drop_dying(zs_runtime *rt);
 
 /* names (names.c) */
 void zs_names_release(zs_runtime *rt);
@@ -355,8 +373,19 @@ void zs_mark_scan(zs_marker *m, zs_object *object);
 bool zs_mark_push(zs_marker *m, uint32_t index);
 /* Queue a marked object for scanning (a dissolved cluster's members). */
 void zs_gc_requeue(zs_runtime *rt, uint32_t index);
-/* Write barrier: while a mark is pending, mark a newly stored target. */
-void zs_gc_barrier(zs_runtime *rt, zs_item *target);
+/* Write barrier, out of line: mark and queue a newly stored target. */
+void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target);
+/* Write barrier: while a mark is pending, mark a newly stored target. With
+   no mark pending it is one load and one compare, inlined at every store
+   (ZS_BENCH_NO_BARRIER compiles it out: the benchmarks' barrier-free build). */
+static inline void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
+#ifdef ZS_BENCH_NO_BARRIER
+    (void)rt;
+    (void)target;
+#else
+    if (__builtin_expect(rt->phase == ZS_GC_MARKING, 0)) zs_gc_barrier_slow(rt, target);
+#endif
+}
 /* Drain the marker's stack with worker threads; false when not worth it. */
 bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
 /* Scan until the stack and queues are empty (true) or the deadline passes

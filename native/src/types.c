@@ -300,22 +300,32 @@ static bool word_is_strong(const zs_schema *schema, uint32_t i) {
     return op == ZS_OP_OBJECT || (op == ZS_OP_VALUE && (schema->types[i]->flags & ZS_TYPE_HAS_REFS));
 }
 
+/* Rank of a word in the marker's order: OBJECT, strong VALUE, the rest. */
+static uint32_t word_rank(const zs_schema *schema, uint32_t i) {
+    if ((schema->words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) return 0;
+    return word_is_strong(schema, i) ? 1 : 2;
+}
+
 void zs_schema_finish(zs_schema *schema) {
-    /* Stable partition by insertion (schemas are short, built once). */
-    uint32_t strong = 0;
-    for (uint32_t i = 0; i < schema->count; i++) {
-        if (!word_is_strong(schema, i)) continue;
-        uint32_t word = schema->words[i];
-        const zs_type *type = schema->types[i];
-        for (uint32_t j = i; j > strong; j--) {
-            schema->words[j] = schema->words[j - 1];
-            schema->types[j] = schema->types[j - 1];
+    /* Stable partition by insertion (schemas are short, built once): the
+       marker reads the OBJECT words as one run, then the strong values. */
+    uint32_t filled = 0;
+    for (uint32_t rank = 0; rank < 2; rank++) {
+        for (uint32_t i = filled; i < schema->count; i++) {
+            if (word_rank(schema, i) != rank) continue;
+            uint32_t word = schema->words[i];
+            const zs_type *type = schema->types[i];
+            for (uint32_t j = i; j > filled; j--) {
+                schema->words[j] = schema->words[j - 1];
+                schema->types[j] = schema->types[j - 1];
+            }
+            schema->words[filled] = word;
+            schema->types[filled] = type;
+            filled++;
         }
-        schema->words[strong] = word;
-        schema->types[strong] = type;
-        strong++;
+        if (rank == 0) schema->object_count = filled;
     }
-    schema->strong_count = strong;
+    schema->strong_count = filled;
 }
 
 void zs_schema_release(zs_runtime *rt, zs_schema *schema) {
@@ -667,7 +677,7 @@ static void sanitise_one(void *context, zs_ref *slot, bool killable) {
     if (*slot == ZS_NULL_REF) return;
     zs_item *it = zs_item_of(rt, *slot);
     if (it == NULL || (it->flags & ZS_ITEM_DYING) ||
-        (rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) && !(it->flags & ZS_ITEM_PERMANENT)))
+        (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) && !(it->flags & ZS_ITEM_PERMANENT)))
         *slot = ZS_NULL_REF;
 }
 
@@ -827,7 +837,7 @@ zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_t
         it = zs_item_of(rt, target);
         if (it == NULL) status = ZS_E_STALE;
         else if ((it->flags & ZS_ITEM_DYING) ||
-                 (rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) &&
+                 (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
                   !(it->flags & ZS_ITEM_PERMANENT)))
             status = ZS_E_DYING;
     }
