@@ -357,11 +357,20 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
     uint64_t clock_scanned = 0;
     bool finished = true;
     while (h.count > 0) {
-        uint32_t batch = BATCH_OBJECTS, queued = 0, b = 0;
+        uint32_t batch = h.count < BATCH_OBJECTS ? h.count : BATCH_OBJECTS, queued = 0;
         if (step_objects != 0 && left < batch) batch = left;
-        for (; b < batch && h.count > 0; b++) {
+        /* Pop the batch and prefetch its objects (both lines: a 64-byte
+           object straddles two when the allocator aligns it to 16 only). */
+        zs_object *popped[BATCH_OBJECTS];
+        for (uint32_t b = 0; b < batch; b++) {
             uint32_t index = h.data[--h.count];
             zs_object *object = h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object;
+            __builtin_prefetch(object);
+            __builtin_prefetch((char *)object + 63);
+            popped[b] = object;
+        }
+        for (uint32_t b = 0; b < batch; b++) {
+            zs_object *object = popped[b];
             const zs_class *cls = object->cls;
             const uint32_t *schema = cls->schema.words;
             const uint32_t objects = cls->schema.object_count;
@@ -381,8 +390,14 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             }
             if (!objects_done) {
                 QUEUE_SLOT(h, slots, queued, &object->outer, 1u);
-                for (uint32_t i = 0; i < objects; i++)
-                    QUEUE_SLOT(h, slots, queued, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), 0u);
+                if (cls->schema.object_run != ZS_NO_RUN) {
+                    /* The usual layout: the references are adjacent. */
+                    zs_ref *run = (zs_ref *)(base + cls->schema.object_run);
+                    for (uint32_t i = 0; i < objects; i++) QUEUE_SLOT(h, slots, queued, run + i, 0u);
+                } else {
+                    for (uint32_t i = 0; i < objects; i++)
+                        QUEUE_SLOT(h, slots, queued, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), 0u);
+                }
             }
             for (uint32_t i = objects; i < cls->schema.strong_count; i++) {
                 /* A container, optional or struct-with-references member:
@@ -398,7 +413,7 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             zs_mark_maybe_share(m);
             hot_sync_in(&h);
         }
-        if (step_objects != 0 && (left -= b) == 0) {
+        if (step_objects != 0 && (left -= batch) == 0) {
             finished = h.count == 0;
             break;
         }

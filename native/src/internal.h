@@ -78,6 +78,7 @@ typedef struct zs_ref_vec {
 #define ZS_OP_SHIFT 8u
 #define ZS_OP_MASK 0xFFu
 #define ZS_OP_MAX_OFFSET 0x00FFFFFFu
+#define ZS_NO_RUN UINT32_MAX
 
 /* A flattened member list: words that the marker must follow first
    (strong_count of them: the object_count OBJECT words, then values with
@@ -86,6 +87,8 @@ typedef struct zs_schema {
     uint32_t count;
     uint32_t strong_count;
     uint32_t object_count; /* the first words, all ZS_OP_OBJECT (<= strong_count) */
+    uint32_t object_run;   /* offset of the first when the OBJECT words are adjacent
+                              references in order, else ZS_NO_RUN */
     uint32_t *words;
     const zs_type **types; /* per word; NULL except for ZS_OP_VALUE */
 } zs_schema;

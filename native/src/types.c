@@ -326,6 +326,10 @@ void zs_schema_finish(zs_schema *schema) {
         if (rank == 0) schema->object_count = filled;
     }
     schema->strong_count = filled;
+    schema->object_run = schema->object_count > 0 ? schema->words[0] >> ZS_OP_SHIFT : ZS_NO_RUN;
+    for (uint32_t i = 1; i < schema->object_count; i++)
+        if ((schema->words[i] >> ZS_OP_SHIFT) != schema->object_run + i * sizeof(zs_ref))
+            schema->object_run = ZS_NO_RUN;
 }
 
 void zs_schema_release(zs_runtime *rt, zs_schema *schema) {
