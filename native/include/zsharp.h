@@ -430,6 +430,7 @@ typedef struct zs_gc_stats {
     uint64_t mark_steps;       /* incremental steps (1 for a full collection) */
     uint64_t barrier_marks;    /* objects marked by the write barrier */
     uint64_t mark_threads;     /* threads used by the last mark */
+    uint64_t gathers_aborted;  /* out of memory while gathering: every object survived the cycle */
 } zs_gc_stats;
 
 /* Collector phases. */
@@ -483,6 +484,8 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
    mechanism they cover. */
 #define ZS_DEBUG_DISABLE_BARRIER 1u /* the write barrier does nothing */
 #define ZS_DEBUG_PARALLEL_THRESHOLD 2u /* objects needed before marking goes parallel */
+#define ZS_DEBUG_STRICT_ALLOC_LIMIT 8u /* the allocation limit applies to the collector's own
+                                          bookkeeping too (as real out-of-memory would) */
 
 /* Stress switches (runtime options in all builds, documented in README):
    like V8's --verify-heap, Go's gccheckmark / clobberfree and Unreal's

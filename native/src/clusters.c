@@ -118,9 +118,12 @@ static bool gather_reference(zs_runtime *rt, int32_t id, zs_u32_vec *work, zs_re
     zs_cluster *c = cluster_at(rt, id);
     if ((it->flags & ZS_ITEM_PERMANENT) || it->cluster_index == id) return true;
     if (can_join(it)) {
+        /* Recorded before it names the cluster: an abandoned cluster resets
+           exactly the members it recorded, so no object is left naming a
+           freed cluster record when memory runs out here. */
+        if (!zs_u32_push(rt, &c->objects, it->object->index)) return false;
         it->cluster_index = id;
-        return zs_u32_push(rt, &c->objects, it->object->index) &&
-               zs_u32_push(rt, work, it->object->index);
+        return zs_u32_push(rt, work, it->object->index);
     }
     if (it->cluster_index >= 0) {
         uint32_t other = (uint32_t)it->cluster_index;

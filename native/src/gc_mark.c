@@ -488,9 +488,30 @@ static void begin_mark(zs_runtime *rt) {
     marker_merge(rt, &m);
 }
 
+/* Out of memory while recording an unreachable object: give the cycle up,
+   every object survives it. Keeping just that object alive would be unsafe
+   (what it references may be gathered and freed), but the unreachable set
+   is closed under references (a cluster's members are in it with their
+   root), so resurrecting all of it never leaves a survivor pointing at a
+   freed object. Needs no allocation. The expiring list is dropped; proxies
+   the managed side already expired only make their objects unreachable
+   from Python sooner. */
+static void gather_abort(zs_runtime *rt) {
+    for (uint32_t index = 0; index < rt->high_water; index++) {
+        zs_item *it = zs_item_at(rt, index);
+        if (it->object == NULL || (it->flags & ZS_ITEM_PERMANENT)) continue;
+        it->flags &= ~ZS_ITEM_DYING;
+        item_set_marked(rt, it); /* a live cluster's root included: the cluster lives */
+    }
+    rt->dying.count = 0;
+    rt->expiring.count = 0;
+    rt->stats.gathers_aborted++;
+}
+
 /* Gather the unmarked objects from the cursor on, until the deadline. One
-   sequential pass over the items; an object we cannot record (out of
-   memory) simply survives this cycle. True when the pass is complete. */
+   sequential pass over the items. When an object cannot be recorded (out
+   of memory) the whole cycle is given up (gather_abort). True when the
+   pass is complete. */
 #define GATHER_CLOCK_STRIDE 4096u
 static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
     int32_t cached_cluster = -1; /* releasing a dying root resets the cache */
@@ -517,14 +538,10 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
             continue;
         }
         assert(!item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
-        if (!zs_u32_push(rt, &rt->dying, index)) {
-            item_set_marked(rt, it);
-            continue;
-        }
-        if ((it->flags & ZS_ITEM_HAS_CONJUGATE) && !zs_ref_push(rt, &rt->expiring, zs_item_ref(it))) {
-            rt->dying.count--;
-            item_set_marked(rt, it);
-            continue;
+        if (!zs_u32_push(rt, &rt->dying, index) ||
+            ((it->flags & ZS_ITEM_HAS_CONJUGATE) && !zs_ref_push(rt, &rt->expiring, zs_item_ref(it)))) {
+            gather_abort(rt);
+            break;
         }
         it->flags |= ZS_ITEM_DYING;
         if (it->flags & ZS_ITEM_CLUSTER_ROOT) {
@@ -571,7 +588,8 @@ zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
         zs_marker_init(&m, rt, &rt->mark_stack);
         rt->stats.mark_threads = 1;
         if (!(wants_parallel(rt) && zs_mark_parallel(rt, &m))) zs_mark_drain(&m, 0);
-        else if (rt->mark_overflow) zs_mark_drain(&m, 0); /* rescan what the workers could not queue */
+        else if (m.overflow || rt->mark_overflow)
+            zs_mark_drain(&m, 0); /* rescan what the workers could not queue (serially) */
         marker_merge(rt, &m);
         rt->stats.mark_steps++;
         if (rt->check_marks) check_mark(rt);
@@ -749,6 +767,7 @@ zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {
     else if (what == ZS_DEBUG_MARK_STACK_LIMIT)
         rt->mark_stack_limit = value > UINT32_MAX ? UINT32_MAX : (uint32_t)value;
     else if (what == ZS_DEBUG_ALLOC_LIMIT) rt->alloc_limit = value;
+    else if (what == ZS_DEBUG_STRICT_ALLOC_LIMIT) rt->strict_alloc_limit = value != 0;
     else status = ZS_E_INVALID;
     ZS_UNLOCK(rt);
     return status;

@@ -231,6 +231,7 @@ struct zs_runtime {
     uint32_t mark_stack_limit; /* stress: entries per mark stack (0: no limit) */
     uint64_t alloc_limit;   /* stress/faults: live native bytes allowed (0: no limit) */
     uint32_t collector_allocating; /* > 0: the collector's own bookkeeping ignores alloc_limit */
+    bool strict_alloc_limit; /* test: alloc_limit applies to the collector's bookkeeping too */
     uint64_t check_failures;
     uint32_t mark_threads;
     uint64_t parallel_threshold;
