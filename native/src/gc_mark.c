@@ -229,6 +229,7 @@ static void rescan_marked(zs_marker *m) {
 typedef struct hot_state {
     zs_marker *m;
     zs_item *const *chunks;
+    uint64_t *filter; /* rt->mark_filter (NULL: none) */
     uint32_t parity;
     uint32_t *data; /* m->stack's storage */
     uint32_t count;
@@ -271,6 +272,7 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_re
             it->flags = flags ^ ZS_ITEM_MARK;
         }
         h->marked++;
+        if (h->filter != NULL) zs_filter_set(h->filter, index);
         __builtin_prefetch(it->object);
         hot_push(h, index);
         return;
@@ -286,7 +288,10 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_re
     }
     if (((flags ^ h->parity) & ZS_ITEM_MARK) == 0 && !(killable && (flags & ZS_ITEM_GARBAGE)))
         return; /* already marked */
-    if (flags & ZS_ITEM_PERMANENT) return;
+    if (flags & ZS_ITEM_PERMANENT) {
+        if (h->filter != NULL) zs_filter_set(h->filter, index); /* never garbage, never marked */
+        return;
+    }
     if (killable && (flags & ZS_ITEM_GARBAGE)) {
         *slot = ZS_NULL_REF; /* only the marker that claimed the holder scans it */
         h->killed++;
@@ -298,6 +303,7 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_re
         it->flags = flags ^ ZS_ITEM_MARK;
     }
     h->marked++;
+    if (h->filter != NULL && !(flags & ZS_ITEM_GARBAGE)) zs_filter_set(h->filter, index);
     if (!(flags & ZS_ITEM_LEAF)) hot_push(h, index);
 }
 
@@ -327,16 +333,19 @@ static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h
     if (*slot != ZS_NULL_REF) visit_slot(h, slot, killable, parallel);
 }
 
-/* Queue one slot of the batch when it is not null, prefetching its item.
-   The caller makes sure the batch has room. */
+/* Queue one slot of the batch when it is not null and the mark filter does
+   not say it needs nothing, prefetching its item. The caller makes sure the
+   batch has room. */
 #define QUEUE_SLOT(h, slots, n, slot_ptr, tag)                                              \
     do {                                                                                    \
         zs_ref queued_ref = *(slot_ptr);                                                    \
         if (queued_ref != ZS_NULL_REF) {                                                    \
             uint32_t queued_index = ZS_REF_INDEX(queued_ref);                               \
-            __builtin_prefetch(&(h).chunks[queued_index / ZS_OBJECTS_PER_CHUNK]             \
-                                          [queued_index % ZS_OBJECTS_PER_CHUNK]);           \
-            (slots)[(n)++] = (uintptr_t)(slot_ptr) | (tag);                                 \
+            if ((h).filter == NULL || !zs_filter_test((h).filter, queued_index)) {          \
+                __builtin_prefetch(&(h).chunks[queued_index / ZS_OBJECTS_PER_CHUNK]         \
+                                              [queued_index % ZS_OBJECTS_PER_CHUNK]);       \
+                (slots)[(n)++] = (uintptr_t)(slot_ptr) | (tag);                             \
+            }                                                                               \
         }                                                                                   \
     } while (0)
 
@@ -348,7 +357,8 @@ static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h
 /* Scan objects until the stack is empty, or the deadline passes. */
 static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint64_t deadline_ns,
                                                               bool parallel) {
-    hot_state h = {.m = m, .chunks = m->rt->chunks, .parity = m->rt->mark_parity};
+    hot_state h = {.m = m, .chunks = m->rt->chunks, .filter = m->rt->mark_filter,
+                   .parity = m->rt->mark_parity};
     hot_sync_in(&h);
     uintptr_t slots[BATCH_SLOTS];
     /* Stress: incremental steps of at most step_objects objects. */
@@ -470,6 +480,17 @@ static void mark_roots(zs_marker *m) {
 
 static void check_mark(zs_runtime *rt);
 
+/* Clear the mark filter for a new cycle (every object is unmarked now).
+   Sized for max_objects once, so objects born during the mark need no
+   bounds check; only the words below high_water were ever set. Transient
+   work memory like the mark stacks: plain calloc, not counted. Without
+   memory the marker simply reads every item. */
+static void filter_reset(zs_runtime *rt) {
+    size_t words = ((size_t)rt->max_objects + 63) / 64;
+    if (rt->mark_filter == NULL) rt->mark_filter = calloc(words, sizeof(uint64_t));
+    else memset(rt->mark_filter, 0, (((size_t)rt->high_water + 63) / 64) * sizeof(uint64_t));
+}
+
 /* Start a cycle: dissolve stale clusters, flip the parity, mark the roots. */
 static void begin_mark(zs_runtime *rt) {
     uint64_t cycle = rt->stats.cycle;
@@ -478,6 +499,7 @@ static void begin_mark(zs_runtime *rt) {
     rt->stats.permanent_objects = rt->permanent_count;
     zs_clusters_dissolve_stale(rt);
     rt->mark_parity ^= ZS_ITEM_MARK;
+    filter_reset(rt);
     rt->mark_stack.count = 0;
     rt->mark_overflow = false;
     rt->phase = ZS_GC_MARKING;
@@ -775,6 +797,8 @@ zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {
 
 void zs_gc_release(zs_runtime *rt) {
     stack_release(&rt->mark_stack);
+    free(rt->mark_filter);
+    rt->mark_filter = NULL;
     zs_u32_release(rt, &rt->dying);
     zs_ref_release(rt, &rt->expiring);
     rt->dying_cursor = 0;

@@ -457,6 +457,7 @@ zs_status zs_mark_as_garbage(zs_runtime *rt, zs_ref ref) {
         if (it->flags & ZS_ITEM_PERMANENT) status = ZS_E_INVALID;
         else {
             it->flags |= ZS_ITEM_GARBAGE;
+            zs_filter_clear(rt->mark_filter, it->object->index); /* references to it get killed */
             if (it->cluster_index >= 0) zs_cluster_dissolve(rt, it->cluster_index);
         }
     });

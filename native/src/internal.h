@@ -238,6 +238,8 @@ struct zs_runtime {
     uint64_t incremental_start_ns;
     uint32_t mark_parity;   /* ZS_ITEM_MARK or 0 */
     zs_u32_vec mark_stack;  /* transient work: allocated uncounted (see gc_mark.c) */
+    uint64_t *mark_filter;  /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
+                               when it could not be allocated (marking then reads every item) */
     bool mark_overflow;     /* a push onto mark_stack failed: rescan before gathering */
     bool cluster_oom;       /* a dissolution could not queue a referencing cluster */
     uint32_t gather_cursor; /* incremental gather progress */
@@ -269,6 +271,27 @@ bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value);
 void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
 bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
 void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
+
+/* The mark filter, valid while marking: a set bit promises that a reference
+   to that slot needs nothing from the marker (the target is marked and not
+   garbage, or permanent; and not a cluster member), so the marker skips it
+   without reading the item (a cache miss on a big heap). A clear bit
+   promises nothing. Bits are only set by the marker and cleared when a cycle
+   starts and when an object is marked as garbage. */
+static inline bool zs_filter_test(const uint64_t *filter, uint32_t index) {
+    return (__atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED) >> (index & 63)) & 1u;
+}
+
+/* Set a filter bit. Parallel markers may race on a word and lose a bit:
+   harmless (a clear bit promises nothing), so no atomic read-modify-write. */
+static inline void zs_filter_set(uint64_t *filter, uint32_t index) {
+    uint64_t word = __atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED);
+    __atomic_store_n(&filter[index >> 6], word | (1ull << (index & 63)), __ATOMIC_RELAXED);
+}
+
+static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
+    if (filter != NULL) filter[index >> 6] &= ~(1ull << (index & 63));
+}
 
 /* The item of an index below high_water (no checks). */
 static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
