@@ -137,6 +137,11 @@ void zs_name_index_drop_dying(zs_runtime *rt) {
     name_index_relink(rt);
 }
 
+void zs_name_index_clear(zs_runtime *rt) {
+    if (rt->name_bucket_count > 0)
+        memset(rt->name_buckets, 0, (size_t)rt->name_bucket_count * sizeof(uint32_t));
+}
+
 zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint32_t name_number,
                          zs_ref *out) {
     if (out == NULL) return ZS_E_INVALID;

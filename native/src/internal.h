@@ -339,6 +339,9 @@ void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash);
 /* Before a large purge: take every DYING object out of the name index in
    one sequential relink (instead of one chain walk per freed object). */
 void zs_name_index_drop_dying(zs_runtime *rt);
+/* Empty the name index (runtime teardown: every object is about to die;
+   FinishDestroy hooks then find no object by name). */
+void zs_name_index_clear(zs_runtime *rt);
 
 /* names (names.c) */
 void zs_names_release(zs_runtime *rt);

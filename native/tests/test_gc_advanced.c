@@ -1350,6 +1350,46 @@ static void test_runtime_free_mid_cycle(runner *t) {
     }
 }
 
+/* What a teardown hook saw of the name index. */
+typedef struct name_probe {
+    uint32_t name;
+    uint32_t found_in_begin, found_in_finish;
+} name_probe;
+
+/* Destroy hook: look every probed name up (numbers 1..64). */
+static void probing_hook(void *user, zs_runtime *rt, zs_object *object, zs_destroy_phase phase) {
+    (void)object;
+    name_probe *p = user;
+    for (uint32_t number = 1; number <= 64; number++) {
+        zs_ref found = ZS_NULL_REF;
+        if (zs_find_object(rt, ZS_NULL_REF, p->name, number, &found) == ZS_OK && found != ZS_NULL_REF) {
+            if (phase == ZS_BEGIN_DESTROY) p->found_in_begin++;
+            else p->found_in_finish++;
+        }
+    }
+}
+
+/* Runtime teardown empties the name index at once (no per-object unlinking):
+   BeginDestroy hooks still find objects by name, FinishDestroy hooks find
+   none (and never read a freed object through the index). */
+static void test_teardown_name_index(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 1024, 0)) return;
+    name_probe probe = {0, 0, 0};
+    uint32_t number = 0;
+    CHECK_OK(t, zs_name_intern(fx.rt, "Probe", 5, &probe.name, &number));
+    for (uint32_t i = 1; i <= 64; i++) {
+        zs_ref ref = ZS_NULL_REF;
+        CHECK_OK(t, zs_object_new(fx.rt, fx.node, ZS_NULL_REF, probe.name, i, &ref, NULL));
+        if (i % 2) ROOT(t, fx.rt, ref);
+    }
+    zs_set_destroy_hook(fx.rt, probing_hook, &probe);
+    zs_runtime_free(fx.rt);
+    fx.rt = NULL;
+    CHECK_EQ(t, probe.found_in_begin, 64u * 64u);
+    CHECK_EQ(t, probe.found_in_finish, 0);
+}
+
 /* A 200,000-object live heap takes more than one 100 us step to mark, and the steps keep it all. */
 static void test_incremental_step_count(runner *t) {
     enum { COUNT = 200000 };
@@ -2277,6 +2317,7 @@ const test_case advanced_tests[] = {
     TEST(test_purge_waits_for_gathering),
     TEST(test_dissolve_dying_cluster_while_gathering),
     TEST(test_runtime_free_mid_cycle),
+    TEST(test_teardown_name_index),
     TEST(test_incremental_step_count),
     TEST(test_random_graph_clusters),
     TEST(test_incremental_same_survivors),
