@@ -229,8 +229,8 @@ static void rescan_marked(zs_marker *m) {
 typedef struct hot_state {
     zs_marker *m;
     zs_item *const *chunks;
-    uint64_t *filter; /* rt->mark_filter (NULL: none) */
-    uint32_t parity;
+    uint64_t *filter;  /* rt->mark_filter (NULL: none) */
+    uint64_t unmarked; /* (rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER: see HOT_MASK */
     uint32_t *data; /* m->stack's storage */
     uint32_t count;
     uint32_t capacity;
@@ -255,28 +255,48 @@ static inline __attribute__((always_inline)) void hot_push(hot_state *h, uint32_
     hot_sync_in(h);
 }
 
-/* Visit one reference slot whose item was prefetched: mark the target and
-   queue it, prefetching its object for the scan that will pop it. */
-static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_ref *slot,
-                                                              bool killable, bool parallel) {
+/* Set a mark-filter bit from a marker: a plain read-modify-write for the
+   serial marker (nobody else touches the filter then), zs_filter_set's
+   racy-but-harmless form for parallel ones. */
+static inline __attribute__((always_inline)) void hot_filter_set(hot_state *h, uint32_t index,
+                                                                  bool parallel) {
+    if (parallel) zs_filter_set(h->filter, index);
+    else h->filter[index >> 6] |= 1ull << (index & 63);
+}
+
+/* Flags (and the cluster bit) that send a reference off the fast path:
+   (word & HOT_MASK) == h->unmarked (the unmarked mark bit | ZS_WORD_NO_CLUSTER)
+   means an unmarked, ordinary object (not garbage, permanent, leaf nor a
+   cluster member). */
+#define HOT_MASK \
+    ((uint64_t)(ZS_ITEM_MARK | ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT | ZS_ITEM_LEAF) | ZS_WORD_NO_CLUSTER)
+
+/* Visit one queued reference slot (entry: its address | 1 when not
+   killable) whose item `it` was prefetched: mark the target and queue it,
+   prefetching its object for the scan that will pop it. `filtered`: the
+   mark filter exists (a compile-time constant in each drain variant). */
+static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_item *it, uintptr_t entry,
+                                                              bool parallel, bool filtered) {
+    zs_ref *slot = (zs_ref *)(entry & ~(uintptr_t)1);
+    uint64_t word = parallel ? (__atomic_load_n(&it->flags, __ATOMIC_RELAXED) |
+                                (uint64_t)(uint32_t)it->cluster_index << 32)
+                             : zs_item_word(it);
     uint32_t index = ZS_REF_INDEX(*slot);
-    zs_item *it = &h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
-    uint32_t flags = parallel ? __atomic_load_n(&it->flags, __ATOMIC_RELAXED) : it->flags;
-    const uint32_t special = ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT | ZS_ITEM_LEAF;
-    if (__builtin_expect(((flags ^ h->parity) & ZS_ITEM_MARK) != 0 && !(flags & special) &&
-                         it->cluster_index < 0, 1)) {
+    if (__builtin_expect((word & HOT_MASK) == h->unmarked, 1)) {
         /* The common case: an unmarked, ordinary object. */
         if (parallel) {
             if (!claim_fast(h->m, it)) return;
         } else {
-            it->flags = flags ^ ZS_ITEM_MARK;
+            it->flags = (uint32_t)word ^ ZS_ITEM_MARK;
         }
         h->marked++;
-        if (h->filter != NULL) zs_filter_set(h->filter, index);
+        if (filtered) hot_filter_set(h, index, parallel);
         __builtin_prefetch(it->object);
         hot_push(h, index);
         return;
     }
+    uint32_t flags = (uint32_t)word;
+    bool killable = (entry & 1) == 0;
     if (it->cluster_index >= 0 && !(flags & (ZS_ITEM_PERMANENT | ZS_ITEM_GARBAGE))) {
         /* A cluster member's own mark bit is stale: the root's decides. */
         if (!zs_item_reachable(h->m->rt, it)) {
@@ -286,10 +306,10 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_re
         }
         return;
     }
-    if (((flags ^ h->parity) & ZS_ITEM_MARK) == 0 && !(killable && (flags & ZS_ITEM_GARBAGE)))
-        return; /* already marked */
+    bool marked = ((flags ^ h->unmarked) & ZS_ITEM_MARK) != 0;
+    if (marked && !(killable && (flags & ZS_ITEM_GARBAGE))) return;
     if (flags & ZS_ITEM_PERMANENT) {
-        if (h->filter != NULL) zs_filter_set(h->filter, index); /* never garbage, never marked */
+        if (filtered) hot_filter_set(h, index, parallel); /* never garbage, never marked */
         return;
     }
     if (killable && (flags & ZS_ITEM_GARBAGE)) {
@@ -303,7 +323,7 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_re
         it->flags = flags ^ ZS_ITEM_MARK;
     }
     h->marked++;
-    if (h->filter != NULL && !(flags & ZS_ITEM_GARBAGE)) zs_filter_set(h->filter, index);
+    if (filtered && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, parallel);
     if (!(flags & ZS_ITEM_LEAF)) hot_push(h, index);
 }
 
@@ -316,38 +336,48 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_re
  * pushed; the next batch pops it. Many loads are then in flight at a cost of
  * a few instructions per reference. */
 #define BATCH_OBJECTS 32u
-#define BATCH_SLOTS 256u /* slot address | 1 when not killable (outer) */
+#define BATCH_SLOTS 256u
+
+/* A batch's queued references: the slot's address | 1 when not killable
+   (outer), and the target's item (prefetched when queued). */
+typedef struct batch_queue {
+    uintptr_t slots[BATCH_SLOTS];
+    zs_item *items[BATCH_SLOTS];
+} batch_queue;
+
+/* The item of an index (no checks). */
+static inline __attribute__((always_inline)) zs_item *hot_item(const hot_state *h, uint32_t index) {
+    return &h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
+}
 
 /* Visit every queued slot of a batch. */
-static inline __attribute__((always_inline)) void visit_batch(hot_state *h, uintptr_t *slots,
-                                                               uint32_t count, bool parallel) {
-    for (uint32_t i = 0; i < count; i++) {
-        uintptr_t entry = slots[i];
-        visit_slot(h, (zs_ref *)(entry & ~(uintptr_t)1), (entry & 1) == 0, parallel);
-    }
+static inline __attribute__((always_inline)) void visit_batch(hot_state *h, const batch_queue *q,
+                                                               uint32_t count, bool parallel, bool filtered) {
+    for (uint32_t i = 0; i < count; i++) visit_slot(h, q->items[i], q->slots[i], parallel, filtered);
 }
 
 /* Visit a slot at once (no batching) when it is not null. */
-static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h, zs_ref *slot,
-                                                                     bool killable, bool parallel) {
-    if (*slot != ZS_NULL_REF) visit_slot(h, slot, killable, parallel);
+static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h, zs_ref *slot, uintptr_t tag,
+                                                                     bool parallel, bool filtered) {
+    if (*slot != ZS_NULL_REF)
+        visit_slot(h, hot_item(h, ZS_REF_INDEX(*slot)), (uintptr_t)slot | tag, parallel, filtered);
 }
 
 /* Queue one slot of the batch when it is not null and the mark filter does
    not say it needs nothing, prefetching its item. The caller makes sure the
    batch has room. */
-#define QUEUE_SLOT(h, slots, n, slot_ptr, tag)                                              \
-    do {                                                                                    \
-        zs_ref queued_ref = *(slot_ptr);                                                    \
-        if (queued_ref != ZS_NULL_REF) {                                                    \
-            uint32_t queued_index = ZS_REF_INDEX(queued_ref);                               \
-            if ((h).filter == NULL || !zs_filter_test((h).filter, queued_index)) {          \
-                __builtin_prefetch(&(h).chunks[queued_index / ZS_OBJECTS_PER_CHUNK]         \
-                                              [queued_index % ZS_OBJECTS_PER_CHUNK]);       \
-                (slots)[(n)++] = (uintptr_t)(slot_ptr) | (tag);                             \
-            }                                                                               \
-        }                                                                                   \
-    } while (0)
+static inline __attribute__((always_inline)) void queue_slot(const hot_state *h, batch_queue *q, uint32_t *n,
+                                                              zs_ref *slot, uintptr_t tag, bool filtered) {
+    zs_ref ref = *slot;
+    if (ref == ZS_NULL_REF) return;
+    uint32_t index = ZS_REF_INDEX(ref);
+    if (filtered && zs_filter_test(h->filter, index)) return;
+    zs_item *it = hot_item(h, index);
+    __builtin_prefetch(it);
+    q->items[*n] = it;
+    q->slots[*n] = (uintptr_t)slot | tag;
+    (*n)++;
+}
 
 /* Objects scanned between two reads of the clock in a budgeted step (read
    at the end of a batch: a step overruns by at most ~BATCH_OBJECTS + this
@@ -356,11 +386,12 @@ static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h
 
 /* Scan objects until the stack is empty, or the deadline passes. */
 static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint64_t deadline_ns,
-                                                              bool parallel) {
+                                                              bool parallel, bool filtered) {
     hot_state h = {.m = m, .chunks = m->rt->chunks, .filter = m->rt->mark_filter,
-                   .parity = m->rt->mark_parity};
+                   .unmarked = (m->rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER};
+    assert(filtered == (h.filter != NULL));
     hot_sync_in(&h);
-    uintptr_t slots[BATCH_SLOTS];
+    batch_queue q;
     /* Stress: incremental steps of at most step_objects objects. */
     const uint32_t step_objects = deadline_ns != 0 ? m->rt->step_objects : 0;
     uint32_t left = step_objects;
@@ -374,7 +405,7 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
         zs_object *popped[BATCH_OBJECTS];
         for (uint32_t b = 0; b < batch; b++) {
             uint32_t index = h.data[--h.count];
-            zs_object *object = h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object;
+            zs_object *object = hot_item(&h, index)->object;
             __builtin_prefetch(object);
             __builtin_prefetch((char *)object + 63);
             popped[b] = object;
@@ -388,25 +419,26 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             bool objects_done = false;
             h.scanned++;
             if (__builtin_expect(queued + 1 + objects > BATCH_SLOTS, 0)) {
-                visit_batch(&h, slots, queued, parallel);
+                visit_batch(&h, &q, queued, parallel, filtered);
                 queued = 0;
                 if (objects >= BATCH_SLOTS) {
                     /* A huge class: its slots are visited without batching. */
-                    visit_slot_if_set(&h, &object->outer, false, parallel);
+                    visit_slot_if_set(&h, &object->outer, 1u, parallel, filtered);
                     for (uint32_t i = 0; i < objects; i++)
-                        visit_slot_if_set(&h, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), true, parallel);
+                        visit_slot_if_set(&h, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), 0u, parallel,
+                                          filtered);
                     objects_done = true;
                 }
             }
             if (!objects_done) {
-                QUEUE_SLOT(h, slots, queued, &object->outer, 1u);
+                queue_slot(&h, &q, &queued, &object->outer, 1u, filtered);
                 if (cls->schema.object_run != ZS_NO_RUN) {
                     /* The usual layout: the references are adjacent. */
                     zs_ref *run = (zs_ref *)(base + cls->schema.object_run);
-                    for (uint32_t i = 0; i < objects; i++) QUEUE_SLOT(h, slots, queued, run + i, 0u);
+                    for (uint32_t i = 0; i < objects; i++) queue_slot(&h, &q, &queued, run + i, 0u, filtered);
                 } else {
                     for (uint32_t i = 0; i < objects; i++)
-                        QUEUE_SLOT(h, slots, queued, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), 0u);
+                        queue_slot(&h, &q, &queued, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), 0u, filtered);
                 }
             }
             for (uint32_t i = objects; i < cls->schema.strong_count; i++) {
@@ -417,7 +449,7 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
                 hot_sync_in(&h);
             }
         }
-        visit_batch(&h, slots, queued, parallel);
+        visit_batch(&h, &q, queued, parallel, filtered);
         if (parallel && h.count >= 256) {
             hot_sync_out(&h);
             zs_mark_maybe_share(m);
@@ -444,7 +476,11 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
 
 bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns) {
     for (;;) {
-        bool emptied = m->parallel ? drain_impl(m, deadline_ns, true) : drain_impl(m, deadline_ns, false);
+        bool emptied;
+        if (m->rt->mark_filter != NULL)
+            emptied = m->parallel ? drain_impl(m, deadline_ns, true, true) : drain_impl(m, deadline_ns, false, true);
+        else
+            emptied = m->parallel ? drain_impl(m, deadline_ns, true, false) : drain_impl(m, deadline_ns, false, false);
         if (!emptied) return false;
         zs_runtime *rt = m->rt;
         if (m->parallel || (!m->overflow && !rt->mark_overflow)) return true;
@@ -531,44 +567,56 @@ static void gather_abort(zs_runtime *rt) {
 }
 
 /* Gather the unmarked objects from the cursor on, until the deadline. One
-   sequential pass over the items. When an object cannot be recorded (out
-   of memory) the whole cycle is given up (gather_abort). True when the
-   pass is complete. */
+   sequential pass over the items, a chunk (and a clock stride) at a time;
+   a marked, ordinary item is skipped with one load and one compare. When
+   an object cannot be recorded (out of memory) the whole cycle is given up
+   (gather_abort). True when the pass is complete. */
 #define GATHER_CLOCK_STRIDE 4096u
+_Static_assert(ZS_OBJECTS_PER_CHUNK % GATHER_CLOCK_STRIDE == 0, "a clock stride never spans two chunks");
 static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
     int32_t cached_cluster = -1; /* releasing a dying root resets the cache */
     bool cached_reachable = false;
+    /* Marked, not permanent, not dying, not in a cluster: survives. A free
+       slot (flags 0) may match too: skipping it is right as well. */
+    const uint64_t survivor_mask = ZS_ITEM_MARK | ZS_ITEM_PERMANENT | ZS_ITEM_DYING | ZS_WORD_NO_CLUSTER;
+    const uint64_t survivor = rt->mark_parity | ZS_WORD_NO_CLUSTER;
     rt->collector_allocating++;
-    for (uint32_t index = rt->gather_cursor; index < rt->high_water; index++) {
-        if (deadline_ns != 0 && index % GATHER_CLOCK_STRIDE == 0 && index != rt->gather_cursor &&
-            zs_now_ns() >= deadline_ns) {
+    uint32_t index = rt->gather_cursor;
+    while (index < rt->high_water) {
+        if (deadline_ns != 0 && index != rt->gather_cursor && zs_now_ns() >= deadline_ns) {
             rt->gather_cursor = index;
             rt->collector_allocating--;
             return false;
         }
+        uint32_t end = (index / GATHER_CLOCK_STRIDE + 1) * GATHER_CLOCK_STRIDE;
+        if (end > rt->high_water) end = rt->high_water;
         zs_item *it = zs_item_at(rt, index);
-        if (it->object == NULL || (it->flags & (ZS_ITEM_PERMANENT | ZS_ITEM_DYING))) continue;
-        if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT)) {
-            /* A member lives and dies with its root (members of one cluster
-               are mostly adjacent: the root's answer is cached). */
-            if (it->cluster_index != cached_cluster) {
-                cached_cluster = it->cluster_index;
-                cached_reachable = zs_item_reachable(rt, it);
+        for (; index < end; index++, it++) {
+            if ((zs_item_word(it) & survivor_mask) == survivor) continue;
+            if (it->object == NULL || (it->flags & (ZS_ITEM_PERMANENT | ZS_ITEM_DYING))) continue;
+            if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT)) {
+                /* A member lives and dies with its root (members of one cluster
+                   are mostly adjacent: the root's answer is cached). */
+                if (it->cluster_index != cached_cluster) {
+                    cached_cluster = it->cluster_index;
+                    cached_reachable = zs_item_reachable(rt, it);
+                }
+                if (cached_reachable) continue;
+            } else if (item_is_marked(rt, it)) {
+                continue;
             }
-            if (cached_reachable) continue;
-        } else if (item_is_marked(rt, it)) {
-            continue;
-        }
-        assert(!item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
-        if (!zs_u32_push(rt, &rt->dying, index) ||
-            ((it->flags & ZS_ITEM_HAS_CONJUGATE) && !zs_ref_push(rt, &rt->expiring, zs_item_ref(it)))) {
-            gather_abort(rt);
-            break;
-        }
-        it->flags |= ZS_ITEM_DYING;
-        if (it->flags & ZS_ITEM_CLUSTER_ROOT) {
-            zs_cluster_release_dying(rt, it->cluster_index);
-            cached_cluster = -1; /* the id may be reused */
+            assert(!item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
+            if (!zs_u32_push(rt, &rt->dying, index) ||
+                ((it->flags & ZS_ITEM_HAS_CONJUGATE) && !zs_ref_push(rt, &rt->expiring, zs_item_ref(it)))) {
+                gather_abort(rt);
+                index = rt->high_water;
+                break;
+            }
+            it->flags |= ZS_ITEM_DYING;
+            if (it->flags & ZS_ITEM_CLUSTER_ROOT) {
+                zs_cluster_release_dying(rt, it->cluster_index);
+                cached_cluster = -1; /* the id may be reused */
+            }
         }
     }
     rt->collector_allocating--;

@@ -10,6 +10,8 @@
 
 #include <assert.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
 #include <threads.h>
 
 /* ---- object array items ------------------------------------------------ */
@@ -25,6 +27,23 @@ typedef struct zs_item {
 } zs_item;
 
 _Static_assert(sizeof(zs_item) <= 24, "an object-array item must fit in 24 bytes");
+_Static_assert(offsetof(zs_item, cluster_index) == offsetof(zs_item, flags) + 4,
+               "zs_item_word reads flags and cluster_index as one word");
+
+/* An item's flags (low 32 bits) and cluster index (high 32 bits) in one
+   load, so the collector's hot loops test flags, mark and "not in a
+   cluster" (ZS_WORD_NO_CLUSTER, the index's sign bit) with one mask and
+   one compare. */
+static inline uint64_t zs_item_word(const zs_item *it) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t word;
+    memcpy(&word, &it->flags, sizeof word);
+    return word;
+#else
+    return it->flags | (uint64_t)(uint32_t)it->cluster_index << 32;
+#endif
+}
+#define ZS_WORD_NO_CLUSTER (1ull << 63)
 
 /* Item flags. */
 #define ZS_ITEM_MARK 0x01u          /* compared with rt->mark_parity: equal means reachable */
