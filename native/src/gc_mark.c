@@ -55,13 +55,39 @@ static void stack_release(zs_u32_vec *vec) {
     memset(vec, 0, sizeof *vec);
 }
 
-static inline bool push_fast(zs_marker *m, uint32_t index) {
-    if (m->stack->count < m->limit && stack_push(m->stack, index)) return true;
+/* Grow a mark stack; false when it cannot. */
+static bool mark_stack_grow(zs_mark_stack *stack) {
+    uint32_t capacity = stack->capacity ? stack->capacity * 2 : 256;
+    if (capacity <= stack->capacity) return false;
+    zs_object **grown = realloc(stack->data, (size_t)capacity * sizeof(zs_object *));
+    if (grown == NULL) return false;
+    stack->data = grown;
+    stack->capacity = capacity;
+    return true;
+}
+
+/* Push onto a mark stack (no limit); false when it cannot grow. */
+static inline bool mark_stack_push(zs_mark_stack *stack, zs_object *object) {
+    if (stack->count == stack->capacity && !mark_stack_grow(stack)) return false;
+    stack->data[stack->count++] = object;
+    return true;
+}
+
+void zs_mark_stack_release(zs_mark_stack *stack) {
+    free(stack->data);
+    memset(stack, 0, sizeof *stack);
+}
+
+/* Push within the marker's limit; on failure the overflow rescan finds it. */
+static inline bool push_fast(zs_marker *m, zs_object *object) {
+    if (m->stack->count < m->limit && mark_stack_push(m->stack, object)) return true;
     m->overflow = true;
     return false;
 }
 
-bool zs_mark_push(zs_marker *m, uint32_t index) { return push_fast(m, index); }
+bool zs_mark_push_object(zs_marker *m, zs_object *object) { return push_fast(m, object); }
+
+bool zs_mark_push(zs_marker *m, uint32_t index) { return push_fast(m, zs_item_at(m->rt, index)->object); }
 
 bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster) {
     if (stack_push(&m->clusters, cluster)) return true;
@@ -69,7 +95,7 @@ bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster) {
     return false;
 }
 
-void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_u32_vec *stack) {
+void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_mark_stack *stack) {
     memset(m, 0, sizeof *m);
     m->rt = rt;
     m->stack = stack;
@@ -109,14 +135,14 @@ static inline bool claim_fast(zs_marker *m, zs_item *it) {
 bool zs_mark_claim(zs_marker *m, zs_item *it) { return claim_fast(m, it); }
 
 /* Mark an item reached through a reference (clusters as a whole). */
-static inline void mark_reached(zs_marker *m, zs_item *it, uint32_t index) {
+static inline void mark_reached(zs_marker *m, zs_item *it) {
     if (it->cluster_index >= 0) {
         if (!zs_item_reachable(m->rt, it)) zs_mark_cluster(m, it->cluster_index);
         return;
     }
     if (claim_fast(m, it)) {
         m->marked++;
-        if (!(it->flags & ZS_ITEM_LEAF)) push_fast(m, index);
+        if (!(it->flags & ZS_ITEM_LEAF)) push_fast(m, it->object);
     }
 }
 
@@ -134,7 +160,7 @@ static inline void visit_fast(zs_marker *m, zs_ref *slot, bool killable) {
         m->killed++;
         return;
     }
-    mark_reached(m, it, index);
+    mark_reached(m, it);
 }
 
 void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable) { visit_fast(m, slot, killable); }
@@ -231,7 +257,7 @@ typedef struct hot_state {
     zs_item *const *chunks;
     uint64_t *filter;  /* rt->mark_filter (NULL: none) */
     uint64_t unmarked; /* (rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER: see HOT_MASK */
-    uint32_t *data; /* m->stack's storage */
+    zs_object **data; /* m->stack's storage */
     uint32_t count;
     uint32_t capacity;
     uint64_t scanned, marked, killed;
@@ -245,13 +271,13 @@ static inline void hot_sync_in(hot_state *h) {
     h->capacity = h->m->stack->capacity < h->m->limit ? h->m->stack->capacity : h->m->limit;
 }
 
-static inline __attribute__((always_inline)) void hot_push(hot_state *h, uint32_t index) {
+static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_object *object) {
     if (h->count < h->capacity) {
-        h->data[h->count++] = index;
+        h->data[h->count++] = object;
         return;
     }
     hot_sync_out(h);
-    push_fast(h->m, index);
+    push_fast(h->m, object);
     hot_sync_in(h);
 }
 
@@ -291,8 +317,9 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
         }
         h->marked++;
         if (filtered) hot_filter_set(h, index, parallel);
-        __builtin_prefetch(it->object);
-        hot_push(h, index);
+        zs_object *object = it->object;
+        __builtin_prefetch(object);
+        hot_push(h, object);
         return;
     }
     uint32_t flags = (uint32_t)word;
@@ -324,7 +351,7 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
     }
     h->marked++;
     if (filtered && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, parallel);
-    if (!(flags & ZS_ITEM_LEAF)) hot_push(h, index);
+    if (!(flags & ZS_ITEM_LEAF)) hot_push(h, it->object);
 }
 
 /* Marking a big heap is bound by memory latency: every reference reads an
@@ -404,8 +431,7 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
            object straddles two when the allocator aligns it to 16 only). */
         zs_object *popped[BATCH_OBJECTS];
         for (uint32_t b = 0; b < batch; b++) {
-            uint32_t index = h.data[--h.count];
-            zs_object *object = hot_item(&h, index)->object;
+            zs_object *object = h.data[--h.count];
             __builtin_prefetch(object);
             __builtin_prefetch((char *)object + 63);
             popped[b] = object;
@@ -507,7 +533,7 @@ static void mark_roots(zs_marker *m) {
         }
         rt->root_list.data[kept++] = index;
         if (it->flags & ZS_ITEM_PERMANENT) zs_mark_push(m, index); /* escaped: scan only */
-        else mark_reached(m, it, index);
+        else mark_reached(m, it);
     }
     rt->root_list.count = kept;
     rt->stats.roots = kept;
@@ -746,14 +772,15 @@ void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target) {
     zs_marker m;
     zs_marker_init(&m, rt, &rt->mark_stack);
     uint32_t before = target->flags;
-    mark_reached(&m, target, target->object->index);
+    mark_reached(&m, target);
     if (((before ^ target->flags) & ZS_ITEM_MARK) != 0 || m.clusters_marked) m.barrier_marks++;
     marker_merge(rt, &m);
 }
 
 void zs_gc_requeue(zs_runtime *rt, uint32_t index) {
     uint32_t limit = rt->mark_stack_limit ? rt->mark_stack_limit : UINT32_MAX;
-    if (rt->mark_stack.count >= limit || !stack_push(&rt->mark_stack, index)) rt->mark_overflow = true;
+    if (rt->mark_stack.count >= limit || !mark_stack_push(&rt->mark_stack, zs_item_at(rt, index)->object))
+        rt->mark_overflow = true;
 }
 
 /* ======================================================================
@@ -844,7 +871,7 @@ zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {
 }
 
 void zs_gc_release(zs_runtime *rt) {
-    stack_release(&rt->mark_stack);
+    zs_mark_stack_release(&rt->mark_stack);
     free(rt->mark_filter);
     rt->mark_filter = NULL;
     zs_u32_release(rt, &rt->dying);

@@ -180,11 +180,19 @@ typedef struct zs_cluster {
 
 /* ---- marking -------------------------------------------------------------- */
 
+/* A mark stack: the objects marked and waiting to be scanned (pointers, not
+   indices: popping one then needs no item lookup). */
+typedef struct zs_mark_stack {
+    zs_object **data;
+    uint32_t count;
+    uint32_t capacity;
+} zs_mark_stack;
+
 /* The state of one marker (the collector's own thread, or a parallel
    worker). Counters are merged into rt->stats when marking ends. */
 typedef struct zs_marker {
     zs_runtime *rt;
-    zs_u32_vec *stack;        /* object indices to scan */
+    zs_mark_stack *stack;     /* objects to scan */
     zs_u32_vec clusters;      /* cluster ids to mark (serial marker only) */
     bool parallel;            /* mark bits are claimed atomically */
     uint32_t limit;           /* entries the stack may hold (stress switch) */
@@ -256,7 +264,7 @@ struct zs_runtime {
     uint64_t parallel_threshold;
     uint64_t incremental_start_ns;
     uint32_t mark_parity;   /* ZS_ITEM_MARK or 0 */
-    zs_u32_vec mark_stack;  /* transient work: allocated uncounted (see gc_mark.c) */
+    zs_mark_stack mark_stack; /* transient work: allocated uncounted (see gc_mark.c) */
     uint64_t *mark_filter;  /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
                                when it could not be allocated (marking then reads every item) */
     bool mark_overflow;     /* a push onto mark_stack failed: rescan before gathering */
@@ -415,11 +423,15 @@ bool zs_mark_claim(zs_marker *m, zs_item *it);
 
 /* collector (gc_mark.c, gc_parallel.c, gc_purge.c) */
 void zs_gc_release(zs_runtime *rt);
-void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_u32_vec *stack);
+void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_mark_stack *stack);
 void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable);
 void zs_mark_ref(zs_marker *m, zs_ref ref);
 void zs_mark_scan(zs_marker *m, zs_object *object);
 bool zs_mark_push(zs_marker *m, uint32_t index);
+/* Queue an object for scanning; false (and overflow set) when it cannot. */
+bool zs_mark_push_object(zs_marker *m, zs_object *object);
+/* Free a mark stack's storage. */
+void zs_mark_stack_release(zs_mark_stack *stack);
 /* Queue a marked object for scanning (a dissolved cluster's members). */
 void zs_gc_requeue(zs_runtime *rt, uint32_t index);
 /* Write barrier, out of line: mark and queue a newly stored target. */
