@@ -297,13 +297,12 @@ static inline __attribute__((always_inline)) void hot_filter_set(hot_state *h, u
 #define HOT_MASK \
     ((uint64_t)(ZS_ITEM_MARK | ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT | ZS_ITEM_LEAF) | ZS_WORD_NO_CLUSTER)
 
-/* Visit one queued reference slot (entry: its address | 1 when not
-   killable) whose item `it` was prefetched: mark the target and queue it,
-   prefetching its object for the scan that will pop it. `filtered`: the
-   mark filter exists (a compile-time constant in each drain variant). */
-static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_item *it, uintptr_t entry,
-                                                              bool parallel, bool filtered) {
-    zs_ref *slot = (zs_ref *)(entry & ~(uintptr_t)1);
+/* Visit one reference slot whose target's item is `it` (prefetched when
+   batched): mark the target and queue it, prefetching its object for the
+   scan that will pop it. `killable` (false only for outer), `parallel` and
+   `filtered` (the mark filter exists) are compile-time constants. */
+static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_item *it, zs_ref *slot,
+                                                              bool killable, bool parallel, bool filtered) {
     uint64_t word = parallel ? (__atomic_load_n(&it->flags, __ATOMIC_RELAXED) |
                                 (uint64_t)(uint32_t)it->cluster_index << 32)
                              : zs_item_word(it);
@@ -323,7 +322,6 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
         return;
     }
     uint32_t flags = (uint32_t)word;
-    bool killable = (entry & 1) == 0;
     if (it->cluster_index >= 0 && !(flags & (ZS_ITEM_PERMANENT | ZS_ITEM_GARBAGE))) {
         /* A cluster member's own mark bit is stale: the root's decides. */
         if (!zs_item_reachable(h->m->rt, it)) {
@@ -365,10 +363,10 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
 #define BATCH_OBJECTS 32u
 #define BATCH_SLOTS 256u
 
-/* A batch's queued references: the slot's address | 1 when not killable
-   (outer), and the target's item (prefetched when queued). */
+/* A batch's queued (killable) references: the slot, and the target's item
+   (prefetched when queued). */
 typedef struct batch_queue {
-    uintptr_t slots[BATCH_SLOTS];
+    zs_ref *slots[BATCH_SLOTS];
     zs_item *items[BATCH_SLOTS];
 } batch_queue;
 
@@ -380,21 +378,23 @@ static inline __attribute__((always_inline)) zs_item *hot_item(const hot_state *
 /* Visit every queued slot of a batch. */
 static inline __attribute__((always_inline)) void visit_batch(hot_state *h, const batch_queue *q,
                                                                uint32_t count, bool parallel, bool filtered) {
-    for (uint32_t i = 0; i < count; i++) visit_slot(h, q->items[i], q->slots[i], parallel, filtered);
+    for (uint32_t i = 0; i < count; i++) visit_slot(h, q->items[i], q->slots[i], true, parallel, filtered);
 }
 
-/* Visit a slot at once (no batching) when it is not null. */
-static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h, zs_ref *slot, uintptr_t tag,
+/* Visit a slot at once (no batching) when it is not null and the mark
+   filter does not say it needs nothing. */
+static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h, zs_ref *slot, bool killable,
                                                                      bool parallel, bool filtered) {
-    if (*slot != ZS_NULL_REF)
-        visit_slot(h, hot_item(h, ZS_REF_INDEX(*slot)), (uintptr_t)slot | tag, parallel, filtered);
+    zs_ref ref = *slot;
+    if (ref == ZS_NULL_REF || (filtered && zs_filter_test(h->filter, ZS_REF_INDEX(ref)))) return;
+    visit_slot(h, hot_item(h, ZS_REF_INDEX(ref)), slot, killable, parallel, filtered);
 }
 
-/* Queue one slot of the batch when it is not null and the mark filter does
-   not say it needs nothing, prefetching its item. The caller makes sure the
-   batch has room. */
+/* Queue one killable slot of the batch when it is not null and the mark
+   filter does not say it needs nothing, prefetching its item. The caller
+   makes sure the batch has room. */
 static inline __attribute__((always_inline)) void queue_slot(const hot_state *h, batch_queue *q, uint32_t *n,
-                                                              zs_ref *slot, uintptr_t tag, bool filtered) {
+                                                              zs_ref *slot, bool filtered) {
     zs_ref ref = *slot;
     if (ref == ZS_NULL_REF) return;
     uint32_t index = ZS_REF_INDEX(ref);
@@ -402,7 +402,7 @@ static inline __attribute__((always_inline)) void queue_slot(const hot_state *h,
     zs_item *it = hot_item(h, index);
     __builtin_prefetch(it);
     q->items[*n] = it;
-    q->slots[*n] = (uintptr_t)slot | tag;
+    q->slots[*n] = slot;
     (*n)++;
 }
 
@@ -438,40 +438,43 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
         }
         for (uint32_t b = 0; b < batch; b++) {
             zs_object *object = popped[b];
-            const zs_class *cls = object->cls;
-            const uint32_t *schema = cls->schema.words;
-            const uint32_t objects = cls->schema.object_count;
+            const zs_schema *schema = &object->cls->schema;
             char *base = (char *)object;
-            bool objects_done = false;
             h.scanned++;
-            if (__builtin_expect(queued + 1 + objects > BATCH_SLOTS, 0)) {
+            /* The outer is visited at once: it is not killable, and it is
+               usually marked already (the filter skips it). */
+            visit_slot_if_set(&h, &object->outer, false, parallel, filtered);
+            uint32_t plain = schema->plain_count;
+            if (__builtin_expect(plain < BATCH_SLOTS - queued, 1)) {
+                /* The usual layout: the strong members are one run of
+                   adjacent references, and the batch has room for them. */
+                zs_ref *run = (zs_ref *)(base + schema->plain_offset), *const end = run + plain;
+                for (; run + 2 <= end; run += 2) {
+                    queue_slot(&h, &q, &queued, run, filtered);
+                    queue_slot(&h, &q, &queued, run + 1, filtered);
+                }
+                if (run < end) queue_slot(&h, &q, &queued, run, filtered);
+                continue;
+            }
+            const uint32_t *words = schema->words;
+            const uint32_t objects = schema->object_count;
+            if (queued + objects > BATCH_SLOTS) {
                 visit_batch(&h, &q, queued, parallel, filtered);
                 queued = 0;
-                if (objects >= BATCH_SLOTS) {
-                    /* A huge class: its slots are visited without batching. */
-                    visit_slot_if_set(&h, &object->outer, 1u, parallel, filtered);
-                    for (uint32_t i = 0; i < objects; i++)
-                        visit_slot_if_set(&h, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), 0u, parallel,
-                                          filtered);
-                    objects_done = true;
-                }
             }
-            if (!objects_done) {
-                queue_slot(&h, &q, &queued, &object->outer, 1u, filtered);
-                if (cls->schema.object_run != ZS_NO_RUN) {
-                    /* The usual layout: the references are adjacent. */
-                    zs_ref *run = (zs_ref *)(base + cls->schema.object_run);
-                    for (uint32_t i = 0; i < objects; i++) queue_slot(&h, &q, &queued, run + i, 0u, filtered);
-                } else {
-                    for (uint32_t i = 0; i < objects; i++)
-                        queue_slot(&h, &q, &queued, (zs_ref *)(base + (schema[i] >> ZS_OP_SHIFT)), 0u, filtered);
-                }
+            if (objects > BATCH_SLOTS) {
+                /* A huge class: its slots are visited without batching. */
+                for (uint32_t i = 0; i < objects; i++)
+                    visit_slot_if_set(&h, (zs_ref *)(base + (words[i] >> ZS_OP_SHIFT)), true, parallel, filtered);
+            } else {
+                for (uint32_t i = 0; i < objects; i++)
+                    queue_slot(&h, &q, &queued, (zs_ref *)(base + (words[i] >> ZS_OP_SHIFT)), filtered);
             }
-            for (uint32_t i = objects; i < cls->schema.strong_count; i++) {
+            for (uint32_t i = objects; i < schema->strong_count; i++) {
                 /* A container, optional or struct-with-references member:
                    followed outside the batch (its targets go on the stack). */
                 hot_sync_out(&h);
-                zs_mark_value(m, cls->schema.types[i], base + (schema[i] >> ZS_OP_SHIFT), true);
+                zs_mark_value(m, schema->types[i], base + (words[i] >> ZS_OP_SHIFT), true);
                 hot_sync_in(&h);
             }
         }

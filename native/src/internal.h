@@ -108,6 +108,10 @@ typedef struct zs_schema {
     uint32_t object_count; /* the first words, all ZS_OP_OBJECT (<= strong_count) */
     uint32_t object_run;   /* offset of the first when the OBJECT words are adjacent
                               references in order, else ZS_NO_RUN */
+    uint32_t plain_count;  /* the marker's fast path: object_count when the strong
+                              words are just that run (no strong values), else
+                              ZS_NO_RUN */
+    uint32_t plain_offset; /* the run's offset (0 when plain_count is 0) */
     uint32_t *words;
     const zs_type **types; /* per word; NULL except for ZS_OP_VALUE */
 } zs_schema;

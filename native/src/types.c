@@ -330,6 +330,10 @@ void zs_schema_finish(zs_schema *schema) {
     for (uint32_t i = 1; i < schema->object_count; i++)
         if ((schema->words[i] >> ZS_OP_SHIFT) != schema->object_run + i * sizeof(zs_ref))
             schema->object_run = ZS_NO_RUN;
+    bool plain = schema->strong_count == schema->object_count &&
+                 (schema->object_count == 0 || schema->object_run != ZS_NO_RUN);
+    schema->plain_count = plain ? schema->object_count : ZS_NO_RUN;
+    schema->plain_offset = plain && schema->object_count > 0 ? schema->object_run : 0;
 }
 
 void zs_schema_release(zs_runtime *rt, zs_schema *schema) {
