@@ -73,6 +73,7 @@ static inline bool mark_stack_push(zs_mark_stack *stack, zs_object *object) {
     return true;
 }
 
+/* Free a mark stack's storage and empty it. */
 void zs_mark_stack_release(zs_mark_stack *stack) {
     free(stack->data);
     memset(stack, 0, sizeof *stack);
@@ -85,8 +86,10 @@ static inline bool push_fast(zs_marker *m, zs_object *object) {
     return false;
 }
 
+/* Queue an object (already marked) for scanning. */
 bool zs_mark_push_object(zs_marker *m, zs_object *object) { return push_fast(m, object); }
 
+/* Queue the object of an index (already marked) for scanning. */
 bool zs_mark_push(zs_marker *m, uint32_t index) { return push_fast(m, zs_item_at(m->rt, index)->object); }
 
 bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster) {
@@ -595,13 +598,14 @@ static void gather_abort(zs_runtime *rt) {
     rt->stats.gathers_aborted++;
 }
 
+#define GATHER_CLOCK_STRIDE 4096u
+_Static_assert(ZS_OBJECTS_PER_CHUNK % GATHER_CLOCK_STRIDE == 0, "a clock stride never spans two chunks");
+
 /* Gather the unmarked objects from the cursor on, until the deadline. One
    sequential pass over the items, a chunk (and a clock stride) at a time;
    a marked, ordinary item is skipped with one load and one compare. When
    an object cannot be recorded (out of memory) the whole cycle is given up
    (gather_abort). True when the pass is complete. */
-#define GATHER_CLOCK_STRIDE 4096u
-_Static_assert(ZS_OBJECTS_PER_CHUNK % GATHER_CLOCK_STRIDE == 0, "a clock stride never spans two chunks");
 static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
     int32_t cached_cluster = -1; /* releasing a dying root resets the cache */
     bool cached_reachable = false;
