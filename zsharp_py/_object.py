@@ -347,19 +347,21 @@ def _check_target(what: str, target: type[Object], value: Any, extra: str = "") 
 # through _reference_store_failed for their messages.
 _REFERENCE_SETTER = """
 def setter(self, value):
+    runtime = self._rt
     if value is None:
         ref = 0
-    elif isinstance(value, target):
-        if type(value._p) is Expired or value._rt is not self._rt:
-            return failed(self, value, what)
+    elif isinstance(value, target) and type(value._p) is not Expired and value._rt is runtime:
         ref = value._h
     else:
         return failed(self, value, what)
-    runtime = self._rt
-    with runtime._lock:
+    lock = runtime._lock
+    lock.acquire()
+    try:
         if type(self._p) is Expired or runtime._closed:
             return failed(self, value, what)
         status = store(runtime._ptr, self._h, offset, ref)
+    finally:
+        lock.release()
     if status:
         raise_status(status, what)
 """
@@ -463,15 +465,10 @@ class ObjectRefKind(PropertyKind):
         if not issubclass(cls, Object):
             return install_value_property(self, cls, name, cname, offset)
         namespace: dict[str, Any] = {}
-        exec(  # noqa: S102 - one field fetch and a dict lookup per read
-            f"def getter(self):\n"
-            f"    ref = self._p.{cname}\n"
-            f"    if not ref:\n"
-            f"        return None\n"
-            f"    found = self._rt._conjugates.get(ref)\n"
-            f"    return found if found is not None else self._rt._conjugate_of(ref)\n",
-            namespace,
-        )
+        # One field fetch and one subscript of the conjugate mapping, whose
+        # __missing__ handles null (None) and objects without a conjugate yet.
+        exec(  # noqa: S102
+            f"def getter(self):\n    return self._rt._conjugates[self._p.{cname}]\n", namespace)
         setter = _make_reference_setter(f"{cls.__name__}.{name}", self.target, offset)
         setattr(cls, name, property(namespace["getter"], setter, None,
                                     f"Reference to {self.target.__name__} or None "
@@ -499,8 +496,7 @@ class ObjectRefKind(PropertyKind):
         ref = _read_ref(address)
         if not ref:
             return None
-        found = runtime._conjugates.get(ref)
-        return found if found is not None else runtime._conjugate_of(ref)
+        return runtime._conjugates[ref]
 
     def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
         """Type-check, then store through the native API (barrier, checks)."""

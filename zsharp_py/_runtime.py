@@ -55,6 +55,30 @@ def _free_native(pointer: Any) -> None:
     lib.zs_runtime_free(pointer)
 
 
+class ConjugateMap(dict[int, Object]):
+    """The conjugate mapping: handle -> live object conjugate.
+
+    Only live conjugates are in it (expiry pops them), and a handle carries
+    its slot's serial, so a stale handle never finds the conjugate of a new
+    object in the same slot. ``mapping[handle]`` is the whole lookup of a
+    reference read: a missing handle goes to ``__missing__`` (only there
+    does Python code run), which gives None for the null handle and
+    otherwise the object's new conjugate (None if the object is gone).
+    """
+
+    __slots__ = ("_runtime",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__()
+        self._runtime = weakref.ref(runtime)  # no cycle: runtimes are finalised promptly
+
+    def __missing__(self, handle: int) -> Object | None:
+        runtime = self._runtime()
+        if not handle or runtime is None:
+            return None
+        return runtime._conjugate_of(handle)
+
+
 class Runtime:
     """An isolated native heap with its garbage collector and conjugates.
 
@@ -105,7 +129,7 @@ class Runtime:
         self.black_conjugates_are_roots = bool(black_conjugates_are_roots)
         self._lock = threading.RLock()
         self._closed = False
-        self._conjugates: dict[int, Object] = {}
+        self._conjugates: ConjugateMap = ConjugateMap(self)
         self._native_classes: dict[type, Any] = {}
         self._classes_by_id: list[type[Object] | None] = []
         self._names: list[str] = []
@@ -120,6 +144,7 @@ class Runtime:
         self._ref_out = ffi.new("zs_ref *")
         self._object_out = ffi.new("zs_object **")
         self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
+        self._adopting = False  # between a native conjugate record and the mapping insert
         # Delegates and object wrappers (_delegates, _object_wrappers): the
         # Python callables that native bindings name by id, the persistent
         # ids of LazyObjectPtr, the interface ids of ScriptInterface.
@@ -167,6 +192,7 @@ class Runtime:
         with self._lock:
             if self._closed:
                 return
+            self._refuse_reentry("close()")
             self._deferred_releases.clear()
             # Names must outlive the native table: expired conjugates format
             # their messages lazily.
@@ -217,6 +243,7 @@ class Runtime:
         """
         with self._lock:
             pointer = self._live_ptr()
+            self._refuse_reentry("collect_garbage()")
             self._flush_deferred()
             self._expire_dying()  # a pending cycle's (counted in that cycle)
             check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage")
@@ -487,18 +514,28 @@ class Runtime:
                 index, number = _NAME_AUTO, 0
             else:
                 index, number = self._intern(name)
-            handle = _object_new_conjugate(self._ptr, native, outer._h if outer else 0, index,
-                                           number, image, image_size, pointer_out)
-            if handle < _FIRST_REF:  # a status, not a handle
-                raise_status(handle, f"{cls.__name__}()")
+            # Allocated first: allocating may run Python's cycle collector and
+            # its callbacks and finalisers. From the native call until the
+            # constructor returns, collections re-entering on this thread are
+            # refused (_adopting): the expiry would miss a conjugate the
+            # mapping does not hold yet, and an object still being built is
+            # unreachable.
             conjugate: Object = _new_instance(cls)
-            conjugate._p = pointer_out[0]  # already typed as the class's layout
-            conjugate._h = handle
-            conjugate._rt = self
-            conjugate._v = None
-            self._conjugates[handle] = conjugate
-            if more or properties:
-                self._initialize(conjugate, layout, handle, properties)
+            self._adopting = True
+            try:
+                handle = _object_new_conjugate(self._ptr, native, outer._h if outer else 0,
+                                               index, number, image, image_size, pointer_out)
+                if handle < _FIRST_REF:  # a status, not a handle
+                    raise_status(handle, f"{cls.__name__}()")
+                conjugate._p = pointer_out[0]  # already typed as the class's layout
+                conjugate._h = handle
+                conjugate._rt = self
+                conjugate._v = None
+                self._conjugates[handle] = conjugate
+                if more or properties:
+                    self._initialize(conjugate, layout, handle, properties)
+            finally:
+                self._adopting = False
             return conjugate
         finally:
             lock.release()
@@ -536,8 +573,7 @@ class Runtime:
             lib.zs_mark_as_garbage(self._ptr, handle)
             raise
 
-    def _adopt(self, cls: type[Object], layout: ClassLayout, handle: int, native: Any) -> Object:
-        conjugate: Object = _new_instance(cls)
+    def _adopt(self, conjugate: Object, layout: ClassLayout, handle: int, native: Any) -> Object:
         conjugate._p = _cast(layout.pointer_type, native)
         conjugate._h = handle
         conjugate._rt = self
@@ -545,21 +581,39 @@ class Runtime:
         self._conjugates[handle] = conjugate
         return conjugate
 
+    def _refuse_reentry(self, what: str) -> None:
+        """Collections and close() cannot run while this thread is between
+        giving an object a conjugate natively and putting it in the mapping:
+        the expiry would miss it and the purge free it under the conjugate.
+        Only code run re-entrantly on that thread (a signal handler, a
+        finaliser) can get here then."""
+        if self._adopting:
+            raise RuntimeError(f"{what} cannot run while an object conjugate is being "
+                               "created or adopted (called from a finaliser or signal "
+                               "handler on the same thread)")
+
     def _conjugate_of(self, handle: int) -> Object | None:
         """The conjugate of a handle: existing, new, or None if the object is gone."""
         with self._lock:
             found = self._conjugates.get(handle)
             if found is not None or self._closed:
                 return found
-            if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
+            native = lib.zs_resolve(self._ptr, handle)
+            if native == ffi.NULL:
                 return None
-            native = self._object_out[0]
             class_id = lib.zs_class_id(native.cls)
             cls = self._classes_by_id[class_id] if class_id < len(self._classes_by_id) else None
             if cls is None:
-                lib.zs_forget_conjugate(self._ptr, handle)
                 return None
-            return self._adopt(cls, class_layout(cls), handle, native)
+            layout = class_layout(cls)
+            conjugate: Object = _new_instance(cls)  # before: allocation may run finalisers
+            self._adopting = True
+            try:
+                if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
+                    return None
+                return self._adopt(conjugate, layout, handle, self._object_out[0])
+            finally:
+                self._adopting = False
 
     def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
         flag = ffi.new("int *")
