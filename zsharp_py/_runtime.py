@@ -312,9 +312,10 @@ class Runtime:
                                                 ffi.unpack(garbage, count)):
                 conjugate = pop(handle, None)
                 if conjugate is not None:
-                    conjugate._p = make_expired(
+                    # make_expired, inlined (no Python frame per conjugate)
+                    conjugate._p = _new_tuple(ExpiredPointer, (
                         type(conjugate).__name__, describe, name,
-                        REASON_GARBAGE if is_garbage else REASON_COLLECTED)
+                        REASON_GARBAGE if is_garbage else REASON_COLLECTED))
                     if conjugate._v:
                         expire_views(conjugate)
             total += count
@@ -647,6 +648,7 @@ _NAME_AUTO = lib.ZS_NAME_AUTO
 _object_new_conjugate = lib.zs_object_new_conjugate
 _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
 _new_instance = object.__new__
+_new_tuple = tuple.__new__
 _cast = ffi.cast  # the compiled FFI's C-level cast takes the layout FFI's pointer types too
 _object._current_context = _current
 _CALLABLE_BATCH = 256  # released callable ids taken per native call
