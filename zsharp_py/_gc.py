@@ -151,6 +151,7 @@ class GarbageCollector:
         done = ffi.new("int *")
         with runtime._lock:
             pointer = runtime._live_ptr()
+            runtime._refuse_reentry("gc.step()")
             runtime._flush_deferred()
             phase = lib.zs_gc_phase_of(pointer)
             progressed = False

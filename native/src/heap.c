@@ -224,27 +224,30 @@ static bool note_escape(zs_runtime *rt, zs_item *holder, const zs_item *target) 
     return true;
 }
 
-zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint32_t name_index,
-                        uint32_t name_number, zs_ref *out_ref, zs_object **out_object) {
-    if (cls == NULL || out_ref == NULL) return ZS_E_INVALID;
-    ZS_LOCK(rt);
+/* Allocate and link a new object (caller holds the lock): the body shared by
+   zs_object_new and zs_object_new_conjugate. init_size bytes of init are
+   copied over the zeroed properties; conjugate marks it as having one. */
+static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref outer,
+                                   uint32_t name_index, uint32_t name_number, const char *init,
+                                   uint32_t init_size, bool conjugate, zs_ref *out_ref,
+                                   zs_object **out_object) {
     zs_status status = ZS_E_INVALID;
     zs_item *outer_item = NULL;
-    if (cls->id >= rt->class_count || rt->classes[cls->id] != cls) goto done;
-    if (name_index != ZS_NAME_AUTO && name_index >= rt->names.count) goto done;
-    if (rt->in_destroy_hook) {
-        status = ZS_E_BUSY;
-        goto done;
-    }
-    if (outer != ZS_NULL_REF && (outer_item = usable_item(rt, outer, &status)) == NULL) goto done;
+    if (cls->id >= rt->class_count || rt->classes[cls->id] != cls) return status;
+    if (init_size > cls->instance_size - sizeof(zs_object) || (init_size && init == NULL))
+        return status;
+    if (name_index != ZS_NAME_AUTO && name_index >= rt->names.count) return status;
+    if (rt->in_destroy_hook) return ZS_E_BUSY;
+    if (outer != ZS_NULL_REF && (outer_item = usable_item(rt, outer, &status)) == NULL)
+        return status;
     uint32_t index;
-    if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) goto done;
+    if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) return status;
     zs_object *object = zs_alloc(rt, cls->instance_size);
     if (object == NULL) {
         zs_slot_free(rt, index);
-        status = ZS_E_NOMEM;
-        goto done;
+        return ZS_E_NOMEM;
     }
+    if (init_size) memcpy(object + 1, init, init_size);
     zs_item *it = zs_item_at(rt, index);
     ((zs_class *)cls)->next_name_number += name_index == ZS_NAME_AUTO;
     object->cls = cls;
@@ -266,15 +269,37 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
     if (!note_escape(rt, it, outer_item)) {
         zs_object_destroy(rt, it, true);
         rt->permanent_count -= rt->disregard_open;
-        status = ZS_E_NOMEM;
-        goto done;
+        return ZS_E_NOMEM;
     }
+    if (conjugate) it->flags |= ZS_ITEM_HAS_CONJUGATE;
     *out_ref = ZS_MAKE_REF(index, it->serial);
     if (out_object != NULL) *out_object = object;
-    status = ZS_OK;
-done:
+    return ZS_OK;
+}
+
+zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint32_t name_index,
+                        uint32_t name_number, zs_ref *out_ref, zs_object **out_object) {
+    if (cls == NULL || out_ref == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = object_new_locked(rt, cls, outer, name_index, name_number, NULL, 0, false,
+                                         out_ref, out_object);
     ZS_UNLOCK(rt);
     return status;
+}
+
+zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs_class *cls, zs_ref outer,
+                               uint32_t name_index, uint32_t name_number, const char *init,
+                               uint32_t init_size, void *out_object) {
+    if (cls == NULL || out_object == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_object *object = NULL;
+    zs_ref ref = ZS_NULL_REF;
+    zs_status status = object_new_locked(rt, cls, outer, name_index, name_number, init, init_size,
+                                         true, &ref, &object);
+    if (status == ZS_OK) memcpy(out_object, &object, sizeof object);
+    ZS_UNLOCK(rt);
+    assert(status != ZS_OK || ref >= ZS_FIRST_REF);
+    return status == ZS_OK ? ref : (zs_ref)status;
 }
 
 zs_object *zs_resolve(zs_runtime *rt, zs_ref ref) {

@@ -980,6 +980,53 @@ static void test_conjugate_expiry(runner *t) {
     fixture_close(&fx);
 }
 
+/* zs_object_new_conjugate: one call copies the initial bytes over the properties and records the
+   conjugate (the object is in the expiring list when it dies); bad initial bytes are refused. */
+static void test_object_new_conjugate(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    node image = {0};
+    image.payload = 0x1122334455667788u;
+    const char *init = (const char *)&image + sizeof(zs_object);
+    uint32_t init_size = (uint32_t)(sizeof(node) - sizeof(zs_object));
+    node *raw = NULL;
+    zs_ref ref = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init, init_size,
+                                         &raw);
+    CHECK(t, ref >= ZS_FIRST_REF);
+    CHECK(t, raw != NULL && (zs_object *)raw == zs_resolve(rt, ref));
+    if (raw != NULL) CHECK(t, raw->payload == image.payload);
+    zs_ref plain = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw);
+    CHECK(t, plain >= ZS_FIRST_REF && raw != NULL && raw->payload == 0);
+
+    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init,
+                                        init_size + 1, &raw), ZS_E_INVALID);
+    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 8, &raw),
+             ZS_E_INVALID);
+    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, NULL),
+             ZS_E_INVALID);
+    CHECK_EQ(t, zs_object_new_conjugate(rt, NULL, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw),
+             ZS_E_INVALID);
+    CHECK_EQ(t, zs_live_objects(rt), 2);
+
+    /* Both have conjugates: the purge waits until the managed side takes them. */
+    COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 2);
+    zs_ref taken[4] = {0};
+    uint32_t count = 0;
+    int done = 0;
+    CHECK_OK(t, zs_gc_take_expiring(rt, taken, 4, &count));
+    CHECK_EQ(t, count, 2);
+    CHECK(t, (taken[0] == ref && taken[1] == plain) || (taken[0] == plain && taken[1] == ref));
+    CHECK_OK(t, zs_gc_purge(rt, 0, &done));
+    VERIFY(t, rt);
+    CHECK(t, done == 1 && !alive(rt, ref) && !alive(rt, plain));
+    /* A stale outer is refused with its status. */
+    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ref, ZS_NAME_AUTO, 0, NULL, 0, &raw),
+             ZS_E_STALE);
+    fixture_close(&fx);
+}
+
 /* ======================================================================
  * Disregard-for-GC window
  * ====================================================================== */
@@ -1626,6 +1673,7 @@ static const test_case tests[] = {
     TEST(test_destroy_hook_refuses_mutation),
     TEST(test_runtime_free_calls_hook),
     TEST(test_conjugate_expiry),
+    TEST(test_object_new_conjugate),
     TEST(test_disregard_window),
     TEST(test_gc_stats),
     TEST(test_capacity),
