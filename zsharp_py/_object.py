@@ -13,10 +13,10 @@ import sys
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from ._conjugate import ExpiredPointer, expired_error, expired_reason
-from ._errors import ExpiredConjugateError, raise_status
+from ._errors import ZS_E_DYING, ExpiredConjugateError, raise_status
 from ._native import check, declare_struct, ffi, layout_address, layout_ffi, lib, member_name
 from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
@@ -363,7 +363,7 @@ def setter(self, value):
     finally:
         lock.release()
     if status:
-        raise_status(status, what)
+        store_refused(runtime, status, what)
 """
 
 
@@ -378,10 +378,18 @@ def _reference_store_failed(self: Object, value: Any, what: str) -> None:
                     f"not {type(value).__name__}")
 
 
+def _reference_store_refused(runtime: Runtime, status: int, what: str) -> NoReturn:
+    """Raise for a refused store; a dying holder or target expires first."""
+    if status == ZS_E_DYING:
+        runtime._expire_refused_dying()
+    raise_status(status, what)
+
+
 def _make_reference_setter(what: str, target: type, offset: int) -> Any:
     namespace: dict[str, Any] = {
         "target": target, "Expired": ExpiredPointer, "failed": _reference_store_failed,
-        "what": what, "store": lib.zs_store_ref, "offset": offset, "raise_status": raise_status}
+        "what": what, "store": lib.zs_store_ref, "offset": offset,
+        "store_refused": _reference_store_refused}
     exec(_REFERENCE_SETTER, namespace)  # noqa: S102
     return namespace["setter"]
 
@@ -398,8 +406,10 @@ def _write_ref(runtime: Any, owner: int, native_type: Any, address: int, value: 
     if value is not None and value._rt is not runtime:
         raise ValueError("cannot store an object of another runtime")
     ref = value._h if value is not None else 0
-    check(lib.zs_value_store_ref(runtime._ptr, owner, native_type, ffi.cast(_REF_POINTER, address),
-                                 ref), "store")
+    status = lib.zs_value_store_ref(runtime._ptr, owner, native_type,
+                                    ffi.cast(_REF_POINTER, address), ref)
+    if status:
+        _reference_store_refused(runtime, status, "store")
 
 
 def owner_handle(holder: Any) -> int:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import _object
 from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
                          make_expired)
-from ._errors import ExpiredConjugateError, raise_status
+from ._errors import ZS_E_DYING, ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats, GcStress
 from ._native import check, ffi, layout_address, layout_ffi, lib
 from ._object import ClassLayout, ClusterInfo, Object, class_layout
@@ -223,7 +223,19 @@ class Runtime:
         """Call a native function on this runtime's heap, holding the lock so
         that ``close()`` on another thread cannot free the heap mid-call."""
         with self._lock:
-            return function(self._live_ptr(), *args)
+            status: int = function(self._live_ptr(), *args)
+            if status == ZS_E_DYING:
+                self._expire_refused_dying()
+            return status
+
+    def _expire_refused_dying(self) -> None:
+        """A call was refused because an object is dying (gathered by an
+        incremental cycle whose budgeted expiry has not reached it yet):
+        expire every pending conjugate now, so that the refused object's
+        conjugate already reads as expired when the error reaches the caller."""
+        with self._lock:
+            if not self._closed:
+                self.gc._last_expired += self._expire_dying()
 
     def _live_ptr(self) -> Any:
         if self._closed:
