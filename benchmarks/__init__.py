@@ -19,6 +19,7 @@ FAMILIES: dict[str, str] = {
     "bindings": "benchmarks.bindings",
     "gc_collect": "benchmarks.gc_collect",
     "gc_peers": "benchmarks.gc_peers",
+    "gc_native": "benchmarks.gc_native",
     "expiry": "benchmarks.expiry",
 }
 

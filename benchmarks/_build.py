@@ -260,11 +260,15 @@ def ensure_boehm(config: Config) -> None:
 # The peers
 # ---------------------------------------------------------------------------
 
-def zsharp_gc_program(config: Config) -> Path:
-    """``csrc/gc_zsharp.c`` linked with the native heap's sources."""
+def zsharp_gc_program(config: Config, barrier: bool = True) -> Path:
+    """``csrc/gc_zsharp.c`` linked with the native heap's sources; without
+    ``barrier``, built with the write barrier compiled out (a measurement
+    build: not a safe collector)."""
     sources = [CSRC / "gc_zsharp.c", *sorted((NATIVE / "src").glob("*.c"))]
-    return c_program(config, "gc_zsharp", sources,
-                     [f"-I{NATIVE / 'include'}", f"-I{NATIVE / 'src'}", f"-I{CSRC}"])
+    flags = [f"-I{NATIVE / 'include'}", f"-I{NATIVE / 'src'}", f"-I{CSRC}"]
+    if barrier:
+        return c_program(config, "gc_zsharp", sources, flags)
+    return c_program(config, "gc_zsharp_no_barrier", sources, [*flags, "-DZS_BENCH_NO_BARRIER"])
 
 
 def boehm_gc_program(config: Config) -> Path:

@@ -471,7 +471,9 @@ def _clusters_table(config: Config, results: Results) -> Table:
             "in-cluster objects; every group root in the object array of one rooted world "
             "object), collected with one marker: first as plain objects, then after "
             "`zs_create_cluster` on every group root (min_cluster_size 2). A cluster is "
-            "marked as a unit, without reading its members."))
+            "marked as a unit through its root's mark bit, without reading or writing its "
+            "members (the gather then reads a member's reachability from its root: the wall "
+            "column includes it)."))
     if data is None:
         table.notes.append("not measured (the zsharp GC benchmark program is unavailable)")
         return table

@@ -145,6 +145,34 @@ def test_cluster_does_not_take_garbage_or_other_clusters_members(rt: zs.Runtime)
     rt.gc.verify()
 
 
+def test_create_cluster_out_of_memory_builds_all_or_nothing(rt: zs.Runtime) -> None:
+    from zsharp_py._native import lib
+
+    outcomes = set()
+    for extra in range(0, 6_000, 150):
+        root = Asset(value=-1)
+        root.add_to_root()
+        parts = grow(root, 100)
+        used = rt.native_memory()["live_bytes"]
+        rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, used + extra)
+        try:
+            root.create_cluster()
+            outcomes.add("built")
+        except MemoryError:
+            outcomes.add("refused")
+        finally:
+            rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, 0)
+        rt.gc.verify()  # no object names a cluster that was not built
+        built = root.cluster is not None
+        assert all((p.cluster is not None) == built for p in parts)
+        collect(rt)
+        assert not any(p.is_expired for p in parts)
+        root.remove_from_root()
+        collect(rt)
+        assert all(p.is_expired for p in parts)
+    assert outcomes == {"built", "refused"}
+
+
 def test_create_cluster_during_a_pending_incremental_mark_raises(rt: zs.Runtime) -> None:
     root = Asset()
     root.add_to_root()

@@ -15,6 +15,7 @@ import pytest
 
 import zsharp_py as zs
 from helpers import collect
+from zsharp_py._containers import _ITER_CHUNK
 
 
 @pytest.fixture(autouse=True)
@@ -192,6 +193,59 @@ def test_len_iter_contains_index_count(rt: zs.Runtime) -> None:
     with pytest.raises(ValueError):
         array.index(9)
     assert bool(Int32s()) is False and bool(array) is True
+
+
+def test_iteration_crosses_chunks_and_sees_later_writes(rt: zs.Runtime) -> None:
+    count = 3 * _ITER_CHUNK + 5  # scalars are read in chunks of _ITER_CHUNK
+    array = zs.Array[zs.Int64](range(count))
+    seen = []
+    for position, value in enumerate(array):
+        seen.append(value)
+        if position == 0:
+            array[count - 1] = -1  # a later chunk: read after the write
+    assert seen == list(range(count - 1)) + [-1]
+    assert list(zs.Array[zs.Bool]([True, False])) == [True, False]
+    assert list(Int32s()) == []
+
+
+@pytest.mark.parametrize("change", [
+    lambda array: array.append(1), lambda array: array.pop(), lambda array: array.clear(),
+    lambda array: array.extend(range(5000)),
+])
+def test_iteration_raises_when_the_array_changes_size(rt: zs.Runtime, change) -> None:
+    array = Int32s(range(2 * _ITER_CHUNK))
+    iterator = iter(array)
+    assert next(iterator) == 0
+    change(array)
+    with pytest.raises(RuntimeError, match="changed size during iteration"):
+        list(iterator)
+
+
+def test_iteration_raises_when_the_storage_moves(rt: zs.Runtime) -> None:
+    unit = Trooper(ints=list(range(2 * _ITER_CHUNK)))
+    unit.add_to_root()
+    iterator = iter(unit.ints)
+    next(iterator)
+    unit.ints = [7] * (2 * _ITER_CHUNK + 9)  # new storage (may be elsewhere)
+    with pytest.raises(RuntimeError, match="changed size during iteration"):
+        list(iterator)
+    unit.remove_from_root()
+
+
+def test_iteration_raises_when_the_array_expires(rt: zs.Runtime) -> None:
+    black = Int32s(range(2 * _ITER_CHUNK))
+    iterator = iter(black)
+    next(iterator)
+    black.dispose()
+    with pytest.raises(zs.ExpiredConjugateError):
+        list(iterator)
+    unit = Trooper(ints=list(range(2 * _ITER_CHUNK)))
+    red = iter(unit.ints)
+    assert next(red) == 0
+    del unit
+    collect(rt)  # the owner is destroyed: its array memory is freed
+    with pytest.raises(zs.ExpiredConjugateError):
+        list(red)
 
 
 def test_indexing(rt: zs.Runtime) -> None:

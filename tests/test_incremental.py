@@ -981,3 +981,39 @@ def test_tick_spreads_a_large_cycle_over_many_frames(rt: zs.Runtime) -> None:
     assert all(o.is_expired for o in doomed)
     assert not any(o.is_expired for o in kept)
     assert rt.gc.stats().mark_steps > 1
+
+
+class Keeper(zs.Object):
+    """A reference and an array of references (stores refused mid-cycle)."""
+
+    target: "Keeper | None"
+    items: zs.Array["Keeper"]
+
+
+@pytest.mark.parametrize("store", ["into a live holder", "into the dying object", "array element"])
+def test_store_refused_for_a_dying_object_expires_its_conjugate_first(
+        rt: zs.Runtime, store: str) -> None:
+    """Between steps, a gathered object's conjugate may not be expired yet (expiry
+    is budgeted too). A store that the heap refuses because the object is dying
+    raises ExpiredConjugateError, and by then the conjugate reads as expired."""
+    holder = Keeper()
+    holder.add_to_root()
+    doomed = [Keeper() for _ in range(3000)]
+    rt.gc.start_incremental()
+    while rt.gc.phase in ("marking", "gathering"):
+        rt.gc.step(budget_s=1e-6)
+    dying = next(o for o in doomed if not o.is_expired)  # expiry still pending
+    with pytest.raises(zs.ExpiredConjugateError):
+        if store == "into a live holder":
+            holder.target = dying
+        elif store == "into the dying object":
+            dying.target = holder
+        else:
+            holder.items.append(dying)
+    assert dying.is_expired
+    assert holder.target is None and len(holder.items) == 0
+    while not rt.gc.step(budget_s=0.01):
+        pass
+    rt.gc.verify()
+    assert all(o.is_expired for o in doomed) and rt.live_objects() == 1
+    holder.remove_from_root()

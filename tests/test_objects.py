@@ -48,6 +48,52 @@ def test_unset_properties_take_declared_defaults_or_zero(rt: zs.Runtime) -> None
     assert a.outer is None
 
 
+class _Inner(zs.Struct):
+    a: zs.UInt8 = 255
+    b: zs.Float32 = -1.5
+
+
+class _Outer(zs.Struct):
+    inner: _Inner
+    c: zs.Int16 = -7
+    label: zs.String = "slow"  # not plain data: initialised after creation
+
+
+class _Imaged(zs.Object):
+    i8: zs.Int8 = -128
+    u64: zs.UInt64 = 2**64 - 1
+    f32: zs.Float32 = 0.25
+    f64: zs.Float64 = -2.5
+    flag: zs.Bool = True
+    plain: _Inner
+    mixed: _Outer
+    other: "_Imaged | None" = None
+
+
+class _ImagedChild(_Imaged):
+    extra: zs.Int32 = 42
+
+
+def test_plain_defaults_are_copied_in_by_the_creating_call(rt: zs.Runtime) -> None:
+    from zsharp_py._object import class_layout
+
+    layout = class_layout(_Imaged)
+    # Scalars and the plain struct come from the image; the struct holding a
+    # string needs the runtime; a None reference default is just zero.
+    assert layout.image and [p.name for p in layout.initializers] == ["mixed"]
+    assert layout.defaults == []
+    for cls in (_Imaged, _ImagedChild):
+        a = cls()
+        assert (a.i8, a.u64, a.f32, a.f64, a.flag) == (-128, 2**64 - 1, 0.25, -2.5, True)
+        assert (a.plain.a, a.plain.b) == (255, -1.5)
+        assert (a.mixed.inner.a, a.mixed.inner.b, a.mixed.c, a.mixed.label) == (255, -1.5, -7, "slow")
+        assert a.other is None
+    assert _ImagedChild().extra == 42
+    b = _ImagedChild(i8=5, extra=-1, plain=(1, 2.0), other=_Imaged())
+    assert (b.i8, b.extra, b.plain.a, b.plain.b, b.u64) == (5, -1, 1, 2.0, 2**64 - 1)
+    assert class_layout(Item).defaults == [] and class_layout(zs.Object).image == b""
+
+
 def test_auto_names_count_per_class_from_zero(rt: zs.Runtime) -> None:
     a0, a1 = Actor(), Actor()
     h0 = Hero()

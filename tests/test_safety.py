@@ -144,6 +144,162 @@ def test_object_whose_object_was_reused_by_a_new_one_stays_expired(rt: zs.Runtim
     assert old.is_expired and not new.is_expired
 
 
+class _Collecting:
+    """A number whose conversion runs Python code that collects garbage: by
+    the time the setter could write, the (unrooted) holder is destroyed."""
+
+    def __init__(self, rt: zs.Runtime) -> None:
+        self.rt = rt
+
+    def __index__(self) -> int:
+        self.rt.collect_garbage()
+        return 1
+
+    def __float__(self) -> float:
+        self.rt.collect_garbage()
+        return 1.0
+
+
+class _Int(int):
+    """An int subclass whose __index__ would collect, if anything called it."""
+
+    def __index__(self) -> int:
+        raise AssertionError("an int subclass is converted by value, in C")
+
+
+@pytest.mark.parametrize("field", ["health", "u64", "i8", "speed", "f32", "alive"])
+def test_a_conversion_that_destroys_the_holder_never_writes_to_it(rt: zs.Runtime,
+                                                                   field: str) -> None:
+    holder = Actor(name="victim")  # a conjugate only: not a root
+    with pytest.raises(zs.ExpiredConjugateError, match="victim"):
+        setattr(holder, field, _Collecting(rt))
+    assert holder.is_expired
+    kept = Actor(name="kept")
+    kept.add_to_root()
+    setattr(kept, field, _Collecting(rt))  # survives the collection: stored after it
+    assert getattr(kept, field) == 1
+
+
+def test_int_subclasses_are_stored_by_value_without_running_python_code(
+        rt: zs.Runtime) -> None:
+    holder = Actor()
+    holder.health = _Int(5)
+    holder.u8 = _Int(255)
+    assert (holder.health, holder.u8) == (5, 255)
+    with pytest.raises(OverflowError, match=r"Actor\.u8"):
+        holder.u8 = _Int(256)
+    assert holder.u8 == 255
+
+
+def test_reference_reads_go_through_the_mapping_and_never_see_a_stale_slot(
+        rt: zs.Runtime) -> None:
+    holder = Actor()
+    holder.add_to_root()
+    target = Actor(health=1)
+    holder.target = target
+    handle = target.handle
+    del target
+    gc.collect()
+    # The mapping holds the conjugate (red conjugates live while the object does).
+    assert holder.target.handle == handle and holder.target.health == 1
+    holder.target = None
+    assert holder.target is None
+    collect(rt)  # the old target dies; its slot is free for reuse
+    assert handle not in rt._conjugates
+    assert rt._conjugates[handle] is None  # stale: __missing__ resolves nothing
+    assert rt._conjugates[0] is None
+    reused = Actor(health=2)
+    assert reused.handle & 0xFFFFFFFF == handle & 0xFFFFFFFF and reused.handle != handle
+    assert rt._conjugates[handle] is None and rt._conjugates[reused.handle] is reused
+    holder.target = reused
+    assert holder.target is reused
+
+
+def _native_object_into(rt: zs.Runtime, holder: Any, field: str) -> int:
+    """Create an object from native code (as a host would: no conjugate) of
+    the holder's class and store it into ``holder.field`` (nothing allocates
+    in between, so no collection can take it first); return its handle."""
+    from zsharp_py._native import ffi, lib
+    from zsharp_py._object import class_layout
+
+    offset = next(p.offset for p in class_layout(type(holder)).properties if p.name == field)
+    native_class, out = rt._native_class(type(holder)), ffi.new("zs_ref *")
+    pointer, holder_handle = rt._ptr, holder.handle
+    assert lib.zs_object_new(pointer, native_class, 0, lib.ZS_NAME_AUTO, 0, out, ffi.NULL) == 0
+    assert lib.zs_store_ref(pointer, holder_handle, offset, out[0]) == 0
+    assert out[0] not in rt._conjugates
+    return int(out[0])
+
+
+def test_a_reference_to_an_object_without_a_conjugate_gets_one(rt: zs.Runtime) -> None:
+    holder = Actor()
+    holder.add_to_root()
+    handle = _native_object_into(rt, holder, "target")
+    adopted = holder.target  # adopted on the mapping miss
+    assert type(adopted) is Actor and adopted.handle == handle
+    assert holder.target is adopted and rt._conjugates.get(handle) is adopted
+    adopted.health = 3
+    holder.target = None
+    collect(rt)
+    assert adopted.is_expired  # the adopted conjugate expires like any other
+
+
+def test_cycle_collector_callbacks_that_collect_while_objects_are_created_and_adopted(
+        rt: zs.Runtime) -> None:
+    """Python's cycle collector may run at any allocation, with callbacks and
+    finalisers that call back into the runtime: here, one that collects
+    garbage at (almost) every allocation, including those made while
+    creating or adopting a conjugate."""
+    stress_rt = zs.Runtime(stress=zs.GcStress(poison_freed=True))
+    log: list[str] = []
+
+    def collect_too(phase: str, info: dict) -> None:
+        if phase == "start" and not stress_rt.closed:
+            try:
+                stress_rt.collect_garbage()
+                log.append("collected")
+            except RuntimeError as error:
+                log.append(str(error))
+
+    threshold = gc.get_threshold()
+    with stress_rt:
+        holder = Actor(health=7)
+        holder.add_to_root()
+        made: list[Actor] = []
+        gc.set_threshold(1)
+        gc.callbacks.append(collect_too)
+        try:
+            for i in range(300):
+                made.append(Actor(health=i) if i % 2 else Actor())  # image only / keywords
+                try:
+                    holder.target = made[-1]
+                except zs.ExpiredConjugateError:  # collected before it was linked: legal
+                    assert made[-1].is_expired
+                if i % 3 == 0:  # an object from native code, adopted on the read
+                    _native_object_into(stress_rt, holder, "target")
+                    assert holder.target.health == 0
+        finally:
+            gc.callbacks.remove(collect_too)
+            gc.set_threshold(*threshold)
+        # No conjugate ever points at freed (poisoned) memory.
+        for i, actor in enumerate(made):
+            assert actor.is_expired or actor.health == (i if i % 2 else 100)
+        stress_rt.gc.verify()
+    assert log.count("collected") > 100
+
+
+def test_collections_and_close_refuse_to_run_inside_an_adoption(rt: zs.Runtime) -> None:
+    rt._adopting = True  # as seen by a finaliser or signal handler on the adopting thread
+    try:
+        for run in (rt.collect_garbage, lambda: rt.gc.step(0.001), rt.close):
+            with pytest.raises(RuntimeError, match="being created or adopted"):
+                run()
+    finally:
+        rt._adopting = False
+    assert not rt.closed
+    collect(rt)
+
+
 # ---- half-built objects -------------------------------------------------------------
 
 

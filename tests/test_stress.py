@@ -43,8 +43,8 @@ def test_check_marks_agrees_with_a_correct_collector() -> None:
 def test_check_marks_catches_a_missing_write_barrier() -> None:
     with zs.Runtime(stress=zs.GcStress(check_marks=True, objects_per_step=1)) as rt:
         holder = Node(value=-1)
-        holder.add_to_root()
         head, nodes = chain(2_000)
+        holder.add_to_root()  # rooted last: on top of the mark stack, scanned first
         moved = nodes[-1]
         rt.gc._debug_disable_barrier(True)
         rt.gc.start_incremental()
@@ -84,16 +84,19 @@ def test_one_object_per_step_needs_a_step_per_object() -> None:
         rt.gc.verify()
 
 
-def test_a_tiny_mark_stack_still_marks_everything() -> None:
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_tiny_mark_stack_still_marks_everything(threads: int) -> None:
     def survivors(stress: zs.GcStress) -> list[int]:
-        with zs.Runtime(stress=stress) as rt:
+        with zs.Runtime(stress=stress, mark_threads=threads) as rt:
+            rt.gc._debug_parallel_threshold(0)         # threads > 1: parallel marking
             head, nodes = chain(500)
             for i, node in enumerate(nodes):           # wide fan-out too
                 for j in range(1, 4):
                     node.links.append(nodes[(i * 7 + j) % len(nodes)])
             head.next = None                           # most are reachable only via links
             orphans = [Node(value=-1) for _ in range(50)]
-            collect(rt)
+            stats = collect(rt)
+            assert stats.mark_threads == threads
             assert all(o.is_expired for o in orphans)
             return sorted(n.value for n in nodes if not n.is_expired)
 
@@ -134,6 +137,36 @@ def test_allocation_limit_raises_memory_error_and_keeps_the_heap_consistent() ->
         assert stats.objects_freed == live - 10
         head.links.append(head)                  # memory is available again
         assert len(head.links) == length + 1
+
+
+def test_out_of_memory_while_gathering_never_frees_what_a_survivor_references() -> None:
+    from zsharp_py._native import lib
+
+    outcomes = set()
+    for extra in range(0, 20_000, 1_000):
+        with zs.Runtime(stress=zs.GcStress(poison_freed=True)) as rt:
+            head, nodes = chain(5)
+            doomed, doomed_nodes = chain(600)      # unreachable once unrooted
+            doomed.remove_from_root()
+            held = doomed_nodes[::7]               # some keep a conjugate
+            del doomed, doomed_nodes
+            used = rt.native_memory()["live_bytes"]
+            # The limit also starves the collector's own lists, as a real
+            # out-of-memory would: the cycle is given up or completes whole.
+            rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, used + extra)
+            rt._call(lib.zs_debug_set, lib.ZS_DEBUG_STRICT_ALLOC_LIMIT, 1)
+            stats = collect(rt)
+            rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, 0)
+            outcomes.add(stats.gathers_aborted)
+            if stats.gathers_aborted:
+                assert stats.objects_freed == 0 and not any(n.is_expired for n in held)
+                assert [n.value for n in held] == list(range(0, 600, 7))
+                assert rt.live_objects() == 605
+                stats = collect(rt)
+            assert stats.gathers_aborted == 0 and stats.objects_freed == 600
+            assert all(n.is_expired for n in held) and rt.live_objects() == 5
+            assert [n.value for n in nodes] == list(range(5))
+    assert outcomes == {0, 1}  # the sweep covers a given-up and a complete cycle
 
 
 def test_stress_settings_are_validated() -> None:

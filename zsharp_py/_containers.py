@@ -12,6 +12,7 @@ whole new value assigned), because the storage may move.
 from __future__ import annotations
 
 import sys
+from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator
 
 from ._native import api_address, check, declare_struct, ffi, layout_address, layout_ffi, lib
@@ -26,6 +27,8 @@ __all__ = ["Array", "Set", "Map", "Optional", "ArraySpec", "SetSpec", "MapSpec",
 _ARRAY_POINTER = ffi.typeof("zs_array *")
 _HASH_POINTER = ffi.typeof("zs_hash *")
 _MISSING = object()
+_chain = chain.from_iterable
+_ITER_CHUNK = 256  # scalars copied out per native read while iterating
 
 # zs_type_kind values
 _ARRAY, _SET, _MAP, _OPTIONAL = 6, 7, 8, 9
@@ -464,10 +467,41 @@ class Array(_Container):
         return any(item == value or _same(item, value) for item in self.to_python())
 
     def __iter__(self) -> Iterator[Any]:
+        element = self._spec.elements[0]
+        pointer_type = getattr(element, "_pointer", None)
+        if pointer_type is None:  # views, strings, references: one element at a time
+            return self._iter_elements()
+        return _chain(self._scalar_chunks(pointer_type))
+
+    def _iter_elements(self) -> Iterator[Any]:
         for position in range(len(self)):
             if position >= len(self):
                 return
             yield self[position]
+
+    def _scalar_chunks(self, pointer_type: Any) -> Iterator[list[Any]]:
+        """Scalars in chunks (lists, chained by ``__iter__``): each chunk is copied out by one ``ffi.unpack``
+        under the lock (no other thread is inside a native call that could
+        move the storage), so the loop body never runs while native memory
+        is being read. Like ``dict`` iteration, a change of size or storage
+        between chunks raises ``RuntimeError``, and expiry raises
+        ``ExpiredConjugateError``; values written meanwhile are seen from
+        the next chunk on."""
+        lock = self._rt._lock
+        unpack, cast = ffi.unpack, ffi.cast
+        position = 0
+        with lock:
+            pointer = self._live()
+            count, data = pointer.count, pointer.data
+        while position < count:
+            with lock:
+                pointer = self._live()
+                if pointer.count != count or pointer.data != data:
+                    raise RuntimeError(f"{type(self).__name__} changed size during iteration")
+                taken = min(count - position, _ITER_CHUNK)
+                chunk = unpack(cast(pointer_type, data) + position, taken)
+            position += taken
+            yield chunk
 
     def __reversed__(self) -> Iterator[Any]:
         for position in range(len(self) - 1, -1, -1):

@@ -54,6 +54,9 @@ class GcStats:
     """Objects the write barrier marked during an incremental cycle."""
     mark_threads: int
     """Threads that marked (more than 1 for a parallel full collection)."""
+    gathers_aborted: int = 0
+    """1 when the cycle ran out of native memory while gathering the
+    unreachable objects: it was given up and every object survived it."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,7 @@ class GarbageCollector:
         done = ffi.new("int *")
         with runtime._lock:
             pointer = runtime._live_ptr()
+            runtime._refuse_reentry("gc.step()")
             runtime._flush_deferred()
             phase = lib.zs_gc_phase_of(pointer)
             progressed = False
@@ -208,7 +212,8 @@ class GarbageCollector:
             live_objects=raw.live_objects, conjugates_expired=self._last_expired,
             mark_seconds=raw.mark_ns / 1e9, gather_seconds=raw.gather_ns / 1e9,
             purge_seconds=raw.purge_ns / 1e9, mark_steps=raw.mark_steps,
-            barrier_marks=raw.barrier_marks, mark_threads=raw.mark_threads)
+            barrier_marks=raw.barrier_marks, mark_threads=raw.mark_threads,
+            gathers_aborted=raw.gathers_aborted)
 
     def cluster_count(self) -> int:
         """Number of live clusters."""

@@ -13,10 +13,10 @@ import sys
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from ._conjugate import FIXED_CLASS, ExpiredPointer, expired_error, expired_reason
-from ._errors import ExpiredConjugateError, raise_status
+from ._errors import ZS_E_DYING, ExpiredConjugateError, raise_status
 from ._native import check, declare_struct, ffi, layout_address, layout_ffi, lib, member_name
 from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
@@ -63,8 +63,9 @@ class ClassLayout:
     own_members: list[tuple[int, PropertyKind]]  # (offset, spec): cls's own non-scalar members
     class_flags: int = 0                # ZS_CLASS_*
     property_names: frozenset[str] = field(default_factory=frozenset)
-    defaults: list[PropertyInfo] = field(default_factory=list)  # properties with defaults
-    initializers: list[PropertyInfo] = field(default_factory=list)  # embedded structs
+    defaults: list[PropertyInfo] = field(default_factory=list)  # set after creation
+    initializers: list[PropertyInfo] = field(default_factory=list)  # run after creation
+    image: bytes = b""  # plain defaults: the bytes after the header of a new object
 
 
 class ObjectMeta(type):
@@ -93,7 +94,9 @@ class ObjectMeta(type):
 
     def __call__(cls, /, name: str | None = None, outer: Object | None = None,
                  **properties: Any) -> Any:
-        layout = cls.__dict__.get("_zs_layout") or class_layout(typing.cast("type[Object]", cls))
+        layout = cls._zs_layout  # type: ignore[attr-defined]
+        if layout is None or layout.cls is not cls:  # inherited, or not laid out yet
+            layout = class_layout(typing.cast("type[Object]", cls))
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, not {type(name).__name__}")
         if outer is not None:
@@ -101,7 +104,9 @@ class ObjectMeta(type):
                 raise TypeError(f"outer must be a zs.Object or None, not {type(outer).__name__}")
             runtime = outer._live_runtime()
         else:
-            runtime = _current_runtime()
+            runtime = _current_context.get()
+            if runtime is None or runtime._closed:
+                runtime = _current_runtime()
         if properties:
             _check_properties(layout, runtime, properties)
         return runtime._new_object(layout.cls, layout, name, outer, properties)
@@ -157,6 +162,9 @@ def _no_runtime() -> Runtime:
 # Set by _runtime at import (it imports this module, so this one cannot
 # import it at the top); a plain global call on the creation path.
 _current_runtime: typing.Callable[[], Runtime] = _no_runtime
+# The context variable of ``with Runtime()`` (also set by _runtime): read
+# inline on the creation path, current_runtime() only when it is unset.
+_current_context: Any = None
 
 
 class Object(metaclass=ObjectMeta):
@@ -181,6 +189,7 @@ class Object(metaclass=ObjectMeta):
 
     __slots__ = ("_p", "_h", "_rt", "_v")
     __class__ = FIXED_CLASS  # never re-classed: its native object has its own class's layout
+    _zs_layout: ClassVar[ClassLayout | None] = None  # each class's own, set by class_layout
     _p: Any
     _h: int
     _rt: Runtime
@@ -339,21 +348,23 @@ def _check_target(what: str, target: type[Object], value: Any, extra: str = "") 
 # through _reference_store_failed for their messages.
 _REFERENCE_SETTER = """
 def setter(self, value):
+    runtime = self._rt
     if value is None:
         ref = 0
-    elif isinstance(value, target):
-        if type(value._p) is Expired or value._rt is not self._rt:
-            return failed(self, value, what)
+    elif isinstance(value, target) and type(value._p) is not Expired and value._rt is runtime:
         ref = value._h
     else:
         return failed(self, value, what)
-    runtime = self._rt
-    with runtime._lock:
+    lock = runtime._lock
+    lock.acquire()
+    try:
         if type(self._p) is Expired or runtime._closed:
             return failed(self, value, what)
         status = store(runtime._ptr, self._h, offset, ref)
+    finally:
+        lock.release()
     if status:
-        raise_status(status, what)
+        store_refused(runtime, status, what)
 """
 
 
@@ -368,10 +379,18 @@ def _reference_store_failed(self: Object, value: Any, what: str) -> None:
                     f"not {type(value).__name__}")
 
 
+def _reference_store_refused(runtime: Runtime, status: int, what: str) -> NoReturn:
+    """Raise for a refused store; a dying holder or target expires first."""
+    if status == ZS_E_DYING:
+        runtime._expire_refused_dying()
+    raise_status(status, what)
+
+
 def _make_reference_setter(what: str, target: type, offset: int) -> Any:
     namespace: dict[str, Any] = {
         "target": target, "Expired": ExpiredPointer, "failed": _reference_store_failed,
-        "what": what, "store": lib.zs_store_ref, "offset": offset, "raise_status": raise_status}
+        "what": what, "store": lib.zs_store_ref, "offset": offset,
+        "store_refused": _reference_store_refused}
     exec(_REFERENCE_SETTER, namespace)  # noqa: S102
     return namespace["setter"]
 
@@ -388,8 +407,10 @@ def _write_ref(runtime: Any, owner: int, native_type: Any, address: int, value: 
     if value is not None and value._rt is not runtime:
         raise ValueError("cannot store an object of another runtime")
     ref = value._h if value is not None else 0
-    check(lib.zs_value_store_ref(runtime._ptr, owner, native_type, ffi.cast(_REF_POINTER, address),
-                                 ref), "store")
+    status = lib.zs_value_store_ref(runtime._ptr, owner, native_type,
+                                    ffi.cast(_REF_POINTER, address), ref)
+    if status:
+        _reference_store_refused(runtime, status, "store")
 
 
 def owner_handle(holder: Any) -> int:
@@ -455,15 +476,10 @@ class ObjectRefKind(PropertyKind):
         if not issubclass(cls, Object):
             return install_value_property(self, cls, name, cname, offset)
         namespace: dict[str, Any] = {}
-        exec(  # noqa: S102 - one field fetch and a dict lookup per read
-            f"def getter(self):\n"
-            f"    ref = self._p.{cname}\n"
-            f"    if not ref:\n"
-            f"        return None\n"
-            f"    found = self._rt._conjugates.get(ref)\n"
-            f"    return found if found is not None else self._rt._conjugate_of(ref)\n",
-            namespace,
-        )
+        # One field fetch and one subscript of the conjugate mapping, whose
+        # __missing__ handles null (None) and objects without a conjugate yet.
+        exec(  # noqa: S102
+            f"def getter(self):\n    return self._rt._conjugates[self._p.{cname}]\n", namespace)
         setter = _make_reference_setter(f"{cls.__name__}.{name}", self.target, offset)
         setattr(cls, name, property(namespace["getter"], setter, None,
                                     f"Reference to {self.target.__name__} or None "
@@ -491,8 +507,7 @@ class ObjectRefKind(PropertyKind):
         ref = _read_ref(address)
         if not ref:
             return None
-        found = runtime._conjugates.get(ref)
-        return found if found is not None else runtime._conjugate_of(ref)
+        return runtime._conjugates[ref]
 
     def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
         """Type-check, then store through the native API (barrier, checks)."""
@@ -671,11 +686,60 @@ def class_layout(cls: type[Object]) -> ClassLayout:
         if not isinstance(info.kind, ScalarKind):
             own_members.append((info.offset, info.kind))
     properties = inherited + own
-    layout = ClassLayout(cls, parent, pointer_type, layout_ffi.sizeof(struct_type), properties,
+    size = layout_ffi.sizeof(struct_type)
+    image, defaults, initializers = _initial_image(properties, size)
+    layout = ClassLayout(cls, parent, pointer_type, size, properties,
                          own_members, cls.__dict__.get("_zs_class_flags", 0),
-                         frozenset(p.name for p in properties),
-                         [p for p in properties if p.has_default],
-                         [p for p in properties if not p.has_default
-                          and type(p.kind).initialize is not PropertyKind.initialize])
+                         frozenset(p.name for p in properties), defaults, initializers, image)
     type.__setattr__(cls, "_zs_layout", layout)
     return layout
+
+
+def _initial_image(properties: list[PropertyInfo],
+                   size: int) -> tuple[bytes, list[PropertyInfo], list[PropertyInfo]]:
+    """What a new object's properties start as: the plain part (scalar
+    defaults, embedded structs' scalar defaults) as the bytes after the
+    header, which the native side copies in at creation, and the rest
+    (``(defaults, initializers)``) left to run after creation. The image
+    only ever holds plain data: a reference member stays zero in it."""
+    header = layout_ffi.sizeof("zs_object")
+    buffer = layout_ffi.new("char[]", size)
+    base = layout_address(buffer)
+    defaults: list[PropertyInfo] = []
+    initializers: list[PropertyInfo] = []
+    for info in properties:
+        if info.has_default:
+            if info.default is None and isinstance(info.kind, (ObjectRefKind, WeakRefKind)):
+                continue  # a null reference: already zero
+            if not _plain_default(info.kind, base + info.offset, info.default):
+                defaults.append(info)
+        elif not _plain_initialize(info.kind, base + info.offset):
+            initializers.append(info)
+    image = bytes(layout_ffi.buffer(buffer))[header:].rstrip(b"\0")
+    return image, defaults, initializers
+
+
+def _plain_default(kind: PropertyKind, address: int, value: Any) -> bool:
+    """Write a scalar default into an image; False for any other kind."""
+    if not isinstance(kind, ScalarKind):
+        return False
+    kind.write(None, 0, address, value)
+    return True
+
+
+def _plain_initialize(kind: PropertyKind, address: int) -> bool:
+    """Write what ``kind.initialize`` would into an image, if that is plain
+    data only (embedded structs of scalars); False when it needs the runtime."""
+    from ._struct import StructSpec
+
+    if type(kind).initialize is PropertyKind.initialize:
+        return True  # nothing to initialise
+    if not isinstance(kind, StructSpec):
+        return False
+    plain = True
+    for info in kind.layout.properties:
+        if info.has_default:
+            plain = _plain_default(info.kind, address + info.offset, info.default) and plain
+        else:
+            plain = _plain_initialize(info.kind, address + info.offset) and plain
+    return plain

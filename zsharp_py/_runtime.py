@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import _object
 from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
                          make_expired)
-from ._errors import ExpiredConjugateError, raise_status
+from ._errors import ZS_E_DYING, ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats, GcStress
-from ._native import check, ffi, layout_address, layout_pointer, lib
+from ._native import check, ffi, layout_address, layout_ffi, lib
 from ._object import ClassLayout, ClusterInfo, Object, class_layout
 from ._values import expire_views
 
@@ -53,6 +53,30 @@ def current_runtime() -> Runtime:
 
 def _free_native(pointer: Any) -> None:
     lib.zs_runtime_free(pointer)
+
+
+class ConjugateMap(dict[int, Object]):
+    """The conjugate mapping: handle -> live object conjugate.
+
+    Only live conjugates are in it (expiry pops them), and a handle carries
+    its slot's serial, so a stale handle never finds the conjugate of a new
+    object in the same slot. ``mapping[handle]`` is the whole lookup of a
+    reference read: a missing handle goes to ``__missing__`` (only there
+    does Python code run), which gives None for the null handle and
+    otherwise the object's new conjugate (None if the object is gone).
+    """
+
+    __slots__ = ("_runtime",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__()
+        self._runtime = weakref.ref(runtime)  # no cycle: runtimes are finalised promptly
+
+    def __missing__(self, handle: int) -> Object | None:
+        runtime = self._runtime()
+        if not handle or runtime is None:
+            return None
+        return runtime._conjugate_of(handle)
 
 
 class Runtime:
@@ -105,7 +129,7 @@ class Runtime:
         self.black_conjugates_are_roots = bool(black_conjugates_are_roots)
         self._lock = threading.RLock()
         self._closed = False
-        self._conjugates: dict[int, Object] = {}
+        self._conjugates: ConjugateMap = ConjugateMap(self)
         self._native_classes: dict[type, Any] = {}
         self._classes_by_id: list[type[Object] | None] = []
         self._names: list[str] = []
@@ -119,6 +143,8 @@ class Runtime:
         self._tokens: list[contextvars.Token[Runtime | None]] = []
         self._ref_out = ffi.new("zs_ref *")
         self._object_out = ffi.new("zs_object **")
+        self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
+        self._adopting = False  # between a native conjugate record and the mapping insert
         # Delegates and object wrappers (_delegates, _object_wrappers): the
         # Python callables that native bindings name by id, the persistent
         # ids of LazyObjectPtr, the interface ids of ScriptInterface.
@@ -140,6 +166,7 @@ class Runtime:
         self.stress = stress or GcStress()
         """The stress switches in force (``GcStress``)."""
         self._creations = 0
+        self._stress_every = self.stress.collect_every
         if stress is not None:
             self.gc._apply_stress(stress)
 
@@ -165,6 +192,7 @@ class Runtime:
         with self._lock:
             if self._closed:
                 return
+            self._refuse_reentry("close()")
             self._deferred_releases.clear()
             # Names must outlive the native table: expired conjugates format
             # their messages lazily.
@@ -201,7 +229,19 @@ class Runtime:
         """Call a native function on this runtime's heap, holding the lock so
         that ``close()`` on another thread cannot free the heap mid-call."""
         with self._lock:
-            return function(self._live_ptr(), *args)
+            status: int = function(self._live_ptr(), *args)
+            if status == ZS_E_DYING:
+                self._expire_refused_dying()
+            return status
+
+    def _expire_refused_dying(self) -> None:
+        """A call was refused because an object is dying (gathered by an
+        incremental cycle whose budgeted expiry has not reached it yet):
+        expire every pending conjugate now, so that the refused object's
+        conjugate already reads as expired when the error reaches the caller."""
+        with self._lock:
+            if not self._closed:
+                self.gc._last_expired += self._expire_dying()
 
     def _live_ptr(self) -> Any:
         if self._closed:
@@ -221,6 +261,7 @@ class Runtime:
         """
         with self._lock:
             pointer = self._live_ptr()
+            self._refuse_reentry("collect_garbage()")
             self._flush_deferred()
             self._expire_dying()  # a pending cycle's (counted in that cycle)
             check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage")
@@ -289,9 +330,10 @@ class Runtime:
                                                 ffi.unpack(garbage, count)):
                 conjugate = pop(handle, None)
                 if conjugate is not None:
-                    conjugate._p = make_expired(
+                    # make_expired, inlined (no Python frame per conjugate)
+                    conjugate._p = _new_tuple(ExpiredPointer, (
                         type(conjugate).__name__, describe, name,
-                        REASON_GARBAGE if is_garbage else REASON_COLLECTED)
+                        REASON_GARBAGE if is_garbage else REASON_COLLECTED))
                     if conjugate._v:
                         expire_views(conjugate)
             total += count
@@ -470,53 +512,104 @@ class Runtime:
 
     def _new_object(self, cls: type[Object], layout: ClassLayout, name: str | None,
                     outer: Object | None, properties: dict[str, Any]) -> Object:
-        with self._lock:
-            pointer = self._live_ptr()
-            every = self.stress.collect_every
-            if every:
+        # One native call allocates the object, copies its plain defaults in
+        # and records its conjugate; the lock keeps a collection on another
+        # thread from running between that call and the mapping insert.
+        # (acquire/release: a ``with`` costs two bound-method calls more.)
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._closed:
+                raise ExpiredConjugateError("the runtime has been closed")
+            if self._stress_every:
                 self._creations += 1
-                if self._creations % every == 0:
+                if self._creations % self._stress_every == 0:
                     self.collect_garbage()  # before allocating: the new object is safe
-            self._flush_deferred()
-            native = self._native_classes.get(cls) or self._native_class(cls)
-            index, number = (_NAME_AUTO, 0) if name is None else self._intern(name)
-            outer_ref = outer._h if outer is not None else 0
-            status = lib.zs_object_new(pointer, native, outer_ref, index, number,
-                                       self._ref_out, self._object_out)
-            if status:
-                raise_status(status, f"{cls.__name__}()")
-            handle = self._ref_out[0]
-            status = lib.zs_resolve_for_conjugate(pointer, handle, self._object_out)
-            if status:
-                raise_status(status, f"{cls.__name__}()")
-            conjugate = self._adopt(cls, layout, handle, self._object_out[0])
+            if self._deferred_releases or self._deferred_value_frees or self._callables:
+                self._flush_deferred()
+            native, pointer_out, image, image_size, more = (self._creators.get(cls) or
+                                                            self._creator(cls, layout))
+            if name is None:
+                index, number = _NAME_AUTO, 0
+            else:
+                index, number = self._intern(name)
+            # Allocated first: allocating may run Python's cycle collector and
+            # its callbacks and finalisers. From the native call until the
+            # constructor returns, collections re-entering on this thread are
+            # refused (_adopting): the expiry would miss a conjugate the
+            # mapping does not hold yet, and an object still being built is
+            # unreachable.
+            conjugate: Object = _new_instance(cls)
+            self._adopting = True
             try:
-                # Embedded structs start from their declared defaults.
-                if layout.initializers:
-                    base = layout_address(conjugate._p)
-                    for info in layout.initializers:
-                        info.kind.initialize(self, handle, base + info.offset)
-                # Keywords were validated before allocation; a store can still
-                # fail if a referenced object died meanwhile on another thread.
-                for info in layout.defaults:
-                    if info.name not in properties:
-                        setattr(conjugate, info.name, info.default)
-                for key, value in properties.items():
-                    setattr(conjugate, key, value)
-            except BaseException:
-                # Leave no half-built object reachable: it goes at the next collection.
-                lib.zs_mark_as_garbage(pointer, handle)
-                raise
+                handle = _object_new_conjugate(self._ptr, native, outer._h if outer else 0,
+                                               index, number, image, image_size, pointer_out)
+                if handle < _FIRST_REF:  # a status, not a handle
+                    raise_status(handle, f"{cls.__name__}()")
+                conjugate._p = pointer_out[0]  # already typed as the class's layout
+                conjugate._h = handle
+                conjugate._rt = self
+                conjugate._v = None
+                self._conjugates[handle] = conjugate
+                if more or properties:
+                    self._initialize(conjugate, layout, handle, properties)
+            finally:
+                self._adopting = False
             return conjugate
+        finally:
+            lock.release()
 
-    def _adopt(self, cls: type[Object], layout: ClassLayout, handle: int, native: Any) -> Object:
-        conjugate: Object = object.__new__(cls)
-        conjugate._p = layout_pointer(layout.pointer_type, native)
+    def _creator(self, cls: type[Object],
+                 layout: ClassLayout) -> tuple[Any, Any, bytes, int, bool]:
+        """What creating a ``cls`` object in this runtime needs: its native
+        class, an out-slot typed as the class's layout pointer (used under
+        the lock), the initial image and its size, and whether anything is
+        left to initialise after the image."""
+        creator = (self._native_class(cls),
+                   layout_ffi.new(layout_ffi.getctype(layout.pointer_type, "[1]")),
+                   layout.image, len(layout.image), bool(layout.initializers or layout.defaults))
+        self._creators[cls] = creator
+        return creator
+
+    def _initialize(self, conjugate: Object, layout: ClassLayout, handle: int,
+                    properties: dict[str, Any]) -> None:
+        """What the image could not do, then the constructor's keywords."""
+        try:
+            # Embedded structs start from their declared defaults.
+            if layout.initializers:
+                base = layout_address(conjugate._p)
+                for info in layout.initializers:
+                    info.kind.initialize(self, handle, base + info.offset)
+            # Keywords were validated before allocation; a store can still
+            # fail if a referenced object died meanwhile on another thread.
+            for info in layout.defaults:
+                if info.name not in properties:
+                    setattr(conjugate, info.name, info.default)
+            for key, value in properties.items():
+                setattr(conjugate, key, value)
+        except BaseException:
+            # Leave no half-built object reachable: it goes at the next collection.
+            lib.zs_mark_as_garbage(self._ptr, handle)
+            raise
+
+    def _adopt(self, conjugate: Object, layout: ClassLayout, handle: int, native: Any) -> Object:
+        conjugate._p = _cast(layout.pointer_type, native)
         conjugate._h = handle
         conjugate._rt = self
         conjugate._v = None
         self._conjugates[handle] = conjugate
         return conjugate
+
+    def _refuse_reentry(self, what: str) -> None:
+        """Collections and close() cannot run while this thread is between
+        giving an object a conjugate natively and putting it in the mapping:
+        the expiry would miss it and the purge free it under the conjugate.
+        Only code run re-entrantly on that thread (a signal handler, a
+        finaliser) can get here then."""
+        if self._adopting:
+            raise RuntimeError(f"{what} cannot run while an object conjugate is being "
+                               "created or adopted (called from a finaliser or signal "
+                               "handler on the same thread)")
 
     def _conjugate_of(self, handle: int) -> Object | None:
         """The conjugate of a handle: existing, new, or None if the object is gone."""
@@ -524,15 +617,22 @@ class Runtime:
             found = self._conjugates.get(handle)
             if found is not None or self._closed:
                 return found
-            if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
+            native = lib.zs_resolve(self._ptr, handle)
+            if native == ffi.NULL:
                 return None
-            native = self._object_out[0]
             class_id = lib.zs_class_id(native.cls)
             cls = self._classes_by_id[class_id] if class_id < len(self._classes_by_id) else None
             if cls is None:
-                lib.zs_forget_conjugate(self._ptr, handle)
                 return None
-            return self._adopt(cls, class_layout(cls), handle, native)
+            layout = class_layout(cls)
+            conjugate: Object = _new_instance(cls)  # before: allocation may run finalisers
+            self._adopting = True
+            try:
+                if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
+                    return None
+                return self._adopt(conjugate, layout, handle, self._object_out[0])
+            finally:
+                self._adopting = False
 
     def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
         flag = ffi.new("int *")
@@ -563,6 +663,12 @@ def _describe_black(value: Any) -> str:
 
 _object._current_runtime = current_runtime
 _NAME_AUTO = lib.ZS_NAME_AUTO
+_object_new_conjugate = lib.zs_object_new_conjugate
+_FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
+_new_instance = object.__new__
+_new_tuple = tuple.__new__
+_cast = ffi.cast  # the compiled FFI's C-level cast takes the layout FFI's pointer types too
+_object._current_context = _current
 _CALLABLE_BATCH = 256  # released callable ids taken per native call
 # Conjugates expired per native call in a budgeted step: the deadline is
 # checked between batches, so a step overruns by at most one batch (~50 µs).

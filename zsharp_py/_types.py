@@ -28,6 +28,10 @@ class Scalar:
     py_type: ClassVar[type] = int
     minimum: ClassVar[int] = 0
     maximum: ClassVar[int] = 0
+    # A Python expression over ``value``: True when cffi may store the value
+    # as it is (no Python code runs inside cffi's conversion of it, and cffi
+    # refuses exactly what ``convert`` refuses, with OverflowError).
+    fast_guard: ClassVar[str] = "type(value) is int"
 
     def __new__(cls, value: Any = 0) -> Any:
         return cls.convert(value)
@@ -55,6 +59,7 @@ class _Bool(Scalar):
 
     c_type = "_Bool"
     py_type = bool
+    fast_guard = "value is True or value is False"
 
     @classmethod
     def convert(cls, value: Any) -> Any:
@@ -101,6 +106,7 @@ class _Float64(Scalar):
 
     c_type = "double"
     py_type = float
+    fast_guard = "type(value) is float"
 
     @classmethod
     def convert(cls, value: Any) -> Any:
@@ -114,6 +120,7 @@ class _Float32(Scalar):
 
     c_type = "float"
     py_type = float
+    fast_guard = f"type(value) is float and -{_FLOAT32_MAX!r} <= value <= {_FLOAT32_MAX!r}"
 
     @classmethod
     def convert(cls, value: Any) -> Any:
@@ -207,18 +214,27 @@ class PropertyKind:
         raise TypeError(f"{self.describe()} values cannot be created on their own")
 
 
-def make_setter(what: str, cname: str,
-                convert: Callable[[Any], Any]) -> Callable[[Any, Any], None]:
+def make_setter(what: str, cname: str, convert: Callable[[Any], Any],
+                fast_guard: str = "False") -> Callable[[Any, Any], None]:
     """A setter that converts first (user code may run there), then stores.
 
     The conversion runs before ``self._p`` is read, so no Python code can run
-    between fetching the native pointer and writing through it. Conversion
+    between fetching the native pointer and writing through it. Values that
+    pass ``fast_guard`` (exact ints, floats, bools) skip the conversion: cffi
+    converts them in C, running no Python code, and range-checks them; its
+    OverflowError falls back to ``convert`` for the message. Conversion
     errors are re-raised with the property's name (``try`` costs nothing
     when no exception is raised).
     """
     namespace: dict[str, Any] = {"convert": convert, "what": what + ": "}
-    exec(  # noqa: S102 - generated once per property: a field store with no branches
+    exec(  # noqa: S102 - generated once per property
         f"def setter(self, value):\n"
+        f"    if {fast_guard}:\n"
+        f"        try:\n"
+        f"            self._p.{cname} = value\n"
+        f"            return\n"
+        f"        except OverflowError:\n"
+        f"            pass\n"
         f"    try:\n"
         f"        value = convert(value)\n"
         f"    except (TypeError, OverflowError) as error:\n"
@@ -253,7 +269,8 @@ class ScalarKind(PropertyKind):
     def install(self, cls: type, name: str, cname: str, offset: int) -> None:
         """Install the attrgetter property."""
         doc = f"{self.scalar.__name__} property (native offset {offset})."
-        setter = make_setter(f"{cls.__name__}.{name}", cname, self.scalar.convert)
+        setter = make_setter(f"{cls.__name__}.{name}", cname, self.scalar.convert,
+                             self.scalar.fast_guard)
         prop = property(operator.attrgetter(f"_p.{cname}"), setter, None, doc)
         setattr(cls, name, prop)
 

@@ -13,6 +13,17 @@
  *       tree of 63 in-cluster objects), every group root in an object array
  *       of one rooted world object: full collections without clusters,
  *       then after zs_create_cluster on every group root.
+ *   gc_zsharp barrier STORES ROUNDS
+ *       the write barrier's cost with no collection pending: ROUNDS rounds
+ *       of STORES zs_store_ref calls (1,024 rooted holders, 4 slots each,
+ *       targets drawn from 1,024 live objects), the calling thread's CPU
+ *       time per round. Built twice by the benchmarks: as is, and with
+ *       -DZS_BENCH_NO_BARRIER (the barrier compiled out of every store).
+ *   gc_zsharp capacity CONFIGURED
+ *       fills a default runtime (zs_runtime_new(NULL)) with memberless
+ *       objects until ZS_E_CAPACITY, then a runtime configured for
+ *       CONFIGURED objects (0: skip) the same way, then one full collection
+ *       of it (nothing is rooted: it frees every object).
  *
  * Prints one JSON object (times in ns).
  */
@@ -343,9 +354,118 @@ static int run_clusters(int argc, char **argv) {
     return 0;
 }
 
+static int run_barrier(int argc, char **argv) {
+    if (argc != 4) die("usage: gc_zsharp barrier STORES ROUNDS");
+    uint32_t stores = (uint32_t)strtoul(argv[2], NULL, 10);
+    uint32_t rounds = (uint32_t)strtoul(argv[3], NULL, 10);
+    if (stores < 1 || rounds < 1) die("stores >= 1 and rounds >= 1");
+    enum { K = 1024 };
+    zs_runtime *rt = new_runtime(2 * K, 1);
+    const zs_class *cls = node_class(rt, "Node", 0);
+    zs_ref *holders = malloc(K * sizeof *holders), *targets = malloc(K * sizeof *targets);
+    uint64_t *cpu = malloc(rounds * sizeof *cpu);
+    if (holders == NULL || targets == NULL || cpu == NULL) die("out of memory");
+    for (uint32_t i = 0; i < K; i++) {
+        holders[i] = new_object(rt, cls);
+        targets[i] = new_object(rt, cls);
+        check(zs_add_to_root(rt, holders[i]), "zs_add_to_root");
+    }
+    uint64_t state = GRAPH_SEED, failures = 0;
+    for (uint32_t r = 0; r <= rounds; r++) { /* round 0: warm-up */
+        uint64_t start = thread_cpu_ns();
+        for (uint32_t i = 0; i < stores; i++) {
+            uint32_t pick = graph_next(&state);
+            failures += zs_store_ref(rt, holders[pick % K], SLOT_OFFSET((pick >> 10) & 3),
+                                     targets[(pick >> 12) % K]) != ZS_OK;
+        }
+        if (r > 0) cpu[r - 1] = thread_cpu_ns() - start;
+    }
+    if (zs_gc_phase_of(rt) != ZS_GC_IDLE) failures++;
+    json_begin();
+    json_str("peer", "zsharp");
+#ifdef ZS_BENCH_NO_BARRIER
+    json_u64("barrier", 0);
+#else
+    json_u64("barrier", 1);
+#endif
+    json_u64("stores", stores);
+    json_u64_array("round_cpu", cpu, rounds);
+    json_u64("failures", failures);
+    json_end();
+    free(holders);
+    free(targets);
+    free(cpu);
+    zs_runtime_free(rt);
+    return 0;
+}
+
+/* Objects a runtime holds: allocate memberless objects until it refuses. */
+static uint64_t fill(zs_runtime *rt, const zs_class *cls, zs_status *last) {
+    uint64_t count = 0;
+    for (;;) {
+        zs_ref ref = ZS_NULL_REF;
+        zs_status status = zs_object_new(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &ref, NULL);
+        if (status != ZS_OK) {
+            *last = status;
+            return count;
+        }
+        count++;
+    }
+}
+
+static int run_capacity(int argc, char **argv) {
+    if (argc != 3) die("usage: gc_zsharp capacity CONFIGURED");
+    uint32_t configured = (uint32_t)strtoul(argv[2], NULL, 10);
+    zs_class_desc empty = {.name = "Empty", .instance_size = sizeof(zs_object)};
+    json_begin();
+    json_str("peer", "zsharp");
+    json_u64("default_max_objects", ZS_DEFAULT_MAX_OBJECTS);
+    json_u64("max_objects_limit", ZS_MAX_OBJECTS_LIMIT);
+
+    zs_runtime *rt = NULL;
+    const zs_class *cls = NULL;
+    check(zs_runtime_new(NULL, &rt), "zs_runtime_new");
+    check(zs_class_register(rt, &empty, &cls), "zs_class_register");
+    zs_status last = ZS_OK;
+    uint64_t start = now_ns();
+    json_u64("default_held", fill(rt, cls, &last));
+    json_u64("default_fill_ns", now_ns() - start);
+    json_str("default_refusal", last == ZS_E_CAPACITY ? "capacity" : "other");
+    zs_runtime_free(rt);
+
+    if (configured > 0) {
+        zs_runtime_options options;
+        zs_runtime_default_options(&options);
+        options.max_objects = configured;
+        options.mark_threads = 1;
+        rt = NULL;
+        zs_status status = zs_runtime_new(&options, &rt);
+        json_str("configured_status", status == ZS_OK ? "ok" : zs_status_message(status));
+        if (status == ZS_OK) {
+            check(zs_class_register(rt, &empty, &cls), "zs_class_register");
+            start = now_ns();
+            uint64_t held = fill(rt, cls, &last);
+            json_u64("configured_held", held);
+            json_u64("configured_fill_ns", now_ns() - start);
+            json_str("configured_refusal", last == ZS_E_CAPACITY ? "capacity" : "other");
+            /* Everything unreachable: one collection frees the whole heap. */
+            collection c = collect(rt);
+            json_u64("configured_collect_ns", c.wall);
+            json_u64("configured_freed", c.freed);
+            json_u64("configured_live_after", zs_live_objects(rt));
+            zs_runtime_free(rt);
+        }
+    }
+    json_u64("peak_rss_kb", (uint64_t)proc_status_kb("VmHWM"));
+    json_end();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "graph") == 0) return run_graph(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "clusters") == 0) return run_clusters(argc, argv);
-    die("usage: gc_zsharp graph|clusters ...");
+    if (argc >= 2 && strcmp(argv[1], "barrier") == 0) return run_barrier(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "capacity") == 0) return run_capacity(argc, argv);
+    die("usage: gc_zsharp graph|clusters|barrier|capacity ...");
     return 2;
 }

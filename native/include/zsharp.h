@@ -174,6 +174,20 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer,
                         uint32_t name_index, uint32_t name_number,
                         zs_ref *out_ref, zs_object **out_object);
 
+/* zs_object_new for the managed side, in one call: init_size bytes of init
+   (plain data only: every reference-bearing member must be zero in it) are
+   copied over the zeroed properties, just after the zs_object header, and
+   the object is recorded as having a conjugate (as zs_resolve_for_conjugate
+   does), so the new conjugate is adopted with no second call. out_object is
+   a pointer-sized slot of any object-pointer type (the binding passes one
+   typed as its own layout of the class, so no cast is needed). Returns the
+   new handle, or on failure the zs_status, which is below ZS_FIRST_REF:
+   no handle is (serials start at 1). */
+#define ZS_FIRST_REF ((zs_ref)1 << 32)
+zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs_class *cls, zs_ref outer,
+                               uint32_t name_index, uint32_t name_number, const char *init,
+                               uint32_t init_size, void *out_object);
+
 /* The object a handle names, or NULL when the handle is null or stale. */
 zs_object *zs_resolve(zs_runtime *rt, zs_ref ref);
 /* Resolve for the managed side: also records that a conjugate now exists, so
@@ -430,6 +444,7 @@ typedef struct zs_gc_stats {
     uint64_t mark_steps;       /* incremental steps (1 for a full collection) */
     uint64_t barrier_marks;    /* objects marked by the write barrier */
     uint64_t mark_threads;     /* threads used by the last mark */
+    uint64_t gathers_aborted;  /* out of memory while gathering: every object survived the cycle */
 } zs_gc_stats;
 
 /* Collector phases. */
@@ -483,6 +498,8 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
    mechanism they cover. */
 #define ZS_DEBUG_DISABLE_BARRIER 1u /* the write barrier does nothing */
 #define ZS_DEBUG_PARALLEL_THRESHOLD 2u /* objects needed before marking goes parallel */
+#define ZS_DEBUG_STRICT_ALLOC_LIMIT 8u /* the allocation limit applies to the collector's own
+                                          bookkeeping too (as real out-of-memory would) */
 
 /* Stress switches (runtime options in all builds, documented in README):
    like V8's --verify-heap, Go's gccheckmark / clobberfree and Unreal's

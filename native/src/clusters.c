@@ -118,9 +118,12 @@ static bool gather_reference(zs_runtime *rt, int32_t id, zs_u32_vec *work, zs_re
     zs_cluster *c = cluster_at(rt, id);
     if ((it->flags & ZS_ITEM_PERMANENT) || it->cluster_index == id) return true;
     if (can_join(it)) {
+        /* Recorded before it names the cluster: an abandoned cluster resets
+           exactly the members it recorded, so no object is left naming a
+           freed cluster record when memory runs out here. */
+        if (!zs_u32_push(rt, &c->objects, it->object->index)) return false;
         it->cluster_index = id;
-        return zs_u32_push(rt, &c->objects, it->object->index) &&
-               zs_u32_push(rt, work, it->object->index);
+        return zs_u32_push(rt, work, it->object->index);
     }
     if (it->cluster_index >= 0) {
         uint32_t other = (uint32_t)it->cluster_index;
@@ -229,13 +232,16 @@ done:
 static void dissolve_one(zs_runtime *rt, int32_t id, zs_u32_vec *pending) {
     zs_cluster *c = cluster_at(rt, id);
     bool marking = rt->phase == ZS_GC_MARKING;
+    /* Members take their own mark bits back from the root's. */
+    bool marked = item_is_marked(rt, zs_item_at(rt, c->root));
     for (uint32_t i = 0; i <= c->objects.count; i++) {
         uint32_t index = i < c->objects.count ? c->objects.data[i] : c->root;
         zs_item *it = zs_item_at(rt, index);
         it->cluster_index = -1;
         it->flags &= ~ZS_ITEM_CLUSTER_ROOT;
-        if (marking && item_is_marked(rt, it) && !(it->flags & ZS_ITEM_LEAF))
-            zs_gc_requeue(rt, index);
+        if (marked) item_set_marked(rt, it);
+        else item_set_unmarked(rt, it);
+        if (marking && marked && !(it->flags & ZS_ITEM_LEAF)) zs_gc_requeue(rt, index);
     }
     for (uint32_t i = 0; i < c->referenced_by.count; i++)
         if (!zs_u32_push(rt, pending, c->referenced_by.data[i])) rt->cluster_oom = true;
@@ -293,10 +299,12 @@ void zs_clusters_dissolve_stale(zs_runtime *rt) {
 
 void zs_cluster_release_dying(zs_runtime *rt, int32_t cluster) {
     zs_cluster *c = cluster_at(rt, cluster);
+    /* Members not gathered yet are found unmarked by the rest of the pass
+       (their own bits were stale while they were members). */
     for (uint32_t i = 0; i < c->objects.count; i++) {
         zs_item *it = zs_item_at(rt, c->objects.data[i]);
-        assert(!item_is_marked(rt, it));
         it->cluster_index = -1;
+        item_set_unmarked(rt, it);
     }
     zs_item *root = zs_item_at(rt, c->root);
     root->cluster_index = -1;
@@ -324,10 +332,10 @@ void zs_mark_cluster(zs_marker *m, int32_t cluster) {
     while (m->clusters.count > start) {
         zs_cluster *c = cluster_at(rt, (int32_t)m->clusters.data[--m->clusters.count]);
         if (!zs_mark_claim(m, zs_item_at(rt, c->root))) continue;
+        /* The members are reachable through the root's mark: their own
+           bits are never written (zs_item_reachable reads the root's). */
         m->marked += 1 + c->objects.count;
         m->clusters_marked++;
-        for (uint32_t i = 0; i < c->objects.count; i++)
-            zs_mark_claim(m, zs_item_at(rt, c->objects.data[i]));
         for (uint32_t i = 0; i < c->referenced_clusters.count; i++)
             if (!zs_mark_push_cluster(m, c->referenced_clusters.data[i])) return;
         for (uint32_t i = 0; i < c->mutable_objects.count; i++) zs_mark_ref(m, c->mutable_objects.data[i]);

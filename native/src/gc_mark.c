@@ -55,13 +55,42 @@ static void stack_release(zs_u32_vec *vec) {
     memset(vec, 0, sizeof *vec);
 }
 
-static inline bool push_fast(zs_marker *m, uint32_t index) {
-    if (m->stack->count < m->limit && stack_push(m->stack, index)) return true;
+/* Grow a mark stack; false when it cannot. */
+static bool mark_stack_grow(zs_mark_stack *stack) {
+    uint32_t capacity = stack->capacity ? stack->capacity * 2 : 256;
+    if (capacity <= stack->capacity) return false;
+    zs_object **grown = realloc(stack->data, (size_t)capacity * sizeof(zs_object *));
+    if (grown == NULL) return false;
+    stack->data = grown;
+    stack->capacity = capacity;
+    return true;
+}
+
+/* Push onto a mark stack (no limit); false when it cannot grow. */
+static inline bool mark_stack_push(zs_mark_stack *stack, zs_object *object) {
+    if (stack->count == stack->capacity && !mark_stack_grow(stack)) return false;
+    stack->data[stack->count++] = object;
+    return true;
+}
+
+/* Free a mark stack's storage and empty it. */
+void zs_mark_stack_release(zs_mark_stack *stack) {
+    free(stack->data);
+    memset(stack, 0, sizeof *stack);
+}
+
+/* Push within the marker's limit; on failure the overflow rescan finds it. */
+static inline bool push_fast(zs_marker *m, zs_object *object) {
+    if (m->stack->count < m->limit && mark_stack_push(m->stack, object)) return true;
     m->overflow = true;
     return false;
 }
 
-bool zs_mark_push(zs_marker *m, uint32_t index) { return push_fast(m, index); }
+/* Queue an object (already marked) for scanning. */
+bool zs_mark_push_object(zs_marker *m, zs_object *object) { return push_fast(m, object); }
+
+/* Queue the object of an index (already marked) for scanning. */
+bool zs_mark_push(zs_marker *m, uint32_t index) { return push_fast(m, zs_item_at(m->rt, index)->object); }
 
 bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster) {
     if (stack_push(&m->clusters, cluster)) return true;
@@ -69,7 +98,7 @@ bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster) {
     return false;
 }
 
-void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_u32_vec *stack) {
+void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_mark_stack *stack) {
     memset(m, 0, sizeof *m);
     m->rt = rt;
     m->stack = stack;
@@ -109,14 +138,14 @@ static inline bool claim_fast(zs_marker *m, zs_item *it) {
 bool zs_mark_claim(zs_marker *m, zs_item *it) { return claim_fast(m, it); }
 
 /* Mark an item reached through a reference (clusters as a whole). */
-static inline void mark_reached(zs_marker *m, zs_item *it, uint32_t index) {
+static inline void mark_reached(zs_marker *m, zs_item *it) {
     if (it->cluster_index >= 0) {
-        if (!item_is_marked(m->rt, it)) zs_mark_cluster(m, it->cluster_index);
+        if (!zs_item_reachable(m->rt, it)) zs_mark_cluster(m, it->cluster_index);
         return;
     }
     if (claim_fast(m, it)) {
         m->marked++;
-        if (!(it->flags & ZS_ITEM_LEAF)) push_fast(m, index);
+        if (!(it->flags & ZS_ITEM_LEAF)) push_fast(m, it->object);
     }
 }
 
@@ -134,7 +163,7 @@ static inline void visit_fast(zs_marker *m, zs_ref *slot, bool killable) {
         m->killed++;
         return;
     }
-    mark_reached(m, it, index);
+    mark_reached(m, it);
 }
 
 void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable) { visit_fast(m, slot, killable); }
@@ -199,9 +228,6 @@ void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable
  * Draining the work stack
  * ====================================================================== */
 
-/* Objects scanned between two reads of the clock in a budgeted step. */
-#define MARK_CLOCK_STRIDE 64u
-
 /* After a failed push some marked objects were never scanned: scan every
    marked, non-clustered object again, and finish every marked cluster's
    references (idempotent, only slower). */
@@ -232,8 +258,9 @@ static void rescan_marked(zs_marker *m) {
 typedef struct hot_state {
     zs_marker *m;
     zs_item *const *chunks;
-    uint32_t parity;
-    uint32_t *data; /* m->stack's storage */
+    uint64_t *filter;  /* rt->mark_filter (NULL: none) */
+    uint64_t unmarked; /* (rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER: see HOT_MASK */
+    zs_object **data; /* m->stack's storage */
     uint32_t count;
     uint32_t capacity;
     uint64_t scanned, marked, killed;
@@ -247,34 +274,75 @@ static inline void hot_sync_in(hot_state *h) {
     h->capacity = h->m->stack->capacity < h->m->limit ? h->m->stack->capacity : h->m->limit;
 }
 
-static inline __attribute__((always_inline)) void hot_push(hot_state *h, uint32_t index) {
+static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_object *object) {
     if (h->count < h->capacity) {
-        h->data[h->count++] = index;
+        h->data[h->count++] = object;
         return;
     }
     hot_sync_out(h);
-    push_fast(h->m, index);
+    push_fast(h->m, object);
     hot_sync_in(h);
 }
 
-/* Visit one reference slot: the hot path of marking, inlined. */
-static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_ref *slot,
-                                                              bool killable, bool parallel) {
+/* Set a mark-filter bit from a marker: a plain read-modify-write for the
+   serial marker (nobody else touches the filter then), zs_filter_set's
+   racy-but-harmless form for parallel ones. */
+static inline __attribute__((always_inline)) void hot_filter_set(hot_state *h, uint32_t index,
+                                                                  bool parallel) {
+    if (parallel) zs_filter_set(h->filter, index);
+    else h->filter[index >> 6] |= 1ull << (index & 63);
+}
+
+/* Flags (and the cluster bit) that send a reference off the fast path:
+   (word & HOT_MASK) == h->unmarked (the unmarked mark bit | ZS_WORD_NO_CLUSTER)
+   means an unmarked, ordinary object (not garbage, permanent, leaf nor a
+   cluster member). */
+#define HOT_MASK \
+    ((uint64_t)(ZS_ITEM_MARK | ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT | ZS_ITEM_LEAF) | ZS_WORD_NO_CLUSTER)
+
+/* Visit one reference slot whose target's item is `it` (prefetched when
+   batched): mark the target and queue it, prefetching its object for the
+   scan that will pop it. `killable` (false only for outer), `parallel` and
+   `filtered` (the mark filter exists) are compile-time constants. */
+static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_item *it, zs_ref *slot,
+                                                              bool killable, bool parallel, bool filtered) {
+    uint64_t word = parallel ? (__atomic_load_n(&it->flags, __ATOMIC_RELAXED) |
+                                (uint64_t)(uint32_t)it->cluster_index << 32)
+                             : zs_item_word(it);
     uint32_t index = ZS_REF_INDEX(*slot);
-    zs_item *it = &h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
-    uint32_t flags = parallel ? __atomic_load_n(&it->flags, __ATOMIC_RELAXED) : it->flags;
-    if (((flags ^ h->parity) & ZS_ITEM_MARK) == 0 && !(killable && (flags & ZS_ITEM_GARBAGE)))
-        return; /* already marked: the common case */
-    if (flags & ZS_ITEM_PERMANENT) return;
+    if (__builtin_expect((word & HOT_MASK) == h->unmarked, 1)) {
+        /* The common case: an unmarked, ordinary object. */
+        if (parallel) {
+            if (!claim_fast(h->m, it)) return;
+        } else {
+            it->flags = (uint32_t)word ^ ZS_ITEM_MARK;
+        }
+        h->marked++;
+        if (filtered) hot_filter_set(h, index, parallel);
+        zs_object *object = it->object;
+        __builtin_prefetch(object);
+        hot_push(h, object);
+        return;
+    }
+    uint32_t flags = (uint32_t)word;
+    if (it->cluster_index >= 0 && !(flags & (ZS_ITEM_PERMANENT | ZS_ITEM_GARBAGE))) {
+        /* A cluster member's own mark bit is stale: the root's decides. */
+        if (!zs_item_reachable(h->m->rt, it)) {
+            hot_sync_out(h);
+            zs_mark_cluster(h->m, it->cluster_index);
+            hot_sync_in(h);
+        }
+        return;
+    }
+    bool marked = ((flags ^ h->unmarked) & ZS_ITEM_MARK) != 0;
+    if (marked && !(killable && (flags & ZS_ITEM_GARBAGE))) return;
+    if (flags & ZS_ITEM_PERMANENT) {
+        if (filtered) hot_filter_set(h, index, parallel); /* never garbage, never marked */
+        return;
+    }
     if (killable && (flags & ZS_ITEM_GARBAGE)) {
         *slot = ZS_NULL_REF; /* only the marker that claimed the holder scans it */
         h->killed++;
-        return;
-    }
-    if (it->cluster_index >= 0) {
-        hot_sync_out(h);
-        zs_mark_cluster(h->m, it->cluster_index);
-        hot_sync_in(h);
         return;
     }
     if (parallel) {
@@ -283,103 +351,149 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_re
         it->flags = flags ^ ZS_ITEM_MARK;
     }
     h->marked++;
-    if (!(flags & ZS_ITEM_LEAF)) hot_push(h, index);
+    if (filtered && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, parallel);
+    if (!(flags & ZS_ITEM_LEAF)) hot_push(h, it->object);
 }
 
 /* Marking a big heap is bound by memory latency: every reference reads an
  * item at a random address, every queued object a random object. So marking
- * is a three-stage pipeline (seed 002's batching): an index popped from the
- * stack has its object prefetched and waits in the scan ring; when scanned,
- * each reference has its item prefetched and waits in the visit ring; it is
- * visited VISIT_RING references later. Many loads are then in flight. */
-#define SCAN_RING 8u   /* powers of two */
-#define VISIT_RING 16u
+ * works in batches (seed 002's batching): up to BATCH_OBJECTS objects are
+ * popped and scanned, each non-null reference slot is queued with its item
+ * prefetched; then the batch's slots are visited, by which time their items
+ * have arrived. A newly marked object has its object prefetched as it is
+ * pushed; the next batch pops it. Many loads are then in flight at a cost of
+ * a few instructions per reference. */
+#define BATCH_OBJECTS 32u
+#define BATCH_SLOTS 256u
 
-typedef struct pipeline {
-    uint32_t scans[SCAN_RING];
-    uintptr_t visits[VISIT_RING]; /* slot address | 1 when killable */
-    uint32_t scan_head, scan_tail, visit_head, visit_tail;
-} pipeline;
+/* A batch's queued (killable) references: the slot, and the target's item
+   (prefetched when queued). */
+typedef struct batch_queue {
+    zs_ref *slots[BATCH_SLOTS];
+    zs_item *items[BATCH_SLOTS];
+} batch_queue;
 
-/* Stage 2 -> 3: queue a non-null slot, visiting the oldest when full. */
-static inline __attribute__((always_inline)) void queue_slot(hot_state *h, pipeline *p,
-                                                              zs_ref *slot, bool killable,
-                                                              bool parallel) {
+/* The item of an index (no checks). */
+static inline __attribute__((always_inline)) zs_item *hot_item(const hot_state *h, uint32_t index) {
+    return &h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
+}
+
+/* Visit every queued slot of a batch. */
+static inline __attribute__((always_inline)) void visit_batch(hot_state *h, const batch_queue *q,
+                                                               uint32_t count, bool parallel, bool filtered) {
+    for (uint32_t i = 0; i < count; i++) visit_slot(h, q->items[i], q->slots[i], true, parallel, filtered);
+}
+
+/* Visit a slot at once (no batching) when it is not null and the mark
+   filter does not say it needs nothing. */
+static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h, zs_ref *slot, bool killable,
+                                                                     bool parallel, bool filtered) {
+    zs_ref ref = *slot;
+    if (ref == ZS_NULL_REF || (filtered && zs_filter_test(h->filter, ZS_REF_INDEX(ref)))) return;
+    visit_slot(h, hot_item(h, ZS_REF_INDEX(ref)), slot, killable, parallel, filtered);
+}
+
+/* Queue one killable slot of the batch when it is not null and the mark
+   filter does not say it needs nothing, prefetching its item. The caller
+   makes sure the batch has room. */
+static inline __attribute__((always_inline)) void queue_slot(const hot_state *h, batch_queue *q, uint32_t *n,
+                                                              zs_ref *slot, bool filtered) {
     zs_ref ref = *slot;
     if (ref == ZS_NULL_REF) return;
     uint32_t index = ZS_REF_INDEX(ref);
-    __builtin_prefetch(&h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK]);
-    if (p->visit_tail - p->visit_head == VISIT_RING) {
-        uintptr_t oldest = p->visits[p->visit_head++ % VISIT_RING];
-        visit_slot(h, (zs_ref *)(oldest & ~(uintptr_t)1), (oldest & 1) != 0, parallel);
-    }
-    p->visits[p->visit_tail++ % VISIT_RING] = (uintptr_t)slot | (killable ? 1u : 0u);
+    if (filtered && zs_filter_test(h->filter, index)) return;
+    zs_item *it = hot_item(h, index);
+    __builtin_prefetch(it);
+    q->items[*n] = it;
+    q->slots[*n] = slot;
+    (*n)++;
 }
 
-static inline __attribute__((always_inline)) void flush_visits(hot_state *h, pipeline *p,
-                                                                bool parallel) {
-    while (p->visit_head != p->visit_tail) {
-        uintptr_t entry = p->visits[p->visit_head++ % VISIT_RING];
-        visit_slot(h, (zs_ref *)(entry & ~(uintptr_t)1), (entry & 1) != 0, parallel);
-    }
-}
+/* Objects scanned between two reads of the clock in a budgeted step (read
+   at the end of a batch: a step overruns by at most ~BATCH_OBJECTS + this
+   many objects, a few microseconds). */
+#define MARK_CLOCK_STRIDE 64u
 
-/* Scan objects until the stack and the pipeline are empty, or the deadline
-   passes (the pipeline's objects then go back on the stack). */
+/* Scan objects until the stack is empty, or the deadline passes. */
 static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint64_t deadline_ns,
-                                                              bool parallel) {
-    hot_state h = {.m = m, .chunks = m->rt->chunks, .parity = m->rt->mark_parity};
+                                                              bool parallel, bool filtered) {
+    hot_state h = {.m = m, .chunks = m->rt->chunks, .filter = m->rt->mark_filter,
+                   .unmarked = (m->rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER};
+    assert(filtered == (h.filter != NULL));
     hot_sync_in(&h);
-    pipeline p = {.scan_head = 0};
-    uint32_t since_clock = 0, scanned = 0;
+    batch_queue q;
     /* Stress: incremental steps of at most step_objects objects. */
     const uint32_t step_objects = deadline_ns != 0 ? m->rt->step_objects : 0;
+    uint32_t left = step_objects;
+    uint64_t clock_scanned = 0;
     bool finished = true;
-    for (;;) {
-        /* Stage 1: keep the scan ring full, prefetching each object. */
-        while (p.scan_tail - p.scan_head < SCAN_RING && h.count > 0) {
-            uint32_t index = h.data[--h.count];
-            __builtin_prefetch(h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object);
-            p.scans[p.scan_tail++ % SCAN_RING] = index;
+    while (h.count > 0) {
+        uint32_t batch = h.count < BATCH_OBJECTS ? h.count : BATCH_OBJECTS, queued = 0;
+        if (step_objects != 0 && left < batch) batch = left;
+        /* Pop the batch and prefetch its objects (both lines: a 64-byte
+           object straddles two when the allocator aligns it to 16 only). */
+        zs_object *popped[BATCH_OBJECTS];
+        for (uint32_t b = 0; b < batch; b++) {
+            zs_object *object = h.data[--h.count];
+            __builtin_prefetch(object);
+            __builtin_prefetch((char *)object + 63);
+            popped[b] = object;
         }
-        if (p.scan_head == p.scan_tail) {
-            if (p.visit_head == p.visit_tail) break;
-            flush_visits(&h, &p, parallel); /* may push more work */
-            continue;
-        }
-        /* Stage 2: scan the oldest object by its class's schema stream. */
-        uint32_t index = p.scans[p.scan_head++ % SCAN_RING];
-        zs_object *object = h.chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK].object;
-        const zs_class *cls = object->cls;
-        const uint32_t *schema = cls->schema.words;
-        const uint32_t strong = cls->schema.strong_count;
-        char *base = (char *)object;
-        h.scanned++;
-        queue_slot(&h, &p, &object->outer, false, parallel);
-        for (uint32_t i = 0; i < strong; i++) {
-            uint32_t word = schema[i];
-            char *member = base + (word >> ZS_OP_SHIFT);
-            if ((word & ZS_OP_MASK) == ZS_OP_OBJECT) {
-                queue_slot(&h, &p, (zs_ref *)member, true, parallel);
+        for (uint32_t b = 0; b < batch; b++) {
+            zs_object *object = popped[b];
+            const zs_schema *schema = &object->cls->schema;
+            char *base = (char *)object;
+            h.scanned++;
+            /* The outer is visited at once: it is not killable, and it is
+               usually marked already (the filter skips it). */
+            visit_slot_if_set(&h, &object->outer, false, parallel, filtered);
+            uint32_t plain = schema->plain_count;
+            if (__builtin_expect(plain < BATCH_SLOTS - queued, 1)) {
+                /* The usual layout: the strong members are one run of
+                   adjacent references, and the batch has room for them. */
+                zs_ref *run = (zs_ref *)(base + schema->plain_offset), *const end = run + plain;
+                for (; run + 2 <= end; run += 2) {
+                    queue_slot(&h, &q, &queued, run, filtered);
+                    queue_slot(&h, &q, &queued, run + 1, filtered);
+                }
+                if (run < end) queue_slot(&h, &q, &queued, run, filtered);
                 continue;
             }
-            /* A container, optional or struct-with-strings member: follow
-               it outside the pipeline (its references queue on the stack). */
-            hot_sync_out(&h);
-            zs_mark_value(m, cls->schema.types[i], member, true);
-            hot_sync_in(&h);
+            const uint32_t *words = schema->words;
+            const uint32_t objects = schema->object_count;
+            if (queued + objects > BATCH_SLOTS) {
+                visit_batch(&h, &q, queued, parallel, filtered);
+                queued = 0;
+            }
+            if (objects > BATCH_SLOTS) {
+                /* A huge class: its slots are visited without batching. */
+                for (uint32_t i = 0; i < objects; i++)
+                    visit_slot_if_set(&h, (zs_ref *)(base + (words[i] >> ZS_OP_SHIFT)), true, parallel, filtered);
+            } else {
+                for (uint32_t i = 0; i < objects; i++)
+                    queue_slot(&h, &q, &queued, (zs_ref *)(base + (words[i] >> ZS_OP_SHIFT)), filtered);
+            }
+            for (uint32_t i = objects; i < schema->strong_count; i++) {
+                /* A container, optional or struct-with-references member:
+                   followed outside the batch (its targets go on the stack). */
+                hot_sync_out(&h);
+                zs_mark_value(m, schema->types[i], base + (words[i] >> ZS_OP_SHIFT), true);
+                hot_sync_in(&h);
+            }
         }
+        visit_batch(&h, &q, queued, parallel, filtered);
         if (parallel && h.count >= 256) {
             hot_sync_out(&h);
             zs_mark_maybe_share(m);
             hot_sync_in(&h);
         }
-        bool out_of_objects = step_objects != 0 && ++scanned >= step_objects;
-        if (out_of_objects || (deadline_ns != 0 && ++since_clock == MARK_CLOCK_STRIDE)) {
-            since_clock = 0;
-            if (out_of_objects || zs_now_ns() >= deadline_ns) {
-                flush_visits(&h, &p, parallel);
-                while (p.scan_tail != p.scan_head) hot_push(&h, p.scans[--p.scan_tail % SCAN_RING]);
+        if (step_objects != 0 && (left -= batch) == 0) {
+            finished = h.count == 0;
+            break;
+        }
+        if (deadline_ns != 0 && h.count > 0 && h.scanned - clock_scanned >= MARK_CLOCK_STRIDE) {
+            clock_scanned = h.scanned;
+            if (zs_now_ns() >= deadline_ns) {
                 finished = false;
                 break;
             }
@@ -394,7 +508,11 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
 
 bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns) {
     for (;;) {
-        bool emptied = m->parallel ? drain_impl(m, deadline_ns, true) : drain_impl(m, deadline_ns, false);
+        bool emptied;
+        if (m->rt->mark_filter != NULL)
+            emptied = m->parallel ? drain_impl(m, deadline_ns, true, true) : drain_impl(m, deadline_ns, false, true);
+        else
+            emptied = m->parallel ? drain_impl(m, deadline_ns, true, false) : drain_impl(m, deadline_ns, false, false);
         if (!emptied) return false;
         zs_runtime *rt = m->rt;
         if (m->parallel || (!m->overflow && !rt->mark_overflow)) return true;
@@ -421,7 +539,7 @@ static void mark_roots(zs_marker *m) {
         }
         rt->root_list.data[kept++] = index;
         if (it->flags & ZS_ITEM_PERMANENT) zs_mark_push(m, index); /* escaped: scan only */
-        else mark_reached(m, it, index);
+        else mark_reached(m, it);
     }
     rt->root_list.count = kept;
     rt->stats.roots = kept;
@@ -429,6 +547,17 @@ static void mark_roots(zs_marker *m) {
 }
 
 static void check_mark(zs_runtime *rt);
+
+/* Clear the mark filter for a new cycle (every object is unmarked now).
+   Sized for max_objects once, so objects born during the mark need no
+   bounds check; only the words below high_water were ever set. Transient
+   work memory like the mark stacks: plain calloc, not counted. Without
+   memory the marker simply reads every item. */
+static void filter_reset(zs_runtime *rt) {
+    size_t words = ((size_t)rt->max_objects + 63) / 64;
+    if (rt->mark_filter == NULL) rt->mark_filter = calloc(words, sizeof(uint64_t));
+    else memset(rt->mark_filter, 0, (((size_t)rt->high_water + 63) / 64) * sizeof(uint64_t));
+}
 
 /* Start a cycle: dissolve stale clusters, flip the parity, mark the roots. */
 static void begin_mark(zs_runtime *rt) {
@@ -438,6 +567,7 @@ static void begin_mark(zs_runtime *rt) {
     rt->stats.permanent_objects = rt->permanent_count;
     zs_clusters_dissolve_stale(rt);
     rt->mark_parity ^= ZS_ITEM_MARK;
+    filter_reset(rt);
     rt->mark_stack.count = 0;
     rt->mark_overflow = false;
     rt->phase = ZS_GC_MARKING;
@@ -448,35 +578,79 @@ static void begin_mark(zs_runtime *rt) {
     marker_merge(rt, &m);
 }
 
-/* Gather the unmarked objects from the cursor on, until the deadline. One
-   sequential pass over the items; an object we cannot record (out of
-   memory) simply survives this cycle. True when the pass is complete. */
+/* Out of memory while recording an unreachable object: give the cycle up,
+   every object survives it. Keeping just that object alive would be unsafe
+   (what it references may be gathered and freed), but the unreachable set
+   is closed under references (a cluster's members are in it with their
+   root), so resurrecting all of it never leaves a survivor pointing at a
+   freed object. Needs no allocation. The expiring list is dropped; proxies
+   the managed side already expired only make their objects unreachable
+   from Python sooner. */
+static void gather_abort(zs_runtime *rt) {
+    for (uint32_t index = 0; index < rt->high_water; index++) {
+        zs_item *it = zs_item_at(rt, index);
+        if (it->object == NULL || (it->flags & ZS_ITEM_PERMANENT)) continue;
+        it->flags &= ~ZS_ITEM_DYING;
+        item_set_marked(rt, it); /* a live cluster's root included: the cluster lives */
+    }
+    rt->dying.count = 0;
+    rt->expiring.count = 0;
+    rt->stats.gathers_aborted++;
+}
+
 #define GATHER_CLOCK_STRIDE 4096u
+_Static_assert(ZS_OBJECTS_PER_CHUNK % GATHER_CLOCK_STRIDE == 0, "a clock stride never spans two chunks");
+
+/* Gather the unmarked objects from the cursor on, until the deadline. One
+   sequential pass over the items, a chunk (and a clock stride) at a time;
+   a marked, ordinary item is skipped with one load and one compare. When
+   an object cannot be recorded (out of memory) the whole cycle is given up
+   (gather_abort). True when the pass is complete. */
 static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
+    int32_t cached_cluster = -1; /* releasing a dying root resets the cache */
+    bool cached_reachable = false;
+    /* Marked, not permanent, not dying, not in a cluster: survives. A free
+       slot (flags 0) may match too: skipping it is right as well. */
+    const uint64_t survivor_mask = ZS_ITEM_MARK | ZS_ITEM_PERMANENT | ZS_ITEM_DYING | ZS_WORD_NO_CLUSTER;
+    const uint64_t survivor = rt->mark_parity | ZS_WORD_NO_CLUSTER;
     rt->collector_allocating++;
-    for (uint32_t index = rt->gather_cursor; index < rt->high_water; index++) {
-        if (deadline_ns != 0 && index % GATHER_CLOCK_STRIDE == 0 && index != rt->gather_cursor &&
-            zs_now_ns() >= deadline_ns) {
+    uint32_t index = rt->gather_cursor;
+    while (index < rt->high_water) {
+        if (deadline_ns != 0 && index != rt->gather_cursor && zs_now_ns() >= deadline_ns) {
             rt->gather_cursor = index;
             rt->collector_allocating--;
             return false;
         }
+        uint32_t end = (index / GATHER_CLOCK_STRIDE + 1) * GATHER_CLOCK_STRIDE;
+        if (end > rt->high_water) end = rt->high_water;
         zs_item *it = zs_item_at(rt, index);
-        if (it->object == NULL || (it->flags & (ZS_ITEM_PERMANENT | ZS_ITEM_DYING)) ||
-            item_is_marked(rt, it))
-            continue;
-        assert(!item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
-        if (!zs_u32_push(rt, &rt->dying, index)) {
-            item_set_marked(rt, it);
-            continue;
+        for (; index < end; index++, it++) {
+            if ((zs_item_word(it) & survivor_mask) == survivor) continue;
+            if (it->object == NULL || (it->flags & (ZS_ITEM_PERMANENT | ZS_ITEM_DYING))) continue;
+            if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT)) {
+                /* A member lives and dies with its root (members of one cluster
+                   are mostly adjacent: the root's answer is cached). */
+                if (it->cluster_index != cached_cluster) {
+                    cached_cluster = it->cluster_index;
+                    cached_reachable = zs_item_reachable(rt, it);
+                }
+                if (cached_reachable) continue;
+            } else if (item_is_marked(rt, it)) {
+                continue;
+            }
+            assert(!item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
+            if (!zs_u32_push(rt, &rt->dying, index) ||
+                ((it->flags & ZS_ITEM_HAS_CONJUGATE) && !zs_ref_push(rt, &rt->expiring, zs_item_ref(it)))) {
+                gather_abort(rt);
+                index = rt->high_water;
+                break;
+            }
+            it->flags |= ZS_ITEM_DYING;
+            if (it->flags & ZS_ITEM_CLUSTER_ROOT) {
+                zs_cluster_release_dying(rt, it->cluster_index);
+                cached_cluster = -1; /* the id may be reused */
+            }
         }
-        if ((it->flags & ZS_ITEM_HAS_CONJUGATE) && !zs_ref_push(rt, &rt->expiring, zs_item_ref(it))) {
-            rt->dying.count--;
-            item_set_marked(rt, it);
-            continue;
-        }
-        it->flags |= ZS_ITEM_DYING;
-        if (it->flags & ZS_ITEM_CLUSTER_ROOT) zs_cluster_release_dying(rt, it->cluster_index);
     }
     rt->collector_allocating--;
     rt->gather_cursor = 0;
@@ -517,7 +691,8 @@ zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
         zs_marker_init(&m, rt, &rt->mark_stack);
         rt->stats.mark_threads = 1;
         if (!(wants_parallel(rt) && zs_mark_parallel(rt, &m))) zs_mark_drain(&m, 0);
-        else if (rt->mark_overflow) zs_mark_drain(&m, 0); /* rescan what the workers could not queue */
+        else if (m.overflow || rt->mark_overflow)
+            zs_mark_drain(&m, 0); /* rescan what the workers could not queue (serially) */
         marker_merge(rt, &m);
         rt->stats.mark_steps++;
         if (rt->check_marks) check_mark(rt);
@@ -595,7 +770,7 @@ zs_gc_phase zs_gc_phase_of(zs_runtime *rt) {
  * Write barrier
  * ====================================================================== */
 
-void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
+void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target) {
     if (target == NULL || rt->phase != ZS_GC_MARKING || rt->barrier_disabled) return;
     if (target->flags & ZS_ITEM_PERMANENT) {
         /* An escaped permanent object is scanned as a root; nothing to mark. */
@@ -604,14 +779,15 @@ void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
     zs_marker m;
     zs_marker_init(&m, rt, &rt->mark_stack);
     uint32_t before = target->flags;
-    mark_reached(&m, target, target->object->index);
+    mark_reached(&m, target);
     if (((before ^ target->flags) & ZS_ITEM_MARK) != 0 || m.clusters_marked) m.barrier_marks++;
     marker_merge(rt, &m);
 }
 
 void zs_gc_requeue(zs_runtime *rt, uint32_t index) {
     uint32_t limit = rt->mark_stack_limit ? rt->mark_stack_limit : UINT32_MAX;
-    if (rt->mark_stack.count >= limit || !stack_push(&rt->mark_stack, index)) rt->mark_overflow = true;
+    if (rt->mark_stack.count >= limit || !mark_stack_push(&rt->mark_stack, zs_item_at(rt, index)->object))
+        rt->mark_overflow = true;
 }
 
 /* ======================================================================
@@ -669,7 +845,7 @@ static void check_mark(zs_runtime *rt) {
     while (c.count > 0) {
         uint32_t index = c.work[--c.count];
         zs_item *it = zs_item_at(rt, index);
-        if (!item_is_marked(rt, it)) rt->check_failures++;
+        if (!zs_item_reachable(rt, it)) rt->check_failures++;
         check_scan(&c, it->object);
     }
 done:
@@ -695,13 +871,16 @@ zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {
     else if (what == ZS_DEBUG_MARK_STACK_LIMIT)
         rt->mark_stack_limit = value > UINT32_MAX ? UINT32_MAX : (uint32_t)value;
     else if (what == ZS_DEBUG_ALLOC_LIMIT) rt->alloc_limit = value;
+    else if (what == ZS_DEBUG_STRICT_ALLOC_LIMIT) rt->strict_alloc_limit = value != 0;
     else status = ZS_E_INVALID;
     ZS_UNLOCK(rt);
     return status;
 }
 
 void zs_gc_release(zs_runtime *rt) {
-    stack_release(&rt->mark_stack);
+    zs_mark_stack_release(&rt->mark_stack);
+    free(rt->mark_filter);
+    rt->mark_filter = NULL;
     zs_u32_release(rt, &rt->dying);
     zs_ref_release(rt, &rt->expiring);
     rt->dying_cursor = 0;

@@ -17,12 +17,12 @@
 #include <unistd.h>
 
 #define MAX_MARK_WORKERS 64u
-#define SHARE_BATCH 128u /* object indices moved to the pool at a time */
+#define SHARE_BATCH 128u /* objects moved to the pool at a time */
 
 typedef struct zs_mark_pool {
     mtx_t lock;
     cnd_t wake;
-    uint32_t *items;
+    zs_object **items;
     uint32_t count;
     uint32_t capacity;
     uint32_t workers;
@@ -45,7 +45,7 @@ static void share(zs_marker *m) {
     mtx_lock(&pool->lock);
     if (pool->count + SHARE_BATCH > pool->capacity) {
         uint32_t capacity = pool->capacity ? pool->capacity * 2 : 4096;
-        uint32_t *grown = realloc(pool->items, (size_t)capacity * sizeof(uint32_t));
+        zs_object **grown = realloc(pool->items, (size_t)capacity * sizeof(zs_object *));
         if (grown == NULL) {
             mtx_unlock(&pool->lock);
             return; /* keep the work local */
@@ -53,10 +53,10 @@ static void share(zs_marker *m) {
         pool->items = grown;
         pool->capacity = capacity;
     }
-    memcpy(pool->items + pool->count, m->stack->data, SHARE_BATCH * sizeof(uint32_t));
+    memcpy(pool->items + pool->count, m->stack->data, SHARE_BATCH * sizeof(zs_object *));
     pool->count += SHARE_BATCH;
     m->stack->count -= SHARE_BATCH;
-    memmove(m->stack->data, m->stack->data + SHARE_BATCH, m->stack->count * sizeof(uint32_t));
+    memmove(m->stack->data, m->stack->data + SHARE_BATCH, m->stack->count * sizeof(zs_object *));
     cnd_broadcast(&pool->wake);
     mtx_unlock(&pool->lock);
 }
@@ -69,7 +69,7 @@ static bool take(zs_marker *m) {
         if (pool->count > 0) {
             uint32_t n = pool->count < SHARE_BATCH ? pool->count : SHARE_BATCH;
             for (uint32_t i = 0; i < n; i++)
-                if (!zs_mark_push(m, pool->items[--pool->count])) break;
+                if (!zs_mark_push_object(m, pool->items[--pool->count])) break;
             mtx_unlock(&pool->lock);
             return true;
         }
@@ -116,7 +116,7 @@ bool zs_mark_parallel(zs_runtime *rt, zs_marker *main) {
         return false;
     }
     zs_marker markers[MAX_MARK_WORKERS];
-    zs_u32_vec stacks[MAX_MARK_WORKERS];
+    zs_mark_stack stacks[MAX_MARK_WORKERS];
     thrd_t threads[MAX_MARK_WORKERS];
     memset(stacks, 0, sizeof stacks);
     /* Worker 0 is this thread and starts with the roots' work. */
@@ -151,7 +151,7 @@ bool zs_mark_parallel(zs_runtime *rt, zs_marker *main) {
         main->clusters_marked += markers[i].clusters_marked;
         main->overflow |= markers[i].overflow;
         free(markers[i].clusters.data);
-        free(stacks[i].data);
+        zs_mark_stack_release(&stacks[i]);
     }
     rt->stats.mark_threads = started;
     free(pool.items);

@@ -22,6 +22,11 @@ static void call_hook(zs_runtime *rt, zs_item *it, zs_destroy_phase phase) {
    freeing a few objects. */
 #define PURGE_CLOCK_STRIDE 32u
 
+/* A purge of at least PURGE_RELINK_MIN objects and at least 1/SHARE of the
+   live ones unlinks them from the name index in one relink pass. */
+#define PURGE_RELINK_MIN 1024u
+#define PURGE_RELINK_SHARE 8u
+
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done) {
     *out_done = false;
     if (rt->in_destroy_hook) return ZS_E_BUSY;
@@ -39,12 +44,17 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done)
         call_hook(rt, it, ZS_BEGIN_DESTROY);
         it->flags |= ZS_ITEM_BEGUN_DESTROY;
     }
+    /* Many deaths: one sequential relink of the survivors costs less than
+       a chain walk (a few cache misses) per freed object. */
+    if (rt->dying_cursor == 0 && rt->dying.count >= PURGE_RELINK_MIN &&
+        (uint64_t)rt->dying.count * PURGE_RELINK_SHARE >= rt->live_objects)
+        zs_name_index_drop_dying(rt);
     uint32_t freed = 0;
     while (rt->dying_cursor < rt->dying.count) {
         zs_item *it = zs_item_at(rt, rt->dying.data[rt->dying_cursor++]);
         assert((it->flags & ZS_ITEM_DYING) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
         call_hook(rt, it, ZS_FINISH_DESTROY);
-        zs_object_destroy(rt, it);
+        zs_object_destroy(rt, it, !rt->dying_unhashed);
         freed++;
         if (budget_ns != 0 && freed % PURGE_CLOCK_STRIDE == 0 && zs_now_ns() - start >= budget_ns)
             break;
@@ -56,6 +66,7 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done)
     if (rt->dying_cursor == rt->dying.count) {
         rt->dying.count = 0;
         rt->dying_cursor = 0;
+        rt->dying_unhashed = false;
         if (rt->phase == ZS_GC_PURGE_PENDING) rt->phase = ZS_GC_IDLE;
         *out_done = true;
     }
@@ -137,13 +148,17 @@ void zs_gc_destroy_everything(zs_runtime *rt) {
             it->flags |= ZS_ITEM_BEGUN_DESTROY;
         }
     }
+    /* Everything dies: empty the name index at once instead of unlinking
+       each object (a chain walk, cache misses, per object). */
+    zs_name_index_clear(rt);
     for (uint32_t index = 0; index < rt->high_water; index++) {
         zs_item *it = zs_item_at(rt, index);
         if (it->object == NULL) continue;
         call_hook(rt, it, ZS_FINISH_DESTROY);
-        zs_object_destroy(rt, it);
+        zs_object_destroy(rt, it, false);
     }
     rt->dying.count = rt->dying_cursor = 0;
+    rt->dying_unhashed = false;
     rt->expiring.count = 0;
     rt->phase = ZS_GC_IDLE;
     rt->root_list.count = 0;

@@ -82,6 +82,20 @@ static uint32_t *bucket_of(zs_runtime *rt, const zs_object *object) {
                              (rt->name_bucket_count - 1)];
 }
 
+/* Relink every live object into fresh, empty buckets; DYING objects are
+   left out when their unlinking was done in bulk (rt->dying_unhashed). */
+static void name_index_relink(zs_runtime *rt) {
+    memset(rt->name_buckets, 0, (size_t)rt->name_bucket_count * sizeof(uint32_t));
+    for (uint32_t i = 0; i < rt->high_water; i++) {
+        const zs_item *it = zs_item_at(rt, i);
+        zs_object *other = it->object;
+        if (other == NULL || (rt->dying_unhashed && (it->flags & ZS_ITEM_DYING))) continue;
+        uint32_t *bucket = bucket_of(rt, other);
+        other->hash_next = *bucket;
+        *bucket = i + 1;
+    }
+}
+
 /* Link a new object into its bucket, doubling the table when it is full
    (a full rehash is the rare, amortised case). False when out of memory:
    the object is then simply not findable by name. */
@@ -93,13 +107,8 @@ static bool name_index_add(zs_runtime *rt, zs_object *object) {
         zs_free(rt, rt->name_buckets, (size_t)rt->name_bucket_count * sizeof(uint32_t));
         rt->name_buckets = buckets;
         rt->name_bucket_count = count;
-        for (uint32_t i = 0; i < rt->high_water; i++) {
-            zs_object *other = zs_item_at(rt, i)->object;
-            if (other == NULL || other == object) continue;
-            uint32_t *bucket = bucket_of(rt, other);
-            other->hash_next = *bucket;
-            *bucket = i + 1;
-        }
+        name_index_relink(rt); /* links the new object too */
+        return true;
     }
     uint32_t *bucket = bucket_of(rt, object);
     object->hash_next = *bucket;
@@ -107,17 +116,30 @@ static bool name_index_add(zs_runtime *rt, zs_object *object) {
     return true;
 }
 
+/* Unlink one object. Links are compared by index before any object on the
+   chain is read, so an object at the head of its bucket costs one load. */
 static void name_index_remove(zs_runtime *rt, zs_object *object) {
     if (rt->name_bucket_count == 0) return;
     uint32_t *link = bucket_of(rt, object);
+    const uint32_t self = object->index + 1;
     while (*link != 0) {
-        zs_object *other = zs_item_at(rt, *link - 1)->object;
-        if (other == object) {
+        if (*link == self) {
             *link = object->hash_next;
             return;
         }
-        link = &other->hash_next;
+        link = &zs_item_at(rt, *link - 1)->object->hash_next;
     }
+}
+
+void zs_name_index_drop_dying(zs_runtime *rt) {
+    if (rt->name_bucket_count == 0 || rt->dying_unhashed) return;
+    rt->dying_unhashed = true;
+    name_index_relink(rt);
+}
+
+void zs_name_index_clear(zs_runtime *rt) {
+    if (rt->name_bucket_count > 0)
+        memset(rt->name_buckets, 0, (size_t)rt->name_bucket_count * sizeof(uint32_t));
 }
 
 zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint32_t name_number,
@@ -137,7 +159,7 @@ zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint
             if (object->outer == (outer_item ? zs_item_ref(outer_item) : ZS_NULL_REF) &&
                 object->name_index == name_index && object->name_number == name_number &&
                 !(it->flags & ZS_ITEM_DYING) &&
-                !(rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) &&
+                !(rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
                   !(it->flags & ZS_ITEM_PERMANENT))) {
                 *out = zs_item_ref(it);
                 break;
@@ -158,11 +180,11 @@ bool zs_root_list_add(zs_runtime *rt, zs_item *it) {
 }
 
 /* Free an object's memory and its slot (after the destroy hook has run). */
-void zs_object_destroy(zs_runtime *rt, zs_item *it) {
+void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash) {
     zs_object *object = it->object;
     const zs_class *cls = object->cls;
     zs_schema_destroy(rt, &cls->schema, (char *)object);
-    name_index_remove(rt, object);
+    if (unhash) name_index_remove(rt, object);
     uint32_t index = object->index;
     zs_free(rt, object, cls->instance_size);
     zs_slot_free(rt, index);
@@ -182,7 +204,7 @@ static zs_item *usable_item(zs_runtime *rt, zs_ref ref, zs_status *status) {
         return NULL;
     }
     if ((it->flags & ZS_ITEM_DYING) ||
-        (rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) &&
+        (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
          !(it->flags & ZS_ITEM_PERMANENT))) {
         *status = ZS_E_DYING;
         return NULL;
@@ -202,31 +224,34 @@ static bool note_escape(zs_runtime *rt, zs_item *holder, const zs_item *target) 
     return true;
 }
 
-zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint32_t name_index,
-                        uint32_t name_number, zs_ref *out_ref, zs_object **out_object) {
-    if (cls == NULL || out_ref == NULL) return ZS_E_INVALID;
-    ZS_LOCK(rt);
+/* Allocate and link a new object (caller holds the lock): the body shared by
+   zs_object_new and zs_object_new_conjugate. init_size bytes of init are
+   copied over the zeroed properties; conjugate marks it as having one. */
+static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref outer,
+                                   uint32_t name_index, uint32_t name_number, const char *init,
+                                   uint32_t init_size, bool conjugate, zs_ref *out_ref,
+                                   zs_object **out_object) {
     zs_status status = ZS_E_INVALID;
     zs_item *outer_item = NULL;
-    if (cls->id >= rt->class_count || rt->classes[cls->id] != cls) goto done;
-    if (name_index != ZS_NAME_AUTO && name_index >= rt->names.count) goto done;
-    if (rt->in_destroy_hook) {
-        status = ZS_E_BUSY;
-        goto done;
-    }
-    if (outer != ZS_NULL_REF && (outer_item = usable_item(rt, outer, &status)) == NULL) goto done;
+    if (cls->id >= rt->class_count || rt->classes[cls->id] != cls) return status;
+    if (init_size > cls->instance_size - sizeof(zs_object) || (init_size && init == NULL))
+        return status;
+    if (name_index != ZS_NAME_AUTO && name_index >= rt->names.count) return status;
+    if (rt->in_destroy_hook) return ZS_E_BUSY;
+    if (outer != ZS_NULL_REF && (outer_item = usable_item(rt, outer, &status)) == NULL)
+        return status;
     uint32_t index;
-    if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) goto done;
+    if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) return status;
     zs_object *object = zs_alloc(rt, cls->instance_size);
     if (object == NULL) {
         zs_slot_free(rt, index);
-        status = ZS_E_NOMEM;
-        goto done;
+        return ZS_E_NOMEM;
     }
+    if (init_size) memcpy(object + 1, init, init_size);
     zs_item *it = zs_item_at(rt, index);
     ((zs_class *)cls)->next_name_number += name_index == ZS_NAME_AUTO;
     object->cls = cls;
-    object->outer = outer_item ? zs_item_ref(outer_item) : ZS_NULL_REF;
+    object->outer = outer_item ? outer : ZS_NULL_REF; /* validated: the live handle */
     object->index = index;
     object->name_index = name_index == ZS_NAME_AUTO ? cls->name_index : name_index;
     object->name_number = name_index == ZS_NAME_AUTO ? cls->next_name_number : name_number;
@@ -242,17 +267,39 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
     if (!name_index_add(rt, object)) object->hash_next = 0; /* not findable by name */
     zs_gc_barrier(rt, outer_item); /* the new object is born marked but never scanned */
     if (!note_escape(rt, it, outer_item)) {
-        zs_object_destroy(rt, it);
+        zs_object_destroy(rt, it, true);
         rt->permanent_count -= rt->disregard_open;
-        status = ZS_E_NOMEM;
-        goto done;
+        return ZS_E_NOMEM;
     }
+    if (conjugate) it->flags |= ZS_ITEM_HAS_CONJUGATE;
     *out_ref = ZS_MAKE_REF(index, it->serial);
     if (out_object != NULL) *out_object = object;
-    status = ZS_OK;
-done:
+    return ZS_OK;
+}
+
+zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint32_t name_index,
+                        uint32_t name_number, zs_ref *out_ref, zs_object **out_object) {
+    if (cls == NULL || out_ref == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = object_new_locked(rt, cls, outer, name_index, name_number, NULL, 0, false,
+                                         out_ref, out_object);
     ZS_UNLOCK(rt);
     return status;
+}
+
+zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs_class *cls, zs_ref outer,
+                               uint32_t name_index, uint32_t name_number, const char *init,
+                               uint32_t init_size, void *out_object) {
+    if (cls == NULL || out_object == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_object *object = NULL;
+    zs_ref ref = ZS_NULL_REF;
+    zs_status status = object_new_locked(rt, cls, outer, name_index, name_number, init, init_size,
+                                         true, &ref, &object);
+    if (status == ZS_OK) memcpy(out_object, &object, sizeof object);
+    ZS_UNLOCK(rt);
+    assert(status != ZS_OK || ref >= ZS_FIRST_REF);
+    return status == ZS_OK ? ref : (zs_ref)status;
 }
 
 zs_object *zs_resolve(zs_runtime *rt, zs_ref ref) {
@@ -337,7 +384,9 @@ zs_status zs_store_ref(zs_runtime *rt, zs_ref holder, uint32_t offset, zs_ref ta
     ZS_LOCK(rt);
     zs_status status = prepare_store(rt, holder, offset, target, false, &h, &t, &op);
     if (status == ZS_OK && op == ZS_OP_OBJECT && !note_escape(rt, h, t)) status = ZS_E_NOMEM;
-    if (status == ZS_OK) *(zs_ref *)((char *)h->object + offset) = t ? zs_item_ref(t) : ZS_NULL_REF;
+    /* target was validated (live slot, matching serial): store it as is, without
+       reading the target's object header (a cache miss per store). */
+    if (status == ZS_OK) *(zs_ref *)((char *)h->object + offset) = t ? target : ZS_NULL_REF;
     ZS_UNLOCK(rt);
     return status;
 }
@@ -362,7 +411,7 @@ zs_status zs_ref_array_push(zs_runtime *rt, zs_ref holder, uint32_t offset, zs_r
                 array->capacity = capacity;
             }
         }
-        if (status == ZS_OK) array->data[array->count++] = t ? zs_item_ref(t) : ZS_NULL_REF;
+        if (status == ZS_OK) array->data[array->count++] = t ? target : ZS_NULL_REF;
     }
     ZS_UNLOCK(rt);
     return status;
@@ -438,6 +487,7 @@ zs_status zs_mark_as_garbage(zs_runtime *rt, zs_ref ref) {
         if (it->flags & ZS_ITEM_PERMANENT) status = ZS_E_INVALID;
         else {
             it->flags |= ZS_ITEM_GARBAGE;
+            zs_filter_clear(rt->mark_filter, it->object->index); /* references to it get killed */
             if (it->cluster_index >= 0) zs_cluster_dissolve(rt, it->cluster_index);
         }
     });

@@ -10,6 +10,8 @@
 
 #include <assert.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
 #include <threads.h>
 
 /* ---- object array items ------------------------------------------------ */
@@ -25,6 +27,23 @@ typedef struct zs_item {
 } zs_item;
 
 _Static_assert(sizeof(zs_item) <= 24, "an object-array item must fit in 24 bytes");
+_Static_assert(offsetof(zs_item, cluster_index) == offsetof(zs_item, flags) + 4,
+               "zs_item_word reads flags and cluster_index as one word");
+
+/* An item's flags (low 32 bits) and cluster index (high 32 bits) in one
+   load, so the collector's hot loops test flags, mark and "not in a
+   cluster" (ZS_WORD_NO_CLUSTER, the index's sign bit) with one mask and
+   one compare. */
+static inline uint64_t zs_item_word(const zs_item *it) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t word;
+    memcpy(&word, &it->flags, sizeof word);
+    return word;
+#else
+    return it->flags | (uint64_t)(uint32_t)it->cluster_index << 32;
+#endif
+}
+#define ZS_WORD_NO_CLUSTER (1ull << 63)
 
 /* Item flags. */
 #define ZS_ITEM_MARK 0x01u          /* compared with rt->mark_parity: equal means reachable */
@@ -44,6 +63,8 @@ _Static_assert(sizeof(zs_item) <= 24, "an object-array item must fit in 24 bytes
 #define item_is_marked(rt, it) ((((it)->flags ^ (rt)->mark_parity) & ZS_ITEM_MARK) == 0)
 #define item_set_marked(rt, it) \
     ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | (rt)->mark_parity)
+#define item_set_unmarked(rt, it) \
+    ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | ((rt)->mark_parity ^ ZS_ITEM_MARK))
 #define item_is_root(it) \
     (((it)->flags & (ZS_ITEM_ROOT | ZS_ITEM_ESCAPED)) != 0 || (it)->strong_refs > 0)
 
@@ -76,12 +97,21 @@ typedef struct zs_ref_vec {
 #define ZS_OP_SHIFT 8u
 #define ZS_OP_MASK 0xFFu
 #define ZS_OP_MAX_OFFSET 0x00FFFFFFu
+#define ZS_NO_RUN UINT32_MAX
 
 /* A flattened member list: words that the marker must follow first
-   (strong_count of them), then the rest (weak refs, values without refs). */
+   (strong_count of them: the object_count OBJECT words, then values with
+   references), then the rest (weak refs, values without refs). */
 typedef struct zs_schema {
     uint32_t count;
     uint32_t strong_count;
+    uint32_t object_count; /* the first words, all ZS_OP_OBJECT (<= strong_count) */
+    uint32_t object_run;   /* offset of the first when the OBJECT words are adjacent
+                              references in order, else ZS_NO_RUN */
+    uint32_t plain_count;  /* the marker's fast path: object_count when the strong
+                              words are just that run (no strong values), else
+                              ZS_NO_RUN */
+    uint32_t plain_offset; /* the run's offset (0 when plain_count is 0) */
     uint32_t *words;
     const zs_type **types; /* per word; NULL except for ZS_OP_VALUE */
 } zs_schema;
@@ -154,11 +184,19 @@ typedef struct zs_cluster {
 
 /* ---- marking -------------------------------------------------------------- */
 
+/* A mark stack: the objects marked and waiting to be scanned (pointers, not
+   indices: popping one then needs no item lookup). */
+typedef struct zs_mark_stack {
+    zs_object **data;
+    uint32_t count;
+    uint32_t capacity;
+} zs_mark_stack;
+
 /* The state of one marker (the collector's own thread, or a parallel
    worker). Counters are merged into rt->stats when marking ends. */
 typedef struct zs_marker {
     zs_runtime *rt;
-    zs_u32_vec *stack;        /* object indices to scan */
+    zs_mark_stack *stack;     /* objects to scan */
     zs_u32_vec clusters;      /* cluster ids to mark (serial marker only) */
     bool parallel;            /* mark bits are claimed atomically */
     uint32_t limit;           /* entries the stack may hold (stress switch) */
@@ -224,18 +262,22 @@ struct zs_runtime {
     uint32_t mark_stack_limit; /* stress: entries per mark stack (0: no limit) */
     uint64_t alloc_limit;   /* stress/faults: live native bytes allowed (0: no limit) */
     uint32_t collector_allocating; /* > 0: the collector's own bookkeeping ignores alloc_limit */
+    bool strict_alloc_limit; /* test: alloc_limit applies to the collector's bookkeeping too */
     uint64_t check_failures;
     uint32_t mark_threads;
     uint64_t parallel_threshold;
     uint64_t incremental_start_ns;
     uint32_t mark_parity;   /* ZS_ITEM_MARK or 0 */
-    zs_u32_vec mark_stack;  /* transient work: allocated uncounted (see gc_mark.c) */
+    zs_mark_stack mark_stack; /* transient work: allocated uncounted (see gc_mark.c) */
+    uint64_t *mark_filter;  /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
+                               when it could not be allocated (marking then reads every item) */
     bool mark_overflow;     /* a push onto mark_stack failed: rescan before gathering */
     bool cluster_oom;       /* a dissolution could not queue a referencing cluster */
     uint32_t gather_cursor; /* incremental gather progress */
     zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
     uint32_t dying_cursor;  /* purge progress in dying */
     zs_ref_vec expiring;    /* dying objects with conjugates, for the managed side */
+    bool dying_unhashed;    /* the dying objects are already out of the name index */
     bool in_destroy_hook;
     bool collecting;
     zs_destroy_hook destroy_hook;
@@ -261,10 +303,40 @@ void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
 bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
 void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
 
+/* The mark filter, valid while marking: a set bit promises that a reference
+   to that slot needs nothing from the marker (the target is marked and not
+   garbage, or permanent; and not a cluster member), so the marker skips it
+   without reading the item (a cache miss on a big heap). A clear bit
+   promises nothing. Bits are only set by the marker and cleared when a cycle
+   starts and when an object is marked as garbage. */
+static inline bool zs_filter_test(const uint64_t *filter, uint32_t index) {
+    return (__atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED) >> (index & 63)) & 1u;
+}
+
+/* Set a filter bit. Parallel markers may race on a word and lose a bit:
+   harmless (a clear bit promises nothing), so no atomic read-modify-write. */
+static inline void zs_filter_set(uint64_t *filter, uint32_t index) {
+    uint64_t word = __atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED);
+    __atomic_store_n(&filter[index >> 6], word | (1ull << (index & 63)), __ATOMIC_RELAXED);
+}
+
+static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
+    if (filter != NULL) filter[index >> 6] &= ~(1ull << (index & 63));
+}
+
 /* The item of an index below high_water (no checks). */
 static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
     assert(index < rt->high_water);
     return &rt->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
+}
+
+/* Whether an item is reachable in the current (or last) mark. A cluster is
+   marked as one unit through its root's mark bit (Unreal's way): members'
+   own bits are not kept up to date while they are in a cluster. */
+static inline bool zs_item_reachable(const zs_runtime *rt, const zs_item *it) {
+    if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT))
+        it = zs_item_at(rt, rt->clusters[it->cluster_index].root);
+    return item_is_marked(rt, it);
 }
 
 /* The item a handle names, or NULL when it is null, out of range or stale. */
@@ -293,7 +365,14 @@ void zs_heap_release(zs_runtime *rt);
 zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index);
 void zs_slot_free(zs_runtime *rt, uint32_t index);
 bool zs_root_list_add(zs_runtime *rt, zs_item *it);
-void zs_object_destroy(zs_runtime *rt, zs_item *it);
+/* Free an object and its slot; unhash false: already out of the name index. */
+void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash);
+/* Before a large purge: take every DYING object out of the name index in
+   one sequential relink (instead of one chain walk per freed object). */
+void zs_name_index_drop_dying(zs_runtime *rt);
+/* Empty the name index (runtime teardown: every object is about to die;
+   FinishDestroy hooks then find no object by name). */
+void zs_name_index_clear(zs_runtime *rt);
 
 /* names (names.c) */
 void zs_names_release(zs_runtime *rt);
@@ -348,15 +427,30 @@ bool zs_mark_claim(zs_marker *m, zs_item *it);
 
 /* collector (gc_mark.c, gc_parallel.c, gc_purge.c) */
 void zs_gc_release(zs_runtime *rt);
-void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_u32_vec *stack);
+void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_mark_stack *stack);
 void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable);
 void zs_mark_ref(zs_marker *m, zs_ref ref);
 void zs_mark_scan(zs_marker *m, zs_object *object);
 bool zs_mark_push(zs_marker *m, uint32_t index);
+/* Queue an object for scanning; false (and overflow set) when it cannot. */
+bool zs_mark_push_object(zs_marker *m, zs_object *object);
+/* Free a mark stack's storage. */
+void zs_mark_stack_release(zs_mark_stack *stack);
 /* Queue a marked object for scanning (a dissolved cluster's members). */
 void zs_gc_requeue(zs_runtime *rt, uint32_t index);
-/* Write barrier: while a mark is pending, mark a newly stored target. */
-void zs_gc_barrier(zs_runtime *rt, zs_item *target);
+/* Write barrier, out of line: mark and queue a newly stored target. */
+void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target);
+/* Write barrier: while a mark is pending, mark a newly stored target. With
+   no mark pending it is one load and one compare, inlined at every store
+   (ZS_BENCH_NO_BARRIER compiles it out: the benchmarks' barrier-free build). */
+static inline void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
+#ifdef ZS_BENCH_NO_BARRIER
+    (void)rt;
+    (void)target;
+#else
+    if (__builtin_expect(rt->phase == ZS_GC_MARKING, 0)) zs_gc_barrier_slow(rt, target);
+#endif
+}
 /* Drain the marker's stack with worker threads; false when not worth it. */
 bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
 /* Scan until the stack and queues are empty (true) or the deadline passes

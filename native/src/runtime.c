@@ -42,8 +42,9 @@ static void account(zs_runtime *rt, int64_t blocks, int64_t bytes) {
 static bool over_limit(const zs_runtime *rt, size_t size) {
     /* The injected limit models the program running out of memory; the
        collector's bookkeeping (dying and expiring lists, free list) is
-       exempt, so a collection can still free memory under it. */
-    return rt->alloc_limit != 0 && rt->collector_allocating == 0 &&
+       exempt, so a collection can still free memory under it (unless the
+       strict test switch models a real out-of-memory, which exempts nothing). */
+    return rt->alloc_limit != 0 && (rt->collector_allocating == 0 || rt->strict_alloc_limit) &&
            rt->live_bytes + size > rt->alloc_limit;
 }
 

@@ -311,22 +311,40 @@ static bool word_is_strong(const zs_schema *schema, uint32_t i) {
     return op == ZS_OP_OBJECT || (op == ZS_OP_VALUE && (schema->types[i]->flags & ZS_TYPE_HAS_REFS));
 }
 
+/* Rank of a word in the marker's order: OBJECT, strong VALUE, the rest. */
+static uint32_t word_rank(const zs_schema *schema, uint32_t i) {
+    if ((schema->words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) return 0;
+    return word_is_strong(schema, i) ? 1 : 2;
+}
+
 void zs_schema_finish(zs_schema *schema) {
-    /* Stable partition by insertion (schemas are short, built once). */
-    uint32_t strong = 0;
-    for (uint32_t i = 0; i < schema->count; i++) {
-        if (!word_is_strong(schema, i)) continue;
-        uint32_t word = schema->words[i];
-        const zs_type *type = schema->types[i];
-        for (uint32_t j = i; j > strong; j--) {
-            schema->words[j] = schema->words[j - 1];
-            schema->types[j] = schema->types[j - 1];
+    /* Stable partition by insertion (schemas are short, built once): the
+       marker reads the OBJECT words as one run, then the strong values. */
+    uint32_t filled = 0;
+    for (uint32_t rank = 0; rank < 2; rank++) {
+        for (uint32_t i = filled; i < schema->count; i++) {
+            if (word_rank(schema, i) != rank) continue;
+            uint32_t word = schema->words[i];
+            const zs_type *type = schema->types[i];
+            for (uint32_t j = i; j > filled; j--) {
+                schema->words[j] = schema->words[j - 1];
+                schema->types[j] = schema->types[j - 1];
+            }
+            schema->words[filled] = word;
+            schema->types[filled] = type;
+            filled++;
         }
-        schema->words[strong] = word;
-        schema->types[strong] = type;
-        strong++;
+        if (rank == 0) schema->object_count = filled;
     }
-    schema->strong_count = strong;
+    schema->strong_count = filled;
+    schema->object_run = schema->object_count > 0 ? schema->words[0] >> ZS_OP_SHIFT : ZS_NO_RUN;
+    for (uint32_t i = 1; i < schema->object_count; i++)
+        if ((schema->words[i] >> ZS_OP_SHIFT) != schema->object_run + i * sizeof(zs_ref))
+            schema->object_run = ZS_NO_RUN;
+    bool plain = schema->strong_count == schema->object_count &&
+                 (schema->object_count == 0 || schema->object_run != ZS_NO_RUN);
+    schema->plain_count = plain ? schema->object_count : ZS_NO_RUN;
+    schema->plain_offset = plain && schema->object_count > 0 ? schema->object_run : 0;
 }
 
 void zs_schema_release(zs_runtime *rt, zs_schema *schema) {
@@ -678,7 +696,7 @@ static void sanitise_one(void *context, zs_ref *slot, bool killable) {
     if (*slot == ZS_NULL_REF) return;
     zs_item *it = zs_item_of(rt, *slot);
     if (it == NULL || (it->flags & ZS_ITEM_DYING) ||
-        (rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) && !(it->flags & ZS_ITEM_PERMANENT)))
+        (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) && !(it->flags & ZS_ITEM_PERMANENT)))
         *slot = ZS_NULL_REF;
 }
 
@@ -838,7 +856,7 @@ zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_t
         it = zs_item_of(rt, target);
         if (it == NULL) status = ZS_E_STALE;
         else if ((it->flags & ZS_ITEM_DYING) ||
-                 (rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, it) &&
+                 (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
                   !(it->flags & ZS_ITEM_PERMANENT)))
             status = ZS_E_DYING;
     }

@@ -34,7 +34,7 @@ static bool check_strong(checker *c, const zs_item *holder, zs_ref ref, const ch
        gathering, an unmarked holder is dying but maybe not flagged yet. */
     if (ref == ZS_NULL_REF) return true;
     if (holder != NULL && ((holder->flags & ZS_ITEM_DYING) ||
-                           (c->rt->phase == ZS_GC_GATHERING && !item_is_marked(c->rt, holder) &&
+                           (c->rt->phase == ZS_GC_GATHERING && !zs_item_reachable(c->rt, holder) &&
                             !(holder->flags & ZS_ITEM_PERMANENT))))
         return true;
     zs_item *target = zs_item_of(c->rt, ref);
@@ -138,7 +138,7 @@ static bool check_object(checker *c, uint32_t index, const zs_item *it) {
     if (object->name_index >= rt->names.count) return fail(c, "object %u: bad name index", index);
     bool dying = (it->flags & ZS_ITEM_DYING) != 0;
     bool mark_settled = !rt->collecting && (rt->phase == ZS_GC_IDLE || rt->phase == ZS_GC_PURGE_PENDING);
-    if (mark_settled && !dying && !(it->flags & ZS_ITEM_PERMANENT) && !item_is_marked(rt, it))
+    if (mark_settled && !dying && !(it->flags & ZS_ITEM_PERMANENT) && !zs_item_reachable(rt, it))
         return fail(c, "object %u: live object without the current mark", index);
     if (item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST))
         return fail(c, "object %u: root missing from the root list", index);
@@ -149,9 +149,10 @@ static bool check_object(checker *c, uint32_t index, const zs_item *it) {
     return check_schema(c, it, &cls->schema, (const char *)object, true);
 }
 
-/* Every live cluster: its root and members name it back, all share one
-   mark state, and its links and mutable objects are live. Returns the
-   number of clustered objects. */
+/* Every live cluster: its root and members name it back, no member dies
+   without its root (members are reachable through the root's mark), and
+   its links and mutable objects are live. Returns the number of clustered
+   objects. */
 static uint64_t check_clusters(checker *c) {
     zs_runtime *rt = c->rt;
     uint64_t clustered = 0, live = 0;
@@ -166,15 +167,15 @@ static uint64_t check_clusters(checker *c) {
         const zs_item *root = zs_item_at(rt, cl->root);
         if (root->cluster_index != (int32_t)id || !(root->flags & ZS_ITEM_CLUSTER_ROOT))
             fail(c, "cluster %u: root %u does not name its cluster", id, cl->root);
-        bool marked = item_is_marked(rt, root);
         for (uint32_t i = 0; i < cl->objects.count && !c->failed; i++) {
             uint32_t index = cl->objects.data[i];
             const zs_item *it = index < rt->high_water ? zs_item_at(rt, index) : NULL;
             if (it == NULL || it->object == NULL || it->cluster_index != (int32_t)id ||
                 (it->flags & (ZS_ITEM_CLUSTER_ROOT | ZS_ITEM_GARBAGE)))
                 fail(c, "cluster %u: member %u is not a live, non-garbage member", id, index);
-            else if (!rt->collecting && item_is_marked(rt, it) != marked)
-                fail(c, "cluster %u: member %u and root disagree on the mark", id, index);
+            else if ((it->flags & ZS_ITEM_DYING) && !(root->flags & ZS_ITEM_DYING) &&
+                     !(rt->phase == ZS_GC_GATHERING && !item_is_marked(rt, root)))
+                fail(c, "cluster %u: member %u is dying, its root is not", id, index);
         }
         for (uint32_t i = 0; i < cl->mutable_objects.count && !c->failed; i++)
             if (zs_item_of(rt, cl->mutable_objects.data[i]) == NULL)

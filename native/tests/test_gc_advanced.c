@@ -305,6 +305,111 @@ static void test_cluster_kept_whole(runner *t) {
     cfix_close(&c);
 }
 
+/* Out of memory while gathering (the strict allocation limit also starves
+   the collector's dying and expiring lists), at every limit of a sweep: an
+   unreachable cluster (members created before their root, so the pass meets
+   them first), the chain it references and conjugated objects either all die
+   or all survive, never a survivor pointing at a freed object; once memory
+   is back the next collection frees them all. */
+static void test_gather_out_of_memory(runner *t) {
+    uint32_t aborted = 0, gathered = 0;
+    for (uint32_t run = 0; run < 2 * 51; run++) {
+        uint32_t extra = (run % 51) * 24;
+        bool incremental = run >= 51; /* gathered by 1 ns steps */
+        cfix c;
+        if (!cfix_open(t, &c, 16, 1)) return;
+        zs_runtime *rt = c.rt;
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_POISON_FREED, 1));
+        enum { PARTS = 100, CHAIN = 40, ALL = PARTS + 1 + CHAIN };
+        zs_ref p[ALL];
+        for (uint32_t k = 1; k <= PARTS; k++) p[k] = MAKE(t, rt, c.part, ZS_NULL_REF);
+        p[0] = MAKE(t, rt, c.croot, ZS_NULL_REF);
+        for (uint32_t k = 1; k <= PARTS; k++) LINK(t, rt, p[(k - 1) / 4], (k - 1) % 4, p[k]);
+        for (uint32_t k = PARTS + 1; k < ALL; k++) {
+            p[k] = MAKE(t, rt, c.fx.node, ZS_NULL_REF);
+            LINK(t, rt, k == PARTS + 1 ? p[PARTS] : p[k - 1], 0, p[k]);
+        }
+        uint32_t size = 0;
+        CHECK_OK(t, zs_create_cluster(rt, p[0], &size));
+        CHECK_EQ(t, size, PARTS + 1);
+        zs_object *ignored = NULL;
+        for (uint32_t k = 0; k < ALL; k += 3) CHECK_OK(t, zs_resolve_for_conjugate(rt, p[k], &ignored));
+        zs_memory_stats memory;
+        zs_runtime_memory(rt, &memory);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes + extra));
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_STRICT_ALLOC_LIMIT, 1));
+        if (incremental) {
+            CHECK_OK(t, zs_gc_start_incremental(rt));
+            run_steps(t, rt, 1);
+        } else {
+            CHECK_OK(t, zs_gc_mark_and_gather(rt));
+        }
+        VERIFY(t, rt);
+        uint32_t dying = zs_gc_pending_purge(rt);
+        CHECK(t, dying == 0 || dying == ALL);
+        CHECK_EQ(t, gc_stats(rt).gathers_aborted, dying == 0);
+        aborted += dying == 0;
+        gathered += dying != 0;
+        zs_ref taken[ALL];
+        uint32_t n = 0;
+        CHECK_OK(t, zs_gc_take_expiring(rt, taken, ALL, &n));
+        CHECK_EQ(t, n, dying == 0 ? 0 : (ALL + 2) / 3);
+        int done = 0;
+        CHECK_OK(t, zs_gc_purge(rt, 0, &done));
+        CHECK(t, done);
+        VERIFY(t, rt);
+        CHECK_EQ(t, count_alive(rt, p, ALL), dying == 0 ? ALL : 0);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+        CHECK_OK(t, zs_gc_mark_and_gather(rt));
+        CHECK_OK(t, zs_gc_take_expiring(rt, taken, ALL, &n));
+        CHECK_OK(t, zs_gc_purge(rt, 0, &done));
+        VERIFY(t, rt);
+        CHECK_EQ(t, count_alive(rt, p, ALL), 0);
+        CHECK_EQ(t, zs_live_objects(rt), 0);
+        cfix_close(&c);
+    }
+    CHECK(t, aborted > 6 && gathered > 6); /* the sweep covers both outcomes */
+}
+
+/* Cluster creation that runs out of memory part way (a sweep of allocation
+   limits) either builds the whole cluster or leaves no object naming it;
+   the heap verifies and collects normally afterwards. */
+static void test_cluster_create_out_of_memory(runner *t) {
+    uint32_t built = 0, refused = 0;
+    for (uint32_t extra = 0; extra <= 2400; extra += 16) {
+        cfix c;
+        if (!cfix_open(t, &c, 16, 1)) return;
+        zs_runtime *rt = c.rt;
+        zs_ref p[101], q[21];
+        build_tree(t, &c, 100, p);
+        build_tree(t, &c, 20, q);
+        uint32_t size = 0;
+        CHECK_OK(t, zs_create_cluster(rt, q[0], &size));
+        zs_ref outside = MAKE(t, rt, c.fx.node, ZS_NULL_REF);
+        PUSH(t, rt, p[70], outside);
+        PUSH(t, rt, p[71], q[3]);
+        ROOT(t, rt, p[0]);
+        zs_memory_stats memory;
+        zs_runtime_memory(rt, &memory);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes + extra));
+        zs_status status = zs_create_cluster(rt, p[0], &size);
+        CHECK(t, status == ZS_OK || status == ZS_E_NOMEM);
+        VERIFY(t, rt);
+        built += status == ZS_OK;
+        refused += status == ZS_E_NOMEM;
+        CHECK_EQ(t, count_in_cluster(rt, p, 101, status == ZS_OK ? cluster_id(rt, p[0]) : -1), 101);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+        COLLECT(t, rt);
+        CHECK_EQ(t, count_alive(rt, p, 101), 101);
+        CHECK(t, alive(rt, outside) && count_alive(rt, q, 21) == 21);
+        UNROOT(t, rt, p[0]);
+        COLLECT(t, rt);
+        CHECK_EQ(t, zs_live_objects(rt), 0);
+        cfix_close(&c);
+    }
+    CHECK(t, built > 3 && refused > 3);
+}
+
 /* An unreachable cluster is destroyed whole, with the objects only it referenced. */
 static void test_cluster_destroyed_whole(runner *t) {
     cfix c;
@@ -1245,6 +1350,46 @@ static void test_runtime_free_mid_cycle(runner *t) {
     }
 }
 
+/* What a teardown hook saw of the name index. */
+typedef struct name_probe {
+    uint32_t name;
+    uint32_t found_in_begin, found_in_finish;
+} name_probe;
+
+/* Destroy hook: look every probed name up (numbers 1..64). */
+static void probing_hook(void *user, zs_runtime *rt, zs_object *object, zs_destroy_phase phase) {
+    (void)object;
+    name_probe *p = user;
+    for (uint32_t number = 1; number <= 64; number++) {
+        zs_ref found = ZS_NULL_REF;
+        if (zs_find_object(rt, ZS_NULL_REF, p->name, number, &found) == ZS_OK && found != ZS_NULL_REF) {
+            if (phase == ZS_BEGIN_DESTROY) p->found_in_begin++;
+            else p->found_in_finish++;
+        }
+    }
+}
+
+/* Runtime teardown empties the name index at once (no per-object unlinking):
+   BeginDestroy hooks still find objects by name, FinishDestroy hooks find
+   none (and never read a freed object through the index). */
+static void test_teardown_name_index(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 1024, 0)) return;
+    name_probe probe = {0, 0, 0};
+    uint32_t number = 0;
+    CHECK_OK(t, zs_name_intern(fx.rt, "Probe", 5, &probe.name, &number));
+    for (uint32_t i = 1; i <= 64; i++) {
+        zs_ref ref = ZS_NULL_REF;
+        CHECK_OK(t, zs_object_new(fx.rt, fx.node, ZS_NULL_REF, probe.name, i, &ref, NULL));
+        if (i % 2) ROOT(t, fx.rt, ref);
+    }
+    zs_set_destroy_hook(fx.rt, probing_hook, &probe);
+    zs_runtime_free(fx.rt);
+    fx.rt = NULL;
+    CHECK_EQ(t, probe.found_in_begin, 64u * 64u);
+    CHECK_EQ(t, probe.found_in_finish, 0);
+}
+
 /* A 200,000-object live heap takes more than one 100 us step to mark, and the steps keep it all. */
 static void test_incremental_step_count(runner *t) {
     enum { COUNT = 200000 };
@@ -2098,6 +2243,51 @@ static void test_parallel_mark_matches_serial(runner *t) {
     }
 }
 
+/* Parallel marking whose stacks overflow (a limit of a few entries) still
+   keeps exactly what the oracle predicts: the workers' failed pushes are
+   rescanned before gathering, and check-mark finds nothing missed. */
+static void test_parallel_mark_overflow(runner *t) {
+    cfix c; /* one root (its push fits), then a wide tree that overflows */
+    if (!cfix_open(t, &c, 16, 4)) return;
+    CHECK_OK(t, zs_debug_set(c.rt, ZS_DEBUG_PARALLEL_THRESHOLD, 0));
+    CHECK_OK(t, zs_debug_set(c.rt, ZS_DEBUG_MARK_STACK_LIMIT, 3));
+    CHECK_OK(t, zs_debug_set(c.rt, ZS_DEBUG_CHECK_MARKS, 1));
+    enum { WIDE = 2000 };
+    static zs_ref kids[WIDE], grandkids[WIDE];
+    zs_ref top = MAKE(t, c.rt, c.fx.node, ZS_NULL_REF);
+    ROOT(t, c.rt, top);
+    for (uint32_t i = 0; i < WIDE; i++) {
+        kids[i] = MAKE(t, c.rt, c.fx.node, ZS_NULL_REF);
+        grandkids[i] = MAKE(t, c.rt, c.fx.node, ZS_NULL_REF);
+        PUSH(t, c.rt, top, kids[i]);
+        LINK(t, c.rt, kids[i], 0, grandkids[i]);
+    }
+    COLLECT(t, c.rt);
+    CHECK(t, gc_stats(c.rt).mark_threads > 1);
+    CHECK_EQ(t, count_alive(c.rt, kids, WIDE), WIDE);
+    CHECK_EQ(t, count_alive(c.rt, grandkids, WIDE), WIDE);
+    CHECK_EQ(t, zs_debug_check_failures(c.rt), 0);
+    cfix_close(&c);
+
+    graph g;
+    if (!graph_open(t, &g, 77u, 21000, 4, 4)) return;
+    CHECK_OK(t, zs_debug_set(g.rt, ZS_DEBUG_PARALLEL_THRESHOLD, 0));
+    CHECK_OK(t, zs_debug_set(g.rt, ZS_DEBUG_MARK_STACK_LIMIT, 3));
+    CHECK_OK(t, zs_debug_set(g.rt, ZS_DEBUG_CHECK_MARKS, 1));
+    graph_build(&g, 20000);
+    for (int cycle = 0; cycle < 3; cycle++) {
+        oracle o;
+        if (!oracle_compute(&g, &o)) break;
+        COLLECT(t, g.rt);
+        oracle_check(t, &g, &o, false);
+        oracle_free(&o);
+        CHECK(t, gc_stats(g.rt).mark_threads > 1);
+        CHECK_EQ(t, zs_debug_check_failures(g.rt), 0);
+        graph_mutate(&g, false, 100);
+    }
+    graph_close(&g);
+}
+
 /* ======================================================================
  * Table
  * ====================================================================== */
@@ -2106,6 +2296,8 @@ const test_case advanced_tests[] = {
     TEST(test_cluster_create_gathers),
     TEST(test_cluster_kept_whole),
     TEST(test_cluster_destroyed_whole),
+    TEST(test_gather_out_of_memory),
+    TEST(test_cluster_create_out_of_memory),
     TEST(test_cluster_member_reached_from_outside),
     TEST(test_cluster_references_keep_outside),
     TEST(test_cluster_garbage_member_dissolves),
@@ -2125,12 +2317,14 @@ const test_case advanced_tests[] = {
     TEST(test_purge_waits_for_gathering),
     TEST(test_dissolve_dying_cluster_while_gathering),
     TEST(test_runtime_free_mid_cycle),
+    TEST(test_teardown_name_index),
     TEST(test_incremental_step_count),
     TEST(test_random_graph_clusters),
     TEST(test_incremental_same_survivors),
     TEST(test_collect_during_incremental),
     TEST(test_incremental_random_mutation),
     TEST(test_parallel_mark_matches_serial),
+    TEST(test_parallel_mark_overflow),
 };
 
 const size_t advanced_test_count = sizeof advanced_tests / sizeof advanced_tests[0];

@@ -1023,6 +1023,53 @@ static void test_conjugate_expiry(runner *t) {
     fixture_close(&fx);
 }
 
+/* zs_object_new_conjugate: one call copies the initial bytes over the properties and records the
+   conjugate (the object is in the expiring list when it dies); bad initial bytes are refused. */
+static void test_object_new_conjugate(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    node image = {0};
+    image.payload = 0x1122334455667788u;
+    const char *init = (const char *)&image + sizeof(zs_object);
+    uint32_t init_size = (uint32_t)(sizeof(node) - sizeof(zs_object));
+    node *raw = NULL;
+    zs_ref ref = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init, init_size,
+                                         &raw);
+    CHECK(t, ref >= ZS_FIRST_REF);
+    CHECK(t, raw != NULL && (zs_object *)raw == zs_resolve(rt, ref));
+    if (raw != NULL) CHECK(t, raw->payload == image.payload);
+    zs_ref plain = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw);
+    CHECK(t, plain >= ZS_FIRST_REF && raw != NULL && raw->payload == 0);
+
+    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init,
+                                        init_size + 1, &raw), ZS_E_INVALID);
+    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 8, &raw),
+             ZS_E_INVALID);
+    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, NULL),
+             ZS_E_INVALID);
+    CHECK_EQ(t, zs_object_new_conjugate(rt, NULL, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw),
+             ZS_E_INVALID);
+    CHECK_EQ(t, zs_live_objects(rt), 2);
+
+    /* Both have conjugates: the purge waits until the managed side takes them. */
+    COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 2);
+    zs_ref taken[4] = {0};
+    uint32_t count = 0;
+    int done = 0;
+    CHECK_OK(t, zs_gc_take_expiring(rt, taken, 4, &count));
+    CHECK_EQ(t, count, 2);
+    CHECK(t, (taken[0] == ref && taken[1] == plain) || (taken[0] == plain && taken[1] == ref));
+    CHECK_OK(t, zs_gc_purge(rt, 0, &done));
+    VERIFY(t, rt);
+    CHECK(t, done == 1 && !alive(rt, ref) && !alive(rt, plain));
+    /* A stale outer is refused with its status. */
+    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ref, ZS_NAME_AUTO, 0, NULL, 0, &raw),
+             ZS_E_STALE);
+    fixture_close(&fx);
+}
+
 /* ======================================================================
  * Disregard-for-GC window
  * ====================================================================== */
@@ -1525,6 +1572,52 @@ static void test_memberless_class(runner *t) {
     fixture_close(&fx);
 }
 
+/* A class with more reference members than the marker batches at once
+   (600): every target survives through a chain of such objects, plain and
+   in 1-object incremental steps, and garbage targets are killed. */
+static void test_huge_class(runner *t) {
+    enum { SLOTS = 600, HOLDERS = 40 };
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_member *members = calloc(SLOTS, sizeof *members);
+    zs_ref *targets = calloc((size_t)SLOTS * HOLDERS, sizeof *targets);
+    zs_ref holders[HOLDERS];
+    const zs_class *big = NULL;
+    if (members == NULL || targets == NULL) goto done;
+    for (uint32_t i = 0; i < SLOTS; i++)
+        members[i] = (zs_member){.kind = ZS_MEMBER_OBJECT,
+                                 .offset = (uint32_t)(sizeof(zs_object) + i * sizeof(zs_ref))};
+    zs_class_desc desc = {.name = "Big", .instance_size = (uint32_t)(sizeof(zs_object) + SLOTS * sizeof(zs_ref)),
+                          .members = members, .member_count = SLOTS};
+    CHECK_OK(t, zs_class_register(fx.rt, &desc, &big));
+    if (big == NULL) goto done;
+    for (uint32_t h = 0; h < HOLDERS; h++) {
+        holders[h] = MAKE(t, fx.rt, big, ZS_NULL_REF);
+        if (h == 0) ROOT(t, fx.rt, holders[h]);
+        else CHECK_OK(t, zs_store_ref(fx.rt, holders[h - 1], members[SLOTS - 1].offset, holders[h]));
+        for (uint32_t i = 0; i + 1 < SLOTS; i++) {
+            zs_ref target = MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
+            targets[h * SLOTS + i] = target;
+            CHECK_OK(t, zs_store_ref(fx.rt, holders[h], members[i].offset, target));
+        }
+    }
+    CHECK_OK(t, zs_mark_as_garbage(fx.rt, targets[7]));
+    COLLECT(t, fx.rt);
+    CHECK(t, !alive(fx.rt, targets[7]));
+    CHECK_EQ(t, zs_live_objects(fx.rt), HOLDERS * SLOTS - 1u);
+    CHECK_OK(t, zs_debug_set(fx.rt, ZS_DEBUG_STEP_OBJECTS, 1));
+    CHECK_OK(t, zs_gc_start_incremental(fx.rt));
+    int done = 0;
+    for (uint32_t step = 0; !done && step < 100000; step++) CHECK_OK(t, zs_gc_step(fx.rt, 1000000000u, &done));
+    CHECK(t, done);
+    CHECK_EQ(t, gc_stats(fx.rt).objects_marked, HOLDERS * SLOTS - 1u);
+    VERIFY(t, fx.rt);
+done:
+    free(members);
+    free(targets);
+    fixture_close(&fx);
+}
+
 /* Regression: a purge stopped by its time budget leaves dying objects that
    point at already-freed ones; the heap is still consistent (verify passes
    at every step) and the next purge steps finish the job. */
@@ -1553,6 +1646,52 @@ static void test_partial_purge_verifies(runner *t) {
     fixture_close(&fx);
 }
 
+/* Objects stay findable by name across purges of every size, budgeted or
+   not, with objects created (and the name index grown) between the steps;
+   freed objects are never found. */
+static void test_find_object_across_purges(runner *t) {
+    static const uint32_t sizes[] = {30, 3000};
+    for (uint32_t s = 0; s < 2; s++) {
+        fixture fx;
+        if (!fixture_open(t, &fx, 0, 0)) return;
+        uint32_t n = sizes[s];
+        zs_ref *refs = calloc(n, sizeof *refs);
+        uint32_t *names = calloc(n, sizeof *names), *numbers = calloc(n, sizeof *numbers);
+        if (refs == NULL || names == NULL || numbers == NULL) goto done;
+        for (uint32_t i = 0; i < n; i++) {
+            refs[i] = MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
+            zs_object *object = zs_resolve(fx.rt, refs[i]);
+            names[i] = object->name_index;
+            numbers[i] = object->name_number;
+            if (i % 3 == 0) ROOT(t, fx.rt, refs[i]);
+        }
+        CHECK_OK(t, zs_gc_mark_and_gather(fx.rt));
+        int done = 0;
+        for (uint32_t step = 0; !done && step < 100000; step++) {
+            CHECK_OK(t, zs_gc_purge(fx.rt, s == 0 ? 0 : 1, &done));
+            for (uint32_t k = 0; k < 2 * n / 3 + 8; k++) (void)MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
+            for (uint32_t i = 0; i < n; i++) {
+                zs_ref found = 1;
+                CHECK_OK(t, zs_find_object(fx.rt, ZS_NULL_REF, names[i], numbers[i], &found));
+                CHECK_EQ(t, found, i % 3 == 0 ? refs[i] : ZS_NULL_REF);
+            }
+            VERIFY(t, fx.rt);
+        }
+        CHECK(t, done);
+        COLLECT(t, fx.rt);
+        for (uint32_t i = 0; i < n; i++) {
+            zs_ref found = 1;
+            CHECK_OK(t, zs_find_object(fx.rt, ZS_NULL_REF, names[i], numbers[i], &found));
+            CHECK_EQ(t, found, i % 3 == 0 ? refs[i] : ZS_NULL_REF);
+        }
+    done:
+        free(refs);
+        free(names);
+        free(numbers);
+        fixture_close(&fx);
+    }
+}
+
 /* ======================================================================
  * Main
  * ====================================================================== */
@@ -1578,6 +1717,7 @@ static const test_case tests[] = {
     TEST(test_destroy_hook_refuses_mutation),
     TEST(test_runtime_free_calls_hook),
     TEST(test_conjugate_expiry),
+    TEST(test_object_new_conjugate),
     TEST(test_disregard_window),
     TEST(test_gc_stats),
     TEST(test_capacity),
@@ -1587,6 +1727,8 @@ static const test_case tests[] = {
     TEST(test_random_graphs),
     TEST(test_memberless_class),
     TEST(test_partial_purge_verifies),
+    TEST(test_find_object_across_purges),
+    TEST(test_huge_class),
 };
 
 static double now_ms(void) {
