@@ -168,6 +168,27 @@ def _describe(cls: type) -> str:
     return f"{root.__name__}[{target.__name__}]"
 
 
+class _WrapperSpec(PropertyKind):
+    """What the object-wrapper specs share: the wrapper class ``cls`` they
+    stand for, equality by that class, a hash by the native type's key and
+    the ``Wrapper[T]`` description. Subclasses give ``key`` and the rest."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: Any) -> None:
+        self.cls = cls
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.cls is self.cls
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def describe(self) -> str:
+        """``Wrapper[T]``."""
+        return _describe(self.cls)
+
+
 # ---------------------------------------------------------------------------
 # SubclassOf
 # ---------------------------------------------------------------------------
@@ -243,30 +264,17 @@ class SubclassOf(ImmutableValue, _Specialised):
         return f"{_describe(type(self))}({shown})"
 
 
-class SubclassOfSpec(PropertyKind):
+class SubclassOfSpec(_WrapperSpec):
     """A ``SubclassOf[T]`` member or element: the class id + 1 (0: None)."""
 
-    __slots__ = ("cls",)
+    __slots__ = ()
+    cls: type[SubclassOf]
     c_type = "uint32_t"
-
-    def __init__(self, cls: type[SubclassOf]) -> None:
-        self.cls = cls
 
     @property
     def key(self) -> Any:
         """``("subclass",)`` (one native type whatever ``T``)."""
         return ("subclass",)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SubclassOfSpec) and other.cls is self.cls
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def describe(self) -> str:
-        """``SubclassOf[T]``."""
-        return _describe(self.cls)
-
 
     def check(self, what: str, value: Any) -> None:
         """A class deriving from ``T``, a SubclassOf, or None."""
@@ -467,30 +475,17 @@ class LazyObjectPtr(ImmutableValue, _Specialised):
 _LAZY_LAYOUT = declare_struct("LazyId", [("low", "uint64_t"), ("high", "uint64_t")], header=False)
 
 
-class LazyObjectSpec(PropertyKind):
+class LazyObjectSpec(_WrapperSpec):
     """A ``LazyObjectPtr[T]`` member or element: 16 plain bytes (the id)."""
 
-    __slots__ = ("cls",)
+    __slots__ = ()
+    cls: type[LazyObjectPtr]
     c_type = str(_LAZY_LAYOUT.item.cname)
-
-    def __init__(self, cls: type[LazyObjectPtr]) -> None:
-        self.cls = cls
 
     @property
     def key(self) -> Any:
         """``("lazy",)``."""
         return ("lazy",)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, LazyObjectSpec) and other.cls is self.cls
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def describe(self) -> str:
-        """``LazyObjectPtr[T]``."""
-        return _describe(self.cls)
-
 
     def check(self, what: str, value: Any) -> None:
         """A LazyObjectPtr, an object of ``T``, an id or None."""
@@ -799,30 +794,17 @@ def _import_class(path: str) -> Any:
     raise LookupError(f"SoftClassPtr: cannot load {path!r} (expected module.ClassName)")
 
 
-class SoftSpec(PropertyKind):
+class SoftSpec(_WrapperSpec):
     """A soft pointer member or element: a native UTF-8 string (the path)."""
 
-    __slots__ = ("cls",)
+    __slots__ = ()
+    cls: type[_SoftPointer]
     c_type = "zs_string"
-
-    def __init__(self, cls: type[_SoftPointer]) -> None:
-        self.cls = cls
 
     @property
     def key(self) -> Any:
         """``("soft_object",)`` or ``("soft_class",)``."""
         return ("soft_class",) if issubclass(self.cls, SoftClassPtr) else ("soft_object",)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SoftSpec) and other.cls is self.cls
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def describe(self) -> str:
-        """``SoftObjectPtr[T]`` or ``SoftClassPtr[T]``."""
-        return _describe(self.cls)
-
 
     def check(self, what: str, value: Any) -> None:
         """Anything ``set`` accepts."""
@@ -984,14 +966,12 @@ class ScriptInterface(ValueConjugate, _Specialised):
         return f"<{_describe(type(self))} ({colour}) {self.object!r}>"
 
 
-class ScriptInterfaceSpec(PropertyKind):
+class ScriptInterfaceSpec(_WrapperSpec):
     """A ``ScriptInterface[I]`` member or element: ``{zs_ref object;
     uint32_t interface;}``, the object reference traced (strong, killable)."""
 
-    __slots__ = ("cls",)
-
-    def __init__(self, cls: type[ScriptInterface]) -> None:
-        self.cls = cls
+    __slots__ = ()
+    cls: type[ScriptInterface]
 
     @property
     def c_type(self) -> str:  # type: ignore[override]
@@ -1001,16 +981,6 @@ class ScriptInterfaceSpec(PropertyKind):
     def key(self) -> Any:
         """``("script_interface",)`` (one native type whatever the interface)."""
         return ("script_interface",)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ScriptInterfaceSpec) and other.cls is self.cls
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def describe(self) -> str:
-        """``ScriptInterface[I]``."""
-        return _describe(self.cls)
 
     def install(self, cls: type, name: str, cname: str, offset: int) -> None:
         """Reads give a red view; assignment takes an object, a
