@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh runtime per test, with a heap check at the end."""
+"""Shared fixtures: a fresh runtime per test, with a heap check at the end;
+``no_leaked_values`` for the test files of black values (their ``pytestmark``)."""
 from __future__ import annotations
 
 from typing import Iterator
@@ -6,6 +7,7 @@ from typing import Iterator
 import pytest
 
 import zsharp_py as zs
+from helpers import assert_no_leaked_values
 
 
 @pytest.fixture
@@ -16,3 +18,12 @@ def rt() -> Iterator[zs.Runtime]:
         yield runtime
         if not runtime.closed:
             runtime.gc.verify()
+
+
+@pytest.fixture
+def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
+    """After each passing test, every black value has been freed."""
+    failed = request.session.testsfailed
+    yield
+    if not rt.closed and request.session.testsfailed == failed:
+        assert_no_leaked_values(rt)

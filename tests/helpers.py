@@ -1,6 +1,8 @@
 """Helpers shared by the tests."""
 from __future__ import annotations
 
+import gc
+
 import zsharp_py as zs
 
 
@@ -13,6 +15,17 @@ def collect(rt: zs.Runtime) -> zs.GcStats:
     stats = rt.collect_garbage()
     rt.gc.verify()
     return stats
+
+
+def assert_no_leaked_values(rt: zs.Runtime) -> None:
+    """Collect, then assert that every black value has been freed. Views
+    cached in their parent form reference cycles, so Python's cycle
+    collector runs too when values are still alive after the first pass."""
+    collect(rt)
+    if rt.values_alive():
+        gc.collect()
+        collect(rt)
+    assert rt.values_alive() == 0
 
 
 def warm_up(rt: zs.Runtime) -> None:

@@ -6,10 +6,8 @@ GC seen through containers (traced, killable, non-killable keys)."""
 from __future__ import annotations
 
 import copy
-import gc
 import math
 import types
-from typing import Iterator
 
 import pytest
 
@@ -18,18 +16,7 @@ from helpers import collect
 from zsharp_py._containers import _ITER_CHUNK
 
 
-@pytest.fixture(autouse=True)
-def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
-    """After each passing test, every black value has been freed."""
-    failed = request.session.testsfailed
-    yield
-    if rt.closed or request.session.testsfailed != failed:
-        return
-    collect(rt)
-    if rt.values_alive():  # views cached in their parent form cycles: run Python's gc
-        gc.collect()
-        collect(rt)
-    assert rt.values_alive() == 0
+pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
 
 class Vec2(zs.Struct):

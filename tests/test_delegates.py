@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 import zsharp_py as zs
-from helpers import collect
+from helpers import assert_no_leaked_values, collect
 
 
 @pytest.fixture(autouse=True)
@@ -26,9 +26,7 @@ def no_leaks(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
     yield
     if rt.closed or request.session.testsfailed != failed:
         return
-    gc.collect()
-    collect(rt)
-    assert rt.values_alive() == 0
+    assert_no_leaked_values(rt)
     # Objects still alive in the test (rooted ones) may hold bindings.
     if rt.live_objects() == 0:
         assert rt.bound_callables() == 0

@@ -4,9 +4,7 @@ property and element type."""
 from __future__ import annotations
 
 import copy
-import gc
 import pickle
-from typing import Iterator
 
 import pytest
 
@@ -14,16 +12,7 @@ import zsharp_py as zs
 from helpers import collect
 
 
-@pytest.fixture(autouse=True)
-def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
-    """After each passing test, every black value has been freed."""
-    failed = request.session.testsfailed
-    yield
-    if rt.closed or request.session.testsfailed != failed:
-        return
-    gc.collect()
-    collect(rt)
-    assert rt.values_alive() == 0
+pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
 
 class FpVector(zs.Struct):

@@ -4,9 +4,7 @@ model of reachability (clusters and garbage marks included) computed in
 Python."""
 from __future__ import annotations
 
-import gc
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 

@@ -5,8 +5,6 @@ through, clones, and errors."""
 from __future__ import annotations
 
 import copy
-import gc
-from typing import Iterator
 
 import pytest
 
@@ -14,18 +12,7 @@ import zsharp_py as zs
 from helpers import collect
 
 
-@pytest.fixture(autouse=True)
-def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
-    """After each passing test, every black value has been freed."""
-    failed = request.session.testsfailed
-    yield
-    if rt.closed or request.session.testsfailed != failed:
-        return
-    collect(rt)
-    if rt.values_alive():  # views cached in their parent form cycles: run Python's gc
-        gc.collect()
-        collect(rt)
-    assert rt.values_alive() == 0
+pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
 
 MUTABLE_KINDS = [zs.String, zs.Utf8String, zs.AnsiString]

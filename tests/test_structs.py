@@ -5,9 +5,7 @@ range errors, and structs as container elements and map values."""
 from __future__ import annotations
 
 import copy
-import gc
 import pickle
-from typing import Iterator
 
 import pytest
 
@@ -15,18 +13,7 @@ import zsharp_py as zs
 from helpers import collect
 
 
-@pytest.fixture(autouse=True)
-def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
-    """After each passing test, every black value has been freed."""
-    failed = request.session.testsfailed
-    yield
-    if rt.closed or request.session.testsfailed != failed:
-        return
-    collect(rt)
-    if rt.values_alive():  # views cached in their parent form cycles: run Python's gc
-        gc.collect()
-        collect(rt)
-    assert rt.values_alive() == 0
+pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
 
 class Vec3(zs.Struct):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
@@ -64,18 +64,7 @@ SPECIALISED = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator[None]:
-    """After each passing test, every black value has been freed."""
-    failed = request.session.testsfailed
-    yield
-    if rt.closed or request.session.testsfailed != failed:
-        return
-    collect(rt)
-    if rt.values_alive():  # views cached in their parent form cycles: run Python's gc
-        gc.collect()
-        collect(rt)
-    assert rt.values_alive() == 0
+pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
 
 def _settle(rt: zs.Runtime) -> tuple[int, int]:
