@@ -14,19 +14,6 @@
 /* Hard cap on container entries: keeps byte counts far from overflow. */
 #define MAX_ENTRIES (1u << 30)
 
-/* Shared checks of every structural call (see begin_store in types.c). */
-static zs_status begin(zs_runtime *rt, zs_ref owner, const zs_type *type, uint32_t kind) {
-    if (rt->in_destroy_hook) return ZS_E_BUSY;
-    if (type == NULL || type->id >= rt->type_count || rt->types[type->id] != type || type->kind != kind)
-        return ZS_E_INVALID;
-    if (owner == ZS_NULL_REF) return ZS_OK;
-    zs_item *it = zs_item_of(rt, owner);
-    if (it == NULL) return ZS_E_STALE;
-    if (it->flags & ZS_ITEM_DYING) return ZS_E_DYING;
-    if (it->cluster_index >= 0 && (type->flags & ZS_TYPE_HAS_REFS)) zs_cluster_dissolve(rt, it->cluster_index);
-    return ZS_OK;
-}
-
 /* References written into an owner: barrier, and escape a permanent owner. */
 static void written(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value) {
     if (!(type->flags & ZS_TYPE_HAS_REFS)) return;
@@ -59,7 +46,7 @@ static bool entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size
 zs_status zs_array_reserve(zs_runtime *rt, const zs_type *type, zs_array *array, uint32_t capacity) {
     if (array == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = begin(rt, ZS_NULL_REF, type, ZS_TYPE_ARRAY);
+    zs_status status = zs_begin_store(rt, ZS_NULL_REF, type, ZS_TYPE_ARRAY);
     if (status == ZS_OK && !entries_reserve(rt, array, type->entry_size, capacity))
         status = capacity > MAX_ENTRIES ? ZS_E_INVALID : ZS_E_NOMEM;
     ZS_UNLOCK(rt);
@@ -70,7 +57,7 @@ zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
                           uint32_t index, const void *value, uint32_t count) {
     if (array == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = begin(rt, owner, type, ZS_TYPE_ARRAY);
+    zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
     if (status == ZS_OK && (index > array->count || count > MAX_ENTRIES - array->count))
         status = ZS_E_INVALID;
     if (status == ZS_OK && !entries_reserve(rt, array, type->entry_size, array->count + count))
@@ -117,7 +104,7 @@ zs_status zs_array_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
                           uint32_t index, uint32_t count) {
     if (array == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = begin(rt, owner, type, ZS_TYPE_ARRAY);
+    zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
     if (status == ZS_OK && (index > array->count || count > array->count - index)) status = ZS_E_INVALID;
     if (status == ZS_OK && count > 0) {
         size_t entry = type->entry_size;
@@ -196,7 +183,7 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
                       const void *key, uint32_t *out_index, int *out_added) {
     if (hash == NULL || key == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = begin(rt, owner, type, type ? type->kind : 0);
+    zs_status status = zs_begin_store(rt, owner, type, type ? type->kind : 0);
     if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP) status = ZS_E_INVALID;
     int added = 0;
     uint32_t index = 0;
@@ -243,7 +230,7 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
                          const void *key, int *out_removed) {
     if (hash == NULL || key == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = begin(rt, owner, type, type ? type->kind : 0);
+    zs_status status = zs_begin_store(rt, owner, type, type ? type->kind : 0);
     if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP) status = ZS_E_INVALID;
     int removed = 0;
     if (status == ZS_OK && hash->bucket_count > 0) {
@@ -294,7 +281,7 @@ zs_status zs_optional_set(zs_runtime *rt, zs_ref owner, const zs_type *type, voi
                           const void *value) {
     if (optional == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = begin(rt, owner, type, ZS_TYPE_OPTIONAL);
+    zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_OPTIONAL);
     if (status == ZS_OK) {
         void *copy = zs_alloc(rt, type->size);
         if (copy == NULL) status = ZS_E_NOMEM;

@@ -398,6 +398,11 @@ void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value);
 /* Destroy every VALUE member of a schema laid out at base. */
 void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base);
 void zs_types_release(zs_runtime *rt);
+/* Checks shared by every mutating value and container call (no heap change
+   when one fails): mutation allowed, type registered and of kind (0: any),
+   owner (if any) live and not dying; a store into a clustered owner
+   dissolves its cluster. */
+zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint32_t kind);
 /* Mark, through the write barrier, every reference inside a value. */
 void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value);
 /* Release the callable of a binding being destroyed. */

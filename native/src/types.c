@@ -789,11 +789,10 @@ uint64_t zs_value_hash(zs_runtime *rt, const zs_type *type, const void *value) {
  * Assignment and stores
  * ====================================================================== */
 
-/* Common prologue of every mutating value call: heap mutation allowed,
-   owner (if any) usable. A store into a clustered owner dissolves it. */
-static zs_status begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type) {
+/* Common prologue of every mutating value and container call (see internal.h). */
+zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint32_t kind) {
     if (rt->in_destroy_hook) return ZS_E_BUSY;
-    if (!type_valid(rt, type)) return ZS_E_INVALID;
+    if (!type_valid(rt, type) || (kind != 0 && type->kind != kind)) return ZS_E_INVALID;
     if (owner == ZS_NULL_REF) return ZS_OK;
     zs_item *it = zs_item_of(rt, owner);
     if (it == NULL) return ZS_E_STALE;
@@ -819,7 +818,7 @@ zs_status zs_value_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, voi
                           const void *src) {
     if (dst == NULL || src == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = begin_store(rt, owner, type);
+    zs_status status = zs_begin_store(rt, owner, type, 0);
     if (status == ZS_OK && dst != src) {
         void *copy = zs_alloc(rt, type->size);
         if (copy == NULL || !value_copy(rt, type, copy, src)) {
@@ -838,7 +837,7 @@ zs_status zs_value_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, voi
 zs_status zs_value_clear(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value) {
     if (value == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = begin_store(rt, owner, type);
+    zs_status status = zs_begin_store(rt, owner, type, 0);
     if (status == ZS_OK) zs_value_destroy(rt, type, value);
     ZS_UNLOCK(rt);
     return status;
@@ -848,7 +847,7 @@ zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_t
                              zs_ref target) {
     if (slot == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = begin_store(rt, owner, slot_type);
+    zs_status status = zs_begin_store(rt, owner, slot_type, 0);
     if (status == ZS_OK && slot_type->kind != ZS_TYPE_OBJECT && slot_type->kind != ZS_TYPE_WEAK_OBJECT)
         status = ZS_E_INVALID;
     zs_item *it = NULL;
