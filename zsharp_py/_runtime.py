@@ -166,7 +166,6 @@ class Runtime:
         self.stress = stress or GcStress()
         """The stress switches in force (``GcStress``)."""
         self._creations = 0
-        self._stress_every = self.stress.collect_every
         if stress is not None:
             self.gc._apply_stress(stress)
 
@@ -521,9 +520,10 @@ class Runtime:
         try:
             if self._closed:
                 raise ExpiredConjugateError("the runtime has been closed")
-            if self._stress_every:
+            every = self.stress.collect_every
+            if every:
                 self._creations += 1
-                if self._creations % self._stress_every == 0:
+                if self._creations % every == 0:
                     self.collect_garbage()  # before allocating: the new object is safe
             if self._deferred_releases or self._deferred_value_frees or self._callables:
                 self._flush_deferred()
