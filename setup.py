@@ -1,8 +1,21 @@
-"""Build glue: setuptools compiles the native heap through cffi (API mode).
+"""Build glue: setuptools compiles the native heap through cffi (API mode)
+and the conjugate hot path (``zsharp_py._core``, native/binding/) as a
+CPython extension, both with the flags of zsharp_py/_build.py.
 
 Everything else about the package lives in pyproject.toml; cffi_modules has
 no pyproject spelling, hence this file.
 """
-from setuptools import setup
+import importlib.util
+from pathlib import Path
 
-setup(cffi_modules=["zsharp_py/_build.py:ffibuilder"])
+from setuptools import Extension, setup
+
+_spec = importlib.util.spec_from_file_location("_zsharp_build", Path("zsharp_py") / "_build.py")
+assert _spec is not None and _spec.loader is not None
+_build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_build)
+
+setup(
+    cffi_modules=["zsharp_py/_build.py:ffibuilder"],
+    ext_modules=[_build.core_extension(Extension)],
+)

@@ -696,7 +696,7 @@ class ModelMachine(RuleBasedStateMachine):
             self.verify()
             assert gc.phase == "idle"
         finally:
-            touched, self.touched = self.touched, None
+            self.touched = None
         # (a) everything reachable now survived; (b) what was unreachable at
         # the start and never stored, rooted or referenced since is gone.
         lower = self.reachable(use_clusters=False)

@@ -325,16 +325,21 @@ def test_reading_a_reference_twice_gives_the_same_conjugate(rt: zs.Runtime) -> N
     assert a.friend.get() is b
 
 
-def test_conjugate_identity_survives_dropping_the_python_reference(rt: zs.Runtime) -> None:
+def test_conjugate_identity_while_held_and_a_dropped_conjugate_is_remade(rt: zs.Runtime) -> None:
     a = Actor()
     a.add_to_root()
     a.target = Actor(health=42)
     first = a.target
-    first_id = id(first)
-    del first
+    assert a.target is first and a.target is a.target
+    handle = first.handle
     collect(rt)
-    assert id(a.target) == first_id
-    assert a.target.health == 42
+    assert a.target is first  # still the one conjugate while Python holds it
+    del first  # nobody holds it: freed by refcount, its table entry goes with it
+    assert rt._conjugate_get(handle) is None
+    again = a.target  # a new conjugate of the same object
+    assert again.handle == handle and again.health == 42 and a.target is again
+    collect(rt)
+    assert a.target is again and not again.is_expired
 
 
 @pytest.mark.parametrize("operation", [copy.copy, copy.deepcopy, pickle.dumps],

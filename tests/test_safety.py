@@ -200,17 +200,19 @@ def test_reference_reads_go_through_the_mapping_and_never_see_a_stale_slot(
     handle = target.handle
     del target
     gc.collect()
-    # The mapping holds the conjugate (red conjugates live while the object does).
+    # The conjugate nobody held is gone; the read makes a new one of the same object.
+    assert rt._conjugate_get(handle) is None
     assert holder.target.handle == handle and holder.target.health == 1
     holder.target = None
     assert holder.target is None
     collect(rt)  # the old target dies; its slot is free for reuse
-    assert handle not in rt._conjugates
-    assert rt._conjugates[handle] is None  # stale: __missing__ resolves nothing
-    assert rt._conjugates[0] is None
+    assert rt._conjugate_get(handle) is None
+    assert rt._conjugate_of(handle) is None  # stale: resolves nothing
+    assert rt._conjugate_of(0) is None
     reused = Actor(health=2)
     assert reused.handle & 0xFFFFFFFF == handle & 0xFFFFFFFF and reused.handle != handle
-    assert rt._conjugates[handle] is None and rt._conjugates[reused.handle] is reused
+    assert rt._conjugate_of(handle) is None and rt._conjugate_of(reused.handle) is reused
+    assert rt._conjugate_get(handle) is None and rt._conjugate_get(reused.handle) is reused
     holder.target = reused
     assert holder.target is reused
 
@@ -227,7 +229,7 @@ def _native_object_into(rt: zs.Runtime, holder: Any, field: str) -> int:
     pointer, holder_handle = rt._ptr, holder.handle
     assert lib.zs_object_new(pointer, native_class, 0, lib.ZS_NAME_AUTO, 0, out, ffi.NULL) == 0
     assert lib.zs_store_ref(pointer, holder_handle, offset, out[0]) == 0
-    assert out[0] not in rt._conjugates
+    assert rt._conjugate_get(out[0]) is None
     return int(out[0])
 
 
@@ -237,7 +239,7 @@ def test_a_reference_to_an_object_without_a_conjugate_gets_one(rt: zs.Runtime) -
     handle = _native_object_into(rt, holder, "target")
     adopted = holder.target  # adopted on the mapping miss
     assert type(adopted) is Actor and adopted.handle == handle
-    assert holder.target is adopted and rt._conjugates.get(handle) is adopted
+    assert holder.target is adopted and rt._conjugate_get(handle) is adopted
     adopted.health = 3
     holder.target = None
     collect(rt)

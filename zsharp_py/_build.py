@@ -88,6 +88,23 @@ def make_ffibuilder() -> FFI:
     return builder
 
 
+def core_extension(extension: type) -> object:
+    """The ``zsharp_py._core`` extension (native/binding/*.c): the conjugate
+    hot path, built with the same flags as the native heap. It does not link
+    the heap: Python hands it the heap's function addresses at import."""
+    cflags, ldflags = _compile_args()
+    sources = sorted(str(p.relative_to(ROOT)) for p in (NATIVE / "binding").glob("*.c"))
+    return extension(
+        "zsharp_py._core",
+        sources=sources,
+        include_dirs=[str(NATIVE / "include"), str(NATIVE / "binding")],
+        depends=[str((NATIVE / "binding" / "core.h").relative_to(ROOT)),
+                 str((NATIVE / "include" / "zsharp.h").relative_to(ROOT))],
+        extra_compile_args=cflags,
+        extra_link_args=ldflags,
+    )
+
+
 ffibuilder = make_ffibuilder()
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
-"""Conjugate core: the expired-pointer sentinel that replaces a conjugate's
-native pointer when it expires.
+"""Conjugate core: the expired-pointer sentinel that stands for the native
+pointer of an expired conjugate.
 
-A live conjugate keeps its native pointer (a cffi cdata) in the ``_p`` slot,
-so a property read is ``attrgetter("_p.field")``: two C-level attribute
-fetches, no Python frame, no branch. Expiring swaps ``_p`` for an
-``ExpiredPointer``, whose every attribute access raises
+A live value conjugate (a struct view, a black value) keeps its native
+pointer (a cffi cdata) in the ``_p`` slot, so a member read is
+``attrgetter("_p.field")``: C-level attribute fetches, no Python frame, no
+branch. An object conjugate keeps the object's address in its C part
+(zsharp_py._core, native/binding/) and its descriptors read it in C.
+Expiring swaps the pointer (objects: clear the address and keep the
+sentinel) for an ``ExpiredPointer``, whose every attribute access raises
 ``ExpiredConjugateError`` with the reason. Nothing can reach freed memory
-through a conjugate after that, and the check costs nothing while live.
+through a conjugate after that.
 
 Expiring K conjugates must cost O(K) with a small constant (a collection may
 expire a million), so the sentinel is a tuple built in one call and its

@@ -159,8 +159,6 @@ def _check_binding(what: str, value: Any) -> None:
 
 
 def _object_alive(runtime: Runtime, handle: int) -> bool:
-    if runtime._conjugates.get(handle) is not None:
-        return True
     return runtime._conjugate_of(handle) is not None
 
 

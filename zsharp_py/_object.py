@@ -15,6 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
+from . import _core
 from ._conjugate import FIXED_CLASS, ExpiredPointer, expired_error, expired_reason
 from ._errors import ZS_E_DYING, ExpiredConjugateError, raise_status
 from ._native import check, declare_struct, ffi, layout_address, layout_ffi, lib, member_name
@@ -68,9 +69,11 @@ class ClassLayout:
     image: bytes = b""  # plain defaults: the bytes after the header of a new object
 
 
-class ObjectMeta(type):
+class ObjectMeta(_core.ObjectClass):
     """Metaclass of ``zs.Object``: collects property declarations and makes
-    ``Actor(name=..., outer=..., **properties)`` allocate a native object."""
+    ``Actor(name=..., outer=..., **properties)`` allocate a native object
+    (``Actor()`` in C when it can, see native/binding/classes.c; else
+    ``_create``)."""
 
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
                 *, cluster_root: bool | None = None, can_be_in_cluster: bool | None = None,
@@ -90,26 +93,31 @@ class ObjectMeta(type):
                     if key in namespace and not _is_classvar(annotations[key])}
         namespace["_zs_defaults"] = defaults
         namespace["_zs_scope"] = _scope_of(2)
-        return super().__new__(mcls, name, bases, namespace, **kwargs)
+        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        _core.init_class(cls)
+        return cls
 
-    def __call__(cls, /, name: str | None = None, outer: Object | None = None,
-                 **properties: Any) -> Any:
-        layout = cls._zs_layout  # type: ignore[attr-defined]
-        if layout is None or layout.cls is not cls:  # inherited, or not laid out yet
-            layout = class_layout(typing.cast("type[Object]", cls))
-        if name is not None and not isinstance(name, str):
-            raise TypeError(f"name must be a str or None, not {type(name).__name__}")
-        if outer is not None:
-            if not isinstance(outer, Object):
-                raise TypeError(f"outer must be a zs.Object or None, not {type(outer).__name__}")
-            runtime = outer._live_runtime()
-        else:
-            runtime = _current_context.get()
-            if runtime is None or runtime._closed:
-                runtime = _current_runtime()
-        if properties:
-            _check_properties(layout, runtime, properties)
-        return runtime._new_object(layout.cls, layout, name, outer, properties)
+
+def _create(cls: type[Object], /, name: str | None = None, outer: Object | None = None,
+            **properties: Any) -> Any:
+    """``cls(name=..., outer=..., **properties)``: what the C fast path of
+    ``cls()`` does not handle (arguments, a class's first use in a runtime)."""
+    layout = cls._zs_layout
+    if layout is None or layout.cls is not cls:  # inherited, or not laid out yet
+        layout = class_layout(cls)
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str or None, not {type(name).__name__}")
+    if outer is not None:
+        if not isinstance(outer, Object):
+            raise TypeError(f"outer must be a zs.Object or None, not {type(outer).__name__}")
+        runtime = outer._live_runtime()
+    else:
+        runtime = _current_context.get()
+        if runtime is None or runtime._closed:
+            runtime = _current_runtime()
+    if properties:
+        _check_properties(layout, runtime, properties)
+    return runtime._new_object(layout.cls, layout, name, outer, properties)
 
 
 def _scope_of(depth: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -167,7 +175,7 @@ _current_runtime: typing.Callable[[], Runtime] = _no_runtime
 _current_context: Any = None
 
 
-class Object(metaclass=ObjectMeta):
+class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     """Base of every native class declared from Python.
 
     Instances are *red* object conjugates: the native side owns the object;
@@ -187,13 +195,14 @@ class Object(metaclass=ObjectMeta):
     (99, 'Actor_0')
     """
 
-    __slots__ = ("_p", "_h", "_rt", "_v")
+    # The conjugate's state is the C base's (native/binding/core.h): the
+    # native address, the handle, the runtime and the views cache.
+    __slots__ = ()
     __class__ = FIXED_CLASS  # never re-classed: its native object has its own class's layout
     _zs_layout: ClassVar[ClassLayout | None] = None  # each class's own, set by class_layout
-    _p: Any
-    _h: int
-    _rt: Runtime
-    _v: dict[Any, Any] | None  # red views into this object, by member name
+    if TYPE_CHECKING:
+        @property
+        def _rt(self) -> Runtime: ...
     _zs_defaults: ClassVar[dict[str, Any]]
     _zs_class_flags: ClassVar[int]
 
@@ -206,13 +215,13 @@ class Object(metaclass=ObjectMeta):
     @property
     def name(self) -> str:
         """The object's name (``"Actor_3"`` when none was given)."""
-        header = self._p._hdr
+        header = self._header()
         return self._rt._name_text(header.name_index, header.name_number)
 
     @property
     def outer(self) -> Object | None:
         """The outer object (an immutable reference that keeps it alive)."""
-        ref = self._p._hdr.outer
+        ref = self._header().outer
         return self._rt._conjugate_of(ref) if ref else None
 
     @property
@@ -224,11 +233,6 @@ class Object(metaclass=ObjectMeta):
     def handle(self) -> int:
         """The object's handle (index in the low 32 bits, serial above)."""
         return self._h
-
-    @property
-    def is_expired(self) -> bool:
-        """True once the native object may be gone; never raises."""
-        return type(self._p) is ExpiredPointer
 
     @property
     def is_black(self) -> bool:
@@ -293,18 +297,23 @@ class Object(metaclass=ObjectMeta):
     # ---- helpers --------------------------------------------------------
     def _live_runtime(self) -> Runtime:
         """The runtime, after checking that this conjugate has not expired."""
-        pointer = self._p
-        if type(pointer) is ExpiredPointer:
-            raise expired_error(pointer)
+        if not self._address:
+            raise expired_error(self._p)
         return self._rt
+
+    def _header(self) -> Any:
+        """The native ``zs_object`` header (checks expiry)."""
+        address = self._address
+        if not address:
+            raise expired_error(self._p)
+        return ffi.cast(_HEADER_POINTER, address)
 
     def _what(self, action: str) -> str:
         return f"{type(self).__name__}.{action}"
 
     def __repr__(self) -> str:
-        pointer = self._p
-        if type(pointer) is ExpiredPointer:
-            return f"<{type(self).__name__} expired: {expired_reason(pointer)}>"
+        if not self._address:
+            return f"<{type(self).__name__} expired: {expired_reason(self._p)}>"
         return f"<{type(self).__name__} {self.name!r} #{self._h & 0xFFFFFFFF}>"
 
     def __copy__(self) -> Object:
@@ -335,7 +344,7 @@ class ClusterInfo:
 
 def _check_target(what: str, target: type[Object], value: Any, extra: str = "") -> None:
     if value is None or isinstance(value, target):
-        if value is not None and type(value._p) is ExpiredPointer:
+        if value is not None and not value._address:
             raise ExpiredConjugateError(f"cannot store into {what}: "
                                         f"{expired_error(value._p)}")
         return
@@ -351,14 +360,14 @@ def setter(self, value):
     runtime = self._rt
     if value is None:
         ref = 0
-    elif isinstance(value, target) and type(value._p) is not Expired and value._rt is runtime:
+    elif isinstance(value, target) and value._address and value._rt is runtime:
         ref = value._h
     else:
         return failed(self, value, what)
     lock = runtime._lock
     lock.acquire()
     try:
-        if type(self._p) is Expired or runtime._closed:
+        if not self._address or runtime._closed:
             return failed(self, value, what)
         status = store(runtime._ptr, self._h, offset, ref)
     finally:
@@ -388,7 +397,7 @@ def _reference_store_refused(runtime: Runtime, status: int, what: str) -> NoRetu
 
 def _make_reference_setter(what: str, target: type, offset: int) -> Any:
     namespace: dict[str, Any] = {
-        "target": target, "Expired": ExpiredPointer, "failed": _reference_store_failed,
+        "target": target, "failed": _reference_store_failed,
         "what": what, "store": lib.zs_store_ref, "offset": offset,
         "store_refused": _reference_store_refused}
     exec(_REFERENCE_SETTER, namespace)  # noqa: S102
@@ -396,6 +405,7 @@ def _make_reference_setter(what: str, target: type, offset: int) -> Any:
 
 
 _REF_POINTER = ffi.typeof("zs_ref *")
+_HEADER_POINTER = ffi.typeof("zs_object *")
 
 
 def _read_ref(address: int) -> int:
@@ -420,6 +430,11 @@ def owner_handle(holder: Any) -> int:
 
 def base_address(holder: Any) -> int:
     """The address of an object's or a struct view's memory (checks expiry)."""
+    if isinstance(holder, Object):
+        address: int = holder._address
+        if not address:
+            raise expired_error(holder._p)
+        return address
     pointer = holder._p
     if type(pointer) is ExpiredPointer:
         raise expired_error(pointer)
@@ -475,15 +490,11 @@ class ObjectRefKind(PropertyKind):
         """Install a getter (mapping lookup) and a type-checked setter."""
         if not issubclass(cls, Object):
             return install_value_property(self, cls, name, cname, offset)
-        namespace: dict[str, Any] = {}
-        # One field fetch and one subscript of the conjugate mapping, whose
-        # __missing__ handles null (None) and objects without a conjugate yet.
-        exec(  # noqa: S102
-            f"def getter(self):\n    return self._rt._conjugates[self._p.{cname}]\n", namespace)
-        setter = _make_reference_setter(f"{cls.__name__}.{name}", self.target, offset)
-        setattr(cls, name, property(namespace["getter"], setter, None,
-                                    f"Reference to {self.target.__name__} or None "
-                                    "(killable, traced)."))
+        # In C (native/binding/properties.c): a read is a field load and a
+        # conjugate-table lookup; a store checks, then calls zs_store_ref.
+        setattr(cls, name, _core.ReferenceProperty(
+            cls, self.target, f"{cls.__name__}.{name}", offset,
+            f"Reference to {self.target.__name__} or None (killable, traced)."))
 
     def check(self, what: str, value: Any) -> None:
         """Type and expiry check."""
@@ -507,7 +518,7 @@ class ObjectRefKind(PropertyKind):
         ref = _read_ref(address)
         if not ref:
             return None
-        return runtime._conjugates[ref]
+        return runtime._conjugate_of(ref)
 
     def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
         """Type-check, then store through the native API (barrier, checks)."""
@@ -531,9 +542,11 @@ class WeakRefKind(PropertyKind):
 
         if not issubclass(cls, Object):
             return install_value_property(self, cls, name, cname, offset)
-        namespace: dict[str, Any] = {"make": WeakObjectPtr._from_handle}
-        exec(  # noqa: S102
-            f"def getter(self):\n    return make(self._rt, self._p.{cname})\n", namespace)
+        make = WeakObjectPtr._from_handle
+
+        def getter(self: Object) -> Any:
+            return make(self._rt, _read_ref(base_address(self) + offset))
+
         store = _make_reference_setter(f"{cls.__name__}.{name}", self.target, offset)
 
         def setter(self: Object, value: Any) -> None:
@@ -541,7 +554,7 @@ class WeakRefKind(PropertyKind):
                 value = value.get()
             store(self, value)
 
-        setattr(cls, name, property(namespace["getter"], setter, None,
+        setattr(cls, name, property(getter, setter, None,
                                     f"Weak reference to {self.target.__name__} (not traced)."))
 
     def check(self, what: str, value: Any) -> None:
@@ -611,8 +624,6 @@ def _object_target(cls: type, annotation: Any) -> type[Object] | None:
 
 def resolve_kind(cls: type, attribute: str, annotation: Any) -> PropertyKind:
     """Map one annotation to its property kind, or raise ``TypeError``."""
-    from ._wrappers import WeakObjectPtr
-
     return spec_of(cls, _evaluate(cls, annotation), f"{cls.__name__}.{attribute}", annotation)
 
 

@@ -919,9 +919,7 @@ class ScriptInterface(ValueConjugate, _Specialised):
         handle = pointer.object
         if not handle:
             return None
-        runtime = self._rt
-        found = runtime._conjugates.get(handle)
-        return found if found is not None else runtime._conjugate_of(handle)
+        return self._rt._conjugate_of(handle)
 
     def get(self) -> Any:
         """The object (used through the interface), or None."""

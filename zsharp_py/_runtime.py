@@ -4,9 +4,10 @@ Locking (design rule 10): cffi releases the GIL inside every native call,
 so the C library serialises each call with the runtime's own mutex, and
 this module holds ``Runtime._lock`` around every sequence of calls that
 must not interleave with a collection (create-then-adopt an object, and
-mark -> expire conjugates -> purge). Property reads never take it: a
-conjugate's pointer is swapped for a sentinel, under the GIL, before the
-purge frees the memory it points to.
+mark -> expire conjugates -> purge). The C hot paths (zsharp_py._core:
+property reads and writes, reference stores, ``Cls()``) never take it: they
+hold the GIL from their first check to their last native call, and a
+conjugate is expired, under the GIL, before the purge frees its object.
 """
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import _object
+from . import _core, _object
 from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
-                         make_expired)
+                         expired_error, make_expired)
 from ._errors import ZS_E_DYING, ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats, GcStress
 from ._native import check, ffi, layout_address, layout_ffi, lib
 from ._object import ClassLayout, ClusterInfo, Object, class_layout
-from ._values import expire_views
+from ._values import REASON_PARENT, expire_cache, expire_views
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -34,6 +35,9 @@ __all__ = ["Runtime", "current_runtime"]
 
 _current: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar(
     "zsharp_current_runtime", default=None)
+# The ``with`` blocks open in this context, innermost last: (runtime, token).
+_entered: contextvars.ContextVar[tuple[tuple[Runtime, contextvars.Token[Runtime | None]], ...]] = (
+    contextvars.ContextVar("zsharp_entered_runtimes", default=()))
 _default: list[Runtime] = []  # the lazily created default runtime (at most one live)
 _default_lock = threading.Lock()
 _open_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
@@ -55,31 +59,7 @@ def _free_native(pointer: Any) -> None:
     lib.zs_runtime_free(pointer)
 
 
-class ConjugateMap(dict[int, Object]):
-    """The conjugate mapping: handle -> live object conjugate.
-
-    Only live conjugates are in it (expiry pops them), and a handle carries
-    its slot's serial, so a stale handle never finds the conjugate of a new
-    object in the same slot. ``mapping[handle]`` is the whole lookup of a
-    reference read: a missing handle goes to ``__missing__`` (only there
-    does Python code run), which gives None for the null handle and
-    otherwise the object's new conjugate (None if the object is gone).
-    """
-
-    __slots__ = ("_runtime",)
-
-    def __init__(self, runtime: Runtime) -> None:
-        super().__init__()
-        self._runtime = weakref.ref(runtime)  # no cycle: runtimes are finalised promptly
-
-    def __missing__(self, handle: int) -> Object | None:
-        runtime = self._runtime()
-        if not handle or runtime is None:
-            return None
-        return runtime._conjugate_of(handle)
-
-
-class Runtime:
+class Runtime(_core.RuntimeCore):
     """An isolated native heap with its garbage collector and conjugates.
 
     ``with zs.Runtime() as rt:`` makes it current for the block and closes
@@ -126,10 +106,10 @@ class Runtime:
         out = ffi.new("zs_runtime **")
         check(lib.zs_runtime_new(options, out), "Runtime()")
         self._ptr: Any = out[0]
+        self._core_open(int(ffi.cast("uintptr_t", self._ptr)))
         self.black_conjugates_are_roots = bool(black_conjugates_are_roots)
         self._lock = threading.RLock()
         self._closed = False
-        self._conjugates: ConjugateMap = ConjugateMap(self)
         self._native_classes: dict[type, Any] = {}
         self._classes_by_id: list[type[Object] | None] = []
         self._names: list[str] = []
@@ -140,11 +120,9 @@ class Runtime:
         self._native_types: dict[Any, Any] = {}
         self._basic_types: dict[tuple[int, int, int], Any] = {}
         self._type_out = ffi.new("zs_type **")
-        self._tokens: list[contextvars.Token[Runtime | None]] = []
         self._ref_out = ffi.new("zs_ref *")
         self._object_out = ffi.new("zs_object **")
         self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
-        self._adopting = False  # between a native conjugate record and the mapping insert
         # Delegates and object wrappers (_delegates, _object_wrappers): the
         # Python callables that native bindings name by id, the persistent
         # ids of LazyObjectPtr, the interface ids of ScriptInterface.
@@ -163,8 +141,8 @@ class Runtime:
         self._finalizer = weakref.finalize(self, _free_native, self._ptr)
         self._finalizer.atexit = False
         _open_runtimes.add(self)
-        self.stress = stress or GcStress()
-        """The stress switches in force (``GcStress``)."""
+        self._stress = stress or GcStress()
+        self._collect_every = self._stress.collect_every
         self._creations = 0
         if stress is not None:
             self.gc._apply_stress(stress)
@@ -172,14 +150,25 @@ class Runtime:
     # ---- lifetime -------------------------------------------------------
     def __enter__(self) -> Runtime:
         self._live_ptr()
-        self._tokens.append(_current.set(self))
+        _entered.set(_entered.get() + ((self, _current.set(self)),))
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._tokens:
-            _current.reset(self._tokens.pop())
+        # This context's innermost entry of this runtime: ``with rt`` may be
+        # open in several threads (each has its own context) at once.
+        entered = _entered.get()
+        for position in range(len(entered) - 1, -1, -1):
+            if entered[position][0] is self:
+                _current.reset(entered[position][1])
+                _entered.set(entered[:position] + entered[position + 1:])
+                break
         self.close()
+
+    @property
+    def stress(self) -> GcStress:
+        """The stress switches in force (``GcStress``)."""
+        return self._stress
 
     @property
     def closed(self) -> bool:
@@ -192,16 +181,15 @@ class Runtime:
             if self._closed:
                 return
             self._refuse_reentry("close()")
+            self._closing = True  # first: the C fast paths decline from now on
             self._deferred_releases.clear()
             # Names must outlive the native table: expired conjugates format
             # their messages lazily.
             name_count = lib.zs_name_count(self._ptr)
             if name_count:
                 self._name_text(name_count - 1, 0)
-            conjugates = list(self._conjugates.values())
-            self._conjugates.clear()
-            for conjugate in conjugates:
-                _expire(self, conjugate, REASON_CLOSED)
+            for cache in self._expire_all(self._describe, REASON_CLOSED):
+                expire_cache(cache, REASON_CLOSED)
             for value in list(self._blacks.values()):
                 if type(value._p) is not ExpiredPointer:
                     value._p = make_expired(type(value).__name__, _describe_black, value,
@@ -215,6 +203,7 @@ class Runtime:
             self._lazy_ids.clear()
             self._lazy_handles.clear()
             self._closed = True
+            self._core_detach()
             # zs_runtime_free, exactly once. Called through detach(): once
             # weakref.finalize's own atexit hook has run (it may run before
             # _close_all), calling a finalizer does nothing.
@@ -304,43 +293,24 @@ class Runtime:
     def _expire_dying(self, deadline: float | None = None) -> int:
         """Expire the conjugates of gathered objects, before the purge.
 
-        O(K) for K conjugates: one native call per batch fills three flat
-        arrays, then per conjugate a dict pop, one tuple and one slot store.
-        With a ``deadline`` (perf_counter seconds) it stops between batches.
+        O(K) for K conjugates, in C (``_expire_dying_batch``): per conjugate
+        a table lookup, one sentinel and two stores. With a ``deadline``
+        (perf_counter seconds) it stops between batches.
         """
-        pointer = self._ptr
         total = 0
+        limit = _ALL if deadline is None else _EXPIRY_BATCH
         while True:
-            pending = lib.zs_gc_expiring_count(pointer)
-            if pending == 0:
-                return total
-            count = pending if deadline is None else min(pending, _EXPIRY_BATCH)
-            refs = ffi.new("zs_ref[]", count)
-            names = ffi.new("uint64_t[]", count)
-            garbage = ffi.new("uint8_t[]", count)
-            taken = ffi.new("uint32_t *")
-            check(lib.zs_gc_take_expiring_ex(pointer, refs, names, garbage, count, taken),
-                  "collect_garbage")
-            count = int(taken[0])
-            pop = self._conjugates.pop
-            describe = self._describe
-            for handle, name, is_garbage in zip(ffi.unpack(refs, count),
-                                                ffi.unpack(names, count),
-                                                ffi.unpack(garbage, count)):
-                conjugate = pop(handle, None)
-                if conjugate is not None:
-                    # make_expired, inlined (no Python frame per conjugate)
-                    conjugate._p = _new_tuple(ExpiredPointer, (
-                        type(conjugate).__name__, describe, name,
-                        REASON_GARBAGE if is_garbage else REASON_COLLECTED))
-                    if conjugate._v:
-                        expire_views(conjugate)
-            total += count
-            if deadline is not None and time.perf_counter() >= deadline:
+            taken, views = self._expire_dying_batch(limit, self._describe, REASON_COLLECTED,
+                                                    REASON_GARBAGE)
+            for cache in views:
+                expire_cache(cache, REASON_PARENT)
+            total += taken
+            if taken == 0 or (deadline is not None and time.perf_counter() >= deadline):
                 return total
 
     def _flush_deferred(self) -> None:
         """Run the native releases queued by finalisers (a safe point)."""
+        self._flush_pending = False  # first: a finaliser running meanwhile sets it again
         queue = self._deferred_releases
         while queue:
             lib.zs_release_strong_ref(self._ptr, queue.popleft())
@@ -520,12 +490,12 @@ class Runtime:
         try:
             if self._closed:
                 raise ExpiredConjugateError("the runtime has been closed")
-            every = self.stress.collect_every
+            every = self._collect_every
             if every:
                 self._creations += 1
                 if self._creations % every == 0:
                     self.collect_garbage()  # before allocating: the new object is safe
-            if self._deferred_releases or self._deferred_value_frees or self._callables:
+            if self._flush_pending or self._callables:
                 self._flush_deferred()
             native, pointer_out, image, image_size, more = (self._creators.get(cls) or
                                                             self._creator(cls, layout))
@@ -533,24 +503,18 @@ class Runtime:
                 index, number = _NAME_AUTO, 0
             else:
                 index, number = self._intern(name)
-            # Allocated first: allocating may run Python's cycle collector and
-            # its callbacks and finalisers. From the native call until the
-            # constructor returns, collections re-entering on this thread are
-            # refused (_adopting): the expiry would miss a conjugate the
-            # mapping does not hold yet, and an object still being built is
-            # unreachable.
-            conjugate: Object = _new_instance(cls)
+            # From the native call until the constructor returns, collections
+            # re-entering on this thread (a signal handler, a finaliser run by
+            # an allocation) are refused (_adopting): the expiry would miss a
+            # conjugate the table does not hold yet, and an object still being
+            # built is unreachable.
             self._adopting = True
             try:
                 handle = _object_new_conjugate(self._ptr, native, outer._h if outer else 0,
                                                index, number, image, image_size, pointer_out)
                 if handle < _FIRST_REF:  # a status, not a handle
                     raise_status(handle, f"{cls.__name__}()")
-                conjugate._p = pointer_out[0]  # already typed as the class's layout
-                conjugate._h = handle
-                conjugate._rt = self
-                conjugate._v = None
-                self._conjugates[handle] = conjugate
+                conjugate: Object = self._adopt(cls, handle, _address(pointer_out[0]))
                 if more or properties:
                     self._initialize(conjugate, layout, handle, properties)
             finally:
@@ -562,13 +526,15 @@ class Runtime:
     def _creator(self, cls: type[Object],
                  layout: ClassLayout) -> tuple[Any, Any, bytes, int, bool]:
         """What creating a ``cls`` object in this runtime needs: its native
-        class, an out-slot typed as the class's layout pointer (used under
-        the lock), the initial image and its size, and whether anything is
-        left to initialise after the image."""
-        creator = (self._native_class(cls),
-                   layout_ffi.new(layout_ffi.getctype(layout.pointer_type, "[1]")),
-                   layout.image, len(layout.image), bool(layout.initializers or layout.defaults))
+        class, an out-slot for the object's address (used under the lock),
+        the initial image and its size, and whether anything is left to
+        initialise after the image."""
+        native = self._native_class(cls)
+        more = bool(layout.initializers or layout.defaults)
+        creator = (native, ffi.new("void *[1]"), layout.image, len(layout.image), more)
         self._creators[cls] = creator
+        if not more:  # plain defaults only: ``cls()`` can be made in C from now on
+            self._fast_creators[cls] = _core.Creator(_address(native), layout.image)
         return creator
 
     def _initialize(self, conjugate: Object, layout: ClassLayout, handle: int,
@@ -592,14 +558,6 @@ class Runtime:
             lib.zs_mark_as_garbage(self._ptr, handle)
             raise
 
-    def _adopt(self, conjugate: Object, layout: ClassLayout, handle: int, native: Any) -> Object:
-        conjugate._p = _cast(layout.pointer_type, native)
-        conjugate._h = handle
-        conjugate._rt = self
-        conjugate._v = None
-        self._conjugates[handle] = conjugate
-        return conjugate
-
     def _refuse_reentry(self, what: str) -> None:
         """Collections and close() cannot run while this thread is between
         giving an object a conjugate natively and putting it in the mapping:
@@ -612,9 +570,12 @@ class Runtime:
                                "handler on the same thread)")
 
     def _conjugate_of(self, handle: int) -> Object | None:
-        """The conjugate of a handle: existing, new, or None if the object is gone."""
+        """The conjugate of a handle: existing, new, or None if the object is
+        gone (or the handle is null)."""
+        if not handle:
+            return None
         with self._lock:
-            found = self._conjugates.get(handle)
+            found: Object | None = self._conjugate_get(handle)
             if found is not None or self._closed:
                 return found
             native = lib.zs_resolve(self._ptr, handle)
@@ -624,13 +585,13 @@ class Runtime:
             cls = self._classes_by_id[class_id] if class_id < len(self._classes_by_id) else None
             if cls is None:
                 return None
-            layout = class_layout(cls)
-            conjugate: Object = _new_instance(cls)  # before: allocation may run finalisers
+            class_layout(cls)
             self._adopting = True
             try:
                 if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
                     return None
-                return self._adopt(conjugate, layout, handle, self._object_out[0])
+                adopted: Object = self._adopt(cls, handle, _address(self._object_out[0]))
+                return adopted
             finally:
                 self._adopting = False
 
@@ -645,18 +606,6 @@ class Runtime:
         return f"<zs.Runtime {self.live_objects()} live objects>"
 
 
-def _expire(runtime: Runtime, conjugate: Object, reason: str) -> None:
-    """Swap a conjugate's native pointer for the expired sentinel."""
-    pointer = conjugate._p
-    if type(pointer) is ExpiredPointer:
-        return
-    header = pointer._hdr
-    packed = header.name_index | header.name_number << 32
-    conjugate._p = make_expired(type(conjugate).__name__, runtime._describe, packed, reason)
-    if conjugate._v:
-        expire_views(conjugate, reason)
-
-
 def _describe_black(value: Any) -> str:
     return "(black value)"
 
@@ -665,14 +614,40 @@ _object._current_runtime = current_runtime
 _NAME_AUTO = lib.ZS_NAME_AUTO
 _object_new_conjugate = lib.zs_object_new_conjugate
 _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
-_new_instance = object.__new__
-_new_tuple = tuple.__new__
-_cast = ffi.cast  # the compiled FFI's C-level cast takes the layout FFI's pointer types too
+_UINTPTR = ffi.typeof("uintptr_t")
+_ALL = 0xFFFFFFFF  # _expire_dying_batch: no limit
+
+
+def _address(pointer: Any) -> int:
+    """The address of an API-FFI pointer."""
+    return int(ffi.cast(_UINTPTR, pointer))
+
+
 _object._current_context = _current
 _CALLABLE_BATCH = 256  # released callable ids taken per native call
 # Conjugates expired per native call in a budgeted step: the deadline is
 # checked between batches, so a step overruns by at most one batch (~50 µs).
 _EXPIRY_BATCH = 256
+
+
+def _expired_error(conjugate: Object) -> ExpiredConjugateError:
+    return expired_error(conjugate._p)
+
+
+def _layout_pointer(conjugate: Object) -> Any:
+    """A live conjugate's native pointer, typed as its class's layout."""
+    return layout_ffi.cast(class_layout(type(conjugate)).pointer_type, conjugate._address)
+
+
+_core.configure(
+    current=_current, default_runtime=_default, slow_create=_object._create,
+    expired_error=_expired_error, raise_status=raise_status,
+    store_failed=_object._reference_store_failed,
+    store_refused=_object._reference_store_refused, make_pointer=_layout_pointer,
+    expired_type=ExpiredPointer,
+    api={name: int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+         for name in ("zs_object_new_conjugate", "zs_store_ref", "zs_mark_as_garbage",
+                      "zs_gc_take_expiring_ex", "zs_gc_expiring_count")})
 
 
 @atexit.register

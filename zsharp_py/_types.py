@@ -8,9 +8,6 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from typing_extensions import TypeAlias
 
-if TYPE_CHECKING:
-    from ._object import Object
-
 __all__ = [
     "Scalar", "Bool", "Int8", "Int16", "Int32", "Int64",
     "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64",
@@ -214,6 +211,25 @@ class PropertyKind:
         raise TypeError(f"{self.describe()} values cannot be created on their own")
 
 
+# The scalar kinds of native/binding/properties.c (zs_scalar_kind), by C type.
+_SCALAR_CODES = {c_type: code for code, c_type in enumerate(
+    ("_Bool", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+     "uint64_t", "float", "double"))}
+
+
+def _prefixed(what: str, convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert``, with the property's name put before its error messages."""
+    prefix = what + ": "
+
+    def convert_for(value: Any) -> Any:
+        try:
+            return convert(value)
+        except (TypeError, OverflowError) as error:
+            raise type(error)(prefix + str(error)) from None
+
+    return convert_for
+
+
 def make_setter(what: str, cname: str, convert: Callable[[Any], Any],
                 fast_guard: str = "False") -> Callable[[Any, Any], None]:
     """A setter that converts first (user code may run there), then stores.
@@ -247,7 +263,8 @@ def make_setter(what: str, cname: str, convert: Callable[[Any], Any],
 
 
 class ScalarKind(PropertyKind):
-    """A scalar property: read is ``attrgetter('_p.<member>')``, a C-level fetch."""
+    """A scalar property: a C descriptor on object classes, a C-level
+    ``attrgetter('_p.<member>')`` on structs."""
 
     __slots__ = ("scalar", "_pointer")
 
@@ -267,10 +284,19 @@ class ScalarKind(PropertyKind):
         return ("scalar", self.scalar)
 
     def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Install the attrgetter property."""
+        """Install the property: on an object class, a C descriptor
+        (native/binding/properties.c); on a struct, an attrgetter on the
+        view's cdata and a generated setter."""
+        from ._core import ScalarProperty
+        from ._object import Object
+
         doc = f"{self.scalar.__name__} property (native offset {offset})."
-        setter = make_setter(f"{cls.__name__}.{name}", cname, self.scalar.convert,
-                             self.scalar.fast_guard)
+        what = f"{cls.__name__}.{name}"
+        if issubclass(cls, Object):
+            setattr(cls, name, ScalarProperty(cls, what, offset, _SCALAR_CODES[self.scalar.c_type],
+                                              _prefixed(what, self.scalar.convert), doc))
+            return
+        setter = make_setter(what, cname, self.scalar.convert, self.scalar.fast_guard)
         prop = property(operator.attrgetter(f"_p.{cname}"), setter, None, doc)
         setattr(cls, name, prop)
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._runtime import Runtime
     from ._types import PropertyKind as ValueSpec
 
-__all__ = ["ValueConjugate", "ImmutableValue", "scope", "expire_views", "invalidate_children", "REASON_SCOPE",
+__all__ = ["ValueConjugate", "ImmutableValue", "scope", "expire_views", "expire_cache", "invalidate_children", "REASON_SCOPE",
            "REASON_STRUCTURE", "REASON_PARENT"]
 
 REASON_SCOPE = "the scope it was obtained in has ended"
@@ -98,6 +98,11 @@ def _expire_children(holder: Any, reason: str) -> None:
     if not cache:
         return
     holder._v = None
+    expire_cache(cache, reason)
+
+
+def expire_cache(cache: dict[Any, ValueConjugate], reason: str) -> None:
+    """Expire the views of a cache taken from an expired holder, and theirs."""
     stack = list(cache.values())
     while stack:
         view = stack.pop()
@@ -178,6 +183,7 @@ class ValueConjugate:
         if handle:
             self._black = 0
             self._rt._deferred_value_frees.append(handle)
+            self._rt._flush_pending = True
 
     def clone(self) -> Any:
         """A black deep copy (always black, independent of this one)."""

@@ -53,9 +53,6 @@ class WeakObjectPtr(Generic[T]):
         runtime = self._rt
         if runtime is None:
             return None
-        found = runtime._conjugates.get(self._h)
-        if found is not None:
-            return found  # type: ignore[return-value]
         return runtime._conjugate_of(self._h)  # type: ignore[return-value]
 
     @property
@@ -137,6 +134,7 @@ class StrongObjectPtr(Generic[T]):
         if getattr(self, "_disposed", REASON_DISPOSED) is None:
             self._disposed = REASON_DISPOSED
             self._rt._deferred_releases.append(self._h)
+            self._rt._flush_pending = True
 
     def __copy__(self) -> StrongObjectPtr[T]:
         raise TypeError("a StrongObjectPtr owns one native strong reference and cannot be "

@@ -1,0 +1,192 @@
+/* Conjugate classes: their metaclass, and creating an object with its
+ * conjugate in one C call.
+ *
+ * `Actor()` with no arguments, in a runtime where Actor's defaults are plain
+ * data, is the fast path: find the current runtime (the `with Runtime()`
+ * context variable, else the default runtime), find Actor's Creator in it,
+ * allocate the conjugate, make the native object (one native call), record
+ * the conjugate. Anything else (arguments, a first use, a class whose
+ * defaults need Python, stress switches, native frees queued by finalisers,
+ * a closing runtime) goes to the Python constructor, which also registers the Creator for next time.
+ */
+#include "core.h"
+
+/* =========================================================================
+ * Creators
+ * ========================================================================= */
+
+/* Creator(native_class_address, image) */
+static PyObject *creator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"native_class", "image", NULL};
+    PyObject *address, *image;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!:Creator", keywords, &address,
+                                     &PyBytes_Type, &image))
+        return NULL;
+    const zs_class *cls = PyLong_AsVoidPtr(address);
+    if (cls == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "Creator: null native class");
+        return NULL;
+    }
+    if (PyBytes_GET_SIZE(image) > (Py_ssize_t)UINT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "Creator: image too large");
+        return NULL;
+    }
+    zs_creator *creator = (zs_creator *)type->tp_alloc(type, 0);
+    if (creator == NULL)
+        return NULL;
+    creator->cls = cls;
+    creator->image = Py_NewRef(image);
+    return (PyObject *)creator;
+}
+
+static void creator_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    Py_CLEAR(((zs_creator *)self)->image);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyType_Slot creator_slots[] = {
+    {Py_tp_doc, "How a class is created in one runtime: its native class and default image."},
+    {Py_tp_new, creator_new},
+    {Py_tp_dealloc, creator_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec creator_spec = {
+    .name = "zsharp_py._core.Creator",
+    .basicsize = sizeof(zs_creator),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = creator_slots,
+};
+
+/* =========================================================================
+ * The fast creation path
+ * ========================================================================= */
+
+/* The runtime creation would use, if the fast path may use it (borrowed),
+ * else NULL with no error: the Python path decides (and makes the default
+ * runtime, or raises). */
+static zs_runtime_core *current_runtime(zs_core_state *state) {
+    PyObject *value = NULL;
+    if (PyContextVar_Get(state->current, NULL, &value) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    zs_runtime_core *rt = NULL;
+    if (value != NULL && value != Py_None && PyObject_TypeCheck(value, state->runtime_type))
+        rt = (zs_runtime_core *)value;
+    /* Borrowed: the context variable keeps it while the context is current. */
+    Py_XDECREF(value);
+    if (rt != NULL && !rt->closing)
+        return rt;
+    if (PyList_GET_SIZE(state->default_runtime) == 0)
+        return NULL;
+    PyObject *fallback = PyList_GET_ITEM(state->default_runtime, 0);
+    if (!PyObject_TypeCheck(fallback, state->runtime_type))
+        return NULL;
+    return (zs_runtime_core *)fallback;
+}
+
+/* Create a `cls` object and its conjugate in C, or return NULL: with an
+ * error set on failure, without one when the Python path must decide. */
+static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls) {
+    zs_runtime_core *rt = current_runtime(state);
+    if (rt == NULL || rt->closing || rt->native == NULL || rt->collect_every != 0 ||
+        rt->flush_pending)
+        return NULL;
+    PyObject *found = PyDict_GetItemWithError(rt->creators, (PyObject *)cls);
+    if (found == NULL)
+        return NULL;  /* first use here, or not plain: Python (error or not) */
+    zs_creator *creator = (zs_creator *)found;
+    /* Allocated first. Not tracked by the cycle collector, so no collection
+       (and no finaliser) can run here; from the native call to the table
+       entry no Python code runs at all. */
+    zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
+    if (conjugate == NULL)
+        return NULL;
+    Py_INCREF(creator);
+    void *object = NULL;
+    zs_ref handle = state->api.object_new_conjugate(
+        rt->native, creator->cls, ZS_NULL_REF, ZS_NAME_AUTO, 0,
+        PyBytes_AS_STRING(creator->image), (uint32_t)PyBytes_GET_SIZE(creator->image), &object);
+    Py_DECREF(creator);
+    if (handle < ZS_FIRST_REF) {
+        Py_DECREF(conjugate);
+        PyObject *what = PyUnicode_FromFormat("%s()", cls->tp_name);
+        if (what != NULL) {
+            Py_XDECREF(zs_call_raise_status(state, handle, what));
+            Py_DECREF(what);
+        }
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "object creation failed");
+        return NULL;
+    }
+    conjugate->address = object;
+    conjugate->handle = handle;
+    conjugate->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
+    if (zs_table_put(rt, conjugate) < 0) {
+        /* Out of memory: the object is unreachable and goes at the next collection. */
+        state->api.mark_as_garbage(rt->native, handle);
+        conjugate->address = NULL;
+        Py_DECREF(conjugate);
+        return NULL;
+    }
+    return (PyObject *)conjugate;
+}
+
+/* Calling a conjugate class: the fast path for `Cls()`, else Python. */
+static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
+    zs_core_state *state = ((zs_class_object *)cls)->state;
+    if (state == NULL || !state->configured) {
+        PyErr_Format(PyExc_TypeError, "%s is not a ready conjugate class",
+                     ((PyTypeObject *)cls)->tp_name);
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(args) == 0 && (kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0)) {
+        PyObject *made = fast_create(state, (PyTypeObject *)cls);
+        if (made != NULL || PyErr_Occurred())
+            return made;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(args);
+    PyObject *full = PyTuple_New(count + 1);
+    if (full == NULL)
+        return NULL;
+    PyTuple_SET_ITEM(full, 0, Py_NewRef(cls));
+    for (Py_ssize_t i = 0; i < count; i++)
+        PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    PyObject *made = PyObject_Call(state->slow_create, full, kwargs);
+    Py_DECREF(full);
+    return made;
+}
+
+static PyType_Slot class_slots[] = {
+    {Py_tp_doc, "Metaclass base of conjugate classes: calling one creates a native object."},
+    {Py_tp_call, class_call},
+    {0, NULL},
+};
+
+static PyType_Spec class_spec = {
+    .name = "zsharp_py._core.ObjectClass",
+    .basicsize = sizeof(zs_class_object),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .slots = class_slots,
+};
+
+/* Create the metaclass and Creator types and add them to the module. */
+int zs_add_class_types(PyObject *module, zs_core_state *state) {
+    PyObject *bases = PyTuple_Pack(1, (PyObject *)&PyType_Type);
+    if (bases == NULL)
+        return -1;
+    state->class_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &class_spec, bases);
+    Py_DECREF(bases);
+    if (state->class_type == NULL ||
+        PyModule_AddObjectRef(module, "ObjectClass", (PyObject *)state->class_type) < 0)
+        return -1;
+    state->creator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &creator_spec, NULL);
+    if (state->creator_type == NULL ||
+        PyModule_AddObjectRef(module, "Creator", (PyObject *)state->creator_type) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,223 @@
+/* The zsharp_py._core module: its state, configure() and init_class().
+ *
+ * Python calls configure() once at import (zsharp_py/_runtime.py) with the
+ * callbacks of the slow paths and the addresses of the native functions, and
+ * init_class() on every conjugate class it creates (zsharp_py/_object.py).
+ */
+#include "core.h"
+
+/* The native functions' types must be exactly the header's. */
+#define ZS_SAME_TYPE(function, type) _Generic((&function), type: 1, default: 0)
+_Static_assert(ZS_SAME_TYPE(zs_object_new_conjugate, zs_object_new_conjugate_fn),
+               "zs_object_new_conjugate changed");
+_Static_assert(ZS_SAME_TYPE(zs_store_ref, zs_store_ref_fn), "zs_store_ref changed");
+_Static_assert(ZS_SAME_TYPE(zs_mark_as_garbage, zs_mark_as_garbage_fn),
+               "zs_mark_as_garbage changed");
+_Static_assert(ZS_SAME_TYPE(zs_gc_take_expiring_ex, zs_gc_take_expiring_ex_fn),
+               "zs_gc_take_expiring_ex changed");
+_Static_assert(ZS_SAME_TYPE(zs_gc_expiring_count, zs_gc_expiring_count_fn),
+               "zs_gc_expiring_count changed");
+
+static struct PyModuleDef core_module;
+
+zs_core_state *zs_state_of_module(PyObject *module) {
+    return (zs_core_state *)PyModule_GetState(module);
+}
+
+/* The state of the module that defined `type` or one of its bases. */
+zs_core_state *zs_state_of_type(PyTypeObject *type) {
+    for (PyTypeObject *base = type; base != NULL; base = base->tp_base) {
+        if (!(base->tp_flags & Py_TPFLAGS_HEAPTYPE))
+            continue;
+        PyObject *module = ((PyHeapTypeObject *)base)->ht_module;
+        if (module != NULL && PyModule_GetDef(module) == &core_module)
+            return zs_state_of_module(module);
+    }
+    return NULL;
+}
+
+/* Let Python raise the exception of a native status; returns NULL. */
+PyObject *zs_call_raise_status(zs_core_state *state, zs_ref status, PyObject *what) {
+    PyObject *result = PyObject_CallFunction(state->raise_status, "KO",
+                                             (unsigned long long)status, what);
+    if (result != NULL) {
+        Py_DECREF(result);
+        PyErr_Format(PyExc_RuntimeError, "%U failed with native status %llu", what,
+                     (unsigned long long)status);
+    }
+    return NULL;
+}
+
+/* One native function's address from the `api` dict. */
+static void *api_address(PyObject *api, const char *name) {
+    PyObject *address = PyDict_GetItemString(api, name);
+    if (address == NULL) {
+        PyErr_Format(PyExc_KeyError, "configure: api lacks %s", name);
+        return NULL;
+    }
+    void *function = PyLong_AsVoidPtr(address);
+    if (function == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "configure: null address for %s", name);
+    return function;
+}
+
+/* configure(current, default_runtime, slow_create, expired_error,
+ *           raise_status, store_failed, store_refused, make_pointer,
+ *           expired_type, api) */
+static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"current", "default_runtime", "slow_create", "expired_error",
+                               "raise_status", "store_failed", "store_refused", "make_pointer",
+                               "expired_type", "api", NULL};
+    zs_core_state *state = zs_state_of_module(module);
+    PyObject *current, *default_runtime, *slow_create, *expired_error, *raise_status;
+    PyObject *store_failed, *store_refused, *make_pointer, *expired_type, *api;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOOOO!O!:configure", keywords, &current,
+                                     &PyList_Type, &default_runtime, &slow_create, &expired_error,
+                                     &raise_status, &store_failed, &store_refused, &make_pointer,
+                                     &PyType_Type, &expired_type, &PyDict_Type, &api))
+        return NULL;
+    if (!PyContextVar_CheckExact(current)) {
+        PyErr_SetString(PyExc_TypeError, "configure: current must be a ContextVar");
+        return NULL;
+    }
+    if (!PyType_IsSubtype((PyTypeObject *)expired_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "configure: expired_type must subclass tuple");
+        return NULL;
+    }
+    zs_native_api native;
+    native.object_new_conjugate = (zs_object_new_conjugate_fn)api_address(api, "zs_object_new_conjugate");
+    native.store_ref = (zs_store_ref_fn)api_address(api, "zs_store_ref");
+    native.mark_as_garbage = (zs_mark_as_garbage_fn)api_address(api, "zs_mark_as_garbage");
+    native.take_expiring = (zs_gc_take_expiring_ex_fn)api_address(api, "zs_gc_take_expiring_ex");
+    native.expiring_count = (zs_gc_expiring_count_fn)api_address(api, "zs_gc_expiring_count");
+    if (PyErr_Occurred())
+        return NULL;
+    state->api = native;
+    Py_XSETREF(state->current, Py_NewRef(current));
+    Py_XSETREF(state->default_runtime, Py_NewRef(default_runtime));
+    Py_XSETREF(state->slow_create, Py_NewRef(slow_create));
+    Py_XSETREF(state->expired_error, Py_NewRef(expired_error));
+    Py_XSETREF(state->raise_status, Py_NewRef(raise_status));
+    Py_XSETREF(state->store_failed, Py_NewRef(store_failed));
+    Py_XSETREF(state->store_refused, Py_NewRef(store_refused));
+    Py_XSETREF(state->make_pointer, Py_NewRef(make_pointer));
+    Py_XSETREF(state->expired_type, Py_NewRef(expired_type));
+    state->configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* init_class(cls): make a freshly created conjugate class ready. Its
+ * instances are not tracked by the cycle collector (Python makes every class
+ * it creates tracked): a conjugate refers only to its runtime and to its own
+ * views, so it cannot be part of an uncollected cycle for long (expiry breaks
+ * the views'), and it saves 16 bytes per conjugate. Must run before the
+ * class has instances; a class adding instance slots is refused. */
+static PyObject *init_class(PyObject *module, PyObject *arg) {
+    zs_core_state *state = zs_state_of_module(module);
+    if (!PyObject_TypeCheck(arg, state->class_type) ||
+        !PyType_IsSubtype((PyTypeObject *)arg, state->conjugate_type)) {
+        PyErr_SetString(PyExc_TypeError, "init_class: not a conjugate class");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)arg;
+    if (cls->tp_basicsize != state->conjugate_type->tp_basicsize || cls->tp_dictoffset != 0 ||
+        cls->tp_weaklistoffset != 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: a native class cannot have instance attributes of its own "
+                     "(__slots__, __dict__ or __weakref__): its state lives in native properties",
+                     cls->tp_name);
+        return NULL;
+    }
+    cls->tp_flags &= ~Py_TPFLAGS_HAVE_GC;
+    cls->tp_free = PyObject_Free;
+    cls->tp_traverse = NULL;
+    cls->tp_clear = NULL;
+    ((zs_class_object *)cls)->state = state;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef core_functions[] = {
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
+     "Hand over the slow-path callbacks and the native API (once, at import)."},
+    {"init_class", init_class, METH_O, "Make a new conjugate class ready (untracked instances)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int core_exec(PyObject *module) {
+    zs_core_state *state = zs_state_of_module(module);
+    memset(state, 0, sizeof *state);
+    if (zs_add_conjugate_types(module, state) < 0 || zs_add_property_types(module, state) < 0 ||
+        zs_add_class_types(module, state) < 0)
+        return -1;
+    return 0;
+}
+
+static int core_traverse(PyObject *module, visitproc visit, void *arg) {
+    zs_core_state *state = zs_state_of_module(module);
+    if (state == NULL)
+        return 0;
+    Py_VISIT(state->conjugate_type);
+    Py_VISIT(state->runtime_type);
+    Py_VISIT(state->class_type);
+    Py_VISIT(state->scalar_type);
+    Py_VISIT(state->reference_type);
+    Py_VISIT(state->creator_type);
+    Py_VISIT(state->current);
+    Py_VISIT(state->default_runtime);
+    Py_VISIT(state->slow_create);
+    Py_VISIT(state->expired_error);
+    Py_VISIT(state->raise_status);
+    Py_VISIT(state->store_failed);
+    Py_VISIT(state->store_refused);
+    Py_VISIT(state->make_pointer);
+    Py_VISIT(state->expired_type);
+    return 0;
+}
+
+static int core_clear(PyObject *module) {
+    zs_core_state *state = zs_state_of_module(module);
+    if (state == NULL)
+        return 0;
+    state->configured = 0;
+    Py_CLEAR(state->conjugate_type);
+    Py_CLEAR(state->runtime_type);
+    Py_CLEAR(state->class_type);
+    Py_CLEAR(state->scalar_type);
+    Py_CLEAR(state->reference_type);
+    Py_CLEAR(state->creator_type);
+    Py_CLEAR(state->current);
+    Py_CLEAR(state->default_runtime);
+    Py_CLEAR(state->slow_create);
+    Py_CLEAR(state->expired_error);
+    Py_CLEAR(state->raise_status);
+    Py_CLEAR(state->store_failed);
+    Py_CLEAR(state->store_refused);
+    Py_CLEAR(state->make_pointer);
+    Py_CLEAR(state->expired_type);
+    return 0;
+}
+
+static void core_free(void *module) {
+    core_clear((PyObject *)module);
+}
+
+static PyModuleDef_Slot core_slots[] = {
+    {Py_mod_exec, core_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "zsharp_py._core",
+    .m_doc = "The hot path of object conjugates (see native/binding/core.h).",
+    .m_size = sizeof(zs_core_state),
+    .m_methods = core_functions,
+    .m_slots = core_slots,
+    .m_traverse = core_traverse,
+    .m_clear = core_clear,
+    .m_free = core_free,
+};
+
+PyMODINIT_FUNC PyInit__core(void) {
+    return PyModuleDef_Init(&core_module);
+}

@@ -1,0 +1,443 @@
+/* Property descriptors of object conjugate classes: scalars and object
+ * references, read and written in C with no Python frame.
+ *
+ * Every access checks that the instance is of the descriptor's class (a
+ * descriptor taken from one class and applied to another object would read
+ * through the wrong layout) and that the conjugate is live. A write converts
+ * its value before it looks at the native address: a conversion may run
+ * Python code (__index__, __float__), which may expire the conjugate.
+ */
+#include "core.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+#include <structmember.h>
+
+/* Raise unless `obj` is an instance of `owner` (or a subclass). */
+static inline int owner_check(PyTypeObject *owner, PyObject *obj, PyObject *what) {
+    if (Py_TYPE(obj) == owner || PyType_IsSubtype(Py_TYPE(obj), owner))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "descriptor %U of '%s' objects does not apply to a '%s' object",
+                 what, owner->tp_name, Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+/* =========================================================================
+ * Scalars
+ * ========================================================================= */
+
+/* The C type of a scalar property (matches zsharp_py._types). */
+typedef enum zs_scalar_kind {
+    ZS_SCALAR_BOOL, ZS_SCALAR_I8, ZS_SCALAR_I16, ZS_SCALAR_I32, ZS_SCALAR_I64,
+    ZS_SCALAR_U8, ZS_SCALAR_U16, ZS_SCALAR_U32, ZS_SCALAR_U64, ZS_SCALAR_F32, ZS_SCALAR_F64,
+    ZS_SCALAR_KINDS
+} zs_scalar_kind;
+
+typedef struct zs_scalar_property {
+    PyObject_HEAD
+    PyTypeObject *owner;   /* the class whose layout `offset` belongs to */
+    PyObject *convert;     /* value -> value storable as it is, or raises (with the name) */
+    PyObject *doc;
+    PyObject *name;        /* "Class.name", for errors */
+    Py_ssize_t offset;
+    zs_scalar_kind kind;
+} zs_scalar_property;
+
+/* The Python value of the scalar at `at`. */
+static PyObject *scalar_load(zs_scalar_kind kind, const char *at) {
+    switch (kind) {
+    case ZS_SCALAR_BOOL: { _Bool v; memcpy(&v, at, sizeof v); return PyBool_FromLong(v); }
+    case ZS_SCALAR_I8: { int8_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
+    case ZS_SCALAR_I16: { int16_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
+    case ZS_SCALAR_I32: { int32_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
+    case ZS_SCALAR_I64: { int64_t v; memcpy(&v, at, sizeof v); return PyLong_FromLongLong(v); }
+    case ZS_SCALAR_U8: { uint8_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
+    case ZS_SCALAR_U16: { uint16_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
+    case ZS_SCALAR_U32: { uint32_t v; memcpy(&v, at, sizeof v); return PyLong_FromUnsignedLong(v); }
+    case ZS_SCALAR_U64: {
+        uint64_t v; memcpy(&v, at, sizeof v); return PyLong_FromUnsignedLongLong(v);
+    }
+    case ZS_SCALAR_F32: { float v; memcpy(&v, at, sizeof v); return PyFloat_FromDouble(v); }
+    case ZS_SCALAR_F64: { double v; memcpy(&v, at, sizeof v); return PyFloat_FromDouble(v); }
+    default: break;
+    }
+    PyErr_SetString(PyExc_SystemError, "unknown scalar kind");
+    return NULL;
+}
+
+/* A value ready to store: the bytes of the C value, in a union. */
+typedef union zs_scalar_bits {
+    _Bool b; int8_t i8; int16_t i16; int32_t i32; int64_t i64;
+    uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; float f32; double f64;
+} zs_scalar_bits;
+
+/* Convert `value` to `kind` if it is of the exact Python type and in range:
+ * 1 (converted), 0 (not such a value: use the Python conversion). Runs no
+ * Python code and leaves no error set. */
+static int scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out) {
+    if (kind == ZS_SCALAR_BOOL) {
+        if (value != Py_True && value != Py_False)
+            return 0;
+        out->b = value == Py_True;
+        return 1;
+    }
+    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) {
+        if (!PyFloat_CheckExact(value))
+            return 0;
+        double v = PyFloat_AS_DOUBLE(value);
+        if (kind == ZS_SCALAR_F64) {
+            out->f64 = v;
+            return 1;
+        }
+        if (isfinite(v) && fabs(v) > FLT_MAX)
+            return 0;  /* out of Float32's range: the conversion raises */
+        out->f32 = (float)v;
+        return 1;
+    }
+    if (!PyLong_CheckExact(value))
+        return 0;
+    if (kind == ZS_SCALAR_U64) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(value);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        out->u64 = v;
+        return 1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    long long low = 0, high = 0;
+    switch (kind) {
+    case ZS_SCALAR_I8: low = INT8_MIN; high = INT8_MAX; break;
+    case ZS_SCALAR_I16: low = INT16_MIN; high = INT16_MAX; break;
+    case ZS_SCALAR_I32: low = INT32_MIN; high = INT32_MAX; break;
+    case ZS_SCALAR_I64: low = INT64_MIN; high = INT64_MAX; break;
+    case ZS_SCALAR_U8: high = UINT8_MAX; break;
+    case ZS_SCALAR_U16: high = UINT16_MAX; break;
+    case ZS_SCALAR_U32: high = UINT32_MAX; break;
+    default: return 0;
+    }
+    if (v < low || v > high)
+        return 0;
+    switch (kind) {
+    case ZS_SCALAR_I8: out->i8 = (int8_t)v; break;
+    case ZS_SCALAR_I16: out->i16 = (int16_t)v; break;
+    case ZS_SCALAR_I32: out->i32 = (int32_t)v; break;
+    case ZS_SCALAR_U8: out->u8 = (uint8_t)v; break;
+    case ZS_SCALAR_U16: out->u16 = (uint16_t)v; break;
+    case ZS_SCALAR_U32: out->u32 = (uint32_t)v; break;
+    default: out->i64 = v; break;
+    }
+    return 1;
+}
+
+static const size_t scalar_sizes[ZS_SCALAR_KINDS] = {
+    sizeof(_Bool), 1, 2, 4, 8, 1, 2, 4, 8, sizeof(float), sizeof(double),
+};
+
+static PyObject *scalar_get(PyObject *self, PyObject *obj, PyObject *type) {
+    (void)type;
+    zs_scalar_property *property = (zs_scalar_property *)self;
+    if (obj == NULL)
+        return Py_NewRef(self);
+    if (owner_check(property->owner, obj, property->name) < 0)
+        return NULL;
+    zs_conjugate *conjugate = (zs_conjugate *)obj;
+    if (!ZS_CONJUGATE_IS_LIVE(conjugate))
+        return zs_raise_expired(conjugate);
+    return scalar_load(property->kind, conjugate->address + property->offset);
+}
+
+static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
+    zs_scalar_property *property = (zs_scalar_property *)self;
+    if (owner_check(property->owner, obj, property->name) < 0)
+        return -1;
+    if (value == NULL) {
+        PyErr_Format(PyExc_AttributeError, "cannot delete property %U", property->name);
+        return -1;
+    }
+    zs_scalar_bits bits;
+    if (!scalar_convert_exact(property->kind, value, &bits)) {
+        PyObject *converted = PyObject_CallOneArg(property->convert, value);
+        if (converted == NULL)
+            return -1;
+        int ok = scalar_convert_exact(property->kind, converted, &bits);
+        Py_DECREF(converted);
+        if (!ok) {
+            PyErr_Format(PyExc_SystemError, "%U: the conversion returned an unstorable value",
+                         property->name);
+            return -1;
+        }
+    }
+    zs_conjugate *conjugate = (zs_conjugate *)obj;
+    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
+        zs_raise_expired(conjugate);
+        return -1;
+    }
+    memcpy(conjugate->address + property->offset, &bits, scalar_sizes[property->kind]);
+    return 0;
+}
+
+/* ScalarProperty(owner, name, offset, kind, convert, doc) */
+static PyObject *scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"owner", "name", "offset", "kind", "convert", "doc", NULL};
+    PyTypeObject *owner;
+    PyObject *name, *convert, *doc;
+    Py_ssize_t offset;
+    int kind;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!UniOO:ScalarProperty", keywords,
+                                     &PyType_Type, &owner, &name, &offset, &kind, &convert, &doc))
+        return NULL;
+    zs_core_state *state = zs_state_of_type(type);
+    if (!PyType_IsSubtype(owner, state->conjugate_type)) {
+        PyErr_SetString(PyExc_TypeError, "ScalarProperty: the owner is not an object conjugate class");
+        return NULL;
+    }
+    if (kind < 0 || kind >= ZS_SCALAR_KINDS || offset < (Py_ssize_t)sizeof(zs_object)) {
+        PyErr_SetString(PyExc_ValueError, "ScalarProperty: bad kind or offset");
+        return NULL;
+    }
+    zs_scalar_property *property = (zs_scalar_property *)type->tp_alloc(type, 0);
+    if (property == NULL)
+        return NULL;
+    property->owner = (PyTypeObject *)Py_NewRef(owner);
+    property->name = Py_NewRef(name);
+    property->convert = Py_NewRef(convert);
+    property->doc = Py_NewRef(doc);
+    property->offset = offset;
+    property->kind = (zs_scalar_kind)kind;
+    return (PyObject *)property;
+}
+
+static int scalar_traverse(PyObject *self, visitproc visit, void *arg) {
+    zs_scalar_property *property = (zs_scalar_property *)self;
+    Py_VISIT(property->owner);
+    Py_VISIT(property->convert);
+    Py_VISIT(property->doc);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int scalar_clear(PyObject *self) {
+    zs_scalar_property *property = (zs_scalar_property *)self;
+    Py_CLEAR(property->owner);
+    Py_CLEAR(property->convert);
+    Py_CLEAR(property->doc);
+    return 0;
+}
+
+static void scalar_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    scalar_clear(self);
+    Py_CLEAR(((zs_scalar_property *)self)->name);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyMemberDef scalar_members[] = {
+    {"__doc__", T_OBJECT, offsetof(zs_scalar_property, doc), READONLY, NULL},
+    {"offset", T_PYSSIZET, offsetof(zs_scalar_property, offset), READONLY,
+     "Offset of the member in the native object."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot scalar_slots[] = {
+    {Py_tp_new, scalar_new},
+    {Py_tp_dealloc, scalar_dealloc},
+    {Py_tp_traverse, scalar_traverse},
+    {Py_tp_clear, scalar_clear},
+    {Py_tp_descr_get, scalar_get},
+    {Py_tp_descr_set, scalar_set},
+    {Py_tp_members, scalar_members},
+    {0, NULL},
+};
+
+static PyType_Spec scalar_spec = {
+    .name = "zsharp_py._core.ScalarProperty",
+    .basicsize = sizeof(zs_scalar_property),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = scalar_slots,
+};
+
+/* =========================================================================
+ * Object references
+ * ========================================================================= */
+
+typedef struct zs_reference_property {
+    PyObject_HEAD
+    PyTypeObject *owner;
+    PyTypeObject *target;  /* the declared class of the referenced objects */
+    PyObject *what;        /* "Class.name", for errors */
+    PyObject *doc;
+    uint32_t offset;
+} zs_reference_property;
+
+/* The referenced object's conjugate (from the table, else made by Python), or None. */
+static PyObject *reference_get(PyObject *self, PyObject *obj, PyObject *type) {
+    (void)type;
+    zs_reference_property *property = (zs_reference_property *)self;
+    if (obj == NULL)
+        return Py_NewRef(self);
+    if (owner_check(property->owner, obj, property->what) < 0)
+        return NULL;
+    zs_conjugate *conjugate = (zs_conjugate *)obj;
+    if (!ZS_CONJUGATE_IS_LIVE(conjugate))
+        return zs_raise_expired(conjugate);
+    zs_ref ref;
+    memcpy(&ref, conjugate->address + property->offset, sizeof ref);
+    if (ref == ZS_NULL_REF)
+        Py_RETURN_NONE;
+    zs_conjugate *found = zs_table_get(conjugate->runtime, ref);
+    if (found != NULL)
+        return Py_NewRef((PyObject *)found);
+    return zs_resolve_conjugate(conjugate->runtime, ref);
+}
+
+/* Let Python raise the precise error for a store that cannot happen. */
+static int reference_store_failed(zs_reference_property *property, PyObject *obj,
+                                  PyObject *value) {
+    zs_core_state *state = zs_state_of_type(Py_TYPE(property));
+    PyObject *result = PyObject_CallFunctionObjArgs(state->store_failed, obj, value,
+                                                    property->what, NULL);
+    if (result != NULL) {
+        Py_DECREF(result);
+        PyErr_Format(PyExc_TypeError, "cannot store into %U", property->what);
+    }
+    return -1;
+}
+
+/* Store through zs_store_ref (checks, write barrier), under the GIL. */
+static int reference_set(PyObject *self, PyObject *obj, PyObject *value) {
+    zs_reference_property *property = (zs_reference_property *)self;
+    if (owner_check(property->owner, obj, property->what) < 0)
+        return -1;
+    if (value == NULL) {
+        PyErr_Format(PyExc_AttributeError, "cannot delete property %U", property->what);
+        return -1;
+    }
+    zs_conjugate *holder = (zs_conjugate *)obj;
+    zs_runtime_core *rt = holder->runtime;
+    zs_ref ref = ZS_NULL_REF;
+    if (value != Py_None) {
+        if (!PyObject_TypeCheck(value, property->target))
+            return reference_store_failed(property, obj, value);
+        zs_conjugate *target = (zs_conjugate *)value;
+        if (!ZS_CONJUGATE_IS_LIVE(target) || target->runtime != rt)
+            return reference_store_failed(property, obj, value);
+        ref = target->handle;
+    }
+    if (!ZS_CONJUGATE_IS_LIVE(holder) || rt->closing || rt->native == NULL)
+        return reference_store_failed(property, obj, value);
+    zs_status status = rt->state->api.store_ref(rt->native, holder->handle, property->offset, ref);
+    if (status == ZS_OK)
+        return 0;
+    PyObject *result = PyObject_CallFunction(rt->state->store_refused, "OiO", (PyObject *)rt,
+                                             (int)status, property->what);
+    Py_XDECREF(result);
+    if (result != NULL)
+        PyErr_Format(PyExc_RuntimeError, "%U: the store was refused", property->what);
+    return -1;
+}
+
+/* ReferenceProperty(owner, target, what, offset, doc) */
+static PyObject *reference_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"owner", "target", "what", "offset", "doc", NULL};
+    PyTypeObject *owner, *target;
+    PyObject *what, *doc;
+    unsigned int offset;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!UIO:ReferenceProperty", keywords,
+                                     &PyType_Type, &owner, &PyType_Type, &target, &what,
+                                     &offset, &doc))
+        return NULL;
+    zs_core_state *state = zs_state_of_type(type);
+    if (!PyType_IsSubtype(owner, state->conjugate_type) ||
+        !PyType_IsSubtype(target, state->conjugate_type)) {
+        PyErr_SetString(PyExc_TypeError, "ReferenceProperty: owner and target must be object "
+                                         "conjugate classes");
+        return NULL;
+    }
+    if (offset < sizeof(zs_object) || offset % sizeof(zs_ref) != 0) {
+        PyErr_SetString(PyExc_ValueError, "ReferenceProperty: bad offset");
+        return NULL;
+    }
+    zs_reference_property *property = (zs_reference_property *)type->tp_alloc(type, 0);
+    if (property == NULL)
+        return NULL;
+    property->owner = (PyTypeObject *)Py_NewRef(owner);
+    property->target = (PyTypeObject *)Py_NewRef(target);
+    property->what = Py_NewRef(what);
+    property->doc = Py_NewRef(doc);
+    property->offset = offset;
+    return (PyObject *)property;
+}
+
+static int reference_traverse(PyObject *self, visitproc visit, void *arg) {
+    zs_reference_property *property = (zs_reference_property *)self;
+    Py_VISIT(property->owner);
+    Py_VISIT(property->target);
+    Py_VISIT(property->doc);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int reference_clear(PyObject *self) {
+    zs_reference_property *property = (zs_reference_property *)self;
+    Py_CLEAR(property->owner);
+    Py_CLEAR(property->target);
+    Py_CLEAR(property->doc);
+    return 0;
+}
+
+static void reference_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    reference_clear(self);
+    Py_CLEAR(((zs_reference_property *)self)->what);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyMemberDef reference_members[] = {
+    {"__doc__", T_OBJECT, offsetof(zs_reference_property, doc), READONLY, NULL},
+    {"offset", T_UINT, offsetof(zs_reference_property, offset), READONLY,
+     "Offset of the member in the native object."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot reference_slots[] = {
+    {Py_tp_new, reference_new},
+    {Py_tp_dealloc, reference_dealloc},
+    {Py_tp_traverse, reference_traverse},
+    {Py_tp_clear, reference_clear},
+    {Py_tp_descr_get, reference_get},
+    {Py_tp_descr_set, reference_set},
+    {Py_tp_members, reference_members},
+    {0, NULL},
+};
+
+static PyType_Spec reference_spec = {
+    .name = "zsharp_py._core.ReferenceProperty",
+    .basicsize = sizeof(zs_reference_property),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = reference_slots,
+};
+
+/* Create the descriptor types and add them to the module. */
+int zs_add_property_types(PyObject *module, zs_core_state *state) {
+    state->scalar_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &scalar_spec, NULL);
+    if (state->scalar_type == NULL ||
+        PyModule_AddObjectRef(module, "ScalarProperty", (PyObject *)state->scalar_type) < 0)
+        return -1;
+    state->reference_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &reference_spec, NULL);
+    if (state->reference_type == NULL ||
+        PyModule_AddObjectRef(module, "ReferenceProperty", (PyObject *)state->reference_type) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,280 @@
+"""The C hot path of object conjugates (zsharp_py._core, native/binding/):
+descriptors applied to the wrong objects, conversions that run Python code
+and expire the object meanwhile, the conjugate table under refcount drops
+and slot reuse, creation racing close() on other threads, and the memory
+shape of a conjugate."""
+from __future__ import annotations
+
+import gc
+import math
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+import zsharp_py as zs
+from classes import Actor, Hero, Item
+from helpers import collect
+from zsharp_py._conjugate import ExpiredPointer
+
+
+# ---- descriptors -------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["health", "target"])
+def test_a_descriptor_refuses_objects_of_another_class(rt: zs.Runtime, name: str) -> None:
+    item, plain = Item(), object()
+    Actor()  # descriptors are installed at a class's first use
+    descriptor = Actor.__dict__[name]
+    for other in (item, plain):
+        with pytest.raises(TypeError, match=f"Actor.{name}.*does not apply"):
+            descriptor.__get__(other, type(other))
+        with pytest.raises(TypeError, match="does not apply"):
+            descriptor.__set__(other, None if name == "target" else 1)
+    assert item.weight == 1.5  # nothing written through the wrong layout
+
+
+def test_descriptors_on_the_class_and_on_subclasses(rt: zs.Runtime) -> None:
+    Actor()
+    assert Actor.health is Actor.__dict__["health"]
+    assert "Int32" in Actor.health.__doc__ and "Actor" in Actor.target.__doc__
+    hero = Hero(level=3)
+    hero.health, hero.target = 7, hero  # inherited descriptors take subclass instances
+    assert (hero.health, hero.level, hero.target) == (7, 3, hero)
+
+
+@pytest.mark.parametrize("name", ["health", "target"])
+def test_properties_cannot_be_deleted(rt: zs.Runtime, name: str) -> None:
+    actor = Actor()
+    with pytest.raises(AttributeError, match=f"cannot delete property Actor.{name}"):
+        delattr(actor, name)
+
+
+@pytest.mark.parametrize("name, value, stored", [
+    ("health", -(2**31), -(2**31)), ("health", 2**31 - 1, 2**31 - 1), ("health", True, 1),
+    ("i8", -128, -128), ("u8", 255, 255), ("i16", -(2**15), -(2**15)), ("u16", 65535, 65535),
+    ("u32", 2**32 - 1, 2**32 - 1), ("i64", -(2**63), -(2**63)), ("u64", 2**64 - 1, 2**64 - 1),
+    ("speed", 1, 1.0), ("speed", -0.5, -0.5), ("f32", 0.5, 0.5), ("alive", True, True),
+    ("alive", 1, True), ("alive", 0, False),
+])
+def test_scalar_stores_convert_exactly(rt: zs.Runtime, name: str, value: Any, stored: Any) -> None:
+    actor = Actor()
+    setattr(actor, name, value)
+    got = getattr(actor, name)
+    assert got == stored and type(got) is type(stored)
+
+
+@pytest.mark.parametrize("name, value, error", [
+    ("health", 2**31, OverflowError), ("i8", 128, OverflowError), ("u8", -1, OverflowError),
+    ("u32", 2**32, OverflowError), ("i64", 2**63, OverflowError), ("u64", -1, OverflowError),
+    ("u64", 2**64, OverflowError), ("health", 1.5, TypeError), ("health", "1", TypeError),
+    ("speed", "1.0", TypeError), ("f32", 1e39, OverflowError), ("alive", 2, OverflowError),
+    ("alive", None, TypeError),
+])
+def test_bad_scalar_stores_raise_and_change_nothing(rt: zs.Runtime, name: str, value: Any,
+                                                    error: type[Exception]) -> None:
+    actor = Actor()
+    before = getattr(actor, name)
+    with pytest.raises(error, match=f"^Actor.{name}: "):
+        setattr(actor, name, value)
+    assert getattr(actor, name) == before
+
+
+def test_float32_keeps_infinities_and_nan(rt: zs.Runtime) -> None:
+    actor = Actor()
+    actor.f32 = math.inf
+    assert actor.f32 == math.inf
+    actor.f32 = math.nan
+    assert math.isnan(actor.f32)
+
+
+class _ExpiringIndex:
+    """An int-like whose conversion drops the object's last root and collects
+    it: by the time the store happens, the object is freed (and poisoned)."""
+
+    def __init__(self, rt: zs.Runtime, victim: Actor) -> None:
+        self.rt, self.victim = rt, victim
+
+    def __index__(self) -> int:
+        self.victim.remove_from_root()
+        self.rt.collect_garbage()
+        return 5
+
+    def __float__(self) -> float:
+        self.__index__()
+        return 5.0
+
+
+@pytest.mark.parametrize("name", ["health", "u64", "speed", "f32"])
+def test_a_conversion_that_expires_the_object_never_writes_freed_memory(name: str) -> None:
+    with zs.Runtime(stress=zs.GcStress(poison_freed=True)) as rt:
+        victim = Actor()
+        victim.add_to_root()
+        with pytest.raises(zs.ExpiredConjugateError, match="Actor 'Actor_0' has expired"):
+            setattr(victim, name, _ExpiringIndex(rt, victim))
+        assert victim.is_expired
+        rt.gc.verify()
+
+
+def test_expired_reads_and_writes_raise_with_the_reason(rt: zs.Runtime) -> None:
+    actor, other = Actor(name="Bob"), Actor()
+    other.add_to_root()
+    actor.mark_as_garbage()
+    collect(rt)
+    for action in (lambda: actor.health, lambda: setattr(actor, "health", 1),
+                   lambda: actor.target, lambda: setattr(actor, "target", None),
+                   lambda: setattr(other, "target", actor), lambda: actor.name):
+        with pytest.raises(zs.ExpiredConjugateError,
+                           match="Actor 'Bob' has expired: it was marked as garbage"):
+            action()
+    assert type(actor._p) is ExpiredPointer and actor._address == 0 and actor._v is None
+
+
+# ---- reference stores ----------------------------------------------------------
+
+def test_reference_stores_check_class_runtime_and_liveness(rt: zs.Runtime) -> None:
+    actor = Actor()
+    with pytest.raises(TypeError, match="expects an object of its declared class"):
+        actor.target = Item()
+    with pytest.raises(TypeError, match="not int"):
+        actor.target = 3
+    with zs.Runtime():
+        stranger = Actor()
+        with pytest.raises(ValueError, match="another runtime"):
+            actor.target = stranger
+    with pytest.raises(zs.ExpiredConjugateError):
+        actor.target = stranger  # its runtime is closed: expired first
+    assert actor.target is None
+
+
+def test_a_store_into_an_object_of_a_closed_runtime_raises() -> None:
+    with zs.Runtime() as rt:
+        actor = Actor()
+    with pytest.raises(zs.ExpiredConjugateError, match="runtime was closed"):
+        actor.target = None
+    assert rt.closed
+
+
+# ---- the conjugate table -----------------------------------------------------------
+
+def test_a_dropped_conjugate_leaves_the_table_and_the_object_lives_on(rt: zs.Runtime) -> None:
+    holder = Actor()
+    holder.add_to_root()
+    holder.target = Actor(health=9)
+    handle = holder.target.handle
+    assert rt._conjugate_get(handle) is None  # the temporary conjugate was freed
+    collect(rt)
+    assert holder.target.health == 9 and rt._conjugate_get(handle) is holder.target
+
+
+def test_a_slot_reused_by_a_new_object_never_finds_the_old_conjugate(rt: zs.Runtime) -> None:
+    old = Actor(health=1)
+    handle = old.handle
+    collect(rt)
+    assert old.is_expired
+    new = Actor(health=2)
+    assert new.handle & 0xFFFFFFFF == handle & 0xFFFFFFFF and new.handle != handle
+    assert rt._conjugate_get(handle) is None and rt._conjugate_get(new.handle) is new
+    assert old.is_expired and new.health == 2
+
+
+def test_conjugates_of_a_big_heap_grow_the_table_and_all_expire(rt: zs.Runtime) -> None:
+    actors = [Actor(health=i % 1000) for i in range(5000)]
+    assert all(rt._conjugate_get(a.handle) is a for a in actors[::97])
+    stats = collect(rt)
+    assert stats.conjugates_expired == 5000 and all(a.is_expired for a in actors)
+    assert rt._live_conjugates() == []
+
+
+def test_views_keep_their_owner_conjugate_until_it_expires(rt: zs.Runtime) -> None:
+    mob = Holder()
+    mob.add_to_root()
+    view = mob.where
+    handle = mob.handle
+    del mob
+    assert rt._conjugate_get(handle) is not None  # held by its view cache
+    owner = rt._conjugate_get(handle)
+    owner.remove_from_root()
+    del owner
+    collect(rt)
+    assert view.is_expired
+
+
+class Spot(zs.Struct):
+    x: zs.Float64
+
+
+class Holder(zs.Object):
+    where: Spot
+
+
+# ---- conjugate classes and instances --------------------------------------------------
+
+@pytest.mark.parametrize("slots", [("x",), ("__weakref__",), ("__dict__",)])
+def test_native_classes_cannot_have_python_instance_attributes(slots: tuple[str, ...]) -> None:
+    with pytest.raises(TypeError, match="cannot have instance attributes"):
+        type("Bad", (zs.Object,), {"__slots__": slots})
+
+
+def test_conjugates_are_made_by_calling_the_class_only(rt: zs.Runtime) -> None:
+    with pytest.raises(TypeError, match="made by calling the class"):
+        Actor.__new__(Actor)
+    with pytest.raises(TypeError):
+        object.__new__(Actor)
+    with pytest.raises(AttributeError):
+        Actor()._h = 5  # read-only
+
+
+def test_a_conjugate_is_small_and_not_tracked_by_the_cycle_collector(rt: zs.Runtime) -> None:
+    actor = Actor()
+    assert not gc.is_tracked(actor)
+    assert sys.getsizeof(actor) == 48  # header, address, handle, runtime, views/pointer
+    assert actor._p is actor._p  # the cdata pointer is made once, then cached
+    actor.mark_as_garbage()
+    collect(rt)
+    assert type(actor._p) is ExpiredPointer
+
+
+def test_creation_takes_the_python_path_when_it_must(rt: zs.Runtime) -> None:
+    Actor()  # registers Actor's creator: plain defaults only
+    assert Actor in rt._fast_creators
+    assert Hero not in rt._fast_creators or Hero() is not None
+    rt._flush_pending = True
+    Actor()  # the Python path flushes (a safe point) and clears the flag
+    assert rt._flush_pending is False
+
+
+# ---- threads ----------------------------------------------------------------------
+
+def test_threads_creating_and_storing_while_another_closes_the_runtime() -> None:
+    """The C paths never release the GIL and close() sets `closing` first:
+    whatever the interleaving, a thread either completes its operation or
+    gets a clear error, and nothing touches the freed heap."""
+    for _ in range(20):
+        rt = zs.Runtime(stress=zs.GcStress(poison_freed=True))
+        errors: list[BaseException] = []
+        start = threading.Barrier(3)
+
+        def worker() -> None:
+            start.wait()
+            try:
+                with rt:
+                    holder = Actor()
+                    holder.add_to_root()
+                    for i in range(2000):
+                        holder.target = Actor()
+                        holder.health = i
+                        assert holder.target is not None and holder.health == i
+            except (zs.ExpiredConjugateError, RuntimeError):
+                pass  # closed under us: a clean error
+            except BaseException as error:  # noqa: BLE001
+                errors.append(error)
+
+        threads = [threading.Thread(target=worker) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        start.wait()
+        rt.close()
+        for thread in threads:
+            thread.join()
+        assert errors == [] and rt.closed
