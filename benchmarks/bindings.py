@@ -197,13 +197,13 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     health = next(p.cname for p in class_layout(actor_class).properties if p.name == "health")
     cases = [
         MicroCase("zs.Object Int32 property", "read", "a.health", namespace, peer,
-                  note="attrgetter('_p.health')"),
+                  note="a C descriptor (zsharp_py._core): liveness check, member load"),
         MicroCase("zs.Object Int32 property", "write", "a.health = v", namespace, peer,
-                  note="generated setter: an exact int goes straight to the cffi field store (cffi range-checks it); other values convert first"),
+                  note="a C descriptor: an exact in-range int is stored in C; other values convert first (Python)"),
         MicroCase("reference property, target has a conjugate", "existing", "a.target",
-                  namespace, peer, note="field fetch + one subscript of the conjugate mapping"),
+                  namespace, peer, note="a C descriptor: field load + conjugate-table lookup"),
         MicroCase("reference property", "store", "a.target = b", namespace, peer,
-                  note="zs_store_ref: runtime lock, liveness check, write barrier"),
+                  note="a C descriptor: class, liveness and runtime checks, then zs_store_ref (liveness, write barrier)"),
         MicroCase("BindActor() + its share of a collection", "create", "Actor()", namespace,
                   peer, after_batch=runtime.collect_garbage, after_batch_timed=True, scale=0.2,
                   note="each batch ends with rt.collect_garbage(), timed: it destroys the "

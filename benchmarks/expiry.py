@@ -3,16 +3,15 @@
 Expiry: K objects created from Python (each with its conjugate, kept in a
 Python list so that the expired proxies stay observable) become unreachable
 together; one ``rt.collect_garbage()`` marks, gathers, hands the K dying
-handles to the managed side, which swaps every conjugate's pointer for the
-expired sentinel, then purges. Reported per conjugate: the whole collection,
+handles to the managed side, which clears every conjugate's address and
+gives it the expired sentinel (in C), then purges. Reported per conjugate: the whole collection,
 and the managed part (wall minus the native phases: mostly the expiry).
 DESIGN rule 7 says expiring K conjugates costs O(K): the ns per conjugate
 should not grow with K.
 
 Memory: Python bytes per conjugate (``tracemalloc`` over creating objects
-from Python: the proxy, its cdata pointer, its handle and its entry in the
-runtime's conjugate mapping) next to ``sys.getsizeof`` of the parts, and the
-native bytes per object.
+from Python: the C conjugate and its share of the runtime's conjugate table)
+next to ``sys.getsizeof`` of the parts, and the native bytes per object.
 """
 from __future__ import annotations
 
@@ -54,7 +53,7 @@ def _expire_once(k: int) -> tuple[float, float, int, bool]:
 
 
 def _conjugate_bytes(count: int) -> tuple[float, int, int, int, float]:
-    """tracemalloc bytes per conjugate, getsizeof of proxy / pointer / handle,
+    """tracemalloc bytes per conjugate, getsizeof of conjugate / pointer / handle,
     native bytes per object."""
     with zs.Runtime() as runtime:
         holder: list[ExpiryNode] = []
@@ -129,11 +128,11 @@ def run(config: Config) -> list[Table]:
             "`tracemalloc`, the `sys.getsizeof` of its parts, and the native bytes per "
             "object (`rt.native_memory()` live bytes)."))
     memory.add("Python bytes per conjugate (tracemalloc)", f"{traced:,.1f}")
-    memory.add("  the proxy (`sys.getsizeof(obj)`: its slots + GC header)", proxy)
-    memory.add("  its layout cdata pointer (`obj._p`)", pointer)
-    memory.add("  its handle, the mapping key (`obj.handle`, a 64-bit int)", handle)
-    memory.add("  mapping entry and the rest (traced minus the three)",
-               f"{traced - proxy - pointer - handle:,.1f}")
+    memory.add("  the conjugate (`sys.getsizeof(obj)`: a C object, no GC header)", proxy)
+    memory.add("  the conjugate table, the rest (traced minus the conjugate)",
+               f"{traced - proxy:,.1f}")
+    memory.add("  made on demand, not counted above: the layout cdata (`obj._p`), "
+               "the handle int (`obj.handle`)", f"{pointer} + {handle}")
     memory.add("native bytes per object (object + item + tables)", f"{native:,.1f}")
     record("expiry.bytes_per_conjugate", traced)
     record("expiry.native_bytes_per_object", native)

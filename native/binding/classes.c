@@ -96,9 +96,14 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls) {
     if (rt == NULL || rt->closing || rt->native == NULL || rt->collect_every != 0 ||
         rt->flush_pending)
         return NULL;
-    PyObject *found = PyDict_GetItemWithError(rt->creators, (PyObject *)cls);
-    if (found == NULL)
-        return NULL;  /* first use here, or not plain: Python (error or not) */
+    PyObject *found = rt->last_creator;
+    if (rt->last_class != (PyObject *)cls) {
+        found = rt->creators ? PyDict_GetItemWithError(rt->creators, (PyObject *)cls) : NULL;
+        if (found == NULL || !PyObject_TypeCheck(found, state->creator_type))
+            return NULL;  /* first use here, or not plain: Python (error or not) */
+        Py_XSETREF(rt->last_class, Py_NewRef((PyObject *)cls));
+        Py_XSETREF(rt->last_creator, Py_NewRef(found));
+    }
     zs_creator *creator = (zs_creator *)found;
     /* Allocated first. Not tracked by the cycle collector, so no collection
        (and no finaliser) can run here; from the native call to the table

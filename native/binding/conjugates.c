@@ -289,12 +289,16 @@ PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle) {
 
 static int runtime_core_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((zs_runtime_core *)self)->creators);
+    Py_VISIT(((zs_runtime_core *)self)->last_class);
+    Py_VISIT(((zs_runtime_core *)self)->last_creator);
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
 
 static int runtime_core_clear(PyObject *self) {
     Py_CLEAR(((zs_runtime_core *)self)->creators);
+    Py_CLEAR(((zs_runtime_core *)self)->last_class);
+    Py_CLEAR(((zs_runtime_core *)self)->last_creator);
     return 0;
 }
 

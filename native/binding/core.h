@@ -95,6 +95,8 @@ typedef struct zs_runtime_core {
     char adopting;               /* between a native conjugate record and its table entry */
     char flush_pending;          /* finalisers queued native frees: flush at the next creation */
     PyObject *creators;          /* dict: class -> Creator (fast creation in this runtime) */
+    PyObject *last_class;        /* the class last created here, and its Creator: */
+    PyObject *last_creator;      /*   a loop creating one class skips the dict */
 } zs_runtime_core;
 
 /* ---- object conjugates ---------------------------------------------------- */
