@@ -278,3 +278,90 @@ def test_threads_creating_and_storing_while_another_closes_the_runtime() -> None
         for thread in threads:
             thread.join()
         assert errors == [] and rt.closed
+
+
+def test_a_collection_re_entered_from_a_gc_callback_during_expiry_is_refused() -> None:
+    """Expiry allocates (each conjugate's sentinel), so Python's cycle
+    collector, its callbacks and finalisers can run in the middle of it. A
+    collection started from there would purge objects whose conjugates the
+    outer expiry has not reached yet, and the callback could then read freed
+    memory through them. It is refused; every read sees live memory or an
+    expired conjugate."""
+    with zs.Runtime(stress=zs.GcStress(poison_freed=True)) as rt:
+        doomed = [Actor(health=7) for _ in range(3000)]
+        seen: list[str] = []
+        bad_reads: list[int] = []
+
+        def reenter(phase: str, info: dict[str, Any]) -> None:
+            # Only inside a collection: just before one starts, a nested one is fine.
+            if phase != "start" or rt.closed or not rt._collecting:
+                return
+            try:
+                rt.collect_garbage()
+                seen.append("collected")
+            except RuntimeError as error:
+                seen.append(str(error))
+            for actor in doomed[::50]:
+                try:
+                    health = actor.health
+                except zs.ExpiredConjugateError:
+                    continue
+                if health != 7:  # freed (poisoned) memory read through a live conjugate
+                    bad_reads.append(health)
+
+        threshold = gc.get_threshold()
+        gc.set_threshold(1)
+        gc.callbacks.append(reenter)
+        try:
+            rt.collect_garbage()
+            refused_during = len(seen)
+            for run in (rt.collect_garbage, lambda: rt.gc.step(0.001)):
+                doomed[:] = [Actor(health=7) for _ in range(300)]
+                rt.gc.start_incremental() if run is not rt.collect_garbage else None
+                while not run():
+                    pass
+        finally:
+            gc.callbacks.remove(reenter)
+            gc.set_threshold(*threshold)
+        assert bad_reads == []
+        assert refused_during > 0 and "collected" not in seen
+        assert any("inside a collection" in entry for entry in seen), set(seen)
+        assert all(actor.is_expired for actor in doomed)
+        rt.gc.verify()
+
+
+def test_close_re_entered_from_a_gc_callback_during_close_is_refused() -> None:
+    """close() expires every conjugate (allocating) before it frees the heap:
+    a nested close() or collection from a gc callback would free the heap, or
+    objects, under it."""
+    seen: list[str] = []
+    rt = zs.Runtime()
+    close = rt.close  # bound now: only close()'s own allocations run the callback
+    armed = False
+    with rt:
+        actors = [Actor() for _ in range(2000)]
+
+        def reenter(phase: str, info: dict[str, Any]) -> None:
+            # Only once close() is under way (a callback may also run just
+            # before it starts, at `with self._lock`: a nested close is fine there).
+            if phase == "start" and armed and rt._closing:
+                for attempt in (rt.close, rt.collect_garbage):
+                    try:
+                        attempt()
+                        seen.append("ran")
+                    except (RuntimeError, zs.ExpiredConjugateError) as error:
+                        seen.append(str(error))
+
+        threshold = gc.get_threshold()
+        gc.set_threshold(1)
+        gc.callbacks.append(reenter)
+        try:
+            armed = True
+            close()
+        finally:
+            armed = False
+            gc.callbacks.remove(reenter)
+            gc.set_threshold(*threshold)
+    assert rt.closed and all(actor.is_expired for actor in actors)
+    assert any("inside a collection or close()" in entry for entry in seen)
+    assert "ran" not in seen

@@ -128,8 +128,7 @@ class GarbageCollector:
         reachable, so nothing live is collected. Advance it with ``step``.
         """
         runtime = self._rt
-        with runtime._lock:
-            pointer = runtime._live_ptr()
+        with runtime._collection("gc.start_incremental()") as pointer:
             runtime._flush_deferred()
             if lib.zs_gc_phase_of(pointer) in (_MARKING, _GATHERING):
                 raise RuntimeError("an incremental cycle is already in progress")
@@ -149,9 +148,7 @@ class GarbageCollector:
         runtime = self._rt
         deadline = time.perf_counter() + budget_s
         done = ffi.new("int *")
-        with runtime._lock:
-            pointer = runtime._live_ptr()
-            runtime._refuse_reentry("gc.step()")
+        with runtime._collection("gc.step()") as pointer:
             runtime._flush_deferred()
             phase = lib.zs_gc_phase_of(pointer)
             progressed = False

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import contextvars
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _core, _object
 from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
@@ -123,6 +124,7 @@ class Runtime(_core.RuntimeCore):
         self._ref_out = ffi.new("zs_ref *")
         self._object_out = ffi.new("zs_object **")
         self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
+        self._collecting = False  # inside collect_garbage, gc.step, close (see _refuse_reentry)
         # Delegates and object wrappers (_delegates, _object_wrappers): the
         # Python callables that native bindings name by id, the persistent
         # ids of LazyObjectPtr, the interface ids of ScriptInterface.
@@ -181,6 +183,7 @@ class Runtime(_core.RuntimeCore):
             if self._closed:
                 return
             self._refuse_reentry("close()")
+            self._collecting = True  # for good: nothing collects a closing runtime
             self._closing = True  # first: the C fast paths decline from now on
             self._deferred_releases.clear()
             # Names must outlive the native table: expired conjugates format
@@ -247,9 +250,7 @@ class Runtime(_core.RuntimeCore):
         A pending incremental cycle is finished rather than restarted.
         Returns the cycle's ``GcStats``.
         """
-        with self._lock:
-            pointer = self._live_ptr()
-            self._refuse_reentry("collect_garbage()")
+        with self._collection("collect_garbage()") as pointer:
             self._flush_deferred()
             self._expire_dying()  # a pending cycle's (counted in that cycle)
             check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage")
@@ -488,7 +489,7 @@ class Runtime(_core.RuntimeCore):
         lock = self._lock
         lock.acquire()
         try:
-            if self._closed:
+            if self._closed or self._closing:
                 raise ExpiredConjugateError("the runtime has been closed")
             every = self._collect_every
             if every:
@@ -560,14 +561,34 @@ class Runtime(_core.RuntimeCore):
 
     def _refuse_reentry(self, what: str) -> None:
         """Collections and close() cannot run while this thread is between
-        giving an object a conjugate natively and putting it in the mapping:
-        the expiry would miss it and the purge free it under the conjugate.
-        Only code run re-entrantly on that thread (a signal handler, a
-        finaliser) can get here then."""
+        giving an object a conjugate natively and putting it in the table
+        (the expiry would miss it and the purge free it under the
+        conjugate), nor inside another collection or close() (expiry
+        allocates, so Python's cycle collector, its callbacks and finalisers
+        run in the middle of it: a nested purge would free objects whose
+        conjugates the outer expiry has not reached yet). Only code run
+        re-entrantly on this thread can get here then."""
         if self._adopting:
             raise RuntimeError(f"{what} cannot run while an object conjugate is being "
                                "created or adopted (called from a finaliser or signal "
                                "handler on the same thread)")
+        if self._collecting:
+            raise RuntimeError(f"{what} cannot run inside a collection or close() of this "
+                               "runtime (called from a finaliser, a gc callback or a signal "
+                               "handler on the same thread)")
+
+    @contextlib.contextmanager
+    def _collection(self, what: str) -> Iterator[Any]:
+        """Hold the lock for one collection step (mark, expire, purge),
+        refusing re-entry on this thread; yields the native runtime."""
+        with self._lock:
+            pointer = self._live_ptr()
+            self._refuse_reentry(what)
+            self._collecting = True
+            try:
+                yield pointer
+            finally:
+                self._collecting = False
 
     def _conjugate_of(self, handle: int) -> Object | None:
         """The conjugate of a handle: existing, new, or None if the object is
@@ -576,7 +597,7 @@ class Runtime(_core.RuntimeCore):
             return None
         with self._lock:
             found: Object | None = self._conjugate_get(handle)
-            if found is not None or self._closed:
+            if found is not None or self._closed or self._closing:
                 return found
             native = lib.zs_resolve(self._ptr, handle)
             if native == ffi.NULL:

@@ -67,27 +67,35 @@ static void table_forget(zs_runtime_core *rt, zs_conjugate *conjugate) {
 
 /* Expire one live conjugate: it leaves the table, its address goes, and its
  * extra becomes ExpiredPointer(kind, describe, packed name, reason). Its
- * views cache (if not empty) is appended to `views`, for Python to expire. Runs no Python code, so a caller may walk the table around it. */
+ * views cache (if not empty) is appended to `views`, for Python to expire.
+ * Its allocations may run Python code, which may change the table: callers
+ * re-read the table after each call. */
 static int expire_one(zs_conjugate *conjugate, PyObject *describe, uint64_t packed_name,
                       PyObject *reason, PyObject *views) {
     zs_core_state *state = conjugate->runtime->state;
     PyTypeObject *expired_type = (PyTypeObject *)state->expired_type;
+    /* The allocations below may run Python's cycle collector, its callbacks
+       and finalisers, which may drop the last reference to the conjugate:
+       hold it. (Collections and close() re-entered from there are refused,
+       see Runtime._refuse_reentry.) */
+    Py_INCREF(conjugate);
     PyObject *name = PyLong_FromUnsignedLongLong(packed_name);
-    if (name == NULL)
-        return -1;
-    PyObject *sentinel = expired_type->tp_alloc(expired_type, 4);
+    PyObject *sentinel = name ? expired_type->tp_alloc(expired_type, 4) : NULL;
     if (sentinel == NULL) {
-        Py_DECREF(name);
+        Py_XDECREF(name);
+        Py_DECREF(conjugate);
         return -1;
     }
     PyObject *kind = ((PyHeapTypeObject *)Py_TYPE(conjugate))->ht_name;
-    Py_INCREF(kind);
-    Py_INCREF(describe);
-    Py_INCREF(reason);
-    PyTuple_SET_ITEM(sentinel, 0, kind);
-    PyTuple_SET_ITEM(sentinel, 1, describe);
+    PyTuple_SET_ITEM(sentinel, 0, Py_NewRef(kind));
+    PyTuple_SET_ITEM(sentinel, 1, Py_NewRef(describe));
     PyTuple_SET_ITEM(sentinel, 2, name);
-    PyTuple_SET_ITEM(sentinel, 3, reason);
+    PyTuple_SET_ITEM(sentinel, 3, Py_NewRef(reason));
+    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {  /* expired meanwhile: keep that sentinel */
+        Py_DECREF(sentinel);
+        Py_DECREF(conjugate);
+        return 0;
+    }
     PyObject *old = conjugate->extra;
     PyObject *cache = NULL;
     if (old != NULL) {
@@ -98,14 +106,17 @@ static int expire_one(zs_conjugate *conjugate, PyObject *describe, uint64_t pack
     }
     if (cache != NULL && PyDict_GET_SIZE(cache) > 0 && PyList_Append(views, cache) < 0) {
         Py_DECREF(sentinel);
+        Py_DECREF(conjugate);
         return -1;
     }
+    /* From here to the end no Python code runs: the old extra's views (if
+       any) are held by `views`, so dropping it frees only an empty dict, a
+       pair or a cdata. */
     table_forget(conjugate->runtime, conjugate);
     conjugate->address = NULL;
     conjugate->extra = sentinel;
-    /* Dropping the old extra frees no view (a non-empty cache is held by
-       `views`), only an empty dict, a pair or a cdata: no Python code runs. */
     Py_XDECREF(old);
+    Py_DECREF(conjugate);
     return 0;
 }
 
