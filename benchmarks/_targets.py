@@ -189,6 +189,10 @@ def _targets(config: Config) -> list[Target]:
                _largest_heap(), unit="n"),
         Target("<= 24 bytes of GC metadata per object", 24, "<=",
                _value("gc.item_bytes", "object-array item {v:.0f} B"), unit="B"),
+        Target("expiring a conjugate <= creating one", 1.0, "<=",
+               _ratio("expiry.100000.managed_per_conjugate", "bindings.create_alone.zsharp_py",
+                      "{a} per conjugate expired (K = 100,000, managed part) / {b} per "
+                      "Actor() (collection not timed)")),
         Target("<= 64 bytes per conjugate", 64, "<=",
                _value("expiry.bytes_per_conjugate", "Python heap {v:.1f} B (tracemalloc)"),
                unit="B"),

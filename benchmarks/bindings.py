@@ -475,6 +475,10 @@ def _tables(config: Config, results: list[MicroResult], overhead: float,
         record(f"bindings.{group}.{peer}", _per_item(result))
     for (peer, group), why in skipped.items():
         record(f"bindings.{group}.{peer}", None, why)
+    for result in results:  # creation without its collection: the expiry target's yardstick
+        if result.case.peer == "zsharp_py" and result.case.group == "create" \
+                and not result.case.after_batch_timed:
+            record("bindings.create_alone.zsharp_py", _per_item(result))
 
     ratio_peers = ["nanobind", "pybind11", "raw cffi", "CPython"]
     side = Table(

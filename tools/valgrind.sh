@@ -35,7 +35,13 @@ SUBSET=(
     $t/test_objects.py::test_subclass_inherits_properties_and_defaults
     $t/test_objects.py::test_unknown_keyword_raises_typeerror_and_leaks_nothing
     $t/test_objects.py::test_reference_rejects_an_expired_object
-    $t/test_objects.py::test_conjugate_identity_survives_dropping_the_python_reference
+    $t/test_objects.py::test_conjugate_identity_while_held_and_a_dropped_conjugate_is_remade
+    $t/test_conjugate_core.py::test_a_descriptor_refuses_objects_of_another_class
+    $t/test_conjugate_core.py::test_a_conversion_that_expires_the_object_never_writes_freed_memory
+    $t/test_conjugate_core.py::test_expired_reads_and_writes_raise_with_the_reason
+    $t/test_conjugate_core.py::test_conjugates_of_a_big_heap_grow_the_table_and_all_expire
+    $t/test_conjugate_core.py::test_views_keep_their_owner_conjugate_until_it_expires
+    $t/test_conjugate_core.py::test_a_collection_re_entered_from_a_gc_callback_during_expiry_is_refused
     $t/test_objects.py::test_non_ascii_property_names_work
     $t/test_gc.py::test_unrooted_object_is_collected_and_its_conjugate_expires
     $t/test_gc.py::test_dropped_strong_pointer_is_released_by_its_finaliser
@@ -112,6 +118,7 @@ SUBSET=(
 # The CI smoke: one test per area and the model test.
 SMOKE=(
     $t/test_objects.py::test_unknown_keyword_raises_typeerror_and_leaks_nothing
+    $t/test_conjugate_core.py::test_expired_reads_and_writes_raise_with_the_reason
     $t/test_gc.py::test_chain_of_100_from_a_root_survives_and_cutting_it_frees_the_tail
     $t/test_incremental.py::test_expiry_steps_stop_between_small_batches
     $t/test_clusters.py::test_garbage_member_dissolves_the_clusters_that_reference_it
