@@ -3,7 +3,8 @@
 ``lib``/``ffi`` come from the cffi API-mode extension built at install time.
 ``layout_ffi`` is a second, ABI-level FFI that only computes struct layouts:
 each Python-declared class gets a C struct (the ``zs_object`` header, then
-its properties), so a property read is a plain cdata field fetch.
+its properties), whose member offsets the property descriptors use (and
+``obj._p``, the object's pointer typed as that struct).
 """
 from __future__ import annotations
 

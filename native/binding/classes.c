@@ -40,6 +40,7 @@ static PyObject *creator_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     return (PyObject *)creator;
 }
 
+/* Free a Creator (its image; the native class belongs to the runtime). */
 static void creator_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     Py_CLEAR(((zs_creator *)self)->image);

@@ -298,6 +298,7 @@ PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle) {
     return result;
 }
 
+/* The Python objects a runtime core holds (the cycle collector's view). */
 static int runtime_core_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((zs_runtime_core *)self)->creators);
     Py_VISIT(((zs_runtime_core *)self)->last_class);
@@ -306,6 +307,7 @@ static int runtime_core_traverse(PyObject *self, visitproc visit, void *arg) {
     return 0;
 }
 
+/* Drop them (cycle collection, dealloc); the table holds no references. */
 static int runtime_core_clear(PyObject *self) {
     Py_CLEAR(((zs_runtime_core *)self)->creators);
     Py_CLEAR(((zs_runtime_core *)self)->last_class);
@@ -313,6 +315,7 @@ static int runtime_core_clear(PyObject *self) {
     return 0;
 }
 
+/* A closed-looking core (no native runtime) until Runtime.__init__ opens it. */
 static PyObject *runtime_core_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     (void)args;
     (void)kwargs;
@@ -449,6 +452,7 @@ static PyObject *conjugate_get_views(PyObject *self, void *closure) {
     return Py_NewRef(views ? views : Py_None);
 }
 
+/* Set `_v` (a dict, or None to drop the cache); refused once expired. */
 static int conjugate_set_views(PyObject *self, PyObject *value, void *closure) {
     (void)closure;
     zs_conjugate *conjugate = (zs_conjugate *)self;
@@ -508,6 +512,7 @@ static PyObject *conjugate_get_expired(PyObject *self, void *closure) {
     return PyBool_FromLong(!ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self));
 }
 
+/* Conjugates come from creation or adoption only: a bare one has no object. */
 static PyObject *conjugate_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     (void)args;
     (void)kwargs;

@@ -20,6 +20,7 @@ _Static_assert(ZS_SAME_TYPE(zs_gc_expiring_count, zs_gc_expiring_count_fn),
 
 static struct PyModuleDef core_module;
 
+/* The state of this module object. */
 zs_core_state *zs_state_of_module(PyObject *module) {
     return (zs_core_state *)PyModule_GetState(module);
 }
@@ -143,6 +144,7 @@ static PyMethodDef core_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Module initialisation: create the types (configure() comes later). */
 static int core_exec(PyObject *module) {
     zs_core_state *state = zs_state_of_module(module);
     memset(state, 0, sizeof *state);
@@ -152,6 +154,7 @@ static int core_exec(PyObject *module) {
     return 0;
 }
 
+/* The module state's references, for the cycle collector. */
 static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     zs_core_state *state = zs_state_of_module(module);
     if (state == NULL)
@@ -174,6 +177,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     return 0;
 }
 
+/* Drop them (interpreter shutdown); the fast paths decline from then on. */
 static int core_clear(PyObject *module) {
     zs_core_state *state = zs_state_of_module(module);
     if (state == NULL)
@@ -197,6 +201,7 @@ static int core_clear(PyObject *module) {
     return 0;
 }
 
+/* Module deallocation. */
 static void core_free(void *module) {
     core_clear((PyObject *)module);
 }
@@ -218,6 +223,7 @@ static struct PyModuleDef core_module = {
     .m_free = core_free,
 };
 
+/* The entry point (multi-phase initialisation). */
 PyMODINIT_FUNC PyInit__core(void) {
     return PyModuleDef_Init(&core_module);
 }

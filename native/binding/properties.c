@@ -141,6 +141,7 @@ static const size_t scalar_sizes[ZS_SCALAR_KINDS] = {
     sizeof(_Bool), 1, 2, 4, 8, 1, 2, 4, 8, sizeof(float), sizeof(double),
 };
 
+/* Read: class check, liveness check, one load. */
 static PyObject *scalar_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
     zs_scalar_property *property = (zs_scalar_property *)self;
@@ -154,6 +155,7 @@ static PyObject *scalar_get(PyObject *self, PyObject *obj, PyObject *type) {
     return scalar_load(property->kind, conjugate->address + property->offset);
 }
 
+/* Write: convert first (maybe Python code), then check liveness, then store. */
 static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
     zs_scalar_property *property = (zs_scalar_property *)self;
     if (owner_check(property->owner, obj, property->name) < 0)
@@ -215,6 +217,7 @@ static PyObject *scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     return (PyObject *)property;
 }
 
+/* A descriptor and its class refer to each other: the cycle collector's view. */
 static int scalar_traverse(PyObject *self, visitproc visit, void *arg) {
     zs_scalar_property *property = (zs_scalar_property *)self;
     Py_VISIT(property->owner);
@@ -224,6 +227,7 @@ static int scalar_traverse(PyObject *self, visitproc visit, void *arg) {
     return 0;
 }
 
+/* Break that cycle. */
 static int scalar_clear(PyObject *self) {
     zs_scalar_property *property = (zs_scalar_property *)self;
     Py_CLEAR(property->owner);
@@ -232,6 +236,7 @@ static int scalar_clear(PyObject *self) {
     return 0;
 }
 
+/* Free a scalar descriptor. */
 static void scalar_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
@@ -378,6 +383,7 @@ static PyObject *reference_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     return (PyObject *)property;
 }
 
+/* A descriptor and its classes refer to each other: the cycle collector's view. */
 static int reference_traverse(PyObject *self, visitproc visit, void *arg) {
     zs_reference_property *property = (zs_reference_property *)self;
     Py_VISIT(property->owner);
@@ -387,6 +393,7 @@ static int reference_traverse(PyObject *self, visitproc visit, void *arg) {
     return 0;
 }
 
+/* Break that cycle. */
 static int reference_clear(PyObject *self) {
     zs_reference_property *property = (zs_reference_property *)self;
     Py_CLEAR(property->owner);
@@ -395,6 +402,7 @@ static int reference_clear(PyObject *self) {
     return 0;
 }
 
+/* Free a reference descriptor. */
 static void reference_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
