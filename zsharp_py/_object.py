@@ -295,18 +295,22 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
         return self._live_runtime()._cluster_info(self._h)
 
     # ---- helpers --------------------------------------------------------
+    def _live_address(self) -> int:
+        """The native object's address, after checking that this conjugate
+        has not expired."""
+        address: int = self._address
+        if not address:
+            raise expired_error(self._p)
+        return address
+
     def _live_runtime(self) -> Runtime:
         """The runtime, after checking that this conjugate has not expired."""
-        if not self._address:
-            raise expired_error(self._p)
+        self._live_address()
         return self._rt
 
     def _header(self) -> Any:
         """The native ``zs_object`` header (checks expiry)."""
-        address = self._address
-        if not address:
-            raise expired_error(self._p)
-        return ffi.cast(_HEADER_POINTER, address)
+        return ffi.cast(_HEADER_POINTER, self._live_address())
 
     def _what(self, action: str) -> str:
         return f"{type(self).__name__}.{action}"
@@ -431,10 +435,7 @@ def owner_handle(holder: Any) -> int:
 def base_address(holder: Any) -> int:
     """The address of an object's or a struct view's memory (checks expiry)."""
     if isinstance(holder, Object):
-        address: int = holder._address
-        if not address:
-            raise expired_error(holder._p)
-        return address
+        return holder._live_address()
     pointer = holder._p
     if type(pointer) is ExpiredPointer:
         raise expired_error(pointer)
@@ -487,7 +488,7 @@ class ObjectRefKind(PropertyKind):
         self.target = target
 
     def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
-        """Install a getter (mapping lookup) and a type-checked setter."""
+        """Install the C descriptor (on a struct: a value property)."""
         if not issubclass(cls, Object):
             return install_value_property(self, cls, name, cname, offset)
         # In C (native/binding/properties.c): a read is a field load and a
