@@ -179,3 +179,22 @@ def test_generic_value_types_type_check_in_user_code(tmp_path: Path) -> None:
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["12", "2.5", "-1.0", "Unit", "1"]
+
+
+def test_one_path_raises_for_refused_dying_objects() -> None:
+    """A call refused with ZS_E_DYING must expire the pending conjugates
+    before raising; ``_native.refused`` (through ``check``) is the only code
+    that does it, and every status check names its runtime."""
+    package = ROOT / "zsharp_py"
+    for path in sorted(package.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if path.name not in ("_native.py", "_errors.py"):
+            assert "ZS_E_DYING" not in text, path.name
+        if path.name not in ("_native.py", "_runtime.py"):  # the call, the definition
+            assert "_expire_refused_dying" not in text, path.name
+        if path.name not in ("_native.py", "_errors.py", "_runtime.py"):
+            assert "raise_status" not in text, path.name
+    runtime_text = (package / "_runtime.py").read_text(encoding="utf-8")
+    # _runtime hands raise_status to the C extension (object creation without
+    # an outer, expiry: neither can be refused as dying) and calls it nowhere.
+    assert "raise_status(" not in runtime_text

@@ -214,7 +214,7 @@ class _ContainerSpec(PropertyKind):
         out = ffi.new("zs_type **")
         value = natives[1] if len(natives) > 1 else ffi.NULL
         check(lib.zs_type_container(runtime._ptr, self.cls._zs_kind, natives[0], value, out),
-              f"registering {self.describe()}")
+              f"registering {self.describe()}", runtime)
         return out[0]
 
     def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
@@ -246,12 +246,13 @@ class _ContainerSpec(PropertyKind):
             try:
                 self.fill(runtime, 0, temporary._address(), value)
                 check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                          ffi.cast("void *", temporary._address())), "assign")
+                                          ffi.cast("void *", temporary._address())),
+              "assign", runtime)
             finally:
                 temporary.dispose()
             return
         check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                  ffi.cast("void *", source)), "assign")
+                                  ffi.cast("void *", source)), "assign", runtime)
 
     def check(self, what: str, value: Any) -> None:
         """A container of this type or Python contents of the right shape."""
@@ -295,7 +296,7 @@ class _Temporary:
 
     def __exit__(self, *exc: object) -> None:
         check(lib.zs_value_clear(self.runtime._ptr, 0, self.runtime._native_type(self.spec),
-                                 ffi.cast("void *", self.address)), "temporary")
+                                 ffi.cast("void *", self.address)), "temporary", self.runtime)
 
 
 def _index(length: int, index: Any) -> int:
@@ -399,7 +400,7 @@ class Array(_Container, TypeParameters[T]):
     def _remove_at(self, position: int, count: int) -> None:
         runtime = self._rt
         check(lib.zs_array_remove(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                  self._live(), position, count), "remove")
+                                  self._live(), position, count), "remove", runtime)
 
     def _insert_values(self, position: int, items: list[Any]) -> None:
         """Insert zeroed elements, then write each; on any failure remove
@@ -411,7 +412,7 @@ class Array(_Container, TypeParameters[T]):
         items = _detached(items)
         self._structure_changes()
         check(lib.zs_array_insert(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                  self._live(), position, ffi.NULL, len(items)), "insert")
+                                  self._live(), position, ffi.NULL, len(items)), "insert", runtime)
         try:
             for offset, item in enumerate(items):
                 address = self._element_address(position + offset)
@@ -608,7 +609,7 @@ class ArraySpec(_ContainerSpec):
             element.check("element", item)
         array = ffi.cast(_ARRAY_POINTER, address)
         check(lib.zs_array_insert(runtime._ptr, owner, runtime._native_type(self), array,
-                                  array.count, ffi.NULL, len(items)), "insert")
+                                  array.count, ffi.NULL, len(items)), "insert", runtime)
         base = api_address(array.data) if items else 0
         for position, item in enumerate(items):
             element.initialize(runtime, owner, base + position * self.entry_size)
@@ -654,7 +655,7 @@ class _HashContainer(_Container):
         found = ffi.new("int64_t *")
         with _Temporary(runtime, spec, key) as address:
             check(lib.zs_hash_find(runtime._live_ptr(), runtime._native_type(self._spec), self._live(),
-                                   ffi.cast("void *", address), found), "find")
+                                   ffi.cast("void *", address), found), "find", runtime)
         return int(found[0])
 
     def _add(self, key: Any) -> tuple[int, bool]:
@@ -667,7 +668,8 @@ class _HashContainer(_Container):
             if self._find(key) < 0:
                 self._structure_changes()
             check(lib.zs_hash_add(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                  self._live(), ffi.cast("void *", address), index, added), "add")
+                                  self._live(), ffi.cast("void *", address), index, added),
+                  "add", runtime)
         return int(index[0]), bool(added[0])
 
     def _discard(self, key: Any) -> bool:
@@ -679,7 +681,8 @@ class _HashContainer(_Container):
         self._structure_changes()
         with _Temporary(runtime, spec, key) as address:
             check(lib.zs_hash_remove(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                     self._live(), ffi.cast("void *", address), removed), "remove")
+                                     self._live(), ffi.cast("void *", address), removed),
+                  "remove", runtime)
         return bool(removed[0])
 
     def _key_at(self, index: int) -> Any:
@@ -691,7 +694,7 @@ class _HashContainer(_Container):
         with runtime._lock:
             self._structure_changes()
             check(lib.zs_value_clear(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                     self._live()), "clear")
+                                     self._live()), "clear", runtime)
 
     def __contains__(self, key: object) -> bool:
         with self._rt._lock:
@@ -1086,7 +1089,7 @@ class Optional(_Container, TypeParameters[T]):
             self._structure_changes()
             native = runtime._native_type(self._spec)
             check(lib.zs_optional_set(runtime._live_ptr(), self._owner, native,
-                                      ffi.cast("void *", self._address()), ffi.NULL), "set")
+                                      ffi.cast("void *", self._address()), ffi.NULL), "set", runtime)
             try:
                 spec.initialize(runtime, self._owner, self._address())
                 spec.write(runtime, self._owner, self._address(), value)
@@ -1100,7 +1103,7 @@ class Optional(_Container, TypeParameters[T]):
         with runtime._lock:
             self._structure_changes()
             check(lib.zs_value_clear(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                     ffi.cast("void *", self._address())), "reset")
+                                     ffi.cast("void *", self._address())), "reset", runtime)
 
     def __eq__(self, other: object) -> bool:
         mine = self.to_python()
@@ -1158,7 +1161,7 @@ class OptionalSpec(_ContainerSpec):
         if value is None:
             return
         check(lib.zs_optional_set(runtime._ptr, owner, runtime._native_type(self),
-                                  ffi.cast("void *", address), ffi.NULL), "set")
+                                  ffi.cast("void *", address), ffi.NULL), "set", runtime)
         self.elements[0].initialize(runtime, owner, address)
         self.elements[0].write(runtime, owner, address, value)
 

@@ -557,7 +557,8 @@ def _find_by_path(runtime: Runtime, path: str) -> Object | None:
                 index, number = runtime._intern(segment)
             except ValueError:
                 return None
-            check(lib.zs_find_object(runtime._ptr, outer, index, number, out), "find object")
+            check(lib.zs_find_object(runtime._ptr, outer, index, number, out), "find object",
+                  runtime)
             outer = out[0]
             if not outer:
                 return None
@@ -858,7 +859,8 @@ class SoftSpec(_WrapperSpec):
         if len(data) > 1 << 30:
             raise ValueError(f"{self.describe()}: path too long")
         check(lib.zs_string_assign(runtime._ptr, self.native(runtime),
-                                   ffi.cast(_STRING_POINTER, address), data, len(data)), "path")
+                                   ffi.cast(_STRING_POINTER, address), data, len(data)),
+              "path", runtime)
 
     def to_python(self, runtime: Runtime, address: int) -> str:
         """The path."""
@@ -1035,7 +1037,7 @@ class ScriptInterfaceSpec(_WrapperSpec):
         item = _INTERFACE_LAYOUT.item
         check(lib.zs_type_struct(runtime._ptr, b"ScriptInterface", layout_ffi.sizeof(item),
                                  layout_ffi.alignof(item), members, 2, out),
-              "registering ScriptInterface")
+              "registering ScriptInterface", runtime)
         return out[0]
 
     def address_of(self, pointer: Any) -> int:
@@ -1060,7 +1062,8 @@ class ScriptInterfaceSpec(_WrapperSpec):
         slot = ffi.cast("zs_ref *", address + layout_ffi.offsetof(_INTERFACE_LAYOUT.item,
                                                                     "object"))
         check(lib.zs_value_store_ref(runtime._ptr, owner, runtime._basic_type(2, 8, 8), slot,
-                                     value._h if value is not None else 0), "ScriptInterface")
+                                     value._h if value is not None else 0),
+              "ScriptInterface", runtime)
         pointer.interface = _interface_id(runtime, self.cls._zs_target()) if value is not None else 0
 
     def to_python(self, runtime: Runtime, address: int) -> Any:
