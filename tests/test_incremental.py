@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -1015,3 +1015,79 @@ def test_store_refused_for_a_dying_object_expires_its_conjugate_first(
     rt.gc.verify()
     assert all(o.is_expired for o in doomed) and rt.live_objects() == 1
     holder.remove_from_root()
+
+
+class Spot(zs.Struct):
+    """A struct member (assigning a struct conjugate is one native copy)."""
+
+    x: zs.Float64
+
+
+class Hoard(zs.Object):
+    """Every container kind, and a struct (mutations refused mid-cycle)."""
+
+    nums: zs.Array[zs.Int32]
+    tags: zs.Set[zs.Name]
+    scores: zs.Map[zs.Name, zs.Int32]
+    maybe: zs.Optional[zs.Int32]
+    spot: Spot
+
+
+# Each mutates a dying Hoard through a red view taken before the cycle began
+# (``view``), or the object itself, or names it: all are native calls the heap
+# refuses with ZS_E_DYING because the object is dying.
+_DYING_MUTATIONS: dict[str, Callable[[Hoard, Any], object]] = {
+    "array append": lambda obj, view: view.append(1),
+    "array insert": lambda obj, view: view.insert(0, 1),
+    "array clear": lambda obj, view: view.clear(),
+    "array slice assignment": lambda obj, view: view.__setitem__(slice(0, 0), [1, 2]),
+    "array assigned whole": lambda obj, view: setattr(obj, "nums", [1, 2]),
+    "set add": lambda obj, view: obj.tags.add("enemy"),
+    "set update": lambda obj, view: obj.tags.update(["a", "b"]),
+    "map item": lambda obj, view: obj.scores.__setitem__("kills", 3),
+    "map setdefault": lambda obj, view: obj.scores.setdefault("kills", 3),
+    "map clear": lambda obj, view: obj.scores.clear(),
+    "optional set": lambda obj, view: obj.maybe.set(5),
+    "optional reset": lambda obj, view: obj.maybe.reset(),
+    "struct copied in": lambda obj, view: setattr(obj, "spot", Spot(1.0)),
+    "object created inside it": lambda obj, view: Hoard(outer=obj),
+    "rooted": lambda obj, view: obj.add_to_root(),
+    "strong pointer": lambda obj, view: zs.StrongObjectPtr(obj),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(_DYING_MUTATIONS))
+def test_container_mutation_refused_for_a_dying_object_expires_its_conjugate_first(
+        mutation: str) -> None:
+    """Like the stores above, through the other native calls: between
+    incremental steps a gathered object's conjugate may still be live (expiry
+    is budgeted), and a container mutation (or a struct copy, or an object
+    created with it as outer) on it is refused by the heap as dying. The
+    caller gets ExpiredConjugateError with the object, and views into it,
+    already expired; nothing changed, and the cycle completes."""
+    with zs.Runtime(stress=zs.GcStress(objects_per_step=1)) as rt:
+        keep = Hoard()
+        keep.add_to_root()
+        doomed = [Hoard() for _ in range(3000)]
+        views = {id(obj): obj.nums for obj in doomed}  # red views, held across the cycle
+        rt.gc.start_incremental()
+        while rt.gc.phase in ("marking", "gathering"):
+            rt.gc.step(budget_s=1e-6)
+        assert rt.gc.phase == "purging"
+        pending = [obj for obj in doomed if not obj.is_expired]
+        assert pending, "expiry finished in one step: nothing left to refuse"
+        dying = pending[-1]
+        view = views[id(dying)]
+        assert not view.is_expired
+        with pytest.raises(zs.ExpiredConjugateError, match="about to be destroyed") as caught:
+            _DYING_MUTATIONS[mutation](dying, view)
+        assert dying.is_expired, caught.value
+        assert view.is_expired
+        with pytest.raises(zs.ExpiredConjugateError):
+            view.append(1)
+        assert rt.live_objects() == 1 + len(doomed)   # nothing created, nothing freed yet
+        while not rt.gc.step(budget_s=0.01):
+            pass
+        rt.gc.verify()
+        assert all(obj.is_expired for obj in doomed) and rt.live_objects() == 1
+        assert (len(keep.nums), len(keep.tags), len(keep.scores), keep.maybe.is_set) == (0, 0, 0, False)

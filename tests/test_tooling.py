@@ -34,3 +34,167 @@ def test_readme_examples_run() -> None:
                                            optionflags=doctest.ELLIPSIS)
     assert attempted > 0
     assert failures == 0
+
+
+# A user's module: the generic container and object-wrapper types in
+# annotations. No ``from __future__ import annotations``, so importing it
+# also evaluates every annotation at run time. Lines ending ``# E: <code>``
+# are the errors mypy must report (and no others); ``reveal_type`` lines
+# pin element types (not Any).
+_USER_MODULE = '''\
+import uuid
+
+from typing_extensions import reveal_type
+
+import zsharp_py as zs
+
+
+class Vec(zs.Struct):
+    x: zs.Float64
+    y: zs.Float64
+
+
+class IPoke(zs.Interface):
+    __slots__ = ()
+
+    def poke(self) -> None: ...
+
+
+class Unit(zs.Object, IPoke):
+    health: zs.Int32
+    squad: zs.Array["Unit"]
+    tags: zs.Set[zs.Name]
+    scores: zs.Map[str, zs.Float64]
+    home: zs.Optional[Vec]
+    weak: zs.WeakObjectPtr["Unit"]
+    kind: zs.SubclassOf["Unit"]
+    soft: zs.SoftObjectPtr["Unit"]
+    soft_class: zs.SoftClassPtr["Unit"]
+    lazy: zs.LazyObjectPtr["Unit"]
+    poker: zs.ScriptInterface[IPoke]
+
+    def poke(self) -> None:
+        self.health += 1
+
+
+def total(xs: zs.Array[zs.Int32]) -> int:
+    first: int = xs[0]
+    rest: list[int] = xs[1:]
+    reveal_type(xs[0])  # R: int
+    return first + sum(rest) + sum(x for x in xs)
+
+
+def scored(items: zs.Map[str, zs.Float64]) -> float:
+    reveal_type(items["a"])  # R: float
+    for key, value in items.items():
+        assert isinstance(key, str) and isinstance(value, float)
+    return items["a"] + items.get("b", 0.0)
+
+
+def home_x(unit: Unit) -> float:
+    home: Vec | None = unit.home.get()
+    return home.x if home is not None else -1.0
+
+
+def made() -> zs.Array[zs.Int32]:
+    numbers = zs.Array[zs.Int32]([1, 2, 3])
+    reveal_type(numbers)  # R: zsharp_py._containers.Array[int]
+    return numbers
+
+
+def wrappers(unit: Unit) -> int:
+    reveal_type(unit.squad[0])  # R: __user__.Unit
+    reveal_type(zs.SubclassOf[Unit](Unit).new())  # R: __user__.Unit
+    reveal_type(unit.lazy.get())  # R: __user__.Unit | None
+    reveal_type(unit.soft_class.load())  # R: type[__user__.Unit]
+    reveal_type(zs.SubclassOf(Unit))  # R: zsharp_py._object_wrappers.SubclassOf[__user__.Unit]
+    reveal_type(zs.LazyObjectPtr.bind(unit, uuid.uuid4()))  # R: zsharp_py._object_wrappers.LazyObjectPtr[zsharp_py._object.Object]
+    poker: IPoke | None = unit.poker.get()
+    soft: Unit | None = unit.soft.get()
+    friend: Unit | None = unit.weak.get()
+    tag_count = sum(1 for tag in unit.tags if isinstance(tag, zs.Name))
+    return tag_count + (poker is not None) + (soft is not None) + (friend is not None)
+
+
+def wrong_element(xs: zs.Array[zs.Int32]) -> str:
+    return xs[0]  # E: return-value
+
+
+def wrong_value(items: zs.Map[str, zs.Float64]) -> None:
+    name: str = items["a"]  # E: assignment
+
+
+def wrong_optional(vector: zs.Optional[Vec]) -> int:
+    return vector.value  # E: return-value
+
+
+def wrong_class(unit: Unit) -> zs.SubclassOf[Unit]:
+    return zs.SubclassOf[zs.Object](zs.Object)  # E: return-value
+
+
+def wrong_interface(unit: Unit) -> Unit | None:
+    return unit.poker.get()  # E: return-value
+'''
+
+
+def test_generic_value_types_type_check_in_user_code(tmp_path: Path) -> None:
+    """``zs.Array[zs.Int32]``, ``zs.Map[str, zs.Float64]``, the object
+    wrappers... are generic classes for mypy --strict in a user's module:
+    correct code passes, element types are kept (``xs[0]`` is an ``int``,
+    not Any), and a wrong element type is an error. The same module runs."""
+    module = tmp_path / "__user__.py"
+    module.write_text(_USER_MODULE, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),
+         "--no-error-summary", "--show-error-codes", str(module)],
+        cwd=ROOT, capture_output=True, text=True)
+    errors: set[tuple[int, str]] = set()
+    revealed: dict[int, str] = {}
+    for line in result.stdout.splitlines():
+        found = re.match(r".*__user__\.py:(\d+): (error|note): (.*)$", line)
+        assert found, result.stdout + result.stderr
+        number, kind, text = int(found[1]), found[2], found[3]
+        if kind == "error":
+            code = re.search(r"\[([a-z-]+)\]$", text)
+            errors.add((number, code[1] if code else text))
+        elif text.startswith("Revealed type is"):
+            revealed[number] = text.split('"')[1].replace("builtins.", "")
+    lines = _USER_MODULE.splitlines()
+    expected_errors = {(n, line.split("# E: ")[1]) for n, line in enumerate(lines, 1)
+                       if "# E: " in line}
+    expected_reveals = {n: line.split("# R: ")[1] for n, line in enumerate(lines, 1)
+                        if "# R: " in line}
+    assert errors == expected_errors, result.stdout
+    assert revealed == expected_reveals, result.stdout
+    assert result.returncode == 1  # the wrong_* functions
+
+    # At run time: the annotations evaluate, and the functions work.
+    script = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+              "import zsharp_py as zs, __user__ as u\n"
+              "with zs.Runtime():\n"
+              "    unit = u.Unit(); unit.squad.append(u.Unit()); unit.scores['a'] = 2.5\n"
+              "    made = zs.SubclassOf[u.Unit](u.Unit).new()\n"
+              "    print(u.total(u.made()), u.scored(unit.scores), u.home_x(unit),\n"
+              "          type(made).__name__, u.wrong_element(u.made()))\n")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["12", "2.5", "-1.0", "Unit", "1"]
+
+
+def test_one_path_raises_for_refused_dying_objects() -> None:
+    """A call refused with ZS_E_DYING must expire the pending conjugates
+    before raising; ``_native.refused`` (through ``check``) is the only code
+    that does it, and every status check names its runtime."""
+    package = ROOT / "zsharp_py"
+    for path in sorted(package.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if path.name not in ("_native.py", "_errors.py"):
+            assert "ZS_E_DYING" not in text, path.name
+        if path.name not in ("_native.py", "_runtime.py"):  # the call, the definition
+            assert "_expire_refused_dying" not in text, path.name
+        if path.name not in ("_native.py", "_errors.py", "_runtime.py"):
+            assert "raise_status" not in text, path.name
+    runtime_text = (package / "_runtime.py").read_text(encoding="utf-8")
+    # _runtime hands raise_status to the C extension (object creation without
+    # an outer, expiry: neither can be refused as dying) and calls it nowhere.
+    assert "raise_status(" not in runtime_text

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import sys
 from itertools import chain
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, TypeVar, cast, overload
+
+from typing_extensions import Self
 
 from ._native import api_address, check, declare_struct, ffi, layout_address, layout_ffi, lib
 from ._types import PropertyKind
+from ._typing import TypeParameters
 from ._values import ValueConjugate, invalidate_children, make_black, make_view
 
 if TYPE_CHECKING:
@@ -32,6 +35,15 @@ _ITER_CHUNK = 256  # scalars copied out per native read while iterating
 
 # zs_type_kind values
 _ARRAY, _SET, _MAP, _OPTIONAL = 6, 7, 8, 9
+
+# Type parameters (for type checkers: see _typing). Element reads are typed
+# with them; writes take Any, because every element kind also accepts plain
+# Python contents (a tuple for a struct, a str for a Name...), checked at run
+# time.
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+D = TypeVar("D")
 
 
 class _Generic:
@@ -124,7 +136,7 @@ class _Container(ValueConjugate, _Generic):
     def _spec_class(cls) -> type[_ContainerSpec]:
         raise NotImplementedError
 
-    def __new__(cls, *args: Any) -> Any:
+    def __new__(cls, *args: Any) -> Self:
         from ._runtime import current_runtime
 
         cls._element_specs()
@@ -139,7 +151,8 @@ class _Container(ValueConjugate, _Generic):
             except BaseException:
                 value.dispose()
                 raise
-        return value
+        made: Self = value
+        return made
 
     def __init__(self, *args: Any) -> None:
         """Construction happens in ``__new__``."""
@@ -201,7 +214,7 @@ class _ContainerSpec(PropertyKind):
         out = ffi.new("zs_type **")
         value = natives[1] if len(natives) > 1 else ffi.NULL
         check(lib.zs_type_container(runtime._ptr, self.cls._zs_kind, natives[0], value, out),
-              f"registering {self.describe()}")
+              f"registering {self.describe()}", runtime)
         return out[0]
 
     def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
@@ -233,12 +246,13 @@ class _ContainerSpec(PropertyKind):
             try:
                 self.fill(runtime, 0, temporary._address(), value)
                 check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                          ffi.cast("void *", temporary._address())), "assign")
+                                          ffi.cast("void *", temporary._address())),
+              "assign", runtime)
             finally:
                 temporary.dispose()
             return
         check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                  ffi.cast("void *", source)), "assign")
+                                  ffi.cast("void *", source)), "assign", runtime)
 
     def check(self, what: str, value: Any) -> None:
         """A container of this type or Python contents of the right shape."""
@@ -282,7 +296,7 @@ class _Temporary:
 
     def __exit__(self, *exc: object) -> None:
         check(lib.zs_value_clear(self.runtime._ptr, 0, self.runtime._native_type(self.spec),
-                                 ffi.cast("void *", self.address)), "temporary")
+                                 ffi.cast("void *", self.address)), "temporary", self.runtime)
 
 
 def _index(length: int, index: Any) -> int:
@@ -300,7 +314,7 @@ def _index(length: int, index: Any) -> int:
 # Array
 # ---------------------------------------------------------------------------
 
-class Array(_Container):
+class Array(_Container, TypeParameters[T]):
     """A native dynamic array (``TArray``) with the ``list`` protocol.
 
     >>> import zsharp_py as zs
@@ -326,6 +340,10 @@ class Array(_Container):
         pointer = self._live()
         return api_address(pointer.data) + index * int(self._spec.entry_size)
 
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
@@ -337,6 +355,10 @@ class Array(_Container):
             element = self._spec.elements[0]
             return element.read(self._rt, self, position, self._owner, self._element_address(position))
 
+    @overload
+    def __setitem__(self, index: int, value: Any) -> None: ...
+    @overload
+    def __setitem__(self, index: slice, value: Iterable[Any]) -> None: ...
     def __setitem__(self, index: Any, value: Any) -> None:
         if isinstance(index, slice):
             items = list(value)
@@ -364,7 +386,7 @@ class Array(_Container):
                 invalidate_children(cache[position])
             element.write(self._rt, self._owner, self._element_address(position), value)
 
-    def __delitem__(self, index: Any) -> None:
+    def __delitem__(self, index: int | slice) -> None:
         with self._rt._lock:
             if isinstance(index, slice):
                 positions = sorted(range(*index.indices(len(self))), reverse=True)
@@ -378,7 +400,7 @@ class Array(_Container):
     def _remove_at(self, position: int, count: int) -> None:
         runtime = self._rt
         check(lib.zs_array_remove(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                  self._live(), position, count), "remove")
+                                  self._live(), position, count), "remove", runtime)
 
     def _insert_values(self, position: int, items: list[Any]) -> None:
         """Insert zeroed elements, then write each; on any failure remove
@@ -390,7 +412,7 @@ class Array(_Container):
         items = _detached(items)
         self._structure_changes()
         check(lib.zs_array_insert(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                  self._live(), position, ffi.NULL, len(items)), "insert")
+                                  self._live(), position, ffi.NULL, len(items)), "insert", runtime)
         try:
             for offset, item in enumerate(items):
                 address = self._element_address(position + offset)
@@ -431,12 +453,12 @@ class Array(_Container):
                 index = max(length + index, 0)
             self._insert_values(min(index, length), [value])
 
-    def pop(self, index: int = -1) -> Any:
+    def pop(self, index: int = -1) -> T:
         """Remove and return an element (a plain copy: the slot goes away)."""
         with self._rt._lock:
             position = _index(len(self), index)
             element = self._spec.elements[0]
-            value = element.to_python(self._rt, self._element_address(position))
+            value: T = element.to_python(self._rt, self._element_address(position))
             self._structure_changes()
             self._remove_at(position, 1)
             return value
@@ -463,17 +485,17 @@ class Array(_Container):
         """How many elements equal ``value``."""
         return sum(1 for item in self.to_python() if item == value or _same(item, value))
 
-    def __contains__(self, value: Any) -> bool:
+    def __contains__(self, value: object) -> bool:
         return any(item == value or _same(item, value) for item in self.to_python())
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[T]:
         element = self._spec.elements[0]
         pointer_type = getattr(element, "_pointer", None)
         if pointer_type is None:  # views, strings, references: one element at a time
             return self._iter_elements()
         return _chain(self._scalar_chunks(pointer_type))
 
-    def _iter_elements(self) -> Iterator[Any]:
+    def _iter_elements(self) -> Iterator[T]:
         for position in range(len(self)):
             if position >= len(self):
                 return
@@ -503,7 +525,7 @@ class Array(_Container):
             position += taken
             yield chunk
 
-    def __reversed__(self) -> Iterator[Any]:
+    def __reversed__(self) -> Iterator[T]:
         for position in range(len(self) - 1, -1, -1):
             yield self[position]
 
@@ -587,7 +609,7 @@ class ArraySpec(_ContainerSpec):
             element.check("element", item)
         array = ffi.cast(_ARRAY_POINTER, address)
         check(lib.zs_array_insert(runtime._ptr, owner, runtime._native_type(self), array,
-                                  array.count, ffi.NULL, len(items)), "insert")
+                                  array.count, ffi.NULL, len(items)), "insert", runtime)
         base = api_address(array.data) if items else 0
         for position, item in enumerate(items):
             element.initialize(runtime, owner, base + position * self.entry_size)
@@ -633,7 +655,7 @@ class _HashContainer(_Container):
         found = ffi.new("int64_t *")
         with _Temporary(runtime, spec, key) as address:
             check(lib.zs_hash_find(runtime._live_ptr(), runtime._native_type(self._spec), self._live(),
-                                   ffi.cast("void *", address), found), "find")
+                                   ffi.cast("void *", address), found), "find", runtime)
         return int(found[0])
 
     def _add(self, key: Any) -> tuple[int, bool]:
@@ -646,7 +668,8 @@ class _HashContainer(_Container):
             if self._find(key) < 0:
                 self._structure_changes()
             check(lib.zs_hash_add(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                  self._live(), ffi.cast("void *", address), index, added), "add")
+                                  self._live(), ffi.cast("void *", address), index, added),
+                  "add", runtime)
         return int(index[0]), bool(added[0])
 
     def _discard(self, key: Any) -> bool:
@@ -658,7 +681,8 @@ class _HashContainer(_Container):
         self._structure_changes()
         with _Temporary(runtime, spec, key) as address:
             check(lib.zs_hash_remove(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                     self._live(), ffi.cast("void *", address), removed), "remove")
+                                     self._live(), ffi.cast("void *", address), removed),
+                  "remove", runtime)
         return bool(removed[0])
 
     def _key_at(self, index: int) -> Any:
@@ -670,9 +694,9 @@ class _HashContainer(_Container):
         with runtime._lock:
             self._structure_changes()
             check(lib.zs_value_clear(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                     self._live()), "clear")
+                                     self._live()), "clear", runtime)
 
-    def __contains__(self, key: Any) -> bool:
+    def __contains__(self, key: object) -> bool:
         with self._rt._lock:
             return self._find(key) >= 0
 
@@ -682,7 +706,7 @@ class _HashContainer(_Container):
         return iter(keys)
 
 
-class Set(_HashContainer):
+class Set(_HashContainer, TypeParameters[T]):
     """A native hash set (``TSet``) with the ``set`` protocol.
 
     >>> import zsharp_py as zs
@@ -716,12 +740,12 @@ class Set(_HashContainer):
             if not self._discard(value):
                 raise KeyError(value)
 
-    def pop(self) -> Any:
-        """Remove and return an arbitrary element."""
+    def pop(self) -> T:
+        """Remove and return an arbitrary element (a plain copy)."""
         with self._rt._lock:
             if len(self) == 0:
                 raise KeyError("pop from an empty set")
-            value = self._key_at(len(self) - 1)
+            value: T = self._key_at(len(self) - 1)
             self._discard(value)
             return value
 
@@ -736,6 +760,10 @@ class Set(_HashContainer):
             for item in items:
                 self._add(item)
 
+    if TYPE_CHECKING:
+        def __iter__(self) -> Iterator[T]:
+            """The elements (plain copies)."""
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (Set, set, frozenset)):
             mine = list(self)
@@ -745,7 +773,7 @@ class Set(_HashContainer):
         return NotImplemented
 
 
-class Map(_HashContainer):
+class Map(_HashContainer, TypeParameters[K, V]):
     """A native hash map (``TMap``) with the ``dict`` protocol.
 
     >>> import zsharp_py as zs
@@ -774,12 +802,13 @@ class Map(_HashContainer):
         address = self._entry_address(index) + self._spec.value_offset
         return spec.read(self._rt, self, key, self._owner, address)
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: Any) -> V:
         with self._rt._lock:
             index = self._find(key)
             if index < 0:
                 raise KeyError(key)
-            return self._value_at(index)
+            value: V = self._value_at(index)
+            return value
 
     def __setitem__(self, key: Any, value: Any) -> None:
         runtime = self._rt
@@ -806,19 +835,27 @@ class Map(_HashContainer):
             if not self._discard(key):
                 raise KeyError(key)
 
+    @overload
+    def get(self, key: Any) -> V | None: ...
+    @overload
+    def get(self, key: Any, default: D) -> V | D: ...
     def get(self, key: Any, default: Any = None) -> Any:
         """The value for ``key``, or ``default``."""
         with self._rt._lock:
             index = self._find(key)
             return self._value_at(index) if index >= 0 else default
 
-    def setdefault(self, key: Any, default: Any = None) -> Any:
+    def setdefault(self, key: Any, default: Any = None) -> V:
         """The value for ``key``, inserting ``default`` first if absent."""
         with self._rt._lock:
             if self._find(key) < 0:
                 self[key] = default
             return self[key]
 
+    @overload
+    def pop(self, key: Any) -> V: ...
+    @overload
+    def pop(self, key: Any, default: D) -> V | D: ...
     def pop(self, key: Any, default: Any = _MISSING) -> Any:
         """Remove ``key`` and return its value (a plain copy)."""
         with self._rt._lock:
@@ -843,16 +880,20 @@ class Map(_HashContainer):
             for key, value in items:
                 self[key] = value
 
-    def keys(self) -> list[Any]:
+    def keys(self) -> list[K]:
         """The keys (plain copies), in entry order."""
         return list(self)
 
-    def values(self) -> list[Any]:
+    if TYPE_CHECKING:
+        def __iter__(self) -> Iterator[K]:
+            """The keys (plain copies), in entry order."""
+
+    def values(self) -> list[V]:
         """The values (views for struct/container/string values)."""
         with self._rt._lock:
             return [self._value_at(i) for i in range(len(self))]
 
-    def items(self) -> list[tuple[Any, Any]]:
+    def items(self) -> list[tuple[K, V]]:
         """``(key, value)`` pairs."""
         with self._rt._lock:
             return [(self._key_at(i), self._value_at(i)) for i in range(len(self))]
@@ -985,7 +1026,7 @@ def _hashable(value: Any) -> Any:
 # Optional
 # ---------------------------------------------------------------------------
 
-class Optional(_Container):
+class Optional(_Container, TypeParameters[T]):
     """A native optional (``TOptional``): a value or nothing.
 
     >>> import zsharp_py as zs
@@ -1015,6 +1056,10 @@ class Optional(_Container):
     def __bool__(self) -> bool:
         return self.is_set
 
+    @overload
+    def get(self) -> T | None: ...
+    @overload
+    def get(self, default: D) -> T | D: ...
     def get(self, default: Any = None) -> Any:
         """The value (a view for structs and containers), or ``default``."""
         with self._rt._lock:
@@ -1027,12 +1072,12 @@ class Optional(_Container):
             return spec.read(self._rt, self, "value", self._owner, self._address())
 
     @property
-    def value(self) -> Any:
+    def value(self) -> T:
         """The value; ``ValueError`` when unset."""
         with self._rt._lock:
             if not self.is_set:
                 raise ValueError(f"{type(self).__name__} is not set")
-            return self.get()
+            return cast("T", self.get())
 
     def set(self, value: Any) -> None:
         """Store a value (replacing any)."""
@@ -1044,7 +1089,7 @@ class Optional(_Container):
             self._structure_changes()
             native = runtime._native_type(self._spec)
             check(lib.zs_optional_set(runtime._live_ptr(), self._owner, native,
-                                      ffi.cast("void *", self._address()), ffi.NULL), "set")
+                                      ffi.cast("void *", self._address()), ffi.NULL), "set", runtime)
             try:
                 spec.initialize(runtime, self._owner, self._address())
                 spec.write(runtime, self._owner, self._address(), value)
@@ -1058,7 +1103,7 @@ class Optional(_Container):
         with runtime._lock:
             self._structure_changes()
             check(lib.zs_value_clear(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                     ffi.cast("void *", self._address())), "reset")
+                                     ffi.cast("void *", self._address())), "reset", runtime)
 
     def __eq__(self, other: object) -> bool:
         mine = self.to_python()
@@ -1116,7 +1161,7 @@ class OptionalSpec(_ContainerSpec):
         if value is None:
             return
         check(lib.zs_optional_set(runtime._ptr, owner, runtime._native_type(self),
-                                  ffi.cast("void *", address), ffi.NULL), "set")
+                                  ffi.cast("void *", address), ffi.NULL), "set", runtime)
         self.elements[0].initialize(runtime, owner, address)
         self.elements[0].write(runtime, owner, address, value)
 

@@ -206,7 +206,7 @@ def _store_binding(runtime: Runtime, binding: Any, parsed: _Binding) -> None:
     if status:
         if callable_id:
             runtime._unregister_callable(callable_id)
-        check(status, "bind")
+        check(status, "bind", runtime)
 
 
 def _add_binding(runtime: Runtime, array: Any, parsed: _Binding) -> None:
@@ -217,7 +217,7 @@ def _add_binding(runtime: Runtime, array: Any, parsed: _Binding) -> None:
     if status:
         if callable_id:
             runtime._unregister_callable(callable_id)
-        check(status, "add")
+        check(status, "add", runtime)
 
 
 def _call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -322,7 +322,7 @@ class Delegate(_DelegateBase):
         runtime = self._rt
         with runtime._lock:
             pointer = self._live()
-            check(lib.zs_binding_set(runtime._live_ptr(), pointer, 0, 0, 0), "unbind")
+            check(lib.zs_binding_set(runtime._live_ptr(), pointer, 0, 0, 0), "unbind", runtime)
 
     @property
     def is_bound(self) -> bool:
@@ -346,7 +346,7 @@ class Delegate(_DelegateBase):
                 return None
             obj = runtime._conjugate_of(handle)
             if obj is None:
-                check(lib.zs_binding_set(runtime._live_ptr(), pointer, 0, 0, 0), "unbind")
+                check(lib.zs_binding_set(runtime._live_ptr(), pointer, 0, 0, 0), "unbind", runtime)
                 return None
             name = _method_text(runtime, pointer.function_name)
         method = _find_method(obj, name)
@@ -448,7 +448,7 @@ class _MulticastBase(_DelegateBase):
     def _remove_at(self, index: int, count: int = 1) -> None:
         runtime = self._rt
         check(lib.zs_multicast_remove(runtime._live_ptr(), self._array(False), index, count),
-              "remove")
+              "remove", runtime)
 
     def remove(self, target: Any, function: str | None = None) -> bool:
         """Remove the first binding equal to the one given (a callable is
@@ -495,7 +495,7 @@ class _MulticastBase(_DelegateBase):
         with runtime._lock:
             pointer = self._live()
             check(lib.zs_value_clear(runtime._live_ptr(), self._owner,
-                                     runtime._native_type(self._spec), pointer), "clear")
+                                     runtime._native_type(self._spec), pointer), "clear", runtime)
 
     @property
     def is_bound(self) -> bool:
@@ -649,7 +649,7 @@ class SparseDelegate(_MulticastBase):
         runtime = self._rt
         out = ffi.new("zs_array **")
         check(lib.zs_sparse_bindings(runtime._live_ptr(), self._live(), 1 if create else 0, out),
-              "sparse delegate")
+              "sparse delegate", runtime)
         return out[0]
 
     def _emptied(self) -> None:
@@ -657,7 +657,8 @@ class SparseDelegate(_MulticastBase):
         if array != ffi.NULL and array.count == 0:
             runtime = self._rt
             check(lib.zs_value_clear(runtime._live_ptr(), self._owner,
-                                     runtime._native_type(self._spec), self._live()), "clear")
+                                     runtime._native_type(self._spec), self._live()),
+                  "clear", runtime)
 
 
 def _iterate_bindings(what: str, value: Any) -> list[Any]:
@@ -758,11 +759,12 @@ class DelegateSpec(_DelegateSpec):
                 if value._address() != address:
                     check(lib.zs_value_assign(runtime._ptr, owner, self.native(runtime),
                                               ffi.cast("void *", address),
-                                              ffi.cast("void *", value._address())), "assign")
+                                              ffi.cast("void *", value._address())),
+                          "assign", runtime)
                 return
             value = value.to_python()
         if value is None:
-            check(lib.zs_binding_set(runtime._ptr, binding, 0, 0, 0), "unbind")
+            check(lib.zs_binding_set(runtime._ptr, binding, 0, 0, 0), "unbind", runtime)
             return
         _store_binding(runtime, binding, _parse(runtime, "Delegate", value))
 
@@ -797,7 +799,7 @@ class MulticastSpec(_DelegateSpec):
         if isinstance(value, self.cls) and value._rt is runtime:
             if value._address() != address:
                 check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                          ffi.cast("void *", value._address())), "assign")
+                                          ffi.cast("void *", value._address())), "assign", runtime)
             return
         bindings = [] if value is None else _iterate_bindings(self.describe(), value)
         parsed = [_parse(runtime, self.describe(), binding) for binding in bindings]
@@ -807,7 +809,7 @@ class MulticastSpec(_DelegateSpec):
             for binding in parsed:
                 _add_binding(runtime, array, binding)
             check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                      ffi.cast("void *", temporary._address())), "assign")
+                                      ffi.cast("void *", temporary._address())), "assign", runtime)
         finally:
             temporary.dispose()
 

@@ -397,4 +397,5 @@ class FieldPathSpec(PropertyKind):
         """Store the path's full form."""
         data = self._convert(value).full_path.encode("utf-8")
         check(lib.zs_string_assign(runtime._ptr, self.native(runtime),
-                                   ffi.cast(_STRING_POINTER, address), data, len(data)), "FieldPath")
+                                   ffi.cast(_STRING_POINTER, address), data, len(data)),
+              "FieldPath", runtime)

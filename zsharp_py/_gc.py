@@ -133,7 +133,7 @@ class GarbageCollector:
             if lib.zs_gc_phase_of(pointer) in (_MARKING, _GATHERING):
                 raise RuntimeError("an incremental cycle is already in progress")
             runtime._expire_dying()
-            check(lib.zs_gc_start_incremental(pointer), "start_incremental")
+            check(lib.zs_gc_start_incremental(pointer), "start_incremental", self._rt)
             self._last_expired = 0
 
     def step(self, budget_s: float = 0.001) -> bool:
@@ -153,7 +153,7 @@ class GarbageCollector:
             phase = lib.zs_gc_phase_of(pointer)
             progressed = False
             if phase in (_MARKING, _GATHERING):
-                check(lib.zs_gc_step(pointer, _nanoseconds(budget_s), done), "gc.step")
+                check(lib.zs_gc_step(pointer, _nanoseconds(budget_s), done), "gc.step", self._rt)
                 if not done[0]:
                     return False
                 progressed = True
@@ -169,7 +169,8 @@ class GarbageCollector:
             remaining = deadline - time.perf_counter()
             if remaining <= 0 and progressed:
                 return False
-            check(lib.zs_gc_purge(pointer, _nanoseconds(max(remaining, 0.0)), done), "gc.step")
+            check(lib.zs_gc_purge(pointer, _nanoseconds(max(remaining, 0.0)), done), "gc.step",
+                  self._rt)
             return bool(done[0])
 
     def tick(self, dt: float) -> GcTick:
@@ -227,7 +228,7 @@ class GarbageCollector:
     def _debug_disable_barrier(self, disabled: bool) -> None:
         """Test-only: make the write barrier do nothing (proves tests catch it)."""
         check(self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_DISABLE_BARRIER, int(disabled)),
-              "debug")
+              "debug", self._rt)
 
     def _apply_stress(self, stress: GcStress) -> None:
         """Set the native stress switches of ``stress``."""
@@ -238,11 +239,12 @@ class GarbageCollector:
                             (lib.ZS_DEBUG_ALLOC_LIMIT, stress.allocation_limit)):
             if value < 0:
                 raise ValueError(f"stress settings must be >= 0, got {stress!r}")
-            check(self._rt._call(lib.zs_debug_set, what, value), "stress")
+            check(self._rt._call(lib.zs_debug_set, what, value), "stress", self._rt)
 
     def _debug_parallel_threshold(self, objects: int) -> None:
         """Test-only: live objects needed before a full mark goes parallel."""
-        check(self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_PARALLEL_THRESHOLD, objects), "debug")
+        check(self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_PARALLEL_THRESHOLD, objects), "debug",
+              self._rt)
 
 
 def _nanoseconds(seconds: float) -> int:

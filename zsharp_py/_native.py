@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import cffi
 
+from ._errors import ZS_E_DYING, raise_status
 from ._native_lib import ffi, lib
 
-__all__ = ["ffi", "lib", "layout_ffi", "declare_struct", "member_name", "check"]
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+__all__ = ["ffi", "lib", "layout_ffi", "declare_struct", "member_name", "check", "refused"]
 
 layout_ffi = cffi.FFI()
 layout_ffi.cdef(
@@ -101,9 +105,23 @@ def layout_pointer(pointer_type: Any, native: Any) -> Any:
     return layout_ffi.cast(pointer_type, int(ffi.cast(_UINTPTR, native)))
 
 
-def check(status: int, context: str) -> None:
-    """Raise for a non-zero native status."""
+def check(status: int, context: str, runtime: Runtime | None) -> None:
+    """Raise for a non-zero native status of a call made on ``runtime``'s
+    heap (None only for a call on no runtime: creating one). See ``refused``."""
     if status:
-        from ._errors import raise_status
+        refused(status, context, runtime)
 
-        raise_status(status, context)
+
+def refused(status: int, context: str, runtime: Runtime | None) -> NoReturn:
+    """Raise the exception for a native status (non-zero) of a call made on
+    ``runtime``'s heap.
+
+    The one place that handles ``ZS_E_DYING``: the heap refused the call
+    because an object it names is dying (gathered by an incremental cycle
+    whose budgeted expiry has not reached its conjugate yet). The runtime
+    expires every pending conjugate first, so the ``ExpiredConjugateError``
+    reaches the caller with that object's ``is_expired`` already True.
+    """
+    if status == ZS_E_DYING and runtime is not None:
+        runtime._expire_refused_dying()
+    raise_status(status, context)

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from . import _core
 from ._conjugate import FIXED_CLASS, ExpiredPointer, expired_error, expired_reason
-from ._errors import ZS_E_DYING, ExpiredConjugateError, raise_status
-from ._native import check, declare_struct, ffi, layout_address, layout_ffi, lib, member_name
+from ._errors import ExpiredConjugateError
+from ._native import (check, declare_struct, ffi, layout_address, layout_ffi, lib, member_name,
+                      refused)
 from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
 if TYPE_CHECKING:
@@ -242,12 +243,14 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     # ---- lifetime control ---------------------------------------------
     def add_to_root(self) -> None:
         """Add the object to the root set: it survives every collection."""
-        check(self._live_runtime()._call(lib.zs_add_to_root, self._h), self._what("add_to_root"))
+        runtime = self._live_runtime()
+        check(runtime._call(lib.zs_add_to_root, self._h), self._what("add_to_root"), runtime)
 
     def remove_from_root(self) -> None:
         """Remove the object from the root set."""
-        check(self._live_runtime()._call(lib.zs_remove_from_root, self._h),
-              self._what("remove_from_root"))
+        runtime = self._live_runtime()
+        check(runtime._call(lib.zs_remove_from_root, self._h), self._what("remove_from_root"),
+              runtime)
 
     @property
     def is_rooted(self) -> bool:
@@ -261,8 +264,8 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
         collection (they are *killable*). Roots, strong pointers and inner
         objects' ``outer`` (an immutable reference) still keep it alive.
         """
-        check(self._live_runtime()._call(lib.zs_mark_as_garbage, self._h),
-              self._what("mark_as_garbage"))
+        runtime = self._live_runtime()
+        check(runtime._call(lib.zs_mark_as_garbage, self._h), self._what("mark_as_garbage"), runtime)
 
     @property
     def is_garbage(self) -> bool:
@@ -286,8 +289,9 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
 
     def dissolve_cluster(self) -> None:
         """Turn the cluster this object belongs to back into ordinary objects."""
-        check(self._live_runtime()._call(lib.zs_dissolve_cluster, self._h),
-              self._what("dissolve_cluster"))
+        runtime = self._live_runtime()
+        check(runtime._call(lib.zs_dissolve_cluster, self._h), self._what("dissolve_cluster"),
+              runtime)
 
     @property
     def cluster(self) -> ClusterInfo | None:
@@ -393,10 +397,9 @@ def _reference_store_failed(self: Object, value: Any, what: str) -> None:
 
 
 def _reference_store_refused(runtime: Runtime, status: int, what: str) -> NoReturn:
-    """Raise for a refused store; a dying holder or target expires first."""
-    if status == ZS_E_DYING:
-        runtime._expire_refused_dying()
-    raise_status(status, what)
+    """Raise for a refused store (the C setters call this); a dying holder
+    or target expires first (``_native.refused``)."""
+    refused(status, what, runtime)
 
 
 def _make_reference_setter(what: str, target: type, offset: int) -> Any:
@@ -423,8 +426,7 @@ def _write_ref(runtime: Any, owner: int, native_type: Any, address: int, value: 
     ref = value._h if value is not None else 0
     status = lib.zs_value_store_ref(runtime._ptr, owner, native_type,
                                     ffi.cast(_REF_POINTER, address), ref)
-    if status:
-        _reference_store_refused(runtime, status, "store")
+    check(status, "store", runtime)
 
 
 def owner_handle(holder: Any) -> int:

@@ -32,9 +32,12 @@ import typing
 import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from typing_extensions import Self, TypeVar
+
 from ._native import api_address, check, declare_struct, ffi, layout_address, layout_ffi, lib
 from ._object import Object, ObjectMeta
 from ._types import PropertyKind
+from ._typing import TypeParameters
 from ._values import ImmutableValue, ValueConjugate, make_black, make_view
 
 if TYPE_CHECKING:
@@ -46,6 +49,10 @@ __all__ = ["Interface", "SubclassOf", "SoftObjectPtr", "SoftClassPtr", "LazyObje
 _STRING_POINTER = ffi.typeof("zs_string *")
 _U32_POINTER = ffi.typeof("uint32_t *")
 _NULL_ID = bytes(16)
+
+# The target type parameter (for type checkers: see _typing). An unspecialised
+# wrapper targets zs.Object at run time, hence the default.
+T = TypeVar("T", bound=Object, default=Object)
 
 
 # ---------------------------------------------------------------------------
@@ -86,6 +93,9 @@ class Interface:
         if isinstance(value, type):
             return issubclass(value, cls)
         return isinstance(value, cls)
+
+
+I = TypeVar("I", bound=Interface)  # ScriptInterface's type parameter (_typing)
 
 
 # ---------------------------------------------------------------------------
@@ -193,7 +203,7 @@ class _WrapperSpec(PropertyKind):
 # SubclassOf
 # ---------------------------------------------------------------------------
 
-class SubclassOf(ImmutableValue, _Specialised):
+class SubclassOf(ImmutableValue, _Specialised, TypeParameters[T]):
     """A class constrained to ``T`` or a subclass (``TSubclassOf<T>``).
 
     An immutable value: ``zs.SubclassOf[Actor](Hero)`` checks the class and
@@ -211,7 +221,7 @@ class SubclassOf(ImmutableValue, _Specialised):
     __slots__ = ("_cls",)
     _cls: type[Object] | None
 
-    def __init__(self, cls: Any = None) -> None:
+    def __init__(self, cls: type[T] | SubclassOf[T] | None = None) -> None:
         object.__setattr__(self, "_cls", type(self)._convert(_describe(type(self)), cls))
 
     @classmethod
@@ -233,15 +243,15 @@ class SubclassOf(ImmutableValue, _Specialised):
     def _zs_value_spec(cls, owner: type) -> PropertyKind:
         return SubclassOfSpec(cls)
 
-    def get(self) -> type[Object] | None:
+    def get(self) -> type[T] | None:
         """The class (None when empty)."""
-        return self._cls
+        return typing.cast("type[T] | None", self._cls)
 
-    def new(self, *args: Any, **kwargs: Any) -> Object:
+    def new(self, *args: Any, **kwargs: Any) -> T:
         """Create an object of the class (``Actor(name=..., outer=..., ...)``)."""
         if self._cls is None:
             raise TypeError("SubclassOf is empty: no class to create")
-        return self._cls(*args, **kwargs)
+        return typing.cast("T", self._cls(*args, **kwargs))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -344,7 +354,7 @@ def _lookup(runtime: Runtime, persistent: bytes) -> Object | None:
         return obj
 
 
-class LazyObjectPtr(ImmutableValue, _Specialised):
+class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
     """A reference by persistent id (``TLazyObjectPtr<T>``): survives the
     object being destroyed and re-created with the same id.
 
@@ -370,7 +380,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised):
     _id: bytes
     _rt: Runtime | None
 
-    def __init__(self, value: Any = None) -> None:
+    def __init__(self, value: T | LazyObjectPtr[T] | uuid.UUID | str | bytes | None = None) -> None:
         persistent, runtime = type(self)._convert(_describe(type(self)), value)
         object.__setattr__(self, "_id", persistent)
         object.__setattr__(self, "_rt", runtime)
@@ -407,7 +417,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised):
         return uuid.UUID(bytes=found) if found is not None else None
 
     @classmethod
-    def bind(cls, obj: Object, persistent_id: Any) -> Any:
+    def bind(cls, obj: Object, persistent_id: Any) -> Self:
         """Give ``obj`` the persistent id (``uuid.UUID``, its str, or 16
         bytes), taking it over from any previous holder; ``obj`` loses the id
         it had. Returns a pointer to it."""
@@ -426,7 +436,8 @@ class LazyObjectPtr(ImmutableValue, _Specialised):
                 runtime._lazy_ids.pop(previous_id, None)
             runtime._lazy_ids[persistent] = obj._h
             runtime._lazy_handles[obj._h] = persistent
-        return cls._make(persistent, runtime)
+        made: Self = cls._make(persistent, runtime)
+        return made
 
     @property
     def id(self) -> uuid.UUID | None:
@@ -438,7 +449,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised):
         """Whether there is no id at all."""
         return self._id == _NULL_ID
 
-    def get(self) -> Any:
+    def get(self) -> T | None:
         """The live object holding the id, if it is a ``T``; else None.
         Resolves in the pointer's runtime (or the current one, for a
         pointer made from a bare id)."""
@@ -450,7 +461,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised):
 
             runtime = current_runtime()
         obj = _lookup(runtime, self._id)
-        return obj if isinstance(obj, type(self)._zs_target()) else None
+        return typing.cast("T", obj) if isinstance(obj, type(self)._zs_target()) else None
 
     @property
     def is_valid(self) -> bool:
@@ -546,7 +557,8 @@ def _find_by_path(runtime: Runtime, path: str) -> Object | None:
                 index, number = runtime._intern(segment)
             except ValueError:
                 return None
-            check(lib.zs_find_object(runtime._ptr, outer, index, number, out), "find object")
+            check(lib.zs_find_object(runtime._ptr, outer, index, number, out), "find object",
+                  runtime)
             outer = out[0]
             if not outer:
                 return None
@@ -563,7 +575,7 @@ class _SoftPointer(ValueConjugate, _Specialised):
 
     __slots__ = ()
 
-    def __new__(cls, value: Any = None) -> Any:
+    def __new__(cls, value: Any = None) -> Self:
         from ._runtime import current_runtime
 
         runtime = value._live_runtime() if isinstance(value, Object) else current_runtime()
@@ -576,7 +588,8 @@ class _SoftPointer(ValueConjugate, _Specialised):
             except BaseException:
                 pointer.dispose()
                 raise
-        return pointer
+        made: Self = pointer
+        return made
 
     def __init__(self, value: Any = None) -> None:
         """Construction happens in ``__new__``."""
@@ -647,7 +660,7 @@ class _SoftPointer(ValueConjugate, _Specialised):
         return f"<{_describe(type(self))} ({colour}) {self.path!r}>"
 
 
-class SoftObjectPtr(_SoftPointer):
+class SoftObjectPtr(_SoftPointer, TypeParameters[T]):
     """A reference to an object by path (``TSoftObjectPtr<T>``).
 
     The path is the names of the object's outers and its own, joined by dots
@@ -688,13 +701,17 @@ class SoftObjectPtr(_SoftPointer):
         raise TypeError(f"{what} needs a path (str), a zs.Object, a SoftObjectPtr or None, "
                         f"not {type(value).__name__}")
 
-    def get(self) -> Any:
+    if TYPE_CHECKING:
+        def __init__(self, value: T | SoftObjectPtr[T] | str | None = None) -> None:
+            """Construction happens in ``__new__``."""
+
+    def get(self) -> T | None:
         """The live object at the path if it is a ``T``, else None."""
         obj = _find_by_path(self._rt, self.path)
-        return obj if isinstance(obj, type(self)._zs_target()) else None
+        return typing.cast("T", obj) if isinstance(obj, type(self)._zs_target()) else None
 
 
-class SoftClassPtr(_SoftPointer):
+class SoftClassPtr(_SoftPointer, TypeParameters[T]):
     """A reference to a class by path (``TSoftClassPtr<T>``).
 
     The path is ``"module.QualifiedName"`` (a bare class name is accepted
@@ -736,7 +753,12 @@ class SoftClassPtr(_SoftPointer):
         raise TypeError(f"{what} needs a class, a path (str), a SoftClassPtr or None, "
                         f"not {type(value).__name__}")
 
-    def get(self) -> Any:
+    if TYPE_CHECKING:
+        def __init__(self, value: type[T] | SoftClassPtr[T] | SubclassOf[T] | str | None = None
+                     ) -> None:
+            """Construction happens in ``__new__``."""
+
+    def get(self) -> type[T] | None:
         """The class if it is registered in this runtime and derives from
         ``T``, else None. A bare name that several registered classes share
         raises ``LookupError``."""
@@ -754,9 +776,9 @@ class SoftClassPtr(_SoftPointer):
         if not exact:
             return None
         found = exact[-1]
-        return found if issubclass(found, type(self)._zs_target()) else None
+        return typing.cast("type[T]", found) if issubclass(found, type(self)._zs_target()) else None
 
-    def load(self) -> Any:
+    def load(self) -> type[T]:
         """The class, imported (``module.QualifiedName``) and registered in
         this runtime if needed. ``LookupError`` if it cannot be found,
         ``TypeError`` if it is not ``T`` or a subclass."""
@@ -773,7 +795,7 @@ class SoftClassPtr(_SoftPointer):
         with runtime._lock:
             runtime._live_ptr()
             runtime._native_class(typing.cast("type[Object]", cls))
-        return cls
+        return typing.cast("type[T]", cls)
 
 
 def _import_class(path: str) -> Any:
@@ -837,7 +859,8 @@ class SoftSpec(_WrapperSpec):
         if len(data) > 1 << 30:
             raise ValueError(f"{self.describe()}: path too long")
         check(lib.zs_string_assign(runtime._ptr, self.native(runtime),
-                                   ffi.cast(_STRING_POINTER, address), data, len(data)), "path")
+                                   ffi.cast(_STRING_POINTER, address), data, len(data)),
+              "path", runtime)
 
     def to_python(self, runtime: Runtime, address: int) -> str:
         """The path."""
@@ -867,7 +890,7 @@ def _interface_id(runtime: Runtime, interface: type) -> int:
     return found
 
 
-class ScriptInterface(ValueConjugate, _Specialised):
+class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
     """An object together with the interface it is used through
     (``TScriptInterface<I>``): ``zs.ScriptInterface[IDamageable](crate)``.
 
@@ -885,7 +908,7 @@ class ScriptInterface(ValueConjugate, _Specialised):
     _zs_bound = Interface
     _zs_needs_target = True
 
-    def __new__(cls, obj: Any = None) -> Any:
+    def __new__(cls, obj: Any = None) -> Self:
         from ._runtime import current_runtime
 
         spec = ScriptInterfaceSpec(cls)
@@ -898,9 +921,10 @@ class ScriptInterface(ValueConjugate, _Specialised):
             except BaseException:
                 value.dispose()
                 raise
-        return value
+        made: Self = value
+        return made
 
-    def __init__(self, obj: Any = None) -> None:
+    def __init__(self, obj: I | ScriptInterface[I] | None = None) -> None:
         """Construction happens in ``__new__``."""
 
     @classmethod
@@ -908,20 +932,20 @@ class ScriptInterface(ValueConjugate, _Specialised):
         return ScriptInterfaceSpec(cls)
 
     @property
-    def interface(self) -> type:
+    def interface(self) -> type[I]:
         """The interface (``T``)."""
-        return type(self)._zs_target()
+        return typing.cast("type[I]", type(self)._zs_target())
 
     @property
-    def object(self) -> Any:
+    def object(self) -> I | None:
         """The object, or None."""
         pointer = self._live()
         handle = pointer.object
         if not handle:
             return None
-        return self._rt._conjugate_of(handle)
+        return typing.cast("I | None", self._rt._conjugate_of(handle))
 
-    def get(self) -> Any:
+    def get(self) -> I | None:
         """The object (used through the interface), or None."""
         return self.object
 
@@ -952,7 +976,8 @@ class ScriptInterface(ValueConjugate, _Specialised):
         if isinstance(other, ScriptInterface):
             return self.object is other.object
         if other is None or isinstance(other, Object):
-            return self.object is other
+            held: builtins.object = self.object
+            return held is other
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]  # mutable
@@ -969,7 +994,7 @@ class ScriptInterfaceSpec(_WrapperSpec):
     uint32_t interface;}``, the object reference traced (strong, killable)."""
 
     __slots__ = ()
-    cls: type[ScriptInterface]
+    cls: type[ScriptInterface[Any]]
 
     @property
     def c_type(self) -> str:  # type: ignore[override]
@@ -1012,7 +1037,7 @@ class ScriptInterfaceSpec(_WrapperSpec):
         item = _INTERFACE_LAYOUT.item
         check(lib.zs_type_struct(runtime._ptr, b"ScriptInterface", layout_ffi.sizeof(item),
                                  layout_ffi.alignof(item), members, 2, out),
-              "registering ScriptInterface")
+              "registering ScriptInterface", runtime)
         return out[0]
 
     def address_of(self, pointer: Any) -> int:
@@ -1037,7 +1062,8 @@ class ScriptInterfaceSpec(_WrapperSpec):
         slot = ffi.cast("zs_ref *", address + layout_ffi.offsetof(_INTERFACE_LAYOUT.item,
                                                                     "object"))
         check(lib.zs_value_store_ref(runtime._ptr, owner, runtime._basic_type(2, 8, 8), slot,
-                                     value._h if value is not None else 0), "ScriptInterface")
+                                     value._h if value is not None else 0),
+              "ScriptInterface", runtime)
         pointer.interface = _interface_id(runtime, self.cls._zs_target()) if value is not None else 0
 
     def to_python(self, runtime: Runtime, address: int) -> Any:

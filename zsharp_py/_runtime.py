@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from . import _core, _object
 from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
                          expired_error, make_expired)
-from ._errors import ZS_E_DYING, ExpiredConjugateError, raise_status
+from ._errors import ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats, GcStress
-from ._native import check, ffi, layout_address, layout_ffi, lib
+from ._native import check, ffi, layout_address, layout_ffi, lib, refused
 from ._object import ClassLayout, ClusterInfo, Object, class_layout
 from ._values import REASON_PARENT, expire_cache, expire_views
 
@@ -105,7 +105,7 @@ class Runtime(_core.RuntimeCore):
         if not black_conjugates_are_roots:
             options.flags |= lib.ZS_RUNTIME_BLACK_NOT_ROOTS
         out = ffi.new("zs_runtime **")
-        check(lib.zs_runtime_new(options, out), "Runtime()")
+        check(lib.zs_runtime_new(options, out), "Runtime()", None)
         self._ptr: Any = out[0]
         self._core_open(int(ffi.cast("uintptr_t", self._ptr)))
         self.black_conjugates_are_roots = bool(black_conjugates_are_roots)
@@ -218,18 +218,18 @@ class Runtime(_core.RuntimeCore):
 
     def _call(self, function: Callable[..., int], *args: Any) -> int:
         """Call a native function on this runtime's heap, holding the lock so
-        that ``close()`` on another thread cannot free the heap mid-call."""
+        that ``close()`` on another thread cannot free the heap mid-call.
+        Returns the status: ``check(status, what, runtime)`` raises for it."""
         with self._lock:
             status: int = function(self._live_ptr(), *args)
-            if status == ZS_E_DYING:
-                self._expire_refused_dying()
             return status
 
     def _expire_refused_dying(self) -> None:
         """A call was refused because an object is dying (gathered by an
         incremental cycle whose budgeted expiry has not reached it yet):
         expire every pending conjugate now, so that the refused object's
-        conjugate already reads as expired when the error reaches the caller."""
+        conjugate already reads as expired when the error reaches the caller.
+        Called by ``_native.refused`` only (every refused call goes there)."""
         with self._lock:
             if not self._closed:
                 self.gc._last_expired += self._expire_dying()
@@ -241,7 +241,7 @@ class Runtime(_core.RuntimeCore):
 
     def close_disregard_for_gc(self) -> None:
         """End the start-up window opened by ``Runtime(disregard_for_gc=True)``."""
-        check(self._call(lib.zs_close_disregard_for_gc), "close_disregard_for_gc")
+        check(self._call(lib.zs_close_disregard_for_gc), "close_disregard_for_gc", self)
 
     # ---- garbage collection --------------------------------------------
     def collect_garbage(self) -> GcStats:
@@ -253,9 +253,9 @@ class Runtime(_core.RuntimeCore):
         with self._collection("collect_garbage()") as pointer:
             self._flush_deferred()
             self._expire_dying()  # a pending cycle's (counted in that cycle)
-            check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage")
+            check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage", self)
             self.gc._last_expired = self._expire_dying()
-            check(lib.zs_gc_purge(pointer, 0, ffi.NULL), "collect_garbage")
+            check(lib.zs_gc_purge(pointer, 0, ffi.NULL), "collect_garbage", self)
         return self.gc.stats()
 
     def _create_cluster(self, root: Object) -> int:
@@ -264,17 +264,17 @@ class Runtime(_core.RuntimeCore):
         if status == 5:  # ZS_E_BUSY
             raise RuntimeError("create_cluster: not possible while an incremental mark is "
                                "pending (finish it with rt.gc.step() or collect_garbage())")
-        check(status, f"{type(root).__name__}.create_cluster")
+        check(status, f"{type(root).__name__}.create_cluster", self)
         return int(size[0])
 
     def _cluster_info(self, handle: int) -> ClusterInfo | None:
         with self._lock:
             index = ffi.new("int32_t *")
-            check(lib.zs_object_cluster(self._live_ptr(), handle, index), "cluster")
+            check(lib.zs_object_cluster(self._live_ptr(), handle, index), "cluster", self)
             if index[0] < 0:
                 return None
             info = ffi.new("zs_cluster_info *")
-            check(lib.zs_cluster_get_info(self._ptr, index[0], info), "cluster")
+            check(lib.zs_cluster_get_info(self._ptr, index[0], info), "cluster", self)
             return ClusterInfo(self._conjugate_of(info.root), info.objects,
                                info.referenced_clusters, info.mutable_objects,
                                info.referenced_by)
@@ -345,7 +345,7 @@ class Runtime(_core.RuntimeCore):
         callables, free = self._callables, self._free_callable_ids
         while True:
             check(lib.zs_take_released_callables(self._ptr, buffer, _CALLABLE_BATCH, count),
-                  "releasing delegate callables")
+                  "releasing delegate callables", self)
             for callable_id in ffi.unpack(buffer, count[0]):
                 if callables.pop(callable_id, None) is not None:
                     free.append(callable_id)
@@ -367,7 +367,7 @@ class Runtime(_core.RuntimeCore):
         native = self._basic_types.get(key)
         if native is None:
             check(lib.zs_type_basic(self._live_ptr(), kind, size, align, self._type_out),
-                  "registering a type")
+                  "registering a type", self)
             native = self._basic_types[key] = self._type_out[0]
         return native
 
@@ -390,7 +390,7 @@ class Runtime(_core.RuntimeCore):
             native = self._native_type(spec)
             handle = ffi.new("zs_ref *")
             block = ffi.new("void **")
-            check(lib.zs_value_new(pointer, native, handle, block), "creating a value")
+            check(lib.zs_value_new(pointer, native, handle, block), "creating a value", self)
             value = spec.new_black(self, block[0], handle[0])
             self._blacks[handle[0]] = value
             return value
@@ -399,7 +399,7 @@ class Runtime(_core.RuntimeCore):
         with self._lock:
             self._blacks.pop(handle, None)
             if not self._closed:
-                check(lib.zs_value_free(self._ptr, handle), "dispose")
+                check(lib.zs_value_free(self._ptr, handle), "dispose", self)
 
     def _clone_value(self, spec: Any, source: Any) -> Any:
         """A black deep copy of a live value conjugate."""
@@ -410,7 +410,7 @@ class Runtime(_core.RuntimeCore):
                 check(lib.zs_value_assign(self._ptr, 0, self._native_type(spec),
                                           ffi.cast("void *", spec.address_of(copy._p)),
                                           ffi.cast("void *", spec.address_of(source._p))),
-                      "clone")
+                      "clone", self)
             except BaseException:
                 copy.dispose()
                 raise
@@ -423,7 +423,7 @@ class Runtime(_core.RuntimeCore):
     def _release_strong(self, handle: int) -> None:
         with self._lock:
             if not self._closed:
-                check(lib.zs_release_strong_ref(self._ptr, handle), "StrongObjectPtr.dispose")
+                check(lib.zs_release_strong_ref(self._ptr, handle), "StrongObjectPtr.dispose", self)
 
     # ---- objects and conjugates -----------------------------------------
     def _native_class(self, cls: type[Object]) -> Any:
@@ -444,7 +444,7 @@ class Runtime(_core.RuntimeCore):
             "name": name, "parent": parent, "instance_size": layout.size, "flags": layout.class_flags,
             "members": members, "member_count": len(layout.own_members)})
         out = ffi.new("zs_class **")
-        check(lib.zs_class_register(self._ptr, desc, out), f"registering class {cls.__name__}")
+        check(lib.zs_class_register(self._ptr, desc, out), f"registering class {cls.__name__}", self)
         native = out[0]
         class_id = lib.zs_class_id(native)
         while len(self._classes_by_id) <= class_id:
@@ -513,8 +513,8 @@ class Runtime(_core.RuntimeCore):
             try:
                 handle = _object_new_conjugate(self._ptr, native, outer._h if outer else 0,
                                                index, number, image, image_size, pointer_out)
-                if handle < _FIRST_REF:  # a status, not a handle
-                    raise_status(handle, f"{cls.__name__}()")
+                if handle < _FIRST_REF:  # a status, not a handle (say, a dying outer)
+                    refused(handle, f"{cls.__name__}()", self)
                 conjugate: Object = self._adopt(cls, handle, _address(pointer_out[0]))
                 if more or properties:
                     self._initialize(conjugate, layout, handle, properties)
@@ -618,7 +618,7 @@ class Runtime(_core.RuntimeCore):
 
     def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
         flag = ffi.new("int *")
-        check(self._call(function, handle, flag), "query")
+        check(self._call(function, handle, flag), "query", self)
         return bool(flag[0])
 
     def __repr__(self) -> str:

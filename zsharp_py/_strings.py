@@ -72,7 +72,7 @@ class _StringBase(ValueConjugate):
         with runtime._lock:
             pointer = self._live()
             check(lib.zs_string_assign(runtime._live_ptr(), runtime._native_type(self._spec),
-                                       pointer, data, len(data) // self._unit), "string")
+                                       pointer, data, len(data) // self._unit), "string", runtime)
 
     def __str__(self) -> str:
         pointer = self._live()
@@ -200,7 +200,7 @@ class StringSpec(PropertyKind):
         data = self.cls._encode(self.cls._text_of(value))
         check(lib.zs_string_assign(runtime._ptr, runtime._native_type(self),
                                    ffi.cast(_STRING_POINTER, address), data,
-                                   len(data) // self.cls._unit), "string")
+                                   len(data) // self.cls._unit), "string", runtime)
 
     def to_python(self, runtime: Runtime, address: int) -> str:
         """The text as ``str``."""

@@ -252,7 +252,7 @@ class StructSpec(PropertyKind):
         array = ffi.new("zs_type_member[]", members or [(ffi.NULL, 0)])
         name = ffi.new("char[]", self.cls.__name__.encode("utf-8"))
         check(lib.zs_type_struct(runtime._ptr, name, layout.size, layout.align, array, len(members),
-                                 out), f"registering struct {self.cls.__name__}")
+                                 out), f"registering struct {self.cls.__name__}", runtime)
         return out[0]
 
     def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
@@ -269,7 +269,7 @@ class StructSpec(PropertyKind):
             source = layout_address(value._live())
             check(lib.zs_value_assign(runtime._ptr, owner, runtime._native_type(self),
                                       ffi.cast("void *", address), ffi.cast("void *", source)),
-                  "struct copy")
+                  "struct copy", runtime)
             return
         self.check(self.cls.__name__, value)
         layout = self.layout

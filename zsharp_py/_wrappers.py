@@ -91,7 +91,7 @@ class StrongObjectPtr(Generic[T]):
             raise TypeError("StrongObjectPtr is already initialised; create a new one")
         runtime = obj._live_runtime()
         self._disposed = REASON_DISPOSED  # until the native reference is really taken
-        check(runtime._call(lib.zs_add_strong_ref, obj._h), "StrongObjectPtr")
+        check(runtime._call(lib.zs_add_strong_ref, obj._h), "StrongObjectPtr", runtime)
         self._rt, self._h, self._target = runtime, obj._h, obj
         self._disposed = None
 

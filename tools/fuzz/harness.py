@@ -114,9 +114,9 @@ class Reader:
 # ---- the classes the harness drives ------------------------------------------------
 
 
-# zsharp_py's value types are subscripted at run time (``Array[FNode]``)
-# but are not generic to mypy: class bodies say ``# type: ignore[type-arg]``
-# and code elsewhere subscripts them through these untyped names.
+# The generic value types, untyped: the harness subscripts them in tables
+# and feeds them deliberately malformed arguments, which their typed
+# signatures would (rightly) refuse.
 Array: Any = zs.Array
 Map: Any = zs.Map
 Set: Any = zs.Set
@@ -168,16 +168,16 @@ class FNode(zs.Object, cluster_root=True, can_be_in_cluster=True):
     ref: "FNode | None"
     leaf: "FLeaf | None"
     weak: zs.WeakObjectPtr["FNode"]
-    nodes: zs.Array["FNode"]  # type: ignore[type-arg]
-    nums: zs.Array[zs.Int32]  # type: ignore[type-arg]
-    vecs: zs.Array[FVec]  # type: ignore[type-arg]
-    words: zs.Array[zs.String]  # type: ignore[type-arg]
-    scores: zs.Map[zs.Name, zs.Int32]  # type: ignore[type-arg]
-    owners: zs.Map[zs.Int32, "FNode"]  # type: ignore[type-arg]
-    members: zs.Set["FNode"]  # type: ignore[type-arg]
-    tags: zs.Set[zs.Name]  # type: ignore[type-arg]
+    nodes: zs.Array["FNode"]
+    nums: zs.Array[zs.Int32]
+    vecs: zs.Array[FVec]
+    words: zs.Array[zs.String]
+    scores: zs.Map[zs.Name, zs.Int32]
+    owners: zs.Map[zs.Int32, "FNode"]
+    members: zs.Set["FNode"]
+    tags: zs.Set[zs.Name]
     pos: FVec
-    maybe: zs.Optional[FVec]  # type: ignore[type-arg]
+    maybe: zs.Optional[FVec]
     on_event: zs.MulticastDelegate
     single: zs.Delegate
     sparse: zs.SparseDelegate
@@ -203,11 +203,11 @@ class FLeaf(zs.Object, can_be_in_cluster=False):
 
     value: zs.Int32
     node: "FNode | None"
-    kind: zs.SubclassOf[FNode]  # type: ignore[type-arg]
-    soft: zs.SoftObjectPtr[FNode]  # type: ignore[type-arg]
-    soft_class: zs.SoftClassPtr[FNode]  # type: ignore[type-arg]
-    lazy: zs.LazyObjectPtr[FNode]  # type: ignore[type-arg]
-    iface: zs.ScriptInterface[IPoke]  # type: ignore[type-arg]
+    kind: zs.SubclassOf[FNode]
+    soft: zs.SoftObjectPtr[FNode]
+    soft_class: zs.SoftClassPtr[FNode]
+    lazy: zs.LazyObjectPtr[FNode]
+    iface: zs.ScriptInterface[IPoke]
     hook: zs.Delegate
 
 
