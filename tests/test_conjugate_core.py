@@ -365,3 +365,81 @@ def test_close_re_entered_from_a_gc_callback_during_close_is_refused() -> None:
     assert rt.closed and all(actor.is_expired for actor in actors)
     assert any("inside a collection or close()" in entry for entry in seen)
     assert "ran" not in seen
+
+
+# ---- constructor keywords in C -------------------------------------------------------
+
+def test_keywords_name_and_outer_are_applied_by_the_c_path(rt: zs.Runtime) -> None:
+    Actor()  # the class's first use goes through Python and registers its creator
+    holder = Actor()
+    holder.add_to_root()
+    made = Actor(name="Bob", outer=holder, health=-5, speed=2.5, alive=True, u64=2**64 - 1,
+                 f32=0.25, target=holder, friend=None)  # friend: a weak pointer (Python path)
+    hero = Actor(health=7, target=None)
+    assert (made.name, made.outer, made.health, made.speed, made.alive) == \
+        ("Bob", holder, -5, 2.5, True)
+    assert (made.u64, made.f32, made.target, made.i8) == (2**64 - 1, 0.25, holder, 0)
+    assert (hero.health, hero.target, hero.speed) == (7, None, 0.0)
+    made.add_to_root()
+    collect(rt)
+    assert not made.is_expired and made.target is holder and made.outer is holder
+    assert hero.is_expired
+
+
+@pytest.mark.parametrize("keywords, error, message", [
+    ({"health": 2**31}, OverflowError, "Actor.health"),
+    ({"health": 1.5}, TypeError, "Actor.health"),
+    ({"nope": 1}, TypeError, "unknown properties: nope"),
+    ({"target": "x"}, TypeError, "Actor.target"),
+    ({"name": 5}, TypeError, "name must be a str"),
+    ({"name": "a\0b"}, ValueError, "invalid object name"),
+    ({"outer": 3}, TypeError, "outer must be a zs.Object"),
+])
+def test_bad_keywords_raise_the_python_paths_errors_and_make_nothing(
+        rt: zs.Runtime, keywords: dict[str, Any], error: type[Exception], message: str) -> None:
+    Actor()
+    live = rt.live_objects()
+    with pytest.raises(error, match=message):
+        Actor(**keywords)
+    assert rt.live_objects() == live
+
+
+def test_keywords_naming_an_expired_or_foreign_object_raise(rt: zs.Runtime) -> None:
+    Actor()
+    anchor = Actor()
+    anchor.add_to_root()
+    gone = Actor()
+    collect(rt)
+    live = rt.live_objects()
+    with pytest.raises(zs.ExpiredConjugateError):
+        Actor(target=gone)
+    with pytest.raises(zs.ExpiredConjugateError):
+        Actor(outer=gone)
+    with zs.Runtime():
+        stranger = Actor()
+        with pytest.raises(ValueError, match="another runtime"):
+            Actor(outer=anchor, target=stranger)  # made in anchor's runtime
+    assert rt.live_objects() == live
+
+
+def test_which_constructions_take_the_c_path(rt: zs.Runtime) -> None:
+    Actor()  # first use: Python
+    anchor = Actor()
+    calls: list[dict[str, Any]] = []
+    python_path = rt._new_object
+
+    def spy(cls: type, layout: Any, name: Any, outer: Any, properties: dict[str, Any]) -> Any:
+        calls.append(dict(properties, name=name))
+        return python_path(cls, layout, name, outer, properties)
+
+    rt._new_object = spy  # type: ignore[method-assign]
+    try:
+        Actor(), Actor(name="A", outer=anchor, health=1, speed=1.0, target=anchor)
+        assert calls == []
+        Actor(health=True)  # a bool for an Int32: converted in Python
+        Actor(speed=1)  # an int for a Float64: likewise
+        Actor(friend=anchor)  # a weak pointer property: Python
+    finally:
+        del rt._new_object
+    assert [call.get("health", call.get("speed", "friend" in call)) for call in calls] == \
+        [True, 1, True]

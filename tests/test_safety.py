@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextvars
 import gc
 import random
+import sys
 import threading
 import time
 from typing import Any, Callable
@@ -449,6 +450,12 @@ def test_threads_building_chains_while_the_main_thread_collects(
 
     threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker, t))
                for t in range(thread_count)]
+    # The workers' creations and stores are C calls that keep the GIL, so
+    # the main thread, whose every native call releases it (cffi), would get
+    # it back only once per switch interval per worker: hand it over more
+    # often, or a second of stepping completes only a cycle or two.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)
     for thread in threads:
         thread.start()
     collections = 0
@@ -468,6 +475,7 @@ def test_threads_building_chains_while_the_main_thread_collects(
         stop.set()
         for thread in threads:
             thread.join(10)
+        sys.setswitchinterval(switch_interval)
     assert not any(thread.is_alive() for thread in threads)
     assert not errors, errors
     assert collections > 10

@@ -59,7 +59,7 @@ class ReferenceProperty:
 
 def configure(*, current: ContextVar[Any], default_runtime: list[Any],
               slow_create: Callable[..., Any], expired_error: Callable[[Any], BaseException],
-              raise_status: Callable[[int, str], Any],
+              raise_status: Callable[[int, str, Any], Any],
               store_failed: Callable[[Any, Any, str], Any],
               store_refused: Callable[[Any, int, str], Any],
               make_pointer: Callable[[Any], Any], expired_type: type,

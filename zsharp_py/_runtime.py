@@ -662,13 +662,13 @@ def _layout_pointer(conjugate: Object) -> Any:
 
 _core.configure(
     current=_current, default_runtime=_default, slow_create=_object._create,
-    expired_error=_expired_error, raise_status=raise_status,
+    expired_error=_expired_error, raise_status=refused,
     store_failed=_object._reference_store_failed,
     store_refused=_object._reference_store_refused, make_pointer=_layout_pointer,
     expired_type=ExpiredPointer,
     api={name: int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
          for name in ("zs_object_new_conjugate", "zs_store_ref", "zs_mark_as_garbage",
-                      "zs_gc_take_expiring_ex", "zs_gc_expiring_count")})
+                      "zs_gc_take_expiring_ex", "zs_gc_expiring_count", "zs_name_intern")})
 
 
 @atexit.register

@@ -1,13 +1,18 @@
 /* Conjugate classes: their metaclass, and creating an object with its
  * conjugate in one C call.
  *
- * `Actor()` with no arguments, in a runtime where Actor's defaults are plain
- * data, is the fast path: find the current runtime (the `with Runtime()`
- * context variable, else the default runtime), find Actor's Creator in it,
- * allocate the conjugate, make the native object (one native call), record
- * the conjugate. Anything else (arguments, a first use, a class whose
+ * `Actor(name=..., outer=..., health=5, target=other)`, in a runtime where
+ * Actor's defaults are plain data, is the fast path: read and check the
+ * keywords (scalar values of their exact Python type and in range, live
+ * objects of the right class and runtime), find the runtime (the outer's,
+ * the `with Runtime()` context variable's, else the default runtime), find
+ * Actor's Creator in it, allocate the conjugate, make the native object (one
+ * native call), record the conjugate, write the keywords. Anything else
+ * (positional arguments, other kinds of properties, values that need a
+ * Python conversion or would be refused, a first use, a class whose
  * defaults need Python, stress switches, native frees queued by finalisers,
- * a closing runtime) goes to the Python constructor, which also registers the Creator for next time.
+ * a closing runtime) goes to the Python constructor, which gives the
+ * precise errors and registers the Creator for next time.
  */
 #include "core.h"
 
@@ -90,13 +95,82 @@ static zs_runtime_core *current_runtime(zs_core_state *state) {
     return (zs_runtime_core *)fallback;
 }
 
-/* Create a `cls` object and its conjugate in C, or return NULL: with an
- * error set on failure, without one when the Python path must decide. */
-static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls) {
-    zs_runtime_core *rt = current_runtime(state);
+/* Constructor keywords the C path takes at most (more: Python). */
+#define ZS_FAST_KEYWORDS 16
+
+/* What `Cls(name=..., outer=..., **properties)` asks for, read and checked
+ * before anything is allocated. */
+typedef struct zs_request {
+    zs_runtime_core *rt;        /* borrowed */
+    zs_ref outer;
+    uint32_t name_index, name_number;
+    PyObject *name;             /* borrowed str, or NULL: an automatic name */
+    Py_ssize_t count;
+    zs_prepared_store stores[ZS_FAST_KEYWORDS];
+} zs_request;
+
+/* Read the keywords: 1 when the C path can create the object, 0 when the
+ * Python constructor must (no error set), -1 on error. Runs no Python code. */
+static int read_request(zs_core_state *state, PyTypeObject *cls, PyObject *kwargs,
+                        zs_request *request) {
+    request->rt = NULL;
+    request->outer = ZS_NULL_REF;
+    request->name = NULL;
+    request->count = 0;
+    PyObject *outer = kwargs ? PyDict_GetItemWithError(kwargs, state->str_outer) : NULL;
+    if (outer == NULL && PyErr_Occurred())
+        return -1;
+    if (outer != NULL && outer != Py_None) {
+        if (!PyObject_TypeCheck(outer, state->conjugate_type))
+            return 0;
+        zs_conjugate *holder = (zs_conjugate *)outer;
+        if (!ZS_CONJUGATE_IS_LIVE(holder))
+            return 0;
+        request->rt = holder->runtime;
+        request->outer = holder->handle;
+    } else {
+        request->rt = current_runtime(state);
+    }
+    zs_runtime_core *rt = request->rt;
     if (rt == NULL || rt->closing || rt->native == NULL || rt->collect_every != 0 ||
         rt->flush_pending)
+        return 0;
+    if (kwargs == NULL)
+        return 1;
+    if (PyDict_GET_SIZE(kwargs) > ZS_FAST_KEYWORDS + 2)
+        return 0;
+    Py_ssize_t position = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(kwargs, &position, &key, &value)) {
+        if (!PyUnicode_CheckExact(key))
+            return 0;
+        if (PyUnicode_CompareWithASCIIString(key, "outer") == 0)
+            continue;
+        if (PyUnicode_CompareWithASCIIString(key, "name") == 0) {
+            if (value != Py_None) {
+                if (!PyUnicode_CheckExact(value))
+                    return 0;
+                request->name = value;
+            }
+            continue;
+        }
+        PyObject *descriptor = _PyType_Lookup(cls, key);  /* borrowed, no error */
+        if (descriptor == NULL || request->count == ZS_FAST_KEYWORDS ||
+            !zs_prepare_store(state, descriptor, rt, value, &request->stores[request->count]))
+            return 0;
+        request->count++;
+    }
+    return 1;
+}
+
+/* Create a `cls` object and its conjugate in C, or return NULL: with an
+ * error set on failure, without one when the Python path must decide. */
+static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, PyObject *kwargs) {
+    zs_request request;
+    int readable = read_request(state, cls, kwargs, &request);
+    if (readable <= 0)
         return NULL;
+    zs_runtime_core *rt = request.rt;
     PyObject *found = rt->last_creator;
     if (rt->last_class != (PyObject *)cls) {
         found = rt->creators ? PyDict_GetItemWithError(rt->creators, (PyObject *)cls) : NULL;
@@ -106,43 +180,59 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls) {
         Py_XSETREF(rt->last_creator, Py_NewRef(found));
     }
     zs_creator *creator = (zs_creator *)found;
+    uint32_t name_index = ZS_NAME_AUTO, name_number = 0;
+    if (request.name != NULL) {
+        Py_ssize_t length;
+        const char *text = PyUnicode_AsUTF8AndSize(request.name, &length);
+        if (text == NULL) {
+            PyErr_Clear();  /* not encodable: Python raises the precise error */
+            return NULL;
+        }
+        if (state->api.name_intern(rt->native, text, (size_t)length, &name_index,
+                                   &name_number) != ZS_OK)
+            return NULL;  /* NUL characters or too long: likewise */
+    }
     /* Allocated first. Not tracked by the cycle collector, so no collection
-       (and no finaliser) can run here; from the native call to the table
-       entry no Python code runs at all. */
+       (and no finaliser) can run here; from the native call to the last
+       store no Python code runs at all. */
     zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
     if (conjugate == NULL)
         return NULL;
     Py_INCREF(creator);
     void *object = NULL;
     zs_ref handle = state->api.object_new_conjugate(
-        rt->native, creator->cls, ZS_NULL_REF, ZS_NAME_AUTO, 0,
+        rt->native, creator->cls, request.outer, name_index, name_number,
         PyBytes_AS_STRING(creator->image), (uint32_t)PyBytes_GET_SIZE(creator->image), &object);
     Py_DECREF(creator);
-    if (handle < ZS_FIRST_REF) {
-        Py_DECREF(conjugate);
-        PyObject *what = PyUnicode_FromFormat("%s()", cls->tp_name);
-        if (what != NULL) {
-            Py_XDECREF(zs_call_raise_status(state, handle, what));
-            Py_DECREF(what);
+    zs_status failed = handle < ZS_FIRST_REF ? (zs_status)handle : ZS_OK;
+    if (failed == ZS_OK) {
+        conjugate->address = object;
+        conjugate->handle = handle;
+        conjugate->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
+        if (zs_table_put(rt, conjugate) < 0) {
+            state->api.mark_as_garbage(rt->native, handle);  /* unreachable: goes next time */
+            conjugate->address = NULL;
+            Py_DECREF(conjugate);
+            return NULL;
         }
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "object creation failed");
-        return NULL;
-    }
-    conjugate->address = object;
-    conjugate->handle = handle;
-    conjugate->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
-    if (zs_table_put(rt, conjugate) < 0) {
-        /* Out of memory: the object is unreachable and goes at the next collection. */
+        for (Py_ssize_t i = 0; i < request.count && failed == ZS_OK; i++)
+            failed = zs_apply_store(rt, conjugate, &request.stores[i]);
+        if (failed == ZS_OK)
+            return (PyObject *)conjugate;
+        /* A target died on another thread since it was checked: leave no
+           half-built object reachable; it goes at the next collection. */
         state->api.mark_as_garbage(rt->native, handle);
-        conjugate->address = NULL;
-        Py_DECREF(conjugate);
-        return NULL;
     }
-    return (PyObject *)conjugate;
+    Py_DECREF(conjugate);
+    PyObject *what = PyUnicode_FromFormat("%s()", cls->tp_name);
+    if (what != NULL) {
+        Py_XDECREF(zs_call_raise_status(state, failed, what, rt));
+        Py_DECREF(what);
+    }
+    return NULL;
 }
 
-/* Calling a conjugate class: the fast path for `Cls()`, else Python. */
+/* Calling a conjugate class: the C path for keywords it can take, else Python. */
 static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
     zs_core_state *state = ((zs_class_object *)cls)->state;
     if (state == NULL || !state->configured) {
@@ -150,8 +240,8 @@ static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
                      ((PyTypeObject *)cls)->tp_name);
         return NULL;
     }
-    if (PyTuple_GET_SIZE(args) == 0 && (kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0)) {
-        PyObject *made = fast_create(state, (PyTypeObject *)cls);
+    if (PyTuple_GET_SIZE(args) == 0) {
+        PyObject *made = fast_create(state, (PyTypeObject *)cls, kwargs);
         if (made != NULL || PyErr_Occurred())
             return made;
     }

@@ -158,7 +158,7 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
         PyMem_Free(buffer);
         Py_DECREF(views);
         PyObject *what = PyUnicode_FromString("collect_garbage");
-        PyObject *result = what ? zs_call_raise_status(rt->state, status, what) : NULL;
+        PyObject *result = what ? zs_call_raise_status(rt->state, status, what, rt) : NULL;
         Py_XDECREF(what);
         return result;
     }

@@ -38,6 +38,7 @@ typedef zs_status (*zs_mark_as_garbage_fn)(zs_runtime *, zs_ref);
 typedef zs_status (*zs_gc_take_expiring_ex_fn)(zs_runtime *, zs_ref *, uint64_t *, uint8_t *,
                                                uint32_t, uint32_t *);
 typedef uint32_t (*zs_gc_expiring_count_fn)(zs_runtime *);
+typedef zs_status (*zs_name_intern_fn)(zs_runtime *, const char *, size_t, uint32_t *, uint32_t *);
 
 typedef struct zs_native_api {
     zs_object_new_conjugate_fn object_new_conjugate;
@@ -45,6 +46,7 @@ typedef struct zs_native_api {
     zs_mark_as_garbage_fn mark_as_garbage;
     zs_gc_take_expiring_ex_fn take_expiring;
     zs_gc_expiring_count_fn expiring_count;
+    zs_name_intern_fn name_intern;
 } zs_native_api;
 
 /* ---- module state ---------------------------------------------------------- */
@@ -60,12 +62,13 @@ typedef struct zs_core_state {
     PyTypeObject *scalar_type;     /* ScalarProperty descriptor */
     PyTypeObject *reference_type;  /* ReferenceProperty descriptor */
     PyTypeObject *creator_type;    /* Creator: how a class is created in one runtime */
+    PyObject *str_outer;           /* "outer", interned (a constructor keyword) */
     /* Set by configure(); NULL until then. */
     PyObject *current;          /* the ContextVar of `with Runtime()` */
     PyObject *default_runtime;  /* list holding the default runtime (0 or 1 items) */
     PyObject *slow_create;      /* (cls, *args, **kwargs) -> conjugate */
     PyObject *expired_error;    /* (conjugate) -> ExpiredConjugateError */
-    PyObject *raise_status;     /* (status, what) -> raises */
+    PyObject *raise_status;     /* (status, what, runtime) -> raises (expires first if dying) */
     PyObject *store_failed;     /* (holder, value, what) -> raises */
     PyObject *store_refused;    /* (runtime, status, what) -> raises */
     PyObject *make_pointer;     /* (conjugate) -> its layout cdata pointer */
@@ -142,12 +145,26 @@ PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle);
 /* properties.c */
 int zs_add_property_types(PyObject *module, zs_core_state *state);
 
+/* A constructor keyword for a scalar or reference property, converted and
+ * checked before anything is allocated, written once the object exists. */
+typedef struct zs_prepared_store {
+    uint32_t offset;
+    uint32_t size;            /* bytes of a scalar; 0 for a reference */
+    zs_ref ref;
+    unsigned char bits[8];    /* the scalar's C value */
+} zs_prepared_store;
+int zs_prepare_store(zs_core_state *state, PyObject *descriptor, zs_runtime_core *rt,
+                     PyObject *value, zs_prepared_store *out);
+zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
+                         const zs_prepared_store *store);
+
 /* classes.c */
 int zs_add_class_types(PyObject *module, zs_core_state *state);
 
 /* module.c */
 zs_core_state *zs_state_of_module(PyObject *module);
 zs_core_state *zs_state_of_type(PyTypeObject *type);
-PyObject *zs_call_raise_status(zs_core_state *state, zs_ref status, PyObject *what);
+PyObject *zs_call_raise_status(zs_core_state *state, zs_ref status, PyObject *what,
+                               zs_runtime_core *rt);
 
 #endif

@@ -17,6 +17,7 @@ _Static_assert(ZS_SAME_TYPE(zs_gc_take_expiring_ex, zs_gc_take_expiring_ex_fn),
                "zs_gc_take_expiring_ex changed");
 _Static_assert(ZS_SAME_TYPE(zs_gc_expiring_count, zs_gc_expiring_count_fn),
                "zs_gc_expiring_count changed");
+_Static_assert(ZS_SAME_TYPE(zs_name_intern, zs_name_intern_fn), "zs_name_intern changed");
 
 static struct PyModuleDef core_module;
 
@@ -37,10 +38,14 @@ zs_core_state *zs_state_of_type(PyTypeObject *type) {
     return NULL;
 }
 
-/* Let Python raise the exception of a native status; returns NULL. */
-PyObject *zs_call_raise_status(zs_core_state *state, zs_ref status, PyObject *what) {
-    PyObject *result = PyObject_CallFunction(state->raise_status, "KO",
-                                             (unsigned long long)status, what);
+/* Let Python raise the exception of a native status of a call on `rt`'s
+ * heap (it expires pending conjugates first when the status is DYING);
+ * returns NULL. */
+PyObject *zs_call_raise_status(zs_core_state *state, zs_ref status, PyObject *what,
+                               zs_runtime_core *rt) {
+    PyObject *result = PyObject_CallFunction(state->raise_status, "KOO",
+                                             (unsigned long long)status, what,
+                                             rt ? (PyObject *)rt : Py_None);
     if (result != NULL) {
         Py_DECREF(result);
         PyErr_Format(PyExc_RuntimeError, "%U failed with native status %llu", what,
@@ -91,6 +96,7 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     native.mark_as_garbage = (zs_mark_as_garbage_fn)api_address(api, "zs_mark_as_garbage");
     native.take_expiring = (zs_gc_take_expiring_ex_fn)api_address(api, "zs_gc_take_expiring_ex");
     native.expiring_count = (zs_gc_expiring_count_fn)api_address(api, "zs_gc_expiring_count");
+    native.name_intern = (zs_name_intern_fn)api_address(api, "zs_name_intern");
     if (PyErr_Occurred())
         return NULL;
     state->api = native;
@@ -148,8 +154,9 @@ static PyMethodDef core_functions[] = {
 static int core_exec(PyObject *module) {
     zs_core_state *state = zs_state_of_module(module);
     memset(state, 0, sizeof *state);
-    if (zs_add_conjugate_types(module, state) < 0 || zs_add_property_types(module, state) < 0 ||
-        zs_add_class_types(module, state) < 0)
+    state->str_outer = PyUnicode_InternFromString("outer");
+    if (state->str_outer == NULL || zs_add_conjugate_types(module, state) < 0 ||
+        zs_add_property_types(module, state) < 0 || zs_add_class_types(module, state) < 0)
         return -1;
     return 0;
 }
@@ -165,6 +172,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(state->scalar_type);
     Py_VISIT(state->reference_type);
     Py_VISIT(state->creator_type);
+    Py_VISIT(state->str_outer);
     Py_VISIT(state->current);
     Py_VISIT(state->default_runtime);
     Py_VISIT(state->slow_create);
@@ -189,6 +197,7 @@ static int core_clear(PyObject *module) {
     Py_CLEAR(state->scalar_type);
     Py_CLEAR(state->reference_type);
     Py_CLEAR(state->creator_type);
+    Py_CLEAR(state->str_outer);
     Py_CLEAR(state->current);
     Py_CLEAR(state->default_runtime);
     Py_CLEAR(state->slow_create);

@@ -437,6 +437,59 @@ static PyType_Spec reference_spec = {
     .slots = reference_slots,
 };
 
+/* =========================================================================
+ * Constructor keywords (Cls(health=5, target=other) in C, classes.c)
+ * ========================================================================= */
+
+/* Convert and check one keyword for `descriptor` with no Python code: 1 when
+ * ready, 0 when the Python constructor must decide (another kind of
+ * property, a value that needs a Python conversion, anything it would
+ * refuse: it gives the precise error). Never sets an error. */
+int zs_prepare_store(zs_core_state *state, PyObject *descriptor, zs_runtime_core *rt,
+                     PyObject *value, zs_prepared_store *out) {
+    if (Py_TYPE(descriptor) == state->scalar_type) {
+        zs_scalar_property *property = (zs_scalar_property *)descriptor;
+        zs_scalar_bits bits;
+        if (!scalar_convert_exact(property->kind, value, &bits))
+            return 0;
+        out->offset = (uint32_t)property->offset;
+        out->size = (uint32_t)scalar_sizes[property->kind];
+        memcpy(out->bits, &bits, out->size);
+        return 1;
+    }
+    if (Py_TYPE(descriptor) == state->reference_type) {
+        zs_reference_property *property = (zs_reference_property *)descriptor;
+        zs_ref ref = ZS_NULL_REF;
+        if (value != Py_None) {
+            if (!PyObject_TypeCheck(value, property->target))
+                return 0;
+            zs_conjugate *target = (zs_conjugate *)value;
+            if (!ZS_CONJUGATE_IS_LIVE(target) || target->runtime != rt)
+                return 0;
+            ref = target->handle;
+        }
+        out->offset = property->offset;
+        out->size = 0;
+        out->ref = ref;
+        return 1;
+    }
+    return 0;
+}
+
+/* Write a prepared keyword into a new object; a reference goes through
+ * zs_store_ref (its target may have died since, on another thread). */
+zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
+                         const zs_prepared_store *store) {
+    assert(ZS_CONJUGATE_IS_LIVE(conjugate));
+    if (store->size != 0) {
+        memcpy(conjugate->address + store->offset, store->bits, store->size);
+        return ZS_OK;
+    }
+    if (store->ref == ZS_NULL_REF)
+        return ZS_OK;  /* a new object's references start null */
+    return rt->state->api.store_ref(rt->native, conjugate->handle, store->offset, store->ref);
+}
+
 /* Create the descriptor types and add them to the module. */
 int zs_add_property_types(PyObject *module, zs_core_state *state) {
     state->scalar_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &scalar_spec, NULL);
