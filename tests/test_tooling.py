@@ -148,6 +148,7 @@ def test_generic_value_types_type_check_in_user_code(tmp_path: Path) -> None:
         [sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),
          "--no-error-summary", "--show-error-codes", str(module)],
         cwd=ROOT, capture_output=True, text=True)
+    assert "No module named mypy" not in result.stderr, result.stderr
     errors: set[tuple[int, str]] = set()
     revealed: dict[int, str] = {}
     for line in result.stdout.splitlines():
