@@ -186,7 +186,7 @@ void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash) {
     zs_schema_destroy(rt, &cls->schema, (char *)object);
     if (unhash) name_index_remove(rt, object);
     uint32_t index = object->index;
-    zs_free(rt, object, cls->instance_size);
+    zs_object_free(rt, object, cls->instance_size);
     zs_slot_free(rt, index);
     rt->live_objects--;
 }
@@ -242,7 +242,7 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
         return status;
     uint32_t index;
     if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) return status;
-    zs_object *object = zs_alloc(rt, cls->instance_size);
+    zs_object *object = zs_object_alloc(rt, cls->instance_size);
     if (object == NULL) {
         zs_slot_free(rt, index);
         return ZS_E_NOMEM;

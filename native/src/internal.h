@@ -205,6 +205,47 @@ typedef struct zs_marker {
     struct zs_mark_pool *pool; /* parallel: shared work pool */
 } zs_marker;
 
+/* ---- object slabs --------------------------------------------------------- */
+
+/* Objects of up to ZS_SLAB_MAX_SIZE bytes are carved from 64-byte-aligned
+   slabs (runtime.c), one free list per 16-byte size class, instead of one
+   malloc block each: a 64-byte object then fills exactly one cache line
+   (malloc's 16-byte alignment and 16-byte chunk header make it straddle
+   two), so marking reads one line per object, and malloc's per-chunk
+   overhead goes. Memory-safety tools must see every object as its own block
+   (a use after free inside a slab is invisible to them), so the slabs are
+   compiled out, every object malloc'ed, under AddressSanitizer and with
+   -DZS_NO_OBJECT_SLAB (the sanitizer and valgrind builds). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) /* clang's spelling of __SANITIZE_ADDRESS__ */
+#define ZS_NO_OBJECT_SLAB 1
+#endif
+#endif
+#if !defined(ZS_NO_OBJECT_SLAB) && !defined(__SANITIZE_ADDRESS__)
+#define ZS_OBJECT_SLAB 1
+#else
+#define ZS_OBJECT_SLAB 0
+#endif
+#define ZS_SLAB_GRANULE 16u
+#define ZS_SLAB_MAX_SIZE 512u
+#define ZS_SLAB_CLASSES (ZS_SLAB_MAX_SIZE / ZS_SLAB_GRANULE)
+/* A size class's first slab is ZS_SLAB_MIN_BYTES, each next one twice the
+   last up to ZS_SLAB_MAX_BYTES (a small runtime stays small); slabs of the
+   largest size are aligned to it and offered to the kernel as a transparent
+   huge page (fewer TLB misses when marking a big heap). */
+#define ZS_SLAB_MIN_BYTES (64u * 1024u)
+#define ZS_SLAB_MAX_BYTES (2048u * 1024u)
+#define ZS_SLAB_ALIGN 64u
+
+/* One size class: freed objects (linked through their first word), then
+   the untouched rest of its newest slab. */
+typedef struct zs_slab_class {
+    void *free;
+    char *next;
+    char *end;
+    uint32_t slab_bytes; /* the size of its next slab (0: none yet) */
+} zs_slab_class;
+
 /* ---- the runtime -------------------------------------------------------- */
 
 struct zs_runtime {
@@ -285,6 +326,13 @@ struct zs_runtime {
     zs_gc_stats stats;
     uint32_t min_cluster_size;
 
+    /* object slabs (ZS_OBJECT_SLAB): the allocator's own memory, like
+       malloc's arena it is not counted; the objects in it are, one block each */
+    zs_slab_class slab_classes[ZS_SLAB_CLASSES];
+    void **slabs;
+    uint32_t slab_count;
+    uint32_t slab_capacity;
+
     /* native memory accounting */
     uint64_t live_blocks;
     uint64_t live_bytes;
@@ -297,6 +345,12 @@ struct zs_runtime {
 void *zs_alloc(zs_runtime *rt, size_t size);
 void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size);
 void zs_free(zs_runtime *rt, void *block, size_t size);
+/* An object's zeroed block (from a slab when ZS_OBJECT_SLAB), counted as one
+   block like zs_alloc's; zs_object_free returns it. */
+void *zs_object_alloc(zs_runtime *rt, size_t size);
+void zs_object_free(zs_runtime *rt, void *block, size_t size);
+/* Free every slab (all objects are gone). */
+void zs_slabs_release(zs_runtime *rt);
 
 bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value);
 void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
