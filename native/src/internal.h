@@ -358,8 +358,9 @@ bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
 void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
 
 /* The mark filter, valid while marking: a set bit promises that a reference
-   to that slot needs nothing from the marker (the target is marked and not
-   garbage, or permanent; and not a cluster member), so the marker skips it
+   to that slot needs nothing from the marker (the target is marked, or
+   claimed by a parallel marker that marks and scans it, and not garbage;
+   or permanent; and not a cluster member), so the marker skips it
    without reading the item (a cache miss on a big heap). A clear bit
    promises nothing. Bits are only set by the marker and cleared when a cycle
    starts and when an object is marked as garbage. */
@@ -367,11 +368,12 @@ static inline bool zs_filter_test(const uint64_t *filter, uint32_t index) {
     return (__atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED) >> (index & 63)) & 1u;
 }
 
-/* Set a filter bit. Parallel markers may race on a word and lose a bit:
-   harmless (a clear bit promises nothing), so no atomic read-modify-write. */
+/* Set a filter bit from a parallel marker: atomically, because parallel
+   markers claim ordinary objects through their filter bits (gc_mark.c,
+   claims_by_filter), so a bit lost to a racing write could let a second
+   marker claim the same object. */
 static inline void zs_filter_set(uint64_t *filter, uint32_t index) {
-    uint64_t word = __atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED);
-    __atomic_store_n(&filter[index >> 6], word | (1ull << (index & 63)), __ATOMIC_RELAXED);
+    __atomic_fetch_or(&filter[index >> 6], 1ull << (index & 63), __ATOMIC_RELAXED);
 }
 
 static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
