@@ -55,8 +55,16 @@ static void stack_release(zs_u32_vec *vec) {
     memset(vec, 0, sizeof *vec);
 }
 
-/* Grow a mark stack; false when it cannot. */
+/* Grow a mark stack (first sliding its entries over the part thieves took,
+   when that is at least half of it); false when it cannot. */
 static bool mark_stack_grow(zs_mark_stack *stack) {
+    if (stack->base >= stack->capacity / 2 && stack->base > 0) {
+        memmove(stack->data, stack->data + stack->base, (size_t)(stack->count - stack->base) * sizeof(zs_object *));
+        stack->count -= stack->base;
+        stack->shared -= stack->base;
+        stack->base = 0;
+        return true;
+    }
     uint32_t capacity = stack->capacity ? stack->capacity * 2 : 256;
     if (capacity <= stack->capacity) return false;
     zs_object **grown = realloc(stack->data, (size_t)capacity * sizeof(zs_object *));
@@ -81,7 +89,7 @@ void zs_mark_stack_release(zs_mark_stack *stack) {
 
 /* Push within the marker's limit; on failure the overflow rescan finds it. */
 static inline bool push_fast(zs_marker *m, zs_object *object) {
-    if (m->stack->count < m->limit && mark_stack_push(m->stack, object)) return true;
+    if (m->stack->count - m->stack->base < m->limit && mark_stack_push(m->stack, object)) return true;
     m->overflow = true;
     return false;
 }
@@ -295,25 +303,43 @@ typedef struct hot_state {
     zs_object **data; /* m->stack's storage */
     uint32_t count;
     uint32_t capacity;
+    uint32_t shared; /* parallel: m->stack->shared (only the owner moves it) */
     uint64_t scanned, marked, killed;
 } hot_state;
 
 static inline void hot_sync_out(hot_state *h) { h->m->stack->count = h->count; }
 
 static inline void hot_sync_in(hot_state *h) {
+    h->shared = h->m->stack->shared;
     h->data = h->m->stack->data;
     h->count = h->m->stack->count;
     h->capacity = h->m->stack->capacity < h->m->limit ? h->m->stack->capacity : h->m->limit;
 }
 
-static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_object *object) {
+/* Before the marker's stack is used outside the hot loop: store the hot
+   copy back, and (parallel) take the stack's lock, which thieves take too. */
+static inline void hot_leave(hot_state *h, bool parallel) {
+    if (parallel) mtx_lock(h->m->lock);
+    hot_sync_out(h);
+}
+
+/* After hot_leave: release the lock and reload the hot copy. */
+static inline void hot_enter(hot_state *h, bool parallel) {
+    hot_sync_in(h);
+    if (parallel) mtx_unlock(h->m->lock);
+}
+
+/* Push a marked object: in place while there is room (a parallel marker's
+   pushes above its published count are its own: thieves only take below
+   it), else through push_fast (growth, limit, overflow). */
+static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_object *object, bool parallel) {
     if (h->count < h->capacity) {
         h->data[h->count++] = object;
         return;
     }
-    hot_sync_out(h);
+    hot_leave(h, parallel);
     push_fast(h->m, object);
-    hot_sync_in(h);
+    hot_enter(h, parallel);
 }
 
 /* Set a mark-filter bit from a marker: a plain read-modify-write for the
@@ -353,16 +379,16 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
         h->marked++;
         zs_object *object = it->object;
         __builtin_prefetch(object);
-        hot_push(h, object);
+        hot_push(h, object, parallel);
         return;
     }
     uint32_t flags = (uint32_t)word;
     if (it->cluster_index >= 0 && !(flags & (ZS_ITEM_PERMANENT | ZS_ITEM_GARBAGE))) {
         /* A cluster member's own mark bit is stale: the root's decides. */
         if (!zs_item_reachable(h->m->rt, it)) {
-            hot_sync_out(h);
+            hot_leave(h, parallel);
             zs_mark_cluster(h->m, it->cluster_index);
-            hot_sync_in(h);
+            hot_enter(h, parallel);
         }
         return;
     }
@@ -384,7 +410,7 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
         if (filtered && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, false);
     }
     h->marked++;
-    if (!(flags & ZS_ITEM_LEAF)) hot_push(h, it->object);
+    if (!(flags & ZS_ITEM_LEAF)) hot_push(h, it->object, parallel);
 }
 
 /* Marking a big heap is bound by memory latency: every reference reads an
@@ -397,6 +423,15 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
  * a few instructions per reference. */
 #define BATCH_OBJECTS 32u
 #define BATCH_SLOTS 256u
+/* Parallel markers (see drain_impl): a marker hands its older entries to
+   thieves every PUBLISH_BATCHES batches (every other batch while a worker
+   waits for work), keeping its newest KEEP_PRIVATE; takes back half of what
+   is left (at least RECLAIM) when its own part runs out; and wakes an idle
+   worker when it has WAKE_BACKLOG stealable entries. */
+#define PUBLISH_BATCHES 64u
+#define KEEP_PRIVATE 128u
+#define RECLAIM 256u
+#define WAKE_BACKLOG 64u
 
 /* A batch's queued (killable) references: the slot, and the target's item
    (prefetched when queued). */
@@ -444,7 +479,7 @@ static void visit_batch_claiming(hot_state *h, const batch_queue *q, uint32_t co
             h->marked++;
             zs_object *object = it->object;
             __builtin_prefetch(object);
-            hot_push(h, object);
+            hot_push(h, object, true);
         }
     }
 }
@@ -501,10 +536,49 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
     const uint32_t step_objects = deadline_ns != 0 ? m->rt->step_objects : 0;
     uint32_t left = step_objects;
     uint64_t clock_scanned = 0;
+    uint32_t published = 0; /* parallel: batches since the last hand-over */
     bool finished = true;
-    while (h.count > 0) {
-        uint32_t batch = h.count < BATCH_OBJECTS ? h.count : BATCH_OBJECTS, queued = 0;
-        if (step_objects != 0 && left < batch) batch = left;
+    for (;;) {
+        uint32_t batch, queued = 0;
+        if (parallel) {
+            /* The owner works on the top of its stack, data[shared..count),
+               without locking; thieves take from the bottom of the rest,
+               data[base..shared), under the stack's lock. The owner takes
+               that lock only to move the boundary: every PUBLISH_BATCHES
+               batches it hands all but its newest KEEP_PRIVATE entries over
+               (a preempted worker's backlog stays stealable), and when its
+               own part runs out it takes some back. A locked instruction per
+               batch would cost more: it waits for the batch's stores, which
+               wait for their cache misses. */
+            if (h.count == h.shared) {
+                mtx_lock(m->lock);
+                const uint32_t base = m->stack->base;
+                if (h.shared == base) {
+                    m->stack->count = m->stack->shared = m->stack->base = h.count = h.shared = 0;
+                    mtx_unlock(m->lock);
+                    break;
+                }
+                const uint32_t reclaim = (h.shared - base) / 2 > RECLAIM ? (h.shared - base) / 2 : RECLAIM;
+                h.shared -= h.shared - base < reclaim ? h.shared - base : reclaim;
+                m->stack->shared = h.shared;
+                mtx_unlock(m->lock);
+                published = 0;
+            } else if ((++published >= PUBLISH_BATCHES ||
+                        (published >= 2 && __atomic_load_n(m->idle_waiting, __ATOMIC_RELAXED) > 0)) &&
+                       h.count - h.shared > KEEP_PRIVATE) {
+                mtx_lock(m->lock);
+                m->stack->count = h.count;
+                m->stack->shared = h.shared = h.count - KEEP_PRIVATE;
+                mtx_unlock(m->lock);
+                published = 0;
+                if (h.shared - m->stack->base >= WAKE_BACKLOG) zs_mark_maybe_wake(m);
+            }
+            batch = h.count - h.shared < BATCH_OBJECTS ? h.count - h.shared : BATCH_OBJECTS;
+        } else {
+            if (h.count == 0) break;
+            batch = h.count < BATCH_OBJECTS ? h.count : BATCH_OBJECTS;
+            if (step_objects != 0 && left < batch) batch = left;
+        }
         /* Pop the batch and prefetch its objects (both lines: a 64-byte
            object straddles two when the allocator aligns it to 16 only). */
         zs_object *popped[BATCH_OBJECTS];
@@ -551,17 +625,13 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             for (uint32_t i = objects; i < schema->strong_count; i++) {
                 /* A container, optional or struct-with-references member:
                    followed outside the batch (its targets go on the stack). */
-                hot_sync_out(&h);
+                hot_leave(&h, parallel);
                 zs_mark_value(m, schema->types[i], base + (words[i] >> ZS_OP_SHIFT), true);
-                hot_sync_in(&h);
+                hot_enter(&h, parallel);
             }
         }
         visit_batch(&h, &q, queued, parallel, filtered);
-        if (parallel && h.count >= 256) {
-            hot_sync_out(&h);
-            zs_mark_maybe_share(m);
-            hot_sync_in(&h);
-        }
+
         if (step_objects != 0 && (left -= batch) == 0) {
             finished = h.count == 0;
             break;
@@ -574,7 +644,7 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             }
         }
     }
-    hot_sync_out(&h);
+    if (!parallel) hot_sync_out(&h); /* a parallel marker only leaves with its stack empty and published */
     m->scanned += h.scanned;
     m->marked += h.marked;
     m->killed += h.killed;

@@ -188,6 +188,9 @@ typedef struct zs_cluster {
    indices: popping one then needs no item lookup). */
 typedef struct zs_mark_stack {
     zs_object **data;
+    uint32_t base;   /* parallel: entries below it were stolen (data[base..count) are queued) */
+    uint32_t shared; /* parallel: thieves may take data[base..shared); data[shared..count) is
+                        the owner's alone (see gc_mark.c, drain_impl) */
     uint32_t count;
     uint32_t capacity;
 } zs_mark_stack;
@@ -202,7 +205,10 @@ typedef struct zs_marker {
     uint32_t limit;           /* entries the stack may hold (stress switch) */
     bool overflow;            /* a push failed: rescan marked objects later */
     uint64_t scanned, marked, killed, clusters_marked, barrier_marks;
-    struct zs_mark_pool *pool; /* parallel: shared work pool */
+    struct zs_mark_pool *pool; /* parallel: the workers' shared state */
+    mtx_t *lock;              /* parallel: guards the stack against thieves (gc_parallel.c) */
+    uint32_t worker;          /* parallel: this marker's number */
+    const uint32_t *idle_waiting; /* parallel: how many workers wait for work (a hint) */
 } zs_marker;
 
 /* ---- object slabs --------------------------------------------------------- */
@@ -517,8 +523,8 @@ bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
 /* Scan until the stack and queues are empty (true) or the deadline passes
    (false; queued work is put back on the stack). deadline_ns 0: no limit. */
 bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
-/* Parallel: hand work to idle workers when this marker has plenty. */
-void zs_mark_maybe_share(zs_marker *m);
+/* Parallel: wake an idle worker (to steal) when this marker has plenty. */
+void zs_mark_maybe_wake(zs_marker *m);
 /* Marker threads a runtime uses by default: one per online core. */
 uint32_t zs_default_mark_threads(void);
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done);
