@@ -423,6 +423,7 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
  * a few instructions per reference. */
 #define BATCH_OBJECTS 32u
 #define BATCH_SLOTS 256u
+#define SHORT_RUN 4u /* runs of up to this many references are queued unrolled */
 /* Parallel markers (see drain_impl): a marker hands its older entries to
    thieves every PUBLISH_BATCHES batches (every other batch while a worker
    waits for work), keeping its newest KEEP_PRIVATE; takes back half of what
@@ -597,7 +598,17 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
                usually marked already (the filter skips it). */
             visit_slot_if_set(&h, &object->outer, false, parallel, filtered);
             uint32_t plain = schema->plain_count;
-            if (__builtin_expect(plain < BATCH_SLOTS - queued, 1)) {
+            if (__builtin_expect(plain <= SHORT_RUN && queued <= BATCH_SLOTS - SHORT_RUN, 1)) {
+                /* A short run (a few reference members: most classes): no
+                   loop to set up, one predictable test per member. */
+                zs_ref *run = (zs_ref *)(base + schema->plain_offset);
+                if (plain > 0) queue_slot(&h, &q, &queued, run, filtered);
+                if (plain > 1) queue_slot(&h, &q, &queued, run + 1, filtered);
+                if (plain > 2) queue_slot(&h, &q, &queued, run + 2, filtered);
+                if (plain > 3) queue_slot(&h, &q, &queued, run + 3, filtered);
+                continue;
+            }
+            if (plain < BATCH_SLOTS - queued) {
                 /* The usual layout: the strong members are one run of
                    adjacent references, and the batch has room for them. */
                 zs_ref *run = (zs_ref *)(base + schema->plain_offset), *const end = run + plain;
