@@ -759,16 +759,21 @@ _Static_assert(ZS_OBJECTS_PER_CHUNK % GATHER_CLOCK_STRIDE == 0, "a clock stride 
 
 /* Gather the unmarked objects from the cursor on, until the deadline. One
    sequential pass over the items, a chunk (and a clock stride) at a time;
-   a marked, ordinary item is skipped with one load and one compare. With
-   `filtered` (the mark filter is exact: marking has just completed, with no
-   mutator in between) an item whose filter bit is set is skipped without
-   reading it (marked or permanent, not in a cluster: a survivor either
-   way), and 64 such items at once: a live heap's gather then reads the
-   filter (1 bit per object) instead of every item. When an object cannot be
-   recorded (out of memory) the whole cycle is given up (gather_abort). True
-   when the pass is complete. */
-static bool gather(zs_runtime *rt, uint64_t deadline_ns, bool filtered) {
-    const uint64_t *filter = filtered ? rt->mark_filter : NULL;
+   a marked, ordinary item is skipped with one load and one compare, and an
+   item whose mark-filter bit is set without reading it at all, 64 such
+   items at once: a live heap's gather then reads the filter (1 bit per
+   object) instead of every item. A set bit still names a survivor while
+   gathering, between steps too: bits are only set while marking, for
+   marked (or permanent) objects outside clusters; a mark is not taken back
+   before the purge (but for the members of a dying cluster, which have no
+   bit), nor does an object with a bit leave its slot (objects are freed by
+   the purge); clusters are not created while a cycle is pending, and the
+   members of one dissolved meanwhile never had bits; marking an object as
+   garbage clears its bit.
+   When an object cannot be recorded (out of memory) the whole cycle is
+   given up (gather_abort). True when the pass is complete. */
+static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
+    const uint64_t *filter = rt->mark_filter;
     int32_t cached_cluster = -1; /* releasing a dying root resets the cache */
     bool cached_reachable = false;
     /* Marked, not permanent, not dying, not in a cluster: survives. A free
@@ -857,9 +862,6 @@ zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
     rt->collecting = true;
     uint64_t t0 = zs_now_ns();
     if (rt->phase == ZS_GC_IDLE) begin_mark(rt);
-    /* Marking completes in this call (nothing mutates in between): the
-       gather may trust the mark filter. */
-    const bool marked_now = rt->phase == ZS_GC_MARKING && rt->mark_filter != NULL;
     if (rt->phase == ZS_GC_MARKING) {
         zs_marker m;
         zs_marker_init(&m, rt, &rt->mark_stack);
@@ -873,7 +875,7 @@ zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
         rt->phase = ZS_GC_GATHERING;
     }
     uint64_t t1 = zs_now_ns();
-    gather(rt, 0, marked_now);
+    gather(rt, 0);
     rt->stats.mark_ns += t1 - t0;
     rt->stats.gather_ns += zs_now_ns() - t1;
     rt->collecting = false;
@@ -922,7 +924,7 @@ zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
         if (rt->phase == ZS_GC_GATHERING &&
             (gathering_at_start || deadline == 0 || zs_now_ns() < deadline)) {
             uint64_t t = zs_now_ns();
-            done = gather(rt, deadline, false); /* the mutator ran since marking: no filter */
+            done = gather(rt, deadline);
             rt->stats.gather_ns += zs_now_ns() - t;
         }
         rt->stats.mark_steps++;
