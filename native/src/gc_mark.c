@@ -297,7 +297,7 @@ static void rescan_marked(zs_marker *m) {
    rare calls that use the marker's stack (clusters, sharing, growth). */
 typedef struct hot_state {
     zs_marker *m;
-    zs_item *const *chunks;
+    zs_item *items; /* rt->items */
     uint64_t *filter;  /* rt->mark_filter (NULL: none) */
     uint64_t unmarked; /* (rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER: see HOT_MASK */
     zs_object **data; /* m->stack's storage */
@@ -443,7 +443,7 @@ typedef struct batch_queue {
 
 /* The item of an index (no checks). */
 static inline __attribute__((always_inline)) zs_item *hot_item(const hot_state *h, uint32_t index) {
-    return &h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
+    return &h->items[index];
 }
 
 /* Parallel markers with a mark filter: visit a batch's queued slots,
@@ -528,7 +528,7 @@ static inline __attribute__((always_inline)) void queue_slot(const hot_state *h,
 /* Scan objects until the stack is empty, or the deadline passes. */
 static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint64_t deadline_ns,
                                                               bool parallel, bool filtered) {
-    hot_state h = {.m = m, .chunks = m->rt->chunks, .filter = m->rt->mark_filter,
+    hot_state h = {.m = m, .items = m->rt->items, .filter = m->rt->mark_filter,
                    .unmarked = (m->rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER};
     assert(filtered == (h.filter != NULL));
     hot_sync_in(&h);

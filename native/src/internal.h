@@ -258,8 +258,9 @@ struct zs_runtime {
     mtx_t lock; /* recursive; every public function holds it */
 
     /* object array */
-    zs_item **chunks; /* max_objects / 65,536 pointers, chunks allocated lazily */
-    uint32_t chunk_count;
+    zs_item *items;   /* max_objects items in one block (zeroed pages, so only the
+                         slots handed out take memory); never moves */
+    uint32_t chunk_count; /* chunks of ZS_OBJECTS_PER_CHUNK items in use (each counted) */
     uint32_t max_objects;
     uint32_t high_water;   /* slots ever handed out */
     uint32_t live_objects;
@@ -351,6 +352,11 @@ struct zs_runtime {
 void *zs_alloc(zs_runtime *rt, size_t size);
 void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size);
 void zs_free(zs_runtime *rt, void *block, size_t size);
+/* Count memory the runtime carves out of a block it already holds as one
+   more block (false: the injected allocation limit refuses it), and give
+   it back. */
+bool zs_count_block(zs_runtime *rt, size_t size);
+void zs_uncount_block(zs_runtime *rt, size_t size);
 /* An object's zeroed block (from a slab when ZS_OBJECT_SLAB), counted as one
    block like zs_alloc's; zs_object_free returns it. */
 void *zs_object_alloc(zs_runtime *rt, size_t size);
@@ -389,7 +395,7 @@ static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
 /* The item of an index below high_water (no checks). */
 static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
     assert(index < rt->high_water);
-    return &rt->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
+    return &rt->items[index];
 }
 
 /* Whether an item is reachable in the current (or last) mark. A cluster is

@@ -52,6 +52,16 @@ static bool over_limit(const zs_runtime *rt, size_t size) {
            rt->live_bytes + size > rt->alloc_limit;
 }
 
+/* Count carved-out memory as a block, unless the injected limit refuses it. */
+bool zs_count_block(zs_runtime *rt, size_t size) {
+    if (over_limit(rt, size)) return false;
+    account(rt, 1, (int64_t)size);
+    return true;
+}
+
+/* Uncount memory counted by zs_count_block. */
+void zs_uncount_block(zs_runtime *rt, size_t size) { account(rt, -1, -(int64_t)size); }
+
 void *zs_alloc(zs_runtime *rt, size_t size) {
     if (over_limit(rt, size)) return NULL;
     void *block = calloc(1, size);
