@@ -154,8 +154,7 @@ static inline bool claim_flags(zs_marker *m, zs_item *it) {
    reached (a parent's children, allocated together) with one atomic
    operation per 64 indices (claim_run) instead of one per object. */
 static inline bool claims_by_filter(const zs_marker *m, const zs_item *it, uint32_t flags) {
-    return m->parallel && m->rt->mark_filter != NULL && !(flags & (ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT)) &&
-           it->cluster_index < 0;
+    return m->claim_by_filter && !(flags & (ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT)) && it->cluster_index < 0;
 }
 
 /* Claim the item of an index for this marker: true when this call marked it
@@ -344,10 +343,12 @@ static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_obje
 
 /* Set a mark-filter bit from a marker: a plain read-modify-write for the
    serial marker (nobody else touches the filter then), an atomic one for
-   parallel ones (a lost bit could be a claim, see claims_by_filter). */
+   parallel ones claiming through the filter (a lost bit could be a claim,
+   see claims_by_filter), a racy one for those claiming through flags. */
 static inline __attribute__((always_inline)) void hot_filter_set(hot_state *h, uint32_t index,
                                                                   bool parallel) {
-    if (parallel) zs_filter_set(h->filter, index);
+    if (parallel && h->m->claim_by_filter) zs_filter_set(h->filter, index);
+    else if (parallel) zs_filter_set_racy(h->filter, index);
     else h->filter[index >> 6] |= 1ull << (index & 63);
 }
 
@@ -371,7 +372,8 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
     if (__builtin_expect((word & HOT_MASK) == h->unmarked, 1)) {
         /* The common case: an unmarked, ordinary object. */
         if (parallel) {
-            if (!claim_item(h->m, it, index)) return; /* sets the filter bit when there is one */
+            if (!claim_item(h->m, it, index)) return; /* through the filter: its bit is set */
+            if (filtered && !h->m->claim_by_filter) hot_filter_set(h, index, true);
         } else {
             it->flags = (uint32_t)word ^ ZS_ITEM_MARK;
             if (filtered) hot_filter_set(h, index, false);
@@ -405,6 +407,7 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
     }
     if (parallel) {
         if (!claim_item(h->m, it, index)) return; /* an ordinary one's filter bit included */
+        if (filtered && !h->m->claim_by_filter && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, true);
     } else {
         it->flags = flags ^ ZS_ITEM_MARK;
         if (filtered && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, false);
@@ -469,6 +472,8 @@ static void visit_batch_claiming(hot_state *h, const batch_queue *q, uint32_t co
             wanted |= 1ull << (index & 63);
         }
         uint64_t won = ~__atomic_fetch_or(&h->filter[word_index], wanted, __ATOMIC_RELAXED) & wanted;
+        h->m->filter_ors++;
+        h->m->filter_claims += (uint64_t)__builtin_popcountll(won);
         for (uint32_t k = first; won != 0 && k < end; k++) {
             const uint64_t bit = 1ull << (ZS_REF_INDEX(*q->slots[claims[k]]) & 63);
             if (!(won & bit)) continue; /* another marker's (or this batch's twice) */
@@ -488,7 +493,7 @@ static void visit_batch_claiming(hot_state *h, const batch_queue *q, uint32_t co
 /* Visit every queued slot of a batch. */
 static inline __attribute__((always_inline)) void visit_batch(hot_state *h, const batch_queue *q,
                                                                uint32_t count, bool parallel, bool filtered) {
-    if (parallel && filtered) {
+    if (parallel && filtered && h->m->claim_by_filter) {
         visit_batch_claiming(h, q, count);
         return;
     }

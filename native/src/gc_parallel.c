@@ -23,6 +23,7 @@
 #define MAX_MARK_WORKERS 64u
 #define STEAL_MAX 512u          /* objects taken from a victim at a time */
 #define IDLE_RETRY_NS 100000u   /* an idle worker looks for work again after this */
+#define FILTER_CLAIMS_OFF 8u     /* parallel marks claiming through flags after a poor filter one */
 
 /* A worker's stack lock and stack, alone on their cache lines (each worker
    takes its lock once per batch: sharing a line would bounce it between
@@ -162,6 +163,15 @@ bool zs_mark_parallel(zs_runtime *rt, zs_marker *main) {
         markers[i].worker = i;
         markers[i].idle_waiting = &pool.wanted;
     }
+    /* Claim through the mark filter (a word of adjacent objects per atomic
+       OR) unless the last parallel mark that did found too few objects per
+       OR: then contention on the filter's lines costs more than it saves
+       (a random graph), and the next FILTER_CLAIMS_OFF marks claim through
+       item flags. The choice holds for the whole mark: each object is
+       claimed by one mechanism. */
+    const bool by_filter = rt->mark_filter != NULL && rt->filter_claims_off == 0;
+    if (rt->filter_claims_off > 0) rt->filter_claims_off--;
+    for (uint32_t i = 0; i < wanted; i++) markers[i].claim_by_filter = by_filter;
     pool.workers = wanted;
     uint32_t started = 1;
     for (uint32_t i = 1; i < wanted; i++) {
@@ -178,6 +188,13 @@ bool zs_mark_parallel(zs_runtime *rt, zs_marker *main) {
     for (uint32_t i = 1; i < started; i++) thrd_join(threads[i], NULL);
     assert(pool.done);
 
+    uint64_t claims = 0, ors = 0;
+    for (uint32_t i = 0; i < wanted; i++) {
+        claims += markers[i].filter_claims;
+        ors += markers[i].filter_ors;
+    }
+    if (by_filter && ors > 0 && claims * 2 < ors * 3) rt->filter_claims_off = FILTER_CLAIMS_OFF;
+
     /* Fold the workers' counters into the main marker. */
     zs_mark_stack *main_stack = main->stack;
     *main_stack = pool.slots[0].stack; /* empty, its storage kept for the next cycle */
@@ -188,6 +205,8 @@ bool zs_mark_parallel(zs_runtime *rt, zs_marker *main) {
     main->lock = NULL;
     main->worker = 0;
     main->idle_waiting = NULL;
+    main->claim_by_filter = false;
+    main->filter_claims = main->filter_ors = 0;
     assert(main->stack->count == 0 && main->stack->base == 0 && main->stack->shared == 0);
     for (uint32_t i = 1; i < wanted; i++) {
         main->scanned += markers[i].scanned;

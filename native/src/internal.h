@@ -209,6 +209,10 @@ typedef struct zs_marker {
     mtx_t *lock;              /* parallel: guards the stack against thieves (gc_parallel.c) */
     uint32_t worker;          /* parallel: this marker's number */
     const uint32_t *idle_waiting; /* parallel: how many workers wait for work (a hint) */
+    bool claim_by_filter;     /* parallel: ordinary objects are claimed through the mark filter
+                                 (gc_mark.c, claims_by_filter); else through their flags */
+    uint64_t filter_claims, filter_ors; /* parallel, claim_by_filter: objects claimed through
+                                 the filter, and the atomic ORs that claimed them */
 } zs_marker;
 
 /* ---- object slabs --------------------------------------------------------- */
@@ -320,6 +324,8 @@ struct zs_runtime {
     uint64_t *mark_filter;  /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
                                when it could not be allocated (marking then reads every item) */
     bool mark_overflow;     /* a push onto mark_stack failed: rescan before gathering */
+    uint32_t filter_claims_off; /* parallel marks left that claim through item flags: the last
+                                   one through the filter claimed too few objects per atomic OR */
     bool cluster_oom;       /* a dissolution could not queue a referencing cluster */
     uint32_t gather_cursor; /* incremental gather progress */
     zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
@@ -380,12 +386,20 @@ static inline bool zs_filter_test(const uint64_t *filter, uint32_t index) {
     return (__atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED) >> (index & 63)) & 1u;
 }
 
-/* Set a filter bit from a parallel marker: atomically, because parallel
-   markers claim ordinary objects through their filter bits (gc_mark.c,
-   claims_by_filter), so a bit lost to a racing write could let a second
-   marker claim the same object. */
+/* Set a filter bit from a parallel marker that claims ordinary objects
+   through their filter bits (gc_mark.c, claims_by_filter): atomically, as a
+   bit lost to a racing write could let a second marker claim the same
+   object. */
 static inline void zs_filter_set(uint64_t *filter, uint32_t index) {
     __atomic_fetch_or(&filter[index >> 6], 1ull << (index & 63), __ATOMIC_RELAXED);
+}
+
+/* Set a filter bit from a parallel marker that claims through item flags:
+   a racing write may lose the bit, which is harmless then (a clear bit
+   promises nothing), and no locked instruction is needed. */
+static inline void zs_filter_set_racy(uint64_t *filter, uint32_t index) {
+    uint64_t word = __atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED);
+    __atomic_store_n(&filter[index >> 6], word | (1ull << (index & 63)), __ATOMIC_RELAXED);
 }
 
 static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
