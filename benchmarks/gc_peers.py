@@ -566,7 +566,8 @@ def _memory_table(config: Config, results: Results) -> Table:
             f"zsharp_py per object: a {zs['item_bytes']}-byte object-array item (the GC's "
             f"metadata: object pointer, flags, cluster index, serial, strong refcount) and "
             f"a {zs['header_bytes']}-byte object header (class, outer, index, name) inside "
-            f"the {zs['object_bytes']}-byte object; each object is its own calloc block")
+            f"the {zs['object_bytes']}-byte object, carved from 64-byte-aligned slabs (one "
+            f"cache line per object; no malloc chunk header)")
         record("gc.item_bytes", zs["item_bytes"])
         record("gc.header_bytes", zs["header_bytes"])
     return table

@@ -9,8 +9,10 @@
 #   bash tools/valgrind.sh tests/test_strings.py -k ansi   # C tests + these
 #                                       # pytest arguments instead of the subset
 #
-# The library is built normally (no sanitizers) with -O1 -g and its C
-# asserts on (ZSHARP_DEBUG=1 ZSHARP_ASSERTS=1) in a throwaway copy of the tree
+# The library is built normally (no sanitizers) with -O1 -g, its C asserts
+# on and the object slabs compiled out, so memcheck sees every native object
+# as its own malloc block (ZSHARP_DEBUG=1 ZSHARP_ASSERTS=1 ZSHARP_NO_SLAB=1;
+# the C tests with -DZS_NO_OBJECT_SLAB) in a throwaway copy of the tree
 # and a throwaway venv. Python runs with PYTHONMALLOC=malloc, so memcheck
 # sees every Python allocation too; tools/valgrind-python.supp suppresses
 # CPython's own noise only. Needs CPython >= 3.12 (3.11's _PyLong_New leaves
@@ -165,7 +167,7 @@ run_memcheck() {
 
 if [ "$mode" != smoke ]; then
     echo "== C tests under memcheck"
-    cc -std=c11 -O1 -g -Wall -Wextra -Werror -pedantic -I"$here/native/include" \
+    cc -std=c11 -O1 -g -Wall -Wextra -Werror -pedantic -DZS_NO_OBJECT_SLAB -I"$here/native/include" \
         -I"$here/native/src" "$here"/native/src/*.c "$here"/native/tests/*.c -pthread \
         -o "$work/test_native"
     run_memcheck c-tests "$work/test_native" | grep -vE "^ok  "
@@ -178,7 +180,7 @@ tar -C "$here" --exclude=.git --exclude='*.so' --exclude=build --exclude='.venv*
     | tar -C "$work/tree" -xf -
 "$python" -m venv "$work/venv"
 "$work/venv/bin/pip" install -q cffi setuptools wheel pytest hypothesis typing-extensions
-(cd "$work/tree" && ZSHARP_DEBUG=1 ZSHARP_ASSERTS=1 \
+(cd "$work/tree" && ZSHARP_DEBUG=1 ZSHARP_ASSERTS=1 ZSHARP_NO_SLAB=1 \
     "$work/venv/bin/pip" install -q --no-build-isolation -e .)
 if [ "$#" -gt 0 ]; then
     selection=("$@")

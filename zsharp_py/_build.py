@@ -10,6 +10,11 @@ API (out-of-line) mode; the declarations are read from
     the same instrumentation, but the sanitizer runtime is not linked in:
     whoever runs it preloads one (``tools/fuzz.sh`` preloads atheris's
     ASan+libFuzzer runtime, which must be the only ASan runtime loaded).
+``ZSHARP_NO_SLAB=1``
+    allocate every native object with its own malloc block instead of from
+    the object slabs (``-DZS_NO_OBJECT_SLAB``), so memory-safety tools see a
+    use after free of one object (``tools/valgrind.sh`` sets it; the
+    SANITIZE builds always do this).
 ``ZSHARP_ASSERTS=1``
     keep the C ``assert`` invariant checks (on by default with SANITIZE).
 ``ZSHARP_DEBUG=1``
@@ -61,11 +66,13 @@ def _compile_args() -> tuple[list[str], list[str]]:
     sanitize = os.environ.get("ZSHARP_SANITIZE")
     if sanitize in ("1", "nolink"):
         cflags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
-                   "-fno-sanitize-recover=all", "-O1", "-g", "-UNDEBUG"]
+                   "-fno-sanitize-recover=all", "-O1", "-g", "-UNDEBUG", "-DZS_NO_OBJECT_SLAB"]
         if sanitize == "1":
             ldflags += ["-fsanitize=address,undefined"]
     elif os.environ.get("ZSHARP_ASSERTS") == "1":
         cflags += ["-UNDEBUG"]
+    if os.environ.get("ZSHARP_NO_SLAB") == "1" and "-DZS_NO_OBJECT_SLAB" not in cflags:
+        cflags += ["-DZS_NO_OBJECT_SLAB"]
     if os.environ.get("ZSHARP_DEBUG") == "1":
         cflags += ["-O1", "-g", "-fno-omit-frame-pointer"]
     return cflags, ldflags

@@ -81,7 +81,7 @@ typedef struct zs_runtime_options {
 
 #define ZS_DEFAULT_MAX_OBJECTS 2162688u
 #define ZS_MAX_OBJECTS_LIMIT 33554432u /* 2^25: 512 chunks of 65,536 items */
-#define ZS_OBJECTS_PER_CHUNK 65536u
+#define ZS_OBJECTS_PER_CHUNK 65536u /* the object array is counted as blocks of this many items */
 
 /* Open the disregard-for-GC window at creation: objects allocated until
    zs_close_disregard_for_gc are permanent and never scanned. */

@@ -55,8 +55,16 @@ static void stack_release(zs_u32_vec *vec) {
     memset(vec, 0, sizeof *vec);
 }
 
-/* Grow a mark stack; false when it cannot. */
+/* Grow a mark stack (first sliding its entries over the part thieves took,
+   when that is at least half of it); false when it cannot. */
 static bool mark_stack_grow(zs_mark_stack *stack) {
+    if (stack->base >= stack->capacity / 2 && stack->base > 0) {
+        memmove(stack->data, stack->data + stack->base, (size_t)(stack->count - stack->base) * sizeof(zs_object *));
+        stack->count -= stack->base;
+        stack->shared -= stack->base;
+        stack->base = 0;
+        return true;
+    }
     uint32_t capacity = stack->capacity ? stack->capacity * 2 : 256;
     if (capacity <= stack->capacity) return false;
     zs_object **grown = realloc(stack->data, (size_t)capacity * sizeof(zs_object *));
@@ -81,7 +89,7 @@ void zs_mark_stack_release(zs_mark_stack *stack) {
 
 /* Push within the marker's limit; on failure the overflow rescan finds it. */
 static inline bool push_fast(zs_marker *m, zs_object *object) {
-    if (m->stack->count < m->limit && mark_stack_push(m->stack, object)) return true;
+    if (m->stack->count - m->stack->base < m->limit && mark_stack_push(m->stack, object)) return true;
     m->overflow = true;
     return false;
 }
@@ -122,28 +130,59 @@ static void marker_merge(zs_runtime *rt, zs_marker *m) {
  * Marking one reference
  * ====================================================================== */
 
-static inline bool claim_fast(zs_marker *m, zs_item *it) {
+/* Claim an item's mark through its flags: true when this call marked it.
+   Parallel markers race for the bit with an atomic operation; only the
+   winner scans the object. */
+static inline bool claim_flags(zs_marker *m, zs_item *it) {
     zs_runtime *rt = m->rt;
     if (!m->parallel) {
         if (item_is_marked(rt, it)) return false;
         item_set_marked(rt, it);
         return true;
     }
-    /* Parallel markers race for the mark bit; only the winner scans. */
     if (rt->mark_parity)
         return (__atomic_fetch_or(&it->flags, ZS_ITEM_MARK, __ATOMIC_RELAXED) & ZS_ITEM_MARK) == 0;
     return (__atomic_fetch_and(&it->flags, ~ZS_ITEM_MARK, __ATOMIC_RELAXED) & ZS_ITEM_MARK) != 0;
 }
 
-bool zs_mark_claim(zs_marker *m, zs_item *it) { return claim_fast(m, it); }
+/* Whether parallel markers claim an item (of these flags) through its
+   mark-filter bit rather than its flags: an ordinary object (not garbage,
+   permanent nor in a cluster) while the filter exists. Each item is claimed
+   by one of the two mechanisms only, so exactly one marker wins it; a set
+   filter bit is then exactly the filter's promise (marked, not garbage, not
+   in a cluster). Through the filter, a batch claims the adjacent objects it
+   reached (a parent's children, allocated together) with one atomic
+   operation per 64 indices (claim_run) instead of one per object. */
+static inline bool claims_by_filter(const zs_marker *m, const zs_item *it, uint32_t flags) {
+    return m->claim_by_filter && !(flags & (ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT)) && it->cluster_index < 0;
+}
 
-/* Mark an item reached through a reference (clusters as a whole). */
-static inline void mark_reached(zs_marker *m, zs_item *it) {
+/* Claim the item of an index for this marker: true when this call marked it
+   (through the filter bit or the flags, see claims_by_filter). */
+static inline bool claim_item(zs_marker *m, zs_item *it, uint32_t index) {
+    uint32_t flags = __atomic_load_n(&it->flags, __ATOMIC_RELAXED);
+    if (!claims_by_filter(m, it, flags)) return claim_flags(m, it);
+    if (((flags ^ m->rt->mark_parity) & ZS_ITEM_MARK) == 0) return false; /* marked (claimed) already */
+    uint64_t bit = 1ull << (index & 63);
+    if (__atomic_fetch_or(&m->rt->mark_filter[index >> 6], bit, __ATOMIC_RELAXED) & bit) return false;
+    /* Only the winner writes an ordinary item's flags while marking. */
+    __atomic_store_n(&it->flags, flags ^ ZS_ITEM_MARK, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* Claim a cluster root's mark (clusters are claimed through their flags). */
+bool zs_mark_claim(zs_marker *m, zs_item *it) {
+    assert(it->cluster_index >= 0);
+    return claim_flags(m, it);
+}
+
+/* Mark the item of an index reached through a reference (clusters as a whole). */
+static inline void mark_reached(zs_marker *m, zs_item *it, uint32_t index) {
     if (it->cluster_index >= 0) {
         if (!zs_item_reachable(m->rt, it)) zs_mark_cluster(m, it->cluster_index);
         return;
     }
-    if (claim_fast(m, it)) {
+    if (claim_item(m, it, index)) {
         m->marked++;
         if (!(it->flags & ZS_ITEM_LEAF)) push_fast(m, it->object);
     }
@@ -163,7 +202,7 @@ static inline void visit_fast(zs_marker *m, zs_ref *slot, bool killable) {
         m->killed++;
         return;
     }
-    mark_reached(m, it);
+    mark_reached(m, it, index);
 }
 
 void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable) { visit_fast(m, slot, killable); }
@@ -257,39 +296,59 @@ static void rescan_marked(zs_marker *m) {
    rare calls that use the marker's stack (clusters, sharing, growth). */
 typedef struct hot_state {
     zs_marker *m;
-    zs_item *const *chunks;
+    zs_item *items; /* rt->items */
     uint64_t *filter;  /* rt->mark_filter (NULL: none) */
     uint64_t unmarked; /* (rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER: see HOT_MASK */
     zs_object **data; /* m->stack's storage */
     uint32_t count;
     uint32_t capacity;
+    uint32_t shared; /* parallel: m->stack->shared (only the owner moves it) */
     uint64_t scanned, marked, killed;
 } hot_state;
 
 static inline void hot_sync_out(hot_state *h) { h->m->stack->count = h->count; }
 
 static inline void hot_sync_in(hot_state *h) {
+    h->shared = h->m->stack->shared;
     h->data = h->m->stack->data;
     h->count = h->m->stack->count;
     h->capacity = h->m->stack->capacity < h->m->limit ? h->m->stack->capacity : h->m->limit;
 }
 
-static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_object *object) {
+/* Before the marker's stack is used outside the hot loop: store the hot
+   copy back, and (parallel) take the stack's lock, which thieves take too. */
+static inline void hot_leave(hot_state *h, bool parallel) {
+    if (parallel) mtx_lock(h->m->lock);
+    hot_sync_out(h);
+}
+
+/* After hot_leave: release the lock and reload the hot copy. */
+static inline void hot_enter(hot_state *h, bool parallel) {
+    hot_sync_in(h);
+    if (parallel) mtx_unlock(h->m->lock);
+}
+
+/* Push a marked object: in place while there is room (a parallel marker's
+   pushes above its published count are its own: thieves only take below
+   it), else through push_fast (growth, limit, overflow). */
+static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_object *object, bool parallel) {
     if (h->count < h->capacity) {
         h->data[h->count++] = object;
         return;
     }
-    hot_sync_out(h);
+    hot_leave(h, parallel);
     push_fast(h->m, object);
-    hot_sync_in(h);
+    hot_enter(h, parallel);
 }
 
 /* Set a mark-filter bit from a marker: a plain read-modify-write for the
-   serial marker (nobody else touches the filter then), zs_filter_set's
-   racy-but-harmless form for parallel ones. */
+   serial marker (nobody else touches the filter then), an atomic one for
+   parallel ones claiming through the filter (a lost bit could be a claim,
+   see claims_by_filter), a racy one for those claiming through flags. */
 static inline __attribute__((always_inline)) void hot_filter_set(hot_state *h, uint32_t index,
                                                                   bool parallel) {
-    if (parallel) zs_filter_set(h->filter, index);
+    if (parallel && h->m->claim_by_filter) zs_filter_set(h->filter, index);
+    else if (parallel) zs_filter_set_racy(h->filter, index);
     else h->filter[index >> 6] |= 1ull << (index & 63);
 }
 
@@ -313,24 +372,25 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
     if (__builtin_expect((word & HOT_MASK) == h->unmarked, 1)) {
         /* The common case: an unmarked, ordinary object. */
         if (parallel) {
-            if (!claim_fast(h->m, it)) return;
+            if (!claim_item(h->m, it, index)) return; /* through the filter: its bit is set */
+            if (filtered && !h->m->claim_by_filter) hot_filter_set(h, index, true);
         } else {
             it->flags = (uint32_t)word ^ ZS_ITEM_MARK;
+            if (filtered) hot_filter_set(h, index, false);
         }
         h->marked++;
-        if (filtered) hot_filter_set(h, index, parallel);
         zs_object *object = it->object;
         __builtin_prefetch(object);
-        hot_push(h, object);
+        hot_push(h, object, parallel);
         return;
     }
     uint32_t flags = (uint32_t)word;
     if (it->cluster_index >= 0 && !(flags & (ZS_ITEM_PERMANENT | ZS_ITEM_GARBAGE))) {
         /* A cluster member's own mark bit is stale: the root's decides. */
         if (!zs_item_reachable(h->m->rt, it)) {
-            hot_sync_out(h);
+            hot_leave(h, parallel);
             zs_mark_cluster(h->m, it->cluster_index);
-            hot_sync_in(h);
+            hot_enter(h, parallel);
         }
         return;
     }
@@ -346,13 +406,14 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
         return;
     }
     if (parallel) {
-        if (!claim_fast(h->m, it)) return;
+        if (!claim_item(h->m, it, index)) return; /* an ordinary one's filter bit included */
+        if (filtered && !h->m->claim_by_filter && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, true);
     } else {
         it->flags = flags ^ ZS_ITEM_MARK;
+        if (filtered && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, false);
     }
     h->marked++;
-    if (filtered && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, parallel);
-    if (!(flags & ZS_ITEM_LEAF)) hot_push(h, it->object);
+    if (!(flags & ZS_ITEM_LEAF)) hot_push(h, it->object, parallel);
 }
 
 /* Marking a big heap is bound by memory latency: every reference reads an
@@ -365,6 +426,16 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
  * a few instructions per reference. */
 #define BATCH_OBJECTS 32u
 #define BATCH_SLOTS 256u
+#define SHORT_RUN 4u /* runs of up to this many references are queued unrolled */
+/* Parallel markers (see drain_impl): a marker hands its older entries to
+   thieves every PUBLISH_BATCHES batches (every other batch while a worker
+   waits for work), keeping its newest KEEP_PRIVATE; takes back half of what
+   is left (at least RECLAIM) when its own part runs out; and wakes an idle
+   worker when it has WAKE_BACKLOG stealable entries. */
+#define PUBLISH_BATCHES 64u
+#define KEEP_PRIVATE 128u
+#define RECLAIM 256u
+#define WAKE_BACKLOG 64u
 
 /* A batch's queued (killable) references: the slot, and the target's item
    (prefetched when queued). */
@@ -375,12 +446,57 @@ typedef struct batch_queue {
 
 /* The item of an index (no checks). */
 static inline __attribute__((always_inline)) zs_item *hot_item(const hot_state *h, uint32_t index) {
-    return &h->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
+    return &h->items[index];
+}
+
+/* Parallel markers with a mark filter: visit a batch's queued slots,
+   claiming the unmarked ordinary targets through their filter bits a word
+   at a time: the targets of consecutive slots that share a filter word (the
+   children of the batch's objects, allocated together) are claimed with one
+   atomic OR, whose old value says which of them this marker won. Everything
+   else goes through visit_slot. */
+static void visit_batch_claiming(hot_state *h, const batch_queue *q, uint32_t count) {
+    uint32_t claims[BATCH_SLOTS], n = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        zs_item *it = q->items[i];
+        uint64_t word = __atomic_load_n(&it->flags, __ATOMIC_RELAXED) | (uint64_t)(uint32_t)it->cluster_index << 32;
+        if ((word & HOT_MASK) == h->unmarked) claims[n++] = i;
+        else visit_slot(h, it, q->slots[i], true, true, true);
+    }
+    for (uint32_t first = 0, end; first < n; first = end) {
+        const uint32_t word_index = ZS_REF_INDEX(*q->slots[claims[first]]) >> 6;
+        uint64_t wanted = 0;
+        for (end = first; end < n; end++) {
+            uint32_t index = ZS_REF_INDEX(*q->slots[claims[end]]);
+            if (index >> 6 != word_index) break;
+            wanted |= 1ull << (index & 63);
+        }
+        uint64_t won = ~__atomic_fetch_or(&h->filter[word_index], wanted, __ATOMIC_RELAXED) & wanted;
+        h->m->filter_ors++;
+        h->m->filter_claims += (uint64_t)__builtin_popcountll(won);
+        for (uint32_t k = first; won != 0 && k < end; k++) {
+            const uint64_t bit = 1ull << (ZS_REF_INDEX(*q->slots[claims[k]]) & 63);
+            if (!(won & bit)) continue; /* another marker's (or this batch's twice) */
+            won &= ~bit;
+            zs_item *it = q->items[claims[k]];
+            /* Only the winner writes an ordinary item's flags while marking. */
+            __atomic_store_n(&it->flags, __atomic_load_n(&it->flags, __ATOMIC_RELAXED) ^ ZS_ITEM_MARK,
+                             __ATOMIC_RELAXED);
+            h->marked++;
+            zs_object *object = it->object;
+            __builtin_prefetch(object);
+            hot_push(h, object, true);
+        }
+    }
 }
 
 /* Visit every queued slot of a batch. */
 static inline __attribute__((always_inline)) void visit_batch(hot_state *h, const batch_queue *q,
                                                                uint32_t count, bool parallel, bool filtered) {
+    if (parallel && filtered && h->m->claim_by_filter) {
+        visit_batch_claiming(h, q, count);
+        return;
+    }
     for (uint32_t i = 0; i < count; i++) visit_slot(h, q->items[i], q->slots[i], true, parallel, filtered);
 }
 
@@ -417,7 +533,7 @@ static inline __attribute__((always_inline)) void queue_slot(const hot_state *h,
 /* Scan objects until the stack is empty, or the deadline passes. */
 static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint64_t deadline_ns,
                                                               bool parallel, bool filtered) {
-    hot_state h = {.m = m, .chunks = m->rt->chunks, .filter = m->rt->mark_filter,
+    hot_state h = {.m = m, .items = m->rt->items, .filter = m->rt->mark_filter,
                    .unmarked = (m->rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER};
     assert(filtered == (h.filter != NULL));
     hot_sync_in(&h);
@@ -426,10 +542,49 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
     const uint32_t step_objects = deadline_ns != 0 ? m->rt->step_objects : 0;
     uint32_t left = step_objects;
     uint64_t clock_scanned = 0;
+    uint32_t published = 0; /* parallel: batches since the last hand-over */
     bool finished = true;
-    while (h.count > 0) {
-        uint32_t batch = h.count < BATCH_OBJECTS ? h.count : BATCH_OBJECTS, queued = 0;
-        if (step_objects != 0 && left < batch) batch = left;
+    for (;;) {
+        uint32_t batch, queued = 0;
+        if (parallel) {
+            /* The owner works on the top of its stack, data[shared..count),
+               without locking; thieves take from the bottom of the rest,
+               data[base..shared), under the stack's lock. The owner takes
+               that lock only to move the boundary: every PUBLISH_BATCHES
+               batches it hands all but its newest KEEP_PRIVATE entries over
+               (a preempted worker's backlog stays stealable), and when its
+               own part runs out it takes some back. A locked instruction per
+               batch would cost more: it waits for the batch's stores, which
+               wait for their cache misses. */
+            if (h.count == h.shared) {
+                mtx_lock(m->lock);
+                const uint32_t base = m->stack->base;
+                if (h.shared == base) {
+                    m->stack->count = m->stack->shared = m->stack->base = h.count = h.shared = 0;
+                    mtx_unlock(m->lock);
+                    break;
+                }
+                const uint32_t reclaim = (h.shared - base) / 2 > RECLAIM ? (h.shared - base) / 2 : RECLAIM;
+                h.shared -= h.shared - base < reclaim ? h.shared - base : reclaim;
+                m->stack->shared = h.shared;
+                mtx_unlock(m->lock);
+                published = 0;
+            } else if ((++published >= PUBLISH_BATCHES ||
+                        (published >= 2 && __atomic_load_n(m->idle_waiting, __ATOMIC_RELAXED) > 0)) &&
+                       h.count - h.shared > KEEP_PRIVATE) {
+                mtx_lock(m->lock);
+                m->stack->count = h.count;
+                m->stack->shared = h.shared = h.count - KEEP_PRIVATE;
+                mtx_unlock(m->lock);
+                published = 0;
+                if (h.shared - m->stack->base >= WAKE_BACKLOG) zs_mark_maybe_wake(m);
+            }
+            batch = h.count - h.shared < BATCH_OBJECTS ? h.count - h.shared : BATCH_OBJECTS;
+        } else {
+            if (h.count == 0) break;
+            batch = h.count < BATCH_OBJECTS ? h.count : BATCH_OBJECTS;
+            if (step_objects != 0 && left < batch) batch = left;
+        }
         /* Pop the batch and prefetch its objects (both lines: a 64-byte
            object straddles two when the allocator aligns it to 16 only). */
         zs_object *popped[BATCH_OBJECTS];
@@ -448,7 +603,17 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
                usually marked already (the filter skips it). */
             visit_slot_if_set(&h, &object->outer, false, parallel, filtered);
             uint32_t plain = schema->plain_count;
-            if (__builtin_expect(plain < BATCH_SLOTS - queued, 1)) {
+            if (__builtin_expect(plain <= SHORT_RUN && queued <= BATCH_SLOTS - SHORT_RUN, 1)) {
+                /* A short run (a few reference members: most classes): no
+                   loop to set up, one predictable test per member. */
+                zs_ref *run = (zs_ref *)(base + schema->plain_offset);
+                if (plain > 0) queue_slot(&h, &q, &queued, run, filtered);
+                if (plain > 1) queue_slot(&h, &q, &queued, run + 1, filtered);
+                if (plain > 2) queue_slot(&h, &q, &queued, run + 2, filtered);
+                if (plain > 3) queue_slot(&h, &q, &queued, run + 3, filtered);
+                continue;
+            }
+            if (plain < BATCH_SLOTS - queued) {
                 /* The usual layout: the strong members are one run of
                    adjacent references, and the batch has room for them. */
                 zs_ref *run = (zs_ref *)(base + schema->plain_offset), *const end = run + plain;
@@ -476,17 +641,13 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             for (uint32_t i = objects; i < schema->strong_count; i++) {
                 /* A container, optional or struct-with-references member:
                    followed outside the batch (its targets go on the stack). */
-                hot_sync_out(&h);
+                hot_leave(&h, parallel);
                 zs_mark_value(m, schema->types[i], base + (words[i] >> ZS_OP_SHIFT), true);
-                hot_sync_in(&h);
+                hot_enter(&h, parallel);
             }
         }
         visit_batch(&h, &q, queued, parallel, filtered);
-        if (parallel && h.count >= 256) {
-            hot_sync_out(&h);
-            zs_mark_maybe_share(m);
-            hot_sync_in(&h);
-        }
+
         if (step_objects != 0 && (left -= batch) == 0) {
             finished = h.count == 0;
             break;
@@ -499,7 +660,7 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             }
         }
     }
-    hot_sync_out(&h);
+    if (!parallel) hot_sync_out(&h); /* a parallel marker only leaves with its stack empty and published */
     m->scanned += h.scanned;
     m->marked += h.marked;
     m->killed += h.killed;
@@ -539,7 +700,7 @@ static void mark_roots(zs_marker *m) {
         }
         rt->root_list.data[kept++] = index;
         if (it->flags & ZS_ITEM_PERMANENT) zs_mark_push(m, index); /* escaped: scan only */
-        else mark_reached(m, it);
+        else mark_reached(m, it, index);
     }
     rt->root_list.count = kept;
     rt->stats.roots = kept;
@@ -603,10 +764,21 @@ _Static_assert(ZS_OBJECTS_PER_CHUNK % GATHER_CLOCK_STRIDE == 0, "a clock stride 
 
 /* Gather the unmarked objects from the cursor on, until the deadline. One
    sequential pass over the items, a chunk (and a clock stride) at a time;
-   a marked, ordinary item is skipped with one load and one compare. When
-   an object cannot be recorded (out of memory) the whole cycle is given up
-   (gather_abort). True when the pass is complete. */
+   a marked, ordinary item is skipped with one load and one compare, and an
+   item whose mark-filter bit is set without reading it at all, 64 such
+   items at once: a live heap's gather then reads the filter (1 bit per
+   object) instead of every item. A set bit still names a survivor while
+   gathering, between steps too: bits are only set while marking, for
+   marked (or permanent) objects outside clusters; a mark is not taken back
+   before the purge (but for the members of a dying cluster, which have no
+   bit), nor does an object with a bit leave its slot (objects are freed by
+   the purge); clusters are not created while a cycle is pending, and the
+   members of one dissolved meanwhile never had bits; marking an object as
+   garbage clears its bit.
+   When an object cannot be recorded (out of memory) the whole cycle is
+   given up (gather_abort). True when the pass is complete. */
 static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
+    const uint64_t *filter = rt->mark_filter;
     int32_t cached_cluster = -1; /* releasing a dying root resets the cache */
     bool cached_reachable = false;
     /* Marked, not permanent, not dying, not in a cluster: survives. A free
@@ -625,6 +797,15 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
         if (end > rt->high_water) end = rt->high_water;
         zs_item *it = zs_item_at(rt, index);
         for (; index < end; index++, it++) {
+            if (filter != NULL) {
+                uint64_t bits = filter[index >> 6] >> (index & 63);
+                if (bits == UINT64_MAX >> (index & 63) && (index & 63) == 0 && end - index >= 64) {
+                    index += 63; /* 64 survivors */
+                    it += 63;
+                    continue;
+                }
+                if (bits & 1) continue;
+            }
             if ((zs_item_word(it) & survivor_mask) == survivor) continue;
             if (it->object == NULL || (it->flags & (ZS_ITEM_PERMANENT | ZS_ITEM_DYING))) continue;
             if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT)) {
@@ -779,7 +960,7 @@ void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target) {
     zs_marker m;
     zs_marker_init(&m, rt, &rt->mark_stack);
     uint32_t before = target->flags;
-    mark_reached(&m, target);
+    mark_reached(&m, target, target->object->index);
     if (((before ^ target->flags) & ZS_ITEM_MARK) != 0 || m.clusters_marked) m.barrier_marks++;
     marker_merge(rt, &m);
 }

@@ -1,11 +1,15 @@
 /*
  * gc_parallel.c -- parallel marking for full collections of large heaps.
  *
- * Every worker (the collecting thread is worker 0) owns a local stack and
- * claims mark bits atomically, so each object is scanned by exactly one
- * worker (which also makes killable-reference nulling race-free). Workers
- * that have plenty of work move a batch to a shared pool; idle workers take
- * from it. Marking ends when every worker is idle and the pool is empty.
+ * Every worker (the collecting thread is worker 0) owns a stack and claims
+ * mark bits atomically (gc_mark.c: through the mark filter, a word at a
+ * time), so each object is scanned by exactly one worker (which also makes
+ * killable-reference nulling race-free). A worker takes its next batch from
+ * the top of its stack under the stack's lock, once per batch; an idle
+ * worker steals the bottom half of another's stack under the same lock, so
+ * a worker preempted by another process (a busy second core) does not hold
+ * its backlog up. Idle workers wait a little, or until a busy one wakes
+ * them, and look again. Marking ends when every worker is idle at once.
  * The survivors are exactly those of the serial marker: both mark the
  * closure of the roots.
  */
@@ -17,62 +21,73 @@
 #include <unistd.h>
 
 #define MAX_MARK_WORKERS 64u
-#define SHARE_BATCH 128u /* objects moved to the pool at a time */
+#define STEAL_MAX 512u          /* objects taken from a victim at a time */
+#define IDLE_RETRY_NS 100000u   /* an idle worker looks for work again after this */
+#define FILTER_CLAIMS_OFF 8u     /* parallel marks claiming through flags after a poor filter one */
+
+/* A worker's stack lock and stack, alone on their cache lines (each worker
+   takes its lock once per batch: sharing a line would bounce it between
+   the cores at every batch). */
+typedef struct zs_mark_slot {
+    _Alignas(64) mtx_t lock;
+    zs_mark_stack stack; /* worker 0's is the runtime's, moved here while marking */
+    char pad[64];
+} zs_mark_slot;
 
 typedef struct zs_mark_pool {
-    mtx_t lock;
+    mtx_t lock; /* guards idle, done */
     cnd_t wake;
-    zs_object **items;
-    uint32_t count;
-    uint32_t capacity;
     uint32_t workers;
     uint32_t idle;
     bool done;
-    bool failed; /* a pool push failed: the caller rescans */
-    uint32_t wanted; /* idle workers waiting: a hint for sharing */
+    uint32_t wanted; /* idle workers waiting: a hint for busy ones to wake one */
+    zs_marker *markers;
+    zs_mark_slot slots[MAX_MARK_WORKERS];
 } zs_mark_pool;
 
-/* Move a batch from the bottom of a busy worker's stack into the pool. */
-static void share(zs_marker *m);
-
-void zs_mark_maybe_share(zs_marker *m) {
-    if (m->stack->count >= 2 * SHARE_BATCH && __atomic_load_n(&m->pool->wanted, __ATOMIC_RELAXED) > 0)
-        share(m);
-}
-
-static void share(zs_marker *m) {
+void zs_mark_maybe_wake(zs_marker *m) {
     zs_mark_pool *pool = m->pool;
+    if (__atomic_load_n(&pool->wanted, __ATOMIC_RELAXED) == 0) return;
     mtx_lock(&pool->lock);
-    if (pool->count + SHARE_BATCH > pool->capacity) {
-        uint32_t capacity = pool->capacity ? pool->capacity * 2 : 4096;
-        zs_object **grown = realloc(pool->items, (size_t)capacity * sizeof(zs_object *));
-        if (grown == NULL) {
-            mtx_unlock(&pool->lock);
-            return; /* keep the work local */
-        }
-        pool->items = grown;
-        pool->capacity = capacity;
-    }
-    memcpy(pool->items + pool->count, m->stack->data, SHARE_BATCH * sizeof(zs_object *));
-    pool->count += SHARE_BATCH;
-    m->stack->count -= SHARE_BATCH;
-    memmove(m->stack->data, m->stack->data + SHARE_BATCH, m->stack->count * sizeof(zs_object *));
-    cnd_broadcast(&pool->wake);
+    cnd_signal(&pool->wake);
     mtx_unlock(&pool->lock);
 }
 
-/* Take a batch from the pool; false when marking is over. */
+/* Take up to half of the objects another worker handed over (the oldest:
+   the bottom of its stack, usually the roots of big subtrees) onto this
+   worker's empty stack; false when every other stack is empty. The victim
+   need not be running: a worker preempted by another process loses its
+   backlog to the idle one instead of holding up the mark. */
+static bool steal(zs_marker *m) {
+    zs_mark_pool *pool = m->pool;
+    zs_object *loot[STEAL_MAX];
+    for (uint32_t k = 1; k < pool->workers; k++) {
+        zs_marker *victim = &pool->markers[(m->worker + k) % pool->workers];
+        mtx_lock(victim->lock);
+        zs_mark_stack *stack = victim->stack;
+        uint32_t queued = stack->shared - stack->base; /* only the part its owner handed over */
+        uint32_t n = queued < 2 ? queued : queued / 2;
+        if (n > STEAL_MAX) n = STEAL_MAX;
+        if (n > 0) memcpy(loot, stack->data + stack->base, (size_t)n * sizeof(zs_object *));
+        stack->base += n;
+        mtx_unlock(victim->lock);
+        if (n == 0) continue;
+        mtx_lock(m->lock);
+        for (uint32_t i = 0; i < n; i++) zs_mark_push_object(m, loot[i]); /* a failure sets overflow */
+        mtx_unlock(m->lock);
+        return true;
+    }
+    return false;
+}
+
+/* Find more work for an idle worker: steal, else wait (a while, then look
+   again); false when marking is over (every worker idle at once: no stack
+   holds work, and nobody is scanning). */
 static bool take(zs_marker *m) {
     zs_mark_pool *pool = m->pool;
-    mtx_lock(&pool->lock);
     for (;;) {
-        if (pool->count > 0) {
-            uint32_t n = pool->count < SHARE_BATCH ? pool->count : SHARE_BATCH;
-            for (uint32_t i = 0; i < n; i++)
-                if (!zs_mark_push_object(m, pool->items[--pool->count])) break;
-            mtx_unlock(&pool->lock);
-            return true;
-        }
+        if (steal(m)) return true;
+        mtx_lock(&pool->lock);
         if (pool->done) break;
         pool->idle++;
         if (pool->idle == pool->workers) {
@@ -81,15 +96,25 @@ static bool take(zs_marker *m) {
             break;
         }
         __atomic_add_fetch(&pool->wanted, 1, __ATOMIC_RELAXED);
-        cnd_wait(&pool->wake, &pool->lock);
+        struct timespec until;
+        timespec_get(&until, TIME_UTC);
+        until.tv_nsec += IDLE_RETRY_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        cnd_timedwait(&pool->wake, &pool->lock, &until);
         __atomic_sub_fetch(&pool->wanted, 1, __ATOMIC_RELAXED);
-        if (!pool->done) pool->idle--;
+        bool done = pool->done;
+        if (!done) pool->idle--;
+        mtx_unlock(&pool->lock);
+        if (done) return false;
     }
     mtx_unlock(&pool->lock);
     return false;
 }
 
-/* One worker: scan local work, share when others are idle, take when empty. */
+/* One worker: scan its own work, steal or wait when it runs out. */
 static int worker(void *arg) {
     zs_marker *m = arg;
     do {
@@ -115,46 +140,85 @@ bool zs_mark_parallel(zs_runtime *rt, zs_marker *main) {
         mtx_destroy(&pool.lock);
         return false;
     }
+    uint32_t locks = 0;
+    while (locks < wanted && mtx_init(&pool.slots[locks].lock, mtx_plain) == thrd_success) locks++;
+    if (locks < wanted) wanted = locks;
     zs_marker markers[MAX_MARK_WORKERS];
-    zs_mark_stack stacks[MAX_MARK_WORKERS];
     thrd_t threads[MAX_MARK_WORKERS];
-    memset(stacks, 0, sizeof stacks);
-    /* Worker 0 is this thread and starts with the roots' work. */
-    markers[0] = *main;
-    markers[0].parallel = true;
-    markers[0].pool = &pool;
-    uint32_t started = 1;
-    pool.workers = wanted; /* lowered below if a thread cannot start */
-    for (uint32_t i = 1; i < wanted; i++) {
-        zs_marker_init(&markers[i], rt, &stacks[i]);
+    pool.markers = markers;
+    /* Every marker exists (with an empty stack) before any thread starts, so
+       thieves may look at all of them; worker 0 is this thread and starts
+       with the roots' work. */
+    for (uint32_t i = 0; i < wanted; i++) {
+        if (i == 0) {
+            markers[0] = *main;
+            pool.slots[0].stack = *main->stack; /* moved back below */
+            markers[0].stack = &pool.slots[0].stack;
+        } else {
+            zs_marker_init(&markers[i], rt, &pool.slots[i].stack);
+        }
         markers[i].parallel = true;
         markers[i].pool = &pool;
+        markers[i].lock = &pool.slots[i].lock;
+        markers[i].worker = i;
+        markers[i].idle_waiting = &pool.wanted;
+    }
+    /* Claim through the mark filter (a word of adjacent objects per atomic
+       OR) unless the last parallel mark that did found too few objects per
+       OR: then contention on the filter's lines costs more than it saves
+       (a random graph), and the next FILTER_CLAIMS_OFF marks claim through
+       item flags. The choice holds for the whole mark: each object is
+       claimed by one mechanism. */
+    const bool by_filter = rt->mark_filter != NULL && rt->filter_claims_off == 0;
+    if (rt->filter_claims_off > 0) rt->filter_claims_off--;
+    for (uint32_t i = 0; i < wanted; i++) markers[i].claim_by_filter = by_filter;
+    pool.workers = wanted;
+    uint32_t started = 1;
+    for (uint32_t i = 1; i < wanted; i++) {
         if (thrd_create(&threads[i], worker, &markers[i]) != thrd_success) break;
         started++;
     }
     if (started < wanted) {
+        /* The markers that did not start hold no work: count them idle. */
         mtx_lock(&pool.lock);
-        pool.workers = started;
+        pool.idle += wanted - started;
         mtx_unlock(&pool.lock);
     }
     worker(&markers[0]);
     for (uint32_t i = 1; i < started; i++) thrd_join(threads[i], NULL);
+    assert(pool.done);
+
+    uint64_t claims = 0, ors = 0;
+    for (uint32_t i = 0; i < wanted; i++) {
+        claims += markers[i].filter_claims;
+        ors += markers[i].filter_ors;
+    }
+    if (by_filter && ors > 0 && claims * 2 < ors * 3) rt->filter_claims_off = FILTER_CLAIMS_OFF;
 
     /* Fold the workers' counters into the main marker. */
+    zs_mark_stack *main_stack = main->stack;
+    *main_stack = pool.slots[0].stack; /* empty, its storage kept for the next cycle */
     *main = markers[0];
+    main->stack = main_stack;
     main->parallel = false;
     main->pool = NULL;
-    for (uint32_t i = 1; i < started; i++) {
+    main->lock = NULL;
+    main->worker = 0;
+    main->idle_waiting = NULL;
+    main->claim_by_filter = false;
+    main->filter_claims = main->filter_ors = 0;
+    assert(main->stack->count == 0 && main->stack->base == 0 && main->stack->shared == 0);
+    for (uint32_t i = 1; i < wanted; i++) {
         main->scanned += markers[i].scanned;
         main->marked += markers[i].marked;
         main->killed += markers[i].killed;
         main->clusters_marked += markers[i].clusters_marked;
         main->overflow |= markers[i].overflow;
         free(markers[i].clusters.data);
-        zs_mark_stack_release(&stacks[i]);
+        zs_mark_stack_release(&pool.slots[i].stack);
     }
     rt->stats.mark_threads = started;
-    free(pool.items);
+    for (uint32_t i = 0; i < wanted; i++) mtx_destroy(&pool.slots[i].lock);
     cnd_destroy(&pool.wake);
     mtx_destroy(&pool.lock);
     return true;

@@ -5,27 +5,41 @@
  */
 #include "internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ======================================================================
  * Object array
  * ====================================================================== */
 
+/* The items of a chunk: ZS_OBJECTS_PER_CHUNK, fewer for the last one. */
+static size_t chunk_bytes(const zs_runtime *rt, uint32_t chunk) {
+    uint32_t first = chunk * ZS_OBJECTS_PER_CHUNK;
+    uint32_t items = rt->max_objects - first < ZS_OBJECTS_PER_CHUNK ? rt->max_objects - first : ZS_OBJECTS_PER_CHUNK;
+    return (size_t)items * sizeof(zs_item);
+}
+
+/* Reserve the object array: one zeroed block for max_objects items, so an
+   item is one index away from the array's start (the marker computes every
+   reference's item with no table lookup). calloc leaves a large block's
+   pages untouched until used; the runtime counts a chunk of it as a block
+   when its first slot is handed out (zs_slot_alloc), as when chunks were
+   allocated one by one. */
 zs_status zs_heap_init(zs_runtime *rt, uint32_t max_objects) {
     rt->max_objects = max_objects;
-    rt->chunk_count = (max_objects + ZS_OBJECTS_PER_CHUNK - 1) / ZS_OBJECTS_PER_CHUNK;
-    rt->chunks = zs_alloc(rt, rt->chunk_count * sizeof(zs_item *));
-    return rt->chunks ? ZS_OK : ZS_E_NOMEM;
+    rt->chunk_count = 0;
+    rt->items = calloc(max_objects, sizeof(zs_item));
+    return rt->items ? ZS_OK : ZS_E_NOMEM;
 }
 
 void zs_heap_release(zs_runtime *rt) {
     zs_free(rt, rt->name_buckets, (size_t)rt->name_bucket_count * sizeof(uint32_t));
     rt->name_buckets = NULL;
     rt->name_bucket_count = 0;
-    for (uint32_t c = 0; rt->chunks != NULL && c < rt->chunk_count; c++)
-        zs_free(rt, rt->chunks[c], ZS_OBJECTS_PER_CHUNK * sizeof(zs_item));
-    zs_free(rt, rt->chunks, rt->chunk_count * sizeof(zs_item *));
-    rt->chunks = NULL;
+    for (uint32_t c = 0; c < rt->chunk_count; c++) zs_uncount_block(rt, chunk_bytes(rt, c));
+    rt->chunk_count = 0;
+    free(rt->items);
+    rt->items = NULL;
     zs_u32_release(rt, &rt->free_slots);
 }
 
@@ -37,9 +51,9 @@ zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index) {
     }
     if (rt->high_water >= rt->max_objects) return ZS_E_CAPACITY;
     uint32_t chunk = rt->high_water / ZS_OBJECTS_PER_CHUNK;
-    if (rt->chunks[chunk] == NULL) {
-        rt->chunks[chunk] = zs_alloc(rt, ZS_OBJECTS_PER_CHUNK * sizeof(zs_item));
-        if (rt->chunks[chunk] == NULL) return ZS_E_NOMEM;
+    if (chunk == rt->chunk_count) {
+        if (!zs_count_block(rt, chunk_bytes(rt, chunk))) return ZS_E_NOMEM;
+        rt->chunk_count++;
     }
     *out_index = rt->high_water++;
     zs_item *it = zs_item_at(rt, *out_index);
@@ -186,7 +200,7 @@ void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash) {
     zs_schema_destroy(rt, &cls->schema, (char *)object);
     if (unhash) name_index_remove(rt, object);
     uint32_t index = object->index;
-    zs_free(rt, object, cls->instance_size);
+    zs_object_free(rt, object, cls->instance_size);
     zs_slot_free(rt, index);
     rt->live_objects--;
 }
@@ -242,7 +256,7 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
         return status;
     uint32_t index;
     if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) return status;
-    zs_object *object = zs_alloc(rt, cls->instance_size);
+    zs_object *object = zs_object_alloc(rt, cls->instance_size);
     if (object == NULL) {
         zs_slot_free(rt, index);
         return ZS_E_NOMEM;

@@ -188,6 +188,9 @@ typedef struct zs_cluster {
    indices: popping one then needs no item lookup). */
 typedef struct zs_mark_stack {
     zs_object **data;
+    uint32_t base;   /* parallel: entries below it were stolen (data[base..count) are queued) */
+    uint32_t shared; /* parallel: thieves may take data[base..shared); data[shared..count) is
+                        the owner's alone (see gc_mark.c, drain_impl) */
     uint32_t count;
     uint32_t capacity;
 } zs_mark_stack;
@@ -202,8 +205,56 @@ typedef struct zs_marker {
     uint32_t limit;           /* entries the stack may hold (stress switch) */
     bool overflow;            /* a push failed: rescan marked objects later */
     uint64_t scanned, marked, killed, clusters_marked, barrier_marks;
-    struct zs_mark_pool *pool; /* parallel: shared work pool */
+    struct zs_mark_pool *pool; /* parallel: the workers' shared state */
+    mtx_t *lock;              /* parallel: guards the stack against thieves (gc_parallel.c) */
+    uint32_t worker;          /* parallel: this marker's number */
+    const uint32_t *idle_waiting; /* parallel: how many workers wait for work (a hint) */
+    bool claim_by_filter;     /* parallel: ordinary objects are claimed through the mark filter
+                                 (gc_mark.c, claims_by_filter); else through their flags */
+    uint64_t filter_claims, filter_ors; /* parallel, claim_by_filter: objects claimed through
+                                 the filter, and the atomic ORs that claimed them */
 } zs_marker;
+
+/* ---- object slabs --------------------------------------------------------- */
+
+/* Objects of up to ZS_SLAB_MAX_SIZE bytes are carved from 64-byte-aligned
+   slabs (runtime.c), one free list per 16-byte size class, instead of one
+   malloc block each: a 64-byte object then fills exactly one cache line
+   (malloc's 16-byte alignment and 16-byte chunk header make it straddle
+   two), so marking reads one line per object, and malloc's per-chunk
+   overhead goes. Memory-safety tools must see every object as its own block
+   (a use after free inside a slab is invisible to them), so the slabs are
+   compiled out, every object malloc'ed, under AddressSanitizer and with
+   -DZS_NO_OBJECT_SLAB (the sanitizer and valgrind builds). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) /* clang's spelling of __SANITIZE_ADDRESS__ */
+#define ZS_NO_OBJECT_SLAB 1
+#endif
+#endif
+#if !defined(ZS_NO_OBJECT_SLAB) && !defined(__SANITIZE_ADDRESS__)
+#define ZS_OBJECT_SLAB 1
+#else
+#define ZS_OBJECT_SLAB 0
+#endif
+#define ZS_SLAB_GRANULE 16u
+#define ZS_SLAB_MAX_SIZE 512u
+#define ZS_SLAB_CLASSES (ZS_SLAB_MAX_SIZE / ZS_SLAB_GRANULE)
+/* A size class's first slab is ZS_SLAB_MIN_BYTES, each next one twice the
+   last up to ZS_SLAB_MAX_BYTES (a small runtime stays small); slabs of the
+   largest size are aligned to it and offered to the kernel as a transparent
+   huge page (fewer TLB misses when marking a big heap). */
+#define ZS_SLAB_MIN_BYTES (64u * 1024u)
+#define ZS_SLAB_MAX_BYTES (2048u * 1024u)
+#define ZS_SLAB_ALIGN 64u
+
+/* One size class: freed objects (linked through their first word), then
+   the untouched rest of its newest slab. */
+typedef struct zs_slab_class {
+    void *free;
+    char *next;
+    char *end;
+    uint32_t slab_bytes; /* the size of its next slab (0: none yet) */
+} zs_slab_class;
 
 /* ---- the runtime -------------------------------------------------------- */
 
@@ -211,8 +262,9 @@ struct zs_runtime {
     mtx_t lock; /* recursive; every public function holds it */
 
     /* object array */
-    zs_item **chunks; /* max_objects / 65,536 pointers, chunks allocated lazily */
-    uint32_t chunk_count;
+    zs_item *items;   /* max_objects items in one block (zeroed pages, so only the
+                         slots handed out take memory); never moves */
+    uint32_t chunk_count; /* chunks of ZS_OBJECTS_PER_CHUNK items in use (each counted) */
     uint32_t max_objects;
     uint32_t high_water;   /* slots ever handed out */
     uint32_t live_objects;
@@ -272,6 +324,8 @@ struct zs_runtime {
     uint64_t *mark_filter;  /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
                                when it could not be allocated (marking then reads every item) */
     bool mark_overflow;     /* a push onto mark_stack failed: rescan before gathering */
+    uint32_t filter_claims_off; /* parallel marks left that claim through item flags: the last
+                                   one through the filter claimed too few objects per atomic OR */
     bool cluster_oom;       /* a dissolution could not queue a referencing cluster */
     uint32_t gather_cursor; /* incremental gather progress */
     zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
@@ -285,6 +339,13 @@ struct zs_runtime {
     zs_gc_stats stats;
     uint32_t min_cluster_size;
 
+    /* object slabs (ZS_OBJECT_SLAB): the allocator's own memory, like
+       malloc's arena it is not counted; the objects in it are, one block each */
+    zs_slab_class slab_classes[ZS_SLAB_CLASSES];
+    void **slabs;
+    uint32_t slab_count;
+    uint32_t slab_capacity;
+
     /* native memory accounting */
     uint64_t live_blocks;
     uint64_t live_bytes;
@@ -297,6 +358,17 @@ struct zs_runtime {
 void *zs_alloc(zs_runtime *rt, size_t size);
 void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size);
 void zs_free(zs_runtime *rt, void *block, size_t size);
+/* Count memory the runtime carves out of a block it already holds as one
+   more block (false: the injected allocation limit refuses it), and give
+   it back. */
+bool zs_count_block(zs_runtime *rt, size_t size);
+void zs_uncount_block(zs_runtime *rt, size_t size);
+/* An object's zeroed block (from a slab when ZS_OBJECT_SLAB), counted as one
+   block like zs_alloc's; zs_object_free returns it. */
+void *zs_object_alloc(zs_runtime *rt, size_t size);
+void zs_object_free(zs_runtime *rt, void *block, size_t size);
+/* Free every slab (all objects are gone). */
+void zs_slabs_release(zs_runtime *rt);
 
 bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value);
 void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
@@ -304,8 +376,9 @@ bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
 void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
 
 /* The mark filter, valid while marking: a set bit promises that a reference
-   to that slot needs nothing from the marker (the target is marked and not
-   garbage, or permanent; and not a cluster member), so the marker skips it
+   to that slot needs nothing from the marker (the target is marked, or
+   claimed by a parallel marker that marks and scans it, and not garbage;
+   or permanent; and not a cluster member), so the marker skips it
    without reading the item (a cache miss on a big heap). A clear bit
    promises nothing. Bits are only set by the marker and cleared when a cycle
    starts and when an object is marked as garbage. */
@@ -313,9 +386,18 @@ static inline bool zs_filter_test(const uint64_t *filter, uint32_t index) {
     return (__atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED) >> (index & 63)) & 1u;
 }
 
-/* Set a filter bit. Parallel markers may race on a word and lose a bit:
-   harmless (a clear bit promises nothing), so no atomic read-modify-write. */
+/* Set a filter bit from a parallel marker that claims ordinary objects
+   through their filter bits (gc_mark.c, claims_by_filter): atomically, as a
+   bit lost to a racing write could let a second marker claim the same
+   object. */
 static inline void zs_filter_set(uint64_t *filter, uint32_t index) {
+    __atomic_fetch_or(&filter[index >> 6], 1ull << (index & 63), __ATOMIC_RELAXED);
+}
+
+/* Set a filter bit from a parallel marker that claims through item flags:
+   a racing write may lose the bit, which is harmless then (a clear bit
+   promises nothing), and no locked instruction is needed. */
+static inline void zs_filter_set_racy(uint64_t *filter, uint32_t index) {
     uint64_t word = __atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED);
     __atomic_store_n(&filter[index >> 6], word | (1ull << (index & 63)), __ATOMIC_RELAXED);
 }
@@ -327,7 +409,7 @@ static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
 /* The item of an index below high_water (no checks). */
 static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
     assert(index < rt->high_water);
-    return &rt->chunks[index / ZS_OBJECTS_PER_CHUNK][index % ZS_OBJECTS_PER_CHUNK];
+    return &rt->items[index];
 }
 
 /* Whether an item is reachable in the current (or last) mark. A cluster is
@@ -461,8 +543,8 @@ bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
 /* Scan until the stack and queues are empty (true) or the deadline passes
    (false; queued work is put back on the stack). deadline_ns 0: no limit. */
 bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
-/* Parallel: hand work to idle workers when this marker has plenty. */
-void zs_mark_maybe_share(zs_marker *m);
+/* Parallel: wake an idle worker (to steal) when this marker has plenty. */
+void zs_mark_maybe_wake(zs_marker *m);
 /* Marker threads a runtime uses by default: one per online core. */
 uint32_t zs_default_mark_threads(void);
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done);

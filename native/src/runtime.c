@@ -1,12 +1,16 @@
 /*
  * runtime.c -- runtime lifetime, counted native allocation, small vectors.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if ZS_OBJECT_SLAB
+#include <sys/mman.h>
+#endif
 
 /* ======================================================================
  * Status codes
@@ -48,6 +52,16 @@ static bool over_limit(const zs_runtime *rt, size_t size) {
            rt->live_bytes + size > rt->alloc_limit;
 }
 
+/* Count carved-out memory as a block, unless the injected limit refuses it. */
+bool zs_count_block(zs_runtime *rt, size_t size) {
+    if (over_limit(rt, size)) return false;
+    account(rt, 1, (int64_t)size);
+    return true;
+}
+
+/* Uncount memory counted by zs_count_block. */
+void zs_uncount_block(zs_runtime *rt, size_t size) { account(rt, -1, -(int64_t)size); }
+
 void *zs_alloc(zs_runtime *rt, size_t size) {
     if (over_limit(rt, size)) return NULL;
     void *block = calloc(1, size);
@@ -69,6 +83,82 @@ void zs_free(zs_runtime *rt, void *block, size_t size) {
     if (rt->poison_freed) memset(block, 0xDD, size);
     free(block);
     account(rt, -1, -(int64_t)size);
+}
+
+/* The size class of an object size (1..ZS_SLAB_MAX_SIZE bytes). */
+static inline uint32_t slab_class_of(size_t size) {
+    assert(size > 0 && size <= ZS_SLAB_MAX_SIZE);
+    return (uint32_t)((size + ZS_SLAB_GRANULE - 1) / ZS_SLAB_GRANULE - 1);
+}
+
+/* Take a block of a size class: a freed one, else the next of the newest
+   slab, else from a new slab; NULL when out of memory. Slabs are plain
+   (uncounted) allocations, freed with the runtime. */
+static void *slab_take(zs_runtime *rt, uint32_t class_index) {
+    zs_slab_class *c = &rt->slab_classes[class_index];
+    const size_t stride = ((size_t)class_index + 1) * ZS_SLAB_GRANULE;
+    if (c->free != NULL) {
+        void *block = c->free;
+        memcpy(&c->free, block, sizeof(void *));
+        return block;
+    }
+    if (c->next == NULL || (size_t)(c->end - c->next) < stride) {
+        if (rt->slab_count == rt->slab_capacity) {
+            uint32_t capacity = rt->slab_capacity ? rt->slab_capacity * 2 : 16;
+            void **grown = capacity > rt->slab_capacity ? realloc(rt->slabs, (size_t)capacity * sizeof(void *)) : NULL;
+            if (grown == NULL) return NULL;
+            rt->slabs = grown;
+            rt->slab_capacity = capacity;
+        }
+        size_t bytes = c->slab_bytes ? c->slab_bytes : ZS_SLAB_MIN_BYTES;
+        char *slab = aligned_alloc(bytes == ZS_SLAB_MAX_BYTES ? ZS_SLAB_MAX_BYTES : ZS_SLAB_ALIGN, bytes);
+        if (slab == NULL) return NULL;
+#if defined(MADV_HUGEPAGE)
+        if (bytes == ZS_SLAB_MAX_BYTES) (void)madvise(slab, bytes, MADV_HUGEPAGE); /* a hint: failure is fine */
+#endif
+        rt->slabs[rt->slab_count++] = slab;
+        c->next = slab;
+        c->end = slab + bytes;
+        c->slab_bytes = bytes < ZS_SLAB_MAX_BYTES ? (uint32_t)bytes * 2 : ZS_SLAB_MAX_BYTES;
+    }
+    void *block = c->next;
+    c->next += stride;
+    return block;
+}
+
+/* An object's zeroed block: from its size class's slab, else (large, or slabs
+   compiled out) zs_alloc; counted as one block either way. */
+void *zs_object_alloc(zs_runtime *rt, size_t size) {
+    if (!ZS_OBJECT_SLAB || size > ZS_SLAB_MAX_SIZE) return zs_alloc(rt, size);
+    if (over_limit(rt, size)) return NULL;
+    void *block = slab_take(rt, slab_class_of(size));
+    if (block == NULL) return NULL;
+    memset(block, 0, size);
+    account(rt, 1, (int64_t)size);
+    return block;
+}
+
+/* Return an object's block to its size class's free list (or to free). */
+void zs_object_free(zs_runtime *rt, void *block, size_t size) {
+    if (!ZS_OBJECT_SLAB || size > ZS_SLAB_MAX_SIZE) {
+        zs_free(rt, block, size);
+        return;
+    }
+    assert(block != NULL);
+    zs_slab_class *c = &rt->slab_classes[slab_class_of(size)];
+    if (rt->poison_freed) memset(block, 0xDD, size);
+    memcpy(block, &c->free, sizeof(void *));
+    c->free = block;
+    account(rt, -1, -(int64_t)size);
+}
+
+/* Free every slab at runtime teardown (no object is left in them). */
+void zs_slabs_release(zs_runtime *rt) {
+    for (uint32_t i = 0; i < rt->slab_count; i++) free(rt->slabs[i]);
+    free(rt->slabs);
+    rt->slabs = NULL;
+    rt->slab_count = rt->slab_capacity = 0;
+    memset(rt->slab_classes, 0, sizeof rt->slab_classes);
 }
 
 /* Grow a vector's storage geometrically; false when out of memory. */
@@ -173,6 +263,7 @@ void zs_runtime_free(zs_runtime *rt) {
     zs_names_release(rt);
     zs_u32_release(rt, &rt->root_list);
     zs_heap_release(rt);
+    zs_slabs_release(rt);
     /* Invariant: every counted block has been returned. */
     assert(rt->live_blocks == 0 && rt->live_bytes == 0);
     ZS_UNLOCK(rt);

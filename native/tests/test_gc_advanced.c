@@ -2197,7 +2197,7 @@ static void test_incremental_random_mutation(runner *t) {
     }
 }
 
-/* Parallel marking (4 threads, threshold 0) keeps exactly the same objects and nulls exactly the same killable slots as serial marking on identical clustered graphs, over several seeds. */
+/* Parallel marking (4 threads, threshold 0) keeps exactly the same objects and nulls exactly the same killable slots as serial marking on identical clustered graphs, over several seeds; the first cycle claims through the mark filter, the second (random edges: too few claims per atomic OR) through item flags. */
 static void test_parallel_mark_matches_serial(runner *t) {
     static const uint64_t seeds[] = {11u, 0xABCDEFu, 31337u};
     for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {

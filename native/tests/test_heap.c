@@ -1572,6 +1572,63 @@ static void test_memberless_class(runner *t) {
     fixture_close(&fx);
 }
 
+/* Objects come from 64-byte-aligned slabs unless those are compiled out for
+   the memory-safety tools (as internal.h decides): a 64-byte object fills one
+   cache line; a freed object's block is reused and comes back zeroed; each
+   object is counted as its own block either way. */
+static void test_object_slabs(runner *t) {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_NO_SLAB 1
+#endif
+#endif
+#if !defined(ZS_NO_OBJECT_SLAB) && !defined(__SANITIZE_ADDRESS__) && !defined(TEST_NO_SLAB)
+    const bool slabs = true;
+#else
+    const bool slabs = false;
+#endif
+    enum { COUNT = 3000, SIZE = 64 };
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_class_desc desc = {"Line", NULL, SIZE, 0, NULL, 0};
+    const zs_class *line = NULL;
+    CHECK_OK(t, zs_class_register(fx.rt, &desc, &line));
+    if (line == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    static uintptr_t first[COUNT];
+    zs_memory_stats before = {0}, during, after;
+    for (int round = 0; round < 2; round++) {
+        bool reused = false;
+        for (uint32_t i = 0; i < COUNT; i++) {
+            zs_object *object = zs_resolve(fx.rt, MAKE(t, fx.rt, line, ZS_NULL_REF));
+            if (object == NULL) break;
+            uintptr_t address = (uintptr_t)object;
+            if (slabs) CHECK_EQ(t, address % 64, 0);
+            const unsigned char *body = (const unsigned char *)(object + 1);
+            bool zeroed = true;
+            for (size_t b = 0; b < SIZE - sizeof(zs_object); b++) zeroed = zeroed && body[b] == 0;
+            CHECK(t, zeroed);
+            memset(object + 1, 0xAB, SIZE - sizeof(zs_object)); /* must not show in the next round */
+            if (round == 0) first[i] = address;
+            for (uint32_t j = 0; slabs && round == 1 && !reused && j < COUNT; j += 97) reused = first[j] == address;
+        }
+        zs_runtime_memory(fx.rt, &during);
+        if (round == 1) { /* round 0 also grew the runtime's tables and vectors */
+            CHECK_EQ(t, during.live_blocks, before.live_blocks + COUNT);
+            CHECK_EQ(t, during.live_bytes, before.live_bytes + COUNT * SIZE);
+        }
+        COLLECT(t, fx.rt); /* nothing is rooted: all of them die */
+        CHECK_EQ(t, zs_live_objects(fx.rt), 0);
+        zs_runtime_memory(fx.rt, &after);
+        if (round == 1) CHECK_EQ(t, after.live_blocks, before.live_blocks);
+        before = after;
+        if (round == 1 && slabs) CHECK(t, reused);
+    }
+    fixture_close(&fx);
+}
+
 /* A class with more reference members than the marker batches at once
    (600): every target survives through a chain of such objects, plain and
    in 1-object incremental steps, and garbage targets are killed. */
@@ -1729,6 +1786,7 @@ static const test_case tests[] = {
     TEST(test_partial_purge_verifies),
     TEST(test_find_object_across_purges),
     TEST(test_huge_class),
+    TEST(test_object_slabs),
 };
 
 static double now_ms(void) {
