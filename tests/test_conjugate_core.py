@@ -443,3 +443,25 @@ def test_which_constructions_take_the_c_path(rt: zs.Runtime) -> None:
         del rt._new_object
     assert [call.get("health", call.get("speed", "friend" in call)) for call in calls] == \
         [True, 1, True]
+
+
+def test_a_store_refused_mid_gather_arrives_with_the_object_expired(rt: zs.Runtime) -> None:
+    """Between incremental steps, after the mark but before the gather has
+    reached it, an unmarked object is already refused as dying. Its conjugate
+    must read as expired when the error arrives: the refusal finishes the
+    gather, then expires what is pending."""
+    holder = Actor()
+    holder.add_to_root()
+    doomed = Actor(health=3)  # never linked: unreachable at the next mark
+    filler = [Actor() for _ in range(20_000)]  # a gather of many steps
+    del filler
+    rt.gc.start_incremental()
+    while rt.gc.phase == "marking":
+        rt.gc.step(1e-9)
+    assert rt.gc.phase == "gathering" and not doomed.is_expired
+    with pytest.raises(zs.ExpiredConjugateError, match="unreachable"):
+        holder.target = doomed
+    assert doomed.is_expired and holder.target is None
+    while not rt.gc.step(0.001):
+        pass
+    rt.gc.verify()
