@@ -123,7 +123,6 @@ class Runtime(_core.RuntimeCore):
         self._type_out = ffi.new("zs_type **")
         self._ref_out = ffi.new("zs_ref *")
         self._object_out = ffi.new("zs_object **")
-        self._done_out = ffi.new("int *")
         self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
         self._collecting = False  # inside collect_garbage, gc.step, close (see _refuse_reentry)
         # Delegates and object wrappers (_delegates, _object_wrappers): the
@@ -226,20 +225,14 @@ class Runtime(_core.RuntimeCore):
             return status
 
     def _expire_refused_dying(self) -> None:
-        """A call was refused because an object is dying: gathered by an
-        incremental cycle whose budgeted expiry has not reached it yet, or
-        found unmarked by a finished mark whose gather is still under way.
-        Finish that gather (so the object is on the expiring list) and
+        """A call was refused because an object is dying (gathered by an
+        incremental cycle whose budgeted expiry has not reached it yet):
         expire every pending conjugate now, so that the refused object's
         conjugate already reads as expired when the error reaches the caller.
         Called by ``_native.refused`` only (every refused call goes there)."""
         with self._lock:
-            if self._closed:
-                return
-            if lib.zs_gc_phase_of(self._ptr) == lib.ZS_GC_GATHERING and not self._collecting:
-                # A refused call is rare: one gather pass on this thread is fine.
-                lib.zs_gc_step(self._ptr, 0, self._done_out)
-            self.gc._last_expired += self._expire_dying()
+            if not self._closed:
+                self.gc._last_expired += self._expire_dying()
 
     def _live_ptr(self) -> Any:
         if self._closed:
