@@ -467,3 +467,21 @@ def test_a_store_refused_mid_gather_never_links_the_doomed_object(rt: zs.Runtime
         pass
     assert doomed.is_expired
     rt.gc.verify()
+
+
+def test_a_descriptor_copied_onto_another_class_never_writes_through_it(rt: zs.Runtime) -> None:
+    Actor()
+    Item()
+    stolen = Item.__dict__["weight"]
+
+    class Thief(zs.Object):
+        small: zs.Int8
+
+    Thief.weight = stolen  # type: ignore[attr-defined]  # a plain class attribute
+    Thief()
+    with pytest.raises(TypeError):
+        Thief(weight=2.0)  # not a property of Thief: refused before any write
+    thief = Thief()
+    with pytest.raises(TypeError, match="does not apply"):
+        thief.weight = 2.0  # type: ignore[attr-defined]
+    rt.gc.verify()

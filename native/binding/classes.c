@@ -156,7 +156,8 @@ static int read_request(zs_core_state *state, PyTypeObject *cls, PyObject *kwarg
         }
         PyObject *descriptor = _PyType_Lookup(cls, key);  /* borrowed, no error */
         if (descriptor == NULL || request->count == ZS_FAST_KEYWORDS ||
-            !zs_prepare_store(state, descriptor, rt, value, &request->stores[request->count]))
+            !zs_prepare_store(state, cls, descriptor, rt, value,
+                             &request->stores[request->count]))
             return 0;
         request->count++;
     }

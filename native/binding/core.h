@@ -153,8 +153,8 @@ typedef struct zs_prepared_store {
     zs_ref ref;
     unsigned char bits[8];    /* the scalar's C value */
 } zs_prepared_store;
-int zs_prepare_store(zs_core_state *state, PyObject *descriptor, zs_runtime_core *rt,
-                     PyObject *value, zs_prepared_store *out);
+int zs_prepare_store(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
+                     zs_runtime_core *rt, PyObject *value, zs_prepared_store *out);
 zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
                          const zs_prepared_store *store);
 

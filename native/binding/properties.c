@@ -445,12 +445,15 @@ static PyType_Spec reference_spec = {
  * ready, 0 when the Python constructor must decide (another kind of
  * property, a value that needs a Python conversion, anything it would
  * refuse: it gives the precise error). Never sets an error. */
-int zs_prepare_store(zs_core_state *state, PyObject *descriptor, zs_runtime_core *rt,
-                     PyObject *value, zs_prepared_store *out) {
+int zs_prepare_store(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
+                     zs_runtime_core *rt, PyObject *value, zs_prepared_store *out) {
+    /* A descriptor of another class's layout (copied onto this one as a
+       plain class attribute) would write out of bounds: Python refuses it. */
     if (Py_TYPE(descriptor) == state->scalar_type) {
         zs_scalar_property *property = (zs_scalar_property *)descriptor;
         zs_scalar_bits bits;
-        if (!scalar_convert_exact(property->kind, value, &bits))
+        if (!PyType_IsSubtype(cls, property->owner) ||
+            !scalar_convert_exact(property->kind, value, &bits))
             return 0;
         out->offset = (uint32_t)property->offset;
         out->size = (uint32_t)scalar_sizes[property->kind];
@@ -460,6 +463,8 @@ int zs_prepare_store(zs_core_state *state, PyObject *descriptor, zs_runtime_core
     if (Py_TYPE(descriptor) == state->reference_type) {
         zs_reference_property *property = (zs_reference_property *)descriptor;
         zs_ref ref = ZS_NULL_REF;
+        if (!PyType_IsSubtype(cls, property->owner))
+            return 0;
         if (value != Py_None) {
             if (!PyObject_TypeCheck(value, property->target))
                 return 0;
