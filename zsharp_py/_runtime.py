@@ -124,7 +124,7 @@ class Runtime(_core.RuntimeCore):
         self._ref_out = ffi.new("zs_ref *")
         self._object_out = ffi.new("zs_object **")
         self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
-        self._collecting = False  # inside collect_garbage, gc.step, close (see _refuse_reentry)
+        self._collecting = False  # inside collect_garbage or gc.step (see _refuse_reentry)
         # Delegates and object wrappers (_delegates, _object_wrappers): the
         # Python callables that native bindings name by id, the persistent
         # ids of LazyObjectPtr, the interface ids of ScriptInterface.
@@ -183,8 +183,9 @@ class Runtime(_core.RuntimeCore):
             if self._closed:
                 return
             self._refuse_reentry("close()")
-            self._collecting = True  # for good: nothing collects a closing runtime
-            self._closing = True  # first: the C fast paths decline from now on
+            # First: the C fast paths decline from now on, and nothing re-entered
+            # from here (a finaliser, a gc callback) may collect or close.
+            self._closing = True
             self._deferred_releases.clear()
             # Names must outlive the native table: expired conjugates format
             # their messages lazily.
@@ -489,7 +490,7 @@ class Runtime(_core.RuntimeCore):
         lock = self._lock
         lock.acquire()
         try:
-            if self._closed or self._closing:
+            if self._closing:  # set first by close(), and kept
                 raise ExpiredConjugateError("the runtime has been closed")
             every = self._collect_every
             if every:
@@ -572,7 +573,7 @@ class Runtime(_core.RuntimeCore):
             raise RuntimeError(f"{what} cannot run while an object conjugate is being "
                                "created or adopted (called from a finaliser or signal "
                                "handler on the same thread)")
-        if self._collecting:
+        if self._collecting or self._closing:
             raise RuntimeError(f"{what} cannot run inside a collection or close() of this "
                                "runtime (called from a finaliser, a gc callback or a signal "
                                "handler on the same thread)")
@@ -597,7 +598,7 @@ class Runtime(_core.RuntimeCore):
             return None
         with self._lock:
             found: Object | None = self._conjugate_get(handle)
-            if found is not None or self._closed or self._closing:
+            if found is not None or self._closing:
                 return found
             native = lib.zs_resolve(self._ptr, handle)
             if native == ffi.NULL:

@@ -207,12 +207,8 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, PyObject *
     Py_DECREF(creator);
     zs_status failed = handle < ZS_FIRST_REF ? (zs_status)handle : ZS_OK;
     if (failed == ZS_OK) {
-        conjugate->address = object;
-        conjugate->handle = handle;
-        conjugate->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
-        if (zs_table_put(rt, conjugate) < 0) {
+        if (zs_conjugate_bind(rt, conjugate, handle, object) < 0) {
             state->api.mark_as_garbage(rt->native, handle);  /* unreachable: goes next time */
-            conjugate->address = NULL;
             Py_DECREF(conjugate);
             return NULL;
         }

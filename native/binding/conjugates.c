@@ -1,6 +1,6 @@
 /* Object conjugates and the conjugate table of each runtime.
  *
- * A conjugate is created (zs_table_put) when Python first needs one for an
+ * A conjugate is created (zs_conjugate_bind) when Python first needs one for an
  * object, and expired (address := NULL, extra := the ExpiredPointer) when the
  * collector gathers the object, before the purge frees it, or when the
  * runtime closes. Nothing reads native memory through an expired conjugate.
@@ -34,7 +34,7 @@ static int table_reserve(zs_runtime_core *rt, uint32_t index) {
 }
 
 /* Record a new live conjugate (borrowed). Runs no Python code. */
-int zs_table_put(zs_runtime_core *rt, zs_conjugate *conjugate) {
+static int table_put(zs_runtime_core *rt, zs_conjugate *conjugate) {
     uint32_t index = ZS_REF_INDEX(conjugate->handle);
     if (table_reserve(rt, index) < 0)
         return -1;
@@ -43,6 +43,17 @@ int zs_table_put(zs_runtime_core *rt, zs_conjugate *conjugate) {
     assert(rt->table[index] == NULL);
     rt->table[index] = (PyObject *)conjugate;
     return 0;
+}
+
+/* Bind a freshly allocated conjugate to its object and record it in the
+ * table. On failure (out of memory) it stays in no table: freeing it is
+ * safe. Runs no Python code. */
+int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle,
+                      void *address) {
+    conjugate->address = address;
+    conjugate->handle = handle;
+    conjugate->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
+    return table_put(rt, conjugate);
 }
 
 /* The live conjugate of `handle`, or NULL (borrowed). */
@@ -274,10 +285,7 @@ static PyObject *runtime_adopt(PyObject *self, PyObject *args) {
     zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
     if (conjugate == NULL)
         return NULL;
-    conjugate->address = native;
-    conjugate->handle = handle;
-    conjugate->runtime = (zs_runtime_core *)Py_NewRef(self);
-    if (zs_table_put(rt, conjugate) < 0) {
+    if (zs_conjugate_bind(rt, conjugate, handle, native) < 0) {
         Py_DECREF(conjugate);
         return NULL;
     }
@@ -290,10 +298,8 @@ PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle) {
     PyObject *number = PyLong_FromUnsignedLongLong(handle);
     if (number == NULL)
         return NULL;
-    static const char name[] = "_conjugate_of";
-    PyObject *method = PyUnicode_InternFromString(name);
-    PyObject *result = method ? PyObject_CallMethodOneArg((PyObject *)rt, method, number) : NULL;
-    Py_XDECREF(method);
+    PyObject *result = PyObject_CallMethodOneArg((PyObject *)rt, rt->state->str_conjugate_of,
+                                                 number);
     Py_DECREF(number);
     return result;
 }

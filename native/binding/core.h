@@ -63,6 +63,7 @@ typedef struct zs_core_state {
     PyTypeObject *reference_type;  /* ReferenceProperty descriptor */
     PyTypeObject *creator_type;    /* Creator: how a class is created in one runtime */
     PyObject *str_outer;           /* "outer", interned (a constructor keyword) */
+    PyObject *str_conjugate_of;    /* "_conjugate_of", interned (Runtime's resolver) */
     /* Set by configure(); NULL until then. */
     PyObject *current;          /* the ContextVar of `with Runtime()` */
     PyObject *default_runtime;  /* list holding the default runtime (0 or 1 items) */
@@ -136,7 +137,8 @@ typedef struct zs_creator {
 #define ZS_CONJUGATE_IS_LIVE(c) ((c)->address != NULL)
 
 /* conjugates.c */
-int zs_table_put(zs_runtime_core *rt, zs_conjugate *conjugate);
+int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle,
+                      void *address);
 zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle);
 PyObject *zs_raise_expired(zs_conjugate *conjugate);
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state);

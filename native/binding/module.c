@@ -155,7 +155,8 @@ static int core_exec(PyObject *module) {
     zs_core_state *state = zs_state_of_module(module);
     memset(state, 0, sizeof *state);
     state->str_outer = PyUnicode_InternFromString("outer");
-    if (state->str_outer == NULL || zs_add_conjugate_types(module, state) < 0 ||
+    state->str_conjugate_of = PyUnicode_InternFromString("_conjugate_of");
+    if (state->str_outer == NULL || state->str_conjugate_of == NULL || zs_add_conjugate_types(module, state) < 0 ||
         zs_add_property_types(module, state) < 0 || zs_add_class_types(module, state) < 0)
         return -1;
     return 0;
@@ -173,6 +174,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(state->reference_type);
     Py_VISIT(state->creator_type);
     Py_VISIT(state->str_outer);
+    Py_VISIT(state->str_conjugate_of);
     Py_VISIT(state->current);
     Py_VISIT(state->default_runtime);
     Py_VISIT(state->slow_create);
@@ -198,6 +200,7 @@ static int core_clear(PyObject *module) {
     Py_CLEAR(state->reference_type);
     Py_CLEAR(state->creator_type);
     Py_CLEAR(state->str_outer);
+    Py_CLEAR(state->str_conjugate_of);
     Py_CLEAR(state->current);
     Py_CLEAR(state->default_runtime);
     Py_CLEAR(state->slow_create);

@@ -10,6 +10,7 @@
 #include "core.h"
 
 #include <float.h>
+#include <stdbool.h>
 #include <math.h>
 #include <string.h>
 #include <structmember.h>
@@ -305,6 +306,24 @@ static PyObject *reference_get(PyObject *self, PyObject *obj, PyObject *type) {
     return zs_resolve_conjugate(conjugate->runtime, ref);
 }
 
+/* The handle a reference property of an object of `rt` may store for
+ * `value` (None: the null handle): false when `value` is not a live object
+ * of the declared class in that runtime. */
+static bool reference_target(const zs_reference_property *property, const zs_runtime_core *rt,
+                             PyObject *value, zs_ref *out) {
+    if (value == Py_None) {
+        *out = ZS_NULL_REF;
+        return true;
+    }
+    if (!PyObject_TypeCheck(value, property->target))
+        return false;
+    const zs_conjugate *target = (const zs_conjugate *)value;
+    if (!ZS_CONJUGATE_IS_LIVE(target) || target->runtime != rt)
+        return false;
+    *out = target->handle;
+    return true;
+}
+
 /* Let Python raise the precise error for a store that cannot happen. */
 static int reference_store_failed(zs_reference_property *property, PyObject *obj,
                                   PyObject *value) {
@@ -329,16 +348,9 @@ static int reference_set(PyObject *self, PyObject *obj, PyObject *value) {
     }
     zs_conjugate *holder = (zs_conjugate *)obj;
     zs_runtime_core *rt = holder->runtime;
-    zs_ref ref = ZS_NULL_REF;
-    if (value != Py_None) {
-        if (!PyObject_TypeCheck(value, property->target))
-            return reference_store_failed(property, obj, value);
-        zs_conjugate *target = (zs_conjugate *)value;
-        if (!ZS_CONJUGATE_IS_LIVE(target) || target->runtime != rt)
-            return reference_store_failed(property, obj, value);
-        ref = target->handle;
-    }
-    if (!ZS_CONJUGATE_IS_LIVE(holder) || rt->closing || rt->native == NULL)
+    zs_ref ref;
+    if (!reference_target(property, rt, value, &ref) || !ZS_CONJUGATE_IS_LIVE(holder) ||
+        rt->closing || rt->native == NULL)
         return reference_store_failed(property, obj, value);
     zs_status status = rt->state->api.store_ref(rt->native, holder->handle, property->offset, ref);
     if (status == ZS_OK)
@@ -462,17 +474,9 @@ int zs_prepare_store(zs_core_state *state, PyTypeObject *cls, PyObject *descript
     }
     if (Py_TYPE(descriptor) == state->reference_type) {
         zs_reference_property *property = (zs_reference_property *)descriptor;
-        zs_ref ref = ZS_NULL_REF;
-        if (!PyType_IsSubtype(cls, property->owner))
+        zs_ref ref;
+        if (!PyType_IsSubtype(cls, property->owner) || !reference_target(property, rt, value, &ref))
             return 0;
-        if (value != Py_None) {
-            if (!PyObject_TypeCheck(value, property->target))
-                return 0;
-            zs_conjugate *target = (zs_conjugate *)value;
-            if (!ZS_CONJUGATE_IS_LIVE(target) || target->runtime != rt)
-                return 0;
-            ref = target->handle;
-        }
         out->offset = property->offset;
         out->size = 0;
         out->ref = ref;
