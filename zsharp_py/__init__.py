@@ -46,6 +46,7 @@ from ._object_wrappers import (
     SubclassOf,
 )
 from ._fieldpath import FieldInfo, FieldPath, FieldPathError
+from ._chains import ChainLink, ReferenceChain
 
 __version__ = "0.1.0"
 
@@ -58,5 +59,5 @@ __all__ = [
     "current_runtime",
     "BroadcastErrors", "Delegate", "MulticastDelegate", "SparseDelegate",
     "Interface", "LazyObjectPtr", "ScriptInterface", "SoftClassPtr", "SoftObjectPtr", "SubclassOf",
-    "FieldInfo", "FieldPath", "FieldPathError",
+    "FieldInfo", "FieldPath", "FieldPathError", "ChainLink", "ReferenceChain",
 ]

@@ -21,6 +21,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _core, _object
+from ._chains import ReferenceChain, reference_chains
 from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
                          expired_error, make_expired)
 from ._errors import ExpiredConjugateError, raise_status
@@ -279,6 +280,17 @@ class Runtime(_core.RuntimeCore):
             return ClusterInfo(self._conjugate_of(info.root), info.objects,
                                info.referenced_clusters, info.mutable_objects,
                                info.referenced_by)
+
+    def reference_chains(self, obj: Object, *, limit: int | None = None) -> list[ReferenceChain]:
+        """Why is ``obj`` alive? For each root that reaches it (nearest first,
+        at most ``limit`` roots), the shortest chain of references from that
+        root to it, along exactly the references a collection follows.
+
+        An empty list means nothing keeps it alive: the next collection
+        destroys it. A root itself gets a chain of just itself. Each call
+        reads the whole heap (a debugging tool, like Unreal's ``obj refs``).
+        """
+        return reference_chains(self, obj, limit)
 
     def live_objects(self) -> int:
         """Number of live native objects in this runtime."""

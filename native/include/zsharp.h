@@ -494,6 +494,40 @@ void zs_gc_get_stats(zs_runtime *rt, zs_gc_stats *out);
    into message (if non-NULL) and return ZS_E_CORRUPT. */
 zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity);
 
+/* ---- debugging: why is an object alive? --------------------------------- */
+
+/* One link of a reference chain. A chain starts at a root and ends at its
+   target; each link's holder references the next link's through `member`. */
+typedef struct zs_chain_link {
+    zs_ref holder;   /* an object, or (root ZS_CHAIN_ROOT_VALUE) a black value's handle */
+    uint32_t member; /* byte offset, in the holder, of the member that holds the next
+                        link (a reference, or a struct or container holding it);
+                        ZS_CHAIN_OUTER: the holder's outer; ZS_CHAIN_CLUSTER: both are
+                        in one cluster (marked as a unit); ZS_CHAIN_WHOLE: the black
+                        value as a whole (not a struct); ZS_CHAIN_END: the target */
+    uint32_t root;   /* on the first link: why the holder is a root (ZS_CHAIN_ROOT_*) */
+} zs_chain_link;
+#define ZS_CHAIN_END 0xFFFFFFFFu
+#define ZS_CHAIN_OUTER 0xFFFFFFFEu
+#define ZS_CHAIN_WHOLE 0xFFFFFFFDu
+#define ZS_CHAIN_CLUSTER 0xFFFFFFFCu
+#define ZS_CHAIN_ROOT_ADDED 0x1u     /* zs_add_to_root */
+#define ZS_CHAIN_ROOT_STRONG 0x2u    /* strong references (zs_add_strong_ref) */
+#define ZS_CHAIN_ROOT_PERMANENT 0x4u /* permanent (allocated while disregarding the GC) */
+#define ZS_CHAIN_ROOT_VALUE 0x8u     /* a black value (a root unless ZS_RUNTIME_BLACK_NOT_ROOTS) */
+
+/* Why `target` is alive (after Unreal's FReferenceChainSearch): for each root
+   that reaches it, nearest first, up to max_chains roots (0: all), the shortest chain
+   of references from that root to it, along the edges the mark follows.
+   Chains are written one after another (capacity links at most); *out_count
+   gets the number of links all of them need, so a caller whose buffer was
+   too small can retry. No chains: nothing keeps the target alive (the next
+   collection destroys it). A root target gets a chain of itself alone.
+   O(heap + references) time and transient memory: a debugging tool.
+   ZS_E_STALE for a freed target, ZS_E_DYING for a dying one. */
+zs_status zs_reference_chains(zs_runtime *rt, zs_ref target, uint32_t max_chains,
+                              zs_chain_link *links, uint32_t capacity, uint32_t *out_count);
+
 /* Test-only switches (zs_debug_set): prove that tests fail without the
    mechanism they cover. */
 #define ZS_DEBUG_DISABLE_BARRIER 1u /* the write barrier does nothing */

@@ -1287,6 +1287,12 @@ static void test_purge_waits_for_gathering(runner *t) {
         return;
     }
     VERIFY(t, rt);
+    /* Mid-gather, a dying object has no chains to ask for; a live one has. */
+    zs_chain_link links[4];
+    uint32_t count = 0;
+    CHECK_STATUS(t, zs_reference_chains(rt, s.parts[0], 0, links, 4, &count), ZS_E_DYING);
+    CHECK_OK(t, zs_reference_chains(rt, s.keep, 0, links, 4, &count));
+    CHECK(t, count == 1 && links[0].holder == s.keep && links[0].root == ZS_CHAIN_ROOT_ADDED);
     run_steps(t, rt, 1);
     purge_all(t, rt);
     CHECK_EQ(t, count_alive(rt, s.parts, MID_PARTS), 0);
@@ -1310,6 +1316,12 @@ static void test_dissolve_dying_cluster_while_gathering(runner *t) {
     CHECK_EQ(t, zs_cluster_count(rt), 0);
     CHECK_EQ(t, cluster_id(rt, s.root), -1);
     VERIFY(t, rt);
+    /* Mid-gather, a dying object has no chains to ask for; a live one has. */
+    zs_chain_link links[4];
+    uint32_t count = 0;
+    CHECK_STATUS(t, zs_reference_chains(rt, s.parts[0], 0, links, 4, &count), ZS_E_DYING);
+    CHECK_OK(t, zs_reference_chains(rt, s.keep, 0, links, 4, &count));
+    CHECK(t, count == 1 && links[0].holder == s.keep && links[0].root == ZS_CHAIN_ROOT_ADDED);
     run_steps(t, rt, 1);
     purge_all(t, rt);
     CHECK_EQ(t, count_alive(rt, s.parts, MID_PARTS), 0);
@@ -2047,6 +2059,99 @@ static void test_random_graph_clusters(runner *t) {
     CHECK(t, stale > 0); /* some clusters were dissolved by their garbage mutable objects */
 }
 
+/* Whether a chain link's holder references `next` through the link's member
+   along an edge the mark follows (a killable one not to a garbage object). */
+static bool chain_link_holds(const graph *g, const zs_chain_link *link, zs_ref next) {
+    zs_runtime *rt = g->rt;
+    zs_object *holder = zs_resolve(rt, link->holder);
+    if (holder == NULL) return false;
+    if (link->member == ZS_CHAIN_OUTER) return holder->outer == next;
+    if (link->member == ZS_CHAIN_CLUSTER) {
+        int32_t a = cluster_id(rt, link->holder), b = cluster_id(rt, next);
+        return a >= 0 && a == b;
+    }
+    int garbage = 1;
+    if (holder->cls == g->c.fx.leaf || zs_is_garbage(rt, next, &garbage) != ZS_OK || garbage)
+        return false;
+    node *n = (node *)holder;
+    for (uint32_t k = 0; k < NODE_SLOTS; k++)
+        if (link->member == NODE_REF(k)) return n->ref[k] == next;
+    for (uint32_t i = 0; link->member == NODE_LIST && i < n->list.count; i++)
+        if (n->list.data[i] == next) return true;
+    return false;
+}
+
+/* The chains of one object: some exactly when the oracle reaches it, each
+   from a real root along real edges to it, nearest roots first. Returns the
+   number of faults found (the first is described on stderr). */
+static uint32_t check_chains(runner *t, graph *g, const oracle *o, zs_ref target) {
+    zs_runtime *rt = g->rt;
+    uint32_t count = 0, again = 0, faults = 0;
+    CHECK_OK(t, zs_reference_chains(rt, target, 0, NULL, 0, &count));
+    zs_chain_link *links = malloc((count ? count : 1) * sizeof *links);
+    if (links == NULL) return 1;
+    CHECK_OK(t, zs_reference_chains(rt, target, 0, links, count, &again));
+    CHECK_EQ(t, again, count);
+    bool reached = (o->state[ZS_REF_INDEX(target)] & O_REACHED) != 0;
+    const char *fault = (count > 0) != reached ? "chains iff reachable" : NULL;
+    uint32_t shortest = 0;
+    for (uint32_t start = 0, i = 0; fault == NULL && i < count; start = ++i) {
+        int rooted = 0;
+        uint32_t strong = 0;
+        CHECK_OK(t, zs_is_rooted(rt, links[start].holder, &rooted));
+        CHECK_OK(t, zs_strong_ref_count(rt, links[start].holder, &strong));
+        uint32_t want = (rooted ? ZS_CHAIN_ROOT_ADDED : 0) | (strong ? ZS_CHAIN_ROOT_STRONG : 0);
+        if (links[start].root != want) fault = "root reasons";
+        while (fault == NULL && links[i].member != ZS_CHAIN_END) {
+            if (i + 1 >= count) fault = "chain without an end";
+            else if (!chain_link_holds(g, &links[i], links[i + 1].holder)) fault = "link";
+            else if (links[i + 1].root != 0) fault = "root reasons inside a chain";
+            else i++;
+        }
+        if (fault == NULL && links[i].holder != target) fault = "chain ends elsewhere";
+        if (fault == NULL && i - start + 1 < shortest) fault = "nearest roots first";
+        shortest = i - start + 1;
+    }
+    if (fault != NULL) {
+        faults++;
+        fprintf(stderr, "  chains of index %u (%u links, reached %d): %s\n", ZS_REF_INDEX(target),
+                count, reached, fault);
+    }
+    free(links);
+    return faults;
+}
+
+/* On random graphs with roots, strong refs, garbage, clusters (stale ones
+   included) and outers, every live object's reference chains agree with
+   the oracle's reachability and follow real references from real roots. */
+static void test_reference_chains_random(runner *t) {
+    static const uint64_t seeds[] = {11u, 0xC4A1u};
+    for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+        graph g;
+        if (!graph_open(t, &g, seeds[s], 4000, 4, 1)) return;
+        graph_build(&g, 3000);
+        uint32_t faults = 0, reached = 0, checked = 0, clustered = 0;
+        for (int cycle = 0; cycle < 3; cycle++) {
+            oracle o;
+            if (!oracle_compute(&g, &o)) break;
+            for (uint32_t i = cycle; i < g.count; i += 53) { /* a sample: each search reads the heap */
+                uint32_t h = ZS_REF_INDEX(g.refs[i]);
+                if (o.ref[h] != g.refs[i]) continue; /* dead */
+                faults += check_chains(t, &g, &o, g.refs[i]);
+                checked++;
+                reached += (o.state[h] & O_REACHED) != 0;
+                clustered += o.cl[h] >= 0;
+            }
+            oracle_free(&o);
+            COLLECT(t, g.rt);
+            graph_mutate(&g, false, 100);
+        }
+        CHECK_EQ(t, faults, 0);
+        CHECK(t, reached > 20 && reached < checked && clustered > 10);
+        graph_close(&g);
+    }
+}
+
 /* An incremental cycle stepped 1 ns at a time (expiring list taken, then purged) keeps exactly what a full collection of an identical heap keeps. */
 static void test_incremental_same_survivors(runner *t) {
     static const uint64_t seeds[] = {7u, 0xC0FFEEu};
@@ -2320,6 +2425,7 @@ const test_case advanced_tests[] = {
     TEST(test_teardown_name_index),
     TEST(test_incremental_step_count),
     TEST(test_random_graph_clusters),
+    TEST(test_reference_chains_random),
     TEST(test_incremental_same_survivors),
     TEST(test_collect_during_incremental),
     TEST(test_incremental_random_mutation),

@@ -1750,6 +1750,86 @@ static void test_find_object_across_purges(runner *t) {
 }
 
 /* ======================================================================
+ * Reference chains (why is an object alive?)
+ * ====================================================================== */
+
+/* The chains of target, at most max_chains (0: all) and 16 links; returns the link count. */
+static uint32_t chains_of(runner *t, zs_runtime *rt, zs_ref target, uint32_t max_chains,
+                          zs_chain_link *links) {
+    uint32_t count = UINT32_MAX;
+    CHECK_OK(t, zs_reference_chains(rt, target, max_chains, links, 16, &count));
+    CHECK(t, count <= 16);
+    return count;
+}
+
+/* Each root that reaches an object gives its shortest chain, nearest root
+   first, naming the member at every link (a slot, an array, the outer); a
+   root target is a chain of itself; an unreachable one has none. */
+static void test_reference_chains(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF), b = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref c = MAKE(t, rt, fx.node, ZS_NULL_REF), stray = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, a);
+    LINK(t, rt, a, 2, b);
+    LINK(t, rt, a, 3, b);          /* a second, equally short path: one chain per root */
+    PUSH(t, rt, b, c);
+    LINK(t, rt, stray, 0, c);      /* an unreachable holder gives no chain */
+    zs_chain_link links[16];
+    CHECK_EQ(t, chains_of(t, rt, c, 0, links), 3);
+    CHECK(t, links[0].holder == a && links[0].root == ZS_CHAIN_ROOT_ADDED);
+    CHECK(t, links[0].member == NODE_REF(2) || links[0].member == NODE_REF(3));
+    CHECK(t, links[1].holder == b && links[1].member == NODE_LIST && links[1].root == 0);
+    CHECK(t, links[2].holder == c && links[2].member == ZS_CHAIN_END);
+    CHECK_EQ(t, chains_of(t, rt, stray, 0, links), 0);
+
+    /* A strong reference on b: b's chain is nearer and comes first. */
+    CHECK_OK(t, zs_add_strong_ref(rt, b));
+    CHECK_EQ(t, chains_of(t, rt, c, 0, links), 5);
+    CHECK(t, links[0].holder == b && links[0].root == ZS_CHAIN_ROOT_STRONG);
+    CHECK(t, links[1].holder == c && links[2].holder == a && links[4].holder == c);
+    CHECK_EQ(t, chains_of(t, rt, c, 1, links), 2); /* max_chains: the nearest only */
+    /* Too small a buffer: the count says how many links are needed. */
+    uint32_t needed = 0;
+    CHECK_OK(t, zs_reference_chains(rt, c, 0, links, 1, &needed));
+    CHECK_EQ(t, needed, 5);
+    CHECK(t, links[0].holder == b);
+    CHECK_OK(t, zs_reference_chains(rt, c, 0, NULL, 0, &needed));
+    CHECK_EQ(t, needed, 5);
+    CHECK_OK(t, zs_release_strong_ref(rt, b));
+
+    /* A root target is a chain of itself alone (nearest), then the others. */
+    ROOT(t, rt, c);
+    CHECK_OK(t, zs_add_strong_ref(rt, c));
+    CHECK_EQ(t, chains_of(t, rt, c, 0, links), 4);
+    CHECK(t, links[0].holder == c && links[0].member == ZS_CHAIN_END);
+    CHECK_EQ(t, links[0].root, ZS_CHAIN_ROOT_ADDED | ZS_CHAIN_ROOT_STRONG);
+    CHECK_OK(t, zs_release_strong_ref(rt, c));
+    UNROOT(t, rt, c);
+
+    /* Garbage: the killable references to it are no edges; an outer is. */
+    zs_ref inner = MAKE(t, rt, fx.node, c);
+    ROOT(t, rt, inner);
+    CHECK_OK(t, zs_mark_as_garbage(rt, c));
+    CHECK_EQ(t, chains_of(t, rt, c, 0, links), 2);
+    CHECK(t, links[0].holder == inner && links[0].member == ZS_CHAIN_OUTER);
+    CHECK(t, links[1].holder == c);
+    UNROOT(t, rt, inner);
+    CHECK_EQ(t, chains_of(t, rt, c, 0, links), 0);
+
+    /* Freed, stale or bad arguments are refused. */
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, c) && !alive(rt, stray) && alive(rt, b));
+    CHECK_STATUS(t, zs_reference_chains(rt, c, 0, links, 16, &needed), ZS_E_STALE);
+    CHECK_STATUS(t, zs_reference_chains(rt, ZS_NULL_REF, 0, links, 16, &needed), ZS_E_STALE);
+    CHECK_STATUS(t, zs_reference_chains(rt, b, 0, NULL, 4, &needed), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_reference_chains(rt, b, 0, links, 16, NULL), ZS_E_INVALID);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
+/* ======================================================================
  * Main
  * ====================================================================== */
 
@@ -1787,6 +1867,7 @@ static const test_case tests[] = {
     TEST(test_find_object_across_purges),
     TEST(test_huge_class),
     TEST(test_object_slabs),
+    TEST(test_reference_chains),
 };
 
 static double now_ms(void) {

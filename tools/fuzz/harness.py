@@ -728,6 +728,18 @@ def op_mark_as_garbage(s: Session) -> None:
     call(s.obj(), "mark_as_garbage")
 
 
+def op_reference_chains(s: Session) -> None:
+    """Ask why an object is alive, and check each chain ends at it."""
+    target = s.obj()
+    limit = s.r.pick([None, 1, 2, 0, -1])
+    chains = s.rt.reference_chains(target, limit=limit)
+    for chain in chains:
+        if chain.links[-1].holder is not target or chain.links[-1].member is not None:
+            raise AssertionError(f"a chain of {target!r} ends elsewhere: {chain}")
+    if limit is not None and len(chains) > limit:
+        raise AssertionError(f"{len(chains)} chains past limit={limit}")
+
+
 def op_clusters(s: Session) -> None:
     """Create or dissolve a cluster, or count them."""
     target = s.obj()
@@ -1158,7 +1170,7 @@ OPERATIONS: list[Callable[[Session], None]] = [
     op_mark_as_garbage, op_clusters, op_strong, op_weak, op_sequence, op_sequence, op_mapping,
     op_mapping, op_optional, op_struct, op_strings, op_delegates, op_wrappers, op_values,
     op_scopes, op_drop, op_collect, op_incremental, op_incremental, op_field_path, op_close,
-    op_other_runtime, op_stale,
+    op_other_runtime, op_stale, op_reference_chains,
 ]
 
 
