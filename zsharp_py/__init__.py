@@ -47,6 +47,7 @@ from ._object_wrappers import (
 )
 from ._fieldpath import FieldInfo, FieldPath, FieldPathError
 from ._chains import ChainLink, ReferenceChain
+from ._calls import FunctionLayout, FunctionParameter, function_layout
 
 __version__ = "0.1.0"
 
@@ -60,4 +61,5 @@ __all__ = [
     "BroadcastErrors", "Delegate", "MulticastDelegate", "SparseDelegate",
     "Interface", "LazyObjectPtr", "ScriptInterface", "SoftClassPtr", "SoftObjectPtr", "SubclassOf",
     "FieldInfo", "FieldPath", "FieldPathError", "ChainLink", "ReferenceChain",
+    "FunctionLayout", "FunctionParameter", "function_layout",
 ]

@@ -29,6 +29,7 @@ ZS_E_BUSY = 5
 ZS_E_EXPIRY_PENDING = 6
 ZS_E_DYING = 7
 ZS_E_CORRUPT = 8
+ZS_E_CALL_FAILED = 9
 
 _STATUS_EXCEPTIONS: dict[int, type[BaseException]] = {
     ZS_E_NOMEM: MemoryError,
@@ -39,6 +40,7 @@ _STATUS_EXCEPTIONS: dict[int, type[BaseException]] = {
     ZS_E_EXPIRY_PENDING: RuntimeError,
     ZS_E_DYING: ExpiredConjugateError,
     ZS_E_CORRUPT: HeapCorruptionError,
+    ZS_E_CALL_FAILED: RuntimeError,
 }
 
 _STATUS_TEXT = {
@@ -50,6 +52,7 @@ _STATUS_TEXT = {
     ZS_E_EXPIRY_PENDING: "dying objects still have conjugates to expire",
     ZS_E_DYING: "the object is unreachable and about to be destroyed",
     ZS_E_CORRUPT: "heap verification failed",
+    ZS_E_CALL_FAILED: "the Python function called from native code raised",
 }
 
 

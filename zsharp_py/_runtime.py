@@ -20,7 +20,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from . import _core, _object
+from . import _calls, _core, _object
 from ._chains import ReferenceChain, reference_chains
 from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
                          expired_error, make_expired)
@@ -143,6 +143,7 @@ class Runtime(_core.RuntimeCore):
         # hold them), so the finaliser's own atexit run is disabled.
         self._finalizer = weakref.finalize(self, _free_native, self._ptr)
         self._finalizer.atexit = False
+        _calls.attach(self)
         _open_runtimes.add(self)
         self._stress = stress or GcStress()
         self._collect_every = self._stress.collect_every
@@ -174,6 +175,13 @@ class Runtime(_core.RuntimeCore):
         return self._stress
 
     @property
+    def native_address(self) -> int:
+        """The address of the native ``zs_runtime`` (``zsharp.h``), for C code
+        in this process: a native host calls ``zs_call_function`` on it.
+        Valid until ``close()``; raises ``ExpiredConjugateError`` after."""
+        return int(ffi.cast("uintptr_t", self._live_ptr()))
+
+    @property
     def closed(self) -> bool:
         """Whether ``close()`` has run."""
         return self._closed
@@ -187,6 +195,7 @@ class Runtime(_core.RuntimeCore):
             # First: the C fast paths decline from now on, and nothing re-entered
             # from here (a finaliser, a gc callback) may collect or close.
             self._closing = True
+            _calls.detach(self)
             self._deferred_releases.clear()
             # Names must outlive the native table: expired conjugates format
             # their messages lazily.

@@ -143,10 +143,29 @@ static PyObject *init_class(PyObject *module, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* write_unraisable(error, context): report an exception that cannot
+ * propagate (raised by a Python function that native code called) the way
+ * CPython reports one raised in __del__: through sys.unraisablehook, as
+ * "Exception ignored in: <context>". */
+static PyObject *write_unraisable(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || !PyExceptionInstance_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "write_unraisable(error, context): error must be an exception");
+        return NULL;
+    }
+    PyObject *error = args[0];
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), Py_NewRef(error),
+                  PyException_GetTraceback(error));
+    PyErr_WriteUnraisable(args[1]);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef core_functions[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Hand over the slow-path callbacks and the native API (once, at import)."},
     {"init_class", init_class, METH_O, "Make a new conjugate class ready (untracked instances)."},
+    {"write_unraisable", (PyCFunction)(void (*)(void))write_unraisable, METH_FASTCALL,
+     "Report an exception that cannot propagate through sys.unraisablehook."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -64,7 +64,8 @@ typedef enum zs_status {
     ZS_E_BUSY = 5,           /* not allowed now (e.g. heap mutation inside a destroy hook) */
     ZS_E_EXPIRY_PENDING = 6, /* purge refused: the managed side has not taken the expiring list */
     ZS_E_DYING = 7,          /* the object is unreachable and waiting to be destroyed */
-    ZS_E_CORRUPT = 8         /* zs_heap_verify found an inconsistency */
+    ZS_E_CORRUPT = 8,        /* zs_heap_verify found an inconsistency */
+    ZS_E_CALL_FAILED = 9     /* a managed function called from native code raised */
 } zs_status;
 
 /* A fixed English description of a status code. */
@@ -161,6 +162,10 @@ const zs_class *zs_class_parent(const zs_class *cls);
 uint32_t zs_class_instance_size(const zs_class *cls);
 /* Non-zero when cls is base or derives from it. */
 int zs_class_is_a(const zs_class *cls, const zs_class *base);
+/* The first class registered under `name` (class names need not be unique),
+   or ZS_E_INVALID when there is none: a Python class is registered in a
+   runtime on its first use there. */
+zs_status zs_find_class(zs_runtime *rt, const char *name, const zs_class **out);
 /* Length in 32-bit words of the flattened schema stream (for tests). */
 uint32_t zs_class_schema_words(const zs_class *cls);
 
@@ -493,6 +498,37 @@ void zs_gc_get_stats(zs_runtime *rt, zs_gc_stats *out);
 /* Walk every item, object, class and reference; on failure write a message
    into message (if non-NULL) and return ZS_E_CORRUPT. */
 zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity);
+
+/* ---- calls into the managed side ---------------------------------------- */
+
+/* The managed side's entry point (one per runtime): run the overridable
+   function named `function` (UTF-8) of `object`, reading its arguments from
+   and writing its result into `params`, a block laid out as the managed side
+   declares that function. Returns ZS_OK, ZS_E_CALL_FAILED when the function
+   raised, ZS_E_INVALID when the object has no such function or params is
+   NULL while it takes arguments, ZS_E_STALE when the object is gone. */
+typedef zs_status (*zs_call_handler)(void *user, zs_runtime *rt, zs_ref object,
+                                     const char *function, void *params);
+void zs_set_call_handler(zs_runtime *rt, zs_call_handler handler, void *user);
+/* Call an overridable function of a live object (Unreal's ProcessEvent).
+   The runtime lock is not held during the call: the managed function may
+   use the whole API (create, store, collect). ZS_E_STALE or ZS_E_DYING for
+   a freed or dying object, ZS_E_INVALID without a handler, ZS_E_BUSY inside
+   a destroy hook; else the handler's status. */
+zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, void *params);
+/* Call it on every object of `cls` (subclasses included) that was live when
+   the call began, in slot order; one destroyed meanwhile (say by a
+   collection a call ran) is skipped, never called, and one created
+   meanwhile is not called. *out_called (if not NULL) counts the calls made.
+   Returns the first failure among the calls (every call is still made), or
+   ZS_E_NOMEM before any call. */
+zs_status zs_call_each(zs_runtime *rt, const zs_class *cls, const char *function, void *params,
+                       uint32_t *out_called);
+/* Calls from zs_call_function / zs_call_each still running. zs_runtime_free
+   during one (the managed function closed its runtime) is deferred: the
+   last call to return frees the runtime, and the calls left in a
+   zs_call_each are skipped. */
+uint32_t zs_calls_in_progress(zs_runtime *rt);
 
 /* ---- debugging: why is an object alive? --------------------------------- */
 

@@ -144,6 +144,16 @@ int zs_class_is_a(const zs_class *cls, const zs_class *base) {
     return 0;
 }
 
+zs_status zs_find_class(zs_runtime *rt, const char *name, const zs_class **out) {
+    if (name == NULL || out == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    *out = NULL;
+    for (uint32_t i = 0; i < rt->class_count && *out == NULL; i++)
+        if (strcmp(rt->classes[i]->name, name) == 0) *out = rt->classes[i];
+    ZS_UNLOCK(rt);
+    return *out != NULL ? ZS_OK : ZS_E_INVALID;
+}
+
 void zs_classes_release(zs_runtime *rt) {
     for (uint32_t i = 0; i < rt->class_count; i++) {
         zs_class *cls = rt->classes[i];

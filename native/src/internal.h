@@ -336,6 +336,10 @@ struct zs_runtime {
     bool collecting;
     zs_destroy_hook destroy_hook;
     void *destroy_hook_user;
+    zs_call_handler call_handler; /* the managed side's entry point (calls.c) */
+    void *call_handler_user;
+    uint32_t calls_in_progress;
+    bool free_pending;            /* zs_runtime_free ran during a call: the last call frees */
     zs_gc_stats stats;
     uint32_t min_cluster_size;
 

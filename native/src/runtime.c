@@ -27,6 +27,7 @@ const char *zs_status_message(zs_status status) {
     case ZS_E_EXPIRY_PENDING: return "dying objects still have conjugates to expire";
     case ZS_E_DYING: return "the object is unreachable and about to be destroyed";
     case ZS_E_CORRUPT: return "heap verification failed";
+    case ZS_E_CALL_FAILED: return "the managed function called from native code raised";
     }
     return "unknown status";
 }
@@ -254,6 +255,14 @@ zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out) {
 void zs_runtime_free(zs_runtime *rt) {
     if (rt == NULL) return;
     ZS_LOCK(rt);
+    if (rt->calls_in_progress > 0) {
+        /* Freed from inside a call into the managed side (the managed
+           function closed its runtime): the native caller still runs on
+           this runtime, so the last call to return frees it (calls.c). */
+        rt->free_pending = true;
+        ZS_UNLOCK(rt);
+        return;
+    }
     zs_gc_destroy_everything(rt);
     zs_values_release(rt);
     zs_gc_release(rt);

@@ -43,7 +43,7 @@ static void test_runtime_create_free(runner *t) {
     CHECK_STATUS(t, zs_runtime_new(NULL, NULL), ZS_E_INVALID);
     zs_runtime_free(NULL); /* a no-op */
 
-    for (int s = ZS_OK; s <= ZS_E_CORRUPT; s++) {
+    for (int s = ZS_OK; s <= ZS_E_CALL_FAILED; s++) {
         const char *message = zs_status_message((zs_status)s);
         CHECK(t, message != NULL && message[0] != '\0');
     }
@@ -1830,6 +1830,145 @@ static void test_reference_chains(runner *t) {
 }
 
 /* ======================================================================
+ * Calls into the managed side
+ * ====================================================================== */
+
+typedef struct call_log {
+    uint32_t calls;
+    zs_ref seen[8];
+    uint32_t in_progress[8]; /* zs_calls_in_progress seen by each call */
+    zs_ref doomed;           /* the first call unroots it and collects */
+    zs_ref born;             /* the first call creates an object of the class */
+    const zs_class *cls;
+    zs_ref failing;          /* calls on it fail */
+} call_log;
+
+/* A handler standing in for the managed side: counts calls in params (a
+   uint64_t), and on the first call runs a collection that frees `doomed`. */
+static zs_status logging_handler(void *user, zs_runtime *rt, zs_ref object, const char *function,
+                                 void *params) {
+    call_log *log = user;
+    if (log->calls < 8) {
+        log->seen[log->calls] = object;
+        log->in_progress[log->calls] = zs_calls_in_progress(rt);
+    }
+    log->calls++;
+    if (strcmp(function, "tick") != 0 || params == NULL) return ZS_E_INVALID;
+    *(uint64_t *)params += 1;
+    if (log->calls == 1 && log->doomed != ZS_NULL_REF) {
+        zs_remove_from_root(rt, log->doomed);
+        zs_object_new(rt, log->cls, ZS_NULL_REF, 0, 0, &log->born, NULL);
+        zs_add_to_root(rt, log->born);
+        zs_collect_garbage(rt);
+    }
+    return object == log->failing ? ZS_E_CALL_FAILED : ZS_OK;
+}
+
+typedef struct hook_call {
+    zs_ref target;
+    zs_status status;
+} hook_call;
+
+/* A destroy hook that tries to call into the managed side. */
+static void calling_hook(void *user, zs_runtime *rt, zs_object *object, zs_destroy_phase phase) {
+    (void)object;
+    hook_call *h = user;
+    uint64_t count = 0;
+    if (phase == ZS_BEGIN_DESTROY) h->status = zs_call_function(rt, h->target, "tick", &count);
+}
+
+/* A native call reaches the handler with the object, the name and the
+   parameter block; zs_call_each calls every object of a class (subclasses
+   included) that was live when it began, skipping one a call's collection
+   freed and one a call created; failures are reported after every call. */
+static void test_calls_into_the_managed_side(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    uint64_t count = 0;
+    zs_ref nodes[4];
+    for (int i = 0; i < 4; i++) {
+        nodes[i] = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        ROOT(t, rt, nodes[i]);
+    }
+    zs_ref leaf = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    ROOT(t, rt, leaf);
+    CHECK_STATUS(t, zs_call_function(rt, nodes[0], "tick", &count), ZS_E_INVALID); /* no handler */
+    const zs_class *found = NULL;
+    CHECK_OK(t, zs_find_class(rt, zs_class_name(fx.node), &found));
+    CHECK(t, found == fx.node);
+    CHECK_STATUS(t, zs_find_class(rt, "NoSuchClass", &found), ZS_E_INVALID);
+    CHECK(t, found == NULL);
+    call_log log = {0};
+    log.cls = fx.node;
+    zs_set_call_handler(rt, logging_handler, &log);
+    CHECK_OK(t, zs_call_function(rt, nodes[1], "tick", &count));
+    CHECK(t, log.calls == 1 && log.seen[0] == nodes[1] && count == 1);
+    CHECK_EQ(t, log.in_progress[0], 1);
+    CHECK_EQ(t, zs_calls_in_progress(rt), 0);
+    CHECK_STATUS(t, zs_call_function(rt, nodes[1], "jump", &count), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_call_function(rt, nodes[1], NULL, &count), ZS_E_INVALID);
+
+    log = (call_log){.cls = fx.node, .doomed = nodes[2], .failing = nodes[1]};
+    count = 0;
+    uint32_t called = 99;
+    CHECK_STATUS(t, zs_call_each(rt, fx.node, "tick", &count, &called), ZS_E_CALL_FAILED);
+    CHECK_EQ(t, called, 3);
+    CHECK_EQ(t, count, 3);
+    CHECK(t, log.seen[0] == nodes[0] && log.seen[1] == nodes[1] && log.seen[2] == nodes[3]);
+    CHECK(t, !alive(rt, nodes[2]) && alive(rt, log.born));
+    CHECK_EQ(t, zs_calls_in_progress(rt), 0);
+    VERIFY(t, rt);
+
+    /* Stale objects are never called; a class of no runtime is refused. */
+    log = (call_log){.cls = fx.node};
+    CHECK_STATUS(t, zs_call_function(rt, nodes[2], "tick", &count), ZS_E_STALE);
+    CHECK_EQ(t, log.calls, 0);
+    fixture other;
+    if (fixture_open(t, &other, 0, 0)) {
+        CHECK_STATUS(t, zs_call_each(rt, other.node, "tick", &count, &called), ZS_E_INVALID);
+        CHECK_EQ(t, called, 0);
+        fixture_close(&other);
+    }
+
+    /* A destroy hook may not call into the managed side. */
+    hook_call hook = {nodes[0], ZS_OK};
+    zs_set_destroy_hook(rt, calling_hook, &hook);
+    UNROOT(t, rt, leaf);
+    COLLECT(t, rt);
+    CHECK_STATUS(t, hook.status, ZS_E_BUSY);
+    zs_set_destroy_hook(rt, NULL, NULL);
+    CHECK_EQ(t, log.calls, 0);
+    fixture_close(&fx);
+}
+
+/* A handler that frees the runtime on its second call. */
+static zs_status freeing_handler(void *user, zs_runtime *rt, zs_ref object, const char *function,
+                                 void *params) {
+    (void)object;
+    (void)function;
+    (void)params;
+    uint32_t *calls = user;
+    if (++*calls == 2) zs_runtime_free(rt);
+    return ZS_OK;
+}
+
+/* zs_runtime_free from inside a call (the managed side closed its runtime)
+   is deferred: the calls left are skipped, and the last call to return
+   frees the runtime (LeakSanitizer and ASan check both halves). */
+static void test_runtime_freed_inside_a_call(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    for (int i = 0; i < 5; i++) ROOT(t, fx.rt, MAKE(t, fx.rt, fx.node, ZS_NULL_REF));
+    uint32_t calls = 0, called = 0;
+    zs_set_call_handler(fx.rt, freeing_handler, &calls);
+    CHECK_OK(t, zs_call_each(fx.rt, fx.node, "tick", NULL, &called));
+    CHECK_EQ(t, calls, 2);
+    CHECK_EQ(t, called, 2);
+    /* fx.rt is freed now: fixture_close must not free it again. */
+}
+
+/* ======================================================================
  * Main
  * ====================================================================== */
 
@@ -1868,6 +2007,8 @@ static const test_case tests[] = {
     TEST(test_huge_class),
     TEST(test_object_slabs),
     TEST(test_reference_chains),
+    TEST(test_calls_into_the_managed_side),
+    TEST(test_runtime_freed_inside_a_call),
 };
 
 static double now_ms(void) {

@@ -41,6 +41,9 @@ from contextlib import AbstractContextManager
 from typing import Any, Callable, Sequence, TypeVar
 
 import zsharp_py as zs
+from zsharp_py._errors import (ZS_E_BUSY, ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID,
+                               ZS_E_STALE, ZS_OK)
+from zsharp_py._native import ffi, lib
 
 __all__ = ["EXPECTED", "RUNTIME_ERRORS", "Reader", "Session", "run_one"]
 
@@ -185,6 +188,15 @@ class FNode(zs.Object, cluster_root=True, can_be_in_cluster=True):
     def bump(self, *args: Any) -> None:
         """A method delegates bind to (weakly)."""
         self.i32 = (self.i32 + 1) & 0x7FFFFFFF
+
+    def react(self, amount: zs.Int32, other: FNode | None) -> zs.Int8:
+        """Called from native code (op_native_call): writes, links, sometimes
+        collects mid-call, and returns a result that is often out of range."""
+        self.i32 = amount & 0x7FFFFFFF
+        self.ref = other
+        if amount % 5 == 0:
+            zs.current_runtime().collect_garbage()
+        return amount
 
 
 class FHero(FNode, IPoke):
@@ -740,6 +752,39 @@ def op_reference_chains(s: Session) -> None:
         raise AssertionError(f"{len(chains)} chains past limit={limit}")
 
 
+_NATIVE_CALL_STATUSES = (ZS_OK, ZS_E_STALE, ZS_E_DYING, ZS_E_INVALID, ZS_E_CALL_FAILED, ZS_E_BUSY)
+
+
+def op_native_call(s: Session) -> None:
+    """Play the native host: call a method by name on one object, or on
+    every object of its class, with a parameter block of input bytes
+    (random handles included). A failed call is reported, never raised:
+    the report must be one of the documented exceptions."""
+    r = s.r
+    target = s.obj()
+    if not isinstance(target, zs.Object) or target.runtime is not s.rt or s.rt.closed:
+        raise Skip("native call")
+    name = r.pick(("react", "react", "bump", "poke", "nope", "_hidden", "i32", "add_to_root"))
+    block = ffi.new("char[]", r.take(24).ljust(24, b"\0"))
+    reports: list[Any] = []
+    hook, sys.unraisablehook = sys.unraisablehook, reports.append
+    try:
+        if r.flag():
+            status = lib.zs_call_function(s.rt._ptr, target.handle, name.encode(), block)
+        else:
+            native_class = ffi.new("zs_class **")
+            if lib.zs_find_class(s.rt._ptr, type(target).__name__.encode(), native_class):
+                raise Skip("class not registered")
+            status = lib.zs_call_each(s.rt._ptr, native_class[0], name.encode(), block, ffi.NULL)
+    finally:
+        sys.unraisablehook = hook
+    if status not in _NATIVE_CALL_STATUSES:
+        raise AssertionError(f"native call of {name!r}: status {status}")
+    for report in reports:
+        if not isinstance(report.exc_value, EXPECTED + (AttributeError, RuntimeError)):
+            raise AssertionError(f"native call of {name!r} reported {report.exc_value!r}")
+
+
 def op_clusters(s: Session) -> None:
     """Create or dissolve a cluster, or count them."""
     target = s.obj()
@@ -1170,7 +1215,7 @@ OPERATIONS: list[Callable[[Session], None]] = [
     op_mark_as_garbage, op_clusters, op_strong, op_weak, op_sequence, op_sequence, op_mapping,
     op_mapping, op_optional, op_struct, op_strings, op_delegates, op_wrappers, op_values,
     op_scopes, op_drop, op_collect, op_incremental, op_incremental, op_field_path, op_close,
-    op_other_runtime, op_stale, op_reference_chains,
+    op_other_runtime, op_stale, op_reference_chains, op_native_call,
 ]
 
 

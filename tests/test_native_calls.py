@@ -1,0 +1,295 @@
+"""Calls from native code into Python (overridable functions). Each test plays
+the native host: it builds the parameter block from the layout's C
+declaration with a cffi FFI of its own, as a C host would from the header,
+and calls ``zs_call_function`` / ``zs_call_each`` through the library."""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Iterator
+
+import cffi
+import pytest
+
+import zsharp_py as zs
+from helpers import collect
+from zsharp_py._errors import (ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE,
+                               ZS_OK)
+from zsharp_py._native import ffi, lib
+
+
+class Spot(zs.Struct):
+    x: zs.Float64
+
+
+class Mob(zs.Object):
+    health: zs.Int32 = 10
+    speed: zs.Float64
+    target: "Mob | None"
+    spot: Spot
+
+    def tick(self, dt: float) -> None:
+        self.speed += dt
+
+    def damage(self, amount: zs.Int32, source: "Mob | None") -> zs.Int32:
+        self.health -= amount
+        self.target = source
+        return self.health
+
+    def aim(self, target: "Mob | None", ready: bool) -> bool:
+        return ready and target is not None
+
+    def weaken(self) -> zs.Int8:
+        return self.health * 100              # out of range for Int8 past 1
+
+    def pick(self) -> Mob | None:
+        return self.target
+
+    def explode(self) -> None:
+        raise RuntimeError("boom")
+
+    def vararg(self, *amounts: int) -> None:  # not callable from native code
+        pass
+
+    def untyped(self, amount) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    def spot_x(self, spot: Spot) -> None:   # structs do not cross (yet)
+        pass
+
+
+class Boss(Mob):
+    def tick(self, dt: float) -> None:        # an override: dispatched by class
+        self.speed += 10 * dt
+
+
+class Host:
+    """A native host's view of one function: the block and the calls."""
+
+    def __init__(self, cls: type[zs.Object], name: str) -> None:
+        self.layout = zs.function_layout(cls, name)
+        self.ffi = cffi.FFI()
+        self.ffi.cdef("typedef uint64_t zs_ref;\n" + self.layout.c_declaration)
+        self.block: Any = self.ffi.new(f"struct {cls.__name__}_{name}_params *")
+
+    def pointer(self) -> Any:
+        return ffi.cast("void *", int(self.ffi.cast("uintptr_t", self.block)))
+
+    def call(self, obj: zs.Object, **arguments: Any) -> int:
+        for key, value in arguments.items():
+            setattr(self.block, key, value)
+        status: int = lib.zs_call_function(obj.runtime._ptr, obj.handle,
+                                           self.layout.name.encode(), self.pointer())
+        return status
+
+    def call_each(self, rt: zs.Runtime, cls: type[zs.Object], **arguments: Any) -> tuple[int, int]:
+        for key, value in arguments.items():
+            setattr(self.block, key, value)
+        called, native_class = ffi.new("uint32_t *"), ffi.new("zs_class **")
+        assert lib.zs_find_class(rt._ptr, cls.__name__.encode(), native_class) == ZS_OK
+        status = lib.zs_call_each(rt._ptr, native_class[0], self.layout.name.encode(),
+                                  self.pointer(), called)
+        return status, called[0]
+
+
+@pytest.fixture
+def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """What sys.unraisablehook received."""
+    seen: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    yield seen
+
+
+def test_layout_and_its_c_declaration() -> None:
+    layout = zs.function_layout(Mob, "damage")
+    assert [(p.name, p.c_type, p.offset) for p in layout.parameters] == [
+        ("amount", "int32_t", 0), ("source", "uint64_t", 8)]
+    assert layout.result == zs.FunctionParameter("return_value", "int32_t", 16)
+    assert layout.size == 24 and layout.owner is Mob
+    assert layout.c_declaration == ("struct Mob_damage_params { int32_t amount; zs_ref source; "
+                                    "int32_t return_value; };")
+    assert zs.function_layout(Mob, "aim").c_declaration == (
+        "struct Mob_aim_params { zs_ref target; bool ready; bool return_value; };")
+    assert zs.function_layout(Mob, "explode").size == 0
+    assert zs.function_layout(Boss, "tick").owner is Boss
+    assert zs.function_layout(Boss, "damage").owner is Mob   # inherited
+
+
+@pytest.mark.parametrize("name, error, match", [
+    ("missing", AttributeError, "no method 'missing'"),
+    ("_hidden", AttributeError, "no method '_hidden'"),
+    ("add_to_root", AttributeError, "no method"),            # zs.Object's own
+    ("vararg", TypeError, "must be positional"),
+    ("untyped", TypeError, "needs a type annotation"),
+    ("spot_x", TypeError, "only scalars and object references"),
+])
+def test_methods_that_cannot_be_called_from_native(name: str, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        zs.function_layout(Mob, name)
+
+
+def test_native_call_runs_the_method(rt: zs.Runtime) -> None:
+    mob = Mob()
+    host = Host(Mob, "tick")
+    assert host.call(mob, dt=0.25) == ZS_OK
+    assert host.call(mob, dt=0.5) == ZS_OK
+    assert mob.speed == 0.75
+
+
+def test_virtual_dispatch_by_class(rt: zs.Runtime) -> None:
+    mob, boss = Mob(), Boss()
+    host = Host(Mob, "tick")                  # one block serves both: same signature
+    assert host.call(mob, dt=1.0) == ZS_OK and host.call(boss, dt=1.0) == ZS_OK
+    assert (mob.speed, boss.speed) == (1.0, 10.0)
+
+
+def test_arguments_and_result(rt: zs.Runtime) -> None:
+    mob, attacker = Mob(), Mob()
+    host = Host(Mob, "damage")
+    assert host.call(mob, amount=3, source=attacker.handle) == ZS_OK
+    assert host.block.return_value == 7 and mob.target is attacker
+    assert host.call(mob, amount=1, source=0) == ZS_OK
+    assert host.block.return_value == 6 and mob.target is None
+    aim = Host(Mob, "aim")
+    assert aim.call(mob, target=attacker.handle, ready=True) == ZS_OK
+    assert aim.block.return_value is True
+    pick = Host(Mob, "pick")
+    mob.target = attacker
+    assert pick.call(mob) == ZS_OK and pick.block.return_value == attacker.handle
+
+
+def test_failures_are_reported_not_raised(rt: zs.Runtime, unraisable: list[Any]) -> None:
+    mob = Mob()
+    mob.add_to_root()
+    assert Host(Mob, "explode").call(mob) == ZS_E_CALL_FAILED
+    assert type(unraisable[-1].exc_value) is RuntimeError
+    assert unraisable[-1].object.__func__ is Mob.explode
+    assert Host(Mob, "weaken").call(mob) == ZS_E_CALL_FAILED   # the result is range-checked
+    assert type(unraisable[-1].exc_value) is OverflowError
+    assert "Mob.weaken (result)" in str(unraisable[-1].exc_value)
+    damage = Host(Mob, "damage")
+    victim = Mob()
+    handle = victim.handle
+    collect(rt)                                # victim dies: its handle goes stale
+    assert damage.call(mob, amount=1, source=handle) == ZS_E_CALL_FAILED
+    assert type(unraisable[-1].exc_value) is zs.ExpiredConjugateError
+    assert mob.health == 10                   # the method never ran
+    status = lib.zs_call_function(rt._ptr, mob.handle, b"missing", ffi.NULL)
+    assert status == ZS_E_INVALID and type(unraisable[-1].exc_value) is AttributeError
+    status = lib.zs_call_function(rt._ptr, mob.handle, b"tick", ffi.NULL)  # no block
+    assert status == ZS_E_INVALID and "without its parameter block" in str(unraisable[-1].exc_value)
+    assert len(unraisable) == 5
+
+
+def test_wrong_object_class_in_an_argument(rt: zs.Runtime, unraisable: list[Any]) -> None:
+    class Other(zs.Object):
+        pass
+
+    mob, other = Mob(), Other()
+    assert Host(Mob, "damage").call(mob, amount=1, source=other.handle) == ZS_E_CALL_FAILED
+    assert "expects Mob, got Other" in str(unraisable[-1].exc_value)
+
+
+def test_stale_and_dying_objects_are_never_called(rt: zs.Runtime) -> None:
+    host = Host(Mob, "tick")
+    gone = Mob()
+    handle = gone.handle
+    collect(rt)
+    assert lib.zs_call_function(rt._ptr, handle, b"tick", host.pointer()) == ZS_E_STALE
+    doomed = [Mob() for _ in range(2000)]
+    rt.gc.start_incremental()
+    while rt.gc.phase in ("marking", "gathering"):
+        rt.gc.step(budget_s=1e-6)
+    pending = [m for m in doomed if not m.is_expired]
+    assert pending, "expiry finished in one step"
+    assert host.call(pending[-1], dt=1.0) == ZS_E_DYING
+    while not rt.gc.step(budget_s=0.01):
+        pass
+
+
+def test_a_call_runs_in_a_scope(rt: zs.Runtime) -> None:
+    views: list[Any] = []
+
+    class Keeper(Mob):
+        def tick(self, dt: float) -> None:
+            views.append(self.spot)           # a red view, obtained inside the call
+
+    keeper = Keeper()
+    assert Host(Mob, "tick").call(keeper, dt=1.0) == ZS_OK
+    assert views[0].is_expired
+    with pytest.raises(zs.ExpiredConjugateError, match="scope"):
+        views[0].x
+
+
+def test_call_each_with_a_collection_inside_a_call(rt: zs.Runtime) -> None:
+    """The first call drops every other mob and collects: the dropped ones
+    are freed and never called; mobs created by a call are not called."""
+    called: list[str] = []
+    born: list[Mob] = []
+    mobs: list[Mob] = []
+
+    class Sweeper(Mob):
+        def tick(self, dt: float) -> None:
+            called.append(self.name)
+            if len(called) == 1:
+                for other in mobs[1::2]:
+                    other.remove_from_root()
+                born.append(Mob(name="newborn"))
+                born[0].add_to_root()
+                collect(zs.current_runtime())
+
+    sweeper = Sweeper(name="broom")           # first in slot order: called first
+    sweeper.add_to_root()
+    mobs.extend(Mob(name=f"m{i}") for i in range(6))
+    for mob in mobs:
+        mob.add_to_root()
+    status, count = Host(Mob, "tick").call_each(rt, Mob, dt=1.0)
+    assert status == ZS_OK
+    assert called == ["broom"] and count == 1 + 3
+    assert [m.speed for m in mobs[0::2]] == [1.0, 1.0, 1.0]
+    assert all(m.is_expired for m in mobs[1::2]) and born[0].speed == 0.0
+    rt.gc.verify()
+
+
+def test_closing_the_runtime_inside_a_call(rt: zs.Runtime) -> None:
+    """A call that closes its runtime: the native loop skips the rest, and
+    the native runtime is freed when the last call returns."""
+    calls: list[int] = []
+
+    class Closer(Mob):
+        def tick(self, dt: float) -> None:
+            calls.append(1)
+            zs.current_runtime().close()
+
+    closer = Closer()                         # first in slot order: called first
+    closer.add_to_root()
+    mobs = [Mob() for _ in range(5)]
+    for mob in mobs:
+        mob.add_to_root()
+    status, count = Host(Mob, "tick").call_each(rt, Mob, dt=1.0)
+    assert (status, count, len(calls)) == (ZS_OK, 1, 1)
+    assert rt.closed
+    assert all(m.is_expired for m in mobs) and closer.is_expired
+
+
+def test_native_call_from_a_thread_sees_the_objects_runtime(rt: zs.Runtime) -> None:
+    seen: list[Any] = []
+
+    class Spawner(Mob):
+        def tick(self, dt: float) -> None:
+            seen.append((zs.current_runtime(), Mob().runtime))
+
+    spawner = Spawner()
+    host = Host(Mob, "tick")
+    thread = threading.Thread(target=host.call, args=(spawner,), kwargs={"dt": 1.0})
+    thread.start()
+    thread.join()
+    assert seen == [(rt, rt)]
+
+
+def test_native_address() -> None:
+    rt = zs.Runtime()
+    assert rt.native_address == int(ffi.cast("uintptr_t", rt._ptr))
+    rt.close()
+    with pytest.raises(zs.ExpiredConjugateError):
+        rt.native_address

@@ -1,0 +1,244 @@
+"""Calls from native code into Python: overridable functions.
+
+A native host calls a method of an object by name, ``zs_call_function(rt,
+object, "tick", &params)`` or ``zs_call_each(rt, cls, "tick", &params,
+&called)`` (``native/include/zsharp.h``), the way Unreal calls a blueprint
+override through ``ProcessEvent``. The arguments travel in a parameter block
+laid out as a C struct of the method's annotated parameters, then its
+result; ``zs.function_layout(cls, name)`` describes it, with a C
+declaration to paste into the host.
+
+Virtual dispatch is Python's: the method found on the object's own class
+runs, so a subclass overrides by defining the method again. Every call runs
+inside a ``zs.scope()`` (red views obtained during it expire when it
+returns). An exception cannot cross the native frames: it is reported
+through ``sys.unraisablehook`` (as one raised in ``__del__`` is) and the
+native caller gets ``ZS_E_CALL_FAILED``.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import _core
+from ._errors import (ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK,
+                      ExpiredConjugateError)
+from ._native import declare_struct, ffi, layout_ffi, lib, member_name
+from ._values import scope
+
+if TYPE_CHECKING:
+    from ._object import Object
+    from ._runtime import Runtime
+
+__all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "attach", "detach"]
+
+# The open runtimes by the address of their native runtime: the handler
+# receives only that address.
+_runtimes: weakref.WeakValueDictionary[int, Runtime] = weakref.WeakValueDictionary()
+
+_C_NAMES = {"_Bool": "bool", "uint64_t": "zs_ref"}  # as a host spells them (<stdbool.h>, zsharp.h)
+
+
+@dataclass(frozen=True)
+class FunctionParameter:
+    """One member of a parameter block."""
+
+    name: str
+    """The parameter's name, or ``"return_value"`` for the result."""
+    c_type: str
+    """Its C type (``double``, ``int32_t``, ``bool``; ``zs_ref`` for an object,
+    0 for None)."""
+    offset: int
+    """Its byte offset in the block."""
+
+
+@dataclass(frozen=True)
+class FunctionLayout:
+    """The parameter block of a method that native code can call."""
+
+    owner: type
+    """The class that defines the method."""
+    name: str
+    parameters: tuple[FunctionParameter, ...]
+    """The method's parameters after ``self``, in order."""
+    result: FunctionParameter | None
+    """Where the result goes (after the parameters), or None for ``-> None``."""
+    size: int
+    """Bytes of the block (0 when there is nothing to pass)."""
+    _pointer_type: Any = field(repr=False, compare=False)
+    _kinds: tuple[Any, ...] = field(repr=False, compare=False)
+    _cnames: tuple[str, ...] = field(repr=False, compare=False)
+
+    @property
+    def c_declaration(self) -> str:
+        """The block as a C struct, for the native host."""
+        members = list(self.parameters) + ([self.result] if self.result else [])
+        body = "".join(f" {_C_NAMES.get(m.c_type, m.c_type)} {m.name};" for m in members)
+        return f"struct {self.owner.__name__}_{self.name}_params {{{body or ' char unused;'} }};"
+
+
+def function_layout(cls: type[Object], name: str) -> FunctionLayout:
+    """The parameter block of ``cls``'s method ``name`` as native code passes
+    it (``zs.function_layout(Actor, "tick")``).
+
+    A method can be called from native code when it is a plain public method
+    of a ``zs.Object`` subclass whose parameters after ``self`` are
+    positional and annotated with scalar types (``zs.Int32``, ``float``,
+    ``bool``...) or object references (``"Actor | None"``), and whose result
+    is one of those or None. Raises ``AttributeError`` when there is no such
+    method and ``TypeError`` when its signature cannot cross the boundary.
+    """
+    from ._object import Object
+
+    if not (isinstance(cls, type) and issubclass(cls, Object)):
+        raise TypeError(f"function_layout() needs a zs.Object subclass, got {cls!r}")
+    cache: dict[str, FunctionLayout] | None = cls.__dict__.get("_zs_functions")
+    if cache is None:
+        cache = {}
+        type.__setattr__(cls, "_zs_functions", cache)
+    layout = cache.get(name)
+    if layout is None:
+        layout = cache[name] = _declare(cls, name)
+    return layout
+
+
+def _declare(cls: type[Object], name: str) -> FunctionLayout:
+    """Work out the parameter block of ``cls.name`` (cached by the caller)."""
+    from ._object import Object, ObjectRefKind, spec_of
+    from ._types import ScalarKind
+
+    owner = next((c for c in cls.__mro__ if name in c.__dict__), None)
+    if (not isinstance(name, str) or name.startswith("_") or owner is None
+            or not issubclass(owner, Object) or owner is Object):
+        raise AttributeError(f"{cls.__name__} has no method {name!r} that native code can call")
+    function = owner.__dict__[name]
+    what = f"{owner.__name__}.{name}"
+    if not isinstance(function, types.FunctionType):
+        raise TypeError(f"{what} is not a plain method, so native code cannot call it")
+    signature = inspect.signature(function)
+    parameters = list(signature.parameters.values())[1:]
+    members: list[tuple[str, str, Any]] = []
+    for parameter in parameters:
+        if parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            raise TypeError(f"{what}: parameter {parameter.name!r} must be positional to be "
+                            "passed from native code")
+        if parameter.annotation is parameter.empty:
+            raise TypeError(f"{what}: parameter {parameter.name!r} needs a type annotation to "
+                            "be passed from native code")
+        members.append((parameter.name, parameter.name, parameter.annotation))
+    returns = signature.return_annotation
+    if returns not in (signature.empty, None, "None"):
+        members.append(("return_value", "return_value", returns))
+    kinds: list[Any] = []
+    for label, _, annotation in members:
+        kind = spec_of(owner, annotation, f"{what}: {label}")
+        if not isinstance(kind, (ScalarKind, ObjectRefKind)):
+            raise TypeError(f"{what}: {label} is {kind.describe()}; only scalars and object "
+                            "references cross into Python from native code")
+        kinds.append(kind)
+    cnames = tuple(member_name(i, label) for i, (label, _, _) in enumerate(members))
+    pointer_type = declare_struct(f"{owner.__name__}_{name}_params",
+                                  [(c, k.c_type) for c, k in zip(cnames, kinds)], header=False)
+    struct_type = pointer_type.item
+    described = tuple(FunctionParameter(label, kind.c_type, layout_ffi.offsetof(struct_type, c))
+                      for (label, _, _), kind, c in zip(members, kinds, cnames))
+    has_result = len(members) > len(parameters)
+    return FunctionLayout(owner, name, described[:len(parameters)],
+                          described[-1] if has_result else None,
+                          layout_ffi.sizeof(struct_type) if members else 0,
+                          pointer_type, tuple(kinds), cnames)
+
+
+# ---------------------------------------------------------------------------
+# The handler
+# ---------------------------------------------------------------------------
+
+def attach(runtime: Runtime) -> None:
+    """Make ``runtime`` the target of native calls on its heap."""
+    _runtimes[int(ffi.cast("uintptr_t", runtime._ptr))] = runtime
+    lib.zs_set_call_handler(runtime._ptr, lib.zs_managed_call, ffi.NULL)
+
+
+def detach(runtime: Runtime) -> None:
+    """Stop taking native calls for ``runtime`` (it is closing): the handler
+    answers ZS_E_STALE for it from now on."""
+    _runtimes.pop(int(ffi.cast("uintptr_t", runtime._ptr)), None)
+
+
+@ffi.def_extern(error=ZS_E_CALL_FAILED)  # type: ignore[misc,untyped-decorator,unused-ignore]
+def zs_managed_call(user: Any, native_runtime: Any, handle: int, function: Any,
+                    params: Any) -> int:
+    """The ``zs_call_handler`` of every runtime (see the module docstring)."""
+    runtime = _runtimes.get(int(ffi.cast("uintptr_t", native_runtime)))
+    if runtime is None:
+        return ZS_E_STALE  # closing
+    return _call(runtime, handle, ffi.string(function), params)
+
+
+def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
+    """Run one call from native code; returns its zs_status."""
+    with runtime._lock:
+        if runtime._closing:
+            return ZS_E_STALE
+        obj = runtime._conjugate_of(handle)
+    if obj is None:
+        return ZS_E_STALE
+    try:
+        layout = function_layout(type(obj), function.decode("utf-8"))
+        if params == ffi.NULL and layout.size:
+            raise ValueError(f"{layout.owner.__name__}.{layout.name} called from native code "
+                             "without its parameter block")
+    except (AttributeError, TypeError, ValueError, UnicodeDecodeError) as error:
+        _core.write_unraisable(error, f"a call from native code to {obj!r}")
+        return ZS_E_INVALID
+    from ._runtime import _current
+
+    method = getattr(type(obj), layout.name)
+    # The object's runtime is current during the call (a native thread's
+    # context would otherwise name the default runtime).
+    token = _current.set(runtime)
+    try:
+        block = layout_ffi.cast(layout._pointer_type, int(ffi.cast("uintptr_t", params)))
+        with scope():
+            arguments = [_read(runtime, layout, i, block) for i in range(len(layout.parameters))]
+            result = method(obj, *arguments)
+            if layout.result is not None:
+                _write(runtime, layout, block, result)
+    except BaseException as error:  # cannot cross the native frames: reported instead
+        _core.write_unraisable(error, method.__get__(obj))
+        return ZS_E_CALL_FAILED
+    finally:
+        _current.reset(token)
+    return ZS_OK
+
+
+def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any) -> Any:
+    """Argument ``i`` as a Python value."""
+    value = getattr(block, layout._cnames[i])
+    kind = layout._kinds[i]
+    if kind.c_type != "uint64_t":
+        return value
+    if value == 0:
+        return None
+    obj = runtime._conjugate_of(value)
+    what = f"{layout.owner.__name__}.{layout.name}: argument {layout.parameters[i].name!r}"
+    if obj is None:
+        raise ExpiredConjugateError(f"{what} names a destroyed object")
+    if not isinstance(obj, kind.target):
+        raise TypeError(f"{what} expects {kind.target.__name__}, got {type(obj).__name__}")
+    return obj
+
+
+def _write(runtime: Runtime, layout: FunctionLayout, block: Any, value: Any) -> None:
+    """Store the result into the block."""
+    kind, cname = layout._kinds[-1], layout._cnames[-1]
+    what = f"{layout.owner.__name__}.{layout.name} (result)"
+    kind.check(what, value)
+    if kind.c_type == "uint64_t":
+        if value is not None and value._rt is not runtime:
+            raise ValueError(f"{what}: the object belongs to another runtime")
+        value = 0 if value is None else value._h
+    setattr(block, cname, value)
