@@ -13,6 +13,7 @@ import pytest
 import zsharp_py as zs
 from classes import Actor, Asset, Hero, Loose, Part
 from helpers import collect
+from zsharp_py._native import layout_ffi as zs_layout_ffi
 
 FIELDS = ("a", "b", "c")
 TINY = 1e-6  # a step budget that stops the marker at its first clock check
@@ -1018,58 +1019,122 @@ def test_store_refused_for_a_dying_object_expires_its_conjugate_first(
 
 
 class Spot(zs.Struct):
-    """A struct member (assigning a struct conjugate is one native copy)."""
+    """A struct member (assigning a struct conjugate is one native copy; a
+    tuple or dict is written member by member: the scalar first)."""
 
     x: zs.Float64
+    label: zs.String
+
+
+def _noop() -> None:
+    """A callable to bind."""
 
 
 class Hoard(zs.Object):
-    """Every container kind, and a struct (mutations refused mid-cycle)."""
+    """Every container kind, a struct, the string kinds, names, the object
+    wrappers and the delegates (writes refused mid-cycle)."""
 
     nums: zs.Array[zs.Int32]
     tags: zs.Set[zs.Name]
     scores: zs.Map[zs.Name, zs.Int32]
     maybe: zs.Optional[zs.Int32]
     spot: Spot
+    label: zs.String
+    utf8: zs.Utf8String
+    ansi: zs.AnsiString
+    text: zs.Text
+    tag: zs.Name
+    names: zs.Array[zs.Name]
+    soft: zs.SoftObjectPtr["Hoard"]
+    soft_class: zs.SoftClassPtr["Hoard"]
+    lazy: zs.LazyObjectPtr["Hoard"]
+    kind: zs.SubclassOf["Hoard"]
+    weak: zs.WeakObjectPtr["Hoard"]
+    path: zs.FieldPath
+    on_hit: zs.Delegate
+    on_open: zs.MulticastDelegate
+    on_sparse: zs.SparseDelegate
+    health: zs.Int32
 
 
-# Each mutates a dying Hoard through a red view taken before the cycle began
-# (``view``), or the object itself, or names it: all are native calls the heap
-# refuses with ZS_E_DYING because the object is dying.
-_DYING_MUTATIONS: dict[str, Callable[[Hoard, Any], object]] = {
-    "array append": lambda obj, view: view.append(1),
-    "array insert": lambda obj, view: view.insert(0, 1),
-    "array clear": lambda obj, view: view.clear(),
-    "array slice assignment": lambda obj, view: view.__setitem__(slice(0, 0), [1, 2]),
-    "array assigned whole": lambda obj, view: setattr(obj, "nums", [1, 2]),
-    "set add": lambda obj, view: obj.tags.add("enemy"),
-    "set update": lambda obj, view: obj.tags.update(["a", "b"]),
-    "map item": lambda obj, view: obj.scores.__setitem__("kills", 3),
-    "map setdefault": lambda obj, view: obj.scores.setdefault("kills", 3),
-    "map clear": lambda obj, view: obj.scores.clear(),
-    "optional set": lambda obj, view: obj.maybe.set(5),
-    "optional reset": lambda obj, view: obj.maybe.reset(),
-    "struct copied in": lambda obj, view: setattr(obj, "spot", Spot(1.0)),
-    "object created inside it": lambda obj, view: Hoard(outer=obj),
-    "rooted": lambda obj, view: obj.add_to_root(),
-    "strong pointer": lambda obj, view: zs.StrongObjectPtr(obj),
+# Each writes into a dying Hoard through a red view taken before the cycle
+# began (``view``), or the object itself, or names it: all are refused with
+# ZS_E_DYING because the object is dying, by the native call that would write
+# (containers, strings, delegates, struct copies, references, roots) or, for
+# plain data Python writes itself (a name, a class, a persistent id, a struct
+# member by member), by the owner check made first (zs_object_writable).
+# ``keep`` is a live Hoard. Scalars are the one exception (see the test after).
+_DYING_MUTATIONS: dict[str, Callable[[Hoard, Any, Hoard], object]] = {
+    "array append": lambda obj, view, keep: view.append(1),
+    "array insert": lambda obj, view, keep: view.insert(0, 1),
+    "array clear": lambda obj, view, keep: view.clear(),
+    "array slice assignment": lambda obj, view, keep: view.__setitem__(slice(0, 0), [1, 2]),
+    "array assigned whole": lambda obj, view, keep: setattr(obj, "nums", [1, 2]),
+    "set add": lambda obj, view, keep: obj.tags.add("enemy"),
+    "set update": lambda obj, view, keep: obj.tags.update(["a", "b"]),
+    "map item": lambda obj, view, keep: obj.scores.__setitem__("kills", 3),
+    "map setdefault": lambda obj, view, keep: obj.scores.setdefault("kills", 3),
+    "map clear": lambda obj, view, keep: obj.scores.clear(),
+    "optional set": lambda obj, view, keep: obj.maybe.set(5),
+    "optional reset": lambda obj, view, keep: obj.maybe.reset(),
+    "struct copied in": lambda obj, view, keep: setattr(obj, "spot", Spot(1.0, "far")),
+    "struct tuple written": lambda obj, view, keep: setattr(obj, "spot", (1.0, "far")),
+    "struct dict written": lambda obj, view, keep: setattr(obj, "spot", {"x": 1.0}),
+    "struct member string": lambda obj, view, keep: setattr(obj.spot, "label", "far"),
+    "string assigned": lambda obj, view, keep: setattr(obj, "label", "new"),
+    "string view assign": lambda obj, view, keep: obj.label.assign("new"),
+    "utf8 string assigned": lambda obj, view, keep: setattr(obj, "utf8", "new"),
+    "ansi string assigned": lambda obj, view, keep: setattr(obj, "ansi", "new"),
+    "text assigned": lambda obj, view, keep: setattr(obj, "text", "new"),
+    "name assigned": lambda obj, view, keep: setattr(obj, "tag", "Brand_New_Name"),
+    "name element": lambda obj, view, keep: obj.names.__setitem__(0, "Brand_New_Name"),
+    "soft pointer": lambda obj, view, keep: setattr(obj, "soft", keep),
+    "soft class pointer": lambda obj, view, keep: setattr(obj, "soft_class", Hoard),
+    "lazy pointer": lambda obj, view, keep: setattr(obj, "lazy", keep),
+    "subclass": lambda obj, view, keep: setattr(obj, "kind", Hoard),
+    "weak pointer": lambda obj, view, keep: setattr(obj, "weak", keep),
+    "field path": lambda obj, view, keep: setattr(obj, "path", zs.FieldPath("Hoard.nums")),
+    "delegate bind": lambda obj, view, keep: obj.on_hit.bind(_noop),
+    "delegate bind object": lambda obj, view, keep: obj.on_hit.bind(keep, "add_to_root"),
+    "delegate assigned": lambda obj, view, keep: setattr(obj, "on_hit", _noop),
+    "delegate unbind": lambda obj, view, keep: obj.on_hit.unbind(),
+    "multicast add": lambda obj, view, keep: obj.on_open.add(_noop),
+    "multicast remove": lambda obj, view, keep: obj.on_open.remove(_noop),
+    "multicast assigned": lambda obj, view, keep: setattr(obj, "on_open", [_noop]),
+    "sparse add": lambda obj, view, keep: obj.on_sparse.add(_noop),
+    "object created inside it": lambda obj, view, keep: Hoard(outer=obj),
+    "rooted": lambda obj, view, keep: obj.add_to_root(),
+    "strong pointer": lambda obj, view, keep: zs.StrongObjectPtr(obj),
 }
 
 
+def _prepared_hoards(count: int) -> list[Hoard]:
+    """Hoards with something to remove, unbind or overwrite."""
+    hoards = []
+    for _ in range(count):
+        hoard = Hoard(label="old", tag="Old")
+        hoard.names.append("Old")
+        hoard.on_hit.bind(_noop)
+        hoard.on_open.add(_noop)
+        hoards.append(hoard)
+    return hoards
+
+
 @pytest.mark.parametrize("mutation", sorted(_DYING_MUTATIONS))
-def test_container_mutation_refused_for_a_dying_object_expires_its_conjugate_first(
-        mutation: str) -> None:
-    """Like the stores above, through the other native calls: between
+def test_write_refused_for_a_dying_object_expires_its_conjugate_first(mutation: str) -> None:
+    """Like the stores above, through every other kind of write: between
     incremental steps a gathered object's conjugate may still be live (expiry
-    is budgeted), and a container mutation (or a struct copy, or an object
-    created with it as outer) on it is refused by the heap as dying. The
-    caller gets ExpiredConjugateError with the object, and views into it,
-    already expired; nothing changed, and the cycle completes."""
+    is budgeted), and a write into it (a container mutation, a string, a name,
+    an object wrapper, a delegate binding, a struct copy or tuple, an object
+    created with it as outer) is refused as dying. The caller gets
+    ExpiredConjugateError with the object, and views into it, already
+    expired; not one byte of the object changed, and the cycle completes."""
     with zs.Runtime(stress=zs.GcStress(objects_per_step=1)) as rt:
         keep = Hoard()
         keep.add_to_root()
-        doomed = [Hoard() for _ in range(3000)]
+        doomed = _prepared_hoards(3000)
         views = {id(obj): obj.nums for obj in doomed}  # red views, held across the cycle
+        callables = rt.bound_callables()
         rt.gc.start_incremental()
         while rt.gc.phase in ("marking", "gathering"):
             rt.gc.step(budget_s=1e-6)
@@ -1079,15 +1144,44 @@ def test_container_mutation_refused_for_a_dying_object_expires_its_conjugate_fir
         dying = pending[-1]
         view = views[id(dying)]
         assert not view.is_expired
+        raw = dying._p   # the object's memory stays until the purge, after expiry
+        before = bytes(zs_layout_ffi.buffer(raw))
+        texts = (str(dying.label), str(dying.spot.label), str(dying.tag))
         with pytest.raises(zs.ExpiredConjugateError, match="about to be destroyed") as caught:
-            _DYING_MUTATIONS[mutation](dying, view)
+            _DYING_MUTATIONS[mutation](dying, view, keep)
         assert dying.is_expired, caught.value
         assert view.is_expired
         with pytest.raises(zs.ExpiredConjugateError):
             view.append(1)
+        assert bytes(zs_layout_ffi.buffer(raw)) == before, "a refused write changed the object"
+        assert texts == ("old", "", "Old")
+        assert rt.bound_callables() == callables   # a refused binding keeps no callable
         assert rt.live_objects() == 1 + len(doomed)   # nothing created, nothing freed yet
         while not rt.gc.step(budget_s=0.01):
             pass
         rt.gc.verify()
         assert all(obj.is_expired for obj in doomed) and rt.live_objects() == 1
         assert (len(keep.nums), len(keep.tags), len(keep.scores), keep.maybe.is_set) == (0, 0, 0, False)
+
+
+def test_scalar_writes_into_a_dying_object_are_not_refused() -> None:
+    """The one documented exception: a scalar (an object's scalar property, a
+    struct member, a container element) is stored straight into memory with
+    no native call, so it is not refused; the memory is the object's own
+    until its conjugate has expired, and nothing reads it. Its conjugate
+    expires with the cycle as usual."""
+    with zs.Runtime(stress=zs.GcStress(objects_per_step=1)) as rt:
+        doomed = [Hoard(spot=(0.0, "")) for _ in range(3000)]
+        for obj in doomed:
+            obj.nums.append(0)
+        rt.gc.start_incremental()
+        while rt.gc.phase in ("marking", "gathering"):
+            rt.gc.step(budget_s=1e-6)
+        dying = next(obj for obj in reversed(doomed) if not obj.is_expired)
+        dying.health = 5
+        dying.spot.x = 2.5
+        dying.nums[0] = 7
+        assert (dying.health, dying.spot.x, dying.nums[0]) == (5, 2.5, 7)
+        while not rt.gc.step(budget_s=0.01):
+            pass
+        assert dying.is_expired and rt.live_objects() == 0

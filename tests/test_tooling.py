@@ -134,6 +134,41 @@ def wrong_class(unit: Unit) -> zs.SubclassOf[Unit]:
 
 def wrong_interface(unit: Unit) -> Unit | None:
     return unit.poker.get()  # E: return-value
+
+
+class Loadout(zs.Struct):
+    weapon: zs.SubclassOf[Unit]
+
+
+class Plain:
+    kind: zs.SubclassOf[Unit]
+
+    def __init__(self) -> None:
+        self.kind = zs.SubclassOf[Unit](Unit)
+
+
+def subclass_property(unit: Unit, loadout: Loadout) -> Unit | None:
+    reveal_type(unit.kind)  # R: type[__user__.Unit] | None
+    reveal_type(loadout.weapon)  # R: type[__user__.Unit] | None
+    reveal_type(Plain().kind)  # R: zsharp_py._object_wrappers.SubclassOf[__user__.Unit]
+    unit.kind = zs.SubclassOf[Unit](Unit)
+    unit.kind = None
+    unit.kind = Unit
+    loadout.weapon = unit.kind
+    kind = loadout.weapon
+    return kind() if kind is not None else None
+
+
+def wrong_subclass_new(unit: Unit) -> None:
+    unit.kind.new()  # E: union-attr
+
+
+def wrong_subclass_class(unit: Unit) -> None:
+    unit.kind = zs.Object  # E: assignment
+
+
+def wrong_plain_class(plain: Plain) -> None:
+    plain.kind = Unit  # E: call-overload
 '''
 
 
@@ -176,10 +211,16 @@ def test_generic_value_types_type_check_in_user_code(tmp_path: Path) -> None:
               "    unit = u.Unit(); unit.squad.append(u.Unit()); unit.scores['a'] = 2.5\n"
               "    made = zs.SubclassOf[u.Unit](u.Unit).new()\n"
               "    print(u.total(u.made()), u.scored(unit.scores), u.home_x(unit),\n"
-              "          type(made).__name__, u.wrong_element(u.made()))\n")
+              "          type(made).__name__, u.wrong_element(u.made()),\n"
+              "          type(u.subclass_property(unit, u.Loadout())).__name__)\n"
+              "    try:\n"
+              "        u.wrong_subclass_new(unit)\n"
+              "    except AttributeError as error:\n"
+              "        print(type(error).__name__)\n")
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.split() == ["12", "2.5", "-1.0", "Unit", "1"]
+    # What mypy rejected fails at run time too: the property is the class.
+    assert ran.stdout.split() == ["12", "2.5", "-1.0", "Unit", "1", "Unit", "AttributeError"]
 
 
 def test_one_path_raises_for_refused_dying_objects() -> None:

@@ -198,22 +198,24 @@ def _matches(runtime: Runtime, raw: _Raw, wanted: _Binding) -> bool:
     return held is function or bool(held == function)
 
 
-def _store_binding(runtime: Runtime, binding: Any, parsed: _Binding) -> None:
-    """Write one binding (the old one is released). Caller holds the lock."""
+def _store_binding(runtime: Runtime, owner: int, binding: Any, parsed: _Binding) -> None:
+    """Write one binding (the old one is released) into memory ``owner``
+    holds (0: a black value). Caller holds the lock."""
     handle, name, function = parsed
     callable_id = runtime._register_callable(function) if function is not None else 0
-    status = lib.zs_binding_set(runtime._ptr, binding, handle, name, callable_id)
+    status = lib.zs_binding_set(runtime._ptr, owner, binding, handle, name, callable_id)
     if status:
         if callable_id:
             runtime._unregister_callable(callable_id)
         check(status, "bind", runtime)
 
 
-def _add_binding(runtime: Runtime, array: Any, parsed: _Binding) -> None:
-    """Append one binding to a native binding list. Caller holds the lock."""
+def _add_binding(runtime: Runtime, owner: int, array: Any, parsed: _Binding) -> None:
+    """Append one binding to a native binding list in memory ``owner`` holds
+    (0: a black value). Caller holds the lock."""
     handle, name, function = parsed
     callable_id = runtime._register_callable(function) if function is not None else 0
-    status = lib.zs_multicast_add(runtime._ptr, array, handle, name, callable_id)
+    status = lib.zs_multicast_add(runtime._ptr, owner, array, handle, name, callable_id)
     if status:
         if callable_id:
             runtime._unregister_callable(callable_id)
@@ -315,14 +317,15 @@ class Delegate(_DelegateBase):
         with runtime._lock:
             pointer = self._live()
             parsed = _parse(runtime, "Delegate.bind", target, function)
-            _store_binding(runtime, pointer, parsed)
+            _store_binding(runtime, self._owner, pointer, parsed)
 
     def unbind(self) -> None:
         """Remove the binding."""
         runtime = self._rt
         with runtime._lock:
             pointer = self._live()
-            check(lib.zs_binding_set(runtime._live_ptr(), pointer, 0, 0, 0), "unbind", runtime)
+            check(lib.zs_binding_set(runtime._live_ptr(), self._owner, pointer, 0, 0, 0), "unbind",
+                  runtime)
 
     @property
     def is_bound(self) -> bool:
@@ -346,7 +349,8 @@ class Delegate(_DelegateBase):
                 return None
             obj = runtime._conjugate_of(handle)
             if obj is None:
-                check(lib.zs_binding_set(runtime._live_ptr(), pointer, 0, 0, 0), "unbind", runtime)
+                check(lib.zs_binding_set(runtime._live_ptr(), self._owner, pointer, 0, 0, 0),
+                      "unbind", runtime)
                 return None
             name = _method_text(runtime, pointer.function_name)
         method = _find_method(obj, name)
@@ -424,7 +428,7 @@ class _MulticastBase(_DelegateBase):
             self._live()
             parsed = _parse(runtime, f"{type(self).__name__}.add", target, function)
             self._prune()
-            _add_binding(runtime, self._array(True), parsed)
+            _add_binding(runtime, self._owner, self._array(True), parsed)
 
     def add_unique(self, target: Any, function: str | None = None) -> bool:
         """Append a binding unless an equal one is present; return whether
@@ -436,7 +440,7 @@ class _MulticastBase(_DelegateBase):
             if self._index_of(parsed) >= 0:
                 return False
             self._prune()
-            _add_binding(runtime, self._array(True), parsed)
+            _add_binding(runtime, self._owner, self._array(True), parsed)
             return True
 
     def _index_of(self, parsed: _Binding) -> int:
@@ -447,7 +451,8 @@ class _MulticastBase(_DelegateBase):
 
     def _remove_at(self, index: int, count: int = 1) -> None:
         runtime = self._rt
-        check(lib.zs_multicast_remove(runtime._live_ptr(), self._array(False), index, count),
+        check(lib.zs_multicast_remove(runtime._live_ptr(), self._owner, self._array(False), index,
+                                      count),
               "remove", runtime)
 
     def remove(self, target: Any, function: str | None = None) -> bool:
@@ -648,7 +653,8 @@ class SparseDelegate(_MulticastBase):
     def _array(self, create: bool) -> Any:
         runtime = self._rt
         out = ffi.new("zs_array **")
-        check(lib.zs_sparse_bindings(runtime._live_ptr(), self._live(), 1 if create else 0, out),
+        check(lib.zs_sparse_bindings(runtime._live_ptr(), self._owner, self._live(),
+                                     1 if create else 0, out),
               "sparse delegate", runtime)
         return out[0]
 
@@ -764,9 +770,9 @@ class DelegateSpec(_DelegateSpec):
                 return
             value = value.to_python()
         if value is None:
-            check(lib.zs_binding_set(runtime._ptr, binding, 0, 0, 0), "unbind", runtime)
+            check(lib.zs_binding_set(runtime._ptr, owner, binding, 0, 0, 0), "unbind", runtime)
             return
-        _store_binding(runtime, binding, _parse(runtime, "Delegate", value))
+        _store_binding(runtime, owner, binding, _parse(runtime, "Delegate", value))
 
 
 class MulticastSpec(_DelegateSpec):
@@ -807,7 +813,7 @@ class MulticastSpec(_DelegateSpec):
         try:
             array = temporary._array(True) if parsed else None
             for binding in parsed:
-                _add_binding(runtime, array, binding)
+                _add_binding(runtime, 0, array, binding)
             check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
                                       ffi.cast("void *", temporary._address())), "assign", runtime)
         finally:

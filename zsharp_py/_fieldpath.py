@@ -396,6 +396,6 @@ class FieldPathSpec(PropertyKind):
     def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
         """Store the path's full form."""
         data = self._convert(value).full_path.encode("utf-8")
-        check(lib.zs_string_assign(runtime._ptr, self.native(runtime),
+        check(lib.zs_string_assign(runtime._ptr, owner, self.native(runtime),
                                    ffi.cast(_STRING_POINTER, address), data, len(data)),
               "FieldPath", runtime)

@@ -20,7 +20,8 @@ from ._native_lib import ffi, lib
 if TYPE_CHECKING:
     from ._runtime import Runtime
 
-__all__ = ["ffi", "lib", "layout_ffi", "declare_struct", "member_name", "check", "refused"]
+__all__ = ["ffi", "lib", "layout_ffi", "declare_struct", "member_name", "check", "refused",
+           "check_writable"]
 
 layout_ffi = cffi.FFI()
 layout_ffi.cdef(
@@ -110,6 +111,17 @@ def check(status: int, context: str, runtime: Runtime | None) -> None:
     heap (None only for a call on no runtime: creating one). See ``refused``."""
     if status:
         refused(status, context, runtime)
+
+
+def check_writable(runtime: Runtime, owner: int, context: str) -> None:
+    """Before a write that Python makes itself into ``owner``'s memory
+    (plain data: a name, a class id, a persistent id; a struct member by
+    member): raise as the heap would refuse a native write into a stale or
+    dying owner (``ZS_E_DYING``: see ``refused``). Nothing to check for
+    ``owner`` 0 (black values). Caller holds the runtime's lock, without
+    which no collection step runs, so the answer holds until the write."""
+    if owner:
+        check(lib.zs_object_writable(runtime._ptr, owner), context, runtime)
 
 
 def refused(status: int, context: str, runtime: Runtime | None) -> NoReturn:

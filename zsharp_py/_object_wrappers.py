@@ -30,11 +30,12 @@ import re
 import sys
 import typing
 import uuid
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from typing_extensions import Self, TypeVar
 
-from ._native import api_address, check, declare_struct, ffi, layout_address, layout_ffi, lib
+from ._native import (api_address, check, check_writable, declare_struct, ffi, layout_address,
+                      layout_ffi, lib)
 from ._object import Object, ObjectMeta
 from ._types import PropertyKind
 from ._typing import TypeParameters
@@ -42,6 +43,7 @@ from ._values import ImmutableValue, ValueConjugate, make_black, make_view
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
+    from ._struct import Struct
 
 __all__ = ["Interface", "SubclassOf", "SoftObjectPtr", "SoftClassPtr", "LazyObjectPtr",
            "ScriptInterface", "object_path"]
@@ -216,10 +218,35 @@ class SubclassOf(ImmutableValue, _Specialised, TypeParameters[T]):
     >>> class Sword(Weapon): pass
     >>> zs.SubclassOf[Weapon](Sword).get() is Sword
     True
+
+    For type checkers, a ``SubclassOf[T]`` property of a ``zs.Object`` or
+    ``zs.Struct`` reads as ``type[T] | None`` (what it is at run time: no
+    ``.get()``, no ``.new()``) and takes a class, a ``SubclassOf`` or None;
+    anywhere else (a variable, an attribute of a plain class) it is the
+    wrapper.
     """
 
     __slots__ = ("_cls",)
     _cls: type[Object] | None
+
+    if TYPE_CHECKING:
+        # The descriptor protocol, for type checkers only: at run time the
+        # property of an object or struct class is installed by the class
+        # (SubclassOfSpec reads the class id back as the class).
+        @overload
+        def __get__(self, instance: None, owner: Any) -> SubclassOf[T]: ...
+        @overload
+        def __get__(self, instance: Object | Struct, owner: Any) -> type[T] | None: ...
+        @overload
+        def __get__(self, instance: object, owner: Any) -> SubclassOf[T]: ...
+        def __get__(self, instance: object, owner: Any) -> Any: ...
+
+        @overload
+        def __set__(self, instance: Object | Struct,
+                    value: type[T] | SubclassOf[T] | None) -> None: ...
+        @overload
+        def __set__(self, instance: object, value: SubclassOf[T]) -> None: ...
+        def __set__(self, instance: object, value: Any) -> None: ...
 
     def __init__(self, cls: type[T] | SubclassOf[T] | None = None) -> None:
         object.__setattr__(self, "_cls", type(self)._convert(_describe(type(self)), cls))
@@ -305,6 +332,7 @@ class SubclassOfSpec(_WrapperSpec):
     def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
         """Check, register the class in ``runtime`` if needed, store its id."""
         cls = self.cls._convert(self.describe(), value)
+        check_writable(runtime, owner, self.describe())
         stored = 0 if cls is None else lib.zs_class_id(runtime._native_class(cls)) + 1
         ffi.cast(_U32_POINTER, address)[0] = stored
 
@@ -519,6 +547,7 @@ class LazyObjectSpec(_WrapperSpec):
 
     def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
         """Store the id (an object gets one first if it has none)."""
+        check_writable(runtime, owner, self.describe())
         persistent, _ = self.cls._convert(self.describe(), value)
         ffi.memmove(ffi.cast("char *", address), persistent, 16)
 
@@ -858,7 +887,7 @@ class SoftSpec(_WrapperSpec):
             raise ValueError(f"{self.describe()} cannot hold {path!r}: {error.reason}") from None
         if len(data) > 1 << 30:
             raise ValueError(f"{self.describe()}: path too long")
-        check(lib.zs_string_assign(runtime._ptr, self.native(runtime),
+        check(lib.zs_string_assign(runtime._ptr, owner, self.native(runtime),
                                    ffi.cast(_STRING_POINTER, address), data, len(data)),
               "path", runtime)
 

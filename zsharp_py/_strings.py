@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._native import api_address, check, ffi, lib
+from ._native import api_address, check, check_writable, ffi, lib
 from ._types import PropertyKind
 from ._values import ImmutableValue, ValueConjugate, make_black, make_view
 
@@ -71,8 +71,9 @@ class _StringBase(ValueConjugate):
         runtime = self._rt
         with runtime._lock:
             pointer = self._live()
-            check(lib.zs_string_assign(runtime._live_ptr(), runtime._native_type(self._spec),
-                                       pointer, data, len(data) // self._unit), "string", runtime)
+            check(lib.zs_string_assign(runtime._live_ptr(), self._owner,
+                                       runtime._native_type(self._spec), pointer, data,
+                                       len(data) // self._unit), "string", runtime)
 
     def __str__(self) -> str:
         pointer = self._live()
@@ -198,7 +199,7 @@ class StringSpec(PropertyKind):
     def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
         """Encode and store."""
         data = self.cls._encode(self.cls._text_of(value))
-        check(lib.zs_string_assign(runtime._ptr, runtime._native_type(self),
+        check(lib.zs_string_assign(runtime._ptr, owner, runtime._native_type(self),
                                    ffi.cast(_STRING_POINTER, address), data,
                                    len(data) // self.cls._unit), "string", runtime)
 
@@ -321,6 +322,7 @@ class NameSpec(PropertyKind):
     def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
         """Intern (if needed) and store."""
         self.check("Name", value)
+        check_writable(runtime, owner, "Name")
         if isinstance(value, Name) and value._rt is runtime:
             index, number = value._index, value._number
         else:

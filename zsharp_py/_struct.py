@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._native import check, declare_struct, ffi, layout_address, layout_ffi, lib, member_name
+from ._native import check, check_writable, declare_struct, ffi, layout_address, layout_ffi, lib, member_name
 from ._types import PropertyKind
 from ._values import ValueConjugate, make_black, make_view
 
@@ -272,6 +272,9 @@ class StructSpec(PropertyKind):
                   "struct copy", runtime)
             return
         self.check(self.cls.__name__, value)
+        # Member by member: the owner is checked once, first, so a dying
+        # owner refuses the whole write before any member has changed.
+        check_writable(runtime, owner, "struct")
         layout = self.layout
         if isinstance(value, self.cls):  # another runtime: go through Python values
             value = value.to_python()

@@ -322,7 +322,12 @@ uint32_t zs_type_entry_size(const zs_type *type);
 /* Value operations. `owner` is the object holding the value (0 for a black
    value): a store into a clustered object dissolves its cluster. Every
    reference written goes through the write barrier. Values must be valid
-   (zeroed or previously built by these functions). */
+   (zeroed or previously built by these functions).
+   Every call below that writes (assign, clear, store, string, array, set,
+   map, optional, binding and sparse-list creation) takes the owner and is
+   refused, changing nothing, with ZS_E_STALE when the owner is gone and
+   ZS_E_DYING when it is dying: gathered as unreachable, or unmarked once an
+   incremental mark is complete. */
 zs_status zs_value_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, void *dst,
                           const void *src);
 zs_status zs_value_clear(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value);
@@ -332,8 +337,15 @@ zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_t
 int zs_value_equal(zs_runtime *rt, const zs_type *type, const void *a, const void *b);
 uint64_t zs_value_hash(zs_runtime *rt, const zs_type *type, const void *value);
 
+/* Whether a write into owner's memory would be accepted now (ZS_OK; owner 0
+   always is): ZS_E_STALE, ZS_E_DYING as above, ZS_E_BUSY inside a destroy
+   hook. For plain data the managed side writes itself (names, class ids,
+   persistent ids, a struct member by member), checked first under the
+   managed side's lock, which no collection step runs without. */
+zs_status zs_object_writable(zs_runtime *rt, zs_ref owner);
+
 /* Strings: replace the contents with `length` code units. */
-zs_status zs_string_assign(zs_runtime *rt, const zs_type *type, zs_string *string,
+zs_status zs_string_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_string *string,
                            const void *units, uint32_t length);
 
 /* Arrays: insert `count` copies of `value` (zeroed elements if NULL) at
@@ -342,7 +354,8 @@ zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
                           uint32_t index, const void *value, uint32_t count);
 zs_status zs_array_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
                           uint32_t index, uint32_t count);
-zs_status zs_array_reserve(zs_runtime *rt, const zs_type *type, zs_array *array, uint32_t capacity);
+zs_status zs_array_reserve(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                           uint32_t capacity);
 
 /* Sets and maps. find: *out_index = -1 when absent. add: the entry of an
    existing key is reused (*out_added = 0); a new map value is zeroed.
@@ -358,24 +371,27 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
 zs_status zs_optional_set(zs_runtime *rt, zs_ref owner, const zs_type *type, void *optional,
                           const void *value);
 
-/* Delegates: write a binding (callable ids are reference-counted natively;
-   ids whose count drops to zero are reported by zs_take_released_callables). */
-zs_status zs_binding_set(zs_runtime *rt, zs_binding *binding, zs_ref object,
+/* Delegates: write a binding into memory owner holds (callable ids are
+   reference-counted natively; ids whose count drops to zero are reported by
+   zs_take_released_callables). */
+zs_status zs_binding_set(zs_runtime *rt, zs_ref owner, zs_binding *binding, zs_ref object,
                          uint32_t function_name, uint32_t callable);
 /* Sparse delegates: the array, allocated on first use (NULL if none and
-   create is 0). */
-zs_status zs_sparse_bindings(zs_runtime *rt, void *sparse, int create, zs_array **out);
+   create is 0). With create, a write: refused as above for the owner. */
+zs_status zs_sparse_bindings(zs_runtime *rt, zs_ref owner, void *sparse, int create,
+                             zs_array **out);
 /* Binding lists (a MULTICAST value's zs_array, or the array a SPARSE value
    points to, from zs_sparse_bindings): append a binding that is exactly one
    of an object plus a function name or a callable (the callable is
    retained), or remove `count` bindings at index (their callables are
    released; later bindings move down, so the order is kept). Refused with
-   ZS_E_BUSY inside a destroy hook. Emptying a SPARSE value's list does not
+   ZS_E_BUSY inside a destroy hook, and as above for the owner. Emptying a SPARSE value's list does not
    free it: zs_value_clear does. (zsharp_py interns the function names of
    object bindings as "method()", so that no "_<digits>" suffix is split off.) */
-zs_status zs_multicast_add(zs_runtime *rt, zs_array *bindings, zs_ref object,
+zs_status zs_multicast_add(zs_runtime *rt, zs_ref owner, zs_array *bindings, zs_ref object,
                            uint32_t function_name, uint32_t callable);
-zs_status zs_multicast_remove(zs_runtime *rt, zs_array *bindings, uint32_t index, uint32_t count);
+zs_status zs_multicast_remove(zs_runtime *rt, zs_ref owner, zs_array *bindings, uint32_t index,
+                              uint32_t count);
 zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t capacity,
                                      uint32_t *out_count);
 /* Retain a new managed callable id once (it starts with no native users). */

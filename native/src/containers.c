@@ -43,10 +43,12 @@ static bool entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size
  * Arrays
  * ====================================================================== */
 
-zs_status zs_array_reserve(zs_runtime *rt, const zs_type *type, zs_array *array, uint32_t capacity) {
+/* Grow an array's storage (contents unchanged); refused when its owner is dying. */
+zs_status zs_array_reserve(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                           uint32_t capacity) {
     if (array == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = zs_begin_store(rt, ZS_NULL_REF, type, ZS_TYPE_ARRAY);
+    zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
     if (status == ZS_OK && !entries_reserve(rt, array, type->entry_size, capacity))
         status = capacity > MAX_ENTRIES ? ZS_E_INVALID : ZS_E_NOMEM;
     ZS_UNLOCK(rt);
@@ -301,11 +303,12 @@ zs_status zs_optional_set(zs_runtime *rt, zs_ref owner, const zs_type *type, voi
     return status;
 }
 
-zs_status zs_binding_set(zs_runtime *rt, zs_binding *binding, zs_ref object, uint32_t function_name,
-                         uint32_t callable) {
+/* Replace a single-cast binding; refused when its owner is dying. */
+zs_status zs_binding_set(zs_runtime *rt, zs_ref owner, zs_binding *binding, zs_ref object,
+                         uint32_t function_name, uint32_t callable) {
     if (binding == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK;
+    zs_status status = zs_check_owner(rt, owner);
     if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count) status = ZS_E_INVALID;
     if (status == ZS_OK && callable != 0 && zs_callable_retain(rt, callable) != ZS_OK) status = ZS_E_NOMEM;
     if (status == ZS_OK) {
@@ -318,25 +321,26 @@ zs_status zs_binding_set(zs_runtime *rt, zs_binding *binding, zs_ref object, uin
     return status;
 }
 
-zs_status zs_sparse_bindings(zs_runtime *rt, void *sparse, int create, zs_array **out) {
+/* A sparse delegate's binding list; asking to create it is a write (refused
+   when the owner is dying, even if the list exists already). */
+zs_status zs_sparse_bindings(zs_runtime *rt, zs_ref owner, void *sparse, int create, zs_array **out) {
     if (sparse == NULL || out == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = ZS_OK;
     zs_array **slot = sparse;
-    if (*slot == NULL && create) {
-        if (rt->in_destroy_hook) status = ZS_E_BUSY;
-        else if ((*slot = zs_alloc(rt, sizeof(zs_array))) == NULL) status = ZS_E_NOMEM;
-    }
-    *out = *slot;
+    zs_status status = create ? zs_check_owner(rt, owner) : ZS_OK;
+    if (status == ZS_OK && *slot == NULL && create && (*slot = zs_alloc(rt, sizeof(zs_array))) == NULL)
+        status = ZS_E_NOMEM;
+    *out = status == ZS_OK ? *slot : NULL;
     ZS_UNLOCK(rt);
     return status;
 }
 
-zs_status zs_multicast_add(zs_runtime *rt, zs_array *bindings, zs_ref object,
+/* Append a binding to a binding list; refused when its owner is dying. */
+zs_status zs_multicast_add(zs_runtime *rt, zs_ref owner, zs_array *bindings, zs_ref object,
                            uint32_t function_name, uint32_t callable) {
     if (bindings == NULL || (object == ZS_NULL_REF) == (callable == 0)) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK;
+    zs_status status = zs_check_owner(rt, owner);
     if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count) status = ZS_E_INVALID;
     if (status == ZS_OK && bindings->count >= MAX_ENTRIES) status = ZS_E_INVALID;
     if (status == ZS_OK && !entries_reserve(rt, bindings, sizeof(zs_binding), bindings->count + 1))
@@ -353,10 +357,12 @@ zs_status zs_multicast_add(zs_runtime *rt, zs_array *bindings, zs_ref object,
     return status;
 }
 
-zs_status zs_multicast_remove(zs_runtime *rt, zs_array *bindings, uint32_t index, uint32_t count) {
+/* Remove bindings from a binding list, keeping the order; refused when its owner is dying. */
+zs_status zs_multicast_remove(zs_runtime *rt, zs_ref owner, zs_array *bindings, uint32_t index,
+                              uint32_t count) {
     if (bindings == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK;
+    zs_status status = zs_check_owner(rt, owner);
     if (status == ZS_OK && (index > bindings->count || count > bindings->count - index)) status = ZS_E_INVALID;
     if (status == ZS_OK && count > 0) {
         zs_binding *base = bindings->data;

@@ -217,9 +217,7 @@ static zs_item *usable_item(zs_runtime *rt, zs_ref ref, zs_status *status) {
         *status = ZS_E_STALE;
         return NULL;
     }
-    if ((it->flags & ZS_ITEM_DYING) ||
-        (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
-         !(it->flags & ZS_ITEM_PERMANENT))) {
+    if (zs_item_dying(rt, it)) {
         *status = ZS_E_DYING;
         return NULL;
     }

@@ -425,6 +425,16 @@ static inline bool zs_item_reachable(const zs_runtime *rt, const zs_item *it) {
     return item_is_marked(rt, it);
 }
 
+/* Whether an item is dying: gathered as unreachable, or (once marking is
+   complete) unmarked and so doomed before the gather step reaches it. Every
+   write into such an object, and every new reference to it, is refused
+   with ZS_E_DYING. */
+static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
+    return (it->flags & ZS_ITEM_DYING) ||
+           (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
+            !(it->flags & ZS_ITEM_PERMANENT));
+}
+
 /* The item a handle names, or NULL when it is null, out of range or stale. */
 static inline zs_item *zs_item_of(const zs_runtime *rt, zs_ref ref) {
     uint32_t index = ZS_REF_INDEX(ref);
@@ -489,6 +499,9 @@ void zs_types_release(zs_runtime *rt);
    owner (if any) live and not dying; a store into a clustered owner
    dissolves its cluster. */
 zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint32_t kind);
+/* The owner part of zs_begin_store: mutation allowed (ZS_E_BUSY in a
+   destroy hook), owner null or live (ZS_E_STALE) and not dying (ZS_E_DYING). */
+zs_status zs_check_owner(zs_runtime *rt, zs_ref owner);
 /* Mark, through the write barrier, every reference inside a value. */
 void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value);
 /* Release the callable of a binding being destroyed. */

@@ -695,9 +695,7 @@ static void sanitise_one(void *context, zs_ref *slot, bool killable) {
     zs_runtime *rt = context;
     if (*slot == ZS_NULL_REF) return;
     zs_item *it = zs_item_of(rt, *slot);
-    if (it == NULL || (it->flags & ZS_ITEM_DYING) ||
-        (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) && !(it->flags & ZS_ITEM_PERMANENT)))
-        *slot = ZS_NULL_REF;
+    if (it == NULL || zs_item_dying(rt, it)) *slot = ZS_NULL_REF;
 }
 
 static void barrier_one(void *context, zs_ref *slot, bool killable) {
@@ -789,14 +787,31 @@ uint64_t zs_value_hash(zs_runtime *rt, const zs_type *type, const void *value) {
  * Assignment and stores
  * ====================================================================== */
 
+/* Whether a write into owner's memory is allowed now (see internal.h). */
+zs_status zs_check_owner(zs_runtime *rt, zs_ref owner) {
+    if (rt->in_destroy_hook) return ZS_E_BUSY;
+    if (owner == ZS_NULL_REF) return ZS_OK;
+    zs_item *it = zs_item_of(rt, owner);
+    if (it == NULL) return ZS_E_STALE;
+    return zs_item_dying(rt, it) ? ZS_E_DYING : ZS_OK;
+}
+
+/* Answer zs_check_owner under the lock, for plain-data writes the managed side makes itself. */
+zs_status zs_object_writable(zs_runtime *rt, zs_ref owner) {
+    ZS_LOCK(rt);
+    zs_status status = zs_check_owner(rt, owner);
+    ZS_UNLOCK(rt);
+    return status;
+}
+
 /* Common prologue of every mutating value and container call (see internal.h). */
 zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint32_t kind) {
     if (rt->in_destroy_hook) return ZS_E_BUSY;
     if (!type_valid(rt, type) || (kind != 0 && type->kind != kind)) return ZS_E_INVALID;
-    if (owner == ZS_NULL_REF) return ZS_OK;
+    zs_status status = zs_check_owner(rt, owner);
+    if (status != ZS_OK || owner == ZS_NULL_REF) return status;
     zs_item *it = zs_item_of(rt, owner);
-    if (it == NULL) return ZS_E_STALE;
-    if (it->flags & ZS_ITEM_DYING) return ZS_E_DYING;
+    assert(it != NULL);
     if (it->cluster_index >= 0 && (type->flags & ZS_TYPE_HAS_REFS)) zs_cluster_dissolve(rt, it->cluster_index);
     return ZS_OK;
 }
@@ -854,10 +869,7 @@ zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_t
     if (status == ZS_OK && target != ZS_NULL_REF) {
         it = zs_item_of(rt, target);
         if (it == NULL) status = ZS_E_STALE;
-        else if ((it->flags & ZS_ITEM_DYING) ||
-                 (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
-                  !(it->flags & ZS_ITEM_PERMANENT)))
-            status = ZS_E_DYING;
+        else if (zs_item_dying(rt, it)) status = ZS_E_DYING;
     }
     if (status == ZS_OK) {
         *slot = it ? zs_item_ref(it) : ZS_NULL_REF;
@@ -871,14 +883,13 @@ zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_t
  * Strings
  * ====================================================================== */
 
-zs_status zs_string_assign(zs_runtime *rt, const zs_type *type, zs_string *string,
+/* Replace a string's contents: refused, like every value store, when its owner is dying. */
+zs_status zs_string_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_string *string,
                            const void *units, uint32_t length) {
     if (string == NULL || (units == NULL && length > 0)) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY
-                       : !type_valid(rt, type) || type->kind != ZS_TYPE_STRING ? ZS_E_INVALID
-                       : length > (1u << 30) ? ZS_E_INVALID
-                                             : ZS_OK;
+    zs_status status = length > (1u << 30) ? ZS_E_INVALID
+                                           : zs_begin_store(rt, owner, type, ZS_TYPE_STRING);
     if (status == ZS_OK && length > string->capacity) {
         void *grown = zs_realloc(rt, string->data, (size_t)string->capacity * type->unit,
                                  (size_t)length * type->unit);

@@ -1014,6 +1014,87 @@ static void test_incremental_phase_errors(runner *t) {
  * Incremental: the gathering phase, budgeted purges, step counts
  * ====================================================================== */
 
+/* Every value write naming `owner` (dying) is refused with ZS_E_DYING and
+   changes nothing; the same writes with a live owner succeed. The values are
+   locals: the owner check does not depend on where the memory is. */
+static void check_value_writes_refused(runner *t, zs_runtime *rt, zs_ref owner, zs_ref live) {
+    const zs_type *u32 = NULL, *string = NULL, *array = NULL, *set = NULL, *optional = NULL;
+    const zs_type *delegate = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 4, 4, &u32));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 2, 2, &string));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_DELEGATE, 0, 0, &delegate));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, u32, NULL, &array));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_SET, u32, NULL, &set));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_OPTIONAL, u32, NULL, &optional));
+    if (u32 == NULL || string == NULL || array == NULL || set == NULL || optional == NULL ||
+        delegate == NULL)
+        return;
+    uint32_t name = 0, number = 0;
+    CHECK_OK(t, zs_name_intern(rt, "fn()", 4, &name, &number));
+    const uint16_t units[2] = {'h', 'i'};
+    uint32_t plain = 7, index = 0;
+    int added = 0, removed = 0;
+    zs_string text = {0};
+    zs_array list = {0}, bindings = {0}, *sparse = NULL, *sparse_out = NULL;
+    zs_hash hash = {0};
+    struct { uint32_t value; uint8_t set; } maybe = {0, 0};
+    zs_binding binding = {0};
+    CHECK_OK(t, zs_callable_retain(rt, 1));
+    CHECK_STATUS(t, zs_object_writable(rt, owner), ZS_E_DYING);
+    CHECK_STATUS(t, zs_string_assign(rt, owner, string, &text, units, 2), ZS_E_DYING);
+    CHECK_STATUS(t, zs_value_assign(rt, owner, u32, &index, &plain), ZS_E_DYING);
+    CHECK_STATUS(t, zs_array_insert(rt, owner, array, &list, 0, &plain, 1), ZS_E_DYING);
+    CHECK_STATUS(t, zs_array_reserve(rt, owner, array, &list, 16), ZS_E_DYING);
+    CHECK_STATUS(t, zs_hash_add(rt, owner, set, &hash, &plain, &index, &added), ZS_E_DYING);
+    CHECK_STATUS(t, zs_optional_set(rt, owner, optional, &maybe, &plain), ZS_E_DYING);
+    CHECK_STATUS(t, zs_binding_set(rt, owner, &binding, ZS_NULL_REF, 0, 1), ZS_E_DYING);
+    CHECK_STATUS(t, zs_multicast_add(rt, owner, &bindings, ZS_NULL_REF, 0, 1), ZS_E_DYING);
+    CHECK_STATUS(t, zs_multicast_add(rt, owner, &bindings, live, name, 0), ZS_E_DYING);
+    CHECK_STATUS(t, zs_sparse_bindings(rt, owner, &sparse, 1, &sparse_out), ZS_E_DYING);
+    CHECK(t, text.data == NULL && text.length == 0 && index == 0 && list.data == NULL &&
+             hash.entries.count == 0 && !maybe.set && binding.callable == 0 &&
+             bindings.data == NULL && sparse == NULL && sparse_out == NULL);
+    /* With a live owner the same calls succeed; removals are refused for the dying one. */
+    CHECK_OK(t, zs_object_writable(rt, live));
+    CHECK_OK(t, zs_string_assign(rt, live, string, &text, units, 2));
+    CHECK_OK(t, zs_array_insert(rt, live, array, &list, 0, &plain, 1));
+    CHECK_OK(t, zs_array_reserve(rt, live, array, &list, 16));
+    CHECK_OK(t, zs_hash_add(rt, live, set, &hash, &plain, &index, &added));
+    CHECK_OK(t, zs_optional_set(rt, live, optional, &maybe, &plain));
+    CHECK_OK(t, zs_binding_set(rt, live, &binding, ZS_NULL_REF, 0, 1));
+    CHECK_OK(t, zs_multicast_add(rt, live, &bindings, ZS_NULL_REF, 0, 1));
+    CHECK_OK(t, zs_sparse_bindings(rt, live, &sparse, 1, &sparse_out));
+    CHECK(t, text.length == 2 && list.count == 1 && hash.entries.count == 1 && maybe.set &&
+             binding.callable == 1 && bindings.count == 1 && sparse != NULL && sparse_out == sparse);
+    CHECK_STATUS(t, zs_string_assign(rt, owner, string, &text, units, 1), ZS_E_DYING);
+    CHECK_STATUS(t, zs_value_clear(rt, owner, string, &text), ZS_E_DYING);
+    CHECK_STATUS(t, zs_array_remove(rt, owner, array, &list, 0, 1), ZS_E_DYING);
+    CHECK_STATUS(t, zs_hash_remove(rt, owner, set, &hash, &plain, &removed), ZS_E_DYING);
+    CHECK_STATUS(t, zs_binding_set(rt, owner, &binding, ZS_NULL_REF, 0, 0), ZS_E_DYING);
+    CHECK_STATUS(t, zs_multicast_remove(rt, owner, &bindings, 0, 1), ZS_E_DYING);
+    CHECK(t, text.length == 2 && list.count == 1 && hash.entries.count == 1 && !removed &&
+             binding.callable == 1 && bindings.count == 1);
+    /* Reading a sparse list is not a write. */
+    CHECK_OK(t, zs_sparse_bindings(rt, owner, &sparse, 0, &sparse_out));
+    CHECK(t, sparse_out == sparse);
+    /* Release everything with owner 0 (as a black value would). */
+    CHECK_OK(t, zs_value_clear(rt, ZS_NULL_REF, string, &text));
+    CHECK_OK(t, zs_value_clear(rt, ZS_NULL_REF, array, &list));
+    CHECK_OK(t, zs_value_clear(rt, ZS_NULL_REF, set, &hash));
+    CHECK_OK(t, zs_value_clear(rt, ZS_NULL_REF, optional, &maybe));
+    CHECK_OK(t, zs_binding_set(rt, ZS_NULL_REF, &binding, ZS_NULL_REF, 0, 0));
+    CHECK_OK(t, zs_multicast_remove(rt, ZS_NULL_REF, &bindings, 0, 1));
+    const zs_type *multicast = NULL, *sparse_type = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_MULTICAST, 0, 0, &multicast));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_SPARSE, 0, 0, &sparse_type));
+    if (multicast != NULL) CHECK_OK(t, zs_value_clear(rt, ZS_NULL_REF, multicast, &bindings));
+    if (sparse_type != NULL) CHECK_OK(t, zs_value_clear(rt, ZS_NULL_REF, sparse_type, &sparse));
+    CHECK_OK(t, zs_callable_release(rt, 1));
+    uint32_t released[4] = {0}, released_count = 0;
+    CHECK_OK(t, zs_take_released_callables(rt, released, 4, &released_count));
+    CHECK(t, released_count == 1 && released[0] == 1);
+}
+
 /* While ZS_GC_GATHERING, unmarked objects count as dying: they cannot be stored, rooted, given a strong ref, used as an outer or resolved; marked ones still can. */
 static void test_gathering_refuses_unmarked(runner *t) {
     enum { GARBAGE_LEAVES = 100000 };
@@ -1069,6 +1150,7 @@ static void test_gathering_refuses_unmarked(runner *t) {
     CHECK_STATUS(t, zs_resolve_for_conjugate(rt, unmarked, &object), ZS_E_DYING);
     CHECK_STATUS(t, zs_object_new(rt, fx.node, unmarked, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_DYING);
     CHECK_STATUS(t, zs_mark_as_garbage(rt, unmarked), ZS_E_DYING);
+    check_value_writes_refused(t, rt, unmarked, marked);
     /* Marked objects stay usable; new objects are born marked. */
     CHECK_OK(t, zs_store_ref(rt, holder, NODE_REF(1), marked));
     zs_ref born = MAKE(t, rt, fx.node, marked);
@@ -1082,6 +1164,7 @@ static void test_gathering_refuses_unmarked(runner *t) {
     uint32_t gather_steps = run_steps(t, rt, 1);
     CHECK(t, gather_steps > 1 && gather_steps < 1000);
     CHECK_EQ(t, gc_stats(rt).objects_unreachable, GARBAGE_LEAVES + 1);
+    check_value_writes_refused(t, rt, unmarked, marked); /* gathered: DYING now */
     purge_all(t, rt);
     CHECK(t, !alive(rt, unmarked));
     CHECK(t, alive(rt, holder) && alive(rt, marked) && alive(rt, born));
