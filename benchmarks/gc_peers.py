@@ -451,6 +451,10 @@ def _drop_table(config: Config, results: Results) -> Table:
                                    walls.get("cpython", float("nan"))))
             table.add(*cells)
             zs = results.runs.get(("zs1", shape, n))
+            if zs is not None and "drop_gather" in zs:
+                # The gather that collects the dead half (the live table's
+                # gather only scans the mark filter: nothing dies there).
+                record(f"gc.gather_dead.{shape}.{n}.zs1", zs["drop_gather"] / 1e9)
             if zs is not None and "drop_purge" in zs and freed:
                 phases.append(f"{shape} {n:,}: mark {zs['drop_mark'] / 1e6:,.2f}, gather "
                               f"{zs['drop_gather'] / 1e6:,.2f}, purge {zs['drop_purge'] / 1e6:,.2f} "

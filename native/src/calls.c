@@ -59,7 +59,7 @@ static zs_status call_one(zs_runtime *rt, zs_ref object, const char *function, v
     zs_item *it = zs_item_of(rt, object);
     zs_status status = may_call(rt);
     if (status == ZS_OK && (it == NULL || rt->free_pending)) status = ZS_E_STALE;
-    if (status == ZS_OK && (it->flags & ZS_ITEM_DYING)) status = ZS_E_DYING;
+    if (status == ZS_OK && zs_item_dying(rt, it)) status = ZS_E_DYING;
     zs_call_handler handler = rt->call_handler;
     void *user = rt->call_handler_user;
     ZS_UNLOCK(rt);
@@ -82,14 +82,14 @@ static zs_ref *objects_of(zs_runtime *rt, const zs_class *cls, uint32_t *out_cou
     uint32_t count = 0;
     for (uint32_t index = 0; index < rt->high_water; index++) {
         const zs_item *it = zs_item_at(rt, index);
-        count += it->object != NULL && !(it->flags & ZS_ITEM_DYING) && zs_class_is_a(it->object->cls, cls);
+        count += it->object != NULL && !zs_item_dying(rt, it) && zs_class_is_a(it->object->cls, cls);
     }
     zs_ref *refs = malloc((count ? count : 1) * sizeof *refs);
     if (refs == NULL) return NULL;
     uint32_t filled = 0;
     for (uint32_t index = 0; index < rt->high_water && filled < count; index++) {
         const zs_item *it = zs_item_at(rt, index);
-        if (it->object != NULL && !(it->flags & ZS_ITEM_DYING) && zs_class_is_a(it->object->cls, cls))
+        if (it->object != NULL && !zs_item_dying(rt, it) && zs_class_is_a(it->object->cls, cls))
             refs[filled++] = zs_item_ref(it);
     }
     *out_count = filled;

@@ -14,7 +14,8 @@
  * inside structs and containers), the references inside black values when
  * they are roots, and membership of a cluster that the next mark keeps
  * (marking one member marks all of it, its root included). A killable reference to an object marked as garbage is not
- * an edge (the mark nulls it), and dying objects neither hold nor are held.
+ * an edge (the mark nulls it), and dying objects (zs_item_dying) neither
+ * hold nor are held.
  */
 #include "internal.h"
 
@@ -60,7 +61,7 @@ static void record(reversed_graph *g, uint32_t to) {
 static void add_edge(void *context, zs_ref *slot, bool killable) {
     reversed_graph *g = context;
     zs_item *it = zs_item_of(g->rt, *slot);
-    if (it == NULL || (it->flags & ZS_ITEM_DYING) || (killable && (it->flags & ZS_ITEM_GARBAGE)))
+    if (it == NULL || zs_item_dying(g->rt, it) || (killable && (it->flags & ZS_ITEM_GARBAGE)))
         return;
     record(g, ZS_REF_INDEX(*slot));
 }
@@ -131,7 +132,7 @@ static void scan_heap(reversed_graph *g) {
     zs_runtime *rt = g->rt;
     for (uint32_t index = 0; index < rt->high_water; index++) {
         zs_item *it = zs_item_at(rt, index);
-        if (it->object == NULL || (it->flags & ZS_ITEM_DYING)) continue;
+        if (it->object == NULL || zs_item_dying(rt, it)) continue;
         g->holder = index;
         g->at = ZS_CHAIN_OUTER;
         add_edge(g, &it->object->outer, false);
@@ -257,7 +258,7 @@ zs_status zs_reference_chains(zs_runtime *rt, zs_ref target, uint32_t max_chains
     reversed_graph g = {.rt = rt, .node_count = (uint32_t)nodes};
     chain_output out = {links, capacity, 0};
     if (it == NULL) status = ZS_E_STALE;
-    else if (it->flags & ZS_ITEM_DYING) status = ZS_E_DYING;
+    else if (zs_item_dying(rt, it)) status = ZS_E_DYING;
     else if (nodes >= NO_NODE || !reverse(&g) ||
              !search(&g, ZS_REF_INDEX(target), max_chains ? max_chains : UINT32_MAX, &out))
         status = ZS_E_NOMEM;
