@@ -17,6 +17,26 @@ def collect(rt: zs.Runtime) -> zs.GcStats:
     return stats
 
 
+def awaiting_expiry(rt: zs.Runtime, doomed: list[zs.Object]) -> list[zs.Object]:
+    """Start an incremental cycle and step it (1 µs budgets) past marking
+    and gathering; return those of ``doomed`` (unreachable) whose conjugates
+    the budgeted expiry has not reached yet. Finish the cycle with
+    ``finish_cycle``."""
+    rt.gc.start_incremental()
+    while rt.gc.phase in ("marking", "gathering"):
+        rt.gc.step(budget_s=1e-6)
+    pending = [obj for obj in doomed if not obj.is_expired]
+    assert pending, "expiry finished in one step: nothing left pending"
+    return pending
+
+
+def finish_cycle(rt: zs.Runtime) -> None:
+    """Step the pending incremental cycle to its end, then verify the heap."""
+    while not rt.gc.step(budget_s=0.01):
+        pass
+    rt.gc.verify()
+
+
 def assert_no_leaked_values(rt: zs.Runtime) -> None:
     """Collect, then assert that every black value has been freed. Views
     cached in their parent form reference cycles, so Python's cycle

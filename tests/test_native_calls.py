@@ -12,7 +12,7 @@ import cffi
 import pytest
 
 import zsharp_py as zs
-from helpers import collect
+from helpers import awaiting_expiry, collect, finish_cycle
 from zsharp_py._errors import (ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE,
                                ZS_OK)
 from zsharp_py._native import ffi, lib
@@ -196,15 +196,9 @@ def test_stale_and_dying_objects_are_never_called(rt: zs.Runtime) -> None:
     handle = gone.handle
     collect(rt)
     assert lib.zs_call_function(rt._ptr, handle, b"tick", host.pointer()) == ZS_E_STALE
-    doomed = [Mob() for _ in range(2000)]
-    rt.gc.start_incremental()
-    while rt.gc.phase in ("marking", "gathering"):
-        rt.gc.step(budget_s=1e-6)
-    pending = [m for m in doomed if not m.is_expired]
-    assert pending, "expiry finished in one step"
+    pending = awaiting_expiry(rt, [Mob() for _ in range(2000)])
     assert host.call(pending[-1], dt=1.0) == ZS_E_DYING
-    while not rt.gc.step(budget_s=0.01):
-        pass
+    finish_cycle(rt)
 
 
 def test_a_call_runs_in_a_scope(rt: zs.Runtime) -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import zsharp_py as zs
 from classes import Asset, Part
-from helpers import collect
+from helpers import awaiting_expiry, collect, finish_cycle
 
 
 class Spot(zs.Struct):
@@ -216,17 +216,11 @@ def test_bad_arguments(rt: zs.Runtime) -> None:
 def test_a_dying_object_mid_cycle_reads_as_expired(rt: zs.Runtime) -> None:
     """Between an incremental gather and the expiry of its conjugate, asking
     about a dying object raises, and the conjugate has expired by then."""
-    doomed = [Holder() for _ in range(2000)]
-    rt.gc.start_incremental()
-    while rt.gc.phase in ("marking", "gathering"):
-        rt.gc.step(budget_s=1e-6)
-    pending = [o for o in doomed if not o.is_expired]
-    assert pending, "expiry finished in one step: nothing left to ask about"
+    pending = awaiting_expiry(rt, [Holder() for _ in range(2000)])
     with pytest.raises(zs.ExpiredConjugateError):
         rt.reference_chains(pending[-1])
     assert pending[-1].is_expired
-    while not rt.gc.step(budget_s=0.01):
-        pass
+    finish_cycle(rt)
 
 
 def test_refused_inside_a_collection(rt: zs.Runtime) -> None:
