@@ -100,8 +100,9 @@ def reference_chains(runtime: Runtime, obj: Object, limit: int | None) -> list[R
         runtime._flush_deferred()  # a safe point: roots released by finalisers go first
         while True:
             links = ffi.new("zs_chain_link[]", capacity)
-            check(runtime._call(lib.zs_reference_chains, handle, max_chains, links, capacity, count),
-                  what, runtime)
+            status = runtime._call(lib.zs_reference_chains, handle, max_chains, links, capacity,
+                                   count)
+            check(status, what, runtime)
             if count[0] <= capacity:
                 break
             capacity = count[0]

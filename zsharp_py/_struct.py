@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._native import check, check_writable, declare_struct, ffi, layout_address, layout_ffi, lib, member_name
+from ._native import (check, check_writable, declare_struct, ffi, layout_address, layout_ffi, lib,
+                      member_name)
 from ._types import PropertyKind
 from ._values import ValueConjugate, make_black, make_view
 
