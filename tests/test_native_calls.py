@@ -22,6 +22,24 @@ class Spot(zs.Struct):
     x: zs.Float64
 
 
+class Vec(zs.Struct):
+    x: zs.Float64
+    y: zs.Float64
+
+
+class Pose(zs.Struct):
+    """Plain: scalars, a reference and a plain struct."""
+
+    at: Vec
+    who: "Mob | None"
+
+
+class Label(zs.Struct):
+    """Not plain: a string member would allocate inside the host's block."""
+
+    text: zs.String
+
+
 class Mob(zs.Object):
     health: zs.Int32 = 10
     speed: zs.Float64
@@ -42,6 +60,9 @@ class Mob(zs.Object):
     def weaken(self) -> zs.Int8:
         return self.health * 100              # out of range for Int8 past 1
 
+    def no_vec(self) -> Vec:
+        return None                           # type: ignore[return-value]
+
     def pick(self) -> Mob | None:
         return self.target
 
@@ -54,8 +75,21 @@ class Mob(zs.Object):
     def untyped(self, amount) -> None:  # type: ignore[no-untyped-def]
         pass
 
-    def spot_x(self, spot: Spot) -> None:   # structs do not cross (yet)
+    def named(self, label: Label) -> None:  # strings do not cross
         pass
+
+    def step(self, by: Vec, big: zs.UInt64) -> Vec:
+        by.x = -by.x                          # an out-parameter: the host sees it
+        self.speed = by.y
+        kept_views.append(by)
+        return Vec(by.x + 1, float(big))
+
+    def place(self, pose: Pose) -> Vec:
+        self.target = pose.who
+        return (pose.at.x, pose.at.y)         # type: ignore[return-value]  # members, as a tuple
+
+
+kept_views: list[Any] = []  # views Mob.step let escape its call
 
 
 class Boss(Mob):
@@ -103,7 +137,7 @@ def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 def test_layout_and_its_c_declaration() -> None:
     layout = zs.function_layout(Mob, "damage")
     assert [(p.name, p.c_type, p.offset) for p in layout.parameters] == [
-        ("amount", "int32_t", 0), ("source", "uint64_t", 8)]
+        ("amount", "int32_t", 0), ("source", "zs_ref", 8)]
     assert layout.result == zs.FunctionParameter("return_value", "int32_t", 16)
     assert layout.size == 24 and layout.owner is Mob
     assert layout.c_declaration == ("struct Mob_damage_params { int32_t amount; zs_ref source; "
@@ -121,7 +155,7 @@ def test_layout_and_its_c_declaration() -> None:
     ("add_to_root", AttributeError, "no method"),            # zs.Object's own
     ("vararg", TypeError, "must be positional"),
     ("untyped", TypeError, "needs a type annotation"),
-    ("spot_x", TypeError, "only scalars and object references"),
+    ("named", TypeError, "only scalars, object references and plain structs"),
 ])
 def test_methods_that_cannot_be_called_from_native(name: str, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
@@ -158,6 +192,35 @@ def test_arguments_and_result(rt: zs.Runtime) -> None:
     assert pick.call(mob) == ZS_OK and pick.block.return_value == attacker.handle
 
 
+def test_struct_parameters_are_views_into_the_block(rt: zs.Runtime) -> None:
+    layout = zs.function_layout(Mob, "step")
+    assert layout.c_declaration == (
+        "struct Vec { double x; double y; };\n"
+        "struct Mob_step_params { struct Vec by; uint64_t big; struct Vec return_value; };")
+    mob = Mob()
+    host = Host(Mob, "step")
+    host.block.by.x, host.block.by.y = 2.5, 4.0
+    assert host.call(mob, big=2**64 - 1) == ZS_OK          # a UInt64, not a handle
+    assert (host.block.by.x, mob.speed) == (-2.5, 4.0)
+    assert (host.block.return_value.x, host.block.return_value.y) == (-1.5, float(2**64 - 1))
+    assert kept_views[-1].is_expired                      # the call's scope ended
+    with pytest.raises(zs.ExpiredConjugateError, match="scope"):
+        kept_views[-1].x
+
+
+def test_nested_plain_structs_and_references(rt: zs.Runtime) -> None:
+    assert zs.function_layout(Mob, "place").c_declaration == (
+        "struct Vec { double x; double y; };\n"
+        "struct Pose { struct Vec at; zs_ref who; };\n"
+        "struct Mob_place_params { struct Pose pose; struct Vec return_value; };")
+    mob, other = Mob(), Mob()
+    host = Host(Mob, "place")
+    host.block.pose.at.x, host.block.pose.at.y, host.block.pose.who = 1.0, 2.0, other.handle
+    assert host.call(mob) == ZS_OK
+    assert mob.target is other
+    assert (host.block.return_value.x, host.block.return_value.y) == (1.0, 2.0)
+
+
 def test_failures_are_reported_not_raised(rt: zs.Runtime, unraisable: list[Any]) -> None:
     mob = Mob()
     mob.add_to_root()
@@ -178,7 +241,9 @@ def test_failures_are_reported_not_raised(rt: zs.Runtime, unraisable: list[Any])
     assert status == ZS_E_INVALID and type(unraisable[-1].exc_value) is AttributeError
     status = lib.zs_call_function(rt._ptr, mob.handle, b"tick", ffi.NULL)  # no block
     assert status == ZS_E_INVALID and "without its parameter block" in str(unraisable[-1].exc_value)
-    assert len(unraisable) == 5
+    assert Host(Mob, "no_vec").call(mob) == ZS_E_CALL_FAILED  # a struct result is checked too
+    assert type(unraisable[-1].exc_value) is TypeError
+    assert len(unraisable) == 6
 
 
 def test_wrong_object_class_in_an_argument(rt: zs.Runtime, unraisable: list[Any]) -> None:

@@ -27,7 +27,7 @@ from . import _core
 from ._errors import (ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK,
                       ExpiredConjugateError)
 from ._native import declare_struct, ffi, layout_ffi, lib, member_name
-from ._values import scope
+from ._values import make_view, scope
 
 if TYPE_CHECKING:
     from ._object import Object
@@ -39,9 +39,6 @@ __all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "attach", "
 # receives only that address.
 _runtimes: weakref.WeakValueDictionary[int, Runtime] = weakref.WeakValueDictionary()
 
-_C_NAMES = {"_Bool": "bool", "uint64_t": "zs_ref"}  # as a host spells them (<stdbool.h>, zsharp.h)
-
-
 @dataclass(frozen=True)
 class FunctionParameter:
     """One member of a parameter block."""
@@ -49,8 +46,9 @@ class FunctionParameter:
     name: str
     """The parameter's name, or ``"return_value"`` for the result."""
     c_type: str
-    """Its C type (``double``, ``int32_t``, ``bool``; ``zs_ref`` for an object,
-    0 for None)."""
+    """Its C type as the host spells it: ``double``, ``int32_t``, ``bool``;
+    ``zs_ref`` for an object (its handle, 0 for None); ``struct Vector`` for
+    a struct."""
     offset: int
     """Its byte offset in the block."""
 
@@ -74,10 +72,15 @@ class FunctionLayout:
 
     @property
     def c_declaration(self) -> str:
-        """The block as a C struct, for the native host."""
+        """The block as a C struct for the native host, after the structs it
+        contains (``zsharp.h`` declares ``zs_ref``, ``<stdbool.h>`` ``bool``)."""
+        structs: dict[str, str] = {}
+        for kind in self._kinds:
+            _declare_host_struct(kind, structs)
         members = list(self.parameters) + ([self.result] if self.result else [])
-        body = "".join(f" {_C_NAMES.get(m.c_type, m.c_type)} {m.name};" for m in members)
-        return f"struct {self.owner.__name__}_{self.name}_params {{{body or ' char unused;'} }};"
+        body = "".join(f" {m.c_type} {m.name};" for m in members)
+        block = f"struct {self.owner.__name__}_{self.name}_params {{{body or ' char unused;'} }};"
+        return "\n".join([*structs.values(), block])
 
 
 def function_layout(cls: type[Object], name: str) -> FunctionLayout:
@@ -87,9 +90,11 @@ def function_layout(cls: type[Object], name: str) -> FunctionLayout:
     A method can be called from native code when it is a plain public method
     of a ``zs.Object`` subclass whose parameters after ``self`` are
     positional and annotated with scalar types (``zs.Int32``, ``float``,
-    ``bool``...) or object references (``"Actor | None"``), and whose result
-    is one of those or None. Raises ``AttributeError`` when there is no such
-    method and ``TypeError`` when its signature cannot cross the boundary.
+    ``bool``...), object references (``"Actor | None"``) or plain structs
+    (scalars, references and plain structs only: nothing the block's owner
+    would have to free), and whose result is one of those or None. Raises
+    ``AttributeError`` when there is no such method and ``TypeError`` when
+    its signature cannot cross the boundary.
     """
     from ._object import Object
 
@@ -135,21 +140,61 @@ def _declare(cls: type[Object], name: str) -> FunctionLayout:
     kinds: list[Any] = []
     for label, _, annotation in members:
         kind = spec_of(owner, annotation, f"{what}: {label}")
-        if not isinstance(kind, (ScalarKind, ObjectRefKind)):
-            raise TypeError(f"{what}: {label} is {kind.describe()}; only scalars and object "
-                            "references cross into Python from native code")
+        if not (isinstance(kind, (ScalarKind, ObjectRefKind)) or _plain_struct(kind)):
+            raise TypeError(f"{what}: {label} is {kind.describe()}; only scalars, object "
+                            "references and plain structs cross into Python from native code")
         kinds.append(kind)
     cnames = tuple(member_name(i, label) for i, (label, _, _) in enumerate(members))
     pointer_type = declare_struct(f"{owner.__name__}_{name}_params",
                                   [(c, k.c_type) for c, k in zip(cnames, kinds)], header=False)
     struct_type = pointer_type.item
-    described = tuple(FunctionParameter(label, kind.c_type, layout_ffi.offsetof(struct_type, c))
+    described = tuple(FunctionParameter(label, _host_type(kind),
+                                        layout_ffi.offsetof(struct_type, c))
                       for (label, _, _), kind, c in zip(members, kinds, cnames))
     has_result = len(members) > len(parameters)
     return FunctionLayout(owner, name, described[:len(parameters)],
                           described[-1] if has_result else None,
                           layout_ffi.sizeof(struct_type) if members else 0,
                           pointer_type, tuple(kinds), cnames)
+
+
+def _plain_struct(kind: Any) -> bool:
+    """Whether ``kind`` is a struct of scalars, references and plain structs:
+    a view of it in the host's block writes nothing the host would have to
+    free (a string or container member would allocate there)."""
+    from ._object import ObjectRefKind, WeakRefKind
+    from ._struct import StructSpec
+    from ._types import ScalarKind
+
+    if not isinstance(kind, StructSpec):
+        return False
+    return all(isinstance(info.kind, (ScalarKind, ObjectRefKind, WeakRefKind))
+               or _plain_struct(info.kind) for info in kind.layout.properties)
+
+
+def _host_type(kind: Any) -> str:
+    """The C type of a block member as the host spells it."""
+    from ._object import ObjectRefKind, WeakRefKind
+    from ._struct import StructSpec
+
+    if isinstance(kind, StructSpec):
+        return f"struct {kind.cls.__name__}"
+    if isinstance(kind, (ObjectRefKind, WeakRefKind)):
+        return "zs_ref"
+    c_type: str = kind.c_type
+    return "bool" if c_type == "_Bool" else c_type
+
+
+def _declare_host_struct(kind: Any, out: dict[str, str]) -> None:
+    """Add the C declaration of a struct kind (after the structs it holds) to ``out``."""
+    from ._struct import StructSpec
+
+    if not isinstance(kind, StructSpec) or kind.cls.__name__ in out:
+        return
+    for info in kind.layout.properties:
+        _declare_host_struct(info.kind, out)
+    body = "".join(f" {_host_type(info.kind)} {info.name};" for info in kind.layout.properties)
+    out[kind.cls.__name__] = f"struct {kind.cls.__name__} {{{body} }};"
 
 
 # ---------------------------------------------------------------------------
@@ -216,10 +261,18 @@ def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
 
 
 def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any) -> Any:
-    """Argument ``i`` as a Python value."""
-    value = getattr(block, layout._cnames[i])
+    """Argument ``i`` as a Python value; a struct as a red view into the
+    block, which the call's scope expires when it returns."""
+    from ._object import ObjectRefKind
+    from ._struct import StructSpec
+
     kind = layout._kinds[i]
-    if kind.c_type != "uint64_t":
+    if isinstance(kind, StructSpec):
+        address = int(layout_ffi.cast("uintptr_t", block)) + layout.parameters[i].offset
+        pointer = layout_ffi.cast(kind.layout.pointer_type, address)
+        return make_view(kind.cls, runtime, kind, pointer, None, None, 0)
+    value = getattr(block, layout._cnames[i])
+    if not isinstance(kind, ObjectRefKind):
         return value
     if value == 0:
         return None
@@ -234,10 +287,18 @@ def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any) -> Any:
 
 def _write(runtime: Runtime, layout: FunctionLayout, block: Any, value: Any) -> None:
     """Store the result into the block."""
+    from ._object import ObjectRefKind
+    from ._struct import StructSpec
+
     kind, cname = layout._kinds[-1], layout._cnames[-1]
     what = f"{layout.owner.__name__}.{layout.name} (result)"
+    if isinstance(kind, StructSpec):
+        assert layout.result is not None
+        address = int(layout_ffi.cast("uintptr_t", block)) + layout.result.offset
+        kind.write(runtime, 0, address, value)  # a copy (or members) into the host's block
+        return
     kind.check(what, value)
-    if kind.c_type == "uint64_t":
+    if isinstance(kind, ObjectRefKind):
         if value is not None and value._rt is not runtime:
             raise ValueError(f"{what}: the object belongs to another runtime")
         value = 0 if value is None else value._h

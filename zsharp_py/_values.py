@@ -258,7 +258,8 @@ def register_view(view: ValueConjugate) -> None:
 
 def make_view(cls: type[ValueConjugate], runtime: Runtime, spec: ValueSpec, pointer: Any,
               parent: Any, key: Any, owner: int) -> Any:
-    """Create (and cache in ``parent``) a red view."""
+    """Create (and cache in ``parent``, if any) a red view. Without a parent
+    (a parameter block of a call from native code) only its scope expires it."""
     view = object.__new__(cls)
     view._p = pointer
     view._rt = runtime
@@ -268,10 +269,11 @@ def make_view(cls: type[ValueConjugate], runtime: Runtime, spec: ValueSpec, poin
     view._black = 0
     view._v = None
     view._spec = spec
-    cache = parent._v
-    if cache is None:
-        parent._v = cache = {}
-    cache[key] = view
+    if parent is not None:
+        cache = parent._v
+        if cache is None:
+            parent._v = cache = {}
+        cache[key] = view
     register_view(view)
     return view
 
