@@ -227,16 +227,25 @@ def test_the_heap_is_verified_at_teardown(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*HeapCorruptionError*check-mark*"])
 
 
-def test_permanent_objects_are_not_leaks(pytester: pytest.Pytester) -> None:
+def test_permanent_objects_are_not_leaks_and_long_reports_are_cut(pytester: pytest.Pytester) -> None:
     result = run(pytester, '''
         @pytest.mark.zs_runtime_options(disregard_for_gc=True)
         def test_startup_objects(zs_runtime):
             Actor(name="World")
             zs_runtime.close_disregard_for_gc()
             Actor(name="Later").add_to_root()
+
+        def test_many(zs_runtime):
+            for _ in range(25):
+                Actor().add_to_root()
     ''')
-    result.assert_outcomes(passed=1, errors=1)
-    assert "Later" in result.stdout.str() and "World" not in result.stdout.str()
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines(["*test_startup_objects leaked*", "  1 object still alive:",
+                                 "*<Actor 'Later' #1> kept by (rooted) Actor 'Later'",
+                                 "*test_many leaked*", "  25 objects still alive:",
+                                 "*<Actor 'Actor_19' #19> kept by (rooted)*",
+                                 "    ... and 5 more"])
+    assert "World" not in result.stdout.str()
 
 
 def test_the_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pytester) -> None:

@@ -3,7 +3,8 @@
 Installing zsharp_py registers this module with pytest (the ``pytest11``
 entry point), so any suite can use it without a ``conftest.py``. It stays
 inert until a test asks for the ``zs_runtime`` fixture: loading it imports
-neither the package nor its native library.
+the package (being one of its modules) but creates no runtime, and it adds
+no autouse fixture.
 
 - ``zs_runtime``: a new ``zs.Runtime``, current for the test (``with``),
   closed at teardown. After a passing test it runs a full collection (and
@@ -28,12 +29,13 @@ neither the package nor its native library.
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING, Any, Generator, Iterator
+from typing import Any, Generator, Iterator
 
 import pytest
 
-if TYPE_CHECKING:
-    from zsharp_py import Runtime
+import zsharp_py as zs
+from zsharp_py import Runtime
+from zsharp_py._native import check, ffi, lib
 
 __all__ = ["DEFAULT_STRESS", "zs_runtime", "leak_report"]
 
@@ -87,8 +89,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 
 def _runtime_options(node: pytest.Item) -> dict[str, Any]:
     """The ``zs.Runtime`` keyword arguments the test's markers and options ask for."""
-    import zsharp_py as zs
-
     options: dict[str, Any] = {}
     marker = node.get_closest_marker("zs_runtime_options")
     if marker is not None:
@@ -119,8 +119,6 @@ def leak_report(rt: Runtime) -> list[str]:
     a count), empty when nothing is. Objects the runtime made permanent
     (``disregard_for_gc``) are not leaks. Used by the ``zs_runtime`` fixture;
     callable on any open runtime."""
-    from zsharp_py._native import ffi, lib
-
     stats = rt.collect_garbage()
     if stats.live_objects or rt.values_alive():
         # Views cached in their parents form reference cycles, and a pending
@@ -129,25 +127,26 @@ def leak_report(rt: Runtime) -> list[str]:
         stats = rt.collect_garbage()
     rt.gc.verify()
     lines: list[str] = []
-    if stats.live_objects:
+    leaked = stats.live_objects - stats.permanent_objects
+    if leaked > 0:
+        lines.append(f"  {leaked} object{'s' if leaked != 1 else ''} still alive:")
         count = ffi.new("uint32_t *")
         handles = ffi.new("zs_ref[]", stats.live_objects)
-        rt._call(lib.zs_live_handles, handles, stats.live_objects, count)
-        leaked: list[str] = []
+        check(rt._call(lib.zs_live_handles, handles, stats.live_objects, count),
+              "leak_report", rt)
+        listed = 0
         for handle in handles[0:min(count[0], stats.live_objects)]:
+            if listed == _MAX_LISTED:
+                lines.append(f"    ... and {leaked - listed} more")
+                break
             obj = rt._conjugate_of(int(handle))
-            if obj is None:
+            if obj is None or rt._query(lib.zs_is_permanent, obj.handle):
                 continue
+            # One chain each (O(heap) per object): at most _MAX_LISTED of them.
             chains = rt.reference_chains(obj, limit=1)
-            if chains and chains[0].root_reasons == ("permanent",):
-                continue
             why = str(chains[0]) if chains else "(no root reaches it)"
-            leaked.append(f"    {obj!r} kept by {why}")
-        if leaked:
-            lines.append(f"  {len(leaked)} object{'s' if len(leaked) != 1 else ''} still alive:")
-            lines.extend(leaked[:_MAX_LISTED])
-            if len(leaked) > _MAX_LISTED:
-                lines.append(f"    ... and {len(leaked) - _MAX_LISTED} more")
+            lines.append(f"    {obj!r} kept by {why}")
+            listed += 1
     values = rt.values_alive()
     if values:
         held = [value for value in list(rt._blacks.values()) if not value.is_expired]
@@ -182,8 +181,6 @@ def zs_runtime(request: pytest.FixtureRequest) -> Iterator[Runtime]:
     passing test, the heap is verified and checked for leaks (see the module
     docstring). Configure it with the ``zs_stress``, ``zs_runtime_options``
     and ``zs_allow_leaks`` markers."""
-    import zsharp_py as zs
-
     node = request.node
     assert isinstance(node, pytest.Item)
     with zs.Runtime(**_runtime_options(node)) as rt:
