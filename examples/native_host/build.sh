@@ -17,6 +17,7 @@ host_python=$("$PYTHON" -c 'import sys; print(sys.executable)')
 # -export-dynamic: extension modules loaded by the host (zsharp_py's) take
 # libpython's symbols from the executable when libpython is linked statically.
 # shellcheck disable=SC2046  # the -config flags are meant to split into words
-"$CC" -std=c11 -O2 -g -Wall -Wextra -Werror $("$config" --includes) \
+"$CC" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$here/../../native/include" \
+    $("$config" --includes) \
     -DHOST_PYTHON="\"$host_python\"" -DSCRIPT_DIR="\"$here\"" \
     -o "$out" "$here/host.c" -Xlinker -export-dynamic $("$config" --embed --ldflags)

@@ -1,8 +1,14 @@
 /*
  * host.c -- a native host that embeds CPython and scripts its frames with
- * zsharp_py: the C side owns the frame loop and the clock, calls
- * frame_script.frame() once per frame and reports what the garbage
- * collector did.
+ * zsharp_py. The C side owns the frame loop and the clock; every frame it
+ * calls each particle's Python `tick` through the heap's C API
+ * (zs_call_each), calls frame_script.frame() to spawn and drop particles and
+ * advance the garbage collector, and reads the collector's figures natively
+ * (zs_gc_get_stats, zs_live_objects).
+ *
+ * The C API functions come from the zsharp_py the script imported:
+ * zs.native_function(name) gives their addresses (the library inside the
+ * extension module hides its symbols), Runtime.native_address the runtime.
  *
  * Usage: host [frames] [script-directory]
  * The interpreter's environment (a venv and its site-packages, where
@@ -13,9 +19,12 @@
 #include <Python.h>
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "zsharp.h"
 
 #ifndef HOST_PYTHON
 #error "build with -DHOST_PYTHON='\"/path/to/python\"' (see build.sh)"
@@ -25,6 +34,19 @@
 #endif
 
 #define FRAME_DT (1.0 / 60.0)
+
+/* Particle.tick's parameter block, as zs.function_layout(Particle, "tick")
+   declares it (checked at start). */
+struct Particle_tick_params { double dt; };
+#define TICK_DECLARATION "struct Particle_tick_params { double dt; };"
+
+/* The C API functions the host calls, with zsharp.h's signatures. */
+typedef struct api {
+    zs_status (*find_class)(zs_runtime *, const char *, const zs_class **);
+    zs_status (*call_each)(zs_runtime *, const zs_class *, const char *, void *, uint32_t *);
+    void (*gc_get_stats)(zs_runtime *, zs_gc_stats *);
+    uint32_t (*live_objects)(zs_runtime *);
+} api;
 
 /* Start the interpreter as if it were HOST_PYTHON: CPython finds the venv
    (pyvenv.cfg beside that executable) and its site-packages from it. */
@@ -70,30 +92,87 @@ static PyObject *call(PyObject *module, const char *name, const char *format, ..
     return result;
 }
 
-/* The frame loop: the host decides how many particles each frame spawns. */
+/* The address of a C API function, from zsharp_py.native_function(name); 0 with the error set. */
+static uintptr_t api_address(const char *name) {
+    PyObject *zs = PyImport_ImportModule("zsharp_py");
+    if (zs == NULL) return 0;
+    PyObject *address = call(zs, "native_function", "(s)", name);
+    Py_DECREF(zs);
+    if (address == NULL) return 0;
+    uintptr_t value = (uintptr_t)PyLong_AsUnsignedLongLong(address);
+    Py_DECREF(address);
+    return PyErr_Occurred() ? 0 : value;
+}
+
+/* Fill the table of C API functions; -1 with the error set. */
+static int load_api(api *out) {
+    uintptr_t find_class = api_address("zs_find_class");
+    uintptr_t call_each = find_class ? api_address("zs_call_each") : 0;
+    uintptr_t gc_get_stats = call_each ? api_address("zs_gc_get_stats") : 0;
+    uintptr_t live_objects = gc_get_stats ? api_address("zs_live_objects") : 0;
+    if (live_objects == 0) return -1;
+    out->find_class = (zs_status (*)(zs_runtime *, const char *, const zs_class **))find_class;
+    out->call_each = (zs_status (*)(zs_runtime *, const zs_class *, const char *, void *,
+                                    uint32_t *))call_each;
+    out->gc_get_stats = (void (*)(zs_runtime *, zs_gc_stats *))gc_get_stats;
+    out->live_objects = (uint32_t (*)(zs_runtime *))live_objects;
+    return 0;
+}
+
+/* The frame loop: the host decides how many particles each frame spawns and ticks them. */
 static int run(PyObject *script, long frames) {
+    api zs;
+    if (load_api(&zs) != 0) return -1;
     PyObject *result = call(script, "start", "(d)", 0.1);
-    if (result == NULL) return -1;
-    printf("host: scene ready, %ld live objects\n", PyLong_AsLong(result));
+    unsigned long long address = 0;
+    const char *declaration = NULL;
+    if (result == NULL || !PyArg_ParseTuple(result, "Ks", &address, &declaration)) {
+        Py_XDECREF(result);
+        return -1;
+    }
+    if (strcmp(declaration, TICK_DECLARATION) != 0) {
+        fprintf(stderr, "host: Particle.tick's block is now %s, not %s\n", declaration,
+                TICK_DECLARATION);
+        Py_DECREF(result);
+        return -2;
+    }
     Py_DECREF(result);
-    long cycles = 0, freed = 0, peak = 0;
+    zs_runtime *rt = (zs_runtime *)(uintptr_t)address;
+    const zs_class *particle = NULL;
+    zs_status status = zs.find_class(rt, "Particle", &particle);
+    if (status != ZS_OK) {
+        fprintf(stderr, "host: zs_find_class(\"Particle\") failed: %d\n", (int)status);
+        return -2;
+    }
+    printf("host: scene ready, Particle.tick's block is %s\n", declaration);
+    long cycles = 0, freed = 0, peak = 0, ticks = 0;
     for (long index = 0; index < frames; index++) {
+        struct Particle_tick_params params = {FRAME_DT};
+        uint32_t called = 0;
+        status = zs.call_each(rt, particle, "tick", &params, &called);
+        if (status != ZS_OK) {
+            fprintf(stderr, "host: zs_call_each(tick) failed: %d\n", (int)status);
+            return -2;
+        }
+        ticks += called;
         int spawn = 20 + (int)(index % 7) * 5;
         result = call(script, "frame", "(ldi)", index, FRAME_DT, spawn);
-        const char *action = NULL;
-        long live = 0, cycle_freed = 0;
-        if (result == NULL || !PyArg_ParseTuple(result, "sll", &action, &live, &cycle_freed)) {
-            Py_XDECREF(result);
-            return -1;
-        }
-        if (live > peak) peak = live;
-        if (strcmp(action, "finished") == 0) {
-            cycles++;
-            freed += cycle_freed;
-            printf("host: frame %3ld: GC cycle %ld finished, %ld objects freed, %ld live\n",
-                   index, cycles, cycle_freed, live);
-        }
+        if (result == NULL) return -1;
+        int finished = PyUnicode_CompareWithASCIIString(result, "finished") == 0;
         Py_DECREF(result);
+        long live = (long)zs.live_objects(rt);
+        if (live > peak) peak = live;
+        if (finished) {
+            zs_gc_stats stats;
+            zs.gc_get_stats(rt, &stats);
+            cycles++;
+            freed += (long)stats.objects_freed;
+            printf("host: frame %3ld: GC cycle %ld finished (%llu mark steps, %llu objects "
+                   "marked), %llu objects freed, %ld live\n", index, cycles,
+                   (unsigned long long)stats.mark_steps,
+                   (unsigned long long)stats.objects_marked,
+                   (unsigned long long)stats.objects_freed, live);
+        }
     }
     result = call(script, "finish", "()");
     long spawned = 0, final_freed = 0, final_live = 0;
@@ -102,8 +181,8 @@ static int run(PyObject *script, long frames) {
         return -1;
     }
     Py_DECREF(result);
-    printf("host: %ld frames, %ld particles spawned, peak %ld live objects\n", frames, spawned,
-           peak);
+    printf("host: %ld frames, %ld particles spawned, %ld tick calls from C, peak %ld live "
+           "objects\n", frames, spawned, ticks, peak);
     printf("host: %ld incremental GC cycles freed %ld objects during play\n", cycles, freed);
     printf("host: final collection freed %ld, %ld live objects left\n", final_freed, final_live);
     return 0;
@@ -119,7 +198,7 @@ int main(int argc, char **argv) {
     if (start_python() != 0) return 1;
     PyObject *script = import_script(directory);
     int status = script != NULL ? run(script, frames) : -1;
-    if (status != 0) PyErr_Print();
+    if (status == -1) PyErr_Print();
     Py_XDECREF(script);
     /* Finalising runs Python's exit handlers: zsharp_py closes its runtimes there. */
     if (Py_FinalizeEx() < 0) status = -1;
