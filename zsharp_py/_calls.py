@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from ._object import Object
     from ._runtime import Runtime
 
-__all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "attach", "detach"]
+__all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "native_function", "attach",
+           "detach"]
 
 # The open runtimes by the address of their native runtime: the handler
 # receives only that address.
@@ -81,6 +82,27 @@ class FunctionLayout:
         body = "".join(f" {m.c_type} {m.name};" for m in members)
         block = f"struct {self.owner.__name__}_{self.name}_params {{{body or ' char unused;'} }};"
         return "\n".join([*structs.values(), block])
+
+
+def native_function(name: str) -> int:
+    """The address of the C API function ``name`` (``native/include/zsharp.h``)
+    in this process's native library, for a native host that embeds Python.
+
+    The library is compiled into the extension module with its symbols
+    hidden, so a host cannot link against it; it casts this address to the
+    function's pointer type instead, and calls it on a runtime's
+    ``native_address`` (``zs_find_class``, ``zs_call_each``,
+    ``zs_gc_get_stats``...). Both stay valid while the interpreter runs and
+    the runtime is open. ``ValueError`` for a name that is not a function of
+    the C API.
+    """
+    if not isinstance(name, str) or not name.startswith("zs_"):
+        raise ValueError(f"{name!r} is not a function of the C API (zsharp.h)")
+    try:
+        address = ffi.addressof(lib, name)
+    except AttributeError:
+        raise ValueError(f"{name!r} is not a function of the C API (zsharp.h)") from None
+    return int(ffi.cast("uintptr_t", address))
 
 
 def function_layout(cls: type[Object], name: str) -> FunctionLayout:

@@ -233,6 +233,11 @@ zs_status zs_is_garbage(zs_runtime *rt, zs_ref ref, int *out);
 zs_status zs_is_permanent(zs_runtime *rt, zs_ref ref, int *out);
 
 uint32_t zs_live_objects(zs_runtime *rt);
+/* Copy up to capacity handles of live objects (index order) into buffer;
+   *out_count gets how many live objects there are, so a caller whose buffer
+   was too small can retry. O(high-water mark): for leak reports and
+   debugging. Objects gathered but not yet destroyed are included. */
+zs_status zs_live_handles(zs_runtime *rt, zs_ref *buffer, uint32_t capacity, uint32_t *out_count);
 
 /* ---- value types --------------------------------------------------------
  *

@@ -362,6 +362,23 @@ uint32_t zs_live_objects(zs_runtime *rt) {
     return count;
 }
 
+/* Every live object's handle, in index order (leak reports name what a test
+   left alive): a debugging aid, O(high-water mark). */
+zs_status zs_live_handles(zs_runtime *rt, zs_ref *buffer, uint32_t capacity, uint32_t *out_count) {
+    if (out_count == NULL || (buffer == NULL && capacity > 0)) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    uint32_t count = 0;
+    for (uint32_t index = 0; index < rt->high_water; index++) {
+        const zs_item *it = zs_item_at(rt, index);
+        if (it->object == NULL) continue;
+        if (count < capacity) buffer[count] = zs_item_ref(it);
+        count++;
+    }
+    ZS_UNLOCK(rt);
+    *out_count = count;
+    return ZS_OK;
+}
+
 /* ======================================================================
  * Reference stores
  * ====================================================================== */

@@ -97,6 +97,33 @@ static void test_runtimes_isolated(runner *t) {
     fixture_close(&b);
 }
 
+/* zs_live_handles lists exactly the live objects, reports the full count when the buffer is short, and refuses bad arguments. */
+static void test_live_handles(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    uint32_t count = 99;
+    CHECK_OK(t, zs_live_handles(fx.rt, NULL, 0, &count));
+    CHECK_EQ(t, count, 0);
+    zs_ref kept = MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
+    ROOT(t, fx.rt, kept);
+    zs_ref dropped = MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
+    zs_ref inner = MAKE(t, fx.rt, fx.node, kept); /* keeps its outer alive, not itself */
+    zs_ref buffer[4] = {0, 0, 0, 0};
+    CHECK_OK(t, zs_live_handles(fx.rt, buffer, 4, &count));
+    CHECK_EQ(t, count, 3);
+    CHECK(t, buffer[0] == kept && buffer[1] == dropped && buffer[2] == inner);
+    CHECK_OK(t, zs_live_handles(fx.rt, buffer, 1, &count)); /* short buffer: full count */
+    CHECK_EQ(t, count, 3);
+    COLLECT(t, fx.rt);
+    buffer[0] = ZS_NULL_REF;
+    CHECK_OK(t, zs_live_handles(fx.rt, buffer, 4, &count));
+    CHECK_EQ(t, count, 1);
+    CHECK(t, buffer[0] == kept);
+    CHECK_STATUS(t, zs_live_handles(fx.rt, NULL, 1, &count), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_live_handles(fx.rt, buffer, 4, NULL), ZS_E_INVALID);
+    fixture_close(&fx);
+}
+
 /* ======================================================================
  * Classes
  * ====================================================================== */
@@ -1975,6 +2002,7 @@ static void test_runtime_freed_inside_a_call(runner *t) {
 static const test_case tests[] = {
     TEST(test_runtime_create_free),
     TEST(test_runtimes_isolated),
+    TEST(test_live_handles),
     TEST(test_class_schema_flattening),
     TEST(test_class_invalid_members),
     TEST(test_registration_failures_keep_memory_counts),
