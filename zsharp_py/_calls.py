@@ -27,10 +27,14 @@ from . import _core
 from ._errors import (ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK,
                       ExpiredConjugateError)
 from ._native import declare_struct, ffi, layout_ffi, lib, member_name
-from ._values import make_view, scope
+from ._object import Object, ObjectRefKind, WeakRefKind, spec_of
+from ._struct import StructSpec
+from ._types import ScalarKind
+from ._values import close_scope, make_view, open_scope
 
 if TYPE_CHECKING:
-    from ._object import Object
+    from contextvars import ContextVar
+
     from ._runtime import Runtime
 
 __all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "native_function", "attach",
@@ -39,6 +43,11 @@ __all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "native_fun
 # The open runtimes by the address of their native runtime: the handler
 # receives only that address.
 _runtimes: weakref.WeakValueDictionary[int, Runtime] = weakref.WeakValueDictionary()
+# The current-runtime context variable (set by _runtime, which imports this module).
+_current_context: ContextVar[Runtime | None]
+
+# How a block member becomes an argument (FunctionLayout._modes).
+_SCALAR, _OBJECT, _STRUCT = 0, 1, 2
 
 @dataclass(frozen=True)
 class FunctionParameter:
@@ -70,6 +79,7 @@ class FunctionLayout:
     _pointer_type: Any = field(repr=False, compare=False)
     _kinds: tuple[Any, ...] = field(repr=False, compare=False)
     _cnames: tuple[str, ...] = field(repr=False, compare=False)
+    _modes: tuple[int, ...] = field(repr=False, compare=False)
 
     @property
     def c_declaration(self) -> str:
@@ -118,8 +128,6 @@ def function_layout(cls: type[Object], name: str) -> FunctionLayout:
     ``AttributeError`` when there is no such method and ``TypeError`` when
     its signature cannot cross the boundary.
     """
-    from ._object import Object
-
     if not (isinstance(cls, type) and issubclass(cls, Object)):
         raise TypeError(f"function_layout() needs a zs.Object subclass, got {cls!r}")
     cache: dict[str, FunctionLayout] | None = cls.__dict__.get("_zs_functions")
@@ -134,9 +142,6 @@ def function_layout(cls: type[Object], name: str) -> FunctionLayout:
 
 def _declare(cls: type[Object], name: str) -> FunctionLayout:
     """Work out the parameter block of ``cls.name`` (cached by the caller)."""
-    from ._object import Object, ObjectRefKind, spec_of
-    from ._types import ScalarKind
-
     owner = next((c for c in cls.__mro__ if name in c.__dict__), None)
     if (not isinstance(name, str) or name.startswith("_") or owner is None
             or not issubclass(owner, Object) or owner is Object):
@@ -174,20 +179,18 @@ def _declare(cls: type[Object], name: str) -> FunctionLayout:
                                         layout_ffi.offsetof(struct_type, c))
                       for (label, _, _), kind, c in zip(members, kinds, cnames))
     has_result = len(members) > len(parameters)
+    modes = tuple(_STRUCT if isinstance(k, StructSpec) else _OBJECT
+                  if isinstance(k, ObjectRefKind) else _SCALAR for k in kinds)
     return FunctionLayout(owner, name, described[:len(parameters)],
                           described[-1] if has_result else None,
                           layout_ffi.sizeof(struct_type) if members else 0,
-                          pointer_type, tuple(kinds), cnames)
+                          pointer_type, tuple(kinds), cnames, modes)
 
 
 def _plain_struct(kind: Any) -> bool:
     """Whether ``kind`` is a struct of scalars, references and plain structs:
     a view of it in the host's block writes nothing the host would have to
     free (a string or container member would allocate there)."""
-    from ._object import ObjectRefKind, WeakRefKind
-    from ._struct import StructSpec
-    from ._types import ScalarKind
-
     if not isinstance(kind, StructSpec):
         return False
     return all(isinstance(info.kind, (ScalarKind, ObjectRefKind, WeakRefKind))
@@ -196,9 +199,6 @@ def _plain_struct(kind: Any) -> bool:
 
 def _host_type(kind: Any) -> str:
     """The C type of a block member as the host spells it."""
-    from ._object import ObjectRefKind, WeakRefKind
-    from ._struct import StructSpec
-
     if isinstance(kind, StructSpec):
         return f"struct {kind.cls.__name__}"
     if isinstance(kind, (ObjectRefKind, WeakRefKind)):
@@ -209,8 +209,6 @@ def _host_type(kind: Any) -> str:
 
 def _declare_host_struct(kind: Any, out: dict[str, str]) -> None:
     """Add the C declaration of a struct kind (after the structs it holds) to ``out``."""
-    from ._struct import StructSpec
-
     if not isinstance(kind, StructSpec) or kind.cls.__name__ in out:
         return
     for info in kind.layout.properties:
@@ -247,55 +245,68 @@ def zs_managed_call(user: Any, native_runtime: Any, handle: int, function: Any,
 
 def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
     """Run one call from native code; returns its zs_status."""
-    with runtime._lock:
-        if runtime._closing:
-            return ZS_E_STALE
-        obj = runtime._conjugate_of(handle)
+    # A held conjugate is found in the table (closing expires them all);
+    # else adopt the object under the lock.
+    obj = runtime._conjugate_get(handle)
     if obj is None:
-        return ZS_E_STALE
-    try:
-        layout = function_layout(type(obj), function.decode("utf-8"))
-        if params == ffi.NULL and layout.size:
-            raise ValueError(f"{layout.owner.__name__}.{layout.name} called from native code "
-                             "without its parameter block")
-    except (AttributeError, TypeError, ValueError, UnicodeDecodeError) as error:
-        _core.write_unraisable(error, f"a call from native code to {obj!r}")
+        with runtime._lock:
+            if runtime._closing:
+                return ZS_E_STALE
+            obj = runtime._conjugate_of(handle)
+        if obj is None:
+            return ZS_E_STALE
+    cls = type(obj)
+    cache = cls.__dict__.get("_zs_functions")
+    layout = cache.get(function) if cache is not None else None  # keyed by bytes too
+    if layout is None:
+        try:
+            layout = function_layout(cls, function.decode("utf-8"))
+        except (AttributeError, TypeError, UnicodeDecodeError) as error:
+            _core.write_unraisable(error, f"a call from native code to {obj!r}")
+            return ZS_E_INVALID
+        cls.__dict__["_zs_functions"][function] = layout
+    address = int(ffi.cast("uintptr_t", params))
+    if not address and layout.size:
+        _core.write_unraisable(ValueError(
+            f"{layout.owner.__name__}.{layout.name} called from native code without its "
+            "parameter block"), f"a call from native code to {obj!r}")
         return ZS_E_INVALID
-    from ._runtime import _current
-
-    method = getattr(type(obj), layout.name)
+    method = getattr(cls, layout.name)
     # The object's runtime is current during the call (a native thread's
-    # context would otherwise name the default runtime).
-    token = _current.set(runtime)
+    # context would otherwise name the default runtime), inside a scope.
+    token = _current_context.set(runtime)
+    scope_token, views = open_scope()
     try:
-        block = layout_ffi.cast(layout._pointer_type, int(ffi.cast("uintptr_t", params)))
-        with scope():
-            arguments = [_read(runtime, layout, i, block) for i in range(len(layout.parameters))]
+        block = layout_ffi.cast(layout._pointer_type, address)
+        modes = layout._modes
+        if layout.result is None and len(modes) == 1 and modes[0] == _SCALAR:
+            method(obj, getattr(block, layout._cnames[0]))  # tick(dt) and the like
+        else:
+            arguments = [_read(runtime, layout, i, block, address)
+                         for i in range(len(layout.parameters))]
             result = method(obj, *arguments)
             if layout.result is not None:
-                _write(runtime, layout, block, result)
+                _write(runtime, layout, block, address, result)
     except BaseException as error:  # cannot cross the native frames: reported instead
         _core.write_unraisable(error, method.__get__(obj))
         return ZS_E_CALL_FAILED
     finally:
-        _current.reset(token)
+        close_scope(scope_token, views)
+        _current_context.reset(token)
     return ZS_OK
 
 
-def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any) -> Any:
+def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any, address: int) -> Any:
     """Argument ``i`` as a Python value; a struct as a red view into the
     block, which the call's scope expires when it returns."""
-    from ._object import ObjectRefKind
-    from ._struct import StructSpec
-
+    mode = layout._modes[i]
+    if mode == _SCALAR:
+        return getattr(block, layout._cnames[i])
     kind = layout._kinds[i]
-    if isinstance(kind, StructSpec):
-        address = int(layout_ffi.cast("uintptr_t", block)) + layout.parameters[i].offset
-        pointer = layout_ffi.cast(kind.layout.pointer_type, address)
+    if mode == _STRUCT:
+        pointer = layout_ffi.cast(kind.layout.pointer_type, address + layout.parameters[i].offset)
         return make_view(kind.cls, runtime, kind, pointer, None, None, 0)
     value = getattr(block, layout._cnames[i])
-    if not isinstance(kind, ObjectRefKind):
-        return value
     if value == 0:
         return None
     obj = runtime._conjugate_of(value)
@@ -307,20 +318,16 @@ def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any) -> Any:
     return obj
 
 
-def _write(runtime: Runtime, layout: FunctionLayout, block: Any, value: Any) -> None:
+def _write(runtime: Runtime, layout: FunctionLayout, block: Any, address: int, value: Any) -> None:
     """Store the result into the block."""
-    from ._object import ObjectRefKind
-    from ._struct import StructSpec
-
-    kind, cname = layout._kinds[-1], layout._cnames[-1]
+    kind, cname, mode = layout._kinds[-1], layout._cnames[-1], layout._modes[-1]
     what = f"{layout.owner.__name__}.{layout.name} (result)"
-    if isinstance(kind, StructSpec):
+    if mode == _STRUCT:
         assert layout.result is not None
-        address = int(layout_ffi.cast("uintptr_t", block)) + layout.result.offset
-        kind.write(runtime, 0, address, value)  # a copy (or members) into the host's block
+        kind.write(runtime, 0, address + layout.result.offset, value)  # a copy, or members
         return
     kind.check(what, value)
-    if isinstance(kind, ObjectRefKind):
+    if mode == _OBJECT:
         if value is not None and value._rt is not runtime:
             raise ValueError(f"{what}: the object belongs to another runtime")
         value = 0 if value is None else value._h

@@ -667,6 +667,7 @@ def _address(pointer: Any) -> int:
 
 
 _object._current_context = _current
+_calls._current_context = _current
 _CALLABLE_BATCH = 256  # released callable ids taken per native call
 # Conjugates expired per native call in a budgeted step: the deadline is
 # checked between batches, so a step overruns by at most one batch (~50 µs).

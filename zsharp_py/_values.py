@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._runtime import Runtime
     from ._types import PropertyKind as ValueSpec
 
-__all__ = ["ValueConjugate", "ImmutableValue", "scope", "expire_views", "expire_cache", "invalidate_children", "REASON_SCOPE",
+__all__ = ["ValueConjugate", "ImmutableValue", "scope", "open_scope", "close_scope", "expire_views", "expire_cache", "invalidate_children", "REASON_SCOPE",
            "REASON_STRUCTURE", "REASON_PARENT"]
 
 REASON_SCOPE = "the scope it was obtained in has ended"
@@ -65,20 +65,35 @@ def scope() -> Iterator[None]:
     ...     view.is_expired
     True
     """
-    views: list[ValueConjugate] = []
-    token = _scopes.set(_scopes.get() + (views,))
+    token, views = open_scope()
     try:
         yield
     finally:
-        _scopes.reset(token)
-        # Two passes, so that a view obtained in this scope reports the
-        # scope as its reason even when its parent was obtained here too.
-        ended = [view for view in views if type(view._p) is not ExpiredPointer]
-        for view in ended:
-            _detach(view)
-            view._p = make_expired(type(view).__name__, _describe_view, view, REASON_SCOPE)
-        for view in ended:
-            _expire_children(view, REASON_PARENT)
+        close_scope(token, views)
+
+
+def open_scope() -> tuple[contextvars.Token[tuple[list[ValueConjugate], ...]],
+                          list[ValueConjugate]]:
+    """Open a scope without a ``with`` block (hot paths); pass what it
+    returns to ``close_scope``."""
+    views: list[ValueConjugate] = []
+    return _scopes.set(_scopes.get() + (views,)), views
+
+
+def close_scope(token: contextvars.Token[tuple[list[ValueConjugate], ...]],
+                views: list[ValueConjugate]) -> None:
+    """End a scope from ``open_scope``: its views expire."""
+    _scopes.reset(token)
+    if not views:
+        return
+    # Two passes, so that a view obtained in this scope reports the
+    # scope as its reason even when its parent was obtained here too.
+    ended = [view for view in views if type(view._p) is not ExpiredPointer]
+    for view in ended:
+        _detach(view)
+        view._p = make_expired(type(view).__name__, _describe_view, view, REASON_SCOPE)
+    for view in ended:
+        _expire_children(view, REASON_PARENT)
 
 
 def _describe_view(view: ValueConjugate) -> str:
