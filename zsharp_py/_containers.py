@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, TypeVar, ca
 from typing_extensions import Self
 
 from ._native import api_address, check, declare_struct, ffi, layout_address, layout_ffi, lib
-from ._types import PropertyKind
+from ._types import PropertyKind, ScalarKind
 from ._typing import TypeParameters
 from ._values import ValueConjugate, invalidate_children, make_black, make_view
 
@@ -180,15 +180,31 @@ class _Container(ValueConjugate, _Generic):
 class _ContainerSpec(PropertyKind):
     """Spec of a container type (shared plumbing)."""
 
-    __slots__ = ("cls",)
+    __slots__ = ("cls", "_elements", "_entry_size")
 
     def __init__(self, cls: type[_Container]) -> None:
         self.cls = cls
+        self._elements: tuple[PropertyKind, ...] | None = None  # resolved on first use
+        self._entry_size = 0  # computed on first use (every element read needs it)
 
     @property
     def elements(self) -> tuple[PropertyKind, ...]:
         """The element spec(s)."""
-        return self.cls._element_specs()
+        elements = self._elements
+        if elements is None:
+            elements = self._elements = self.cls._element_specs()
+        return elements
+
+    @property
+    def entry_size(self) -> int:
+        """Bytes per entry, as the C side lays them out (cached)."""
+        size = self._entry_size
+        if not size:
+            size = self._entry_size = self._compute_entry_size()
+        return size
+
+    def _compute_entry_size(self) -> int:
+        raise NotImplementedError
 
     @property
     def key(self) -> Any:
@@ -348,11 +364,14 @@ class Array(_Container, TypeParameters[T]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         with self._rt._lock:
-            position = _index(len(self), index)
+            pointer = self._live()
+            position = _index(pointer.count, index)
+            element = self._spec.elements[0]
+            if type(element) is ScalarKind:  # no view to cache: index the C array directly
+                return element._cast(element._pointer, pointer.data)[position]
             cache = self._v
             if cache is not None and position in cache:
                 return cache[position]
-            element = self._spec.elements[0]
             return element.read(self._rt, self, position, self._owner, self._element_address(position))
 
     @overload
@@ -578,8 +597,7 @@ class ArraySpec(_ContainerSpec):
     c_type = "zs_array"
     kind_name = "array"
 
-    @property
-    def entry_size(self) -> int:
+    def _compute_entry_size(self) -> int:
         """Bytes per element (its size rounded to its alignment)."""
         element = self.elements[0]
         return int(layout_ffi.sizeof(element.c_type))
@@ -920,8 +938,7 @@ class SetSpec(_ContainerSpec):
     c_type = "zs_hash"
     kind_name = "set"
 
-    @property
-    def entry_size(self) -> int:
+    def _compute_entry_size(self) -> int:
         """Bytes per entry (laid out as the C side does: key, then value at
         its alignment, the whole rounded to the larger alignment)."""
         return _entry_layout(self.elements)[0]

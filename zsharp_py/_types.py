@@ -266,13 +266,14 @@ class ScalarKind(PropertyKind):
     """A scalar property: a C descriptor on object classes, a C-level
     ``attrgetter('_p.<member>')`` on structs."""
 
-    __slots__ = ("scalar", "_pointer")
+    __slots__ = ("scalar", "_pointer", "_cast")
 
     def __init__(self, scalar: type[Scalar]) -> None:
         self.scalar = scalar
         from ._native import ffi
 
         self._pointer = ffi.typeof(scalar.c_type + " *")
+        self._cast = ffi.cast  # element reads and writes are hot: no import per call
 
     @property
     def c_type(self) -> str:  # type: ignore[override]
@@ -320,13 +321,9 @@ class ScalarKind(PropertyKind):
 
     def read(self, runtime: Any, parent: Any, key: Any, owner: int, address: int) -> Any:
         """The scalar's Python value."""
-        from ._native import ffi
-
-        return ffi.cast(self._pointer, address)[0]
+        return self._cast(self._pointer, address)[0]
 
     def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
         """Convert, then store."""
-        from ._native import ffi
-
         value = self.scalar.convert(value)
-        ffi.cast(self._pointer, address)[0] = value
+        self._cast(self._pointer, address)[0] = value
