@@ -6,16 +6,32 @@ Everything else about the package lives in pyproject.toml; cffi_modules has
 no pyproject spelling, hence this file.
 """
 import importlib.util
+import shutil
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
 
 _spec = importlib.util.spec_from_file_location("_zsharp_build", Path("zsharp_py") / "_build.py")
 assert _spec is not None and _spec.loader is not None
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
 
+
+
+class BuildWithHeader(build_py):
+    """Also install the C API's header as zsharp_py/include/zsharp.h, for
+    native hosts (``zs.include_dir()``)."""
+
+    def run(self) -> None:
+        super().run()
+        target = Path(self.build_lib) / "zsharp_py" / "include"
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path("native") / "include" / "zsharp.h", target / "zsharp.h")
+
+
 setup(
     cffi_modules=["zsharp_py/_build.py:ffibuilder"],
     ext_modules=[_build.core_extension(Extension)],
+    cmdclass={"build_py": BuildWithHeader},
 )

@@ -84,3 +84,15 @@ def test_native_function_gives_hosts_the_c_api() -> None:
     for bad in ("ZS_OK", "zs_no_such_function", "printf", 42):
         with pytest.raises(ValueError, match="not a function of the C API"):
             zs.native_function(bad)  # type: ignore[arg-type]
+
+
+def test_include_dir_holds_the_c_api_header() -> None:
+    """``zs.include_dir()`` is the ``-I`` folder of zsharp.h (the build script
+    uses it): the header installed in the package, or here, in an editable
+    install, the source tree's, whose declarations the binding is built from."""
+    import zsharp_py as zs
+
+    header = Path(zs.include_dir()) / "zsharp.h"
+    assert "zs_call_each" in header.read_text(encoding="utf-8")
+    source = Path(__file__).resolve().parent.parent / "native" / "include" / "zsharp.h"
+    assert header.read_bytes() == source.read_bytes()

@@ -47,7 +47,8 @@ from ._object_wrappers import (
 )
 from ._fieldpath import FieldInfo, FieldPath, FieldPathError
 from ._chains import ChainLink, ReferenceChain
-from ._calls import FunctionLayout, FunctionParameter, function_layout, native_function
+from ._calls import (FunctionLayout, FunctionParameter, function_layout, include_dir,
+                     native_function)
 
 __version__ = "0.1.0"
 
@@ -61,5 +62,5 @@ __all__ = [
     "BroadcastErrors", "Delegate", "MulticastDelegate", "SparseDelegate",
     "Interface", "LazyObjectPtr", "ScriptInterface", "SoftClassPtr", "SoftObjectPtr", "SubclassOf",
     "FieldInfo", "FieldPath", "FieldPathError", "ChainLink", "ReferenceChain",
-    "FunctionLayout", "FunctionParameter", "function_layout", "native_function",
+    "FunctionLayout", "FunctionParameter", "function_layout", "native_function", "include_dir",
 ]

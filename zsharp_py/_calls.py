@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import types
 import weakref
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 
     from ._runtime import Runtime
 
-__all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "native_function", "attach",
-           "detach"]
+__all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "native_function",
+           "include_dir", "attach", "detach"]
 
 # The open runtimes by the address of their native runtime: the handler
 # receives only that address.
@@ -113,6 +114,19 @@ def native_function(name: str) -> int:
     except AttributeError:
         raise ValueError(f"{name!r} is not a function of the C API (zsharp.h)") from None
     return int(ffi.cast("uintptr_t", address))
+
+
+def include_dir() -> str:
+    """The folder holding ``zsharp.h``, the C API's header, for a native
+    host's compiler (``-I``), as ``pybind11.get_include()`` gives its own:
+    inside the installed package, or the source tree's ``native/include``
+    in an editable install."""
+    package = Path(__file__).resolve().parent
+    for folder in (package / "include", package.parent / "native" / "include"):
+        if (folder / "zsharp.h").is_file():
+            return str(folder)
+    raise FileNotFoundError(f"zsharp.h is neither in {package / 'include'} nor in a source tree "
+                            "beside the package: reinstall zsharp_py")
 
 
 def function_layout(cls: type[Object], name: str) -> FunctionLayout:

@@ -14,10 +14,11 @@ config=$("$PYTHON" -c 'import os, sysconfig as s
 c = os.path.join(s.get_config_var("BINDIR"), "python" + s.get_config_var("VERSION") + "-config")
 print(c if os.path.exists(c) else "python3-config")')
 host_python=$("$PYTHON" -c 'import sys; print(sys.executable)')
+include=$("$PYTHON" -c 'import zsharp_py; print(zsharp_py.include_dir())')  # zsharp.h
 # -export-dynamic: extension modules loaded by the host (zsharp_py's) take
 # libpython's symbols from the executable when libpython is linked statically.
 # shellcheck disable=SC2046  # the -config flags are meant to split into words
-"$CC" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$here/../../native/include" \
+"$CC" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$include" \
     $("$config" --includes) \
     -DHOST_PYTHON="\"$host_python\"" -DSCRIPT_DIR="\"$here\"" \
     -o "$out" "$here/host.c" -Xlinker -export-dynamic $("$config" --embed --ldflags)
