@@ -54,7 +54,9 @@ def test_native_host_builds_and_runs(tmp_path: Path) -> None:
     ticks = int(re.search(rf"host: 20 frames, {spawned} particles spawned, (\d+) tick calls "
                           r"from C", out).group(1))
     assert ticks > spawned                     # each particle ticks from C for several frames
-    assert "host: frame   6: GC cycle 1 finished" in out
+    # Cycles start on simulated time, but each step runs on a wall-clock
+    # budget: which frame finishes the first one depends on the machine.
+    assert re.search(r"host: frame +\d+: GC cycle 1 finished", out), out
     cycles, during = map(int, re.search(
         r"(\d+) incremental GC cycles freed (\d+) objects during play", out).groups())
     final, live = map(int, re.search(
