@@ -309,6 +309,8 @@ Actor *actor_get_target(const Actor *actor);
 void actor_set_target(Actor *actor, Actor *target);
 IntArray *int_array_new(void);
 void int_array_free(IntArray *array);
+typedef void (*actor_tick_fn)(void *self, double dt);
+void actor_call_tick(actor_tick_fn tick, void *self, double dt);
 
 int32_t zs_actor_get_health(void *actor);
 void zs_actor_move(void *actor, double dx, double dy, double dz);

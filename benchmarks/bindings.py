@@ -50,6 +50,7 @@ GROUPS: list[tuple[str, str]] = [
     ("create", "creating a native object with its proxy `Actor()`"),
     ("view", "reading a struct member as a view `a.velocity`"),
     ("iterate", "iterating a 1,000-int native array, per element"),
+    ("override", "native code calling a Python override `tick(dt)` (a call down, then up)"),
 ]
 GROUP_TITLES = dict(GROUPS)
 
@@ -123,6 +124,15 @@ class PyActor:
         self.x += dx
         self.y += dy
         self.z += dz
+
+
+class PyTickerFloor:
+    """The floor of the override row: a Python method called from Python."""
+
+    __slots__ = ()
+
+    def tick(self, dt: float) -> None:
+        pass
 
 
 class PropertyActor:
@@ -230,6 +240,7 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
                       "for v in arr.to_python(): pass", namespace, peer, scale=0.01,
                       items=ARRAY_LENGTH, primary=False),
         ]
+    cases.append(_zs_override_case(runtime))
     if methods:
         cases += [
             MicroCase("Python method -> cffi -> C body", "call0", "a.get_health()", namespace,
@@ -239,6 +250,29 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
                       namespace, peer),
         ]
     return cases, skipped
+
+
+class ZsTicker(zs.Object):
+    """An object whose Python ``tick`` native code calls (``zs_call_function``)."""
+
+    def tick(self, dt: float) -> None:
+        pass
+
+
+def _zs_override_case(runtime: zs.Runtime) -> MicroCase:
+    """``zs_call_function(rt, h, "tick", &dt)`` called as a native host would
+    (through cffi from here, as the peers' C functions are)."""
+    from zsharp_py._native import ffi as zffi
+    from zsharp_py._native import lib as zlib
+
+    ticker = ZsTicker()
+    ticker.add_to_root()
+    block = zffi.new("double *", 1 / 60)
+    namespace = {"call": zlib.zs_call_function, "rt": runtime._ptr, "h": ticker.handle,
+                 "name": b"tick", "block": zffi.cast("void *", block), "keep": (ticker, block)}
+    assert zlib.zs_call_function(runtime._ptr, ticker.handle, b"tick", namespace["block"]) == 0
+    return MicroCase("zs_call_function -> Python method (a scope, the runtime current)",
+                     "override", "call(rt, h, name, block)", namespace, "zsharp_py")
 
 
 def _zs_int_array(skipped: dict[str, str]) -> Any:
@@ -278,9 +312,16 @@ def _binding_cases(peer: str, module: ModuleType) -> Provided:
     assert actor.health == 100 and actor.target is other and actor.get_health() == 100
     array = module.IntArray()
     assert sum(array) == ARRAY_LENGTH * (ARRAY_LENGTH - 1) // 2
-    namespace = {"a": actor, "b": other, "v": VALUE, "Actor": module.Actor, "arr": array}
+    class PyTicker(module.Ticker):  # type: ignore[name-defined,misc]
+        def tick(self, dt: float) -> None:
+            pass
+
+    namespace = {"a": actor, "b": other, "v": VALUE, "Actor": module.Actor, "arr": array,
+                 "t": PyTicker(), "call_tick": module.call_tick}
     VERSIONS[peer] = str(getattr(module, "VERSION", "?"))
     return [
+        MicroCase("a C++ virtual overridden in Python (trampoline)", "override",
+                  "call_tick(t, 0.016)", namespace, peer),
         MicroCase("def_rw / def_readwrite", "read", "a.health", namespace, peer),
         MicroCase("def_rw / def_readwrite", "write", "a.health = v", namespace, peer),
         MicroCase("bound C function", "call0", "a.get_health()", namespace, peer),
@@ -314,10 +355,17 @@ def _cffi_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     array = ffi.gc(lib.int_array_new(), lib.int_array_free)
     assert actor.health == 100 and lib.actor_get_health(actor) == 100
     assert sum(array.values) == ARRAY_LENGTH * (ARRAY_LENGTH - 1) // 2
+    @ffi.callback("void(void *, double)")
+    def tick(self: Any, dt: float) -> None:
+        pass
+
     namespace = {"p": actor, "q": other, "v": VALUE, "ffi": ffi, "lib": lib, "arr": array,
-                 "get_health": lib.actor_get_health, "move": lib.actor_move}
+                 "get_health": lib.actor_get_health, "move": lib.actor_move, "tick": tick,
+                 "NULL": ffi.NULL}
     peer = "raw cffi"
     return [
+        MicroCase("a C function calling an ffi.callback", "override",
+                  "lib.actor_call_tick(tick, NULL, 0.016)", namespace, peer),
         MicroCase("cdata field", "read", "p.health", namespace, peer, baseline=True),
         MicroCase("cdata field", "write", "p.health = v", namespace, peer, baseline=True),
         MicroCase("lib function", "call0", "lib.actor_get_health(p)", namespace, peer),
@@ -363,10 +411,16 @@ def _ctypes_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     stack.callback(ctypes.CDLL(None).free, array_pointer)
     array = array_pointer.contents
     assert actor.health == 100 and lib.actor_get_health(pointer) == 100
+    tick_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double)
+    lib.actor_call_tick.argtypes = [tick_type, ctypes.c_void_p, ctypes.c_double]
+    lib.actor_call_tick.restype = None
+    tick = tick_type(lambda self, dt: None)
     namespace = {"s": actor, "sp": pointer, "q": other, "v": VALUE, "lib": lib,
-                 "CActor": CActor, "arr": array}
+                 "CActor": CActor, "arr": array, "tick": tick}
     peer = "ctypes"
     return [
+        MicroCase("a CDLL function calling a CFUNCTYPE callback", "override",
+                  "lib.actor_call_tick(tick, None, 0.016)", namespace, peer),
         MicroCase("Structure field", "read", "s.health", namespace, peer),
         MicroCase("Structure field", "write", "s.health = v", namespace, peer),
         MicroCase("CDLL function with argtypes", "call0", "lib.actor_get_health(sp)",
@@ -391,9 +445,11 @@ def _python_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     actor.velocity = PyVec3()
     values = list(range(ARRAY_LENGTH))
     namespace = {"o": actor, "o2": other, "r": PropertyActor(), "v": VALUE,
-                 "PyActor": PyActor, "arr": values}
+                 "PyActor": PyActor, "arr": values, "t": PyTickerFloor()}
     peer = "CPython"
     return [
+        MicroCase("a Python method called from Python", "override", "t.tick(0.016)",
+                  namespace, peer),
         MicroCase("__slots__ attribute", "read", "o.health", namespace, peer),
         MicroCase("__slots__ attribute", "write", "o.health = v", namespace, peer),
         MicroCase("Python method", "call0", "o.get_health()", namespace, peer),

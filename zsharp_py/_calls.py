@@ -47,6 +47,8 @@ _runtimes: weakref.WeakValueDictionary[int, Runtime] = weakref.WeakValueDictiona
 # The current-runtime context variable (set by _runtime, which imports this module).
 _current_context: ContextVar[Runtime | None]
 
+_UINTPTR = ffi.typeof("uintptr_t")
+
 # How a block member becomes an argument (FunctionLayout._modes).
 _SCALAR, _OBJECT, _STRUCT = 0, 1, 2
 
@@ -251,7 +253,7 @@ def detach(runtime: Runtime) -> None:
 def zs_managed_call(user: Any, native_runtime: Any, handle: int, function: Any,
                     params: Any) -> int:
     """The ``zs_call_handler`` of every runtime (see the module docstring)."""
-    runtime = _runtimes.get(int(ffi.cast("uintptr_t", native_runtime)))
+    runtime = _runtimes.get(int(ffi.cast(_UINTPTR, native_runtime)))
     if runtime is None:
         return ZS_E_STALE  # closing
     return _call(runtime, handle, ffi.string(function), params)
@@ -279,8 +281,7 @@ def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
             _core.write_unraisable(error, f"a call from native code to {obj!r}")
             return ZS_E_INVALID
         cls.__dict__["_zs_functions"][function] = layout
-    address = int(ffi.cast("uintptr_t", params))
-    if not address and layout.size:
+    if layout.size and params == ffi.NULL:
         _core.write_unraisable(ValueError(
             f"{layout.owner.__name__}.{layout.name} called from native code without its "
             "parameter block"), f"a call from native code to {obj!r}")
@@ -291,11 +292,14 @@ def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
     token = _current_context.set(runtime)
     scope_token, views = open_scope()
     try:
-        block = layout_ffi.cast(layout._pointer_type, address)
+        # The layout's pointer type comes from the layout FFI; a cast from
+        # the API's pointer needs no address arithmetic.
+        block = ffi.cast(layout._pointer_type, params)
         modes = layout._modes
         if layout.result is None and len(modes) == 1 and modes[0] == _SCALAR:
             method(obj, getattr(block, layout._cnames[0]))  # tick(dt) and the like
         else:
+            address = int(ffi.cast(_UINTPTR, params))
             arguments = [_read(runtime, layout, i, block, address)
                          for i in range(len(layout.parameters))]
             result = method(obj, *arguments)

@@ -36,3 +36,5 @@ IntArray *int_array_new(void) {
 }
 
 void int_array_free(IntArray *array) { free(array); }
+
+void actor_call_tick(actor_tick_fn tick, void *self, double dt) { tick(self, dt); }

@@ -51,6 +51,22 @@ void actor_move(Actor *actor, double dx, double dy, double dz);
 Actor *actor_get_target(const Actor *actor);
 void actor_set_target(Actor *actor, Actor *target);
 
+/* Native code calling a managed override: tick(self, dt) through a function
+   pointer (what raw cffi's and ctypes' callbacks are called through). */
+typedef void (*actor_tick_fn)(void *self, double dt);
+void actor_call_tick(actor_tick_fn tick, void *self, double dt);
+
+/* The same through a C++ virtual function, overridden in Python through the
+   trampolines of nanobind and pybind11 (nb_actor.cpp, pb_actor.cpp). */
+#ifdef __cplusplus
+}
+struct Ticker {
+    virtual ~Ticker() = default;
+    virtual void tick(double dt) { (void)dt; }
+};
+extern "C" {
+#endif
+
 /* sizeof, for bindings that declare the struct themselves (ctypes). */
 size_t actor_sizeof(void);
 size_t int_array_sizeof(void);

@@ -6,9 +6,20 @@
 
 #include "actor.h"
 
+#include <nanobind/trampoline.h>
+
 namespace nb = nanobind;
 
+// Ticker::tick overridable from Python (the trampoline nanobind documents).
+struct PyTicker : Ticker {
+    NB_TRAMPOLINE(Ticker, 1);
+    void tick(double dt) override { NB_OVERRIDE(tick, dt); }
+};
+
 NB_MODULE(bench_nb_actor, m) {
+    nb::class_<Ticker, PyTicker>(m, "Ticker").def(nb::init<>()).def("tick", &Ticker::tick);
+    m.def("call_tick", [](Ticker &ticker, double dt) { ticker.tick(dt); });
+
     nb::class_<Vec3>(m, "Vec3")
         .def(nb::init<>())
         .def_rw("x", &Vec3::x)

@@ -5,7 +5,16 @@
 
 namespace py = pybind11;
 
+// Ticker::tick overridable from Python (the trampoline pybind11 documents).
+struct PyTicker : Ticker {
+    using Ticker::Ticker;
+    void tick(double dt) override { PYBIND11_OVERRIDE(void, Ticker, tick, dt); }
+};
+
 PYBIND11_MODULE(bench_pb_actor, m) {
+    py::class_<Ticker, PyTicker>(m, "Ticker").def(py::init<>()).def("tick", &Ticker::tick);
+    m.def("call_tick", [](Ticker &ticker, double dt) { ticker.tick(dt); });
+
     py::class_<Vec3>(m, "Vec3")
         .def(py::init<>())
         .def_readwrite("x", &Vec3::x)
