@@ -624,3 +624,27 @@ def test_soft_pointers_and_paths_as_elements_and_struct_members(rt: zs.Runtime) 
     for value in (pointers, unique, marks, copy_):
         value.dispose()
     assert element.is_expired
+
+
+def test_pointers_are_true_only_while_they_resolve(rt: zs.Runtime) -> None:
+    """``if ptr:`` means ``ptr.is_valid`` for every pointer type, as Unreal's
+    pointers convert to bool (a bare ``if weak:`` used to be always true)."""
+    level = Rock(name="Level")
+    level.add_to_root()
+    hero = Pawn(name="Hero", outer=level)
+    spawner = Spawner()
+    spawner.add_to_root()
+    spawner.victim = hero
+    pointers = [zs.WeakObjectPtr(hero), zs.SoftObjectPtr[Pawn]("Level.Hero"),
+                zs.LazyObjectPtr[Pawn](hero), spawner.victim]
+    assert [bool(p) for p in pointers] == [True] * 4
+    assert not zs.WeakObjectPtr() and not zs.SoftObjectPtr[Pawn]("Level.Nobody")
+    spawner.victim = None
+    hero.mark_as_garbage()
+    collect(rt)
+    assert hero.is_expired
+    assert [bool(p) for p in pointers] == [False] * 4
+    assert [p.is_valid for p in pointers] == [False] * 4
+    pointers[1].dispose()
+    level.remove_from_root()
+    spawner.remove_from_root()

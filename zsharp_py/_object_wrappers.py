@@ -496,6 +496,11 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
         """Whether ``get()`` would return an object now."""
         return self.get() is not None
 
+    def __bool__(self) -> bool:
+        """``is_valid``, as Unreal's pointer types convert to bool: ``if ptr:``
+        holds only while it resolves to a live object."""
+        return self.is_valid
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
@@ -656,6 +661,11 @@ class _SoftPointer(ValueConjugate, _Specialised):
     def is_valid(self) -> bool:
         """Whether ``get()`` would return something now."""
         return self.get() is not None
+
+    def __bool__(self) -> bool:
+        """``is_valid``, as Unreal's pointer types convert to bool: ``if ptr:``
+        holds only while it resolves to a live object."""
+        return self.is_valid
 
     @property
     def is_pending(self) -> bool:
@@ -988,6 +998,11 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
     def is_valid(self) -> bool:
         """Whether it holds a live object."""
         return self.object is not None
+
+    def __bool__(self) -> bool:
+        """``is_valid``, as Unreal's pointer types convert to bool: ``if ptr:``
+        holds only while it resolves to a live object."""
+        return self.is_valid
 
     def to_python(self) -> Any:
         """The object, or None."""

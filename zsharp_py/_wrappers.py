@@ -60,6 +60,11 @@ class WeakObjectPtr(Generic[T]):
         """Whether ``get()`` would return an object."""
         return self.get() is not None
 
+    def __bool__(self) -> bool:
+        """``is_valid``, as Unreal's ``TWeakObjectPtr`` converts to bool:
+        ``if weak:`` holds only while the object lives."""
+        return self.is_valid
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, WeakObjectPtr):
             return self._rt is other._rt and self._h == other._h
