@@ -4,6 +4,7 @@ declaration with a cffi FFI of its own, as a C host would from the header,
 and calls ``zs_call_function`` / ``zs_call_each`` through the library."""
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from typing import Any, Iterator
@@ -352,3 +353,47 @@ def test_native_address() -> None:
     rt.close()
     with pytest.raises(zs.ExpiredConjugateError):
         rt.native_address
+
+
+def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime,
+                                                    unraisable: list[Any]) -> None:
+    """A method with only scalar parameters and no result is called from C
+    (zsharp_py._core) once its layout is known, that is from its second call
+    on: the scope, the current runtime, failure reports and dead objects
+    must come out the same on both paths."""
+    views: list[Any] = []
+    runtimes: list[Any] = []
+
+    class Fast(Mob):
+        def tick(self, dt: float) -> None:
+            views.append(self.spot)
+            runtimes.append(zs.current_runtime())
+            if dt < 0:
+                raise ValueError("negative dt")
+            self.speed += dt
+
+    mob = Fast()
+    host = Host(Mob, "tick")
+    for call in range(3):                        # the slow path, then the fast one
+        assert host.call(mob, dt=1.0) == ZS_OK
+        assert views[-1].is_expired and runtimes[-1] is rt
+        assert host.call(mob, dt=-1.0) == ZS_E_CALL_FAILED
+        assert type(unraisable[-1].exc_value) is ValueError
+        assert unraisable[-1].object.__func__ is Fast.tick
+    assert mob.speed == 3.0 and len(unraisable) == 3
+    assert "_zs_functions" in Fast.__dict__ and Fast.__dict__["_zs_functions"][b"tick"]._fast
+    # From a thread Python did not start the call (the default runtime is
+    # current there), still with the object's runtime current.
+    thread = threading.Thread(target=host.call, args=(mob,), kwargs={"dt": 0.5})
+    thread.start()
+    thread.join()
+    assert runtimes[-1] is rt and mob.speed == 3.5
+    # An object whose conjugate nobody holds is adopted (the slow path), then called.
+    handle = Fast().handle
+    assert lib.zs_call_function(rt._ptr, handle, b"tick", host.pointer()) == ZS_OK
+    views.clear()    # the views held their parent (an expired view is a cycle: gc.collect)
+    gc.collect()
+    assert rt._conjugate_get(handle) is None     # the adopted conjugate was not kept
+    collect(rt)
+    assert lib.zs_call_function(rt._ptr, handle, b"tick", host.pointer()) == ZS_E_STALE
+    assert zs.function_layout(Mob, "damage")._fast is None   # results take the Python path

@@ -82,9 +82,6 @@ def make_ffibuilder() -> FFI:
     """Return the FFI builder for the native library."""
     builder = FFI()
     builder.cdef(header_cdef())
-    # The managed side's zs_call_handler (zsharp_py/_calls.py defines it).
-    builder.cdef('extern "Python" zs_status zs_managed_call(void *, zs_runtime *, zs_ref, '
-                 'const char *, void *);')
     cflags, ldflags = _compile_args()
     sources = sorted(str(p.relative_to(ROOT)) for p in (NATIVE / "src").glob("*.c"))
     builder.set_source(

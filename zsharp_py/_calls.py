@@ -14,23 +14,27 @@ inside a ``zs.scope()`` (red views obtained during it expire when it
 returns). An exception cannot cross the native frames: it is reported
 through ``sys.unraisablehook`` (as one raised in ``__del__`` is) and the
 native caller gets ``ZS_E_CALL_FAILED``.
+
+The handler is zsharp_py._core's, in C (native/binding/calls.c): it makes
+the calls a game loop makes most, a method with scalar parameters and no
+result on an object whose conjugate is held (a layout's ``_fast`` plan),
+itself, and hands everything else to ``_call`` here, which behaves the same.
 """
 from __future__ import annotations
 
 import inspect
 import types
-import weakref
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import _core
+from . import _core, _values
 from ._errors import (ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK,
                       ExpiredConjugateError)
 from ._native import declare_struct, ffi, layout_ffi, lib, member_name
 from ._object import Object, ObjectRefKind, WeakRefKind, spec_of
 from ._struct import StructSpec
-from ._types import ScalarKind
+from ._types import _SCALAR_CODES, ScalarKind
 from ._values import close_scope, make_view, open_scope
 
 if TYPE_CHECKING:
@@ -39,11 +43,8 @@ if TYPE_CHECKING:
     from ._runtime import Runtime
 
 __all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "native_function",
-           "include_dir", "attach", "detach"]
+           "include_dir", "attach"]
 
-# The open runtimes by the address of their native runtime: the handler
-# receives only that address.
-_runtimes: weakref.WeakValueDictionary[int, Runtime] = weakref.WeakValueDictionary()
 # The current-runtime context variable (set by _runtime, which imports this module).
 _current_context: ContextVar[Runtime | None]
 
@@ -83,6 +84,10 @@ class FunctionLayout:
     _kinds: tuple[Any, ...] = field(repr=False, compare=False)
     _cnames: tuple[str, ...] = field(repr=False, compare=False)
     _modes: tuple[int, ...] = field(repr=False, compare=False)
+    _fast: tuple[str, tuple[tuple[int, int], ...]] | None = field(repr=False, compare=False)
+    """The call plan zsharp_py._core runs in C (method name, then each
+    argument's offset and scalar kind), for a method whose parameters are
+    all scalars and that returns nothing; None otherwise."""
 
     @property
     def c_declaration(self) -> str:
@@ -197,10 +202,14 @@ def _declare(cls: type[Object], name: str) -> FunctionLayout:
     has_result = len(members) > len(parameters)
     modes = tuple(_STRUCT if isinstance(k, StructSpec) else _OBJECT
                   if isinstance(k, ObjectRefKind) else _SCALAR for k in kinds)
+    fast = None
+    if not has_result and all(mode == _SCALAR for mode in modes) and len(modes) <= 8:
+        fast = (name, tuple((p.offset, _SCALAR_CODES[k.c_type])
+                            for p, k in zip(described, kinds)))
     return FunctionLayout(owner, name, described[:len(parameters)],
                           described[-1] if has_result else None,
                           layout_ffi.sizeof(struct_type) if members else 0,
-                          pointer_type, tuple(kinds), cnames, modes)
+                          pointer_type, tuple(kinds), cnames, modes, fast)
 
 
 def _plain_struct(kind: Any) -> bool:
@@ -238,25 +247,17 @@ def _declare_host_struct(kind: Any, out: dict[str, str]) -> None:
 # ---------------------------------------------------------------------------
 
 def attach(runtime: Runtime) -> None:
-    """Make ``runtime`` the target of native calls on its heap."""
-    _runtimes[int(ffi.cast("uintptr_t", runtime._ptr))] = runtime
-    lib.zs_set_call_handler(runtime._ptr, lib.zs_managed_call, ffi.NULL)
+    """Make ``runtime`` the target of native calls on its heap: the handler
+    is zsharp_py._core's (C), which finds the runtime by its native address
+    and takes calls it cannot make itself to ``_call_from_address``."""
+    handler, user = _core.call_handler()
+    lib.zs_set_call_handler(runtime._ptr, ffi.cast("zs_call_handler", handler),
+                            ffi.cast("void *", user))
 
 
-def detach(runtime: Runtime) -> None:
-    """Stop taking native calls for ``runtime`` (it is closing): the handler
-    answers ZS_E_STALE for it from now on."""
-    _runtimes.pop(int(ffi.cast("uintptr_t", runtime._ptr)), None)
-
-
-@ffi.def_extern(error=ZS_E_CALL_FAILED)  # type: ignore[misc,untyped-decorator,unused-ignore]
-def zs_managed_call(user: Any, native_runtime: Any, handle: int, function: Any,
-                    params: Any) -> int:
-    """The ``zs_call_handler`` of every runtime (see the module docstring)."""
-    runtime = _runtimes.get(int(ffi.cast(_UINTPTR, native_runtime)))
-    if runtime is None:
-        return ZS_E_STALE  # closing
-    return _call(runtime, handle, ffi.string(function), params)
+def _call_from_address(runtime: Runtime, handle: int, function: bytes, params: int) -> int:
+    """The slow path of zsharp_py._core's handler (``params`` an address)."""
+    return _call(runtime, handle, function, ffi.cast("void *", params))
 
 
 def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
@@ -350,3 +351,7 @@ def _write(runtime: Runtime, layout: FunctionLayout, block: Any, address: int, v
             raise ValueError(f"{what}: the object belongs to another runtime")
         value = 0 if value is None else value._h
     setattr(block, cname, value)
+
+
+_core.configure_calls(slow_call=_call_from_address, scopes=_values._scopes,
+                      expire_scope=_values.expire_scope_views)

@@ -195,7 +195,6 @@ class Runtime(_core.RuntimeCore):
             # First: the C fast paths decline from now on, and nothing re-entered
             # from here (a finaliser, a gc callback) may collect or close.
             self._closing = True
-            _calls.detach(self)
             self._deferred_releases.clear()
             # Names must outlive the native table: expired conjugates format
             # their messages lazily.

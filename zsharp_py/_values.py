@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._runtime import Runtime
     from ._types import PropertyKind as ValueSpec
 
-__all__ = ["ValueConjugate", "ImmutableValue", "scope", "open_scope", "close_scope", "expire_views", "expire_cache", "invalidate_children", "REASON_SCOPE",
+__all__ = ["ValueConjugate", "ImmutableValue", "scope", "open_scope", "close_scope", "expire_scope_views", "expire_views", "expire_cache", "invalidate_children", "REASON_SCOPE",
            "REASON_STRUCTURE", "REASON_PARENT"]
 
 REASON_SCOPE = "the scope it was obtained in has ended"
@@ -84,8 +84,13 @@ def close_scope(token: contextvars.Token[tuple[list[ValueConjugate], ...]],
                 views: list[ValueConjugate]) -> None:
     """End a scope from ``open_scope``: its views expire."""
     _scopes.reset(token)
-    if not views:
-        return
+    if views:
+        expire_scope_views(views)
+
+
+def expire_scope_views(views: list[ValueConjugate]) -> None:
+    """Expire the views of a scope that has ended (also called from C:
+    zsharp_py._core opens and ends the scope of a call from native code)."""
     # Two passes, so that a view obtained in this scope reports the
     # scope as its reason even when its parent was obtained here too.
     ended = [view for view in views if type(view._p) is not ExpiredPointer]

@@ -226,6 +226,8 @@ static PyObject *runtime_core_open(PyObject *self, PyObject *address) {
         PyErr_SetString(PyExc_RuntimeError, "_core_open: already open, or a null runtime");
         return NULL;
     }
+    if (zs_open_runtime_add(rt->state, rt) < 0)
+        return NULL;
     rt->native = native;
     Py_RETURN_NONE;
 }
@@ -236,6 +238,7 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     rt->closing = 1;
     rt->native = NULL;
+    zs_open_runtime_remove(rt->state, rt);
     Py_RETURN_NONE;
 }
 
@@ -343,6 +346,8 @@ static void runtime_core_dealloc(PyObject *self) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    if (rt->state != NULL)
+        zs_open_runtime_remove(rt->state, rt);  /* an unclosed runtime Python collects */
     runtime_core_clear(self);
     PyMem_Free(rt->table);
     rt->table = NULL;

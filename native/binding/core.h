@@ -76,6 +76,17 @@ typedef struct zs_core_state {
     PyObject *expired_type;     /* the ExpiredPointer class (a tuple subclass) */
     zs_native_api api;
     int configured;
+    /* Calls from native code (calls.c); set by configure_calls(). */
+    PyObject *slow_call;        /* (runtime, handle, function, params address) -> status */
+    PyObject *scopes;           /* the ContextVar of zs.scope() (a tuple of view lists) */
+    PyObject *expire_scope;     /* (views) -> None: expire the views of an ended scope */
+    PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
+    PyObject *str_fast;         /* "_fast", interned (a layout's C call plan) */
+    /* The open runtimes (borrowed: each removes itself when detached or
+       deallocated): a call from native code names its runtime by address. */
+    struct zs_runtime_core **open_runtimes;
+    Py_ssize_t open_count;
+    Py_ssize_t open_capacity;
 } zs_core_state;
 
 /* ---- runtimes: the conjugate table ----------------------------------------- */
@@ -147,6 +158,15 @@ PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle);
 /* properties.c */
 int zs_add_property_types(PyObject *module, zs_core_state *state);
 
+/* The C type of a scalar property (matches zsharp_py._types._SCALAR_CODES). */
+typedef enum zs_scalar_kind {
+    ZS_SCALAR_BOOL, ZS_SCALAR_I8, ZS_SCALAR_I16, ZS_SCALAR_I32, ZS_SCALAR_I64,
+    ZS_SCALAR_U8, ZS_SCALAR_U16, ZS_SCALAR_U32, ZS_SCALAR_U64, ZS_SCALAR_F32, ZS_SCALAR_F64,
+    ZS_SCALAR_KINDS
+} zs_scalar_kind;
+/* The Python value of the scalar of `kind` at `at`. */
+PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at);
+
 /* A constructor keyword for a scalar or reference property, converted and
  * checked before anything is allocated, written once the object exists. */
 typedef struct zs_prepared_store {
@@ -162,6 +182,12 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
 
 /* classes.c */
 int zs_add_class_types(PyObject *module, zs_core_state *state);
+
+/* calls.c */
+int zs_open_runtime_add(zs_core_state *state, zs_runtime_core *rt);
+void zs_open_runtime_remove(zs_core_state *state, zs_runtime_core *rt);
+PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs);
+PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused);
 
 /* module.c */
 zs_core_state *zs_state_of_module(PyObject *module);

@@ -166,6 +166,10 @@ static PyMethodDef core_functions[] = {
     {"init_class", init_class, METH_O, "Make a new conjugate class ready (untracked instances)."},
     {"write_unraisable", (PyCFunction)(void (*)(void))write_unraisable, METH_FASTCALL,
      "Report an exception that cannot propagate through sys.unraisablehook."},
+    {"configure_calls", (PyCFunction)(void (*)(void))zs_configure_calls,
+     METH_VARARGS | METH_KEYWORDS, "Hand over the Python side of calls from native code."},
+    {"call_handler", zs_call_handler_addresses, METH_NOARGS,
+     "(handler, user) addresses for zs_set_call_handler."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -203,6 +207,11 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(state->store_refused);
     Py_VISIT(state->make_pointer);
     Py_VISIT(state->expired_type);
+    Py_VISIT(state->slow_call);
+    Py_VISIT(state->scopes);
+    Py_VISIT(state->expire_scope);
+    Py_VISIT(state->str_zs_functions);
+    Py_VISIT(state->str_fast);
     return 0;
 }
 
@@ -229,12 +238,26 @@ static int core_clear(PyObject *module) {
     Py_CLEAR(state->store_refused);
     Py_CLEAR(state->make_pointer);
     Py_CLEAR(state->expired_type);
+    /* Calls from native code find no runtime from now on (the handler
+       answers ZS_E_STALE); the list itself goes with the module. */
+    Py_CLEAR(state->slow_call);
+    Py_CLEAR(state->scopes);
+    Py_CLEAR(state->expire_scope);
+    Py_CLEAR(state->str_zs_functions);
+    Py_CLEAR(state->str_fast);
+    state->open_count = 0;
     return 0;
 }
 
 /* Module deallocation. */
 static void core_free(void *module) {
     core_clear((PyObject *)module);
+    zs_core_state *state = zs_state_of_module((PyObject *)module);
+    if (state != NULL) {
+        PyMem_Free(state->open_runtimes);
+        state->open_runtimes = NULL;
+        state->open_capacity = 0;
+    }
 }
 
 static PyModuleDef_Slot core_slots[] = {

@@ -28,13 +28,6 @@ static inline int owner_check(PyTypeObject *owner, PyObject *obj, PyObject *what
  * Scalars
  * ========================================================================= */
 
-/* The C type of a scalar property (matches zsharp_py._types). */
-typedef enum zs_scalar_kind {
-    ZS_SCALAR_BOOL, ZS_SCALAR_I8, ZS_SCALAR_I16, ZS_SCALAR_I32, ZS_SCALAR_I64,
-    ZS_SCALAR_U8, ZS_SCALAR_U16, ZS_SCALAR_U32, ZS_SCALAR_U64, ZS_SCALAR_F32, ZS_SCALAR_F64,
-    ZS_SCALAR_KINDS
-} zs_scalar_kind;
-
 typedef struct zs_scalar_property {
     PyObject_HEAD
     PyTypeObject *owner;   /* the class whose layout `offset` belongs to */
@@ -46,7 +39,7 @@ typedef struct zs_scalar_property {
 } zs_scalar_property;
 
 /* The Python value of the scalar at `at`. */
-static PyObject *scalar_load(zs_scalar_kind kind, const char *at) {
+PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at) {
     switch (kind) {
     case ZS_SCALAR_BOOL: { _Bool v; memcpy(&v, at, sizeof v); return PyBool_FromLong(v); }
     case ZS_SCALAR_I8: { int8_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
@@ -153,7 +146,7 @@ static PyObject *scalar_get(PyObject *self, PyObject *obj, PyObject *type) {
     zs_conjugate *conjugate = (zs_conjugate *)obj;
     if (!ZS_CONJUGATE_IS_LIVE(conjugate))
         return zs_raise_expired(conjugate);
-    return scalar_load(property->kind, conjugate->address + property->offset);
+    return zs_scalar_load(property->kind, conjugate->address + property->offset);
 }
 
 /* Write: convert first (maybe Python code), then check liveness, then store. */
