@@ -81,9 +81,10 @@ static zs_status slow_call(zs_core_state *state, zs_runtime_core *rt, zs_ref obj
     return (zs_status)value;
 }
 
-/* The fast plan of `function` on the conjugate's class: a borrowed tuple
- * (method name, ((offset, scalar kind), ...)), or NULL (no error set) when
- * the call must take the slow path. */
+/* The fast plan of `function` on the conjugate's class: a new reference to
+ * the tuple (method name, ((offset, scalar kind), ...)), or NULL (no error
+ * set) when the call must take the slow path. Held through the call: the
+ * method may change the class. */
 static PyObject *fast_plan(zs_core_state *state, zs_conjugate *conjugate, const char *function) {
     PyObject *dict = Py_TYPE(conjugate)->tp_dict;
     PyObject *functions = dict ? PyDict_GetItemWithError(dict, state->str_zs_functions) : NULL;
@@ -103,13 +104,13 @@ static PyObject *fast_plan(zs_core_state *state, zs_conjugate *conjugate, const 
         PyErr_Clear();
         return NULL;
     }
-    /* The layout (held by the class) holds the plan: borrowed from here on. */
-    Py_DECREF(plan);
     if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 2 ||
         !PyUnicode_CheckExact(PyTuple_GET_ITEM(plan, 0)) ||
         !PyTuple_CheckExact(PyTuple_GET_ITEM(plan, 1)) ||
-        PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 1)) > FAST_MAX_ARGUMENTS)
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 1)) > FAST_MAX_ARGUMENTS) {
+        Py_DECREF(plan);  /* None: the method takes the slow path */
         return NULL;
+    }
     return plan;
 }
 
@@ -215,17 +216,19 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, con
     } else {
         Py_INCREF(rt);
         zs_conjugate *conjugate = zs_table_get(rt, object);
-        PyObject *plan = NULL;
+        int called = 0;
         if (conjugate != NULL && ZS_CONJUGATE_IS_LIVE(conjugate)) {
             Py_INCREF(conjugate);
-            plan = fast_plan(state, conjugate, function);
-            if (plan != NULL && (params != NULL || PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 1)) == 0))
+            PyObject *plan = fast_plan(state, conjugate, function);
+            /* Arguments but no block: Python's path reports it. */
+            if (plan != NULL && (params != NULL || PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 1)) == 0)) {
                 status = fast_call(state, rt, conjugate, plan, params);
-            else
-                plan = NULL;
+                called = 1;
+            }
+            Py_XDECREF(plan);
             Py_DECREF(conjugate);
         }
-        if (plan == NULL)
+        if (!called)
             status = slow_call(state, rt, object, function, params);
         Py_DECREF(rt);
     }
