@@ -177,11 +177,20 @@ static zs_status fast_call(zs_core_state *state, zs_runtime_core *rt, zs_conjuga
         (current = PyContextVar_Set(state->current, (PyObject *)rt)) != NULL) {
         result = PyObject_VectorcallMethod(name, stack, (size_t)(1 + count), NULL);
         if (result == NULL) {
-            PyObject *bound = NULL, *type, *value, *traceback;
+            /* Name the bound method, as Python's path does: look it up with
+               the method's exception put aside. */
+#if PY_VERSION_HEX >= 0x030C0000
+            PyObject *raised = PyErr_GetRaisedException();
+            PyObject *bound = PyObject_GetAttr((PyObject *)conjugate, name);
+            PyErr_Clear();
+            PyErr_SetRaisedException(raised);
+#else
+            PyObject *type, *value, *traceback;
             PyErr_Fetch(&type, &value, &traceback);
-            bound = PyObject_GetAttr((PyObject *)conjugate, name);
+            PyObject *bound = PyObject_GetAttr((PyObject *)conjugate, name);
             PyErr_Clear();
             PyErr_Restore(type, value, traceback);
+#endif
             PyErr_WriteUnraisable(bound != NULL ? bound : name);
             Py_XDECREF(bound);
             status = ZS_E_CALL_FAILED;
