@@ -76,22 +76,24 @@ zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, 
     return status;
 }
 
+/* Whether the item in slot `index` is a live, not dying object of cls
+   (subclasses included). */
+static bool callable_object(const zs_runtime *rt, uint32_t index, const zs_class *cls) {
+    const zs_item *it = zs_item_at(rt, index);
+    return it->object != NULL && !zs_item_dying(rt, it) && zs_class_is_a(it->object->cls, cls);
+}
+
 /* The handles of the live, not dying objects of cls (subclasses included),
    in slot order; NULL when out of memory. */
 static zs_ref *objects_of(zs_runtime *rt, const zs_class *cls, uint32_t *out_count) {
     uint32_t count = 0;
-    for (uint32_t index = 0; index < rt->high_water; index++) {
-        const zs_item *it = zs_item_at(rt, index);
-        count += it->object != NULL && !zs_item_dying(rt, it) && zs_class_is_a(it->object->cls, cls);
-    }
+    for (uint32_t index = 0; index < rt->high_water; index++)
+        count += callable_object(rt, index, cls);
     zs_ref *refs = malloc((count ? count : 1) * sizeof *refs);
     if (refs == NULL) return NULL;
     uint32_t filled = 0;
-    for (uint32_t index = 0; index < rt->high_water && filled < count; index++) {
-        const zs_item *it = zs_item_at(rt, index);
-        if (it->object != NULL && !zs_item_dying(rt, it) && zs_class_is_a(it->object->cls, cls))
-            refs[filled++] = zs_item_ref(it);
-    }
+    for (uint32_t index = 0; index < rt->high_water && filled < count; index++)
+        if (callable_object(rt, index, cls)) refs[filled++] = zs_item_ref(zs_item_at(rt, index));
     *out_count = filled;
     return refs;
 }
