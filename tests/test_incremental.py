@@ -12,7 +12,7 @@ import pytest
 
 import zsharp_py as zs
 from classes import Actor, Asset, Hero, Loose, Part
-from helpers import collect
+from helpers import awaiting_expiry, collect, finish_cycle
 from zsharp_py._native import layout_ffi as zs_layout_ffi
 
 FIELDS = ("a", "b", "c")
@@ -998,10 +998,7 @@ def test_store_refused_for_a_dying_object_expires_its_conjugate_first(
     holder = Keeper()
     holder.add_to_root()
     doomed = [Keeper() for _ in range(3000)]
-    rt.gc.start_incremental()
-    while rt.gc.phase in ("marking", "gathering"):
-        rt.gc.step(budget_s=1e-6)
-    dying = next(o for o in doomed if not o.is_expired)  # expiry still pending
+    dying = awaiting_expiry(rt, doomed)[0]  # expiry still pending
     with pytest.raises(zs.ExpiredConjugateError):
         if store == "into a live holder":
             holder.target = dying
@@ -1011,9 +1008,7 @@ def test_store_refused_for_a_dying_object_expires_its_conjugate_first(
             holder.items.append(dying)
     assert dying.is_expired
     assert holder.target is None and len(holder.items) == 0
-    while not rt.gc.step(budget_s=0.01):
-        pass
-    rt.gc.verify()
+    finish_cycle(rt)
     assert all(o.is_expired for o in doomed) and rt.live_objects() == 1
     holder.remove_from_root()
 
@@ -1135,12 +1130,8 @@ def test_write_refused_for_a_dying_object_expires_its_conjugate_first(mutation: 
         doomed = _prepared_hoards(3000)
         views = {id(obj): obj.nums for obj in doomed}  # red views, held across the cycle
         callables = rt.bound_callables()
-        rt.gc.start_incremental()
-        while rt.gc.phase in ("marking", "gathering"):
-            rt.gc.step(budget_s=1e-6)
+        pending = awaiting_expiry(rt, doomed)
         assert rt.gc.phase == "purging"
-        pending = [obj for obj in doomed if not obj.is_expired]
-        assert pending, "expiry finished in one step: nothing left to refuse"
         dying = pending[-1]
         view = views[id(dying)]
         assert not view.is_expired
@@ -1157,9 +1148,7 @@ def test_write_refused_for_a_dying_object_expires_its_conjugate_first(mutation: 
         assert texts == ("old", "", "Old")
         assert rt.bound_callables() == callables   # a refused binding keeps no callable
         assert rt.live_objects() == 1 + len(doomed)   # nothing created, nothing freed yet
-        while not rt.gc.step(budget_s=0.01):
-            pass
-        rt.gc.verify()
+        finish_cycle(rt)
         assert all(obj.is_expired for obj in doomed) and rt.live_objects() == 1
         assert (len(keep.nums), len(keep.tags), len(keep.scores), keep.maybe.is_set) == (0, 0, 0, False)
 
@@ -1174,14 +1163,10 @@ def test_scalar_writes_into_a_dying_object_are_not_refused() -> None:
         doomed = [Hoard(spot=(0.0, "")) for _ in range(3000)]
         for obj in doomed:
             obj.nums.append(0)
-        rt.gc.start_incremental()
-        while rt.gc.phase in ("marking", "gathering"):
-            rt.gc.step(budget_s=1e-6)
-        dying = next(obj for obj in reversed(doomed) if not obj.is_expired)
+        dying = awaiting_expiry(rt, doomed)[-1]
         dying.health = 5
         dying.spot.x = 2.5
         dying.nums[0] = 7
         assert (dying.health, dying.spot.x, dying.nums[0]) == (5, 2.5, 7)
-        while not rt.gc.step(budget_s=0.01):
-            pass
+        finish_cycle(rt)
         assert dying.is_expired and rt.live_objects() == 0
