@@ -381,7 +381,7 @@ def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime,
         assert type(unraisable[-1].exc_value) is ValueError
         assert unraisable[-1].object.__func__ is Fast.tick
     assert mob.speed == 3.0 and len(unraisable) == 3
-    assert "_zs_functions" in Fast.__dict__ and Fast.__dict__["_zs_functions"][b"tick"]._fast
+    assert "_zs_functions" in Fast.__dict__ and Fast.__dict__["_zs_functions"]["tick"]._fast
     # From a thread Python did not start the call (the default runtime is
     # current there), still with the object's runtime current.
     thread = threading.Thread(target=host.call, args=(mob,), kwargs={"dt": 0.5})

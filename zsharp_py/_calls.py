@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from . import _core, _values
 from ._errors import (ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK,
                       ExpiredConjugateError)
-from ._native import declare_struct, ffi, layout_ffi, lib, member_name
+from ._native import api_address, declare_struct, ffi, layout_ffi, lib, member_name
 from ._object import Object, ObjectRefKind, WeakRefKind, spec_of
 from ._struct import StructSpec
 from ._types import _SCALAR_CODES, ScalarKind
@@ -47,8 +47,6 @@ __all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "native_fun
 
 # The current-runtime context variable (set by _runtime, which imports this module).
 _current_context: ContextVar[Runtime | None]
-
-_UINTPTR = ffi.typeof("uintptr_t")
 
 # How a block member becomes an argument (FunctionLayout._modes).
 _SCALAR, _OBJECT, _STRUCT = 0, 1, 2
@@ -120,7 +118,7 @@ def native_function(name: str) -> int:
         address = ffi.addressof(lib, name)
     except AttributeError:
         raise ValueError(f"{name!r} is not a function of the C API (zsharp.h)") from None
-    return int(ffi.cast("uintptr_t", address))
+    return api_address(address)
 
 
 def include_dir() -> str:
@@ -273,15 +271,11 @@ def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
         if obj is None:
             return ZS_E_STALE
     cls = type(obj)
-    cache = cls.__dict__.get("_zs_functions")
-    layout = cache.get(function) if cache is not None else None  # keyed by bytes too
-    if layout is None:
-        try:
-            layout = function_layout(cls, function.decode("utf-8"))
-        except (AttributeError, TypeError, UnicodeDecodeError) as error:
-            _core.write_unraisable(error, f"a call from native code to {obj!r}")
-            return ZS_E_INVALID
-        cls.__dict__["_zs_functions"][function] = layout
+    try:
+        layout = function_layout(cls, function.decode("utf-8"))  # cached per class
+    except (AttributeError, TypeError, UnicodeDecodeError) as error:
+        _core.write_unraisable(error, f"a call from native code to {obj!r}")
+        return ZS_E_INVALID
     if layout.size and params == ffi.NULL:
         _core.write_unraisable(ValueError(
             f"{layout.owner.__name__}.{layout.name} called from native code without its "
@@ -300,7 +294,7 @@ def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
         if layout.result is None and len(modes) == 1 and modes[0] == _SCALAR:
             method(obj, getattr(block, layout._cnames[0]))  # tick(dt) and the like
         else:
-            address = int(ffi.cast(_UINTPTR, params))
+            address = api_address(params)
             arguments = [_read(runtime, layout, i, block, address)
                          for i in range(len(layout.parameters))]
             result = method(obj, *arguments)

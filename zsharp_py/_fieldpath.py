@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._native import check, ffi, lib
+from ._native import api_address, check, ffi, lib
 from ._object import Object, ObjectRefKind, PropertyInfo, class_layout
 from ._struct import Struct, StructSpec, struct_layout
 from ._types import PropertyKind
@@ -384,7 +384,7 @@ class FieldPathSpec(PropertyKind):
 
     def address_of(self, pointer: Any) -> int:
         """Address of the ``zs_string``."""
-        return int(ffi.cast("uintptr_t", pointer))
+        return api_address(pointer)
 
     def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
         """The FieldPath stored at ``address`` (empty when none)."""

@@ -26,7 +26,7 @@ from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, Expire
                          expired_error, make_expired)
 from ._errors import ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats, GcStress
-from ._native import check, ffi, layout_address, layout_ffi, lib, refused
+from ._native import api_address, check, ffi, layout_address, layout_ffi, lib, refused
 from ._object import ClassLayout, ClusterInfo, Object, class_layout
 from ._values import REASON_PARENT, expire_cache, expire_views
 
@@ -108,7 +108,7 @@ class Runtime(_core.RuntimeCore):
         out = ffi.new("zs_runtime **")
         check(lib.zs_runtime_new(options, out), "Runtime()", None)
         self._ptr: Any = out[0]
-        self._core_open(int(ffi.cast("uintptr_t", self._ptr)))
+        self._core_open(api_address(self._ptr))
         self.black_conjugates_are_roots = bool(black_conjugates_are_roots)
         self._lock = threading.RLock()
         self._closed = False
@@ -179,7 +179,7 @@ class Runtime(_core.RuntimeCore):
         """The address of the native ``zs_runtime`` (``zsharp.h``), for C code
         in this process: a native host calls ``zs_call_function`` on it.
         Valid until ``close()``; raises ``ExpiredConjugateError`` after."""
-        return int(ffi.cast("uintptr_t", self._live_ptr()))
+        return api_address(self._live_ptr())
 
     @property
     def closed(self) -> bool:
@@ -536,7 +536,7 @@ class Runtime(_core.RuntimeCore):
                                                index, number, image, image_size, pointer_out)
                 if handle < _FIRST_REF:  # a status, not a handle (say, a dying outer)
                     refused(handle, f"{cls.__name__}()", self)
-                conjugate: Object = self._adopt(cls, handle, _address(pointer_out[0]))
+                conjugate: Object = self._adopt(cls, handle, api_address(pointer_out[0]))
                 if more or properties:
                     self._initialize(conjugate, layout, handle, properties)
             finally:
@@ -556,7 +556,7 @@ class Runtime(_core.RuntimeCore):
         creator = (native, ffi.new("void *[1]"), layout.image, len(layout.image), more)
         self._creators[cls] = creator
         if not more:  # plain defaults only: ``cls()`` can be made in C from now on
-            self._fast_creators[cls] = _core.Creator(_address(native), layout.image)
+            self._fast_creators[cls] = _core.Creator(api_address(native), layout.image)
         return creator
 
     def _initialize(self, conjugate: Object, layout: ClassLayout, handle: int,
@@ -632,7 +632,7 @@ class Runtime(_core.RuntimeCore):
             try:
                 if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
                     return None
-                adopted: Object = self._adopt(cls, handle, _address(self._object_out[0]))
+                adopted: Object = self._adopt(cls, handle, api_address(self._object_out[0]))
                 return adopted
             finally:
                 self._adopting = False
@@ -656,13 +656,7 @@ _object._current_runtime = current_runtime
 _NAME_AUTO = lib.ZS_NAME_AUTO
 _object_new_conjugate = lib.zs_object_new_conjugate
 _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
-_UINTPTR = ffi.typeof("uintptr_t")
 _ALL = 0xFFFFFFFF  # _expire_dying_batch: no limit
-
-
-def _address(pointer: Any) -> int:
-    """The address of an API-FFI pointer."""
-    return int(ffi.cast(_UINTPTR, pointer))
 
 
 _object._current_context = _current
@@ -688,7 +682,7 @@ _core.configure(
     store_failed=_object._reference_store_failed,
     store_refused=_object._reference_store_refused, make_pointer=_layout_pointer,
     expired_type=ExpiredPointer,
-    api={name: int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+    api={name: api_address(ffi.addressof(lib, name))
          for name in ("zs_object_new_conjugate", "zs_store_ref", "zs_mark_as_garbage",
                       "zs_gc_take_expiring_ex", "zs_gc_expiring_count", "zs_name_intern")})
 

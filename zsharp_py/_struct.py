@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._native import (check, check_writable, declare_struct, ffi, layout_address, layout_ffi, lib,
-                      member_name)
+from ._native import (check, check_writable, declare_struct, ffi, layout_address, layout_ffi,
+                      layout_pointer, lib, member_name)
 from ._types import PropertyKind
 from ._values import ValueConjugate, make_black, make_view
 
@@ -302,6 +302,6 @@ class StructSpec(PropertyKind):
     def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
         """Wrap a black block of this struct."""
         return make_black(self.cls, runtime, self,
-                          layout_ffi.cast(self.layout.pointer_type, int(ffi.cast("uintptr_t", pointer))),
+                          layout_pointer(self.layout.pointer_type, pointer),
                           handle)
 

@@ -92,7 +92,7 @@ static PyObject *fast_plan(zs_core_state *state, zs_conjugate *conjugate, const 
         PyErr_Clear();
         return NULL;
     }
-    PyObject *key = PyBytes_FromString(function);
+    PyObject *key = PyUnicode_FromString(function);  /* not UTF-8: Python's path reports it */
     PyObject *layout = key ? PyDict_GetItemWithError(functions, key) : NULL;
     Py_XDECREF(key);
     if (layout == NULL) {
