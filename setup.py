@@ -1,6 +1,6 @@
 """Build glue: setuptools compiles the native heap through cffi (API mode)
 and the conjugate hot path (``zsharp_py._core``, native/binding/) as a
-CPython extension, both with the flags of zsharp_py/_build.py.
+CPython extension, both with the flags of src/zsharp_py/_build.py.
 
 Everything else about the package lives in pyproject.toml; cffi_modules has
 no pyproject spelling, hence this file.
@@ -12,7 +12,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
-_spec = importlib.util.spec_from_file_location("_zsharp_build", Path("zsharp_py") / "_build.py")
+_spec = importlib.util.spec_from_file_location("_zsharp_build", Path("src") / "zsharp_py" / "_build.py")
 assert _spec is not None and _spec.loader is not None
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
@@ -31,7 +31,7 @@ class BuildWithHeader(build_py):
 
 
 setup(
-    cffi_modules=["zsharp_py/_build.py:ffibuilder"],
+    cffi_modules=["src/zsharp_py/_build.py:ffibuilder"],
     ext_modules=[_build.core_extension(Extension)],
     cmdclass={"build_py": BuildWithHeader},
 )

@@ -179,10 +179,14 @@ def test_generic_value_types_type_check_in_user_code(tmp_path: Path) -> None:
     not Any), and a wrong element type is an error. The same module runs."""
     module = tmp_path / "__user__.py"
     module.write_text(_USER_MODULE, encoding="utf-8")
+    # Run as a user would: from a folder of their own, with no configuration
+    # of ours, so mypy finds zsharp_py where it is installed (an editable
+    # install included) and never in a source tree beside the module.
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),
-         "--no-error-summary", "--show-error-codes", str(module)],
-        cwd=ROOT, capture_output=True, text=True)
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
+         "--cache-dir", str(tmp_path / ".mypy_cache"), str(module)],
+        cwd=tmp_path, capture_output=True, text=True)
+    assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
     assert "No module named mypy" not in result.stderr, result.stderr
     errors: set[tuple[int, str]] = set()
     revealed: dict[int, str] = {}
@@ -227,7 +231,7 @@ def test_one_path_raises_for_refused_dying_objects() -> None:
     """A call refused with ZS_E_DYING must expire the pending conjugates
     before raising; ``_native.refused`` (through ``check``) is the only code
     that does it, and every status check names its runtime."""
-    package = ROOT / "zsharp_py"
+    package = ROOT / "src" / "zsharp_py"
     for path in sorted(package.glob("*.py")):
         text = path.read_text(encoding="utf-8")
         if path.name not in ("_native.py", "_errors.py"):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from cffi import FFI
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: src/zsharp_py/_build.py
 NATIVE = ROOT / "native"
 
 def header_cdef(header: Path = NATIVE / "include" / "zsharp.h") -> str:

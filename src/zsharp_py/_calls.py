@@ -127,7 +127,7 @@ def include_dir() -> str:
     inside the installed package, or the source tree's ``native/include``
     in an editable install."""
     package = Path(__file__).resolve().parent
-    for folder in (package / "include", package.parent / "native" / "include"):
+    for folder in (package / "include", package.parents[1] / "native" / "include"):
         if (folder / "zsharp.h").is_file():
             return str(folder)
     raise FileNotFoundError(f"zsharp.h is neither in {package / 'include'} nor in a source tree "
