@@ -18,13 +18,14 @@ def collect(rt: zs.Runtime) -> zs.GcStats:
 
 
 def awaiting_expiry(rt: zs.Runtime, doomed: list[zs.Object]) -> list[zs.Object]:
-    """Start an incremental cycle and step it (1 µs budgets) past marking
-    and gathering; return those of ``doomed`` (unreachable) whose conjugates
-    the budgeted expiry has not reached yet. Finish the cycle with
+    """Start an incremental cycle and step it past marking and gathering in
+    steps bounded by work (64 objects: the same steps on any machine and
+    under any load); return those of ``doomed`` (unreachable) whose
+    conjugates the bounded expiry has not reached yet. Finish the cycle with
     ``finish_cycle``."""
     rt.gc.start_incremental()
     while rt.gc.phase in ("marking", "gathering"):
-        rt.gc.step(budget_s=1e-6)
+        rt.gc.step(max_objects=64)
     pending = [obj for obj in doomed if not obj.is_expired]
     assert pending, "expiry finished in one step: nothing left pending"
     return pending

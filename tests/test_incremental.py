@@ -884,6 +884,138 @@ def test_collect_garbage_during_gathering_and_purging(rt: zs.Runtime) -> None:
     assert rt.gc.phase == "idle"
 
 
+def test_conjugates_expired_counts_every_path_that_expires(rt: zs.Runtime) -> None:
+    """``stats().conjugates_expired`` counts every conjugate a cycle
+    expired, whichever path expired it: a bounded step, a store refused
+    because its target is dying (which expires everything pending at once),
+    and the full collection that finishes the cycle. Steps bounded by work,
+    so the split between the paths is the same on every run."""
+    kept, doomed = purge_scenario(rt, 5_000)
+    rt.gc.start_incremental()
+    while rt.gc.phase in ("marking", "gathering"):
+        assert not rt.gc.step(max_objects=100)
+    assert sum(o.is_expired for o in doomed) == 100      # one bounded expiry so far
+    assert rt.gc.stats().conjugates_expired == 100
+    target = next(o for o in doomed if not o.is_expired)
+    with pytest.raises(zs.ExpiredConjugateError):
+        kept[0].target = target                           # refused: expires the rest
+    assert all(o.is_expired for o in doomed)
+    assert rt.gc.stats().conjugates_expired == len(doomed)
+    while not rt.gc.step(max_objects=1_000):             # the same cycle's purge
+        pass
+    stats = rt.gc.stats()
+    assert stats.conjugates_expired == len(doomed) == stats.objects_freed
+    # The next cycle starts counting from zero.
+    more = [Actor() for _ in range(300)]
+    stats = collect(rt)
+    assert stats.conjugates_expired == len(more) == stats.objects_freed
+
+
+def test_a_full_collection_does_not_count_a_previous_cycles_expiry(rt: zs.Runtime) -> None:
+    """A full collection started while the previous cycle's conjugates are
+    still being expired finishes that expiry (counted in that cycle), then
+    reports its own cycle only."""
+    kept, doomed = purge_scenario(rt, 2_000)
+    rt.gc.start_incremental()
+    while rt.gc.phase in ("marking", "gathering"):
+        assert not rt.gc.step(max_objects=50)
+    assert rt.gc.phase == "purging" and not all(o.is_expired for o in doomed)
+    fresh = [Actor() for _ in range(10)]
+    stats = collect(rt)
+    assert all(o.is_expired for o in doomed + fresh)
+    assert stats.conjugates_expired == len(fresh) == stats.objects_freed
+
+
+def _bounded_trace(seed: int, max_objects: int) -> list[tuple[str, int, int, int]]:
+    """Build a heap from ``seed``, run one cycle in work-bounded steps, and
+    record after every step what an observer sees."""
+    rng = random.Random(seed)
+    trace: list[tuple[str, int, int, int]] = []
+    with zs.Runtime(mark_threads=1) as rt:
+        root = Actor(name="root")
+        root.add_to_root()
+        nodes = [root]
+        for _ in range(3_000):
+            node = Actor()
+            if rng.random() < 0.7:
+                rng.choice(nodes).target = node
+            nodes.append(node)
+        rt.gc.start_incremental()
+        done = False
+        while not done:
+            done = rt.gc.step(max_objects=max_objects)
+            stats = rt.gc.stats()
+            trace.append((rt.gc.phase, stats.objects_scanned, rt.live_objects(),
+                          sum(n.is_expired for n in nodes)))
+            rt.gc.verify()
+        assert trace[-1][0] == "idle"
+    return trace
+
+
+def test_steps_bounded_by_work_are_deterministic() -> None:
+    """The same heap stepped by work alone makes the same steps every time,
+    and no step scans more objects than its bound."""
+    first = _bounded_trace(seed=11, max_objects=97)
+    assert first == _bounded_trace(seed=11, max_objects=97)
+    scanned = [entry[1] for entry in first]
+    assert all(b - a <= 97 for a, b in zip([0] + scanned, scanned))
+    assert len(first) > 10                     # a chain of steps, not one
+    expired = [entry[3] for entry in first]
+    assert all(b - a <= 97 for a, b in zip([0] + expired, expired))
+
+
+def test_tick_can_be_bounded_by_work(rt: zs.Runtime) -> None:
+    """``settings.objects_per_tick`` makes the per-frame driver do a fixed
+    amount of work per tick: the same frames finish the same cycles."""
+    def frames() -> list[str]:
+        with zs.Runtime() as inner:
+            keep = Actor()
+            keep.add_to_root()
+            chain_of(2_000, keep)
+            garbage = [Actor() for _ in range(1_000)]
+            inner.gc.settings.objects_per_tick = 150
+            inner.gc.settings.time_between_collections = 0.0
+            actions = [inner.gc.tick(1 / 60) for _ in range(60)]
+            assert all(o.is_expired for o in garbage)
+            return actions
+    first = frames()
+    assert first == frames()
+    assert first.count("finished") >= 2 and "advanced" in first
+
+
+@pytest.mark.parametrize("arguments, error, message", [
+    (("x",), TypeError, "budget_s must be a number of seconds"),
+    ((True,), TypeError, "budget_s must be a number of seconds"),
+    ((0,), ValueError, "budget_s must be positive"),
+    ((-1.0,), ValueError, "budget_s must be positive"),
+    ((None,), None, ""),
+])
+def test_step_arguments_are_checked(rt: zs.Runtime, arguments: tuple[Any, ...],
+                                    error: type[Exception] | None, message: str) -> None:
+    Actor()
+    rt.gc.start_incremental()
+    if error is None:
+        rt.gc.step(*arguments)                   # None alone: the default budget
+        return
+    with pytest.raises(error, match=message):
+        rt.gc.step(*arguments)
+
+
+@pytest.mark.parametrize("objects, error", [(0, ValueError), (-5, ValueError),
+                                            (2**32, ValueError), (1.5, TypeError),
+                                            ("3", TypeError), (True, TypeError)])
+def test_step_work_bounds_are_checked(rt: zs.Runtime, objects: Any,
+                                      error: type[Exception]) -> None:
+    rt.gc.start_incremental()
+    with pytest.raises(error, match="max_objects"):
+        rt.gc.step(max_objects=objects)
+
+
+def test_tick_refuses_a_non_number(rt: zs.Runtime) -> None:
+    with pytest.raises(TypeError, match="dt must be a number of seconds"):
+        rt.gc.tick("1/60")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("phase", ["marking", "gathering", "purging"])
 def test_closing_the_runtime_during_a_pending_cycle(phase: str) -> None:
     rt = zs.Runtime()

@@ -492,6 +492,13 @@ zs_status zs_gc_start_incremental(zs_runtime *rt);
 /* Advance the pending mark for about budget_ns (0: to the end). When the
    mark completes, gather the unreachable objects and set *out_done. */
 zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done);
+/* zs_gc_step, also bounded by work: the mark scans at most max_objects
+   objects (0: no bound). A step bounded by work alone (budget_ns 0) is
+   deterministic: the same heap and the same calls make the same steps on
+   any machine, under any load (replays, lockstep games, demos); once its
+   mark completes it gathers to the end. */
+zs_status zs_gc_step_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
+                             int *out_done);
 
 /* Full stop-the-world collection: mark, gather and purge. If conjugates
    exist for dying objects (see zs_resolve_for_conjugate) the purge stops
@@ -513,6 +520,9 @@ zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names
 uint32_t zs_gc_expiring_count(zs_runtime *rt);
 /* Destroy and free pending objects. budget_ns == 0: all of them. */
 zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done);
+/* zs_gc_purge, also bounded by work: at most max_objects objects (0: no bound). */
+zs_status zs_gc_purge_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
+                              int *out_done);
 uint32_t zs_gc_pending_purge(zs_runtime *rt);
 void zs_gc_get_stats(zs_runtime *rt, zs_gc_stats *out);
 

@@ -538,8 +538,9 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
     assert(filtered == (h.filter != NULL));
     hot_sync_in(&h);
     batch_queue q;
-    /* Stress: incremental steps of at most step_objects objects. */
-    const uint32_t step_objects = deadline_ns != 0 ? m->rt->step_objects : 0;
+    /* A work-bounded step (zs_gc_step_bounded), or the stress switch's
+       bound on a time-budgeted one. */
+    const uint32_t step_objects = m->step_objects;
     uint32_t left = step_objects;
     uint64_t clock_scanned = 0;
     uint32_t published = 0; /* parallel: batches since the last hand-over */
@@ -846,7 +847,7 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
 static zs_status settle_purge(zs_runtime *rt) {
     if (rt->phase != ZS_GC_PURGE_PENDING) return ZS_OK;
     bool done = false;
-    zs_status status = zs_gc_purge_locked(rt, 0, &done);
+    zs_status status = zs_gc_purge_locked(rt, 0, 0, &done);
     assert(status != ZS_OK || done);
     return status;
 }
@@ -899,7 +900,8 @@ zs_status zs_gc_start_incremental(zs_runtime *rt) {
     return status;
 }
 
-zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
+zs_status zs_gc_step_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
+                             int *out_done) {
     ZS_LOCK(rt);
     zs_status status = ZS_OK;
     bool done = false;
@@ -919,6 +921,7 @@ zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
         if (rt->phase == ZS_GC_MARKING) {
             zs_marker m;
             zs_marker_init(&m, rt, &rt->mark_stack);
+            m.step_objects = max_objects != 0 ? max_objects : deadline != 0 ? rt->step_objects : 0;
             bool marked = zs_mark_drain(&m, deadline);
             marker_merge(rt, &m);
             rt->stats.mark_threads = 1;
@@ -926,6 +929,8 @@ zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
             if (marked && rt->check_marks) check_mark(rt);
             if (marked) rt->phase = ZS_GC_GATHERING;
         }
+        /* The gather is bounded by time only: a work-bounded step that
+           completes the mark gathers to the end, so it stays deterministic. */
         if (rt->phase == ZS_GC_GATHERING &&
             (gathering_at_start || deadline == 0 || zs_now_ns() < deadline)) {
             uint64_t t = zs_now_ns();
@@ -938,6 +943,10 @@ zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
     ZS_UNLOCK(rt);
     if (out_done != NULL) *out_done = done;
     return status;
+}
+
+zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
+    return zs_gc_step_bounded(rt, budget_ns, 0, out_done);
 }
 
 zs_gc_phase zs_gc_phase_of(zs_runtime *rt) {

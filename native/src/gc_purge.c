@@ -27,7 +27,8 @@ static void call_hook(zs_runtime *rt, zs_item *it, zs_destroy_phase phase) {
 #define PURGE_RELINK_MIN 1024u
 #define PURGE_RELINK_SHARE 8u
 
-zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done) {
+zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
+                             bool *out_done) {
     *out_done = false;
     if (rt->in_destroy_hook) return ZS_E_BUSY;
     /* Only a completed gather hands objects to the purge. */
@@ -58,6 +59,8 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done)
         freed++;
         if (budget_ns != 0 && freed % PURGE_CLOCK_STRIDE == 0 && zs_now_ns() - start >= budget_ns)
             break;
+        if (freed == max_objects) /* max_objects 0 never matches: no bound */
+            break;
     }
     rt->collector_allocating--;
     rt->stats.objects_freed += freed;
@@ -73,10 +76,11 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done)
     return ZS_OK;
 }
 
-zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
+zs_status zs_gc_purge_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
+                              int *out_done) {
     bool done = false;
     ZS_LOCK(rt);
-    zs_status status = zs_gc_purge_locked(rt, budget_ns, &done);
+    zs_status status = zs_gc_purge_locked(rt, budget_ns, max_objects, &done);
     ZS_UNLOCK(rt);
     if (out_done != NULL) *out_done = done;
     return status;
@@ -127,7 +131,7 @@ zs_status zs_collect_garbage(zs_runtime *rt) {
     ZS_LOCK(rt);
     zs_status status = zs_gc_mark_and_gather(rt);
     bool done = false;
-    if (status == ZS_OK) status = zs_gc_purge_locked(rt, 0, &done);
+    if (status == ZS_OK) status = zs_gc_purge_locked(rt, 0, 0, &done);
     ZS_UNLOCK(rt);
     return status;
 }
@@ -163,4 +167,8 @@ void zs_gc_destroy_everything(zs_runtime *rt) {
     rt->phase = ZS_GC_IDLE;
     rt->root_list.count = 0;
     rt->permanent_count = 0;
+}
+
+zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
+    return zs_gc_purge_bounded(rt, budget_ns, 0, out_done);
 }

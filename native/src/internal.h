@@ -203,6 +203,8 @@ typedef struct zs_marker {
     zs_u32_vec clusters;      /* cluster ids to mark (serial marker only) */
     bool parallel;            /* mark bits are claimed atomically */
     uint32_t limit;           /* entries the stack may hold (stress switch) */
+    uint32_t step_objects;    /* objects a budgeted drain may scan (0: no bound);
+                                 zs_gc_step_bounded's max_objects, else the stress switch */
     bool overflow;            /* a push failed: rescan marked objects later */
     uint64_t scanned, marked, killed, clusters_marked, barrier_marks;
     struct zs_mark_pool *pool; /* parallel: the workers' shared state */
@@ -564,7 +566,8 @@ bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
 void zs_mark_maybe_wake(zs_marker *m);
 /* Marker threads a runtime uses by default: one per online core. */
 uint32_t zs_default_mark_threads(void);
-zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, bool *out_done);
+zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
+                             bool *out_done);
 void zs_gc_destroy_everything(zs_runtime *rt);
 
 #endif /* ZSHARP_INTERNAL_H */

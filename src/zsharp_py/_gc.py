@@ -6,8 +6,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ._conjugate import REASON_COLLECTED, REASON_GARBAGE
 from ._errors import HeapCorruptionError
 from ._native import check, ffi, lib
+from ._values import REASON_PARENT, expire_cache
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -95,24 +97,61 @@ class GcSettings:
     """Seconds of marking (and gathering) per tick while a cycle is pending."""
     purge_budget: float = 0.002
     """Seconds of destruction per tick while a purge is pending."""
+    objects_per_tick: int = 0
+    """When positive, each tick does this much work instead of spending the
+    two time budgets above: the mark scans at most this many objects, the
+    expiry and the purge handle at most this many each. Steps bounded by
+    work are deterministic (the same game, the same steps, on any machine
+    and under any load), as replays and lockstep games need."""
+
+
+# How many conjugates an unbounded expiry takes per native call.
+_ALL = 0xFFFFFFFF
+# Conjugates expired per native call in a time-budgeted step: the deadline
+# is checked between batches, so a step overruns by at most one batch (~50 us).
+_EXPIRY_BATCH = 256
+_DEFAULT_BUDGET = 0.001
 
 
 class GarbageCollector:
-    """Garbage collector controls of one runtime (``rt.gc``)."""
+    """Garbage collector controls of one runtime (``rt.gc``).
 
-    __slots__ = ("_rt", "_last_expired", "settings", "_since_cycle")
+    The one owner of the collection protocol. Every path (a full
+    collection, an incremental step, the per-frame ``tick``, a store refused
+    because its target is dying) runs the same sequence under the runtime's
+    lock: flush the native frees that finalisers queued, take the dying
+    objects from the native side and expire their conjugates (before any
+    memory goes: native/include/zsharp.h, zs_gc_take_expiring), then let
+    the purge free them. Each cycle counts the conjugates it expired, for
+    ``stats().conjugates_expired``, whichever path expired them.
+    """
+
+    __slots__ = ("_rt", "_cycle_expired", "settings", "_since_cycle")
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
-        self._last_expired = 0
+        self._cycle_expired = 0
         self.settings = GcSettings()
         """Settings of ``tick`` (a mutable ``GcSettings``)."""
         self._since_cycle = 0.0
 
     # ---- full collection ------------------------------------------------
     def collect(self) -> GcStats:
-        """Run a full, stop-the-world collection (same as ``rt.collect_garbage()``)."""
-        return self._rt.collect_garbage()
+        """Full stop-the-world collection: mark, expire conjugates, purge.
+
+        A pending incremental cycle is finished rather than restarted.
+        Returns the cycle's ``GcStats`` (``rt.collect_garbage()`` is the same).
+        """
+        runtime = self._rt
+        with runtime._collection("collect_garbage()") as pointer:
+            runtime._flush_deferred()
+            self._expire_pending()  # what a pending cycle gathered: counted in that cycle
+            if lib.zs_gc_phase_of(pointer) in (_IDLE, _PURGE_PENDING):
+                self._cycle_expired = 0  # the mark below begins a new cycle
+            check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage", runtime)
+            self._expire_pending()
+            check(lib.zs_gc_purge(pointer, 0, ffi.NULL), "collect_garbage", runtime)
+        return self.stats()
 
     # ---- incremental collection -----------------------------------------
     @property
@@ -131,34 +170,42 @@ class GarbageCollector:
         with runtime._collection("gc.start_incremental()") as pointer:
             runtime._flush_deferred()
             if lib.zs_gc_phase_of(pointer) in (_MARKING, _GATHERING):
-                raise RuntimeError("an incremental cycle is already in progress")
-            runtime._expire_dying()
-            check(lib.zs_gc_start_incremental(pointer), "start_incremental", self._rt)
-            self._last_expired = 0
+                raise RuntimeError("an incremental cycle is already in progress; advance it "
+                                   "with rt.gc.step() or finish it with rt.collect_garbage()")
+            self._expire_pending()
+            check(lib.zs_gc_start_incremental(pointer), "start_incremental", runtime)
+            self._cycle_expired = 0
 
-    def step(self, budget_s: float = 0.001) -> bool:
-        """Advance the pending cycle for about ``budget_s`` seconds.
+    def step(self, budget_s: float | None = None, *, max_objects: int | None = None) -> bool:
+        """Advance the pending cycle by one bounded step.
 
         Marks, then gathers the unreachable objects, expires their
-        conjugates and destroys them, each under the budget. Returns True
-        when the cycle is complete (also when none was pending).
+        conjugates and destroys them. The step is bounded by time
+        (``budget_s`` seconds, default 0.001 when ``max_objects`` is not
+        given either) or by work (``max_objects``: at most that many objects
+        marked, expired and destroyed), or both. A step bounded by work
+        alone is deterministic: the same heap and the same calls give the
+        same steps on any machine, under any load. Returns True when the
+        cycle is complete (also when none was pending).
         """
-        if not budget_s > 0:
-            raise ValueError(f"budget_s must be positive, got {budget_s!r}")
+        if budget_s is None and max_objects is None:
+            budget_s = _DEFAULT_BUDGET
+        budget_ns = _budget_nanoseconds(budget_s)
+        objects = _object_budget(max_objects)
         runtime = self._rt
-        deadline = time.perf_counter() + budget_s
+        deadline = None if budget_s is None else time.perf_counter() + budget_s
         done = ffi.new("int *")
         with runtime._collection("gc.step()") as pointer:
             runtime._flush_deferred()
             phase = lib.zs_gc_phase_of(pointer)
             progressed = False
             if phase in (_MARKING, _GATHERING):
-                check(lib.zs_gc_step(pointer, _nanoseconds(budget_s), done), "gc.step", self._rt)
+                check(lib.zs_gc_step_bounded(pointer, budget_ns, objects, done), "gc.step",
+                      runtime)
                 if not done[0]:
                     return False
                 progressed = True
-            expired = runtime._expire_dying(deadline)
-            self._last_expired += expired
+            expired = self._expire_pending(deadline, objects or None)
             if lib.zs_gc_expiring_count(pointer):
                 return False
             progressed = progressed or expired > 0
@@ -166,11 +213,14 @@ class GarbageCollector:
                 return True
             # Every step makes progress: one that did nothing else yet
             # purges at least a few objects, however small the budget.
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0 and progressed:
-                return False
-            check(lib.zs_gc_purge(pointer, _nanoseconds(max(remaining, 0.0)), done), "gc.step",
-                  self._rt)
+            remaining_ns = budget_ns
+            if deadline is not None:
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0 and progressed:
+                    return False
+                remaining_ns = max(1, int(remaining * 1e9))
+            check(lib.zs_gc_purge_bounded(pointer, remaining_ns, objects, done), "gc.step",
+                  runtime)
             return bool(done[0])
 
     def tick(self, dt: float) -> GcTick:
@@ -182,6 +232,8 @@ class GarbageCollector:
         (a cycle began and is still pending), ``"advanced"`` (a pending cycle
         progressed) or ``"finished"`` (the cycle completed in this tick).
         """
+        if isinstance(dt, bool) or not isinstance(dt, (int, float)):
+            raise TypeError(f"dt must be a number of seconds (a float), not {type(dt).__name__}")
         if not dt >= 0:
             raise ValueError(f"dt must be >= 0, got {dt!r}")
         self._since_cycle += dt
@@ -191,10 +243,53 @@ class GarbageCollector:
                 return "idle"
             self._since_cycle = 0.0
             self.start_incremental()
-            return "finished" if self.step(self.settings.reachability_budget) else "started"
-        budget = (self.settings.purge_budget if phase == "purging"
-                  else self.settings.reachability_budget)
-        return "finished" if self.step(budget) else "advanced"
+            return "finished" if self._tick_step(phase) else "started"
+        return "finished" if self._tick_step(phase) else "advanced"
+
+    def _tick_step(self, phase: GcPhase) -> bool:
+        """One step of ``tick``, bounded as the settings say."""
+        settings = self.settings
+        if settings.objects_per_tick > 0:
+            return self.step(None, max_objects=settings.objects_per_tick)
+        return self.step(settings.purge_budget if phase == "purging"
+                         else settings.reachability_budget)
+
+    # ---- expiry -----------------------------------------------------------
+    def _expire_pending(self, deadline: float | None = None, limit: int | None = None) -> int:
+        """Expire the conjugates of gathered objects, before the purge, and
+        count them in the cycle; return how many were expired.
+
+        O(K) for K conjugates, in C (``_expire_dying_batch``): per conjugate
+        a table lookup, one sentinel and two stores. With a ``deadline``
+        (perf_counter seconds) it stops between batches; with a ``limit``
+        it takes at most that many. Caller holds the runtime's lock.
+        """
+        runtime = self._rt
+        total = 0
+        while True:
+            batch = _ALL if deadline is None else _EXPIRY_BATCH
+            if limit is not None:
+                batch = min(batch, limit - total)
+            taken, views = runtime._expire_dying_batch(batch, runtime._describe,
+                                                       REASON_COLLECTED, REASON_GARBAGE)
+            for cache in views:
+                expire_cache(cache, REASON_PARENT)
+            total += taken
+            self._cycle_expired += taken
+            if (taken == 0 or (limit is not None and total >= limit)
+                    or (deadline is not None and time.perf_counter() >= deadline)):
+                return total
+
+    def _expire_refused(self) -> None:
+        """A native call was refused because an object it names is dying
+        (gathered by an incremental cycle whose budgeted expiry has not
+        reached it yet): expire every pending conjugate now, so that the
+        refused object's conjugate already reads as expired when the error
+        reaches the caller (``_native.refused`` calls this)."""
+        runtime = self._rt
+        with runtime._lock:
+            if not runtime._closed:
+                self._expire_pending()
 
     # ---- figures and checks ---------------------------------------------
     def stats(self) -> GcStats:
@@ -207,7 +302,7 @@ class GarbageCollector:
             objects_freed=raw.objects_freed, references_killed=raw.references_killed,
             roots=raw.roots, permanent_objects=raw.permanent_objects, clusters=raw.clusters,
             clusters_marked=raw.clusters_marked, clusters_dissolved=raw.clusters_dissolved,
-            live_objects=raw.live_objects, conjugates_expired=self._last_expired,
+            live_objects=raw.live_objects, conjugates_expired=self._cycle_expired,
             mark_seconds=raw.mark_ns / 1e9, gather_seconds=raw.gather_ns / 1e9,
             purge_seconds=raw.purge_ns / 1e9, mark_steps=raw.mark_steps,
             barrier_marks=raw.barrier_marks, mark_threads=raw.mark_threads,
@@ -247,5 +342,24 @@ class GarbageCollector:
               self._rt)
 
 
-def _nanoseconds(seconds: float) -> int:
-    return max(1, int(seconds * 1e9))
+def _budget_nanoseconds(seconds: float | None) -> int:
+    """A step's time budget in nanoseconds (0: none), checked."""
+    if seconds is None:
+        return 0
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError("budget_s must be a number of seconds (a float such as 0.001) or None, "
+                        f"not {type(seconds).__name__}")
+    if not seconds > 0:
+        raise ValueError(f"budget_s must be positive, got {seconds!r}")
+    return min(max(1, int(seconds * 1e9)), 2**63)
+
+
+def _object_budget(objects: int | None) -> int:
+    """A step's work budget in objects (0: none), checked."""
+    if objects is None:
+        return 0
+    if isinstance(objects, bool) or not isinstance(objects, int):
+        raise TypeError(f"max_objects must be an int or None, not {type(objects).__name__}")
+    if not 1 <= objects <= 0xFFFFFFFF:
+        raise ValueError(f"max_objects must be between 1 and {0xFFFFFFFF}, got {objects}")
+    return objects

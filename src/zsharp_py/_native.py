@@ -135,5 +135,5 @@ def refused(status: int, context: str, runtime: Runtime | None) -> NoReturn:
     reaches the caller with that object's ``is_expired`` already True.
     """
     if status == ZS_E_DYING and runtime is not None:
-        runtime._expire_refused_dying()
+        runtime.gc._expire_refused()
     raise_status(status, context)

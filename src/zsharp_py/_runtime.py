@@ -16,19 +16,18 @@ import collections
 import contextlib
 import contextvars
 import threading
-import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _calls, _core, _object
 from ._chains import ReferenceChain, reference_chains
-from ._conjugate import (REASON_CLOSED, REASON_COLLECTED, REASON_GARBAGE, ExpiredPointer,
+from ._conjugate import (REASON_CLOSED, ExpiredPointer,
                          expired_error, make_expired)
 from ._errors import ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats, GcStress
 from ._native import api_address, check, ffi, layout_address, layout_ffi, lib, refused
 from ._object import ClassLayout, ClusterInfo, Object, class_layout
-from ._values import REASON_PARENT, expire_cache, expire_views
+from ._values import expire_cache, expire_views
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -234,16 +233,6 @@ class Runtime(_core.RuntimeCore):
             status: int = function(self._live_ptr(), *args)
             return status
 
-    def _expire_refused_dying(self) -> None:
-        """A call was refused because an object is dying (gathered by an
-        incremental cycle whose budgeted expiry has not reached it yet):
-        expire every pending conjugate now, so that the refused object's
-        conjugate already reads as expired when the error reaches the caller.
-        Called by ``_native.refused`` only (every refused call goes there)."""
-        with self._lock:
-            if not self._closed:
-                self.gc._last_expired += self._expire_dying()
-
     def _live_ptr(self) -> Any:
         if self._closed:
             raise ExpiredConjugateError("the runtime has been closed")
@@ -258,15 +247,9 @@ class Runtime(_core.RuntimeCore):
         """Full stop-the-world collection: mark, expire conjugates, purge.
 
         A pending incremental cycle is finished rather than restarted.
-        Returns the cycle's ``GcStats``.
+        Returns the cycle's ``GcStats`` (the same as ``rt.gc.collect()``).
         """
-        with self._collection("collect_garbage()") as pointer:
-            self._flush_deferred()
-            self._expire_dying()  # a pending cycle's (counted in that cycle)
-            check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage", self)
-            self.gc._last_expired = self._expire_dying()
-            check(lib.zs_gc_purge(pointer, 0, ffi.NULL), "collect_garbage", self)
-        return self.gc.stats()
+        return self.gc.collect()
 
     def _create_cluster(self, root: Object) -> int:
         size = ffi.new("uint32_t *")
@@ -311,24 +294,6 @@ class Runtime(_core.RuntimeCore):
         self._call(lib.zs_runtime_memory, raw)
         return {"live_blocks": raw.live_blocks, "live_bytes": raw.live_bytes,
                 "peak_bytes": raw.peak_bytes, "item_bytes_per_object": raw.item_bytes_per_object}
-
-    def _expire_dying(self, deadline: float | None = None) -> int:
-        """Expire the conjugates of gathered objects, before the purge.
-
-        O(K) for K conjugates, in C (``_expire_dying_batch``): per conjugate
-        a table lookup, one sentinel and two stores. With a ``deadline``
-        (perf_counter seconds) it stops between batches.
-        """
-        total = 0
-        limit = _ALL if deadline is None else _EXPIRY_BATCH
-        while True:
-            taken, views = self._expire_dying_batch(limit, self._describe, REASON_COLLECTED,
-                                                    REASON_GARBAGE)
-            for cache in views:
-                expire_cache(cache, REASON_PARENT)
-            total += taken
-            if taken == 0 or (deadline is not None and time.perf_counter() >= deadline):
-                return total
 
     def _flush_deferred(self) -> None:
         """Run the native releases queued by finalisers (a safe point)."""
@@ -656,15 +621,11 @@ _object._current_runtime = current_runtime
 _NAME_AUTO = lib.ZS_NAME_AUTO
 _object_new_conjugate = lib.zs_object_new_conjugate
 _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
-_ALL = 0xFFFFFFFF  # _expire_dying_batch: no limit
 
 
 _object._current_context = _current
 _calls._current_context = _current
 _CALLABLE_BATCH = 256  # released callable ids taken per native call
-# Conjugates expired per native call in a budgeted step: the deadline is
-# checked between batches, so a step overruns by at most one batch (~50 µs).
-_EXPIRY_BATCH = 256
 
 
 def _expired_error(conjugate: Object) -> ExpiredConjugateError:
