@@ -12,8 +12,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return re.findall(r"```(?:bash|sh)\n(.*?)\n```", text, re.DOTALL)[:2]
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from readme_command import readme_commands
+    finally:
+        sys.path.pop(0)
+    return readme_commands(ROOT / "README.md")
 
 
 def test_package_is_mypy_strict_clean() -> None:
@@ -22,11 +26,21 @@ def test_package_is_mypy_strict_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_ci_runs_the_readme_test_command() -> None:
+def test_ci_runs_both_readme_commands_verbatim() -> None:
+    """CI executes README's own text (read at run time, so it cannot drift):
+    the first command with a plain install, the second with the
+    development install, each in a fresh virtual environment."""
     install_and_demo, install_and_test = _readme_commands()
+    assert "pip install . " in install_and_demo + " " and "-e" not in install_and_demo
     assert "python -m zsharp_py demo" in install_and_demo
+    assert "python -m pytest" in install_and_test
     ci_script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert install_and_test.strip() in ci_script
+    for which in (1, 2):
+        assert f'bash -euo pipefail -c "$(python3 tools/readme_command.py {which})"' in ci_script
+    first, second = (ci_script.index(f'-c "$(python3 tools/readme_command.py {which})"')
+                     for which in (1, 2))
+    assert ci_script.index("fresh_venv .venv-ci-plain") < first
+    assert first < ci_script.index("fresh_venv .venv-ci\n") < second
 
 
 def test_readme_examples_run() -> None:
