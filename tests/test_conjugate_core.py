@@ -127,7 +127,7 @@ def test_expired_reads_and_writes_raise_with_the_reason(rt: zs.Runtime) -> None:
         with pytest.raises(zs.ExpiredConjugateError,
                            match="Actor 'Bob' has expired: it was marked as garbage"):
             action()
-    assert type(actor._p) is ExpiredPointer and actor._address == 0 and actor._v is None
+    assert type(actor._expired) is ExpiredPointer and actor._address == 0
 
 
 # ---- reference stores ----------------------------------------------------------
@@ -228,11 +228,11 @@ def test_conjugates_are_made_by_calling_the_class_only(rt: zs.Runtime) -> None:
 def test_a_conjugate_is_small_and_not_tracked_by_the_cycle_collector(rt: zs.Runtime) -> None:
     actor = Actor()
     assert not gc.is_tracked(actor)
-    assert sys.getsizeof(actor) == 48  # header, address, handle, runtime, views/pointer
-    assert actor._p is actor._p  # the cdata pointer is made once, then cached
+    assert sys.getsizeof(actor) == 48  # header, address, handle, runtime, views/sentinel
+    assert actor._expired is None  # live: the slot holds its table of views
     actor.mark_as_garbage()
     collect(rt)
-    assert type(actor._p) is ExpiredPointer
+    assert type(actor._expired) is ExpiredPointer
 
 
 def test_creation_takes_the_python_path_when_it_must(rt: zs.Runtime) -> None:

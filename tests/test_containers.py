@@ -13,7 +13,10 @@ import pytest
 
 import zsharp_py as zs
 from helpers import collect
-from zsharp_py._containers import _ITER_CHUNK
+
+# Arrays long enough that an iteration crosses what used to be copy-out
+# chunks (iteration now reads each element from the array as it is then).
+_ITER_CHUNK = 256
 
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")

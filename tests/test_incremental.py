@@ -13,7 +13,6 @@ import pytest
 import zsharp_py as zs
 from classes import Actor, Asset, Hero, Loose, Part
 from helpers import awaiting_expiry, collect, finish_cycle
-from zsharp_py._native import layout_ffi as zs_layout_ffi
 
 FIELDS = ("a", "b", "c")
 TINY = 1e-6  # a step budget that stops the marker at its first clock check
@@ -1267,8 +1266,7 @@ def test_write_refused_for_a_dying_object_expires_its_conjugate_first(mutation: 
         dying = pending[-1]
         view = views[id(dying)]
         assert not view.is_expired
-        raw = dying._p   # the object's memory stays until the purge, after expiry
-        before = bytes(zs_layout_ffi.buffer(raw))
+        before = rt._object_bytes(dying._h)   # the memory stays until the purge, after expiry
         texts = (str(dying.label), str(dying.spot.label), str(dying.tag))
         with pytest.raises(zs.ExpiredConjugateError, match="about to be destroyed") as caught:
             _DYING_MUTATIONS[mutation](dying, view, keep)
@@ -1276,7 +1274,7 @@ def test_write_refused_for_a_dying_object_expires_its_conjugate_first(mutation: 
         assert view.is_expired
         with pytest.raises(zs.ExpiredConjugateError):
             view.append(1)
-        assert bytes(zs_layout_ffi.buffer(raw)) == before, "a refused write changed the object"
+        assert rt._object_bytes(dying._h) == before, "a refused write changed the object"
         assert texts == ("old", "", "Old")
         assert rt.bound_callables() == callables   # a refused binding keeps no callable
         assert rt.live_objects() == 1 + len(doomed)   # nothing created, nothing freed yet
@@ -1285,20 +1283,28 @@ def test_write_refused_for_a_dying_object_expires_its_conjugate_first(mutation: 
         assert (len(keep.nums), len(keep.tags), len(keep.scores), keep.maybe.is_set) == (0, 0, 0, False)
 
 
-def test_scalar_writes_into_a_dying_object_are_not_refused() -> None:
-    """The one documented exception: a scalar (an object's scalar property, a
-    struct member, a container element) is stored straight into memory with
-    no native call, so it is not refused; the memory is the object's own
-    until its conjugate has expired, and nothing reads it. Its conjugate
-    expires with the cycle as usual."""
-    with zs.Runtime(stress=zs.GcStress(objects_per_step=1)) as rt:
-        doomed = [Hoard(spot=(0.0, "")) for _ in range(3000)]
-        for obj in doomed:
-            obj.nums.append(0)
-        dying = awaiting_expiry(rt, doomed)[-1]
-        dying.health = 5
-        dying.spot.x = 2.5
-        dying.nums[0] = 7
-        assert (dying.health, dying.spot.x, dying.nums[0]) == (5, 2.5, 7)
-        finish_cycle(rt)
-        assert dying.is_expired and rt.live_objects() == 0
+def test_scalar_writes_into_a_dying_object_are_refused_like_every_write() -> None:
+    """One rule for every write into a dying object: refused, its conjugate
+    (and its views) expired first. A scalar (an object's scalar property, a
+    struct member, a container element) is written by zsharp_py itself, with
+    no native call; while a cycle has found objects dying whose conjugates
+    may not have expired yet, such a write asks the heap first
+    (native/binding/value.h, zsv_writable), and costs nothing at any other
+    time."""
+    writes = (lambda obj: setattr(obj, "health", 5),
+              lambda obj: setattr(obj.spot, "x", 2.5),
+              lambda obj: obj.nums.__setitem__(0, 7))
+    for write in writes:
+        with zs.Runtime(stress=zs.GcStress(objects_per_step=1)) as rt:
+            doomed = [Hoard(spot=(0.0, "")) for _ in range(3000)]
+            for obj in doomed:
+                obj.nums.append(0)
+            dying = awaiting_expiry(rt, doomed)[-1]
+            spot, nums = dying.spot, dying.nums
+            before = rt._object_bytes(dying._h)
+            with pytest.raises(zs.ExpiredConjugateError, match="about to be destroyed"):
+                write(dying)
+            assert dying.is_expired and spot.is_expired and nums.is_expired
+            assert rt._object_bytes(dying._h) == before
+            finish_cycle(rt)
+            assert all(obj.is_expired for obj in doomed) and rt.live_objects() == 0

@@ -14,7 +14,7 @@
  *
  * The handler takes the GIL itself: the host may call from any thread.
  */
-#include "core.h"
+#include "value.h"
 
 /* Most arguments a fast call passes (more go through Python). */
 #define FAST_MAX_ARGUMENTS 8
@@ -143,14 +143,11 @@ static PyObject *open_scope(zs_core_state *state, PyObject **views) {
     return token;
 }
 
-/* End a scope from open_scope: its views expire (Python, only if any). */
+/* End a scope from open_scope: its views expire. */
 static int close_scope(zs_core_state *state, PyObject *token, PyObject *views) {
     int ok = PyContextVar_Reset(state->scopes, token) == 0;
-    if (ok && PyList_GET_SIZE(views) > 0) {
-        PyObject *done = PyObject_CallOneArg(state->expire_scope, views);
-        ok = done != NULL;
-        Py_XDECREF(done);
-    }
+    if (PyList_GET_SIZE(views) > 0)
+        zsv_expire_scope(state, views);
     return ok ? 0 : -1;
 }
 
@@ -245,14 +242,13 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, con
     return status;
 }
 
-/* configure_calls(slow_call, scopes, expire_scope): hand over the Python
- * side of calls from native code (once, at import). */
+/* configure_calls(slow_call, scopes): hand over the Python side of calls
+ * from native code (once, at import). */
 PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"slow_call", "scopes", "expire_scope", NULL};
+    static char *keywords[] = {"slow_call", "scopes", NULL};
     zs_core_state *state = zs_state_of_module(module);
-    PyObject *slow, *scopes, *expire;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:configure_calls", keywords, &slow,
-                                     &scopes, &expire))
+    PyObject *slow, *scopes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:configure_calls", keywords, &slow, &scopes))
         return NULL;
     if (!PyContextVar_CheckExact(scopes)) {
         PyErr_SetString(PyExc_TypeError, "configure_calls: scopes must be a ContextVar");
@@ -266,7 +262,6 @@ PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     Py_XSETREF(state->slow_call, Py_NewRef(slow));
     Py_XSETREF(state->scopes, Py_NewRef(scopes));
-    Py_XSETREF(state->expire_scope, Py_NewRef(expire));
     Py_RETURN_NONE;
 }
 

@@ -189,7 +189,7 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, PyObject *
             PyErr_Clear();  /* not encodable: Python raises the precise error */
             return NULL;
         }
-        if (state->api.name_intern(rt->native, text, (size_t)length, &name_index,
+        if (state->api.zs_name_intern(rt->native, text, (size_t)length, &name_index,
                                    &name_number) != ZS_OK)
             return NULL;  /* NUL characters or too long: likewise */
     }
@@ -201,14 +201,14 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, PyObject *
         return NULL;
     Py_INCREF(creator);
     void *object = NULL;
-    zs_ref handle = state->api.object_new_conjugate(
+    zs_ref handle = state->api.zs_object_new_conjugate(
         rt->native, creator->cls, request.outer, name_index, name_number,
         PyBytes_AS_STRING(creator->image), (uint32_t)PyBytes_GET_SIZE(creator->image), &object);
     Py_DECREF(creator);
     zs_status failed = handle < ZS_FIRST_REF ? (zs_status)handle : ZS_OK;
     if (failed == ZS_OK) {
         if (zs_conjugate_bind(rt, conjugate, handle, object) < 0) {
-            state->api.mark_as_garbage(rt->native, handle);  /* unreachable: goes next time */
+            state->api.zs_mark_as_garbage(rt->native, handle);  /* unreachable: goes next time */
             Py_DECREF(conjugate);
             return NULL;
         }
@@ -218,7 +218,7 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, PyObject *
             return (PyObject *)conjugate;
         /* A target died on another thread since it was checked: leave no
            half-built object reachable; it goes at the next collection. */
-        state->api.mark_as_garbage(rt->native, handle);
+        state->api.zs_mark_as_garbage(rt->native, handle);
     }
     Py_DECREF(conjugate);
     PyObject *what = PyUnicode_FromFormat("%s()", cls->tp_name);

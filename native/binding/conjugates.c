@@ -1,11 +1,12 @@
 /* Object conjugates and the conjugate table of each runtime.
  *
  * A conjugate is created (zs_conjugate_bind) when Python first needs one for an
- * object, and expired (address := NULL, extra := the ExpiredPointer) when the
- * collector gathers the object, before the purge frees it, or when the
- * runtime closes. Nothing reads native memory through an expired conjugate.
+ * object, and expired (address := NULL, u.expired := the ExpiredPointer) when
+ * the collector gathers the object, before the purge frees it, or when the
+ * runtime closes. Nothing reads native memory through an expired conjugate:
+ * its views expire with it, in place, before anything else happens.
  */
-#include "core.h"
+#include "value.h"
 
 #include <structmember.h>
 
@@ -76,140 +77,254 @@ static void table_forget(zs_runtime_core *rt, zs_conjugate *conjugate) {
  * Expiry
  * ========================================================================= */
 
-/* Expire one live conjugate: it leaves the table, its address goes, and its
- * extra becomes ExpiredPointer(kind, describe, packed name, reason). Its
- * views cache (if not empty) is appended to `views`, for Python to expire.
- * Its allocations may run Python code, which may change the table: callers
- * re-read the table after each call. */
+/* Expire one live conjugate: its views expire in place first (no Python
+ * code), then it leaves the table, its address goes, and u.expired becomes
+ * ExpiredPointer(kind, describe, packed name, reason). The sentinel's
+ * allocation may run Python code (a cycle collection), which may change the
+ * table: callers re-read the table after each call. The object's memory is
+ * still there until the purge, which runs after every expiry. */
 static int expire_one(zs_conjugate *conjugate, PyObject *describe, uint64_t packed_name,
-                      PyObject *reason, PyObject *views) {
-    zs_core_state *state = conjugate->runtime->state;
+                      PyObject *reason) {
+    zs_runtime_core *rt = conjugate->runtime;
+    zs_core_state *state = rt->state;
     PyTypeObject *expired_type = (PyTypeObject *)state->expired_type;
-    /* The allocations below may run Python's cycle collector, its callbacks
-       and finalisers, which may drop the last reference to the conjugate:
-       hold it. (Collections and close() re-entered from there are refused,
-       see Runtime._refuse_reentry.) */
-    Py_INCREF(conjugate);
+    zsv_table *views = conjugate->u.views;
+    conjugate->u.views = NULL;
+    zsv_expire_table(views, reason == state->reason_closed ? reason : state->reason_parent);
+    zsv_table_free(views);
+    table_forget(rt, conjugate);
+    conjugate->address = NULL;
+    Py_INCREF(conjugate);  /* the allocations below may drop the last reference */
     PyObject *name = PyLong_FromUnsignedLongLong(packed_name);
     PyObject *sentinel = name ? expired_type->tp_alloc(expired_type, 4) : NULL;
     if (sentinel == NULL) {
         Py_XDECREF(name);
         Py_DECREF(conjugate);
-        return -1;
+        return -1;  /* expired all the same: its errors have no name */
     }
     PyObject *kind = ((PyHeapTypeObject *)Py_TYPE(conjugate))->ht_name;
     PyTuple_SET_ITEM(sentinel, 0, Py_NewRef(kind));
     PyTuple_SET_ITEM(sentinel, 1, Py_NewRef(describe));
     PyTuple_SET_ITEM(sentinel, 2, name);
     PyTuple_SET_ITEM(sentinel, 3, Py_NewRef(reason));
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {  /* expired meanwhile: keep that sentinel */
-        Py_DECREF(sentinel);
-        Py_DECREF(conjugate);
-        return 0;
-    }
-    PyObject *old = conjugate->extra;
-    PyObject *cache = NULL;
-    if (old != NULL) {
-        if (PyDict_CheckExact(old))
-            cache = old;
-        else if (PyTuple_CheckExact(old))
-            cache = PyTuple_GET_ITEM(old, 0);
-    }
-    if (cache != NULL && PyDict_GET_SIZE(cache) > 0 && PyList_Append(views, cache) < 0) {
-        Py_DECREF(sentinel);
-        Py_DECREF(conjugate);
-        return -1;
-    }
-    /* From here to the end no Python code runs: the old extra's views (if
-       any) are held by `views`, so dropping it frees only an empty dict, a
-       pair or a cdata. */
-    table_forget(conjugate->runtime, conjugate);
-    conjugate->address = NULL;
-    conjugate->extra = sentinel;
-    Py_XDECREF(old);
+    Py_XSETREF(conjugate->u.expired, sentinel);
     Py_DECREF(conjugate);
     return 0;
 }
 
-/* Runtime._expire_dying_batch(limit, describe, reason_collected,
- * reason_garbage) -> (taken, views): take up to `limit` dying objects from
- * the native expiring list and expire their conjugates. `views` lists the
- * caches whose red views Python must expire. */
+/* Runtime._expire_dying_batch(limit, describe) -> (taken, expired): take up
+ * to `limit` dying objects from the native expiring list and expire the
+ * conjugates they have (expired counts those). */
 static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     unsigned int limit;
-    PyObject *describe, *reason_collected, *reason_garbage;
-    if (!PyArg_ParseTuple(args, "IOUU:_expire_dying_batch", &limit, &describe,
-                          &reason_collected, &reason_garbage))
+    PyObject *describe;
+    if (!PyArg_ParseTuple(args, "IO:_expire_dying_batch", &limit, &describe))
         return NULL;
     if (rt->native == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
         return NULL;
     }
     zs_native_api *api = &rt->state->api;
-    uint32_t pending = api->expiring_count(rt->native);
+    uint32_t pending = api->zs_gc_expiring_count(rt->native);
     uint32_t count = pending < limit ? pending : limit;
-    PyObject *views = PyList_New(0);
-    if (views == NULL)
-        return NULL;
     if (count == 0)
-        return Py_BuildValue("(IN)", 0u, views);
+        return Py_BuildValue("(II)", 0u, 0u);
     size_t each = sizeof(zs_ref) + sizeof(uint64_t) + sizeof(uint8_t);
     char *buffer = PyMem_Malloc((size_t)count * each);
-    if (buffer == NULL) {
-        Py_DECREF(views);
+    if (buffer == NULL)
         return PyErr_NoMemory();
-    }
     zs_ref *refs = (zs_ref *)buffer;
     uint64_t *names = (uint64_t *)(buffer + (size_t)count * sizeof(zs_ref));
     uint8_t *garbage = (uint8_t *)(buffer + (size_t)count * (sizeof(zs_ref) + sizeof(uint64_t)));
-    uint32_t taken = 0;
-    zs_status status = api->take_expiring(rt->native, refs, names, garbage, count, &taken);
+    uint32_t taken = 0, expired = 0;
+    zs_status status = api->zs_gc_take_expiring_ex(rt->native, refs, names, garbage, count, &taken);
     if (status != ZS_OK) {
         PyMem_Free(buffer);
-        Py_DECREF(views);
         PyObject *what = PyUnicode_FromString("collect_garbage");
         PyObject *result = what ? zs_call_raise_status(rt->state, status, what, rt) : NULL;
         Py_XDECREF(what);
         return result;
     }
+    int failed = 0;
     for (uint32_t i = 0; i < taken; i++) {
         zs_conjugate *conjugate = zs_table_get(rt, refs[i]);
         if (conjugate == NULL)
             continue;  /* no conjugate now (freed by refcount, or never made) */
-        if (expire_one(conjugate, describe, names[i],
-                       garbage[i] ? reason_garbage : reason_collected, views) < 0) {
-            PyMem_Free(buffer);
-            Py_DECREF(views);
-            return NULL;
-        }
+        failed |= expire_one(conjugate, describe, names[i],
+                             garbage[i] ? rt->state->reason_garbage : rt->state->reason_collected);
+        expired++;
     }
     PyMem_Free(buffer);
-    return Py_BuildValue("(IN)", taken, views);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("(II)", taken, expired);
 }
 
-/* Runtime._expire_all(describe, reason) -> caches: expire every conjugate in
- * the table (close()). Names are read from the native headers, still there. */
-static PyObject *runtime_expire_all(PyObject *self, PyObject *args) {
+/* Runtime._expire_all(describe): expire every conjugate in the table and
+ * every black value (close()). Names are read from the native headers,
+ * still there. */
+static PyObject *runtime_expire_all(PyObject *self, PyObject *describe) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
-    PyObject *describe, *reason;
-    if (!PyArg_ParseTuple(args, "OU:_expire_all", &describe, &reason))
-        return NULL;
-    PyObject *views = PyList_New(0);
-    if (views == NULL)
-        return NULL;
+    PyObject *reason = rt->state->reason_closed;
+    zsv_expire_blacks(rt, reason);
+    int failed = 0;
     for (uint32_t i = 0; i < rt->capacity; i++) {
         zs_conjugate *conjugate = (zs_conjugate *)rt->table[i];
         if (conjugate == NULL)
             continue;
         const zs_object *header = (const zs_object *)conjugate->address;
         uint64_t packed = header->name_index | (uint64_t)header->name_number << 32;
-        if (expire_one(conjugate, describe, packed, reason, views) < 0) {
-            Py_DECREF(views);
-            return NULL;
-        }
+        failed |= expire_one(conjugate, describe, packed, reason);
     }
-    return views;
+    if (failed)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* =========================================================================
+ * Class checks and resolution
+ * ========================================================================= */
+
+int zs_conjugate_is_a(zs_conjugate *conjugate, PyTypeObject *cls) {
+    zs_runtime_core *rt = conjugate->runtime;
+    uint32_t number = ((zs_class_object *)cls)->number;
+    if (number == 0 || number >= rt->native_count || rt->natives[number] == NULL)
+        return 0;  /* the class has no native class in that runtime: no object is one */
+    const zs_class *have = ((const zs_object *)conjugate->address)->cls;
+    return ZS_CLASS_DERIVES(have, rt->natives[number]);
+}
+
+PyObject *zs_conjugate_of(zs_runtime_core *rt, zs_ref handle) {
+    if (handle == ZS_NULL_REF)
+        Py_RETURN_NONE;
+    zs_conjugate *found = zs_table_get(rt, handle);
+    if (found != NULL)
+        return Py_NewRef((PyObject *)found);
+    if (rt->native == NULL || rt->closing)
+        Py_RETURN_NONE;
+    return zs_resolve_conjugate(rt, handle);
+}
+
+/* Runtime._set_native_class(cls, address): `cls`'s native class in this
+ * runtime (the class checks of every accessor read it). */
+static PyObject *runtime_set_native_class(PyObject *self, PyObject *args) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    PyObject *cls, *address;
+    if (!PyArg_ParseTuple(args, "OO:_set_native_class", &cls, &address))
+        return NULL;
+    if (!PyObject_TypeCheck(cls, rt->state->class_type) ||
+        ((zs_class_object *)cls)->number == 0) {
+        PyErr_SetString(PyExc_TypeError, "_set_native_class: not a conjugate class");
+        return NULL;
+    }
+    const zs_class *native = PyLong_AsVoidPtr(address);
+    if (native == NULL)
+        return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "null native class");
+    uint32_t number = ((zs_class_object *)cls)->number;
+    if (number >= rt->native_count) {
+        uint32_t count = rt->native_count ? rt->native_count : 64;
+        while (count <= number)
+            count *= 2;
+        const zs_class **grown = PyMem_Realloc(rt->natives, count * sizeof *grown);
+        if (grown == NULL)
+            return PyErr_NoMemory();
+        memset(grown + rt->native_count, 0, (count - rt->native_count) * sizeof *grown);
+        rt->natives = grown;
+        rt->native_count = count;
+    }
+    rt->natives[number] = native;
+    Py_RETURN_NONE;
+}
+
+/* Runtime._flush_values(): free the native blocks of black values Python
+ * finalised, and drop delegate callables no binding holds (a safe point). */
+static PyObject *runtime_flush_values(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    zsv_flush(rt);
+    if (zsv_callables_drain(rt) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Runtime._native_type(kind): the address of a kind's native type in this
+ * runtime (registered on first use), for class registration. */
+static PyObject *runtime_native_type(PyObject *self, PyObject *kind) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (!zsv_is_kind(rt->state, kind)) {
+        PyErr_SetString(PyExc_TypeError, "_native_type: a Kind");
+        return NULL;
+    }
+    const zs_type *type = zsv_native_type(rt, (zsv_kind *)kind);
+    return type == NULL ? NULL : PyLong_FromVoidPtr((void *)type);
+}
+
+/* Runtime._object_bytes(handle) -> the bytes of a native object while it
+ * exists (dying ones included, until the purge): a testing aid, for tests
+ * that prove a refused write changed nothing. */
+static PyObject *runtime_object_bytes(PyObject *self, PyObject *handle) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    zs_ref ref = PyLong_AsUnsignedLongLong(handle);
+    if (ref == (zs_ref)-1 && PyErr_Occurred())
+        return NULL;
+    const zs_object *object = rt->native ? rt->state->api.zs_resolve(rt->native, ref) : NULL;
+    if (object == NULL)
+        return PyErr_Format(rt->state->expired_exception, "no native object for that handle");
+    uint32_t size = rt->state->api.zs_class_instance_size(object->cls);
+    return PyBytes_FromStringAndSize((const char *)object, size);
+}
+
+/* Runtime._black_values() -> every live black value (leak reports). */
+static PyObject *runtime_black_values(PyObject *self, PyObject *unused) {
+    (void)unused;
+    PyObject *list = PyList_New(0);
+    for (zsv_value *value = ((zs_runtime_core *)self)->blacks; list != NULL && value != NULL;
+         value = value->next)
+        if (PyList_Append(list, (PyObject *)value) < 0)
+            Py_CLEAR(list);
+    return list;
+}
+
+/* Runtime._black_of(handle) -> the black value of a native value handle, or None. */
+static PyObject *runtime_black_of(PyObject *self, PyObject *handle) {
+    zs_ref wanted = PyLong_AsUnsignedLongLong(handle);
+    if (wanted == (zs_ref)-1 && PyErr_Occurred())
+        return NULL;
+    for (zsv_value *value = ((zs_runtime_core *)self)->blacks; value != NULL; value = value->next)
+        if (value->black == wanted && wanted != ZS_NULL_REF)
+            return Py_NewRef((PyObject *)value);
+    Py_RETURN_NONE;
+}
+
+/* Runtime._has_native_type(kind): whether the kind is registered here. */
+static PyObject *runtime_has_native_type(PyObject *self, PyObject *kind) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (!zsv_is_kind(rt->state, kind)) {
+        PyErr_SetString(PyExc_TypeError, "_has_native_type: a Kind");
+        return NULL;
+    }
+    uint32_t id = ((zsv_kind *)kind)->id;
+    return PyBool_FromLong(id < rt->type_capacity && rt->types[id] != NULL &&
+                           rt->types[id] != (const zs_type *)(uintptr_t)1);
+}
+
+/* Runtime._callable_get(id): the callable a native binding names, or None. */
+static PyObject *runtime_callable_get(PyObject *self, PyObject *id) {
+    unsigned long number = PyLong_AsUnsignedLong(id);
+    if (number == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    PyObject *callable = zsv_callable_get((zs_runtime_core *)self, (uint32_t)number);
+    return Py_NewRef(callable ? callable : Py_None);
+}
+
+/* Runtime._callable_count(): callables native bindings hold (after a drain). */
+static PyObject *runtime_callable_count(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (rt->native != NULL && zsv_callables_drain(rt) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLong(rt->callable_count);
 }
 
 /* =========================================================================
@@ -237,6 +352,8 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     (void)unused;
     zs_runtime_core *rt = (zs_runtime_core *)self;
     rt->closing = 1;
+    zsv_expire_blacks(rt, rt->state->reason_closed);
+    zsv_callables_free(rt);
     rt->native = NULL;
     zs_open_runtime_remove(rt->state, rt);
     Py_RETURN_NONE;
@@ -340,8 +457,8 @@ static PyObject *runtime_core_new(PyTypeObject *type, PyObject *args, PyObject *
     return (PyObject *)rt;
 }
 
-/* The table is freed with the runtime object: conjugates hold a reference to
- * it, so none is left to clear its entry afterwards. */
+/* The table is freed with the runtime object: conjugates and values hold a
+ * reference to it, so none is left to clear its entry afterwards. */
 static void runtime_core_dealloc(PyObject *self) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     PyTypeObject *type = Py_TYPE(self);
@@ -349,7 +466,12 @@ static void runtime_core_dealloc(PyObject *self) {
     if (rt->state != NULL)
         zs_open_runtime_remove(rt->state, rt);  /* an unclosed runtime Python collects */
     runtime_core_clear(self);
+    zsv_names_free(rt);
+    zsv_callables_free(rt);
     PyMem_Free(rt->table);
+    PyMem_Free((void *)rt->types);
+    PyMem_Free((void *)rt->natives);
+    PyMem_Free(rt->deferred);
     rt->table = NULL;
     rt->capacity = 0;
     type->tp_free(self);
@@ -365,8 +487,26 @@ static PyMethodDef runtime_core_methods[] = {
     {"_live_conjugates", runtime_live_conjugates, METH_NOARGS, "Every live conjugate."},
     {"_adopt", runtime_adopt, METH_VARARGS, "A new conjugate for a resolved object."},
     {"_expire_dying_batch", runtime_expire_dying_batch, METH_VARARGS,
-     "Expire the conjugates of up to `limit` dying objects."},
-    {"_expire_all", runtime_expire_all, METH_VARARGS, "Expire every conjugate (close)."},
+     "Expire the conjugates of up to `limit` dying objects: (taken, expired)."},
+    {"_expire_all", runtime_expire_all, METH_O, "Expire every conjugate and black value (close)."},
+    {"_set_native_class", runtime_set_native_class, METH_VARARGS,
+     "A conjugate class's native class in this runtime."},
+    {"_flush_values", runtime_flush_values, METH_NOARGS,
+     "Free finalised black values' blocks; drop unbound callables (a safe point)."},
+    {"_callable_get", runtime_callable_get, METH_O, "The callable of a delegate binding id."},
+    {"_black_values", runtime_black_values, METH_NOARGS, "Every live black value."},
+    {"_object_bytes", runtime_object_bytes, METH_O,
+     "The bytes of a native object while it exists (a testing aid)."},
+    {"_black_of", runtime_black_of, METH_O, "The black value of a native value handle."},
+    {"_has_native_type", runtime_has_native_type, METH_O, "Whether a kind is registered here."},
+    {"_native_type", runtime_native_type, METH_O,
+     "The address of a kind's native type in this runtime."},
+    {"_callable_count", runtime_callable_count, METH_NOARGS,
+     "Callables native delegate bindings hold."},
+    {"_name_text", zsv_runtime_name_text, METH_VARARGS, "The displayed text of a name."},
+    {"_intern", zsv_runtime_intern, METH_O, "Intern an object name: (index, number)."},
+    {"_keep_names", zsv_runtime_keep_names, METH_O,
+     "Decode the first `count` names (before the native table goes)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -379,6 +519,12 @@ static PyMemberDef runtime_core_members[] = {
      "Finalisers queued native frees: creation takes the Python path (a safe point)."},
     {"_collect_every", T_UINT, offsetof(zs_runtime_core, collect_every), 0,
      "GcStress.collect_every (creation takes the Python path when set)."},
+    {"_dying_window", T_BOOL, offsetof(zs_runtime_core, dying_window), 0,
+     "A cycle found dying objects whose conjugates may be live: plain writes ask the heap."},
+    {"_inline_blacks", T_UINT, offsetof(zs_runtime_core, inline_blacks), READONLY,
+     "Live black values with no native block (values_alive counts them)."},
+    {"_callable_capacity", T_UINT, offsetof(zs_runtime_core, callable_capacity), READONLY,
+     "Slots of the delegate callable registry (ids are reused: it stays small)."},
     {"_fast_creators", T_OBJECT, offsetof(zs_runtime_core, creators), READONLY,
      "class -> Creator, for the C creation path."},
     {NULL, 0, 0, 0, NULL},
@@ -413,7 +559,11 @@ PyObject *zs_raise_expired(zs_conjugate *conjugate) {
         PyErr_SetString(PyExc_RuntimeError, "the conjugate was never bound to an object");
         return NULL;
     }
-    PyObject *error = PyObject_CallOneArg(state->expired_error, (PyObject *)conjugate);
+    if (conjugate->u.expired == NULL) {
+        PyErr_SetString(state->expired_exception, "the object has expired");
+        return NULL;
+    }
+    PyObject *error = PyObject_CallOneArg(state->expired_error, conjugate->u.expired);
     if (error != NULL) {
         PyErr_SetObject((PyObject *)Py_TYPE(error), error);
         Py_DECREF(error);
@@ -421,94 +571,13 @@ PyObject *zs_raise_expired(zs_conjugate *conjugate) {
     return NULL;
 }
 
-/* The views cache inside `extra` (borrowed), or NULL. */
-static PyObject *extra_views(zs_conjugate *conjugate) {
-    PyObject *extra = conjugate->extra;
-    if (extra == NULL || !ZS_CONJUGATE_IS_LIVE(conjugate))
-        return NULL;
-    if (PyDict_CheckExact(extra))
-        return extra;
-    if (PyTuple_CheckExact(extra))
-        return PyTuple_GET_ITEM(extra, 0);
-    return NULL;
-}
-
-/* The cached cdata pointer inside `extra` (borrowed), or NULL. */
-static PyObject *extra_pointer(zs_conjugate *conjugate) {
-    PyObject *extra = conjugate->extra;
-    if (extra == NULL || !ZS_CONJUGATE_IS_LIVE(conjugate) || PyDict_CheckExact(extra))
-        return NULL;
-    if (PyTuple_CheckExact(extra))
-        return PyTuple_GET_ITEM(extra, 1);
-    return extra;
-}
-
-/* Store views (dict or NULL) and pointer (or NULL) in a live conjugate. */
-static int extra_set(zs_conjugate *conjugate, PyObject *views, PyObject *pointer) {
-    PyObject *fresh;
-    if (views != NULL && pointer != NULL)
-        fresh = PyTuple_Pack(2, views, pointer);
-    else
-        fresh = Py_XNewRef(views != NULL ? views : pointer);
-    if (fresh == NULL && (views != NULL || pointer != NULL))
-        return -1;
-    Py_XSETREF(conjugate->extra, fresh);
-    return 0;
-}
-
-/* `_v`: the red views cached under this object (None when none or expired). */
-static PyObject *conjugate_get_views(PyObject *self, void *closure) {
-    (void)closure;
-    PyObject *views = extra_views((zs_conjugate *)self);
-    return Py_NewRef(views ? views : Py_None);
-}
-
-/* Set `_v` (a dict, or None to drop the cache); refused once expired. */
-static int conjugate_set_views(PyObject *self, PyObject *value, void *closure) {
+/* `_expired`: the ExpiredPointer of an expired conjugate (None while live). */
+static PyObject *conjugate_get_sentinel(PyObject *self, void *closure) {
     (void)closure;
     zs_conjugate *conjugate = (zs_conjugate *)self;
-    if (value == NULL || value == Py_None)
-        value = NULL;
-    else if (!PyDict_CheckExact(value)) {
-        PyErr_SetString(PyExc_TypeError, "_v must be a dict or None");
-        return -1;
-    }
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
-        if (value == NULL)
-            return 0;  /* expiry already dropped the views */
-        zs_raise_expired(conjugate);
-        return -1;
-    }
-    return extra_set(conjugate, value, extra_pointer(conjugate));
-}
-
-/* `_p`: the native pointer as a cdata typed as the class's layout (made on
- * first use, then cached), or the ExpiredPointer once expired. */
-static PyObject *conjugate_get_pointer(PyObject *self, void *closure) {
-    (void)closure;
-    zs_conjugate *conjugate = (zs_conjugate *)self;
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
-        if (conjugate->extra == NULL)
-            return zs_raise_expired(conjugate);
-        return Py_NewRef(conjugate->extra);
-    }
-    PyObject *cached = extra_pointer(conjugate);
-    if (cached != NULL)
-        return Py_NewRef(cached);
-    PyObject *pointer = PyObject_CallOneArg(conjugate->runtime->state->make_pointer, self);
-    if (pointer == NULL)
-        return NULL;
-    /* make_pointer is Python code: the conjugate may have expired meanwhile. */
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
-        Py_DECREF(pointer);
-        return Py_NewRef(conjugate->extra);
-    }
-    if (extra_pointer(conjugate) == NULL &&
-        extra_set(conjugate, extra_views(conjugate), pointer) < 0) {
-        Py_DECREF(pointer);
-        return NULL;
-    }
-    return pointer;
+    if (ZS_CONJUGATE_IS_LIVE(conjugate) || conjugate->u.expired == NULL)
+        Py_RETURN_NONE;
+    return Py_NewRef(conjugate->u.expired);
 }
 
 /* `_address`: the native object's address, 0 once expired. */
@@ -533,23 +602,28 @@ static PyObject *conjugate_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     return NULL;
 }
 
-/* A live conjugate leaves the table; the object itself lives on natively. */
+/* A live conjugate leaves the table; the object itself lives on natively.
+ * Its views hold it: none is left in its table. */
 static void conjugate_dealloc(PyObject *self) {
     zs_conjugate *conjugate = (zs_conjugate *)self;
     PyTypeObject *type = Py_TYPE(self);
-    if (conjugate->runtime != NULL && ZS_CONJUGATE_IS_LIVE(conjugate))
-        table_forget(conjugate->runtime, conjugate);
+    if (ZS_CONJUGATE_IS_LIVE(conjugate)) {
+        if (conjugate->runtime != NULL)
+            table_forget(conjugate->runtime, conjugate);
+        zsv_table_free(conjugate->u.views);
+        conjugate->u.views = NULL;
+    } else {
+        Py_CLEAR(conjugate->u.expired);
+    }
     conjugate->address = NULL;
-    Py_CLEAR(conjugate->extra);
     Py_CLEAR(conjugate->runtime);
     type->tp_free(self);
     Py_DECREF(type);
 }
 
 static PyGetSetDef conjugate_getset[] = {
-    {"_v", conjugate_get_views, conjugate_set_views, "Cached red views (None if none).", NULL},
-    {"_p", conjugate_get_pointer, NULL,
-     "The native pointer as a layout cdata, or the ExpiredPointer once expired.", NULL},
+    {"_expired", conjugate_get_sentinel, NULL,
+     "The ExpiredPointer of an expired conjugate (None while live).", NULL},
     {"_address", conjugate_get_address, NULL, "The native address (0 once expired).", NULL},
     {"is_expired", conjugate_get_expired, NULL,
      "True once the native object may be gone; never raises.", NULL},

@@ -29,32 +29,75 @@
 
 /* ---- the native functions this module calls ---------------------------- */
 
-/* Addresses taken from the cffi module by Python (see zsharp_py/_runtime.py); their
- * types are checked against the public header at compile time (module.c). */
-typedef zs_ref (*zs_object_new_conjugate_fn)(zs_runtime *, const zs_class *, zs_ref, uint32_t,
-                                             uint32_t, const char *, uint32_t, void *);
-typedef zs_status (*zs_store_ref_fn)(zs_runtime *, zs_ref, uint32_t, zs_ref);
-typedef zs_status (*zs_mark_as_garbage_fn)(zs_runtime *, zs_ref);
-typedef zs_status (*zs_gc_take_expiring_ex_fn)(zs_runtime *, zs_ref *, uint64_t *, uint8_t *,
-                                               uint32_t, uint32_t *);
-typedef uint32_t (*zs_gc_expiring_count_fn)(zs_runtime *);
-typedef zs_status (*zs_name_intern_fn)(zs_runtime *, const char *, size_t, uint32_t *, uint32_t *);
+/* Every function of zsharp.h this module calls. Their addresses are taken
+ * from the cffi module by Python (zsharp_py/_runtime.py) and handed over by
+ * configure(); each slot has the exact type of the header's declaration, so
+ * a changed signature fails to compile here. */
+#define ZS_NATIVE_FUNCTIONS(X)                                                              \
+    X(zs_object_new_conjugate) X(zs_store_ref) X(zs_mark_as_garbage)                        \
+    X(zs_gc_take_expiring_ex) X(zs_gc_expiring_count) X(zs_name_intern) X(zs_name_base)     \
+    X(zs_type_basic) X(zs_type_struct) X(zs_type_container) X(zs_value_new)                 \
+    X(zs_value_free) X(zs_value_assign) X(zs_value_clear) X(zs_value_store_ref)             \
+    X(zs_object_writable) X(zs_string_assign) X(zs_array_insert) X(zs_array_remove)         \
+    X(zs_array_reserve) X(zs_hash_find) X(zs_hash_add) X(zs_hash_remove) X(zs_optional_set) \
+    X(zs_binding_set) X(zs_multicast_add) X(zs_multicast_remove) X(zs_sparse_bindings)      \
+    X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
+    X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
+    X(zs_class_instance_size)
 
 typedef struct zs_native_api {
-    zs_object_new_conjugate_fn object_new_conjugate;
-    zs_store_ref_fn store_ref;
-    zs_mark_as_garbage_fn mark_as_garbage;
-    zs_gc_take_expiring_ex_fn take_expiring;
-    zs_gc_expiring_count_fn expiring_count;
-    zs_name_intern_fn name_intern;
+#define ZS_API_SLOT(name) __typeof__(&name) name;
+    ZS_NATIVE_FUNCTIONS(ZS_API_SLOT)
+#undef ZS_API_SLOT
 } zs_native_api;
 
+/* ---- errors --------------------------------------------------------------------- */
+
+/* The exception being raised, taken (a new reference; none left set), and
+ * its restoration: the Python 3.12+ API where it exists. */
+PyObject *zs_error_take(void);
+void zs_error_give(PyObject *error);
+
+/* ---- scalars ---------------------------------------------------------------------- */
+
+/* The C type of a scalar (matches zsharp_py's scalar codes, _types.py). */
+typedef enum zs_scalar_kind {
+    ZS_SCALAR_BOOL, ZS_SCALAR_I8, ZS_SCALAR_I16, ZS_SCALAR_I32, ZS_SCALAR_I64,
+    ZS_SCALAR_U8, ZS_SCALAR_U16, ZS_SCALAR_U32, ZS_SCALAR_U64, ZS_SCALAR_F32, ZS_SCALAR_F64,
+    ZS_SCALAR_KINDS
+} zs_scalar_kind;
+
+/* A scalar's C value, ready to store. */
+typedef union zs_scalar_bits {
+    _Bool b; int8_t i8; int16_t i16; int32_t i32; int64_t i64;
+    uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; float f32; double f64;
+    unsigned char bytes[8];
+} zs_scalar_bits;
+
+/* scalar.c */
+size_t zs_scalar_size(zs_scalar_kind kind);
+const char *zs_scalar_name(zs_scalar_kind kind);
+PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at);
+int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out, PyObject *what);
+
 /* ---- module state ---------------------------------------------------------- */
+
+/* Why a conjugate expired: interned strings made at module creation, so
+ * expiring costs no allocation (zsharp_py/_conjugate.py re-exports them). */
+#define ZS_REASONS(X)                                                                     \
+    X(collected, "it was unreachable and the garbage collector destroyed it")             \
+    X(garbage, "it was marked as garbage and the garbage collector destroyed it")         \
+    X(closed, "its runtime was closed")                                                   \
+    X(disposed, "it was disposed")                                                        \
+    X(scope, "the scope it was obtained in has ended")                                    \
+    X(structure, "the container it points into changed structure (it may have moved)")   \
+    X(parent, "what it points into has expired")
 
 /* Everything the module shares: its types, the Python callbacks of the slow
  * paths, and the native API. One per module object; every conjugate class
  * and descriptor keeps a pointer to it (the module outlives them: the types
- * hold a reference to it). */
+ * hold a reference to it). Guarded by the GIL, which this module never
+ * releases. */
 typedef struct zs_core_state {
     PyTypeObject *conjugate_type;  /* ObjectConjugate: base of zs.Object */
     PyTypeObject *runtime_type;    /* RuntimeCore: base of zs.Runtime */
@@ -62,24 +105,43 @@ typedef struct zs_core_state {
     PyTypeObject *scalar_type;     /* ScalarProperty descriptor */
     PyTypeObject *reference_type;  /* ReferenceProperty descriptor */
     PyTypeObject *creator_type;    /* Creator: how a class is created in one runtime */
+    PyTypeObject *kind_type;       /* Kind (kind.c) */
+    PyTypeObject *value_type;      /* ValueConjugate: base of every value conjugate (value.c) */
+    PyTypeObject *value_property_type; /* ValueProperty descriptor (members.c) */
+    PyTypeObject *member_type;     /* MemberProperty: a scalar member of a struct (members.c) */
+    PyTypeObject *name_type;       /* Name (names.c) */
+    PyTypeObject *array_type;      /* ArrayBase (containers.c) */
+    PyTypeObject *set_type;        /* SetBase */
+    PyTypeObject *map_type;        /* MapBase */
+    PyTypeObject *optional_type;   /* OptionalBase */
+    PyTypeObject *iterator_type;   /* ArrayIterator */
+    PyTypeObject *delegate_type;   /* DelegateBase (delegates.c) */
     PyObject *str_outer;           /* "outer", interned (a constructor keyword) */
     PyObject *str_conjugate_of;    /* "_conjugate_of", interned (Runtime's resolver) */
+    PyObject *str_zs_kind;         /* "_zs_kind", interned (a value class's kind) */
+#define ZS_REASON_SLOT(name, text) PyObject *reason_##name;
+    ZS_REASONS(ZS_REASON_SLOT)
+#undef ZS_REASON_SLOT
+    uint32_t kind_count;           /* kinds made so far: the next kind's id */
+    uint32_t class_count;          /* conjugate classes numbered so far (classes.c) */
     /* Set by configure(); NULL until then. */
     PyObject *current;          /* the ContextVar of `with Runtime()` */
     PyObject *default_runtime;  /* list holding the default runtime (0 or 1 items) */
     PyObject *slow_create;      /* (cls, *args, **kwargs) -> conjugate */
-    PyObject *expired_error;    /* (conjugate) -> ExpiredConjugateError */
+    PyObject *expired_error;    /* (sentinel) -> ExpiredConjugateError */
     PyObject *raise_status;     /* (status, what, runtime) -> raises (expires first if dying) */
     PyObject *store_failed;     /* (holder, value, what) -> raises */
     PyObject *store_refused;    /* (runtime, status, what) -> raises */
-    PyObject *make_pointer;     /* (conjugate) -> its layout cdata pointer */
     PyObject *expired_type;     /* the ExpiredPointer class (a tuple subclass) */
+    PyObject *expired_exception; /* the ExpiredConjugateError class */
+    PyObject *current_runtime;  /* () -> the current runtime (made on first use) */
+    PyObject *name_class;       /* zs.Name: the class of names made here */
+    PyObject *describe_value;   /* (value) -> str: names an expired value in its message */
     zs_native_api api;
     int configured;
     /* Calls from native code (calls.c); set by configure_calls(). */
     PyObject *slow_call;        /* (runtime, handle, function, params address) -> status */
     PyObject *scopes;           /* the ContextVar of zs.scope() (a tuple of view lists) */
-    PyObject *expire_scope;     /* (views) -> None: expire the views of an ended scope */
     PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
     PyObject *str_fast;         /* "_fast", interned (a layout's C call plan) */
     /* The open runtimes (borrowed: each removes itself when detached or
@@ -91,6 +153,9 @@ typedef struct zs_core_state {
 
 /* ---- runtimes: the conjugate table ----------------------------------------- */
 
+struct zsv_value;
+struct zsv_table;
+
 /* The C part of zs.Runtime. The conjugate table maps a handle's slot index to
  * the live conjugate of the object in that slot; entries are borrowed: a
  * conjugate nobody holds is freed by refcount and clears its entry, and the
@@ -98,7 +163,7 @@ typedef struct zs_core_state {
  * observed without holding both). A table hit is checked against the whole
  * handle, serial included, so a stale handle never finds the conjugate of a
  * newer object in the same slot. Invariant: an entry is a live conjugate of
- * this runtime whose handle indexes that entry. */
+ * this runtime whose handle indexes that entry. Guarded by the GIL. */
 typedef struct zs_runtime_core {
     PyObject_HEAD
     zs_runtime *native;          /* NULL before open and after close */
@@ -108,31 +173,54 @@ typedef struct zs_runtime_core {
     uint32_t collect_every;      /* GcStress.collect_every: creation takes the slow path */
     char closing;                /* set first thing by close(): fast paths decline */
     char adopting;               /* between a native conjugate record and its table entry */
-    char flush_pending;          /* finalisers queued native frees: flush at the next creation */
+    char flush_pending;          /* finalisers queued native frees: flush at the next safe point */
+    char dying_window;           /* a cycle has found objects dying whose conjugates may not
+                                    have expired yet: plain writes ask the heap first (the
+                                    collector sets and clears it, zsharp_py/_gc.py) */
     PyObject *creators;          /* dict: class -> Creator (fast creation in this runtime) */
     PyObject *last_class;        /* the class last created here, and its Creator: */
     PyObject *last_creator;      /*   a loop creating one class skips the dict */
+    /* The value layer (value.h). */
+    const zs_type **types;       /* [type_capacity]: native types by kind id (NULL: none yet) */
+    uint32_t type_capacity;
+    uint32_t inline_blacks;      /* live inline black values (no native block) */
+    struct zsv_value *blacks;    /* the black list: live black values (borrowed) */
+    zs_ref *deferred;            /* native black blocks whose conjugates Python finalised */
+    uint32_t deferred_count, deferred_capacity;
+    const zs_class **natives;    /* [native_count]: native classes by class number (classes.c) */
+    uint32_t native_count;
+    PyObject **names;            /* [name_count]: decoded base strings by name index (names.c) */
+    uint32_t name_count, name_capacity;
+    PyObject *interned;          /* dict: exact str -> packed name (index | number << 32) */
+    PyObject **callables;        /* [callable_capacity]: delegate callables by id - 1 (names.c);
+                                    a free slot holds the next free id, tagged odd */
+    uint32_t callable_capacity, callable_count, callable_free;
 } zs_runtime_core;
 
 /* ---- object conjugates ---------------------------------------------------- */
 
 /* An object conjugate: 48 bytes, not tracked by Python's cycle collector.
- * Live: `address` is the native object and `extra` is NULL, the cache of red
- * views (a dict) or the cached cdata pointer (anything else), or a 2-tuple
- * (views, pointer) when both exist. Expired: `address` is NULL and `extra` is
+ * Live: `address` is the native object and `u.views` its table of cached red
+ * views (value.h), or NULL. Expired: `address` is NULL and `u.expired` is
  * the ExpiredPointer describing why. */
 typedef struct zs_conjugate {
     PyObject_HEAD
     char *address;
     zs_ref handle;
     zs_runtime_core *runtime;  /* strong: a conjugate keeps its runtime alive */
-    PyObject *extra;
+    union {
+        struct zsv_table *views;  /* while live */
+        PyObject *expired;        /* once expired (strong) */
+    } u;
 } zs_conjugate;
 
-/* The class object of a conjugate class: a heap type plus the module state. */
+/* The class object of a conjugate class: a heap type plus the module state
+ * and the number that indexes every runtime's native classes. */
 typedef struct zs_class_object {
     PyHeapTypeObject heap;
     zs_core_state *state;
+    uint32_t number;           /* 0: not laid out yet; else an index of zs_runtime_core.natives */
+    int user_init;             /* the class (or a base) defines __init__: creation goes to Python */
 } zs_class_object;
 
 /* How one class is created in one runtime, when its defaults are all plain
@@ -154,18 +242,19 @@ zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle);
 PyObject *zs_raise_expired(zs_conjugate *conjugate);
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state);
 PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle);
+/* The conjugate of a handle (from the table, else adopted by Python), None
+ * for a null or dead handle: a new reference, or NULL with an error. */
+PyObject *zs_conjugate_of(zs_runtime_core *rt, zs_ref handle);
+/* Whether the object of a live conjugate is of `cls`'s native class (or a
+ * subclass) in the conjugate's runtime: the check every accessor makes, so
+ * that neither a descriptor applied to a foreign instance nor a re-classed
+ * conjugate can read or write outside the native object. */
+int zs_conjugate_is_a(zs_conjugate *conjugate, PyTypeObject *cls);
 
 /* properties.c */
 int zs_add_property_types(PyObject *module, zs_core_state *state);
-
-/* The C type of a scalar property (matches zsharp_py._types._SCALAR_CODES). */
-typedef enum zs_scalar_kind {
-    ZS_SCALAR_BOOL, ZS_SCALAR_I8, ZS_SCALAR_I16, ZS_SCALAR_I32, ZS_SCALAR_I64,
-    ZS_SCALAR_U8, ZS_SCALAR_U16, ZS_SCALAR_U32, ZS_SCALAR_U64, ZS_SCALAR_F32, ZS_SCALAR_F64,
-    ZS_SCALAR_KINDS
-} zs_scalar_kind;
-/* The Python value of the scalar of `kind` at `at`. */
-PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at);
+/* Raise TypeError: descriptor `what` applied to an object it does not fit. */
+int zs_descriptor_misapplied(PyObject *what, PyTypeObject *owner, PyObject *obj);
 
 /* A constructor keyword for a scalar or reference property, converted and
  * checked before anything is allocated, written once the object exists. */

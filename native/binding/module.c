@@ -4,20 +4,7 @@
  * callbacks of the slow paths and the addresses of the native functions, and
  * init_class() on every conjugate class it creates (zsharp_py/_object.py).
  */
-#include "core.h"
-
-/* The native functions' types must be exactly the header's. */
-#define ZS_SAME_TYPE(function, type) _Generic((&function), type: 1, default: 0)
-_Static_assert(ZS_SAME_TYPE(zs_object_new_conjugate, zs_object_new_conjugate_fn),
-               "zs_object_new_conjugate changed");
-_Static_assert(ZS_SAME_TYPE(zs_store_ref, zs_store_ref_fn), "zs_store_ref changed");
-_Static_assert(ZS_SAME_TYPE(zs_mark_as_garbage, zs_mark_as_garbage_fn),
-               "zs_mark_as_garbage changed");
-_Static_assert(ZS_SAME_TYPE(zs_gc_take_expiring_ex, zs_gc_take_expiring_ex_fn),
-               "zs_gc_take_expiring_ex changed");
-_Static_assert(ZS_SAME_TYPE(zs_gc_expiring_count, zs_gc_expiring_count_fn),
-               "zs_gc_expiring_count changed");
-_Static_assert(ZS_SAME_TYPE(zs_name_intern, zs_name_intern_fn), "zs_name_intern changed");
+#include "value.h"
 
 static struct PyModuleDef core_module;
 
@@ -54,6 +41,31 @@ PyObject *zs_call_raise_status(zs_core_state *state, zs_ref status, PyObject *wh
     return NULL;
 }
 
+PyObject *zs_error_take(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (type == NULL)
+        return NULL;
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL && value != NULL)
+        PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+#endif
+}
+
+void zs_error_give(PyObject *error) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(error);
+#else
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), error, PyException_GetTraceback(error));
+#endif
+}
+
 /* One native function's address from the `api` dict. */
 static void *api_address(PyObject *api, const char *name) {
     PyObject *address = PyDict_GetItemString(api, name);
@@ -67,36 +79,49 @@ static void *api_address(PyObject *api, const char *name) {
     return function;
 }
 
+/* native_functions() -> the names of the zsharp.h functions configure() needs. */
+static PyObject *native_functions(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    PyObject *names = PyList_New(0);
+#define ZS_API_NAME(name) \
+    if (names != NULL && PyList_Append(names, PyUnicode_FromString(#name)) < 0) Py_CLEAR(names);
+    ZS_NATIVE_FUNCTIONS(ZS_API_NAME)
+#undef ZS_API_NAME
+    return names;
+}
+
 /* configure(current, default_runtime, slow_create, expired_error,
- *           raise_status, store_failed, store_refused, make_pointer,
- *           expired_type, api) */
+ *           raise_status, store_failed, store_refused, expired_type,
+ *           expired_exception, current_runtime, name_class, api) */
 static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"current", "default_runtime", "slow_create", "expired_error",
-                               "raise_status", "store_failed", "store_refused", "make_pointer",
-                               "expired_type", "api", NULL};
+                               "raise_status", "store_failed", "store_refused", "expired_type",
+                               "expired_exception", "current_runtime", "name_class", "api", NULL};
     zs_core_state *state = zs_state_of_module(module);
     PyObject *current, *default_runtime, *slow_create, *expired_error, *raise_status;
-    PyObject *store_failed, *store_refused, *make_pointer, *expired_type, *api;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOOOO!O!:configure", keywords, &current,
-                                     &PyList_Type, &default_runtime, &slow_create, &expired_error,
-                                     &raise_status, &store_failed, &store_refused, &make_pointer,
-                                     &PyType_Type, &expired_type, &PyDict_Type, &api))
+    PyObject *store_failed, *store_refused, *expired_type, *expired_exception, *current_runtime;
+    PyObject *name_class, *api;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOOO!O!OO!O!:configure", keywords,
+                                     &current, &PyList_Type, &default_runtime, &slow_create,
+                                     &expired_error, &raise_status, &store_failed, &store_refused,
+                                     &PyType_Type, &expired_type, &PyType_Type, &expired_exception,
+                                     &current_runtime, &PyType_Type, &name_class, &PyDict_Type, &api))
         return NULL;
     if (!PyContextVar_CheckExact(current)) {
         PyErr_SetString(PyExc_TypeError, "configure: current must be a ContextVar");
         return NULL;
     }
-    if (!PyType_IsSubtype((PyTypeObject *)expired_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "configure: expired_type must subclass tuple");
+    if (!PyType_IsSubtype((PyTypeObject *)expired_type, &PyTuple_Type) ||
+        !PyType_IsSubtype((PyTypeObject *)name_class, state->name_type)) {
+        PyErr_SetString(PyExc_TypeError, "configure: expired_type must subclass tuple and "
+                                         "name_class NameBase");
         return NULL;
     }
     zs_native_api native;
-    native.object_new_conjugate = (zs_object_new_conjugate_fn)api_address(api, "zs_object_new_conjugate");
-    native.store_ref = (zs_store_ref_fn)api_address(api, "zs_store_ref");
-    native.mark_as_garbage = (zs_mark_as_garbage_fn)api_address(api, "zs_mark_as_garbage");
-    native.take_expiring = (zs_gc_take_expiring_ex_fn)api_address(api, "zs_gc_take_expiring_ex");
-    native.expiring_count = (zs_gc_expiring_count_fn)api_address(api, "zs_gc_expiring_count");
-    native.name_intern = (zs_name_intern_fn)api_address(api, "zs_name_intern");
+#define ZS_API_FILL(name) native.name = (__typeof__(&name))api_address(api, #name);
+    ZS_NATIVE_FUNCTIONS(ZS_API_FILL)
+#undef ZS_API_FILL
     if (PyErr_Occurred())
         return NULL;
     state->api = native;
@@ -107,8 +132,10 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     Py_XSETREF(state->raise_status, Py_NewRef(raise_status));
     Py_XSETREF(state->store_failed, Py_NewRef(store_failed));
     Py_XSETREF(state->store_refused, Py_NewRef(store_refused));
-    Py_XSETREF(state->make_pointer, Py_NewRef(make_pointer));
     Py_XSETREF(state->expired_type, Py_NewRef(expired_type));
+    Py_XSETREF(state->expired_exception, Py_NewRef(expired_exception));
+    Py_XSETREF(state->current_runtime, Py_NewRef(current_runtime));
+    Py_XSETREF(state->name_class, Py_NewRef(name_class));
     state->configured = 1;
     Py_RETURN_NONE;
 }
@@ -140,6 +167,8 @@ static PyObject *init_class(PyObject *module, PyObject *arg) {
     cls->tp_traverse = NULL;
     cls->tp_clear = NULL;
     ((zs_class_object *)cls)->state = state;
+    /* The number that indexes each runtime's native classes (zs_conjugate_is_a). */
+    ((zs_class_object *)cls)->number = ++state->class_count;
     Py_RETURN_NONE;
 }
 
@@ -170,6 +199,8 @@ static PyMethodDef core_functions[] = {
      METH_VARARGS | METH_KEYWORDS, "Hand over the Python side of calls from native code."},
     {"call_handler", zs_call_handler_addresses, METH_NOARGS,
      "(handler, user) addresses for zs_set_call_handler."},
+    {"native_functions", native_functions, METH_NOARGS,
+     "The names of the zsharp.h functions configure() needs the addresses of."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -179,8 +210,19 @@ static int core_exec(PyObject *module) {
     memset(state, 0, sizeof *state);
     state->str_outer = PyUnicode_InternFromString("outer");
     state->str_conjugate_of = PyUnicode_InternFromString("_conjugate_of");
-    if (state->str_outer == NULL || state->str_conjugate_of == NULL || zs_add_conjugate_types(module, state) < 0 ||
-        zs_add_property_types(module, state) < 0 || zs_add_class_types(module, state) < 0)
+    if (state->str_outer == NULL || state->str_conjugate_of == NULL)
+        return -1;
+#define ZS_REASON_MAKE(name, text)                                                   \
+    if ((state->reason_##name = PyUnicode_InternFromString(text)) == NULL ||         \
+        PyModule_AddObjectRef(module, "REASON_" #name, state->reason_##name) < 0)   \
+        return -1;
+    ZS_REASONS(ZS_REASON_MAKE)
+#undef ZS_REASON_MAKE
+    if (zs_add_conjugate_types(module, state) < 0 || zs_add_property_types(module, state) < 0 ||
+        zs_add_class_types(module, state) < 0 || zsv_add_kind_type(module, state) < 0 ||
+        zsv_add_value_type(module, state) < 0 || zsv_add_member_types(module, state) < 0 ||
+        zsv_add_name_type(module, state) < 0 || zsv_add_container_types(module, state) < 0 ||
+        zsv_add_delegate_type(module, state) < 0)
         return -1;
     return 0;
 }
@@ -190,28 +232,18 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     zs_core_state *state = zs_state_of_module(module);
     if (state == NULL)
         return 0;
-    Py_VISIT(state->conjugate_type);
-    Py_VISIT(state->runtime_type);
-    Py_VISIT(state->class_type);
-    Py_VISIT(state->scalar_type);
-    Py_VISIT(state->reference_type);
-    Py_VISIT(state->creator_type);
-    Py_VISIT(state->str_outer);
-    Py_VISIT(state->str_conjugate_of);
-    Py_VISIT(state->current);
-    Py_VISIT(state->default_runtime);
-    Py_VISIT(state->slow_create);
-    Py_VISIT(state->expired_error);
-    Py_VISIT(state->raise_status);
-    Py_VISIT(state->store_failed);
-    Py_VISIT(state->store_refused);
-    Py_VISIT(state->make_pointer);
-    Py_VISIT(state->expired_type);
-    Py_VISIT(state->slow_call);
-    Py_VISIT(state->scopes);
-    Py_VISIT(state->expire_scope);
-    Py_VISIT(state->str_zs_functions);
-    Py_VISIT(state->str_fast);
+#define ZS_STATE_OBJECTS(X)                                                                  \
+    X(conjugate_type) X(runtime_type) X(class_type) X(scalar_type) X(reference_type)        \
+    X(creator_type) X(kind_type) X(value_type) X(value_property_type) X(member_type)         \
+    X(name_type) X(array_type) X(set_type) X(map_type) X(optional_type) X(iterator_type)     \
+    X(delegate_type)                                                                         \
+    X(str_outer) X(str_conjugate_of) X(str_zs_kind) X(current)                  \
+    X(default_runtime) X(slow_create) X(expired_error) X(raise_status) X(store_failed)       \
+    X(store_refused) X(expired_type) X(expired_exception) X(current_runtime) X(name_class)   \
+    X(slow_call) X(scopes) X(str_zs_functions) X(str_fast)
+#define ZS_VISIT_FIELD(field) Py_VISIT(state->field);
+    ZS_STATE_OBJECTS(ZS_VISIT_FIELD)
+#undef ZS_VISIT_FIELD
     return 0;
 }
 
@@ -221,30 +253,14 @@ static int core_clear(PyObject *module) {
     if (state == NULL)
         return 0;
     state->configured = 0;
-    Py_CLEAR(state->conjugate_type);
-    Py_CLEAR(state->runtime_type);
-    Py_CLEAR(state->class_type);
-    Py_CLEAR(state->scalar_type);
-    Py_CLEAR(state->reference_type);
-    Py_CLEAR(state->creator_type);
-    Py_CLEAR(state->str_outer);
-    Py_CLEAR(state->str_conjugate_of);
-    Py_CLEAR(state->current);
-    Py_CLEAR(state->default_runtime);
-    Py_CLEAR(state->slow_create);
-    Py_CLEAR(state->expired_error);
-    Py_CLEAR(state->raise_status);
-    Py_CLEAR(state->store_failed);
-    Py_CLEAR(state->store_refused);
-    Py_CLEAR(state->make_pointer);
-    Py_CLEAR(state->expired_type);
     /* Calls from native code find no runtime from now on (the handler
        answers ZS_E_STALE); the list itself goes with the module. */
-    Py_CLEAR(state->slow_call);
-    Py_CLEAR(state->scopes);
-    Py_CLEAR(state->expire_scope);
-    Py_CLEAR(state->str_zs_functions);
-    Py_CLEAR(state->str_fast);
+#define ZS_CLEAR_FIELD(field) Py_CLEAR(state->field);
+    ZS_STATE_OBJECTS(ZS_CLEAR_FIELD)
+#undef ZS_CLEAR_FIELD
+#define ZS_REASON_CLEAR(name, text) Py_CLEAR(state->reason_##name);
+    ZS_REASONS(ZS_REASON_CLEAR)
+#undef ZS_REASON_CLEAR
     state->open_count = 0;
     return 0;
 }

@@ -1,13 +1,15 @@
 /* Property descriptors of object conjugate classes: scalars and object
  * references, read and written in C with no Python frame.
  *
- * Every access checks that the instance is of the descriptor's class (a
- * descriptor taken from one class and applied to another object would read
- * through the wrong layout) and that the conjugate is live. A write converts
- * its value before it looks at the native address: a conversion may run
- * Python code (__index__, __float__), which may expire the conjugate.
+ * Every access checks that the conjugate is live and that its native object
+ * is of the descriptor's class (or a subclass) in its runtime: a descriptor
+ * applied to another object, or a conjugate re-classed through
+ * object.__class__, would otherwise read through the wrong layout. A write
+ * converts its value before it looks at the native address (value.h, the
+ * rule): a conversion may run Python code (__index__, __float__), which may
+ * expire the conjugate.
  */
-#include "core.h"
+#include "value.h"
 
 #include <float.h>
 #include <stdbool.h>
@@ -15,13 +17,25 @@
 #include <string.h>
 #include <structmember.h>
 
-/* Raise unless `obj` is an instance of `owner` (or a subclass). */
-static inline int owner_check(PyTypeObject *owner, PyObject *obj, PyObject *what) {
-    if (Py_TYPE(obj) == owner || PyType_IsSubtype(Py_TYPE(obj), owner))
-        return 0;
+int zs_descriptor_misapplied(PyObject *what, PyTypeObject *owner, PyObject *obj) {
     PyErr_Format(PyExc_TypeError, "descriptor %U of '%s' objects does not apply to a '%s' object",
                  what, owner->tp_name, Py_TYPE(obj)->tp_name);
     return -1;
+}
+
+/* The live conjugate a descriptor of `owner` is given, checked (NULL with an
+ * error: not a conjugate of that class, or expired). */
+static inline zs_conjugate *checked(PyTypeObject *owner, PyObject *obj, PyObject *what,
+                                    zs_core_state *state) {
+    if (PyObject_TypeCheck(obj, state->conjugate_type)) {
+        zs_conjugate *conjugate = (zs_conjugate *)obj;
+        if (!ZS_CONJUGATE_IS_LIVE(conjugate))
+            return zs_raise_expired(conjugate), NULL;
+        if (zs_conjugate_is_a(conjugate, owner))
+            return conjugate;
+    }
+    zs_descriptor_misapplied(what, owner, obj);
+    return NULL;
 }
 
 /* =========================================================================
@@ -31,40 +45,12 @@ static inline int owner_check(PyTypeObject *owner, PyObject *obj, PyObject *what
 typedef struct zs_scalar_property {
     PyObject_HEAD
     PyTypeObject *owner;   /* the class whose layout `offset` belongs to */
-    PyObject *convert;     /* value -> value storable as it is, or raises (with the name) */
     PyObject *doc;
     PyObject *name;        /* "Class.name", for errors */
     Py_ssize_t offset;
     zs_scalar_kind kind;
+    zs_core_state *state;
 } zs_scalar_property;
-
-/* The Python value of the scalar at `at`. */
-PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at) {
-    switch (kind) {
-    case ZS_SCALAR_BOOL: { _Bool v; memcpy(&v, at, sizeof v); return PyBool_FromLong(v); }
-    case ZS_SCALAR_I8: { int8_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_I16: { int16_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_I32: { int32_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_I64: { int64_t v; memcpy(&v, at, sizeof v); return PyLong_FromLongLong(v); }
-    case ZS_SCALAR_U8: { uint8_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_U16: { uint16_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_U32: { uint32_t v; memcpy(&v, at, sizeof v); return PyLong_FromUnsignedLong(v); }
-    case ZS_SCALAR_U64: {
-        uint64_t v; memcpy(&v, at, sizeof v); return PyLong_FromUnsignedLongLong(v);
-    }
-    case ZS_SCALAR_F32: { float v; memcpy(&v, at, sizeof v); return PyFloat_FromDouble(v); }
-    case ZS_SCALAR_F64: { double v; memcpy(&v, at, sizeof v); return PyFloat_FromDouble(v); }
-    default: break;
-    }
-    PyErr_SetString(PyExc_SystemError, "unknown scalar kind");
-    return NULL;
-}
-
-/* A value ready to store: the bytes of the C value, in a union. */
-typedef union zs_scalar_bits {
-    _Bool b; int8_t i8; int16_t i16; int32_t i32; int64_t i64;
-    uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; float f32; double f64;
-} zs_scalar_bits;
 
 /* Convert `value` to `kind` if it is of the exact Python type and in range:
  * 1 (converted), 0 (not such a value: use the Python conversion). Runs no
@@ -131,67 +117,57 @@ static int scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_
     return 1;
 }
 
-static const size_t scalar_sizes[ZS_SCALAR_KINDS] = {
-    sizeof(_Bool), 1, 2, 4, 8, 1, 2, 4, 8, sizeof(float), sizeof(double),
-};
-
-/* Read: class check, liveness check, one load. */
+/* Read: liveness and class checks, one load. */
 static PyObject *scalar_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
     zs_scalar_property *property = (zs_scalar_property *)self;
     if (obj == NULL)
         return Py_NewRef(self);
-    if (owner_check(property->owner, obj, property->name) < 0)
+    zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
+    if (conjugate == NULL)
         return NULL;
-    zs_conjugate *conjugate = (zs_conjugate *)obj;
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate))
-        return zs_raise_expired(conjugate);
     return zs_scalar_load(property->kind, conjugate->address + property->offset);
 }
 
-/* Write: convert first (maybe Python code), then check liveness, then store. */
+/* Write: convert first (maybe Python code), then check, then store. */
 static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
     zs_scalar_property *property = (zs_scalar_property *)self;
-    if (owner_check(property->owner, obj, property->name) < 0)
-        return -1;
     if (value == NULL) {
         PyErr_Format(PyExc_AttributeError, "cannot delete property %U", property->name);
         return -1;
     }
-    zs_scalar_bits bits;
-    if (!scalar_convert_exact(property->kind, value, &bits)) {
-        PyObject *converted = PyObject_CallOneArg(property->convert, value);
-        if (converted == NULL)
-            return -1;
-        int ok = scalar_convert_exact(property->kind, converted, &bits);
-        Py_DECREF(converted);
-        if (!ok) {
-            PyErr_Format(PyExc_SystemError, "%U: the conversion returned an unstorable value",
-                         property->name);
-            return -1;
-        }
-    }
-    zs_conjugate *conjugate = (zs_conjugate *)obj;
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
-        zs_raise_expired(conjugate);
+    if (checked(property->owner, obj, property->name, property->state) == NULL)
         return -1;
+    zs_scalar_bits bits;
+    if (!scalar_convert_exact(property->kind, value, &bits) &&
+        zs_scalar_convert(property->kind, value, &bits, property->name) < 0)
+        return -1;
+    zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
+    if (conjugate == NULL)
+        return -1;
+    zs_runtime_core *rt = conjugate->runtime;
+    if (rt->dying_window) {  /* the one rule for dying objects (value.h, zsv_writable) */
+        zs_status status = zsv_writable(rt, conjugate->handle);
+        if (status != ZS_OK)
+            return zsv_refused(rt, status, property->name), -1;
     }
-    memcpy(conjugate->address + property->offset, &bits, scalar_sizes[property->kind]);
+    memcpy(conjugate->address + property->offset, &bits, zs_scalar_size(property->kind));
     return 0;
 }
 
-/* ScalarProperty(owner, name, offset, kind, convert, doc) */
+/* ScalarProperty(owner, name, offset, kind, doc) */
 static PyObject *scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"owner", "name", "offset", "kind", "convert", "doc", NULL};
+    static char *keywords[] = {"owner", "name", "offset", "kind", "doc", NULL};
     PyTypeObject *owner;
-    PyObject *name, *convert, *doc;
+    PyObject *name, *doc;
     Py_ssize_t offset;
     int kind;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!UniOO:ScalarProperty", keywords,
-                                     &PyType_Type, &owner, &name, &offset, &kind, &convert, &doc))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!UniO:ScalarProperty", keywords,
+                                     &PyType_Type, &owner, &name, &offset, &kind, &doc))
         return NULL;
     zs_core_state *state = zs_state_of_type(type);
-    if (!PyType_IsSubtype(owner, state->conjugate_type)) {
+    if (!PyType_IsSubtype(owner, state->conjugate_type) ||
+        !PyObject_TypeCheck((PyObject *)owner, state->class_type)) {
         PyErr_SetString(PyExc_TypeError, "ScalarProperty: the owner is not an object conjugate class");
         return NULL;
     }
@@ -204,10 +180,10 @@ static PyObject *scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         return NULL;
     property->owner = (PyTypeObject *)Py_NewRef(owner);
     property->name = Py_NewRef(name);
-    property->convert = Py_NewRef(convert);
     property->doc = Py_NewRef(doc);
     property->offset = offset;
     property->kind = (zs_scalar_kind)kind;
+    property->state = state;
     return (PyObject *)property;
 }
 
@@ -215,7 +191,6 @@ static PyObject *scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 static int scalar_traverse(PyObject *self, visitproc visit, void *arg) {
     zs_scalar_property *property = (zs_scalar_property *)self;
     Py_VISIT(property->owner);
-    Py_VISIT(property->convert);
     Py_VISIT(property->doc);
     Py_VISIT(Py_TYPE(self));
     return 0;
@@ -225,7 +200,6 @@ static int scalar_traverse(PyObject *self, visitproc visit, void *arg) {
 static int scalar_clear(PyObject *self) {
     zs_scalar_property *property = (zs_scalar_property *)self;
     Py_CLEAR(property->owner);
-    Py_CLEAR(property->convert);
     Py_CLEAR(property->doc);
     return 0;
 }
@@ -284,11 +258,10 @@ static PyObject *reference_get(PyObject *self, PyObject *obj, PyObject *type) {
     zs_reference_property *property = (zs_reference_property *)self;
     if (obj == NULL)
         return Py_NewRef(self);
-    if (owner_check(property->owner, obj, property->what) < 0)
+    zs_conjugate *conjugate = checked(property->owner, obj, property->what,
+                                      zs_state_of_type(Py_TYPE(self)));
+    if (conjugate == NULL)
         return NULL;
-    zs_conjugate *conjugate = (zs_conjugate *)obj;
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate))
-        return zs_raise_expired(conjugate);
     zs_ref ref;
     memcpy(&ref, conjugate->address + property->offset, sizeof ref);
     if (ref == ZS_NULL_REF)
@@ -333,19 +306,24 @@ static int reference_store_failed(zs_reference_property *property, PyObject *obj
 /* Store through zs_store_ref (checks, write barrier), under the GIL. */
 static int reference_set(PyObject *self, PyObject *obj, PyObject *value) {
     zs_reference_property *property = (zs_reference_property *)self;
-    if (owner_check(property->owner, obj, property->what) < 0)
-        return -1;
     if (value == NULL) {
         PyErr_Format(PyExc_AttributeError, "cannot delete property %U", property->what);
         return -1;
     }
+    zs_core_state *state = zs_state_of_type(Py_TYPE(self));
+    if (PyObject_TypeCheck(obj, state->conjugate_type) &&
+        ZS_CONJUGATE_IS_LIVE((zs_conjugate *)obj) &&
+        !zs_conjugate_is_a((zs_conjugate *)obj, property->owner))
+        return zs_descriptor_misapplied(property->what, property->owner, obj);
+    if (!PyObject_TypeCheck(obj, state->conjugate_type))
+        return zs_descriptor_misapplied(property->what, property->owner, obj);
     zs_conjugate *holder = (zs_conjugate *)obj;
     zs_runtime_core *rt = holder->runtime;
     zs_ref ref;
     if (!reference_target(property, rt, value, &ref) || !ZS_CONJUGATE_IS_LIVE(holder) ||
         rt->closing || rt->native == NULL)
         return reference_store_failed(property, obj, value);
-    zs_status status = rt->state->api.store_ref(rt->native, holder->handle, property->offset, ref);
+    zs_status status = rt->state->api.zs_store_ref(rt->native, holder->handle, property->offset, ref);
     if (status == ZS_OK)
         return 0;
     PyObject *result = PyObject_CallFunction(rt->state->store_refused, "OiO", (PyObject *)rt,
@@ -461,7 +439,7 @@ int zs_prepare_store(zs_core_state *state, PyTypeObject *cls, PyObject *descript
             !scalar_convert_exact(property->kind, value, &bits))
             return 0;
         out->offset = (uint32_t)property->offset;
-        out->size = (uint32_t)scalar_sizes[property->kind];
+        out->size = (uint32_t)zs_scalar_size(property->kind);
         memcpy(out->bits, &bits, out->size);
         return 1;
     }
@@ -489,7 +467,7 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
     }
     if (store->ref == ZS_NULL_REF)
         return ZS_OK;  /* a new object's references start null */
-    return rt->state->api.store_ref(rt->native, conjugate->handle, store->offset, store->ref);
+    return rt->state->api.zs_store_ref(rt->native, conjugate->handle, store->offset, store->ref);
 }
 
 /* Create the descriptor types and add them to the module. */

@@ -156,6 +156,21 @@ typedef struct zs_class_desc {
 
 zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc,
                             const zs_class **out);
+
+/* The head of every zs_class, public so that a binding can test an object's
+   class on its hot paths without a call: ancestry[depth] is the class
+   itself, ancestry[0] its root class. Read-only. */
+typedef struct zs_class_head {
+    const zs_class *const *ancestry;
+    uint32_t depth;
+    uint32_t id; /* zs_class_id */
+} zs_class_head;
+/* Non-zero when cls is base or derives from it (zs_class_is_a, inline). */
+#define ZS_CLASS_DERIVES(cls, base)                                                 \
+    (((const zs_class_head *)(const void *)(cls))->depth >=                         \
+         ((const zs_class_head *)(const void *)(base))->depth &&                    \
+     ((const zs_class_head *)(const void *)(cls))                                   \
+             ->ancestry[((const zs_class_head *)(const void *)(base))->depth] == (base))
 uint32_t zs_class_id(const zs_class *cls);
 const char *zs_class_name(const zs_class *cls);
 const zs_class *zs_class_parent(const zs_class *cls);

@@ -104,7 +104,7 @@ zs_status zs_call_each(zs_runtime *rt, const zs_class *cls, const char *function
     if (cls == NULL || function == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = may_call(rt);
-    if (status == ZS_OK && (cls->id >= rt->class_count || rt->classes[cls->id] != cls))
+    if (status == ZS_OK && (cls->head.id >= rt->class_count || rt->classes[cls->head.id] != cls))
         status = ZS_E_INVALID; /* not a class of this runtime */
     uint32_t count = 0;
     zs_ref *refs = status == ZS_OK ? objects_of(rt, cls, &count) : NULL;

@@ -64,7 +64,7 @@ zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc, const zs_
     zs_status status = ZS_E_INVALID;
     const zs_class *parent = desc->parent;
     uint32_t start = parent ? parent->instance_size : (uint32_t)sizeof(zs_object);
-    if (parent != NULL && (parent->id >= rt->class_count || rt->classes[parent->id] != parent))
+    if (parent != NULL && (parent->head.id >= rt->class_count || rt->classes[parent->head.id] != parent))
         goto done; /* a class of another runtime */
     if (desc->instance_size < start || desc->instance_size > ZS_OP_MAX_OFFSET) goto done;
     if (!ensure_object_array_type(rt)) {
@@ -87,8 +87,15 @@ zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc, const zs_
         rt->classes = grown;
         rt->class_capacity = capacity;
     }
+    uint32_t depth = parent ? parent->head.depth + 1 : 0;
+    const zs_class **ancestry = zs_alloc(rt, (depth + 1) * sizeof *ancestry);
+    if (ancestry == NULL) goto done;
     zs_class *cls = zs_alloc(rt, sizeof *cls);
-    if (cls == NULL) goto done;
+    if (cls == NULL) {
+        zs_free(rt, ancestry, (depth + 1) * sizeof *ancestry);
+        goto done;
+    }
+    memset(cls, 0, sizeof *cls);
     size_t name_length = strlen(desc->name);
     cls->name = zs_alloc(rt, name_length + 1);
     uint32_t ignored_number;
@@ -103,12 +110,17 @@ zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc, const zs_
         zs_schema_release(rt, &cls->schema);
         zs_free(rt, cls->name, cls->name ? name_length + 1 : 0);
         zs_free(rt, cls, sizeof *cls);
+        zs_free(rt, ancestry, (depth + 1) * sizeof *ancestry);
         goto done;
     }
     memcpy(cls->name, desc->name, name_length);
     zs_schema_finish(&cls->schema);
     cls->parent = parent;
-    cls->id = rt->class_count;
+    cls->head.ancestry = ancestry;
+    cls->head.depth = depth;
+    memcpy(ancestry, parent ? parent->head.ancestry : ancestry, depth * sizeof *ancestry);
+    ancestry[depth] = cls;
+    cls->head.id = rt->class_count;
     cls->instance_size = desc->instance_size;
     cls->flags = desc->flags;
     rt->classes[rt->class_count++] = cls;
@@ -132,16 +144,14 @@ const zs_type *zs_class_member_type(const zs_class *cls, uint32_t offset) {
     return NULL;
 }
 
-uint32_t zs_class_id(const zs_class *cls) { return cls->id; }
+uint32_t zs_class_id(const zs_class *cls) { return cls->head.id; }
 const char *zs_class_name(const zs_class *cls) { return cls->name; }
 const zs_class *zs_class_parent(const zs_class *cls) { return cls->parent; }
 uint32_t zs_class_instance_size(const zs_class *cls) { return cls->instance_size; }
 uint32_t zs_class_schema_words(const zs_class *cls) { return cls->schema.count; }
 
 int zs_class_is_a(const zs_class *cls, const zs_class *base) {
-    for (; cls != NULL; cls = cls->parent)
-        if (cls == base) return 1;
-    return 0;
+    return cls != NULL && base != NULL && ZS_CLASS_DERIVES(cls, base);
 }
 
 zs_status zs_find_class(zs_runtime *rt, const char *name, const zs_class **out) {
@@ -159,6 +169,7 @@ void zs_classes_release(zs_runtime *rt) {
         zs_class *cls = rt->classes[i];
         zs_schema_release(rt, &cls->schema);
         zs_free(rt, cls->name, strlen(cls->name) + 1);
+        zs_free(rt, (void *)cls->head.ancestry, (cls->head.depth + 1) * sizeof *cls->head.ancestry);
         zs_free(rt, cls, sizeof *cls);
     }
     zs_free(rt, rt->classes, rt->class_capacity * sizeof *rt->classes);

@@ -245,7 +245,7 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
                                    zs_object **out_object) {
     zs_status status = ZS_E_INVALID;
     zs_item *outer_item = NULL;
-    if (cls->id >= rt->class_count || rt->classes[cls->id] != cls) return status;
+    if (cls->head.id >= rt->class_count || rt->classes[cls->head.id] != cls) return status;
     if (init_size > cls->instance_size - sizeof(zs_object) || (init_size && init == NULL))
         return status;
     if (name_index != ZS_NAME_AUTO && name_index >= rt->names.count) return status;

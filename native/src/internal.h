@@ -117,9 +117,9 @@ typedef struct zs_schema {
 } zs_schema;
 
 struct zs_class {
+    zs_class_head head; /* first: public (zsharp.h) */
     char *name;
     const zs_class *parent;
-    uint32_t id;
     uint32_t instance_size;
     uint32_t flags;
     zs_schema schema;

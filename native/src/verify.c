@@ -132,8 +132,8 @@ static bool check_object(checker *c, uint32_t index, const zs_item *it) {
     if (object->index != index) return fail(c, "object %u: header says index %u", index, object->index);
     if (it->serial == 0 || it->serial == ZS_SERIAL_RETIRE)
         return fail(c, "object %u: invalid serial %u", index, it->serial);
-    if (cls == NULL || cls->id >= rt->class_count || rt->classes[cls->id] != cls ||
-        cls->id != zs_class_id(cls))
+    if (cls == NULL || cls->head.id >= rt->class_count || rt->classes[cls->head.id] != cls ||
+        cls->head.id != zs_class_id(cls))
         return fail(c, "object %u: class pointer is not a class of this runtime", index);
     if (object->name_index >= rt->names.count) return fail(c, "object %u: bad name index", index);
     bool dying = (it->flags & ZS_ITEM_DYING) != 0;

@@ -35,7 +35,7 @@ from ._native import api_address, declare_struct, ffi, layout_ffi, lib, member_n
 from ._object import Object, ObjectRefKind, WeakRefKind, spec_of
 from ._struct import StructSpec
 from ._types import _SCALAR_CODES, ScalarKind
-from ._values import close_scope, make_view, open_scope
+from ._values import close_scope, open_scope
 
 if TYPE_CHECKING:
     from contextvars import ContextVar
@@ -317,8 +317,7 @@ def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any, address:
         return getattr(block, layout._cnames[i])
     kind = layout._kinds[i]
     if mode == _STRUCT:
-        pointer = layout_ffi.cast(kind.layout.pointer_type, address + layout.parameters[i].offset)
-        return make_view(kind.cls, runtime, kind, pointer, None, None, 0)
+        return _core.block_view(runtime, kind.kind, address + layout.parameters[i].offset)
     value = getattr(block, layout._cnames[i])
     if value == 0:
         return None
@@ -337,7 +336,7 @@ def _write(runtime: Runtime, layout: FunctionLayout, block: Any, address: int, v
     what = f"{layout.owner.__name__}.{layout.name} (result)"
     if mode == _STRUCT:
         assert layout.result is not None
-        kind.write(runtime, 0, address + layout.result.offset, value)  # a copy, or members
+        _core.block_write(runtime, kind.kind, address + layout.result.offset, value)
         return
     kind.check(what, value)
     if mode == _OBJECT:
@@ -347,5 +346,4 @@ def _write(runtime: Runtime, layout: FunctionLayout, block: Any, address: int, v
     setattr(block, cname, value)
 
 
-_core.configure_calls(slow_call=_call_from_address, scopes=_values._scopes,
-                      expire_scope=_values.expire_scope_views)
+_core.configure_calls(slow_call=_call_from_address, scopes=_values._scopes)

@@ -119,7 +119,7 @@ def _chains(runtime: Runtime, links: Any, count: int) -> list[ReferenceChain]:
         if not current:
             reasons = tuple(text for bit, text in _ROOT_REASONS if link.root & bit)
         if link.root & lib.ZS_CHAIN_ROOT_VALUE:
-            holder = runtime._blacks.get(link.holder)
+            holder = runtime._black_of(link.holder)
         else:
             holder = runtime._conjugate_of(link.holder)
         if link.member == lib.ZS_CHAIN_END:

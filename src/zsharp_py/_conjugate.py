@@ -1,15 +1,10 @@
-"""Conjugate core: the expired-pointer sentinel that stands for the native
-pointer of an expired conjugate.
+"""Conjugate core: the reasons conjugates expire for, and the sentinel that
+an expired object conjugate keeps.
 
-A live value conjugate (a struct view, a black value) keeps its native
-pointer (a cffi cdata) in the ``_p`` slot, so a member read is
-``attrgetter("_p.field")``: C-level attribute fetches, no Python frame, no
-branch. An object conjugate keeps the object's address in its C part
-(zsharp_py._core, native/binding/) and its descriptors read it in C.
-Expiring swaps the pointer (objects: clear the address and keep the
-sentinel) for an ``ExpiredPointer``, whose every attribute access raises
-``ExpiredConjugateError`` with the reason. Nothing can reach freed memory
-through a conjugate after that.
+Conjugates keep their native address in their C part (zsharp_py._core,
+native/binding/): expiring clears it (and, for an object conjugate, keeps
+an ``ExpiredPointer`` naming the object and why it went), so nothing can
+reach freed memory through a conjugate afterwards.
 
 Expiring K conjugates must cost O(K) with a small constant (a collection may
 expire a million), so the sentinel is a tuple built in one call and its
@@ -19,15 +14,22 @@ from __future__ import annotations
 
 from typing import Any, Callable, NoReturn
 
+from . import _core
 from ._errors import ExpiredConjugateError
 
 __all__ = ["ExpiredPointer", "FIXED_CLASS", "REASON_COLLECTED", "REASON_GARBAGE",
-           "REASON_CLOSED", "REASON_DISPOSED", "expired_error"]
+           "REASON_CLOSED", "REASON_DISPOSED", "REASON_SCOPE", "REASON_STRUCTURE",
+           "REASON_PARENT", "expired_error"]
 
-REASON_COLLECTED = "it was unreachable and the garbage collector destroyed it"
-REASON_GARBAGE = "it was marked as garbage and the garbage collector destroyed it"
-REASON_CLOSED = "its runtime was closed"
-REASON_DISPOSED = "it was disposed"
+# Why a conjugate expired: the C extension's interned strings (expiry in C
+# allocates nothing), stated once there (native/binding/core.h, ZS_REASONS).
+REASON_COLLECTED: str = _core.REASON_collected
+REASON_GARBAGE: str = _core.REASON_garbage
+REASON_CLOSED: str = _core.REASON_closed
+REASON_DISPOSED: str = _core.REASON_disposed
+REASON_SCOPE: str = _core.REASON_scope
+REASON_STRUCTURE: str = _core.REASON_structure
+REASON_PARENT: str = _core.REASON_parent
 
 _tuple_item = tuple.__getitem__
 

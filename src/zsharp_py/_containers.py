@@ -8,33 +8,25 @@ them. A container is black when created from Python
 property or element. Element views (a struct inside an array, say) expire
 when the container changes structure (insert, remove, clear, growth, a
 whole new value assigned), because the storage may move.
+
+The protocols are C (native/binding/containers.c): every write converts
+its Python values completely before it finds the container again and
+writes, so no conversion hook can make it write into moved storage.
 """
 from __future__ import annotations
 
 import sys
-from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, TypeVar, cast, overload
 
-from typing_extensions import Self
-
-from ._native import api_address, check, declare_struct, ffi, layout_address, layout_ffi, lib
-from ._types import PropertyKind, ScalarKind
+from . import _core
+from ._native import declare_struct, layout_ffi, lib
+from ._types import PropertyKind
 from ._typing import TypeParameters
-from ._values import ValueConjugate, invalidate_children, make_black, make_view
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
+from ._values import ValueConjugate
 
 __all__ = ["Array", "Set", "Map", "Optional", "ArraySpec", "SetSpec", "MapSpec", "OptionalSpec"]
 
-_ARRAY_POINTER = ffi.typeof("zs_array *")
-_HASH_POINTER = ffi.typeof("zs_hash *")
 _MISSING = object()
-_chain = chain.from_iterable
-_ITER_CHUNK = 256  # scalars copied out per native read while iterating
-
-# zs_type_kind values
-_ARRAY, _SET, _MAP, _OPTIONAL = 6, 7, 8, 9
 
 # Type parameters (for type checkers: see _typing). Element reads are typed
 # with them; writes take Any, because every element kind also accepts plain
@@ -50,6 +42,8 @@ class _Generic:
     """Shared ``Container[T]`` specialisation: one subclass per type argument
     (cached), whose element spec resolves on first use so forward references
     (``zs.Array["Actor"]``) work."""
+
+    __slots__ = ()
 
     _zs_args: ClassVar[tuple[Any, ...]] = ()
     _zs_scope: ClassVar[Any] = None
@@ -120,13 +114,12 @@ def _check_element(cls: type, spec: PropertyKind) -> None:
                         "map keys (they are not hashable)")
 
 
-class _Container(ValueConjugate, _Generic):
-    """Behaviour shared by the container conjugates."""
+class _Container(_Generic):
+    """Behaviour shared by the container conjugates (a mixin of the C bases)."""
 
     __slots__ = ()
-    _zs_kind: ClassVar[int] = 0
-    if TYPE_CHECKING:
-        _spec: Any  # the concrete _ContainerSpec subclass of the container
+    _zs_kind_code: ClassVar[int] = 0
+    _zs_native_kind: ClassVar[int] = 0
 
     @classmethod
     def _zs_value_spec(cls, owner: type) -> PropertyKind:
@@ -136,37 +129,22 @@ class _Container(ValueConjugate, _Generic):
     def _spec_class(cls) -> type[_ContainerSpec]:
         raise NotImplementedError
 
-    def __new__(cls, *args: Any) -> Self:
-        from ._runtime import current_runtime
-
+    @classmethod
+    def _zs_prepare(cls) -> _core.Kind:
+        """First use of a specialised container: its kind (element types resolved)."""
         cls._element_specs()
-        if len(args) > 1:
-            raise TypeError(f"{cls.__name__}() takes at most one argument")
-        spec = cls._spec_class()(cls)
-        value = current_runtime()._new_value(spec)
-        if args:
-            try:
-                with value._rt._lock:
-                    spec.fill(value._rt, 0, value._address(), args[0])
-            except BaseException:
-                value.dispose()
-                raise
-        made: Self = value
-        return made
+        kind = cls._spec_class()(cls).kind
+        type.__setattr__(cls, "_zs_kind", kind)
+        return kind
 
-    def __init__(self, *args: Any) -> None:
-        """Construction happens in ``__new__``."""
-
-    def _structure_changes(self) -> None:
-        """About to change structure: element views expire first (under the
-        GIL, before any memory can move)."""
-        if self._v:
-            invalidate_children(self)
-
-    def to_python(self) -> Any:
-        """A plain Python copy (list, set, dict...), nested values converted."""
-        with self._rt._lock:
-            return self._spec.to_python(self._rt, self._address())
+    if TYPE_CHECKING:
+        def __init__(self, contents: Any = ..., /) -> None: ...
+        def to_python(self) -> Any: ...
+        @property
+        def is_expired(self) -> bool: ...
+        @property
+        def is_black(self) -> bool: ...
+        def _expired_repr(self) -> str: ...
 
     def __repr__(self) -> str:
         if self.is_expired:
@@ -180,12 +158,11 @@ class _Container(ValueConjugate, _Generic):
 class _ContainerSpec(PropertyKind):
     """Spec of a container type (shared plumbing)."""
 
-    __slots__ = ("cls", "_elements", "_entry_size")
+    __slots__ = ("cls", "_elements")
 
     def __init__(self, cls: type[_Container]) -> None:
         self.cls = cls
         self._elements: tuple[PropertyKind, ...] | None = None  # resolved on first use
-        self._entry_size = 0  # computed on first use (every element read needs it)
 
     @property
     def elements(self) -> tuple[PropertyKind, ...]:
@@ -196,22 +173,20 @@ class _ContainerSpec(PropertyKind):
         return elements
 
     @property
-    def entry_size(self) -> int:
-        """Bytes per entry, as the C side lays them out (cached)."""
-        size = self._entry_size
-        if not size:
-            size = self._entry_size = self._compute_entry_size()
-        return size
-
-    def _compute_entry_size(self) -> int:
-        raise NotImplementedError
-
-    @property
     def key(self) -> Any:
         """Structural identity: kind and element keys."""
         return (self.kind_name,) + tuple(spec.key for spec in self.elements)
 
     kind_name = "container"
+
+    @property
+    def kind(self) -> _core.Kind:
+        """The kind of this container class (one per class: its views are of it)."""
+        made: _core.Kind | None = self.cls.__dict__.get("_zs_kind")
+        if made is None:
+            made = self.make_kind()
+            type.__setattr__(self.cls, "_zs_kind", made)
+        return made
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _ContainerSpec) and other.key == self.key
@@ -223,57 +198,23 @@ class _ContainerSpec(PropertyKind):
         """``Array[Int32]`` and so on."""
         return self.cls.__name__
 
-
-    def native(self, runtime: Runtime) -> Any:
-        """Register the container type (element types first)."""
-        natives = [runtime._native_type(spec) for spec in self.elements]
-        out = ffi.new("zs_type **")
-        value = natives[1] if len(natives) > 1 else ffi.NULL
-        check(lib.zs_type_container(runtime._ptr, self.cls._zs_kind, natives[0], value, out),
-              f"registering {self.describe()}", runtime)
-        return out[0]
-
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """A red view cached in ``parent`` (a plain copy when there is none)."""
-        if parent is None:
-            return self.to_python(runtime, address)
-        return make_view(self.cls, runtime, self, self.pointer(address), parent, key, owner)
-
-    def pointer(self, address: int) -> Any:
-        """The conjugate's native pointer for a value at ``address``."""
+    def _layout(self) -> tuple[int, int, int, int]:
+        """(size, align, entry size, value offset) as the C side lays them out."""
         raise NotImplementedError
 
-    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
-        """Wrap a black container block."""
-        return make_black(self.cls, runtime, self, self.pointer(api_address(pointer)), handle)
-
-    def fill(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Add Python contents to an empty container at ``address``."""
-        raise NotImplementedError
-
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Replace the contents: a native copy of a container conjugate, or
-        built from Python contents in a temporary first (all or nothing)."""
-        native = runtime._native_type(self)
-        if isinstance(value, self.cls) and value._rt is runtime:
-            source = value._address()
-        else:
-            temporary = runtime._new_value(self)
-            try:
-                self.fill(runtime, 0, temporary._address(), value)
-                check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                          ffi.cast("void *", temporary._address())),
-              "assign", runtime)
-            finally:
-                temporary.dispose()
-            return
-        check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                  ffi.cast("void *", source)), "assign", runtime)
+    def make_kind(self) -> _core.Kind:
+        """The container's kind: its element kinds, its layout, its class."""
+        size, align, entry_size, value_offset = self._layout()
+        elements = [spec.kind for spec in self.elements]
+        return _core.Kind(self.cls._zs_kind_code, size, align, self.cls._zs_native_kind,
+                          self.describe(), flags=_core.KIND_VIEW, element=elements[0],
+                          value=elements[1] if len(elements) > 1 else None,
+                          entry_size=entry_size, value_offset=value_offset, cls=self.cls)
 
     def check(self, what: str, value: Any) -> None:
         """A container of this type or Python contents of the right shape."""
         if isinstance(value, self.cls):
-            value._live()
+            value.to_python() if value.is_expired else None  # raises with the reason
             return
         try:
             self.check_contents(value)
@@ -284,53 +225,12 @@ class _ContainerSpec(PropertyKind):
         """Validate Python contents without storing them."""
         raise NotImplementedError
 
-    def address_of(self, pointer: Any) -> int:
-        """Address of the container header."""
-        return api_address(pointer)
-
-
-# ---------------------------------------------------------------------------
-# Element helpers
-# ---------------------------------------------------------------------------
-
-class _Temporary:
-    """A zeroed native buffer holding one element value built from Python,
-    destroyed (its strings and containers freed) on exit."""
-
-    __slots__ = ("runtime", "spec", "buffer", "address")
-
-    def __init__(self, runtime: Runtime, spec: PropertyKind, value: Any) -> None:
-        self.runtime, self.spec = runtime, spec
-        size = layout_ffi.sizeof(spec.c_type) if spec.c_type else 8
-        self.buffer = ffi.new("char[]", max(size, 1) + 16)
-        self.address = (api_address(self.buffer) + 15) & ~15  # 16-byte aligned
-        spec.initialize(runtime, 0, self.address)
-        spec.write(runtime, 0, self.address, value)
-
-    def __enter__(self) -> int:
-        return self.address
-
-    def __exit__(self, *exc: object) -> None:
-        check(lib.zs_value_clear(self.runtime._ptr, 0, self.runtime._native_type(self.spec),
-                                 ffi.cast("void *", self.address)), "temporary", self.runtime)
-
-
-def _index(length: int, index: Any) -> int:
-    if isinstance(index, bool) or not isinstance(index, int):
-        raise TypeError(f"indices must be integers, not {type(index).__name__}")
-    if index < 0:
-        index += length
-    if not 0 <= index < length:
-        raise IndexError("index out of range")
-    position: int = index
-    return position
-
 
 # ---------------------------------------------------------------------------
 # Array
 # ---------------------------------------------------------------------------
 
-class Array(_Container, TypeParameters[T]):
+class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
     """A native dynamic array (``TArray``) with the ``list`` protocol.
 
     >>> import zsharp_py as zs
@@ -342,211 +242,55 @@ class Array(_Container, TypeParameters[T]):
     """
 
     __slots__ = ()
-    _zs_kind = _ARRAY
+    _zs_kind_code = _core.KIND_ARRAY
+    _zs_native_kind = lib.ZS_TYPE_ARRAY
 
     @classmethod
     def _spec_class(cls) -> type[_ContainerSpec]:
         return ArraySpec
 
-    def __len__(self) -> int:
-        count: int = self._live().count
-        return count
-
-    def _element_address(self, index: int) -> int:
-        pointer = self._live()
-        return api_address(pointer.data) + index * int(self._spec.entry_size)
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[T]: ...
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        with self._rt._lock:
-            pointer = self._live()
-            position = _index(pointer.count, index)
-            element = self._spec.elements[0]
-            if type(element) is ScalarKind:  # no view to cache: index the C array directly
-                return element._cast(element._pointer, pointer.data)[position]
-            cache = self._v
-            if cache is not None and position in cache:
-                return cache[position]
-            return element.read(self._rt, self, position, self._owner, self._element_address(position))
-
-    @overload
-    def __setitem__(self, index: int, value: Any) -> None: ...
-    @overload
-    def __setitem__(self, index: slice, value: Iterable[Any]) -> None: ...
-    def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, slice):
-            items = list(value)
-            with self._rt._lock:
-                positions = range(*index.indices(len(self)))
-                if index.step not in (None, 1) and len(items) != len(positions):
-                    raise ValueError(f"attempt to assign sequence of size {len(items)} to extended "
-                                     f"slice of size {len(positions)}")
-                if index.step in (None, 1):
-                    start = positions.start if positions else min(max(index.indices(len(self))[0], 0), len(self))
-                    self._replace(start, len(positions), items)
-                    return
-            element = self._spec.elements[0]
-            for item in items:
-                element.check("element", item)
-            for position, item in zip(positions, _detached(items)):
-                self[position] = item
-            return
-        with self._rt._lock:
-            position = _index(len(self), index)
-            element = self._spec.elements[0]
-            element.check("element", value)
-            cache = self._v
-            if cache is not None and position in cache:
-                invalidate_children(cache[position])
-            element.write(self._rt, self._owner, self._element_address(position), value)
-
-    def __delitem__(self, index: int | slice) -> None:
-        with self._rt._lock:
-            if isinstance(index, slice):
-                positions = sorted(range(*index.indices(len(self))), reverse=True)
-                self._structure_changes()
-                for position in positions:
-                    self._remove_at(position, 1)
-                return
-            self._structure_changes()
-            self._remove_at(_index(len(self), index), 1)
-
-    def _remove_at(self, position: int, count: int) -> None:
-        runtime = self._rt
-        check(lib.zs_array_remove(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                  self._live(), position, count), "remove", runtime)
-
-    def _insert_values(self, position: int, items: list[Any]) -> None:
-        """Insert zeroed elements, then write each; on any failure remove
-        them again (the array is left as it was)."""
-        runtime = self._rt
-        element = self._spec.elements[0]
-        for item in items:
-            element.check("element", item)
-        items = _detached(items)
-        self._structure_changes()
-        check(lib.zs_array_insert(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                  self._live(), position, ffi.NULL, len(items)), "insert", runtime)
-        try:
-            for offset, item in enumerate(items):
-                address = self._element_address(position + offset)
-                element.initialize(runtime, self._owner, address)
-                element.write(runtime, self._owner, address, item)
-        except BaseException:
-            self._remove_at(position, len(items))
-            raise
-
-    def _replace(self, start: int, count: int, items: list[Any]) -> None:
-        element = self._spec.elements[0]
-        for item in items:
-            element.check("element", item)
-        items = _detached(items)
-        self._structure_changes()
-        if count:
-            self._remove_at(start, count)
-        if items:
-            self._insert_values(start, items)
-
-    def append(self, value: Any) -> None:
-        """Add one element at the end."""
-        with self._rt._lock:
-            self._insert_values(len(self), [value])
-
-    def extend(self, values: Iterable[Any]) -> None:
-        """Add every element of an iterable at the end."""
-        items = list(values)
-        if items:
-            with self._rt._lock:
-                self._insert_values(len(self), items)
-
-    def insert(self, index: int, value: Any) -> None:
-        """Insert before ``index`` (clamped like ``list.insert``)."""
-        with self._rt._lock:
-            length = len(self)
-            if index < 0:
-                index = max(length + index, 0)
-            self._insert_values(min(index, length), [value])
-
-    def pop(self, index: int = -1) -> T:
-        """Remove and return an element (a plain copy: the slot goes away)."""
-        with self._rt._lock:
-            position = _index(len(self), index)
-            element = self._spec.elements[0]
-            value: T = element.to_python(self._rt, self._element_address(position))
-            self._structure_changes()
-            self._remove_at(position, 1)
-            return value
+    if TYPE_CHECKING:
+        def __len__(self) -> int: ...
+        @overload
+        def __getitem__(self, index: int) -> T: ...
+        @overload
+        def __getitem__(self, index: slice) -> list[T]: ...
+        def __getitem__(self, index: Any) -> Any: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
+        def __delitem__(self, index: int | slice) -> None: ...
+        def __iter__(self) -> Iterator[T]: ...
+        def __contains__(self, value: object) -> bool: ...
+        def append(self, value: Any) -> None:
+            """Add one element at the end."""
+        def extend(self, values: Iterable[Any]) -> None:
+            """Add every element of an iterable at the end (all or nothing)."""
+        def insert(self, index: int, value: Any) -> None:
+            """Insert before ``index`` (clamped like ``list.insert``)."""
+        def pop(self, index: int = -1) -> T:
+            """Remove and return an element (a plain copy: the slot goes away)."""
+        def clear(self) -> None:
+            """Remove every element."""
+        def to_python(self) -> list[T]: ...
 
     def remove(self, value: Any) -> None:
         """Remove the first element equal to ``value`` (ValueError if none)."""
-        with self._rt._lock:
-            del self[self.index(value)]
-
-    def clear(self) -> None:
-        """Remove every element."""
-        with self._rt._lock:
-            self._structure_changes()
-            self._remove_at(0, len(self))
+        del self[self.index(value)]
 
     def index(self, value: Any) -> int:
         """Position of the first element equal to ``value``."""
         for position, item in enumerate(self.to_python()):
-            if item == value or _same(item, value):
+            if _same(item, value):
                 return position
         raise ValueError(f"{value!r} is not in the array")
 
     def count(self, value: Any) -> int:
         """How many elements equal ``value``."""
-        return sum(1 for item in self.to_python() if item == value or _same(item, value))
-
-    def __contains__(self, value: object) -> bool:
-        return any(item == value or _same(item, value) for item in self.to_python())
-
-    def __iter__(self) -> Iterator[T]:
-        element = self._spec.elements[0]
-        pointer_type = getattr(element, "_pointer", None)
-        if pointer_type is None:  # views, strings, references: one element at a time
-            return self._iter_elements()
-        return _chain(self._scalar_chunks(pointer_type))
-
-    def _iter_elements(self) -> Iterator[T]:
-        for position in range(len(self)):
-            if position >= len(self):
-                return
-            yield self[position]
-
-    def _scalar_chunks(self, pointer_type: Any) -> Iterator[list[Any]]:
-        """Scalars in chunks (lists, chained by ``__iter__``): each chunk is copied out by one ``ffi.unpack``
-        under the lock (no other thread is inside a native call that could
-        move the storage), so the loop body never runs while native memory
-        is being read. Like ``dict`` iteration, a change of size or storage
-        between chunks raises ``RuntimeError``, and expiry raises
-        ``ExpiredConjugateError``; values written meanwhile are seen from
-        the next chunk on."""
-        lock = self._rt._lock
-        unpack, cast = ffi.unpack, ffi.cast
-        position = 0
-        with lock:
-            pointer = self._live()
-            count, data = pointer.count, pointer.data
-        while position < count:
-            with lock:
-                pointer = self._live()
-                if pointer.count != count or pointer.data != data:
-                    raise RuntimeError(f"{type(self).__name__} changed size during iteration")
-                taken = min(count - position, _ITER_CHUNK)
-                chunk = unpack(cast(pointer_type, data) + position, taken)
-            position += taken
-            yield chunk
+        return sum(1 for item in self.to_python() if _same(item, value))
 
     def __reversed__(self) -> Iterator[T]:
         for position in range(len(self) - 1, -1, -1):
-            yield self[position]
+            if position < len(self):
+                yield self[position]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Array):
@@ -557,22 +301,10 @@ class Array(_Container, TypeParameters[T]):
         return NotImplemented
 
 
-def _detached(items: list[Any]) -> list[Any]:
-    """Red views among ``items`` as plain Python values: a structural change
-    expires views into the container being changed, and one of them may be
-    the very value being stored (``a.append(a[0])``)."""
-    return [item.to_python() if isinstance(item, ValueConjugate) and item._black == 0
-            and hasattr(item, "to_python") else str(item)
-            if isinstance(item, ValueConjugate) and item._black == 0 else item
-            for item in items]
-
-
 def _plain(value: Any) -> Any:
     """A Python value comparable with ``to_python`` output."""
-    if isinstance(value, ValueConjugate) and hasattr(value, "to_python"):
-        return value.to_python()
     if isinstance(value, ValueConjugate):
-        return str(value)
+        return value.to_python()
     return value
 
 
@@ -590,6 +322,14 @@ def _same(item: Any, value: Any) -> bool:
     return bool(item == value)
 
 
+def _round_up(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
+
+
+def _size_align(spec: PropertyKind) -> tuple[int, int]:
+    return layout_ffi.sizeof(spec.c_type), layout_ffi.alignof(spec.c_type)
+
+
 class ArraySpec(_ContainerSpec):
     """Spec of ``zs.Array[T]``."""
 
@@ -597,14 +337,9 @@ class ArraySpec(_ContainerSpec):
     c_type = "zs_array"
     kind_name = "array"
 
-    def _compute_entry_size(self) -> int:
-        """Bytes per element (its size rounded to its alignment)."""
-        element = self.elements[0]
-        return int(layout_ffi.sizeof(element.c_type))
-
-    def pointer(self, address: int) -> Any:
-        """A ``zs_array *``."""
-        return ffi.cast(_ARRAY_POINTER, address)
+    def _layout(self) -> tuple[int, int, int, int]:
+        """A zs_array of elements of their own size."""
+        return 16, 8, _size_align(self.elements[0])[0], 0
 
     def check_contents(self, value: Any) -> None:
         """Any iterable of valid elements."""
@@ -615,116 +350,12 @@ class ArraySpec(_ContainerSpec):
         for item in value:
             element.check("element", item)
 
-    def fill(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Append Python contents."""
-        if isinstance(value, Array):
-            value = value.to_python()
-        items = list(value) if not isinstance(value, (str, bytes, dict)) else None
-        if items is None:
-            raise TypeError(f"{self.describe()} needs an iterable of elements, not {type(value).__name__}")
-        element = self.elements[0]
-        for item in items:
-            element.check("element", item)
-        array = ffi.cast(_ARRAY_POINTER, address)
-        check(lib.zs_array_insert(runtime._ptr, owner, runtime._native_type(self), array,
-                                  array.count, ffi.NULL, len(items)), "insert", runtime)
-        base = api_address(array.data) if items else 0
-        for position, item in enumerate(items):
-            element.initialize(runtime, owner, base + position * self.entry_size)
-            element.write(runtime, owner, base + position * self.entry_size, item)
-
-    def to_python(self, runtime: Runtime, address: int) -> list[Any]:
-        """A list of plain element values."""
-        array = ffi.cast(_ARRAY_POINTER, address)
-        count = array.count
-        if count == 0:
-            return []
-        element = self.elements[0]
-        pointer_type = getattr(element, "_pointer", None)
-        if pointer_type is not None:  # scalars: one native unpack
-            values: list[Any] = ffi.unpack(ffi.cast(pointer_type, array.data), count)
-            return values
-        base, size = api_address(array.data), self.entry_size
-        return [element.to_python(runtime, base + i * size) for i in range(count)]
-
 
 # ---------------------------------------------------------------------------
 # Set and Map
 # ---------------------------------------------------------------------------
 
-class _HashContainer(_Container):
-    __slots__ = ()
-
-    def __len__(self) -> int:
-        count: int = self._live().entries.count
-        return count
-
-    def _entry_address(self, index: int) -> int:
-        return api_address(self._live().entries.data) + index * int(self._spec.entry_size)
-
-    def _find(self, key: Any) -> int:
-        """Entry index of ``key``, or -1."""
-        runtime = self._rt
-        spec = self._spec.elements[0]
-        try:
-            spec.check("key", key)
-        except (TypeError, ValueError, OverflowError):
-            return -1
-        found = ffi.new("int64_t *")
-        with _Temporary(runtime, spec, key) as address:
-            check(lib.zs_hash_find(runtime._live_ptr(), runtime._native_type(self._spec), self._live(),
-                                   ffi.cast("void *", address), found), "find", runtime)
-        return int(found[0])
-
-    def _add(self, key: Any) -> tuple[int, bool]:
-        runtime = self._rt
-        spec = self._spec.elements[0]
-        spec.check("key", key)
-        (key,) = _detached([key])
-        index, added = ffi.new("uint32_t *"), ffi.new("int *")
-        with _Temporary(runtime, spec, key) as address:
-            if self._find(key) < 0:
-                self._structure_changes()
-            check(lib.zs_hash_add(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                  self._live(), ffi.cast("void *", address), index, added),
-                  "add", runtime)
-        return int(index[0]), bool(added[0])
-
-    def _discard(self, key: Any) -> bool:
-        runtime = self._rt
-        if self._find(key) < 0:
-            return False
-        spec = self._spec.elements[0]
-        removed = ffi.new("int *")
-        self._structure_changes()
-        with _Temporary(runtime, spec, key) as address:
-            check(lib.zs_hash_remove(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                     self._live(), ffi.cast("void *", address), removed),
-                  "remove", runtime)
-        return bool(removed[0])
-
-    def _key_at(self, index: int) -> Any:
-        return self._spec.elements[0].to_python(self._rt, self._entry_address(index))
-
-    def clear(self) -> None:
-        """Remove every entry."""
-        runtime = self._rt
-        with runtime._lock:
-            self._structure_changes()
-            check(lib.zs_value_clear(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                     self._live()), "clear", runtime)
-
-    def __contains__(self, key: object) -> bool:
-        with self._rt._lock:
-            return self._find(key) >= 0
-
-    def __iter__(self) -> Iterator[Any]:
-        with self._rt._lock:
-            keys = [self._key_at(i) for i in range(len(self))]
-        return iter(keys)
-
-
-class Set(_HashContainer, TypeParameters[T]):
+class Set(_core.SetBase, ValueConjugate, _Container, TypeParameters[T]):
     """A native hash set (``TSet``) with the ``set`` protocol.
 
     >>> import zsharp_py as zs
@@ -736,51 +367,36 @@ class Set(_HashContainer, TypeParameters[T]):
     """
 
     __slots__ = ()
-    _zs_kind = _SET
+    _zs_kind_code = _core.KIND_SET
+    _zs_native_kind = lib.ZS_TYPE_SET
 
     @classmethod
     def _spec_class(cls) -> type[_ContainerSpec]:
         return SetSpec
 
-    def add(self, value: Any) -> None:
-        """Add an element (no effect if an equal one is present)."""
-        with self._rt._lock:
-            self._add(value)
+    if TYPE_CHECKING:
+        def __len__(self) -> int: ...
+        def __iter__(self) -> Iterator[T]:
+            """The elements (plain copies)."""
+        def __contains__(self, value: object) -> bool: ...
+        def add(self, value: Any) -> None:
+            """Add an element (no effect if an equal one is present)."""
+        def update(self, values: Iterable[Any]) -> None:
+            """Add every element of an iterable (all checked first)."""
+        def pop(self) -> T:
+            """Remove and return an arbitrary element (a plain copy)."""
+        def clear(self) -> None:
+            """Remove every element."""
+        def _discard(self, value: Any) -> bool: ...
 
     def discard(self, value: Any) -> None:
         """Remove an element if present."""
-        with self._rt._lock:
-            self._discard(value)
+        self._discard(value)
 
     def remove(self, value: Any) -> None:
         """Remove an element (KeyError if absent)."""
-        with self._rt._lock:
-            if not self._discard(value):
-                raise KeyError(value)
-
-    def pop(self) -> T:
-        """Remove and return an arbitrary element (a plain copy)."""
-        with self._rt._lock:
-            if len(self) == 0:
-                raise KeyError("pop from an empty set")
-            value: T = self._key_at(len(self) - 1)
-            self._discard(value)
-            return value
-
-    def update(self, values: Iterable[Any]) -> None:
-        """Add every element of an iterable (all checked first: a bad one
-        leaves the set unchanged)."""
-        items = _detached(list(values))
-        spec = self._spec.elements[0]
-        for item in items:
-            spec.check("element", item)
-        with self._rt._lock:
-            for item in items:
-                self._add(item)
-
-    if TYPE_CHECKING:
-        def __iter__(self) -> Iterator[T]:
-            """The elements (plain copies)."""
+        if not self._discard(value):
+            raise KeyError(value)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (Set, set, frozenset)):
@@ -791,7 +407,7 @@ class Set(_HashContainer, TypeParameters[T]):
         return NotImplemented
 
 
-class Map(_HashContainer, TypeParameters[K, V]):
+class Map(_core.MapBase, ValueConjugate, _Container, TypeParameters[K, V]):
     """A native hash map (``TMap``) with the ``dict`` protocol.
 
     >>> import zsharp_py as zs
@@ -804,71 +420,44 @@ class Map(_HashContainer, TypeParameters[K, V]):
     """
 
     __slots__ = ()
-    _zs_kind = _MAP
+    _zs_kind_code = _core.KIND_MAP
+    _zs_native_kind = lib.ZS_TYPE_MAP
     _zs_arity = 2
 
     @classmethod
     def _spec_class(cls) -> type[_ContainerSpec]:
         return MapSpec
 
-    def _value_at(self, index: int) -> Any:
-        cache = self._v
-        key = ("value", index)
-        if cache is not None and key in cache:
-            return cache[key]
-        spec = self._spec.elements[1]
-        address = self._entry_address(index) + self._spec.value_offset
-        return spec.read(self._rt, self, key, self._owner, address)
-
-    def __getitem__(self, key: Any) -> V:
-        with self._rt._lock:
-            index = self._find(key)
-            if index < 0:
-                raise KeyError(key)
-            value: V = self._value_at(index)
-            return value
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        runtime = self._rt
-        with runtime._lock:
-            spec = self._spec.elements[1]
-            spec.check("value", value)
-            (value,) = _detached([value])
-            index, added = self._add(key)
-            try:
-                cache = self._v
-                if cache is not None and ("value", index) in cache:
-                    invalidate_children(cache[("value", index)])
-                address = self._entry_address(index) + self._spec.value_offset
-                if added:
-                    spec.initialize(runtime, self._owner, address)
-                spec.write(runtime, self._owner, address, value)
-            except BaseException:
-                if added:
-                    self._discard(key)
-                raise
-
-    def __delitem__(self, key: Any) -> None:
-        with self._rt._lock:
-            if not self._discard(key):
-                raise KeyError(key)
-
-    @overload
-    def get(self, key: Any) -> V | None: ...
-    @overload
-    def get(self, key: Any, default: D) -> V | D: ...
-    def get(self, key: Any, default: Any = None) -> Any:
-        """The value for ``key``, or ``default``."""
-        with self._rt._lock:
-            index = self._find(key)
-            return self._value_at(index) if index >= 0 else default
+    if TYPE_CHECKING:
+        def __len__(self) -> int: ...
+        def __getitem__(self, key: Any) -> V: ...
+        def __setitem__(self, key: Any, value: Any) -> None: ...
+        def __delitem__(self, key: Any) -> None: ...
+        def __iter__(self) -> Iterator[K]:
+            """The keys (plain copies), in entry order."""
+        def __contains__(self, key: object) -> bool: ...
+        @overload  # type: ignore[override]
+        def get(self, key: Any) -> V | None: ...
+        @overload
+        def get(self, key: Any, default: D) -> V | D: ...
+        def get(self, key: Any, default: Any = None) -> Any:
+            """The value for ``key``, or ``default``."""
+        def keys(self) -> list[K]:
+            """The keys (plain copies), in entry order."""
+        def values(self) -> list[V]:
+            """The values (views for struct/container/string values)."""
+        def items(self) -> list[tuple[K, V]]:
+            """``(key, value)`` pairs."""
+        def clear(self) -> None:
+            """Remove every entry."""
+        def _take(self, key: Any) -> tuple[bool, Any]: ...
+        def _update_from(self, other: Any) -> None: ...
 
     def setdefault(self, key: Any, default: Any = None) -> V:
         """The value for ``key``, inserting ``default`` first if absent."""
-        with self._rt._lock:
-            if self._find(key) < 0:
-                self[key] = default
-            return self[key]
+        if key not in self:
+            self[key] = default
+        return self[key]
 
     @overload
     def pop(self, key: Any) -> V: ...
@@ -876,45 +465,20 @@ class Map(_HashContainer, TypeParameters[K, V]):
     def pop(self, key: Any, default: D) -> V | D: ...
     def pop(self, key: Any, default: Any = _MISSING) -> Any:
         """Remove ``key`` and return its value (a plain copy)."""
-        with self._rt._lock:
-            index = self._find(key)
-            if index < 0:
-                if default is _MISSING:
-                    raise KeyError(key)
-                return default
-            spec = self._spec.elements[1]
-            value = spec.to_python(self._rt, self._entry_address(index) + self._spec.value_offset)
-            self._discard(key)
+        found, value = self._take(key)
+        if found:
             return value
+        if default is _MISSING:
+            raise KeyError(key)
+        return default
 
     def update(self, other: Any = (), **kwargs: Any) -> None:
-        """Set every key/value of a mapping (or pairs), then of keywords."""
-        items = list(other.items() if hasattr(other, "items") else other) + list(kwargs.items())
-        key_spec, value_spec = self._spec.elements
-        for key, value in items:  # all checked first: a bad pair changes nothing
-            key_spec.check("key", key)
-            value_spec.check("value", value)
-        with self._rt._lock:
-            for key, value in items:
-                self[key] = value
-
-    def keys(self) -> list[K]:
-        """The keys (plain copies), in entry order."""
-        return list(self)
-
-    if TYPE_CHECKING:
-        def __iter__(self) -> Iterator[K]:
-            """The keys (plain copies), in entry order."""
-
-    def values(self) -> list[V]:
-        """The values (views for struct/container/string values)."""
-        with self._rt._lock:
-            return [self._value_at(i) for i in range(len(self))]
-
-    def items(self) -> list[tuple[K, V]]:
-        """``(key, value)`` pairs."""
-        with self._rt._lock:
-            return [(self._key_at(i), self._value_at(i)) for i in range(len(self))]
+        """Set every key/value of a mapping (or pairs), then of keywords; all
+        converted first, so a bad pair changes nothing."""
+        if kwargs:
+            pairs = list(other.items() if hasattr(other, "items") else other)
+            other = pairs + list(kwargs.items())
+        self._update_from(other)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Map):
@@ -931,6 +495,18 @@ class Map(_HashContainer, TypeParameters[K, V]):
         return NotImplemented
 
 
+def _entry_layout(elements: tuple[PropertyKind, ...]) -> tuple[int, int, int]:
+    """(entry size, value offset, entry alignment) of a set (one element)
+    or map entry, as native/src/types.c lays them out."""
+    key_size, key_align = _size_align(elements[0])
+    if len(elements) == 1:
+        return _round_up(key_size, key_align), 0, key_align
+    value_size, value_align = _size_align(elements[1])
+    offset = _round_up(key_size, value_align)
+    align = max(key_align, value_align)
+    return _round_up(offset + value_size, align), offset, align
+
+
 class SetSpec(_ContainerSpec):
     """Spec of ``zs.Set[T]``."""
 
@@ -938,14 +514,10 @@ class SetSpec(_ContainerSpec):
     c_type = "zs_hash"
     kind_name = "set"
 
-    def _compute_entry_size(self) -> int:
-        """Bytes per entry (laid out as the C side does: key, then value at
-        its alignment, the whole rounded to the larger alignment)."""
-        return _entry_layout(self.elements)[0]
-
-    def pointer(self, address: int) -> Any:
-        """A ``zs_hash *``."""
-        return ffi.cast(_HASH_POINTER, address)
+    def _layout(self) -> tuple[int, int, int, int]:
+        """A zs_hash of entries laid out as native/src/types.c does."""
+        entry, value_offset, _ = _entry_layout(self.elements)
+        return 32, 8, entry, value_offset
 
     def check_contents(self, value: Any) -> None:
         """An iterable of valid elements."""
@@ -954,38 +526,12 @@ class SetSpec(_ContainerSpec):
         for item in value:
             self.elements[0].check("element", item)
 
-    def fill(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Add every element."""
-        items = list(value)
-        self.check_contents(items)
-        target = make_black(self.cls, runtime, self, self.pointer(address), 0)
-        target._owner = owner
-        for item in items:
-            target._add(item)
-
-    def to_python(self, runtime: Runtime, address: int) -> Any:
-        """A set (or a list when elements are unhashable in Python)."""
-        hash_ = ffi.cast(_HASH_POINTER, address)
-        size = self.entry_size
-        base = api_address(hash_.entries.data) if hash_.entries.count else 0
-        items = [self.elements[0].to_python(runtime, base + i * size)
-                 for i in range(hash_.entries.count)]
-        try:
-            return set(items)
-        except TypeError:
-            return items
-
 
 class MapSpec(SetSpec):
     """Spec of ``zs.Map[K, V]``."""
 
     __slots__ = ()
     kind_name = "map"
-
-    @property
-    def value_offset(self) -> int:
-        """Offset of the value inside an entry."""
-        return _entry_layout(self.elements)[1]
 
     def check_contents(self, value: Any) -> None:
         """A mapping (or pairs) of valid keys and values."""
@@ -996,54 +542,12 @@ class MapSpec(SetSpec):
             self.elements[0].check("key", key)
             self.elements[1].check("value", item)
 
-    def fill(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Set every key/value."""
-        self.check_contents(value)
-        items = _detached(list(value.items() if hasattr(value, "items") else value))
-        target = make_black(self.cls, runtime, self, self.pointer(address), 0)
-        target._owner = owner
-        for key, item in items:
-            target[key] = item
-
-    def to_python(self, runtime: Runtime, address: int) -> Any:
-        """A dict of plain keys and values."""
-        hash_ = ffi.cast(_HASH_POINTER, address)
-        size, offset = _entry_layout(self.elements)
-        base = api_address(hash_.entries.data) if hash_.entries.count else 0
-        result = {}
-        for i in range(hash_.entries.count):
-            key = self.elements[0].to_python(runtime, base + i * size)
-            result[_hashable(key)] = self.elements[1].to_python(runtime, base + i * size + offset)
-        return result
-
-
-def _round_up(value: int, align: int) -> int:
-    return (value + align - 1) // align * align
-
-
-def _entry_layout(elements: tuple[PropertyKind, ...]) -> tuple[int, int]:
-    """(entry size, value offset) of a set (one element) or map entry."""
-    key_size = layout_ffi.sizeof(elements[0].c_type)
-    key_align = layout_ffi.alignof(elements[0].c_type)
-    if len(elements) == 1:
-        return _round_up(key_size, key_align), 0
-    value_size = layout_ffi.sizeof(elements[1].c_type)
-    value_align = layout_ffi.alignof(elements[1].c_type)
-    offset = _round_up(key_size, value_align)
-    return _round_up(offset + value_size, max(key_align, value_align)), offset
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(value.values())
-    return value
-
 
 # ---------------------------------------------------------------------------
 # Optional
 # ---------------------------------------------------------------------------
 
-class Optional(_Container, TypeParameters[T]):
+class Optional(_core.OptionalBase, ValueConjugate, _Container, TypeParameters[T]):
     """A native optional (``TOptional``): a value or nothing.
 
     >>> import zsharp_py as zs
@@ -1056,71 +560,34 @@ class Optional(_Container, TypeParameters[T]):
     """
 
     __slots__ = ()
-    _zs_kind = _OPTIONAL
+    _zs_kind_code = _core.KIND_OPTIONAL
+    _zs_native_kind = lib.ZS_TYPE_OPTIONAL
 
     @classmethod
     def _spec_class(cls) -> type[_ContainerSpec]:
         return OptionalSpec
 
-    def _flag_address(self) -> int:
-        return self._address() + int(self._spec.flag_offset)
-
-    @property
-    def is_set(self) -> bool:
-        """Whether a value is present."""
-        return bool(ffi.cast("uint8_t *", self._flag_address())[0])
-
-    def __bool__(self) -> bool:
-        return self.is_set
-
-    @overload
-    def get(self) -> T | None: ...
-    @overload
-    def get(self, default: D) -> T | D: ...
-    def get(self, default: Any = None) -> Any:
-        """The value (a view for structs and containers), or ``default``."""
-        with self._rt._lock:
-            if not self.is_set:
-                return default
-            cache = self._v
-            if cache is not None and "value" in cache:
-                return cache["value"]
-            spec = self._spec.elements[0]
-            return spec.read(self._rt, self, "value", self._owner, self._address())
+    if TYPE_CHECKING:
+        @property
+        def is_set(self) -> bool:
+            """Whether a value is present."""
+        @overload  # type: ignore[override]
+        def get(self) -> T | None: ...
+        @overload
+        def get(self, default: D) -> T | D: ...
+        def get(self, default: Any = None) -> Any:
+            """The value (a view for structs and containers), or ``default``."""
+        def set(self, value: Any) -> None:
+            """Store a value (replacing any)."""
+        def reset(self) -> None:
+            """Remove the value."""
 
     @property
     def value(self) -> T:
         """The value; ``ValueError`` when unset."""
-        with self._rt._lock:
-            if not self.is_set:
-                raise ValueError(f"{type(self).__name__} is not set")
-            return cast("T", self.get())
-
-    def set(self, value: Any) -> None:
-        """Store a value (replacing any)."""
-        runtime = self._rt
-        with runtime._lock:
-            spec = self._spec.elements[0]
-            spec.check("value", value)
-            (value,) = _detached([value])
-            self._structure_changes()
-            native = runtime._native_type(self._spec)
-            check(lib.zs_optional_set(runtime._live_ptr(), self._owner, native,
-                                      ffi.cast("void *", self._address()), ffi.NULL), "set", runtime)
-            try:
-                spec.initialize(runtime, self._owner, self._address())
-                spec.write(runtime, self._owner, self._address(), value)
-            except BaseException:
-                self.reset()
-                raise
-
-    def reset(self) -> None:
-        """Remove the value."""
-        runtime = self._rt
-        with runtime._lock:
-            self._structure_changes()
-            check(lib.zs_value_clear(runtime._live_ptr(), self._owner, runtime._native_type(self._spec),
-                                     ffi.cast("void *", self._address())), "reset", runtime)
+        if not self.is_set:
+            raise ValueError(f"{type(self).__name__} is not set")
+        return cast("T", self.get())
 
     def __eq__(self, other: object) -> bool:
         mine = self.to_python()
@@ -1149,44 +616,16 @@ class OptionalSpec(_ContainerSpec):
     def c_type(self) -> str:  # type: ignore[override]
         return str(self.layout_pointer.item.cname)
 
-    @property
-    def flag_offset(self) -> int:
-        """Offset of the flag byte."""
-        return int(layout_ffi.offsetof(self.layout_pointer.item, "set"))
-
-    def pointer(self, address: int) -> Any:
-        """A layout pointer to the optional."""
-        return layout_ffi.cast(self.layout_pointer, address)
-
-    def address_of(self, pointer: Any) -> int:
-        """Address of the optional."""
-        return layout_address(pointer)
-
-    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
-        """Wrap a black optional block."""
-        return make_black(self.cls, runtime, self, self.pointer(api_address(pointer)), handle)
+    def _layout(self) -> tuple[int, int, int, int]:
+        """The value, then the flag byte."""
+        item = self.layout_pointer.item
+        return (layout_ffi.sizeof(item), layout_ffi.alignof(item), 0,
+                int(layout_ffi.offsetof(item, "set")))
 
     def check_contents(self, value: Any) -> None:
         """None, or a valid value."""
         if value is not None:
             self.elements[0].check("value", value)
-
-    def fill(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Set unless ``value`` is None."""
-        if isinstance(value, Optional):
-            value = value.to_python()
-        if value is None:
-            return
-        check(lib.zs_optional_set(runtime._ptr, owner, runtime._native_type(self),
-                                  ffi.cast("void *", address), ffi.NULL), "set", runtime)
-        self.elements[0].initialize(runtime, owner, address)
-        self.elements[0].write(runtime, owner, address, value)
-
-    def to_python(self, runtime: Runtime, address: int) -> Any:
-        """The plain value, or None."""
-        if not ffi.cast("uint8_t *", address + self.flag_offset)[0]:
-            return None
-        return self.elements[0].to_python(runtime, address)
 
 
 _OPTIONAL_LAYOUTS: dict[Any, Any] = {}

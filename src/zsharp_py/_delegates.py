@@ -25,29 +25,22 @@ from __future__ import annotations
 import builtins
 import types
 import typing
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Sequence
 
-from ._conjugate import ExpiredPointer
-from ._native import api_address, check, ffi, lib
+from . import _core
+from ._native import lib
 from ._object import Object
 from ._types import PropertyKind
-from ._values import ValueConjugate, make_black, make_view, scope
+from ._values import ValueConjugate, scope
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
 
 __all__ = ["Delegate", "MulticastDelegate", "SparseDelegate", "DelegateSpec", "MulticastSpec",
-           "SparseSpec"]
+           "SparseSpec", "BroadcastErrors"]
 
-_BINDING_POINTER = ffi.typeof("zs_binding *")
-_ARRAY_POINTER = ffi.typeof("zs_array *")
-_SPARSE_POINTER = ffi.typeof("zs_array **")
-
-# zs_type_kind values
-_DELEGATE, _MULTICAST, _SPARSE = 10, 11, 12
-
-# A parsed binding: (object handle, method name index, callable); exactly one
-# of the object handle and the callable is set.
+# A parsed binding: (object handle, method name index, callable or None);
+# exactly one of the object handle and the callable is set.
 _Binding = tuple[int, int, "Callable[..., Any] | None"]
 
 
@@ -162,20 +155,16 @@ def _object_alive(runtime: Runtime, handle: int) -> bool:
     return runtime._conjugate_of(handle) is not None
 
 
-# A native binding read out: (object handle, function name index, callable id).
-_Raw = tuple[int, int, int]
-
-
-def _raw(binding: Any) -> _Raw:
-    return int(binding.object), int(binding.function_name), int(binding.callable)
+# A native binding read out: (object handle, function name index, callable or None).
+_Raw = tuple[int, int, Any]
 
 
 def _plain(runtime: Runtime, raw: _Raw) -> Any:
     """The Python form of a native binding: the callable, ``(object,
     'method')``, or None (empty, or its object is gone)."""
-    handle, name, callable_id = raw
-    if callable_id:
-        return runtime._callables.get(callable_id)
+    handle, name, function = raw
+    if function is not None:
+        return function
     if handle:
         obj = runtime._conjugate_of(handle)
         if obj is not None:
@@ -185,41 +174,15 @@ def _plain(runtime: Runtime, raw: _Raw) -> Any:
 
 def _live_binding(runtime: Runtime, raw: _Raw) -> bool:
     """Whether a broadcast would call it."""
-    return bool(raw[2]) or (bool(raw[0]) and _object_alive(runtime, raw[0]))
+    return raw[2] is not None or (bool(raw[0]) and _object_alive(runtime, raw[0]))
 
 
-def _matches(runtime: Runtime, raw: _Raw, wanted: _Binding) -> bool:
+def _matches(raw: _Raw, wanted: _Binding) -> bool:
     handle, name, function = wanted
     if function is None:
-        return raw == (handle, name, 0)
-    if not raw[2]:
-        return False
-    held = runtime._callables.get(raw[2])
-    return held is function or bool(held == function)
-
-
-def _store_binding(runtime: Runtime, owner: int, binding: Any, parsed: _Binding) -> None:
-    """Write one binding (the old one is released) into memory ``owner``
-    holds (0: a black value). Caller holds the lock."""
-    handle, name, function = parsed
-    callable_id = runtime._register_callable(function) if function is not None else 0
-    status = lib.zs_binding_set(runtime._ptr, owner, binding, handle, name, callable_id)
-    if status:
-        if callable_id:
-            runtime._unregister_callable(callable_id)
-        check(status, "bind", runtime)
-
-
-def _add_binding(runtime: Runtime, owner: int, array: Any, parsed: _Binding) -> None:
-    """Append one binding to a native binding list in memory ``owner`` holds
-    (0: a black value). Caller holds the lock."""
-    handle, name, function = parsed
-    callable_id = runtime._register_callable(function) if function is not None else 0
-    status = lib.zs_multicast_add(runtime._ptr, owner, array, handle, name, callable_id)
-    if status:
-        if callable_id:
-            runtime._unregister_callable(callable_id)
-        check(status, "add", runtime)
+        return raw[2] is None and (raw[0], raw[1]) == (handle, name)
+    held = raw[2]
+    return held is not None and (held is function or bool(held == function))
 
 
 def _call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -227,14 +190,55 @@ def _call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         return function(*args, **kwargs)
 
 
+def _iterate_bindings(what: str, value: Any) -> list[Any]:
+    if isinstance(value, _MulticastBase):
+        return value.to_python()
+    if isinstance(value, (str, bytes, tuple)) or callable(value) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{what} needs an iterable of bindings (callables or "
+                        f"(object, 'method')), not {type(value).__name__}")
+    return list(value)
+
+
+def _encode_delegate(runtime: Runtime, value: Any) -> list[_Binding]:
+    """What a Delegate property or element stores (native/binding/kind.c
+    stages the rows): a Delegate, a binding, or None (unbound)."""
+    if value is None:
+        return []
+    if isinstance(value, Delegate):
+        if value._rt is runtime:
+            return [raw for raw in value._raw() if raw[0] or raw[2] is not None]
+        value = value.to_python()
+        if value is None:
+            return []
+    return [_parse(runtime, "Delegate", value)]
+
+
+def _encode_multicast(runtime: Runtime, value: Any) -> list[_Binding]:
+    """What a multicast or sparse delegate property or element stores: a
+    delegate of either kind, an iterable of bindings, or None (empty)."""
+    if value is None:
+        return []
+    if isinstance(value, _MulticastBase) and value._rt is runtime:
+        return list(value._raw())
+    bindings = _iterate_bindings("MulticastDelegate", value)
+    return [_parse(runtime, "MulticastDelegate", binding) for binding in bindings]
+
+
 # ---------------------------------------------------------------------------
 # Conjugates
 # ---------------------------------------------------------------------------
 
-class _DelegateBase(ValueConjugate):
+class _DelegateBase(_core.DelegateBase, ValueConjugate):
     """Shared plumbing of the delegate conjugates."""
 
     __slots__ = ()
+    _zs_kind_code: ClassVar[int] = 0
+    if TYPE_CHECKING:
+        def _raw(self) -> list[_Raw]: ...
+        def _add(self, handle: int, name: int, function: Any) -> None: ...
+        def _remove(self, index: int, count: int) -> None: ...
+        @property
+        def _allocated(self) -> bool: ...
 
     @classmethod
     def _make_spec(cls) -> PropertyKind:
@@ -243,6 +247,12 @@ class _DelegateBase(ValueConjugate):
     @classmethod
     def _zs_value_spec(cls, owner: type) -> PropertyKind:
         return cls._make_spec()
+
+    @classmethod
+    def _zs_prepare(cls) -> _core.Kind:
+        kind = cls._make_spec().kind
+        type.__setattr__(cls, "_zs_kind", kind)
+        return kind
 
     def __new__(cls, *args: Any) -> Any:
         from ._runtime import current_runtime
@@ -253,7 +263,8 @@ class _DelegateBase(ValueConjugate):
                 argument = argument.__self__
             if isinstance(argument, Object):
                 runtime = argument._live_runtime()
-        value = runtime._new_value(cls._make_spec())
+        with _current(runtime):
+            value = _core.ValueConjugate.__new__(cls)
         try:
             if args:
                 value._init(*args)
@@ -281,6 +292,24 @@ class _DelegateBase(ValueConjugate):
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise TypeError(f"{type(self).__name__} conjugates cannot be pickled")
+
+
+class _current:
+    """Make a runtime current for a block (the context variable of ``with
+    Runtime()``) without closing it."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def __enter__(self) -> None:
+        from ._runtime import _current as current
+
+        self.token = current.set(self.runtime)
+
+    def __exit__(self, *exc: object) -> None:
+        from ._runtime import _current as current
+
+        current.reset(self.token)
 
 
 class Delegate(_DelegateBase):
@@ -313,49 +342,39 @@ class Delegate(_DelegateBase):
     def bind(self, target: Any, function: str | None = None) -> None:
         """Bind a callable, or an object and the name of one of its methods
         (``bind(actor, "on_hit")``); replaces the current binding."""
-        runtime = self._rt
-        with runtime._lock:
-            pointer = self._live()
-            parsed = _parse(runtime, "Delegate.bind", target, function)
-            _store_binding(runtime, self._owner, pointer, parsed)
+        self._raw()  # live, or ExpiredConjugateError
+        parsed = _parse(self._rt, "Delegate.bind", target, function)
+        self._assign(_Rows([parsed]))
 
     def unbind(self) -> None:
         """Remove the binding."""
-        runtime = self._rt
-        with runtime._lock:
-            pointer = self._live()
-            check(lib.zs_binding_set(runtime._live_ptr(), self._owner, pointer, 0, 0, 0), "unbind",
-                  runtime)
+        self._remove(0, 1)
 
     @property
     def is_bound(self) -> bool:
         """Bound to a callable, or to an object that is still alive."""
-        runtime = self._rt
-        with runtime._lock:
-            pointer = self._live()
-            if pointer.callable:
-                return True
-            return bool(pointer.object) and _object_alive(runtime, pointer.object)
+        return any(_live_binding(self._rt, raw) for raw in self._raw())
 
     def _target(self) -> Callable[..., Any] | None:
         """What ``execute`` calls; drops a binding whose object is gone."""
         runtime = self._rt
-        with runtime._lock:
-            pointer = self._live()
-            if pointer.callable:
-                return runtime._callables.get(pointer.callable)
-            handle = pointer.object
-            if not handle:
-                return None
-            obj = runtime._conjugate_of(handle)
-            if obj is None:
-                check(lib.zs_binding_set(runtime._live_ptr(), self._owner, pointer, 0, 0, 0),
-                      "unbind", runtime)
-                return None
-            name = _method_text(runtime, pointer.function_name)
-        method = _find_method(obj, name)
+        raw = self._raw()
+        if not raw:
+            return None
+        handle, name, function = raw[0]
+        if function is not None:
+            return typing.cast("Callable[..., Any]", function)
+        if not handle:
+            return None
+        obj = runtime._conjugate_of(handle)
+        if obj is None:
+            if self._raw() == raw:
+                self._remove(0, 1)
+            return None
+        method_name = _method_text(runtime, name)
+        method = _find_method(obj, method_name)
         if method is None:
-            raise AttributeError(f"Delegate: {type(obj).__name__} has no method {name!r}")
+            raise AttributeError(f"Delegate: {type(obj).__name__} has no method {method_name!r}")
         return method
 
     def execute(self, *args: Any, **kwargs: Any) -> Any:
@@ -383,15 +402,20 @@ class Delegate(_DelegateBase):
 
     def to_python(self) -> Any:
         """The binding as a Python value (None when unbound)."""
-        runtime = self._rt
-        with runtime._lock:
-            return _plain(runtime, _raw(self._live()))
+        raw = self._raw()
+        return _plain(self._rt, raw[0]) if raw else None
 
     def __repr__(self) -> str:
         if self.is_expired:
             return self._expired_repr()
         colour = "black" if self.is_black else "red"
         return f"<Delegate ({colour}) {self.to_python()!r}>"
+
+
+class _Rows(list):  # type: ignore[type-arg]
+    """Bindings already parsed: the encoders pass them through."""
+
+    __slots__ = ()
 
 
 class _MulticastBase(_DelegateBase):
@@ -404,128 +428,92 @@ class _MulticastBase(_DelegateBase):
             for binding in _iterate_bindings(type(self).__name__, bindings):
                 self.add(binding)
 
-    def _array(self, create: bool) -> Any:
-        """The native binding list (``zs_array *``; NULL for a sparse
-        delegate that was never bound, unless ``create``). Caller holds the lock."""
-        raise NotImplementedError
-
-    def _bindings(self) -> list[_Raw]:
-        """The native bindings, read out in order. Caller holds the lock."""
-        array = self._array(False)
-        if array == ffi.NULL or array.count == 0:
-            return []
-        data = ffi.cast(_BINDING_POINTER, array.data)
-        return [_raw(data[index]) for index in range(array.count)]
-
-    def _emptied(self) -> None:
-        """Called after removals (sparse delegates free empty storage)."""
-
     def add(self, target: Any, function: str | None = None) -> None:
         """Append a binding: a callable, or an object and a method name
         (``add(actor, "on_hit")``). Duplicates are allowed (see ``add_unique``)."""
-        runtime = self._rt
-        with runtime._lock:
-            self._live()
-            parsed = _parse(runtime, f"{type(self).__name__}.add", target, function)
-            self._prune()
-            _add_binding(runtime, self._owner, self._array(True), parsed)
+        self._raw()  # live, or ExpiredConjugateError
+        parsed = _parse(self._rt, f"{type(self).__name__}.add", target, function)
+        self._prune()
+        self._add(*parsed)
 
     def add_unique(self, target: Any, function: str | None = None) -> bool:
         """Append a binding unless an equal one is present; return whether
         it was added."""
-        runtime = self._rt
-        with runtime._lock:
-            self._live()
-            parsed = _parse(runtime, f"{type(self).__name__}.add_unique", target, function)
-            if self._index_of(parsed) >= 0:
-                return False
-            self._prune()
-            _add_binding(runtime, self._owner, self._array(True), parsed)
-            return True
+        self._raw()
+        parsed = _parse(self._rt, f"{type(self).__name__}.add_unique", target, function)
+        if self._index_of(parsed) >= 0:
+            return False
+        self._prune()
+        self._add(*parsed)
+        return True
 
     def _index_of(self, parsed: _Binding) -> int:
-        for index, raw in enumerate(self._bindings()):
-            if _matches(self._rt, raw, parsed):
+        for index, raw in enumerate(self._raw()):
+            if _matches(raw, parsed):
                 return index
         return -1
-
-    def _remove_at(self, index: int, count: int = 1) -> None:
-        runtime = self._rt
-        check(lib.zs_multicast_remove(runtime._live_ptr(), self._owner, self._array(False), index,
-                                      count),
-              "remove", runtime)
 
     def remove(self, target: Any, function: str | None = None) -> bool:
         """Remove the first binding equal to the one given (a callable is
         matched by identity or ``==``); return whether one was removed."""
-        runtime = self._rt
-        with runtime._lock:
-            self._live()
-            parsed = _parse(runtime, f"{type(self).__name__}.remove", target, function,
-                            require_method=False)
-            index = self._index_of(parsed)
-            if index < 0:
-                return False
-            self._remove_at(index)
-            self._emptied()
-            return True
+        self._raw()
+        parsed = _parse(self._rt, f"{type(self).__name__}.remove", target, function,
+                        require_method=False)
+        # Decide (== may run Python code), then remove by what is there now.
+        snapshot = self._raw()
+        index = next((i for i, raw in enumerate(snapshot) if _matches(raw, parsed)), -1)
+        if index < 0:
+            return False
+        if self._raw() != snapshot:
+            return self.remove(target, function)
+        self._remove(index, 1)
+        return True
 
     def remove_all(self, obj: Object) -> int:
         """Remove every binding to methods of ``obj``; return how many."""
         if not isinstance(obj, Object):
             raise TypeError(f"remove_all needs a zs.Object, not {type(obj).__name__}")
-        runtime = self._rt
-        with runtime._lock:
-            self._live()
-            return self._remove_where(lambda raw: raw[0] == obj._h and not raw[2])
+        handle = obj._h
+        return self._remove_where(lambda raw: raw[0] == handle and raw[2] is None)
 
     def _remove_where(self, condition: Callable[[_Raw], bool]) -> int:
         """Remove the bindings a condition selects (it may run Python code:
-        decide first, then remove, last first). Caller holds the lock."""
-        doomed = [index for index, raw in enumerate(self._bindings()) if condition(raw)]
+        decide first, then remove, last first, while nothing changed)."""
+        snapshot = self._raw()
+        doomed = [index for index, raw in enumerate(snapshot) if condition(raw)]
+        if not doomed:
+            return 0
+        if self._raw() != snapshot:
+            return self._remove_where(condition)
         for index in reversed(doomed):
-            self._remove_at(index)
-        if doomed:
-            self._emptied()
+            self._remove(index, 1)
         return len(doomed)
 
     def _prune(self) -> int:
-        """Drop the object bindings whose object is gone. Caller holds the lock."""
+        """Drop the object bindings whose object is gone."""
         runtime = self._rt
         return self._remove_where(lambda raw: not _live_binding(runtime, raw))
 
     def clear(self) -> None:
         """Remove every binding."""
-        runtime = self._rt
-        with runtime._lock:
-            pointer = self._live()
-            check(lib.zs_value_clear(runtime._live_ptr(), self._owner,
-                                     runtime._native_type(self._spec), pointer), "clear", runtime)
+        self._assign(None)
 
     @property
     def is_bound(self) -> bool:
         """Whether any binding would be called by ``broadcast``."""
-        runtime = self._rt
-        with runtime._lock:
-            self._live()
-            return any(_live_binding(runtime, raw) for raw in self._bindings())
+        return any(_live_binding(self._rt, raw) for raw in self._raw())
 
     def __len__(self) -> int:
         """Number of live bindings (bindings to destroyed objects are not counted)."""
-        runtime = self._rt
-        with runtime._lock:
-            self._live()
-            return sum(1 for raw in self._bindings() if _live_binding(runtime, raw))
+        return sum(1 for raw in self._raw() if _live_binding(self._rt, raw))
 
     def __contains__(self, target: Any) -> bool:
-        runtime = self._rt
-        with runtime._lock:
-            self._live()
-            try:
-                parsed = _parse(runtime, "in", target, require_method=False)
-            except (TypeError, ValueError):
-                return False
-            return self._index_of(parsed) >= 0
+        self._raw()
+        try:
+            parsed = _parse(self._rt, "in", target, require_method=False)
+        except (TypeError, ValueError):
+            return False
+        return self._index_of(parsed) >= 0
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.to_python())
@@ -541,9 +529,7 @@ class _MulticastBase(_DelegateBase):
     def to_python(self) -> list[Any]:
         """The live bindings, in order: callables and ``(object, 'method')``."""
         runtime = self._rt
-        with runtime._lock:
-            self._live()
-            plain = [_plain(runtime, raw) for raw in self._bindings()]
+        plain = [_plain(runtime, raw) for raw in self._raw()]
         return [b for b in plain if b is not None]
 
     def broadcast(self, *args: Any, **kwargs: Any) -> None:
@@ -562,10 +548,7 @@ class _MulticastBase(_DelegateBase):
         ``Exception``s stop the broadcast at once.
         """
         runtime = self._rt
-        with runtime._lock:
-            self._live()
-            calls = [(handle, name, runtime._callables.get(callable_id) if callable_id else None)
-                     for handle, name, callable_id in self._bindings()]
+        calls = self._raw()
         errors: list[Exception] = []
         dead = 0
         for handle, name, function in calls:
@@ -587,10 +570,8 @@ class _MulticastBase(_DelegateBase):
                 _call(function, args, kwargs)
             except Exception as error:  # noqa: BLE001 - re-raised below
                 errors.append(error)
-        if dead:
-            with runtime._lock:
-                if type(self._p) is not ExpiredPointer and not runtime._closed:
-                    self._prune()
+        if dead and not self.is_expired and not runtime._closed:
+            self._prune()
         if len(errors) == 1:
             raise errors[0]
         if errors:
@@ -630,9 +611,6 @@ class MulticastDelegate(_MulticastBase):
     def _make_spec(cls) -> PropertyKind:
         return MulticastSpec()
 
-    def _array(self, create: bool) -> Any:
-        return self._live()
-
 
 class SparseDelegate(_MulticastBase):
     """A sparse multicast delegate (``FSparseDelegate``): one pointer wide;
@@ -648,32 +626,7 @@ class SparseDelegate(_MulticastBase):
     @property
     def is_allocated(self) -> bool:
         """Whether binding storage exists (only while bound)."""
-        return bool(self._live()[0] != ffi.NULL)
-
-    def _array(self, create: bool) -> Any:
-        runtime = self._rt
-        out = ffi.new("zs_array **")
-        check(lib.zs_sparse_bindings(runtime._live_ptr(), self._owner, self._live(),
-                                     1 if create else 0, out),
-              "sparse delegate", runtime)
-        return out[0]
-
-    def _emptied(self) -> None:
-        array = self._live()[0]
-        if array != ffi.NULL and array.count == 0:
-            runtime = self._rt
-            check(lib.zs_value_clear(runtime._live_ptr(), self._owner,
-                                     runtime._native_type(self._spec), self._live()),
-                  "clear", runtime)
-
-
-def _iterate_bindings(what: str, value: Any) -> list[Any]:
-    if isinstance(value, _MulticastBase):
-        return value.to_python()
-    if isinstance(value, (str, bytes, tuple)) or callable(value) or not hasattr(value, "__iter__"):
-        raise TypeError(f"{what} needs an iterable of bindings (callables or "
-                        f"(object, 'method')), not {type(value).__name__}")
-    return list(value)
+        return self._allocated
 
 
 # ---------------------------------------------------------------------------
@@ -689,6 +642,7 @@ class _DelegateSpec(PropertyKind):
     hashable = False  # not a set element or map key
     kind_name = ""
     native_kind = 0
+    size = 16
     cls: type[_DelegateBase] = _DelegateBase
 
     @property
@@ -706,33 +660,22 @@ class _DelegateSpec(PropertyKind):
         """The delegate kind's name."""
         return self.cls.__name__
 
+    def make_kind(self) -> _core.Kind:
+        """A delegate kind: bindings staged from what ``encode`` parses."""
+        encode = _encode_delegate if self.kind_name == "delegate" else _encode_multicast
+        return _core.Kind(self.cls._zs_kind_code, self.size, 8, self.native_kind,
+                          self.describe(), flags=_core.KIND_VIEW, cls=self.cls,
+                          encode=_passing_rows(encode))
 
-    def native(self, runtime: Runtime) -> Any:
-        """The built-in delegate type."""
-        return runtime._basic_type(self.native_kind, 0, 0)
 
-    def pointer(self, address: int) -> Any:
-        """The conjugate's native pointer for a value at ``address``."""
-        raise NotImplementedError
+def _passing_rows(encode: Callable[[Runtime, Any], list[_Binding]]) -> Callable[[Any, Any], Any]:
+    """``encode``, letting already parsed rows through."""
+    def encoded(runtime: Any, value: Any) -> Any:
+        if isinstance(value, _Rows):
+            return list(value)
+        return encode(runtime, value)
 
-    def address_of(self, pointer: Any) -> int:
-        """The value's address."""
-        return api_address(pointer)
-
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """A red view cached in ``parent`` (the Python form when there is none)."""
-        if parent is None:
-            return self.to_python(runtime, address)
-        return make_view(self.cls, runtime, self, self.pointer(address), parent, key, owner)
-
-    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
-        """Wrap a black delegate block."""
-        return make_black(self.cls, runtime, self, self.pointer(api_address(pointer)), handle)
-
-    def to_python(self, runtime: Runtime, address: int) -> Any:
-        """The bindings as Python values."""
-        view = make_black(self.cls, runtime, self, self.pointer(address), 0)
-        return view.to_python()
+    return encoded
 
 
 class DelegateSpec(_DelegateSpec):
@@ -740,39 +683,17 @@ class DelegateSpec(_DelegateSpec):
 
     __slots__ = ()
     kind_name = "delegate"
-    native_kind = _DELEGATE
+    native_kind = lib.ZS_TYPE_DELEGATE
     cls = Delegate
-
-    def pointer(self, address: int) -> Any:
-        """A ``zs_binding *``."""
-        return ffi.cast(_BINDING_POINTER, address)
 
     def check(self, what: str, value: Any) -> None:
         """A Delegate, a binding, or None."""
         if value is None:
             return
         if isinstance(value, Delegate):
-            value._live()
+            value._raw()
             return
         _check_binding(what, value)
-
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Copy a Delegate, or bind a callable / ``(object, 'method')``;
-        None unbinds."""
-        binding = self.pointer(address)
-        if isinstance(value, Delegate):
-            if value._rt is runtime:
-                if value._address() != address:
-                    check(lib.zs_value_assign(runtime._ptr, owner, self.native(runtime),
-                                              ffi.cast("void *", address),
-                                              ffi.cast("void *", value._address())),
-                          "assign", runtime)
-                return
-            value = value.to_python()
-        if value is None:
-            check(lib.zs_binding_set(runtime._ptr, owner, binding, 0, 0, 0), "unbind", runtime)
-            return
-        _store_binding(runtime, owner, binding, _parse(runtime, "Delegate", value))
 
 
 class MulticastSpec(_DelegateSpec):
@@ -781,43 +702,18 @@ class MulticastSpec(_DelegateSpec):
     __slots__ = ()
     c_type = "zs_array"
     kind_name = "multicast"
-    native_kind = _MULTICAST
+    native_kind = lib.ZS_TYPE_MULTICAST
     cls: type[_MulticastBase] = MulticastDelegate
-
-    def pointer(self, address: int) -> Any:
-        """A ``zs_array *``."""
-        return ffi.cast(_ARRAY_POINTER, address)
 
     def check(self, what: str, value: Any) -> None:
         """A multicast or sparse delegate, an iterable of bindings, or None."""
         if value is None:
             return
         if isinstance(value, _MulticastBase):
-            value._live()
+            value._raw()
             return
         for binding in _iterate_bindings(what, value):
             _check_binding(what, binding)
-
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Replace the bindings: a native copy of a delegate of this kind,
-        else rebuilt from Python bindings in a temporary (all or nothing)."""
-        native = self.native(runtime)
-        if isinstance(value, self.cls) and value._rt is runtime:
-            if value._address() != address:
-                check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                          ffi.cast("void *", value._address())), "assign", runtime)
-            return
-        bindings = [] if value is None else _iterate_bindings(self.describe(), value)
-        parsed = [_parse(runtime, self.describe(), binding) for binding in bindings]
-        temporary = runtime._new_value(self)
-        try:
-            array = temporary._array(True) if parsed else None
-            for binding in parsed:
-                _add_binding(runtime, 0, array, binding)
-            check(lib.zs_value_assign(runtime._ptr, owner, native, ffi.cast("void *", address),
-                                      ffi.cast("void *", temporary._address())), "assign", runtime)
-        finally:
-            temporary.dispose()
 
 
 class SparseSpec(MulticastSpec):
@@ -826,9 +722,11 @@ class SparseSpec(MulticastSpec):
     __slots__ = ()
     c_type = "void *"
     kind_name = "sparse"
-    native_kind = _SPARSE
+    native_kind = lib.ZS_TYPE_SPARSE
+    size = 8
     cls = SparseDelegate
 
-    def pointer(self, address: int) -> Any:
-        """A ``zs_array **``."""
-        return ffi.cast(_SPARSE_POINTER, address)
+
+Delegate._zs_kind_code = _core.KIND_DELEGATE
+MulticastDelegate._zs_kind_code = _core.KIND_MULTICAST
+SparseDelegate._zs_kind_code = _core.KIND_SPARSE

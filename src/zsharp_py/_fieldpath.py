@@ -20,7 +20,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._native import api_address, check, ffi, lib
+from . import _core
+from ._native import lib
 from ._object import Object, ObjectRefKind, PropertyInfo, class_layout
 from ._struct import Struct, StructSpec, struct_layout
 from ._types import PropertyKind
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
     from ._runtime import Runtime
 
 __all__ = ["FieldPath", "FieldPathError", "FieldInfo", "FieldPathSpec"]
-
-_STRING_POINTER = ffi.typeof("zs_string *")
 
 
 class FieldPathError(AttributeError):
@@ -271,7 +270,8 @@ class FieldPath(ImmutableValue):
 
         runtime = current_runtime()
         return [cls for cls in candidates if cls in runtime._native_classes
-                or ("struct", cls) in runtime._native_types]
+                or ("_zs_kind" in cls.__dict__
+                    and runtime._has_native_type(cls.__dict__["_zs_kind"]))]
 
     def resolve(self, cls: type | None = None) -> FieldInfo:
         """Resolve against ``cls`` (the path's class or a subclass; default:
@@ -378,24 +378,15 @@ class FieldPathSpec(PropertyKind):
         except (TypeError, ValueError) as error:
             raise type(error)(f"{what}: {error}") from None
 
-    def native(self, runtime: Runtime) -> Any:
-        """STRING of 1-byte units."""
-        return runtime._basic_type(4, 1, 0)
+    def make_kind(self) -> _core.Kind:
+        """A UTF-8 string read back as a FieldPath (an immutable value)."""
+        convert = self._convert
 
-    def address_of(self, pointer: Any) -> int:
-        """Address of the ``zs_string``."""
-        return api_address(pointer)
+        def encode(runtime: Runtime, value: Any) -> str:
+            return convert(value).full_path
 
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """The FieldPath stored at ``address`` (empty when none)."""
-        pointer = ffi.cast(_STRING_POINTER, address)
-        if pointer.length == 0:
-            return FieldPath()
-        return FieldPath(bytes(ffi.buffer(pointer.data, pointer.length)).decode("utf-8"))
+        def decode(runtime: Runtime, text: str) -> FieldPath:
+            return FieldPath(text) if text else FieldPath()
 
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Store the path's full form."""
-        data = self._convert(value).full_path.encode("utf-8")
-        check(lib.zs_string_assign(runtime._ptr, owner, self.native(runtime),
-                                   ffi.cast(_STRING_POINTER, address), data, len(data)),
-              "FieldPath", runtime)
+        return _core.Kind(_core.KIND_STRING, 16, 8, lib.ZS_TYPE_STRING, "FieldPath", unit=1,
+                          encode=encode, decode=decode)

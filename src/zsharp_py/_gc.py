@@ -6,10 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ._conjugate import REASON_COLLECTED, REASON_GARBAGE
 from ._errors import HeapCorruptionError
 from ._native import check, ffi, lib
-from ._values import REASON_PARENT, expire_cache
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -257,7 +255,7 @@ class GarbageCollector:
     # ---- expiry -----------------------------------------------------------
     def _expire_pending(self, deadline: float | None = None, limit: int | None = None) -> int:
         """Expire the conjugates of gathered objects, before the purge, and
-        count them in the cycle; return how many were expired.
+        count them in the cycle; return how many dying objects were taken.
 
         O(K) for K conjugates, in C (``_expire_dying_batch``): per conjugate
         a table lookup, one sentinel and two stores. With a ``deadline``
@@ -270,12 +268,9 @@ class GarbageCollector:
             batch = _ALL if deadline is None else _EXPIRY_BATCH
             if limit is not None:
                 batch = min(batch, limit - total)
-            taken, views = runtime._expire_dying_batch(batch, runtime._describe,
-                                                       REASON_COLLECTED, REASON_GARBAGE)
-            for cache in views:
-                expire_cache(cache, REASON_PARENT)
+            taken, expired = runtime._expire_dying_batch(batch, runtime._describe)
             total += taken
-            self._cycle_expired += taken
+            self._cycle_expired += expired
             if (taken == 0 or (limit is not None and total >= limit)
                     or (deadline is not None and time.perf_counter() >= deadline)):
                 return total

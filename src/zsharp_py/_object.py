@@ -15,11 +15,12 @@ import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
+import struct as _struct_module
+
 from . import _core
-from ._conjugate import FIXED_CLASS, ExpiredPointer, expired_error, expired_reason
+from ._conjugate import FIXED_CLASS, expired_error, expired_reason
 from ._errors import ExpiredConjugateError
-from ._native import (check, declare_struct, ffi, layout_address, layout_ffi, lib, member_name,
-                      refused)
+from ._native import check, declare_struct, ffi, layout_ffi, lib, member_name, refused
 from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
 if TYPE_CHECKING:
@@ -33,12 +34,8 @@ _RESERVED = frozenset(
      "is_rooted", "mark_as_garbage", "is_garbage", "runtime", "handle", "dispose",
      "create_cluster", "dissolve_cluster", "cluster"})
 
-# zs_class flags (native/include/zsharp.h).
-ZS_CLASS_CLUSTER_ROOT = 0x1
-ZS_CLASS_IN_CLUSTER = 0x2
-
-ZS_MEMBER_OBJECT = 1
-ZS_MEMBER_WEAK_OBJECT = 2
+ZS_CLASS_CLUSTER_ROOT: int = lib.ZS_CLASS_CLUSTER_ROOT
+ZS_CLASS_IN_CLUSTER: int = lib.ZS_CLASS_IN_CLUSTER
 
 
 @dataclass
@@ -304,7 +301,7 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
         has not expired."""
         address: int = self._address
         if not address:
-            raise expired_error(self._p)
+            raise expired_error(self._expired)
         return address
 
     def _live_runtime(self) -> Runtime:
@@ -321,7 +318,7 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
 
     def __repr__(self) -> str:
         if not self._address:
-            return f"<{type(self).__name__} expired: {expired_reason(self._p)}>"
+            return f"<{type(self).__name__} expired: {expired_reason(self._expired)}>"
         return f"<{type(self).__name__} {self.name!r} #{self._h & 0xFFFFFFFF}>"
 
     def __copy__(self) -> Object:
@@ -354,35 +351,10 @@ def _check_target(what: str, target: type[Object], value: Any, extra: str = "") 
     if value is None or isinstance(value, target):
         if value is not None and not value._address:
             raise ExpiredConjugateError(f"cannot store into {what}: "
-                                        f"{expired_error(value._p)}")
+                                        f"{expired_error(value._expired)}")
         return
     raise TypeError(f"{what} expects {target.__name__}{extra} or None, "
                     f"not {type(value).__name__}")
-
-
-# The generated reference setter: everything inline (one native call under
-# the runtime lock, which close() also takes). Errors are rare and go
-# through _reference_store_failed for their messages.
-_REFERENCE_SETTER = """
-def setter(self, value):
-    runtime = self._rt
-    if value is None:
-        ref = 0
-    elif isinstance(value, target) and value._address and value._rt is runtime:
-        ref = value._h
-    else:
-        return failed(self, value, what)
-    lock = runtime._lock
-    lock.acquire()
-    try:
-        if not self._address or runtime._closed:
-            return failed(self, value, what)
-        status = store(runtime._ptr, self._h, offset, ref)
-    finally:
-        lock.release()
-    if status:
-        store_refused(runtime, status, what)
-"""
 
 
 def _reference_store_failed(self: Object, value: Any, what: str) -> None:
@@ -402,81 +374,7 @@ def _reference_store_refused(runtime: Runtime, status: int, what: str) -> NoRetu
     refused(status, what, runtime)
 
 
-def _make_reference_setter(what: str, target: type, offset: int) -> Any:
-    namespace: dict[str, Any] = {
-        "target": target, "failed": _reference_store_failed,
-        "what": what, "store": lib.zs_store_ref, "offset": offset,
-        "store_refused": _reference_store_refused}
-    exec(_REFERENCE_SETTER, namespace)  # noqa: S102
-    return namespace["setter"]
-
-
-_REF_POINTER = ffi.typeof("zs_ref *")
 _HEADER_POINTER = ffi.typeof("zs_object *")
-
-
-def _read_ref(address: int) -> int:
-    ref: int = ffi.cast(_REF_POINTER, address)[0]
-    return ref
-
-
-def _write_ref(runtime: Any, owner: int, native_type: Any, address: int, value: Any) -> None:
-    if value is not None and value._rt is not runtime:
-        raise ValueError("cannot store an object of another runtime")
-    ref = value._h if value is not None else 0
-    status = lib.zs_value_store_ref(runtime._ptr, owner, native_type,
-                                    ffi.cast(_REF_POINTER, address), ref)
-    check(status, "store", runtime)
-
-
-def owner_handle(holder: Any) -> int:
-    """The handle of the object whose memory ``holder`` is or points into."""
-    return holder._h if isinstance(holder, Object) else holder._owner
-
-
-def base_address(holder: Any) -> int:
-    """The address of an object's or a struct view's memory (checks expiry)."""
-    if isinstance(holder, Object):
-        return holder._live_address()
-    pointer = holder._p
-    if type(pointer) is ExpiredPointer:
-        raise expired_error(pointer)
-    return layout_address(pointer)
-
-
-def install_value_property(spec: PropertyKind, cls: type, name: str, cname: str,
-                           offset: int) -> None:
-    """A property whose value lives at ``offset`` in the owner and is read and
-    written through ``spec`` (views are cached in the owner's ``_v``)."""
-    what = f"{cls.__name__}.{name}"
-
-    def getter(self: Any) -> Any:
-        cache = self._v
-        if cache is not None:
-            view = cache.get(name)
-            if view is not None:
-                return view
-        runtime = self._rt
-        with runtime._lock:
-            address = base_address(self) + offset
-            return spec.read(runtime, self, name, owner_handle(self), address)
-
-    def setter(self: Any, value: Any) -> None:
-        runtime = self._rt
-        with runtime._lock:
-            address = base_address(self) + offset
-            runtime._live_ptr()
-            try:
-                spec.write(runtime, owner_handle(self), address, value)
-            except (TypeError, OverflowError, ValueError) as error:
-                raise type(error)(f"{what}: {error}") from None
-            cache = self._v
-            if cache is not None and name in cache:
-                from ._values import invalidate_children
-
-                invalidate_children(cache[name])
-
-    setattr(cls, name, property(getter, setter, None, f"{spec.describe()} property."))
 
 
 class ObjectRefKind(PropertyKind):
@@ -484,17 +382,17 @@ class ObjectRefKind(PropertyKind):
 
     __slots__ = ("target",)
     c_type = "uint64_t"
-    member_kind = ZS_MEMBER_OBJECT
+    member_kind = lib.ZS_MEMBER_OBJECT
 
     def __init__(self, target: type[Object]) -> None:
         self.target = target
 
-    def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
-        """Install the C descriptor (on a struct: a value property)."""
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
+        """On an object class the C ``ReferenceProperty`` (a read is a field
+        load and a conjugate-table lookup; a store checks, then calls
+        zs_store_ref); on a struct a ``ValueProperty``."""
         if not issubclass(cls, Object):
-            return install_value_property(self, cls, name, cname, offset)
-        # In C (native/binding/properties.c): a read is a field load and a
-        # conjugate-table lookup; a store checks, then calls zs_store_ref.
+            return super().install(cls, name, cname, offset)
         setattr(cls, name, _core.ReferenceProperty(
             cls, self.target, f"{cls.__name__}.{name}", offset,
             f"Reference to {self.target.__name__} or None (killable, traced)."))
@@ -509,56 +407,43 @@ class ObjectRefKind(PropertyKind):
 
     @property
     def key(self) -> Any:
-        """Object references share one native type whatever their target."""
-        return ("object",)
+        """References to different classes are different kinds (the target
+        is checked on every store); natively they share one type."""
+        return ("object", self.target)
 
-    def native(self, runtime: Any) -> Any:
-        """The built-in OBJECT type."""
-        return runtime._basic_type(2, 8, 8)  # ZS_TYPE_OBJECT
+    def make_kind(self) -> _core.Kind:
+        """A strong reference kind checking its target class."""
+        return _core.Kind(_core.KIND_OBJECT, 8, 8, lib.ZS_TYPE_OBJECT, self.describe(),
+                          cls=self.target)
 
-    def read(self, runtime: Any, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """The referenced object's conjugate, or None."""
-        ref = _read_ref(address)
-        if not ref:
-            return None
-        return runtime._conjugate_of(ref)
 
-    def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
-        """Type-check, then store through the native API (barrier, checks)."""
-        _check_target(self.describe(), self.target, value)
-        _write_ref(runtime, owner, self.native(runtime), address, value)
+def _weak_encode(runtime: Any, value: Any) -> Any:
+    """What a weak reference stores: the object a WeakObjectPtr names (None
+    once it is gone), or the value itself (an object or None, checked in C)."""
+    from ._wrappers import WeakObjectPtr
+
+    if isinstance(value, WeakObjectPtr):
+        return value.get()
+    return value
+
+
+def _weak_decode(runtime: Any, handle: int) -> Any:
+    """A WeakObjectPtr to what a weak reference holds."""
+    from ._wrappers import WeakObjectPtr
+
+    return WeakObjectPtr._from_handle(runtime, handle)
 
 
 class WeakRefKind(PropertyKind):
-    """A weak reference property (``friend: zs.WeakObjectPtr["Actor"]``)."""
+    """A weak reference property (``friend: zs.WeakObjectPtr["Actor"]``):
+    reads give a ``WeakObjectPtr``; writes take one, an object or None."""
 
     __slots__ = ("target",)
     c_type = "uint64_t"
-    member_kind = ZS_MEMBER_WEAK_OBJECT
+    member_kind = lib.ZS_MEMBER_WEAK_OBJECT
 
     def __init__(self, target: type[Object]) -> None:
         self.target = target
-
-    def install(self, cls: type[Object], name: str, cname: str, offset: int) -> None:
-        """Reads give a ``WeakObjectPtr``; writes take one, an object or None."""
-        from ._wrappers import WeakObjectPtr
-
-        if not issubclass(cls, Object):
-            return install_value_property(self, cls, name, cname, offset)
-        make = WeakObjectPtr._from_handle
-
-        def getter(self: Object) -> Any:
-            return make(self._rt, _read_ref(base_address(self) + offset))
-
-        store = _make_reference_setter(f"{cls.__name__}.{name}", self.target, offset)
-
-        def setter(self: Object, value: Any) -> None:
-            if isinstance(value, WeakObjectPtr):
-                value = value.get()
-            store(self, value)
-
-        setattr(cls, name, property(getter, setter, None,
-                                    f"Weak reference to {self.target.__name__} (not traced)."))
 
     def check(self, what: str, value: Any) -> None:
         """Accept a WeakObjectPtr, an object of the target class or None."""
@@ -573,27 +458,13 @@ class WeakRefKind(PropertyKind):
 
     @property
     def key(self) -> Any:
-        """Weak references share one native type."""
-        return ("weak",)
+        """``("weak", target)``."""
+        return ("weak", self.target)
 
-    def native(self, runtime: Any) -> Any:
-        """The built-in WEAK_OBJECT type."""
-        return runtime._basic_type(3, 8, 8)  # ZS_TYPE_WEAK_OBJECT
-
-    def read(self, runtime: Any, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """A ``WeakObjectPtr`` to what is stored."""
-        from ._wrappers import WeakObjectPtr
-
-        return WeakObjectPtr._from_handle(runtime, _read_ref(address))
-
-    def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
-        """Store a WeakObjectPtr's target, an object or None."""
-        from ._wrappers import WeakObjectPtr
-
-        if isinstance(value, WeakObjectPtr):
-            value = value.get()
-        _check_target(self.describe(), self.target, value, ", WeakObjectPtr")
-        _write_ref(runtime, owner, self.native(runtime), address, value)
+    def make_kind(self) -> _core.Kind:
+        """A weak reference kind (not traced) checking its target class."""
+        return _core.Kind(_core.KIND_WEAK, 8, 8, lib.ZS_TYPE_WEAK_OBJECT, self.describe(),
+                          cls=self.target, encode=_weak_encode, decode=_weak_decode)
 
 
 # ---------------------------------------------------------------------------
@@ -717,43 +588,63 @@ def _initial_image(properties: list[PropertyInfo],
     (``(defaults, initializers)``) left to run after creation. The image
     only ever holds plain data: a reference member stays zero in it."""
     header = layout_ffi.sizeof("zs_object")
-    buffer = layout_ffi.new("char[]", size)
-    base = layout_address(buffer)
+    buffer = bytearray(size)
     defaults: list[PropertyInfo] = []
     initializers: list[PropertyInfo] = []
     for info in properties:
         if info.has_default:
             if info.default is None and isinstance(info.kind, (ObjectRefKind, WeakRefKind)):
                 continue  # a null reference: already zero
-            if not _plain_default(info.kind, base + info.offset, info.default):
+            if not pack_default(info.kind, buffer, info.offset, info.default):
                 defaults.append(info)
-        elif not _plain_initialize(info.kind, base + info.offset):
+        elif not pack_initial(info.kind, buffer, info.offset):
             initializers.append(info)
-    image = bytes(layout_ffi.buffer(buffer))[header:].rstrip(b"\0")
+    image = bytes(buffer)[header:].rstrip(b"\0")
     return image, defaults, initializers
 
 
-def _plain_default(kind: PropertyKind, address: int, value: Any) -> bool:
+# struct module formats of the scalar C types (native byte order and size).
+_PACK = {"_Bool": "?", "int8_t": "b", "int16_t": "h", "int32_t": "i", "int64_t": "q",
+         "uint8_t": "B", "uint16_t": "H", "uint32_t": "I", "uint64_t": "Q", "float": "f",
+         "double": "d"}
+
+
+def pack_default(kind: PropertyKind, buffer: bytearray, offset: int, value: Any) -> bool:
     """Write a scalar default into an image; False for any other kind."""
     if not isinstance(kind, ScalarKind):
         return False
-    kind.write(None, 0, address, value)
+    _struct_module.pack_into(_PACK[kind.scalar.c_type], buffer, offset,
+                             kind.scalar.convert(value))
     return True
 
 
-def _plain_initialize(kind: PropertyKind, address: int) -> bool:
-    """Write what ``kind.initialize`` would into an image, if that is plain
-    data only (embedded structs of scalars); False when it needs the runtime."""
+def pack_initial(kind: PropertyKind, buffer: bytearray, offset: int) -> bool:
+    """Write a freshly made value's defaults into an image, if they are plain
+    data only (embedded structs of scalars); False when they need the
+    runtime (after creation: ``initialize_defaults``)."""
     from ._struct import StructSpec
 
-    if type(kind).initialize is PropertyKind.initialize:
-        return True  # nothing to initialise
     if not isinstance(kind, StructSpec):
-        return False
+        return True  # nothing to initialise: zeroed memory is the empty value
     plain = True
     for info in kind.layout.properties:
         if info.has_default:
-            plain = _plain_default(info.kind, address + info.offset, info.default) and plain
+            plain = pack_default(info.kind, buffer, offset + info.offset, info.default) and plain
         else:
-            plain = _plain_initialize(info.kind, address + info.offset) and plain
+            plain = pack_initial(info.kind, buffer, offset + info.offset) and plain
     return plain
+
+
+def initialize_defaults(holder: Any, info: PropertyInfo) -> None:
+    """Apply, after creation, the defaults an image could not hold: those of
+    the struct members below ``info`` that are not plain data."""
+    from ._struct import StructSpec
+
+    if not isinstance(info.kind, StructSpec):
+        return
+    value = getattr(holder, info.name)
+    for member in info.kind.layout.properties:
+        if member.has_default and not isinstance(member.kind, ScalarKind):
+            setattr(value, member.name, member.default)
+        elif not member.has_default:
+            initialize_defaults(value, member)

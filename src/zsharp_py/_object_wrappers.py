@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from typing_extensions import Self, TypeVar
 
-from ._native import (api_address, check, check_writable, declare_struct, ffi, layout_address,
-                      layout_ffi, lib)
-from ._object import Object, ObjectMeta
-from ._types import PropertyKind
+from . import _core
+from ._native import check, declare_struct, ffi, lib
+from ._object import Object, ObjectMeta, ObjectRefKind
+from ._types import PropertyKind, Scalar, ScalarKind, UInt32
 from ._typing import TypeParameters
-from ._values import ImmutableValue, ValueConjugate, make_black, make_view
+from ._values import ImmutableValue, ValueConjugate
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["Interface", "SubclassOf", "SoftObjectPtr", "SoftClassPtr", "LazyObjectPtr",
            "ScriptInterface", "object_path"]
 
-_STRING_POINTER = ffi.typeof("zs_string *")
-_U32_POINTER = ffi.typeof("uint32_t *")
 _NULL_ID = bytes(16)
 
 # The target type parameter (for type checkers: see _typing). An unspecialised
@@ -307,34 +305,33 @@ class SubclassOfSpec(_WrapperSpec):
     __slots__ = ()
     cls: type[SubclassOf]
     c_type = "uint32_t"
+    bitwise = True
 
     @property
     def key(self) -> Any:
-        """``("subclass",)`` (one native type whatever ``T``)."""
-        return ("subclass",)
+        """``("subclass", cls)``."""
+        return ("subclass", self.cls)
 
     def check(self, what: str, value: Any) -> None:
         """A class deriving from ``T``, a SubclassOf, or None."""
         self.cls._convert(what, value)
 
-    def native(self, runtime: Runtime) -> Any:
-        """PLAIN 4 bytes."""
-        return runtime._basic_type(1, 4, 4)
+    def make_kind(self) -> _core.Kind:
+        """Four plain bytes: the native class id + 1 in the runtime."""
+        wrapper, what = self.cls, self.describe()
 
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """The class stored at ``address``, or None."""
-        stored = ffi.cast(_U32_POINTER, address)[0]
-        if stored == 0:
-            return None
-        classes = runtime._classes_by_id
-        return classes[stored - 1] if stored - 1 < len(classes) else None
+        def encode(runtime: Runtime, value: Any) -> bytes:
+            cls = wrapper._convert(what, value)
+            stored = 0 if cls is None else lib.zs_class_id(runtime._native_class(cls)) + 1
+            return int(stored).to_bytes(4, sys.byteorder)
 
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Check, register the class in ``runtime`` if needed, store its id."""
-        cls = self.cls._convert(self.describe(), value)
-        check_writable(runtime, owner, self.describe())
-        stored = 0 if cls is None else lib.zs_class_id(runtime._native_class(cls)) + 1
-        ffi.cast(_U32_POINTER, address)[0] = stored
+        def decode(runtime: Runtime, raw: bytes) -> Any:
+            stored = int.from_bytes(raw, sys.byteorder)
+            classes = runtime._classes_by_id
+            return classes[stored - 1] if 0 < stored <= len(classes) else None
+
+        return _core.Kind(_core.KIND_PLAIN, 4, 4, lib.ZS_TYPE_PLAIN, what,
+                          flags=_core.KIND_BITWISE, encode=encode, decode=decode)
 
 
 # ---------------------------------------------------------------------------
@@ -525,11 +522,12 @@ class LazyObjectSpec(_WrapperSpec):
     __slots__ = ()
     cls: type[LazyObjectPtr]
     c_type = str(_LAZY_LAYOUT.item.cname)
+    bitwise = True
 
     @property
     def key(self) -> Any:
-        """``("lazy",)``."""
-        return ("lazy",)
+        """``("lazy", cls)``."""
+        return ("lazy", self.cls)
 
     def check(self, what: str, value: Any) -> None:
         """A LazyObjectPtr, an object of ``T``, an id or None."""
@@ -541,20 +539,19 @@ class LazyObjectSpec(_WrapperSpec):
             return
         self.cls._convert(what, value)
 
-    def native(self, runtime: Runtime) -> Any:
-        """PLAIN 16 bytes, 8-aligned."""
-        return runtime._basic_type(1, 16, 8)
+    def make_kind(self) -> _core.Kind:
+        """Sixteen plain bytes: the persistent id (an object gets one first)."""
+        wrapper, what = self.cls, self.describe()
 
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """A LazyObjectPtr resolving in ``runtime``."""
-        persistent = bytes(ffi.buffer(ffi.cast("char *", address), 16))
-        return self.cls._make(persistent, runtime)
+        def encode(runtime: Runtime, value: Any) -> bytes:
+            persistent, _ = wrapper._convert(what, value)
+            return persistent
 
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Store the id (an object gets one first if it has none)."""
-        check_writable(runtime, owner, self.describe())
-        persistent, _ = self.cls._convert(self.describe(), value)
-        ffi.memmove(ffi.cast("char *", address), persistent, 16)
+        def decode(runtime: Runtime, raw: bytes) -> Any:
+            return wrapper._make(raw, runtime)
+
+        return _core.Kind(_core.KIND_PLAIN, 16, 8, lib.ZS_TYPE_PLAIN, what,
+                          flags=_core.KIND_BITWISE, encode=encode, decode=decode)
 
 
 # ---------------------------------------------------------------------------
@@ -610,19 +607,12 @@ class _SoftPointer(ValueConjugate, _Specialised):
     __slots__ = ()
 
     def __new__(cls, value: Any = None) -> Self:
+        from ._delegates import _current
         from ._runtime import current_runtime
 
         runtime = value._live_runtime() if isinstance(value, Object) else current_runtime()
-        spec = cls._zs_value_spec(cls)
-        spec.check(_describe(cls), value)
-        pointer = runtime._new_value(spec)
-        if value is not None:
-            try:
-                pointer.set(value)
-            except BaseException:
-                pointer.dispose()
-                raise
-        made: Self = pointer
+        with _current(runtime):
+            made: Self = _core.ValueConjugate.__new__(cls, value)  # type: ignore[call-arg]
         return made
 
     def __init__(self, value: Any = None) -> None:
@@ -633,24 +623,24 @@ class _SoftPointer(ValueConjugate, _Specialised):
         return SoftSpec(cls)
 
     @classmethod
+    def _zs_prepare(cls) -> _core.Kind:
+        kind = SoftSpec(cls).kind
+        type.__setattr__(cls, "_zs_kind", kind)
+        return kind
+
+    @classmethod
     def _path_of(cls, what: str, value: Any) -> str:
         raise NotImplementedError
 
     @property
     def path(self) -> str:
         """The stored path ("" when null)."""
-        pointer = self._live()
-        length = pointer.length
-        if length == 0:
-            return ""
-        return bytes(ffi.buffer(pointer.data, length)).decode("utf-8")
+        path: str = self.to_python()
+        return path
 
     def set(self, value: Any) -> None:
         """Point somewhere else (a red view writes through)."""
-        runtime = self._rt
-        path = type(self)._path_of(_describe(type(self)), value)
-        with runtime._lock:
-            self._spec.write(runtime, self._owner, self._address(), path)
+        self._assign(value)
 
     @property
     def is_null(self) -> bool:
@@ -675,10 +665,6 @@ class _SoftPointer(ValueConjugate, _Specialised):
     def get(self) -> Any:
         """What the path names, while it is loaded; else None."""
         raise NotImplementedError
-
-    def to_python(self) -> str:
-        """The path."""
-        return self.path
 
     def __str__(self) -> str:
         return self.path
@@ -864,62 +850,29 @@ class SoftSpec(_WrapperSpec):
 
     @property
     def key(self) -> Any:
-        """``("soft_object",)`` or ``("soft_class",)``."""
-        return ("soft_class",) if issubclass(self.cls, SoftClassPtr) else ("soft_object",)
+        """``("soft", cls)``."""
+        return ("soft", self.cls)
 
     def check(self, what: str, value: Any) -> None:
         """Anything ``set`` accepts."""
-        if isinstance(value, _SoftPointer):
-            value._live()
+        if isinstance(value, _SoftPointer) and value.is_expired:
+            value.to_python()  # raises with the reason
         self.cls._path_of(what, value)
 
-    def native(self, runtime: Runtime) -> Any:
-        """STRING of 1-byte units."""
-        return runtime._basic_type(4, 1, 0)
+    def make_kind(self) -> _core.Kind:
+        """A UTF-8 string, read as a view of the pointer class."""
+        wrapper, what = self.cls, self.describe()
 
-    def address_of(self, pointer: Any) -> int:
-        """Address of the ``zs_string``."""
-        return api_address(pointer)
+        def encode(runtime: Runtime, value: Any) -> str:
+            return wrapper._path_of(what, value)
 
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """A red view cached in ``parent`` (the path when there is none)."""
-        if parent is None:
-            return self.to_python(runtime, address)
-        return make_view(self.cls, runtime, self, ffi.cast(_STRING_POINTER, address), parent,
-                         key, owner)
-
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Store the path."""
-        path = self.cls._path_of(self.describe(), value)
-        try:
-            data = path.encode("utf-8")
-        except UnicodeEncodeError as error:  # lone surrogates
-            raise ValueError(f"{self.describe()} cannot hold {path!r}: {error.reason}") from None
-        if len(data) > 1 << 30:
-            raise ValueError(f"{self.describe()}: path too long")
-        check(lib.zs_string_assign(runtime._ptr, owner, self.native(runtime),
-                                   ffi.cast(_STRING_POINTER, address), data, len(data)),
-              "path", runtime)
-
-    def to_python(self, runtime: Runtime, address: int) -> str:
-        """The path."""
-        pointer = ffi.cast(_STRING_POINTER, address)
-        if pointer.length == 0:
-            return ""
-        return bytes(ffi.buffer(pointer.data, pointer.length)).decode("utf-8")
-
-    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
-        """Wrap a black path block."""
-        return make_black(self.cls, runtime, self, ffi.cast(_STRING_POINTER, pointer), handle)
+        return _core.Kind(_core.KIND_STRING, 16, 8, lib.ZS_TYPE_STRING, what, unit=1,
+                          flags=_core.KIND_VIEW, cls=wrapper, encode=encode)
 
 
 # ---------------------------------------------------------------------------
 # ScriptInterface
 # ---------------------------------------------------------------------------
-
-_INTERFACE_LAYOUT = declare_struct("ScriptInterface", [("object", "uint64_t"),
-                                                       ("interface", "uint32_t")], header=False)
-
 
 def _interface_id(runtime: Runtime, interface: type) -> int:
     found = runtime._interface_ids.get(interface)
@@ -948,19 +901,12 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
     _zs_needs_target = True
 
     def __new__(cls, obj: Any = None) -> Self:
+        from ._delegates import _current
         from ._runtime import current_runtime
 
-        spec = ScriptInterfaceSpec(cls)
-        spec.check(_describe(cls), obj)
         runtime = obj._live_runtime() if isinstance(obj, Object) else current_runtime()
-        value = runtime._new_value(spec)
-        if obj is not None:
-            try:
-                value.set(obj)
-            except BaseException:
-                value.dispose()
-                raise
-        made: Self = value
+        with _current(runtime):
+            made: Self = _core.ValueConjugate.__new__(cls, obj)  # type: ignore[call-arg]
         return made
 
     def __init__(self, obj: I | ScriptInterface[I] | None = None) -> None:
@@ -970,6 +916,12 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
     def _zs_value_spec(cls, owner: type) -> PropertyKind:
         return ScriptInterfaceSpec(cls)
 
+    @classmethod
+    def _zs_prepare(cls) -> _core.Kind:
+        kind = ScriptInterfaceSpec(cls).kind
+        type.__setattr__(cls, "_zs_kind", kind)
+        return kind
+
     @property
     def interface(self) -> type[I]:
         """The interface (``T``)."""
@@ -978,11 +930,7 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
     @property
     def object(self) -> I | None:
         """The object, or None."""
-        pointer = self._live()
-        handle = pointer.object
-        if not handle:
-            return None
-        return typing.cast("I | None", self._rt._conjugate_of(handle))
+        return typing.cast("I | None", self.to_python())
 
     def get(self) -> I | None:
         """The object (used through the interface), or None."""
@@ -990,9 +938,7 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
 
     def set(self, obj: Any) -> None:
         """Point at another object implementing the interface (or None)."""
-        runtime = self._rt
-        with runtime._lock:
-            self._spec.write(runtime, self._owner, self._address(), obj)
+        self._assign(obj)
 
     @property
     def is_valid(self) -> bool:
@@ -1003,10 +949,6 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
         """``is_valid``, as Unreal's pointer types convert to bool: ``if ptr:``
         holds only while it resolves to a live object."""
         return self.is_valid
-
-    def to_python(self) -> Any:
-        """The object, or None."""
-        return self.object
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or not hasattr(type(self)._zs_target(), name):
@@ -1039,15 +981,12 @@ class ScriptInterfaceSpec(_WrapperSpec):
 
     __slots__ = ()
     cls: type[ScriptInterface[Any]]
-
-    @property
-    def c_type(self) -> str:  # type: ignore[override]
-        return str(_INTERFACE_LAYOUT.item.cname)
+    c_type = "struct { uint64_t object; uint32_t interface; }"
 
     @property
     def key(self) -> Any:
-        """``("script_interface",)`` (one native type whatever the interface)."""
-        return ("script_interface",)
+        """``("script_interface", cls)``."""
+        return ("script_interface", self.cls)
 
     def install(self, cls: type, name: str, cname: str, offset: int) -> None:
         """Reads give a red view; assignment takes an object, a
@@ -1071,53 +1010,23 @@ class ScriptInterfaceSpec(_WrapperSpec):
             raise TypeError(f"{what}: {type(value).__name__} does not implement "
                             f"{interface.__name__}")
 
-    def native(self, runtime: Runtime) -> Any:
-        """A struct type: an OBJECT member, then a PLAIN 4-byte id."""
-        members = ffi.new("zs_type_member[]", [
-            (runtime._basic_type(2, 8, 8), layout_ffi.offsetof(_INTERFACE_LAYOUT.item, "object")),
-            (runtime._basic_type(1, 4, 4),
-             layout_ffi.offsetof(_INTERFACE_LAYOUT.item, "interface"))])
-        out = ffi.new("zs_type **")
-        item = _INTERFACE_LAYOUT.item
-        check(lib.zs_type_struct(runtime._ptr, b"ScriptInterface", layout_ffi.sizeof(item),
-                                 layout_ffi.alignof(item), members, 2, out),
-              "registering ScriptInterface", runtime)
-        return out[0]
+    def make_kind(self) -> _core.Kind:
+        """A struct of a strong reference and the interface's id in the runtime."""
+        wrapper, what, check = self.cls, self.describe(), self.check
 
-    def address_of(self, pointer: Any) -> int:
-        """The value's address."""
-        return layout_address(pointer)
+        def encode(runtime: Runtime, value: Any) -> dict[str, Any]:
+            check(what, value)
+            if isinstance(value, ScriptInterface):
+                value = value.object
+            interface = _interface_id(runtime, wrapper._zs_target()) if value is not None else 0
+            return {"object": value, "interface": interface}
 
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """A red view cached in ``parent`` (the object when there is none)."""
-        if parent is None:
-            return self.to_python(runtime, address)
-        return make_view(self.cls, runtime, self, layout_ffi.cast(_INTERFACE_LAYOUT, address),
-                         parent, key, owner)
+        def decode(runtime: Runtime, members: dict[str, Any]) -> Any:
+            return members["object"]
 
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Store the object (write barrier, liveness checks) and the interface."""
-        self.check(self.describe(), value)
-        if isinstance(value, ScriptInterface):
-            value = value.object
-        if value is not None and value._rt is not runtime:
-            raise ValueError(f"{self.describe()}: the object belongs to another runtime")
-        pointer = layout_ffi.cast(_INTERFACE_LAYOUT, address)
-        slot = ffi.cast("zs_ref *", address + layout_ffi.offsetof(_INTERFACE_LAYOUT.item,
-                                                                    "object"))
-        check(lib.zs_value_store_ref(runtime._ptr, owner, runtime._basic_type(2, 8, 8), slot,
-                                     value._h if value is not None else 0),
-              "ScriptInterface", runtime)
-        pointer.interface = _interface_id(runtime, self.cls._zs_target()) if value is not None else 0
-
-    def to_python(self, runtime: Runtime, address: int) -> Any:
-        """The object, or None."""
-        handle = layout_ffi.cast(_INTERFACE_LAYOUT, address).object
-        if not handle:
-            return None
-        return runtime._conjugate_of(handle)
-
-    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
-        """Wrap a black block."""
-        return make_black(self.cls, runtime, self,
-                          layout_ffi.cast(_INTERFACE_LAYOUT, api_address(pointer)), handle)
+        kind = _core.Kind(_core.KIND_STRUCT, 16, 8, lib.ZS_TYPE_STRUCT, what,
+                          flags=_core.KIND_VIEW, cls=wrapper, struct_name=b"ScriptInterface",
+                          encode=encode, decode=decode)
+        kind.set_members([("object", 0, ObjectRefKind(Object).kind),
+                          ("interface", 8, ScalarKind(typing.cast("type[Scalar]", UInt32)).kind)])
+        return kind

@@ -21,13 +21,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _calls, _core, _object
 from ._chains import ReferenceChain, reference_chains
-from ._conjugate import (REASON_CLOSED, ExpiredPointer,
-                         expired_error, make_expired)
+from ._conjugate import ExpiredPointer, expired_error
 from ._errors import ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats, GcStress
-from ._native import api_address, check, ffi, layout_address, layout_ffi, lib, refused
-from ._object import ClassLayout, ClusterInfo, Object, class_layout
-from ._values import expire_cache, expire_views
+from ._native import api_address, check, ffi, lib, refused
+from ._object import ClassLayout, ClusterInfo, Object, class_layout, initialize_defaults
+from ._strings import Name
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -113,24 +112,13 @@ class Runtime(_core.RuntimeCore):
         self._closed = False
         self._native_classes: dict[type, Any] = {}
         self._classes_by_id: list[type[Object] | None] = []
-        self._names: list[str] = []
         self._describe = self._describe_packed_name
         self._deferred_releases: collections.deque[int] = collections.deque()
-        self._deferred_value_frees: collections.deque[int] = collections.deque()
-        self._blacks: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-        self._native_types: dict[Any, Any] = {}
-        self._basic_types: dict[tuple[int, int, int], Any] = {}
-        self._type_out = ffi.new("zs_type **")
-        self._ref_out = ffi.new("zs_ref *")
         self._object_out = ffi.new("zs_object **")
         self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
         self._collecting = False  # inside collect_garbage or gc.step (see _refuse_reentry)
-        # Delegates and object wrappers (_delegates, _object_wrappers): the
-        # Python callables that native bindings name by id, the persistent
-        # ids of LazyObjectPtr, the interface ids of ScriptInterface.
-        self._callables: dict[int, Callable[..., Any]] = {}
-        self._free_callable_ids: list[int] = []
-        self._callable_ids_out = ffi.new("uint32_t[]", _CALLABLE_BATCH)
+        # Object wrappers (_object_wrappers): the persistent ids of
+        # LazyObjectPtr, the interface ids of ScriptInterface.
         self._lazy_ids: dict[bytes, int] = {}
         self._lazy_handles: dict[int, bytes] = {}
         self._interface_ids: dict[type, int] = {}
@@ -197,21 +185,8 @@ class Runtime(_core.RuntimeCore):
             self._deferred_releases.clear()
             # Names must outlive the native table: expired conjugates format
             # their messages lazily.
-            name_count = lib.zs_name_count(self._ptr)
-            if name_count:
-                self._name_text(name_count - 1, 0)
-            for cache in self._expire_all(self._describe, REASON_CLOSED):
-                expire_cache(cache, REASON_CLOSED)
-            for value in list(self._blacks.values()):
-                if type(value._p) is not ExpiredPointer:
-                    value._p = make_expired(type(value).__name__, _describe_black, value,
-                                            REASON_CLOSED)
-                    expire_views(value, REASON_CLOSED)
-                value._black = 0
-            self._blacks.clear()
-            self._deferred_value_frees.clear()
-            self._callables.clear()
-            self._free_callable_ids.clear()
+            self._keep_names(lib.zs_name_count(self._ptr))
+            self._expire_all(self._describe)  # every conjugate and black value, in C
             self._lazy_ids.clear()
             self._lazy_handles.clear()
             self._closed = True
@@ -301,110 +276,22 @@ class Runtime(_core.RuntimeCore):
         queue = self._deferred_releases
         while queue:
             lib.zs_release_strong_ref(self._ptr, queue.popleft())
-        frees = self._deferred_value_frees
-        while frees:
-            lib.zs_value_free(self._ptr, frees.popleft())
-        if self._callables:
-            self._drain_callables()
-
-    # ---- delegate callables ----------------------------------------------
-    def _register_callable(self, function: Callable[..., Any]) -> int:
-        """A new callable id for ``function`` (no native users yet: the
-        binding store that follows retains it; if that fails, call
-        ``_unregister_callable``). Ids are reused once drained."""
-        free = self._free_callable_ids
-        callable_id = free.pop() if free else len(self._callables) + 1
-        while callable_id in self._callables:  # only after ids were reused
-            callable_id += 1
-        self._callables[callable_id] = function
-        return callable_id
-
-    def _unregister_callable(self, callable_id: int) -> None:
-        """Forget an id that no native binding ever retained."""
-        if self._callables.pop(callable_id, None) is not None:
-            self._free_callable_ids.append(callable_id)
-
-    def _drain_callables(self) -> None:
-        """Drop the callables whose last native binding went away (a safe
-        point: the runtime's thread, under its lock)."""
-        buffer, count = self._callable_ids_out, ffi.new("uint32_t *")
-        callables, free = self._callables, self._free_callable_ids
-        while True:
-            check(lib.zs_take_released_callables(self._ptr, buffer, _CALLABLE_BATCH, count),
-                  "releasing delegate callables", self)
-            for callable_id in ffi.unpack(buffer, count[0]):
-                if callables.pop(callable_id, None) is not None:
-                    free.append(callable_id)
-            if count[0] < _CALLABLE_BATCH:
-                return
+        self._flush_values()  # black values' blocks; callables no binding holds
 
     def bound_callables(self) -> int:
         """Number of Python callables that native delegate bindings hold
         (a leak check: it drops back once the delegates are gone)."""
         with self._lock:
-            if not self._closed and self._callables:
-                self._drain_callables()
-            return len(self._callables)
-
-    # ---- value types ----------------------------------------------------
-    def _basic_type(self, kind: int, size: int, align: int) -> Any:
-        """A built-in native type (PLAIN of a size, OBJECT, STRING...)."""
-        key = (kind, size, align)
-        native = self._basic_types.get(key)
-        if native is None:
-            check(lib.zs_type_basic(self._live_ptr(), kind, size, align, self._type_out),
-                  "registering a type", self)
-            native = self._basic_types[key] = self._type_out[0]
-        return native
-
-    def _native_type(self, spec: Any) -> Any:
-        """The ``zs_type *`` of a value spec in this runtime (registered once)."""
-        key = spec.key
-        native = self._native_types.get(key)
-        if native is None:
-            with self._lock:
-                native = self._native_types.get(key)
-                if native is None:
-                    native = self._native_types[key] = spec.native(self)
-        return native
-
-    def _new_value(self, spec: Any) -> Any:
-        """A new black value (zeroed) of ``spec``, owned by its conjugate."""
-        with self._lock:
-            pointer = self._live_ptr()
-            self._flush_deferred()
-            native = self._native_type(spec)
-            handle = ffi.new("zs_ref *")
-            block = ffi.new("void **")
-            check(lib.zs_value_new(pointer, native, handle, block), "creating a value", self)
-            value = spec.new_black(self, block[0], handle[0])
-            self._blacks[handle[0]] = value
-            return value
-
-    def _free_value(self, handle: int) -> None:
-        with self._lock:
-            self._blacks.pop(handle, None)
-            if not self._closed:
-                check(lib.zs_value_free(self._ptr, handle), "dispose", self)
-
-    def _clone_value(self, spec: Any, source: Any) -> Any:
-        """A black deep copy of a live value conjugate."""
-        with self._lock:
-            source._live()
-            copy = self._new_value(spec)
-            try:
-                check(lib.zs_value_assign(self._ptr, 0, self._native_type(spec),
-                                          ffi.cast("void *", spec.address_of(copy._p)),
-                                          ffi.cast("void *", spec.address_of(source._p))),
-                      "clone", self)
-            except BaseException:
-                copy.dispose()
-                raise
-            return copy
+            if self._closed:
+                return 0
+            return self._callable_count()
 
     def values_alive(self) -> int:
         """Number of live black values (structs, strings, containers...)."""
-        return int(self._call(lib.zs_value_count))
+        with self._lock:
+            if self._closed:
+                return 0
+            return int(lib.zs_value_count(self._ptr)) + self._inline_blacks
 
     def _release_strong(self, handle: int) -> None:
         with self._lock:
@@ -423,7 +310,8 @@ class Runtime(_core.RuntimeCore):
         # References go as their own member kinds; everything else (structs,
         # strings, containers) as a VALUE member of its registered type.
         rows = [(spec.member_kind, offset, ffi.NULL) if spec.member_kind
-                else (4, offset, self._native_type(spec))  # ZS_MEMBER_VALUE
+                else (lib.ZS_MEMBER_VALUE, offset,
+                      ffi.cast("zs_type *", self._native_type(spec.kind)))
                 for offset, spec in layout.own_members]
         members = ffi.new("zs_member[]", rows or [(0, 0, ffi.NULL)])
         desc = ffi.new("zs_class_desc *", {
@@ -437,30 +325,8 @@ class Runtime(_core.RuntimeCore):
             self._classes_by_id.append(None)
         self._classes_by_id[class_id] = cls
         self._native_classes[cls] = native
+        self._set_native_class(cls, api_address(native))
         return native
-
-    def _intern(self, name: str) -> tuple[int, int]:
-        try:
-            data = name.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise ValueError(f"invalid object name {name!r}: {error}") from None
-        index, number = ffi.new("uint32_t *"), ffi.new("uint32_t *")
-        status = lib.zs_name_intern(self._ptr, data, len(data), index, number)
-        if status:
-            raise ValueError(f"invalid object name {name!r} (NUL characters or over 1024 bytes)")
-        return index[0], number[0]
-
-    def _name_text(self, index: int, number: int) -> str:
-        names = self._names
-        if len(names) <= index:
-            with self._lock:
-                while len(names) <= index:
-                    raw = lib.zs_name_base(self._live_ptr(), len(names))
-                    if raw == ffi.NULL:
-                        raise IndexError(f"no name #{index} in this runtime")
-                    names.append(ffi.string(raw).decode("utf-8"))
-        base = names[index]
-        return base if number == 0 else f"{base}_{number - 1}"
 
     def _describe_packed_name(self, packed: int) -> str:
         """``repr`` of a name packed as index | number << 32 (expiry messages)."""
@@ -482,7 +348,7 @@ class Runtime(_core.RuntimeCore):
                 self._creations += 1
                 if self._creations % every == 0:
                     self.collect_garbage()  # before allocating: the new object is safe
-            if self._flush_pending or self._callables:
+            if self._flush_pending:
                 self._flush_deferred()
             native, pointer_out, image, image_size, more = (self._creators.get(cls) or
                                                             self._creator(cls, layout))
@@ -529,10 +395,8 @@ class Runtime(_core.RuntimeCore):
         """What the image could not do, then the constructor's keywords."""
         try:
             # Embedded structs start from their declared defaults.
-            if layout.initializers:
-                base = layout_address(conjugate._p)
-                for info in layout.initializers:
-                    info.kind.initialize(self, handle, base + info.offset)
+            for info in layout.initializers:
+                initialize_defaults(conjugate, info)
             # Keywords were validated before allocation; a store can still
             # fail if a referenced object died meanwhile on another thread.
             for info in layout.defaults:
@@ -575,6 +439,13 @@ class Runtime(_core.RuntimeCore):
                 yield pointer
             finally:
                 self._collecting = False
+                # The one rule for dying objects (native/binding/value.h,
+                # zsv_writable): while a cycle has found objects dying whose
+                # conjugates may not have expired yet, plain writes ask the
+                # heap first; otherwise they cost nothing extra.
+                if not self._closed:
+                    self._dying_window = (lib.zs_gc_phase_of(pointer) == lib.ZS_GC_GATHERING
+                                          or lib.zs_gc_expiring_count(pointer) > 0)
 
     def _conjugate_of(self, handle: int) -> Object | None:
         """The conjugate of a handle: existing, new, or None if the object is
@@ -613,10 +484,6 @@ class Runtime(_core.RuntimeCore):
         return f"<zs.Runtime {self.live_objects()} live objects>"
 
 
-def _describe_black(value: Any) -> str:
-    return "(black value)"
-
-
 _object._current_runtime = current_runtime
 _NAME_AUTO = lib.ZS_NAME_AUTO
 _object_new_conjugate = lib.zs_object_new_conjugate
@@ -625,27 +492,16 @@ _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below 
 
 _object._current_context = _current
 _calls._current_context = _current
-_CALLABLE_BATCH = 256  # released callable ids taken per native call
-
-
-def _expired_error(conjugate: Object) -> ExpiredConjugateError:
-    return expired_error(conjugate._p)
-
-
-def _layout_pointer(conjugate: Object) -> Any:
-    """A live conjugate's native pointer, typed as its class's layout."""
-    return layout_ffi.cast(class_layout(type(conjugate)).pointer_type, conjugate._address)
 
 
 _core.configure(
     current=_current, default_runtime=_default, slow_create=_object._create,
-    expired_error=_expired_error, raise_status=refused,
+    expired_error=expired_error, raise_status=refused,
     store_failed=_object._reference_store_failed,
-    store_refused=_object._reference_store_refused, make_pointer=_layout_pointer,
-    expired_type=ExpiredPointer,
-    api={name: api_address(ffi.addressof(lib, name))
-         for name in ("zs_object_new_conjugate", "zs_store_ref", "zs_mark_as_garbage",
-                      "zs_gc_take_expiring_ex", "zs_gc_expiring_count", "zs_name_intern")})
+    store_refused=_object._reference_store_refused,
+    expired_type=ExpiredPointer, expired_exception=ExpiredConjugateError,
+    current_runtime=current_runtime, name_class=Name,
+    api={name: api_address(ffi.addressof(lib, name)) for name in _core.native_functions()})
 
 
 @atexit.register

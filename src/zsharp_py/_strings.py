@@ -4,23 +4,20 @@
 
 The string kinds own a native buffer: black when created from Python
 (``zs.String("héllo")``), red views when read from a property or element.
-Each converts to and from ``str`` and compares with ``str``.
+Each converts to and from ``str`` and compares with ``str``. The text of a
+``str`` subclass is taken from its own data, never from what its methods
+return (native/binding/kind.c, stage_string).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from ._native import api_address, check, check_writable, ffi, lib
+from . import _core
+from ._native import lib
 from ._types import PropertyKind
-from ._values import ImmutableValue, ValueConjugate, make_black, make_view
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
+from ._values import ValueConjugate
 
 __all__ = ["String", "Utf8String", "AnsiString", "Text", "Name", "StringSpec", "NameSpec"]
-
-_STRING_POINTER = ffi.typeof("zs_string *")
-_MAX_UNITS = 1 << 30
 
 
 class _StringBase(ValueConjugate):
@@ -28,59 +25,24 @@ class _StringBase(ValueConjugate):
 
     __slots__ = ()
     _unit: ClassVar[int] = 1
-    _codec: ClassVar[str] = "utf-8"
+    _flags: ClassVar[int] = 0
 
-    def __new__(cls, value: Any = "") -> Any:
-        from ._runtime import current_runtime
-
-        text = cls._text_of(value)
-        string = current_runtime()._new_value(StringSpec(cls))
-        try:
-            string._store(text)
-        except BaseException:
-            string.dispose()
-            raise
-        return string
+    if False:  # pragma: no cover - construction is C (native/binding/value.c)
+        def __init__(self, value: Any = "") -> None: ...
 
     @classmethod
     def _zs_value_spec(cls, owner: type) -> StringSpec:
         return StringSpec(cls)
 
     @classmethod
-    def _text_of(cls, value: Any) -> str:
-        if isinstance(value, _StringBase):
-            return str(value)
-        if not isinstance(value, str):
-            raise TypeError(f"{cls.__name__} needs a str, not {type(value).__name__}")
-        cls._encode(value)  # validates (AnsiString: ASCII only)
-        return value
-
-    @classmethod
-    def _encode(cls, text: str) -> bytes:
-        try:
-            data = text.encode(cls._codec)
-        except UnicodeEncodeError as error:
-            raise ValueError(f"{cls.__name__} cannot hold {text!r}: {error.reason} "
-                             f"(position {error.start})") from None
-        if len(data) // cls._unit > _MAX_UNITS:
-            raise ValueError(f"{cls.__name__}: string too long")
-        return data
-
-    def _store(self, text: str) -> None:
-        data = self._encode(text)
-        runtime = self._rt
-        with runtime._lock:
-            pointer = self._live()
-            check(lib.zs_string_assign(runtime._live_ptr(), self._owner,
-                                       runtime._native_type(self._spec), pointer, data,
-                                       len(data) // self._unit), "string", runtime)
+    def _zs_prepare(cls) -> _core.Kind:
+        kind = StringSpec(cls).kind
+        type.__setattr__(cls, "_zs_kind", kind)
+        return kind
 
     def __str__(self) -> str:
-        pointer = self._live()
-        length = pointer.length
-        if length == 0:
-            return ""
-        return bytes(ffi.buffer(pointer.data, length * self._unit)).decode(self._codec)
+        text: str = self.to_python()
+        return text
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (str, _StringBase)):
@@ -112,7 +74,7 @@ class _MutableString(_StringBase):
 
     def assign(self, value: Any) -> None:
         """Replace the contents (a red view writes through to native memory)."""
-        self._store(self._text_of(value))
+        self._assign(value)
 
 
 class String(_MutableString):
@@ -120,7 +82,7 @@ class String(_MutableString):
 
     __slots__ = ()
     _unit = 2
-    _codec = "utf-16-le"
+    _flags = _core.KIND_UTF16
 
 
 class Utf8String(_MutableString):
@@ -133,7 +95,7 @@ class AnsiString(_MutableString):
     """ASCII-only string (``FAnsiString``): non-ASCII input raises ValueError."""
 
     __slots__ = ()
-    _codec = "ascii"
+    _flags = _core.KIND_ASCII
 
 
 class Text(_StringBase):
@@ -167,120 +129,54 @@ class StringSpec(PropertyKind):
         """The string kind's name."""
         return self.cls.__name__
 
-    def address_of(self, pointer: Any) -> int:
-        """Address of the ``zs_string``."""
-        return api_address(pointer)
-
+    def make_kind(self) -> _core.Kind:
+        """A native string of the kind's code units, read as a view."""
+        cls = self.cls
+        return _core.Kind(_core.KIND_STRING, 16, 8, lib.ZS_TYPE_STRING, cls.__name__,
+                          unit=cls._unit, flags=_core.KIND_VIEW | cls._flags, cls=cls)
 
     def check(self, what: str, value: Any) -> None:
         """A str (or string conjugate) this kind can hold."""
+        if isinstance(value, _StringBase):
+            str(value)  # live, or ExpiredConjugateError
+            return
+        if not isinstance(value, str):
+            raise TypeError(f"{what}: {self.cls.__name__} needs a str, not {type(value).__name__}")
+        codec = ("utf-16-le" if self.cls._flags & _core.KIND_UTF16
+                 else "ascii" if self.cls._flags & _core.KIND_ASCII else "utf-8")
         try:
-            self.cls._text_of(value)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"{what}: {error}") from None
+            str.encode(value, codec)  # the base behaviour, never a subclass's encode
+        except UnicodeEncodeError as error:
+            raise ValueError(f"{what}: {self.cls.__name__} cannot hold {value!r}: "
+                             f"{error.reason} (position {error.start})") from None
 
-    def native(self, runtime: Runtime) -> Any:
-        """STRING of the kind's code unit size."""
-        return runtime._basic_type(4, self.cls._unit, 0)  # ZS_TYPE_STRING
 
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """A red view cached in ``parent`` (a str when there is none)."""
-        pointer = ffi.cast(_STRING_POINTER, address)
-        if parent is None:
-            return self._decode(pointer)
-        return make_view(self.cls, runtime, self, pointer, parent, key, owner)
-
-    def _decode(self, pointer: Any) -> str:
-        length = pointer.length
-        if length == 0:
-            return ""
-        return bytes(ffi.buffer(pointer.data, length * self.cls._unit)).decode(self.cls._codec)
-
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Encode and store."""
-        data = self.cls._encode(self.cls._text_of(value))
-        check(lib.zs_string_assign(runtime._ptr, owner, runtime._native_type(self),
-                                   ffi.cast(_STRING_POINTER, address), data,
-                                   len(data) // self.cls._unit), "string", runtime)
-
-    def to_python(self, runtime: Runtime, address: int) -> str:
-        """The text as ``str``."""
-        return self._decode(ffi.cast(_STRING_POINTER, address))
-
-    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
-        """Wrap a black string block."""
-        return make_black(self.cls, runtime, self, ffi.cast(_STRING_POINTER, pointer), handle)
+for _string_class in (String, Utf8String, AnsiString, Text):
+    type.__setattr__(_string_class, "_zs_kind", StringSpec(_string_class).kind)
 
 
 # ---------------------------------------------------------------------------
 # Names
 # ---------------------------------------------------------------------------
 
-class Name(ImmutableValue):
+class Name(_core.NameBase):
     """An interned name (``FName``): compared and hashed case-insensitively,
     with a number suffix split off (``"Actor_3"`` is base ``"Actor"``, number
     4, displayed ``Actor_3``). Names live in the runtime's name table and
-    never go away, so a Name has no lifetime of its own."""
+    never go away, so a Name has no lifetime of its own.
 
-    __slots__ = ("_rt", "_index", "_number")
-    _rt: Runtime
-    _index: int
-    _number: int
+    >>> import zsharp_py as zs
+    >>> with zs.Runtime():
+    ...     (zs.Name("Hero_2") == "hero_2", zs.Name("Hero_2").number, str(zs.Name("X")))
+    (True, 3, 'X')
+    """
 
-    def __init__(self, text: Any) -> None:
-        from ._runtime import current_runtime
-
-        if isinstance(text, Name):
-            self._rt, self._index, self._number = text._rt, text._index, text._number
-            return
-        if not isinstance(text, str):
-            raise TypeError(f"Name needs a str, not {type(text).__name__}")
-        runtime = current_runtime()
-        self._rt = runtime
-        self._index, self._number = runtime._intern(text)
+    __slots__ = ()
 
     @classmethod
     def _zs_value_spec(cls, owner: type) -> NameSpec:
         return NameSpec()
 
-    @classmethod
-    def _from_native(cls, runtime: Runtime, index: int, number: int) -> Name:
-        name = object.__new__(cls)
-        name._rt, name._index, name._number = runtime, index, number
-        return name
-
-    @property
-    def number(self) -> int:
-        """The number part (0: none; n: displayed suffix ``_{n-1}``)."""
-        return self._number
-
-    def __str__(self) -> str:
-        return self._rt._name_text(self._index, self._number)
-
-    def __repr__(self) -> str:
-        return f"Name({str(self)!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Name):
-            if other._rt is self._rt:
-                return other._index == self._index and other._number == self._number
-            return _fold(str(other)) == _fold(str(self))
-        if isinstance(other, str):
-            return _fold(other) == _fold(str(self))
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(_fold(str(self)))
-
-
-_NAME_POINTER = ffi.typeof("uint32_t *")
-_ASCII_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def _fold(text: str) -> str:
-    """Case-fold ASCII letters only, exactly as the native name table does
-    (so ``Name("Ärger") != Name("ärger")`` both natively and here)."""
-    return text.translate(_ASCII_FOLD)
 
 
 class NameSpec(PropertyKind):
@@ -288,6 +184,7 @@ class NameSpec(PropertyKind):
 
     __slots__ = ()
     c_type = "uint64_t"
+    bitwise = True
 
     @property
     def key(self) -> Any:
@@ -304,32 +201,12 @@ class NameSpec(PropertyKind):
         """``Name``."""
         return "Name"
 
+    def make_kind(self) -> _core.Kind:
+        """Two 32-bit words: the interned index and the number."""
+        return _core.Kind(_core.KIND_NAME, 8, 8, lib.ZS_TYPE_PLAIN, "Name",
+                          flags=_core.KIND_BITWISE)
 
     def check(self, what: str, value: Any) -> None:
         """A Name or a str."""
         if not isinstance(value, (Name, str)):
             raise TypeError(f"{what} expects a Name or a str, not {type(value).__name__}")
-
-    def native(self, runtime: Runtime) -> Any:
-        """PLAIN 8 bytes."""
-        return runtime._basic_type(1, 8, 8)
-
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Name:
-        """The Name stored at ``address``."""
-        words = ffi.cast(_NAME_POINTER, address)
-        return Name._from_native(runtime, words[0], words[1])
-
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Intern (if needed) and store."""
-        self.check("Name", value)
-        check_writable(runtime, owner, "Name")
-        if isinstance(value, Name) and value._rt is runtime:
-            index, number = value._index, value._number
-        else:
-            index, number = runtime._intern(str(value))
-        words = ffi.cast(_NAME_POINTER, address)
-        words[0], words[1] = index, number
-
-    def to_python(self, runtime: Runtime, address: int) -> Name:
-        """The Name (immutable)."""
-        return self.read(runtime, None, None, 0, address)

@@ -3,22 +3,23 @@
 A struct is a value type laid out like a C struct; its conjugate is black
 (``Vector(1.0, 2.0, 3.0)``, ``clone()``) or a red view into an object, a
 container element or another value (``actor.position``). Reads and writes of
-a view go straight to native memory; assigning a struct copies it, as a C++
-value type would.
+a view go straight to native memory (C descriptors, native/binding/members.c);
+assigning a struct copies it, as a C++ value type would. A struct of plain
+data (scalars, names, plain wrappers, such structs) is *bitwise*: a black one
+keeps its bytes inside its conjugate, with nothing native to free.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._native import (check, check_writable, declare_struct, ffi, layout_address, layout_ffi,
-                      layout_pointer, lib, member_name)
-from ._types import PropertyKind
-from ._values import ValueConjugate, make_black, make_view
+from . import _core
+from ._native import declare_struct, layout_ffi, lib, member_name
+from ._types import PropertyKind, ScalarKind
+from ._values import ValueConjugate
 
 if TYPE_CHECKING:
     from ._object import PropertyInfo
-    from ._runtime import Runtime
 
 __all__ = ["Struct", "StructMeta", "StructSpec", "StructLayout", "struct_layout"]
 
@@ -28,11 +29,13 @@ class StructLayout:
     """The native shape of a Python-declared struct."""
 
     cls: type[Struct]
-    pointer_type: Any  # layout-FFI ``struct ... *``
+    pointer_type: Any  # layout-FFI ``struct ... *`` (offsets of embedding layouts)
     c_type: str        # ``struct zs_layout_N_Name`` (embeddable in other layouts)
     size: int
     align: int
     properties: list[PropertyInfo]
+    kind: _core.Kind
+    bitwise: bool
 
 
 class StructMeta(type):
@@ -52,6 +55,9 @@ class StructMeta(type):
 
 class Struct(ValueConjugate, metaclass=StructMeta):
     """Base of native structs declared from Python.
+
+    Created positionally in declaration order or by keyword; members not
+    given keep their declared defaults (zero when none).
 
     >>> import zsharp_py as zs
     >>> class Vector(zs.Struct):
@@ -73,50 +79,30 @@ class Struct(ValueConjugate, metaclass=StructMeta):
     __slots__ = ()
     _zs_defaults: ClassVar[dict[str, Any]]
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        from ._runtime import current_runtime
+    if TYPE_CHECKING:
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
-        layout = struct_layout(cls)
-        values = _bind_arguments(layout, args, kwargs)
-        runtime = current_runtime()
-        spec = StructSpec(cls)
-        for info in layout.properties:
-            if info.name in values:
-                info.kind.check(f"{cls.__name__}.{info.name}", values[info.name])
-        value = runtime._new_value(spec)
-        try:
-            with runtime._lock:
-                address = layout_address(value._p)
-                spec.initialize(runtime, 0, address)
-                for info in layout.properties:
-                    if info.name in values:
-                        info.kind.write(runtime, 0, address + info.offset, values[info.name])
-        except BaseException:
-            value.dispose()
-            raise
-        return value
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        """Construction happens in ``__new__`` (positional in declaration
-        order, or by keyword; missing members are zeroed)."""
+    @classmethod
+    def _zs_prepare(cls) -> _core.Kind:
+        """Lay the struct out (first use): its kind."""
+        return struct_layout(cls).kind
 
     @classmethod
     def _zs_value_spec(cls, owner: type) -> StructSpec:
         return StructSpec(cls)
 
     # ---- value semantics -------------------------------------------------------
-    def to_python(self) -> dict[str, Any]:
-        """The members as a plain dict (nested values converted too)."""
-        self._live()
-        return self._spec.to_python(self._rt, layout_address(self._p))  # type: ignore[no-any-return]
+    if TYPE_CHECKING:
+        def to_python(self) -> dict[str, Any]:
+            """The members as a plain dict (nested values converted too)."""
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Struct):
             if type(other) is not type(self):
                 return NotImplemented
-            return self.to_python() == other.to_python()
+            return bool(self.to_python() == other.to_python())
         if isinstance(other, dict):
-            return self.to_python() == other
+            return bool(self.to_python() == other)
         if isinstance(other, tuple):
             return tuple(self.to_python().values()) == other
         return NotImplemented
@@ -133,25 +119,21 @@ class Struct(ValueConjugate, metaclass=StructMeta):
         return f"{type(self).__name__}({fields})"
 
 
-def _bind_arguments(layout: StructLayout, args: tuple[Any, ...],
-                    kwargs: dict[str, Any]) -> dict[str, Any]:
-    names = [p.name for p in layout.properties]
-    if len(args) > len(names):
-        raise TypeError(f"{layout.cls.__name__}() takes at most {len(names)} positional "
-                        f"arguments ({len(args)} given)")
-    values = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key not in names:
-            raise TypeError(f"{layout.cls.__name__}() got an unknown member {key!r}")
-        if key in values:
-            raise TypeError(f"{layout.cls.__name__}() got multiple values for {key!r}")
-        values[key] = value
-    return values
+def _is_bitwise(kind: PropertyKind) -> bool:
+    """Whether values of ``kind`` are plain data (copied by memcpy, nothing
+    to destroy, no references)."""
+    if isinstance(kind, ScalarKind):
+        return True
+    if isinstance(kind, StructSpec):
+        return kind.layout.bitwise
+    return bool(getattr(kind, "bitwise", False))
 
 
 def struct_layout(cls: type[Struct]) -> StructLayout:
-    """The layout of ``cls``, computed (and descriptors installed) on first use."""
-    from ._object import _RESERVED_STRUCT, PropertyInfo, _annotations_of, resolve_kind
+    """The layout of ``cls``, computed (its kind made and descriptors
+    installed) on first use."""
+    from ._object import _RESERVED_STRUCT, PropertyInfo, _annotations_of, pack_default, \
+        pack_initial, resolve_kind
 
     layout: StructLayout | None = cls.__dict__.get("_zs_layout")
     if layout is not None:
@@ -179,11 +161,67 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
     struct_type = pointer_type.item
     for info in properties:
         info.offset = layout_ffi.offsetof(struct_type, info.cname)
-        info.kind.install(cls, info.name, info.cname, info.offset)
-    layout = StructLayout(cls, pointer_type, struct_type.cname, layout_ffi.sizeof(struct_type),
-                          layout_ffi.alignof(struct_type), properties)
+    size, align = layout_ffi.sizeof(struct_type), layout_ffi.alignof(struct_type)
+    bitwise = all(_is_bitwise(info.kind) for info in properties)
+    image = bytearray(size)
+    plain = True
+    for info in properties:
+        if info.has_default:
+            plain = pack_default(info.kind, image, info.offset, info.default) and plain
+        else:
+            plain = pack_initial(info.kind, image, info.offset) and plain
+    # The kind first, without members: a member may hold an array of this
+    # very struct, whose element kind is this one (the native registration
+    # then refuses the recursion with a TypeError).
+    struct_kind = _core.Kind(_core.KIND_STRUCT, size, align, lib.ZS_TYPE_STRUCT, cls.__name__,
+                             flags=_core.KIND_VIEW | (_core.KIND_BITWISE if bitwise else 0),
+                             cls=cls, struct_name=cls.__name__.encode("utf-8"),
+                             image=bytes(image) if any(image) else None)
+    type.__setattr__(cls, "_zs_kind", struct_kind)
+    layout = StructLayout(cls, pointer_type, struct_type.cname, size, align, properties,
+                          struct_kind, bitwise)
     type.__setattr__(cls, "_zs_layout", layout)
+    try:
+        struct_kind.set_members([(info.name, info.offset, info.kind.kind) for info in properties])
+        for info in properties:
+            info.kind.install(cls, info.name, info.cname, info.offset)
+    except BaseException:
+        type.__delattr__(cls, "_zs_layout")
+        type.__delattr__(cls, "_zs_kind")
+        raise
+    if not plain:
+        _install_defaults(cls, properties)
     return layout
+
+
+def _install_defaults(cls: type[Struct], properties: list[PropertyInfo]) -> None:
+    """A struct whose defaults are not all plain data (a string, a name...):
+    its constructor applies them after the C one (members given win)."""
+    from ._object import initialize_defaults
+
+    base_new = _core.ValueConjugate.__new__
+    later = [info for info in properties
+             if (info.has_default and not isinstance(info.kind, ScalarKind))
+             or (not info.has_default and isinstance(info.kind, StructSpec))]
+    names = [info.name for info in properties]
+
+    def __new__(cls: type[Struct], *args: Any, **kwargs: Any) -> Any:
+        value = base_new(cls, *args, **kwargs)
+        given = set(names[:len(args)]) | set(kwargs)
+        try:
+            for info in later:
+                if info.name in given:
+                    continue
+                if info.has_default:
+                    setattr(value, info.name, info.default)
+                else:
+                    initialize_defaults(value, info)
+        except BaseException:
+            value.dispose()
+            raise
+        return value
+
+    type.__setattr__(cls, "__new__", __new__)
 
 
 class StructSpec(PropertyKind):
@@ -198,6 +236,12 @@ class StructSpec(PropertyKind):
     def layout(self) -> StructLayout:
         """The struct's layout (computed on first use)."""
         return struct_layout(self.cls)
+
+    @property
+    def kind(self) -> _core.Kind:
+        """The struct's kind (also while its layout is being made)."""
+        made: _core.Kind | None = self.cls.__dict__.get("_zs_kind")
+        return made if made is not None else self.layout.kind
 
     @property
     def c_type(self) -> str:  # type: ignore[override]
@@ -218,15 +262,11 @@ class StructSpec(PropertyKind):
         """The struct's name."""
         return self.cls.__name__
 
-    def address_of(self, pointer: Any) -> int:
-        """The address a view's pointer holds."""
-        return layout_address(pointer)
-
-
     def check(self, what: str, value: Any) -> None:
         """A struct of this class, a tuple or a dict of its members."""
         if isinstance(value, self.cls):
-            value._live()
+            if value.is_expired:
+                value.to_python()  # raises ExpiredConjugateError with the reason
             return
         layout = self.layout
         if isinstance(value, (tuple, list)):
@@ -245,63 +285,6 @@ class StructSpec(PropertyKind):
             if info.name in items:
                 info.kind.check(f"{what}.{info.name}", items[info.name])
 
-    def native(self, runtime: Runtime) -> Any:
-        """Register the struct type (its members first)."""
-        layout = self.layout
-        members = [(runtime._native_type(p.kind), p.offset) for p in layout.properties]
-        out = ffi.new("zs_type **")
-        array = ffi.new("zs_type_member[]", members or [(ffi.NULL, 0)])
-        name = ffi.new("char[]", self.cls.__name__.encode("utf-8"))
-        check(lib.zs_type_struct(runtime._ptr, name, layout.size, layout.align, array, len(members),
-                                 out), f"registering struct {self.cls.__name__}", runtime)
-        return out[0]
-
-    def read(self, runtime: Runtime, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """A red view (cached in ``parent``), or a dict when there is no parent."""
-        if parent is None:
-            return self.to_python(runtime, address)
-        pointer = layout_ffi.cast(self.layout.pointer_type, address)
-        return make_view(self.cls, runtime, self, pointer, parent, key, owner)
-
-    def write(self, runtime: Runtime, owner: int, address: int, value: Any) -> None:
-        """Copy a struct conjugate natively, or member by member from a
-        tuple or dict (unlisted members keep their values)."""
-        if isinstance(value, self.cls) and value._rt is runtime:
-            source = layout_address(value._live())
-            check(lib.zs_value_assign(runtime._ptr, owner, runtime._native_type(self),
-                                      ffi.cast("void *", address), ffi.cast("void *", source)),
-                  "struct copy", runtime)
-            return
-        self.check(self.cls.__name__, value)
-        # Member by member: the owner is checked once, first, so a dying
-        # owner refuses the whole write before any member has changed.
-        check_writable(runtime, owner, "struct")
-        layout = self.layout
-        if isinstance(value, self.cls):  # another runtime: go through Python values
-            value = value.to_python()
-        if isinstance(value, (tuple, list)):
-            value = dict(zip((p.name for p in layout.properties), value))
-        for info in layout.properties:
-            if info.name in value:
-                info.kind.write(runtime, owner, address + info.offset, value[info.name])
-
-    def initialize(self, runtime: Runtime, owner: int, address: int) -> None:
-        """Member defaults (``a: zs.UInt8 = 255``), nested structs included,
-        as a C++ default constructor would."""
-        for info in self.layout.properties:
-            if info.has_default:
-                info.kind.write(runtime, owner, address + info.offset, info.default)
-            else:
-                info.kind.initialize(runtime, owner, address + info.offset)
-
-    def to_python(self, runtime: Runtime, address: int) -> Any:
-        """``{member: value}`` with nested values converted."""
-        return {info.name: info.kind.to_python(runtime, address + info.offset)
-                for info in self.layout.properties}
-
-    def new_black(self, runtime: Runtime, pointer: Any, handle: int) -> Any:
-        """Wrap a black block of this struct."""
-        return make_black(self.cls, runtime, self,
-                          layout_pointer(self.layout.pointer_type, pointer),
-                          handle)
-
+    def has_plain_defaults(self) -> bool:
+        """Whether a zeroed struct is initialised (no member defaults)."""
+        return not any(info.has_default for info in self.layout.properties)

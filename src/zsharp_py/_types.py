@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from typing_extensions import TypeAlias
 
+from . import _core
+from ._native import lib as _native_lib
+
 __all__ = [
     "Scalar", "Bool", "Int8", "Int16", "Int32", "Int64",
     "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64",
-    "PropertyKind", "ScalarKind",
+    "PropertyKind", "ScalarKind", "install_property",
 ]
 
 _FLOAT32_MAX = 3.4028234663852886e38
@@ -143,20 +146,20 @@ PYTHON_SHORTHANDS: dict[Any, Any] = {int: Int64, float: Float64, bool: Bool}
 
 
 class PropertyKind:
-    """How one type is stored natively and seen from Python (a *value spec*).
+    """How one type is stored natively and seen from Python (a *value kind*).
 
     Every property type and every container element type is one: it gives
     the C member type of layouts (``c_type``), the native schema kind of an
-    object member (``member_kind``, 0 for untraced plain data), the native
-    ``zs_type`` in a runtime (``native``), and how to ``read``, ``write`` and
-    convert (``to_python``) a value stored at an address. ``install`` puts
-    the property descriptor on an owner class; ``check`` validates a value
+    object member (``member_kind``, 0 for untraced plain data), and its C
+    kind (``kind``, a ``_core.Kind``: the layout, the native type in each
+    runtime and the conversions, native/binding/kind.c). ``install`` puts the
+    property descriptor on an owner class; ``check`` validates a value
     without storing it (constructors check every keyword before they
     allocate, so a bad keyword never leaves a half-built object behind).
     ``key`` identifies the type structurally (equal keys, same native type).
     """
 
-    __slots__ = ()
+    __slots__ = ("_kind",)
     c_type: str = ""
     member_kind: int = 0
 
@@ -165,13 +168,26 @@ class PropertyKind:
         """A hashable structural identity."""
         raise NotImplementedError
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Put the property descriptor for ``name`` on ``cls``: by default a
-        property that reads and writes through this spec (views cached in
-        the owner). Scalars and object references install faster ones."""
-        from ._object import install_value_property
+    @property
+    def kind(self) -> _core.Kind:
+        """The C kind of this type (made on first use)."""
+        made: _core.Kind | None = getattr(self, "_kind", None)
+        if made is None:
+            made = self._kind = _kinds.get(self.key)
+            if made is None:
+                made = self._kind = _kinds[self.key] = self.make_kind()
+        return made
 
-        install_value_property(self, cls, name, cname, offset)
+    def make_kind(self) -> _core.Kind:
+        """Make the C kind (called once per structural type)."""
+        raise NotImplementedError
+
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
+        """Put the property descriptor for ``name`` on ``cls``: on an object
+        class a ``ValueProperty``; on a struct class a ``ValueProperty`` bound
+        to the struct's kind. Scalars and object references install faster
+        ones."""
+        install_property(self, cls, name, offset)
 
     def check(self, what: str, value: Any) -> None:
         """Raise ``TypeError``/``OverflowError``/... if ``value`` cannot be stored."""
@@ -181,99 +197,46 @@ class PropertyKind:
         """A short human name of the type (for errors and repr)."""
         raise NotImplementedError
 
-    def native(self, runtime: Any) -> Any:
-        """This type's ``zs_type *`` in ``runtime`` (registered on first use)."""
-        raise NotImplementedError
-
-    def read(self, runtime: Any, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """The Python value (or red view, cached in ``parent``) at ``address``."""
-        raise NotImplementedError
-
-    def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
-        """Store (copy) ``value`` at ``address``; ``owner`` is the object
-        holding the memory (0 inside black values). Caller holds the lock."""
-        raise NotImplementedError
-
-    def to_python(self, runtime: Any, address: int) -> Any:
-        """A plain Python copy of the value at ``address`` (list, dict, str...)."""
-        return self.read(runtime, None, None, 0, address)
-
-    def address_of(self, pointer: Any) -> int:
-        """The address held by a conjugate's native pointer of this type."""
-        raise NotImplementedError
-
-    def initialize(self, runtime: Any, owner: int, address: int) -> None:
-        """Apply declared defaults to freshly zeroed memory (structs: their
-        member defaults, recursively); nothing for other types."""
-
-    def new_black(self, runtime: Any, pointer: Any, handle: int) -> Any:
-        """Wrap a freshly allocated black block (``void *``) of this type."""
-        raise TypeError(f"{self.describe()} values cannot be created on their own")
+    def has_plain_defaults(self) -> bool:
+        """Whether a zeroed value of this type is already initialised (no
+        member defaults to apply after creation)."""
+        return True
 
 
-# The scalar kinds of native/binding/properties.c (zs_scalar_kind), by C type.
-_SCALAR_CODES = {c_type: code for code, c_type in enumerate(
-    ("_Bool", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
-     "uint64_t", "float", "double"))}
+# One C kind per structural type, process-wide (kinds are immutable).
+_kinds: dict[Any, _core.Kind] = {}
 
 
-def _prefixed(what: str, convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``convert``, with the property's name put before its error messages."""
-    prefix = what + ": "
+def install_property(spec: PropertyKind, cls: type, name: str, offset: int) -> None:
+    """A ``ValueProperty`` for ``name`` at ``offset`` of ``cls``: an object
+    class, or a struct class (``_zs_kind`` set before its members install)."""
+    what = f"{cls.__name__}.{name}"
+    doc = f"{spec.describe()} property."
+    owner_kind = cls.__dict__.get("_zs_kind")
+    if owner_kind is None:
+        setattr(cls, name, _core.ValueProperty(cls, spec.kind, what, offset, doc))
+    else:
+        setattr(cls, name, _core.ValueProperty(cls, spec.kind, what, offset, doc, owner_kind))
 
-    def convert_for(value: Any) -> Any:
-        try:
-            return convert(value)
-        except (TypeError, OverflowError) as error:
-            raise type(error)(prefix + str(error)) from None
 
-    return convert_for
-
-
-def make_setter(what: str, cname: str, convert: Callable[[Any], Any],
-                fast_guard: str = "False") -> Callable[[Any, Any], None]:
-    """A setter that converts first (user code may run there), then stores.
-
-    The conversion runs before ``self._p`` is read, so no Python code can run
-    between fetching the native pointer and writing through it. Values that
-    pass ``fast_guard`` (exact ints, floats, bools) skip the conversion: cffi
-    converts them in C, running no Python code, and range-checks them; its
-    OverflowError falls back to ``convert`` for the message. Conversion
-    errors are re-raised with the property's name (``try`` costs nothing
-    when no exception is raised).
-    """
-    namespace: dict[str, Any] = {"convert": convert, "what": what + ": "}
-    exec(  # noqa: S102 - generated once per property
-        f"def setter(self, value):\n"
-        f"    if {fast_guard}:\n"
-        f"        try:\n"
-        f"            self._p.{cname} = value\n"
-        f"            return\n"
-        f"        except OverflowError:\n"
-        f"            pass\n"
-        f"    try:\n"
-        f"        value = convert(value)\n"
-        f"    except (TypeError, OverflowError) as error:\n"
-        f"        raise type(error)(what + str(error)) from None\n"
-        f"    self._p.{cname} = value\n",
-        namespace,
-    )
-    setter: Callable[[Any, Any], None] = namespace["setter"]
-    return setter
+# The scalar codes of native/binding (zs_scalar_kind), by C type.
+_SCALAR_CODES = {
+    "_Bool": _core.SCALAR_BOOL, "int8_t": _core.SCALAR_I8, "int16_t": _core.SCALAR_I16,
+    "int32_t": _core.SCALAR_I32, "int64_t": _core.SCALAR_I64, "uint8_t": _core.SCALAR_U8,
+    "uint16_t": _core.SCALAR_U16, "uint32_t": _core.SCALAR_U32, "uint64_t": _core.SCALAR_U64,
+    "float": _core.SCALAR_F32, "double": _core.SCALAR_F64}
+_SCALAR_SIZES = {"_Bool": 1, "int8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8,
+                 "uint8_t": 1, "uint16_t": 2, "uint32_t": 4, "uint64_t": 8, "float": 4,
+                 "double": 8}
 
 
 class ScalarKind(PropertyKind):
-    """A scalar property: a C descriptor on object classes, a C-level
-    ``attrgetter('_p.<member>')`` on structs."""
+    """A scalar property: a C descriptor on object classes and on structs."""
 
-    __slots__ = ("scalar", "_pointer", "_cast")
+    __slots__ = ("scalar",)
 
     def __init__(self, scalar: type[Scalar]) -> None:
         self.scalar = scalar
-        from ._native import ffi
-
-        self._pointer = ffi.typeof(scalar.c_type + " *")
-        self._cast = ffi.cast  # element reads and writes are hot: no import per call
 
     @property
     def c_type(self) -> str:  # type: ignore[override]
@@ -284,22 +247,26 @@ class ScalarKind(PropertyKind):
         """``("scalar", Int32)``."""
         return ("scalar", self.scalar)
 
-    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
-        """Install the property: on an object class, a C descriptor
-        (native/binding/properties.c); on a struct, an attrgetter on the
-        view's cdata and a generated setter."""
-        from ._core import ScalarProperty
-        from ._object import Object
+    @property
+    def code(self) -> int:
+        """The scalar's code in native/binding (zs_scalar_kind)."""
+        return _SCALAR_CODES[self.scalar.c_type]
 
+    def make_kind(self) -> _core.Kind:
+        """A plain kind of the scalar's size."""
+        size = _SCALAR_SIZES[self.scalar.c_type]
+        return _core.Kind(_core.KIND_SCALAR, size, size, _native_lib.ZS_TYPE_PLAIN,
+                          self.scalar.__name__, scalar=self.code, flags=_core.KIND_BITWISE)
+
+    def install(self, cls: type, name: str, cname: str, offset: int) -> None:
+        """On an object class a ``ScalarProperty``; on a struct a ``MemberProperty``."""
         doc = f"{self.scalar.__name__} property (native offset {offset})."
         what = f"{cls.__name__}.{name}"
-        if issubclass(cls, Object):
-            setattr(cls, name, ScalarProperty(cls, what, offset, _SCALAR_CODES[self.scalar.c_type],
-                                              _prefixed(what, self.scalar.convert), doc))
-            return
-        setter = make_setter(what, cname, self.scalar.convert, self.scalar.fast_guard)
-        prop = property(operator.attrgetter(f"_p.{cname}"), setter, None, doc)
-        setattr(cls, name, prop)
+        owner_kind = cls.__dict__.get("_zs_kind")
+        if owner_kind is None:
+            setattr(cls, name, _core.ScalarProperty(cls, what, offset, self.code, doc))
+        else:
+            setattr(cls, name, _core.MemberProperty(cls, owner_kind, self.kind, what, offset, doc))
 
     def check(self, what: str, value: Any) -> None:
         """Run the scalar conversion."""
@@ -312,18 +279,3 @@ class ScalarKind(PropertyKind):
         """The scalar type's name."""
         return self.scalar.__name__
 
-    def native(self, runtime: Any) -> Any:
-        """A plain type of the scalar's size."""
-        from ._native import ffi
-
-        size = ffi.sizeof(self.scalar.c_type)
-        return runtime._basic_type(1, size, size)  # ZS_TYPE_PLAIN
-
-    def read(self, runtime: Any, parent: Any, key: Any, owner: int, address: int) -> Any:
-        """The scalar's Python value."""
-        return self._cast(self._pointer, address)[0]
-
-    def write(self, runtime: Any, owner: int, address: int, value: Any) -> None:
-        """Convert, then store."""
-        value = self.scalar.convert(value)
-        self._cast(self._pointer, address)[0] = value

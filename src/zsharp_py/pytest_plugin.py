@@ -149,7 +149,7 @@ def leak_report(rt: Runtime) -> list[str]:
             listed += 1
     values = rt.values_alive()
     if values:
-        held = [value for value in list(rt._blacks.values()) if not value.is_expired]
+        held = [value for value in rt._black_values() if not value.is_expired]
         lines.append(f"  {values} black value{'s' if values != 1 else ''} still alive "
                      "(still referenced from Python after gc.collect()):")
         for value in held[:_MAX_LISTED]:

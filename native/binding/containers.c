@@ -1,0 +1,1192 @@
+/* Containers: the C bases of zs.Array, zs.Set, zs.Map and zs.Optional.
+ *
+ * Every method checks the kind of what it is given (a conjugate re-classed
+ * through object.__class__ gets a TypeError, never another layout), and
+ * every write follows the rule of value.h: the Python values are staged
+ * first; then, with no Python code in between, the container is found
+ * again (it may have been disposed, collected, grown or cleared meanwhile),
+ * indices are checked against it as it is now, the native call is made and
+ * the views it invalidates are expired in place; then the staged values are
+ * released. Element views expire when the container changes structure
+ * (storage may move); a write that only replaces an element's contents
+ * expires the views below that element.
+ */
+#include "value.h"
+
+/* =========================================================================
+ * Shared
+ * ========================================================================= */
+
+/* The live container of `code` a method is given (its memory), or NULL with
+ * an error set. */
+static char *container_of(PyObject *self, uint8_t code, zsv_value **out) {
+    zsv_value *value = (zsv_value *)self;
+    if (value->kind->code != code) {
+        PyErr_Format(PyExc_TypeError, "%U is not a container of this type", value->kind->what);
+        return NULL;
+    }
+    *out = value;
+    return zsv_live(value);
+}
+
+/* The native type of a live container's kind (registered when it was made). */
+static const zs_type *type_of(zsv_value *value) {
+    return zsv_native_type(value->runtime, value->kind);
+}
+
+/* Raise for a refused native call. */
+static PyObject *refused(zsv_value *value, zs_status status) {
+    return zsv_refused(value->runtime, status, value->kind->what);
+}
+
+/* The container changed structure: every view below it expires. */
+static void structure_changed(zsv_value *value) {
+    zsv_expire_table(value->views, value->runtime->state->reason_structure);
+}
+
+/* An element's contents were replaced: the views below its view expire. */
+static void contents_changed(zsv_value *value, Py_ssize_t key) {
+    zsv_value *view = zsv_table_lookup(value->views, key);
+    if (view != NULL)
+        zsv_expire_table(view->views, value->runtime->state->reason_structure);
+}
+
+/* A Python index (int or __index__) as a position in [0, length): negative
+ * counts from the end. -1 with IndexError or TypeError set. */
+static Py_ssize_t position_of(PyObject *index, Py_ssize_t length, int *error) {
+    *error = 0;
+    if (PyBool_Check(index) || !PyLong_Check(index)) {
+        PyErr_Format(PyExc_TypeError, "indices must be integers, not %s", Py_TYPE(index)->tp_name);
+        *error = 1;
+        return -1;
+    }
+    Py_ssize_t position = PyLong_AsSsize_t(index);
+    if (position == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        position = PY_SSIZE_T_MAX;
+    } else if (position < 0) {
+        position += length;
+    }
+    if (position < 0 || position >= length) {
+        PyErr_SetString(PyExc_IndexError, "index out of range");
+        *error = 1;
+        return -1;
+    }
+    return position;
+}
+
+/* A plain Python copy of the value of `kind` at `at` (capture, then build). */
+static PyObject *copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at) {
+    zsv_staged staged = {0};
+    if (zsv_capture(rt, kind, at, &staged) < 0)
+        return PyErr_NoMemory();
+    PyObject *result = zsv_build(rt, kind, &staged);
+    zsv_release(kind, &staged);
+    return result;
+}
+
+/* Whether a plain element equals a probe as users compare them: a struct
+ * (a dict) also equals the tuple of its members. */
+static int plain_equal(PyObject *element, PyObject *probe) {
+    if (PyDict_Check(element) && (PyTuple_Check(probe) || PyList_Check(probe))) {
+        PyObject *values = PyDict_Values(element);
+        if (values == NULL)
+            return -1;
+        PyObject *mine = PyList_AsTuple(values), *theirs = PySequence_Tuple(probe);
+        Py_DECREF(values);
+        int equal = mine && theirs ? PyObject_RichCompareBool(mine, theirs, Py_EQ) : -1;
+        Py_XDECREF(mine);
+        Py_XDECREF(theirs);
+        return equal;
+    }
+    return PyObject_RichCompareBool(element, probe, Py_EQ);
+}
+
+/* The value users compare elements with: a conjugate's plain copy. */
+static PyObject *probe_of(zs_core_state *state, PyObject *value) {
+    if (zsv_check(state, value))
+        return PyObject_CallMethod(value, "to_python", NULL);
+    return Py_NewRef(value);
+}
+
+/* =========================================================================
+ * Array
+ * ========================================================================= */
+
+/* An element's address in an array as it is now (a zsv_locator). */
+static char *array_locator(PyObject *holder, Py_ssize_t index) {
+    zsv_value *value = (zsv_value *)holder;
+    char *at = zsv_live(value);
+    if (at == NULL)
+        return NULL;
+    const zs_array *array = (const zs_array *)at;
+    if (index < 0 || (uint32_t)index >= array->count) {
+        PyErr_SetString(PyExc_IndexError, "index out of range (the array changed)");
+        return NULL;
+    }
+    return (char *)array->data + (size_t)index * value->kind->entry_size;
+}
+
+static Py_ssize_t array_length(PyObject *self) {
+    zsv_value *value;
+    char *at = container_of(self, ZSV_ARRAY, &value);
+    return at == NULL ? -1 : (Py_ssize_t)((zs_array *)at)->count;
+}
+
+/* arr[i]: a scalar's value, or the element's view. */
+static PyObject *array_item(zsv_value *value, Py_ssize_t position) {
+    zsv_kind *element = value->kind->element;
+    if (element->code == ZSV_SCALAR) {
+        const zs_array *array = (const zs_array *)value->address;
+        return zs_scalar_load((zs_scalar_kind)element->scalar,
+                              (const char *)array->data + (size_t)position * value->kind->entry_size);
+    }
+    return zsv_read(value->runtime, element, (PyObject *)value, position, value->owner,
+                    array_locator);
+}
+
+static PyObject *array_subscript(PyObject *self, PyObject *index) {
+    zsv_value *value;
+    char *at = container_of(self, ZSV_ARRAY, &value);
+    if (at == NULL)
+        return NULL;
+    if (PySlice_Check(index)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(index, &start, &stop, &step) < 0)
+            return NULL;
+        Py_ssize_t count = PySlice_AdjustIndices(((zs_array *)at)->count, &start, &stop, step);
+        PyObject *list = PyList_New(0);
+        for (Py_ssize_t i = 0, p = start; list != NULL && i < count; i++, p += step) {
+            /* Each element from the array as it is now. */
+            if (zsv_live(value) == NULL || (uint32_t)p >= ((zs_array *)value->address)->count) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_RuntimeError, "the array changed size during slicing");
+                Py_CLEAR(list);
+                break;
+            }
+            PyObject *item = array_item(value, p);
+            if (item == NULL || PyList_Append(list, item) < 0)
+                Py_CLEAR(list);
+            Py_XDECREF(item);
+        }
+        return list;
+    }
+    int error;
+    Py_ssize_t position = position_of(index, ((zs_array *)at)->count, &error);
+    return error ? NULL : array_item(value, position);
+}
+
+/* Insert staged elements at `position` (clamped to the array as it is now):
+ * phase 2 and 3. All or nothing. Steals nothing: the caller releases. */
+static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_end,
+                               const zsv_staged *items, uint32_t count) {
+    zs_runtime_core *rt = value->runtime;
+    if (value->address == NULL)
+        return zsv_raise_expired(value), -1;
+    if (rt->native == NULL || rt->closing)
+        return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), -1;
+    zs_array *array = (zs_array *)value->address;
+    const zs_type *type = type_of(value);
+    if (type == NULL)
+        return -1;
+    Py_ssize_t length = array->count;
+    if (from_end || position > length)
+        position = length;
+    if (position < 0)
+        position = position + length < 0 ? 0 : position + length;
+    const zs_native_api *api = &rt->state->api;
+    zs_status status = api->zs_array_insert(rt->native, value->owner, type, array,
+                                            (uint32_t)position, NULL, count);
+    if (status == ZS_OK) {
+        for (uint32_t i = 0; status == ZS_OK && i < count; i++) {
+            char *slot = (char *)array->data + ((size_t)position + i) * value->kind->entry_size;
+            zsv_initialize(value->kind->element, slot);
+            status = zsv_emit(rt, value->kind->element, &items[i], value->owner, slot);
+        }
+        if (status != ZS_OK)  /* undo: the array as it was */
+            api->zs_array_remove(rt->native, value->owner, type, array, (uint32_t)position, count);
+        structure_changed(value);
+    }
+    if (status != ZS_OK)
+        return refused(value, status), -1;
+    return 0;
+}
+
+/* Stage one element (phase 1). */
+static int stage_element(zsv_value *value, PyObject *item, zsv_staged *out) {
+    static PyObject *element_what = NULL;
+    if (element_what == NULL && (element_what = PyUnicode_InternFromString("element")) == NULL)
+        return -1;
+    return zsv_stage(value->runtime, value->kind->element, item, out, element_what);
+}
+
+/* append(value): add one element at the end. */
+static PyObject *array_append(PyObject *self, PyObject *item) {
+    zsv_value *value;
+    if (container_of(self, ZSV_ARRAY, &value) == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    if (stage_element(value, item, &staged) < 0)
+        return NULL;
+    int result = array_insert_staged(value, 0, 1, &staged, 1);
+    zsv_release(value->kind->element, &staged);
+    return result < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* insert(index, value): before `index`, clamped like list.insert. */
+static PyObject *array_insert(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zsv_value *value;
+    if (container_of(self, ZSV_ARRAY, &value) == NULL)
+        return NULL;
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "insert expected 2 arguments, got %zd", nargs);
+    Py_ssize_t position = PyNumber_AsSsize_t(args[0], PyExc_OverflowError);
+    if (position == -1 && PyErr_Occurred())
+        return NULL;
+    zsv_staged staged = {0};
+    if (stage_element(value, args[1], &staged) < 0)
+        return NULL;
+    int result = array_insert_staged(value, position, 0, &staged, 1);
+    zsv_release(value->kind->element, &staged);
+    return result < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* extend(iterable): every element at the end, all or nothing. */
+static PyObject *array_extend(PyObject *self, PyObject *iterable) {
+    zsv_value *value;
+    if (container_of(self, ZSV_ARRAY, &value) == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    if (zsv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
+        return NULL;
+    int result = staged.count == 0 ? 0
+                                   : array_insert_staged(value, 0, 1, staged.u.items, staged.count);
+    zsv_release(value->kind, &staged);
+    return result < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* Remove `count` elements at `position` of a live array (phase 2). */
+static int array_remove(zsv_value *value, uint32_t position, uint32_t count) {
+    zs_runtime_core *rt = value->runtime;
+    const zs_type *type = type_of(value);
+    if (type == NULL)
+        return -1;
+    zs_status status = rt->state->api.zs_array_remove(rt->native, value->owner, type,
+                                                      (zs_array *)value->address, position, count);
+    if (status != ZS_OK)
+        return refused(value, status), -1;
+    structure_changed(value);
+    return 0;
+}
+
+/* pop(index=-1): remove and return an element (a plain copy: its slot goes). */
+static PyObject *array_pop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zsv_value *value;
+    char *at = container_of(self, ZSV_ARRAY, &value);
+    if (at == NULL)
+        return NULL;
+    if (nargs > 1)
+        return PyErr_Format(PyExc_TypeError, "pop expected at most 1 argument, got %zd", nargs);
+    PyObject *index = nargs ? args[0] : NULL;
+    Py_ssize_t wanted = -1;
+    if (index != NULL) {
+        if (PyBool_Check(index) || !PyLong_Check(index))
+            return PyErr_Format(PyExc_TypeError, "indices must be integers, not %s",
+                                Py_TYPE(index)->tp_name);
+        wanted = PyLong_AsSsize_t(index);
+        if (wanted == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    zs_array *array = (zs_array *)at;
+    if (array->count == 0)
+        return PyErr_Format(PyExc_IndexError, "pop from an empty %U", value->kind->what);
+    Py_ssize_t position = wanted < 0 ? wanted + (Py_ssize_t)array->count : wanted;
+    if (position < 0 || position >= (Py_ssize_t)array->count)
+        return PyErr_Format(PyExc_IndexError, "pop index out of range");
+    zsv_staged captured = {0};
+    zsv_kind *element = value->kind->element;
+    if (zsv_capture(value->runtime, element,
+                    (char *)array->data + (size_t)position * value->kind->entry_size, &captured) < 0)
+        return PyErr_NoMemory();
+    int removed = array_remove(value, (uint32_t)position, 1);
+    PyObject *result = removed < 0 ? NULL : zsv_build(value->runtime, element, &captured);
+    zsv_release(element, &captured);
+    return result;
+}
+
+/* clear(): remove every element. */
+static PyObject *array_clear(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zsv_value *value;
+    char *at = container_of(self, ZSV_ARRAY, &value);
+    if (at == NULL || array_remove(value, 0, ((zs_array *)at)->count) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* arr[i] = v, arr[a:b] = values, del arr[i], del arr[a:b]. */
+static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) {
+    zsv_value *value;
+    char *at = container_of(self, ZSV_ARRAY, &value);
+    if (at == NULL)
+        return -1;
+    zs_runtime_core *rt = value->runtime;
+    if (PySlice_Check(index)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(index, &start, &stop, &step) < 0)
+            return -1;
+        zsv_staged staged = {0};
+        if (item != NULL && zsv_stage(rt, value->kind, item, &staged, value->kind->what) < 0)
+            return -1;
+        /* The array as it is now. */
+        int result = -1;
+        if (zsv_live(value) != NULL) {
+            zs_array *array = (zs_array *)value->address;
+            Py_ssize_t count = PySlice_AdjustIndices(array->count, &start, &stop, step);
+            if (step == 1) {
+                result = array_remove(value, (uint32_t)start, (uint32_t)count);
+                if (result == 0 && item != NULL && staged.count > 0)
+                    result = array_insert_staged(value, start, 0, staged.u.items, staged.count);
+            } else if (item != NULL && (Py_ssize_t)staged.count != count) {
+                PyErr_Format(PyExc_ValueError, "attempt to assign sequence of size %u to "
+                             "extended slice of size %zd", staged.count, count);
+            } else if (item != NULL) {
+                zs_status status = ZS_OK;
+                for (Py_ssize_t i = 0; status == ZS_OK && i < count; i++) {
+                    Py_ssize_t p = start + i * step;
+                    status = zsv_emit(rt, value->kind->element, &staged.u.items[i], value->owner,
+                                      (char *)array->data + (size_t)p * value->kind->entry_size);
+                    contents_changed(value, p);
+                }
+                result = status == ZS_OK ? 0 : (refused(value, status), -1);
+            } else {
+                /* Extended slice deletion: the highest position first, so
+                   the positions left to remove do not move. */
+                result = 0;
+                for (Py_ssize_t k = 0; result == 0 && k < count; k++) {
+                    Py_ssize_t i = step > 0 ? count - 1 - k : k;
+                    result = array_remove(value, (uint32_t)(start + i * step), 1);
+                }
+            }
+        }
+        if (item != NULL)
+            zsv_release(value->kind, &staged);
+        return result;
+    }
+    if (item == NULL) {
+        int error;
+        Py_ssize_t position = position_of(index, ((zs_array *)at)->count, &error);
+        return error ? -1 : array_remove(value, (uint32_t)position, 1);
+    }
+    if (PyBool_Check(index) || !PyLong_Check(index)) {
+        PyErr_Format(PyExc_TypeError, "indices must be integers, not %s", Py_TYPE(index)->tp_name);
+        return -1;
+    }
+    zsv_staged staged = {0};
+    if (stage_element(value, item, &staged) < 0)
+        return -1;
+    /* The index against the array as it is after the conversion. */
+    int result = -1;
+    if (zsv_live(value) != NULL) {
+        zs_array *array = (zs_array *)value->address;
+        int error;
+        Py_ssize_t position = position_of(index, array->count, &error);
+        if (!error) {
+            zs_status status = zsv_emit(rt, value->kind->element, &staged, value->owner,
+                                        (char *)array->data + (size_t)position * value->kind->entry_size);
+            if (status == ZS_OK) {
+                contents_changed(value, position);
+                result = 0;
+            } else {
+                refused(value, status);
+            }
+        }
+    }
+    zsv_release(value->kind->element, &staged);
+    return result;
+}
+
+/* `value in arr`: compared element by element, each read as the array is
+ * then (a comparison may run Python code that changes it). */
+static int array_contains(PyObject *self, PyObject *probe) {
+    zsv_value *value;
+    if (container_of(self, ZSV_ARRAY, &value) == NULL)
+        return -1;
+    PyObject *wanted = probe_of(value->runtime->state, probe);
+    if (wanted == NULL)
+        return -1;
+    int found = 0;
+    for (uint32_t i = 0; found == 0; i++) {
+        if (zsv_live(value) == NULL) {
+            found = -1;
+            break;
+        }
+        zs_array *array = (zs_array *)value->address;
+        if (i >= array->count)
+            break;
+        PyObject *element = copy_out(value->runtime, value->kind->element,
+                                     (char *)array->data + (size_t)i * value->kind->entry_size);
+        found = element == NULL ? -1 : plain_equal(element, wanted);
+        Py_XDECREF(element);
+    }
+    Py_DECREF(wanted);
+    return found;
+}
+
+/* An iterator over an array: each element read from the array as it is
+ * then; a change of size or storage raises RuntimeError, like a dict's. */
+typedef struct zsv_iterator {
+    PyObject_HEAD
+    zsv_value *array;          /* strong */
+    uint32_t next, count;
+    void *data;
+} zsv_iterator;
+
+static PyObject *iterator_next(PyObject *self) {
+    zsv_iterator *it = (zsv_iterator *)self;
+    zsv_value *value = it->array;
+    if (value == NULL)
+        return NULL;
+    if (zsv_live(value) == NULL)
+        return NULL;
+    zs_array *array = (zs_array *)value->address;
+    if (array->count != it->count || array->data != it->data) {
+        PyErr_Format(PyExc_RuntimeError, "%U changed size during iteration", value->kind->what);
+        Py_CLEAR(it->array);  /* last: it may be the last reference to the array */
+        return NULL;
+    }
+    if (it->next >= it->count) {
+        Py_CLEAR(it->array);
+        return NULL;
+    }
+    return array_item(value, it->next++);
+}
+
+static void iterator_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    Py_CLEAR(((zsv_iterator *)self)->array);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyType_Slot iterator_slots[] = {
+    {Py_tp_iter, PyObject_SelfIter},
+    {Py_tp_iternext, iterator_next},
+    {Py_tp_dealloc, iterator_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec iterator_spec = {
+    .name = "zsharp_py._core.ArrayIterator",
+    .basicsize = sizeof(zsv_iterator),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = iterator_slots,
+};
+
+static PyObject *array_iter(PyObject *self) {
+    zsv_value *value;
+    char *at = container_of(self, ZSV_ARRAY, &value);
+    if (at == NULL)
+        return NULL;
+    PyTypeObject *type = value->runtime->state->iterator_type;
+    zsv_iterator *it = (zsv_iterator *)type->tp_alloc(type, 0);
+    if (it == NULL)
+        return NULL;
+    it->array = (zsv_value *)Py_NewRef(self);
+    it->count = ((zs_array *)at)->count;
+    it->data = ((zs_array *)at)->data;
+    return (PyObject *)it;
+}
+
+/* `_data_address`: where the elements are stored now (a testing aid: a test
+ * can see that the storage moved). */
+static PyObject *array_data_address(PyObject *self, void *closure) {
+    (void)closure;
+    zsv_value *value;
+    char *at = container_of(self, ZSV_ARRAY, &value);
+    return at == NULL ? NULL : PyLong_FromVoidPtr(((zs_array *)at)->data);
+}
+
+static PyGetSetDef array_getset[] = {
+    {"_data_address", array_data_address, NULL, "Where the elements are stored now.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef array_methods[] = {
+    {"append", array_append, METH_O, "Add one element at the end."},
+    {"insert", (PyCFunction)(void (*)(void))array_insert, METH_FASTCALL,
+     "Insert before index (clamped like list.insert)."},
+    {"extend", array_extend, METH_O, "Add every element of an iterable at the end (all or nothing)."},
+    {"pop", (PyCFunction)(void (*)(void))array_pop, METH_FASTCALL,
+     "Remove and return an element (a plain copy: the slot goes away)."},
+    {"clear", array_clear, METH_NOARGS, "Remove every element."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot array_slots[] = {
+    {Py_tp_doc, "The C base of zs.Array: a native dynamic array with the list protocol."},
+    {Py_sq_length, array_length},
+    {Py_mp_length, array_length},
+    {Py_mp_subscript, array_subscript},
+    {Py_mp_ass_subscript, array_ass_subscript},
+    {Py_sq_contains, array_contains},
+    {Py_tp_iter, array_iter},
+    {Py_tp_methods, array_methods},
+    {Py_tp_getset, array_getset},
+    {0, NULL},
+};
+
+/* =========================================================================
+ * Set and Map
+ * ========================================================================= */
+
+/* A key staged into a temporary native value (phase 2): zeroed PyMem memory
+ * built with no owner. NULL when out of memory; the status goes to *status. */
+static char *native_key(zsv_value *value, const zsv_staged *staged, zs_status *status) {
+    zsv_kind *key_kind = value->kind->element;
+    char *key = PyMem_Calloc(1, key_kind->size ? key_kind->size : 1);
+    if (key == NULL) {
+        *status = ZS_E_NOMEM;
+        return NULL;
+    }
+    *status = zsv_emit(value->runtime, key_kind, staged, ZS_NULL_REF, key);
+    return key;
+}
+
+/* Free a native key temporary. */
+static void native_key_free(zsv_value *value, char *key) {
+    if (key == NULL)
+        return;
+    zs_runtime_core *rt = value->runtime;
+    const zs_type *type = zsv_native_type(rt, value->kind->element);
+    if (type != NULL && rt->native != NULL)
+        rt->state->api.zs_value_clear(rt->native, ZS_NULL_REF, type, key);
+    PyMem_Free(key);
+}
+
+/* The entry index of a staged key in a live hash (-1: absent), phase 2. */
+static int64_t hash_find(zsv_value *value, const zsv_staged *staged, zs_status *status) {
+    char *key = native_key(value, staged, status);
+    int64_t index = -1;
+    if (*status == ZS_OK) {
+        const zs_type *type = type_of(value);
+        *status = type == NULL ? ZS_E_INVALID
+                               : value->runtime->state->api.zs_hash_find(
+                                     value->runtime->native, type, (zs_hash *)value->address, key,
+                                     &index);
+    }
+    native_key_free(value, key);
+    return index;
+}
+
+/* Stage a key; a value that cannot be a key (wrong type, out of range) is
+ * 0 (absent) for lookups rather than an error. 1 staged, 0 not a key, -1. */
+static int stage_lookup_key(zsv_value *value, PyObject *key, zsv_staged *out) {
+    static PyObject *key_what = NULL;
+    if (key_what == NULL && (key_what = PyUnicode_InternFromString("key")) == NULL)
+        return -1;
+    if (zsv_stage(value->runtime, value->kind->element, key, out, key_what) == 0)
+        return 1;
+    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+        PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+/* Add a staged key (and, for a map, write a staged value) to a live hash:
+ * phase 2. A new map entry whose value cannot be written is removed again. */
+static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_staged *item) {
+    zs_runtime_core *rt = value->runtime;
+    if (zsv_live(value) == NULL)
+        return -1;
+    if (rt->native == NULL || rt->closing)
+        return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), -1;
+    const zs_type *type = type_of(value);
+    if (type == NULL)
+        return -1;
+    zs_status status;
+    char *key = native_key(value, key_staged, &status);
+    uint32_t index = 0;
+    int added = 0;
+    zs_hash *hash = (zs_hash *)value->address;
+    if (status == ZS_OK)
+        status = rt->state->api.zs_hash_add(rt->native, value->owner, type, hash, key, &index,
+                                            &added);
+    if (added)
+        structure_changed(value);  /* entries may have moved */
+    if (status == ZS_OK && item != NULL) {
+        char *slot = (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
+                     value->kind->value_offset;
+        if (added)
+            zsv_initialize(value->kind->value, slot);
+        status = zsv_emit(rt, value->kind->value, item, value->owner, slot);
+        if (status == ZS_OK && !added)
+            contents_changed(value, ~(Py_ssize_t)index);
+        if (status != ZS_OK && added)
+            rt->state->api.zs_hash_remove(rt->native, value->owner, type, hash, key, NULL);
+    }
+    native_key_free(value, key);
+    if (status != ZS_OK)
+        return refused(value, status), -1;
+    return 0;
+}
+
+/* Remove a staged key from a live hash (phase 2): 1 removed, 0 absent, -1. */
+static int hash_remove(zsv_value *value, const zsv_staged *key_staged) {
+    zs_runtime_core *rt = value->runtime;
+    if (zsv_live(value) == NULL)
+        return -1;
+    const zs_type *type = type_of(value);
+    if (type == NULL)
+        return -1;
+    zs_status status;
+    char *key = native_key(value, key_staged, &status);
+    int removed = 0;
+    if (status == ZS_OK)
+        status = rt->state->api.zs_hash_remove(rt->native, value->owner, type,
+                                               (zs_hash *)value->address, key, &removed);
+    if (removed)
+        structure_changed(value);
+    native_key_free(value, key);
+    if (status != ZS_OK)
+        return refused(value, status), -1;
+    return removed;
+}
+
+/* The entry index of `key` in a hash: -1 absent (or not a key), -2 error. */
+static int64_t hash_lookup(zsv_value *value, PyObject *key) {
+    zsv_staged staged = {0};
+    int staged_ok = stage_lookup_key(value, key, &staged);
+    if (staged_ok <= 0)
+        return staged_ok < 0 ? -2 : -1;
+    int64_t index = -2;
+    if (zsv_live(value) != NULL) {
+        zs_status status;
+        index = hash_find(value, &staged, &status);
+        if (status != ZS_OK) {
+            refused(value, status);
+            index = -2;
+        }
+    }
+    zsv_release(value->kind->element, &staged);
+    return index;
+}
+
+static Py_ssize_t hash_length(PyObject *self) {
+    zsv_value *value = (zsv_value *)self;
+    uint8_t code = value->kind->code;
+    if (code != ZSV_SET && code != ZSV_MAP) {
+        PyErr_Format(PyExc_TypeError, "%U is not a set or map", value->kind->what);
+        return -1;
+    }
+    char *at = zsv_live(value);
+    return at == NULL ? -1 : (Py_ssize_t)((zs_hash *)at)->entries.count;
+}
+
+static int hash_contains(PyObject *self, PyObject *key) {
+    if (hash_length(self) < 0)
+        return -1;
+    int64_t index = hash_lookup((zsv_value *)self, key);
+    return index == -2 ? -1 : index >= 0;
+}
+
+/* The keys, copied out (a list). */
+static PyObject *hash_keys(PyObject *self, PyObject *unused) {
+    (void)unused;
+    if (hash_length(self) < 0)
+        return NULL;
+    zsv_value *value = (zsv_value *)self;
+    zs_hash *hash = (zs_hash *)value->address;
+    uint32_t count = hash->entries.count;
+    zsv_staged *keys = PyMem_Calloc(count ? count : 1, sizeof *keys);
+    if (keys == NULL)
+        return PyErr_NoMemory();
+    int failed = 0;
+    for (uint32_t i = 0; i < count && !failed; i++)
+        failed = zsv_capture(value->runtime, value->kind->element,
+                             (char *)hash->entries.data + (size_t)i * value->kind->entry_size,
+                             &keys[i]) < 0;
+    /* Private copies from here on: building them may run Python code. */
+    PyObject *list = failed ? PyErr_NoMemory() : PyList_New(count);
+    for (uint32_t i = 0; list != NULL && i < count; i++) {
+        PyObject *key = zsv_build(value->runtime, value->kind->element, &keys[i]);
+        if (key == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, key);
+    }
+    for (uint32_t i = 0; i < count; i++)
+        zsv_release(value->kind->element, &keys[i]);
+    PyMem_Free(keys);
+    return list;
+}
+
+static PyObject *hash_iter(PyObject *self) {
+    PyObject *keys = hash_keys(self, NULL);
+    if (keys == NULL)
+        return NULL;
+    PyObject *it = PyObject_GetIter(keys);
+    Py_DECREF(keys);
+    return it;
+}
+
+/* clear(): remove every entry. */
+static PyObject *hash_clear(PyObject *self, PyObject *unused) {
+    (void)unused;
+    if (hash_length(self) < 0)
+        return NULL;
+    zsv_value *value = (zsv_value *)self;
+    zs_runtime_core *rt = value->runtime;
+    const zs_type *type = type_of(value);
+    if (type == NULL)
+        return NULL;
+    zs_status status = rt->state->api.zs_value_clear(rt->native, value->owner, type,
+                                                     value->address);
+    if (status != ZS_OK)
+        return refused(value, status);
+    structure_changed(value);
+    Py_RETURN_NONE;
+}
+
+/* Set.add(value): add an element (no effect if an equal one is present). */
+static PyObject *set_add(PyObject *self, PyObject *item) {
+    zsv_value *value;
+    if (container_of(self, ZSV_SET, &value) == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    if (stage_element(value, item, &staged) < 0)
+        return NULL;
+    int result = hash_add(value, &staged, NULL);
+    zsv_release(value->kind->element, &staged);
+    return result < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* Set._discard(value) -> whether it was there. */
+static PyObject *set_discard(PyObject *self, PyObject *item) {
+    zsv_value *value;
+    if (container_of(self, ZSV_SET, &value) == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    int staged_ok = stage_lookup_key(value, item, &staged);
+    if (staged_ok <= 0)
+        return staged_ok < 0 ? NULL : Py_NewRef(Py_False);
+    int removed = hash_remove(value, &staged);
+    zsv_release(value->kind->element, &staged);
+    return removed < 0 ? NULL : PyBool_FromLong(removed);
+}
+
+/* Set.update(iterable): add every element (all staged first: a bad one
+ * changes nothing). */
+static PyObject *set_update(PyObject *self, PyObject *iterable) {
+    zsv_value *value;
+    if (container_of(self, ZSV_SET, &value) == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    if (zsv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
+        return NULL;
+    int result = 0;
+    for (uint32_t i = 0; result == 0 && i < staged.count; i++)
+        result = hash_add(value, &staged.u.items[i], NULL);
+    zsv_release(value->kind, &staged);
+    return result < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* Set.pop(): remove and return an element (a plain copy). */
+static PyObject *set_pop(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zsv_value *value;
+    char *at = container_of(self, ZSV_SET, &value);
+    if (at == NULL)
+        return NULL;
+    zs_hash *hash = (zs_hash *)at;
+    if (hash->entries.count == 0)
+        return PyErr_Format(PyExc_KeyError, "pop from an empty set");
+    zsv_staged captured = {0};
+    if (zsv_capture(value->runtime, value->kind->element,
+                    (char *)hash->entries.data +
+                        (size_t)(hash->entries.count - 1) * value->kind->entry_size,
+                    &captured) < 0)
+        return PyErr_NoMemory();
+    int removed = hash_remove(value, &captured);
+    PyObject *result = removed < 0 ? NULL : zsv_build(value->runtime, value->kind->element,
+                                                      &captured);
+    zsv_release(value->kind->element, &captured);
+    return result;
+}
+
+static PyMethodDef set_methods[] = {
+    {"add", set_add, METH_O, "Add an element (no effect if an equal one is present)."},
+    {"_discard", set_discard, METH_O, "Remove an element if present: whether it was."},
+    {"update", set_update, METH_O,
+     "Add every element of an iterable (all checked first: a bad one leaves the set unchanged)."},
+    {"pop", set_pop, METH_NOARGS, "Remove and return an arbitrary element (a plain copy)."},
+    {"clear", hash_clear, METH_NOARGS, "Remove every element."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot set_slots[] = {
+    {Py_tp_doc, "The C base of zs.Set: a native hash set."},
+    {Py_sq_length, hash_length},
+    {Py_sq_contains, hash_contains},
+    {Py_tp_iter, hash_iter},
+    {Py_tp_methods, set_methods},
+    {0, NULL},
+};
+
+/* A map value's address in a map as it is now (a zsv_locator; key ~index). */
+static char *map_locator(PyObject *holder, Py_ssize_t key) {
+    zsv_value *value = (zsv_value *)holder;
+    char *at = zsv_live(value);
+    if (at == NULL)
+        return NULL;
+    const zs_hash *hash = (const zs_hash *)at;
+    Py_ssize_t index = ~key;
+    if (index < 0 || (uint32_t)index >= hash->entries.count) {
+        PyErr_SetString(PyExc_KeyError, "the map changed");
+        return NULL;
+    }
+    return (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
+           value->kind->value_offset;
+}
+
+/* The value of entry `index` (a plain value, or a view). */
+static PyObject *map_value_at(zsv_value *value, int64_t index) {
+    return zsv_read(value->runtime, value->kind->value, (PyObject *)value, ~(Py_ssize_t)index,
+                    value->owner, map_locator);
+}
+
+static PyObject *map_subscript(PyObject *self, PyObject *key) {
+    zsv_value *value;
+    if (container_of(self, ZSV_MAP, &value) == NULL)
+        return NULL;
+    int64_t index = hash_lookup(value, key);
+    if (index == -2)
+        return NULL;
+    if (index < 0) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    return map_value_at(value, index);
+}
+
+static int map_ass_subscript(PyObject *self, PyObject *key, PyObject *item) {
+    zsv_value *value;
+    if (container_of(self, ZSV_MAP, &value) == NULL)
+        return -1;
+    static PyObject *key_what = NULL, *value_what = NULL;
+    if ((key_what == NULL && (key_what = PyUnicode_InternFromString("key")) == NULL) ||
+        (value_what == NULL && (value_what = PyUnicode_InternFromString("value")) == NULL))
+        return -1;
+    zsv_staged key_staged = {0}, item_staged = {0};
+    if (item == NULL) {
+        int staged_ok = stage_lookup_key(value, key, &key_staged);
+        int removed = staged_ok <= 0 ? staged_ok : hash_remove(value, &key_staged);
+        zsv_release(value->kind->element, &key_staged);
+        if (removed == 0)
+            PyErr_SetObject(PyExc_KeyError, key);
+        return removed > 0 ? 0 : -1;
+    }
+    if (zsv_stage(value->runtime, value->kind->element, key, &key_staged, key_what) < 0)
+        return -1;
+    if (zsv_stage(value->runtime, value->kind->value, item, &item_staged, value_what) < 0) {
+        zsv_release(value->kind->element, &key_staged);
+        return -1;
+    }
+    int result = hash_add(value, &key_staged, &item_staged);
+    zsv_release(value->kind->element, &key_staged);
+    zsv_release(value->kind->value, &item_staged);
+    return result;
+}
+
+/* Map.get(key, default=None). */
+static PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zsv_value *value;
+    if (container_of(self, ZSV_MAP, &value) == NULL)
+        return NULL;
+    if (nargs < 1 || nargs > 2)
+        return PyErr_Format(PyExc_TypeError, "get expected 1 or 2 arguments, got %zd", nargs);
+    int64_t index = hash_lookup(value, args[0]);
+    if (index == -2)
+        return NULL;
+    if (index < 0)
+        return Py_NewRef(nargs == 2 ? args[1] : Py_None);
+    return map_value_at(value, index);
+}
+
+/* Map._take(key) -> (found, plain value): remove an entry, its value copied out. */
+static PyObject *map_take(PyObject *self, PyObject *key) {
+    zsv_value *value;
+    if (container_of(self, ZSV_MAP, &value) == NULL)
+        return NULL;
+    zsv_staged key_staged = {0};
+    int staged_ok = stage_lookup_key(value, key, &key_staged);
+    if (staged_ok <= 0)
+        return staged_ok < 0 ? NULL : Py_BuildValue("(OO)", Py_False, Py_None);
+    PyObject *result = NULL;
+    zsv_staged captured = {0};
+    if (zsv_live(value) != NULL) {
+        zs_status status;
+        int64_t index = hash_find(value, &key_staged, &status);
+        if (status != ZS_OK) {
+            refused(value, status);
+        } else if (index < 0) {
+            result = Py_BuildValue("(OO)", Py_False, Py_None);
+        } else {
+            zs_hash *hash = (zs_hash *)value->address;
+            if (zsv_capture(value->runtime, value->kind->value,
+                            (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
+                                value->kind->value_offset,
+                            &captured) < 0) {
+                PyErr_NoMemory();
+            } else if (hash_remove(value, &key_staged) >= 0) {
+                PyObject *plain = zsv_build(value->runtime, value->kind->value, &captured);
+                result = plain ? Py_BuildValue("(ON)", Py_True, plain) : NULL;
+            }
+        }
+    }
+    zsv_release(value->kind->value, &captured);
+    zsv_release(value->kind->element, &key_staged);
+    return result;
+}
+
+/* Map.update(other): set every key/value of a mapping or of pairs (all
+ * staged first: a bad pair changes nothing). */
+static PyObject *map_update_from(PyObject *self, PyObject *other) {
+    zsv_value *value;
+    if (container_of(self, ZSV_MAP, &value) == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    if (zsv_stage(value->runtime, value->kind, other, &staged, value->kind->what) < 0)
+        return NULL;
+    int result = 0;
+    for (uint32_t i = 0; result == 0 && i < staged.count; i++)
+        result = hash_add(value, &staged.u.items[2 * i], &staged.u.items[2 * i + 1]);
+    zsv_release(value->kind, &staged);
+    return result < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* Map.values(): the values (views for struct, container and string values). */
+static PyObject *map_values(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zsv_value *value;
+    if (container_of(self, ZSV_MAP, &value) == NULL)
+        return NULL;
+    PyObject *list = PyList_New(0);
+    for (uint32_t i = 0; list != NULL; i++) {
+        if (zsv_live(value) == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        if (i >= ((zs_hash *)value->address)->entries.count)
+            break;
+        PyObject *item = map_value_at(value, i);
+        if (item == NULL || PyList_Append(list, item) < 0)
+            Py_CLEAR(list);
+        Py_XDECREF(item);
+    }
+    return list;
+}
+
+/* Map.items(): (key, value) pairs (keys copied out, values as values()). */
+static PyObject *map_items(PyObject *self, PyObject *unused) {
+    PyObject *keys = hash_keys(self, unused);
+    PyObject *values = keys ? map_values(self, unused) : NULL;
+    PyObject *pairs = NULL;
+    if (values != NULL) {
+        Py_ssize_t count = PyList_GET_SIZE(keys) < PyList_GET_SIZE(values) ? PyList_GET_SIZE(keys)
+                                                                           : PyList_GET_SIZE(values);
+        pairs = PyList_New(count);
+        for (Py_ssize_t i = 0; pairs != NULL && i < count; i++) {
+            PyObject *pair = PyTuple_Pack(2, PyList_GET_ITEM(keys, i), PyList_GET_ITEM(values, i));
+            if (pair == NULL)
+                Py_CLEAR(pairs);
+            else
+                PyList_SET_ITEM(pairs, i, pair);
+        }
+    }
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    return pairs;
+}
+
+static PyMethodDef map_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))map_get, METH_FASTCALL, "The value for key, or default."},
+    {"_take", map_take, METH_O, "Remove an entry: (found, its value copied out)."},
+    {"_update_from", map_update_from, METH_O,
+     "Set every key/value of a mapping or pairs (all staged first)."},
+    {"keys", hash_keys, METH_NOARGS, "The keys (plain copies), in entry order."},
+    {"values", map_values, METH_NOARGS,
+     "The values (views for struct, container and string values)."},
+    {"items", map_items, METH_NOARGS, "(key, value) pairs."},
+    {"clear", hash_clear, METH_NOARGS, "Remove every entry."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot map_slots[] = {
+    {Py_tp_doc, "The C base of zs.Map: a native hash map with the dict protocol."},
+    {Py_mp_length, hash_length},
+    {Py_sq_length, hash_length},
+    {Py_sq_contains, hash_contains},
+    {Py_mp_subscript, map_subscript},
+    {Py_mp_ass_subscript, map_ass_subscript},
+    {Py_tp_iter, hash_iter},
+    {Py_tp_methods, map_methods},
+    {0, NULL},
+};
+
+/* =========================================================================
+ * Optional
+ * ========================================================================= */
+
+/* The value's address in an optional as it is now (a zsv_locator, key 0). */
+static char *optional_locator(PyObject *holder, Py_ssize_t key) {
+    (void)key;
+    zsv_value *value = (zsv_value *)holder;
+    char *at = zsv_live(value);
+    if (at != NULL && !at[value->kind->value_offset]) {
+        PyErr_SetString(PyExc_ValueError, "the optional was reset");
+        return NULL;
+    }
+    return at;
+}
+
+/* `is_set`: whether a value is present. */
+static PyObject *optional_is_set(PyObject *self, void *closure) {
+    (void)closure;
+    zsv_value *value;
+    char *at = container_of(self, ZSV_OPTIONAL, &value);
+    return at == NULL ? NULL : PyBool_FromLong(at[value->kind->value_offset] != 0);
+}
+
+/* get(default=None): the value (a view for structs, containers, strings). */
+static PyObject *optional_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zsv_value *value;
+    char *at = container_of(self, ZSV_OPTIONAL, &value);
+    if (at == NULL)
+        return NULL;
+    if (nargs > 1)
+        return PyErr_Format(PyExc_TypeError, "get expected at most 1 argument, got %zd", nargs);
+    if (!at[value->kind->value_offset])
+        return Py_NewRef(nargs ? args[0] : Py_None);
+    return zsv_read(value->runtime, value->kind->element, self, 0, value->owner, optional_locator);
+}
+
+/* set(value): store a value (replacing any). */
+static PyObject *optional_set(PyObject *self, PyObject *item) {
+    zsv_value *value;
+    if (container_of(self, ZSV_OPTIONAL, &value) == NULL)
+        return NULL;
+    static PyObject *value_what = NULL;
+    if (value_what == NULL && (value_what = PyUnicode_InternFromString("value")) == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    zsv_staged *item_staged = PyMem_Calloc(1, sizeof *item_staged);
+    if (item_staged == NULL)
+        return PyErr_NoMemory();
+    staged.form = ZSV_ITEMS;
+    staged.u.items = item_staged;
+    if (zsv_stage(value->runtime, value->kind->element, item, item_staged, value_what) < 0) {
+        zsv_release(value->kind, &staged);
+        return NULL;
+    }
+    staged.count = 1;
+    zs_status status = ZS_E_STALE;
+    if (zsv_live(value) != NULL) {
+        status = zsv_emit(value->runtime, value->kind, &staged, value->owner, value->address);
+        if (status == ZS_OK)
+            structure_changed(value);
+    }
+    zsv_release(value->kind, &staged);
+    if (value->address == NULL)
+        return zsv_raise_expired(value);
+    if (status != ZS_OK)
+        return refused(value, status);
+    Py_RETURN_NONE;
+}
+
+/* reset(): remove the value. */
+static PyObject *optional_reset(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zsv_value *value;
+    char *at = container_of(self, ZSV_OPTIONAL, &value);
+    if (at == NULL)
+        return NULL;
+    const zs_type *type = type_of(value);
+    if (type == NULL)
+        return NULL;
+    zs_runtime_core *rt = value->runtime;
+    zs_status status = rt->state->api.zs_value_clear(rt->native, value->owner, type, at);
+    if (status != ZS_OK)
+        return refused(value, status);
+    structure_changed(value);
+    Py_RETURN_NONE;
+}
+
+static int optional_bool(PyObject *self) {
+    PyObject *set = optional_is_set(self, NULL);
+    int result = set == NULL ? -1 : set == Py_True;
+    Py_XDECREF(set);
+    return result;
+}
+
+static PyGetSetDef optional_getset[] = {
+    {"is_set", optional_is_set, NULL, "Whether a value is present.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef optional_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))optional_get, METH_FASTCALL,
+     "The value (a view for structs, containers and strings), or default."},
+    {"set", optional_set, METH_O, "Store a value (replacing any)."},
+    {"reset", optional_reset, METH_NOARGS, "Remove the value."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot optional_slots[] = {
+    {Py_tp_doc, "The C base of zs.Optional: a value or nothing."},
+    {Py_nb_bool, optional_bool},
+    {Py_tp_getset, optional_getset},
+    {Py_tp_methods, optional_methods},
+    {0, NULL},
+};
+
+/* =========================================================================
+ * Registration
+ * ========================================================================= */
+
+/* A container base type deriving from ValueConjugate. */
+static int add_base(PyObject *module, zs_core_state *state, const char *name, PyType_Slot *slots,
+                    PyTypeObject **out) {
+    PyType_Spec spec = {
+        .name = name,
+        .basicsize = 0,  /* the base's */
+        .itemsize = 0,
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+        .slots = slots,
+    };
+    PyObject *bases = PyTuple_Pack(1, (PyObject *)state->value_type);
+    if (bases == NULL)
+        return -1;
+    PyObject *type = PyType_FromModuleAndSpec(module, &spec, bases);
+    Py_DECREF(bases);
+    if (type == NULL)
+        return -1;
+    *out = (PyTypeObject *)type;
+    const char *short_name = strrchr(name, '.') + 1;
+    return PyModule_AddObjectRef(module, short_name, type);
+}
+
+int zsv_add_container_types(PyObject *module, zs_core_state *state) {
+    state->iterator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &iterator_spec, NULL);
+    if (state->iterator_type == NULL)
+        return -1;
+    return add_base(module, state, "zsharp_py._core.ArrayBase", array_slots, &state->array_type) ||
+           add_base(module, state, "zsharp_py._core.SetBase", set_slots, &state->set_type) ||
+           add_base(module, state, "zsharp_py._core.MapBase", map_slots, &state->map_type) ||
+           add_base(module, state, "zsharp_py._core.OptionalBase", optional_slots,
+                    &state->optional_type)
+               ? -1
+               : 0;
+}

@@ -1,0 +1,1397 @@
+/* Kinds: the types of values (value.h). A kind says how a value is laid
+ * out, which native type it is in each runtime, and how it is staged from
+ * Python, emitted into native memory, captured from it and built back into
+ * Python: the four operations of the marshalling rule.
+ *
+ * stage (phase 1) runs Python code and touches no native memory except the
+ * runtime's name table (names are permanent). emit and capture run no
+ * Python code: they allocate with PyMem only and call the native heap.
+ * build runs Python code on private copies.
+ */
+#include "value.h"
+
+#include <structmember.h>
+
+/* The most entries a container may stage (the heap's own limit). */
+#define MAX_ENTRIES (1u << 30)
+
+/* =========================================================================
+ * The Kind type
+ * ========================================================================= */
+
+int zsv_is_kind(zs_core_state *state, PyObject *object) {
+    return Py_IS_TYPE(object, state->kind_type);
+}
+
+/* Kind(code, size, align, native_kind, what, *, scalar, unit, flags, element,
+ *      value, value_offset, entry_size, cls, encode, decode, struct_name, image) */
+static PyObject *kind_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"code", "size", "align", "native_kind", "what", "scalar", "unit",
+                               "flags", "element", "value", "value_offset", "entry_size", "cls",
+                               "encode", "decode", "struct_name", "image", NULL};
+    unsigned int code, size, align, native_kind, scalar = 0, unit = 0, flags = 0;
+    unsigned int value_offset = 0, entry_size = 0;
+    PyObject *what, *element = Py_None, *value = Py_None, *cls = Py_None, *encode = Py_None;
+    PyObject *decode = Py_None, *struct_name = Py_None, *image = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "IIIIU|$IIIOOIIOOOOO:Kind", keywords, &code,
+                                     &size, &align, &native_kind, &what, &scalar, &unit, &flags,
+                                     &element, &value, &value_offset, &entry_size, &cls, &encode,
+                                     &decode, &struct_name, &image))
+        return NULL;
+    zs_core_state *state = zs_state_of_type(type);
+    if (code == 0 || code >= ZSV_CODES || align == 0 || (align & (align - 1)) != 0 || align > 16 ||
+        (size % align) != 0 || size > (1u << 24) || (code == ZSV_SCALAR && scalar >= ZS_SCALAR_KINDS) ||
+        (code == ZSV_PLAIN && size > 16) || (code == ZSV_STRING && unit != 1 && unit != 2)) {
+        PyErr_SetString(PyExc_ValueError, "Kind: inconsistent layout");
+        return NULL;
+    }
+    if ((element != Py_None && !zsv_is_kind(state, element)) ||
+        (value != Py_None && !zsv_is_kind(state, value)) ||
+        (cls != Py_None && !PyType_Check(cls)) ||
+        (struct_name != Py_None && !PyBytes_Check(struct_name)) ||
+        (image != Py_None && (!PyBytes_Check(image) || (size_t)PyBytes_GET_SIZE(image) > size))) {
+        PyErr_SetString(PyExc_TypeError, "Kind: bad element, value, cls, struct_name or image");
+        return NULL;
+    }
+    int container = code == ZSV_ARRAY || code == ZSV_SET || code == ZSV_MAP || code == ZSV_OPTIONAL;
+    if (container != (element != Py_None) || (code == ZSV_MAP) != (value != Py_None) ||
+        ((flags & ZSV_VIEW) && cls == Py_None) || (code == ZSV_STRUCT && struct_name == Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "Kind: element, value, cls or struct_name missing");
+        return NULL;
+    }
+    zsv_kind *kind = (zsv_kind *)type->tp_alloc(type, 0);
+    if (kind == NULL)
+        return NULL;
+    kind->id = state->kind_count++;
+    kind->code = (uint8_t)code;
+    kind->scalar = (uint8_t)scalar;
+    kind->unit = (uint8_t)unit;
+    kind->native_kind = (uint8_t)native_kind;
+    kind->flags = flags;
+    kind->size = size;
+    kind->align = align;
+    kind->value_offset = value_offset;
+    kind->entry_size = entry_size;
+    kind->element = element != Py_None ? (zsv_kind *)Py_NewRef(element) : NULL;
+    kind->value = value != Py_None ? (zsv_kind *)Py_NewRef(value) : NULL;
+    kind->cls = cls != Py_None ? (PyTypeObject *)Py_NewRef(cls) : NULL;
+    kind->what = Py_NewRef(what);
+    kind->encode = encode != Py_None ? Py_NewRef(encode) : NULL;
+    kind->decode = decode != Py_None ? Py_NewRef(decode) : NULL;
+    kind->struct_name = struct_name != Py_None ? Py_NewRef(struct_name) : NULL;
+    kind->image = image != Py_None ? Py_NewRef(image) : NULL;
+    return (PyObject *)kind;
+}
+
+/* set_members([(name, offset, kind), ...]): a struct kind's members, once. */
+static PyObject *kind_set_members(PyObject *self, PyObject *list) {
+    zsv_kind *kind = (zsv_kind *)self;
+    zs_core_state *state = zs_state_of_type(Py_TYPE(self));
+    if (kind->code != ZSV_STRUCT || kind->members_set || !PyList_CheckExact(list)) {
+        PyErr_SetString(PyExc_TypeError, "set_members: once, on a struct kind, with a list");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(list);
+    zsv_member *members = PyMem_Calloc(count ? (size_t)count : 1, sizeof *members);
+    if (members == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *row = PyList_GET_ITEM(list, i), *name, *member;
+        unsigned int offset;
+        if (!PyTuple_CheckExact(row) || !PyArg_ParseTuple(row, "UIO", &name, &offset, &member) ||
+            !zsv_is_kind(state, member) ||
+            offset + ((zsv_kind *)member)->size > kind->size ||
+            offset % ((zsv_kind *)member)->align != 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "set_members: a member outside the struct");
+            for (Py_ssize_t k = 0; k < i; k++) {
+                Py_DECREF(members[k].name);
+                Py_DECREF(members[k].kind);
+            }
+            PyMem_Free(members);
+            return NULL;
+        }
+        members[i].name = Py_NewRef(name);
+        members[i].kind = (zsv_kind *)Py_NewRef(member);
+        members[i].offset = offset;
+    }
+    kind->members = members;
+    kind->member_count = (uint32_t)count;
+    kind->members_set = 1;
+    Py_RETURN_NONE;
+}
+
+static int kind_traverse(PyObject *self, visitproc visit, void *arg) {
+    zsv_kind *kind = (zsv_kind *)self;
+    Py_VISIT(kind->element);
+    Py_VISIT(kind->value);
+    Py_VISIT(kind->cls);
+    Py_VISIT(kind->encode);
+    Py_VISIT(kind->decode);
+    for (uint32_t i = 0; i < kind->member_count; i++)
+        Py_VISIT(kind->members[i].kind);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int kind_clear(PyObject *self) {
+    zsv_kind *kind = (zsv_kind *)self;
+    Py_CLEAR(kind->element);
+    Py_CLEAR(kind->value);
+    Py_CLEAR(kind->cls);
+    Py_CLEAR(kind->encode);
+    Py_CLEAR(kind->decode);
+    for (uint32_t i = 0; i < kind->member_count; i++) {
+        Py_CLEAR(kind->members[i].name);
+        Py_CLEAR(kind->members[i].kind);
+    }
+    return 0;
+}
+
+static void kind_dealloc(PyObject *self) {
+    zsv_kind *kind = (zsv_kind *)self;
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    kind_clear(self);
+    PyMem_Free(kind->members);
+    Py_CLEAR(kind->what);
+    Py_CLEAR(kind->struct_name);
+    Py_CLEAR(kind->image);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyObject *kind_repr(PyObject *self) {
+    return PyUnicode_FromFormat("<Kind %U>", ((zsv_kind *)self)->what);
+}
+
+static PyMemberDef kind_members[] = {
+    {"id", T_UINT, offsetof(zsv_kind, id), READONLY, "Index of the runtimes' native type caches."},
+    {"code", T_UBYTE, offsetof(zsv_kind, code), READONLY, "The kind's code (zsv_code)."},
+    {"size", T_UINT, offsetof(zsv_kind, size), READONLY, "Bytes of a value."},
+    {"align", T_UINT, offsetof(zsv_kind, align), READONLY, "Alignment of a value."},
+    {"entry_size", T_UINT, offsetof(zsv_kind, entry_size), READONLY, "Containers: bytes per entry."},
+    {"value_offset", T_UINT, offsetof(zsv_kind, value_offset), READONLY,
+     "Maps: the value in an entry; optionals: the flag."},
+    {"flags", T_UINT, offsetof(zsv_kind, flags), READONLY, "ZSV_* flags."},
+    {"what", T_OBJECT, offsetof(zsv_kind, what), READONLY, "The type's name for messages."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMethodDef kind_methods[] = {
+    {"set_members", kind_set_members, METH_O, "A struct kind's members, once."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot kind_slots[] = {
+    {Py_tp_doc, "One type of value: layout, native type, and conversion to and from Python."},
+    {Py_tp_new, kind_new},
+    {Py_tp_dealloc, kind_dealloc},
+    {Py_tp_traverse, kind_traverse},
+    {Py_tp_clear, kind_clear},
+    {Py_tp_repr, kind_repr},
+    {Py_tp_members, kind_members},
+    {Py_tp_methods, kind_methods},
+    {0, NULL},
+};
+
+static PyType_Spec kind_spec = {
+    .name = "zsharp_py._core.Kind",
+    .basicsize = sizeof(zsv_kind),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = kind_slots,
+};
+
+int zsv_add_kind_type(PyObject *module, zs_core_state *state) {
+    state->kind_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &kind_spec, NULL);
+    if (state->kind_type == NULL ||
+        PyModule_AddObjectRef(module, "Kind", (PyObject *)state->kind_type) < 0)
+        return -1;
+    /* The codes and flags of kinds, for Python to describe its types with. */
+    static const struct { const char *name; long value; } constants[] = {
+        {"KIND_SCALAR", ZSV_SCALAR}, {"KIND_OBJECT", ZSV_OBJECT}, {"KIND_WEAK", ZSV_WEAK},
+        {"KIND_NAME", ZSV_NAME}, {"KIND_STRING", ZSV_STRING}, {"KIND_STRUCT", ZSV_STRUCT},
+        {"KIND_ARRAY", ZSV_ARRAY}, {"KIND_SET", ZSV_SET}, {"KIND_MAP", ZSV_MAP},
+        {"KIND_OPTIONAL", ZSV_OPTIONAL}, {"KIND_PLAIN", ZSV_PLAIN},
+        {"KIND_DELEGATE", ZSV_DELEGATE}, {"KIND_MULTICAST", ZSV_MULTICAST},
+        {"KIND_SPARSE", ZSV_SPARSE}, {"KIND_VIEW", ZSV_VIEW}, {"KIND_BITWISE", ZSV_BITWISE},
+        {"KIND_UTF16", ZSV_UTF16}, {"KIND_ASCII", ZSV_ASCII},
+        {"SCALAR_BOOL", ZS_SCALAR_BOOL}, {"SCALAR_I8", ZS_SCALAR_I8},
+        {"SCALAR_I16", ZS_SCALAR_I16}, {"SCALAR_I32", ZS_SCALAR_I32},
+        {"SCALAR_I64", ZS_SCALAR_I64}, {"SCALAR_U8", ZS_SCALAR_U8},
+        {"SCALAR_U16", ZS_SCALAR_U16}, {"SCALAR_U32", ZS_SCALAR_U32},
+        {"SCALAR_U64", ZS_SCALAR_U64}, {"SCALAR_F32", ZS_SCALAR_F32},
+        {"SCALAR_F64", ZS_SCALAR_F64},
+    };
+    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++)
+        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0)
+            return -1;
+    return 0;
+}
+
+/* =========================================================================
+ * Native types and refusals
+ * ========================================================================= */
+
+#define REGISTERING ((const zs_type *)(uintptr_t)1)
+
+const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
+    if (kind->id < rt->type_capacity) {
+        const zs_type *known = rt->types[kind->id];
+        if (known == REGISTERING) {
+            PyErr_Format(PyExc_TypeError,
+                         "%U contains itself (through a container): values cannot be "
+                         "recursive; refer to an object (an object reference) instead",
+                         kind->what);
+            return NULL;
+        }
+        if (known != NULL)
+            return known;
+    }
+    if (rt->native == NULL) {
+        PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
+        return NULL;
+    }
+    if (kind->id >= rt->type_capacity) {
+        uint32_t capacity = rt->type_capacity ? rt->type_capacity : 64;
+        while (capacity <= kind->id)
+            capacity *= 2;
+        const zs_type **grown = PyMem_Realloc(rt->types, capacity * sizeof *grown);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memset(grown + rt->type_capacity, 0, (capacity - rt->type_capacity) * sizeof *grown);
+        rt->types = grown;
+        rt->type_capacity = capacity;
+    }
+    rt->types[kind->id] = REGISTERING;
+    const zs_native_api *api = &rt->state->api;
+    const zs_type *out = NULL;
+    zs_status status = ZS_OK;
+    switch (kind->code) {
+    case ZSV_STRUCT: {
+        if (!kind->members_set) {
+            PyErr_Format(PyExc_TypeError, "%U is not laid out yet", kind->what);
+            rt->types[kind->id] = NULL;
+            return NULL;
+        }
+        zs_type_member *members = PyMem_Calloc(kind->member_count + 1, sizeof *members);
+        if (members == NULL) {
+            rt->types[kind->id] = NULL;
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (uint32_t i = 0; i < kind->member_count; i++) {
+            members[i].offset = kind->members[i].offset;
+            members[i].type = zsv_native_type(rt, kind->members[i].kind);
+            if (members[i].type == NULL) {
+                PyMem_Free(members);
+                rt->types[kind->id] = NULL;
+                return NULL;
+            }
+        }
+        status = api->zs_type_struct(rt->native, PyBytes_AS_STRING(kind->struct_name), kind->size,
+                                     kind->align, members, kind->member_count, &out);
+        PyMem_Free(members);
+        break;
+    }
+    case ZSV_ARRAY: case ZSV_SET: case ZSV_MAP: case ZSV_OPTIONAL: {
+        const zs_type *element = zsv_native_type(rt, kind->element);
+        const zs_type *value = element && kind->value ? zsv_native_type(rt, kind->value) : NULL;
+        if (element == NULL || (kind->value != NULL && value == NULL)) {
+            rt->types[kind->id] = NULL;
+            return NULL;
+        }
+        status = api->zs_type_container(rt->native, (zs_type_kind)kind->native_kind, element, value,
+                                        &out);
+        break;
+    }
+    case ZSV_STRING:
+        status = api->zs_type_basic(rt->native, ZS_TYPE_STRING, kind->unit, 0, &out);
+        break;
+    default:
+        status = api->zs_type_basic(rt->native, (zs_type_kind)kind->native_kind, kind->size,
+                                    kind->align, &out);
+        break;
+    }
+    rt->types[kind->id] = status == ZS_OK ? out : NULL;
+    if (status != ZS_OK) {
+        zsv_refused(rt, status, kind->what);
+        return NULL;
+    }
+    return out;
+}
+
+void zsv_initialize(const zsv_kind *kind, char *dst) {
+    if (kind->code == ZSV_STRUCT && kind->image != NULL)
+        memcpy(dst, PyBytes_AS_STRING(kind->image), (size_t)PyBytes_GET_SIZE(kind->image));
+}
+
+zs_status zsv_writable(zs_runtime_core *rt, zs_ref owner) {
+    if (owner == ZS_NULL_REF || !rt->dying_window)
+        return ZS_OK;
+    return rt->state->api.zs_object_writable(rt->native, owner);
+}
+
+PyObject *zsv_refused(zs_runtime_core *rt, zs_status status, PyObject *what) {
+    return zs_call_raise_status(rt->state, status, what, rt);
+}
+
+/* =========================================================================
+ * Phase 1: stage
+ * ========================================================================= */
+
+/* Raise `type` with "<what>: <message>". */
+static int fail(PyObject *type, PyObject *what, const char *format, ...) {
+    va_list arguments;
+    va_start(arguments, format);
+    PyObject *message = PyUnicode_FromFormatV(format, arguments);
+    va_end(arguments);
+    if (message == NULL)
+        return -1;
+    if (what != NULL)
+        PyErr_Format(type, "%U: %U", what, message);
+    else
+        PyErr_SetObject(type, message);
+    Py_DECREF(message);
+    return -1;
+}
+
+/* "<what>.<name>" (or "<what>[<index>]"): the context of a nested value. */
+static PyObject *nested_what(PyObject *what, PyObject *name, Py_ssize_t index) {
+    if (name != NULL)
+        return what ? PyUnicode_FromFormat("%U.%U", what, name) : Py_NewRef(name);
+    return what ? PyUnicode_FromFormat("%U[%zd]", what, index) : PyUnicode_FromFormat("[%zd]", index);
+}
+
+/* A tuple of the items of an iterable, taken without trusting a builtin
+ * subclass: a list's or tuple's own storage, a set's base iterator, a
+ * dict's keys; anything else through its own protocol. New reference. */
+static PyObject *snapshot(PyObject *iterable) {
+    if (PyTuple_CheckExact(iterable))
+        return Py_NewRef(iterable);
+    if (PyTuple_Check(iterable))
+        return PyTuple_GetSlice(iterable, 0, PyTuple_GET_SIZE(iterable));
+    if (PyList_Check(iterable))
+        return PyList_AsTuple(iterable);
+    getiterfunc base = NULL;
+    if (PyAnySet_Check(iterable))
+        base = PySet_Type.tp_iter;
+    else if (PyDict_Check(iterable))
+        base = PyDict_Type.tp_iter;
+    PyObject *iterator = base ? base(iterable) : PyObject_GetIter(iterable);
+    if (iterator == NULL)
+        return NULL;
+    PyObject *list = PySequence_List(iterator);
+    Py_DECREF(iterator);
+    if (list == NULL)
+        return NULL;
+    PyObject *tuple = PyList_AsTuple(list);
+    Py_DECREF(list);
+    return tuple;
+}
+
+/* The (key, value) pairs of a mapping or an iterable of pairs, as a tuple of
+ * 2-tuples (a dict's own storage for a dict or subclass). New reference. */
+static PyObject *snapshot_pairs(PyObject *mapping, PyObject *what) {
+    PyObject *items = NULL;
+    if (PyDict_Check(mapping)) {
+        items = PyDict_Items(mapping);  /* base storage: no method of a subclass */
+    } else {
+        PyObject *method = PyObject_GetAttrString(mapping, "items");
+        if (method == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return NULL;
+            PyErr_Clear();
+        }
+        if (method != NULL) {
+            items = PyObject_CallNoArgs(method);
+            Py_DECREF(method);
+        } else {
+            items = Py_NewRef(mapping);
+        }
+    }
+    if (items == NULL)
+        return NULL;
+    PyObject *seq = snapshot(items);
+    Py_DECREF(items);
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(seq);
+    PyObject *pairs = PyTuple_New(count);
+    for (Py_ssize_t i = 0; pairs != NULL && i < count; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(seq, i);
+        PyObject *both = PyTuple_Check(pair) || PyList_Check(pair) ? snapshot(pair) : NULL;
+        if (both == NULL || PyTuple_GET_SIZE(both) != 2) {
+            Py_XDECREF(both);
+            if (!PyErr_Occurred())
+                fail(PyExc_TypeError, what, "expected (key, value) pairs, got %s",
+                     Py_TYPE(pair)->tp_name);
+            else if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError)) {
+                PyErr_Clear();
+                fail(PyExc_TypeError, what, "expected (key, value) pairs, got %s",
+                     Py_TYPE(pair)->tp_name);
+            }
+            Py_CLEAR(pairs);
+            break;
+        }
+        PyTuple_SET_ITEM(pairs, i, both);
+    }
+    Py_DECREF(seq);
+    return pairs;
+}
+
+/* An object reference: None, or a live conjugate of the target class in `rt`. */
+static int stage_reference(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                           PyObject *what) {
+    zs_ref handle = ZS_NULL_REF;
+    if (value != Py_None) {
+        PyTypeObject *target = kind->cls;
+        if (target == NULL || !PyObject_TypeCheck(value, target))
+            return fail(PyExc_TypeError, NULL, "%U expects %s%s or None, not %s",
+                        what ? what : kind->what, target ? target->tp_name : "an object",
+                        kind->code == ZSV_WEAK ? ", WeakObjectPtr" : "", Py_TYPE(value)->tp_name);
+        zs_conjugate *conjugate = (zs_conjugate *)value;
+        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
+            zs_raise_expired(conjugate);
+            PyObject *error = zs_error_take();
+            PyObject *text = error ? PyObject_Str(error) : NULL;
+            Py_XDECREF(error);
+            if (text != NULL) {
+                PyErr_Format(rt->state->expired_exception, "cannot store into %U: %U",
+                             what ? what : kind->what, text);
+                Py_DECREF(text);
+            }
+            return -1;
+        }
+        if (conjugate->runtime != rt)
+            return fail(PyExc_ValueError, what, "the object belongs to another runtime");
+        /* Not this object's own class check: a reference holds any object of
+           the target class; the native store validates the handle itself. */
+        handle = conjugate->handle;
+    }
+    out->form = ZSV_BITS;
+    memcpy(out->u.bits, &handle, sizeof handle);
+    return 0;
+}
+
+/* A string: the code units of a str (its own data: a subclass's methods are
+ * never called), or of a string conjugate's text. */
+static int stage_string(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                        PyObject *what) {
+    PyObject *text = NULL;
+    if (PyUnicode_Check(value)) {
+        text = Py_NewRef(value);
+    } else if (zsv_check(rt->state, value) && ((zsv_value *)value)->kind->code == ZSV_STRING) {
+        zsv_value *string = (zsv_value *)value;
+        char *at = zsv_live(string);
+        if (at == NULL)
+            return -1;
+        zsv_staged captured = {0};
+        if (zsv_capture(rt, string->kind, at, &captured) < 0)
+            return PyErr_NoMemory(), -1;
+        text = zsv_build(rt, string->kind, &captured);
+        zsv_release(string->kind, &captured);
+        if (text == NULL)
+            return -1;
+    } else {
+        return fail(PyExc_TypeError, what, "%U needs a str, not %s", kind->what,
+                    Py_TYPE(value)->tp_name);
+    }
+    PyObject *encoded = NULL;
+    const char *data = NULL;
+    Py_ssize_t length = 0;
+    if (kind->flags & ZSV_UTF16) {
+        encoded = PyUnicode_AsEncodedString(text, "utf-16-le", "strict");
+    } else if (kind->flags & ZSV_ASCII) {
+        encoded = PyUnicode_AsASCIIString(text);
+    } else {
+        data = PyUnicode_AsUTF8AndSize(text, &length);
+    }
+    if (encoded != NULL) {
+        data = PyBytes_AS_STRING(encoded);
+        length = PyBytes_GET_SIZE(encoded);
+    }
+    if (data == NULL) {
+        /* Not encodable (a lone surrogate; non-ASCII for an ANSI string). */
+        PyObject *error = zs_error_take();
+        int result = -1;
+        if (error != NULL && PyObject_TypeCheck(error, (PyTypeObject *)PyExc_UnicodeEncodeError)) {
+            PyObject *reason = PyUnicodeEncodeError_GetReason(error);
+            Py_ssize_t start = 0;
+            PyUnicodeEncodeError_GetStart(error, &start);
+            if (reason != NULL)
+                fail(PyExc_ValueError, what, "%U cannot hold %R: %U (position %zd)", kind->what,
+                     text, reason, start);
+            Py_XDECREF(reason);
+            Py_DECREF(error);
+        } else if (error != NULL) {
+            zs_error_give(error);
+        }
+        Py_DECREF(text);
+        return result;
+    }
+    size_t units = (size_t)length / kind->unit;
+    if (units > MAX_ENTRIES) {
+        Py_XDECREF(encoded);
+        Py_DECREF(text);
+        return fail(PyExc_ValueError, what, "%U: string too long", kind->what);
+    }
+    void *copy = PyMem_Malloc(length ? (size_t)length : 1);
+    if (copy != NULL)
+        memcpy(copy, data, (size_t)length);
+    Py_XDECREF(encoded);
+    Py_DECREF(text);
+    if (copy == NULL)
+        return PyErr_NoMemory(), -1;
+    out->form = ZSV_UNITS;
+    out->count = (uint32_t)units;
+    out->u.units = copy;
+    return 0;
+}
+
+/* Staged items: count of them, zeroed (absent), or NULL with MemoryError. */
+static zsv_staged *new_items(size_t count) {
+    zsv_staged *items = PyMem_Calloc(count ? count : 1, sizeof *items);
+    if (items == NULL)
+        PyErr_NoMemory();
+    return items;
+}
+
+/* A value conjugate of the same kind in the same runtime, copied whole
+ * (captured): 1 if it was one, 0 if not, -1 on error. */
+static int stage_whole(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out) {
+    if (!zsv_check(rt->state, value))
+        return 0;
+    zsv_value *source = (zsv_value *)value;
+    if (source->kind != kind)
+        return 0;
+    char *at = zsv_live(source);
+    if (at == NULL)
+        return -1;
+    if (source->runtime != rt) {
+        /* Another runtime: through its Python value, so every reference in
+           it is checked again (an object of another runtime is refused). */
+        PyObject *plain = PyObject_CallMethod(value, "to_python", NULL);
+        if (plain == NULL)
+            return -1;
+        int result = zsv_stage(rt, kind, plain, out, kind->what);
+        Py_DECREF(plain);
+        return result < 0 ? -1 : 1;
+    }
+    if (zsv_capture(rt, kind, at, out) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 1;
+}
+
+/* A struct from a tuple, a list or a dict of its members. */
+static int stage_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                        PyObject *what) {
+    PyObject *shown = ((PyHeapTypeObject *)kind->cls)->ht_name;
+    int tuple_like = PyTuple_Check(value) || PyList_Check(value);
+    if (!tuple_like && !PyDict_Check(value))
+        return fail(PyExc_TypeError, NULL, "%U expects %U, a tuple or a dict, not %s",
+                    what ? what : kind->what, shown, Py_TYPE(value)->tp_name);
+    PyObject *args = NULL, *kwargs = NULL;
+    if (tuple_like) {
+        args = snapshot(value);
+        if (args != NULL && (uint32_t)PyTuple_GET_SIZE(args) > kind->member_count) {
+            Py_DECREF(args);
+            return fail(PyExc_TypeError, what, "too many values for %U", shown);
+        }
+    } else {
+        kwargs = PyDict_Copy(value);  /* base storage of a dict subclass */
+        if (kwargs != NULL) {
+            Py_ssize_t position = 0;
+            PyObject *key, *item;
+            while (PyDict_Next(kwargs, &position, &key, &item)) {
+                int known = 0;
+                for (uint32_t i = 0; PyUnicode_Check(key) && i < kind->member_count && !known; i++)
+                    known = PyUnicode_Compare(key, kind->members[i].name) == 0;
+                if (!known) {
+                    Py_DECREF(kwargs);
+                    return fail(PyExc_TypeError, what, "%U has no member %R", shown, key);
+                }
+            }
+        }
+        args = PyTuple_New(0);
+    }
+    if (args == NULL || (!tuple_like && kwargs == NULL)) {
+        Py_XDECREF(args);
+        Py_XDECREF(kwargs);
+        return -1;
+    }
+    zsv_staged *items = new_items(kind->member_count);
+    int result = items == NULL ? -1 : 0;
+    out->form = ZSV_ITEMS;
+    out->count = kind->member_count;
+    out->u.items = items;
+    for (uint32_t i = 0; result == 0 && i < kind->member_count; i++) {
+        zsv_member *member = &kind->members[i];
+        PyObject *item = (Py_ssize_t)i < PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, i) : NULL;
+        if (item == NULL && kwargs != NULL)
+            item = PyDict_GetItemWithError(kwargs, member->name);
+        if (item == NULL) {
+            result = PyErr_Occurred() ? -1 : 0;
+            continue;
+        }
+        Py_INCREF(item);
+        PyObject *inner = nested_what(what ? what : shown, member->name, 0);
+        result = inner == NULL ? -1 : zsv_stage(rt, member->kind, item, &items[i], inner);
+        Py_XDECREF(inner);
+        Py_DECREF(item);
+    }
+    Py_DECREF(args);
+    Py_XDECREF(kwargs);
+    if (result < 0)
+        zsv_release(kind, out);
+    return result;
+}
+
+int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *args, PyObject *kwargs,
+                      zsv_staged *out) {
+    PyObject *shown = ((PyHeapTypeObject *)kind->cls)->ht_name;
+    Py_ssize_t given = PyTuple_GET_SIZE(args);
+    if ((uint32_t)given > kind->member_count)
+        return fail(PyExc_TypeError, NULL, "%U() takes at most %u positional arguments (%zd given)",
+                    shown, kind->member_count, given);
+    PyObject *values = PyDict_New();
+    if (values == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < given; i++)
+        if (PyDict_SetItem(values, kind->members[i].name, PyTuple_GET_ITEM(args, i)) < 0) {
+            Py_DECREF(values);
+            return -1;
+        }
+    Py_ssize_t position = 0;
+    PyObject *key, *item;
+    while (kwargs != NULL && PyDict_Next(kwargs, &position, &key, &item)) {
+        int known = -1;
+        for (uint32_t i = 0; PyUnicode_Check(key) && i < kind->member_count && known < 0; i++)
+            if (PyUnicode_Compare(key, kind->members[i].name) == 0)
+                known = (int)i;
+        const char *problem = known < 0 ? "got an unknown member" :
+                              known < given ? "got multiple values for" : NULL;
+        if (problem != NULL || PyDict_SetItem(values, key, item) < 0) {
+            if (problem != NULL)
+                fail(PyExc_TypeError, NULL, "%U() %s %R", shown, problem, key);
+            Py_DECREF(values);
+            return -1;
+        }
+    }
+    int result = stage_struct(rt, kind, values, out, shown);
+    Py_DECREF(values);
+    return result;
+}
+
+/* An array or set: a conjugate of the same kind, or an iterable. */
+static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                          PyObject *what) {
+    if (PyUnicode_Check(value) || PyBytes_Check(value) || PyByteArray_Check(value) ||
+        (kind->code == ZSV_ARRAY && PyDict_Check(value)))
+        return fail(PyExc_TypeError, what, "%U needs an iterable of elements, not %s", kind->what,
+                    Py_TYPE(value)->tp_name);
+    PyObject *items = snapshot(value);
+    if (items == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            return fail(PyExc_TypeError, what, "%U needs an iterable of elements, not %s",
+                        kind->what, Py_TYPE(value)->tp_name);
+        }
+        return -1;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
+    if ((size_t)count > MAX_ENTRIES) {
+        Py_DECREF(items);
+        return fail(PyExc_ValueError, what, "too many elements (%zd)", count);
+    }
+    zsv_staged *staged = new_items((size_t)count);
+    int result = staged == NULL ? -1 : 0;
+    out->form = ZSV_ITEMS;
+    out->count = (uint32_t)count;
+    out->u.items = staged;
+    PyObject *element_what = PyUnicode_FromString("element");
+    result = element_what == NULL ? -1 : result;
+    for (Py_ssize_t i = 0; result == 0 && i < count; i++)
+        result = zsv_stage(rt, kind->element, PyTuple_GET_ITEM(items, i), &staged[i], element_what);
+    Py_XDECREF(element_what);
+    Py_DECREF(items);
+    if (result < 0)
+        zsv_release(kind, out);
+    return result;
+}
+
+/* A map: a conjugate of the same kind, a mapping, or pairs. */
+static int stage_map(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                     PyObject *what) {
+    if (PyUnicode_Check(value) || PyBytes_Check(value))
+        return fail(PyExc_TypeError, what, "%U needs a mapping, not %s", kind->what,
+                    Py_TYPE(value)->tp_name);
+    PyObject *pairs = snapshot_pairs(value, what);
+    if (pairs == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) && !PyDict_Check(value)) {
+            PyErr_Clear();
+            return fail(PyExc_TypeError, what, "%U needs a mapping, not %s", kind->what,
+                        Py_TYPE(value)->tp_name);
+        }
+        return -1;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(pairs);
+    zsv_staged *staged = new_items((size_t)count * 2);
+    int result = staged == NULL ? -1 : 0;
+    out->form = ZSV_ITEMS;
+    out->count = (uint32_t)count;
+    out->u.items = staged;
+    PyObject *key_what = PyUnicode_FromString("key"), *value_what = PyUnicode_FromString("value");
+    result = key_what == NULL || value_what == NULL ? -1 : result;
+    for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(pairs, i);
+        result = zsv_stage(rt, kind->element, PyTuple_GET_ITEM(pair, 0), &staged[2 * i], key_what);
+        if (result == 0)
+            result = zsv_stage(rt, kind->value, PyTuple_GET_ITEM(pair, 1), &staged[2 * i + 1],
+                               value_what);
+    }
+    Py_XDECREF(key_what);
+    Py_XDECREF(value_what);
+    Py_DECREF(pairs);
+    if (result < 0)
+        zsv_release(kind, out);
+    return result;
+}
+
+/* Delegate bindings from the kind's encode: a list of (object handle,
+ * method name index, callable or None). */
+static int stage_bindings(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                          PyObject *what) {
+    (void)rt;
+    if (!PyList_CheckExact(value))
+        return fail(PyExc_TypeError, what, "bindings must be a list");
+    Py_ssize_t count = PyList_GET_SIZE(value);
+    if (kind->code == ZSV_DELEGATE && count > 1)
+        return fail(PyExc_TypeError, what, "a Delegate holds one binding");
+    zsv_binding *bindings = PyMem_Calloc(count ? (size_t)count : 1, sizeof *bindings);
+    if (bindings == NULL)
+        return PyErr_NoMemory(), -1;
+    out->form = ZSV_BINDINGS;
+    out->u.bindings = bindings;
+    out->count = 0;
+    for (Py_ssize_t i = 0; i < count && i < PyList_GET_SIZE(value); i++) {
+        PyObject *row = PyList_GET_ITEM(value, i), *callable;
+        unsigned long long handle;
+        unsigned int name;
+        if (!PyTuple_CheckExact(row) || !PyArg_ParseTuple(row, "KIO", &handle, &name, &callable)) {
+            zsv_release(kind, out);
+            if (!PyErr_Occurred())
+                fail(PyExc_TypeError, what, "a binding is (handle, name, callable)");
+            return -1;
+        }
+        bindings[i].object = handle;
+        bindings[i].function_name = name;
+        bindings[i].callable = callable != Py_None ? Py_NewRef(callable) : NULL;
+        out->count++;
+    }
+    return 0;
+}
+
+int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+              PyObject *what) {
+    assert(out->form == ZSV_ABSENT);
+    if (Py_EnterRecursiveCall(" while converting a value"))
+        return -1;
+    int result;
+    PyObject *encoded = NULL;
+    if (kind->encode != NULL) {
+        encoded = PyObject_CallFunctionObjArgs(kind->encode, (PyObject *)rt, value, NULL);
+        if (encoded == NULL) {
+            Py_LeaveRecursiveCall();
+            return -1;
+        }
+        value = encoded;
+    }
+    int whole = 0;
+    switch (kind->code) {
+    case ZSV_STRUCT: case ZSV_ARRAY: case ZSV_SET: case ZSV_MAP: case ZSV_OPTIONAL:
+        whole = stage_whole(rt, kind, value, out);
+        break;
+    default:
+        break;
+    }
+    if (whole != 0) {
+        result = whole < 0 ? -1 : 0;
+    } else {
+        switch (kind->code) {
+        case ZSV_SCALAR: {
+            zs_scalar_bits bits;
+            result = zs_scalar_convert((zs_scalar_kind)kind->scalar, value, &bits, what);
+            if (result == 0) {
+                out->form = ZSV_BITS;
+                memcpy(out->u.bits, &bits, sizeof bits);
+            }
+            break;
+        }
+        case ZSV_OBJECT: case ZSV_WEAK:
+            result = stage_reference(rt, kind, value, out, what);
+            break;
+        case ZSV_NAME:
+            result = zsv_name_stage(rt, value, out, what);
+            break;
+        case ZSV_STRING:
+            result = stage_string(rt, kind, value, out, what);
+            break;
+        case ZSV_STRUCT:
+            result = stage_struct(rt, kind, value, out, what);
+            break;
+        case ZSV_ARRAY: case ZSV_SET:
+            result = stage_sequence(rt, kind, value, out, what);
+            break;
+        case ZSV_MAP:
+            result = stage_map(rt, kind, value, out, what);
+            break;
+        case ZSV_OPTIONAL: {
+            if (value == Py_None) {
+                out->form = ZSV_ITEMS;
+                out->count = 0;
+                result = 0;
+                break;
+            }
+            zsv_staged *item = new_items(1);
+            result = item == NULL ? -1 : 0;
+            out->form = ZSV_ITEMS;
+            out->count = 0;
+            out->u.items = item;
+            if (result == 0) {
+                result = zsv_stage(rt, kind->element, value, item, what);
+                out->count = result == 0 ? 1 : 0;
+            }
+            if (result < 0)
+                zsv_release(kind, out);
+            break;
+        }
+        case ZSV_PLAIN:
+            if (!PyBytes_CheckExact(value) || (size_t)PyBytes_GET_SIZE(value) != kind->size) {
+                result = fail(PyExc_TypeError, what, "%U: its encoder returned %s, not %u bytes",
+                              kind->what, Py_TYPE(value)->tp_name, kind->size);
+                break;
+            }
+            out->form = ZSV_BITS;
+            memcpy(out->u.bits, PyBytes_AS_STRING(value), kind->size);
+            result = 0;
+            break;
+        case ZSV_DELEGATE: case ZSV_MULTICAST: case ZSV_SPARSE:
+            result = stage_bindings(rt, kind, value, out, what);
+            break;
+        default:
+            result = fail(PyExc_SystemError, what, "unknown kind");
+            break;
+        }
+    }
+    Py_XDECREF(encoded);
+    Py_LeaveRecursiveCall();
+    return result;
+}
+
+/* =========================================================================
+ * Phase 2: emit (no Python code)
+ * ========================================================================= */
+
+/* Build a value of `kind` from a staged one in zeroed memory at `tmp`, held by
+ * no owner (a temporary): no Python code. On failure `tmp` is left valid
+ * (the caller clears it). */
+static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged,
+                              char *tmp);
+
+/* A zeroed temporary of `kind`'s size (PyMem; aligned for any kind). */
+static char *temporary(zsv_kind *kind) {
+    return PyMem_Calloc(1, kind->size ? kind->size : 1);
+}
+
+/* Clear and free a temporary. */
+static void temporary_free(zs_runtime_core *rt, const zs_type *type, char *tmp) {
+    if (tmp == NULL)
+        return;
+    if (type != NULL)
+        rt->state->api.zs_value_clear(rt->native, ZS_NULL_REF, type, tmp);
+    PyMem_Free(tmp);
+}
+
+/* The native type of a kind already registered in `rt` (staging or the
+ * destination's own creation registered it), else NULL: no Python code. */
+static const zs_type *known_type(zs_runtime_core *rt, zsv_kind *kind) {
+    if (kind->id < rt->type_capacity) {
+        const zs_type *type = rt->types[kind->id];
+        return type == REGISTERING ? NULL : type;
+    }
+    return NULL;
+}
+
+/* Emit into a struct: members staged one by one (absent ones kept). */
+static zs_status emit_members(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged,
+                              zs_ref owner, char *dst) {
+    for (uint32_t i = 0; i < kind->member_count && i < staged->count; i++) {
+        const zsv_staged *item = &staged->u.items[i];
+        if (item->form == ZSV_ABSENT)
+            continue;
+        zs_status status = zsv_emit(rt, kind->members[i].kind, item, owner,
+                                    dst + kind->members[i].offset);
+        if (status != ZS_OK)
+            return status;
+    }
+    return ZS_OK;
+}
+
+/* Emit into a zs_binding list (a MULTICAST array, or a sparse's). */
+static zs_status emit_binding_list(zs_runtime_core *rt, const zsv_staged *staged, zs_ref owner,
+                                   zs_array *list) {
+    for (uint32_t i = 0; i < staged->count; i++) {
+        const zsv_binding *binding = &staged->u.bindings[i];
+        uint32_t id = binding->callable ? zsv_callable_id(rt, binding->callable) : 0;
+        if (binding->callable != NULL && id == 0)
+            return ZS_E_NOMEM;
+        zs_status status = rt->state->api.zs_multicast_add(
+            rt->native, owner, list, binding->callable ? ZS_NULL_REF : binding->object,
+            binding->callable ? 0 : binding->function_name, id);
+        zsv_callable_done(rt, id);
+        if (status != ZS_OK)
+            return status;
+    }
+    return ZS_OK;
+}
+
+static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged,
+                              char *tmp) {
+    const zs_native_api *api = &rt->state->api;
+    const zs_type *type = known_type(rt, kind);
+    if (type == NULL)
+        return ZS_E_INVALID;
+    switch (kind->code) {
+    case ZSV_STRUCT:
+        return emit_members(rt, kind, staged, ZS_NULL_REF, tmp);
+    case ZSV_ARRAY: {
+        zs_array *array = (zs_array *)tmp;
+        zs_status status = api->zs_array_insert(rt->native, ZS_NULL_REF, type, array, 0, NULL,
+                                                staged->count);
+        for (uint32_t i = 0; status == ZS_OK && i < staged->count; i++) {
+            char *slot = (char *)array->data + (size_t)i * kind->entry_size;
+            zsv_initialize(kind->element, slot);
+            status = zsv_emit(rt, kind->element, &staged->u.items[i], ZS_NULL_REF, slot);
+        }
+        return status;
+    }
+    case ZSV_SET: case ZSV_MAP: {
+        zs_hash *hash = (zs_hash *)tmp;
+        const zs_type *key_type = known_type(rt, kind->element);
+        char *key = temporary(kind->element);
+        zs_status status = key == NULL || key_type == NULL ? ZS_E_NOMEM : ZS_OK;
+        uint32_t step = kind->code == ZSV_MAP ? 2 : 1;
+        for (uint32_t i = 0; status == ZS_OK && i < staged->count; i++) {
+            status = zsv_emit(rt, kind->element, &staged->u.items[step * i], ZS_NULL_REF, key);
+            uint32_t index = 0;
+            int added = 0;
+            if (status == ZS_OK)
+                status = api->zs_hash_add(rt->native, ZS_NULL_REF, type, hash, key, &index, &added);
+            if (status == ZS_OK && step == 2) {
+                char *slot = (char *)hash->entries.data + (size_t)index * kind->entry_size +
+                             kind->value_offset;
+                if (added)
+                    zsv_initialize(kind->value, slot);
+                status = zsv_emit(rt, kind->value, &staged->u.items[2 * i + 1], ZS_NULL_REF,
+                                  slot);
+            }
+            if (key_type != NULL && key != NULL)
+                api->zs_value_clear(rt->native, ZS_NULL_REF, key_type, key);
+        }
+        PyMem_Free(key);
+        return status;
+    }
+    case ZSV_OPTIONAL: {
+        if (staged->count == 0)
+            return ZS_OK;
+        zs_status status = api->zs_optional_set(rt->native, ZS_NULL_REF, type, tmp, NULL);
+        if (status == ZS_OK)
+            zsv_initialize(kind->element, tmp);
+        return status != ZS_OK ? status
+                               : zsv_emit(rt, kind->element, &staged->u.items[0], ZS_NULL_REF, tmp);
+    }
+    case ZSV_DELEGATE: {
+        if (staged->count == 0)
+            return ZS_OK;
+        const zsv_binding *binding = &staged->u.bindings[0];
+        uint32_t id = binding->callable ? zsv_callable_id(rt, binding->callable) : 0;
+        if (binding->callable != NULL && id == 0)
+            return ZS_E_NOMEM;
+        zs_status status = api->zs_binding_set(rt->native, ZS_NULL_REF, (zs_binding *)tmp,
+                                               binding->callable ? ZS_NULL_REF : binding->object,
+                                               binding->callable ? 0 : binding->function_name, id);
+        zsv_callable_done(rt, id);
+        return status;
+    }
+    case ZSV_MULTICAST:
+        return emit_binding_list(rt, staged, ZS_NULL_REF, (zs_array *)tmp);
+    case ZSV_SPARSE: {
+        if (staged->count == 0)
+            return ZS_OK;
+        zs_array *list = NULL;
+        zs_status status = api->zs_sparse_bindings(rt->native, ZS_NULL_REF, tmp, 1, &list);
+        return status != ZS_OK ? status : emit_binding_list(rt, staged, ZS_NULL_REF, list);
+    }
+    default:
+        return zsv_emit(rt, kind, staged, ZS_NULL_REF, tmp);
+    }
+}
+
+zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged, zs_ref owner,
+                   char *dst) {
+    if (rt->native == NULL || rt->closing)
+        return ZS_E_STALE;
+    const zs_native_api *api = &rt->state->api;
+    switch (kind->code) {
+    case ZSV_SCALAR: case ZSV_PLAIN: case ZSV_NAME: {
+        assert(staged->form == ZSV_BITS);
+        zs_status status = zsv_writable(rt, owner);
+        if (status == ZS_OK)
+            memcpy(dst, staged->u.bits, kind->size);
+        return status;
+    }
+    case ZSV_OBJECT: case ZSV_WEAK: {
+        zs_ref handle;
+        memcpy(&handle, staged->u.bits, sizeof handle);
+        const zs_type *type = known_type(rt, kind);
+        if (type == NULL)
+            return ZS_E_INVALID;
+        return api->zs_value_store_ref(rt->native, owner, type, (zs_ref *)dst, handle);
+    }
+    case ZSV_STRING: {
+        const zs_type *type = known_type(rt, kind);
+        if (type == NULL)
+            return ZS_E_INVALID;
+        return api->zs_string_assign(rt->native, owner, type, (zs_string *)dst, staged->u.units,
+                                     staged->count);
+    }
+    default:
+        break;
+    }
+    /* Everything else: built whole in a temporary, then assigned in one
+       native call (all or nothing); a bitwise struct is written in place. */
+    if (kind->code == ZSV_STRUCT && (kind->flags & ZSV_BITWISE)) {
+        zs_status status = zsv_writable(rt, owner);
+        if (status == ZS_OK && staged->form == ZSV_BLOB)
+            memcpy(dst, zsv_blob(staged), kind->size);
+        else if (status == ZS_OK)
+            status = emit_members(rt, kind, staged, ZS_NULL_REF, dst);
+        return status;
+    }
+    const zs_type *type = known_type(rt, kind);
+    if (type == NULL)
+        return ZS_E_INVALID;
+    char *tmp = temporary(kind);
+    if (tmp == NULL)
+        return ZS_E_NOMEM;
+    zs_status status = ZS_OK;
+    if (kind->code == ZSV_STRUCT)  /* members not staged keep their values */
+        status = api->zs_value_assign(rt->native, ZS_NULL_REF, type, tmp, dst);
+    if (status == ZS_OK)
+        status = build_native(rt, kind, staged, tmp);
+    if (status == ZS_OK)
+        status = api->zs_value_assign(rt->native, owner, type, dst, tmp);
+    temporary_free(rt, type, tmp);
+    return status;
+}
+
+/* =========================================================================
+ * Copy out: capture (no Python code), then build
+ * ========================================================================= */
+
+int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged *out) {
+    (void)rt;
+    switch (kind->code) {
+    case ZSV_SCALAR: case ZSV_PLAIN: case ZSV_NAME: case ZSV_OBJECT: case ZSV_WEAK:
+        out->form = ZSV_BITS;
+        memcpy(out->u.bits, src, kind->size);
+        return 0;
+    case ZSV_STRING: {
+        const zs_string *string = (const zs_string *)src;
+        size_t bytes = (size_t)string->length * kind->unit;
+        void *copy = PyMem_Malloc(bytes ? bytes : 1);
+        if (copy == NULL)
+            return -1;
+        if (bytes)
+            memcpy(copy, string->data, bytes);
+        out->form = ZSV_UNITS;
+        out->count = string->length;
+        out->u.units = copy;
+        return 0;
+    }
+    case ZSV_STRUCT: {
+        if (kind->flags & ZSV_BITWISE) {
+            out->form = ZSV_BLOB;
+            out->count = kind->size;
+            char *bytes = (char *)out->u.bits;
+            if (kind->size > sizeof out->u.bits) {
+                out->u.units = PyMem_Malloc(kind->size);
+                if (out->u.units == NULL)
+                    return out->form = ZSV_ABSENT, -1;
+                bytes = out->u.units;
+            }
+            memcpy(bytes, src, kind->size);
+            return 0;
+        }
+        zsv_staged *items = PyMem_Calloc(kind->member_count ? kind->member_count : 1, sizeof *items);
+        if (items == NULL)
+            return -1;
+        out->form = ZSV_ITEMS;
+        out->count = kind->member_count;
+        out->u.items = items;
+        for (uint32_t i = 0; i < kind->member_count; i++)
+            if (zsv_capture(rt, kind->members[i].kind, src + kind->members[i].offset, &items[i]) < 0)
+                return zsv_release(kind, out), -1;
+        return 0;
+    }
+    case ZSV_ARRAY: case ZSV_SET: case ZSV_MAP: {
+        const zs_array *entries = kind->code == ZSV_ARRAY ? (const zs_array *)src
+                                                          : &((const zs_hash *)src)->entries;
+        uint32_t step = kind->code == ZSV_MAP ? 2 : 1;
+        zsv_staged *items = PyMem_Calloc(entries->count ? (size_t)entries->count * step : 1,
+                                         sizeof *items);
+        if (items == NULL)
+            return -1;
+        out->form = ZSV_ITEMS;
+        out->count = entries->count;
+        out->u.items = items;
+        for (uint32_t i = 0; i < entries->count; i++) {
+            const char *entry = (const char *)entries->data + (size_t)i * kind->entry_size;
+            if (zsv_capture(rt, kind->element, entry, &items[step * i]) < 0 ||
+                (step == 2 &&
+                 zsv_capture(rt, kind->value, entry + kind->value_offset, &items[2 * i + 1]) < 0))
+                return zsv_release(kind, out), -1;
+        }
+        return 0;
+    }
+    case ZSV_OPTIONAL: {
+        out->form = ZSV_ITEMS;
+        out->count = 0;
+        if (!src[kind->value_offset])
+            return 0;
+        out->u.items = PyMem_Calloc(1, sizeof *out->u.items);
+        if (out->u.items == NULL)
+            return -1;
+        out->count = 1;
+        if (zsv_capture(rt, kind->element, src, &out->u.items[0]) < 0)
+            return zsv_release(kind, out), -1;
+        return 0;
+    }
+    case ZSV_DELEGATE: case ZSV_MULTICAST: case ZSV_SPARSE: {
+        const zs_binding *data = NULL;
+        uint32_t count = 0;
+        if (kind->code == ZSV_DELEGATE) {
+            const zs_binding *one = (const zs_binding *)src;
+            if (one->object != ZS_NULL_REF || one->callable != 0) {
+                data = one;
+                count = 1;
+            }
+        } else {
+            const zs_array *list = kind->code == ZSV_MULTICAST ? (const zs_array *)src
+                                                               : *(const zs_array *const *)src;
+            if (list != NULL) {
+                data = list->data;
+                count = list->count;
+            }
+        }
+        zsv_binding *bindings = PyMem_Calloc(count ? count : 1, sizeof *bindings);
+        if (bindings == NULL)
+            return -1;
+        for (uint32_t i = 0; i < count; i++) {
+            bindings[i].object = data[i].object;
+            bindings[i].function_name = data[i].function_name;
+            PyObject *callable = data[i].callable ? zsv_callable_get(rt, data[i].callable) : NULL;
+            bindings[i].callable = callable ? Py_NewRef(callable) : NULL;
+        }
+        out->form = ZSV_BINDINGS;
+        out->count = count;
+        out->u.bindings = bindings;
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* A str from staged code units. */
+static PyObject *build_string(zsv_kind *kind, const zsv_staged *staged) {
+    Py_ssize_t bytes = (Py_ssize_t)staged->count * kind->unit;
+    if (kind->flags & ZSV_UTF16) {
+        int order = -1;  /* little endian */
+        return PyUnicode_DecodeUTF16(staged->u.units, bytes, "strict", &order);
+    }
+    if (kind->flags & ZSV_ASCII)
+        return PyUnicode_DecodeASCII(staged->u.units, bytes, "strict");
+    return PyUnicode_DecodeUTF8(staged->u.units, bytes, "strict");
+}
+
+/* A hashable form of a built key (a struct key, a dict, becomes the tuple of its values). */
+static PyObject *hashable(PyObject *key) {
+    if (PyDict_CheckExact(key)) {
+        PyObject *values = PyDict_Values(key);
+        PyObject *tuple = values ? PyList_AsTuple(values) : NULL;
+        Py_XDECREF(values);
+        return tuple;
+    }
+    return Py_NewRef(key);
+}
+
+PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged) {
+    switch (kind->code) {
+    case ZSV_SCALAR:
+        return zs_scalar_load((zs_scalar_kind)kind->scalar, (const char *)staged->u.bits);
+    case ZSV_OBJECT: {
+        zs_ref handle;
+        memcpy(&handle, staged->u.bits, sizeof handle);
+        return zs_conjugate_of(rt, handle);
+    }
+    case ZSV_NAME: {
+        uint32_t words[2];
+        memcpy(words, staged->u.bits, sizeof words);
+        return zsv_name_make(rt, words[0], words[1]);
+    }
+    case ZSV_WEAK: case ZSV_PLAIN: {
+        if (kind->decode == NULL)
+            return PyErr_Format(PyExc_SystemError, "%U has no decoder", kind->what);
+        PyObject *raw = kind->code == ZSV_PLAIN
+                            ? PyBytes_FromStringAndSize((const char *)staged->u.bits, kind->size)
+                            : PyLong_FromUnsignedLongLong(*(const zs_ref *)(const void *)staged->u.bits);
+        PyObject *result = raw ? PyObject_CallFunctionObjArgs(kind->decode, (PyObject *)rt, raw, NULL)
+                               : NULL;
+        Py_XDECREF(raw);
+        return result;
+    }
+    case ZSV_STRING: {
+        PyObject *text = build_string(kind, staged);
+        if (text == NULL || kind->decode == NULL)
+            return text;
+        PyObject *result = PyObject_CallFunctionObjArgs(kind->decode, (PyObject *)rt, text, NULL);
+        Py_DECREF(text);
+        return result;
+    }
+    case ZSV_STRUCT: {
+        PyObject *dict = PyDict_New();
+        for (uint32_t i = 0; dict != NULL && i < kind->member_count; i++) {
+            PyObject *item;
+            if (staged->form == ZSV_BLOB) {
+                zsv_staged member = {0};
+                const char *bytes = zsv_blob(staged) + kind->members[i].offset;
+                item = zsv_capture(rt, kind->members[i].kind, bytes, &member) < 0
+                           ? PyErr_NoMemory()
+                           : zsv_build(rt, kind->members[i].kind, &member);
+                zsv_release(kind->members[i].kind, &member);
+            } else {
+                item = zsv_build(rt, kind->members[i].kind, &staged->u.items[i]);
+            }
+            if (item == NULL || PyDict_SetItem(dict, kind->members[i].name, item) < 0)
+                Py_CLEAR(dict);
+            Py_XDECREF(item);
+        }
+        if (dict == NULL || kind->decode == NULL)
+            return dict;
+        PyObject *result = PyObject_CallFunctionObjArgs(kind->decode, (PyObject *)rt, dict, NULL);
+        Py_DECREF(dict);
+        return result;
+    }
+    case ZSV_ARRAY: case ZSV_SET: {
+        PyObject *list = PyList_New(staged->count);
+        for (uint32_t i = 0; list != NULL && i < staged->count; i++) {
+            PyObject *item = zsv_build(rt, kind->element, &staged->u.items[i]);
+            if (item == NULL)
+                Py_CLEAR(list);
+            else
+                PyList_SET_ITEM(list, i, item);
+        }
+        if (list == NULL || kind->code == ZSV_ARRAY)
+            return list;
+        PyObject *set = PySet_New(list);
+        if (set == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();  /* unhashable elements in Python: a list */
+            return list;
+        }
+        Py_DECREF(list);
+        return set;
+    }
+    case ZSV_MAP: {
+        PyObject *dict = PyDict_New();
+        for (uint32_t i = 0; dict != NULL && i < staged->count; i++) {
+            PyObject *key = zsv_build(rt, kind->element, &staged->u.items[2 * i]);
+            PyObject *usable = key ? hashable(key) : NULL;
+            PyObject *item = usable ? zsv_build(rt, kind->value, &staged->u.items[2 * i + 1]) : NULL;
+            if (item == NULL || PyDict_SetItem(dict, usable, item) < 0)
+                Py_CLEAR(dict);
+            Py_XDECREF(key);
+            Py_XDECREF(usable);
+            Py_XDECREF(item);
+        }
+        return dict;
+    }
+    case ZSV_OPTIONAL:
+        if (staged->count == 0)
+            Py_RETURN_NONE;
+        return zsv_build(rt, kind->element, &staged->u.items[0]);
+    case ZSV_DELEGATE: case ZSV_MULTICAST: case ZSV_SPARSE: {
+        PyObject *list = PyList_New(0);
+        for (uint32_t i = 0; list != NULL && i < staged->count; i++) {
+            const zsv_binding *binding = &staged->u.bindings[i];
+            PyObject *row = binding->callable
+                                ? Py_BuildValue("(KIO)", 0ull, 0u, binding->callable)
+                                : Py_BuildValue("(KIO)", (unsigned long long)binding->object,
+                                                binding->function_name, Py_None);
+            if (row == NULL || PyList_Append(list, row) < 0)
+                Py_CLEAR(list);
+            Py_XDECREF(row);
+        }
+        if (list == NULL || kind->decode == NULL)
+            return list;
+        PyObject *result = PyObject_CallFunctionObjArgs(kind->decode, (PyObject *)rt, list, NULL);
+        Py_DECREF(list);
+        return result;
+    }
+    default:
+        return PyErr_Format(PyExc_SystemError, "unknown kind");
+    }
+}
+
+void zsv_release(zsv_kind *kind, zsv_staged *staged) {
+    switch (staged->form) {
+    case ZSV_UNITS:
+        PyMem_Free(staged->u.units);
+        break;
+    case ZSV_BLOB:
+        if (staged->count > sizeof staged->u.bits)
+            PyMem_Free(staged->u.units);
+        break;
+    case ZSV_ITEMS: {
+        uint32_t count = staged->count;
+        zsv_kind *first = kind->element, *second = kind->value;
+        if (kind->code == ZSV_STRUCT)
+            count = kind->member_count < staged->count ? kind->member_count : staged->count;
+        for (uint32_t i = 0; staged->u.items != NULL && i < count; i++) {
+            if (kind->code == ZSV_STRUCT) {
+                zsv_release(kind->members[i].kind, &staged->u.items[i]);
+            } else if (kind->code == ZSV_MAP) {
+                zsv_release(first, &staged->u.items[2 * i]);
+                zsv_release(second, &staged->u.items[2 * i + 1]);
+            } else {
+                zsv_release(first, &staged->u.items[i]);
+            }
+        }
+        PyMem_Free(staged->u.items);
+        break;
+    }
+    case ZSV_BINDINGS:
+        for (uint32_t i = 0; i < staged->count; i++)
+            Py_XDECREF(staged->u.bindings[i].callable);
+        PyMem_Free(staged->u.bindings);
+        break;
+    default:
+        break;
+    }
+    memset(staged, 0, sizeof *staged);
+}

@@ -1,0 +1,902 @@
+/* Value conjugates: red views and black values (value.h), their tables of
+ * cached views, expiry, scopes, and the lifetime of black values.
+ *
+ * Nothing in this file runs Python code between finding a native address
+ * and using it. Expiry clears addresses in place without allocating; the
+ * housekeeping that may run Python code (dropping references) comes after.
+ */
+#include "value.h"
+
+#include <structmember.h>
+
+/* =========================================================================
+ * Views tables
+ * ========================================================================= */
+
+/* The slot of a key's probe sequence start. */
+static inline uint32_t table_home(const zsv_table *table, Py_ssize_t key) {
+    return (uint32_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 40) & table->mask;
+}
+
+/* The live view cached under `key`, or NULL. */
+static zsv_value *table_get(const zsv_table *table, Py_ssize_t key) {
+    if (table == NULL || table->count == 0)
+        return NULL;
+    for (uint32_t i = table_home(table, key);; i = (i + 1) & table->mask) {
+        const zsv_entry *entry = &table->entries[i];
+        if (entry->view == NULL)
+            return NULL;
+        if (entry->key == key)
+            return entry->view;
+    }
+}
+
+/* A table of `capacity` (a power of two) empty entries, or NULL. */
+static zsv_table *table_new(uint32_t capacity) {
+    zsv_table *table = PyMem_Calloc(1, sizeof *table + capacity * sizeof(zsv_entry));
+    if (table != NULL)
+        table->mask = capacity - 1;
+    return table;
+}
+
+/* Insert an entry known to be absent (no growth). */
+static void table_insert(zsv_table *table, Py_ssize_t key, zsv_value *view) {
+    uint32_t i = table_home(table, key);
+    while (table->entries[i].view != NULL)
+        i = (i + 1) & table->mask;
+    table->entries[i].key = key;
+    table->entries[i].view = view;
+    table->count++;
+}
+
+/* Cache `view` under `key` in *slot's table (made or grown as needed; the key
+ * is absent). PyMem only: no Python code runs. -1 when out of memory. */
+static int table_put(zsv_table **slot, Py_ssize_t key, zsv_value *view) {
+    zsv_table *table = *slot;
+    if (table == NULL || (table->count + 1) * 4 > (table->mask + 1) * 3) {
+        uint32_t capacity = table == NULL ? 4 : (table->mask + 1) * 2;
+        zsv_table *grown = table_new(capacity);
+        if (grown == NULL)
+            return -1;
+        for (uint32_t i = 0; table != NULL && i <= table->mask; i++)
+            if (table->entries[i].view != NULL)
+                table_insert(grown, table->entries[i].key, table->entries[i].view);
+        PyMem_Free(table);
+        *slot = table = grown;
+    }
+    table_insert(table, key, view);
+    return 0;
+}
+
+/* Remove the entry of `view` under `key`, if it is there (backward-shift
+ * deletion keeps every probe sequence unbroken). */
+static void table_remove(zsv_table *table, Py_ssize_t key, const zsv_value *view) {
+    if (table == NULL || table->count == 0)
+        return;
+    uint32_t i = table_home(table, key);
+    for (;; i = (i + 1) & table->mask) {
+        if (table->entries[i].view == NULL)
+            return;
+        if (table->entries[i].key == key && table->entries[i].view == view)
+            break;
+    }
+    uint32_t hole = i;
+    for (uint32_t next = (hole + 1) & table->mask; table->entries[next].view != NULL;
+         next = (next + 1) & table->mask) {
+        uint32_t home = table_home(table, table->entries[next].key);
+        /* Move next into the hole unless its home lies in (hole, next]. */
+        int stays = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
+        if (!stays) {
+            table->entries[hole] = table->entries[next];
+            hole = next;
+        }
+    }
+    table->entries[hole].view = NULL;
+    table->count--;
+}
+
+zsv_value *zsv_table_lookup(const zsv_table *table, Py_ssize_t key) {
+    return table_get(table, key);
+}
+
+void zsv_table_free(zsv_table *table) {
+    assert(table == NULL || table->count == 0);
+    PyMem_Free(table);
+}
+
+/* The table slot of a live holder (an object or value conjugate), or NULL. */
+static zsv_table **holder_table(zs_core_state *state, PyObject *holder) {
+    if (holder == NULL)
+        return NULL;
+    if (PyObject_TypeCheck(holder, state->value_type))
+        return &((zsv_value *)holder)->views;
+    if (PyObject_TypeCheck(holder, state->conjugate_type) &&
+        ZS_CONJUGATE_IS_LIVE((zs_conjugate *)holder))
+        return &((zs_conjugate *)holder)->u.views;
+    return NULL;
+}
+
+/* =========================================================================
+ * Expiry (in place: no Python code, no allocation)
+ * ========================================================================= */
+
+/* Mark one value expired, without touching its views. */
+static void mark_expired(zsv_value *value, PyObject *reason) {
+    value->address = NULL;
+    value->reason = Py_NewRef(reason);  /* an interned module string: nothing runs */
+}
+
+void zsv_expire_table(zsv_table *table, PyObject *reason) {
+    if (table == NULL || table->count == 0)
+        return;
+    for (uint32_t i = 0; i <= table->mask && table->count > 0; i++) {
+        zsv_value *view = table->entries[i].view;
+        if (view == NULL)
+            continue;
+        table->entries[i].view = NULL;
+        table->count--;
+        view->flags &= ~ZSV_V_CACHED;
+        zsv_expire_in_place(view, reason);
+    }
+    assert(table->count == 0);
+}
+
+void zsv_expire_in_place(zsv_value *value, PyObject *reason) {
+    if (value->reason != NULL)
+        return;
+    mark_expired(value, reason);
+    zs_core_state *state = value->runtime->state;
+    /* Below it, views expire because it did; a closed runtime is the reason
+       of everything it held. */
+    zsv_expire_table(value->views,
+                     reason == state->reason_closed ? reason : state->reason_parent);
+}
+
+void zsv_expire_key(zsv_table *table, Py_ssize_t key, PyObject *reason) {
+    zsv_value *view = table_get(table, key);
+    if (view == NULL)
+        return;
+    table_remove(table, key, view);
+    view->flags &= ~ZSV_V_CACHED;
+    zsv_expire_in_place(view, reason);
+}
+
+/* _core.expire_scope(views): a scope ended; its views expire. */
+void zsv_expire_scope(zs_core_state *state, PyObject *views);
+static PyObject *expire_scope(PyObject *module, PyObject *views) {
+    if (!PyList_CheckExact(views)) {
+        PyErr_SetString(PyExc_TypeError, "expire_scope: a list of views");
+        return NULL;
+    }
+    zsv_expire_scope(zs_state_of_module(module), views);
+    Py_RETURN_NONE;
+}
+
+/* Two passes, so that a view obtained in the scope reports the scope as its
+ * reason even when its parent was obtained there too. No Python code. */
+void zsv_expire_scope(zs_core_state *state, PyObject *views) {
+    Py_ssize_t count = PyList_GET_SIZE(views);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = PyList_GET_ITEM(views, i);
+        if (!PyObject_TypeCheck(item, state->value_type))
+            continue;
+        zsv_value *view = (zsv_value *)item;
+        if (view->reason != NULL)
+            continue;
+        mark_expired(view, state->reason_scope);
+        if (view->flags & ZSV_V_CACHED) {
+            zsv_table **slot = holder_table(state, view->parent);
+            if (slot != NULL)
+                table_remove(*slot, view->key, view);
+            view->flags &= ~ZSV_V_CACHED;
+        }
+    }
+    for (Py_ssize_t i = 0; i < count && i < PyList_GET_SIZE(views); i++) {
+        PyObject *item = PyList_GET_ITEM(views, i);
+        if (PyObject_TypeCheck(item, state->value_type))
+            zsv_expire_table(((zsv_value *)item)->views, state->reason_parent);
+    }
+}
+
+/* Raise ExpiredConjugateError for an expired value (or a pending view). */
+PyObject *zsv_raise_expired(zsv_value *value) {
+    zs_core_state *state = value->runtime->state;
+    PyObject *reason = value->reason ? value->reason : state->reason_structure;
+    const char *colour = value->flags & ZSV_V_WAS_BLACK ? "(black value)" : "(red view)";
+    PyObject *name = ((PyHeapTypeObject *)Py_TYPE(value))->ht_name;
+    PyObject *message = PyUnicode_FromFormat("%U %s has expired: %U", name, colour, reason);
+    if (message != NULL) {
+        PyErr_SetObject(state->expired_exception, message);
+        Py_DECREF(message);
+    }
+    return NULL;
+}
+
+/* =========================================================================
+ * Scopes
+ * ========================================================================= */
+
+/* Record a new view in the innermost open zs.scope(), if any. */
+static int register_in_scope(zs_core_state *state, zsv_value *view) {
+    if (state->scopes == NULL)
+        return 0;
+    PyObject *scopes = NULL;
+    if (PyContextVar_Get(state->scopes, NULL, &scopes) < 0)
+        return -1;
+    int result = 0;
+    if (scopes != NULL && PyTuple_CheckExact(scopes) && PyTuple_GET_SIZE(scopes) > 0) {
+        PyObject *innermost = PyTuple_GET_ITEM(scopes, PyTuple_GET_SIZE(scopes) - 1);
+        if (PyList_CheckExact(innermost))
+            result = PyList_Append(innermost, (PyObject *)view);
+    }
+    Py_XDECREF(scopes);
+    return result;
+}
+
+/* =========================================================================
+ * Views
+ * ========================================================================= */
+
+/* A new value conjugate of `kind` with nothing set (address NULL). */
+static zsv_value *value_alloc(zs_runtime_core *rt, zsv_kind *kind, Py_ssize_t inline_bytes) {
+    PyTypeObject *cls = kind->cls;
+    if (cls == NULL || !PyType_IsSubtype(cls, rt->state->value_type)) {
+        PyErr_Format(PyExc_TypeError, "%U values have no conjugate class", kind->what);
+        return NULL;
+    }
+    /* Value classes are not tracked by the cycle collector (value_class_init):
+       this allocation cannot run it. */
+    zsv_value *value = (zsv_value *)cls->tp_alloc(cls, inline_bytes);
+    if (value == NULL)
+        return NULL;
+    value->kind = (zsv_kind *)Py_NewRef((PyObject *)kind);
+    value->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
+    value->key = -1;
+    return value;
+}
+
+PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
+                   zs_ref owner, zsv_locator locate) {
+    if (!(kind->flags & ZSV_VIEW)) {
+        char *at = locate(parent, key);
+        if (at == NULL)
+            return NULL;
+        zsv_staged staged = {0};
+        if (zsv_capture(rt, kind, at, &staged) < 0)
+            return PyErr_NoMemory();
+        /* From here on the copy is private: building it may run Python code. */
+        PyObject *result = zsv_build(rt, kind, &staged);
+        zsv_release(kind, &staged);
+        return result;
+    }
+    zs_core_state *state = rt->state;
+    zsv_table **slot = holder_table(state, parent);
+    if (slot == NULL)
+        return locate(parent, key) == NULL ? NULL : PyErr_Format(PyExc_SystemError, "no views table");
+    zsv_value *found = table_get(*slot, key);
+    if (found != NULL) {
+        assert(found->address != NULL);
+        return Py_NewRef((PyObject *)found);
+    }
+    zsv_value *view = value_alloc(rt, kind, 0);
+    if (view == NULL)
+        return NULL;
+    view->parent = Py_NewRef(parent);
+    view->owner = owner;
+    view->key = key;
+    if (register_in_scope(state, view) < 0) {
+        Py_DECREF(view);
+        return NULL;
+    }
+    /* The address last, from the parent as it is now: nothing between here
+       and the end runs Python code. */
+    char *at = locate(parent, key);
+    slot = at != NULL ? holder_table(state, parent) : NULL;
+    if (at == NULL || slot == NULL) {
+        if (at != NULL)
+            PyErr_SetString(PyExc_SystemError, "the parent expired while its view was made");
+        mark_expired(view, state->reason_parent);
+        Py_DECREF(view);
+        return NULL;
+    }
+    assert(table_get(*slot, key) == NULL);
+    if (table_put(slot, key, view) < 0) {
+        mark_expired(view, state->reason_parent);
+        Py_DECREF(view);
+        return PyErr_NoMemory();
+    }
+    view->flags |= ZSV_V_CACHED;
+    view->address = at;
+    return (PyObject *)view;
+}
+
+PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address) {
+    zsv_value *view = value_alloc(rt, kind, 0);
+    if (view == NULL)
+        return NULL;
+    if (register_in_scope(rt->state, view) < 0) {
+        Py_DECREF(view);
+        return NULL;
+    }
+    view->address = address;
+    return (PyObject *)view;
+}
+
+/* =========================================================================
+ * Black values
+ * ========================================================================= */
+
+/* Link a new black value into its runtime's black list. */
+static void black_link(zsv_value *value) {
+    zs_runtime_core *rt = value->runtime;
+    value->prev = NULL;
+    value->next = rt->blacks;
+    if (rt->blacks != NULL)
+        rt->blacks->prev = value;
+    rt->blacks = value;
+}
+
+/* Unlink a black value (it stops being black). */
+static void black_unlink(zsv_value *value) {
+    if (!(value->flags & ZSV_V_BLACK))
+        return;
+    zs_runtime_core *rt = value->runtime;
+    if (value->prev != NULL)
+        value->prev->next = value->next;
+    else
+        rt->blacks = value->next;
+    if (value->next != NULL)
+        value->next->prev = value->prev;
+    value->prev = value->next = NULL;
+    value->flags &= ~ZSV_V_BLACK;
+    if (value->flags & ZSV_V_INLINE) {
+        assert(rt->inline_blacks > 0);
+        rt->inline_blacks--;
+    }
+}
+
+/* Raise for a closed runtime; returns NULL. */
+static void *closed_error(zs_runtime_core *rt) {
+    PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
+    return NULL;
+}
+
+zsv_value *zsv_new_black(zs_runtime_core *rt, zsv_kind *kind) {
+    if (rt->native == NULL || rt->closing)
+        return closed_error(rt);
+    if (rt->deferred_count > 0)
+        zsv_flush(rt);  /* a safe point: the frees finalisers queued */
+    if (kind->flags & ZSV_BITWISE) {  /* inline: nothing native to allocate */
+        zsv_value *value = value_alloc(
+            rt, kind, (Py_ssize_t)(ZSV_INLINE_OFFSET - sizeof(zsv_value) + kind->size));
+        if (value == NULL)
+            return NULL;
+        value->address = (char *)value + ZSV_INLINE_OFFSET;  /* zeroed by tp_alloc */
+        value->flags = ZSV_V_BLACK | ZSV_V_INLINE | ZSV_V_WAS_BLACK;
+        rt->inline_blacks++;
+        black_link(value);
+        return value;
+    }
+    /* Also drop the callables no binding holds any more (dropping one may
+       run Python code: before anything native is held). */
+    if (rt->callable_count > 0 && zsv_callables_drain(rt) < 0)
+        return NULL;
+    const zs_type *type = zsv_native_type(rt, kind);
+    if (type == NULL)
+        return NULL;
+    zsv_value *value = value_alloc(rt, kind, 0);
+    if (value == NULL)
+        return NULL;
+    zs_ref handle = ZS_NULL_REF;
+    void *block = NULL;
+    zs_status status = rt->state->api.zs_value_new(rt->native, type, &handle, &block);
+    if (status != ZS_OK) {
+        Py_DECREF(value);
+        return (zsv_value *)zsv_refused(rt, status, kind->what);
+    }
+    value->address = block;
+    value->black = handle;
+    value->flags = ZSV_V_BLACK | ZSV_V_WAS_BLACK;
+    black_link(value);
+    return value;
+}
+
+/* Free a black value's native block now (dispose) or at the next safe
+ * point (finalisation: rule 9 of docs/design.md, a finaliser only queues). */
+static void black_free(zsv_value *value, int now) {
+    zs_runtime_core *rt = value->runtime;
+    zs_ref handle = value->black;
+    value->black = ZS_NULL_REF;
+    black_unlink(value);
+    if (handle == ZS_NULL_REF || rt->native == NULL)
+        return;  /* inline, or the runtime freed everything when it closed */
+    if (now) {
+        rt->state->api.zs_value_free(rt->native, handle);
+        return;
+    }
+    if (rt->deferred_count == rt->deferred_capacity) {
+        uint32_t capacity = rt->deferred_capacity ? rt->deferred_capacity * 2 : 64;
+        zs_ref *grown = PyMem_Realloc(rt->deferred, capacity * sizeof *grown);
+        if (grown == NULL)
+            return;  /* out of memory in a finaliser: the block lives until close */
+        rt->deferred = grown;
+        rt->deferred_capacity = capacity;
+    }
+    rt->deferred[rt->deferred_count++] = handle;
+    rt->flush_pending = 1;
+}
+
+void zsv_flush(zs_runtime_core *rt) {
+    rt->flush_pending = 0;
+    if (rt->native == NULL) {
+        rt->deferred_count = 0;
+        return;
+    }
+    while (rt->deferred_count > 0)
+        rt->state->api.zs_value_free(rt->native, rt->deferred[--rt->deferred_count]);
+}
+
+void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason) {
+    while (rt->blacks != NULL) {
+        zsv_value *value = rt->blacks;
+        zsv_expire_in_place(value, reason);
+        value->black = ZS_NULL_REF;  /* the runtime frees every block itself */
+        black_unlink(value);
+    }
+    rt->deferred_count = 0;
+    rt->flush_pending = 0;
+}
+
+/* =========================================================================
+ * The ValueConjugate type
+ * ========================================================================= */
+
+int zsv_check(zs_core_state *state, PyObject *object) {
+    return PyObject_TypeCheck(object, state->value_type);
+}
+
+/* Conjugates are made by this module only: a bare one has no memory. */
+static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs);
+
+/* A value conjugate goes: out of its parent's table, out of the black list
+ * (its native block queued for the next safe point). */
+static void value_dealloc(PyObject *self) {
+    zsv_value *value = (zsv_value *)self;
+    PyTypeObject *type = Py_TYPE(self);
+    if (value->weakrefs != NULL)
+        PyObject_ClearWeakRefs(self);
+    zs_core_state *state = value->runtime ? value->runtime->state : NULL;
+    if (state != NULL && (value->flags & ZSV_V_CACHED)) {
+        zsv_table **slot = holder_table(state, value->parent);
+        if (slot != NULL)
+            table_remove(*slot, value->key, value);
+    }
+    /* A value's views hold it: none is left in its table. */
+    zsv_table_free(value->views);
+    value->views = NULL;
+    if (value->runtime != NULL && (value->flags & ZSV_V_BLACK))
+        black_free(value, 0);
+    value->address = NULL;
+    Py_CLEAR(value->parent);
+    Py_CLEAR(value->reason);
+    Py_CLEAR(value->kind);
+    Py_CLEAR(value->runtime);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+/* `is_black`: owned by Python (created from Python or cloned), until disposed. */
+static PyObject *value_get_black(PyObject *self, void *closure) {
+    (void)closure;
+    return PyBool_FromLong((((zsv_value *)self)->flags & ZSV_V_BLACK) != 0);
+}
+
+/* `is_expired`: True once the memory may be gone; never raises. */
+static PyObject *value_get_expired(PyObject *self, void *closure) {
+    (void)closure;
+    zsv_value *value = (zsv_value *)self;
+    return PyBool_FromLong(value->address == NULL);
+}
+
+/* `_expired_reason`: why it expired (None while live). */
+static PyObject *value_get_reason(PyObject *self, void *closure) {
+    (void)closure;
+    zsv_value *value = (zsv_value *)self;
+    if (value->address != NULL)
+        Py_RETURN_NONE;
+    return Py_NewRef(value->reason ? value->reason : value->runtime->state->reason_structure);
+}
+
+/* `_kind`: the value's kind. */
+static PyObject *value_get_kind(PyObject *self, void *closure) {
+    (void)closure;
+    return Py_NewRef((PyObject *)((zsv_value *)self)->kind);
+}
+
+/* `_rt`: the runtime. */
+static PyObject *value_get_runtime(PyObject *self, void *closure) {
+    (void)closure;
+    return Py_NewRef((PyObject *)((zsv_value *)self)->runtime);
+}
+
+/* dispose(): free a black value now (its views expire); no-op once expired.
+ * A red view cannot be disposed. */
+static PyObject *value_dispose(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zsv_value *value = (zsv_value *)self;
+    if (!(value->flags & ZSV_V_BLACK)) {
+        if (value->address == NULL)
+            Py_RETURN_NONE;
+        PyErr_Format(PyExc_TypeError,
+                     "%U is a red view (owned natively) and cannot be disposed; clone() it to "
+                     "get a black copy you own",
+                     ((PyHeapTypeObject *)Py_TYPE(self))->ht_name);
+        return NULL;
+    }
+    zsv_expire_in_place(value, value->runtime->state->reason_disposed);
+    black_free(value, 1);
+    Py_RETURN_NONE;
+}
+
+/* clone(): a black deep copy (always black, independent of this one). */
+static PyObject *value_clone(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zsv_value *value = (zsv_value *)self;
+    zs_runtime_core *rt = value->runtime;
+    if (zsv_live(value) == NULL)
+        return NULL;
+    zsv_value *copy = zsv_new_black(rt, value->kind);
+    if (copy == NULL)
+        return NULL;
+    /* Nothing above ran Python code; check again all the same. */
+    if (zsv_live(value) == NULL) {
+        Py_DECREF(copy);
+        return NULL;
+    }
+    if (value->kind->flags & ZSV_BITWISE) {
+        memcpy(copy->address, value->address, value->kind->size);
+        return (PyObject *)copy;
+    }
+    const zs_type *type = zsv_native_type(rt, value->kind);
+    zs_status status = type == NULL ? ZS_E_INVALID
+                                    : rt->state->api.zs_value_assign(rt->native, ZS_NULL_REF, type,
+                                                                     copy->address, value->address);
+    if (status != ZS_OK) {
+        black_free(copy, 1);
+        zsv_expire_in_place(copy, rt->state->reason_disposed);
+        Py_DECREF(copy);
+        return type == NULL ? NULL : zsv_refused(rt, status, value->kind->what);
+    }
+    return (PyObject *)copy;
+}
+
+/* __enter__: the value itself. */
+static PyObject *value_enter(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return Py_NewRef(self);
+}
+
+/* __exit__: dispose(). */
+static PyObject *value_exit(PyObject *self, PyObject *args) {
+    (void)args;
+    PyObject *done = value_dispose(self, NULL);
+    if (done == NULL)
+        return NULL;
+    Py_DECREF(done);
+    Py_RETURN_FALSE;
+}
+
+/* __copy__ and __deepcopy__: clone(). */
+static PyObject *value_copy(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return value_clone(self, NULL);
+}
+
+static PyObject *value_deepcopy(PyObject *self, PyObject *memo) {
+    (void)memo;
+    return value_clone(self, NULL);
+}
+
+/* Values are native memory: not picklable (convert to a Python value first). */
+static PyObject *value_reduce(PyObject *self, PyObject *protocol) {
+    (void)protocol;
+    PyErr_Format(PyExc_TypeError, "%U conjugates cannot be pickled; convert to a Python value first",
+                 ((PyHeapTypeObject *)Py_TYPE(self))->ht_name);
+    return NULL;
+}
+
+/* to_python(): a plain Python copy (dict, list, set, str...), copied out
+ * under the rule (captured natively first, then built). */
+static PyObject *value_to_python(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zsv_value *value = (zsv_value *)self;
+    char *at = zsv_live(value);
+    if (at == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    if (zsv_capture(value->runtime, value->kind, at, &staged) < 0)
+        return PyErr_NoMemory();
+    PyObject *result = zsv_build(value->runtime, value->kind, &staged);
+    zsv_release(value->kind, &staged);
+    return result;
+}
+
+/* _assign(value): replace the whole value (stage, then write): a black
+ * value or a red view alike. */
+static PyObject *value_assign(PyObject *self, PyObject *argument) {
+    zsv_value *value = (zsv_value *)self;
+    zs_runtime_core *rt = value->runtime;
+    if (zsv_live(value) == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    if (zsv_stage(rt, value->kind, argument, &staged, value->kind->what) < 0)
+        return NULL;
+    zs_status status = ZS_E_STALE;
+    if (value->address != NULL && rt->native != NULL && !rt->closing) {
+        status = zsv_emit(rt, value->kind, &staged, value->owner, value->address);
+        if (status == ZS_OK)
+            zsv_expire_table(value->views, rt->state->reason_structure);
+    }
+    int expired = value->address == NULL;
+    zsv_release(value->kind, &staged);
+    if (expired)
+        return zsv_raise_expired(value);
+    if (status != ZS_OK)
+        return zsv_refused(rt, status, value->kind->what);
+    Py_RETURN_NONE;
+}
+
+static PyGetSetDef value_getset[] = {
+    {"is_black", value_get_black, NULL,
+     "True for values owned by Python (created from Python or cloned), until disposed.", NULL},
+    {"is_expired", value_get_expired, NULL, "True once the memory may be gone; never raises.",
+     NULL},
+    {"_expired_reason", value_get_reason, NULL, "Why it expired (None while live).", NULL},
+    {"_kind", value_get_kind, NULL, "The value's kind.", NULL},
+    {"_rt", value_get_runtime, NULL, "The runtime.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef value_methods[] = {
+    {"dispose", value_dispose, METH_NOARGS,
+     "Free a black value now (views into it expire); no-op if already disposed. Red views "
+     "cannot be disposed: TypeError."},
+    {"clone", value_clone, METH_NOARGS, "A black deep copy (always black, independent of this one)."},
+    {"to_python", value_to_python, METH_NOARGS,
+     "A plain Python copy (dict, list, set, str...), nested values converted."},
+    {"_assign", value_assign, METH_O, "Replace the whole value (a copy of `value`)."},
+    {"__enter__", value_enter, METH_NOARGS, NULL},
+    {"__exit__", value_exit, METH_VARARGS, NULL},
+    {"__copy__", value_copy, METH_NOARGS, NULL},
+    {"__deepcopy__", value_deepcopy, METH_O, NULL},
+    {"__reduce_ex__", value_reduce, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef value_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(zsv_value, weakrefs), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot value_slots[] = {
+    {Py_tp_doc, "Base of every non-object conjugate (a red view or a black value)."},
+    {Py_tp_new, value_new},
+    {Py_tp_dealloc, value_dealloc},
+    {Py_tp_getset, value_getset},
+    {Py_tp_methods, value_methods},
+    {Py_tp_members, value_members},
+    {0, NULL},
+};
+
+static PyType_Spec value_spec = {
+    .name = "zsharp_py._core.ValueConjugate",
+    .basicsize = sizeof(zsv_value),
+    .itemsize = 1, /* inline black values keep their bytes after the fixed part */
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .slots = value_slots,
+};
+
+/* =========================================================================
+ * Creation: Cls(...) for value classes
+ * ========================================================================= */
+
+/* The kind of a value class, or NULL (no error) when it has none yet. */
+static zsv_kind *class_kind(zs_core_state *state, PyTypeObject *cls) {
+    PyObject *kind = _PyType_Lookup(cls, state->str_zs_kind);  /* borrowed, no error */
+    return kind != NULL && zsv_is_kind(state, kind) ? (zsv_kind *)kind : NULL;
+}
+
+/* The runtime new values go to: `with Runtime()`'s, else the default one
+ * (made by Python's current_runtime()). New reference, or NULL. */
+static zs_runtime_core *current_runtime(zs_core_state *state) {
+    PyObject *value = NULL;
+    if (PyContextVar_Get(state->current, NULL, &value) < 0)
+        return NULL;
+    if (value != NULL && PyObject_TypeCheck(value, state->runtime_type) &&
+        ((zs_runtime_core *)value)->native != NULL && !((zs_runtime_core *)value)->closing)
+        return (zs_runtime_core *)value;
+    Py_XDECREF(value);
+    PyObject *made = PyObject_CallNoArgs(state->current_runtime);
+    if (made != NULL && !PyObject_TypeCheck(made, state->runtime_type)) {
+        Py_DECREF(made);
+        PyErr_SetString(PyExc_TypeError, "current_runtime() did not return a runtime");
+        return NULL;
+    }
+    return (zs_runtime_core *)made;
+}
+
+/* Cls(value) / Struct(*members, **members): stage the arguments (Python code
+ * may run), then allocate the black value and write (none runs). The class's
+ * own __new__ (Python) prepares the kind on first use and delegates here. */
+static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    zs_core_state *state = zs_state_of_type(type);
+    zsv_kind *kind = state ? class_kind(state, type) : NULL;
+    if (state != NULL && (kind == NULL || kind->cls != type)) {
+        /* First use: the class lays itself out (resolving what it names). */
+        PyObject *prepared = PyObject_CallMethod((PyObject *)type, "_zs_prepare", NULL);
+        if (prepared == NULL)
+            return NULL;
+        Py_DECREF(prepared);
+        if (type->tp_new != value_new)  /* laying out gave the class a constructor of its own */
+            return type->tp_new(type, args, kwargs);
+        kind = class_kind(state, type);
+    }
+    if (kind == NULL || kind->cls != type) {
+        PyErr_Format(PyExc_TypeError, "%s values cannot be created directly", type->tp_name);
+        return NULL;
+    }
+    zs_runtime_core *rt = current_runtime(state);
+    if (rt == NULL)
+        return NULL;
+    zsv_staged staged = {0};
+    int has_value = 0;
+    if (kind->code == ZSV_STRUCT && kind->encode == NULL) {
+        if (zsv_stage_members(rt, kind, args, kwargs, &staged) < 0) {
+            Py_DECREF(rt);
+            return NULL;
+        }
+        has_value = 1;
+    } else {
+        if ((kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) || PyTuple_GET_SIZE(args) > 1) {
+            PyErr_Format(PyExc_TypeError, "%U() takes at most one positional argument", kind->what);
+            Py_DECREF(rt);
+            return NULL;
+        }
+        if (PyTuple_GET_SIZE(args) == 1) {
+            if (zsv_stage(rt, kind, PyTuple_GET_ITEM(args, 0), &staged, kind->what) < 0) {
+                Py_DECREF(rt);
+                return NULL;
+            }
+            has_value = 1;
+        }
+    }
+    zsv_value *value = zsv_new_black(rt, kind);
+    zs_status status = ZS_OK;
+    if (value != NULL) {
+        if (kind->image != NULL)
+            memcpy(value->address, PyBytes_AS_STRING(kind->image),
+                   (size_t)PyBytes_GET_SIZE(kind->image));
+        if (has_value)
+            status = zsv_emit(rt, kind, &staged, ZS_NULL_REF, value->address);
+    }
+    zsv_release(kind, &staged);
+    if (value != NULL && status != ZS_OK) {
+        PyObject *done = value_dispose((PyObject *)value, NULL);
+        Py_XDECREF(done);
+        Py_CLEAR(value);
+        zsv_refused(rt, status, kind->what);
+    }
+    Py_DECREF(rt);
+    return (PyObject *)value;
+}
+
+/* value_class_init(cls): make a new value class ready: its instances are not
+ * tracked by the cycle collector (value.h: a value refers only to its
+ * parent, kind and runtime; nothing refers back to it but borrowed tables),
+ * so allocating one never runs the collector; and a value class cannot
+ * finalise its instances (__del__ would run Python code while a value is
+ * being dropped from a table). Must run before the class has instances. */
+static PyObject *value_class_init(PyObject *module, PyObject *arg) {
+    zs_core_state *state = zs_state_of_module(module);
+    if (!PyType_Check(arg) || !PyType_IsSubtype((PyTypeObject *)arg, state->value_type)) {
+        PyErr_SetString(PyExc_TypeError, "value_class_init: not a value class");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)arg;
+    if (cls->tp_basicsize != state->value_type->tp_basicsize || cls->tp_dictoffset != 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: a value class cannot have instance attributes of its own (__slots__ "
+                     "or __dict__): its state lives in native memory", cls->tp_name);
+        return NULL;
+    }
+    if (cls->tp_finalize != NULL || cls->tp_del != NULL) {
+        PyErr_Format(PyExc_TypeError, "%s: a value class cannot define __del__", cls->tp_name);
+        return NULL;
+    }
+    cls->tp_flags &= ~Py_TPFLAGS_HAVE_GC;
+    cls->tp_free = PyObject_Free;
+    cls->tp_traverse = NULL;
+    cls->tp_clear = NULL;
+    Py_RETURN_NONE;
+}
+
+/* _core.black_count(runtime) -> inline black values alive (values_alive()). */
+static PyObject *inline_blacks(PyObject *module, PyObject *runtime) {
+    zs_core_state *state = zs_state_of_module(module);
+    if (!PyObject_TypeCheck(runtime, state->runtime_type)) {
+        PyErr_SetString(PyExc_TypeError, "inline_blacks: a runtime");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(((zs_runtime_core *)runtime)->inline_blacks);
+}
+
+/* Arguments of the block functions: (runtime, kind, address). */
+static int block_arguments(zs_core_state *state, PyObject *const *args, Py_ssize_t nargs,
+                           Py_ssize_t wanted, zs_runtime_core **rt, zsv_kind **kind,
+                           char **address) {
+    if (nargs != wanted || !PyObject_TypeCheck(args[0], state->runtime_type) ||
+        !zsv_is_kind(state, args[1])) {
+        PyErr_SetString(PyExc_TypeError, "block functions take (runtime, kind, address, ...)");
+        return -1;
+    }
+    *rt = (zs_runtime_core *)args[0];
+    *kind = (zsv_kind *)args[1];
+    *address = PyLong_AsVoidPtr(args[2]);
+    if (*address == NULL)
+        return PyErr_Occurred() ? -1 : (PyErr_SetString(PyExc_ValueError, "null block"), -1);
+    if ((*rt)->native == NULL || (*rt)->closing)
+        return PyErr_SetString(state->expired_exception, "the runtime has been closed"), -1;
+    return zsv_native_type(*rt, *kind) == NULL ? -1 : 0;
+}
+
+/* _core.block_view(runtime, kind, address): a red view of a value inside a
+ * parameter block of a call from native code (zsharp_py/_calls.py); only
+ * the call's scope expires it. */
+static PyObject *block_view(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    zs_runtime_core *rt;
+    zsv_kind *kind;
+    char *address;
+    if (block_arguments(zs_state_of_module(module), args, nargs, 3, &rt, &kind, &address) < 0)
+        return NULL;
+    return zsv_block_view(rt, kind, address);
+}
+
+/* _core.block_write(runtime, kind, address, value): write a result into a
+ * parameter block (staged first, owned by no object). */
+static PyObject *block_write(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    zs_runtime_core *rt;
+    zsv_kind *kind;
+    char *address;
+    if (block_arguments(zs_state_of_module(module), args, nargs, 4, &rt, &kind, &address) < 0)
+        return NULL;
+    zsv_staged staged = {0};
+    if (zsv_stage(rt, kind, args[3], &staged, kind->what) < 0)
+        return NULL;
+    zs_status status = zsv_emit(rt, kind, &staged, ZS_NULL_REF, address);
+    zsv_release(kind, &staged);
+    if (status != ZS_OK)
+        return zsv_refused(rt, status, kind->what);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef value_functions[] = {
+    {"block_view", (PyCFunction)(void (*)(void))block_view, METH_FASTCALL,
+     "A red view of a value in a parameter block of a call from native code."},
+    {"block_write", (PyCFunction)(void (*)(void))block_write, METH_FASTCALL,
+     "Write a result into a parameter block of a call from native code."},
+    {"expire_scope", expire_scope, METH_O, "Expire the views of a scope that has ended."},
+    {"value_class_init", value_class_init, METH_O, "Make a new value class ready."},
+    {"inline_blacks", inline_blacks, METH_O, "Inline black values alive in a runtime."},
+    {NULL, NULL, 0, NULL},
+};
+
+int zsv_add_value_type(PyObject *module, zs_core_state *state) {
+    state->value_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &value_spec, NULL);
+    if (state->value_type == NULL ||
+        PyModule_AddObjectRef(module, "ValueConjugate", (PyObject *)state->value_type) < 0)
+        return -1;
+    state->str_zs_kind = PyUnicode_InternFromString("_zs_kind");
+    if (state->str_zs_kind == NULL)
+        return -1;
+    return PyModule_AddFunctions(module, value_functions);
+}

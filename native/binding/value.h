@@ -1,0 +1,313 @@
+/* The value layer of zsharp_py._core: kinds, value conjugates and the
+ * marshalling rule.
+ *
+ * Every non-object conjugate (a struct, a string, a name, a container, an
+ * optional, a delegate, an object wrapper) is a value conjugate: a red view
+ * into memory something else owns (a member of an object or of another
+ * value, an element of a container), or a black value that Python owns.
+ * Its type is described by a kind (zsv_kind): how the value is laid out,
+ * which native type it is in each runtime, and how it converts to and from
+ * Python.
+ *
+ * THE RULE (docs/design.md, "Hostile values"). Converting a Python value
+ * may run arbitrary Python code: __index__, __float__, __len__, __iter__,
+ * __eq__/__hash__, a str subclass's methods, and CPython's cycle collector
+ * firing __del__ or gc.callbacks on any allocation. That code may grow,
+ * rehash, dispose, collect or close anything. So every write goes in three
+ * phases:
+ *
+ *   1. stage:   the Python value is converted completely into a staged value
+ *               (zsv_staged): private memory of this module, no native
+ *               address involved. Python code may run.
+ *   2. commit:  the destination is resolved from live conjugates (the owner
+ *               checked, indices re-checked against the container as it is
+ *               now), the staged value is emitted into native memory, and the
+ *               views the write invalidates are expired in place. No Python
+ *               code runs: nothing here allocates a Python object or drops a
+ *               reference.
+ *   3. release: the staged value is freed and expired views are dropped from
+ *               their caches. Python code may run again; nothing dangles.
+ *
+ * Reads that copy out follow the same rule backwards: capture the native
+ * data into a staged value (no Python code), then build Python objects from
+ * it. A view is created expired-pending, registered (cache, scope), and only
+ * then given its address, after re-checking its parent.
+ *
+ * Expiry never allocates: a view is expired by clearing its address and
+ * pointing its reason at one of the module's interned reason strings.
+ */
+#ifndef ZSHARP_PY_VALUE_H
+#define ZSHARP_PY_VALUE_H
+
+#include "core.h"
+
+/* ---- kinds ------------------------------------------------------------------ */
+
+typedef enum zsv_code {
+    ZSV_SCALAR = 1,  /* a number or bool: scalar_kind */
+    ZSV_OBJECT,      /* zs_ref, strong: reads as the conjugate (target: its class) */
+    ZSV_WEAK,        /* zs_ref, weak: reads through `decode` (a WeakObjectPtr) */
+    ZSV_NAME,        /* two uint32: name index, number: reads as zs.Name */
+    ZSV_STRING,      /* zs_string of unit-byte code units: a view of `cls` */
+    ZSV_STRUCT,      /* members: a view of `cls` */
+    ZSV_ARRAY,       /* zs_array of element */
+    ZSV_SET,         /* zs_hash of element */
+    ZSV_MAP,         /* zs_hash of element (key), value */
+    ZSV_OPTIONAL,    /* element, then a uint8 flag at value_offset */
+    ZSV_PLAIN,       /* plain bytes made by `encode`, read by `decode` (class ids, ids) */
+    ZSV_DELEGATE,    /* zs_binding */
+    ZSV_MULTICAST,   /* zs_array of zs_binding */
+    ZSV_SPARSE,      /* zs_array * */
+    ZSV_CODES
+} zsv_code;
+
+/* Kind flags. */
+#define ZSV_VIEW 0x1u     /* reads make a view (red conjugate of `cls`), not a plain value */
+#define ZSV_BITWISE 0x2u  /* copy is memcpy, nothing to destroy, no references */
+#define ZSV_UTF16 0x4u    /* ZSV_STRING: code units are UTF-16 (else UTF-8) */
+#define ZSV_ASCII 0x8u    /* ZSV_STRING: ASCII only */
+
+/* One member of a struct kind. */
+typedef struct zsv_member {
+    PyObject *name;             /* str */
+    struct zsv_kind *kind;      /* strong */
+    uint32_t offset;
+} zsv_member;
+
+/* A kind: one type of value, described once per process; its native type in
+ * each runtime is registered on first use (zsv_native_type). Immutable once
+ * made, except `members` of a struct, set once by set_members (a struct may
+ * hold arrays of itself, so its kind exists before its members). */
+typedef struct zsv_kind {
+    PyObject_HEAD
+    uint32_t id;                /* index of the runtimes' native type caches */
+    uint8_t code;               /* zsv_code */
+    uint8_t scalar;             /* ZSV_SCALAR: zs_scalar_kind */
+    uint8_t unit;               /* ZSV_STRING: bytes per code unit */
+    uint8_t native_kind;        /* zs_type_kind of the native type */
+    uint32_t flags;             /* ZSV_* */
+    uint32_t size, align;
+    uint32_t value_offset;      /* ZSV_MAP: the value in an entry; ZSV_OPTIONAL: the flag */
+    uint32_t entry_size;        /* containers: bytes per entry */
+    struct zsv_kind *element;   /* containers: element (map: key) */
+    struct zsv_kind *value;     /* ZSV_MAP: value */
+    PyTypeObject *cls;          /* ZSV_VIEW kinds: the conjugate class; ZSV_OBJECT: the target */
+    PyObject *what;             /* str: the type's name for messages ("Array[Int32]") */
+    PyObject *encode;           /* Python (runtime, value) -> a form C stages (PLAIN: bytes;
+                                   WEAK: an object or None; a soft pointer: its path;
+                                   delegates: a list of (handle, name index, callable)); or NULL */
+    PyObject *decode;           /* Python (runtime, raw) -> value: PLAIN (bytes), WEAK (handle) */
+    PyObject *struct_name;      /* ZSV_STRUCT: bytes, the native type's name */
+    PyObject *image;            /* ZSV_STRUCT: bytes of a new value's plain defaults, or NULL */
+    zsv_member *members;        /* ZSV_STRUCT */
+    uint32_t member_count;
+    int members_set;
+} zsv_kind;
+
+/* ---- staged values ------------------------------------------------------------ */
+
+typedef enum zsv_form {
+    ZSV_ABSENT = 0,  /* a struct member left as it is */
+    ZSV_BITS,        /* u.bits: scalars, plain data, references, names */
+    ZSV_UNITS,       /* u.units: count code units of a string */
+    ZSV_BLOB,        /* the count bytes of a bitwise value: in u.bits up to 16, else u.units */
+    ZSV_ITEMS,       /* u.items: struct members (member_count), elements (count), map
+                        keys and values alternating (2 x count), optional (count 0 or 1) */
+    ZSV_BINDINGS     /* u.bindings: count delegate bindings */
+} zsv_form;
+
+/* A staged binding: an object and a method name, or a callable (strong). */
+typedef struct zsv_binding {
+    zs_ref object;
+    uint32_t function_name;
+    PyObject *callable;
+} zsv_binding;
+
+/* A Python value converted into private memory (phase 1), or native data
+ * captured for copying out. Never points into native memory. */
+typedef struct zsv_staged {
+    uint8_t form;               /* zsv_form */
+    uint32_t count;
+    union {
+        unsigned char bits[16];
+        void *units;            /* PyMem */
+        struct zsv_staged *items; /* PyMem */
+        zsv_binding *bindings;  /* PyMem */
+    } u;
+} zsv_staged;
+
+/* The bytes of a ZSV_BLOB staged value. */
+static inline const char *zsv_blob(const zsv_staged *staged) {
+    return staged->count > sizeof staged->u.bits ? (const char *)staged->u.units
+                                                 : (const char *)staged->u.bits;
+}
+
+/* ---- views tables ------------------------------------------------------------- */
+
+/* The red views cached under one holder (an object or value conjugate), by
+ * key (a member offset, an element index, ~index for a map value). Entries
+ * are borrowed: a view removes itself when it is deallocated, so a holder
+ * and its views never form a reference cycle. Open addressing, linear
+ * probing, deletion by backward shift. Changed with no Python code run. */
+typedef struct zsv_entry {
+    Py_ssize_t key;
+    struct zsv_value *view;     /* NULL: empty */
+} zsv_entry;
+
+typedef struct zsv_table {
+    uint32_t count, mask;       /* capacity mask + 1 entries */
+    zsv_entry entries[];
+} zsv_table;
+
+/* ---- value conjugates ------------------------------------------------------------- */
+
+/* A value conjugate. Live while `reason` is NULL; `address` is set only once
+ * a view is registered (its parent's table, its scope) and cleared by
+ * expiry, so accessors test `address` alone. Black values sit in their
+ * runtime's black list (close() expires them all) and are freed exactly
+ * once: on dispose() or, queued (zsv_flush), when Python finalises them.
+ * An inline black value (a struct of plain data) keeps its bytes after the
+ * fixed part of the object: nothing native to free. Not tracked by
+ * CPython's cycle collector: a value refers to its parent, its kind and its
+ * runtime, and nothing refers back to it but borrowed tables. */
+typedef struct zsv_value {
+    PyObject_HEAD
+    char *address;              /* the value's memory; NULL when expired (or pending) */
+    zsv_kind *kind;             /* strong */
+    zs_runtime_core *runtime;   /* strong */
+    PyObject *parent;           /* strong: what the view points into (NULL: black, or a block) */
+    PyObject *reason;           /* NULL while live; else why it expired (an interned str) */
+    PyObject *weakrefs;
+    zsv_table *views;           /* red views cached under this value (PyMem), or NULL */
+    zs_ref owner;               /* the object whose memory this is (0: black, or in a black) */
+    zs_ref black;               /* native black value handle (0: red, or inline) */
+    Py_ssize_t key;             /* this view's key in its parent's table */
+    struct zsv_value *prev, *next; /* the runtime's black list */
+    uint32_t flags;             /* ZSV_V_* */
+} zsv_value;
+
+#define ZSV_V_BLACK 0x1u     /* owned by Python (in the black list until expired) */
+#define ZSV_V_INLINE 0x2u    /* black, bytes inline after the fixed part */
+#define ZSV_V_CACHED 0x4u    /* in its parent's table under `key` */
+#define ZSV_V_WAS_BLACK 0x8u /* made black (its expiry message says so) */
+
+/* Where inline bytes start (16-byte aligned). */
+#define ZSV_INLINE_OFFSET ((sizeof(zsv_value) + 15u) & ~(size_t)15u)
+
+/* ---- the value layer's API, for the files of native/binding ------------------------ */
+
+/* names.c */
+int zsv_add_name_type(PyObject *module, zs_core_state *state);
+/* Intern the text of a str (or subclass: its own data) in `rt`; `what`
+ * names it in errors ("name", "object name"). */
+int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *number,
+               const char *what);
+PyObject *zsv_name_make(zs_runtime_core *rt, uint32_t index, uint32_t number);
+int zsv_name_stage(zs_runtime_core *rt, PyObject *value, zsv_staged *out, PyObject *what);
+PyObject *zsv_runtime_name_text(PyObject *self, PyObject *args);
+PyObject *zsv_runtime_intern(PyObject *self, PyObject *text);
+PyObject *zsv_runtime_keep_names(PyObject *self, PyObject *count);
+void zsv_names_free(zs_runtime_core *rt);
+/* Delegate callables: an id for a callable, retained natively once (the
+ * registry's hold, released by zsv_callable_done once the binding store is
+ * made), 0 when out of memory; the callable of an id (borrowed) or NULL;
+ * dropping those no binding holds any more (a safe point); all of them. */
+uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable);
+void zsv_callable_done(zs_runtime_core *rt, uint32_t id);
+PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id);
+int zsv_callables_drain(zs_runtime_core *rt);
+void zsv_callables_free(zs_runtime_core *rt);
+
+/* delegates.c */
+int zsv_add_delegate_type(PyObject *module, zs_core_state *state);
+
+/* containers.c */
+int zsv_add_container_types(PyObject *module, zs_core_state *state);
+
+/* members.c */
+int zsv_add_member_types(PyObject *module, zs_core_state *state);
+
+/* kind.c */
+int zsv_add_kind_type(PyObject *module, zs_core_state *state);
+/* Whether `object` is a kind. */
+int zsv_is_kind(zs_core_state *state, PyObject *object);
+/* The native type of a kind in a runtime (registered on first use), or NULL
+ * with an exception set. */
+const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind);
+/* Phase 1: convert `value` into `out` (zeroed by the caller), naming `what`
+ * in errors. Runs Python code; on failure returns -1 with an exception set
+ * and `out` released. */
+int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+              PyObject *what);
+/* Phase 2: write a staged value over the valid value of `kind` at `dst`, in
+ * memory `owner` holds (0: a black value). No Python code; a refusal
+ * returns its status and leaves the destination unchanged. */
+zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged, zs_ref owner,
+                   char *dst);
+/* Copy out, phase 1: capture the value at `src` into `out` (zeroed). No
+ * Python code; -1 (nothing set) when a buffer cannot be allocated. */
+int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged *out);
+/* Copy out, phase 2: a plain Python value of a captured value. */
+PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged);
+/* Free what a staged value holds (drops references: may run Python code). */
+void zsv_release(zsv_kind *kind, zsv_staged *staged);
+/* Phase 1 of creating a struct: its members from positional and keyword
+ * arguments in declaration order (unknown, repeated or too many raise
+ * TypeError); members not given are left absent. */
+int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *args, PyObject *kwargs,
+                      zsv_staged *out);
+/* A new value of `kind` in zeroed memory takes its plain defaults (a
+ * struct's image); no Python code. */
+void zsv_initialize(const zsv_kind *kind, char *dst);
+/* Whether a plain write into `owner`'s memory is allowed now (the one rule
+ * for dying objects, also for the writes this module makes itself). */
+zs_status zsv_writable(zs_runtime_core *rt, zs_ref owner);
+/* Raise the exception for a refused native call on `rt`; returns NULL. */
+PyObject *zsv_refused(zs_runtime_core *rt, zs_status status, PyObject *what);
+
+/* value.c */
+int zsv_add_value_type(PyObject *module, zs_core_state *state);
+/* Whether `object` is a value conjugate. */
+int zsv_check(zs_core_state *state, PyObject *object);
+/* Raise ExpiredConjugateError for an expired value; returns NULL. */
+PyObject *zsv_raise_expired(zsv_value *value);
+/* Read the value of `kind` inside `parent` (an object or value conjugate,
+ * live) at `key`: a plain value, or the cached or a new red view. `locate`
+ * gives the address from the parent as it is now (checked again once a new
+ * view is registered); it returns NULL with an exception set when the
+ * place is gone. */
+typedef char *(*zsv_locator)(PyObject *parent, Py_ssize_t key);
+PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
+                   zs_ref owner, zsv_locator locate);
+/* A new red view with no parent (a parameter block of a call from native
+ * code): only its scope expires it. */
+PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address);
+/* A new black value of `kind` (zeroed), in the black list; NULL with an
+ * exception set. */
+zsv_value *zsv_new_black(zs_runtime_core *rt, zsv_kind *kind);
+/* Expire, in place, every view in a table and theirs (no Python code, no
+ * allocation): each is detached from the table, which is left empty. */
+void zsv_expire_table(zsv_table *table, PyObject *reason);
+/* Expire one value and its views in place (no Python code). */
+void zsv_expire_in_place(zsv_value *value, PyObject *reason);
+/* Expire the cached view under `key` in a table, if any (no Python code). */
+void zsv_expire_key(zsv_table *table, Py_ssize_t key, PyObject *reason);
+/* The live view cached under `key`, or NULL. */
+zsv_value *zsv_table_lookup(const zsv_table *table, Py_ssize_t key);
+/* Free a table (its views must be detached). */
+void zsv_table_free(zsv_table *table);
+/* A scope ended: expire the views it lists (no Python code). */
+void zsv_expire_scope(zs_core_state *state, PyObject *views);
+/* Free the native blocks of black values Python finalised (a safe point). */
+void zsv_flush(zs_runtime_core *rt);
+/* Expire every black value of a runtime (close). */
+void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason);
+/* The address of a live value, or NULL with ExpiredConjugateError set. */
+static inline char *zsv_live(zsv_value *value) {
+    if (value->address != NULL)
+        return value->address;
+    zsv_raise_expired(value);
+    return NULL;
+}
+
+#endif
