@@ -1,26 +1,109 @@
-"""Command line: ``python -m zsharp_py demo [--frames N] [--seed S]``."""
+"""Command line: ``python -m zsharp_py`` or the ``zsharp-py`` script.
+
+``demo`` plays a small game over the native heap and narrates what the
+garbage collector does each frame; ``--version`` prints the version.
+"""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from typing import Callable
+
+from . import __version__
+from ._demo import (DEFAULT_COLLECT_EVERY, DEFAULT_FRAMES, DEFAULT_OBJECTS_PER_FRAME,
+                    DEFAULT_PARTICLES, DEFAULT_SEED, run_demo)
+
+__all__ = ["main", "build_parser", "program_name"]
+
+SCRIPT = "zsharp-py"
+MODULE = "python -m zsharp_py"
+_MAX_OBJECTS_PER_STEP = 0xFFFFFFFF  # what rt.gc.step(max_objects=...) accepts
+_MAX_PARTICLES = 1_000_000
+
+
+def program_name(argv0: str) -> str:
+    """The name the command line was invoked by, for its usage lines:
+    ``zsharp-py`` when ``argv0`` is the console script (``zsharp-py.exe`` on
+    Windows), else ``python -m zsharp_py``."""
+    name = os.path.basename(argv0)
+    if name.lower().endswith(".exe"):
+        name = name[:-4]
+    return SCRIPT if name == SCRIPT else MODULE
+
+
+def _integer(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: an integer in [minimum, maximum]. Its errors are
+    reported by the parser of the option, with that parser's usage."""
+    kind = {0: "a non-negative integer", 1: "a positive integer"}.get(
+        minimum, f"an integer >= {minimum}")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value:,}")
+        return value
+
+    return parse
+
+
+def build_parser(prog: str = MODULE) -> argparse.ArgumentParser:
+    """The command line's parser; ``prog`` names the program in usage lines."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="zsharp_py: a native object heap with an Unreal-style "
+        "incremental tracing garbage collector, seen from Python through conjugates.")
+    parser.add_argument("--version", action="version", version=f"zsharp_py {__version__}",
+                        help="print the version and exit")
+    commands = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
+    demo = commands.add_parser(
+        "demo",
+        help="play a small game over the native heap and narrate what the GC does each frame",
+        description="Play a small shooter scripted in Python over the native heap and print, "
+        "frame by frame, what the incremental garbage collector did (marking, purging, "
+        "references nulled, conjugates expired), then a final full collection and a summary. "
+        "The GC's work per frame is counted in objects, not time, so the same options print "
+        "the same output on every run and every machine (unless --timings is given).")
+    positive = _integer(1, sys.maxsize)
+    demo.add_argument("--frames", type=positive, default=DEFAULT_FRAMES, metavar="N",
+                      help="number of frames to play (default: %(default)s)")
+    demo.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="S",
+                      help="random seed of the game; the same seed prints the same output "
+                      "(default: %(default)s)")
+    demo.add_argument("--collect-every", type=positive, default=DEFAULT_COLLECT_EVERY,
+                      metavar="N", help="start an incremental GC cycle every N frames (later "
+                      "while the previous cycle is still running; default: %(default)s)")
+    demo.add_argument("--objects-per-frame", type=_integer(1, _MAX_OBJECTS_PER_STEP),
+                      default=DEFAULT_OBJECTS_PER_FRAME, metavar="N",
+                      help="GC work per frame: at most N objects marked, N conjugates expired "
+                      "and N objects freed (GcSettings.objects_per_tick); smaller values "
+                      "spread a cycle over more frames (default: %(default)s)")
+    demo.add_argument("--particles", type=_integer(0, _MAX_PARTICLES),
+                      default=DEFAULT_PARTICLES, metavar="N",
+                      help="smoke particles in the world: a rooted chain that marking must "
+                      "walk, so more particles make marking take more frames "
+                      "(default: %(default)s)")
+    demo.add_argument("--timings", action="store_true",
+                      help="also print the measured time of each GC cycle; times vary from "
+                      "run to run, so the output is no longer reproducible")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m zsharp_py`` and the ``zsharp-py`` script."""
-    parser = argparse.ArgumentParser(prog="python -m zsharp_py",
-                                     description="zsharp_py command line")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run the scripted game loop and print GC activity")
-    demo.add_argument("--frames", type=int, default=12)
-    demo.add_argument("--seed", type=int, default=7)
-    demo.add_argument("--collect-every", type=int, default=3)
+    """Entry point of ``python -m zsharp_py`` and of the ``zsharp-py``
+    script; ``argv`` defaults to ``sys.argv[1:]``. Returns the exit status
+    (usage errors exit with status 2, as argparse does)."""
+    parser = build_parser(program_name(sys.argv[0] if sys.argv else ""))
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        from ._demo import run_demo
-
-        if args.frames < 1 or args.collect_every < 1:
-            parser.error("--frames and --collect-every must be positive")
-        run_demo(args.frames, args.seed, args.collect_every)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    run_demo(args.frames, args.seed, args.collect_every, particles=args.particles,
+             objects_per_frame=args.objects_per_frame, timings=args.timings)
     return 0
 
 
