@@ -118,8 +118,9 @@ LEGEND: tuple[tuple[str, str], ...] = (
     ("unreachable", "objects the marking did not reach: this cycle frees them"),
     ("purging", "the collector expires the conjugates of the unreachable objects, then frees "
                 "the objects, a bounded number per frame"),
-    ("conjugates expired", "Python proxies of unreachable objects, switched off before the "
-                           "native memory goes: using one raises ExpiredConjugateError"),
+    ("conjugates expired", "Python proxies still held for unreachable objects, switched off "
+                           "before the native memory goes: using one raises "
+                           "ExpiredConjugateError"),
     ("freed", "native objects destroyed"),
     ("references nulled", "references to garbage-marked (killed) actors that the collector "
                           "set to None"),
