@@ -62,12 +62,15 @@ typedef struct zs_core_state {
     PyTypeObject *scalar_type;     /* ScalarProperty descriptor */
     PyTypeObject *reference_type;  /* ReferenceProperty descriptor */
     PyTypeObject *creator_type;    /* Creator: how a class is created in one runtime */
+    PyTypeObject *value_base_type; /* ValueBase: base of zs value conjugates (structs...) */
     PyObject *str_outer;           /* "outer", interned (a constructor keyword) */
     PyObject *str_conjugate_of;    /* "_conjugate_of", interned (Runtime's resolver) */
     /* Set by configure(); NULL until then. */
     PyObject *current;          /* the ContextVar of `with Runtime()` */
     PyObject *default_runtime;  /* list holding the default runtime (0 or 1 items) */
     PyObject *slow_create;      /* (cls, *args, **kwargs) -> conjugate */
+    PyObject *init_create;      /* the same, for a class with a Python __init__ */
+    PyObject *attribute_error;  /* (obj, name, error, action, value) -> better error or None */
     PyObject *expired_error;    /* (conjugate) -> ExpiredConjugateError */
     PyObject *raise_status;     /* (status, what, runtime) -> raises (expires first if dying) */
     PyObject *store_failed;     /* (holder, value, what) -> raises */
@@ -133,6 +136,7 @@ typedef struct zs_conjugate {
 typedef struct zs_class_object {
     PyHeapTypeObject heap;
     zs_core_state *state;
+    char python_init;  /* the class has a Python __init__: creation goes to init_create */
 } zs_class_object;
 
 /* How one class is created in one runtime, when its defaults are all plain

@@ -67,20 +67,22 @@ static void *api_address(PyObject *api, const char *name) {
     return function;
 }
 
-/* configure(current, default_runtime, slow_create, expired_error,
+/* configure(current, default_runtime, slow_create, init_create, expired_error,
  *           raise_status, store_failed, store_refused, make_pointer,
- *           expired_type, api) */
+ *           expired_type, attribute_error, api) */
 static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"current", "default_runtime", "slow_create", "expired_error",
-                               "raise_status", "store_failed", "store_refused", "make_pointer",
-                               "expired_type", "api", NULL};
+    static char *keywords[] = {"current", "default_runtime", "slow_create", "init_create",
+                               "expired_error", "raise_status", "store_failed", "store_refused",
+                               "make_pointer", "expired_type", "attribute_error", "api", NULL};
     zs_core_state *state = zs_state_of_module(module);
-    PyObject *current, *default_runtime, *slow_create, *expired_error, *raise_status;
-    PyObject *store_failed, *store_refused, *make_pointer, *expired_type, *api;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOOOO!O!:configure", keywords, &current,
-                                     &PyList_Type, &default_runtime, &slow_create, &expired_error,
-                                     &raise_status, &store_failed, &store_refused, &make_pointer,
-                                     &PyType_Type, &expired_type, &PyDict_Type, &api))
+    PyObject *current, *default_runtime, *slow_create, *init_create, *expired_error;
+    PyObject *raise_status, *store_failed, *store_refused, *make_pointer, *expired_type;
+    PyObject *attribute_error, *api;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOOOOO!OO!:configure", keywords,
+                                     &current, &PyList_Type, &default_runtime, &slow_create,
+                                     &init_create, &expired_error, &raise_status, &store_failed,
+                                     &store_refused, &make_pointer, &PyType_Type, &expired_type,
+                                     &attribute_error, &PyDict_Type, &api))
         return NULL;
     if (!PyContextVar_CheckExact(current)) {
         PyErr_SetString(PyExc_TypeError, "configure: current must be a ContextVar");
@@ -103,12 +105,14 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     Py_XSETREF(state->current, Py_NewRef(current));
     Py_XSETREF(state->default_runtime, Py_NewRef(default_runtime));
     Py_XSETREF(state->slow_create, Py_NewRef(slow_create));
+    Py_XSETREF(state->init_create, Py_NewRef(init_create));
     Py_XSETREF(state->expired_error, Py_NewRef(expired_error));
     Py_XSETREF(state->raise_status, Py_NewRef(raise_status));
     Py_XSETREF(state->store_failed, Py_NewRef(store_failed));
     Py_XSETREF(state->store_refused, Py_NewRef(store_refused));
     Py_XSETREF(state->make_pointer, Py_NewRef(make_pointer));
     Py_XSETREF(state->expired_type, Py_NewRef(expired_type));
+    Py_XSETREF(state->attribute_error, Py_NewRef(attribute_error));
     state->configured = 1;
     Py_RETURN_NONE;
 }
@@ -196,11 +200,14 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(state->scalar_type);
     Py_VISIT(state->reference_type);
     Py_VISIT(state->creator_type);
+    Py_VISIT(state->value_base_type);
     Py_VISIT(state->str_outer);
     Py_VISIT(state->str_conjugate_of);
     Py_VISIT(state->current);
     Py_VISIT(state->default_runtime);
     Py_VISIT(state->slow_create);
+    Py_VISIT(state->init_create);
+    Py_VISIT(state->attribute_error);
     Py_VISIT(state->expired_error);
     Py_VISIT(state->raise_status);
     Py_VISIT(state->store_failed);
@@ -227,11 +234,14 @@ static int core_clear(PyObject *module) {
     Py_CLEAR(state->scalar_type);
     Py_CLEAR(state->reference_type);
     Py_CLEAR(state->creator_type);
+    Py_CLEAR(state->value_base_type);
     Py_CLEAR(state->str_outer);
     Py_CLEAR(state->str_conjugate_of);
     Py_CLEAR(state->current);
     Py_CLEAR(state->default_runtime);
     Py_CLEAR(state->slow_create);
+    Py_CLEAR(state->init_create);
+    Py_CLEAR(state->attribute_error);
     Py_CLEAR(state->expired_error);
     Py_CLEAR(state->raise_status);
     Py_CLEAR(state->store_failed);

@@ -22,12 +22,16 @@ from typing import Any, Callable, NoReturn
 from ._errors import ExpiredConjugateError
 
 __all__ = ["ExpiredPointer", "FIXED_CLASS", "REASON_COLLECTED", "REASON_GARBAGE",
-           "REASON_CLOSED", "REASON_DISPOSED", "expired_error"]
+           "REASON_CLOSED", "REASON_DISPOSED", "expired_error", "expired_subject"]
 
 REASON_COLLECTED = "it was unreachable and the garbage collector destroyed it"
 REASON_GARBAGE = "it was marked as garbage and the garbage collector destroyed it"
 REASON_CLOSED = "its runtime was closed"
 REASON_DISPOSED = "it was disposed"
+# Added to the error (not the repr) of an object the collector found
+# unreachable: the usual cause is an object nothing native kept alive.
+KEEP_ALIVE_HINT = ("keep an object alive with obj.add_to_root(), a reference from a rooted "
+                   "object, or zs.StrongObjectPtr(obj)")
 
 _tuple_item = tuple.__getitem__
 
@@ -77,11 +81,22 @@ def expired_reason(pointer: ExpiredPointer) -> str:
     return reason
 
 
-def expired_error(pointer: ExpiredPointer) -> ExpiredConjugateError:
-    """The exception describing an expiry (class, object, reason)."""
-    kind, describe, key, reason = tuple.__iter__(pointer)
+def expired_subject(pointer: ExpiredPointer) -> str | None:
+    """What ``describe`` names the expired thing (``"'Hero'"`` for an
+    object), or None when naming fails."""
+    describe, key = _tuple_item(pointer, 1), _tuple_item(pointer, 2)
     try:
-        what = f"{kind} {describe(key)}"
+        subject: str = describe(key)
     except Exception:  # naming must never hide the real error
-        what = kind
-    return ExpiredConjugateError(f"{what} has expired: {reason}")
+        return None
+    return subject
+
+
+def expired_error(pointer: ExpiredPointer) -> ExpiredConjugateError:
+    """The exception describing an expiry (class, object, reason, and for an
+    unreachable object how to keep one alive)."""
+    kind, reason = _tuple_item(pointer, 0), _tuple_item(pointer, 3)
+    subject = expired_subject(pointer)
+    what = kind if subject is None else f"{kind} {subject}"
+    hint = f" ({KEEP_ALIVE_HINT})" if reason == REASON_COLLECTED else ""
+    return ExpiredConjugateError(f"{what} has expired: {reason}{hint}")

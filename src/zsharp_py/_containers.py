@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, TypeVar, ca
 
 from typing_extensions import Self
 
+from ._hints import plural
 from ._native import api_address, check, declare_struct, ffi, layout_address, layout_ffi, lib
 from ._types import PropertyKind, ScalarKind
 from ._typing import TypeParameters
@@ -51,6 +52,9 @@ class _Generic:
     (cached), whose element spec resolves on first use so forward references
     (``zs.Array["Actor"]``) work."""
 
+    # No instance __dict__ for the containers: a mistyped attribute
+    # (``numbers.apend = 2``) raises instead of being stored in Python.
+    __slots__ = ()
     _zs_args: ClassVar[tuple[Any, ...]] = ()
     _zs_scope: ClassVar[Any] = None
     _zs_specs: ClassVar[tuple[PropertyKind, ...] | None] = None
@@ -62,7 +66,8 @@ class _Generic:
             raise TypeError(f"{cls.__name__} is already specialised")
         args = args if isinstance(args, tuple) else (args,)
         if len(args) != cls._zs_arity:
-            raise TypeError(f"{cls.__name__}[...] takes {cls._zs_arity} type argument(s)")
+            raise TypeError(f"{cls.__name__}[...] takes "
+                            f"{plural(cls._zs_arity, 'type argument')}")
         cache = cls.__dict__.get("_zs_cache")
         if cache is None:
             cache = {}

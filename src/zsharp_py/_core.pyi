@@ -39,6 +39,11 @@ class ObjectConjugate:
 class ObjectClass(type):
     """Metaclass base of conjugate classes: calling one creates a native object."""
 
+    _zs_python_init: bool
+
+class ValueBase:
+    """The C base of value conjugates: attribute errors that say how to fix them."""
+
 class Creator:
     """How a class is created in one runtime: its native class and default image."""
 
@@ -58,11 +63,14 @@ class ReferenceProperty:
     def __set__(self, obj: Any, value: Any) -> None: ...
 
 def configure(*, current: ContextVar[Any], default_runtime: list[Any],
-              slow_create: Callable[..., Any], expired_error: Callable[[Any], BaseException],
+              slow_create: Callable[..., Any], init_create: Callable[..., Any],
+              expired_error: Callable[[Any], BaseException],
               raise_status: Callable[[int, str, Any], Any],
               store_failed: Callable[[Any, Any, str], Any],
               store_refused: Callable[[Any, int, str], Any],
               make_pointer: Callable[[Any], Any], expired_type: type,
+              attribute_error: Callable[[Any, str, BaseException, int, Any],
+                                        BaseException | None],
               api: dict[str, int]) -> None: ...
 def init_class(cls: type, /) -> None: ...
 def write_unraisable(error: BaseException, context: object, /) -> None: ...

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._native import (check, check_writable, declare_struct, ffi, layout_address, layout_ffi,
                       layout_pointer, lib, member_name)
+from ._hints import plural
 from ._types import PropertyKind
 from ._values import ValueConjugate, make_black, make_view
 
@@ -40,14 +41,17 @@ class StructMeta(type):
 
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
                 **kwargs: Any) -> StructMeta:
-        from ._object import _is_classvar, _scope_of
+        from ._object import _is_classvar, _scope_of, check_annotations
 
         namespace.setdefault("__slots__", ())
         annotations = namespace.get("__annotations__", {})
         namespace["_zs_defaults"] = {key: namespace.pop(key) for key in list(annotations)
                                      if key in namespace and not _is_classvar(annotations[key])}
         namespace["_zs_scope"] = _scope_of(2)
-        return super().__new__(mcls, name, bases, namespace, **kwargs)
+        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        if any(isinstance(base, StructMeta) for base in bases):  # not zs.Struct itself
+            check_annotations(cls)
+        return cls
 
 
 class Struct(ValueConjugate, metaclass=StructMeta):
@@ -137,8 +141,8 @@ def _bind_arguments(layout: StructLayout, args: tuple[Any, ...],
                     kwargs: dict[str, Any]) -> dict[str, Any]:
     names = [p.name for p in layout.properties]
     if len(args) > len(names):
-        raise TypeError(f"{layout.cls.__name__}() takes at most {len(names)} positional "
-                        f"arguments ({len(args)} given)")
+        raise TypeError(f"{layout.cls.__name__}() takes at most "
+                        f"{plural(len(names), 'positional argument')} ({len(args)} given)")
     values = dict(zip(names, args))
     for key, value in kwargs.items():
         if key not in names:

@@ -25,6 +25,7 @@ import contextlib
 import contextvars
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
+from . import _core
 from ._conjugate import FIXED_CLASS, ExpiredPointer, expired_error, expired_reason, make_expired
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def invalidate_children(holder: Any) -> None:
     _expire_children(holder, REASON_STRUCTURE)
 
 
-class ValueConjugate:
+class ValueConjugate(_core.ValueBase):
     """Base of every non-object conjugate (red view or black value).
 
     Slots: ``_p`` native pointer (or the expired sentinel), ``_rt`` runtime,
