@@ -389,7 +389,7 @@ def test_keywords_name_and_outer_are_applied_by_the_c_path(rt: zs.Runtime) -> No
 @pytest.mark.parametrize("keywords, error, message", [
     ({"health": 2**31}, OverflowError, "Actor.health"),
     ({"health": 1.5}, TypeError, "Actor.health"),
-    ({"nope": 1}, TypeError, "unknown properties: nope"),
+    ({"nope": 1}, TypeError, "got an unknown property: nope"),
     ({"target": "x"}, TypeError, "Actor.target"),
     ({"name": 5}, TypeError, "name must be a str"),
     ({"name": "a\0b"}, ValueError, "invalid object name"),

@@ -73,7 +73,11 @@ def test_an_object_conjugate_cannot_be_reclassed(rt: zs.Runtime) -> None:
     small = _Small(value=3)
     with pytest.raises(TypeError, match="cannot change the class"):
         small.__class__ = _Large
-    with pytest.raises(TypeError, match="cannot change the class"):
+    # Conjugates have their own C setattro (native/binding/conjugates.c):
+    # before 3.13 Python refuses to let object.__setattr__ jump over it; from
+    # 3.13 on it reaches __class__, which refuses.
+    with pytest.raises(TypeError, match="cannot change the class|"
+                                        "can't apply this __setattr__ to _Small object"):
         object.__setattr__(small, "__class__", _Large)
     assert type(small) is _Small and small.__class__ is _Small and small.value == 3
     assert isinstance(small, _Small) and isinstance(small, zs.Object)

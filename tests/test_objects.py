@@ -367,14 +367,29 @@ def test_handle_holds_index_and_a_nonzero_serial(rt: zs.Runtime) -> None:
 
 # ---- class declarations ----------------------------------------------------
 
-def test_unsupported_annotation_raises_typeerror_at_first_instantiation(rt: zs.Runtime) -> None:
-    class Bad(zs.Object):  # declaring is fine
-        x: list
+def test_unsupported_annotation_raises_typeerror_at_declaration(rt: zs.Runtime) -> None:
+    with pytest.raises(TypeError, match=r"Bad\.x: unsupported property type list; "
+                                        r"use zs\.Array\[T\]"):
+        class Bad(zs.Object):
+            x: list
+    collect(rt)
+    assert rt.live_objects() == 0
 
-    with pytest.raises(TypeError, match="x"):
-        Bad()
+
+class _DeclaredBeforeItsType(zs.Object):
+    x: "_LaterList"  # a forward reference: checked at first use
+
+
+_LaterList = list
+
+
+def test_unsupported_forward_reference_raises_typeerror_at_first_instantiation(
+        rt: zs.Runtime) -> None:
+    with pytest.raises(TypeError, match=r"_DeclaredBeforeItsType\.x: unsupported property "
+                                        r"type _LaterList; use zs\.Array"):
+        _DeclaredBeforeItsType()
     with pytest.raises(TypeError):  # and it keeps failing, without a half-made class
-        Bad()
+        _DeclaredBeforeItsType()
     collect(rt)
     assert rt.live_objects() == 0
 

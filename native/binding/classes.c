@@ -16,6 +16,8 @@
  */
 #include "core.h"
 
+#include <structmember.h>
+
 /* =========================================================================
  * Creators
  * ========================================================================= */
@@ -237,7 +239,11 @@ static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
                      ((PyTypeObject *)cls)->tp_name);
         return NULL;
     }
-    if (PyTuple_GET_SIZE(args) == 0) {
+    /* A class with a Python __init__ (flag set when it is declared, see
+       ObjectMeta in zsharp_py/_object.py): Python creates the object, then
+       runs __init__ with the arguments. */
+    char python_init = ((zs_class_object *)cls)->python_init;
+    if (PyTuple_GET_SIZE(args) == 0 && !python_init) {
         PyObject *made = fast_create(state, (PyTypeObject *)cls, kwargs);
         if (made != NULL || PyErr_Occurred())
             return made;
@@ -249,14 +255,22 @@ static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
     PyTuple_SET_ITEM(full, 0, Py_NewRef(cls));
     for (Py_ssize_t i = 0; i < count; i++)
         PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-    PyObject *made = PyObject_Call(state->slow_create, full, kwargs);
+    PyObject *made = PyObject_Call(python_init ? state->init_create : state->slow_create, full,
+                                   kwargs);
     Py_DECREF(full);
     return made;
 }
 
+static PyMemberDef class_members[] = {
+    {"_zs_python_init", T_BOOL, offsetof(zs_class_object, python_init), 0,
+     "The class has a Python __init__: creating one runs it (no C fast path)."},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot class_slots[] = {
     {Py_tp_doc, "Metaclass base of conjugate classes: calling one creates a native object."},
     {Py_tp_call, class_call},
+    {Py_tp_members, class_members},
     {0, NULL},
 };
 

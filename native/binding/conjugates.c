@@ -552,6 +552,71 @@ static PyType_Spec runtime_core_spec = {
  * Object conjugates (the base of zs.Object)
  * ========================================================================= */
 
+/* ---- attribute errors that say how to fix them ---------------------------
+ *
+ * Conjugates have no instance dict: an attribute is a declared property (a
+ * data descriptor on the class) or an error. A store is still
+ * PyObject_GenericSetAttr's; only when it raises AttributeError for a name
+ * the class does not have at all does Python (zsharp_py/_hints.py,
+ * attribute_error) write a better message: what native objects and structs
+ * can hold, and "Did you mean 'health'?". Errors raised by a descriptor of
+ * the class (a read-only property...) are left as they are.
+ *
+ * Reads are not wrapped the same way: CPython's specialising interpreter
+ * only specialises attribute loads (method calls, slot reads) on types whose
+ * tp_getattro is PyObject_GenericGetAttr itself, so any wrapper would make
+ * every method call on a conjugate, and every struct member write (its
+ * setter reads self._p), markedly slower. */
+
+enum { ZS_ATTRIBUTE_WRITE = 1, ZS_ATTRIBUTE_DELETE = 2 };  /* zsharp_py/_hints.py */
+
+/* Called with an exception set by the generic lookup of `name` on `self`:
+ * replace an AttributeError for a name the class lacks by Python's better
+ * one. Always returns with an exception set. Cold and out of line: the
+ * store that succeeds stays a call and a test. */
+static __attribute__((cold, noinline)) void explain_missing(PyObject *self, PyObject *name,
+                                                            int action, PyObject *value) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError) || !PyUnicode_Check(name) ||
+        _PyType_Lookup(Py_TYPE(self), name) != NULL)
+        return;
+    zs_core_state *state = zs_state_of_type(Py_TYPE(self));
+    if (state == NULL || state->attribute_error == NULL)
+        return;
+    PyObject *error = zs_error_take();
+    if (error == NULL)
+        return;
+    PyObject *better = PyObject_CallFunction(state->attribute_error, "OOOiO", self, name, error,
+                                             action, value != NULL ? value : Py_None);
+    if (better == NULL) {  /* a bug in the helper: its error, the original as context */
+        PyObject *failure = zs_error_take();
+        if (failure == NULL) {
+            zs_error_give(error);
+            return;
+        }
+        PyException_SetContext(failure, error);  /* steals error */
+        zs_error_give(failure);
+        return;
+    }
+    if (PyExceptionInstance_Check(better)) {
+        Py_DECREF(error);
+        zs_error_give(better);
+        return;
+    }
+    Py_DECREF(better);
+    zs_error_give(error);
+}
+
+/* tp_setattro of object and value conjugates: the generic store (a
+ * property's descriptor), explained when it fails. */
+int zs_explained_setattro(PyObject *self, PyObject *name, PyObject *value) {
+    /* PyObject_GenericSetAttr's own body (one call less on every store). */
+    int status = _PyObject_GenericSetAttrWithDict(self, name, value, NULL);
+    if (__builtin_expect(status < 0, 0))
+        explain_missing(self, name, value != NULL ? ZS_ATTRIBUTE_WRITE : ZS_ATTRIBUTE_DELETE,
+                        value);
+    return status;
+}
+
 /* Raise the ExpiredConjugateError of an expired conjugate; returns NULL. */
 PyObject *zs_raise_expired(zs_conjugate *conjugate) {
     zs_core_state *state = conjugate->runtime ? conjugate->runtime->state : NULL;
@@ -642,6 +707,7 @@ static PyType_Slot conjugate_slots[] = {
     {Py_tp_dealloc, conjugate_dealloc},
     {Py_tp_getset, conjugate_getset},
     {Py_tp_members, conjugate_members},
+    {Py_tp_setattro, zs_explained_setattro},
     {0, NULL},
 };
 
@@ -652,7 +718,7 @@ static PyType_Spec conjugate_spec = {
     .slots = conjugate_slots,
 };
 
-/* Create the two types and add them to the module. */
+/* Create the conjugate types and add them to the module. */
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state) {
     state->runtime_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &runtime_core_spec, NULL);
     if (state->runtime_type == NULL || PyModule_AddObjectRef(module, "RuntimeCore",

@@ -128,6 +128,8 @@ typedef struct zs_core_state {
     PyObject *current;          /* the ContextVar of `with Runtime()` */
     PyObject *default_runtime;  /* list holding the default runtime (0 or 1 items) */
     PyObject *slow_create;      /* (cls, *args, **kwargs) -> conjugate */
+    PyObject *init_create;      /* the same, for a class with a Python __init__ */
+    PyObject *attribute_error;  /* (obj, name, error, action, value) -> better error or None */
     PyObject *expired_error;    /* (sentinel) -> ExpiredConjugateError */
     PyObject *raise_status;     /* (status, what, runtime) -> raises (expires first if dying) */
     PyObject *store_failed;     /* (holder, value, what) -> raises */
@@ -219,8 +221,8 @@ typedef struct zs_conjugate {
 typedef struct zs_class_object {
     PyHeapTypeObject heap;
     zs_core_state *state;
-    uint32_t number;           /* 0: not laid out yet; else an index of zs_runtime_core.natives */
-    int user_init;             /* the class (or a base) defines __init__: creation goes to Python */
+    uint32_t number;           /* an index of zs_runtime_core.natives (init_class) */
+    char python_init;          /* the class has a Python __init__: creation goes to init_create */
 } zs_class_object;
 
 /* How one class is created in one runtime, when its defaults are all plain
@@ -245,6 +247,9 @@ PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle);
 /* The conjugate of a handle (from the table, else adopted by Python), None
  * for a null or dead handle: a new reference, or NULL with an error. */
 PyObject *zs_conjugate_of(zs_runtime_core *rt, zs_ref handle);
+/* tp_setattro of conjugates: the generic store, with an error that says how
+ * to fix a store into a name the class does not have. */
+int zs_explained_setattro(PyObject *self, PyObject *name, PyObject *value);
 /* Whether the object of a live conjugate is of `cls`'s native class (or a
  * subclass) in the conjugate's runtime: the check every accessor makes, so
  * that neither a descriptor applied to a foreign instance nor a re-classed

@@ -656,8 +656,8 @@ int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *args, PyObj
     PyObject *shown = ((PyHeapTypeObject *)kind->cls)->ht_name;
     Py_ssize_t given = PyTuple_GET_SIZE(args);
     if ((uint32_t)given > kind->member_count)
-        return fail(PyExc_TypeError, NULL, "%U() takes at most %u positional arguments (%zd given)",
-                    shown, kind->member_count, given);
+        return fail(PyExc_TypeError, NULL, "%U() takes at most %u positional argument%s (%zd given)",
+                    shown, kind->member_count, kind->member_count == 1 ? "" : "s", given);
     PyObject *values = PyDict_New();
     if (values == NULL)
         return -1;

@@ -91,22 +91,24 @@ static PyObject *native_functions(PyObject *module, PyObject *unused) {
     return names;
 }
 
-/* configure(current, default_runtime, slow_create, expired_error,
+/* configure(current, default_runtime, slow_create, init_create, expired_error,
  *           raise_status, store_failed, store_refused, expired_type,
- *           expired_exception, current_runtime, name_class, api) */
+ *           expired_exception, current_runtime, name_class, attribute_error, api) */
 static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"current", "default_runtime", "slow_create", "expired_error",
-                               "raise_status", "store_failed", "store_refused", "expired_type",
-                               "expired_exception", "current_runtime", "name_class", "api", NULL};
+    static char *keywords[] = {"current", "default_runtime", "slow_create", "init_create",
+                               "expired_error", "raise_status", "store_failed", "store_refused",
+                               "expired_type", "expired_exception", "current_runtime",
+                               "name_class", "attribute_error", "api", NULL};
     zs_core_state *state = zs_state_of_module(module);
-    PyObject *current, *default_runtime, *slow_create, *expired_error, *raise_status;
-    PyObject *store_failed, *store_refused, *expired_type, *expired_exception, *current_runtime;
-    PyObject *name_class, *api;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOOO!O!OO!O!:configure", keywords,
+    PyObject *current, *default_runtime, *slow_create, *init_create, *expired_error;
+    PyObject *raise_status, *store_failed, *store_refused, *expired_type, *expired_exception;
+    PyObject *current_runtime, *name_class, *attribute_error, *api;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOOOO!O!OO!OO!:configure", keywords,
                                      &current, &PyList_Type, &default_runtime, &slow_create,
-                                     &expired_error, &raise_status, &store_failed, &store_refused,
-                                     &PyType_Type, &expired_type, &PyType_Type, &expired_exception,
-                                     &current_runtime, &PyType_Type, &name_class, &PyDict_Type, &api))
+                                     &init_create, &expired_error, &raise_status, &store_failed,
+                                     &store_refused, &PyType_Type, &expired_type, &PyType_Type,
+                                     &expired_exception, &current_runtime, &PyType_Type,
+                                     &name_class, &attribute_error, &PyDict_Type, &api))
         return NULL;
     if (!PyContextVar_CheckExact(current)) {
         PyErr_SetString(PyExc_TypeError, "configure: current must be a ContextVar");
@@ -128,6 +130,7 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     Py_XSETREF(state->current, Py_NewRef(current));
     Py_XSETREF(state->default_runtime, Py_NewRef(default_runtime));
     Py_XSETREF(state->slow_create, Py_NewRef(slow_create));
+    Py_XSETREF(state->init_create, Py_NewRef(init_create));
     Py_XSETREF(state->expired_error, Py_NewRef(expired_error));
     Py_XSETREF(state->raise_status, Py_NewRef(raise_status));
     Py_XSETREF(state->store_failed, Py_NewRef(store_failed));
@@ -136,6 +139,8 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     Py_XSETREF(state->expired_exception, Py_NewRef(expired_exception));
     Py_XSETREF(state->current_runtime, Py_NewRef(current_runtime));
     Py_XSETREF(state->name_class, Py_NewRef(name_class));
+    Py_XSETREF(state->attribute_error, Py_NewRef(attribute_error));
+    Py_XSETREF(state->init_create, Py_NewRef(init_create));
     state->configured = 1;
     Py_RETURN_NONE;
 }
@@ -236,11 +241,10 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     X(conjugate_type) X(runtime_type) X(class_type) X(scalar_type) X(reference_type)        \
     X(creator_type) X(kind_type) X(value_type) X(value_property_type) X(member_type)         \
     X(name_type) X(array_type) X(set_type) X(map_type) X(optional_type) X(iterator_type)     \
-    X(delegate_type)                                                                         \
-    X(str_outer) X(str_conjugate_of) X(str_zs_kind) X(current)                  \
-    X(default_runtime) X(slow_create) X(expired_error) X(raise_status) X(store_failed)       \
-    X(store_refused) X(expired_type) X(expired_exception) X(current_runtime) X(name_class)   \
-    X(slow_call) X(scopes) X(str_zs_functions) X(str_fast)
+    X(delegate_type) X(str_outer) X(str_conjugate_of) X(str_zs_kind) X(current)              \
+    X(default_runtime) X(slow_create) X(init_create) X(attribute_error) X(expired_error)     \
+    X(raise_status) X(store_failed) X(store_refused) X(expired_type) X(expired_exception)    \
+    X(current_runtime) X(name_class) X(slow_call) X(scopes) X(str_zs_functions) X(str_fast)
 #define ZS_VISIT_FIELD(field) Py_VISIT(state->field);
     ZS_STATE_OBJECTS(ZS_VISIT_FIELD)
 #undef ZS_VISIT_FIELD

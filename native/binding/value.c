@@ -685,6 +685,7 @@ static PyType_Slot value_slots[] = {
     {Py_tp_getset, value_getset},
     {Py_tp_methods, value_methods},
     {Py_tp_members, value_members},
+    {Py_tp_setattro, zs_explained_setattro},
     {0, NULL},
 };
 

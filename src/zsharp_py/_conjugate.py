@@ -19,7 +19,7 @@ from ._errors import ExpiredConjugateError
 
 __all__ = ["ExpiredPointer", "FIXED_CLASS", "REASON_COLLECTED", "REASON_GARBAGE",
            "REASON_CLOSED", "REASON_DISPOSED", "REASON_SCOPE", "REASON_STRUCTURE",
-           "REASON_PARENT", "expired_error"]
+           "REASON_PARENT", "expired_error", "expired_subject"]
 
 # Why a conjugate expired: the C extension's interned strings (expiry in C
 # allocates nothing), stated once there (native/binding/core.h, ZS_REASONS).
@@ -30,6 +30,10 @@ REASON_DISPOSED: str = _core.REASON_disposed
 REASON_SCOPE: str = _core.REASON_scope
 REASON_STRUCTURE: str = _core.REASON_structure
 REASON_PARENT: str = _core.REASON_parent
+# Added to the error (not the repr) of an object the collector found
+# unreachable: the usual cause is an object nothing native kept alive.
+KEEP_ALIVE_HINT = ("keep an object alive with obj.add_to_root(), a reference from a rooted "
+                   "object, or zs.StrongObjectPtr(obj)")
 
 _tuple_item = tuple.__getitem__
 
@@ -79,11 +83,22 @@ def expired_reason(pointer: ExpiredPointer) -> str:
     return reason
 
 
-def expired_error(pointer: ExpiredPointer) -> ExpiredConjugateError:
-    """The exception describing an expiry (class, object, reason)."""
-    kind, describe, key, reason = tuple.__iter__(pointer)
+def expired_subject(pointer: ExpiredPointer) -> str | None:
+    """What ``describe`` names the expired thing (``"'Hero'"`` for an
+    object), or None when naming fails."""
+    describe, key = _tuple_item(pointer, 1), _tuple_item(pointer, 2)
     try:
-        what = f"{kind} {describe(key)}"
+        subject: str = describe(key)
     except Exception:  # naming must never hide the real error
-        what = kind
-    return ExpiredConjugateError(f"{what} has expired: {reason}")
+        return None
+    return subject
+
+
+def expired_error(pointer: ExpiredPointer) -> ExpiredConjugateError:
+    """The exception describing an expiry (class, object, reason, and for an
+    unreachable object how to keep one alive)."""
+    kind, reason = _tuple_item(pointer, 0), _tuple_item(pointer, 3)
+    subject = expired_subject(pointer)
+    what = kind if subject is None else f"{kind} {subject}"
+    hint = f" ({KEEP_ALIVE_HINT})" if reason == REASON_COLLECTED else ""
+    return ExpiredConjugateError(f"{what} has expired: {reason}{hint}")

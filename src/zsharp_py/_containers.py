@@ -19,6 +19,7 @@ import sys
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, TypeVar, cast, overload
 
 from . import _core
+from ._hints import plural
 from ._native import declare_struct, layout_ffi, lib
 from ._types import PropertyKind
 from ._typing import TypeParameters
@@ -43,8 +44,9 @@ class _Generic:
     (cached), whose element spec resolves on first use so forward references
     (``zs.Array["Actor"]``) work."""
 
+    # No instance __dict__ for the containers: a mistyped attribute
+    # (``numbers.apend = 2``) raises instead of being stored in Python.
     __slots__ = ()
-
     _zs_args: ClassVar[tuple[Any, ...]] = ()
     _zs_scope: ClassVar[Any] = None
     _zs_specs: ClassVar[tuple[PropertyKind, ...] | None] = None
@@ -56,7 +58,8 @@ class _Generic:
             raise TypeError(f"{cls.__name__} is already specialised")
         args = args if isinstance(args, tuple) else (args,)
         if len(args) != cls._zs_arity:
-            raise TypeError(f"{cls.__name__}[...] takes {cls._zs_arity} type argument(s)")
+            raise TypeError(f"{cls.__name__}[...] takes "
+                            f"{plural(cls._zs_arity, 'type argument')}")
         cache = cls.__dict__.get("_zs_cache")
         if cache is None:
             cache = {}

@@ -89,6 +89,8 @@ class ObjectConjugate:
 class ObjectClass(type):
     """Metaclass base of conjugate classes: calling one creates a native object."""
 
+    _zs_python_init: bool
+
 class Creator:
     """How a class is created in one runtime: its native class and default image."""
 
@@ -243,11 +245,14 @@ class MemberProperty:
     def __set__(self, obj: Any, value: Any) -> None: ...
 
 def configure(*, current: ContextVar[Any], default_runtime: list[Any],
-              slow_create: Callable[..., Any], expired_error: Callable[[Any], BaseException],
+              slow_create: Callable[..., Any], init_create: Callable[..., Any],
+              expired_error: Callable[[Any], BaseException],
               raise_status: Callable[[int, str, Any], Any],
               store_failed: Callable[[Any, Any, str], Any],
               store_refused: Callable[[Any, int, str], Any], expired_type: type,
               expired_exception: type, current_runtime: Callable[[], Any], name_class: type,
+              attribute_error: Callable[[Any, str, BaseException, int, Any],
+                                        BaseException | None],
               api: dict[str, int]) -> None: ...
 def native_functions() -> list[str]: ...
 def init_class(cls: type, /) -> None: ...

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 import struct as _struct_module
 
 from . import _core
-from ._conjugate import FIXED_CLASS, expired_error, expired_reason
+from ._conjugate import FIXED_CLASS, expired_error, expired_reason, expired_subject
 from ._errors import ExpiredConjugateError
+from ._hints import plural, type_text, unsupported_hint
 from ._native import check, declare_struct, ffi, layout_ffi, lib, member_name, refused
 from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
@@ -71,11 +72,13 @@ class ObjectMeta(_core.ObjectClass):
     """Metaclass of ``zs.Object``: collects property declarations and makes
     ``Actor(name=..., outer=..., **properties)`` allocate a native object
     (``Actor()`` in C when it can, see native/binding/classes.c; else
-    ``_create``)."""
+    ``_create``). A class with a Python ``__init__`` is created by
+    ``_create_initialized`` instead, which runs it."""
 
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
                 *, cluster_root: bool | None = None, can_be_in_cluster: bool | None = None,
                 **kwargs: Any) -> ObjectMeta:
+        _refuse_new(name, bases, namespace)
         namespace.setdefault("__slots__", ())
         # Cluster flags are inherited unless the class says otherwise.
         inherited = next((b.__dict__.get("_zs_class_flags", 0) for b in bases
@@ -93,7 +96,62 @@ class ObjectMeta(_core.ObjectClass):
         namespace["_zs_scope"] = _scope_of(2)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         _core.init_class(cls)
+        if any(isinstance(base, ObjectMeta) for base in bases):  # not zs.Object itself
+            _set_python_init(cls)
+            check_annotations(cls)
         return cls
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        if name == "__new__":
+            raise TypeError(f"{cls.__name__}: a native class cannot have a __new__ (objects "
+                            "are created natively, it would never run); use __init__")
+        super().__setattr__(name, value)
+        if name == "__init__":
+            _refresh_python_init(cls)
+
+    def __delattr__(cls, name: str) -> None:
+        super().__delattr__(name)
+        if name == "__init__":
+            _refresh_python_init(cls)
+
+
+# Bases whose own __new__ is not the user's (the library's, Python's).
+_LIBRARY_MODULES = ("builtins", "zsharp_py", "typing", "typing_extensions", "abc",
+                    "collections.abc")
+
+
+def _refuse_new(name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> None:
+    """A native class's ``__new__`` would never run: ``Cls()`` allocates the
+    object natively (native/binding/classes.c), so refuse one when the class
+    is declared, its own or a mixin's."""
+    if "__new__" in namespace:
+        raise TypeError(f"{name}: a native class cannot define __new__ (objects are created "
+                        "natively, so it would never run); put the initialisation in __init__")
+    for base in bases:
+        for ancestor in base.__mro__:
+            module = getattr(ancestor, "__module__", "") or ""
+            if ("__new__" in ancestor.__dict__ and ancestor is not _core.ObjectConjugate
+                    and not module.startswith(_LIBRARY_MODULES)):
+                raise TypeError(f"{name}: its base {ancestor.__name__} defines __new__, which "
+                                "never runs for a native class (objects are created natively); "
+                                "put the initialisation in __init__")
+
+
+def _set_python_init(cls: ObjectMeta) -> None:
+    """Record whether ``cls`` (or a base below zs.Object) has a Python
+    ``__init__``: the C creation path (class_call, native/binding/classes.c)
+    reads this flag, so a class without one pays nothing for the feature."""
+    type.__setattr__(cls, "_zs_python_init", getattr(cls, "__init__") is not Object.__init__)
+
+
+def _refresh_python_init(cls: ObjectMeta) -> None:
+    """``__init__`` was assigned or deleted after the declaration: the flag
+    of ``cls`` and of every subclass (which may inherit it) changes."""
+    pending = [cls]
+    while pending:
+        current = pending.pop()
+        _set_python_init(current)
+        pending.extend(typing.cast("list[ObjectMeta]", type.__subclasses__(current)))
 
 
 def _create(cls: type[Object], /, name: str | None = None, outer: Object | None = None,
@@ -116,6 +174,44 @@ def _create(cls: type[Object], /, name: str | None = None, outer: Object | None 
     if properties:
         _check_properties(layout, runtime, properties)
     return runtime._new_object(layout.cls, layout, name, outer, properties)
+
+
+def _create_initialized(cls: type[Object], /, *args: Any, name: str | None = None,
+                        outer: Object | None = None, **arguments: Any) -> Any:
+    """``cls(*args, name=..., outer=..., **arguments)`` for a class with a
+    Python ``__init__``: the object is made with its declared defaults
+    (``name`` and ``outer`` are the library's: they name the native object
+    and set its outer), then ``__init__`` runs with every other argument.
+
+    The new object is unreachable until ``__init__`` links it somewhere, so
+    a strong reference keeps it alive meanwhile (``__init__`` may create
+    objects or collect). If ``__init__`` raises, the object leaves the root
+    set and is marked as garbage (no half-built object stays reachable), and
+    the error propagates."""
+    if isinstance(outer, Object):
+        runtime = outer._live_runtime()
+    else:
+        runtime = _current_context.get()
+        if runtime is None or runtime._closed:
+            runtime = _current_runtime()
+    with runtime._lock:  # no collection between the creation and the strong reference
+        obj = _create(cls, name, outer)
+        handle = obj._h
+        check(runtime._call(lib.zs_add_strong_ref, handle), f"{cls.__name__}()", runtime)
+    try:
+        result = cls.__init__(obj, *args, **arguments)
+        if result is not None:
+            raise TypeError(f"{cls.__name__}.__init__() should return None, not "
+                            f"'{type(result).__name__}'")
+    except BaseException:
+        with runtime._lock:
+            if not runtime._closed:
+                lib.zs_remove_from_root(runtime._ptr, handle)  # fails harmlessly if not rooted
+                lib.zs_mark_as_garbage(runtime._ptr, handle)
+        raise
+    finally:
+        runtime._release_strong(handle)
+    return obj
 
 
 def _scope_of(depth: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -150,8 +246,8 @@ def _check_properties(layout: ClassLayout, runtime: Runtime, values: dict[str, A
     """Validate constructor keywords before anything is allocated."""
     unknown = values.keys() - layout.property_names
     if unknown:
-        raise TypeError(f"{layout.cls.__name__}() got unknown properties: "
-                        f"{', '.join(sorted(unknown))}")
+        noun = "an unknown property" if len(unknown) == 1 else "unknown properties"
+        raise TypeError(f"{layout.cls.__name__}() got {noun}: {', '.join(sorted(unknown))}")
     for info in layout.properties:
         if info.name in values:
             value = values[info.name]
@@ -181,6 +277,11 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     ``ExpiredConjugateError``) when the garbage collector destroys it.
     There is at most one conjugate per native object, so ``a.target is b``.
 
+    A subclass may define ``__init__``: ``Actor(7, name="Hero")`` creates the
+    object with its declared defaults (``name`` and ``outer`` are the
+    library's), then calls ``__init__(7)``. Without one, keywords set
+    properties: ``Actor(name="Hero", health=5)``.
+
     >>> import zsharp_py as zs
     >>> class Actor(zs.Object):
     ...     health: zs.Int32 = 100
@@ -204,10 +305,16 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     _zs_defaults: ClassVar[dict[str, Any]]
     _zs_class_flags: ClassVar[int]
 
-    if TYPE_CHECKING:
-        # Creation goes through ObjectMeta.__call__; this only types it.
-        def __init__(self, name: str | None = None, outer: Object | None = None,
-                     **properties: Any) -> None: ...
+    def __init__(self, name: str | None = None, outer: Object | None = None,
+                 **properties: Any) -> None:
+        """Does nothing: ``Actor(name=..., outer=..., **properties)`` creates
+        the object natively (this signature types that call) before any
+        ``__init__`` runs. A subclass's ``__init__`` may call
+        ``super().__init__()``, with no arguments."""
+        if name is not None or outer is not None or properties:
+            raise TypeError(f"{type(self).__name__}: zs.Object.__init__() takes no arguments "
+                            "(name=, outer= and property values are given to the class call, "
+                            "and the object exists before __init__ runs)")
 
     # ---- identity -----------------------------------------------------
     @property
@@ -318,7 +425,10 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
 
     def __repr__(self) -> str:
         if not self._address:
-            return f"<{type(self).__name__} expired: {expired_reason(self._expired)}>"
+            pointer = self._expired
+            subject = expired_subject(pointer)
+            shown = f" {subject}" if subject is not None else ""
+            return f"<{type(self).__name__}{shown} expired: {expired_reason(pointer)}>"
         return f"<{type(self).__name__} {self.name!r} #{self._h & 0xFFFFFFFF}>"
 
     def __copy__(self) -> Object:
@@ -529,7 +639,33 @@ def spec_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> Prop
     if target is not None:
         return ObjectRefKind(target)
     shown = annotation if annotation is not None else resolved
-    raise TypeError(f"{what}: unsupported property type {shown!r}")
+    raise TypeError(f"{what}: unsupported property type {type_text(shown)}; "
+                    f"{unsupported_hint(resolved)}")
+
+
+def check_annotations(cls: type) -> None:
+    """Refuse, when the class statement runs, an annotation no property can
+    have, with the zs type to use. This only resolves the annotations to
+    check them: the layout is still made on first use (class_layout,
+    struct_layout). An annotation naming something not declared yet (a
+    forward reference: NameError, or AttributeError from a module still
+    being imported) is left for the first use, as is a name error there."""
+    for attribute, annotation in _annotations_of(cls).items():
+        try:
+            resolve_kind(cls, attribute, annotation)
+        except TypeError as error:
+            if not _is_forward_reference(error):
+                raise
+
+
+def _is_forward_reference(error: BaseException) -> bool:
+    """Whether resolving failed because a name is not defined yet."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, (NameError, AttributeError)):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def class_layout(cls: type[Object]) -> ClassLayout:

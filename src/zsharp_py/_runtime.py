@@ -24,6 +24,7 @@ from ._chains import ReferenceChain, reference_chains
 from ._conjugate import ExpiredPointer, expired_error
 from ._errors import ExpiredConjugateError, raise_status
 from ._gc import GarbageCollector, GcStats, GcStress
+from ._hints import attribute_error, plural
 from ._native import api_address, check, ffi, lib, refused
 from ._object import ClassLayout, ClusterInfo, Object, class_layout, initialize_defaults
 from ._strings import Name
@@ -31,7 +32,7 @@ from ._strings import Name
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["Runtime", "current_runtime"]
+__all__ = ["Runtime", "RuntimeActivation", "current_runtime"]
 
 _current: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar(
     "zsharp_current_runtime", default=None)
@@ -140,21 +141,48 @@ class Runtime(_core.RuntimeCore):
 
     # ---- lifetime -------------------------------------------------------
     def __enter__(self) -> Runtime:
-        self._live_ptr()
-        _entered.set(_entered.get() + ((self, _current.set(self)),))
+        self._make_current()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        # This context's innermost entry of this runtime: ``with rt`` may be
-        # open in several threads (each has its own context) at once.
+        self._leave_current()
+        self.close()
+
+    def activate(self) -> RuntimeActivation:
+        """A context manager that makes this runtime current for its block
+        and leaves it open (``with rt:`` closes it at the end).
+
+        Blocks nest, the same activation may be entered again, and each
+        thread (each context: asyncio tasks too) has its own current
+        runtime. Entering raises ``RuntimeError`` once the runtime is closed.
+
+        >>> import zsharp_py as zs
+        >>> level = zs.Runtime()
+        >>> with level.activate():
+        ...     zs.current_runtime() is level
+        True
+        >>> level.closed
+        False
+        >>> level.close()
+        """
+        return RuntimeActivation(self)
+
+    def _make_current(self) -> None:
+        """Push this runtime as the current one in this context."""
+        if self._closed:
+            raise RuntimeError("this Runtime is closed; create a new zs.Runtime()")
+        _entered.set(_entered.get() + ((self, _current.set(self)),))
+
+    def _leave_current(self) -> None:
+        """Pop this context's innermost entry of this runtime: it may be
+        current in several threads (each has its own context) at once."""
         entered = _entered.get()
         for position in range(len(entered) - 1, -1, -1):
             if entered[position][0] is self:
                 _current.reset(entered[position][1])
                 _entered.set(entered[:position] + entered[position + 1:])
                 break
-        self.close()
 
     @property
     def stress(self) -> GcStress:
@@ -481,7 +509,31 @@ class Runtime(_core.RuntimeCore):
     def __repr__(self) -> str:
         if self._closed:
             return "<zs.Runtime closed>"
-        return f"<zs.Runtime {self.live_objects()} live objects>"
+        return f"<zs.Runtime {plural(self.live_objects(), 'live object')}>"
+
+
+class RuntimeActivation:
+    """``rt.activate()``: makes ``rt`` current for a ``with`` block without
+    closing it at the end. Re-entrant: the entries live in a per-context
+    stack (like ``with rt:``), so nested and concurrent uses pair up."""
+
+    __slots__ = ("_runtime",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime this activates."""
+        return self._runtime
+
+    def __enter__(self) -> Runtime:
+        self._runtime._make_current()
+        return self._runtime
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._runtime._leave_current()
 
 
 _object._current_runtime = current_runtime
@@ -496,11 +548,12 @@ _calls._current_context = _current
 
 _core.configure(
     current=_current, default_runtime=_default, slow_create=_object._create,
+    init_create=_object._create_initialized,
     expired_error=expired_error, raise_status=refused,
     store_failed=_object._reference_store_failed,
     store_refused=_object._reference_store_refused,
     expired_type=ExpiredPointer, expired_exception=ExpiredConjugateError,
-    current_runtime=current_runtime, name_class=Name,
+    current_runtime=current_runtime, name_class=Name, attribute_error=attribute_error,
     api={name: api_address(ffi.addressof(lib, name)) for name in _core.native_functions()})
 
 

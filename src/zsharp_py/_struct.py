@@ -43,14 +43,17 @@ class StructMeta(type):
 
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
                 **kwargs: Any) -> StructMeta:
-        from ._object import _is_classvar, _scope_of
+        from ._object import _is_classvar, _scope_of, check_annotations
 
         namespace.setdefault("__slots__", ())
         annotations = namespace.get("__annotations__", {})
         namespace["_zs_defaults"] = {key: namespace.pop(key) for key in list(annotations)
                                      if key in namespace and not _is_classvar(annotations[key])}
         namespace["_zs_scope"] = _scope_of(2)
-        return super().__new__(mcls, name, bases, namespace, **kwargs)
+        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        if any(isinstance(base, StructMeta) for base in bases):  # not zs.Struct itself
+            check_annotations(cls)
+        return cls
 
 
 class Struct(ValueConjugate, metaclass=StructMeta):
