@@ -154,6 +154,7 @@ zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle);
 PyObject *zs_raise_expired(zs_conjugate *conjugate);
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state);
 PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle);
+PyObject *zs_refuse_reclassing(PyObject *module, PyObject *marker);
 
 /* properties.c */
 int zs_add_property_types(PyObject *module, zs_core_state *state);

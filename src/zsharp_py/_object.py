@@ -96,7 +96,20 @@ class ObjectMeta(_core.ObjectClass):
         namespace["_zs_scope"] = _scope_of(2)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         _core.init_class(cls)
+        # An override that native code would call with another signature's
+        # parameter block is refused now when it can be decided now
+        # (zsharp_py/_calls.py check_overrides; else at the first call).
+        calls = sys.modules.get("zsharp_py._calls")
+        if calls is not None:
+            calls.check_overrides(cls, namespace)
         return cls
+
+
+# ``obj.__class__ = X`` is refused by FIXED_CLASS; the base descriptor
+# (``object.__dict__['__class__'].__set__``) bypasses it, so zsharp_py._core
+# refuses that through an audit hook (native/binding/conjugates.c) for every
+# class whose MRO holds FIXED_CLASS (object and value conjugates alike).
+_core.refuse_reclassing(FIXED_CLASS)
 
 
 def _create(cls: type[Object], /, name: str | None = None, outer: Object | None = None,
