@@ -115,3 +115,11 @@ def test_soft_pointers_refuse_lone_surrogates_with_a_value_error(rt: zs.Runtime)
     assert leaf.soft.path == "Outer.Name"
     rt.collect_garbage()
     assert rt.values_alive() == values
+
+
+def test_harness_runs_hostile_programs_without_findings() -> None:
+    """The hostile operations too (hooks, gc.callbacks and finalisers that
+    mutate the heap mid-call, foreign descriptors, re-classing): what
+    tools/fuzz.sh runs. Fails on today's value layer (FINDINGS.md)."""
+    for data in harness.inputs(200, seed=11):
+        harness.run_one(data, hostile=True)

@@ -758,3 +758,80 @@ TestModelPlain = ModelMachine.TestCase
 TestModelPlain.settings = _SETTINGS
 TestModelStress = StressModelMachine.TestCase
 TestModelStress.settings = _SETTINGS
+
+
+# ---- hostile values (FINDINGS.md, tests/test_hostile.py) --------------------------
+
+class HookInt:
+    """An integer through ``__index__``, which first runs ``hook`` (once)."""
+
+    def __init__(self, value: int, hook: Any) -> None:
+        self.value, self.hook = value, hook
+
+    def __index__(self) -> int:
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()
+        return self.value
+
+
+class HostileModelMachine(ModelMachine):
+    """The model, plus writes whose value's conversion hook changes the heap
+    first: appends to or clears the owner's array (its storage moves), replaces
+    the owner's struct, or runs a full collection (which may destroy the
+    owner itself). The write then lands as the model says: converted first,
+    then stored into the object as it is after the hook; a destroyed owner
+    raises ExpiredConjugateError and nothing is written."""
+
+    def _hostile(self, data: st.DataObject, i: int, action: str) -> None:
+        if action == "append":
+            self.do_append_to(data, i)
+        elif action == "clear":
+            for e in self.objs[i].items:
+                self.touch(e)
+            self.conj(i).items.clear()
+            self.objs[i].items.clear()
+        elif action == "pos":
+            self.conj(i).pos = {"x": 5, "other": None}
+            self.objs[i].pos_x, self.objs[i].pos_other = 5, None
+        elif self.rt.gc.phase == "idle":
+            expected = self.reachable()
+            self.rt.collect_garbage()
+            self.verify()
+            self.after_full(expected)
+
+    def do_append_to(self, data: st.DataObject, i: int) -> None:
+        t = self.pick_target(data)
+        self.conj(i).items.append(self.conj(t))
+        self.objs[i].items.append(t)
+        for e in self.objs[i].items:
+            self.touch(e)
+
+    @precondition(lambda self: self.has("Node"))
+    @rule(data=st.data(), action=st.sampled_from(["append", "clear", "pos", "collect"]),
+          member=st.sampled_from(["value", "pos.x"]))
+    def hostile_write(self, data: st.DataObject, action: str, member: str) -> None:
+        i = self.pick(data, "Node", label="owner")
+        x = data.draw(INT32, label="x")
+        c = self.conj(i)
+        holder = c.pos if member == "pos.x" else c
+        name = "x" if member == "pos.x" else "value"
+        value = HookInt(x, lambda: self._hostile(data, i, action))
+        if action == "collect" and self.rt.gc.phase != "idle":
+            return
+        try:
+            setattr(holder, name, value)
+        except zs.ExpiredConjugateError:
+            assert not self.objs[i].alive, "a live owner refused the write"
+            return
+        assert self.objs[i].alive, "a write into a destroyed owner succeeded"
+        if member == "pos.x":
+            self.objs[i].pos_x = x
+        else:
+            self.objs[i].value = x
+        assert getattr(self.conj(i).pos if member == "pos.x" else self.conj(i), name) == x
+        self.check_state()
+
+
+TestModelHostile = HostileModelMachine.TestCase
+TestModelHostile.settings = _SETTINGS

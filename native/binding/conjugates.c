@@ -730,3 +730,95 @@ int zs_add_conjugate_types(PyObject *module, zs_core_state *state) {
         return -1;
     return 0;
 }
+
+/* =========================================================================
+ * Re-classing
+ * ========================================================================= */
+
+/* A conjugate's class is its native memory's layout: object conjugates
+ * (and value conjugates) must never change class. `obj.__class__ = X` and
+ * object.__setattr__ reach the `__class__` property of zs.Object and of the
+ * value conjugates' base (zsharp_py/_conjugate.py FIXED_CLASS), which
+ * refuses; but object.__dict__['__class__'].__set__(obj, X) calls CPython's
+ * object_set_class directly, which accepts any class of the same C layout
+ * (every conjugate class has one). That function raises the audit event
+ * "object.__setattr__" (obj, "__class__", X) before it changes anything, so
+ * an audit hook refuses it there: no descriptor ever sees a re-classed
+ * conjugate, and the accessors pay nothing (an audit hook runs only on
+ * audited events, none of which is on a property access path).
+ *
+ * The hook is process-wide and cannot be removed: it holds strong
+ * references to what it compares with (never released, like the hook). */
+static struct {
+    PyTypeObject *conjugate_type;  /* ObjectConjugate: every object conjugate */
+    PyObject *marker;              /* FIXED_CLASS: in the MRO of every fixed class */
+    PyObject *str_class;           /* "__class__", interned */
+    int installed;
+} reclass_guard;
+
+/* Whether instances of `type` must keep their class. */
+static int class_is_fixed(PyTypeObject *type) {
+    if (reclass_guard.conjugate_type != NULL && PyType_IsSubtype(type, reclass_guard.conjugate_type))
+        return 1;
+    PyObject *mro = type->tp_mro;
+    if (reclass_guard.marker == NULL || reclass_guard.str_class == NULL || mro == NULL ||
+        !PyTuple_Check(mro))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        PyObject *dict = base->tp_dict;  /* heap types (ours) always have one */
+        if (dict == NULL || !(base->tp_flags & Py_TPFLAGS_HEAPTYPE))
+            continue;
+        PyObject *found = PyDict_GetItemWithError(dict, reclass_guard.str_class);
+        if (found == NULL && PyErr_Occurred())
+            return -1;
+        if (found != NULL)
+            return found == reclass_guard.marker;
+    }
+    return 0;
+}
+
+/* The audit hook: refuse object_set_class on a fixed class (either side). */
+static int reclass_hook(const char *event, PyObject *args, void *user) {
+    (void)user;
+    if (event[0] != 'o' || strcmp(event, "object.__setattr__") != 0)
+        return 0;
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != 3)
+        return 0;
+    PyObject *name = PyTuple_GET_ITEM(args, 1);
+    if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "__class__") != 0)
+        return 0;
+    PyObject *obj = PyTuple_GET_ITEM(args, 0), *value = PyTuple_GET_ITEM(args, 2);
+    if (PyType_Check(obj))
+        return 0;  /* a class attribute named __class__: type_setattro's event */
+    int fixed = class_is_fixed(Py_TYPE(obj));
+    if (fixed == 0 && value != NULL && PyType_Check(value))
+        fixed = class_is_fixed((PyTypeObject *)value);
+    if (fixed < 0)
+        return -1;
+    if (fixed) {
+        PyErr_Format(PyExc_TypeError, "cannot change the class of a %s conjugate "
+                     "(its native memory is laid out for its own class)",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+/* refuse_reclassing(marker): install the hook (once per process). */
+PyObject *zs_refuse_reclassing(PyObject *module, PyObject *marker) {
+    zs_core_state *state = zs_state_of_module(module);
+    if (reclass_guard.conjugate_type == NULL && state->conjugate_type != NULL)
+        reclass_guard.conjugate_type = (PyTypeObject *)Py_NewRef(state->conjugate_type);
+    if (reclass_guard.marker == NULL)
+        reclass_guard.marker = Py_NewRef(marker);
+    if (reclass_guard.str_class == NULL &&
+        (reclass_guard.str_class = PyUnicode_InternFromString("__class__")) == NULL)
+        return NULL;
+    if (!reclass_guard.installed) {
+        if (PySys_AddAuditHook(reclass_hook, NULL) < 0)
+            return NULL;
+        reclass_guard.installed = 1;
+    }
+    Py_RETURN_NONE;
+}

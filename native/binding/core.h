@@ -255,6 +255,9 @@ int zs_explained_setattro(PyObject *self, PyObject *name, PyObject *value);
  * that neither a descriptor applied to a foreign instance nor a re-classed
  * conjugate can read or write outside the native object. */
 int zs_conjugate_is_a(zs_conjugate *conjugate, PyTypeObject *cls);
+/* refuse_reclassing(marker): an audit hook, installed once, that refuses
+ * object.__dict__['__class__'].__set__ on conjugates (conjugates.c). */
+PyObject *zs_refuse_reclassing(PyObject *module, PyObject *marker);
 
 /* properties.c */
 int zs_add_property_types(PyObject *module, zs_core_state *state);

@@ -202,6 +202,8 @@ static PyMethodDef core_functions[] = {
      "Report an exception that cannot propagate through sys.unraisablehook."},
     {"configure_calls", (PyCFunction)(void (*)(void))zs_configure_calls,
      METH_VARARGS | METH_KEYWORDS, "Hand over the Python side of calls from native code."},
+    {"refuse_reclassing", zs_refuse_reclassing, METH_O,
+     "Refuse object.__dict__['__class__'].__set__ on conjugates (an audit hook, once)."},
     {"call_handler", zs_call_handler_addresses, METH_NOARGS,
      "(handler, user) addresses for zs_set_call_handler."},
     {"native_functions", native_functions, METH_NOARGS,

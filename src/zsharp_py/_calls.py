@@ -159,12 +159,104 @@ def function_layout(cls: type[Object], name: str) -> FunctionLayout:
     return layout
 
 
+class SignatureMismatch(TypeError):
+    """An override whose parameter block differs from the one native code
+    calls the function with (see ``_declare``)."""
+
+
 def _declare(cls: type[Object], name: str) -> FunctionLayout:
-    """Work out the parameter block of ``cls.name`` (cached by the caller)."""
+    """Work out the parameter block of ``cls.name`` (cached by the caller).
+
+    Native code calls a function with one parameter block whatever the
+    object's class: the block of the function's *reference declaration*, the
+    first declaration in the class hierarchy, from the root down (the
+    last class of the MRO first), that native code can call. An override
+    further down runs only if its own block is the same (the same C types
+    at the same offsets, the same result, the same size): otherwise it
+    would read its arguments from, and write its result into, memory the
+    host never laid out for it. ``SignatureMismatch`` (a TypeError naming
+    both signatures) refuses it: at class declaration when both signatures
+    resolve then (``check_overrides``), else here, at the first call."""
+    if not isinstance(name, str):
+        raise AttributeError(f"{cls.__name__} has no method {name!r} that native code can call")
     owner = next((c for c in cls.__mro__ if name in c.__dict__), None)
-    if (not isinstance(name, str) or name.startswith("_") or owner is None
+    if (name.startswith("_") or owner is None
             or not issubclass(owner, Object) or owner is Object):
         raise AttributeError(f"{cls.__name__} has no method {name!r} that native code can call")
+    layout = _lay_out(owner, name)
+    reference = _reference_layout(cls, name, owner)
+    if reference is not None and not _same_block(layout, reference):
+        raise SignatureMismatch(
+            f"{owner.__name__}.{name}{_signature(layout)} cannot override "
+            f"{reference.owner.__name__}.{name}{_signature(reference)} for calls from native "
+            f"code: native code passes {reference.owner.__name__}.{name}'s parameter block "
+            f"({reference.size} bytes), so an override must take the same parameters and "
+            "return the same type")
+    return layout
+
+
+def _reference_layout(cls: type[Object], name: str, owner: type) -> FunctionLayout | None:
+    """The layout of the reference declaration of ``name`` above ``owner``
+    in ``cls``'s hierarchy (None when ``owner``'s is the reference)."""
+    for base in reversed(cls.__mro__):
+        if base is owner:
+            return None
+        if (base is Object or not isinstance(base, type) or not issubclass(base, Object)
+                or name not in base.__dict__ or not issubclass(owner, base)):
+            continue
+        try:
+            return function_layout(base, name)
+        except (AttributeError, TypeError):
+            continue  # not callable from native code: no block to match
+    return None
+
+
+def _same_block(layout: FunctionLayout, reference: FunctionLayout) -> bool:
+    """Whether two layouts describe the same parameter block."""
+    def shape(described: FunctionLayout) -> Any:
+        members = list(described.parameters) + ([described.result] if described.result else [])
+        return (described.size, described.result is None,
+                tuple((m.c_type, m.offset) for m in members),
+                tuple(_block_key(k) for k in described._kinds))
+    return bool(shape(layout) == shape(reference))
+
+
+def _block_key(kind: Any) -> Any:
+    """What a block member is natively: an object reference of any class is
+    one handle (a narrower class is the same block)."""
+    if isinstance(kind, (ObjectRefKind, WeakRefKind)):
+        return ("reference",)
+    return getattr(kind, "key", None)
+
+
+def _signature(layout: FunctionLayout) -> str:
+    """``(double dt, int64_t extra) -> int64_t``: a block as a C signature."""
+    parameters = ", ".join(f"{p.c_type} {p.name}" for p in layout.parameters)
+    result = layout.result.c_type if layout.result is not None else "void"
+    return f"({parameters}) -> {result}"
+
+
+def check_overrides(cls: type[Object], namespace: dict[str, Any]) -> None:
+    """At class declaration (zsharp_py/_object.py ObjectMeta): refuse an
+    override whose parameter block differs from its reference declaration's,
+    when both signatures resolve now; otherwise the first call decides."""
+    for name, value in namespace.items():
+        if (not isinstance(value, types.FunctionType) or not isinstance(name, str)
+                or name.startswith("_")):
+            continue
+        if not any(name in base.__dict__ for base in cls.__mro__[1:]
+                   if isinstance(base, type) and issubclass(base, Object) and base is not Object):
+            continue  # not an override
+        try:
+            function_layout(cls, name)
+        except SignatureMismatch:
+            raise
+        except (AttributeError, TypeError):
+            continue  # not callable from native code, or not resolvable yet
+
+
+def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
+    """The parameter block of ``owner``'s own declaration of ``name``."""
     function = owner.__dict__[name]
     what = f"{owner.__name__}.{name}"
     if not isinstance(function, types.FunctionType):

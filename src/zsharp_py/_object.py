@@ -99,6 +99,12 @@ class ObjectMeta(_core.ObjectClass):
         if any(isinstance(base, ObjectMeta) for base in bases):  # not zs.Object itself
             _set_python_init(cls)
             check_annotations(cls)
+            # An override that native code would call with another signature's
+            # parameter block is refused now when it can be decided now
+            # (zsharp_py/_calls.py check_overrides; else at the first call).
+            calls = sys.modules.get("zsharp_py._calls")
+            if calls is not None:
+                calls.check_overrides(cls, namespace)
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
@@ -152,6 +158,13 @@ def _refresh_python_init(cls: ObjectMeta) -> None:
         current = pending.pop()
         _set_python_init(current)
         pending.extend(typing.cast("list[ObjectMeta]", type.__subclasses__(current)))
+
+
+# ``obj.__class__ = X`` is refused by FIXED_CLASS; the base descriptor
+# (``object.__dict__['__class__'].__set__``) bypasses it, so zsharp_py._core
+# refuses that through an audit hook (native/binding/conjugates.c) for every
+# class whose MRO holds FIXED_CLASS (object and value conjugates alike).
+_core.refuse_reclassing(FIXED_CLASS)
 
 
 def _create(cls: type[Object], /, name: str | None = None, outer: Object | None = None,

@@ -118,6 +118,7 @@ class Runtime(_core.RuntimeCore):
         self._object_out = ffi.new("zs_object **")
         self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
         self._collecting = False  # inside collect_garbage or gc.step (see _refuse_reentry)
+        self._in_close = False  # inside close(): a nested close() is refused, not a no-op
         # Object wrappers (_object_wrappers): the persistent ids of
         # LazyObjectPtr, the interface ids of ScriptInterface.
         self._lazy_ids: dict[bytes, int] = {}
@@ -204,29 +205,37 @@ class Runtime(_core.RuntimeCore):
     def close(self) -> None:
         """Destroy every native object, expire every conjugate, free the heap."""
         with self._lock:
-            if self._closed:
+            if self._closed and not self._in_close:
                 return
             self._refuse_reentry("close()")
             # First: the C fast paths decline from now on, and nothing re-entered
             # from here (a finaliser, a gc callback) may collect or close.
             self._closing = True
-            self._deferred_releases.clear()
-            # Names must outlive the native table: expired conjugates format
-            # their messages lazily.
-            self._keep_names(lib.zs_name_count(self._ptr))
-            self._expire_all(self._describe)  # every conjugate and black value, in C
-            self._lazy_ids.clear()
-            self._lazy_handles.clear()
-            self._closed = True
-            self._core_detach()
-            # zs_runtime_free, exactly once. Called through detach(): once
-            # weakref.finalize's own atexit hook has run (it may run before
-            # _close_all), calling a finalizer does nothing.
-            detached = self._finalizer.detach()
-            if detached is not None:
-                _, free, args, _ = detached
-                free(*args)
-            self._ptr = ffi.NULL
+            self._in_close = True
+            try:
+                self._close_now()
+            finally:
+                self._in_close = False
+
+    def _close_now(self) -> None:
+        """close()'s work, under the lock and the re-entry guard."""
+        self._deferred_releases.clear()
+        # Names must outlive the native table: expired conjugates format
+        # their messages lazily.
+        self._keep_names(lib.zs_name_count(self._ptr))
+        self._expire_all(self._describe)  # every conjugate and black value, in C
+        self._lazy_ids.clear()
+        self._lazy_handles.clear()
+        self._closed = True
+        self._core_detach()
+        # zs_runtime_free, exactly once. Called through detach(): once
+        # weakref.finalize's own atexit hook has run (it may run before
+        # _close_all), calling a finalizer does nothing.
+        detached = self._finalizer.detach()
+        if detached is not None:
+            _, free, args, _ = detached
+            free(*args)
+        self._ptr = ffi.NULL
 
     def _call(self, function: Callable[..., int], *args: Any) -> int:
         """Call a native function on this runtime's heap, holding the lock so

@@ -24,8 +24,8 @@ with atheris.instrument_imports(include=["zsharp_py", "harness"]):
 
 
 def test_one_input(data: bytes) -> None:
-    """libFuzzer's entry point: one input, one runtime."""
-    harness.run_one(data)
+    """libFuzzer's entry point: one input, one runtime (hostile operations included)."""
+    harness.run_one(data, hostile=True)
 
 
 def main() -> None:

@@ -323,8 +323,10 @@ def put(target: Any, name: str, value: Any) -> None:
 class Session:
     """One runtime and everything one input made in it."""
 
-    def __init__(self, reader: Reader) -> None:
+    def __init__(self, reader: Reader, hostile: bool = False) -> None:
         r = self.r = reader
+        #: Whether the hostile operations (HOSTILE_OPERATIONS) are drawn too.
+        self.operations = OPERATIONS + HOSTILE_OPERATIONS if hostile else OPERATIONS
         options = r.byte()
         stress_bits = r.byte()
         stress = zs.GcStress(
@@ -591,10 +593,10 @@ class Session:
     def step(self) -> None:
         """Run one operation; documented exceptions are fine, anything else
         escapes; the heap is verified afterwards."""
-        op = self.r.pick(OPERATIONS)
+        op = self.r.pick(self.operations)
         try:
             op(self)
-        except Skip:
+        except (Skip, HookError):
             pass
         except self.expected:
             pass
@@ -1209,6 +1211,299 @@ def op_stale(s: Session) -> None:
         call(item, "add_to_root")
 
 
+# ---- hostile operations: Python code that runs in the middle of an API call ----
+# (FINDINGS.md, tests/test_hostile.py). A hook of a value being written, a
+# gc.callbacks entry or a finaliser runs an action on the heap: grow, clear
+# or dispose what is being written, collect, mark as garbage, close the
+# runtime, or raise HookError (which must reach the caller unchanged).
+
+
+class HookError(Exception):
+    """Raised by a hostile hook: documented for the hostile operations."""
+
+
+HOSTILE_ACTIONS = ("grow", "clear", "dispose", "collect", "garbage", "close", "raise", "none")
+
+
+def _hostile_action(s: Session, target: Any, action: str) -> Callable[[], None]:
+    """The action a hook runs once (on its ``when``-th call)."""
+    def act() -> None:
+        try:
+            if action == "grow" and isinstance(target, zs.Array):
+                target.extend([target[0]] * 600 if len(target) else [])
+            elif action == "grow" and isinstance(target, zs.Map):
+                target.update({k: v for k, v in zip(range(900, 1500), target.values())})
+            elif action == "grow" and isinstance(target, zs.Set):
+                target.update(range(900, 1500))
+            elif action == "clear" and hasattr(target, "clear"):
+                target.clear()
+            elif action == "dispose" and hasattr(target, "dispose"):
+                target.dispose()
+            elif action == "collect":
+                s.rt.collect_garbage()
+            elif action == "garbage" and s.objs:
+                victim = s.r.pick(s.objs)
+                victim.mark_as_garbage()
+                s.rt.collect_garbage()
+            elif action == "close" and s.r.chance(40):
+                while s.scopes:
+                    s.scopes.pop().__exit__(None, None, None)
+                s.rt.close()
+        except HookError:
+            raise
+        except (Exception,) as error:  # an action refused (documented) changes nothing
+            if not isinstance(error, s.expected + (RuntimeError, AttributeError)):
+                raise
+        if action == "raise":
+            raise HookError("raised by a hostile hook")
+    return act
+
+
+class _Once:
+    def __init__(self, action: Callable[[], None], when: int) -> None:
+        self.action, self.when, self.calls = action, when, 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+        if self.calls == self.when:
+            self.action()
+
+
+class _HFloat:
+    def __init__(self, hook: _Once, value: float) -> None:
+        self.hook, self.value = hook, value
+
+    def __float__(self) -> float:
+        self.hook()
+        return self.value
+
+    def __index__(self) -> int:
+        self.hook()
+        return int(self.value) if math.isfinite(self.value) else 0
+
+
+class _HStr(str):
+    hook: _Once
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        self.hook()
+        return str.encode(self, *args, **kwargs)
+
+    def __str__(self) -> str:
+        self.hook()
+        return str.__str__(self)
+
+    def __hash__(self) -> int:
+        self.hook()
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        self.hook()
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __len__(self) -> int:
+        self.hook()
+        return str.__len__(self)
+
+
+class _HInt(int):
+    hook: _Once
+
+    def __index__(self) -> int:
+        self.hook()
+        return int.__index__(self)
+
+    def __hash__(self) -> int:
+        self.hook()
+        return int.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        self.hook()
+        return int.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+
+class _HIter:
+    def __init__(self, hook: _Once, items: list[Any]) -> None:
+        self.hook, self.items = hook, items
+
+    def __len__(self) -> int:
+        self.hook()
+        return len(self.items)
+
+    def __iter__(self) -> Any:
+        self.hook()
+        for item in self.items:
+            self.hook()
+            yield item
+
+
+class _LyingBytes(bytes):
+    def __len__(self) -> int:
+        return 600
+
+
+class _LyingStr(str):
+    """Lies about its encoding (class 4) or yields invalid UTF-8 (class 5)."""
+
+    invalid = False
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        if self.invalid:
+            return b"\xff\xfe\xc3"
+        return _LyingBytes(str.encode(self, *args, **kwargs))
+
+
+def _hostile_value(s: Session, hook: _Once, kind: str) -> Any:
+    """A value of ``kind`` whose conversion hooks run ``hook``."""
+    r = s.r
+    if kind == "int":
+        made = _HInt.__new__(_HInt, r.pick((0, 1, 5, 7, 100)))
+        made.hook = hook
+        return made if r.flag() else _HFloat(hook, float(made))
+    if kind == "float":
+        return _HFloat(hook, r.pick((1.5, -2.0, 42.0)))
+    if kind == "text":
+        text = _HStr.__new__(_HStr, r.pick(("a", "Hero", "héllo", "FNode.i32", "x" * 40)))
+        text.hook = hook
+        return text
+    if kind == "vec":
+        return (_hostile_value(s, hook, "int"), _hostile_value(s, hook, "float"))
+    if kind == "list":
+        return _HIter(hook, [_hostile_value(s, hook, "int") for _ in range(r.below(4))])
+    lying = _LyingStr.__new__(_LyingStr, r.pick(("ab", "Hero", "n")))
+    lying.invalid = r.flag()
+    return lying
+
+
+# (target getter, write) pairs: how a hostile value goes in.
+def op_hostile_write(s: Session) -> None:
+    """Write a hostile value into a container element, a struct member, a
+    property or a new value; its hook mutates the target mid-write."""
+    r = s.r
+    node = s.obj_of(FNode)
+    if not isinstance(node, FNode) or node.is_expired:
+        raise Skip("no node")
+    roll = r.below(12)
+    target: Any
+    if roll < 3:
+        target = get(node, r.pick(("nums", "vecs", "words")))
+    elif roll < 5:
+        target = get(node, r.pick(("scores", "owners", "tags", "members")))
+    elif roll == 5:
+        target = get(node, "pos")
+    elif roll == 6:
+        target = get(node, "maybe")
+    elif roll == 7:
+        target = s.note(r.pick((Array[zs.Int32]([1, 2, 3]), Array[FVec]([(1, 1.0, "a", "b")]),
+                                Map[zs.Name, zs.Int32]({"a": 1}), Set[zs.Name]({"a"}),
+                                Optional[FVec]((1, 1.0)), FVec(1, 1.0), zs.String("s"))))
+    else:
+        target = node
+    action = r.pick(HOSTILE_ACTIONS)
+    hook = _Once(_hostile_action(s, target, action), 1 + r.below(3))
+    if isinstance(target, zs.Array):
+        element = {"nums": "int", "vecs": "vec", "words": "text"}.get(
+            next((k for k, v in ARRAY_KINDS.items() if isinstance(target, v)), "nums"), "int")
+        value = _hostile_value(s, hook, element)
+        how = r.below(4)
+        if how == 0 and len(target):
+            target[r.below(len(target))] = value
+        elif how == 1:
+            target.append(value)
+        elif how == 2:
+            target.extend(_HIter(hook, [value]))
+        else:
+            target.insert(r.below(4), value)
+    elif isinstance(target, zs.Map):
+        key = _hostile_value(s, hook, "text" if isinstance(target, Map[zs.Name, zs.Int32]) else "int")
+        if isinstance(target, Map[zs.Name, zs.Int32]):
+            target[key] = _hostile_value(s, hook, "int")
+        else:
+            target.setdefault(key, None)
+    elif isinstance(target, zs.Set):
+        target.add(_hostile_value(s, hook, "text" if isinstance(target, Set[zs.Name]) else "int")
+                   if isinstance(target, Set[zs.Name]) else s.obj())
+    elif isinstance(target, zs.Optional):
+        target.set(_hostile_value(s, hook, "vec"))
+    elif isinstance(target, FVec):
+        put(target, r.pick(("x", "f", "label", "text")),
+            _hostile_value(s, hook, r.pick(("int", "float", "text"))))
+    elif isinstance(target, zs.String):
+        target.assign(_hostile_value(s, hook, "text"))
+    else:
+        name = r.pick(list(NODE_PROPS))
+        kind = NODE_PROPS[name]
+        value_kind = ("int" if kind.startswith(("int", "uint")) else "float" if kind == "float"
+                      else "text" if kind == "text" else "vec" if kind in ("vec", "opt_vec")
+                      else "list" if kind in ("int_list",) else "lying")
+        put(target, name, _hostile_value(s, hook, value_kind))
+
+
+ARRAY_KINDS: dict[str, Any] = {"nums": Array[zs.Int32], "vecs": Array[FVec],
+                               "words": Array[zs.String]}
+
+
+def op_hostile_collector(s: Session) -> None:
+    """Run one ordinary operation while CPython's cycle collector (a
+    gc.callbacks entry, or the finaliser of cyclic garbage) runs an action
+    on the heap at any allocation inside it."""
+    r = s.r
+    target = s.value_of(s.values) if r.flag() else s.obj()
+    hook = _Once(_hostile_action(s, target, r.pick(HOSTILE_ACTIONS[:-2])), 1 + r.below(4))
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            hook()
+
+    saved = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(1, 1, 1)
+    try:
+        r.pick(OPERATIONS)(s)
+    finally:
+        gc.callbacks.remove(callback)
+        gc.set_threshold(*saved)
+
+
+def op_hostile_descriptor(s: Session) -> None:
+    """A property descriptor of one class applied to an object of another
+    (or to anything), and re-classing through the base descriptor: a
+    TypeError (or ExpiredConjugateError), never memory of another layout."""
+    r = s.r
+    owner = r.pick((FNode, FHero, FLeaf, FVec))
+    names = list(VEC_MEMBERS) if owner is FVec else list(PROPS[owner])
+    descriptor = owner.__dict__.get(r.pick(names))
+    if descriptor is None:
+        raise Skip("not laid out yet")
+    instance = r.pick([s.obj(), s.value_of(s.views), s.value_of(s.values), object(), 5])
+    if r.flag():
+        descriptor.__get__(instance, type(instance))  # property.fget(instance) alike
+    else:
+        value = s.plausible(PROPS.get(owner, VEC_MEMBERS).get(descriptor_name(owner, descriptor),
+                                                             "any"))
+        descriptor.__set__(instance, value)
+    if r.chance(60):
+        victim = r.pick([s.obj(), s.value_of(s.values), s.value_of(s.views)])
+        object.__dict__["__class__"].__set__(victim, r.pick((FNode, FHero, FLeaf, FVec,
+                                                             zs.String, Array[zs.Int32])))
+
+
+def descriptor_name(owner: type, descriptor: Any) -> str:
+    """The attribute name of ``descriptor`` on ``owner``."""
+    return next((k for k, v in vars(owner).items() if v is descriptor), "any")
+
+
+HOSTILE_OPERATIONS: list[Callable[[Session], None]] = [
+    op_hostile_write, op_hostile_write, op_hostile_collector, op_hostile_descriptor,
+]
+
+
 OPERATIONS: list[Callable[[Session], None]] = [
     op_new_object, op_new_object, op_new_object, op_set_property, op_set_property,
     op_set_property, op_get_property, op_get_property, op_identity, op_roots, op_roots,
@@ -1219,9 +1514,10 @@ OPERATIONS: list[Callable[[Session], None]] = [
 ]
 
 
-def run_one(data: bytes) -> None:
-    """Run one fuzz input; raises on a finding (see the module docstring)."""
-    session = Session(Reader(data))
+def run_one(data: bytes, hostile: bool = False) -> None:
+    """Run one fuzz input; raises on a finding (see the module docstring).
+    ``hostile`` adds HOSTILE_OPERATIONS (tools/fuzz.sh always does)."""
+    session = Session(Reader(data), hostile)
     try:
         session.run()
         session.finish()
