@@ -17,6 +17,7 @@ __all__ = ["FAMILIES", "load"]
 # name -> module (in the order they run and appear in RESULTS.md)
 FAMILIES: dict[str, str] = {
     "bindings": "benchmarks.bindings",
+    "values": "benchmarks.values",
     "gc_collect": "benchmarks.gc_collect",
     "gc_peers": "benchmarks.gc_peers",
     "gc_native": "benchmarks.gc_native",

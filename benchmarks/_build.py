@@ -38,7 +38,8 @@ from ._harness import Config, Unavailable, progress
 __all__ = ["BUILD_DIR", "CSRC", "NATIVE", "c_program", "shared_library", "extension_module",
            "ensure_package", "ensure_boehm", "cffi_actor_module", "nanobind_actor_module",
            "pybind11_actor_module", "ctypes_actor_library", "zsharp_gc_program",
-           "boehm_gc_program", "floors_program"]
+           "boehm_gc_program", "floors_program", "VALUE_VARIANTS", "nanobind_values_module",
+           "pybind11_values_module"]
 
 HERE = Path(__file__).resolve().parent
 BUILD_DIR = Path(os.environ.get("ZSHARP_BENCH_BUILD_DIR", HERE / ".build"))
@@ -367,23 +368,34 @@ def cffi_actor_module(config: Config) -> ModuleType:
 
 
 def _cxx_module(config: Config, name: str, source: Path, include_dirs: list[str],
-                extra_sources: list[str], extra_flags: list[str], package: str) -> ModuleType:
+                extra_sources: list[str], extra_flags: list[str], package: str,
+                c_sources: list[Path] | None = None,
+                depends: list[Path] | None = None) -> ModuleType:
+    """Compile (or reuse) a C++ extension module ``name`` from ``source``,
+    the ``extra_sources`` (C++, e.g. nanobind's core) and the ``c_sources``
+    (C; default ``csrc/actor.c``); ``depends`` are the headers whose changes
+    rebuild it (default ``csrc/actor.h``)."""
     cxx = _tool("c++", "g++")
     cc = _tool("cc", "gcc")
     include = _python_include()
     flags = CXX_FLAGS + extra_flags + [f"-I{include}", f"-I{CSRC}"] + [
         f"-I{d}" for d in include_dirs]
+    c_sources = [CSRC / "actor.c"] if c_sources is None else c_sources
+    depends = [CSRC / "actor.h"] if depends is None else depends
     output, built = _cached(name, _ext_suffix(),
                             [cxx, _tool_version(cxx), package, *flags, *extra_sources],
-                            [source, CSRC / "actor.c", CSRC / "actor.h"])
+                            [source, *c_sources, *depends])
     if not built:
         if not config.install:
             raise Unavailable("not built (quick and --no-install runs do not compile the C++ "
                               "peers; a full run builds them into benchmarks/.build)")
         progress(config, f"building {name} ({package}, g++ -O2; about 10-30 s)")
         directory = output.parent
-        objects = [str(directory / "actor.o")]
-        commands = [[cc, *C_FLAGS, "-fPIC", "-c", str(CSRC / "actor.c"), "-o", objects[0]]]
+        objects: list[str] = []
+        commands: list[list[str]] = []
+        for c_source in c_sources:
+            objects.append(str(directory / f"{c_source.stem}.o"))
+            commands.append([cc, *C_FLAGS, "-fPIC", "-c", str(c_source), "-o", objects[-1]])
         for index, extra in enumerate(extra_sources):
             objects.append(str(directory / f"extra{index}.o"))
             commands.append([cxx, *flags, "-DNB_BUILD", "-fno-strict-aliasing", "-c", extra,
@@ -411,5 +423,46 @@ def pybind11_actor_module(config: Config) -> ModuleType:
     module = _cxx_module(config, "bench_pb_actor", CSRC / "pb_actor.cpp",
                          [pybind11.get_include()], [], [],
                          f"pybind11 {getattr(pybind11, '__version__', '?')}")
+    module.__dict__.setdefault("VERSION", getattr(pybind11, "__version__", "?"))
+    return module
+
+
+# The "values" family's peers: csrc/values.h bound by nb_values.cpp and
+# pb_values.cpp, each built twice (opaque containers, STL casters).
+VALUE_VARIANTS = ("opaque", "caster")
+
+
+def _values_flags(library: str, variant: str) -> tuple[str, list[str]]:
+    if variant not in VALUE_VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}")
+    name = f"bench_{library}_values_{variant}"
+    return name, [f"-DBENCH_MODULE={name}", f"-DBENCH_NS={name}_ns",
+                  f"-DBENCH_OPAQUE={int(variant == 'opaque')}"]
+
+
+def nanobind_values_module(config: Config, variant: str) -> ModuleType:
+    """``csrc/values.h`` bound with nanobind: ``variant`` "opaque"
+    (bind_vector, bind_map, a bound set class) or "caster" (nanobind/stl/*.h)."""
+    nanobind = ensure_package(config, "nanobind", "nanobind")
+    root = Path(str(nanobind.__file__)).resolve().parent
+    name, defines = _values_flags("nb", variant)
+    module = _cxx_module(config, name, CSRC / "nb_values.cpp",
+                         [str(root / "include"), str(root / "ext" / "robin_map" / "include")],
+                         [str(root / "src" / "nb_combined.cpp")],
+                         ["-DNB_COMPACT_ASSERTIONS", *defines],
+                         f"nanobind {getattr(nanobind, '__version__', '?')}",
+                         c_sources=[], depends=[CSRC / "values.h"])
+    module.__dict__.setdefault("VERSION", getattr(nanobind, "__version__", "?"))
+    return module
+
+
+def pybind11_values_module(config: Config, variant: str) -> ModuleType:
+    """``csrc/values.h`` bound with pybind11: ``variant`` "opaque"
+    (bind_vector, bind_map, a bound set class) or "caster" (pybind11/stl.h)."""
+    pybind11 = ensure_package(config, "pybind11", "pybind11")
+    name, defines = _values_flags("pb", variant)
+    module = _cxx_module(config, name, CSRC / "pb_values.cpp", [pybind11.get_include()], [],
+                         defines, f"pybind11 {getattr(pybind11, '__version__', '?')}",
+                         c_sources=[], depends=[CSRC / "values.h"])
     module.__dict__.setdefault("VERSION", getattr(pybind11, "__version__", "?"))
     return module

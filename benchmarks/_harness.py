@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Sequence
 __all__ = [
     "Config", "Stats", "Table", "MicroCase", "Unavailable", "summarize", "percentile",
     "METRICS", "NOTES", "SERIES", "record",
-    "time_rounds", "run_micro", "gc_paused", "host_gc_isolated", "machine_info",
+    "time_rounds", "run_micro", "calibrate", "gc_paused", "host_gc_isolated", "machine_info",
     "progress", "fmt_ratio", "fmt_ns", "fmt_ms", "load_average",
 ]
 
@@ -62,6 +62,17 @@ class Config:
     @property
     def micro_rounds(self) -> int:
         return 10 if self.quick else 100
+
+    # values: every case runs ``value_rounds`` batches, each calibrated to
+    # take about ``value_batch_seconds`` (the peers are up to 1,000x apart,
+    # so a fixed operation count would not do).
+    @property
+    def value_rounds(self) -> int:
+        return 3 if self.quick else 30
+
+    @property
+    def value_batch_seconds(self) -> float:
+        return 0.002 if self.quick else 0.03
 
     # gc_collect
     @property
@@ -261,6 +272,9 @@ class MicroCase:
     """Whether ``after_batch`` is part of the batch's time (amortised)."""
     items: int = 1
     """Elements handled per operation (per-element figures for iteration)."""
+    before_batch: Callable[[int], Any] | None = None
+    """Run untimed before every batch (the warm-up too) with the batch's
+    operation count (e.g. fill the array that a batch of ``pop()`` empties)."""
 
 
 @dataclass
@@ -279,7 +293,10 @@ def run_micro(cases: Sequence[MicroCase], number: int, rounds: int) -> tuple[lis
     timers = [timeit.Timer(case.stmt, globals=case.namespace) for case in cases]
     numbers = [max(int(number * case.scale), 1) for case in cases]
     for case, timer, count in zip(cases, timers, numbers):
-        timer.timeit(max(count // 10, 1))  # warm-up, and fail early on a broken statement
+        warmup = max(count // 10, 1)
+        if case.before_batch is not None:
+            case.before_batch(warmup)
+        timer.timeit(warmup)  # warm-up, and fail early on a broken statement
         if case.after_batch is not None:
             case.after_batch()
     samples: list[list[float]] = [[] for _ in cases]
@@ -290,6 +307,9 @@ def run_micro(cases: Sequence[MicroCase], number: int, rounds: int) -> tuple[lis
         for offset in range(count):
             index = (round_index + offset) % count
             case, operations = cases[index], numbers[index]
+            if case.before_batch is not None:
+                with gc_paused():
+                    case.before_batch(operations)
             seconds = timers[index].timeit(operations)
             if case.after_batch is not None:
                 # Like the statement under timeit, with CPython's cyclic
@@ -306,6 +326,30 @@ def run_micro(cases: Sequence[MicroCase], number: int, rounds: int) -> tuple[lis
     results = [MicroResult(case, summarize(s), summarize(s).minus(overhead.median))
                for case, s in zip(cases, samples)]
     return results, overhead
+
+
+def calibrate(case: MicroCase, seconds: float, limit: int = 10_000_000) -> int:
+    """The number of operations of ``case`` that takes about ``seconds``:
+    batches of 1, 10, 100... operations (with the case's before and after
+    hooks, untimed) until one takes a tenth of ``seconds``, then scaled.
+    Raises what the statement raises (a broken or unsupported operation)."""
+    timer = timeit.Timer(case.stmt, globals=case.namespace)
+    if case.before_batch is not None:  # a first call may register types, fill caches...
+        case.before_batch(1)
+    timer.timeit(1)
+    if case.after_batch is not None:
+        case.after_batch()
+    count = 1
+    while True:
+        if case.before_batch is not None:
+            case.before_batch(count)
+        elapsed = timer.timeit(count)
+        if case.after_batch is not None:
+            case.after_batch()
+        if elapsed >= seconds / 10 or count >= limit:
+            break
+        count *= 10
+    return max(1, min(limit, round(count * seconds / max(elapsed, 1e-9))))
 
 
 # ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@ recorded in this run (``_harness.METRICS``), each marked met or not met."""
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Callable
 
@@ -110,6 +111,35 @@ def _largest_heap() -> Compute:
     return compute
 
 
+def _values(peer: str, statistic: str) -> Compute:
+    """A statistic of zsharp_py / ``peer`` over the rows of the values
+    family (``values.<row>.<side>``): "worst" (the highest ratio) or
+    "median". A row the peer measured but zsharp_py could not (an operation
+    that raises) counts as infinitely slow."""
+    def compute(m: dict[str, float]) -> tuple[float, str] | str:
+        rows = sorted({key.split(".")[1] for key in m if key.startswith("values.")
+                       and key.endswith(f".{peer}")})
+        if not rows:
+            return NOTES.get(f"values.struct_member_read.{peer}",
+                             "the values family was not measured in this run")
+        ratios: list[tuple[float, str]] = []
+        for row in rows:
+            ours, theirs = m.get(f"values.{row}.zsharp_py"), m[f"values.{row}.{peer}"]
+            if theirs > 0:
+                ratios.append((math.inf if ours is None else ours / theirs, row))
+        if not ratios:
+            return f"no values row measured for {peer}"
+        missing = [row for ratio, row in ratios if math.isinf(ratio)]
+        extra = f"; {len(missing)} unavailable in zsharp_py ({', '.join(missing[:4])}" \
+                f"{'...' if len(missing) > 4 else ''})" if missing else ""
+        if statistic == "median":
+            value = statistics.median(ratio for ratio, _ in ratios)
+            return value, f"median of {len(ratios)} rows{extra}"
+        worst = max(ratios)
+        return worst[0], f"worst {worst[1]} of {len(ratios)} rows{extra}"
+    return compute
+
+
 def _targets(config: Config) -> list[Target]:
     n = 1_000_000 if 1_000_000 in config.peer_heap_sizes else config.peer_heap_sizes[-1]
     b = "bindings.{}.{}"
@@ -197,6 +227,11 @@ def _targets(config: Config) -> list[Target]:
         Target("<= 64 bytes per conjugate", 64, "<=",
                _value("expiry.bytes_per_conjugate", "Python heap {v:.1f} B (tracemalloc)"),
                unit="B"),
+        Target("value types: every row <= 2x nanobind", 2.0, "<=", _values("nanobind", "worst")),
+        Target("value types: the median row <= 1.2x nanobind", 1.2, "<=",
+               _values("nanobind", "median")),
+        Target("value types: no row slower than pybind11", 1.0, "<=",
+               _values("pybind11", "worst")),
     ]
     return targets
 
@@ -205,7 +240,7 @@ def _format(value: float, unit: str) -> str:
     if unit == "n":
         return f"{value:,.0f}"
     if unit == "x":
-        return f"x{value:.2f}"
+        return "x inf" if math.isinf(value) else f"x{value:.2f}"
     if unit == "s":
         return f"{value * 1e3:.3f} ms"
     return f"{value:,.1f} B"
