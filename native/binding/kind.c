@@ -393,46 +393,58 @@ static PyObject *snapshot(PyObject *iterable) {
 }
 
 /* The (key, value) pairs of a mapping or an iterable of pairs, as a tuple of
- * 2-tuples (a dict's own storage for a dict or subclass). New reference. */
+ * 2-tuples, read as dict.update reads its argument: a dict (or subclass)
+ * from its own storage; an object with keys() through keys() and
+ * __getitem__; anything else as an iterable of pairs. New reference. */
 static PyObject *snapshot_pairs(PyObject *mapping, PyObject *what) {
-    PyObject *items = NULL;
+    PyObject *pairs = NULL;
     if (PyDict_Check(mapping)) {
-        items = PyDict_Items(mapping);  /* base storage: no method of a subclass */
-    } else {
-        PyObject *method = PyObject_GetAttrString(mapping, "items");
-        if (method == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-                return NULL;
-            PyErr_Clear();
-        }
-        if (method != NULL) {
-            items = PyObject_CallNoArgs(method);
-            Py_DECREF(method);
-        } else {
-            items = Py_NewRef(mapping);
-        }
+        PyObject *items = PyDict_Items(mapping);  /* base storage: no method of a subclass */
+        pairs = items ? PyList_AsTuple(items) : NULL;
+        Py_XDECREF(items);
+        return pairs;
     }
-    if (items == NULL)
-        return NULL;
-    PyObject *seq = snapshot(items);
-    Py_DECREF(items);
+    PyObject *keys_method = PyObject_GetAttrString(mapping, "keys");
+    if (keys_method == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return NULL;
+        PyErr_Clear();
+    }
+    if (keys_method != NULL) {
+        PyObject *listed = PyObject_CallNoArgs(keys_method);
+        Py_DECREF(keys_method);
+        PyObject *keys = listed ? snapshot(listed) : NULL;
+        Py_XDECREF(listed);
+        if (keys == NULL)
+            return NULL;
+        Py_ssize_t count = PyTuple_GET_SIZE(keys);
+        pairs = PyTuple_New(count);
+        for (Py_ssize_t i = 0; pairs != NULL && i < count; i++) {
+            PyObject *key = PyTuple_GET_ITEM(keys, i);
+            PyObject *item = PyObject_GetItem(mapping, key);
+            PyObject *pair = item ? PyTuple_Pack(2, key, item) : NULL;
+            Py_XDECREF(item);
+            if (pair == NULL)
+                Py_CLEAR(pairs);
+            else
+                PyTuple_SET_ITEM(pairs, i, pair);
+        }
+        Py_DECREF(keys);
+        return pairs;
+    }
+    PyObject *seq = snapshot(mapping);
     if (seq == NULL)
         return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(seq);
-    PyObject *pairs = PyTuple_New(count);
+    pairs = PyTuple_New(count);
     for (Py_ssize_t i = 0; pairs != NULL && i < count; i++) {
         PyObject *pair = PyTuple_GET_ITEM(seq, i);
         PyObject *both = PyTuple_Check(pair) || PyList_Check(pair) ? snapshot(pair) : NULL;
         if (both == NULL || PyTuple_GET_SIZE(both) != 2) {
             Py_XDECREF(both);
-            if (!PyErr_Occurred())
-                fail(PyExc_TypeError, what, "expected (key, value) pairs, got %s",
-                     Py_TYPE(pair)->tp_name);
-            else if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError)) {
-                PyErr_Clear();
-                fail(PyExc_TypeError, what, "expected (key, value) pairs, got %s",
-                     Py_TYPE(pair)->tp_name);
-            }
+            PyErr_Clear();
+            fail(PyExc_TypeError, what, "expected (key, value) pairs, got %s",
+                 Py_TYPE(pair)->tp_name);
             Py_CLEAR(pairs);
             break;
         }
@@ -694,15 +706,12 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
         (kind->code == ZSV_ARRAY && PyDict_Check(value)))
         return fail(PyExc_TypeError, what, "%U needs an iterable of elements, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
-    PyObject *items = snapshot(value);
-    if (items == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            return fail(PyExc_TypeError, what, "%U needs an iterable of elements, not %s",
-                        kind->what, Py_TYPE(value)->tp_name);
-        }
+    if (Py_TYPE(value)->tp_iter == NULL && !PySequence_Check(value))
+        return fail(PyExc_TypeError, what, "%U needs an iterable of elements, not %s", kind->what,
+                    Py_TYPE(value)->tp_name);
+    PyObject *items = snapshot(value);  /* an iterable's own errors propagate as they are */
+    if (items == NULL)
         return -1;
-    }
     Py_ssize_t count = PyTuple_GET_SIZE(items);
     if ((size_t)count > MAX_ENTRIES) {
         Py_DECREF(items);
@@ -730,15 +739,13 @@ static int stage_map(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_s
     if (PyUnicode_Check(value) || PyBytes_Check(value))
         return fail(PyExc_TypeError, what, "%U needs a mapping, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
+    if (!PyDict_Check(value) && Py_TYPE(value)->tp_iter == NULL &&
+        !PySequence_Check(value) && !PyObject_HasAttrString(value, "keys"))
+        return fail(PyExc_TypeError, what, "%U needs a mapping, not %s", kind->what,
+                    Py_TYPE(value)->tp_name);
     PyObject *pairs = snapshot_pairs(value, what);
-    if (pairs == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError) && !PyDict_Check(value)) {
-            PyErr_Clear();
-            return fail(PyExc_TypeError, what, "%U needs a mapping, not %s", kind->what,
-                        Py_TYPE(value)->tp_name);
-        }
+    if (pairs == NULL)
         return -1;
-    }
     Py_ssize_t count = PyTuple_GET_SIZE(pairs);
     zsv_staged *staged = new_items((size_t)count * 2);
     int result = staged == NULL ? -1 : 0;

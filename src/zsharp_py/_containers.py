@@ -19,6 +19,7 @@ import sys
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, TypeVar, cast, overload
 
 from . import _core
+from ._errors import named
 from ._hints import plural
 from ._native import declare_struct, layout_ffi, lib
 from ._types import PropertyKind
@@ -28,6 +29,8 @@ from ._values import ValueConjugate
 __all__ = ["Array", "Set", "Map", "Optional", "ArraySpec", "SetSpec", "MapSpec", "OptionalSpec"]
 
 _MISSING = object()
+# How many times remove() searches again when its comparisons changed the array.
+_SEARCHES = 8
 
 # Type parameters (for type checkers: see _typing). Element reads are typed
 # with them; writes take Any, because every element kind also accepts plain
@@ -222,7 +225,7 @@ class _ContainerSpec(PropertyKind):
         try:
             self.check_contents(value)
         except (TypeError, ValueError, OverflowError) as error:
-            raise type(error)(f"{what}: {error}") from None
+            raise named(what, error) from None
 
     def check_contents(self, value: Any) -> None:
         """Validate Python contents without storing them."""
@@ -276,8 +279,18 @@ class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
         def to_python(self) -> list[T]: ...
 
     def remove(self, value: Any) -> None:
-        """Remove the first element equal to ``value`` (ValueError if none)."""
-        del self[self.index(value)]
+        """Remove the first element equal to ``value`` (ValueError if none).
+
+        The comparisons may run Python code that changes the array; the
+        element found is removed only if the array kept its size and
+        storage meanwhile, else the search starts again."""
+        for _ in range(_SEARCHES):
+            before = (self._data_address, len(self))
+            position = self.index(value)
+            if (self._data_address, len(self)) == before:
+                del self[position]
+                return
+        raise RuntimeError(f"{type(self).__name__} changed during every search of remove()")
 
     def index(self, value: Any) -> int:
         """Position of the first element equal to ``value``."""
@@ -584,6 +597,11 @@ class Optional(_core.OptionalBase, ValueConjugate, _Container, TypeParameters[T]
             """Store a value (replacing any)."""
         def reset(self) -> None:
             """Remove the value."""
+
+    def __iter__(self) -> Iterator[T]:
+        """The value, if set (zero or one items)."""
+        if self.is_set:
+            yield cast("T", self.get())
 
     @property
     def value(self) -> T:

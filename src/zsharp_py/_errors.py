@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-__all__ = ["ExpiredConjugateError", "HeapCorruptionError", "raise_status"]
+__all__ = ["ExpiredConjugateError", "HeapCorruptionError", "raise_status", "named"]
 
 
 class ExpiredConjugateError(ReferenceError):
@@ -64,3 +64,16 @@ def raise_status(status: int, context: str) -> NoReturn:
     """Raise the Python exception for a non-zero native status."""
     exc = _STATUS_EXCEPTIONS.get(status, RuntimeError)
     raise exc(f"{context}: {_STATUS_TEXT.get(status, f'native status {status}')}")
+
+
+def named(what: str, error: BaseException) -> BaseException:
+    """``error`` with ``what`` (the property or element) before its message,
+    for TypeError, ValueError and OverflowError themselves; any other
+    exception (a subclass may need other constructor arguments, a hook's own
+    exception must reach the caller unchanged) is returned as it is. Use as
+    ``raise named(what, error) from None``."""
+    if type(error) in (TypeError, ValueError, OverflowError):
+        message = str(error)
+        if not message.startswith(what):
+            return type(error)(f"{what}: {message}")
+    return error

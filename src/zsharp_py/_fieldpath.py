@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _core
+from ._errors import named
 from ._native import lib
 from ._object import Object, ObjectRefKind, PropertyInfo, class_layout
 from ._struct import Struct, StructSpec, struct_layout
@@ -376,7 +377,7 @@ class FieldPathSpec(PropertyKind):
         try:
             self._convert(value)
         except (TypeError, ValueError) as error:
-            raise type(error)(f"{what}: {error}") from None
+            raise named(what, error) from None
 
     def make_kind(self) -> _core.Kind:
         """A UTF-8 string read back as a FieldPath (an immutable value)."""

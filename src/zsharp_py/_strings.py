@@ -10,7 +10,7 @@ return (native/binding/kind.c, stage_string).
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterator
 
 from . import _core
 from ._native import lib
@@ -53,6 +53,10 @@ class _StringBase(ValueConjugate):
 
     def __len__(self) -> int:
         return len(str(self))
+
+    def __iter__(self) -> Iterator[str]:
+        """The characters (of a copy of the text)."""
+        return iter(str(self))
 
     def __contains__(self, item: str) -> bool:
         return item in str(self)

@@ -132,6 +132,25 @@ def _is_bitwise(kind: PropertyKind) -> bool:
     return bool(getattr(kind, "bitwise", False))
 
 
+def _contains(kind: PropertyKind, cls: type, seen: set[Any]) -> bool:
+    """Whether values of ``kind`` hold a ``cls`` struct, inline or through
+    containers and other structs (their element types resolved as needed)."""
+    if isinstance(kind, StructSpec):
+        if kind.cls is cls:
+            return True
+        if kind.cls in seen:
+            return False
+        seen.add(kind.cls)
+        from ._object import _annotations_of, resolve_kind
+
+        return any(_contains(resolve_kind(kind.cls, name, annotation), cls, seen)
+                   for name, annotation in _annotations_of(kind.cls).items())
+    elements = getattr(kind, "elements", None)
+    if elements is not None:
+        return any(_contains(element, cls, seen) for element in elements)
+    return False
+
+
 def struct_layout(cls: type[Struct]) -> StructLayout:
     """The layout of ``cls``, computed (its kind made and descriptors
     installed) on first use."""
@@ -152,8 +171,12 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
         if attribute.startswith("_") or attribute in _RESERVED_STRUCT:
             raise TypeError(f"{cls.__name__}.{attribute}: this member name is reserved")
         kind = resolve_kind(cls, attribute, annotation)
-        if isinstance(kind, StructSpec) and kind.cls is cls:
-            raise TypeError(f"{cls.__name__}.{attribute}: a struct cannot contain itself")
+        if _contains(kind, cls, set()):
+            raise TypeError(
+                f"{cls.__name__}.{attribute}: a struct cannot contain itself, even through a "
+                "container (native copies, collections and destruction of values would "
+                "recurse as deep as the data); hold the nested ones as objects instead "
+                f"(a zs.Object class, referenced as zs.Array[\"Node\"])")
         info = PropertyInfo(attribute, member_name(len(properties), attribute), kind)
         if attribute in defaults:
             info.has_default, info.default = True, defaults[attribute]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 from typing_extensions import TypeAlias
 
 from . import _core
+from ._errors import named
 from ._native import lib as _native_lib
 
 __all__ = [
@@ -273,7 +274,7 @@ class ScalarKind(PropertyKind):
         try:
             self.scalar.convert(value)
         except (TypeError, OverflowError) as error:
-            raise type(error)(f"{what}: {error}") from None
+            raise named(what, error) from None
 
     def describe(self) -> str:
         """The scalar type's name."""
