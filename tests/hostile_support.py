@@ -36,15 +36,26 @@ class PickyTypeError(TypeError):
 
 
 class Trigger:
-    """Runs ``action`` once, on the ``when``-th call (1 = the first)."""
+    """Runs ``action`` once, on the ``when``-th call (1 = the first) made
+    while armed (a trigger made with ``armed=False`` counts from ``arm()``:
+    the test builds its hostile value, e.g. a dict literal hashing its
+    keys, before the operation under test runs)."""
 
-    def __init__(self, action: Callable[[], None], when: int = 1) -> None:
+    def __init__(self, action: Callable[[], None], when: int = 1, *,
+                 armed: bool = True) -> None:
         self.action = action
         self.when = when
         self.calls = 0
         self.fired = False
+        self.armed = armed
+
+    def arm(self) -> None:
+        """Start counting calls."""
+        self.armed = True
 
     def __call__(self) -> None:
+        if not self.armed:
+            return
         self.calls += 1
         if self.calls == self.when and not self.fired:
             self.fired = True

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import sys
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -51,6 +52,32 @@ from hostile_support import (
 DOCUMENTED = (TypeError, ValueError, OverflowError, IndexError, KeyError,
               zs.ExpiredConjugateError, RuntimeError, HookError)
 EXPIRED = zs.ExpiredConjugateError
+
+
+# The collector-driven cases (a gc.callbacks entry or a finaliser fires the
+# action at an allocation: every case runs full collections) take about ten
+# minutes in all. The default run takes a fixed sample of them: the first
+# case of every entry point and one in SAMPLE_SHARE of the rest, chosen by a
+# hash of the test id (the same cases on every machine and run). The others
+# are marked slow: `python -m pytest tests/test_hostile.py -m slow` runs them,
+# `-m ""` runs the whole matrix.
+SAMPLE_SHARE = 32
+
+
+def _sampled(cases: list[Any]) -> list[Any]:
+    """``cases`` (pytest params whose first value names the entry point),
+    all but the sample marked slow."""
+    seen: set[Any] = set()
+    tiered = []
+    for case in cases:
+        first = case.values[0] not in seen
+        seen.add(case.values[0])
+        if first or zlib.crc32(case.id.encode()) % SAMPLE_SHARE == 0:
+            tiered.append(case)
+        else:
+            tiered.append(pytest.param(*case.values, id=case.id,
+                                       marks=(*case.marks, pytest.mark.slow)))
+    return tiered
 
 
 # ---------------------------------------------------------------------------
@@ -315,6 +342,9 @@ class Op:
     # Exceptions acceptable when the hook emptied / replaced the container
     # (an index or key that no longer exists).
     gone: tuple[type[BaseException], ...] = ()
+    # False: the op changes the target before the hook can run (it binds,
+    # then calls), so an exception from the hook leaves those changes.
+    atomic: bool = True
 
 
 def _eq(a: Any, b: Any) -> bool:
@@ -527,7 +557,7 @@ OPS: list[Op] = [
        lambda e, r: e.target.is_bound),
     Op("execute_hostile", ("single",),
        lambda e, t: (e.target.bind(lambda *a: t()), e.target.execute()),
-       None, (RuntimeError,)),
+       None, (RuntimeError,), atomic=False),
     Op("add_sneaky", ("multi", "sparse"), lambda e, t: e.target.add(e.lookup, "sneaky"),
        lambda e, r: e.target.is_bound),
     Op("add_hstr_name", ("multi", "sparse"), lambda e, t: e.target.add(e.lookup, HStr("plain", t)),
@@ -537,7 +567,8 @@ OPS: list[Op] = [
     Op("remove_sneaky", ("multi", "sparse"),
        lambda e, t: (e.target.add(e.lookup, "plain"), e.target.remove(e.lookup, "sneaky"))),
     Op("broadcast_hostile", ("multi", "sparse"),
-       lambda e, t: ([e.target.add(lambda *a: t()) for _ in range(3)], e.target.broadcast(1))),
+       lambda e, t: ([e.target.add(lambda *a: t()) for _ in range(3)], e.target.broadcast(1)),
+       atomic=False),
     Op("contains_callable", ("multi", "sparse"), lambda e, t: HEq(t, 0) in e.target),
 ]
 
@@ -603,7 +634,7 @@ def judge(env: Env, op: Op, action: str, trigger: Trigger, before: Any, result: 
     if action == "raise":
         assert isinstance(error, HookError), f"the hook's exception was lost: {error!r}"
         assert error.args == ("raised by a hook",)
-        if _alive(env.target):
+        if _alive(env.target) and op.atomic:
             assert _same_state(_snap(env.target), before), (
                 "a write interrupted by an exception left changes")
         return
@@ -639,7 +670,8 @@ def test_hook_mutates_during_write(hrt: zs.Runtime, op_name: str, kind_name: str
     _run_case(hrt, op_name, kind_name, colour, action, mode, when)
 
 
-@pytest.mark.parametrize("op_name, kind_name, colour, action, mode, when", _cases(("gc", "del")))
+@pytest.mark.parametrize("op_name, kind_name, colour, action, mode, when",
+                         _sampled(_cases(("gc", "del"))))
 def test_collector_mutates_during_call(hrt: zs.Runtime, op_name: str, kind_name: str,
                                        colour: str, action: str, mode: str, when: int,
                                        unraisable: list[Any]) -> None:
@@ -817,10 +849,11 @@ def _run_prop_case(rt: zs.Runtime, name: str, action: str, mode: str, when: int)
         except BaseException as error:
             env.action_error = error
 
-    trigger = Trigger(act, when)
+    trigger = Trigger(act, when, armed=False)
     value_trigger = trigger if mode == "hook" else NO_TRIGGER
     before = _prop_snapshot(getattr(holder, case.prop))
     value = case.value(value_trigger, env)
+    trigger.arm()
     error: BaseException | None = None
     SneakyMethod.trigger = value_trigger
     try:
@@ -853,7 +886,7 @@ def test_property_setter_hook(hrt: zs.Runtime, name: str, action: str, mode: str
     _run_prop_case(hrt, name, action, mode, when)
 
 
-@pytest.mark.parametrize("name, action, mode, when", _prop_cases(("gc", "del")))
+@pytest.mark.parametrize("name, action, mode, when", _sampled(_prop_cases(("gc", "del"))))
 def test_property_setter_collector(hrt: zs.Runtime, name: str, action: str, mode: str,
                                    when: int, unraisable: list[Any]) -> None:
     """``holder.prop = value`` while CPython's collector runs the action."""
@@ -984,8 +1017,11 @@ def _run_ctor(rt: zs.Runtime, name: str, action: str, mode: str, when: int) -> N
     elif action == "close":
         assert error is None or isinstance(error, EXPIRED), error
         if made is not None and hasattr(made, "is_expired"):
+            # alive only if made after the close (the hook ran while the test
+            # built the arguments), on the runtime current then
             assert made.is_expired is True or isinstance(made, (zs.Name, zs.FieldPath,
-                                                                zs.WeakObjectPtr))
+                                                                zs.WeakObjectPtr)) \
+                or made._rt is not rt and not made._rt.closed
     else:  # collect_everything: the outer/lookup object went away mid-construction
         if error is not None:
             assert isinstance(error, (EXPIRED, TypeError, ValueError)), error
@@ -999,7 +1035,7 @@ def test_constructor_hook(hrt: zs.Runtime, name: str, action: str, mode: str, wh
     _run_ctor(hrt, name, action, mode, when)
 
 
-@pytest.mark.parametrize("name, action, mode, when", _ctor_cases(("gc", "del")))
+@pytest.mark.parametrize("name, action, mode, when", _sampled(_ctor_cases(("gc", "del"))))
 def test_constructor_collector(hrt: zs.Runtime, name: str, action: str, mode: str, when: int,
                                unraisable: list[Any]) -> None:
     """Constructors while CPython's collector runs the action."""
@@ -1042,7 +1078,8 @@ def _read_cases() -> list[Any]:
     return cases
 
 
-@pytest.mark.parametrize("kind_name, read, colour, action, mode, when", _read_cases())
+@pytest.mark.parametrize("kind_name, read, colour, action, mode, when",
+                         _sampled(_read_cases()))
 def test_read_while_collector_mutates(hrt: zs.Runtime, kind_name: str, read: str, colour: str,
                                       action: str, mode: str, when: int,
                                       unraisable: list[Any]) -> None:
@@ -1065,6 +1102,8 @@ def test_read_while_collector_mutates(hrt: zs.Runtime, kind_name: str, read: str
         if isinstance(error, RuntimeError):
             assert "changed" in str(error) or "closed" in str(error), error
     elif read in ("to_python",) and trigger.fired and env.action_error is None:
+        if isinstance(env.target, (zs.MulticastDelegate, zs.SparseDelegate)):
+            result = ("multicast", len(result))  # compared as _snap sees it
         assert _same_state(result, before) or _same_state(result, env.after), (
             f"a torn copy: {_short(result)}")
     assert not unraisable, unraisable
@@ -1289,7 +1328,7 @@ def test_reclassed_object_conjugate_is_never_accessed_through_another_layout(
             continue
         try:
             setattr(small, name, value)
-        except TypeError:
+        except (TypeError, AttributeError):
             continue
         raise AssertionError(f"a re-classed HSmall accepted {name} = {value!r}")
     assert HSmall.__dict__["b"].__get__(small, HSmall) == 1 if type(small) is HSmall else True
@@ -1499,7 +1538,6 @@ def test_field_path_error_names_the_property(hrt: zs.Runtime) -> None:
 
 PICKY_SINKS: dict[str, Callable[[Any], None]] = {
     "scalar_property": lambda v: setattr(HHolder(), "f64", v),
-    "int_property": lambda v: setattr(HHolder(), "i32", v),
     "struct_member": lambda v: setattr(HVec(), "y", v),
     "struct_view_member": lambda v: setattr(HHolder().pos, "y", v),
     "struct_property": lambda v: setattr(HHolder(), "pos", (1, v)),
@@ -1540,51 +1578,53 @@ def test_a_hooks_exception_reaches_the_caller_unchanged(hrt: zs.Runtime, sink: s
     _still_sound(hrt)
 
 
-def test_a_struct_holding_an_array_of_itself(hrt: zs.Runtime) -> None:
-    """``zs.Array["Self"]`` inside the struct ``Self`` (legal: the array
-    holds its elements out of line) lays out at first use; no RecursionError."""
+def _self_containing_structs() -> dict[str, type]:
+    """Structs that hold themselves: through a container's out-of-line
+    storage, through a map's values, and inline (an optional)."""
 
     class Tree(zs.Struct):
         value: zs.Int32
         kids: zs.Array["Tree"]
 
-    tree = Tree(1, [(2, []), (3, [(4, [])])])
-    assert tree.value == 1 and len(tree.kids) == 2
-    assert tree.kids[1].kids[0].value == 4
-    assert tree.to_python()["kids"][1]["kids"][0]["value"] == 4
-
-    class Forest(zs.Object):
-        root: Tree
-
-    forest = Forest()
-    forest.root = tree
-    assert forest.root.kids[0].value == 2
-    tree.dispose()
-    _still_sound(hrt)
-
-
-def test_a_struct_holding_a_map_and_optional_of_itself(hrt: zs.Runtime) -> None:
-    """Likewise through a Map's values and a Set: out-of-line storage."""
-
     class Graph(zs.Struct):
         id: zs.Int32
         edges: zs.Map[zs.Int32, "Graph"]
 
-    graph = Graph(1, {2: (2, {})})
-    assert graph.edges[2].id == 2
-    graph.dispose()
-
-
-def test_a_struct_containing_itself_inline_is_refused() -> None:
-    """``Optional["Self"]`` is inline storage (infinite size): a TypeError
-    naming the member at first use, never a RecursionError."""
-
     class Loop(zs.Struct):
         again: zs.Optional["Loop"]
 
-    with zs.Runtime():
-        with pytest.raises(TypeError, match="Loop"):
-            Loop()
+    return {"array": Tree, "map": Graph, "optional": Loop}
+
+
+@pytest.mark.parametrize("through", ["array", "map", "optional"])
+def test_a_struct_containing_itself_is_refused_at_first_use(hrt: zs.Runtime,
+                                                            through: str) -> None:
+    """A struct holding itself, even through a container, would make native
+    copies, collections and destruction recurse as deep as the data (a
+    chain built one view at a time could overflow the C stack): its first
+    use raises a TypeError naming the member and the fix, never a
+    RecursionError, and the heap is untouched."""
+    struct = _self_containing_structs()[through]
+    with pytest.raises(TypeError, match=f"{struct.__name__}\\.\\w+: a struct cannot contain itself"):
+        struct()
+    with pytest.raises(TypeError, match="a struct cannot contain itself"):
+        struct()
+    _still_sound(hrt)
+
+
+def test_the_object_alternative_to_a_self_containing_struct(hrt: zs.Runtime) -> None:
+    """The fix the refusal names: nested nodes as objects."""
+
+    class Node(zs.Object):
+        value: zs.Int32
+        kids: zs.Array["Node"]
+
+    root = Node(value=1)
+    child = Node(value=2)
+    root.kids.append(child)
+    child.kids.append(Node(value=3))
+    assert root.kids[0].kids[0].value == 3
+    _still_sound(hrt)
 
 
 NEW_WITHOUT_INIT: dict[str, Any] = {

@@ -58,6 +58,13 @@ typedef struct zs_native_api {
 PyObject *zs_error_take(void);
 void zs_error_give(PyObject *error);
 
+/* Put "<what>: " before the message of the error being raised, when it is
+ * TypeError, ValueError or OverflowError itself and does not start so yet.
+ * Any other exception (a subclass may need other constructor arguments, a
+ * hook's own exception must reach the caller unchanged) is left as it is.
+ * Returns -1, for `return zs_error_prefix(what);`. */
+int zs_error_prefix(PyObject *what);
+
 /* ---- scalars ---------------------------------------------------------------------- */
 
 /* The C type of a scalar (matches zsharp_py's scalar codes, _types.py). */

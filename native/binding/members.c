@@ -81,24 +81,6 @@ static zsv_table *holder_views(zs_core_state *state, PyObject *holder) {
  * ValueProperty
  * ========================================================================= */
 
-/* Name the property in a conversion error that does not name it yet: only
- * TypeError, ValueError and OverflowError themselves (a subclass may need
- * other constructor arguments, and is left as it is). */
-static void prefix_error(PyObject *what) {
-    PyObject *type = PyErr_Occurred();
-    if (type != PyExc_TypeError && type != PyExc_ValueError && type != PyExc_OverflowError)
-        return;
-    PyObject *error = zs_error_take();
-    PyObject *text = error ? PyObject_Str(error) : NULL;
-    if (text != NULL && PyUnicode_Tailmatch(text, what, 0, PY_SSIZE_T_MAX, -1) != 1) {
-        PyErr_Format(type, "%U: %U", what, text);
-        Py_DECREF(error);
-    } else if (error != NULL) {
-        zs_error_give(error);
-    }
-    Py_XDECREF(text);
-}
-
 static PyObject *property_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
     zsv_property *property = (zsv_property *)self;
@@ -126,7 +108,7 @@ static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
     zsv_staged staged = {0};
     if (zsv_native_type(rt, property->kind) == NULL ||
         zsv_stage(rt, property->kind, value, &staged, property->what) < 0) {
-        prefix_error(property->what);
+        zs_error_prefix(property->what);
         Py_DECREF(rt);
         return -1;
     }

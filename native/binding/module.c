@@ -66,6 +66,27 @@ void zs_error_give(PyObject *error) {
 #endif
 }
 
+int zs_error_prefix(PyObject *what) {
+    PyObject *type = PyErr_Occurred();
+    if (what == NULL ||
+        (type != PyExc_TypeError && type != PyExc_ValueError && type != PyExc_OverflowError))
+        return -1;
+    PyObject *error = zs_error_take();
+    PyObject *text = PyObject_Str(error);
+    if (text == NULL) {
+        Py_DECREF(error);
+        return -1;
+    }
+    if (PyUnicode_Tailmatch(text, what, 0, PY_SSIZE_T_MAX, -1) == 1)
+        zs_error_give(error);
+    else {
+        PyErr_Format(type, "%U: %U", what, text);
+        Py_DECREF(error);
+    }
+    Py_DECREF(text);
+    return -1;
+}
+
 /* One native function's address from the `api` dict. */
 static void *api_address(PyObject *api, const char *name) {
     PyObject *address = PyDict_GetItemString(api, name);

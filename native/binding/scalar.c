@@ -69,20 +69,6 @@ static int prefixed_error(PyObject *what, PyObject *type, PyObject *message) {
     return -1;
 }
 
-/* Re-raise the pending TypeError or OverflowError with "<what>: " before it. */
-static int reprefix(PyObject *what) {
-    if (what == NULL || !(PyErr_ExceptionMatches(PyExc_TypeError) ||
-                          PyErr_ExceptionMatches(PyExc_OverflowError)))
-        return -1;
-    PyObject *error = zs_error_take();
-    PyObject *type = Py_NewRef((PyObject *)Py_TYPE(error));
-    PyObject *text = PyObject_Str(error);
-    Py_DECREF(error);
-    int result = text == NULL ? -1 : prefixed_error(what, type, text);
-    Py_DECREF(type);
-    return result;
-}
-
 /* An exact int holding the integer value of `value`: the base value of an
  * int subclass (PyNumber_Index copies it without calling any method), else
  * the object's own __index__. New reference. */
@@ -97,7 +83,7 @@ static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits 
                            PyObject *what) {
     PyObject *number = integer_of(value);
     if (number == NULL)
-        return reprefix(what);
+        return zs_error_prefix(what);
     int result = 0;
     if (kind == ZS_SCALAR_BOOL) {
         int overflow = 0;
@@ -161,7 +147,7 @@ static int convert_real(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *ou
     } else if (PyLong_Check(value)) {
         v = PyLong_AsDouble(value);
         if (v == -1.0 && PyErr_Occurred())
-            return reprefix(what);
+            return zs_error_prefix(what);
     } else if (PyUnicode_Check(value) || PyBytes_Check(value) || PyByteArray_Check(value) ||
                Py_TYPE(value)->tp_as_number == NULL ||
                Py_TYPE(value)->tp_as_number->nb_float == NULL) {
@@ -171,7 +157,7 @@ static int convert_real(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *ou
     } else {
         PyObject *number = PyNumber_Float(value);  /* may run __float__; an exact float */
         if (number == NULL)
-            return reprefix(what);
+            return zs_error_prefix(what);
         v = PyFloat_AS_DOUBLE(number);
         Py_DECREF(number);
     }

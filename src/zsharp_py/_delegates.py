@@ -103,8 +103,9 @@ def _parse(runtime: Runtime, what: str, target: Any, function: Any = None, *,
             if binding is None:
                 raise TypeError(f"{what}: the Delegate given is not bound")
             target = binding
-        if isinstance(target, tuple) and len(target) == 2:
-            target, function = target
+        if isinstance(target, tuple) and tuple.__len__(target) == 2:
+            # tuple's own methods: a subclass's __len__/__iter__ may run anything
+            target, function = tuple.__getitem__(target, 0), tuple.__getitem__(target, 1)
         elif isinstance(target, types.MethodType) and isinstance(target.__self__, Object):
             target, function = target.__self__, target.__func__.__name__
         elif isinstance(target, Object):
@@ -123,6 +124,9 @@ def _parse(runtime: Runtime, what: str, target: Any, function: Any = None, *,
                         f"not {type(target).__name__}")
     if not isinstance(function, str):
         raise TypeError(f"{what}: the method name must be a str, not {type(function).__name__}")
+    # the text itself: a str subclass's __hash__/__eq__ would run inside the
+    # attribute lookup, whose errors CPython swallows
+    function = str.__str__(function)
     if require_method:
         target._live_runtime()
         if _find_method(target, function) is None:
@@ -138,12 +142,12 @@ def _check_binding(what: str, value: Any) -> None:
         value = value.to_python()
         if value is None:
             raise TypeError(f"{what}: the Delegate given is not bound")
-    if isinstance(value, tuple) and len(value) == 2:
-        target, function = value
+    if isinstance(value, tuple) and tuple.__len__(value) == 2:
+        target, function = tuple.__getitem__(value, 0), tuple.__getitem__(value, 1)
         if not isinstance(target, Object) or not isinstance(function, str):
             raise TypeError(f"{what}: an object binding is (zs.Object, 'method')")
         target._live_runtime()
-        if _find_method(target, function) is None:
+        if _find_method(target, str.__str__(function)) is None:
             raise AttributeError(f"{what}: {type(target).__name__} has no method {function!r}")
         return
     if isinstance(value, (Object, ValueConjugate)) or not callable(value):
