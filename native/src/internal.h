@@ -422,9 +422,14 @@ static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
    marked as one unit through its root's mark bit (Unreal's way): members'
    own bits are not kept up to date while they are in a cluster. */
 static inline bool zs_item_reachable(const zs_runtime *rt, const zs_item *it) {
-    if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT))
+    /* Parallel markers call this while others claim cluster roots with
+       atomic read-modify-writes of their flags (gc_mark.c, claim_flags):
+       relaxed atomic loads (plain loads on x86-64) keep those reads
+       race-free. A stale "unmarked" only sends the caller to the atomic
+       claim, which decides. */
+    if (it->cluster_index >= 0 && !(__atomic_load_n(&it->flags, __ATOMIC_RELAXED) & ZS_ITEM_CLUSTER_ROOT))
         it = zs_item_at(rt, rt->clusters[it->cluster_index].root);
-    return item_is_marked(rt, it);
+    return ((__atomic_load_n(&it->flags, __ATOMIC_RELAXED) ^ rt->mark_parity) & ZS_ITEM_MARK) == 0;
 }
 
 /* Whether an item is dying: gathered as unreachable, or (once marking is
