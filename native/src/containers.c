@@ -62,42 +62,41 @@ zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
     if (status == ZS_OK && (index > array->count || count > MAX_ENTRIES - array->count))
         status = ZS_E_INVALID;
+    /* value may point into this array: copy it out before the storage can
+       move (entries_reserve) or the entries shift. */
+    void *source = NULL;
+    if (status == ZS_OK && count > 0 && value != NULL) {
+        source = zs_alloc(rt, type->entry_size);
+        if (source == NULL) status = ZS_E_NOMEM;
+        else memcpy(source, value, type->element->size);
+    }
     if (status == ZS_OK && !entries_reserve(rt, array, type->entry_size, array->count + count))
         status = ZS_E_NOMEM;
     if (status == ZS_OK && count > 0) {
         size_t entry = type->entry_size;
         char *base = array->data;
-        /* value may point into this array: copy it out before moving. */
-        void *source = NULL;
-        if (value != NULL) {
-            source = zs_alloc(rt, entry);
-            if (source == NULL) status = ZS_E_NOMEM;
-            else memcpy(source, value, type->element->size);
-        }
-        if (status == ZS_OK) {
-            memmove(base + (index + count) * entry, base + index * entry,
-                    (size_t)(array->count - index) * entry);
-            memset(base + index * entry, 0, (size_t)count * entry);
-            array->count += count;
-            for (uint32_t i = 0; source != NULL && i < count; i++) {
-                zs_status copied = zs_value_assign(rt, ZS_NULL_REF, type->element,
-                                                   base + (index + i) * entry, source);
-                if (copied != ZS_OK) {
-                    /* Unwind: drop what was inserted, leave the array as before. */
-                    for (uint32_t k = 0; k < count; k++)
-                        zs_value_destroy(rt, type->element, base + (index + k) * entry);
-                    memmove(base + index * entry, base + (index + count) * entry,
-                            (size_t)(array->count - index - count) * entry);
-                    array->count -= count;
-                    memset(base + array->count * entry, 0, (size_t)count * entry);
-                    status = copied;
-                    break;
-                }
+        memmove(base + (index + count) * entry, base + index * entry,
+                (size_t)(array->count - index) * entry);
+        memset(base + index * entry, 0, (size_t)count * entry);
+        array->count += count;
+        for (uint32_t i = 0; source != NULL && i < count; i++) {
+            zs_status copied = zs_value_assign(rt, ZS_NULL_REF, type->element,
+                                               base + (index + i) * entry, source);
+            if (copied != ZS_OK) {
+                /* Unwind: drop what was inserted, leave the array as before. */
+                for (uint32_t k = 0; k < count; k++)
+                    zs_value_destroy(rt, type->element, base + (index + k) * entry);
+                memmove(base + index * entry, base + (index + count) * entry,
+                        (size_t)(array->count - index - count) * entry);
+                array->count -= count;
+                memset(base + array->count * entry, 0, (size_t)count * entry);
+                status = copied;
+                break;
             }
-            if (status == ZS_OK) written(rt, owner, type, array);
         }
-        zs_free(rt, source, source ? entry : 0);
+        if (status == ZS_OK) written(rt, owner, type, array);
     }
+    zs_free(rt, source, source ? type->entry_size : 0);
     ZS_UNLOCK(rt);
     return status;
 }

@@ -9,7 +9,8 @@
  *
  * main() lives in test_heap.c and runs its own table followed by every other
  * file's table declared here (advanced_tests[] from test_gc_advanced.c,
- * thread_tests[] from test_threads.c).
+ * thread_tests[] from test_threads.c, fuzz_finding_tests[] from
+ * test_fuzz_findings.c).
  */
 #ifndef ZSHARP_TEST_SUPPORT_H
 #define ZSHARP_TEST_SUPPORT_H
@@ -66,6 +67,9 @@ extern const size_t advanced_test_count;
 /* test_threads.c: several threads on one runtime. */
 extern const test_case thread_tests[];
 extern const size_t thread_test_count;
+/* test_fuzz_findings.c: regressions for what the C API fuzzer found. */
+extern const test_case fuzz_finding_tests[];
+extern const size_t fuzz_finding_test_count;
 
 /* ======================================================================
  * Heap helpers: verify after every collection

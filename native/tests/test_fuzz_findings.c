@@ -1,0 +1,63 @@
+/*
+ * test_fuzz_findings.c -- regression tests for the bugs the C API fuzzer
+ * (native/fuzz/fuzz_api.c, tools/cfuzz.sh) found. Each test fails (or, for
+ * a memory error, crashes or makes the sanitizer build of tools/sanitize.sh
+ * report) without its fix; the input that found it is in
+ * native/fuzz/corpus/ under the name given with each test.
+ */
+#include "test_support.h"
+
+/* zs_array_insert with `value` pointing into the very array (allowed: "value
+   may point into this array") read it after growing the storage, from the
+   block realloc had just freed. The array is full and followed by another
+   live block, so the growth must move it.
+   Input: native/fuzz/corpus/finding-array-insert-from-itself. */
+static void test_array_insert_from_itself(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_type *plain = NULL, *array_type = NULL, *string = NULL, *strings = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 8, 8, &plain));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, plain, NULL, &array_type));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 1, 1, &string));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, string, NULL, &strings));
+    zs_ref handle = ZS_NULL_REF, blocker = ZS_NULL_REF, text_handle = ZS_NULL_REF;
+    zs_array *array = NULL, *texts = NULL;
+    void *ignored = NULL;
+    CHECK_OK(t, zs_value_new(rt, array_type, &handle, (void **)&array));
+    CHECK_OK(t, zs_value_new(rt, strings, &text_handle, (void **)&texts));
+    if (array == NULL || texts == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    const uint64_t values[4] = {0x1111111111111111ull, 0x2222222222222222ull, 0x3333333333333333ull,
+                                0x4444444444444444ull};
+    for (uint32_t i = 0; i < 4; i++) CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, array_type, array, i, &values[i], 1));
+    CHECK_EQ(t, array->capacity, 4);
+    CHECK_OK(t, zs_value_new(rt, plain, &blocker, &ignored)); /* no room to grow in place */
+    /* Insert copies of the first element in front of it: the array grows. */
+    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, array_type, array, 0, array->data, 3));
+    CHECK_EQ(t, array->count, 7);
+    const uint64_t *data = array->data;
+    for (uint32_t i = 0; i < 3 && array->count == 7; i++) CHECK_EQ(t, data[i], values[0]);
+    for (uint32_t i = 0; i < 4 && array->count == 7; i++) CHECK_EQ(t, data[3 + i], values[i]);
+
+    /* The same with strings (their contents are copied through the element). */
+    for (uint32_t i = 0; i < 4; i++) {
+        CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, i, NULL, 1));
+        CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, string, (zs_string *)texts->data + i, "abcd" + i, 4 - i));
+    }
+    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, 4, (zs_string *)texts->data + 1, 2));
+    CHECK_EQ(t, texts->count, 6);
+    for (uint32_t i = 4; i < 6 && texts->count == 6; i++) {
+        const zs_string *copy = (const zs_string *)texts->data + i;
+        CHECK(t, copy->length == 3 && memcmp(copy->data, "bcd", 3) == 0);
+    }
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
+const test_case fuzz_finding_tests[] = {
+    TEST(test_array_insert_from_itself),
+};
+const size_t fuzz_finding_test_count = sizeof fuzz_finding_tests / sizeof fuzz_finding_tests[0];
