@@ -57,7 +57,50 @@ static void test_array_insert_from_itself(runner *t) {
     fixture_close(&fx);
 }
 
+typedef struct deferred_free {
+    uint32_t hook_calls;
+    zs_status hook_status; /* what zs_call_function said to the hook */
+} deferred_free;
+
+static zs_status closing_handler(void *user, zs_runtime *rt, zs_ref object, const char *function, void *params) {
+    (void)user;
+    (void)object;
+    (void)function;
+    (void)params;
+    zs_runtime_free(rt); /* deferred: this call is still running */
+    return ZS_OK;
+}
+
+static void calling_destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destroy_phase phase) {
+    (void)phase;
+    deferred_free *d = user;
+    if (d->hook_calls++ == 0) d->hook_status = zs_call_function(rt, zs_object_ref(rt, object), "tick", NULL);
+}
+
+/* A destroy hook calling into the managed side during a deferred free (the
+   managed function closed its runtime, the last call to return frees it)
+   must be refused with ZS_E_BUSY. zs_call_function counted the refused call
+   in and out, and counting it out was the last leave_call of the deferred
+   free: the runtime was freed again from inside its own teardown (a use
+   after free of every object and of the runtime).
+   Input: native/fuzz/corpus/finding-call-in-hook-during-deferred-free. */
+static void test_destroy_hook_call_during_deferred_free(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_ref a = MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
+    ROOT(t, fx.rt, a);
+    MAKE(t, fx.rt, fx.node, a);
+    deferred_free d = {0, ZS_OK};
+    zs_set_destroy_hook(fx.rt, calling_destroy_hook, &d);
+    zs_set_call_handler(fx.rt, closing_handler, NULL);
+    CHECK_OK(t, zs_call_function(fx.rt, a, "tick", NULL));
+    /* fx.rt is freed now: both objects got both phases, once. */
+    CHECK_EQ(t, d.hook_calls, 4);
+    CHECK_STATUS(t, d.hook_status, ZS_E_BUSY);
+}
+
 const test_case fuzz_finding_tests[] = {
     TEST(test_array_insert_from_itself),
+    TEST(test_destroy_hook_call_during_deferred_free),
 };
 const size_t fuzz_finding_test_count = sizeof fuzz_finding_tests / sizeof fuzz_finding_tests[0];
