@@ -201,13 +201,21 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
             void *copy = zs_alloc(rt, type->entry_size);
             if (copy == NULL) status = ZS_E_NOMEM;
             else if (zs_value_assign(rt, ZS_NULL_REF, type->element, copy, key) != ZS_OK) status = ZS_E_NOMEM;
-            if (status == ZS_OK && !entries_reserve(rt, &hash->entries, type->entry_size,
-                                                    hash->entries.count + 1))
+            /* The copy's references to destroyed objects are null
+               (zs_value_assign sanitises them): it may equal an entry the
+               key did not, which must not be added twice. */
+            bool existing = false;
+            if (status == ZS_OK && hash->bucket_count > 0 && (type->element->flags & ZS_TYPE_HAS_REFS)) {
+                uint32_t held = probe(rt, type, hash, copy, &existing);
+                if (existing) index = hash->buckets[held] - 1;
+            }
+            if (status == ZS_OK && !existing &&
+                !entries_reserve(rt, &hash->entries, type->entry_size, hash->entries.count + 1))
                 status = ZS_E_NOMEM;
-            if (status == ZS_OK && (hash->entries.count + 1) * 2 > hash->bucket_count &&
+            if (status == ZS_OK && !existing && (hash->entries.count + 1) * 2 > hash->bucket_count &&
                 !rehash(rt, type, hash, hash->bucket_count ? hash->bucket_count * 2 : 16))
                 status = ZS_E_NOMEM;
-            if (status == ZS_OK) {
+            if (status == ZS_OK && !existing) {
                 index = hash->entries.count;
                 memcpy(entry_at(type, hash, index), copy, type->element->size);
                 hash->entries.count++;

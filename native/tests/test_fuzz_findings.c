@@ -99,8 +99,53 @@ static void test_destroy_hook_call_during_deferred_free(runner *t) {
     CHECK_STATUS(t, d.hook_status, ZS_E_BUSY);
 }
 
+/* A set of references: the entries, each found at its own index. */
+static void check_set_entries(runner *t, zs_runtime *rt, const zs_type *set, const zs_hash *hash) {
+    for (uint32_t i = 0; i < hash->entries.count; i++) {
+        int64_t found = -2;
+        CHECK_OK(t, zs_hash_find(rt, set, hash, (const zs_ref *)hash->entries.data + i, &found));
+        CHECK_EQ(t, found, i);
+    }
+}
+
+/* zs_hash_add looked the key up, then inserted a copy whose references to
+   destroyed objects zs_value_assign had nulled: adding a stale handle to a
+   set that held null added null a second time and re-pointed the first
+   null's bucket at the new entry (the first became unreachable; the heap
+   check counted one bucket for two entries).
+   Input: native/fuzz/corpus/finding-hash-add-stale-key. */
+static void test_hash_add_stale_key(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, ZS_RUNTIME_BLACK_NOT_ROOTS)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_type *object = NULL, *set = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_SET, object, NULL, &set));
+    zs_ref handle = ZS_NULL_REF, null = ZS_NULL_REF;
+    zs_hash *hash = NULL;
+    CHECK_OK(t, zs_value_new(rt, set, &handle, (void **)&hash));
+    if (hash == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    zs_ref gone = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    COLLECT(t, rt); /* gone is stale now */
+    CHECK(t, !alive(rt, gone));
+    uint32_t index = 99;
+    int added = -1;
+    CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, hash, &null, &index, &added));
+    CHECK(t, index == 0 && added == 1);
+    CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, hash, &gone, &index, &added));
+    CHECK(t, index == 0 && added == 0); /* it is null, which the set holds */
+    CHECK_EQ(t, hash->entries.count, 1);
+    check_set_entries(t, rt, set, hash);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 const test_case fuzz_finding_tests[] = {
     TEST(test_array_insert_from_itself),
     TEST(test_destroy_hook_call_during_deferred_free),
+    TEST(test_hash_add_stale_key),
 };
 const size_t fuzz_finding_test_count = sizeof fuzz_finding_tests / sizeof fuzz_finding_tests[0];
