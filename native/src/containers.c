@@ -162,6 +162,30 @@ static bool rehash(zs_runtime *rt, const zs_type *type, zs_hash *hash, uint32_t 
     return true;
 }
 
+/* Rebuild the buckets in place after keys changed (references to
+   destroyed objects nulled by types.c, sanitise): an entry equal to an
+   earlier one is destroyed and the last entry moves into its place (it is
+   indexed later in the pass). Needs no allocation: entries only go. */
+void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash) {
+    if (hash->bucket_count == 0) return; /* then there are no entries */
+    memset(hash->buckets, 0, (size_t)hash->bucket_count * sizeof(uint32_t));
+    for (uint32_t i = 0; i < hash->entries.count;) {
+        bool found;
+        uint32_t slot = probe(rt, type, hash, entry_at(type, hash, i), &found);
+        if (!found) {
+            hash->buckets[slot] = ++i;
+            continue;
+        }
+        char *victim = entry_at(type, hash, i);
+        zs_value_destroy(rt, type->element, victim);
+        if (type->value) zs_value_destroy(rt, type->value, victim + type->value_offset);
+        uint32_t last = hash->entries.count - 1;
+        if (i != last) memcpy(victim, entry_at(type, hash, last), type->entry_size);
+        memset(entry_at(type, hash, last), 0, type->entry_size);
+        hash->entries.count--;
+    }
+}
+
 zs_status zs_hash_find(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
                        int64_t *out_index) {
     if (hash == NULL || key == NULL || out_index == NULL) return ZS_E_INVALID;

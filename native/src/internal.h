@@ -518,6 +518,10 @@ void zs_values_release(zs_runtime *rt);
 void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
                            void (*fn)(void *context, zs_ref *slot, bool killable), void *context);
 
+/* containers (containers.c) */
+/* Re-index a set or map whose keys changed, dropping duplicate entries. */
+void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash);
+
 /* clusters (clusters.c) */
 void zs_clusters_release(zs_runtime *rt);
 void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster);

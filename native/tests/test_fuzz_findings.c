@@ -143,9 +143,72 @@ static void test_hash_add_stale_key(runner *t) {
     fixture_close(&fx);
 }
 
+/* The same family, found while fixing the one above: copying a set whose
+   elements went stale (a black value that is not a root keeps references
+   to objects that die) nulled the copy's elements in place and kept their
+   buckets. The copy held null twice, under the stale handles' buckets: null
+   was not found in it, and growing it tripped rehash's assert (or indexed
+   an entry twice). Sanitising now re-indexes such a set or map and drops
+   the duplicates. */
+static void test_copy_of_set_with_stale_elements(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, ZS_RUNTIME_BLACK_NOT_ROOTS)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_type *object = NULL, *set = NULL, *map = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_SET, object, NULL, &set));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_MAP, object, object, &map));
+    zs_ref source_handle = ZS_NULL_REF, copy_handle = ZS_NULL_REF, map_handle = ZS_NULL_REF,
+           map_copy_handle = ZS_NULL_REF;
+    zs_hash *source = NULL, *copy = NULL, *source_map = NULL, *map_copy = NULL;
+    CHECK_OK(t, zs_value_new(rt, set, &source_handle, (void **)&source));
+    CHECK_OK(t, zs_value_new(rt, set, &copy_handle, (void **)&copy));
+    CHECK_OK(t, zs_value_new(rt, map, &map_handle, (void **)&source_map));
+    CHECK_OK(t, zs_value_new(rt, map, &map_copy_handle, (void **)&map_copy));
+    if (source == NULL || copy == NULL || source_map == NULL || map_copy == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    zs_ref kept = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, kept);
+    for (int i = 0; i < 3; i++) {
+        zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        uint32_t index = 0;
+        CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, source, &doomed, &index, NULL));
+        CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, map, source_map, &doomed, &index, NULL));
+        CHECK_OK(t, zs_value_store_ref(rt, ZS_NULL_REF, object,
+                                       (zs_ref *)((char *)source_map->entries.data +
+                                                  (size_t)index * zs_type_entry_size(map) + zs_type_value_offset(map)),
+                                       kept));
+    }
+    uint32_t index = 0;
+    CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, source, &kept, &index, NULL));
+    COLLECT(t, rt); /* the three die: the black values are not roots */
+    CHECK_OK(t, zs_value_assign(rt, ZS_NULL_REF, set, copy, source));
+    CHECK_EQ(t, copy->entries.count, 2); /* kept and null */
+    check_set_entries(t, rt, set, copy);
+    /* Growing it rehashes every entry. */
+    for (int i = 0; i < 12; i++) {
+        zs_ref more = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        ROOT(t, rt, more);
+        CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, copy, &more, &index, NULL));
+    }
+    check_set_entries(t, rt, set, copy);
+    CHECK_OK(t, zs_value_assign(rt, ZS_NULL_REF, map, map_copy, source_map));
+    CHECK_EQ(t, map_copy->entries.count, 1); /* one null key, its value kept */
+    int64_t found = -2;
+    zs_ref null = ZS_NULL_REF;
+    CHECK_OK(t, zs_hash_find(rt, map, map_copy, &null, &found));
+    CHECK_EQ(t, found, 0);
+    if (map_copy->entries.count == 1) CHECK(t, ((zs_ref *)map_copy->entries.data)[1] == kept);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 const test_case fuzz_finding_tests[] = {
     TEST(test_array_insert_from_itself),
     TEST(test_destroy_hook_call_during_deferred_free),
     TEST(test_hash_add_stale_key),
+    TEST(test_copy_of_set_with_stale_elements),
 };
 const size_t fuzz_finding_test_count = sizeof fuzz_finding_tests / sizeof fuzz_finding_tests[0];
