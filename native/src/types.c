@@ -860,6 +860,12 @@ zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint
     if (status != ZS_OK || owner == ZS_NULL_REF) return status;
     zs_item *it = zs_item_of(rt, owner);
     assert(it != NULL);
+    /* A permanent owner taking references is scanned as a root from then
+       on (end_store, written): list it before anything is written, so that
+       running out of memory refuses the write instead of leaving its new
+       references unscanned (as zs_store_ref does, heap.c note_escape). */
+    if ((it->flags & ZS_ITEM_PERMANENT) && (type->flags & ZS_TYPE_HAS_REFS) && !zs_root_list_add(rt, it))
+        return ZS_E_NOMEM;
     if (it->cluster_index >= 0 && (type->flags & ZS_TYPE_HAS_REFS)) zs_cluster_dissolve(rt, it->cluster_index);
     return ZS_OK;
 }

@@ -205,10 +205,45 @@ static void test_copy_of_set_with_stale_elements(runner *t) {
     fixture_close(&fx);
 }
 
+/* A value store into a permanent object (allocated in the disregard-for-GC
+   window) makes it a root (it is never scanned otherwise), after the
+   store; when its root-list entry could not be allocated the store still
+   happened, and the permanent object held a reference nothing scanned: its
+   target could be collected under it. The entry is now made first, and
+   the store refused (ZS_E_NOMEM, nothing written) when it cannot be.
+   Input: native/fuzz/corpus/finding-permanent-owner-escape-out-of-memory. */
+static void test_permanent_owner_value_store_out_of_memory(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, ZS_RUNTIME_DISREGARD_WINDOW)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_type *object = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    zs_ref permanent = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_close_disregard_for_gc(rt));
+    zs_ref target = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    node *holder = node_of(rt, permanent);
+    if (holder == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    zs_memory_stats memory;
+    zs_runtime_memory(rt, &memory);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes)); /* the root list cannot grow */
+    CHECK_STATUS(t, zs_value_store_ref(rt, permanent, object, &holder->ref[0], target), ZS_E_NOMEM);
+    CHECK(t, holder->ref[0] == ZS_NULL_REF);
+    VERIFY(t, rt);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    CHECK_OK(t, zs_value_store_ref(rt, permanent, object, &holder->ref[0], target));
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, target) && holder->ref[0] == target);
+    fixture_close(&fx);
+}
+
 const test_case fuzz_finding_tests[] = {
     TEST(test_array_insert_from_itself),
     TEST(test_destroy_hook_call_during_deferred_free),
     TEST(test_hash_add_stale_key),
     TEST(test_copy_of_set_with_stale_elements),
+    TEST(test_permanent_owner_value_store_out_of_memory),
 };
 const size_t fuzz_finding_test_count = sizeof fuzz_finding_tests / sizeof fuzz_finding_tests[0];
