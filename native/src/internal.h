@@ -527,6 +527,8 @@ void zs_clusters_release(zs_runtime *rt);
 void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster);
 /* Dissolve clusters whose mutable objects are garbage; run before marking. */
 void zs_clusters_dissolve_stale(zs_runtime *rt);
+/* Runtime teardown: drop every cluster before any object is destroyed. */
+void zs_clusters_abandon_all(zs_runtime *rt);
 /* A dying cluster root releases its cluster record (members die with it). */
 void zs_cluster_release_dying(zs_runtime *rt, int32_t cluster);
 /* Mark every black value that holds references (when they are roots). */

@@ -239,11 +239,81 @@ static void test_permanent_owner_value_store_out_of_memory(runner *t) {
     fixture_close(&fx);
 }
 
+typedef struct teardown_queries {
+    uint32_t finishes;
+    uint32_t expiring_taken; /* handles zs_gc_take_expiring_ex gave the hook */
+    uint32_t clustered;      /* objects the hook found in a cluster */
+    uint32_t info_failures;
+} teardown_queries;
+
+/* Read-only queries from a destroy hook (allowed: only mutations are
+   refused there). */
+static void querying_hook(void *user, zs_runtime *rt, zs_object *object, zs_destroy_phase phase) {
+    teardown_queries *q = user;
+    if (phase != ZS_FINISH_DESTROY) return;
+    q->finishes++;
+    zs_ref buffer[8];
+    uint64_t names[8];
+    uint32_t count = 0;
+    if (zs_gc_take_expiring_ex(rt, buffer, names, NULL, 8, &count) == ZS_OK) q->expiring_taken += count;
+    int32_t cluster = -1;
+    zs_cluster_info info;
+    if (zs_object_cluster(rt, zs_object_ref(rt, object), &cluster) == ZS_OK && cluster >= 0) {
+        q->clustered++;
+        if (zs_cluster_get_info(rt, cluster, &info) != ZS_OK) q->info_failures++;
+    }
+}
+
+/* zs_runtime_free frees the objects in slot order, and the expiring list
+   and the cluster records still named the ones already freed: a destroy
+   hook asking for the expiring list (zs_gc_take_expiring_ex) failed an
+   assert, or read a freed slot's object through NULL; one asking for a
+   cluster's info (zs_cluster_get_info) whose root was freed read through
+   NULL. Both are dropped before the first hook now (every object dies,
+   the managed side expired its proxies before closing). */
+static void test_destroy_hook_queries_during_teardown(runner *t) {
+    zs_runtime_options options;
+    zs_runtime_default_options(&options);
+    options.min_cluster_size = 1;
+    fixture fx;
+    if (!fixture_open_options(t, &fx, &options)) return;
+    zs_runtime *rt = fx.rt;
+    zs_class_desc desc = {"Clustered", NULL, sizeof(node), ZS_CLASS_CLUSTER_ROOT | ZS_CLASS_IN_CLUSTER,
+                          node_members, 6};
+    const zs_class *clustered = NULL;
+    CHECK_OK(t, zs_class_register(rt, &desc, &clustered));
+    if (clustered == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    zs_ref root = MAKE(t, rt, clustered, ZS_NULL_REF);
+    for (int i = 0; i < 3; i++) PUSH(t, rt, root, MAKE(t, rt, clustered, ZS_NULL_REF));
+    ROOT(t, rt, root);
+    uint32_t size = 0;
+    CHECK_OK(t, zs_create_cluster(rt, root, &size));
+    CHECK_EQ(t, size, 4);
+    /* Two unreachable objects with conjugates: gathered, not taken. */
+    for (int i = 0; i < 2; i++) {
+        node *made = NULL;
+        CHECK(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &made) >= ZS_FIRST_REF);
+    }
+    CHECK_OK(t, zs_gc_mark_and_gather(rt));
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 2);
+    teardown_queries q = {0, 0, 0, 0};
+    zs_set_destroy_hook(rt, querying_hook, &q);
+    fixture_close(&fx);
+    CHECK_EQ(t, q.finishes, 6);
+    CHECK_EQ(t, q.expiring_taken, 0);
+    CHECK_EQ(t, q.clustered, 0);
+    CHECK_EQ(t, q.info_failures, 0);
+}
+
 const test_case fuzz_finding_tests[] = {
     TEST(test_array_insert_from_itself),
     TEST(test_destroy_hook_call_during_deferred_free),
     TEST(test_hash_add_stale_key),
     TEST(test_copy_of_set_with_stale_elements),
     TEST(test_permanent_owner_value_store_out_of_memory),
+    TEST(test_destroy_hook_queries_during_teardown),
 };
 const size_t fuzz_finding_test_count = sizeof fuzz_finding_tests / sizeof fuzz_finding_tests[0];
