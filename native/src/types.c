@@ -954,7 +954,8 @@ zs_status zs_string_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs
         }
     }
     if (status == ZS_OK) {
-        if (length > 0) memcpy(string->data, units, (size_t)length * type->unit);
+        /* units may be part of this very string (a substring of it). */
+        if (length > 0) memmove(string->data, units, (size_t)length * type->unit);
         string->length = length;
     }
     ZS_UNLOCK(rt);
