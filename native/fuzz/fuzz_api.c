@@ -1293,7 +1293,8 @@ static void store(fz *f, int kind) {
     trace(f, "store(%d) %u+%u <- %u -> %d", kind, ZS_REF_INDEX(holder), offset, ZS_REF_INDEX(target), (int)status);
     if (status == ZS_OK) {
         check(holder_usable && target_usable, "a store with a stale or dying holder or target succeeded");
-        check(fits, "store(%d) accepted offset %u, %s", kind, offset, leaf ? "a slot of another kind" : "no slot");
+        check(fits, "store(%d) accepted offset %u of a %s, %s (kind %u)", kind, offset, zs_class_name(object->cls),
+              leaf ? "a slot of another kind" : "no slot", leaf ? leaf->kind : 0);
         if (kind == 0) {
             zs_ref stored;
             memcpy(&stored, (char *)object + offset, sizeof stored);
@@ -1423,8 +1424,15 @@ static void new_class(fz *f) {
         member_add(c, kind, type, &at);
         if ((u8(f) & 31) == 0) {
             /* A bad member: refused as a whole. */
-            c->members[c->member_count - 1].offset += u8(f) % 12;
-            if (u8(f) & 1) c->members[c->member_count - 1].kind = u8(f) % 8;
+            hmember *bad = &c->members[c->member_count - 1];
+            bad->offset += u8(f) % 12;
+            if (u8(f) & 1) {
+                /* Another kind, with the type that kind means (accepted when it fits). */
+                bad->kind = u8(f) % 8;
+                if (bad->kind == ZS_MEMBER_OBJECT) bad->type = f->t_obj;
+                else if (bad->kind == ZS_MEMBER_WEAK_OBJECT) bad->type = f->t_weak;
+                else if (bad->kind == ZS_MEMBER_OBJECT_ARRAY) bad->type = f->t_arr_obj;
+            }
         }
     }
     uint32_t size = align_up(at, 8) + ((u8(f) & 7) == 0 ? u8(f) % 24 : 0);
