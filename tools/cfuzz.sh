@@ -58,16 +58,15 @@ trap 'rm -rf "$logs"' EXIT
 before="$(ls "$artifacts" | wc -l)"
 
 echo "== fuzzing for ${seconds}s"
-status=0
-# -jobs writes each job's output to fuzz-N.log in the working directory.
+# Progress lines (NEW, REDUCE, pulse) are left out. With -jobs, each job
+# writes fuzz-N.log in the working directory, and libFuzzer prints it here
+# when the job ends; a job's finding shows as a new file in $artifacts.
+set +e
 (cd "$logs" && "$fuzz/build/fuzz_api" -max_total_time="$seconds" -max_len=1024 -len_control=0 \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" "$@" \
-    "$corpus" "$fuzz/corpus") 2>&1 | tee "$logs/main.log" | grep -v -E '^#[0-9]+.*(NEW|REDUCE|pulse)' || status=$?
-for log in "$logs"/fuzz-*.log; do
-    [ -e "$log" ] || continue
-    echo "== $(basename "$log")"
-    grep -E '^(stat::|#[0-9]+ *DONE)|ERROR|FINDING' "$log" || true
-done
+    "$corpus" "$fuzz/corpus") 2>&1 | grep --line-buffered -v -E '^#[0-9]+.*(NEW|REDUCE|pulse)'
+status="${PIPESTATUS[0]}"
+set -e
 after="$(ls "$artifacts" | wc -l)"
 if [ "$status" != 0 ] || [ "$after" != "$before" ]; then
     echo "cfuzz: FINDING (exit $status); inputs in $artifacts" >&2

@@ -793,7 +793,7 @@ static void check_hashes(fz *f, const htype *t, const char *p, int depth) {
 static uint32_t pick_callable(fz *f) {
     uint8_t b = u8(f);
     if (b < 200) return b % 9; /* 0: none */
-    return b < 250 ? 100 + b : UINT32_MAX;
+    return b < 250 ? 100u + b : UINT32_MAX;
 }
 
 static zs_array *bindings_of(fz *f, loc *l, bool *ok) {
@@ -1878,7 +1878,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     zs_runtime_options options;
     zs_runtime_default_options(&options);
     uint8_t shape = u8(f);
-    options.max_objects = (shape & 3) == 0 ? 2 + u8(f) % 30 : (shape & 3) == 1 ? 64 + u8(f) * 4u : 2048;
+    options.max_objects = (shape & 3) == 0 ? 2u + u8(f) % 30u : (shape & 3) == 1 ? 64u + u8(f) * 4u : 2048u;
     options.min_cluster_size = 1 + u8(f) % 4;
     uint8_t flags = u8(f);
     options.flags = (flags & 1 ? ZS_RUNTIME_DISREGARD_WINDOW : 0) | (flags & 2 ? ZS_RUNTIME_BLACK_NOT_ROOTS : 0);

@@ -45,7 +45,7 @@ static void test_array_insert_from_itself(runner *t) {
     /* The same with strings (their contents are copied through the element). */
     for (uint32_t i = 0; i < 4; i++) {
         CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, i, NULL, 1));
-        CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, string, (zs_string *)texts->data + i, "abcd" + i, 4 - i));
+        CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, string, (zs_string *)texts->data + i, &"abcd"[i], 4 - i));
     }
     CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, 4, (zs_string *)texts->data + 1, 2));
     CHECK_EQ(t, texts->count, 6);
