@@ -33,6 +33,8 @@ sanitized_venv() {
     tar -C "$here" --exclude=.git --exclude='*.so' --exclude=build --exclude='.venv*' \
         --exclude=__pycache__ --exclude=.hypothesis -cf - . | tar -C "$tree" -xf -
     "$python" -m venv "$venv"
+    # setuptools>=77 as pyproject.toml's build-system requires: a new venv
+    # comes with an older one, which plain `pip install setuptools` keeps.
     "$venv/bin/pip" install -q cffi "setuptools>=77" wheel pytest hypothesis typing-extensions "$@"
     local mode=1
     if [ "$sanitizer_link" = no ]; then mode=nolink; fi

@@ -179,7 +179,7 @@ tar -C "$here" --exclude=.git --exclude='*.so' --exclude=build --exclude='.venv*
     --exclude=__pycache__ --exclude=.hypothesis --exclude='*.egg-info' -cf - . \
     | tar -C "$work/tree" -xf -
 "$python" -m venv "$work/venv"
-"$work/venv/bin/pip" install -q cffi setuptools wheel pytest hypothesis typing-extensions
+"$work/venv/bin/pip" install -q cffi "setuptools>=77" wheel pytest hypothesis typing-extensions
 (cd "$work/tree" && ZSHARP_DEBUG=1 ZSHARP_ASSERTS=1 ZSHARP_NO_SLAB=1 \
     "$work/venv/bin/pip" install -q --no-build-isolation -e .)
 if [ "$#" -gt 0 ]; then

@@ -69,9 +69,14 @@ static zs_status call_one(zs_runtime *rt, zs_ref object, const char *function, v
 zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, void *params) {
     if (function == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    enter_call(rt);
+    /* A call refused outright is not counted in: counting it out could be
+       the last leave_call of a deferred free, which would free the runtime
+       again from inside its own teardown (a destroy hook calling here). */
+    zs_status status = may_call(rt);
+    if (status == ZS_OK) enter_call(rt);
     ZS_UNLOCK(rt);
-    zs_status status = call_one(rt, object, function, params);
+    if (status != ZS_OK) return status;
+    status = call_one(rt, object, function, params);
     leave_call(rt);
     return status;
 }

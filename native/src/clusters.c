@@ -170,6 +170,15 @@ static void cluster_abandon(zs_runtime *rt, int32_t id) {
     cluster_free(rt, id);
 }
 
+/* Runtime teardown, before the first destroy hook: every cluster goes, its
+   objects ordinary again (they all die anyway). Objects are freed in slot
+   order, so a record kept to the end could name a freed root to a hook
+   that asks (zs_cluster_get_info). */
+void zs_clusters_abandon_all(zs_runtime *rt) {
+    for (uint32_t id = 0; id < rt->cluster_capacity; id++)
+        if (rt->clusters[id].root != ZS_NO_CLUSTER_ROOT) cluster_abandon(rt, (int32_t)id);
+}
+
 zs_status zs_create_cluster(zs_runtime *rt, zs_ref root_ref, uint32_t *out_size) {
     zs_status status = ZS_OK;
     uint32_t size = 0;

@@ -62,42 +62,41 @@ zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
     if (status == ZS_OK && (index > array->count || count > MAX_ENTRIES - array->count))
         status = ZS_E_INVALID;
+    /* value may point into this array: copy it out before the storage can
+       move (entries_reserve) or the entries shift. */
+    void *source = NULL;
+    if (status == ZS_OK && count > 0 && value != NULL) {
+        source = zs_alloc(rt, type->entry_size);
+        if (source == NULL) status = ZS_E_NOMEM;
+        else memcpy(source, value, type->element->size);
+    }
     if (status == ZS_OK && !entries_reserve(rt, array, type->entry_size, array->count + count))
         status = ZS_E_NOMEM;
     if (status == ZS_OK && count > 0) {
         size_t entry = type->entry_size;
         char *base = array->data;
-        /* value may point into this array: copy it out before moving. */
-        void *source = NULL;
-        if (value != NULL) {
-            source = zs_alloc(rt, entry);
-            if (source == NULL) status = ZS_E_NOMEM;
-            else memcpy(source, value, type->element->size);
-        }
-        if (status == ZS_OK) {
-            memmove(base + (index + count) * entry, base + index * entry,
-                    (size_t)(array->count - index) * entry);
-            memset(base + index * entry, 0, (size_t)count * entry);
-            array->count += count;
-            for (uint32_t i = 0; source != NULL && i < count; i++) {
-                zs_status copied = zs_value_assign(rt, ZS_NULL_REF, type->element,
-                                                   base + (index + i) * entry, source);
-                if (copied != ZS_OK) {
-                    /* Unwind: drop what was inserted, leave the array as before. */
-                    for (uint32_t k = 0; k < count; k++)
-                        zs_value_destroy(rt, type->element, base + (index + k) * entry);
-                    memmove(base + index * entry, base + (index + count) * entry,
-                            (size_t)(array->count - index - count) * entry);
-                    array->count -= count;
-                    memset(base + array->count * entry, 0, (size_t)count * entry);
-                    status = copied;
-                    break;
-                }
+        memmove(base + (index + count) * entry, base + index * entry,
+                (size_t)(array->count - index) * entry);
+        memset(base + index * entry, 0, (size_t)count * entry);
+        array->count += count;
+        for (uint32_t i = 0; source != NULL && i < count; i++) {
+            zs_status copied = zs_value_assign(rt, ZS_NULL_REF, type->element,
+                                               base + (index + i) * entry, source);
+            if (copied != ZS_OK) {
+                /* Unwind: drop what was inserted, leave the array as before. */
+                for (uint32_t k = 0; k < count; k++)
+                    zs_value_destroy(rt, type->element, base + (index + k) * entry);
+                memmove(base + index * entry, base + (index + count) * entry,
+                        (size_t)(array->count - index - count) * entry);
+                array->count -= count;
+                memset(base + array->count * entry, 0, (size_t)count * entry);
+                status = copied;
+                break;
             }
-            if (status == ZS_OK) written(rt, owner, type, array);
         }
-        zs_free(rt, source, source ? entry : 0);
+        if (status == ZS_OK) written(rt, owner, type, array);
     }
+    zs_free(rt, source, source ? type->entry_size : 0);
     ZS_UNLOCK(rt);
     return status;
 }
@@ -163,6 +162,30 @@ static bool rehash(zs_runtime *rt, const zs_type *type, zs_hash *hash, uint32_t 
     return true;
 }
 
+/* Rebuild the buckets in place after keys changed (references to
+   destroyed objects nulled by types.c, sanitise): an entry equal to an
+   earlier one is destroyed and the last entry moves into its place (it is
+   indexed later in the pass). Needs no allocation: entries only go. */
+void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash) {
+    if (hash->bucket_count == 0) return; /* then there are no entries */
+    memset(hash->buckets, 0, (size_t)hash->bucket_count * sizeof(uint32_t));
+    for (uint32_t i = 0; i < hash->entries.count;) {
+        bool found;
+        uint32_t slot = probe(rt, type, hash, entry_at(type, hash, i), &found);
+        if (!found) {
+            hash->buckets[slot] = ++i;
+            continue;
+        }
+        char *victim = entry_at(type, hash, i);
+        zs_value_destroy(rt, type->element, victim);
+        if (type->value) zs_value_destroy(rt, type->value, victim + type->value_offset);
+        uint32_t last = hash->entries.count - 1;
+        if (i != last) memcpy(victim, entry_at(type, hash, last), type->entry_size);
+        memset(entry_at(type, hash, last), 0, type->entry_size);
+        hash->entries.count--;
+    }
+}
+
 zs_status zs_hash_find(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
                        int64_t *out_index) {
     if (hash == NULL || key == NULL || out_index == NULL) return ZS_E_INVALID;
@@ -202,13 +225,21 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
             void *copy = zs_alloc(rt, type->entry_size);
             if (copy == NULL) status = ZS_E_NOMEM;
             else if (zs_value_assign(rt, ZS_NULL_REF, type->element, copy, key) != ZS_OK) status = ZS_E_NOMEM;
-            if (status == ZS_OK && !entries_reserve(rt, &hash->entries, type->entry_size,
-                                                    hash->entries.count + 1))
+            /* The copy's references to destroyed objects are null
+               (zs_value_assign sanitises them): it may equal an entry the
+               key did not, which must not be added twice. */
+            bool existing = false;
+            if (status == ZS_OK && hash->bucket_count > 0 && (type->element->flags & ZS_TYPE_HAS_REFS)) {
+                uint32_t held = probe(rt, type, hash, copy, &existing);
+                if (existing) index = hash->buckets[held] - 1;
+            }
+            if (status == ZS_OK && !existing &&
+                !entries_reserve(rt, &hash->entries, type->entry_size, hash->entries.count + 1))
                 status = ZS_E_NOMEM;
-            if (status == ZS_OK && (hash->entries.count + 1) * 2 > hash->bucket_count &&
+            if (status == ZS_OK && !existing && (hash->entries.count + 1) * 2 > hash->bucket_count &&
                 !rehash(rt, type, hash, hash->bucket_count ? hash->bucket_count * 2 : 16))
                 status = ZS_E_NOMEM;
-            if (status == ZS_OK) {
+            if (status == ZS_OK && !existing) {
                 index = hash->entries.count;
                 memcpy(entry_at(type, hash, index), copy, type->element->size);
                 hash->entries.count++;

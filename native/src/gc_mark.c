@@ -184,7 +184,10 @@ static inline void mark_reached(zs_marker *m, zs_item *it, uint32_t index) {
     }
     if (claim_item(m, it, index)) {
         m->marked++;
-        if (!(it->flags & ZS_ITEM_LEAF)) push_fast(m, it->object);
+        /* Other parallel markers may be claiming this item's mark bit (an
+           atomic read-modify-write of the same word) right now: read the
+           (unchanging) leaf bit with an atomic load too. */
+        if (!(__atomic_load_n(&it->flags, __ATOMIC_RELAXED) & ZS_ITEM_LEAF)) push_fast(m, it->object);
     }
 }
 
@@ -576,9 +579,11 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
                 mtx_lock(m->lock);
                 m->stack->count = h.count;
                 m->stack->shared = h.shared = h.count - KEEP_PRIVATE;
+                /* Thieves move base under the lock: read it there. */
+                const bool wake = h.shared - m->stack->base >= WAKE_BACKLOG;
                 mtx_unlock(m->lock);
                 published = 0;
-                if (h.shared - m->stack->base >= WAKE_BACKLOG) zs_mark_maybe_wake(m);
+                if (wake) zs_mark_maybe_wake(m);
             }
             batch = h.count - h.shared < BATCH_OBJECTS ? h.count - h.shared : BATCH_OBJECTS;
         } else {

@@ -145,6 +145,12 @@ void zs_gc_get_stats(zs_runtime *rt, zs_gc_stats *out) {
 /* Runtime teardown: every object, permanent ones included, gets both hook
    phases and is freed. The managed side expired its proxies before. */
 void zs_gc_destroy_everything(zs_runtime *rt) {
+    /* Before the first hook runs: objects are freed in slot order, so the
+       expiring list and a cluster's record could name a freed object to a
+       hook that asks (zs_gc_take_expiring, zs_cluster_get_info). Every
+       object dies, and the managed side expired its proxies already. */
+    rt->expiring.count = 0;
+    zs_clusters_abandon_all(rt);
     for (uint32_t index = 0; index < rt->high_water; index++) {
         zs_item *it = zs_item_at(rt, index);
         if (it->object != NULL && !(it->flags & ZS_ITEM_BEGUN_DESTROY)) {
@@ -163,7 +169,6 @@ void zs_gc_destroy_everything(zs_runtime *rt) {
     }
     rt->dying.count = rt->dying_cursor = 0;
     rt->dying_unhashed = false;
-    rt->expiring.count = 0;
     rt->phase = ZS_GC_IDLE;
     rt->root_list.count = 0;
     rt->permanent_count = 0;

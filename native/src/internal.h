@@ -422,9 +422,14 @@ static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
    marked as one unit through its root's mark bit (Unreal's way): members'
    own bits are not kept up to date while they are in a cluster. */
 static inline bool zs_item_reachable(const zs_runtime *rt, const zs_item *it) {
-    if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT))
+    /* Parallel markers call this while others claim cluster roots with
+       atomic read-modify-writes of their flags (gc_mark.c, claim_flags):
+       relaxed atomic loads (plain loads on x86-64) keep those reads
+       race-free. A stale "unmarked" only sends the caller to the atomic
+       claim, which decides. */
+    if (it->cluster_index >= 0 && !(__atomic_load_n(&it->flags, __ATOMIC_RELAXED) & ZS_ITEM_CLUSTER_ROOT))
         it = zs_item_at(rt, rt->clusters[it->cluster_index].root);
-    return item_is_marked(rt, it);
+    return ((__atomic_load_n(&it->flags, __ATOMIC_RELAXED) ^ rt->mark_parity) & ZS_ITEM_MARK) == 0;
 }
 
 /* Whether an item is dying: gathered as unreachable, or (once marking is
@@ -513,11 +518,17 @@ void zs_values_release(zs_runtime *rt);
 void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
                            void (*fn)(void *context, zs_ref *slot, bool killable), void *context);
 
+/* containers (containers.c) */
+/* Re-index a set or map whose keys changed, dropping duplicate entries. */
+void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash);
+
 /* clusters (clusters.c) */
 void zs_clusters_release(zs_runtime *rt);
 void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster);
 /* Dissolve clusters whose mutable objects are garbage; run before marking. */
 void zs_clusters_dissolve_stale(zs_runtime *rt);
+/* Runtime teardown: drop every cluster before any object is destroyed. */
+void zs_clusters_abandon_all(zs_runtime *rt);
 /* A dying cluster root releases its cluster record (members die with it). */
 void zs_cluster_release_dying(zs_runtime *rt, int32_t cluster);
 /* Mark every black value that holds references (when they are roots). */

@@ -698,6 +698,54 @@ static void sanitise_one(void *context, zs_ref *slot, bool killable) {
     if (it == NULL || zs_item_dying(rt, it)) *slot = ZS_NULL_REF;
 }
 
+static bool sanitise_ref(zs_runtime *rt, zs_ref *slot) {
+    zs_ref before = *slot;
+    sanitise_one(rt, slot, false);
+    return *slot != before;
+}
+
+/* sanitise_one over every strong reference of a value; true when one was
+   nulled. A set element or map key that changes belongs in another bucket,
+   and may now equal another one: its set or map is re-indexed, duplicates
+   dropped (zs_hash_reindex). */
+static bool sanitise(zs_runtime *rt, const zs_type *type, void *value) {
+    if (!(type->flags & ZS_TYPE_HAS_REFS)) return false;
+    bool changed = false;
+    switch (type->kind) {
+    case ZS_TYPE_OBJECT:
+        return sanitise_ref(rt, value);
+    case ZS_TYPE_STRUCT:
+        for (uint32_t i = 0; i < type->schema.strong_count; i++) {
+            char *member = (char *)value + (type->schema.words[i] >> ZS_OP_SHIFT);
+            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) changed |= sanitise_ref(rt, (zs_ref *)member);
+            else changed |= sanitise(rt, type->schema.types[i], member);
+        }
+        return changed;
+    case ZS_TYPE_ARRAY: {
+        zs_array *array = value;
+        for (uint32_t i = 0; i < array->count; i++)
+            changed |= sanitise(rt, type->element, (char *)array->data + (size_t)i * type->entry_size);
+        return changed;
+    }
+    case ZS_TYPE_SET:
+    case ZS_TYPE_MAP: {
+        zs_hash *hash = value;
+        bool keys = false;
+        for (uint32_t i = 0; i < hash->entries.count; i++) {
+            char *entry = (char *)hash->entries.data + (size_t)i * type->entry_size;
+            keys |= sanitise(rt, type->element, entry);
+            if (type->value != NULL) changed |= sanitise(rt, type->value, entry + type->value_offset);
+        }
+        if (keys) zs_hash_reindex(rt, type, hash);
+        return changed || keys;
+    }
+    case ZS_TYPE_OPTIONAL:
+        return ((uint8_t *)value)[type->value_offset] && sanitise(rt, type->element, value);
+    default:
+        return false;
+    }
+}
+
 static void barrier_one(void *context, zs_ref *slot, bool killable) {
     (void)killable;
     zs_runtime *rt = context;
@@ -812,6 +860,12 @@ zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint
     if (status != ZS_OK || owner == ZS_NULL_REF) return status;
     zs_item *it = zs_item_of(rt, owner);
     assert(it != NULL);
+    /* A permanent owner taking references is scanned as a root from then
+       on (end_store, written): list it before anything is written, so that
+       running out of memory refuses the write instead of leaving its new
+       references unscanned (as zs_store_ref does, heap.c note_escape). */
+    if ((it->flags & ZS_ITEM_PERMANENT) && (type->flags & ZS_TYPE_HAS_REFS) && !zs_root_list_add(rt, it))
+        return ZS_E_NOMEM;
     if (it->cluster_index >= 0 && (type->flags & ZS_TYPE_HAS_REFS)) zs_cluster_dissolve(rt, it->cluster_index);
     return ZS_OK;
 }
@@ -820,7 +874,7 @@ zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint
    is pending, escape a permanent owner. */
 static void end_store(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value) {
     if (!(type->flags & ZS_TYPE_HAS_REFS)) return;
-    visit_refs(type, value, false, sanitise_one, rt);
+    sanitise(rt, type, value);
     zs_value_barrier(rt, type, value);
     zs_item *it = owner ? zs_item_of(rt, owner) : NULL;
     if (it != NULL && (it->flags & ZS_ITEM_PERMANENT) && zs_root_list_add(rt, it)) {
@@ -900,7 +954,8 @@ zs_status zs_string_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs
         }
     }
     if (status == ZS_OK) {
-        if (length > 0) memcpy(string->data, units, (size_t)length * type->unit);
+        /* units may be part of this very string (a substring of it). */
+        if (length > 0) memmove(string->data, units, (size_t)length * type->unit);
         string->length = length;
     }
     ZS_UNLOCK(rt);

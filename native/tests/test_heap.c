@@ -2069,6 +2069,8 @@ int main(int argc, char **argv) {
     unsigned passed = 0, failed = 0;
     run_table(tests, sizeof tests / sizeof tests[0], filter, &passed, &failed);
     run_table(advanced_tests, advanced_test_count, filter, &passed, &failed);
+    run_table(thread_tests, thread_test_count, filter, &passed, &failed);
+    run_table(fuzz_finding_tests, fuzz_finding_test_count, filter, &passed, &failed);
     printf("%u passed, %u failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -8,7 +8,9 @@
  * checked to return ZS_OK.
  *
  * main() lives in test_heap.c and runs its own table followed by every other
- * file's table declared here (advanced_tests[] from test_gc_advanced.c).
+ * file's table declared here (advanced_tests[] from test_gc_advanced.c,
+ * thread_tests[] from test_threads.c, fuzz_finding_tests[] from
+ * test_fuzz_findings.c).
  */
 #ifndef ZSHARP_TEST_SUPPORT_H
 #define ZSHARP_TEST_SUPPORT_H
@@ -62,6 +64,12 @@ typedef struct test_case {
 /* The tests of test_gc_advanced.c (clusters, incremental, parallel marking). */
 extern const test_case advanced_tests[];
 extern const size_t advanced_test_count;
+/* test_threads.c: several threads on one runtime. */
+extern const test_case thread_tests[];
+extern const size_t thread_test_count;
+/* test_fuzz_findings.c: regressions for what the C API fuzzer found. */
+extern const test_case fuzz_finding_tests[];
+extern const size_t fuzz_finding_test_count;
 
 /* ======================================================================
  * Heap helpers: verify after every collection

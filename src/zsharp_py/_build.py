@@ -10,6 +10,10 @@ API (out-of-line) mode; the declarations are read from
     the same instrumentation, but the sanitizer runtime is not linked in:
     whoever runs it preloads one (``tools/fuzz.sh`` preloads atheris's
     ASan+libFuzzer runtime, which must be the only ASan runtime loaded).
+``ZSHARP_SANITIZE=thread``
+    build with ``-fsanitize=thread`` (ThreadSanitizer) instead; run Python
+    with libtsan and tools/tsan/c11_threads.c preloaded (``tools/tsan.sh``
+    does, and says why the second one is needed).
 ``ZSHARP_NO_SLAB=1``
     allocate every native object with its own malloc block instead of from
     the object slabs (``-DZS_NO_OBJECT_SLAB``), so memory-safety tools see a
@@ -64,7 +68,10 @@ def _compile_args() -> tuple[list[str], list[str]]:
     cflags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
     ldflags: list[str] = []
     sanitize = os.environ.get("ZSHARP_SANITIZE")
-    if sanitize in ("1", "nolink"):
+    if sanitize == "thread":
+        cflags += ["-fsanitize=thread", "-fno-omit-frame-pointer", "-O1", "-g", "-UNDEBUG"]
+        ldflags += ["-fsanitize=thread"]
+    elif sanitize in ("1", "nolink"):
         cflags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
                    "-fno-sanitize-recover=all", "-O1", "-g", "-UNDEBUG", "-DZS_NO_OBJECT_SLAB"]
         if sanitize == "1":
