@@ -10,6 +10,8 @@ import math
 import types
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zsharp_py as zs
 from helpers import collect
@@ -1040,3 +1042,120 @@ def test_same_forward_reference_in_two_modules_resolves_in_each_module(rt: zs.Ru
     assert type(b.squad[0]) is second
     with pytest.raises(TypeError):
         b.squad.append(first())
+
+
+# --- `in` compared natively: the same answers as Python's list ------------
+
+_SCALAR_KINDS = [zs.Bool, zs.Int8, zs.Int16, zs.Int32, zs.Int64, zs.UInt8, zs.UInt16,
+                 zs.UInt32, zs.UInt64, zs.Float32, zs.Float64]
+
+
+def _fits(kind: object, value: object) -> bool:
+    try:
+        zs.Array[kind]([value])  # type: ignore[index]
+    except (TypeError, OverflowError, ValueError):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("kind", _SCALAR_KINDS, ids=lambda kind: kind.__name__)
+def test_in_over_scalar_elements_answers_as_python_does(rt: zs.Runtime, kind: object) -> None:
+    """Exact ints, bools and floats are compared with scalar elements in C;
+    the answer must be Python's, with no rounding: 2**53 + 1 is not the
+    float 2**53, 0.5 is no integer, NaN equals nothing, -0.0 equals 0."""
+    candidates = [0, 1, -1, 2, 7, 127, -128, 255, 256, 2**31 - 1, -2**31, 2**32, 2**53,
+                  2**53 + 1, 2**63 - 1, -2**63, 2**63, 2**64 - 1, True, False,
+                  0.0, -0.0, 0.5, 1.0, -1.0, 2.0**53, 2.0**63, 2.0**64, 1e300,
+                  math.inf, -math.inf, math.nan, 3.25]
+    elements = [value for value in candidates if _fits(kind, value)]
+    array = zs.Array[kind](elements)  # type: ignore[index]
+    plain = array.to_python()
+    probes = candidates + [2**64, -2**63 - 1, 2**100, -2**100, 1.5e-300, "1", None, (1,)]
+    for probe in probes:
+        assert (probe in array) == (probe in plain), (kind, probe, plain)
+    empty = zs.Array[kind]()  # type: ignore[index]
+    assert 0 not in empty and 0.0 not in empty
+
+
+def test_in_over_scalar_elements_with_number_subclasses_asks_python(rt: zs.Runtime) -> None:
+    """A subclass of int or float may define == as it likes: its answer
+    decides, element by element."""
+
+    class AlwaysEqual(int):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = int.__hash__
+
+    class NeverEqual(float):
+        def __eq__(self, other: object) -> bool:
+            return False
+
+        __hash__ = float.__hash__
+
+    array = zs.Array[zs.Int32]([5, 6])
+    assert AlwaysEqual(99) in array
+    assert NeverEqual(5.0) not in zs.Array[zs.Float64]([5.0])
+
+
+def test_in_over_object_references(rt: zs.Runtime) -> None:
+    """Objects are found by handle; None finds a null element; an object
+    that is not in the array, or has expired, is not found; other values
+    are not objects and are not found."""
+    holder = Trooper()
+    holder.add_to_root()
+    first, second, outsider = Trooper(outer=holder), Trooper(), Trooper()
+    outsider.add_to_root()
+    holder.units = [first, None, second]
+    units = holder.units
+    assert first in units and second in units and None in units
+    assert outsider not in units
+    assert 5 not in units and "first" not in units and holder not in units
+    holder.units = [first]
+    assert None not in holder.units
+    doomed = Trooper()
+    holder.units.append(doomed)
+    holder.units.pop()
+    collect(rt)
+    assert doomed.is_expired
+    assert doomed not in holder.units and first in holder.units
+
+
+class Friendly(zs.Object):
+    """An object class whose == is its own: equal to every Friendly."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Friendly)
+
+    __hash__ = zs.Object.__hash__
+
+
+class FriendlyHolder(zs.Object):
+    friends: zs.Array[Friendly]
+
+
+def test_in_over_objects_with_their_own_eq_asks_python(rt: zs.Runtime) -> None:
+    """When the probe's or an element's class defines ==, that decides."""
+    holder = FriendlyHolder()
+    holder.add_to_root()
+    member, other = Friendly(), Friendly()
+    member.add_to_root()
+    other.add_to_root()
+    holder.friends = [member]
+    assert other in holder.friends  # Friendly.__eq__ says so
+    assert holder.friends.to_python() == [member]
+
+
+@given(elements=st.lists(st.integers(-2**63, 2**63 - 1), max_size=8),
+       probe=st.one_of(st.integers(-2**70, 2**70), st.floats(allow_nan=True), st.booleans()))
+@settings(max_examples=300, deadline=None)
+def test_in_over_int64_and_float64_elements_matches_a_list(elements: list[int],
+                                                          probe: object) -> None:
+    """Random probes, ints of any size and floats of any value, against the
+    same elements as a list: the native comparison never rounds."""
+    with zs.Runtime():
+        ints = zs.Array[zs.Int64](elements)
+        assert (probe in ints) == (probe in elements)
+        reals = [float(element) for element in elements]
+        floats = zs.Array[zs.Float64](reals)
+        assert (probe in floats) == (probe in reals)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import copy
 import gc
+import threading
 import weakref
 from typing import Any, Iterator
 
@@ -721,3 +722,172 @@ def test_failed_native_allocation_leaves_delegates_consistent(rt: zs.Runtime) ->
     for value in (m, sparse, single):
         value.dispose()
     assert rt.bound_callables() == 0
+
+
+# ---- the C paths of execute, broadcast, add and remove ----------------------------------
+
+def test_a_listener_disposing_its_delegate_mid_broadcast(rt: zs.Runtime) -> None:
+    """The broadcast holds what it snapshotted: the delegate disposed (its
+    native list freed) by the first listener still calls the second, once."""
+    heard: list[str] = []
+    m = zs.MulticastDelegate()
+    m.add(lambda: (heard.append("first"), m.dispose()))
+    m.add(lambda: heard.append("second"))
+    m.broadcast()
+    assert heard == ["first", "second"] and m.is_expired
+    rt.collect_garbage()
+    assert rt.bound_callables() == 0
+
+
+def test_a_listener_dropping_the_last_reference_to_itself(rt: zs.Runtime) -> None:
+    """A lambda held only by the delegate clears the delegate and forces the
+    callable table to drain (a safe point) while it is still running."""
+    heard: list[int] = []
+    m = zs.MulticastDelegate()
+
+    def make() -> Any:
+        return lambda: (m.clear(), gc.collect(), zs.Array[zs.Int32](), heard.append(1))
+
+    m.add(make())
+    m.add(make())
+    m.broadcast()
+    assert heard == [1, 1] and len(m) == 0
+    zs.Array[zs.Int32]()  # a safe point: the table drains
+    assert rt.bound_callables() == 0
+    m.dispose()
+
+
+def test_execute_rebinding_itself(rt: zs.Runtime) -> None:
+    """A callable that rebinds its delegate (dropping itself) finishes, and
+    its result is returned."""
+    d = zs.Delegate()
+    d.bind(lambda: (d.bind(lambda: "second"), gc.collect(), "first")[2])
+    assert d.execute() == "first"
+    assert d.execute() == "second"
+    d.dispose()
+
+
+def test_remove_takes_the_first_equal_binding_even_before_an_identical_one(
+        rt: zs.Runtime) -> None:
+    """remove(f) removes the first binding equal to f: a callable object
+    whose == says yes comes before f itself, and is the one removed."""
+
+    class Agreeable:
+        def __call__(self) -> None:
+            pass
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = object.__hash__
+
+    def f() -> None:
+        pass
+
+    agreeable = Agreeable()
+    m = zs.MulticastDelegate([agreeable, f])
+    assert m.remove(f) is True
+    assert m.to_python() == [f] and m.to_python()[0] is f
+    assert m.remove(f) is True and m.remove(f) is False
+    m.dispose()
+
+
+def test_add_spellings_and_their_bindings(rt: zs.Runtime) -> None:
+    """A function, a builtin, a callable object and a bound method of a
+    plain Python object are callable bindings; a bound method of a
+    zs.Object is an object binding (weak), as is (object, 'method')."""
+    listener = Listener()
+
+    class Plain:
+        def method(self) -> None:
+            pass
+
+    plain = Plain()
+    m = zs.MulticastDelegate()
+    for binding in (print, len, plain.method, Listener.hear, listener.hear):
+        m.add(binding)
+    m.add(listener, "hear_2")
+    bindings = m.to_python()
+    assert bindings[:3] == [print, len, plain.method]
+    assert bindings[3] is Listener.hear
+    assert bindings[4] == (listener, "hear") and bindings[5] == (listener, "hear_2")
+    assert m.remove(print) is True and print not in m  # a builtin: matched in Python
+    m.dispose()
+
+
+def test_call_scopes_nest_with_zs_scope_and_each_other(rt: zs.Runtime) -> None:
+    """Views obtained in a delegate's call expire when it returns; a
+    zs.scope() opened inside the call is innermost while open; a nested
+    call's views expire when the nested call returns, the outer call's
+    when it returns."""
+
+    class Place(zs.Struct):
+        x: zs.Int32
+
+    class Holder(zs.Object):
+        here: Place
+        there: Place
+        elsewhere: Place
+
+    holder = Holder()
+    seen: dict[str, Any] = {}
+
+    def inner() -> None:
+        seen["inner"] = holder.elsewhere
+
+    nested = zs.Delegate(inner)
+
+    def outer() -> None:
+        with zs.scope():
+            seen["in_scope"] = holder.here
+        seen["scope_ended"] = seen["in_scope"].is_expired
+        seen["after_scope"] = holder.there
+        nested.execute()
+        seen["inner_ended"] = seen["inner"].is_expired
+        seen["outer_alive_after_inner"] = not seen["after_scope"].is_expired
+
+    zs.Delegate(outer).execute()
+    assert seen["scope_ended"] and seen["inner_ended"] and seen["outer_alive_after_inner"]
+    assert seen["after_scope"].is_expired  # with the outer call
+    kept = holder.here  # outside any scope: lives with its owner
+    assert not kept.is_expired
+
+
+def test_call_scopes_are_per_thread(rt: zs.Runtime) -> None:
+    """A delegate called on another thread while this one is inside a call:
+    each thread's views expire with its own call."""
+
+    class Place(zs.Struct):
+        x: zs.Int32
+
+    class Holder(zs.Object):
+        here: Place
+        there: Place
+
+    holder = Holder()
+    holder.add_to_root()
+    started, release = threading.Event(), threading.Event()
+    seen: dict[str, Any] = {}
+
+    def on_thread() -> None:
+        def listen() -> None:
+            seen["thread_view"] = holder.there
+            started.set()
+            release.wait(10)
+        zs.Delegate(listen).execute()
+        seen["thread_done"] = seen["thread_view"].is_expired
+
+    def listen_here() -> None:
+        worker = threading.Thread(target=on_thread)
+        worker.start()
+        started.wait(10)
+        seen["main_view"] = holder.here
+        seen["thread_view_alive_meanwhile"] = not seen["thread_view"].is_expired
+        release.set()
+        worker.join(10)
+        seen["main_alive_after_thread"] = not seen["main_view"].is_expired
+
+    with rt.activate():
+        zs.Delegate(listen_here).execute()
+    assert seen["thread_view_alive_meanwhile"] and seen["thread_done"]
+    assert seen["main_alive_after_thread"] and seen["main_view"].is_expired

@@ -114,43 +114,6 @@ static PyObject *fast_plan(zs_core_state *state, zs_conjugate *conjugate, const 
     return plan;
 }
 
-/* Open a scope (the views obtained in the call expire when it ends): the
- * token of zs.scope()'s ContextVar, and the new list of views. */
-static PyObject *open_scope(zs_core_state *state, PyObject **views) {
-    PyObject *outer = NULL;
-    if (PyContextVar_Get(state->scopes, NULL, &outer) < 0)
-        return NULL;
-    if (outer == NULL)
-        outer = PyTuple_New(0);
-    PyObject *inner = NULL, *token = NULL;
-    *views = PyList_New(0);
-    if (outer != NULL && PyTuple_Check(outer) && *views != NULL) {
-        Py_ssize_t n = PyTuple_GET_SIZE(outer);
-        inner = PyTuple_New(n + 1);
-        for (Py_ssize_t i = 0; inner != NULL && i < n; i++)
-            PyTuple_SET_ITEM(inner, i, Py_NewRef(PyTuple_GET_ITEM(outer, i)));
-        if (inner != NULL) {
-            PyTuple_SET_ITEM(inner, n, Py_NewRef(*views));
-            token = PyContextVar_Set(state->scopes, inner);
-        }
-    } else if (outer != NULL && !PyTuple_Check(outer)) {
-        PyErr_SetString(PyExc_TypeError, "zs.scope(): the scope stack is not a tuple");
-    }
-    Py_XDECREF(outer);
-    Py_XDECREF(inner);
-    if (token == NULL)
-        Py_CLEAR(*views);
-    return token;
-}
-
-/* End a scope from open_scope: its views expire. */
-static int close_scope(zs_core_state *state, PyObject *token, PyObject *views) {
-    int ok = PyContextVar_Reset(state->scopes, token) == 0;
-    if (PyList_GET_SIZE(views) > 0)
-        zsv_expire_scope(state, views);
-    return ok ? 0 : -1;
-}
-
 /* Call `plan`'s method on the conjugate with the block's scalars, inside a
  * scope with its runtime current. Python errors are reported, not raised. */
 static zs_status fast_call(zs_core_state *state, zs_runtime_core *rt, zs_conjugate *conjugate,
@@ -169,9 +132,10 @@ static zs_status fast_call(zs_core_state *state, zs_runtime_core *rt, zs_conjuga
             break;
     }
     zs_status status = ZS_OK;
-    PyObject *views = NULL, *scope = NULL, *current = NULL, *result = NULL;
-    if (made == count && (scope = open_scope(state, &views)) != NULL &&
-        (current = PyContextVar_Set(state->current, (PyObject *)rt)) != NULL) {
+    PyObject *current = NULL, *result = NULL;
+    zsv_call_scope scope;
+    int scoped = made == count && zsv_call_scope_open(state, &scope) == 0;
+    if (scoped && (current = PyContextVar_Set(state->current, (PyObject *)rt)) != NULL) {
         result = PyObject_VectorcallMethod(name, stack, (size_t)(1 + count), NULL);
         if (result == NULL) {
             /* Name the bound method, as Python's path does: look it up with
@@ -196,15 +160,13 @@ static zs_status fast_call(zs_core_state *state, zs_runtime_core *rt, zs_conjuga
     }
     if (current != NULL && PyContextVar_Reset(state->current, current) < 0)
         status = ZS_E_CALL_FAILED;
-    if (scope != NULL && close_scope(state, scope, views) < 0)
-        status = ZS_E_CALL_FAILED;
+    if (scoped)
+        zsv_call_scope_close(state, &scope);
     if (PyErr_Occurred()) {  /* building the call, or ending it, failed */
         PyErr_WriteUnraisable(name);
         status = ZS_E_CALL_FAILED;
     }
     Py_XDECREF(current);
-    Py_XDECREF(scope);
-    Py_XDECREF(views);
     for (Py_ssize_t i = 0; i < made; i++)
         Py_DECREF(stack[1 + i]);
     return status;

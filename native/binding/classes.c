@@ -1,20 +1,23 @@
 /* Conjugate classes: their metaclass, and creating an object with its
  * conjugate in one C call.
  *
- * `Actor(name=..., outer=..., health=5, target=other)`, in a runtime where
- * Actor's defaults are plain data, is the fast path: read and check the
- * keywords (scalar values of their exact Python type and in range, live
- * objects of the right class and runtime), find the runtime (the outer's,
- * the `with Runtime()` context variable's, else the default runtime), find
- * Actor's Creator in it, allocate the conjugate, make the native object (one
+ * `Actor(name=..., outer=..., health=5, target=other, label="x")`, in a
+ * runtime where Actor's defaults are plain data, is the fast path: read and
+ * check the keywords (scalar values of their exact Python type and in
+ * range, live objects of the right class and runtime), find the runtime
+ * (the outer's, the `with Runtime()` context variable's, else the default
+ * runtime), find Actor's Creator in it; stage the keywords of value
+ * properties (strings, structs, containers...: value.h's phase 1, which may
+ * run Python code) and, if it ran any, read and check the others again as
+ * they are now; then allocate the conjugate, make the native object (one
  * native call), record the conjugate, write the keywords. Anything else
- * (positional arguments, other kinds of properties, values that need a
- * Python conversion or would be refused, a first use, a class whose
- * defaults need Python, stress switches, native frees queued by finalisers,
- * a closing runtime) goes to the Python constructor, which gives the
- * precise errors and registers the Creator for next time.
+ * (positional arguments, unknown keywords, scalars that need a Python
+ * conversion or would be refused, a first use, a class whose defaults need
+ * Python, stress switches, native frees queued by finalisers, a closing
+ * runtime) goes to the Python constructor, which gives the precise errors
+ * and registers the Creator for next time.
  */
-#include "core.h"
+#include "value.h"
 
 #include <structmember.h>
 
@@ -100,6 +103,26 @@ static zs_runtime_core *current_runtime(zs_core_state *state) {
 /* Constructor keywords the C path takes at most (more: Python). */
 #define ZS_FAST_KEYWORDS 16
 
+/* The keywords of a call, as the vectorcall protocol gives them: names
+ * (exact or not: checked) and values, borrowed from the caller. */
+typedef struct zs_keywords {
+    PyObject *const *names;
+    PyObject *const *values;
+    Py_ssize_t count;
+} zs_keywords;
+
+/* The value of the keyword `interned` (borrowed), or NULL. */
+static PyObject *keyword_value(const zs_keywords *keywords, PyObject *interned);
+
+/* A keyword for a value property: staged before anything is allocated,
+ * emitted once the object exists. */
+typedef struct zs_value_keyword {
+    zsv_kind *kind;             /* borrowed from the property */
+    uint32_t offset;
+    PyObject *what;             /* borrowed: "Class.name" */
+    PyObject *value;            /* borrowed from the keywords */
+} zs_value_keyword;
+
 /* What `Cls(name=..., outer=..., **properties)` asks for, read and checked
  * before anything is allocated. */
 typedef struct zs_request {
@@ -107,21 +130,54 @@ typedef struct zs_request {
     zs_ref outer;
     uint32_t name_index, name_number;
     PyObject *name;             /* borrowed str, or NULL: an automatic name */
-    Py_ssize_t count;
+    Py_ssize_t count;           /* scalar and reference keywords */
+    Py_ssize_t value_count;     /* value keywords */
     zs_prepared_store stores[ZS_FAST_KEYWORDS];
+    zs_value_keyword values[ZS_FAST_KEYWORDS];
 } zs_request;
 
+/* Whether the C path may create objects in `rt` now: open, no stress
+ * switch, no native frees queued by finalisers (the Python path flushes). */
+static inline int runtime_usable(const zs_runtime_core *rt) {
+    return !rt->closing && rt->native != NULL && rt->collect_every == 0 && !rt->flush_pending;
+}
+
+/* Whether the `outer` keyword still names the live object it named when
+ * read (`outer`: its handle then, or none). */
+static int outer_unchanged(zs_core_state *state, const zs_keywords *keywords, zs_ref outer) {
+    PyObject *now = keyword_value(keywords, state->str_outer);
+    if (now == NULL || now == Py_None)
+        return outer == ZS_NULL_REF;
+    return PyObject_TypeCheck(now, state->conjugate_type) &&
+           ZS_CONJUGATE_IS_LIVE((zs_conjugate *)now) && ((zs_conjugate *)now)->handle == outer;
+}
+
+/* Whether two exact strs hold the same text: keywords are interned, so
+ * identity first. */
+static inline int same_text(PyObject *key, PyObject *interned) {
+    return key == interned || (PyUnicode_GET_LENGTH(key) == PyUnicode_GET_LENGTH(interned) &&
+                               PyUnicode_Compare(key, interned) == 0);
+}
+
+static PyObject *keyword_value(const zs_keywords *keywords, PyObject *interned) {
+    for (Py_ssize_t i = 0; i < keywords->count; i++)
+        if (PyUnicode_CheckExact(keywords->names[i]) && same_text(keywords->names[i], interned))
+            return keywords->values[i];
+    return NULL;
+}
+
 /* Read the keywords: 1 when the C path can create the object, 0 when the
- * Python constructor must (no error set), -1 on error. Runs no Python code. */
-static int read_request(zs_core_state *state, PyTypeObject *cls, PyObject *kwargs,
+ * Python constructor must (no error set). Runs no Python code. */
+static int read_request(zs_core_state *state, PyTypeObject *cls, const zs_keywords *keywords,
                         zs_request *request) {
     request->rt = NULL;
     request->outer = ZS_NULL_REF;
     request->name = NULL;
     request->count = 0;
-    PyObject *outer = kwargs ? PyDict_GetItemWithError(kwargs, state->str_outer) : NULL;
-    if (outer == NULL && PyErr_Occurred())
-        return -1;
+    request->value_count = 0;
+    if (keywords->count > ZS_FAST_KEYWORDS + 2)
+        return 0;
+    PyObject *outer = keyword_value(keywords, state->str_outer);
     if (outer != NULL && outer != Py_None) {
         if (!PyObject_TypeCheck(outer, state->conjugate_type))
             return 0;
@@ -134,21 +190,15 @@ static int read_request(zs_core_state *state, PyTypeObject *cls, PyObject *kwarg
         request->rt = current_runtime(state);
     }
     zs_runtime_core *rt = request->rt;
-    if (rt == NULL || rt->closing || rt->native == NULL || rt->collect_every != 0 ||
-        rt->flush_pending)
+    if (rt == NULL || !runtime_usable(rt))
         return 0;
-    if (kwargs == NULL)
-        return 1;
-    if (PyDict_GET_SIZE(kwargs) > ZS_FAST_KEYWORDS + 2)
-        return 0;
-    Py_ssize_t position = 0;
-    PyObject *key, *value;
-    while (PyDict_Next(kwargs, &position, &key, &value)) {
+    for (Py_ssize_t k = 0; k < keywords->count; k++) {
+        PyObject *key = keywords->names[k], *value = keywords->values[k];
         if (!PyUnicode_CheckExact(key))
             return 0;
-        if (PyUnicode_CompareWithASCIIString(key, "outer") == 0)
+        if (same_text(key, state->str_outer))
             continue;
-        if (PyUnicode_CompareWithASCIIString(key, "name") == 0) {
+        if (same_text(key, state->str_name)) {
             if (value != Py_None) {
                 if (!PyUnicode_CheckExact(value))
                     return 0;
@@ -157,36 +207,64 @@ static int read_request(zs_core_state *state, PyTypeObject *cls, PyObject *kwarg
             continue;
         }
         PyObject *descriptor = _PyType_Lookup(cls, key);  /* borrowed, no error */
-        if (descriptor == NULL || request->count == ZS_FAST_KEYWORDS ||
-            !zs_prepare_store(state, cls, descriptor, rt, value,
-                             &request->stores[request->count]))
+        if (descriptor == NULL || request->count + request->value_count == ZS_FAST_KEYWORDS)
+            return 0;
+        zs_value_keyword *keyword = &request->values[request->value_count];
+        if (zsv_object_value_property(state, cls, descriptor, &keyword->kind, &keyword->offset,
+                                      &keyword->what)) {
+            keyword->value = value;
+            request->value_count++;
+            continue;
+        }
+        if (!zs_prepare_store(state, cls, descriptor, rt, value, &request->stores[request->count]))
             return 0;
         request->count++;
     }
     return 1;
 }
 
-/* Create a `cls` object and its conjugate in C, or return NULL: with an
- * error set on failure, without one when the Python path must decide. */
-static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, PyObject *kwargs) {
-    zs_request request;
-    int readable = read_request(state, cls, kwargs, &request);
-    if (readable <= 0)
-        return NULL;
-    zs_runtime_core *rt = request.rt;
-    PyObject *found = rt->last_creator;
+/* `cls`'s Creator in `rt` (borrowed), or NULL (no error) on its first use
+ * there, or when its defaults need Python. */
+static zs_creator *find_creator(zs_core_state *state, zs_runtime_core *rt, PyTypeObject *cls) {
     if (rt->last_class != (PyObject *)cls) {
-        found = rt->creators ? PyDict_GetItemWithError(rt->creators, (PyObject *)cls) : NULL;
-        if (found == NULL || !PyObject_TypeCheck(found, state->creator_type))
-            return NULL;  /* first use here, or not plain: Python (error or not) */
+        PyObject *found = rt->creators ? PyDict_GetItemWithError(rt->creators, (PyObject *)cls)
+                                       : NULL;
+        if (found == NULL || !PyObject_TypeCheck(found, state->creator_type)) {
+            PyErr_Clear();
+            return NULL;
+        }
         Py_XSETREF(rt->last_class, Py_NewRef((PyObject *)cls));
         Py_XSETREF(rt->last_creator, Py_NewRef(found));
     }
-    zs_creator *creator = (zs_creator *)found;
+    return (zs_creator *)rt->last_creator;
+}
+
+/* Phase 1 for the value keywords: stage each (may run Python code). */
+static int stage_value_keywords(const zs_request *request, zsv_staged *staged) {
+    for (Py_ssize_t i = 0; i < request->value_count; i++) {
+        const zs_value_keyword *keyword = &request->values[i];
+        Py_INCREF(keyword->value);
+        int result = zsv_native_type(request->rt, keyword->kind) == NULL ||
+                     zsv_stage(request->rt, keyword->kind, keyword->value, &staged[i],
+                               keyword->what) < 0 ? -1 : 0;
+        Py_DECREF(keyword->value);
+        if (result < 0) {
+            zs_error_prefix(keyword->what);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Create the object and its conjugate and write the keywords; no Python
+ * code runs from the native call to the last write. */
+static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request *request,
+                            zs_creator *creator, const zsv_staged *staged) {
+    zs_runtime_core *rt = request->rt;
     uint32_t name_index = ZS_NAME_AUTO, name_number = 0;
-    if (request.name != NULL) {
+    if (request->name != NULL) {
         Py_ssize_t length;
-        const char *text = PyUnicode_AsUTF8AndSize(request.name, &length);
+        const char *text = PyUnicode_AsUTF8AndSize(request->name, &length);
         if (text == NULL) {
             PyErr_Clear();  /* not encodable: Python raises the precise error */
             return NULL;
@@ -196,17 +274,14 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, PyObject *
             return NULL;  /* NUL characters or too long: likewise */
     }
     /* Allocated first. Not tracked by the cycle collector, so no collection
-       (and no finaliser) can run here; from the native call to the last
-       store no Python code runs at all. */
+       (and no finaliser) can run here. */
     zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
     if (conjugate == NULL)
         return NULL;
-    Py_INCREF(creator);
     void *object = NULL;
     zs_ref handle = state->api.zs_object_new_conjugate(
-        rt->native, creator->cls, request.outer, name_index, name_number,
+        rt->native, creator->cls, request->outer, name_index, name_number,
         PyBytes_AS_STRING(creator->image), (uint32_t)PyBytes_GET_SIZE(creator->image), &object);
-    Py_DECREF(creator);
     zs_status failed = handle < ZS_FIRST_REF ? (zs_status)handle : ZS_OK;
     if (failed == ZS_OK) {
         if (zs_conjugate_bind(rt, conjugate, handle, object) < 0) {
@@ -214,12 +289,15 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, PyObject *
             Py_DECREF(conjugate);
             return NULL;
         }
-        for (Py_ssize_t i = 0; i < request.count && failed == ZS_OK; i++)
-            failed = zs_apply_store(rt, conjugate, &request.stores[i]);
+        for (Py_ssize_t i = 0; i < request->count && failed == ZS_OK; i++)
+            failed = zs_apply_store(rt, conjugate, &request->stores[i]);
+        for (Py_ssize_t i = 0; i < request->value_count && failed == ZS_OK; i++)
+            failed = zsv_emit(rt, request->values[i].kind, &staged[i], handle,
+                              (char *)object + request->values[i].offset);
         if (failed == ZS_OK)
             return (PyObject *)conjugate;
-        /* A target died on another thread since it was checked: leave no
-           half-built object reachable; it goes at the next collection. */
+        /* A target died since it was checked: leave no half-built object
+           reachable; it goes at the next collection. */
         state->api.zs_mark_as_garbage(rt->native, handle);
     }
     Py_DECREF(conjugate);
@@ -231,23 +309,65 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, PyObject *
     return NULL;
 }
 
-/* Calling a conjugate class: the C path for keywords it can take, else Python. */
-static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
-    zs_core_state *state = ((zs_class_object *)cls)->state;
-    if (state == NULL || !state->configured) {
-        PyErr_Format(PyExc_TypeError, "%s is not a ready conjugate class",
-                     ((PyTypeObject *)cls)->tp_name);
+/* Create a `cls` object and its conjugate in C, or return NULL: with an
+ * error set on failure, without one when the Python path must decide. */
+static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls,
+                             const zs_keywords *keywords) {
+    zs_request request;
+    if (read_request(state, cls, keywords, &request) <= 0)
         return NULL;
+    zs_creator *creator = find_creator(state, request.rt, cls);
+    if (creator == NULL)
+        return NULL;
+    if (request.value_count == 0)
+        return create_now(state, cls, &request, creator, NULL);
+    /* Staging may run Python code, which may drop the runtime from the
+       context or a property from the class: held until the end. */
+    zsv_staged staged[ZS_FAST_KEYWORDS] = {{0}};
+    zs_value_keyword first[ZS_FAST_KEYWORDS];
+    Py_ssize_t value_count = request.value_count;
+    memcpy(first, request.values, (size_t)value_count * sizeof first[0]);
+    zs_runtime_core *rt = (zs_runtime_core *)Py_NewRef((PyObject *)request.rt);
+    for (Py_ssize_t i = 0; i < value_count; i++)
+        Py_INCREF(first[i].kind);
+    /* The class as read: its version tag changes with any change to it or
+       its bases (a property replaced or deleted). */
+    unsigned int version = cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG ? cls->tp_version_tag : 0;
+    PyObject *made = NULL;
+    if (stage_value_keywords(&request, staged) == 0) {
+        /* Python code may have run. If the class and runtime are as they
+           were, the keywords stand as read (the caller's, unchanged; a
+           reference that died since is refused by its store); otherwise
+           they are read and checked again as things are now. A runtime
+           changed or closed, the outer gone or a property replaced goes to
+           the Python constructor, which says why; it converts the values
+           again. */
+        int same = version != 0 && (cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) &&
+                   cls->tp_version_tag == version && runtime_usable(rt) &&
+                   outer_unchanged(state, keywords, request.outer);
+        if (!same) {
+            same = read_request(state, cls, keywords, &request) > 0 && request.rt == rt &&
+                   request.value_count == value_count;
+            for (Py_ssize_t i = 0; same && i < value_count; i++)
+                same = request.values[i].kind == first[i].kind &&
+                       request.values[i].offset == first[i].offset;
+        }
+        if (same && (creator = find_creator(state, rt, cls)) != NULL)
+            made = create_now(state, cls, &request, creator, staged);
     }
-    /* A class with a Python __init__ (flag set when it is declared, see
-       ObjectMeta in zsharp_py/_object.py): Python creates the object, then
-       runs __init__ with the arguments. */
-    char python_init = ((zs_class_object *)cls)->python_init;
-    if (PyTuple_GET_SIZE(args) == 0 && !python_init) {
-        PyObject *made = fast_create(state, (PyTypeObject *)cls, kwargs);
-        if (made != NULL || PyErr_Occurred())
-            return made;
+    for (Py_ssize_t i = 0; i < value_count; i++) {
+        zsv_release(first[i].kind, &staged[i]);
+        Py_DECREF(first[i].kind);
     }
+    Py_DECREF(rt);
+    return made;
+}
+
+/* The Python constructor: init_create for a class with a Python __init__
+ * (flag set when it is declared, see ObjectMeta in zsharp_py/_object.py:
+ * it creates the object, then runs __init__), else slow_create. */
+static PyObject *python_create(zs_core_state *state, PyObject *cls, PyObject *args,
+                               PyObject *kwargs) {
     Py_ssize_t count = PyTuple_GET_SIZE(args);
     PyObject *full = PyTuple_New(count + 1);
     if (full == NULL)
@@ -255,13 +375,103 @@ static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
     PyTuple_SET_ITEM(full, 0, Py_NewRef(cls));
     for (Py_ssize_t i = 0; i < count; i++)
         PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-    PyObject *made = PyObject_Call(python_init ? state->init_create : state->slow_create, full,
-                                   kwargs);
+    PyObject *made = PyObject_Call(((zs_class_object *)cls)->python_init ? state->init_create
+                                                                          : state->slow_create,
+                                   full, kwargs);
     Py_DECREF(full);
     return made;
 }
 
+/* The state of a class being called, or NULL with TypeError. */
+static zs_core_state *ready_state(PyObject *cls) {
+    zs_core_state *state = ((zs_class_object *)cls)->state;
+    if (state == NULL || !state->configured) {
+        PyErr_Format(PyExc_TypeError, "%s is not a ready conjugate class",
+                     ((PyTypeObject *)cls)->tp_name);
+        return NULL;
+    }
+    return state;
+}
+
+/* Calling a conjugate class with a tuple and a dict: the C path for
+ * keywords it can take, else Python. */
+static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
+    zs_core_state *state = ready_state(cls);
+    if (state == NULL)
+        return NULL;
+    if (PyTuple_GET_SIZE(args) == 0 && !((zs_class_object *)cls)->python_init) {
+        PyObject *names[ZS_FAST_KEYWORDS + 2], *values[ZS_FAST_KEYWORDS + 2];
+        zs_keywords keywords = {names, values, 0};
+        Py_ssize_t position = 0;
+        PyObject *key, *value;
+        int fits = kwargs == NULL || PyDict_GET_SIZE(kwargs) <= ZS_FAST_KEYWORDS + 2;
+        while (fits && kwargs != NULL && PyDict_Next(kwargs, &position, &key, &value)) {
+            names[keywords.count] = key;
+            values[keywords.count++] = value;
+        }
+        PyObject *made = fits ? fast_create(state, (PyTypeObject *)cls, &keywords) : NULL;
+        if (made != NULL || PyErr_Occurred())
+            return made;
+    }
+    return python_create(state, cls, args, kwargs);
+}
+
+/* Calling a conjugate class through vectorcall (no tuple or dict made for
+ * the C path). Set on every conjugate class by init_class; taken only while
+ * the metaclass's __call__ is class_call. */
+static PyObject *class_vectorcall(PyObject *cls, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Py_ssize_t given = PyVectorcall_NARGS(nargsf);
+    ternaryfunc call = Py_TYPE(cls)->tp_call;
+    zs_core_state *state = call == class_call ? ready_state(cls) : NULL;
+    if (call == class_call && state == NULL)
+        return NULL;
+    if (state != NULL && given == 0 && !((zs_class_object *)cls)->python_init) {
+        zs_keywords keywords = {kwnames ? &PyTuple_GET_ITEM(kwnames, 0) : NULL, args,
+                                kwnames ? PyTuple_GET_SIZE(kwnames) : 0};
+        PyObject *made = fast_create(state, (PyTypeObject *)cls, &keywords);
+        if (made != NULL || PyErr_Occurred())
+            return made;
+    }
+    /* A tuple and a dict, as the metaclass's __call__ (ours or an
+       override) takes them. */
+    PyObject *tuple = PyTuple_New(given), *kwargs = NULL;
+    if (tuple == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < given; i++)
+        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    Py_ssize_t named = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (named > 0 && (kwargs = PyDict_New()) != NULL)
+        for (Py_ssize_t i = 0; i < named; i++)
+            if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[given + i]) < 0) {
+                Py_CLEAR(kwargs);
+                break;
+            }
+    PyObject *made = NULL;
+    if (named == 0 || kwargs != NULL)
+        made = state != NULL ? python_create(state, cls, tuple, kwargs)
+                             : call(cls, tuple, kwargs);
+    Py_DECREF(tuple);
+    Py_XDECREF(kwargs);
+    return made;
+}
+
+int zs_class_enable_vectorcall(PyTypeObject *cls) {
+    PyTypeObject *meta = Py_TYPE(cls);
+    if (meta->tp_call != class_call)
+        return 0;  /* a metaclass with a __call__ of its own: always through it */
+    cls->tp_vectorcall = class_vectorcall;
+    if (!(meta->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL)) {
+        /* A metaclass made in Python inherits neither the flag nor the
+           offset before Python 3.12; both are ObjectClass's. */
+        meta->tp_vectorcall_offset = offsetof(PyTypeObject, tp_vectorcall);
+        meta->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+    }
+    return 0;
+}
+
 static PyMemberDef class_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(PyTypeObject, tp_vectorcall), READONLY, NULL},
     {"_zs_python_init", T_BOOL, offsetof(zs_class_object, python_init), 0,
      "The class has a Python __init__: creating one runs it (no C fast path)."},
     {NULL, 0, 0, 0, NULL},
@@ -277,7 +487,7 @@ static PyType_Slot class_slots[] = {
 static PyType_Spec class_spec = {
     .name = "zsharp_py._core.ObjectClass",
     .basicsize = sizeof(zs_class_object),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_VECTORCALL,
     .slots = class_slots,
 };
 

@@ -214,10 +214,7 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
 
 /* Stage one element (phase 1). */
 static int stage_element(zsv_value *value, PyObject *item, zsv_staged *out) {
-    static PyObject *element_what = NULL;
-    if (element_what == NULL && (element_what = PyUnicode_InternFromString("element")) == NULL)
-        return -1;
-    return zsv_stage(value->runtime, value->kind->element, item, out, element_what);
+    return zsv_stage_labelled(value->runtime, value->kind->element, item, out, "element");
 }
 
 /* append(value): add one element at the end. */
@@ -406,14 +403,218 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
     return result;
 }
 
-/* `value in arr`: compared element by element, each read as the array is
- * then (a comparison may run Python code that changes it). */
+/* A plain number as `in` compares it with scalar elements natively: an
+ * exact int, bool or float (a subclass's __eq__ could say anything, so
+ * those take the generic search). */
+typedef struct number_probe {
+    enum { PROBE_NONE, PROBE_INT, PROBE_FLOAT } form;
+    int negative;              /* PROBE_INT: value < 0 (then in `signed_value`) */
+    int64_t signed_value;
+    uint64_t unsigned_value;   /* PROBE_INT, not negative */
+    double real;               /* PROBE_FLOAT */
+} number_probe;
+
+/* The probe, or PROBE_NONE when the generic search must decide. */
+static number_probe number_of(PyObject *probe) {
+    number_probe number = {PROBE_NONE, 0, 0, 0, 0.0};
+    if (PyFloat_CheckExact(probe)) {
+        number.form = PROBE_FLOAT;
+        number.real = PyFloat_AS_DOUBLE(probe);
+    } else if (PyLong_CheckExact(probe) || PyBool_Check(probe)) {
+        int overflow = 0;
+        long long value = PyLong_AsLongLongAndOverflow(probe, &overflow);
+        if (overflow == 0 && value < 0) {
+            number.form = PROBE_INT;
+            number.negative = 1;
+            number.signed_value = value;
+        } else if (overflow == 0) {
+            number.form = PROBE_INT;
+            number.unsigned_value = (uint64_t)value;
+        } else if (overflow > 0) {
+            unsigned long long big = PyLong_AsUnsignedLongLong(probe);
+            if (big == (unsigned long long)-1 && PyErr_Occurred())
+                PyErr_Clear();  /* beyond 64 bits: equal to no integer element */
+            else {
+                number.form = PROBE_INT;
+                number.unsigned_value = big;
+            }
+        }
+        /* overflow < 0 (below INT64_MIN), or beyond UINT64_MAX: PROBE_NONE,
+           the generic search (rare). */
+    }
+    return number;
+}
+
+/* The probe as an integer (sign and magnitude), when it is one: 0 for a
+ * float that is not integral (or NaN, or infinite): equal to no integer. */
+static int probe_integer(const number_probe *number, int *negative, int64_t *low,
+                         uint64_t *high) {
+    if (number->form == PROBE_INT) {
+        *negative = number->negative;
+        *low = number->signed_value;
+        *high = number->unsigned_value;
+        return 1;
+    }
+    double real = number->real;
+    if (real != real)
+        return 0;
+    if (real < 0.0) {
+        if (real < -9223372036854775808.0 || (double)(int64_t)real != real)
+            return 0;
+        *negative = 1;
+        *low = (int64_t)real;
+        return 1;
+    }
+    if (real >= 18446744073709551616.0 || (double)(uint64_t)real != real)
+        return 0;
+    *negative = 0;
+    *high = (uint64_t)real;  /* -0.0 lands here, as 0 */
+    return 1;
+}
+
+/* Search `count` scalar elements for the probe, as Python compares an int
+ * or float with the elements (exactly, no rounding): 1 or 0; -1 when only
+ * Python can tell (float elements against an int beyond 2**53). */
+static int scalar_search(zs_scalar_kind kind, const char *data, uint32_t count,
+                         const number_probe *number) {
+#define SEARCH(ctype, wanted)                                       \
+    for (uint32_t i = 0; i < count; i++) {                          \
+        ctype element;                                              \
+        memcpy(&element, data + (size_t)i * sizeof element, sizeof element); \
+        if (element == (wanted))                                    \
+            return 1;                                               \
+    }                                                               \
+    return 0;
+    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) {
+        double wanted = number->real;
+        if (number->form == PROBE_INT) {
+            const uint64_t exact = (uint64_t)1 << 53;  /* every int up to 2**53 converts exactly */
+            if (number->negative ? number->signed_value < -(int64_t)exact
+                                 : number->unsigned_value > exact)
+                return -1;
+            wanted = number->negative ? (double)number->signed_value
+                                      : (double)number->unsigned_value;
+        }
+        if (kind == ZS_SCALAR_F64) {
+            SEARCH(double, wanted)
+        }
+        SEARCH(float, wanted)  /* the element widened to double: exact */
+    }
+    int negative = 0;
+    int64_t low = 0;
+    uint64_t high = 0;
+    if (!probe_integer(number, &negative, &low, &high))
+        return 0;
+    switch (kind) {
+    case ZS_SCALAR_BOOL:
+        if (negative || high > 1)
+            return 0;
+        SEARCH(_Bool, (_Bool)high)
+    case ZS_SCALAR_I8:
+        if (negative ? low < INT8_MIN : high > INT8_MAX)
+            return 0;
+        SEARCH(int8_t, negative ? (int8_t)low : (int8_t)high)
+    case ZS_SCALAR_I16:
+        if (negative ? low < INT16_MIN : high > INT16_MAX)
+            return 0;
+        SEARCH(int16_t, negative ? (int16_t)low : (int16_t)high)
+    case ZS_SCALAR_I32:
+        if (negative ? low < INT32_MIN : high > INT32_MAX)
+            return 0;
+        SEARCH(int32_t, negative ? (int32_t)low : (int32_t)high)
+    case ZS_SCALAR_I64:
+        if (!negative && high > INT64_MAX)
+            return 0;
+        SEARCH(int64_t, negative ? low : (int64_t)high)
+    case ZS_SCALAR_U8:
+        if (negative || high > UINT8_MAX)
+            return 0;
+        SEARCH(uint8_t, (uint8_t)high)
+    case ZS_SCALAR_U16:
+        if (negative || high > UINT16_MAX)
+            return 0;
+        SEARCH(uint16_t, (uint16_t)high)
+    case ZS_SCALAR_U32:
+        if (negative || high > UINT32_MAX)
+            return 0;
+        SEARCH(uint32_t, (uint32_t)high)
+    default:
+        if (negative)
+            return 0;
+        SEARCH(uint64_t, high)
+    }
+#undef SEARCH
+}
+
+/* The handle `in` looks for among object references, when the answer is
+ * identity: None, or a conjugate whose class keeps object's ==. Returns 1
+ * with *wanted set (ZS_NULL_REF for None; an expired conjugate's stale
+ * handle matches no element), or 0 when the generic search must decide. */
+static int reference_probe(zs_core_state *state, PyObject *probe, zs_ref *wanted) {
+    if (probe == Py_None) {
+        *wanted = ZS_NULL_REF;
+        return 1;
+    }
+    if (!PyObject_TypeCheck(probe, state->conjugate_type) ||
+        Py_TYPE(probe)->tp_richcompare != PyBaseObject_Type.tp_richcompare)
+        return 0;
+    zs_conjugate *conjugate = (zs_conjugate *)probe;
+    *wanted = ZS_CONJUGATE_IS_LIVE(conjugate) ? conjugate->handle : ~(zs_ref)0;
+    return 1;
+}
+
+/* Whether `in` over these object references needs Python after no handle
+ * matched: an element whose conjugate is not made yet, or has an == of its
+ * own, might still equal the probe. */
+static int references_need_python(zs_runtime_core *rt, const char *data, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++) {
+        zs_ref handle;
+        memcpy(&handle, data + (size_t)i * sizeof handle, sizeof handle);
+        if (handle == ZS_NULL_REF)
+            continue;
+        zs_conjugate *known = zs_table_get(rt, handle);
+        if (known == NULL || Py_TYPE(known)->tp_richcompare != PyBaseObject_Type.tp_richcompare)
+            return 1;
+    }
+    return 0;
+}
+
+/* `value in arr`. Plain numbers against scalar elements, and None or an
+ * object against references, are decided natively where that gives
+ * Python's answer (an element whose conjugate keeps object's == equals the
+ * probe only if it is the probe); otherwise element by element in Python,
+ * each read as the array is then (a comparison may run Python code that
+ * changes it). */
 static int array_contains(PyObject *self, PyObject *probe) {
     zsv_value *value;
-    if (container_of(self, ZSV_ARRAY, &value) == NULL)
+    char *at = container_of(self, ZSV_ARRAY, &value);
+    if (at == NULL)
         return -1;
-    PyObject *wanted = probe_of(value->runtime->state, probe);
-    if (wanted == NULL)
+    zs_runtime_core *rt = value->runtime;
+    zsv_kind *element = value->kind->element;
+    const zs_array *array = (const zs_array *)at;
+    if (element->code == ZSV_SCALAR) {
+        number_probe number = number_of(probe);
+        int found = number.form == PROBE_NONE ? -1 : scalar_search(
+            (zs_scalar_kind)element->scalar, array->data, array->count, &number);
+        if (found >= 0)
+            return found;
+    } else if (element->code == ZSV_OBJECT) {
+        zs_ref wanted;
+        if (reference_probe(rt->state, probe, &wanted)) {
+            for (uint32_t i = 0; i < array->count; i++) {
+                zs_ref handle;
+                memcpy(&handle, (const char *)array->data + (size_t)i * sizeof handle,
+                       sizeof handle);
+                if (handle == wanted)
+                    return 1;
+            }
+            if (!references_need_python(rt, array->data, array->count))
+                return 0;
+        }
+    }
+    PyObject *plain = probe_of(rt->state, probe);
+    if (plain == NULL)
         return -1;
     int found = 0;
     for (uint32_t i = 0; found == 0; i++) {
@@ -421,15 +622,16 @@ static int array_contains(PyObject *self, PyObject *probe) {
             found = -1;
             break;
         }
-        zs_array *array = (zs_array *)value->address;
+        array = (const zs_array *)value->address;
         if (i >= array->count)
             break;
-        PyObject *element = copy_out(value->runtime, value->kind->element,
-                                     (char *)array->data + (size_t)i * value->kind->entry_size);
-        found = element == NULL ? -1 : plain_equal(element, wanted);
-        Py_XDECREF(element);
+        /* Python code may run from here to the next element. */
+        PyObject *item = copy_out(rt, element, (const char *)array->data +
+                                                   (size_t)i * value->kind->entry_size);
+        found = item == NULL ? -1 : plain_equal(item, plain);
+        Py_XDECREF(item);
     }
-    Py_DECREF(wanted);
+    Py_DECREF(plain);
     return found;
 }
 
@@ -582,10 +784,7 @@ static int64_t hash_find(zsv_value *value, const zsv_staged *staged, zs_status *
 /* Stage a key; a value that cannot be a key (wrong type, out of range) is
  * 0 (absent) for lookups rather than an error. 1 staged, 0 not a key, -1. */
 static int stage_lookup_key(zsv_value *value, PyObject *key, zsv_staged *out) {
-    static PyObject *key_what = NULL;
-    if (key_what == NULL && (key_what = PyUnicode_InternFromString("key")) == NULL)
-        return -1;
-    if (zsv_stage(value->runtime, value->kind->element, key, out, key_what) == 0)
+    if (zsv_stage_labelled(value->runtime, value->kind->element, key, out, "key") == 0)
         return 1;
     if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
         PyErr_ExceptionMatches(PyExc_OverflowError)) {
@@ -875,10 +1074,6 @@ static int map_ass_subscript(PyObject *self, PyObject *key, PyObject *item) {
     zsv_value *value;
     if (container_of(self, ZSV_MAP, &value) == NULL)
         return -1;
-    static PyObject *key_what = NULL, *value_what = NULL;
-    if ((key_what == NULL && (key_what = PyUnicode_InternFromString("key")) == NULL) ||
-        (value_what == NULL && (value_what = PyUnicode_InternFromString("value")) == NULL))
-        return -1;
     zsv_staged key_staged = {0}, item_staged = {0};
     if (item == NULL) {
         int staged_ok = stage_lookup_key(value, key, &key_staged);
@@ -888,9 +1083,9 @@ static int map_ass_subscript(PyObject *self, PyObject *key, PyObject *item) {
             PyErr_SetObject(PyExc_KeyError, key);
         return removed > 0 ? 0 : -1;
     }
-    if (zsv_stage(value->runtime, value->kind->element, key, &key_staged, key_what) < 0)
+    if (zsv_stage_labelled(value->runtime, value->kind->element, key, &key_staged, "key") < 0)
         return -1;
-    if (zsv_stage(value->runtime, value->kind->value, item, &item_staged, value_what) < 0) {
+    if (zsv_stage_labelled(value->runtime, value->kind->value, item, &item_staged, "value") < 0) {
         zsv_release(value->kind->element, &key_staged);
         return -1;
     }
@@ -1078,16 +1273,13 @@ static PyObject *optional_set(PyObject *self, PyObject *item) {
     zsv_value *value;
     if (container_of(self, ZSV_OPTIONAL, &value) == NULL)
         return NULL;
-    static PyObject *value_what = NULL;
-    if (value_what == NULL && (value_what = PyUnicode_InternFromString("value")) == NULL)
-        return NULL;
     zsv_staged staged = {0};
     zsv_staged *item_staged = PyMem_Calloc(1, sizeof *item_staged);
     if (item_staged == NULL)
         return PyErr_NoMemory();
     staged.form = ZSV_ITEMS;
     staged.u.items = item_staged;
-    if (zsv_stage(value->runtime, value->kind->element, item, item_staged, value_what) < 0) {
+    if (zsv_stage_labelled(value->runtime, value->kind->element, item, item_staged, "value") < 0) {
         zsv_release(value->kind, &staged);
         return NULL;
     }

@@ -124,6 +124,7 @@ typedef struct zs_core_state {
     PyTypeObject *iterator_type;   /* ArrayIterator */
     PyTypeObject *delegate_type;   /* DelegateBase (delegates.c) */
     PyObject *str_outer;           /* "outer", interned (a constructor keyword) */
+    PyObject *str_name;            /* "name", interned (a constructor keyword) */
     PyObject *str_conjugate_of;    /* "_conjugate_of", interned (Runtime's resolver) */
     PyObject *str_zs_kind;         /* "_zs_kind", interned (a value class's kind) */
 #define ZS_REASON_SLOT(name, text) PyObject *reason_##name;
@@ -151,6 +152,7 @@ typedef struct zs_core_state {
     /* Calls from native code (calls.c); set by configure_calls(). */
     PyObject *slow_call;        /* (runtime, handle, function, params address) -> status */
     PyObject *scopes;           /* the ContextVar of zs.scope() (a tuple of view lists) */
+    Py_tss_t *call_scopes;      /* per thread: the innermost open call scope (value.h) */
     PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
     PyObject *str_fast;         /* "_fast", interned (a layout's C call plan) */
     /* The open runtimes (borrowed: each removes itself when detached or
@@ -286,6 +288,8 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
 
 /* classes.c */
 int zs_add_class_types(PyObject *module, zs_core_state *state);
+/* Let calls of a conjugate class take the vectorcall path (init_class). */
+int zs_class_enable_vectorcall(PyTypeObject *cls);
 
 /* calls.c */
 int zs_open_runtime_add(zs_core_state *state, zs_runtime_core *rt);

@@ -342,28 +342,83 @@ PyObject *zsv_refused(zs_runtime_core *rt, zs_status status, PyObject *what) {
  * Phase 1: stage
  * ========================================================================= */
 
-/* Raise `type` with "<what>: <message>". */
-static int fail(PyObject *type, PyObject *what, const char *format, ...) {
+/* Where the value being staged sits, for error messages only: a chain on
+ * the C stack from the innermost value outwards, made into text
+ * ("Actor.pos.x", "element") only when an error is raised, so that staging
+ * a value that converts allocates no message. */
+typedef struct where {
+    const struct where *outer;  /* the value this one is a member of, or NULL */
+    PyObject *text;             /* borrowed: a member name (outer set) or the whole context */
+    const char *label;          /* or the whole context as C text ("element"), outer NULL */
+} where;
+
+/* The context of `at` as text (new reference), or NULL with no error set
+ * when there is none; NULL with an error when out of memory. */
+static PyObject *where_text(const where *at) {
+    if (at == NULL)
+        return NULL;
+    if (at->label != NULL)
+        return PyUnicode_FromString(at->label);
+    if (at->outer == NULL)
+        return at->text ? Py_NewRef(at->text) : NULL;
+    PyObject *outer = where_text(at->outer);
+    if (outer == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(at->text);
+    PyObject *text = PyUnicode_FromFormat("%U.%U", outer, at->text);
+    Py_DECREF(outer);
+    return text;
+}
+
+/* Whether `at` names a context. */
+static int where_known(const where *at) {
+    return at != NULL && (at->label != NULL || at->text != NULL);
+}
+
+/* Raise `type` with "<where>: <message>" (the message alone where there is
+ * no context). */
+static int fail(PyObject *type, const where *at, const char *format, ...) {
     va_list arguments;
     va_start(arguments, format);
     PyObject *message = PyUnicode_FromFormatV(format, arguments);
     va_end(arguments);
     if (message == NULL)
         return -1;
+    PyObject *what = where_text(at);
     if (what != NULL)
         PyErr_Format(type, "%U: %U", what, message);
-    else
+    else if (!PyErr_Occurred())
         PyErr_SetObject(type, message);
+    Py_XDECREF(what);
     Py_DECREF(message);
     return -1;
 }
 
-/* "<what>.<name>" (or "<what>[<index>]"): the context of a nested value. */
-static PyObject *nested_what(PyObject *what, PyObject *name, Py_ssize_t index) {
-    if (name != NULL)
-        return what ? PyUnicode_FromFormat("%U.%U", what, name) : Py_NewRef(name);
-    return what ? PyUnicode_FromFormat("%U[%zd]", what, index) : PyUnicode_FromFormat("[%zd]", index);
+/* Name `at` before the message of the conversion error being raised
+ * (zs_error_prefix's rule); returns -1. */
+static int prefix_at(const where *at) {
+    if (!where_known(at))
+        return -1;
+    PyObject *error = zs_error_take();
+    PyObject *what = where_text(at);
+    if (what == NULL) {
+        Py_XDECREF(error);
+        return -1;
+    }
+    zs_error_give(error);
+    zs_error_prefix(what);
+    Py_DECREF(what);
+    return -1;
 }
+
+/* The context of `at`, or the kind's name where there is none (new
+ * reference; NULL only when out of memory). */
+static PyObject *what_or_kind(const where *at, zsv_kind *kind) {
+    PyObject *what = where_text(at);
+    return what != NULL || PyErr_Occurred() ? what : Py_NewRef(kind->what);
+}
+
+static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                 const where *at);
 
 /* A tuple of the items of an iterable, taken without trusting a builtin
  * subclass: a list's or tuple's own storage, a set's base iterator, a
@@ -396,7 +451,7 @@ static PyObject *snapshot(PyObject *iterable) {
  * 2-tuples, read as dict.update reads its argument: a dict (or subclass)
  * from its own storage; an object with keys() through keys() and
  * __getitem__; anything else as an iterable of pairs. New reference. */
-static PyObject *snapshot_pairs(PyObject *mapping, PyObject *what) {
+static PyObject *snapshot_pairs(PyObject *mapping, const where *at) {
     PyObject *pairs = NULL;
     if (PyDict_Check(mapping)) {
         PyObject *items = PyDict_Items(mapping);  /* base storage: no method of a subclass */
@@ -443,7 +498,7 @@ static PyObject *snapshot_pairs(PyObject *mapping, PyObject *what) {
         if (both == NULL || PyTuple_GET_SIZE(both) != 2) {
             Py_XDECREF(both);
             PyErr_Clear();
-            fail(PyExc_TypeError, what, "expected (key, value) pairs, got %s",
+            fail(PyExc_TypeError, at, "expected (key, value) pairs, got %s",
                  Py_TYPE(pair)->tp_name);
             Py_CLEAR(pairs);
             break;
@@ -456,29 +511,35 @@ static PyObject *snapshot_pairs(PyObject *mapping, PyObject *what) {
 
 /* An object reference: None, or a live conjugate of the target class in `rt`. */
 static int stage_reference(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
-                           PyObject *what) {
+                           const where *at) {
     zs_ref handle = ZS_NULL_REF;
     if (value != Py_None) {
         PyTypeObject *target = kind->cls;
-        if (target == NULL || !PyObject_TypeCheck(value, target))
-            return fail(PyExc_TypeError, NULL, "%U expects %s%s or None, not %s",
-                        what ? what : kind->what, target ? target->tp_name : "an object",
-                        kind->code == ZSV_WEAK ? ", WeakObjectPtr" : "", Py_TYPE(value)->tp_name);
+        if (target == NULL || !PyObject_TypeCheck(value, target)) {
+            PyObject *what = what_or_kind(at, kind);
+            if (what != NULL) {
+                fail(PyExc_TypeError, NULL, "%U expects %s%s or None, not %s", what,
+                     target ? target->tp_name : "an object",
+                     kind->code == ZSV_WEAK ? ", WeakObjectPtr" : "", Py_TYPE(value)->tp_name);
+                Py_DECREF(what);
+            }
+            return -1;
+        }
         zs_conjugate *conjugate = (zs_conjugate *)value;
         if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
             zs_raise_expired(conjugate);
             PyObject *error = zs_error_take();
             PyObject *text = error ? PyObject_Str(error) : NULL;
+            PyObject *what = text ? what_or_kind(at, kind) : NULL;
             Py_XDECREF(error);
-            if (text != NULL) {
-                PyErr_Format(rt->state->expired_exception, "cannot store into %U: %U",
-                             what ? what : kind->what, text);
-                Py_DECREF(text);
-            }
+            if (what != NULL)
+                PyErr_Format(rt->state->expired_exception, "cannot store into %U: %U", what, text);
+            Py_XDECREF(what);
+            Py_XDECREF(text);
             return -1;
         }
         if (conjugate->runtime != rt)
-            return fail(PyExc_ValueError, what, "the object belongs to another runtime");
+            return fail(PyExc_ValueError, at, "the object belongs to another runtime");
         /* Not this object's own class check: a reference holds any object of
            the target class; the native store validates the handle itself. */
         handle = conjugate->handle;
@@ -488,10 +549,93 @@ static int stage_reference(zs_runtime_core *rt, zsv_kind *kind, PyObject *value,
     return 0;
 }
 
+/* The code units of a str for each string kind, from its own storage (a
+ * subclass's methods are never called; no codec is looked up): a PyMem
+ * block in *copy and its unit count, 0; or 0 with *bad the position of the
+ * first code point the kind cannot hold (nothing allocated); or -1 with
+ * MemoryError. */
+static int utf16_of(PyObject *text, void **copy, size_t *units, Py_ssize_t *bad) {
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    int width = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    size_t count = (size_t)length;
+    for (Py_ssize_t i = 0; width != PyUnicode_1BYTE_KIND && i < length; i++) {
+        Py_UCS4 point = PyUnicode_READ(width, data, i);
+        if (point >= 0xD800 && point <= 0xDFFF) {
+            *bad = i;  /* a lone surrogate: no UTF-16 for it */
+            return 0;
+        }
+        count += point > 0xFFFF;
+    }
+    uint16_t *out = PyMem_Malloc(count ? count * sizeof *out : 1);
+    if (out == NULL)
+        return PyErr_NoMemory(), -1;
+    size_t at = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        Py_UCS4 point = PyUnicode_READ(width, data, i);
+        if (point > 0xFFFF) {
+            point -= 0x10000;
+            out[at++] = (uint16_t)(0xD800 | (point >> 10));
+            out[at++] = (uint16_t)(0xDC00 | (point & 0x3FF));
+        } else {
+            out[at++] = (uint16_t)point;
+        }
+    }
+    assert(at == count);
+    *copy = out;
+    *units = count;
+    return 0;
+}
+
+static int ascii_of(PyObject *text, void **copy, size_t *units, Py_ssize_t *bad) {
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    if (!PyUnicode_IS_ASCII(text)) {
+        int width = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        for (Py_ssize_t i = 0; i < length; i++)
+            if (PyUnicode_READ(width, data, i) > 0x7F) {
+                *bad = i;
+                return 0;
+            }
+    }
+    char *out = PyMem_Malloc(length ? (size_t)length : 1);
+    if (out == NULL)
+        return PyErr_NoMemory(), -1;
+    memcpy(out, PyUnicode_DATA(text), (size_t)length);
+    *copy = out;
+    *units = (size_t)length;
+    return 0;
+}
+
+static int utf8_of(PyObject *text, void **copy, size_t *units, Py_ssize_t *bad) {
+    Py_ssize_t length = 0;
+    const char *data = PyUnicode_AsUTF8AndSize(text, &length);
+    if (data == NULL) {
+        /* Only a lone surrogate makes a str not encodable as UTF-8. */
+        PyObject *error = zs_error_take();
+        if (error == NULL || !PyObject_TypeCheck(error, (PyTypeObject *)PyExc_UnicodeEncodeError)) {
+            zs_error_give(error);
+            return -1;
+        }
+        Py_ssize_t start = 0;
+        PyUnicodeEncodeError_GetStart(error, &start);
+        Py_DECREF(error);
+        *bad = start;
+        return 0;
+    }
+    char *out = PyMem_Malloc(length ? (size_t)length : 1);
+    if (out == NULL)
+        return PyErr_NoMemory(), -1;
+    memcpy(out, data, (size_t)length);
+    *copy = out;
+    *units = (size_t)length;
+    return 0;
+}
+
 /* A string: the code units of a str (its own data: a subclass's methods are
  * never called), or of a string conjugate's text. */
 static int stage_string(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
-                        PyObject *what) {
+                        const where *at) {
     PyObject *text = NULL;
     if (PyUnicode_Check(value)) {
         text = Py_NewRef(value);
@@ -508,55 +652,31 @@ static int stage_string(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zs
         if (text == NULL)
             return -1;
     } else {
-        return fail(PyExc_TypeError, what, "%U needs a str, not %s", kind->what,
+        return fail(PyExc_TypeError, at, "%U needs a str, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
     }
-    PyObject *encoded = NULL;
-    const char *data = NULL;
-    Py_ssize_t length = 0;
-    if (kind->flags & ZSV_UTF16) {
-        encoded = PyUnicode_AsEncodedString(text, "utf-16-le", "strict");
-    } else if (kind->flags & ZSV_ASCII) {
-        encoded = PyUnicode_AsASCIIString(text);
-    } else {
-        data = PyUnicode_AsUTF8AndSize(text, &length);
+    void *copy = NULL;
+    size_t units = 0;
+    Py_ssize_t bad = -1;  /* the first code point the kind cannot hold */
+    int result = 0;
+    if (kind->flags & ZSV_UTF16)
+        result = utf16_of(text, &copy, &units, &bad);
+    else if (kind->flags & ZSV_ASCII)
+        result = ascii_of(text, &copy, &units, &bad);
+    else
+        result = utf8_of(text, &copy, &units, &bad);
+    if (result == 0 && bad >= 0) {
+        fail(PyExc_ValueError, at, "%U cannot hold %R: %s (position %zd)", kind->what, text,
+             kind->flags & ZSV_ASCII ? "ordinal not in range(128)" : "surrogates not allowed",
+             bad);
+        result = -1;
+    } else if (result == 0 && units > MAX_ENTRIES) {
+        PyMem_Free(copy);
+        result = fail(PyExc_ValueError, at, "%U: string too long", kind->what);
     }
-    if (encoded != NULL) {
-        data = PyBytes_AS_STRING(encoded);
-        length = PyBytes_GET_SIZE(encoded);
-    }
-    if (data == NULL) {
-        /* Not encodable (a lone surrogate; non-ASCII for an ANSI string). */
-        PyObject *error = zs_error_take();
-        int result = -1;
-        if (error != NULL && PyObject_TypeCheck(error, (PyTypeObject *)PyExc_UnicodeEncodeError)) {
-            PyObject *reason = PyUnicodeEncodeError_GetReason(error);
-            Py_ssize_t start = 0;
-            PyUnicodeEncodeError_GetStart(error, &start);
-            if (reason != NULL)
-                fail(PyExc_ValueError, what, "%U cannot hold %R: %U (position %zd)", kind->what,
-                     text, reason, start);
-            Py_XDECREF(reason);
-            Py_DECREF(error);
-        } else if (error != NULL) {
-            zs_error_give(error);
-        }
-        Py_DECREF(text);
-        return result;
-    }
-    size_t units = (size_t)length / kind->unit;
-    if (units > MAX_ENTRIES) {
-        Py_XDECREF(encoded);
-        Py_DECREF(text);
-        return fail(PyExc_ValueError, what, "%U: string too long", kind->what);
-    }
-    void *copy = PyMem_Malloc(length ? (size_t)length : 1);
-    if (copy != NULL)
-        memcpy(copy, data, (size_t)length);
-    Py_XDECREF(encoded);
     Py_DECREF(text);
-    if (copy == NULL)
-        return PyErr_NoMemory(), -1;
+    if (result < 0)
+        return -1;
     out->form = ZSV_UNITS;
     out->count = (uint32_t)units;
     out->u.units = copy;
@@ -588,7 +708,8 @@ static int stage_whole(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv
         PyObject *plain = PyObject_CallMethod(value, "to_python", NULL);
         if (plain == NULL)
             return -1;
-        int result = zsv_stage(rt, kind, plain, out, kind->what);
+        where whole = {NULL, kind->what, NULL};
+        int result = stage(rt, kind, plain, out, &whole);
         Py_DECREF(plain);
         return result < 0 ? -1 : 1;
     }
@@ -599,67 +720,89 @@ static int stage_whole(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv
     return 1;
 }
 
-/* A struct from a tuple, a list or a dict of its members. */
-static int stage_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
-                        PyObject *what) {
-    PyObject *shown = ((PyHeapTypeObject *)kind->cls)->ht_name;
-    int tuple_like = PyTuple_Check(value) || PyList_Check(value);
-    if (!tuple_like && !PyDict_Check(value))
-        return fail(PyExc_TypeError, NULL, "%U expects %U, a tuple or a dict, not %s",
-                    what ? what : kind->what, shown, Py_TYPE(value)->tp_name);
-    PyObject *args = NULL, *kwargs = NULL;
-    if (tuple_like) {
-        args = snapshot(value);
-        if (args != NULL && (uint32_t)PyTuple_GET_SIZE(args) > kind->member_count) {
-            Py_DECREF(args);
-            return fail(PyExc_TypeError, what, "too many values for %U", shown);
-        }
-    } else {
-        kwargs = PyDict_Copy(value);  /* base storage of a dict subclass */
-        if (kwargs != NULL) {
-            Py_ssize_t position = 0;
-            PyObject *key, *item;
-            while (PyDict_Next(kwargs, &position, &key, &item)) {
-                int known = 0;
-                for (uint32_t i = 0; PyUnicode_Check(key) && i < kind->member_count && !known; i++)
-                    known = PyUnicode_Compare(key, kind->members[i].name) == 0;
-                if (!known) {
-                    Py_DECREF(kwargs);
-                    return fail(PyExc_TypeError, what, "%U has no member %R", shown, key);
-                }
-            }
-        }
-        args = PyTuple_New(0);
-    }
-    if (args == NULL || (!tuple_like && kwargs == NULL)) {
-        Py_XDECREF(args);
-        Py_XDECREF(kwargs);
-        return -1;
-    }
+/* The index of the member named `key` (a str), or -1. Interned names
+ * match by identity first: the keywords of a call are interned. */
+static int member_index(const zsv_kind *kind, PyObject *key) {
+    for (uint32_t i = 0; i < kind->member_count; i++)
+        if (kind->members[i].name == key)
+            return (int)i;
+    for (uint32_t i = 0; PyUnicode_Check(key) && i < kind->member_count; i++)
+        if (PyUnicode_Compare(key, kind->members[i].name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Stage a struct's members: the first `given` from `positional`, the others
+ * from `by_name` (a dict this module owns, its keys checked) where it holds
+ * them; members given neither way are left absent. */
+static int stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *positional,
+                         Py_ssize_t given, PyObject *by_name, zsv_staged *out, const where *at) {
     zsv_staged *items = new_items(kind->member_count);
-    int result = items == NULL ? -1 : 0;
+    if (items == NULL)
+        return -1;
     out->form = ZSV_ITEMS;
     out->count = kind->member_count;
     out->u.items = items;
+    where self = where_known(at) ? *at : (where){NULL, ((PyHeapTypeObject *)kind->cls)->ht_name,
+                                                 NULL};
+    int result = 0;
     for (uint32_t i = 0; result == 0 && i < kind->member_count; i++) {
         zsv_member *member = &kind->members[i];
-        PyObject *item = (Py_ssize_t)i < PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, i) : NULL;
-        if (item == NULL && kwargs != NULL)
-            item = PyDict_GetItemWithError(kwargs, member->name);
+        PyObject *item = (Py_ssize_t)i < given ? positional[i] : NULL;
+        if (item == NULL && by_name != NULL)
+            item = PyDict_GetItemWithError(by_name, member->name);
         if (item == NULL) {
             result = PyErr_Occurred() ? -1 : 0;
             continue;
         }
-        Py_INCREF(item);
-        PyObject *inner = nested_what(what ? what : shown, member->name, 0);
-        result = inner == NULL ? -1 : zsv_stage(rt, member->kind, item, &items[i], inner);
-        Py_XDECREF(inner);
+        Py_INCREF(item);  /* staging may run code that drops the container's */
+        where inner = {&self, member->name, NULL};
+        result = stage(rt, member->kind, item, &items[i], &inner);
         Py_DECREF(item);
     }
-    Py_DECREF(args);
-    Py_XDECREF(kwargs);
     if (result < 0)
         zsv_release(kind, out);
+    return result;
+}
+
+/* A struct: a tuple or list of its members in order, or a dict by name. */
+static int stage_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                        const where *at) {
+    PyObject *shown = ((PyHeapTypeObject *)kind->cls)->ht_name;
+    if (PyTuple_Check(value) || PyList_Check(value)) {
+        PyObject *args = snapshot(value);
+        if (args == NULL)
+            return -1;
+        int result;
+        if ((uint32_t)PyTuple_GET_SIZE(args) > kind->member_count)
+            result = fail(PyExc_TypeError, at, "too many values for %U", shown);
+        else
+            result = stage_members(rt, kind, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args),
+                                   NULL, out, at);
+        Py_DECREF(args);
+        return result;
+    }
+    if (!PyDict_Check(value)) {
+        PyObject *what = what_or_kind(at, kind);
+        if (what != NULL) {
+            fail(PyExc_TypeError, NULL, "%U expects %U, a tuple or a dict, not %s", what, shown,
+                 Py_TYPE(value)->tp_name);
+            Py_DECREF(what);
+        }
+        return -1;
+    }
+    PyObject *by_name = PyDict_Copy(value);  /* base storage of a dict subclass, kept whole */
+    if (by_name == NULL)
+        return -1;
+    Py_ssize_t position = 0;
+    PyObject *key, *item;
+    while (PyDict_Next(by_name, &position, &key, &item))
+        if (member_index(kind, key) < 0) {
+            Py_DECREF(by_name);
+            return fail(PyExc_TypeError, at, "%U has no member %R", shown, key);
+        }
+    int result = stage_members(rt, kind, NULL, 0, by_name, out, at);
+    Py_DECREF(by_name);
     return result;
 }
 
@@ -670,44 +813,30 @@ int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *args, PyObj
     if ((uint32_t)given > kind->member_count)
         return fail(PyExc_TypeError, NULL, "%U() takes at most %u positional argument%s (%zd given)",
                     shown, kind->member_count, kind->member_count == 1 ? "" : "s", given);
-    PyObject *values = PyDict_New();
-    if (values == NULL)
-        return -1;
-    for (Py_ssize_t i = 0; i < given; i++)
-        if (PyDict_SetItem(values, kind->members[i].name, PyTuple_GET_ITEM(args, i)) < 0) {
-            Py_DECREF(values);
-            return -1;
-        }
     Py_ssize_t position = 0;
     PyObject *key, *item;
     while (kwargs != NULL && PyDict_Next(kwargs, &position, &key, &item)) {
-        int known = -1;
-        for (uint32_t i = 0; PyUnicode_Check(key) && i < kind->member_count && known < 0; i++)
-            if (PyUnicode_Compare(key, kind->members[i].name) == 0)
-                known = (int)i;
+        int known = member_index(kind, key);
         const char *problem = known < 0 ? "got an unknown member" :
                               known < given ? "got multiple values for" : NULL;
-        if (problem != NULL || PyDict_SetItem(values, key, item) < 0) {
-            if (problem != NULL)
-                fail(PyExc_TypeError, NULL, "%U() %s %R", shown, problem, key);
-            Py_DECREF(values);
-            return -1;
-        }
+        if (problem != NULL)
+            return fail(PyExc_TypeError, NULL, "%U() %s %R", shown, problem, key);
     }
-    int result = stage_struct(rt, kind, values, out, shown);
-    Py_DECREF(values);
-    return result;
+    /* The call's own keyword dict: no one else holds it, so staging code
+       cannot change it. */
+    return stage_members(rt, kind, given ? &PyTuple_GET_ITEM(args, 0) : NULL, given,
+                         kwargs != NULL && PyDict_GET_SIZE(kwargs) ? kwargs : NULL, out, NULL);
 }
 
 /* An array or set: a conjugate of the same kind, or an iterable. */
 static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
-                          PyObject *what) {
+                          const where *at) {
     if (PyUnicode_Check(value) || PyBytes_Check(value) || PyByteArray_Check(value) ||
         (kind->code == ZSV_ARRAY && PyDict_Check(value)))
-        return fail(PyExc_TypeError, what, "%U needs an iterable of elements, not %s", kind->what,
+        return fail(PyExc_TypeError, at, "%U needs an iterable of elements, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
     if (Py_TYPE(value)->tp_iter == NULL && !PySequence_Check(value))
-        return fail(PyExc_TypeError, what, "%U needs an iterable of elements, not %s", kind->what,
+        return fail(PyExc_TypeError, at, "%U needs an iterable of elements, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
     PyObject *items = snapshot(value);  /* an iterable's own errors propagate as they are */
     if (items == NULL)
@@ -715,18 +844,16 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
     Py_ssize_t count = PyTuple_GET_SIZE(items);
     if ((size_t)count > MAX_ENTRIES) {
         Py_DECREF(items);
-        return fail(PyExc_ValueError, what, "too many elements (%zd)", count);
+        return fail(PyExc_ValueError, at, "too many elements (%zd)", count);
     }
     zsv_staged *staged = new_items((size_t)count);
     int result = staged == NULL ? -1 : 0;
     out->form = ZSV_ITEMS;
     out->count = (uint32_t)count;
     out->u.items = staged;
-    PyObject *element_what = PyUnicode_FromString("element");
-    result = element_what == NULL ? -1 : result;
+    where element = {NULL, NULL, "element"};
     for (Py_ssize_t i = 0; result == 0 && i < count; i++)
-        result = zsv_stage(rt, kind->element, PyTuple_GET_ITEM(items, i), &staged[i], element_what);
-    Py_XDECREF(element_what);
+        result = stage(rt, kind->element, PyTuple_GET_ITEM(items, i), &staged[i], &element);
     Py_DECREF(items);
     if (result < 0)
         zsv_release(kind, out);
@@ -735,15 +862,15 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
 
 /* A map: a conjugate of the same kind, a mapping, or pairs. */
 static int stage_map(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
-                     PyObject *what) {
+                     const where *at) {
     if (PyUnicode_Check(value) || PyBytes_Check(value))
-        return fail(PyExc_TypeError, what, "%U needs a mapping, not %s", kind->what,
+        return fail(PyExc_TypeError, at, "%U needs a mapping, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
     if (!PyDict_Check(value) && Py_TYPE(value)->tp_iter == NULL &&
         !PySequence_Check(value) && !PyObject_HasAttrString(value, "keys"))
-        return fail(PyExc_TypeError, what, "%U needs a mapping, not %s", kind->what,
+        return fail(PyExc_TypeError, at, "%U needs a mapping, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
-    PyObject *pairs = snapshot_pairs(value, what);
+    PyObject *pairs = snapshot_pairs(value, at);
     if (pairs == NULL)
         return -1;
     Py_ssize_t count = PyTuple_GET_SIZE(pairs);
@@ -752,17 +879,13 @@ static int stage_map(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_s
     out->form = ZSV_ITEMS;
     out->count = (uint32_t)count;
     out->u.items = staged;
-    PyObject *key_what = PyUnicode_FromString("key"), *value_what = PyUnicode_FromString("value");
-    result = key_what == NULL || value_what == NULL ? -1 : result;
+    where key = {NULL, NULL, "key"}, item = {NULL, NULL, "value"};
     for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
         PyObject *pair = PyTuple_GET_ITEM(pairs, i);
-        result = zsv_stage(rt, kind->element, PyTuple_GET_ITEM(pair, 0), &staged[2 * i], key_what);
+        result = stage(rt, kind->element, PyTuple_GET_ITEM(pair, 0), &staged[2 * i], &key);
         if (result == 0)
-            result = zsv_stage(rt, kind->value, PyTuple_GET_ITEM(pair, 1), &staged[2 * i + 1],
-                               value_what);
+            result = stage(rt, kind->value, PyTuple_GET_ITEM(pair, 1), &staged[2 * i + 1], &item);
     }
-    Py_XDECREF(key_what);
-    Py_XDECREF(value_what);
     Py_DECREF(pairs);
     if (result < 0)
         zsv_release(kind, out);
@@ -772,13 +895,13 @@ static int stage_map(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_s
 /* Delegate bindings from the kind's encode: a list of (object handle,
  * method name index, callable or None). */
 static int stage_bindings(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
-                          PyObject *what) {
+                          const where *at) {
     (void)rt;
     if (!PyList_CheckExact(value))
-        return fail(PyExc_TypeError, what, "bindings must be a list");
+        return fail(PyExc_TypeError, at, "bindings must be a list");
     Py_ssize_t count = PyList_GET_SIZE(value);
     if (kind->code == ZSV_DELEGATE && count > 1)
-        return fail(PyExc_TypeError, what, "a Delegate holds one binding");
+        return fail(PyExc_TypeError, at, "a Delegate holds one binding");
     zsv_binding *bindings = PyMem_Calloc(count ? (size_t)count : 1, sizeof *bindings);
     if (bindings == NULL)
         return PyErr_NoMemory(), -1;
@@ -792,7 +915,7 @@ static int stage_bindings(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
         if (!PyTuple_CheckExact(row) || !PyArg_ParseTuple(row, "KIO", &handle, &name, &callable)) {
             zsv_release(kind, out);
             if (!PyErr_Occurred())
-                fail(PyExc_TypeError, what, "a binding is (handle, name, callable)");
+                fail(PyExc_TypeError, at, "a binding is (handle, name, callable)");
             return -1;
         }
         bindings[i].object = handle;
@@ -803,8 +926,8 @@ static int stage_bindings(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
     return 0;
 }
 
-int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
-              PyObject *what) {
+static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                 const where *at) {
     assert(out->form == ZSV_ABSENT);
     if (Py_EnterRecursiveCall(" while converting a value"))
         return -1;
@@ -832,30 +955,42 @@ int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *
         switch (kind->code) {
         case ZSV_SCALAR: {
             zs_scalar_bits bits;
-            result = zs_scalar_convert((zs_scalar_kind)kind->scalar, value, &bits, what);
-            if (result == 0) {
+            result = zs_scalar_convert((zs_scalar_kind)kind->scalar, value, &bits, NULL);
+            if (result < 0)
+                prefix_at(at);
+            else {
                 out->form = ZSV_BITS;
                 memcpy(out->u.bits, &bits, sizeof bits);
             }
             break;
         }
         case ZSV_OBJECT: case ZSV_WEAK:
-            result = stage_reference(rt, kind, value, out, what);
+            result = stage_reference(rt, kind, value, out, at);
             break;
         case ZSV_NAME:
-            result = zsv_name_stage(rt, value, out, what);
+            if (!PyObject_TypeCheck(value, rt->state->name_type) && !PyUnicode_Check(value)) {
+                PyObject *what = where_text(at);
+                if (what != NULL || !PyErr_Occurred())
+                    zsv_name_stage(rt, value, out, what);  /* raises, naming `what` */
+                Py_XDECREF(what);
+                result = -1;
+                break;
+            }
+            result = zsv_name_stage(rt, value, out, NULL);
+            if (result < 0)
+                prefix_at(at);
             break;
         case ZSV_STRING:
-            result = stage_string(rt, kind, value, out, what);
+            result = stage_string(rt, kind, value, out, at);
             break;
         case ZSV_STRUCT:
-            result = stage_struct(rt, kind, value, out, what);
+            result = stage_struct(rt, kind, value, out, at);
             break;
         case ZSV_ARRAY: case ZSV_SET:
-            result = stage_sequence(rt, kind, value, out, what);
+            result = stage_sequence(rt, kind, value, out, at);
             break;
         case ZSV_MAP:
-            result = stage_map(rt, kind, value, out, what);
+            result = stage_map(rt, kind, value, out, at);
             break;
         case ZSV_OPTIONAL: {
             if (value == Py_None) {
@@ -870,7 +1005,7 @@ int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *
             out->count = 0;
             out->u.items = item;
             if (result == 0) {
-                result = zsv_stage(rt, kind->element, value, item, what);
+                result = stage(rt, kind->element, value, item, at);
                 out->count = result == 0 ? 1 : 0;
             }
             if (result < 0)
@@ -879,7 +1014,7 @@ int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *
         }
         case ZSV_PLAIN:
             if (!PyBytes_CheckExact(value) || (size_t)PyBytes_GET_SIZE(value) != kind->size) {
-                result = fail(PyExc_TypeError, what, "%U: its encoder returned %s, not %u bytes",
+                result = fail(PyExc_TypeError, at, "%U: its encoder returned %s, not %u bytes",
                               kind->what, Py_TYPE(value)->tp_name, kind->size);
                 break;
             }
@@ -888,16 +1023,28 @@ int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *
             result = 0;
             break;
         case ZSV_DELEGATE: case ZSV_MULTICAST: case ZSV_SPARSE:
-            result = stage_bindings(rt, kind, value, out, what);
+            result = stage_bindings(rt, kind, value, out, at);
             break;
         default:
-            result = fail(PyExc_SystemError, what, "unknown kind");
+            result = fail(PyExc_SystemError, at, "unknown kind");
             break;
         }
     }
     Py_XDECREF(encoded);
     Py_LeaveRecursiveCall();
     return result;
+}
+
+int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+              PyObject *what) {
+    where at = {NULL, what, NULL};
+    return stage(rt, kind, value, out, &at);
+}
+
+int zsv_stage_labelled(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                       const char *label) {
+    where at = {NULL, NULL, label};
+    return stage(rt, kind, value, out, &at);
 }
 
 /* =========================================================================

@@ -228,6 +228,19 @@ static PyType_Spec property_spec = {
     .slots = property_slots,
 };
 
+int zsv_object_value_property(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
+                              zsv_kind **kind, uint32_t *offset, PyObject **what) {
+    if (Py_TYPE(descriptor) != state->value_property_type)
+        return 0;
+    zsv_property *property = (zsv_property *)descriptor;
+    if (property->owner_kind != NULL || !PyType_IsSubtype(cls, property->owner))
+        return 0;
+    *kind = property->kind;
+    *offset = property->offset;
+    *what = property->what;
+    return 1;
+}
+
 /* =========================================================================
  * MemberProperty: a scalar member of a struct
  * ========================================================================= */

@@ -195,6 +195,8 @@ static PyObject *init_class(PyObject *module, PyObject *arg) {
     ((zs_class_object *)cls)->state = state;
     /* The number that indexes each runtime's native classes (zs_conjugate_is_a). */
     ((zs_class_object *)cls)->number = ++state->class_count;
+    if (zs_class_enable_vectorcall(cls) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -237,9 +239,15 @@ static int core_exec(PyObject *module) {
     zs_core_state *state = zs_state_of_module(module);
     memset(state, 0, sizeof *state);
     state->str_outer = PyUnicode_InternFromString("outer");
+    state->str_name = PyUnicode_InternFromString("name");
     state->str_conjugate_of = PyUnicode_InternFromString("_conjugate_of");
-    if (state->str_outer == NULL || state->str_conjugate_of == NULL)
+    if (state->str_outer == NULL || state->str_name == NULL || state->str_conjugate_of == NULL)
         return -1;
+    if ((state->call_scopes = PyThread_tss_alloc()) == NULL ||
+        PyThread_tss_create(state->call_scopes) != 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
 #define ZS_REASON_MAKE(name, text)                                                   \
     if ((state->reason_##name = PyUnicode_InternFromString(text)) == NULL ||         \
         PyModule_AddObjectRef(module, "REASON_" #name, state->reason_##name) < 0)   \
@@ -264,7 +272,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     X(conjugate_type) X(runtime_type) X(class_type) X(scalar_type) X(reference_type)        \
     X(creator_type) X(kind_type) X(value_type) X(value_property_type) X(member_type)         \
     X(name_type) X(array_type) X(set_type) X(map_type) X(optional_type) X(iterator_type)     \
-    X(delegate_type) X(str_outer) X(str_conjugate_of) X(str_zs_kind) X(current)              \
+    X(delegate_type) X(str_outer) X(str_name) X(str_conjugate_of) X(str_zs_kind) X(current)              \
     X(default_runtime) X(slow_create) X(init_create) X(attribute_error) X(expired_error)     \
     X(raise_status) X(store_failed) X(store_refused) X(expired_type) X(expired_exception)    \
     X(current_runtime) X(name_class) X(slow_call) X(scopes) X(str_zs_functions) X(str_fast)
@@ -300,6 +308,11 @@ static void core_free(void *module) {
         PyMem_Free(state->open_runtimes);
         state->open_runtimes = NULL;
         state->open_capacity = 0;
+        if (state->call_scopes != NULL) {
+            PyThread_tss_delete(state->call_scopes);
+            PyThread_tss_free(state->call_scopes);
+            state->call_scopes = NULL;
+        }
     }
 }
 

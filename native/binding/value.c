@@ -216,7 +216,32 @@ PyObject *zsv_raise_expired(zsv_value *value) {
  * Scopes
  * ========================================================================= */
 
-/* Record a new view in the innermost open zs.scope(), if any. */
+int zsv_call_scope_open(zs_core_state *state, zsv_call_scope *scope) {
+    scope->views = NULL;
+    scope->context = NULL;
+    if (state->scopes != NULL && PyContextVar_Get(state->scopes, NULL, &scope->context) < 0)
+        return -1;
+    scope->outer = PyThread_tss_get(state->call_scopes);
+    if (PyThread_tss_set(state->call_scopes, scope) != 0) {
+        Py_CLEAR(scope->context);
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope) {
+    assert(PyThread_tss_get(state->call_scopes) == scope);  /* calls nest on a thread */
+    PyThread_tss_set(state->call_scopes, scope->outer);  /* the slot exists: cannot fail */
+    if (scope->views != NULL) {
+        zsv_expire_scope(state, scope->views);
+        Py_CLEAR(scope->views);
+    }
+    Py_CLEAR(scope->context);
+}
+
+/* Record a new view in the innermost open scope, if any: this thread's
+ * innermost call scope unless a zs.scope() was opened inside it. */
 static int register_in_scope(zs_core_state *state, zsv_value *view) {
     if (state->scopes == NULL)
         return 0;
@@ -224,7 +249,12 @@ static int register_in_scope(zs_core_state *state, zsv_value *view) {
     if (PyContextVar_Get(state->scopes, NULL, &scopes) < 0)
         return -1;
     int result = 0;
-    if (scopes != NULL && PyTuple_CheckExact(scopes) && PyTuple_GET_SIZE(scopes) > 0) {
+    zsv_call_scope *call = PyThread_tss_get(state->call_scopes);
+    if (call != NULL && call->context == scopes) {
+        if (call->views == NULL)
+            call->views = PyList_New(0);
+        result = call->views ? PyList_Append(call->views, (PyObject *)view) : -1;
+    } else if (scopes != NULL && PyTuple_CheckExact(scopes) && PyTuple_GET_SIZE(scopes) > 0) {
         PyObject *innermost = PyTuple_GET_ITEM(scopes, PyTuple_GET_SIZE(scopes) - 1);
         if (PyList_CheckExact(innermost))
             result = PyList_Append(innermost, (PyObject *)view);

@@ -226,6 +226,10 @@ int zsv_add_container_types(PyObject *module, zs_core_state *state);
 
 /* members.c */
 int zsv_add_member_types(PyObject *module, zs_core_state *state);
+/* Whether `descriptor` is a ValueProperty of an object class that `cls` is
+ * or derives from; if so, its kind, offset and name for errors (borrowed). */
+int zsv_object_value_property(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
+                              zsv_kind **kind, uint32_t *offset, PyObject **what);
 
 /* kind.c */
 int zsv_add_kind_type(PyObject *module, zs_core_state *state);
@@ -239,6 +243,9 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind);
  * and `out` released. */
 int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
               PyObject *what);
+/* The same, naming the value by a C text ("element", "key"). */
+int zsv_stage_labelled(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                       const char *label);
 /* Phase 2: write a staged value over the valid value of `kind` at `dst`, in
  * memory `owner` holds (0: a black value). No Python code; a refusal
  * returns its status and leaves the destination unchanged. */
@@ -298,6 +305,24 @@ zsv_value *zsv_table_lookup(const zsv_table *table, Py_ssize_t key);
 void zsv_table_free(zsv_table *table);
 /* A scope ended: expire the views it lists (no Python code). */
 void zsv_expire_scope(zs_core_state *state, PyObject *views);
+
+/* The scope of a call from native code or of a delegate's call (the views
+ * obtained inside expire when it returns). It lives on the C stack of the
+ * call, linked per thread (calls nest strictly there), so opening and
+ * closing one changes no ContextVar and allocates nothing; its list of
+ * views is made by the first view registered in it. A zs.scope() opened
+ * inside the call is innermost while it is open: a view goes to the call
+ * scope only while zs.scope()'s ContextVar holds what it held when the
+ * call opened. */
+typedef struct zsv_call_scope {
+    struct zsv_call_scope *outer;  /* the thread's enclosing call scope */
+    PyObject *context;             /* strong: zs.scope()'s stack when this opened */
+    PyObject *views;               /* a list, or NULL while none registered */
+} zsv_call_scope;
+int zsv_call_scope_open(zs_core_state *state, zsv_call_scope *scope);
+/* Close the innermost call scope of this thread (`scope`): its views
+ * expire. Never fails. */
+void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope);
 /* Free the native blocks of black values Python finalised (a safe point). */
 void zsv_flush(zs_runtime_core *rt);
 /* Expire every black value of a runtime (close). */

@@ -381,18 +381,19 @@ class Delegate(_DelegateBase):
             raise AttributeError(f"Delegate: {type(obj).__name__} has no method {method_name!r}")
         return method
 
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the binding and return its result (``RuntimeError`` when
-        unbound, or when its object has been destroyed). Exceptions of the
-        callee propagate; the delegate is unchanged by them."""
+    # Called in C for a callable binding (native/binding/delegates.c); an
+    # object binding takes the _slow method of the same name.
+    execute = _core.DelegateBase._execute
+    execute_if_bound = _core.DelegateBase._execute_if_bound
+
+    def _execute_slow(self, *args: Any, **kwargs: Any) -> Any:
         function = self._target()
         if function is None:
             raise RuntimeError("Delegate.execute: the delegate is not bound "
                                "(or the object it was bound to has been destroyed)")
         return _call(function, args, kwargs)
 
-    def execute_if_bound(self, *args: Any, **kwargs: Any) -> bool:
-        """Call the binding if there is one; return whether it was called."""
+    def _execute_if_bound_slow(self, *args: Any, **kwargs: Any) -> bool:
         function = self._target()
         if function is None:
             return False
@@ -432,9 +433,14 @@ class _MulticastBase(_DelegateBase):
             for binding in _iterate_bindings(type(self).__name__, bindings):
                 self.add(binding)
 
-    def add(self, target: Any, function: str | None = None) -> None:
-        """Append a binding: a callable, or an object and a method name
-        (``add(actor, "on_hit")``). Duplicates are allowed (see ``add_unique``)."""
+    # A plain callable is added, a plain function removed, and a delegate
+    # of callables broadcast in C (native/binding/delegates.c); anything
+    # else takes the _slow method of the same name.
+    add = _core.DelegateBase._add_binding
+    remove = _core.DelegateBase._remove_binding
+    broadcast = _core.DelegateBase._broadcast
+
+    def _add_slow(self, target: Any, function: str | None = None) -> None:
         self._raw()  # live, or ExpiredConjugateError
         parsed = _parse(self._rt, f"{type(self).__name__}.add", target, function)
         self._prune()
@@ -457,9 +463,7 @@ class _MulticastBase(_DelegateBase):
                 return index
         return -1
 
-    def remove(self, target: Any, function: str | None = None) -> bool:
-        """Remove the first binding equal to the one given (a callable is
-        matched by identity or ``==``); return whether one was removed."""
+    def _remove_slow(self, target: Any, function: str | None = None) -> bool:
         self._raw()
         parsed = _parse(self._rt, f"{type(self).__name__}.remove", target, function,
                         require_method=False)
@@ -469,7 +473,7 @@ class _MulticastBase(_DelegateBase):
         if index < 0:
             return False
         if self._raw() != snapshot:
-            return self.remove(target, function)
+            return self._remove_slow(target, function)
         self._remove(index, 1)
         return True
 
@@ -536,21 +540,7 @@ class _MulticastBase(_DelegateBase):
         plain = [_plain(runtime, raw) for raw in self._raw()]
         return [b for b in plain if b is not None]
 
-    def broadcast(self, *args: Any, **kwargs: Any) -> None:
-        """Call every binding, in the order they were added.
-
-        The bindings are snapshotted first: bindings added or removed by a
-        listener take effect from the next broadcast. A binding whose object
-        has been destroyed (before or during the broadcast) is skipped and
-        dropped from the delegate. Each call runs in its own ``zs.scope()``.
-
-        A listener that raises does not stop the broadcast (the others still
-        run, exactly once) and leaves the delegate as it was; afterwards the
-        error is raised to the broadcaster: the exception itself when one
-        listener raised, an ``ExceptionGroup`` of them when several did.
-        ``KeyboardInterrupt`` and other ``BaseException``s that are not
-        ``Exception``s stop the broadcast at once.
-        """
+    def _broadcast_slow(self, *args: Any, **kwargs: Any) -> None:
         runtime = self._rt
         calls = self._raw()
         errors: list[Exception] = []
@@ -579,8 +569,12 @@ class _MulticastBase(_DelegateBase):
         if len(errors) == 1:
             raise errors[0]
         if errors:
-            raise _exception_group(f"{type(self).__name__}.broadcast: {len(errors)} listeners "
-                                   "raised", errors)
+            self._broadcast_failed(errors)
+
+    def _broadcast_failed(self, errors: list[Exception]) -> None:
+        """Raise the ExceptionGroup of several listeners' errors."""
+        raise _exception_group(f"{type(self).__name__}.broadcast: {len(errors)} listeners "
+                               "raised", errors)
 
     def __repr__(self) -> str:
         if self.is_expired:
