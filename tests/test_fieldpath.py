@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+from typing import Any
 
 import pytest
 
@@ -218,3 +219,109 @@ def test_field_paths_as_elements(rt: zs.Runtime) -> None:
     assert by_path["FpShip.health"] == 1
     unique.dispose()
     by_path.dispose()
+
+
+# ---- the direct plans of get and set (native/binding/fieldpaths.c) ------------------------
+
+class _Collecting:
+    """A number whose conversion runs `action` first."""
+
+    def __init__(self, action: Any, value: float) -> None:
+        self.action, self.value = action, value
+
+    def __float__(self) -> float:
+        self.action()
+        return self.value
+
+
+def test_direct_plans_follow_the_class_of_each_root(rt: zs.Runtime) -> None:
+    """One path, roots of the path's class and of a subclass, objects and
+    structs: each reads and writes its own scalar."""
+    x = zs.FieldPath(FpShip, "transform.position.x")
+    ship, carrier = FpShip(), FpCarrier()
+    for round_ in range(3):
+        x.set(ship, float(round_))
+        x.set(carrier, float(round_ + 10))
+        assert (x.get(ship), x.get(carrier)) == (float(round_), float(round_ + 10))
+        assert ship.transform.position.x == float(round_)
+    scale = zs.FieldPath("FpTransform.scale")
+    transform = FpTransform()
+    scale.set(transform, 4.0)
+    assert scale.get(transform) == 4.0 and transform.scale == 4.0
+    assert scale.get(ship.transform) == 1.0  # a red view of the same struct kind
+    vector = FpVector()
+    with pytest.raises(zs.FieldPathError, match="starts from FpTransform"):
+        scale.get(vector)  # another struct: refused, never read at its offset
+    vector.dispose()
+    transform.dispose()
+
+
+def test_a_property_replaced_on_the_class_is_honoured(rt: zs.Runtime) -> None:
+    """The plan is made once, and remade when a class walked changes: a
+    property replaced after first use is what get and set see."""
+
+    class Probe(zs.Object):
+        depth: zs.Float64
+
+    path = zs.FieldPath(Probe, "depth")
+    probe = Probe(depth=3.0)
+    assert path.get(probe) == 3.0
+    original = Probe.__dict__["depth"]
+    Probe.depth = property(lambda self: -1.0, lambda self, value: None)  # type: ignore[assignment]
+    try:
+        assert path.get(probe) == -1.0
+        path.set(probe, 8.0)
+        assert original.__get__(probe, Probe) == 3.0  # the property's setter ignored it
+    finally:
+        type.__setattr__(Probe, "depth", original)
+    assert path.get(probe) == 3.0
+
+
+def test_set_whose_conversion_collects_the_root(rt: zs.Runtime) -> None:
+    """__float__ runs before the scalar is found: a root it lets the GC
+    destroy raises ExpiredConjugateError, and nothing is written."""
+    ship = FpShip()
+    ship.add_to_root()
+    x = zs.FieldPath(FpShip, "transform.position.x")
+    x.get(ship)  # the plan exists
+
+    def unroot() -> None:
+        ship.remove_from_root()
+        collect(rt)
+
+    with pytest.raises(zs.ExpiredConjugateError):
+        x.set(ship, _Collecting(unroot, 5.0))
+    rt.gc.verify()
+
+
+def test_set_whose_conversion_disposes_a_struct_root(rt: zs.Runtime) -> None:
+    transform = FpTransform()
+    path = zs.FieldPath("FpTransform.position.y")
+    with pytest.raises(zs.ExpiredConjugateError):
+        path.set(transform, _Collecting(transform.dispose, 1.0))
+    assert transform.is_expired
+
+
+def test_set_whose_conversion_replaces_the_property(rt: zs.Runtime) -> None:
+    """The class changes during the conversion: the write goes through
+    what the class holds now (the value converted again by its setter)."""
+
+    class Gauge(zs.Object):
+        level: zs.Float64
+
+    gauge = Gauge()
+    path = zs.FieldPath(Gauge, "level")
+    path.get(gauge)
+    original = Gauge.__dict__["level"]
+    written: list[float] = []
+
+    def replace() -> None:
+        Gauge.level = property(lambda self: 0.0,  # type: ignore[assignment]
+                               lambda self, value: written.append(float(value)))
+
+    try:
+        path.set(gauge, _Collecting(replace, 6.0))
+    finally:
+        type.__setattr__(Gauge, "level", original)
+    assert written == [6.0]  # the new property's setter took the value
+    assert original.__get__(gauge, Gauge) == 0.0  # the native scalar was not written

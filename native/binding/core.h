@@ -43,7 +43,7 @@
     X(zs_binding_set) X(zs_multicast_add) X(zs_multicast_remove) X(zs_sparse_bindings)      \
     X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
-    X(zs_class_instance_size)
+    X(zs_class_instance_size) X(zs_find_object)
 
 typedef struct zs_native_api {
 #define ZS_API_SLOT(name) __typeof__(&name) name;
@@ -125,6 +125,7 @@ typedef struct zs_core_state {
     PyTypeObject *delegate_type;   /* DelegateBase (delegates.c) */
     PyObject *str_outer;           /* "outer", interned (a constructor keyword) */
     PyObject *str_name;            /* "name", interned (a constructor keyword) */
+    PyObject *str_zs_resolved;     /* "_zs_resolved", interned (a wrapper's target class) */
     PyObject *str_conjugate_of;    /* "_conjugate_of", interned (Runtime's resolver) */
     PyObject *str_zs_kind;         /* "_zs_kind", interned (a value class's kind) */
 #define ZS_REASON_SLOT(name, text) PyObject *reason_##name;
@@ -152,6 +153,7 @@ typedef struct zs_core_state {
     /* Calls from native code (calls.c); set by configure_calls(). */
     PyObject *slow_call;        /* (runtime, handle, function, params address) -> status */
     PyObject *scopes;           /* the ContextVar of zs.scope() (a tuple of view lists) */
+    PyTypeObject *weak_type;    /* WeakPointer, the base of zs.WeakObjectPtr (weak.c) */
     Py_tss_t *call_scopes;      /* per thread: the innermost open call scope (value.h) */
     PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
     PyObject *str_fast;         /* "_fast", interned (a layout's C call plan) */
@@ -281,6 +283,10 @@ typedef struct zs_prepared_store {
     zs_ref ref;
     unsigned char bits[8];    /* the scalar's C value */
 } zs_prepared_store;
+/* What a ScalarProperty reads: its class, offset, scalar kind and name
+ * (borrowed). `descriptor` must be one. Returns 1. */
+int zs_scalar_property_info(PyObject *descriptor, PyTypeObject **owner, uint32_t *offset,
+                            zs_scalar_kind *kind, PyObject **what);
 int zs_prepare_store(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
                      zs_runtime_core *rt, PyObject *value, zs_prepared_store *out);
 zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
@@ -288,6 +294,20 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
 
 /* classes.c */
 int zs_add_class_types(PyObject *module, zs_core_state *state);
+
+/* weak.c */
+/* A weak object pointer: never keeps its object alive, never resolves to
+ * another object reusing the slot. */
+typedef struct zs_weak {
+    PyObject_HEAD
+    zs_runtime_core *runtime;  /* strong; NULL for a null pointer */
+    zs_ref handle;
+} zs_weak;
+int zs_add_weak_type(PyObject *module, zs_core_state *state);
+/* A new weak pointer of `type` (WeakPointer or a subclass) to `handle`. */
+PyObject *zs_weak_new(PyTypeObject *type, zs_runtime_core *rt, zs_ref handle);
+/* Its object's conjugate while the object lives, else None. */
+PyObject *zs_weak_get(PyObject *weak);
 /* Let calls of a conjugate class take the vectorcall path (init_class). */
 int zs_class_enable_vectorcall(PyTypeObject *cls);
 

@@ -509,9 +509,34 @@ static PyObject *snapshot_pairs(PyObject *mapping, const where *at) {
     return pairs;
 }
 
-/* An object reference: None, or a live conjugate of the target class in `rt`. */
+static int stage_handle(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, const where *at,
+                        zs_ref *out);
+
+/* An object reference: None, or a live conjugate of the target class in
+ * `rt`; for a weak reference also a weak pointer (its object, or None). */
 static int stage_reference(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                            const where *at) {
+    zs_ref handle = ZS_NULL_REF;
+    PyObject *pointed = NULL;
+    if (kind->code == ZSV_WEAK && PyObject_TypeCheck(value, rt->state->weak_type)) {
+        /* A weak pointer stores what it points to now (None once gone). */
+        if ((pointed = zs_weak_get(value)) == NULL)
+            return -1;
+        value = pointed;
+    }
+    int result = stage_handle(rt, kind, value, at, &handle);
+    Py_XDECREF(pointed);
+    if (result < 0)
+        return -1;
+    out->form = ZSV_BITS;
+    memcpy(out->u.bits, &handle, sizeof handle);
+    return 0;
+}
+
+/* The handle of an object reference value: None, or a live conjugate of the
+ * target class in `rt`. */
+static int stage_handle(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, const where *at,
+                        zs_ref *out) {
     zs_ref handle = ZS_NULL_REF;
     if (value != Py_None) {
         PyTypeObject *target = kind->cls;
@@ -544,8 +569,7 @@ static int stage_reference(zs_runtime_core *rt, zsv_kind *kind, PyObject *value,
            the target class; the native store validates the handle itself. */
         handle = conjugate->handle;
     }
-    out->form = ZSV_BITS;
-    memcpy(out->u.bits, &handle, sizeof handle);
+    *out = handle;
     return 0;
 }
 
@@ -1410,6 +1434,13 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
         return zsv_name_make(rt, words[0], words[1]);
     }
     case ZSV_WEAK: case ZSV_PLAIN: {
+        if (kind->code == ZSV_WEAK && kind->decode != NULL && PyType_Check(kind->decode) &&
+            PyType_IsSubtype((PyTypeObject *)kind->decode, rt->state->weak_type)) {
+            /* The pointer class itself: made here, no Python call. */
+            zs_ref handle;
+            memcpy(&handle, staged->u.bits, sizeof handle);
+            return zs_weak_new((PyTypeObject *)kind->decode, rt, handle);
+        }
         if (kind->decode == NULL)
             return PyErr_Format(PyExc_SystemError, "%U has no decoder", kind->what);
         PyObject *raw = kind->code == ZSV_PLAIN

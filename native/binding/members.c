@@ -228,6 +228,28 @@ static PyType_Spec property_spec = {
     .slots = property_slots,
 };
 
+int zsv_property_info(zs_core_state *state, PyObject *descriptor, PyTypeObject **owner,
+                      zsv_kind **owner_kind, zsv_kind **kind, uint32_t *offset, PyObject **what) {
+    if (Py_TYPE(descriptor) != state->value_property_type && Py_TYPE(descriptor) != state->member_type)
+        return 0;
+    zsv_property *property = (zsv_property *)descriptor;
+    *owner = property->owner;
+    *owner_kind = property->owner_kind;
+    *kind = property->kind;
+    *offset = property->offset;
+    *what = property->what;
+    return 1;
+}
+
+int zsv_member_owner_kind(zs_core_state *state, PyObject *descriptor, zsv_kind **owner_kind) {
+    PyTypeObject *owner;
+    zsv_kind *kind;
+    uint32_t offset;
+    PyObject *what;
+    return zsv_property_info(state, descriptor, &owner, owner_kind, &kind, &offset, &what) &&
+           *owner_kind != NULL;
+}
+
 int zsv_object_value_property(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
                               zsv_kind **kind, uint32_t *offset, PyObject **what) {
     if (Py_TYPE(descriptor) != state->value_property_type)

@@ -240,8 +240,10 @@ static int core_exec(PyObject *module) {
     memset(state, 0, sizeof *state);
     state->str_outer = PyUnicode_InternFromString("outer");
     state->str_name = PyUnicode_InternFromString("name");
+    state->str_zs_resolved = PyUnicode_InternFromString("_zs_resolved");
     state->str_conjugate_of = PyUnicode_InternFromString("_conjugate_of");
-    if (state->str_outer == NULL || state->str_name == NULL || state->str_conjugate_of == NULL)
+    if (state->str_outer == NULL || state->str_name == NULL || state->str_conjugate_of == NULL ||
+        state->str_zs_resolved == NULL)
         return -1;
     if ((state->call_scopes = PyThread_tss_alloc()) == NULL ||
         PyThread_tss_create(state->call_scopes) != 0) {
@@ -258,7 +260,8 @@ static int core_exec(PyObject *module) {
         zs_add_class_types(module, state) < 0 || zsv_add_kind_type(module, state) < 0 ||
         zsv_add_value_type(module, state) < 0 || zsv_add_member_types(module, state) < 0 ||
         zsv_add_name_type(module, state) < 0 || zsv_add_container_types(module, state) < 0 ||
-        zsv_add_delegate_type(module, state) < 0)
+        zsv_add_delegate_type(module, state) < 0 || zs_add_weak_type(module, state) < 0 ||
+        zsv_add_field_path_type(module, state) < 0)
         return -1;
     return 0;
 }
@@ -272,7 +275,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     X(conjugate_type) X(runtime_type) X(class_type) X(scalar_type) X(reference_type)        \
     X(creator_type) X(kind_type) X(value_type) X(value_property_type) X(member_type)         \
     X(name_type) X(array_type) X(set_type) X(map_type) X(optional_type) X(iterator_type)     \
-    X(delegate_type) X(str_outer) X(str_name) X(str_conjugate_of) X(str_zs_kind) X(current)              \
+    X(delegate_type) X(weak_type) X(str_outer) X(str_name) X(str_zs_resolved) X(str_conjugate_of) X(str_zs_kind) X(current)              \
     X(default_runtime) X(slow_create) X(init_create) X(attribute_error) X(expired_error)     \
     X(raise_status) X(store_failed) X(store_refused) X(expired_type) X(expired_exception)    \
     X(current_runtime) X(name_class) X(slow_call) X(scopes) X(str_zs_functions) X(str_fast)

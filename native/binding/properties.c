@@ -155,6 +155,16 @@ static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
     return 0;
 }
 
+int zs_scalar_property_info(PyObject *descriptor, PyTypeObject **owner, uint32_t *offset,
+                            zs_scalar_kind *kind, PyObject **what) {
+    zs_scalar_property *property = (zs_scalar_property *)descriptor;
+    *owner = property->owner;
+    *offset = (uint32_t)property->offset;
+    *kind = property->kind;
+    *what = property->name;
+    return 1;
+}
+
 /* ScalarProperty(owner, name, offset, kind, doc) */
 static PyObject *scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"owner", "name", "offset", "kind", "doc", NULL};

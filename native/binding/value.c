@@ -695,6 +695,8 @@ static PyMethodDef value_methods[] = {
     {"to_python", value_to_python, METH_NOARGS,
      "A plain Python copy (dict, list, set, str...), nested values converted."},
     {"_assign", value_assign, METH_O, "Replace the whole value (a copy of `value`)."},
+    {"_soft_get", zsv_soft_get, METH_NOARGS,
+     "The live object at the path if it is a T, else None (SoftObjectPtr.get)."},
     {"__enter__", value_enter, METH_NOARGS, NULL},
     {"__exit__", value_exit, METH_VARARGS, NULL},
     {"__copy__", value_copy, METH_NOARGS, NULL},

@@ -218,6 +218,22 @@ PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id);
 int zsv_callables_drain(zs_runtime_core *rt);
 void zsv_callables_free(zs_runtime_core *rt);
 
+/* The parts of a ValueProperty or MemberProperty (borrowed): 1, or 0 when
+ * `descriptor` is neither. `owner_kind` is NULL for an object's property. */
+int zsv_property_info(zs_core_state *state, PyObject *descriptor, PyTypeObject **owner,
+                      zsv_kind **owner_kind, zsv_kind **kind, uint32_t *offset, PyObject **what);
+/* The struct kind a member descriptor belongs to: 1, or 0 when it is not a
+ * struct's member. */
+int zsv_member_owner_kind(zs_core_state *state, PyObject *descriptor, zsv_kind **owner_kind);
+
+/* fieldpaths.c */
+int zsv_add_field_path_type(PyObject *module, zs_core_state *state);
+
+/* paths.c */
+/* SoftObjectPtr.get(): the live object at the pointer's path if it is of
+ * the pointer's target class, else None. */
+PyObject *zsv_soft_get(PyObject *self, PyObject *unused);
+
 /* delegates.c */
 int zsv_add_delegate_type(PyObject *module, zs_core_state *state);
 

@@ -107,7 +107,16 @@ def _step_class(kind: PropertyKind) -> type | None:
     return None
 
 
-class FieldPath(ImmutableValue):
+def _descriptor(cls: type, name: str) -> Any:
+    """The class attribute ``name`` of ``cls`` as stored (no descriptor
+    protocol), or None."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
+class FieldPath(_core.FieldPathBase, ImmutableValue):
     """A path to a property: ``zs.FieldPath("Actor.position.x")`` or
     ``zs.FieldPath(Actor, "position.x")``.
 
@@ -326,15 +335,30 @@ class FieldPath(ImmutableValue):
                 raise self._error(f"{cls.__name__}.{name} is None")
         return holder, info.name
 
-    def get(self, root: Any) -> Any:
-        """Read the property the path names, starting from ``root`` (an
-        object or struct of the path's class). Struct and container values
-        come back as red views, as a property read would give them."""
+    # A path through inline structs to a scalar is read and written at its
+    # offset in C (native/binding/fieldpaths.c), with the descriptors' checks;
+    # any other takes the walk below.
+    get = _core.FieldPathBase._get
+    set = _core.FieldPathBase._set
+
+    def _plan(self, root: type) -> None:
+        """Make the C plan for roots of class ``root`` when the path allows
+        one; a path that does not resolve is left to the walk, which raises."""
+        if not self._fields or not issubclass(root, (Object, Struct)):
+            return
+        try:
+            info = self.resolve(root)
+        except FieldPathError:
+            return
+        steps = tuple((cls, _descriptor(cls, name)) for cls, name in info.steps)
+        if all(descriptor is not None for _, descriptor in steps):
+            self._compile(root, steps)
+
+    def _get_slow(self, root: Any) -> Any:
         holder, name = self._walk(root)
         return getattr(holder, name)
 
-    def set(self, root: Any, value: Any) -> None:
-        """Write the property the path names (through struct views)."""
+    def _set_slow(self, root: Any, value: Any) -> None:
         with scope():
             holder, name = self._walk(root)
             setattr(holder, name, value)

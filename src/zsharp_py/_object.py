@@ -540,23 +540,6 @@ class ObjectRefKind(PropertyKind):
                           cls=self.target)
 
 
-def _weak_encode(runtime: Any, value: Any) -> Any:
-    """What a weak reference stores: the object a WeakObjectPtr names (None
-    once it is gone), or the value itself (an object or None, checked in C)."""
-    from ._wrappers import WeakObjectPtr
-
-    if isinstance(value, WeakObjectPtr):
-        return value.get()
-    return value
-
-
-def _weak_decode(runtime: Any, handle: int) -> Any:
-    """A WeakObjectPtr to what a weak reference holds."""
-    from ._wrappers import WeakObjectPtr
-
-    return WeakObjectPtr._from_handle(runtime, handle)
-
-
 class WeakRefKind(PropertyKind):
     """A weak reference property (``friend: zs.WeakObjectPtr["Actor"]``):
     reads give a ``WeakObjectPtr``; writes take one, an object or None."""
@@ -585,9 +568,13 @@ class WeakRefKind(PropertyKind):
         return ("weak", self.target)
 
     def make_kind(self) -> _core.Kind:
-        """A weak reference kind (not traced) checking its target class."""
+        """A weak reference kind (not traced) checking its target class: it
+        takes a WeakObjectPtr, an object or None, and reads as a
+        WeakObjectPtr (both in native/binding, kind.c and weak.c)."""
+        from ._wrappers import WeakObjectPtr
+
         return _core.Kind(_core.KIND_WEAK, 8, 8, lib.ZS_TYPE_WEAK_OBJECT, self.describe(),
-                          cls=self.target, encode=_weak_encode, decode=_weak_decode)
+                          cls=self.target, decode=WeakObjectPtr)
 
 
 # ---------------------------------------------------------------------------

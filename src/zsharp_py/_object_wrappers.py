@@ -572,30 +572,6 @@ def object_path(obj: Object) -> str:
     return ".".join(reversed(names))
 
 
-def _find_by_path(runtime: Runtime, path: str) -> Object | None:
-    """The live object at ``path`` (found from the top level down), or None."""
-    if not path:
-        return None
-    out = ffi.new("zs_ref *")
-    with runtime._lock:
-        if runtime._closed:
-            return None
-        outer = 0
-        for segment in path.split("."):
-            if not segment:
-                return None
-            try:
-                index, number = runtime._intern(segment)
-            except ValueError:
-                return None
-            check(lib.zs_find_object(runtime._ptr, outer, index, number, out), "find object",
-                  runtime)
-            outer = out[0]
-            if not outer:
-                return None
-        return runtime._conjugate_of(outer)
-
-
 def _class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -730,10 +706,9 @@ class SoftObjectPtr(_SoftPointer, TypeParameters[T]):
         def __init__(self, value: T | SoftObjectPtr[T] | str | None = None) -> None:
             """Construction happens in ``__new__``."""
 
-    def get(self) -> T | None:
-        """The live object at the path if it is a ``T``, else None."""
-        obj = _find_by_path(self._rt, self.path)
-        return typing.cast("T", obj) if isinstance(obj, type(self)._zs_target()) else None
+    # In C (native/binding/paths.c): the path read, each segment found under
+    # the one before, with no Python code in between.
+    get = _core.ValueConjugate._soft_get
 
 
 class SoftClassPtr(_SoftPointer, TypeParameters[T]):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from . import _core
 from ._conjugate import REASON_CLOSED, REASON_DISPOSED
 from ._errors import ExpiredConjugateError
 from ._native import check, lib
@@ -20,62 +21,33 @@ __all__ = ["WeakObjectPtr", "StrongObjectPtr"]
 T = TypeVar("T", bound=Object)
 
 
-class WeakObjectPtr(Generic[T]):
+class WeakObjectPtr(_core.WeakPointer, Generic[T]):
     """A weak reference to a native object: index + serial.
 
     ``get()`` returns the object while it lives and ``None`` afterwards, even
     once its slot holds a new object (the serial no longer matches).
     ``zs.WeakObjectPtr["Actor"]`` as an annotation declares an untraced
-    weak property.
+    weak property. True while ``get()`` would return the object, as
+    Unreal's ``TWeakObjectPtr`` converts to bool; equal to another pointer
+    to the same object (native/binding/weak.c).
+
+    >>> import zsharp_py as zs
+    >>> class Pawn(zs.Object):
+    ...     hp: zs.Int32
+    >>> with zs.Runtime() as rt:
+    ...     pawn = Pawn()
+    ...     weak = zs.WeakObjectPtr(pawn)
+    ...     alive = weak.get() is pawn
+    ...     rt.collect_garbage()  # nothing roots the pawn
+    ...     (alive, weak.get(), bool(weak))
+    (True, None, False)
     """
 
-    __slots__ = ("_rt", "_h")
-    _rt: Runtime | None
-    _h: int
+    __slots__ = ()
 
-    def __init__(self, obj: T | None = None) -> None:
-        if obj is None:
-            self._rt, self._h = None, 0
-            return
-        if not isinstance(obj, Object):
-            raise TypeError(f"WeakObjectPtr needs a zs.Object or None, not {type(obj).__name__}")
-        self._rt = obj._live_runtime()
-        self._h = obj._h
-
-    @classmethod
-    def _from_handle(cls, runtime: Runtime, handle: int) -> WeakObjectPtr[Any]:
-        weak: WeakObjectPtr[Any] = cls.__new__(cls)
-        weak._rt, weak._h = (runtime, handle) if handle else (None, 0)
-        return weak
-
-    def get(self) -> T | None:
-        """The object if it is still alive, else ``None``."""
-        runtime = self._rt
-        if runtime is None:
-            return None
-        return runtime._conjugate_of(self._h)  # type: ignore[return-value]
-
-    @property
-    def is_valid(self) -> bool:
-        """Whether ``get()`` would return an object."""
-        return self.get() is not None
-
-    def __bool__(self) -> bool:
-        """``is_valid``, as Unreal's ``TWeakObjectPtr`` converts to bool:
-        ``if weak:`` holds only while the object lives."""
-        return self.is_valid
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, WeakObjectPtr):
-            return self._rt is other._rt and self._h == other._h
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((id(self._rt), self._h))
-
-    def __repr__(self) -> str:
-        target = self.get()
-        return f"WeakObjectPtr({target!r})" if target is not None else "WeakObjectPtr(None)"
+    if TYPE_CHECKING:
+        def __init__(self, obj: T | None = None) -> None: ...
+        def get(self) -> T | None: ...
 
 
 class StrongObjectPtr(Generic[T]):
