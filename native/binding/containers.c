@@ -180,6 +180,11 @@ static PyObject *array_subscript(PyObject *self, PyObject *index) {
  * phase 2 and 3. All or nothing. Steals nothing: the caller releases. */
 static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_end,
                                const zsv_staged *items, uint32_t count) {
+    /* `items`: `count` staged elements, or (count 0) a staged array (ITEMS or
+       PACKED) whose elements are inserted. */
+    const zsv_staged *whole = count == 0 ? items : NULL;
+    if (whole != NULL)
+        count = whole->count;
     zs_runtime_core *rt = value->runtime;
     if (value->address == NULL)
         return zsv_raise_expired(value), -1;
@@ -200,8 +205,11 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
     if (status == ZS_OK) {
         for (uint32_t i = 0; status == ZS_OK && i < count; i++) {
             char *slot = (char *)array->data + ((size_t)position + i) * value->kind->entry_size;
+            zsv_staged scratch;
             zsv_initialize(value->kind->element, slot);
-            status = zsv_emit(rt, value->kind->element, &items[i], value->owner, slot);
+            status = zsv_emit(rt, value->kind->element,
+                              whole ? zsv_element_at(value->kind, whole, i, &scratch) : &items[i],
+                              value->owner, slot);
         }
         if (status != ZS_OK)  /* undo: the array as it was */
             api->zs_array_remove(rt->native, value->owner, type, array, (uint32_t)position, count);
@@ -256,8 +264,7 @@ static PyObject *array_extend(PyObject *self, PyObject *iterable) {
     zsv_staged staged = {0};
     if (zsv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
         return NULL;
-    int result = staged.count == 0 ? 0
-                                   : array_insert_staged(value, 0, 1, staged.u.items, staged.count);
+    int result = staged.count == 0 ? 0 : array_insert_staged(value, 0, 1, &staged, 0);
     zsv_release(value->kind, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
 }
@@ -343,7 +350,7 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
             if (step == 1) {
                 result = array_remove(value, (uint32_t)start, (uint32_t)count);
                 if (result == 0 && item != NULL && staged.count > 0)
-                    result = array_insert_staged(value, start, 0, staged.u.items, staged.count);
+                    result = array_insert_staged(value, start, 0, &staged, 0);
             } else if (item != NULL && (Py_ssize_t)staged.count != count) {
                 PyErr_Format(PyExc_ValueError, "attempt to assign sequence of size %u to "
                              "extended slice of size %zd", staged.count, count);
@@ -351,7 +358,10 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
                 zs_status status = ZS_OK;
                 for (Py_ssize_t i = 0; status == ZS_OK && i < count; i++) {
                     Py_ssize_t p = start + i * step;
-                    status = zsv_emit(rt, value->kind->element, &staged.u.items[i], value->owner,
+                    zsv_staged scratch;
+                    status = zsv_emit(rt, value->kind->element,
+                                      zsv_element_at(value->kind, &staged, (uint32_t)i, &scratch),
+                                      value->owner,
                                       (char *)array->data + (size_t)p * value->kind->entry_size);
                     contents_changed(value, p);
                 }

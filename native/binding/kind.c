@@ -870,12 +870,55 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
         Py_DECREF(items);
         return fail(PyExc_ValueError, at, "too many elements (%zd)", count);
     }
+    where element = {NULL, NULL, "element"};
+    int result = 0;
+    if (zsv_packable(kind)) {
+        /* Each element converted into its native bytes, side by side. */
+        char *packed = PyMem_Malloc(count ? (size_t)count * kind->entry_size : 1);
+        if (packed == NULL) {
+            Py_DECREF(items);
+            return PyErr_NoMemory(), -1;
+        }
+        memset(packed, 0, count ? (size_t)count * kind->entry_size : 1);
+        out->form = ZSV_PACKED;
+        out->count = (uint32_t)count;
+        out->u.units = packed;
+        zs_scalar_kind scalar = (zs_scalar_kind)kind->element->scalar;
+        int floats = kind->element->code == ZSV_SCALAR && scalar == ZS_SCALAR_F64;
+        PyTypeObject *target = kind->element->code == ZSV_OBJECT ? kind->element->cls : NULL;
+        for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
+            PyObject *item = PyTuple_GET_ITEM(items, i);
+            /* The common cases, inline: a float, a live object of exactly the
+               target class in this runtime. */
+            if (floats && PyFloat_CheckExact(item)) {
+                double real = PyFloat_AS_DOUBLE(item);
+                memcpy(packed + (size_t)i * kind->entry_size, &real, sizeof real);
+                continue;
+            }
+            if (target != NULL && Py_TYPE(item) == target &&
+                ZS_CONJUGATE_IS_LIVE((zs_conjugate *)item) &&
+                ((zs_conjugate *)item)->runtime == rt) {
+                zs_ref handle = ((zs_conjugate *)item)->handle;
+                memcpy(packed + (size_t)i * kind->entry_size, &handle, sizeof handle);
+                continue;
+            }
+            zsv_staged one = {0};
+            result = stage(rt, kind->element, item, &one, &element);
+            if (result == 0) {
+                assert(one.form == ZSV_BITS);
+                memcpy(packed + (size_t)i * kind->entry_size, one.u.bits, kind->element->size);
+            }
+        }
+        Py_DECREF(items);
+        if (result < 0)
+            zsv_release(kind, out);
+        return result;
+    }
     zsv_staged *staged = new_items((size_t)count);
-    int result = staged == NULL ? -1 : 0;
+    result = staged == NULL ? -1 : 0;
     out->form = ZSV_ITEMS;
     out->count = (uint32_t)count;
     out->u.items = staged;
-    where element = {NULL, NULL, "element"};
     for (Py_ssize_t i = 0; result == 0 && i < count; i++)
         result = stage(rt, kind->element, PyTuple_GET_ITEM(items, i), &staged[i], &element);
     Py_DECREF(items);
@@ -1149,6 +1192,9 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
         return emit_members(rt, kind, staged, ZS_NULL_REF, tmp);
     case ZSV_ARRAY: {
         zs_array *array = (zs_array *)tmp;
+        if (staged->form == ZSV_PACKED)
+            return api->zs_array_assign(rt->native, ZS_NULL_REF, type, array, staged->u.units,
+                                        staged->count);
         zs_status status = api->zs_array_insert(rt->native, ZS_NULL_REF, type, array, 0, NULL,
                                                 staged->count);
         for (uint32_t i = 0; status == ZS_OK && i < staged->count; i++) {
@@ -1251,6 +1297,12 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
     default:
         break;
     }
+    if (staged->form == ZSV_PACKED) {  /* an array of elements that own nothing: in one call */
+        const zs_type *type = known_type(rt, kind);
+        return type == NULL ? ZS_E_INVALID
+                            : api->zs_array_assign(rt->native, owner, type, (zs_array *)dst,
+                                                   staged->u.units, staged->count);
+    }
     /* Everything else: built whole in a temporary, then assigned in one
        native call (all or nothing); a bitwise struct is written in place. */
     if (kind->code == ZSV_STRUCT && (kind->flags & ZSV_BITWISE)) {
@@ -1330,6 +1382,17 @@ int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged
     case ZSV_ARRAY: case ZSV_SET: case ZSV_MAP: {
         const zs_array *entries = kind->code == ZSV_ARRAY ? (const zs_array *)src
                                                           : &((const zs_hash *)src)->entries;
+        if (zsv_packable(kind)) {
+            size_t bytes = (size_t)entries->count * kind->entry_size;
+            out->u.units = PyMem_Malloc(bytes ? bytes : 1);
+            if (out->u.units == NULL)
+                return -1;
+            if (bytes)
+                memcpy(out->u.units, entries->data, bytes);
+            out->form = ZSV_PACKED;
+            out->count = entries->count;
+            return 0;
+        }
         uint32_t step = kind->code == ZSV_MAP ? 2 : 1;
         zsv_staged *items = PyMem_Calloc(entries->count ? (size_t)entries->count * step : 1,
                                          sizeof *items);
@@ -1485,8 +1548,28 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
     }
     case ZSV_ARRAY: case ZSV_SET: {
         PyObject *list = PyList_New(staged->count);
+        int scalars = staged->form == ZSV_PACKED && kind->element->code == ZSV_SCALAR;
+        if (list != NULL && scalars && kind->element->scalar == ZS_SCALAR_F64) {
+            /* The common case, one loop: floats made straight from the doubles. */
+            for (uint32_t i = 0; i < staged->count; i++) {
+                double real;
+                memcpy(&real, (const char *)staged->u.units + (size_t)i * sizeof real, sizeof real);
+                PyObject *item = PyFloat_FromDouble(real);
+                if (item == NULL) {
+                    Py_DECREF(list);
+                    return NULL;
+                }
+                PyList_SET_ITEM(list, i, item);
+            }
+            return list;
+        }
         for (uint32_t i = 0; list != NULL && i < staged->count; i++) {
-            PyObject *item = zsv_build(rt, kind->element, &staged->u.items[i]);
+            zsv_staged scratch;
+            PyObject *item = scalars ? zs_scalar_load((zs_scalar_kind)kind->element->scalar,
+                                                      (const char *)staged->u.units +
+                                                          (size_t)i * kind->entry_size)
+                                     : zsv_build(rt, kind->element,
+                                                 zsv_element_at(kind, staged, i, &scratch));
             if (item == NULL)
                 Py_CLEAR(list);
             else
@@ -1545,7 +1628,7 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
 
 void zsv_release(zsv_kind *kind, zsv_staged *staged) {
     switch (staged->form) {
-    case ZSV_UNITS:
+    case ZSV_UNITS: case ZSV_PACKED:
         PyMem_Free(staged->u.units);
         break;
     case ZSV_BLOB:

@@ -113,7 +113,10 @@ typedef enum zsv_form {
     ZSV_BLOB,        /* the count bytes of a bitwise value: in u.bits up to 16, else u.units */
     ZSV_ITEMS,       /* u.items: struct members (member_count), elements (count), map
                         keys and values alternating (2 x count), optional (count 0 or 1) */
-    ZSV_BINDINGS     /* u.bindings: count delegate bindings */
+    ZSV_BINDINGS,    /* u.bindings: count delegate bindings */
+    ZSV_PACKED       /* u.units: the count elements of an array whose elements own nothing
+                        (scalars, names, references: zsv_packable), entry_size apart, as
+                        they are stored natively */
 } zsv_form;
 
 /* A staged binding: an object and a method name, or a callable (strong). */
@@ -140,6 +143,30 @@ typedef struct zsv_staged {
 static inline const char *zsv_blob(const zsv_staged *staged) {
     return staged->count > sizeof staged->u.bits ? (const char *)staged->u.units
                                                  : (const char *)staged->u.bits;
+}
+
+/* Whether an array kind's elements own nothing (scalars, names, plain
+ * data, object and weak references): staged and captured packed, as they
+ * are stored natively (ZSV_PACKED). */
+static inline int zsv_packable(const zsv_kind *kind) {
+    if (kind->code != ZSV_ARRAY)
+        return 0;
+    uint8_t code = kind->element->code;
+    return code == ZSV_SCALAR || code == ZSV_NAME || code == ZSV_PLAIN || code == ZSV_OBJECT ||
+           code == ZSV_WEAK;
+}
+
+/* The i-th element of a staged array (ITEMS or PACKED); `scratch` holds a
+ * packed one. */
+static inline const zsv_staged *zsv_element_at(const zsv_kind *kind, const zsv_staged *staged,
+                                               uint32_t i, zsv_staged *scratch) {
+    if (staged->form != ZSV_PACKED)
+        return &staged->u.items[i];
+    scratch->form = ZSV_BITS;
+    scratch->count = 0;
+    memcpy(scratch->u.bits, (const char *)staged->u.units + (size_t)i * kind->entry_size,
+           kind->element->size);
+    return scratch;
 }
 
 /* ---- views tables ------------------------------------------------------------- */

@@ -376,6 +376,13 @@ zs_status zs_array_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
                           uint32_t index, uint32_t count);
 zs_status zs_array_reserve(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
                            uint32_t capacity);
+/* Replace all the elements of an array whose elements own nothing (PLAIN,
+   OBJECT, WEAK_OBJECT) with `count` elements packed at `elements`
+   (entry_size apart; may not point into the array). All or nothing: every
+   object reference is checked first (ZS_E_STALE, ZS_E_DYING) and the
+   storage grown before any element changes. */
+zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                          const void *elements, uint32_t count);
 
 /* Sets and maps. find: *out_index = -1 when absent. add: the entry of an
    existing key is reused (*out_added = 0); a new map value is zeroed.

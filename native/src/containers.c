@@ -55,6 +55,44 @@ zs_status zs_array_reserve(zs_runtime *rt, zs_ref owner, const zs_type *type, zs
     return status;
 }
 
+zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                          const void *elements, uint32_t count) {
+    if (array == NULL || (elements == NULL && count > 0) || type->kind != ZS_TYPE_ARRAY)
+        return ZS_E_INVALID;
+    uint32_t element_kind = type->element->kind;
+    if (element_kind != ZS_TYPE_PLAIN && element_kind != ZS_TYPE_OBJECT &&
+        element_kind != ZS_TYPE_WEAK_OBJECT)
+        return ZS_E_INVALID;  /* elements that own memory go through zs_value_assign */
+    ZS_LOCK(rt);
+    zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
+    size_t entry = type->entry_size;
+    if (status == ZS_OK && count > MAX_ENTRIES)
+        status = ZS_E_INVALID;
+    /* References first: a stale or dying target refuses the whole store. */
+    for (uint32_t i = 0; status == ZS_OK && element_kind != ZS_TYPE_PLAIN && i < count; i++) {
+        zs_ref ref;
+        memcpy(&ref, (const char *)elements + i * entry, sizeof ref);
+        zs_item *it = ref != ZS_NULL_REF ? zs_item_of(rt, ref) : NULL;
+        if (ref != ZS_NULL_REF && it == NULL) status = ZS_E_STALE;
+        else if (it != NULL && zs_item_dying(rt, it))
+            status = ZS_E_DYING;
+    }
+    if (status == ZS_OK && !entries_reserve(rt, array, (uint32_t)entry, count))
+        status = ZS_E_NOMEM;
+    if (status == ZS_OK) {
+        assert(elements == NULL || (const char *)elements + count * entry <= (char *)array->data ||
+               (const char *)elements >= (char *)array->data + array->capacity * entry);
+        if (count > 0) memcpy(array->data, elements, (size_t)count * entry);
+        if (array->count > count)
+            memset((char *)array->data + (size_t)count * entry, 0,
+                   (size_t)(array->count - count) * entry);
+        array->count = count;
+        written(rt, owner, type, array);
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
 zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
                           uint32_t index, const void *value, uint32_t count) {
     if (array == NULL) return ZS_E_INVALID;

@@ -1995,12 +1995,69 @@ static void test_runtime_freed_inside_a_call(runner *t) {
     /* fx.rt is freed now: fixture_close must not free it again. */
 }
 
+/* zs_array_assign: all or nothing. A stale or dying reference anywhere in
+   the packed elements refuses the whole store and changes no element; a
+   valid store replaces every element, traces what it references, and is
+   refused for element types that own memory. */
+static void test_array_assign(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_type *object = NULL, *objects = NULL, *plain = NULL, *plains = NULL;
+    const zs_type *string = NULL, *strings = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, object, NULL, &objects));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 4, 4, &plain));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, plain, NULL, &plains));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 1, 1, &string));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, string, NULL, &strings));
+    zs_ref handle = ZS_NULL_REF, numbers_handle = ZS_NULL_REF, texts_handle = ZS_NULL_REF;
+    zs_array *array = NULL, *numbers = NULL, *texts = NULL;
+    CHECK_OK(t, zs_value_new(rt, objects, &handle, (void **)&array));
+    CHECK_OK(t, zs_value_new(rt, plains, &numbers_handle, (void **)&numbers));
+    CHECK_OK(t, zs_value_new(rt, strings, &texts_handle, (void **)&texts));
+    if (array == NULL || numbers == NULL || texts == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF), b = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    const zs_ref first[3] = {a, ZS_NULL_REF, b};
+    CHECK_OK(t, zs_array_assign(rt, ZS_NULL_REF, objects, array, first, 3));
+    CHECK(t, array->count == 3 && memcmp(array->data, first, sizeof first) == 0);
+    /* A black value is a root: a and b survive a collection through it. */
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, a) && alive(rt, b) && !alive(rt, doomed));
+    /* doomed's handle is stale now: the store is refused, nothing changes. */
+    const zs_ref second[2] = {b, doomed};
+    CHECK_STATUS(t, zs_array_assign(rt, ZS_NULL_REF, objects, array, second, 2), ZS_E_STALE);
+    CHECK(t, array->count == 3 && memcmp(array->data, first, sizeof first) == 0);
+    /* Shrinking clears what is left behind. */
+    CHECK_OK(t, zs_array_assign(rt, ZS_NULL_REF, objects, array, &b, 1));
+    CHECK(t, array->count == 1 && ((zs_ref *)array->data)[0] == b);
+    CHECK(t, array->capacity < 3 || ((zs_ref *)array->data)[2] == ZS_NULL_REF);
+    CHECK_OK(t, zs_array_assign(rt, ZS_NULL_REF, objects, array, NULL, 0));
+    CHECK_EQ(t, array->count, 0);
+    /* Plain elements: copied as they are, grown as needed. */
+    uint32_t values[100];
+    for (uint32_t i = 0; i < 100; i++) values[i] = i * 7;
+    CHECK_OK(t, zs_array_assign(rt, ZS_NULL_REF, plains, numbers, values, 100));
+    CHECK(t, numbers->count == 100 && memcmp(numbers->data, values, sizeof values) == 0);
+    /* Elements that own memory are refused. */
+    zs_string none = {0};
+    CHECK_STATUS(t, zs_array_assign(rt, ZS_NULL_REF, strings, texts, &none, 1), ZS_E_INVALID);
+    CHECK_EQ(t, texts->count, 0);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 /* ======================================================================
  * Main
  * ====================================================================== */
 
 static const test_case tests[] = {
     TEST(test_runtime_create_free),
+    TEST(test_array_assign),
     TEST(test_runtimes_isolated),
     TEST(test_live_handles),
     TEST(test_class_schema_flattening),
