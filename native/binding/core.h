@@ -155,6 +155,9 @@ typedef struct zs_core_state {
     PyObject *scopes;           /* the ContextVar of zs.scope() (a tuple of view lists) */
     PyTypeObject *weak_type;    /* WeakPointer, the base of zs.WeakObjectPtr (weak.c) */
     Py_tss_t *call_scopes;      /* per thread: the innermost open call scope (value.h) */
+    Py_ssize_t open_scopes;     /* scopes open in every thread and context (zs.scope() and
+                                   call scopes): none, no view is registered anywhere.
+                                   Guarded by the GIL, as every member. */
     PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
     PyObject *str_fast;         /* "_fast", interned (a layout's C call plan) */
     /* The open runtimes (borrowed: each removes itself when detached or

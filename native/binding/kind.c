@@ -75,6 +75,9 @@ static PyObject *kind_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     kind->element = element != Py_None ? (zsv_kind *)Py_NewRef(element) : NULL;
     kind->value = value != Py_None ? (zsv_kind *)Py_NewRef(value) : NULL;
     kind->cls = cls != Py_None ? (PyTypeObject *)Py_NewRef(cls) : NULL;
+    kind->flags &= ~ZSV_VALUE_CLASS;  /* decided here, never taken from the caller */
+    if (kind->cls != NULL && PyType_IsSubtype(kind->cls, state->value_type))
+        kind->flags |= ZSV_VALUE_CLASS;
     kind->what = Py_NewRef(what);
     kind->encode = encode != Py_None ? Py_NewRef(encode) : NULL;
     kind->decode = decode != Py_None ? Py_NewRef(decode) : NULL;
@@ -1469,6 +1472,23 @@ static PyObject *build_string(zsv_kind *kind, const zsv_staged *staged) {
     if (kind->flags & ZSV_ASCII)
         return PyUnicode_DecodeASCII(staged->u.units, bytes, "strict");
     return PyUnicode_DecodeUTF8(staged->u.units, bytes, "strict");
+}
+
+PyObject *zsv_string_text(zsv_kind *kind, const char *at) {
+    const zs_string *string = (const zs_string *)at;
+    size_t bytes = (size_t)string->length * kind->unit;
+    char small[256];  /* most strings: no allocation for the copy */
+    void *copy = bytes <= sizeof small ? small : PyMem_Malloc(bytes);
+    if (copy == NULL)
+        return PyErr_NoMemory();
+    if (bytes)
+        memcpy(copy, string->data, bytes);
+    /* From here on the copy is private: making the str may run Python code. */
+    zsv_staged staged = {.form = ZSV_UNITS, .count = string->length, .u.units = copy};
+    PyObject *text = build_string(kind, &staged);
+    if (copy != small)
+        PyMem_Free(copy);
+    return text;
 }
 
 /* A hashable form of a built key (a struct key, a dict, becomes the tuple of its values). */

@@ -161,14 +161,24 @@ void zsv_expire_key(zsv_table *table, Py_ssize_t key, PyObject *reason) {
     zsv_expire_in_place(view, reason);
 }
 
-/* _core.expire_scope(views): a scope ended; its views expire. */
-void zsv_expire_scope(zs_core_state *state, PyObject *views);
-static PyObject *expire_scope(PyObject *module, PyObject *views) {
+/* _core.scope_opened(): a zs.scope() opened (counted: while none is open
+ * anywhere, views are not registered). */
+static PyObject *scope_opened(PyObject *module, PyObject *unused) {
+    (void)unused;
+    zs_state_of_module(module)->open_scopes++;
+    Py_RETURN_NONE;
+}
+
+/* _core.scope_closed(views): a zs.scope() ended; its views expire. */
+static PyObject *scope_closed(PyObject *module, PyObject *views) {
     if (!PyList_CheckExact(views)) {
-        PyErr_SetString(PyExc_TypeError, "expire_scope: a list of views");
+        PyErr_SetString(PyExc_TypeError, "scope_closed: a list of views");
         return NULL;
     }
-    zsv_expire_scope(zs_state_of_module(module), views);
+    zs_core_state *state = zs_state_of_module(module);
+    if (state->open_scopes > 0)
+        state->open_scopes--;
+    zsv_expire_scope(state, views);
     Py_RETURN_NONE;
 }
 
@@ -227,12 +237,15 @@ int zsv_call_scope_open(zs_core_state *state, zsv_call_scope *scope) {
         PyErr_NoMemory();
         return -1;
     }
+    state->open_scopes++;
     return 0;
 }
 
 void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope) {
     assert(PyThread_tss_get(state->call_scopes) == scope);  /* calls nest on a thread */
     PyThread_tss_set(state->call_scopes, scope->outer);  /* the slot exists: cannot fail */
+    assert(state->open_scopes > 0);
+    state->open_scopes--;
     if (scope->views != NULL) {
         zsv_expire_scope(state, scope->views);
         Py_CLEAR(scope->views);
@@ -243,8 +256,8 @@ void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope) {
 /* Record a new view in the innermost open scope, if any: this thread's
  * innermost call scope unless a zs.scope() was opened inside it. */
 static int register_in_scope(zs_core_state *state, zsv_value *view) {
-    if (state->scopes == NULL)
-        return 0;
+    if (state->scopes == NULL || state->open_scopes == 0)
+        return 0;  /* no scope is open anywhere: none to register in */
     PyObject *scopes = NULL;
     if (PyContextVar_Get(state->scopes, NULL, &scopes) < 0)
         return -1;
@@ -270,7 +283,7 @@ static int register_in_scope(zs_core_state *state, zsv_value *view) {
 /* A new value conjugate of `kind` with nothing set (address NULL). */
 static zsv_value *value_alloc(zs_runtime_core *rt, zsv_kind *kind, Py_ssize_t inline_bytes) {
     PyTypeObject *cls = kind->cls;
-    if (cls == NULL || !PyType_IsSubtype(cls, rt->state->value_type)) {
+    if (!(kind->flags & ZSV_VALUE_CLASS)) {
         PyErr_Format(PyExc_TypeError, "%U values have no conjugate class", kind->what);
         return NULL;
     }
@@ -635,6 +648,15 @@ static PyObject *value_reduce(PyObject *self, PyObject *protocol) {
     return NULL;
 }
 
+/* str(): a string's text; any other value's repr. */
+static PyObject *value_str(PyObject *self) {
+    zsv_value *value = (zsv_value *)self;
+    if (value->kind->code != ZSV_STRING || value->kind->decode != NULL)
+        return PyObject_Repr(self);
+    char *at = zsv_live(value);
+    return at ? zsv_string_text(value->kind, at) : NULL;
+}
+
 /* to_python(): a plain Python copy (dict, list, set, str...), copied out
  * under the rule (captured natively first, then built). */
 static PyObject *value_to_python(PyObject *self, PyObject *unused) {
@@ -714,6 +736,7 @@ static PyType_Slot value_slots[] = {
     {Py_tp_doc, "Base of every non-object conjugate (a red view or a black value)."},
     {Py_tp_new, value_new},
     {Py_tp_dealloc, value_dealloc},
+    {Py_tp_str, value_str},
     {Py_tp_getset, value_getset},
     {Py_tp_methods, value_methods},
     {Py_tp_members, value_members},
@@ -917,7 +940,9 @@ static PyMethodDef value_functions[] = {
      "A red view of a value in a parameter block of a call from native code."},
     {"block_write", (PyCFunction)(void (*)(void))block_write, METH_FASTCALL,
      "Write a result into a parameter block of a call from native code."},
-    {"expire_scope", expire_scope, METH_O, "Expire the views of a scope that has ended."},
+    {"scope_opened", scope_opened, METH_NOARGS, "Count a zs.scope() that opened."},
+    {"scope_closed", scope_closed, METH_O,
+     "A zs.scope() ended: uncount it and expire the views obtained in it."},
     {"value_class_init", value_class_init, METH_O, "Make a new value class ready."},
     {"inline_blacks", inline_blacks, METH_O, "Inline black values alive in a runtime."},
     {NULL, NULL, 0, NULL},

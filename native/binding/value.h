@@ -66,6 +66,7 @@ typedef enum zsv_code {
 #define ZSV_BITWISE 0x2u  /* copy is memcpy, nothing to destroy, no references */
 #define ZSV_UTF16 0x4u    /* ZSV_STRING: code units are UTF-16 (else UTF-8) */
 #define ZSV_ASCII 0x8u    /* ZSV_STRING: ASCII only */
+#define ZSV_VALUE_CLASS 0x100u /* `cls` is a value class (set by Kind() itself) */
 
 /* One member of a struct kind. */
 typedef struct zsv_member {
@@ -299,6 +300,9 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
 int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged *out);
 /* Copy out, phase 2: a plain Python value of a captured value. */
 PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged);
+/* The text of the string of `kind` at `at` (copied first: making the str
+ * may run Python code). */
+PyObject *zsv_string_text(zsv_kind *kind, const char *at);
 /* Free what a staged value holds (drops references: may run Python code). */
 void zsv_release(zsv_kind *kind, zsv_staged *staged);
 /* Phase 1 of creating a struct: its members from positional and keyword

@@ -40,9 +40,7 @@ class _StringBase(ValueConjugate):
         type.__setattr__(cls, "_zs_kind", kind)
         return kind
 
-    def __str__(self) -> str:
-        text: str = self.to_python()
-        return text
+    # str(): the text, copied out in C (native/binding/value.c, value_str).
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (str, _StringBase)):

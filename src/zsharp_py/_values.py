@@ -74,14 +74,17 @@ def open_scope() -> tuple[contextvars.Token[tuple[list[Any], ...]], list[Any]]:
     """Open a scope without a ``with`` block (hot paths); pass what it
     returns to ``close_scope``."""
     views: list[Any] = []
-    return _scopes.set(_scopes.get() + (views,)), views
+    token = _scopes.set(_scopes.get() + (views,))
+    _core.scope_opened()
+    return token, views
 
 
 def close_scope(token: contextvars.Token[tuple[list[Any], ...]], views: list[Any]) -> None:
     """End a scope from ``open_scope``: its views expire."""
-    _scopes.reset(token)
-    if views:
-        _core.expire_scope(views)
+    try:
+        _scopes.reset(token)
+    finally:
+        _core.scope_closed(views)
 
 
 class ValueConjugate(_core.ValueConjugate):
