@@ -43,7 +43,8 @@
     X(zs_binding_set) X(zs_multicast_add) X(zs_multicast_remove) X(zs_sparse_bindings)      \
     X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
-    X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign)
+    X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
+    X(zs_type_value_offset)
 
 typedef struct zs_native_api {
 #define ZS_API_SLOT(name) __typeof__(&name) name;

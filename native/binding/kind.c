@@ -308,6 +308,16 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
         }
         status = api->zs_type_container(rt->native, (zs_type_kind)kind->native_kind, element, value,
                                         &out);
+        /* The kind's layout is written in place by this file (optionals of
+           bitwise values, zsv_emit): it must be the native one. */
+        if (status == ZS_OK && (api->zs_type_size(out) != kind->size ||
+                                (kind->code != ZSV_ARRAY && kind->code != ZSV_SET &&
+                                 api->zs_type_value_offset(out) != kind->value_offset))) {
+            rt->types[kind->id] = NULL;
+            PyErr_Format(PyExc_SystemError, "%U: layout differs from the native library's",
+                         kind->what);
+            return NULL;
+        }
         break;
     }
     case ZSV_STRING:
@@ -1305,6 +1315,24 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
         return type == NULL ? ZS_E_INVALID
                             : api->zs_array_assign(rt->native, owner, type, (zs_array *)dst,
                                                    staged->u.units, staged->count);
+    }
+    /* An optional of a value that owns nothing is written in place, as a
+       scalar is: the value, then its "is set" flag (zsharp.h). */
+    if (kind->code == ZSV_OPTIONAL && (kind->element->flags & ZSV_BITWISE) &&
+        (staged->count == 0 || staged->u.items[0].form == ZSV_BITS ||
+         staged->u.items[0].form == ZSV_BLOB)) {
+        const zs_type *type = known_type(rt, kind);
+        zs_status status = type == NULL ? ZS_E_INVALID : zsv_writable(rt, owner);
+        if (status != ZS_OK)
+            return status;
+        const zsv_staged *item = &staged->u.items[0];
+        if (staged->count == 0)
+            memset(dst, 0, kind->element->size);
+        else
+            memcpy(dst, item->form == ZSV_BLOB ? zsv_blob(item) : (const char *)item->u.bits,
+                   kind->element->size);
+        dst[kind->value_offset] = staged->count != 0;
+        return ZS_OK;
     }
     /* Everything else: built whole in a temporary, then assigned in one
        native call (all or nothing); a bitwise struct is written in place. */

@@ -38,7 +38,7 @@ class WeakObjectPtr(_core.WeakPointer, Generic[T]):
     ...     pawn = Pawn()
     ...     weak = zs.WeakObjectPtr(pawn)
     ...     alive = weak.get() is pawn
-    ...     rt.collect_garbage()  # nothing roots the pawn
+    ...     stats = rt.collect_garbage()  # nothing roots the pawn
     ...     (alive, weak.get(), bool(weak))
     (True, None, False)
     """
