@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 import zsharp_py as zs
+from zsharp_py._native import layout_ffi
 from zsharp_py._object import class_layout
 
 from . import _build
@@ -75,6 +76,16 @@ def zs_vec3_class() -> type[Any] | None:
     return Vec3
 
 
+def _pointer(obj: zs.Object) -> Any:
+    """The object's native address as a typed pointer of its class's layout
+    struct (expired objects raise: their address reads 0)."""
+    address = obj._address
+    if not address:
+        raise zs.ExpiredConjugateError(f"{obj!r} has expired")
+    layout = class_layout(type(obj))
+    return layout_ffi.cast(layout.pointer_type, address)
+
+
 def zs_actor_class(get_health: Callable[[Any], int],
                    move: Callable[[Any, float, float, float], None],
                    vec3: type[Any] | None) -> type[zs.Object]:
@@ -91,10 +102,10 @@ def zs_actor_class(get_health: Callable[[Any], int],
             velocity: vec3  # type: ignore[valid-type]
 
         def get_health(self) -> int:
-            return get_health(self._p)
+            return get_health(_pointer(self))
 
         def move(self, dx: float, dy: float, dz: float) -> None:
-            move(self._p, dx, dy, dz)
+            move(_pointer(self), dx, dy, dz)
 
     return BindActor
 
@@ -202,7 +213,7 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     actor.target = other  # type: ignore[attr-defined]
     assert actor.health == 100 and actor.target is other  # type: ignore[attr-defined]
     namespace = {"a": actor, "b": other, "v": VALUE, "Actor": actor_class,
-                 "p": actor._p, "arr": _zs_int_array(skipped)}
+                 "p": _pointer(actor), "pointer": _pointer, "arr": _zs_int_array(skipped)}
     peer = "zsharp_py"
     health = next(p.cname for p in class_layout(actor_class).properties if p.name == "health")
     cases = [
@@ -221,7 +232,7 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
                        "destructors run inside their statements"),
         MicroCase("BindActor() alone (collection not timed)", "create", "Actor()", namespace,
                   peer, after_batch=runtime.collect_garbage, scale=0.2, primary=False),
-        MicroCase("a._p.<member> spelled out", "read", f"a._p.{health}", namespace, peer,
+        MicroCase("a typed pointer made per read", "read", f"pointer(a).{health}", namespace, peer,
                   primary=False),
         MicroCase("layout cdata field, pointer hoisted", "read", f"p.{health}", namespace,
                   peer, primary=False, note="what the attrgetter ultimately reads"),
@@ -245,7 +256,8 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
         cases += [
             MicroCase("Python method -> cffi -> C body", "call0", "a.get_health()", namespace,
                       peer, note="no native method binding yet: a Python method calling "
-                                 "zs_actor_get_health(self._p) through cffi"),
+                                 "zs_actor_get_health(pointer) through cffi, the pointer cast from the "
+                                 "object's address per call"),
             MicroCase("Python method -> cffi -> C body", "call3", "a.move(1.0, 2.0, 3.0)",
                       namespace, peer),
         ]
