@@ -93,3 +93,34 @@ def test_a_plain_object_cannot_become_a_conjugate() -> None:
 
     with pytest.raises(TypeError):
         set_class(Plain(), Tiny)
+
+
+def test_class_checks_hold_across_many_and_changing_types(rt: zs.Runtime) -> None:
+    """Descriptors and value methods remember, per type version tag, whether
+    a type is a conjugate class (native/binding/core.h, zs_type_derives):
+    hundreds of types through the same memo slots, and types changed
+    between two checks, never make a foreign instance pass for a conjugate
+    nor a conjugate fail."""
+    tiny = Tiny()
+    big = Big()
+    strangers = []
+    for index in range(300):  # more types than memo slots: every slot reused
+        stranger = type(f"Stranger{index}", (), {"b": 0, "total": 0.0})
+        strangers.append(stranger())
+        if index % 50 == 0:
+            stranger.extra = index  # a changed type gets a new tag
+    for stranger in strangers:
+        with pytest.raises(TypeError):
+            Tiny.b.__get__(stranger)
+        with pytest.raises(TypeError):
+            Big.label.__set__(stranger, "x")
+        with pytest.raises(TypeError):
+            Big.numbers.__get__(stranger)
+        tiny.b = 7
+        assert Tiny.b.__get__(tiny) == 7
+        Big.label.__set__(big, "ok")
+        assert str(big.label) == "ok"
+    Tiny.note = "changed"  # the conjugate class's own tag changes too
+    assert tiny.b == 7
+    with pytest.raises(TypeError):
+        Tiny.b.__get__(strangers[0])

@@ -148,7 +148,7 @@ static int outer_unchanged(zs_core_state *state, const zs_keywords *keywords, zs
     PyObject *now = keyword_value(keywords, state->str_outer);
     if (now == NULL || now == Py_None)
         return outer == ZS_NULL_REF;
-    return PyObject_TypeCheck(now, state->conjugate_type) &&
+    return zs_is_conjugate(state, now) &&
            ZS_CONJUGATE_IS_LIVE((zs_conjugate *)now) && ((zs_conjugate *)now)->handle == outer;
 }
 
@@ -179,7 +179,7 @@ static int read_request(zs_core_state *state, PyTypeObject *cls, const zs_keywor
         return 0;
     PyObject *outer = keyword_value(keywords, state->str_outer);
     if (outer != NULL && outer != Py_None) {
-        if (!PyObject_TypeCheck(outer, state->conjugate_type))
+        if (!zs_is_conjugate(state, outer))
             return 0;
         zs_conjugate *holder = (zs_conjugate *)outer;
         if (!ZS_CONJUGATE_IS_LIVE(holder))

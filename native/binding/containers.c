@@ -565,7 +565,7 @@ static int reference_probe(zs_core_state *state, PyObject *probe, zs_ref *wanted
         *wanted = ZS_NULL_REF;
         return 1;
     }
-    if (!PyObject_TypeCheck(probe, state->conjugate_type) ||
+    if (!zs_is_conjugate(state, probe) ||
         Py_TYPE(probe)->tp_richcompare != PyBaseObject_Type.tp_richcompare)
         return 0;
     zs_conjugate *conjugate = (zs_conjugate *)probe;

@@ -101,6 +101,17 @@ int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
     X(structure, "the container it points into changed structure (it may have moved)")   \
     X(parent, "what it points into has expired")
 
+/* What a type derives from among this module's two conjugate bases,
+ * remembered under the type's version tag: a tag names one type as it was
+ * when the tag was given (CPython clears it when the type changes and never
+ * gives it again), so a hit needs no walk of the type's MRO. */
+#define ZS_TYPE_MEMO_SIZE 64u
+typedef struct zs_type_memo {
+    unsigned int tag;   /* a tp_version_tag; 0: empty */
+    uint8_t conjugate;  /* the type derives from ObjectConjugate */
+    uint8_t value;      /* the type derives from ValueConjugate */
+} zs_type_memo;
+
 /* Everything the module shares: its types, the Python callbacks of the slow
  * paths, and the native API. One per module object; every conjugate class
  * and descriptor keeps a pointer to it (the module outlives them: the types
@@ -166,7 +177,35 @@ typedef struct zs_core_state {
     struct zs_runtime_core **open_runtimes;
     Py_ssize_t open_count;
     Py_ssize_t open_capacity;
+    /* Answers of zs_type_derives, by version tag modulo the size; `scratch`
+       holds the answer for a type that has no tag. */
+    zs_type_memo type_memo[ZS_TYPE_MEMO_SIZE];
+    zs_type_memo type_memo_scratch;
 } zs_core_state;
+
+/* The memo entry of `type` (made on a miss; module.c). */
+const zs_type_memo *zs_type_memo_fill(zs_core_state *state, PyTypeObject *type);
+
+/* What `type` derives from: a memo hit, or a walk of its MRO. */
+static inline const zs_type_memo *zs_type_derives(zs_core_state *state, PyTypeObject *type) {
+#ifdef Py_TPFLAGS_VALID_VERSION_TAG
+    unsigned int tag = type->tp_version_tag;
+    const zs_type_memo *memo = &state->type_memo[tag % ZS_TYPE_MEMO_SIZE];
+    if (tag != 0 && memo->tag == tag && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+        return memo;
+#endif
+    return zs_type_memo_fill(state, type);
+}
+
+/* Whether `object` is an object conjugate (of any class, live or expired). */
+static inline int zs_is_conjugate(zs_core_state *state, PyObject *object) {
+    return zs_type_derives(state, Py_TYPE(object))->conjugate;
+}
+
+/* Whether `object` is a value conjugate. */
+static inline int zs_is_value(zs_core_state *state, PyObject *object) {
+    return zs_type_derives(state, Py_TYPE(object))->value;
+}
 
 /* ---- runtimes: the conjugate table ----------------------------------------- */
 

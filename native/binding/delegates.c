@@ -285,7 +285,7 @@ static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ss
  * binding spelled another way) without looking at more than its type. */
 static int plain_callable(zs_core_state *state, PyObject *target) {
     return PyCallable_Check(target) && !PyMethod_Check(target) && !PyTuple_Check(target) &&
-           !PyObject_TypeCheck(target, state->conjugate_type) && !zsv_check(state, target);
+           !zs_is_conjugate(state, target) && !zsv_check(state, target);
 }
 
 /* The binding list of a live multicast or sparse delegate (NULL: an

@@ -35,7 +35,7 @@ static char *holder_memory(zsv_property *property, PyObject *obj, zs_runtime_cor
                            zs_ref *owner) {
     zs_core_state *state = zs_state_of_type(Py_TYPE(property));
     if (property->owner_kind == NULL) {
-        if (PyObject_TypeCheck(obj, state->conjugate_type)) {
+        if (zs_is_conjugate(state, obj)) {
             zs_conjugate *conjugate = (zs_conjugate *)obj;
             if (!ZS_CONJUGATE_IS_LIVE(conjugate))
                 return zs_raise_expired(conjugate), NULL;
@@ -60,7 +60,7 @@ static char *holder_memory(zsv_property *property, PyObject *obj, zs_runtime_cor
 static char *member_locator(PyObject *holder, Py_ssize_t offset) {
     PyTypeObject *type = Py_TYPE(holder);
     zs_core_state *state = zs_state_of_type(type);
-    if (PyObject_TypeCheck(holder, state->conjugate_type)) {
+    if (zs_is_conjugate(state, holder)) {
         zs_conjugate *conjugate = (zs_conjugate *)holder;
         if (!ZS_CONJUGATE_IS_LIVE(conjugate))
             return zs_raise_expired(conjugate), NULL;
@@ -72,7 +72,7 @@ static char *member_locator(PyObject *holder, Py_ssize_t offset) {
 
 /* The views table of a live holder (objects and values alike). */
 static zsv_table *holder_views(zs_core_state *state, PyObject *holder) {
-    if (PyObject_TypeCheck(holder, state->conjugate_type))
+    if (zs_is_conjugate(state, holder))
         return ((zs_conjugate *)holder)->u.views;
     return ((zsv_value *)holder)->views;
 }

@@ -25,6 +25,24 @@ zs_core_state *zs_state_of_type(PyTypeObject *type) {
     return NULL;
 }
 
+const zs_type_memo *zs_type_memo_fill(zs_core_state *state, PyTypeObject *type) {
+    zs_type_memo answer = {
+        .conjugate = (uint8_t)PyType_IsSubtype(type, state->conjugate_type),
+        .value = (uint8_t)PyType_IsSubtype(type, state->value_type),
+    };
+#ifdef Py_TPFLAGS_VALID_VERSION_TAG
+    unsigned int tag = type->tp_version_tag;
+    if (tag != 0 && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
+        answer.tag = tag;
+        zs_type_memo *memo = &state->type_memo[tag % ZS_TYPE_MEMO_SIZE];
+        *memo = answer;
+        return memo;
+    }
+#endif
+    state->type_memo_scratch = answer;
+    return &state->type_memo_scratch;
+}
+
 /* Let Python raise the exception of a native status of a call on `rt`'s
  * heap (it expires pending conjugates first when the status is DYING);
  * returns NULL. */

@@ -27,7 +27,7 @@ int zs_descriptor_misapplied(PyObject *what, PyTypeObject *owner, PyObject *obj)
  * error: not a conjugate of that class, or expired). */
 static inline zs_conjugate *checked(PyTypeObject *owner, PyObject *obj, PyObject *what,
                                     zs_core_state *state) {
-    if (PyObject_TypeCheck(obj, state->conjugate_type)) {
+    if (zs_is_conjugate(state, obj)) {
         zs_conjugate *conjugate = (zs_conjugate *)obj;
         if (!ZS_CONJUGATE_IS_LIVE(conjugate))
             return zs_raise_expired(conjugate), NULL;
@@ -321,11 +321,11 @@ static int reference_set(PyObject *self, PyObject *obj, PyObject *value) {
         return -1;
     }
     zs_core_state *state = zs_state_of_type(Py_TYPE(self));
-    if (PyObject_TypeCheck(obj, state->conjugate_type) &&
+    if (zs_is_conjugate(state, obj) &&
         ZS_CONJUGATE_IS_LIVE((zs_conjugate *)obj) &&
         !zs_conjugate_is_a((zs_conjugate *)obj, property->owner))
         return zs_descriptor_misapplied(property->what, property->owner, obj);
-    if (!PyObject_TypeCheck(obj, state->conjugate_type))
+    if (!zs_is_conjugate(state, obj))
         return zs_descriptor_misapplied(property->what, property->owner, obj);
     zs_conjugate *holder = (zs_conjugate *)obj;
     zs_runtime_core *rt = holder->runtime;

@@ -108,9 +108,9 @@ void zsv_table_free(zsv_table *table) {
 static zsv_table **holder_table(zs_core_state *state, PyObject *holder) {
     if (holder == NULL)
         return NULL;
-    if (PyObject_TypeCheck(holder, state->value_type))
+    if (zs_is_value(state, holder))
         return &((zsv_value *)holder)->views;
-    if (PyObject_TypeCheck(holder, state->conjugate_type) &&
+    if (zs_is_conjugate(state, holder) &&
         ZS_CONJUGATE_IS_LIVE((zs_conjugate *)holder))
         return &((zs_conjugate *)holder)->u.views;
     return NULL;
@@ -188,7 +188,7 @@ void zsv_expire_scope(zs_core_state *state, PyObject *views) {
     Py_ssize_t count = PyList_GET_SIZE(views);
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *item = PyList_GET_ITEM(views, i);
-        if (!PyObject_TypeCheck(item, state->value_type))
+        if (!zs_is_value(state, item))
             continue;
         zsv_value *view = (zsv_value *)item;
         if (view->reason != NULL)
@@ -203,7 +203,7 @@ void zsv_expire_scope(zs_core_state *state, PyObject *views) {
     }
     for (Py_ssize_t i = 0; i < count && i < PyList_GET_SIZE(views); i++) {
         PyObject *item = PyList_GET_ITEM(views, i);
-        if (PyObject_TypeCheck(item, state->value_type))
+        if (zs_is_value(state, item))
             zsv_expire_table(((zsv_value *)item)->views, state->reason_parent);
     }
 }
@@ -495,7 +495,7 @@ void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason) {
  * ========================================================================= */
 
 int zsv_check(zs_core_state *state, PyObject *object) {
-    return PyObject_TypeCheck(object, state->value_type);
+    return zs_is_value(state, object);
 }
 
 /* Conjugates are made by this module only: a bare one has no memory. */

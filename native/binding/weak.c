@@ -18,7 +18,7 @@ static PyObject *weak_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:WeakObjectPtr", keywords, &target))
         return NULL;
     zs_core_state *state = zs_state_of_type(type);
-    if (target != Py_None && !PyObject_TypeCheck(target, state->conjugate_type))
+    if (target != Py_None && !zs_is_conjugate(state, target))
         return PyErr_Format(PyExc_TypeError, "WeakObjectPtr needs a zs.Object or None, not %s",
                             Py_TYPE(target)->tp_name);
     if (target != Py_None && !ZS_CONJUGATE_IS_LIVE((zs_conjugate *)target))
