@@ -1,5 +1,5 @@
-"""The Targets table: the figures the project promised (DESIGN section 6 and
-the benchmark issue), computed from the headline figures that the families
+"""The Targets table: the figures the project promised (README.md,
+"Benchmarks"), computed from the headline figures that the families
 recorded in this run (``_harness.METRICS``), each marked met or not met."""
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ together; one ``rt.collect_garbage()`` marks, gathers, hands the K dying
 handles to the managed side, which clears every conjugate's address and
 gives it the expired sentinel (in C), then purges. Reported per conjugate: the whole collection,
 and the managed part (wall minus the native phases: mostly the expiry).
-DESIGN rule 7 says expiring K conjugates costs O(K): the ns per conjugate
+Rule 7 of docs/design.md says expiring K conjugates costs O(K): the ns per conjugate
 should not grow with K.
 
 Memory: Python bytes per conjugate (``tracemalloc`` over creating objects

@@ -38,7 +38,7 @@ class Color(zs.Struct):
 
 
 class Bounds(zs.Struct):
-    """``lo`` lives at the struct's own address (design rule 8)."""
+    """``lo`` lives at the struct's own address (rule 8 of docs/design.md)."""
 
     lo: Vec3
     hi: Vec3

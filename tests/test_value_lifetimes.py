@@ -1,4 +1,4 @@
-"""Lifetimes of value conjugates (design rules 3 to 5): black values are
+"""Lifetimes of value conjugates (rules 3 to 5 of docs/design.md): black values are
 freed exactly once (dispose, ``with``, finalisation flushed at the next safe
 point); red views expire at the first of their three triggers (owner
 expired, scope ended, container structure changed) with a message naming

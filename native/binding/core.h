@@ -12,7 +12,7 @@
  * functions it calls (zs_native_api), taken from the cffi module itself, so
  * there is exactly one copy of the heap code in the process.
  *
- * Thread safety (design rule 10): every function here runs with the GIL held
+ * Thread safety (rule 10 of docs/design.md): every function here runs with the GIL held
  * and never releases it. A native call made from here therefore cannot be
  * interleaved with Python code on another thread, and Runtime.close() sets
  * `closing` (under the GIL) before it frees anything: a fast path that sees

@@ -421,7 +421,7 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
 
 /* Marking a big heap is bound by memory latency: every reference reads an
  * item at a random address, every queued object a random object. So marking
- * works in batches (seed 002's batching): up to BATCH_OBJECTS objects are
+ * works in batches, as Unreal's reachability analysis does: up to BATCH_OBJECTS objects are
  * popped and scanned, each non-null reference slot is queued with its item
  * prefetched; then the batch's slots are visited, by which time their items
  * have arrived. A newly marked object has its object prefetched as it is

@@ -87,7 +87,7 @@ class GcStress:
 
 @dataclass
 class GcSettings:
-    """Policy of ``rt.gc.tick(dt)``, the per-frame driver (seed 002)."""
+    """Policy of ``rt.gc.tick(dt)``, the per-frame driver."""
 
     time_between_collections: float = 1.0
     """Seconds of ticks between the start of two incremental cycles."""

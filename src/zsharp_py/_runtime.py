@@ -1,6 +1,6 @@
 """``zs.Runtime``: one isolated native heap plus its conjugate mapping.
 
-Locking (design rule 10): cffi releases the GIL inside every native call,
+Locking (rule 10 of docs/design.md): cffi releases the GIL inside every native call,
 so the C library serialises each call with the runtime's own mutex, and
 this module holds ``Runtime._lock`` around every sequence of calls that
 must not interleave with a collection (create-then-adopt an object, and

@@ -7,7 +7,7 @@ and the marshalling of values in and out, under the rule of
 native/binding/value.h (convert completely first, then resolve the address
 and write with no Python code in between).
 
-Lifetimes (docs/design.md, rules 3 to 5):
+Lifetimes (rules 3 to 5 of docs/design.md):
 
 * **Black** values are created from Python (``Vector(1, 2, 3)``,
   ``zs.Array[zs.Int32]([1, 2])``) or by ``clone()``. Their native block is
