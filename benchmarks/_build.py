@@ -313,8 +313,8 @@ void int_array_free(IntArray *array);
 typedef void (*actor_tick_fn)(void *self, double dt);
 void actor_call_tick(actor_tick_fn tick, void *self, double dt);
 
-int32_t zs_actor_get_health(void *actor);
-void zs_actor_move(void *actor, double dx, double dy, double dz);
+int32_t zs_actor_get_health(uintptr_t address);
+void zs_actor_move(uintptr_t address, double dx, double dy, double dz);
 """
 
 CFFI_SOURCE = """
@@ -331,9 +331,12 @@ typedef struct ZsActor {
 } ZsActor;
 
 ACTOR_BODIES(ZsActor, zs_actor_typed)
-static int32_t zs_actor_get_health(void *actor) { return zs_actor_typed_get_health(actor); }
-static void zs_actor_move(void *actor, double dx, double dy, double dz) {
-    zs_actor_typed_move(actor, dx, dy, dz);
+/* Called with a conjugate's address (obj._address: 0 once it expired). */
+static int32_t zs_actor_get_health(uintptr_t address) {
+    return address ? zs_actor_typed_get_health((ZsActor *)address) : -1;
+}
+static void zs_actor_move(uintptr_t address, double dx, double dy, double dz) {
+    if (address) zs_actor_typed_move((ZsActor *)address, dx, dy, dz);
 }
 """
 

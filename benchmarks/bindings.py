@@ -102,10 +102,10 @@ def zs_actor_class(get_health: Callable[[Any], int],
             velocity: vec3  # type: ignore[valid-type]
 
         def get_health(self) -> int:
-            return get_health(_pointer(self))
+            return get_health(self._address)
 
         def move(self, dx: float, dy: float, dz: float) -> None:
-            move(_pointer(self), dx, dy, dz)
+            move(self._address, dx, dy, dz)
 
     return BindActor
 
@@ -256,8 +256,8 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
         cases += [
             MicroCase("Python method -> cffi -> C body", "call0", "a.get_health()", namespace,
                       peer, note="no native method binding yet: a Python method calling "
-                                 "zs_actor_get_health(pointer) through cffi, the pointer cast from the "
-                                 "object's address per call"),
+                                 "zs_actor_get_health(self._address) through cffi (the C body "
+                                 "takes the address as an integer, 0 once expired)"),
             MicroCase("Python method -> cffi -> C body", "call3", "a.move(1.0, 2.0, 3.0)",
                       namespace, peer),
         ]
