@@ -513,8 +513,9 @@ static PyMethodDef runtime_core_methods[] = {
 static PyMemberDef runtime_core_members[] = {
     {"_closing", T_BOOL, offsetof(zs_runtime_core, closing), 0,
      "Set first thing by close(): the C fast paths decline from then on."},
-    {"_adopting", T_BOOL, offsetof(zs_runtime_core, adopting), 0,
-     "Between a native conjugate record and its table entry (collections refuse)."},
+    {"_adopting", T_UINT, offsetof(zs_runtime_core, adopting), 0,
+     "Depth of the sections between a native conjugate record and its table entry "
+     "(collections and close() refuse while it is not 0)."},
     {"_flush_pending", T_BOOL, offsetof(zs_runtime_core, flush_pending), 0,
      "Finalisers queued native frees: creation takes the Python path (a safe point)."},
     {"_collect_every", T_UINT, offsetof(zs_runtime_core, collect_every), 0,

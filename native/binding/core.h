@@ -227,8 +227,11 @@ typedef struct zs_runtime_core {
     PyObject **table;            /* [capacity] borrowed conjugates */
     uint32_t capacity;
     uint32_t collect_every;      /* GcStress.collect_every: creation takes the slow path */
+    uint32_t adopting;           /* depth of the sections between a native conjugate record
+                                    and its table entry (Runtime._adopting, zsharp_py/_runtime.py):
+                                    they nest, since a keyword's hook in a constructor may
+                                    create or adopt another object */
     char closing;                /* set first thing by close(): fast paths decline */
-    char adopting;               /* between a native conjugate record and its table entry */
     char flush_pending;          /* finalisers queued native frees: flush at the next safe point */
     char dying_window;           /* a cycle has found objects dying whose conjugates may not
                                     have expired yet: plain writes ask the heap first (the

@@ -430,12 +430,17 @@ def _write(runtime: Runtime, layout: FunctionLayout, block: Any, address: int, v
         assert layout.result is not None
         _core.block_write(runtime, kind.kind, address + layout.result.offset, value)
         return
+    if mode == _SCALAR:
+        # Converted once, as property writes convert (an exact int, float or
+        # bool, range-checked): cffi then stores it without calling any
+        # method of the value (it would convert the original again, through
+        # its __int__ or __float__).
+        setattr(block, cname, kind.convert(what, value))
+        return
     kind.check(what, value)
-    if mode == _OBJECT:
-        if value is not None and value._rt is not runtime:
-            raise ValueError(f"{what}: the object belongs to another runtime")
-        value = 0 if value is None else value._h
-    setattr(block, cname, value)
+    if value is not None and value._rt is not runtime:
+        raise ValueError(f"{what}: the object belongs to another runtime")
+    setattr(block, cname, 0 if value is None else value._h)
 
 
 _core.configure_calls(slow_call=_call_from_address, scopes=_values._scopes)

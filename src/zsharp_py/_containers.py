@@ -492,7 +492,13 @@ class Map(_core.MapBase, ValueConjugate, _Container, TypeParameters[K, V]):
         """Set every key/value of a mapping (or pairs), then of keywords; all
         converted first, so a bad pair changes nothing."""
         if kwargs:
-            pairs = list(other.items() if hasattr(other, "items") else other)
+            if issubclass(type(other), dict):
+                # A dict subclass is read through the base storage, as without
+                # keywords (snapshot_pairs, native/binding/kind.c): never
+                # through an ``items`` it may override.
+                pairs = list(dict.items(other))
+            else:
+                pairs = list(other.items() if hasattr(other, "items") else other)
             other = pairs + list(kwargs.items())
         self._update_from(other)
 

@@ -44,7 +44,7 @@ class RuntimeCore:
     """The C part of a runtime: its native pointer and its conjugate table."""
 
     _closing: bool
-    _adopting: bool
+    _adopting: int
     _flush_pending: bool
     _collect_every: int
     _dying_window: bool

@@ -107,6 +107,14 @@ def _step_class(kind: PropertyKind) -> type | None:
     return None
 
 
+def _text(value: str) -> str:
+    """The code points of a str, or of a str subclass, as an exact str:
+    ``str.__str__`` copies the base value, so no method a subclass overrides
+    (``split``, ``__contains__``...) ever sees the parse (the rule on
+    builtin subclasses, docs/staging-rule.md)."""
+    return value if type(value) is str else str.__str__(value)
+
+
 def _descriptor(cls: type, name: str) -> Any:
     """The class attribute ``name`` of ``cls`` as stored (no descriptor
     protocol), or None."""
@@ -153,11 +161,12 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
                 raise TypeError("FieldPath(cls, fields) needs the fields as a str "
                                 "(\"position.x\")")
             owner, owner_name = path, _class_path(path)
+            fields = _text(fields)
             parts = self._split(fields, f"{path.__name__}.{fields}")
         elif isinstance(path, str):
             if fields is not None:
                 raise TypeError("FieldPath(str) takes one argument: \"Class.field.field\"")
-            owner_name, parts = self._parse(path)
+            owner_name, parts = self._parse(_text(path))
         else:
             raise TypeError(f"FieldPath needs a str (\"Actor.position.x\") or a class, "
                             f"not {type(path).__name__}")

@@ -121,7 +121,7 @@ def check_writable(runtime: Runtime, owner: int, context: str) -> None:
     ``owner`` 0 (black values). Caller holds the runtime's lock, without
     which no collection step runs, so the answer holds until the write."""
     if owner:
-        check(lib.zs_object_writable(runtime._ptr, owner), context, runtime)
+        check(lib.zs_object_writable(runtime._live_ptr(), owner), context, runtime)
 
 
 def refused(status: int, context: str, runtime: Runtime | None) -> NoReturn:

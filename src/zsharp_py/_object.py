@@ -218,8 +218,11 @@ def _create_initialized(cls: type[Object], /, *args: Any, name: str | None = Non
                             f"'{type(result).__name__}'")
     except BaseException:
         with runtime._lock:
+            # Each call checked just before it: a signal handler run between
+            # the two may close the runtime.
             if not runtime._closed:
                 lib.zs_remove_from_root(runtime._ptr, handle)  # fails harmlessly if not rooted
+            if not runtime._closed:
                 lib.zs_mark_as_garbage(runtime._ptr, handle)
         raise
     finally:

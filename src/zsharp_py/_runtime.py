@@ -247,7 +247,7 @@ class Runtime(_core.RuntimeCore):
 
     def _live_ptr(self) -> Any:
         if self._closed:
-            raise ExpiredConjugateError("the runtime has been closed")
+            raise ExpiredConjugateError(_CLOSED)
         return self._ptr
 
     def close_disregard_for_gc(self) -> None:
@@ -279,7 +279,8 @@ class Runtime(_core.RuntimeCore):
             if index[0] < 0:
                 return None
             info = ffi.new("zs_cluster_info *")
-            check(lib.zs_cluster_get_info(self._ptr, index[0], info), "cluster", self)
+            # Read again: Python code (a signal handler) may have closed the runtime.
+            check(lib.zs_cluster_get_info(self._live_ptr(), index[0], info), "cluster", self)
             return ClusterInfo(self._conjugate_of(info.root), info.objects,
                                info.referenced_clusters, info.mutable_objects,
                                info.referenced_by)
@@ -312,7 +313,14 @@ class Runtime(_core.RuntimeCore):
         self._flush_pending = False  # first: a finaliser running meanwhile sets it again
         queue = self._deferred_releases
         while queue:
-            lib.zs_release_strong_ref(self._ptr, queue.popleft())
+            handle = queue.popleft()
+            # Checked before each release, with no Python code before the call:
+            # a signal handler between two releases may close the runtime (the
+            # releases then no longer matter: closing frees everything).
+            if self._closing:
+                queue.clear()
+                break
+            lib.zs_release_strong_ref(self._ptr, handle)
         self._flush_values()  # black values' blocks; callables no binding holds
 
     def bound_callables(self) -> int:
@@ -337,12 +345,24 @@ class Runtime(_core.RuntimeCore):
 
     # ---- objects and conjugates -----------------------------------------
     def _native_class(self, cls: type[Object]) -> Any:
-        """The native class of ``cls`` in this runtime, registered on first use."""
+        """The native class of ``cls`` in this runtime, registered on first use.
+
+        Raises ``ExpiredConjugateError`` once the runtime is closing: the
+        lookup hashes ``cls`` (a metaclass ``__hash__``) and registering
+        runs Python code, either of which may close it, and the caller uses
+        the result at once (``zs_class_id``) with no Python code between."""
         native = self._native_classes.get(cls)
-        if native is not None:
-            return native
+        if native is None:
+            native = self._register_class(cls)
+        if self._closing:  # checked last: after this, the caller's native call
+            raise ExpiredConjugateError(_CLOSED)
+        return native
+
+    def _register_class(self, cls: type[Object]) -> Any:
+        """Register ``cls`` (and its parents) natively; its native class."""
         layout = class_layout(cls)
         parent = self._native_class(layout.parent) if layout.parent is not None else ffi.NULL
+        what = f"registering class {cls.__name__}"
         name = ffi.new("char[]", cls.__name__.encode("utf-8"))
         # References go as their own member kinds; everything else (structs,
         # strings, containers) as a VALUE member of its registered type.
@@ -355,14 +375,21 @@ class Runtime(_core.RuntimeCore):
             "name": name, "parent": parent, "instance_size": layout.size, "flags": layout.class_flags,
             "members": members, "member_count": len(layout.own_members)})
         out = ffi.new("zs_class **")
-        check(lib.zs_class_register(self._ptr, desc, out), f"registering class {cls.__name__}", self)
+        # Everything above may run Python code (class layout, string
+        # annotations, names, kinds), which may close the runtime: checked
+        # again here, with no Python code before the call (the parent's
+        # native class, if any, was freed by the same close).
+        if self._closing:
+            raise ExpiredConjugateError(_CLOSED)
+        status = lib.zs_class_register(self._ptr, desc, out)
         native = out[0]
-        class_id = lib.zs_class_id(native)
+        class_id = lib.zs_class_id(native) if status == 0 else 0  # before any Python code
+        check(status, what, self)
         while len(self._classes_by_id) <= class_id:
             self._classes_by_id.append(None)
         self._classes_by_id[class_id] = cls
-        self._native_classes[cls] = native
         self._set_native_class(cls, api_address(native))
+        self._native_classes[cls] = native  # last: hashing cls may run Python code
         return native
 
     def _describe_packed_name(self, packed: int) -> str:
@@ -379,7 +406,7 @@ class Runtime(_core.RuntimeCore):
         lock.acquire()
         try:
             if self._closing:  # set first by close(), and kept
-                raise ExpiredConjugateError("the runtime has been closed")
+                raise ExpiredConjugateError(_CLOSED)
             every = self._collect_every
             if every:
                 self._creations += 1
@@ -393,22 +420,29 @@ class Runtime(_core.RuntimeCore):
                 index, number = _NAME_AUTO, 0
             else:
                 index, number = self._intern(name)
+            outer_handle = 0 if outer is None else outer._h
             # From the native call until the constructor returns, collections
-            # re-entering on this thread (a signal handler, a finaliser run by
-            # an allocation) are refused (_adopting): the expiry would miss a
-            # conjugate the table does not hold yet, and an object still being
-            # built is unreachable.
-            self._adopting = True
+            # and close() re-entering on this thread (a signal handler, a
+            # finaliser run by an allocation, a keyword's hook) are refused
+            # (_adopting, a depth: a hook may create or adopt another object
+            # meanwhile): the expiry would miss a conjugate the table does not
+            # hold yet, and an object still being built is unreachable.
+            self._adopting += 1
             try:
-                handle = _object_new_conjugate(self._ptr, native, outer._h if outer else 0,
-                                               index, number, image, image_size, pointer_out)
+                # The flush, the lookups (a metaclass __hash__), the creator
+                # and the name may have run Python code that closed the
+                # runtime: checked again, with no Python code before the call.
+                if self._closing:
+                    raise ExpiredConjugateError(_CLOSED)
+                handle = _object_new_conjugate(self._ptr, native, outer_handle, index, number,
+                                               image, image_size, pointer_out)
                 if handle < _FIRST_REF:  # a status, not a handle (say, a dying outer)
                     refused(handle, f"{cls.__name__}()", self)
                 conjugate: Object = self._adopt(cls, handle, api_address(pointer_out[0]))
                 if more or properties:
                     self._initialize(conjugate, layout, handle, properties)
             finally:
-                self._adopting = False
+                self._adopting -= 1
             return conjugate
         finally:
             lock.release()
@@ -442,8 +476,11 @@ class Runtime(_core.RuntimeCore):
             for key, value in properties.items():
                 setattr(conjugate, key, value)
         except BaseException:
-            # Leave no half-built object reachable: it goes at the next collection.
-            lib.zs_mark_as_garbage(self._ptr, handle)
+            # Leave no half-built object reachable: it goes at the next
+            # collection. close() is refused while _adopting is set, but
+            # checked anyway: a closed runtime has freed the object already.
+            if not self._closing:
+                lib.zs_mark_as_garbage(self._ptr, handle)
             raise
 
     def _refuse_reentry(self, what: str) -> None:
@@ -475,14 +512,16 @@ class Runtime(_core.RuntimeCore):
             try:
                 yield pointer
             finally:
-                self._collecting = False
                 # The one rule for dying objects (native/binding/value.h,
                 # zsv_writable): while a cycle has found objects dying whose
                 # conjugates may not have expired yet, plain writes ask the
-                # heap first; otherwise they cost nothing extra.
+                # heap first; otherwise they cost nothing extra. Read while
+                # _collecting still refuses close() (a signal handler between
+                # the two calls could otherwise free ``pointer``).
                 if not self._closed:
                     self._dying_window = (lib.zs_gc_phase_of(pointer) == lib.ZS_GC_GATHERING
                                           or lib.zs_gc_expiring_count(pointer) > 0)
+                self._collecting = False
 
     def _conjugate_of(self, handle: int) -> Object | None:
         """The conjugate of a handle: existing, new, or None if the object is
@@ -501,14 +540,19 @@ class Runtime(_core.RuntimeCore):
             if cls is None:
                 return None
             class_layout(cls)
-            self._adopting = True
+            self._adopting += 1
             try:
+                # class_layout may have run Python code (string annotations,
+                # a metaclass __hash__) that closed the runtime: checked
+                # again, with no Python code before the call.
+                if self._closing:
+                    return None
                 if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
                     return None
                 adopted: Object = self._adopt(cls, handle, api_address(self._object_out[0]))
                 return adopted
             finally:
-                self._adopting = False
+                self._adopting -= 1
 
     def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
         flag = ffi.new("int *")
@@ -547,6 +591,7 @@ class RuntimeActivation:
 
 _object._current_runtime = current_runtime
 _NAME_AUTO = lib.ZS_NAME_AUTO
+_CLOSED = "the runtime has been closed"  # the ExpiredConjugateError of a closed runtime
 _object_new_conjugate = lib.zs_object_new_conjugate
 _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
 

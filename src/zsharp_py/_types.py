@@ -95,10 +95,21 @@ else:
 
 
 def _as_float(value: Any) -> float:
+    """An exact float, as the C writes take it (``convert_real``,
+    native/binding/scalar.c): a float or an int, or a subclass of either,
+    through its base value (never a ``__float__`` the subclass overrides);
+    any other number through its ``__float__``, once."""
     if type(value) is float:
         return value
-    if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__float__"):
-        raise TypeError(f"expected a real number, got {type(value).__name__}")
+    cls = type(value)
+    if issubclass(cls, float):
+        result: float = float.__float__(value)
+        return result
+    if issubclass(cls, int):  # bool too: as PyLong_AsDouble
+        result = int.__float__(value)
+        return result
+    if issubclass(cls, (str, bytes, bytearray)) or not hasattr(value, "__float__"):
+        raise TypeError(f"expected a real number, got {cls.__name__}")
     return float(value)
 
 
@@ -271,8 +282,15 @@ class ScalarKind(PropertyKind):
 
     def check(self, what: str, value: Any) -> None:
         """Run the scalar conversion."""
+        self.convert(what, value)
+
+    def convert(self, what: str, value: Any) -> Any:
+        """The value to store: an exact int, float or bool, range-checked
+        (subclasses of int and float through their base value, any other
+        number through its ``__index__`` or ``__float__``, once). Errors name
+        ``what``."""
         try:
-            self.scalar.convert(value)
+            return self.scalar.convert(value)
         except (TypeError, OverflowError) as error:
             raise named(what, error) from None
 
