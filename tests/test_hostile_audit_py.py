@@ -373,6 +373,9 @@ class Caller(zs.Object):
     def count(self) -> zs.Int32:
         return RESULT[0]  # type: ignore[no-any-return]
 
+    def partner(self) -> Caller | None:
+        return RESULT[0]  # type: ignore[no-any-return]
+
     def ratio(self) -> zs.Float32:
         return RESULT[0]  # type: ignore[no-any-return]
 
@@ -416,3 +419,31 @@ def test_h5_results_of_calls_from_native_code_are_converted_once(
     assert _call_from_native(caller, "count")[0] == ZS_E_CALL_FAILED
     assert type(unraisable[-1].exc_value) is OverflowError
     assert "Caller.count (result)" in str(unraisable[-1].exc_value)
+
+
+class Impostor:
+    """Claims to be a Caller through ``__class__`` (isinstance believes it)
+    and offers a handle of its own choosing."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return Caller
+
+    def __init__(self, rt: zs.Runtime, handle: int) -> None:
+        self._rt = rt
+        self._h = handle
+        self._address = 1
+
+
+def test_object_results_are_checked_by_their_real_type(
+        rt: zs.Runtime, unraisable: list[Any]) -> None:
+    caller, other = Caller(), Caller()
+    RESULT[0] = other
+    assert _call_from_native(caller, "partner") == (ZS_OK, other.handle)
+    impostor = Impostor(rt, other.handle + 1)
+    assert isinstance(impostor, Caller)  # what the check must not trust
+    RESULT[0] = impostor
+    status, written = _call_from_native(caller, "partner")
+    assert status == ZS_E_CALL_FAILED and written == 0
+    assert type(unraisable[-1].exc_value) is TypeError
+    assert "not Impostor" in str(unraisable[-1].exc_value)

@@ -474,7 +474,8 @@ class ClusterInfo:
 
 
 def _check_target(what: str, target: type[Object], value: Any, extra: str = "") -> None:
-    if value is None or isinstance(value, target):
+    # The value's real type: isinstance would believe a __class__ property.
+    if value is None or issubclass(type(value), target):
         if value is not None and not value._address:
             raise ExpiredConjugateError(f"cannot store into {what}: "
                                         f"{expired_error(value._expired)}")
