@@ -268,7 +268,7 @@ def _check_properties(layout: ClassLayout, runtime: Runtime, values: dict[str, A
         if info.name in values:
             value = values[info.name]
             info.kind.check(f"{layout.cls.__name__}.{info.name}", value)
-            if isinstance(value, Object) and value._rt is not runtime:
+            if issubclass(type(value), Object) and value._rt is not runtime:
                 raise ValueError(f"{layout.cls.__name__}.{info.name}: the object belongs to "
                                  "another runtime")
 
@@ -487,7 +487,7 @@ def _check_target(what: str, target: type[Object], value: Any, extra: str = "") 
 def _reference_store_failed(self: Object, value: Any, what: str) -> None:
     """Raise the precise error for a reference store that cannot happen."""
     self._live_runtime()
-    if isinstance(value, Object):
+    if issubclass(type(value), Object):
         value._live_runtime()
         if value._rt is not self._rt:
             raise ValueError(f"cannot store into {what}: the object belongs to another runtime")

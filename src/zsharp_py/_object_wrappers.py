@@ -416,9 +416,9 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
             return _NULL_ID, None
         if isinstance(value, LazyObjectPtr):
             return value._id, value._rt
-        if isinstance(value, Object):
+        if issubclass(type(value), Object):
             target = cls._zs_target()
-            if not isinstance(value, target):
+            if not issubclass(type(value), target):
                 raise TypeError(f"{what} needs a {target.__name__}, not {type(value).__name__}")
             return _persistent_id(value), value._rt
         return _id_bytes(value), None
@@ -531,10 +531,10 @@ class LazyObjectSpec(_WrapperSpec):
 
     def check(self, what: str, value: Any) -> None:
         """A LazyObjectPtr, an object of ``T``, an id or None."""
-        if isinstance(value, Object):
+        if issubclass(type(value), Object):
             value._live_runtime()
             target = self.cls._zs_target()
-            if not isinstance(value, target):
+            if not issubclass(type(value), target):
                 raise TypeError(f"{what} needs a {target.__name__}, not {type(value).__name__}")
             return
         self.cls._convert(what, value)
@@ -586,7 +586,7 @@ class _SoftPointer(ValueConjugate, _Specialised):
         from ._delegates import _current
         from ._runtime import current_runtime
 
-        runtime = value._live_runtime() if isinstance(value, Object) else current_runtime()
+        runtime = value._live_runtime() if issubclass(type(value), Object) else current_runtime()
         with _current(runtime):
             made: Self = _core.ValueConjugate.__new__(cls, value)  # type: ignore[call-arg]
         return made
@@ -694,9 +694,9 @@ class SoftObjectPtr(_SoftPointer, TypeParameters[T]):
             return value
         if isinstance(value, SoftObjectPtr):
             return value.path
-        if isinstance(value, Object):
+        if issubclass(type(value), Object):
             target = cls._zs_target()
-            if not isinstance(value, target):
+            if not issubclass(type(value), target):
                 raise TypeError(f"{what} needs a {target.__name__}, not {type(value).__name__}")
             return object_path(value)
         raise TypeError(f"{what} needs a path (str), a zs.Object, a SoftObjectPtr or None, "
@@ -977,7 +977,7 @@ class ScriptInterfaceSpec(_WrapperSpec):
             value = value.object
         if value is None:
             return
-        if not isinstance(value, Object):
+        if not issubclass(type(value), Object):
             raise TypeError(f"{what} needs an object implementing {interface.__name__} or None, "
                             f"not {type(value).__name__}")
         value._live_runtime()
