@@ -233,8 +233,13 @@ static zs_creator *find_creator(zs_core_state *state, zs_runtime_core *rt, PyTyp
             PyErr_Clear();
             return NULL;
         }
-        Py_XSETREF(rt->last_class, Py_NewRef((PyObject *)cls));
-        Py_XSETREF(rt->last_creator, Py_NewRef(found));
+        /* Both recorded before either old one is dropped: `found` is
+           borrowed, and a drop may run Python code. */
+        PyObject *old_class = rt->last_class, *old_creator = rt->last_creator;
+        rt->last_class = Py_NewRef((PyObject *)cls);
+        rt->last_creator = Py_NewRef(found);
+        Py_XDECREF(old_class);
+        Py_XDECREF(old_creator);
     }
     return (zs_creator *)rt->last_creator;
 }
@@ -257,10 +262,18 @@ static int stage_value_keywords(const zs_request *request, zsv_staged *staged) {
 }
 
 /* Create the object and its conjugate and write the keywords; no Python
- * code runs from the native call to the last write. */
+ * code runs from the check of the runtime to the last write. NULL with no
+ * error when the Python path must decide. */
 static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request *request,
                             zs_creator *creator, const zsv_staged *staged) {
     zs_runtime_core *rt = request->rt;
+    /* find_creator may have run Python code (a metaclass's __hash__ or
+       __eq__, a dropped reference) that closed the runtime, which frees the
+       creator's native class, or recorded another class's creator: the
+       runtime must be open and the creator still the one of `cls` in it. */
+    if (!runtime_usable(rt) || rt->last_class != (PyObject *)cls ||
+        rt->last_creator != (PyObject *)creator)
+        return NULL;
     uint32_t name_index = ZS_NAME_AUTO, name_number = 0;
     if (request->name != NULL) {
         Py_ssize_t length;

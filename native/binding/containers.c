@@ -154,8 +154,17 @@ static PyObject *array_subscript(PyObject *self, PyObject *index) {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(index, &start, &stop, &step) < 0)
             return NULL;
-        Py_ssize_t count = PySlice_AdjustIndices(((zs_array *)at)->count, &start, &stop, step);
         PyObject *list = PyList_New(0);
+        if (list == NULL)
+            return NULL;
+        /* The bounds' __index__, or the collector run by the list's
+           allocation, may have grown, disposed or collected the array: its
+           address again, as it is now. */
+        if ((at = zsv_live(value)) == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_ssize_t count = PySlice_AdjustIndices(((zs_array *)at)->count, &start, &stop, step);
         for (Py_ssize_t i = 0, p = start; list != NULL && i < count; i++, p += step) {
             /* Each element from the array as it is now. */
             if (zsv_live(value) == NULL || (uint32_t)p >= ((zs_array *)value->address)->count) {

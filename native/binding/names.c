@@ -478,13 +478,17 @@ PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id) {
 
 /* Drop the callables of ids no native binding holds any more. */
 int zsv_callables_drain(zs_runtime_core *rt) {
-    if (rt->native == NULL || rt->callable_count == 0)
+    if (rt->callable_count == 0)
         return 0;
     uint32_t ids[256], count = 0;
     do {
+        /* Checked on every round: a finaliser run by a drop below may have
+           closed the runtime (close drops every callable itself). */
+        if (rt->native == NULL || rt->closing)
+            return 0;
         if (rt->state->api.zs_take_released_callables(rt->native, ids, 256, &count) != ZS_OK)
             return -1;
-        for (uint32_t i = 0; i < count; i++) {
+        for (uint32_t i = 0; i < count && rt->native != NULL; i++) {
             uint32_t id = ids[i];
             PyObject *held = zsv_callable_get(rt, id);
             if (held == NULL)

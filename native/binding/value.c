@@ -424,6 +424,10 @@ zsv_value *zsv_new_black(zs_runtime_core *rt, zsv_kind *kind) {
        run Python code: before anything native is held). */
     if (rt->callable_count > 0 && zsv_callables_drain(rt) < 0)
         return NULL;
+    /* A finaliser the drain ran may have closed the runtime. From here to
+       zs_value_new, no Python code runs. */
+    if (rt->native == NULL || rt->closing)
+        return closed_error(rt);
     const zs_type *type = zsv_native_type(rt, kind);
     if (type == NULL)
         return NULL;
@@ -591,7 +595,8 @@ static PyObject *value_clone(PyObject *self, PyObject *unused) {
     zsv_value *copy = zsv_new_black(rt, value->kind);
     if (copy == NULL)
         return NULL;
-    /* Nothing above ran Python code; check again all the same. */
+    /* zsv_new_black may have run Python code (a finaliser, dropping a
+       delegate callable): the source may have been disposed meanwhile. */
     if (zsv_live(value) == NULL) {
         Py_DECREF(copy);
         return NULL;

@@ -337,7 +337,8 @@ PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssi
  * code): only its scope expires it. */
 PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address);
 /* A new black value of `kind` (zeroed), in the black list; NULL with an
- * exception set. */
+ * exception set. May run Python code first (dropping delegate callables no
+ * binding holds): a caller reads its own addresses again afterwards. */
 zsv_value *zsv_new_black(zs_runtime_core *rt, zsv_kind *kind);
 /* Expire, in place, every view in a table and theirs (no Python code, no
  * allocation): each is detached from the table, which is left empty. */
