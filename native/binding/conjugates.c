@@ -752,6 +752,7 @@ int zs_add_conjugate_types(PyObject *module, zs_core_state *state) {
  * references to what it compares with (never released, like the hook). */
 static struct {
     PyTypeObject *conjugate_type;  /* ObjectConjugate: every object conjugate */
+    PyTypeObject *value_type;      /* ValueConjugate: every value conjugate */
     PyObject *marker;              /* FIXED_CLASS: in the MRO of every fixed class */
     PyObject *str_class;           /* "__class__", interned */
     int installed;
@@ -759,7 +760,10 @@ static struct {
 
 /* Whether instances of `type` must keep their class. */
 static int class_is_fixed(PyTypeObject *type) {
+    /* By C base type: what a class body assigns to __class__ cannot unfix it. */
     if (reclass_guard.conjugate_type != NULL && PyType_IsSubtype(type, reclass_guard.conjugate_type))
+        return 1;
+    if (reclass_guard.value_type != NULL && PyType_IsSubtype(type, reclass_guard.value_type))
         return 1;
     PyObject *mro = type->tp_mro;
     if (reclass_guard.marker == NULL || reclass_guard.str_class == NULL || mro == NULL ||
@@ -811,6 +815,8 @@ PyObject *zs_refuse_reclassing(PyObject *module, PyObject *marker) {
     zs_core_state *state = zs_state_of_module(module);
     if (reclass_guard.conjugate_type == NULL && state->conjugate_type != NULL)
         reclass_guard.conjugate_type = (PyTypeObject *)Py_NewRef(state->conjugate_type);
+    if (reclass_guard.value_type == NULL && state->value_type != NULL)
+        reclass_guard.value_type = (PyTypeObject *)Py_NewRef(state->value_type);
     if (reclass_guard.marker == NULL)
         reclass_guard.marker = Py_NewRef(marker);
     if (reclass_guard.str_class == NULL &&

@@ -357,14 +357,18 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
             zs_array *array = (zs_array *)value->address;
             Py_ssize_t count = PySlice_AdjustIndices(array->count, &start, &stop, step);
             if (step == 1) {
-                result = array_remove(value, (uint32_t)start, (uint32_t)count);
-                if (result == 0 && item != NULL && staged.count > 0)
-                    result = array_insert_staged(value, start, 0, &staged, 0);
+                /* Insert, then remove: a refused insertion is undone, the old elements kept. */
+                result = 0;
+                if (item != NULL && staged.count > 0)
+                    result = array_insert_staged(value, start + count, 0, &staged, 0);
+                if (result == 0)
+                    result = array_remove(value, (uint32_t)start, (uint32_t)count);
             } else if (item != NULL && (Py_ssize_t)staged.count != count) {
                 PyErr_Format(PyExc_ValueError, "attempt to assign sequence of size %u to "
                              "extended slice of size %zd", staged.count, count);
             } else if (item != NULL) {
-                zs_status status = ZS_OK;
+                /* References first: a refusal after one write would keep that write. */
+                zs_status status = zsv_references_valid(rt, value->kind, &staged);
                 for (Py_ssize_t i = 0; status == ZS_OK && i < count; i++) {
                     Py_ssize_t p = start + i * step;
                     zsv_staged scratch;
@@ -873,6 +877,27 @@ static int hash_remove(zsv_value *value, const zsv_staged *key_staged) {
     return removed;
 }
 
+/* Add every staged element (a set) or key and value (a map) of a staged
+ * set or map to a live hash: phase 2. Every object reference is checked
+ * first, so that one whose object died while later elements were staged
+ * is refused before anything is added. */
+static int hash_add_all(zsv_value *value, const zsv_staged *staged) {
+    if (staged->count == 0)
+        return 0;
+    zs_runtime_core *rt = value->runtime;
+    if (zsv_live(value) == NULL)
+        return -1;
+    zs_status status = zsv_references_valid(rt, value->kind, staged);
+    if (status != ZS_OK)
+        return refused(value, status), -1;
+    uint32_t step = value->kind->code == ZSV_MAP ? 2 : 1;
+    int result = 0;
+    for (uint32_t i = 0; result == 0 && i < staged->count; i++)
+        result = hash_add(value, &staged->u.items[step * i],
+                          step == 2 ? &staged->u.items[2 * i + 1] : NULL);
+    return result;
+}
+
 /* The entry index of `key` in a hash: -1 absent (or not a key), -2 error. */
 static int64_t hash_lookup(zsv_value *value, PyObject *key) {
     zsv_staged staged = {0};
@@ -1004,9 +1029,7 @@ static PyObject *set_update(PyObject *self, PyObject *iterable) {
     zsv_staged staged = {0};
     if (zsv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
         return NULL;
-    int result = 0;
-    for (uint32_t i = 0; result == 0 && i < staged.count; i++)
-        result = hash_add(value, &staged.u.items[i], NULL);
+    int result = hash_add_all(value, &staged);
     zsv_release(value->kind, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
 }
@@ -1053,40 +1076,58 @@ static PyType_Slot set_slots[] = {
     {0, NULL},
 };
 
-/* A map value's address in a map as it is now (a zsv_locator; key ~index). */
-static char *map_locator(PyObject *holder, Py_ssize_t key) {
+/* How many times values() and items() of a view-valued map are made again
+ * when it changes structure meanwhile (Python code changing it every time). */
+#define MAP_READ_ATTEMPTS 8
+
+/* The value of a staged key's entry in a map as it is now (a zsv_finder:
+ * the key is found again natively, so a view never gets the entry another
+ * key moved into; cached under ~index). */
+static char *map_finder(PyObject *holder, const void *place, Py_ssize_t *key) {
     zsv_value *value = (zsv_value *)holder;
-    char *at = zsv_live(value);
-    if (at == NULL)
+    if (zsv_live(value) == NULL)
         return NULL;
-    const zs_hash *hash = (const zs_hash *)at;
-    Py_ssize_t index = ~key;
-    if (index < 0 || (uint32_t)index >= hash->entries.count) {
-        PyErr_SetString(PyExc_KeyError, "the map changed");
+    zs_runtime_core *rt = value->runtime;
+    if (rt->native == NULL || rt->closing)
+        return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), NULL;
+    zs_status status;
+    int64_t index = hash_find(value, place, &status);
+    if (status == ZS_E_STALE || status == ZS_E_DYING)
+        return NULL;  /* a key of an object destroyed since: no entry holds it now */
+    if (status != ZS_OK)
+        return refused(value, status), NULL;
+    if (index < 0)
         return NULL;
-    }
-    return (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
-           value->kind->value_offset;
+    *key = ~(Py_ssize_t)index;
+    return (char *)((zs_hash *)value->address)->entries.data +
+           (size_t)index * value->kind->entry_size + value->kind->value_offset;
 }
 
-/* The value of entry `index` (a plain value, or a view). */
-static PyObject *map_value_at(zsv_value *value, int64_t index) {
-    return zsv_read(value->runtime, value->kind->value, (PyObject *)value, ~(Py_ssize_t)index,
-                    value->owner, map_locator);
+/* The value of `key` (a plain value, or a view), `fallback` when it is
+ * absent (a new reference), or KeyError when there is none. */
+static PyObject *map_lookup(zsv_value *value, PyObject *key, PyObject *fallback) {
+    zsv_staged staged = {0};
+    int staged_ok = stage_lookup_key(value, key, &staged);
+    if (staged_ok < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (staged_ok > 0)
+        result = zsv_read_at(value->runtime, value->kind->value, (PyObject *)value, value->owner,
+                             map_finder, &staged);
+    zsv_release(value->kind->element, &staged);
+    if (result != NULL || PyErr_Occurred())
+        return result;
+    if (fallback != NULL)
+        return Py_NewRef(fallback);
+    PyErr_SetObject(PyExc_KeyError, key);
+    return NULL;
 }
 
 static PyObject *map_subscript(PyObject *self, PyObject *key) {
     zsv_value *value;
     if (container_of(self, ZSV_MAP, &value) == NULL)
         return NULL;
-    int64_t index = hash_lookup(value, key);
-    if (index == -2)
-        return NULL;
-    if (index < 0) {
-        PyErr_SetObject(PyExc_KeyError, key);
-        return NULL;
-    }
-    return map_value_at(value, index);
+    return map_lookup(value, key, NULL);
 }
 
 static int map_ass_subscript(PyObject *self, PyObject *key, PyObject *item) {
@@ -1121,12 +1162,7 @@ static PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     if (nargs < 1 || nargs > 2)
         return PyErr_Format(PyExc_TypeError, "get expected 1 or 2 arguments, got %zd", nargs);
-    int64_t index = hash_lookup(value, args[0]);
-    if (index == -2)
-        return NULL;
-    if (index < 0)
-        return Py_NewRef(nargs == 2 ? args[1] : Py_None);
-    return map_value_at(value, index);
+    return map_lookup(value, args[0], nargs == 2 ? args[1] : Py_None);
 }
 
 /* Map._take(key) -> (found, plain value): remove an entry, its value copied out. */
@@ -1174,55 +1210,101 @@ static PyObject *map_update_from(PyObject *self, PyObject *other) {
     zsv_staged staged = {0};
     if (zsv_stage(value->runtime, value->kind, other, &staged, value->kind->what) < 0)
         return NULL;
-    int result = 0;
-    for (uint32_t i = 0; result == 0 && i < staged.count; i++)
-        result = hash_add(value, &staged.u.items[2 * i], &staged.u.items[2 * i + 1]);
+    int result = hash_add_all(value, &staged);
     zsv_release(value->kind, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* One try of map_entries: NULL with no exception set when the map changed
+ * structure while its views were made (*changed set). */
+static PyObject *map_entries_once(zsv_value *value, int with_keys, int *changed) {
+    char *at = zsv_live(value);
+    if (at == NULL)
+        return NULL;
+    zs_runtime_core *rt = value->runtime;
+    zsv_kind *key_kind = value->kind->element, *item_kind = value->kind->value;
+    int views = (item_kind->flags & ZSV_VIEW) != 0;
+    const zs_hash *hash = (const zs_hash *)at;
+    uint32_t count = hash->entries.count;
+    /* One pass before any Python object is made (a view is found later by its key). */
+    zsv_staged *captured = PyMem_Calloc(count ? (size_t)count * 2 : 1, sizeof *captured);
+    if (captured == NULL)
+        return PyErr_NoMemory();
+    int failed = 0;
+    for (uint32_t i = 0; i < count && !failed; i++) {
+        const char *entry = (const char *)hash->entries.data + (size_t)i * value->kind->entry_size;
+        failed = zsv_capture(rt, key_kind, entry, &captured[2 * i]) < 0 ||
+                 (!views && zsv_capture(rt, item_kind, entry + value->kind->value_offset,
+                                        &captured[2 * i + 1]) < 0);
+    }
+    /* Private copies from here on: building them may run Python code. */
+    PyObject *list = failed ? PyErr_NoMemory() : PyList_New(count);
+    for (uint32_t i = 0; list != NULL && i < count; i++) {
+        PyObject *key = with_keys ? zsv_build(rt, key_kind, &captured[2 * i]) : NULL;
+        PyObject *item = NULL;
+        if (!with_keys || key != NULL)
+            item = views ? zsv_read_at(rt, item_kind, (PyObject *)value, value->owner,
+                                       map_finder, &captured[2 * i])
+                         : zsv_build(rt, item_kind, &captured[2 * i + 1]);
+        *changed = item == NULL && !PyErr_Occurred();  /* its key went meanwhile */
+        PyObject *entry = item != NULL && with_keys ? PyTuple_Pack(2, key, item) : item;
+        if (entry != item)
+            Py_XDECREF(item);
+        Py_XDECREF(key);
+        if (entry == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, entry);
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        zsv_release(key_kind, &captured[2 * i]);
+        zsv_release(item_kind, &captured[2 * i + 1]);
+    }
+    PyMem_Free(captured);
+    if (!views || list == NULL)
+        return list;
+    /* No Python code from here: the views are of the map as it is now, or it changed. */
+    if (zsv_live(value) == NULL) {
+        Py_DECREF(list);
+        return NULL;
+    }
+    *changed = ((zs_hash *)value->address)->entries.count != count;
+    for (uint32_t i = 0; !*changed && i < count; i++) {
+        PyObject *entry = PyList_GET_ITEM(list, i);
+        *changed = ((zsv_value *)(with_keys ? PyTuple_GET_ITEM(entry, 1) : entry))->address == NULL;
+    }
+    if (*changed)
+        Py_CLEAR(list);
+    return list;
+}
+
+/* Map.values() and Map.items(): the values (views for struct, container
+ * and string values), with their keys (plain copies) for items; all of one
+ * state of the map (made again if it changed structure meanwhile). */
+static PyObject *map_entries(PyObject *self, int with_keys) {
+    zsv_value *value;
+    if (container_of(self, ZSV_MAP, &value) == NULL)
+        return NULL;
+    for (int attempt = 0; attempt < MAP_READ_ATTEMPTS; attempt++) {
+        int changed = 0;
+        PyObject *list = map_entries_once(value, with_keys, &changed);
+        if (list != NULL || !changed)
+            return list;
+    }
+    return PyErr_Format(PyExc_RuntimeError, "%U changed size during %s(), %d times",
+                        value->kind->what, with_keys ? "items" : "values", MAP_READ_ATTEMPTS);
 }
 
 /* Map.values(): the values (views for struct, container and string values). */
 static PyObject *map_values(PyObject *self, PyObject *unused) {
     (void)unused;
-    zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL)
-        return NULL;
-    PyObject *list = PyList_New(0);
-    for (uint32_t i = 0; list != NULL; i++) {
-        if (zsv_live(value) == NULL) {
-            Py_CLEAR(list);
-            break;
-        }
-        if (i >= ((zs_hash *)value->address)->entries.count)
-            break;
-        PyObject *item = map_value_at(value, i);
-        if (item == NULL || PyList_Append(list, item) < 0)
-            Py_CLEAR(list);
-        Py_XDECREF(item);
-    }
-    return list;
+    return map_entries(self, 0);
 }
 
 /* Map.items(): (key, value) pairs (keys copied out, values as values()). */
 static PyObject *map_items(PyObject *self, PyObject *unused) {
-    PyObject *keys = hash_keys(self, unused);
-    PyObject *values = keys ? map_values(self, unused) : NULL;
-    PyObject *pairs = NULL;
-    if (values != NULL) {
-        Py_ssize_t count = PyList_GET_SIZE(keys) < PyList_GET_SIZE(values) ? PyList_GET_SIZE(keys)
-                                                                           : PyList_GET_SIZE(values);
-        pairs = PyList_New(count);
-        for (Py_ssize_t i = 0; pairs != NULL && i < count; i++) {
-            PyObject *pair = PyTuple_Pack(2, PyList_GET_ITEM(keys, i), PyList_GET_ITEM(values, i));
-            if (pair == NULL)
-                Py_CLEAR(pairs);
-            else
-                PyList_SET_ITEM(pairs, i, pair);
-        }
-    }
-    Py_XDECREF(keys);
-    Py_XDECREF(values);
-    return pairs;
+    (void)unused;
+    return map_entries(self, 1);
 }
 
 static PyMethodDef map_methods[] = {

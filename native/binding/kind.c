@@ -828,18 +828,36 @@ static int stage_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zs
         }
         return -1;
     }
-    PyObject *by_name = PyDict_Copy(value);  /* base storage of a dict subclass, kept whole */
-    if (by_name == NULL)
-        return -1;
+    /* Its own storage: PyDict_Copy calls a subclass's keys() and __getitem__. */
+    PyObject **by_member = PyMem_Calloc(kind->member_count ? kind->member_count : 1,
+                                        sizeof *by_member);
+    if (by_member == NULL)
+        return PyErr_NoMemory(), -1;
     Py_ssize_t position = 0;
-    PyObject *key, *item;
-    while (PyDict_Next(by_name, &position, &key, &item))
-        if (member_index(kind, key) < 0) {
-            Py_DECREF(by_name);
-            return fail(PyExc_TypeError, at, "%U has no member %R", shown, key);
-        }
-    int result = stage_members(rt, kind, NULL, 0, by_name, out, at);
-    Py_DECREF(by_name);
+    PyObject *key, *item, *unknown = NULL;
+    int repeated = -1;
+    while (unknown == NULL && repeated < 0 && PyDict_Next(value, &position, &key, &item)) {
+        int index = member_index(kind, key);
+        if (index < 0)
+            unknown = Py_NewRef(key);
+        else if (by_member[index] != NULL)
+            repeated = index;  /* two keys of equal text (a str subclass's own hash) */
+        else
+            by_member[index] = Py_NewRef(item);
+    }
+    int result;
+    if (unknown != NULL)
+        result = fail(PyExc_TypeError, at, "%U has no member %R", shown, unknown);
+    else if (repeated >= 0)
+        result = fail(PyExc_TypeError, at, "%U got multiple values for member %R", shown,
+                      kind->members[repeated].name);
+    else
+        result = stage_members(rt, kind, by_member, (Py_ssize_t)kind->member_count, NULL, out,
+                               at);
+    Py_XDECREF(unknown);
+    for (uint32_t i = 0; i < kind->member_count; i++)
+        Py_XDECREF(by_member[i]);
+    PyMem_Free(by_member);
     return result;
 }
 
@@ -1359,6 +1377,59 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
         status = api->zs_value_assign(rt->native, owner, type, dst, tmp);
     temporary_free(rt, type, tmp);
     return status;
+}
+
+/* The status the native store gives one object reference now. */
+static zs_status reference_status(zs_runtime_core *rt, zs_ref handle) {
+    if (handle == ZS_NULL_REF)
+        return ZS_OK;
+    /* Exists and is not dying: what zs_value_store_ref asks of a target too. */
+    return rt->state->api.zs_object_writable(rt->native, handle);
+}
+
+zs_status zsv_references_valid(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged) {
+    if (rt->native == NULL || rt->closing)
+        return ZS_E_STALE;
+    if (kind->flags & ZSV_BITWISE)
+        return ZS_OK;  /* no references */
+    zs_status status = ZS_OK;
+    switch (kind->code) {
+    case ZSV_OBJECT: case ZSV_WEAK: {
+        zs_ref handle;
+        memcpy(&handle, staged->u.bits, sizeof handle);
+        return reference_status(rt, handle);
+    }
+    case ZSV_STRUCT:
+        for (uint32_t i = 0; staged->form == ZSV_ITEMS && status == ZS_OK &&
+                             i < kind->member_count && i < staged->count; i++)
+            if (staged->u.items[i].form != ZSV_ABSENT)
+                status = zsv_references_valid(rt, kind->members[i].kind, &staged->u.items[i]);
+        return status;
+    case ZSV_ARRAY: case ZSV_SET: case ZSV_MAP: case ZSV_OPTIONAL: {
+        if (staged->form == ZSV_PACKED) {
+            uint8_t code = kind->element->code;
+            for (uint32_t i = 0; (code == ZSV_OBJECT || code == ZSV_WEAK) && status == ZS_OK &&
+                                 i < staged->count; i++) {
+                zs_ref handle;
+                memcpy(&handle, (const char *)staged->u.units + (size_t)i * kind->entry_size,
+                       sizeof handle);
+                status = reference_status(rt, handle);
+            }
+            return status;
+        }
+        if (staged->form != ZSV_ITEMS)
+            return ZS_OK;
+        uint32_t step = kind->code == ZSV_MAP ? 2 : 1;
+        for (uint32_t i = 0; status == ZS_OK && i < staged->count; i++) {
+            status = zsv_references_valid(rt, kind->element, &staged->u.items[step * i]);
+            if (status == ZS_OK && step == 2)
+                status = zsv_references_valid(rt, kind->value, &staged->u.items[2 * i + 1]);
+        }
+        return status;
+    }
+    default:
+        return ZS_OK;  /* delegate bindings: the native side takes any object handle */
+    }
 }
 
 /* =========================================================================

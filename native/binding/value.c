@@ -264,9 +264,18 @@ static int register_in_scope(zs_core_state *state, zsv_value *view) {
     int result = 0;
     zsv_call_scope *call = PyThread_tss_get(state->call_scopes);
     if (call != NULL && call->context == scopes) {
-        if (call->views == NULL)
-            call->views = PyList_New(0);
-        result = call->views ? PyList_Append(call->views, (PyObject *)view) : -1;
+        if (call->views == NULL) {
+            /* The collector may run here, and its callbacks make the list first: keep theirs. */
+            PyObject *views = PyList_New(0);
+            if (views == NULL)
+                result = -1;
+            else if (call->views == NULL)
+                call->views = views;
+            else
+                Py_DECREF(views);  /* empty: frees nothing that runs code */
+        }
+        if (result == 0)
+            result = PyList_Append(call->views, (PyObject *)view);
     } else if (scopes != NULL && PyTuple_CheckExact(scopes) && PyTuple_GET_SIZE(scopes) > 0) {
         PyObject *innermost = PyTuple_GET_ITEM(scopes, PyTuple_GET_SIZE(scopes) - 1);
         if (PyList_CheckExact(innermost))
@@ -298,29 +307,23 @@ static zsv_value *value_alloc(zs_runtime_core *rt, zsv_kind *kind, Py_ssize_t in
     return value;
 }
 
-PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
-                   zs_ref owner, zsv_locator locate) {
-    if (!(kind->flags & ZSV_VIEW)) {
-        char *at = locate(parent, key);
-        if (at == NULL)
-            return NULL;
-        zsv_staged staged = {0};
-        if (zsv_capture(rt, kind, at, &staged) < 0)
-            return PyErr_NoMemory();
-        /* From here on the copy is private: building it may run Python code. */
-        PyObject *result = zsv_build(rt, kind, &staged);
-        zsv_release(kind, &staged);
-        return result;
-    }
+/* A plain copy of the value of `kind` at `at` (captured first: building
+ * may run Python code). */
+static PyObject *read_plain(zs_runtime_core *rt, zsv_kind *kind, const char *at) {
+    zsv_staged staged = {0};
+    if (zsv_capture(rt, kind, at, &staged) < 0)
+        return PyErr_NoMemory();
+    /* From here on the copy is private: building it may run Python code. */
+    PyObject *result = zsv_build(rt, kind, &staged);
+    zsv_release(kind, &staged);
+    return result;
+}
+
+/* A new view of the place `find` finds in `parent`, cached there under
+ * `key` (where it was found last; no view is cached there yet). */
+static PyObject *new_view(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
+                          zsv_finder find, const void *place, Py_ssize_t key) {
     zs_core_state *state = rt->state;
-    zsv_table **slot = holder_table(state, parent);
-    if (slot == NULL)
-        return locate(parent, key) == NULL ? NULL : PyErr_Format(PyExc_SystemError, "no views table");
-    zsv_value *found = table_get(*slot, key);
-    if (found != NULL) {
-        assert(found->address != NULL);
-        return Py_NewRef((PyObject *)found);
-    }
     zsv_value *view = value_alloc(rt, kind, 0);
     if (view == NULL)
         return NULL;
@@ -331,10 +334,9 @@ PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssi
         Py_DECREF(view);
         return NULL;
     }
-    /* The address last, from the parent as it is now: nothing between here
-       and the end runs Python code. */
-    char *at = locate(parent, key);
-    slot = at != NULL ? holder_table(state, parent) : NULL;
+    /* Found again (registering may run Python code that moves it); no Python code after. */
+    char *at = find(parent, place, &key);
+    zsv_table **slot = at != NULL ? holder_table(state, parent) : NULL;
     if (at == NULL || slot == NULL) {
         if (at != NULL)
             PyErr_SetString(PyExc_SystemError, "the parent expired while its view was made");
@@ -342,15 +344,71 @@ PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssi
         Py_DECREF(view);
         return NULL;
     }
-    assert(table_get(*slot, key) == NULL);
+    zsv_value *found = table_get(*slot, key);
+    if (found != NULL) {
+        /* That Python code made the place's view itself: it is the one. */
+        mark_expired(view, state->reason_parent);
+        Py_DECREF(view);
+        return Py_NewRef((PyObject *)found);
+    }
     if (table_put(slot, key, view) < 0) {
         mark_expired(view, state->reason_parent);
         Py_DECREF(view);
         return PyErr_NoMemory();
     }
+    view->key = key;
     view->flags |= ZSV_V_CACHED;
     view->address = at;
     return (PyObject *)view;
+}
+
+/* A place at a fixed key, found by a zsv_locator (a zsv_finder's place). */
+typedef struct fixed_place {
+    zsv_locator locate;
+    Py_ssize_t key;
+} fixed_place;
+
+static char *find_fixed(PyObject *parent, const void *place, Py_ssize_t *key) {
+    const fixed_place *fixed = place;
+    *key = fixed->key;
+    return fixed->locate(parent, fixed->key);
+}
+
+PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
+                   zs_ref owner, zsv_locator locate) {
+    if (!(kind->flags & ZSV_VIEW)) {
+        char *at = locate(parent, key);
+        return at == NULL ? NULL : read_plain(rt, kind, at);
+    }
+    zsv_table **slot = holder_table(rt->state, parent);
+    if (slot == NULL)
+        return locate(parent, key) == NULL ? NULL : PyErr_Format(PyExc_SystemError, "no views table");
+    zsv_value *found = table_get(*slot, key);
+    if (found != NULL) {
+        assert(found->address != NULL);
+        return Py_NewRef((PyObject *)found);
+    }
+    fixed_place place = {locate, key};
+    return new_view(rt, kind, parent, owner, find_fixed, &place, key);
+}
+
+PyObject *zsv_read_at(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
+                      zsv_finder find, const void *place) {
+    Py_ssize_t key;
+    char *at = find(parent, place, &key);
+    if (at == NULL)
+        return NULL;
+    if (!(kind->flags & ZSV_VIEW))
+        return read_plain(rt, kind, at);
+    zsv_table **slot = holder_table(rt->state, parent);
+    if (slot == NULL)
+        return PyErr_Format(PyExc_SystemError, "no views table");
+    zsv_value *found = table_get(*slot, key);
+    if (found != NULL) {
+        assert(found->address != NULL);
+        return Py_NewRef((PyObject *)found);
+    }
+    return new_view(rt, kind, parent, owner, find, place, key);
 }
 
 PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address) {

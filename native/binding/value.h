@@ -295,6 +295,11 @@ int zsv_stage_labelled(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv
  * returns its status and leaves the destination unchanged. */
 zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged, zs_ref owner,
                    char *dst);
+/* Phase 2, before a write of several elements: ZS_OK if the native store
+ * would take every object reference in a staged value now, else the status
+ * it would refuse one with (an object destroyed or dying since it was
+ * staged). No Python code. */
+zs_status zsv_references_valid(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged);
 /* Copy out, phase 1: capture the value at `src` into `out` (zeroed). No
  * Python code; -1 (nothing set) when a buffer cannot be allocated. */
 int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged *out);
@@ -333,6 +338,16 @@ PyObject *zsv_raise_expired(zsv_value *value);
 typedef char *(*zsv_locator)(PyObject *parent, Py_ssize_t key);
 PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
                    zs_ref owner, zsv_locator locate);
+/* Where a place is in `parent` as it is now: its address, and in *key the
+ * key its view is cached under (a map value found by its key: ~ its entry
+ * index now). NULL with an exception set when the parent is gone, or with
+ * none when the place is not there (absent). No Python code. */
+typedef char *(*zsv_finder)(PyObject *parent, const void *place, Py_ssize_t *key);
+/* zsv_read of a place whose key may change (an entry found by its map key,
+ * `place`): found again once a new view is registered, and cached under the
+ * key found then. NULL with no exception set when the place is absent. */
+PyObject *zsv_read_at(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
+                      zsv_finder find, const void *place);
 /* A new red view with no parent (a parameter block of a call from native
  * code): only its scope expires it. */
 PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address);
