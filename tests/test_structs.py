@@ -536,3 +536,34 @@ def test_struct_in_another_runtime_is_copied_by_value(rt: zs.Runtime) -> None:
         assert p.position == (1.0, 2.0, 3.0)
         assert p.runtime is other
     assert v == (1.0, 2.0, 3.0)
+
+
+def test_creation_keeps_python_init_and_metaclass_call(rt: zs.Runtime) -> None:
+    """Struct classes are called by vectorcall (native/binding/value.c,
+    value_vectorcall) only while nothing of the class's own stands in the
+    way: a Python __init__ still runs, a metaclass __call__ still decides."""
+    seen: list[Any] = []
+
+    class Initialised(zs.Struct):
+        x: zs.Float64
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            seen.append((args, kwargs))
+
+    class Meta(type(zs.Struct)):  # type: ignore[misc]
+        def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+            seen.append("meta")
+            return super().__call__(*args, **kwargs)
+
+    class Called(zs.Struct, metaclass=Meta):
+        x: zs.Float64
+
+    assert Initialised(2.0).x == 2.0 and Initialised(x=3.0).x == 3.0
+    assert seen == [((2.0,), {}), ((), {"x": 3.0})]
+    seen.clear()
+    assert Called(4.0).x == 4.0
+    assert seen == ["meta"]
+    with pytest.raises(TypeError, match="at most 1 positional"):
+        Called(1.0, 2.0)
+    with pytest.raises(TypeError, match="unknown member 'z'"):
+        Initialised(z=1.0)

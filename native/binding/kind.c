@@ -861,10 +861,9 @@ static int stage_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zs
     return result;
 }
 
-int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *args, PyObject *kwargs,
-                      zsv_staged *out) {
+int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *positional,
+                      Py_ssize_t given, PyObject *kwargs, zsv_staged *out) {
     PyObject *shown = ((PyHeapTypeObject *)kind->cls)->ht_name;
-    Py_ssize_t given = PyTuple_GET_SIZE(args);
     if ((uint32_t)given > kind->member_count)
         return fail(PyExc_TypeError, NULL, "%U() takes at most %u positional argument%s (%zd given)",
                     shown, kind->member_count, kind->member_count == 1 ? "" : "s", given);
@@ -879,7 +878,7 @@ int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *args, PyObj
     }
     /* The call's own keyword dict: no one else holds it, so staging code
        cannot change it. */
-    return stage_members(rt, kind, given ? &PyTuple_GET_ITEM(args, 0) : NULL, given,
+    return stage_members(rt, kind, given ? positional : NULL, given,
                          kwargs != NULL && PyDict_GET_SIZE(kwargs) ? kwargs : NULL, out, NULL);
 }
 

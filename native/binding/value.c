@@ -844,45 +844,29 @@ static zs_runtime_core *current_runtime(zs_core_state *state) {
     return (zs_runtime_core *)made;
 }
 
-/* Cls(value) / Struct(*members, **members): stage the arguments (Python code
- * may run), then allocate the black value and write (none runs). The class's
- * own __new__ (Python) prepares the kind on first use and delegates here. */
-static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    zs_core_state *state = zs_state_of_type(type);
-    zsv_kind *kind = state ? class_kind(state, type) : NULL;
-    if (state != NULL && (kind == NULL || kind->cls != type)) {
-        /* First use: the class lays itself out (resolving what it names). */
-        PyObject *prepared = PyObject_CallMethod((PyObject *)type, "_zs_prepare", NULL);
-        if (prepared == NULL)
-            return NULL;
-        Py_DECREF(prepared);
-        if (type->tp_new != value_new)  /* laying out gave the class a constructor of its own */
-            return type->tp_new(type, args, kwargs);
-        kind = class_kind(state, type);
-    }
-    if (kind == NULL || kind->cls != type) {
-        PyErr_Format(PyExc_TypeError, "%s values cannot be created directly", type->tp_name);
-        return NULL;
-    }
+/* A new black value of `kind` from call arguments: stage them (Python code
+ * may run), then allocate the black value and write (none runs). */
+static PyObject *create_value(zs_core_state *state, zsv_kind *kind, PyObject *const *positional,
+                              Py_ssize_t given, PyObject *kwargs) {
     zs_runtime_core *rt = current_runtime(state);
     if (rt == NULL)
         return NULL;
     zsv_staged staged = {0};
     int has_value = 0;
     if (kind->code == ZSV_STRUCT && kind->encode == NULL) {
-        if (zsv_stage_members(rt, kind, args, kwargs, &staged) < 0) {
+        if (zsv_stage_members(rt, kind, positional, given, kwargs, &staged) < 0) {
             Py_DECREF(rt);
             return NULL;
         }
         has_value = 1;
     } else {
-        if ((kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) || PyTuple_GET_SIZE(args) > 1) {
+        if ((kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) || given > 1) {
             PyErr_Format(PyExc_TypeError, "%U() takes at most one positional argument", kind->what);
             Py_DECREF(rt);
             return NULL;
         }
-        if (PyTuple_GET_SIZE(args) == 1) {
-            if (zsv_stage(rt, kind, PyTuple_GET_ITEM(args, 0), &staged, kind->what) < 0) {
+        if (given == 1) {
+            if (zsv_stage(rt, kind, positional[0], &staged, kind->what) < 0) {
                 Py_DECREF(rt);
                 return NULL;
             }
@@ -907,6 +891,65 @@ static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     Py_DECREF(rt);
     return (PyObject *)value;
+}
+
+/* Cls(value) / Struct(*members, **members). The class's own __new__
+ * (Python) prepares the kind on first use and delegates here. */
+static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    zs_core_state *state = zs_state_of_type(type);
+    zsv_kind *kind = state ? class_kind(state, type) : NULL;
+    if (state != NULL && (kind == NULL || kind->cls != type)) {
+        /* First use: the class lays itself out (resolving what it names). */
+        PyObject *prepared = PyObject_CallMethod((PyObject *)type, "_zs_prepare", NULL);
+        if (prepared == NULL)
+            return NULL;
+        Py_DECREF(prepared);
+        if (type->tp_new != value_new)  /* laying out gave the class a constructor of its own */
+            return type->tp_new(type, args, kwargs);
+        kind = class_kind(state, type);
+    }
+    if (kind == NULL || kind->cls != type) {
+        PyErr_Format(PyExc_TypeError, "%s values cannot be created directly", type->tp_name);
+        return NULL;
+    }
+    return create_value(state, kind, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), kwargs);
+}
+
+/* Cls(...) by vectorcall: no argument tuple. Taken only while nothing of the
+ * class's own stands in the way (a metaclass __call__, a constructor or an
+ * initialiser of its own, a kind not laid out yet); otherwise the
+ * metaclass's tp_call, with a tuple and a dict, as any call. */
+static PyObject *value_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    PyTypeObject *type = (PyTypeObject *)callable;
+    Py_ssize_t given = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t named = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *kwargs = NULL;
+    if (named > 0) {  /* the call's own dict: nothing else holds it */
+        if ((kwargs = PyDict_New()) == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < named; i++)
+            if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[given + i]) < 0) {
+                Py_DECREF(kwargs);
+                return NULL;
+            }
+    }
+    zs_core_state *state = zs_state_of_type(type);
+    zsv_kind *kind = state != NULL ? class_kind(state, type) : NULL;
+    PyObject *made;
+    if (kind != NULL && kind->cls == type && type->tp_new == value_new &&
+        type->tp_init == state->value_type->tp_init &&
+        Py_TYPE(type)->tp_call == PyType_Type.tp_call) {
+        made = create_value(state, kind, args, given, kwargs);
+    } else {
+        PyObject *tuple = PyTuple_New(given);
+        for (Py_ssize_t i = 0; tuple != NULL && i < given; i++)
+            PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+        made = tuple != NULL ? Py_TYPE(type)->tp_call(callable, tuple, kwargs) : NULL;
+        Py_XDECREF(tuple);
+    }
+    Py_XDECREF(kwargs);
+    return made;
 }
 
 /* value_class_init(cls): make a new value class ready: its instances are not
@@ -936,6 +979,16 @@ static PyObject *value_class_init(PyObject *module, PyObject *arg) {
     cls->tp_free = PyObject_Free;
     cls->tp_traverse = NULL;
     cls->tp_clear = NULL;
+    PyTypeObject *meta = Py_TYPE(cls);
+    if (meta->tp_call == PyType_Type.tp_call) {  /* else the metaclass's __call__ always */
+        cls->tp_vectorcall = value_vectorcall;
+        if (!(meta->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL)) {
+            /* A metaclass made in Python inherits neither the flag nor the
+               offset before Python 3.12; both are type's. */
+            meta->tp_vectorcall_offset = offsetof(PyTypeObject, tp_vectorcall);
+            meta->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+        }
+    }
     Py_RETURN_NONE;
 }
 

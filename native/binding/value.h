@@ -310,11 +310,12 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
 PyObject *zsv_string_text(zsv_kind *kind, const char *at);
 /* Free what a staged value holds (drops references: may run Python code). */
 void zsv_release(zsv_kind *kind, zsv_staged *staged);
-/* Phase 1 of creating a struct: its members from positional and keyword
- * arguments in declaration order (unknown, repeated or too many raise
- * TypeError); members not given are left absent. */
-int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *args, PyObject *kwargs,
-                      zsv_staged *out);
+/* Phase 1 of creating a struct: its members from `given` positional
+ * arguments and a keyword dict the caller owns (or NULL), in declaration
+ * order (unknown, repeated or too many raise TypeError); members not given
+ * are left absent. */
+int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *positional,
+                      Py_ssize_t given, PyObject *kwargs, zsv_staged *out);
 /* A new value of `kind` in zeroed memory takes its plain defaults (a
  * struct's image); no Python code. */
 void zsv_initialize(const zsv_kind *kind, char *dst);
