@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import zsharp_py as zs
+from zsharp_py import _values
 
 EXAMPLES = int(os.environ.get("ZSHARP_MODEL_EXAMPLES", "100"))
 STEPS = int(os.environ.get("ZSHARP_MODEL_STEPS", "40"))
@@ -641,7 +642,19 @@ class ModelMachine(RuleBasedStateMachine):
         v = getattr(self.conj(i), kind)
         assert not v.is_black and not v.is_expired
         if not any(t.view is v for t in self.views):
-            self.views.append(View(v, i, kind, self.scopes[-1][0] if self.scopes else None))
+            self.views.append(View(v, i, kind, self._scope_of(v)))
+
+    def _scope_of(self, view: Any) -> int | None:
+        """The model's id of the scope ``view`` was made in. A view is cached
+        under its holder while it lives, so one made earlier (by another
+        rule's temporary, kept alive by its scope) is returned again, and
+        keeps the scope it was made in."""
+        lists = _values._scopes.get()
+        assert len(lists) == len(self.scopes)
+        for level, views in enumerate(lists):
+            if any(held is view for held in views):
+                return self.scopes[level][0]
+        return None
 
     @rule()
     def full_collection(self) -> None:
