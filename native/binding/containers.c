@@ -75,16 +75,6 @@ static Py_ssize_t position_of(PyObject *index, Py_ssize_t length, int *error) {
     return position;
 }
 
-/* A plain Python copy of the value of `kind` at `at` (capture, then build). */
-static PyObject *copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at) {
-    zsv_staged staged = {0};
-    if (zsv_capture(rt, kind, at, &staged) < 0)
-        return PyErr_NoMemory();
-    PyObject *result = zsv_build(rt, kind, &staged);
-    zsv_release(kind, &staged);
-    return result;
-}
-
 /* Whether a plain element equals a probe as users compare them: a struct
  * (a dict) also equals the tuple of its members. */
 static int plain_equal(PyObject *element, PyObject *probe) {
@@ -649,7 +639,7 @@ static int array_contains(PyObject *self, PyObject *probe) {
         if (i >= array->count)
             break;
         /* Python code may run from here to the next element. */
-        PyObject *item = copy_out(rt, element, (const char *)array->data +
+        PyObject *item = zsv_copy_out(rt, element, (const char *)array->data +
                                                    (size_t)i * value->kind->entry_size);
         found = item == NULL ? -1 : plain_equal(item, plain);
         Py_XDECREF(item);

@@ -307,9 +307,7 @@ static zsv_value *value_alloc(zs_runtime_core *rt, zsv_kind *kind, Py_ssize_t in
     return value;
 }
 
-/* A plain copy of the value of `kind` at `at` (captured first: building
- * may run Python code). */
-static PyObject *read_plain(zs_runtime_core *rt, zsv_kind *kind, const char *at) {
+PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at) {
     zsv_staged staged = {0};
     if (zsv_capture(rt, kind, at, &staged) < 0)
         return PyErr_NoMemory();
@@ -378,7 +376,7 @@ PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssi
                    zs_ref owner, zsv_locator locate) {
     if (!(kind->flags & ZSV_VIEW)) {
         char *at = locate(parent, key);
-        return at == NULL ? NULL : read_plain(rt, kind, at);
+        return at == NULL ? NULL : zsv_copy_out(rt, kind, at);
     }
     zsv_table **slot = holder_table(rt->state, parent);
     if (slot == NULL)
@@ -399,7 +397,7 @@ PyObject *zsv_read_at(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_
     if (at == NULL)
         return NULL;
     if (!(kind->flags & ZSV_VIEW))
-        return read_plain(rt, kind, at);
+        return zsv_copy_out(rt, kind, at);
     zsv_table **slot = holder_table(rt->state, parent);
     if (slot == NULL)
         return PyErr_Format(PyExc_SystemError, "no views table");
@@ -728,12 +726,7 @@ static PyObject *value_to_python(PyObject *self, PyObject *unused) {
     char *at = zsv_live(value);
     if (at == NULL)
         return NULL;
-    zsv_staged staged = {0};
-    if (zsv_capture(value->runtime, value->kind, at, &staged) < 0)
-        return PyErr_NoMemory();
-    PyObject *result = zsv_build(value->runtime, value->kind, &staged);
-    zsv_release(value->kind, &staged);
-    return result;
+    return zsv_copy_out(value->runtime, value->kind, at);
 }
 
 /* _assign(value): replace the whole value (stage, then write): a black

@@ -308,6 +308,9 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
 /* The text of the string of `kind` at `at` (copied first: making the str
  * may run Python code). */
 PyObject *zsv_string_text(zsv_kind *kind, const char *at);
+/* A plain Python copy of the value of `kind` at `at`: captured first,
+ * then built (building may run Python code; the capture is private). */
+PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at);
 /* Free what a staged value holds (drops references: may run Python code). */
 void zsv_release(zsv_kind *kind, zsv_staged *staged);
 /* Phase 1 of creating a struct: its members from `given` positional
