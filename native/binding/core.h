@@ -82,6 +82,35 @@ typedef union zs_scalar_bits {
     unsigned char bytes[8];
 } zs_scalar_bits;
 
+/* The range of an integer scalar that fits a long long (Int8 to Int64,
+ * UInt8 to UInt32): 1 and the bounds; 0 for Bool, UInt64 and the floats. */
+static inline int zs_scalar_range(zs_scalar_kind kind, long long *low, long long *high) {
+    *low = 0;
+    switch (kind) {
+    case ZS_SCALAR_I8: *low = INT8_MIN; *high = INT8_MAX; return 1;
+    case ZS_SCALAR_I16: *low = INT16_MIN; *high = INT16_MAX; return 1;
+    case ZS_SCALAR_I32: *low = INT32_MIN; *high = INT32_MAX; return 1;
+    case ZS_SCALAR_I64: *low = INT64_MIN; *high = INT64_MAX; return 1;
+    case ZS_SCALAR_U8: *high = UINT8_MAX; return 1;
+    case ZS_SCALAR_U16: *high = UINT16_MAX; return 1;
+    case ZS_SCALAR_U32: *high = UINT32_MAX; return 1;
+    default: *high = 0; return 0;
+    }
+}
+
+/* Store `v`, already within zs_scalar_range(kind), as `kind`'s C value. */
+static inline void zs_scalar_set_integer(zs_scalar_kind kind, long long v, zs_scalar_bits *out) {
+    switch (kind) {
+    case ZS_SCALAR_I8: out->i8 = (int8_t)v; break;
+    case ZS_SCALAR_I16: out->i16 = (int16_t)v; break;
+    case ZS_SCALAR_I32: out->i32 = (int32_t)v; break;
+    case ZS_SCALAR_U8: out->u8 = (uint8_t)v; break;
+    case ZS_SCALAR_U16: out->u16 = (uint16_t)v; break;
+    case ZS_SCALAR_U32: out->u32 = (uint32_t)v; break;
+    default: out->i64 = v; break;
+    }
+}
+
 /* scalar.c */
 size_t zs_scalar_size(zs_scalar_kind kind);
 const char *zs_scalar_name(zs_scalar_kind kind);

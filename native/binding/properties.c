@@ -92,28 +92,10 @@ static int scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_
         PyErr_Clear();
         return 0;
     }
-    long long low = 0, high = 0;
-    switch (kind) {
-    case ZS_SCALAR_I8: low = INT8_MIN; high = INT8_MAX; break;
-    case ZS_SCALAR_I16: low = INT16_MIN; high = INT16_MAX; break;
-    case ZS_SCALAR_I32: low = INT32_MIN; high = INT32_MAX; break;
-    case ZS_SCALAR_I64: low = INT64_MIN; high = INT64_MAX; break;
-    case ZS_SCALAR_U8: high = UINT8_MAX; break;
-    case ZS_SCALAR_U16: high = UINT16_MAX; break;
-    case ZS_SCALAR_U32: high = UINT32_MAX; break;
-    default: return 0;
-    }
-    if (v < low || v > high)
+    long long low, high;
+    if (!zs_scalar_range(kind, &low, &high) || v < low || v > high)
         return 0;
-    switch (kind) {
-    case ZS_SCALAR_I8: out->i8 = (int8_t)v; break;
-    case ZS_SCALAR_I16: out->i16 = (int16_t)v; break;
-    case ZS_SCALAR_I32: out->i32 = (int32_t)v; break;
-    case ZS_SCALAR_U8: out->u8 = (uint8_t)v; break;
-    case ZS_SCALAR_U16: out->u16 = (uint16_t)v; break;
-    case ZS_SCALAR_U32: out->u32 = (uint32_t)v; break;
-    default: out->i64 = v; break;
-    }
+    zs_scalar_set_integer(kind, v, out);
     return 1;
 }
 

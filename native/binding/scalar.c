@@ -105,17 +105,10 @@ static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits 
             out->u64 = v;
         }
     } else {
-        long long low = 0, high = 0;
-        switch (kind) {
-        case ZS_SCALAR_I8: low = INT8_MIN; high = INT8_MAX; break;
-        case ZS_SCALAR_I16: low = INT16_MIN; high = INT16_MAX; break;
-        case ZS_SCALAR_I32: low = INT32_MIN; high = INT32_MAX; break;
-        case ZS_SCALAR_I64: low = INT64_MIN; high = INT64_MAX; break;
-        case ZS_SCALAR_U8: high = UINT8_MAX; break;
-        case ZS_SCALAR_U16: high = UINT16_MAX; break;
-        case ZS_SCALAR_U32: high = UINT32_MAX; break;
-        default: assert(0); break;
-        }
+        long long low, high;
+        int ranged = zs_scalar_range(kind, &low, &high);
+        assert(ranged);  /* every other kind is handled above */
+        (void)ranged;
         int overflow = 0;
         long long v = PyLong_AsLongLongAndOverflow(number, &overflow);
         if (overflow != 0 || v < low || v > high) {
@@ -123,15 +116,7 @@ static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits 
                                     PyUnicode_FromFormat("%R is out of range for %s [%lld, %lld]",
                                                          number, scalar_names[kind], low, high));
         } else {
-            switch (kind) {
-            case ZS_SCALAR_I8: out->i8 = (int8_t)v; break;
-            case ZS_SCALAR_I16: out->i16 = (int16_t)v; break;
-            case ZS_SCALAR_I32: out->i32 = (int32_t)v; break;
-            case ZS_SCALAR_U8: out->u8 = (uint8_t)v; break;
-            case ZS_SCALAR_U16: out->u16 = (uint16_t)v; break;
-            case ZS_SCALAR_U32: out->u32 = (uint32_t)v; break;
-            default: out->i64 = v; break;
-            }
+            zs_scalar_set_integer(kind, v, out);
         }
     }
     Py_DECREF(number);
