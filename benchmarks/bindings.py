@@ -25,8 +25,8 @@ from types import ModuleType
 from typing import Any, Callable
 
 import zsharp_py as zs
-from zsharp_py._native import layout_ffi
-from zsharp_py._object import class_layout
+from zsharp_py._base.ffi import layout_ffi
+from zsharp_py._model.object import class_layout
 
 from . import _build
 from ._harness import (Config, MicroCase, MicroResult, Table, Unavailable, fmt_ns, fmt_ratio,
@@ -274,8 +274,8 @@ class ZsTicker(zs.Object):
 def _zs_override_case(runtime: zs.Runtime) -> MicroCase:
     """``zs_call_function(rt, h, "tick", &dt)`` called as a native host would
     (through cffi from here, as the peers' C functions are)."""
-    from zsharp_py._native import ffi as zffi
-    from zsharp_py._native import lib as zlib
+    from zsharp_py._base.ffi import ffi as zffi
+    from zsharp_py._base.ffi import lib as zlib
 
     ticker = ZsTicker()
     ticker.add_to_root()

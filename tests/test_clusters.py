@@ -146,7 +146,7 @@ def test_cluster_does_not_take_garbage_or_other_clusters_members(rt: zs.Runtime)
 
 
 def test_create_cluster_out_of_memory_builds_all_or_nothing(rt: zs.Runtime) -> None:
-    from zsharp_py._native import lib
+    from zsharp_py._base.ffi import lib
 
     outcomes = set()
     for extra in range(0, 6_000, 150):

@@ -17,7 +17,7 @@ import zsharp_py as zs
 from zsharp_py.debug import GcStress
 from classes import Actor, Hero, Item
 from helpers import collect
-from zsharp_py._conjugate import ExpiredPointer
+from zsharp_py._base.expiry import ExpiredPointer
 
 
 # ---- descriptors -------------------------------------------------------------

@@ -693,7 +693,7 @@ def test_delegate_property_defaults(rt: zs.Runtime) -> None:
 
 
 def test_failed_native_allocation_leaves_delegates_consistent(rt: zs.Runtime) -> None:
-    from zsharp_py._native import lib
+    from zsharp_py._base.ffi import lib
 
     _warm_up(rt)
     m = zs.MulticastDelegate()

@@ -16,8 +16,8 @@ import pytest
 
 import zsharp_py as zs
 from zsharp_py.lowlevel import function_layout
-from zsharp_py._errors import ZS_E_CALL_FAILED, ZS_OK
-from zsharp_py._native import ffi, lib
+from zsharp_py._base.errors import ZS_E_CALL_FAILED, ZS_OK
+from zsharp_py._base.ffi import ffi, lib
 
 
 class Armed:

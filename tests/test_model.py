@@ -36,7 +36,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 import zsharp_py as zs
 from zsharp_py.debug import GcStress
-from zsharp_py import _values
+from zsharp_py._model import values as _values
 
 EXAMPLES = int(os.environ.get("ZSHARP_MODEL_EXAMPLES", "100"))
 STEPS = int(os.environ.get("ZSHARP_MODEL_STEPS", "40"))

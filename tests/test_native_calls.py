@@ -15,9 +15,9 @@ import pytest
 import zsharp_py as zs
 from zsharp_py.lowlevel import FunctionParameter, function_layout
 from helpers import awaiting_expiry, collect, finish_cycle
-from zsharp_py._errors import (ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE,
+from zsharp_py._base.errors import (ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE,
                                ZS_OK)
-from zsharp_py._native import ffi, lib
+from zsharp_py._base.ffi import ffi, lib
 
 
 class Spot(zs.Struct):

@@ -78,7 +78,7 @@ def test_interfaces_are_implemented_by_inheritance(rt: zs.Runtime) -> None:
     assert IDamageable.implemented_by(Boss) and IDamageable.implemented_by(boss)
     assert not IUsable.implemented_by(Pawn) and not IDamageable.implemented_by(Rock())
     # the mixin is not a native parent: Boss's native parent is Pawn
-    from zsharp_py._object import class_layout
+    from zsharp_py._model.object import class_layout
 
     assert class_layout(Boss).parent is Pawn and class_layout(Pawn).parent is zs.Object
     assert not hasattr(boss, "__dict__")  # interfaces with __slots__ = () keep conjugates tight

@@ -75,7 +75,7 @@ class _ImagedChild(_Imaged):
 
 
 def test_plain_defaults_are_copied_in_by_the_creating_call(rt: zs.Runtime) -> None:
-    from zsharp_py._object import class_layout
+    from zsharp_py._model.object import class_layout
 
     layout = class_layout(_Imaged)
     # Scalars and the plain struct come from the image; the struct holding a

@@ -256,7 +256,7 @@ def test_the_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pyte
     pytester.makeconftest('''
         import pytest
         import zsharp_py as zs
-        from zsharp_py import _runtime
+        from zsharp_py._runtime import runtime as _runtime
 
         OPEN_BEFORE = set(_runtime._open_runtimes)
 
@@ -268,7 +268,7 @@ def test_the_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pyte
     pytester.makepyfile(test_plain='''
         import zsharp_py as zs
         from conftest import OPEN_BEFORE
-        from zsharp_py import _runtime
+        from zsharp_py._runtime import runtime as _runtime
 
         class Thing(zs.Object):
             size: zs.Int32

@@ -1,6 +1,6 @@
 """Re-classing through the base descriptor (FINDINGS.md, class 3):
 ``object.__dict__['__class__'].__set__(obj, Other)`` skips the ``__class__``
-property that refuses ``obj.__class__ = Other`` (zsharp_py/_conjugate.py
+property that refuses ``obj.__class__ = Other`` (zsharp_py/_base/expiry.py
 FIXED_CLASS). zsharp_py._core refuses it through an audit hook
 (native/binding/conjugates.c), so no descriptor ever reads or writes a
 native object through another class's layout."""

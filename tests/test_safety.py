@@ -223,8 +223,8 @@ def _native_object_into(rt: zs.Runtime, holder: Any, field: str) -> int:
     """Create an object from native code (as a host would: no conjugate) of
     the holder's class and store it into ``holder.field`` (nothing allocates
     in between, so no collection can take it first); return its handle."""
-    from zsharp_py._native import ffi, lib
-    from zsharp_py._object import class_layout
+    from zsharp_py._base.ffi import ffi, lib
+    from zsharp_py._model.object import class_layout
 
     offset = next(p.offset for p in class_layout(type(holder)).properties if p.name == field)
     native_class, out = rt._native_class(type(holder)), ffi.new("zs_ref *")

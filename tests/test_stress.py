@@ -141,7 +141,7 @@ def test_allocation_limit_raises_memory_error_and_keeps_the_heap_consistent() ->
 
 
 def test_out_of_memory_while_gathering_never_frees_what_a_survivor_references() -> None:
-    from zsharp_py._native import lib
+    from zsharp_py._base.ffi import lib
 
     outcomes = set()
     for extra in range(0, 20_000, 1_000):

@@ -4,12 +4,12 @@
  * the heap calls this handler without holding its lock. Most calls a game
  * loop makes are tick(dt): a method whose parameters are all scalars and that
  * returns nothing. For those (a layout's `_fast` plan, made by
- * zsharp_py/_calls.py) the whole call is made here: the conjugate from the
+ * zsharp_py/_interop/calls.py) the whole call is made here: the conjugate from the
  * table, the arguments from the block, the object's runtime made current and
  * a scope opened around the call, failures reported through
  * sys.unraisablehook. Everything else (an object without a conjugate yet,
  * object and struct parameters, results, unknown functions, errors) goes to
- * Python's slow path, zsharp_py._calls._call_from_address, which behaves the
+ * Python's slow path, zsharp_py._interop.calls._call_from_address, which behaves the
  * same.
  *
  * The handler takes the GIL itself: the host may call from any thread.

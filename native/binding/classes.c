@@ -377,7 +377,7 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls,
 }
 
 /* The Python constructor: init_create for a class with a Python __init__
- * (flag set when it is declared, see ObjectMeta in zsharp_py/_object.py:
+ * (flag set when it is declared, see ObjectMeta in zsharp_py/_model/object.py:
  * it creates the object, then runs __init__), else slow_create. */
 static PyObject *python_create(zs_core_state *state, PyObject *cls, PyObject *args,
                                PyObject *kwargs) {

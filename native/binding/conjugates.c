@@ -558,7 +558,7 @@ static PyType_Spec runtime_core_spec = {
  * Conjugates have no instance dict: an attribute is a declared property (a
  * data descriptor on the class) or an error. A store is still
  * PyObject_GenericSetAttr's; only when it raises AttributeError for a name
- * the class does not have at all does Python (zsharp_py/_hints.py,
+ * the class does not have at all does Python (zsharp_py/_model/hints.py,
  * attribute_error) write a better message: what native objects and structs
  * can hold, and "Did you mean 'health'?". Errors raised by a descriptor of
  * the class (a read-only property...) are left as they are.
@@ -569,7 +569,7 @@ static PyType_Spec runtime_core_spec = {
  * every method call on a conjugate, and every struct member write (its
  * setter reads self._p), markedly slower. */
 
-enum { ZS_ATTRIBUTE_WRITE = 1, ZS_ATTRIBUTE_DELETE = 2 };  /* zsharp_py/_hints.py */
+enum { ZS_ATTRIBUTE_WRITE = 1, ZS_ATTRIBUTE_DELETE = 2 };  /* zsharp_py/_model/hints.py */
 
 /* Called with an exception set by the generic lookup of `name` on `self`:
  * replace an AttributeError for a name the class lacks by Python's better
@@ -739,7 +739,7 @@ int zs_add_conjugate_types(PyObject *module, zs_core_state *state) {
 /* A conjugate's class is its native memory's layout: object conjugates
  * (and value conjugates) must never change class. `obj.__class__ = X` and
  * object.__setattr__ reach the `__class__` property of zs.Object and of the
- * value conjugates' base (zsharp_py/_conjugate.py FIXED_CLASS), which
+ * value conjugates' base (zsharp_py/_base/expiry.py FIXED_CLASS), which
  * refuses; but object.__dict__['__class__'].__set__(obj, X) calls CPython's
  * object_set_class directly, which accepts any class of the same C layout
  * (every conjugate class has one). That function raises the audit event

@@ -30,7 +30,7 @@
 /* ---- the native functions this module calls ---------------------------- */
 
 /* Every function of zsharp.h this module calls. Their addresses are taken
- * from the cffi module by Python (zsharp_py/_runtime.py) and handed over by
+ * from the cffi module by Python (zsharp_py/_runtime/runtime.py) and handed over by
  * configure(); each slot has the exact type of the header's declaration, so
  * a changed signature fails to compile here. */
 #define ZS_NATIVE_FUNCTIONS(X)                                                              \
@@ -68,7 +68,7 @@ int zs_error_prefix(PyObject *what);
 
 /* ---- scalars ---------------------------------------------------------------------- */
 
-/* The C type of a scalar (matches zsharp_py's scalar codes, _types.py). */
+/* The C type of a scalar (matches zsharp_py's scalar codes, _model/kinds.py). */
 typedef enum zs_scalar_kind {
     ZS_SCALAR_BOOL, ZS_SCALAR_I8, ZS_SCALAR_I16, ZS_SCALAR_I32, ZS_SCALAR_I64,
     ZS_SCALAR_U8, ZS_SCALAR_U16, ZS_SCALAR_U32, ZS_SCALAR_U64, ZS_SCALAR_F32, ZS_SCALAR_F64,
@@ -120,7 +120,7 @@ int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
 /* ---- module state ---------------------------------------------------------- */
 
 /* Why a conjugate expired: interned strings made at module creation, so
- * expiring costs no allocation (zsharp_py/_conjugate.py re-exports them). */
+ * expiring costs no allocation (zsharp_py/_base/expiry.py re-exports them). */
 #define ZS_REASONS(X)                                                                     \
     X(collected, "it was unreachable and the garbage collector destroyed it")             \
     X(garbage, "it was marked as garbage and the garbage collector destroyed it")         \
@@ -257,14 +257,14 @@ typedef struct zs_runtime_core {
     uint32_t capacity;
     uint32_t collect_every;      /* GcStress.collect_every: creation takes the slow path */
     uint32_t adopting;           /* depth of the sections between a native conjugate record
-                                    and its table entry (Runtime._adopting, zsharp_py/_runtime.py):
+                                    and its table entry (Runtime._adopting, zsharp_py/_runtime/runtime.py):
                                     they nest, since a keyword's hook in a constructor may
                                     create or adopt another object */
     char closing;                /* set first thing by close(): fast paths decline */
     char flush_pending;          /* finalisers queued native frees: flush at the next safe point */
     char dying_window;           /* a cycle has found objects dying whose conjugates may not
                                     have expired yet: plain writes ask the heap first (the
-                                    collector sets and clears it, zsharp_py/_gc.py) */
+                                    collector sets and clears it, zsharp_py/_runtime/collector.py) */
     PyObject *creators;          /* dict: class -> Creator (fast creation in this runtime) */
     PyObject *last_class;        /* the class last created here, and its Creator: */
     PyObject *last_creator;      /*   a loop creating one class skips the dict */

@@ -1,6 +1,6 @@
 /* Delegates: the C base of zs.Delegate, zs.MulticastDelegate and
  * zs.SparseDelegate, with the binding-list primitives their Python methods
- * use (zsharp_py/_delegates.py). A binding is staged as (object handle,
+ * use (zsharp_py/_types/delegates.py). A binding is staged as (object handle,
  * method name index, callable or None), parsed in Python (which may run
  * Python code: method lookups); each primitive then finds the delegate
  * again and makes its native call with no Python code in between.
@@ -129,7 +129,7 @@ static PyObject *delegate_remove(PyObject *self, PyObject *args) {
  * Bindings to plain callables are called here; a delegate holding an
  * object binding (a method looked up by name on a conjugate, which may
  * have to be made) takes the Python implementation, _<method>_slow in
- * zsharp_py/_delegates.py, with the same arguments.
+ * zsharp_py/_types/delegates.py, with the same arguments.
  * ========================================================================= */
 
 /* self._<name>_slow(*args, **kwargs): the Python implementation. */
@@ -218,7 +218,7 @@ static PyObject *delegate_execute_if_bound(PyObject *self, PyObject *const *args
  * bindings are all callables: snapshot them, call each in its own scope;
  * an Exception does not stop the others (raised afterwards: itself, or an
  * ExceptionGroup through _broadcast_failed); any other BaseException stops
- * the broadcast at once. zsharp_py/_delegates.py documents the contract. */
+ * the broadcast at once. zsharp_py/_types/delegates.py documents the contract. */
 static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ssize_t count,
                                     PyObject *kwnames) {
     zsv_value *value;

@@ -7,7 +7,7 @@
  * path's class in its runtime: the same checks as the descriptors) and read
  * or write there, with no view made for `pos`. A plan is made once per root
  * class (from the descriptors the Python side resolves, zsharp_py/
- * _fieldpath.py) and kept while none of the classes walked changes (their
+ * _types/fieldpath.py) and kept while none of the classes walked changes (their
  * version tags: a property replaced on a class makes the plan stale). Any
  * other path (through an object reference, into a container, to a value
  * that is not a scalar) takes the Python walk, _get_slow and _set_slow.

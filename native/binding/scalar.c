@@ -6,7 +6,7 @@
  * __float__. The contents of int, float and bool (and of their subclasses)
  * are taken from the base value, never through a method a subclass may
  * override. Range errors raise OverflowError, wrong types TypeError, with
- * the same words as zsharp_py's Python layer (src/zsharp_py/_types.py).
+ * the same words as zsharp_py's Python layer (src/zsharp_py/_model/kinds.py).
  */
 #include "core.h"
 

@@ -1015,7 +1015,7 @@ static int block_arguments(zs_core_state *state, PyObject *const *args, Py_ssize
 }
 
 /* _core.block_view(runtime, kind, address): a red view of a value inside a
- * parameter block of a call from native code (zsharp_py/_calls.py); only
+ * parameter block of a call from native code (zsharp_py/_interop/calls.py); only
  * the call's scope expires it. */
 static PyObject *block_view(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     zs_runtime_core *rt;

@@ -13,12 +13,12 @@ seen from Python through red and black conjugates.
 ...     (head.next.value, orphan.is_expired, rt.live_objects())
 (2, True, 2)
 """
-from ._containers import Array, Map, Optional, Set
-from ._delegates import BroadcastErrors, Delegate, MulticastDelegate, SparseDelegate
-from ._errors import ExpiredConjugateError
-from ._fieldpath import FieldPath, FieldPathError
-from ._object import Object
-from ._object_wrappers import (
+from ._types.containers import Array, Map, Optional, Set
+from ._types.delegates import BroadcastErrors, Delegate, MulticastDelegate, SparseDelegate
+from ._base.errors import ExpiredConjugateError
+from ._types.fieldpath import FieldPath, FieldPathError
+from ._model.object import Object
+from ._types.pointers import (
     Interface,
     LazyObjectPtr,
     ScriptInterface,
@@ -26,10 +26,10 @@ from ._object_wrappers import (
     SoftObjectPtr,
     SubclassOf,
 )
-from ._runtime import Runtime, current_runtime
-from ._strings import AnsiString, Name, String, Text, Utf8String
-from ._struct import Struct
-from ._types import (
+from ._runtime.runtime import Runtime, current_runtime
+from ._types.strings import AnsiString, Name, String, Text, Utf8String
+from ._model.struct import Struct
+from ._model.kinds import (
     Bool,
     Float32,
     Float64,
@@ -43,8 +43,9 @@ from ._types import (
     UInt32,
     UInt64,
 )
-from ._values import scope
-from ._wrappers import StrongObjectPtr, WeakObjectPtr
+from ._model.values import scope
+from ._types.object_pointers import StrongObjectPtr, WeakObjectPtr
+from . import _assembly  # noqa: F401  (wires the C core; after every layer)
 
 __version__ = "0.1.0"
 

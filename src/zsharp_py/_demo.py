@@ -387,7 +387,7 @@ class _Game:
         if gc.phase != "idle":
             # Stepping, not rt.collect_garbage(): during a pending purge that
             # would also run a new cycle, and stats() would then describe the
-            # new cycle instead of this one (src/zsharp_py/_gc.py, collect).
+            # new cycle instead of this one (src/zsharp_py/_runtime/collector.py, collect).
             phase, steps = gc.phase, 1
             while not gc.step(max_objects=objects_per_frame):
                 steps += 1

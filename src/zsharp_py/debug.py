@@ -13,11 +13,11 @@ into every-time ones, and the error ``rt.gc.verify()`` raises.
 ...     [link.member for link in rt.reference_chains(root.next)[0].links]
 ['next', None]
 """
-from ._chains import ChainLink, ReferenceChain
-from ._errors import HeapCorruptionError
-from ._fieldpath import FieldInfo
-from ._gc import GcStress
-from ._object import ClusterInfo
+from ._runtime.chains import ChainLink, ReferenceChain
+from ._base.errors import HeapCorruptionError
+from ._types.fieldpath import FieldInfo
+from ._runtime.collector import GcStress
+from ._model.object import ClusterInfo
 
 __all__ = ["ChainLink", "ClusterInfo", "FieldInfo", "GcStress", "HeapCorruptionError",
            "ReferenceChain"]

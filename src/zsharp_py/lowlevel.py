@@ -10,7 +10,7 @@ examples/native_host/ for a complete host.
 >>> (Path(include_dir()) / "zsharp.h").is_file()
 True
 """
-from ._calls import (FunctionLayout, FunctionParameter, function_layout, include_dir,
+from ._interop.calls import (FunctionLayout, FunctionParameter, function_layout, include_dir,
                      native_function)
 
 __all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "include_dir",

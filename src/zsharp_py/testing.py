@@ -37,7 +37,7 @@ import pytest
 import zsharp_py as zs
 from zsharp_py import Runtime
 from zsharp_py.debug import GcStress
-from zsharp_py._native import check, ffi, lib
+from zsharp_py._base.ffi import check, ffi, lib
 
 __all__ = ["DEFAULT_STRESS", "zs_runtime", "leak_report"]
 

@@ -42,9 +42,9 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import zsharp_py as zs
 from zsharp_py.debug import GcStress
-from zsharp_py._errors import (ZS_E_BUSY, ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID,
+from zsharp_py._base.errors import (ZS_E_BUSY, ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID,
                                ZS_E_STALE, ZS_OK)
-from zsharp_py._native import ffi, lib
+from zsharp_py._base.ffi import ffi, lib
 
 __all__ = ["EXPECTED", "RUNTIME_ERRORS", "Reader", "Session", "run_one"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NoReturn
 
-from . import _core
-from ._errors import ExpiredConjugateError
+from .. import _core
+from .errors import ExpiredConjugateError
 
 __all__ = ["ExpiredPointer", "FIXED_CLASS", "REASON_COLLECTED", "REASON_GARBAGE",
            "REASON_CLOSED", "REASON_DISPOSED", "REASON_SCOPE", "REASON_STRUCTURE",

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import cffi
 
-from ._errors import ZS_E_DYING, raise_status
-from ._native_lib import ffi, lib
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
+from .context import RuntimeLike
+from .errors import ZS_E_DYING, raise_status
+from .._native_lib import ffi, lib
 
 __all__ = ["ffi", "lib", "layout_ffi", "declare_struct", "member_name", "check", "refused",
            "check_writable"]
@@ -106,14 +104,14 @@ def layout_pointer(pointer_type: Any, native: Any) -> Any:
     return layout_ffi.cast(pointer_type, int(ffi.cast(_UINTPTR, native)))
 
 
-def check(status: int, context: str, runtime: Runtime | None) -> None:
+def check(status: int, context: str, runtime: RuntimeLike | None) -> None:
     """Raise for a non-zero native status of a call made on ``runtime``'s
     heap (None only for a call on no runtime: creating one). See ``refused``."""
     if status:
         refused(status, context, runtime)
 
 
-def check_writable(runtime: Runtime, owner: int, context: str) -> None:
+def check_writable(runtime: RuntimeLike, owner: int, context: str) -> None:
     """Before a write that Python makes itself into ``owner``'s memory
     (plain data: a name, a class id, a persistent id; a struct member by
     member): raise as the heap would refuse a native write into a stale or
@@ -124,7 +122,7 @@ def check_writable(runtime: Runtime, owner: int, context: str) -> None:
         check(lib.zs_object_writable(runtime._live_ptr(), owner), context, runtime)
 
 
-def refused(status: int, context: str, runtime: Runtime | None) -> NoReturn:
+def refused(status: int, context: str, runtime: RuntimeLike | None) -> NoReturn:
     """Raise the exception for a native status (non-zero) of a call made on
     ``runtime``'s heap.
 

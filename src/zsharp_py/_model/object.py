@@ -17,15 +17,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import struct as _struct_module
 
-from . import _core
-from ._conjugate import FIXED_CLASS, expired_error, expired_reason, expired_subject
-from ._errors import ExpiredConjugateError
-from ._hints import plural, type_text, unsupported_hint
-from ._native import check, declare_struct, ffi, layout_ffi, lib, member_name, refused
-from ._types import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
+from .._base import context
+from .._base.context import RuntimeLike
+from .. import _core
+from .._base.expiry import FIXED_CLASS, expired_error, expired_reason, expired_subject
+from .._base.errors import ExpiredConjugateError
+from .hints import plural, type_text, unsupported_hint
+from .._base.ffi import check, declare_struct, ffi, layout_ffi, lib, member_name, refused
+from .kinds import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
 __all__ = ["Object", "ObjectMeta", "ClassLayout", "class_layout"]
 
@@ -101,10 +100,9 @@ class ObjectMeta(_core.ObjectClass):
             check_annotations(cls)
             # An override that native code would call with another signature's
             # parameter block is refused now when it can be decided now
-            # (zsharp_py/_calls.py check_overrides; else at the first call).
-            calls = sys.modules.get("zsharp_py._calls")
-            if calls is not None:
-                calls.check_overrides(cls, namespace)
+            # (the check zsharp_py/_interop/calls.py registers; else at the first call).
+            for check_declaration in _declaration_checks:
+                check_declaration(cls, namespace)
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
@@ -181,9 +179,9 @@ def _create(cls: type[Object], /, name: str | None = None, outer: Object | None 
             raise TypeError(f"outer must be a zs.Object or None, not {type(outer).__name__}")
         runtime = outer._live_runtime()
     else:
-        runtime = _current_context.get()
+        runtime = context.current.get()
         if runtime is None or runtime._closed:
-            runtime = _current_runtime()
+            runtime = context.current_runtime()
     if properties:
         _check_properties(layout, runtime, properties)
     return runtime._new_object(layout.cls, layout, name, outer, properties)
@@ -204,9 +202,9 @@ def _create_initialized(cls: type[Object], /, *args: Any, name: str | None = Non
     if isinstance(outer, Object):
         runtime = outer._live_runtime()
     else:
-        runtime = _current_context.get()
+        runtime = context.current.get()
         if runtime is None or runtime._closed:
-            runtime = _current_runtime()
+            runtime = context.current_runtime()
     with runtime._lock:  # no collection between the creation and the strong reference
         obj = _create(cls, name, outer)
         handle = obj._h
@@ -258,7 +256,7 @@ def _is_classvar(annotation: Any) -> bool:
     return typing.get_origin(annotation) is ClassVar
 
 
-def _check_properties(layout: ClassLayout, runtime: Runtime, values: dict[str, Any]) -> None:
+def _check_properties(layout: ClassLayout, runtime: RuntimeLike, values: dict[str, Any]) -> None:
     """Validate constructor keywords before anything is allocated."""
     unknown = values.keys() - layout.property_names
     if unknown:
@@ -273,16 +271,14 @@ def _check_properties(layout: ClassLayout, runtime: Runtime, values: dict[str, A
                                  "another runtime")
 
 
-def _no_runtime() -> Runtime:
-    raise RuntimeError("zsharp_py._runtime was not imported")
+_declaration_checks: list[typing.Callable[[type, dict[str, Any]], None]] = []
 
 
-# Set by _runtime at import (it imports this module, so this one cannot
-# import it at the top); a plain global call on the creation path.
-_current_runtime: typing.Callable[[], Runtime] = _no_runtime
-# The context variable of ``with Runtime()`` (also set by _runtime): read
-# inline on the creation path, current_runtime() only when it is unset.
-_current_context: Any = None
+def add_declaration_check(check_declaration: typing.Callable[[type, dict[str, Any]], None]) -> None:
+    """Run ``check_declaration(cls, namespace)`` on every zs.Object subclass
+    when its class statement runs (the interop layer refuses overrides that
+    native code would call with another signature's parameter block)."""
+    _declaration_checks.append(check_declaration)
 
 
 class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
@@ -317,7 +313,7 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     _zs_layout: ClassVar[ClassLayout | None] = None  # each class's own, set by class_layout
     if TYPE_CHECKING:
         @property
-        def _rt(self) -> Runtime: ...
+        def _rt(self) -> RuntimeLike: ...
     _zs_defaults: ClassVar[dict[str, Any]]
     _zs_class_flags: ClassVar[int]
 
@@ -346,7 +342,7 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
         return self._rt._conjugate_of(ref) if ref else None
 
     @property
-    def runtime(self) -> Runtime:
+    def runtime(self) -> RuntimeLike:
         """The runtime whose heap holds this object."""
         return self._rt
 
@@ -416,7 +412,8 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     @property
     def cluster(self) -> ClusterInfo | None:
         """The cluster this object belongs to, or None."""
-        return self._live_runtime()._cluster_info(self._h)
+        info: ClusterInfo | None = self._live_runtime()._cluster_info(self._h)
+        return info
 
     # ---- helpers --------------------------------------------------------
     def _live_address(self) -> int:
@@ -427,7 +424,7 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
             raise expired_error(self._expired)
         return address
 
-    def _live_runtime(self) -> Runtime:
+    def _live_runtime(self) -> RuntimeLike:
         """The runtime, after checking that this conjugate has not expired."""
         self._live_address()
         return self._rt
@@ -495,7 +492,7 @@ def _reference_store_failed(self: Object, value: Any, what: str) -> None:
                     f"not {type(value).__name__}")
 
 
-def _reference_store_refused(runtime: Runtime, status: int, what: str) -> NoReturn:
+def _reference_store_refused(runtime: RuntimeLike, status: int, what: str) -> NoReturn:
     """Raise for a refused store (the C setters call this); a dying holder
     or target expires first (``_native.refused``)."""
     refused(status, what, runtime)
@@ -548,18 +545,19 @@ class WeakRefKind(PropertyKind):
     """A weak reference property (``friend: zs.WeakObjectPtr["Actor"]``):
     reads give a ``WeakObjectPtr``; writes take one, an object or None."""
 
-    __slots__ = ("target",)
+    __slots__ = ("target", "pointer_class")
     c_type = "uint64_t"
     member_kind = lib.ZS_MEMBER_WEAK_OBJECT
 
-    def __init__(self, target: type[Object]) -> None:
+    def __init__(self, target: type[Object], pointer_class: type) -> None:
         self.target = target
+        # What reads give: WeakObjectPtr (zsharp_py/_types/object_pointers.py),
+        # a subclass of zsharp_py._core.WeakPointer.
+        self.pointer_class = pointer_class
 
     def check(self, what: str, value: Any) -> None:
         """Accept a WeakObjectPtr, an object of the target class or None."""
-        from ._wrappers import WeakObjectPtr
-
-        if not isinstance(value, WeakObjectPtr):
+        if not isinstance(value, _core.WeakPointer):
             _check_target(what, self.target, value, ", WeakObjectPtr")
 
     def describe(self) -> str:
@@ -575,10 +573,8 @@ class WeakRefKind(PropertyKind):
         """A weak reference kind (not traced) checking its target class: it
         takes a WeakObjectPtr, an object or None, and reads as a
         WeakObjectPtr (both in native/binding, kind.c and weak.c)."""
-        from ._wrappers import WeakObjectPtr
-
         return _core.Kind(_core.KIND_WEAK, 8, 8, lib.ZS_TYPE_WEAK_OBJECT, self.describe(),
-                          cls=self.target, decode=WeakObjectPtr)
+                          cls=self.target, decode=self.pointer_class)
 
 
 # ---------------------------------------------------------------------------
@@ -598,7 +594,7 @@ def _evaluate(cls: type, annotation: Any) -> Any:
     return annotation
 
 
-def _object_target(cls: type, annotation: Any) -> type[Object] | None:
+def object_target(cls: type, annotation: Any) -> type[Object] | None:
     """The class of an object-reference annotation (``T``, ``T | None``)."""
     annotation = _evaluate(cls, annotation)
     if isinstance(annotation, type) and issubclass(annotation, Object):
@@ -606,7 +602,7 @@ def _object_target(cls: type, annotation: Any) -> type[Object] | None:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         members = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(members) == 1:
-            return _object_target(cls, members[0])
+            return object_target(cls, members[0])
     return None
 
 
@@ -616,16 +612,18 @@ def resolve_kind(cls: type, attribute: str, annotation: Any) -> PropertyKind:
 
 
 def spec_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> PropertyKind:
-    """The value spec of an evaluated annotation or type argument (``cls``
-    gives the scope where nested string annotations resolve)."""
-    from ._wrappers import WeakObjectPtr
+    """The property kind of an evaluated annotation or type argument (``cls``
+    gives the scope where nested string annotations resolve).
 
+    The one annotation resolver, knowing no type of a higher layer: a
+    Python shorthand (``int``, ``str``...) stands for the zs type registered
+    for it (``register_shorthand``); a zs type gives its own kind
+    (``_zs_value_spec(owner)``), a generic one from its type arguments
+    (``_zs_generic_spec(owner, arguments, what)`` on the origin, as
+    ``WeakObjectPtr[T]``); an object class, alone or ``| None``, is a
+    reference."""
     if isinstance(resolved, (str, typing.ForwardRef)):
         resolved = _evaluate(cls, resolved)
-    if resolved is str:
-        from ._strings import String
-
-        resolved = String
     resolved = PYTHON_SHORTHANDS.get(resolved, resolved)
     if isinstance(resolved, type) and issubclass(resolved, Scalar) and resolved is not Scalar:
         return ScalarKind(resolved)
@@ -633,13 +631,11 @@ def spec_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> Prop
     if make_spec is not None:
         spec: PropertyKind = make_spec(cls)
         return spec
-    if typing.get_origin(resolved) is WeakObjectPtr:
-        (argument,) = typing.get_args(resolved)
-        target = _object_target(cls, argument)
-        if target is None:
-            raise TypeError(f"{what}: WeakObjectPtr needs a zs.Object subclass, got {argument!r}")
-        return WeakRefKind(target)
-    target = _object_target(cls, resolved)
+    make_generic = getattr(typing.get_origin(resolved), "_zs_generic_spec", None)
+    if make_generic is not None:
+        generic: PropertyKind = make_generic(cls, typing.get_args(resolved), what)
+        return generic
+    target = object_target(cls, resolved)
     if target is not None:
         return ObjectRefKind(target)
     shown = annotation if annotation is not None else resolved
@@ -761,30 +757,12 @@ def pack_default(kind: PropertyKind, buffer: bytearray, offset: int, value: Any)
 def pack_initial(kind: PropertyKind, buffer: bytearray, offset: int) -> bool:
     """Write a freshly made value's defaults into an image, if they are plain
     data only (embedded structs of scalars); False when they need the
-    runtime (after creation: ``initialize_defaults``)."""
-    from ._struct import StructSpec
-
-    if not isinstance(kind, StructSpec):
-        return True  # nothing to initialise: zeroed memory is the empty value
-    plain = True
-    for info in kind.layout.properties:
-        if info.has_default:
-            plain = pack_default(info.kind, buffer, offset + info.offset, info.default) and plain
-        else:
-            plain = pack_initial(info.kind, buffer, offset + info.offset) and plain
-    return plain
+    runtime (after creation: ``initialize_defaults``). The kind decides:
+    only a struct kind has defaults of its own."""
+    return kind.pack_initial(buffer, offset)
 
 
 def initialize_defaults(holder: Any, info: PropertyInfo) -> None:
     """Apply, after creation, the defaults an image could not hold: those of
     the struct members below ``info`` that are not plain data."""
-    from ._struct import StructSpec
-
-    if not isinstance(info.kind, StructSpec):
-        return
-    value = getattr(holder, info.name)
-    for member in info.kind.layout.properties:
-        if member.has_default and not isinstance(member.kind, ScalarKind):
-            setattr(value, member.name, member.default)
-        elif not member.has_default:
-            initialize_defaults(value, member)
+    info.kind.initialize_defaults(holder, info.name)

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from . import _core
-from ._conjugate import REASON_CLOSED, REASON_DISPOSED
-from ._errors import ExpiredConjugateError
-from ._native import check, lib
-from ._object import Object
+from .._base.context import RuntimeLike
+from .. import _core
+from .._base.expiry import REASON_CLOSED, REASON_DISPOSED
+from .._base.errors import ExpiredConjugateError
+from .._base.ffi import check, lib
+from .._model.object import Object, WeakRefKind, object_target
 
 if TYPE_CHECKING:
     from types import TracebackType
-
-    from ._runtime import Runtime
 
 __all__ = ["WeakObjectPtr", "StrongObjectPtr"]
 
@@ -49,6 +48,16 @@ class WeakObjectPtr(_core.WeakPointer, Generic[T]):
         def __init__(self, obj: T | None = None) -> None: ...
         def get(self) -> T | None: ...
 
+    @classmethod
+    def _zs_generic_spec(cls, owner: type, arguments: tuple[Any, ...], what: str) -> WeakRefKind:
+        """The kind of a ``WeakObjectPtr[Target]`` annotation (the resolver,
+        zsharp_py/_model/object.py spec_of, asks the origin type)."""
+        (argument,) = arguments
+        target = object_target(owner, argument)
+        if target is None:
+            raise TypeError(f"{what}: WeakObjectPtr needs a zs.Object subclass, got {argument!r}")
+        return WeakRefKind(target, cls)
+
 
 class StrongObjectPtr(Generic[T]):
     """A black conjugate holding a strong reference: the object survives
@@ -56,7 +65,7 @@ class StrongObjectPtr(Generic[T]):
     Python finalising this pointer)."""
 
     __slots__ = ("_rt", "_h", "_target", "_disposed")
-    _rt: Runtime
+    _rt: RuntimeLike
     _h: int
     _target: T
     _disposed: str | None

@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import _core
-from ._errors import named
-from ._native import lib
-from ._object import Object, ObjectRefKind, PropertyInfo, class_layout
-from ._struct import Struct, StructSpec, struct_layout
-from ._types import PropertyKind
-from ._values import ImmutableValue, scope
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
+from .._base.context import RuntimeLike
+from .. import _core
+from .._base import context
+from .._base.errors import named
+from .._base.ffi import lib
+from .._model.object import Object, ObjectRefKind, PropertyInfo, class_layout
+from .._model.struct import Struct, StructSpec, struct_layout
+from .._model.kinds import PropertyKind
+from .._model.values import ImmutableValue, scope
 
 __all__ = ["FieldPath", "FieldPathError", "FieldInfo", "FieldPathSpec"]
 
@@ -285,9 +284,7 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
     @staticmethod
     def _loaded(candidates: list[type]) -> list[type]:
         """The candidates registered in the current runtime."""
-        from ._runtime import current_runtime
-
-        runtime = current_runtime()
+        runtime = context.current_runtime()
         return [cls for cls in candidates if cls in runtime._native_classes
                 or ("_zs_kind" in cls.__dict__
                     and runtime._has_native_type(cls.__dict__["_zs_kind"]))]
@@ -416,10 +413,10 @@ class FieldPathSpec(PropertyKind):
         """A UTF-8 string read back as a FieldPath (an immutable value)."""
         convert = self._convert
 
-        def encode(runtime: Runtime, value: Any) -> str:
+        def encode(runtime: RuntimeLike, value: Any) -> str:
             return convert(value).full_path
 
-        def decode(runtime: Runtime, text: str) -> FieldPath:
+        def decode(runtime: RuntimeLike, text: str) -> FieldPath:
             return FieldPath(text) if text else FieldPath()
 
         return _core.Kind(_core.KIND_STRING, 16, 8, lib.ZS_TYPE_STRING, "FieldPath", unit=1,

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from typing_extensions import TypeAlias
 
-from . import _core
-from ._errors import named
-from ._native import lib as _native_lib
+from .. import _core
+from .._base.errors import named
+from .._base.ffi import lib as _native_lib
 
 __all__ = [
     "Scalar", "Bool", "Int8", "Int16", "Int32", "Int64",
@@ -153,8 +153,16 @@ else:
         _scalar.__name__ = _scalar.__qualname__ = _scalar.__name__.lstrip("_")
         _scalar.__module__ = "zsharp_py"
 
-# Python shorthands accepted in annotations.
+# Python shorthands accepted in annotations, and the zs type each stands for
+# (``str`` is added by zsharp_py/_types/strings.py: register_shorthand).
 PYTHON_SHORTHANDS: dict[Any, Any] = {int: Int64, float: Float64, bool: Bool}
+
+
+def register_shorthand(python_type: type, zs_type: type) -> None:
+    """Let annotations write ``python_type`` for ``zs_type`` (``str`` for
+    ``zs.String``): the resolver (zsharp_py/_model/object.py spec_of)
+    knows no type of the layers above it."""
+    PYTHON_SHORTHANDS[python_type] = zs_type
 
 
 class PropertyKind:
@@ -213,6 +221,17 @@ class PropertyKind:
         """Whether a zeroed value of this type is already initialised (no
         member defaults to apply after creation)."""
         return True
+
+    def pack_initial(self, buffer: bytearray, offset: int) -> bool:
+        """Write a fresh value's member defaults into an image at ``offset``;
+        False when some need the runtime (``initialize_defaults``). Only a
+        struct kind has member defaults: zeroed memory is every other
+        kind's empty value."""
+        return True
+
+    def initialize_defaults(self, holder: Any, name: str) -> None:
+        """Apply, after creation, the member defaults of ``holder.name`` that
+        an image could not hold (a struct kind's; nothing for the others)."""
 
 
 # One C kind per structural type, process-wide (kinds are immutable).

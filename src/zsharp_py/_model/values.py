@@ -28,11 +28,9 @@ import contextlib
 import contextvars
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
-from . import _core
-from ._conjugate import FIXED_CLASS
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
+from .._base.context import RuntimeLike
+from .. import _core
+from .._base.expiry import FIXED_CLASS
 
 __all__ = ["ValueConjugate", "ImmutableValue", "scope", "open_scope", "close_scope"]
 
@@ -94,7 +92,7 @@ class ValueConjugate(_core.ValueConjugate):
     __class__ = FIXED_CLASS  # never re-classed: its memory is laid out for its own type
     if TYPE_CHECKING:
         @property
-        def _rt(self) -> Runtime: ...
+        def _rt(self) -> RuntimeLike: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

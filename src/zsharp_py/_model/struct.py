@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from . import _core
-from ._native import declare_struct, layout_ffi, lib, member_name
-from ._types import PropertyKind, ScalarKind
-from ._values import ValueConjugate
+from .. import _core
+from .._base.ffi import declare_struct, layout_ffi, lib, member_name
+from .kinds import PropertyKind, ScalarKind
+from .object import (_RESERVED_STRUCT, PropertyInfo, _annotations_of, _is_classvar, _scope_of,
+                     check_annotations, initialize_defaults, pack_default, pack_initial,
+                     resolve_kind)
+from .values import ValueConjugate
 
-if TYPE_CHECKING:
-    from ._object import PropertyInfo
 
 __all__ = ["Struct", "StructMeta", "StructSpec", "StructLayout", "struct_layout"]
 
@@ -43,7 +44,6 @@ class StructMeta(type):
 
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
                 **kwargs: Any) -> StructMeta:
-        from ._object import _is_classvar, _scope_of, check_annotations
 
         namespace.setdefault("__slots__", ())
         annotations = namespace.get("__annotations__", {})
@@ -141,7 +141,6 @@ def _contains(kind: PropertyKind, cls: type, seen: set[Any]) -> bool:
         if kind.cls in seen:
             return False
         seen.add(kind.cls)
-        from ._object import _annotations_of, resolve_kind
 
         return any(_contains(resolve_kind(kind.cls, name, annotation), cls, seen)
                    for name, annotation in _annotations_of(kind.cls).items())
@@ -154,8 +153,6 @@ def _contains(kind: PropertyKind, cls: type, seen: set[Any]) -> bool:
 def struct_layout(cls: type[Struct]) -> StructLayout:
     """The layout of ``cls``, computed (its kind made and descriptors
     installed) on first use."""
-    from ._object import _RESERVED_STRUCT, PropertyInfo, _annotations_of, pack_default, \
-        pack_initial, resolve_kind
 
     layout: StructLayout | None = cls.__dict__.get("_zs_layout")
     if layout is not None:
@@ -223,7 +220,6 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
 def _install_defaults(cls: type[Struct], properties: list[PropertyInfo]) -> None:
     """A struct whose defaults are not all plain data (a string, a name...):
     its constructor applies them after the C one (members given win)."""
-    from ._object import initialize_defaults
 
     base_new = _core.ValueConjugate.__new__
     later = [info for info in properties
@@ -287,6 +283,26 @@ class StructSpec(PropertyKind):
     def describe(self) -> str:
         """The struct's name."""
         return self.cls.__name__
+
+    def pack_initial(self, buffer: bytearray, offset: int) -> bool:
+        """The members' defaults, and theirs below them, into the image."""
+        plain = True
+        for info in self.layout.properties:
+            if info.has_default:
+                plain = pack_default(info.kind, buffer, offset + info.offset,
+                                     info.default) and plain
+            else:
+                plain = info.kind.pack_initial(buffer, offset + info.offset) and plain
+        return plain
+
+    def initialize_defaults(self, holder: Any, name: str) -> None:
+        """The members' defaults that are not plain data, after creation."""
+        value = getattr(holder, name)
+        for member in self.layout.properties:
+            if member.has_default and not isinstance(member.kind, ScalarKind):
+                setattr(value, member.name, member.default)
+            elif not member.has_default:
+                member.kind.initialize_defaults(value, member.name)
 
     def check(self, what: str, value: Any) -> None:
         """A struct of this class, a tuple or a dict of its members."""

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._native import check, ffi, lib
+from .._base.ffi import check, ffi, lib
+from .._model.object import Object, PropertyInfo, class_layout
+from .._model.struct import Struct, StructSpec, struct_layout
 
 if TYPE_CHECKING:
-    from ._object import Object, PropertyInfo
-    from ._runtime import Runtime
+    from .runtime import Runtime
 
 __all__ = ["ChainLink", "ReferenceChain", "reference_chains"]
 
@@ -77,7 +78,6 @@ class ReferenceChain:
 
 def reference_chains(runtime: Runtime, obj: Object, limit: int | None) -> list[ReferenceChain]:
     """``Runtime.reference_chains``: see there."""
-    from ._object import Object
 
     if not isinstance(obj, Object):
         raise TypeError(f"reference_chains() needs a zs.Object, got {type(obj).__name__}")
@@ -136,9 +136,6 @@ def _member_name(holder: Any, member: int) -> str:
     special = _SPECIAL_MEMBERS.get(member)
     if special is not None:
         return special
-    from ._object import Object, class_layout
-    from ._struct import Struct, struct_layout
-
     if isinstance(holder, Object):
         return _property_path(class_layout(type(holder)).properties, member)
     if isinstance(holder, Struct):
@@ -150,7 +147,6 @@ def _property_path(properties: list[PropertyInfo], offset: int) -> str:
     """The property at a byte offset (its last one starting at or before it),
     descending into struct properties: the native reference schema inlines
     structs, so a reference inside one is named by its own offset."""
-    from ._struct import StructSpec, struct_layout
 
     found: PropertyInfo | None = None
     for info in properties:
@@ -166,7 +162,6 @@ def _property_path(properties: list[PropertyInfo], offset: int) -> str:
 
 def _describe(holder: Any) -> str:
     """``Actor 'Hero'``, or a black value's type (``Array[Actor]``)."""
-    from ._object import Object
 
     if holder is None:
         return "a freed black value"

@@ -34,16 +34,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from typing_extensions import Self, TypeVar
 
-from . import _core
-from ._native import check, declare_struct, ffi, lib
-from ._object import Object, ObjectMeta, ObjectRefKind
-from ._types import PropertyKind, Scalar, ScalarKind, UInt32
-from ._typing import TypeParameters
-from ._values import ImmutableValue, ValueConjugate
+from .._base.context import RuntimeLike
+from .. import _core
+from .._base import context
+from .._base.ffi import check, declare_struct, ffi, lib
+from .._model.object import Object, ObjectMeta, ObjectRefKind, _evaluate
+from .._model.kinds import PropertyKind, Scalar, ScalarKind, UInt32
+from .._base.generics import TypeParameters
+from .._model.values import ImmutableValue, ValueConjugate
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
-    from ._struct import Struct
+    from .._model.struct import Struct
 
 __all__ = ["Interface", "SubclassOf", "SoftObjectPtr", "SoftClassPtr", "LazyObjectPtr",
            "ScriptInterface", "object_path"]
@@ -58,6 +59,47 @@ T = TypeVar("T", bound=Object, default=Object)
 # ---------------------------------------------------------------------------
 # Interfaces
 # ---------------------------------------------------------------------------
+
+
+class _LazyIds:
+    """The persistent ids of LazyObjectPtr in one runtime: id -> handle and
+    handle -> id (``Runtime.feature_state``; forgotten when it closes)."""
+
+    __slots__ = ("ids", "handles")
+
+    def __init__(self) -> None:
+        self.ids: dict[bytes, int] = {}
+        self.handles: dict[int, bytes] = {}
+
+    def close(self) -> None:
+        """The runtime closed: no handle names an object any more."""
+        self.ids.clear()
+        self.handles.clear()
+
+
+class _InterfaceIds:
+    """The interface classes ScriptInterface values name in one runtime,
+    numbered from 1 in order of first use (``Runtime.feature_state``)."""
+
+    __slots__ = ("ids", "interfaces")
+
+    def __init__(self) -> None:
+        self.ids: dict[type, int] = {}
+        self.interfaces: list[type] = []
+
+    def close(self) -> None:
+        """Nothing native to release: the ids are plain Python data."""
+
+
+def _lazy(runtime: RuntimeLike) -> _LazyIds:
+    state: _LazyIds = runtime.feature_state(_LazyIds, _LazyIds)
+    return state
+
+
+def _interfaces_of(runtime: RuntimeLike) -> _InterfaceIds:
+    state: _InterfaceIds = runtime.feature_state(_InterfaceIds, _InterfaceIds)
+    return state
+
 
 class Interface:
     """Base of interfaces (``UInterface``): plain Python marker classes that
@@ -157,8 +199,6 @@ class _Specialised:
             if cls._zs_needs_target:
                 raise TypeError(f"use {cls.__name__}[T]: it needs the type it refers to")
             return cls._zs_bound
-        from ._object import _evaluate
-
         holder = type("_Scope", (), {"_zs_scope": cls._zs_scope})
         result = _evaluate(holder, argument)
         if (not isinstance(result, type) or not issubclass(result, cls._zs_bound)
@@ -320,12 +360,12 @@ class SubclassOfSpec(_WrapperSpec):
         """Four plain bytes: the native class id + 1 in the runtime."""
         wrapper, what = self.cls, self.describe()
 
-        def encode(runtime: Runtime, value: Any) -> bytes:
+        def encode(runtime: RuntimeLike, value: Any) -> bytes:
             cls = wrapper._convert(what, value)
             stored = 0 if cls is None else lib.zs_class_id(runtime._native_class(cls)) + 1
             return int(stored).to_bytes(4, sys.byteorder)
 
-        def decode(runtime: Runtime, raw: bytes) -> Any:
+        def decode(runtime: RuntimeLike, raw: bytes) -> Any:
             stored = int.from_bytes(raw, sys.byteorder)
             classes = runtime._classes_by_id
             return classes[stored - 1] if 0 < stored <= len(classes) else None
@@ -353,28 +393,28 @@ def _persistent_id(obj: Object) -> bytes:
     """The object's persistent id, assigned (a new uuid4) if it has none."""
     runtime = obj._live_runtime()
     with runtime._lock:
-        found = runtime._lazy_handles.get(obj._h)
+        found = _lazy(runtime).handles.get(obj._h)
         if found is not None:
             return found
         new = uuid.uuid4().bytes
-        runtime._lazy_handles[obj._h] = new
-        runtime._lazy_ids[new] = obj._h
+        _lazy(runtime).handles[obj._h] = new
+        _lazy(runtime).ids[new] = obj._h
         return new
 
 
-def _lookup(runtime: Runtime, persistent: bytes) -> Object | None:
+def _lookup(runtime: RuntimeLike, persistent: bytes) -> Object | None:
     """The live object holding a persistent id (dead entries are dropped)."""
     with runtime._lock:
         if runtime._closed:
             return None
-        handle = runtime._lazy_ids.get(persistent)
+        handle = _lazy(runtime).ids.get(persistent)
         if handle is None:
             return None
-        obj = runtime._conjugate_of(handle)
-        if obj is None or runtime._lazy_handles.get(handle) != persistent:
-            runtime._lazy_ids.pop(persistent, None)
-            if runtime._lazy_handles.get(handle) == persistent:
-                del runtime._lazy_handles[handle]
+        obj: Object | None = runtime._conjugate_of(handle)
+        if obj is None or _lazy(runtime).handles.get(handle) != persistent:
+            _lazy(runtime).ids.pop(persistent, None)
+            if _lazy(runtime).handles.get(handle) == persistent:
+                del _lazy(runtime).handles[handle]
             return None
         return obj
 
@@ -403,7 +443,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
 
     __slots__ = ("_id", "_rt")
     _id: bytes
-    _rt: Runtime | None
+    _rt: RuntimeLike | None
 
     def __init__(self, value: T | LazyObjectPtr[T] | uuid.UUID | str | bytes | None = None) -> None:
         persistent, runtime = type(self)._convert(_describe(type(self)), value)
@@ -411,7 +451,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
         object.__setattr__(self, "_rt", runtime)
 
     @classmethod
-    def _convert(cls, what: str, value: Any) -> tuple[bytes, Runtime | None]:
+    def _convert(cls, what: str, value: Any) -> tuple[bytes, RuntimeLike | None]:
         if value is None:
             return _NULL_ID, None
         if isinstance(value, LazyObjectPtr):
@@ -424,7 +464,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
         return _id_bytes(value), None
 
     @classmethod
-    def _make(cls, persistent: bytes, runtime: Runtime | None) -> Any:
+    def _make(cls, persistent: bytes, runtime: RuntimeLike | None) -> Any:
         lazy = object.__new__(cls)
         object.__setattr__(lazy, "_id", persistent)
         object.__setattr__(lazy, "_rt", runtime)
@@ -438,7 +478,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
     def id_of(obj: Object) -> uuid.UUID | None:
         """The persistent id of ``obj``, or None if it has none."""
         runtime = obj._live_runtime()
-        found = runtime._lazy_handles.get(obj._h)
+        found = _lazy(runtime).handles.get(obj._h)
         return uuid.UUID(bytes=found) if found is not None else None
 
     @classmethod
@@ -453,14 +493,14 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
             raise ValueError("the all-zero id is the null persistent id")
         runtime = obj._live_runtime()
         with runtime._lock:
-            previous_handle = runtime._lazy_ids.get(persistent)
+            previous_handle = _lazy(runtime).ids.get(persistent)
             if previous_handle is not None:
-                runtime._lazy_handles.pop(previous_handle, None)
-            previous_id = runtime._lazy_handles.get(obj._h)
+                _lazy(runtime).handles.pop(previous_handle, None)
+            previous_id = _lazy(runtime).handles.get(obj._h)
             if previous_id is not None:
-                runtime._lazy_ids.pop(previous_id, None)
-            runtime._lazy_ids[persistent] = obj._h
-            runtime._lazy_handles[obj._h] = persistent
+                _lazy(runtime).ids.pop(previous_id, None)
+            _lazy(runtime).ids[persistent] = obj._h
+            _lazy(runtime).handles[obj._h] = persistent
         made: Self = cls._make(persistent, runtime)
         return made
 
@@ -482,9 +522,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
             return None
         runtime = self._rt
         if runtime is None or runtime._closed:
-            from ._runtime import current_runtime
-
-            runtime = current_runtime()
+            runtime = context.current_runtime()
         obj = _lookup(runtime, self._id)
         return typing.cast("T", obj) if isinstance(obj, type(self)._zs_target()) else None
 
@@ -543,11 +581,11 @@ class LazyObjectSpec(_WrapperSpec):
         """Sixteen plain bytes: the persistent id (an object gets one first)."""
         wrapper, what = self.cls, self.describe()
 
-        def encode(runtime: Runtime, value: Any) -> bytes:
+        def encode(runtime: RuntimeLike, value: Any) -> bytes:
             persistent, _ = wrapper._convert(what, value)
             return persistent
 
-        def decode(runtime: Runtime, raw: bytes) -> Any:
+        def decode(runtime: RuntimeLike, raw: bytes) -> Any:
             return wrapper._make(raw, runtime)
 
         return _core.Kind(_core.KIND_PLAIN, 16, 8, lib.ZS_TYPE_PLAIN, what,
@@ -583,11 +621,9 @@ class _SoftPointer(ValueConjugate, _Specialised):
     __slots__ = ()
 
     def __new__(cls, value: Any = None) -> Self:
-        from ._delegates import _current
-        from ._runtime import current_runtime
-
-        runtime = value._live_runtime() if issubclass(type(value), Object) else current_runtime()
-        with _current(runtime):
+        runtime = (value._live_runtime() if issubclass(type(value), Object)
+                   else context.current_runtime())
+        with context.made_current(runtime):
             made: Self = _core.ValueConjugate.__new__(cls, value)  # type: ignore[call-arg]
         return made
 
@@ -838,7 +874,7 @@ class SoftSpec(_WrapperSpec):
         """A UTF-8 string, read as a view of the pointer class."""
         wrapper, what = self.cls, self.describe()
 
-        def encode(runtime: Runtime, value: Any) -> str:
+        def encode(runtime: RuntimeLike, value: Any) -> str:
             return wrapper._path_of(what, value)
 
         return _core.Kind(_core.KIND_STRING, 16, 8, lib.ZS_TYPE_STRING, what, unit=1,
@@ -849,11 +885,11 @@ class SoftSpec(_WrapperSpec):
 # ScriptInterface
 # ---------------------------------------------------------------------------
 
-def _interface_id(runtime: Runtime, interface: type) -> int:
-    found = runtime._interface_ids.get(interface)
+def _interface_id(runtime: RuntimeLike, interface: type) -> int:
+    found = _interfaces_of(runtime).ids.get(interface)
     if found is None:
-        runtime._interfaces.append(interface)
-        found = runtime._interface_ids[interface] = len(runtime._interfaces)
+        _interfaces_of(runtime).interfaces.append(interface)
+        found = _interfaces_of(runtime).ids[interface] = len(_interfaces_of(runtime).interfaces)
     return found
 
 
@@ -876,11 +912,8 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
     _zs_needs_target = True
 
     def __new__(cls, obj: Any = None) -> Self:
-        from ._delegates import _current
-        from ._runtime import current_runtime
-
-        runtime = obj._live_runtime() if isinstance(obj, Object) else current_runtime()
-        with _current(runtime):
+        runtime = obj._live_runtime() if isinstance(obj, Object) else context.current_runtime()
+        with context.made_current(runtime):
             made: Self = _core.ValueConjugate.__new__(cls, obj)  # type: ignore[call-arg]
         return made
 
@@ -989,14 +1022,14 @@ class ScriptInterfaceSpec(_WrapperSpec):
         """A struct of a strong reference and the interface's id in the runtime."""
         wrapper, what, check = self.cls, self.describe(), self.check
 
-        def encode(runtime: Runtime, value: Any) -> dict[str, Any]:
+        def encode(runtime: RuntimeLike, value: Any) -> dict[str, Any]:
             check(what, value)
             if isinstance(value, ScriptInterface):
                 value = value.object
             interface = _interface_id(runtime, wrapper._zs_target()) if value is not None else 0
             return {"object": value, "interface": interface}
 
-        def decode(runtime: Runtime, members: dict[str, Any]) -> Any:
+        def decode(runtime: RuntimeLike, members: dict[str, Any]) -> Any:
             return members["object"]
 
         kind = _core.Kind(_core.KIND_STRUCT, 16, 8, lib.ZS_TYPE_STRUCT, what,

@@ -6,11 +6,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ._errors import HeapCorruptionError
-from ._native import check, ffi, lib
+from .._base.errors import HeapCorruptionError
+from .._base.ffi import check, ffi, lib
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
+    from .runtime import Runtime
 
 __all__ = ["GcStats", "GcSettings", "GcStress", "GarbageCollector", "GcPhase", "GcTick"]
 

@@ -26,27 +26,25 @@ import inspect
 import types
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import _core, _values
-from ._errors import (ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK,
+from .._base.context import RuntimeLike
+from .. import _core
+from .._base import context
+
+from .._model import values as _values
+from .._base.errors import (ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK,
                       ExpiredConjugateError)
-from ._native import api_address, declare_struct, ffi, layout_ffi, lib, member_name
-from ._object import Object, ObjectRefKind, WeakRefKind, spec_of
-from ._struct import StructSpec
-from ._types import _SCALAR_CODES, ScalarKind
-from ._values import close_scope, open_scope
+from .._base.ffi import api_address, declare_struct, ffi, layout_ffi, lib, member_name
+from .._model.object import Object, ObjectRefKind, WeakRefKind, add_declaration_check, spec_of
+from .._model.struct import StructSpec
+from .._model.kinds import _SCALAR_CODES, ScalarKind
+from .._model.values import close_scope, open_scope
 
-if TYPE_CHECKING:
-    from contextvars import ContextVar
-
-    from ._runtime import Runtime
 
 __all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "native_function",
-           "include_dir", "attach"]
+           "include_dir"]
 
-# The current-runtime context variable (set by _runtime, which imports this module).
-_current_context: ContextVar[Runtime | None]
 
 # How a block member becomes an argument (FunctionLayout._modes).
 _SCALAR, _OBJECT, _STRUCT = 0, 1, 2
@@ -126,7 +124,7 @@ def include_dir() -> str:
     host's compiler (``-I``), as ``pybind11.get_include()`` gives its own:
     inside the installed package, or the source tree's ``native/include``
     in an editable install."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # zsharp_py/_interop/calls.py
     for folder in (package / "include", package.parents[1] / "native" / "include"):
         if (folder / "zsharp.h").is_file():
             return str(folder)
@@ -237,7 +235,7 @@ def _signature(layout: FunctionLayout) -> str:
 
 
 def check_overrides(cls: type[Object], namespace: dict[str, Any]) -> None:
-    """At class declaration (zsharp_py/_object.py ObjectMeta): refuse an
+    """At class declaration (zsharp_py/_model/object.py ObjectMeta): refuse an
     override whose parameter block differs from its reference declaration's,
     when both signatures resolve now; otherwise the first call decides."""
     for name, value in namespace.items():
@@ -336,21 +334,12 @@ def _declare_host_struct(kind: Any, out: dict[str, str]) -> None:
 # The handler
 # ---------------------------------------------------------------------------
 
-def attach(runtime: Runtime) -> None:
-    """Make ``runtime`` the target of native calls on its heap: the handler
-    is zsharp_py._core's (C), which finds the runtime by its native address
-    and takes calls it cannot make itself to ``_call_from_address``."""
-    handler, user = _core.call_handler()
-    lib.zs_set_call_handler(runtime._ptr, ffi.cast("zs_call_handler", handler),
-                            ffi.cast("void *", user))
-
-
-def _call_from_address(runtime: Runtime, handle: int, function: bytes, params: int) -> int:
+def _call_from_address(runtime: RuntimeLike, handle: int, function: bytes, params: int) -> int:
     """The slow path of zsharp_py._core's handler (``params`` an address)."""
     return _call(runtime, handle, function, ffi.cast("void *", params))
 
 
-def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
+def _call(runtime: RuntimeLike, handle: int, function: bytes, params: Any) -> int:
     """Run one call from native code; returns its zs_status."""
     # A held conjugate is found in the table (closing expires them all);
     # else adopt the object under the lock.
@@ -376,7 +365,7 @@ def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
     method = getattr(cls, layout.name)
     # The object's runtime is current during the call (a native thread's
     # context would otherwise name the default runtime), inside a scope.
-    token = _current_context.set(runtime)
+    token = context.current.set(runtime)
     scope_token, views = open_scope()
     try:
         # The layout's pointer type comes from the layout FFI; a cast from
@@ -397,11 +386,11 @@ def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
         return ZS_E_CALL_FAILED
     finally:
         close_scope(scope_token, views)
-        _current_context.reset(token)
+        context.current.reset(token)
     return ZS_OK
 
 
-def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any, address: int) -> Any:
+def _read(runtime: RuntimeLike, layout: FunctionLayout, i: int, block: Any, address: int) -> Any:
     """Argument ``i`` as a Python value; a struct as a red view into the
     block, which the call's scope expires when it returns."""
     mode = layout._modes[i]
@@ -422,7 +411,7 @@ def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any, address:
     return obj
 
 
-def _write(runtime: Runtime, layout: FunctionLayout, block: Any, address: int, value: Any) -> None:
+def _write(runtime: RuntimeLike, layout: FunctionLayout, block: Any, address: int, value: Any) -> None:
     """Store the result into the block."""
     kind, cname, mode = layout._kinds[-1], layout._cnames[-1], layout._modes[-1]
     what = f"{layout.owner.__name__}.{layout.name} (result)"
@@ -444,3 +433,4 @@ def _write(runtime: Runtime, layout: FunctionLayout, block: Any, address: int, v
 
 
 _core.configure_calls(slow_call=_call_from_address, scopes=_values._scopes)
+add_declaration_check(check_overrides)

@@ -18,13 +18,14 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, TypeVar, cast, overload
 
-from . import _core
-from ._errors import named
-from ._hints import plural
-from ._native import declare_struct, layout_ffi, lib
-from ._types import PropertyKind
-from ._typing import TypeParameters
-from ._values import ValueConjugate
+from .. import _core
+from .._base.errors import named
+from .._model.hints import plural
+from .._base.ffi import declare_struct, layout_ffi, lib
+from .._model.kinds import PropertyKind
+from .._model.object import ObjectRefKind, spec_of
+from .._base.generics import TypeParameters
+from .._model.values import ValueConjugate
 
 __all__ = ["Array", "Set", "Map", "Optional", "ArraySpec", "SetSpec", "MapSpec", "OptionalSpec"]
 
@@ -99,8 +100,6 @@ class _Generic:
         if specs is None:
             if not cls._zs_args:
                 raise TypeError(f"use {cls.__name__}[T]: a container needs its element type")
-            from ._object import spec_of
-
             holder = type("_Scope", (), {"_zs_scope": cls._zs_scope})
             specs = tuple(spec_of(holder, arg, f"{cls.__name__} element") for arg in cls._zs_args)
             _check_element(cls, specs[0])  # map values may be anything
@@ -109,8 +108,6 @@ class _Generic:
 
 
 def _check_element(cls: type, spec: PropertyKind) -> None:
-    from ._object import ObjectRefKind
-
     if isinstance(spec, ObjectRefKind) and cls.__name__.startswith(("Set", "Map")):
         return  # object keys: hashable by handle
     if cls.__name__.startswith(("Set", "Map")) and spec.key[0] in ("array", "set", "map"):

@@ -14,46 +14,29 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
-import contextvars
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from . import _calls, _core, _object
-from ._chains import ReferenceChain, reference_chains
-from ._conjugate import ExpiredPointer, expired_error
-from ._errors import ExpiredConjugateError, raise_status
-from ._gc import GarbageCollector, GcStats, GcStress
-from ._hints import attribute_error, plural
-from ._native import api_address, check, ffi, lib, refused
-from ._object import ClassLayout, ClusterInfo, Object, class_layout, initialize_defaults
-from ._strings import Name
+from .. import _core
+from .._base import context
+from .._base.context import current_runtime
+
+
+from .chains import ReferenceChain, reference_chains
+from .._base.expiry import ExpiredPointer, expired_error
+from .._base.errors import ExpiredConjugateError, raise_status
+from .collector import GarbageCollector, GcStats, GcStress
+from .._model.hints import plural
+from .._base.ffi import api_address, check, ffi, lib, refused
+from .._model.object import ClassLayout, ClusterInfo, Object, class_layout, initialize_defaults
 
 if TYPE_CHECKING:
     from types import TracebackType
 
 __all__ = ["Runtime", "RuntimeActivation", "current_runtime"]
 
-_current: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar(
-    "zsharp_current_runtime", default=None)
-# The ``with`` blocks open in this context, innermost last: (runtime, token).
-_entered: contextvars.ContextVar[tuple[tuple[Runtime, contextvars.Token[Runtime | None]], ...]] = (
-    contextvars.ContextVar("zsharp_entered_runtimes", default=()))
-_default: list[Runtime] = []  # the lazily created default runtime (at most one live)
-_default_lock = threading.Lock()
 _open_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
-
-
-def current_runtime() -> Runtime:
-    """The runtime of the innermost ``with Runtime()`` block, else the default
-    runtime (created on first use, closed at interpreter exit)."""
-    runtime = _current.get()
-    if runtime is not None and not runtime._closed:
-        return runtime
-    with _default_lock:
-        if not _default or _default[0]._closed:
-            _default[:] = [Runtime()]
-        return _default[0]
 
 
 def _free_native(pointer: Any) -> None:
@@ -119,12 +102,9 @@ class Runtime(_core.RuntimeCore):
         self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
         self._collecting = False  # inside collect_garbage or gc.step (see _refuse_reentry)
         self._in_close = False  # inside close(): a nested close() is refused, not a no-op
-        # Object wrappers (_object_wrappers): the persistent ids of
-        # LazyObjectPtr, the interface ids of ScriptInterface.
-        self._lazy_ids: dict[bytes, int] = {}
-        self._lazy_handles: dict[int, bytes] = {}
-        self._interface_ids: dict[type, int] = {}
-        self._interfaces: list[type] = []
+        # State the type layers keep per runtime (feature_state), each
+        # cleared through its close() when this runtime closes.
+        self._features: dict[object, Any] = {}
         self.gc = GarbageCollector(self)
         """Garbage collector controls: ``stats()``, ``verify()``."""
         # An unclosed runtime that Python collects frees its heap; at exit,
@@ -132,7 +112,11 @@ class Runtime(_core.RuntimeCore):
         # hold them), so the finaliser's own atexit run is disabled.
         self._finalizer = weakref.finalize(self, _free_native, self._ptr)
         self._finalizer.atexit = False
-        _calls.attach(self)
+        # Calls from native code on this heap go to zsharp_py._core's C
+        # handler, which finds the runtime by its native address.
+        handler, user = _core.call_handler()
+        lib.zs_set_call_handler(self._ptr, ffi.cast("zs_call_handler", handler),
+                                ffi.cast("void *", user))
         _open_runtimes.add(self)
         self._stress = stress or GcStress()
         self._collect_every = self._stress.collect_every
@@ -173,16 +157,16 @@ class Runtime(_core.RuntimeCore):
         """Push this runtime as the current one in this context."""
         if self._closed:
             raise RuntimeError("this Runtime is closed; create a new zs.Runtime()")
-        _entered.set(_entered.get() + ((self, _current.set(self)),))
+        context.entered.set(context.entered.get() + ((self, context.current.set(self)),))
 
     def _leave_current(self) -> None:
         """Pop this context's innermost entry of this runtime: it may be
         current in several threads (each has its own context) at once."""
-        entered = _entered.get()
+        entered = context.entered.get()
         for position in range(len(entered) - 1, -1, -1):
             if entered[position][0] is self:
-                _current.reset(entered[position][1])
-                _entered.set(entered[:position] + entered[position + 1:])
+                context.current.reset(entered[position][1])
+                context.entered.set(entered[:position] + entered[position + 1:])
                 break
 
     @property
@@ -224,8 +208,9 @@ class Runtime(_core.RuntimeCore):
         # their messages lazily.
         self._keep_names(lib.zs_name_count(self._ptr))
         self._expire_all(self._describe)  # every conjugate and black value, in C
-        self._lazy_ids.clear()
-        self._lazy_handles.clear()
+        for state in self._features.values():
+            state.close()
+        self._features.clear()
         self._closed = True
         self._core_detach()
         # zs_runtime_free, exactly once. Called through detach(): once
@@ -236,6 +221,16 @@ class Runtime(_core.RuntimeCore):
             _, free, args, _ = detached
             free(*args)
         self._ptr = ffi.NULL
+
+    def feature_state(self, key: object, make: Callable[[], Any]) -> Any:
+        """The state a feature of a higher layer keeps for this runtime
+        (the ids of LazyObjectPtr, the interfaces of ScriptInterface), made
+        by ``make()`` on first use; its ``close()`` runs when the runtime
+        closes, so the runtime needs to know nothing of the feature."""
+        state = self._features.get(key)
+        if state is None:
+            state = self._features[key] = make()
+        return state
 
     def _call(self, function: Callable[..., int], *args: Any) -> int:
         """Call a native function on this runtime's heap, holding the lock so
@@ -589,26 +584,11 @@ class RuntimeActivation:
         self._runtime._leave_current()
 
 
-_object._current_runtime = current_runtime
 _NAME_AUTO = lib.ZS_NAME_AUTO
 _CLOSED = "the runtime has been closed"  # the ExpiredConjugateError of a closed runtime
 _object_new_conjugate = lib.zs_object_new_conjugate
 _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
-
-
-_object._current_context = _current
-_calls._current_context = _current
-
-
-_core.configure(
-    current=_current, default_runtime=_default, slow_create=_object._create,
-    init_create=_object._create_initialized,
-    expired_error=expired_error, raise_status=refused,
-    store_failed=_object._reference_store_failed,
-    store_refused=_object._reference_store_refused,
-    expired_type=ExpiredPointer, expired_exception=ExpiredConjugateError,
-    current_runtime=current_runtime, name_class=Name, attribute_error=attribute_error,
-    api={name: api_address(ffi.addressof(lib, name)) for name in _core.native_functions()})
+context.set_default_factory(Runtime)
 
 
 @atexit.register

@@ -27,14 +27,13 @@ import types
 import typing
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Sequence
 
-from . import _core
-from ._native import lib
-from ._object import Object
-from ._types import PropertyKind
-from ._values import ValueConjugate, scope
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
+from .._base.context import RuntimeLike
+from .. import _core
+from .._base import context
+from .._base.ffi import lib
+from .._model.object import Object
+from .._model.kinds import PropertyKind
+from .._model.values import ValueConjugate, scope
 
 __all__ = ["Delegate", "MulticastDelegate", "SparseDelegate", "DelegateSpec", "MulticastSpec",
            "SparseSpec", "BroadcastErrors"]
@@ -65,7 +64,7 @@ class BroadcastErrors(Exception):
 # Bindings
 # ---------------------------------------------------------------------------
 
-def _method_name(runtime: Runtime, name: str) -> int:
+def _method_name(runtime: RuntimeLike, name: str) -> int:
     """The native name index of a method name, interned as ``"name()"`` so
     that a ``_<digits>`` suffix stays part of the name."""
     index, number = runtime._intern(name + "()")
@@ -73,7 +72,7 @@ def _method_name(runtime: Runtime, name: str) -> int:
     return index
 
 
-def _method_text(runtime: Runtime, index: int) -> str:
+def _method_text(runtime: RuntimeLike, index: int) -> str:
     text = runtime._name_text(index, 0)
     return text[:-2] if text.endswith("()") else text
 
@@ -94,7 +93,7 @@ def _find_method(obj: Object, name: str) -> Callable[..., Any] | None:
     return None
 
 
-def _parse(runtime: Runtime, what: str, target: Any, function: Any = None, *,
+def _parse(runtime: RuntimeLike, what: str, target: Any, function: Any = None, *,
            require_method: bool = True) -> _Binding:
     """Turn ``bind``/``add`` arguments into a binding (not yet stored)."""
     if function is None:
@@ -155,7 +154,7 @@ def _check_binding(what: str, value: Any) -> None:
                         f"not {type(value).__name__}")
 
 
-def _object_alive(runtime: Runtime, handle: int) -> bool:
+def _object_alive(runtime: RuntimeLike, handle: int) -> bool:
     return runtime._conjugate_of(handle) is not None
 
 
@@ -163,7 +162,7 @@ def _object_alive(runtime: Runtime, handle: int) -> bool:
 _Raw = tuple[int, int, Any]
 
 
-def _plain(runtime: Runtime, raw: _Raw) -> Any:
+def _plain(runtime: RuntimeLike, raw: _Raw) -> Any:
     """The Python form of a native binding: the callable, ``(object,
     'method')``, or None (empty, or its object is gone)."""
     handle, name, function = raw
@@ -176,7 +175,7 @@ def _plain(runtime: Runtime, raw: _Raw) -> Any:
     return None
 
 
-def _live_binding(runtime: Runtime, raw: _Raw) -> bool:
+def _live_binding(runtime: RuntimeLike, raw: _Raw) -> bool:
     """Whether a broadcast would call it."""
     return raw[2] is not None or (bool(raw[0]) and _object_alive(runtime, raw[0]))
 
@@ -203,7 +202,7 @@ def _iterate_bindings(what: str, value: Any) -> list[Any]:
     return list(value)
 
 
-def _encode_delegate(runtime: Runtime, value: Any) -> list[_Binding]:
+def _encode_delegate(runtime: RuntimeLike, value: Any) -> list[_Binding]:
     """What a Delegate property or element stores (native/binding/kind.c
     stages the rows): a Delegate, a binding, or None (unbound)."""
     if value is None:
@@ -217,7 +216,7 @@ def _encode_delegate(runtime: Runtime, value: Any) -> list[_Binding]:
     return [_parse(runtime, "Delegate", value)]
 
 
-def _encode_multicast(runtime: Runtime, value: Any) -> list[_Binding]:
+def _encode_multicast(runtime: RuntimeLike, value: Any) -> list[_Binding]:
     """What a multicast or sparse delegate property or element stores: a
     delegate of either kind, an iterable of bindings, or None (empty)."""
     if value is None:
@@ -259,15 +258,13 @@ class _DelegateBase(_core.DelegateBase, ValueConjugate):
         return kind
 
     def __new__(cls, *args: Any) -> Any:
-        from ._runtime import current_runtime
-
-        runtime = current_runtime()
+        runtime = context.current_runtime()
         for argument in args:
             if isinstance(argument, types.MethodType):
                 argument = argument.__self__
             if isinstance(argument, Object):
                 runtime = argument._live_runtime()
-        with _current(runtime):
+        with context.made_current(runtime):
             value = _core.ValueConjugate.__new__(cls)
         try:
             if args:
@@ -296,24 +293,6 @@ class _DelegateBase(_core.DelegateBase, ValueConjugate):
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise TypeError(f"{type(self).__name__} conjugates cannot be pickled")
-
-
-class _current:
-    """Make a runtime current for a block (the context variable of ``with
-    Runtime()``) without closing it."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-
-    def __enter__(self) -> None:
-        from ._runtime import _current as current
-
-        self.token = current.set(self.runtime)
-
-    def __exit__(self, *exc: object) -> None:
-        from ._runtime import _current as current
-
-        current.reset(self.token)
 
 
 class Delegate(_DelegateBase):
@@ -666,7 +645,7 @@ class _DelegateSpec(PropertyKind):
                           encode=_passing_rows(encode))
 
 
-def _passing_rows(encode: Callable[[Runtime, Any], list[_Binding]]) -> Callable[[Any, Any], Any]:
+def _passing_rows(encode: Callable[[RuntimeLike, Any], list[_Binding]]) -> Callable[[Any, Any], Any]:
     """``encode``, letting already parsed rows through."""
     def encoded(runtime: Any, value: Any) -> Any:
         if isinstance(value, _Rows):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Iterator
 
-from . import _core
-from ._native import lib
-from ._types import PropertyKind
-from ._values import ValueConjugate
+from .. import _core
+from .._base.ffi import lib
+from .._model.kinds import PropertyKind, register_shorthand
+from .._model.values import ValueConjugate
 
 __all__ = ["String", "Utf8String", "AnsiString", "Text", "Name", "StringSpec", "NameSpec"]
 
@@ -106,6 +106,9 @@ class Text(_StringBase):
 
     __slots__ = ()
 
+
+
+register_shorthand(str, String)  # `label: str` declares a zs.String
 
 class StringSpec(PropertyKind):
     """A string member, element or black value of one of the string kinds."""

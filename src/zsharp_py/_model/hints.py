@@ -13,10 +13,13 @@ import types
 import typing
 from typing import Any
 
-__all__ = ["plural", "type_text", "unsupported_hint", "attribute_error", "did_you_mean"]
+from .. import _core
+from .kinds import Scalar
+
+__all__ = ["plural", "type_text", "unsupported_hint", "did_you_mean"]
 
 # The zs type a Python type stands for inside a zs container or zs.Optional.
-_PYTHON_EQUIVALENTS: dict[Any, str] = {
+PYTHON_EQUIVALENTS: dict[Any, str] = {
     int: "zs.Int64", float: "zs.Float64", str: "zs.String", bool: "zs.Bool",
 }
 _CONTAINERS: dict[Any, str] = {list: "zs.Array", set: "zs.Set", frozenset: "zs.Set",
@@ -33,12 +36,8 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
 def _zs_name(cls: type) -> str | None:
     """``zs.Int32`` for a type the package exports (or a specialisation of
     one, ``zs.Array[Int32]``), else None."""
-    import zsharp_py
-
     name = cls.__name__
-    if getattr(zsharp_py, name, None) is cls:
-        return f"zs.{name}"
-    if cls.__module__.startswith("zsharp_py") and "[" in name:
+    if cls.__module__.startswith("zsharp_py") and not name.startswith("_"):
         return f"zs.{name}"
     return None
 
@@ -80,12 +79,10 @@ def type_text(annotation: Any) -> str:
 def _is_zs_type(value: Any) -> bool:
     """Whether ``value`` is a type a property can have (a zs type, a struct
     or an object class)."""
-    from ._object import Object
-    from ._types import Scalar
-
     if not isinstance(value, type):
         return False
-    return (issubclass(value, (Scalar, Object)) or hasattr(value, "_zs_value_spec"))
+    return (issubclass(value, (Scalar, _core.ObjectConjugate))
+            or hasattr(value, "_zs_value_spec"))
 
 
 def _element(annotation: Any) -> str | None:
@@ -93,8 +90,8 @@ def _element(annotation: Any) -> str | None:
     ``zs.Optional``, or None when there is no direct equivalent."""
     if isinstance(annotation, (str, typing.ForwardRef)):
         return type_text(annotation)  # a forward reference: kept as written
-    if annotation in _PYTHON_EQUIVALENTS:
-        return _PYTHON_EQUIVALENTS[annotation]
+    if annotation in PYTHON_EQUIVALENTS:
+        return PYTHON_EQUIVALENTS[annotation]
     if annotation in (bytes, bytearray):
         return "zs.Array[zs.UInt8]"
     if _is_zs_type(annotation):
@@ -152,80 +149,7 @@ def unsupported_hint(annotation: Any) -> str:
     return "native properties hold only zs types (see the type table)"
 
 
-def _value_type(value: Any) -> str | None:
-    """The zs type to declare for a property holding ``value``, or None."""
-    from ._object import Object
-    from ._values import ValueConjugate
-
-    if isinstance(value, Object):
-        return f'"{type(value).__name__} | None"'
-    if isinstance(value, ValueConjugate):
-        return type_text(type(value))
-    if type(value) in _PYTHON_EQUIVALENTS:
-        return _PYTHON_EQUIVALENTS[type(value)]
-    if isinstance(value, (bytes, bytearray)):
-        return "zs.Array[zs.UInt8]"
-    if isinstance(value, dict):
-        if value:
-            key, item = next(iter(value.items()))
-            key_type, item_type = _value_type(key), _value_type(item)
-            if key_type is not None and item_type is not None and not key_type.startswith('"'):
-                return f"zs.Map[{key_type}, {item_type}]"
-        return "zs.Map[zs.Name, zs.Int32]"
-    if isinstance(value, (list, set, frozenset)):
-        container = "zs.Array" if isinstance(value, list) else "zs.Set"
-        element = _value_type(next(iter(value))) if value else None
-        if element is not None and element.startswith('"'):
-            element = element.strip('"').removesuffix(" | None")  # object elements: the class
-        return f"{container}[{element or 'zs.Int32'}]"
-    return None
-
-
 def did_you_mean(name: str, candidates: typing.Iterable[str]) -> str:
     """``" Did you mean 'health'?"`` for the closest candidate, or ``""``."""
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
-
-
-def _public_names(obj: Any) -> list[str]:
-    """The declared properties and public attributes of ``obj``'s class."""
-    names = [n for n in dir(type(obj)) if not n.startswith("_")]
-    layout = type(obj).__dict__.get("_zs_layout")
-    if layout is not None:
-        names.extend(p.name for p in layout.properties)
-    return names
-
-
-# attribute_error's ``action`` (native/binding/conjugates.c).
-_WRITE, _DELETE = 1, 2
-
-
-def attribute_error(obj: Any, name: str, error: BaseException, action: int,
-                    value: Any) -> BaseException | None:
-    """The AttributeError to raise instead of ``error``, for an attribute
-    ``obj``'s class does not have (written or deleted); None keeps
-    ``error``. Called from C (native/binding/conjugates.c) only after the
-    generic store failed."""
-    if name.startswith("_"):
-        return None  # private and dunder probes (hasattr, copy, pickle...) stay cheap
-    from ._object import Object
-    from ._struct import Struct
-
-    cls = type(obj).__name__
-    suggestion = did_you_mean(name, _public_names(obj))
-    if action == _WRITE and isinstance(obj, (Object, Struct)):
-        holder, body, holds = (("objects", "class", "properties") if isinstance(obj, Object)
-                               else ("structs", "struct", "members"))
-        declared = _value_type(value)
-        if declared is None and isinstance(value, tuple):
-            example = f"a zs.Struct subclass, e.g. `{name}: Pair`"
-        else:
-            example = f"e.g. `{name}: {declared or 'zs.Int32'}`"
-        message = (f"'{cls}' object has no attribute '{name}': native {holder} hold only "
-                   f"their declared {holds}; declare it in the {body} body with a zs type "
-                   f"({example}).{suggestion}")
-    elif suggestion:
-        message = f"'{cls}' object has no attribute '{name}'.{suggestion}"
-    else:
-        return None
-    return AttributeError(message, name=name, obj=obj)
