@@ -636,6 +636,7 @@ zs_status zs_reference_chains(zs_runtime *rt, zs_ref target, uint32_t max_chains
 /* Failures found by ZS_DEBUG_CHECK_MARKS so far (also reported by
    zs_heap_verify). */
 uint64_t zs_debug_check_failures(zs_runtime *rt);
+/* Set one ZS_DEBUG_* switch of a runtime; ZS_E_INVALID for an unknown one. */
 zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value);
 
 /* Test-only: mutate raw state so tests can prove zs_heap_verify notices. */

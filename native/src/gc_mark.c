@@ -1048,30 +1048,6 @@ done:
     free(c.work);
 }
 
-uint64_t zs_debug_check_failures(zs_runtime *rt) {
-    ZS_LOCK(rt);
-    uint64_t failures = rt->check_failures;
-    ZS_UNLOCK(rt);
-    return failures;
-}
-
-zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {
-    ZS_LOCK(rt);
-    zs_status status = ZS_OK;
-    if (what == ZS_DEBUG_DISABLE_BARRIER) rt->barrier_disabled = value != 0;
-    else if (what == ZS_DEBUG_PARALLEL_THRESHOLD) rt->parallel_threshold = value;
-    else if (what == ZS_DEBUG_CHECK_MARKS) rt->check_marks = value != 0;
-    else if (what == ZS_DEBUG_STEP_OBJECTS) rt->step_objects = value > UINT32_MAX ? UINT32_MAX : (uint32_t)value;
-    else if (what == ZS_DEBUG_POISON_FREED) rt->poison_freed = value != 0;
-    else if (what == ZS_DEBUG_MARK_STACK_LIMIT)
-        rt->mark_stack_limit = value > UINT32_MAX ? UINT32_MAX : (uint32_t)value;
-    else if (what == ZS_DEBUG_ALLOC_LIMIT) rt->alloc_limit = value;
-    else if (what == ZS_DEBUG_STRICT_ALLOC_LIMIT) rt->strict_alloc_limit = value != 0;
-    else status = ZS_E_INVALID;
-    ZS_UNLOCK(rt);
-    return status;
-}
-
 void zs_gc_release(zs_runtime *rt) {
     zs_mark_stack_release(&rt->mark_stack);
     free(rt->mark_filter);

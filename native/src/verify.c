@@ -256,14 +256,3 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
     ZS_UNLOCK(rt);
     return c.failed ? ZS_E_CORRUPT : ZS_OK;
 }
-
-zs_status zs_debug_corrupt(zs_runtime *rt, zs_ref ref, uint32_t what) {
-    ZS_LOCK(rt);
-    zs_item *it = zs_item_of(rt, ref);
-    zs_status status = it ? ZS_OK : ZS_E_STALE;
-    if (it != NULL && what == 1) it->object->index ^= 1u;           /* header/index mismatch */
-    else if (it != NULL && what == 2) it->flags ^= ZS_ITEM_MARK;    /* lost mark */
-    else if (it != NULL) status = ZS_E_INVALID;
-    ZS_UNLOCK(rt);
-    return status;
-}
