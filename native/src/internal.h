@@ -14,6 +14,10 @@
 #include <string.h>
 #include <threads.h>
 
+/* ==========================================================================
+ * The data: the runtime and the records it holds
+ * ========================================================================== */
+
 /* ---- object array items ------------------------------------------------ */
 
 /* One slot of the object array: 24 bytes. The GC reads flags from here
@@ -358,59 +362,9 @@ struct zs_runtime {
     uint64_t peak_bytes;
 };
 
-/* ---- cross-file helpers -------------------------------------------------- */
-
-/* Counted allocation: every native block the runtime owns goes through these. */
-void *zs_alloc(zs_runtime *rt, size_t size);
-void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size);
-void zs_free(zs_runtime *rt, void *block, size_t size);
-/* Count memory the runtime carves out of a block it already holds as one
-   more block (false: the injected allocation limit refuses it), and give
-   it back. */
-bool zs_count_block(zs_runtime *rt, size_t size);
-void zs_uncount_block(zs_runtime *rt, size_t size);
-/* An object's zeroed block (from a slab when ZS_OBJECT_SLAB), counted as one
-   block like zs_alloc's; zs_object_free returns it. */
-void *zs_object_alloc(zs_runtime *rt, size_t size);
-void zs_object_free(zs_runtime *rt, void *block, size_t size);
-/* Free every slab (all objects are gone). */
-void zs_slabs_release(zs_runtime *rt);
-
-bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value);
-void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
-bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
-void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
-
-/* The mark filter, valid while marking: a set bit promises that a reference
-   to that slot needs nothing from the marker (the target is marked, or
-   claimed by a parallel marker that marks and scans it, and not garbage;
-   or permanent; and not a cluster member), so the marker skips it
-   without reading the item (a cache miss on a big heap). A clear bit
-   promises nothing. Bits are only set by the marker and cleared when a cycle
-   starts and when an object is marked as garbage. */
-static inline bool zs_filter_test(const uint64_t *filter, uint32_t index) {
-    return (__atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED) >> (index & 63)) & 1u;
-}
-
-/* Set a filter bit from a parallel marker that claims ordinary objects
-   through their filter bits (gc_mark.c, claims_by_filter): atomically, as a
-   bit lost to a racing write could let a second marker claim the same
-   object. */
-static inline void zs_filter_set(uint64_t *filter, uint32_t index) {
-    __atomic_fetch_or(&filter[index >> 6], 1ull << (index & 63), __ATOMIC_RELAXED);
-}
-
-/* Set a filter bit from a parallel marker that claims through item flags:
-   a racing write may lose the bit, which is harmless then (a clear bit
-   promises nothing), and no locked instruction is needed. */
-static inline void zs_filter_set_racy(uint64_t *filter, uint32_t index) {
-    uint64_t word = __atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED);
-    __atomic_store_n(&filter[index >> 6], word | (1ull << (index & 63)), __ATOMIC_RELAXED);
-}
-
-static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
-    if (filter != NULL) filter[index >> 6] &= ~(1ull << (index & 63));
-}
+/* ==========================================================================
+ * Inline helpers every file uses (defined here)
+ * ========================================================================== */
 
 /* The item of an index below high_water (no checks). */
 static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
@@ -451,6 +405,7 @@ static inline zs_item *zs_item_of(const zs_runtime *rt, zs_ref ref) {
     return it;
 }
 
+/* The handle of a live item. */
 static inline zs_ref zs_item_ref(const zs_item *it) {
     return ZS_MAKE_REF(it->object->index, it->serial);
 }
@@ -460,9 +415,70 @@ static inline zs_ref zs_item_ref(const zs_item *it) {
 #define ZS_LOCK(rt) mtx_lock(&(rt)->lock)
 #define ZS_UNLOCK(rt) mtx_unlock(&(rt)->lock)
 
+/* The mark filter, valid while marking: a set bit promises that a reference
+   to that slot needs nothing from the marker (the target is marked, or
+   claimed by a parallel marker that marks and scans it, and not garbage;
+   or permanent; and not a cluster member), so the marker skips it
+   without reading the item (a cache miss on a big heap). A clear bit
+   promises nothing. Bits are only set by the marker and cleared when a cycle
+   starts and when an object is marked as garbage. */
+static inline bool zs_filter_test(const uint64_t *filter, uint32_t index) {
+    return (__atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED) >> (index & 63)) & 1u;
+}
+
+/* Set a filter bit from a parallel marker that claims ordinary objects
+   through their filter bits (gc_mark.c, claims_by_filter): atomically, as a
+   bit lost to a racing write could let a second marker claim the same
+   object. */
+static inline void zs_filter_set(uint64_t *filter, uint32_t index) {
+    __atomic_fetch_or(&filter[index >> 6], 1ull << (index & 63), __ATOMIC_RELAXED);
+}
+
+/* Set a filter bit from a parallel marker that claims through item flags:
+   a racing write may lose the bit, which is harmless then (a clear bit
+   promises nothing), and no locked instruction is needed. */
+static inline void zs_filter_set_racy(uint64_t *filter, uint32_t index) {
+    uint64_t word = __atomic_load_n(&filter[index >> 6], __ATOMIC_RELAXED);
+    __atomic_store_n(&filter[index >> 6], word | (1ull << (index & 63)), __ATOMIC_RELAXED);
+}
+
+/* Clear a filter bit (a no-op when the filter could not be allocated). */
+static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
+    if (filter != NULL) filter[index >> 6] &= ~(1ull << (index & 63));
+}
+
+/* ==========================================================================
+ * Functions shared between files: one section per file, named after the file
+ * that defines them, from the allocator up to the collector. Files whose
+ * functions are all public (calls.c, chains.c, debug.c, verify.c) have none.
+ * ========================================================================== */
+
+/* ---- runtime.c: counted allocation, object slabs, vectors, clock ---------- */
+
+/* Counted allocation: every native block the runtime owns goes through these. */
+void *zs_alloc(zs_runtime *rt, size_t size);
+void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size);
+void zs_free(zs_runtime *rt, void *block, size_t size);
+/* Count memory the runtime carves out of a block it already holds as one
+   more block (false: the injected allocation limit refuses it), and give
+   it back. */
+bool zs_count_block(zs_runtime *rt, size_t size);
+void zs_uncount_block(zs_runtime *rt, size_t size);
+/* An object's zeroed block (from a slab when ZS_OBJECT_SLAB), counted as one
+   block like zs_alloc's; zs_object_free returns it. */
+void *zs_object_alloc(zs_runtime *rt, size_t size);
+void zs_object_free(zs_runtime *rt, void *block, size_t size);
+/* Free every slab (all objects are gone). */
+void zs_slabs_release(zs_runtime *rt);
+bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value);
+void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
+bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
+void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
+/* A monotonic clock, for the collector's time budgets. */
 uint64_t zs_now_ns(void);
 
-/* object array (heap.c) */
+/* ---- heap.c: the object array, roots, the name index ---------------------- */
+
 zs_status zs_heap_init(zs_runtime *rt, uint32_t max_objects);
 void zs_heap_release(zs_runtime *rt);
 zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index);
@@ -477,19 +493,22 @@ void zs_name_index_drop_dying(zs_runtime *rt);
    FinishDestroy hooks then find no object by name). */
 void zs_name_index_clear(zs_runtime *rt);
 
-/* names (names.c) */
+/* ---- names.c: the name table ----------------------------------------------- */
+
 void zs_names_release(zs_runtime *rt);
 zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length,
                                 bool split_number, uint32_t *out_index,
                                 uint32_t *out_number);
 
-/* classes (classes.c) */
+/* ---- classes.c: class registration ------------------------------------------ */
+
 void zs_classes_release(zs_runtime *rt);
 /* The schema word at a member offset, or 0 when there is none. */
 uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
 const zs_type *zs_class_member_type(const zs_class *cls, uint32_t offset);
 
-/* schemas and value types (types.c) */
+/* ---- types.c: value types, schemas, and the operations of every value ----- */
+
 /* Append a member's flattened words (nested structs inlined) at base. */
 bool zs_schema_add(zs_runtime *rt, zs_schema *schema, const zs_type *type, uint32_t base);
 /* Sort strong words first and count them; false when out of memory. */
@@ -511,18 +530,42 @@ zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint
 zs_status zs_check_owner(zs_runtime *rt, zs_ref owner);
 /* Mark, through the write barrier, every reference inside a value. */
 void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value);
-/* Release the callable of a binding being destroyed. */
-void zs_binding_drop(zs_runtime *rt, zs_binding *binding);
-void zs_values_release(zs_runtime *rt);
 /* Call fn on every strong reference slot inside a value. */
 void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
                            void (*fn)(void *context, zs_ref *slot, bool killable), void *context);
 
-/* containers (containers.c) */
+/* ---- delegates.c: delegate bindings and the callables they hold ----------- */
+
+/* Release the callable of a binding being destroyed, and zero the binding. */
+void zs_binding_drop(zs_runtime *rt, zs_binding *binding);
+/* Copy a single-cast binding, retaining its callable; false when out of memory. */
+bool zs_binding_copy(zs_runtime *rt, zs_binding *dst, const zs_binding *src);
+/* Destroy a binding list (MULTICAST, or a SPARSE delegate's list): release
+   every binding and free the storage. */
+void zs_bindings_destroy(zs_runtime *rt, zs_array *array);
+/* Copy a binding list into an empty one; on failure dst holds what was
+   copied so far, for the caller to destroy. */
+bool zs_bindings_copy(zs_runtime *rt, zs_array *dst, const zs_array *src);
+
+/* ---- containers.c: arrays, sets, maps, optionals --------------------------- */
+
+/* Hard cap on container entries: keeps byte counts far from overflow. */
+#define ZS_MAX_ENTRIES (1u << 30)
+/* Grow entry storage (an array's, a hash's or a binding list's) to hold at
+   least `wanted` entries, new space zeroed; false beyond ZS_MAX_ENTRIES or
+   when out of memory. */
+bool zs_entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size, uint32_t wanted);
 /* Re-index a set or map whose keys changed, dropping duplicate entries. */
 void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash);
 
-/* clusters (clusters.c) */
+/* ---- values.c: black values -------------------------------------------------- */
+
+void zs_values_release(zs_runtime *rt);
+/* Mark every black value that holds references (when they are roots). */
+void zs_mark_values(zs_marker *m);
+
+/* ---- clusters.c: GC clusters --------------------------------------------------- */
+
 void zs_clusters_release(zs_runtime *rt);
 void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster);
 /* Dissolve clusters whose mutable objects are garbage; run before marking. */
@@ -531,35 +574,38 @@ void zs_clusters_dissolve_stale(zs_runtime *rt);
 void zs_clusters_abandon_all(zs_runtime *rt);
 /* A dying cluster root releases its cluster record (members die with it). */
 void zs_cluster_release_dying(zs_runtime *rt, int32_t cluster);
-/* Mark every black value that holds references (when they are roots). */
-void zs_mark_values(zs_marker *m);
-/* Follow every strong reference inside a value (marker-side, recursive by
-   type depth only). */
-void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable);
 /* Mark a whole cluster and everything it references. */
 void zs_mark_cluster(zs_marker *m, int32_t cluster);
-bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster);
-/* Set the current mark on an item; true when this call set it. */
-bool zs_mark_claim(zs_marker *m, zs_item *it);
 
-/* collector (gc_mark.c, gc_parallel.c, gc_purge.c) */
+/* ---- gc_mark.c: marking, the write barrier, gathering ------------------------- */
+
 void zs_gc_release(zs_runtime *rt);
 void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_mark_stack *stack);
 void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable);
 void zs_mark_ref(zs_marker *m, zs_ref ref);
 void zs_mark_scan(zs_marker *m, zs_object *object);
+/* Follow every strong reference inside a value (marker-side, recursive by
+   type depth only). */
+void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable);
+/* Set the current mark on an item; true when this call set it. */
+bool zs_mark_claim(zs_marker *m, zs_item *it);
 bool zs_mark_push(zs_marker *m, uint32_t index);
 /* Queue an object for scanning; false (and overflow set) when it cannot. */
 bool zs_mark_push_object(zs_marker *m, zs_object *object);
+bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster);
 /* Free a mark stack's storage. */
 void zs_mark_stack_release(zs_mark_stack *stack);
+/* Scan until the stack and queues are empty (true) or the deadline passes
+   (false; queued work is put back on the stack). deadline_ns 0: no limit. */
+bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
 /* Queue a marked object for scanning (a dissolved cluster's members). */
 void zs_gc_requeue(zs_runtime *rt, uint32_t index);
 /* Write barrier, out of line: mark and queue a newly stored target. */
 void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target);
-/* Write barrier: while a mark is pending, mark a newly stored target. With
-   no mark pending it is one load and one compare, inlined at every store
-   (ZS_BENCH_NO_BARRIER compiles it out: the benchmarks' barrier-free build). */
+/* Write barrier (its inline fast path, defined here): while a mark is
+   pending, mark a newly stored target. With no mark pending it is one load
+   and one compare, inlined at every store (ZS_BENCH_NO_BARRIER compiles it
+   out: the benchmarks' barrier-free build). */
 static inline void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
 #ifdef ZS_BENCH_NO_BARRIER
     (void)rt;
@@ -568,15 +614,18 @@ static inline void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
     if (__builtin_expect(rt->phase == ZS_GC_MARKING, 0)) zs_gc_barrier_slow(rt, target);
 #endif
 }
+
+/* ---- gc_parallel.c: parallel marking ----------------------------------------- */
+
 /* Drain the marker's stack with worker threads; false when not worth it. */
 bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
-/* Scan until the stack and queues are empty (true) or the deadline passes
-   (false; queued work is put back on the stack). deadline_ns 0: no limit. */
-bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
 /* Parallel: wake an idle worker (to steal) when this marker has plenty. */
 void zs_mark_maybe_wake(zs_marker *m);
 /* Marker threads a runtime uses by default: one per online core. */
 uint32_t zs_default_mark_threads(void);
+
+/* ---- gc_purge.c: destroying the gathered objects ------------------------------ */
+
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
                              bool *out_done);
 void zs_gc_destroy_everything(zs_runtime *rt);

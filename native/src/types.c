@@ -367,81 +367,8 @@ void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base) {
 }
 
 /* ======================================================================
- * Callables referenced by delegate bindings
- * ====================================================================== */
-
-static bool callable_retain(zs_runtime *rt, uint32_t callable) {
-    if (callable == 0) return true;
-    if (callable >= rt->callable_capacity) {
-        uint32_t capacity = rt->callable_capacity ? rt->callable_capacity : 64;
-        while (capacity <= callable) {
-            if (capacity > UINT32_MAX / 2) return false;
-            capacity *= 2;
-        }
-        uint32_t *grown = zs_realloc(rt, rt->callable_refs, rt->callable_capacity * sizeof(uint32_t),
-                                     capacity * sizeof(uint32_t));
-        if (grown == NULL) return false;
-        rt->callable_refs = grown;
-        rt->callable_capacity = capacity;
-    }
-    if (rt->callable_refs[callable] == UINT32_MAX) return false;
-    rt->callable_refs[callable]++;
-    return true;
-}
-
-static void callable_release(zs_runtime *rt, uint32_t callable) {
-    if (callable == 0 || callable >= rt->callable_capacity || rt->callable_refs[callable] == 0) return;
-    if (--rt->callable_refs[callable] == 0 && !zs_u32_push(rt, &rt->released_callables, callable)) {
-        /* Out of memory: the managed side keeps the callable (a leak, not a crash). */
-    }
-}
-
-void zs_binding_drop(zs_runtime *rt, zs_binding *binding) {
-    callable_release(rt, binding->callable);
-    memset(binding, 0, sizeof *binding);
-}
-
-zs_status zs_callable_retain(zs_runtime *rt, uint32_t callable) {
-    ZS_LOCK(rt);
-    zs_status status = callable == 0 ? ZS_E_INVALID : callable_retain(rt, callable) ? ZS_OK : ZS_E_NOMEM;
-    ZS_UNLOCK(rt);
-    return status;
-}
-
-zs_status zs_callable_release(zs_runtime *rt, uint32_t callable) {
-    ZS_LOCK(rt);
-    zs_status status = callable != 0 && callable < rt->callable_capacity && rt->callable_refs[callable]
-                           ? ZS_OK
-                           : ZS_E_INVALID;
-    if (status == ZS_OK) callable_release(rt, callable);
-    ZS_UNLOCK(rt);
-    return status;
-}
-
-zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t capacity,
-                                     uint32_t *out_count) {
-    if (out_count == NULL || (buffer == NULL && capacity > 0)) return ZS_E_INVALID;
-    ZS_LOCK(rt);
-    uint32_t n = 0;
-    while (n < capacity && rt->released_callables.count > 0) {
-        uint32_t callable = rt->released_callables.data[--rt->released_callables.count];
-        /* Retained again since it was listed: still in use. */
-        if (rt->callable_refs[callable] == 0) buffer[n++] = callable;
-    }
-    *out_count = n;
-    ZS_UNLOCK(rt);
-    return ZS_OK;
-}
-
-/* ======================================================================
  * Destroy
  * ====================================================================== */
-
-static void bindings_destroy(zs_runtime *rt, zs_array *array) {
-    zs_binding *bindings = array->data;
-    for (uint32_t i = 0; i < array->count; i++) callable_release(rt, bindings[i].callable);
-    zs_free(rt, array->data, (size_t)array->capacity * sizeof(zs_binding));
-}
 
 static void entries_destroy(zs_runtime *rt, const zs_type *type, zs_array *entries) {
     const zs_type *element = type->element, *value = type->value;
@@ -486,12 +413,12 @@ void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value) {
         zs_binding_drop(rt, value);
         break;
     case ZS_TYPE_MULTICAST:
-        bindings_destroy(rt, value);
+        zs_bindings_destroy(rt, value);
         break;
     case ZS_TYPE_SPARSE: {
         zs_array *array = *(zs_array **)value;
         if (array != NULL) {
-            bindings_destroy(rt, array);
+            zs_bindings_destroy(rt, array);
             zs_free(rt, array, sizeof *array);
         }
         break;
@@ -529,21 +456,6 @@ static bool entries_copy(zs_runtime *rt, const zs_type *type, zs_array *dst, con
         if (!value_copy(rt, element, d, s)) return false;
         if (value != NULL && !value_copy(rt, value, d + type->value_offset, s + type->value_offset))
             return false;
-    }
-    return true;
-}
-
-static bool bindings_copy(zs_runtime *rt, zs_array *dst, const zs_array *src) {
-    if (src->count == 0) return true;
-    dst->data = zs_alloc(rt, (size_t)src->count * sizeof(zs_binding));
-    if (dst->data == NULL) return false;
-    dst->capacity = src->count;
-    const zs_binding *from = src->data;
-    zs_binding *to = dst->data;
-    for (uint32_t i = 0; i < src->count; i++) {
-        if (!callable_retain(rt, from[i].callable)) return false;
-        to[i] = from[i];
-        dst->count = i + 1;
     }
     return true;
 }
@@ -608,11 +520,10 @@ static bool value_copy(zs_runtime *rt, const zs_type *type, void *dst, const voi
         }
         break;
     case ZS_TYPE_DELEGATE:
-        ok = callable_retain(rt, ((const zs_binding *)src)->callable);
-        if (ok) *(zs_binding *)dst = *(const zs_binding *)src;
+        ok = zs_binding_copy(rt, dst, src);
         break;
     case ZS_TYPE_MULTICAST:
-        ok = bindings_copy(rt, dst, src);
+        ok = zs_bindings_copy(rt, dst, src);
         break;
     case ZS_TYPE_SPARSE: {
         const zs_array *s = *(zs_array *const *)src;
@@ -621,7 +532,7 @@ static bool value_copy(zs_runtime *rt, const zs_type *type, void *dst, const voi
             ok = d != NULL;
             if (ok) {
                 *(zs_array **)dst = d;
-                ok = bindings_copy(rt, d, s);
+                ok = zs_bindings_copy(rt, d, s);
             }
         }
         break;
