@@ -369,6 +369,8 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
 
 /* classes.c */
 int zs_add_class_types(PyObject *module, zs_core_state *state);
+/* Let calls of a conjugate class take the vectorcall path (init_class). */
+int zs_class_enable_vectorcall(PyTypeObject *cls);
 
 /* weak.c */
 /* A weak object pointer: never keeps its object alive, never resolves to
@@ -383,8 +385,6 @@ int zs_add_weak_type(PyObject *module, zs_core_state *state);
 PyObject *zs_weak_new(PyTypeObject *type, zs_runtime_core *rt, zs_ref handle);
 /* Its object's conjugate while the object lives, else None. */
 PyObject *zs_weak_get(PyObject *weak);
-/* Let calls of a conjugate class take the vectorcall path (init_class). */
-int zs_class_enable_vectorcall(PyTypeObject *cls);
 
 /* calls.c */
 int zs_open_runtime_add(zs_core_state *state, zs_runtime_core *rt);

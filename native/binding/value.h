@@ -236,23 +236,6 @@ PyObject *zsv_runtime_name_text(PyObject *self, PyObject *args);
 PyObject *zsv_runtime_intern(PyObject *self, PyObject *text);
 PyObject *zsv_runtime_keep_names(PyObject *self, PyObject *count);
 void zsv_names_free(zs_runtime_core *rt);
-/* Delegate callables: an id for a callable, retained natively once (the
- * registry's hold, released by zsv_callable_done once the binding store is
- * made), 0 when out of memory; the callable of an id (borrowed) or NULL;
- * dropping those no binding holds any more (a safe point); all of them. */
-uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable);
-void zsv_callable_done(zs_runtime_core *rt, uint32_t id);
-PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id);
-int zsv_callables_drain(zs_runtime_core *rt);
-void zsv_callables_free(zs_runtime_core *rt);
-
-/* The parts of a ValueProperty or MemberProperty (borrowed): 1, or 0 when
- * `descriptor` is neither. `owner_kind` is NULL for an object's property. */
-int zsv_property_info(zs_core_state *state, PyObject *descriptor, PyTypeObject **owner,
-                      zsv_kind **owner_kind, zsv_kind **kind, uint32_t *offset, PyObject **what);
-/* The struct kind a member descriptor belongs to: 1, or 0 when it is not a
- * struct's member. */
-int zsv_member_owner_kind(zs_core_state *state, PyObject *descriptor, zsv_kind **owner_kind);
 
 /* fieldpaths.c */
 int zsv_add_field_path_type(PyObject *module, zs_core_state *state);
@@ -264,6 +247,15 @@ PyObject *zsv_soft_get(PyObject *self, PyObject *unused);
 
 /* delegates.c */
 int zsv_add_delegate_type(PyObject *module, zs_core_state *state);
+/* Delegate callables: an id for a callable, retained natively once (the
+ * registry's hold, released by zsv_callable_done once the binding store is
+ * made), 0 when out of memory; the callable of an id (borrowed) or NULL;
+ * dropping those no binding holds any more (a safe point); all of them. */
+uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable);
+void zsv_callable_done(zs_runtime_core *rt, uint32_t id);
+PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id);
+int zsv_callables_drain(zs_runtime_core *rt);
+void zsv_callables_free(zs_runtime_core *rt);
 
 /* containers.c */
 int zsv_add_container_types(PyObject *module, zs_core_state *state);
@@ -274,6 +266,13 @@ int zsv_add_member_types(PyObject *module, zs_core_state *state);
  * or derives from; if so, its kind, offset and name for errors (borrowed). */
 int zsv_object_value_property(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
                               zsv_kind **kind, uint32_t *offset, PyObject **what);
+/* The parts of a ValueProperty or MemberProperty (borrowed): 1, or 0 when
+ * `descriptor` is neither. `owner_kind` is NULL for an object's property. */
+int zsv_property_info(zs_core_state *state, PyObject *descriptor, PyTypeObject **owner,
+                      zsv_kind **owner_kind, zsv_kind **kind, uint32_t *offset, PyObject **what);
+/* The struct kind a member descriptor belongs to: 1, or 0 when it is not a
+ * struct's member. */
+int zsv_member_owner_kind(zs_core_state *state, PyObject *descriptor, zsv_kind **owner_kind);
 
 /* kind.c */
 int zsv_add_kind_type(PyObject *module, zs_core_state *state);
@@ -308,9 +307,6 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
 /* The text of the string of `kind` at `at` (copied first: making the str
  * may run Python code). */
 PyObject *zsv_string_text(zsv_kind *kind, const char *at);
-/* A plain Python copy of the value of `kind` at `at`: captured first,
- * then built (building may run Python code; the capture is private). */
-PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at);
 /* Free what a staged value holds (drops references: may run Python code). */
 void zsv_release(zsv_kind *kind, zsv_staged *staged);
 /* Phase 1 of creating a struct: its members from `given` positional
@@ -334,6 +330,9 @@ int zsv_add_value_type(PyObject *module, zs_core_state *state);
 int zsv_check(zs_core_state *state, PyObject *object);
 /* Raise ExpiredConjugateError for an expired value; returns NULL. */
 PyObject *zsv_raise_expired(zsv_value *value);
+/* A plain Python copy of the value of `kind` at `at`: captured first,
+ * then built (building may run Python code; the capture is private). */
+PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at);
 /* Read the value of `kind` inside `parent` (an object or value conjugate,
  * live) at `key`: a plain value, or the cached or a new red view. `locate`
  * gives the address from the parent as it is now (checked again once a new
