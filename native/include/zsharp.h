@@ -57,18 +57,20 @@ typedef struct zs_object {
 
 typedef enum zs_status {
     ZS_OK = 0,
-    ZS_E_NOMEM = 1,          /* a native allocation failed */
-    ZS_E_CAPACITY = 2,       /* the object array is full (max_objects) */
-    ZS_E_STALE = 3,          /* a handle names a freed or reused slot */
-    ZS_E_INVALID = 4,        /* a bad argument (null, out of range, wrong class) */
-    ZS_E_BUSY = 5,           /* not allowed now (e.g. heap mutation inside a destroy hook) */
+    ZS_E_NOMEM = 1,          /* a native allocation failed (out of memory) */
+    ZS_E_CAPACITY = 2,       /* the object array is full (max_objects reached) */
+    ZS_E_STALE = 3,          /* the object was destroyed: its handle names a freed or reused slot */
+    ZS_E_INVALID = 4,        /* a bad argument (null, out of range, or of the wrong class) */
+    ZS_E_BUSY = 5,           /* the heap cannot be changed now (inside a destroy hook or a collection) */
     ZS_E_EXPIRY_PENDING = 6, /* purge refused: the managed side has not taken the expiring list */
-    ZS_E_DYING = 7,          /* the object is unreachable and waiting to be destroyed */
-    ZS_E_CORRUPT = 8,        /* zs_heap_verify found an inconsistency */
-    ZS_E_CALL_FAILED = 9     /* a managed function called from native code raised */
+    ZS_E_DYING = 7,          /* the object is unreachable and about to be destroyed */
+    ZS_E_CORRUPT = 8,        /* zs_heap_verify found the heap inconsistent */
+    ZS_E_CALL_FAILED = 9     /* the managed (Python) function called from native code raised */
 } zs_status;
 
-/* A fixed English description of a status code. */
+/* The fixed English text of a status code: the only table of them (the
+   Python package raises with it). Never NULL; "unknown status" for a value
+   that is not a zs_status. */
 const char *zs_status_message(zs_status status);
 
 /* ---- runtime ---------------------------------------------------------- */

@@ -47,6 +47,7 @@ static void test_runtime_create_free(runner *t) {
         const char *message = zs_status_message((zs_status)s);
         CHECK(t, message != NULL && message[0] != '\0');
     }
+    CHECK(t, strcmp(zs_status_message((zs_status)(ZS_E_CALL_FAILED + 1)), "unknown status") == 0);
 }
 
 /* Two runtimes never see each other's objects, classes, names or collections. */
