@@ -33,6 +33,8 @@
  * from the cffi module by Python (zsharp_py/_runtime.py) and handed over by
  * configure(); each slot has the exact type of the header's declaration, so
  * a changed signature fails to compile here. */
+/* clang-format would read this X-macro list as one declaration and staircase it. */
+/* clang-format off */
 #define ZS_NATIVE_FUNCTIONS(X)                                                              \
     X(zs_object_new_conjugate) X(zs_store_ref) X(zs_mark_as_garbage)                        \
     X(zs_gc_take_expiring_ex) X(zs_gc_expiring_count) X(zs_name_intern) X(zs_name_base)     \
@@ -45,6 +47,7 @@
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
     X(zs_type_value_offset)
+/* clang-format on */
 
 typedef struct zs_native_api {
 #define ZS_API_SLOT(name) __typeof__(&name) name;

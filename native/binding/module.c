@@ -289,6 +289,8 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     zs_core_state *state = zs_state_of_module(module);
     if (state == NULL)
         return 0;
+/* clang-format would read this X-macro list as one declaration and staircase it. */
+/* clang-format off */
 #define ZS_STATE_OBJECTS(X)                                                                  \
     X(conjugate_type) X(runtime_type) X(class_type) X(scalar_type) X(reference_type)        \
     X(creator_type) X(kind_type) X(value_type) X(value_property_type) X(member_type)         \
@@ -297,6 +299,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     X(default_runtime) X(slow_create) X(init_create) X(attribute_error) X(expired_error)     \
     X(raise_status) X(store_failed) X(store_refused) X(expired_type) X(expired_exception)    \
     X(current_runtime) X(name_class) X(slow_call) X(scopes) X(str_zs_functions) X(str_fast)
+/* clang-format on */
 #define ZS_VISIT_FIELD(field) Py_VISIT(state->field);
     ZS_STATE_OBJECTS(ZS_VISIT_FIELD)
 #undef ZS_VISIT_FIELD
