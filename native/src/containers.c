@@ -28,7 +28,8 @@ bool zs_entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size, ui
     if (wanted <= array->capacity) return true;
     if (wanted > ZS_MAX_ENTRIES) return false;
     uint32_t capacity = array->capacity < 4 ? 4 : array->capacity;
-    while (capacity < wanted) capacity = capacity > ZS_MAX_ENTRIES / 2 ? ZS_MAX_ENTRIES : capacity * 2;
+    while (capacity < wanted)
+        capacity = capacity > ZS_MAX_ENTRIES / 2 ? ZS_MAX_ENTRIES : capacity * 2;
     void *grown = zs_realloc(rt, array->data, (size_t)array->capacity * entry_size,
                              (size_t)capacity * entry_size);
     if (grown == NULL) return false;
@@ -60,20 +61,18 @@ zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     uint32_t element_kind = type->element->kind;
     if (element_kind != ZS_TYPE_PLAIN && element_kind != ZS_TYPE_OBJECT &&
         element_kind != ZS_TYPE_WEAK_OBJECT)
-        return ZS_E_INVALID;  /* elements that own memory go through zs_value_assign */
+        return ZS_E_INVALID; /* elements that own memory go through zs_value_assign */
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
     size_t entry = type->entry_size;
-    if (status == ZS_OK && count > ZS_MAX_ENTRIES)
-        status = ZS_E_INVALID;
+    if (status == ZS_OK && count > ZS_MAX_ENTRIES) status = ZS_E_INVALID;
     /* References first: a stale or dying target refuses the whole store. */
     for (uint32_t i = 0; status == ZS_OK && element_kind != ZS_TYPE_PLAIN && i < count; i++) {
         zs_ref ref;
         memcpy(&ref, (const char *)elements + i * entry, sizeof ref);
         zs_item *it = ref != ZS_NULL_REF ? zs_item_of(rt, ref) : NULL;
         if (ref != ZS_NULL_REF && it == NULL) status = ZS_E_STALE;
-        else if (it != NULL && zs_item_dying(rt, it))
-            status = ZS_E_DYING;
+        else if (it != NULL && zs_item_dying(rt, it)) status = ZS_E_DYING;
     }
     if (status == ZS_OK && !zs_entries_reserve(rt, array, (uint32_t)entry, count))
         status = ZS_E_NOMEM;
@@ -142,11 +141,13 @@ zs_status zs_array_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     if (array == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
-    if (status == ZS_OK && (index > array->count || count > array->count - index)) status = ZS_E_INVALID;
+    if (status == ZS_OK && (index > array->count || count > array->count - index))
+        status = ZS_E_INVALID;
     if (status == ZS_OK && count > 0) {
         size_t entry = type->entry_size;
         char *base = array->data;
-        for (uint32_t i = 0; i < count; i++) zs_value_destroy(rt, type->element, base + (index + i) * entry);
+        for (uint32_t i = 0; i < count; i++)
+            zs_value_destroy(rt, type->element, base + (index + i) * entry);
         memmove(base + index * entry, base + (index + count) * entry,
                 (size_t)(array->count - index - count) * entry);
         array->count -= count;
@@ -245,7 +246,8 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
     if (hash == NULL || key == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, type ? type->kind : 0);
-    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP) status = ZS_E_INVALID;
+    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP)
+        status = ZS_E_INVALID;
     int added = 0;
     uint32_t index = 0;
     if (status == ZS_OK) {
@@ -260,19 +262,22 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
             /* Copy the key first: it may point into this very container. */
             void *copy = zs_alloc(rt, type->entry_size);
             if (copy == NULL) status = ZS_E_NOMEM;
-            else if (zs_value_assign(rt, ZS_NULL_REF, type->element, copy, key) != ZS_OK) status = ZS_E_NOMEM;
+            else if (zs_value_assign(rt, ZS_NULL_REF, type->element, copy, key) != ZS_OK)
+                status = ZS_E_NOMEM;
             /* The copy's references to destroyed objects are null
                (zs_value_assign sanitises them): it may equal an entry the
                key did not, which must not be added twice. */
             bool existing = false;
-            if (status == ZS_OK && hash->bucket_count > 0 && (type->element->flags & ZS_TYPE_HAS_REFS)) {
+            if (status == ZS_OK && hash->bucket_count > 0 &&
+                (type->element->flags & ZS_TYPE_HAS_REFS)) {
                 uint32_t held = probe(rt, type, hash, copy, &existing);
                 if (existing) index = hash->buckets[held] - 1;
             }
             if (status == ZS_OK && !existing &&
                 !zs_entries_reserve(rt, &hash->entries, type->entry_size, hash->entries.count + 1))
                 status = ZS_E_NOMEM;
-            if (status == ZS_OK && !existing && (hash->entries.count + 1) * 2 > hash->bucket_count &&
+            if (status == ZS_OK && !existing &&
+                (hash->entries.count + 1) * 2 > hash->bucket_count &&
                 !rehash(rt, type, hash, hash->bucket_count ? hash->bucket_count * 2 : 16))
                 status = ZS_E_NOMEM;
             if (status == ZS_OK && !existing) {
@@ -300,7 +305,8 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
     if (hash == NULL || key == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, type ? type->kind : 0);
-    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP) status = ZS_E_INVALID;
+    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP)
+        status = ZS_E_INVALID;
     int removed = 0;
     if (status == ZS_OK && hash->bucket_count > 0) {
         bool found;
@@ -309,11 +315,15 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
             uint32_t index = hash->buckets[slot] - 1, mask = hash->bucket_count - 1;
             /* Backward-shift deletion keeps every probe chain unbroken. */
             uint32_t hole = slot;
-            for (uint32_t next = (hole + 1) & mask; hash->buckets[next] != 0; next = (next + 1) & mask) {
-                uint32_t home = (uint32_t)zs_value_hash(rt, type->element,
-                                                        entry_at(type, hash, hash->buckets[next] - 1)) & mask;
+            for (uint32_t next = (hole + 1) & mask; hash->buckets[next] != 0;
+                 next = (next + 1) & mask) {
+                uint32_t home = (uint32_t)zs_value_hash(
+                                    rt, type->element,
+                                    entry_at(type, hash, hash->buckets[next] - 1)) &
+                                mask;
                 /* Move next into the hole unless its home lies in (hole, next]. */
-                bool stays = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
+                bool stays = hole <= next ? (home > hole && home <= next)
+                                          : (home > hole || home <= next);
                 if (!stays) {
                     hash->buckets[hole] = hash->buckets[next];
                     hole = next;

@@ -6,7 +6,9 @@
 #include "internal.h"
 
 /* A switch's 64-bit value as a 32-bit limit (larger means "no limit" anyway). */
-static uint32_t clamp_u32(uint64_t value) { return value > UINT32_MAX ? UINT32_MAX : (uint32_t)value; }
+static uint32_t clamp_u32(uint64_t value) {
+    return value > UINT32_MAX ? UINT32_MAX : (uint32_t)value;
+}
 
 /* Set one switch (ZS_DEBUG_*); ZS_E_INVALID for an unknown one. */
 zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {

@@ -26,7 +26,8 @@ static bool callable_retain(zs_runtime *rt, uint32_t callable) {
             if (capacity > UINT32_MAX / 2) return false;
             capacity *= 2;
         }
-        uint32_t *grown = zs_realloc(rt, rt->callable_refs, rt->callable_capacity * sizeof(uint32_t),
+        uint32_t *grown = zs_realloc(rt, rt->callable_refs,
+                                     rt->callable_capacity * sizeof(uint32_t),
                                      capacity * sizeof(uint32_t));
         if (grown == NULL) return false;
         rt->callable_refs = grown;
@@ -40,7 +41,8 @@ static bool callable_retain(zs_runtime *rt, uint32_t callable) {
 /* Drop one reference to a callable id; at zero it is listed for the managed
    side to take (zs_take_released_callables). Unknown ids are ignored. */
 static void callable_release(zs_runtime *rt, uint32_t callable) {
-    if (callable == 0 || callable >= rt->callable_capacity || rt->callable_refs[callable] == 0) return;
+    if (callable == 0 || callable >= rt->callable_capacity || rt->callable_refs[callable] == 0)
+        return;
     if (--rt->callable_refs[callable] == 0 && !zs_u32_push(rt, &rt->released_callables, callable)) {
         /* Out of memory: the managed side keeps the callable (a leak, not a crash). */
     }
@@ -55,7 +57,9 @@ void zs_binding_drop(zs_runtime *rt, zs_binding *binding) {
 /* The public retain: ZS_E_INVALID for id 0. */
 zs_status zs_callable_retain(zs_runtime *rt, uint32_t callable) {
     ZS_LOCK(rt);
-    zs_status status = callable == 0 ? ZS_E_INVALID : callable_retain(rt, callable) ? ZS_OK : ZS_E_NOMEM;
+    zs_status status = callable == 0                   ? ZS_E_INVALID
+                       : callable_retain(rt, callable) ? ZS_OK
+                                                       : ZS_E_NOMEM;
     ZS_UNLOCK(rt);
     return status;
 }
@@ -63,7 +67,8 @@ zs_status zs_callable_retain(zs_runtime *rt, uint32_t callable) {
 /* The public release: ZS_E_INVALID for an id nobody holds. */
 zs_status zs_callable_release(zs_runtime *rt, uint32_t callable) {
     ZS_LOCK(rt);
-    zs_status status = callable != 0 && callable < rt->callable_capacity && rt->callable_refs[callable]
+    zs_status status = callable != 0 && callable < rt->callable_capacity &&
+                               rt->callable_refs[callable]
                            ? ZS_OK
                            : ZS_E_INVALID;
     if (status == ZS_OK) callable_release(rt, callable);
@@ -135,8 +140,10 @@ zs_status zs_binding_set(zs_runtime *rt, zs_ref owner, zs_binding *binding, zs_r
     if (binding == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_check_owner(rt, owner);
-    if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count) status = ZS_E_INVALID;
-    if (status == ZS_OK && callable != 0 && zs_callable_retain(rt, callable) != ZS_OK) status = ZS_E_NOMEM;
+    if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count)
+        status = ZS_E_INVALID;
+    if (status == ZS_OK && callable != 0 && zs_callable_retain(rt, callable) != ZS_OK)
+        status = ZS_E_NOMEM;
     if (status == ZS_OK) {
         zs_binding_drop(rt, binding);
         binding->object = object;
@@ -149,12 +156,14 @@ zs_status zs_binding_set(zs_runtime *rt, zs_ref owner, zs_binding *binding, zs_r
 
 /* A sparse delegate's binding list; asking to create it is a write (refused
    when the owner is dying, even if the list exists already). */
-zs_status zs_sparse_bindings(zs_runtime *rt, zs_ref owner, void *sparse, int create, zs_array **out) {
+zs_status zs_sparse_bindings(zs_runtime *rt, zs_ref owner, void *sparse, int create,
+                             zs_array **out) {
     if (sparse == NULL || out == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_array **slot = sparse;
     zs_status status = create ? zs_check_owner(rt, owner) : ZS_OK;
-    if (status == ZS_OK && *slot == NULL && create && (*slot = zs_alloc(rt, sizeof(zs_array))) == NULL)
+    if (status == ZS_OK && *slot == NULL && create &&
+        (*slot = zs_alloc(rt, sizeof(zs_array))) == NULL)
         status = ZS_E_NOMEM;
     *out = status == ZS_OK ? *slot : NULL;
     ZS_UNLOCK(rt);
@@ -167,11 +176,14 @@ zs_status zs_multicast_add(zs_runtime *rt, zs_ref owner, zs_array *bindings, zs_
     if (bindings == NULL || (object == ZS_NULL_REF) == (callable == 0)) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_check_owner(rt, owner);
-    if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count) status = ZS_E_INVALID;
+    if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count)
+        status = ZS_E_INVALID;
     if (status == ZS_OK && bindings->count >= ZS_MAX_ENTRIES) status = ZS_E_INVALID;
-    if (status == ZS_OK && !zs_entries_reserve(rt, bindings, sizeof(zs_binding), bindings->count + 1))
+    if (status == ZS_OK &&
+        !zs_entries_reserve(rt, bindings, sizeof(zs_binding), bindings->count + 1))
         status = ZS_E_NOMEM;
-    if (status == ZS_OK && callable != 0 && zs_callable_retain(rt, callable) != ZS_OK) status = ZS_E_NOMEM;
+    if (status == ZS_OK && callable != 0 && zs_callable_retain(rt, callable) != ZS_OK)
+        status = ZS_E_NOMEM;
     if (status == ZS_OK) {
         zs_binding *slot = (zs_binding *)bindings->data + bindings->count;
         slot->object = object;
@@ -189,11 +201,13 @@ zs_status zs_multicast_remove(zs_runtime *rt, zs_ref owner, zs_array *bindings, 
     if (bindings == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_check_owner(rt, owner);
-    if (status == ZS_OK && (index > bindings->count || count > bindings->count - index)) status = ZS_E_INVALID;
+    if (status == ZS_OK && (index > bindings->count || count > bindings->count - index))
+        status = ZS_E_INVALID;
     if (status == ZS_OK && count > 0) {
         zs_binding *base = bindings->data;
         for (uint32_t i = 0; i < count; i++) zs_binding_drop(rt, &base[index + i]);
-        memmove(base + index, base + index + count, (size_t)(bindings->count - index - count) * sizeof *base);
+        memmove(base + index, base + index + count,
+                (size_t)(bindings->count - index - count) * sizeof *base);
         bindings->count -= count;
         memset(base + bindings->count, 0, (size_t)count * sizeof *base);
     }

@@ -57,19 +57,19 @@ static inline uint64_t zs_item_word(const zs_item *it) {
 #define ZS_ITEM_IN_ROOT_LIST 0x10u  /* present in rt->root_list */
 #define ZS_ITEM_HAS_CONJUGATE 0x20u /* the managed side holds a proxy */
 #define ZS_ITEM_DYING 0x40u         /* gathered as unreachable; waiting for purge */
-#define ZS_ITEM_LEAF 0x80u          /* class has no strong members: marking never reads the object */
+#define ZS_ITEM_LEAF 0x80u /* class has no strong members: marking never reads the object */
 #define ZS_ITEM_BEGUN_DESTROY 0x100u /* BeginDestroy already ran */
-#define ZS_ITEM_CLUSTER_ROOT 0x400u /* the root of the cluster in cluster_index */
-#define ZS_ITEM_ESCAPED 0x200u      /* permanent, but holds references to collectable objects: scanned as a root */
+#define ZS_ITEM_CLUSTER_ROOT 0x400u  /* the root of the cluster in cluster_index */
+#define ZS_ITEM_ESCAPED                                                                            \
+    0x200u /* permanent, but holds references to collectable objects: scanned as a root */
 
 /* Colour helpers: the reachable-flag swap. Flipping rt->mark_parity turns
    every object "maybe unreachable" in O(1). */
 #define item_is_marked(rt, it) ((((it)->flags ^ (rt)->mark_parity) & ZS_ITEM_MARK) == 0)
-#define item_set_marked(rt, it) \
-    ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | (rt)->mark_parity)
-#define item_set_unmarked(rt, it) \
+#define item_set_marked(rt, it) ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | (rt)->mark_parity)
+#define item_set_unmarked(rt, it)                                                                  \
     ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | ((rt)->mark_parity ^ ZS_ITEM_MARK))
-#define item_is_root(it) \
+#define item_is_root(it)                                                                           \
     (((it)->flags & (ZS_ITEM_ROOT | ZS_ITEM_ESCAPED)) != 0 || (it)->strong_refs > 0)
 
 /* Serial numbers start at 1; a slot whose serial reaches this is retired. */
@@ -133,16 +133,16 @@ struct zs_class {
 
 struct zs_type {
     uint32_t id;
-    uint32_t kind;  /* zs_type_kind */
+    uint32_t kind; /* zs_type_kind */
     uint32_t size;
     uint32_t align;
-    uint32_t flags; /* ZS_TYPE_* */
-    uint32_t unit;  /* STRING: bytes per code unit */
-    const zs_type *element; /* ARRAY/SET/OPTIONAL element; MAP key */
-    const zs_type *value;   /* MAP value */
-    uint32_t entry_size;    /* ARRAY/SET/MAP: bytes per entry */
-    uint32_t value_offset;  /* MAP: value in entry; OPTIONAL: the flag */
-    zs_schema schema;       /* STRUCT: flattened */
+    uint32_t flags;          /* ZS_TYPE_* */
+    uint32_t unit;           /* STRING: bytes per code unit */
+    const zs_type *element;  /* ARRAY/SET/OPTIONAL element; MAP key */
+    const zs_type *value;    /* MAP value */
+    uint32_t entry_size;     /* ARRAY/SET/MAP: bytes per entry */
+    uint32_t value_offset;   /* MAP: value in entry; OPTIONAL: the flag */
+    zs_schema schema;        /* STRUCT: flattened */
     zs_type_member *members; /* STRUCT: direct members (hashing, equality) */
     uint32_t member_count;
     char *name;
@@ -150,7 +150,7 @@ struct zs_type {
 
 /* A black value block (the managed side owns it). */
 typedef struct zs_value_slot {
-    void *value;      /* NULL when free */
+    void *value; /* NULL when free */
     const zs_type *type;
     uint32_t serial;
     uint32_t next_free;
@@ -203,19 +203,19 @@ typedef struct zs_mark_stack {
    worker). Counters are merged into rt->stats when marking ends. */
 typedef struct zs_marker {
     zs_runtime *rt;
-    zs_mark_stack *stack;     /* objects to scan */
-    zs_u32_vec clusters;      /* cluster ids to mark (serial marker only) */
-    bool parallel;            /* mark bits are claimed atomically */
-    uint32_t limit;           /* entries the stack may hold (stress switch) */
-    uint32_t step_objects;    /* objects a budgeted drain may scan (0: no bound);
+    zs_mark_stack *stack;  /* objects to scan */
+    zs_u32_vec clusters;   /* cluster ids to mark (serial marker only) */
+    bool parallel;         /* mark bits are claimed atomically */
+    uint32_t limit;        /* entries the stack may hold (stress switch) */
+    uint32_t step_objects; /* objects a budgeted drain may scan (0: no bound);
                                  zs_gc_step_bounded's max_objects, else the stress switch */
-    bool overflow;            /* a push failed: rescan marked objects later */
+    bool overflow;         /* a push failed: rescan marked objects later */
     uint64_t scanned, marked, killed, clusters_marked, barrier_marks;
-    struct zs_mark_pool *pool; /* parallel: the workers' shared state */
-    mtx_t *lock;              /* parallel: guards the stack against thieves (gc_parallel.c) */
-    uint32_t worker;          /* parallel: this marker's number */
+    struct zs_mark_pool *pool;    /* parallel: the workers' shared state */
+    mtx_t *lock;                  /* parallel: guards the stack against thieves (gc_parallel.c) */
+    uint32_t worker;              /* parallel: this marker's number */
     const uint32_t *idle_waiting; /* parallel: how many workers wait for work (a hint) */
-    bool claim_by_filter;     /* parallel: ordinary objects are claimed through the mark filter
+    bool claim_by_filter;         /* parallel: ordinary objects are claimed through the mark filter
                                  (gc_mark.c, claims_by_filter); else through their flags */
     uint64_t filter_claims, filter_ors; /* parallel, claim_by_filter: objects claimed through
                                  the filter, and the atomic ORs that claimed them */
@@ -268,13 +268,13 @@ struct zs_runtime {
     mtx_t lock; /* recursive; every public function holds it */
 
     /* object array */
-    zs_item *items;   /* max_objects items in one block (zeroed pages, so only the
+    zs_item *items;       /* max_objects items in one block (zeroed pages, so only the
                          slots handed out take memory); never moves */
     uint32_t chunk_count; /* chunks of ZS_OBJECTS_PER_CHUNK items in use (each counted) */
     uint32_t max_objects;
-    uint32_t high_water;   /* slots ever handed out */
+    uint32_t high_water; /* slots ever handed out */
     uint32_t live_objects;
-    zs_u32_vec free_slots; /* LIFO: a freed slot is the next one reused */
+    zs_u32_vec free_slots;  /* LIFO: a freed slot is the next one reused */
     uint32_t *name_buckets; /* by (outer, name): object index + 1, chained through hash_next */
     uint32_t name_bucket_count;
 
@@ -301,8 +301,8 @@ struct zs_runtime {
     zs_name_table names;
 
     /* roots */
-    zs_u32_vec root_list;   /* candidates: rooted, strong-ref'd, escaped permanent */
-    bool disregard_open;    /* disregard-for-GC window */
+    zs_u32_vec root_list; /* candidates: rooted, strong-ref'd, escaped permanent */
+    bool disregard_open;  /* disregard-for-GC window */
     uint32_t permanent_count;
 
     /* clusters */
@@ -313,31 +313,31 @@ struct zs_runtime {
 
     /* collector state */
     zs_gc_phase phase;
-    bool barrier_disabled;  /* test-only */
-    bool check_marks;       /* stress: verify each mark with a simple second one */
-    bool poison_freed;      /* stress: clobber freed memory */
-    uint32_t step_objects;  /* stress: objects per incremental step (0: no limit) */
-    uint32_t mark_stack_limit; /* stress: entries per mark stack (0: no limit) */
-    uint64_t alloc_limit;   /* stress/faults: live native bytes allowed (0: no limit) */
+    bool barrier_disabled;         /* test-only */
+    bool check_marks;              /* stress: verify each mark with a simple second one */
+    bool poison_freed;             /* stress: clobber freed memory */
+    uint32_t step_objects;         /* stress: objects per incremental step (0: no limit) */
+    uint32_t mark_stack_limit;     /* stress: entries per mark stack (0: no limit) */
+    uint64_t alloc_limit;          /* stress/faults: live native bytes allowed (0: no limit) */
     uint32_t collector_allocating; /* > 0: the collector's own bookkeeping ignores alloc_limit */
     bool strict_alloc_limit; /* test: alloc_limit applies to the collector's bookkeeping too */
     uint64_t check_failures;
     uint32_t mark_threads;
     uint64_t parallel_threshold;
     uint64_t incremental_start_ns;
-    uint32_t mark_parity;   /* ZS_ITEM_MARK or 0 */
-    zs_mark_stack mark_stack; /* transient work: allocated uncounted (see gc_mark.c) */
-    uint64_t *mark_filter;  /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
+    uint32_t mark_parity;       /* ZS_ITEM_MARK or 0 */
+    zs_mark_stack mark_stack;   /* transient work: allocated uncounted (see gc_mark.c) */
+    uint64_t *mark_filter;      /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
                                when it could not be allocated (marking then reads every item) */
-    bool mark_overflow;     /* a push onto mark_stack failed: rescan before gathering */
+    bool mark_overflow;         /* a push onto mark_stack failed: rescan before gathering */
     uint32_t filter_claims_off; /* parallel marks left that claim through item flags: the last
                                    one through the filter claimed too few objects per atomic OR */
-    bool cluster_oom;       /* a dissolution could not queue a referencing cluster */
-    uint32_t gather_cursor; /* incremental gather progress */
-    zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
-    uint32_t dying_cursor;  /* purge progress in dying */
-    zs_ref_vec expiring;    /* dying objects with conjugates, for the managed side */
-    bool dying_unhashed;    /* the dying objects are already out of the name index */
+    bool cluster_oom;           /* a dissolution could not queue a referencing cluster */
+    uint32_t gather_cursor;     /* incremental gather progress */
+    zs_u32_vec dying;           /* gathered unreachable, waiting for purge */
+    uint32_t dying_cursor;      /* purge progress in dying */
+    zs_ref_vec expiring;        /* dying objects with conjugates, for the managed side */
+    bool dying_unhashed;        /* the dying objects are already out of the name index */
     bool in_destroy_hook;
     bool collecting;
     zs_destroy_hook destroy_hook;
@@ -345,7 +345,7 @@ struct zs_runtime {
     zs_call_handler call_handler; /* the managed side's entry point (calls.c) */
     void *call_handler_user;
     uint32_t calls_in_progress;
-    bool free_pending;            /* zs_runtime_free ran during a call: the last call frees */
+    bool free_pending; /* zs_runtime_free ran during a call: the last call frees */
     zs_gc_stats stats;
     uint32_t min_cluster_size;
 
@@ -381,7 +381,8 @@ static inline bool zs_item_reachable(const zs_runtime *rt, const zs_item *it) {
        relaxed atomic loads (plain loads on x86-64) keep those reads
        race-free. A stale "unmarked" only sends the caller to the atomic
        claim, which decides. */
-    if (it->cluster_index >= 0 && !(__atomic_load_n(&it->flags, __ATOMIC_RELAXED) & ZS_ITEM_CLUSTER_ROOT))
+    if (it->cluster_index >= 0 &&
+        !(__atomic_load_n(&it->flags, __ATOMIC_RELAXED) & ZS_ITEM_CLUSTER_ROOT))
         it = zs_item_at(rt, rt->clusters[it->cluster_index].root);
     return ((__atomic_load_n(&it->flags, __ATOMIC_RELAXED) ^ rt->mark_parity) & ZS_ITEM_MARK) == 0;
 }
@@ -496,9 +497,8 @@ void zs_name_index_clear(zs_runtime *rt);
 /* ---- names.c: the name table ----------------------------------------------- */
 
 void zs_names_release(zs_runtime *rt);
-zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length,
-                                bool split_number, uint32_t *out_index,
-                                uint32_t *out_number);
+zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length, bool split_number,
+                                uint32_t *out_index, uint32_t *out_number);
 
 /* ---- classes.c: class registration ------------------------------------------ */
 
