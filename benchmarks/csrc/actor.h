@@ -35,12 +35,12 @@ typedef struct IntArray {
 /* The method bodies, also compiled for zsharp_py's layout of the same
    members (zs_actor_* in the raw cffi module), so every peer runs the same
    code. */
-#define ACTOR_BODIES(T, PREFIX)                                              \
-    int32_t PREFIX##_get_health(const T *actor) { return actor->health; }     \
-    void PREFIX##_move(T *actor, double dx, double dy, double dz) {          \
-        actor->x += dx;                                                       \
-        actor->y += dy;                                                       \
-        actor->z += dz;                                                       \
+#define ACTOR_BODIES(T, PREFIX)                                                                    \
+    int32_t PREFIX##_get_health(const T *actor) { return actor->health; }                          \
+    void PREFIX##_move(T *actor, double dx, double dy, double dz) {                                \
+        actor->x += dx;                                                                            \
+        actor->y += dy;                                                                            \
+        actor->z += dz;                                                                            \
     }
 
 void actor_init(Actor *actor);

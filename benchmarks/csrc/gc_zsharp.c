@@ -36,7 +36,8 @@ typedef struct node {
     zs_object header;
     zs_ref slot[4];
 } node;
-_Static_assert(sizeof(node) == sizeof(zs_object) + 4 * sizeof(zs_ref), "a node is the header + 4 references");
+_Static_assert(sizeof(node) == sizeof(zs_object) + 4 * sizeof(zs_ref),
+               "a node is the header + 4 references");
 
 typedef struct world {
     zs_object header;
@@ -56,9 +57,13 @@ static void check(zs_status status, const char *what) {
 
 static const zs_class *node_class(zs_runtime *rt, const char *name, uint32_t flags) {
     zs_member members[4];
-    for (uint32_t k = 0; k < 4; k++) members[k] = (zs_member){.kind = ZS_MEMBER_OBJECT, .offset = SLOT_OFFSET(k)};
-    zs_class_desc desc = {.name = name, .instance_size = sizeof(node), .flags = flags,
-                          .members = members, .member_count = 4};
+    for (uint32_t k = 0; k < 4; k++)
+        members[k] = (zs_member){.kind = ZS_MEMBER_OBJECT, .offset = SLOT_OFFSET(k)};
+    zs_class_desc desc = {.name = name,
+                          .instance_size = sizeof(node),
+                          .flags = flags,
+                          .members = members,
+                          .member_count = 4};
     const zs_class *cls = NULL;
     check(zs_class_register(rt, &desc, &cls), "zs_class_register");
     return cls;
@@ -95,18 +100,27 @@ static collection collect(zs_runtime *rt) {
     cpu = process_cpu_ns() - cpu;
     zs_gc_stats stats;
     zs_gc_get_stats(rt, &stats);
-    return (collection){wall, stats.mark_ns, stats.gather_ns, stats.purge_ns, stats.objects_marked,
-                        stats.objects_freed, stats.objects_scanned, stats.mark_threads,
-                        stats.clusters_marked, cpu};
+    return (collection){wall,
+                        stats.mark_ns,
+                        stats.gather_ns,
+                        stats.purge_ns,
+                        stats.objects_marked,
+                        stats.objects_freed,
+                        stats.objects_scanned,
+                        stats.mark_threads,
+                        stats.clusters_marked,
+                        cpu};
 }
 
 /* Median of one field over rounds (sorts a copy). */
 static uint64_t median_of(const collection *c, size_t rounds, size_t field_offset) {
     uint64_t *values = malloc(rounds * sizeof *values);
     if (values == NULL) die("out of memory");
-    for (size_t i = 0; i < rounds; i++) values[i] = *(const uint64_t *)((const char *)&c[i] + field_offset);
+    for (size_t i = 0; i < rounds; i++)
+        values[i] = *(const uint64_t *)((const char *)&c[i] + field_offset);
     qsort(values, rounds, sizeof *values, compare_u64);
-    uint64_t median = rounds % 2 ? values[rounds / 2] : (values[rounds / 2 - 1] + values[rounds / 2]) / 2;
+    uint64_t median = rounds % 2 ? values[rounds / 2]
+                                 : (values[rounds / 2 - 1] + values[rounds / 2]) / 2;
     free(values);
     return median;
 }
@@ -125,8 +139,8 @@ static void live_collections(zs_runtime *rt, uint32_t rounds, uint64_t expect_ma
     uint32_t kept = rounds < 4096 ? rounds : 4096;
     for (uint32_t r = 0; r < kept; r++) walls[r] = c[r].wall;
     char key[64];
-#define FIELD(name, member)                                                  \
-    snprintf(key, sizeof key, "%s_%s", prefix, name);                        \
+#define FIELD(name, member)                                                                        \
+    snprintf(key, sizeof key, "%s_%s", prefix, name);                                              \
     json_u64(key, median_of(c, rounds, offsetof(collection, member)));
     snprintf(key, sizeof key, "%s_walls", prefix);
     json_u64_array(key, walls, kept);
@@ -143,7 +157,8 @@ static void live_collections(zs_runtime *rt, uint32_t rounds, uint64_t expect_ma
 }
 
 static int run_graph(int argc, char **argv) {
-    if (argc != 9) die("usage: gc_zsharp graph SHAPE N ROUNDS THREADS DROP_MASK EXPECT INCREMENTAL");
+    if (argc != 9)
+        die("usage: gc_zsharp graph SHAPE N ROUNDS THREADS DROP_MASK EXPECT INCREMENTAL");
     const char *shape = argv[2];
     uint32_t n = (uint32_t)strtoul(argv[3], NULL, 10);
     uint32_t rounds = (uint32_t)strtoul(argv[4], NULL, 10);
@@ -259,7 +274,8 @@ static int run_graph(int argc, char **argv) {
         check(zs_remove_from_root(rt, root), "zs_remove_from_root");
     } else {
         for (uint32_t k = 0; k < 4; k++)
-            if (drop_mask >> k & 1) check(zs_store_ref(rt, root, SLOT_OFFSET(k), ZS_NULL_REF), "store");
+            if (drop_mask >> k & 1)
+                check(zs_store_ref(rt, root, SLOT_OFFSET(k), ZS_NULL_REF), "store");
     }
     uint64_t drop_ns = now_ns() - start;
     collection dropped = collect(rt);
@@ -298,8 +314,10 @@ static int run_clusters(int argc, char **argv) {
     const zs_class *member_class = node_class(rt, "GroupMember", ZS_CLASS_IN_CLUSTER);
     zs_member array_member = {.kind = ZS_MEMBER_OBJECT_ARRAY,
                               .offset = (uint32_t)offsetof(world, groups)};
-    zs_class_desc world_desc = {.name = "World", .instance_size = sizeof(world),
-                                .members = &array_member, .member_count = 1};
+    zs_class_desc world_desc = {.name = "World",
+                                .instance_size = sizeof(world),
+                                .members = &array_member,
+                                .member_count = 1};
     const zs_class *world_class = NULL;
     check(zs_class_register(rt, &world_desc, &world_class), "zs_class_register");
     zs_ref world_ref = new_object(rt, world_class);
@@ -312,10 +330,13 @@ static int run_clusters(int argc, char **argv) {
     for (uint32_t g = 0; g < groups; g++) {
         for (uint32_t j = 0; j < GROUP; j++) {
             group[j] = new_object(rt, j == 0 ? root_class : member_class);
-            if (j > 0) check(zs_store_ref(rt, group[(j - 1) / 4], SLOT_OFFSET((j - 1) % 4), group[j]), "store");
+            if (j > 0)
+                check(zs_store_ref(rt, group[(j - 1) / 4], SLOT_OFFSET((j - 1) % 4), group[j]),
+                      "store");
         }
         roots[g] = group[0];
-        check(zs_ref_array_push(rt, world_ref, (uint32_t)offsetof(world, groups), group[0]), "push");
+        check(zs_ref_array_push(rt, world_ref, (uint32_t)offsetof(world, groups), group[0]),
+              "push");
     }
     uint64_t build_ns = now_ns() - start;
 

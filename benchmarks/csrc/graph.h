@@ -114,7 +114,8 @@ static inline void json_str(const char *key, const char *value) {
 static inline void json_u64_array(const char *key, const uint64_t *values, size_t count) {
     json_key(key);
     printf("[");
-    for (size_t i = 0; i < count; i++) printf("%s%llu", i ? ", " : "", (unsigned long long)values[i]);
+    for (size_t i = 0; i < count; i++)
+        printf("%s%llu", i ? ", " : "", (unsigned long long)values[i]);
     printf("]");
 }
 

@@ -32,7 +32,7 @@ NB_MODULE(bench_nb_actor, m) {
         .def_rw("x", &Actor::x)
         .def_rw("y", &Actor::y)
         .def_rw("z", &Actor::z)
-        .def_rw("velocity", &Actor::velocity)  // reference_internal: a view
+        .def_rw("velocity", &Actor::velocity) // reference_internal: a view
         .def_prop_rw(
             "target", [](const Actor &actor) { return actor_get_target(&actor); },
             [](Actor &actor, Actor *target) { actor_set_target(&actor, target); },

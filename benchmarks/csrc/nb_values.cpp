@@ -70,8 +70,7 @@ BENCH_NB_MODULE(BENCH_MODULE, m) {
         .def(
             "__iter__",
             [](const StringSet &set) {
-                return nb::make_iterator(nb::type<StringSet>(), "iterator", set.begin(),
-                                         set.end());
+                return nb::make_iterator(nb::type<StringSet>(), "iterator", set.begin(), set.end());
             },
             nb::keep_alive<0, 1>());
 #endif
@@ -129,14 +128,11 @@ BENCH_NB_MODULE(BENCH_MODULE, m) {
         .def(nb::init<const std::string &>())
         .def("get",
              [](const FieldPath &path, A &object) -> nb::object {
-                 if (path.kind == FieldKind::Float64)
-                     return nb::float_(*path.at<double>(object));
+                 if (path.kind == FieldKind::Float64) return nb::float_(*path.at<double>(object));
                  return nb::int_(*path.at<int32_t>(object));
              })
         .def("set", [](const FieldPath &path, A &object, nb::handle value) {
-            if (path.kind == FieldKind::Float64)
-                *path.at<double>(object) = nb::cast<double>(value);
-            else
-                *path.at<int32_t>(object) = nb::cast<int32_t>(value);
+            if (path.kind == FieldKind::Float64) *path.at<double>(object) = nb::cast<double>(value);
+            else *path.at<int32_t>(object) = nb::cast<int32_t>(value);
         });
 }

@@ -31,12 +31,11 @@ PYBIND11_MODULE(bench_pb_actor, m) {
         .def_readwrite("x", &Actor::x)
         .def_readwrite("y", &Actor::y)
         .def_readwrite("z", &Actor::z)
-        .def_readwrite("velocity", &Actor::velocity)  // reference_internal: a view
-        .def_property(
-            "target",
-            py::cpp_function([](const Actor &actor) { return actor_get_target(&actor); },
-                             py::return_value_policy::reference),
-            [](Actor &actor, Actor *target) { actor_set_target(&actor, target); })
+        .def_readwrite("velocity", &Actor::velocity) // reference_internal: a view
+        .def_property("target",
+                      py::cpp_function([](const Actor &actor) { return actor_get_target(&actor); },
+                                       py::return_value_policy::reference),
+                      [](Actor &actor, Actor *target) { actor_set_target(&actor, target); })
         .def("get_health", &actor_get_health)
         .def("move", &actor_move);
 

@@ -124,14 +124,11 @@ BENCH_PB_MODULE(BENCH_MODULE, m) {
         .def(py::init<const std::string &>())
         .def("get",
              [](const FieldPath &path, A &object) -> py::object {
-                 if (path.kind == FieldKind::Float64)
-                     return py::float_(*path.at<double>(object));
+                 if (path.kind == FieldKind::Float64) return py::float_(*path.at<double>(object));
                  return py::int_(*path.at<int32_t>(object));
              })
         .def("set", [](const FieldPath &path, A &object, const py::handle &value) {
-            if (path.kind == FieldKind::Float64)
-                *path.at<double>(object) = value.cast<double>();
-            else
-                *path.at<int32_t>(object) = value.cast<int32_t>();
+            if (path.kind == FieldKind::Float64) *path.at<double>(object) = value.cast<double>();
+            else *path.at<int32_t>(object) = value.cast<int32_t>();
         });
 }

@@ -72,8 +72,7 @@ struct Delegate {
     void unbind() { fn = nullptr; }
     bool is_bound() const { return static_cast<bool>(fn); }
     void execute() const {
-        if (!fn)
-            throw std::runtime_error("Delegate.execute: nothing bound");
+        if (!fn) throw std::runtime_error("Delegate.execute: nothing bound");
         fn();
     }
 };
@@ -100,8 +99,7 @@ struct Multicast {
     size_t size() const { return listeners.size(); }
     void broadcast() const {
         auto snapshot = listeners;
-        for (auto &listener : snapshot)
-            listener.second();
+        for (auto &listener : snapshot) listener.second();
     }
 };
 
@@ -135,8 +133,7 @@ struct WeakPtr {
     explicit WeakPtr(const A &object);
     A *get() const {
         const auto &table = slots();
-        if (index < table.size() && table[index].serial == serial)
-            return table[index].object;
+        if (index < table.size() && table[index].serial == serial) return table[index].object;
         return nullptr;
     }
 };
@@ -153,7 +150,7 @@ struct SoftPtr {
 };
 
 struct A {
-    int32_t hp = 0;  // first: &a.pos never equals &a (one instance per address)
+    int32_t hp = 0; // first: &a.pos never equals &a (one instance per address)
     V pos;
     std::string label;
     StringSet tags;
@@ -183,8 +180,7 @@ struct A {
             table.emplace_back();
         }
         table[slot].object = this;
-        if (!path.empty())
-            by_path()[path] = this;
+        if (!path.empty()) by_path()[path] = this;
     }
     A(const A &) = delete;
     A &operator=(const A &) = delete;
@@ -195,13 +191,13 @@ struct A {
         free_slots().push_back(slot);
         if (!path.empty()) {
             auto found = by_path().find(path);
-            if (found != by_path().end() && found->second == this)
-                by_path().erase(found);
+            if (found != by_path().end() && found->second == this) by_path().erase(found);
         }
     }
 };
 
-inline WeakPtr::WeakPtr(const A &object) : index(object.slot), serial(slots()[object.slot].serial) {}
+inline WeakPtr::WeakPtr(const A &object)
+    : index(object.slot), serial(slots()[object.slot].serial) {}
 
 // A field path resolved by name once (as zs.FieldPath resolves against the
 // class), then applied by offset: the generic form of a pointer-to-member
@@ -220,7 +216,11 @@ struct FieldPath {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
 #endif
-        struct Field { const char *name; size_t offset; int what; };  // what: 0 int32, 1 double, 2 V
+        struct Field {
+            const char *name;
+            size_t offset;
+            int what;
+        }; // what: 0 int32, 1 double, 2 V
         static const Field a_fields[] = {{"hp", offsetof(A, hp), 0}, {"pos", offsetof(A, pos), 2}};
         static const Field v_fields[] = {{"x", offsetof(V, x), 1}, {"y", offsetof(V, y), 1}};
 #if defined(__GNUC__)
@@ -236,8 +236,7 @@ struct FieldPath {
                                                                            : dot - start);
             const Field *found = nullptr;
             for (size_t i = 0; i < count; ++i)
-                if (part == table[i].name)
-                    found = &table[i];
+                if (part == table[i].name) found = &table[i];
             if (found == nullptr)
                 throw std::invalid_argument("FieldPath: no field '" + part + "' in '" + spec + "'");
             offset += found->offset;
@@ -261,6 +260,6 @@ struct FieldPath {
     }
 };
 
-}  // namespace BENCH_NS
+} // namespace BENCH_NS
 
 #endif

@@ -37,7 +37,9 @@
 
 /* Particle.tick's parameter block, as zsharp_py.lowlevel.function_layout(Particle, "tick")
    declares it (checked at start). */
-struct Particle_tick_params { double dt; };
+struct Particle_tick_params {
+    double dt;
+};
 #define TICK_DECLARATION "struct Particle_tick_params { double dt; };"
 
 /* The C API functions the host calls, with zsharp.h's signatures. */
@@ -168,8 +170,8 @@ static int run(PyObject *script, long frames) {
             cycles++;
             freed += (long)stats.objects_freed;
             printf("host: frame %3ld: GC cycle %ld finished (%llu mark steps, %llu objects "
-                   "marked), %llu objects freed, %ld live\n", index, cycles,
-                   (unsigned long long)stats.mark_steps,
+                   "marked), %llu objects freed, %ld live\n",
+                   index, cycles, (unsigned long long)stats.mark_steps,
                    (unsigned long long)stats.objects_marked,
                    (unsigned long long)stats.objects_freed, live);
         }
@@ -182,7 +184,8 @@ static int run(PyObject *script, long frames) {
     }
     Py_DECREF(result);
     printf("host: %ld frames, %ld particles spawned, %ld tick calls from C, peak %ld live "
-           "objects\n", frames, spawned, ticks, peak);
+           "objects\n",
+           frames, spawned, ticks, peak);
     printf("host: %ld incremental GC cycles freed %ld objects during play\n", cycles, freed);
     printf("host: final collection freed %ld, %ld live objects left\n", final_freed, final_live);
     return 0;

@@ -53,8 +53,7 @@ void zs_open_runtime_remove(zs_core_state *state, zs_runtime_core *rt) {
 /* The open runtime core of a native runtime, or NULL (borrowed). */
 static zs_runtime_core *open_runtime(const zs_core_state *state, const zs_runtime *native) {
     for (Py_ssize_t i = 0; i < state->open_count; i++)
-        if (state->open_runtimes[i]->native == native)
-            return state->open_runtimes[i];
+        if (state->open_runtimes[i]->native == native) return state->open_runtimes[i];
     return NULL;
 }
 
@@ -92,7 +91,7 @@ static PyObject *fast_plan(zs_core_state *state, zs_conjugate *conjugate, const 
         PyErr_Clear();
         return NULL;
     }
-    PyObject *key = PyUnicode_FromString(function);  /* not UTF-8: Python's path reports it */
+    PyObject *key = PyUnicode_FromString(function); /* not UTF-8: Python's path reports it */
     PyObject *layout = key ? PyDict_GetItemWithError(functions, key) : NULL;
     Py_XDECREF(key);
     if (layout == NULL) {
@@ -108,7 +107,7 @@ static PyObject *fast_plan(zs_core_state *state, zs_conjugate *conjugate, const 
         !PyUnicode_CheckExact(PyTuple_GET_ITEM(plan, 0)) ||
         !PyTuple_CheckExact(PyTuple_GET_ITEM(plan, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 1)) > FAST_MAX_ARGUMENTS) {
-        Py_DECREF(plan);  /* None: the method takes the slow path */
+        Py_DECREF(plan); /* None: the method takes the slow path */
         return NULL;
     }
     return plan;
@@ -160,15 +159,13 @@ static zs_status fast_call(zs_core_state *state, zs_runtime_core *rt, zs_conjuga
     }
     if (current != NULL && PyContextVar_Reset(state->current, current) < 0)
         status = ZS_E_CALL_FAILED;
-    if (scoped)
-        zsv_call_scope_close(state, &scope);
-    if (PyErr_Occurred()) {  /* building the call, or ending it, failed */
+    if (scoped) zsv_call_scope_close(state, &scope);
+    if (PyErr_Occurred()) { /* building the call, or ending it, failed */
         PyErr_WriteUnraisable(name);
         status = ZS_E_CALL_FAILED;
     }
     Py_XDECREF(current);
-    for (Py_ssize_t i = 0; i < made; i++)
-        Py_DECREF(stack[1 + i]);
+    for (Py_ssize_t i = 0; i < made; i++) Py_DECREF(stack[1 + i]);
     return status;
 }
 
@@ -180,7 +177,7 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, con
     zs_status status = ZS_OK;
     zs_runtime_core *rt = open_runtime(state, native);
     if (rt == NULL || rt->closing) {
-        status = ZS_E_STALE;  /* closing: its objects are gone for Python */
+        status = ZS_E_STALE; /* closing: its objects are gone for Python */
     } else {
         Py_INCREF(rt);
         zs_conjugate *conjugate = zs_table_get(rt, object);
@@ -189,15 +186,15 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, con
             Py_INCREF(conjugate);
             PyObject *plan = fast_plan(state, conjugate, function);
             /* Arguments but no block: Python's path reports it. */
-            if (plan != NULL && (params != NULL || PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 1)) == 0)) {
+            if (plan != NULL &&
+                (params != NULL || PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 1)) == 0)) {
                 status = fast_call(state, rt, conjugate, plan, params);
                 called = 1;
             }
             Py_XDECREF(plan);
             Py_DECREF(conjugate);
         }
-        if (!called)
-            status = slow_call(state, rt, object, function, params);
+        if (!called) status = slow_call(state, rt, object, function, params);
         Py_DECREF(rt);
     }
     PyGILState_Release(gil);
@@ -218,10 +215,8 @@ PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (state->str_zs_functions == NULL)
         state->str_zs_functions = PyUnicode_InternFromString("_zs_functions");
-    if (state->str_fast == NULL)
-        state->str_fast = PyUnicode_InternFromString("_fast");
-    if (state->str_zs_functions == NULL || state->str_fast == NULL)
-        return NULL;
+    if (state->str_fast == NULL) state->str_fast = PyUnicode_InternFromString("_fast");
+    if (state->str_zs_functions == NULL || state->str_fast == NULL) return NULL;
     Py_XSETREF(state->slow_call, Py_NewRef(slow));
     Py_XSETREF(state->scopes, Py_NewRef(scopes));
     Py_RETURN_NONE;

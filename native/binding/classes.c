@@ -29,13 +29,12 @@
 static PyObject *creator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"native_class", "image", NULL};
     PyObject *address, *image;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!:Creator", keywords, &address,
-                                     &PyBytes_Type, &image))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!:Creator", keywords, &address, &PyBytes_Type,
+                                     &image))
         return NULL;
     const zs_class *cls = PyLong_AsVoidPtr(address);
     if (cls == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "Creator: null native class");
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Creator: null native class");
         return NULL;
     }
     if (PyBytes_GET_SIZE(image) > (Py_ssize_t)UINT32_MAX) {
@@ -43,8 +42,7 @@ static PyObject *creator_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         return NULL;
     }
     zs_creator *creator = (zs_creator *)type->tp_alloc(type, 0);
-    if (creator == NULL)
-        return NULL;
+    if (creator == NULL) return NULL;
     creator->cls = cls;
     creator->image = Py_NewRef(image);
     return (PyObject *)creator;
@@ -90,13 +88,10 @@ static zs_runtime_core *current_runtime(zs_core_state *state) {
         rt = (zs_runtime_core *)value;
     /* Borrowed: the context variable keeps it while the context is current. */
     Py_XDECREF(value);
-    if (rt != NULL && !rt->closing)
-        return rt;
-    if (PyList_GET_SIZE(state->default_runtime) == 0)
-        return NULL;
+    if (rt != NULL && !rt->closing) return rt;
+    if (PyList_GET_SIZE(state->default_runtime) == 0) return NULL;
     PyObject *fallback = PyList_GET_ITEM(state->default_runtime, 0);
-    if (!PyObject_TypeCheck(fallback, state->runtime_type))
-        return NULL;
+    if (!PyObject_TypeCheck(fallback, state->runtime_type)) return NULL;
     return (zs_runtime_core *)fallback;
 }
 
@@ -117,21 +112,21 @@ static PyObject *keyword_value(const zs_keywords *keywords, PyObject *interned);
 /* A keyword for a value property: staged before anything is allocated,
  * emitted once the object exists. */
 typedef struct zs_value_keyword {
-    zsv_kind *kind;             /* borrowed from the property */
+    zsv_kind *kind; /* borrowed from the property */
     uint32_t offset;
-    PyObject *what;             /* borrowed: "Class.name" */
-    PyObject *value;            /* borrowed from the keywords */
+    PyObject *what;  /* borrowed: "Class.name" */
+    PyObject *value; /* borrowed from the keywords */
 } zs_value_keyword;
 
 /* What `Cls(name=..., outer=..., **properties)` asks for, read and checked
  * before anything is allocated. */
 typedef struct zs_request {
-    zs_runtime_core *rt;        /* borrowed */
+    zs_runtime_core *rt; /* borrowed */
     zs_ref outer;
     uint32_t name_index, name_number;
-    PyObject *name;             /* borrowed str, or NULL: an automatic name */
-    Py_ssize_t count;           /* scalar and reference keywords */
-    Py_ssize_t value_count;     /* value keywords */
+    PyObject *name;         /* borrowed str, or NULL: an automatic name */
+    Py_ssize_t count;       /* scalar and reference keywords */
+    Py_ssize_t value_count; /* value keywords */
     zs_prepared_store stores[ZS_FAST_KEYWORDS];
     zs_value_keyword values[ZS_FAST_KEYWORDS];
 } zs_request;
@@ -146,10 +141,9 @@ static inline int runtime_usable(const zs_runtime_core *rt) {
  * read (`outer`: its handle then, or none). */
 static int outer_unchanged(zs_core_state *state, const zs_keywords *keywords, zs_ref outer) {
     PyObject *now = keyword_value(keywords, state->str_outer);
-    if (now == NULL || now == Py_None)
-        return outer == ZS_NULL_REF;
-    return zs_is_conjugate(state, now) &&
-           ZS_CONJUGATE_IS_LIVE((zs_conjugate *)now) && ((zs_conjugate *)now)->handle == outer;
+    if (now == NULL || now == Py_None) return outer == ZS_NULL_REF;
+    return zs_is_conjugate(state, now) && ZS_CONJUGATE_IS_LIVE((zs_conjugate *)now) &&
+           ((zs_conjugate *)now)->handle == outer;
 }
 
 /* Whether two exact strs hold the same text: keywords are interned, so
@@ -175,38 +169,31 @@ static int read_request(zs_core_state *state, PyTypeObject *cls, const zs_keywor
     request->name = NULL;
     request->count = 0;
     request->value_count = 0;
-    if (keywords->count > ZS_FAST_KEYWORDS + 2)
-        return 0;
+    if (keywords->count > ZS_FAST_KEYWORDS + 2) return 0;
     PyObject *outer = keyword_value(keywords, state->str_outer);
     if (outer != NULL && outer != Py_None) {
-        if (!zs_is_conjugate(state, outer))
-            return 0;
+        if (!zs_is_conjugate(state, outer)) return 0;
         zs_conjugate *holder = (zs_conjugate *)outer;
-        if (!ZS_CONJUGATE_IS_LIVE(holder))
-            return 0;
+        if (!ZS_CONJUGATE_IS_LIVE(holder)) return 0;
         request->rt = holder->runtime;
         request->outer = holder->handle;
     } else {
         request->rt = current_runtime(state);
     }
     zs_runtime_core *rt = request->rt;
-    if (rt == NULL || !runtime_usable(rt))
-        return 0;
+    if (rt == NULL || !runtime_usable(rt)) return 0;
     for (Py_ssize_t k = 0; k < keywords->count; k++) {
         PyObject *key = keywords->names[k], *value = keywords->values[k];
-        if (!PyUnicode_CheckExact(key))
-            return 0;
-        if (same_text(key, state->str_outer))
-            continue;
+        if (!PyUnicode_CheckExact(key)) return 0;
+        if (same_text(key, state->str_outer)) continue;
         if (same_text(key, state->str_name)) {
             if (value != Py_None) {
-                if (!PyUnicode_CheckExact(value))
-                    return 0;
+                if (!PyUnicode_CheckExact(value)) return 0;
                 request->name = value;
             }
             continue;
         }
-        PyObject *descriptor = _PyType_Lookup(cls, key);  /* borrowed, no error */
+        PyObject *descriptor = _PyType_Lookup(cls, key); /* borrowed, no error */
         if (descriptor == NULL || request->count + request->value_count == ZS_FAST_KEYWORDS)
             return 0;
         zs_value_keyword *keyword = &request->values[request->value_count];
@@ -250,8 +237,10 @@ static int stage_value_keywords(const zs_request *request, zsv_staged *staged) {
         const zs_value_keyword *keyword = &request->values[i];
         Py_INCREF(keyword->value);
         int result = zsv_native_type(request->rt, keyword->kind) == NULL ||
-                     zsv_stage(request->rt, keyword->kind, keyword->value, &staged[i],
-                               keyword->what) < 0 ? -1 : 0;
+                             zsv_stage(request->rt, keyword->kind, keyword->value, &staged[i],
+                                       keyword->what) < 0
+                         ? -1
+                         : 0;
         Py_DECREF(keyword->value);
         if (result < 0) {
             zs_error_prefix(keyword->what);
@@ -279,18 +268,17 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
         Py_ssize_t length;
         const char *text = PyUnicode_AsUTF8AndSize(request->name, &length);
         if (text == NULL) {
-            PyErr_Clear();  /* not encodable: Python raises the precise error */
+            PyErr_Clear(); /* not encodable: Python raises the precise error */
             return NULL;
         }
         if (state->api.zs_name_intern(rt->native, text, (size_t)length, &name_index,
-                                   &name_number) != ZS_OK)
-            return NULL;  /* NUL characters or too long: likewise */
+                                      &name_number) != ZS_OK)
+            return NULL; /* NUL characters or too long: likewise */
     }
     /* Allocated first. Not tracked by the cycle collector, so no collection
        (and no finaliser) can run here. */
     zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
-    if (conjugate == NULL)
-        return NULL;
+    if (conjugate == NULL) return NULL;
     void *object = NULL;
     zs_ref handle = state->api.zs_object_new_conjugate(
         rt->native, creator->cls, request->outer, name_index, name_number,
@@ -298,7 +286,7 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
     zs_status failed = handle < ZS_FIRST_REF ? (zs_status)handle : ZS_OK;
     if (failed == ZS_OK) {
         if (zs_conjugate_bind(rt, conjugate, handle, object) < 0) {
-            state->api.zs_mark_as_garbage(rt->native, handle);  /* unreachable: goes next time */
+            state->api.zs_mark_as_garbage(rt->native, handle); /* unreachable: goes next time */
             Py_DECREF(conjugate);
             return NULL;
         }
@@ -307,8 +295,7 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
         for (Py_ssize_t i = 0; i < request->value_count && failed == ZS_OK; i++)
             failed = zsv_emit(rt, request->values[i].kind, &staged[i], handle,
                               (char *)object + request->values[i].offset);
-        if (failed == ZS_OK)
-            return (PyObject *)conjugate;
+        if (failed == ZS_OK) return (PyObject *)conjugate;
         /* A target died since it was checked: leave no half-built object
            reachable; it goes at the next collection. */
         state->api.zs_mark_as_garbage(rt->native, handle);
@@ -324,16 +311,12 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
 
 /* Create a `cls` object and its conjugate in C, or return NULL: with an
  * error set on failure, without one when the Python path must decide. */
-static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls,
-                             const zs_keywords *keywords) {
+static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_keywords *keywords) {
     zs_request request;
-    if (read_request(state, cls, keywords, &request) <= 0)
-        return NULL;
+    if (read_request(state, cls, keywords, &request) <= 0) return NULL;
     zs_creator *creator = find_creator(state, request.rt, cls);
-    if (creator == NULL)
-        return NULL;
-    if (request.value_count == 0)
-        return create_now(state, cls, &request, creator, NULL);
+    if (creator == NULL) return NULL;
+    if (request.value_count == 0) return create_now(state, cls, &request, creator, NULL);
     /* Staging may run Python code, which may drop the runtime from the
        context or a property from the class: held until the end. */
     zsv_staged staged[ZS_FAST_KEYWORDS] = {{0}};
@@ -341,8 +324,7 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls,
     Py_ssize_t value_count = request.value_count;
     memcpy(first, request.values, (size_t)value_count * sizeof first[0]);
     zs_runtime_core *rt = (zs_runtime_core *)Py_NewRef((PyObject *)request.rt);
-    for (Py_ssize_t i = 0; i < value_count; i++)
-        Py_INCREF(first[i].kind);
+    for (Py_ssize_t i = 0; i < value_count; i++) Py_INCREF(first[i].kind);
     /* The class as read: its version tag changes with any change to it or
        its bases (a property replaced or deleted). */
     unsigned int version = cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG ? cls->tp_version_tag : 0;
@@ -383,13 +365,12 @@ static PyObject *python_create(zs_core_state *state, PyObject *cls, PyObject *ar
                                PyObject *kwargs) {
     Py_ssize_t count = PyTuple_GET_SIZE(args);
     PyObject *full = PyTuple_New(count + 1);
-    if (full == NULL)
-        return NULL;
+    if (full == NULL) return NULL;
     PyTuple_SET_ITEM(full, 0, Py_NewRef(cls));
     for (Py_ssize_t i = 0; i < count; i++)
         PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
     PyObject *made = PyObject_Call(((zs_class_object *)cls)->python_init ? state->init_create
-                                                                          : state->slow_create,
+                                                                         : state->slow_create,
                                    full, kwargs);
     Py_DECREF(full);
     return made;
@@ -410,8 +391,7 @@ static zs_core_state *ready_state(PyObject *cls) {
  * keywords it can take, else Python. */
 static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
     zs_core_state *state = ready_state(cls);
-    if (state == NULL)
-        return NULL;
+    if (state == NULL) return NULL;
     if (PyTuple_GET_SIZE(args) == 0 && !((zs_class_object *)cls)->python_init) {
         PyObject *names[ZS_FAST_KEYWORDS + 2], *values[ZS_FAST_KEYWORDS + 2];
         zs_keywords keywords = {names, values, 0};
@@ -423,8 +403,7 @@ static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
             values[keywords.count++] = value;
         }
         PyObject *made = fits ? fast_create(state, (PyTypeObject *)cls, &keywords) : NULL;
-        if (made != NULL || PyErr_Occurred())
-            return made;
+        if (made != NULL || PyErr_Occurred()) return made;
     }
     return python_create(state, cls, args, kwargs);
 }
@@ -433,26 +412,22 @@ static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
  * the C path). Set on every conjugate class by init_class; taken only while
  * the metaclass's __call__ is class_call. */
 static PyObject *class_vectorcall(PyObject *cls, PyObject *const *args, size_t nargsf,
-                                 PyObject *kwnames) {
+                                  PyObject *kwnames) {
     Py_ssize_t given = PyVectorcall_NARGS(nargsf);
     ternaryfunc call = Py_TYPE(cls)->tp_call;
     zs_core_state *state = call == class_call ? ready_state(cls) : NULL;
-    if (call == class_call && state == NULL)
-        return NULL;
+    if (call == class_call && state == NULL) return NULL;
     if (state != NULL && given == 0 && !((zs_class_object *)cls)->python_init) {
         zs_keywords keywords = {kwnames ? &PyTuple_GET_ITEM(kwnames, 0) : NULL, args,
                                 kwnames ? PyTuple_GET_SIZE(kwnames) : 0};
         PyObject *made = fast_create(state, (PyTypeObject *)cls, &keywords);
-        if (made != NULL || PyErr_Occurred())
-            return made;
+        if (made != NULL || PyErr_Occurred()) return made;
     }
     /* A tuple and a dict, as the metaclass's __call__ (ours or an
        override) takes them. */
     PyObject *tuple = PyTuple_New(given), *kwargs = NULL;
-    if (tuple == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < given; i++)
-        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    if (tuple == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < given; i++) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
     Py_ssize_t named = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     if (named > 0 && (kwargs = PyDict_New()) != NULL)
         for (Py_ssize_t i = 0; i < named; i++)
@@ -462,8 +437,7 @@ static PyObject *class_vectorcall(PyObject *cls, PyObject *const *args, size_t n
             }
     PyObject *made = NULL;
     if (named == 0 || kwargs != NULL)
-        made = state != NULL ? python_create(state, cls, tuple, kwargs)
-                             : call(cls, tuple, kwargs);
+        made = state != NULL ? python_create(state, cls, tuple, kwargs) : call(cls, tuple, kwargs);
     Py_DECREF(tuple);
     Py_XDECREF(kwargs);
     return made;
@@ -472,7 +446,7 @@ static PyObject *class_vectorcall(PyObject *cls, PyObject *const *args, size_t n
 int zs_class_enable_vectorcall(PyTypeObject *cls) {
     PyTypeObject *meta = Py_TYPE(cls);
     if (meta->tp_call != class_call)
-        return 0;  /* a metaclass with a __call__ of its own: always through it */
+        return 0; /* a metaclass with a __call__ of its own: always through it */
     cls->tp_vectorcall = class_vectorcall;
     if (!(meta->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL)) {
         /* A metaclass made in Python inherits neither the flag nor the
@@ -507,8 +481,7 @@ static PyType_Spec class_spec = {
 /* Create the metaclass and Creator types and add them to the module. */
 int zs_add_class_types(PyObject *module, zs_core_state *state) {
     PyObject *bases = PyTuple_Pack(1, (PyObject *)&PyType_Type);
-    if (bases == NULL)
-        return -1;
+    if (bases == NULL) return -1;
     state->class_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &class_spec, bases);
     Py_DECREF(bases);
     if (state->class_type == NULL ||

@@ -16,13 +16,10 @@
 
 /* Grow the table so that `index` fits: doubling, so that n puts cost O(n). */
 static int table_reserve(zs_runtime_core *rt, uint32_t index) {
-    if (index < rt->capacity)
-        return 0;
+    if (index < rt->capacity) return 0;
     uint64_t wanted = rt->capacity ? (uint64_t)rt->capacity * 2 : 1024;
-    while (wanted <= index)
-        wanted *= 2;
-    if (wanted > (uint64_t)UINT32_MAX)
-        wanted = (uint64_t)UINT32_MAX;
+    while (wanted <= index) wanted *= 2;
+    if (wanted > (uint64_t)UINT32_MAX) wanted = (uint64_t)UINT32_MAX;
     PyObject **grown = PyMem_Realloc(rt->table, (size_t)wanted * sizeof(PyObject *));
     if (grown == NULL) {
         PyErr_NoMemory();
@@ -37,8 +34,7 @@ static int table_reserve(zs_runtime_core *rt, uint32_t index) {
 /* Record a new live conjugate (borrowed). Runs no Python code. */
 static int table_put(zs_runtime_core *rt, zs_conjugate *conjugate) {
     uint32_t index = ZS_REF_INDEX(conjugate->handle);
-    if (table_reserve(rt, index) < 0)
-        return -1;
+    if (table_reserve(rt, index) < 0) return -1;
     /* Invariant: a slot's previous conjugate expired (and left the table)
        before the native slot could be reused. */
     assert(rt->table[index] == NULL);
@@ -49,8 +45,7 @@ static int table_put(zs_runtime_core *rt, zs_conjugate *conjugate) {
 /* Bind a freshly allocated conjugate to its object and record it in the
  * table. On failure (out of memory) it stays in no table: freeing it is
  * safe. Runs no Python code. */
-int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle,
-                      void *address) {
+int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle, void *address) {
     conjugate->address = address;
     conjugate->handle = handle;
     conjugate->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
@@ -60,8 +55,7 @@ int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handl
 /* The live conjugate of `handle`, or NULL (borrowed). */
 zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle) {
     uint32_t index = ZS_REF_INDEX(handle);
-    if (index >= rt->capacity)
-        return NULL;
+    if (index >= rt->capacity) return NULL;
     zs_conjugate *found = (zs_conjugate *)rt->table[index];
     return found != NULL && found->handle == handle ? found : NULL;
 }
@@ -69,8 +63,7 @@ zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle) {
 /* Drop a conjugate's entry if it is the one recorded. */
 static void table_forget(zs_runtime_core *rt, zs_conjugate *conjugate) {
     uint32_t index = ZS_REF_INDEX(conjugate->handle);
-    if (index < rt->capacity && rt->table[index] == (PyObject *)conjugate)
-        rt->table[index] = NULL;
+    if (index < rt->capacity && rt->table[index] == (PyObject *)conjugate) rt->table[index] = NULL;
 }
 
 /* =========================================================================
@@ -94,13 +87,13 @@ static int expire_one(zs_conjugate *conjugate, PyObject *describe, uint64_t pack
     zsv_table_free(views);
     table_forget(rt, conjugate);
     conjugate->address = NULL;
-    Py_INCREF(conjugate);  /* the allocations below may drop the last reference */
+    Py_INCREF(conjugate); /* the allocations below may drop the last reference */
     PyObject *name = PyLong_FromUnsignedLongLong(packed_name);
     PyObject *sentinel = name ? expired_type->tp_alloc(expired_type, 4) : NULL;
     if (sentinel == NULL) {
         Py_XDECREF(name);
         Py_DECREF(conjugate);
-        return -1;  /* expired all the same: its errors have no name */
+        return -1; /* expired all the same: its errors have no name */
     }
     PyObject *kind = ((PyHeapTypeObject *)Py_TYPE(conjugate))->ht_name;
     PyTuple_SET_ITEM(sentinel, 0, Py_NewRef(kind));
@@ -119,8 +112,7 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     unsigned int limit;
     PyObject *describe;
-    if (!PyArg_ParseTuple(args, "IO:_expire_dying_batch", &limit, &describe))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "IO:_expire_dying_batch", &limit, &describe)) return NULL;
     if (rt->native == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
         return NULL;
@@ -128,12 +120,10 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     zs_native_api *api = &rt->state->api;
     uint32_t pending = api->zs_gc_expiring_count(rt->native);
     uint32_t count = pending < limit ? pending : limit;
-    if (count == 0)
-        return Py_BuildValue("(II)", 0u, 0u);
+    if (count == 0) return Py_BuildValue("(II)", 0u, 0u);
     size_t each = sizeof(zs_ref) + sizeof(uint64_t) + sizeof(uint8_t);
     char *buffer = PyMem_Malloc((size_t)count * each);
-    if (buffer == NULL)
-        return PyErr_NoMemory();
+    if (buffer == NULL) return PyErr_NoMemory();
     zs_ref *refs = (zs_ref *)buffer;
     uint64_t *names = (uint64_t *)(buffer + (size_t)count * sizeof(zs_ref));
     uint8_t *garbage = (uint8_t *)(buffer + (size_t)count * (sizeof(zs_ref) + sizeof(uint64_t)));
@@ -149,15 +139,13 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     int failed = 0;
     for (uint32_t i = 0; i < taken; i++) {
         zs_conjugate *conjugate = zs_table_get(rt, refs[i]);
-        if (conjugate == NULL)
-            continue;  /* no conjugate now (freed by refcount, or never made) */
+        if (conjugate == NULL) continue; /* no conjugate now (freed by refcount, or never made) */
         failed |= expire_one(conjugate, describe, names[i],
                              garbage[i] ? rt->state->reason_garbage : rt->state->reason_collected);
         expired++;
     }
     PyMem_Free(buffer);
-    if (failed)
-        return NULL;
+    if (failed) return NULL;
     return Py_BuildValue("(II)", taken, expired);
 }
 
@@ -171,14 +159,12 @@ static PyObject *runtime_expire_all(PyObject *self, PyObject *describe) {
     int failed = 0;
     for (uint32_t i = 0; i < rt->capacity; i++) {
         zs_conjugate *conjugate = (zs_conjugate *)rt->table[i];
-        if (conjugate == NULL)
-            continue;
+        if (conjugate == NULL) continue;
         const zs_object *header = (const zs_object *)conjugate->address;
         uint64_t packed = header->name_index | (uint64_t)header->name_number << 32;
         failed |= expire_one(conjugate, describe, packed, reason);
     }
-    if (failed)
-        return NULL;
+    if (failed) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -190,19 +176,16 @@ int zs_conjugate_is_a(zs_conjugate *conjugate, PyTypeObject *cls) {
     zs_runtime_core *rt = conjugate->runtime;
     uint32_t number = ((zs_class_object *)cls)->number;
     if (number == 0 || number >= rt->native_count || rt->natives[number] == NULL)
-        return 0;  /* the class has no native class in that runtime: no object is one */
+        return 0; /* the class has no native class in that runtime: no object is one */
     const zs_class *have = ((const zs_object *)conjugate->address)->cls;
     return ZS_CLASS_DERIVES(have, rt->natives[number]);
 }
 
 PyObject *zs_conjugate_of(zs_runtime_core *rt, zs_ref handle) {
-    if (handle == ZS_NULL_REF)
-        Py_RETURN_NONE;
+    if (handle == ZS_NULL_REF) Py_RETURN_NONE;
     zs_conjugate *found = zs_table_get(rt, handle);
-    if (found != NULL)
-        return Py_NewRef((PyObject *)found);
-    if (rt->native == NULL || rt->closing)
-        Py_RETURN_NONE;
+    if (found != NULL) return Py_NewRef((PyObject *)found);
+    if (rt->native == NULL || rt->closing) Py_RETURN_NONE;
     return zs_resolve_conjugate(rt, handle);
 }
 
@@ -211,10 +194,8 @@ PyObject *zs_conjugate_of(zs_runtime_core *rt, zs_ref handle) {
 static PyObject *runtime_set_native_class(PyObject *self, PyObject *args) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     PyObject *cls, *address;
-    if (!PyArg_ParseTuple(args, "OO:_set_native_class", &cls, &address))
-        return NULL;
-    if (!PyObject_TypeCheck(cls, rt->state->class_type) ||
-        ((zs_class_object *)cls)->number == 0) {
+    if (!PyArg_ParseTuple(args, "OO:_set_native_class", &cls, &address)) return NULL;
+    if (!PyObject_TypeCheck(cls, rt->state->class_type) || ((zs_class_object *)cls)->number == 0) {
         PyErr_SetString(PyExc_TypeError, "_set_native_class: not a conjugate class");
         return NULL;
     }
@@ -224,11 +205,9 @@ static PyObject *runtime_set_native_class(PyObject *self, PyObject *args) {
     uint32_t number = ((zs_class_object *)cls)->number;
     if (number >= rt->native_count) {
         uint32_t count = rt->native_count ? rt->native_count : 64;
-        while (count <= number)
-            count *= 2;
+        while (count <= number) count *= 2;
         const zs_class **grown = PyMem_Realloc(rt->natives, count * sizeof *grown);
-        if (grown == NULL)
-            return PyErr_NoMemory();
+        if (grown == NULL) return PyErr_NoMemory();
         memset(grown + rt->native_count, 0, (count - rt->native_count) * sizeof *grown);
         rt->natives = grown;
         rt->native_count = count;
@@ -243,8 +222,7 @@ static PyObject *runtime_flush_values(PyObject *self, PyObject *unused) {
     (void)unused;
     zs_runtime_core *rt = (zs_runtime_core *)self;
     zsv_flush(rt);
-    if (zsv_callables_drain(rt) < 0)
-        return NULL;
+    if (zsv_callables_drain(rt) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -266,8 +244,7 @@ static PyObject *runtime_native_type(PyObject *self, PyObject *kind) {
 static PyObject *runtime_object_bytes(PyObject *self, PyObject *handle) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     zs_ref ref = PyLong_AsUnsignedLongLong(handle);
-    if (ref == (zs_ref)-1 && PyErr_Occurred())
-        return NULL;
+    if (ref == (zs_ref)-1 && PyErr_Occurred()) return NULL;
     const zs_object *object = rt->native ? rt->state->api.zs_resolve(rt->native, ref) : NULL;
     if (object == NULL)
         return PyErr_Format(rt->state->expired_exception, "no native object for that handle");
@@ -281,19 +258,16 @@ static PyObject *runtime_black_values(PyObject *self, PyObject *unused) {
     PyObject *list = PyList_New(0);
     for (zsv_value *value = ((zs_runtime_core *)self)->blacks; list != NULL && value != NULL;
          value = value->next)
-        if (PyList_Append(list, (PyObject *)value) < 0)
-            Py_CLEAR(list);
+        if (PyList_Append(list, (PyObject *)value) < 0) Py_CLEAR(list);
     return list;
 }
 
 /* Runtime._black_of(handle) -> the black value of a native value handle, or None. */
 static PyObject *runtime_black_of(PyObject *self, PyObject *handle) {
     zs_ref wanted = PyLong_AsUnsignedLongLong(handle);
-    if (wanted == (zs_ref)-1 && PyErr_Occurred())
-        return NULL;
+    if (wanted == (zs_ref)-1 && PyErr_Occurred()) return NULL;
     for (zsv_value *value = ((zs_runtime_core *)self)->blacks; value != NULL; value = value->next)
-        if (value->black == wanted && wanted != ZS_NULL_REF)
-            return Py_NewRef((PyObject *)value);
+        if (value->black == wanted && wanted != ZS_NULL_REF) return Py_NewRef((PyObject *)value);
     Py_RETURN_NONE;
 }
 
@@ -312,8 +286,7 @@ static PyObject *runtime_has_native_type(PyObject *self, PyObject *kind) {
 /* Runtime._callable_get(id): the callable a native binding names, or None. */
 static PyObject *runtime_callable_get(PyObject *self, PyObject *id) {
     unsigned long number = PyLong_AsUnsignedLong(id);
-    if (number == (unsigned long)-1 && PyErr_Occurred())
-        return NULL;
+    if (number == (unsigned long)-1 && PyErr_Occurred()) return NULL;
     PyObject *callable = zsv_callable_get((zs_runtime_core *)self, (uint32_t)number);
     return Py_NewRef(callable ? callable : Py_None);
 }
@@ -322,8 +295,7 @@ static PyObject *runtime_callable_get(PyObject *self, PyObject *id) {
 static PyObject *runtime_callable_count(PyObject *self, PyObject *unused) {
     (void)unused;
     zs_runtime_core *rt = (zs_runtime_core *)self;
-    if (rt->native != NULL && zsv_callables_drain(rt) < 0)
-        return NULL;
+    if (rt->native != NULL && zsv_callables_drain(rt) < 0) return NULL;
     return PyLong_FromUnsignedLong(rt->callable_count);
 }
 
@@ -335,14 +307,12 @@ static PyObject *runtime_callable_count(PyObject *self, PyObject *unused) {
 static PyObject *runtime_core_open(PyObject *self, PyObject *address) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     void *native = PyLong_AsVoidPtr(address);
-    if (native == NULL && PyErr_Occurred())
-        return NULL;
+    if (native == NULL && PyErr_Occurred()) return NULL;
     if (rt->native != NULL || native == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "_core_open: already open, or a null runtime");
         return NULL;
     }
-    if (zs_open_runtime_add(rt->state, rt) < 0)
-        return NULL;
+    if (zs_open_runtime_add(rt->state, rt) < 0) return NULL;
     rt->native = native;
     Py_RETURN_NONE;
 }
@@ -362,8 +332,7 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
 /* The live conjugate of a handle, or a new reference to None. */
 static PyObject *runtime_conjugate_get(PyObject *self, PyObject *handle) {
     zs_ref ref = PyLong_AsUnsignedLongLong(handle);
-    if (ref == (zs_ref)-1 && PyErr_Occurred())
-        return NULL;
+    if (ref == (zs_ref)-1 && PyErr_Occurred()) return NULL;
     zs_conjugate *found = zs_table_get((zs_runtime_core *)self, ref);
     return Py_NewRef(found ? (PyObject *)found : Py_None);
 }
@@ -374,8 +343,7 @@ static PyObject *runtime_live_conjugates(PyObject *self, PyObject *unused) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     PyObject *out = PyList_New(0);
     for (uint32_t i = 0; out != NULL && i < rt->capacity; i++)
-        if (rt->table[i] != NULL && PyList_Append(out, rt->table[i]) < 0)
-            Py_CLEAR(out);
+        if (rt->table[i] != NULL && PyList_Append(out, rt->table[i]) < 0) Py_CLEAR(out);
     return out;
 }
 
@@ -386,16 +354,14 @@ static PyObject *runtime_adopt(PyObject *self, PyObject *args) {
     PyTypeObject *cls;
     unsigned long long handle;
     PyObject *address;
-    if (!PyArg_ParseTuple(args, "O!KO:_adopt", &PyType_Type, &cls, &handle, &address))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "O!KO:_adopt", &PyType_Type, &cls, &handle, &address)) return NULL;
     if (!PyType_IsSubtype(cls, rt->state->conjugate_type)) {
         PyErr_SetString(PyExc_TypeError, "_adopt: not an object conjugate class");
         return NULL;
     }
     char *native = PyLong_AsVoidPtr(address);
     if (native == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "_adopt: null object");
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "_adopt: null object");
         return NULL;
     }
     if (zs_table_get(rt, handle) != NULL) {
@@ -403,8 +369,7 @@ static PyObject *runtime_adopt(PyObject *self, PyObject *args) {
         return NULL;
     }
     zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
-    if (conjugate == NULL)
-        return NULL;
+    if (conjugate == NULL) return NULL;
     if (zs_conjugate_bind(rt, conjugate, handle, native) < 0) {
         Py_DECREF(conjugate);
         return NULL;
@@ -416,8 +381,7 @@ static PyObject *runtime_adopt(PyObject *self, PyObject *args) {
  * Runtime._conjugate_of (Python) resolves it under the runtime lock. */
 PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle) {
     PyObject *number = PyLong_FromUnsignedLongLong(handle);
-    if (number == NULL)
-        return NULL;
+    if (number == NULL) return NULL;
     PyObject *result = PyObject_CallMethodOneArg((PyObject *)rt, rt->state->str_conjugate_of,
                                                  number);
     Py_DECREF(number);
@@ -446,8 +410,7 @@ static PyObject *runtime_core_new(PyTypeObject *type, PyObject *args, PyObject *
     (void)args;
     (void)kwargs;
     zs_runtime_core *rt = (zs_runtime_core *)type->tp_alloc(type, 0);
-    if (rt == NULL)
-        return NULL;
+    if (rt == NULL) return NULL;
     rt->state = zs_state_of_type(type);
     rt->creators = PyDict_New();
     if (rt->creators == NULL) {
@@ -464,7 +427,7 @@ static void runtime_core_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     if (rt->state != NULL)
-        zs_open_runtime_remove(rt->state, rt);  /* an unclosed runtime Python collects */
+        zs_open_runtime_remove(rt->state, rt); /* an unclosed runtime Python collects */
     runtime_core_clear(self);
     zsv_names_free(rt);
     zsv_callables_free(rt);
@@ -569,7 +532,7 @@ static PyType_Spec runtime_core_spec = {
  * every method call on a conjugate, and every struct member write (its
  * setter reads self._p), markedly slower. */
 
-enum { ZS_ATTRIBUTE_WRITE = 1, ZS_ATTRIBUTE_DELETE = 2 };  /* zsharp_py/_model/hints.py */
+enum { ZS_ATTRIBUTE_WRITE = 1, ZS_ATTRIBUTE_DELETE = 2 }; /* zsharp_py/_model/hints.py */
 
 /* Called with an exception set by the generic lookup of `name` on `self`:
  * replace an AttributeError for a name the class lacks by Python's better
@@ -581,20 +544,18 @@ static __attribute__((cold, noinline)) void explain_missing(PyObject *self, PyOb
         _PyType_Lookup(Py_TYPE(self), name) != NULL)
         return;
     zs_core_state *state = zs_state_of_type(Py_TYPE(self));
-    if (state == NULL || state->attribute_error == NULL)
-        return;
+    if (state == NULL || state->attribute_error == NULL) return;
     PyObject *error = zs_error_take();
-    if (error == NULL)
-        return;
+    if (error == NULL) return;
     PyObject *better = PyObject_CallFunction(state->attribute_error, "OOOiO", self, name, error,
                                              action, value != NULL ? value : Py_None);
-    if (better == NULL) {  /* a bug in the helper: its error, the original as context */
+    if (better == NULL) { /* a bug in the helper: its error, the original as context */
         PyObject *failure = zs_error_take();
         if (failure == NULL) {
             zs_error_give(error);
             return;
         }
-        PyException_SetContext(failure, error);  /* steals error */
+        PyException_SetContext(failure, error); /* steals error */
         zs_error_give(failure);
         return;
     }
@@ -641,8 +602,7 @@ PyObject *zs_raise_expired(zs_conjugate *conjugate) {
 static PyObject *conjugate_get_sentinel(PyObject *self, void *closure) {
     (void)closure;
     zs_conjugate *conjugate = (zs_conjugate *)self;
-    if (ZS_CONJUGATE_IS_LIVE(conjugate) || conjugate->u.expired == NULL)
-        Py_RETURN_NONE;
+    if (ZS_CONJUGATE_IS_LIVE(conjugate) || conjugate->u.expired == NULL) Py_RETURN_NONE;
     return Py_NewRef(conjugate->u.expired);
 }
 
@@ -662,8 +622,7 @@ static PyObject *conjugate_get_expired(PyObject *self, void *closure) {
 static PyObject *conjugate_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     (void)args;
     (void)kwargs;
-    PyErr_Format(PyExc_TypeError,
-                 "%s conjugates are made by calling the class, not %s.__new__",
+    PyErr_Format(PyExc_TypeError, "%s conjugates are made by calling the class, not %s.__new__",
                  type->tp_name, type->tp_name);
     return NULL;
 }
@@ -674,8 +633,7 @@ static void conjugate_dealloc(PyObject *self) {
     zs_conjugate *conjugate = (zs_conjugate *)self;
     PyTypeObject *type = Py_TYPE(self);
     if (ZS_CONJUGATE_IS_LIVE(conjugate)) {
-        if (conjugate->runtime != NULL)
-            table_forget(conjugate->runtime, conjugate);
+        if (conjugate->runtime != NULL) table_forget(conjugate->runtime, conjugate);
         zsv_table_free(conjugate->u.views);
         conjugate->u.views = NULL;
     } else {
@@ -721,9 +679,10 @@ static PyType_Spec conjugate_spec = {
 
 /* Create the conjugate types and add them to the module. */
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state) {
-    state->runtime_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &runtime_core_spec, NULL);
-    if (state->runtime_type == NULL || PyModule_AddObjectRef(module, "RuntimeCore",
-                                                             (PyObject *)state->runtime_type) < 0)
+    state->runtime_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &runtime_core_spec,
+                                                                   NULL);
+    if (state->runtime_type == NULL ||
+        PyModule_AddObjectRef(module, "RuntimeCore", (PyObject *)state->runtime_type) < 0)
         return -1;
     state->conjugate_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &conjugate_spec, NULL);
     if (state->conjugate_type == NULL ||
@@ -751,17 +710,18 @@ int zs_add_conjugate_types(PyObject *module, zs_core_state *state) {
  * The hook is process-wide and cannot be removed: it holds strong
  * references to what it compares with (never released, like the hook). */
 static struct {
-    PyTypeObject *conjugate_type;  /* ObjectConjugate: every object conjugate */
-    PyTypeObject *value_type;      /* ValueConjugate: every value conjugate */
-    PyObject *marker;              /* FIXED_CLASS: in the MRO of every fixed class */
-    PyObject *str_class;           /* "__class__", interned */
+    PyTypeObject *conjugate_type; /* ObjectConjugate: every object conjugate */
+    PyTypeObject *value_type;     /* ValueConjugate: every value conjugate */
+    PyObject *marker;             /* FIXED_CLASS: in the MRO of every fixed class */
+    PyObject *str_class;          /* "__class__", interned */
     int installed;
 } reclass_guard;
 
 /* Whether instances of `type` must keep their class. */
 static int class_is_fixed(PyTypeObject *type) {
     /* By C base type: what a class body assigns to __class__ cannot unfix it. */
-    if (reclass_guard.conjugate_type != NULL && PyType_IsSubtype(type, reclass_guard.conjugate_type))
+    if (reclass_guard.conjugate_type != NULL &&
+        PyType_IsSubtype(type, reclass_guard.conjugate_type))
         return 1;
     if (reclass_guard.value_type != NULL && PyType_IsSubtype(type, reclass_guard.value_type))
         return 1;
@@ -771,14 +731,11 @@ static int class_is_fixed(PyTypeObject *type) {
         return 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
         PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
-        PyObject *dict = base->tp_dict;  /* heap types (ours) always have one */
-        if (dict == NULL || !(base->tp_flags & Py_TPFLAGS_HEAPTYPE))
-            continue;
+        PyObject *dict = base->tp_dict; /* heap types (ours) always have one */
+        if (dict == NULL || !(base->tp_flags & Py_TPFLAGS_HEAPTYPE)) continue;
         PyObject *found = PyDict_GetItemWithError(dict, reclass_guard.str_class);
-        if (found == NULL && PyErr_Occurred())
-            return -1;
-        if (found != NULL)
-            return found == reclass_guard.marker;
+        if (found == NULL && PyErr_Occurred()) return -1;
+        if (found != NULL) return found == reclass_guard.marker;
     }
     return 0;
 }
@@ -786,23 +743,20 @@ static int class_is_fixed(PyTypeObject *type) {
 /* The audit hook: refuse object_set_class on a fixed class (either side). */
 static int reclass_hook(const char *event, PyObject *args, void *user) {
     (void)user;
-    if (event[0] != 'o' || strcmp(event, "object.__setattr__") != 0)
-        return 0;
-    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != 3)
-        return 0;
+    if (event[0] != 'o' || strcmp(event, "object.__setattr__") != 0) return 0;
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != 3) return 0;
     PyObject *name = PyTuple_GET_ITEM(args, 1);
     if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "__class__") != 0)
         return 0;
     PyObject *obj = PyTuple_GET_ITEM(args, 0), *value = PyTuple_GET_ITEM(args, 2);
-    if (PyType_Check(obj))
-        return 0;  /* a class attribute named __class__: type_setattro's event */
+    if (PyType_Check(obj)) return 0; /* a class attribute named __class__: type_setattro's event */
     int fixed = class_is_fixed(Py_TYPE(obj));
     if (fixed == 0 && value != NULL && PyType_Check(value))
         fixed = class_is_fixed((PyTypeObject *)value);
-    if (fixed < 0)
-        return -1;
+    if (fixed < 0) return -1;
     if (fixed) {
-        PyErr_Format(PyExc_TypeError, "cannot change the class of a %s conjugate "
+        PyErr_Format(PyExc_TypeError,
+                     "cannot change the class of a %s conjugate "
                      "(its native memory is laid out for its own class)",
                      Py_TYPE(obj)->tp_name);
         return -1;
@@ -817,14 +771,12 @@ PyObject *zs_refuse_reclassing(PyObject *module, PyObject *marker) {
         reclass_guard.conjugate_type = (PyTypeObject *)Py_NewRef(state->conjugate_type);
     if (reclass_guard.value_type == NULL && state->value_type != NULL)
         reclass_guard.value_type = (PyTypeObject *)Py_NewRef(state->value_type);
-    if (reclass_guard.marker == NULL)
-        reclass_guard.marker = Py_NewRef(marker);
+    if (reclass_guard.marker == NULL) reclass_guard.marker = Py_NewRef(marker);
     if (reclass_guard.str_class == NULL &&
         (reclass_guard.str_class = PyUnicode_InternFromString("__class__")) == NULL)
         return NULL;
     if (!reclass_guard.installed) {
-        if (PySys_AddAuditHook(reclass_hook, NULL) < 0)
-            return NULL;
+        if (PySys_AddAuditHook(reclass_hook, NULL) < 0) return NULL;
         reclass_guard.installed = 1;
     }
     Py_RETURN_NONE;

@@ -47,8 +47,7 @@ static void structure_changed(zsv_value *value) {
 /* An element's contents were replaced: the views below its view expire. */
 static void contents_changed(zsv_value *value, Py_ssize_t key) {
     zsv_value *view = zsv_table_lookup(value->views, key);
-    if (view != NULL)
-        zsv_expire_table(view->views, value->runtime->state->reason_structure);
+    if (view != NULL) zsv_expire_table(view->views, value->runtime->state->reason_structure);
 }
 
 /* A Python index (int or __index__) as a position in [0, length): negative
@@ -80,8 +79,7 @@ static Py_ssize_t position_of(PyObject *index, Py_ssize_t length, int *error) {
 static int plain_equal(PyObject *element, PyObject *probe) {
     if (PyDict_Check(element) && (PyTuple_Check(probe) || PyList_Check(probe))) {
         PyObject *values = PyDict_Values(element);
-        if (values == NULL)
-            return -1;
+        if (values == NULL) return -1;
         PyObject *mine = PyList_AsTuple(values), *theirs = PySequence_Tuple(probe);
         Py_DECREF(values);
         int equal = mine && theirs ? PyObject_RichCompareBool(mine, theirs, Py_EQ) : -1;
@@ -94,8 +92,7 @@ static int plain_equal(PyObject *element, PyObject *probe) {
 
 /* The value users compare elements with: a conjugate's plain copy. */
 static PyObject *probe_of(zs_core_state *state, PyObject *value) {
-    if (zsv_check(state, value))
-        return PyObject_CallMethod(value, "to_python", NULL);
+    if (zsv_check(state, value)) return PyObject_CallMethod(value, "to_python", NULL);
     return Py_NewRef(value);
 }
 
@@ -107,8 +104,7 @@ static PyObject *probe_of(zs_core_state *state, PyObject *value) {
 static char *array_locator(PyObject *holder, Py_ssize_t index) {
     zsv_value *value = (zsv_value *)holder;
     char *at = zsv_live(value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     const zs_array *array = (const zs_array *)at;
     if (index < 0 || (uint32_t)index >= array->count) {
         PyErr_SetString(PyExc_IndexError, "index out of range (the array changed)");
@@ -129,7 +125,8 @@ static PyObject *array_item(zsv_value *value, Py_ssize_t position) {
     if (element->code == ZSV_SCALAR) {
         const zs_array *array = (const zs_array *)value->address;
         return zs_scalar_load((zs_scalar_kind)element->scalar,
-                              (const char *)array->data + (size_t)position * value->kind->entry_size);
+                              (const char *)array->data +
+                                  (size_t)position * value->kind->entry_size);
     }
     return zsv_read(value->runtime, element, (PyObject *)value, position, value->owner,
                     array_locator);
@@ -138,15 +135,12 @@ static PyObject *array_item(zsv_value *value, Py_ssize_t position) {
 static PyObject *array_subscript(PyObject *self, PyObject *index) {
     zsv_value *value;
     char *at = container_of(self, ZSV_ARRAY, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     if (PySlice_Check(index)) {
         Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(index, &start, &stop, &step) < 0)
-            return NULL;
+        if (PySlice_Unpack(index, &start, &stop, &step) < 0) return NULL;
         PyObject *list = PyList_New(0);
-        if (list == NULL)
-            return NULL;
+        if (list == NULL) return NULL;
         /* The bounds' __index__, or the collector run by the list's
            allocation, may have grown, disposed or collected the array: its
            address again, as it is now. */
@@ -164,8 +158,7 @@ static PyObject *array_subscript(PyObject *self, PyObject *index) {
                 break;
             }
             PyObject *item = array_item(value, p);
-            if (item == NULL || PyList_Append(list, item) < 0)
-                Py_CLEAR(list);
+            if (item == NULL || PyList_Append(list, item) < 0) Py_CLEAR(list);
             Py_XDECREF(item);
         }
         return list;
@@ -182,22 +175,17 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
     /* `items`: `count` staged elements, or (count 0) a staged array (ITEMS or
        PACKED) whose elements are inserted. */
     const zsv_staged *whole = count == 0 ? items : NULL;
-    if (whole != NULL)
-        count = whole->count;
+    if (whole != NULL) count = whole->count;
     zs_runtime_core *rt = value->runtime;
-    if (value->address == NULL)
-        return zsv_raise_expired(value), -1;
+    if (value->address == NULL) return zsv_raise_expired(value), -1;
     if (rt->native == NULL || rt->closing)
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), -1;
     zs_array *array = (zs_array *)value->address;
     const zs_type *type = type_of(value);
-    if (type == NULL)
-        return -1;
+    if (type == NULL) return -1;
     Py_ssize_t length = array->count;
-    if (from_end || position > length)
-        position = length;
-    if (position < 0)
-        position = position + length < 0 ? 0 : position + length;
+    if (from_end || position > length) position = length;
+    if (position < 0) position = position + length < 0 ? 0 : position + length;
     const zs_native_api *api = &rt->state->api;
     zs_status status = api->zs_array_insert(rt->native, value->owner, type, array,
                                             (uint32_t)position, NULL, count);
@@ -210,12 +198,11 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
                               whole ? zsv_element_at(value->kind, whole, i, &scratch) : &items[i],
                               value->owner, slot);
         }
-        if (status != ZS_OK)  /* undo: the array as it was */
+        if (status != ZS_OK) /* undo: the array as it was */
             api->zs_array_remove(rt->native, value->owner, type, array, (uint32_t)position, count);
         structure_changed(value);
     }
-    if (status != ZS_OK)
-        return refused(value, status), -1;
+    if (status != ZS_OK) return refused(value, status), -1;
     return 0;
 }
 
@@ -227,11 +214,9 @@ static int stage_element(zsv_value *value, PyObject *item, zsv_staged *out) {
 /* append(value): add one element at the end. */
 static PyObject *array_append(PyObject *self, PyObject *item) {
     zsv_value *value;
-    if (container_of(self, ZSV_ARRAY, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_ARRAY, &value) == NULL) return NULL;
     zsv_staged staged = {0};
-    if (stage_element(value, item, &staged) < 0)
-        return NULL;
+    if (stage_element(value, item, &staged) < 0) return NULL;
     int result = array_insert_staged(value, 0, 1, &staged, 1);
     zsv_release(value->kind->element, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
@@ -240,16 +225,13 @@ static PyObject *array_append(PyObject *self, PyObject *item) {
 /* insert(index, value): before `index`, clamped like list.insert. */
 static PyObject *array_insert(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     zsv_value *value;
-    if (container_of(self, ZSV_ARRAY, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_ARRAY, &value) == NULL) return NULL;
     if (nargs != 2)
         return PyErr_Format(PyExc_TypeError, "insert expected 2 arguments, got %zd", nargs);
     Py_ssize_t position = PyNumber_AsSsize_t(args[0], PyExc_OverflowError);
-    if (position == -1 && PyErr_Occurred())
-        return NULL;
+    if (position == -1 && PyErr_Occurred()) return NULL;
     zsv_staged staged = {0};
-    if (stage_element(value, args[1], &staged) < 0)
-        return NULL;
+    if (stage_element(value, args[1], &staged) < 0) return NULL;
     int result = array_insert_staged(value, position, 0, &staged, 1);
     zsv_release(value->kind->element, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
@@ -258,8 +240,7 @@ static PyObject *array_insert(PyObject *self, PyObject *const *args, Py_ssize_t 
 /* extend(iterable): every element at the end, all or nothing. */
 static PyObject *array_extend(PyObject *self, PyObject *iterable) {
     zsv_value *value;
-    if (container_of(self, ZSV_ARRAY, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_ARRAY, &value) == NULL) return NULL;
     zsv_staged staged = {0};
     if (zsv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
         return NULL;
@@ -272,12 +253,10 @@ static PyObject *array_extend(PyObject *self, PyObject *iterable) {
 static int array_remove(zsv_value *value, uint32_t position, uint32_t count) {
     zs_runtime_core *rt = value->runtime;
     const zs_type *type = type_of(value);
-    if (type == NULL)
-        return -1;
+    if (type == NULL) return -1;
     zs_status status = rt->state->api.zs_array_remove(rt->native, value->owner, type,
                                                       (zs_array *)value->address, position, count);
-    if (status != ZS_OK)
-        return refused(value, status), -1;
+    if (status != ZS_OK) return refused(value, status), -1;
     structure_changed(value);
     return 0;
 }
@@ -286,8 +265,7 @@ static int array_remove(zsv_value *value, uint32_t position, uint32_t count) {
 static PyObject *array_pop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     zsv_value *value;
     char *at = container_of(self, ZSV_ARRAY, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     if (nargs > 1)
         return PyErr_Format(PyExc_TypeError, "pop expected at most 1 argument, got %zd", nargs);
     PyObject *index = nargs ? args[0] : NULL;
@@ -297,8 +275,7 @@ static PyObject *array_pop(PyObject *self, PyObject *const *args, Py_ssize_t nar
             return PyErr_Format(PyExc_TypeError, "indices must be integers, not %s",
                                 Py_TYPE(index)->tp_name);
         wanted = PyLong_AsSsize_t(index);
-        if (wanted == -1 && PyErr_Occurred())
-            return NULL;
+        if (wanted == -1 && PyErr_Occurred()) return NULL;
     }
     zs_array *array = (zs_array *)at;
     if (array->count == 0)
@@ -309,7 +286,8 @@ static PyObject *array_pop(PyObject *self, PyObject *const *args, Py_ssize_t nar
     zsv_staged captured = {0};
     zsv_kind *element = value->kind->element;
     if (zsv_capture(value->runtime, element,
-                    (char *)array->data + (size_t)position * value->kind->entry_size, &captured) < 0)
+                    (char *)array->data + (size_t)position * value->kind->entry_size,
+                    &captured) < 0)
         return PyErr_NoMemory();
     int removed = array_remove(value, (uint32_t)position, 1);
     PyObject *result = removed < 0 ? NULL : zsv_build(value->runtime, element, &captured);
@@ -322,8 +300,7 @@ static PyObject *array_clear(PyObject *self, PyObject *unused) {
     (void)unused;
     zsv_value *value;
     char *at = container_of(self, ZSV_ARRAY, &value);
-    if (at == NULL || array_remove(value, 0, ((zs_array *)at)->count) < 0)
-        return NULL;
+    if (at == NULL || array_remove(value, 0, ((zs_array *)at)->count) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -331,13 +308,11 @@ static PyObject *array_clear(PyObject *self, PyObject *unused) {
 static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) {
     zsv_value *value;
     char *at = container_of(self, ZSV_ARRAY, &value);
-    if (at == NULL)
-        return -1;
+    if (at == NULL) return -1;
     zs_runtime_core *rt = value->runtime;
     if (PySlice_Check(index)) {
         Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(index, &start, &stop, &step) < 0)
-            return -1;
+        if (PySlice_Unpack(index, &start, &stop, &step) < 0) return -1;
         zsv_staged staged = {0};
         if (item != NULL && zsv_stage(rt, value->kind, item, &staged, value->kind->what) < 0)
             return -1;
@@ -351,11 +326,12 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
                 result = 0;
                 if (item != NULL && staged.count > 0)
                     result = array_insert_staged(value, start + count, 0, &staged, 0);
-                if (result == 0)
-                    result = array_remove(value, (uint32_t)start, (uint32_t)count);
+                if (result == 0) result = array_remove(value, (uint32_t)start, (uint32_t)count);
             } else if (item != NULL && (Py_ssize_t)staged.count != count) {
-                PyErr_Format(PyExc_ValueError, "attempt to assign sequence of size %u to "
-                             "extended slice of size %zd", staged.count, count);
+                PyErr_Format(PyExc_ValueError,
+                             "attempt to assign sequence of size %u to "
+                             "extended slice of size %zd",
+                             staged.count, count);
             } else if (item != NULL) {
                 /* References first: a refusal after one write would keep that write. */
                 zs_status status = zsv_references_valid(rt, value->kind, &staged);
@@ -379,8 +355,7 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
                 }
             }
         }
-        if (item != NULL)
-            zsv_release(value->kind, &staged);
+        if (item != NULL) zsv_release(value->kind, &staged);
         return result;
     }
     if (item == NULL) {
@@ -393,8 +368,7 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
         return -1;
     }
     zsv_staged staged = {0};
-    if (stage_element(value, item, &staged) < 0)
-        return -1;
+    if (stage_element(value, item, &staged) < 0) return -1;
     /* The index against the array as it is after the conversion. */
     int result = -1;
     if (zsv_live(value) != NULL) {
@@ -403,7 +377,8 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
         Py_ssize_t position = position_of(index, array->count, &error);
         if (!error) {
             zs_status status = zsv_emit(rt, value->kind->element, &staged, value->owner,
-                                        (char *)array->data + (size_t)position * value->kind->entry_size);
+                                        (char *)array->data +
+                                            (size_t)position * value->kind->entry_size);
             if (status == ZS_OK) {
                 contents_changed(value, position);
                 result = 0;
@@ -421,10 +396,10 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
  * those take the generic search). */
 typedef struct number_probe {
     enum { PROBE_NONE, PROBE_INT, PROBE_FLOAT } form;
-    int negative;              /* PROBE_INT: value < 0 (then in `signed_value`) */
+    int negative; /* PROBE_INT: value < 0 (then in `signed_value`) */
     int64_t signed_value;
-    uint64_t unsigned_value;   /* PROBE_INT, not negative */
-    double real;               /* PROBE_FLOAT */
+    uint64_t unsigned_value; /* PROBE_INT, not negative */
+    double real;             /* PROBE_FLOAT */
 } number_probe;
 
 /* The probe, or PROBE_NONE when the generic search must decide. */
@@ -446,7 +421,7 @@ static number_probe number_of(PyObject *probe) {
         } else if (overflow > 0) {
             unsigned long long big = PyLong_AsUnsignedLongLong(probe);
             if (big == (unsigned long long)-1 && PyErr_Occurred())
-                PyErr_Clear();  /* beyond 64 bits: equal to no integer element */
+                PyErr_Clear(); /* beyond 64 bits: equal to no integer element */
             else {
                 number.form = PROBE_INT;
                 number.unsigned_value = big;
@@ -460,8 +435,7 @@ static number_probe number_of(PyObject *probe) {
 
 /* The probe as an integer (sign and magnitude), when it is one: 0 for a
  * float that is not integral (or NaN, or infinite): equal to no integer. */
-static int probe_integer(const number_probe *number, int *negative, int64_t *low,
-                         uint64_t *high) {
+static int probe_integer(const number_probe *number, int *negative, int64_t *low, uint64_t *high) {
     if (number->form == PROBE_INT) {
         *negative = number->negative;
         *low = number->signed_value;
@@ -469,19 +443,16 @@ static int probe_integer(const number_probe *number, int *negative, int64_t *low
         return 1;
     }
     double real = number->real;
-    if (real != real)
-        return 0;
+    if (real != real) return 0;
     if (real < 0.0) {
-        if (real < -9223372036854775808.0 || (double)(int64_t)real != real)
-            return 0;
+        if (real < -9223372036854775808.0 || (double)(int64_t)real != real) return 0;
         *negative = 1;
         *low = (int64_t)real;
         return 1;
     }
-    if (real >= 18446744073709551616.0 || (double)(uint64_t)real != real)
-        return 0;
+    if (real >= 18446744073709551616.0 || (double)(uint64_t)real != real) return 0;
     *negative = 0;
-    *high = (uint64_t)real;  /* -0.0 lands here, as 0 */
+    *high = (uint64_t)real; /* -0.0 lands here, as 0 */
     return 1;
 }
 
@@ -490,18 +461,17 @@ static int probe_integer(const number_probe *number, int *negative, int64_t *low
  * Python can tell (float elements against an int beyond 2**53). */
 static int scalar_search(zs_scalar_kind kind, const char *data, uint32_t count,
                          const number_probe *number) {
-#define SEARCH(ctype, wanted)                                       \
-    for (uint32_t i = 0; i < count; i++) {                          \
-        ctype element;                                              \
-        memcpy(&element, data + (size_t)i * sizeof element, sizeof element); \
-        if (element == (wanted))                                    \
-            return 1;                                               \
-    }                                                               \
+#define SEARCH(ctype, wanted)                                                                      \
+    for (uint32_t i = 0; i < count; i++) {                                                         \
+        ctype element;                                                                             \
+        memcpy(&element, data + (size_t)i * sizeof element, sizeof element);                       \
+        if (element == (wanted)) return 1;                                                         \
+    }                                                                                              \
     return 0;
     if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) {
         double wanted = number->real;
         if (number->form == PROBE_INT) {
-            const uint64_t exact = (uint64_t)1 << 53;  /* every int up to 2**53 converts exactly */
+            const uint64_t exact = (uint64_t)1 << 53; /* every int up to 2**53 converts exactly */
             if (number->negative ? number->signed_value < -(int64_t)exact
                                  : number->unsigned_value > exact)
                 return -1;
@@ -511,49 +481,39 @@ static int scalar_search(zs_scalar_kind kind, const char *data, uint32_t count,
         if (kind == ZS_SCALAR_F64) {
             SEARCH(double, wanted)
         }
-        SEARCH(float, wanted)  /* the element widened to double: exact */
+        SEARCH(float, wanted) /* the element widened to double: exact */
     }
     int negative = 0;
     int64_t low = 0;
     uint64_t high = 0;
-    if (!probe_integer(number, &negative, &low, &high))
-        return 0;
+    if (!probe_integer(number, &negative, &low, &high)) return 0;
     switch (kind) {
     case ZS_SCALAR_BOOL:
-        if (negative || high > 1)
-            return 0;
+        if (negative || high > 1) return 0;
         SEARCH(_Bool, (_Bool)high)
     case ZS_SCALAR_I8:
-        if (negative ? low < INT8_MIN : high > INT8_MAX)
-            return 0;
+        if (negative ? low < INT8_MIN : high > INT8_MAX) return 0;
         SEARCH(int8_t, negative ? (int8_t)low : (int8_t)high)
     case ZS_SCALAR_I16:
-        if (negative ? low < INT16_MIN : high > INT16_MAX)
-            return 0;
+        if (negative ? low < INT16_MIN : high > INT16_MAX) return 0;
         SEARCH(int16_t, negative ? (int16_t)low : (int16_t)high)
     case ZS_SCALAR_I32:
-        if (negative ? low < INT32_MIN : high > INT32_MAX)
-            return 0;
+        if (negative ? low < INT32_MIN : high > INT32_MAX) return 0;
         SEARCH(int32_t, negative ? (int32_t)low : (int32_t)high)
     case ZS_SCALAR_I64:
-        if (!negative && high > INT64_MAX)
-            return 0;
+        if (!negative && high > INT64_MAX) return 0;
         SEARCH(int64_t, negative ? low : (int64_t)high)
     case ZS_SCALAR_U8:
-        if (negative || high > UINT8_MAX)
-            return 0;
+        if (negative || high > UINT8_MAX) return 0;
         SEARCH(uint8_t, (uint8_t)high)
     case ZS_SCALAR_U16:
-        if (negative || high > UINT16_MAX)
-            return 0;
+        if (negative || high > UINT16_MAX) return 0;
         SEARCH(uint16_t, (uint16_t)high)
     case ZS_SCALAR_U32:
-        if (negative || high > UINT32_MAX)
-            return 0;
+        if (negative || high > UINT32_MAX) return 0;
         SEARCH(uint32_t, (uint32_t)high)
     default:
-        if (negative)
-            return 0;
+        if (negative) return 0;
         SEARCH(uint64_t, high)
     }
 #undef SEARCH
@@ -583,8 +543,7 @@ static int references_need_python(zs_runtime_core *rt, const char *data, uint32_
     for (uint32_t i = 0; i < count; i++) {
         zs_ref handle;
         memcpy(&handle, data + (size_t)i * sizeof handle, sizeof handle);
-        if (handle == ZS_NULL_REF)
-            continue;
+        if (handle == ZS_NULL_REF) continue;
         zs_conjugate *known = zs_table_get(rt, handle);
         if (known == NULL || Py_TYPE(known)->tp_richcompare != PyBaseObject_Type.tp_richcompare)
             return 1;
@@ -601,17 +560,16 @@ static int references_need_python(zs_runtime_core *rt, const char *data, uint32_
 static int array_contains(PyObject *self, PyObject *probe) {
     zsv_value *value;
     char *at = container_of(self, ZSV_ARRAY, &value);
-    if (at == NULL)
-        return -1;
+    if (at == NULL) return -1;
     zs_runtime_core *rt = value->runtime;
     zsv_kind *element = value->kind->element;
     const zs_array *array = (const zs_array *)at;
     if (element->code == ZSV_SCALAR) {
         number_probe number = number_of(probe);
-        int found = number.form == PROBE_NONE ? -1 : scalar_search(
-            (zs_scalar_kind)element->scalar, array->data, array->count, &number);
-        if (found >= 0)
-            return found;
+        int found = number.form == PROBE_NONE ? -1
+                                              : scalar_search((zs_scalar_kind)element->scalar,
+                                                              array->data, array->count, &number);
+        if (found >= 0) return found;
     } else if (element->code == ZSV_OBJECT) {
         zs_ref wanted;
         if (reference_probe(rt->state, probe, &wanted)) {
@@ -619,16 +577,13 @@ static int array_contains(PyObject *self, PyObject *probe) {
                 zs_ref handle;
                 memcpy(&handle, (const char *)array->data + (size_t)i * sizeof handle,
                        sizeof handle);
-                if (handle == wanted)
-                    return 1;
+                if (handle == wanted) return 1;
             }
-            if (!references_need_python(rt, array->data, array->count))
-                return 0;
+            if (!references_need_python(rt, array->data, array->count)) return 0;
         }
     }
     PyObject *plain = probe_of(rt->state, probe);
-    if (plain == NULL)
-        return -1;
+    if (plain == NULL) return -1;
     int found = 0;
     for (uint32_t i = 0; found == 0; i++) {
         if (zsv_live(value) == NULL) {
@@ -636,11 +591,10 @@ static int array_contains(PyObject *self, PyObject *probe) {
             break;
         }
         array = (const zs_array *)value->address;
-        if (i >= array->count)
-            break;
+        if (i >= array->count) break;
         /* Python code may run from here to the next element. */
-        PyObject *item = zsv_copy_out(rt, element, (const char *)array->data +
-                                                   (size_t)i * value->kind->entry_size);
+        PyObject *item = zsv_copy_out(
+            rt, element, (const char *)array->data + (size_t)i * value->kind->entry_size);
         found = item == NULL ? -1 : plain_equal(item, plain);
         Py_XDECREF(item);
     }
@@ -651,8 +605,7 @@ static int array_contains(PyObject *self, PyObject *probe) {
 /* An iterator over an array: each element read from the array as it is
  * then; a change of size or storage raises RuntimeError, like a dict's. */
 typedef struct zsv_iterator {
-    PyObject_HEAD
-    zsv_value *array;          /* strong */
+    PyObject_HEAD zsv_value *array; /* strong */
     uint32_t next, count;
     void *data;
 } zsv_iterator;
@@ -660,14 +613,12 @@ typedef struct zsv_iterator {
 static PyObject *iterator_next(PyObject *self) {
     zsv_iterator *it = (zsv_iterator *)self;
     zsv_value *value = it->array;
-    if (value == NULL)
-        return NULL;
-    if (zsv_live(value) == NULL)
-        return NULL;
+    if (value == NULL) return NULL;
+    if (zsv_live(value) == NULL) return NULL;
     zs_array *array = (zs_array *)value->address;
     if (array->count != it->count || array->data != it->data) {
         PyErr_Format(PyExc_RuntimeError, "%U changed size during iteration", value->kind->what);
-        Py_CLEAR(it->array);  /* last: it may be the last reference to the array */
+        Py_CLEAR(it->array); /* last: it may be the last reference to the array */
         return NULL;
     }
     if (it->next >= it->count) {
@@ -701,12 +652,10 @@ static PyType_Spec iterator_spec = {
 static PyObject *array_iter(PyObject *self) {
     zsv_value *value;
     char *at = container_of(self, ZSV_ARRAY, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     PyTypeObject *type = value->runtime->state->iterator_type;
     zsv_iterator *it = (zsv_iterator *)type->tp_alloc(type, 0);
-    if (it == NULL)
-        return NULL;
+    if (it == NULL) return NULL;
     it->array = (zsv_value *)Py_NewRef(self);
     it->count = ((zs_array *)at)->count;
     it->data = ((zs_array *)at)->data;
@@ -731,7 +680,8 @@ static PyMethodDef array_methods[] = {
     {"append", array_append, METH_O, "Add one element at the end."},
     {"insert", (PyCFunction)(void (*)(void))array_insert, METH_FASTCALL,
      "Insert before index (clamped like list.insert)."},
-    {"extend", array_extend, METH_O, "Add every element of an iterable at the end (all or nothing)."},
+    {"extend", array_extend, METH_O,
+     "Add every element of an iterable at the end (all or nothing)."},
     {"pop", (PyCFunction)(void (*)(void))array_pop, METH_FASTCALL,
      "Remove and return an element (a plain copy: the slot goes away)."},
     {"clear", array_clear, METH_NOARGS, "Remove every element."},
@@ -770,8 +720,7 @@ static char *native_key(zsv_value *value, const zsv_staged *staged, zs_status *s
 
 /* Free a native key temporary. */
 static void native_key_free(zsv_value *value, char *key) {
-    if (key == NULL)
-        return;
+    if (key == NULL) return;
     zs_runtime_core *rt = value->runtime;
     const zs_type *type = zsv_native_type(rt, value->kind->element);
     if (type != NULL && rt->native != NULL)
@@ -785,10 +734,10 @@ static int64_t hash_find(zsv_value *value, const zsv_staged *staged, zs_status *
     int64_t index = -1;
     if (*status == ZS_OK) {
         const zs_type *type = type_of(value);
-        *status = type == NULL ? ZS_E_INVALID
-                               : value->runtime->state->api.zs_hash_find(
-                                     value->runtime->native, type, (zs_hash *)value->address, key,
-                                     &index);
+        *status = type == NULL
+                      ? ZS_E_INVALID
+                      : value->runtime->state->api.zs_hash_find(
+                            value->runtime->native, type, (zs_hash *)value->address, key, &index);
     }
     native_key_free(value, key);
     return index;
@@ -797,8 +746,7 @@ static int64_t hash_find(zsv_value *value, const zsv_staged *staged, zs_status *
 /* Stage a key; a value that cannot be a key (wrong type, out of range) is
  * 0 (absent) for lookups rather than an error. 1 staged, 0 not a key, -1. */
 static int stage_lookup_key(zsv_value *value, PyObject *key, zsv_staged *out) {
-    if (zsv_stage_labelled(value->runtime, value->kind->element, key, out, "key") == 0)
-        return 1;
+    if (zsv_stage_labelled(value->runtime, value->kind->element, key, out, "key") == 0) return 1;
     if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
         PyErr_ExceptionMatches(PyExc_OverflowError)) {
         PyErr_Clear();
@@ -811,13 +759,11 @@ static int stage_lookup_key(zsv_value *value, PyObject *key, zsv_staged *out) {
  * phase 2. A new map entry whose value cannot be written is removed again. */
 static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_staged *item) {
     zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL)
-        return -1;
+    if (zsv_live(value) == NULL) return -1;
     if (rt->native == NULL || rt->closing)
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), -1;
     const zs_type *type = type_of(value);
-    if (type == NULL)
-        return -1;
+    if (type == NULL) return -1;
     zs_status status;
     char *key = native_key(value, key_staged, &status);
     uint32_t index = 0;
@@ -826,44 +772,36 @@ static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_st
     if (status == ZS_OK)
         status = rt->state->api.zs_hash_add(rt->native, value->owner, type, hash, key, &index,
                                             &added);
-    if (added)
-        structure_changed(value);  /* entries may have moved */
+    if (added) structure_changed(value); /* entries may have moved */
     if (status == ZS_OK && item != NULL) {
         char *slot = (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
                      value->kind->value_offset;
-        if (added)
-            zsv_initialize(value->kind->value, slot);
+        if (added) zsv_initialize(value->kind->value, slot);
         status = zsv_emit(rt, value->kind->value, item, value->owner, slot);
-        if (status == ZS_OK && !added)
-            contents_changed(value, ~(Py_ssize_t)index);
+        if (status == ZS_OK && !added) contents_changed(value, ~(Py_ssize_t)index);
         if (status != ZS_OK && added)
             rt->state->api.zs_hash_remove(rt->native, value->owner, type, hash, key, NULL);
     }
     native_key_free(value, key);
-    if (status != ZS_OK)
-        return refused(value, status), -1;
+    if (status != ZS_OK) return refused(value, status), -1;
     return 0;
 }
 
 /* Remove a staged key from a live hash (phase 2): 1 removed, 0 absent, -1. */
 static int hash_remove(zsv_value *value, const zsv_staged *key_staged) {
     zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL)
-        return -1;
+    if (zsv_live(value) == NULL) return -1;
     const zs_type *type = type_of(value);
-    if (type == NULL)
-        return -1;
+    if (type == NULL) return -1;
     zs_status status;
     char *key = native_key(value, key_staged, &status);
     int removed = 0;
     if (status == ZS_OK)
         status = rt->state->api.zs_hash_remove(rt->native, value->owner, type,
                                                (zs_hash *)value->address, key, &removed);
-    if (removed)
-        structure_changed(value);
+    if (removed) structure_changed(value);
     native_key_free(value, key);
-    if (status != ZS_OK)
-        return refused(value, status), -1;
+    if (status != ZS_OK) return refused(value, status), -1;
     return removed;
 }
 
@@ -872,14 +810,11 @@ static int hash_remove(zsv_value *value, const zsv_staged *key_staged) {
  * first, so that one whose object died while later elements were staged
  * is refused before anything is added. */
 static int hash_add_all(zsv_value *value, const zsv_staged *staged) {
-    if (staged->count == 0)
-        return 0;
+    if (staged->count == 0) return 0;
     zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL)
-        return -1;
+    if (zsv_live(value) == NULL) return -1;
     zs_status status = zsv_references_valid(rt, value->kind, staged);
-    if (status != ZS_OK)
-        return refused(value, status), -1;
+    if (status != ZS_OK) return refused(value, status), -1;
     uint32_t step = value->kind->code == ZSV_MAP ? 2 : 1;
     int result = 0;
     for (uint32_t i = 0; result == 0 && i < staged->count; i++)
@@ -892,8 +827,7 @@ static int hash_add_all(zsv_value *value, const zsv_staged *staged) {
 static int64_t hash_lookup(zsv_value *value, PyObject *key) {
     zsv_staged staged = {0};
     int staged_ok = stage_lookup_key(value, key, &staged);
-    if (staged_ok <= 0)
-        return staged_ok < 0 ? -2 : -1;
+    if (staged_ok <= 0) return staged_ok < 0 ? -2 : -1;
     int64_t index = -2;
     if (zsv_live(value) != NULL) {
         zs_status status;
@@ -919,8 +853,7 @@ static Py_ssize_t hash_length(PyObject *self) {
 }
 
 static int hash_contains(PyObject *self, PyObject *key) {
-    if (hash_length(self) < 0)
-        return -1;
+    if (hash_length(self) < 0) return -1;
     int64_t index = hash_lookup((zsv_value *)self, key);
     return index == -2 ? -1 : index >= 0;
 }
@@ -928,14 +861,12 @@ static int hash_contains(PyObject *self, PyObject *key) {
 /* The keys, copied out (a list). */
 static PyObject *hash_keys(PyObject *self, PyObject *unused) {
     (void)unused;
-    if (hash_length(self) < 0)
-        return NULL;
+    if (hash_length(self) < 0) return NULL;
     zsv_value *value = (zsv_value *)self;
     zs_hash *hash = (zs_hash *)value->address;
     uint32_t count = hash->entries.count;
     zsv_staged *keys = PyMem_Calloc(count ? count : 1, sizeof *keys);
-    if (keys == NULL)
-        return PyErr_NoMemory();
+    if (keys == NULL) return PyErr_NoMemory();
     int failed = 0;
     for (uint32_t i = 0; i < count && !failed; i++)
         failed = zsv_capture(value->runtime, value->kind->element,
@@ -945,21 +876,17 @@ static PyObject *hash_keys(PyObject *self, PyObject *unused) {
     PyObject *list = failed ? PyErr_NoMemory() : PyList_New(count);
     for (uint32_t i = 0; list != NULL && i < count; i++) {
         PyObject *key = zsv_build(value->runtime, value->kind->element, &keys[i]);
-        if (key == NULL)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, i, key);
+        if (key == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, key);
     }
-    for (uint32_t i = 0; i < count; i++)
-        zsv_release(value->kind->element, &keys[i]);
+    for (uint32_t i = 0; i < count; i++) zsv_release(value->kind->element, &keys[i]);
     PyMem_Free(keys);
     return list;
 }
 
 static PyObject *hash_iter(PyObject *self) {
     PyObject *keys = hash_keys(self, NULL);
-    if (keys == NULL)
-        return NULL;
+    if (keys == NULL) return NULL;
     PyObject *it = PyObject_GetIter(keys);
     Py_DECREF(keys);
     return it;
@@ -968,17 +895,14 @@ static PyObject *hash_iter(PyObject *self) {
 /* clear(): remove every entry. */
 static PyObject *hash_clear(PyObject *self, PyObject *unused) {
     (void)unused;
-    if (hash_length(self) < 0)
-        return NULL;
+    if (hash_length(self) < 0) return NULL;
     zsv_value *value = (zsv_value *)self;
     zs_runtime_core *rt = value->runtime;
     const zs_type *type = type_of(value);
-    if (type == NULL)
-        return NULL;
+    if (type == NULL) return NULL;
     zs_status status = rt->state->api.zs_value_clear(rt->native, value->owner, type,
                                                      value->address);
-    if (status != ZS_OK)
-        return refused(value, status);
+    if (status != ZS_OK) return refused(value, status);
     structure_changed(value);
     Py_RETURN_NONE;
 }
@@ -986,11 +910,9 @@ static PyObject *hash_clear(PyObject *self, PyObject *unused) {
 /* Set.add(value): add an element (no effect if an equal one is present). */
 static PyObject *set_add(PyObject *self, PyObject *item) {
     zsv_value *value;
-    if (container_of(self, ZSV_SET, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_SET, &value) == NULL) return NULL;
     zsv_staged staged = {0};
-    if (stage_element(value, item, &staged) < 0)
-        return NULL;
+    if (stage_element(value, item, &staged) < 0) return NULL;
     int result = hash_add(value, &staged, NULL);
     zsv_release(value->kind->element, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
@@ -999,12 +921,10 @@ static PyObject *set_add(PyObject *self, PyObject *item) {
 /* Set._discard(value) -> whether it was there. */
 static PyObject *set_discard(PyObject *self, PyObject *item) {
     zsv_value *value;
-    if (container_of(self, ZSV_SET, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_SET, &value) == NULL) return NULL;
     zsv_staged staged = {0};
     int staged_ok = stage_lookup_key(value, item, &staged);
-    if (staged_ok <= 0)
-        return staged_ok < 0 ? NULL : Py_NewRef(Py_False);
+    if (staged_ok <= 0) return staged_ok < 0 ? NULL : Py_NewRef(Py_False);
     int removed = hash_remove(value, &staged);
     zsv_release(value->kind->element, &staged);
     return removed < 0 ? NULL : PyBool_FromLong(removed);
@@ -1014,8 +934,7 @@ static PyObject *set_discard(PyObject *self, PyObject *item) {
  * changes nothing). */
 static PyObject *set_update(PyObject *self, PyObject *iterable) {
     zsv_value *value;
-    if (container_of(self, ZSV_SET, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_SET, &value) == NULL) return NULL;
     zsv_staged staged = {0};
     if (zsv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
         return NULL;
@@ -1029,11 +948,9 @@ static PyObject *set_pop(PyObject *self, PyObject *unused) {
     (void)unused;
     zsv_value *value;
     char *at = container_of(self, ZSV_SET, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     zs_hash *hash = (zs_hash *)at;
-    if (hash->entries.count == 0)
-        return PyErr_Format(PyExc_KeyError, "pop from an empty set");
+    if (hash->entries.count == 0) return PyErr_Format(PyExc_KeyError, "pop from an empty set");
     zsv_staged captured = {0};
     if (zsv_capture(value->runtime, value->kind->element,
                     (char *)hash->entries.data +
@@ -1041,8 +958,8 @@ static PyObject *set_pop(PyObject *self, PyObject *unused) {
                     &captured) < 0)
         return PyErr_NoMemory();
     int removed = hash_remove(value, &captured);
-    PyObject *result = removed < 0 ? NULL : zsv_build(value->runtime, value->kind->element,
-                                                      &captured);
+    PyObject *result = removed < 0 ? NULL
+                                   : zsv_build(value->runtime, value->kind->element, &captured);
     zsv_release(value->kind->element, &captured);
     return result;
 }
@@ -1075,19 +992,16 @@ static PyType_Slot set_slots[] = {
  * key moved into; cached under ~index). */
 static char *map_finder(PyObject *holder, const void *place, Py_ssize_t *key) {
     zsv_value *value = (zsv_value *)holder;
-    if (zsv_live(value) == NULL)
-        return NULL;
+    if (zsv_live(value) == NULL) return NULL;
     zs_runtime_core *rt = value->runtime;
     if (rt->native == NULL || rt->closing)
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), NULL;
     zs_status status;
     int64_t index = hash_find(value, place, &status);
     if (status == ZS_E_STALE || status == ZS_E_DYING)
-        return NULL;  /* a key of an object destroyed since: no entry holds it now */
-    if (status != ZS_OK)
-        return refused(value, status), NULL;
-    if (index < 0)
-        return NULL;
+        return NULL; /* a key of an object destroyed since: no entry holds it now */
+    if (status != ZS_OK) return refused(value, status), NULL;
+    if (index < 0) return NULL;
     *key = ~(Py_ssize_t)index;
     return (char *)((zs_hash *)value->address)->entries.data +
            (size_t)index * value->kind->entry_size + value->kind->value_offset;
@@ -1098,39 +1012,33 @@ static char *map_finder(PyObject *holder, const void *place, Py_ssize_t *key) {
 static PyObject *map_lookup(zsv_value *value, PyObject *key, PyObject *fallback) {
     zsv_staged staged = {0};
     int staged_ok = stage_lookup_key(value, key, &staged);
-    if (staged_ok < 0)
-        return NULL;
+    if (staged_ok < 0) return NULL;
     PyObject *result = NULL;
     if (staged_ok > 0)
         result = zsv_read_at(value->runtime, value->kind->value, (PyObject *)value, value->owner,
                              map_finder, &staged);
     zsv_release(value->kind->element, &staged);
-    if (result != NULL || PyErr_Occurred())
-        return result;
-    if (fallback != NULL)
-        return Py_NewRef(fallback);
+    if (result != NULL || PyErr_Occurred()) return result;
+    if (fallback != NULL) return Py_NewRef(fallback);
     PyErr_SetObject(PyExc_KeyError, key);
     return NULL;
 }
 
 static PyObject *map_subscript(PyObject *self, PyObject *key) {
     zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
     return map_lookup(value, key, NULL);
 }
 
 static int map_ass_subscript(PyObject *self, PyObject *key, PyObject *item) {
     zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL)
-        return -1;
+    if (container_of(self, ZSV_MAP, &value) == NULL) return -1;
     zsv_staged key_staged = {0}, item_staged = {0};
     if (item == NULL) {
         int staged_ok = stage_lookup_key(value, key, &key_staged);
         int removed = staged_ok <= 0 ? staged_ok : hash_remove(value, &key_staged);
         zsv_release(value->kind->element, &key_staged);
-        if (removed == 0)
-            PyErr_SetObject(PyExc_KeyError, key);
+        if (removed == 0) PyErr_SetObject(PyExc_KeyError, key);
         return removed > 0 ? 0 : -1;
     }
     if (zsv_stage_labelled(value->runtime, value->kind->element, key, &key_staged, "key") < 0)
@@ -1148,8 +1056,7 @@ static int map_ass_subscript(PyObject *self, PyObject *key, PyObject *item) {
 /* Map.get(key, default=None). */
 static PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
     if (nargs < 1 || nargs > 2)
         return PyErr_Format(PyExc_TypeError, "get expected 1 or 2 arguments, got %zd", nargs);
     return map_lookup(value, args[0], nargs == 2 ? args[1] : Py_None);
@@ -1158,12 +1065,10 @@ static PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 /* Map._take(key) -> (found, plain value): remove an entry, its value copied out. */
 static PyObject *map_take(PyObject *self, PyObject *key) {
     zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
     zsv_staged key_staged = {0};
     int staged_ok = stage_lookup_key(value, key, &key_staged);
-    if (staged_ok <= 0)
-        return staged_ok < 0 ? NULL : Py_BuildValue("(OO)", Py_False, Py_None);
+    if (staged_ok <= 0) return staged_ok < 0 ? NULL : Py_BuildValue("(OO)", Py_False, Py_None);
     PyObject *result = NULL;
     zsv_staged captured = {0};
     if (zsv_live(value) != NULL) {
@@ -1195,11 +1100,9 @@ static PyObject *map_take(PyObject *self, PyObject *key) {
  * staged first: a bad pair changes nothing). */
 static PyObject *map_update_from(PyObject *self, PyObject *other) {
     zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
     zsv_staged staged = {0};
-    if (zsv_stage(value->runtime, value->kind, other, &staged, value->kind->what) < 0)
-        return NULL;
+    if (zsv_stage(value->runtime, value->kind, other, &staged, value->kind->what) < 0) return NULL;
     int result = hash_add_all(value, &staged);
     zsv_release(value->kind, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
@@ -1209,8 +1112,7 @@ static PyObject *map_update_from(PyObject *self, PyObject *other) {
  * structure while its views were made (*changed set). */
 static PyObject *map_entries_once(zsv_value *value, int with_keys, int *changed) {
     char *at = zsv_live(value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     zs_runtime_core *rt = value->runtime;
     zsv_kind *key_kind = value->kind->element, *item_kind = value->kind->value;
     int views = (item_kind->flags & ZSV_VIEW) != 0;
@@ -1218,8 +1120,7 @@ static PyObject *map_entries_once(zsv_value *value, int with_keys, int *changed)
     uint32_t count = hash->entries.count;
     /* One pass before any Python object is made (a view is found later by its key). */
     zsv_staged *captured = PyMem_Calloc(count ? (size_t)count * 2 : 1, sizeof *captured);
-    if (captured == NULL)
-        return PyErr_NoMemory();
+    if (captured == NULL) return PyErr_NoMemory();
     int failed = 0;
     for (uint32_t i = 0; i < count && !failed; i++) {
         const char *entry = (const char *)hash->entries.data + (size_t)i * value->kind->entry_size;
@@ -1233,26 +1134,22 @@ static PyObject *map_entries_once(zsv_value *value, int with_keys, int *changed)
         PyObject *key = with_keys ? zsv_build(rt, key_kind, &captured[2 * i]) : NULL;
         PyObject *item = NULL;
         if (!with_keys || key != NULL)
-            item = views ? zsv_read_at(rt, item_kind, (PyObject *)value, value->owner,
-                                       map_finder, &captured[2 * i])
+            item = views ? zsv_read_at(rt, item_kind, (PyObject *)value, value->owner, map_finder,
+                                       &captured[2 * i])
                          : zsv_build(rt, item_kind, &captured[2 * i + 1]);
-        *changed = item == NULL && !PyErr_Occurred();  /* its key went meanwhile */
+        *changed = item == NULL && !PyErr_Occurred(); /* its key went meanwhile */
         PyObject *entry = item != NULL && with_keys ? PyTuple_Pack(2, key, item) : item;
-        if (entry != item)
-            Py_XDECREF(item);
+        if (entry != item) Py_XDECREF(item);
         Py_XDECREF(key);
-        if (entry == NULL)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, i, entry);
+        if (entry == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, entry);
     }
     for (uint32_t i = 0; i < count; i++) {
         zsv_release(key_kind, &captured[2 * i]);
         zsv_release(item_kind, &captured[2 * i + 1]);
     }
     PyMem_Free(captured);
-    if (!views || list == NULL)
-        return list;
+    if (!views || list == NULL) return list;
     /* No Python code from here: the views are of the map as it is now, or it changed. */
     if (zsv_live(value) == NULL) {
         Py_DECREF(list);
@@ -1263,8 +1160,7 @@ static PyObject *map_entries_once(zsv_value *value, int with_keys, int *changed)
         PyObject *entry = PyList_GET_ITEM(list, i);
         *changed = ((zsv_value *)(with_keys ? PyTuple_GET_ITEM(entry, 1) : entry))->address == NULL;
     }
-    if (*changed)
-        Py_CLEAR(list);
+    if (*changed) Py_CLEAR(list);
     return list;
 }
 
@@ -1273,13 +1169,11 @@ static PyObject *map_entries_once(zsv_value *value, int with_keys, int *changed)
  * state of the map (made again if it changed structure meanwhile). */
 static PyObject *map_entries(PyObject *self, int with_keys) {
     zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
     for (int attempt = 0; attempt < MAP_READ_ATTEMPTS; attempt++) {
         int changed = 0;
         PyObject *list = map_entries_once(value, with_keys, &changed);
-        if (list != NULL || !changed)
-            return list;
+        if (list != NULL || !changed) return list;
     }
     return PyErr_Format(PyExc_RuntimeError, "%U changed size during %s(), %d times",
                         value->kind->what, with_keys ? "items" : "values", MAP_READ_ATTEMPTS);
@@ -1350,24 +1244,20 @@ static PyObject *optional_is_set(PyObject *self, void *closure) {
 static PyObject *optional_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     zsv_value *value;
     char *at = container_of(self, ZSV_OPTIONAL, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     if (nargs > 1)
         return PyErr_Format(PyExc_TypeError, "get expected at most 1 argument, got %zd", nargs);
-    if (!at[value->kind->value_offset])
-        return Py_NewRef(nargs ? args[0] : Py_None);
+    if (!at[value->kind->value_offset]) return Py_NewRef(nargs ? args[0] : Py_None);
     return zsv_read(value->runtime, value->kind->element, self, 0, value->owner, optional_locator);
 }
 
 /* set(value): store a value (replacing any). */
 static PyObject *optional_set(PyObject *self, PyObject *item) {
     zsv_value *value;
-    if (container_of(self, ZSV_OPTIONAL, &value) == NULL)
-        return NULL;
+    if (container_of(self, ZSV_OPTIONAL, &value) == NULL) return NULL;
     zsv_staged staged = {0};
     zsv_staged *item_staged = PyMem_Calloc(1, sizeof *item_staged);
-    if (item_staged == NULL)
-        return PyErr_NoMemory();
+    if (item_staged == NULL) return PyErr_NoMemory();
     staged.form = ZSV_ITEMS;
     staged.u.items = item_staged;
     if (zsv_stage_labelled(value->runtime, value->kind->element, item, item_staged, "value") < 0) {
@@ -1378,14 +1268,11 @@ static PyObject *optional_set(PyObject *self, PyObject *item) {
     zs_status status = ZS_E_STALE;
     if (zsv_live(value) != NULL) {
         status = zsv_emit(value->runtime, value->kind, &staged, value->owner, value->address);
-        if (status == ZS_OK)
-            structure_changed(value);
+        if (status == ZS_OK) structure_changed(value);
     }
     zsv_release(value->kind, &staged);
-    if (value->address == NULL)
-        return zsv_raise_expired(value);
-    if (status != ZS_OK)
-        return refused(value, status);
+    if (value->address == NULL) return zsv_raise_expired(value);
+    if (status != ZS_OK) return refused(value, status);
     Py_RETURN_NONE;
 }
 
@@ -1394,15 +1281,12 @@ static PyObject *optional_reset(PyObject *self, PyObject *unused) {
     (void)unused;
     zsv_value *value;
     char *at = container_of(self, ZSV_OPTIONAL, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     const zs_type *type = type_of(value);
-    if (type == NULL)
-        return NULL;
+    if (type == NULL) return NULL;
     zs_runtime_core *rt = value->runtime;
     zs_status status = rt->state->api.zs_value_clear(rt->native, value->owner, type, at);
-    if (status != ZS_OK)
-        return refused(value, status);
+    if (status != ZS_OK) return refused(value, status);
     structure_changed(value);
     Py_RETURN_NONE;
 }
@@ -1444,18 +1328,16 @@ static int add_base(PyObject *module, zs_core_state *state, const char *name, Py
                     PyTypeObject **out) {
     PyType_Spec spec = {
         .name = name,
-        .basicsize = 0,  /* the base's */
+        .basicsize = 0, /* the base's */
         .itemsize = 0,
         .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
         .slots = slots,
     };
     PyObject *bases = PyTuple_Pack(1, (PyObject *)state->value_type);
-    if (bases == NULL)
-        return -1;
+    if (bases == NULL) return -1;
     PyObject *type = PyType_FromModuleAndSpec(module, &spec, bases);
     Py_DECREF(bases);
-    if (type == NULL)
-        return -1;
+    if (type == NULL) return -1;
     *out = (PyTypeObject *)type;
     const char *short_name = strrchr(name, '.') + 1;
     return PyModule_AddObjectRef(module, short_name, type);
@@ -1463,13 +1345,14 @@ static int add_base(PyObject *module, zs_core_state *state, const char *name, Py
 
 int zsv_add_container_types(PyObject *module, zs_core_state *state) {
     state->iterator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &iterator_spec, NULL);
-    if (state->iterator_type == NULL)
-        return -1;
+    if (state->iterator_type == NULL) return -1;
     return add_base(module, state, "zsharp_py._core.ArrayBase", array_slots, &state->array_type) ||
-           add_base(module, state, "zsharp_py._core.SetBase", set_slots, &state->set_type) ||
-           add_base(module, state, "zsharp_py._core.MapBase", map_slots, &state->map_type) ||
-           add_base(module, state, "zsharp_py._core.OptionalBase", optional_slots,
-                    &state->optional_type)
+                   add_base(module, state, "zsharp_py._core.SetBase", set_slots,
+                            &state->set_type) ||
+                   add_base(module, state, "zsharp_py._core.MapBase", map_slots,
+                            &state->map_type) ||
+                   add_base(module, state, "zsharp_py._core.OptionalBase", optional_slots,
+                            &state->optional_type)
                ? -1
                : 0;
 }

@@ -33,6 +33,8 @@
  * from the cffi module by Python (zsharp_py/_runtime/runtime.py) and handed over by
  * configure(); each slot has the exact type of the header's declaration, so
  * a changed signature fails to compile here. */
+/* clang-format would read this X-macro list as one declaration and staircase it. */
+/* clang-format off */
 #define ZS_NATIVE_FUNCTIONS(X)                                                              \
     X(zs_object_new_conjugate) X(zs_store_ref) X(zs_mark_as_garbage)                        \
     X(zs_gc_take_expiring_ex) X(zs_gc_expiring_count) X(zs_name_intern) X(zs_name_base)     \
@@ -45,6 +47,7 @@
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
     X(zs_type_value_offset)
+/* clang-format on */
 
 typedef struct zs_native_api {
 #define ZS_API_SLOT(name) __typeof__(&name) name;
@@ -70,15 +73,33 @@ int zs_error_prefix(PyObject *what);
 
 /* The C type of a scalar (matches zsharp_py's scalar codes, _model/kinds.py). */
 typedef enum zs_scalar_kind {
-    ZS_SCALAR_BOOL, ZS_SCALAR_I8, ZS_SCALAR_I16, ZS_SCALAR_I32, ZS_SCALAR_I64,
-    ZS_SCALAR_U8, ZS_SCALAR_U16, ZS_SCALAR_U32, ZS_SCALAR_U64, ZS_SCALAR_F32, ZS_SCALAR_F64,
+    ZS_SCALAR_BOOL,
+    ZS_SCALAR_I8,
+    ZS_SCALAR_I16,
+    ZS_SCALAR_I32,
+    ZS_SCALAR_I64,
+    ZS_SCALAR_U8,
+    ZS_SCALAR_U16,
+    ZS_SCALAR_U32,
+    ZS_SCALAR_U64,
+    ZS_SCALAR_F32,
+    ZS_SCALAR_F64,
     ZS_SCALAR_KINDS
 } zs_scalar_kind;
 
 /* A scalar's C value, ready to store. */
 typedef union zs_scalar_bits {
-    _Bool b; int8_t i8; int16_t i16; int32_t i32; int64_t i64;
-    uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; float f32; double f64;
+    _Bool b;
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t i64;
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    float f32;
+    double f64;
     unsigned char bytes[8];
 } zs_scalar_bits;
 
@@ -87,27 +108,61 @@ typedef union zs_scalar_bits {
 static inline int zs_scalar_range(zs_scalar_kind kind, long long *low, long long *high) {
     *low = 0;
     switch (kind) {
-    case ZS_SCALAR_I8: *low = INT8_MIN; *high = INT8_MAX; return 1;
-    case ZS_SCALAR_I16: *low = INT16_MIN; *high = INT16_MAX; return 1;
-    case ZS_SCALAR_I32: *low = INT32_MIN; *high = INT32_MAX; return 1;
-    case ZS_SCALAR_I64: *low = INT64_MIN; *high = INT64_MAX; return 1;
-    case ZS_SCALAR_U8: *high = UINT8_MAX; return 1;
-    case ZS_SCALAR_U16: *high = UINT16_MAX; return 1;
-    case ZS_SCALAR_U32: *high = UINT32_MAX; return 1;
-    default: *high = 0; return 0;
+    case ZS_SCALAR_I8:
+        *low = INT8_MIN;
+        *high = INT8_MAX;
+        return 1;
+    case ZS_SCALAR_I16:
+        *low = INT16_MIN;
+        *high = INT16_MAX;
+        return 1;
+    case ZS_SCALAR_I32:
+        *low = INT32_MIN;
+        *high = INT32_MAX;
+        return 1;
+    case ZS_SCALAR_I64:
+        *low = INT64_MIN;
+        *high = INT64_MAX;
+        return 1;
+    case ZS_SCALAR_U8:
+        *high = UINT8_MAX;
+        return 1;
+    case ZS_SCALAR_U16:
+        *high = UINT16_MAX;
+        return 1;
+    case ZS_SCALAR_U32:
+        *high = UINT32_MAX;
+        return 1;
+    default:
+        *high = 0;
+        return 0;
     }
 }
 
 /* Store `v`, already within zs_scalar_range(kind), as `kind`'s C value. */
 static inline void zs_scalar_set_integer(zs_scalar_kind kind, long long v, zs_scalar_bits *out) {
     switch (kind) {
-    case ZS_SCALAR_I8: out->i8 = (int8_t)v; break;
-    case ZS_SCALAR_I16: out->i16 = (int16_t)v; break;
-    case ZS_SCALAR_I32: out->i32 = (int32_t)v; break;
-    case ZS_SCALAR_U8: out->u8 = (uint8_t)v; break;
-    case ZS_SCALAR_U16: out->u16 = (uint16_t)v; break;
-    case ZS_SCALAR_U32: out->u32 = (uint32_t)v; break;
-    default: out->i64 = v; break;
+    case ZS_SCALAR_I8:
+        out->i8 = (int8_t)v;
+        break;
+    case ZS_SCALAR_I16:
+        out->i16 = (int16_t)v;
+        break;
+    case ZS_SCALAR_I32:
+        out->i32 = (int32_t)v;
+        break;
+    case ZS_SCALAR_U8:
+        out->u8 = (uint8_t)v;
+        break;
+    case ZS_SCALAR_U16:
+        out->u16 = (uint16_t)v;
+        break;
+    case ZS_SCALAR_U32:
+        out->u32 = (uint32_t)v;
+        break;
+    default:
+        out->i64 = v;
+        break;
     }
 }
 
@@ -121,13 +176,13 @@ int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
 
 /* Why a conjugate expired: interned strings made at module creation, so
  * expiring costs no allocation (zsharp_py/_base/expiry.py re-exports them). */
-#define ZS_REASONS(X)                                                                     \
-    X(collected, "it was unreachable and the garbage collector destroyed it")             \
-    X(garbage, "it was marked as garbage and the garbage collector destroyed it")         \
-    X(closed, "its runtime was closed")                                                   \
-    X(disposed, "it was disposed")                                                        \
-    X(scope, "the scope it was obtained in has ended")                                    \
-    X(structure, "the container it points into changed structure (it may have moved)")   \
+#define ZS_REASONS(X)                                                                              \
+    X(collected, "it was unreachable and the garbage collector destroyed it")                      \
+    X(garbage, "it was marked as garbage and the garbage collector destroyed it")                  \
+    X(closed, "its runtime was closed")                                                            \
+    X(disposed, "it was disposed")                                                                 \
+    X(scope, "the scope it was obtained in has ended")                                             \
+    X(structure, "the container it points into changed structure (it may have moved)")             \
     X(parent, "what it points into has expired")
 
 /* What a type derives from among this module's two conjugate bases,
@@ -136,9 +191,9 @@ int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
  * gives it again), so a hit needs no walk of the type's MRO. */
 #define ZS_TYPE_MEMO_SIZE 64u
 typedef struct zs_type_memo {
-    unsigned int tag;   /* a tp_version_tag; 0: empty */
-    uint8_t conjugate;  /* the type derives from ObjectConjugate */
-    uint8_t value;      /* the type derives from ValueConjugate */
+    unsigned int tag;  /* a tp_version_tag; 0: empty */
+    uint8_t conjugate; /* the type derives from ObjectConjugate */
+    uint8_t value;     /* the type derives from ValueConjugate */
 } zs_type_memo;
 
 /* Everything the module shares: its types, the Python callbacks of the slow
@@ -147,48 +202,48 @@ typedef struct zs_type_memo {
  * hold a reference to it). Guarded by the GIL, which this module never
  * releases. */
 typedef struct zs_core_state {
-    PyTypeObject *conjugate_type;  /* ObjectConjugate: base of zs.Object */
-    PyTypeObject *runtime_type;    /* RuntimeCore: base of zs.Runtime */
-    PyTypeObject *class_type;      /* ObjectClass: base of zs.ObjectMeta */
-    PyTypeObject *scalar_type;     /* ScalarProperty descriptor */
-    PyTypeObject *reference_type;  /* ReferenceProperty descriptor */
-    PyTypeObject *creator_type;    /* Creator: how a class is created in one runtime */
-    PyTypeObject *kind_type;       /* Kind (kind.c) */
-    PyTypeObject *value_type;      /* ValueConjugate: base of every value conjugate (value.c) */
+    PyTypeObject *conjugate_type;      /* ObjectConjugate: base of zs.Object */
+    PyTypeObject *runtime_type;        /* RuntimeCore: base of zs.Runtime */
+    PyTypeObject *class_type;          /* ObjectClass: base of zs.ObjectMeta */
+    PyTypeObject *scalar_type;         /* ScalarProperty descriptor */
+    PyTypeObject *reference_type;      /* ReferenceProperty descriptor */
+    PyTypeObject *creator_type;        /* Creator: how a class is created in one runtime */
+    PyTypeObject *kind_type;           /* Kind (kind.c) */
+    PyTypeObject *value_type;          /* ValueConjugate: base of every value conjugate (value.c) */
     PyTypeObject *value_property_type; /* ValueProperty descriptor (members.c) */
-    PyTypeObject *member_type;     /* MemberProperty: a scalar member of a struct (members.c) */
-    PyTypeObject *name_type;       /* Name (names.c) */
-    PyTypeObject *array_type;      /* ArrayBase (containers.c) */
-    PyTypeObject *set_type;        /* SetBase */
-    PyTypeObject *map_type;        /* MapBase */
-    PyTypeObject *optional_type;   /* OptionalBase */
-    PyTypeObject *iterator_type;   /* ArrayIterator */
-    PyTypeObject *delegate_type;   /* DelegateBase (delegates.c) */
-    PyObject *str_outer;           /* "outer", interned (a constructor keyword) */
-    PyObject *str_name;            /* "name", interned (a constructor keyword) */
-    PyObject *str_zs_resolved;     /* "_zs_resolved", interned (a wrapper's target class) */
-    PyObject *str_conjugate_of;    /* "_conjugate_of", interned (Runtime's resolver) */
-    PyObject *str_zs_kind;         /* "_zs_kind", interned (a value class's kind) */
+    PyTypeObject *member_type;         /* MemberProperty: a scalar member of a struct (members.c) */
+    PyTypeObject *name_type;           /* Name (names.c) */
+    PyTypeObject *array_type;          /* ArrayBase (containers.c) */
+    PyTypeObject *set_type;            /* SetBase */
+    PyTypeObject *map_type;            /* MapBase */
+    PyTypeObject *optional_type;       /* OptionalBase */
+    PyTypeObject *iterator_type;       /* ArrayIterator */
+    PyTypeObject *delegate_type;       /* DelegateBase (delegates.c) */
+    PyObject *str_outer;               /* "outer", interned (a constructor keyword) */
+    PyObject *str_name;                /* "name", interned (a constructor keyword) */
+    PyObject *str_zs_resolved;         /* "_zs_resolved", interned (a wrapper's target class) */
+    PyObject *str_conjugate_of;        /* "_conjugate_of", interned (Runtime's resolver) */
+    PyObject *str_zs_kind;             /* "_zs_kind", interned (a value class's kind) */
 #define ZS_REASON_SLOT(name, text) PyObject *reason_##name;
     ZS_REASONS(ZS_REASON_SLOT)
 #undef ZS_REASON_SLOT
-    uint32_t kind_count;           /* kinds made so far: the next kind's id */
-    uint32_t class_count;          /* conjugate classes numbered so far (classes.c) */
+    uint32_t kind_count;  /* kinds made so far: the next kind's id */
+    uint32_t class_count; /* conjugate classes numbered so far (classes.c) */
     /* Set by configure(); NULL until then. */
-    PyObject *current;          /* the ContextVar of `with Runtime()` */
-    PyObject *default_runtime;  /* list holding the default runtime (0 or 1 items) */
-    PyObject *slow_create;      /* (cls, *args, **kwargs) -> conjugate */
-    PyObject *init_create;      /* the same, for a class with a Python __init__ */
-    PyObject *attribute_error;  /* (obj, name, error, action, value) -> better error or None */
-    PyObject *expired_error;    /* (sentinel) -> ExpiredConjugateError */
-    PyObject *raise_status;     /* (status, what, runtime) -> raises (expires first if dying) */
-    PyObject *store_failed;     /* (holder, value, what) -> raises */
-    PyObject *store_refused;    /* (runtime, status, what) -> raises */
-    PyObject *expired_type;     /* the ExpiredPointer class (a tuple subclass) */
+    PyObject *current;           /* the ContextVar of `with Runtime()` */
+    PyObject *default_runtime;   /* list holding the default runtime (0 or 1 items) */
+    PyObject *slow_create;       /* (cls, *args, **kwargs) -> conjugate */
+    PyObject *init_create;       /* the same, for a class with a Python __init__ */
+    PyObject *attribute_error;   /* (obj, name, error, action, value) -> better error or None */
+    PyObject *expired_error;     /* (sentinel) -> ExpiredConjugateError */
+    PyObject *raise_status;      /* (status, what, runtime) -> raises (expires first if dying) */
+    PyObject *store_failed;      /* (holder, value, what) -> raises */
+    PyObject *store_refused;     /* (runtime, status, what) -> raises */
+    PyObject *expired_type;      /* the ExpiredPointer class (a tuple subclass) */
     PyObject *expired_exception; /* the ExpiredConjugateError class */
-    PyObject *current_runtime;  /* () -> the current runtime (made on first use) */
-    PyObject *name_class;       /* zs.Name: the class of names made here */
-    PyObject *describe_value;   /* (value) -> str: names an expired value in its message */
+    PyObject *current_runtime;   /* () -> the current runtime (made on first use) */
+    PyObject *name_class;        /* zs.Name: the class of names made here */
+    PyObject *describe_value;    /* (value) -> str: names an expired value in its message */
     zs_native_api api;
     int configured;
     /* Calls from native code (calls.c); set by configure_calls(). */
@@ -250,37 +305,36 @@ struct zsv_table;
  * newer object in the same slot. Invariant: an entry is a live conjugate of
  * this runtime whose handle indexes that entry. Guarded by the GIL. */
 typedef struct zs_runtime_core {
-    PyObject_HEAD
-    zs_runtime *native;          /* NULL before open and after close */
+    PyObject_HEAD zs_runtime *native; /* NULL before open and after close */
     zs_core_state *state;
-    PyObject **table;            /* [capacity] borrowed conjugates */
+    PyObject **table; /* [capacity] borrowed conjugates */
     uint32_t capacity;
-    uint32_t collect_every;      /* GcStress.collect_every: creation takes the slow path */
-    uint32_t adopting;           /* depth of the sections between a native conjugate record
+    uint32_t collect_every; /* GcStress.collect_every: creation takes the slow path */
+    uint32_t adopting;      /* depth of the sections between a native conjugate record
                                     and its table entry (Runtime._adopting, zsharp_py/_runtime/runtime.py):
                                     they nest, since a keyword's hook in a constructor may
                                     create or adopt another object */
-    char closing;                /* set first thing by close(): fast paths decline */
-    char flush_pending;          /* finalisers queued native frees: flush at the next safe point */
-    char dying_window;           /* a cycle has found objects dying whose conjugates may not
+    char closing;           /* set first thing by close(): fast paths decline */
+    char flush_pending;     /* finalisers queued native frees: flush at the next safe point */
+    char dying_window;      /* a cycle has found objects dying whose conjugates may not
                                     have expired yet: plain writes ask the heap first (the
                                     collector sets and clears it, zsharp_py/_runtime/collector.py) */
-    PyObject *creators;          /* dict: class -> Creator (fast creation in this runtime) */
-    PyObject *last_class;        /* the class last created here, and its Creator: */
-    PyObject *last_creator;      /*   a loop creating one class skips the dict */
+    PyObject *creators;     /* dict: class -> Creator (fast creation in this runtime) */
+    PyObject *last_class;   /* the class last created here, and its Creator: */
+    PyObject *last_creator; /*   a loop creating one class skips the dict */
     /* The value layer (value.h). */
-    const zs_type **types;       /* [type_capacity]: native types by kind id (NULL: none yet) */
+    const zs_type **types; /* [type_capacity]: native types by kind id (NULL: none yet) */
     uint32_t type_capacity;
-    uint32_t inline_blacks;      /* live inline black values (no native block) */
-    struct zsv_value *blacks;    /* the black list: live black values (borrowed) */
-    zs_ref *deferred;            /* native black blocks whose conjugates Python finalised */
+    uint32_t inline_blacks;   /* live inline black values (no native block) */
+    struct zsv_value *blacks; /* the black list: live black values (borrowed) */
+    zs_ref *deferred;         /* native black blocks whose conjugates Python finalised */
     uint32_t deferred_count, deferred_capacity;
-    const zs_class **natives;    /* [native_count]: native classes by class number (classes.c) */
+    const zs_class **natives; /* [native_count]: native classes by class number (classes.c) */
     uint32_t native_count;
-    PyObject **names;            /* [name_count]: decoded base strings by name index (names.c) */
+    PyObject **names; /* [name_count]: decoded base strings by name index (names.c) */
     uint32_t name_count, name_capacity;
-    PyObject *interned;          /* dict: exact str -> packed name (index | number << 32) */
-    PyObject **callables;        /* [callable_capacity]: delegate callables by id - 1 (names.c);
+    PyObject *interned;   /* dict: exact str -> packed name (index | number << 32) */
+    PyObject **callables; /* [callable_capacity]: delegate callables by id - 1 (names.c);
                                     a free slot holds the next free id, tagged odd */
     uint32_t callable_capacity, callable_count, callable_free;
 } zs_runtime_core;
@@ -292,13 +346,12 @@ typedef struct zs_runtime_core {
  * views (value.h), or NULL. Expired: `address` is NULL and `u.expired` is
  * the ExpiredPointer describing why. */
 typedef struct zs_conjugate {
-    PyObject_HEAD
-    char *address;
+    PyObject_HEAD char *address;
     zs_ref handle;
-    zs_runtime_core *runtime;  /* strong: a conjugate keeps its runtime alive */
+    zs_runtime_core *runtime; /* strong: a conjugate keeps its runtime alive */
     union {
-        struct zsv_table *views;  /* while live */
-        PyObject *expired;        /* once expired (strong) */
+        struct zsv_table *views; /* while live */
+        PyObject *expired;       /* once expired (strong) */
     } u;
 } zs_conjugate;
 
@@ -307,16 +360,15 @@ typedef struct zs_conjugate {
 typedef struct zs_class_object {
     PyHeapTypeObject heap;
     zs_core_state *state;
-    uint32_t number;           /* an index of zs_runtime_core.natives (init_class) */
-    char python_init;          /* the class has a Python __init__: creation goes to init_create */
+    uint32_t number;  /* an index of zs_runtime_core.natives (init_class) */
+    char python_init; /* the class has a Python __init__: creation goes to init_create */
 } zs_class_object;
 
 /* How one class is created in one runtime, when its defaults are all plain
  * data: the native class and the image of the bytes after the header. */
 typedef struct zs_creator {
-    PyObject_HEAD
-    const zs_class *cls;
-    PyObject *image;  /* bytes */
+    PyObject_HEAD const zs_class *cls;
+    PyObject *image; /* bytes */
 } zs_creator;
 
 /* ---- shared between the files ----------------------------------------------- */
@@ -324,8 +376,7 @@ typedef struct zs_creator {
 #define ZS_CONJUGATE_IS_LIVE(c) ((c)->address != NULL)
 
 /* conjugates.c */
-int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle,
-                      void *address);
+int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle, void *address);
 zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle);
 PyObject *zs_raise_expired(zs_conjugate *conjugate);
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state);
@@ -354,9 +405,9 @@ int zs_descriptor_misapplied(PyObject *what, PyTypeObject *owner, PyObject *obj)
  * checked before anything is allocated, written once the object exists. */
 typedef struct zs_prepared_store {
     uint32_t offset;
-    uint32_t size;            /* bytes of a scalar; 0 for a reference */
+    uint32_t size; /* bytes of a scalar; 0 for a reference */
     zs_ref ref;
-    unsigned char bits[8];    /* the scalar's C value */
+    unsigned char bits[8]; /* the scalar's C value */
 } zs_prepared_store;
 /* What a ScalarProperty reads: its class, offset, scalar kind and name
  * (borrowed). `descriptor` must be one. Returns 1. */
@@ -369,13 +420,14 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
 
 /* classes.c */
 int zs_add_class_types(PyObject *module, zs_core_state *state);
+/* Let calls of a conjugate class take the vectorcall path (init_class). */
+int zs_class_enable_vectorcall(PyTypeObject *cls);
 
 /* weak.c */
 /* A weak object pointer: never keeps its object alive, never resolves to
  * another object reusing the slot. */
 typedef struct zs_weak {
-    PyObject_HEAD
-    zs_runtime_core *runtime;  /* strong; NULL for a null pointer */
+    PyObject_HEAD zs_runtime_core *runtime; /* strong; NULL for a null pointer */
     zs_ref handle;
 } zs_weak;
 int zs_add_weak_type(PyObject *module, zs_core_state *state);
@@ -383,8 +435,6 @@ int zs_add_weak_type(PyObject *module, zs_core_state *state);
 PyObject *zs_weak_new(PyTypeObject *type, zs_runtime_core *rt, zs_ref handle);
 /* Its object's conjugate while the object lives, else None. */
 PyObject *zs_weak_get(PyObject *weak);
-/* Let calls of a conjugate class take the vectorcall path (init_class). */
-int zs_class_enable_vectorcall(PyTypeObject *cls);
 
 /* calls.c */
 int zs_open_runtime_add(zs_core_state *state, zs_runtime_core *rt);

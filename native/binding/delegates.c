@@ -4,8 +4,98 @@
  * method name index, callable or None), parsed in Python (which may run
  * Python code: method lookups); each primitive then finds the delegate
  * again and makes its native call with no Python code in between.
+ *
+ * The registry of the Python callables that native bindings name by id
+ * (zsv_callable_*) is here too.
  */
 #include "value.h"
+
+/* =========================================================================
+ * Delegate callables
+ * ========================================================================= */
+
+/* Native delegate bindings name Python callables by id. The registry holds
+ * each callable while some native binding does: an id is retained natively
+ * once when registered (the registry's hold), each binding store retains it
+ * again, and the registry's hold is released once the store is done. Ids
+ * whose native count drops to zero are reported by the heap and dropped
+ * here at a safe point (zsv_callables_drain). */
+
+/* Register a callable: its id, retained natively once; 0 when out of memory. */
+uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable) {
+    if (rt->native == NULL) return 0;
+    if (rt->callable_free == 0) {
+        uint32_t capacity = rt->callable_capacity ? rt->callable_capacity * 2 : 64;
+        PyObject **grown = PyMem_Realloc(rt->callables, (size_t)capacity * sizeof *grown);
+        if (grown == NULL) return 0;
+        for (uint32_t i = capacity; i-- > rt->callable_capacity;) {
+            /* A free slot holds the next free id, tagged as an odd integer. */
+            grown[i] = (PyObject *)(uintptr_t)(((uintptr_t)rt->callable_free << 1) | 1u);
+            rt->callable_free = i + 1;
+        }
+        rt->callables = grown;
+        rt->callable_capacity = capacity;
+    }
+    uint32_t id = rt->callable_free;
+    uintptr_t next = (uintptr_t)rt->callables[id - 1];
+    if (rt->state->api.zs_callable_retain(rt->native, id) != ZS_OK) return 0;
+    rt->callable_free = (uint32_t)(next >> 1);
+    rt->callables[id - 1] = Py_NewRef(callable);
+    rt->callable_count++;
+    return id;
+}
+
+/* Release the registry's hold on an id once its binding store is made. */
+void zsv_callable_done(zs_runtime_core *rt, uint32_t id) {
+    if (id != 0 && rt->native != NULL) rt->state->api.zs_callable_release(rt->native, id);
+}
+
+/* The callable of an id (borrowed), or NULL for a free or unknown id. */
+PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id) {
+    if (id == 0 || id > rt->callable_capacity) return NULL;
+    PyObject *held = rt->callables[id - 1];
+    return ((uintptr_t)held & 1u) ? NULL : held;
+}
+
+/* Drop the callables of ids no native binding holds any more. */
+int zsv_callables_drain(zs_runtime_core *rt) {
+    if (rt->callable_count == 0) return 0;
+    uint32_t ids[256], count = 0;
+    do {
+        /* Checked on every round: a finaliser run by a drop below may have
+           closed the runtime (close drops every callable itself). */
+        if (rt->native == NULL || rt->closing) return 0;
+        if (rt->state->api.zs_take_released_callables(rt->native, ids, 256, &count) != ZS_OK)
+            return -1;
+        for (uint32_t i = 0; i < count && rt->native != NULL; i++) {
+            uint32_t id = ids[i];
+            PyObject *held = zsv_callable_get(rt, id);
+            if (held == NULL) continue;
+            rt->callables[id - 1] = (PyObject *)(uintptr_t)(((uintptr_t)rt->callable_free << 1) |
+                                                            1u);
+            rt->callable_free = id;
+            rt->callable_count--;
+            Py_DECREF(held); /* may run Python code: the slot is consistent already */
+        }
+    } while (count == 256);
+    return 0;
+}
+
+/* Drop every callable (close, dealloc): the registry is emptied first, so a
+ * callable's finaliser finds it consistent. */
+void zsv_callables_free(zs_runtime_core *rt) {
+    PyObject **held = rt->callables;
+    uint32_t capacity = rt->callable_capacity;
+    rt->callables = NULL;
+    rt->callable_capacity = rt->callable_count = rt->callable_free = 0;
+    for (uint32_t i = 0; i < capacity; i++)
+        if (held[i] != NULL && !((uintptr_t)held[i] & 1u)) Py_DECREF(held[i]);
+    PyMem_Free(held);
+}
+
+/* =========================================================================
+ * Delegate values
+ * ========================================================================= */
 
 /* The live delegate value a method is given (its memory), or NULL. */
 static char *delegate_of(PyObject *self, zsv_value **out) {
@@ -25,21 +115,17 @@ static PyObject *delegate_raw(PyObject *self, PyObject *unused) {
     (void)unused;
     zsv_value *value;
     char *at = delegate_of(self, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     zsv_staged staged = {0};
-    if (zsv_capture(value->runtime, value->kind, at, &staged) < 0)
-        return PyErr_NoMemory();
+    if (zsv_capture(value->runtime, value->kind, at, &staged) < 0) return PyErr_NoMemory();
     PyObject *list = PyList_New(staged.count);
     for (uint32_t i = 0; list != NULL && i < staged.count; i++) {
         const zsv_binding *binding = &staged.u.bindings[i];
         PyObject *row = Py_BuildValue("(KIO)", (unsigned long long)binding->object,
                                       binding->function_name,
                                       binding->callable ? binding->callable : Py_None);
-        if (row == NULL)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, i, row);
+        if (row == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, row);
     }
     zsv_release(value->kind, &staged);
     return list;
@@ -49,8 +135,7 @@ static PyObject *delegate_raw(PyObject *self, PyObject *unused) {
  * an unallocated sparse one unless `create`); *status on failure. */
 static zs_array *binding_list(zsv_value *value, int create, zs_status *status) {
     *status = ZS_OK;
-    if (value->kind->code == ZSV_MULTICAST)
-        return (zs_array *)value->address;
+    if (value->kind->code == ZSV_MULTICAST) return (zs_array *)value->address;
     zs_runtime_core *rt = value->runtime;
     zs_array *list = NULL;
     *status = rt->state->api.zs_sparse_bindings(rt->native, value->owner, value->address, create,
@@ -63,11 +148,9 @@ static PyObject *delegate_add(PyObject *self, PyObject *args) {
     unsigned long long handle;
     unsigned int name;
     PyObject *callable;
-    if (!PyArg_ParseTuple(args, "KIO:_add", &handle, &name, &callable))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "KIO:_add", &handle, &name, &callable)) return NULL;
     zsv_value *value;
-    if (delegate_of(self, &value) == NULL)
-        return NULL;
+    if (delegate_of(self, &value) == NULL) return NULL;
     if (value->kind->code == ZSV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "a Delegate holds one binding: use bind()");
     zs_runtime_core *rt = value->runtime;
@@ -84,8 +167,7 @@ static PyObject *delegate_add(PyObject *self, PyObject *args) {
                                                  callable != Py_None ? ZS_NULL_REF : handle,
                                                  callable != Py_None ? 0 : name, id);
     zsv_callable_done(rt, id);
-    if (status != ZS_OK)
-        return zsv_refused(rt, status, value->kind->what);
+    if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
     Py_RETURN_NONE;
 }
 
@@ -94,8 +176,8 @@ static PyObject *delegate_add(PyObject *self, PyObject *args) {
 static zs_status remove_at(zsv_value *value, uint32_t index, uint32_t count) {
     zs_runtime_core *rt = value->runtime;
     if (value->kind->code == ZSV_DELEGATE)
-        return rt->state->api.zs_binding_set(rt->native, value->owner,
-                                              (zs_binding *)value->address, 0, 0, 0);
+        return rt->state->api.zs_binding_set(rt->native, value->owner, (zs_binding *)value->address,
+                                             0, 0, 0);
     zs_status status;
     zs_array *list = binding_list(value, 0, &status);
     if (status == ZS_OK && list != NULL)
@@ -112,14 +194,11 @@ static zs_status remove_at(zsv_value *value, uint32_t index, uint32_t count) {
 /* _remove(index, count): remove bindings (later ones move down). */
 static PyObject *delegate_remove(PyObject *self, PyObject *args) {
     unsigned int index, count;
-    if (!PyArg_ParseTuple(args, "II:_remove", &index, &count))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "II:_remove", &index, &count)) return NULL;
     zsv_value *value;
-    if (delegate_of(self, &value) == NULL)
-        return NULL;
+    if (delegate_of(self, &value) == NULL) return NULL;
     zs_status status = remove_at(value, index, count);
-    if (status != ZS_OK)
-        return zsv_refused(value->runtime, status, value->kind->what);
+    if (status != ZS_OK) return zsv_refused(value->runtime, status, value->kind->what);
     Py_RETURN_NONE;
 }
 
@@ -136,8 +215,7 @@ static PyObject *delegate_remove(PyObject *self, PyObject *args) {
 static PyObject *slow_path(PyObject *self, const char *name, PyObject *const *args,
                            Py_ssize_t count, PyObject *kwnames) {
     PyObject *method = PyUnicode_FromFormat("_%s_slow", name);
-    if (method == NULL)
-        return NULL;
+    if (method == NULL) return NULL;
     Py_ssize_t named = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject **stack = PyMem_Malloc((size_t)(1 + count + named) * sizeof *stack);
     PyObject *result = NULL;
@@ -145,8 +223,7 @@ static PyObject *slow_path(PyObject *self, const char *name, PyObject *const *ar
         PyErr_NoMemory();
     } else {
         stack[0] = self;
-        for (Py_ssize_t i = 0; i < count + named; i++)
-            stack[1 + i] = args[i];
+        for (Py_ssize_t i = 0; i < count + named; i++) stack[1 + i] = args[i];
         result = PyObject_VectorcallMethod(method, stack, (size_t)(1 + count), kwnames);
         PyMem_Free(stack);
     }
@@ -160,10 +237,9 @@ static PyObject *slow_path(PyObject *self, const char *name, PyObject *const *ar
 static PyObject *call_in_scope(zs_core_state *state, PyObject *callable, PyObject *const *args,
                                Py_ssize_t count, PyObject *kwnames) {
     zsv_call_scope scope;
-    if (zsv_call_scope_open(state, &scope) < 0)
-        return NULL;
+    if (zsv_call_scope_open(state, &scope) < 0) return NULL;
     PyObject *result = PyObject_Vectorcall(callable, args, (size_t)count, kwnames);
-    zsv_call_scope_close(state, &scope);  /* no Python code: the error stays set */
+    zsv_call_scope_close(state, &scope); /* no Python code: the error stays set */
     return result;
 }
 
@@ -181,35 +257,30 @@ static PyObject *delegate_execute(PyObject *self, PyObject *const *args, Py_ssiz
                                   PyObject *kwnames) {
     zsv_value *value;
     char *at = delegate_of(self, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     if (value->kind->code != ZSV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "execute() is for a Delegate; broadcast() a %U",
                             value->kind->what);
     PyObject *callable = single_callable(value, at);
-    if (callable == NULL)
-        return slow_path(self, "execute", args, count, kwnames);
+    if (callable == NULL) return slow_path(self, "execute", args, count, kwnames);
     PyObject *result = call_in_scope(value->runtime->state, callable, args, count, kwnames);
     Py_DECREF(callable);
     return result;
 }
 
 /* Delegate.execute_if_bound(*args, **kwargs): call it if bound. */
-static PyObject *delegate_execute_if_bound(PyObject *self, PyObject *const *args,
-                                           Py_ssize_t count, PyObject *kwnames) {
+static PyObject *delegate_execute_if_bound(PyObject *self, PyObject *const *args, Py_ssize_t count,
+                                           PyObject *kwnames) {
     zsv_value *value;
     char *at = delegate_of(self, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     if (value->kind->code != ZSV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "execute_if_bound() is for a Delegate");
     PyObject *callable = single_callable(value, at);
-    if (callable == NULL)
-        return slow_path(self, "execute_if_bound", args, count, kwnames);
+    if (callable == NULL) return slow_path(self, "execute_if_bound", args, count, kwnames);
     PyObject *result = call_in_scope(value->runtime->state, callable, args, count, kwnames);
     Py_DECREF(callable);
-    if (result == NULL)
-        return NULL;
+    if (result == NULL) return NULL;
     Py_DECREF(result);
     Py_RETURN_TRUE;
 }
@@ -223,17 +294,15 @@ static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ss
                                     PyObject *kwnames) {
     zsv_value *value;
     char *at = delegate_of(self, &value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     if (value->kind->code == ZSV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "broadcast() is for a multicast delegate; "
                                              "execute() a Delegate");
     zs_runtime_core *rt = value->runtime;
     zsv_staged staged = {0};
-    if (zsv_capture(rt, value->kind, at, &staged) < 0)
-        return PyErr_NoMemory();
+    if (zsv_capture(rt, value->kind, at, &staged) < 0) return PyErr_NoMemory();
     for (uint32_t i = 0; i < staged.count; i++)
-        if (staged.u.bindings[i].callable == NULL) {  /* an object binding (or a hole) */
+        if (staged.u.bindings[i].callable == NULL) { /* an object binding (or a hole) */
             zsv_release(value->kind, &staged);
             return slow_path(self, "broadcast", args, count, kwnames);
         }
@@ -249,12 +318,11 @@ static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ss
             continue;
         }
         if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-            stopped = 1;  /* KeyboardInterrupt, SystemExit...: at once */
+            stopped = 1; /* KeyboardInterrupt, SystemExit...: at once */
             break;
         }
         PyObject *error = zs_error_take();
-        if (errors == NULL)
-            errors = PyList_New(0);
+        if (errors == NULL) errors = PyList_New(0);
         if (errors == NULL || PyList_Append(errors, error) < 0) {
             Py_DECREF(error);
             stopped = 1;
@@ -267,8 +335,7 @@ static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ss
         Py_XDECREF(errors);
         return NULL;
     }
-    if (errors == NULL)
-        Py_RETURN_NONE;
+    if (errors == NULL) Py_RETURN_NONE;
     if (PyList_GET_SIZE(errors) == 1) {
         PyObject *error = Py_NewRef(PyList_GET_ITEM(errors, 0));
         Py_DECREF(errors);
@@ -277,7 +344,7 @@ static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ss
     }
     PyObject *raised = PyObject_CallMethod(self, "_broadcast_failed", "O", errors);
     Py_DECREF(errors);
-    Py_XDECREF(raised);  /* it raises */
+    Py_XDECREF(raised); /* it raises */
     return NULL;
 }
 
@@ -294,8 +361,7 @@ static int plain_callable(zs_core_state *state, PyObject *target) {
 static int callable_bindings(zsv_value *value, int create, zs_array **list, int *all_callables) {
     zs_status status;
     *list = binding_list(value, create, &status);
-    if (status != ZS_OK)
-        return zsv_refused(value->runtime, status, value->kind->what), -1;
+    if (status != ZS_OK) return zsv_refused(value->runtime, status, value->kind->what), -1;
     *all_callables = 1;
     const zs_binding *data = *list ? (const zs_binding *)(*list)->data : NULL;
     for (uint32_t i = 0; *list != NULL && i < (*list)->count && *all_callables; i++)
@@ -309,8 +375,7 @@ static int callable_bindings(zsv_value *value, int create, zs_array **list, int 
 static PyObject *delegate_add_binding(PyObject *self, PyObject *const *args, Py_ssize_t count,
                                       PyObject *kwnames) {
     zsv_value *value;
-    if (delegate_of(self, &value) == NULL)
-        return NULL;
+    if (delegate_of(self, &value) == NULL) return NULL;
     if (value->kind->code == ZSV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "a Delegate holds one binding: use bind()");
     zs_runtime_core *rt = value->runtime;
@@ -319,29 +384,25 @@ static PyObject *delegate_add_binding(PyObject *self, PyObject *const *args, Py_
         return slow_path(self, "add", args, count, kwnames);
     zs_array *list;
     int all_callables;
-    if (callable_bindings(value, 1, &list, &all_callables) < 0)
-        return NULL;
-    if (!all_callables)
-        return slow_path(self, "add", args, count, kwnames);
+    if (callable_bindings(value, 1, &list, &all_callables) < 0) return NULL;
+    if (!all_callables) return slow_path(self, "add", args, count, kwnames);
     /* No Python code ran since delegate_of: the list is current. */
     uint32_t id = zsv_callable_id(rt, args[0]);
     zs_status status = id == 0 ? ZS_E_NOMEM
                                : rt->state->api.zs_multicast_add(rt->native, value->owner, list,
                                                                  ZS_NULL_REF, 0, id);
     zsv_callable_done(rt, id);
-    if (status != ZS_OK)
-        return zsv_refused(rt, status, value->kind->what);
+    if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
     Py_RETURN_NONE;
 }
 
 /* remove(target, function=None): a plain function is matched here when ==
  * between it and every binding before its match is identity (functions);
  * anything else by _remove_slow. Returns whether one was removed. */
-static PyObject *delegate_remove_binding(PyObject *self, PyObject *const *args,
-                                         Py_ssize_t count, PyObject *kwnames) {
+static PyObject *delegate_remove_binding(PyObject *self, PyObject *const *args, Py_ssize_t count,
+                                         PyObject *kwnames) {
     zsv_value *value;
-    if (delegate_of(self, &value) == NULL)
-        return NULL;
+    if (delegate_of(self, &value) == NULL) return NULL;
     if (value->kind->code == ZSV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "a Delegate holds one binding: use unbind()");
     zs_runtime_core *rt = value->runtime;
@@ -350,22 +411,19 @@ static PyObject *delegate_remove_binding(PyObject *self, PyObject *const *args,
         return slow_path(self, "remove", args, count, kwnames);
     zs_array *list;
     int all_callables;
-    if (callable_bindings(value, 0, &list, &all_callables) < 0)
-        return NULL;
-    if (!all_callables)
-        return slow_path(self, "remove", args, count, kwnames);
+    if (callable_bindings(value, 0, &list, &all_callables) < 0) return NULL;
+    if (!all_callables) return slow_path(self, "remove", args, count, kwnames);
     const zs_binding *data = list ? (const zs_binding *)list->data : NULL;
     for (uint32_t i = 0; list != NULL && i < list->count; i++) {
         PyObject *held = zsv_callable_get(rt, data[i].callable);
         if (held == args[0]) {
             /* Nothing ran Python code since delegate_of: i is current. */
             zs_status status = remove_at(value, i, 1);
-            if (status != ZS_OK)
-                return zsv_refused(rt, status, value->kind->what);
+            if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
             Py_RETURN_TRUE;
         }
         if (held == NULL || Py_TYPE(held) != &PyFunction_Type)
-            return slow_path(self, "remove", args, count, kwnames);  /* == could say yes */
+            return slow_path(self, "remove", args, count, kwnames); /* == could say yes */
     }
     Py_RETURN_FALSE;
 }
@@ -375,10 +433,8 @@ static PyObject *delegate_allocated(PyObject *self, void *closure) {
     (void)closure;
     zsv_value *value;
     char *at = delegate_of(self, &value);
-    if (at == NULL)
-        return NULL;
-    if (value->kind->code != ZSV_SPARSE)
-        Py_RETURN_TRUE;
+    if (at == NULL) return NULL;
+    if (value->kind->code != ZSV_SPARSE) Py_RETURN_TRUE;
     return PyBool_FromLong(*(void **)at != NULL);
 }
 
@@ -438,8 +494,7 @@ int zsv_add_delegate_type(PyObject *module, zs_core_state *state) {
     PyObject *bases = PyTuple_Pack(1, (PyObject *)state->value_type);
     PyObject *type = bases ? PyType_FromModuleAndSpec(module, &spec, bases) : NULL;
     Py_XDECREF(bases);
-    if (type == NULL)
-        return -1;
+    if (type == NULL) return -1;
     state->delegate_type = (PyTypeObject *)type;
     return PyModule_AddObjectRef(module, "DelegateBase", type);
 }

@@ -27,16 +27,15 @@ typedef struct zs_path_plan {
     PyObject *what;            /* strong: the last step's "Class.name", for errors */
     PyTypeObject *classes[ZS_PATH_STEPS]; /* borrowed (the descriptors hold them) */
     unsigned int versions[ZS_PATH_STEPS];
-    PyObject *descriptors;     /* strong: the tuple of descriptors, which hold the classes */
+    PyObject *descriptors; /* strong: the tuple of descriptors, which hold the classes */
     uint32_t offset;
     uint8_t steps;
     zs_scalar_kind kind;
 } zs_path_plan;
 
 typedef struct zs_field_path {
-    PyObject_HEAD
-    zs_path_plan plans[ZS_PATH_PLANS];
-    uint8_t next;              /* the slot the next plan replaces */
+    PyObject_HEAD zs_path_plan plans[ZS_PATH_PLANS];
+    uint8_t next; /* the slot the next plan replaces */
 } zs_field_path;
 
 /* =========================================================================
@@ -61,11 +60,9 @@ static inline int unchanged(PyTypeObject *cls, unsigned int version) {
 static zs_path_plan *plan_for(zs_field_path *path, PyTypeObject *root) {
     for (int i = 0; i < ZS_PATH_PLANS; i++) {
         zs_path_plan *plan = &path->plans[i];
-        if (plan->root != root || !unchanged(root, plan->root_version))
-            continue;
+        if (plan->root != root || !unchanged(root, plan->root_version)) continue;
         for (uint8_t s = 0; s < plan->steps; s++)
-            if (!unchanged(plan->classes[s], plan->versions[s]))
-                return NULL;
+            if (!unchanged(plan->classes[s], plan->versions[s])) return NULL;
         return plan;
     }
     return NULL;
@@ -76,8 +73,8 @@ static zs_path_plan *plan_for(zs_field_path *path, PyTypeObject *root) {
  * anything else. `struct_kind`: the struct the step is in (NULL: an object
  * class). */
 static int step_of(zs_core_state *state, PyObject *descriptor, zsv_kind *struct_kind,
-                   zs_scalar_kind *scalar, uint32_t *offset, zsv_kind **inner,
-                   PyTypeObject **owner, PyObject **what) {
+                   zs_scalar_kind *scalar, uint32_t *offset, zsv_kind **inner, PyTypeObject **owner,
+                   PyObject **what) {
     if (struct_kind == NULL && Py_TYPE(descriptor) == state->scalar_type)
         return zs_scalar_property_info(descriptor, owner, offset, scalar, what);
     zsv_kind *kind;
@@ -106,8 +103,7 @@ static PyObject *path_compile(PyObject *self, PyObject *args) {
         return NULL;
     zs_core_state *state = zs_state_of_type(Py_TYPE(self));
     Py_ssize_t count = PyTuple_GET_SIZE(steps);
-    if (count == 0 || count > ZS_PATH_STEPS)
-        Py_RETURN_FALSE;
+    if (count == 0 || count > ZS_PATH_STEPS) Py_RETURN_FALSE;
     int object_root = PyType_IsSubtype(root, state->conjugate_type);
     zsv_kind *in_struct = NULL, *root_kind = NULL;
     PyTypeObject *root_owner = NULL;
@@ -134,13 +130,11 @@ static PyObject *path_compile(PyObject *self, PyObject *args) {
         int found = step_of(state, PyTuple_GET_ITEM(step, 1), in_struct, &scalar, &offset, &inner,
                             &owner, &what);
         if (found == 0 || (found == 1) != (i == count - 1))
-            Py_RETURN_FALSE;  /* not a scalar at the end of inline structs */
-        if (i == 0)
-            root_owner = owner;
+            Py_RETURN_FALSE; /* not a scalar at the end of inline structs */
+        if (i == 0) root_owner = owner;
         /* The class's version tag: looking a name up assigns one. */
         (void)_PyType_Lookup(cls, state->str_name);
-        if (!(cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
-            Py_RETURN_FALSE;
+        if (!(cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) Py_RETURN_FALSE;
         made.classes[i] = cls;
         made.versions[i] = cls->tp_version_tag;
         total += offset;
@@ -174,8 +168,7 @@ static char *scalar_in(zs_core_state *state, const zs_path_plan *plan, PyObject 
                        zs_runtime_core **rt, zs_ref *owner) {
     if (plan->owner != NULL) {
         zs_conjugate *conjugate = (zs_conjugate *)root;
-        if (!ZS_CONJUGATE_IS_LIVE(conjugate))
-            return zs_raise_expired(conjugate), NULL;
+        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), NULL;
         if (!zs_conjugate_is_a(conjugate, plan->owner))
             return zs_descriptor_misapplied(plan->what, plan->owner, root), NULL;
         *rt = conjugate->runtime;
@@ -196,11 +189,9 @@ static char *scalar_in(zs_core_state *state, const zs_path_plan *plan, PyObject 
 static zs_path_plan *plan_of(PyObject *self, PyObject *root) {
     zs_field_path *path = (zs_field_path *)self;
     zs_path_plan *plan = plan_for(path, Py_TYPE(root));
-    if (plan != NULL)
-        return plan;
+    if (plan != NULL) return plan;
     PyObject *made = PyObject_CallMethod(self, "_plan", "O", (PyObject *)Py_TYPE(root));
-    if (made == NULL)
-        return NULL;
+    if (made == NULL) return NULL;
     Py_DECREF(made);
     return plan_for(path, Py_TYPE(root));
 }
@@ -224,30 +215,25 @@ static PyObject *path_set(PyObject *self, PyObject *const *args, Py_ssize_t coun
     PyObject *root = args[0], *value = args[1];
     zs_path_plan *plan = plan_of(self, root);
     if (plan == NULL)
-        return PyErr_Occurred() ? NULL
-                                : PyObject_CallMethod(self, "_set_slow", "OO", root, value);
+        return PyErr_Occurred() ? NULL : PyObject_CallMethod(self, "_set_slow", "OO", root, value);
     zs_core_state *state = zs_state_of_type(Py_TYPE(self));
     zs_runtime_core *rt;
     zs_ref owner;
-    if (scalar_in(state, plan, root, &rt, &owner) == NULL)
-        return NULL;
+    if (scalar_in(state, plan, root, &rt, &owner) == NULL) return NULL;
     zs_scalar_kind kind = plan->kind;
-    PyObject *what = Py_NewRef(plan->what);  /* the plan may be replaced meanwhile */
+    PyObject *what = Py_NewRef(plan->what); /* the plan may be replaced meanwhile */
     zs_scalar_bits bits;
     int converted = zs_scalar_convert(kind, value, &bits, what);
     Py_DECREF(what);
-    if (converted < 0)
-        return NULL;
+    if (converted < 0) return NULL;
     /* Python code may have run: the plan and the root again. */
     plan = plan_for((zs_field_path *)self, Py_TYPE(root));
     if (plan == NULL || plan->kind != kind)
         return PyObject_CallMethod(self, "_set_slow", "OO", root, value);
     char *at = scalar_in(state, plan, root, &rt, &owner);
-    if (at == NULL)
-        return NULL;
-    zs_status status = zsv_writable(rt, owner);  /* the one rule for dying objects */
-    if (status != ZS_OK)
-        return zsv_refused(rt, status, plan->what);
+    if (at == NULL) return NULL;
+    zs_status status = zsv_writable(rt, owner); /* the one rule for dying objects */
+    if (status != ZS_OK) return zsv_refused(rt, status, plan->what);
     memcpy(at, &bits, zs_scalar_size(kind));
     Py_RETURN_NONE;
 }
@@ -270,8 +256,7 @@ static int path_traverse(PyObject *self, visitproc visit, void *arg) {
 
 static int path_clear(PyObject *self) {
     zs_field_path *path = (zs_field_path *)self;
-    for (int i = 0; i < ZS_PATH_PLANS; i++)
-        plan_clear(&path->plans[i]);
+    for (int i = 0; i < ZS_PATH_PLANS; i++) plan_clear(&path->plans[i]);
     return 0;
 }
 
@@ -314,8 +299,7 @@ static PyType_Spec path_spec = {
 int zsv_add_field_path_type(PyObject *module, zs_core_state *state) {
     (void)state;
     PyObject *type = PyType_FromModuleAndSpec(module, &path_spec, NULL);
-    if (type == NULL)
-        return -1;
+    if (type == NULL) return -1;
     int result = PyModule_AddObjectRef(module, "FieldPathBase", type);
     Py_DECREF(type);
     return result;

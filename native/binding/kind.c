@@ -26,9 +26,10 @@ int zsv_is_kind(zs_core_state *state, PyObject *object) {
 /* Kind(code, size, align, native_kind, what, *, scalar, unit, flags, element,
  *      value, value_offset, entry_size, cls, encode, decode, struct_name, image) */
 static PyObject *kind_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"code", "size", "align", "native_kind", "what", "scalar", "unit",
-                               "flags", "element", "value", "value_offset", "entry_size", "cls",
-                               "encode", "decode", "struct_name", "image", NULL};
+    static char *keywords[] = {"code",         "size",       "align", "native_kind", "what",
+                               "scalar",       "unit",       "flags", "element",     "value",
+                               "value_offset", "entry_size", "cls",   "encode",      "decode",
+                               "struct_name",  "image",      NULL};
     unsigned int code, size, align, native_kind, scalar = 0, unit = 0, flags = 0;
     unsigned int value_offset = 0, entry_size = 0;
     PyObject *what, *element = Py_None, *value = Py_None, *cls = Py_None, *encode = Py_None;
@@ -40,8 +41,9 @@ static PyObject *kind_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
         return NULL;
     zs_core_state *state = zs_state_of_type(type);
     if (code == 0 || code >= ZSV_CODES || align == 0 || (align & (align - 1)) != 0 || align > 16 ||
-        (size % align) != 0 || size > (1u << 24) || (code == ZSV_SCALAR && scalar >= ZS_SCALAR_KINDS) ||
-        (code == ZSV_PLAIN && size > 16) || (code == ZSV_STRING && unit != 1 && unit != 2)) {
+        (size % align) != 0 || size > (1u << 24) ||
+        (code == ZSV_SCALAR && scalar >= ZS_SCALAR_KINDS) || (code == ZSV_PLAIN && size > 16) ||
+        (code == ZSV_STRING && unit != 1 && unit != 2)) {
         PyErr_SetString(PyExc_ValueError, "Kind: inconsistent layout");
         return NULL;
     }
@@ -60,8 +62,7 @@ static PyObject *kind_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
         return NULL;
     }
     zsv_kind *kind = (zsv_kind *)type->tp_alloc(type, 0);
-    if (kind == NULL)
-        return NULL;
+    if (kind == NULL) return NULL;
     kind->id = state->kind_count++;
     kind->code = (uint8_t)code;
     kind->scalar = (uint8_t)scalar;
@@ -75,7 +76,7 @@ static PyObject *kind_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     kind->element = element != Py_None ? (zsv_kind *)Py_NewRef(element) : NULL;
     kind->value = value != Py_None ? (zsv_kind *)Py_NewRef(value) : NULL;
     kind->cls = cls != Py_None ? (PyTypeObject *)Py_NewRef(cls) : NULL;
-    kind->flags &= ~ZSV_VALUE_CLASS;  /* decided here, never taken from the caller */
+    kind->flags &= ~ZSV_VALUE_CLASS; /* decided here, never taken from the caller */
     if (kind->cls != NULL && PyType_IsSubtype(kind->cls, state->value_type))
         kind->flags |= ZSV_VALUE_CLASS;
     kind->what = Py_NewRef(what);
@@ -96,14 +97,12 @@ static PyObject *kind_set_members(PyObject *self, PyObject *list) {
     }
     Py_ssize_t count = PyList_GET_SIZE(list);
     zsv_member *members = PyMem_Calloc(count ? (size_t)count : 1, sizeof *members);
-    if (members == NULL)
-        return PyErr_NoMemory();
+    if (members == NULL) return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *row = PyList_GET_ITEM(list, i), *name, *member;
         unsigned int offset;
         if (!PyTuple_CheckExact(row) || !PyArg_ParseTuple(row, "UIO", &name, &offset, &member) ||
-            !zsv_is_kind(state, member) ||
-            offset + ((zsv_kind *)member)->size > kind->size ||
+            !zsv_is_kind(state, member) || offset + ((zsv_kind *)member)->size > kind->size ||
             offset % ((zsv_kind *)member)->align != 0) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_ValueError, "set_members: a member outside the struct");
@@ -131,8 +130,7 @@ static int kind_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(kind->cls);
     Py_VISIT(kind->encode);
     Py_VISIT(kind->decode);
-    for (uint32_t i = 0; i < kind->member_count; i++)
-        Py_VISIT(kind->members[i].kind);
+    for (uint32_t i = 0; i < kind->member_count; i++) Py_VISIT(kind->members[i].kind);
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
@@ -173,7 +171,8 @@ static PyMemberDef kind_members[] = {
     {"code", T_UBYTE, offsetof(zsv_kind, code), READONLY, "The kind's code (zsv_code)."},
     {"size", T_UINT, offsetof(zsv_kind, size), READONLY, "Bytes of a value."},
     {"align", T_UINT, offsetof(zsv_kind, align), READONLY, "Alignment of a value."},
-    {"entry_size", T_UINT, offsetof(zsv_kind, entry_size), READONLY, "Containers: bytes per entry."},
+    {"entry_size", T_UINT, offsetof(zsv_kind, entry_size), READONLY,
+     "Containers: bytes per entry."},
     {"value_offset", T_UINT, offsetof(zsv_kind, value_offset), READONLY,
      "Maps: the value in an entry; optionals: the flag."},
     {"flags", T_UINT, offsetof(zsv_kind, flags), READONLY, "ZSV_* flags."},
@@ -211,24 +210,42 @@ int zsv_add_kind_type(PyObject *module, zs_core_state *state) {
         PyModule_AddObjectRef(module, "Kind", (PyObject *)state->kind_type) < 0)
         return -1;
     /* The codes and flags of kinds, for Python to describe its types with. */
-    static const struct { const char *name; long value; } constants[] = {
-        {"KIND_SCALAR", ZSV_SCALAR}, {"KIND_OBJECT", ZSV_OBJECT}, {"KIND_WEAK", ZSV_WEAK},
-        {"KIND_NAME", ZSV_NAME}, {"KIND_STRING", ZSV_STRING}, {"KIND_STRUCT", ZSV_STRUCT},
-        {"KIND_ARRAY", ZSV_ARRAY}, {"KIND_SET", ZSV_SET}, {"KIND_MAP", ZSV_MAP},
-        {"KIND_OPTIONAL", ZSV_OPTIONAL}, {"KIND_PLAIN", ZSV_PLAIN},
-        {"KIND_DELEGATE", ZSV_DELEGATE}, {"KIND_MULTICAST", ZSV_MULTICAST},
-        {"KIND_SPARSE", ZSV_SPARSE}, {"KIND_VIEW", ZSV_VIEW}, {"KIND_BITWISE", ZSV_BITWISE},
-        {"KIND_UTF16", ZSV_UTF16}, {"KIND_ASCII", ZSV_ASCII},
-        {"SCALAR_BOOL", ZS_SCALAR_BOOL}, {"SCALAR_I8", ZS_SCALAR_I8},
-        {"SCALAR_I16", ZS_SCALAR_I16}, {"SCALAR_I32", ZS_SCALAR_I32},
-        {"SCALAR_I64", ZS_SCALAR_I64}, {"SCALAR_U8", ZS_SCALAR_U8},
-        {"SCALAR_U16", ZS_SCALAR_U16}, {"SCALAR_U32", ZS_SCALAR_U32},
-        {"SCALAR_U64", ZS_SCALAR_U64}, {"SCALAR_F32", ZS_SCALAR_F32},
+    static const struct {
+        const char *name;
+        long value;
+    } constants[] = {
+        {"KIND_SCALAR", ZSV_SCALAR},
+        {"KIND_OBJECT", ZSV_OBJECT},
+        {"KIND_WEAK", ZSV_WEAK},
+        {"KIND_NAME", ZSV_NAME},
+        {"KIND_STRING", ZSV_STRING},
+        {"KIND_STRUCT", ZSV_STRUCT},
+        {"KIND_ARRAY", ZSV_ARRAY},
+        {"KIND_SET", ZSV_SET},
+        {"KIND_MAP", ZSV_MAP},
+        {"KIND_OPTIONAL", ZSV_OPTIONAL},
+        {"KIND_PLAIN", ZSV_PLAIN},
+        {"KIND_DELEGATE", ZSV_DELEGATE},
+        {"KIND_MULTICAST", ZSV_MULTICAST},
+        {"KIND_SPARSE", ZSV_SPARSE},
+        {"KIND_VIEW", ZSV_VIEW},
+        {"KIND_BITWISE", ZSV_BITWISE},
+        {"KIND_UTF16", ZSV_UTF16},
+        {"KIND_ASCII", ZSV_ASCII},
+        {"SCALAR_BOOL", ZS_SCALAR_BOOL},
+        {"SCALAR_I8", ZS_SCALAR_I8},
+        {"SCALAR_I16", ZS_SCALAR_I16},
+        {"SCALAR_I32", ZS_SCALAR_I32},
+        {"SCALAR_I64", ZS_SCALAR_I64},
+        {"SCALAR_U8", ZS_SCALAR_U8},
+        {"SCALAR_U16", ZS_SCALAR_U16},
+        {"SCALAR_U32", ZS_SCALAR_U32},
+        {"SCALAR_U64", ZS_SCALAR_U64},
+        {"SCALAR_F32", ZS_SCALAR_F32},
         {"SCALAR_F64", ZS_SCALAR_F64},
     };
     for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++)
-        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0)
-            return -1;
+        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0) return -1;
     return 0;
 }
 
@@ -248,8 +265,7 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
                          kind->what);
             return NULL;
         }
-        if (known != NULL)
-            return known;
+        if (known != NULL) return known;
     }
     if (rt->native == NULL) {
         PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
@@ -257,8 +273,7 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
     }
     if (kind->id >= rt->type_capacity) {
         uint32_t capacity = rt->type_capacity ? rt->type_capacity : 64;
-        while (capacity <= kind->id)
-            capacity *= 2;
+        while (capacity <= kind->id) capacity *= 2;
         const zs_type **grown = PyMem_Realloc(rt->types, capacity * sizeof *grown);
         if (grown == NULL) {
             PyErr_NoMemory();
@@ -299,7 +314,10 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
         PyMem_Free(members);
         break;
     }
-    case ZSV_ARRAY: case ZSV_SET: case ZSV_MAP: case ZSV_OPTIONAL: {
+    case ZSV_ARRAY:
+    case ZSV_SET:
+    case ZSV_MAP:
+    case ZSV_OPTIONAL: {
         const zs_type *element = zsv_native_type(rt, kind->element);
         const zs_type *value = element && kind->value ? zsv_native_type(rt, kind->value) : NULL;
         if (element == NULL || (kind->value != NULL && value == NULL)) {
@@ -342,8 +360,7 @@ void zsv_initialize(const zsv_kind *kind, char *dst) {
 }
 
 zs_status zsv_writable(zs_runtime_core *rt, zs_ref owner) {
-    if (owner == ZS_NULL_REF || !rt->dying_window)
-        return ZS_OK;
+    if (owner == ZS_NULL_REF || !rt->dying_window) return ZS_OK;
     return rt->state->api.zs_object_writable(rt->native, owner);
 }
 
@@ -360,23 +377,19 @@ PyObject *zsv_refused(zs_runtime_core *rt, zs_status status, PyObject *what) {
  * ("Actor.pos.x", "element") only when an error is raised, so that staging
  * a value that converts allocates no message. */
 typedef struct where {
-    const struct where *outer;  /* the value this one is a member of, or NULL */
-    PyObject *text;             /* borrowed: a member name (outer set) or the whole context */
-    const char *label;          /* or the whole context as C text ("element"), outer NULL */
+    const struct where *outer; /* the value this one is a member of, or NULL */
+    PyObject *text;            /* borrowed: a member name (outer set) or the whole context */
+    const char *label;         /* or the whole context as C text ("element"), outer NULL */
 } where;
 
 /* The context of `at` as text (new reference), or NULL with no error set
  * when there is none; NULL with an error when out of memory. */
 static PyObject *where_text(const where *at) {
-    if (at == NULL)
-        return NULL;
-    if (at->label != NULL)
-        return PyUnicode_FromString(at->label);
-    if (at->outer == NULL)
-        return at->text ? Py_NewRef(at->text) : NULL;
+    if (at == NULL) return NULL;
+    if (at->label != NULL) return PyUnicode_FromString(at->label);
+    if (at->outer == NULL) return at->text ? Py_NewRef(at->text) : NULL;
     PyObject *outer = where_text(at->outer);
-    if (outer == NULL)
-        return PyErr_Occurred() ? NULL : Py_NewRef(at->text);
+    if (outer == NULL) return PyErr_Occurred() ? NULL : Py_NewRef(at->text);
     PyObject *text = PyUnicode_FromFormat("%U.%U", outer, at->text);
     Py_DECREF(outer);
     return text;
@@ -394,13 +407,10 @@ static int fail(PyObject *type, const where *at, const char *format, ...) {
     va_start(arguments, format);
     PyObject *message = PyUnicode_FromFormatV(format, arguments);
     va_end(arguments);
-    if (message == NULL)
-        return -1;
+    if (message == NULL) return -1;
     PyObject *what = where_text(at);
-    if (what != NULL)
-        PyErr_Format(type, "%U: %U", what, message);
-    else if (!PyErr_Occurred())
-        PyErr_SetObject(type, message);
+    if (what != NULL) PyErr_Format(type, "%U: %U", what, message);
+    else if (!PyErr_Occurred()) PyErr_SetObject(type, message);
     Py_XDECREF(what);
     Py_DECREF(message);
     return -1;
@@ -409,8 +419,7 @@ static int fail(PyObject *type, const where *at, const char *format, ...) {
 /* Name `at` before the message of the conversion error being raised
  * (zs_error_prefix's rule); returns -1. */
 static int prefix_at(const where *at) {
-    if (!where_known(at))
-        return -1;
+    if (!where_known(at)) return -1;
     PyObject *error = zs_error_take();
     PyObject *what = where_text(at);
     if (what == NULL) {
@@ -437,24 +446,17 @@ static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_stage
  * subclass: a list's or tuple's own storage, a set's base iterator, a
  * dict's keys; anything else through its own protocol. New reference. */
 static PyObject *snapshot(PyObject *iterable) {
-    if (PyTuple_CheckExact(iterable))
-        return Py_NewRef(iterable);
-    if (PyTuple_Check(iterable))
-        return PyTuple_GetSlice(iterable, 0, PyTuple_GET_SIZE(iterable));
-    if (PyList_Check(iterable))
-        return PyList_AsTuple(iterable);
+    if (PyTuple_CheckExact(iterable)) return Py_NewRef(iterable);
+    if (PyTuple_Check(iterable)) return PyTuple_GetSlice(iterable, 0, PyTuple_GET_SIZE(iterable));
+    if (PyList_Check(iterable)) return PyList_AsTuple(iterable);
     getiterfunc base = NULL;
-    if (PyAnySet_Check(iterable))
-        base = PySet_Type.tp_iter;
-    else if (PyDict_Check(iterable))
-        base = PyDict_Type.tp_iter;
+    if (PyAnySet_Check(iterable)) base = PySet_Type.tp_iter;
+    else if (PyDict_Check(iterable)) base = PyDict_Type.tp_iter;
     PyObject *iterator = base ? base(iterable) : PyObject_GetIter(iterable);
-    if (iterator == NULL)
-        return NULL;
+    if (iterator == NULL) return NULL;
     PyObject *list = PySequence_List(iterator);
     Py_DECREF(iterator);
-    if (list == NULL)
-        return NULL;
+    if (list == NULL) return NULL;
     PyObject *tuple = PyList_AsTuple(list);
     Py_DECREF(list);
     return tuple;
@@ -467,15 +469,14 @@ static PyObject *snapshot(PyObject *iterable) {
 static PyObject *snapshot_pairs(PyObject *mapping, const where *at) {
     PyObject *pairs = NULL;
     if (PyDict_Check(mapping)) {
-        PyObject *items = PyDict_Items(mapping);  /* base storage: no method of a subclass */
+        PyObject *items = PyDict_Items(mapping); /* base storage: no method of a subclass */
         pairs = items ? PyList_AsTuple(items) : NULL;
         Py_XDECREF(items);
         return pairs;
     }
     PyObject *keys_method = PyObject_GetAttrString(mapping, "keys");
     if (keys_method == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-            return NULL;
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
         PyErr_Clear();
     }
     if (keys_method != NULL) {
@@ -483,8 +484,7 @@ static PyObject *snapshot_pairs(PyObject *mapping, const where *at) {
         Py_DECREF(keys_method);
         PyObject *keys = listed ? snapshot(listed) : NULL;
         Py_XDECREF(listed);
-        if (keys == NULL)
-            return NULL;
+        if (keys == NULL) return NULL;
         Py_ssize_t count = PyTuple_GET_SIZE(keys);
         pairs = PyTuple_New(count);
         for (Py_ssize_t i = 0; pairs != NULL && i < count; i++) {
@@ -492,17 +492,14 @@ static PyObject *snapshot_pairs(PyObject *mapping, const where *at) {
             PyObject *item = PyObject_GetItem(mapping, key);
             PyObject *pair = item ? PyTuple_Pack(2, key, item) : NULL;
             Py_XDECREF(item);
-            if (pair == NULL)
-                Py_CLEAR(pairs);
-            else
-                PyTuple_SET_ITEM(pairs, i, pair);
+            if (pair == NULL) Py_CLEAR(pairs);
+            else PyTuple_SET_ITEM(pairs, i, pair);
         }
         Py_DECREF(keys);
         return pairs;
     }
     PyObject *seq = snapshot(mapping);
-    if (seq == NULL)
-        return NULL;
+    if (seq == NULL) return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(seq);
     pairs = PyTuple_New(count);
     for (Py_ssize_t i = 0; pairs != NULL && i < count; i++) {
@@ -533,14 +530,12 @@ static int stage_reference(zs_runtime_core *rt, zsv_kind *kind, PyObject *value,
     PyObject *pointed = NULL;
     if (kind->code == ZSV_WEAK && PyObject_TypeCheck(value, rt->state->weak_type)) {
         /* A weak pointer stores what it points to now (None once gone). */
-        if ((pointed = zs_weak_get(value)) == NULL)
-            return -1;
+        if ((pointed = zs_weak_get(value)) == NULL) return -1;
         value = pointed;
     }
     int result = stage_handle(rt, kind, value, at, &handle);
     Py_XDECREF(pointed);
-    if (result < 0)
-        return -1;
+    if (result < 0) return -1;
     out->form = ZSV_BITS;
     memcpy(out->u.bits, &handle, sizeof handle);
     return 0;
@@ -599,14 +594,13 @@ static int utf16_of(PyObject *text, void **copy, size_t *units, Py_ssize_t *bad)
     for (Py_ssize_t i = 0; width != PyUnicode_1BYTE_KIND && i < length; i++) {
         Py_UCS4 point = PyUnicode_READ(width, data, i);
         if (point >= 0xD800 && point <= 0xDFFF) {
-            *bad = i;  /* a lone surrogate: no UTF-16 for it */
+            *bad = i; /* a lone surrogate: no UTF-16 for it */
             return 0;
         }
         count += point > 0xFFFF;
     }
     uint16_t *out = PyMem_Malloc(count ? count * sizeof *out : 1);
-    if (out == NULL)
-        return PyErr_NoMemory(), -1;
+    if (out == NULL) return PyErr_NoMemory(), -1;
     size_t at = 0;
     for (Py_ssize_t i = 0; i < length; i++) {
         Py_UCS4 point = PyUnicode_READ(width, data, i);
@@ -636,8 +630,7 @@ static int ascii_of(PyObject *text, void **copy, size_t *units, Py_ssize_t *bad)
             }
     }
     char *out = PyMem_Malloc(length ? (size_t)length : 1);
-    if (out == NULL)
-        return PyErr_NoMemory(), -1;
+    if (out == NULL) return PyErr_NoMemory(), -1;
     memcpy(out, PyUnicode_DATA(text), (size_t)length);
     *copy = out;
     *units = (size_t)length;
@@ -661,8 +654,7 @@ static int utf8_of(PyObject *text, void **copy, size_t *units, Py_ssize_t *bad) 
         return 0;
     }
     char *out = PyMem_Malloc(length ? (size_t)length : 1);
-    if (out == NULL)
-        return PyErr_NoMemory(), -1;
+    if (out == NULL) return PyErr_NoMemory(), -1;
     memcpy(out, data, (size_t)length);
     *copy = out;
     *units = (size_t)length;
@@ -679,41 +671,33 @@ static int stage_string(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zs
     } else if (zsv_check(rt->state, value) && ((zsv_value *)value)->kind->code == ZSV_STRING) {
         zsv_value *string = (zsv_value *)value;
         char *at = zsv_live(string);
-        if (at == NULL)
-            return -1;
+        if (at == NULL) return -1;
         zsv_staged captured = {0};
-        if (zsv_capture(rt, string->kind, at, &captured) < 0)
-            return PyErr_NoMemory(), -1;
+        if (zsv_capture(rt, string->kind, at, &captured) < 0) return PyErr_NoMemory(), -1;
         text = zsv_build(rt, string->kind, &captured);
         zsv_release(string->kind, &captured);
-        if (text == NULL)
-            return -1;
+        if (text == NULL) return -1;
     } else {
         return fail(PyExc_TypeError, at, "%U needs a str, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
     }
     void *copy = NULL;
     size_t units = 0;
-    Py_ssize_t bad = -1;  /* the first code point the kind cannot hold */
+    Py_ssize_t bad = -1; /* the first code point the kind cannot hold */
     int result = 0;
-    if (kind->flags & ZSV_UTF16)
-        result = utf16_of(text, &copy, &units, &bad);
-    else if (kind->flags & ZSV_ASCII)
-        result = ascii_of(text, &copy, &units, &bad);
-    else
-        result = utf8_of(text, &copy, &units, &bad);
+    if (kind->flags & ZSV_UTF16) result = utf16_of(text, &copy, &units, &bad);
+    else if (kind->flags & ZSV_ASCII) result = ascii_of(text, &copy, &units, &bad);
+    else result = utf8_of(text, &copy, &units, &bad);
     if (result == 0 && bad >= 0) {
         fail(PyExc_ValueError, at, "%U cannot hold %R: %s (position %zd)", kind->what, text,
-             kind->flags & ZSV_ASCII ? "ordinal not in range(128)" : "surrogates not allowed",
-             bad);
+             kind->flags & ZSV_ASCII ? "ordinal not in range(128)" : "surrogates not allowed", bad);
         result = -1;
     } else if (result == 0 && units > MAX_ENTRIES) {
         PyMem_Free(copy);
         result = fail(PyExc_ValueError, at, "%U: string too long", kind->what);
     }
     Py_DECREF(text);
-    if (result < 0)
-        return -1;
+    if (result < 0) return -1;
     out->form = ZSV_UNITS;
     out->count = (uint32_t)units;
     out->u.units = copy;
@@ -723,28 +707,23 @@ static int stage_string(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zs
 /* Staged items: count of them, zeroed (absent), or NULL with MemoryError. */
 static zsv_staged *new_items(size_t count) {
     zsv_staged *items = PyMem_Calloc(count ? count : 1, sizeof *items);
-    if (items == NULL)
-        PyErr_NoMemory();
+    if (items == NULL) PyErr_NoMemory();
     return items;
 }
 
 /* A value conjugate of the same kind in the same runtime, copied whole
  * (captured): 1 if it was one, 0 if not, -1 on error. */
 static int stage_whole(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out) {
-    if (!zsv_check(rt->state, value))
-        return 0;
+    if (!zsv_check(rt->state, value)) return 0;
     zsv_value *source = (zsv_value *)value;
-    if (source->kind != kind)
-        return 0;
+    if (source->kind != kind) return 0;
     char *at = zsv_live(source);
-    if (at == NULL)
-        return -1;
+    if (at == NULL) return -1;
     if (source->runtime != rt) {
         /* Another runtime: through its Python value, so every reference in
            it is checked again (an object of another runtime is refused). */
         PyObject *plain = PyObject_CallMethod(value, "to_python", NULL);
-        if (plain == NULL)
-            return -1;
+        if (plain == NULL) return -1;
         where whole = {NULL, kind->what, NULL};
         int result = stage(rt, kind, plain, out, &whole);
         Py_DECREF(plain);
@@ -761,11 +740,9 @@ static int stage_whole(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv
  * match by identity first: the keywords of a call are interned. */
 static int member_index(const zsv_kind *kind, PyObject *key) {
     for (uint32_t i = 0; i < kind->member_count; i++)
-        if (kind->members[i].name == key)
-            return (int)i;
+        if (kind->members[i].name == key) return (int)i;
     for (uint32_t i = 0; PyUnicode_Check(key) && i < kind->member_count; i++)
-        if (PyUnicode_Compare(key, kind->members[i].name) == 0)
-            return (int)i;
+        if (PyUnicode_Compare(key, kind->members[i].name) == 0) return (int)i;
     return -1;
 }
 
@@ -775,30 +752,27 @@ static int member_index(const zsv_kind *kind, PyObject *key) {
 static int stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *positional,
                          Py_ssize_t given, PyObject *by_name, zsv_staged *out, const where *at) {
     zsv_staged *items = new_items(kind->member_count);
-    if (items == NULL)
-        return -1;
+    if (items == NULL) return -1;
     out->form = ZSV_ITEMS;
     out->count = kind->member_count;
     out->u.items = items;
-    where self = where_known(at) ? *at : (where){NULL, ((PyHeapTypeObject *)kind->cls)->ht_name,
-                                                 NULL};
+    where self = where_known(at) ? *at
+                                 : (where){NULL, ((PyHeapTypeObject *)kind->cls)->ht_name, NULL};
     int result = 0;
     for (uint32_t i = 0; result == 0 && i < kind->member_count; i++) {
         zsv_member *member = &kind->members[i];
         PyObject *item = (Py_ssize_t)i < given ? positional[i] : NULL;
-        if (item == NULL && by_name != NULL)
-            item = PyDict_GetItemWithError(by_name, member->name);
+        if (item == NULL && by_name != NULL) item = PyDict_GetItemWithError(by_name, member->name);
         if (item == NULL) {
             result = PyErr_Occurred() ? -1 : 0;
             continue;
         }
-        Py_INCREF(item);  /* staging may run code that drops the container's */
+        Py_INCREF(item); /* staging may run code that drops the container's */
         where inner = {&self, member->name, NULL};
         result = stage(rt, member->kind, item, &items[i], &inner);
         Py_DECREF(item);
     }
-    if (result < 0)
-        zsv_release(kind, out);
+    if (result < 0) zsv_release(kind, out);
     return result;
 }
 
@@ -808,8 +782,7 @@ static int stage_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zs
     PyObject *shown = ((PyHeapTypeObject *)kind->cls)->ht_name;
     if (PyTuple_Check(value) || PyList_Check(value)) {
         PyObject *args = snapshot(value);
-        if (args == NULL)
-            return -1;
+        if (args == NULL) return -1;
         int result;
         if ((uint32_t)PyTuple_GET_SIZE(args) > kind->member_count)
             result = fail(PyExc_TypeError, at, "too many values for %U", shown);
@@ -831,32 +804,25 @@ static int stage_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zs
     /* Its own storage: PyDict_Copy calls a subclass's keys() and __getitem__. */
     PyObject **by_member = PyMem_Calloc(kind->member_count ? kind->member_count : 1,
                                         sizeof *by_member);
-    if (by_member == NULL)
-        return PyErr_NoMemory(), -1;
+    if (by_member == NULL) return PyErr_NoMemory(), -1;
     Py_ssize_t position = 0;
     PyObject *key, *item, *unknown = NULL;
     int repeated = -1;
     while (unknown == NULL && repeated < 0 && PyDict_Next(value, &position, &key, &item)) {
         int index = member_index(kind, key);
-        if (index < 0)
-            unknown = Py_NewRef(key);
+        if (index < 0) unknown = Py_NewRef(key);
         else if (by_member[index] != NULL)
-            repeated = index;  /* two keys of equal text (a str subclass's own hash) */
-        else
-            by_member[index] = Py_NewRef(item);
+            repeated = index; /* two keys of equal text (a str subclass's own hash) */
+        else by_member[index] = Py_NewRef(item);
     }
     int result;
-    if (unknown != NULL)
-        result = fail(PyExc_TypeError, at, "%U has no member %R", shown, unknown);
+    if (unknown != NULL) result = fail(PyExc_TypeError, at, "%U has no member %R", shown, unknown);
     else if (repeated >= 0)
         result = fail(PyExc_TypeError, at, "%U got multiple values for member %R", shown,
                       kind->members[repeated].name);
-    else
-        result = stage_members(rt, kind, by_member, (Py_ssize_t)kind->member_count, NULL, out,
-                               at);
+    else result = stage_members(rt, kind, by_member, (Py_ssize_t)kind->member_count, NULL, out, at);
     Py_XDECREF(unknown);
-    for (uint32_t i = 0; i < kind->member_count; i++)
-        Py_XDECREF(by_member[i]);
+    for (uint32_t i = 0; i < kind->member_count; i++) Py_XDECREF(by_member[i]);
     PyMem_Free(by_member);
     return result;
 }
@@ -865,16 +831,17 @@ int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *posi
                       Py_ssize_t given, PyObject *kwargs, zsv_staged *out) {
     PyObject *shown = ((PyHeapTypeObject *)kind->cls)->ht_name;
     if ((uint32_t)given > kind->member_count)
-        return fail(PyExc_TypeError, NULL, "%U() takes at most %u positional argument%s (%zd given)",
-                    shown, kind->member_count, kind->member_count == 1 ? "" : "s", given);
+        return fail(PyExc_TypeError, NULL,
+                    "%U() takes at most %u positional argument%s (%zd given)", shown,
+                    kind->member_count, kind->member_count == 1 ? "" : "s", given);
     Py_ssize_t position = 0;
     PyObject *key, *item;
     while (kwargs != NULL && PyDict_Next(kwargs, &position, &key, &item)) {
         int known = member_index(kind, key);
-        const char *problem = known < 0 ? "got an unknown member" :
-                              known < given ? "got multiple values for" : NULL;
-        if (problem != NULL)
-            return fail(PyExc_TypeError, NULL, "%U() %s %R", shown, problem, key);
+        const char *problem = known < 0       ? "got an unknown member"
+                              : known < given ? "got multiple values for"
+                                              : NULL;
+        if (problem != NULL) return fail(PyExc_TypeError, NULL, "%U() %s %R", shown, problem, key);
     }
     /* The call's own keyword dict: no one else holds it, so staging code
        cannot change it. */
@@ -892,9 +859,8 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
     if (Py_TYPE(value)->tp_iter == NULL && !PySequence_Check(value))
         return fail(PyExc_TypeError, at, "%U needs an iterable of elements, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
-    PyObject *items = snapshot(value);  /* an iterable's own errors propagate as they are */
-    if (items == NULL)
-        return -1;
+    PyObject *items = snapshot(value); /* an iterable's own errors propagate as they are */
+    if (items == NULL) return -1;
     Py_ssize_t count = PyTuple_GET_SIZE(items);
     if ((size_t)count > MAX_ENTRIES) {
         Py_DECREF(items);
@@ -940,8 +906,7 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
             }
         }
         Py_DECREF(items);
-        if (result < 0)
-            zsv_release(kind, out);
+        if (result < 0) zsv_release(kind, out);
         return result;
     }
     zsv_staged *staged = new_items((size_t)count);
@@ -952,8 +917,7 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
     for (Py_ssize_t i = 0; result == 0 && i < count; i++)
         result = stage(rt, kind->element, PyTuple_GET_ITEM(items, i), &staged[i], &element);
     Py_DECREF(items);
-    if (result < 0)
-        zsv_release(kind, out);
+    if (result < 0) zsv_release(kind, out);
     return result;
 }
 
@@ -963,13 +927,12 @@ static int stage_map(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_s
     if (PyUnicode_Check(value) || PyBytes_Check(value))
         return fail(PyExc_TypeError, at, "%U needs a mapping, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
-    if (!PyDict_Check(value) && Py_TYPE(value)->tp_iter == NULL &&
-        !PySequence_Check(value) && !PyObject_HasAttrString(value, "keys"))
+    if (!PyDict_Check(value) && Py_TYPE(value)->tp_iter == NULL && !PySequence_Check(value) &&
+        !PyObject_HasAttrString(value, "keys"))
         return fail(PyExc_TypeError, at, "%U needs a mapping, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
     PyObject *pairs = snapshot_pairs(value, at);
-    if (pairs == NULL)
-        return -1;
+    if (pairs == NULL) return -1;
     Py_ssize_t count = PyTuple_GET_SIZE(pairs);
     zsv_staged *staged = new_items((size_t)count * 2);
     int result = staged == NULL ? -1 : 0;
@@ -984,8 +947,7 @@ static int stage_map(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_s
             result = stage(rt, kind->value, PyTuple_GET_ITEM(pair, 1), &staged[2 * i + 1], &item);
     }
     Py_DECREF(pairs);
-    if (result < 0)
-        zsv_release(kind, out);
+    if (result < 0) zsv_release(kind, out);
     return result;
 }
 
@@ -994,14 +956,12 @@ static int stage_map(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_s
 static int stage_bindings(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                           const where *at) {
     (void)rt;
-    if (!PyList_CheckExact(value))
-        return fail(PyExc_TypeError, at, "bindings must be a list");
+    if (!PyList_CheckExact(value)) return fail(PyExc_TypeError, at, "bindings must be a list");
     Py_ssize_t count = PyList_GET_SIZE(value);
     if (kind->code == ZSV_DELEGATE && count > 1)
         return fail(PyExc_TypeError, at, "a Delegate holds one binding");
     zsv_binding *bindings = PyMem_Calloc(count ? (size_t)count : 1, sizeof *bindings);
-    if (bindings == NULL)
-        return PyErr_NoMemory(), -1;
+    if (bindings == NULL) return PyErr_NoMemory(), -1;
     out->form = ZSV_BINDINGS;
     out->u.bindings = bindings;
     out->count = 0;
@@ -1026,8 +986,7 @@ static int stage_bindings(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
 static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                  const where *at) {
     assert(out->form == ZSV_ABSENT);
-    if (Py_EnterRecursiveCall(" while converting a value"))
-        return -1;
+    if (Py_EnterRecursiveCall(" while converting a value")) return -1;
     int result;
     PyObject *encoded = NULL;
     if (kind->encode != NULL) {
@@ -1040,7 +999,11 @@ static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_stage
     }
     int whole = 0;
     switch (kind->code) {
-    case ZSV_STRUCT: case ZSV_ARRAY: case ZSV_SET: case ZSV_MAP: case ZSV_OPTIONAL:
+    case ZSV_STRUCT:
+    case ZSV_ARRAY:
+    case ZSV_SET:
+    case ZSV_MAP:
+    case ZSV_OPTIONAL:
         whole = stage_whole(rt, kind, value, out);
         break;
     default:
@@ -1053,29 +1016,28 @@ static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_stage
         case ZSV_SCALAR: {
             zs_scalar_bits bits;
             result = zs_scalar_convert((zs_scalar_kind)kind->scalar, value, &bits, NULL);
-            if (result < 0)
-                prefix_at(at);
+            if (result < 0) prefix_at(at);
             else {
                 out->form = ZSV_BITS;
                 memcpy(out->u.bits, &bits, sizeof bits);
             }
             break;
         }
-        case ZSV_OBJECT: case ZSV_WEAK:
+        case ZSV_OBJECT:
+        case ZSV_WEAK:
             result = stage_reference(rt, kind, value, out, at);
             break;
         case ZSV_NAME:
             if (!PyObject_TypeCheck(value, rt->state->name_type) && !PyUnicode_Check(value)) {
                 PyObject *what = where_text(at);
                 if (what != NULL || !PyErr_Occurred())
-                    zsv_name_stage(rt, value, out, what);  /* raises, naming `what` */
+                    zsv_name_stage(rt, value, out, what); /* raises, naming `what` */
                 Py_XDECREF(what);
                 result = -1;
                 break;
             }
             result = zsv_name_stage(rt, value, out, NULL);
-            if (result < 0)
-                prefix_at(at);
+            if (result < 0) prefix_at(at);
             break;
         case ZSV_STRING:
             result = stage_string(rt, kind, value, out, at);
@@ -1083,7 +1045,8 @@ static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_stage
         case ZSV_STRUCT:
             result = stage_struct(rt, kind, value, out, at);
             break;
-        case ZSV_ARRAY: case ZSV_SET:
+        case ZSV_ARRAY:
+        case ZSV_SET:
             result = stage_sequence(rt, kind, value, out, at);
             break;
         case ZSV_MAP:
@@ -1105,8 +1068,7 @@ static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_stage
                 result = stage(rt, kind->element, value, item, at);
                 out->count = result == 0 ? 1 : 0;
             }
-            if (result < 0)
-                zsv_release(kind, out);
+            if (result < 0) zsv_release(kind, out);
             break;
         }
         case ZSV_PLAIN:
@@ -1119,7 +1081,9 @@ static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_stage
             memcpy(out->u.bits, PyBytes_AS_STRING(value), kind->size);
             result = 0;
             break;
-        case ZSV_DELEGATE: case ZSV_MULTICAST: case ZSV_SPARSE:
+        case ZSV_DELEGATE:
+        case ZSV_MULTICAST:
+        case ZSV_SPARSE:
             result = stage_bindings(rt, kind, value, out, at);
             break;
         default:
@@ -1155,16 +1119,12 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
                               char *tmp);
 
 /* A zeroed temporary of `kind`'s size (PyMem; aligned for any kind). */
-static char *temporary(zsv_kind *kind) {
-    return PyMem_Calloc(1, kind->size ? kind->size : 1);
-}
+static char *temporary(zsv_kind *kind) { return PyMem_Calloc(1, kind->size ? kind->size : 1); }
 
 /* Clear and free a temporary. */
 static void temporary_free(zs_runtime_core *rt, const zs_type *type, char *tmp) {
-    if (tmp == NULL)
-        return;
-    if (type != NULL)
-        rt->state->api.zs_value_clear(rt->native, ZS_NULL_REF, type, tmp);
+    if (tmp == NULL) return;
+    if (type != NULL) rt->state->api.zs_value_clear(rt->native, ZS_NULL_REF, type, tmp);
     PyMem_Free(tmp);
 }
 
@@ -1183,12 +1143,10 @@ static zs_status emit_members(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
                               zs_ref owner, char *dst) {
     for (uint32_t i = 0; i < kind->member_count && i < staged->count; i++) {
         const zsv_staged *item = &staged->u.items[i];
-        if (item->form == ZSV_ABSENT)
-            continue;
+        if (item->form == ZSV_ABSENT) continue;
         zs_status status = zsv_emit(rt, kind->members[i].kind, item, owner,
                                     dst + kind->members[i].offset);
-        if (status != ZS_OK)
-            return status;
+        if (status != ZS_OK) return status;
     }
     return ZS_OK;
 }
@@ -1199,14 +1157,12 @@ static zs_status emit_binding_list(zs_runtime_core *rt, const zsv_staged *staged
     for (uint32_t i = 0; i < staged->count; i++) {
         const zsv_binding *binding = &staged->u.bindings[i];
         uint32_t id = binding->callable ? zsv_callable_id(rt, binding->callable) : 0;
-        if (binding->callable != NULL && id == 0)
-            return ZS_E_NOMEM;
+        if (binding->callable != NULL && id == 0) return ZS_E_NOMEM;
         zs_status status = rt->state->api.zs_multicast_add(
             rt->native, owner, list, binding->callable ? ZS_NULL_REF : binding->object,
             binding->callable ? 0 : binding->function_name, id);
         zsv_callable_done(rt, id);
-        if (status != ZS_OK)
-            return status;
+        if (status != ZS_OK) return status;
     }
     return ZS_OK;
 }
@@ -1215,8 +1171,7 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
                               char *tmp) {
     const zs_native_api *api = &rt->state->api;
     const zs_type *type = known_type(rt, kind);
-    if (type == NULL)
-        return ZS_E_INVALID;
+    if (type == NULL) return ZS_E_INVALID;
     switch (kind->code) {
     case ZSV_STRUCT:
         return emit_members(rt, kind, staged, ZS_NULL_REF, tmp);
@@ -1234,7 +1189,8 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
         }
         return status;
     }
-    case ZSV_SET: case ZSV_MAP: {
+    case ZSV_SET:
+    case ZSV_MAP: {
         zs_hash *hash = (zs_hash *)tmp;
         const zs_type *key_type = known_type(rt, kind->element);
         char *key = temporary(kind->element);
@@ -1249,10 +1205,8 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
             if (status == ZS_OK && step == 2) {
                 char *slot = (char *)hash->entries.data + (size_t)index * kind->entry_size +
                              kind->value_offset;
-                if (added)
-                    zsv_initialize(kind->value, slot);
-                status = zsv_emit(rt, kind->value, &staged->u.items[2 * i + 1], ZS_NULL_REF,
-                                  slot);
+                if (added) zsv_initialize(kind->value, slot);
+                status = zsv_emit(rt, kind->value, &staged->u.items[2 * i + 1], ZS_NULL_REF, slot);
             }
             if (key_type != NULL && key != NULL)
                 api->zs_value_clear(rt->native, ZS_NULL_REF, key_type, key);
@@ -1261,21 +1215,17 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
         return status;
     }
     case ZSV_OPTIONAL: {
-        if (staged->count == 0)
-            return ZS_OK;
+        if (staged->count == 0) return ZS_OK;
         zs_status status = api->zs_optional_set(rt->native, ZS_NULL_REF, type, tmp, NULL);
-        if (status == ZS_OK)
-            zsv_initialize(kind->element, tmp);
+        if (status == ZS_OK) zsv_initialize(kind->element, tmp);
         return status != ZS_OK ? status
                                : zsv_emit(rt, kind->element, &staged->u.items[0], ZS_NULL_REF, tmp);
     }
     case ZSV_DELEGATE: {
-        if (staged->count == 0)
-            return ZS_OK;
+        if (staged->count == 0) return ZS_OK;
         const zsv_binding *binding = &staged->u.bindings[0];
         uint32_t id = binding->callable ? zsv_callable_id(rt, binding->callable) : 0;
-        if (binding->callable != NULL && id == 0)
-            return ZS_E_NOMEM;
+        if (binding->callable != NULL && id == 0) return ZS_E_NOMEM;
         zs_status status = api->zs_binding_set(rt->native, ZS_NULL_REF, (zs_binding *)tmp,
                                                binding->callable ? ZS_NULL_REF : binding->object,
                                                binding->callable ? 0 : binding->function_name, id);
@@ -1285,8 +1235,7 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
     case ZSV_MULTICAST:
         return emit_binding_list(rt, staged, ZS_NULL_REF, (zs_array *)tmp);
     case ZSV_SPARSE: {
-        if (staged->count == 0)
-            return ZS_OK;
+        if (staged->count == 0) return ZS_OK;
         zs_array *list = NULL;
         zs_status status = api->zs_sparse_bindings(rt->native, ZS_NULL_REF, tmp, 1, &list);
         return status != ZS_OK ? status : emit_binding_list(rt, staged, ZS_NULL_REF, list);
@@ -1298,36 +1247,35 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
 
 zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged, zs_ref owner,
                    char *dst) {
-    if (rt->native == NULL || rt->closing)
-        return ZS_E_STALE;
+    if (rt->native == NULL || rt->closing) return ZS_E_STALE;
     const zs_native_api *api = &rt->state->api;
     switch (kind->code) {
-    case ZSV_SCALAR: case ZSV_PLAIN: case ZSV_NAME: {
+    case ZSV_SCALAR:
+    case ZSV_PLAIN:
+    case ZSV_NAME: {
         assert(staged->form == ZSV_BITS);
         zs_status status = zsv_writable(rt, owner);
-        if (status == ZS_OK)
-            memcpy(dst, staged->u.bits, kind->size);
+        if (status == ZS_OK) memcpy(dst, staged->u.bits, kind->size);
         return status;
     }
-    case ZSV_OBJECT: case ZSV_WEAK: {
+    case ZSV_OBJECT:
+    case ZSV_WEAK: {
         zs_ref handle;
         memcpy(&handle, staged->u.bits, sizeof handle);
         const zs_type *type = known_type(rt, kind);
-        if (type == NULL)
-            return ZS_E_INVALID;
+        if (type == NULL) return ZS_E_INVALID;
         return api->zs_value_store_ref(rt->native, owner, type, (zs_ref *)dst, handle);
     }
     case ZSV_STRING: {
         const zs_type *type = known_type(rt, kind);
-        if (type == NULL)
-            return ZS_E_INVALID;
+        if (type == NULL) return ZS_E_INVALID;
         return api->zs_string_assign(rt->native, owner, type, (zs_string *)dst, staged->u.units,
                                      staged->count);
     }
     default:
         break;
     }
-    if (staged->form == ZSV_PACKED) {  /* an array of elements that own nothing: in one call */
+    if (staged->form == ZSV_PACKED) { /* an array of elements that own nothing: in one call */
         const zs_type *type = known_type(rt, kind);
         return type == NULL ? ZS_E_INVALID
                             : api->zs_array_assign(rt->native, owner, type, (zs_array *)dst,
@@ -1340,11 +1288,9 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
          staged->u.items[0].form == ZSV_BLOB)) {
         const zs_type *type = known_type(rt, kind);
         zs_status status = type == NULL ? ZS_E_INVALID : zsv_writable(rt, owner);
-        if (status != ZS_OK)
-            return status;
+        if (status != ZS_OK) return status;
         const zsv_staged *item = &staged->u.items[0];
-        if (staged->count == 0)
-            memset(dst, 0, kind->element->size);
+        if (staged->count == 0) memset(dst, 0, kind->element->size);
         else
             memcpy(dst, item->form == ZSV_BLOB ? zsv_blob(item) : (const char *)item->u.bits,
                    kind->element->size);
@@ -1355,60 +1301,57 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
        native call (all or nothing); a bitwise struct is written in place. */
     if (kind->code == ZSV_STRUCT && (kind->flags & ZSV_BITWISE)) {
         zs_status status = zsv_writable(rt, owner);
-        if (status == ZS_OK && staged->form == ZSV_BLOB)
-            memcpy(dst, zsv_blob(staged), kind->size);
-        else if (status == ZS_OK)
-            status = emit_members(rt, kind, staged, ZS_NULL_REF, dst);
+        if (status == ZS_OK && staged->form == ZSV_BLOB) memcpy(dst, zsv_blob(staged), kind->size);
+        else if (status == ZS_OK) status = emit_members(rt, kind, staged, ZS_NULL_REF, dst);
         return status;
     }
     const zs_type *type = known_type(rt, kind);
-    if (type == NULL)
-        return ZS_E_INVALID;
+    if (type == NULL) return ZS_E_INVALID;
     char *tmp = temporary(kind);
-    if (tmp == NULL)
-        return ZS_E_NOMEM;
+    if (tmp == NULL) return ZS_E_NOMEM;
     zs_status status = ZS_OK;
-    if (kind->code == ZSV_STRUCT)  /* members not staged keep their values */
+    if (kind->code == ZSV_STRUCT) /* members not staged keep their values */
         status = api->zs_value_assign(rt->native, ZS_NULL_REF, type, tmp, dst);
-    if (status == ZS_OK)
-        status = build_native(rt, kind, staged, tmp);
-    if (status == ZS_OK)
-        status = api->zs_value_assign(rt->native, owner, type, dst, tmp);
+    if (status == ZS_OK) status = build_native(rt, kind, staged, tmp);
+    if (status == ZS_OK) status = api->zs_value_assign(rt->native, owner, type, dst, tmp);
     temporary_free(rt, type, tmp);
     return status;
 }
 
 /* The status the native store gives one object reference now. */
 static zs_status reference_status(zs_runtime_core *rt, zs_ref handle) {
-    if (handle == ZS_NULL_REF)
-        return ZS_OK;
+    if (handle == ZS_NULL_REF) return ZS_OK;
     /* Exists and is not dying: what zs_value_store_ref asks of a target too. */
     return rt->state->api.zs_object_writable(rt->native, handle);
 }
 
 zs_status zsv_references_valid(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged) {
-    if (rt->native == NULL || rt->closing)
-        return ZS_E_STALE;
-    if (kind->flags & ZSV_BITWISE)
-        return ZS_OK;  /* no references */
+    if (rt->native == NULL || rt->closing) return ZS_E_STALE;
+    if (kind->flags & ZSV_BITWISE) return ZS_OK; /* no references */
     zs_status status = ZS_OK;
     switch (kind->code) {
-    case ZSV_OBJECT: case ZSV_WEAK: {
+    case ZSV_OBJECT:
+    case ZSV_WEAK: {
         zs_ref handle;
         memcpy(&handle, staged->u.bits, sizeof handle);
         return reference_status(rt, handle);
     }
     case ZSV_STRUCT:
         for (uint32_t i = 0; staged->form == ZSV_ITEMS && status == ZS_OK &&
-                             i < kind->member_count && i < staged->count; i++)
+                             i < kind->member_count && i < staged->count;
+             i++)
             if (staged->u.items[i].form != ZSV_ABSENT)
                 status = zsv_references_valid(rt, kind->members[i].kind, &staged->u.items[i]);
         return status;
-    case ZSV_ARRAY: case ZSV_SET: case ZSV_MAP: case ZSV_OPTIONAL: {
+    case ZSV_ARRAY:
+    case ZSV_SET:
+    case ZSV_MAP:
+    case ZSV_OPTIONAL: {
         if (staged->form == ZSV_PACKED) {
             uint8_t code = kind->element->code;
-            for (uint32_t i = 0; (code == ZSV_OBJECT || code == ZSV_WEAK) && status == ZS_OK &&
-                                 i < staged->count; i++) {
+            for (uint32_t i = 0;
+                 (code == ZSV_OBJECT || code == ZSV_WEAK) && status == ZS_OK && i < staged->count;
+                 i++) {
                 zs_ref handle;
                 memcpy(&handle, (const char *)staged->u.units + (size_t)i * kind->entry_size,
                        sizeof handle);
@@ -1416,8 +1359,7 @@ zs_status zsv_references_valid(zs_runtime_core *rt, zsv_kind *kind, const zsv_st
             }
             return status;
         }
-        if (staged->form != ZSV_ITEMS)
-            return ZS_OK;
+        if (staged->form != ZSV_ITEMS) return ZS_OK;
         uint32_t step = kind->code == ZSV_MAP ? 2 : 1;
         for (uint32_t i = 0; status == ZS_OK && i < staged->count; i++) {
             status = zsv_references_valid(rt, kind->element, &staged->u.items[step * i]);
@@ -1427,7 +1369,7 @@ zs_status zsv_references_valid(zs_runtime_core *rt, zsv_kind *kind, const zsv_st
         return status;
     }
     default:
-        return ZS_OK;  /* delegate bindings: the native side takes any object handle */
+        return ZS_OK; /* delegate bindings: the native side takes any object handle */
     }
 }
 
@@ -1438,7 +1380,11 @@ zs_status zsv_references_valid(zs_runtime_core *rt, zsv_kind *kind, const zsv_st
 int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged *out) {
     (void)rt;
     switch (kind->code) {
-    case ZSV_SCALAR: case ZSV_PLAIN: case ZSV_NAME: case ZSV_OBJECT: case ZSV_WEAK:
+    case ZSV_SCALAR:
+    case ZSV_PLAIN:
+    case ZSV_NAME:
+    case ZSV_OBJECT:
+    case ZSV_WEAK:
         out->form = ZSV_BITS;
         memcpy(out->u.bits, src, kind->size);
         return 0;
@@ -1446,10 +1392,8 @@ int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged
         const zs_string *string = (const zs_string *)src;
         size_t bytes = (size_t)string->length * kind->unit;
         void *copy = PyMem_Malloc(bytes ? bytes : 1);
-        if (copy == NULL)
-            return -1;
-        if (bytes)
-            memcpy(copy, string->data, bytes);
+        if (copy == NULL) return -1;
+        if (bytes) memcpy(copy, string->data, bytes);
         out->form = ZSV_UNITS;
         out->count = string->length;
         out->u.units = copy;
@@ -1462,34 +1406,34 @@ int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged
             char *bytes = (char *)out->u.bits;
             if (kind->size > sizeof out->u.bits) {
                 out->u.units = PyMem_Malloc(kind->size);
-                if (out->u.units == NULL)
-                    return out->form = ZSV_ABSENT, -1;
+                if (out->u.units == NULL) return out->form = ZSV_ABSENT, -1;
                 bytes = out->u.units;
             }
             memcpy(bytes, src, kind->size);
             return 0;
         }
-        zsv_staged *items = PyMem_Calloc(kind->member_count ? kind->member_count : 1, sizeof *items);
-        if (items == NULL)
-            return -1;
+        zsv_staged *items = PyMem_Calloc(kind->member_count ? kind->member_count : 1,
+                                         sizeof *items);
+        if (items == NULL) return -1;
         out->form = ZSV_ITEMS;
         out->count = kind->member_count;
         out->u.items = items;
         for (uint32_t i = 0; i < kind->member_count; i++)
-            if (zsv_capture(rt, kind->members[i].kind, src + kind->members[i].offset, &items[i]) < 0)
+            if (zsv_capture(rt, kind->members[i].kind, src + kind->members[i].offset, &items[i]) <
+                0)
                 return zsv_release(kind, out), -1;
         return 0;
     }
-    case ZSV_ARRAY: case ZSV_SET: case ZSV_MAP: {
+    case ZSV_ARRAY:
+    case ZSV_SET:
+    case ZSV_MAP: {
         const zs_array *entries = kind->code == ZSV_ARRAY ? (const zs_array *)src
                                                           : &((const zs_hash *)src)->entries;
         if (zsv_packable(kind)) {
             size_t bytes = (size_t)entries->count * kind->entry_size;
             out->u.units = PyMem_Malloc(bytes ? bytes : 1);
-            if (out->u.units == NULL)
-                return -1;
-            if (bytes)
-                memcpy(out->u.units, entries->data, bytes);
+            if (out->u.units == NULL) return -1;
+            if (bytes) memcpy(out->u.units, entries->data, bytes);
             out->form = ZSV_PACKED;
             out->count = entries->count;
             return 0;
@@ -1497,8 +1441,7 @@ int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged
         uint32_t step = kind->code == ZSV_MAP ? 2 : 1;
         zsv_staged *items = PyMem_Calloc(entries->count ? (size_t)entries->count * step : 1,
                                          sizeof *items);
-        if (items == NULL)
-            return -1;
+        if (items == NULL) return -1;
         out->form = ZSV_ITEMS;
         out->count = entries->count;
         out->u.items = items;
@@ -1514,17 +1457,17 @@ int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged
     case ZSV_OPTIONAL: {
         out->form = ZSV_ITEMS;
         out->count = 0;
-        if (!src[kind->value_offset])
-            return 0;
+        if (!src[kind->value_offset]) return 0;
         out->u.items = PyMem_Calloc(1, sizeof *out->u.items);
-        if (out->u.items == NULL)
-            return -1;
+        if (out->u.items == NULL) return -1;
         out->count = 1;
         if (zsv_capture(rt, kind->element, src, &out->u.items[0]) < 0)
             return zsv_release(kind, out), -1;
         return 0;
     }
-    case ZSV_DELEGATE: case ZSV_MULTICAST: case ZSV_SPARSE: {
+    case ZSV_DELEGATE:
+    case ZSV_MULTICAST:
+    case ZSV_SPARSE: {
         const zs_binding *data = NULL;
         uint32_t count = 0;
         if (kind->code == ZSV_DELEGATE) {
@@ -1542,8 +1485,7 @@ int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged
             }
         }
         zsv_binding *bindings = PyMem_Calloc(count ? count : 1, sizeof *bindings);
-        if (bindings == NULL)
-            return -1;
+        if (bindings == NULL) return -1;
         for (uint32_t i = 0; i < count; i++) {
             bindings[i].object = data[i].object;
             bindings[i].function_name = data[i].function_name;
@@ -1564,28 +1506,24 @@ int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged
 static PyObject *build_string(zsv_kind *kind, const zsv_staged *staged) {
     Py_ssize_t bytes = (Py_ssize_t)staged->count * kind->unit;
     if (kind->flags & ZSV_UTF16) {
-        int order = -1;  /* little endian */
+        int order = -1; /* little endian */
         return PyUnicode_DecodeUTF16(staged->u.units, bytes, "strict", &order);
     }
-    if (kind->flags & ZSV_ASCII)
-        return PyUnicode_DecodeASCII(staged->u.units, bytes, "strict");
+    if (kind->flags & ZSV_ASCII) return PyUnicode_DecodeASCII(staged->u.units, bytes, "strict");
     return PyUnicode_DecodeUTF8(staged->u.units, bytes, "strict");
 }
 
 PyObject *zsv_string_text(zsv_kind *kind, const char *at) {
     const zs_string *string = (const zs_string *)at;
     size_t bytes = (size_t)string->length * kind->unit;
-    char small[256];  /* most strings: no allocation for the copy */
+    char small[256]; /* most strings: no allocation for the copy */
     void *copy = bytes <= sizeof small ? small : PyMem_Malloc(bytes);
-    if (copy == NULL)
-        return PyErr_NoMemory();
-    if (bytes)
-        memcpy(copy, string->data, bytes);
+    if (copy == NULL) return PyErr_NoMemory();
+    if (bytes) memcpy(copy, string->data, bytes);
     /* From here on the copy is private: making the str may run Python code. */
     zsv_staged staged = {.form = ZSV_UNITS, .count = string->length, .u.units = copy};
     PyObject *text = build_string(kind, &staged);
-    if (copy != small)
-        PyMem_Free(copy);
+    if (copy != small) PyMem_Free(copy);
     return text;
 }
 
@@ -1614,7 +1552,8 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
         memcpy(words, staged->u.bits, sizeof words);
         return zsv_name_make(rt, words[0], words[1]);
     }
-    case ZSV_WEAK: case ZSV_PLAIN: {
+    case ZSV_WEAK:
+    case ZSV_PLAIN: {
         if (kind->code == ZSV_WEAK && kind->decode != NULL && PyType_Check(kind->decode) &&
             PyType_IsSubtype((PyTypeObject *)kind->decode, rt->state->weak_type)) {
             /* The pointer class itself: made here, no Python call. */
@@ -1626,16 +1565,17 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
             return PyErr_Format(PyExc_SystemError, "%U has no decoder", kind->what);
         PyObject *raw = kind->code == ZSV_PLAIN
                             ? PyBytes_FromStringAndSize((const char *)staged->u.bits, kind->size)
-                            : PyLong_FromUnsignedLongLong(*(const zs_ref *)(const void *)staged->u.bits);
-        PyObject *result = raw ? PyObject_CallFunctionObjArgs(kind->decode, (PyObject *)rt, raw, NULL)
+                            : PyLong_FromUnsignedLongLong(
+                                  *(const zs_ref *)(const void *)staged->u.bits);
+        PyObject *result = raw ? PyObject_CallFunctionObjArgs(kind->decode, (PyObject *)rt, raw,
+                                                              NULL)
                                : NULL;
         Py_XDECREF(raw);
         return result;
     }
     case ZSV_STRING: {
         PyObject *text = build_string(kind, staged);
-        if (text == NULL || kind->decode == NULL)
-            return text;
+        if (text == NULL || kind->decode == NULL) return text;
         PyObject *result = PyObject_CallFunctionObjArgs(kind->decode, (PyObject *)rt, text, NULL);
         Py_DECREF(text);
         return result;
@@ -1658,13 +1598,13 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
                 Py_CLEAR(dict);
             Py_XDECREF(item);
         }
-        if (dict == NULL || kind->decode == NULL)
-            return dict;
+        if (dict == NULL || kind->decode == NULL) return dict;
         PyObject *result = PyObject_CallFunctionObjArgs(kind->decode, (PyObject *)rt, dict, NULL);
         Py_DECREF(dict);
         return result;
     }
-    case ZSV_ARRAY: case ZSV_SET: {
+    case ZSV_ARRAY:
+    case ZSV_SET: {
         PyObject *list = PyList_New(staged->count);
         int scalars = staged->form == ZSV_PACKED && kind->element->code == ZSV_SCALAR;
         if (list != NULL && scalars && kind->element->scalar == ZS_SCALAR_F64) {
@@ -1688,16 +1628,13 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
                                                           (size_t)i * kind->entry_size)
                                      : zsv_build(rt, kind->element,
                                                  zsv_element_at(kind, staged, i, &scratch));
-            if (item == NULL)
-                Py_CLEAR(list);
-            else
-                PyList_SET_ITEM(list, i, item);
+            if (item == NULL) Py_CLEAR(list);
+            else PyList_SET_ITEM(list, i, item);
         }
-        if (list == NULL || kind->code == ZSV_ARRAY)
-            return list;
+        if (list == NULL || kind->code == ZSV_ARRAY) return list;
         PyObject *set = PySet_New(list);
         if (set == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();  /* unhashable elements in Python: a list */
+            PyErr_Clear(); /* unhashable elements in Python: a list */
             return list;
         }
         Py_DECREF(list);
@@ -1708,9 +1645,9 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
         for (uint32_t i = 0; dict != NULL && i < staged->count; i++) {
             PyObject *key = zsv_build(rt, kind->element, &staged->u.items[2 * i]);
             PyObject *usable = key ? hashable(key) : NULL;
-            PyObject *item = usable ? zsv_build(rt, kind->value, &staged->u.items[2 * i + 1]) : NULL;
-            if (item == NULL || PyDict_SetItem(dict, usable, item) < 0)
-                Py_CLEAR(dict);
+            PyObject *item = usable ? zsv_build(rt, kind->value, &staged->u.items[2 * i + 1])
+                                    : NULL;
+            if (item == NULL || PyDict_SetItem(dict, usable, item) < 0) Py_CLEAR(dict);
             Py_XDECREF(key);
             Py_XDECREF(usable);
             Py_XDECREF(item);
@@ -1718,10 +1655,11 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
         return dict;
     }
     case ZSV_OPTIONAL:
-        if (staged->count == 0)
-            Py_RETURN_NONE;
+        if (staged->count == 0) Py_RETURN_NONE;
         return zsv_build(rt, kind->element, &staged->u.items[0]);
-    case ZSV_DELEGATE: case ZSV_MULTICAST: case ZSV_SPARSE: {
+    case ZSV_DELEGATE:
+    case ZSV_MULTICAST:
+    case ZSV_SPARSE: {
         PyObject *list = PyList_New(0);
         for (uint32_t i = 0; list != NULL && i < staged->count; i++) {
             const zsv_binding *binding = &staged->u.bindings[i];
@@ -1729,12 +1667,10 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
                                 ? Py_BuildValue("(KIO)", 0ull, 0u, binding->callable)
                                 : Py_BuildValue("(KIO)", (unsigned long long)binding->object,
                                                 binding->function_name, Py_None);
-            if (row == NULL || PyList_Append(list, row) < 0)
-                Py_CLEAR(list);
+            if (row == NULL || PyList_Append(list, row) < 0) Py_CLEAR(list);
             Py_XDECREF(row);
         }
-        if (list == NULL || kind->decode == NULL)
-            return list;
+        if (list == NULL || kind->decode == NULL) return list;
         PyObject *result = PyObject_CallFunctionObjArgs(kind->decode, (PyObject *)rt, list, NULL);
         Py_DECREF(list);
         return result;
@@ -1746,12 +1682,12 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
 
 void zsv_release(zsv_kind *kind, zsv_staged *staged) {
     switch (staged->form) {
-    case ZSV_UNITS: case ZSV_PACKED:
+    case ZSV_UNITS:
+    case ZSV_PACKED:
         PyMem_Free(staged->u.units);
         break;
     case ZSV_BLOB:
-        if (staged->count > sizeof staged->u.bits)
-            PyMem_Free(staged->u.units);
+        if (staged->count > sizeof staged->u.bits) PyMem_Free(staged->u.units);
         break;
     case ZSV_ITEMS: {
         uint32_t count = staged->count;
@@ -1772,8 +1708,7 @@ void zsv_release(zsv_kind *kind, zsv_staged *staged) {
         break;
     }
     case ZSV_BINDINGS:
-        for (uint32_t i = 0; i < staged->count; i++)
-            Py_XDECREF(staged->u.bindings[i].callable);
+        for (uint32_t i = 0; i < staged->count; i++) Py_XDECREF(staged->u.bindings[i].callable);
         PyMem_Free(staged->u.bindings);
         break;
     default:

@@ -15,11 +15,10 @@
 #include <structmember.h>
 
 typedef struct zsv_property {
-    PyObject_HEAD
-    PyTypeObject *owner;       /* the class whose layout `offset` belongs to */
-    zsv_kind *owner_kind;      /* struct owners: the struct's kind; NULL for object owners */
-    zsv_kind *kind;            /* the property's kind (MemberProperty: a scalar) */
-    PyObject *what;            /* "Class.name", for errors */
+    PyObject_HEAD PyTypeObject *owner; /* the class whose layout `offset` belongs to */
+    zsv_kind *owner_kind; /* struct owners: the struct's kind; NULL for object owners */
+    zsv_kind *kind;       /* the property's kind (MemberProperty: a scalar) */
+    PyObject *what;       /* "Class.name", for errors */
     PyObject *doc;
     uint32_t offset;
 } zsv_property;
@@ -37,8 +36,7 @@ static char *holder_memory(zsv_property *property, PyObject *obj, zs_runtime_cor
     if (property->owner_kind == NULL) {
         if (zs_is_conjugate(state, obj)) {
             zs_conjugate *conjugate = (zs_conjugate *)obj;
-            if (!ZS_CONJUGATE_IS_LIVE(conjugate))
-                return zs_raise_expired(conjugate), NULL;
+            if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), NULL;
             if (zs_conjugate_is_a(conjugate, property->owner)) {
                 *rt = conjugate->runtime;
                 *owner = conjugate->handle;
@@ -62,8 +60,7 @@ static char *member_locator(PyObject *holder, Py_ssize_t offset) {
     zs_core_state *state = zs_state_of_type(type);
     if (zs_is_conjugate(state, holder)) {
         zs_conjugate *conjugate = (zs_conjugate *)holder;
-        if (!ZS_CONJUGATE_IS_LIVE(conjugate))
-            return zs_raise_expired(conjugate), NULL;
+        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), NULL;
         return conjugate->address + offset;
     }
     char *at = zsv_live((zsv_value *)holder);
@@ -72,8 +69,7 @@ static char *member_locator(PyObject *holder, Py_ssize_t offset) {
 
 /* The views table of a live holder (objects and values alike). */
 static zsv_table *holder_views(zs_core_state *state, PyObject *holder) {
-    if (zs_is_conjugate(state, holder))
-        return ((zs_conjugate *)holder)->u.views;
+    if (zs_is_conjugate(state, holder)) return ((zs_conjugate *)holder)->u.views;
     return ((zsv_value *)holder)->views;
 }
 
@@ -84,12 +80,10 @@ static zsv_table *holder_views(zs_core_state *state, PyObject *holder) {
 static PyObject *property_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
     zsv_property *property = (zsv_property *)self;
-    if (obj == NULL)
-        return Py_NewRef(self);
+    if (obj == NULL) return Py_NewRef(self);
     zs_runtime_core *rt;
     zs_ref owner;
-    if (holder_memory(property, obj, &rt, &owner) == NULL)
-        return NULL;
+    if (holder_memory(property, obj, &rt, &owner) == NULL) return NULL;
     return zsv_read(rt, property->kind, obj, property->offset, owner, member_locator);
 }
 
@@ -102,8 +96,7 @@ static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
     }
     zs_runtime_core *rt;
     zs_ref owner;
-    if (holder_memory(property, obj, &rt, &owner) == NULL)
-        return -1;
+    if (holder_memory(property, obj, &rt, &owner) == NULL) return -1;
     Py_INCREF(rt);
     zsv_staged staged = {0};
     if (zsv_native_type(rt, property->kind) == NULL ||
@@ -122,16 +115,14 @@ static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
         if (status == ZS_OK) {
             zs_core_state *state = rt->state;
             zsv_value *view = zsv_table_lookup(holder_views(state, obj), property->offset);
-            if (view != NULL)  /* the view stays: its contents were replaced */
+            if (view != NULL) /* the view stays: its contents were replaced */
                 zsv_expire_table(view->views, state->reason_structure);
         }
     }
     zsv_release(property->kind, &staged);
     int result = 0;
-    if (base == NULL)
-        result = -1;  /* the holder expired during the staging: its error is set */
-    else if (status != ZS_OK)
-        result = (zsv_refused(rt, status, property->what), -1);
+    if (base == NULL) result = -1; /* the holder expired during the staging: its error is set */
+    else if (status != ZS_OK) result = (zsv_refused(rt, status, property->what), -1);
     Py_DECREF(rt);
     return result;
 }
@@ -142,9 +133,8 @@ static PyObject *property_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     PyTypeObject *owner;
     PyObject *kind, *what, *doc, *owner_kind = Py_None;
     unsigned int offset;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OUIO|O:ValueProperty", keywords,
-                                     &PyType_Type, &owner, &kind, &what, &offset, &doc,
-                                     &owner_kind))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OUIO|O:ValueProperty", keywords, &PyType_Type,
+                                     &owner, &kind, &what, &offset, &doc, &owner_kind))
         return NULL;
     zs_core_state *state = zs_state_of_type(type);
     int object_owner = PyType_IsSubtype(owner, state->conjugate_type) &&
@@ -164,8 +154,7 @@ static PyObject *property_new(PyTypeObject *type, PyObject *args, PyObject *kwar
         return NULL;
     }
     zsv_property *property = (zsv_property *)type->tp_alloc(type, 0);
-    if (property == NULL)
-        return NULL;
+    if (property == NULL) return NULL;
     property->owner = (PyTypeObject *)Py_NewRef(owner);
     property->owner_kind = owner_kind != Py_None ? (zsv_kind *)Py_NewRef(owner_kind) : NULL;
     property->kind = (zsv_kind *)Py_NewRef(kind);
@@ -211,14 +200,10 @@ static PyMemberDef property_members[] = {
 };
 
 static PyType_Slot property_slots[] = {
-    {Py_tp_new, property_new},
-    {Py_tp_dealloc, property_dealloc},
-    {Py_tp_traverse, property_traverse},
-    {Py_tp_clear, property_clear},
-    {Py_tp_descr_get, property_get},
-    {Py_tp_descr_set, property_set},
-    {Py_tp_members, property_members},
-    {0, NULL},
+    {Py_tp_new, property_new},           {Py_tp_dealloc, property_dealloc},
+    {Py_tp_traverse, property_traverse}, {Py_tp_clear, property_clear},
+    {Py_tp_descr_get, property_get},     {Py_tp_descr_set, property_set},
+    {Py_tp_members, property_members},   {0, NULL},
 };
 
 static PyType_Spec property_spec = {
@@ -230,7 +215,8 @@ static PyType_Spec property_spec = {
 
 int zsv_property_info(zs_core_state *state, PyObject *descriptor, PyTypeObject **owner,
                       zsv_kind **owner_kind, zsv_kind **kind, uint32_t *offset, PyObject **what) {
-    if (Py_TYPE(descriptor) != state->value_property_type && Py_TYPE(descriptor) != state->member_type)
+    if (Py_TYPE(descriptor) != state->value_property_type &&
+        Py_TYPE(descriptor) != state->member_type)
         return 0;
     zsv_property *property = (zsv_property *)descriptor;
     *owner = property->owner;
@@ -252,11 +238,9 @@ int zsv_member_owner_kind(zs_core_state *state, PyObject *descriptor, zsv_kind *
 
 int zsv_object_value_property(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
                               zsv_kind **kind, uint32_t *offset, PyObject **what) {
-    if (Py_TYPE(descriptor) != state->value_property_type)
-        return 0;
+    if (Py_TYPE(descriptor) != state->value_property_type) return 0;
     zsv_property *property = (zsv_property *)descriptor;
-    if (property->owner_kind != NULL || !PyType_IsSubtype(cls, property->owner))
-        return 0;
+    if (property->owner_kind != NULL || !PyType_IsSubtype(cls, property->owner)) return 0;
     *kind = property->kind;
     *offset = property->offset;
     *what = property->what;
@@ -281,12 +265,11 @@ static inline zsv_value *struct_of(zsv_property *property, PyObject *obj) {
 static PyObject *member_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
     zsv_property *property = (zsv_property *)self;
-    if (obj == NULL)
-        return Py_NewRef(self);
+    if (obj == NULL) return Py_NewRef(self);
     zsv_value *value = struct_of(property, obj);
-    if (value == NULL)
-        return NULL;
-    return zs_scalar_load((zs_scalar_kind)property->kind->scalar, value->address + property->offset);
+    if (value == NULL) return NULL;
+    return zs_scalar_load((zs_scalar_kind)property->kind->scalar,
+                          value->address + property->offset);
 }
 
 static int member_set(PyObject *self, PyObject *obj, PyObject *new_value) {
@@ -295,19 +278,16 @@ static int member_set(PyObject *self, PyObject *obj, PyObject *new_value) {
         PyErr_Format(PyExc_AttributeError, "cannot delete member %U", property->what);
         return -1;
     }
-    if (struct_of(property, obj) == NULL)
-        return -1;
+    if (struct_of(property, obj) == NULL) return -1;
     zs_scalar_bits bits;
     if (zs_scalar_convert((zs_scalar_kind)property->kind->scalar, new_value, &bits,
                           property->what) < 0)
         return -1;
     /* The conversion may have run Python code: the value again, then the write. */
     zsv_value *value = struct_of(property, obj);
-    if (value == NULL)
-        return -1;
+    if (value == NULL) return -1;
     zs_status status = zsv_writable(value->runtime, value->owner);
-    if (status != ZS_OK)
-        return zsv_refused(value->runtime, status, property->what), -1;
+    if (status != ZS_OK) return zsv_refused(value->runtime, status, property->what), -1;
     memcpy(value->address + property->offset, &bits, property->kind->size);
     return 0;
 }
@@ -318,9 +298,8 @@ static PyObject *member_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     PyTypeObject *owner;
     PyObject *owner_kind, *kind, *what, *doc;
     unsigned int offset;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OOUIO:MemberProperty", keywords,
-                                     &PyType_Type, &owner, &owner_kind, &kind, &what, &offset,
-                                     &doc))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OOUIO:MemberProperty", keywords, &PyType_Type,
+                                     &owner, &owner_kind, &kind, &what, &offset, &doc))
         return NULL;
     zs_core_state *state = zs_state_of_type(type);
     if (!zsv_is_kind(state, kind) || !zsv_is_kind(state, owner_kind) ||
@@ -332,8 +311,7 @@ static PyObject *member_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         return NULL;
     }
     zsv_property *property = (zsv_property *)type->tp_alloc(type, 0);
-    if (property == NULL)
-        return NULL;
+    if (property == NULL) return NULL;
     property->owner = (PyTypeObject *)Py_NewRef(owner);
     property->owner_kind = (zsv_kind *)Py_NewRef(owner_kind);
     property->kind = (zsv_kind *)Py_NewRef(kind);
@@ -362,8 +340,8 @@ static PyType_Spec member_spec = {
 };
 
 int zsv_add_member_types(PyObject *module, zs_core_state *state) {
-    state->value_property_type =
-        (PyTypeObject *)PyType_FromModuleAndSpec(module, &property_spec, NULL);
+    state->value_property_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &property_spec,
+                                                                          NULL);
     if (state->value_property_type == NULL ||
         PyModule_AddObjectRef(module, "ValueProperty", (PyObject *)state->value_property_type) < 0)
         return -1;

@@ -19,8 +19,7 @@
 #define INTERNED_LIMIT 4096
 
 typedef struct zs_name {
-    PyObject_HEAD
-    zs_runtime_core *runtime;  /* strong */
+    PyObject_HEAD zs_runtime_core *runtime; /* strong */
     uint32_t index, number;
 } zs_name;
 
@@ -30,8 +29,7 @@ typedef struct zs_name {
 
 /* The decoded base text of name `index` (borrowed), or NULL with an error. */
 static PyObject *base_text(zs_runtime_core *rt, uint32_t index) {
-    if (index < rt->name_count && rt->names[index] != NULL)
-        return rt->names[index];
+    if (index < rt->name_count && rt->names[index] != NULL) return rt->names[index];
     if (rt->native == NULL) {
         PyErr_Format(PyExc_IndexError, "no name #%u in this runtime", index);
         return NULL;
@@ -42,12 +40,10 @@ static PyObject *base_text(zs_runtime_core *rt, uint32_t index) {
         return NULL;
     }
     PyObject *text = PyUnicode_DecodeUTF8(raw, (Py_ssize_t)strlen(raw), "replace");
-    if (text == NULL)
-        return NULL;
+    if (text == NULL) return NULL;
     if (index >= rt->name_capacity) {
         uint32_t capacity = rt->name_capacity ? rt->name_capacity : 256;
-        while (capacity <= index)
-            capacity *= 2;
+        while (capacity <= index) capacity *= 2;
         PyObject **grown = PyMem_Realloc(rt->names, capacity * sizeof *grown);
         if (grown == NULL) {
             Py_DECREF(text);
@@ -58,8 +54,7 @@ static PyObject *base_text(zs_runtime_core *rt, uint32_t index) {
         rt->names = grown;
         rt->name_capacity = capacity;
     }
-    if (index >= rt->name_count)
-        rt->name_count = index + 1;
+    if (index >= rt->name_count) rt->name_count = index + 1;
     rt->names[index] = text;
     return text;
 }
@@ -67,10 +62,8 @@ static PyObject *base_text(zs_runtime_core *rt, uint32_t index) {
 /* The displayed text of a name: base, or base_<number - 1>. New reference. */
 static PyObject *name_text(zs_runtime_core *rt, uint32_t index, uint32_t number) {
     PyObject *base = base_text(rt, index);
-    if (base == NULL)
-        return NULL;
-    if (number == 0)
-        return Py_NewRef(base);
+    if (base == NULL) return NULL;
+    if (number == 0) return Py_NewRef(base);
     return PyUnicode_FromFormat("%U_%u", base, number - 1);
 }
 
@@ -90,16 +83,14 @@ int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *n
             *number = (uint32_t)(both >> 32);
             return 0;
         }
-        if (PyErr_Occurred())
-            return -1;
+        if (PyErr_Occurred()) return -1;
     }
     Py_ssize_t length;
     const char *data = PyUnicode_AsUTF8AndSize(text, &length);
     if (data == NULL) {
         PyObject *error = zs_error_take();
         PyObject *reason = error ? PyObject_Str(error) : NULL;
-        if (reason != NULL)
-            PyErr_Format(PyExc_ValueError, "invalid %s %R: %U", what, text, reason);
+        if (reason != NULL) PyErr_Format(PyExc_ValueError, "invalid %s %R: %U", what, text, reason);
         Py_XDECREF(reason);
         Py_XDECREF(error);
         return -1;
@@ -112,8 +103,7 @@ int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *n
     if (exact) {
         if (rt->interned == NULL || PyDict_GET_SIZE(rt->interned) >= INTERNED_LIMIT) {
             Py_XSETREF(rt->interned, PyDict_New());
-            if (rt->interned == NULL)
-                return -1;
+            if (rt->interned == NULL) return -1;
         }
         PyObject *packed = PyLong_FromUnsignedLongLong(*index | (unsigned long long)*number << 32);
         if (packed == NULL || PyDict_SetItem(rt->interned, text, packed) < 0) {
@@ -131,11 +121,9 @@ int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *n
 
 PyObject *zsv_name_make(zs_runtime_core *rt, uint32_t index, uint32_t number) {
     PyTypeObject *cls = (PyTypeObject *)rt->state->name_class;
-    if (cls == NULL)
-        return PyErr_Format(PyExc_SystemError, "zs.Name is not configured");
+    if (cls == NULL) return PyErr_Format(PyExc_SystemError, "zs.Name is not configured");
     zs_name *name = (zs_name *)cls->tp_alloc(cls, 0);
-    if (name == NULL)
-        return NULL;
+    if (name == NULL) return NULL;
     name->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
     name->index = index;
     name->number = number;
@@ -153,12 +141,10 @@ int zsv_name_stage(zs_runtime_core *rt, PyObject *value, zsv_staged *out, PyObje
             PyObject *text = name_text(name->runtime, name->index, name->number);
             int result = text ? zsv_intern(rt, text, &words[0], &words[1], "name") : -1;
             Py_XDECREF(text);
-            if (result < 0)
-                return -1;
+            if (result < 0) return -1;
         }
     } else if (PyUnicode_Check(value)) {
-        if (zsv_intern(rt, value, &words[0], &words[1], "name") < 0)
-            return -1;
+        if (zsv_intern(rt, value, &words[0], &words[1], "name") < 0) return -1;
     } else {
         if (what != NULL)
             PyErr_Format(PyExc_TypeError, "%U expects a Name or a str, not %s", what,
@@ -177,8 +163,7 @@ int zsv_name_stage(zs_runtime_core *rt, PyObject *value, zsv_staged *out, PyObje
 static PyObject *name_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"text", NULL};
     PyObject *text;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:Name", keywords, &text))
-        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:Name", keywords, &text)) return NULL;
     zs_core_state *state = zs_state_of_type(type);
     if (PyObject_TypeCheck(text, state->name_type)) {
         zs_name *other = (zs_name *)text;
@@ -193,8 +178,7 @@ static PyObject *name_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     if (!PyUnicode_Check(text))
         return PyErr_Format(PyExc_TypeError, "Name needs a str, not %s", Py_TYPE(text)->tp_name);
     PyObject *runtime = PyObject_CallNoArgs(state->current_runtime);
-    if (runtime == NULL)
-        return NULL;
+    if (runtime == NULL) return NULL;
     zs_runtime_core *rt = (zs_runtime_core *)runtime;
     uint32_t index, number;
     zs_name *name = NULL;
@@ -218,11 +202,9 @@ static PyObject *folded(PyObject *text) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         changes = c >= 'A' && c <= 'Z';
     }
-    if (!changes)
-        return Py_NewRef(text);
+    if (!changes) return Py_NewRef(text);
     PyObject *copy = PyUnicode_New(length, PyUnicode_MAX_CHAR_VALUE(text));
-    if (copy == NULL)
-        return NULL;
+    if (copy == NULL) return NULL;
     int copy_kind = PyUnicode_KIND(copy);
     void *copy_data = PyUnicode_DATA(copy);
     for (Py_ssize_t i = 0; i < length; i++) {
@@ -239,8 +221,7 @@ static PyObject *name_str(PyObject *self) {
 
 static PyObject *name_repr(PyObject *self) {
     PyObject *text = name_str(self);
-    if (text == NULL)
-        return NULL;
+    if (text == NULL) return NULL;
     PyObject *result = PyUnicode_FromFormat("Name(%R)", text);
     Py_DECREF(text);
     return result;
@@ -249,14 +230,14 @@ static PyObject *name_repr(PyObject *self) {
 /* Names of one runtime compare by their interned entry; otherwise (another
  * runtime, a str) by their ASCII-folded text. */
 static PyObject *name_richcompare(PyObject *self, PyObject *other, int op) {
-    if (op != Py_EQ && op != Py_NE)
-        Py_RETURN_NOTIMPLEMENTED;
+    if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
     zs_name *name = (zs_name *)self;
     zs_core_state *state = name->runtime->state;
     int equal;
     if (PyObject_TypeCheck(other, state->name_type) &&
         ((zs_name *)other)->runtime == name->runtime) {
-        equal = ((zs_name *)other)->index == name->index && ((zs_name *)other)->number == name->number;
+        equal = ((zs_name *)other)->index == name->index &&
+                ((zs_name *)other)->number == name->number;
     } else if (PyObject_TypeCheck(other, state->name_type) || PyUnicode_Check(other)) {
         PyObject *mine = name_str(self);
         PyObject *theirs = PyUnicode_Check(other) ? Py_NewRef(other) : name_str(other);
@@ -266,8 +247,7 @@ static PyObject *name_richcompare(PyObject *self, PyObject *other, int op) {
         Py_XDECREF(theirs);
         Py_XDECREF(a);
         Py_XDECREF(b);
-        if (equal < 0 || PyErr_Occurred())
-            return NULL;
+        if (equal < 0 || PyErr_Occurred()) return NULL;
     } else {
         Py_RETURN_NOTIMPLEMENTED;
     }
@@ -278,8 +258,7 @@ static Py_hash_t name_hash(PyObject *self) {
     PyObject *text = name_str(self);
     PyObject *key = text ? folded(text) : NULL;
     Py_XDECREF(text);
-    if (key == NULL)
-        return -1;
+    if (key == NULL) return -1;
     Py_hash_t hash = PyObject_Hash(key);
     Py_DECREF(key);
     return hash;
@@ -324,8 +303,7 @@ static PyObject *name_nothing(PyObject *self, PyObject *unused) {
 static PyObject *name_reduce(PyObject *self, PyObject *protocol) {
     (void)protocol;
     PyObject *text = name_str(self);
-    if (text == NULL)
-        return NULL;
+    if (text == NULL) return NULL;
     PyObject *result = Py_BuildValue("(O(N))", (PyObject *)Py_TYPE(self), text);
     return result;
 }
@@ -382,8 +360,7 @@ static PyType_Spec name_spec = {
 /* Runtime._name_text(index, number) -> the displayed text of a name. */
 PyObject *zsv_runtime_name_text(PyObject *self, PyObject *args) {
     unsigned int index, number;
-    if (!PyArg_ParseTuple(args, "II:_name_text", &index, &number))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "II:_name_text", &index, &number)) return NULL;
     return name_text((zs_runtime_core *)self, index, number);
 }
 
@@ -392,8 +369,7 @@ PyObject *zsv_runtime_intern(PyObject *self, PyObject *text) {
     if (!PyUnicode_Check(text))
         return PyErr_Format(PyExc_TypeError, "name must be a str, not %s", Py_TYPE(text)->tp_name);
     uint32_t index, number;
-    if (zsv_intern((zs_runtime_core *)self, text, &index, &number, "object name") < 0)
-        return NULL;
+    if (zsv_intern((zs_runtime_core *)self, text, &index, &number, "object name") < 0) return NULL;
     return Py_BuildValue("(II)", index, number);
 }
 
@@ -401,18 +377,15 @@ PyObject *zsv_runtime_intern(PyObject *self, PyObject *text) {
  * table goes (close: expired conjugates name their objects lazily). */
 PyObject *zsv_runtime_keep_names(PyObject *self, PyObject *count) {
     unsigned long n = PyLong_AsUnsignedLong(count);
-    if (n == (unsigned long)-1 && PyErr_Occurred())
-        return NULL;
+    if (n == (unsigned long)-1 && PyErr_Occurred()) return NULL;
     for (unsigned long i = 0; i < n; i++)
-        if (base_text((zs_runtime_core *)self, (uint32_t)i) == NULL)
-            return NULL;
+        if (base_text((zs_runtime_core *)self, (uint32_t)i) == NULL) return NULL;
     Py_RETURN_NONE;
 }
 
 /* Free a runtime's name caches (runtime dealloc). */
 void zsv_names_free(zs_runtime_core *rt) {
-    for (uint32_t i = 0; i < rt->name_count; i++)
-        Py_CLEAR(rt->names[i]);
+    for (uint32_t i = 0; i < rt->name_count; i++) Py_CLEAR(rt->names[i]);
     PyMem_Free(rt->names);
     rt->names = NULL;
     rt->name_count = rt->name_capacity = 0;
@@ -425,92 +398,4 @@ int zsv_add_name_type(PyObject *module, zs_core_state *state) {
         PyModule_AddObjectRef(module, "NameBase", (PyObject *)state->name_type) < 0)
         return -1;
     return 0;
-}
-
-/* =========================================================================
- * Delegate callables
- * ========================================================================= */
-
-/* Native delegate bindings name Python callables by id. The registry holds
- * each callable while some native binding does: an id is retained natively
- * once when registered (the registry's hold), each binding store retains it
- * again, and the registry's hold is released once the store is done. Ids
- * whose native count drops to zero are reported by the heap and dropped
- * here at a safe point (zsv_callables_drain). */
-
-uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable) {
-    if (rt->native == NULL)
-        return 0;
-    if (rt->callable_free == 0) {
-        uint32_t capacity = rt->callable_capacity ? rt->callable_capacity * 2 : 64;
-        PyObject **grown = PyMem_Realloc(rt->callables, (size_t)capacity * sizeof *grown);
-        if (grown == NULL)
-            return 0;
-        for (uint32_t i = capacity; i-- > rt->callable_capacity;) {
-            /* A free slot holds the next free id, tagged as an odd integer. */
-            grown[i] = (PyObject *)(uintptr_t)(((uintptr_t)rt->callable_free << 1) | 1u);
-            rt->callable_free = i + 1;
-        }
-        rt->callables = grown;
-        rt->callable_capacity = capacity;
-    }
-    uint32_t id = rt->callable_free;
-    uintptr_t next = (uintptr_t)rt->callables[id - 1];
-    if (rt->state->api.zs_callable_retain(rt->native, id) != ZS_OK)
-        return 0;
-    rt->callable_free = (uint32_t)(next >> 1);
-    rt->callables[id - 1] = Py_NewRef(callable);
-    rt->callable_count++;
-    return id;
-}
-
-void zsv_callable_done(zs_runtime_core *rt, uint32_t id) {
-    if (id != 0 && rt->native != NULL)
-        rt->state->api.zs_callable_release(rt->native, id);
-}
-
-PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id) {
-    if (id == 0 || id > rt->callable_capacity)
-        return NULL;
-    PyObject *held = rt->callables[id - 1];
-    return ((uintptr_t)held & 1u) ? NULL : held;
-}
-
-/* Drop the callables of ids no native binding holds any more. */
-int zsv_callables_drain(zs_runtime_core *rt) {
-    if (rt->callable_count == 0)
-        return 0;
-    uint32_t ids[256], count = 0;
-    do {
-        /* Checked on every round: a finaliser run by a drop below may have
-           closed the runtime (close drops every callable itself). */
-        if (rt->native == NULL || rt->closing)
-            return 0;
-        if (rt->state->api.zs_take_released_callables(rt->native, ids, 256, &count) != ZS_OK)
-            return -1;
-        for (uint32_t i = 0; i < count && rt->native != NULL; i++) {
-            uint32_t id = ids[i];
-            PyObject *held = zsv_callable_get(rt, id);
-            if (held == NULL)
-                continue;
-            rt->callables[id - 1] = (PyObject *)(uintptr_t)(((uintptr_t)rt->callable_free << 1) | 1u);
-            rt->callable_free = id;
-            rt->callable_count--;
-            Py_DECREF(held);  /* may run Python code: the slot is consistent already */
-        }
-    } while (count == 256);
-    return 0;
-}
-
-/* Drop every callable (close, dealloc): the registry is emptied first, so a
- * callable's finaliser finds it consistent. */
-void zsv_callables_free(zs_runtime_core *rt) {
-    PyObject **held = rt->callables;
-    uint32_t capacity = rt->callable_capacity;
-    rt->callables = NULL;
-    rt->callable_capacity = rt->callable_count = rt->callable_free = 0;
-    for (uint32_t i = 0; i < capacity; i++)
-        if (held[i] != NULL && !((uintptr_t)held[i] & 1u))
-            Py_DECREF(held[i]);
-    PyMem_Free(held);
 }

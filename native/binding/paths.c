@@ -13,10 +13,8 @@
  * resolves a forward reference, in Python, once). */
 static PyObject *target_class(zs_core_state *state, PyObject *self) {
     PyObject *resolved = PyDict_GetItemWithError(Py_TYPE(self)->tp_dict, state->str_zs_resolved);
-    if (resolved == NULL && PyErr_Occurred())
-        return NULL;
-    if (resolved != NULL && PyType_Check(resolved))
-        return Py_NewRef(resolved);
+    if (resolved == NULL && PyErr_Occurred()) return NULL;
+    if (resolved != NULL && PyType_Check(resolved)) return Py_NewRef(resolved);
     PyObject *target = PyObject_CallMethod((PyObject *)Py_TYPE(self), "_zs_target", NULL);
     if (target != NULL && !PyType_Check(target)) {
         Py_DECREF(target);
@@ -31,19 +29,17 @@ static zs_ref find_by_path(zs_runtime_core *rt, const char *path, size_t length)
     const zs_native_api *api = &rt->state->api;
     zs_ref outer = ZS_NULL_REF;
     size_t start = 0;
-    if (length == 0 || rt->native == NULL || rt->closing)
-        return ZS_NULL_REF;
+    if (length == 0 || rt->native == NULL || rt->closing) return ZS_NULL_REF;
     while (start <= length) {
         size_t end = start;
-        while (end < length && path[end] != '.')
-            end++;
+        while (end < length && path[end] != '.') end++;
         uint32_t index, number;
         zs_ref found = ZS_NULL_REF;
         if (end == start ||
             api->zs_name_intern(rt->native, path + start, end - start, &index, &number) != ZS_OK ||
             api->zs_find_object(rt->native, outer, index, number, &found) != ZS_OK ||
             found == ZS_NULL_REF)
-            return ZS_NULL_REF;  /* an empty or invalid segment, or nothing there */
+            return ZS_NULL_REF; /* an empty or invalid segment, or nothing there */
         outer = found;
         start = end + 1;
     }
@@ -58,9 +54,8 @@ PyObject *zsv_soft_get(PyObject *self, PyObject *unused) {
         PyErr_SetString(PyExc_TypeError, "_soft_get() is for a soft object pointer");
         return NULL;
     }
-    PyObject *target = target_class(value->runtime->state, self);  /* may run Python code */
-    if (target == NULL)
-        return NULL;
+    PyObject *target = target_class(value->runtime->state, self); /* may run Python code */
+    if (target == NULL) return NULL;
     char *at = zsv_live(value);
     PyObject *result = NULL;
     if (at != NULL) {

@@ -29,10 +29,8 @@ static inline zs_conjugate *checked(PyTypeObject *owner, PyObject *obj, PyObject
                                     zs_core_state *state) {
     if (zs_is_conjugate(state, obj)) {
         zs_conjugate *conjugate = (zs_conjugate *)obj;
-        if (!ZS_CONJUGATE_IS_LIVE(conjugate))
-            return zs_raise_expired(conjugate), NULL;
-        if (zs_conjugate_is_a(conjugate, owner))
-            return conjugate;
+        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), NULL;
+        if (zs_conjugate_is_a(conjugate, owner)) return conjugate;
     }
     zs_descriptor_misapplied(what, owner, obj);
     return NULL;
@@ -43,10 +41,9 @@ static inline zs_conjugate *checked(PyTypeObject *owner, PyObject *obj, PyObject
  * ========================================================================= */
 
 typedef struct zs_scalar_property {
-    PyObject_HEAD
-    PyTypeObject *owner;   /* the class whose layout `offset` belongs to */
+    PyObject_HEAD PyTypeObject *owner; /* the class whose layout `offset` belongs to */
     PyObject *doc;
-    PyObject *name;        /* "Class.name", for errors */
+    PyObject *name; /* "Class.name", for errors */
     Py_ssize_t offset;
     zs_scalar_kind kind;
     zs_core_state *state;
@@ -57,26 +54,23 @@ typedef struct zs_scalar_property {
  * Python code and leaves no error set. */
 static int scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out) {
     if (kind == ZS_SCALAR_BOOL) {
-        if (value != Py_True && value != Py_False)
-            return 0;
+        if (value != Py_True && value != Py_False) return 0;
         out->b = value == Py_True;
         return 1;
     }
     if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) {
-        if (!PyFloat_CheckExact(value))
-            return 0;
+        if (!PyFloat_CheckExact(value)) return 0;
         double v = PyFloat_AS_DOUBLE(value);
         if (kind == ZS_SCALAR_F64) {
             out->f64 = v;
             return 1;
         }
         if (isfinite(v) && fabs(v) > FLT_MAX)
-            return 0;  /* out of Float32's range: the conversion raises */
+            return 0; /* out of Float32's range: the conversion raises */
         out->f32 = (float)v;
         return 1;
     }
-    if (!PyLong_CheckExact(value))
-        return 0;
+    if (!PyLong_CheckExact(value)) return 0;
     if (kind == ZS_SCALAR_U64) {
         unsigned long long v = PyLong_AsUnsignedLongLong(value);
         if (v == (unsigned long long)-1 && PyErr_Occurred()) {
@@ -93,8 +87,7 @@ static int scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_
         return 0;
     }
     long long low, high;
-    if (!zs_scalar_range(kind, &low, &high) || v < low || v > high)
-        return 0;
+    if (!zs_scalar_range(kind, &low, &high) || v < low || v > high) return 0;
     zs_scalar_set_integer(kind, v, out);
     return 1;
 }
@@ -103,11 +96,9 @@ static int scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_
 static PyObject *scalar_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
     zs_scalar_property *property = (zs_scalar_property *)self;
-    if (obj == NULL)
-        return Py_NewRef(self);
+    if (obj == NULL) return Py_NewRef(self);
     zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
-    if (conjugate == NULL)
-        return NULL;
+    if (conjugate == NULL) return NULL;
     return zs_scalar_load(property->kind, conjugate->address + property->offset);
 }
 
@@ -118,20 +109,17 @@ static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
         PyErr_Format(PyExc_AttributeError, "cannot delete property %U", property->name);
         return -1;
     }
-    if (checked(property->owner, obj, property->name, property->state) == NULL)
-        return -1;
+    if (checked(property->owner, obj, property->name, property->state) == NULL) return -1;
     zs_scalar_bits bits;
     if (!scalar_convert_exact(property->kind, value, &bits) &&
         zs_scalar_convert(property->kind, value, &bits, property->name) < 0)
         return -1;
     zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
-    if (conjugate == NULL)
-        return -1;
+    if (conjugate == NULL) return -1;
     zs_runtime_core *rt = conjugate->runtime;
-    if (rt->dying_window) {  /* the one rule for dying objects (value.h, zsv_writable) */
+    if (rt->dying_window) { /* the one rule for dying objects (value.h, zsv_writable) */
         zs_status status = zsv_writable(rt, conjugate->handle);
-        if (status != ZS_OK)
-            return zsv_refused(rt, status, property->name), -1;
+        if (status != ZS_OK) return zsv_refused(rt, status, property->name), -1;
     }
     memcpy(conjugate->address + property->offset, &bits, zs_scalar_size(property->kind));
     return 0;
@@ -154,13 +142,14 @@ static PyObject *scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     PyObject *name, *doc;
     Py_ssize_t offset;
     int kind;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!UniO:ScalarProperty", keywords,
-                                     &PyType_Type, &owner, &name, &offset, &kind, &doc))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!UniO:ScalarProperty", keywords, &PyType_Type,
+                                     &owner, &name, &offset, &kind, &doc))
         return NULL;
     zs_core_state *state = zs_state_of_type(type);
     if (!PyType_IsSubtype(owner, state->conjugate_type) ||
         !PyObject_TypeCheck((PyObject *)owner, state->class_type)) {
-        PyErr_SetString(PyExc_TypeError, "ScalarProperty: the owner is not an object conjugate class");
+        PyErr_SetString(PyExc_TypeError,
+                        "ScalarProperty: the owner is not an object conjugate class");
         return NULL;
     }
     if (kind < 0 || kind >= ZS_SCALAR_KINDS || offset < (Py_ssize_t)sizeof(zs_object)) {
@@ -168,8 +157,7 @@ static PyObject *scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         return NULL;
     }
     zs_scalar_property *property = (zs_scalar_property *)type->tp_alloc(type, 0);
-    if (property == NULL)
-        return NULL;
+    if (property == NULL) return NULL;
     property->owner = (PyTypeObject *)Py_NewRef(owner);
     property->name = Py_NewRef(name);
     property->doc = Py_NewRef(doc);
@@ -214,14 +202,10 @@ static PyMemberDef scalar_members[] = {
 };
 
 static PyType_Slot scalar_slots[] = {
-    {Py_tp_new, scalar_new},
-    {Py_tp_dealloc, scalar_dealloc},
-    {Py_tp_traverse, scalar_traverse},
-    {Py_tp_clear, scalar_clear},
-    {Py_tp_descr_get, scalar_get},
-    {Py_tp_descr_set, scalar_set},
-    {Py_tp_members, scalar_members},
-    {0, NULL},
+    {Py_tp_new, scalar_new},           {Py_tp_dealloc, scalar_dealloc},
+    {Py_tp_traverse, scalar_traverse}, {Py_tp_clear, scalar_clear},
+    {Py_tp_descr_get, scalar_get},     {Py_tp_descr_set, scalar_set},
+    {Py_tp_members, scalar_members},   {0, NULL},
 };
 
 static PyType_Spec scalar_spec = {
@@ -236,10 +220,9 @@ static PyType_Spec scalar_spec = {
  * ========================================================================= */
 
 typedef struct zs_reference_property {
-    PyObject_HEAD
-    PyTypeObject *owner;
-    PyTypeObject *target;  /* the declared class of the referenced objects */
-    PyObject *what;        /* "Class.name", for errors */
+    PyObject_HEAD PyTypeObject *owner;
+    PyTypeObject *target; /* the declared class of the referenced objects */
+    PyObject *what;       /* "Class.name", for errors */
     PyObject *doc;
     uint32_t offset;
 } zs_reference_property;
@@ -248,19 +231,15 @@ typedef struct zs_reference_property {
 static PyObject *reference_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
     zs_reference_property *property = (zs_reference_property *)self;
-    if (obj == NULL)
-        return Py_NewRef(self);
+    if (obj == NULL) return Py_NewRef(self);
     zs_conjugate *conjugate = checked(property->owner, obj, property->what,
                                       zs_state_of_type(Py_TYPE(self)));
-    if (conjugate == NULL)
-        return NULL;
+    if (conjugate == NULL) return NULL;
     zs_ref ref;
     memcpy(&ref, conjugate->address + property->offset, sizeof ref);
-    if (ref == ZS_NULL_REF)
-        Py_RETURN_NONE;
+    if (ref == ZS_NULL_REF) Py_RETURN_NONE;
     zs_conjugate *found = zs_table_get(conjugate->runtime, ref);
-    if (found != NULL)
-        return Py_NewRef((PyObject *)found);
+    if (found != NULL) return Py_NewRef((PyObject *)found);
     return zs_resolve_conjugate(conjugate->runtime, ref);
 }
 
@@ -273,21 +252,18 @@ static bool reference_target(const zs_reference_property *property, const zs_run
         *out = ZS_NULL_REF;
         return true;
     }
-    if (!PyObject_TypeCheck(value, property->target))
-        return false;
+    if (!PyObject_TypeCheck(value, property->target)) return false;
     const zs_conjugate *target = (const zs_conjugate *)value;
-    if (!ZS_CONJUGATE_IS_LIVE(target) || target->runtime != rt)
-        return false;
+    if (!ZS_CONJUGATE_IS_LIVE(target) || target->runtime != rt) return false;
     *out = target->handle;
     return true;
 }
 
 /* Let Python raise the precise error for a store that cannot happen. */
-static int reference_store_failed(zs_reference_property *property, PyObject *obj,
-                                  PyObject *value) {
+static int reference_store_failed(zs_reference_property *property, PyObject *obj, PyObject *value) {
     zs_core_state *state = zs_state_of_type(Py_TYPE(property));
-    PyObject *result = PyObject_CallFunctionObjArgs(state->store_failed, obj, value,
-                                                    property->what, NULL);
+    PyObject *result = PyObject_CallFunctionObjArgs(state->store_failed, obj, value, property->what,
+                                                    NULL);
     if (result != NULL) {
         Py_DECREF(result);
         PyErr_Format(PyExc_TypeError, "cannot store into %U", property->what);
@@ -303,8 +279,7 @@ static int reference_set(PyObject *self, PyObject *obj, PyObject *value) {
         return -1;
     }
     zs_core_state *state = zs_state_of_type(Py_TYPE(self));
-    if (zs_is_conjugate(state, obj) &&
-        ZS_CONJUGATE_IS_LIVE((zs_conjugate *)obj) &&
+    if (zs_is_conjugate(state, obj) && ZS_CONJUGATE_IS_LIVE((zs_conjugate *)obj) &&
         !zs_conjugate_is_a((zs_conjugate *)obj, property->owner))
         return zs_descriptor_misapplied(property->what, property->owner, obj);
     if (!zs_is_conjugate(state, obj))
@@ -315,9 +290,9 @@ static int reference_set(PyObject *self, PyObject *obj, PyObject *value) {
     if (!reference_target(property, rt, value, &ref) || !ZS_CONJUGATE_IS_LIVE(holder) ||
         rt->closing || rt->native == NULL)
         return reference_store_failed(property, obj, value);
-    zs_status status = rt->state->api.zs_store_ref(rt->native, holder->handle, property->offset, ref);
-    if (status == ZS_OK)
-        return 0;
+    zs_status status = rt->state->api.zs_store_ref(rt->native, holder->handle, property->offset,
+                                                   ref);
+    if (status == ZS_OK) return 0;
     PyObject *result = PyObject_CallFunction(rt->state->store_refused, "OiO", (PyObject *)rt,
                                              (int)status, property->what);
     Py_XDECREF(result);
@@ -333,8 +308,8 @@ static PyObject *reference_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     PyObject *what, *doc;
     unsigned int offset;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!UIO:ReferenceProperty", keywords,
-                                     &PyType_Type, &owner, &PyType_Type, &target, &what,
-                                     &offset, &doc))
+                                     &PyType_Type, &owner, &PyType_Type, &target, &what, &offset,
+                                     &doc))
         return NULL;
     zs_core_state *state = zs_state_of_type(type);
     if (!PyType_IsSubtype(owner, state->conjugate_type) ||
@@ -348,8 +323,7 @@ static PyObject *reference_new(PyTypeObject *type, PyObject *args, PyObject *kwa
         return NULL;
     }
     zs_reference_property *property = (zs_reference_property *)type->tp_alloc(type, 0);
-    if (property == NULL)
-        return NULL;
+    if (property == NULL) return NULL;
     property->owner = (PyTypeObject *)Py_NewRef(owner);
     property->target = (PyTypeObject *)Py_NewRef(target);
     property->what = Py_NewRef(what);
@@ -395,14 +369,10 @@ static PyMemberDef reference_members[] = {
 };
 
 static PyType_Slot reference_slots[] = {
-    {Py_tp_new, reference_new},
-    {Py_tp_dealloc, reference_dealloc},
-    {Py_tp_traverse, reference_traverse},
-    {Py_tp_clear, reference_clear},
-    {Py_tp_descr_get, reference_get},
-    {Py_tp_descr_set, reference_set},
-    {Py_tp_members, reference_members},
-    {0, NULL},
+    {Py_tp_new, reference_new},           {Py_tp_dealloc, reference_dealloc},
+    {Py_tp_traverse, reference_traverse}, {Py_tp_clear, reference_clear},
+    {Py_tp_descr_get, reference_get},     {Py_tp_descr_set, reference_set},
+    {Py_tp_members, reference_members},   {0, NULL},
 };
 
 static PyType_Spec reference_spec = {
@@ -457,8 +427,7 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
         memcpy(conjugate->address + store->offset, store->bits, store->size);
         return ZS_OK;
     }
-    if (store->ref == ZS_NULL_REF)
-        return ZS_OK;  /* a new object's references start null */
+    if (store->ref == ZS_NULL_REF) return ZS_OK; /* a new object's references start null */
     return rt->state->api.zs_store_ref(rt->native, conjugate->handle, store->offset, store->ref);
 }
 

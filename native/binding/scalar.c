@@ -15,8 +15,8 @@
 #include <string.h>
 
 static const char *const scalar_names[ZS_SCALAR_KINDS] = {
-    "Bool", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
-    "Float32", "Float64",
+    "Bool",   "Int8",   "Int16",  "Int32",   "Int64",   "UInt8",
+    "UInt16", "UInt32", "UInt64", "Float32", "Float64",
 };
 
 static const size_t scalar_sizes[ZS_SCALAR_KINDS] = {
@@ -38,20 +38,63 @@ const char *zs_scalar_name(zs_scalar_kind kind) {
 /* The Python value of the scalar of `kind` at `at`. */
 PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at) {
     switch (kind) {
-    case ZS_SCALAR_BOOL: { _Bool v; memcpy(&v, at, sizeof v); return PyBool_FromLong(v); }
-    case ZS_SCALAR_I8: { int8_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_I16: { int16_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_I32: { int32_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_I64: { int64_t v; memcpy(&v, at, sizeof v); return PyLong_FromLongLong(v); }
-    case ZS_SCALAR_U8: { uint8_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_U16: { uint16_t v; memcpy(&v, at, sizeof v); return PyLong_FromLong(v); }
-    case ZS_SCALAR_U32: { uint32_t v; memcpy(&v, at, sizeof v); return PyLong_FromUnsignedLong(v); }
-    case ZS_SCALAR_U64: {
-        uint64_t v; memcpy(&v, at, sizeof v); return PyLong_FromUnsignedLongLong(v);
+    case ZS_SCALAR_BOOL: {
+        _Bool v;
+        memcpy(&v, at, sizeof v);
+        return PyBool_FromLong(v);
     }
-    case ZS_SCALAR_F32: { float v; memcpy(&v, at, sizeof v); return PyFloat_FromDouble(v); }
-    case ZS_SCALAR_F64: { double v; memcpy(&v, at, sizeof v); return PyFloat_FromDouble(v); }
-    default: break;
+    case ZS_SCALAR_I8: {
+        int8_t v;
+        memcpy(&v, at, sizeof v);
+        return PyLong_FromLong(v);
+    }
+    case ZS_SCALAR_I16: {
+        int16_t v;
+        memcpy(&v, at, sizeof v);
+        return PyLong_FromLong(v);
+    }
+    case ZS_SCALAR_I32: {
+        int32_t v;
+        memcpy(&v, at, sizeof v);
+        return PyLong_FromLong(v);
+    }
+    case ZS_SCALAR_I64: {
+        int64_t v;
+        memcpy(&v, at, sizeof v);
+        return PyLong_FromLongLong(v);
+    }
+    case ZS_SCALAR_U8: {
+        uint8_t v;
+        memcpy(&v, at, sizeof v);
+        return PyLong_FromLong(v);
+    }
+    case ZS_SCALAR_U16: {
+        uint16_t v;
+        memcpy(&v, at, sizeof v);
+        return PyLong_FromLong(v);
+    }
+    case ZS_SCALAR_U32: {
+        uint32_t v;
+        memcpy(&v, at, sizeof v);
+        return PyLong_FromUnsignedLong(v);
+    }
+    case ZS_SCALAR_U64: {
+        uint64_t v;
+        memcpy(&v, at, sizeof v);
+        return PyLong_FromUnsignedLongLong(v);
+    }
+    case ZS_SCALAR_F32: {
+        float v;
+        memcpy(&v, at, sizeof v);
+        return PyFloat_FromDouble(v);
+    }
+    case ZS_SCALAR_F64: {
+        double v;
+        memcpy(&v, at, sizeof v);
+        return PyFloat_FromDouble(v);
+    }
+    default:
+        break;
     }
     PyErr_SetString(PyExc_SystemError, "unknown scalar kind");
     return NULL;
@@ -59,12 +102,9 @@ PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at) {
 
 /* Prefix the error being raised with "<what>: " (what may be NULL). */
 static int prefixed_error(PyObject *what, PyObject *type, PyObject *message) {
-    if (message == NULL)
-        return -1;
-    if (what != NULL)
-        PyErr_Format(type, "%U: %U", what, message);
-    else
-        PyErr_SetObject(type, message);
+    if (message == NULL) return -1;
+    if (what != NULL) PyErr_Format(type, "%U: %U", what, message);
+    else PyErr_SetObject(type, message);
     Py_DECREF(message);
     return -1;
 }
@@ -73,8 +113,7 @@ static int prefixed_error(PyObject *what, PyObject *type, PyObject *message) {
  * int subclass (PyNumber_Index copies it without calling any method), else
  * the object's own __index__. New reference. */
 static PyObject *integer_of(PyObject *value) {
-    if (PyLong_CheckExact(value))
-        return Py_NewRef(value);
+    if (PyLong_CheckExact(value)) return Py_NewRef(value);
     return PyNumber_Index(value);
 }
 
@@ -82,18 +121,17 @@ static PyObject *integer_of(PyObject *value) {
 static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
                            PyObject *what) {
     PyObject *number = integer_of(value);
-    if (number == NULL)
-        return zs_error_prefix(what);
+    if (number == NULL) return zs_error_prefix(what);
     int result = 0;
     if (kind == ZS_SCALAR_BOOL) {
         int overflow = 0;
         long v = PyLong_AsLongAndOverflow(number, &overflow);
-        if (overflow == 0 && (v == 0 || v == 1))
-            out->b = v == 1;
+        if (overflow == 0 && (v == 0 || v == 1)) out->b = v == 1;
         else
             result = prefixed_error(what, PyExc_OverflowError,
                                     PyUnicode_FromFormat("%R is out of range for Bool (use True "
-                                                         "or False)", number));
+                                                         "or False)",
+                                                         number));
     } else if (kind == ZS_SCALAR_U64) {
         unsigned long long v = PyLong_AsUnsignedLongLong(number);
         if (v == (unsigned long long)-1 && PyErr_Occurred()) {
@@ -107,7 +145,7 @@ static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits 
     } else {
         long long low, high;
         int ranged = zs_scalar_range(kind, &low, &high);
-        assert(ranged);  /* every other kind is handled above */
+        assert(ranged); /* every other kind is handled above */
         (void)ranged;
         int overflow = 0;
         long long v = PyLong_AsLongLongAndOverflow(number, &overflow);
@@ -124,25 +162,22 @@ static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits 
 }
 
 /* Convert a real value for a float kind. */
-static int convert_real(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
-                        PyObject *what) {
+static int convert_real(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out, PyObject *what) {
     double v;
-    if (PyFloat_Check(value)) {  /* float or a subclass: the base value */
+    if (PyFloat_Check(value)) { /* float or a subclass: the base value */
         v = PyFloat_AS_DOUBLE(value);
     } else if (PyLong_Check(value)) {
         v = PyLong_AsDouble(value);
-        if (v == -1.0 && PyErr_Occurred())
-            return zs_error_prefix(what);
+        if (v == -1.0 && PyErr_Occurred()) return zs_error_prefix(what);
     } else if (PyUnicode_Check(value) || PyBytes_Check(value) || PyByteArray_Check(value) ||
                Py_TYPE(value)->tp_as_number == NULL ||
                Py_TYPE(value)->tp_as_number->nb_float == NULL) {
-        return prefixed_error(what, PyExc_TypeError,
-                              PyUnicode_FromFormat("expected a real number, got %s",
-                                                   Py_TYPE(value)->tp_name));
+        return prefixed_error(
+            what, PyExc_TypeError,
+            PyUnicode_FromFormat("expected a real number, got %s", Py_TYPE(value)->tp_name));
     } else {
-        PyObject *number = PyNumber_Float(value);  /* may run __float__; an exact float */
-        if (number == NULL)
-            return zs_error_prefix(what);
+        PyObject *number = PyNumber_Float(value); /* may run __float__; an exact float */
+        if (number == NULL) return zs_error_prefix(what);
         v = PyFloat_AS_DOUBLE(number);
         Py_DECREF(number);
     }
@@ -152,9 +187,10 @@ static int convert_real(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *ou
     }
     if (isfinite(v) && fabs(v) > FLT_MAX) {
         PyObject *shown = PyFloat_FromDouble(v);
-        int result = shown == NULL ? -1 : prefixed_error(
-            what, PyExc_OverflowError,
-            PyUnicode_FromFormat("%R is out of range for Float32", shown));
+        int result = shown == NULL ? -1
+                                   : prefixed_error(what, PyExc_OverflowError,
+                                                    PyUnicode_FromFormat(
+                                                        "%R is out of range for Float32", shown));
         Py_XDECREF(shown);
         return result;
     }
@@ -164,8 +200,7 @@ static int convert_real(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *ou
 
 /* Convert `value` into the C value of `kind` (phase 1 of a write). Errors
  * name `what` ("Actor.health"), if given. */
-int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
-                      PyObject *what) {
+int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out, PyObject *what) {
     if (kind == ZS_SCALAR_BOOL && (value == Py_True || value == Py_False)) {
         out->b = value == Py_True;
         return 0;
@@ -174,7 +209,6 @@ int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
         out->f64 = PyFloat_AS_DOUBLE(value);
         return 0;
     }
-    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64)
-        return convert_real(kind, value, out, what);
+    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) return convert_real(kind, value, out, what);
     return convert_integer(kind, value, out, what);
 }

@@ -20,30 +20,25 @@ static inline uint32_t table_home(const zsv_table *table, Py_ssize_t key) {
 
 /* The live view cached under `key`, or NULL. */
 static zsv_value *table_get(const zsv_table *table, Py_ssize_t key) {
-    if (table == NULL || table->count == 0)
-        return NULL;
+    if (table == NULL || table->count == 0) return NULL;
     for (uint32_t i = table_home(table, key);; i = (i + 1) & table->mask) {
         const zsv_entry *entry = &table->entries[i];
-        if (entry->view == NULL)
-            return NULL;
-        if (entry->key == key)
-            return entry->view;
+        if (entry->view == NULL) return NULL;
+        if (entry->key == key) return entry->view;
     }
 }
 
 /* A table of `capacity` (a power of two) empty entries, or NULL. */
 static zsv_table *table_new(uint32_t capacity) {
     zsv_table *table = PyMem_Calloc(1, sizeof *table + capacity * sizeof(zsv_entry));
-    if (table != NULL)
-        table->mask = capacity - 1;
+    if (table != NULL) table->mask = capacity - 1;
     return table;
 }
 
 /* Insert an entry known to be absent (no growth). */
 static void table_insert(zsv_table *table, Py_ssize_t key, zsv_value *view) {
     uint32_t i = table_home(table, key);
-    while (table->entries[i].view != NULL)
-        i = (i + 1) & table->mask;
+    while (table->entries[i].view != NULL) i = (i + 1) & table->mask;
     table->entries[i].key = key;
     table->entries[i].view = view;
     table->count++;
@@ -56,8 +51,7 @@ static int table_put(zsv_table **slot, Py_ssize_t key, zsv_value *view) {
     if (table == NULL || (table->count + 1) * 4 > (table->mask + 1) * 3) {
         uint32_t capacity = table == NULL ? 4 : (table->mask + 1) * 2;
         zsv_table *grown = table_new(capacity);
-        if (grown == NULL)
-            return -1;
+        if (grown == NULL) return -1;
         for (uint32_t i = 0; table != NULL && i <= table->mask; i++)
             if (table->entries[i].view != NULL)
                 table_insert(grown, table->entries[i].key, table->entries[i].view);
@@ -71,14 +65,11 @@ static int table_put(zsv_table **slot, Py_ssize_t key, zsv_value *view) {
 /* Remove the entry of `view` under `key`, if it is there (backward-shift
  * deletion keeps every probe sequence unbroken). */
 static void table_remove(zsv_table *table, Py_ssize_t key, const zsv_value *view) {
-    if (table == NULL || table->count == 0)
-        return;
+    if (table == NULL || table->count == 0) return;
     uint32_t i = table_home(table, key);
     for (;; i = (i + 1) & table->mask) {
-        if (table->entries[i].view == NULL)
-            return;
-        if (table->entries[i].key == key && table->entries[i].view == view)
-            break;
+        if (table->entries[i].view == NULL) return;
+        if (table->entries[i].key == key && table->entries[i].view == view) break;
     }
     uint32_t hole = i;
     for (uint32_t next = (hole + 1) & table->mask; table->entries[next].view != NULL;
@@ -106,12 +97,9 @@ void zsv_table_free(zsv_table *table) {
 
 /* The table slot of a live holder (an object or value conjugate), or NULL. */
 static zsv_table **holder_table(zs_core_state *state, PyObject *holder) {
-    if (holder == NULL)
-        return NULL;
-    if (zs_is_value(state, holder))
-        return &((zsv_value *)holder)->views;
-    if (zs_is_conjugate(state, holder) &&
-        ZS_CONJUGATE_IS_LIVE((zs_conjugate *)holder))
+    if (holder == NULL) return NULL;
+    if (zs_is_value(state, holder)) return &((zsv_value *)holder)->views;
+    if (zs_is_conjugate(state, holder) && ZS_CONJUGATE_IS_LIVE((zs_conjugate *)holder))
         return &((zs_conjugate *)holder)->u.views;
     return NULL;
 }
@@ -123,16 +111,14 @@ static zsv_table **holder_table(zs_core_state *state, PyObject *holder) {
 /* Mark one value expired, without touching its views. */
 static void mark_expired(zsv_value *value, PyObject *reason) {
     value->address = NULL;
-    value->reason = Py_NewRef(reason);  /* an interned module string: nothing runs */
+    value->reason = Py_NewRef(reason); /* an interned module string: nothing runs */
 }
 
 void zsv_expire_table(zsv_table *table, PyObject *reason) {
-    if (table == NULL || table->count == 0)
-        return;
+    if (table == NULL || table->count == 0) return;
     for (uint32_t i = 0; i <= table->mask && table->count > 0; i++) {
         zsv_value *view = table->entries[i].view;
-        if (view == NULL)
-            continue;
+        if (view == NULL) continue;
         table->entries[i].view = NULL;
         table->count--;
         view->flags &= ~ZSV_V_CACHED;
@@ -142,20 +128,17 @@ void zsv_expire_table(zsv_table *table, PyObject *reason) {
 }
 
 void zsv_expire_in_place(zsv_value *value, PyObject *reason) {
-    if (value->reason != NULL)
-        return;
+    if (value->reason != NULL) return;
     mark_expired(value, reason);
     zs_core_state *state = value->runtime->state;
     /* Below it, views expire because it did; a closed runtime is the reason
        of everything it held. */
-    zsv_expire_table(value->views,
-                     reason == state->reason_closed ? reason : state->reason_parent);
+    zsv_expire_table(value->views, reason == state->reason_closed ? reason : state->reason_parent);
 }
 
 void zsv_expire_key(zsv_table *table, Py_ssize_t key, PyObject *reason) {
     zsv_value *view = table_get(table, key);
-    if (view == NULL)
-        return;
+    if (view == NULL) return;
     table_remove(table, key, view);
     view->flags &= ~ZSV_V_CACHED;
     zsv_expire_in_place(view, reason);
@@ -176,8 +159,7 @@ static PyObject *scope_closed(PyObject *module, PyObject *views) {
         return NULL;
     }
     zs_core_state *state = zs_state_of_module(module);
-    if (state->open_scopes > 0)
-        state->open_scopes--;
+    if (state->open_scopes > 0) state->open_scopes--;
     zsv_expire_scope(state, views);
     Py_RETURN_NONE;
 }
@@ -188,16 +170,13 @@ void zsv_expire_scope(zs_core_state *state, PyObject *views) {
     Py_ssize_t count = PyList_GET_SIZE(views);
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *item = PyList_GET_ITEM(views, i);
-        if (!zs_is_value(state, item))
-            continue;
+        if (!zs_is_value(state, item)) continue;
         zsv_value *view = (zsv_value *)item;
-        if (view->reason != NULL)
-            continue;
+        if (view->reason != NULL) continue;
         mark_expired(view, state->reason_scope);
         if (view->flags & ZSV_V_CACHED) {
             zsv_table **slot = holder_table(state, view->parent);
-            if (slot != NULL)
-                table_remove(*slot, view->key, view);
+            if (slot != NULL) table_remove(*slot, view->key, view);
             view->flags &= ~ZSV_V_CACHED;
         }
     }
@@ -242,8 +221,8 @@ int zsv_call_scope_open(zs_core_state *state, zsv_call_scope *scope) {
 }
 
 void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope) {
-    assert(PyThread_tss_get(state->call_scopes) == scope);  /* calls nest on a thread */
-    PyThread_tss_set(state->call_scopes, scope->outer);  /* the slot exists: cannot fail */
+    assert(PyThread_tss_get(state->call_scopes) == scope); /* calls nest on a thread */
+    PyThread_tss_set(state->call_scopes, scope->outer);    /* the slot exists: cannot fail */
     assert(state->open_scopes > 0);
     state->open_scopes--;
     if (scope->views != NULL) {
@@ -257,29 +236,23 @@ void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope) {
  * innermost call scope unless a zs.scope() was opened inside it. */
 static int register_in_scope(zs_core_state *state, zsv_value *view) {
     if (state->scopes == NULL || state->open_scopes == 0)
-        return 0;  /* no scope is open anywhere: none to register in */
+        return 0; /* no scope is open anywhere: none to register in */
     PyObject *scopes = NULL;
-    if (PyContextVar_Get(state->scopes, NULL, &scopes) < 0)
-        return -1;
+    if (PyContextVar_Get(state->scopes, NULL, &scopes) < 0) return -1;
     int result = 0;
     zsv_call_scope *call = PyThread_tss_get(state->call_scopes);
     if (call != NULL && call->context == scopes) {
         if (call->views == NULL) {
             /* The collector may run here, and its callbacks make the list first: keep theirs. */
             PyObject *views = PyList_New(0);
-            if (views == NULL)
-                result = -1;
-            else if (call->views == NULL)
-                call->views = views;
-            else
-                Py_DECREF(views);  /* empty: frees nothing that runs code */
+            if (views == NULL) result = -1;
+            else if (call->views == NULL) call->views = views;
+            else Py_DECREF(views); /* empty: frees nothing that runs code */
         }
-        if (result == 0)
-            result = PyList_Append(call->views, (PyObject *)view);
+        if (result == 0) result = PyList_Append(call->views, (PyObject *)view);
     } else if (scopes != NULL && PyTuple_CheckExact(scopes) && PyTuple_GET_SIZE(scopes) > 0) {
         PyObject *innermost = PyTuple_GET_ITEM(scopes, PyTuple_GET_SIZE(scopes) - 1);
-        if (PyList_CheckExact(innermost))
-            result = PyList_Append(innermost, (PyObject *)view);
+        if (PyList_CheckExact(innermost)) result = PyList_Append(innermost, (PyObject *)view);
     }
     Py_XDECREF(scopes);
     return result;
@@ -299,8 +272,7 @@ static zsv_value *value_alloc(zs_runtime_core *rt, zsv_kind *kind, Py_ssize_t in
     /* Value classes are not tracked by the cycle collector (value_class_init):
        this allocation cannot run it. */
     zsv_value *value = (zsv_value *)cls->tp_alloc(cls, inline_bytes);
-    if (value == NULL)
-        return NULL;
+    if (value == NULL) return NULL;
     value->kind = (zsv_kind *)Py_NewRef((PyObject *)kind);
     value->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
     value->key = -1;
@@ -309,8 +281,7 @@ static zsv_value *value_alloc(zs_runtime_core *rt, zsv_kind *kind, Py_ssize_t in
 
 PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at) {
     zsv_staged staged = {0};
-    if (zsv_capture(rt, kind, at, &staged) < 0)
-        return PyErr_NoMemory();
+    if (zsv_capture(rt, kind, at, &staged) < 0) return PyErr_NoMemory();
     /* From here on the copy is private: building it may run Python code. */
     PyObject *result = zsv_build(rt, kind, &staged);
     zsv_release(kind, &staged);
@@ -323,8 +294,7 @@ static PyObject *new_view(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent,
                           zsv_finder find, const void *place, Py_ssize_t key) {
     zs_core_state *state = rt->state;
     zsv_value *view = value_alloc(rt, kind, 0);
-    if (view == NULL)
-        return NULL;
+    if (view == NULL) return NULL;
     view->parent = Py_NewRef(parent);
     view->owner = owner;
     view->key = key;
@@ -380,7 +350,8 @@ PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssi
     }
     zsv_table **slot = holder_table(rt->state, parent);
     if (slot == NULL)
-        return locate(parent, key) == NULL ? NULL : PyErr_Format(PyExc_SystemError, "no views table");
+        return locate(parent, key) == NULL ? NULL
+                                           : PyErr_Format(PyExc_SystemError, "no views table");
     zsv_value *found = table_get(*slot, key);
     if (found != NULL) {
         assert(found->address != NULL);
@@ -394,13 +365,10 @@ PyObject *zsv_read_at(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_
                       zsv_finder find, const void *place) {
     Py_ssize_t key;
     char *at = find(parent, place, &key);
-    if (at == NULL)
-        return NULL;
-    if (!(kind->flags & ZSV_VIEW))
-        return zsv_copy_out(rt, kind, at);
+    if (at == NULL) return NULL;
+    if (!(kind->flags & ZSV_VIEW)) return zsv_copy_out(rt, kind, at);
     zsv_table **slot = holder_table(rt->state, parent);
-    if (slot == NULL)
-        return PyErr_Format(PyExc_SystemError, "no views table");
+    if (slot == NULL) return PyErr_Format(PyExc_SystemError, "no views table");
     zsv_value *found = table_get(*slot, key);
     if (found != NULL) {
         assert(found->address != NULL);
@@ -411,8 +379,7 @@ PyObject *zsv_read_at(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_
 
 PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address) {
     zsv_value *view = value_alloc(rt, kind, 0);
-    if (view == NULL)
-        return NULL;
+    if (view == NULL) return NULL;
     if (register_in_scope(rt->state, view) < 0) {
         Py_DECREF(view);
         return NULL;
@@ -430,22 +397,17 @@ static void black_link(zsv_value *value) {
     zs_runtime_core *rt = value->runtime;
     value->prev = NULL;
     value->next = rt->blacks;
-    if (rt->blacks != NULL)
-        rt->blacks->prev = value;
+    if (rt->blacks != NULL) rt->blacks->prev = value;
     rt->blacks = value;
 }
 
 /* Unlink a black value (it stops being black). */
 static void black_unlink(zsv_value *value) {
-    if (!(value->flags & ZSV_V_BLACK))
-        return;
+    if (!(value->flags & ZSV_V_BLACK)) return;
     zs_runtime_core *rt = value->runtime;
-    if (value->prev != NULL)
-        value->prev->next = value->next;
-    else
-        rt->blacks = value->next;
-    if (value->next != NULL)
-        value->next->prev = value->prev;
+    if (value->prev != NULL) value->prev->next = value->next;
+    else rt->blacks = value->next;
+    if (value->next != NULL) value->next->prev = value->prev;
     value->prev = value->next = NULL;
     value->flags &= ~ZSV_V_BLACK;
     if (value->flags & ZSV_V_INLINE) {
@@ -461,16 +423,13 @@ static void *closed_error(zs_runtime_core *rt) {
 }
 
 zsv_value *zsv_new_black(zs_runtime_core *rt, zsv_kind *kind) {
-    if (rt->native == NULL || rt->closing)
-        return closed_error(rt);
-    if (rt->deferred_count > 0)
-        zsv_flush(rt);  /* a safe point: the frees finalisers queued */
-    if (kind->flags & ZSV_BITWISE) {  /* inline: nothing native to allocate */
+    if (rt->native == NULL || rt->closing) return closed_error(rt);
+    if (rt->deferred_count > 0) zsv_flush(rt); /* a safe point: the frees finalisers queued */
+    if (kind->flags & ZSV_BITWISE) {           /* inline: nothing native to allocate */
         zsv_value *value = value_alloc(
             rt, kind, (Py_ssize_t)(ZSV_INLINE_OFFSET - sizeof(zsv_value) + kind->size));
-        if (value == NULL)
-            return NULL;
-        value->address = (char *)value + ZSV_INLINE_OFFSET;  /* zeroed by tp_alloc */
+        if (value == NULL) return NULL;
+        value->address = (char *)value + ZSV_INLINE_OFFSET; /* zeroed by tp_alloc */
         value->flags = ZSV_V_BLACK | ZSV_V_INLINE | ZSV_V_WAS_BLACK;
         rt->inline_blacks++;
         black_link(value);
@@ -478,18 +437,14 @@ zsv_value *zsv_new_black(zs_runtime_core *rt, zsv_kind *kind) {
     }
     /* Also drop the callables no binding holds any more (dropping one may
        run Python code: before anything native is held). */
-    if (rt->callable_count > 0 && zsv_callables_drain(rt) < 0)
-        return NULL;
+    if (rt->callable_count > 0 && zsv_callables_drain(rt) < 0) return NULL;
     /* A finaliser the drain ran may have closed the runtime. From here to
        zs_value_new, no Python code runs. */
-    if (rt->native == NULL || rt->closing)
-        return closed_error(rt);
+    if (rt->native == NULL || rt->closing) return closed_error(rt);
     const zs_type *type = zsv_native_type(rt, kind);
-    if (type == NULL)
-        return NULL;
+    if (type == NULL) return NULL;
     zsv_value *value = value_alloc(rt, kind, 0);
-    if (value == NULL)
-        return NULL;
+    if (value == NULL) return NULL;
     zs_ref handle = ZS_NULL_REF;
     void *block = NULL;
     zs_status status = rt->state->api.zs_value_new(rt->native, type, &handle, &block);
@@ -512,7 +467,7 @@ static void black_free(zsv_value *value, int now) {
     value->black = ZS_NULL_REF;
     black_unlink(value);
     if (handle == ZS_NULL_REF || rt->native == NULL)
-        return;  /* inline, or the runtime freed everything when it closed */
+        return; /* inline, or the runtime freed everything when it closed */
     if (now) {
         rt->state->api.zs_value_free(rt->native, handle);
         return;
@@ -520,8 +475,7 @@ static void black_free(zsv_value *value, int now) {
     if (rt->deferred_count == rt->deferred_capacity) {
         uint32_t capacity = rt->deferred_capacity ? rt->deferred_capacity * 2 : 64;
         zs_ref *grown = PyMem_Realloc(rt->deferred, capacity * sizeof *grown);
-        if (grown == NULL)
-            return;  /* out of memory in a finaliser: the block lives until close */
+        if (grown == NULL) return; /* out of memory in a finaliser: the block lives until close */
         rt->deferred = grown;
         rt->deferred_capacity = capacity;
     }
@@ -543,7 +497,7 @@ void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason) {
     while (rt->blacks != NULL) {
         zsv_value *value = rt->blacks;
         zsv_expire_in_place(value, reason);
-        value->black = ZS_NULL_REF;  /* the runtime frees every block itself */
+        value->black = ZS_NULL_REF; /* the runtime frees every block itself */
         black_unlink(value);
     }
     rt->deferred_count = 0;
@@ -554,9 +508,7 @@ void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason) {
  * The ValueConjugate type
  * ========================================================================= */
 
-int zsv_check(zs_core_state *state, PyObject *object) {
-    return zs_is_value(state, object);
-}
+int zsv_check(zs_core_state *state, PyObject *object) { return zs_is_value(state, object); }
 
 /* Conjugates are made by this module only: a bare one has no memory. */
 static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs);
@@ -566,19 +518,16 @@ static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 static void value_dealloc(PyObject *self) {
     zsv_value *value = (zsv_value *)self;
     PyTypeObject *type = Py_TYPE(self);
-    if (value->weakrefs != NULL)
-        PyObject_ClearWeakRefs(self);
+    if (value->weakrefs != NULL) PyObject_ClearWeakRefs(self);
     zs_core_state *state = value->runtime ? value->runtime->state : NULL;
     if (state != NULL && (value->flags & ZSV_V_CACHED)) {
         zsv_table **slot = holder_table(state, value->parent);
-        if (slot != NULL)
-            table_remove(*slot, value->key, value);
+        if (slot != NULL) table_remove(*slot, value->key, value);
     }
     /* A value's views hold it: none is left in its table. */
     zsv_table_free(value->views);
     value->views = NULL;
-    if (value->runtime != NULL && (value->flags & ZSV_V_BLACK))
-        black_free(value, 0);
+    if (value->runtime != NULL && (value->flags & ZSV_V_BLACK)) black_free(value, 0);
     value->address = NULL;
     Py_CLEAR(value->parent);
     Py_CLEAR(value->reason);
@@ -605,8 +554,7 @@ static PyObject *value_get_expired(PyObject *self, void *closure) {
 static PyObject *value_get_reason(PyObject *self, void *closure) {
     (void)closure;
     zsv_value *value = (zsv_value *)self;
-    if (value->address != NULL)
-        Py_RETURN_NONE;
+    if (value->address != NULL) Py_RETURN_NONE;
     return Py_NewRef(value->reason ? value->reason : value->runtime->state->reason_structure);
 }
 
@@ -628,8 +576,7 @@ static PyObject *value_dispose(PyObject *self, PyObject *unused) {
     (void)unused;
     zsv_value *value = (zsv_value *)self;
     if (!(value->flags & ZSV_V_BLACK)) {
-        if (value->address == NULL)
-            Py_RETURN_NONE;
+        if (value->address == NULL) Py_RETURN_NONE;
         PyErr_Format(PyExc_TypeError,
                      "%U is a red view (owned natively) and cannot be disposed; clone() it to "
                      "get a black copy you own",
@@ -646,11 +593,9 @@ static PyObject *value_clone(PyObject *self, PyObject *unused) {
     (void)unused;
     zsv_value *value = (zsv_value *)self;
     zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL)
-        return NULL;
+    if (zsv_live(value) == NULL) return NULL;
     zsv_value *copy = zsv_new_black(rt, value->kind);
-    if (copy == NULL)
-        return NULL;
+    if (copy == NULL) return NULL;
     /* zsv_new_black may have run Python code (a finaliser, dropping a
        delegate callable): the source may have been disposed meanwhile. */
     if (zsv_live(value) == NULL) {
@@ -684,8 +629,7 @@ static PyObject *value_enter(PyObject *self, PyObject *unused) {
 static PyObject *value_exit(PyObject *self, PyObject *args) {
     (void)args;
     PyObject *done = value_dispose(self, NULL);
-    if (done == NULL)
-        return NULL;
+    if (done == NULL) return NULL;
     Py_DECREF(done);
     Py_RETURN_FALSE;
 }
@@ -704,7 +648,8 @@ static PyObject *value_deepcopy(PyObject *self, PyObject *memo) {
 /* Values are native memory: not picklable (convert to a Python value first). */
 static PyObject *value_reduce(PyObject *self, PyObject *protocol) {
     (void)protocol;
-    PyErr_Format(PyExc_TypeError, "%U conjugates cannot be pickled; convert to a Python value first",
+    PyErr_Format(PyExc_TypeError,
+                 "%U conjugates cannot be pickled; convert to a Python value first",
                  ((PyHeapTypeObject *)Py_TYPE(self))->ht_name);
     return NULL;
 }
@@ -712,8 +657,7 @@ static PyObject *value_reduce(PyObject *self, PyObject *protocol) {
 /* str(): a string's text; any other value's repr. */
 static PyObject *value_str(PyObject *self) {
     zsv_value *value = (zsv_value *)self;
-    if (value->kind->code != ZSV_STRING || value->kind->decode != NULL)
-        return PyObject_Repr(self);
+    if (value->kind->code != ZSV_STRING || value->kind->decode != NULL) return PyObject_Repr(self);
     char *at = zsv_live(value);
     return at ? zsv_string_text(value->kind, at) : NULL;
 }
@@ -724,8 +668,7 @@ static PyObject *value_to_python(PyObject *self, PyObject *unused) {
     (void)unused;
     zsv_value *value = (zsv_value *)self;
     char *at = zsv_live(value);
-    if (at == NULL)
-        return NULL;
+    if (at == NULL) return NULL;
     return zsv_copy_out(value->runtime, value->kind, at);
 }
 
@@ -734,23 +677,18 @@ static PyObject *value_to_python(PyObject *self, PyObject *unused) {
 static PyObject *value_assign(PyObject *self, PyObject *argument) {
     zsv_value *value = (zsv_value *)self;
     zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL)
-        return NULL;
+    if (zsv_live(value) == NULL) return NULL;
     zsv_staged staged = {0};
-    if (zsv_stage(rt, value->kind, argument, &staged, value->kind->what) < 0)
-        return NULL;
+    if (zsv_stage(rt, value->kind, argument, &staged, value->kind->what) < 0) return NULL;
     zs_status status = ZS_E_STALE;
     if (value->address != NULL && rt->native != NULL && !rt->closing) {
         status = zsv_emit(rt, value->kind, &staged, value->owner, value->address);
-        if (status == ZS_OK)
-            zsv_expire_table(value->views, rt->state->reason_structure);
+        if (status == ZS_OK) zsv_expire_table(value->views, rt->state->reason_structure);
     }
     int expired = value->address == NULL;
     zsv_release(value->kind, &staged);
-    if (expired)
-        return zsv_raise_expired(value);
-    if (status != ZS_OK)
-        return zsv_refused(rt, status, value->kind->what);
+    if (expired) return zsv_raise_expired(value);
+    if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
     Py_RETURN_NONE;
 }
 
@@ -769,7 +707,8 @@ static PyMethodDef value_methods[] = {
     {"dispose", value_dispose, METH_NOARGS,
      "Free a black value now (views into it expire); no-op if already disposed. Red views "
      "cannot be disposed: TypeError."},
-    {"clone", value_clone, METH_NOARGS, "A black deep copy (always black, independent of this one)."},
+    {"clone", value_clone, METH_NOARGS,
+     "A black deep copy (always black, independent of this one)."},
     {"to_python", value_to_python, METH_NOARGS,
      "A plain Python copy (dict, list, set, str...), nested values converted."},
     {"_assign", value_assign, METH_O, "Replace the whole value (a copy of `value`)."},
@@ -814,7 +753,7 @@ static PyType_Spec value_spec = {
 
 /* The kind of a value class, or NULL (no error) when it has none yet. */
 static zsv_kind *class_kind(zs_core_state *state, PyTypeObject *cls) {
-    PyObject *kind = _PyType_Lookup(cls, state->str_zs_kind);  /* borrowed, no error */
+    PyObject *kind = _PyType_Lookup(cls, state->str_zs_kind); /* borrowed, no error */
     return kind != NULL && zsv_is_kind(state, kind) ? (zsv_kind *)kind : NULL;
 }
 
@@ -822,8 +761,7 @@ static zsv_kind *class_kind(zs_core_state *state, PyTypeObject *cls) {
  * (made by Python's current_runtime()). New reference, or NULL. */
 static zs_runtime_core *current_runtime(zs_core_state *state) {
     PyObject *value = NULL;
-    if (PyContextVar_Get(state->current, NULL, &value) < 0)
-        return NULL;
+    if (PyContextVar_Get(state->current, NULL, &value) < 0) return NULL;
     if (value != NULL && PyObject_TypeCheck(value, state->runtime_type) &&
         ((zs_runtime_core *)value)->native != NULL && !((zs_runtime_core *)value)->closing)
         return (zs_runtime_core *)value;
@@ -842,8 +780,7 @@ static zs_runtime_core *current_runtime(zs_core_state *state) {
 static PyObject *create_value(zs_core_state *state, zsv_kind *kind, PyObject *const *positional,
                               Py_ssize_t given, PyObject *kwargs) {
     zs_runtime_core *rt = current_runtime(state);
-    if (rt == NULL)
-        return NULL;
+    if (rt == NULL) return NULL;
     zsv_staged staged = {0};
     int has_value = 0;
     if (kind->code == ZSV_STRUCT && kind->encode == NULL) {
@@ -872,8 +809,7 @@ static PyObject *create_value(zs_core_state *state, zsv_kind *kind, PyObject *co
         if (kind->image != NULL)
             memcpy(value->address, PyBytes_AS_STRING(kind->image),
                    (size_t)PyBytes_GET_SIZE(kind->image));
-        if (has_value)
-            status = zsv_emit(rt, kind, &staged, ZS_NULL_REF, value->address);
+        if (has_value) status = zsv_emit(rt, kind, &staged, ZS_NULL_REF, value->address);
     }
     zsv_release(kind, &staged);
     if (value != NULL && status != ZS_OK) {
@@ -894,10 +830,9 @@ static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (state != NULL && (kind == NULL || kind->cls != type)) {
         /* First use: the class lays itself out (resolving what it names). */
         PyObject *prepared = PyObject_CallMethod((PyObject *)type, "_zs_prepare", NULL);
-        if (prepared == NULL)
-            return NULL;
+        if (prepared == NULL) return NULL;
         Py_DECREF(prepared);
-        if (type->tp_new != value_new)  /* laying out gave the class a constructor of its own */
+        if (type->tp_new != value_new) /* laying out gave the class a constructor of its own */
             return type->tp_new(type, args, kwargs);
         kind = class_kind(state, type);
     }
@@ -918,9 +853,8 @@ static PyObject *value_vectorcall(PyObject *callable, PyObject *const *args, siz
     Py_ssize_t given = PyVectorcall_NARGS(nargsf);
     Py_ssize_t named = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject *kwargs = NULL;
-    if (named > 0) {  /* the call's own dict: nothing else holds it */
-        if ((kwargs = PyDict_New()) == NULL)
-            return NULL;
+    if (named > 0) { /* the call's own dict: nothing else holds it */
+        if ((kwargs = PyDict_New()) == NULL) return NULL;
         for (Py_ssize_t i = 0; i < named; i++)
             if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[given + i]) < 0) {
                 Py_DECREF(kwargs);
@@ -961,7 +895,8 @@ static PyObject *value_class_init(PyObject *module, PyObject *arg) {
     if (cls->tp_basicsize != state->value_type->tp_basicsize || cls->tp_dictoffset != 0) {
         PyErr_Format(PyExc_TypeError,
                      "%s: a value class cannot have instance attributes of its own (__slots__ "
-                     "or __dict__): its state lives in native memory", cls->tp_name);
+                     "or __dict__): its state lives in native memory",
+                     cls->tp_name);
         return NULL;
     }
     if (cls->tp_finalize != NULL || cls->tp_del != NULL) {
@@ -973,7 +908,7 @@ static PyObject *value_class_init(PyObject *module, PyObject *arg) {
     cls->tp_traverse = NULL;
     cls->tp_clear = NULL;
     PyTypeObject *meta = Py_TYPE(cls);
-    if (meta->tp_call == PyType_Type.tp_call) {  /* else the metaclass's __call__ always */
+    if (meta->tp_call == PyType_Type.tp_call) { /* else the metaclass's __call__ always */
         cls->tp_vectorcall = value_vectorcall;
         if (!(meta->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL)) {
             /* A metaclass made in Python inherits neither the flag nor the
@@ -1035,12 +970,10 @@ static PyObject *block_write(PyObject *module, PyObject *const *args, Py_ssize_t
     if (block_arguments(zs_state_of_module(module), args, nargs, 4, &rt, &kind, &address) < 0)
         return NULL;
     zsv_staged staged = {0};
-    if (zsv_stage(rt, kind, args[3], &staged, kind->what) < 0)
-        return NULL;
+    if (zsv_stage(rt, kind, args[3], &staged, kind->what) < 0) return NULL;
     zs_status status = zsv_emit(rt, kind, &staged, ZS_NULL_REF, address);
     zsv_release(kind, &staged);
-    if (status != ZS_OK)
-        return zsv_refused(rt, status, kind->what);
+    if (status != ZS_OK) return zsv_refused(rt, status, kind->what);
     Py_RETURN_NONE;
 }
 
@@ -1063,7 +996,6 @@ int zsv_add_value_type(PyObject *module, zs_core_state *state) {
         PyModule_AddObjectRef(module, "ValueConjugate", (PyObject *)state->value_type) < 0)
         return -1;
     state->str_zs_kind = PyUnicode_InternFromString("_zs_kind");
-    if (state->str_zs_kind == NULL)
-        return -1;
+    if (state->str_zs_kind == NULL) return -1;
     return PyModule_AddFunctions(module, value_functions);
 }

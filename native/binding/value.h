@@ -44,34 +44,34 @@
 /* ---- kinds ------------------------------------------------------------------ */
 
 typedef enum zsv_code {
-    ZSV_SCALAR = 1,  /* a number or bool: scalar_kind */
-    ZSV_OBJECT,      /* zs_ref, strong: reads as the conjugate (target: its class) */
-    ZSV_WEAK,        /* zs_ref, weak: reads through `decode` (a WeakObjectPtr) */
-    ZSV_NAME,        /* two uint32: name index, number: reads as zs.Name */
-    ZSV_STRING,      /* zs_string of unit-byte code units: a view of `cls` */
-    ZSV_STRUCT,      /* members: a view of `cls` */
-    ZSV_ARRAY,       /* zs_array of element */
-    ZSV_SET,         /* zs_hash of element */
-    ZSV_MAP,         /* zs_hash of element (key), value */
-    ZSV_OPTIONAL,    /* element, then a uint8 flag at value_offset */
-    ZSV_PLAIN,       /* plain bytes made by `encode`, read by `decode` (class ids, ids) */
-    ZSV_DELEGATE,    /* zs_binding */
-    ZSV_MULTICAST,   /* zs_array of zs_binding */
-    ZSV_SPARSE,      /* zs_array * */
+    ZSV_SCALAR = 1, /* a number or bool: scalar_kind */
+    ZSV_OBJECT,     /* zs_ref, strong: reads as the conjugate (target: its class) */
+    ZSV_WEAK,       /* zs_ref, weak: reads through `decode` (a WeakObjectPtr) */
+    ZSV_NAME,       /* two uint32: name index, number: reads as zs.Name */
+    ZSV_STRING,     /* zs_string of unit-byte code units: a view of `cls` */
+    ZSV_STRUCT,     /* members: a view of `cls` */
+    ZSV_ARRAY,      /* zs_array of element */
+    ZSV_SET,        /* zs_hash of element */
+    ZSV_MAP,        /* zs_hash of element (key), value */
+    ZSV_OPTIONAL,   /* element, then a uint8 flag at value_offset */
+    ZSV_PLAIN,      /* plain bytes made by `encode`, read by `decode` (class ids, ids) */
+    ZSV_DELEGATE,   /* zs_binding */
+    ZSV_MULTICAST,  /* zs_array of zs_binding */
+    ZSV_SPARSE,     /* zs_array * */
     ZSV_CODES
 } zsv_code;
 
 /* Kind flags. */
-#define ZSV_VIEW 0x1u     /* reads make a view (red conjugate of `cls`), not a plain value */
-#define ZSV_BITWISE 0x2u  /* copy is memcpy, nothing to destroy, no references */
-#define ZSV_UTF16 0x4u    /* ZSV_STRING: code units are UTF-16 (else UTF-8) */
-#define ZSV_ASCII 0x8u    /* ZSV_STRING: ASCII only */
+#define ZSV_VIEW 0x1u          /* reads make a view (red conjugate of `cls`), not a plain value */
+#define ZSV_BITWISE 0x2u       /* copy is memcpy, nothing to destroy, no references */
+#define ZSV_UTF16 0x4u         /* ZSV_STRING: code units are UTF-16 (else UTF-8) */
+#define ZSV_ASCII 0x8u         /* ZSV_STRING: ASCII only */
 #define ZSV_VALUE_CLASS 0x100u /* `cls` is a value class (set by Kind() itself) */
 
 /* One member of a struct kind. */
 typedef struct zsv_member {
-    PyObject *name;             /* str */
-    struct zsv_kind *kind;      /* strong */
+    PyObject *name;        /* str */
+    struct zsv_kind *kind; /* strong */
     uint32_t offset;
 } zsv_member;
 
@@ -80,27 +80,26 @@ typedef struct zsv_member {
  * made, except `members` of a struct, set once by set_members (a struct may
  * hold arrays of itself, so its kind exists before its members). */
 typedef struct zsv_kind {
-    PyObject_HEAD
-    uint32_t id;                /* index of the runtimes' native type caches */
-    uint8_t code;               /* zsv_code */
-    uint8_t scalar;             /* ZSV_SCALAR: zs_scalar_kind */
-    uint8_t unit;               /* ZSV_STRING: bytes per code unit */
-    uint8_t native_kind;        /* zs_type_kind of the native type */
-    uint32_t flags;             /* ZSV_* */
+    PyObject_HEAD uint32_t id; /* index of the runtimes' native type caches */
+    uint8_t code;              /* zsv_code */
+    uint8_t scalar;            /* ZSV_SCALAR: zs_scalar_kind */
+    uint8_t unit;              /* ZSV_STRING: bytes per code unit */
+    uint8_t native_kind;       /* zs_type_kind of the native type */
+    uint32_t flags;            /* ZSV_* */
     uint32_t size, align;
-    uint32_t value_offset;      /* ZSV_MAP: the value in an entry; ZSV_OPTIONAL: the flag */
-    uint32_t entry_size;        /* containers: bytes per entry */
-    struct zsv_kind *element;   /* containers: element (map: key) */
-    struct zsv_kind *value;     /* ZSV_MAP: value */
-    PyTypeObject *cls;          /* ZSV_VIEW kinds: the conjugate class; ZSV_OBJECT: the target */
-    PyObject *what;             /* str: the type's name for messages ("Array[Int32]") */
-    PyObject *encode;           /* Python (runtime, value) -> a form C stages (PLAIN: bytes;
+    uint32_t value_offset;    /* ZSV_MAP: the value in an entry; ZSV_OPTIONAL: the flag */
+    uint32_t entry_size;      /* containers: bytes per entry */
+    struct zsv_kind *element; /* containers: element (map: key) */
+    struct zsv_kind *value;   /* ZSV_MAP: value */
+    PyTypeObject *cls;        /* ZSV_VIEW kinds: the conjugate class; ZSV_OBJECT: the target */
+    PyObject *what;           /* str: the type's name for messages ("Array[Int32]") */
+    PyObject *encode;         /* Python (runtime, value) -> a form C stages (PLAIN: bytes;
                                    WEAK: an object or None; a soft pointer: its path;
                                    delegates: a list of (handle, name index, callable)); or NULL */
-    PyObject *decode;           /* Python (runtime, raw) -> value: PLAIN (bytes), WEAK (handle) */
-    PyObject *struct_name;      /* ZSV_STRUCT: bytes, the native type's name */
-    PyObject *image;            /* ZSV_STRUCT: bytes of a new value's plain defaults, or NULL */
-    zsv_member *members;        /* ZSV_STRUCT */
+    PyObject *decode;         /* Python (runtime, raw) -> value: PLAIN (bytes), WEAK (handle) */
+    PyObject *struct_name;    /* ZSV_STRUCT: bytes, the native type's name */
+    PyObject *image;          /* ZSV_STRUCT: bytes of a new value's plain defaults, or NULL */
+    zsv_member *members;      /* ZSV_STRUCT */
     uint32_t member_count;
     int members_set;
 } zsv_kind;
@@ -108,14 +107,14 @@ typedef struct zsv_kind {
 /* ---- staged values ------------------------------------------------------------ */
 
 typedef enum zsv_form {
-    ZSV_ABSENT = 0,  /* a struct member left as it is */
-    ZSV_BITS,        /* u.bits: scalars, plain data, references, names */
-    ZSV_UNITS,       /* u.units: count code units of a string */
-    ZSV_BLOB,        /* the count bytes of a bitwise value: in u.bits up to 16, else u.units */
-    ZSV_ITEMS,       /* u.items: struct members (member_count), elements (count), map
+    ZSV_ABSENT = 0, /* a struct member left as it is */
+    ZSV_BITS,       /* u.bits: scalars, plain data, references, names */
+    ZSV_UNITS,      /* u.units: count code units of a string */
+    ZSV_BLOB,       /* the count bytes of a bitwise value: in u.bits up to 16, else u.units */
+    ZSV_ITEMS,      /* u.items: struct members (member_count), elements (count), map
                         keys and values alternating (2 x count), optional (count 0 or 1) */
-    ZSV_BINDINGS,    /* u.bindings: count delegate bindings */
-    ZSV_PACKED       /* u.units: the count elements of an array whose elements own nothing
+    ZSV_BINDINGS,   /* u.bindings: count delegate bindings */
+    ZSV_PACKED      /* u.units: the count elements of an array whose elements own nothing
                         (scalars, names, references: zsv_packable), entry_size apart, as
                         they are stored natively */
 } zsv_form;
@@ -130,13 +129,13 @@ typedef struct zsv_binding {
 /* A Python value converted into private memory (phase 1), or native data
  * captured for copying out. Never points into native memory. */
 typedef struct zsv_staged {
-    uint8_t form;               /* zsv_form */
+    uint8_t form; /* zsv_form */
     uint32_t count;
     union {
         unsigned char bits[16];
-        void *units;            /* PyMem */
+        void *units;              /* PyMem */
         struct zsv_staged *items; /* PyMem */
-        zsv_binding *bindings;  /* PyMem */
+        zsv_binding *bindings;    /* PyMem */
     } u;
 } zsv_staged;
 
@@ -150,8 +149,7 @@ static inline const char *zsv_blob(const zsv_staged *staged) {
  * data, object and weak references): staged and captured packed, as they
  * are stored natively (ZSV_PACKED). */
 static inline int zsv_packable(const zsv_kind *kind) {
-    if (kind->code != ZSV_ARRAY)
-        return 0;
+    if (kind->code != ZSV_ARRAY) return 0;
     uint8_t code = kind->element->code;
     return code == ZSV_SCALAR || code == ZSV_NAME || code == ZSV_PLAIN || code == ZSV_OBJECT ||
            code == ZSV_WEAK;
@@ -161,8 +159,7 @@ static inline int zsv_packable(const zsv_kind *kind) {
  * packed one. */
 static inline const zsv_staged *zsv_element_at(const zsv_kind *kind, const zsv_staged *staged,
                                                uint32_t i, zsv_staged *scratch) {
-    if (staged->form != ZSV_PACKED)
-        return &staged->u.items[i];
+    if (staged->form != ZSV_PACKED) return &staged->u.items[i];
     scratch->form = ZSV_BITS;
     scratch->count = 0;
     memcpy(scratch->u.bits, (const char *)staged->u.units + (size_t)i * kind->entry_size,
@@ -179,11 +176,11 @@ static inline const zsv_staged *zsv_element_at(const zsv_kind *kind, const zsv_s
  * probing, deletion by backward shift. Changed with no Python code run. */
 typedef struct zsv_entry {
     Py_ssize_t key;
-    struct zsv_value *view;     /* NULL: empty */
+    struct zsv_value *view; /* NULL: empty */
 } zsv_entry;
 
 typedef struct zsv_table {
-    uint32_t count, mask;       /* capacity mask + 1 entries */
+    uint32_t count, mask; /* capacity mask + 1 entries */
     zsv_entry entries[];
 } zsv_table;
 
@@ -199,19 +196,18 @@ typedef struct zsv_table {
  * CPython's cycle collector: a value refers to its parent, its kind and its
  * runtime, and nothing refers back to it but borrowed tables. */
 typedef struct zsv_value {
-    PyObject_HEAD
-    char *address;              /* the value's memory; NULL when expired (or pending) */
-    zsv_kind *kind;             /* strong */
-    zs_runtime_core *runtime;   /* strong */
-    PyObject *parent;           /* strong: what the view points into (NULL: black, or a block) */
-    PyObject *reason;           /* NULL while live; else why it expired (an interned str) */
+    PyObject_HEAD char *address; /* the value's memory; NULL when expired (or pending) */
+    zsv_kind *kind;              /* strong */
+    zs_runtime_core *runtime;    /* strong */
+    PyObject *parent;            /* strong: what the view points into (NULL: black, or a block) */
+    PyObject *reason;            /* NULL while live; else why it expired (an interned str) */
     PyObject *weakrefs;
-    zsv_table *views;           /* red views cached under this value (PyMem), or NULL */
-    zs_ref owner;               /* the object whose memory this is (0: black, or in a black) */
-    zs_ref black;               /* native black value handle (0: red, or inline) */
-    Py_ssize_t key;             /* this view's key in its parent's table */
+    zsv_table *views;              /* red views cached under this value (PyMem), or NULL */
+    zs_ref owner;                  /* the object whose memory this is (0: black, or in a black) */
+    zs_ref black;                  /* native black value handle (0: red, or inline) */
+    Py_ssize_t key;                /* this view's key in its parent's table */
     struct zsv_value *prev, *next; /* the runtime's black list */
-    uint32_t flags;             /* ZSV_V_* */
+    uint32_t flags;                /* ZSV_V_* */
 } zsv_value;
 
 #define ZSV_V_BLACK 0x1u     /* owned by Python (in the black list until expired) */
@@ -236,23 +232,6 @@ PyObject *zsv_runtime_name_text(PyObject *self, PyObject *args);
 PyObject *zsv_runtime_intern(PyObject *self, PyObject *text);
 PyObject *zsv_runtime_keep_names(PyObject *self, PyObject *count);
 void zsv_names_free(zs_runtime_core *rt);
-/* Delegate callables: an id for a callable, retained natively once (the
- * registry's hold, released by zsv_callable_done once the binding store is
- * made), 0 when out of memory; the callable of an id (borrowed) or NULL;
- * dropping those no binding holds any more (a safe point); all of them. */
-uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable);
-void zsv_callable_done(zs_runtime_core *rt, uint32_t id);
-PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id);
-int zsv_callables_drain(zs_runtime_core *rt);
-void zsv_callables_free(zs_runtime_core *rt);
-
-/* The parts of a ValueProperty or MemberProperty (borrowed): 1, or 0 when
- * `descriptor` is neither. `owner_kind` is NULL for an object's property. */
-int zsv_property_info(zs_core_state *state, PyObject *descriptor, PyTypeObject **owner,
-                      zsv_kind **owner_kind, zsv_kind **kind, uint32_t *offset, PyObject **what);
-/* The struct kind a member descriptor belongs to: 1, or 0 when it is not a
- * struct's member. */
-int zsv_member_owner_kind(zs_core_state *state, PyObject *descriptor, zsv_kind **owner_kind);
 
 /* fieldpaths.c */
 int zsv_add_field_path_type(PyObject *module, zs_core_state *state);
@@ -264,6 +243,15 @@ PyObject *zsv_soft_get(PyObject *self, PyObject *unused);
 
 /* delegates.c */
 int zsv_add_delegate_type(PyObject *module, zs_core_state *state);
+/* Delegate callables: an id for a callable, retained natively once (the
+ * registry's hold, released by zsv_callable_done once the binding store is
+ * made), 0 when out of memory; the callable of an id (borrowed) or NULL;
+ * dropping those no binding holds any more (a safe point); all of them. */
+uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable);
+void zsv_callable_done(zs_runtime_core *rt, uint32_t id);
+PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id);
+int zsv_callables_drain(zs_runtime_core *rt);
+void zsv_callables_free(zs_runtime_core *rt);
 
 /* containers.c */
 int zsv_add_container_types(PyObject *module, zs_core_state *state);
@@ -274,6 +262,13 @@ int zsv_add_member_types(PyObject *module, zs_core_state *state);
  * or derives from; if so, its kind, offset and name for errors (borrowed). */
 int zsv_object_value_property(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
                               zsv_kind **kind, uint32_t *offset, PyObject **what);
+/* The parts of a ValueProperty or MemberProperty (borrowed): 1, or 0 when
+ * `descriptor` is neither. `owner_kind` is NULL for an object's property. */
+int zsv_property_info(zs_core_state *state, PyObject *descriptor, PyTypeObject **owner,
+                      zsv_kind **owner_kind, zsv_kind **kind, uint32_t *offset, PyObject **what);
+/* The struct kind a member descriptor belongs to: 1, or 0 when it is not a
+ * struct's member. */
+int zsv_member_owner_kind(zs_core_state *state, PyObject *descriptor, zsv_kind **owner_kind);
 
 /* kind.c */
 int zsv_add_kind_type(PyObject *module, zs_core_state *state);
@@ -308,9 +303,6 @@ PyObject *zsv_build(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *stage
 /* The text of the string of `kind` at `at` (copied first: making the str
  * may run Python code). */
 PyObject *zsv_string_text(zsv_kind *kind, const char *at);
-/* A plain Python copy of the value of `kind` at `at`: captured first,
- * then built (building may run Python code; the capture is private). */
-PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at);
 /* Free what a staged value holds (drops references: may run Python code). */
 void zsv_release(zsv_kind *kind, zsv_staged *staged);
 /* Phase 1 of creating a struct: its members from `given` positional
@@ -334,6 +326,9 @@ int zsv_add_value_type(PyObject *module, zs_core_state *state);
 int zsv_check(zs_core_state *state, PyObject *object);
 /* Raise ExpiredConjugateError for an expired value; returns NULL. */
 PyObject *zsv_raise_expired(zsv_value *value);
+/* A plain Python copy of the value of `kind` at `at`: captured first,
+ * then built (building may run Python code; the capture is private). */
+PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at);
 /* Read the value of `kind` inside `parent` (an object or value conjugate,
  * live) at `key`: a plain value, or the cached or a new red view. `locate`
  * gives the address from the parent as it is now (checked again once a new
@@ -382,9 +377,9 @@ void zsv_expire_scope(zs_core_state *state, PyObject *views);
  * scope only while zs.scope()'s ContextVar holds what it held when the
  * call opened. */
 typedef struct zsv_call_scope {
-    struct zsv_call_scope *outer;  /* the thread's enclosing call scope */
-    PyObject *context;             /* strong: zs.scope()'s stack when this opened */
-    PyObject *views;               /* a list, or NULL while none registered */
+    struct zsv_call_scope *outer; /* the thread's enclosing call scope */
+    PyObject *context;            /* strong: zs.scope()'s stack when this opened */
+    PyObject *views;              /* a list, or NULL while none registered */
 } zsv_call_scope;
 int zsv_call_scope_open(zs_core_state *state, zsv_call_scope *scope);
 /* Close the innermost call scope of this thread (`scope`): its views
@@ -396,8 +391,7 @@ void zsv_flush(zs_runtime_core *rt);
 void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason);
 /* The address of a live value, or NULL with ExpiredConjugateError set. */
 static inline char *zsv_live(zsv_value *value) {
-    if (value->address != NULL)
-        return value->address;
+    if (value->address != NULL) return value->address;
     zsv_raise_expired(value);
     return NULL;
 }

@@ -30,8 +30,7 @@ static PyObject *weak_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
 
 PyObject *zs_weak_new(PyTypeObject *type, zs_runtime_core *rt, zs_ref handle) {
     zs_weak *weak = (zs_weak *)type->tp_alloc(type, 0);
-    if (weak == NULL)
-        return NULL;
+    if (weak == NULL) return NULL;
     weak->runtime = handle != ZS_NULL_REF ? (zs_runtime_core *)Py_XNewRef((PyObject *)rt) : NULL;
     weak->handle = weak->runtime != NULL ? handle : ZS_NULL_REF;
     return (PyObject *)weak;
@@ -39,8 +38,7 @@ PyObject *zs_weak_new(PyTypeObject *type, zs_runtime_core *rt, zs_ref handle) {
 
 PyObject *zs_weak_get(PyObject *self) {
     zs_weak *weak = (zs_weak *)self;
-    if (weak->runtime == NULL)
-        Py_RETURN_NONE;
+    if (weak->runtime == NULL) Py_RETURN_NONE;
     return zs_conjugate_of(weak->runtime, weak->handle);
 }
 
@@ -53,8 +51,7 @@ static PyObject *weak_get(PyObject *self, PyObject *unused) {
 static PyObject *weak_is_valid(PyObject *self, void *closure) {
     (void)closure;
     PyObject *target = zs_weak_get(self);
-    if (target == NULL)
-        return NULL;
+    if (target == NULL) return NULL;
     int valid = target != Py_None;
     Py_DECREF(target);
     return PyBool_FromLong(valid);
@@ -62,8 +59,7 @@ static PyObject *weak_is_valid(PyObject *self, void *closure) {
 
 static int weak_bool(PyObject *self) {
     PyObject *target = zs_weak_get(self);
-    if (target == NULL)
-        return -1;
+    if (target == NULL) return -1;
     int valid = target != Py_None;
     Py_DECREF(target);
     return valid;
@@ -88,8 +84,7 @@ static Py_hash_t weak_hash(PyObject *self) {
 
 static PyObject *weak_repr(PyObject *self) {
     PyObject *target = zs_weak_get(self);
-    if (target == NULL)
-        return NULL;
+    if (target == NULL) return NULL;
     PyObject *text = PyUnicode_FromFormat("WeakObjectPtr(%R)", target);
     Py_DECREF(target);
     return text;
@@ -148,7 +143,6 @@ static PyType_Spec weak_spec = {
 
 int zs_add_weak_type(PyObject *module, zs_core_state *state) {
     state->weak_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &weak_spec, NULL);
-    if (state->weak_type == NULL)
-        return -1;
+    if (state->weak_type == NULL) return -1;
     return PyModule_AddObjectRef(module, "WeakPointer", (PyObject *)state->weak_type);
 }

@@ -59,7 +59,7 @@ static bool trace_ops;
 #define MAX_TYPES 64u
 #define MAX_STRUCT_MEMBERS 10u
 #define MAX_CLASSES 16u
-#define MAX_CLASS_MEMBERS 48u  /* Huge's members live in fz.huge_members */
+#define MAX_CLASS_MEMBERS 48u /* Huge's members live in fz.huge_members */
 #define HUGE_MEMBERS 260u
 #define MAX_HANDLES 128u
 #define MAX_VALUES 48u
@@ -99,7 +99,7 @@ typedef struct hclass {
     uint32_t size;
     uint32_t member_count; /* inherited ones included */
     uint32_t capacity;
-    hmember *members;      /* own, or the runtime's Huge list */
+    hmember *members; /* own, or the runtime's Huge list */
     hmember own[MAX_CLASS_MEMBERS];
 } hclass;
 
@@ -152,7 +152,7 @@ typedef struct fz {
     uint32_t pin_count;
     zs_ref conj[MAX_CONJ]; /* objects with a conjugate the program has not taken */
     uint32_t conj_count;
-    bool conj_overflow;    /* a conjugate could not be recorded: that oracle is off */
+    bool conj_overflow; /* a conjugate could not be recorded: that oracle is off */
 
     uint32_t names[MAX_NAMES];
     uint32_t name_count;
@@ -179,9 +179,9 @@ static void fail(const char *format, ...) {
     abort();
 }
 
-#define check(cond, ...)                  \
-    do {                                  \
-        if (!(cond)) fail(__VA_ARGS__);   \
+#define check(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) fail(__VA_ARGS__);                                                            \
     } while (0)
 
 static void trace(const fz *f, const char *format, ...) {
@@ -238,14 +238,22 @@ static zs_ref pick_handle(fz *f) {
     if (b < 200 && f->handle_count > 0) return f->handles[b % f->handle_count];
     zs_ref base = f->handle_count ? f->handles[u8(f) % f->handle_count] : ZS_MAKE_REF(0, 1);
     switch (b % 8) {
-    case 0: return ZS_NULL_REF;
-    case 1: return u64(f);
-    case 2: return ZS_MAKE_REF(ZS_REF_INDEX(base), ZS_REF_SERIAL(base) + 1);
-    case 3: return ZS_MAKE_REF(ZS_REF_INDEX(base) + 1, ZS_REF_SERIAL(base));
-    case 4: return ZS_MAKE_REF(ZS_REF_INDEX(base), ZS_REF_SERIAL(base) - 1);
-    case 5: return ZS_MAKE_REF(UINT32_MAX, 1);
-    case 6: return f->value_count ? f->values[u8(f) % f->value_count].handle : base;
-    default: return ZS_MAKE_REF(u8(f), 1);
+    case 0:
+        return ZS_NULL_REF;
+    case 1:
+        return u64(f);
+    case 2:
+        return ZS_MAKE_REF(ZS_REF_INDEX(base), ZS_REF_SERIAL(base) + 1);
+    case 3:
+        return ZS_MAKE_REF(ZS_REF_INDEX(base) + 1, ZS_REF_SERIAL(base));
+    case 4:
+        return ZS_MAKE_REF(ZS_REF_INDEX(base), ZS_REF_SERIAL(base) - 1);
+    case 5:
+        return ZS_MAKE_REF(UINT32_MAX, 1);
+    case 6:
+        return f->value_count ? f->values[u8(f) % f->value_count].handle : base;
+    default:
+        return ZS_MAKE_REF(u8(f), 1);
     }
 }
 
@@ -327,17 +335,19 @@ static void check_heap(fz *f, const char *after) {
     for (uint32_t i = 0; i < f->pin_count; i++) {
         const pin *p = &f->pins[i];
         if (!p->rooted && p->strong == 0) continue;
-        check(zs_resolve(f->rt, p->ref) != NULL, "after %s: pinned object %u/%u was freed (rooted %d, strong %u)",
-              after, ZS_REF_INDEX(p->ref), ZS_REF_SERIAL(p->ref), p->rooted, p->strong);
-        check(zs_object_writable(f->rt, p->ref) != ZS_E_DYING, "after %s: pinned object %u is dying", after,
-              ZS_REF_INDEX(p->ref));
+        check(zs_resolve(f->rt, p->ref) != NULL,
+              "after %s: pinned object %u/%u was freed (rooted %d, strong %u)", after,
+              ZS_REF_INDEX(p->ref), ZS_REF_SERIAL(p->ref), p->rooted, p->strong);
+        check(zs_object_writable(f->rt, p->ref) != ZS_E_DYING,
+              "after %s: pinned object %u is dying", after, ZS_REF_INDEX(p->ref));
         uint32_t strong = 0;
         check(zs_strong_ref_count(f->rt, p->ref, &strong) == ZS_OK && strong == p->strong,
               "after %s: object %u has %u strong references, the program made %u", after,
               ZS_REF_INDEX(p->ref), strong, p->strong);
         int rooted = 0;
         check(zs_is_rooted(f->rt, p->ref, &rooted) == ZS_OK && (rooted != 0) == p->rooted,
-              "after %s: object %u rooted %d, the program says %d", after, ZS_REF_INDEX(p->ref), rooted, p->rooted);
+              "after %s: object %u rooted %d, the program says %d", after, ZS_REF_INDEX(p->ref),
+              rooted, p->rooted);
     }
     for (uint32_t i = 0; i < f->conj_count && !f->conj_overflow; i++)
         check(zs_resolve(f->rt, f->conj[i]) != NULL,
@@ -389,15 +399,19 @@ static const htype *basic(fz *f, zs_type_kind kind, uint32_t size, uint32_t alig
 
 static const htype *container(fz *f, zs_type_kind kind, const htype *element, const htype *value) {
     const zs_type *t = NULL;
-    if (element == NULL || zs_type_container(f->rt, kind, element->t, value ? value->t : NULL, &t) != ZS_OK)
+    if (element == NULL ||
+        zs_type_container(f->rt, kind, element->t, value ? value->t : NULL, &t) != ZS_OK)
         return NULL;
     return record_type(f, t, element, value, 0, NULL, NULL);
 }
 
-static uint32_t align_up(uint32_t value, uint32_t align) { return (value + align - 1) / align * align; }
+static uint32_t align_up(uint32_t value, uint32_t align) {
+    return (value + align - 1) / align * align;
+}
 
 /* A struct of the given member types, laid out in order. */
-static const htype *structure(fz *f, const char *name, uint32_t count, const htype *const *members) {
+static const htype *structure(fz *f, const char *name, uint32_t count,
+                              const htype *const *members) {
     zs_type_member descs[MAX_STRUCT_MEMBERS];
     uint32_t offsets[MAX_STRUCT_MEMBERS];
     uint32_t at = 0, align = 1;
@@ -410,7 +424,8 @@ static const htype *structure(fz *f, const char *name, uint32_t count, const hty
         if (members[i]->align > align) align = members[i]->align;
     }
     const zs_type *t = NULL;
-    if (zs_type_struct(f->rt, name, align_up(at ? at : 1, align), align, descs, count, &t) != ZS_OK) return NULL;
+    if (zs_type_struct(f->rt, name, align_up(at ? at : 1, align), align, descs, count, &t) != ZS_OK)
+        return NULL;
     return record_type(f, t, NULL, NULL, count, members, offsets);
 }
 
@@ -431,7 +446,8 @@ static hclass *class_begin(fz *f, const hclass *parent, bool huge) {
 static void member_add(hclass *c, uint32_t kind, const htype *type, uint32_t *at) {
     uint32_t align = kind == ZS_MEMBER_VALUE ? type->align : 8;
     uint32_t size = kind == ZS_MEMBER_OBJECT_ARRAY ? (uint32_t)sizeof(zs_ref_array)
-                    : kind == ZS_MEMBER_VALUE ? type->size : 8;
+                    : kind == ZS_MEMBER_VALUE      ? type->size
+                                                   : 8;
     *at = align_up(*at, align);
     if (c->member_count == c->capacity) fail("a class of more than %u members", c->capacity);
     c->members[c->member_count++] = (hmember){kind, *at, type};
@@ -440,12 +456,13 @@ static void member_add(hclass *c, uint32_t kind, const htype *type, uint32_t *at
 
 /* Register a class whose own members are c->members[first..]; on success
    c->cls is set and the class is counted. */
-static bool register_class(fz *f, hclass *c, const char *name, const zs_class *parent, uint32_t first,
-                           uint32_t size, uint32_t flags) {
+static bool register_class(fz *f, hclass *c, const char *name, const zs_class *parent,
+                           uint32_t first, uint32_t size, uint32_t flags) {
     zs_member descs[HUGE_MEMBERS];
     for (uint32_t i = first; i < c->member_count; i++)
         descs[i - first] = (zs_member){c->members[i].kind, c->members[i].offset,
-                                       c->members[i].kind == ZS_MEMBER_VALUE ? c->members[i].type->t : NULL};
+                                       c->members[i].kind == ZS_MEMBER_VALUE ? c->members[i].type->t
+                                                                             : NULL};
     zs_class_desc desc = {name, parent, size, flags, descs, c->member_count - first};
     c->size = size;
     if (zs_class_register(f->rt, &desc, &c->cls) != ZS_OK) return false;
@@ -486,15 +503,17 @@ static bool setup_types_and_classes(fz *f, bool with_huge) {
     const htype *wobj_pair_members[] = {f->t_weak, f->t_plain1, f->t_obj};
     const htype *pair = structure(f, "Pair", 3, wobj_pair_members); /* bitwise, with padding */
     const htype *set_pair = container(f, ZS_TYPE_SET, pair, NULL);
-    const htype *big_members[] = {f->t_obj, f->t_weak, f->t_arr_obj, f->t_inner, opt_obj,
-                                  f->t_multi, f->t_deleg, map_obj_obj, f->t_sparse, set_str};
+    const htype *big_members[] = {f->t_obj,   f->t_weak,  f->t_arr_obj, f->t_inner,  opt_obj,
+                                  f->t_multi, f->t_deleg, map_obj_obj,  f->t_sparse, set_str};
     const htype *big = structure(f, "Big", 10, big_members);
     const htype *arr_big = container(f, ZS_TYPE_ARRAY, big, NULL);
     const htype *map_obj_big = container(f, ZS_TYPE_MAP, f->t_obj, big);
-    const htype *all[] = {f->t_plain1, f->t_plain4, f->t_plain8, f->t_obj, f->t_weak, f->t_str1, f->t_str2,
-                          f->t_deleg, f->t_multi, f->t_sparse, f->t_inner, f->t_arr_obj, arr_str, arr_inner,
-                          arr_arr, set_obj, set_str, set_inner, map_obj_obj, map_str_arr, map_p4_inner,
-                          opt_obj, opt_str, opt_inner, set_opt, pair, set_pair, big, arr_big, map_obj_big};
+    const htype *all[] = {f->t_plain1,  f->t_plain4,  f->t_plain8, f->t_obj,    f->t_weak,
+                          f->t_str1,    f->t_str2,    f->t_deleg,  f->t_multi,  f->t_sparse,
+                          f->t_inner,   f->t_arr_obj, arr_str,     arr_inner,   arr_arr,
+                          set_obj,      set_str,      set_inner,   map_obj_obj, map_str_arr,
+                          map_p4_inner, opt_obj,      opt_str,     opt_inner,   set_opt,
+                          pair,         set_pair,     big,         arr_big,     map_obj_big};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] == NULL) return false;
 
@@ -507,19 +526,22 @@ static bool setup_types_and_classes(fz *f, bool with_huge) {
     member_add(node, ZS_MEMBER_WEAK_OBJECT, f->t_weak, &at);
     member_add(node, ZS_MEMBER_OBJECT_ARRAY, f->t_arr_obj, &at);
     member_add(node, ZS_MEMBER_VALUE, f->t_plain8, &at);
-    if (!register_class(f, node, "Node", NULL, 0, at, ZS_CLASS_CLUSTER_ROOT | ZS_CLASS_IN_CLUSTER)) return false;
+    if (!register_class(f, node, "Node", NULL, 0, at, ZS_CLASS_CLUSTER_ROOT | ZS_CLASS_IN_CLUSTER))
+        return false;
     /* Vals: a Node with a value of every kind, references after values. */
     hclass *vals = class_begin(f, node, false);
     at = node->size;
-    const htype *value_members[] = {f->t_str1, f->t_str2, f->t_arr_obj, set_obj, map_obj_obj, opt_obj,
-                                    f->t_deleg, f->t_multi, f->t_sparse, f->t_inner, big, arr_inner,
-                                    map_str_arr, set_inner, arr_arr, opt_inner, set_opt, opt_str, set_str,
-                                    map_p4_inner, arr_str, arr_big, f->t_plain4, set_pair, map_obj_big, pair};
+    const htype *value_members[] = {
+        f->t_str1,  f->t_str2,   f->t_arr_obj, set_obj,     map_obj_obj, opt_obj,      f->t_deleg,
+        f->t_multi, f->t_sparse, f->t_inner,   big,         arr_inner,   map_str_arr,  set_inner,
+        arr_arr,    opt_inner,   set_opt,      opt_str,     set_str,     map_p4_inner, arr_str,
+        arr_big,    f->t_plain4, set_pair,     map_obj_big, pair};
     for (size_t i = 0; i < sizeof value_members / sizeof value_members[0]; i++)
         member_add(vals, ZS_MEMBER_VALUE, value_members[i], &at);
     member_add(vals, ZS_MEMBER_WEAK_OBJECT, f->t_weak, &at);
     member_add(vals, ZS_MEMBER_OBJECT, f->t_obj, &at);
-    if (!register_class(f, vals, "Vals", node->cls, node->member_count, at, ZS_CLASS_IN_CLUSTER)) return false;
+    if (!register_class(f, vals, "Vals", node->cls, node->member_count, at, ZS_CLASS_IN_CLUSTER))
+        return false;
     /* Leaf: nothing the marker reads. */
     hclass *leaf = class_begin(f, NULL, false);
     at = header;
@@ -658,7 +680,8 @@ static void fill_bitwise(fz *f, const htype *t, char *p) {
         break;
     }
     case ZS_TYPE_STRUCT:
-        for (uint32_t i = 0; i < t->member_count; i++) fill_bitwise(f, t->member_type[i], p + t->member_offset[i]);
+        for (uint32_t i = 0; i < t->member_count; i++)
+            fill_bitwise(f, t->member_type[i], p + t->member_offset[i]);
         break;
     case ZS_TYPE_OPTIONAL:
         if ((t->element->flags & ZS_TYPE_BITWISE) && (u8(f) & 1)) {
@@ -676,13 +699,15 @@ static void fill_bitwise(fz *f, const htype *t, char *p) {
 static const void *find_same_type(fz *f, const htype *t, const loc *near) {
     if (near != NULL && (near->type->kind == ZS_TYPE_ARRAY) && near->type->element == t) {
         const zs_array *a = (const zs_array *)near->ptr;
-        if (a->count > 0) return (char *)a->data + (size_t)(u8(f) % a->count) * near->type->entry_size;
+        if (a->count > 0)
+            return (char *)a->data + (size_t)(u8(f) % a->count) * near->type->entry_size;
     }
     if (near != NULL && (near->type->kind == ZS_TYPE_SET || near->type->kind == ZS_TYPE_MAP) &&
         near->type->element == t) {
         const zs_hash *h = (const zs_hash *)near->ptr;
         if (h->entries.count > 0)
-            return (char *)h->entries.data + (size_t)(u8(f) % h->entries.count) * near->type->entry_size;
+            return (char *)h->entries.data +
+                   (size_t)(u8(f) % h->entries.count) * near->type->entry_size;
     }
     if (near != NULL && near->type->kind == ZS_TYPE_OPTIONAL && near->type->element == t &&
         near->ptr[near->type->value_offset] && (u8(f) & 1))
@@ -728,7 +753,8 @@ static void get_source(fz *f, const htype *t, const loc *near, source *s, int de
             fill_bitwise(f, t, s->scratch);
             return;
         }
-        for (uint32_t n = u8(f) % 4; n > 0; n--) value_op(f, (loc){ZS_NULL_REF, t, ptr, false}, depth + 1);
+        for (uint32_t n = u8(f) % 4; n > 0; n--)
+            value_op(f, (loc){ZS_NULL_REF, t, ptr, false}, depth + 1);
         s->ptr = zs_value_resolve(f->rt, s->temp);
         check(s->ptr == ptr, "a black value moved or vanished while the program built it");
         return;
@@ -753,8 +779,8 @@ static void check_hash(fz *f, const htype *t, const zs_hash *h) {
         const char *entry = (const char *)h->entries.data + (size_t)i * t->entry_size;
         int64_t found = -2;
         zs_status status = zs_hash_find(f->rt, t->t, h, entry, &found);
-        check(status == ZS_OK && found == (int64_t)i, "hash entry %u is found at %lld (status %d)", i,
-              (long long)found, (int)status);
+        check(status == ZS_OK && found == (int64_t)i, "hash entry %u is found at %lld (status %d)",
+              i, (long long)found, (int)status);
     }
 }
 
@@ -763,12 +789,14 @@ static void check_hashes(fz *f, const htype *t, const char *p, int depth) {
     if (depth > 4 || !(t->flags & ZS_TYPE_NEEDS_DTOR)) return;
     switch (t->kind) {
     case ZS_TYPE_STRUCT:
-        for (uint32_t i = 0; i < t->member_count; i++) check_hashes(f, t->member_type[i], p + t->member_offset[i], depth + 1);
+        for (uint32_t i = 0; i < t->member_count; i++)
+            check_hashes(f, t->member_type[i], p + t->member_offset[i], depth + 1);
         break;
     case ZS_TYPE_ARRAY: {
         const zs_array *a = (const zs_array *)p;
         for (uint32_t i = 0; i < a->count; i++)
-            check_hashes(f, t->element, (const char *)a->data + (size_t)i * t->entry_size, depth + 1);
+            check_hashes(f, t->element, (const char *)a->data + (size_t)i * t->entry_size,
+                         depth + 1);
         break;
     }
     case ZS_TYPE_SET:
@@ -823,11 +851,13 @@ static void value_op(fz *f, loc l, int depth) {
         source s;
         get_source(f, t, &l, &s, depth);
         int same = zs_value_equal(rt, t->t, l.ptr, s.ptr);
-        check(same == ((t->flags & ZS_TYPE_HASHABLE) ? same : -1), "zs_value_equal on an unhashable type");
+        check(same == ((t->flags & ZS_TYPE_HASHABLE) ? same : -1),
+              "zs_value_equal on an unhashable type");
         if (same >= 0) {
             check(zs_value_equal(rt, t->t, l.ptr, l.ptr) == 1, "a value is not equal to itself");
             if (same == 1)
-                check(zs_value_hash(rt, t->t, l.ptr) == zs_value_hash(rt, t->t, s.ptr), "equal values hash apart");
+                check(zs_value_hash(rt, t->t, l.ptr) == zs_value_hash(rt, t->t, s.ptr),
+                      "equal values hash apart");
         }
         drop_source(f, &s);
         trace(f, "value equal/hash kind %u -> %d", t->kind, same);
@@ -866,14 +896,16 @@ static void value_op(fz *f, loc l, int depth) {
             const htype *slot_type = t;
             if ((u8(f) & 7) == 0) {
                 const htype *other = pick_type(f);
-                if (other->kind != ZS_TYPE_OBJECT && other->kind != ZS_TYPE_WEAK_OBJECT) slot_type = other;
+                if (other->kind != ZS_TYPE_OBJECT && other->kind != ZS_TYPE_WEAK_OBJECT)
+                    slot_type = other;
             }
             bool target_usable = target == ZS_NULL_REF || (zs_resolve(rt, target) != NULL &&
                                                            zs_object_writable(rt, target) == ZS_OK);
             status = zs_value_store_ref(rt, l.owner, slot_type->t, (zs_ref *)l.ptr, target);
             trace(f, "value store ref -> %d", (int)status);
             if (slot_type->kind != ZS_TYPE_OBJECT && slot_type->kind != ZS_TYPE_WEAK_OBJECT)
-                check(status != ZS_OK, "zs_value_store_ref accepted a slot of kind %u", slot_type->kind);
+                check(status != ZS_OK, "zs_value_store_ref accepted a slot of kind %u",
+                      slot_type->kind);
             if (status == ZS_OK) {
                 check(target_usable, "zs_value_store_ref stored a stale or dying target");
                 zs_ref stored;
@@ -884,7 +916,8 @@ static void value_op(fz *f, loc l, int depth) {
         }
         case ZS_TYPE_STRING: {
             char units[256];
-            uint32_t length = u8(f) % 64, unit = t == f->t_str2 ? 2u : 1u; /* string types are cached */
+            uint32_t length = u8(f) % 64,
+                     unit = t == f->t_str2 ? 2u : 1u; /* string types are cached */
             const void *from = units;
             const zs_string *self = (const zs_string *)l.ptr;
             if ((u8(f) & 3) == 0 && self->length > 0) {
@@ -895,7 +928,8 @@ static void value_op(fz *f, loc l, int depth) {
             } else {
                 for (uint32_t i = 0; i < length * unit; i++) units[i] = (char)u8(f);
             }
-            status = zs_string_assign(rt, l.owner, t->t, (zs_string *)l.ptr, length ? from : NULL, length);
+            status = zs_string_assign(rt, l.owner, t->t, (zs_string *)l.ptr, length ? from : NULL,
+                                      length);
             trace(f, "string assign %u units -> %d", length, (int)status);
             break;
         }
@@ -905,14 +939,16 @@ static void value_op(fz *f, loc l, int depth) {
             if (what <= 1) {
                 uint32_t index = u8(f) % (a->count + 2), count = u8(f) % 4;
                 /* Too many: refused before anything is allocated. */
-                if ((u8(f) & 15) == 0) count = (u8(f) & 1) ? UINT32_MAX : (1u << 30) - a->count + 1 + u8(f) % 4;
+                if ((u8(f) & 15) == 0)
+                    count = (u8(f) & 1) ? UINT32_MAX : (1u << 30) - a->count + 1 + u8(f) % 4;
                 source s;
                 bool null_value = (u8(f) & 3) == 0;
                 get_source(f, t->element, &l, &s, depth);
                 if (f->freed) return;
                 writable = zs_object_writable(rt, l.owner);
                 memcpy(before, l.ptr, t->size);
-                status = zs_array_insert(rt, l.owner, t->t, a, index, null_value ? NULL : s.ptr, count);
+                status = zs_array_insert(rt, l.owner, t->t, a, index, null_value ? NULL : s.ptr,
+                                         count);
                 trace(f, "array insert at %u x%u -> %d", index, count, (int)status);
                 drop_source(f, &s);
             } else if (what == 2) {
@@ -940,16 +976,18 @@ static void value_op(fz *f, loc l, int depth) {
                 wrote = false;
                 int64_t found = -2;
                 status = zs_hash_find(rt, t->t, h, s.ptr, &found);
-                check(status == ZS_OK && found >= -1 && found < (int64_t)h->entries.count, "zs_hash_find: %d, %lld",
-                      (int)status, (long long)found);
+                check(status == ZS_OK && found >= -1 && found < (int64_t)h->entries.count,
+                      "zs_hash_find: %d, %lld", (int)status, (long long)found);
                 trace(f, "hash find -> %lld", (long long)found);
             } else if (what == 1) {
                 uint32_t index = UINT32_MAX;
                 int added = -1;
                 status = zs_hash_add(rt, l.owner, t->t, h, s.ptr, &index, &added);
-                trace(f, "hash add kind %u element %u (%u bytes) -> %d (index %u, added %d)", t->kind, t->element->kind,
-                      t->element->size, (int)status, index, added);
-                if (status == ZS_OK) check(index < h->entries.count, "zs_hash_add: index %u of %u", index, h->entries.count);
+                trace(f, "hash add kind %u element %u (%u bytes) -> %d (index %u, added %d)",
+                      t->kind, t->element->kind, t->element->size, (int)status, index, added);
+                if (status == ZS_OK)
+                    check(index < h->entries.count, "zs_hash_add: index %u of %u", index,
+                          h->entries.count);
             } else {
                 int removed = -1;
                 status = zs_hash_remove(rt, l.owner, t->t, h, s.ptr, &removed);
@@ -973,8 +1011,8 @@ static void value_op(fz *f, loc l, int depth) {
         case ZS_TYPE_DELEGATE: {
             zs_ref object = (u8(f) & 1) ? pick_handle(f) : ZS_NULL_REF;
             uint32_t name = pick_name(f);
-            status = zs_binding_set(rt, l.owner, (zs_binding *)l.ptr, object, name == ZS_NAME_AUTO ? 0 : name,
-                                    pick_callable(f));
+            status = zs_binding_set(rt, l.owner, (zs_binding *)l.ptr, object,
+                                    name == ZS_NAME_AUTO ? 0 : name, pick_callable(f));
             trace(f, "binding set -> %d", (int)status);
             break;
         }
@@ -989,7 +1027,8 @@ static void value_op(fz *f, loc l, int depth) {
             if (u8(f) & 1) {
                 zs_ref object = (u8(f) & 1) ? pick_handle(f) : ZS_NULL_REF;
                 uint32_t name = pick_name(f);
-                status = zs_multicast_add(rt, l.owner, list, object, name == ZS_NAME_AUTO ? 0 : name, pick_callable(f));
+                status = zs_multicast_add(rt, l.owner, list, object,
+                                          name == ZS_NAME_AUTO ? 0 : name, pick_callable(f));
                 trace(f, "multicast add -> %d", (int)status);
             } else {
                 uint32_t index = u8(f) % (list->count + 2), count = u8(f) % 4;
@@ -1007,10 +1046,11 @@ static void value_op(fz *f, loc l, int depth) {
     }
     if (f->freed) return;
     if (wrote && (writable == ZS_E_DYING || writable == ZS_E_STALE || writable == ZS_E_BUSY)) {
-        check(status != ZS_OK, "a write into a value whose owner is refused (%d) succeeded (kind %u)", (int)writable,
+        check(status != ZS_OK,
+              "a write into a value whose owner is refused (%d) succeeded (kind %u)", (int)writable,
               t->kind);
-        check(memcmp(before, l.ptr, t->size) == 0, "a refused write (%d) changed the value (kind %u)", (int)status,
-              t->kind);
+        check(memcmp(before, l.ptr, t->size) == 0,
+              "a refused write (%d) changed the value (kind %u)", (int)status, t->kind);
     }
     if (hashed || (wrote && status == ZS_OK)) check_hashes(f, t, l.ptr, 0);
 }
@@ -1020,7 +1060,8 @@ static void value_op(fz *f, loc l, int depth) {
  * ====================================================================== */
 
 static void expect_busy(zs_status status, const char *what) {
-    check(status == ZS_E_BUSY, "%s inside a destroy hook returned %d, not ZS_E_BUSY", what, (int)status);
+    check(status == ZS_E_BUSY, "%s inside a destroy hook returned %d, not ZS_E_BUSY", what,
+          (int)status);
 }
 
 static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destroy_phase phase) {
@@ -1047,35 +1088,62 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
     zs_ref ref = ZS_NULL_REF;
     zs_object *made = NULL;
     switch (attempt) {
-    case 0: expect_busy(zs_object_new(rt, f->classes[0].cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &ref, NULL), "zs_object_new"); break;
+    case 0:
+        expect_busy(zs_object_new(rt, f->classes[0].cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &ref, NULL),
+                    "zs_object_new");
+        break;
     case 1: {
-        zs_ref r = zs_object_new_conjugate(rt, f->classes[0].cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &made);
-        check(r == (zs_ref)ZS_E_BUSY, "zs_object_new_conjugate inside a destroy hook: %llu", (unsigned long long)r);
+        zs_ref r = zs_object_new_conjugate(rt, f->classes[0].cls, ZS_NULL_REF, ZS_NAME_AUTO, 0,
+                                           NULL, 0, &made);
+        check(r == (zs_ref)ZS_E_BUSY, "zs_object_new_conjugate inside a destroy hook: %llu",
+              (unsigned long long)r);
         break;
     }
-    case 2: expect_busy(zs_add_to_root(rt, self), "zs_add_to_root"); break;
-    case 3: expect_busy(zs_add_strong_ref(rt, other), "zs_add_strong_ref"); break;
-    case 4: expect_busy(zs_mark_as_garbage(rt, self), "zs_mark_as_garbage"); break;
-    case 5: expect_busy(zs_resolve_for_conjugate(rt, self, &made), "zs_resolve_for_conjugate"); break;
+    case 2:
+        expect_busy(zs_add_to_root(rt, self), "zs_add_to_root");
+        break;
+    case 3:
+        expect_busy(zs_add_strong_ref(rt, other), "zs_add_strong_ref");
+        break;
+    case 4:
+        expect_busy(zs_mark_as_garbage(rt, self), "zs_mark_as_garbage");
+        break;
+    case 5:
+        expect_busy(zs_resolve_for_conjugate(rt, self, &made), "zs_resolve_for_conjugate");
+        break;
     case 6: {
         zs_ref h;
         void *p;
         expect_busy(zs_value_new(rt, f->t_obj->t, &h, &p), "zs_value_new");
         break;
     }
-    case 7: expect_busy(zs_collect_garbage(rt), "zs_collect_garbage"); break;
-    case 8: expect_busy(zs_gc_start_incremental(rt), "zs_gc_start_incremental"); break;
+    case 7:
+        expect_busy(zs_collect_garbage(rt), "zs_collect_garbage");
+        break;
+    case 8:
+        expect_busy(zs_gc_start_incremental(rt), "zs_gc_start_incremental");
+        break;
     case 9: {
         int done;
         expect_busy(zs_gc_step(rt, 0, &done), "zs_gc_step");
         expect_busy(zs_gc_purge(rt, 0, &done), "zs_gc_purge");
         break;
     }
-    case 10: expect_busy(zs_gc_mark_and_gather(rt), "zs_gc_mark_and_gather"); break;
-    case 11: expect_busy(zs_create_cluster(rt, self, NULL), "zs_create_cluster"); break;
-    case 12: expect_busy(zs_dissolve_cluster(rt, self), "zs_dissolve_cluster"); break;
-    case 13: expect_busy(zs_call_function(rt, self, "tick", NULL), "zs_call_function"); break;
-    case 14: expect_busy(zs_call_each(rt, f->classes[0].cls, "tick", NULL, NULL), "zs_call_each"); break;
+    case 10:
+        expect_busy(zs_gc_mark_and_gather(rt), "zs_gc_mark_and_gather");
+        break;
+    case 11:
+        expect_busy(zs_create_cluster(rt, self, NULL), "zs_create_cluster");
+        break;
+    case 12:
+        expect_busy(zs_dissolve_cluster(rt, self), "zs_dissolve_cluster");
+        break;
+    case 13:
+        expect_busy(zs_call_function(rt, self, "tick", NULL), "zs_call_function");
+        break;
+    case 14:
+        expect_busy(zs_call_each(rt, f->classes[0].cls, "tick", NULL, NULL), "zs_call_each");
+        break;
     case 15: {
         zs_member member_desc = {ZS_MEMBER_OBJECT, sizeof(zs_object), NULL};
         zs_class_desc desc = {"Late", NULL, sizeof(zs_object) + 8, 0, &member_desc, 1};
@@ -1083,7 +1151,9 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
         expect_busy(zs_class_register(rt, &desc, &cls), "zs_class_register");
         break;
     }
-    case 16: expect_busy(zs_object_writable(rt, self), "zs_object_writable"); break;
+    case 16:
+        expect_busy(zs_object_writable(rt, self), "zs_object_writable");
+        break;
     case 17:
         if (m == NULL) break;
         expect_busy(zs_value_clear(rt, self, m->type->t, member), "zs_value_clear");
@@ -1100,16 +1170,20 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
     case 20:
         if (m == NULL) break;
         if (m->type->kind == ZS_TYPE_STRING)
-            expect_busy(zs_string_assign(rt, self, m->type->t, (zs_string *)member, "x", 1), "zs_string_assign");
+            expect_busy(zs_string_assign(rt, self, m->type->t, (zs_string *)member, "x", 1),
+                        "zs_string_assign");
         else if (m->type->kind == ZS_TYPE_ARRAY)
-            expect_busy(zs_array_insert(rt, self, m->type->t, (zs_array *)member, 0, NULL, 1), "zs_array_insert");
+            expect_busy(zs_array_insert(rt, self, m->type->t, (zs_array *)member, 0, NULL, 1),
+                        "zs_array_insert");
         else if (m->type->kind == ZS_TYPE_MULTICAST)
-            expect_busy(zs_multicast_add(rt, self, (zs_array *)member, ZS_NULL_REF, 0, 1), "zs_multicast_add");
+            expect_busy(zs_multicast_add(rt, self, (zs_array *)member, ZS_NULL_REF, 0, 1),
+                        "zs_multicast_add");
         else if (m->type->kind == ZS_TYPE_SPARSE) {
             zs_array *list = NULL;
             expect_busy(zs_sparse_bindings(rt, self, member, 1, &list), "zs_sparse_bindings");
         } else if (m->type->kind == ZS_TYPE_DELEGATE)
-            expect_busy(zs_binding_set(rt, self, (zs_binding *)member, ZS_NULL_REF, 0, 2), "zs_binding_set");
+            expect_busy(zs_binding_set(rt, self, (zs_binding *)member, ZS_NULL_REF, 0, 2),
+                        "zs_binding_set");
         else if (m->type->kind == ZS_TYPE_OPTIONAL)
             expect_busy(zs_optional_set(rt, self, m->type->t, member, NULL), "zs_optional_set");
         break;
@@ -1122,8 +1196,12 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
         }
         break;
     }
-    case 22: expect_busy(zs_release_strong_ref(rt, other), "zs_release_strong_ref"); break;
-    case 23: expect_busy(zs_remove_from_root(rt, other), "zs_remove_from_root"); break;
+    case 22:
+        expect_busy(zs_release_strong_ref(rt, other), "zs_release_strong_ref");
+        break;
+    case 23:
+        expect_busy(zs_remove_from_root(rt, other), "zs_remove_from_root");
+        break;
     default: {
         /* Reading is allowed. */
         zs_ref found = ZS_NULL_REF;
@@ -1142,7 +1220,8 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
         int32_t cluster = -1;
         zs_cluster_info info;
         if (zs_object_cluster(rt, self, &cluster) == ZS_OK && cluster >= 0)
-            check(zs_cluster_get_info(rt, cluster, &info) == ZS_OK, "a destroyed object's cluster has no info");
+            check(zs_cluster_get_info(rt, cluster, &info) == ZS_OK,
+                  "a destroyed object's cluster has no info");
         /* Taking the expiring list is the managed side's business, not a
            mutation of the heap: allowed here too. */
         uint64_t names[8];
@@ -1150,11 +1229,14 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
         if (zs_gc_take_expiring_ex(rt, buffer, names, garbage, 8, &count) == ZS_OK)
             for (uint32_t i = 0; i < count; i++) conj_remove(f, buffer[i]);
         char message[64];
-        (void)zs_heap_verify(rt, message, sizeof message); /* mid-purge it may disagree; it must not crash */
+        (void)zs_heap_verify(rt, message,
+                             sizeof message); /* mid-purge it may disagree; it must not crash */
         break;
     }
     }
-    if (m) check(memcmp(before, member, m->type->size) == 0, "a refused write inside a destroy hook changed a member");
+    if (m)
+        check(memcmp(before, member, m->type->size) == 0,
+              "a refused write inside a destroy hook changed a member");
     f->in_hook--;
 }
 
@@ -1164,7 +1246,8 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
 
 static void run_ops(fz *f, uint32_t limit);
 
-static zs_status call_handler(void *user, zs_runtime *rt, zs_ref object, const char *function, void *params) {
+static zs_status call_handler(void *user, zs_runtime *rt, zs_ref object, const char *function,
+                              void *params) {
     fz *f = user;
     (void)params;
     check(rt == f->rt && !f->freed, "the call handler got a freed or foreign runtime");
@@ -1182,9 +1265,12 @@ static zs_status call_handler(void *user, zs_runtime *rt, zs_ref object, const c
     }
     trace(f, "handler leave");
     switch (f->handler_mode % 4) {
-    case 1: return ZS_E_CALL_FAILED;
-    case 2: return (u8(f) & 1) ? ZS_E_INVALID : ZS_OK;
-    default: return ZS_OK;
+    case 1:
+        return ZS_E_CALL_FAILED;
+    case 2:
+        return (u8(f) & 1) ? ZS_E_INVALID : ZS_OK;
+    default:
+        return ZS_OK;
     }
 }
 
@@ -1193,14 +1279,57 @@ static zs_status call_handler(void *user, zs_runtime *rt, zs_ref object, const c
  * ====================================================================== */
 
 enum {
-    OP_NEW, OP_NEW_CONJUGATE, OP_STORE, OP_ARRAY_PUSH, OP_ARRAY_CLEAR, OP_ROOT, OP_UNROOT, OP_STRONG,
-    OP_UNSTRONG, OP_GARBAGE, OP_QUERY, OP_RESOLVE_CONJUGATE, OP_FORGET_CONJUGATE, OP_FIND_OBJECT,
-    OP_LIVE_HANDLES, OP_COLLECT, OP_MARK_GATHER, OP_TAKE_EXPIRING, OP_PURGE, OP_START_INCREMENTAL,
-    OP_STEP, OP_FINISH_CYCLE, OP_CLUSTER_CREATE, OP_CLUSTER_DISSOLVE, OP_CLUSTER_INFO, OP_DEBUG_SET,
-    OP_CLOSE_DISREGARD, OP_VALUE_NEW, OP_VALUE_FREE, OP_VALUE_OP, OP_VALUE_OP2, OP_VALUE_OP3,
-    OP_CALLABLES, OP_NAME_INTERN, OP_NAME_QUERY, OP_FIND_CLASS, OP_TYPE_NEW, OP_CLASS_NEW, OP_CHAINS,
-    OP_CALL_FUNCTION, OP_CALL_EACH, OP_SET_HANDLER, OP_SET_HOOK, OP_FREE_IN_CALL, OP_OTHER_RUNTIME,
-    OP_STATS, OP_ALLOC_LIMIT, OP_STALE_WRITE, OP_NEW2, OP_STORE2, OP_COUNT
+    OP_NEW,
+    OP_NEW_CONJUGATE,
+    OP_STORE,
+    OP_ARRAY_PUSH,
+    OP_ARRAY_CLEAR,
+    OP_ROOT,
+    OP_UNROOT,
+    OP_STRONG,
+    OP_UNSTRONG,
+    OP_GARBAGE,
+    OP_QUERY,
+    OP_RESOLVE_CONJUGATE,
+    OP_FORGET_CONJUGATE,
+    OP_FIND_OBJECT,
+    OP_LIVE_HANDLES,
+    OP_COLLECT,
+    OP_MARK_GATHER,
+    OP_TAKE_EXPIRING,
+    OP_PURGE,
+    OP_START_INCREMENTAL,
+    OP_STEP,
+    OP_FINISH_CYCLE,
+    OP_CLUSTER_CREATE,
+    OP_CLUSTER_DISSOLVE,
+    OP_CLUSTER_INFO,
+    OP_DEBUG_SET,
+    OP_CLOSE_DISREGARD,
+    OP_VALUE_NEW,
+    OP_VALUE_FREE,
+    OP_VALUE_OP,
+    OP_VALUE_OP2,
+    OP_VALUE_OP3,
+    OP_CALLABLES,
+    OP_NAME_INTERN,
+    OP_NAME_QUERY,
+    OP_FIND_CLASS,
+    OP_TYPE_NEW,
+    OP_CLASS_NEW,
+    OP_CHAINS,
+    OP_CALL_FUNCTION,
+    OP_CALL_EACH,
+    OP_SET_HANDLER,
+    OP_SET_HOOK,
+    OP_FREE_IN_CALL,
+    OP_OTHER_RUNTIME,
+    OP_STATS,
+    OP_ALLOC_LIMIT,
+    OP_STALE_WRITE,
+    OP_NEW2,
+    OP_STORE2,
+    OP_COUNT
 };
 
 static void new_object(fz *f, bool conjugate) {
@@ -1228,16 +1357,20 @@ static void new_object(fz *f, bool conjugate) {
                 if (at < sizeof init) init[at] = (char)u8(f);
             }
         }
-        ref = zs_object_new_conjugate(f->rt, cls, outer, name, number, (u8(f) & 15) ? init : NULL, size, &object);
+        ref = zs_object_new_conjugate(f->rt, cls, outer, name, number, (u8(f) & 15) ? init : NULL,
+                                      size, &object);
         status = ref >= ZS_FIRST_REF ? ZS_OK : (zs_status)ref;
         if (ref < ZS_FIRST_REF) ref = ZS_NULL_REF;
     }
-    trace(f, "new%s class %s outer %u -> %d (%u/%u)", conjugate ? " conjugate" : "", cls ? zs_class_name(cls) : "-",
-          ZS_REF_INDEX(outer), (int)status, ZS_REF_INDEX(ref), ZS_REF_SERIAL(ref));
+    trace(f, "new%s class %s outer %u -> %d (%u/%u)", conjugate ? " conjugate" : "",
+          cls ? zs_class_name(cls) : "-", ZS_REF_INDEX(outer), (int)status, ZS_REF_INDEX(ref),
+          ZS_REF_SERIAL(ref));
     if (status != ZS_OK) return;
     check(cls != NULL, "an object was made without a class");
-    check(zs_resolve(f->rt, ref) == object && object->cls == cls, "a new object does not resolve to itself");
-    check(object->outer == ZS_NULL_REF || object->outer == outer, "a new object's outer is not the one given");
+    check(zs_resolve(f->rt, ref) == object && object->cls == cls,
+          "a new object does not resolve to itself");
+    check(object->outer == ZS_NULL_REF || object->outer == outer,
+          "a new object's outer is not the one given");
     remember(f, ref);
     if (conjugate) conj_add(f, ref);
 }
@@ -1277,31 +1410,37 @@ static void store(fz *f, int kind) {
     const htype *leaf = NULL;
     if (object != NULL) {
         const hclass *c = class_of(f, object);
-        if (c->member_count > 0 && (u8(f) & 7) != 0) offset = c->members[u8(f) % c->member_count].offset;
+        if (c->member_count > 0 && (u8(f) & 7) != 0)
+            offset = c->members[u8(f) % c->member_count].offset;
         leaf = leaf_at(c, offset);
     }
     bool holder_usable = object != NULL && zs_object_writable(f->rt, holder) == ZS_OK;
     zs_ref target = kind == 2 ? ZS_NULL_REF : pick_handle(f);
-    bool target_usable = target == ZS_NULL_REF ||
-                         (zs_resolve(f->rt, target) != NULL && zs_object_writable(f->rt, target) == ZS_OK);
-    bool fits = kind == 0 ? leaf != NULL && (leaf->kind == ZS_TYPE_OBJECT || leaf->kind == ZS_TYPE_WEAK_OBJECT)
+    bool target_usable = target == ZS_NULL_REF || (zs_resolve(f->rt, target) != NULL &&
+                                                   zs_object_writable(f->rt, target) == ZS_OK);
+    bool fits = kind == 0 ? leaf != NULL &&
+                                (leaf->kind == ZS_TYPE_OBJECT || leaf->kind == ZS_TYPE_WEAK_OBJECT)
                           : leaf != NULL && leaf == f->t_arr_obj;
     zs_status status;
     if (kind == 0) status = zs_store_ref(f->rt, holder, offset, target);
     else if (kind == 1) status = zs_ref_array_push(f->rt, holder, offset, target);
     else status = zs_ref_array_clear(f->rt, holder, offset);
-    trace(f, "store(%d) %u+%u <- %u -> %d", kind, ZS_REF_INDEX(holder), offset, ZS_REF_INDEX(target), (int)status);
+    trace(f, "store(%d) %u+%u <- %u -> %d", kind, ZS_REF_INDEX(holder), offset,
+          ZS_REF_INDEX(target), (int)status);
     if (status == ZS_OK) {
-        check(holder_usable && target_usable, "a store with a stale or dying holder or target succeeded");
-        check(fits, "store(%d) accepted offset %u of a %s, %s (kind %u)", kind, offset, zs_class_name(object->cls),
-              leaf ? "a slot of another kind" : "no slot", leaf ? leaf->kind : 0);
+        check(holder_usable && target_usable,
+              "a store with a stale or dying holder or target succeeded");
+        check(fits, "store(%d) accepted offset %u of a %s, %s (kind %u)", kind, offset,
+              zs_class_name(object->cls), leaf ? "a slot of another kind" : "no slot",
+              leaf ? leaf->kind : 0);
         if (kind == 0) {
             zs_ref stored;
             memcpy(&stored, (char *)object + offset, sizeof stored);
             check(stored == target, "a stored reference reads back differently");
         }
     } else if (holder_usable && target_usable && fits) {
-        check(status == ZS_E_NOMEM, "store(%d) of a usable target into a usable slot refused: %d", kind, (int)status);
+        check(status == ZS_E_NOMEM, "store(%d) of a usable target into a usable slot refused: %d",
+              kind, (int)status);
     }
 }
 
@@ -1315,10 +1454,12 @@ static void take_expiring(fz *f, uint32_t capacity) {
     zs_status status = ex ? zs_gc_take_expiring_ex(f->rt, buffer, (u8(f) & 1) ? names : NULL,
                                                    (u8(f) & 1) ? garbage : NULL, capacity, &count)
                           : zs_gc_take_expiring(f->rt, buffer, capacity, &count);
-    check(status == ZS_OK && count <= capacity, "zs_gc_take_expiring: %d, %u of %u", (int)status, count, capacity);
+    check(status == ZS_OK && count <= capacity, "zs_gc_take_expiring: %d, %u of %u", (int)status,
+          count, capacity);
     for (uint32_t i = 0; i < count; i++) {
         check(zs_resolve(f->rt, buffer[i]) != NULL, "an expiring object is already freed");
-        check(zs_object_writable(f->rt, buffer[i]) == ZS_E_DYING, "an expiring object is not dying");
+        check(zs_object_writable(f->rt, buffer[i]) == ZS_E_DYING,
+              "an expiring object is not dying");
         remember(f, buffer[i]);
         conj_remove(f, buffer[i]);
     }
@@ -1346,14 +1487,20 @@ static void finish_cycle(fz *f) {
 }
 
 static void debug_set(fz *f) {
-    static const uint32_t switches[] = {ZS_DEBUG_CHECK_MARKS, ZS_DEBUG_STEP_OBJECTS, ZS_DEBUG_POISON_FREED,
-                                        ZS_DEBUG_MARK_STACK_LIMIT, ZS_DEBUG_PARALLEL_THRESHOLD,
-                                        ZS_DEBUG_STRICT_ALLOC_LIMIT, 0, 99};
+    static const uint32_t switches[] = {ZS_DEBUG_CHECK_MARKS,
+                                        ZS_DEBUG_STEP_OBJECTS,
+                                        ZS_DEBUG_POISON_FREED,
+                                        ZS_DEBUG_MARK_STACK_LIMIT,
+                                        ZS_DEBUG_PARALLEL_THRESHOLD,
+                                        ZS_DEBUG_STRICT_ALLOC_LIMIT,
+                                        0,
+                                        99};
     uint32_t what = switches[below(f, sizeof switches / sizeof switches[0])];
     uint64_t value = u8(f) % 6;
     if (what == ZS_DEBUG_MARK_STACK_LIMIT && (u8(f) & 1)) value = 0;
     zs_status status = zs_debug_set(f->rt, what, value);
-    check((status == ZS_OK) == (what != 0 && what != 99), "zs_debug_set(%u): %d", what, (int)status);
+    check((status == ZS_OK) == (what != 0 && what != 99), "zs_debug_set(%u): %d", what,
+          (int)status);
     trace(f, "debug set %u = %llu", what, (unsigned long long)value);
 }
 
@@ -1361,10 +1508,12 @@ static void set_alloc_limit(fz *f) {
     zs_memory_stats memory;
     zs_runtime_memory(f->rt, &memory);
     uint8_t b = u8(f);
-    uint64_t limit = b < 64 ? 0 : memory.live_bytes + (uint64_t)(b % 32) * (uint64_t)(1 + u8(f) % 64);
+    uint64_t limit = b < 64 ? 0
+                            : memory.live_bytes + (uint64_t)(b % 32) * (uint64_t)(1 + u8(f) % 64);
     zs_status status = zs_debug_set(f->rt, ZS_DEBUG_ALLOC_LIMIT, limit);
     check(status == ZS_OK, "zs_debug_set(ZS_DEBUG_ALLOC_LIMIT): %d", (int)status);
-    trace(f, "alloc limit %llu (live %llu)", (unsigned long long)limit, (unsigned long long)memory.live_bytes);
+    trace(f, "alloc limit %llu (live %llu)", (unsigned long long)limit,
+          (unsigned long long)memory.live_bytes);
 }
 
 static void new_type(fz *f) {
@@ -1380,11 +1529,14 @@ static void new_type(fz *f) {
         zs_type_kind kind = (zs_type_kind)(u8(f) % 14);
         const htype *element = (u8(f) & 15) ? pick_type(f) : NULL;
         const htype *value = (u8(f) & 1) ? pick_type(f) : NULL;
-        status = zs_type_container(f->rt, kind, element ? element->t : NULL, value ? value->t : NULL, &t);
+        status = zs_type_container(f->rt, kind, element ? element->t : NULL,
+                                   value ? value->t : NULL, &t);
         if (status == ZS_OK) {
             check(element != NULL, "a container without an element type");
             const htype *h = record_type(f, t, element, value, 0, NULL, NULL);
-            if (h) check(h->element == element && h->value == value, "a cached container type changed its elements");
+            if (h)
+                check(h->element == element && h->value == value,
+                      "a cached container type changed its elements");
         }
     } else {
         uint32_t count = u8(f) % 5;
@@ -1419,8 +1571,10 @@ static void new_class(fz *f) {
     uint32_t count = u8(f) % 7;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t kind = 1 + u8(f) % 4;
-        const htype *type = kind == ZS_MEMBER_OBJECT ? f->t_obj : kind == ZS_MEMBER_WEAK_OBJECT ? f->t_weak
-                            : kind == ZS_MEMBER_OBJECT_ARRAY ? f->t_arr_obj : pick_type(f);
+        const htype *type = kind == ZS_MEMBER_OBJECT         ? f->t_obj
+                            : kind == ZS_MEMBER_WEAK_OBJECT  ? f->t_weak
+                            : kind == ZS_MEMBER_OBJECT_ARRAY ? f->t_arr_obj
+                                                             : pick_type(f);
         member_add(c, kind, type, &at);
         if ((u8(f) & 31) == 0) {
             /* A bad member: refused as a whole. */
@@ -1437,8 +1591,10 @@ static void new_class(fz *f) {
     }
     uint32_t size = align_up(at, 8) + ((u8(f) & 7) == 0 ? u8(f) % 24 : 0);
     if ((u8(f) & 31) == 0) size = u8(f); /* maybe too small */
-    zs_status status = register_class(f, c, "Dyn", parent ? parent->cls : NULL, first, size, u8(f) % 4) ? ZS_OK
-                                                                                                      : ZS_E_INVALID;
+    zs_status status = register_class(f, c, "Dyn", parent ? parent->cls : NULL, first, size,
+                                      u8(f) % 4)
+                           ? ZS_OK
+                           : ZS_E_INVALID;
     if (status != ZS_OK) memset(c, 0, sizeof *c);
     trace(f, "new class (%u members) -> %d", count, (int)status);
 }
@@ -1448,15 +1604,18 @@ static void chains(fz *f) {
     zs_chain_link links[64];
     uint32_t capacity = u8(f) % 65, count = 0;
     bool usable = zs_resolve(f->rt, target) != NULL && zs_object_writable(f->rt, target) == ZS_OK;
-    zs_status status = zs_reference_chains(f->rt, target, u8(f) % 4, capacity ? links : NULL, capacity, &count);
+    zs_status status = zs_reference_chains(f->rt, target, u8(f) % 4, capacity ? links : NULL,
+                                           capacity, &count);
     trace(f, "chains of %u -> %d (%u links)", ZS_REF_INDEX(target), (int)status, count);
     if (status != ZS_OK) {
-        check(!usable || status == ZS_E_NOMEM, "zs_reference_chains refused a live target: %d", (int)status);
+        check(!usable || status == ZS_E_NOMEM, "zs_reference_chains refused a live target: %d",
+              (int)status);
         return;
     }
     check(usable, "zs_reference_chains answered for a stale or dying target");
     for (uint32_t i = 0; i < count && i < capacity; i++) {
-        if (links[i].member == ZS_CHAIN_END) check(links[i].holder == target, "a chain ends elsewhere than its target");
+        if (links[i].member == ZS_CHAIN_END)
+            check(links[i].holder == target, "a chain ends elsewhere than its target");
         if (zs_resolve(f->rt, links[i].holder) != NULL) remember(f, links[i].holder);
     }
 }
@@ -1470,12 +1629,24 @@ static void stale_write(fz *f) {
     memset(scratch, 0, sizeof scratch);
     zs_status status;
     switch (t->kind) {
-    case ZS_TYPE_STRING: status = zs_string_assign(f->rt, owner, t->t, (zs_string *)scratch, "ab", 1); break;
-    case ZS_TYPE_ARRAY: status = zs_array_insert(f->rt, owner, t->t, (zs_array *)scratch, 0, NULL, 1); break;
-    case ZS_TYPE_OPTIONAL: status = zs_optional_set(f->rt, owner, t->t, scratch, NULL); break;
-    case ZS_TYPE_MULTICAST: status = zs_multicast_add(f->rt, owner, (zs_array *)scratch, ZS_NULL_REF, 0, 1); break;
-    case ZS_TYPE_DELEGATE: status = zs_binding_set(f->rt, owner, (zs_binding *)scratch, ZS_NULL_REF, 0, 1); break;
-    case ZS_TYPE_OBJECT: status = zs_value_store_ref(f->rt, owner, t->t, (zs_ref *)scratch, ZS_NULL_REF); break;
+    case ZS_TYPE_STRING:
+        status = zs_string_assign(f->rt, owner, t->t, (zs_string *)scratch, "ab", 1);
+        break;
+    case ZS_TYPE_ARRAY:
+        status = zs_array_insert(f->rt, owner, t->t, (zs_array *)scratch, 0, NULL, 1);
+        break;
+    case ZS_TYPE_OPTIONAL:
+        status = zs_optional_set(f->rt, owner, t->t, scratch, NULL);
+        break;
+    case ZS_TYPE_MULTICAST:
+        status = zs_multicast_add(f->rt, owner, (zs_array *)scratch, ZS_NULL_REF, 0, 1);
+        break;
+    case ZS_TYPE_DELEGATE:
+        status = zs_binding_set(f->rt, owner, (zs_binding *)scratch, ZS_NULL_REF, 0, 1);
+        break;
+    case ZS_TYPE_OBJECT:
+        status = zs_value_store_ref(f->rt, owner, t->t, (zs_ref *)scratch, ZS_NULL_REF);
+        break;
     case ZS_TYPE_SET:
     case ZS_TYPE_MAP: {
         _Alignas(16) char key[SCRATCH];
@@ -1483,11 +1654,14 @@ static void stale_write(fz *f) {
         status = zs_hash_add(f->rt, owner, t->t, (zs_hash *)scratch, key, NULL, NULL);
         break;
     }
-    default: status = zs_value_clear(f->rt, owner, t->t, scratch); break;
+    default:
+        status = zs_value_clear(f->rt, owner, t->t, scratch);
+        break;
     }
-    check(status == ZS_E_STALE, "a write with the stale owner %u/%u returned %d", ZS_REF_INDEX(owner),
-          ZS_REF_SERIAL(owner), (int)status);
-    for (size_t i = 0; i < sizeof scratch; i++) check(scratch[i] == 0, "a refused write changed memory");
+    check(status == ZS_E_STALE, "a write with the stale owner %u/%u returned %d",
+          ZS_REF_INDEX(owner), ZS_REF_SERIAL(owner), (int)status);
+    for (size_t i = 0; i < sizeof scratch; i++)
+        check(scratch[i] == 0, "a refused write changed memory");
     trace(f, "stale write kind %u -> %d", t->kind, (int)status);
 }
 
@@ -1509,11 +1683,14 @@ static void other_runtime(fz *f) {
     void *ptr = NULL;
     check(zs_object_new(f->rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &ref, NULL) == ZS_E_INVALID,
           "an object of another runtime's class");
-    check(zs_value_new(f->rt, type, &value, &ptr) == ZS_E_INVALID, "a black value of another runtime's type");
+    check(zs_value_new(f->rt, type, &value, &ptr) == ZS_E_INVALID,
+          "a black value of another runtime's type");
     zs_class_desc child = {"Child", cls, sizeof(zs_object) + 8, 0, NULL, 0};
     const zs_class *child_cls = NULL;
-    check(zs_class_register(f->rt, &child, &child_cls) == ZS_E_INVALID, "a class with another runtime's parent");
-    check(zs_call_each(f->rt, cls, "tick", NULL, NULL) != ZS_OK, "zs_call_each with another runtime's class");
+    check(zs_class_register(f->rt, &child, &child_cls) == ZS_E_INVALID,
+          "a class with another runtime's parent");
+    check(zs_call_each(f->rt, cls, "tick", NULL, NULL) != ZS_OK,
+          "zs_call_each with another runtime's class");
     const zs_type *arr = NULL;
     check(zs_type_container(f->rt, ZS_TYPE_ARRAY, type, NULL, &arr) == ZS_E_INVALID,
           "a container of another runtime's type");
@@ -1522,7 +1699,8 @@ static void other_runtime(fz *f) {
     (void)zs_resolve(other, mine);
     (void)zs_add_to_root(other, mine);
     zs_ref theirs = ZS_NULL_REF;
-    if (zs_object_new(other, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &theirs, NULL) == ZS_OK) remember(f, theirs);
+    if (zs_object_new(other, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &theirs, NULL) == ZS_OK)
+        remember(f, theirs);
     zs_runtime_free(other);
     trace(f, "other runtime");
 }
@@ -1534,12 +1712,22 @@ static void run_op(fz *f) {
     f->ops++;
     switch (op) {
     case OP_NEW:
-    case OP_NEW2: new_object(f, false); break;
-    case OP_NEW_CONJUGATE: new_object(f, true); break;
+    case OP_NEW2:
+        new_object(f, false);
+        break;
+    case OP_NEW_CONJUGATE:
+        new_object(f, true);
+        break;
     case OP_STORE:
-    case OP_STORE2: store(f, 0); break;
-    case OP_ARRAY_PUSH: store(f, 1); break;
-    case OP_ARRAY_CLEAR: store(f, 2); break;
+    case OP_STORE2:
+        store(f, 0);
+        break;
+    case OP_ARRAY_PUSH:
+        store(f, 1);
+        break;
+    case OP_ARRAY_CLEAR:
+        store(f, 2);
+        break;
     case OP_ROOT:
     case OP_UNROOT:
     case OP_STRONG:
@@ -1553,7 +1741,8 @@ static void run_op(fz *f) {
         else if (op == OP_STRONG) status = zs_add_strong_ref(rt, ref);
         else status = zs_release_strong_ref(rt, ref);
         if (status == ZS_OK) {
-            check(p != NULL || op == OP_UNROOT, "a release of a strong reference the program never added");
+            check(p != NULL || op == OP_UNROOT,
+                  "a release of a strong reference the program never added");
             if (p != NULL) {
                 if (op == OP_ROOT) p->rooted = true;
                 else if (op == OP_UNROOT) p->rooted = false;
@@ -1582,7 +1771,8 @@ static void run_op(fz *f) {
                   c = zs_is_permanent(rt, ref, &flag), d = zs_strong_ref_count(rt, ref, &count),
                   e = zs_object_cluster(rt, ref, &cluster);
         zs_status want = object ? ZS_OK : ZS_E_STALE;
-        check(a == want && b == want && c == want && d == want && e == want, "queries disagree on %u", ZS_REF_INDEX(ref));
+        check(a == want && b == want && c == want && d == want && e == want,
+              "queries disagree on %u", ZS_REF_INDEX(ref));
         if (object != NULL) {
             check(zs_object_ref(rt, object) == ref, "zs_object_ref of a resolved object");
             if (cluster >= 0) {
@@ -1619,7 +1809,8 @@ static void run_op(fz *f) {
     case OP_FIND_OBJECT: {
         zs_ref outer = (u8(f) & 1) ? pick_handle(f) : ZS_NULL_REF, found = 1;
         uint32_t name = pick_name(f), number = u8(f) % 4;
-        zs_status status = zs_find_object(rt, outer, name == ZS_NAME_AUTO ? 3 : name, number, &found);
+        zs_status status = zs_find_object(rt, outer, name == ZS_NAME_AUTO ? 3 : name, number,
+                                          &found);
         if (status == ZS_OK && found != ZS_NULL_REF) {
             zs_object *object = zs_resolve(rt, found);
             check(object != NULL && object->name_index == (name == ZS_NAME_AUTO ? 3 : name) &&
@@ -1635,7 +1826,8 @@ static void run_op(fz *f) {
         zs_ref buffer[32];
         uint32_t capacity = u8(f) % 33, count = 0;
         zs_status status = zs_live_handles(rt, capacity ? buffer : NULL, capacity, &count);
-        check(status == ZS_OK && count == zs_live_objects(rt), "zs_live_handles: %d, %u", (int)status, count);
+        check(status == ZS_OK && count == zs_live_objects(rt), "zs_live_handles: %d, %u",
+              (int)status, count);
         for (uint32_t i = 0; i < count && i < capacity; i++) {
             check(zs_resolve(rt, buffer[i]) != NULL, "zs_live_handles gave a stale handle");
             remember(f, buffer[i]);
@@ -1645,7 +1837,8 @@ static void run_op(fz *f) {
     case OP_COLLECT: {
         zs_status status = zs_collect_garbage(rt);
         trace(f, "collect -> %d", (int)status);
-        check(status == ZS_OK || status == ZS_E_EXPIRY_PENDING || status == ZS_E_NOMEM || status == ZS_E_BUSY,
+        check(status == ZS_OK || status == ZS_E_EXPIRY_PENDING || status == ZS_E_NOMEM ||
+                  status == ZS_E_BUSY,
               "zs_collect_garbage: %d", (int)status);
         break;
     }
@@ -1654,7 +1847,9 @@ static void run_op(fz *f) {
         trace(f, "mark and gather -> %d", (int)status);
         break;
     }
-    case OP_TAKE_EXPIRING: take_expiring(f, u8(f) % 70); break;
+    case OP_TAKE_EXPIRING:
+        take_expiring(f, u8(f) % 70);
+        break;
     case OP_PURGE: {
         int done = -1;
         uint64_t budget = (u8(f) & 3) == 0 ? 1 : 0;
@@ -1673,11 +1868,14 @@ static void run_op(fz *f) {
         int done = -1;
         uint64_t budget = (u8(f) & 3) == 0 ? 1 : 0;
         uint32_t max_objects = u8(f) % 8;
-        zs_status status = (u8(f) & 1) ? zs_gc_step_bounded(rt, budget, max_objects, &done) : zs_gc_step(rt, budget, &done);
+        zs_status status = (u8(f) & 1) ? zs_gc_step_bounded(rt, budget, max_objects, &done)
+                                       : zs_gc_step(rt, budget, &done);
         trace(f, "step -> %d (done %d)", (int)status, done);
         break;
     }
-    case OP_FINISH_CYCLE: finish_cycle(f); break;
+    case OP_FINISH_CYCLE:
+        finish_cycle(f);
+        break;
     case OP_CLUSTER_CREATE: {
         zs_ref root = pick_handle(f);
         uint32_t size = 99;
@@ -1701,8 +1899,12 @@ static void run_op(fz *f) {
         (void)zs_cluster_count(rt);
         break;
     }
-    case OP_DEBUG_SET: debug_set(f); break;
-    case OP_CLOSE_DISREGARD: (void)zs_close_disregard_for_gc(rt); break;
+    case OP_DEBUG_SET:
+        debug_set(f);
+        break;
+    case OP_CLOSE_DISREGARD:
+        (void)zs_close_disregard_for_gc(rt);
+        break;
     case OP_VALUE_NEW: {
         const htype *t = pick_type(f);
         zs_ref handle = ZS_NULL_REF;
@@ -1711,9 +1913,11 @@ static void run_op(fz *f) {
         trace(f, "value new kind %u -> %d", t->kind, (int)status);
         if (status != ZS_OK) break;
         check(zs_value_resolve(rt, handle) == ptr, "a new black value does not resolve");
-        for (uint32_t i = 0; i < t->size; i++) check(((char *)ptr)[i] == 0, "a new black value is not zeroed");
+        for (uint32_t i = 0; i < t->size; i++)
+            check(((char *)ptr)[i] == 0, "a new black value is not zeroed");
         uint32_t at = f->value_count < MAX_VALUES ? f->value_count++ : f->value_next++ % MAX_VALUES;
-        if (f->value_count == MAX_VALUES && zs_value_resolve(rt, f->values[at].handle) != NULL && (u8(f) & 1))
+        if (f->value_count == MAX_VALUES && zs_value_resolve(rt, f->values[at].handle) != NULL &&
+            (u8(f) & 1))
             (void)zs_value_free(rt, f->values[at].handle);
         f->values[at].handle = handle;
         f->values[at].type = t;
@@ -1724,7 +1928,8 @@ static void run_op(fz *f) {
         if (u8(f) % 8 == 0) handle = pick_handle(f);
         bool live = zs_value_resolve(rt, handle) != NULL;
         zs_status status = zs_value_free(rt, handle);
-        check(status == (live ? ZS_OK : ZS_E_STALE), "zs_value_free: %d (live %d)", (int)status, live);
+        check(status == (live ? ZS_OK : ZS_E_STALE), "zs_value_free: %d (live %d)", (int)status,
+              live);
         check(zs_value_resolve(rt, handle) == NULL, "a freed black value still resolves");
         trace(f, "value free -> %d", (int)status);
         break;
@@ -1743,7 +1948,9 @@ static void run_op(fz *f) {
         else if (what == 1) (void)zs_callable_release(rt, callable);
         else {
             uint32_t buffer[16], count = 99, capacity = u8(f) % 17;
-            check(zs_take_released_callables(rt, capacity ? buffer : NULL, capacity, &count) == ZS_OK && count <= capacity,
+            check(zs_take_released_callables(rt, capacity ? buffer : NULL, capacity, &count) ==
+                          ZS_OK &&
+                      count <= capacity,
                   "zs_take_released_callables");
         }
         break;
@@ -1754,9 +1961,11 @@ static void run_op(fz *f) {
         for (uint32_t i = 0; i < length; i++) text[i] = (char)u8(f);
         if ((u8(f) & 15) == 0) length = 1025;
         uint32_t index = 0, number = 0;
-        zs_status status = zs_name_intern(rt, length <= sizeof text ? text : NULL, length, &index, &number);
+        zs_status status = zs_name_intern(rt, length <= sizeof text ? text : NULL, length, &index,
+                                          &number);
         if (status == ZS_OK) {
-            check(index < zs_name_count(rt) && zs_name_base(rt, index) != NULL, "an interned name has no base");
+            check(index < zs_name_count(rt) && zs_name_base(rt, index) != NULL,
+                  "an interned name has no base");
             if (f->name_count < MAX_NAMES) f->names[f->name_count++] = index;
         }
         trace(f, "intern %u bytes -> %d (%u)", length, (int)status, index);
@@ -1769,41 +1978,55 @@ static void run_op(fz *f) {
         break;
     }
     case OP_FIND_CLASS: {
-        static const char *names[] = {"Node", "Vals", "Leaf", "Huge", "Run6", "Plain", "Dyn", "node", ""};
+        static const char *names[] = {"Node",  "Vals", "Leaf", "Huge", "Run6",
+                                      "Plain", "Dyn",  "node", ""};
         const zs_class *cls = NULL;
         const char *name = names[below(f, sizeof names / sizeof names[0])];
         zs_status status = zs_find_class(rt, name, &cls);
-        if (status == ZS_OK) check(strcmp(zs_class_name(cls), name) == 0, "zs_find_class found another name");
+        if (status == ZS_OK)
+            check(strcmp(zs_class_name(cls), name) == 0, "zs_find_class found another name");
         break;
     }
-    case OP_TYPE_NEW: new_type(f); break;
-    case OP_CLASS_NEW: new_class(f); break;
-    case OP_CHAINS: chains(f); break;
+    case OP_TYPE_NEW:
+        new_type(f);
+        break;
+    case OP_CLASS_NEW:
+        new_class(f);
+        break;
+    case OP_CHAINS:
+        chains(f);
+        break;
     case OP_CALL_FUNCTION: {
         zs_ref object = pick_handle(f);
         char params[64] = {0};
         bool live = zs_resolve(rt, object) != NULL && zs_object_writable(rt, object) == ZS_OK;
         bool handler = f->handler_set; /* the call's own program may change it */
-        zs_status status = zs_call_function(rt, object, (u8(f) & 15) ? "tick" : "", (u8(f) & 1) ? params : NULL);
+        zs_status status = zs_call_function(rt, object, (u8(f) & 15) ? "tick" : "",
+                                            (u8(f) & 1) ? params : NULL);
         if (f->freed) {
             f->gone = f->depth == 0;
             break;
         }
-        if (!handler) check(status == ZS_E_INVALID, "zs_call_function without a handler: %d", (int)status);
-        if (!live) check(status == ZS_E_STALE || status == ZS_E_DYING || (!handler && status == ZS_E_INVALID),
-                         "a call on a stale or dying object returned %d", (int)status);
+        if (!handler)
+            check(status == ZS_E_INVALID, "zs_call_function without a handler: %d", (int)status);
+        if (!live)
+            check(status == ZS_E_STALE || status == ZS_E_DYING ||
+                      (!handler && status == ZS_E_INVALID),
+                  "a call on a stale or dying object returned %d", (int)status);
         trace(f, "call function on %u -> %d", ZS_REF_INDEX(object), (int)status);
         break;
     }
     case OP_CALL_EACH: {
         const hclass *c = pick_class(f);
         uint32_t called = 99, live = zs_live_objects(rt);
-        zs_status status = zs_call_each(rt, (u8(f) & 15) ? c->cls : NULL, "tick", NULL, (u8(f) & 1) ? &called : NULL);
+        zs_status status = zs_call_each(rt, (u8(f) & 15) ? c->cls : NULL, "tick", NULL,
+                                        (u8(f) & 1) ? &called : NULL);
         if (f->freed) {
             f->gone = f->depth == 0;
             break;
         }
-        if (called != 99) check(called <= live, "zs_call_each called %u of %u objects", called, live);
+        if (called != 99)
+            check(called <= live, "zs_call_each called %u of %u objects", called, live);
         trace(f, "call each -> %d (%u)", (int)status, called);
         break;
     }
@@ -1828,21 +2051,30 @@ static void run_op(fz *f) {
             zs_runtime_free(rt);
         }
         break;
-    case OP_OTHER_RUNTIME: other_runtime(f); break;
+    case OP_OTHER_RUNTIME:
+        other_runtime(f);
+        break;
     case OP_STATS: {
         zs_gc_stats stats;
         zs_memory_stats memory;
         zs_gc_get_stats(rt, &stats);
         zs_runtime_memory(rt, &memory);
-        check(memory.live_blocks > 0 && memory.peak_bytes >= memory.live_bytes, "memory statistics");
-        check(zs_gc_pending_purge(rt) <= zs_live_objects(rt), "more pending purges than live objects");
+        check(memory.live_blocks > 0 && memory.peak_bytes >= memory.live_bytes,
+              "memory statistics");
+        check(zs_gc_pending_purge(rt) <= zs_live_objects(rt),
+              "more pending purges than live objects");
         (void)zs_calls_in_progress(rt);
         (void)zs_debug_check_failures(rt);
         break;
     }
-    case OP_ALLOC_LIMIT: set_alloc_limit(f); break;
-    case OP_STALE_WRITE: stale_write(f); break;
-    default: break;
+    case OP_ALLOC_LIMIT:
+        set_alloc_limit(f);
+        break;
+    case OP_STALE_WRITE:
+        stale_write(f);
+        break;
+    default:
+        break;
     }
 }
 
@@ -1878,17 +2110,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     zs_runtime_options options;
     zs_runtime_default_options(&options);
     uint8_t shape = u8(f);
-    options.max_objects = (shape & 3) == 0 ? 2u + u8(f) % 30u : (shape & 3) == 1 ? 64u + u8(f) * 4u : 2048u;
+    options.max_objects = (shape & 3) == 0   ? 2u + u8(f) % 30u
+                          : (shape & 3) == 1 ? 64u + u8(f) * 4u
+                                             : 2048u;
     options.min_cluster_size = 1 + u8(f) % 4;
     uint8_t flags = u8(f);
-    options.flags = (flags & 1 ? ZS_RUNTIME_DISREGARD_WINDOW : 0) | (flags & 2 ? ZS_RUNTIME_BLACK_NOT_ROOTS : 0);
+    options.flags = (flags & 1 ? ZS_RUNTIME_DISREGARD_WINDOW : 0) |
+                    (flags & 2 ? ZS_RUNTIME_BLACK_NOT_ROOTS : 0);
     options.mark_threads = flags & 4 ? 2 : 1;
     f->black_roots = !(flags & 2);
     f->parallel = options.mark_threads > 1;
     check(zs_runtime_new(&options, &f->rt) == ZS_OK, "zs_runtime_new");
     zs_runtime *rt = f->rt;
-    if (!setup_types_and_classes(f, (flags & 0x18) == 0x18)) fail("setting up the fixed types and classes");
-    if (f->parallel) check(zs_debug_set(rt, ZS_DEBUG_PARALLEL_THRESHOLD, u8(f) % 8) == ZS_OK, "parallel threshold");
+    if (!setup_types_and_classes(f, (flags & 0x18) == 0x18))
+        fail("setting up the fixed types and classes");
+    if (f->parallel)
+        check(zs_debug_set(rt, ZS_DEBUG_PARALLEL_THRESHOLD, u8(f) % 8) == ZS_OK,
+              "parallel threshold");
     uint8_t stress = u8(f);
     if (stress & 1) zs_debug_set(rt, ZS_DEBUG_CHECK_MARKS, 1);
     if (stress & 2) zs_debug_set(rt, ZS_DEBUG_STEP_OBJECTS, 1 + u8(f) % 4);
@@ -1906,8 +2144,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         f->handler_mode = u8(f);
         zs_set_call_handler(rt, call_handler, f);
     }
-    trace(f, "runtime: max_objects %u, min cluster %u, flags %u, threads %u, stress %u", options.max_objects,
-          options.min_cluster_size, options.flags, options.mark_threads, stress);
+    trace(f, "runtime: max_objects %u, min cluster %u, flags %u, threads %u, stress %u",
+          options.max_objects, options.min_cluster_size, options.flags, options.mark_threads,
+          stress);
     check_heap(f, "setup");
 
     run_ops(f, TOP_OPS);

@@ -42,8 +42,7 @@ typedef uint64_t zs_ref;
 #define ZS_NULL_REF ((zs_ref)0)
 #define ZS_REF_INDEX(r) ((uint32_t)((r) & 0xFFFFFFFFu))
 #define ZS_REF_SERIAL(r) ((uint32_t)((r) >> 32))
-#define ZS_MAKE_REF(index, serial) \
-    ((zs_ref)(uint32_t)(index) | ((zs_ref)(uint32_t)(serial) << 32))
+#define ZS_MAKE_REF(index, serial) ((zs_ref)(uint32_t)(index) | ((zs_ref)(uint32_t)(serial) << 32))
 
 /* The header at the start of every native object. Members follow it. */
 typedef struct zs_object {
@@ -57,18 +56,20 @@ typedef struct zs_object {
 
 typedef enum zs_status {
     ZS_OK = 0,
-    ZS_E_NOMEM = 1,          /* a native allocation failed */
-    ZS_E_CAPACITY = 2,       /* the object array is full (max_objects) */
-    ZS_E_STALE = 3,          /* a handle names a freed or reused slot */
-    ZS_E_INVALID = 4,        /* a bad argument (null, out of range, wrong class) */
-    ZS_E_BUSY = 5,           /* not allowed now (e.g. heap mutation inside a destroy hook) */
+    ZS_E_NOMEM = 1,    /* a native allocation failed (out of memory) */
+    ZS_E_CAPACITY = 2, /* the object array is full (max_objects reached) */
+    ZS_E_STALE = 3,    /* the object was destroyed: its handle names a freed or reused slot */
+    ZS_E_INVALID = 4,  /* a bad argument (null, out of range, or of the wrong class) */
+    ZS_E_BUSY = 5,     /* the heap cannot be changed now (inside a destroy hook or a collection) */
     ZS_E_EXPIRY_PENDING = 6, /* purge refused: the managed side has not taken the expiring list */
-    ZS_E_DYING = 7,          /* the object is unreachable and waiting to be destroyed */
-    ZS_E_CORRUPT = 8,        /* zs_heap_verify found an inconsistency */
-    ZS_E_CALL_FAILED = 9     /* a managed function called from native code raised */
+    ZS_E_DYING = 7,          /* the object is unreachable and about to be destroyed */
+    ZS_E_CORRUPT = 8,        /* zs_heap_verify found the heap inconsistent */
+    ZS_E_CALL_FAILED = 9     /* the managed (Python) function called from native code raised */
 } zs_status;
 
-/* A fixed English description of a status code. */
+/* The fixed English text of a status code: the only table of them (the
+   Python package raises with it). Never NULL; "unknown status" for a value
+   that is not a zs_status. */
 const char *zs_status_message(zs_status status);
 
 /* ---- runtime ---------------------------------------------------------- */
@@ -113,8 +114,8 @@ zs_status zs_close_disregard_for_gc(zs_runtime *rt);
 /* Intern a UTF-8 name. Comparison is case-insensitive for ASCII letters; the
    first spelling seen is the one displayed. A trailing "_<digits>" suffix
    (without leading zeros) is split into the number, as FName does. */
-zs_status zs_name_intern(zs_runtime *rt, const char *utf8, size_t length,
-                         uint32_t *out_index, uint32_t *out_number);
+zs_status zs_name_intern(zs_runtime *rt, const char *utf8, size_t length, uint32_t *out_index,
+                         uint32_t *out_number);
 /* The base string of an interned name (valid until the runtime is freed). */
 const char *zs_name_base(zs_runtime *rt, uint32_t index);
 uint32_t zs_name_count(zs_runtime *rt);
@@ -129,9 +130,9 @@ typedef enum zs_member_kind {
 } zs_member_kind;
 
 typedef struct zs_member {
-    uint32_t kind;        /* zs_member_kind */
-    uint32_t offset;      /* from the start of the object (header included) */
-    const zs_type *type;  /* ZS_MEMBER_VALUE only */
+    uint32_t kind;       /* zs_member_kind */
+    uint32_t offset;     /* from the start of the object (header included) */
+    const zs_type *type; /* ZS_MEMBER_VALUE only */
 } zs_member;
 
 /* A dynamic array of references, as held in an object (ZS_MEMBER_OBJECT_ARRAY).
@@ -147,15 +148,14 @@ typedef struct zs_ref_array {
 
 typedef struct zs_class_desc {
     const char *name;
-    const zs_class *parent; /* NULL for a root class */
-    uint32_t instance_size; /* bytes, header included; >= parent's */
-    uint32_t flags;         /* ZS_CLASS_* */
+    const zs_class *parent;   /* NULL for a root class */
+    uint32_t instance_size;   /* bytes, header included; >= parent's */
+    uint32_t flags;           /* ZS_CLASS_* */
     const zs_member *members; /* this class's own members (parent's are inherited) */
     uint32_t member_count;
 } zs_class_desc;
 
-zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc,
-                            const zs_class **out);
+zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc, const zs_class **out);
 
 /* The head of every zs_class, public so that a binding can test an object's
    class on its hot paths without a call: ancestry[depth] is the class
@@ -166,10 +166,10 @@ typedef struct zs_class_head {
     uint32_t id; /* zs_class_id */
 } zs_class_head;
 /* Non-zero when cls is base or derives from it (zs_class_is_a, inline). */
-#define ZS_CLASS_DERIVES(cls, base)                                                 \
-    (((const zs_class_head *)(const void *)(cls))->depth >=                         \
-         ((const zs_class_head *)(const void *)(base))->depth &&                    \
-     ((const zs_class_head *)(const void *)(cls))                                   \
+#define ZS_CLASS_DERIVES(cls, base)                                                                \
+    (((const zs_class_head *)(const void *)(cls))->depth >=                                        \
+         ((const zs_class_head *)(const void *)(base))->depth &&                                   \
+     ((const zs_class_head *)(const void *)(cls))                                                  \
              ->ancestry[((const zs_class_head *)(const void *)(base))->depth] == (base))
 uint32_t zs_class_id(const zs_class *cls);
 const char *zs_class_name(const zs_class *cls);
@@ -190,9 +190,8 @@ uint32_t zs_class_schema_words(const zs_class *cls);
 
 /* Allocate a zeroed object. outer may be ZS_NULL_REF. While an incremental
    mark is pending the new object is born reachable. */
-zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer,
-                        uint32_t name_index, uint32_t name_number,
-                        zs_ref *out_ref, zs_object **out_object);
+zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint32_t name_index,
+                        uint32_t name_number, zs_ref *out_ref, zs_object **out_object);
 
 /* zs_object_new for the managed side, in one call: init_size bytes of init
    (plain data only: every reference-bearing member must be zero in it) are
@@ -280,10 +279,10 @@ typedef enum zs_type_kind {
 } zs_type_kind;
 
 /* Type flags (read with zs_type_flags). */
-#define ZS_TYPE_HAS_REFS 0x1u    /* holds strong object references: traced */
-#define ZS_TYPE_NEEDS_DTOR 0x2u  /* owns native memory: must be destroyed */
-#define ZS_TYPE_BITWISE 0x4u     /* copy, hash and equality are byte-wise */
-#define ZS_TYPE_HASHABLE 0x8u    /* may be a set element or a map key */
+#define ZS_TYPE_HAS_REFS 0x1u   /* holds strong object references: traced */
+#define ZS_TYPE_NEEDS_DTOR 0x2u /* owns native memory: must be destroyed */
+#define ZS_TYPE_BITWISE 0x4u    /* copy, hash and equality are byte-wise */
+#define ZS_TYPE_HASHABLE 0x8u   /* may be a set element or a map key */
 
 typedef struct zs_string {
     void *data;        /* code units, not terminated */
@@ -324,8 +323,7 @@ zs_status zs_type_basic(zs_runtime *rt, zs_type_kind kind, uint32_t size, uint32
                         const zs_type **out);
 /* A struct type: members at offsets inside size bytes. */
 zs_status zs_type_struct(zs_runtime *rt, const char *name, uint32_t size, uint32_t align,
-                         const zs_type_member *members, uint32_t member_count,
-                         const zs_type **out);
+                         const zs_type_member *members, uint32_t member_count, const zs_type **out);
 /* ARRAY, SET, OPTIONAL (element) or MAP (element = key, value). Cached. */
 zs_status zs_type_container(zs_runtime *rt, zs_type_kind kind, const zs_type *element,
                             const zs_type *value, const zs_type **out);
@@ -452,7 +450,7 @@ zs_status zs_object_cluster(zs_runtime *rt, zs_ref ref, int32_t *out_cluster);
 
 typedef struct zs_cluster_info {
     zs_ref root;
-    uint32_t objects;             /* root included */
+    uint32_t objects; /* root included */
     uint32_t referenced_clusters;
     uint32_t mutable_objects;
     uint32_t referenced_by;
@@ -463,8 +461,8 @@ uint32_t zs_cluster_count(zs_runtime *rt);
 /* ---- garbage collection ---------------------------------------------- */
 
 typedef enum zs_destroy_phase {
-    ZS_BEGIN_DESTROY = 1,  /* every dying object sees this first, memory intact */
-    ZS_FINISH_DESTROY = 2  /* then this, just before its memory is released */
+    ZS_BEGIN_DESTROY = 1, /* every dying object sees this first, memory intact */
+    ZS_FINISH_DESTROY = 2 /* then this, just before its memory is released */
 } zs_destroy_phase;
 
 /* Called for every destroyed object. It must not mutate the heap: API calls
@@ -474,25 +472,25 @@ typedef void (*zs_destroy_hook)(void *user, zs_runtime *rt, zs_object *object,
 void zs_set_destroy_hook(zs_runtime *rt, zs_destroy_hook hook, void *user);
 
 typedef struct zs_gc_stats {
-    uint64_t cycle;            /* number of completed mark phases */
-    uint64_t objects_scanned;  /* objects whose references were read */
-    uint64_t objects_marked;   /* objects found reachable this cycle */
+    uint64_t cycle;           /* number of completed mark phases */
+    uint64_t objects_scanned; /* objects whose references were read */
+    uint64_t objects_marked;  /* objects found reachable this cycle */
     uint64_t objects_unreachable;
-    uint64_t objects_freed;    /* freed by the purge(s) of this cycle */
+    uint64_t objects_freed;     /* freed by the purge(s) of this cycle */
     uint64_t references_killed; /* killable references nulled (garbage targets) */
-    uint64_t roots;            /* root-set, strong-ref and escaped permanent objects */
+    uint64_t roots;             /* root-set, strong-ref and escaped permanent objects */
     uint64_t permanent_objects;
-    uint64_t clusters;         /* live clusters */
-    uint64_t clusters_marked;  /* clusters marked reachable in one step each */
+    uint64_t clusters;        /* live clusters */
+    uint64_t clusters_marked; /* clusters marked reachable in one step each */
     uint64_t clusters_dissolved;
-    uint64_t live_objects;     /* after the purge */
-    uint64_t mark_ns;          /* incremental: the sum of the steps */
+    uint64_t live_objects; /* after the purge */
+    uint64_t mark_ns;      /* incremental: the sum of the steps */
     uint64_t gather_ns;
     uint64_t purge_ns;
-    uint64_t mark_steps;       /* incremental steps (1 for a full collection) */
-    uint64_t barrier_marks;    /* objects marked by the write barrier */
-    uint64_t mark_threads;     /* threads used by the last mark */
-    uint64_t gathers_aborted;  /* out of memory while gathering: every object survived the cycle */
+    uint64_t mark_steps;      /* incremental steps (1 for a full collection) */
+    uint64_t barrier_marks;   /* objects marked by the write barrier */
+    uint64_t mark_threads;    /* threads used by the last mark */
+    uint64_t gathers_aborted; /* out of memory while gathering: every object survived the cycle */
 } zs_gc_stats;
 
 /* Collector phases. */
@@ -619,23 +617,25 @@ zs_status zs_reference_chains(zs_runtime *rt, zs_ref target, uint32_t max_chains
 
 /* Test-only switches (zs_debug_set): prove that tests fail without the
    mechanism they cover. */
-#define ZS_DEBUG_DISABLE_BARRIER 1u /* the write barrier does nothing */
+#define ZS_DEBUG_DISABLE_BARRIER 1u    /* the write barrier does nothing */
 #define ZS_DEBUG_PARALLEL_THRESHOLD 2u /* objects needed before marking goes parallel */
-#define ZS_DEBUG_STRICT_ALLOC_LIMIT 8u /* the allocation limit applies to the collector's own
+#define ZS_DEBUG_STRICT_ALLOC_LIMIT                                                                \
+    8u /* the allocation limit applies to the collector's own
                                           bookkeeping too (as real out-of-memory would) */
 
 /* Stress switches (runtime options in all builds, documented in README):
    like V8's --verify-heap, Go's gccheckmark / clobberfree and Unreal's
    gc.VerifyNoUnreachableObjects, they make bugs loud. */
-#define ZS_DEBUG_CHECK_MARKS 3u       /* after marking, a second simple mark must agree */
-#define ZS_DEBUG_STEP_OBJECTS 4u      /* incremental steps scan at most this many objects */
-#define ZS_DEBUG_POISON_FREED 5u      /* fill freed objects and values with 0xDD */
-#define ZS_DEBUG_MARK_STACK_LIMIT 6u  /* mark stacks hold at most this many entries */
-#define ZS_DEBUG_ALLOC_LIMIT 7u       /* native allocations fail past this many live bytes */
+#define ZS_DEBUG_CHECK_MARKS 3u      /* after marking, a second simple mark must agree */
+#define ZS_DEBUG_STEP_OBJECTS 4u     /* incremental steps scan at most this many objects */
+#define ZS_DEBUG_POISON_FREED 5u     /* fill freed objects and values with 0xDD */
+#define ZS_DEBUG_MARK_STACK_LIMIT 6u /* mark stacks hold at most this many entries */
+#define ZS_DEBUG_ALLOC_LIMIT 7u      /* native allocations fail past this many live bytes */
 
 /* Failures found by ZS_DEBUG_CHECK_MARKS so far (also reported by
    zs_heap_verify). */
 uint64_t zs_debug_check_failures(zs_runtime *rt);
+/* Set one ZS_DEBUG_* switch of a runtime; ZS_E_INVALID for an unknown one. */
 zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value);
 
 /* Test-only: mutate raw state so tests can prove zs_heap_verify notices. */

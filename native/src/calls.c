@@ -38,9 +38,7 @@ static zs_status may_call(const zs_runtime *rt) {
 }
 
 /* Count a call in; with the lock held. */
-static void enter_call(zs_runtime *rt) {
-    rt->calls_in_progress++;
-}
+static void enter_call(zs_runtime *rt) { rt->calls_in_progress++; }
 
 /* Count a call out, and free the runtime if zs_runtime_free ran during the
    calls and this was the last one. Takes the lock; rt may be gone after. */

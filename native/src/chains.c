@@ -122,7 +122,8 @@ static void scan_schema(reversed_graph *g, const zs_schema *schema, char *base) 
     for (uint32_t i = 0; i < schema->strong_count; i++) {
         uint32_t offset = schema->words[i] >> ZS_OP_SHIFT;
         g->at = offset;
-        if ((schema->words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) add_edge(g, (zs_ref *)(base + offset), true);
+        if ((schema->words[i] & ZS_OP_MASK) == ZS_OP_OBJECT)
+            add_edge(g, (zs_ref *)(base + offset), true);
         else zs_value_for_each_ref(schema->types[i], base + offset, true, add_edge, g);
     }
 }
@@ -205,7 +206,8 @@ static void emit_chain(chain_output *out, const zs_runtime *rt, uint32_t root, u
                        const uint32_t *toward, const uint32_t *via) {
     for (uint32_t node = root;; node = toward[node]) {
         if (out->count < out->capacity)
-            out->links[out->count] = (zs_chain_link){node_ref(rt, node), via[node], node == root ? why : 0};
+            out->links[out->count] = (zs_chain_link){node_ref(rt, node), via[node],
+                                                     node == root ? why : 0};
         if (out->count < UINT32_MAX) out->count++;
         if (via[node] == ZS_CHAIN_END) break;
     }
@@ -214,7 +216,8 @@ static void emit_chain(chain_output *out, const zs_runtime *rt, uint32_t root, u
 /* Breadth-first over the holders, from the target: `toward[n]` is the next
    node on a shortest path from n to the target, `via[n]` the member of n
    holding it. */
-static bool search(const reversed_graph *g, uint32_t target, uint32_t max_chains, chain_output *out) {
+static bool search(const reversed_graph *g, uint32_t target, uint32_t max_chains,
+                   chain_output *out) {
     uint32_t nodes = g->node_count;
     uint32_t *toward = malloc((size_t)nodes * sizeof *toward);
     uint32_t *via = malloc((size_t)nodes * sizeof *via);

@@ -24,7 +24,8 @@ static const zs_type *member_type(zs_runtime *rt, const zs_member *m) {
         return rt->object_array_type;
     case ZS_MEMBER_VALUE:
         type = m->type;
-        return type != NULL && zs_type_id(type) < rt->type_count && rt->types[zs_type_id(type)] == type
+        return type != NULL && zs_type_id(type) < rt->type_count &&
+                       rt->types[zs_type_id(type)] == type
                    ? type
                    : NULL;
     default:
@@ -64,7 +65,8 @@ zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc, const zs_
     zs_status status = ZS_E_INVALID;
     const zs_class *parent = desc->parent;
     uint32_t start = parent ? parent->instance_size : (uint32_t)sizeof(zs_object);
-    if (parent != NULL && (parent->head.id >= rt->class_count || rt->classes[parent->head.id] != parent))
+    if (parent != NULL &&
+        (parent->head.id >= rt->class_count || rt->classes[parent->head.id] != parent))
         goto done; /* a class of another runtime */
     if (desc->instance_size < start || desc->instance_size > ZS_OP_MAX_OFFSET) goto done;
     if (!ensure_object_array_type(rt)) {
@@ -133,7 +135,8 @@ done:
 
 uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset) {
     for (uint32_t i = 0; i < cls->schema.count; i++)
-        if ((cls->schema.words[i] >> ZS_OP_SHIFT) == offset) return cls->schema.words[i] & ZS_OP_MASK;
+        if ((cls->schema.words[i] >> ZS_OP_SHIFT) == offset)
+            return cls->schema.words[i] & ZS_OP_MASK;
     return 0;
 }
 

@@ -35,7 +35,8 @@ static bool cluster_live(const zs_runtime *rt, int32_t id) {
 
 /* A fresh cluster record (its root still unset), or -1 when out of memory. */
 static int32_t cluster_new(zs_runtime *rt) {
-    if (rt->free_clusters.count > 0) return (int32_t)rt->free_clusters.data[--rt->free_clusters.count];
+    if (rt->free_clusters.count > 0)
+        return (int32_t)rt->free_clusters.data[--rt->free_clusters.count];
     if (rt->cluster_capacity >= (uint32_t)INT32_MAX) return -1;
     uint32_t capacity = rt->cluster_capacity ? rt->cluster_capacity * 2 : 16;
     zs_cluster *grown = zs_realloc(rt, rt->clusters, rt->cluster_capacity * sizeof *grown,
@@ -76,7 +77,8 @@ static void cluster_free(zs_runtime *rt, int32_t id) {
     zs_cluster *c = cluster_at(rt, id);
     for (uint32_t i = 0; i < c->referenced_clusters.count; i++) {
         int32_t other = (int32_t)c->referenced_clusters.data[i];
-        if (cluster_live(rt, other)) u32_remove(&cluster_at(rt, other)->referenced_by, (uint32_t)id);
+        if (cluster_live(rt, other))
+            u32_remove(&cluster_at(rt, other)->referenced_by, (uint32_t)id);
     }
     for (uint32_t i = 0; i < c->referenced_by.count; i++) {
         int32_t other = (int32_t)c->referenced_by.data[i];
@@ -154,7 +156,8 @@ static bool gather_object(zs_runtime *rt, int32_t id, zs_u32_vec *work, zs_objec
     gather_context g = {rt, id, work, true};
     for (uint32_t i = 0; g.ok && i < cls->schema.strong_count; i++) {
         char *member = (char *)object + (cls->schema.words[i] >> ZS_OP_SHIFT);
-        if ((cls->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) g.ok = gather_reference(rt, id, work, *(zs_ref *)member);
+        if ((cls->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT)
+            g.ok = gather_reference(rt, id, work, *(zs_ref *)member);
         else zs_value_for_each_ref(cls->schema.types[i], member, true, gather_slot, &g);
     }
     return g.ok;
@@ -166,7 +169,8 @@ static void cluster_abandon(zs_runtime *rt, int32_t id) {
     zs_item *root = zs_item_at(rt, c->root);
     root->cluster_index = -1;
     root->flags &= ~ZS_ITEM_CLUSTER_ROOT;
-    for (uint32_t i = 0; i < c->objects.count; i++) zs_item_at(rt, c->objects.data[i])->cluster_index = -1;
+    for (uint32_t i = 0; i < c->objects.count; i++)
+        zs_item_at(rt, c->objects.data[i])->cluster_index = -1;
     cluster_free(rt, id);
 }
 
@@ -347,7 +351,8 @@ void zs_mark_cluster(zs_marker *m, int32_t cluster) {
         m->clusters_marked++;
         for (uint32_t i = 0; i < c->referenced_clusters.count; i++)
             if (!zs_mark_push_cluster(m, c->referenced_clusters.data[i])) return;
-        for (uint32_t i = 0; i < c->mutable_objects.count; i++) zs_mark_ref(m, c->mutable_objects.data[i]);
+        for (uint32_t i = 0; i < c->mutable_objects.count; i++)
+            zs_mark_ref(m, c->mutable_objects.data[i]);
     }
 }
 

@@ -1,7 +1,8 @@
 /*
- * containers.c -- arrays, sets, maps, optionals and delegate bindings:
- * the structural operations. Element storage is native; every element is
- * built, copied and destroyed through its type (types.c).
+ * containers.c -- arrays, sets, maps and optionals: the structural
+ * operations (delegate binding lists are in delegates.c). Element storage
+ * is native; every element is built, copied and destroyed through its type
+ * (types.c).
  *
  * Invariants: entries [0, count) are valid values and [count, capacity) are
  * zeroed; a hash's buckets index exactly its entries (linear probing,
@@ -10,9 +11,6 @@
 #include "internal.h"
 
 #include <string.h>
-
-/* Hard cap on container entries: keeps byte counts far from overflow. */
-#define MAX_ENTRIES (1u << 30)
 
 /* References written into an owner: barrier, and escape a permanent owner. */
 static void written(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value) {
@@ -26,11 +24,12 @@ static void written(zs_runtime *rt, zs_ref owner, const zs_type *type, void *val
 }
 
 /* Grow entry storage to hold at least `wanted` entries (new space zeroed). */
-static bool entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size, uint32_t wanted) {
+bool zs_entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size, uint32_t wanted) {
     if (wanted <= array->capacity) return true;
-    if (wanted > MAX_ENTRIES) return false;
+    if (wanted > ZS_MAX_ENTRIES) return false;
     uint32_t capacity = array->capacity < 4 ? 4 : array->capacity;
-    while (capacity < wanted) capacity = capacity > MAX_ENTRIES / 2 ? MAX_ENTRIES : capacity * 2;
+    while (capacity < wanted)
+        capacity = capacity > ZS_MAX_ENTRIES / 2 ? ZS_MAX_ENTRIES : capacity * 2;
     void *grown = zs_realloc(rt, array->data, (size_t)array->capacity * entry_size,
                              (size_t)capacity * entry_size);
     if (grown == NULL) return false;
@@ -49,8 +48,8 @@ zs_status zs_array_reserve(zs_runtime *rt, zs_ref owner, const zs_type *type, zs
     if (array == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
-    if (status == ZS_OK && !entries_reserve(rt, array, type->entry_size, capacity))
-        status = capacity > MAX_ENTRIES ? ZS_E_INVALID : ZS_E_NOMEM;
+    if (status == ZS_OK && !zs_entries_reserve(rt, array, type->entry_size, capacity))
+        status = capacity > ZS_MAX_ENTRIES ? ZS_E_INVALID : ZS_E_NOMEM;
     ZS_UNLOCK(rt);
     return status;
 }
@@ -62,22 +61,20 @@ zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     uint32_t element_kind = type->element->kind;
     if (element_kind != ZS_TYPE_PLAIN && element_kind != ZS_TYPE_OBJECT &&
         element_kind != ZS_TYPE_WEAK_OBJECT)
-        return ZS_E_INVALID;  /* elements that own memory go through zs_value_assign */
+        return ZS_E_INVALID; /* elements that own memory go through zs_value_assign */
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
     size_t entry = type->entry_size;
-    if (status == ZS_OK && count > MAX_ENTRIES)
-        status = ZS_E_INVALID;
+    if (status == ZS_OK && count > ZS_MAX_ENTRIES) status = ZS_E_INVALID;
     /* References first: a stale or dying target refuses the whole store. */
     for (uint32_t i = 0; status == ZS_OK && element_kind != ZS_TYPE_PLAIN && i < count; i++) {
         zs_ref ref;
         memcpy(&ref, (const char *)elements + i * entry, sizeof ref);
         zs_item *it = ref != ZS_NULL_REF ? zs_item_of(rt, ref) : NULL;
         if (ref != ZS_NULL_REF && it == NULL) status = ZS_E_STALE;
-        else if (it != NULL && zs_item_dying(rt, it))
-            status = ZS_E_DYING;
+        else if (it != NULL && zs_item_dying(rt, it)) status = ZS_E_DYING;
     }
-    if (status == ZS_OK && !entries_reserve(rt, array, (uint32_t)entry, count))
+    if (status == ZS_OK && !zs_entries_reserve(rt, array, (uint32_t)entry, count))
         status = ZS_E_NOMEM;
     if (status == ZS_OK) {
         assert(elements == NULL || (const char *)elements + count * entry <= (char *)array->data ||
@@ -98,17 +95,17 @@ zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     if (array == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
-    if (status == ZS_OK && (index > array->count || count > MAX_ENTRIES - array->count))
+    if (status == ZS_OK && (index > array->count || count > ZS_MAX_ENTRIES - array->count))
         status = ZS_E_INVALID;
     /* value may point into this array: copy it out before the storage can
-       move (entries_reserve) or the entries shift. */
+       move (zs_entries_reserve) or the entries shift. */
     void *source = NULL;
     if (status == ZS_OK && count > 0 && value != NULL) {
         source = zs_alloc(rt, type->entry_size);
         if (source == NULL) status = ZS_E_NOMEM;
         else memcpy(source, value, type->element->size);
     }
-    if (status == ZS_OK && !entries_reserve(rt, array, type->entry_size, array->count + count))
+    if (status == ZS_OK && !zs_entries_reserve(rt, array, type->entry_size, array->count + count))
         status = ZS_E_NOMEM;
     if (status == ZS_OK && count > 0) {
         size_t entry = type->entry_size;
@@ -144,11 +141,13 @@ zs_status zs_array_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     if (array == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
-    if (status == ZS_OK && (index > array->count || count > array->count - index)) status = ZS_E_INVALID;
+    if (status == ZS_OK && (index > array->count || count > array->count - index))
+        status = ZS_E_INVALID;
     if (status == ZS_OK && count > 0) {
         size_t entry = type->entry_size;
         char *base = array->data;
-        for (uint32_t i = 0; i < count; i++) zs_value_destroy(rt, type->element, base + (index + i) * entry);
+        for (uint32_t i = 0; i < count; i++)
+            zs_value_destroy(rt, type->element, base + (index + i) * entry);
         memmove(base + index * entry, base + (index + count) * entry,
                 (size_t)(array->count - index - count) * entry);
         array->count -= count;
@@ -247,7 +246,8 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
     if (hash == NULL || key == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, type ? type->kind : 0);
-    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP) status = ZS_E_INVALID;
+    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP)
+        status = ZS_E_INVALID;
     int added = 0;
     uint32_t index = 0;
     if (status == ZS_OK) {
@@ -256,25 +256,28 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
         if (hash->bucket_count > 0) slot = probe(rt, type, hash, key, &found);
         if (found) {
             index = hash->buckets[slot] - 1;
-        } else if (hash->entries.count >= MAX_ENTRIES) {
+        } else if (hash->entries.count >= ZS_MAX_ENTRIES) {
             status = ZS_E_INVALID;
         } else {
             /* Copy the key first: it may point into this very container. */
             void *copy = zs_alloc(rt, type->entry_size);
             if (copy == NULL) status = ZS_E_NOMEM;
-            else if (zs_value_assign(rt, ZS_NULL_REF, type->element, copy, key) != ZS_OK) status = ZS_E_NOMEM;
+            else if (zs_value_assign(rt, ZS_NULL_REF, type->element, copy, key) != ZS_OK)
+                status = ZS_E_NOMEM;
             /* The copy's references to destroyed objects are null
                (zs_value_assign sanitises them): it may equal an entry the
                key did not, which must not be added twice. */
             bool existing = false;
-            if (status == ZS_OK && hash->bucket_count > 0 && (type->element->flags & ZS_TYPE_HAS_REFS)) {
+            if (status == ZS_OK && hash->bucket_count > 0 &&
+                (type->element->flags & ZS_TYPE_HAS_REFS)) {
                 uint32_t held = probe(rt, type, hash, copy, &existing);
                 if (existing) index = hash->buckets[held] - 1;
             }
             if (status == ZS_OK && !existing &&
-                !entries_reserve(rt, &hash->entries, type->entry_size, hash->entries.count + 1))
+                !zs_entries_reserve(rt, &hash->entries, type->entry_size, hash->entries.count + 1))
                 status = ZS_E_NOMEM;
-            if (status == ZS_OK && !existing && (hash->entries.count + 1) * 2 > hash->bucket_count &&
+            if (status == ZS_OK && !existing &&
+                (hash->entries.count + 1) * 2 > hash->bucket_count &&
                 !rehash(rt, type, hash, hash->bucket_count ? hash->bucket_count * 2 : 16))
                 status = ZS_E_NOMEM;
             if (status == ZS_OK && !existing) {
@@ -302,7 +305,8 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
     if (hash == NULL || key == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, type, type ? type->kind : 0);
-    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP) status = ZS_E_INVALID;
+    if (status == ZS_OK && type->kind != ZS_TYPE_SET && type->kind != ZS_TYPE_MAP)
+        status = ZS_E_INVALID;
     int removed = 0;
     if (status == ZS_OK && hash->bucket_count > 0) {
         bool found;
@@ -311,11 +315,15 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
             uint32_t index = hash->buckets[slot] - 1, mask = hash->bucket_count - 1;
             /* Backward-shift deletion keeps every probe chain unbroken. */
             uint32_t hole = slot;
-            for (uint32_t next = (hole + 1) & mask; hash->buckets[next] != 0; next = (next + 1) & mask) {
-                uint32_t home = (uint32_t)zs_value_hash(rt, type->element,
-                                                        entry_at(type, hash, hash->buckets[next] - 1)) & mask;
+            for (uint32_t next = (hole + 1) & mask; hash->buckets[next] != 0;
+                 next = (next + 1) & mask) {
+                uint32_t home = (uint32_t)zs_value_hash(
+                                    rt, type->element,
+                                    entry_at(type, hash, hash->buckets[next] - 1)) &
+                                mask;
                 /* Move next into the hole unless its home lies in (hole, next]. */
-                bool stays = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
+                bool stays = hole <= next ? (home > hole && home <= next)
+                                          : (home > hole || home <= next);
                 if (!stays) {
                     hash->buckets[hole] = hash->buckets[next];
                     hole = next;
@@ -345,7 +353,7 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
 }
 
 /* ======================================================================
- * Optionals and delegates
+ * Optionals
  * ====================================================================== */
 
 zs_status zs_optional_set(zs_runtime *rt, zs_ref owner, const zs_type *type, void *optional,
@@ -367,78 +375,6 @@ zs_status zs_optional_set(zs_runtime *rt, zs_ref owner, const zs_type *type, voi
             zs_value_destroy(rt, type->element, copy);
         }
         zs_free(rt, copy, copy ? type->size : 0);
-    }
-    ZS_UNLOCK(rt);
-    return status;
-}
-
-/* Replace a single-cast binding; refused when its owner is dying. */
-zs_status zs_binding_set(zs_runtime *rt, zs_ref owner, zs_binding *binding, zs_ref object,
-                         uint32_t function_name, uint32_t callable) {
-    if (binding == NULL) return ZS_E_INVALID;
-    ZS_LOCK(rt);
-    zs_status status = zs_check_owner(rt, owner);
-    if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count) status = ZS_E_INVALID;
-    if (status == ZS_OK && callable != 0 && zs_callable_retain(rt, callable) != ZS_OK) status = ZS_E_NOMEM;
-    if (status == ZS_OK) {
-        zs_binding_drop(rt, binding);
-        binding->object = object;
-        binding->function_name = object != ZS_NULL_REF ? function_name : 0;
-        binding->callable = callable;
-    }
-    ZS_UNLOCK(rt);
-    return status;
-}
-
-/* A sparse delegate's binding list; asking to create it is a write (refused
-   when the owner is dying, even if the list exists already). */
-zs_status zs_sparse_bindings(zs_runtime *rt, zs_ref owner, void *sparse, int create, zs_array **out) {
-    if (sparse == NULL || out == NULL) return ZS_E_INVALID;
-    ZS_LOCK(rt);
-    zs_array **slot = sparse;
-    zs_status status = create ? zs_check_owner(rt, owner) : ZS_OK;
-    if (status == ZS_OK && *slot == NULL && create && (*slot = zs_alloc(rt, sizeof(zs_array))) == NULL)
-        status = ZS_E_NOMEM;
-    *out = status == ZS_OK ? *slot : NULL;
-    ZS_UNLOCK(rt);
-    return status;
-}
-
-/* Append a binding to a binding list; refused when its owner is dying. */
-zs_status zs_multicast_add(zs_runtime *rt, zs_ref owner, zs_array *bindings, zs_ref object,
-                           uint32_t function_name, uint32_t callable) {
-    if (bindings == NULL || (object == ZS_NULL_REF) == (callable == 0)) return ZS_E_INVALID;
-    ZS_LOCK(rt);
-    zs_status status = zs_check_owner(rt, owner);
-    if (status == ZS_OK && object != ZS_NULL_REF && function_name >= rt->names.count) status = ZS_E_INVALID;
-    if (status == ZS_OK && bindings->count >= MAX_ENTRIES) status = ZS_E_INVALID;
-    if (status == ZS_OK && !entries_reserve(rt, bindings, sizeof(zs_binding), bindings->count + 1))
-        status = ZS_E_NOMEM;
-    if (status == ZS_OK && callable != 0 && zs_callable_retain(rt, callable) != ZS_OK) status = ZS_E_NOMEM;
-    if (status == ZS_OK) {
-        zs_binding *slot = (zs_binding *)bindings->data + bindings->count;
-        slot->object = object;
-        slot->function_name = object != ZS_NULL_REF ? function_name : 0;
-        slot->callable = callable;
-        bindings->count++;
-    }
-    ZS_UNLOCK(rt);
-    return status;
-}
-
-/* Remove bindings from a binding list, keeping the order; refused when its owner is dying. */
-zs_status zs_multicast_remove(zs_runtime *rt, zs_ref owner, zs_array *bindings, uint32_t index,
-                              uint32_t count) {
-    if (bindings == NULL) return ZS_E_INVALID;
-    ZS_LOCK(rt);
-    zs_status status = zs_check_owner(rt, owner);
-    if (status == ZS_OK && (index > bindings->count || count > bindings->count - index)) status = ZS_E_INVALID;
-    if (status == ZS_OK && count > 0) {
-        zs_binding *base = bindings->data;
-        for (uint32_t i = 0; i < count; i++) zs_binding_drop(rt, &base[index + i]);
-        memmove(base + index, base + index + count, (size_t)(bindings->count - index - count) * sizeof *base);
-        bindings->count -= count;
-        memset(base + bindings->count, 0, (size_t)count * sizeof *base);
     }
     ZS_UNLOCK(rt);
     return status;

@@ -59,7 +59,8 @@ static void stack_release(zs_u32_vec *vec) {
    when that is at least half of it); false when it cannot. */
 static bool mark_stack_grow(zs_mark_stack *stack) {
     if (stack->base >= stack->capacity / 2 && stack->base > 0) {
-        memmove(stack->data, stack->data + stack->base, (size_t)(stack->count - stack->base) * sizeof(zs_object *));
+        memmove(stack->data, stack->data + stack->base,
+                (size_t)(stack->count - stack->base) * sizeof(zs_object *));
         stack->count -= stack->base;
         stack->shared -= stack->base;
         stack->base = 0;
@@ -89,7 +90,8 @@ void zs_mark_stack_release(zs_mark_stack *stack) {
 
 /* Push within the marker's limit; on failure the overflow rescan finds it. */
 static inline bool push_fast(zs_marker *m, zs_object *object) {
-    if (m->stack->count - m->stack->base < m->limit && mark_stack_push(m->stack, object)) return true;
+    if (m->stack->count - m->stack->base < m->limit && mark_stack_push(m->stack, object))
+        return true;
     m->overflow = true;
     return false;
 }
@@ -98,7 +100,9 @@ static inline bool push_fast(zs_marker *m, zs_object *object) {
 bool zs_mark_push_object(zs_marker *m, zs_object *object) { return push_fast(m, object); }
 
 /* Queue the object of an index (already marked) for scanning. */
-bool zs_mark_push(zs_marker *m, uint32_t index) { return push_fast(m, zs_item_at(m->rt, index)->object); }
+bool zs_mark_push(zs_marker *m, uint32_t index) {
+    return push_fast(m, zs_item_at(m->rt, index)->object);
+}
 
 bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster) {
     if (stack_push(&m->clusters, cluster)) return true;
@@ -154,7 +158,8 @@ static inline bool claim_flags(zs_marker *m, zs_item *it) {
    reached (a parent's children, allocated together) with one atomic
    operation per 64 indices (claim_run) instead of one per object. */
 static inline bool claims_by_filter(const zs_marker *m, const zs_item *it, uint32_t flags) {
-    return m->claim_by_filter && !(flags & (ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT)) && it->cluster_index < 0;
+    return m->claim_by_filter && !(flags & (ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT)) &&
+           it->cluster_index < 0;
 }
 
 /* Claim the item of an index for this marker: true when this call marked it
@@ -162,9 +167,11 @@ static inline bool claims_by_filter(const zs_marker *m, const zs_item *it, uint3
 static inline bool claim_item(zs_marker *m, zs_item *it, uint32_t index) {
     uint32_t flags = __atomic_load_n(&it->flags, __ATOMIC_RELAXED);
     if (!claims_by_filter(m, it, flags)) return claim_flags(m, it);
-    if (((flags ^ m->rt->mark_parity) & ZS_ITEM_MARK) == 0) return false; /* marked (claimed) already */
+    if (((flags ^ m->rt->mark_parity) & ZS_ITEM_MARK) == 0)
+        return false; /* marked (claimed) already */
     uint64_t bit = 1ull << (index & 63);
-    if (__atomic_fetch_or(&m->rt->mark_filter[index >> 6], bit, __ATOMIC_RELAXED) & bit) return false;
+    if (__atomic_fetch_or(&m->rt->mark_filter[index >> 6], bit, __ATOMIC_RELAXED) & bit)
+        return false;
     /* Only the winner writes an ordinary item's flags while marking. */
     __atomic_store_n(&it->flags, flags ^ ZS_ITEM_MARK, __ATOMIC_RELAXED);
     return true;
@@ -187,7 +194,8 @@ static inline void mark_reached(zs_marker *m, zs_item *it, uint32_t index) {
         /* Other parallel markers may be claiming this item's mark bit (an
            atomic read-modify-write of the same word) right now: read the
            (unchanging) leaf bit with an atomic load too. */
-        if (!(__atomic_load_n(&it->flags, __ATOMIC_RELAXED) & ZS_ITEM_LEAF)) push_fast(m, it->object);
+        if (!(__atomic_load_n(&it->flags, __ATOMIC_RELAXED) & ZS_ITEM_LEAF))
+            push_fast(m, it->object);
     }
 }
 
@@ -210,9 +218,7 @@ static inline void visit_fast(zs_marker *m, zs_ref *slot, bool killable) {
 
 void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable) { visit_fast(m, slot, killable); }
 
-void zs_mark_ref(zs_marker *m, zs_ref ref) {
-    zs_mark_visit(m, &ref, false);
-}
+void zs_mark_ref(zs_marker *m, zs_ref ref) { zs_mark_visit(m, &ref, false); }
 
 /* Read every strong reference of one object by interpreting its class's
    schema stream (used by rescans; the hot loop is zs_mark_drain's). */
@@ -240,12 +246,14 @@ void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable
     case ZS_TYPE_STRUCT:
         for (uint32_t i = 0; i < type->schema.strong_count; i++) {
             char *member = (char *)value + (type->schema.words[i] >> ZS_OP_SHIFT);
-            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) visit_fast(m, (zs_ref *)member, killable);
+            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT)
+                visit_fast(m, (zs_ref *)member, killable);
             else zs_mark_value(m, type->schema.types[i], member, killable);
         }
         return;
     case ZS_TYPE_OPTIONAL:
-        if (((uint8_t *)value)[type->value_offset]) zs_mark_value(m, type->element, value, killable);
+        if (((uint8_t *)value)[type->value_offset])
+            zs_mark_value(m, type->element, value, killable);
         return;
     default:
         break;
@@ -283,13 +291,14 @@ static void rescan_marked(zs_marker *m) {
             if (!item_is_marked(rt, zs_item_at(rt, other->root)))
                 zs_mark_cluster(m, (int32_t)c->referenced_clusters.data[i]);
         }
-        for (uint32_t i = 0; i < c->mutable_objects.count; i++) zs_mark_ref(m, c->mutable_objects.data[i]);
+        for (uint32_t i = 0; i < c->mutable_objects.count; i++)
+            zs_mark_ref(m, c->mutable_objects.data[i]);
     }
     for (uint32_t index = 0; index < rt->high_water; index++) {
         zs_item *it = zs_item_at(rt, index);
         if (it->object == NULL || (it->flags & ZS_ITEM_LEAF) || it->cluster_index >= 0) continue;
         bool scannable = (it->flags & ZS_ITEM_PERMANENT) ? (it->flags & ZS_ITEM_ESCAPED) != 0
-                                                          : item_is_marked(rt, it);
+                                                         : item_is_marked(rt, it);
         if (scannable) zs_mark_scan(m, it->object);
     }
 }
@@ -299,10 +308,10 @@ static void rescan_marked(zs_marker *m) {
    rare calls that use the marker's stack (clusters, sharing, growth). */
 typedef struct hot_state {
     zs_marker *m;
-    zs_item *items; /* rt->items */
+    zs_item *items;    /* rt->items */
     uint64_t *filter;  /* rt->mark_filter (NULL: none) */
     uint64_t unmarked; /* (rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER: see HOT_MASK */
-    zs_object **data; /* m->stack's storage */
+    zs_object **data;  /* m->stack's storage */
     uint32_t count;
     uint32_t capacity;
     uint32_t shared; /* parallel: m->stack->shared (only the owner moves it) */
@@ -334,7 +343,8 @@ static inline void hot_enter(hot_state *h, bool parallel) {
 /* Push a marked object: in place while there is room (a parallel marker's
    pushes above its published count are its own: thieves only take below
    it), else through push_fast (growth, limit, overflow). */
-static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_object *object, bool parallel) {
+static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_object *object,
+                                                           bool parallel) {
     if (h->count < h->capacity) {
         h->data[h->count++] = object;
         return;
@@ -349,7 +359,7 @@ static inline __attribute__((always_inline)) void hot_push(hot_state *h, zs_obje
    parallel ones claiming through the filter (a lost bit could be a claim,
    see claims_by_filter), a racy one for those claiming through flags. */
 static inline __attribute__((always_inline)) void hot_filter_set(hot_state *h, uint32_t index,
-                                                                  bool parallel) {
+                                                                 bool parallel) {
     if (parallel && h->m->claim_by_filter) zs_filter_set(h->filter, index);
     else if (parallel) zs_filter_set_racy(h->filter, index);
     else h->filter[index >> 6] |= 1ull << (index & 63);
@@ -359,15 +369,17 @@ static inline __attribute__((always_inline)) void hot_filter_set(hot_state *h, u
    (word & HOT_MASK) == h->unmarked (the unmarked mark bit | ZS_WORD_NO_CLUSTER)
    means an unmarked, ordinary object (not garbage, permanent, leaf nor a
    cluster member). */
-#define HOT_MASK \
-    ((uint64_t)(ZS_ITEM_MARK | ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT | ZS_ITEM_LEAF) | ZS_WORD_NO_CLUSTER)
+#define HOT_MASK                                                                                   \
+    ((uint64_t)(ZS_ITEM_MARK | ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT | ZS_ITEM_LEAF) |               \
+     ZS_WORD_NO_CLUSTER)
 
 /* Visit one reference slot whose target's item is `it` (prefetched when
    batched): mark the target and queue it, prefetching its object for the
    scan that will pop it. `killable` (false only for outer), `parallel` and
    `filtered` (the mark filter exists) are compile-time constants. */
-static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_item *it, zs_ref *slot,
-                                                              bool killable, bool parallel, bool filtered) {
+static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_item *it,
+                                                             zs_ref *slot, bool killable,
+                                                             bool parallel, bool filtered) {
     uint64_t word = parallel ? (__atomic_load_n(&it->flags, __ATOMIC_RELAXED) |
                                 (uint64_t)(uint32_t)it->cluster_index << 32)
                              : zs_item_word(it);
@@ -410,7 +422,8 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
     }
     if (parallel) {
         if (!claim_item(h->m, it, index)) return; /* an ordinary one's filter bit included */
-        if (filtered && !h->m->claim_by_filter && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, true);
+        if (filtered && !h->m->claim_by_filter && !(flags & ZS_ITEM_GARBAGE))
+            hot_filter_set(h, index, true);
     } else {
         it->flags = flags ^ ZS_ITEM_MARK;
         if (filtered && !(flags & ZS_ITEM_GARBAGE)) hot_filter_set(h, index, false);
@@ -462,7 +475,8 @@ static void visit_batch_claiming(hot_state *h, const batch_queue *q, uint32_t co
     uint32_t claims[BATCH_SLOTS], n = 0;
     for (uint32_t i = 0; i < count; i++) {
         zs_item *it = q->items[i];
-        uint64_t word = __atomic_load_n(&it->flags, __ATOMIC_RELAXED) | (uint64_t)(uint32_t)it->cluster_index << 32;
+        uint64_t word = __atomic_load_n(&it->flags, __ATOMIC_RELAXED) |
+                        (uint64_t)(uint32_t)it->cluster_index << 32;
         if ((word & HOT_MASK) == h->unmarked) claims[n++] = i;
         else visit_slot(h, it, q->slots[i], true, true, true);
     }
@@ -474,7 +488,8 @@ static void visit_batch_claiming(hot_state *h, const batch_queue *q, uint32_t co
             if (index >> 6 != word_index) break;
             wanted |= 1ull << (index & 63);
         }
-        uint64_t won = ~__atomic_fetch_or(&h->filter[word_index], wanted, __ATOMIC_RELAXED) & wanted;
+        uint64_t won = ~__atomic_fetch_or(&h->filter[word_index], wanted, __ATOMIC_RELAXED) &
+                       wanted;
         h->m->filter_ors++;
         h->m->filter_claims += (uint64_t)__builtin_popcountll(won);
         for (uint32_t k = first; won != 0 && k < end; k++) {
@@ -483,7 +498,8 @@ static void visit_batch_claiming(hot_state *h, const batch_queue *q, uint32_t co
             won &= ~bit;
             zs_item *it = q->items[claims[k]];
             /* Only the winner writes an ordinary item's flags while marking. */
-            __atomic_store_n(&it->flags, __atomic_load_n(&it->flags, __ATOMIC_RELAXED) ^ ZS_ITEM_MARK,
+            __atomic_store_n(&it->flags,
+                             __atomic_load_n(&it->flags, __ATOMIC_RELAXED) ^ ZS_ITEM_MARK,
                              __ATOMIC_RELAXED);
             h->marked++;
             zs_object *object = it->object;
@@ -495,18 +511,21 @@ static void visit_batch_claiming(hot_state *h, const batch_queue *q, uint32_t co
 
 /* Visit every queued slot of a batch. */
 static inline __attribute__((always_inline)) void visit_batch(hot_state *h, const batch_queue *q,
-                                                               uint32_t count, bool parallel, bool filtered) {
+                                                              uint32_t count, bool parallel,
+                                                              bool filtered) {
     if (parallel && filtered && h->m->claim_by_filter) {
         visit_batch_claiming(h, q, count);
         return;
     }
-    for (uint32_t i = 0; i < count; i++) visit_slot(h, q->items[i], q->slots[i], true, parallel, filtered);
+    for (uint32_t i = 0; i < count; i++)
+        visit_slot(h, q->items[i], q->slots[i], true, parallel, filtered);
 }
 
 /* Visit a slot at once (no batching) when it is not null and the mark
    filter does not say it needs nothing. */
-static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h, zs_ref *slot, bool killable,
-                                                                     bool parallel, bool filtered) {
+static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h, zs_ref *slot,
+                                                                    bool killable, bool parallel,
+                                                                    bool filtered) {
     zs_ref ref = *slot;
     if (ref == ZS_NULL_REF || (filtered && zs_filter_test(h->filter, ZS_REF_INDEX(ref)))) return;
     visit_slot(h, hot_item(h, ZS_REF_INDEX(ref)), slot, killable, parallel, filtered);
@@ -515,8 +534,9 @@ static inline __attribute__((always_inline)) void visit_slot_if_set(hot_state *h
 /* Queue one killable slot of the batch when it is not null and the mark
    filter does not say it needs nothing, prefetching its item. The caller
    makes sure the batch has room. */
-static inline __attribute__((always_inline)) void queue_slot(const hot_state *h, batch_queue *q, uint32_t *n,
-                                                              zs_ref *slot, bool filtered) {
+static inline __attribute__((always_inline)) void queue_slot(const hot_state *h, batch_queue *q,
+                                                             uint32_t *n, zs_ref *slot,
+                                                             bool filtered) {
     zs_ref ref = *slot;
     if (ref == ZS_NULL_REF) return;
     uint32_t index = ZS_REF_INDEX(ref);
@@ -535,8 +555,10 @@ static inline __attribute__((always_inline)) void queue_slot(const hot_state *h,
 
 /* Scan objects until the stack is empty, or the deadline passes. */
 static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint64_t deadline_ns,
-                                                              bool parallel, bool filtered) {
-    hot_state h = {.m = m, .items = m->rt->items, .filter = m->rt->mark_filter,
+                                                             bool parallel, bool filtered) {
+    hot_state h = {.m = m,
+                   .items = m->rt->items,
+                   .filter = m->rt->mark_filter,
                    .unmarked = (m->rt->mark_parity ^ ZS_ITEM_MARK) | ZS_WORD_NO_CLUSTER};
     assert(filtered == (h.filter != NULL));
     hot_sync_in(&h);
@@ -568,13 +590,15 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
                     mtx_unlock(m->lock);
                     break;
                 }
-                const uint32_t reclaim = (h.shared - base) / 2 > RECLAIM ? (h.shared - base) / 2 : RECLAIM;
+                const uint32_t reclaim = (h.shared - base) / 2 > RECLAIM ? (h.shared - base) / 2
+                                                                         : RECLAIM;
                 h.shared -= h.shared - base < reclaim ? h.shared - base : reclaim;
                 m->stack->shared = h.shared;
                 mtx_unlock(m->lock);
                 published = 0;
             } else if ((++published >= PUBLISH_BATCHES ||
-                        (published >= 2 && __atomic_load_n(m->idle_waiting, __ATOMIC_RELAXED) > 0)) &&
+                        (published >= 2 &&
+                         __atomic_load_n(m->idle_waiting, __ATOMIC_RELAXED) > 0)) &&
                        h.count - h.shared > KEEP_PRIVATE) {
                 mtx_lock(m->lock);
                 m->stack->count = h.count;
@@ -639,10 +663,12 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             if (objects > BATCH_SLOTS) {
                 /* A huge class: its slots are visited without batching. */
                 for (uint32_t i = 0; i < objects; i++)
-                    visit_slot_if_set(&h, (zs_ref *)(base + (words[i] >> ZS_OP_SHIFT)), true, parallel, filtered);
+                    visit_slot_if_set(&h, (zs_ref *)(base + (words[i] >> ZS_OP_SHIFT)), true,
+                                      parallel, filtered);
             } else {
                 for (uint32_t i = 0; i < objects; i++)
-                    queue_slot(&h, &q, &queued, (zs_ref *)(base + (words[i] >> ZS_OP_SHIFT)), filtered);
+                    queue_slot(&h, &q, &queued, (zs_ref *)(base + (words[i] >> ZS_OP_SHIFT)),
+                               filtered);
             }
             for (uint32_t i = objects; i < schema->strong_count; i++) {
                 /* A container, optional or struct-with-references member:
@@ -666,7 +692,8 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
             }
         }
     }
-    if (!parallel) hot_sync_out(&h); /* a parallel marker only leaves with its stack empty and published */
+    if (!parallel)
+        hot_sync_out(&h); /* a parallel marker only leaves with its stack empty and published */
     m->scanned += h.scanned;
     m->marked += h.marked;
     m->killed += h.killed;
@@ -677,9 +704,11 @@ bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns) {
     for (;;) {
         bool emptied;
         if (m->rt->mark_filter != NULL)
-            emptied = m->parallel ? drain_impl(m, deadline_ns, true, true) : drain_impl(m, deadline_ns, false, true);
+            emptied = m->parallel ? drain_impl(m, deadline_ns, true, true)
+                                  : drain_impl(m, deadline_ns, false, true);
         else
-            emptied = m->parallel ? drain_impl(m, deadline_ns, true, false) : drain_impl(m, deadline_ns, false, false);
+            emptied = m->parallel ? drain_impl(m, deadline_ns, true, false)
+                                  : drain_impl(m, deadline_ns, false, false);
         if (!emptied) return false;
         zs_runtime *rt = m->rt;
         if (m->parallel || (!m->overflow && !rt->mark_overflow)) return true;
@@ -766,7 +795,8 @@ static void gather_abort(zs_runtime *rt) {
 }
 
 #define GATHER_CLOCK_STRIDE 4096u
-_Static_assert(ZS_OBJECTS_PER_CHUNK % GATHER_CLOCK_STRIDE == 0, "a clock stride never spans two chunks");
+_Static_assert(ZS_OBJECTS_PER_CHUNK % GATHER_CLOCK_STRIDE == 0,
+               "a clock stride never spans two chunks");
 
 /* Gather the unmarked objects from the cursor on, until the deadline. One
    sequential pass over the items, a chunk (and a clock stride) at a time;
@@ -789,7 +819,8 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
     bool cached_reachable = false;
     /* Marked, not permanent, not dying, not in a cluster: survives. A free
        slot (flags 0) may match too: skipping it is right as well. */
-    const uint64_t survivor_mask = ZS_ITEM_MARK | ZS_ITEM_PERMANENT | ZS_ITEM_DYING | ZS_WORD_NO_CLUSTER;
+    const uint64_t survivor_mask = ZS_ITEM_MARK | ZS_ITEM_PERMANENT | ZS_ITEM_DYING |
+                                   ZS_WORD_NO_CLUSTER;
     const uint64_t survivor = rt->mark_parity | ZS_WORD_NO_CLUSTER;
     rt->collector_allocating++;
     uint32_t index = rt->gather_cursor;
@@ -827,7 +858,8 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
             }
             assert(!item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
             if (!zs_u32_push(rt, &rt->dying, index) ||
-                ((it->flags & ZS_ITEM_HAS_CONJUGATE) && !zs_ref_push(rt, &rt->expiring, zs_item_ref(it)))) {
+                ((it->flags & ZS_ITEM_HAS_CONJUGATE) &&
+                 !zs_ref_push(rt, &rt->expiring, zs_item_ref(it)))) {
                 gather_abort(rt);
                 index = rt->high_water;
                 break;
@@ -981,7 +1013,8 @@ void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target) {
 
 void zs_gc_requeue(zs_runtime *rt, uint32_t index) {
     uint32_t limit = rt->mark_stack_limit ? rt->mark_stack_limit : UINT32_MAX;
-    if (rt->mark_stack.count >= limit || !mark_stack_push(&rt->mark_stack, zs_item_at(rt, index)->object))
+    if (rt->mark_stack.count >= limit ||
+        !mark_stack_push(&rt->mark_stack, zs_item_at(rt, index)->object))
         rt->mark_overflow = true;
 }
 
@@ -1022,7 +1055,8 @@ static void check_scan(checkmark *c, zs_object *object) {
 }
 
 static void check_mark(zs_runtime *rt) {
-    checkmark c = {rt, calloc(rt->high_water + 1, 1), malloc(((size_t)rt->high_water + 1) * sizeof(uint32_t)), 0};
+    checkmark c = {rt, calloc(rt->high_water + 1, 1),
+                   malloc(((size_t)rt->high_water + 1) * sizeof(uint32_t)), 0};
     if (c.seen == NULL || c.work == NULL) goto done; /* no memory: skip the check */
     for (uint32_t i = 0; i < rt->root_list.count; i++) {
         uint32_t index = rt->root_list.data[i];
@@ -1046,30 +1080,6 @@ static void check_mark(zs_runtime *rt) {
 done:
     free(c.seen);
     free(c.work);
-}
-
-uint64_t zs_debug_check_failures(zs_runtime *rt) {
-    ZS_LOCK(rt);
-    uint64_t failures = rt->check_failures;
-    ZS_UNLOCK(rt);
-    return failures;
-}
-
-zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {
-    ZS_LOCK(rt);
-    zs_status status = ZS_OK;
-    if (what == ZS_DEBUG_DISABLE_BARRIER) rt->barrier_disabled = value != 0;
-    else if (what == ZS_DEBUG_PARALLEL_THRESHOLD) rt->parallel_threshold = value;
-    else if (what == ZS_DEBUG_CHECK_MARKS) rt->check_marks = value != 0;
-    else if (what == ZS_DEBUG_STEP_OBJECTS) rt->step_objects = value > UINT32_MAX ? UINT32_MAX : (uint32_t)value;
-    else if (what == ZS_DEBUG_POISON_FREED) rt->poison_freed = value != 0;
-    else if (what == ZS_DEBUG_MARK_STACK_LIMIT)
-        rt->mark_stack_limit = value > UINT32_MAX ? UINT32_MAX : (uint32_t)value;
-    else if (what == ZS_DEBUG_ALLOC_LIMIT) rt->alloc_limit = value;
-    else if (what == ZS_DEBUG_STRICT_ALLOC_LIMIT) rt->strict_alloc_limit = value != 0;
-    else status = ZS_E_INVALID;
-    ZS_UNLOCK(rt);
-    return status;
 }
 
 void zs_gc_release(zs_runtime *rt) {

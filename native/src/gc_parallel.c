@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #define MAX_MARK_WORKERS 64u
-#define STEAL_MAX 512u          /* objects taken from a victim at a time */
-#define IDLE_RETRY_NS 100000u   /* an idle worker looks for work again after this */
-#define FILTER_CLAIMS_OFF 8u     /* parallel marks claiming through flags after a poor filter one */
+#define STEAL_MAX 512u        /* objects taken from a victim at a time */
+#define IDLE_RETRY_NS 100000u /* an idle worker looks for work again after this */
+#define FILTER_CLAIMS_OFF 8u  /* parallel marks claiming through flags after a poor filter one */
 
 /* A worker's stack lock and stack, alone on their cache lines (each worker
    takes its lock once per batch: sharing a line would bounce it between
@@ -73,7 +73,8 @@ static bool steal(zs_marker *m) {
         mtx_unlock(victim->lock);
         if (n == 0) continue;
         mtx_lock(m->lock);
-        for (uint32_t i = 0; i < n; i++) zs_mark_push_object(m, loot[i]); /* a failure sets overflow */
+        for (uint32_t i = 0; i < n; i++)
+            zs_mark_push_object(m, loot[i]); /* a failure sets overflow */
         mtx_unlock(m->lock);
         return true;
     }
@@ -125,7 +126,7 @@ static int worker(void *arg) {
 
 static uint32_t default_workers(void) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores < 1 ? 1u : cores > (long)MAX_MARK_WORKERS ? MAX_MARK_WORKERS : (uint32_t)cores;
+    return cores<1 ? 1u : cores>(long) MAX_MARK_WORKERS ? MAX_MARK_WORKERS : (uint32_t)cores;
 }
 
 uint32_t zs_default_mark_threads(void) { return default_workers(); }

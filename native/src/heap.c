@@ -15,7 +15,8 @@
 /* The items of a chunk: ZS_OBJECTS_PER_CHUNK, fewer for the last one. */
 static size_t chunk_bytes(const zs_runtime *rt, uint32_t chunk) {
     uint32_t first = chunk * ZS_OBJECTS_PER_CHUNK;
-    uint32_t items = rt->max_objects - first < ZS_OBJECTS_PER_CHUNK ? rt->max_objects - first : ZS_OBJECTS_PER_CHUNK;
+    uint32_t items = rt->max_objects - first < ZS_OBJECTS_PER_CHUNK ? rt->max_objects - first
+                                                                    : ZS_OBJECTS_PER_CHUNK;
     return (size_t)items * sizeof(zs_item);
 }
 
@@ -84,7 +85,8 @@ void zs_slot_free(zs_runtime *rt, uint32_t index) {
  * ====================================================================== */
 
 static uint32_t name_hash(uint32_t outer_index, uint32_t name_index, uint32_t name_number) {
-    uint64_t h = ((uint64_t)outer_index * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)name_index << 20) ^ name_number;
+    uint64_t h = ((uint64_t)outer_index * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)name_index << 20) ^
+                 name_number;
     h ^= h >> 29;
     h *= 0xBF58476D1CE4E5B9ull;
     return (uint32_t)(h ^ (h >> 32));
@@ -461,13 +463,15 @@ zs_status zs_ref_array_clear(zs_runtime *rt, zs_ref holder, uint32_t offset) {
  * ====================================================================== */
 
 /* Look up a usable item under the lock for a root-style mutation. */
-#define WITH_ITEM(rt, ref, it, status, body)                       \
-    do {                                                           \
-        ZS_LOCK(rt);                                               \
-        zs_item *it = NULL;                                        \
-        if ((rt)->in_destroy_hook) (status) = ZS_E_BUSY;           \
-        else if ((it = usable_item((rt), (ref), &(status))) != NULL) { body } \
-        ZS_UNLOCK(rt);                                             \
+#define WITH_ITEM(rt, ref, it, status, body)                                                       \
+    do {                                                                                           \
+        ZS_LOCK(rt);                                                                               \
+        zs_item *it = NULL;                                                                        \
+        if ((rt)->in_destroy_hook) (status) = ZS_E_BUSY;                                           \
+        else if ((it = usable_item((rt), (ref), &(status))) != NULL) {                             \
+            body                                                                                   \
+        }                                                                                          \
+        ZS_UNLOCK(rt);                                                                             \
     } while (0)
 
 zs_status zs_add_to_root(zs_runtime *rt, zs_ref ref) {
@@ -533,9 +537,15 @@ static zs_status query(zs_runtime *rt, zs_ref ref, int *out, uint32_t what) {
     return it ? ZS_OK : ZS_E_STALE;
 }
 
-zs_status zs_is_rooted(zs_runtime *rt, zs_ref ref, int *out) { return query(rt, ref, out, ZS_ITEM_ROOT); }
-zs_status zs_is_garbage(zs_runtime *rt, zs_ref ref, int *out) { return query(rt, ref, out, ZS_ITEM_GARBAGE); }
-zs_status zs_is_permanent(zs_runtime *rt, zs_ref ref, int *out) { return query(rt, ref, out, ZS_ITEM_PERMANENT); }
+zs_status zs_is_rooted(zs_runtime *rt, zs_ref ref, int *out) {
+    return query(rt, ref, out, ZS_ITEM_ROOT);
+}
+zs_status zs_is_garbage(zs_runtime *rt, zs_ref ref, int *out) {
+    return query(rt, ref, out, ZS_ITEM_GARBAGE);
+}
+zs_status zs_is_permanent(zs_runtime *rt, zs_ref ref, int *out) {
+    return query(rt, ref, out, ZS_ITEM_PERMANENT);
+}
 
 zs_status zs_strong_ref_count(zs_runtime *rt, zs_ref ref, uint32_t *out) {
     int count = 0;

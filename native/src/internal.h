@@ -14,6 +14,10 @@
 #include <string.h>
 #include <threads.h>
 
+/* ==========================================================================
+ * The data: the runtime and the records it holds
+ * ========================================================================== */
+
 /* ---- object array items ------------------------------------------------ */
 
 /* One slot of the object array: 24 bytes. The GC reads flags from here
@@ -53,19 +57,19 @@ static inline uint64_t zs_item_word(const zs_item *it) {
 #define ZS_ITEM_IN_ROOT_LIST 0x10u  /* present in rt->root_list */
 #define ZS_ITEM_HAS_CONJUGATE 0x20u /* the managed side holds a proxy */
 #define ZS_ITEM_DYING 0x40u         /* gathered as unreachable; waiting for purge */
-#define ZS_ITEM_LEAF 0x80u          /* class has no strong members: marking never reads the object */
+#define ZS_ITEM_LEAF 0x80u /* class has no strong members: marking never reads the object */
 #define ZS_ITEM_BEGUN_DESTROY 0x100u /* BeginDestroy already ran */
-#define ZS_ITEM_CLUSTER_ROOT 0x400u /* the root of the cluster in cluster_index */
-#define ZS_ITEM_ESCAPED 0x200u      /* permanent, but holds references to collectable objects: scanned as a root */
+#define ZS_ITEM_CLUSTER_ROOT 0x400u  /* the root of the cluster in cluster_index */
+#define ZS_ITEM_ESCAPED                                                                            \
+    0x200u /* permanent, but holds references to collectable objects: scanned as a root */
 
 /* Colour helpers: the reachable-flag swap. Flipping rt->mark_parity turns
    every object "maybe unreachable" in O(1). */
 #define item_is_marked(rt, it) ((((it)->flags ^ (rt)->mark_parity) & ZS_ITEM_MARK) == 0)
-#define item_set_marked(rt, it) \
-    ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | (rt)->mark_parity)
-#define item_set_unmarked(rt, it) \
+#define item_set_marked(rt, it) ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | (rt)->mark_parity)
+#define item_set_unmarked(rt, it)                                                                  \
     ((it)->flags = ((it)->flags & ~ZS_ITEM_MARK) | ((rt)->mark_parity ^ ZS_ITEM_MARK))
-#define item_is_root(it) \
+#define item_is_root(it)                                                                           \
     (((it)->flags & (ZS_ITEM_ROOT | ZS_ITEM_ESCAPED)) != 0 || (it)->strong_refs > 0)
 
 /* Serial numbers start at 1; a slot whose serial reaches this is retired. */
@@ -129,16 +133,16 @@ struct zs_class {
 
 struct zs_type {
     uint32_t id;
-    uint32_t kind;  /* zs_type_kind */
+    uint32_t kind; /* zs_type_kind */
     uint32_t size;
     uint32_t align;
-    uint32_t flags; /* ZS_TYPE_* */
-    uint32_t unit;  /* STRING: bytes per code unit */
-    const zs_type *element; /* ARRAY/SET/OPTIONAL element; MAP key */
-    const zs_type *value;   /* MAP value */
-    uint32_t entry_size;    /* ARRAY/SET/MAP: bytes per entry */
-    uint32_t value_offset;  /* MAP: value in entry; OPTIONAL: the flag */
-    zs_schema schema;       /* STRUCT: flattened */
+    uint32_t flags;          /* ZS_TYPE_* */
+    uint32_t unit;           /* STRING: bytes per code unit */
+    const zs_type *element;  /* ARRAY/SET/OPTIONAL element; MAP key */
+    const zs_type *value;    /* MAP value */
+    uint32_t entry_size;     /* ARRAY/SET/MAP: bytes per entry */
+    uint32_t value_offset;   /* MAP: value in entry; OPTIONAL: the flag */
+    zs_schema schema;        /* STRUCT: flattened */
     zs_type_member *members; /* STRUCT: direct members (hashing, equality) */
     uint32_t member_count;
     char *name;
@@ -146,7 +150,7 @@ struct zs_type {
 
 /* A black value block (the managed side owns it). */
 typedef struct zs_value_slot {
-    void *value;      /* NULL when free */
+    void *value; /* NULL when free */
     const zs_type *type;
     uint32_t serial;
     uint32_t next_free;
@@ -199,19 +203,19 @@ typedef struct zs_mark_stack {
    worker). Counters are merged into rt->stats when marking ends. */
 typedef struct zs_marker {
     zs_runtime *rt;
-    zs_mark_stack *stack;     /* objects to scan */
-    zs_u32_vec clusters;      /* cluster ids to mark (serial marker only) */
-    bool parallel;            /* mark bits are claimed atomically */
-    uint32_t limit;           /* entries the stack may hold (stress switch) */
-    uint32_t step_objects;    /* objects a budgeted drain may scan (0: no bound);
+    zs_mark_stack *stack;  /* objects to scan */
+    zs_u32_vec clusters;   /* cluster ids to mark (serial marker only) */
+    bool parallel;         /* mark bits are claimed atomically */
+    uint32_t limit;        /* entries the stack may hold (stress switch) */
+    uint32_t step_objects; /* objects a budgeted drain may scan (0: no bound);
                                  zs_gc_step_bounded's max_objects, else the stress switch */
-    bool overflow;            /* a push failed: rescan marked objects later */
+    bool overflow;         /* a push failed: rescan marked objects later */
     uint64_t scanned, marked, killed, clusters_marked, barrier_marks;
-    struct zs_mark_pool *pool; /* parallel: the workers' shared state */
-    mtx_t *lock;              /* parallel: guards the stack against thieves (gc_parallel.c) */
-    uint32_t worker;          /* parallel: this marker's number */
+    struct zs_mark_pool *pool;    /* parallel: the workers' shared state */
+    mtx_t *lock;                  /* parallel: guards the stack against thieves (gc_parallel.c) */
+    uint32_t worker;              /* parallel: this marker's number */
     const uint32_t *idle_waiting; /* parallel: how many workers wait for work (a hint) */
-    bool claim_by_filter;     /* parallel: ordinary objects are claimed through the mark filter
+    bool claim_by_filter;         /* parallel: ordinary objects are claimed through the mark filter
                                  (gc_mark.c, claims_by_filter); else through their flags */
     uint64_t filter_claims, filter_ors; /* parallel, claim_by_filter: objects claimed through
                                  the filter, and the atomic ORs that claimed them */
@@ -264,13 +268,13 @@ struct zs_runtime {
     mtx_t lock; /* recursive; every public function holds it */
 
     /* object array */
-    zs_item *items;   /* max_objects items in one block (zeroed pages, so only the
+    zs_item *items;       /* max_objects items in one block (zeroed pages, so only the
                          slots handed out take memory); never moves */
     uint32_t chunk_count; /* chunks of ZS_OBJECTS_PER_CHUNK items in use (each counted) */
     uint32_t max_objects;
-    uint32_t high_water;   /* slots ever handed out */
+    uint32_t high_water; /* slots ever handed out */
     uint32_t live_objects;
-    zs_u32_vec free_slots; /* LIFO: a freed slot is the next one reused */
+    zs_u32_vec free_slots;  /* LIFO: a freed slot is the next one reused */
     uint32_t *name_buckets; /* by (outer, name): object index + 1, chained through hash_next */
     uint32_t name_bucket_count;
 
@@ -297,8 +301,8 @@ struct zs_runtime {
     zs_name_table names;
 
     /* roots */
-    zs_u32_vec root_list;   /* candidates: rooted, strong-ref'd, escaped permanent */
-    bool disregard_open;    /* disregard-for-GC window */
+    zs_u32_vec root_list; /* candidates: rooted, strong-ref'd, escaped permanent */
+    bool disregard_open;  /* disregard-for-GC window */
     uint32_t permanent_count;
 
     /* clusters */
@@ -309,31 +313,31 @@ struct zs_runtime {
 
     /* collector state */
     zs_gc_phase phase;
-    bool barrier_disabled;  /* test-only */
-    bool check_marks;       /* stress: verify each mark with a simple second one */
-    bool poison_freed;      /* stress: clobber freed memory */
-    uint32_t step_objects;  /* stress: objects per incremental step (0: no limit) */
-    uint32_t mark_stack_limit; /* stress: entries per mark stack (0: no limit) */
-    uint64_t alloc_limit;   /* stress/faults: live native bytes allowed (0: no limit) */
+    bool barrier_disabled;         /* test-only */
+    bool check_marks;              /* stress: verify each mark with a simple second one */
+    bool poison_freed;             /* stress: clobber freed memory */
+    uint32_t step_objects;         /* stress: objects per incremental step (0: no limit) */
+    uint32_t mark_stack_limit;     /* stress: entries per mark stack (0: no limit) */
+    uint64_t alloc_limit;          /* stress/faults: live native bytes allowed (0: no limit) */
     uint32_t collector_allocating; /* > 0: the collector's own bookkeeping ignores alloc_limit */
     bool strict_alloc_limit; /* test: alloc_limit applies to the collector's bookkeeping too */
     uint64_t check_failures;
     uint32_t mark_threads;
     uint64_t parallel_threshold;
     uint64_t incremental_start_ns;
-    uint32_t mark_parity;   /* ZS_ITEM_MARK or 0 */
-    zs_mark_stack mark_stack; /* transient work: allocated uncounted (see gc_mark.c) */
-    uint64_t *mark_filter;  /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
+    uint32_t mark_parity;       /* ZS_ITEM_MARK or 0 */
+    zs_mark_stack mark_stack;   /* transient work: allocated uncounted (see gc_mark.c) */
+    uint64_t *mark_filter;      /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
                                when it could not be allocated (marking then reads every item) */
-    bool mark_overflow;     /* a push onto mark_stack failed: rescan before gathering */
+    bool mark_overflow;         /* a push onto mark_stack failed: rescan before gathering */
     uint32_t filter_claims_off; /* parallel marks left that claim through item flags: the last
                                    one through the filter claimed too few objects per atomic OR */
-    bool cluster_oom;       /* a dissolution could not queue a referencing cluster */
-    uint32_t gather_cursor; /* incremental gather progress */
-    zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
-    uint32_t dying_cursor;  /* purge progress in dying */
-    zs_ref_vec expiring;    /* dying objects with conjugates, for the managed side */
-    bool dying_unhashed;    /* the dying objects are already out of the name index */
+    bool cluster_oom;           /* a dissolution could not queue a referencing cluster */
+    uint32_t gather_cursor;     /* incremental gather progress */
+    zs_u32_vec dying;           /* gathered unreachable, waiting for purge */
+    uint32_t dying_cursor;      /* purge progress in dying */
+    zs_ref_vec expiring;        /* dying objects with conjugates, for the managed side */
+    bool dying_unhashed;        /* the dying objects are already out of the name index */
     bool in_destroy_hook;
     bool collecting;
     zs_destroy_hook destroy_hook;
@@ -341,7 +345,7 @@ struct zs_runtime {
     zs_call_handler call_handler; /* the managed side's entry point (calls.c) */
     void *call_handler_user;
     uint32_t calls_in_progress;
-    bool free_pending;            /* zs_runtime_free ran during a call: the last call frees */
+    bool free_pending; /* zs_runtime_free ran during a call: the last call frees */
     zs_gc_stats stats;
     uint32_t min_cluster_size;
 
@@ -358,28 +362,59 @@ struct zs_runtime {
     uint64_t peak_bytes;
 };
 
-/* ---- cross-file helpers -------------------------------------------------- */
+/* ==========================================================================
+ * Inline helpers every file uses (defined here)
+ * ========================================================================== */
 
-/* Counted allocation: every native block the runtime owns goes through these. */
-void *zs_alloc(zs_runtime *rt, size_t size);
-void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size);
-void zs_free(zs_runtime *rt, void *block, size_t size);
-/* Count memory the runtime carves out of a block it already holds as one
-   more block (false: the injected allocation limit refuses it), and give
-   it back. */
-bool zs_count_block(zs_runtime *rt, size_t size);
-void zs_uncount_block(zs_runtime *rt, size_t size);
-/* An object's zeroed block (from a slab when ZS_OBJECT_SLAB), counted as one
-   block like zs_alloc's; zs_object_free returns it. */
-void *zs_object_alloc(zs_runtime *rt, size_t size);
-void zs_object_free(zs_runtime *rt, void *block, size_t size);
-/* Free every slab (all objects are gone). */
-void zs_slabs_release(zs_runtime *rt);
+/* The item of an index below high_water (no checks). */
+static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
+    assert(index < rt->high_water);
+    return &rt->items[index];
+}
 
-bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value);
-void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
-bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
-void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
+/* Whether an item is reachable in the current (or last) mark. A cluster is
+   marked as one unit through its root's mark bit (Unreal's way): members'
+   own bits are not kept up to date while they are in a cluster. */
+static inline bool zs_item_reachable(const zs_runtime *rt, const zs_item *it) {
+    /* Parallel markers call this while others claim cluster roots with
+       atomic read-modify-writes of their flags (gc_mark.c, claim_flags):
+       relaxed atomic loads (plain loads on x86-64) keep those reads
+       race-free. A stale "unmarked" only sends the caller to the atomic
+       claim, which decides. */
+    if (it->cluster_index >= 0 &&
+        !(__atomic_load_n(&it->flags, __ATOMIC_RELAXED) & ZS_ITEM_CLUSTER_ROOT))
+        it = zs_item_at(rt, rt->clusters[it->cluster_index].root);
+    return ((__atomic_load_n(&it->flags, __ATOMIC_RELAXED) ^ rt->mark_parity) & ZS_ITEM_MARK) == 0;
+}
+
+/* Whether an item is dying: gathered as unreachable, or (once marking is
+   complete) unmarked and so doomed before the gather step reaches it. Every
+   write into such an object, and every new reference to it, is refused
+   with ZS_E_DYING. */
+static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
+    return (it->flags & ZS_ITEM_DYING) ||
+           (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
+            !(it->flags & ZS_ITEM_PERMANENT));
+}
+
+/* The item a handle names, or NULL when it is null, out of range or stale. */
+static inline zs_item *zs_item_of(const zs_runtime *rt, zs_ref ref) {
+    uint32_t index = ZS_REF_INDEX(ref);
+    if (ref == ZS_NULL_REF || index >= rt->high_water) return NULL;
+    zs_item *it = zs_item_at(rt, index);
+    if (it->object == NULL || it->serial != ZS_REF_SERIAL(ref)) return NULL;
+    return it;
+}
+
+/* The handle of a live item. */
+static inline zs_ref zs_item_ref(const zs_item *it) {
+    return ZS_MAKE_REF(it->object->index, it->serial);
+}
+
+/* Every public function holds the runtime lock (recursive: a destroy hook
+   may call read-only API functions; mutating ones return ZS_E_BUSY there). */
+#define ZS_LOCK(rt) mtx_lock(&(rt)->lock)
+#define ZS_UNLOCK(rt) mtx_unlock(&(rt)->lock)
 
 /* The mark filter, valid while marking: a set bit promises that a reference
    to that slot needs nothing from the marker (the target is marked, or
@@ -408,61 +443,43 @@ static inline void zs_filter_set_racy(uint64_t *filter, uint32_t index) {
     __atomic_store_n(&filter[index >> 6], word | (1ull << (index & 63)), __ATOMIC_RELAXED);
 }
 
+/* Clear a filter bit (a no-op when the filter could not be allocated). */
 static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
     if (filter != NULL) filter[index >> 6] &= ~(1ull << (index & 63));
 }
 
-/* The item of an index below high_water (no checks). */
-static inline zs_item *zs_item_at(const zs_runtime *rt, uint32_t index) {
-    assert(index < rt->high_water);
-    return &rt->items[index];
-}
+/* ==========================================================================
+ * Functions shared between files: one section per file, named after the file
+ * that defines them, from the allocator up to the collector. Files whose
+ * functions are all public (calls.c, chains.c, debug.c, verify.c) have none.
+ * ========================================================================== */
 
-/* Whether an item is reachable in the current (or last) mark. A cluster is
-   marked as one unit through its root's mark bit (Unreal's way): members'
-   own bits are not kept up to date while they are in a cluster. */
-static inline bool zs_item_reachable(const zs_runtime *rt, const zs_item *it) {
-    /* Parallel markers call this while others claim cluster roots with
-       atomic read-modify-writes of their flags (gc_mark.c, claim_flags):
-       relaxed atomic loads (plain loads on x86-64) keep those reads
-       race-free. A stale "unmarked" only sends the caller to the atomic
-       claim, which decides. */
-    if (it->cluster_index >= 0 && !(__atomic_load_n(&it->flags, __ATOMIC_RELAXED) & ZS_ITEM_CLUSTER_ROOT))
-        it = zs_item_at(rt, rt->clusters[it->cluster_index].root);
-    return ((__atomic_load_n(&it->flags, __ATOMIC_RELAXED) ^ rt->mark_parity) & ZS_ITEM_MARK) == 0;
-}
+/* ---- runtime.c: counted allocation, object slabs, vectors, clock ---------- */
 
-/* Whether an item is dying: gathered as unreachable, or (once marking is
-   complete) unmarked and so doomed before the gather step reaches it. Every
-   write into such an object, and every new reference to it, is refused
-   with ZS_E_DYING. */
-static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
-    return (it->flags & ZS_ITEM_DYING) ||
-           (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
-            !(it->flags & ZS_ITEM_PERMANENT));
-}
-
-/* The item a handle names, or NULL when it is null, out of range or stale. */
-static inline zs_item *zs_item_of(const zs_runtime *rt, zs_ref ref) {
-    uint32_t index = ZS_REF_INDEX(ref);
-    if (ref == ZS_NULL_REF || index >= rt->high_water) return NULL;
-    zs_item *it = zs_item_at(rt, index);
-    if (it->object == NULL || it->serial != ZS_REF_SERIAL(ref)) return NULL;
-    return it;
-}
-
-static inline zs_ref zs_item_ref(const zs_item *it) {
-    return ZS_MAKE_REF(it->object->index, it->serial);
-}
-
-/* Every public function holds the runtime lock (recursive: a destroy hook
-   may call read-only API functions; mutating ones return ZS_E_BUSY there). */
-#define ZS_LOCK(rt) mtx_lock(&(rt)->lock)
-#define ZS_UNLOCK(rt) mtx_unlock(&(rt)->lock)
-
+/* Counted allocation: every native block the runtime owns goes through these. */
+void *zs_alloc(zs_runtime *rt, size_t size);
+void *zs_realloc(zs_runtime *rt, void *block, size_t old_size, size_t new_size);
+void zs_free(zs_runtime *rt, void *block, size_t size);
+/* Count memory the runtime carves out of a block it already holds as one
+   more block (false: the injected allocation limit refuses it), and give
+   it back. */
+bool zs_count_block(zs_runtime *rt, size_t size);
+void zs_uncount_block(zs_runtime *rt, size_t size);
+/* An object's zeroed block (from a slab when ZS_OBJECT_SLAB), counted as one
+   block like zs_alloc's; zs_object_free returns it. */
+void *zs_object_alloc(zs_runtime *rt, size_t size);
+void zs_object_free(zs_runtime *rt, void *block, size_t size);
+/* Free every slab (all objects are gone). */
+void zs_slabs_release(zs_runtime *rt);
+bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value);
+void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
+bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
+void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
+/* A monotonic clock, for the collector's time budgets. */
 uint64_t zs_now_ns(void);
 
-/* object array (heap.c) */
+/* ---- heap.c: the object array, roots, the name index ---------------------- */
+
 zs_status zs_heap_init(zs_runtime *rt, uint32_t max_objects);
 void zs_heap_release(zs_runtime *rt);
 zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index);
@@ -477,19 +494,21 @@ void zs_name_index_drop_dying(zs_runtime *rt);
    FinishDestroy hooks then find no object by name). */
 void zs_name_index_clear(zs_runtime *rt);
 
-/* names (names.c) */
-void zs_names_release(zs_runtime *rt);
-zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length,
-                                bool split_number, uint32_t *out_index,
-                                uint32_t *out_number);
+/* ---- names.c: the name table ----------------------------------------------- */
 
-/* classes (classes.c) */
+void zs_names_release(zs_runtime *rt);
+zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length, bool split_number,
+                                uint32_t *out_index, uint32_t *out_number);
+
+/* ---- classes.c: class registration ------------------------------------------ */
+
 void zs_classes_release(zs_runtime *rt);
 /* The schema word at a member offset, or 0 when there is none. */
 uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
 const zs_type *zs_class_member_type(const zs_class *cls, uint32_t offset);
 
-/* schemas and value types (types.c) */
+/* ---- types.c: value types, schemas, and the operations of every value ----- */
+
 /* Append a member's flattened words (nested structs inlined) at base. */
 bool zs_schema_add(zs_runtime *rt, zs_schema *schema, const zs_type *type, uint32_t base);
 /* Sort strong words first and count them; false when out of memory. */
@@ -511,18 +530,42 @@ zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint
 zs_status zs_check_owner(zs_runtime *rt, zs_ref owner);
 /* Mark, through the write barrier, every reference inside a value. */
 void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value);
-/* Release the callable of a binding being destroyed. */
-void zs_binding_drop(zs_runtime *rt, zs_binding *binding);
-void zs_values_release(zs_runtime *rt);
 /* Call fn on every strong reference slot inside a value. */
 void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
                            void (*fn)(void *context, zs_ref *slot, bool killable), void *context);
 
-/* containers (containers.c) */
+/* ---- delegates.c: delegate bindings and the callables they hold ----------- */
+
+/* Release the callable of a binding being destroyed, and zero the binding. */
+void zs_binding_drop(zs_runtime *rt, zs_binding *binding);
+/* Copy a single-cast binding, retaining its callable; false when out of memory. */
+bool zs_binding_copy(zs_runtime *rt, zs_binding *dst, const zs_binding *src);
+/* Destroy a binding list (MULTICAST, or a SPARSE delegate's list): release
+   every binding and free the storage. */
+void zs_bindings_destroy(zs_runtime *rt, zs_array *array);
+/* Copy a binding list into an empty one; on failure dst holds what was
+   copied so far, for the caller to destroy. */
+bool zs_bindings_copy(zs_runtime *rt, zs_array *dst, const zs_array *src);
+
+/* ---- containers.c: arrays, sets, maps, optionals --------------------------- */
+
+/* Hard cap on container entries: keeps byte counts far from overflow. */
+#define ZS_MAX_ENTRIES (1u << 30)
+/* Grow entry storage (an array's, a hash's or a binding list's) to hold at
+   least `wanted` entries, new space zeroed; false beyond ZS_MAX_ENTRIES or
+   when out of memory. */
+bool zs_entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size, uint32_t wanted);
 /* Re-index a set or map whose keys changed, dropping duplicate entries. */
 void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash);
 
-/* clusters (clusters.c) */
+/* ---- values.c: black values -------------------------------------------------- */
+
+void zs_values_release(zs_runtime *rt);
+/* Mark every black value that holds references (when they are roots). */
+void zs_mark_values(zs_marker *m);
+
+/* ---- clusters.c: GC clusters --------------------------------------------------- */
+
 void zs_clusters_release(zs_runtime *rt);
 void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster);
 /* Dissolve clusters whose mutable objects are garbage; run before marking. */
@@ -531,35 +574,38 @@ void zs_clusters_dissolve_stale(zs_runtime *rt);
 void zs_clusters_abandon_all(zs_runtime *rt);
 /* A dying cluster root releases its cluster record (members die with it). */
 void zs_cluster_release_dying(zs_runtime *rt, int32_t cluster);
-/* Mark every black value that holds references (when they are roots). */
-void zs_mark_values(zs_marker *m);
-/* Follow every strong reference inside a value (marker-side, recursive by
-   type depth only). */
-void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable);
 /* Mark a whole cluster and everything it references. */
 void zs_mark_cluster(zs_marker *m, int32_t cluster);
-bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster);
-/* Set the current mark on an item; true when this call set it. */
-bool zs_mark_claim(zs_marker *m, zs_item *it);
 
-/* collector (gc_mark.c, gc_parallel.c, gc_purge.c) */
+/* ---- gc_mark.c: marking, the write barrier, gathering ------------------------- */
+
 void zs_gc_release(zs_runtime *rt);
 void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_mark_stack *stack);
 void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable);
 void zs_mark_ref(zs_marker *m, zs_ref ref);
 void zs_mark_scan(zs_marker *m, zs_object *object);
+/* Follow every strong reference inside a value (marker-side, recursive by
+   type depth only). */
+void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable);
+/* Set the current mark on an item; true when this call set it. */
+bool zs_mark_claim(zs_marker *m, zs_item *it);
 bool zs_mark_push(zs_marker *m, uint32_t index);
 /* Queue an object for scanning; false (and overflow set) when it cannot. */
 bool zs_mark_push_object(zs_marker *m, zs_object *object);
+bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster);
 /* Free a mark stack's storage. */
 void zs_mark_stack_release(zs_mark_stack *stack);
+/* Scan until the stack and queues are empty (true) or the deadline passes
+   (false; queued work is put back on the stack). deadline_ns 0: no limit. */
+bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
 /* Queue a marked object for scanning (a dissolved cluster's members). */
 void zs_gc_requeue(zs_runtime *rt, uint32_t index);
 /* Write barrier, out of line: mark and queue a newly stored target. */
 void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target);
-/* Write barrier: while a mark is pending, mark a newly stored target. With
-   no mark pending it is one load and one compare, inlined at every store
-   (ZS_BENCH_NO_BARRIER compiles it out: the benchmarks' barrier-free build). */
+/* Write barrier (its inline fast path, defined here): while a mark is
+   pending, mark a newly stored target. With no mark pending it is one load
+   and one compare, inlined at every store (ZS_BENCH_NO_BARRIER compiles it
+   out: the benchmarks' barrier-free build). */
 static inline void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
 #ifdef ZS_BENCH_NO_BARRIER
     (void)rt;
@@ -568,15 +614,18 @@ static inline void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
     if (__builtin_expect(rt->phase == ZS_GC_MARKING, 0)) zs_gc_barrier_slow(rt, target);
 #endif
 }
+
+/* ---- gc_parallel.c: parallel marking ----------------------------------------- */
+
 /* Drain the marker's stack with worker threads; false when not worth it. */
 bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
-/* Scan until the stack and queues are empty (true) or the deadline passes
-   (false; queued work is put back on the stack). deadline_ns 0: no limit. */
-bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
 /* Parallel: wake an idle worker (to steal) when this marker has plenty. */
 void zs_mark_maybe_wake(zs_marker *m);
 /* Marker threads a runtime uses by default: one per online core. */
 uint32_t zs_default_mark_threads(void);
+
+/* ---- gc_purge.c: destroying the gathered objects ------------------------------ */
+
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
                              bool *out_done);
 void zs_gc_destroy_everything(zs_runtime *rt);

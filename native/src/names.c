@@ -58,8 +58,8 @@ static bool rehash(zs_runtime *rt, zs_name_table *t) {
     return true;
 }
 
-zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length,
-                                bool split, uint32_t *out_index, uint32_t *out_number) {
+zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length, bool split,
+                                uint32_t *out_index, uint32_t *out_number) {
     zs_name_table *t = &rt->names;
     uint32_t number = 0;
     if (utf8 == NULL || length > 1024) return ZS_E_INVALID;
@@ -94,8 +94,8 @@ zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length,
     return ZS_OK;
 }
 
-zs_status zs_name_intern(zs_runtime *rt, const char *utf8, size_t length,
-                         uint32_t *out_index, uint32_t *out_number) {
+zs_status zs_name_intern(zs_runtime *rt, const char *utf8, size_t length, uint32_t *out_index,
+                         uint32_t *out_number) {
     if (out_index == NULL || out_number == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_name_intern_locked(rt, utf8, length, true, out_index, out_number);
@@ -119,7 +119,8 @@ uint32_t zs_name_count(zs_runtime *rt) {
 
 void zs_names_release(zs_runtime *rt) {
     zs_name_table *t = &rt->names;
-    for (uint32_t i = 0; i < t->count; i++) zs_free(rt, t->entries[i].text, t->entries[i].length + 1);
+    for (uint32_t i = 0; i < t->count; i++)
+        zs_free(rt, t->entries[i].text, t->entries[i].length + 1);
     zs_free(rt, t->entries, t->capacity * sizeof *t->entries);
     zs_free(rt, t->buckets, (size_t)t->bucket_count * sizeof(uint32_t));
     memset(t, 0, sizeof *t);

@@ -16,18 +16,31 @@
  * Status codes
  * ====================================================================== */
 
+/* The one table of status texts: zsharp.h documents the codes, and the
+   Python package shows these texts after its own context ("insert: ..."),
+   so each must read well to a Python user who never saw the C API. */
 const char *zs_status_message(zs_status status) {
     switch (status) {
-    case ZS_OK: return "ok";
-    case ZS_E_NOMEM: return "native allocation failed";
-    case ZS_E_CAPACITY: return "the object array is full (max_objects reached)";
-    case ZS_E_STALE: return "the handle names a destroyed object";
-    case ZS_E_INVALID: return "invalid argument";
-    case ZS_E_BUSY: return "the heap cannot be changed now (inside a destroy hook or a collection)";
-    case ZS_E_EXPIRY_PENDING: return "dying objects still have conjugates to expire";
-    case ZS_E_DYING: return "the object is unreachable and about to be destroyed";
-    case ZS_E_CORRUPT: return "heap verification failed";
-    case ZS_E_CALL_FAILED: return "the managed function called from native code raised";
+    case ZS_OK:
+        return "ok";
+    case ZS_E_NOMEM:
+        return "native allocation failed (out of memory)";
+    case ZS_E_CAPACITY:
+        return "the object array is full (max_objects reached)";
+    case ZS_E_STALE:
+        return "the object was destroyed (its handle is stale)";
+    case ZS_E_INVALID:
+        return "invalid argument (null, out of range, or of the wrong class)";
+    case ZS_E_BUSY:
+        return "the heap cannot be changed now (inside a destroy hook or a collection)";
+    case ZS_E_EXPIRY_PENDING:
+        return "purge refused: dying objects still have conjugates to expire";
+    case ZS_E_DYING:
+        return "the object is unreachable and about to be destroyed";
+    case ZS_E_CORRUPT:
+        return "heap verification failed: the native heap is inconsistent";
+    case ZS_E_CALL_FAILED:
+        return "the Python (managed) function called from native code raised an exception";
     }
     return "unknown status";
 }
@@ -106,16 +119,20 @@ static void *slab_take(zs_runtime *rt, uint32_t class_index) {
     if (c->next == NULL || (size_t)(c->end - c->next) < stride) {
         if (rt->slab_count == rt->slab_capacity) {
             uint32_t capacity = rt->slab_capacity ? rt->slab_capacity * 2 : 16;
-            void **grown = capacity > rt->slab_capacity ? realloc(rt->slabs, (size_t)capacity * sizeof(void *)) : NULL;
+            void **grown = capacity > rt->slab_capacity
+                               ? realloc(rt->slabs, (size_t)capacity * sizeof(void *))
+                               : NULL;
             if (grown == NULL) return NULL;
             rt->slabs = grown;
             rt->slab_capacity = capacity;
         }
         size_t bytes = c->slab_bytes ? c->slab_bytes : ZS_SLAB_MIN_BYTES;
-        char *slab = aligned_alloc(bytes == ZS_SLAB_MAX_BYTES ? ZS_SLAB_MAX_BYTES : ZS_SLAB_ALIGN, bytes);
+        char *slab = aligned_alloc(bytes == ZS_SLAB_MAX_BYTES ? ZS_SLAB_MAX_BYTES : ZS_SLAB_ALIGN,
+                                   bytes);
         if (slab == NULL) return NULL;
 #if defined(MADV_HUGEPAGE)
-        if (bytes == ZS_SLAB_MAX_BYTES) (void)madvise(slab, bytes, MADV_HUGEPAGE); /* a hint: failure is fine */
+        if (bytes == ZS_SLAB_MAX_BYTES)
+            (void)madvise(slab, bytes, MADV_HUGEPAGE); /* a hint: failure is fine */
 #endif
         rt->slabs[rt->slab_count++] = slab;
         c->next = slab;
@@ -242,7 +259,8 @@ zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out) {
     zs_status status = zs_heap_init(rt, max_objects);
     /* Name 0 is "None", so a zeroed name member reads as None (NAME_None). */
     uint32_t none_index = 0, none_number = 0;
-    if (status == ZS_OK) status = zs_name_intern_locked(rt, "None", 4, false, &none_index, &none_number);
+    if (status == ZS_OK)
+        status = zs_name_intern_locked(rt, "None", 4, false, &none_index, &none_number);
     assert(status != ZS_OK || none_index == 0);
     if (status != ZS_OK) {
         zs_runtime_free(rt);

@@ -25,7 +25,9 @@
 
 static bool is_power_of_two(uint32_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
-static uint32_t round_up(uint32_t value, uint32_t align) { return (value + align - 1) & ~(align - 1); }
+static uint32_t round_up(uint32_t value, uint32_t align) {
+    return (value + align - 1) & ~(align - 1);
+}
 
 /* A new zeroed type appended to the runtime's registry. */
 static zs_type *type_new(zs_runtime *rt, uint32_t kind) {
@@ -55,7 +57,8 @@ zs_status zs_type_basic(zs_runtime *rt, zs_type_kind kind, uint32_t size, uint32
     uint32_t flags = 0, unit = 0;
     switch (kind) {
     case ZS_TYPE_PLAIN:
-        if (!is_power_of_two(align) || align > 16 || size == 0 || size % align != 0) return ZS_E_INVALID;
+        if (!is_power_of_two(align) || align > 16 || size == 0 || size % align != 0)
+            return ZS_E_INVALID;
         flags = ZS_TYPE_BITWISE | ZS_TYPE_HASHABLE;
         break;
     case ZS_TYPE_OBJECT:
@@ -180,8 +183,10 @@ zs_status zs_type_container(zs_runtime *rt, zs_type_kind kind, const zs_type *el
     zs_status status = ZS_E_INVALID;
     if (!type_valid(rt, element) || (kind == ZS_TYPE_MAP) != (value != NULL)) goto done;
     if (value != NULL && !type_valid(rt, value)) goto done;
-    if ((kind == ZS_TYPE_SET || kind == ZS_TYPE_MAP) && !(element->flags & ZS_TYPE_HASHABLE)) goto done;
-    if (kind != ZS_TYPE_ARRAY && kind != ZS_TYPE_SET && kind != ZS_TYPE_MAP && kind != ZS_TYPE_OPTIONAL)
+    if ((kind == ZS_TYPE_SET || kind == ZS_TYPE_MAP) && !(element->flags & ZS_TYPE_HASHABLE))
+        goto done;
+    if (kind != ZS_TYPE_ARRAY && kind != ZS_TYPE_SET && kind != ZS_TYPE_MAP &&
+        kind != ZS_TYPE_OPTIONAL)
         goto done;
     status = ZS_OK;
     for (uint32_t i = 0; i < rt->type_count; i++) {
@@ -206,11 +211,13 @@ zs_status zs_type_container(zs_runtime *rt, zs_type_kind kind, const zs_type *el
         break;
     case ZS_TYPE_SET:
     case ZS_TYPE_MAP: {
-        uint32_t entry_align = value && value->align > element->align ? value->align : element->align;
+        uint32_t entry_align = value && value->align > element->align ? value->align
+                                                                      : element->align;
         type->size = sizeof(zs_hash);
         type->align = 8;
         type->value_offset = value ? round_up(element->size, value->align) : 0;
-        type->entry_size = round_up(value ? type->value_offset + value->size : element->size, entry_align);
+        type->entry_size = round_up(value ? type->value_offset + value->size : element->size,
+                                    entry_align);
         type->flags = ZS_TYPE_NEEDS_DTOR | (inner & ZS_TYPE_HAS_REFS);
         break;
     }
@@ -218,8 +225,8 @@ zs_status zs_type_container(zs_runtime *rt, zs_type_kind kind, const zs_type *el
         type->align = element->align;
         type->value_offset = element->size;
         type->size = round_up(element->size + 1, element->align);
-        type->flags = element->flags & (ZS_TYPE_HAS_REFS | ZS_TYPE_NEEDS_DTOR | ZS_TYPE_BITWISE |
-                                        ZS_TYPE_HASHABLE);
+        type->flags = element->flags &
+                      (ZS_TYPE_HAS_REFS | ZS_TYPE_NEEDS_DTOR | ZS_TYPE_BITWISE | ZS_TYPE_HASHABLE);
         break;
     }
     *out = type;
@@ -265,7 +272,8 @@ static bool schema_push(zs_runtime *rt, zs_schema *schema, uint32_t word, const 
         uint32_t old = schema->count, grown = schema->count + 16;
         const zs_type **types = zs_alloc(rt, grown * sizeof(zs_type *));
         if (types == NULL) return false;
-        uint32_t *words = zs_realloc(rt, schema->words, old * sizeof(uint32_t), grown * sizeof(uint32_t));
+        uint32_t *words = zs_realloc(rt, schema->words, old * sizeof(uint32_t),
+                                     grown * sizeof(uint32_t));
         if (words == NULL) {
             zs_free(rt, (void *)types, grown * sizeof(zs_type *));
             return false;
@@ -308,7 +316,8 @@ bool zs_schema_add(zs_runtime *rt, zs_schema *schema, const zs_type *type, uint3
 /* Strong words first: OBJECT, and VALUE words whose type holds references. */
 static bool word_is_strong(const zs_schema *schema, uint32_t i) {
     uint32_t op = schema->words[i] & ZS_OP_MASK;
-    return op == ZS_OP_OBJECT || (op == ZS_OP_VALUE && (schema->types[i]->flags & ZS_TYPE_HAS_REFS));
+    return op == ZS_OP_OBJECT ||
+           (op == ZS_OP_VALUE && (schema->types[i]->flags & ZS_TYPE_HAS_REFS));
 }
 
 /* Rank of a word in the marker's order: OBJECT, strong VALUE, the rest. */
@@ -367,81 +376,8 @@ void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base) {
 }
 
 /* ======================================================================
- * Callables referenced by delegate bindings
- * ====================================================================== */
-
-static bool callable_retain(zs_runtime *rt, uint32_t callable) {
-    if (callable == 0) return true;
-    if (callable >= rt->callable_capacity) {
-        uint32_t capacity = rt->callable_capacity ? rt->callable_capacity : 64;
-        while (capacity <= callable) {
-            if (capacity > UINT32_MAX / 2) return false;
-            capacity *= 2;
-        }
-        uint32_t *grown = zs_realloc(rt, rt->callable_refs, rt->callable_capacity * sizeof(uint32_t),
-                                     capacity * sizeof(uint32_t));
-        if (grown == NULL) return false;
-        rt->callable_refs = grown;
-        rt->callable_capacity = capacity;
-    }
-    if (rt->callable_refs[callable] == UINT32_MAX) return false;
-    rt->callable_refs[callable]++;
-    return true;
-}
-
-static void callable_release(zs_runtime *rt, uint32_t callable) {
-    if (callable == 0 || callable >= rt->callable_capacity || rt->callable_refs[callable] == 0) return;
-    if (--rt->callable_refs[callable] == 0 && !zs_u32_push(rt, &rt->released_callables, callable)) {
-        /* Out of memory: the managed side keeps the callable (a leak, not a crash). */
-    }
-}
-
-void zs_binding_drop(zs_runtime *rt, zs_binding *binding) {
-    callable_release(rt, binding->callable);
-    memset(binding, 0, sizeof *binding);
-}
-
-zs_status zs_callable_retain(zs_runtime *rt, uint32_t callable) {
-    ZS_LOCK(rt);
-    zs_status status = callable == 0 ? ZS_E_INVALID : callable_retain(rt, callable) ? ZS_OK : ZS_E_NOMEM;
-    ZS_UNLOCK(rt);
-    return status;
-}
-
-zs_status zs_callable_release(zs_runtime *rt, uint32_t callable) {
-    ZS_LOCK(rt);
-    zs_status status = callable != 0 && callable < rt->callable_capacity && rt->callable_refs[callable]
-                           ? ZS_OK
-                           : ZS_E_INVALID;
-    if (status == ZS_OK) callable_release(rt, callable);
-    ZS_UNLOCK(rt);
-    return status;
-}
-
-zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t capacity,
-                                     uint32_t *out_count) {
-    if (out_count == NULL || (buffer == NULL && capacity > 0)) return ZS_E_INVALID;
-    ZS_LOCK(rt);
-    uint32_t n = 0;
-    while (n < capacity && rt->released_callables.count > 0) {
-        uint32_t callable = rt->released_callables.data[--rt->released_callables.count];
-        /* Retained again since it was listed: still in use. */
-        if (rt->callable_refs[callable] == 0) buffer[n++] = callable;
-    }
-    *out_count = n;
-    ZS_UNLOCK(rt);
-    return ZS_OK;
-}
-
-/* ======================================================================
  * Destroy
  * ====================================================================== */
-
-static void bindings_destroy(zs_runtime *rt, zs_array *array) {
-    zs_binding *bindings = array->data;
-    for (uint32_t i = 0; i < array->count; i++) callable_release(rt, bindings[i].callable);
-    zs_free(rt, array->data, (size_t)array->capacity * sizeof(zs_binding));
-}
 
 static void entries_destroy(zs_runtime *rt, const zs_type *type, zs_array *entries) {
     const zs_type *element = type->element, *value = type->value;
@@ -486,12 +422,12 @@ void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value) {
         zs_binding_drop(rt, value);
         break;
     case ZS_TYPE_MULTICAST:
-        bindings_destroy(rt, value);
+        zs_bindings_destroy(rt, value);
         break;
     case ZS_TYPE_SPARSE: {
         zs_array *array = *(zs_array **)value;
         if (array != NULL) {
-            bindings_destroy(rt, array);
+            zs_bindings_destroy(rt, array);
             zs_free(rt, array, sizeof *array);
         }
         break;
@@ -516,7 +452,8 @@ static bool entries_copy(zs_runtime *rt, const zs_type *type, zs_array *dst, con
     if (dst->data == NULL) return false;
     dst->capacity = src->count;
     const zs_type *element = type->element, *value = type->value;
-    bool bitwise = (element->flags & ZS_TYPE_BITWISE) && (value == NULL || (value->flags & ZS_TYPE_BITWISE));
+    bool bitwise = (element->flags & ZS_TYPE_BITWISE) &&
+                   (value == NULL || (value->flags & ZS_TYPE_BITWISE));
     if (bitwise) {
         memcpy(dst->data, src->data, bytes);
         dst->count = src->count;
@@ -529,21 +466,6 @@ static bool entries_copy(zs_runtime *rt, const zs_type *type, zs_array *dst, con
         if (!value_copy(rt, element, d, s)) return false;
         if (value != NULL && !value_copy(rt, value, d + type->value_offset, s + type->value_offset))
             return false;
-    }
-    return true;
-}
-
-static bool bindings_copy(zs_runtime *rt, zs_array *dst, const zs_array *src) {
-    if (src->count == 0) return true;
-    dst->data = zs_alloc(rt, (size_t)src->count * sizeof(zs_binding));
-    if (dst->data == NULL) return false;
-    dst->capacity = src->count;
-    const zs_binding *from = src->data;
-    zs_binding *to = dst->data;
-    for (uint32_t i = 0; i < src->count; i++) {
-        if (!callable_retain(rt, from[i].callable)) return false;
-        to[i] = from[i];
-        dst->count = i + 1;
     }
     return true;
 }
@@ -579,7 +501,8 @@ static bool value_copy(zs_runtime *rt, const zs_type *type, void *dst, const voi
         for (uint32_t i = 0; ok && i < type->schema.count; i++) {
             if ((type->schema.words[i] & ZS_OP_MASK) != ZS_OP_VALUE) continue;
             uint32_t offset = type->schema.words[i] >> ZS_OP_SHIFT;
-            ok = value_copy(rt, type->schema.types[i], (char *)dst + offset, (const char *)src + offset);
+            ok = value_copy(rt, type->schema.types[i], (char *)dst + offset,
+                            (const char *)src + offset);
         }
         break;
     }
@@ -608,11 +531,10 @@ static bool value_copy(zs_runtime *rt, const zs_type *type, void *dst, const voi
         }
         break;
     case ZS_TYPE_DELEGATE:
-        ok = callable_retain(rt, ((const zs_binding *)src)->callable);
-        if (ok) *(zs_binding *)dst = *(const zs_binding *)src;
+        ok = zs_binding_copy(rt, dst, src);
         break;
     case ZS_TYPE_MULTICAST:
-        ok = bindings_copy(rt, dst, src);
+        ok = zs_bindings_copy(rt, dst, src);
         break;
     case ZS_TYPE_SPARSE: {
         const zs_array *s = *(zs_array *const *)src;
@@ -621,7 +543,7 @@ static bool value_copy(zs_runtime *rt, const zs_type *type, void *dst, const voi
             ok = d != NULL;
             if (ok) {
                 *(zs_array **)dst = d;
-                ok = bindings_copy(rt, d, s);
+                ok = zs_bindings_copy(rt, d, s);
             }
         }
         break;
@@ -664,7 +586,8 @@ static void visit_refs(const zs_type *type, void *value, bool killable, ref_visi
     case ZS_TYPE_STRUCT:
         for (uint32_t i = 0; i < type->schema.strong_count; i++) {
             char *member = (char *)value + (type->schema.words[i] >> ZS_OP_SHIFT);
-            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) fn(ctx, (zs_ref *)member, killable);
+            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT)
+                fn(ctx, (zs_ref *)member, killable);
             else visit_refs(type->schema.types[i], member, killable, fn, ctx);
         }
         break;
@@ -676,7 +599,8 @@ static void visit_refs(const zs_type *type, void *value, bool killable, ref_visi
         visit_entries(type, &((zs_hash *)value)->entries, fn, ctx);
         break;
     case ZS_TYPE_OPTIONAL:
-        if (((uint8_t *)value)[type->value_offset]) visit_refs(type->element, value, killable, fn, ctx);
+        if (((uint8_t *)value)[type->value_offset])
+            visit_refs(type->element, value, killable, fn, ctx);
         break;
     default:
         break;
@@ -717,14 +641,16 @@ static bool sanitise(zs_runtime *rt, const zs_type *type, void *value) {
     case ZS_TYPE_STRUCT:
         for (uint32_t i = 0; i < type->schema.strong_count; i++) {
             char *member = (char *)value + (type->schema.words[i] >> ZS_OP_SHIFT);
-            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT) changed |= sanitise_ref(rt, (zs_ref *)member);
+            if ((type->schema.words[i] & ZS_OP_MASK) == ZS_OP_OBJECT)
+                changed |= sanitise_ref(rt, (zs_ref *)member);
             else changed |= sanitise(rt, type->schema.types[i], member);
         }
         return changed;
     case ZS_TYPE_ARRAY: {
         zs_array *array = value;
         for (uint32_t i = 0; i < array->count; i++)
-            changed |= sanitise(rt, type->element, (char *)array->data + (size_t)i * type->entry_size);
+            changed |= sanitise(rt, type->element,
+                                (char *)array->data + (size_t)i * type->entry_size);
         return changed;
     }
     case ZS_TYPE_SET:
@@ -734,7 +660,8 @@ static bool sanitise(zs_runtime *rt, const zs_type *type, void *value) {
         for (uint32_t i = 0; i < hash->entries.count; i++) {
             char *entry = (char *)hash->entries.data + (size_t)i * type->entry_size;
             keys |= sanitise(rt, type->element, entry);
-            if (type->value != NULL) changed |= sanitise(rt, type->value, entry + type->value_offset);
+            if (type->value != NULL)
+                changed |= sanitise(rt, type->value, entry + type->value_offset);
         }
         if (keys) zs_hash_reindex(rt, type, hash);
         return changed || keys;
@@ -800,7 +727,8 @@ static bool value_equal(const zs_type *type, const void *a, const void *b) {
     case ZS_TYPE_STRUCT:
         for (uint32_t i = 0; i < type->member_count; i++) {
             uint32_t offset = type->members[i].offset;
-            if (!value_equal(type->members[i].type, (const char *)a + offset, (const char *)b + offset))
+            if (!value_equal(type->members[i].type, (const char *)a + offset,
+                             (const char *)b + offset))
                 return false;
         }
         return true;
@@ -864,9 +792,11 @@ zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint
        on (end_store, written): list it before anything is written, so that
        running out of memory refuses the write instead of leaving its new
        references unscanned (as zs_store_ref does, heap.c note_escape). */
-    if ((it->flags & ZS_ITEM_PERMANENT) && (type->flags & ZS_TYPE_HAS_REFS) && !zs_root_list_add(rt, it))
+    if ((it->flags & ZS_ITEM_PERMANENT) && (type->flags & ZS_TYPE_HAS_REFS) &&
+        !zs_root_list_add(rt, it))
         return ZS_E_NOMEM;
-    if (it->cluster_index >= 0 && (type->flags & ZS_TYPE_HAS_REFS)) zs_cluster_dissolve(rt, it->cluster_index);
+    if (it->cluster_index >= 0 && (type->flags & ZS_TYPE_HAS_REFS))
+        zs_cluster_dissolve(rt, it->cluster_index);
     return ZS_OK;
 }
 
@@ -917,7 +847,8 @@ zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_t
     if (slot == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = zs_begin_store(rt, owner, slot_type, 0);
-    if (status == ZS_OK && slot_type->kind != ZS_TYPE_OBJECT && slot_type->kind != ZS_TYPE_WEAK_OBJECT)
+    if (status == ZS_OK && slot_type->kind != ZS_TYPE_OBJECT &&
+        slot_type->kind != ZS_TYPE_WEAK_OBJECT)
         status = ZS_E_INVALID;
     zs_item *it = NULL;
     if (status == ZS_OK && target != ZS_NULL_REF) {

@@ -41,7 +41,8 @@ static bool check_strong(checker *c, const zs_item *holder, zs_ref ref, const ch
     uint32_t index = holder ? holder->object->index : UINT32_MAX;
     if (holder == NULL) {
         if (target == NULL || (target->flags & ZS_ITEM_DYING))
-            return fail(c, "black value: %s reference to a destroyed object %u", what, ZS_REF_INDEX(ref));
+            return fail(c, "black value: %s reference to a destroyed object %u", what,
+                        ZS_REF_INDEX(ref));
         return true;
     }
     if (target == NULL)
@@ -52,8 +53,10 @@ static bool check_strong(checker *c, const zs_item *holder, zs_ref ref, const ch
                     ZS_REF_INDEX(ref));
     if ((holder->flags & ZS_ITEM_PERMANENT) && !(holder->flags & ZS_ITEM_ESCAPED) &&
         !(target->flags & ZS_ITEM_PERMANENT))
-        return fail(c, "object %u: permanent object references collectable object %u "
-                       "without being scanned as a root", index, ZS_REF_INDEX(ref));
+        return fail(c,
+                    "object %u: permanent object references collectable object %u "
+                    "without being scanned as a root",
+                    index, ZS_REF_INDEX(ref));
     return true;
 }
 
@@ -61,20 +64,22 @@ static bool check_value(checker *c, const zs_item *holder, const zs_type *type, 
                         bool refs);
 
 /* Every reference and value member of a schema laid out at base. */
-static bool check_schema(checker *c, const zs_item *holder, const zs_schema *schema, const char *base,
-                         bool refs) {
+static bool check_schema(checker *c, const zs_item *holder, const zs_schema *schema,
+                         const char *base, bool refs) {
     for (uint32_t i = 0; i < schema->count; i++) {
         const char *member = base + (schema->words[i] >> ZS_OP_SHIFT);
         uint32_t op = schema->words[i] & ZS_OP_MASK;
-        if (op == ZS_OP_OBJECT && refs && !check_strong(c, holder, *(const zs_ref *)member, "member"))
+        if (op == ZS_OP_OBJECT && refs &&
+            !check_strong(c, holder, *(const zs_ref *)member, "member"))
             return false;
-        if (op == ZS_OP_VALUE && !check_value(c, holder, schema->types[i], member, refs)) return false;
+        if (op == ZS_OP_VALUE && !check_value(c, holder, schema->types[i], member, refs))
+            return false;
     }
     return true;
 }
 
-static bool check_entries(checker *c, const zs_item *holder, const zs_type *type, const zs_array *entries,
-                          bool refs) {
+static bool check_entries(checker *c, const zs_item *holder, const zs_type *type,
+                          const zs_array *entries, bool refs) {
     if (entries->count > entries->capacity || (entries->capacity > 0 && entries->data == NULL))
         return fail(c, "container: count %u > capacity %u", entries->count, entries->capacity);
     for (uint32_t i = 0; i < entries->count; i++) {
@@ -109,7 +114,8 @@ static bool check_value(checker *c, const zs_item *holder, const zs_type *type, 
         for (uint32_t b = 0; b < hash->bucket_count; b++) {
             if (hash->buckets[b] == 0) continue;
             used++;
-            if (hash->buckets[b] > hash->entries.count) return fail(c, "hash: bucket names entry past the end");
+            if (hash->buckets[b] > hash->entries.count)
+                return fail(c, "hash: bucket names entry past the end");
         }
         if (used != hash->entries.count)
             return fail(c, "hash: %u buckets used for %u entries", used, hash->entries.count);
@@ -129,7 +135,8 @@ static bool check_object(checker *c, uint32_t index, const zs_item *it) {
     zs_runtime *rt = c->rt;
     const zs_object *object = it->object;
     const zs_class *cls = object->cls;
-    if (object->index != index) return fail(c, "object %u: header says index %u", index, object->index);
+    if (object->index != index)
+        return fail(c, "object %u: header says index %u", index, object->index);
     if (it->serial == 0 || it->serial == ZS_SERIAL_RETIRE)
         return fail(c, "object %u: invalid serial %u", index, it->serial);
     if (cls == NULL || cls->head.id >= rt->class_count || rt->classes[cls->head.id] != cls ||
@@ -137,13 +144,15 @@ static bool check_object(checker *c, uint32_t index, const zs_item *it) {
         return fail(c, "object %u: class pointer is not a class of this runtime", index);
     if (object->name_index >= rt->names.count) return fail(c, "object %u: bad name index", index);
     bool dying = (it->flags & ZS_ITEM_DYING) != 0;
-    bool mark_settled = !rt->collecting && (rt->phase == ZS_GC_IDLE || rt->phase == ZS_GC_PURGE_PENDING);
+    bool mark_settled = !rt->collecting &&
+                        (rt->phase == ZS_GC_IDLE || rt->phase == ZS_GC_PURGE_PENDING);
     if (mark_settled && !dying && !(it->flags & ZS_ITEM_PERMANENT) && !zs_item_reachable(rt, it))
         return fail(c, "object %u: live object without the current mark", index);
     if (item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST))
         return fail(c, "object %u: root missing from the root list", index);
     if (dying && item_is_root(it)) return fail(c, "object %u: a root is dying", index);
-    if ((it->flags & ZS_ITEM_LEAF) && (cls->schema.strong_count > 0 || object->outer != ZS_NULL_REF))
+    if ((it->flags & ZS_ITEM_LEAF) &&
+        (cls->schema.strong_count > 0 || object->outer != ZS_NULL_REF))
         return fail(c, "object %u: leaf flag on an object with references", index);
     if (!check_strong(c, it, object->outer, "outer")) return false;
     return check_schema(c, it, &cls->schema, (const char *)object, true);
@@ -228,7 +237,8 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
     if (!c.failed && free_count != rt->free_slots.count)
         fail(&c, "%u free slots but the free list holds %u", free_count, rt->free_slots.count);
     if (!c.failed && in_root_list != rt->root_list.count)
-        fail(&c, "%u items flagged in the root list, list holds %u", in_root_list, rt->root_list.count);
+        fail(&c, "%u items flagged in the root list, list holds %u", in_root_list,
+             rt->root_list.count);
     if (!c.failed && dying != rt->dying.count - rt->dying_cursor)
         fail(&c, "%u dying objects, %u pending purge", dying, rt->dying.count - rt->dying_cursor);
     if (!c.failed && permanent != rt->permanent_count)
@@ -255,15 +265,4 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
     }
     ZS_UNLOCK(rt);
     return c.failed ? ZS_E_CORRUPT : ZS_OK;
-}
-
-zs_status zs_debug_corrupt(zs_runtime *rt, zs_ref ref, uint32_t what) {
-    ZS_LOCK(rt);
-    zs_item *it = zs_item_of(rt, ref);
-    zs_status status = it ? ZS_OK : ZS_E_STALE;
-    if (it != NULL && what == 1) it->object->index ^= 1u;           /* header/index mismatch */
-    else if (it != NULL && what == 2) it->flags ^= ZS_ITEM_MARK;    /* lost mark */
-    else if (it != NULL) status = ZS_E_INVALID;
-    ZS_UNLOCK(rt);
-    return status;
 }

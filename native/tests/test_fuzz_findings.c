@@ -32,7 +32,8 @@ static void test_array_insert_from_itself(runner *t) {
     }
     const uint64_t values[4] = {0x1111111111111111ull, 0x2222222222222222ull, 0x3333333333333333ull,
                                 0x4444444444444444ull};
-    for (uint32_t i = 0; i < 4; i++) CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, array_type, array, i, &values[i], 1));
+    for (uint32_t i = 0; i < 4; i++)
+        CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, array_type, array, i, &values[i], 1));
     CHECK_EQ(t, array->capacity, 4);
     CHECK_OK(t, zs_value_new(rt, plain, &blocker, &ignored)); /* no room to grow in place */
     /* Insert copies of the first element in front of it: the array grows. */
@@ -45,9 +46,11 @@ static void test_array_insert_from_itself(runner *t) {
     /* The same with strings (their contents are copied through the element). */
     for (uint32_t i = 0; i < 4; i++) {
         CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, i, NULL, 1));
-        CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, string, (zs_string *)texts->data + i, &"abcd"[i], 4 - i));
+        CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, string, (zs_string *)texts->data + i,
+                                     &"abcd"[i], 4 - i));
     }
-    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, 4, (zs_string *)texts->data + 1, 2));
+    CHECK_OK(t,
+             zs_array_insert(rt, ZS_NULL_REF, strings, texts, 4, (zs_string *)texts->data + 1, 2));
     CHECK_EQ(t, texts->count, 6);
     for (uint32_t i = 4; i < 6 && texts->count == 6; i++) {
         const zs_string *copy = (const zs_string *)texts->data + i;
@@ -62,7 +65,8 @@ typedef struct deferred_free {
     zs_status hook_status; /* what zs_call_function said to the hook */
 } deferred_free;
 
-static zs_status closing_handler(void *user, zs_runtime *rt, zs_ref object, const char *function, void *params) {
+static zs_status closing_handler(void *user, zs_runtime *rt, zs_ref object, const char *function,
+                                 void *params) {
     (void)user;
     (void)object;
     (void)function;
@@ -71,10 +75,12 @@ static zs_status closing_handler(void *user, zs_runtime *rt, zs_ref object, cons
     return ZS_OK;
 }
 
-static void calling_destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destroy_phase phase) {
+static void calling_destroy_hook(void *user, zs_runtime *rt, zs_object *object,
+                                 zs_destroy_phase phase) {
     (void)phase;
     deferred_free *d = user;
-    if (d->hook_calls++ == 0) d->hook_status = zs_call_function(rt, zs_object_ref(rt, object), "tick", NULL);
+    if (d->hook_calls++ == 0)
+        d->hook_status = zs_call_function(rt, zs_object_ref(rt, object), "tick", NULL);
 }
 
 /* A destroy hook calling into the managed side during a deferred free (the
@@ -178,7 +184,8 @@ static void test_copy_of_set_with_stale_elements(runner *t) {
         CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, map, source_map, &doomed, &index, NULL));
         CHECK_OK(t, zs_value_store_ref(rt, ZS_NULL_REF, object,
                                        (zs_ref *)((char *)source_map->entries.data +
-                                                  (size_t)index * zs_type_entry_size(map) + zs_type_value_offset(map)),
+                                                  (size_t)index * zs_type_entry_size(map) +
+                                                  zs_type_value_offset(map)),
                                        kept));
     }
     uint32_t index = 0;
@@ -228,7 +235,8 @@ static void test_permanent_owner_value_store_out_of_memory(runner *t) {
     }
     zs_memory_stats memory;
     zs_runtime_memory(rt, &memory);
-    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes)); /* the root list cannot grow */
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT,
+                             memory.live_bytes)); /* the root list cannot grow */
     CHECK_STATUS(t, zs_value_store_ref(rt, permanent, object, &holder->ref[0], target), ZS_E_NOMEM);
     CHECK(t, holder->ref[0] == ZS_NULL_REF);
     VERIFY(t, rt);
@@ -255,7 +263,8 @@ static void querying_hook(void *user, zs_runtime *rt, zs_object *object, zs_dest
     zs_ref buffer[8];
     uint64_t names[8];
     uint32_t count = 0;
-    if (zs_gc_take_expiring_ex(rt, buffer, names, NULL, 8, &count) == ZS_OK) q->expiring_taken += count;
+    if (zs_gc_take_expiring_ex(rt, buffer, names, NULL, 8, &count) == ZS_OK)
+        q->expiring_taken += count;
     int32_t cluster = -1;
     zs_cluster_info info;
     if (zs_object_cluster(rt, zs_object_ref(rt, object), &cluster) == ZS_OK && cluster >= 0) {
@@ -278,7 +287,8 @@ static void test_destroy_hook_queries_during_teardown(runner *t) {
     fixture fx;
     if (!fixture_open_options(t, &fx, &options)) return;
     zs_runtime *rt = fx.rt;
-    zs_class_desc desc = {"Clustered", NULL, sizeof(node), ZS_CLASS_CLUSTER_ROOT | ZS_CLASS_IN_CLUSTER,
+    zs_class_desc desc = {"Clustered",  NULL,
+                          sizeof(node), ZS_CLASS_CLUSTER_ROOT | ZS_CLASS_IN_CLUSTER,
                           node_members, 6};
     const zs_class *clustered = NULL;
     CHECK_OK(t, zs_class_register(rt, &desc, &clustered));
@@ -295,7 +305,8 @@ static void test_destroy_hook_queries_during_teardown(runner *t) {
     /* Two unreachable objects with conjugates: gathered, not taken. */
     for (int i = 0; i < 2; i++) {
         node *made = NULL;
-        CHECK(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &made) >= ZS_FIRST_REF);
+        CHECK(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0,
+                                         &made) >= ZS_FIRST_REF);
     }
     CHECK_OK(t, zs_gc_mark_and_gather(rt));
     CHECK_EQ(t, zs_gc_expiring_count(rt), 2);
@@ -334,7 +345,8 @@ static void test_string_assign_from_itself(runner *t) {
     CHECK(t, text->length == 5 && memcmp(text->data, "cdefg", 5) == 0);
     const uint16_t units[6] = {'u', 'v', 'w', 'x', 'y', 'z'};
     CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, wide, wide_text, units, 6));
-    CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, wide, wide_text, (const uint16_t *)wide_text->data + 1, 4));
+    CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, wide, wide_text,
+                                 (const uint16_t *)wide_text->data + 1, 4));
     CHECK(t, wide_text->length == 4 && memcmp(wide_text->data, units + 1, 8) == 0);
     VERIFY(t, rt);
     fixture_close(&fx);

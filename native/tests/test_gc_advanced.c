@@ -47,8 +47,8 @@ static bool cfix_open_flags(runner *t, cfix *c, uint32_t min_cluster_size, uint3
     memset(c, 0, sizeof *c);
     if (!fixture_open_options(t, &c->fx, &options)) return false;
     c->rt = c->fx.rt;
-    zs_class_desc root_desc = {"ClusterRoot", NULL, sizeof(node), ZS_CLASS_CLUSTER_ROOT,
-                               node_members, 6};
+    zs_class_desc root_desc = {"ClusterRoot",         NULL,         sizeof(node),
+                               ZS_CLASS_CLUSTER_ROOT, node_members, 6};
     zs_class_desc part_desc = {"Part", NULL, sizeof(node), ZS_CLASS_IN_CLUSTER, node_members, 6};
     CHECK_OK(t, zs_class_register(c->rt, &root_desc, &c->croot));
     CHECK_OK(t, zs_class_register(c->rt, &part_desc, &c->part));
@@ -198,15 +198,15 @@ static void test_cluster_create_gathers(runner *t) {
     zs_ref n1 = MAKE(t, rt, c.fx.node, ZS_NULL_REF), l1 = MAKE(t, rt, c.fx.leaf, ZS_NULL_REF);
     zs_ref n2 = MAKE(t, rt, c.fx.node, ZS_NULL_REF), q = MAKE(t, rt, c.part, ZS_NULL_REF);
     zs_ref g = MAKE(t, rt, c.part, ZS_NULL_REF), x = MAKE(t, rt, c.part, n2);
-    LINK(t, rt, n1, 0, q);     /* Q (a Part) is only behind the mutable N1: not gathered */
+    LINK(t, rt, n1, 0, q); /* Q (a Part) is only behind the mutable N1: not gathered */
     PUSH(t, rt, a[5], n1);
-    PUSH(t, rt, a[6], n1);     /* the same mutable object twice is recorded once */
-    PUSH(t, rt, a[7], l1);     /* a Leaf is not IN_CLUSTER: mutable */
+    PUSH(t, rt, a[6], n1); /* the same mutable object twice is recorded once */
+    PUSH(t, rt, a[7], l1); /* a Leaf is not IN_CLUSTER: mutable */
     CHECK_OK(t, zs_mark_as_garbage(rt, g));
-    PUSH(t, rt, a[8], g);      /* a garbage Part cannot join: mutable */
-    PUSH(t, rt, a[9], b[7]);   /* into B through a member ... */
-    PUSH(t, rt, a[10], b[0]);  /* ... and through its root: one referenced cluster */
-    PUSH(t, rt, a[11], x);     /* X joins; its outer N2 is a mutable object */
+    PUSH(t, rt, a[8], g);     /* a garbage Part cannot join: mutable */
+    PUSH(t, rt, a[9], b[7]);  /* into B through a member ... */
+    PUSH(t, rt, a[10], b[0]); /* ... and through its root: one referenced cluster */
+    PUSH(t, rt, a[11], x);    /* X joins; its outer N2 is a mutable object */
     CHECK_OK(t, zs_create_cluster(rt, a[0], &size));
     CHECK_EQ(t, size, 22);
 
@@ -333,7 +333,8 @@ static void test_gather_out_of_memory(runner *t) {
         CHECK_OK(t, zs_create_cluster(rt, p[0], &size));
         CHECK_EQ(t, size, PARTS + 1);
         zs_object *ignored = NULL;
-        for (uint32_t k = 0; k < ALL; k += 3) CHECK_OK(t, zs_resolve_for_conjugate(rt, p[k], &ignored));
+        for (uint32_t k = 0; k < ALL; k += 3)
+            CHECK_OK(t, zs_resolve_for_conjugate(rt, p[k], &ignored));
         zs_memory_stats memory;
         zs_runtime_memory(rt, &memory);
         CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes + extra));
@@ -760,8 +761,10 @@ static void test_cluster_permanent_objects(runner *t) {
     cfix c;
     if (!cfix_open_flags(t, &c, 4, 1, ZS_RUNTIME_DISREGARD_WINDOW)) return;
     zs_runtime *rt = c.rt;
-    zs_ref perm_part = MAKE(t, rt, c.part, ZS_NULL_REF), perm_node = MAKE(t, rt, c.fx.node, ZS_NULL_REF);
-    zs_ref perm_root = MAKE(t, rt, c.croot, ZS_NULL_REF), perm_holder = MAKE(t, rt, c.fx.node, ZS_NULL_REF);
+    zs_ref perm_part = MAKE(t, rt, c.part, ZS_NULL_REF),
+           perm_node = MAKE(t, rt, c.fx.node, ZS_NULL_REF);
+    zs_ref perm_root = MAKE(t, rt, c.croot, ZS_NULL_REF),
+           perm_holder = MAKE(t, rt, c.fx.node, ZS_NULL_REF);
     CHECK_OK(t, zs_close_disregard_for_gc(rt));
     zs_ref p[11];
     uint32_t size = 99;
@@ -1004,7 +1007,7 @@ static void test_incremental_phase_errors(runner *t) {
     ROOT(t, rt, kept);
     CHECK_OK(t, zs_gc_start_incremental(rt));
     CHECK_STATUS(t, zs_gc_start_incremental(rt), ZS_E_INVALID);
-    CHECK_EQ(t, run_steps(t, rt, 0), 1); /* budget 0: to the end in one step */
+    CHECK_EQ(t, run_steps(t, rt, 0), 1);         /* budget 0: to the end in one step */
     CHECK_EQ(t, zs_gc_phase_of(rt), ZS_GC_IDLE); /* nothing died: no purge pending */
     CHECK(t, alive(rt, kept));
     fixture_close(&fx);
@@ -1037,7 +1040,10 @@ static void check_value_writes_refused(runner *t, zs_runtime *rt, zs_ref owner, 
     zs_string text = {0};
     zs_array list = {0}, bindings = {0}, *sparse = NULL, *sparse_out = NULL;
     zs_hash hash = {0};
-    struct { uint32_t value; uint8_t set; } maybe = {0, 0};
+    struct {
+        uint32_t value;
+        uint8_t set;
+    } maybe = {0, 0};
     zs_binding binding = {0};
     CHECK_OK(t, zs_callable_retain(rt, 1));
     CHECK_STATUS(t, zs_object_writable(rt, owner), ZS_E_DYING);
@@ -1052,8 +1058,8 @@ static void check_value_writes_refused(runner *t, zs_runtime *rt, zs_ref owner, 
     CHECK_STATUS(t, zs_multicast_add(rt, owner, &bindings, live, name, 0), ZS_E_DYING);
     CHECK_STATUS(t, zs_sparse_bindings(rt, owner, &sparse, 1, &sparse_out), ZS_E_DYING);
     CHECK(t, text.data == NULL && text.length == 0 && index == 0 && list.data == NULL &&
-             hash.entries.count == 0 && !maybe.set && binding.callable == 0 &&
-             bindings.data == NULL && sparse == NULL && sparse_out == NULL);
+                 hash.entries.count == 0 && !maybe.set && binding.callable == 0 &&
+                 bindings.data == NULL && sparse == NULL && sparse_out == NULL);
     /* With a live owner the same calls succeed; removals are refused for the dying one. */
     CHECK_OK(t, zs_object_writable(rt, live));
     CHECK_OK(t, zs_string_assign(rt, live, string, &text, units, 2));
@@ -1065,7 +1071,8 @@ static void check_value_writes_refused(runner *t, zs_runtime *rt, zs_ref owner, 
     CHECK_OK(t, zs_multicast_add(rt, live, &bindings, ZS_NULL_REF, 0, 1));
     CHECK_OK(t, zs_sparse_bindings(rt, live, &sparse, 1, &sparse_out));
     CHECK(t, text.length == 2 && list.count == 1 && hash.entries.count == 1 && maybe.set &&
-             binding.callable == 1 && bindings.count == 1 && sparse != NULL && sparse_out == sparse);
+                 binding.callable == 1 && bindings.count == 1 && sparse != NULL &&
+                 sparse_out == sparse);
     CHECK_STATUS(t, zs_string_assign(rt, owner, string, &text, units, 1), ZS_E_DYING);
     CHECK_STATUS(t, zs_value_clear(rt, owner, string, &text), ZS_E_DYING);
     CHECK_STATUS(t, zs_array_remove(rt, owner, array, &list, 0, 1), ZS_E_DYING);
@@ -1073,7 +1080,7 @@ static void check_value_writes_refused(runner *t, zs_runtime *rt, zs_ref owner, 
     CHECK_STATUS(t, zs_binding_set(rt, owner, &binding, ZS_NULL_REF, 0, 0), ZS_E_DYING);
     CHECK_STATUS(t, zs_multicast_remove(rt, owner, &bindings, 0, 1), ZS_E_DYING);
     CHECK(t, text.length == 2 && list.count == 1 && hash.entries.count == 1 && !removed &&
-             binding.callable == 1 && bindings.count == 1);
+                 binding.callable == 1 && bindings.count == 1);
     /* Reading a sparse list is not a write. */
     CHECK_OK(t, zs_sparse_bindings(rt, owner, &sparse, 0, &sparse_out));
     CHECK(t, sparse_out == sparse);
@@ -1130,7 +1137,8 @@ static void test_gathering_refuses_unmarked(runner *t) {
         purge_all(t, rt);
         for (uint32_t i = 0; i < GARBAGE_LEAVES; i++) {
             zs_ref ref = ZS_NULL_REF;
-            failures += zs_object_new(rt, fx.leaf, ZS_NULL_REF, ZS_NAME_AUTO, 0, &ref, NULL) != ZS_OK;
+            failures += zs_object_new(rt, fx.leaf, ZS_NULL_REF, ZS_NAME_AUTO, 0, &ref, NULL) !=
+                        ZS_OK;
         }
         unmarked = MAKE(t, rt, fx.node, ZS_NULL_REF);
     }
@@ -1362,8 +1370,9 @@ static void test_purge_waits_for_gathering(runner *t) {
     CHECK_EQ(t, counts.finishes, 0);
     CHECK_EQ(t, zs_gc_phase_of(rt), ZS_GC_GATHERING);
     if (freed != 0) {
-        fprintf(stderr, "  zs_gc_purge returned %d and freed %u objects during GATHERING "
-                        "(BeginDestroy ran for %u of %u dying objects); not finishing the cycle\n",
+        fprintf(stderr,
+                "  zs_gc_purge returned %d and freed %u objects during GATHERING "
+                "(BeginDestroy ran for %u of %u dying objects); not finishing the cycle\n",
                 (int)status, freed, counts.begins, MID_FILLERS + MID_PARTS + 1);
         zs_set_destroy_hook(rt, NULL, NULL);
         cfix_close(&c);
@@ -1457,7 +1466,8 @@ static void probing_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
     name_probe *p = user;
     for (uint32_t number = 1; number <= 64; number++) {
         zs_ref found = ZS_NULL_REF;
-        if (zs_find_object(rt, ZS_NULL_REF, p->name, number, &found) == ZS_OK && found != ZS_NULL_REF) {
+        if (zs_find_object(rt, ZS_NULL_REF, p->name, number, &found) == ZS_OK &&
+            found != ZS_NULL_REF) {
             if (phase == ZS_BEGIN_DESTROY) p->found_in_begin++;
             else p->found_in_finish++;
         }
@@ -1499,9 +1509,11 @@ static void test_incremental_step_count(runner *t) {
     }
     uint32_t failures = 0;
     for (uint32_t i = 0; i < COUNT; i++) { /* a 4-ary tree: i hangs from (i - 1) / 4 */
-        failures += zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &refs[i], NULL) != ZS_OK;
+        failures += zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &refs[i], NULL) !=
+                    ZS_OK;
         if (i > 0)
-            failures += zs_store_ref(rt, refs[(i - 1) / 4], NODE_REF((i - 1) % 4), refs[i]) != ZS_OK;
+            failures += zs_store_ref(rt, refs[(i - 1) / 4], NODE_REF((i - 1) % 4), refs[i]) !=
+                        ZS_OK;
     }
     CHECK_EQ(t, failures, 0);
     ROOT(t, rt, refs[0]);
@@ -1648,7 +1660,7 @@ static uint32_t graph_add(graph *g) {
     if (g->count == g->capacity) return NONE;
     uint32_t r = rand_below(&g->rng, 100);
     uint8_t kind = r < 8 ? K_CROOT : r < 45 ? K_PART : r < 85 ? K_NODE : K_LEAF;
-    const zs_class *cls = kind == K_CROOT ? g->c.croot
+    const zs_class *cls = kind == K_CROOT  ? g->c.croot
                           : kind == K_PART ? g->c.part
                           : kind == K_NODE ? g->c.fx.node
                                            : g->c.fx.leaf;
@@ -1809,7 +1821,8 @@ static void graph_mutate(graph *g, bool during_mark, uint32_t scale) {
         uint32_t i = graph_pick(g), strong = 0;
         if (i == NONE) continue;
         CHECK_OK(t, zs_strong_ref_count(rt, g->refs[i], &strong));
-        CHECK_OK(t, strong ? zs_release_strong_ref(rt, g->refs[i]) : zs_add_strong_ref(rt, g->refs[i]));
+        CHECK_OK(t, strong ? zs_release_strong_ref(rt, g->refs[i])
+                           : zs_add_strong_ref(rt, g->refs[i]));
     }
     for (uint32_t k = 0; k < scale / 10; k++) {
         uint32_t i = graph_pick(g);
@@ -1873,10 +1886,10 @@ static void graph_compare(runner *t, const graph *a, const graph *b) {
    the API (all arrays by heap index, or by cluster id). */
 typedef struct oracle {
     uint32_t n, cluster_bound, graph_count;
-    zs_ref *ref;      /* the live handle at each heap index */
+    zs_ref *ref; /* the live handle at each heap index */
     zs_object **obj;
-    uint8_t *state;   /* O_* */
-    int32_t *cl;      /* cluster, -1 for none */
+    uint8_t *state; /* O_* */
+    int32_t *cl;    /* cluster, -1 for none */
     uint32_t *queue;
     uint32_t *croot;  /* cluster -> root heap index */
     uint8_t *cflags;  /* cluster -> C_* */
@@ -2067,8 +2080,9 @@ static void oracle_check(runner *t, graph *g, const oracle *o, bool superset) {
         bool want = (o->state[h] & O_REACHED) != 0;
         if (superset ? (want && now == NULL) : (want != (now != NULL))) {
             if (wrong_alive++ == 0)
-                fprintf(stderr, "  graph object %u (index %u, cluster %d): alive=%d, oracle says %d\n",
-                        i, h, o->cl[h], now != NULL, want);
+                fprintf(stderr,
+                        "  graph object %u (index %u, cluster %d): alive=%d, oracle says %d\n", i,
+                        h, o->cl[h], now != NULL, want);
         }
         if (superset || now == NULL) continue;
         bool killable;
@@ -2217,7 +2231,8 @@ static void test_reference_chains_random(runner *t) {
         for (int cycle = 0; cycle < 3; cycle++) {
             oracle o;
             if (!oracle_compute(&g, &o)) break;
-            for (uint32_t i = cycle; i < g.count; i += 53) { /* a sample: each search reads the heap */
+            for (uint32_t i = cycle; i < g.count;
+                 i += 53) { /* a sample: each search reads the heap */
                 uint32_t h = ZS_REF_INDEX(g.refs[i]);
                 if (o.ref[h] != g.refs[i]) continue; /* dead */
                 faults += check_chains(t, &g, &o, g.refs[i]);

@@ -47,6 +47,7 @@ static void test_runtime_create_free(runner *t) {
         const char *message = zs_status_message((zs_status)s);
         CHECK(t, message != NULL && message[0] != '\0');
     }
+    CHECK(t, strcmp(zs_status_message((zs_status)(ZS_E_CALL_FAILED + 1)), "unknown status") == 0);
 }
 
 /* Two runtimes never see each other's objects, classes, names or collections. */
@@ -134,8 +135,10 @@ static void test_class_schema_flattening(runner *t) {
     if (!fixture_open(t, &fx, 0, 0)) return;
     zs_runtime *rt = fx.rt;
     /* Base: strong at 32, weak at 40 (48 bytes). Child: array at 48, strong at 64 (72 bytes). */
-    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32, NULL}, {ZS_MEMBER_WEAK_OBJECT, 40, NULL}};
-    const zs_member child_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48, NULL}, {ZS_MEMBER_OBJECT, 64, NULL}};
+    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32, NULL},
+                                      {ZS_MEMBER_WEAK_OBJECT, 40, NULL}};
+    const zs_member child_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48, NULL},
+                                       {ZS_MEMBER_OBJECT, 64, NULL}};
     const zs_class *base = NULL, *child = NULL, *grandchild = NULL, *unrelated = NULL;
     zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2};
     zs_class_desc child_desc = {"Child", NULL, 72, 0, child_members, 2};
@@ -176,14 +179,14 @@ static void test_class_schema_flattening(runner *t) {
     zs_ref a = MAKE(t, rt, fx.leaf, ZS_NULL_REF), b = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
     zs_ref c = MAKE(t, rt, fx.leaf, ZS_NULL_REF), w = MAKE(t, rt, fx.leaf, ZS_NULL_REF);
     ROOT(t, rt, holder);
-    CHECK_OK(t, zs_store_ref(rt, holder, 32, a));             /* Base strong */
-    CHECK_OK(t, zs_store_ref(rt, holder, 40, w));             /* Base weak */
-    CHECK_OK(t, zs_ref_array_push(rt, holder, 48, b));        /* Child array */
-    CHECK_OK(t, zs_store_ref(rt, holder, 64, c));             /* Child strong */
-    CHECK_STATUS(t, zs_store_ref(rt, holder, 48, a), ZS_E_INVALID);     /* array, not a ref */
+    CHECK_OK(t, zs_store_ref(rt, holder, 32, a));                        /* Base strong */
+    CHECK_OK(t, zs_store_ref(rt, holder, 40, w));                        /* Base weak */
+    CHECK_OK(t, zs_ref_array_push(rt, holder, 48, b));                   /* Child array */
+    CHECK_OK(t, zs_store_ref(rt, holder, 64, c));                        /* Child strong */
+    CHECK_STATUS(t, zs_store_ref(rt, holder, 48, a), ZS_E_INVALID);      /* array, not a ref */
     CHECK_STATUS(t, zs_ref_array_push(rt, holder, 32, a), ZS_E_INVALID); /* ref, not an array */
-    CHECK_STATUS(t, zs_store_ref(rt, holder, 72, a), ZS_E_INVALID);     /* plain data */
-    CHECK_STATUS(t, zs_store_ref(rt, holder, 16, a), ZS_E_INVALID);     /* header */
+    CHECK_STATUS(t, zs_store_ref(rt, holder, 72, a), ZS_E_INVALID);      /* plain data */
+    CHECK_STATUS(t, zs_store_ref(rt, holder, 16, a), ZS_E_INVALID);      /* header */
     COLLECT(t, rt);
     CHECK(t, alive(rt, a) && alive(rt, b) && alive(rt, c));
     CHECK(t, !alive(rt, w)); /* the weak member does not keep it */
@@ -215,12 +218,12 @@ static void test_registration_failures_keep_memory_counts(runner *t) {
         const zs_class *base = NULL, *child = NULL;
         for (uint32_t i = 0; ok && i < WORDS; i++)
             members[i] = (zs_member){ZS_MEMBER_OBJECT, (uint32_t)sizeof(zs_object) + 8 * i, NULL};
-        zs_class_desc base_desc = {"Base", NULL, (uint32_t)sizeof(zs_object) + 8 * WORDS, 0,
-                                   members, WORDS};
+        zs_class_desc base_desc = {"Base", NULL,    (uint32_t)sizeof(zs_object) + 8 * WORDS,
+                                   0,      members, WORDS};
         ok = ok && zs_class_register(rt, &base_desc, &base) == ZS_OK;
         zs_member child_member = {ZS_MEMBER_VALUE, base_desc.instance_size, record};
-        zs_class_desc child_desc = {"Child", base, base_desc.instance_size + 8 * WORDS, 0,
-                                    &child_member, 1};
+        zs_class_desc child_desc = {"Child", base,          base_desc.instance_size + 8 * WORDS,
+                                    0,       &child_member, 1};
         ok = ok && zs_class_register(rt, &child_desc, &child) == ZS_OK;
         if (ok) {
             CHECK_EQ(t, zs_class_schema_words(child), 2 * WORDS);
@@ -238,7 +241,8 @@ static void test_class_invalid_members(runner *t) {
     fixture fx;
     if (!fixture_open(t, &fx, 0, 0)) return;
     zs_runtime *rt = fx.rt;
-    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32, NULL}, {ZS_MEMBER_WEAK_OBJECT, 40, NULL}};
+    const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32, NULL},
+                                      {ZS_MEMBER_WEAK_OBJECT, 40, NULL}};
     zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2};
     const zs_class *base = NULL;
     CHECK_OK(t, zs_class_register(rt, &base_desc, &base));
@@ -249,7 +253,7 @@ static void test_class_invalid_members(runner *t) {
 
     typedef struct bad_case {
         const char *why;
-        bool derived;      /* parent = Base */
+        bool derived; /* parent = Base */
         uint32_t size;
         zs_member members[2];
         uint32_t count;
@@ -257,9 +261,21 @@ static void test_class_invalid_members(runner *t) {
     const bad_case cases[] = {
         {"unaligned", false, 48, {{ZS_MEMBER_OBJECT, 36, NULL}}, 1},
         {"unaligned array", false, 64, {{ZS_MEMBER_OBJECT_ARRAY, 44, NULL}}, 1},
-        {"same offset", false, 48, {{ZS_MEMBER_OBJECT, 32, NULL}, {ZS_MEMBER_WEAK_OBJECT, 32, NULL}}, 2},
-        {"overlaps an array", false, 64, {{ZS_MEMBER_OBJECT_ARRAY, 32, NULL}, {ZS_MEMBER_OBJECT, 40, NULL}}, 2},
-        {"array overlapped", false, 64, {{ZS_MEMBER_OBJECT, 40, NULL}, {ZS_MEMBER_OBJECT_ARRAY, 32, NULL}}, 2},
+        {"same offset",
+         false,
+         48,
+         {{ZS_MEMBER_OBJECT, 32, NULL}, {ZS_MEMBER_WEAK_OBJECT, 32, NULL}},
+         2},
+        {"overlaps an array",
+         false,
+         64,
+         {{ZS_MEMBER_OBJECT_ARRAY, 32, NULL}, {ZS_MEMBER_OBJECT, 40, NULL}},
+         2},
+        {"array overlapped",
+         false,
+         64,
+         {{ZS_MEMBER_OBJECT, 40, NULL}, {ZS_MEMBER_OBJECT_ARRAY, 32, NULL}},
+         2},
         {"inside the header", false, 48, {{ZS_MEMBER_OBJECT, 16, NULL}}, 1},
         {"header tail", false, 48, {{ZS_MEMBER_OBJECT, 24, NULL}}, 1},
         {"at offset 0", false, 48, {{ZS_MEMBER_OBJECT, 0, NULL}}, 1},
@@ -353,8 +369,10 @@ static void test_object_header_and_zeroing(runner *t) {
 
     /* Bad arguments. */
     zs_ref out = ZS_NULL_REF;
-    CHECK_STATUS(t, zs_object_new(rt, NULL, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_INVALID);
-    CHECK_STATUS(t, zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, NULL), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_object_new(rt, NULL, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL),
+                 ZS_E_INVALID);
+    CHECK_STATUS(t, zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, NULL),
+                 ZS_E_INVALID);
     CHECK_STATUS(t, zs_object_new(rt, fx.node, ZS_NULL_REF, 1000000, 0, &out, NULL), ZS_E_INVALID);
     CHECK_STATUS(t, zs_object_new(rt, fx.node, dirty, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_STALE);
     CHECK_EQ(t, zs_live_objects(rt), 3);
@@ -396,7 +414,7 @@ static void test_name_interning(runner *t) {
 
     uint32_t count = zs_name_count(rt);
     CHECK_OK(t, zs_name_intern(rt, "hero_99", 7, &index, &number));
-    CHECK_EQ(t, zs_name_count(rt), count); /* nothing new interned */
+    CHECK_EQ(t, zs_name_count(rt), count);     /* nothing new interned */
     CHECK(t, zs_name_base(rt, count) == NULL); /* out of range */
     CHECK_STATUS(t, zs_name_intern(rt, NULL, 0, &index, &number), ZS_E_INVALID);
     CHECK_STATUS(t, zs_name_intern(rt, "a\0b", 3, &index, &number), ZS_E_INVALID);
@@ -643,7 +661,7 @@ static void test_weak_members(runner *t) {
         return;
     }
     CHECK(t, !alive(rt, weak_only));
-    CHECK_EQ(t, h->weak, weak_only);       /* not cleared ... */
+    CHECK_EQ(t, h->weak, weak_only);           /* not cleared ... */
     CHECK(t, zs_resolve(rt, h->weak) == NULL); /* ... but stale */
     CHECK(t, zs_resolve(rt, o->weak) == zs_resolve(rt, also_strong));
 
@@ -789,9 +807,9 @@ typedef struct hook_event {
 
 typedef struct hook_log {
     hook_event events[HOOK_EVENTS];
-    uint32_t count;        /* calls; may exceed the array */
-    const zs_class *node;  /* instances of this class are read as nodes */
-    bool probe;            /* try every mutating call inside the hook */
+    uint32_t count;       /* calls; may exceed the array */
+    const zs_class *node; /* instances of this class are read as nodes */
+    bool probe;           /* try every mutating call inside the hook */
     uint32_t probes;
     uint32_t probes_not_busy;
 } hook_log;
@@ -807,7 +825,8 @@ static void recording_hook(void *user, zs_runtime *rt, zs_object *object, zs_des
     if (object->cls == log->node) {
         const node *n = (const node *)object;
         event.payload = n->payload;
-        const node *next = phase == ZS_BEGIN_DESTROY ? (const node *)zs_resolve(rt, n->ref[0]) : NULL;
+        const node *next = phase == ZS_BEGIN_DESTROY ? (const node *)zs_resolve(rt, n->ref[0])
+                                                     : NULL;
         if (next != NULL && next->header.cls == log->node) event.next_payload = next->payload;
     }
     if (log->count < HOOK_EVENTS) log->events[log->count] = event;
@@ -959,7 +978,8 @@ static void test_runtime_free_calls_hook(runner *t) {
     for (uint32_t e = 0; e < log.count && e < HOOK_EVENTS; e++) {
         if (log.events[e].index == indices[3]) continue; /* the leaf has no payload read */
         for (int i = 0; i < 5; i++)
-            if (log.events[e].index == indices[i]) CHECK_EQ(t, log.events[e].payload, 7000 + (uint64_t)i);
+            if (log.events[e].index == indices[i])
+                CHECK_EQ(t, log.events[e].payload, 7000 + (uint64_t)i);
     }
 }
 
@@ -988,7 +1008,7 @@ static void test_conjugate_expiry(runner *t) {
 
     COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
     CHECK(t, alive(rt, with_conjugate) && alive(rt, plain)); /* nothing freed yet */
-    CHECK_EQ(t, log.count, 0);                                /* not even BEGIN */
+    CHECK_EQ(t, log.count, 0);                               /* not even BEGIN */
     CHECK_EQ(t, zs_gc_expiring_count(rt), 1);
     CHECK_EQ(t, zs_gc_pending_purge(rt), 2);
 
@@ -1066,11 +1086,14 @@ static void test_object_new_conjugate(runner *t) {
     CHECK(t, ref >= ZS_FIRST_REF);
     CHECK(t, raw != NULL && (zs_object *)raw == zs_resolve(rt, ref));
     if (raw != NULL) CHECK(t, raw->payload == image.payload);
-    zs_ref plain = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw);
+    zs_ref plain = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0,
+                                           &raw);
     CHECK(t, plain >= ZS_FIRST_REF && raw != NULL && raw->payload == 0);
 
-    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init,
-                                        init_size + 1, &raw), ZS_E_INVALID);
+    CHECK_EQ(t,
+             zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init, init_size + 1,
+                                     &raw),
+             ZS_E_INVALID);
     CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 8, &raw),
              ZS_E_INVALID);
     CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, NULL),
@@ -1222,13 +1245,15 @@ static void test_capacity(runner *t) {
         if (i < 40) ROOT(t, rt, ref);
     }
     zs_ref out = ZS_NULL_REF;
-    CHECK_STATUS(t, zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_CAPACITY);
+    CHECK_STATUS(t, zs_object_new(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL),
+                 ZS_E_CAPACITY);
     CHECK_EQ(t, zs_live_objects(rt), 100);
     VERIFY(t, rt);
     COLLECT(t, rt);
     CHECK_EQ(t, zs_live_objects(rt), 40);
     for (int i = 0; i < 60; i++) MAKE(t, rt, fx.node, ZS_NULL_REF);
-    CHECK_STATUS(t, zs_object_new(rt, fx.leaf, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL), ZS_E_CAPACITY);
+    CHECK_STATUS(t, zs_object_new(rt, fx.leaf, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL),
+                 ZS_E_CAPACITY);
     CHECK_EQ(t, zs_live_objects(rt), 100);
     COLLECT(t, rt);
     CHECK_EQ(t, zs_live_objects(rt), 40);
@@ -1350,7 +1375,8 @@ static void test_million_object_chain(runner *t) {
             break;
         }
         if (i == 0) head = ref;
-        else if (zs_store_ref(rt, tail, (uint32_t)offsetof(link_obj, next), ref) != ZS_OK) failures++;
+        else if (zs_store_ref(rt, tail, (uint32_t)offsetof(link_obj, next), ref) != ZS_OK)
+            failures++;
         tail = ref;
     }
     CHECK_EQ(t, failures, 0);
@@ -1382,9 +1408,9 @@ static void test_million_object_chain(runner *t) {
 #define RG_NONE UINT32_MAX
 
 typedef struct rg_object {
-    zs_ref ref;                   /* kept after death, to check it stays stale */
-    uint32_t edge[NODE_SLOTS];    /* model index of each strong slot's target, RG_NONE = null */
-    uint32_t outer;               /* model index of the outer, RG_NONE = none */
+    zs_ref ref;                /* kept after death, to check it stays stale */
+    uint32_t edge[NODE_SLOTS]; /* model index of each strong slot's target, RG_NONE = null */
+    uint32_t outer;            /* model index of the outer, RG_NONE = none */
     bool alive, rooted, strong, garbage, reached;
 } rg_object;
 
@@ -1393,8 +1419,8 @@ typedef struct rg_model {
     fixture fx;
     uint64_t rng;
     rg_object obj[RG_CAPACITY];
-    uint32_t count;               /* objects ever created */
-    uint32_t live[RG_CAPACITY];   /* model indices of live objects */
+    uint32_t count;             /* objects ever created */
+    uint32_t live[RG_CAPACITY]; /* model indices of live objects */
     uint32_t live_count;
     uint32_t queue[RG_CAPACITY];
 } rg_model;
@@ -1415,7 +1441,8 @@ static uint32_t rg_new_object(rg_model *m) {
     *o = (rg_object){.outer = RG_NONE, .alive = true};
     for (uint32_t s = 0; s < NODE_SLOTS; s++) o->edge[s] = RG_NONE;
     if (m->live_count > 0 && rand_below(&m->rng, 8) == 0) o->outer = rg_pick_live(m);
-    o->ref = MAKE(t, m->fx.rt, m->fx.node, o->outer == RG_NONE ? ZS_NULL_REF : m->obj[o->outer].ref);
+    o->ref = MAKE(t, m->fx.rt, m->fx.node,
+                  o->outer == RG_NONE ? ZS_NULL_REF : m->obj[o->outer].ref);
     if (rand_below(&m->rng, 40) == 0) {
         o->rooted = true;
         ROOT(t, m->fx.rt, o->ref);
@@ -1637,9 +1664,11 @@ static void test_object_slabs(runner *t) {
             bool zeroed = true;
             for (size_t b = 0; b < SIZE - sizeof(zs_object); b++) zeroed = zeroed && body[b] == 0;
             CHECK(t, zeroed);
-            memset(object + 1, 0xAB, SIZE - sizeof(zs_object)); /* must not show in the next round */
+            memset(object + 1, 0xAB,
+                   SIZE - sizeof(zs_object)); /* must not show in the next round */
             if (round == 0) first[i] = address;
-            for (uint32_t j = 0; slabs && round == 1 && !reused && j < COUNT; j += 97) reused = first[j] == address;
+            for (uint32_t j = 0; slabs && round == 1 && !reused && j < COUNT; j += 97)
+                reused = first[j] == address;
         }
         zs_runtime_memory(fx.rt, &during);
         if (round == 1) { /* round 0 also grew the runtime's tables and vectors */
@@ -1671,14 +1700,17 @@ static void test_huge_class(runner *t) {
     for (uint32_t i = 0; i < SLOTS; i++)
         members[i] = (zs_member){.kind = ZS_MEMBER_OBJECT,
                                  .offset = (uint32_t)(sizeof(zs_object) + i * sizeof(zs_ref))};
-    zs_class_desc desc = {.name = "Big", .instance_size = (uint32_t)(sizeof(zs_object) + SLOTS * sizeof(zs_ref)),
-                          .members = members, .member_count = SLOTS};
+    zs_class_desc desc = {.name = "Big",
+                          .instance_size = (uint32_t)(sizeof(zs_object) + SLOTS * sizeof(zs_ref)),
+                          .members = members,
+                          .member_count = SLOTS};
     CHECK_OK(t, zs_class_register(fx.rt, &desc, &big));
     if (big == NULL) goto done;
     for (uint32_t h = 0; h < HOLDERS; h++) {
         holders[h] = MAKE(t, fx.rt, big, ZS_NULL_REF);
         if (h == 0) ROOT(t, fx.rt, holders[h]);
-        else CHECK_OK(t, zs_store_ref(fx.rt, holders[h - 1], members[SLOTS - 1].offset, holders[h]));
+        else
+            CHECK_OK(t, zs_store_ref(fx.rt, holders[h - 1], members[SLOTS - 1].offset, holders[h]));
         for (uint32_t i = 0; i + 1 < SLOTS; i++) {
             zs_ref target = MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
             targets[h * SLOTS + i] = target;
@@ -1692,7 +1724,8 @@ static void test_huge_class(runner *t) {
     CHECK_OK(t, zs_debug_set(fx.rt, ZS_DEBUG_STEP_OBJECTS, 1));
     CHECK_OK(t, zs_gc_start_incremental(fx.rt));
     int done = 0;
-    for (uint32_t step = 0; !done && step < 100000; step++) CHECK_OK(t, zs_gc_step(fx.rt, 1000000000u, &done));
+    for (uint32_t step = 0; !done && step < 100000; step++)
+        CHECK_OK(t, zs_gc_step(fx.rt, 1000000000u, &done));
     CHECK(t, done);
     CHECK_EQ(t, gc_stats(fx.rt).objects_marked, HOLDERS * SLOTS - 1u);
     VERIFY(t, fx.rt);
@@ -1800,9 +1833,9 @@ static void test_reference_chains(runner *t) {
     zs_ref c = MAKE(t, rt, fx.node, ZS_NULL_REF), stray = MAKE(t, rt, fx.node, ZS_NULL_REF);
     ROOT(t, rt, a);
     LINK(t, rt, a, 2, b);
-    LINK(t, rt, a, 3, b);          /* a second, equally short path: one chain per root */
+    LINK(t, rt, a, 3, b); /* a second, equally short path: one chain per root */
     PUSH(t, rt, b, c);
-    LINK(t, rt, stray, 0, c);      /* an unreachable holder gives no chain */
+    LINK(t, rt, stray, 0, c); /* an unreachable holder gives no chain */
     zs_chain_link links[16];
     CHECK_EQ(t, chains_of(t, rt, c, 0, links), 3);
     CHECK(t, links[0].holder == a && links[0].root == ZS_CHAIN_ROOT_ADDED);
@@ -1867,7 +1900,7 @@ typedef struct call_log {
     zs_ref doomed;           /* the first call unroots it and collects */
     zs_ref born;             /* the first call creates an object of the class */
     const zs_class *cls;
-    zs_ref failing;          /* calls on it fail */
+    zs_ref failing; /* calls on it fail */
 } call_log;
 
 /* A handler standing in for the managed side: counts calls in params (a

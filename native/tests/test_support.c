@@ -23,12 +23,12 @@ void check_at(runner *t, bool ok, const char *expr, const char *file, int line) 
 void check_eq_at(runner *t, uint64_t got, uint64_t want, const char *expr_got,
                  const char *expr_want, const char *file, int line) {
     if (report(t, got == want, file, line))
-        fprintf(stderr, "%s == %s (got %" PRIu64 ", want %" PRIu64 ")\n", expr_got, expr_want,
-                got, want);
+        fprintf(stderr, "%s == %s (got %" PRIu64 ", want %" PRIu64 ")\n", expr_got, expr_want, got,
+                want);
 }
 
-void check_status_at(runner *t, zs_status got, zs_status want, const char *expr,
-                     const char *file, int line) {
+void check_status_at(runner *t, zs_status got, zs_status want, const char *expr, const char *file,
+                     int line) {
     if (report(t, got == want, file, line))
         fprintf(stderr, "%s returned %d (%s), want %d (%s)\n", expr, (int)got,
                 zs_status_message(got), (int)want, zs_status_message(want));
@@ -51,9 +51,9 @@ void collect_at(runner *t, zs_runtime *rt, zs_status want, const char *file, int
 }
 
 const zs_member node_members[6] = {
-    {ZS_MEMBER_OBJECT, NODE_REF(0), NULL},       {ZS_MEMBER_OBJECT, NODE_REF(1), NULL},
-    {ZS_MEMBER_OBJECT, NODE_REF(2), NULL},       {ZS_MEMBER_OBJECT, NODE_REF(3), NULL},
-    {ZS_MEMBER_WEAK_OBJECT, NODE_WEAK, NULL},    {ZS_MEMBER_OBJECT_ARRAY, NODE_LIST, NULL},
+    {ZS_MEMBER_OBJECT, NODE_REF(0), NULL},    {ZS_MEMBER_OBJECT, NODE_REF(1), NULL},
+    {ZS_MEMBER_OBJECT, NODE_REF(2), NULL},    {ZS_MEMBER_OBJECT, NODE_REF(3), NULL},
+    {ZS_MEMBER_WEAK_OBJECT, NODE_WEAK, NULL}, {ZS_MEMBER_OBJECT_ARRAY, NODE_LIST, NULL},
 };
 
 bool fixture_open_options(runner *t, fixture *fx, const zs_runtime_options *options) {

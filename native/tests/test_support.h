@@ -30,8 +30,8 @@
  * ====================================================================== */
 
 typedef struct runner {
-    const char *test;   /* name of the running test */
-    unsigned failures;  /* failed checks in the running test */
+    const char *test;  /* name of the running test */
+    unsigned failures; /* failed checks in the running test */
     unsigned long checks;
 } runner;
 
@@ -44,11 +44,11 @@ bool report(runner *t, bool ok, const char *file, int line);
 void check_at(runner *t, bool ok, const char *expr, const char *file, int line);
 void check_eq_at(runner *t, uint64_t got, uint64_t want, const char *expr_got,
                  const char *expr_want, const char *file, int line);
-void check_status_at(runner *t, zs_status got, zs_status want, const char *expr,
-                     const char *file, int line);
+void check_status_at(runner *t, zs_status got, zs_status want, const char *expr, const char *file,
+                     int line);
 
 #define CHECK(t, cond) check_at((t), (cond) ? true : false, #cond, __FILE__, __LINE__)
-#define CHECK_EQ(t, got, want) \
+#define CHECK_EQ(t, got, want)                                                                     \
     check_eq_at((t), (uint64_t)(got), (uint64_t)(want), #got, #want, __FILE__, __LINE__)
 #define CHECK_STATUS(t, expr, want) check_status_at((t), (expr), (want), #expr, __FILE__, __LINE__)
 #define CHECK_OK(t, expr) CHECK_STATUS(t, expr, ZS_OK)
@@ -85,17 +85,17 @@ void collect_at(runner *t, zs_runtime *rt, zs_status want, const char *file, int
 /* The test object: four strong slots, a weak slot, a reference array, data. */
 typedef struct node {
     zs_object header;
-    zs_ref ref[4];      /* ZS_MEMBER_OBJECT */
-    zs_ref weak;        /* ZS_MEMBER_WEAK_OBJECT */
-    zs_ref_array list;  /* ZS_MEMBER_OBJECT_ARRAY */
-    uint64_t payload;   /* plain data, never traced */
+    zs_ref ref[4];     /* ZS_MEMBER_OBJECT */
+    zs_ref weak;       /* ZS_MEMBER_WEAK_OBJECT */
+    zs_ref_array list; /* ZS_MEMBER_OBJECT_ARRAY */
+    uint64_t payload;  /* plain data, never traced */
 } node;
 
 /* An object whose only member is weak: marking never reads it (a leaf).
    test_memberless_class covers classes with no members at all. */
 typedef struct leaf {
     zs_object header;
-    zs_ref weak;        /* ZS_MEMBER_WEAK_OBJECT */
+    zs_ref weak; /* ZS_MEMBER_WEAK_OBJECT */
     uint64_t payload;
 } leaf;
 
@@ -126,9 +126,10 @@ zs_ref make_at(runner *t, zs_runtime *rt, const zs_class *cls, zs_ref outer, con
 #define MAKE(t, rt, cls, outer) make_at((t), (rt), (cls), (outer), __FILE__, __LINE__)
 #define ROOT(t, rt, ref) CHECK_OK(t, zs_add_to_root((rt), (ref)))
 #define UNROOT(t, rt, ref) CHECK_OK(t, zs_remove_from_root((rt), (ref)))
-#define LINK(t, rt, holder, slot, target) \
+#define LINK(t, rt, holder, slot, target)                                                          \
     CHECK_OK(t, zs_store_ref((rt), (holder), NODE_REF(slot), (target)))
-#define PUSH(t, rt, holder, target) CHECK_OK(t, zs_ref_array_push((rt), (holder), NODE_LIST, (target)))
+#define PUSH(t, rt, holder, target)                                                                \
+    CHECK_OK(t, zs_ref_array_push((rt), (holder), NODE_LIST, (target)))
 
 static inline bool alive(zs_runtime *rt, zs_ref ref) { return zs_resolve(rt, ref) != NULL; }
 static inline node *node_of(zs_runtime *rt, zs_ref ref) { return (node *)zs_resolve(rt, ref); }

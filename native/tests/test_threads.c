@@ -45,9 +45,9 @@ typedef struct worker {
     zs_ref text;                /* a black string value */
 } worker;
 
-#define WCHECK(w, cond)                                          \
-    do {                                                         \
-        if (!(cond) && (w)->failures++ == 0) (w)->first_line = __LINE__; \
+#define WCHECK(w, cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond) && (w)->failures++ == 0) (w)->first_line = __LINE__;                           \
     } while (0)
 
 /* The managed side: store the object into its own weak slot (the object
@@ -59,11 +59,14 @@ static zs_status thread_handler(void *user, zs_runtime *rt, zs_ref object, const
     shared *s = user;
     atomic_fetch_add(&s->handled, 1);
     zs_status status = zs_store_ref(rt, object, NODE_WEAK, object);
-    return status == ZS_OK || status == ZS_E_STALE || status == ZS_E_DYING ? ZS_OK : ZS_E_CALL_FAILED;
+    return status == ZS_OK || status == ZS_E_STALE || status == ZS_E_DYING ? ZS_OK
+                                                                           : ZS_E_CALL_FAILED;
 }
 
 /* The holder of chain position k: the anchor, or the node before it. */
-static zs_ref holder_of(const worker *w, uint32_t k) { return k == 0 ? w->anchor : w->chain[k - 1]; }
+static zs_ref holder_of(const worker *w, uint32_t k) {
+    return k == 0 ? w->anchor : w->chain[k - 1];
+}
 
 /* Walk the chain from the anchor: every node lives and links to the next. */
 static void check_chain(worker *w) {
@@ -84,7 +87,8 @@ static int worker_main(void *arg) {
         uint32_t what = rand_below(&w->seed, 6);
         if (what <= 1 && w->length < CHAIN_MAX) {
             zs_ref fresh = ZS_NULL_REF;
-            zs_status status = zs_object_new(rt, w->s->node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &fresh, NULL);
+            zs_status status = zs_object_new(rt, w->s->node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &fresh,
+                                             NULL);
             /* The workers may outrun the collector (a busy machine) and fill the heap. */
             WCHECK(w, status == ZS_OK || status == ZS_E_CAPACITY);
             if (status != ZS_OK) continue;
@@ -95,7 +99,8 @@ static int worker_main(void *arg) {
         } else if (what == 2 && w->length > 0) {
             uint32_t k = rand_below(&w->seed, w->length);
             for (uint32_t i = k; i < w->length; i++)
-                for (; w->strong[i] > 0; w->strong[i]--) WCHECK(w, zs_release_strong_ref(rt, w->chain[i]) == ZS_OK);
+                for (; w->strong[i] > 0; w->strong[i]--)
+                    WCHECK(w, zs_release_strong_ref(rt, w->chain[i]) == ZS_OK);
             WCHECK(w, zs_store_ref(rt, holder_of(w, k), NODE_REF(0), ZS_NULL_REF) == ZS_OK);
             w->length = k;
         } else if (what == 3) {
@@ -107,7 +112,8 @@ static int worker_main(void *arg) {
             uint32_t length = rand_below(&w->seed, sizeof units);
             memset(units, 'a' + (int)(round % 26), length);
             zs_string *text = zs_value_resolve(rt, w->text);
-            WCHECK(w, text != NULL && zs_string_assign(rt, ZS_NULL_REF, w->s->string, text, units, length) == ZS_OK);
+            WCHECK(w, text != NULL && zs_string_assign(rt, ZS_NULL_REF, w->s->string, text, units,
+                                                       length) == ZS_OK);
             WCHECK(w, text != NULL && text->length == length);
         } else if (w->length > 0) {
             uint32_t k = rand_below(&w->seed, w->length);
@@ -117,7 +123,8 @@ static int worker_main(void *arg) {
         check_chain(w);
     }
     for (uint32_t i = 0; i < w->length; i++)
-        for (; w->strong[i] > 0; w->strong[i]--) WCHECK(w, zs_release_strong_ref(rt, w->chain[i]) == ZS_OK);
+        for (; w->strong[i] > 0; w->strong[i]--)
+            WCHECK(w, zs_release_strong_ref(rt, w->chain[i]) == ZS_OK);
     WCHECK(w, zs_remove_from_root(rt, w->anchor) == ZS_OK);
     WCHECK(w, zs_value_free(rt, w->text) == ZS_OK);
     atomic_fetch_sub(&w->s->running, 1);
@@ -161,7 +168,8 @@ static void test_threads_share_a_runtime(runner *t) {
         } else {
             CHECK_OK(t, zs_gc_start_incremental(rt));
             int done = 0;
-            for (uint32_t step = 0; !done && step < 1000000; step++) CHECK_OK(t, zs_gc_step_bounded(rt, 0, 1, &done));
+            for (uint32_t step = 0; !done && step < 1000000; step++)
+                CHECK_OK(t, zs_gc_step_bounded(rt, 0, 1, &done));
             CHECK(t, done);
             CHECK_OK(t, zs_gc_purge(rt, 0, &done));
         }
@@ -175,8 +183,8 @@ static void test_threads_share_a_runtime(runner *t) {
     for (uint32_t i = 0; i < started; i++) thrd_join(threads[i], NULL);
     for (uint32_t i = 0; i < WORKERS; i++) {
         if (workers[i].failures > 0)
-            fprintf(stderr, "worker %u: %u failed checks, the first at line %d\n", i, workers[i].failures,
-                    workers[i].first_line);
+            fprintf(stderr, "worker %u: %u failed checks, the first at line %d\n", i,
+                    workers[i].failures, workers[i].first_line);
         CHECK_EQ(t, workers[i].failures, 0);
     }
     CHECK(t, cycles >= MIN_CYCLES && atomic_load(&s.handled) > 0);

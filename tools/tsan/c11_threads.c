@@ -29,11 +29,16 @@ _Static_assert(sizeof(thrd_t) == sizeof(pthread_t), "thrd_t is a pthread_t");
 
 static int status_of(int error) {
     switch (error) {
-    case 0: return thrd_success;
-    case ETIMEDOUT: return thrd_timedout;
-    case EBUSY: return thrd_busy;
-    case ENOMEM: return thrd_nomem;
-    default: return thrd_error;
+    case 0:
+        return thrd_success;
+    case ETIMEDOUT:
+        return thrd_timedout;
+    case EBUSY:
+        return thrd_busy;
+    case ENOMEM:
+        return thrd_nomem;
+    default:
+        return thrd_error;
     }
 }
 
@@ -82,14 +87,22 @@ int mtx_timedlock(mtx_t *restrict mutex, const struct timespec *restrict until) 
 int mtx_unlock(mtx_t *mutex) { return status_of(pthread_mutex_unlock((pthread_mutex_t *)mutex)); }
 void mtx_destroy(mtx_t *mutex) { pthread_mutex_destroy((pthread_mutex_t *)mutex); }
 
-int cnd_init(cnd_t *condition) { return status_of(pthread_cond_init((pthread_cond_t *)condition, NULL)); }
-int cnd_signal(cnd_t *condition) { return status_of(pthread_cond_signal((pthread_cond_t *)condition)); }
-int cnd_broadcast(cnd_t *condition) { return status_of(pthread_cond_broadcast((pthread_cond_t *)condition)); }
+int cnd_init(cnd_t *condition) {
+    return status_of(pthread_cond_init((pthread_cond_t *)condition, NULL));
+}
+int cnd_signal(cnd_t *condition) {
+    return status_of(pthread_cond_signal((pthread_cond_t *)condition));
+}
+int cnd_broadcast(cnd_t *condition) {
+    return status_of(pthread_cond_broadcast((pthread_cond_t *)condition));
+}
 int cnd_wait(cnd_t *condition, mtx_t *mutex) {
     return status_of(pthread_cond_wait((pthread_cond_t *)condition, (pthread_mutex_t *)mutex));
 }
 /* C11 deadlines are TIME_UTC, pthread's (default clock) CLOCK_REALTIME: the same clock. */
-int cnd_timedwait(cnd_t *restrict condition, mtx_t *restrict mutex, const struct timespec *restrict until) {
-    return status_of(pthread_cond_timedwait((pthread_cond_t *)condition, (pthread_mutex_t *)mutex, until));
+int cnd_timedwait(cnd_t *restrict condition, mtx_t *restrict mutex,
+                  const struct timespec *restrict until) {
+    return status_of(
+        pthread_cond_timedwait((pthread_cond_t *)condition, (pthread_mutex_t *)mutex, until));
 }
 void cnd_destroy(cnd_t *condition) { pthread_cond_destroy((pthread_cond_t *)condition); }
