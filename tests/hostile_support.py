@@ -14,6 +14,7 @@ ValueError, OverflowError, IndexError, KeyError, ExpiredConjugateError),
 and then the container is exactly as the hook left it (all or nothing);
 the heap verifies and the runtime closes.
 """
+
 from __future__ import annotations
 
 import gc
@@ -41,8 +42,7 @@ class Trigger:
     the test builds its hostile value, e.g. a dict literal hashing its
     keys, before the operation under test runs)."""
 
-    def __init__(self, action: Callable[[], None], when: int = 1, *,
-                 armed: bool = True) -> None:
+    def __init__(self, action: Callable[[], None], when: int = 1, *, armed: bool = True) -> None:
         self.action = action
         self.when = when
         self.calls = 0
@@ -70,6 +70,7 @@ NO_TRIGGER = Trigger(never, when=0)
 
 
 # ---- conversion hooks --------------------------------------------------------------
+
 
 class HFloat:
     """A real number: ``__float__`` (and ``__index__``-less) runs the trigger."""
@@ -281,6 +282,7 @@ class HMapping:
 
 # ---- lying builtin subclasses (class 4) ------------------------------------------------
 
+
 class LyingBytes(bytes):
     """bytes whose ``__len__`` lies (600 for 2 real bytes)."""
 
@@ -355,6 +357,7 @@ class LyingBytesBytes(bytes):
 
 # ---- triggers from CPython's cycle collector ------------------------------------------
 
+
 class GcTrigger:
     """Runs a trigger from ``gc.callbacks`` (at the start of the N-th
     collection) while installed; ``gc.set_threshold(1)`` makes a collection
@@ -417,6 +420,7 @@ class DelTrigger:
 
 
 # ---- the classes under test -------------------------------------------------------------
+
 
 class HVec(zs.Struct):
     """A plain struct: a scalar of each family."""

@@ -6,6 +6,7 @@ E: the ``_adopting`` guard is a depth, so a nested creation does not let
 ``close()`` run inside a constructor. H2 to H5: builtin subclasses are taken
 through the base type's behaviour, and results of calls from native code are
 converted once. Every test that closes a runtime makes its own."""
+
 from __future__ import annotations
 
 import sys
@@ -234,7 +235,8 @@ def test_e_a_nested_creation_leaves_close_refused_inside_the_constructor() -> No
 
 
 def test_e_a_constructor_whose_runtime_closed_anyway_fails_cleanly(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Even if a close got through (here the guard is switched off), the
     constructor's error path makes no native call on the freed runtime."""
     runtime = zs.Runtime()
@@ -265,8 +267,7 @@ class LyingDict(dict):  # type: ignore[type-arg]
         return 99
 
 
-def test_h2_map_update_with_keywords_reads_a_dict_subclass_through_dict(
-        rt: zs.Runtime) -> None:
+def test_h2_map_update_with_keywords_reads_a_dict_subclass_through_dict(rt: zs.Runtime) -> None:
     plain = zs.Map[zs.String, zs.Int32]()
     plain.update(LyingDict(a=1, b=2))
     keywords = zs.Map[zs.String, zs.Int32]()
@@ -339,7 +340,8 @@ class DefaultsObject(zs.Object):
 
 
 def test_h4_class_defaults_take_int_and_float_subclasses_through_their_base_value(
-        rt: zs.Runtime) -> None:
+    rt: zs.Runtime,
+) -> None:
     expected = (2.5, 1.5, 4.0, 5)
     for holder in (DefaultsObject(), DefaultsObject().inner, Defaults()):
         assert (holder.f, holder.g, holder.n, holder.i) == expected
@@ -401,7 +403,8 @@ def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 
 def test_h5_results_of_calls_from_native_code_are_converted_once(
-        rt: zs.Runtime, unraisable: list[Any]) -> None:
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
     caller = Caller()
     RESULT[0] = IndexOnly()  # accepted, as by every other scalar sink
     assert _call_from_native(caller, "count") == (ZS_OK, 5)
@@ -437,7 +440,8 @@ class Impostor:
 
 
 def test_object_results_are_checked_by_their_real_type(
-        rt: zs.Runtime, unraisable: list[Any]) -> None:
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
     caller, other = Caller(), Caller()
     RESULT[0] = other
     assert _call_from_native(caller, "partner") == (ZS_OK, other.handle)

@@ -1,6 +1,7 @@
 """``rt.reference_chains(obj)``: why an object is alive. Each chain must start
 at a real root, follow references a reader can check through the named
 properties, and exist exactly for the objects a full collection keeps."""
+
 from __future__ import annotations
 
 import random
@@ -72,13 +73,19 @@ def test_chain_through_every_member_kind(rt: zs.Runtime) -> None:
     hero.target = enemy
     enemy.items.append(loot)
     loot.spot = Spot(x=1.0, owner=owner)
-    stray.target = loot                       # an unreachable holder gives no chain
+    stray.target = loot  # an unreachable holder gives no chain
     (chain,) = rt.reference_chains(owner)
     assert [(link.holder, link.member) for link in chain.links] == [
-        (hero, "target"), (enemy, "items"), (loot, "spot.owner"), (owner, None)]
+        (hero, "target"),
+        (enemy, "items"),
+        (loot, "spot.owner"),
+        (owner, None),
+    ]
     assert chain.root is hero and chain.root_reasons == ("rooted",) and len(chain) == 3
-    assert str(chain) == ("(rooted) Holder 'Hero' -> target -> Holder 'Enemy' -> items -> "
-                          "Holder 'Loot' -> spot.owner -> Holder 'Owner'")
+    assert str(chain) == (
+        "(rooted) Holder 'Hero' -> target -> Holder 'Enemy' -> items -> "
+        "Holder 'Loot' -> spot.owner -> Holder 'Owner'"
+    )
     check_chain(chain, owner)
     assert rt.reference_chains(stray) == []
     collect(rt)
@@ -89,7 +96,7 @@ def test_weak_pointers_and_dropped_references_give_no_chain(rt: zs.Runtime) -> N
     hero = Holder()
     hero.add_to_root()
     other = Holder()
-    hero.friend = zs.WeakObjectPtr(other)     # weak: never keeps it alive
+    hero.friend = zs.WeakObjectPtr(other)  # weak: never keeps it alive
     assert rt.reference_chains(other) == []
     hero.target = other
     assert len(rt.reference_chains(other)) == 1
@@ -103,7 +110,7 @@ def test_one_chain_per_root_nearest_first(rt: zs.Runtime) -> None:
     middle, target = Holder(), Holder(name="Target")
     far.target = middle
     middle.target = target
-    far.items.append(target)                  # a second path from the same root: shorter
+    far.items.append(target)  # a second path from the same root: shorter
     pointer = zs.StrongObjectPtr(near)
     near.target = target
     chains = rt.reference_chains(target)
@@ -186,10 +193,13 @@ def test_a_cluster_is_held_as_a_unit(rt: zs.Runtime) -> None:
     outside.add_to_root()
     keeper = Part(value=-1)
     keeper.add_to_root()
-    keeper.b = parts[-1]                      # reaching one member reaches all of it
+    keeper.b = parts[-1]  # reaching one member reaches all of it
     chains = rt.reference_chains(root)
     assert [(link.holder, link.member) for link in chains[0].links] == [
-        (keeper, "b"), (parts[-1], "cluster"), (root, None)]
+        (keeper, "b"),
+        (parts[-1], "cluster"),
+        (root, None),
+    ]
     chain = rt.reference_chains(parts[3])[0]
     assert [link.member for link in chain.links] == ["b", "cluster", "cluster", None]
     check_chain(chain, parts[3])
@@ -202,7 +212,7 @@ def test_a_cluster_is_held_as_a_unit(rt: zs.Runtime) -> None:
 def test_bad_arguments(rt: zs.Runtime) -> None:
     obj = Holder()
     with pytest.raises(TypeError, match="needs a zs.Object"):
-        rt.reference_chains(Spot())           # type: ignore[arg-type]
+        rt.reference_chains(Spot())  # type: ignore[arg-type]
     for limit in (0, -1, 1.5, True, 2**32):
         with pytest.raises(ValueError, match="limit"):
             rt.reference_chains(obj, limit=limit)  # type: ignore[arg-type]
