@@ -41,7 +41,8 @@ need() {
 
 if need ruff; then
     step "ruff check" ruff check .
-    step "ruff format" ruff format --check .
+    # The files to reformat, one a line ('ruff format --diff .' shows how).
+    step "ruff format" ruff format --check --output-format concise .
 fi
 
 if grep -q '^\[tool\.importlinter' pyproject.toml; then
