@@ -5,6 +5,7 @@ every family)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -64,10 +65,8 @@ def _busy_note(info: dict[str, str]) -> str:
     """A warning when other processes loaded the machine during the run."""
     loads = []
     for key in ("load average at start", "load average at end"):
-        try:
+        with contextlib.suppress(ValueError, IndexError):
             loads.append(float(info.get(key, "").split()[0]))
-        except (ValueError, IndexError):
-            pass
     cores = os.cpu_count() or 1
     if not loads or max(loads) < 0.5 * cores:
         return ""

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import importlib.util
+import io
 import os
 import shutil
 import subprocess

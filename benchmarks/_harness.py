@@ -20,9 +20,10 @@ import subprocess
 import sys
 import time
 import timeit
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 __all__ = [
     "Config",
@@ -344,7 +345,7 @@ def run_micro(
     empty = timeit.Timer("pass")
     timers = [timeit.Timer(case.stmt, globals=case.namespace) for case in cases]
     numbers = [max(int(number * case.scale), 1) for case in cases]
-    for case, timer, count in zip(cases, timers, numbers):
+    for case, timer, count in zip(cases, timers, numbers, strict=True):
         warmup = max(count // 10, 1)
         if case.before_batch is not None:
             case.before_batch(warmup)
@@ -377,7 +378,7 @@ def run_micro(
     overhead = summarize(empty_samples)
     results = [
         MicroResult(case, summarize(s), summarize(s).minus(overhead.median))
-        for case, s in zip(cases, samples)
+        for case, s in zip(cases, samples, strict=True)
     ]
     return results, overhead
 
@@ -450,7 +451,7 @@ class Table:
         def line(row: list[str]) -> str:
             return "  ".join(
                 cell.rjust(w) if self._numeric(cell) else cell.ljust(w)
-                for cell, w in zip(row, widths)
+                for cell, w in zip(row, widths, strict=False)
             ).rstrip()
 
         out = [
@@ -558,7 +559,9 @@ def machine_info() -> dict[str, str]:
         "Python": f"{platform.python_implementation()} {platform.python_version()} "
         f"({sys.executable})",
         "cffi": cffi.__version__,
-        "zsharp_py": f"{zsharp_py.__version__}, git {_git_revision(Path(__file__).resolve().parent.parent)}",
+        "zsharp_py": (
+            f"{zsharp_py.__version__}, git {_git_revision(Path(__file__).resolve().parent.parent)}"
+        ),
         "compilers": _compilers(),
         "peers": _peer_versions(),
         "load average at start": load_average(),

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ._harness import METRICS, NOTES, Config, Table
 
@@ -173,8 +173,9 @@ def _values(peer: str, statistic: str) -> Compute:
 def _targets(config: Config) -> list[Target]:
     n = 1_000_000 if 1_000_000 in config.peer_heap_sizes else config.peer_heap_sizes[-1]
     b = "bindings.{}.{}"
-    live = "gc.live.{}.%d.{}" % n
-    gather = "gc.gather_dead.{}.%d.zs1" % n
+    # %-format on purpose: the {} are filled later, by str.format.
+    live = "gc.live.{}.%d.{}" % n  # noqa: UP031
+    gather = "gc.gather_dead.{}.%d.zs1" % n  # noqa: UP031
     size = f"{n:,}"
     targets = [
         Target(
@@ -228,7 +229,7 @@ def _targets(config: Config) -> list[Target]:
             ),
         ),
     ]
-    cpu = "gc.live_cpu.{}.%d.{}" % n
+    cpu = "gc.live_cpu.{}.%d.{}" % n  # noqa: UP031 (the {} are filled later)
 
     def gc_ratio(shape: str, ours: str, theirs: str, label: str) -> Compute:
         return _with_cpu(

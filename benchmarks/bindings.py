@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import zsharp_py as zs
 from zsharp_py._native import layout_ffi
@@ -257,7 +258,10 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
             "a.health = v",
             namespace,
             peer,
-            note="a C descriptor: an exact in-range int is stored in C; other values convert first (Python)",
+            note=(
+                "a C descriptor: an exact in-range int is stored in C; "
+                "other values convert first (Python)"
+            ),
         ),
         MicroCase(
             "reference property, target has a conjugate",
@@ -273,7 +277,10 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
             "a.target = b",
             namespace,
             peer,
-            note="a C descriptor: class, liveness and runtime checks, then zs_store_ref (liveness, write barrier)",
+            note=(
+                "a C descriptor: class, liveness and runtime checks, "
+                "then zs_store_ref (liveness, write barrier)"
+            ),
         ),
         MicroCase(
             "BindActor() + its share of a collection",
@@ -412,7 +419,7 @@ def _zs_int_array(skipped: dict[str, str]) -> Any:
         skipped["iterate"] = _not_yet("Array")
         return None
     try:
-        array_type: Any = getattr(zs, "Array")
+        array_type: Any = zs.Array
         array = array_type[zs.Int32](range(ARRAY_LENGTH))
         assert sum(array) == ARRAY_LENGTH * (ARRAY_LENGTH - 1) // 2
         return array

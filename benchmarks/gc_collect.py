@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import gc
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import zsharp_py as zs
 

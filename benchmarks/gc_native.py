@@ -13,7 +13,7 @@ land on one build only; each figure is the calling thread's CPU time.
 from __future__ import annotations
 
 import statistics
-from typing import Callable
+from collections.abc import Callable
 
 from . import _build
 from ._harness import Config, Table, Unavailable, progress, record

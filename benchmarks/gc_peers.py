@@ -425,7 +425,7 @@ def _tables(config: Config, results: Results) -> list[Table]:
             scaling.add(
                 label,
                 shape,
-                *(_cell_ns_per(v, n) for v, n in zip(values, sizes)),
+                *(_cell_ns_per(v, n) for v, n in zip(values, sizes, strict=True)),
                 "n/a" if growth != growth else f"x{growth:.2f}",
             )
     tables.append(scaling)

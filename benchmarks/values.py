@@ -34,10 +34,11 @@ from __future__ import annotations
 import contextlib
 import operator
 import statistics
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import zsharp_py as zs
 
@@ -629,7 +630,7 @@ def _load_peers(config: Config) -> tuple[dict[tuple[str, str], dict[str, Any]], 
     if config.install:  # compile the builds two at a time (g++ takes most of it)
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = {job: pool.submit(_LOADERS[job[0]], config, job[1]) for job in jobs}
-            for job, future in futures.items():
+            for future in futures.values():
                 with contextlib.suppress(Unavailable):
                     future.result()
     for library, variant in jobs:
@@ -792,7 +793,7 @@ def run(config: Config) -> list[Table]:
         )
         results, overhead = run_micro([item.case for item in kept], 1000, config.value_rounds)
         outcome.overhead = overhead.median
-        for item, result in zip(kept, results):
+        for item, result in zip(kept, results, strict=True):
             outcome.results[_slot(item)] = result
         outcome.failures += _check(zsharp[0] if zsharp is not None else None, peers)
     return _tables(config, outcome, side_missing)

@@ -195,7 +195,7 @@ def play(frames: int = 480, seed: int = 7) -> dict[str, int]:
         print(f"last kill through its weak pointer: {arena.last_kill.get()}")
         if first_kill is not None:
             try:
-                first_kill.health
+                first_kill.health  # noqa: B018 (touching it is the point)
             except zs.ExpiredConjugateError as error:
                 print(f"the first creep killed, touched again: {error}")
     return figures

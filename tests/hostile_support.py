@@ -18,7 +18,8 @@ the heap verifies and the runtime closes.
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import zsharp_py as zs
 
@@ -349,7 +350,7 @@ class LyingBytesBytes(bytes):
     """bytes whose ``__bytes__`` and ``__len__`` lie."""
 
     def __bytes__(self) -> bytes:
-        return b"y" * 1000
+        return b"y" * 1000  # noqa: PLE0308 (ruff misreads it: bytes * int is bytes)
 
     def __len__(self) -> int:
         return 1000

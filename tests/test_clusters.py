@@ -5,6 +5,7 @@ clusters under an incremental mark."""
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 
 import pytest
@@ -294,7 +295,7 @@ def test_references_from_a_cluster_keep_outside_objects_alive(rt: zs.Runtime) ->
     parts = grow(root, 30)
     outside = [Loose(value=1000 + i) for i in range(5)]
     beyond = [Loose(value=2000 + i) for i in range(5)]
-    for o, b in zip(outside, beyond):
+    for o, b in zip(outside, beyond, strict=True):
         o.a = b
     for i in range(10):
         parts[i].c = outside[i % 5]
@@ -573,7 +574,7 @@ def test_cluster_reached_mid_cycle_only_through_the_barrier_survives(rt: zs.Runt
     # The cluster hangs at the end of a long chain of ordinary objects.
     chain = [Loose() for _ in range(5000)]
     chain_root.a = chain[0]
-    for first, second in zip(chain, chain[1:]):
+    for first, second in itertools.pairwise(chain):
         first.a = second
     chain[-1].a = parts[60]
     rt.gc.start_incremental()
@@ -605,7 +606,7 @@ def test_storing_into_a_marked_member_mid_cycle_keeps_the_new_target(rt: zs.Runt
     padding.add_to_root()
     chain = [Loose() for _ in range(3000)]
     padding.a = chain[0]
-    for first, second in zip(chain, chain[1:]):
+    for first, second in itertools.pairwise(chain):
         first.a = second
     rt.gc.start_incremental()  # the cluster is marked with the roots
     assert not rt.gc.step(1e-6)

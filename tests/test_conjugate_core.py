@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
 from classes import Actor, Hero, Item
 from helpers import collect
 from zsharp_py._conjugate import ExpiredPointer
-
+from zsharp_py.debug import GcStress
 
 # ---- descriptors -------------------------------------------------------------
 
@@ -306,7 +305,7 @@ def test_threads_creating_and_storing_while_another_closes_the_runtime() -> None
                         assert holder.target is not None and holder.health == i
             except (zs.ExpiredConjugateError, RuntimeError):
                 pass  # closed under us: a clean error
-            except BaseException as error:  # noqa: BLE001
+            except BaseException as error:
                 errors.append(error)
 
         threads = [threading.Thread(target=worker) for _ in range(2)]

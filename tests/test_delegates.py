@@ -13,7 +13,8 @@ import copy
 import gc
 import threading
 import weakref
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

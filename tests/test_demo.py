@@ -31,7 +31,7 @@ def demo(**options: Any) -> tuple[str, dict[str, int]]:
 def frame_lines(text: str) -> list[re.Match[str]]:
     lines = [line for line in text.splitlines() if line.startswith("frame")]
     matches = [FRAME.match(line) for line in lines]
-    assert all(matches), [line for line, match in zip(lines, matches) if match is None]
+    assert all(matches), [line for line, match in zip(lines, matches, strict=True) if match is None]
     return [match for match in matches if match is not None]
 
 

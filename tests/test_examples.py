@@ -107,7 +107,7 @@ def test_memory_safety_suite(pytester: pytest.Pytester, options: list[str]) -> N
 
 def test_native_function_gives_hosts_the_c_api() -> None:
     """What the native host calls the C API through (the library's symbols are hidden)."""
-    from zsharp_py.lowlevel import include_dir, native_function
+    from zsharp_py.lowlevel import native_function
 
     addresses = {
         native_function(name)
@@ -123,7 +123,7 @@ def test_include_dir_holds_the_c_api_header() -> None:
     """``include_dir()`` is the ``-I`` folder of zsharp.h (the build script
     uses it): the header installed in the package, or here, in an editable
     install, the source tree's, whose declarations the binding is built from."""
-    from zsharp_py.lowlevel import include_dir, native_function
+    from zsharp_py.lowlevel import include_dir
 
     header = Path(include_dir()) / "zsharp.h"
     assert "zs_call_each" in header.read_text(encoding="utf-8")

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.debug import FieldInfo
 from helpers import collect
-
+from zsharp_py.debug import FieldInfo
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 

@@ -474,7 +474,7 @@ def test_ten_thousand_conjugates_all_expire_in_one_collection(rt: zs.Runtime) ->
     keep.add_to_root()
     k = 10_000
     doomed = [Actor() for _ in range(k)]
-    for first, second in zip(doomed[::2], doomed[1::2]):
+    for first, second in zip(doomed[::2], doomed[1::2], strict=True):
         first.target = second
     stats = collect(rt)
     assert stats.conjugates_expired == k

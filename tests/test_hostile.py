@@ -38,8 +38,9 @@ import contextlib
 import gc
 import sys
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -66,8 +67,8 @@ from hostile_support import (
     HTiny,
     HVec,
     HWrapped,
-    IThing,
     InvalidUtf8Str,
+    IThing,
     LyingBytesBytes,
     LyingEncodeStr,
     LyingFloat,
@@ -222,9 +223,7 @@ def _grow_array(value: Any) -> None:
     sample = value[0] if len(value) else None
     if isinstance(sample, zs.Struct):
         value.extend([(1, 1.0)] * 3000)
-    elif isinstance(sample, (zs.String,)):
-        value.extend(["grown"] * 3000)
-    elif isinstance(sample, zs.Name):
+    elif isinstance(sample, (zs.String, zs.Name)):
         value.extend(["grown"] * 3000)
     elif isinstance(sample, bool):
         value.extend([True] * 3000)
@@ -305,9 +304,9 @@ KINDS: dict[str, Kind] = {
         "fmap",
         {1: 1.0, 2: 2.0},
         lambda: zs.Map[zs.Int32, zs.Float64]({1: 1.0, 2: 2.0}),
-        lambda v: v.update({k: 0.5 for k in range(100, 3100)}),
+        lambda v: v.update(dict.fromkeys(range(100, 3100), 0.5)),
         lambda v: v.clear(),
-        {k: 3.0 for k in range(200, 260)},
+        dict.fromkeys(range(200, 260), 3.0),
     ),
     "nmap": Kind(
         "nmap",
@@ -1639,8 +1638,7 @@ def _run_ctor(rt: zs.Runtime, name: str, action: str, mode: str, when: int) -> N
             assert (
                 made.is_expired is True
                 or isinstance(made, (zs.Name, zs.FieldPath, zs.WeakObjectPtr))
-                or made._rt is not rt
-                and not made._rt.closed
+                or (made._rt is not rt and not made._rt.closed)
             )
     else:  # collect_everything: the outer/lookup object went away mid-construction
         if error is not None:
@@ -2037,7 +2035,7 @@ def test_object_conjugates_cannot_be_reclassed(
         elif how == "object_setattr":
             object.__setattr__(obj, "__class__", new)
         elif how == "setattr":
-            setattr(obj, "__class__", new)
+            setattr(obj, "__class__", new)  # noqa: B010 (the setattr() spelling is the case)
         else:
             super(zs.Object, obj).__setattr__("__class__", new)
     assert type(obj) is CLASSES[source]
@@ -2053,10 +2051,8 @@ def test_reclassed_object_conjugate_is_never_accessed_through_another_layout(
     """The brief's reproducer: a small object re-classed as a big one would
     be written past its end by the big class's setters."""
     small = HSmall(b=1)
-    try:
+    with contextlib.suppress(TypeError):
         object.__dict__["__class__"].__set__(small, HHolder)
-    except TypeError:
-        pass
     for name, value in PROPERTY_VALUES.items():
         if name == "level":
             continue
@@ -2146,7 +2142,7 @@ TEXT_SINKS: dict[str, Callable[[Any], str]] = {
     "array_string_element": lambda v: str(zs.Array[zs.String]([v])[0]),
     "array_name_element": lambda v: str(zs.Array[zs.Name]([v])[0]),
     "map_name_key": lambda v: str(zs.Map[zs.Name, zs.Int32]({v: 1}).keys()[0]),
-    "set_name_element": lambda v: str(list(zs.Set[zs.Name]([v]))[0]),
+    "set_name_element": lambda v: str(list(zs.Set[zs.Name]([v]))[0]),  # noqa: RUF015 (list() reads it)
     "string_element_write": lambda v: (lambda a: (a.__setitem__(0, v), str(a[0]))[1])(
         zs.Array[zs.String](["z"])
     ),

@@ -10,15 +10,16 @@ converted once. Every test that closes a runtime makes its own."""
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import cffi
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.lowlevel import function_layout
 from zsharp_py._errors import ZS_E_CALL_FAILED, ZS_OK
 from zsharp_py._native import ffi, lib
+from zsharp_py.lowlevel import function_layout
 
 
 class Armed:

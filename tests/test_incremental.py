@@ -5,17 +5,19 @@ Python."""
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.collector import GcStats
-from zsharp_py.debug import GcStress, HeapCorruptionError
 from classes import Actor, Asset, Hero, Loose, Part
 from helpers import awaiting_expiry, collect, finish_cycle
+from zsharp_py.collector import GcStats
+from zsharp_py.debug import GcStress, HeapCorruptionError
 
 FIELDS = ("a", "b", "c")
 TINY = 1e-6  # a step budget that stops the marker at its first clock check
@@ -42,7 +44,7 @@ def chain_of(count: int, first: Actor) -> list[Actor]:
     """``first`` -> count new Actors through ``target``; return the new ones."""
     chain = [Actor(health=i) for i in range(count)]
     first.target = chain[0]
-    for one, two in zip(chain, chain[1:]):
+    for one, two in itertools.pairwise(chain):
         one.target = two
     return chain
 
@@ -140,7 +142,7 @@ def test_objects_created_during_a_pending_mark_are_born_reachable(rt: zs.Runtime
     assert not step(rt)
     assert rt.gc.phase == "marking"
     born = [Actor(health=i) for i in range(100)]
-    for one, two in zip(born, born[1:]):
+    for one, two in itertools.pairwise(born):
         one.target = two
     adopter = Actor(target=old)  # a newborn referencing an old unreachable object
     assert not step(rt)
@@ -174,10 +176,7 @@ def test_steps_with_a_tiny_budget_always_make_progress(
     if driver == "step":
         rt.gc.start_incremental()
     for _ in range(20_000):
-        if driver == "step":
-            finished = rt.gc.step(budget)
-        else:
-            finished = rt.gc.tick(0.0) == "finished"
+        finished = rt.gc.step(budget) if driver == "step" else rt.gc.tick(0.0) == "finished"
         if finished:
             break
     else:
@@ -696,7 +695,7 @@ def test_incremental_cycles_with_mutations_keep_everything_reachable(seed: int) 
     with zs.Runtime(min_cluster_size=3) as rt:
         world = World(rt, 1000 + seed, 400)
         world.check()
-        for round_ in range(3):
+        for _ in range(3):
             budget = world.rng.choice([TINY, 2e-6, 1e-5])
             stats = world.incremental(mutations=80, budget=budget)
             assert stats.mark_steps >= 1
@@ -814,7 +813,7 @@ def purge_scenario(rt: zs.Runtime, dying: int) -> tuple[list[Actor], list[Actor]
     keep.add_to_root()
     kept = [keep, *chain_of(99, keep)]
     doomed = [Actor(health=i) for i in range(dying)]
-    for first, second in zip(doomed[::2], doomed[1::2]):
+    for first, second in zip(doomed[::2], doomed[1::2], strict=True):
         first.target = second
     return kept, doomed
 
@@ -961,7 +960,7 @@ def test_a_full_collection_does_not_count_a_previous_cycles_expiry(rt: zs.Runtim
     """A full collection started while the previous cycle's conjugates are
     still being expired finishes that expiry (counted in that cycle), then
     reports its own cycle only."""
-    kept, doomed = purge_scenario(rt, 2_000)
+    _kept, doomed = purge_scenario(rt, 2_000)  # _kept: held, so it stays alive
     rt.gc.start_incremental()
     while rt.gc.phase in ("marking", "gathering"):
         assert not rt.gc.step(max_objects=50)
@@ -1010,10 +1009,10 @@ def test_steps_bounded_by_work_are_deterministic() -> None:
     first = _bounded_trace(seed=11, max_objects=97)
     assert first == _bounded_trace(seed=11, max_objects=97)
     scanned = [entry[1] for entry in first]
-    assert all(b - a <= 97 for a, b in zip([0] + scanned, scanned))
+    assert all(b - a <= 97 for a, b in zip([0] + scanned, scanned, strict=False))
     assert len(first) > 10  # a chain of steps, not one
     expired = [entry[3] for entry in first]
-    assert all(b - a <= 97 for a, b in zip([0] + expired, expired))
+    assert all(b - a <= 97 for a, b in zip([0] + expired, expired, strict=False))
 
 
 def test_tick_can_be_bounded_by_work(rt: zs.Runtime) -> None:
@@ -1126,7 +1125,7 @@ def test_expiry_steps_stop_between_small_batches(rt: zs.Runtime) -> None:
     while not rt.gc.step(1e-9):
         expired_after.append(sum(o.is_expired for o in doomed))
     rt.gc.verify()
-    increments = [b - a for a, b in zip([0] + expired_after, expired_after)]
+    increments = [b - a for a, b in zip([0] + expired_after, expired_after, strict=False)]
     assert max(increments) <= 256, increments
     assert all(o.is_expired for o in doomed)
     assert not any(o.is_expired for o in kept)

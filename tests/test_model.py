@@ -36,8 +36,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
 from zsharp_py import _values
+from zsharp_py.debug import GcStress
 
 EXAMPLES = int(os.environ.get("ZSHARP_MODEL_EXAMPLES", "100"))
 STEPS = int(os.environ.get("ZSHARP_MODEL_STEPS", "40"))
@@ -308,7 +308,7 @@ class ModelMachine(RuleBasedStateMachine):
                     assert c.leaf is self.conj(m.leaf)
                     items = list(c.items)
                     assert len(items) == len(m.items)
-                    for got, want in zip(items, m.items):
+                    for got, want in zip(items, m.items, strict=True):
                         assert got is self.conj(want)
                     assert c.pos.x == m.pos_x
                     assert c.pos.other is self.conj(m.pos_other)
@@ -335,7 +335,7 @@ class ModelMachine(RuleBasedStateMachine):
                 else:
                     got = list(b.value)
                     assert len(got) == len(b.refs)
-                    for g, want in zip(got, b.refs):
+                    for g, want in zip(got, b.refs, strict=True):
                         assert g is self.conj(want)
             for ptr, i, d in self.strongs:
                 if d[0]:

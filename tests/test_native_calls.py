@@ -8,16 +8,17 @@ from __future__ import annotations
 import gc
 import sys
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import cffi
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.lowlevel import FunctionParameter, function_layout
 from helpers import awaiting_expiry, collect, finish_cycle
 from zsharp_py._errors import ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE, ZS_OK
 from zsharp_py._native import ffi, lib
+from zsharp_py.lowlevel import FunctionParameter, function_layout
 
 
 class Spot(zs.Struct):
@@ -385,7 +386,7 @@ def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime, unraisable: 
 
     mob = Fast()
     host = Host(Mob, "tick")
-    for call in range(3):  # the slow path, then the fast one
+    for _ in range(3):  # the slow path, then the fast one
         assert host.call(mob, dt=1.0) == ZS_OK
         assert views[-1].is_expired and runtimes[-1] is rt
         assert host.call(mob, dt=-1.0) == ZS_E_CALL_FAILED

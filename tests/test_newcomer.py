@@ -11,10 +11,9 @@ from typing import Any, Optional
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
 from classes import Actor
 from helpers import collect
-
+from zsharp_py.debug import GcStress
 
 # ---- 1. a user-defined __init__ --------------------------------------------
 
@@ -153,7 +152,7 @@ class ReturnsValue(zs.Object):
 
     def __init__(self) -> None:
         ReturnsValue.made.append(self)
-        return 3  # type: ignore[return-value]
+        return 3  # type: ignore[return-value]  # noqa: PLE0101 (the refusal under test)
 
 
 def test_an_init_returning_a_value_is_refused_like_pythons(rt: zs.Runtime) -> None:
@@ -242,7 +241,7 @@ class _Pair(zs.Struct):
         (list[int], "list[int]", "use zs.Array[zs.Int64] (or another zs type"),
         (list, "list", "use zs.Array[T] with zs element types, e.g. zs.Array[zs.Int32]"),
         (list[Actor], "list[Actor]", "use zs.Array[Actor]"),
-        (typing.List[float], "list[float]", "use zs.Array[zs.Float64]"),
+        (typing.List[float], "list[float]", "use zs.Array[zs.Float64]"),  # noqa: UP006 (the input)
         (set[str], "set[str]", "use zs.Set[zs.String]"),
         (
             dict[str, int],
@@ -256,9 +255,9 @@ class _Pair(zs.Struct):
             "use zs.Map[zs.String, zs.Array[zs.Bool]]",
         ),
         (int | None, "int | None", "use zs.Optional[zs.Int64]"),
-        (Optional[float], "float | None", "use zs.Optional[zs.Float64]"),
+        (Optional[float], "float | None", "use zs.Optional[zs.Float64]"),  # noqa: UP045 (the input)
         (str | None, "str | None", "use zs.Optional[zs.String]"),
-        (Optional[_Pair], "_Pair | None", "use zs.Optional[_Pair]"),
+        (Optional[_Pair], "_Pair | None", "use zs.Optional[_Pair]"),  # noqa: UP045 (the input)
         (zs.Int32 | None, "zs.Int32 | None", "use zs.Optional[zs.Int32]"),
         (list[int] | None, "list[int] | None", "use zs.Array[zs.Int64] (an empty container"),
         (bytes, "bytes", "use zs.Array[zs.UInt8]"),
@@ -535,15 +534,12 @@ def test_a_closed_runtime_cannot_become_current() -> None:
     activation = rt.activate()
     rt.close()
     message = r"^this Runtime is closed; create a new zs\.Runtime\(\)$"
-    with pytest.raises(RuntimeError, match=message):
-        with rt:
-            pass
-    with pytest.raises(RuntimeError, match=message):
-        with rt.activate():
-            pass
-    with pytest.raises(RuntimeError, match=message):
-        with activation:
-            pass
+    with pytest.raises(RuntimeError, match=message), rt:
+        pass
+    with pytest.raises(RuntimeError, match=message), rt.activate():
+        pass
+    with pytest.raises(RuntimeError, match=message), activation:
+        pass
     assert zs.current_runtime() is not rt
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import copy
 import gc
+import itertools
 import uuid
 
 import pytest
 
 import zsharp_py as zs
 from helpers import collect
-
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
@@ -416,7 +416,7 @@ def test_script_interface_checks_the_interface(rt: zs.Runtime) -> None:
     si.take_damage(30)  # forwarded: the interface declares it
     assert boss.health == 70
     with pytest.raises(AttributeError, match="name"):
-        si.name  # noqa: B018 - not declared by the interface
+        si.name  # not declared by the interface
     with pytest.raises(TypeError, match="Rock does not implement IDamageable"):
         zs.ScriptInterface[IDamageable](Rock())
     with pytest.raises(TypeError, match="Pawn does not implement IUsable"):
@@ -539,7 +539,7 @@ def test_script_interface_red_view_expires_with_scope_and_owner(rt: zs.Runtime) 
         assert scoped.object is not None
     assert scoped.is_expired
     with pytest.raises(zs.ExpiredConjugateError, match="scope"):
-        scoped.object  # noqa: B018
+        scoped.object
     with pytest.raises(TypeError, match="red view"):
         spawner.victim.dispose()
     view = spawner.victim
@@ -572,7 +572,7 @@ def test_script_interface_store_during_incremental_mark_uses_the_barrier(rt: zs.
     head.add_to_root()
     chain = [Link() for _ in range(5000)]  # long enough that marking takes several steps
     head.next = chain[0]
-    for one, two in zip(chain, chain[1:]):
+    for one, two in itertools.pairwise(chain):
         one.next = two
     late = Pawn(health=7)  # unreachable when the cycle starts
     rt.gc.start_incremental()

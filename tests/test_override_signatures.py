@@ -10,15 +10,16 @@ so it never reads or writes past the host's block."""
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import cffi
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.lowlevel import function_layout
 from zsharp_py._errors import ZS_E_INVALID, ZS_OK
 from zsharp_py._native import ffi, lib
+from zsharp_py.lowlevel import function_layout
 
 GUARD = 64
 
@@ -104,7 +105,7 @@ def test_the_briefs_override_is_refused_at_declaration() -> None:
     float): native code would write the result past the 8-byte block."""
     with pytest.raises(TypeError) as info:
 
-        class Greedy(Walker):  # noqa: F841
+        class Greedy(Walker):
             def tick(self, dt: float, extra: zs.Int64) -> zs.Int64:
                 return extra
 

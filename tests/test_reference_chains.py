@@ -4,6 +4,7 @@ properties, and exist exactly for the objects a full collection keeps."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -12,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zsharp_py as zs
-from zsharp_py.debug import ChainLink, ReferenceChain
 from classes import Asset, Part
 from helpers import awaiting_expiry, collect, finish_cycle
+from zsharp_py.debug import ChainLink, ReferenceChain
 
 
 class Spot(zs.Struct):
@@ -56,7 +57,7 @@ def check_chain(chain: ReferenceChain, target: Any) -> None:
     """A chain starts at a root, every link holds the next, it ends at target."""
     assert chain.links[-1].holder is target and chain.links[-1].member is None
     assert len(chain) == len(chain.links) - 1
-    for link, following in zip(chain.links, chain.links[1:]):
+    for link, following in itertools.pairwise(chain.links):
         assert link.member is not None
         assert holds(link, following.holder), (str(chain), link)
     root = chain.root
@@ -186,7 +187,7 @@ def test_a_cluster_is_held_as_a_unit(rt: zs.Runtime) -> None:
     root = Asset(name="Root")
     parts = [Part(value=i) for i in range(20)]
     root.a = parts[0]
-    for before, after in zip(parts, parts[1:]):
+    for before, after in itertools.pairwise(parts):
         before.a = after
     assert root.create_cluster() == 21
     outside = Holder()
@@ -216,9 +217,8 @@ def test_bad_arguments(rt: zs.Runtime) -> None:
     for limit in (0, -1, 1.5, True, 2**32):
         with pytest.raises(ValueError, match="limit"):
             rt.reference_chains(obj, limit=limit)  # type: ignore[arg-type]
-    with zs.Runtime() as other:
-        with pytest.raises(ValueError, match="another runtime"):
-            other.reference_chains(obj)
+    with zs.Runtime() as other, pytest.raises(ValueError, match="another runtime"):
+        other.reference_chains(obj)
     collect(rt)
     with pytest.raises(zs.ExpiredConjugateError):
         rt.reference_chains(obj)

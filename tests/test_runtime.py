@@ -3,6 +3,7 @@ options, and the disregard-for-GC start-up window."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import textwrap
@@ -136,7 +137,7 @@ def test_native_blocks_return_to_the_baseline_after_objects_are_collected(rt: zs
     objects = [Actor() for _ in range(n)]
     grown = rt.native_memory()["live_blocks"]
     assert grown >= baseline + n  # at least one native block per object
-    for first, second in zip(objects, objects[1:]):
+    for first, second in itertools.pairwise(objects):
         first.target = second
     objects[0].add_to_root()
     collect(rt)

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import contextvars
 import gc
+import itertools
 import random
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
 from classes import Actor, Hero, Item
 from helpers import collect
+from zsharp_py.debug import GcStress
 
 # ---- use after free ------------------------------------------------------------
 
@@ -365,7 +367,7 @@ def test_listener_raising_mid_incremental_cycle_leaves_the_heap_consistent() -> 
         e.add_to_root()
         chain = [Actor(health=i) for i in range(200)]
         root.target = chain[0]
-        for a, b in zip(chain, chain[1:]):
+        for a, b in itertools.pairwise(chain):
             a.target = b
         dropped = Actor()
         chain[-1].target = dropped

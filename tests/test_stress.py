@@ -4,10 +4,10 @@ checking ones are shown to catch the bugs they exist for."""
 from __future__ import annotations
 
 import pytest
+from tests.helpers import collect
 
 import zsharp_py as zs
 from zsharp_py.debug import GcStress, HeapCorruptionError
-from tests.helpers import collect
 
 
 class Node(zs.Object):
@@ -29,7 +29,7 @@ def chain(length: int) -> tuple[Node, list[Node]]:
 
 def test_check_marks_agrees_with_a_correct_collector() -> None:
     with zs.Runtime(stress=GcStress(check_marks=True)) as rt:
-        head, nodes = chain(200)
+        _head, nodes = chain(200)
         for i, node in enumerate(nodes[:50]):
             node.links.append(nodes[-1 - i])
         garbage = [Node() for _ in range(100)]
@@ -45,7 +45,7 @@ def test_check_marks_agrees_with_a_correct_collector() -> None:
 def test_check_marks_catches_a_missing_write_barrier() -> None:
     with zs.Runtime(stress=GcStress(check_marks=True, objects_per_step=1)) as rt:
         holder = Node(value=-1)
-        head, nodes = chain(2_000)
+        _head, nodes = chain(2_000)
         holder.add_to_root()  # rooted last: on top of the mark stack, scanned first
         moved = nodes[-1]
         rt.gc._debug_disable_barrier(True)
@@ -62,7 +62,7 @@ def test_check_marks_catches_a_missing_write_barrier() -> None:
 
 def test_collect_every_bounds_heap_growth_in_a_long_loop() -> None:
     with zs.Runtime(stress=GcStress(collect_every=50)) as rt:
-        head, nodes = chain(10)
+        _head, nodes = chain(10)
         peak = 0
         for i in range(3_000):
             temporary = Node(value=i)  # dropped at once: garbage
@@ -76,7 +76,7 @@ def test_collect_every_bounds_heap_growth_in_a_long_loop() -> None:
 
 def test_one_object_per_step_needs_a_step_per_object() -> None:
     with zs.Runtime(stress=GcStress(objects_per_step=1)) as rt:
-        head, nodes = chain(300)
+        _head, _nodes = chain(300)
         rt.gc.start_incremental()
         steps = 1
         while not rt.gc.step(1.0):
@@ -107,7 +107,7 @@ def test_a_tiny_mark_stack_still_marks_everything(threads: int) -> None:
 
 def test_poisoned_frees_change_nothing_observable() -> None:
     with zs.Runtime(stress=GcStress(poison_freed=True)) as rt:
-        head, nodes = chain(100)
+        _head, nodes = chain(100)
         for node in nodes:
             node.links.extend([Node(value=7) for _ in range(3)])
         collect(rt)
@@ -120,7 +120,7 @@ def test_poisoned_frees_change_nothing_observable() -> None:
 
 def test_allocation_limit_raises_memory_error_and_keeps_the_heap_consistent() -> None:
     with zs.Runtime(stress=GcStress(allocation_limit=4_000_000)) as rt:
-        head, nodes = chain(10)
+        head, _nodes = chain(10)
         created = []
         with pytest.raises(MemoryError):
             while True:
@@ -147,7 +147,7 @@ def test_out_of_memory_while_gathering_never_frees_what_a_survivor_references() 
     outcomes = set()
     for extra in range(0, 20_000, 1_000):
         with zs.Runtime(stress=GcStress(poison_freed=True)) as rt:
-            head, nodes = chain(5)
+            _head, nodes = chain(5)
             doomed, doomed_nodes = chain(600)  # unreachable once unrooted
             doomed.remove_from_root()
             held = doomed_nodes[::7]  # some keep a conjugate

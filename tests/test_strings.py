@@ -12,7 +12,6 @@ import pytest
 import zsharp_py as zs
 from helpers import collect
 
-
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
 
@@ -48,7 +47,7 @@ def test_creation_from_str_is_black(rt: zs.Runtime, kind: type) -> None:
     assert type(s) is kind
     assert s.is_black is True and s.is_expired is False
     assert str(s) == "hello"
-    assert s == "hello" and "hello" == s
+    assert s == "hello" and "hello" == s  # noqa: SIM300 (the reflected __eq__, on purpose)
     assert s != "Hello"
     assert len(s) == 5
 
@@ -270,7 +269,7 @@ def test_string_view_expires_with_its_object(rt: zs.Runtime) -> None:
     with pytest.raises(zs.ExpiredConjugateError):
         view.assign("x")
     with pytest.raises(zs.ExpiredConjugateError):
-        view == "bye"
+        view == "bye"  # noqa: B015 (the comparison must raise)
     with pytest.raises(zs.ExpiredConjugateError):
         view.clone()
     assert "expired" in repr(view)
@@ -298,7 +297,7 @@ def test_name_compares_and_hashes_case_insensitively(rt: zs.Runtime) -> None:
     a, b = zs.Name("Player"), zs.Name("PLAYER")
     assert a == b
     assert hash(a) == hash(b)
-    assert a == "player" and "pLaYeR" == a
+    assert a == "player" and "pLaYeR" == a  # noqa: SIM300 (the reflected __eq__, on purpose)
     assert a != zs.Name("Players")
     assert a != 5
     assert len({a, b, zs.Name("player")}) == 1

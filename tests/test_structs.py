@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import copy
 import pickle
+from typing import Any
 
 import pytest
 
 import zsharp_py as zs
 from helpers import collect
-
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 

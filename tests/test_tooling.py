@@ -187,7 +187,7 @@ def wrong_subclass_class(unit: Unit) -> None:
 
 def wrong_plain_class(plain: Plain) -> None:
     plain.kind = Unit  # E: call-overload
-"""
+"""  # noqa: E501 (reveal_type lines hold mypy's output verbatim)
 
 
 def test_generic_value_types_type_check_in_user_code(tmp_path: Path) -> None:

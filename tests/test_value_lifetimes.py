@@ -7,8 +7,10 @@ it; black values are GC roots unless the runtime says otherwise."""
 from __future__ import annotations
 
 import gc
+import itertools
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -163,9 +165,8 @@ def test_with_block_disposes(rt: zs.Runtime, kind: str) -> None:
 
 
 def test_with_block_disposes_on_an_exception(rt: zs.Runtime) -> None:
-    with pytest.raises(RuntimeError):
-        with Vec(1, 2) as v:
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), Vec(1, 2) as v:
+        raise RuntimeError("boom")
     assert v.is_expired
 
 
@@ -279,9 +280,8 @@ def test_red_view_cannot_be_disposed(rt: zs.Runtime) -> None:
     view = mob.spot
     with pytest.raises(TypeError, match="clone"):
         view.dispose()
-    with pytest.raises(TypeError):
-        with mob.label:
-            pass
+    with pytest.raises(TypeError), mob.label:
+        pass
     assert not view.is_expired
     collect(rt)
     assert view.is_expired
@@ -550,10 +550,9 @@ def test_view_obtained_outside_any_scope_survives_scopes(rt: zs.Runtime) -> None
 
 def test_scope_ended_by_an_exception_still_expires_its_views(rt: zs.Runtime) -> None:
     mob = Mob()
-    with pytest.raises(KeyError):
-        with zs.scope():
-            spot = mob.spot
-            raise KeyError("boom")
+    with pytest.raises(KeyError), zs.scope():
+        spot = mob.spot
+        raise KeyError("boom")
     assert spot.is_expired
 
 
@@ -982,7 +981,7 @@ def _mid_mark_scenario(rt: zs.Runtime) -> tuple[list[Link], Mob]:
     head.add_to_root()
     chain = [Link() for _ in range(20_000)]
     head.next = chain[0]
-    for one, two in zip(chain, chain[1:]):
+    for one, two in itertools.pairwise(chain):
         one.next = two
     x = Mob(spot=(4, 2))
     chain[-1].carrier.who = x

@@ -38,11 +38,11 @@ import itertools
 import math
 import sys
 import uuid
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
 from zsharp_py._errors import (
     ZS_E_BUSY,
     ZS_E_CALL_FAILED,
@@ -52,6 +52,7 @@ from zsharp_py._errors import (
     ZS_OK,
 )
 from zsharp_py._native import ffi, lib
+from zsharp_py.debug import GcStress
 
 __all__ = ["EXPECTED", "RUNTIME_ERRORS", "Reader", "Session", "run_one"]
 
@@ -761,7 +762,7 @@ class Session:
             self.scopes.pop().__exit__(None, None, None)
         rt = self.rt
         if not rt.closed:
-            for value in self.values + [s for s in self.strongs]:
+            for value in self.values + list(self.strongs):
                 value.dispose()
             self.values.clear()
             self.strongs.clear()
@@ -1389,7 +1390,7 @@ def _hostile_action(s: Session, target: Any, action: str) -> Callable[[], None]:
             if action == "grow" and isinstance(target, zs.Array):
                 target.extend([target[0]] * 600 if len(target) else [])
             elif action == "grow" and isinstance(target, zs.Map):
-                target.update({k: v for k, v in zip(range(900, 1500), target.values())})
+                target.update(dict(zip(range(900, 1500), target.values(), strict=False)))
             elif action == "grow" and isinstance(target, zs.Set):
                 target.update(range(900, 1500))
             elif action == "clear" and hasattr(target, "clear"):
@@ -1408,7 +1409,7 @@ def _hostile_action(s: Session, target: Any, action: str) -> Callable[[], None]:
                 s.rt.close()
         except HookError:
             raise
-        except (Exception,) as error:  # an action refused (documented) changes nothing
+        except Exception as error:  # an action refused (documented) changes nothing
             if not isinstance(error, s.expected + (RuntimeError, AttributeError)):
                 raise
         if action == "raise":
