@@ -7,6 +7,7 @@ only). Each family is one module exposing ``NAME``, ``TITLE`` and
 is in ``_harness``. To add a family, add a module and list it in
 ``FAMILIES``; to add a peer to a family, add a provider to its ``PEERS``.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -1,9 +1,11 @@
 """Run the zsharp_py benchmarks side by side with their peers, print the
 tables and write a markdown report (benchmarks/RESULTS.md for a full run of
 every family)."""
+
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -18,20 +20,34 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 PLOT_NAME = "gc_scaling.png"
 
 
-def _markdown(config: Config, families: list[str], sections: list[tuple[str, list[Table]]],
-              info: dict[str, str], seconds: float, targets: Table, plot: str) -> str:
+def _markdown(
+    config: Config,
+    families: list[str],
+    sections: list[tuple[str, list[Table]]],
+    info: dict[str, str],
+    seconds: float,
+    targets: Table,
+    plot: str,
+) -> str:
     command = "python -m benchmarks" + (" --quick" if config.quick else "")
     if families != list(FAMILIES):
         command += "".join(f" --only {name}" for name in families)
-    out = ["# zsharp_py benchmark results", "",
-           f"Produced by `{command}` in {seconds:,.0f} s. "
-           "See `benchmarks/README.md` for what each figure means. "
-           "Ratios are computed from figures measured in this same run.", "",
-           "## Machine", ""]
+    out = [
+        "# zsharp_py benchmark results",
+        "",
+        f"Produced by `{command}` in {seconds:,.0f} s. "
+        "See `benchmarks/README.md` for what each figure means. "
+        "Ratios are computed from figures measured in this same run.",
+        "",
+        "## Machine",
+        "",
+    ]
     out += [f"- **{key}**: {value}" for key, value in info.items()]
     if config.quick:
-        out += ["", "> **Quick (smoke) run**: tiny sizes and few rounds; "
-                "these numbers are not meaningful."]
+        out += [
+            "",
+            "> **Quick (smoke) run**: tiny sizes and few rounds; these numbers are not meaningful.",
+        ]
     busy = _busy_note(info)
     if busy:
         out += ["", busy]
@@ -49,37 +65,50 @@ def _busy_note(info: dict[str, str]) -> str:
     """A warning when other processes loaded the machine during the run."""
     loads = []
     for key in ("load average at start", "load average at end"):
-        try:
+        with contextlib.suppress(ValueError, IndexError):
             loads.append(float(info.get(key, "").split()[0]))
-        except (ValueError, IndexError):
-            pass
     cores = os.cpu_count() or 1
     if not loads or max(loads) < 0.5 * cores:
         return ""
-    return (f"> **Shared machine**: the load average was {' then '.join(f'{v:.1f}' for v in loads)} "
-            f"on {cores} cores (other processes running), so absolute times are inflated and "
-            "wall-time ratios are noisier than on an idle machine. The GC tables also give "
-            "CPU times, which exclude preemption.")
+    return (
+        f"> **Shared machine**: the load average was {' then '.join(f'{v:.1f}' for v in loads)} "
+        f"on {cores} cores (other processes running), so absolute times are inflated and "
+        "wall-time ratios are noisier than on an idle machine. The GC tables also give "
+        "CPU times, which exclude preemption."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: tiny sizes, few rounds (a few seconds); "
-                             "does not touch RESULTS.md")
-    parser.add_argument("--only", action="append", choices=list(FAMILIES), metavar="NAME",
-                        help=f"run only this family (repeatable): {', '.join(FAMILIES)}")
-    parser.add_argument("--output", type=Path, default=None,
-                        help="write the markdown report here (default: benchmarks/RESULTS.md "
-                             "for a full run of every family, a temporary file otherwise)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: tiny sizes, few rounds (a few seconds); does not touch RESULTS.md",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=list(FAMILIES),
+        metavar="NAME",
+        help=f"run only this family (repeatable): {', '.join(FAMILIES)}",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="write the markdown report here (default: benchmarks/RESULTS.md "
+        "for a full run of every family, a temporary file otherwise)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("--no-install", action="store_true",
-                        help="never pip/apt-install peers nor compile the C++ ones (quick runs "
-                             "never do); missing peers become notes in the tables")
+    parser.add_argument(
+        "--no-install",
+        action="store_true",
+        help="never pip/apt-install peers nor compile the C++ ones (quick runs "
+        "never do); missing peers become notes in the tables",
+    )
     args = parser.parse_args(argv)
 
-    config = Config(quick=args.quick, verbose=not args.quiet,
-                    allow_install=not args.no_install)
+    config = Config(quick=args.quick, verbose=not args.quiet, allow_install=not args.no_install)
     families = args.only or list(FAMILIES)
     families = [name for name in FAMILIES if name in families]  # canonical order
     info = machine_info()
@@ -113,10 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     print(targets.render_text())
     print()
     plot = write_plot(config, output.parent / PLOT_NAME)
-    output.write_text(_markdown(config, families, sections, info, elapsed, targets, plot),
-                      encoding="utf-8")
-    print(f"wrote {output} ({elapsed:,.1f} s)" + (f" and {output.parent / PLOT_NAME}"
-                                                  if plot.startswith("!") else ""))
+    output.write_text(
+        _markdown(config, families, sections, info, elapsed, targets, plot), encoding="utf-8"
+    )
+    print(
+        f"wrote {output} ({elapsed:,.1f} s)"
+        + (f" and {output.parent / PLOT_NAME}" if plot.startswith("!") else "")
+    )
     if failures:
         print("sanity checks failed:\n  " + "\n  ".join(failures), file=sys.stderr)
         return 1

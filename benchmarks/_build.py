@@ -18,12 +18,13 @@ reused. Nothing here is a runtime dependency of zsharp_py:
 A peer that cannot be built raises ``Unavailable`` with the reason, which the
 tables print instead of failing.
 """
+
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import importlib.util
+import io
 import os
 import shutil
 import subprocess
@@ -35,11 +36,26 @@ from types import ModuleType
 
 from ._harness import Config, Unavailable, progress
 
-__all__ = ["BUILD_DIR", "CSRC", "NATIVE", "c_program", "shared_library", "extension_module",
-           "ensure_package", "ensure_boehm", "cffi_actor_module", "nanobind_actor_module",
-           "pybind11_actor_module", "ctypes_actor_library", "zsharp_gc_program",
-           "boehm_gc_program", "floors_program", "VALUE_VARIANTS", "nanobind_values_module",
-           "pybind11_values_module"]
+__all__ = [
+    "BUILD_DIR",
+    "CSRC",
+    "NATIVE",
+    "c_program",
+    "shared_library",
+    "extension_module",
+    "ensure_package",
+    "ensure_boehm",
+    "cffi_actor_module",
+    "nanobind_actor_module",
+    "pybind11_actor_module",
+    "ctypes_actor_library",
+    "zsharp_gc_program",
+    "boehm_gc_program",
+    "floors_program",
+    "VALUE_VARIANTS",
+    "nanobind_values_module",
+    "pybind11_values_module",
+]
 
 HERE = Path(__file__).resolve().parent
 BUILD_DIR = Path(os.environ.get("ZSHARP_BENCH_BUILD_DIR", HERE / ".build"))
@@ -57,6 +73,7 @@ _failed_installs: dict[str, str] = {}
 # Tools
 # ---------------------------------------------------------------------------
 
+
 def _tool(*names: str) -> str:
     for name in names:
         found = shutil.which(name)
@@ -67,8 +84,9 @@ def _tool(*names: str) -> str:
 
 def _tool_version(path: str) -> str:
     try:
-        return subprocess.run([path, "--version"], capture_output=True, text=True,
-                              timeout=30).stdout.splitlines()[0]
+        return subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=30
+        ).stdout.splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
         return path
 
@@ -108,8 +126,9 @@ def _build_into(output: Path, build: list[list[str]], what: str) -> Path:
     staging.mkdir(parents=True)
     try:
         for command in build:
-            _run([part.replace(str(directory), str(staging)) for part in command], what,
-                 cwd=staging)
+            _run(
+                [part.replace(str(directory), str(staging)) for part in command], what, cwd=staging
+            )
         if directory.exists():  # built concurrently meanwhile
             return output
         staging.rename(directory)
@@ -123,39 +142,57 @@ def _prune(keep: Path) -> None:
     """Remove older builds of the same artefact (same name, other hash)."""
     prefix = keep.name.rsplit("-", 1)[0] + "-"
     for old in keep.parent.glob(prefix + "*"):
-        if old != keep and old.is_dir() and ".tmp" not in old.name and \
-                old.name.rsplit("-", 1)[0] + "-" == prefix:
+        if (
+            old != keep
+            and old.is_dir()
+            and ".tmp" not in old.name
+            and old.name.rsplit("-", 1)[0] + "-" == prefix
+        ):
             shutil.rmtree(old, ignore_errors=True)
 
 
-def c_program(config: Config, name: str, sources: list[Path], extra: list[str],
-              libraries: list[str] | None = None) -> Path:
+def c_program(
+    config: Config,
+    name: str,
+    sources: list[Path],
+    extra: list[str],
+    libraries: list[str] | None = None,
+) -> Path:
     """Compile (or reuse) a C program; ``extra`` are include flags and defines."""
     libraries = libraries or []
     cc = _tool("cc", "gcc")
     flags = C_FLAGS + extra
-    headers = sorted(CSRC.glob("*.h")) + sorted((NATIVE / "include").glob("*.h")) + sorted(
-        (NATIVE / "src").glob("*.h"))
-    output, built = _cached(name, "", [cc, _tool_version(cc), *flags, *libraries],
-                            sources + headers)
+    headers = (
+        sorted(CSRC.glob("*.h"))
+        + sorted((NATIVE / "include").glob("*.h"))
+        + sorted((NATIVE / "src").glob("*.h"))
+    )
+    output, built = _cached(
+        name, "", [cc, _tool_version(cc), *flags, *libraries], sources + headers
+    )
     if built:
         return output
     progress(config, f"building {name} ({len(sources)} C files)")
-    return _build_into(output, [[cc, *flags, *map(str, sources), "-o", str(output),
-                                 *libraries]], f"compiling {name}")
+    return _build_into(
+        output,
+        [[cc, *flags, *map(str, sources), "-o", str(output), *libraries]],
+        f"compiling {name}",
+    )
 
 
 def shared_library(config: Config, name: str, sources: list[Path], extra: list[str]) -> Path:
     """Compile (or reuse) a C shared library."""
     cc = _tool("cc", "gcc")
     flags = C_FLAGS + ["-fPIC", "-shared"] + extra
-    output, built = _cached(name, ".so", [cc, _tool_version(cc), *flags],
-                            sources + sorted(CSRC.glob("*.h")))
+    output, built = _cached(
+        name, ".so", [cc, _tool_version(cc), *flags], sources + sorted(CSRC.glob("*.h"))
+    )
     if built:
         return output
     progress(config, f"building {name}.so")
-    return _build_into(output, [[cc, *flags, *map(str, sources), "-o", str(output)]],
-                       f"compiling {name}")
+    return _build_into(
+        output, [[cc, *flags, *map(str, sources), "-o", str(output)]], f"compiling {name}"
+    )
 
 
 # Read once, at import on the main thread: sysconfig fills its configuration
@@ -167,8 +204,7 @@ _EXT_SUFFIX = str(sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 
 def _python_include() -> str:
     if not (Path(_PYTHON_INCLUDE) / "Python.h").exists():
-        raise Unavailable(f"Python.h not found in {_PYTHON_INCLUDE} (Python development "
-                          "headers)")
+        raise Unavailable(f"Python.h not found in {_PYTHON_INCLUDE} (Python development headers)")
     return _PYTHON_INCLUDE
 
 
@@ -199,21 +235,26 @@ def extension_module(name: str, path: Path) -> ModuleType:
 # Packages from PyPI and Debian
 # ---------------------------------------------------------------------------
 
+
 def ensure_package(config: Config, module: str, requirement: str) -> ModuleType:
     """Import a benchmark-only package, pip-installing it first when it is
     missing and the configuration allows installing."""
     if importlib.util.find_spec(module) is None:
         if not config.install:
-            raise Unavailable(f"{requirement} is not installed (a full run without "
-                              "--no-install pip-installs it)")
+            raise Unavailable(
+                f"{requirement} is not installed (a full run without --no-install pip-installs it)"
+            )
         with _install_lock:
             if module in _failed_installs:
                 raise Unavailable(_failed_installs[module])
             if importlib.util.find_spec(module) is None:
                 progress(config, f"pip install {requirement} (benchmark-only)")
                 try:
-                    _run([sys.executable, "-m", "pip", "install", "-q", requirement],
-                         f"pip install {requirement}", timeout=600)
+                    _run(
+                        [sys.executable, "-m", "pip", "install", "-q", requirement],
+                        f"pip install {requirement}",
+                        timeout=600,
+                    )
                 except Unavailable as reason:
                     _failed_installs[module] = str(reason)
                     raise
@@ -225,8 +266,10 @@ def ensure_package(config: Config, module: str, requirement: str) -> ModuleType:
 
 
 def _boehm_header() -> bool:
-    return any(Path(p).exists() for p in ("/usr/include/gc.h", "/usr/include/gc/gc.h",
-                                          "/usr/local/include/gc.h"))
+    return any(
+        Path(p).exists()
+        for p in ("/usr/include/gc.h", "/usr/include/gc/gc.h", "/usr/local/include/gc.h")
+    )
 
 
 def ensure_boehm(config: Config) -> None:
@@ -235,8 +278,9 @@ def ensure_boehm(config: Config) -> None:
     if _boehm_header():
         return
     if not config.install:
-        raise Unavailable("libgc-dev is not installed (a full run without --no-install "
-                          "apt-get installs it)")
+        raise Unavailable(
+            "libgc-dev is not installed (a full run without --no-install apt-get installs it)"
+        )
     with _install_lock:
         if "libgc" in _failed_installs:
             raise Unavailable(_failed_installs["libgc"])
@@ -248,8 +292,9 @@ def ensure_boehm(config: Config) -> None:
                 raise Unavailable("libgc-dev is not installed and apt-get needs root")
             progress(config, "apt-get install libgc-dev (benchmark-only)")
             _run([apt, "update", "-qq"], "apt-get update", timeout=600)
-            _run([apt, "install", "-y", "-qq", "libgc-dev"], "apt-get install libgc-dev",
-                 timeout=600)
+            _run(
+                [apt, "install", "-y", "-qq", "libgc-dev"], "apt-get install libgc-dev", timeout=600
+            )
         except Unavailable as reason:
             _failed_installs["libgc"] = str(reason)
             raise
@@ -260,6 +305,7 @@ def ensure_boehm(config: Config) -> None:
 # ---------------------------------------------------------------------------
 # The peers
 # ---------------------------------------------------------------------------
+
 
 def zsharp_gc_program(config: Config, barrier: bool = True) -> Path:
     """``csrc/gc_zsharp.c`` linked with the native heap's sources; without
@@ -347,12 +393,23 @@ def cffi_actor_module(config: Config) -> ModuleType:
 
     cc = _tool("cc", "gcc")
     include = _python_include()
-    flags = ["-std=gnu11", "-O2", "-DNDEBUG", "-fPIC", "-shared", f"-I{include}", f"-I{CSRC}",
-             f"-I{NATIVE / 'include'}"]
+    flags = [
+        "-std=gnu11",
+        "-O2",
+        "-DNDEBUG",
+        "-fPIC",
+        "-shared",
+        f"-I{include}",
+        f"-I{CSRC}",
+        f"-I{NATIVE / 'include'}",
+    ]
     name = "bench_cffi_actor"
-    output, built = _cached(name, _ext_suffix(),
-                            [cc, _tool_version(cc), cffi.__version__, CFFI_CDEF, CFFI_SOURCE,
-                             *flags], [CSRC / "actor.c", CSRC / "actor.h"])
+    output, built = _cached(
+        name,
+        _ext_suffix(),
+        [cc, _tool_version(cc), cffi.__version__, CFFI_CDEF, CFFI_SOURCE, *flags],
+        [CSRC / "actor.c", CSRC / "actor.h"],
+    )
     if not built:
         progress(config, f"building {name} (cffi API mode)")
         builder = cffi.FFI()
@@ -363,17 +420,27 @@ def cffi_actor_module(config: Config) -> ModuleType:
         with contextlib.redirect_stdout(io.StringIO()):  # "generating ..."
             builder.emit_c_code(str(generated))
         try:
-            _build_into(output, [[cc, *flags, str(generated), str(CSRC / "actor.c"), "-o",
-                                  str(output)]], f"compiling {name}")
+            _build_into(
+                output,
+                [[cc, *flags, str(generated), str(CSRC / "actor.c"), "-o", str(output)]],
+                f"compiling {name}",
+            )
         finally:
             generated.unlink(missing_ok=True)
     return extension_module(name, output)
 
 
-def _cxx_module(config: Config, name: str, source: Path, include_dirs: list[str],
-                extra_sources: list[str], extra_flags: list[str], package: str,
-                c_sources: list[Path] | None = None,
-                depends: list[Path] | None = None) -> ModuleType:
+def _cxx_module(
+    config: Config,
+    name: str,
+    source: Path,
+    include_dirs: list[str],
+    extra_sources: list[str],
+    extra_flags: list[str],
+    package: str,
+    c_sources: list[Path] | None = None,
+    depends: list[Path] | None = None,
+) -> ModuleType:
     """Compile (or reuse) a C++ extension module ``name`` from ``source``,
     the ``extra_sources`` (C++, e.g. nanobind's core) and the ``c_sources``
     (C; default ``csrc/actor.c``); ``depends`` are the headers whose changes
@@ -381,17 +448,23 @@ def _cxx_module(config: Config, name: str, source: Path, include_dirs: list[str]
     cxx = _tool("c++", "g++")
     cc = _tool("cc", "gcc")
     include = _python_include()
-    flags = CXX_FLAGS + extra_flags + [f"-I{include}", f"-I{CSRC}"] + [
-        f"-I{d}" for d in include_dirs]
+    flags = (
+        CXX_FLAGS + extra_flags + [f"-I{include}", f"-I{CSRC}"] + [f"-I{d}" for d in include_dirs]
+    )
     c_sources = [CSRC / "actor.c"] if c_sources is None else c_sources
     depends = [CSRC / "actor.h"] if depends is None else depends
-    output, built = _cached(name, _ext_suffix(),
-                            [cxx, _tool_version(cxx), package, *flags, *extra_sources],
-                            [source, *c_sources, *depends])
+    output, built = _cached(
+        name,
+        _ext_suffix(),
+        [cxx, _tool_version(cxx), package, *flags, *extra_sources],
+        [source, *c_sources, *depends],
+    )
     if not built:
         if not config.install:
-            raise Unavailable("not built (quick and --no-install runs do not compile the C++ "
-                              "peers; a full run builds them into benchmarks/.build)")
+            raise Unavailable(
+                "not built (quick and --no-install runs do not compile the C++ "
+                "peers; a full run builds them into benchmarks/.build)"
+            )
         progress(config, f"building {name} ({package}, g++ -O2; about 10-30 s)")
         directory = output.parent
         objects: list[str] = []
@@ -401,8 +474,9 @@ def _cxx_module(config: Config, name: str, source: Path, include_dirs: list[str]
             commands.append([cc, *C_FLAGS, "-fPIC", "-c", str(c_source), "-o", objects[-1]])
         for index, extra in enumerate(extra_sources):
             objects.append(str(directory / f"extra{index}.o"))
-            commands.append([cxx, *flags, "-DNB_BUILD", "-fno-strict-aliasing", "-c", extra,
-                             "-o", objects[-1]])
+            commands.append(
+                [cxx, *flags, "-DNB_BUILD", "-fno-strict-aliasing", "-c", extra, "-o", objects[-1]]
+            )
         commands.append([cxx, *flags, "-shared", str(source), *objects, "-o", str(output)])
         _build_into(output, commands, f"compiling {name}")
     return extension_module(name, output)
@@ -413,19 +487,30 @@ def nanobind_actor_module(config: Config) -> ModuleType:
     nanobind = ensure_package(config, "nanobind", "nanobind")
     root = Path(str(nanobind.__file__)).resolve().parent
     flags = ["-DNB_COMPACT_ASSERTIONS"]
-    module = _cxx_module(config, "bench_nb_actor", CSRC / "nb_actor.cpp",
-                         [str(root / "include"), str(root / "ext" / "robin_map" / "include")],
-                         [str(root / "src" / "nb_combined.cpp")], flags,
-                         f"nanobind {getattr(nanobind, '__version__', '?')}")
+    module = _cxx_module(
+        config,
+        "bench_nb_actor",
+        CSRC / "nb_actor.cpp",
+        [str(root / "include"), str(root / "ext" / "robin_map" / "include")],
+        [str(root / "src" / "nb_combined.cpp")],
+        flags,
+        f"nanobind {getattr(nanobind, '__version__', '?')}",
+    )
     module.__dict__.setdefault("VERSION", getattr(nanobind, "__version__", "?"))
     return module
 
 
 def pybind11_actor_module(config: Config) -> ModuleType:
     pybind11 = ensure_package(config, "pybind11", "pybind11")
-    module = _cxx_module(config, "bench_pb_actor", CSRC / "pb_actor.cpp",
-                         [pybind11.get_include()], [], [],
-                         f"pybind11 {getattr(pybind11, '__version__', '?')}")
+    module = _cxx_module(
+        config,
+        "bench_pb_actor",
+        CSRC / "pb_actor.cpp",
+        [pybind11.get_include()],
+        [],
+        [],
+        f"pybind11 {getattr(pybind11, '__version__', '?')}",
+    )
     module.__dict__.setdefault("VERSION", getattr(pybind11, "__version__", "?"))
     return module
 
@@ -439,8 +524,11 @@ def _values_flags(library: str, variant: str) -> tuple[str, list[str]]:
     if variant not in VALUE_VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     name = f"bench_{library}_values_{variant}"
-    return name, [f"-DBENCH_MODULE={name}", f"-DBENCH_NS={name}_ns",
-                  f"-DBENCH_OPAQUE={int(variant == 'opaque')}"]
+    return name, [
+        f"-DBENCH_MODULE={name}",
+        f"-DBENCH_NS={name}_ns",
+        f"-DBENCH_OPAQUE={int(variant == 'opaque')}",
+    ]
 
 
 def nanobind_values_module(config: Config, variant: str) -> ModuleType:
@@ -449,12 +537,17 @@ def nanobind_values_module(config: Config, variant: str) -> ModuleType:
     nanobind = ensure_package(config, "nanobind", "nanobind")
     root = Path(str(nanobind.__file__)).resolve().parent
     name, defines = _values_flags("nb", variant)
-    module = _cxx_module(config, name, CSRC / "nb_values.cpp",
-                         [str(root / "include"), str(root / "ext" / "robin_map" / "include")],
-                         [str(root / "src" / "nb_combined.cpp")],
-                         ["-DNB_COMPACT_ASSERTIONS", *defines],
-                         f"nanobind {getattr(nanobind, '__version__', '?')}",
-                         c_sources=[], depends=[CSRC / "values.h"])
+    module = _cxx_module(
+        config,
+        name,
+        CSRC / "nb_values.cpp",
+        [str(root / "include"), str(root / "ext" / "robin_map" / "include")],
+        [str(root / "src" / "nb_combined.cpp")],
+        ["-DNB_COMPACT_ASSERTIONS", *defines],
+        f"nanobind {getattr(nanobind, '__version__', '?')}",
+        c_sources=[],
+        depends=[CSRC / "values.h"],
+    )
     module.__dict__.setdefault("VERSION", getattr(nanobind, "__version__", "?"))
     return module
 
@@ -464,8 +557,16 @@ def pybind11_values_module(config: Config, variant: str) -> ModuleType:
     (bind_vector, bind_map, a bound set class) or "caster" (pybind11/stl.h)."""
     pybind11 = ensure_package(config, "pybind11", "pybind11")
     name, defines = _values_flags("pb", variant)
-    module = _cxx_module(config, name, CSRC / "pb_values.cpp", [pybind11.get_include()], [],
-                         defines, f"pybind11 {getattr(pybind11, '__version__', '?')}",
-                         c_sources=[], depends=[CSRC / "values.h"])
+    module = _cxx_module(
+        config,
+        name,
+        CSRC / "pb_values.cpp",
+        [pybind11.get_include()],
+        [],
+        defines,
+        f"pybind11 {getattr(pybind11, '__version__', '?')}",
+        c_sources=[],
+        depends=[CSRC / "values.h"],
+    )
     module.__dict__.setdefault("VERSION", getattr(pybind11, "__version__", "?"))
     return module

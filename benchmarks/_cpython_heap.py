@@ -11,6 +11,7 @@ ROUNDS timed), then drops half (tree: the root slots in DROP_SLOTS, e.g.
 counting that frees it and one more ``gc.collect()``. Prints one JSON line
 in the C programs' format (times in ns).
 """
+
 from __future__ import annotations
 
 import gc

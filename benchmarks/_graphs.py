@@ -23,12 +23,21 @@ reachable through the chain.
 ``random_checksum`` folds the drawn indices the way the C programs do, so a
 run can check that every peer built the same graph.
 """
+
 from __future__ import annotations
 
 from array import array
 
-__all__ = ["GRAPH_SEED", "SLOTS", "random_picks", "random_checksum", "tree_subtree_size",
-           "tree_drop_plan", "tree_drop_mask", "random_drop_survivors"]
+__all__ = [
+    "GRAPH_SEED",
+    "SLOTS",
+    "random_picks",
+    "random_checksum",
+    "tree_subtree_size",
+    "tree_drop_plan",
+    "tree_drop_mask",
+    "random_drop_survivors",
+]
 
 GRAPH_SEED = 20240611
 SLOTS = ("a", "b", "c", "d")

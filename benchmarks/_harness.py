@@ -6,6 +6,7 @@ always computed from figures measured in the same process and the same run,
 so machine speed and frequency drift cancel out as far as possible; micro
 benchmarks interleave their cases round by round for the same reason.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,15 +20,34 @@ import subprocess
 import sys
 import time
 import timeit
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 __all__ = [
-    "Config", "Stats", "Table", "MicroCase", "Unavailable", "summarize", "percentile",
-    "METRICS", "NOTES", "SERIES", "record",
-    "time_rounds", "run_micro", "calibrate", "gc_paused", "host_gc_isolated", "machine_info",
-    "progress", "fmt_ratio", "fmt_ns", "fmt_ms", "load_average",
+    "Config",
+    "Stats",
+    "Table",
+    "MicroCase",
+    "Unavailable",
+    "summarize",
+    "percentile",
+    "METRICS",
+    "NOTES",
+    "SERIES",
+    "record",
+    "time_rounds",
+    "run_micro",
+    "calibrate",
+    "gc_paused",
+    "host_gc_isolated",
+    "machine_info",
+    "progress",
+    "fmt_ratio",
+    "fmt_ns",
+    "fmt_ms",
+    "load_average",
 ]
 
 clock = time.perf_counter
@@ -36,6 +56,7 @@ clock = time.perf_counter
 # ---------------------------------------------------------------------------
 # Configuration
 # ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Config:
@@ -94,8 +115,15 @@ class Config:
         """Timed full collections per native heap (after one warm-up)."""
         if self.quick:
             return 3
-        return 3 if objects >= 4_000_000 else 5 if objects >= 1_000_000 else 9 \
-            if objects >= 100_000 else 15
+        return (
+            3
+            if objects >= 4_000_000
+            else 5
+            if objects >= 1_000_000
+            else 9
+            if objects >= 100_000
+            else 15
+        )
 
     def peer_passes(self, objects: int) -> int:
         """Times every GC program runs anew per heap size (interleaved passes)."""
@@ -155,6 +183,7 @@ def record(key: str, value: float | None, why_missing: str = "") -> None:
 # Statistics
 # ---------------------------------------------------------------------------
 
+
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """The q-th percentile (0..100) with linear interpolation between ranks."""
     if not sorted_values:
@@ -182,25 +211,45 @@ class Stats:
 
     def scaled(self, factor: float) -> Stats:
         """Every figure multiplied by ``factor`` (unit change, per-item)."""
-        return Stats(self.n, self.median * factor, self.p50 * factor, self.p99 * factor,
-                     self.max * factor, self.min * factor, self.mean * factor)
+        return Stats(
+            self.n,
+            self.median * factor,
+            self.p50 * factor,
+            self.p99 * factor,
+            self.max * factor,
+            self.min * factor,
+            self.mean * factor,
+        )
 
     def minus(self, offset: float) -> Stats:
         """Every figure minus ``offset`` (loop overhead), floored at zero."""
-        return Stats(self.n, *(max(v - offset, 0.0) for v in (
-            self.median, self.p50, self.p99, self.max, self.min, self.mean)))
+        return Stats(
+            self.n,
+            *(
+                max(v - offset, 0.0)
+                for v in (self.median, self.p50, self.p99, self.max, self.min, self.mean)
+            ),
+        )
 
 
 def summarize(samples: Sequence[float]) -> Stats:
     """Median, p50, p99, max, min and mean of ``samples``."""
     ordered = sorted(samples)
-    return Stats(len(ordered), statistics.median(ordered), percentile(ordered, 50),
-                 percentile(ordered, 99), ordered[-1], ordered[0], statistics.fmean(ordered))
+    return Stats(
+        len(ordered),
+        statistics.median(ordered),
+        percentile(ordered, 50),
+        percentile(ordered, 99),
+        ordered[-1],
+        ordered[0],
+        statistics.fmean(ordered),
+    )
 
 
 # ---------------------------------------------------------------------------
 # Timing
 # ---------------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
@@ -228,7 +277,9 @@ def host_gc_isolated() -> Iterator[None]:
         gc.unfreeze()
 
 
-def time_rounds(function: Callable[[], Any], rounds: int, warmup: int = 1) -> tuple[Stats, list[Any]]:
+def time_rounds(
+    function: Callable[[], Any], rounds: int, warmup: int = 1
+) -> tuple[Stats, list[Any]]:
     """Call ``function`` ``warmup`` times untimed, then ``rounds`` times timed
     (CPython's collector paused). Returns the seconds per call and the
     return values of the timed calls."""
@@ -280,11 +331,13 @@ class MicroCase:
 @dataclass
 class MicroResult:
     case: MicroCase
-    gross: Stats   # seconds per operation, loop overhead included
-    net: Stats     # minus the median cost of an empty loop iteration
+    gross: Stats  # seconds per operation, loop overhead included
+    net: Stats  # minus the median cost of an empty loop iteration
 
 
-def run_micro(cases: Sequence[MicroCase], number: int, rounds: int) -> tuple[list[MicroResult], Stats]:
+def run_micro(
+    cases: Sequence[MicroCase], number: int, rounds: int
+) -> tuple[list[MicroResult], Stats]:
     """Time every case ``rounds`` times ``number`` operations, interleaved:
     each round runs one batch of every case (in a rotating order), so slow
     drift of the machine affects all cases alike. Returns the per-operation
@@ -292,7 +345,7 @@ def run_micro(cases: Sequence[MicroCase], number: int, rounds: int) -> tuple[lis
     empty = timeit.Timer("pass")
     timers = [timeit.Timer(case.stmt, globals=case.namespace) for case in cases]
     numbers = [max(int(number * case.scale), 1) for case in cases]
-    for case, timer, count in zip(cases, timers, numbers):
+    for case, timer, count in zip(cases, timers, numbers, strict=True):
         warmup = max(count // 10, 1)
         if case.before_batch is not None:
             case.before_batch(warmup)
@@ -323,8 +376,10 @@ def run_micro(cases: Sequence[MicroCase], number: int, rounds: int) -> tuple[lis
                     seconds += elapsed
             samples[index].append(seconds / operations)
     overhead = summarize(empty_samples)
-    results = [MicroResult(case, summarize(s), summarize(s).minus(overhead.median))
-               for case, s in zip(cases, samples)]
+    results = [
+        MicroResult(case, summarize(s), summarize(s).minus(overhead.median))
+        for case, s in zip(cases, samples, strict=True)
+    ]
     return results, overhead
 
 
@@ -356,6 +411,7 @@ def calibrate(case: MicroCase, seconds: float, limit: int = 10_000_000) -> int:
 # Tables
 # ---------------------------------------------------------------------------
 
+
 @dataclass
 class Table:
     """A result table: printed as text, written as markdown."""
@@ -374,8 +430,9 @@ class Table:
         self.rows.append([str(c) for c in cells])
 
     def _widths(self) -> list[int]:
-        return [max(len(row[i]) for row in [self.columns, *self.rows])
-                for i in range(len(self.columns))]
+        return [
+            max(len(row[i]) for row in [self.columns, *self.rows]) for i in range(len(self.columns))
+        ]
 
     @staticmethod
     def _numeric(cell: str) -> bool:
@@ -392,18 +449,26 @@ class Table:
         widths = self._widths()
 
         def line(row: list[str]) -> str:
-            return "  ".join(cell.rjust(w) if self._numeric(cell) else cell.ljust(w)
-                             for cell, w in zip(row, widths)).rstrip()
+            return "  ".join(
+                cell.rjust(w) if self._numeric(cell) else cell.ljust(w)
+                for cell, w in zip(row, widths, strict=False)
+            ).rstrip()
 
-        out = [self.title, "=" * len(self.title), line(self.columns),
-               "  ".join("-" * w for w in widths)]
+        out = [
+            self.title,
+            "=" * len(self.title),
+            line(self.columns),
+            "  ".join("-" * w for w in widths),
+        ]
         out += [line(row) for row in self.rows]
         out += [f"  * {note}" for note in self.notes]
         return "\n".join(out)
 
     def render_markdown(self) -> str:
-        numeric = [all(self._numeric(row[i]) for row in self.rows) if self.rows else False
-                   for i in range(len(self.columns))]
+        numeric = [
+            all(self._numeric(row[i]) for row in self.rows) if self.rows else False
+            for i in range(len(self.columns))
+        ]
         out = [f"### {self.title}", ""]
         if self.description:
             out += [self.description, ""]
@@ -437,12 +502,15 @@ def fmt_ratio(numerator: float, denominator: float) -> str:
 # Machine description and progress
 # ---------------------------------------------------------------------------
 
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
             for line in cpuinfo:
-                if line.lower().startswith(("model name", "hardware", "processor\t: ")) \
-                        and ":" in line:
+                if (
+                    line.lower().startswith(("model name", "hardware", "processor\t: "))
+                    and ":" in line
+                ):
                     value = line.split(":", 1)[1].strip()
                     if value and not value.isdigit():
                         return value
@@ -453,10 +521,21 @@ def _cpu_model() -> str:
 
 def _git_revision(root: Path) -> str:
     try:
-        revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
-                                  capture_output=True, text=True, timeout=5, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, capture_output=True, text=True, timeout=5)
+        revision = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         suffix = " (with uncommitted changes)" if dirty.stdout.strip() else ""
         return revision.stdout.strip() + suffix
     except (OSError, subprocess.SubprocessError):
@@ -478,9 +557,11 @@ def machine_info() -> dict[str, str]:
         "cores": f"{os.cpu_count()} logical ({usable} usable by this process)",
         "OS": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "Python": f"{platform.python_implementation()} {platform.python_version()} "
-                  f"({sys.executable})",
+        f"({sys.executable})",
         "cffi": cffi.__version__,
-        "zsharp_py": f"{zsharp_py.__version__}, git {_git_revision(Path(__file__).resolve().parent.parent)}",
+        "zsharp_py": (
+            f"{zsharp_py.__version__}, git {_git_revision(Path(__file__).resolve().parent.parent)}"
+        ),
         "compilers": _compilers(),
         "peers": _peer_versions(),
         "load average at start": load_average(),
@@ -497,8 +578,12 @@ def _first_line(command: list[str]) -> str:
 
 
 def _compilers() -> str:
-    return "; ".join(filter(None, (_first_line(["cc", "--version"]),
-                                   _first_line(["c++", "--version"])))) or "none found"
+    return (
+        "; ".join(
+            filter(None, (_first_line(["cc", "--version"]), _first_line(["c++", "--version"])))
+        )
+        or "none found"
+    )
 
 
 def _peer_versions() -> str:

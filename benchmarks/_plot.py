@@ -1,6 +1,7 @@
 """The scaling plot: full-collection time against heap size for every GC peer
 and the floors (``_harness.SERIES``, recorded by ``gc_peers``), drawn with
 matplotlib (a benchmark-only dependency that full runs pip-install)."""
+
 from __future__ import annotations
 
 import importlib
@@ -25,8 +26,11 @@ def _style(label: str, index: int) -> dict[str, Any]:
         if label.startswith(prefix):
             parallel = "1 marker" not in label and prefix in ("zsharp_py", "Boehm")
             random_floor = "random" in label and prefix == "floor"
-            return {"color": color, "linestyle": "--" if parallel or random_floor else line,
-                    "marker": "os^v"[index % 4]}
+            return {
+                "color": color,
+                "linestyle": "--" if parallel or random_floor else line,
+                "marker": "os^v"[index % 4],
+            }
     return {"marker": "o"}
 
 
@@ -42,12 +46,14 @@ def write_plot(config: Config, path: Path) -> str:
     except (Unavailable, ImportError) as reason:
         return f"Scaling plot not drawn: {reason}"
     shapes = [s for s in ("tree", "random") if any(k.startswith(s + "|") for k in SERIES)]
-    figure, axes = pyplot.subplots(len(shapes), 2, figsize=(13, 5.2 * len(shapes)),
-                                   squeeze=False)
+    figure, axes = pyplot.subplots(len(shapes), 2, figsize=(13, 5.2 * len(shapes)), squeeze=False)
     for row, shape in enumerate(shapes):
         total, per = axes[row][0], axes[row][1]
-        curves = [(key.split("|", 1)[1], sorted(points)) for key, points in SERIES.items()
-                  if key.startswith(shape + "|")]
+        curves = [
+            (key.split("|", 1)[1], sorted(points))
+            for key, points in SERIES.items()
+            if key.startswith(shape + "|")
+        ]
         for index, (label, points) in enumerate(curves):
             sizes = [n for n, _ in points]
             style = _style(label, index)
@@ -57,19 +63,35 @@ def write_plot(config: Config, path: Path) -> str:
         if reference:
             n0, s0 = reference[0]
             xs = [n for n, _ in reference]
-            total.plot(xs, [s0 * 1e3 * n / n0 for n in xs], color="black", linewidth=0.8,
-                       linestyle="-.", label="linear from zsharp_py's first point")
-        total.set(xscale="log", yscale="log", xlabel="objects in the heap",
-                  ylabel="one full collection, ms",
-                  title=f"{shape}: collection time (slope 1 on log-log = linear)")
-        per.set(xscale="log", yscale="log", xlabel="objects in the heap",
-                ylabel="ns per object",
-                title=f"{shape}: ns per object (flat = linear growth)")
+            total.plot(
+                xs,
+                [s0 * 1e3 * n / n0 for n in xs],
+                color="black",
+                linewidth=0.8,
+                linestyle="-.",
+                label="linear from zsharp_py's first point",
+            )
+        total.set(
+            xscale="log",
+            yscale="log",
+            xlabel="objects in the heap",
+            ylabel="one full collection, ms",
+            title=f"{shape}: collection time (slope 1 on log-log = linear)",
+        )
+        per.set(
+            xscale="log",
+            yscale="log",
+            xlabel="objects in the heap",
+            ylabel="ns per object",
+            title=f"{shape}: ns per object (flat = linear growth)",
+        )
         for axis in (total, per):
             axis.grid(True, which="both", alpha=0.3)
         total.legend(fontsize=8)
-    figure.suptitle("Full collection, everything live: zsharp_py, Boehm, CPython and the "
-                    "memory floors (same run)" + (" - QUICK RUN" if config.quick else ""))
+    figure.suptitle(
+        "Full collection, everything live: zsharp_py, Boehm, CPython and the "
+        "memory floors (same run)" + (" - QUICK RUN" if config.quick else "")
+    )
     figure.tight_layout()
     figure.savefig(path, dpi=90)
     pyplot.close(figure)

@@ -16,21 +16,33 @@ same C function bodies, compiled for its layout, through the raw cffi module.
 Its array is a black ``zs.Array[zs.Int32]``. Where zsharp_py lacks structs or
 containers, those rows say so instead of a figure.
 """
+
 from __future__ import annotations
 
 import contextlib
 import ctypes
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import zsharp_py as zs
 from zsharp_py._base.ffi import layout_ffi
 from zsharp_py._model.object import class_layout
 
 from . import _build
-from ._harness import (Config, MicroCase, MicroResult, Table, Unavailable, fmt_ns, fmt_ratio,
-                       progress, record, run_micro)
+from ._harness import (
+    Config,
+    MicroCase,
+    MicroResult,
+    Table,
+    Unavailable,
+    fmt_ns,
+    fmt_ratio,
+    progress,
+    record,
+    run_micro,
+)
 
 NAME = "bindings"
 TITLE = "Binding cost"
@@ -63,6 +75,7 @@ VERSIONS: dict[str, str] = {}  # the C++ binding libraries measured
 # The peers' objects
 # ---------------------------------------------------------------------------
 
+
 def zs_vec3_class() -> type[Any] | None:
     """``Vec3`` as a ``zs.Struct`` (None while zsharp_py has no structs)."""
     if not hasattr(zs, "Struct"):
@@ -86,9 +99,11 @@ def _pointer(obj: zs.Object) -> Any:
     return layout_ffi.cast(layout.pointer_type, address)
 
 
-def zs_actor_class(get_health: Callable[[Any], int],
-                   move: Callable[[Any, float, float, float], None],
-                   vec3: type[Any] | None) -> type[zs.Object]:
+def zs_actor_class(
+    get_health: Callable[[Any], int],
+    move: Callable[[Any, float, float, float], None],
+    vec3: type[Any] | None,
+) -> type[zs.Object]:
     """The struct's members declared for zsharp_py; the methods call the C
     bodies (``zs_actor_*``, compiled for this layout) through cffi."""
 
@@ -171,9 +186,14 @@ class CActor(ctypes.Structure):
     pass
 
 
-CActor._fields_ = [("health", ctypes.c_int32), ("x", ctypes.c_double), ("y", ctypes.c_double),
-                   ("z", ctypes.c_double), ("target", ctypes.POINTER(CActor)),
-                   ("velocity", CVec3)]
+CActor._fields_ = [
+    ("health", ctypes.c_int32),
+    ("x", ctypes.c_double),
+    ("y", ctypes.c_double),
+    ("z", ctypes.c_double),
+    ("target", ctypes.POINTER(CActor)),
+    ("velocity", CVec3),
+]
 
 
 class CIntArray(ctypes.Structure):
@@ -212,54 +232,149 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     actor.add_to_root()  # the creation case collects garbage after every batch
     actor.target = other  # type: ignore[attr-defined]
     assert actor.health == 100 and actor.target is other  # type: ignore[attr-defined]
-    namespace = {"a": actor, "b": other, "v": VALUE, "Actor": actor_class,
-                 "p": _pointer(actor), "pointer": _pointer, "arr": _zs_int_array(skipped)}
+    namespace = {
+        "a": actor,
+        "b": other,
+        "v": VALUE,
+        "Actor": actor_class,
+        "p": _pointer(actor),
+        "pointer": _pointer,
+        "arr": _zs_int_array(skipped),
+    }
     peer = "zsharp_py"
     health = next(p.cname for p in class_layout(actor_class).properties if p.name == "health")
     cases = [
-        MicroCase("zs.Object Int32 property", "read", "a.health", namespace, peer,
-                  note="a C descriptor (zsharp_py._core): liveness check, member load"),
-        MicroCase("zs.Object Int32 property", "write", "a.health = v", namespace, peer,
-                  note="a C descriptor: an exact in-range int is stored in C; other values convert first (Python)"),
-        MicroCase("reference property, target has a conjugate", "existing", "a.target",
-                  namespace, peer, note="a C descriptor: field load + conjugate-table lookup"),
-        MicroCase("reference property", "store", "a.target = b", namespace, peer,
-                  note="a C descriptor: class, liveness and runtime checks, then zs_store_ref (liveness, write barrier)"),
-        MicroCase("BindActor() + its share of a collection", "create", "Actor()", namespace,
-                  peer, after_batch=runtime.collect_garbage, after_batch_timed=True, scale=0.2,
-                  note="each batch ends with rt.collect_garbage(), timed: it destroys the "
-                       "batch's objects and expires their conjugates, as the peers' "
-                       "destructors run inside their statements"),
-        MicroCase("BindActor() alone (collection not timed)", "create", "Actor()", namespace,
-                  peer, after_batch=runtime.collect_garbage, scale=0.2, primary=False),
-        MicroCase("a typed pointer made per read", "read", f"pointer(a).{health}", namespace, peer,
-                  primary=False),
-        MicroCase("layout cdata field, pointer hoisted", "read", f"p.{health}", namespace,
-                  peer, primary=False, note="what the attrgetter ultimately reads"),
+        MicroCase(
+            "zs.Object Int32 property",
+            "read",
+            "a.health",
+            namespace,
+            peer,
+            note="a C descriptor (zsharp_py._core): liveness check, member load",
+        ),
+        MicroCase(
+            "zs.Object Int32 property",
+            "write",
+            "a.health = v",
+            namespace,
+            peer,
+            note=(
+                "a C descriptor: an exact in-range int is stored in C; "
+                "other values convert first (Python)"
+            ),
+        ),
+        MicroCase(
+            "reference property, target has a conjugate",
+            "existing",
+            "a.target",
+            namespace,
+            peer,
+            note="a C descriptor: field load + conjugate-table lookup",
+        ),
+        MicroCase(
+            "reference property",
+            "store",
+            "a.target = b",
+            namespace,
+            peer,
+            note=(
+                "a C descriptor: class, liveness and runtime checks, "
+                "then zs_store_ref (liveness, write barrier)"
+            ),
+        ),
+        MicroCase(
+            "BindActor() + its share of a collection",
+            "create",
+            "Actor()",
+            namespace,
+            peer,
+            after_batch=runtime.collect_garbage,
+            after_batch_timed=True,
+            scale=0.2,
+            note="each batch ends with rt.collect_garbage(), timed: it destroys the "
+            "batch's objects and expires their conjugates, as the peers' "
+            "destructors run inside their statements",
+        ),
+        MicroCase(
+            "BindActor() alone (collection not timed)",
+            "create",
+            "Actor()",
+            namespace,
+            peer,
+            after_batch=runtime.collect_garbage,
+            scale=0.2,
+            primary=False,
+        ),
+        MicroCase(
+            "a typed pointer made per read",
+            "read",
+            f"pointer(a).{health}",
+            namespace,
+            peer,
+            primary=False,
+        ),
+        MicroCase(
+            "layout cdata field, pointer hoisted",
+            "read",
+            f"p.{health}",
+            namespace,
+            peer,
+            primary=False,
+            note="what the attrgetter ultimately reads",
+        ),
     ]
     if vec3 is not None:
         view = actor.velocity  # type: ignore[attr-defined]
         assert view.x == 0.0 and not view.is_black
-        cases.append(MicroCase("zs.Struct member: a red view", "view", "a.velocity", namespace,
-                               peer, note="a red view into the object (cached per object)"))
+        cases.append(
+            MicroCase(
+                "zs.Struct member: a red view",
+                "view",
+                "a.velocity",
+                namespace,
+                peer,
+                note="a red view into the object (cached per object)",
+            )
+        )
     if namespace["arr"] is not None:
         cases += [
-            MicroCase("black zs.Array[zs.Int32]: for v in arr", "iterate", "for v in arr: pass",
-                      namespace, peer, scale=0.001, items=ARRAY_LENGTH,
-                      note="Array.__iter__: chunks of 256 copied out by one ffi.unpack under the lock"),
-            MicroCase("the same through arr.to_python() (one bulk copy)", "iterate",
-                      "for v in arr.to_python(): pass", namespace, peer, scale=0.01,
-                      items=ARRAY_LENGTH, primary=False),
+            MicroCase(
+                "black zs.Array[zs.Int32]: for v in arr",
+                "iterate",
+                "for v in arr: pass",
+                namespace,
+                peer,
+                scale=0.001,
+                items=ARRAY_LENGTH,
+                note="Array.__iter__: chunks of 256 copied out by one ffi.unpack under the lock",
+            ),
+            MicroCase(
+                "the same through arr.to_python() (one bulk copy)",
+                "iterate",
+                "for v in arr.to_python(): pass",
+                namespace,
+                peer,
+                scale=0.01,
+                items=ARRAY_LENGTH,
+                primary=False,
+            ),
         ]
     cases.append(_zs_override_case(runtime))
     if methods:
         cases += [
-            MicroCase("Python method -> cffi -> C body", "call0", "a.get_health()", namespace,
-                      peer, note="no native method binding yet: a Python method calling "
-                                 "zs_actor_get_health(self._address) through cffi (the C body "
-                                 "takes the address as an integer, 0 once expired)"),
-            MicroCase("Python method -> cffi -> C body", "call3", "a.move(1.0, 2.0, 3.0)",
-                      namespace, peer),
+            MicroCase(
+                "Python method -> cffi -> C body",
+                "call0",
+                "a.get_health()",
+                namespace,
+                peer,
+                note="no native method binding yet: a Python method calling "
+                "zs_actor_get_health(self._address) through cffi (the C body "
+                "takes the address as an integer, 0 once expired)",
+            ),
+            MicroCase(
+                "Python method -> cffi -> C body", "call3", "a.move(1.0, 2.0, 3.0)", namespace, peer
+            ),
         ]
     return cases, skipped
 
@@ -280,11 +395,22 @@ def _zs_override_case(runtime: zs.Runtime) -> MicroCase:
     ticker = ZsTicker()
     ticker.add_to_root()
     block = zffi.new("double *", 1 / 60)
-    namespace = {"call": zlib.zs_call_function, "rt": runtime._ptr, "h": ticker.handle,
-                 "name": b"tick", "block": zffi.cast("void *", block), "keep": (ticker, block)}
+    namespace = {
+        "call": zlib.zs_call_function,
+        "rt": runtime._ptr,
+        "h": ticker.handle,
+        "name": b"tick",
+        "block": zffi.cast("void *", block),
+        "keep": (ticker, block),
+    }
     assert zlib.zs_call_function(runtime._ptr, ticker.handle, b"tick", namespace["block"]) == 0
-    return MicroCase("zs_call_function -> Python method (a scope, the runtime current)",
-                     "override", "call(rt, h, name, block)", namespace, "zsharp_py")
+    return MicroCase(
+        "zs_call_function -> Python method (a scope, the runtime current)",
+        "override",
+        "call(rt, h, name, block)",
+        namespace,
+        "zsharp_py",
+    )
 
 
 def _zs_int_array(skipped: dict[str, str]) -> Any:
@@ -293,7 +419,7 @@ def _zs_int_array(skipped: dict[str, str]) -> Any:
         skipped["iterate"] = _not_yet("Array")
         return None
     try:
-        array_type: Any = getattr(zs, "Array")
+        array_type: Any = zs.Array
         array = array_type[zs.Int32](range(ARRAY_LENGTH))
         assert sum(array) == ARRAY_LENGTH * (ARRAY_LENGTH - 1) // 2
         return array
@@ -314,8 +440,9 @@ def _check_zs_layout(actor_class: type[zs.Object], module: ModuleType) -> None:
     for info in layout.properties:
         expected = module.ffi.offsetof("ZsActor", info.name)
         if info.offset != expected:
-            raise Unavailable(f"zsharp layout of {info.name} at {info.offset}, the C "
-                              f"struct has it at {expected}")
+            raise Unavailable(
+                f"zsharp layout of {info.name} at {info.offset}, the C struct has it at {expected}"
+            )
 
 
 def _binding_cases(peer: str, module: ModuleType) -> Provided:
@@ -324,29 +451,52 @@ def _binding_cases(peer: str, module: ModuleType) -> Provided:
     assert actor.health == 100 and actor.target is other and actor.get_health() == 100
     array = module.IntArray()
     assert sum(array) == ARRAY_LENGTH * (ARRAY_LENGTH - 1) // 2
+
     class PyTicker(module.Ticker):  # type: ignore[name-defined,misc]
         def tick(self, dt: float) -> None:
             pass
 
-    namespace = {"a": actor, "b": other, "v": VALUE, "Actor": module.Actor, "arr": array,
-                 "t": PyTicker(), "call_tick": module.call_tick}
+    namespace = {
+        "a": actor,
+        "b": other,
+        "v": VALUE,
+        "Actor": module.Actor,
+        "arr": array,
+        "t": PyTicker(),
+        "call_tick": module.call_tick,
+    }
     VERSIONS[peer] = str(getattr(module, "VERSION", "?"))
     return [
-        MicroCase("a C++ virtual overridden in Python (trampoline)", "override",
-                  "call_tick(t, 0.016)", namespace, peer),
+        MicroCase(
+            "a C++ virtual overridden in Python (trampoline)",
+            "override",
+            "call_tick(t, 0.016)",
+            namespace,
+            peer,
+        ),
         MicroCase("def_rw / def_readwrite", "read", "a.health", namespace, peer),
         MicroCase("def_rw / def_readwrite", "write", "a.health = v", namespace, peer),
         MicroCase("bound C function", "call0", "a.get_health()", namespace, peer),
         MicroCase("bound C function", "call3", "a.move(1.0, 2.0, 3.0)", namespace, peer),
-        MicroCase("rv_policy reference: instance-map lookup", "existing", "a.target", namespace,
-                  peer),
+        MicroCase(
+            "rv_policy reference: instance-map lookup", "existing", "a.target", namespace, peer
+        ),
         MicroCase("property setter", "store", "a.target = b", namespace, peer),
-        MicroCase("Actor() (then freed by refcount)", "create", "Actor()", namespace, peer,
-                  scale=0.2),
-        MicroCase("def_rw of a struct member (reference_internal)", "view", "a.velocity",
-                  namespace, peer),
-        MicroCase("make_iterator over the C array", "iterate", "for v in arr: pass",
-                  namespace, peer, scale=0.01, items=ARRAY_LENGTH),
+        MicroCase(
+            "Actor() (then freed by refcount)", "create", "Actor()", namespace, peer, scale=0.2
+        ),
+        MicroCase(
+            "def_rw of a struct member (reference_internal)", "view", "a.velocity", namespace, peer
+        ),
+        MicroCase(
+            "make_iterator over the C array",
+            "iterate",
+            "for v in arr: pass",
+            namespace,
+            peer,
+            scale=0.01,
+            items=ARRAY_LENGTH,
+        ),
     ], {}
 
 
@@ -367,51 +517,103 @@ def _cffi_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     array = ffi.gc(lib.int_array_new(), lib.int_array_free)
     assert actor.health == 100 and lib.actor_get_health(actor) == 100
     assert sum(array.values) == ARRAY_LENGTH * (ARRAY_LENGTH - 1) // 2
+
     @ffi.callback("void(void *, double)")
     def tick(self: Any, dt: float) -> None:
         pass
 
-    namespace = {"p": actor, "q": other, "v": VALUE, "ffi": ffi, "lib": lib, "arr": array,
-                 "get_health": lib.actor_get_health, "move": lib.actor_move, "tick": tick,
-                 "NULL": ffi.NULL}
+    namespace = {
+        "p": actor,
+        "q": other,
+        "v": VALUE,
+        "ffi": ffi,
+        "lib": lib,
+        "arr": array,
+        "get_health": lib.actor_get_health,
+        "move": lib.actor_move,
+        "tick": tick,
+        "NULL": ffi.NULL,
+    }
     peer = "raw cffi"
     return [
-        MicroCase("a C function calling an ffi.callback", "override",
-                  "lib.actor_call_tick(tick, NULL, 0.016)", namespace, peer),
+        MicroCase(
+            "a C function calling an ffi.callback",
+            "override",
+            "lib.actor_call_tick(tick, NULL, 0.016)",
+            namespace,
+            peer,
+        ),
         MicroCase("cdata field", "read", "p.health", namespace, peer, baseline=True),
         MicroCase("cdata field", "write", "p.health = v", namespace, peer, baseline=True),
         MicroCase("lib function", "call0", "lib.actor_get_health(p)", namespace, peer),
         MicroCase("lib function", "call3", "lib.actor_move(p, 1.0, 2.0, 3.0)", namespace, peer),
-        MicroCase("lib function hoisted (no `lib.` lookup)", "call0", "get_health(p)",
-                  namespace, peer, primary=False),
-        MicroCase("lib function hoisted (no `lib.` lookup)", "call3", "move(p, 1.0, 2.0, 3.0)",
-                  namespace, peer, primary=False),
-        MicroCase("pointer field (a new cdata per read, no identity)", "existing", "p.target",
-                  namespace, peer),
+        MicroCase(
+            "lib function hoisted (no `lib.` lookup)",
+            "call0",
+            "get_health(p)",
+            namespace,
+            peer,
+            primary=False,
+        ),
+        MicroCase(
+            "lib function hoisted (no `lib.` lookup)",
+            "call3",
+            "move(p, 1.0, 2.0, 3.0)",
+            namespace,
+            peer,
+            primary=False,
+        ),
+        MicroCase(
+            "pointer field (a new cdata per read, no identity)",
+            "existing",
+            "p.target",
+            namespace,
+            peer,
+        ),
         MicroCase("pointer field", "store", "p.target = q", namespace, peer),
-        MicroCase("ffi.gc(lib.actor_new(), lib.actor_free)", "create",
-                  "ffi.gc(lib.actor_new(), lib.actor_free)", namespace, peer, scale=0.2),
-        MicroCase("ffi.new('Actor *') (no C constructor)", "create", "ffi.new('Actor *')",
-                  namespace, peer, scale=0.2, primary=False),
+        MicroCase(
+            "ffi.gc(lib.actor_new(), lib.actor_free)",
+            "create",
+            "ffi.gc(lib.actor_new(), lib.actor_free)",
+            namespace,
+            peer,
+            scale=0.2,
+        ),
+        MicroCase(
+            "ffi.new('Actor *') (no C constructor)",
+            "create",
+            "ffi.new('Actor *')",
+            namespace,
+            peer,
+            scale=0.2,
+            primary=False,
+        ),
         MicroCase("struct field (a cdata view)", "view", "p.velocity", namespace, peer),
-        MicroCase("iterating an int32_t[1000] cdata", "iterate", "for v in arr.values: pass",
-                  namespace, peer, scale=0.01, items=ARRAY_LENGTH),
+        MicroCase(
+            "iterating an int32_t[1000] cdata",
+            "iterate",
+            "for v in arr.values: pass",
+            namespace,
+            peer,
+            scale=0.01,
+            items=ARRAY_LENGTH,
+        ),
     ], {}
 
 
 def _ctypes_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     lib = ctypes.CDLL(str(_build.ctypes_actor_library(config)))
     lib.actor_sizeof.restype = lib.int_array_sizeof.restype = ctypes.c_size_t
-    if lib.actor_sizeof() != ctypes.sizeof(CActor) or \
-            lib.int_array_sizeof() != ctypes.sizeof(CIntArray):
+    if lib.actor_sizeof() != ctypes.sizeof(CActor) or lib.int_array_sizeof() != ctypes.sizeof(
+        CIntArray
+    ):
         raise Unavailable("ctypes' struct layout differs from the C compiler's")
     actor_pointer = ctypes.POINTER(CActor)
     lib.actor_new.restype = actor_pointer
     lib.actor_free.argtypes = [actor_pointer]
     lib.actor_get_health.argtypes = [actor_pointer]
     lib.actor_get_health.restype = ctypes.c_int32
-    lib.actor_move.argtypes = [actor_pointer, ctypes.c_double, ctypes.c_double,
-                               ctypes.c_double]
+    lib.actor_move.argtypes = [actor_pointer, ctypes.c_double, ctypes.c_double, ctypes.c_double]
     lib.actor_move.restype = None
     lib.int_array_new.restype = ctypes.POINTER(CIntArray)
     pointer, other = lib.actor_new(), lib.actor_new()
@@ -427,27 +629,61 @@ def _ctypes_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     lib.actor_call_tick.argtypes = [tick_type, ctypes.c_void_p, ctypes.c_double]
     lib.actor_call_tick.restype = None
     tick = tick_type(lambda self, dt: None)
-    namespace = {"s": actor, "sp": pointer, "q": other, "v": VALUE, "lib": lib,
-                 "CActor": CActor, "arr": array, "tick": tick}
+    namespace = {
+        "s": actor,
+        "sp": pointer,
+        "q": other,
+        "v": VALUE,
+        "lib": lib,
+        "CActor": CActor,
+        "arr": array,
+        "tick": tick,
+    }
     peer = "ctypes"
     return [
-        MicroCase("a CDLL function calling a CFUNCTYPE callback", "override",
-                  "lib.actor_call_tick(tick, None, 0.016)", namespace, peer),
+        MicroCase(
+            "a CDLL function calling a CFUNCTYPE callback",
+            "override",
+            "lib.actor_call_tick(tick, None, 0.016)",
+            namespace,
+            peer,
+        ),
         MicroCase("Structure field", "read", "s.health", namespace, peer),
         MicroCase("Structure field", "write", "s.health = v", namespace, peer),
-        MicroCase("CDLL function with argtypes", "call0", "lib.actor_get_health(sp)",
-                  namespace, peer),
-        MicroCase("CDLL function with argtypes", "call3", "lib.actor_move(sp, 1.0, 2.0, 3.0)",
-                  namespace, peer),
-        MicroCase("POINTER field (a new pointer object per read)", "existing", "s.target",
-                  namespace, peer),
+        MicroCase(
+            "CDLL function with argtypes", "call0", "lib.actor_get_health(sp)", namespace, peer
+        ),
+        MicroCase(
+            "CDLL function with argtypes",
+            "call3",
+            "lib.actor_move(sp, 1.0, 2.0, 3.0)",
+            namespace,
+            peer,
+        ),
+        MicroCase(
+            "POINTER field (a new pointer object per read)", "existing", "s.target", namespace, peer
+        ),
         MicroCase("POINTER field", "store", "s.target = q", namespace, peer),
-        MicroCase("CActor() (ctypes-owned buffer, no C constructor)", "create", "CActor()",
-                  namespace, peer, scale=0.2),
-        MicroCase("Structure field of Structure type (a view)", "view", "s.velocity",
-                  namespace, peer),
-        MicroCase("iterating a c_int32 * 1000 field", "iterate", "for v in arr.values: pass",
-                  namespace, peer, scale=0.01, items=ARRAY_LENGTH),
+        MicroCase(
+            "CActor() (ctypes-owned buffer, no C constructor)",
+            "create",
+            "CActor()",
+            namespace,
+            peer,
+            scale=0.2,
+        ),
+        MicroCase(
+            "Structure field of Structure type (a view)", "view", "s.velocity", namespace, peer
+        ),
+        MicroCase(
+            "iterating a c_int32 * 1000 field",
+            "iterate",
+            "for v in arr.values: pass",
+            namespace,
+            peer,
+            scale=0.01,
+            items=ARRAY_LENGTH,
+        ),
     ], {}
 
 
@@ -456,28 +692,43 @@ def _python_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     actor.target = other
     actor.velocity = PyVec3()
     values = list(range(ARRAY_LENGTH))
-    namespace = {"o": actor, "o2": other, "r": PropertyActor(), "v": VALUE,
-                 "PyActor": PyActor, "arr": values, "t": PyTickerFloor()}
+    namespace = {
+        "o": actor,
+        "o2": other,
+        "r": PropertyActor(),
+        "v": VALUE,
+        "PyActor": PyActor,
+        "arr": values,
+        "t": PyTickerFloor(),
+    }
     peer = "CPython"
     return [
-        MicroCase("a Python method called from Python", "override", "t.tick(0.016)",
-                  namespace, peer),
+        MicroCase(
+            "a Python method called from Python", "override", "t.tick(0.016)", namespace, peer
+        ),
         MicroCase("__slots__ attribute", "read", "o.health", namespace, peer),
         MicroCase("__slots__ attribute", "write", "o.health = v", namespace, peer),
         MicroCase("Python method", "call0", "o.get_health()", namespace, peer),
         MicroCase("Python method", "call3", "o.move(1.0, 2.0, 3.0)", namespace, peer),
-        MicroCase("__slots__ attribute holding an object", "existing", "o.target", namespace,
-                  peer),
+        MicroCase("__slots__ attribute holding an object", "existing", "o.target", namespace, peer),
         MicroCase("__slots__ attribute", "store", "o.target = o2", namespace, peer),
-        MicroCase("PyActor() (then freed by refcount)", "create", "PyActor()", namespace, peer,
-                  scale=0.2),
+        MicroCase(
+            "PyActor() (then freed by refcount)", "create", "PyActor()", namespace, peer, scale=0.2
+        ),
         MicroCase("attribute holding an object", "view", "o.velocity", namespace, peer),
-        MicroCase("iterating a list of 1,000 ints", "iterate", "for v in arr: pass",
-                  namespace, peer, scale=0.01, items=ARRAY_LENGTH),
-        MicroCase("@property (Python getter)", "read", "r.health", namespace, peer,
-                  primary=False),
-        MicroCase("@property (Python setter)", "write", "r.health = v", namespace, peer,
-                  primary=False),
+        MicroCase(
+            "iterating a list of 1,000 ints",
+            "iterate",
+            "for v in arr: pass",
+            namespace,
+            peer,
+            scale=0.01,
+            items=ARRAY_LENGTH,
+        ),
+        MicroCase("@property (Python getter)", "read", "r.health", namespace, peer, primary=False),
+        MicroCase(
+            "@property (Python setter)", "write", "r.health = v", namespace, peer, primary=False
+        ),
     ], {}
 
 
@@ -496,8 +747,10 @@ PEERS: list[tuple[str, Provider]] = [
 
 def _prebuild(config: Config) -> None:
     """Build the compiled peers two at a time (g++ takes most of it)."""
-    builders: list[Callable[[Config], Any]] = [_build.cffi_actor_module,
-                                               _build.ctypes_actor_library]
+    builders: list[Callable[[Config], Any]] = [
+        _build.cffi_actor_module,
+        _build.ctypes_actor_library,
+    ]
     if config.install:
         builders = [_build.nanobind_actor_module, _build.pybind11_actor_module] + builders
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -509,6 +762,7 @@ def _prebuild(config: Config) -> None:
 # ---------------------------------------------------------------------------
 # Measurement and tables
 # ---------------------------------------------------------------------------
+
 
 def run(config: Config) -> list[Table]:
     """Measure every peer's cases, interleaved; a side-by-side table and the detail."""
@@ -525,8 +779,11 @@ def run(config: Config) -> list[Table]:
                 continue
             cases += provided
             skipped.update({(peer, group): why for group, why in peer_skips.items()})
-        progress(config, f"{NAME}: {len(cases)} cases x {config.micro_rounds} rounds x "
-                         f"{config.micro_number:,} operations")
+        progress(
+            config,
+            f"{NAME}: {len(cases)} cases x {config.micro_rounds} rounds x "
+            f"{config.micro_number:,} operations",
+        )
         results, overhead = run_micro(cases, config.micro_number, config.micro_rounds)
     return _tables(config, results, overhead.median, skipped)
 
@@ -535,8 +792,9 @@ def _per_item(result: MicroResult) -> float:
     return result.net.median / result.case.items
 
 
-def _tables(config: Config, results: list[MicroResult], overhead: float,
-            skipped: dict[tuple[str, str], str]) -> list[Table]:
+def _tables(
+    config: Config, results: list[MicroResult], overhead: float, skipped: dict[tuple[str, str], str]
+) -> list[Table]:
     result: MicroResult | None
     primary = {(r.case.peer, r.case.group): r for r in results if r.case.primary}
     for (peer, group), result in primary.items():
@@ -544,8 +802,11 @@ def _tables(config: Config, results: list[MicroResult], overhead: float,
     for (peer, group), why in skipped.items():
         record(f"bindings.{group}.{peer}", None, why)
     for result in results:  # creation without its collection: the expiry target's yardstick
-        if result.case.peer == "zsharp_py" and result.case.group == "create" \
-                and not result.case.after_batch_timed:
+        if (
+            result.case.peer == "zsharp_py"
+            and result.case.group == "create"
+            and not result.case.after_batch_timed
+        ):
             record("bindings.create_alone.zsharp_py", _per_item(result))
 
     ratio_peers = ["nanobind", "pybind11", "raw cffi", "CPython"]
@@ -557,28 +818,46 @@ def _tables(config: Config, results: list[MicroResult], overhead: float,
             "(the floor). Each cell is the median net ns per operation (the empty `timeit` "
             f"loop, {fmt_ns(overhead, 2)} ns, subtracted) of the peer's main case; the detail "
             "table lists every case with its statement. Ratios are zsharp_py over the peer "
-            "(below 1: zsharp_py is faster). Iteration is per element."))
+            "(below 1: zsharp_py is faster). Iteration is per element."
+        ),
+    )
     for group, title in GROUPS:
         cells: list[str] = [title]
         for peer in PEER_NAMES:
             result = primary.get((peer, group))
             why = skipped.get((peer, group), "n/a")
-            cells.append(fmt_ns(_per_item(result)) if result is not None
-                         else "unavailable" if why.startswith("unavailable") else why)
+            cells.append(
+                fmt_ns(_per_item(result))
+                if result is not None
+                else "unavailable"
+                if why.startswith("unavailable")
+                else why
+            )
         ours = primary.get(("zsharp_py", group))
         for peer in ratio_peers:
             theirs: MicroResult | None = primary.get((peer, group))
-            cells.append(fmt_ratio(_per_item(ours), _per_item(theirs))
-                         if ours is not None and theirs is not None else "n/a")
+            cells.append(
+                fmt_ratio(_per_item(ours), _per_item(theirs))
+                if ours is not None and theirs is not None
+                else "n/a"
+            )
         side.add(*cells)
     if VERSIONS:
-        side.notes.append("versions: " + ", ".join(f"{peer} {version}" for peer, version
-                                                   in sorted(VERSIONS.items())) +
-                          "; C++ peers compiled with g++ -O2 -std=c++17")
-    side.notes += sorted({f"{r.case.peer}, {r.case.group}: {r.case.note}" for r in results
-                          if r.case.note and r.case.primary})
-    unavailable = sorted({f"{peer}: {why}" for (peer, _), why in skipped.items()
-                          if why.startswith("unavailable")})
+        side.notes.append(
+            "versions: "
+            + ", ".join(f"{peer} {version}" for peer, version in sorted(VERSIONS.items()))
+            + "; C++ peers compiled with g++ -O2 -std=c++17"
+        )
+    side.notes += sorted(
+        {
+            f"{r.case.peer}, {r.case.group}: {r.case.note}"
+            for r in results
+            if r.case.note and r.case.primary
+        }
+    )
+    unavailable = sorted(
+        {f"{peer}: {why}" for (peer, _), why in skipped.items() if why.startswith("unavailable")}
+    )
     side.notes += unavailable
 
     total = config.micro_number * config.micro_rounds
@@ -589,16 +868,30 @@ def _tables(config: Config, results: list[MicroResult], overhead: float,
             f"Median ns per operation over {config.micro_rounds} interleaved batches of "
             f"{config.micro_number:,} operations ({total:,} per case; creation batches are "
             "5x and iteration batches 100x smaller), p99 and max over the batches, *net* "
-            "minus the empty loop. *main*: the case shown side by side."))
+            "minus the empty loop. *main*: the case shown side by side."
+        ),
+    )
     order = {group: index for index, (group, _) in enumerate(GROUPS)}
     peers = {peer: index for index, peer in enumerate(PEER_NAMES)}
-    for result in sorted(results, key=lambda r: (order[r.case.group], peers[r.case.peer],
-                                                 not r.case.primary)):
+    for result in sorted(
+        results, key=lambda r: (order[r.case.group], peers[r.case.peer], not r.case.primary)
+    ):
         case = result.case
-        detail.add(case.group, f"{case.label} [{case.peer}]", f"`{case.stmt}`",
-                   fmt_ns(result.gross.median), fmt_ns(result.gross.p99),
-                   fmt_ns(result.gross.max), fmt_ns(result.net.median),
-                   "yes" if case.primary else "")
-    detail.notes += sorted({f"{r.case.label} [{r.case.peer}]: {r.case.note}" for r in results
-                            if r.case.note and not r.case.primary})
+        detail.add(
+            case.group,
+            f"{case.label} [{case.peer}]",
+            f"`{case.stmt}`",
+            fmt_ns(result.gross.median),
+            fmt_ns(result.gross.p99),
+            fmt_ns(result.gross.max),
+            fmt_ns(result.net.median),
+            "yes" if case.primary else "",
+        )
+    detail.notes += sorted(
+        {
+            f"{r.case.label} [{r.case.peer}]: {r.case.note}"
+            for r in results
+            if r.case.note and not r.case.primary
+        }
+    )
     return [side, detail]

@@ -13,6 +13,7 @@ Memory: Python bytes per conjugate (``tracemalloc`` over creating objects
 from Python: the C conjugate and its share of the runtime's conjugate table)
 next to ``sys.getsizeof`` of the parts, and the native bytes per object.
 """
+
 from __future__ import annotations
 
 import gc
@@ -21,8 +22,7 @@ import tracemalloc
 
 import zsharp_py as zs
 
-from ._harness import (Config, Stats, Table, clock, fmt_ns, gc_paused, progress, record,
-                       summarize)
+from ._harness import Config, Stats, Table, clock, fmt_ns, gc_paused, progress, record, summarize
 
 NAME = "expiry"
 TITLE = "Expiry and conjugate memory"
@@ -72,7 +72,8 @@ def _conjugate_bytes(count: int) -> tuple[float, int, int, float]:
         sample = holder[0]
         sizes = (sys.getsizeof(sample), sys.getsizeof(sample.handle))
         native = (runtime.native_memory()["live_bytes"] - native_before) / max(
-            runtime.live_objects() - live_before, 1)
+            runtime.live_objects() - live_before, 1
+        )
         del holder, sample
     return grown / count, *sizes, native
 
@@ -80,15 +81,24 @@ def _conjugate_bytes(count: int) -> tuple[float, int, int, float]:
 def run(config: Config) -> list[Table]:
     expiry = Table(
         f"{TITLE}: expiring K conjugates in one collection",
-        ["K", "rounds", "collection ms", "ns/conjugate", "managed ms", "managed ns/conjugate",
-         "max ns/conjugate"],
+        [
+            "K",
+            "rounds",
+            "collection ms",
+            "ns/conjugate",
+            "managed ms",
+            "managed ns/conjugate",
+            "max ns/conjugate",
+        ],
         description=(
             "K objects created from Python, each with its conjugate held in a list, all "
             "unreachable; one `rt.collect_garbage()` (median over rounds, each on a fresh "
             "runtime). *managed* is the wall time minus the native phases: handing the K "
             "handles over and swapping each conjugate's pointer for the expired sentinel. "
             "Flat ns/conjugate across K shows the promise that expiring K conjugates costs "
-            "O(K), whatever the size of the heap."))
+            "O(K), whatever the size of the heap."
+        ),
+    )
     failures: list[str] = []
     per: dict[int, Stats] = {}
     for k in config.expiry_sizes:
@@ -100,20 +110,30 @@ def run(config: Config) -> list[Table]:
             walls.append(wall)
             managed.append(managed_part)
             if expired != k or not every:
-                failures.append(f"expiry of {k:,}: {expired:,} conjugates expired, all "
-                                f"observed expired: {every}")
+                failures.append(
+                    f"expiry of {k:,}: {expired:,} conjugates expired, all "
+                    f"observed expired: {every}"
+                )
         wall_stats, managed_stats = summarize(walls), summarize(managed)
         per[k] = wall_stats
-        expiry.add(f"{k:,}", rounds, f"{wall_stats.median * 1e3:,.2f}",
-                   fmt_ns(wall_stats.median / k), f"{managed_stats.median * 1e3:,.2f}",
-                   fmt_ns(managed_stats.median / k), fmt_ns(wall_stats.max / k))
+        expiry.add(
+            f"{k:,}",
+            rounds,
+            f"{wall_stats.median * 1e3:,.2f}",
+            fmt_ns(wall_stats.median / k),
+            f"{managed_stats.median * 1e3:,.2f}",
+            fmt_ns(managed_stats.median / k),
+            fmt_ns(wall_stats.max / k),
+        )
         record(f"expiry.{k}.per_conjugate", wall_stats.median / k)
         record(f"expiry.{k}.managed_per_conjugate", managed_stats.median / k)
     sizes = config.expiry_sizes
     if len(sizes) > 1:
         first, last = per[sizes[0]].median / sizes[0], per[sizes[-1]].median / sizes[-1]
-        expiry.notes.append(f"ns/conjugate at K = {sizes[-1]:,} is x{last / first:.2f} the "
-                            f"figure at K = {sizes[0]:,} (1.00: cost exactly linear in K)")
+        expiry.notes.append(
+            f"ns/conjugate at K = {sizes[-1]:,} is x{last / first:.2f} the "
+            f"figure at K = {sizes[0]:,} (1.00: cost exactly linear in K)"
+        )
     expiry.notes += [f"CHECK FAILED: {f}" for f in failures]
     expiry.failures += failures
 
@@ -127,11 +147,14 @@ def run(config: Config) -> list[Table]:
             f"Creating {count:,} `ExpiryNode` objects (an Int32 and a reference) from Python, "
             "each kept in a preallocated list: the Python heap growth per object traced by "
             "`tracemalloc`, the `sys.getsizeof` of its parts, and the native bytes per "
-            "object (`rt.native_memory()` live bytes)."))
+            "object (`rt.native_memory()` live bytes)."
+        ),
+    )
     memory.add("Python bytes per conjugate (tracemalloc)", f"{traced:,.1f}")
     memory.add("  the conjugate (`sys.getsizeof(obj)`: a C object, no GC header)", proxy)
-    memory.add("  the conjugate table, the rest (traced minus the conjugate)",
-               f"{traced - proxy:,.1f}")
+    memory.add(
+        "  the conjugate table, the rest (traced minus the conjugate)", f"{traced - proxy:,.1f}"
+    )
     memory.add("  made on demand, not counted above: the handle int (`obj.handle`)", handle)
     memory.add("native bytes per object (object + item + tables)", f"{native:,.1f}")
     record("expiry.bytes_per_conjugate", traced)

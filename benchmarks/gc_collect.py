@@ -28,24 +28,36 @@ Peers are ``Heap`` classes in ``PEERS``. This family measures heaps built
 from Python (every object with its conjugate); ``gc_peers`` measures
 natively built heaps against Boehm and the memory floors.
 """
+
 from __future__ import annotations
 
 import gc
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import zsharp_py as zs
 
 from ._graphs import SLOTS, random_picks, tree_drop_plan
-from ._harness import (Config, Stats, Table, Unavailable, clock, fmt_ms, fmt_ratio, gc_paused,
-                       host_gc_isolated, progress, time_rounds)
+from ._harness import (
+    Config,
+    Stats,
+    Table,
+    Unavailable,
+    clock,
+    fmt_ms,
+    fmt_ratio,
+    gc_paused,
+    host_gc_isolated,
+    progress,
+    time_rounds,
+)
 
 NAME = "gc_collect"
 TITLE = "Garbage collection"
 
 __all__ = ["NAME", "TITLE", "PEERS", "run"]
-
 
 
 class GcNode(zs.Object):
@@ -66,6 +78,7 @@ class PyNode:
 # ---------------------------------------------------------------------------
 # Graphs: one builder per shape, shared by every peer
 # ---------------------------------------------------------------------------
+
 
 def build_tree(make: Callable[[], Any], n: int) -> Any:
     """Allocation-ordered 4-ary tree; returns node 0 (the root)."""
@@ -101,6 +114,7 @@ def build_random(make: Callable[[], Any], n: int, picks: array[int]) -> Any:
 # ---------------------------------------------------------------------------
 # Peers
 # ---------------------------------------------------------------------------
+
 
 @dataclass
 class Collection:
@@ -183,10 +197,17 @@ class ZsHeap(Heap):
         stats = self.runtime.collect_garbage()
         wall = clock() - start
         native = stats.mark_seconds + stats.gather_seconds + stats.purge_seconds
-        return Collection(wall, {"mark": stats.mark_seconds, "gather": stats.gather_seconds,
-                                 "purge": stats.purge_seconds,
-                                 "managed": max(wall - native, 0.0)},
-                          marked=stats.objects_marked, freed=stats.objects_freed)
+        return Collection(
+            wall,
+            {
+                "mark": stats.mark_seconds,
+                "gather": stats.gather_seconds,
+                "purge": stats.purge_seconds,
+                "managed": max(wall - native, 0.0),
+            },
+            marked=stats.objects_marked,
+            freed=stats.objects_freed,
+        )
 
     def drop(self, slots: tuple[str, ...]) -> None:
         assert self.root is not None
@@ -248,6 +269,7 @@ PEERS: list[type[Heap]] = [ZsHeap, CPythonHeap]
 # Measurement
 # ---------------------------------------------------------------------------
 
+
 @dataclass
 class Measurement:
     peer: str
@@ -272,8 +294,9 @@ def _median_phases(collections: list[Collection]) -> dict[str, float]:
     return out
 
 
-def measure(heap_class: type[Heap], shape: str, n: int, picks: array[int] | None,
-            config: Config) -> Measurement:
+def measure(
+    heap_class: type[Heap], shape: str, n: int, picks: array[int] | None, config: Config
+) -> Measurement:
     """Build one graph in one peer's heap and time its collections."""
     result = Measurement(heap_class.peer, shape, n)
     with host_gc_isolated():
@@ -291,19 +314,23 @@ def measure(heap_class: type[Heap], shape: str, n: int, picks: array[int] | None
             result.live_phases = _median_phases(collections)
             for c in collections:
                 if c.marked is not None and c.marked != n:
-                    result.failures.append(f"{heap.peer} {shape} {n:,}: marked {c.marked:,} "
-                                           f"of {n:,} live objects")
+                    result.failures.append(
+                        f"{heap.peer} {shape} {n:,}: marked {c.marked:,} of {n:,} live objects"
+                    )
                     break
             live_count = heap.live_objects()
             if live_count is not None and live_count != n:
-                result.failures.append(f"{heap.peer} {shape} {n:,}: {live_count:,} objects "
-                                       "live after collecting a fully live heap")
+                result.failures.append(
+                    f"{heap.peer} {shape} {n:,}: {live_count:,} objects "
+                    "live after collecting a fully live heap"
+                )
             result.bytes_per_object = heap.bytes_per_object()
             result.host_gc = heap.conjugates_host_gc(3 if n < 1_000_000 or config.quick else 2)
             if shape == "tree":
                 slots, expected = tree_drop_plan(n)
-                progress(config, f"{NAME}: {heap.peer}: clearing root.{'/'.join(slots)}, "
-                                 "collecting")
+                progress(
+                    config, f"{NAME}: {heap.peer}: clearing root.{'/'.join(slots)}, collecting"
+                )
                 with gc_paused():
                     start = clock()
                     heap.drop(slots)
@@ -311,8 +338,10 @@ def measure(heap_class: type[Heap], shape: str, n: int, picks: array[int] | None
                     result.drop = heap.collect()
                 live_count = heap.live_objects()
                 if live_count is not None and live_count != expected:
-                    result.failures.append(f"{heap.peer} tree {n:,}: {live_count:,} objects "
-                                           f"live after the drop, expected {expected:,}")
+                    result.failures.append(
+                        f"{heap.peer} tree {n:,}: {live_count:,} objects "
+                        f"live after the drop, expected {expected:,}"
+                    )
                 heap.verify()
         finally:
             with gc_paused():
@@ -332,8 +361,9 @@ def run(config: Config) -> list[Table]:
                 picks = random_picks(n)
             for heap_class in PEERS:
                 try:
-                    results[(heap_class.peer, shape, n)] = measure(heap_class, shape, n, picks,
-                                                                   config)
+                    results[(heap_class.peer, shape, n)] = measure(
+                        heap_class, shape, n, picks, config
+                    )
                 except Unavailable as reason:
                     missing.append(f"{heap_class.peer}: not measured ({reason})")
     return _tables(config, results, sorted(set(missing)))
@@ -343,45 +373,67 @@ def run(config: Config) -> list[Table]:
 # Tables
 # ---------------------------------------------------------------------------
 
+
 def _ns_per(seconds: float | None, count: int | None) -> str:
     if seconds is None or not count:
         return "n/a"
     return f"{seconds * 1e9 / count:,.1f}"
 
 
-def _tables(config: Config, results: dict[tuple[str, str, int], Measurement],
-            missing: list[str]) -> list[Table]:
+def _tables(
+    config: Config, results: dict[tuple[str, str, int], Measurement], missing: list[str]
+) -> list[Table]:
     subject, *others = [cls.peer for cls in PEERS]
     sizes = config.heap_sizes
     failures = [f for m in results.values() for f in m.failures]
 
     live = Table(
         f"{TITLE}: full collection, everything live",
-        ["graph", "objects", f"{subject} ms", "max ms", "ns/object", "mark ms", "gather ms",
-         "purge ms", "managed ms"]
-        + [c for peer in others for c in (f"{peer} ms", f"{peer} ns/object",
-                                           f"{subject} / {peer}")],
+        [
+            "graph",
+            "objects",
+            f"{subject} ms",
+            "max ms",
+            "ns/object",
+            "mark ms",
+            "gather ms",
+            "purge ms",
+            "managed ms",
+        ]
+        + [
+            c for peer in others for c in (f"{peer} ms", f"{peer} ns/object", f"{subject} / {peer}")
+        ],
         description=(
             "Median wall time of one full collection (rounds after a warm-up) with every "
             "object reachable, and the median native phases from `rt.gc.stats()`; "
             "*managed* is wall minus the native phases (Python-side work). The peer "
-            "column is `gc.collect()` over the same graph of `__slots__` objects."))
+            "column is `gc.collect()` over the same graph of `__slots__` objects."
+        ),
+    )
     for shape in ("tree", "random"):
         for n in sizes:
             m = results.get((subject, shape, n))
             if m is None or m.live is None:
                 continue
             phases = m.live_phases
-            cells: list[Any] = [shape, f"{n:,}", fmt_ms(m.live.median), fmt_ms(m.live.max),
-                                _ns_per(m.live.median, n)]
+            cells: list[Any] = [
+                shape,
+                f"{n:,}",
+                fmt_ms(m.live.median),
+                fmt_ms(m.live.max),
+                _ns_per(m.live.median, n),
+            ]
             cells += [fmt_ms(phases.get(p, float("nan"))) for p in ZsHeap.phase_names]
             for peer in others:
                 o = results.get((peer, shape, n))
                 if o is None or o.live is None:
                     cells += ["n/a"] * 3
                     continue
-                cells += [fmt_ms(o.live.median), _ns_per(o.live.median, n),
-                          fmt_ratio(m.live.median, o.live.median)]
+                cells += [
+                    fmt_ms(o.live.median),
+                    _ns_per(o.live.median, n),
+                    fmt_ratio(m.live.median, o.live.median),
+                ]
             live.add(*cells)
     for shape in ("tree", "random"):
         for peer in [subject, *others]:
@@ -389,36 +441,58 @@ def _tables(config: Config, results: dict[tuple[str, str, int], Measurement],
             last = results.get((peer, shape, sizes[-1]))
             if len(sizes) > 1 and first and last and first.live and last.live:
                 growth = (last.live.median / sizes[-1]) / (first.live.median / sizes[0])
-                live.notes.append(f"{peer}, {shape}: ns/object at {sizes[-1]:,} is x{growth:.2f} "
-                                  f"the figure at {sizes[0]:,} (1.00 = linear cost)")
+                live.notes.append(
+                    f"{peer}, {shape}: ns/object at {sizes[-1]:,} is x{growth:.2f} "
+                    f"the figure at {sizes[0]:,} (1.00 = linear cost)"
+                )
 
     drop = Table(
         f"{TITLE}: collection after dropping half of the tree",
-        ["objects", "freed", f"{subject} ms", "ns/freed", "mark ms", "gather ms", "purge ms",
-         "managed ms"]
-        + [c for peer in others for c in (f"{peer} drop ms", f"{peer} collect ms",
-                                           f"{subject} / {peer}")],
+        [
+            "objects",
+            "freed",
+            f"{subject} ms",
+            "ns/freed",
+            "mark ms",
+            "gather ms",
+            "purge ms",
+            "managed ms",
+        ]
+        + [
+            c
+            for peer in others
+            for c in (f"{peer} drop ms", f"{peer} collect ms", f"{subject} / {peer}")
+        ],
         description=(
             "One collection after clearing the root slots whose subtrees hold closest to "
             "half the tree (a single sample per size). For zsharp_py, *managed* is mostly "
             "expiring the conjugates of the freed objects. CPython frees the dropped subtrees "
             "by reference counting when the reference is cleared (*drop*), then "
-            "`gc.collect()` runs over the rest; the ratio compares with drop + collect."))
+            "`gc.collect()` runs over the rest; the ratio compares with drop + collect."
+        ),
+    )
     for n in sizes:
         m = results.get((subject, "tree", n))
         if m is None or m.drop is None:
             continue
         freed = m.drop.freed
-        cells = [f"{n:,}", f"{freed:,}" if freed is not None else "n/a", fmt_ms(m.drop.wall),
-                 _ns_per(m.drop.wall, freed)]
+        cells = [
+            f"{n:,}",
+            f"{freed:,}" if freed is not None else "n/a",
+            fmt_ms(m.drop.wall),
+            _ns_per(m.drop.wall, freed),
+        ]
         cells += [fmt_ms(m.drop.phases.get(p, float("nan"))) for p in ZsHeap.phase_names]
         for peer in others:
             o = results.get((peer, "tree", n))
             if o is None or o.drop is None or o.drop_mutation is None:
                 cells += ["n/a"] * 3
                 continue
-            cells += [fmt_ms(o.drop_mutation), fmt_ms(o.drop.wall),
-                      fmt_ratio(m.drop.wall, o.drop_mutation + o.drop.wall)]
+            cells += [
+                fmt_ms(o.drop_mutation),
+                fmt_ms(o.drop.wall),
+                fmt_ratio(m.drop.wall, o.drop_mutation + o.drop.wall),
+            ]
         drop.add(*cells)
 
     build = Table(
@@ -431,7 +505,9 @@ def _tables(config: Config, results: dict[tuple[str, str, int], Measurement],
             "four reference stores per node). Every object built from Python keeps its "
             "conjugate in the runtime's mapping while it lives, and CPython's cyclic "
             "collector traverses those conjugates: the last columns are a full "
-            "`gc.collect()` with only the zsharp_py heap's conjugates tracked."))
+            "`gc.collect()` with only the zsharp_py heap's conjugates tracked."
+        ),
+    )
     for shape in ("tree", "random"):
         for n in sizes:
             m = results.get((subject, shape, n))
@@ -443,11 +519,16 @@ def _tables(config: Config, results: dict[tuple[str, str, int], Measurement],
                 if o is None:
                     cells += ["n/a"] * 3
                     continue
-                cells += [f"{o.build:,.2f}", f"{o.build * 1e6 / n:,.2f}",
-                          fmt_ratio(m.build, o.build)]
-            cells += [f"{m.bytes_per_object:,.1f}" if m.bytes_per_object else "n/a",
-                      fmt_ms(m.host_gc.median) if m.host_gc else "n/a",
-                      _ns_per(m.host_gc.median if m.host_gc else None, n)]
+                cells += [
+                    f"{o.build:,.2f}",
+                    f"{o.build * 1e6 / n:,.2f}",
+                    fmt_ratio(m.build, o.build),
+                ]
+            cells += [
+                f"{m.bytes_per_object:,.1f}" if m.bytes_per_object else "n/a",
+                fmt_ms(m.host_gc.median) if m.host_gc else "n/a",
+                _ns_per(m.host_gc.median if m.host_gc else None, n),
+            ]
             build.add(*cells)
 
     tables = [live, drop, build]

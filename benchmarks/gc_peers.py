@@ -18,6 +18,7 @@ made of 64-object groups with and without clusters, incremental steps at a
 stop-the-world collection), native bytes per object and the peak RSS of the
 4M-object heaps.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,7 @@ from typing import Any
 
 from . import _build
 from ._graphs import random_drop_survivors, tree_drop_mask, tree_drop_plan
-from ._harness import (SERIES, Config, Table, Unavailable, fmt_ratio, percentile, progress,
-                       record)
+from ._harness import SERIES, Config, Table, Unavailable, fmt_ratio, percentile, progress, record
 
 NAME = "gc_peers"
 TITLE = "Garbage collection against Boehm, CPython and the memory floors"
@@ -79,11 +79,18 @@ class Results:
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 
-def _run_json(command: list[str], what: str, env: dict[str, str] | None = None,
-              timeout: float = 1800) -> dict[str, Any]:
+def _run_json(
+    command: list[str], what: str, env: dict[str, str] | None = None, timeout: float = 1800
+) -> dict[str, Any]:
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})}, cwd=REPOSITORY)
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+            cwd=REPOSITORY,
+        )
     except (OSError, subprocess.SubprocessError) as error:
         raise RuntimeError(f"{what}: {error}") from None
     if done.returncode != 0:
@@ -110,9 +117,11 @@ def _drop_arguments(shape: str, n: int) -> tuple[int, int, str]:
 
 def _programs(config: Config, results: Results) -> dict[str, Path]:
     programs: dict[str, Path] = {}
-    for kind, builder in (("zsharp", _build.zsharp_gc_program),
-                          ("boehm", _build.boehm_gc_program),
-                          ("floors", _build.floors_program)):
+    for kind, builder in (
+        ("zsharp", _build.zsharp_gc_program),
+        ("boehm", _build.boehm_gc_program),
+        ("floors", _build.floors_program),
+    ):
         try:
             programs[kind] = builder(config)
         except Unavailable as reason:
@@ -123,13 +132,13 @@ def _programs(config: Config, results: Results) -> dict[str, Path]:
                 for key, _ in FLOORS:
                     results.missing[key] = f"unavailable: {reason}"
             if kind == "zsharp":
-                results.failures.append(f"the zsharp GC benchmark program did not build: "
-                                        f"{reason}")
+                results.failures.append(f"the zsharp GC benchmark program did not build: {reason}")
     return programs
 
 
-def _measure(config: Config, programs: dict[str, Path], peer: Peer, shape: str, n: int,
-             results: Results) -> None:
+def _measure(
+    config: Config, programs: dict[str, Path], peer: Peer, shape: str, n: int, results: Results
+) -> None:
     if peer.key in results.missing:
         return
     rounds = config.peer_rounds(n)
@@ -141,19 +150,52 @@ def _measure(config: Config, programs: dict[str, Path], peer: Peer, shape: str, 
             incremental = 5 if n == config.incremental_heap and peer.threads == 1 else 0
             if config.quick and incremental:
                 incremental = 2
-            data = _run_json([str(programs["zsharp"]), "graph", shape, str(n), str(rounds),
-                              str(peer.threads), str(mask), str(survivors), str(incremental)],
-                             what)
+            data = _run_json(
+                [
+                    str(programs["zsharp"]),
+                    "graph",
+                    shape,
+                    str(n),
+                    str(rounds),
+                    str(peer.threads),
+                    str(mask),
+                    str(survivors),
+                    str(incremental),
+                ],
+                what,
+            )
         elif peer.kind == "boehm":
-            data = _run_json([str(programs["boehm"]), "graph", shape, str(n), str(rounds),
-                              str(mask), str(survivors)], what,
-                             env={"GC_MARKERS": str(peer.threads)})
+            data = _run_json(
+                [
+                    str(programs["boehm"]),
+                    "graph",
+                    shape,
+                    str(n),
+                    str(rounds),
+                    str(mask),
+                    str(survivors),
+                ],
+                what,
+                env={"GC_MARKERS": str(peer.threads)},
+            )
             if data.get("markers") != peer.threads:
-                results.notes.append(f"{peer.label}: libgc used {data.get('markers')} "
-                                     f"marker(s) for the {shape} of {n:,}")
+                results.notes.append(
+                    f"{peer.label}: libgc used {data.get('markers')} "
+                    f"marker(s) for the {shape} of {n:,}"
+                )
         else:
-            data = _run_json([sys.executable, "-m", "benchmarks._cpython_heap", shape, str(n),
-                              str(rounds), slots], what)
+            data = _run_json(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks._cpython_heap",
+                    shape,
+                    str(n),
+                    str(rounds),
+                    slots,
+                ],
+                what,
+            )
     except RuntimeError as error:
         if peer.kind == "zsharp":
             results.failures.append(str(error))
@@ -162,18 +204,35 @@ def _measure(config: Config, programs: dict[str, Path], peer: Peer, shape: str, 
         return
     data["survivors"] = survivors
     if data.get("failures"):
-        results.failures.append(f"{what}: {data['failures']} sanity check(s) failed (marked "
-                                "count, live count after the drop or heap verification)")
+        results.failures.append(
+            f"{what}: {data['failures']} sanity check(s) failed (marked "
+            "count, live count after the drop or heap verification)"
+        )
     previous = results.runs.get((peer.key, shape, n))
     results.runs[(peer.key, shape, n)] = data if previous is None else _merge(previous, data)
 
 
 # Fields holding every sample (concatenated over passes) and single figures
 # (the median over passes).
-_SAMPLES = ("live_walls", "live_cpus", "incremental_steps", "incremental_steps_cpu",
-            "incremental_totals", "incremental_starts")
-_FIGURES = ("live_mark", "live_gather", "live_purge", "live_cpu", "drop_wall", "drop_mutation",
-            "drop_mark", "drop_gather", "drop_purge")
+_SAMPLES = (
+    "live_walls",
+    "live_cpus",
+    "incremental_steps",
+    "incremental_steps_cpu",
+    "incremental_totals",
+    "incremental_starts",
+)
+_FIGURES = (
+    "live_mark",
+    "live_gather",
+    "live_purge",
+    "live_cpu",
+    "drop_wall",
+    "drop_mutation",
+    "drop_mark",
+    "drop_gather",
+    "drop_purge",
+)
 
 
 def _merge(previous: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -203,8 +262,9 @@ def run(config: Config) -> list[Table]:
         if "floors" in programs:
             progress(config, f"{NAME}: memory floors for {n:,} objects")
             try:
-                results.floors[n] = _run_json([str(programs["floors"]), str(n),
-                                               str(max(config.peer_rounds(n), 5))], "floors")
+                results.floors[n] = _run_json(
+                    [str(programs["floors"]), str(n), str(max(config.peer_rounds(n), 5))], "floors"
+                )
             except RuntimeError as error:
                 results.failures.append(str(error))
         # Several passes over every peer (each program run anew), so a burst of
@@ -218,8 +278,10 @@ def run(config: Config) -> list[Table]:
         n = config.cluster_heap
         progress(config, f"{NAME}: clusters: {n:,} objects in groups of 64")
         try:
-            results.clusters = _run_json([str(programs["zsharp"]), "clusters", str(n),
-                                          str(config.peer_rounds(n)), "1"], "clusters")
+            results.clusters = _run_json(
+                [str(programs["zsharp"]), "clusters", str(n), str(config.peer_rounds(n)), "1"],
+                "clusters",
+            )
             if results.clusters.get("failures"):
                 results.failures.append("clusters: sanity check failed")
         except RuntimeError as error:
@@ -234,20 +296,23 @@ def _check_checksums(results: Results) -> None:
             sums.setdefault(n, set()).add(int(data["checksum"]))
     for n, values in sums.items():
         if len(values) > 1:
-            results.failures.append(f"random graph of {n:,}: the peers built different edges "
-                                    f"(checksums {sorted(values)})")
+            results.failures.append(
+                f"random graph of {n:,}: the peers built different edges "
+                f"(checksums {sorted(values)})"
+            )
 
 
 # ---------------------------------------------------------------------------
 # Tables
 # ---------------------------------------------------------------------------
 
+
 def _live(results: Results, key: str, shape: str, n: int) -> float:
     """Median seconds of one full collection with everything live (floors:
     one walk, whatever the shape)."""
     if key.startswith("floor_"):
         floor = results.floors.get(n)
-        return floor[key[len("floor_"):]] / 1e9 if floor else float("nan")
+        return floor[key[len("floor_") :]] / 1e9 if floor else float("nan")
     data = results.runs.get((key, shape, n))
     return _median_ns(data["live_walls"]) if data else float("nan")
 
@@ -276,12 +341,16 @@ def _tables(config: Config, results: Results) -> list[Table]:
         description=(
             "Median wall time of one full collection with every object reachable "
             "(`zs_collect_garbage`, `GC_gcollect`, `gc.collect()`), after a warm-up; rounds: "
-            + ", ".join(f"{config.peer_passes(n)} x {config.peer_rounds(n)} at {n:,}"
-                        for n in sizes) + " (passes x rounds: every pass runs every peer's "
+            + ", ".join(
+                f"{config.peer_passes(n)} x {config.peer_rounds(n)} at {n:,}" for n in sizes
+            )
+            + " (passes x rounds: every pass runs every peer's "
             "program anew, in turn; the median is over all rounds). The floors "
             "read one word of each of n 64-byte objects, in address order and in random "
             "order (independent loads). zsharp_py with N markers is the default "
-            "configuration (`mark_threads` 0: one per core; parallel from 65,536 objects)."))
+            "configuration (`mark_threads` 0: one per core; parallel from 65,536 objects)."
+        ),
+    )
     for shape in SHAPES:
         for n in sizes:
             cells = [shape, f"{n:,}"]
@@ -299,7 +368,8 @@ def _tables(config: Config, results: Results) -> list[Table]:
     if zs is not None:
         live.notes.append(
             f"a zsharp_py node is its {zs['header_bytes']}-byte object header plus four 8-byte "
-            f"references: {zs['object_bytes']} bytes (Boehm and CPython nodes: 64 bytes)")
+            f"references: {zs['object_bytes']} bytes (Boehm and CPython nodes: 64 bytes)"
+        )
     tables.append(live)
 
     cpu = Table(
@@ -309,7 +379,9 @@ def _tables(config: Config, results: Results) -> list[Table]:
             "Process CPU time (all threads) of the same collections: on a machine shared "
             "with other processes, the CPU time of a one-marker collection is closer to "
             "what it costs than its wall time, which includes preemption. A parallel "
-            "collection's CPU time is the sum over its markers."))
+            "collection's CPU time is the sum over its markers."
+        ),
+    )
     for shape in SHAPES:
         for n in sizes:
             cells = [shape, f"{n:,}"]
@@ -335,38 +407,57 @@ def _tables(config: Config, results: Results) -> list[Table]:
             "the largest heap over ns/object at 100K (or the smallest): 1.00 means the cost "
             "grows exactly linearly with the heap; above 1, each object costs more in a "
             "bigger heap (caches and TLB stop covering it). The PNG plot shows the same "
-            "curves."))
+            "curves."
+        ),
+    )
     base = 100_000 if 100_000 in sizes else sizes[0]
     for key, label in columns:
-        for shape in (SHAPES if not key.startswith("floor_") else ("any",)):
+        for shape in SHAPES if not key.startswith("floor_") else ("any",):
             values = [_live(results, key, shape, n) for n in sizes]
             if all(v != v for v in values):
                 continue
             first, last = _live(results, key, shape, base), values[-1]
-            growth = (last / sizes[-1]) / (first / base) if len(sizes) > 1 and first == first \
-                and last == last else float("nan")
-            scaling.add(label, shape, *(_cell_ns_per(v, n) for v, n in zip(values, sizes)),
-                        "n/a" if growth != growth else f"x{growth:.2f}")
+            growth = (
+                (last / sizes[-1]) / (first / base)
+                if len(sizes) > 1 and first == first and last == last
+                else float("nan")
+            )
+            scaling.add(
+                label,
+                shape,
+                *(_cell_ns_per(v, n) for v, n in zip(values, sizes, strict=True)),
+                "n/a" if growth != growth else f"x{growth:.2f}",
+            )
     tables.append(scaling)
 
     # ---- ratios ----
     ratios = Table(
         f"{TITLE}: ratios, zsharp_py / peer (everything live)",
-        ["graph", "objects", "1 marker / Boehm 1 marker",
-         f"{CORES} markers / Boehm {CORES} markers",
-         "1 marker / CPython", f"{CORES} markers / CPython", "1 marker / random floor",
-         "1 marker / address floor"],
-        description="Below 1, zsharp_py is faster. Same-run figures only.")
+        [
+            "graph",
+            "objects",
+            "1 marker / Boehm 1 marker",
+            f"{CORES} markers / Boehm {CORES} markers",
+            "1 marker / CPython",
+            f"{CORES} markers / CPython",
+            "1 marker / random floor",
+            "1 marker / address floor",
+        ],
+        description="Below 1, zsharp_py is faster. Same-run figures only.",
+    )
     for shape in SHAPES:
         for n in sizes:
             zs1, zsn = _live(results, "zs1", shape, n), _live(results, "zsN", shape, n)
-            ratios.add(shape, f"{n:,}",
-                       fmt_ratio(zs1, _live(results, "boehm1", shape, n)),
-                       fmt_ratio(zsn, _live(results, "boehmN", shape, n)),
-                       fmt_ratio(zs1, _live(results, "cpython", shape, n)),
-                       fmt_ratio(zsn, _live(results, "cpython", shape, n)),
-                       fmt_ratio(zs1, _live(results, "floor_random", shape, n)),
-                       fmt_ratio(zs1, _live(results, "floor_address", shape, n)))
+            ratios.add(
+                shape,
+                f"{n:,}",
+                fmt_ratio(zs1, _live(results, "boehm1", shape, n)),
+                fmt_ratio(zsn, _live(results, "boehmN", shape, n)),
+                fmt_ratio(zs1, _live(results, "cpython", shape, n)),
+                fmt_ratio(zsn, _live(results, "cpython", shape, n)),
+                fmt_ratio(zs1, _live(results, "floor_random", shape, n)),
+                fmt_ratio(zs1, _live(results, "floor_address", shape, n)),
+            )
     tables.append(ratios)
 
     tables.append(_phases_table(config, results))
@@ -383,12 +474,24 @@ def _tables(config: Config, results: Results) -> list[Table]:
 def _phases_table(config: Config, results: Results) -> Table:
     table = Table(
         f"{TITLE}: zsharp_py's phases (everything live)",
-        ["graph", "objects", "markers", "wall ms", "mark ms", "gather ms", "purge ms",
-         "mark ns/object", "gather ns/object", "gather / address floor"],
+        [
+            "graph",
+            "objects",
+            "markers",
+            "wall ms",
+            "mark ms",
+            "gather ms",
+            "purge ms",
+            "mark ns/object",
+            "gather ns/object",
+            "gather / address floor",
+        ],
         description=(
             "Median phases of the same collections from `zs_gc_get_stats`: *mark* (roots and "
             "the worklist), *gather* (one pass over the object array collecting unmarked "
-            "objects: nothing dies here, so this is the pass's fixed cost), *purge*."))
+            "objects: nothing dies here, so this is the pass's fixed cost), *purge*."
+        ),
+    )
     for shape in SHAPES:
         for n in config.peer_heap_sizes:
             for key in ("zs1", "zsN"):
@@ -396,12 +499,20 @@ def _phases_table(config: Config, results: Results) -> Table:
                 if data is None:
                     continue
                 wall = _median_ns(data["live_walls"])
-                mark, gather, purge = (data[f"live_{p}"] / 1e9 for p in ("mark", "gather",
-                                                                         "purge"))
+                mark, gather, purge = (data[f"live_{p}"] / 1e9 for p in ("mark", "gather", "purge"))
                 floor = _live(results, "floor_address", shape, n)
-                table.add(shape, f"{n:,}", data["live_threads"], _cell_ms(wall), _cell_ms(mark),
-                          _cell_ms(gather), _cell_ms(purge), _cell_ns_per(mark, n),
-                          _cell_ns_per(gather, n), fmt_ratio(gather, floor))
+                table.add(
+                    shape,
+                    f"{n:,}",
+                    data["live_threads"],
+                    _cell_ms(wall),
+                    _cell_ms(mark),
+                    _cell_ms(gather),
+                    _cell_ms(purge),
+                    _cell_ns_per(mark, n),
+                    _cell_ns_per(gather, n),
+                    fmt_ratio(gather, floor),
+                )
                 record(f"gc.gather.{shape}.{n}.{key}", gather)
                 record(f"gc.mark.{shape}.{n}.{key}", mark)
     return table
@@ -411,8 +522,14 @@ def _drop_table(config: Config, results: Results) -> Table:
     phases: list[str] = []
     table = Table(
         f"{TITLE}: collection after dropping half (ms)",
-        ["graph", "objects", "freed", *(p.label for p in PEERS), "1 marker / Boehm 1",
-         "1 marker / CPython"],
+        [
+            "graph",
+            "objects",
+            "freed",
+            *(p.label for p in PEERS),
+            "1 marker / Boehm 1",
+            "1 marker / CPython",
+        ],
         description=(
             "One collection per pass (the median over passes) after dropping about half of "
             "the graph: the "
@@ -421,7 +538,9 @@ def _drop_table(config: Config, results: Results) -> Table:
             "half dies). zsharp_py's time includes destroying and freeing the dead objects. "
             "CPython frees the dropped half by reference counting when the reference goes "
             "(counted here), then `gc.collect()` runs over the rest. Boehm sweeps lazily: "
-            "its figure is the mark and the reclaim setup; memory is reused as it allocates."))
+            "its figure is the mark and the reclaim setup; memory is reused as it allocates."
+        ),
+    )
     for shape in SHAPES:
         for n in config.peer_heap_sizes:
             cells: list[str] = [shape, f"{n:,}"]
@@ -444,11 +563,14 @@ def _drop_table(config: Config, results: Results) -> Table:
                         results.notes.append(
                             f"{peer.label}, {shape} of {n:,}: only {share:.0%} of the dropped "
                             "nodes were freed (sampled with disappearing links): conservative "
-                            "scanning kept the rest through stale words")
-            cells.append(fmt_ratio(walls.get("zs1", float("nan")),
-                                   walls.get("boehm1", float("nan"))))
-            cells.append(fmt_ratio(walls.get("zs1", float("nan")),
-                                   walls.get("cpython", float("nan"))))
+                            "scanning kept the rest through stale words"
+                        )
+            cells.append(
+                fmt_ratio(walls.get("zs1", float("nan")), walls.get("boehm1", float("nan")))
+            )
+            cells.append(
+                fmt_ratio(walls.get("zs1", float("nan")), walls.get("cpython", float("nan")))
+            )
             table.add(*cells)
             zs = results.runs.get(("zs1", shape, n))
             if zs is not None and "drop_gather" in zs:
@@ -456,12 +578,15 @@ def _drop_table(config: Config, results: Results) -> Table:
                 # gather only scans the mark filter: nothing dies there).
                 record(f"gc.gather_dead.{shape}.{n}.zs1", zs["drop_gather"] / 1e9)
             if zs is not None and "drop_purge" in zs and freed:
-                phases.append(f"{shape} {n:,}: mark {zs['drop_mark'] / 1e6:,.2f}, gather "
-                              f"{zs['drop_gather'] / 1e6:,.2f}, purge {zs['drop_purge'] / 1e6:,.2f} "
-                              f"ms ({zs['drop_purge'] / freed:,.0f} ns per freed object)")
+                phases.append(
+                    f"{shape} {n:,}: mark {zs['drop_mark'] / 1e6:,.2f}, gather "
+                    f"{zs['drop_gather'] / 1e6:,.2f}, purge {zs['drop_purge'] / 1e6:,.2f} "
+                    f"ms ({zs['drop_purge'] / freed:,.0f} ns per freed object)"
+                )
     if phases:
-        table.notes.append("zsharp_py, 1 marker, phases of the drop collection: "
-                           + "; ".join(phases))
+        table.notes.append(
+            "zsharp_py, 1 marker, phases of the drop collection: " + "; ".join(phases)
+        )
     return table
 
 
@@ -477,20 +602,29 @@ def _clusters_table(config: Config, results: Results) -> Table:
             "`zs_create_cluster` on every group root (min_cluster_size 2). A cluster is "
             "marked as a unit through its root's mark bit, without reading or writing its "
             "members (the gather then reads a member's reachability from its root: the wall "
-            "column includes it)."))
+            "column includes it)."
+        ),
+    )
     if data is None:
         table.notes.append("not measured (the zsharp GC benchmark program is unavailable)")
         return table
     for label, prefix in (("plain objects", "plain"), ("clustered", "clustered")):
-        table.add(f"{data['n']:,}", f"{data['groups']:,}", label,
-                  _cell_ms(_median_ns(data[f"{prefix}_walls"])),
-                  _cell_ms(data[f"{prefix}_mark"] / 1e9), f"{data[f'{prefix}_scanned']:,}",
-                  f"{data[f'{prefix}_clusters_marked']:,}")
+        table.add(
+            f"{data['n']:,}",
+            f"{data['groups']:,}",
+            label,
+            _cell_ms(_median_ns(data[f"{prefix}_walls"])),
+            _cell_ms(data[f"{prefix}_mark"] / 1e9),
+            f"{data[f'{prefix}_scanned']:,}",
+            f"{data[f'{prefix}_clusters_marked']:,}",
+        )
     plain, clustered = data["plain_mark"], data["clustered_mark"]
-    table.notes.append(f"marking is x{plain / clustered:.2f} faster with clusters "
-                       f"(wall: x{_median_ns(data['plain_walls']) / _median_ns(data['clustered_walls']):.2f}); "
-                       f"creating the {data['clusters']:,} clusters took "
-                       f"{data['create_clusters'] / 1e6:,.1f} ms")
+    table.notes.append(
+        f"marking is x{plain / clustered:.2f} faster with clusters "
+        f"(wall: x{_median_ns(data['plain_walls']) / _median_ns(data['clustered_walls']):.2f}); "
+        f"creating the {data['clusters']:,} clusters took "
+        f"{data['create_clusters'] / 1e6:,.1f} ms"
+    )
     record("gc.clusters.plain_mark", plain / 1e9)
     record("gc.clusters.clustered_mark", clustered / 1e9)
     record("gc.clusters.n", data["n"])
@@ -500,16 +634,29 @@ def _clusters_table(config: Config, results: Results) -> Table:
 def _incremental_table(config: Config, results: Results) -> Table:
     table = Table(
         f"{TITLE}: incremental collection, 1 ms steps",
-        ["graph", "objects", "cycles", "steps/cycle", "p50 ms", "p99 ms", "max ms",
-         "CPU p99 ms", "CPU max ms", "steps total ms", "stop-the-world ms",
-         "total / stop-the-world"],
+        [
+            "graph",
+            "objects",
+            "cycles",
+            "steps/cycle",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+            "CPU p99 ms",
+            "CPU max ms",
+            "steps total ms",
+            "stop-the-world ms",
+            "total / stop-the-world",
+        ],
         description=(
             "`zs_gc_start_incremental`, then `zs_gc_step(rt, 1 ms)` until done, on the live "
             "heap (one marker, nothing dies): every step's wall time over all cycles (p50, "
             "p99, max), the same for the thread's CPU time in each step (what the step "
             "cost, without preemption by other processes), and the median total of a "
             "cycle's steps (start included) next to the median stop-the-world collection "
-            "of the same heap with one marker."))
+            "of the same heap with one marker."
+        ),
+    )
     n = config.incremental_heap
     for shape in SHAPES:
         data = results.runs.get(("zs1", shape, n))
@@ -521,10 +668,20 @@ def _incremental_table(config: Config, results: Results) -> Table:
         cycles = len(totals)
         total = statistics.median(totals)
         stw = _median_ns(data["live_walls"])
-        table.add(shape, f"{n:,}", cycles, f"{len(steps) / cycles:,.0f}",
-                  _cell_ms(percentile(steps, 50)), _cell_ms(percentile(steps, 99)),
-                  _cell_ms(steps[-1]), _cell_ms(percentile(cpu, 99)), _cell_ms(cpu[-1]),
-                  _cell_ms(total), _cell_ms(stw), fmt_ratio(total, stw))
+        table.add(
+            shape,
+            f"{n:,}",
+            cycles,
+            f"{len(steps) / cycles:,.0f}",
+            _cell_ms(percentile(steps, 50)),
+            _cell_ms(percentile(steps, 99)),
+            _cell_ms(steps[-1]),
+            _cell_ms(percentile(cpu, 99)),
+            _cell_ms(cpu[-1]),
+            _cell_ms(total),
+            _cell_ms(stw),
+            fmt_ratio(total, stw),
+        )
         record(f"gc.incremental.{shape}.p50", percentile(steps, 50))
         record(f"gc.incremental.{shape}.p99", percentile(steps, 99))
         record(f"gc.incremental.{shape}.max", steps[-1])
@@ -548,7 +705,9 @@ def _memory_table(config: Config, results: Results) -> Table:
             "resident memory after building minus before, per object (malloc overhead "
             "included; the build's index table freed). *peak RSS*: the process's high-water "
             "mark (`VmHWM`), which also holds the build's index table (8 bytes per object) "
-            "and, for CPython, the interpreter."))
+            "and, for CPython, the interpreter."
+        ),
+    )
     for peer in PEERS:
         for shape in SHAPES:
             data = results.runs.get((peer.key, shape, n))
@@ -561,8 +720,9 @@ def _memory_table(config: Config, results: Results) -> Table:
             else:
                 accounted = "64 (by layout)"
             rss = (data["rss_built_kb"] - data["rss_before_kb"]) * 1024 / n
-            table.add(peer.label, shape, accounted, f"{rss:,.1f}",
-                      f"{data['peak_rss_kb'] / 1024:,.1f}")
+            table.add(
+                peer.label, shape, accounted, f"{rss:,.1f}", f"{data['peak_rss_kb'] / 1024:,.1f}"
+            )
             record(f"gc.peak_rss.{shape}.{n}.{peer.key}", data["peak_rss_kb"] * 1024)
     zs = next((d for (k, s, m), d in results.runs.items() if k == "zs1"), None)
     if zs is not None:
@@ -571,8 +731,8 @@ def _memory_table(config: Config, results: Results) -> Table:
             f"metadata: object pointer, flags, cluster index, serial, strong refcount) and "
             f"a {zs['header_bytes']}-byte object header (class, outer, index, name) inside "
             f"the {zs['object_bytes']}-byte object, carved from 64-byte-aligned slabs (one "
-            f"cache line per object; no malloc chunk header)")
+            f"cache line per object; no malloc chunk header)"
+        )
         record("gc.item_bytes", zs["item_bytes"])
         record("gc.header_bytes", zs["header_bytes"])
     return table
-

@@ -28,31 +28,44 @@ Every zsharp_py batch ends with a timed ``rt.collect_garbage()``: the safe
 point where objects and black values dropped by the batch are freed (the
 peers free theirs inside the statement, by refcount).
 """
+
 from __future__ import annotations
 
 import contextlib
 import operator
 import statistics
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import zsharp_py as zs
 
 from . import _build
-from ._harness import (Config, MicroCase, MicroResult, Table, Unavailable, calibrate, fmt_ns,
-                       fmt_ratio, progress, record, run_micro)
+from ._harness import (
+    Config,
+    MicroCase,
+    MicroResult,
+    Table,
+    Unavailable,
+    calibrate,
+    fmt_ns,
+    fmt_ratio,
+    progress,
+    record,
+    run_micro,
+)
 
 NAME = "values"
 TITLE = "Value types"
 
 __all__ = ["NAME", "TITLE", "ROWS", "Row", "run"]
 
-ARRAY = 1000   # elements of a.kids and a.floats
-SMALL = 16     # elements of s.kids and s.floats (insert at the front)
-TAGS = 8       # elements of a.tags and a.stags ("T0".."T7")
-SCORES = 64    # entries of a.scores ("k0".."k63")
+ARRAY = 1000  # elements of a.kids and a.floats
+SMALL = 16  # elements of s.kids and s.floats (insert at the front)
+TAGS = 8  # elements of a.tags and a.stags ("T0".."T7")
+SCORES = 64  # entries of a.scores ("k0".."k63")
 
 LIBRARIES = ("nanobind", "pybind11")
 VARIANTS = ("opaque", "caster")
@@ -61,6 +74,7 @@ VARIANTS = ("opaque", "caster")
 # ---------------------------------------------------------------------------
 # The rows
 # ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Alt:
@@ -132,33 +146,108 @@ def _array_rows(kind: str, member: str, element: str, probe: str, build: str) ->
     new = "b" if member == "kids" else "1.0"
     ctor = "KA" if member == "kids" else "FA"
     return [
-        Row(f"{member}_index", kind, read, _VEC, alt=Alt("caster", read, _VEC_CASTER),
-            needs=(member,)),
-        Row(f"{member}_index_write", kind, f"a.{member}[700] = {write_value}", _VEC,
-            alt=Alt("caster", f"t = a.{member}; t[700] = {write_value}; a.{member} = t",
-                    _VEC_CASTER_CHANGE), needs=(member,)),
-        Row(f"{member}_append", kind, f"m.{member}.append({new})", _VEC,
-            setup=f"m.{member}.clear()", needs=(member,)),
-        Row(f"{member}_insert_front", kind, f"s.{member}.insert(0, {new}); s.{member}.pop()",
-            _VEC, alt=Alt("caster", f"t = s.{member}; t.insert(0, {new}); t.pop(); "
-                                    f"s.{member} = t", _VEC_CASTER_CHANGE), needs=(member,)),
-        Row(f"{member}_pop", kind, f"m.{member}.pop()", _VEC,
-            setup=f"m.{member} = [{element}] * n", needs=(member,)),
-        Row(f"{member}_in", kind, f"{probe} in a.{member}", _VEC,
-            alt=Alt("caster", f"{probe} in a.{member}", _VEC_CASTER), needs=(member,)),
-        Row(f"{member}_iterate", kind, f"for x in a.{member}: pass", _VEC, items=ARRAY,
-            alt=Alt("caster", f"for x in a.{member}: pass", _VEC_CASTER), needs=(member,)),
-        Row(f"{member}_build", kind, f"{ctor}({build})", f"{_VEC} constructor",
-            items=ARRAY, needs=(member,)),
-        Row(f"{member}_to_python", kind, f"a.{member}.to_python()",
-            "caster (stl/vector.h)", peer=f"a.{member}", main="caster", items=ARRAY,
-            alt=Alt("opaque", f"list(a.{member})", _VEC), needs=(member,)),
-        Row(f"{member}_assign", kind, f"m.{member} = {build}", "caster (stl/vector.h)",
-            main="caster", items=ARRAY,
+        Row(
+            f"{member}_index",
+            kind,
+            read,
+            _VEC,
+            alt=Alt("caster", read, _VEC_CASTER),
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_index_write",
+            kind,
+            f"a.{member}[700] = {write_value}",
+            _VEC,
+            alt=Alt(
+                "caster",
+                f"t = a.{member}; t[700] = {write_value}; a.{member} = t",
+                _VEC_CASTER_CHANGE,
+            ),
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_append",
+            kind,
+            f"m.{member}.append({new})",
+            _VEC,
+            setup=f"m.{member}.clear()",
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_insert_front",
+            kind,
+            f"s.{member}.insert(0, {new}); s.{member}.pop()",
+            _VEC,
+            alt=Alt(
+                "caster",
+                f"t = s.{member}; t.insert(0, {new}); t.pop(); s.{member} = t",
+                _VEC_CASTER_CHANGE,
+            ),
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_pop",
+            kind,
+            f"m.{member}.pop()",
+            _VEC,
+            setup=f"m.{member} = [{element}] * n",
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_in",
+            kind,
+            f"{probe} in a.{member}",
+            _VEC,
+            alt=Alt("caster", f"{probe} in a.{member}", _VEC_CASTER),
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_iterate",
+            kind,
+            f"for x in a.{member}: pass",
+            _VEC,
+            items=ARRAY,
+            alt=Alt("caster", f"for x in a.{member}: pass", _VEC_CASTER),
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_build",
+            kind,
+            f"{ctor}({build})",
+            f"{_VEC} constructor",
+            items=ARRAY,
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_to_python",
+            kind,
+            f"a.{member}.to_python()",
+            "caster (stl/vector.h)",
+            peer=f"a.{member}",
+            main="caster",
+            items=ARRAY,
+            alt=Alt("opaque", f"list(a.{member})", _VEC),
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_assign",
+            kind,
+            f"m.{member} = {build}",
+            "caster (stl/vector.h)",
+            main="caster",
+            items=ARRAY,
             alt=Alt("opaque", f"m.{member} = {build}", f"{_VEC} (implicit conversion)"),
-            needs=(member,)),
-        Row(f"{member}_slice", kind, f"a.{member}[100:110]", _VEC,
-            alt=Alt("caster", f"a.{member}[100:110]", _VEC_CASTER), needs=(member,)),
+            needs=(member,),
+        ),
+        Row(
+            f"{member}_slice",
+            kind,
+            f"a.{member}[100:110]",
+            _VEC,
+            alt=Alt("caster", f"a.{member}[100:110]", _VEC_CASTER),
+            needs=(member,),
+        ),
     ]
 
 
@@ -167,68 +256,167 @@ ROWS: list[Row] = [
     Row("struct_assign_held", "struct", "a.pos = v", _CLASS_V, needs=("pos",)),
     Row("struct_member_read", "struct", "a.pos.x", _VIEW_V, needs=("pos",)),
     Row("struct_member_write", "struct", "a.pos.x = 1.0", _VIEW_V, needs=("pos",)),
-    Row("string_assign", "string", 'a.label = "abc"', "caster (stl/string.h)",
-        needs=("label",)),
+    Row("string_assign", "string", 'a.label = "abc"', "caster (stl/string.h)", needs=("label",)),
     Row("string_read", "string", "str(a.label)", "caster (stl/string.h)", needs=("label",)),
-    Row("create", "object", 'A(hp=1, label="x" * 16)', "class A (init), freed by refcount",
-        needs=("label",)),
-    Row("name_set_add", "set", 'a.tags.add("T3")', _SET,
+    Row(
+        "create",
+        "object",
+        'A(hp=1, label="x" * 16)',
+        "class A (init), freed by refcount",
+        needs=("label",),
+    ),
+    Row(
+        "name_set_add",
+        "set",
+        'a.tags.add("T3")',
+        _SET,
         alt=Alt("caster", 't = a.tags; t.add("T3"); a.tags = t', _SET_CASTER_CHANGE),
-        needs=("tags",)),
-    Row("name_set_in", "set", '"T3" in a.tags', _SET,
-        alt=Alt("caster", '"T3" in a.tags', _SET_CASTER), needs=("tags",)),
-    Row("string_set_add", "set", 'a.stags.add("T3")', _SET,
+        needs=("tags",),
+    ),
+    Row(
+        "name_set_in",
+        "set",
+        '"T3" in a.tags',
+        _SET,
+        alt=Alt("caster", '"T3" in a.tags', _SET_CASTER),
+        needs=("tags",),
+    ),
+    Row(
+        "string_set_add",
+        "set",
+        'a.stags.add("T3")',
+        _SET,
         alt=Alt("caster", 't = a.stags; t.add("T3"); a.stags = t', _SET_CASTER_CHANGE),
-        needs=("stags",)),
-    Row("string_set_in", "set", '"T3" in a.stags', _SET,
-        alt=Alt("caster", '"T3" in a.stags', _SET_CASTER), needs=("stags",)),
-    Row("kids_append_clear", "array of objects", "m.kids.append(b); m.kids.clear()", _VEC,
-        alt=Alt("caster", "t = m.kids; t.append(b); m.kids = t; m.kids = []",
-                  _VEC_CASTER_CHANGE),
-        needs=("kids",)),
+        needs=("stags",),
+    ),
+    Row(
+        "string_set_in",
+        "set",
+        '"T3" in a.stags',
+        _SET,
+        alt=Alt("caster", '"T3" in a.stags', _SET_CASTER),
+        needs=("stags",),
+    ),
+    Row(
+        "kids_append_clear",
+        "array of objects",
+        "m.kids.append(b); m.kids.clear()",
+        _VEC,
+        alt=Alt("caster", "t = m.kids; t.append(b); m.kids = t; m.kids = []", _VEC_CASTER_CHANGE),
+        needs=("kids",),
+    ),
     *_array_rows("array of objects", "kids", "b", "k500", "kids"),
     *_array_rows("array of Float64", "floats", "1.0", "500.0", "lst"),
-    Row("map_get", "map", 'a.scores["k5"]', _MAP,
-        alt=Alt("caster", 'a.scores["k5"]', _MAP_CASTER), needs=("scores",)),
-    Row("map_set", "map", 'a.scores["k5"] = 5', _MAP,
+    Row(
+        "map_get",
+        "map",
+        'a.scores["k5"]',
+        _MAP,
+        alt=Alt("caster", 'a.scores["k5"]', _MAP_CASTER),
+        needs=("scores",),
+    ),
+    Row(
+        "map_set",
+        "map",
+        'a.scores["k5"] = 5',
+        _MAP,
         alt=Alt("caster", 't = a.scores; t["k5"] = 5; a.scores = t', _MAP_CASTER_CHANGE),
-        needs=("scores",)),
-    Row("map_in", "map", '"k5" in a.scores', _MAP,
-        alt=Alt("caster", '"k5" in a.scores', _MAP_CASTER), needs=("scores",)),
-    Row("map_items", "map", "for k, x in a.scores.items(): pass", _MAP, items=SCORES,
+        needs=("scores",),
+    ),
+    Row(
+        "map_in",
+        "map",
+        '"k5" in a.scores',
+        _MAP,
+        alt=Alt("caster", '"k5" in a.scores', _MAP_CASTER),
+        needs=("scores",),
+    ),
+    Row(
+        "map_items",
+        "map",
+        "for k, x in a.scores.items(): pass",
+        _MAP,
+        items=SCORES,
         alt=Alt("caster", "for k, x in a.scores.items(): pass", _MAP_CASTER),
-        needs=("scores",)),
-    Row("optional_set", "optional", "a.opt = 1.5", "caster (stl/optional.h)",
-        needs=("opt",), extra=(("Optional.set", "a.opt.set(1.5)"),)),
-    Row("optional_get", "optional", "a.opt.get()", "caster (stl/optional.h): `a.opt`",
-        peer="a.opt", needs=("opt",), extra=(("Optional.value", "a.opt.value"),)),
-    Row("multicast_add_remove", "delegate", "m.on_event.add(f); m.on_event.remove(f)",
+        needs=("scores",),
+    ),
+    Row(
+        "optional_set",
+        "optional",
+        "a.opt = 1.5",
+        "caster (stl/optional.h)",
+        needs=("opt",),
+        extra=(("Optional.set", "a.opt.set(1.5)"),),
+    ),
+    Row(
+        "optional_get",
+        "optional",
+        "a.opt.get()",
+        "caster (stl/optional.h): `a.opt`",
+        peer="a.opt",
+        needs=("opt",),
+        extra=(("Optional.value", "a.opt.value"),),
+    ),
+    Row(
+        "multicast_add_remove",
+        "delegate",
+        "m.on_event.add(f); m.on_event.remove(f)",
         "class: vector of std::function; `m.on_event.remove(m.on_event.add(f))`",
-        peer="m.on_event.remove(m.on_event.add(f))", needs=("on_event",)),
-    Row("multicast_broadcast", "delegate", "a.on_event.broadcast()",
-        "class: vector of std::function", needs=("on_event",)),
-    Row("delegate_execute", "delegate", "a.on_hit.execute()", "class: std::function",
-        needs=("on_hit",)),
-    Row("weak_get", "pointer", "a.weak.get()", "class: index + serial registry",
-        needs=("weak",)),
-    Row("soft_get", "pointer", "a.soft.get()", "class: path -> A* hash map",
-        needs=("soft",)),
-    Row("fieldpath_get", "field path", "fp.get(a)", "class: path resolved to an offset",
+        peer="m.on_event.remove(m.on_event.add(f))",
+        needs=("on_event",),
+    ),
+    Row(
+        "multicast_broadcast",
+        "delegate",
+        "a.on_event.broadcast()",
+        "class: vector of std::function",
+        needs=("on_event",),
+    ),
+    Row(
+        "delegate_execute",
+        "delegate",
+        "a.on_hit.execute()",
+        "class: std::function",
+        needs=("on_hit",),
+    ),
+    Row("weak_get", "pointer", "a.weak.get()", "class: index + serial registry", needs=("weak",)),
+    Row("soft_get", "pointer", "a.soft.get()", "class: path -> A* hash map", needs=("soft",)),
+    Row(
+        "fieldpath_get",
+        "field path",
+        "fp.get(a)",
+        "class: path resolved to an offset",
         alt=Alt("opaque", "getter(a)", "getattr by name: `operator.attrgetter('pos.x')`"),
-        needs=("fieldpath",)),
-    Row("fieldpath_set", "field path", "fp.set(a, 1.0)", "class: path resolved to an offset",
+        needs=("fieldpath",),
+    ),
+    Row(
+        "fieldpath_set",
+        "field path",
+        "fp.set(a, 1.0)",
+        "class: path resolved to an offset",
         alt=Alt("opaque", 'setattr(a.pos, "x", 1.0)', 'setattr by name: `setattr(a.pos, "x", v)`'),
-        needs=("fieldpath",)),
+        needs=("fieldpath",),
+    ),
 ]
 
 # Invariants every side must still hold after the run (the statements keep
 # their state constant); a failure fails the run.
 CHECKS: list[str] = [
-    f"len(a.kids) == {ARRAY}", "a.kids[700] is k700", f"len(a.floats) == {ARRAY}",
-    "a.floats[700] == 700.0", f"len(s.kids) == {SMALL}", f"len(s.floats) == {SMALL}",
-    '"T3" in a.tags', f"len(a.tags) == {TAGS}", '"T3" in a.stags',
-    f"len(a.scores) == {SCORES}", 'a.scores["k5"] == 5',
-    "len(a.on_event) == 1", "len(m.on_event) == 1", "a.weak.get() is b", "a.soft.get() is b",
+    f"len(a.kids) == {ARRAY}",
+    "a.kids[700] is k700",
+    f"len(a.floats) == {ARRAY}",
+    "a.floats[700] == 700.0",
+    f"len(s.kids) == {SMALL}",
+    f"len(s.floats) == {SMALL}",
+    '"T3" in a.tags',
+    f"len(a.tags) == {TAGS}",
+    '"T3" in a.stags',
+    f"len(a.scores) == {SCORES}",
+    'a.scores["k5"] == 5',
+    "len(a.on_event) == 1",
+    "len(m.on_event) == 1",
+    "a.weak.get() is b",
+    "a.soft.get() is b",
 ]
 
 
@@ -257,6 +445,7 @@ def _declare() -> str:
     if _declared:
         return _declared[0]
     try:
+
         class ValueVector(zs.Struct):
             x: zs.Float64
             y: zs.Float64
@@ -302,16 +491,27 @@ def _zsharp_fixture(stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict[s
     A, V = ValueActor, ValueVector
     a = A(name="Hero")
     a.add_to_root()
-    b = A(name="B", outer=a)   # soft path "Hero.B"
+    b = A(name="B", outer=a)  # soft path "Hero.B"
     b.add_to_root()
     s, m = A(), A()
     s.add_to_root()
     m.add_to_root()
     kids = [A() for _ in range(ARRAY)]
-    ns: dict[str, Any] = {"zs": zs, "A": A, "V": V, "a": a, "b": b, "s": s, "m": m,
-                          "kids": kids, "k500": kids[500], "k700": kids[700],
-                          "lst": [float(i) for i in range(ARRAY)], "f": listener,
-                          "rt": runtime}
+    ns: dict[str, Any] = {
+        "zs": zs,
+        "A": A,
+        "V": V,
+        "a": a,
+        "b": b,
+        "s": s,
+        "m": m,
+        "kids": kids,
+        "k500": kids[500],
+        "k700": kids[700],
+        "lst": [float(i) for i in range(ARRAY)],
+        "f": listener,
+        "rt": runtime,
+    }
     failed: dict[str, str] = {}
 
     def kids_() -> None:
@@ -330,6 +530,7 @@ def _zsharp_fixture(stack: contextlib.ExitStack) -> tuple[dict[str, Any], dict[s
         def fill() -> None:
             for i in range(TAGS):
                 getattr(a, member).add(f"T{i}")
+
         return fill
 
     def scores_() -> None:
@@ -400,10 +601,24 @@ def _peer_fixture(module: ModuleType) -> dict[str, Any]:
     a.weak = module.WeakPtr(b)
     a.soft = module.SoftPtr("Hero.B")
     assert a.kids[700] is kids[700] and a.weak.get() is b and a.soft.get() is b
-    return {"A": A, "V": V, "a": a, "b": b, "s": s, "m": m, "kids": kids, "k500": kids[500],
-            "k700": kids[700], "lst": lst, "v": V(3.0, 4.0), "f": listener,
-            "FA": getattr(module, "FloatVec", None), "KA": getattr(module, "KidVec", None),
-            "fp": module.FieldPath("pos.x"), "getter": operator.attrgetter("pos.x")}
+    return {
+        "A": A,
+        "V": V,
+        "a": a,
+        "b": b,
+        "s": s,
+        "m": m,
+        "kids": kids,
+        "k500": kids[500],
+        "k700": kids[700],
+        "lst": lst,
+        "v": V(3.0, 4.0),
+        "f": listener,
+        "FA": getattr(module, "FloatVec", None),
+        "KA": getattr(module, "KidVec", None),
+        "fp": module.FieldPath("pos.x"),
+        "getter": operator.attrgetter("pos.x"),
+    }
 
 
 def _load_peers(config: Config) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str, str]]:
@@ -415,7 +630,7 @@ def _load_peers(config: Config) -> tuple[dict[tuple[str, str], dict[str, Any]], 
     if config.install:  # compile the builds two at a time (g++ takes most of it)
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = {job: pool.submit(_LOADERS[job[0]], config, job[1]) for job in jobs}
-            for job, future in futures.items():
+            for future in futures.values():
                 with contextlib.suppress(Unavailable):
                     future.result()
     for library, variant in jobs:
@@ -437,14 +652,15 @@ def _load_peers(config: Config) -> tuple[dict[tuple[str, str], dict[str, Any]], 
 # Cases
 # ---------------------------------------------------------------------------
 
+
 @dataclass
 class Planned:
     """A case and where it goes in the tables."""
 
     row: Row
-    side: str      # "zsharp_py", "nanobind", "pybind11"
-    role: str      # "main", "alt" or "extra"
-    variant: str   # the C++ build ("" for zsharp_py)
+    side: str  # "zsharp_py", "nanobind", "pybind11"
+    role: str  # "main", "alt" or "extra"
+    variant: str  # the C++ build ("" for zsharp_py)
     case: MicroCase
 
 
@@ -457,11 +673,14 @@ def _setup_hook(setup: str, namespace: dict[str, Any]) -> Callable[[int], Any] |
     def before(count: int) -> None:
         namespace["n"] = count
         exec(code, namespace)  # noqa: S102 (the rows' own setup statements)
+
     return before
 
 
-def _plan(zsharp: tuple[dict[str, Any], dict[str, str]] | None,
-          peers: dict[tuple[str, str], dict[str, Any]]) -> list[Planned]:
+def _plan(
+    zsharp: tuple[dict[str, Any], dict[str, str]] | None,
+    peers: dict[tuple[str, str], dict[str, Any]],
+) -> list[Planned]:
     planned: list[Planned] = []
     if zsharp is not None:
         ns, failed = zsharp
@@ -469,24 +688,45 @@ def _plan(zsharp: tuple[dict[str, Any], dict[str, str]] | None,
         for row in ROWS:
             if any(member in failed for member in row.needs):
                 continue
-            forms = [("main", "", row.zs), *(("extra", label, stmt)
-                                             for label, stmt in row.extra)]
+            forms = [("main", "", row.zs), *(("extra", label, stmt) for label, stmt in row.extra)]
             for role, label, stmt in forms:
-                case = MicroCase(label or "public API", row.key, stmt, ns, "zsharp_py",
-                                 primary=role == "main", items=row.items,
-                                 before_batch=_setup_hook(row.setup, ns),
-                                 after_batch=runtime.collect_garbage, after_batch_timed=True)
+                case = MicroCase(
+                    label or "public API",
+                    row.key,
+                    stmt,
+                    ns,
+                    "zsharp_py",
+                    primary=role == "main",
+                    items=row.items,
+                    before_batch=_setup_hook(row.setup, ns),
+                    after_batch=runtime.collect_garbage,
+                    after_batch_timed=True,
+                )
                 planned.append(Planned(row, "zsharp_py", role, "", case))
     for (library, variant), ns in peers.items():
         for row in ROWS:
             if variant == row.main:
-                case = MicroCase(row.bound, row.key, row.peer_stmt, ns, library,
-                                 items=row.items, before_batch=_setup_hook(row.setup, ns))
+                case = MicroCase(
+                    row.bound,
+                    row.key,
+                    row.peer_stmt,
+                    ns,
+                    library,
+                    items=row.items,
+                    before_batch=_setup_hook(row.setup, ns),
+                )
                 planned.append(Planned(row, library, "main", variant, case))
             if row.alt is not None and variant == row.alt.variant:
-                case = MicroCase(row.alt.bound, row.key, row.alt.stmt, ns, library,
-                                 primary=False, items=row.items,
-                                 before_batch=_setup_hook(row.alt.setup or row.setup, ns))
+                case = MicroCase(
+                    row.alt.bound,
+                    row.key,
+                    row.alt.stmt,
+                    ns,
+                    library,
+                    primary=False,
+                    items=row.items,
+                    before_batch=_setup_hook(row.alt.setup or row.setup, ns),
+                )
                 planned.append(Planned(row, library, "alt", variant, case))
     return planned
 
@@ -494,6 +734,7 @@ def _plan(zsharp: tuple[dict[str, Any], dict[str, str]] | None,
 # ---------------------------------------------------------------------------
 # Measurement
 # ---------------------------------------------------------------------------
+
 
 @dataclass
 class Outcome:
@@ -526,8 +767,7 @@ def run(config: Config) -> list[Table]:
         except Unavailable as reason:
             side_missing["zsharp_py"] = f"unavailable: {reason}"
         except Exception as error:  # a young API: report, do not fail the run
-            side_missing["zsharp_py"] = f"unavailable: setting up: {type(error).__name__}: " \
-                                        f"{error}"
+            side_missing["zsharp_py"] = f"unavailable: setting up: {type(error).__name__}: {error}"
         if zsharp is not None:
             for row in ROWS:
                 why = next((zsharp[1][m] for m in row.needs if m in zsharp[1]), None)
@@ -539,29 +779,35 @@ def run(config: Config) -> list[Table]:
             try:
                 count = calibrate(item.case, config.value_batch_seconds)
             except Exception as error:  # the operation raises here: a note, not a crash
-                outcome.unavailable[_slot(item)] = \
+                outcome.unavailable[_slot(item)] = (
                     f"unavailable: {type(error).__name__}: {str(error)[:160]}"
+                )
                 continue
             item.case.scale = count / 1000
             outcome.batches[_slot(item)] = count
             kept.append(item)
-        progress(config, f"{NAME}: {len(kept)} cases x {config.value_rounds} rounds x "
-                         f"~{config.value_batch_seconds * 1e3:g} ms")
+        progress(
+            config,
+            f"{NAME}: {len(kept)} cases x {config.value_rounds} rounds x "
+            f"~{config.value_batch_seconds * 1e3:g} ms",
+        )
         results, overhead = run_micro([item.case for item in kept], 1000, config.value_rounds)
         outcome.overhead = overhead.median
-        for item, result in zip(kept, results):
+        for item, result in zip(kept, results, strict=True):
             outcome.results[_slot(item)] = result
         outcome.failures += _check(zsharp[0] if zsharp is not None else None, peers)
     return _tables(config, outcome, side_missing)
 
 
-def _check(zsharp: dict[str, Any] | None,
-           peers: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+def _check(
+    zsharp: dict[str, Any] | None, peers: dict[tuple[str, str], dict[str, Any]]
+) -> list[str]:
     """The invariants, on every side that was set up (members that failed to
     set up on zsharp_py's side are not checked)."""
     failures = []
-    sides: list[tuple[str, dict[str, Any]]] = [(f"{lib} ({variant})", ns)
-                                               for (lib, variant), ns in peers.items()]
+    sides: list[tuple[str, dict[str, Any]]] = [
+        (f"{lib} ({variant})", ns) for (lib, variant), ns in peers.items()
+    ]
     if zsharp is not None:
         sides.insert(0, ("zsharp_py", zsharp))
     for side, ns in sides:
@@ -581,6 +827,7 @@ def _check(zsharp: dict[str, Any] | None,
 # Tables
 # ---------------------------------------------------------------------------
 
+
 def _per_item(result: MicroResult) -> float:
     return result.net.median / result.case.items
 
@@ -598,14 +845,29 @@ def _tables(config: Config, outcome: Outcome, side_missing: dict[str, str]) -> l
         for side in ("zsharp_py", *LIBRARIES):
             result = outcome.results.get((row.key, side, "main"))
             why = outcome.unavailable.get((row.key, side, "main"))
-            note = f"{side}, {row.key}: {why}" if why else \
-                f"{side}: {side_missing[side]}" if side in side_missing else ""
+            note = (
+                f"{side}, {row.key}: {why}"
+                if why
+                else f"{side}: {side_missing[side]}"
+                if side in side_missing
+                else ""
+            )
             record(f"values.{row.key}.{side}", _per_item(result) if result else None, note)
     side_table = Table(
         f"{TITLE}: side by side (net ns per operation)",
-        ["kind", "operation", "zsharp_py", "nanobind", "pybind11", "zsharp_py / nanobind",
-         "zsharp_py / pybind11", "peers bound as", "nanobind, other binding",
-         "pybind11, other binding", "other binding"],
+        [
+            "kind",
+            "operation",
+            "zsharp_py",
+            "nanobind",
+            "pybind11",
+            "zsharp_py / nanobind",
+            "zsharp_py / pybind11",
+            "peers bound as",
+            "nanobind, other binding",
+            "pybind11, other binding",
+            "other binding",
+        ],
         description=(
             "The same members in zsharp_py (`ValueActor`) and in C++ (`csrc/values.h`) bound "
             "by nanobind and pybind11. Each cell is the median net ns per operation (per "
@@ -616,60 +878,95 @@ def _tables(config: Config, outcome: Outcome, side_missing: dict[str, str]) -> l
             "binding* columns show the other build where it has an equivalent. Ratios are "
             "zsharp_py over the peer (below 1: zsharp_py is faster). Every zsharp_py batch "
             "ends with a timed `rt.collect_garbage()` (the safe point that frees what the "
-            "batch dropped)."))
+            "batch dropped)."
+        ),
+    )
     for row in ROWS:
         ours = outcome.results.get((row.key, "zsharp_py", "main"))
-        cells = [row.kind, row.title,
-                 _cell(outcome, (row.key, "zsharp_py", "main"), side_missing.get("zsharp_py", ""))]
+        cells = [
+            row.kind,
+            row.title,
+            _cell(outcome, (row.key, "zsharp_py", "main"), side_missing.get("zsharp_py", "")),
+        ]
         ratios = []
         for library in LIBRARIES:
             cells.append(_cell(outcome, (row.key, library, "main"), side_missing.get(library, "")))
             theirs = outcome.results.get((row.key, library, "main"))
-            ratios.append(fmt_ratio(_per_item(ours), _per_item(theirs))
-                          if ours is not None and theirs is not None else "n/a")
+            ratios.append(
+                fmt_ratio(_per_item(ours), _per_item(theirs))
+                if ours is not None and theirs is not None
+                else "n/a"
+            )
         cells += ratios
         bound = row.bound + (f"; `{row.peer}`" if row.peer and row.peer not in row.bound else "")
         cells.append(bound)
         if row.alt is None:
             cells += ["-", "-", "-"]
         else:
-            cells += [_cell(outcome, (row.key, library, "alt"), side_missing.get(library, ""))
-                      for library in LIBRARIES]
+            cells += [
+                _cell(outcome, (row.key, library, "alt"), side_missing.get(library, ""))
+                for library in LIBRARIES
+            ]
             alt_stmt = f"; `{row.alt.stmt}`" if row.alt.stmt != row.peer_stmt else ""
             cells.append(row.alt.bound + (alt_stmt if row.alt.stmt not in row.alt.bound else ""))
         side_table.add(*cells)
     _summary_notes(side_table, outcome)
     if VERSIONS:
-        side_table.notes.append("versions: " + ", ".join(f"{lib} {version}" for lib, version
-                                                   in sorted(VERSIONS.items())) +
-                          "; C++ peers compiled with g++ -O2 -std=c++17, each twice "
-                          "(opaque containers, STL casters)")
+        side_table.notes.append(
+            "versions: "
+            + ", ".join(f"{lib} {version}" for lib, version in sorted(VERSIONS.items()))
+            + "; C++ peers compiled with g++ -O2 -std=c++17, each twice "
+            "(opaque containers, STL casters)"
+        )
     side_table.notes += sorted({f"{who}: {why}" for who, why in side_missing.items()})
-    side_table.notes += sorted({f"{s}, {key}{'' if role == 'main' else f' ({role})'}: {why}"
-                          for (key, s, role), why in outcome.unavailable.items()})
+    side_table.notes += sorted(
+        {
+            f"{s}, {key}{'' if role == 'main' else f' ({role})'}: {why}"
+            for (key, s, role), why in outcome.unavailable.items()
+        }
+    )
     side_table.failures += outcome.failures
 
     detail = Table(
         f"{TITLE}: every case",
-        ["row", "case [side, build]", "code", "ops/batch", "ns/op", "p99", "max",
-         "net ns (per element)", "main"],
+        [
+            "row",
+            "case [side, build]",
+            "code",
+            "ops/batch",
+            "ns/op",
+            "p99",
+            "max",
+            "net ns (per element)",
+            "main",
+        ],
         description=(
             f"Median ns per operation over {config.value_rounds} interleaved batches, each "
             f"calibrated to about {config.value_batch_seconds * 1e3:g} ms (*ops/batch*), p99 "
             "and max over the batches, and the net figure (minus the empty loop) per "
             "element. *main*: the figure shown side by side. zsharp_py's batches include "
-            "their `rt.collect_garbage()`."))
+            "their `rt.collect_garbage()`."
+        ),
+    )
     order = {row.key: index for index, row in enumerate(ROWS)}
     sides = {"zsharp_py": 0, "nanobind": 1, "pybind11": 2}
     for (key, who, role), result in sorted(
-            outcome.results.items(), key=lambda kv: (order[kv[0][0]], sides[kv[0][1]],
-                                                     kv[0][2] != "main", kv[0][2])):
+        outcome.results.items(),
+        key=lambda kv: (order[kv[0][0]], sides[kv[0][1]], kv[0][2] != "main", kv[0][2]),
+    ):
         case = result.case
         build = "" if who == "zsharp_py" else f", {_variant(key, role)}"
-        detail.add(key, f"{case.label} [{who}{build}]", f"`{case.stmt}`",
-                   f"{outcome.batches[(key, who, role)]:,}", fmt_ns(result.gross.median),
-                   fmt_ns(result.gross.p99), fmt_ns(result.gross.max), fmt_ns(_per_item(result)),
-                   "yes" if role == "main" else "")
+        detail.add(
+            key,
+            f"{case.label} [{who}{build}]",
+            f"`{case.stmt}`",
+            f"{outcome.batches[(key, who, role)]:,}",
+            fmt_ns(result.gross.median),
+            fmt_ns(result.gross.p99),
+            fmt_ns(result.gross.max),
+            fmt_ns(_per_item(result)),
+            "yes" if role == "main" else "",
+        )
     return [side_table, detail]
 
 
@@ -692,7 +989,10 @@ def _summary_notes(table: Table, outcome: Outcome) -> None:
                 ratios.append((_per_item(ours) / _per_item(theirs), row.key))
         if ratios:
             worst = max(ratios)
-            table.notes.insert(position, f"zsharp_py / {library} over {len(ratios)} rows: median "
-                                  f"x{statistics.median(r for r, _ in ratios):.2f}, worst "
-                                  f"x{worst[0]:.2f} ({worst[1]}), best x{min(ratios)[0]:.2f} "
-                                  f"({min(ratios)[1]})")
+            table.notes.insert(
+                position,
+                f"zsharp_py / {library} over {len(ratios)} rows: median "
+                f"x{statistics.median(r for r, _ in ratios):.2f}, worst "
+                f"x{worst[0]:.2f} ({worst[1]}), best x{min(ratios)[0]:.2f} "
+                f"({min(ratios)[1]})",
+            )

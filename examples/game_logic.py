@@ -17,6 +17,7 @@ game-logic author writes with zsharp_py:
 
 Run: ``python examples/game_logic.py [--frames N] [--seed S]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,7 +72,7 @@ class Tower(Actor):
     range: zs.Float32 = 20.0
     damage: zs.Int32 = 12
     cooldown: zs.Float32
-    target: Creep | None                   # strong and killable: nulled when its creep dies
+    target: Creep | None  # strong and killable: nulled when its creep dies
     shots: zs.UInt32
 
     def tick(self, dt: float, creeps: list[Creep]) -> None:
@@ -109,13 +110,18 @@ class Arena(zs.Object):
             self.gold[item] = self.gold.get(item, 0) + amount
         self.last_kill = zs.WeakObjectPtr(creep)
         self.creeps.remove(creep)
-        creep.mark_as_garbage()             # towers still aiming at it let go at the next GC
+        creep.mark_as_garbage()  # towers still aiming at it let go at the next GC
 
     def spawn_wave(self, rng: random.Random, size: int) -> None:
         """Add ``size`` creeps at the start of the lane."""
         for _ in range(size):
-            creep = Creep(outer=self, team="Creeps", health=rng.randrange(30, 60),
-                          position=(0.0, rng.uniform(-4.0, 4.0)), speed=rng.uniform(14, 24))
+            creep = Creep(
+                outer=self,
+                team="Creeps",
+                health=rng.randrange(30, 60),
+                position=(0.0, rng.uniform(-4.0, 4.0)),
+                speed=rng.uniform(14, 24),
+            )
             creep.loot["gold"] = rng.randrange(1, 5)
             creep.on_death.add(self.on_creep_died)
             self.creeps.append(creep)
@@ -126,7 +132,7 @@ class Arena(zs.Object):
         creeps = list(self.creeps)
         for creep in creeps:
             creep.tick(dt)
-            if creep.position.x >= LANE_END:   # escaped: dropped, the GC frees it later
+            if creep.position.x >= LANE_END:  # escaped: dropped, the GC frees it later
                 self.escaped += 1
                 self.creeps.remove(creep)
         creeps = list(self.creeps)
@@ -139,7 +145,7 @@ def play(frames: int = 480, seed: int = 7) -> dict[str, int]:
     """Play one round; print a short summary; return its figures."""
     rng = random.Random(seed)
     with zs.Runtime() as rt:
-        rt.gc.settings.time_between_collections = 0.25   # a GC cycle every ~15 frames
+        rt.gc.settings.time_between_collections = 0.25  # a GC cycle every ~15 frames
         arena = Arena(name="Arena")
         arena.add_to_root()
         for x in (20.0, 40.0, 60.0, 80.0):
@@ -149,7 +155,7 @@ def play(frames: int = 480, seed: int = 7) -> dict[str, int]:
         for frame in range(frames):
             if frame % 60 == 0:
                 arena.spawn_wave(rng, size=6)
-            with zs.scope():                  # views made this frame expire with it
+            with zs.scope():  # views made this frame expire with it
                 arena.tick(DT)
             if first_kill is None and arena.last_kill.is_valid:
                 first_kill = arena.last_kill.get()
@@ -158,27 +164,38 @@ def play(frames: int = 480, seed: int = 7) -> dict[str, int]:
                 cycles += 1
                 freed += stats.objects_freed
                 killed_refs += stats.references_killed
-        stats = rt.collect_garbage()          # end of round: everything dead goes
+        stats = rt.collect_garbage()  # end of round: everything dead goes
         freed += stats.objects_freed
         figures = {
-            "frames": frames, "spawned": arena.spawned, "killed": arena.kills,
-            "escaped": arena.escaped, "on_field": len(arena.creeps),
+            "frames": frames,
+            "spawned": arena.spawned,
+            "killed": arena.kills,
+            "escaped": arena.escaped,
+            "on_field": len(arena.creeps),
             "gold": arena.gold.get("gold", 0),
-            "shots": sum(t.shots for t in arena.towers), "gc_cycles": cycles,
-            "freed": freed, "references_killed": killed_refs,
+            "shots": sum(t.shots for t in arena.towers),
+            "gc_cycles": cycles,
+            "freed": freed,
+            "references_killed": killed_refs,
             "live_objects": rt.live_objects(),
         }
-        print(f"{frames} frames: {arena.spawned} creeps spawned, {arena.kills} killed, "
-              f"{arena.escaped} escaped, {len(arena.creeps)} still on the field")
+        print(
+            f"{frames} frames: {arena.spawned} creeps spawned, {arena.kills} killed, "
+            f"{arena.escaped} escaped, {len(arena.creeps)} still on the field"
+        )
         print(f"towers fired {figures['shots']} shots and looted {figures['gold']} gold")
-        print(f"GC: {cycles} incremental cycles finished during play, {freed} objects freed "
-              f"in all, {killed_refs} references to dead creeps nulled by the GC")
-        print(f"live objects after the final collection: {figures['live_objects']} "
-              f"(arena, {len(arena.towers)} towers, {len(arena.creeps)} creeps)")
+        print(
+            f"GC: {cycles} incremental cycles finished during play, {freed} objects freed "
+            f"in all, {killed_refs} references to dead creeps nulled by the GC"
+        )
+        print(
+            f"live objects after the final collection: {figures['live_objects']} "
+            f"(arena, {len(arena.towers)} towers, {len(arena.creeps)} creeps)"
+        )
         print(f"last kill through its weak pointer: {arena.last_kill.get()}")
         if first_kill is not None:
             try:
-                first_kill.health
+                first_kill.health  # noqa: B018 (touching it is the point)
             except zs.ExpiredConjugateError as error:
                 print(f"the first creep killed, touched again: {error}")
     return figures

@@ -1,8 +1,9 @@
 """Shared fixtures: a fresh runtime per test, with a heap check at the end;
 ``no_leaked_values`` for the test files of black values (their ``pytestmark``)."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

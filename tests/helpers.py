@@ -1,4 +1,5 @@
 """Helpers shared by the tests."""
+
 from __future__ import annotations
 
 import gc

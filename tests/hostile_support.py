@@ -14,10 +14,12 @@ ValueError, OverflowError, IndexError, KeyError, ExpiredConjugateError),
 and then the container is exactly as the hook left it (all or nothing);
 the heap verifies and the runtime closes.
 """
+
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import zsharp_py as zs
 
@@ -41,8 +43,7 @@ class Trigger:
     the test builds its hostile value, e.g. a dict literal hashing its
     keys, before the operation under test runs)."""
 
-    def __init__(self, action: Callable[[], None], when: int = 1, *,
-                 armed: bool = True) -> None:
+    def __init__(self, action: Callable[[], None], when: int = 1, *, armed: bool = True) -> None:
         self.action = action
         self.when = when
         self.calls = 0
@@ -70,6 +71,7 @@ NO_TRIGGER = Trigger(never, when=0)
 
 
 # ---- conversion hooks --------------------------------------------------------------
+
 
 class HFloat:
     """A real number: ``__float__`` (and ``__index__``-less) runs the trigger."""
@@ -281,6 +283,7 @@ class HMapping:
 
 # ---- lying builtin subclasses (class 4) ------------------------------------------------
 
+
 class LyingBytes(bytes):
     """bytes whose ``__len__`` lies (600 for 2 real bytes)."""
 
@@ -347,13 +350,14 @@ class LyingBytesBytes(bytes):
     """bytes whose ``__bytes__`` and ``__len__`` lie."""
 
     def __bytes__(self) -> bytes:
-        return b"y" * 1000
+        return b"y" * 1000  # noqa: PLE0308 (ruff misreads it: bytes * int is bytes)
 
     def __len__(self) -> int:
         return 1000
 
 
 # ---- triggers from CPython's cycle collector ------------------------------------------
+
 
 class GcTrigger:
     """Runs a trigger from ``gc.callbacks`` (at the start of the N-th
@@ -417,6 +421,7 @@ class DelTrigger:
 
 
 # ---- the classes under test -------------------------------------------------------------
+
 
 class HVec(zs.Struct):
     """A plain struct: a scalar of each family."""

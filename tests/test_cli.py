@@ -1,4 +1,5 @@
 """The command line: ``python -m zsharp_py`` and the ``zsharp-py`` script."""
+
 from __future__ import annotations
 
 import subprocess
@@ -37,33 +38,47 @@ def test_version(as_module: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"zsharp_py {zsharp_py.__version__}\n"
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--frames", "0", "argument --frames: must be a positive integer, got 0"),
-    ("--frames", "-3", "argument --frames: must be a positive integer, got -3"),
-    ("--frames", "many", "argument --frames: must be a positive integer, got 'many'"),
-    ("--collect-every", "0", "argument --collect-every: must be a positive integer, got 0"),
-    ("--objects-per-frame", "0",
-     "argument --objects-per-frame: must be a positive integer, got 0"),
-    ("--objects-per-frame", str(2**32),
-     "argument --objects-per-frame: must be at most 4,294,967,295, got 4,294,967,296"),
-    ("--particles", "-1", "argument --particles: must be a non-negative integer, got -1"),
-])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--frames", "0", "argument --frames: must be a positive integer, got 0"),
+        ("--frames", "-3", "argument --frames: must be a positive integer, got -3"),
+        ("--frames", "many", "argument --frames: must be a positive integer, got 'many'"),
+        ("--collect-every", "0", "argument --collect-every: must be a positive integer, got 0"),
+        (
+            "--objects-per-frame",
+            "0",
+            "argument --objects-per-frame: must be a positive integer, got 0",
+        ),
+        (
+            "--objects-per-frame",
+            str(2**32),
+            "argument --objects-per-frame: must be at most 4,294,967,295, got 4,294,967,296",
+        ),
+        ("--particles", "-1", "argument --particles: must be a non-negative integer, got -1"),
+    ],
+)
 def test_demo_option_errors_come_from_the_demo_parser(
-        as_module: None, capsys: pytest.CaptureFixture[str], option: str, value: str,
-        message: str) -> None:
+    as_module: None, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
     assert exit_status(["demo", option, value]) == 2
     err = capsys.readouterr().err
     assert err.startswith("usage: python -m zsharp_py demo [-h] [--frames N]")
     assert err.rstrip().endswith(f"python -m zsharp_py demo: error: {message}")
 
 
-def test_demo_help_explains_every_option(as_module: None,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_help_explains_every_option(
+    as_module: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert exit_status(["demo", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())  # unwrapped
-    for option, default in (("--frames N", "12"), ("--seed S", "7"),
-                            ("--collect-every N", "3"), ("--objects-per-frame N", "200"),
-                            ("--particles N", "300")):
+    for option, default in (
+        ("--frames N", "12"),
+        ("--seed S", "7"),
+        ("--collect-every N", "3"),
+        ("--objects-per-frame N", "200"),
+        ("--particles N", "300"),
+    ):
         assert option in text
         help_text = text.split(option)[-1]
         assert f"default: {default})" in help_text.split(" --")[0], option
@@ -74,7 +89,8 @@ def test_demo_help_explains_every_option(as_module: None,
 
 
 def test_the_console_script_calls_itself_zsharp_py(
-        as_script: None, capsys: pytest.CaptureFixture[str]) -> None:
+    as_script: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert exit_status(["demo", "--frames", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("usage: zsharp-py demo ") and "python -m" not in err
@@ -89,8 +105,7 @@ def test_program_name() -> None:
     assert program_name("") == "python -m zsharp_py"
 
 
-def test_no_command_prints_the_help(as_module: None,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_command_prints_the_help(as_module: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -99,13 +114,18 @@ def test_no_command_prints_the_help(as_module: None,
 
 
 def test_python_dash_m_names_itself_and_rejects_bad_options() -> None:
-    result = subprocess.run([sys.executable, "-m", "zsharp_py", "demo", "--frames", "0"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "zsharp_py", "demo", "--frames", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("usage: python -m zsharp_py demo ")
     assert "error: argument --frames: must be a positive integer, got 0" in result.stderr
-    bare = subprocess.run([sys.executable, "-m", "zsharp_py"], capture_output=True, text=True,
-                          timeout=120)
+    bare = subprocess.run(
+        [sys.executable, "-m", "zsharp_py"], capture_output=True, text=True, timeout=120
+    )
     assert bare.returncode == 2 and "commands:" in bare.stderr
 
 
@@ -113,10 +133,10 @@ def test_the_installed_console_script() -> None:
     script = Path(sys.executable).with_name("zsharp-py")
     if not script.exists():
         pytest.skip("the zsharp-py script is not installed next to this Python")
-    result = subprocess.run([str(script), "--version"], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout == f"zsharp_py {zsharp_py.__version__}\n"
-    result = subprocess.run([str(script), "demo", "--seed", "x"], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [str(script), "demo", "--seed", "x"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 2 and result.stderr.startswith("usage: zsharp-py demo ")
     assert "argument --seed: invalid int value: 'x'" in result.stderr

@@ -2,8 +2,10 @@
 destruction, dissolution (by garbage marks and by reference stores, recursive
 through the clusters that reference a dissolved one), the minimum size, and
 clusters under an incremental mark."""
+
 from __future__ import annotations
 
+import itertools
 from collections import deque
 
 import pytest
@@ -40,14 +42,16 @@ def snapshot(objects: list[Part]) -> dict[int, tuple[int, tuple[int | None, ...]
     for i, obj in enumerate(objects):
         if obj.is_expired:
             continue
-        targets = tuple(None if getattr(obj, f) is None else position[id(getattr(obj, f))]
-                        for f in FIELDS)
+        targets = tuple(
+            None if getattr(obj, f) is None else position[id(getattr(obj, f))] for f in FIELDS
+        )
         state[i] = (obj.value, targets)
     return state
 
 
-def reachable(state: dict[int, tuple[int, tuple[int | None, ...]]], roots: set[int],
-              garbage: set[int]) -> set[int]:
+def reachable(
+    state: dict[int, tuple[int, tuple[int | None, ...]]], roots: set[int], garbage: set[int]
+) -> set[int]:
     """Reachability model (no clusters): references to garbage are killed."""
     seen = set(roots)
     work = list(roots)
@@ -66,6 +70,7 @@ def members_of(objects: list[Part]) -> set[int]:
 
 # ---- creation ----------------------------------------------------------------
 
+
 def test_create_cluster_gathers_everything_the_root_references(rt: zs.Runtime) -> None:
     root = Asset(value=-1)
     parts = grow(root, 40)
@@ -74,8 +79,12 @@ def test_create_cluster_gathers_everything_the_root_references(rt: zs.Runtime) -
     info = root.cluster
     assert info is not None
     assert info.root is root
-    assert (info.objects, info.referenced_clusters, info.mutable_objects,
-            info.referenced_by) == (41, 0, 0, 0)
+    assert (info.objects, info.referenced_clusters, info.mutable_objects, info.referenced_by) == (
+        41,
+        0,
+        0,
+        0,
+    )
     for part in parts:
         member = part.cluster
         assert member is not None and member.root is root and member.objects == 41
@@ -98,7 +107,7 @@ def test_create_cluster_requires_a_cluster_root_class(rt: zs.Runtime) -> None:
 def test_cluster_below_the_minimum_size_is_not_kept() -> None:
     with zs.Runtime(min_cluster_size=10) as rt:
         root = Asset()
-        parts = grow(root, 8)                 # 9 objects with the root
+        parts = grow(root, 8)  # 9 objects with the root
         assert root.create_cluster() == 0
         assert root.cluster is None
         assert all(p.cluster is None for p in parts)
@@ -132,7 +141,7 @@ def test_cluster_does_not_take_garbage_or_other_clusters_members(rt: zs.Runtime)
     parts[3].c = doomed
     doomed.mark_as_garbage()
     parts[4].c = inner
-    assert outer.create_cluster() == 21       # neither doomed nor inner's objects
+    assert outer.create_cluster() == 21  # neither doomed nor inner's objects
     info = outer.cluster
     assert info is not None
     assert (info.referenced_clusters, info.mutable_objects) == (1, 1)
@@ -194,6 +203,7 @@ def test_create_cluster_during_a_pending_incremental_mark_raises(rt: zs.Runtime)
 
 # ---- marking and destruction -------------------------------------------------
 
+
 def test_cluster_is_kept_whole_while_its_root_is_reachable(rt: zs.Runtime) -> None:
     root = Asset(value=-1)
     root.add_to_root()
@@ -203,7 +213,7 @@ def test_cluster_is_kept_whole_while_its_root_is_reachable(rt: zs.Runtime) -> No
         stats = collect(rt)
         assert stats.clusters_marked == 1
         assert stats.objects_marked == 2001
-        assert stats.objects_scanned < 2001 // 100   # the members are not read
+        assert stats.objects_scanned < 2001 // 100  # the members are not read
         assert (stats.objects_unreachable, stats.objects_freed) == (0, 0)
         assert stats.clusters == 1 == rt.gc.cluster_count()
     assert rt.live_objects() == 2001
@@ -222,7 +232,7 @@ def test_unreachable_cluster_is_destroyed_whole(rt: zs.Runtime) -> None:
     root.remove_from_root()
     stats = collect(rt)
     assert root.is_expired
-    assert all(p.is_expired for p in parts)   # after one collection
+    assert all(p.is_expired for p in parts)  # after one collection
     assert stats.objects_freed == 501 == stats.objects_unreachable
     assert stats.conjugates_expired == 501
     assert stats.clusters_marked == 0
@@ -240,8 +250,7 @@ def test_never_rooted_cluster_is_destroyed_at_the_first_collection(rt: zs.Runtim
 
 
 @pytest.mark.parametrize("how", ["reference", "root", "strong", "outer"])
-def test_reaching_a_member_from_outside_keeps_the_whole_cluster(rt: zs.Runtime,
-                                                                 how: str) -> None:
+def test_reaching_a_member_from_outside_keeps_the_whole_cluster(rt: zs.Runtime, how: str) -> None:
     root = Asset(value=-1)
     parts = grow(root, 300)
     assert root.create_cluster() == 301
@@ -251,19 +260,19 @@ def test_reaching_a_member_from_outside_keeps_the_whole_cluster(rt: zs.Runtime,
     pointer = None
     inner: Loose | None = None
     if how == "reference":
-        holder.a = deep                        # holder is not a member: no dissolution
+        holder.a = deep  # holder is not a member: no dissolution
     elif how == "root":
         deep.add_to_root()
     elif how == "strong":
         pointer = zs.StrongObjectPtr(deep)
     else:
-        inner = Loose(outer=deep)              # an immutable reference to the member
+        inner = Loose(outer=deep)  # an immutable reference to the member
         holder.a = inner
     assert root.cluster is not None
     stats = collect(rt)
     assert not root.is_expired and not any(p.is_expired for p in parts)
     assert stats.clusters_marked == 1
-    assert stats.objects_scanned <= 2          # the holder (and inner) at most
+    assert stats.objects_scanned <= 2  # the holder (and inner) at most
     assert root.cluster is not None and root.cluster.objects == 301
     assert [p.value for p in parts] == list(range(300))
     # Let go of the member: the whole cluster goes at once.
@@ -286,7 +295,7 @@ def test_references_from_a_cluster_keep_outside_objects_alive(rt: zs.Runtime) ->
     parts = grow(root, 30)
     outside = [Loose(value=1000 + i) for i in range(5)]
     beyond = [Loose(value=2000 + i) for i in range(5)]
-    for o, b in zip(outside, beyond):
+    for o, b in zip(outside, beyond, strict=True):
         o.a = b
     for i in range(10):
         parts[i].c = outside[i % 5]
@@ -296,7 +305,7 @@ def test_references_from_a_cluster_keep_outside_objects_alive(rt: zs.Runtime) ->
     stats = collect(rt)
     assert not any(o.is_expired for o in outside + beyond)
     assert stats.clusters_marked == 1
-    assert stats.objects_scanned == 10         # only the outside objects are read
+    assert stats.objects_scanned == 10  # only the outside objects are read
     assert stats.objects_marked == 41
     # Outside objects stay mutable: a store into one does not dissolve the cluster.
     fresh = Loose(value=3000)
@@ -310,7 +319,7 @@ def test_references_from_a_cluster_keep_outside_objects_alive(rt: zs.Runtime) ->
     outside[1].mark_as_garbage()
     stats = collect(rt)
     assert outside[1].is_expired and beyond[1].is_expired
-    assert stats.references_killed == 2       # parts[1].c and parts[6].c
+    assert stats.references_killed == 2  # parts[1].c and parts[6].c
     assert parts[1].c is None and parts[6].c is None
     assert stats.clusters_dissolved >= 1
     assert rt.gc.cluster_count() == 0
@@ -362,7 +371,7 @@ def test_clusters_and_permanent_objects() -> None:
         parts[5].c = permanent
         assert root.create_cluster() == 21
         info = root.cluster
-        assert info is not None and info.mutable_objects == 0   # never marked anyway
+        assert info is not None and info.mutable_objects == 0  # never marked anyway
         assert permanent.cluster is None
         # A permanent object that references a member keeps the cluster.
         permanent.b = parts[10]
@@ -377,6 +386,7 @@ def test_clusters_and_permanent_objects() -> None:
 
 
 # ---- dissolution -------------------------------------------------------------
+
 
 def build_nested_clusters(rt: zs.Runtime) -> tuple[list[Asset], list[list[Part]]]:
     """Three clusters: A's member references B's root, B's member references
@@ -393,14 +403,15 @@ def build_nested_clusters(rt: zs.Runtime) -> tuple[list[Asset], list[list[Part]]
         roots.append(root)
         parts.append(members)
         below = root
-    roots[-1].add_to_root()   # A, the outermost
+    roots[-1].add_to_root()  # A, the outermost
     rt.gc.verify()
     return roots, parts
 
 
 @pytest.mark.parametrize("victim_at", [("C", 4), ("C", None), ("B", 7)])
 def test_garbage_member_dissolves_the_clusters_that_reference_it(
-        rt: zs.Runtime, victim_at: tuple[str, int | None]) -> None:
+    rt: zs.Runtime, victim_at: tuple[str, int | None]
+) -> None:
     roots, parts = build_nested_clusters(rt)
     c_root, b_root, a_root = roots
     assert a_root.cluster is not None and a_root.cluster.referenced_clusters == 1
@@ -419,7 +430,7 @@ def test_garbage_member_dissolves_the_clusters_that_reference_it(
         assert roots[lvl].cluster is None
         assert all(p.cluster is None for p in parts[lvl])
     for lvl in range(level):
-        assert roots[lvl].cluster is not None   # below the victim: untouched
+        assert roots[lvl].cluster is not None  # below the victim: untouched
     assert rt.gc.cluster_count() == level
     rt.gc.verify()
     garbage = {objects.index(victim)}
@@ -436,9 +447,11 @@ def test_garbage_member_dissolves_the_clusters_that_reference_it(
         assert after[i][0] == value
         assert after[i][1] == tuple(None if t in garbage else t for t in targets)
     assert rt.gc.cluster_count() == level
-    assert members_of(objects) == {i for i, o in enumerate(objects)
-                                   if any(o is x for lvl in range(level)
-                                          for x in [roots[lvl], *parts[lvl]])}
+    assert members_of(objects) == {
+        i
+        for i, o in enumerate(objects)
+        if any(o is x for lvl in range(level) for x in [roots[lvl], *parts[lvl]])
+    }
 
 
 def test_outside_references_to_a_garbage_member_are_killed(rt: zs.Runtime) -> None:
@@ -449,12 +462,12 @@ def test_outside_references_to_a_garbage_member_are_killed(rt: zs.Runtime) -> No
     holders = [Loose(value=100 + i) for i in range(3)]
     for holder in holders:
         holder.add_to_root()
-        holder.a = parts[29]                   # a leaf of the tree
+        holder.a = parts[29]  # a leaf of the tree
     parts[29].mark_as_garbage()
     assert root.cluster is None
     stats = collect(rt)
     assert parts[29].is_expired
-    assert stats.references_killed == 4        # three holders and its parent in the tree
+    assert stats.references_killed == 4  # three holders and its parent in the tree
     assert all(h.a is None for h in holders)
     assert not root.is_expired and not any(p.is_expired for p in parts[:29])
     assert [p.value for p in parts[:29]] == list(range(29))
@@ -462,7 +475,7 @@ def test_outside_references_to_a_garbage_member_are_killed(rt: zs.Runtime) -> No
 
 def test_every_cluster_object_is_ordinary_after_recursive_dissolution(rt: zs.Runtime) -> None:
     roots, parts = build_nested_clusters(rt)
-    parts[0][20].mark_as_garbage()            # a member of the innermost cluster
+    parts[0][20].mark_as_garbage()  # a member of the innermost cluster
     everything = [*roots, *(p for level in parts for p in level)]
     assert all(o.cluster is None for o in everything)
     assert rt.gc.cluster_count() == 0
@@ -474,7 +487,8 @@ def test_every_cluster_object_is_ordinary_after_recursive_dissolution(rt: zs.Run
 
 
 def test_storing_into_a_member_dissolves_the_cluster_and_keeps_the_new_target(
-        rt: zs.Runtime) -> None:
+    rt: zs.Runtime,
+) -> None:
     root = Asset(value=-1)
     root.add_to_root()
     parts = grow(root, 40)
@@ -509,8 +523,9 @@ def test_cutting_a_reference_inside_a_cluster_frees_what_it_held(rt: zs.Runtime)
     assert len(expected) < 41
     collect(rt)
     assert {i for i, o in enumerate(objects) if not o.is_expired} == expected
-    assert [o.value for i, o in enumerate(objects) if i in expected] == \
-        [state[i][0] for i in sorted(expected)]
+    assert [o.value for i, o in enumerate(objects) if i in expected] == [
+        state[i][0] for i in sorted(expected)
+    ]
 
 
 def test_weak_store_into_a_member_keeps_the_cluster(rt: zs.Runtime) -> None:
@@ -519,7 +534,7 @@ def test_weak_store_into_a_member_keeps_the_cluster(rt: zs.Runtime) -> None:
     parts = grow(root, 20)
     assert root.create_cluster() == 21
     stranger = Part(value=5)
-    parts[5].link = stranger                   # weak: not traced, no dissolution
+    parts[5].link = stranger  # weak: not traced, no dissolution
     assert root.cluster is not None
     collect(rt)
     assert stranger.is_expired
@@ -541,15 +556,16 @@ def test_dissolve_cluster_turns_members_into_ordinary_objects(rt: zs.Runtime) ->
     # A cluster can be built again from the same root.
     assert root.create_cluster() == 51
     parts[17].dissolve_cluster()
-    parts[17].dissolve_cluster()               # dissolving an ordinary object does nothing
+    parts[17].dissolve_cluster()  # dissolving an ordinary object does nothing
     rt.gc.verify()
 
 
 # ---- clusters under an incremental mark --------------------------------------
 
+
 def test_cluster_reached_mid_cycle_only_through_the_barrier_survives(rt: zs.Runtime) -> None:
     chain_root = Loose()
-    chain_root.add_to_root()    # first in the root list: scanned after the holder
+    chain_root.add_to_root()  # first in the root list: scanned after the holder
     holder = Loose()
     holder.add_to_root()
     root = Asset(value=-1)
@@ -558,7 +574,7 @@ def test_cluster_reached_mid_cycle_only_through_the_barrier_survives(rt: zs.Runt
     # The cluster hangs at the end of a long chain of ordinary objects.
     chain = [Loose() for _ in range(5000)]
     chain_root.a = chain[0]
-    for first, second in zip(chain, chain[1:]):
+    for first, second in itertools.pairwise(chain):
         first.a = second
     chain[-1].a = parts[60]
     rt.gc.start_incremental()
@@ -566,8 +582,8 @@ def test_cluster_reached_mid_cycle_only_through_the_barrier_survives(rt: zs.Runt
         assert not rt.gc.step(1e-6)
         rt.gc.verify()
     assert rt.gc.phase == "marking"
-    holder.b = parts[60]        # the holder was scanned already: only the barrier sees this
-    chain[-1].a = None          # the chain no longer leads to the cluster
+    holder.b = parts[60]  # the holder was scanned already: only the barrier sees this
+    chain[-1].a = None  # the chain no longer leads to the cluster
     while not rt.gc.step(0.01):
         rt.gc.verify()
     rt.gc.verify()
@@ -583,22 +599,22 @@ def test_storing_into_a_marked_member_mid_cycle_keeps_the_new_target(rt: zs.Runt
     root.add_to_root()
     parts = grow(root, 100)
     assert root.create_cluster() == 101
-    stray = Part(value=7)       # unreachable when the cycle starts
+    stray = Part(value=7)  # unreachable when the cycle starts
     stray_child = Part(value=8)
     stray.a = stray_child
     padding = Loose()
     padding.add_to_root()
     chain = [Loose() for _ in range(3000)]
     padding.a = chain[0]
-    for first, second in zip(chain, chain[1:]):
+    for first, second in itertools.pairwise(chain):
         first.a = second
-    rt.gc.start_incremental()   # the cluster is marked with the roots
+    rt.gc.start_incremental()  # the cluster is marked with the roots
     assert not rt.gc.step(1e-6)
     rt.gc.verify()
     assert rt.gc.phase == "marking"
-    parts[99].c = stray         # dissolves the (already marked) cluster
+    parts[99].c = stray  # dissolves the (already marked) cluster
     assert root.cluster is None
-    parts[0].a = None           # cut a subtree: floating garbage for this cycle only
+    parts[0].a = None  # cut a subtree: floating garbage for this cycle only
     while not rt.gc.step(0.01):
         rt.gc.verify()
     rt.gc.verify()
@@ -607,5 +623,5 @@ def test_storing_into_a_marked_member_mid_cycle_keeps_the_new_target(rt: zs.Runt
     assert parts[99].c is stray and stray.a is stray_child
     stats = collect(rt)
     assert not stray.is_expired and not stray_child.is_expired
-    assert stats.objects_freed > 0              # the cut subtree goes now
+    assert stats.objects_freed > 0  # the cut subtree goes now
     assert not root.is_expired and not parts[99].is_expired

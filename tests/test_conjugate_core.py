@@ -3,6 +3,7 @@ descriptors applied to the wrong objects, conversions that run Python code
 and expire the object meanwhile, the conjugate table under refcount drops
 and slot reuse, creation racing close() on other threads, and the memory
 shape of a conjugate."""
+
 from __future__ import annotations
 
 import gc
@@ -14,13 +15,13 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
 from classes import Actor, Hero, Item
 from helpers import collect
 from zsharp_py._base.expiry import ExpiredPointer
-
+from zsharp_py.debug import GcStress
 
 # ---- descriptors -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["health", "target"])
 def test_a_descriptor_refuses_objects_of_another_class(rt: zs.Runtime, name: str) -> None:
@@ -51,13 +52,27 @@ def test_properties_cannot_be_deleted(rt: zs.Runtime, name: str) -> None:
         delattr(actor, name)
 
 
-@pytest.mark.parametrize("name, value, stored", [
-    ("health", -(2**31), -(2**31)), ("health", 2**31 - 1, 2**31 - 1), ("health", True, 1),
-    ("i8", -128, -128), ("u8", 255, 255), ("i16", -(2**15), -(2**15)), ("u16", 65535, 65535),
-    ("u32", 2**32 - 1, 2**32 - 1), ("i64", -(2**63), -(2**63)), ("u64", 2**64 - 1, 2**64 - 1),
-    ("speed", 1, 1.0), ("speed", -0.5, -0.5), ("f32", 0.5, 0.5), ("alive", True, True),
-    ("alive", 1, True), ("alive", 0, False),
-])
+@pytest.mark.parametrize(
+    "name, value, stored",
+    [
+        ("health", -(2**31), -(2**31)),
+        ("health", 2**31 - 1, 2**31 - 1),
+        ("health", True, 1),
+        ("i8", -128, -128),
+        ("u8", 255, 255),
+        ("i16", -(2**15), -(2**15)),
+        ("u16", 65535, 65535),
+        ("u32", 2**32 - 1, 2**32 - 1),
+        ("i64", -(2**63), -(2**63)),
+        ("u64", 2**64 - 1, 2**64 - 1),
+        ("speed", 1, 1.0),
+        ("speed", -0.5, -0.5),
+        ("f32", 0.5, 0.5),
+        ("alive", True, True),
+        ("alive", 1, True),
+        ("alive", 0, False),
+    ],
+)
 def test_scalar_stores_convert_exactly(rt: zs.Runtime, name: str, value: Any, stored: Any) -> None:
     actor = Actor()
     setattr(actor, name, value)
@@ -65,15 +80,27 @@ def test_scalar_stores_convert_exactly(rt: zs.Runtime, name: str, value: Any, st
     assert got == stored and type(got) is type(stored)
 
 
-@pytest.mark.parametrize("name, value, error", [
-    ("health", 2**31, OverflowError), ("i8", 128, OverflowError), ("u8", -1, OverflowError),
-    ("u32", 2**32, OverflowError), ("i64", 2**63, OverflowError), ("u64", -1, OverflowError),
-    ("u64", 2**64, OverflowError), ("health", 1.5, TypeError), ("health", "1", TypeError),
-    ("speed", "1.0", TypeError), ("f32", 1e39, OverflowError), ("alive", 2, OverflowError),
-    ("alive", None, TypeError),
-])
-def test_bad_scalar_stores_raise_and_change_nothing(rt: zs.Runtime, name: str, value: Any,
-                                                    error: type[Exception]) -> None:
+@pytest.mark.parametrize(
+    "name, value, error",
+    [
+        ("health", 2**31, OverflowError),
+        ("i8", 128, OverflowError),
+        ("u8", -1, OverflowError),
+        ("u32", 2**32, OverflowError),
+        ("i64", 2**63, OverflowError),
+        ("u64", -1, OverflowError),
+        ("u64", 2**64, OverflowError),
+        ("health", 1.5, TypeError),
+        ("health", "1", TypeError),
+        ("speed", "1.0", TypeError),
+        ("f32", 1e39, OverflowError),
+        ("alive", 2, OverflowError),
+        ("alive", None, TypeError),
+    ],
+)
+def test_bad_scalar_stores_raise_and_change_nothing(
+    rt: zs.Runtime, name: str, value: Any, error: type[Exception]
+) -> None:
     actor = Actor()
     before = getattr(actor, name)
     with pytest.raises(error, match=f"^Actor.{name}: "):
@@ -122,16 +149,23 @@ def test_expired_reads_and_writes_raise_with_the_reason(rt: zs.Runtime) -> None:
     other.add_to_root()
     actor.mark_as_garbage()
     collect(rt)
-    for action in (lambda: actor.health, lambda: setattr(actor, "health", 1),
-                   lambda: actor.target, lambda: setattr(actor, "target", None),
-                   lambda: setattr(other, "target", actor), lambda: actor.name):
-        with pytest.raises(zs.ExpiredConjugateError,
-                           match="Actor 'Bob' has expired: it was marked as garbage"):
+    for action in (
+        lambda: actor.health,
+        lambda: setattr(actor, "health", 1),
+        lambda: actor.target,
+        lambda: setattr(actor, "target", None),
+        lambda: setattr(other, "target", actor),
+        lambda: actor.name,
+    ):
+        with pytest.raises(
+            zs.ExpiredConjugateError, match="Actor 'Bob' has expired: it was marked as garbage"
+        ):
             action()
     assert type(actor._expired) is ExpiredPointer and actor._address == 0
 
 
 # ---- reference stores ----------------------------------------------------------
+
 
 def test_reference_stores_check_class_runtime_and_liveness(rt: zs.Runtime) -> None:
     actor = Actor()
@@ -157,6 +191,7 @@ def test_a_store_into_an_object_of_a_closed_runtime_raises() -> None:
 
 
 # ---- the conjugate table -----------------------------------------------------------
+
 
 def test_a_dropped_conjugate_leaves_the_table_and_the_object_lives_on(rt: zs.Runtime) -> None:
     holder = Actor()
@@ -211,6 +246,7 @@ class Holder(zs.Object):
 
 # ---- conjugate classes and instances --------------------------------------------------
 
+
 @pytest.mark.parametrize("slots", [("x",), ("__weakref__",), ("__dict__",)])
 def test_native_classes_cannot_have_python_instance_attributes(slots: tuple[str, ...]) -> None:
     with pytest.raises(TypeError, match="cannot have instance attributes"):
@@ -247,6 +283,7 @@ def test_creation_takes_the_python_path_when_it_must(rt: zs.Runtime) -> None:
 
 # ---- threads ----------------------------------------------------------------------
 
+
 def test_threads_creating_and_storing_while_another_closes_the_runtime() -> None:
     """The C paths never release the GIL and close() sets `closing` first:
     whatever the interleaving, a thread either completes its operation or
@@ -268,7 +305,7 @@ def test_threads_creating_and_storing_while_another_closes_the_runtime() -> None
                         assert holder.target is not None and holder.health == i
             except (zs.ExpiredConjugateError, RuntimeError):
                 pass  # closed under us: a clean error
-            except BaseException as error:  # noqa: BLE001
+            except BaseException as error:
                 errors.append(error)
 
         threads = [threading.Thread(target=worker) for _ in range(2)]
@@ -370,15 +407,30 @@ def test_close_re_entered_from_a_gc_callback_during_close_is_refused() -> None:
 
 # ---- constructor keywords in C -------------------------------------------------------
 
+
 def test_keywords_name_and_outer_are_applied_by_the_c_path(rt: zs.Runtime) -> None:
     Actor()  # the class's first use goes through Python and registers its creator
     holder = Actor()
     holder.add_to_root()
-    made = Actor(name="Bob", outer=holder, health=-5, speed=2.5, alive=True, u64=2**64 - 1,
-                 f32=0.25, target=holder, friend=None)  # friend: a weak pointer (Python path)
+    made = Actor(
+        name="Bob",
+        outer=holder,
+        health=-5,
+        speed=2.5,
+        alive=True,
+        u64=2**64 - 1,
+        f32=0.25,
+        target=holder,
+        friend=None,
+    )  # friend: a weak pointer (Python path)
     hero = Actor(health=7, target=None)
-    assert (made.name, made.outer, made.health, made.speed, made.alive) == \
-        ("Bob", holder, -5, 2.5, True)
+    assert (made.name, made.outer, made.health, made.speed, made.alive) == (
+        "Bob",
+        holder,
+        -5,
+        2.5,
+        True,
+    )
     assert (made.u64, made.f32, made.target, made.i8) == (2**64 - 1, 0.25, holder, 0)
     assert (hero.health, hero.target, hero.speed) == (7, None, 0.0)
     made.add_to_root()
@@ -387,17 +439,21 @@ def test_keywords_name_and_outer_are_applied_by_the_c_path(rt: zs.Runtime) -> No
     assert hero.is_expired
 
 
-@pytest.mark.parametrize("keywords, error, message", [
-    ({"health": 2**31}, OverflowError, "Actor.health"),
-    ({"health": 1.5}, TypeError, "Actor.health"),
-    ({"nope": 1}, TypeError, "got an unknown property: nope"),
-    ({"target": "x"}, TypeError, "Actor.target"),
-    ({"name": 5}, TypeError, "name must be a str"),
-    ({"name": "a\0b"}, ValueError, "invalid object name"),
-    ({"outer": 3}, TypeError, "outer must be a zs.Object"),
-])
+@pytest.mark.parametrize(
+    "keywords, error, message",
+    [
+        ({"health": 2**31}, OverflowError, "Actor.health"),
+        ({"health": 1.5}, TypeError, "Actor.health"),
+        ({"nope": 1}, TypeError, "got an unknown property: nope"),
+        ({"target": "x"}, TypeError, "Actor.target"),
+        ({"name": 5}, TypeError, "name must be a str"),
+        ({"name": "a\0b"}, ValueError, "invalid object name"),
+        ({"outer": 3}, TypeError, "outer must be a zs.Object"),
+    ],
+)
 def test_bad_keywords_raise_the_python_paths_errors_and_make_nothing(
-        rt: zs.Runtime, keywords: dict[str, Any], error: type[Exception], message: str) -> None:
+    rt: zs.Runtime, keywords: dict[str, Any], error: type[Exception], message: str
+) -> None:
     Actor()
     live = rt.live_objects()
     with pytest.raises(error, match=message):

@@ -5,6 +5,7 @@ and snapshot semantics, destroyed targets skipped and dropped, raising
 listeners, red views writing through, clones, expiry, black values freed
 exactly once, the runtime's callable table drained, sparse storage
 allocated only while bound, delegates inside structs and containers."""
+
 from __future__ import annotations
 
 import builtins
@@ -12,7 +13,8 @@ import copy
 import gc
 import threading
 import weakref
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -84,6 +86,7 @@ def _warm_up(rt: zs.Runtime) -> None:
 
 
 # ---- single-cast -----------------------------------------------------------------
+
 
 def test_black_delegate_binds_executes_and_unbinds(rt: zs.Runtime) -> None:
     d = zs.Delegate()
@@ -229,8 +232,7 @@ def test_black_delegates_are_freed_exactly_once(rt: zs.Runtime) -> None:
     _warm_up(rt)
     blocks = rt.native_memory()["live_blocks"]
     values = rt.values_alive()
-    kinds = [zs.Delegate(print), zs.MulticastDelegate([print, len]),
-             zs.SparseDelegate([print])]
+    kinds = [zs.Delegate(print), zs.MulticastDelegate([print, len]), zs.SparseDelegate([print])]
     assert rt.values_alive() == values + 3
     assert rt.bound_callables() == 4
     for value in kinds:
@@ -248,6 +250,7 @@ def test_black_delegates_are_freed_exactly_once(rt: zs.Runtime) -> None:
 
 
 # ---- multicast ---------------------------------------------------------------------
+
 
 def test_multicast_broadcasts_in_order(rt: zs.Runtime) -> None:
     heard: list[str] = []
@@ -466,6 +469,7 @@ def test_listeners_run_in_a_scope(rt: zs.Runtime) -> None:
 
 # ---- the callable table ----------------------------------------------------------------
 
+
 def test_callable_table_is_drained_when_bindings_go(rt: zs.Runtime) -> None:
     _warm_up(rt)
 
@@ -517,6 +521,7 @@ def test_closing_the_runtime_forgets_callables() -> None:
 
 # ---- sparse ------------------------------------------------------------------------------
 
+
 def test_sparse_storage_exists_only_while_bound(rt: zs.Runtime) -> None:
     _warm_up(rt)
     e = Emitter()
@@ -559,6 +564,7 @@ def test_sparse_behaves_like_multicast(rt: zs.Runtime) -> None:
 
 
 # ---- as property, struct member and element ------------------------------------------
+
 
 def test_multicast_property_assignment_is_all_or_nothing(rt: zs.Runtime) -> None:
     e = Emitter()
@@ -632,7 +638,8 @@ def test_delegates_as_container_elements(rt: zs.Runtime) -> None:
 
 
 def test_delegate_with_object_binding_does_not_keep_target_alive_in_black_value(
-        rt: zs.Runtime) -> None:
+    rt: zs.Runtime,
+) -> None:
     target = Listener()
     m = zs.MulticastDelegate([(target, "hear")])
     collect(rt)  # object bindings are weak even inside black values (roots)
@@ -726,6 +733,7 @@ def test_failed_native_allocation_leaves_delegates_consistent(rt: zs.Runtime) ->
 
 # ---- the C paths of execute, broadcast, add and remove ----------------------------------
 
+
 def test_a_listener_disposing_its_delegate_mid_broadcast(rt: zs.Runtime) -> None:
     """The broadcast holds what it snapshotted: the delegate disposed (its
     native list freed) by the first listener still calls the second, once."""
@@ -767,8 +775,7 @@ def test_execute_rebinding_itself(rt: zs.Runtime) -> None:
     d.dispose()
 
 
-def test_remove_takes_the_first_equal_binding_even_before_an_identical_one(
-        rt: zs.Runtime) -> None:
+def test_remove_takes_the_first_equal_binding_even_before_an_identical_one(rt: zs.Runtime) -> None:
     """remove(f) removes the first binding equal to f: a callable object
     whose == says yes comes before f itself, and is the one removed."""
 
@@ -874,6 +881,7 @@ def test_call_scopes_are_per_thread(rt: zs.Runtime) -> None:
             seen["thread_view"] = holder.there
             started.set()
             release.wait(10)
+
         zs.Delegate(listen).execute()
         seen["thread_done"] = seen["thread_view"].is_expired
 

@@ -2,6 +2,7 @@
 cycles that span frames, a legend for every term it uses, consistent totals.
 None of these tests depends on timing or load: the demo's GC steps are
 bounded by work (GcSettings.objects_per_tick), not by time."""
+
 from __future__ import annotations
 
 import io
@@ -30,7 +31,7 @@ def demo(**options: Any) -> tuple[str, dict[str, int]]:
 def frame_lines(text: str) -> list[re.Match[str]]:
     lines = [line for line in text.splitlines() if line.startswith("frame")]
     matches = [FRAME.match(line) for line in lines]
-    assert all(matches), [line for line, match in zip(lines, matches) if match is None]
+    assert all(matches), [line for line, match in zip(lines, matches, strict=True) if match is None]
     return [match for match in matches if match is not None]
 
 
@@ -68,13 +69,16 @@ def test_the_same_seed_prints_the_same_output() -> None:
     assert " ms" not in first and "second" not in first  # nothing measured
 
 
-def test_the_command_line_prints_what_run_demo_prints(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_line_prints_what_run_demo_prints(capsys: pytest.CaptureFixture[str]) -> None:
     # Another hash seed in the child: nothing printed may depend on it.
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    result = subprocess.run([sys.executable, "-m", "zsharp_py", "demo", "--frames", "6",
-                             "--seed", "5"], capture_output=True, text=True, timeout=120,
-                            env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "zsharp_py", "demo", "--frames", "6", "--seed", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert main(["demo", "--frames", "6", "--seed", "5"]) == 0
     assert result.stdout == capsys.readouterr().out
@@ -128,15 +132,30 @@ def test_the_legend_explains_every_term_the_output_uses() -> None:
     text, _ = demo()
     terms, rest = legend(text)
     frames = "\n".join(line[0] for line in frame_lines(text))
-    jargon = {r"\bmarked\b": "marked", r"\bmarking\b": "marking", r"\bscanned\b": "scanned",
-              r"\bclusters?\b": "cluster", r"\bkilled\b": "killed", r"\bfreed\b": "freed",
-              r"\breferences? nulled\b": "references nulled",
-              r"\bconjugates? expired\b": "conjugates expired",
-              r"\bunreachable\b": "unreachable", r"\bpurging\b": "purging",
-              r"\bGC cycle\b": "GC cycle", r"\bshots?\b": "shots"}
+    jargon = {
+        r"\bmarked\b": "marked",
+        r"\bmarking\b": "marking",
+        r"\bscanned\b": "scanned",
+        r"\bclusters?\b": "cluster",
+        r"\bkilled\b": "killed",
+        r"\bfreed\b": "freed",
+        r"\breferences? nulled\b": "references nulled",
+        r"\bconjugates? expired\b": "conjugates expired",
+        r"\bunreachable\b": "unreachable",
+        r"\bpurging\b": "purging",
+        r"\bGC cycle\b": "GC cycle",
+        r"\bshots?\b": "shots",
+    }
     used_in_frames = {term for pattern, term in jargon.items() if re.search(pattern, frames)}
-    assert {"marked", "killed", "freed", "conjugates expired", "references nulled",
-            "purging", "GC cycle"} <= used_in_frames
+    assert {
+        "marked",
+        "killed",
+        "freed",
+        "conjugates expired",
+        "references nulled",
+        "purging",
+        "GC cycle",
+    } <= used_in_frames
     assert used_in_frames <= set(terms), used_in_frames - set(terms)
     for pattern, term in jargon.items():  # the rest of the output uses what the legend lists
         if term in terms:
@@ -176,10 +195,16 @@ def test_totals_add_up() -> None:
 def test_the_camera_is_kept_by_its_strong_pointer_only() -> None:
     text, _ = demo()
     assert "health 0" not in text
-    assert re.search(r"The camera \(health 100: it never fought\) is alive although no\s+object "
-                     r"references it: its\s+StrongObjectPtr is a root", text)
-    assert re.search(r"After camera_ptr\.dispose\(\), GC cycle \d+ freed 1 object \(the camera\): "
-                     r"using its proxy now raises\s+ExpiredConjugateError", text)
+    assert re.search(
+        r"The camera \(health 100: it never fought\) is alive although no\s+object "
+        r"references it: its\s+StrongObjectPtr is a root",
+        text,
+    )
+    assert re.search(
+        r"After camera_ptr\.dispose\(\), GC cycle \d+ freed 1 object \(the camera\): "
+        r"using its proxy now raises\s+ExpiredConjugateError",
+        text,
+    )
 
 
 def test_the_collector_nulls_references_and_weak_pointers_go_none() -> None:
@@ -188,8 +213,9 @@ def test_the_collector_nulls_references_and_weak_pointers_go_none() -> None:
     assert killed
     name = killed[1]
     nulled = text.index(f"the GC nulled camera.target: {name} is marked as garbage")
-    assert text.index(killed[0]) < nulled < text.index(f"the WeakObjectPtr to {name} now returns "
-                                                       f"None")
+    assert (
+        text.index(killed[0]) < nulled < text.index(f"the WeakObjectPtr to {name} now returns None")
+    )
 
 
 def test_counts_have_the_right_plurals() -> None:
@@ -199,8 +225,11 @@ def test_counts_have_the_right_plurals() -> None:
     nouns = "actor|shot|frame|object|reference|conjugate|cluster|step|kill|smoke particle"
     assert not re.search(rf"(?<![\d,.])1 ({nouns})s\b", text)
     assert not re.search(rf"(?<![\d,.])(0|[2-9]|\d[\d,]+) ({nouns})\b(?!s)", text)
-    for singular in ("the cycle is finished, after 1 frame\n", "freed 1 object (the camera)",
-                     "in 1 cluster marked"):
+    for singular in (
+        "the cycle is finished, after 1 frame\n",
+        "freed 1 object (the camera)",
+        "in 1 cluster marked",
+    ):
         assert singular in text
     assert re.search(r"the cycle is finished, after [2-9] frames\n", text)
     assert "every frame" in texts[0] and "every 1 frame" not in text
@@ -208,7 +237,12 @@ def test_counts_have_the_right_plurals() -> None:
 
 
 def test_run_demo_checks_its_arguments() -> None:
-    for options in ({"frames": 0}, {"collect_every": 0}, {"objects_per_frame": 0},
-                    {"particles": -1}, {"frames": True}):
+    for options in (
+        {"frames": 0},
+        {"collect_every": 0},
+        {"objects_per_frame": 0},
+        {"particles": -1},
+        {"frames": True},
+    ):
         with pytest.raises(ValueError, match="must be an integer"):
             demo(**options)

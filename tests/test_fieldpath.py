@@ -1,6 +1,7 @@
 """zs.FieldPath: parsing, resolution against a class, reads and writes
 through objects and structs, clear errors for missing fields, and use as a
 property and element type."""
+
 from __future__ import annotations
 
 import copy
@@ -10,9 +11,8 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.debug import FieldInfo
 from helpers import collect
-
+from zsharp_py.debug import FieldInfo
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
@@ -42,6 +42,7 @@ class FpCarrier(FpShip):
 
 # ---- parsing and value behaviour ---------------------------------------------------------
 
+
 def test_parse_and_value_behaviour(rt: zs.Runtime) -> None:
     path = zs.FieldPath("FpShip.transform.position.x")
     assert str(path) == "FpShip.transform.position.x"
@@ -63,8 +64,9 @@ def test_parse_and_value_behaviour(rt: zs.Runtime) -> None:
     assert not empty and str(empty) == "" and empty.full_path == ""
 
 
-@pytest.mark.parametrize("bad", ["FpShip", "FpShip.", "FpShip..x", ".x", "FpShip.1x",
-                                 "FpShip.a-b", "mod.FpShip:"])
+@pytest.mark.parametrize(
+    "bad", ["FpShip", "FpShip.", "FpShip..x", ".x", "FpShip.1x", "FpShip.a-b", "mod.FpShip:"]
+)
 def test_malformed_paths_raise_value_error(rt: zs.Runtime, bad: str) -> None:
     with pytest.raises(ValueError, match="malformed"):
         zs.FieldPath(bad)
@@ -82,6 +84,7 @@ def test_constructor_type_errors(rt: zs.Runtime) -> None:
 
 
 # ---- resolution -----------------------------------------------------------------------------
+
 
 def test_resolve_describes_the_field(rt: zs.Runtime) -> None:
     info = zs.FieldPath("FpShip.transform.position.x").resolve()
@@ -112,11 +115,13 @@ def test_missing_fields_are_reported_clearly(rt: zs.Runtime) -> None:
     assert "'FpShip.transform.position.w'" in message
     assert "FpVector has no property 'w'" in message and "x, y" in message
     assert isinstance(info.value, AttributeError)
-    with pytest.raises(zs.FieldPathError, match="FpShip.health is Int32, which has no "
-                                                "property 'bits'"):
+    with pytest.raises(
+        zs.FieldPathError, match="FpShip.health is Int32, which has no property 'bits'"
+    ):
         zs.FieldPath("FpShip.health.bits").resolve()
-    with pytest.raises(zs.FieldPathError, match="no zs.Object or zs.Struct class is named "
-                                                "'NoSuchClass'"):
+    with pytest.raises(
+        zs.FieldPathError, match="no zs.Object or zs.Struct class is named 'NoSuchClass'"
+    ):
         zs.FieldPath("NoSuchClass.x").resolve()
     with pytest.raises(zs.FieldPathError, match="empty"):
         zs.FieldPath().resolve()
@@ -141,6 +146,7 @@ def test_ambiguous_class_names(rt: zs.Runtime) -> None:
 
 
 # ---- reading and writing --------------------------------------------------------------------
+
 
 def test_get_and_set_through_objects_and_structs(rt: zs.Runtime) -> None:
     ship = FpShip()
@@ -189,6 +195,7 @@ def test_expired_objects_raise(rt: zs.Runtime) -> None:
 
 # ---- as property and element ------------------------------------------------------------
 
+
 def test_field_path_property_round_trip(rt: zs.Runtime) -> None:
     ship = FpShip()
     assert ship.path == zs.FieldPath() and not ship.path
@@ -223,6 +230,7 @@ def test_field_paths_as_elements(rt: zs.Runtime) -> None:
 
 
 # ---- the direct plans of get and set (native/binding/fieldpaths.c) ------------------------
+
 
 class _Collecting:
     """A number whose conversion runs `action` first."""
@@ -317,8 +325,10 @@ def test_set_whose_conversion_replaces_the_property(rt: zs.Runtime) -> None:
     written: list[float] = []
 
     def replace() -> None:
-        Gauge.level = property(lambda self: 0.0,  # type: ignore[assignment]
-                               lambda self, value: written.append(float(value)))
+        Gauge.level = property(
+            lambda self: 0.0,  # type: ignore[assignment]
+            lambda self, value: written.append(float(value)),
+        )
 
     try:
         path.set(gauge, _Collecting(replace, 6.0))

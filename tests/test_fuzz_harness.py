@@ -1,6 +1,7 @@
 """The fuzz harness (tools/fuzz/harness.py) run over fixed pseudo-random
 inputs, so it stays working between fuzz campaigns, plus regression tests
 for what the fuzzer found."""
+
 from __future__ import annotations
 
 import sys
@@ -33,6 +34,7 @@ def test_harness_replays_the_seed_corpus() -> None:
 def test_harness_reports_an_undocumented_exception() -> None:
     """The harness is not a catch-all: an operation raising something the
     library does not document escapes run_one."""
+
     def broken(session: harness.Session) -> None:
         raise AttributeError("not documented")
 
@@ -55,6 +57,7 @@ def test_reader_is_total() -> None:
 
 # ---- regressions: what the fuzzer found -------------------------------------------------
 
+
 class _Small(zs.Object):
     value: zs.Int32
 
@@ -76,8 +79,9 @@ def test_an_object_conjugate_cannot_be_reclassed(rt: zs.Runtime) -> None:
     # Conjugates have their own C setattro (native/binding/conjugates.c):
     # before 3.13 Python refuses to let object.__setattr__ jump over it; from
     # 3.13 on it reaches __class__, which refuses.
-    with pytest.raises(TypeError, match="cannot change the class|"
-                                        "can't apply this __setattr__ to _Small object"):
+    with pytest.raises(
+        TypeError, match="cannot change the class|can't apply this __setattr__ to _Small object"
+    ):
         object.__setattr__(small, "__class__", _Large)
     assert type(small) is _Small and small.__class__ is _Small and small.value == 3
     assert isinstance(small, _Small) and isinstance(small, zs.Object)
@@ -89,8 +93,11 @@ def test_a_value_conjugate_cannot_be_reclassed(rt: zs.Runtime) -> None:
     would read its native block with another type's layout."""
     text = zs.String("héllo")
     numbers = zs.Array[zs.Int32]([1, 2, 3])
-    for value, other in ((text, zs.Array[zs.Int32]), (numbers, harness.FVec),
-                         (numbers, zs.Map[zs.Name, zs.Int32])):
+    for value, other in (
+        (text, zs.Array[zs.Int32]),
+        (numbers, harness.FVec),
+        (numbers, zs.Map[zs.Name, zs.Int32]),
+    ):
         with pytest.raises(TypeError, match="cannot change the class"):
             value.__class__ = other
     holder = _Large()

@@ -1,6 +1,7 @@
 """The precise tracing GC seen from Python: what survives, what dies, how
 conjugates expire, weak and strong pointers, statistics, and a model-based
 property test of reachability."""
+
 from __future__ import annotations
 
 import copy
@@ -18,6 +19,7 @@ INDEX_MASK = 0xFFFFFFFF
 
 
 # ---- reachability ----------------------------------------------------------
+
 
 def test_unrooted_object_is_collected_and_its_conjugate_expires(rt: zs.Runtime) -> None:
     a = Actor(name="Lonely", health=3)
@@ -110,8 +112,7 @@ def test_dropped_strong_pointer_is_released_by_its_finaliser(rt: zs.Runtime) -> 
     assert a.is_expired
 
 
-def test_copying_a_strong_pointer_never_drops_a_reference_it_does_not_own(
-        rt: zs.Runtime) -> None:
+def test_copying_a_strong_pointer_never_drops_a_reference_it_does_not_own(rt: zs.Runtime) -> None:
     a = Actor()
     original = zs.StrongObjectPtr(a)
     keeper = zs.StrongObjectPtr(a)
@@ -172,8 +173,7 @@ def test_chain_of_100_from_a_root_survives_and_cutting_it_frees_the_tail(rt: zs.
     assert all(n.is_expired for n in nodes[51:])
 
 
-def test_references_declared_at_every_level_of_a_class_hierarchy_are_traced(
-        rt: zs.Runtime) -> None:
+def test_references_declared_at_every_level_of_a_class_hierarchy_are_traced(rt: zs.Runtime) -> None:
     class Minion(Hero):  # no fields of its own
         pass
 
@@ -250,8 +250,10 @@ def test_cycle_reachable_from_a_root_survives(rt: zs.Runtime) -> None:
 
 # ---- mark_as_garbage and outers -------------------------------------------
 
+
 def test_marked_garbage_dies_even_when_referenced_and_the_reference_reads_none(
-        rt: zs.Runtime) -> None:
+    rt: zs.Runtime,
+) -> None:
     holder = Actor()
     holder.add_to_root()
     victim = Actor(name="Victim")
@@ -268,8 +270,7 @@ def test_marked_garbage_dies_even_when_referenced_and_the_reference_reads_none(
     assert "Victim" in str(info.value)
 
 
-def test_marked_garbage_referenced_by_several_holders_nulls_every_reference(
-        rt: zs.Runtime) -> None:
+def test_marked_garbage_referenced_by_several_holders_nulls_every_reference(rt: zs.Runtime) -> None:
     holders = [Hero() for _ in range(3)]
     victim = Actor()
     for h in holders:
@@ -341,8 +342,8 @@ def test_rooted_garbage_survives_but_references_to_it_are_nulled(rt: zs.Runtime)
 
 # ---- weak pointers -----------------------------------------------------------
 
-def test_weak_pointer_does_not_keep_alive_and_reads_none_after_collection(
-        rt: zs.Runtime) -> None:
+
+def test_weak_pointer_does_not_keep_alive_and_reads_none_after_collection(rt: zs.Runtime) -> None:
     a = Actor()
     w = zs.WeakObjectPtr(a)
     assert w.get() is a and w.is_valid
@@ -352,8 +353,7 @@ def test_weak_pointer_does_not_keep_alive_and_reads_none_after_collection(
     assert not w.is_valid
 
 
-def test_weak_property_does_not_keep_alive_and_reads_none_after_collection(
-        rt: zs.Runtime) -> None:
+def test_weak_property_does_not_keep_alive_and_reads_none_after_collection(rt: zs.Runtime) -> None:
     holder = Actor()
     holder.add_to_root()
     friend = Actor()
@@ -382,8 +382,7 @@ def test_weak_pointer_to_live_object_keeps_resolving(rt: zs.Runtime) -> None:
     assert w.get() is a
 
 
-def test_stale_weak_pointer_never_resolves_to_the_object_reusing_its_slot(
-        rt: zs.Runtime) -> None:
+def test_stale_weak_pointer_never_resolves_to_the_object_reusing_its_slot(rt: zs.Runtime) -> None:
     holder = Actor()
     holder.add_to_root()
     x = Actor()
@@ -434,6 +433,7 @@ def test_stale_handles_across_many_slot_reuses_stay_dead(rt: zs.Runtime) -> None
 
 # ---- statistics --------------------------------------------------------------
 
+
 def test_gc_stats_on_a_known_graph(rt: zs.Runtime) -> None:
     # root -> a -> b survive; root.sidekick -> g (garbage) -> e; c -> d unreachable.
     root = Hero()
@@ -460,8 +460,13 @@ def test_gc_stats_on_a_known_graph(rt: zs.Runtime) -> None:
     assert [o.is_expired for o in conjugates] == [False, False, True, True, True, True]
     assert rt.gc.stats() == stats
     again = collect(rt)
-    assert (again.objects_freed, again.objects_unreachable, again.references_killed,
-            again.conjugates_expired, again.objects_marked) == (0, 0, 0, 0, 3)
+    assert (
+        again.objects_freed,
+        again.objects_unreachable,
+        again.references_killed,
+        again.conjugates_expired,
+        again.objects_marked,
+    ) == (0, 0, 0, 0, 3)
 
 
 def test_ten_thousand_conjugates_all_expire_in_one_collection(rt: zs.Runtime) -> None:
@@ -469,7 +474,7 @@ def test_ten_thousand_conjugates_all_expire_in_one_collection(rt: zs.Runtime) ->
     keep.add_to_root()
     k = 10_000
     doomed = [Actor() for _ in range(k)]
-    for first, second in zip(doomed[::2], doomed[1::2]):
+    for first, second in zip(doomed[::2], doomed[1::2], strict=True):
         first.target = second
     stats = collect(rt)
     assert stats.conjugates_expired == k
@@ -487,6 +492,7 @@ def test_classes_without_references_are_collected_too(rt: zs.Runtime) -> None:
 
 
 # ---- model-based property test -----------------------------------------------
+
 
 @st.composite
 def graphs(draw: st.DrawFn) -> dict[str, list]:
@@ -515,8 +521,11 @@ def reachable(graph: dict[str, list]) -> set[int]:
     while work:
         i = work.popleft()
         nexts = [graph["outer"][i]]
-        nexts += [t for t in (graph["target"][i], graph["sidekick"][i])
-                  if t is not None and not graph["garbage"][t]]
+        nexts += [
+            t
+            for t in (graph["target"][i], graph["sidekick"][i])
+            if t is not None and not graph["garbage"][t]
+        ]
         for t in nexts:
             if t is not None and t not in seen:
                 seen.add(t)
@@ -524,8 +533,11 @@ def reachable(graph: dict[str, list]) -> set[int]:
     return seen
 
 
-@settings(max_examples=50, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(graphs())
 def test_survivors_match_the_reachability_model(graph: dict[str, list]) -> None:
     n = len(graph["outer"])

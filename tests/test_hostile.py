@@ -31,26 +31,65 @@ The contract, checked for every (entry point x action x moment) test id:
   is exactly as the hook left it;
 * afterwards the heap verifies (``rt.gc.verify()``) and the runtime closes.
 """
+
 from __future__ import annotations
 
 import contextlib
 import gc
 import sys
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
 import zsharp_py as zs
 from hostile_support import (
-    NO_TRIGGER, DelTrigger, GcTrigger, HBool, HEq, HFloat, HFloatSub, HHeroHolder, HHolder,
-    HIndex, HInt, HIter, HMapping, HookError, HOther, HRich, HSmall, HStr, HTiny, HVec,
-    HWrapped, IThing, InvalidUtf8Str, LyingBytesBytes, LyingEncodeStr, LyingFloat, LyingInt,
-    LyingStrStr, NotBytesEncodeStr, PickyTypeError, ShortEncodeStr, Trigger)
+    NO_TRIGGER,
+    DelTrigger,
+    GcTrigger,
+    HBool,
+    HEq,
+    HFloat,
+    HFloatSub,
+    HHeroHolder,
+    HHolder,
+    HIndex,
+    HInt,
+    HIter,
+    HMapping,
+    HookError,
+    HOther,
+    HRich,
+    HSmall,
+    HStr,
+    HTiny,
+    HVec,
+    HWrapped,
+    InvalidUtf8Str,
+    IThing,
+    LyingBytesBytes,
+    LyingEncodeStr,
+    LyingFloat,
+    LyingInt,
+    LyingStrStr,
+    NotBytesEncodeStr,
+    PickyTypeError,
+    ShortEncodeStr,
+    Trigger,
+)
 
-DOCUMENTED = (TypeError, ValueError, OverflowError, IndexError, KeyError,
-              zs.ExpiredConjugateError, RuntimeError, HookError)
+DOCUMENTED = (
+    TypeError,
+    ValueError,
+    OverflowError,
+    IndexError,
+    KeyError,
+    zs.ExpiredConjugateError,
+    RuntimeError,
+    HookError,
+)
 EXPIRED = zs.ExpiredConjugateError
 
 
@@ -75,14 +114,16 @@ def _sampled(cases: list[Any]) -> list[Any]:
         if first or zlib.crc32(case.id.encode()) % SAMPLE_SHARE == 0:
             tiered.append(case)
         else:
-            tiered.append(pytest.param(*case.values, id=case.id,
-                                       marks=(*case.marks, pytest.mark.slow)))
+            tiered.append(
+                pytest.param(*case.values, id=case.id, marks=(*case.marks, pytest.mark.slow))
+            )
     return tiered
 
 
 # ---------------------------------------------------------------------------
 # Fixtures
 # ---------------------------------------------------------------------------
+
 
 @pytest.fixture
 def hrt() -> Iterator[zs.Runtime]:
@@ -136,6 +177,7 @@ class HLookup(zs.Object):
 # Containers and values under test ("kinds")
 # ---------------------------------------------------------------------------
 
+
 def _snap(value: Any) -> Any:
     """A plain copy of a value conjugate (None once expired)."""
     if value.is_expired:
@@ -162,7 +204,7 @@ class Kind:
     grow: Callable[[Any], None] | None = None
     clear: Callable[[Any], None] | None = None
     replacement: Any = None
-    views: bool = False       # the op goes through a view that expires when storage moves
+    views: bool = False  # the op goes through a view that expires when storage moves
 
     def actions(self, colour: str) -> list[str]:
         names = ["collect", "close", "raise"]
@@ -181,9 +223,7 @@ def _grow_array(value: Any) -> None:
     sample = value[0] if len(value) else None
     if isinstance(sample, zs.Struct):
         value.extend([(1, 1.0)] * 3000)
-    elif isinstance(sample, (zs.String,)):
-        value.extend(["grown"] * 3000)
-    elif isinstance(sample, zs.Name):
+    elif isinstance(sample, (zs.String, zs.Name)):
         value.extend(["grown"] * 3000)
     elif isinstance(sample, bool):
         value.extend([True] * 3000)
@@ -194,69 +234,210 @@ def _grow_array(value: Any) -> None:
 
 
 KINDS: dict[str, Kind] = {
-    "floats": Kind("floats", [1.0, 2.0, 3.0], lambda: zs.Array[zs.Float64]([1.0, 2.0, 3.0]),
-                   lambda v: v.extend([9.0] * 5000), lambda v: v.clear(), [5.0] * 40),
-    "ints": Kind("ints", [1, 2, 3], lambda: zs.Array[zs.Int32]([1, 2, 3]),
-                 lambda v: v.extend([9] * 5000), lambda v: v.clear(), list(range(40))),
-    "flags": Kind("flags", [False, False], lambda: zs.Array[zs.Bool]([False, False]),
-                  lambda v: v.extend([False] * 5000), lambda v: v.clear(), [True] * 40),
-    "vecs": Kind("vecs", [(1, 1.0), (2, 2.0)], lambda: zs.Array[HVec]([(1, 1.0), (2, 2.0)]),
-                 lambda v: v.extend([(7, 7.0)] * 3000), lambda v: v.clear(), [(5, 5.0)] * 40),
-    "vec_views": Kind("vecs", [(1, 1.0), (2, 2.0)], lambda: zs.Array[HVec]([(1, 1.0), (2, 2.0)]),
-                      lambda v: v.extend([(7, 7.0)] * 3000), lambda v: v.clear(),
-                      [(5, 5.0)] * 40, views=True),
-    "words": Kind("words", ["one", "two"], lambda: zs.Array[zs.String](["one", "two"]),
-                  lambda v: v.extend(["grown"] * 3000), lambda v: v.clear(), ["r"] * 40),
-    "word_views": Kind("words", ["one", "two"], lambda: zs.Array[zs.String](["one", "two"]),
-                       lambda v: v.extend(["grown"] * 3000), lambda v: v.clear(), ["r"] * 40,
-                       views=True),
-    "names": Kind("names", ["one", "two"], lambda: zs.Array[zs.Name](["one", "two"]),
-                  lambda v: v.extend(["grown"] * 3000), lambda v: v.clear(), ["r"] * 40),
-    "fmap": Kind("fmap", {1: 1.0, 2: 2.0}, lambda: zs.Map[zs.Int32, zs.Float64]({1: 1.0, 2: 2.0}),
-                 lambda v: v.update({k: 0.5 for k in range(100, 3100)}), lambda v: v.clear(),
-                 {k: 3.0 for k in range(200, 260)}),
-    "nmap": Kind("nmap", {"a": 1, "b": 2}, lambda: zs.Map[zs.Name, zs.Int32]({"a": 1, "b": 2}),
-                 lambda v: v.update({f"k{k}": k for k in range(2000)}), lambda v: v.clear(),
-                 {f"r{k}": k for k in range(60)}),
-    "vmap": Kind("vmap", {1: (1, 1.0)}, lambda: zs.Map[zs.Int32, HVec]({1: (1, 1.0)}),
-                 lambda v: v.update({k: (k, 0.0) for k in range(100, 2100)}), lambda v: v.clear(),
-                 {k: (k, 1.0) for k in range(300, 360)}),
-    "vmap_views": Kind("vmap", {1: (1, 1.0)}, lambda: zs.Map[zs.Int32, HVec]({1: (1, 1.0)}),
-                       lambda v: v.update({k: (k, 0.0) for k in range(100, 2100)}),
-                       lambda v: v.clear(), {1: (3, 3.0), **{k: (k, 1.0) for k in range(300, 360)}},
-                       views=True),
-    "iset": Kind("iset", {1, 2, 3}, lambda: zs.Set[zs.Int32]({1, 2, 3}),
-                 lambda v: v.update(range(100, 3100)), lambda v: v.clear(), set(range(500, 560))),
-    "nset": Kind("nset", {"a", "b"}, lambda: zs.Set[zs.Name]({"a", "b"}),
-                 lambda v: v.update(f"n{k}" for k in range(2000)), lambda v: v.clear(),
-                 {f"r{k}" for k in range(60)}),
-    "ofloat": Kind("ofloat", 1.0, lambda: zs.Optional[zs.Float64](1.0),
-                   lambda v: v.set(7.0), lambda v: v.reset(), 3.0),
-    "ovec": Kind("ovec", (1, 1.0), lambda: zs.Optional[HVec]((1, 1.0)),
-                 lambda v: v.set((7, 7.0)), lambda v: v.reset(), (3, 3.0)),
-    "ovec_views": Kind("ovec", (1, 1.0), lambda: zs.Optional[HVec]((1, 1.0)),
-                       lambda v: v.set((7, 7.0)), lambda v: v.reset(), (3, 3.0), views=True),
-    "label": Kind("label", "text", lambda: zs.String("text"),
-                  lambda v: v.assign("g" * 5000), lambda v: v.assign(""), "replaced" * 50),
-    "utf8": Kind("utf8", "text", lambda: zs.Utf8String("text"),
-                 lambda v: v.assign("g" * 5000), lambda v: v.assign(""), "replaced" * 50),
-    "ansi": Kind("ansi", "text", lambda: zs.AnsiString("text"),
-                 lambda v: v.assign("g" * 5000), lambda v: v.assign(""), "replaced" * 50),
+    "floats": Kind(
+        "floats",
+        [1.0, 2.0, 3.0],
+        lambda: zs.Array[zs.Float64]([1.0, 2.0, 3.0]),
+        lambda v: v.extend([9.0] * 5000),
+        lambda v: v.clear(),
+        [5.0] * 40,
+    ),
+    "ints": Kind(
+        "ints",
+        [1, 2, 3],
+        lambda: zs.Array[zs.Int32]([1, 2, 3]),
+        lambda v: v.extend([9] * 5000),
+        lambda v: v.clear(),
+        list(range(40)),
+    ),
+    "flags": Kind(
+        "flags",
+        [False, False],
+        lambda: zs.Array[zs.Bool]([False, False]),
+        lambda v: v.extend([False] * 5000),
+        lambda v: v.clear(),
+        [True] * 40,
+    ),
+    "vecs": Kind(
+        "vecs",
+        [(1, 1.0), (2, 2.0)],
+        lambda: zs.Array[HVec]([(1, 1.0), (2, 2.0)]),
+        lambda v: v.extend([(7, 7.0)] * 3000),
+        lambda v: v.clear(),
+        [(5, 5.0)] * 40,
+    ),
+    "vec_views": Kind(
+        "vecs",
+        [(1, 1.0), (2, 2.0)],
+        lambda: zs.Array[HVec]([(1, 1.0), (2, 2.0)]),
+        lambda v: v.extend([(7, 7.0)] * 3000),
+        lambda v: v.clear(),
+        [(5, 5.0)] * 40,
+        views=True,
+    ),
+    "words": Kind(
+        "words",
+        ["one", "two"],
+        lambda: zs.Array[zs.String](["one", "two"]),
+        lambda v: v.extend(["grown"] * 3000),
+        lambda v: v.clear(),
+        ["r"] * 40,
+    ),
+    "word_views": Kind(
+        "words",
+        ["one", "two"],
+        lambda: zs.Array[zs.String](["one", "two"]),
+        lambda v: v.extend(["grown"] * 3000),
+        lambda v: v.clear(),
+        ["r"] * 40,
+        views=True,
+    ),
+    "names": Kind(
+        "names",
+        ["one", "two"],
+        lambda: zs.Array[zs.Name](["one", "two"]),
+        lambda v: v.extend(["grown"] * 3000),
+        lambda v: v.clear(),
+        ["r"] * 40,
+    ),
+    "fmap": Kind(
+        "fmap",
+        {1: 1.0, 2: 2.0},
+        lambda: zs.Map[zs.Int32, zs.Float64]({1: 1.0, 2: 2.0}),
+        lambda v: v.update(dict.fromkeys(range(100, 3100), 0.5)),
+        lambda v: v.clear(),
+        dict.fromkeys(range(200, 260), 3.0),
+    ),
+    "nmap": Kind(
+        "nmap",
+        {"a": 1, "b": 2},
+        lambda: zs.Map[zs.Name, zs.Int32]({"a": 1, "b": 2}),
+        lambda v: v.update({f"k{k}": k for k in range(2000)}),
+        lambda v: v.clear(),
+        {f"r{k}": k for k in range(60)},
+    ),
+    "vmap": Kind(
+        "vmap",
+        {1: (1, 1.0)},
+        lambda: zs.Map[zs.Int32, HVec]({1: (1, 1.0)}),
+        lambda v: v.update({k: (k, 0.0) for k in range(100, 2100)}),
+        lambda v: v.clear(),
+        {k: (k, 1.0) for k in range(300, 360)},
+    ),
+    "vmap_views": Kind(
+        "vmap",
+        {1: (1, 1.0)},
+        lambda: zs.Map[zs.Int32, HVec]({1: (1, 1.0)}),
+        lambda v: v.update({k: (k, 0.0) for k in range(100, 2100)}),
+        lambda v: v.clear(),
+        {1: (3, 3.0), **{k: (k, 1.0) for k in range(300, 360)}},
+        views=True,
+    ),
+    "iset": Kind(
+        "iset",
+        {1, 2, 3},
+        lambda: zs.Set[zs.Int32]({1, 2, 3}),
+        lambda v: v.update(range(100, 3100)),
+        lambda v: v.clear(),
+        set(range(500, 560)),
+    ),
+    "nset": Kind(
+        "nset",
+        {"a", "b"},
+        lambda: zs.Set[zs.Name]({"a", "b"}),
+        lambda v: v.update(f"n{k}" for k in range(2000)),
+        lambda v: v.clear(),
+        {f"r{k}" for k in range(60)},
+    ),
+    "ofloat": Kind(
+        "ofloat",
+        1.0,
+        lambda: zs.Optional[zs.Float64](1.0),
+        lambda v: v.set(7.0),
+        lambda v: v.reset(),
+        3.0,
+    ),
+    "ovec": Kind(
+        "ovec",
+        (1, 1.0),
+        lambda: zs.Optional[HVec]((1, 1.0)),
+        lambda v: v.set((7, 7.0)),
+        lambda v: v.reset(),
+        (3, 3.0),
+    ),
+    "ovec_views": Kind(
+        "ovec",
+        (1, 1.0),
+        lambda: zs.Optional[HVec]((1, 1.0)),
+        lambda v: v.set((7, 7.0)),
+        lambda v: v.reset(),
+        (3, 3.0),
+        views=True,
+    ),
+    "label": Kind(
+        "label",
+        "text",
+        lambda: zs.String("text"),
+        lambda v: v.assign("g" * 5000),
+        lambda v: v.assign(""),
+        "replaced" * 50,
+    ),
+    "utf8": Kind(
+        "utf8",
+        "text",
+        lambda: zs.Utf8String("text"),
+        lambda v: v.assign("g" * 5000),
+        lambda v: v.assign(""),
+        "replaced" * 50,
+    ),
+    "ansi": Kind(
+        "ansi",
+        "text",
+        lambda: zs.AnsiString("text"),
+        lambda v: v.assign("g" * 5000),
+        lambda v: v.assign(""),
+        "replaced" * 50,
+    ),
     "pos": Kind("pos", (1, 1.0), lambda: HVec(1, 1.0), replacement=(3, 3.0)),
-    "rich": Kind("rich", {"label": "x", "tag": "t", "nums": [1], "count": 1},
-                 lambda: HRich("x", "t", [1], 1), replacement={"label": "r" * 100, "nums": [5] * 50}),
-    "rich_nums": Kind("rich", {"label": "x", "tag": "t", "nums": [1], "count": 1},
-                      lambda: HRich("x", "t", [1], 1),
-                      lambda v: v.nums.extend([3] * 3000), lambda v: v.nums.clear(),
-                      {"label": "r" * 100, "nums": [5] * 50}, views=True),
-    "single": Kind("single", None, lambda: zs.Delegate(),
-                   lambda v: v.bind(lambda *a: None), lambda v: v.unbind(), (lambda *a: None)),
-    "multi": Kind("multi", None, lambda: zs.MulticastDelegate(),
-                  lambda v: [v.add(lambda *a: None) for _ in range(300)],
-                  lambda v: v.clear(), [(lambda *a: None)] * 20),
-    "sparse": Kind("sparse", None, lambda: zs.SparseDelegate(),
-                   lambda v: [v.add(lambda *a: None) for _ in range(300)],
-                   lambda v: v.clear(), [(lambda *a: None)] * 20),
+    "rich": Kind(
+        "rich",
+        {"label": "x", "tag": "t", "nums": [1], "count": 1},
+        lambda: HRich("x", "t", [1], 1),
+        replacement={"label": "r" * 100, "nums": [5] * 50},
+    ),
+    "rich_nums": Kind(
+        "rich",
+        {"label": "x", "tag": "t", "nums": [1], "count": 1},
+        lambda: HRich("x", "t", [1], 1),
+        lambda v: v.nums.extend([3] * 3000),
+        lambda v: v.nums.clear(),
+        {"label": "r" * 100, "nums": [5] * 50},
+        views=True,
+    ),
+    "single": Kind(
+        "single",
+        None,
+        lambda: zs.Delegate(),
+        lambda v: v.bind(lambda *a: None),
+        lambda v: v.unbind(),
+        (lambda *a: None),
+    ),
+    "multi": Kind(
+        "multi",
+        None,
+        lambda: zs.MulticastDelegate(),
+        lambda v: [v.add(lambda *a: None) for _ in range(300)],
+        lambda v: v.clear(),
+        [(lambda *a: None)] * 20,
+    ),
+    "sparse": Kind(
+        "sparse",
+        None,
+        lambda: zs.SparseDelegate(),
+        lambda v: [v.add(lambda *a: None) for _ in range(300)],
+        lambda v: v.clear(),
+        [(lambda *a: None)] * 20,
+    ),
 }
 
 
@@ -269,7 +450,7 @@ class Env:
     colour: str
     holder: Any = None
     target: Any = None
-    after: Any = "unset"           # the target's contents right after the action
+    after: Any = "unset"  # the target's contents right after the action
     action_error: BaseException | None = None
     lookup: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -333,12 +514,13 @@ def make_env(rt: zs.Runtime, kind_name: str, colour: str) -> Env:
 # Operations on a target: (name, kind names, run(env, trigger), check(env))
 # ---------------------------------------------------------------------------
 
+
 @dataclass
 class Op:
     name: str
     kinds: tuple[str, ...]
     run: Callable[[Env, Trigger], Any]
-    check: Callable[[Env, Any], bool] | None = None   # None: a read (no readback)
+    check: Callable[[Env, Any], bool] | None = None  # None: a read (no readback)
     # Exceptions acceptable when the hook emptied / replaced the container
     # (an index or key that no longer exists).
     gone: tuple[type[BaseException], ...] = ()
@@ -354,123 +536,297 @@ def _eq(a: Any, b: Any) -> bool:
 def _setitem(index: Any, value: Any) -> Callable[[Env, Trigger], None]:
     def run(env: Env, t: Trigger) -> None:
         env.target[index(t) if callable(index) else index] = value(t)
+
     return run
 
 
 OPS: list[Op] = [
     # ---- Array[Float64]
-    Op("setitem_float", ("floats",), _setitem(0, lambda t: HFloat(t, 42.0)),
-       lambda e, r: e.target[0] == 42.0, (IndexError,)),
-    Op("setitem_float_last", ("floats",), _setitem(-1, lambda t: HFloat(t, 42.0)),
-       lambda e, r: e.target[-1] == 42.0, (IndexError,)),
-    Op("setitem_float_subclass", ("floats",), _setitem(1, lambda t: HFloatSub(42.5, t)),
-       lambda e, r: e.target[1] == 42.5, (IndexError,)),
-    Op("setitem_float_int_index", ("floats",), _setitem(lambda t: HInt(0, t), lambda t: 42.0),
-       lambda e, r: e.target[0] == 42.0, (IndexError,)),
-    Op("slice_float", ("floats",),
-       lambda e, t: e.target.__setitem__(slice(0, 2), [HFloat(t, 42.0), HFloat(t, 43.0)]),
-       lambda e, r: e.target[0] == 42.0 and e.target[1] == 43.0),
-    Op("slice_float_iter", ("floats",),
-       lambda e, t: e.target.__setitem__(slice(0, 1), HIter(t, [HFloat(t, 42.0)])),
-       lambda e, r: e.target[0] == 42.0),
-    Op("extended_slice_float", ("floats",),
-       lambda e, t: e.target.__setitem__(slice(0, 3, 2), [HFloat(t, 42.0), HFloat(t, 43.0)]),
-       lambda e, r: e.target[0] == 42.0 and e.target[2] == 43.0, (ValueError, IndexError)),
-    Op("append_float", ("floats",), lambda e, t: e.target.append(HFloat(t, 42.0)),
-       lambda e, r: e.target[-1] == 42.0),
-    Op("insert_float", ("floats",), lambda e, t: e.target.insert(0, HFloat(t, 42.0)),
-       lambda e, r: e.target[0] == 42.0),
-    Op("insert_float_int_index", ("floats",), lambda e, t: e.target.insert(HInt(1, t), 42.0),
-       lambda e, r: 42.0 in e.target.to_python()),
-    Op("extend_float", ("floats",),
-       lambda e, t: e.target.extend(HIter(t, [HFloat(t, 42.0), HFloat(t, 43.0)])),
-       lambda e, r: e.target.to_python()[-2:] == [42.0, 43.0]),
-    Op("iadd_float", ("floats",),
-       lambda e, t: e.target.extend([HFloat(t, 42.0)]), lambda e, r: e.target[-1] == 42.0),
+    Op(
+        "setitem_float",
+        ("floats",),
+        _setitem(0, lambda t: HFloat(t, 42.0)),
+        lambda e, r: e.target[0] == 42.0,
+        (IndexError,),
+    ),
+    Op(
+        "setitem_float_last",
+        ("floats",),
+        _setitem(-1, lambda t: HFloat(t, 42.0)),
+        lambda e, r: e.target[-1] == 42.0,
+        (IndexError,),
+    ),
+    Op(
+        "setitem_float_subclass",
+        ("floats",),
+        _setitem(1, lambda t: HFloatSub(42.5, t)),
+        lambda e, r: e.target[1] == 42.5,
+        (IndexError,),
+    ),
+    Op(
+        "setitem_float_int_index",
+        ("floats",),
+        _setitem(lambda t: HInt(0, t), lambda t: 42.0),
+        lambda e, r: e.target[0] == 42.0,
+        (IndexError,),
+    ),
+    Op(
+        "slice_float",
+        ("floats",),
+        lambda e, t: e.target.__setitem__(slice(0, 2), [HFloat(t, 42.0), HFloat(t, 43.0)]),
+        lambda e, r: e.target[0] == 42.0 and e.target[1] == 43.0,
+    ),
+    Op(
+        "slice_float_iter",
+        ("floats",),
+        lambda e, t: e.target.__setitem__(slice(0, 1), HIter(t, [HFloat(t, 42.0)])),
+        lambda e, r: e.target[0] == 42.0,
+    ),
+    Op(
+        "extended_slice_float",
+        ("floats",),
+        lambda e, t: e.target.__setitem__(slice(0, 3, 2), [HFloat(t, 42.0), HFloat(t, 43.0)]),
+        lambda e, r: e.target[0] == 42.0 and e.target[2] == 43.0,
+        (ValueError, IndexError),
+    ),
+    Op(
+        "append_float",
+        ("floats",),
+        lambda e, t: e.target.append(HFloat(t, 42.0)),
+        lambda e, r: e.target[-1] == 42.0,
+    ),
+    Op(
+        "insert_float",
+        ("floats",),
+        lambda e, t: e.target.insert(0, HFloat(t, 42.0)),
+        lambda e, r: e.target[0] == 42.0,
+    ),
+    Op(
+        "insert_float_int_index",
+        ("floats",),
+        lambda e, t: e.target.insert(HInt(1, t), 42.0),
+        lambda e, r: 42.0 in e.target.to_python(),
+    ),
+    Op(
+        "extend_float",
+        ("floats",),
+        lambda e, t: e.target.extend(HIter(t, [HFloat(t, 42.0), HFloat(t, 43.0)])),
+        lambda e, r: e.target.to_python()[-2:] == [42.0, 43.0],
+    ),
+    Op(
+        "iadd_float",
+        ("floats",),
+        lambda e, t: e.target.extend([HFloat(t, 42.0)]),
+        lambda e, r: e.target[-1] == 42.0,
+    ),
     Op("index_float", ("floats",), lambda e, t: e.target.index(HEq(t, 2.0)), None, (ValueError,)),
     Op("count_float", ("floats",), lambda e, t: e.target.count(HEq(t, 2.0))),
     Op("contains_float", ("floats",), lambda e, t: HEq(t, 2.0) in e.target),
     Op("remove_float", ("floats",), lambda e, t: e.target.remove(HEq(t, 2.0)), None, (ValueError,)),
     Op("pop_float", ("floats",), lambda e, t: e.target.pop(HInt(0, t)), None, (IndexError,)),
-    Op("delitem_float", ("floats",), lambda e, t: e.target.__delitem__(HInt(0, t)), None,
-       (IndexError,)),
+    Op(
+        "delitem_float",
+        ("floats",),
+        lambda e, t: e.target.__delitem__(HInt(0, t)),
+        None,
+        (IndexError,),
+    ),
     Op("eq_float", ("floats",), lambda e, t: e.target == [HEq(t, 1.0), 2.0, 3.0]),
     # ---- Array[Int32]
-    Op("setitem_index", ("ints",), _setitem(0, lambda t: HIndex(t, 42)),
-       lambda e, r: e.target[0] == 42, (IndexError,)),
-    Op("setitem_int_subclass", ("ints",), _setitem(0, lambda t: HInt(42, t)),
-       lambda e, r: e.target[0] == 42, (IndexError,)),
-    Op("setitem_int_index_value", ("ints",), _setitem(lambda t: HInt(1, t), lambda t: HInt(42, t)),
-       lambda e, r: e.target[1] == 42, (IndexError,)),
-    Op("append_index", ("ints",), lambda e, t: e.target.append(HIndex(t, 42)),
-       lambda e, r: e.target[-1] == 42),
-    Op("insert_index", ("ints",), lambda e, t: e.target.insert(1, HIndex(t, 42)),
-       lambda e, r: 42 in e.target.to_python()),
-    Op("extend_index", ("ints",), lambda e, t: e.target.extend(HIter(t, [HIndex(t, 42), 43])),
-       lambda e, r: e.target.to_python()[-2:] == [42, 43]),
-    Op("slice_index", ("ints",),
-       lambda e, t: e.target.__setitem__(slice(1, None), [HInt(42, t), HIndex(t, 43)]),
-       lambda e, r: e.target.to_python()[-2:] == [42, 43]),
+    Op(
+        "setitem_index",
+        ("ints",),
+        _setitem(0, lambda t: HIndex(t, 42)),
+        lambda e, r: e.target[0] == 42,
+        (IndexError,),
+    ),
+    Op(
+        "setitem_int_subclass",
+        ("ints",),
+        _setitem(0, lambda t: HInt(42, t)),
+        lambda e, r: e.target[0] == 42,
+        (IndexError,),
+    ),
+    Op(
+        "setitem_int_index_value",
+        ("ints",),
+        _setitem(lambda t: HInt(1, t), lambda t: HInt(42, t)),
+        lambda e, r: e.target[1] == 42,
+        (IndexError,),
+    ),
+    Op(
+        "append_index",
+        ("ints",),
+        lambda e, t: e.target.append(HIndex(t, 42)),
+        lambda e, r: e.target[-1] == 42,
+    ),
+    Op(
+        "insert_index",
+        ("ints",),
+        lambda e, t: e.target.insert(1, HIndex(t, 42)),
+        lambda e, r: 42 in e.target.to_python(),
+    ),
+    Op(
+        "extend_index",
+        ("ints",),
+        lambda e, t: e.target.extend(HIter(t, [HIndex(t, 42), 43])),
+        lambda e, r: e.target.to_python()[-2:] == [42, 43],
+    ),
+    Op(
+        "slice_index",
+        ("ints",),
+        lambda e, t: e.target.__setitem__(slice(1, None), [HInt(42, t), HIndex(t, 43)]),
+        lambda e, r: e.target.to_python()[-2:] == [42, 43],
+    ),
     Op("index_int", ("ints",), lambda e, t: e.target.index(HInt(2, t)), None, (ValueError,)),
     Op("remove_int", ("ints",), lambda e, t: e.target.remove(HInt(2, t)), None, (ValueError,)),
     # ---- Array[Bool]
-    Op("setitem_bool", ("flags",), _setitem(0, lambda t: HBool(t, True)),
-       lambda e, r: e.target[0] is True, (IndexError,)),
-    Op("append_bool", ("flags",), lambda e, t: e.target.append(HBool(t, True)),
-       lambda e, r: e.target[-1] is True),
+    Op(
+        "setitem_bool",
+        ("flags",),
+        _setitem(0, lambda t: HBool(t, True)),
+        lambda e, r: e.target[0] is True,
+        (IndexError,),
+    ),
+    Op(
+        "append_bool",
+        ("flags",),
+        lambda e, t: e.target.append(HBool(t, True)),
+        lambda e, r: e.target[-1] is True,
+    ),
     # ---- Array[HVec] (struct elements from tuples and dicts)
-    Op("setitem_tuple", ("vecs",), _setitem(0, lambda t: (HIndex(t, 42), HFloat(t, 4.5))),
-       lambda e, r: e.target[0].to_python() == {"x": 42, "y": 4.5}, (IndexError,)),
-    Op("setitem_dict", ("vecs",), _setitem(1, lambda t: {"x": HIndex(t, 42), "y": HFloat(t, 4.5)}),
-       lambda e, r: e.target[1].to_python() == {"x": 42, "y": 4.5}, (IndexError,)),
-    Op("append_tuple", ("vecs",), lambda e, t: e.target.append((HIndex(t, 42), HFloat(t, 4.5))),
-       lambda e, r: e.target[-1].to_python() == {"x": 42, "y": 4.5}),
-    Op("extend_tuples", ("vecs",),
-       lambda e, t: e.target.extend(HIter(t, [(HIndex(t, 42), 4.5), (43, HFloat(t, 5.5))])),
-       lambda e, r: [v.to_python() for v in e.target][-2:] == [{"x": 42, "y": 4.5},
-                                                             {"x": 43, "y": 5.5}]),
+    Op(
+        "setitem_tuple",
+        ("vecs",),
+        _setitem(0, lambda t: (HIndex(t, 42), HFloat(t, 4.5))),
+        lambda e, r: e.target[0].to_python() == {"x": 42, "y": 4.5},
+        (IndexError,),
+    ),
+    Op(
+        "setitem_dict",
+        ("vecs",),
+        _setitem(1, lambda t: {"x": HIndex(t, 42), "y": HFloat(t, 4.5)}),
+        lambda e, r: e.target[1].to_python() == {"x": 42, "y": 4.5},
+        (IndexError,),
+    ),
+    Op(
+        "append_tuple",
+        ("vecs",),
+        lambda e, t: e.target.append((HIndex(t, 42), HFloat(t, 4.5))),
+        lambda e, r: e.target[-1].to_python() == {"x": 42, "y": 4.5},
+    ),
+    Op(
+        "extend_tuples",
+        ("vecs",),
+        lambda e, t: e.target.extend(HIter(t, [(HIndex(t, 42), 4.5), (43, HFloat(t, 5.5))])),
+        lambda e, r: (
+            [v.to_python() for v in e.target][-2:] == [{"x": 42, "y": 4.5}, {"x": 43, "y": 5.5}]
+        ),
+    ),
     Op("to_python_vecs", ("vecs",), lambda e, t: (t(), e.target.to_python())[1]),
-    Op("element_view_x", ("vec_views",), lambda e, t: setattr(e.target[0], "x", HIndex(t, 42)),
-       lambda e, r: e.target[0].x == 42, (IndexError, EXPIRED)),
-    Op("element_view_y", ("vec_views",), lambda e, t: setattr(e.target[1], "y", HFloat(t, 4.5)),
-       lambda e, r: e.target[1].y == 4.5, (IndexError, EXPIRED)),
-    Op("element_view_assign", ("vec_views",),
-       lambda e, t: e.extra.setdefault("view", e.target[0]).__setattr__("x", HInt(42, t)),
-       lambda e, r: e.target[0].x == 42, (IndexError, EXPIRED)),
+    Op(
+        "element_view_x",
+        ("vec_views",),
+        lambda e, t: setattr(e.target[0], "x", HIndex(t, 42)),
+        lambda e, r: e.target[0].x == 42,
+        (IndexError, EXPIRED),
+    ),
+    Op(
+        "element_view_y",
+        ("vec_views",),
+        lambda e, t: setattr(e.target[1], "y", HFloat(t, 4.5)),
+        lambda e, r: e.target[1].y == 4.5,
+        (IndexError, EXPIRED),
+    ),
+    Op(
+        "element_view_assign",
+        ("vec_views",),
+        lambda e, t: e.extra.setdefault("view", e.target[0]).__setattr__("x", HInt(42, t)),
+        lambda e, r: e.target[0].x == 42,
+        (IndexError, EXPIRED),
+    ),
     # ---- Array[String]
-    Op("setitem_str", ("words",), _setitem(0, lambda t: HStr("forty-two", t)),
-       lambda e, r: str(e.target[0]) == "forty-two", (IndexError,)),
-    Op("append_str", ("words",), lambda e, t: e.target.append(HStr("forty-two", t)),
-       lambda e, r: str(e.target[-1]) == "forty-two"),
+    Op(
+        "setitem_str",
+        ("words",),
+        _setitem(0, lambda t: HStr("forty-two", t)),
+        lambda e, r: str(e.target[0]) == "forty-two",
+        (IndexError,),
+    ),
+    Op(
+        "append_str",
+        ("words",),
+        lambda e, t: e.target.append(HStr("forty-two", t)),
+        lambda e, r: str(e.target[-1]) == "forty-two",
+    ),
     Op("contains_str", ("words",), lambda e, t: HStr("two", t) in e.target),
     Op("index_str", ("words",), lambda e, t: e.target.index(HStr("two", t)), None, (ValueError,)),
-    Op("element_string_assign", ("word_views",),
-       lambda e, t: e.target[0].assign(HStr("forty-two", t)),
-       lambda e, r: str(e.target[0]) == "forty-two", (IndexError, EXPIRED)),
-    Op("held_string_view_assign", ("word_views",),
-       lambda e, t: e.extra.setdefault("view", e.target[1]).assign(HStr("forty-two", t)),
-       lambda e, r: str(e.target[1]) == "forty-two", (IndexError, EXPIRED)),
+    Op(
+        "element_string_assign",
+        ("word_views",),
+        lambda e, t: e.target[0].assign(HStr("forty-two", t)),
+        lambda e, r: str(e.target[0]) == "forty-two",
+        (IndexError, EXPIRED),
+    ),
+    Op(
+        "held_string_view_assign",
+        ("word_views",),
+        lambda e, t: e.extra.setdefault("view", e.target[1]).assign(HStr("forty-two", t)),
+        lambda e, r: str(e.target[1]) == "forty-two",
+        (IndexError, EXPIRED),
+    ),
     # ---- Array[Name]
-    Op("setitem_name", ("names",), _setitem(0, lambda t: HStr("FortyTwo", t)),
-       lambda e, r: e.target[0] == "fortytwo", (IndexError,)),
-    Op("append_name", ("names",), lambda e, t: e.target.append(HStr("FortyTwo", t)),
-       lambda e, r: e.target[-1] == "fortytwo"),
+    Op(
+        "setitem_name",
+        ("names",),
+        _setitem(0, lambda t: HStr("FortyTwo", t)),
+        lambda e, r: e.target[0] == "fortytwo",
+        (IndexError,),
+    ),
+    Op(
+        "append_name",
+        ("names",),
+        lambda e, t: e.target.append(HStr("FortyTwo", t)),
+        lambda e, r: e.target[-1] == "fortytwo",
+    ),
     Op("contains_name", ("names",), lambda e, t: HStr("one", t) in e.target),
     # ---- Map[Int32, Float64]
-    Op("map_set_value", ("fmap",), _setitem(1, lambda t: HFloat(t, 42.0)),
-       lambda e, r: e.target[1] == 42.0),
-    Op("map_set_new_key", ("fmap",), _setitem(lambda t: HInt(7, t), lambda t: HFloat(t, 42.0)),
-       lambda e, r: e.target[7] == 42.0),
-    Op("map_set_index_key", ("fmap",), _setitem(lambda t: HEq(t, 8), lambda t: 42.0),
-       lambda e, r: e.target[8] == 42.0),
-    Op("map_setdefault", ("fmap",), lambda e, t: e.target.setdefault(HInt(9, t), HFloat(t, 42.0)),
-       lambda e, r: e.target[9] == 42.0),
-    Op("map_update_mapping", ("fmap",),
-       lambda e, t: e.target.update(HMapping(t, {10: HFloat(t, 42.0)})),
-       lambda e, r: e.target[10] == 42.0),
-    Op("map_update_pairs", ("fmap",),
-       lambda e, t: e.target.update(HIter(t, [(HInt(11, t), HFloat(t, 42.0))])),
-       lambda e, r: e.target[11] == 42.0),
+    Op(
+        "map_set_value",
+        ("fmap",),
+        _setitem(1, lambda t: HFloat(t, 42.0)),
+        lambda e, r: e.target[1] == 42.0,
+    ),
+    Op(
+        "map_set_new_key",
+        ("fmap",),
+        _setitem(lambda t: HInt(7, t), lambda t: HFloat(t, 42.0)),
+        lambda e, r: e.target[7] == 42.0,
+    ),
+    Op(
+        "map_set_index_key",
+        ("fmap",),
+        _setitem(lambda t: HEq(t, 8), lambda t: 42.0),
+        lambda e, r: e.target[8] == 42.0,
+    ),
+    Op(
+        "map_setdefault",
+        ("fmap",),
+        lambda e, t: e.target.setdefault(HInt(9, t), HFloat(t, 42.0)),
+        lambda e, r: e.target[9] == 42.0,
+    ),
+    Op(
+        "map_update_mapping",
+        ("fmap",),
+        lambda e, t: e.target.update(HMapping(t, {10: HFloat(t, 42.0)})),
+        lambda e, r: e.target[10] == 42.0,
+    ),
+    Op(
+        "map_update_pairs",
+        ("fmap",),
+        lambda e, t: e.target.update(HIter(t, [(HInt(11, t), HFloat(t, 42.0))])),
+        lambda e, r: e.target[11] == 42.0,
+    ),
     Op("map_getitem", ("fmap",), lambda e, t: e.target[HInt(1, t)], None, (KeyError,)),
     Op("map_get", ("fmap",), lambda e, t: e.target.get(HInt(2, t))),
     Op("map_contains", ("fmap",), lambda e, t: HInt(2, t) in e.target),
@@ -478,97 +834,219 @@ OPS: list[Op] = [
     Op("map_delitem", ("fmap",), lambda e, t: e.target.__delitem__(HInt(2, t)), None, (KeyError,)),
     Op("map_eq", ("fmap",), lambda e, t: e.target == {1: HEq(t, 1.0), 2: 2.0}),
     # ---- Map[Name, Int32]
-    Op("name_map_set", ("nmap",), _setitem(lambda t: HStr("Alpha", t), lambda t: HIndex(t, 42)),
-       lambda e, r: e.target["alpha"] == 42),
-    Op("name_map_set_existing", ("nmap",), _setitem(lambda t: HStr("A", t), lambda t: HInt(42, t)),
-       lambda e, r: e.target["a"] == 42),
+    Op(
+        "name_map_set",
+        ("nmap",),
+        _setitem(lambda t: HStr("Alpha", t), lambda t: HIndex(t, 42)),
+        lambda e, r: e.target["alpha"] == 42,
+    ),
+    Op(
+        "name_map_set_existing",
+        ("nmap",),
+        _setitem(lambda t: HStr("A", t), lambda t: HInt(42, t)),
+        lambda e, r: e.target["a"] == 42,
+    ),
     Op("name_map_get", ("nmap",), lambda e, t: e.target.get(HStr("a", t))),
-    Op("name_map_setdefault", ("nmap",),
-       lambda e, t: e.target.setdefault(HStr("Zed", t), HIndex(t, 42)),
-       lambda e, r: e.target["zed"] == 42),
+    Op(
+        "name_map_setdefault",
+        ("nmap",),
+        lambda e, t: e.target.setdefault(HStr("Zed", t), HIndex(t, 42)),
+        lambda e, r: e.target["zed"] == 42,
+    ),
     Op("name_map_keys", ("nmap",), lambda e, t: (t(), e.target.keys())[1]),
     # ---- Map[Int32, HVec]
-    Op("struct_map_set", ("vmap",), _setitem(1, lambda t: (HIndex(t, 42), HFloat(t, 4.5))),
-       lambda e, r: e.target[1].to_python() == {"x": 42, "y": 4.5}),
+    Op(
+        "struct_map_set",
+        ("vmap",),
+        _setitem(1, lambda t: (HIndex(t, 42), HFloat(t, 4.5))),
+        lambda e, r: e.target[1].to_python() == {"x": 42, "y": 4.5},
+    ),
     Op("struct_map_items", ("vmap",), lambda e, t: (t(), e.target.items())[1]),
-    Op("struct_map_value_view", ("vmap_views",), lambda e, t: setattr(e.target[1], "x", HIndex(t, 42)),
-       lambda e, r: e.target[1].x == 42, (KeyError, EXPIRED)),
+    Op(
+        "struct_map_value_view",
+        ("vmap_views",),
+        lambda e, t: setattr(e.target[1], "x", HIndex(t, 42)),
+        lambda e, r: e.target[1].x == 42,
+        (KeyError, EXPIRED),
+    ),
     # ---- Set[Int32], Set[Name]
-    Op("set_add_int", ("iset",), lambda e, t: e.target.add(HInt(42, t)),
-       lambda e, r: 42 in e.target),
-    Op("set_add_index", ("iset",), lambda e, t: e.target.add(HIndex(t, 42)),
-       lambda e, r: 42 in e.target),
-    Op("set_update", ("iset",), lambda e, t: e.target.update(HIter(t, [HInt(42, t), 43])),
-       lambda e, r: 42 in e.target and 43 in e.target),
+    Op(
+        "set_add_int",
+        ("iset",),
+        lambda e, t: e.target.add(HInt(42, t)),
+        lambda e, r: 42 in e.target,
+    ),
+    Op(
+        "set_add_index",
+        ("iset",),
+        lambda e, t: e.target.add(HIndex(t, 42)),
+        lambda e, r: 42 in e.target,
+    ),
+    Op(
+        "set_update",
+        ("iset",),
+        lambda e, t: e.target.update(HIter(t, [HInt(42, t), 43])),
+        lambda e, r: 42 in e.target and 43 in e.target,
+    ),
     Op("set_discard", ("iset",), lambda e, t: e.target.discard(HInt(1, t))),
     Op("set_remove", ("iset",), lambda e, t: e.target.remove(HInt(2, t)), None, (KeyError,)),
     Op("set_contains", ("iset",), lambda e, t: HInt(3, t) in e.target),
     Op("set_eq", ("iset",), lambda e, t: e.target == {HInt(1, t), 2, 3}),
-    Op("name_set_add", ("nset",), lambda e, t: e.target.add(HStr("Alpha", t)),
-       lambda e, r: "alpha" in e.target),
+    Op(
+        "name_set_add",
+        ("nset",),
+        lambda e, t: e.target.add(HStr("Alpha", t)),
+        lambda e, r: "alpha" in e.target,
+    ),
     Op("name_set_contains", ("nset",), lambda e, t: HStr("a", t) in e.target),
     # ---- Optional
-    Op("optional_set", ("ofloat",), lambda e, t: e.target.set(HFloat(t, 42.0)),
-       lambda e, r: e.target.value == 42.0),
+    Op(
+        "optional_set",
+        ("ofloat",),
+        lambda e, t: e.target.set(HFloat(t, 42.0)),
+        lambda e, r: e.target.value == 42.0,
+    ),
     Op("optional_get_default", ("ofloat",), lambda e, t: e.target.get(HFloat(t, 1.0))),
     Op("optional_eq", ("ofloat",), lambda e, t: e.target == HEq(t, 1.0)),
-    Op("optional_set_struct", ("ovec",), lambda e, t: e.target.set((HIndex(t, 42), HFloat(t, 4.5))),
-       lambda e, r: e.target.value.to_python() == {"x": 42, "y": 4.5}),
-    Op("optional_value_view", ("ovec_views",),
-       lambda e, t: setattr(e.target.value, "x", HIndex(t, 42)),
-       lambda e, r: e.target.value.x == 42, (ValueError, EXPIRED)),
+    Op(
+        "optional_set_struct",
+        ("ovec",),
+        lambda e, t: e.target.set((HIndex(t, 42), HFloat(t, 4.5))),
+        lambda e, r: e.target.value.to_python() == {"x": 42, "y": 4.5},
+    ),
+    Op(
+        "optional_value_view",
+        ("ovec_views",),
+        lambda e, t: setattr(e.target.value, "x", HIndex(t, 42)),
+        lambda e, r: e.target.value.x == 42,
+        (ValueError, EXPIRED),
+    ),
     # ---- strings
-    Op("string_assign", ("label", "utf8", "ansi"), lambda e, t: e.target.assign(HStr("forty-two", t)),
-       lambda e, r: str(e.target) == "forty-two"),
+    Op(
+        "string_assign",
+        ("label", "utf8", "ansi"),
+        lambda e, t: e.target.assign(HStr("forty-two", t)),
+        lambda e, r: str(e.target) == "forty-two",
+    ),
     Op("string_eq", ("label", "utf8", "ansi"), lambda e, t: e.target == HStr("text", t)),
     Op("string_contains", ("label", "utf8", "ansi"), lambda e, t: HStr("ex", t) in e.target),
     Op("string_add", ("label", "utf8", "ansi"), lambda e, t: e.target + HStr("!", t)),
     Op("string_radd", ("label", "utf8", "ansi"), lambda e, t: HStr("!", t) + e.target),
     Op("string_str", ("label", "utf8", "ansi"), lambda e, t: (t(), str(e.target))[1]),
     # ---- structs
-    Op("member_int", ("pos",), lambda e, t: setattr(e.target, "x", HIndex(t, 42)),
-       lambda e, r: e.target.x == 42),
-    Op("member_int_subclass", ("pos",), lambda e, t: setattr(e.target, "x", HInt(42, t)),
-       lambda e, r: e.target.x == 42),
-    Op("member_float", ("pos",), lambda e, t: setattr(e.target, "y", HFloat(t, 4.5)),
-       lambda e, r: e.target.y == 4.5),
+    Op(
+        "member_int",
+        ("pos",),
+        lambda e, t: setattr(e.target, "x", HIndex(t, 42)),
+        lambda e, r: e.target.x == 42,
+    ),
+    Op(
+        "member_int_subclass",
+        ("pos",),
+        lambda e, t: setattr(e.target, "x", HInt(42, t)),
+        lambda e, r: e.target.x == 42,
+    ),
+    Op(
+        "member_float",
+        ("pos",),
+        lambda e, t: setattr(e.target, "y", HFloat(t, 4.5)),
+        lambda e, r: e.target.y == 4.5,
+    ),
     Op("struct_eq", ("pos",), lambda e, t: e.target == (HEq(t, 1), 1.0)),
     Op("struct_iter", ("pos",), lambda e, t: (t(), list(e.target))[1]),
-    Op("member_string", ("rich",), lambda e, t: setattr(e.target, "label", HStr("forty-two", t)),
-       lambda e, r: e.target.label == "forty-two"),
-    Op("member_name", ("rich",), lambda e, t: setattr(e.target, "tag", HStr("FortyTwo", t)),
-       lambda e, r: e.target.tag == "fortytwo"),
-    Op("member_array", ("rich",),
-       lambda e, t: setattr(e.target, "nums", HIter(t, [HIndex(t, 42), HInt(43, t)])),
-       lambda e, r: e.target.nums == [42, 43]),
-    Op("member_scalar_rich", ("rich",), lambda e, t: setattr(e.target, "count", HIndex(t, 42)),
-       lambda e, r: e.target.count == 42),
-    Op("member_array_append", ("rich_nums",), lambda e, t: e.target.nums.append(HIndex(t, 42)),
-       lambda e, r: e.target.nums[-1] == 42, (EXPIRED,)),
-    Op("member_array_setitem", ("rich_nums",),
-       lambda e, t: e.target.nums.__setitem__(0, HIndex(t, 42)),
-       lambda e, r: e.target.nums[0] == 42, (IndexError, EXPIRED)),
+    Op(
+        "member_string",
+        ("rich",),
+        lambda e, t: setattr(e.target, "label", HStr("forty-two", t)),
+        lambda e, r: e.target.label == "forty-two",
+    ),
+    Op(
+        "member_name",
+        ("rich",),
+        lambda e, t: setattr(e.target, "tag", HStr("FortyTwo", t)),
+        lambda e, r: e.target.tag == "fortytwo",
+    ),
+    Op(
+        "member_array",
+        ("rich",),
+        lambda e, t: setattr(e.target, "nums", HIter(t, [HIndex(t, 42), HInt(43, t)])),
+        lambda e, r: e.target.nums == [42, 43],
+    ),
+    Op(
+        "member_scalar_rich",
+        ("rich",),
+        lambda e, t: setattr(e.target, "count", HIndex(t, 42)),
+        lambda e, r: e.target.count == 42,
+    ),
+    Op(
+        "member_array_append",
+        ("rich_nums",),
+        lambda e, t: e.target.nums.append(HIndex(t, 42)),
+        lambda e, r: e.target.nums[-1] == 42,
+        (EXPIRED,),
+    ),
+    Op(
+        "member_array_setitem",
+        ("rich_nums",),
+        lambda e, t: e.target.nums.__setitem__(0, HIndex(t, 42)),
+        lambda e, r: e.target.nums[0] == 42,
+        (IndexError, EXPIRED),
+    ),
     # ---- delegates
-    Op("bind_sneaky", ("single",), lambda e, t: e.target.bind(e.lookup, "sneaky"),
-       lambda e, r: e.target.is_bound),
-    Op("bind_hstr_name", ("single",), lambda e, t: e.target.bind(e.lookup, HStr("plain", t)),
-       lambda e, r: e.target.is_bound),
-    Op("bind_callable", ("single",), lambda e, t: e.target.bind(lambda *a: t()),
-       lambda e, r: e.target.is_bound),
-    Op("execute_hostile", ("single",),
-       lambda e, t: (e.target.bind(lambda *a: t()), e.target.execute()),
-       None, (RuntimeError,), atomic=False),
-    Op("add_sneaky", ("multi", "sparse"), lambda e, t: e.target.add(e.lookup, "sneaky"),
-       lambda e, r: e.target.is_bound),
-    Op("add_hstr_name", ("multi", "sparse"), lambda e, t: e.target.add(e.lookup, HStr("plain", t)),
-       lambda e, r: e.target.is_bound),
-    Op("add_unique_sneaky", ("multi", "sparse"),
-       lambda e, t: e.target.add_unique(e.lookup, "sneaky")),
-    Op("remove_sneaky", ("multi", "sparse"),
-       lambda e, t: (e.target.add(e.lookup, "plain"), e.target.remove(e.lookup, "sneaky"))),
-    Op("broadcast_hostile", ("multi", "sparse"),
-       lambda e, t: ([e.target.add(lambda *a: t()) for _ in range(3)], e.target.broadcast(1)),
-       atomic=False),
+    Op(
+        "bind_sneaky",
+        ("single",),
+        lambda e, t: e.target.bind(e.lookup, "sneaky"),
+        lambda e, r: e.target.is_bound,
+    ),
+    Op(
+        "bind_hstr_name",
+        ("single",),
+        lambda e, t: e.target.bind(e.lookup, HStr("plain", t)),
+        lambda e, r: e.target.is_bound,
+    ),
+    Op(
+        "bind_callable",
+        ("single",),
+        lambda e, t: e.target.bind(lambda *a: t()),
+        lambda e, r: e.target.is_bound,
+    ),
+    Op(
+        "execute_hostile",
+        ("single",),
+        lambda e, t: (e.target.bind(lambda *a: t()), e.target.execute()),
+        None,
+        (RuntimeError,),
+        atomic=False,
+    ),
+    Op(
+        "add_sneaky",
+        ("multi", "sparse"),
+        lambda e, t: e.target.add(e.lookup, "sneaky"),
+        lambda e, r: e.target.is_bound,
+    ),
+    Op(
+        "add_hstr_name",
+        ("multi", "sparse"),
+        lambda e, t: e.target.add(e.lookup, HStr("plain", t)),
+        lambda e, r: e.target.is_bound,
+    ),
+    Op(
+        "add_unique_sneaky",
+        ("multi", "sparse"),
+        lambda e, t: e.target.add_unique(e.lookup, "sneaky"),
+    ),
+    Op(
+        "remove_sneaky",
+        ("multi", "sparse"),
+        lambda e, t: (e.target.add(e.lookup, "plain"), e.target.remove(e.lookup, "sneaky")),
+    ),
+    Op(
+        "broadcast_hostile",
+        ("multi", "sparse"),
+        lambda e, t: ([e.target.add(lambda *a: t()) for _ in range(3)], e.target.broadcast(1)),
+        atomic=False,
+    ),
     Op("contains_callable", ("multi", "sparse"), lambda e, t: HEq(t, 0) in e.target),
 ]
 
@@ -587,9 +1065,17 @@ def _cases(modes: tuple[str, ...]) -> list[Any]:
                             continue  # a gc callback's or finaliser's exception is unraisable
                         whens = (1, 2, 3) if mode == "hook" else (1, 4) if mode == "gc" else (1,)
                         for when in whens:
-                            cases.append(pytest.param(
-                                op.name, kind_name, colour, action, mode, when,
-                                id=f"{op.name}-{kind_name}-{colour}-{action}-{mode}{when}"))
+                            cases.append(
+                                pytest.param(
+                                    op.name,
+                                    kind_name,
+                                    colour,
+                                    action,
+                                    mode,
+                                    when,
+                                    id=f"{op.name}-{kind_name}-{colour}-{action}-{mode}{when}",
+                                )
+                            )
     return cases
 
 
@@ -616,8 +1102,15 @@ def _alive(value: Any) -> bool:
     return value is not None and not value.is_expired
 
 
-def judge(env: Env, op: Op, action: str, trigger: Trigger, before: Any, result: Any,
-          error: BaseException | None) -> None:
+def judge(
+    env: Env,
+    op: Op,
+    action: str,
+    trigger: Trigger,
+    before: Any,
+    result: Any,
+    error: BaseException | None,
+) -> None:
     """The contract of the module docstring."""
     if error is not None and not isinstance(error, DOCUMENTED):
         raise AssertionError(f"undocumented exception {type(error).__name__}: {error}") from error
@@ -636,7 +1129,8 @@ def judge(env: Env, op: Op, action: str, trigger: Trigger, before: Any, result: 
         assert error.args == ("raised by a hook",)
         if _alive(env.target) and op.atomic:
             assert _same_state(_snap(env.target), before), (
-                "a write interrupted by an exception left changes")
+                "a write interrupted by an exception left changes"
+            )
         return
     if action in ("dispose", "collect_owner", "close"):
         if error is not None:
@@ -651,38 +1145,51 @@ def judge(env: Env, op: Op, action: str, trigger: Trigger, before: Any, result: 
                 ok = op.check(env, result)
             except EXPIRED:
                 ok = False
-            assert ok, (f"the value written does not read back after the hook's {action}: "
-                        f"{_short(_snap(env.target))}")
+            assert ok, (
+                f"the value written does not read back after the hook's {action}: "
+                f"{_short(_snap(env.target))}"
+            )
         return
     allowed: tuple[type[BaseException], ...] = op.gone if action in ("clear", "replace") else ()
     if env.kind.views:
         allowed += (EXPIRED,)
     assert isinstance(error, allowed), (
-        f"{type(error).__name__}: {error} after the hook's {action} (the target is alive)")
+        f"{type(error).__name__}: {error} after the hook's {action} (the target is alive)"
+    )
     if _alive(env.target) and op.check is not None:
         assert _same_state(_snap(env.target), env.after), "refused, yet the container changed"
 
 
 @pytest.mark.parametrize("op_name, kind_name, colour, action, mode, when", _cases(("hook",)))
-def test_hook_mutates_during_write(hrt: zs.Runtime, op_name: str, kind_name: str, colour: str,
-                                   action: str, mode: str, when: int) -> None:
+def test_hook_mutates_during_write(
+    hrt: zs.Runtime, op_name: str, kind_name: str, colour: str, action: str, mode: str, when: int
+) -> None:
     """A conversion hook of the value being written runs the action."""
     _run_case(hrt, op_name, kind_name, colour, action, mode, when)
 
 
-@pytest.mark.parametrize("op_name, kind_name, colour, action, mode, when",
-                         _sampled(_cases(("gc", "del"))))
-def test_collector_mutates_during_call(hrt: zs.Runtime, op_name: str, kind_name: str,
-                                       colour: str, action: str, mode: str, when: int,
-                                       unraisable: list[Any]) -> None:
+@pytest.mark.parametrize(
+    "op_name, kind_name, colour, action, mode, when", _sampled(_cases(("gc", "del")))
+)
+def test_collector_mutates_during_call(
+    hrt: zs.Runtime,
+    op_name: str,
+    kind_name: str,
+    colour: str,
+    action: str,
+    mode: str,
+    when: int,
+    unraisable: list[Any],
+) -> None:
     """CPython's cycle collector (gc.callbacks, or a finaliser) runs the
     action at an allocation inside the call; the values are plain."""
     _run_case(hrt, op_name, kind_name, colour, action, mode, when)
     assert not [u for u in unraisable if not isinstance(u.exc_value, HookError)], unraisable
 
 
-def _run_case(rt: zs.Runtime, op_name: str, kind_name: str, colour: str, action: str, mode: str,
-              when: int) -> None:
+def _run_case(
+    rt: zs.Runtime, op_name: str, kind_name: str, colour: str, action: str, mode: str, when: int
+) -> None:
     op = OPS_BY_NAME[op_name]
     env = make_env(rt, kind_name, colour)
     trigger = Trigger(lambda: env.act(action), when)
@@ -721,6 +1228,7 @@ def _still_sound(rt: zs.Runtime, env: Env | None = None) -> None:
 # Object property setters (the holder is the target)
 # ---------------------------------------------------------------------------
 
+
 @dataclass
 class PropCase:
     name: str
@@ -738,56 +1246,105 @@ PROP_CASES: list[PropCase] = [
     PropCase("i32_int_subclass", "i32", lambda t, e: HInt(42, t), lambda v: v == 42),
     PropCase("i8", "i8", lambda t, e: HIndex(t, -5), lambda v: v == -5),
     PropCase("u64", "u64", lambda t, e: HInt(2**63, t), lambda v: v == 2**63),
-    PropCase("i64", "i64", lambda t, e: HIndex(t, -2**40), lambda v: v == -2**40),
+    PropCase("i64", "i64", lambda t, e: HIndex(t, -(2**40)), lambda v: v == -(2**40)),
     PropCase("flag", "flag", lambda t, e: HBool(t, True), lambda v: v is True),
     PropCase("string", "label", lambda t, e: HStr("forty-two", t), lambda v: v == "forty-two"),
     PropCase("utf8", "utf8", lambda t, e: HStr("héllo", t), lambda v: v == "héllo"),
     PropCase("ansi", "ansi", lambda t, e: HStr("plain", t), lambda v: v == "plain"),
     PropCase("text", "text", lambda t, e: HStr("shown", t), lambda v: v == "shown"),
     PropCase("name", "tag", lambda t, e: HStr("FortyTwo", t), lambda v: v == "fortytwo"),
-    PropCase("array_float", "floats", lambda t, e: HIter(t, [HFloat(t, 42.0), 1.0]),
-             lambda v: v == [42.0, 1.0]),
+    PropCase(
+        "array_float",
+        "floats",
+        lambda t, e: HIter(t, [HFloat(t, 42.0), 1.0]),
+        lambda v: v == [42.0, 1.0],
+    ),
     PropCase("array_int", "ints", lambda t, e: HIter(t, [HIndex(t, 42)]), lambda v: v == [42]),
     PropCase("array_bool", "flags", lambda t, e: [HBool(t, True)], lambda v: v == [True]),
-    PropCase("array_struct", "vecs", lambda t, e: HIter(t, [(HIndex(t, 42), HFloat(t, 4.5))]),
-             lambda v: [x.to_python() for x in v] == [{"x": 42, "y": 4.5}]),
+    PropCase(
+        "array_struct",
+        "vecs",
+        lambda t, e: HIter(t, [(HIndex(t, 42), HFloat(t, 4.5))]),
+        lambda v: [x.to_python() for x in v] == [{"x": 42, "y": 4.5}],
+    ),
     PropCase("array_string", "words", lambda t, e: HIter(t, [HStr("w", t)]), lambda v: v == ["w"]),
     PropCase("array_name", "names", lambda t, e: [HStr("N", t)], lambda v: v == ["n"]),
-    PropCase("map", "fmap", lambda t, e: HMapping(t, {HInt(1, t): HFloat(t, 42.0)}),
-             lambda v: v == {1: 42.0}),
+    PropCase(
+        "map",
+        "fmap",
+        lambda t, e: HMapping(t, {HInt(1, t): HFloat(t, 42.0)}),
+        lambda v: v == {1: 42.0},
+    ),
     PropCase("map_dict", "fmap", lambda t, e: {1: HFloat(t, 42.0)}, lambda v: v == {1: 42.0}),
-    PropCase("name_map", "nmap", lambda t, e: {HStr("K", t): HIndex(t, 42)},
-             lambda v: v == {"k": 42}),
-    PropCase("struct_map", "vmap", lambda t, e: {1: (HIndex(t, 42), 1.0)},
-             lambda v: v[1].x == 42),
+    PropCase(
+        "name_map", "nmap", lambda t, e: {HStr("K", t): HIndex(t, 42)}, lambda v: v == {"k": 42}
+    ),
+    PropCase("struct_map", "vmap", lambda t, e: {1: (HIndex(t, 42), 1.0)}, lambda v: v[1].x == 42),
     PropCase("set", "iset", lambda t, e: HIter(t, [HInt(42, t)]), lambda v: v == {42}),
     PropCase("name_set", "nset", lambda t, e: [HStr("Q", t)], lambda v: v == {"q"}),
     PropCase("optional", "ofloat", lambda t, e: HFloat(t, 42.0), lambda v: v == 42.0),
-    PropCase("optional_struct", "ovec", lambda t, e: (HIndex(t, 42), HFloat(t, 4.5)),
-             lambda v: v.value.x == 42),
-    PropCase("struct_tuple", "pos", lambda t, e: (HIndex(t, 42), HFloat(t, 4.5)),
-             lambda v: v.to_python() == {"x": 42, "y": 4.5}),
-    PropCase("struct_dict", "pos", lambda t, e: {"y": HFloat(t, 4.5), "x": HInt(42, t)},
-             lambda v: v.to_python() == {"x": 42, "y": 4.5}),
-    PropCase("struct_rich", "rich",
-             lambda t, e: {"label": HStr("L", t), "tag": HStr("T", t),
-                           "nums": HIter(t, [HIndex(t, 1)]), "count": HIndex(t, 2)},
-             lambda v: v.label == "L" and v.tag == "t" and v.nums == [1] and v.count == 2),
-    PropCase("delegate_sneaky", "single", lambda t, e: (e.lookup, "sneaky"),
-             lambda v: v.is_bound),
-    PropCase("delegate_hstr", "single", lambda t, e: (e.lookup, HStr("plain", t)),
-             lambda v: v.is_bound),
-    PropCase("multicast", "multi",
-             lambda t, e: HIter(t, [(e.lookup, "sneaky"), (e.lookup, HStr("plain", t))]),
-             lambda v: len(v) == 2),
-    PropCase("sparse", "sparse", lambda t, e: HIter(t, [(e.lookup, HStr("plain", t))]),
-             lambda v: len(v) == 1),
-    PropCase("field_path", "path", lambda t, e: HStr("HHolder.i32", t),
-             lambda v: str(v) == "HHolder.i32"),
-    PropCase("soft", "soft", lambda t, e: HStr("Outer.Thing", t), lambda v: v.path == "Outer.Thing",
-             HWrapped),
-    PropCase("soft_class", "soft_class", lambda t, e: HStr("hostile_support.HHolder", t),
-             lambda v: v.path == "hostile_support.HHolder", HWrapped),
+    PropCase(
+        "optional_struct",
+        "ovec",
+        lambda t, e: (HIndex(t, 42), HFloat(t, 4.5)),
+        lambda v: v.value.x == 42,
+    ),
+    PropCase(
+        "struct_tuple",
+        "pos",
+        lambda t, e: (HIndex(t, 42), HFloat(t, 4.5)),
+        lambda v: v.to_python() == {"x": 42, "y": 4.5},
+    ),
+    PropCase(
+        "struct_dict",
+        "pos",
+        lambda t, e: {"y": HFloat(t, 4.5), "x": HInt(42, t)},
+        lambda v: v.to_python() == {"x": 42, "y": 4.5},
+    ),
+    PropCase(
+        "struct_rich",
+        "rich",
+        lambda t, e: {
+            "label": HStr("L", t),
+            "tag": HStr("T", t),
+            "nums": HIter(t, [HIndex(t, 1)]),
+            "count": HIndex(t, 2),
+        },
+        lambda v: v.label == "L" and v.tag == "t" and v.nums == [1] and v.count == 2,
+    ),
+    PropCase("delegate_sneaky", "single", lambda t, e: (e.lookup, "sneaky"), lambda v: v.is_bound),
+    PropCase(
+        "delegate_hstr", "single", lambda t, e: (e.lookup, HStr("plain", t)), lambda v: v.is_bound
+    ),
+    PropCase(
+        "multicast",
+        "multi",
+        lambda t, e: HIter(t, [(e.lookup, "sneaky"), (e.lookup, HStr("plain", t))]),
+        lambda v: len(v) == 2,
+    ),
+    PropCase(
+        "sparse",
+        "sparse",
+        lambda t, e: HIter(t, [(e.lookup, HStr("plain", t))]),
+        lambda v: len(v) == 1,
+    ),
+    PropCase(
+        "field_path", "path", lambda t, e: HStr("HHolder.i32", t), lambda v: str(v) == "HHolder.i32"
+    ),
+    PropCase(
+        "soft",
+        "soft",
+        lambda t, e: HStr("Outer.Thing", t),
+        lambda v: v.path == "Outer.Thing",
+        HWrapped,
+    ),
+    PropCase(
+        "soft_class",
+        "soft_class",
+        lambda t, e: HStr("hostile_support.HHolder", t),
+        lambda v: v.path == "hostile_support.HHolder",
+        HWrapped,
+    ),
     PropCase("wrapped_count", "count", lambda t, e: HIndex(t, 42), lambda v: v == 42, HWrapped),
 ]
 
@@ -803,8 +1360,11 @@ def _prop_cases(modes: tuple[str, ...]) -> list[Any]:
                     continue
                 whens = (1, 2, 3) if mode == "hook" else (1, 4) if mode == "gc" else (1,)
                 for when in whens:
-                    cases.append(pytest.param(case.name, action, mode, when,
-                                              id=f"{case.name}-{action}-{mode}{when}"))
+                    cases.append(
+                        pytest.param(
+                            case.name, action, mode, when, id=f"{case.name}-{action}-{mode}{when}"
+                        )
+                    )
     return cases
 
 
@@ -842,7 +1402,7 @@ def _run_prop_case(rt: zs.Runtime, name: str, action: str, mode: str, when: int)
                 holder.remove_from_root()
                 holder.mark_as_garbage()
                 rt.collect_garbage()
-            elif action == "reassign":   # the same property, written from inside the write
+            elif action == "reassign":  # the same property, written from inside the write
                 setattr(holder, case.prop, getattr(holder, case.prop))
         except HookError:
             raise
@@ -880,15 +1440,17 @@ def _run_prop_case(rt: zs.Runtime, name: str, action: str, mode: str, when: int)
 
 
 @pytest.mark.parametrize("name, action, mode, when", _prop_cases(("hook",)))
-def test_property_setter_hook(hrt: zs.Runtime, name: str, action: str, mode: str,
-                              when: int) -> None:
+def test_property_setter_hook(
+    hrt: zs.Runtime, name: str, action: str, mode: str, when: int
+) -> None:
     """``holder.prop = value`` whose conversion runs the action."""
     _run_prop_case(hrt, name, action, mode, when)
 
 
 @pytest.mark.parametrize("name, action, mode, when", _sampled(_prop_cases(("gc", "del"))))
-def test_property_setter_collector(hrt: zs.Runtime, name: str, action: str, mode: str,
-                                   when: int, unraisable: list[Any]) -> None:
+def test_property_setter_collector(
+    hrt: zs.Runtime, name: str, action: str, mode: str, when: int, unraisable: list[Any]
+) -> None:
     """``holder.prop = value`` while CPython's collector runs the action."""
     _run_prop_case(hrt, name, action, mode, when)
     assert not unraisable, unraisable
@@ -899,69 +1461,123 @@ def test_property_setter_collector(hrt: zs.Runtime, name: str, action: str, mode
 # ---------------------------------------------------------------------------
 
 CTORS: dict[str, tuple[Callable[[Trigger, Any], Any], Callable[[Any], bool]]] = {
-    "object_kwargs": (lambda t, lk: HHolder(f64=HFloat(t, 42.0), i32=HIndex(t, 42),
-                                            label=HStr("L", t), floats=HIter(t, [HFloat(t, 1.0)]),
-                                            pos=(HIndex(t, 1), 2.0), tag=HStr("T", t)),
-                      lambda v: v.f64 == 42.0 and v.i32 == 42 and v.label == "L"
-                      and v.floats == [1.0] and v.pos.x == 1 and v.tag == "t"),
-    "object_scalar_kwargs": (lambda t, lk: HHolder(f64=HFloatSub(4.5, t), flag=HBool(t, True)),
-                             lambda v: v.f64 == 4.5 and v.flag is True),
-    "object_name_kwarg": (lambda t, lk: HHolder(name=HStr("Named", t)),
-                          lambda v: v.name == "Named"),
-    "object_outer": (lambda t, lk: HHolder(outer=lk, ints=HIter(t, [HIndex(t, 3)])),
-                     lambda v: v.ints == [3]),
-    "struct_args": (lambda t, lk: HVec(HIndex(t, 42), HFloat(t, 4.5)),
-                    lambda v: v.to_python() == {"x": 42, "y": 4.5}),
-    "struct_kwargs": (lambda t, lk: HRich(label=HStr("L", t), tag=HStr("T", t),
-                                          nums=HIter(t, [HIndex(t, 1)]), count=HInt(2, t)),
-                      lambda v: v.label == "L" and v.nums == [1] and v.count == 2),
-    "array": (lambda t, lk: zs.Array[zs.Float64](HIter(t, [HFloat(t, 42.0), 1.0])),
-              lambda v: v == [42.0, 1.0]),
-    "array_structs": (lambda t, lk: zs.Array[HVec](HIter(t, [(HIndex(t, 1), HFloat(t, 2.0))])),
-                      lambda v: v[0].to_python() == {"x": 1, "y": 2.0}),
-    "array_strings": (lambda t, lk: zs.Array[zs.String]([HStr("a", t), HStr("b", t)]),
-                      lambda v: v == ["a", "b"]),
-    "map": (lambda t, lk: zs.Map[zs.Int32, zs.Float64](HMapping(t, {HInt(1, t): HFloat(t, 2.0)})),
-            lambda v: v == {1: 2.0}),
-    "map_names": (lambda t, lk: zs.Map[zs.Name, zs.Int32]({HStr("A", t): HIndex(t, 1)}),
-                  lambda v: v == {"a": 1}),
-    "set": (lambda t, lk: zs.Set[zs.Int32](HIter(t, [HInt(1, t), HIndex(t, 2)])),
-            lambda v: v == {1, 2}),
+    "object_kwargs": (
+        lambda t, lk: HHolder(
+            f64=HFloat(t, 42.0),
+            i32=HIndex(t, 42),
+            label=HStr("L", t),
+            floats=HIter(t, [HFloat(t, 1.0)]),
+            pos=(HIndex(t, 1), 2.0),
+            tag=HStr("T", t),
+        ),
+        lambda v: (
+            v.f64 == 42.0
+            and v.i32 == 42
+            and v.label == "L"
+            and v.floats == [1.0]
+            and v.pos.x == 1
+            and v.tag == "t"
+        ),
+    ),
+    "object_scalar_kwargs": (
+        lambda t, lk: HHolder(f64=HFloatSub(4.5, t), flag=HBool(t, True)),
+        lambda v: v.f64 == 4.5 and v.flag is True,
+    ),
+    "object_name_kwarg": (
+        lambda t, lk: HHolder(name=HStr("Named", t)),
+        lambda v: v.name == "Named",
+    ),
+    "object_outer": (
+        lambda t, lk: HHolder(outer=lk, ints=HIter(t, [HIndex(t, 3)])),
+        lambda v: v.ints == [3],
+    ),
+    "struct_args": (
+        lambda t, lk: HVec(HIndex(t, 42), HFloat(t, 4.5)),
+        lambda v: v.to_python() == {"x": 42, "y": 4.5},
+    ),
+    "struct_kwargs": (
+        lambda t, lk: HRich(
+            label=HStr("L", t), tag=HStr("T", t), nums=HIter(t, [HIndex(t, 1)]), count=HInt(2, t)
+        ),
+        lambda v: v.label == "L" and v.nums == [1] and v.count == 2,
+    ),
+    "array": (
+        lambda t, lk: zs.Array[zs.Float64](HIter(t, [HFloat(t, 42.0), 1.0])),
+        lambda v: v == [42.0, 1.0],
+    ),
+    "array_structs": (
+        lambda t, lk: zs.Array[HVec](HIter(t, [(HIndex(t, 1), HFloat(t, 2.0))])),
+        lambda v: v[0].to_python() == {"x": 1, "y": 2.0},
+    ),
+    "array_strings": (
+        lambda t, lk: zs.Array[zs.String]([HStr("a", t), HStr("b", t)]),
+        lambda v: v == ["a", "b"],
+    ),
+    "map": (
+        lambda t, lk: zs.Map[zs.Int32, zs.Float64](HMapping(t, {HInt(1, t): HFloat(t, 2.0)})),
+        lambda v: v == {1: 2.0},
+    ),
+    "map_names": (
+        lambda t, lk: zs.Map[zs.Name, zs.Int32]({HStr("A", t): HIndex(t, 1)}),
+        lambda v: v == {"a": 1},
+    ),
+    "set": (
+        lambda t, lk: zs.Set[zs.Int32](HIter(t, [HInt(1, t), HIndex(t, 2)])),
+        lambda v: v == {1, 2},
+    ),
     "set_names": (lambda t, lk: zs.Set[zs.Name](HIter(t, [HStr("A", t)])), lambda v: v == {"a"}),
     "optional": (lambda t, lk: zs.Optional[zs.Float64](HFloat(t, 42.0)), lambda v: v == 42.0),
-    "optional_struct": (lambda t, lk: zs.Optional[HVec]((HIndex(t, 4), 1.0)),
-                        lambda v: v.value.x == 4),
+    "optional_struct": (
+        lambda t, lk: zs.Optional[HVec]((HIndex(t, 4), 1.0)),
+        lambda v: v.value.x == 4,
+    ),
     "string": (lambda t, lk: zs.String(HStr("héllo", t)), lambda v: str(v) == "héllo"),
     "utf8": (lambda t, lk: zs.Utf8String(HStr("héllo", t)), lambda v: str(v) == "héllo"),
     "ansi": (lambda t, lk: zs.AnsiString(HStr("plain", t)), lambda v: str(v) == "plain"),
     "text": (lambda t, lk: zs.Text(HStr("shown", t)), lambda v: str(v) == "shown"),
     "name": (lambda t, lk: zs.Name(HStr("Named_3", t)), lambda v: str(v) == "Named_3"),
-    "field_path": (lambda t, lk: zs.FieldPath(HStr("HHolder.pos.x", t)),
-                   lambda v: str(v) == "HHolder.pos.x"),
-    "field_path_class": (lambda t, lk: zs.FieldPath(HHolder, HStr("pos.x", t)),
-                         lambda v: str(v) == "HHolder.pos.x"),
+    "field_path": (
+        lambda t, lk: zs.FieldPath(HStr("HHolder.pos.x", t)),
+        lambda v: str(v) == "HHolder.pos.x",
+    ),
+    "field_path_class": (
+        lambda t, lk: zs.FieldPath(HHolder, HStr("pos.x", t)),
+        lambda v: str(v) == "HHolder.pos.x",
+    ),
     "delegate": (lambda t, lk: zs.Delegate(lk, "sneaky"), lambda v: v.is_bound),
     "delegate_hstr": (lambda t, lk: zs.Delegate(lk, HStr("plain", t)), lambda v: v.is_bound),
-    "multicast": (lambda t, lk: zs.MulticastDelegate(HIter(t, [(lk, HStr("plain", t))])),
-                  lambda v: len(v) == 1),
-    "soft": (lambda t, lk: zs.SoftObjectPtr[HHolder](HStr("Outer.Thing", t)),
-             lambda v: v.path == "Outer.Thing"),
-    "soft_class": (lambda t, lk: zs.SoftClassPtr[HHolder](HStr("hostile_support.HHolder", t)),
-                   lambda v: v.path == "hostile_support.HHolder"),
+    "multicast": (
+        lambda t, lk: zs.MulticastDelegate(HIter(t, [(lk, HStr("plain", t))])),
+        lambda v: len(v) == 1,
+    ),
+    "soft": (
+        lambda t, lk: zs.SoftObjectPtr[HHolder](HStr("Outer.Thing", t)),
+        lambda v: v.path == "Outer.Thing",
+    ),
+    "soft_class": (
+        lambda t, lk: zs.SoftClassPtr[HHolder](HStr("hostile_support.HHolder", t)),
+        lambda v: v.path == "hostile_support.HHolder",
+    ),
     "strong_ptr": (lambda t, lk: (t(), zs.StrongObjectPtr(lk))[1], lambda v: v.get() is not None),
     "weak_ptr": (lambda t, lk: (t(), zs.WeakObjectPtr(lk))[1], lambda v: True),
-    "script_interface": (lambda t, lk: (t(), zs.ScriptInterface[IThing](HHolder()))[1],
-                         lambda v: True),
+    "script_interface": (
+        lambda t, lk: (t(), zs.ScriptInterface[IThing](HHolder()))[1],
+        lambda v: True,
+    ),
 }
 
 CTOR_ACTIONS = ("collect", "close", "raise", "collect_everything")
 
 
 def _ctor_cases(modes: tuple[str, ...]) -> list[Any]:
-    return [pytest.param(name, action, mode, when, id=f"{name}-{action}-{mode}{when}")
-            for name in CTORS for action in CTOR_ACTIONS for mode in modes
-            if not (mode != "hook" and action == "raise")
-            for when in ((1, 2, 3) if mode == "hook" else (1, 4) if mode == "gc" else (1,))]
+    return [
+        pytest.param(name, action, mode, when, id=f"{name}-{action}-{mode}{when}")
+        for name in CTORS
+        for action in CTOR_ACTIONS
+        for mode in modes
+        if not (mode != "hook" and action == "raise")
+        for when in ((1, 2, 3) if mode == "hook" else (1, 4) if mode == "gc" else (1,))
+    ]
 
 
 def _run_ctor(rt: zs.Runtime, name: str, action: str, mode: str, when: int) -> None:
@@ -1019,9 +1635,11 @@ def _run_ctor(rt: zs.Runtime, name: str, action: str, mode: str, when: int) -> N
         if made is not None and hasattr(made, "is_expired"):
             # alive only if made after the close (the hook ran while the test
             # built the arguments), on the runtime current then
-            assert made.is_expired is True or isinstance(made, (zs.Name, zs.FieldPath,
-                                                                zs.WeakObjectPtr)) \
-                or made._rt is not rt and not made._rt.closed
+            assert (
+                made.is_expired is True
+                or isinstance(made, (zs.Name, zs.FieldPath, zs.WeakObjectPtr))
+                or (made._rt is not rt and not made._rt.closed)
+            )
     else:  # collect_everything: the outer/lookup object went away mid-construction
         if error is not None:
             assert isinstance(error, (EXPIRED, TypeError, ValueError)), error
@@ -1036,8 +1654,9 @@ def test_constructor_hook(hrt: zs.Runtime, name: str, action: str, mode: str, wh
 
 
 @pytest.mark.parametrize("name, action, mode, when", _sampled(_ctor_cases(("gc", "del"))))
-def test_constructor_collector(hrt: zs.Runtime, name: str, action: str, mode: str, when: int,
-                               unraisable: list[Any]) -> None:
+def test_constructor_collector(
+    hrt: zs.Runtime, name: str, action: str, mode: str, when: int, unraisable: list[Any]
+) -> None:
     """Constructors while CPython's collector runs the action."""
     _run_ctor(hrt, name, action, mode, when)
     assert not unraisable, unraisable
@@ -1055,8 +1674,25 @@ READS: dict[str, Callable[[Any], Any]] = {
     "eq_self_copy": lambda v: v == v.to_python(),
     "len": len,
 }
-READ_KINDS = ("floats", "ints", "vecs", "words", "names", "fmap", "nmap", "vmap", "iset", "nset",
-              "ofloat", "ovec", "label", "utf8", "pos", "rich", "multi")
+READ_KINDS = (
+    "floats",
+    "ints",
+    "vecs",
+    "words",
+    "names",
+    "fmap",
+    "nmap",
+    "vmap",
+    "iset",
+    "nset",
+    "ofloat",
+    "ovec",
+    "label",
+    "utf8",
+    "pos",
+    "rich",
+    "multi",
+)
 READ_ACTIONS = ("grow", "clear", "replace", "collect_owner", "dispose", "collect", "close")
 
 
@@ -1072,17 +1708,31 @@ def _read_cases() -> list[Any]:
                     if action not in READ_ACTIONS:
                         continue
                     for mode, when in (("gc", 1), ("gc", 3), ("del", 1)):
-                        cases.append(pytest.param(kind_name, read, colour, action, mode, when,
-                                                  id=f"{read}-{kind_name}-{colour}-{action}-"
-                                                     f"{mode}{when}"))
+                        cases.append(
+                            pytest.param(
+                                kind_name,
+                                read,
+                                colour,
+                                action,
+                                mode,
+                                when,
+                                id=f"{read}-{kind_name}-{colour}-{action}-{mode}{when}",
+                            )
+                        )
     return cases
 
 
-@pytest.mark.parametrize("kind_name, read, colour, action, mode, when",
-                         _sampled(_read_cases()))
-def test_read_while_collector_mutates(hrt: zs.Runtime, kind_name: str, read: str, colour: str,
-                                      action: str, mode: str, when: int,
-                                      unraisable: list[Any]) -> None:
+@pytest.mark.parametrize("kind_name, read, colour, action, mode, when", _sampled(_read_cases()))
+def test_read_while_collector_mutates(
+    hrt: zs.Runtime,
+    kind_name: str,
+    read: str,
+    colour: str,
+    action: str,
+    mode: str,
+    when: int,
+    unraisable: list[Any],
+) -> None:
     """A copy out (to_python, iteration, repr, str, ==, len) is either a
     consistent copy (the contents before or after the action, never a mix
     read from freed storage) or raises ExpiredConjugateError (the target
@@ -1105,7 +1755,8 @@ def test_read_while_collector_mutates(hrt: zs.Runtime, kind_name: str, read: str
         if isinstance(env.target, (zs.MulticastDelegate, zs.SparseDelegate)):
             result = ("multicast", len(result))  # compared as _snap sees it
         assert _same_state(result, before) or _same_state(result, env.after), (
-            f"a torn copy: {_short(result)}")
+            f"a torn copy: {_short(result)}"
+        )
     assert not unraisable, unraisable
     _still_sound(hrt, env)
 
@@ -1127,8 +1778,9 @@ ITER_ARRAYS: dict[str, tuple[Callable[[int], Any], Any]] = {
 @pytest.mark.parametrize("size", [1, 2, 255, 256, 257, 1000])
 @pytest.mark.parametrize("element", list(ITER_ARRAYS))
 @pytest.mark.parametrize("change", ["append", "pop", "clear", "extend"])
-def test_iteration_raises_when_the_size_changes(hrt: zs.Runtime, element: str, size: int,
-                                                change: str) -> None:
+def test_iteration_raises_when_the_size_changes(
+    hrt: zs.Runtime, element: str, size: int, change: str
+) -> None:
     """Like ``list`` would not, but like ``dict`` does: an array whose size
     changes while it is iterated raises RuntimeError at the next step,
     whatever its size (the scalar path read the whole of an array of 256
@@ -1158,16 +1810,49 @@ def test_iteration_raises_when_the_size_changes(hrt: zs.Runtime, element: str, s
 # ---------------------------------------------------------------------------
 
 PROPERTY_VALUES: dict[str, Any] = {
-    "f64": 1.5, "f32": 1.5, "i32": 3, "i8": 3, "u64": 3, "i64": 3, "flag": True,
-    "label": "x", "utf8": "x", "ansi": "x", "text": "x", "tag": "x", "ref": None, "weak": None,
-    "floats": [1.0] * 64, "ints": [1] * 64, "flags": [True] * 64, "vecs": [(1, 1.0)] * 8,
-    "words": ["w"] * 8, "names": ["n"] * 8, "fmap": {1: 1.0}, "nmap": {"k": 1},
-    "vmap": {1: (1, 1.0)}, "iset": {1, 2}, "nset": {"q"}, "ofloat": 2.0, "ovec": (1, 1.0),
-    "pos": (7, 7.5), "rich": {"label": "L" * 40, "count": 9}, "single": None, "multi": None,
-    "sparse": None, "path": "HHolder.i32", "level": 4,
+    "f64": 1.5,
+    "f32": 1.5,
+    "i32": 3,
+    "i8": 3,
+    "u64": 3,
+    "i64": 3,
+    "flag": True,
+    "label": "x",
+    "utf8": "x",
+    "ansi": "x",
+    "text": "x",
+    "tag": "x",
+    "ref": None,
+    "weak": None,
+    "floats": [1.0] * 64,
+    "ints": [1] * 64,
+    "flags": [True] * 64,
+    "vecs": [(1, 1.0)] * 8,
+    "words": ["w"] * 8,
+    "names": ["n"] * 8,
+    "fmap": {1: 1.0},
+    "nmap": {"k": 1},
+    "vmap": {1: (1, 1.0)},
+    "iset": {1, 2},
+    "nset": {"q"},
+    "ofloat": 2.0,
+    "ovec": (1, 1.0),
+    "pos": (7, 7.5),
+    "rich": {"label": "L" * 40, "count": 9},
+    "single": None,
+    "multi": None,
+    "sparse": None,
+    "path": "HHolder.i32",
+    "level": 4,
 }
-WRAPPED_VALUES: dict[str, Any] = {"kind": None, "soft": "Outer.Name", "soft_class": None,
-                                  "lazy": None, "iface": None, "count": 3}
+WRAPPED_VALUES: dict[str, Any] = {
+    "kind": None,
+    "soft": "Outer.Name",
+    "soft_class": None,
+    "lazy": None,
+    "iface": None,
+    "count": 3,
+}
 
 
 def _foreign_targets(rt: zs.Runtime) -> dict[str, Any]:
@@ -1181,10 +1866,17 @@ def _foreign_targets(rt: zs.Runtime) -> dict[str, Any]:
     expired = HSmall()
     hrt_collect(rt)
     return {
-        "small": HSmall(b=7), "other_class": HOther(weight=2.5), "wrapped": HWrapped(),
-        "plain_object": object(), "int": 5, "str": "text", "struct_view": HHolder().pos,
-        "black_struct": HTiny(1), "array": zs.Array[zs.Int32]([1]),
-        "other_runtime_closed": foreign_small, "expired": expired,
+        "small": HSmall(b=7),
+        "other_class": HOther(weight=2.5),
+        "wrapped": HWrapped(),
+        "plain_object": object(),
+        "int": 5,
+        "str": "text",
+        "struct_view": HHolder().pos,
+        "black_struct": HTiny(1),
+        "array": zs.Array[zs.Int32]([1]),
+        "other_runtime_closed": foreign_small,
+        "expired": expired,
     }
 
 
@@ -1197,16 +1889,31 @@ def _descriptor_cases() -> list[Any]:
     names = list(PROPERTY_VALUES)
     for name in names:
         owner = "HHeroHolder" if name == "level" else "HHolder"
-        for target in ("small", "other_class", "wrapped", "plain_object", "int", "str",
-                       "struct_view", "black_struct", "array", "other_runtime_closed", "expired"):
+        for target in (
+            "small",
+            "other_class",
+            "wrapped",
+            "plain_object",
+            "int",
+            "str",
+            "struct_view",
+            "black_struct",
+            "array",
+            "other_runtime_closed",
+            "expired",
+        ):
             for how in ("get", "set"):
-                cases.append(pytest.param(owner, name, target, how,
-                                          id=f"{owner}.{name}-{how}-{target}"))
+                cases.append(
+                    pytest.param(owner, name, target, how, id=f"{owner}.{name}-{how}-{target}")
+                )
     for name in WRAPPED_VALUES:
         for target in ("small", "other_class", "plain_object", "struct_view", "expired"):
             for how in ("get", "set"):
-                cases.append(pytest.param("HWrapped", name, target, how,
-                                          id=f"HWrapped.{name}-{how}-{target}"))
+                cases.append(
+                    pytest.param(
+                        "HWrapped", name, target, how, id=f"HWrapped.{name}-{how}-{target}"
+                    )
+                )
     return cases
 
 
@@ -1221,8 +1928,9 @@ def _call_descriptor(descriptor: Any, instance: Any, how: str, value: Any) -> An
 
 
 @pytest.mark.parametrize("owner, name, target, how", _descriptor_cases())
-def test_descriptor_refuses_an_instance_of_another_class(hrt: zs.Runtime, owner: str, name: str,
-                                                         target: str, how: str) -> None:
+def test_descriptor_refuses_an_instance_of_another_class(
+    hrt: zs.Runtime, owner: str, name: str, target: str, how: str
+) -> None:
     """``Big.prop.fget(tiny)``, ``.fset``, ``.__get__``, ``.__set__`` with an
     instance that is not of the descriptor's class (or a subclass): a
     TypeError naming the property, never a read or write through the
@@ -1250,11 +1958,13 @@ STRUCT_MEMBERS = ("label", "tag", "nums", "count")
 
 
 @pytest.mark.parametrize("how", ["get", "set"])
-@pytest.mark.parametrize("target", ["tiny_black", "tiny_view", "vec_black", "object", "plain",
-                                    "disposed_tiny"])
+@pytest.mark.parametrize(
+    "target", ["tiny_black", "tiny_view", "vec_black", "object", "plain", "disposed_tiny"]
+)
 @pytest.mark.parametrize("member", STRUCT_MEMBERS + ("x", "y"))
-def test_struct_member_descriptor_refuses_another_struct(hrt: zs.Runtime, member: str,
-                                                         target: str, how: str) -> None:
+def test_struct_member_descriptor_refuses_another_struct(
+    hrt: zs.Runtime, member: str, target: str, how: str
+) -> None:
     """A struct member's descriptor (``HRich.label``) applied to a value of
     another struct class (``HTiny``), an object or anything else: TypeError."""
     struct_cls = HVec if member in ("x", "y") else HRich
@@ -1263,11 +1973,19 @@ def test_struct_member_descriptor_refuses_another_struct(hrt: zs.Runtime, member
     holder = HHolder()
     disposed = HTiny(1)
     disposed.dispose()
-    instance = {"tiny_black": HTiny(1), "tiny_view": None, "vec_black": HVec(1, 2.0),
-                "object": holder, "plain": object(), "disposed_tiny": disposed}[target]
+    instance = {
+        "tiny_black": HTiny(1),
+        "tiny_view": None,
+        "vec_black": HVec(1, 2.0),
+        "object": holder,
+        "plain": object(),
+        "disposed_tiny": disposed,
+    }[target]
     if target == "tiny_view":
+
         class HTinyHolder(zs.Object):
             tiny: HTiny
+
         instance = HTinyHolder().tiny
     if target == "vec_black" and struct_cls is HVec:
         instance = HTiny(1)
@@ -1282,17 +2000,30 @@ def test_struct_member_descriptor_refuses_another_struct(hrt: zs.Runtime, member
 # Re-classing through the base descriptor (class 3)
 # ---------------------------------------------------------------------------
 
-OBJECT_RECLASS = [("HSmall", "HHolder"), ("HSmall", "HOther"), ("HHolder", "HSmall"),
-                  ("HHolder", "HHeroHolder"), ("HHeroHolder", "HHolder"), ("HSmall", "HWrapped"),
-                  ("HOther", "HHolder"), ("HWrapped", "HHolder")]
-CLASSES = {"HSmall": HSmall, "HHolder": HHolder, "HOther": HOther, "HHeroHolder": HHeroHolder,
-           "HWrapped": HWrapped}
+OBJECT_RECLASS = [
+    ("HSmall", "HHolder"),
+    ("HSmall", "HOther"),
+    ("HHolder", "HSmall"),
+    ("HHolder", "HHeroHolder"),
+    ("HHeroHolder", "HHolder"),
+    ("HSmall", "HWrapped"),
+    ("HOther", "HHolder"),
+    ("HWrapped", "HHolder"),
+]
+CLASSES = {
+    "HSmall": HSmall,
+    "HHolder": HHolder,
+    "HOther": HOther,
+    "HHeroHolder": HHeroHolder,
+    "HWrapped": HWrapped,
+}
 
 
 @pytest.mark.parametrize("how", ["object_dict_set", "object_setattr", "setattr", "super"])
 @pytest.mark.parametrize("source, dest", OBJECT_RECLASS)
-def test_object_conjugates_cannot_be_reclassed(hrt: zs.Runtime, source: str, dest: str,
-                                               how: str) -> None:
+def test_object_conjugates_cannot_be_reclassed(
+    hrt: zs.Runtime, source: str, dest: str, how: str
+) -> None:
     """``object.__dict__['__class__'].__set__(obj, Other)`` (and every other
     spelling) is refused with TypeError: the conjugate keeps its class, so
     no descriptor of another layout ever applies to its native object."""
@@ -1304,7 +2035,7 @@ def test_object_conjugates_cannot_be_reclassed(hrt: zs.Runtime, source: str, des
         elif how == "object_setattr":
             object.__setattr__(obj, "__class__", new)
         elif how == "setattr":
-            setattr(obj, "__class__", new)
+            setattr(obj, "__class__", new)  # noqa: B010 (the setattr() spelling is the case)
         else:
             super(zs.Object, obj).__setattr__("__class__", new)
     assert type(obj) is CLASSES[source]
@@ -1315,14 +2046,13 @@ def test_object_conjugates_cannot_be_reclassed(hrt: zs.Runtime, source: str, des
 
 
 def test_reclassed_object_conjugate_is_never_accessed_through_another_layout(
-        hrt: zs.Runtime) -> None:
+    hrt: zs.Runtime,
+) -> None:
     """The brief's reproducer: a small object re-classed as a big one would
     be written past its end by the big class's setters."""
     small = HSmall(b=1)
-    try:
+    with contextlib.suppress(TypeError):
         object.__dict__["__class__"].__set__(small, HHolder)
-    except TypeError:
-        pass
     for name, value in PROPERTY_VALUES.items():
         if name == "level":
             continue
@@ -1412,9 +2142,10 @@ TEXT_SINKS: dict[str, Callable[[Any], str]] = {
     "array_string_element": lambda v: str(zs.Array[zs.String]([v])[0]),
     "array_name_element": lambda v: str(zs.Array[zs.Name]([v])[0]),
     "map_name_key": lambda v: str(zs.Map[zs.Name, zs.Int32]({v: 1}).keys()[0]),
-    "set_name_element": lambda v: str(list(zs.Set[zs.Name]([v]))[0]),
+    "set_name_element": lambda v: str(list(zs.Set[zs.Name]([v]))[0]),  # noqa: RUF015 (list() reads it)
     "string_element_write": lambda v: (lambda a: (a.__setitem__(0, v), str(a[0]))[1])(
-        zs.Array[zs.String](["z"])),
+        zs.Array[zs.String](["z"])
+    ),
     "soft_path": lambda v: zs.SoftObjectPtr[HHolder](v).path,
 }
 
@@ -1433,8 +2164,14 @@ def test_str_subclass_contents_are_taken_exactly(hrt: zs.Runtime, liar: str, sin
         stored = TEXT_SINKS[sink](value)
     except ValueError as error:
         raise AssertionError(f"refused {exact!r}: {error}") from error
-    if sink in ("name_ctor", "name_property", "struct_name_member", "array_name_element",
-                "map_name_key", "set_name_element"):
+    if sink in (
+        "name_ctor",
+        "name_property",
+        "struct_name_member",
+        "array_name_element",
+        "map_name_key",
+        "set_name_element",
+    ):
         assert stored.lower() == exact.lower()
     elif sink == "object_name":
         assert stored == exact
@@ -1448,8 +2185,10 @@ NUMBER_SINKS: dict[str, tuple[Callable[[Any], Any], str]] = {
     "int_property": (lambda v: (lambda h: (setattr(h, "i32", v), h.i32)[1])(HHolder()), "int"),
     "int64_property": (lambda v: (lambda h: (setattr(h, "i64", v), h.i64)[1])(HHolder()), "int"),
     "float_property": (lambda v: (lambda h: (setattr(h, "f64", v), h.f64)[1])(HHolder()), "float"),
-    "float32_property": (lambda v: (lambda h: (setattr(h, "f32", v), h.f32)[1])(HHolder()),
-                         "float"),
+    "float32_property": (
+        lambda v: (lambda h: (setattr(h, "f32", v), h.f32)[1])(HHolder()),
+        "float",
+    ),
     "struct_int_member": (lambda v: HVec(x=v).x, "int"),
     "struct_float_member": (lambda v: HVec(y=v).y, "float"),
     "int_element": (lambda v: zs.Array[zs.Int32]([v])[0], "int"),
@@ -1470,22 +2209,36 @@ def test_int_and_float_subclasses_are_taken_exactly(hrt: zs.Runtime, sink: str) 
     _still_sound(hrt)
 
 
-@pytest.mark.parametrize("sink", ["string_ctor", "name_ctor", "string_property", "soft_path",
-                                  "field_path"])
+@pytest.mark.parametrize(
+    "sink", ["string_ctor", "name_ctor", "string_property", "soft_path", "field_path"]
+)
 def test_bytes_subclasses_are_refused(hrt: zs.Runtime, sink: str) -> None:
     """bytes (a lying subclass too) are not text: TypeError, nothing read."""
     value = LyingBytesBytes(b"ab")
     makers: dict[str, Callable[[Any], Any]] = {
-        "string_ctor": zs.String, "name_ctor": zs.Name,
+        "string_ctor": zs.String,
+        "name_ctor": zs.Name,
         "string_property": lambda v: setattr(HHolder(), "label", v),
-        "soft_path": zs.SoftObjectPtr[HHolder], "field_path": zs.FieldPath}
+        "soft_path": zs.SoftObjectPtr[HHolder],
+        "field_path": zs.FieldPath,
+    }
     with pytest.raises(TypeError):
         makers[sink](value)
     _still_sound(hrt)
 
 
-@pytest.mark.parametrize("where", ["name_ctor", "name_property", "object_name", "map_key",
-                                   "set_element", "struct_member", "array_element"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "name_ctor",
+        "name_property",
+        "object_name",
+        "map_key",
+        "set_element",
+        "struct_member",
+        "array_element",
+    ],
+)
 def test_invalid_utf8_never_enters_the_name_table(where: str) -> None:
     """Class 5: a name whose encoding claims invalid UTF-8 is stored as the
     text it is (or refused with ValueError); every name stays readable and
@@ -1523,6 +2276,7 @@ def test_invalid_utf8_never_enters_the_name_table(where: str) -> None:
 # ---------------------------------------------------------------------------
 # Errors (class 7)
 # ---------------------------------------------------------------------------
+
 
 def test_field_path_error_names_the_property(hrt: zs.Runtime) -> None:
     """An unencodable field path stored into a property: ValueError naming
@@ -1597,15 +2351,16 @@ def _self_containing_structs() -> dict[str, type]:
 
 
 @pytest.mark.parametrize("through", ["array", "map", "optional"])
-def test_a_struct_containing_itself_is_refused_at_first_use(hrt: zs.Runtime,
-                                                            through: str) -> None:
+def test_a_struct_containing_itself_is_refused_at_first_use(hrt: zs.Runtime, through: str) -> None:
     """A struct holding itself, even through a container, would make native
     copies, collections and destruction recurse as deep as the data (a
     chain built one view at a time could overflow the C stack): its first
     use raises a TypeError naming the member and the fix, never a
     RecursionError, and the heap is untouched."""
     struct = _self_containing_structs()[through]
-    with pytest.raises(TypeError, match=f"{struct.__name__}\\.\\w+: a struct cannot contain itself"):
+    with pytest.raises(
+        TypeError, match=f"{struct.__name__}\\.\\w+: a struct cannot contain itself"
+    ):
         struct()
     with pytest.raises(TypeError, match="a struct cannot contain itself"):
         struct()
@@ -1628,11 +2383,20 @@ def test_the_object_alternative_to_a_self_containing_struct(hrt: zs.Runtime) -> 
 
 
 NEW_WITHOUT_INIT: dict[str, Any] = {
-    "string": zs.String, "utf8": zs.Utf8String, "text": zs.Text, "struct": HVec,
-    "rich": HRich, "array": zs.Array[zs.Int32], "map": zs.Map[zs.Int32, zs.Float64],
-    "set": zs.Set[zs.Int32], "optional": zs.Optional[zs.Float64], "delegate": zs.Delegate,
-    "multicast": zs.MulticastDelegate, "sparse": zs.SparseDelegate,
-    "soft": zs.SoftObjectPtr[HHolder], "script_interface": zs.ScriptInterface[IThing],
+    "string": zs.String,
+    "utf8": zs.Utf8String,
+    "text": zs.Text,
+    "struct": HVec,
+    "rich": HRich,
+    "array": zs.Array[zs.Int32],
+    "map": zs.Map[zs.Int32, zs.Float64],
+    "set": zs.Set[zs.Int32],
+    "optional": zs.Optional[zs.Float64],
+    "delegate": zs.Delegate,
+    "multicast": zs.MulticastDelegate,
+    "sparse": zs.SparseDelegate,
+    "soft": zs.SoftObjectPtr[HHolder],
+    "script_interface": zs.ScriptInterface[IThing],
 }
 
 

@@ -1,8 +1,10 @@
 """Regressions for the open points of docs/staging-rule.md section 5"""
+
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -65,8 +67,7 @@ def _hostile_slice(case: str, action: Callable[[], Any]) -> tuple[slice, Bound]:
 
 @pytest.mark.parametrize("case", list(SLICES))
 @pytest.mark.parametrize("element", ["scalar", "struct"])
-def test_a_slice_bound_disposes_the_black_array(rt: zs.Runtime, case: str,
-                                                element: str) -> None:
+def test_a_slice_bound_disposes_the_black_array(rt: zs.Runtime, case: str, element: str) -> None:
     """The doc's reproducer: the bound disposes the array it slices."""
     if element == "scalar":
         arr: Any = zs.Array[zs.Int32](range(8))
@@ -229,8 +230,9 @@ def _warm(runtime: zs.Runtime) -> AuditOther:
     return AuditOther(x=2)
 
 
-def _check_made_elsewhere_or_refused(runtime: zs.Runtime, call: Callable[[], Any],
-                                     outer: bool) -> None:
+def _check_made_elsewhere_or_refused(
+    runtime: zs.Runtime, call: Callable[[], Any], outer: bool
+) -> None:
     """After the hook closed ``runtime``: with an outer in it, the creation
     is refused; without, it falls back to the current runtime as a
     creation in a closed ``with`` block does. Never a crash."""
@@ -246,8 +248,7 @@ def _check_made_elsewhere_or_refused(runtime: zs.Runtime, call: Callable[[], Any
 
 
 @pytest.mark.parametrize("outer", [False, True], ids=["no_outer", "outer"])
-def test_c_metaclass_hash_closes_the_runtime_before_creation(disarmed: None,
-                                                            outer: bool) -> None:
+def test_c_metaclass_hash_closes_the_runtime_before_creation(disarmed: None, outer: bool) -> None:
     """The doc's reproducer: find_creator's dict lookup runs the metaclass's
     __hash__, which closes the runtime before the native creation call."""
     runtime = zs.Runtime()
@@ -255,13 +256,11 @@ def test_c_metaclass_hash_closes_the_runtime_before_creation(disarmed: None,
         other = _warm(runtime)
         kwargs: dict[str, Any] = {"outer": other} if outer else {}
         ClosingMeta.runtime = runtime
-        _check_made_elsewhere_or_refused(
-            runtime, lambda: AuditCreated(health=3, **kwargs), outer)
+        _check_made_elsewhere_or_refused(runtime, lambda: AuditCreated(health=3, **kwargs), outer)
 
 
 @pytest.mark.parametrize("outer", [False, True], ids=["no_outer", "outer"])
-def test_c_metaclass_hash_closes_the_runtime_after_staging(disarmed: None,
-                                                           outer: bool) -> None:
+def test_c_metaclass_hash_closes_the_runtime_after_staging(disarmed: None, outer: bool) -> None:
     """Staging a value keyword runs Python code that creates another class's
     object and arms the hook: the lookup after staging closes the runtime."""
     runtime = zs.Runtime()
@@ -280,4 +279,5 @@ def test_c_metaclass_hash_closes_the_runtime_after_staging(disarmed: None,
         other = _warm(runtime)
         kwargs: dict[str, Any] = {"outer": other} if outer else {}
         _check_made_elsewhere_or_refused(
-            runtime, lambda: AuditCreated(health=3, nums=Nums(), **kwargs), outer)
+            runtime, lambda: AuditCreated(health=3, nums=Nums(), **kwargs), outer
+        )

@@ -6,18 +6,20 @@ E: the ``_adopting`` guard is a depth, so a nested creation does not let
 ``close()`` run inside a constructor. H2 to H5: builtin subclasses are taken
 through the base type's behaviour, and results of calls from native code are
 converted once. Every test that closes a runtime makes its own."""
+
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import cffi
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.lowlevel import function_layout
 from zsharp_py._base.errors import ZS_E_CALL_FAILED, ZS_OK
 from zsharp_py._base.ffi import ffi, lib
+from zsharp_py.lowlevel import function_layout
 
 
 class Armed:
@@ -234,7 +236,8 @@ def test_e_a_nested_creation_leaves_close_refused_inside_the_constructor() -> No
 
 
 def test_e_a_constructor_whose_runtime_closed_anyway_fails_cleanly(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Even if a close got through (here the guard is switched off), the
     constructor's error path makes no native call on the freed runtime."""
     runtime = zs.Runtime()
@@ -265,8 +268,7 @@ class LyingDict(dict):  # type: ignore[type-arg]
         return 99
 
 
-def test_h2_map_update_with_keywords_reads_a_dict_subclass_through_dict(
-        rt: zs.Runtime) -> None:
+def test_h2_map_update_with_keywords_reads_a_dict_subclass_through_dict(rt: zs.Runtime) -> None:
     plain = zs.Map[zs.String, zs.Int32]()
     plain.update(LyingDict(a=1, b=2))
     keywords = zs.Map[zs.String, zs.Int32]()
@@ -339,7 +341,8 @@ class DefaultsObject(zs.Object):
 
 
 def test_h4_class_defaults_take_int_and_float_subclasses_through_their_base_value(
-        rt: zs.Runtime) -> None:
+    rt: zs.Runtime,
+) -> None:
     expected = (2.5, 1.5, 4.0, 5)
     for holder in (DefaultsObject(), DefaultsObject().inner, Defaults()):
         assert (holder.f, holder.g, holder.n, holder.i) == expected
@@ -401,7 +404,8 @@ def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 
 def test_h5_results_of_calls_from_native_code_are_converted_once(
-        rt: zs.Runtime, unraisable: list[Any]) -> None:
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
     caller = Caller()
     RESULT[0] = IndexOnly()  # accepted, as by every other scalar sink
     assert _call_from_native(caller, "count") == (ZS_OK, 5)
@@ -437,7 +441,8 @@ class Impostor:
 
 
 def test_object_results_are_checked_by_their_real_type(
-        rt: zs.Runtime, unraisable: list[Any]) -> None:
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
     caller, other = Caller(), Caller()
     RESULT[0] = other
     assert _call_from_native(caller, "partner") == (ZS_OK, other.handle)

@@ -2,19 +2,22 @@
 per-frame driver ``rt.gc.tick`` and parallel marking, checked against a
 model of reachability (clusters and garbage marks included) computed in
 Python."""
+
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.collector import GcStats
-from zsharp_py.debug import GcStress, HeapCorruptionError
 from classes import Actor, Asset, Hero, Loose, Part
 from helpers import awaiting_expiry, collect, finish_cycle
+from zsharp_py.collector import GcStats
+from zsharp_py.debug import GcStress, HeapCorruptionError
 
 FIELDS = ("a", "b", "c")
 TINY = 1e-6  # a step budget that stops the marker at its first clock check
@@ -41,21 +44,22 @@ def chain_of(count: int, first: Actor) -> list[Actor]:
     """``first`` -> count new Actors through ``target``; return the new ones."""
     chain = [Actor(health=i) for i in range(count)]
     first.target = chain[0]
-    for one, two in zip(chain, chain[1:]):
+    for one, two in itertools.pairwise(chain):
         one.target = two
     return chain
 
 
 # ---- the write barrier ---------------------------------------------------------
 
+
 def barrier_scenario(rt: zs.Runtime) -> tuple[Actor, Actor, Actor]:
     """A rooted holder H, and a 20,000-object chain from another root ending
     in X (X -> Y). Start a cycle and step until H is scanned but the chain is
     not; then H.target = X and cut the chain's link to X. Return (H, X, Y)."""
     chain_root = Actor(name="ChainRoot")
-    chain_root.add_to_root()        # first in the root list...
+    chain_root.add_to_root()  # first in the root list...
     holder = Actor(name="H")
-    holder.add_to_root()            # ...so H, pushed last, is scanned first
+    holder.add_to_root()  # ...so H, pushed last, is scanned first
     chain = chain_of(20_000, chain_root)
     x = Actor(name="X", health=42)
     y = Actor(name="Y", health=43)
@@ -65,10 +69,10 @@ def barrier_scenario(rt: zs.Runtime) -> tuple[Actor, Actor, Actor]:
     rt.gc.verify()
     for _ in range(3):
         assert not step(rt)
-    assert rt.gc.phase == "marking"   # the chain is far from scanned
+    assert rt.gc.phase == "marking"  # the chain is far from scanned
     assert rt.gc.stats().objects_scanned < 10_000
-    holder.target = x                 # H was scanned: only the barrier sees X now
-    chain[-1].target = None           # and the chain no longer leads to X
+    holder.target = x  # H was scanned: only the barrier sees X now
+    chain[-1].target = None  # and the chain no longer leads to X
     return holder, x, y
 
 
@@ -97,7 +101,7 @@ def test_without_the_barrier_the_same_scenario_loses_the_object(rt: zs.Runtime) 
         # H now holds a dangling reference: the heap check sees it.
         with pytest.raises(HeapCorruptionError):
             rt.gc.verify()
-        holder.target = None          # repair before anything else runs
+        holder.target = None  # repair before anything else runs
         rt.gc.verify()
     finally:
         rt.gc._debug_disable_barrier(False)
@@ -107,7 +111,7 @@ def test_barrier_applies_to_roots_and_strong_pointers_added_mid_cycle(rt: zs.Run
     first = Actor()
     first.add_to_root()
     chain_of(5000, first)
-    rooted, strong = Actor(health=1), Actor(health=2)   # unreachable at the start
+    rooted, strong = Actor(health=1), Actor(health=2)  # unreachable at the start
     rooted.target = Actor(health=3)
     strong.target = Actor(health=4)
     rt.gc.start_incremental()
@@ -126,20 +130,21 @@ def test_barrier_applies_to_roots_and_strong_pointers_added_mid_cycle(rt: zs.Run
 
 # ---- objects born during a cycle -------------------------------------------------
 
+
 def test_objects_created_during_a_pending_mark_are_born_reachable(rt: zs.Runtime) -> None:
     keep = Actor()
     keep.add_to_root()
     chain = chain_of(5000, keep)
-    old = Actor(health=-1)            # unreachable when the cycle starts
+    old = Actor(health=-1)  # unreachable when the cycle starts
     old_child = Actor(health=-2)
     old.target = old_child
     rt.gc.start_incremental()
     assert not step(rt)
     assert rt.gc.phase == "marking"
     born = [Actor(health=i) for i in range(100)]
-    for one, two in zip(born, born[1:]):
+    for one, two in itertools.pairwise(born):
         one.target = two
-    adopter = Actor(target=old)       # a newborn referencing an old unreachable object
+    adopter = Actor(target=old)  # a newborn referencing an old unreachable object
     assert not step(rt)
     more = [Part(value=i) for i in range(10)]
     finish(rt)
@@ -154,8 +159,9 @@ def test_objects_created_during_a_pending_mark_are_born_reachable(rt: zs.Runtime
 
 @pytest.mark.parametrize("budget", [TINY, 1e-9])
 @pytest.mark.parametrize("driver", ["step", "tick"])
-def test_steps_with_a_tiny_budget_always_make_progress(rt: zs.Runtime, driver: str,
-                                                        budget: float) -> None:
+def test_steps_with_a_tiny_budget_always_make_progress(
+    rt: zs.Runtime, driver: str, budget: float
+) -> None:
     """Every step must advance the cycle, however small its budget: the
     marker scans a few objects, expiry takes a batch, the purge must free
     some objects too, or a frame budget below the call overhead never ends
@@ -170,16 +176,15 @@ def test_steps_with_a_tiny_budget_always_make_progress(rt: zs.Runtime, driver: s
     if driver == "step":
         rt.gc.start_incremental()
     for _ in range(20_000):
-        if driver == "step":
-            finished = rt.gc.step(budget)
-        else:
-            finished = rt.gc.tick(0.0) == "finished"
+        finished = rt.gc.step(budget) if driver == "step" else rt.gc.tick(0.0) == "finished"
         if finished:
             break
     else:
-        pytest.fail(f"the cycle did not complete in 20,000 steps of {budget} s: phase "
-                    f"{rt.gc.phase!r}, {rt.live_objects()} live objects, "
-                    f"{sum(o.is_expired for o in doomed)} of {len(doomed)} conjugates expired")
+        pytest.fail(
+            f"the cycle did not complete in 20,000 steps of {budget} s: phase "
+            f"{rt.gc.phase!r}, {rt.live_objects()} live objects, "
+            f"{sum(o.is_expired for o in doomed)} of {len(doomed)} conjugates expired"
+        )
     rt.gc.verify()
     assert all(o.is_expired for o in doomed)
     assert rt.live_objects() == 501
@@ -187,7 +192,7 @@ def test_steps_with_a_tiny_budget_always_make_progress(rt: zs.Runtime, driver: s
 
 def test_step_and_start_incremental_argument_and_state_checks(rt: zs.Runtime) -> None:
     assert rt.gc.phase == "idle"
-    assert rt.gc.step() is True                  # nothing pending
+    assert rt.gc.step() is True  # nothing pending
     with pytest.raises(ValueError):
         rt.gc.step(0)
     with pytest.raises(ValueError):
@@ -207,11 +212,12 @@ def test_step_and_start_incremental_argument_and_state_checks(rt: zs.Runtime) ->
 
 # ---- the model -------------------------------------------------------------------
 
+
 @dataclass
 class ModelCluster:
     root: int
-    members: set[int]                 # the root included
-    referenced: set[int] = field(default_factory=set)     # roots of referenced clusters
+    members: set[int]  # the root included
+    referenced: set[int] = field(default_factory=set)  # roots of referenced clusters
     referenced_by: set[int] = field(default_factory=set)
     mutable: set[int] = field(default_factory=set)
 
@@ -220,9 +226,9 @@ class ModelCluster:
 class Cycle:
     """What the model records while an incremental cycle is pending."""
 
-    seeds: set[int]                   # roots at the start, objects rooted / stored / born since
-    edges: dict[int, set[int]]        # every reference present at any time
-    together: list[set[int]]          # clusters that lived during the cycle
+    seeds: set[int]  # roots at the start, objects rooted / stored / born since
+    edges: dict[int, set[int]]  # every reference present at any time
+    together: list[set[int]]  # clusters that lived during the cycle
 
 
 class World:
@@ -235,8 +241,9 @@ class World:
     the clusters that reference it; a cluster with a garbage mutable object
     dissolves when the next cycle starts."""
 
-    def __init__(self, rt: zs.Runtime, seed: int, n: int, *, edge_p: float = 0.45,
-                 min_cluster_size: int = 3) -> None:
+    def __init__(
+        self, rt: zs.Runtime, seed: int, n: int, *, edge_p: float = 0.45, min_cluster_size: int = 3
+    ) -> None:
         self.rt = rt
         self.rng = random.Random(seed)
         self.min_cluster_size = min_cluster_size
@@ -247,10 +254,10 @@ class World:
         self.roots: set[int] = set()
         self.garbage: set[int] = set()
         self.dead: set[int] = set()
-        self.clusters: dict[int, ModelCluster] = {}   # by root
-        self.cluster_of: dict[int, int] = {}          # object -> root of its cluster
+        self.clusters: dict[int, ModelCluster] = {}  # by root
+        self.cluster_of: dict[int, int] = {}  # object -> root of its cluster
         self.cycle: Cycle | None = None
-        self.dying_allowed = False    # marking complete: unmarked objects refuse use
+        self.dying_allowed = False  # marking complete: unmarked objects refuse use
         self.refused = 0
         self.assets: list[int] = []
         for _ in range(n):
@@ -312,8 +319,9 @@ class World:
         i = len(self.objects)
         outer = self.random_alive() if i > 0 and self.rng.random() < 0.15 else None
         made: list[Part] = []
-        if not self.attempt(lambda: made.append(
-                cls(value=i, outer=None if outer is None else self.objects[outer]))):
+        if not self.attempt(
+            lambda: made.append(cls(value=i, outer=None if outer is None else self.objects[outer]))
+        ):
             return None
         self.objects.append(made[0])
         self.kinds.append(cls)
@@ -322,7 +330,7 @@ class World:
             self.assets.append(i)
         self.edges.append(dict.fromkeys(FIELDS))
         if self.cycle is not None:
-            self.cycle.seeds.add(i)      # born reachable
+            self.cycle.seeds.add(i)  # born reachable
             if outer is not None:
                 self.cycle.seeds.add(outer)
                 self.cycle.edges.setdefault(i, set()).add(outer)
@@ -363,8 +371,7 @@ class World:
         return [t for t in candidates if t is not None]
 
     def can_join(self, i: int) -> bool:
-        return (self.kinds[i] is not Loose and i not in self.cluster_of
-                and i not in self.garbage)
+        return self.kinds[i] is not Loose and i not in self.cluster_of and i not in self.garbage
 
     def try_cluster(self) -> None:
         root = self.random_alive(self.assets) if self.assets else None
@@ -441,7 +448,7 @@ class World:
     def random_op(self) -> None:
         roll = self.rng.random()
         i = self.random_alive()
-        if i is None:                 # everything died: start again from a new root
+        if i is None:  # everything died: start again from a new root
             j = self.new_object()
             if j is not None:
                 self.add_root(j)
@@ -501,8 +508,9 @@ class World:
         assert not deaths & self.roots, "a root was collected"
         for root, cluster in list(self.clusters.items()):
             gone = cluster.members & deaths
-            assert not gone or gone == cluster.members, \
+            assert not gone or gone == cluster.members, (
                 f"cluster {root} was destroyed partly: {sorted(gone)} of {sorted(cluster.members)}"
+            )
             if gone:
                 self.release(cluster)
         self.dead |= deaths
@@ -533,9 +541,17 @@ class World:
                 cluster = self.clusters[root]
                 assert info is not None, f"object {i} should be in cluster {root}"
                 assert info.root is self.objects[root]
-                assert (info.objects, info.referenced_clusters, info.mutable_objects,
-                        info.referenced_by) == (len(cluster.members), len(cluster.referenced),
-                                                len(cluster.mutable), len(cluster.referenced_by))
+                assert (
+                    info.objects,
+                    info.referenced_clusters,
+                    info.mutable_objects,
+                    info.referenced_by,
+                ) == (
+                    len(cluster.members),
+                    len(cluster.referenced),
+                    len(cluster.mutable),
+                    len(cluster.referenced_by),
+                )
             else:
                 assert info is None, f"object {i} should be in no cluster"
         assert rt.live_objects() == len(alive)
@@ -548,9 +564,13 @@ class World:
         reached = self.reach(self.roots, clusters=True)
         marked_clusters = {r for r in self.clusters if r in reached}
         clustered = {m for r in marked_clusters for m in self.clusters[r].members}
-        killed = {(i, f) for i in reached for f, t in self.edges[i].items()
-                  if t is not None and t in self.garbage}
-        assert not {i for i, _ in killed} & clustered   # members never reference garbage
+        killed = {
+            (i, f)
+            for i in reached
+            for f, t in self.edges[i].items()
+            if t is not None and t in self.garbage
+        }
+        assert not {i for i, _ in killed} & clustered  # members never reference garbage
         before = set(self.alive())
         stats = collect(self.rt)
         survivors = self.survivors(before)
@@ -570,8 +590,9 @@ class World:
         assert stats.roots == len(self.roots)
         return stats, survivors, killed
 
-    def incremental(self, *, mutations: int, budget: float,
-                    collect_after: int | None = None) -> GcStats:
+    def incremental(
+        self, *, mutations: int, budget: float, collect_after: int | None = None
+    ) -> GcStats:
         """An incremental cycle with random mutations between its marking
         and gathering steps (finished by ``collect_garbage()`` after
         ``collect_after`` steps if given). The survivors must include
@@ -580,8 +601,11 @@ class World:
         rt = self.rt
         self.dissolve_stale()
         before = set(self.alive())
-        self.cycle = Cycle(set(self.roots), {i: set(self.references(i)) for i in before},
-                           [set(c.members) for c in self.clusters.values()])
+        self.cycle = Cycle(
+            set(self.roots),
+            {i: set(self.references(i)) for i in before},
+            [set(c.members) for c in self.clusters.values()],
+        )
         rt.gc.start_incremental()
         rt.gc.verify()
         done, steps, applied = False, 0, 0
@@ -594,8 +618,11 @@ class World:
                     applied += 1
                 self.dying_allowed = False
                 rt.gc.verify()
-            if (collect_after is not None and steps >= collect_after
-                    and phase in ("marking", "gathering")):
+            if (
+                collect_after is not None
+                and steps >= collect_after
+                and phase in ("marking", "gathering")
+            ):
                 collect(rt)
                 done = True
             else:
@@ -650,6 +677,7 @@ def closure(cycle: Cycle) -> set[int]:
 
 # ---- randomized graphs --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", range(12))
 def test_full_collections_match_the_model(seed: int) -> None:
     with zs.Runtime(min_cluster_size=3) as rt:
@@ -667,13 +695,13 @@ def test_incremental_cycles_with_mutations_keep_everything_reachable(seed: int) 
     with zs.Runtime(min_cluster_size=3) as rt:
         world = World(rt, 1000 + seed, 400)
         world.check()
-        for round_ in range(3):
+        for _ in range(3):
             budget = world.rng.choice([TINY, 2e-6, 1e-5])
             stats = world.incremental(mutations=80, budget=budget)
             assert stats.mark_steps >= 1
             for _ in range(40):
                 world.random_op()
-            world.full_collect()    # exact again, after the floating garbage goes
+            world.full_collect()  # exact again, after the floating garbage goes
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -681,8 +709,7 @@ def test_collect_garbage_finishes_a_pending_cycle_with_mutations(seed: int) -> N
     with zs.Runtime(min_cluster_size=3) as rt:
         world = World(rt, 2000 + seed, 400)
         for _ in range(2):
-            world.incremental(mutations=40, budget=TINY,
-                              collect_after=world.rng.randint(0, 4))
+            world.incremental(mutations=40, budget=TINY, collect_after=world.rng.randint(0, 4))
             world.full_collect()
 
 
@@ -704,14 +731,22 @@ def test_collect_garbage_during_a_pending_cycle_gives_the_same_survivors(seed: i
                 assert rt.gc.phase == "marking"
             stats, survivors, killed = world.full_collect()
             assert survivors <= before
-            results.append((survivors, killed, stats.references_killed,
-                            stats.clusters_marked, stats.objects_marked))
+            results.append(
+                (
+                    survivors,
+                    killed,
+                    stats.references_killed,
+                    stats.clusters_marked,
+                    stats.objects_marked,
+                )
+            )
             if interrupted:
                 assert stats.mark_steps >= 2
     assert results[0] == results[1]
 
 
 # ---- parallel marking -----------------------------------------------------------------
+
 
 def test_parallel_marking_gives_the_same_result_as_one_thread() -> None:
     outcomes = []
@@ -724,9 +759,17 @@ def test_parallel_marking_gives_the_same_result_as_one_thread() -> None:
             for _ in range(3):
                 stats, survivors, killed = world.full_collect()
                 assert stats.mark_threads == threads
-                rounds.append((survivors, killed, stats.objects_marked, stats.objects_scanned,
-                               stats.references_killed, stats.clusters_marked,
-                               stats.objects_unreachable))
+                rounds.append(
+                    (
+                        survivors,
+                        killed,
+                        stats.objects_marked,
+                        stats.objects_scanned,
+                        stats.references_killed,
+                        stats.clusters_marked,
+                        stats.objects_unreachable,
+                    )
+                )
                 for _ in range(400):
                     world.random_op()
             # Incremental steps mark on the calling thread.
@@ -764,12 +807,13 @@ def test_parallel_marking_uses_several_threads_on_a_large_heap() -> None:
 
 # ---- incremental purge --------------------------------------------------------------
 
+
 def purge_scenario(rt: zs.Runtime, dying: int) -> tuple[list[Actor], list[Actor]]:
     keep = Actor(health=-1)
     keep.add_to_root()
     kept = [keep, *chain_of(99, keep)]
     doomed = [Actor(health=i) for i in range(dying)]
-    for first, second in zip(doomed[::2], doomed[1::2]):
+    for first, second in zip(doomed[::2], doomed[1::2], strict=True):
         first.target = second
     return kept, doomed
 
@@ -782,9 +826,9 @@ def test_incremental_purge_expires_conjugates_before_freeing_memory(rt: zs.Runti
     phases: list[str] = []
     live_counts: list[int] = []
     expired_counts: list[int] = []
-    waiting = doomed                  # conjugates not expired yet
+    waiting = doomed  # conjugates not expired yet
     while True:
-        done = step(rt, 1e-4)         # verify() between steps, mid-purge included
+        done = step(rt, 1e-4)  # verify() between steps, mid-purge included
         phase = rt.gc.phase
         live = rt.live_objects()
         waiting = [o for o in waiting if not o.is_expired]
@@ -880,7 +924,7 @@ def test_collect_garbage_during_gathering_and_purging(rt: zs.Runtime) -> None:
     assert rt.gc.phase == "purging"
     collect(rt)
     assert all(o.is_expired for o in doomed)
-    assert newborn.is_expired                   # born reachable for one cycle only
+    assert newborn.is_expired  # born reachable for one cycle only
     assert rt.live_objects() == len(kept)
     assert rt.gc.phase == "idle"
 
@@ -895,14 +939,14 @@ def test_conjugates_expired_counts_every_path_that_expires(rt: zs.Runtime) -> No
     rt.gc.start_incremental()
     while rt.gc.phase in ("marking", "gathering"):
         assert not rt.gc.step(max_objects=100)
-    assert sum(o.is_expired for o in doomed) == 100      # one bounded expiry so far
+    assert sum(o.is_expired for o in doomed) == 100  # one bounded expiry so far
     assert rt.gc.stats().conjugates_expired == 100
     target = next(o for o in doomed if not o.is_expired)
     with pytest.raises(zs.ExpiredConjugateError):
-        kept[0].target = target                           # refused: expires the rest
+        kept[0].target = target  # refused: expires the rest
     assert all(o.is_expired for o in doomed)
     assert rt.gc.stats().conjugates_expired == len(doomed)
-    while not rt.gc.step(max_objects=1_000):             # the same cycle's purge
+    while not rt.gc.step(max_objects=1_000):  # the same cycle's purge
         pass
     stats = rt.gc.stats()
     assert stats.conjugates_expired == len(doomed) == stats.objects_freed
@@ -916,7 +960,7 @@ def test_a_full_collection_does_not_count_a_previous_cycles_expiry(rt: zs.Runtim
     """A full collection started while the previous cycle's conjugates are
     still being expired finishes that expiry (counted in that cycle), then
     reports its own cycle only."""
-    kept, doomed = purge_scenario(rt, 2_000)
+    _kept, doomed = purge_scenario(rt, 2_000)  # _kept: held, so it stays alive
     rt.gc.start_incremental()
     while rt.gc.phase in ("marking", "gathering"):
         assert not rt.gc.step(max_objects=50)
@@ -946,8 +990,14 @@ def _bounded_trace(seed: int, max_objects: int) -> list[tuple[str, int, int, int
         while not done:
             done = rt.gc.step(max_objects=max_objects)
             stats = rt.gc.stats()
-            trace.append((rt.gc.phase, stats.objects_scanned, rt.live_objects(),
-                          sum(n.is_expired for n in nodes)))
+            trace.append(
+                (
+                    rt.gc.phase,
+                    stats.objects_scanned,
+                    rt.live_objects(),
+                    sum(n.is_expired for n in nodes),
+                )
+            )
             rt.gc.verify()
         assert trace[-1][0] == "idle"
     return trace
@@ -959,15 +1009,16 @@ def test_steps_bounded_by_work_are_deterministic() -> None:
     first = _bounded_trace(seed=11, max_objects=97)
     assert first == _bounded_trace(seed=11, max_objects=97)
     scanned = [entry[1] for entry in first]
-    assert all(b - a <= 97 for a, b in zip([0] + scanned, scanned))
-    assert len(first) > 10                     # a chain of steps, not one
+    assert all(b - a <= 97 for a, b in zip([0] + scanned, scanned, strict=False))
+    assert len(first) > 10  # a chain of steps, not one
     expired = [entry[3] for entry in first]
-    assert all(b - a <= 97 for a, b in zip([0] + expired, expired))
+    assert all(b - a <= 97 for a, b in zip([0] + expired, expired, strict=False))
 
 
 def test_tick_can_be_bounded_by_work(rt: zs.Runtime) -> None:
     """``settings.objects_per_tick`` makes the per-frame driver do a fixed
     amount of work per tick: the same frames finish the same cycles."""
+
     def frames() -> list[str]:
         with zs.Runtime() as inner:
             keep = Actor()
@@ -979,34 +1030,46 @@ def test_tick_can_be_bounded_by_work(rt: zs.Runtime) -> None:
             actions = [inner.gc.tick(1 / 60) for _ in range(60)]
             assert all(o.is_expired for o in garbage)
             return actions
+
     first = frames()
     assert first == frames()
     assert first.count("finished") >= 2 and "advanced" in first
 
 
-@pytest.mark.parametrize("arguments, error, message", [
-    (("x",), TypeError, "budget_s must be a number of seconds"),
-    ((True,), TypeError, "budget_s must be a number of seconds"),
-    ((0,), ValueError, "budget_s must be positive"),
-    ((-1.0,), ValueError, "budget_s must be positive"),
-    ((None,), None, ""),
-])
-def test_step_arguments_are_checked(rt: zs.Runtime, arguments: tuple[Any, ...],
-                                    error: type[Exception] | None, message: str) -> None:
+@pytest.mark.parametrize(
+    "arguments, error, message",
+    [
+        (("x",), TypeError, "budget_s must be a number of seconds"),
+        ((True,), TypeError, "budget_s must be a number of seconds"),
+        ((0,), ValueError, "budget_s must be positive"),
+        ((-1.0,), ValueError, "budget_s must be positive"),
+        ((None,), None, ""),
+    ],
+)
+def test_step_arguments_are_checked(
+    rt: zs.Runtime, arguments: tuple[Any, ...], error: type[Exception] | None, message: str
+) -> None:
     Actor()
     rt.gc.start_incremental()
     if error is None:
-        rt.gc.step(*arguments)                   # None alone: the default budget
+        rt.gc.step(*arguments)  # None alone: the default budget
         return
     with pytest.raises(error, match=message):
         rt.gc.step(*arguments)
 
 
-@pytest.mark.parametrize("objects, error", [(0, ValueError), (-5, ValueError),
-                                            (2**32, ValueError), (1.5, TypeError),
-                                            ("3", TypeError), (True, TypeError)])
-def test_step_work_bounds_are_checked(rt: zs.Runtime, objects: Any,
-                                      error: type[Exception]) -> None:
+@pytest.mark.parametrize(
+    "objects, error",
+    [
+        (0, ValueError),
+        (-5, ValueError),
+        (2**32, ValueError),
+        (1.5, TypeError),
+        ("3", TypeError),
+        (True, TypeError),
+    ],
+)
+def test_step_work_bounds_are_checked(rt: zs.Runtime, objects: Any, error: type[Exception]) -> None:
     rt.gc.start_incremental()
     with pytest.raises(error, match="max_objects"):
         rt.gc.step(max_objects=objects)
@@ -1041,11 +1104,11 @@ def test_stats_of_a_collection_that_settles_a_pending_purge(rt: zs.Runtime) -> N
     rt.gc.start_incremental()
     while rt.gc.phase != "purging":
         assert not step(rt, 1e-4)
-    assert not all(o.is_expired for o in doomed)   # expiry is still under way
+    assert not all(o.is_expired for o in doomed)  # expiry is still under way
     stats = collect(rt)
     assert all(o.is_expired for o in doomed)
     assert rt.live_objects() == len(kept)
-    assert stats.objects_unreachable == 0          # nothing new died in this cycle
+    assert stats.objects_unreachable == 0  # nothing new died in this cycle
     assert stats.conjugates_expired <= stats.objects_unreachable, stats
 
 
@@ -1062,13 +1125,14 @@ def test_expiry_steps_stop_between_small_batches(rt: zs.Runtime) -> None:
     while not rt.gc.step(1e-9):
         expired_after.append(sum(o.is_expired for o in doomed))
     rt.gc.verify()
-    increments = [b - a for a, b in zip([0] + expired_after, expired_after)]
+    increments = [b - a for a, b in zip([0] + expired_after, expired_after, strict=False)]
     assert max(increments) <= 256, increments
     assert all(o.is_expired for o in doomed)
     assert not any(o.is_expired for o in kept)
 
 
 # ---- the per-frame driver ---------------------------------------------------------
+
 
 def test_tick_waits_for_time_between_collections(rt: zs.Runtime) -> None:
     rt.gc.settings.time_between_collections = 0.5
@@ -1088,7 +1152,7 @@ def test_tick_waits_for_time_between_collections(rt: zs.Runtime) -> None:
         assert result == "advanced" or result == "finished"
     assert rt.gc.phase == "idle"
     assert all(o.is_expired for o in doomed) and not keep.is_expired
-    assert rt.gc.tick(0.2) == "idle"      # the clock restarted with the cycle
+    assert rt.gc.tick(0.2) == "idle"  # the clock restarted with the cycle
 
 
 def test_tick_spreads_a_large_cycle_over_many_frames(rt: zs.Runtime) -> None:
@@ -1124,7 +1188,8 @@ class Keeper(zs.Object):
 
 @pytest.mark.parametrize("store", ["into a live holder", "into the dying object", "array element"])
 def test_store_refused_for_a_dying_object_expires_its_conjugate_first(
-        rt: zs.Runtime, store: str) -> None:
+    rt: zs.Runtime, store: str
+) -> None:
     """Between steps, a gathered object's conjugate may not be expired yet (expiry
     is budgeted too). A store that the heap refuses because the object is dying
     raises ExpiredConjugateError, and by then the conjugate reads as expired."""
@@ -1268,7 +1333,7 @@ def test_write_refused_for_a_dying_object_expires_its_conjugate_first(mutation: 
         dying = pending[-1]
         view = views[id(dying)]
         assert not view.is_expired
-        before = rt._object_bytes(dying._h)   # the memory stays until the purge, after expiry
+        before = rt._object_bytes(dying._h)  # the memory stays until the purge, after expiry
         texts = (str(dying.label), str(dying.spot.label), str(dying.tag))
         with pytest.raises(zs.ExpiredConjugateError, match="about to be destroyed") as caught:
             _DYING_MUTATIONS[mutation](dying, view, keep)
@@ -1278,11 +1343,16 @@ def test_write_refused_for_a_dying_object_expires_its_conjugate_first(mutation: 
             view.append(1)
         assert rt._object_bytes(dying._h) == before, "a refused write changed the object"
         assert texts == ("old", "", "Old")
-        assert rt.bound_callables() == callables   # a refused binding keeps no callable
-        assert rt.live_objects() == 1 + len(doomed)   # nothing created, nothing freed yet
+        assert rt.bound_callables() == callables  # a refused binding keeps no callable
+        assert rt.live_objects() == 1 + len(doomed)  # nothing created, nothing freed yet
         finish_cycle(rt)
         assert all(obj.is_expired for obj in doomed) and rt.live_objects() == 1
-        assert (len(keep.nums), len(keep.tags), len(keep.scores), keep.maybe.is_set) == (0, 0, 0, False)
+        assert (len(keep.nums), len(keep.tags), len(keep.scores), keep.maybe.is_set) == (
+            0,
+            0,
+            0,
+            False,
+        )
 
 
 def test_scalar_writes_into_a_dying_object_are_refused_like_every_write() -> None:
@@ -1293,9 +1363,11 @@ def test_scalar_writes_into_a_dying_object_are_refused_like_every_write() -> Non
     may not have expired yet, such a write asks the heap first
     (native/binding/value.h, zsv_writable), and costs nothing at any other
     time."""
-    writes = (lambda obj: setattr(obj, "health", 5),
-              lambda obj: setattr(obj.spot, "x", 2.5),
-              lambda obj: obj.nums.__setitem__(0, 7))
+    writes = (
+        lambda obj: setattr(obj, "health", 5),
+        lambda obj: setattr(obj.spot, "x", 2.5),
+        lambda obj: obj.nums.__setitem__(0, 7),
+    )
     for write in writes:
         with zs.Runtime(stress=GcStress(objects_per_step=1)) as rt:
             doomed = [Hoard(spot=(0.0, "")) for _ in range(3000)]

@@ -23,6 +23,7 @@ run set the number of examples in the environment, e.g.::
 
 (``ZSHARP_MODEL_STEPS`` likewise sets the steps per example.)
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
 from zsharp_py._model import values as _values
+from zsharp_py.debug import GcStress
 
 EXAMPLES = int(os.environ.get("ZSHARP_MODEL_EXAMPLES", "100"))
 STEPS = int(os.environ.get("ZSHARP_MODEL_STEPS", "40"))
@@ -70,16 +71,16 @@ INT32 = st.integers(-(2**31), 2**31 - 1)
 @dataclass
 class MObj:
     idx: int
-    kind: str                      # "Node" or "Leaf"
-    conj: Any                      # the conjugate, or None once Python dropped it
-    weak: Any                      # zs.WeakObjectPtr, to find the object again
-    first: Any                     # the first conjugate (kept to check expiry)
+    kind: str  # "Node" or "Leaf"
+    conj: Any  # the conjugate, or None once Python dropped it
+    weak: Any  # zs.WeakObjectPtr, to find the object again
+    first: Any  # the first conjugate (kept to check expiry)
     outer: int | None = None
     alive: bool = True
     value: int = 0
     left: int | None = None
     right: int | None = None
-    leaf: int | None = None        # Node.leaf / Leaf.node
+    leaf: int | None = None  # Node.leaf / Leaf.node
     items: list[int | None] = field(default_factory=list)
     pos_x: int = 0
     pos_other: int | None = None
@@ -94,7 +95,7 @@ class MObj:
 @dataclass
 class Black:
     value: Any
-    kind: str                      # "vec" or "arr"
+    kind: str  # "vec" or "arr"
     refs: list[int | None]
     x: int = 0
     disposed: bool = False
@@ -104,8 +105,8 @@ class Black:
 class View:
     view: Any
     owner: int
-    kind: str                      # "pos" or "items"
-    scope: int | None              # id of the scope it was obtained in
+    kind: str  # "pos" or "items"
+    scope: int | None  # id of the scope it was obtained in
 
 
 class ModelMachine(RuleBasedStateMachine):
@@ -121,12 +122,12 @@ class ModelMachine(RuleBasedStateMachine):
         self.objs: list[MObj] = []
         self.by_handle: dict[int, int] = {}
         self.blacks: list[Black] = []
-        self.strongs: list[tuple[Any, int, list[bool]]] = []   # (ptr, idx, [disposed])
+        self.strongs: list[tuple[Any, int, list[bool]]] = []  # (ptr, idx, [disposed])
         self.views: list[View] = []
-        self.scopes: list[tuple[int, Any]] = []                 # (scope id, context manager)
+        self.scopes: list[tuple[int, Any]] = []  # (scope id, context manager)
         self.closed_scopes: set[int] = set()
         self.next_scope = 0
-        self.touched: set[int] | None = None                    # during an incremental cycle
+        self.touched: set[int] | None = None  # during an incremental cycle
 
     # ------------------------------------------------------------------ helpers
     def conj(self, i: int | None) -> Any:
@@ -138,8 +139,11 @@ class ModelMachine(RuleBasedStateMachine):
         return m.weak.get()
 
     def alive(self, kind: str | None = None, nongarbage: bool = False) -> list[int]:
-        return [m.idx for m in self.objs if m.alive and (kind is None or m.kind == kind)
-                and not (nongarbage and m.garbage)]
+        return [
+            m.idx
+            for m in self.objs
+            if m.alive and (kind is None or m.kind == kind) and not (nongarbage and m.garbage)
+        ]
 
     def touch(self, i: int | None) -> None:
         """During a cycle, ``i`` was stored, rooted or created: the barrier
@@ -164,16 +168,22 @@ class ModelMachine(RuleBasedStateMachine):
             stack.extend(t for t, _ in self.edges(self.objs[i]))
         return seen
 
-    def pick(self, data: st.DataObject, kind: str | None = None, nongarbage: bool = False,
-             label: str = "obj") -> int:
+    def pick(
+        self,
+        data: st.DataObject,
+        kind: str | None = None,
+        nongarbage: bool = False,
+        label: str = "obj",
+    ) -> int:
         if self.touched is not None:
-            nongarbage = True   # no garbage object is stored or rooted during a cycle
+            nongarbage = True  # no garbage object is stored or rooted during a cycle
         return data.draw(st.sampled_from(self.alive(kind, nongarbage)), label=label)
 
     def pick_target(self, data: st.DataObject, kind: str = "Node") -> int | None:
         cands = self.alive(kind, nongarbage=self.touched is not None)
-        return data.draw(st.one_of(st.none(), st.sampled_from(cands)) if cands else st.none(),
-                         label="target")
+        return data.draw(
+            st.one_of(st.none(), st.sampled_from(cands)) if cands else st.none(), label="target"
+        )
 
     def has(self, kind: str | None = None) -> bool:
         return bool(self.alive(kind))
@@ -187,7 +197,7 @@ class ModelMachine(RuleBasedStateMachine):
         out: dict[int, set[int]] = {}
         for i in self.alive("Node"):
             c = self.conj(i)
-            if c is None or c.is_expired:   # dying in a pending purge
+            if c is None or c.is_expired:  # dying in a pending purge
                 continue
             info = c.cluster
             if info is not None:
@@ -206,8 +216,11 @@ class ModelMachine(RuleBasedStateMachine):
         clusters = self.clusters() if use_clusters else {}
         # A cluster whose member references a garbage object is dissolved at
         # the next cycle; so is every cluster that references a dissolved one.
-        dissolved = {r for r, ms in clusters.items()
-                     if any(objs[t].garbage for i in ms for t, _ in self.edges(objs[i]))}
+        dissolved = {
+            r
+            for r, ms in clusters.items()
+            if any(objs[t].garbage for i in ms for t, _ in self.edges(objs[i]))
+        }
         for r, ms in clusters.items():
             for i in ms:
                 member_of[i] = r
@@ -243,14 +256,21 @@ class ModelMachine(RuleBasedStateMachine):
 
     def apply_kills(self) -> None:
         """Killable references to garbage objects are nulled by a collection."""
+
         def k(t: int | None) -> int | None:
             if t is not None and self.objs[t].garbage:
                 event("killable reference nulled")
                 return None
             return t
+
         for m in self.objs:
             if m.alive:
-                m.left, m.right, m.leaf, m.pos_other = k(m.left), k(m.right), k(m.leaf), k(m.pos_other)
+                m.left, m.right, m.leaf, m.pos_other = (
+                    k(m.left),
+                    k(m.right),
+                    k(m.leaf),
+                    k(m.pos_other),
+                )
                 m.items = [k(t) for t in m.items]
         for b in self.blacks:
             if not b.disposed:
@@ -288,7 +308,7 @@ class ModelMachine(RuleBasedStateMachine):
                     assert c.leaf is self.conj(m.leaf)
                     items = list(c.items)
                     assert len(items) == len(m.items)
-                    for got, want in zip(items, m.items):
+                    for got, want in zip(items, m.items, strict=True):
                         assert got is self.conj(want)
                     assert c.pos.x == m.pos_x
                     assert c.pos.other is self.conj(m.pos_other)
@@ -315,7 +335,7 @@ class ModelMachine(RuleBasedStateMachine):
                 else:
                     got = list(b.value)
                     assert len(got) == len(b.refs)
-                    for g, want in zip(got, b.refs):
+                    for g, want in zip(got, b.refs, strict=True):
                         assert g is self.conj(want)
             for ptr, i, d in self.strongs:
                 if d[0]:
@@ -345,7 +365,8 @@ class ModelMachine(RuleBasedStateMachine):
             if m.alive:
                 actual = m.weak.get() is not None
                 assert actual == (m.idx in expected), (
-                    f"object {m.idx} ({m.kind}): alive={actual}, model says {m.idx in expected}")
+                    f"object {m.idx} ({m.kind}): alive={actual}, model says {m.idx in expected}"
+                )
                 m.alive = actual
         self.apply_kills()
         self.check_state()
@@ -354,8 +375,9 @@ class ModelMachine(RuleBasedStateMachine):
     def do_create(self, data: st.DataObject) -> None:
         kind = data.draw(st.sampled_from(["Node", "Leaf"]), label="kind")
         outer = None
-        if (self.alive(nongarbage=self.touched is not None)
-                and data.draw(st.booleans(), label="with_outer")):
+        if self.alive(nongarbage=self.touched is not None) and data.draw(
+            st.booleans(), label="with_outer"
+        ):
             outer = self.pick(data, label="outer")
         value = data.draw(INT32, label="value")
         cls = Node if kind == "Node" else Leaf
@@ -392,7 +414,7 @@ class ModelMachine(RuleBasedStateMachine):
 
     def do_clear_items(self, data: st.DataObject) -> None:
         i = self.pick(data, "Node", label="owner")
-        for e in self.objs[i].items:   # conservative: see do_append
+        for e in self.objs[i].items:  # conservative: see do_append
             self.touch(e)
         self.conj(i).items.clear()
         self.objs[i].items.clear()
@@ -403,7 +425,7 @@ class ModelMachine(RuleBasedStateMachine):
         x = data.draw(INT32, label="x")
         c = self.conj(i)
         if data.draw(st.booleans(), label="whole"):
-            c.pos = {"x": x, "other": self.conj(t)}   # no temporary black value
+            c.pos = {"x": x, "other": self.conj(t)}  # no temporary black value
         else:
             c.pos.other = self.conj(t)
             c.pos.x = x
@@ -446,8 +468,9 @@ class ModelMachine(RuleBasedStateMachine):
 
     def do_black(self, data: st.DataObject) -> None:
         live = [k for k, b in enumerate(self.blacks) if not b.disposed]
-        choice = data.draw(st.sampled_from(["vec", "arr", "clone_pos", "clone_items", "dispose"]),
-                           label="black")
+        choice = data.draw(
+            st.sampled_from(["vec", "arr", "clone_pos", "clone_items", "dispose"]), label="black"
+        )
         if choice == "dispose":
             if not live:
                 return
@@ -461,8 +484,9 @@ class ModelMachine(RuleBasedStateMachine):
             self.touch(t)
         elif choice == "arr":
             cands = self.alive("Node", nongarbage=self.touched is not None)
-            ts = data.draw(st.lists(st.sampled_from(cands) if cands else st.none(), max_size=3),
-                           label="elts")
+            ts = data.draw(
+                st.lists(st.sampled_from(cands) if cands else st.none(), max_size=3), label="elts"
+            )
             self.blacks.append(Black(zs.Array[Node]([self.conj(t) for t in ts]), "arr", list(ts)))
             for t in ts:
                 self.touch(t)
@@ -470,8 +494,9 @@ class ModelMachine(RuleBasedStateMachine):
             i = self.pick(data, "Node", label="src")
             m = self.objs[i]
             if self.touched is not None and any(
-                    t is not None and self.objs[t].garbage for t in [m.pos_other, *m.items]):
-                return   # no garbage object is stored during a cycle
+                t is not None and self.objs[t].garbage for t in [m.pos_other, *m.items]
+            ):
+                return  # no garbage object is stored during a cycle
             if choice == "clone_pos":
                 self.blacks.append(Black(self.conj(i).pos.clone(), "vec", [m.pos_other], m.pos_x))
                 self.touch(m.pos_other)
@@ -500,7 +525,7 @@ class ModelMachine(RuleBasedStateMachine):
     def build_chain(self, n: int, rooted: bool, leaf: bool) -> None:
         """A head Node and a chain of n Nodes (through ``left``, the head's
         ``items`` holding them all), so that clusters and kills have material."""
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self._build_chain(n, rooted, leaf)
 
     def _build_chain(self, n: int, rooted: bool, leaf: bool) -> None:
@@ -524,66 +549,66 @@ class ModelMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def create(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_create(data)
 
     @precondition(lambda self: self.has())
     @rule(data=st.data())
     def set_ref(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_set_ref(data)
 
     @precondition(lambda self: self.has("Node"))
     @rule(data=st.data())
     def append_item(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_append(data)
 
     @precondition(lambda self: self.has("Node"))
     @rule(data=st.data())
     def clear_items(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_clear_items(data)
 
     @precondition(lambda self: self.has("Node"))
     @rule(data=st.data())
     def set_pos(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_set_pos(data)
 
     @precondition(lambda self: self.has())
     @rule(data=st.data())
     def set_value(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_set_value(data)
 
     @precondition(lambda self: self.has("Node"))
     @rule(data=st.data())
     def set_weak(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_set_weak(data)
 
     @precondition(lambda self: self.has())
     @rule(data=st.data())
     def root(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_root(data)
 
     @precondition(lambda self: self.has())
     @rule(data=st.data())
     def strong(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_strong(data)
 
     @rule(data=st.data())
     def black(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_black(data)
 
     @precondition(lambda self: self.has())
     @rule(data=st.data())
     def drop_python_ref(self, data: st.DataObject) -> None:
-        with zs.scope():   # no view of ours outlives the rule
+        with zs.scope():  # no view of ours outlives the rule
             self.do_drop(data)
 
     @precondition(lambda self: self.has())
@@ -673,17 +698,31 @@ class ModelMachine(RuleBasedStateMachine):
         self.touched = set()
         gc.start_incremental()
         self.verify()
-        mutations = [self.do_create, self.do_set_ref, self.do_append, self.do_clear_items,
-                     self.do_set_pos, self.do_set_value, self.do_set_weak, self.do_root,
-                     self.do_strong, self.do_black, self.do_drop]
+        mutations = [
+            self.do_create,
+            self.do_set_ref,
+            self.do_append,
+            self.do_clear_items,
+            self.do_set_pos,
+            self.do_set_value,
+            self.do_set_weak,
+            self.do_root,
+            self.do_strong,
+            self.do_black,
+            self.do_drop,
+        ]
         done = False
         try:
             for _ in range(steps):
                 if gc.phase == "marking" and data.draw(st.booleans(), label="mutate"):
                     action = data.draw(st.sampled_from(mutations), label="mutation")
                     needs = {self.do_create: None, self.do_black: None}
-                    kind = "Node" if action in (self.do_append, self.do_clear_items,
-                                                self.do_set_pos, self.do_set_weak) else ""
+                    kind = (
+                        "Node"
+                        if action
+                        in (self.do_append, self.do_clear_items, self.do_set_pos, self.do_set_weak)
+                        else ""
+                    )
                     if action in needs or self.alive(kind or None, nongarbage=True):
                         event("mutation during an incremental mark")
                         with zs.scope():
@@ -758,15 +797,20 @@ class ModelMachine(RuleBasedStateMachine):
 
 
 class StressModelMachine(ModelMachine):
-    STRESS = GcStress(check_marks=True, objects_per_step=1, poison_freed=True,
-                         mark_stack_limit=8)
+    STRESS = GcStress(check_marks=True, objects_per_step=1, poison_freed=True, mark_stack_limit=8)
 
 
-_SETTINGS = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
-                     suppress_health_check=[HealthCheck.too_slow,
-                                            HealthCheck.filter_too_much,
-                                            HealthCheck.data_too_large],
-                     print_blob=True)
+_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+    ],
+    print_blob=True,
+)
 
 TestModelPlain = ModelMachine.TestCase
 TestModelPlain.settings = _SETTINGS
@@ -775,6 +819,7 @@ TestModelStress.settings = _SETTINGS
 
 
 # ---- hostile values (FINDINGS.md, tests/test_hostile.py) --------------------------
+
 
 class HookInt:
     """An integer through ``__index__``, which first runs ``hook`` (once)."""
@@ -822,8 +867,11 @@ class HostileModelMachine(ModelMachine):
             self.touch(e)
 
     @precondition(lambda self: self.has("Node"))
-    @rule(data=st.data(), action=st.sampled_from(["append", "clear", "pos", "collect"]),
-          member=st.sampled_from(["value", "pos.x"]))
+    @rule(
+        data=st.data(),
+        action=st.sampled_from(["append", "clear", "pos", "collect"]),
+        member=st.sampled_from(["value", "pos.x"]),
+    )
     def hostile_write(self, data: st.DataObject, action: str, member: str) -> None:
         i = self.pick(data, "Node", label="owner")
         x = data.draw(INT32, label="x")

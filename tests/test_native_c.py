@@ -1,5 +1,6 @@
 """Build and run the C-level tests (native/tests) with the strict warning
 flags, so the test command proves the C code is -Wall -Wextra -Werror clean."""
+
 from __future__ import annotations
 
 import re
@@ -24,10 +25,21 @@ def _compiler() -> str:
 def test_native_c_suite_passes(tmp_path: Path) -> None:
     binary = tmp_path / "test_native"
     sources = sorted(map(str, (NATIVE / "src").glob("*.c"))) + sorted(
-        map(str, (NATIVE / "tests").glob("*.c")))
+        map(str, (NATIVE / "tests").glob("*.c"))
+    )
     build = subprocess.run(
-        [_compiler(), *STRICT, f"-I{NATIVE / 'include'}", f"-I{NATIVE / 'src'}", *sources,
-         "-o", str(binary)], capture_output=True, text=True)
+        [
+            _compiler(),
+            *STRICT,
+            f"-I{NATIVE / 'include'}",
+            f"-I{NATIVE / 'src'}",
+            *sources,
+            "-o",
+            str(binary),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert build.returncode == 0, build.stderr
     assert build.stderr == "", f"compiler printed warnings:\n{build.stderr}"
     run = subprocess.run([str(binary)], capture_output=True, text=True, timeout=300)

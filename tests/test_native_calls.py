@@ -2,22 +2,23 @@
 the native host: it builds the parameter block from the layout's C
 declaration with a cffi FFI of its own, as a C host would from the header,
 and calls ``zs_call_function`` / ``zs_call_each`` through the library."""
+
 from __future__ import annotations
 
 import gc
 import sys
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import cffi
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.lowlevel import FunctionParameter, function_layout
 from helpers import awaiting_expiry, collect, finish_cycle
-from zsharp_py._base.errors import (ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE,
-                               ZS_OK)
+from zsharp_py._base.errors import ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE, ZS_OK
 from zsharp_py._base.ffi import ffi, lib
+from zsharp_py.lowlevel import FunctionParameter, function_layout
 
 
 class Spot(zs.Struct):
@@ -60,10 +61,10 @@ class Mob(zs.Object):
         return ready and target is not None
 
     def weaken(self) -> zs.Int8:
-        return self.health * 100              # out of range for Int8 past 1
+        return self.health * 100  # out of range for Int8 past 1
 
     def no_vec(self) -> Vec:
-        return None                           # type: ignore[return-value]
+        return None  # type: ignore[return-value]
 
     def pick(self) -> Mob | None:
         return self.target
@@ -81,21 +82,21 @@ class Mob(zs.Object):
         pass
 
     def step(self, by: Vec, big: zs.UInt64) -> Vec:
-        by.x = -by.x                          # an out-parameter: the host sees it
+        by.x = -by.x  # an out-parameter: the host sees it
         self.speed = by.y
         kept_views.append(by)
         return Vec(by.x + 1, float(big))
 
     def place(self, pose: Pose) -> Vec:
         self.target = pose.who
-        return (pose.at.x, pose.at.y)         # type: ignore[return-value]  # members, as a tuple
+        return (pose.at.x, pose.at.y)  # type: ignore[return-value]  # members, as a tuple
 
 
 kept_views: list[Any] = []  # views Mob.step let escape its call
 
 
 class Boss(Mob):
-    def tick(self, dt: float) -> None:        # an override: dispatched by class
+    def tick(self, dt: float) -> None:  # an override: dispatched by class
         self.speed += 10 * dt
 
 
@@ -114,8 +115,9 @@ class Host:
     def call(self, obj: zs.Object, **arguments: Any) -> int:
         for key, value in arguments.items():
             setattr(self.block, key, value)
-        status: int = lib.zs_call_function(obj.runtime._ptr, obj.handle,
-                                           self.layout.name.encode(), self.pointer())
+        status: int = lib.zs_call_function(
+            obj.runtime._ptr, obj.handle, self.layout.name.encode(), self.pointer()
+        )
         return status
 
     def call_each(self, rt: zs.Runtime, cls: type[zs.Object], **arguments: Any) -> tuple[int, int]:
@@ -123,8 +125,9 @@ class Host:
             setattr(self.block, key, value)
         called, native_class = ffi.new("uint32_t *"), ffi.new("zs_class **")
         assert lib.zs_find_class(rt._ptr, cls.__name__.encode(), native_class) == ZS_OK
-        status = lib.zs_call_each(rt._ptr, native_class[0], self.layout.name.encode(),
-                                  self.pointer(), called)
+        status = lib.zs_call_each(
+            rt._ptr, native_class[0], self.layout.name.encode(), self.pointer(), called
+        )
         return status, called[0]
 
 
@@ -139,26 +142,33 @@ def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 def test_layout_and_its_c_declaration() -> None:
     layout = function_layout(Mob, "damage")
     assert [(p.name, p.c_type, p.offset) for p in layout.parameters] == [
-        ("amount", "int32_t", 0), ("source", "zs_ref", 8)]
+        ("amount", "int32_t", 0),
+        ("source", "zs_ref", 8),
+    ]
     assert layout.result == FunctionParameter("return_value", "int32_t", 16)
     assert layout.size == 24 and layout.owner is Mob
-    assert layout.c_declaration == ("struct Mob_damage_params { int32_t amount; zs_ref source; "
-                                    "int32_t return_value; };")
+    assert layout.c_declaration == (
+        "struct Mob_damage_params { int32_t amount; zs_ref source; int32_t return_value; };"
+    )
     assert function_layout(Mob, "aim").c_declaration == (
-        "struct Mob_aim_params { zs_ref target; bool ready; bool return_value; };")
+        "struct Mob_aim_params { zs_ref target; bool ready; bool return_value; };"
+    )
     assert function_layout(Mob, "explode").size == 0
     assert function_layout(Boss, "tick").owner is Boss
-    assert function_layout(Boss, "damage").owner is Mob   # inherited
+    assert function_layout(Boss, "damage").owner is Mob  # inherited
 
 
-@pytest.mark.parametrize("name, error, match", [
-    ("missing", AttributeError, "no method 'missing'"),
-    ("_hidden", AttributeError, "no method '_hidden'"),
-    ("add_to_root", AttributeError, "no method"),            # zs.Object's own
-    ("vararg", TypeError, "must be positional"),
-    ("untyped", TypeError, "needs a type annotation"),
-    ("named", TypeError, "only scalars, object references and plain structs"),
-])
+@pytest.mark.parametrize(
+    "name, error, match",
+    [
+        ("missing", AttributeError, "no method 'missing'"),
+        ("_hidden", AttributeError, "no method '_hidden'"),
+        ("add_to_root", AttributeError, "no method"),  # zs.Object's own
+        ("vararg", TypeError, "must be positional"),
+        ("untyped", TypeError, "needs a type annotation"),
+        ("named", TypeError, "only scalars, object references and plain structs"),
+    ],
+)
 def test_methods_that_cannot_be_called_from_native(name: str, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         function_layout(Mob, name)
@@ -174,7 +184,7 @@ def test_native_call_runs_the_method(rt: zs.Runtime) -> None:
 
 def test_virtual_dispatch_by_class(rt: zs.Runtime) -> None:
     mob, boss = Mob(), Boss()
-    host = Host(Mob, "tick")                  # one block serves both: same signature
+    host = Host(Mob, "tick")  # one block serves both: same signature
     assert host.call(mob, dt=1.0) == ZS_OK and host.call(boss, dt=1.0) == ZS_OK
     assert (mob.speed, boss.speed) == (1.0, 10.0)
 
@@ -198,14 +208,15 @@ def test_struct_parameters_are_views_into_the_block(rt: zs.Runtime) -> None:
     layout = function_layout(Mob, "step")
     assert layout.c_declaration == (
         "struct Vec { double x; double y; };\n"
-        "struct Mob_step_params { struct Vec by; uint64_t big; struct Vec return_value; };")
+        "struct Mob_step_params { struct Vec by; uint64_t big; struct Vec return_value; };"
+    )
     mob = Mob()
     host = Host(Mob, "step")
     host.block.by.x, host.block.by.y = 2.5, 4.0
-    assert host.call(mob, big=2**64 - 1) == ZS_OK          # a UInt64, not a handle
+    assert host.call(mob, big=2**64 - 1) == ZS_OK  # a UInt64, not a handle
     assert (host.block.by.x, mob.speed) == (-2.5, 4.0)
     assert (host.block.return_value.x, host.block.return_value.y) == (-1.5, float(2**64 - 1))
-    assert kept_views[-1].is_expired                      # the call's scope ended
+    assert kept_views[-1].is_expired  # the call's scope ended
     with pytest.raises(zs.ExpiredConjugateError, match="scope"):
         kept_views[-1].x
 
@@ -214,7 +225,8 @@ def test_nested_plain_structs_and_references(rt: zs.Runtime) -> None:
     assert function_layout(Mob, "place").c_declaration == (
         "struct Vec { double x; double y; };\n"
         "struct Pose { struct Vec at; zs_ref who; };\n"
-        "struct Mob_place_params { struct Pose pose; struct Vec return_value; };")
+        "struct Mob_place_params { struct Pose pose; struct Vec return_value; };"
+    )
     mob, other = Mob(), Mob()
     host = Host(Mob, "place")
     host.block.pose.at.x, host.block.pose.at.y, host.block.pose.who = 1.0, 2.0, other.handle
@@ -229,16 +241,16 @@ def test_failures_are_reported_not_raised(rt: zs.Runtime, unraisable: list[Any])
     assert Host(Mob, "explode").call(mob) == ZS_E_CALL_FAILED
     assert type(unraisable[-1].exc_value) is RuntimeError
     assert unraisable[-1].object.__func__ is Mob.explode
-    assert Host(Mob, "weaken").call(mob) == ZS_E_CALL_FAILED   # the result is range-checked
+    assert Host(Mob, "weaken").call(mob) == ZS_E_CALL_FAILED  # the result is range-checked
     assert type(unraisable[-1].exc_value) is OverflowError
     assert "Mob.weaken (result)" in str(unraisable[-1].exc_value)
     damage = Host(Mob, "damage")
     victim = Mob()
     handle = victim.handle
-    collect(rt)                                # victim dies: its handle goes stale
+    collect(rt)  # victim dies: its handle goes stale
     assert damage.call(mob, amount=1, source=handle) == ZS_E_CALL_FAILED
     assert type(unraisable[-1].exc_value) is zs.ExpiredConjugateError
-    assert mob.health == 10                   # the method never ran
+    assert mob.health == 10  # the method never ran
     status = lib.zs_call_function(rt._ptr, mob.handle, b"missing", ffi.NULL)
     assert status == ZS_E_INVALID and type(unraisable[-1].exc_value) is AttributeError
     status = lib.zs_call_function(rt._ptr, mob.handle, b"tick", ffi.NULL)  # no block
@@ -273,7 +285,7 @@ def test_a_call_runs_in_a_scope(rt: zs.Runtime) -> None:
 
     class Keeper(Mob):
         def tick(self, dt: float) -> None:
-            views.append(self.spot)           # a red view, obtained inside the call
+            views.append(self.spot)  # a red view, obtained inside the call
 
     keeper = Keeper()
     assert Host(Mob, "tick").call(keeper, dt=1.0) == ZS_OK
@@ -299,7 +311,7 @@ def test_call_each_with_a_collection_inside_a_call(rt: zs.Runtime) -> None:
                 born[0].add_to_root()
                 collect(zs.current_runtime())
 
-    sweeper = Sweeper(name="broom")           # first in slot order: called first
+    sweeper = Sweeper(name="broom")  # first in slot order: called first
     sweeper.add_to_root()
     mobs.extend(Mob(name=f"m{i}") for i in range(6))
     for mob in mobs:
@@ -322,7 +334,7 @@ def test_closing_the_runtime_inside_a_call(rt: zs.Runtime) -> None:
             calls.append(1)
             zs.current_runtime().close()
 
-    closer = Closer()                         # first in slot order: called first
+    closer = Closer()  # first in slot order: called first
     closer.add_to_root()
     mobs = [Mob() for _ in range(5)]
     for mob in mobs:
@@ -356,8 +368,7 @@ def test_native_address() -> None:
         rt.native_address
 
 
-def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime,
-                                                    unraisable: list[Any]) -> None:
+def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime, unraisable: list[Any]) -> None:
     """A method with only scalar parameters and no result is called from C
     (zsharp_py._core) once its layout is known, that is from its second call
     on: the scope, the current runtime, failure reports and dead objects
@@ -375,7 +386,7 @@ def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime,
 
     mob = Fast()
     host = Host(Mob, "tick")
-    for call in range(3):                        # the slow path, then the fast one
+    for _ in range(3):  # the slow path, then the fast one
         assert host.call(mob, dt=1.0) == ZS_OK
         assert views[-1].is_expired and runtimes[-1] is rt
         assert host.call(mob, dt=-1.0) == ZS_E_CALL_FAILED
@@ -392,9 +403,9 @@ def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime,
     # An object whose conjugate nobody holds is adopted (the slow path), then called.
     handle = Fast().handle
     assert lib.zs_call_function(rt._ptr, handle, b"tick", host.pointer()) == ZS_OK
-    views.clear()    # the views held their parent (an expired view is a cycle: gc.collect)
+    views.clear()  # the views held their parent (an expired view is a cycle: gc.collect)
     gc.collect()
-    assert rt._conjugate_get(handle) is None     # the adopted conjugate was not kept
+    assert rt._conjugate_get(handle) is None  # the adopted conjugate was not kept
     collect(rt)
     assert lib.zs_call_function(rt._ptr, handle, b"tick", host.pointer()) == ZS_E_STALE
-    assert function_layout(Mob, "damage")._fast is None   # results take the Python path
+    assert function_layout(Mob, "damage")._fast is None  # results take the Python path

@@ -1,6 +1,7 @@
 """What a newcomer runs into first: ``__init__`` on native classes,
 annotations refused where they are declared, errors that say how to fix
 them, ``rt.activate()``, and messages that read well."""
+
 # No ``from __future__ import annotations`` here: several tests annotate a
 # class body with a local variable, which must be evaluated as written.
 import threading
@@ -10,12 +11,12 @@ from typing import Any, Optional
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
 from classes import Actor
 from helpers import collect
-
+from zsharp_py.debug import GcStress
 
 # ---- 1. a user-defined __init__ --------------------------------------------
+
 
 class WithInit(zs.Object):
     hp: zs.Int32 = 100
@@ -99,8 +100,7 @@ def test_inherited_init_applies_to_subclasses(rt: zs.Runtime) -> None:
     assert (chained.hp, chained.bonus, chained.tag) == (31, 1, 3)
 
 
-def test_classes_without_init_keep_property_keywords_and_the_fast_path(
-        rt: zs.Runtime) -> None:
+def test_classes_without_init_keep_property_keywords_and_the_fast_path(rt: zs.Runtime) -> None:
     assert not NoInit._zs_python_init and not Actor._zs_python_init
     assert WithInit._zs_python_init and Grown._zs_python_init and Chained._zs_python_init
     plain = NoInit(hp=8, name="Plain")
@@ -152,7 +152,7 @@ class ReturnsValue(zs.Object):
 
     def __init__(self) -> None:
         ReturnsValue.made.append(self)
-        return 3  # type: ignore[return-value]
+        return 3  # type: ignore[return-value]  # noqa: PLE0101 (the refusal under test)
 
 
 def test_an_init_returning_a_value_is_refused_like_pythons(rt: zs.Runtime) -> None:
@@ -210,6 +210,7 @@ def test_init_assigned_or_deleted_after_declaration_applies(rt: zs.Runtime) -> N
 
 def test_a_user_new_is_refused_at_declaration() -> None:
     with pytest.raises(TypeError, match=r"WithNew: a native class cannot define __new__.*__init__"):
+
         class WithNew(zs.Object):
             def __new__(cls) -> Any:
                 return super().__new__(cls)
@@ -219,6 +220,7 @@ def test_a_user_new_is_refused_at_declaration() -> None:
             return super().__new__(cls)
 
     with pytest.raises(TypeError, match=r"its base Mixin defines __new__.*__init__"):
+
         class Mixed(Mixin, zs.Object):
             pass
 
@@ -228,61 +230,86 @@ def test_a_user_new_is_refused_at_declaration() -> None:
 
 # ---- 2. annotations refused where they are declared ---------------------------------
 
+
 class _Pair(zs.Struct):
     a: zs.Float64
 
 
-@pytest.mark.parametrize("annotation, shown, hint", [
-    (list[int], "list[int]", "use zs.Array[zs.Int64] (or another zs type"),
-    (list, "list", "use zs.Array[T] with zs element types, e.g. zs.Array[zs.Int32]"),
-    (list[Actor], "list[Actor]", "use zs.Array[Actor]"),
-    (typing.List[float], "list[float]", "use zs.Array[zs.Float64]"),
-    (set[str], "set[str]", "use zs.Set[zs.String]"),
-    (dict[str, int], "dict[str, int]", "use zs.Map[zs.String, zs.Int64] (or another zs type: "
-                                       "see the type table)"),
-    (dict, "dict", "use zs.Map[K, V] with zs element types"),
-    (dict[str, list[bool]], "dict[str, list[bool]]", "use zs.Map[zs.String, zs.Array[zs.Bool]]"),
-    (int | None, "int | None", "use zs.Optional[zs.Int64]"),
-    (Optional[float], "float | None", "use zs.Optional[zs.Float64]"),
-    (str | None, "str | None", "use zs.Optional[zs.String]"),
-    (Optional[_Pair], "_Pair | None", "use zs.Optional[_Pair]"),
-    (zs.Int32 | None, "zs.Int32 | None", "use zs.Optional[zs.Int32]"),
-    (list[int] | None, "list[int] | None", "use zs.Array[zs.Int64] (an empty container"),
-    (bytes, "bytes", "use zs.Array[zs.UInt8]"),
-    (bytearray, "bytearray", "use zs.Array[zs.UInt8]"),
-    (tuple[float, float], "tuple[float, float]", "use a zs.Struct subclass"),
-    (tuple, "tuple", "use a zs.Struct subclass"),
-    (object, "object", "native properties hold only zs types"),
-    (Any, "typing.Any", "native properties hold only zs types"),
-    (int | str, "int | str", "a property has exactly one zs type: the only union allowed is "
-                             "`Class | None`"),
-    ("dict[str, int]", "dict[str, int]", "use zs.Map[zs.String, zs.Int64]"),
-])
-def test_unsupported_annotations_are_refused_at_declaration(annotation: Any, shown: str,
-                                                            hint: str) -> None:
+@pytest.mark.parametrize(
+    "annotation, shown, hint",
+    [
+        (list[int], "list[int]", "use zs.Array[zs.Int64] (or another zs type"),
+        (list, "list", "use zs.Array[T] with zs element types, e.g. zs.Array[zs.Int32]"),
+        (list[Actor], "list[Actor]", "use zs.Array[Actor]"),
+        (typing.List[float], "list[float]", "use zs.Array[zs.Float64]"),  # noqa: UP006 (the input)
+        (set[str], "set[str]", "use zs.Set[zs.String]"),
+        (
+            dict[str, int],
+            "dict[str, int]",
+            "use zs.Map[zs.String, zs.Int64] (or another zs type: see the type table)",
+        ),
+        (dict, "dict", "use zs.Map[K, V] with zs element types"),
+        (
+            dict[str, list[bool]],
+            "dict[str, list[bool]]",
+            "use zs.Map[zs.String, zs.Array[zs.Bool]]",
+        ),
+        (int | None, "int | None", "use zs.Optional[zs.Int64]"),
+        (Optional[float], "float | None", "use zs.Optional[zs.Float64]"),  # noqa: UP045 (the input)
+        (str | None, "str | None", "use zs.Optional[zs.String]"),
+        (Optional[_Pair], "_Pair | None", "use zs.Optional[_Pair]"),  # noqa: UP045 (the input)
+        (zs.Int32 | None, "zs.Int32 | None", "use zs.Optional[zs.Int32]"),
+        (list[int] | None, "list[int] | None", "use zs.Array[zs.Int64] (an empty container"),
+        (bytes, "bytes", "use zs.Array[zs.UInt8]"),
+        (bytearray, "bytearray", "use zs.Array[zs.UInt8]"),
+        (tuple[float, float], "tuple[float, float]", "use a zs.Struct subclass"),
+        (tuple, "tuple", "use a zs.Struct subclass"),
+        (object, "object", "native properties hold only zs types"),
+        (Any, "typing.Any", "native properties hold only zs types"),
+        (
+            int | str,
+            "int | str",
+            "a property has exactly one zs type: the only union allowed is `Class | None`",
+        ),
+        ("dict[str, int]", "dict[str, int]", "use zs.Map[zs.String, zs.Int64]"),
+    ],
+)
+def test_unsupported_annotations_are_refused_at_declaration(
+    annotation: Any, shown: str, hint: str
+) -> None:
     expected = f"Unit.scores: unsupported property type {shown}; {hint}"
     with pytest.raises(TypeError) as raised:
+
         class Unit(zs.Object):
             scores: annotation  # type: ignore[valid-type]
+
     assert str(raised.value).startswith(expected), str(raised.value)
 
 
 def test_struct_members_are_refused_at_declaration_too() -> None:
-    with pytest.raises(TypeError, match=r"Segment\.points: unsupported property type "
-                                        r"list\[float\]; use zs\.Array\[zs\.Float64\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"Segment\.points: unsupported property type "
+        r"list\[float\]; use zs\.Array\[zs\.Float64\]",
+    ):
+
         class Segment(zs.Struct):
             points: list[float]
 
 
 def test_a_string_annotation_is_resolved_with_the_class_in_scope() -> None:
-    with pytest.raises(TypeError, match=r"Node\.children: unsupported property type "
-                                        r"list\[Node\]; use zs\.Array\[Node\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"Node\.children: unsupported property type "
+        r"list\[Node\]; use zs\.Array\[Node\]",
+    ):
+
         class Node(zs.Object):
             children: "list[Node]"
 
 
 class _Early(zs.Object):
-    other: "_Later | None"          # a forward reference: left for the first use
+    other: "_Later | None"  # a forward reference: left for the first use
     friends: zs.Array["_Later"]
     weak: zs.WeakObjectPtr["_Later"]
 
@@ -291,8 +318,7 @@ class _Later(zs.Object):
     value: zs.Int32 = 4
 
 
-def test_only_the_check_is_eager_forward_references_and_layouts_stay_lazy(
-        rt: zs.Runtime) -> None:
+def test_only_the_check_is_eager_forward_references_and_layouts_stay_lazy(rt: zs.Runtime) -> None:
     class Local(zs.Object):
         hp: zs.Int32
         other: "Local | None"
@@ -301,6 +327,7 @@ def test_only_the_check_is_eager_forward_references_and_layouts_stay_lazy(
         other: "NoSuchClass | None"  # type: ignore[name-defined]  # noqa: F821
 
     with pytest.raises(TypeError, match="unsupported property type"):
+
         class Refused(Local):
             more: "dict[Local, int]"
 
@@ -315,6 +342,7 @@ def test_only_the_check_is_eager_forward_references_and_layouts_stay_lazy(
 
 
 # ---- 3. errors that say how to fix ----------------------------------------------------
+
 
 def test_only_an_unreachable_objects_error_says_how_to_keep_one_alive() -> None:
     with zs.Runtime() as runtime:
@@ -335,10 +363,13 @@ def test_only_an_unreachable_objects_error_says_how_to_keep_one_alive() -> None:
     assert str(unreachable.value) == (
         "Actor 'Stray' has expired: it was unreachable and the garbage collector destroyed "
         "it (keep an object alive with obj.add_to_root(), a reference from a rooted object, "
-        "or zs.StrongObjectPtr(obj))")
+        "or zs.StrongObjectPtr(obj))"
+    )
     assert "add_to_root" not in repr(stray)  # the repr stays compact
-    assert str(garbage.value) == ("Actor 'Doomed' has expired: it was marked as garbage and "
-                                  "the garbage collector destroyed it")
+    assert str(garbage.value) == (
+        "Actor 'Doomed' has expired: it was marked as garbage and "
+        "the garbage collector destroyed it"
+    )
     assert str(closed.value) == "Actor 'Kept' has expired: its runtime was closed"
 
 
@@ -352,25 +383,30 @@ class _Ship(zs.Object):
     where: _Vec
 
 
-@pytest.mark.parametrize("value, declared", [
-    ({}, "zs.Map[zs.Name, zs.Int32]"),
-    ({"a": 1.5}, "zs.Map[zs.String, zs.Float64]"),
-    (5, "zs.Int64"),
-    (2.5, "zs.Float64"),
-    (True, "zs.Bool"),
-    ("text", "zs.String"),
-    ([1, 2], "zs.Array[zs.Int64]"),
-    ({"x"}, "zs.Set[zs.String]"),
-    (b"raw", "zs.Array[zs.UInt8]"),
-])
-def test_an_undeclared_attribute_says_to_declare_it(rt: zs.Runtime, value: Any,
-                                                    declared: str) -> None:
+@pytest.mark.parametrize(
+    "value, declared",
+    [
+        ({}, "zs.Map[zs.Name, zs.Int32]"),
+        ({"a": 1.5}, "zs.Map[zs.String, zs.Float64]"),
+        (5, "zs.Int64"),
+        (2.5, "zs.Float64"),
+        (True, "zs.Bool"),
+        ("text", "zs.String"),
+        ([1, 2], "zs.Array[zs.Int64]"),
+        ({"x"}, "zs.Set[zs.String]"),
+        (b"raw", "zs.Array[zs.UInt8]"),
+    ],
+)
+def test_an_undeclared_attribute_says_to_declare_it(
+    rt: zs.Runtime, value: Any, declared: str
+) -> None:
     ship = _Ship()
     with pytest.raises(AttributeError) as raised:
         ship.cache = value
     assert str(raised.value) == (
         "'_Ship' object has no attribute 'cache': native objects hold only their declared "
-        f"properties; declare it in the class body with a zs type (e.g. `cache: {declared}`).")
+        f"properties; declare it in the class body with a zs type (e.g. `cache: {declared}`)."
+    )
     assert raised.value.name == "cache" and raised.value.obj is ship
 
 
@@ -391,7 +427,8 @@ def test_a_struct_member_that_is_not_declared(rt: zs.Runtime) -> None:
             value.y = 3.0
         assert str(raised.value) == (
             "'_Vec' object has no attribute 'y': native structs hold only their declared "
-            "members; declare it in the struct body with a zs type (e.g. `y: zs.Float64`).")
+            "members; declare it in the struct body with a zs type (e.g. `y: zs.Float64`)."
+        )
         assert raised.value.name == "y" and raised.value.obj is value
         value.x = 2.0  # declared members still write
         assert value.x == 2.0
@@ -405,8 +442,11 @@ def test_a_mistyped_property_write_says_did_you_mean(rt: zs.Runtime) -> None:
     assert raised.value.name == "helth" and raised.value.obj is ship
     with pytest.raises(AttributeError, match=r"Did you mean 'speed'\?$"):
         ship.where.sped = 1.0
-    with pytest.raises(AttributeError, match=r"^'_Ship' object has no attribute 'helth'\. "
-                                             r"Did you mean 'health'\?$"):
+    with pytest.raises(
+        AttributeError,
+        match=r"^'_Ship' object has no attribute 'helth'\. "
+        r"Did you mean 'health'\?$",
+    ):
         del ship.helth
     assert ship.health == 10
     # Other attribute errors are left as they are.
@@ -427,6 +467,7 @@ def test_container_typos_get_did_you_mean_too(rt: zs.Runtime) -> None:
 
 
 # ---- 4. rt.activate() -----------------------------------------------------------------
+
 
 def test_activate_makes_the_runtime_current_without_closing_it() -> None:
     rt = zs.Runtime()
@@ -493,15 +534,12 @@ def test_a_closed_runtime_cannot_become_current() -> None:
     activation = rt.activate()
     rt.close()
     message = r"^this Runtime is closed; create a new zs\.Runtime\(\)$"
-    with pytest.raises(RuntimeError, match=message):
-        with rt:
-            pass
-    with pytest.raises(RuntimeError, match=message):
-        with rt.activate():
-            pass
-    with pytest.raises(RuntimeError, match=message):
-        with activation:
-            pass
+    with pytest.raises(RuntimeError, match=message), rt:
+        pass
+    with pytest.raises(RuntimeError, match=message), rt.activate():
+        pass
+    with pytest.raises(RuntimeError, match=message), activation:
+        pass
     assert zs.current_runtime() is not rt
 
 
@@ -514,6 +552,7 @@ def test_closing_inside_an_activation() -> None:
 
 
 # ---- 5. the repr of an expired object keeps its name --------------------------------
+
 
 def test_the_repr_of_an_expired_object_names_it() -> None:
     with zs.Runtime() as rt:
@@ -529,15 +568,18 @@ def test_the_repr_of_an_expired_object_names_it() -> None:
         view = _Ship().where
         collect(rt)
         assert repr(view) == "<_Vec expired: what it points into has expired>"  # as before
-    assert repr(stray) == ("<Actor 'Hero' expired: it was unreachable and the garbage "
-                           "collector destroyed it>")
-    assert repr(doomed) == ("<Actor 'Doomed' expired: it was marked as garbage and the "
-                            "garbage collector destroyed it>")
+    assert repr(stray) == (
+        "<Actor 'Hero' expired: it was unreachable and the garbage collector destroyed it>"
+    )
+    assert repr(doomed) == (
+        "<Actor 'Doomed' expired: it was marked as garbage and the garbage collector destroyed it>"
+    )
     assert repr(kept) == "<Actor 'Kept' expired: its runtime was closed>"
     assert repr(auto).startswith("<Actor 'Actor_") and "expired: its runtime" in repr(auto)
 
 
 # ---- 6. counts read well ----------------------------------------------------------------
+
 
 def test_runtime_repr_counts_live_objects_in_the_right_number(rt: zs.Runtime) -> None:
     assert repr(rt) == "<zs.Runtime 0 live objects>"

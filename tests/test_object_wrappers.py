@@ -6,17 +6,18 @@ surviving destroy and re-create, red views writing through, clones, expiry,
 black values freed exactly once, and which wrappers keep their target alive
 (only ScriptInterface, and from a black value only when black conjugates
 are roots)."""
+
 from __future__ import annotations
 
 import copy
 import gc
+import itertools
 import uuid
 
 import pytest
 
 import zsharp_py as zs
 from helpers import collect
-
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
@@ -72,6 +73,7 @@ class Spawner(zs.Object):
 
 # ---- Interface -------------------------------------------------------------------------
 
+
 def test_interfaces_are_implemented_by_inheritance(rt: zs.Runtime) -> None:
     boss = Boss()
     assert isinstance(boss, IDamageable) and isinstance(boss, IUsable)
@@ -87,6 +89,7 @@ def test_interfaces_are_implemented_by_inheritance(rt: zs.Runtime) -> None:
 
 
 # ---- SubclassOf ------------------------------------------------------------------------
+
 
 def test_subclass_of_value(rt: zs.Runtime) -> None:
     value = zs.SubclassOf[Pawn](Boss)
@@ -160,6 +163,7 @@ def test_subclass_of_in_structs_and_containers(rt: zs.Runtime) -> None:
 
 
 # ---- SoftObjectPtr -----------------------------------------------------------------------
+
 
 def test_soft_object_ptr_resolves_while_loaded(rt: zs.Runtime) -> None:
     level = Rock(name="Level")
@@ -251,6 +255,7 @@ def test_soft_pointers_are_freed_exactly_once(rt: zs.Runtime) -> None:
 
 # ---- SoftClassPtr ------------------------------------------------------------------------
 
+
 def test_soft_class_ptr_resolves_registered_classes(rt: zs.Runtime) -> None:
     soft = zs.SoftClassPtr[Pawn](Boss)
     assert soft.path == f"{__name__}.Boss"
@@ -310,6 +315,7 @@ def test_soft_class_ptr_property(rt: zs.Runtime) -> None:
 
 
 # ---- LazyObjectPtr -----------------------------------------------------------------------
+
 
 def test_lazy_object_ptr_assigns_and_reuses_ids(rt: zs.Runtime) -> None:
     pawn = Pawn()
@@ -401,6 +407,7 @@ def test_lazy_id_resolves_in_the_current_runtime(rt: zs.Runtime) -> None:
 
 # ---- ScriptInterface -----------------------------------------------------------------------
 
+
 def test_script_interface_checks_the_interface(rt: zs.Runtime) -> None:
     boss = Boss()
     si = zs.ScriptInterface[IDamageable](boss)
@@ -409,7 +416,7 @@ def test_script_interface_checks_the_interface(rt: zs.Runtime) -> None:
     si.take_damage(30)  # forwarded: the interface declares it
     assert boss.health == 70
     with pytest.raises(AttributeError, match="name"):
-        si.name  # noqa: B018 - not declared by the interface
+        si.name  # not declared by the interface
     with pytest.raises(TypeError, match="Rock does not implement IDamageable"):
         zs.ScriptInterface[IDamageable](Rock())
     with pytest.raises(TypeError, match="Pawn does not implement IUsable"):
@@ -532,7 +539,7 @@ def test_script_interface_red_view_expires_with_scope_and_owner(rt: zs.Runtime) 
         assert scoped.object is not None
     assert scoped.is_expired
     with pytest.raises(zs.ExpiredConjugateError, match="scope"):
-        scoped.object  # noqa: B018
+        scoped.object
     with pytest.raises(TypeError, match="red view"):
         spawner.victim.dispose()
     view = spawner.victim
@@ -565,7 +572,7 @@ def test_script_interface_store_during_incremental_mark_uses_the_barrier(rt: zs.
     head.add_to_root()
     chain = [Link() for _ in range(5000)]  # long enough that marking takes several steps
     head.next = chain[0]
-    for one, two in zip(chain, chain[1:]):
+    for one, two in itertools.pairwise(chain):
         one.next = two
     late = Pawn(health=7)  # unreachable when the cycle starts
     rt.gc.start_incremental()
@@ -595,6 +602,7 @@ def test_wrapper_property_defaults(rt: zs.Runtime) -> None:
     assert made.soft.path == "Level.Hero" and made.soft.get() is None
     assert made.path.get(Pawn(health=3)) == 3
     with pytest.raises(TypeError, match="not Rock"):
+
         class BadDefault(zs.Object):
             kind: zs.SubclassOf[Pawn] = Rock
 
@@ -635,8 +643,12 @@ def test_pointers_are_true_only_while_they_resolve(rt: zs.Runtime) -> None:
     spawner = Spawner()
     spawner.add_to_root()
     spawner.victim = hero
-    pointers = [zs.WeakObjectPtr(hero), zs.SoftObjectPtr[Pawn]("Level.Hero"),
-                zs.LazyObjectPtr[Pawn](hero), spawner.victim]
+    pointers = [
+        zs.WeakObjectPtr(hero),
+        zs.SoftObjectPtr[Pawn]("Level.Hero"),
+        zs.LazyObjectPtr[Pawn](hero),
+        spawner.victim,
+    ]
     assert [bool(p) for p in pointers] == [True] * 4
     assert not zs.WeakObjectPtr() and not zs.SoftObjectPtr[Pawn]("Level.Nobody")
     spawner.victim = None

@@ -1,5 +1,6 @@
 """Objects and their conjugates: creation, names, properties, type checks,
 identity, and the operations a conjugate refuses."""
+
 from __future__ import annotations
 
 import copy
@@ -27,6 +28,7 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 
 # ---- creation --------------------------------------------------------------
+
 
 def test_name_outer_and_property_keywords_are_applied(rt: zs.Runtime) -> None:
     boss = Actor(name="Boss")
@@ -86,7 +88,12 @@ def test_plain_defaults_are_copied_in_by_the_creating_call(rt: zs.Runtime) -> No
         a = cls()
         assert (a.i8, a.u64, a.f32, a.f64, a.flag) == (-128, 2**64 - 1, 0.25, -2.5, True)
         assert (a.plain.a, a.plain.b) == (255, -1.5)
-        assert (a.mixed.inner.a, a.mixed.inner.b, a.mixed.c, a.mixed.label) == (255, -1.5, -7, "slow")
+        assert (a.mixed.inner.a, a.mixed.inner.b, a.mixed.c, a.mixed.label) == (
+            255,
+            -1.5,
+            -7,
+            "slow",
+        )
         assert a.other is None
     assert _ImagedChild().extra == 42
     b = _ImagedChild(i8=5, extra=-1, plain=(1, 2.0), other=_Imaged())
@@ -142,10 +149,13 @@ def test_name_and_outer_arguments_are_type_checked(rt: zs.Runtime) -> None:
 
 # ---- scalar properties -----------------------------------------------------
 
-@pytest.mark.parametrize(("field", "scalar", "low", "high"), INTEGER_FIELDS,
-                         ids=[f[0] for f in INTEGER_FIELDS])
+
+@pytest.mark.parametrize(
+    ("field", "scalar", "low", "high"), INTEGER_FIELDS, ids=[f[0] for f in INTEGER_FIELDS]
+)
 def test_integer_property_accepts_both_bounds_and_rejects_beyond(
-        rt: zs.Runtime, field: str, scalar: type, low: int, high: int) -> None:
+    rt: zs.Runtime, field: str, scalar: type, low: int, high: int
+) -> None:
     a = Actor()
     setattr(a, field, high)
     assert getattr(a, field) == high
@@ -168,7 +178,8 @@ def test_integer_property_accepts_both_bounds_and_rejects_beyond(
 @pytest.mark.parametrize("field", [f[0] for f in INTEGER_FIELDS])
 @pytest.mark.parametrize("bad", ["7", 1.5, 2.0, None, b"1"], ids=repr)
 def test_integer_property_rejects_non_integers_with_typeerror(
-        rt: zs.Runtime, field: str, bad: object) -> None:
+    rt: zs.Runtime, field: str, bad: object
+) -> None:
     a = Actor()
     setattr(a, field, 3)
     with pytest.raises(TypeError):
@@ -213,8 +224,12 @@ def test_float64_keeps_full_precision(rt: zs.Runtime) -> None:
     assert a.speed == 1e300
 
 
-@pytest.mark.parametrize(("value", "expected"), [(True, True), (False, False), (1, True), (0, False)])
-def test_bool_accepts_true_false_one_and_zero(rt: zs.Runtime, value: object, expected: bool) -> None:
+@pytest.mark.parametrize(
+    ("value", "expected"), [(True, True), (False, False), (1, True), (0, False)]
+)
+def test_bool_accepts_true_false_one_and_zero(
+    rt: zs.Runtime, value: object, expected: bool
+) -> None:
     a = Actor(alive=not expected)
     a.alive = value
     assert a.alive is expected
@@ -269,6 +284,7 @@ def test_constructor_keyword_out_of_range_raises_overflowerror(rt: zs.Runtime) -
 
 
 # ---- object references -----------------------------------------------------
+
 
 def test_reference_rejects_an_object_of_an_unrelated_class(rt: zs.Runtime) -> None:
     a, b = Actor(), Actor()
@@ -342,8 +358,9 @@ def test_conjugate_identity_while_held_and_a_dropped_conjugate_is_remade(rt: zs.
     assert a.target is again and not again.is_expired
 
 
-@pytest.mark.parametrize("operation", [copy.copy, copy.deepcopy, pickle.dumps],
-                         ids=["copy", "deepcopy", "pickle"])
+@pytest.mark.parametrize(
+    "operation", [copy.copy, copy.deepcopy, pickle.dumps], ids=["copy", "deepcopy", "pickle"]
+)
 def test_object_conjugates_cannot_be_copied_or_pickled(rt: zs.Runtime, operation) -> None:
     a = Actor()
     with pytest.raises(TypeError):
@@ -367,11 +384,17 @@ def test_handle_holds_index_and_a_nonzero_serial(rt: zs.Runtime) -> None:
 
 # ---- class declarations ----------------------------------------------------
 
+
 def test_unsupported_annotation_raises_typeerror_at_declaration(rt: zs.Runtime) -> None:
-    with pytest.raises(TypeError, match=r"Bad\.x: unsupported property type list; "
-                                        r"use zs\.Array\[T\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"Bad\.x: unsupported property type list; "
+        r"use zs\.Array\[T\]",
+    ):
+
         class Bad(zs.Object):
             x: list
+
     collect(rt)
     assert rt.live_objects() == 0
 
@@ -384,9 +407,13 @@ _LaterList = list
 
 
 def test_unsupported_forward_reference_raises_typeerror_at_first_instantiation(
-        rt: zs.Runtime) -> None:
-    with pytest.raises(TypeError, match=r"_DeclaredBeforeItsType\.x: unsupported property "
-                                        r"type _LaterList; use zs\.Array"):
+    rt: zs.Runtime,
+) -> None:
+    with pytest.raises(
+        TypeError,
+        match=r"_DeclaredBeforeItsType\.x: unsupported property "
+        r"type _LaterList; use zs\.Array",
+    ):
         _DeclaredBeforeItsType()
     with pytest.raises(TypeError):  # and it keeps failing, without a half-made class
         _DeclaredBeforeItsType()
@@ -516,8 +543,21 @@ def test_non_ascii_property_names_work(rt: zs.Runtime) -> None:
 # ---- names -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["Hero", "Foo_3", "Foo_03", "Foo_", "_5", "Foo_999999999",
-                                  "Foo_1234567890", "héros", "a b", "x" * 1024])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Hero",
+        "Foo_3",
+        "Foo_03",
+        "Foo_",
+        "_5",
+        "Foo_999999999",
+        "Foo_1234567890",
+        "héros",
+        "a b",
+        "x" * 1024,
+    ],
+)
 def test_object_names_round_trip(rt: zs.Runtime, name: str) -> None:
     assert Actor(name=name).name == name
 

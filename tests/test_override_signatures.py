@@ -6,18 +6,20 @@ block differs is refused: at class declaration when both signatures
 resolve then, else at the call (ZS_E_INVALID, a TypeError naming both
 signatures through sys.unraisablehook). It never runs with another layout,
 so it never reads or writes past the host's block."""
+
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import cffi
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.lowlevel import function_layout
 from zsharp_py._base.errors import ZS_E_INVALID, ZS_OK
 from zsharp_py._base.ffi import ffi, lib
+from zsharp_py.lowlevel import function_layout
 
 GUARD = 64
 
@@ -56,9 +58,12 @@ class Host:
     def __init__(self, cls: type[zs.Object], name: str) -> None:
         self.layout = function_layout(cls, name)
         self.ffi = cffi.FFI()
-        self.ffi.cdef("typedef uint64_t zs_ref;\n" + self.layout.c_declaration +
-                      f"\nstruct guarded {{ struct {cls.__name__}_{name}_params p; "
-                      f"unsigned char guard[{GUARD}]; }};")
+        self.ffi.cdef(
+            "typedef uint64_t zs_ref;\n"
+            + self.layout.c_declaration
+            + f"\nstruct guarded {{ struct {cls.__name__}_{name}_params p; "
+            f"unsigned char guard[{GUARD}]; }};"
+        )
         self.block: Any = self.ffi.new("struct guarded *")
         for i in range(GUARD):
             self.block.guard[i] = 0xAB
@@ -72,8 +77,9 @@ class Host:
     def call(self, obj: zs.Object, **arguments: Any) -> int:
         for key, value in arguments.items():
             setattr(self.block.p, key, value)
-        status: int = lib.zs_call_function(obj.runtime._ptr, obj.handle,
-                                           self.layout.name.encode(), self.pointer())
+        status: int = lib.zs_call_function(
+            obj.runtime._ptr, obj.handle, self.layout.name.encode(), self.pointer()
+        )
         return status
 
     def call_each(self, rt: zs.Runtime, cls: type[zs.Object], **arguments: Any) -> tuple[int, int]:
@@ -81,8 +87,9 @@ class Host:
             setattr(self.block.p, key, value)
         called, native_class = ffi.new("uint32_t *"), ffi.new("zs_class **")
         assert lib.zs_find_class(rt._ptr, cls.__name__.encode(), native_class) == ZS_OK
-        status = lib.zs_call_each(rt._ptr, native_class[0], self.layout.name.encode(),
-                                  self.pointer(), called)
+        status = lib.zs_call_each(
+            rt._ptr, native_class[0], self.layout.name.encode(), self.pointer(), called
+        )
         return status, called[0]
 
 
@@ -97,24 +104,29 @@ def test_the_briefs_override_is_refused_at_declaration() -> None:
     """tick(self, dt: float, extra: zs.Int64) -> zs.Int64 over tick(self, dt:
     float): native code would write the result past the 8-byte block."""
     with pytest.raises(TypeError) as info:
-        class Greedy(Walker):  # noqa: F841
+
+        class Greedy(Walker):
             def tick(self, dt: float, extra: zs.Int64) -> zs.Int64:
                 return extra
+
     message = str(info.value)
     assert "Greedy.tick(double dt, int64_t extra) -> int64_t" in message
     assert "Walker.tick(double dt) -> void" in message
 
 
-@pytest.mark.parametrize("source", [
-    "def tick(self, dt: zs.Int32) -> None: pass",           # another type, same size class
-    "def tick(self, dt: zs.Float32) -> None: pass",         # a smaller type
-    "def tick(self) -> None: pass",                          # fewer parameters
-    "def tick(self, dt: float) -> zs.Int8: return 0",       # a result where there was none
-    "def hit(self, amount: zs.Int32) -> zs.Int64: return 0",  # a wider result
-    "def hit(self, amount: zs.UInt32) -> zs.Int32: return 0",  # unsigned for signed
-    "def hit(self, amount: zs.Int32) -> None: pass",         # no result where there was one
-    "def hit(self, amount: zs.Int32, more: zs.Int32) -> zs.Int32: return 0",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def tick(self, dt: zs.Int32) -> None: pass",  # another type, same size class
+        "def tick(self, dt: zs.Float32) -> None: pass",  # a smaller type
+        "def tick(self) -> None: pass",  # fewer parameters
+        "def tick(self, dt: float) -> zs.Int8: return 0",  # a result where there was none
+        "def hit(self, amount: zs.Int32) -> zs.Int64: return 0",  # a wider result
+        "def hit(self, amount: zs.UInt32) -> zs.Int32: return 0",  # unsigned for signed
+        "def hit(self, amount: zs.Int32) -> None: pass",  # no result where there was one
+        "def hit(self, amount: zs.Int32, more: zs.Int32) -> zs.Int32: return 0",
+    ],
+)
 def test_overrides_of_another_block_are_refused_at_declaration(source: str) -> None:
     namespace: dict[str, Any] = {"zs": zs}
     exec(source, namespace)  # noqa: S102
@@ -155,8 +167,9 @@ class NotYet(zs.Object):
 
 
 @pytest.mark.parametrize("how", ["call_function", "call_each"])
-def test_an_override_decided_at_the_call_is_refused_there(rt: zs.Runtime, unraisable: list[Any],
-                                                           how: str) -> None:
+def test_an_override_decided_at_the_call_is_refused_there(
+    rt: zs.Runtime, unraisable: list[Any], how: str
+) -> None:
     base, child = Later(), LaterChild()
     host = Host(Later, "touch")
     if how == "call_function":
@@ -164,9 +177,9 @@ def test_an_override_decided_at_the_call_is_refused_there(rt: zs.Runtime, unrais
         assert host.call(child, amount=1) == ZS_E_INVALID
     else:
         status, called = host.call_each(rt, Later, amount=1)
-        assert status == ZS_E_INVALID and called == 2   # both tried, one refused
-    assert base.count == 1 and child.count == 0           # the override never ran
-    assert host.guard_intact()                            # nothing written past the block
+        assert status == ZS_E_INVALID and called == 2  # both tried, one refused
+    assert base.count == 1 and child.count == 0  # the override never ran
+    assert host.guard_intact()  # nothing written past the block
     errors = [u.exc_value for u in unraisable]
     assert len(errors) == 1 and isinstance(errors[0], TypeError)
     assert "LaterChild.touch(int32_t amount, zs_ref other) -> zs_ref" in str(errors[0])
@@ -176,7 +189,8 @@ def test_an_override_decided_at_the_call_is_refused_there(rt: zs.Runtime, unrais
 
 
 def test_a_method_replaced_after_declaration_is_checked_at_the_call(
-        rt: zs.Runtime, unraisable: list[Any]) -> None:
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
     class Patched(Walker):
         pass
 
@@ -193,8 +207,10 @@ def test_a_method_replaced_after_declaration_is_checked_at_the_call(
 
 
 def test_an_override_that_cannot_be_called_from_native_code_is_refused(
-        rt: zs.Runtime, unraisable: list[Any]) -> None:
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
     """``*args``, a missing annotation, a property: no block at all."""
+
     class Loose(Walker):
         def tick(self, *args: float) -> None:  # type: ignore[override]
             self.hits = 99

@@ -1,5 +1,6 @@
 """The pytest plugin (zsharp_py/testing.py), run on small suites through
 pytester: the zs_runtime fixture, its leak check, the markers and options."""
+
 from __future__ import annotations
 
 import textwrap
@@ -8,7 +9,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-HEADER = textwrap.dedent('''
+HEADER = textwrap.dedent("""
     import gc
     import pytest
     import zsharp_py as zs
@@ -24,7 +25,7 @@ HEADER = textwrap.dedent('''
         y: zs.Float64
 
     KEPT = []
-''')
+""")
 
 
 def run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
@@ -32,13 +33,17 @@ def run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
     (without hypothesis's plugin: pytester drops the modules a run imports,
     so that plugin would import hypothesis anew in every run)."""
     pytester.makepyfile(test_suite=HEADER + textwrap.dedent(body))
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                              "--strict-markers", *args)
+    return pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--strict-markers", *args
+    )
 
 
 def test_clean_tests_pass_and_leaks_are_listed_with_what_keeps_them(
-        pytester: pytest.Pytester) -> None:
-    result = run(pytester, '''
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
         def test_clean(zs_runtime):
             hero = Actor(name="Hero"); hero.add_to_root()
             hero.target = Actor()
@@ -53,65 +58,78 @@ def test_clean_tests_pass_and_leaks_are_listed_with_what_keeps_them(
             zs.StrongObjectPtr(Actor(name="Pinned"))   # finalised at once: released
             KEPT.append(zs.StrongObjectPtr(Actor(name="Held")))
             KEPT.append(Vector(3.0, 4.0))
-    ''')
+    """,
+    )
     result.assert_outcomes(passed=2, errors=1)
-    result.stdout.fnmatch_lines([
-        "*ERROR at teardown of test_leaky*",
-        "*test_suite.py::test_leaky leaked native memory*",
-        "*3 objects still alive:",
-        "*<Actor 'Hero' #*> kept by (rooted) Actor 'Hero'",
-        "*<Actor 'Boss' #*> kept by (rooted) Actor 'Hero' -> target -> Actor 'Boss'",
-        "*<Actor 'Held' #*> kept by (strong pointer) Actor 'Held'",
-        "*1 black value still alive*",
-        "*Vector(x=3.0, y=4.0)",
-        "*zs_allow_leaks*",
-    ])
-    assert "Pinned" not in result.stdout.str()     # its pointer was finalised: released
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_leaky*",
+            "*test_suite.py::test_leaky leaked native memory*",
+            "*3 objects still alive:",
+            "*<Actor 'Hero' #*> kept by (rooted) Actor 'Hero'",
+            "*<Actor 'Boss' #*> kept by (rooted) Actor 'Hero' -> target -> Actor 'Boss'",
+            "*<Actor 'Held' #*> kept by (strong pointer) Actor 'Held'",
+            "*1 black value still alive*",
+            "*Vector(x=3.0, y=4.0)",
+            "*zs_allow_leaks*",
+        ]
+    )
+    assert "Pinned" not in result.stdout.str()  # its pointer was finalised: released
     assert "test_clean" not in "".join(line for line in result.stdout.lines if "ERROR" in line)
 
 
 def test_a_cycle_across_the_boundary_is_reported_with_the_bound_callables(
-        pytester: pytest.Pytester) -> None:
-    result = run(pytester, '''
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
         def test_cycle(zs_runtime):
             delegate = zs.MulticastDelegate()
             delegate.add(lambda: delegate)   # the closure holds the black delegate
-    ''')
+    """,
+    )
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines([
-        "*1 black value still alive*",
-        "*MulticastDelegate*",
-        "*1 Python callable still bound into native delegates*cycle across the boundary*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*1 black value still alive*",
+            "*MulticastDelegate*",
+            "*1 Python callable still bound into native delegates*cycle across the boundary*",
+        ]
+    )
 
 
 def test_opt_outs_skip_the_leak_check(pytester: pytest.Pytester) -> None:
-    body = '''
+    body = """
         @pytest.mark.zs_allow_leaks
         def test_marked(zs_runtime):
             Actor().add_to_root()
 
         def test_unmarked(zs_runtime):
             Actor().add_to_root()
-    '''
+    """
     run(pytester, body).assert_outcomes(passed=2, errors=1)
     run(pytester, body, "--zs-no-leak-check").assert_outcomes(passed=2)
 
 
 def test_a_failing_test_reports_its_failure_not_leaks(pytester: pytest.Pytester) -> None:
-    result = run(pytester, '''
+    result = run(
+        pytester,
+        """
         def test_fails(zs_runtime):
             Actor().add_to_root()
             assert False, "the test's own failure"
-    ''')
+    """,
+    )
     result.assert_outcomes(failed=1)
     assert "the test's own failure" in result.stdout.str()
     assert "leaked" not in result.stdout.str()
 
 
-def test_the_runtime_is_fresh_current_and_closed_after_the_test(
-        pytester: pytest.Pytester) -> None:
-    result = run(pytester, '''
+def test_the_runtime_is_fresh_current_and_closed_after_the_test(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
         @pytest.mark.zs_allow_leaks
         def test_first(zs_runtime):
             assert zs.current_runtime() is zs_runtime
@@ -130,13 +148,17 @@ def test_the_runtime_is_fresh_current_and_closed_after_the_test(
         def test_closing_it_early_is_allowed(zs_runtime):
             Actor().add_to_root()
             zs_runtime.close()
-    ''')
+    """,
+    )
     result.assert_outcomes(passed=3)
 
 
 def test_use_after_free_in_a_user_test_raises_expired_conjugate_error(
-        pytester: pytest.Pytester) -> None:
-    result = run(pytester, '''
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
         def test_caught(zs_runtime):
             stray = Actor()
             zs_runtime.collect_garbage()
@@ -147,13 +169,16 @@ def test_use_after_free_in_a_user_test_raises_expired_conjugate_error(
             stray = Actor()
             zs_runtime.collect_garbage()
             stray.health
-    ''')
+    """,
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*ExpiredConjugateError: Actor 'Actor_0' has expired*"])
 
 
 def test_stress_marker_and_option_reach_the_runtime(pytester: pytest.Pytester) -> None:
-    result = run(pytester, '''
+    result = run(
+        pytester,
+        """
         from zsharp_py.testing import DEFAULT_STRESS
 
         @pytest.mark.zs_stress(collect_every=2, check_marks=True)
@@ -180,11 +205,18 @@ def test_stress_marker_and_option_reach_the_runtime(pytester: pytest.Pytester) -
         @pytest.mark.zs_stress(5)
         def test_positional(zs_runtime):
             pass
-    ''')
+    """,
+    )
     result.assert_outcomes(passed=3, errors=2)
-    result.stdout.fnmatch_lines(["*zs_stress, not zs_runtime_options(stress=...)*",
-                                 "*zs_stress takes keyword arguments only*"])
-    every = run(pytester, '''
+    result.stdout.fnmatch_lines(
+        [
+            "*zs_stress, not zs_runtime_options(stress=...)*",
+            "*zs_stress takes keyword arguments only*",
+        ]
+    )
+    every = run(
+        pytester,
+        """
         from zsharp_py.testing import DEFAULT_STRESS
 
         def test_default(zs_runtime):
@@ -193,14 +225,18 @@ def test_stress_marker_and_option_reach_the_runtime(pytester: pytest.Pytester) -
         @pytest.mark.zs_stress(poison_freed=True)
         def test_marker_wins(zs_runtime):
             assert zs_runtime.stress == GcStress(poison_freed=True)
-    ''', "--zs-stress")
+    """,
+        "--zs-stress",
+    )
     every.assert_outcomes(passed=2)
 
 
 def test_the_heap_is_verified_at_teardown(pytester: pytest.Pytester) -> None:
     """A lost object (write barrier switched off mid-mark) is caught by the
     check-mark switch and reported by the fixture's rt.gc.verify()."""
-    result = run(pytester, '''
+    result = run(
+        pytester,
+        """
         class Node(zs.Object):
             next: "Node | None"
 
@@ -223,13 +259,18 @@ def test_the_heap_is_verified_at_teardown(pytester: pytest.Pytester) -> None:
             holder.next = None             # repaired: only the check-mark failure remains
             zs_runtime.gc._debug_disable_barrier(False)
             head.remove_from_root(); holder.remove_from_root()
-    ''')
+    """,
+    )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*HeapCorruptionError*check-mark*"])
 
 
-def test_permanent_objects_are_not_leaks_and_long_reports_are_cut(pytester: pytest.Pytester) -> None:
-    result = run(pytester, '''
+def test_permanent_objects_are_not_leaks_and_long_reports_are_cut(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run(
+        pytester,
+        """
         @pytest.mark.zs_runtime_options(disregard_for_gc=True)
         def test_startup_objects(zs_runtime):
             Actor(name="World")
@@ -239,13 +280,20 @@ def test_permanent_objects_are_not_leaks_and_long_reports_are_cut(pytester: pyte
         def test_many(zs_runtime):
             for _ in range(25):
                 Actor().add_to_root()
-    ''')
+    """,
+    )
     result.assert_outcomes(passed=2, errors=2)
-    result.stdout.fnmatch_lines(["*test_startup_objects leaked*", "  1 object still alive:",
-                                 "*<Actor 'Later' #1> kept by (rooted) Actor 'Later'",
-                                 "*test_many leaked*", "  25 objects still alive:",
-                                 "*<Actor 'Actor_19' #19> kept by (rooted)*",
-                                 "    ... and 5 more"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_startup_objects leaked*",
+            "  1 object still alive:",
+            "*<Actor 'Later' #1> kept by (rooted) Actor 'Later'",
+            "*test_many leaked*",
+            "  25 objects still alive:",
+            "*<Actor 'Actor_19' #19> kept by (rooted)*",
+            "    ... and 5 more",
+        ]
+    )
     assert "World" not in result.stdout.str()
 
 
@@ -253,10 +301,10 @@ def test_the_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pyte
     """Registered through its entry point, it opens no runtime and adds no
     fixture to tests that do not ask for zs_runtime (such as a suite with its
     own runtime fixture, like ours)."""
-    pytester.makeconftest('''
+    pytester.makeconftest("""
         import pytest
         import zsharp_py as zs
-        from zsharp_py._runtime import runtime as _runtime
+        from zsharp_py._runtime.runtime import runtime as _runtime
 
         OPEN_BEFORE = set(_runtime._open_runtimes)
 
@@ -264,11 +312,12 @@ def test_the_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pyte
         def rt():
             with zs.Runtime() as runtime:
                 yield runtime
-    ''')
-    pytester.makepyfile(test_plain='''
+    """)
+    pytester.makepyfile(
+        test_plain="""
         import zsharp_py as zs
         from conftest import OPEN_BEFORE
-        from zsharp_py._runtime import runtime as _runtime
+        from zsharp_py._runtime.runtime import runtime as _runtime
 
         class Thing(zs.Object):
             size: zs.Int32
@@ -281,7 +330,9 @@ def test_the_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pyte
         def test_own_fixture(rt, request):
             Thing().add_to_root()             # no leak check: not zs_runtime
             assert request.fixturenames == ["rt", "request"]
-    ''')
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                                "--strict-markers")
+    """
+    )
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--strict-markers"
+    )
     result.assert_outcomes(passed=2)

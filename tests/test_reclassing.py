@@ -4,6 +4,7 @@ property that refuses ``obj.__class__ = Other`` (zsharp_py/_base/expiry.py
 FIXED_CLASS). zsharp_py._core refuses it through an audit hook
 (native/binding/conjugates.c), so no descriptor ever reads or writes a
 native object through another class's layout."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -39,10 +40,12 @@ class Narrow(zs.Struct):
     a: zs.UInt8
 
 
-@pytest.mark.parametrize("source, target", [(Tiny, Big), (Big, Tiny), (Big, BigChild),
-                                            (BigChild, Big)])
-def test_object_conjugates_refuse_the_base_descriptor(rt: zs.Runtime, source: type,
-                                                      target: type) -> None:
+@pytest.mark.parametrize(
+    "source, target", [(Tiny, Big), (Big, Tiny), (Big, BigChild), (BigChild, Big)]
+)
+def test_object_conjugates_refuse_the_base_descriptor(
+    rt: zs.Runtime, source: type, target: type
+) -> None:
     target()  # laid out: its descriptors exist
     obj = source()
     with pytest.raises(TypeError, match="cannot change the class"):
@@ -55,15 +58,19 @@ def test_object_conjugates_refuse_the_base_descriptor(rt: zs.Runtime, source: ty
     rt.gc.verify()
 
 
-@pytest.mark.parametrize("make, target", [
-    (lambda: zs.Utf8String("abcd"), zs.String),
-    (lambda: zs.String("abcd"), zs.AnsiString),
-    (lambda: zs.Array[zs.Int8]([1, 2]), zs.Array[zs.Int64]),
-    (lambda: Narrow(1), Wide),
-    (lambda: zs.Set[zs.Int32]({1}), zs.Map[zs.Int32, zs.String]),
-])
-def test_value_conjugates_refuse_the_base_descriptor(rt: zs.Runtime, make: Any,
-                                                     target: type) -> None:
+@pytest.mark.parametrize(
+    "make, target",
+    [
+        (lambda: zs.Utf8String("abcd"), zs.String),
+        (lambda: zs.String("abcd"), zs.AnsiString),
+        (lambda: zs.Array[zs.Int8]([1, 2]), zs.Array[zs.Int64]),
+        (lambda: Narrow(1), Wide),
+        (lambda: zs.Set[zs.Int32]({1}), zs.Map[zs.Int32, zs.String]),
+    ],
+)
+def test_value_conjugates_refuse_the_base_descriptor(
+    rt: zs.Runtime, make: Any, target: type
+) -> None:
     value = make()
     kind = type(value)
     with pytest.raises(TypeError, match="cannot change the class"):
@@ -74,6 +81,7 @@ def test_value_conjugates_refuse_the_base_descriptor(rt: zs.Runtime, make: Any,
 
 def test_a_plain_object_may_still_change_class() -> None:
     """The hook refuses conjugates only."""
+
     class A:
         pass
 

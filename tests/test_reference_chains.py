@@ -1,8 +1,10 @@
 """``rt.reference_chains(obj)``: why an object is alive. Each chain must start
 at a real root, follow references a reader can check through the named
 properties, and exist exactly for the objects a full collection keeps."""
+
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -11,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zsharp_py as zs
-from zsharp_py.debug import ChainLink, ReferenceChain
 from classes import Asset, Part
 from helpers import awaiting_expiry, collect, finish_cycle
+from zsharp_py.debug import ChainLink, ReferenceChain
 
 
 class Spot(zs.Struct):
@@ -55,7 +57,7 @@ def check_chain(chain: ReferenceChain, target: Any) -> None:
     """A chain starts at a root, every link holds the next, it ends at target."""
     assert chain.links[-1].holder is target and chain.links[-1].member is None
     assert len(chain) == len(chain.links) - 1
-    for link, following in zip(chain.links, chain.links[1:]):
+    for link, following in itertools.pairwise(chain.links):
         assert link.member is not None
         assert holds(link, following.holder), (str(chain), link)
     root = chain.root
@@ -72,13 +74,19 @@ def test_chain_through_every_member_kind(rt: zs.Runtime) -> None:
     hero.target = enemy
     enemy.items.append(loot)
     loot.spot = Spot(x=1.0, owner=owner)
-    stray.target = loot                       # an unreachable holder gives no chain
+    stray.target = loot  # an unreachable holder gives no chain
     (chain,) = rt.reference_chains(owner)
     assert [(link.holder, link.member) for link in chain.links] == [
-        (hero, "target"), (enemy, "items"), (loot, "spot.owner"), (owner, None)]
+        (hero, "target"),
+        (enemy, "items"),
+        (loot, "spot.owner"),
+        (owner, None),
+    ]
     assert chain.root is hero and chain.root_reasons == ("rooted",) and len(chain) == 3
-    assert str(chain) == ("(rooted) Holder 'Hero' -> target -> Holder 'Enemy' -> items -> "
-                          "Holder 'Loot' -> spot.owner -> Holder 'Owner'")
+    assert str(chain) == (
+        "(rooted) Holder 'Hero' -> target -> Holder 'Enemy' -> items -> "
+        "Holder 'Loot' -> spot.owner -> Holder 'Owner'"
+    )
     check_chain(chain, owner)
     assert rt.reference_chains(stray) == []
     collect(rt)
@@ -89,7 +97,7 @@ def test_weak_pointers_and_dropped_references_give_no_chain(rt: zs.Runtime) -> N
     hero = Holder()
     hero.add_to_root()
     other = Holder()
-    hero.friend = zs.WeakObjectPtr(other)     # weak: never keeps it alive
+    hero.friend = zs.WeakObjectPtr(other)  # weak: never keeps it alive
     assert rt.reference_chains(other) == []
     hero.target = other
     assert len(rt.reference_chains(other)) == 1
@@ -103,7 +111,7 @@ def test_one_chain_per_root_nearest_first(rt: zs.Runtime) -> None:
     middle, target = Holder(), Holder(name="Target")
     far.target = middle
     middle.target = target
-    far.items.append(target)                  # a second path from the same root: shorter
+    far.items.append(target)  # a second path from the same root: shorter
     pointer = zs.StrongObjectPtr(near)
     near.target = target
     chains = rt.reference_chains(target)
@@ -179,17 +187,20 @@ def test_a_cluster_is_held_as_a_unit(rt: zs.Runtime) -> None:
     root = Asset(name="Root")
     parts = [Part(value=i) for i in range(20)]
     root.a = parts[0]
-    for before, after in zip(parts, parts[1:]):
+    for before, after in itertools.pairwise(parts):
         before.a = after
     assert root.create_cluster() == 21
     outside = Holder()
     outside.add_to_root()
     keeper = Part(value=-1)
     keeper.add_to_root()
-    keeper.b = parts[-1]                      # reaching one member reaches all of it
+    keeper.b = parts[-1]  # reaching one member reaches all of it
     chains = rt.reference_chains(root)
     assert [(link.holder, link.member) for link in chains[0].links] == [
-        (keeper, "b"), (parts[-1], "cluster"), (root, None)]
+        (keeper, "b"),
+        (parts[-1], "cluster"),
+        (root, None),
+    ]
     chain = rt.reference_chains(parts[3])[0]
     assert [link.member for link in chain.links] == ["b", "cluster", "cluster", None]
     check_chain(chain, parts[3])
@@ -202,13 +213,12 @@ def test_a_cluster_is_held_as_a_unit(rt: zs.Runtime) -> None:
 def test_bad_arguments(rt: zs.Runtime) -> None:
     obj = Holder()
     with pytest.raises(TypeError, match="needs a zs.Object"):
-        rt.reference_chains(Spot())           # type: ignore[arg-type]
+        rt.reference_chains(Spot())  # type: ignore[arg-type]
     for limit in (0, -1, 1.5, True, 2**32):
         with pytest.raises(ValueError, match="limit"):
             rt.reference_chains(obj, limit=limit)  # type: ignore[arg-type]
-    with zs.Runtime() as other:
-        with pytest.raises(ValueError, match="another runtime"):
-            other.reference_chains(obj)
+    with zs.Runtime() as other, pytest.raises(ValueError, match="another runtime"):
+        other.reference_chains(obj)
     collect(rt)
     with pytest.raises(zs.ExpiredConjugateError):
         rt.reference_chains(obj)

@@ -1,7 +1,9 @@
 """Runtimes: isolation, closing, native memory, the current runtime,
 options, and the disregard-for-GC start-up window."""
+
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import textwrap
@@ -128,15 +130,14 @@ def test_strong_pointer_finalised_after_its_runtime_closed_is_harmless() -> None
 # ---- native memory -----------------------------------------------------------------
 
 
-def test_native_blocks_return_to_the_baseline_after_objects_are_collected(
-        rt: zs.Runtime) -> None:
+def test_native_blocks_return_to_the_baseline_after_objects_are_collected(rt: zs.Runtime) -> None:
     warm_up(rt)
     baseline = rt.native_memory()["live_blocks"]
     n = 200
     objects = [Actor() for _ in range(n)]
     grown = rt.native_memory()["live_blocks"]
     assert grown >= baseline + n  # at least one native block per object
-    for first, second in zip(objects, objects[1:]):
+    for first, second in itertools.pairwise(objects):
         first.target = second
     objects[0].add_to_root()
     collect(rt)
@@ -232,16 +233,19 @@ def test_max_objects_limits_live_objects_and_collection_frees_room() -> None:
         assert rt.live_objects() == 10 and not any(o.is_expired for o in again)
 
 
-@pytest.mark.parametrize(("options", "error"), [
-    ({"max_objects": 0}, ValueError),
-    ({"max_objects": -1}, ValueError),
-    ({"max_objects": 2**40}, ValueError),
-    ({"max_objects": "x"}, TypeError),
-    ({"max_objects": 10.0}, TypeError),
-    ({"max_objects": True}, TypeError),
-    ({"min_cluster_size": 0}, ValueError),
-    ({"min_cluster_size": "x"}, TypeError),
-])
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"max_objects": 0}, ValueError),
+        ({"max_objects": -1}, ValueError),
+        ({"max_objects": 2**40}, ValueError),
+        ({"max_objects": "x"}, TypeError),
+        ({"max_objects": 10.0}, TypeError),
+        ({"max_objects": True}, TypeError),
+        ({"min_cluster_size": 0}, ValueError),
+        ({"min_cluster_size": "x"}, TypeError),
+    ],
+)
 def test_invalid_runtime_options_are_rejected(options: dict, error: type) -> None:
     with pytest.raises(error):
         zs.Runtime(**options)
@@ -330,6 +334,7 @@ def test_closing_a_runtime_destroys_permanent_objects_too() -> None:
 
 # ---- interpreter exit ------------------------------------------------------------
 
+
 def test_runtimes_left_open_are_freed_at_interpreter_exit() -> None:
     """Regression (found by valgrind memcheck): a runtime still open at exit,
     the default one included, is closed by an atexit hook, but its native heap
@@ -337,7 +342,7 @@ def test_runtimes_left_open_are_freed_at_interpreter_exit() -> None:
     calling the runtime's finalizer did nothing."""
     script = textwrap.dedent("""
         import zsharp_py as zs
-        from zsharp_py._runtime import runtime as _runtime
+        from zsharp_py._runtime.runtime import runtime as _runtime
         free_native = _runtime._free_native
         def recording(pointer):
             print("zs_runtime_free", flush=True)
@@ -347,7 +352,8 @@ def test_runtimes_left_open_are_freed_at_interpreter_exit() -> None:
         default_runtime_value = zs.Array[zs.Int32]([1, 2, 3])
         print("exiting", flush=True)
     """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["exiting", "zs_runtime_free", "zs_runtime_free"]

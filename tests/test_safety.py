@@ -1,22 +1,25 @@
 """Memory-bug catchers: use after free through every accessor, stores of
 expired objects, half-built objects, threads racing the collector, and
 strong pointers finalised on other threads or by Python's cycle collector."""
+
 from __future__ import annotations
 
 import contextvars
 import gc
+import itertools
 import random
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
 from classes import Actor, Hero, Item
 from helpers import collect
+from zsharp_py.debug import GcStress
 
 # ---- use after free ------------------------------------------------------------
 
@@ -72,8 +75,9 @@ def _expire_by(how: str, rt: zs.Runtime) -> tuple[Hero, Actor]:
 
 @pytest.mark.parametrize("how", ["unreachable", "garbage", "closed"])
 @pytest.mark.parametrize("accessor", list(ACCESSORS), ids=list(ACCESSORS))
-def test_every_accessor_of_an_expired_object_raises(rt: zs.Runtime, how: str,
-                                                     accessor: str) -> None:
+def test_every_accessor_of_an_expired_object_raises(
+    rt: zs.Runtime, how: str, accessor: str
+) -> None:
     victim, live = _expire_by(how, rt)
     with pytest.raises(zs.ExpiredConjugateError):
         ACCESSORS[accessor](victim, live)
@@ -170,8 +174,9 @@ class _Int(int):
 
 
 @pytest.mark.parametrize("field", ["health", "u64", "i8", "speed", "f32", "alive"])
-def test_a_conversion_that_destroys_the_holder_never_writes_to_it(rt: zs.Runtime,
-                                                                   field: str) -> None:
+def test_a_conversion_that_destroys_the_holder_never_writes_to_it(
+    rt: zs.Runtime, field: str
+) -> None:
     holder = Actor(name="victim")  # a conjugate only: not a root
     with pytest.raises(zs.ExpiredConjugateError, match="victim"):
         setattr(holder, field, _Collecting(rt))
@@ -182,8 +187,7 @@ def test_a_conversion_that_destroys_the_holder_never_writes_to_it(rt: zs.Runtime
     assert getattr(kept, field) == 1
 
 
-def test_int_subclasses_are_stored_by_value_without_running_python_code(
-        rt: zs.Runtime) -> None:
+def test_int_subclasses_are_stored_by_value_without_running_python_code(rt: zs.Runtime) -> None:
     holder = Actor()
     holder.health = _Int(5)
     holder.u8 = _Int(255)
@@ -193,8 +197,7 @@ def test_int_subclasses_are_stored_by_value_without_running_python_code(
     assert holder.u8 == 255
 
 
-def test_reference_reads_go_through_the_mapping_and_never_see_a_stale_slot(
-        rt: zs.Runtime) -> None:
+def test_reference_reads_go_through_the_mapping_and_never_see_a_stale_slot(rt: zs.Runtime) -> None:
     holder = Actor()
     holder.add_to_root()
     target = Actor(health=1)
@@ -249,7 +252,8 @@ def test_a_reference_to_an_object_without_a_conjugate_gets_one(rt: zs.Runtime) -
 
 
 def test_cycle_collector_callbacks_that_collect_while_objects_are_created_and_adopted(
-        rt: zs.Runtime) -> None:
+    rt: zs.Runtime,
+) -> None:
     """Python's cycle collector may run at any allocation, with callbacks and
     finalisers that call back into the runtime: here, one that collects
     garbage at (almost) every allocation, including those made while
@@ -307,15 +311,19 @@ def test_collections_and_close_refuse_to_run_inside_an_adoption(rt: zs.Runtime) 
 # ---- half-built objects -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("keywords", "error"), [
-    ({"health": "x"}, TypeError),
-    ({"speed": "fast"}, TypeError),
-    ({"u8": 256}, OverflowError),
-    ({"target": 5}, TypeError),
-    ({"health": 3, "target": "nope"}, TypeError),
-])
+@pytest.mark.parametrize(
+    ("keywords", "error"),
+    [
+        ({"health": "x"}, TypeError),
+        ({"speed": "fast"}, TypeError),
+        ({"u8": 256}, OverflowError),
+        ({"target": 5}, TypeError),
+        ({"health": 3, "target": "nope"}, TypeError),
+    ],
+)
 def test_failed_constructor_leaves_an_object_collected_at_the_next_collection(
-        rt: zs.Runtime, keywords: dict, error: type) -> None:
+    rt: zs.Runtime, keywords: dict, error: type
+) -> None:
     keep = Actor()
     keep.add_to_root()
     before = rt.live_objects()
@@ -325,8 +333,7 @@ def test_failed_constructor_leaves_an_object_collected_at_the_next_collection(
     assert rt.live_objects() == before
 
 
-def test_failed_constructor_with_outer_and_reference_does_not_disturb_them(
-        rt: zs.Runtime) -> None:
+def test_failed_constructor_with_outer_and_reference_does_not_disturb_them(rt: zs.Runtime) -> None:
     parent = Actor()
     parent.add_to_root()
     other = Actor(health=8)
@@ -360,7 +367,7 @@ def test_listener_raising_mid_incremental_cycle_leaves_the_heap_consistent() -> 
         e.add_to_root()
         chain = [Actor(health=i) for i in range(200)]
         root.target = chain[0]
-        for a, b in zip(chain, chain[1:]):
+        for a, b in itertools.pairwise(chain):
             a.target = b
         dropped = Actor()
         chain[-1].target = dropped
@@ -402,7 +409,8 @@ def _chain_values(head: Actor) -> list[tuple[int, float]]:
 
 @pytest.mark.parametrize("driver", ["full", "incremental"])
 def test_threads_building_chains_while_the_main_thread_collects(
-        rt: zs.Runtime, driver: str) -> None:
+    rt: zs.Runtime, driver: str
+) -> None:
     """Four threads grow and cut chains while the main thread runs full
     collections, or incremental cycles in short slices (so the workers' stores
     go through the write barrier mid-mark); nothing live is lost.
@@ -457,8 +465,10 @@ def test_threads_building_chains_while_the_main_thread_collects(
         except BaseException as error:  # reported by the main thread
             errors.append(error)
 
-    threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker, t))
-               for t in range(thread_count)]
+    threads = [
+        threading.Thread(target=contextvars.copy_context().run, args=(worker, t))
+        for t in range(thread_count)
+    ]
     # The workers' creations and stores are C calls that keep the GIL, so
     # the main thread, whose every native call releases it (cffi), would get
     # it back only once per switch interval per worker: hand it over more
@@ -473,8 +483,10 @@ def test_threads_building_chains_while_the_main_thread_collects(
     def enough() -> bool:
         now = time.monotonic()
         return now > started + cap_seconds or (
-            now > started + least_seconds and collections >= least_collections
-            and min(appended) >= least_appended)
+            now > started + least_seconds
+            and collections >= least_collections
+            and min(appended) >= least_appended
+        )
 
     try:
         while not errors and not enough():
@@ -509,8 +521,7 @@ def test_threads_building_chains_while_the_main_thread_collects(
     assert rt.live_objects() == thread_count + sum(len(c) for c in chains)
 
 
-def test_threads_reading_rooted_objects_while_the_main_thread_collects(
-        rt: zs.Runtime) -> None:
+def test_threads_reading_rooted_objects_while_the_main_thread_collects(rt: zs.Runtime) -> None:
     roots = [Hero(level=i, health=i) for i in range(8)]
     for r in roots:
         r.add_to_root()
@@ -530,8 +541,9 @@ def test_threads_reading_rooted_objects_while_the_main_thread_collects(
         except BaseException as error:
             errors.append(error)
 
-    threads = [threading.Thread(target=contextvars.copy_context().run, args=(reader,))
-               for _ in range(3)]
+    threads = [
+        threading.Thread(target=contextvars.copy_context().run, args=(reader,)) for _ in range(3)
+    ]
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + 0.5
@@ -548,7 +560,8 @@ def test_threads_reading_rooted_objects_while_the_main_thread_collects(
 
 
 def test_strong_pointer_dropped_on_another_thread_is_released_at_next_collection(
-        rt: zs.Runtime) -> None:
+    rt: zs.Runtime,
+) -> None:
     a = Actor()
     box = [zs.StrongObjectPtr(a)]
     collect(rt)

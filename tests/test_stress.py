@@ -1,12 +1,13 @@
 """The collector's stress switches (GcStress): each is exercised, and the
 checking ones are shown to catch the bugs they exist for."""
+
 from __future__ import annotations
 
 import pytest
+from tests.helpers import collect
 
 import zsharp_py as zs
 from zsharp_py.debug import GcStress, HeapCorruptionError
-from tests.helpers import collect
 
 
 class Node(zs.Object):
@@ -28,7 +29,7 @@ def chain(length: int) -> tuple[Node, list[Node]]:
 
 def test_check_marks_agrees_with_a_correct_collector() -> None:
     with zs.Runtime(stress=GcStress(check_marks=True)) as rt:
-        head, nodes = chain(200)
+        _head, nodes = chain(200)
         for i, node in enumerate(nodes[:50]):
             node.links.append(nodes[-1 - i])
         garbage = [Node() for _ in range(100)]
@@ -44,14 +45,14 @@ def test_check_marks_agrees_with_a_correct_collector() -> None:
 def test_check_marks_catches_a_missing_write_barrier() -> None:
     with zs.Runtime(stress=GcStress(check_marks=True, objects_per_step=1)) as rt:
         holder = Node(value=-1)
-        head, nodes = chain(2_000)
+        _head, nodes = chain(2_000)
         holder.add_to_root()  # rooted last: on top of the mark stack, scanned first
         moved = nodes[-1]
         rt.gc._debug_disable_barrier(True)
         rt.gc.start_incremental()
         for _ in range(5):  # the holder is scanned, the chain's tail is not
             rt.gc.step(1.0)
-        holder.next = moved          # only reference now comes from a scanned object
+        holder.next = moved  # only reference now comes from a scanned object
         nodes[-2].next = None
         while not rt.gc.step(1.0):
             pass
@@ -61,10 +62,10 @@ def test_check_marks_catches_a_missing_write_barrier() -> None:
 
 def test_collect_every_bounds_heap_growth_in_a_long_loop() -> None:
     with zs.Runtime(stress=GcStress(collect_every=50)) as rt:
-        head, nodes = chain(10)
+        _head, nodes = chain(10)
         peak = 0
         for i in range(3_000):
-            temporary = Node(value=i)      # dropped at once: garbage
+            temporary = Node(value=i)  # dropped at once: garbage
             del temporary
             peak = max(peak, rt.live_objects())
         assert peak <= 10 + 50 + 1
@@ -75,7 +76,7 @@ def test_collect_every_bounds_heap_growth_in_a_long_loop() -> None:
 
 def test_one_object_per_step_needs_a_step_per_object() -> None:
     with zs.Runtime(stress=GcStress(objects_per_step=1)) as rt:
-        head, nodes = chain(300)
+        _head, _nodes = chain(300)
         rt.gc.start_incremental()
         steps = 1
         while not rt.gc.step(1.0):
@@ -89,12 +90,12 @@ def test_one_object_per_step_needs_a_step_per_object() -> None:
 def test_a_tiny_mark_stack_still_marks_everything(threads: int) -> None:
     def survivors(stress: GcStress) -> list[int]:
         with zs.Runtime(stress=stress, mark_threads=threads) as rt:
-            rt.gc._debug_parallel_threshold(0)         # threads > 1: parallel marking
+            rt.gc._debug_parallel_threshold(0)  # threads > 1: parallel marking
             head, nodes = chain(500)
-            for i, node in enumerate(nodes):           # wide fan-out too
+            for i, node in enumerate(nodes):  # wide fan-out too
                 for j in range(1, 4):
                     node.links.append(nodes[(i * 7 + j) % len(nodes)])
-            head.next = None                           # most are reachable only via links
+            head.next = None  # most are reachable only via links
             orphans = [Node(value=-1) for _ in range(50)]
             stats = collect(rt)
             assert stats.mark_threads == threads
@@ -106,12 +107,12 @@ def test_a_tiny_mark_stack_still_marks_everything(threads: int) -> None:
 
 def test_poisoned_frees_change_nothing_observable() -> None:
     with zs.Runtime(stress=GcStress(poison_freed=True)) as rt:
-        head, nodes = chain(100)
+        _head, nodes = chain(100)
         for node in nodes:
             node.links.extend([Node(value=7) for _ in range(3)])
         collect(rt)
         for node in nodes:
-            node.links.clear()                       # frees element storage
+            node.links.clear()  # frees element storage
         collect(rt)
         assert [n.value for n in nodes] == list(range(100))
         assert rt.live_objects() == 100
@@ -119,7 +120,7 @@ def test_poisoned_frees_change_nothing_observable() -> None:
 
 def test_allocation_limit_raises_memory_error_and_keeps_the_heap_consistent() -> None:
     with zs.Runtime(stress=GcStress(allocation_limit=4_000_000)) as rt:
-        head, nodes = chain(10)
+        head, _nodes = chain(10)
         created = []
         with pytest.raises(MemoryError):
             while True:
@@ -136,7 +137,7 @@ def test_allocation_limit_raises_memory_error_and_keeps_the_heap_consistent() ->
         del created
         stats = collect(rt)
         assert stats.objects_freed == live - 10
-        head.links.append(head)                  # memory is available again
+        head.links.append(head)  # memory is available again
         assert len(head.links) == length + 1
 
 
@@ -146,10 +147,10 @@ def test_out_of_memory_while_gathering_never_frees_what_a_survivor_references() 
     outcomes = set()
     for extra in range(0, 20_000, 1_000):
         with zs.Runtime(stress=GcStress(poison_freed=True)) as rt:
-            head, nodes = chain(5)
-            doomed, doomed_nodes = chain(600)      # unreachable once unrooted
+            _head, nodes = chain(5)
+            doomed, doomed_nodes = chain(600)  # unreachable once unrooted
             doomed.remove_from_root()
-            held = doomed_nodes[::7]               # some keep a conjugate
+            held = doomed_nodes[::7]  # some keep a conjugate
             del doomed, doomed_nodes
             used = rt.native_memory()["live_bytes"]
             # The limit also starves the collector's own lists, as a real

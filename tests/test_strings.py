@@ -2,6 +2,7 @@
 (ASCII only), zs.Text (immutable) and zs.Name (interned, case-insensitive,
 number suffix): creation, conversion, protocols, red views writing
 through, clones, and errors."""
+
 from __future__ import annotations
 
 import copy
@@ -10,7 +11,6 @@ import pytest
 
 import zsharp_py as zs
 from helpers import collect
-
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
@@ -40,13 +40,14 @@ def _prop(kind: type) -> str:
 
 # ---- creation and conversion -------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ALL_KINDS)
 def test_creation_from_str_is_black(rt: zs.Runtime, kind: type) -> None:
     s = kind("hello")
     assert type(s) is kind
     assert s.is_black is True and s.is_expired is False
     assert str(s) == "hello"
-    assert s == "hello" and "hello" == s
+    assert s == "hello" and "hello" == s  # noqa: SIM300 (the reflected __eq__, on purpose)
     assert s != "Hello"
     assert len(s) == 5
 
@@ -68,8 +69,9 @@ def test_creation_from_another_string_conjugate(rt: zs.Runtime, kind: type) -> N
 
 @pytest.mark.parametrize("kind", ALL_KINDS)
 @pytest.mark.parametrize("bad", [b"bytes", 5, None, ["a"]])
-def test_non_str_raises_type_error_and_allocates_nothing(rt: zs.Runtime, kind: type,
-                                                          bad: object) -> None:
+def test_non_str_raises_type_error_and_allocates_nothing(
+    rt: zs.Runtime, kind: type, bad: object
+) -> None:
     before = rt.values_alive()
     with pytest.raises(TypeError):
         kind(bad)
@@ -140,6 +142,7 @@ def test_strings_of_different_kinds_compare_by_text(rt: zs.Runtime) -> None:
 
 # ---- assign, Text immutability --------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", MUTABLE_KINDS)
 def test_assign_replaces_the_contents(rt: zs.Runtime, kind: type) -> None:
     s = kind("first")
@@ -172,6 +175,7 @@ def test_text_property_is_replaced_by_assignment(rt: zs.Runtime) -> None:
 
 
 # ---- red views ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", MUTABLE_KINDS)
 def test_string_property_view_writes_through(rt: zs.Runtime, kind: type) -> None:
@@ -265,7 +269,7 @@ def test_string_view_expires_with_its_object(rt: zs.Runtime) -> None:
     with pytest.raises(zs.ExpiredConjugateError):
         view.assign("x")
     with pytest.raises(zs.ExpiredConjugateError):
-        view == "bye"
+        view == "bye"  # noqa: B015 (the comparison must raise)
     with pytest.raises(zs.ExpiredConjugateError):
         view.clone()
     assert "expired" in repr(view)
@@ -288,11 +292,12 @@ SPECIALISED = [zs.Map[zs.Name, zs.Int32], zs.Set[zs.Name]]
 
 # ---- Name ------------------------------------------------------------------------
 
+
 def test_name_compares_and_hashes_case_insensitively(rt: zs.Runtime) -> None:
     a, b = zs.Name("Player"), zs.Name("PLAYER")
     assert a == b
     assert hash(a) == hash(b)
-    assert a == "player" and "pLaYeR" == a
+    assert a == "player" and "pLaYeR" == a  # noqa: SIM300 (the reflected __eq__, on purpose)
     assert a != zs.Name("Players")
     assert a != 5
     assert len({a, b, zs.Name("player")}) == 1
@@ -307,16 +312,19 @@ def test_name_keeps_the_first_spelling(rt: zs.Runtime) -> None:
     assert repr(later) == "Name('MixedCase')"
 
 
-@pytest.mark.parametrize("text, base, number", [
-    ("Actor_3", "Actor", 4),
-    ("Actor_0", "Actor", 1),
-    ("Actor", "Actor", 0),
-    ("Actor_", "Actor_", 0),
-    ("Actor_03", "Actor_03", 0),
-    ("_3", "_3", 0),
-    ("Actor3", "Actor3", 0),
-    ("A_B_12", "A_B", 13),
-])
+@pytest.mark.parametrize(
+    "text, base, number",
+    [
+        ("Actor_3", "Actor", 4),
+        ("Actor_0", "Actor", 1),
+        ("Actor", "Actor", 0),
+        ("Actor_", "Actor_", 0),
+        ("Actor_03", "Actor_03", 0),
+        ("_3", "_3", 0),
+        ("Actor3", "Actor3", 0),
+        ("A_B_12", "A_B", 13),
+    ],
+)
 def test_name_number_suffix(rt: zs.Runtime, text: str, base: str, number: int) -> None:
     name = zs.Name(text)
     assert name.number == number
@@ -340,8 +348,16 @@ def test_name_is_an_immutable_value_without_lifetime(rt: zs.Runtime) -> None:
     assert zs.Name(name) == name
 
 
-@pytest.mark.parametrize("bad, error", [(5, TypeError), (b"x", TypeError), (None, TypeError),
-                                        ("nul\x00inside", ValueError), ("x" * 2000, ValueError)])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (5, TypeError),
+        (b"x", TypeError),
+        (None, TypeError),
+        ("nul\x00inside", ValueError),
+        ("x" * 2000, ValueError),
+    ],
+)
 def test_bad_names_are_refused(rt: zs.Runtime, bad: object, error: type) -> None:
     with pytest.raises(error):
         zs.Name(bad)  # type: ignore[arg-type]

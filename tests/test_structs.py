@@ -2,16 +2,17 @@
 and equality, red views writing through, clones, nesting (structs in
 structs, object references, strings and containers as members), type and
 range errors, and structs as container elements and map values."""
+
 from __future__ import annotations
 
 import copy
 import pickle
+from typing import Any
 
 import pytest
 
 import zsharp_py as zs
 from helpers import collect
-
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
@@ -71,11 +72,17 @@ class Pawn(zs.Object):
 # test is the first to specialise one while holding black values in its
 # locals (the first specialisation snapshots its caller's locals: see
 # test_value_lifetimes.py::test_first_specialisation_inside_a_function_...).
-SPECIALISED = [zs.Array[Color], zs.Array[Vec3], zs.Map[zs.Int32, Color], zs.Map[zs.Name, Vec3],
-               zs.Optional[Color]]
+SPECIALISED = [
+    zs.Array[Color],
+    zs.Array[Vec3],
+    zs.Map[zs.Int32, Color],
+    zs.Map[zs.Name, Vec3],
+    zs.Optional[Color],
+]
 
 
 # ---- creation --------------------------------------------------------------
+
 
 def test_positional_creation_in_declaration_order(rt: zs.Runtime) -> None:
     v = Vec3(1.0, 2.0, 3.0)
@@ -101,13 +108,17 @@ def test_ints_are_accepted_for_float_members(rt: zs.Runtime) -> None:
     assert v.x == 1.0 and isinstance(v.x, float)
 
 
-@pytest.mark.parametrize("args, kwargs, message", [
-    ((1.0, 2.0, 3.0, 4.0), {}, "at most 3 positional"),
-    ((), {"w": 1.0}, "unknown member"),
-    ((1.0,), {"x": 2.0}, "multiple values"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, message",
+    [
+        ((1.0, 2.0, 3.0, 4.0), {}, "at most 3 positional"),
+        ((), {"w": 1.0}, "unknown member"),
+        ((1.0,), {"x": 2.0}, "multiple values"),
+    ],
+)
 def test_bad_arguments_raise_type_error_and_allocate_nothing(
-        rt: zs.Runtime, args: tuple, kwargs: dict, message: str) -> None:
+    rt: zs.Runtime, args: tuple, kwargs: dict, message: str
+) -> None:
     before = rt.values_alive()
     with pytest.raises(TypeError, match=message):
         Vec3(*args, **kwargs)
@@ -161,6 +172,7 @@ def test_struct_containing_itself_is_refused(rt: zs.Runtime) -> None:
 
 # ---- conversion, equality, repr -------------------------------------------
 
+
 def test_to_python_is_a_plain_dict(rt: zs.Runtime) -> None:
     v = Vec3(1.0, 2.0, 3.0)
     plain = v.to_python()
@@ -200,7 +212,8 @@ def test_structs_are_unhashable(rt: zs.Runtime) -> None:
 def test_repr_shows_type_and_members(rt: zs.Runtime) -> None:
     assert repr(Vec3(1.0, 2.0, 3.0)) == "Vec3(x=1.0, y=2.0, z=3.0)"
     assert repr(Bounds((1, 2, 3), (4, 5, 6))) == (
-        "Bounds(lo={'x': 1.0, 'y': 2.0, 'z': 3.0}, hi={'x': 4.0, 'y': 5.0, 'z': 6.0})")
+        "Bounds(lo={'x': 1.0, 'y': 2.0, 'z': 3.0}, hi={'x': 4.0, 'y': 5.0, 'z': 6.0})"
+    )
 
 
 def test_pickle_is_refused(rt: zs.Runtime) -> None:
@@ -209,6 +222,7 @@ def test_pickle_is_refused(rt: zs.Runtime) -> None:
 
 
 # ---- member writes ------------------------------------------------------------
+
 
 def test_black_member_writes_and_checks(rt: zs.Runtime) -> None:
     v = Vec3()
@@ -230,6 +244,7 @@ def test_unknown_attribute_cannot_be_set(rt: zs.Runtime) -> None:
 
 
 # ---- red views into an object -----------------------------------------------
+
 
 def test_object_member_is_a_red_view_that_writes_through(rt: zs.Runtime) -> None:
     p = Pawn()
@@ -260,16 +275,20 @@ def test_assigning_a_tuple_or_a_partial_dict(rt: zs.Runtime) -> None:
     assert p.position == (1.0, 9.0, 3.0)
 
 
-@pytest.mark.parametrize("bad, error", [
-    ("xyz", TypeError),
-    (5, TypeError),
-    (Point(1.0, 2.0, 3.0), TypeError),
-    ((1.0, 2.0, 3.0, 4.0), TypeError),
-    ({"w": 1.0}, TypeError),
-    ((1.0, "y"), TypeError),
-])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        ("xyz", TypeError),
+        (5, TypeError),
+        (Point(1.0, 2.0, 3.0), TypeError),
+        ((1.0, 2.0, 3.0, 4.0), TypeError),
+        ({"w": 1.0}, TypeError),
+        ((1.0, "y"), TypeError),
+    ],
+)
 def test_bad_struct_assignment_raises_and_leaves_the_member_unchanged(
-        rt: zs.Runtime, bad: object, error: type) -> None:
+    rt: zs.Runtime, bad: object, error: type
+) -> None:
     p = Pawn(position=Vec3(7.0, 8.0, 9.0))
     with pytest.raises(error):
         p.position = bad
@@ -312,6 +331,7 @@ def test_unset_struct_member_of_an_object_is_zero(rt: zs.Runtime) -> None:
 
 
 # ---- clones -----------------------------------------------------------------
+
 
 def test_clone_of_a_black_struct_is_independent(rt: zs.Runtime) -> None:
     v = Vec3(1.0, 2.0, 3.0)
@@ -360,6 +380,7 @@ def test_clone_deep_copies_strings_and_containers(rt: zs.Runtime) -> None:
 
 # ---- nesting ------------------------------------------------------------------
 
+
 def test_nested_struct_members_are_views_of_the_right_type(rt: zs.Runtime) -> None:
     p = Pawn()
     box = p.box
@@ -387,8 +408,17 @@ def test_nested_struct_creation_and_assignment(rt: zs.Runtime) -> None:
 def test_struct_with_every_kind_of_member(rt: zs.Runtime) -> None:
     target = Pawn()
     target.add_to_root()
-    r = Rich(where=(1.0, 2.0, 3.0), target=target, friend=target, label="héllo", tag="Boss_2",
-             numbers=[1, 2, 3], scores={"a": 1}, maybe=1.5, count=-7)
+    r = Rich(
+        where=(1.0, 2.0, 3.0),
+        target=target,
+        friend=target,
+        label="héllo",
+        tag="Boss_2",
+        numbers=[1, 2, 3],
+        scores={"a": 1},
+        maybe=1.5,
+        count=-7,
+    )
     assert r.where == (1.0, 2.0, 3.0)
     assert r.target is target
     assert r.friend.get() is target
@@ -435,8 +465,7 @@ def test_wrong_object_type_in_a_struct_member(rt: zs.Runtime) -> None:
     assert r.target is None
 
 
-def test_object_reference_in_an_object_struct_member_is_traced_and_killable(
-        rt: zs.Runtime) -> None:
+def test_object_reference_in_an_object_struct_member_is_traced_and_killable(rt: zs.Runtime) -> None:
     holder = Pawn()
     holder.add_to_root()
     target = Pawn()
@@ -464,11 +493,15 @@ def test_weak_member_of_a_struct_does_not_keep_an_object_alive(rt: zs.Runtime) -
 
 # ---- structs in containers ----------------------------------------------------
 
+
 def test_array_of_structs_elements_are_views(rt: zs.Runtime) -> None:
     p = Pawn(path=[(1.0, 2.0, 3.0), Vec3(4.0, 5.0, 6.0), {"z": 9.0}])
     path = p.path
-    assert path.to_python() == [{"x": 1.0, "y": 2.0, "z": 3.0}, {"x": 4.0, "y": 5.0, "z": 6.0},
-                                {"x": 0.0, "y": 0.0, "z": 9.0}]
+    assert path.to_python() == [
+        {"x": 1.0, "y": 2.0, "z": 3.0},
+        {"x": 4.0, "y": 5.0, "z": 6.0},
+        {"x": 0.0, "y": 0.0, "z": 9.0},
+    ]
     first = path[0]
     assert type(first) is Vec3 and not first.is_black
     first.x = -1.0

@@ -1,5 +1,6 @@
 """The package's own standards: mypy --strict clean, README commands in
 sync with CI, README examples runnable."""
+
 from __future__ import annotations
 
 import doctest
@@ -21,8 +22,9 @@ def _readme_commands() -> list[str]:
 
 
 def test_package_is_mypy_strict_clean() -> None:
-    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -37,15 +39,17 @@ def test_ci_runs_both_readme_commands_verbatim() -> None:
     ci_script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     for which in (1, 2):
         assert f'bash -euo pipefail -c "$(python3 tools/readme_command.py {which})"' in ci_script
-    first, second = (ci_script.index(f'-c "$(python3 tools/readme_command.py {which})"')
-                     for which in (1, 2))
+    first, second = (
+        ci_script.index(f'-c "$(python3 tools/readme_command.py {which})"') for which in (1, 2)
+    )
     assert ci_script.index("fresh_venv .venv-ci-plain") < first
     assert first < ci_script.index("fresh_venv .venv-ci\n") < second
 
 
 def test_readme_examples_run() -> None:
-    failures, attempted = doctest.testfile(str(ROOT / "README.md"), module_relative=False,
-                                           optionflags=doctest.ELLIPSIS)
+    failures, attempted = doctest.testfile(
+        str(ROOT / "README.md"), module_relative=False, optionflags=doctest.ELLIPSIS
+    )
     assert attempted > 0
     assert failures == 0
 
@@ -55,7 +59,7 @@ def test_readme_examples_run() -> None:
 # also evaluates every annotation at run time. Lines ending ``# E: <code>``
 # are the errors mypy must report (and no others); ``reveal_type`` lines
 # pin element types (not Any).
-_USER_MODULE = '''\
+_USER_MODULE = """\
 import uuid
 
 from typing_extensions import reveal_type
@@ -112,7 +116,7 @@ def home_x(unit: Unit) -> float:
 
 def made() -> zs.Array[zs.Int32]:
     numbers = zs.Array[zs.Int32]([1, 2, 3])
-    reveal_type(numbers)  # R: zsharp_py._types.containers.Array[int]
+    reveal_type(numbers)  # R: zsharp_py._model.kinds.containers.Array[int]
     return numbers
 
 
@@ -121,8 +125,8 @@ def wrappers(unit: Unit) -> int:
     reveal_type(zs.SubclassOf[Unit](Unit).new())  # R: __user__.Unit
     reveal_type(unit.lazy.get())  # R: __user__.Unit | None
     reveal_type(unit.soft_class.load())  # R: type[__user__.Unit]
-    reveal_type(zs.SubclassOf(Unit))  # R: zsharp_py._types.pointers.SubclassOf[__user__.Unit]
-    reveal_type(zs.LazyObjectPtr.bind(unit, uuid.uuid4()))  # R: zsharp_py._types.pointers.LazyObjectPtr[zsharp_py._model.object.Object]
+    reveal_type(zs.SubclassOf(Unit))  # R: zsharp_py._model.kinds.pointers.SubclassOf[__user__.Unit]
+    reveal_type(zs.LazyObjectPtr.bind(unit, uuid.uuid4()))  # R: zsharp_py._model.kinds.pointers.LazyObjectPtr[zsharp_py._model.object.Object]
     poker: IPoke | None = unit.poker.get()
     soft: Unit | None = unit.soft.get()
     friend: Unit | None = unit.weak.get()
@@ -164,7 +168,7 @@ class Plain:
 def subclass_property(unit: Unit, loadout: Loadout) -> Unit | None:
     reveal_type(unit.kind)  # R: type[__user__.Unit] | None
     reveal_type(loadout.weapon)  # R: type[__user__.Unit] | None
-    reveal_type(Plain().kind)  # R: zsharp_py._types.pointers.SubclassOf[__user__.Unit]
+    reveal_type(Plain().kind)  # R: zsharp_py._model.kinds.pointers.SubclassOf[__user__.Unit]
     unit.kind = zs.SubclassOf[Unit](Unit)
     unit.kind = None
     unit.kind = Unit
@@ -183,7 +187,7 @@ def wrong_subclass_class(unit: Unit) -> None:
 
 def wrong_plain_class(plain: Plain) -> None:
     plain.kind = Unit  # E: call-overload
-'''
+"""  # noqa: E501 (reveal_type lines hold mypy's output verbatim)
 
 
 def test_generic_value_types_type_check_in_user_code(tmp_path: Path) -> None:
@@ -197,9 +201,21 @@ def test_generic_value_types_type_check_in_user_code(tmp_path: Path) -> None:
     # of ours, so mypy finds zsharp_py where it is installed (an editable
     # install included) and never in a source tree beside the module.
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
-         "--cache-dir", str(tmp_path / ".mypy_cache"), str(module)],
-        cwd=tmp_path, capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--show-error-codes",
+            "--cache-dir",
+            str(tmp_path / ".mypy_cache"),
+            str(module),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert "Cannot find implementation or library stub" not in result.stdout, result.stdout
     assert "No module named mypy" not in result.stderr, result.stderr
     errors: set[tuple[int, str]] = set()
@@ -214,27 +230,31 @@ def test_generic_value_types_type_check_in_user_code(tmp_path: Path) -> None:
         elif text.startswith("Revealed type is"):
             revealed[number] = text.split('"')[1].replace("builtins.", "")
     lines = _USER_MODULE.splitlines()
-    expected_errors = {(n, line.split("# E: ")[1]) for n, line in enumerate(lines, 1)
-                       if "# E: " in line}
-    expected_reveals = {n: line.split("# R: ")[1] for n, line in enumerate(lines, 1)
-                        if "# R: " in line}
+    expected_errors = {
+        (n, line.split("# E: ")[1]) for n, line in enumerate(lines, 1) if "# E: " in line
+    }
+    expected_reveals = {
+        n: line.split("# R: ")[1] for n, line in enumerate(lines, 1) if "# R: " in line
+    }
     assert errors == expected_errors, result.stdout
     assert revealed == expected_reveals, result.stdout
     assert result.returncode == 1  # the wrong_* functions
 
     # At run time: the annotations evaluate, and the functions work.
-    script = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
-              "import zsharp_py as zs, __user__ as u\n"
-              "with zs.Runtime():\n"
-              "    unit = u.Unit(); unit.squad.append(u.Unit()); unit.scores['a'] = 2.5\n"
-              "    made = zs.SubclassOf[u.Unit](u.Unit).new()\n"
-              "    print(u.total(u.made()), u.scored(unit.scores), u.home_x(unit),\n"
-              "          type(made).__name__, u.wrong_element(u.made()),\n"
-              "          type(u.subclass_property(unit, u.Loadout())).__name__)\n"
-              "    try:\n"
-              "        u.wrong_subclass_new(unit)\n"
-              "    except AttributeError as error:\n"
-              "        print(type(error).__name__)\n")
+    script = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import zsharp_py as zs, __user__ as u\n"
+        "with zs.Runtime():\n"
+        "    unit = u.Unit(); unit.squad.append(u.Unit()); unit.scores['a'] = 2.5\n"
+        "    made = zs.SubclassOf[u.Unit](u.Unit).new()\n"
+        "    print(u.total(u.made()), u.scored(unit.scores), u.home_x(unit),\n"
+        "          type(made).__name__, u.wrong_element(u.made()),\n"
+        "          type(u.subclass_property(unit, u.Loadout())).__name__)\n"
+        "    try:\n"
+        "        u.wrong_subclass_new(unit)\n"
+        "    except AttributeError as error:\n"
+        "        print(type(error).__name__)\n"
+    )
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     # What mypy rejected fails at run time too: the property is the class.

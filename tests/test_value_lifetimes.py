@@ -3,11 +3,14 @@ freed exactly once (dispose, ``with``, finalisation flushed at the next safe
 point); red views expire at the first of their three triggers (owner
 expired, scope ended, container structure changed) with a message naming
 it; black values are GC roots unless the runtime says otherwise."""
+
 from __future__ import annotations
 
 import gc
+import itertools
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -56,10 +59,22 @@ class Mob(zs.Object):
 # locals (the first specialisation snapshots its caller's locals: see
 # test_first_specialisation_inside_a_function_does_not_keep_its_locals).
 SPECIALISED = [
-    zs.Array[Carrier], zs.Array[Mob], zs.Array[Vec], zs.Array[zs.Array[zs.Int32]],
-    zs.Array[zs.Int32], zs.Array[zs.String], zs.Map[zs.Name, Mob], zs.Map[zs.Name, Pair],
-    zs.Map[zs.Name, Vec], zs.Map[zs.String, zs.String], zs.Optional[Mob], zs.Optional[Vec],
-    zs.Optional[zs.String], zs.Set[Mob], zs.Set[zs.Int64], zs.Set[zs.String],
+    zs.Array[Carrier],
+    zs.Array[Mob],
+    zs.Array[Vec],
+    zs.Array[zs.Array[zs.Int32]],
+    zs.Array[zs.Int32],
+    zs.Array[zs.String],
+    zs.Map[zs.Name, Mob],
+    zs.Map[zs.Name, Pair],
+    zs.Map[zs.Name, Vec],
+    zs.Map[zs.String, zs.String],
+    zs.Optional[Mob],
+    zs.Optional[Vec],
+    zs.Optional[zs.String],
+    zs.Set[Mob],
+    zs.Set[zs.Int64],
+    zs.Set[zs.String],
 ]
 
 
@@ -85,7 +100,9 @@ def _warm_up(rt: zs.Runtime) -> None:
 MAKERS: dict[str, Callable[[], Any]] = {
     "struct": lambda: Vec(1.0, 2.0),
     "nested struct": lambda: Pair((1, 2), (3, 4)),
-    "struct with members": lambda: Carrier(None, "a note that is long enough to allocate", [1, 2, 3]),
+    "struct with members": lambda: Carrier(
+        None, "a note that is long enough to allocate", [1, 2, 3]
+    ),
     "String": lambda: zs.String("wide string contents"),
     "Utf8String": lambda: zs.Utf8String("utf-8 contents"),
     "AnsiString": lambda: zs.AnsiString("ansi contents"),
@@ -108,6 +125,7 @@ INLINE_MAKERS = {"struct", "nested struct"}
 
 # ---- black values: freed exactly once ------------------------------------------
 
+
 @pytest.mark.parametrize("kind", list(MAKERS), ids=list(MAKERS))
 def test_dispose_frees_once_and_twice_is_a_no_op(rt: zs.Runtime, kind: str) -> None:
     _warm_up(rt)
@@ -118,8 +136,11 @@ def test_dispose_frees_once_and_twice_is_a_no_op(rt: zs.Runtime, kind: str) -> N
     # A struct of plain data keeps its bytes in its conjugate (no native
     # block); every other black value owns native memory.
     inline = kind in INLINE_MAKERS
-    assert rt.native_memory()["live_blocks"] == blocks if inline else \
-        rt.native_memory()["live_blocks"] > blocks
+    assert (
+        rt.native_memory()["live_blocks"] == blocks
+        if inline
+        else rt.native_memory()["live_blocks"] > blocks
+    )
     value.dispose()
     assert value.is_expired
     assert rt.values_alive() == values
@@ -144,9 +165,8 @@ def test_with_block_disposes(rt: zs.Runtime, kind: str) -> None:
 
 
 def test_with_block_disposes_on_an_exception(rt: zs.Runtime) -> None:
-    with pytest.raises(RuntimeError):
-        with Vec(1, 2) as v:
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), Vec(1, 2) as v:
+        raise RuntimeError("boom")
     assert v.is_expired
 
 
@@ -160,9 +180,11 @@ def test_finalised_value_is_freed_at_the_next_collection(rt: zs.Runtime, kind: s
     assert (rt.values_alive(), rt.native_memory()["live_blocks"]) == (values, blocks)
 
 
-@pytest.mark.parametrize("allocate", [lambda: Vec(), lambda: zs.String("x"), lambda: Mob(),
-                                      lambda: zs.Array[zs.Int32]()],
-                         ids=["struct", "string", "object", "array"])
+@pytest.mark.parametrize(
+    "allocate",
+    [lambda: Vec(), lambda: zs.String("x"), lambda: Mob(), lambda: zs.Array[zs.Int32]()],
+    ids=["struct", "string", "object", "array"],
+)
 def test_finalised_value_is_freed_at_the_next_allocation(rt: zs.Runtime, allocate) -> None:
     _warm_up(rt)
     Mob()
@@ -237,8 +259,7 @@ def test_a_view_keeps_its_black_parent_alive(rt: zs.Runtime) -> None:
     assert rt.values_alive() == 0
 
 
-def test_first_specialisation_inside_a_function_does_not_keep_its_locals(
-        rt: zs.Runtime) -> None:
+def test_first_specialisation_inside_a_function_does_not_keep_its_locals(rt: zs.Runtime) -> None:
     class Fresh(zs.Struct):
         value: zs.Int32
 
@@ -259,9 +280,8 @@ def test_red_view_cannot_be_disposed(rt: zs.Runtime) -> None:
     view = mob.spot
     with pytest.raises(TypeError, match="clone"):
         view.dispose()
-    with pytest.raises(TypeError):
-        with mob.label:
-            pass
+    with pytest.raises(TypeError), mob.label:
+        pass
     assert not view.is_expired
     collect(rt)
     assert view.is_expired
@@ -291,6 +311,7 @@ def test_disposing_a_black_value_expires_its_views(rt: zs.Runtime) -> None:
 
 
 # ---- red views: owner expired -----------------------------------------------------
+
 
 def _views_of(mob: Mob) -> dict[str, Any]:
     mob.path = [(1, 2), (3, 4)]
@@ -350,8 +371,9 @@ ACCESSES: dict[str, Callable[[Any], Any]] = {
 }
 
 
-@pytest.mark.parametrize("how, reason", [("collected", PARENT), ("garbage", PARENT),
-                                         ("closed", CLOSED)])
+@pytest.mark.parametrize(
+    "how, reason", [("collected", PARENT), ("garbage", PARENT), ("closed", CLOSED)]
+)
 def test_every_view_expires_with_its_owner(rt: zs.Runtime, how: str, reason: str) -> None:
     mob = Mob()
     views = _views_of(mob)
@@ -388,12 +410,27 @@ def test_expired_container_views_refuse_every_operation(rt: zs.Runtime) -> None:
     path, places, tags, maybe = mob.path, mob.places, mob.tags, mob.maybe
     collect(rt)
     operations: list[Callable[[], Any]] = [
-        lambda: path[0], lambda: path.append((1, 2)), lambda: list(path), lambda: path.pop(),
-        lambda: path.clear(), lambda: (1, 2) in path, lambda: path[0:1],
-        lambda: places["k"], lambda: places.__setitem__("k", (1, 2)), lambda: "k" in places,
-        lambda: places.keys(), lambda: places.get("k"), lambda: len(places),
-        lambda: tags.add("a"), lambda: "a" in tags, lambda: list(tags), lambda: len(tags),
-        lambda: maybe.is_set, lambda: maybe.get(), lambda: maybe.set((1, 2)), lambda: maybe.reset(),
+        lambda: path[0],
+        lambda: path.append((1, 2)),
+        lambda: list(path),
+        lambda: path.pop(),
+        lambda: path.clear(),
+        lambda: (1, 2) in path,
+        lambda: path[0:1],
+        lambda: places["k"],
+        lambda: places.__setitem__("k", (1, 2)),
+        lambda: "k" in places,
+        lambda: places.keys(),
+        lambda: places.get("k"),
+        lambda: len(places),
+        lambda: tags.add("a"),
+        lambda: "a" in tags,
+        lambda: list(tags),
+        lambda: len(tags),
+        lambda: maybe.is_set,
+        lambda: maybe.get(),
+        lambda: maybe.set((1, 2)),
+        lambda: maybe.reset(),
     ]
     for operation in operations:
         with pytest.raises(zs.ExpiredConjugateError):
@@ -401,7 +438,8 @@ def test_expired_container_views_refuse_every_operation(rt: zs.Runtime) -> None:
 
 
 def test_views_of_a_collected_object_do_not_see_the_object_that_reuses_its_slot(
-        rt: zs.Runtime) -> None:
+    rt: zs.Runtime,
+) -> None:
     mob = Mob(spot=(1, 2))
     spot = mob.spot
     collect(rt)
@@ -438,6 +476,7 @@ def test_runtime_close_with_finalised_values_pending(rt: zs.Runtime) -> None:
 
 
 # ---- red views: scope ended ---------------------------------------------------------
+
 
 def test_view_obtained_in_a_scope_expires_at_its_end(rt: zs.Runtime) -> None:
     mob = Mob()
@@ -511,10 +550,9 @@ def test_view_obtained_outside_any_scope_survives_scopes(rt: zs.Runtime) -> None
 
 def test_scope_ended_by_an_exception_still_expires_its_views(rt: zs.Runtime) -> None:
     mob = Mob()
-    with pytest.raises(KeyError):
-        with zs.scope():
-            spot = mob.spot
-            raise KeyError("boom")
+    with pytest.raises(KeyError), zs.scope():
+        spot = mob.spot
+        raise KeyError("boom")
     assert spot.is_expired
 
 
@@ -563,6 +601,7 @@ def test_scopes_are_per_thread(rt: zs.Runtime) -> None:
 
 
 # ---- red views: container structure changed -----------------------------------------
+
 
 def _array_views(mob: Mob) -> list[Any]:
     mob.path = [(1, 2), (3, 4), (5, 6)]
@@ -779,6 +818,7 @@ def test_is_expired_and_repr_never_raise(rt: zs.Runtime) -> None:
 
 # ---- black values as GC roots ---------------------------------------------------------
 
+
 def _hold(kind: str, target: Mob) -> Any:
     if kind == "array":
         return zs.Array[Mob]([target])
@@ -863,8 +903,11 @@ def test_black_value_kills_references_to_garbage(rt: zs.Runtime) -> None:
     assert carrier.who is None
 
 
-@pytest.mark.parametrize("take", [lambda m: m.carrier, lambda m: m.carrier.bag, lambda m: m.path],
-                         ids=["struct view", "array in a struct view", "array view"])
+@pytest.mark.parametrize(
+    "take",
+    [lambda m: m.carrier, lambda m: m.carrier.bag, lambda m: m.path],
+    ids=["struct view", "array in a struct view", "array view"],
+)
 def test_clone_of_a_red_view_is_black_and_a_root(rt: zs.Runtime, take) -> None:
     mob, target = Mob(), Mob()
     mob.carrier = Carrier(who=target, bag=[1, 2])
@@ -894,11 +937,18 @@ def test_storing_an_expired_view_raises_and_changes_nothing(rt: zs.Runtime) -> N
     live = Mob(spot=(5, 6), label="live", path=[(2, 2)])
     live.add_to_root()
     points = zs.Array[Vec]([(3, 3)])
-    for store in (lambda: setattr(live, "spot", spot), lambda: setattr(live, "label", label),
-                  lambda: setattr(live, "path", path), lambda: points.append(spot),
-                  lambda: points.__setitem__(0, spot), lambda: Vec(*spot),
-                  lambda: live.places.__setitem__("k", spot), lambda: live.maybe.set(spot),
-                  lambda: zs.String(label), lambda: zs.Array[Vec](path)):
+    for store in (
+        lambda: setattr(live, "spot", spot),
+        lambda: setattr(live, "label", label),
+        lambda: setattr(live, "path", path),
+        lambda: points.append(spot),
+        lambda: points.__setitem__(0, spot),
+        lambda: Vec(*spot),
+        lambda: live.places.__setitem__("k", spot),
+        lambda: live.maybe.set(spot),
+        lambda: zs.String(label),
+        lambda: zs.Array[Vec](path),
+    ):
         with pytest.raises(zs.ExpiredConjugateError):
             store()
     assert live.spot == (5.0, 6.0) and live.label == "live" and live.path == [Vec(2, 2)]
@@ -916,6 +966,7 @@ def test_black_struct_view_inside_an_object_is_not_a_root(rt: zs.Runtime) -> Non
 
 # ---- black values during an incremental cycle ----------------------------------------
 
+
 class Link(zs.Object):
     next: "Link | None"
     carrier: Carrier
@@ -930,7 +981,7 @@ def _mid_mark_scenario(rt: zs.Runtime) -> tuple[list[Link], Mob]:
     head.add_to_root()
     chain = [Link() for _ in range(20_000)]
     head.next = chain[0]
-    for one, two in zip(chain, chain[1:]):
+    for one, two in itertools.pairwise(chain):
         one.next = two
     x = Mob(spot=(4, 2))
     chain[-1].carrier.who = x
@@ -943,8 +994,10 @@ def _mid_mark_scenario(rt: zs.Runtime) -> tuple[list[Link], Mob]:
     return chain, x
 
 
-@pytest.mark.parametrize("how", ["new black array", "black array scanned empty",
-                                 "black map value", "clone of a red view"])
+@pytest.mark.parametrize(
+    "how",
+    ["new black array", "black array scanned empty", "black map value", "clone of a red view"],
+)
 def test_reference_copied_into_a_black_value_mid_cycle_survives(rt: zs.Runtime, how: str) -> None:
     early = zs.Array[Mob]()
     places = zs.Map[zs.Name, Mob]()

@@ -1,6 +1,7 @@
 """Print one of the two commands README.md starts with (1: install and run
 the demo, 2: install the test dependencies and run the suite), exactly as
 written there, so that .ci/run executes README's text itself."""
+
 from __future__ import annotations
 
 import re

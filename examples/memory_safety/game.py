@@ -1,4 +1,5 @@
 """The game types the memory-safety tests exercise (a user's own module)."""
+
 from __future__ import annotations
 
 import zsharp_py as zs

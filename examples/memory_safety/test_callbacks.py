@@ -1,5 +1,6 @@
 """Collections inside callbacks: a listener may collect, destroy its own
 broadcaster or hold views; nothing it leaves behind dangles."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,7 @@ from game import Actor, Vec3
 
 
 def test_a_listener_that_collects_its_own_broadcaster(zs_runtime: zs.Runtime) -> None:
-    door = Actor(name="Door")                     # only Python holds it
+    door = Actor(name="Door")  # only Python holds it
     log: list[object] = []
 
     def collect_everything() -> None:
@@ -28,11 +29,11 @@ def test_a_listener_bound_to_a_destroyed_object_is_skipped(zs_runtime: zs.Runtim
     hero = Actor(name="Hero")
     hero.add_to_root()
     medic = Actor(name="Medic", health=10)
-    hero.on_hit.add(medic.heal)                   # object bindings are weak
+    hero.on_hit.add(medic.heal)  # object bindings are weak
     hero.on_hit.broadcast(5)
     assert medic.health == 15
-    zs_runtime.collect_garbage()                  # the medic dies
-    hero.on_hit.broadcast(5)                      # skipped and dropped, never called
+    zs_runtime.collect_garbage()  # the medic dies
+    hero.on_hit.broadcast(5)  # skipped and dropped, never called
     assert len(hero.on_hit) == 0
     with pytest.raises(zs.ExpiredConjugateError):
         medic.health
@@ -58,7 +59,7 @@ def test_a_listener_that_marks_the_target_as_garbage(zs_runtime: zs.Runtime) -> 
     hero.target = boss
     boss.on_hit.add(lambda: boss.mark_as_garbage())
     boss.on_hit.broadcast()
-    zs_runtime.gc.start_incremental()             # collected in small steps
+    zs_runtime.gc.start_incremental()  # collected in small steps
     while not zs_runtime.gc.step(0.001):
         pass
     assert hero.target is None

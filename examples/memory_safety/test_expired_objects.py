@@ -1,5 +1,6 @@
 """Use after free: every way back to a destroyed object raises
 ExpiredConjugateError, and a reused slot never resurrects an old handle."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,16 +11,16 @@ from game import Actor, Vec3
 
 def test_reading_and_writing_a_collected_object(zs_runtime: zs.Runtime) -> None:
     stray = Actor(name="Stray")
-    zs_runtime.collect_garbage()                  # nothing references it
+    zs_runtime.collect_garbage()  # nothing references it
     assert stray.is_expired
     with pytest.raises(zs.ExpiredConjugateError, match="Stray.*garbage collector destroyed"):
         stray.health
     with pytest.raises(zs.ExpiredConjugateError):
         stray.health = 5
     with pytest.raises(zs.ExpiredConjugateError):
-        stray.heal(10)                            # a method touching a property
+        stray.heal(10)  # a method touching a property
     with pytest.raises(zs.ExpiredConjugateError):
-        stray.add_to_root()                       # too late to save it
+        stray.add_to_root()  # too late to save it
 
 
 def test_storing_an_expired_object_into_a_live_one(zs_runtime: zs.Runtime) -> None:
@@ -31,7 +32,7 @@ def test_storing_an_expired_object_into_a_live_one(zs_runtime: zs.Runtime) -> No
         hero.target = ghost
     with pytest.raises(zs.ExpiredConjugateError):
         zs.WeakObjectPtr(ghost)
-    assert hero.target is None                    # nothing was written
+    assert hero.target is None  # nothing was written
     hero.remove_from_root()
 
 
@@ -40,7 +41,7 @@ def test_mark_as_garbage_nulls_references_then_expires(zs_runtime: zs.Runtime) -
     hero.add_to_root()
     boss = Actor(name="Boss")
     hero.target = boss
-    boss.mark_as_garbage()                        # referenced, but destroyed anyway
+    boss.mark_as_garbage()  # referenced, but destroyed anyway
     zs_runtime.collect_garbage()
     assert hero.target is None
     with pytest.raises(zs.ExpiredConjugateError, match="marked as garbage"):
@@ -53,11 +54,11 @@ def test_a_reused_slot_never_answers_to_an_old_handle(zs_runtime: zs.Runtime) ->
     weak = zs.WeakObjectPtr(old)
     old_slot = old.handle & 0xFFFFFFFF
     zs_runtime.collect_garbage()
-    new = Actor(name="New")                       # takes the freed slot, new serial
+    new = Actor(name="New")  # takes the freed slot, new serial
     assert new.handle & 0xFFFFFFFF == old_slot and new.handle != old.handle
-    assert weak.get() is None                     # not the newcomer
+    assert weak.get() is None  # not the newcomer
     with pytest.raises(zs.ExpiredConjugateError):
-        old.health                                # the old conjugate stays expired
+        old.health  # the old conjugate stays expired
     assert new.health == 100
 
 

@@ -7,6 +7,7 @@ particles, drop the spent ones and let the GC work; it reads the GC's
 figures natively (``zs_gc_get_stats``). The game state lives in the default
 runtime (created on first use, closed when the host finalises Python).
 """
+
 from __future__ import annotations
 
 import zsharp_py as zs
@@ -43,7 +44,7 @@ def start(seconds_between_collections: float) -> tuple[int, str]:
     emitter = Emitter(name="Emitter")
     emitter.add_to_root()
     _state["emitter"] = emitter
-    Particle()                              # registers the class (zs_find_class); dropped
+    Particle()  # registers the class (zs_find_class); dropped
     return rt.native_address, function_layout(Particle, "tick").c_declaration
 
 
@@ -57,7 +58,7 @@ def frame(index: int, dt: float, spawn: int) -> str:
     emitter.spawned += spawn
     alive = [particle for particle in emitter.particles if particle.ttl > 0]
     if len(alive) != len(emitter.particles):
-        emitter.particles = alive          # the others are referenced by nobody now
+        emitter.particles = alive  # the others are referenced by nobody now
     return zs.current_runtime().gc.tick(dt)
 
 
@@ -69,8 +70,8 @@ def finish() -> tuple[int, int, int]:
     spawned = emitter.spawned
     emitter.remove_from_root()
     freed = 0
-    if rt.gc.phase != "idle":              # finish the pending cycle first: what it
-        freed += rt.collect_garbage().objects_freed   # marked already survives it
+    if rt.gc.phase != "idle":  # finish the pending cycle first: what it
+        freed += rt.collect_garbage().objects_freed  # marked already survives it
     freed += rt.collect_garbage().objects_freed
     rt.gc.verify()
     return spawned, freed, rt.live_objects()

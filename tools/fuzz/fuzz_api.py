@@ -10,6 +10,7 @@ a sanitizer report, an undocumented exception or a failed heap check stops
 the run and writes the input to ``crash-*``; replay it with
 ``python tools/fuzz/harness.py crash-...``.
 """
+
 from __future__ import annotations
 
 import os

@@ -30,6 +30,7 @@ The byte reader is self-contained (no atheris needed), so the normal test
 suite runs ``run_one`` over fixed pseudo-random inputs
 (``tests/test_fuzz_harness.py``) and ``fuzz_api.py`` runs it under atheris.
 """
+
 from __future__ import annotations
 
 import gc
@@ -37,14 +38,21 @@ import itertools
 import math
 import sys
 import uuid
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import zsharp_py as zs
-from zsharp_py.debug import GcStress
-from zsharp_py._base.errors import (ZS_E_BUSY, ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID,
-                               ZS_E_STALE, ZS_OK)
+from zsharp_py._base.errors import (
+    ZS_E_BUSY,
+    ZS_E_CALL_FAILED,
+    ZS_E_DYING,
+    ZS_E_INVALID,
+    ZS_E_STALE,
+    ZS_OK,
+)
 from zsharp_py._base.ffi import ffi, lib
+from zsharp_py.debug import GcStress
 
 __all__ = ["EXPECTED", "RUNTIME_ERRORS", "Reader", "Session", "run_one"]
 
@@ -52,21 +60,27 @@ T = TypeVar("T")
 
 #: The library's documented exceptions for misuse.
 EXPECTED: tuple[type[BaseException], ...] = (
-    TypeError, ValueError, OverflowError, IndexError, KeyError, zs.ExpiredConjugateError)
+    TypeError,
+    ValueError,
+    OverflowError,
+    IndexError,
+    KeyError,
+    zs.ExpiredConjugateError,
+)
 
 #: ``RuntimeError`` is documented only for these situations (messages).
 RUNTIME_ERRORS = (
-    "an incremental cycle is already in progress",           # gc.start_incremental
-    "not possible while an incremental mark is pending",     # create_cluster
-    "the delegate is not bound",                             # Delegate.execute
+    "an incremental cycle is already in progress",  # gc.start_incremental
+    "not possible while an incremental mark is pending",  # create_cluster
+    "the delegate is not bound",  # Delegate.execute
 )
 
 #: ``AttributeError`` is documented only for binding a missing method
 #: (``FieldPathError``, also an ``AttributeError``, is handled where used).
 ATTRIBUTE_ERRORS = ("has no method",)
 
-MAX_STEPS = 120          # operations per input
-MAX_POOL = 48            # conjugates, values and views remembered per pool
+MAX_STEPS = 120  # operations per input
+MAX_POOL = 48  # conjugates, values and views remembered per pool
 
 
 class Reader:
@@ -110,7 +124,7 @@ class Reader:
 
     def take(self, n: int) -> bytes:
         """Up to ``n`` raw bytes."""
-        chunk = self._data[self._pos:self._pos + n]
+        chunk = self._data[self._pos : self._pos + n]
         self._pos += len(chunk)
         return chunk
 
@@ -243,37 +257,144 @@ CLASSES: list[type[zs.Object]] = [FNode, FNode, FHero, FLeaf, FOther, _GONE]
 
 # property name -> kind of plausible value (see Session.plausible)
 NODE_PROPS: dict[str, str] = {
-    "i8": "int8", "u8": "uint8", "i32": "int32", "u32": "uint32", "i64": "int64",
-    "u64": "uint64", "f32": "float", "f64": "float", "flag": "bool", "label": "text",
-    "ansi": "text", "utf8": "text", "text": "text", "tag": "text", "ref": "node", "leaf": "leaf",
-    "weak": "weak", "nodes": "node_list", "nums": "int_list", "vecs": "vec_list",
-    "words": "text_list", "scores": "name_int_map", "owners": "int_node_map",
-    "members": "node_set", "tags": "text_set", "pos": "vec", "maybe": "opt_vec",
-    "on_event": "callables", "single": "callable", "sparse": "callables",
+    "i8": "int8",
+    "u8": "uint8",
+    "i32": "int32",
+    "u32": "uint32",
+    "i64": "int64",
+    "u64": "uint64",
+    "f32": "float",
+    "f64": "float",
+    "flag": "bool",
+    "label": "text",
+    "ansi": "text",
+    "utf8": "text",
+    "text": "text",
+    "tag": "text",
+    "ref": "node",
+    "leaf": "leaf",
+    "weak": "weak",
+    "nodes": "node_list",
+    "nums": "int_list",
+    "vecs": "vec_list",
+    "words": "text_list",
+    "scores": "name_int_map",
+    "owners": "int_node_map",
+    "members": "node_set",
+    "tags": "text_set",
+    "pos": "vec",
+    "maybe": "opt_vec",
+    "on_event": "callables",
+    "single": "callable",
+    "sparse": "callables",
 }
 HERO_PROPS = dict(NODE_PROPS, level="int16", sidekick="node")
 LEAF_PROPS: dict[str, str] = {
-    "value": "int32", "node": "node", "kind": "class", "soft": "soft", "soft_class": "class_path",
-    "lazy": "node", "iface": "node", "hook": "callable",
+    "value": "int32",
+    "node": "node",
+    "kind": "class",
+    "soft": "soft",
+    "soft_class": "class_path",
+    "lazy": "node",
+    "iface": "node",
+    "hook": "callable",
 }
 PROPS: dict[type[zs.Object], dict[str, str]] = {
-    FNode: NODE_PROPS, FHero: HERO_PROPS, FLeaf: LEAF_PROPS,
-    FOther: {"weight": "float"}, _GONE: {"value": "int32"},
+    FNode: NODE_PROPS,
+    FHero: HERO_PROPS,
+    FLeaf: LEAF_PROPS,
+    FOther: {"weight": "float"},
+    _GONE: {"value": "int32"},
 }
-VEC_MEMBERS: dict[str, str] = {"x": "int32", "f": "float", "label": "text", "text": "text",
-                               "who": "node"}
+VEC_MEMBERS: dict[str, str] = {
+    "x": "int32",
+    "f": "float",
+    "label": "text",
+    "text": "text",
+    "who": "node",
+}
 BOGUS_NAMES = ("nope", "__dict__", "__class__", "name", "handle", "", "i32 ", "I32")
 
-INT_EDGES = (0, 1, -1, 7, 127, 128, -128, -129, 255, 256, 32767, -32768, 65535, 65536,
-             2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**32 - 1, 2**32, 2**63 - 1, 2**63, -2**63,
-             -2**63 - 1, 2**64 - 1, 2**64, 10**30, -10**30)
-FLOAT_EDGES = (0.0, -0.0, 1.5, -2.25, math.nan, math.inf, -math.inf, 3.4028234663852886e38,
-               3.5e38, -3.5e38, 1e308, 5e-324, 1e-45, 0.1)
-TEXT_EDGES = ("", "a", "Hero", "héllo", "日本語", "\x00", "a\x00b", "\ud800", "x\udcff", "😀",
-              "Actor_0", "FNode_3", "a_01", "A.B.C", " ", "None", "x" * 300, "\u00ff", "ÿ_7")
+INT_EDGES = (
+    0,
+    1,
+    -1,
+    7,
+    127,
+    128,
+    -128,
+    -129,
+    255,
+    256,
+    32767,
+    -32768,
+    65535,
+    65536,
+    2**31 - 1,
+    2**31,
+    -(2**31),
+    -(2**31) - 1,
+    2**32 - 1,
+    2**32,
+    2**63 - 1,
+    2**63,
+    -(2**63),
+    -(2**63) - 1,
+    2**64 - 1,
+    2**64,
+    10**30,
+    -(10**30),
+)
+FLOAT_EDGES = (
+    0.0,
+    -0.0,
+    1.5,
+    -2.25,
+    math.nan,
+    math.inf,
+    -math.inf,
+    3.4028234663852886e38,
+    3.5e38,
+    -3.5e38,
+    1e308,
+    5e-324,
+    1e-45,
+    0.1,
+)
+TEXT_EDGES = (
+    "",
+    "a",
+    "Hero",
+    "héllo",
+    "日本語",
+    "\x00",
+    "a\x00b",
+    "\ud800",
+    "x\udcff",
+    "😀",
+    "Actor_0",
+    "FNode_3",
+    "a_01",
+    "A.B.C",
+    " ",
+    "None",
+    "x" * 300,
+    "\u00ff",
+    "ÿ_7",
+)
 METHODS = ("bump", "poke", "nope", "", "__init__", "i32", "bump_1", "BUMP")
-CLASS_PATHS = ("harness.FNode", "harness.FHero", "harness.FGone", "harness.FOther",
-               "nowhere.Class", "", "harness.", ".FNode", "builtins.int", "zsharp_py.Object")
+CLASS_PATHS = (
+    "harness.FNode",
+    "harness.FHero",
+    "harness.FGone",
+    "harness.FOther",
+    "nowhere.Class",
+    "",
+    "harness.",
+    ".FNode",
+    "builtins.int",
+    "zsharp_py.Object",
+)
 
 
 class Skip(Exception):
@@ -336,7 +457,8 @@ class Session:
             objects_per_step=1 if stress_bits & 0x20 else 0,
             poison_freed=bool(stress_bits & 0x40),
             mark_stack_limit=2 if stress_bits & 0x80 else 0,
-            allocation_limit=(1_560_000 + 600 * r.byte()) if options & 0x3 == 0x1 else 0)
+            allocation_limit=(1_560_000 + 600 * r.byte()) if options & 0x3 == 0x1 else 0,
+        )
         max_objects = 24 + r.byte() if options & 0x3 == 0x2 else 4096
         #: MemoryError is documented only when a limit is injected.
         self.expected = EXPECTED + ((MemoryError,) if options & 0x3 in (0x1, 0x2) else ())
@@ -348,18 +470,22 @@ class Session:
             self.other.__enter__()
             self.foreign = [FNode(), FLeaf(), FHero()]
             self.foreign[0].add_to_root()
-        self.rt = zs.Runtime(max_objects=max_objects, min_cluster_size=1 + (options >> 5),
-                             black_conjugates_are_roots=not options & 0x10, stress=stress)
+        self.rt = zs.Runtime(
+            max_objects=max_objects,
+            min_cluster_size=1 + (options >> 5),
+            black_conjugates_are_roots=not options & 0x10,
+            stress=stress,
+        )
         self.rt.__enter__()
-        self.objs: list[zs.Object] = []     # conjugates seen (live or expired)
-        self.values: list[Any] = []         # black values (live or disposed)
-        self.views: list[Any] = []          # red views (live or expired)
+        self.objs: list[zs.Object] = []  # conjugates seen (live or expired)
+        self.values: list[Any] = []  # black values (live or disposed)
+        self.views: list[Any] = []  # red views (live or expired)
         self.strongs: list[zs.StrongObjectPtr[Any]] = []
         self.weaks: list[zs.WeakObjectPtr[Any]] = []
-        self.rooted: list[zs.WeakObjectPtr[Any]] = []   # to unroot at the end
+        self.rooted: list[zs.WeakObjectPtr[Any]] = []  # to unroot at the end
         self.scopes: list[AbstractContextManager[None]] = []
         self.lazy_ids: list[Any] = [uuid.UUID(int=1), uuid.UUID(int=2), "not-a-uuid", 5]
-        self.depth = 0                      # nesting of listener-driven steps
+        self.depth = 0  # nesting of listener-driven steps
         # A few objects to start from, one of them rooted.
         try:
             head = self.note(FNode())
@@ -382,7 +508,9 @@ class Session:
         if isinstance(value, zs.Object):
             if value._rt is self.rt and all(o is not value for o in self.objs[-8:]):
                 self.remember(self.objs, value)
-        elif hasattr(value, "is_black") and hasattr(value, "dispose") and not isinstance(value, type):
+        elif (
+            hasattr(value, "is_black") and hasattr(value, "dispose") and not isinstance(value, type)
+        ):
             try:
                 black = value.is_black
             except EXPECTED:
@@ -446,7 +574,7 @@ class Session:
         if kind == 2:
             return self.text()
         if kind == 3:
-            return r.take(r.below(8)) + b"\xff\xfe\xc3"   # invalid UTF-8
+            return r.take(r.below(8)) + b"\xff\xfe\xc3"  # invalid UTF-8
         if kind == 4:
             return None
         if kind == 5:
@@ -524,8 +652,11 @@ class Session:
         if kind == "int_node_map":
             return {self.integer(): self.obj() for _ in range(r.below(4))}
         if kind == "node_set":
-            return {o for o in (self.obj() for _ in range(r.below(4))) if o is None or
-                    isinstance(o, zs.Object)}
+            return {
+                o
+                for o in (self.obj() for _ in range(r.below(4)))
+                if o is None or isinstance(o, zs.Object)
+            }
         if kind == "text_set":
             return {self.text() for _ in range(r.below(4))}
         if kind in ("callable", "callables"):
@@ -547,8 +678,9 @@ class Session:
         if roll == 1:
             return {r.pick(list(VEC_MEMBERS) + ["nope"]): self.plausible(r.pick(("int32", "text")))}
         if roll == 2:
-            return self.note(FVec(self.integer(), self.floating(), self.text(), self.text(),
-                                  self.obj()))
+            return self.note(
+                FVec(self.integer(), self.floating(), self.text(), self.text(), self.obj())
+            )
         if roll == 3:
             return self.value_of(self.views)
         return ()
@@ -588,6 +720,7 @@ class Session:
                 self.step()
             finally:
                 self.r, self.depth = saved, self.depth - 1
+
         return listen
 
     # ---- one step ------------------------------------------------------------------
@@ -629,7 +762,7 @@ class Session:
             self.scopes.pop().__exit__(None, None, None)
         rt = self.rt
         if not rt.closed:
-            for value in self.values + [s for s in self.strongs]:
+            for value in self.values + list(self.strongs):
                 value.dispose()
             self.values.clear()
             self.strongs.clear()
@@ -638,8 +771,8 @@ class Session:
                 obj = weak.get()
                 if obj is not None and obj.is_rooted:
                     obj.remove_from_root()
-            rt.collect_garbage()   # finishes a pending incremental cycle...
-            rt.collect_garbage()   # ...which kept what the write barrier marked
+            rt.collect_garbage()  # finishes a pending incremental cycle...
+            rt.collect_garbage()  # ...which kept what the write barrier marked
             if rt.live_objects() or rt.values_alive():
                 # Black values that only Python's cycle collector frees
                 # (listeners close over this session) are queued for the
@@ -650,7 +783,7 @@ class Session:
             assert rt.live_objects() == 0, f"{rt.live_objects()} native objects left"
             assert rt.values_alive() == 0, f"{rt.values_alive()} black values left"
             assert rt.gc.phase == "idle"
-        rt.__exit__(None, None, None)   # zs_runtime_free asserts no native block is left
+        rt.__exit__(None, None, None)  # zs_runtime_free asserts no native block is left
         for obj in self.objs:
             assert obj.is_expired
             try:
@@ -665,6 +798,7 @@ class Session:
 
 
 # ---- operations ----------------------------------------------------------------------
+
 
 def _props_of(target: Any) -> dict[str, str]:
     return PROPS.get(type(target), NODE_PROPS)
@@ -825,11 +959,18 @@ def op_weak(s: Session) -> None:
         hash(weak)
 
 
-ARRAYS = (("nodes", Array[FNode], "node_list"), ("nums", Array[zs.Int32], "int_list"),
-          ("vecs", Array[FVec], "vec_list"), ("words", Array[zs.String], "text_list"))
-HASHES = (("scores", Map[zs.Name, zs.Int32], "name_int_map"),
-          ("owners", Map[zs.Int32, FNode], "int_node_map"),
-          ("members", Set[FNode], "node_set"), ("tags", Set[zs.Name], "text_set"))
+ARRAYS = (
+    ("nodes", Array[FNode], "node_list"),
+    ("nums", Array[zs.Int32], "int_list"),
+    ("vecs", Array[FVec], "vec_list"),
+    ("words", Array[zs.String], "text_list"),
+)
+HASHES = (
+    ("scores", Map[zs.Name, zs.Int32], "name_int_map"),
+    ("owners", Map[zs.Int32, FNode], "int_node_map"),
+    ("members", Set[FNode], "node_set"),
+    ("tags", Set[zs.Name], "text_set"),
+)
 OPTIONALS = (("maybe", Optional[FVec], "opt_vec"),)
 
 
@@ -875,7 +1016,7 @@ def op_sequence(s: Session) -> None:
         elif roll == 7:
             del seq[index]
         elif roll == 8:
-            for x in seq[index:index + r.below(4):r.pick((1, 2, -1, None))]:
+            for x in seq[index : index + r.below(4) : r.pick((1, 2, -1, None))]:
                 s.note(x)
         elif roll == 9:
             seq.extend(s.plausible(r.pick(("int_list", "node_list", "vec_list", "any"))))
@@ -920,8 +1061,9 @@ def op_mapping(s: Session) -> None:
     elif roll == 4:
         s.note(call(box, "setdefault", key, value))
     elif roll == 5:
-        call(box, "update", s.plausible(r.pick(("name_int_map", "int_node_map", "text_set",
-                                                "any"))))
+        call(
+            box, "update", s.plausible(r.pick(("name_int_map", "int_node_map", "text_set", "any")))
+        )
     elif roll == 6:
         if not isinstance(box, zs.Map):
             raise Skip("not a map")
@@ -1030,8 +1172,12 @@ def op_delegates(s: Session) -> None:
     roll = r.below(4)
     if roll < 2:
         owner = s.obj_of(r.pick((FNode, FLeaf)))
-        d = s.note(get(owner, "hook" if isinstance(owner, FLeaf)
-                       else r.pick(("on_event", "single", "sparse"))))
+        d = s.note(
+            get(
+                owner,
+                "hook" if isinstance(owner, FLeaf) else r.pick(("on_event", "single", "sparse")),
+            )
+        )
     elif roll == 2:
         d = s.note(r.pick(DELEGATE_KINDS)())
     else:
@@ -1158,8 +1304,18 @@ def op_incremental(s: Session) -> None:
     collector.stats()
 
 
-FIELD_PATHS = ("FNode.pos.x", "FNode.ref.ref.i32", "FNode.pos.who.i8", "FNode.nope", "FNode.",
-               "", "FNode.pos.x.y", "FLeaf.node.label", "FNode.nums", "FHero.sidekick.f32")
+FIELD_PATHS = (
+    "FNode.pos.x",
+    "FNode.ref.ref.i32",
+    "FNode.pos.who.i8",
+    "FNode.nope",
+    "FNode.",
+    "",
+    "FNode.pos.x.y",
+    "FLeaf.node.label",
+    "FNode.nums",
+    "FHero.sidekick.f32",
+)
 
 
 def op_field_path(s: Session) -> None:
@@ -1228,12 +1384,13 @@ HOSTILE_ACTIONS = ("grow", "clear", "dispose", "collect", "garbage", "close", "r
 
 def _hostile_action(s: Session, target: Any, action: str) -> Callable[[], None]:
     """The action a hook runs once (on its ``when``-th call)."""
+
     def act() -> None:
         try:
             if action == "grow" and isinstance(target, zs.Array):
                 target.extend([target[0]] * 600 if len(target) else [])
             elif action == "grow" and isinstance(target, zs.Map):
-                target.update({k: v for k, v in zip(range(900, 1500), target.values())})
+                target.update(dict(zip(range(900, 1500), target.values(), strict=False)))
             elif action == "grow" and isinstance(target, zs.Set):
                 target.update(range(900, 1500))
             elif action == "clear" and hasattr(target, "clear"):
@@ -1252,11 +1409,12 @@ def _hostile_action(s: Session, target: Any, action: str) -> Callable[[], None]:
                 s.rt.close()
         except HookError:
             raise
-        except (Exception,) as error:  # an action refused (documented) changes nothing
+        except Exception as error:  # an action refused (documented) changes nothing
             if not isinstance(error, s.expected + (RuntimeError, AttributeError)):
                 raise
         if action == "raise":
             raise HookError("raised by a hostile hook")
+
     return act
 
 
@@ -1401,16 +1559,27 @@ def op_hostile_write(s: Session) -> None:
     elif roll == 6:
         target = get(node, "maybe")
     elif roll == 7:
-        target = s.note(r.pick((Array[zs.Int32]([1, 2, 3]), Array[FVec]([(1, 1.0, "a", "b")]),
-                                Map[zs.Name, zs.Int32]({"a": 1}), Set[zs.Name]({"a"}),
-                                Optional[FVec]((1, 1.0)), FVec(1, 1.0), zs.String("s"))))
+        target = s.note(
+            r.pick(
+                (
+                    Array[zs.Int32]([1, 2, 3]),
+                    Array[FVec]([(1, 1.0, "a", "b")]),
+                    Map[zs.Name, zs.Int32]({"a": 1}),
+                    Set[zs.Name]({"a"}),
+                    Optional[FVec]((1, 1.0)),
+                    FVec(1, 1.0),
+                    zs.String("s"),
+                )
+            )
+        )
     else:
         target = node
     action = r.pick(HOSTILE_ACTIONS)
     hook = _Once(_hostile_action(s, target, action), 1 + r.below(3))
     if isinstance(target, zs.Array):
         element = {"nums": "int", "vecs": "vec", "words": "text"}.get(
-            next((k for k, v in ARRAY_KINDS.items() if isinstance(target, v)), "nums"), "int")
+            next((k for k, v in ARRAY_KINDS.items() if isinstance(target, v)), "nums"), "int"
+        )
         value = _hostile_value(s, hook, element)
         how = r.below(4)
         if how == 0 and len(target):
@@ -1422,32 +1591,53 @@ def op_hostile_write(s: Session) -> None:
         else:
             target.insert(r.below(4), value)
     elif isinstance(target, zs.Map):
-        key = _hostile_value(s, hook, "text" if isinstance(target, Map[zs.Name, zs.Int32]) else "int")
+        key = _hostile_value(
+            s, hook, "text" if isinstance(target, Map[zs.Name, zs.Int32]) else "int"
+        )
         if isinstance(target, Map[zs.Name, zs.Int32]):
             target[key] = _hostile_value(s, hook, "int")
         else:
             target.setdefault(key, None)
     elif isinstance(target, zs.Set):
-        target.add(_hostile_value(s, hook, "text" if isinstance(target, Set[zs.Name]) else "int")
-                   if isinstance(target, Set[zs.Name]) else s.obj())
+        target.add(
+            _hostile_value(s, hook, "text" if isinstance(target, Set[zs.Name]) else "int")
+            if isinstance(target, Set[zs.Name])
+            else s.obj()
+        )
     elif isinstance(target, zs.Optional):
         target.set(_hostile_value(s, hook, "vec"))
     elif isinstance(target, FVec):
-        put(target, r.pick(("x", "f", "label", "text")),
-            _hostile_value(s, hook, r.pick(("int", "float", "text"))))
+        put(
+            target,
+            r.pick(("x", "f", "label", "text")),
+            _hostile_value(s, hook, r.pick(("int", "float", "text"))),
+        )
     elif isinstance(target, zs.String):
         target.assign(_hostile_value(s, hook, "text"))
     else:
         name = r.pick(list(NODE_PROPS))
         kind = NODE_PROPS[name]
-        value_kind = ("int" if kind.startswith(("int", "uint")) else "float" if kind == "float"
-                      else "text" if kind == "text" else "vec" if kind in ("vec", "opt_vec")
-                      else "list" if kind in ("int_list",) else "lying")
+        value_kind = (
+            "int"
+            if kind.startswith(("int", "uint"))
+            else "float"
+            if kind == "float"
+            else "text"
+            if kind == "text"
+            else "vec"
+            if kind in ("vec", "opt_vec")
+            else "list"
+            if kind in ("int_list",)
+            else "lying"
+        )
         put(target, name, _hostile_value(s, hook, value_kind))
 
 
-ARRAY_KINDS: dict[str, Any] = {"nums": Array[zs.Int32], "vecs": Array[FVec],
-                               "words": Array[zs.String]}
+ARRAY_KINDS: dict[str, Any] = {
+    "nums": Array[zs.Int32],
+    "vecs": Array[FVec],
+    "words": Array[zs.String],
+}
 
 
 def op_hostile_collector(s: Session) -> None:
@@ -1486,13 +1676,15 @@ def op_hostile_descriptor(s: Session) -> None:
     if r.flag():
         descriptor.__get__(instance, type(instance))  # property.fget(instance) alike
     else:
-        value = s.plausible(PROPS.get(owner, VEC_MEMBERS).get(descriptor_name(owner, descriptor),
-                                                             "any"))
+        value = s.plausible(
+            PROPS.get(owner, VEC_MEMBERS).get(descriptor_name(owner, descriptor), "any")
+        )
         descriptor.__set__(instance, value)
     if r.chance(60):
         victim = r.pick([s.obj(), s.value_of(s.values), s.value_of(s.views)])
-        object.__dict__["__class__"].__set__(victim, r.pick((FNode, FHero, FLeaf, FVec,
-                                                             zs.String, Array[zs.Int32])))
+        object.__dict__["__class__"].__set__(
+            victim, r.pick((FNode, FHero, FLeaf, FVec, zs.String, Array[zs.Int32]))
+        )
 
 
 def descriptor_name(owner: type, descriptor: Any) -> str:
@@ -1501,17 +1693,50 @@ def descriptor_name(owner: type, descriptor: Any) -> str:
 
 
 HOSTILE_OPERATIONS: list[Callable[[Session], None]] = [
-    op_hostile_write, op_hostile_write, op_hostile_collector, op_hostile_descriptor,
+    op_hostile_write,
+    op_hostile_write,
+    op_hostile_collector,
+    op_hostile_descriptor,
 ]
 
 
 OPERATIONS: list[Callable[[Session], None]] = [
-    op_new_object, op_new_object, op_new_object, op_set_property, op_set_property,
-    op_set_property, op_get_property, op_get_property, op_identity, op_roots, op_roots,
-    op_mark_as_garbage, op_clusters, op_strong, op_weak, op_sequence, op_sequence, op_mapping,
-    op_mapping, op_optional, op_struct, op_strings, op_delegates, op_wrappers, op_values,
-    op_scopes, op_drop, op_collect, op_incremental, op_incremental, op_field_path, op_close,
-    op_other_runtime, op_stale, op_reference_chains, op_native_call,
+    op_new_object,
+    op_new_object,
+    op_new_object,
+    op_set_property,
+    op_set_property,
+    op_set_property,
+    op_get_property,
+    op_get_property,
+    op_identity,
+    op_roots,
+    op_roots,
+    op_mark_as_garbage,
+    op_clusters,
+    op_strong,
+    op_weak,
+    op_sequence,
+    op_sequence,
+    op_mapping,
+    op_mapping,
+    op_optional,
+    op_struct,
+    op_strings,
+    op_delegates,
+    op_wrappers,
+    op_values,
+    op_scopes,
+    op_drop,
+    op_collect,
+    op_incremental,
+    op_incremental,
+    op_field_path,
+    op_close,
+    op_other_runtime,
+    op_stale,
+    op_reference_chains,
+    op_native_call,
 ]
 
 
@@ -1543,8 +1768,10 @@ def inputs(count: int, seed: int = 0, size: int = 400) -> list[bytes]:
     import random
 
     rng = random.Random(seed)
-    return [bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, size)))
-            for _ in itertools.repeat(None, count)]
+    return [
+        bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, size)))
+        for _ in itertools.repeat(None, count)
+    ]
 
 
 if __name__ == "__main__":  # python tools/fuzz/harness.py FILE...: replay inputs
