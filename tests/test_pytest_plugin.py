@@ -304,7 +304,7 @@ def test_the_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pyte
     pytester.makeconftest("""
         import pytest
         import zsharp_py as zs
-        from zsharp_py._runtime.runtime import runtime as _runtime
+        from zsharp_py._runtime import runtime as _runtime
 
         OPEN_BEFORE = set(_runtime._open_runtimes)
 
@@ -317,7 +317,7 @@ def test_the_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pyte
         test_plain="""
         import zsharp_py as zs
         from conftest import OPEN_BEFORE
-        from zsharp_py._runtime.runtime import runtime as _runtime
+        from zsharp_py._runtime import runtime as _runtime
 
         class Thing(zs.Object):
             size: zs.Int32

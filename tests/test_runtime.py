@@ -342,7 +342,7 @@ def test_runtimes_left_open_are_freed_at_interpreter_exit() -> None:
     calling the runtime's finalizer did nothing."""
     script = textwrap.dedent("""
         import zsharp_py as zs
-        from zsharp_py._runtime.runtime import runtime as _runtime
+        from zsharp_py._runtime import runtime as _runtime
         free_native = _runtime._free_native
         def recording(pointer):
             print("zs_runtime_free", flush=True)

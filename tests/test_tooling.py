@@ -116,7 +116,7 @@ def home_x(unit: Unit) -> float:
 
 def made() -> zs.Array[zs.Int32]:
     numbers = zs.Array[zs.Int32]([1, 2, 3])
-    reveal_type(numbers)  # R: zsharp_py._model.kinds.containers.Array[int]
+    reveal_type(numbers)  # R: zsharp_py._types.containers.Array[int]
     return numbers
 
 
@@ -125,8 +125,8 @@ def wrappers(unit: Unit) -> int:
     reveal_type(zs.SubclassOf[Unit](Unit).new())  # R: __user__.Unit
     reveal_type(unit.lazy.get())  # R: __user__.Unit | None
     reveal_type(unit.soft_class.load())  # R: type[__user__.Unit]
-    reveal_type(zs.SubclassOf(Unit))  # R: zsharp_py._model.kinds.pointers.SubclassOf[__user__.Unit]
-    reveal_type(zs.LazyObjectPtr.bind(unit, uuid.uuid4()))  # R: zsharp_py._model.kinds.pointers.LazyObjectPtr[zsharp_py._model.object.Object]
+    reveal_type(zs.SubclassOf(Unit))  # R: zsharp_py._types.pointers.SubclassOf[__user__.Unit]
+    reveal_type(zs.LazyObjectPtr.bind(unit, uuid.uuid4()))  # R: zsharp_py._types.pointers.LazyObjectPtr[zsharp_py._model.object.Object]
     poker: IPoke | None = unit.poker.get()
     soft: Unit | None = unit.soft.get()
     friend: Unit | None = unit.weak.get()
@@ -168,7 +168,7 @@ class Plain:
 def subclass_property(unit: Unit, loadout: Loadout) -> Unit | None:
     reveal_type(unit.kind)  # R: type[__user__.Unit] | None
     reveal_type(loadout.weapon)  # R: type[__user__.Unit] | None
-    reveal_type(Plain().kind)  # R: zsharp_py._model.kinds.pointers.SubclassOf[__user__.Unit]
+    reveal_type(Plain().kind)  # R: zsharp_py._types.pointers.SubclassOf[__user__.Unit]
     unit.kind = zs.SubclassOf[Unit](Unit)
     unit.kind = None
     unit.kind = Unit

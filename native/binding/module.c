@@ -1,6 +1,6 @@
 /* The zsharp_py._core module: its state, configure() and init_class().
  *
- * Python calls configure() once at import (zsharp_py/_runtime/runtime.py) with the
+ * Python calls configure() once at import (zsharp_py/_assembly.py) with the
  * callbacks of the slow paths and the addresses of the native functions, and
  * init_class() on every conjugate class it creates (zsharp_py/_model/object.py).
  */
