@@ -21,7 +21,7 @@ _spec.loader.exec_module(_build)
 
 class BuildWithHeader(build_py):
     """Also install the C API's header as zsharp_py/include/zsharp.h, for
-    native hosts (``zs.include_dir()``)."""
+    native hosts (``zsharp_py.lowlevel.include_dir()``)."""
 
     def run(self) -> None:
         super().run()

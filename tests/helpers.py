@@ -4,9 +4,10 @@ from __future__ import annotations
 import gc
 
 import zsharp_py as zs
+from zsharp_py.collector import GcStats
 
 
-def collect(rt: zs.Runtime) -> zs.GcStats:
+def collect(rt: zs.Runtime) -> GcStats:
     """Run a full collection, then verify the native heap; return the stats.
 
     Every test collects through this helper so the heap is checked after

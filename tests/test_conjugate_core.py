@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
+from zsharp_py.debug import GcStress
 from classes import Actor, Hero, Item
 from helpers import collect
 from zsharp_py._conjugate import ExpiredPointer
@@ -107,7 +108,7 @@ class _ExpiringIndex:
 
 @pytest.mark.parametrize("name", ["health", "u64", "speed", "f32"])
 def test_a_conversion_that_expires_the_object_never_writes_freed_memory(name: str) -> None:
-    with zs.Runtime(stress=zs.GcStress(poison_freed=True)) as rt:
+    with zs.Runtime(stress=GcStress(poison_freed=True)) as rt:
         victim = Actor()
         victim.add_to_root()
         with pytest.raises(zs.ExpiredConjugateError, match="Actor 'Actor_0' has expired"):
@@ -251,7 +252,7 @@ def test_threads_creating_and_storing_while_another_closes_the_runtime() -> None
     whatever the interleaving, a thread either completes its operation or
     gets a clear error, and nothing touches the freed heap."""
     for _ in range(20):
-        rt = zs.Runtime(stress=zs.GcStress(poison_freed=True))
+        rt = zs.Runtime(stress=GcStress(poison_freed=True))
         errors: list[BaseException] = []
         start = threading.Barrier(3)
 
@@ -287,7 +288,7 @@ def test_a_collection_re_entered_from_a_gc_callback_during_expiry_is_refused() -
     outer expiry has not reached yet, and the callback could then read freed
     memory through them. It is refused; every read sees live memory or an
     expired conjugate."""
-    with zs.Runtime(stress=zs.GcStress(poison_freed=True)) as rt:
+    with zs.Runtime(stress=GcStress(poison_freed=True)) as rt:
         doomed = [Actor(health=7) for _ in range(3000)]
         seen: list[str] = []
         bad_reads: list[int] = []

@@ -78,23 +78,23 @@ def test_memory_safety_suite(pytester: pytest.Pytester, options: list[str]) -> N
 
 def test_native_function_gives_hosts_the_c_api() -> None:
     """What the native host calls the C API through (the library's symbols are hidden)."""
-    import zsharp_py as zs
+    from zsharp_py.lowlevel import include_dir, native_function
 
-    addresses = {zs.native_function(name) for name in ("zs_call_each", "zs_find_class",
+    addresses = {native_function(name) for name in ("zs_call_each", "zs_find_class",
                                                         "zs_gc_get_stats", "zs_live_objects")}
     assert len(addresses) == 4 and 0 not in addresses
     for bad in ("ZS_OK", "zs_no_such_function", "printf", 42):
         with pytest.raises(ValueError, match="not a function of the C API"):
-            zs.native_function(bad)  # type: ignore[arg-type]
+            native_function(bad)  # type: ignore[arg-type]
 
 
 def test_include_dir_holds_the_c_api_header() -> None:
-    """``zs.include_dir()`` is the ``-I`` folder of zsharp.h (the build script
+    """``include_dir()`` is the ``-I`` folder of zsharp.h (the build script
     uses it): the header installed in the package, or here, in an editable
     install, the source tree's, whose declarations the binding is built from."""
-    import zsharp_py as zs
+    from zsharp_py.lowlevel import include_dir, native_function
 
-    header = Path(zs.include_dir()) / "zsharp.h"
+    header = Path(include_dir()) / "zsharp.h"
     assert "zs_call_each" in header.read_text(encoding="utf-8")
     source = Path(__file__).resolve().parent.parent / "native" / "include" / "zsharp.h"
     assert header.read_bytes() == source.read_bytes()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
+from zsharp_py.debug import FieldInfo
 from helpers import collect
 
 
@@ -84,7 +85,7 @@ def test_constructor_type_errors(rt: zs.Runtime) -> None:
 
 def test_resolve_describes_the_field(rt: zs.Runtime) -> None:
     info = zs.FieldPath("FpShip.transform.position.x").resolve()
-    assert isinstance(info, zs.FieldInfo)
+    assert isinstance(info, FieldInfo)
     assert (info.owner, info.name, info.type_name) == (FpVector, "x", "Float64")
     assert info.steps == ((FpShip, "transform"), (FpTransform, "position"), (FpVector, "x"))
     through_ref = zs.FieldPath("FpShip.escort.health").resolve()

@@ -15,6 +15,7 @@ import cffi
 import pytest
 
 import zsharp_py as zs
+from zsharp_py.lowlevel import function_layout
 from zsharp_py._errors import ZS_E_CALL_FAILED, ZS_OK
 from zsharp_py._native import ffi, lib
 
@@ -382,7 +383,7 @@ class Caller(zs.Object):
 
 def _call_from_native(obj: zs.Object, name: str) -> tuple[int, Any]:
     """Call ``obj.name()`` as a native host does; (status, result)."""
-    layout = zs.function_layout(type(obj), name)
+    layout = function_layout(type(obj), name)
     host = cffi.FFI()
     host.cdef("typedef uint64_t zs_ref;\n" + layout.c_declaration)
     block = host.new(f"struct {type(obj).__name__}_{name}_params *")

@@ -11,6 +11,8 @@ from typing import Any, Callable
 import pytest
 
 import zsharp_py as zs
+from zsharp_py.collector import GcStats
+from zsharp_py.debug import GcStress, HeapCorruptionError
 from classes import Actor, Asset, Hero, Loose, Part
 from helpers import awaiting_expiry, collect, finish_cycle
 
@@ -93,7 +95,7 @@ def test_without_the_barrier_the_same_scenario_loses_the_object(rt: zs.Runtime) 
             pass
         assert x.is_expired and y.is_expired
         # H now holds a dangling reference: the heap check sees it.
-        with pytest.raises(zs.HeapCorruptionError):
+        with pytest.raises(HeapCorruptionError):
             rt.gc.verify()
         holder.target = None          # repair before anything else runs
         rt.gc.verify()
@@ -539,7 +541,7 @@ class World:
         assert rt.live_objects() == len(alive)
         assert rt.gc.cluster_count() == len(self.clusters)
 
-    def full_collect(self) -> tuple[zs.GcStats, set[int], set[tuple[int, str]]]:
+    def full_collect(self) -> tuple[GcStats, set[int], set[tuple[int, str]]]:
         """A full collection, predicted exactly: (stats, survivors, killed references)."""
         assert self.cycle is None
         self.dissolve_stale()
@@ -569,7 +571,7 @@ class World:
         return stats, survivors, killed
 
     def incremental(self, *, mutations: int, budget: float,
-                    collect_after: int | None = None) -> zs.GcStats:
+                    collect_after: int | None = None) -> GcStats:
         """An incremental cycle with random mutations between its marking
         and gathering steps (finished by ``collect_garbage()`` after
         ``collect_after`` steps if given). The survivors must include
@@ -1255,7 +1257,7 @@ def test_write_refused_for_a_dying_object_expires_its_conjugate_first(mutation: 
     created with it as outer) is refused as dying. The caller gets
     ExpiredConjugateError with the object, and views into it, already
     expired; not one byte of the object changed, and the cycle completes."""
-    with zs.Runtime(stress=zs.GcStress(objects_per_step=1)) as rt:
+    with zs.Runtime(stress=GcStress(objects_per_step=1)) as rt:
         keep = Hoard()
         keep.add_to_root()
         doomed = _prepared_hoards(3000)
@@ -1295,7 +1297,7 @@ def test_scalar_writes_into_a_dying_object_are_refused_like_every_write() -> Non
               lambda obj: setattr(obj.spot, "x", 2.5),
               lambda obj: obj.nums.__setitem__(0, 7))
     for write in writes:
-        with zs.Runtime(stress=zs.GcStress(objects_per_step=1)) as rt:
+        with zs.Runtime(stress=GcStress(objects_per_step=1)) as rt:
             doomed = [Hoard(spot=(0.0, "")) for _ in range(3000)]
             for obj in doomed:
                 obj.nums.append(0)

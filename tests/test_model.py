@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import zsharp_py as zs
+from zsharp_py.debug import GcStress
 from zsharp_py import _values
 
 EXAMPLES = int(os.environ.get("ZSHARP_MODEL_EXAMPLES", "100"))
@@ -108,7 +109,7 @@ class View:
 
 
 class ModelMachine(RuleBasedStateMachine):
-    STRESS: zs.GcStress | None = None
+    STRESS: GcStress | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -757,7 +758,7 @@ class ModelMachine(RuleBasedStateMachine):
 
 
 class StressModelMachine(ModelMachine):
-    STRESS = zs.GcStress(check_marks=True, objects_per_step=1, poison_freed=True,
+    STRESS = GcStress(check_marks=True, objects_per_step=1, poison_freed=True,
                          mark_stack_limit=8)
 
 

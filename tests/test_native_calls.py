@@ -13,6 +13,7 @@ import cffi
 import pytest
 
 import zsharp_py as zs
+from zsharp_py.lowlevel import FunctionParameter, function_layout
 from helpers import awaiting_expiry, collect, finish_cycle
 from zsharp_py._errors import (ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE,
                                ZS_OK)
@@ -102,7 +103,7 @@ class Host:
     """A native host's view of one function: the block and the calls."""
 
     def __init__(self, cls: type[zs.Object], name: str) -> None:
-        self.layout = zs.function_layout(cls, name)
+        self.layout = function_layout(cls, name)
         self.ffi = cffi.FFI()
         self.ffi.cdef("typedef uint64_t zs_ref;\n" + self.layout.c_declaration)
         self.block: Any = self.ffi.new(f"struct {cls.__name__}_{name}_params *")
@@ -136,18 +137,18 @@ def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 
 def test_layout_and_its_c_declaration() -> None:
-    layout = zs.function_layout(Mob, "damage")
+    layout = function_layout(Mob, "damage")
     assert [(p.name, p.c_type, p.offset) for p in layout.parameters] == [
         ("amount", "int32_t", 0), ("source", "zs_ref", 8)]
-    assert layout.result == zs.FunctionParameter("return_value", "int32_t", 16)
+    assert layout.result == FunctionParameter("return_value", "int32_t", 16)
     assert layout.size == 24 and layout.owner is Mob
     assert layout.c_declaration == ("struct Mob_damage_params { int32_t amount; zs_ref source; "
                                     "int32_t return_value; };")
-    assert zs.function_layout(Mob, "aim").c_declaration == (
+    assert function_layout(Mob, "aim").c_declaration == (
         "struct Mob_aim_params { zs_ref target; bool ready; bool return_value; };")
-    assert zs.function_layout(Mob, "explode").size == 0
-    assert zs.function_layout(Boss, "tick").owner is Boss
-    assert zs.function_layout(Boss, "damage").owner is Mob   # inherited
+    assert function_layout(Mob, "explode").size == 0
+    assert function_layout(Boss, "tick").owner is Boss
+    assert function_layout(Boss, "damage").owner is Mob   # inherited
 
 
 @pytest.mark.parametrize("name, error, match", [
@@ -160,7 +161,7 @@ def test_layout_and_its_c_declaration() -> None:
 ])
 def test_methods_that_cannot_be_called_from_native(name: str, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
-        zs.function_layout(Mob, name)
+        function_layout(Mob, name)
 
 
 def test_native_call_runs_the_method(rt: zs.Runtime) -> None:
@@ -194,7 +195,7 @@ def test_arguments_and_result(rt: zs.Runtime) -> None:
 
 
 def test_struct_parameters_are_views_into_the_block(rt: zs.Runtime) -> None:
-    layout = zs.function_layout(Mob, "step")
+    layout = function_layout(Mob, "step")
     assert layout.c_declaration == (
         "struct Vec { double x; double y; };\n"
         "struct Mob_step_params { struct Vec by; uint64_t big; struct Vec return_value; };")
@@ -210,7 +211,7 @@ def test_struct_parameters_are_views_into_the_block(rt: zs.Runtime) -> None:
 
 
 def test_nested_plain_structs_and_references(rt: zs.Runtime) -> None:
-    assert zs.function_layout(Mob, "place").c_declaration == (
+    assert function_layout(Mob, "place").c_declaration == (
         "struct Vec { double x; double y; };\n"
         "struct Pose { struct Vec at; zs_ref who; };\n"
         "struct Mob_place_params { struct Pose pose; struct Vec return_value; };")
@@ -396,4 +397,4 @@ def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime,
     assert rt._conjugate_get(handle) is None     # the adopted conjugate was not kept
     collect(rt)
     assert lib.zs_call_function(rt._ptr, handle, b"tick", host.pointer()) == ZS_E_STALE
-    assert zs.function_layout(Mob, "damage")._fast is None   # results take the Python path
+    assert function_layout(Mob, "damage")._fast is None   # results take the Python path

@@ -10,6 +10,7 @@ from typing import Any, Optional
 import pytest
 
 import zsharp_py as zs
+from zsharp_py.debug import GcStress
 from classes import Actor
 from helpers import collect
 
@@ -179,7 +180,7 @@ def test_the_object_survives_collections_while_its_init_runs(rt: zs.Runtime) -> 
 
 
 def test_init_under_a_collection_before_every_creation() -> None:
-    with zs.Runtime(stress=zs.GcStress(collect_every=1)) as stressed:
+    with zs.Runtime(stress=GcStress(collect_every=1)) as stressed:
         made = Collecting()
         made.add_to_root()
         assert made.child.health == 3

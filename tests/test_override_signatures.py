@@ -15,6 +15,7 @@ import cffi
 import pytest
 
 import zsharp_py as zs
+from zsharp_py.lowlevel import function_layout
 from zsharp_py._errors import ZS_E_INVALID, ZS_OK
 from zsharp_py._native import ffi, lib
 
@@ -53,7 +54,7 @@ class Host:
     call may touch."""
 
     def __init__(self, cls: type[zs.Object], name: str) -> None:
-        self.layout = zs.function_layout(cls, name)
+        self.layout = function_layout(cls, name)
         self.ffi = cffi.FFI()
         self.ffi.cdef("typedef uint64_t zs_ref;\n" + self.layout.c_declaration +
                       f"\nstruct guarded {{ struct {cls.__name__}_{name}_params p; "
@@ -171,7 +172,7 @@ def test_an_override_decided_at_the_call_is_refused_there(rt: zs.Runtime, unrais
     assert "LaterChild.touch(int32_t amount, zs_ref other) -> zs_ref" in str(errors[0])
     assert "Later.touch(int32_t amount) -> void" in str(errors[0])
     with pytest.raises(TypeError, match="cannot override Later.touch"):
-        zs.function_layout(LaterChild, "touch")
+        function_layout(LaterChild, "touch")
 
 
 def test_a_method_replaced_after_declaration_is_checked_at_the_call(
@@ -213,4 +214,4 @@ def test_a_narrower_object_parameter_is_the_same_block(rt: zs.Runtime) -> None:
         def aim(self, target: "Sniper | None") -> None:  # type: ignore[override]
             pass
 
-    assert zs.function_layout(Sniper, "aim").size == zs.function_layout(Aimer, "aim").size
+    assert function_layout(Sniper, "aim").size == function_layout(Aimer, "aim").size

@@ -1,4 +1,4 @@
-"""The pytest plugin (zsharp_py/pytest_plugin.py), run on small suites through
+"""The pytest plugin (zsharp_py/testing.py), run on small suites through
 pytester: the zs_runtime fixture, its leak check, the markers and options."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ HEADER = textwrap.dedent('''
     import gc
     import pytest
     import zsharp_py as zs
+    from zsharp_py.debug import GcStress
 
     class Actor(zs.Object):
         health: zs.Int32 = 100
@@ -153,26 +154,26 @@ def test_use_after_free_in_a_user_test_raises_expired_conjugate_error(
 
 def test_stress_marker_and_option_reach_the_runtime(pytester: pytest.Pytester) -> None:
     result = run(pytester, '''
-        from zsharp_py.pytest_plugin import DEFAULT_STRESS
+        from zsharp_py.testing import DEFAULT_STRESS
 
         @pytest.mark.zs_stress(collect_every=2, check_marks=True)
         def test_switches(zs_runtime):
-            assert zs_runtime.stress == zs.GcStress(collect_every=2, check_marks=True)
+            assert zs_runtime.stress == GcStress(collect_every=2, check_marks=True)
             first = Actor()
             Actor()                        # the 2nd creation collects first
             assert first.is_expired
 
         @pytest.mark.zs_stress
         def test_bare_marker(zs_runtime):
-            assert zs_runtime.stress == zs.GcStress(**DEFAULT_STRESS)
+            assert zs_runtime.stress == GcStress(**DEFAULT_STRESS)
 
         @pytest.mark.zs_runtime_options(min_cluster_size=4, black_conjugates_are_roots=False)
         def test_options(zs_runtime):
             assert not zs_runtime.black_conjugates_are_roots
-            assert zs_runtime.stress == zs.GcStress()
+            assert zs_runtime.stress == GcStress()
 
         @pytest.mark.zs_stress(collect_every=3)
-        @pytest.mark.zs_runtime_options(stress=zs.GcStress())
+        @pytest.mark.zs_runtime_options(stress=GcStress())
         def test_two_ways(zs_runtime):
             pass
 
@@ -184,14 +185,14 @@ def test_stress_marker_and_option_reach_the_runtime(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(["*zs_stress, not zs_runtime_options(stress=...)*",
                                  "*zs_stress takes keyword arguments only*"])
     every = run(pytester, '''
-        from zsharp_py.pytest_plugin import DEFAULT_STRESS
+        from zsharp_py.testing import DEFAULT_STRESS
 
         def test_default(zs_runtime):
-            assert zs_runtime.stress == zs.GcStress(**DEFAULT_STRESS)
+            assert zs_runtime.stress == GcStress(**DEFAULT_STRESS)
 
         @pytest.mark.zs_stress(poison_freed=True)
         def test_marker_wins(zs_runtime):
-            assert zs_runtime.stress == zs.GcStress(poison_freed=True)
+            assert zs_runtime.stress == GcStress(poison_freed=True)
     ''', "--zs-stress")
     every.assert_outcomes(passed=2)
 

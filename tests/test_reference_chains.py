@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zsharp_py as zs
+from zsharp_py.debug import ChainLink, ReferenceChain
 from classes import Asset, Part
 from helpers import awaiting_expiry, collect, finish_cycle
 
@@ -32,7 +33,7 @@ class Holder(zs.Object):
     friend: zs.WeakObjectPtr["Holder"]
 
 
-def holds(link: zs.ChainLink, following: Any) -> bool:
+def holds(link: ChainLink, following: Any) -> bool:
     """Whether the link's holder really holds ``following`` through its member,
     read back through the public API."""
     holder, member = link.holder, link.member
@@ -50,7 +51,7 @@ def holds(link: zs.ChainLink, following: Any) -> bool:
     return value is following
 
 
-def check_chain(chain: zs.ReferenceChain, target: Any) -> None:
+def check_chain(chain: ReferenceChain, target: Any) -> None:
     """A chain starts at a root, every link holds the next, it ends at target."""
     assert chain.links[-1].holder is target and chain.links[-1].member is None
     assert len(chain) == len(chain.links) - 1
@@ -125,7 +126,7 @@ def test_a_root_is_a_chain_of_itself(rt: zs.Runtime) -> None:
     hero.add_to_root()
     pointer = zs.StrongObjectPtr(hero)
     (chain,) = rt.reference_chains(hero)
-    assert chain.links == (zs.ChainLink(hero, None),) and len(chain) == 0
+    assert chain.links == (ChainLink(hero, None),) and len(chain) == 0
     assert chain.root_reasons == ("rooted", "strong pointer")
     pointer.dispose()
 

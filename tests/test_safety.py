@@ -14,6 +14,7 @@ from typing import Any, Callable
 import pytest
 
 import zsharp_py as zs
+from zsharp_py.debug import GcStress
 from classes import Actor, Hero, Item
 from helpers import collect
 
@@ -253,7 +254,7 @@ def test_cycle_collector_callbacks_that_collect_while_objects_are_created_and_ad
     finalisers that call back into the runtime: here, one that collects
     garbage at (almost) every allocation, including those made while
     creating or adopting a conjugate."""
-    stress_rt = zs.Runtime(stress=zs.GcStress(poison_freed=True))
+    stress_rt = zs.Runtime(stress=GcStress(poison_freed=True))
     log: list[str] = []
 
     def collect_too(phase: str, info: dict) -> None:
@@ -352,7 +353,7 @@ def test_listener_raising_mid_incremental_cycle_leaves_the_heap_consistent() -> 
     """A delegate listener that rewires the graph and then raises, between two
     one-object slices of an incremental mark, loses no live object (the write
     barrier saw its store) and the objects it dropped die in the next cycle."""
-    with zs.Runtime(stress=zs.GcStress(objects_per_step=1, check_marks=True)) as rt:
+    with zs.Runtime(stress=GcStress(objects_per_step=1, check_marks=True)) as rt:
         root = Actor()
         root.add_to_root()
         e = Emitter()

@@ -1,10 +1,11 @@
-"""The collector's stress switches (zs.GcStress): each is exercised, and the
+"""The collector's stress switches (GcStress): each is exercised, and the
 checking ones are shown to catch the bugs they exist for."""
 from __future__ import annotations
 
 import pytest
 
 import zsharp_py as zs
+from zsharp_py.debug import GcStress, HeapCorruptionError
 from tests.helpers import collect
 
 
@@ -26,7 +27,7 @@ def chain(length: int) -> tuple[Node, list[Node]]:
 
 
 def test_check_marks_agrees_with_a_correct_collector() -> None:
-    with zs.Runtime(stress=zs.GcStress(check_marks=True)) as rt:
+    with zs.Runtime(stress=GcStress(check_marks=True)) as rt:
         head, nodes = chain(200)
         for i, node in enumerate(nodes[:50]):
             node.links.append(nodes[-1 - i])
@@ -41,7 +42,7 @@ def test_check_marks_agrees_with_a_correct_collector() -> None:
 
 
 def test_check_marks_catches_a_missing_write_barrier() -> None:
-    with zs.Runtime(stress=zs.GcStress(check_marks=True, objects_per_step=1)) as rt:
+    with zs.Runtime(stress=GcStress(check_marks=True, objects_per_step=1)) as rt:
         holder = Node(value=-1)
         head, nodes = chain(2_000)
         holder.add_to_root()  # rooted last: on top of the mark stack, scanned first
@@ -54,12 +55,12 @@ def test_check_marks_catches_a_missing_write_barrier() -> None:
         nodes[-2].next = None
         while not rt.gc.step(1.0):
             pass
-        with pytest.raises(zs.HeapCorruptionError, match="check-mark"):
+        with pytest.raises(HeapCorruptionError, match="check-mark"):
             rt.gc.verify()
 
 
 def test_collect_every_bounds_heap_growth_in_a_long_loop() -> None:
-    with zs.Runtime(stress=zs.GcStress(collect_every=50)) as rt:
+    with zs.Runtime(stress=GcStress(collect_every=50)) as rt:
         head, nodes = chain(10)
         peak = 0
         for i in range(3_000):
@@ -73,7 +74,7 @@ def test_collect_every_bounds_heap_growth_in_a_long_loop() -> None:
 
 
 def test_one_object_per_step_needs_a_step_per_object() -> None:
-    with zs.Runtime(stress=zs.GcStress(objects_per_step=1)) as rt:
+    with zs.Runtime(stress=GcStress(objects_per_step=1)) as rt:
         head, nodes = chain(300)
         rt.gc.start_incremental()
         steps = 1
@@ -86,7 +87,7 @@ def test_one_object_per_step_needs_a_step_per_object() -> None:
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_tiny_mark_stack_still_marks_everything(threads: int) -> None:
-    def survivors(stress: zs.GcStress) -> list[int]:
+    def survivors(stress: GcStress) -> list[int]:
         with zs.Runtime(stress=stress, mark_threads=threads) as rt:
             rt.gc._debug_parallel_threshold(0)         # threads > 1: parallel marking
             head, nodes = chain(500)
@@ -100,11 +101,11 @@ def test_a_tiny_mark_stack_still_marks_everything(threads: int) -> None:
             assert all(o.is_expired for o in orphans)
             return sorted(n.value for n in nodes if not n.is_expired)
 
-    assert survivors(zs.GcStress(mark_stack_limit=1)) == survivors(zs.GcStress())
+    assert survivors(GcStress(mark_stack_limit=1)) == survivors(GcStress())
 
 
 def test_poisoned_frees_change_nothing_observable() -> None:
-    with zs.Runtime(stress=zs.GcStress(poison_freed=True)) as rt:
+    with zs.Runtime(stress=GcStress(poison_freed=True)) as rt:
         head, nodes = chain(100)
         for node in nodes:
             node.links.extend([Node(value=7) for _ in range(3)])
@@ -117,7 +118,7 @@ def test_poisoned_frees_change_nothing_observable() -> None:
 
 
 def test_allocation_limit_raises_memory_error_and_keeps_the_heap_consistent() -> None:
-    with zs.Runtime(stress=zs.GcStress(allocation_limit=4_000_000)) as rt:
+    with zs.Runtime(stress=GcStress(allocation_limit=4_000_000)) as rt:
         head, nodes = chain(10)
         created = []
         with pytest.raises(MemoryError):
@@ -144,7 +145,7 @@ def test_out_of_memory_while_gathering_never_frees_what_a_survivor_references() 
 
     outcomes = set()
     for extra in range(0, 20_000, 1_000):
-        with zs.Runtime(stress=zs.GcStress(poison_freed=True)) as rt:
+        with zs.Runtime(stress=GcStress(poison_freed=True)) as rt:
             head, nodes = chain(5)
             doomed, doomed_nodes = chain(600)      # unreachable once unrooted
             doomed.remove_from_root()
@@ -171,4 +172,4 @@ def test_out_of_memory_while_gathering_never_frees_what_a_survivor_references() 
 
 def test_stress_settings_are_validated() -> None:
     with pytest.raises(ValueError):
-        zs.Runtime(stress=zs.GcStress(objects_per_step=-1))
+        zs.Runtime(stress=GcStress(objects_per_step=-1))

@@ -14,7 +14,7 @@ config=$("$PYTHON" -c 'import os, sysconfig as s
 c = os.path.join(s.get_config_var("BINDIR"), "python" + s.get_config_var("VERSION") + "-config")
 print(c if os.path.exists(c) else "python3-config")')
 host_python=$("$PYTHON" -c 'import sys; print(sys.executable)')
-include=$("$PYTHON" -c 'import zsharp_py; print(zsharp_py.include_dir())')  # zsharp.h
+include=$("$PYTHON" -c 'from zsharp_py.lowlevel import include_dir; print(include_dir())')  # zsharp.h
 # -export-dynamic: extension modules loaded by the host (zsharp_py's) take
 # libpython's symbols from the executable when libpython is linked statically.
 # shellcheck disable=SC2046  # the -config flags are meant to split into words

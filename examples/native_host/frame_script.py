@@ -10,6 +10,7 @@ runtime (created on first use, closed when the host finalises Python).
 from __future__ import annotations
 
 import zsharp_py as zs
+from zsharp_py.lowlevel import function_layout
 
 
 class Particle(zs.Object):
@@ -43,7 +44,7 @@ def start(seconds_between_collections: float) -> tuple[int, str]:
     emitter.add_to_root()
     _state["emitter"] = emitter
     Particle()                              # registers the class (zs_find_class); dropped
-    return rt.native_address, zs.function_layout(Particle, "tick").c_declaration
+    return rt.native_address, function_layout(Particle, "tick").c_declaration
 
 
 def frame(index: int, dt: float, spawn: int) -> str:

@@ -7,7 +7,7 @@
  * (zs_gc_get_stats, zs_live_objects).
  *
  * The C API functions come from the zsharp_py the script imported:
- * zs.native_function(name) gives their addresses (the library inside the
+ * zsharp_py.lowlevel.native_function(name) gives their addresses (the library inside the
  * extension module hides its symbols), Runtime.native_address the runtime.
  *
  * Usage: host [frames] [script-directory]
@@ -35,7 +35,7 @@
 
 #define FRAME_DT (1.0 / 60.0)
 
-/* Particle.tick's parameter block, as zs.function_layout(Particle, "tick")
+/* Particle.tick's parameter block, as zsharp_py.lowlevel.function_layout(Particle, "tick")
    declares it (checked at start). */
 struct Particle_tick_params { double dt; };
 #define TICK_DECLARATION "struct Particle_tick_params { double dt; };"
@@ -92,9 +92,9 @@ static PyObject *call(PyObject *module, const char *name, const char *format, ..
     return result;
 }
 
-/* The address of a C API function, from zsharp_py.native_function(name); 0 with the error set. */
+/* The address of a C API function, from zsharp_py.lowlevel.native_function(name); 0 with the error set. */
 static uintptr_t api_address(const char *name) {
-    PyObject *zs = PyImport_ImportModule("zsharp_py");
+    PyObject *zs = PyImport_ImportModule("zsharp_py.lowlevel");
     if (zs == NULL) return 0;
     PyObject *address = call(zs, "native_function", "(s)", name);
     Py_DECREF(zs);

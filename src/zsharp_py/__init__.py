@@ -13,10 +13,22 @@ seen from Python through red and black conjugates.
 ...     (head.next.value, orphan.is_expired, rt.live_objects())
 (2, True, 2)
 """
-from ._errors import ExpiredConjugateError, HeapCorruptionError
-from ._gc import GarbageCollector, GcPhase, GcSettings, GcStats, GcStress
-from ._object import ClusterInfo, Object
+from ._containers import Array, Map, Optional, Set
+from ._delegates import BroadcastErrors, Delegate, MulticastDelegate, SparseDelegate
+from ._errors import ExpiredConjugateError
+from ._fieldpath import FieldPath, FieldPathError
+from ._object import Object
+from ._object_wrappers import (
+    Interface,
+    LazyObjectPtr,
+    ScriptInterface,
+    SoftClassPtr,
+    SoftObjectPtr,
+    SubclassOf,
+)
 from ._runtime import Runtime, current_runtime
+from ._strings import AnsiString, Name, String, Text, Utf8String
+from ._struct import Struct
 from ._types import (
     Bool,
     Float32,
@@ -31,36 +43,38 @@ from ._types import (
     UInt32,
     UInt64,
 )
-from ._containers import Array, Map, Optional, Set
-from ._strings import AnsiString, Name, String, Text, Utf8String
-from ._struct import Struct
 from ._values import scope
 from ._wrappers import StrongObjectPtr, WeakObjectPtr
-from ._delegates import BroadcastErrors, Delegate, MulticastDelegate, SparseDelegate
-from ._object_wrappers import (
-    Interface,
-    LazyObjectPtr,
-    ScriptInterface,
-    SoftClassPtr,
-    SoftObjectPtr,
-    SubclassOf,
-)
-from ._fieldpath import FieldInfo, FieldPath, FieldPathError
-from ._chains import ChainLink, ReferenceChain
-from ._calls import (FunctionLayout, FunctionParameter, function_layout, include_dir,
-                     native_function)
 
 __version__ = "0.1.0"
 
+# The everyday API: the types a property can be declared with, the runtime,
+# and the errors game code catches. Embedding, debugging and the collector's
+# own types live in the submodules named in _MOVED.
 __all__ = [
-    "AnsiString", "Array", "Map", "Name", "Optional", "Set", "String", "Struct", "Text",
-    "Utf8String", "scope",
-    "Bool", "ClusterInfo", "ExpiredConjugateError", "Float32", "Float64", "GarbageCollector", "GcPhase", "GcSettings", "GcStats", "GcStress",
-    "HeapCorruptionError", "Int8", "Int16", "Int32", "Int64", "Object", "Runtime", "Scalar",
-    "StrongObjectPtr", "UInt8", "UInt16", "UInt32", "UInt64", "WeakObjectPtr",
-    "current_runtime",
-    "BroadcastErrors", "Delegate", "MulticastDelegate", "SparseDelegate",
-    "Interface", "LazyObjectPtr", "ScriptInterface", "SoftClassPtr", "SoftObjectPtr", "SubclassOf",
-    "FieldInfo", "FieldPath", "FieldPathError", "ChainLink", "ReferenceChain",
-    "FunctionLayout", "FunctionParameter", "function_layout", "native_function", "include_dir",
+    "AnsiString", "Array", "Bool", "BroadcastErrors", "Delegate", "ExpiredConjugateError",
+    "FieldPath", "FieldPathError", "Float32", "Float64", "Int16", "Int32", "Int64", "Int8",
+    "Interface", "LazyObjectPtr", "Map", "MulticastDelegate", "Name", "Object", "Optional",
+    "Runtime", "Scalar", "ScriptInterface", "Set", "SoftClassPtr", "SoftObjectPtr",
+    "SparseDelegate", "String", "StrongObjectPtr", "Struct", "SubclassOf", "Text", "UInt16",
+    "UInt32", "UInt64", "UInt8", "Utf8String", "WeakObjectPtr", "current_runtime", "scope",
 ]
+
+_MOVED = {
+    "GarbageCollector": "collector", "GcPhase": "collector", "GcSettings": "collector",
+    "GcStats": "collector",
+    "ChainLink": "debug", "ClusterInfo": "debug", "FieldInfo": "debug", "GcStress": "debug",
+    "HeapCorruptionError": "debug", "ReferenceChain": "debug",
+    "FunctionLayout": "lowlevel", "FunctionParameter": "lowlevel", "function_layout": "lowlevel",
+    "include_dir": "lowlevel", "native_function": "lowlevel",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Say where a name that is not part of the everyday API lives."""
+    home = _MOVED.get(name)
+    if home is not None:
+        raise AttributeError(f"zsharp_py.{name} is not in the everyday API: import it from "
+                             f"zsharp_py.{home} (from zsharp_py.{home} import {name})",
+                             name=name, obj=None)
+    raise AttributeError(f"module 'zsharp_py' has no attribute {name!r}", name=name, obj=None)

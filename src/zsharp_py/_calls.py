@@ -5,7 +5,7 @@ object, "tick", &params)`` or ``zs_call_each(rt, cls, "tick", &params,
 &called)`` (``native/include/zsharp.h``), the way Unreal calls a blueprint
 override through ``ProcessEvent``. The arguments travel in a parameter block
 laid out as a C struct of the method's annotated parameters, then its
-result; ``zs.function_layout(cls, name)`` describes it, with a C
+result; ``zsharp_py.lowlevel.function_layout(cls, name)`` describes it, with a C
 declaration to paste into the host.
 
 Virtual dispatch is Python's: the method found on the object's own class
@@ -136,7 +136,7 @@ def include_dir() -> str:
 
 def function_layout(cls: type[Object], name: str) -> FunctionLayout:
     """The parameter block of ``cls``'s method ``name`` as native code passes
-    it (``zs.function_layout(Actor, "tick")``).
+    it (``zsharp_py.lowlevel.function_layout(Actor, "tick")``).
 
     A method can be called from native code when it is a plain public method
     of a ``zs.Object`` subclass whose parameters after ``self`` are

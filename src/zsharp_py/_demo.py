@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 import zsharp_py as zs
+from zsharp_py.collector import GcStats
 
 __all__ = ["Actor", "Projectile", "Particle", "Tile", "Level", "World", "run_demo",
            "LEGEND", "DEFAULT_FRAMES", "DEFAULT_SEED", "DEFAULT_COLLECT_EVERY",
@@ -195,7 +196,7 @@ class _Progress:
     nulled: int = 0
 
     @staticmethod
-    def of(stats: zs.GcStats) -> _Progress:
+    def of(stats: GcStats) -> _Progress:
         return _Progress(stats.objects_marked, stats.objects_unreachable,
                          stats.conjugates_expired, stats.objects_freed, stats.references_killed)
 
@@ -260,13 +261,13 @@ class _Game:
         self.followed: _Followed | None = None
         self.watched: list[_Followed] = []
         self.cycle_start: dict[int, int] = {}
-        self.finished: zs.GcStats | None = None  # the cycle this frame's tick finished
+        self.finished: GcStats | None = None  # the cycle this frame's tick finished
 
     # ---- narration --------------------------------------------------------
     def say(self, text: str, indent: str = "") -> None:
         self.lines.append(_fill(text, indent))
 
-    def count_cycle(self, stats: zs.GcStats) -> None:
+    def count_cycle(self, stats: GcStats) -> None:
         self.totals["collections"] += 1
         self.totals["freed"] += stats.objects_freed
         self.totals["expired"] += stats.conjugates_expired

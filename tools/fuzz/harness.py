@@ -41,6 +41,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Callable, Sequence, TypeVar
 
 import zsharp_py as zs
+from zsharp_py.debug import GcStress
 from zsharp_py._errors import (ZS_E_BUSY, ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID,
                                ZS_E_STALE, ZS_OK)
 from zsharp_py._native import ffi, lib
@@ -329,7 +330,7 @@ class Session:
         self.operations = OPERATIONS + HOSTILE_OPERATIONS if hostile else OPERATIONS
         options = r.byte()
         stress_bits = r.byte()
-        stress = zs.GcStress(
+        stress = GcStress(
             collect_every=(stress_bits & 0x7) if stress_bits & 0x8 else 0,
             check_marks=bool(stress_bits & 0x10),
             objects_per_step=1 if stress_bits & 0x20 else 0,

@@ -1,4 +1,5 @@
-"""pytest plugin: a fresh runtime per test with a leak check, and stress switches.
+"""zsharp_py.testing: the pytest plugin (a fresh runtime per test with a leak
+check, and stress switches).
 
 Installing zsharp_py registers this module with pytest (the ``pytest11``
 entry point), so any suite can use it without a ``conftest.py``. It stays
@@ -19,7 +20,7 @@ no autouse fixture.
   runs after failing tests too; the leak check does not (their traceback
   still holds their locals).
 - ``@pytest.mark.zs_stress(**switches)``: the runtime is built with
-  ``zs.GcStress(**switches)``; with no switches, ``DEFAULT_STRESS``.
+  ``zsharp_py.debug.GcStress(**switches)``; with no switches, ``DEFAULT_STRESS``.
 - ``@pytest.mark.zs_runtime_options(**options)``: other ``zs.Runtime``
   options (``max_objects``, ``min_cluster_size``, ...).
 - ``@pytest.mark.zs_allow_leaks``: skip the leak check for one test.
@@ -35,6 +36,7 @@ import pytest
 
 import zsharp_py as zs
 from zsharp_py import Runtime
+from zsharp_py.debug import GcStress
 from zsharp_py._native import check, ffi, lib
 
 __all__ = ["DEFAULT_STRESS", "zs_runtime", "leak_report"]
@@ -46,7 +48,7 @@ DEFAULT_STRESS: dict[str, Any] = {
     "poison_freed": True,
     "mark_stack_limit": 8,
 }
-"""The ``zs.GcStress`` switches of ``--zs-stress`` and of a bare
+"""The ``zsharp_py.debug.GcStress`` switches of ``--zs-stress`` and of a bare
 ``@pytest.mark.zs_stress``: a full collection before every 7th object
 creation, every mark checked by a second one, one object per incremental
 step, freed memory poisoned, an 8-entry mark stack."""
@@ -69,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the markers (so ``--strict-markers`` accepts them)."""
     config.addinivalue_line(
         "markers", "zs_stress(**switches): build the zs_runtime fixture's runtime with "
-                   "zs.GcStress(**switches) (no switches: the plugin's DEFAULT_STRESS)")
+                   "zsharp_py.debug.GcStress(**switches) (no switches: the plugin's DEFAULT_STRESS)")
     config.addinivalue_line(
         "markers", "zs_runtime_options(**options): other zs.Runtime options for the "
                    "zs_runtime fixture")
@@ -100,7 +102,7 @@ def _runtime_options(node: pytest.Item) -> dict[str, Any]:
     if stress is not None:
         if stress.args:
             raise pytest.UsageError("zs_stress takes keyword arguments only "
-                                    "(the zs.GcStress switches)")
+                                    "(the zsharp_py.debug.GcStress switches)")
         switches = dict(stress.kwargs) or dict(DEFAULT_STRESS)
     elif node.config.getoption("zs_stress", False):
         switches = dict(DEFAULT_STRESS)
@@ -108,7 +110,7 @@ def _runtime_options(node: pytest.Item) -> dict[str, Any]:
         if "stress" in options:
             raise pytest.UsageError("give the stress switches with zs_stress, "
                                     "not zs_runtime_options(stress=...)")
-        options["stress"] = zs.GcStress(**switches)
+        options["stress"] = GcStress(**switches)
     return options
 
 

@@ -1,0 +1,23 @@
+"""zsharp_py.debug: tools for finding out why something is alive or broken.
+
+Reference chains (why an object survives a collection), cluster and field
+introspection, the collector's stress switches that turn rare interleavings
+into every-time ones, and the error ``rt.gc.verify()`` raises.
+
+>>> import zsharp_py as zs
+>>> from zsharp_py.debug import GcStress
+>>> class Node(zs.Object):
+...     next: "Node | None"
+>>> with zs.Runtime(stress=GcStress(check_marks=True)) as rt:
+...     root = Node(); root.add_to_root(); root.next = Node()
+...     [link.member for link in rt.reference_chains(root.next)[0].links]
+['next', None]
+"""
+from ._chains import ChainLink, ReferenceChain
+from ._errors import HeapCorruptionError
+from ._fieldpath import FieldInfo
+from ._gc import GcStress
+from ._object import ClusterInfo
+
+__all__ = ["ChainLink", "ClusterInfo", "FieldInfo", "GcStress", "HeapCorruptionError",
+           "ReferenceChain"]
