@@ -5,6 +5,7 @@ CPython extension, both with the flags of src/zsharp_py/_build.py.
 Everything else about the package lives in pyproject.toml; cffi_modules has
 no pyproject spelling, hence this file.
 """
+
 import importlib.util
 import shutil
 from pathlib import Path
@@ -12,11 +13,12 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
-_spec = importlib.util.spec_from_file_location("_zsharp_build", Path("src") / "zsharp_py" / "_build.py")
+_spec = importlib.util.spec_from_file_location(
+    "_zsharp_build", Path("src") / "zsharp_py" / "_build.py"
+)
 assert _spec is not None and _spec.loader is not None
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
-
 
 
 class BuildWithHeader(build_py):

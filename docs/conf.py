@@ -5,6 +5,7 @@ Build (from the repository root, after ``pip install -e '.[docs]'``):
 The pages are Markdown (MyST); the API reference is generated from the
 docstrings of the installed package by autodoc.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,8 +16,9 @@ _ROOT = Path(__file__).resolve().parent.parent
 project = "zsharp_py"
 author = "the zsharp_py authors"
 copyright = "the zsharp_py authors (MIT licence)"
-release = re.search(r'^version = "([^"]+)"', (_ROOT / "pyproject.toml").read_text(encoding="utf-8"),
-                    re.MULTILINE)[1]  # type: ignore[index]
+release = re.search(
+    r'^version = "([^"]+)"', (_ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.MULTILINE
+)[1]  # type: ignore[index]
 version = release
 
 extensions = ["myst_parser", "sphinx.ext.autodoc"]
@@ -34,5 +36,7 @@ autodoc_typehints = "signature"
 
 html_theme = "alabaster"
 html_title = f"zsharp_py {release}"
-html_theme_options = {"description": "Python over a native object heap with an Unreal-style GC",
-                      "fixed_sidebar": False}
+html_theme_options = {
+    "description": "Python over a native object heap with an Unreal-style GC",
+    "fixed_sidebar": False,
+}

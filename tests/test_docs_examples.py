@@ -20,6 +20,7 @@ What a page's fenced blocks mean:
 Any other fence language fails the page, so no example can be added that
 nothing runs.
 """
+
 from __future__ import annotations
 
 import doctest
@@ -38,8 +39,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md",
-         *sorted(path for path in (ROOT / "docs").rglob("*.md") if "_build" not in path.parts)]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted(path for path in (ROOT / "docs").rglob("*.md") if "_build" not in path.parts),
+]
 
 RUN = {"python", "console"}
 SHOWN = {"bash", "text"}
@@ -61,9 +65,10 @@ class Block:
 def blocks(page: Path) -> list[Block]:
     """The fenced blocks of ``page``, in order."""
     text = page.read_text(encoding="utf-8")
-    return [Block(match[1].strip().split(" ")[0], match[2],
-                  text.count("\n", 0, match.start(2)) + 1)
-            for match in _FENCE.finditer(text)]
+    return [
+        Block(match[1].strip().split(" ")[0], match[2], text.count("\n", 0, match.start(2)) + 1)
+        for match in _FENCE.finditer(text)
+    ]
 
 
 def examples(page: Path) -> list[Block]:
@@ -76,8 +81,9 @@ def _name(page: Path) -> str:
 
 
 def _run_doctest(page: Path, block: Block, namespace: dict[str, object]) -> list[str]:
-    test = doctest.DocTestParser().get_doctest(block.text, namespace, _name(page), _name(page),
-                                               block.line - 1)
+    test = doctest.DocTestParser().get_doctest(
+        block.text, namespace, _name(page), _name(page), block.line - 1
+    )
     test.globs = namespace  # get_doctest copies it: the page's examples share one namespace
     report: list[str] = []
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
@@ -89,8 +95,8 @@ def _run_code(page: Path, block: Block, namespace: dict[str, object]) -> list[st
     # Padded so that tracebacks name the page's own line numbers.
     code = compile("\n" * (block.line - 1) + block.text, _name(page), "exec")
     try:
-        exec(code, namespace)
-    except BaseException:  # noqa: BLE001 - any failure of the example is reported
+        exec(code, namespace)  # noqa: S102 (running the page's example is the test)
+    except BaseException:  # any failure of the example is reported
         return [f"{_name(page)}:{block.line}: the example raised\n{traceback.format_exc()}"]
     return []
 
@@ -100,10 +106,16 @@ def _run_test_module(page: Path, block: Block, module: str) -> list[str]:
         Path(folder, module).write_text(block.text, encoding="utf-8")
         result = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", module],
-            cwd=folder, capture_output=True, text=True, timeout=120)
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     if result.returncode != 0:
-        return [f"{_name(page)}:{block.line}: the test module {module} failed under pytest\n"
-                f"{result.stdout}{result.stderr}"]
+        return [
+            f"{_name(page)}:{block.line}: the test module {module} failed under pytest\n"
+            f"{result.stdout}{result.stderr}"
+        ]
     return []
 
 
@@ -128,12 +140,15 @@ def _run_console(page: Path, block: Block) -> list[str]:
         argv = shlex.split(command, comments=True)
         if argv[0] == "python":
             argv[0] = sys.executable
-        result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
-                                timeout=120)
+        result = subprocess.run(
+            argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
         output = (result.stdout + result.stderr).rstrip("\n")
         if output != expected.rstrip("\n"):
-            failures.append(f"{_name(page)}:{line}: `{command}` printed\n{output}\n"
-                            f"--- instead of ---\n{expected}")
+            failures.append(
+                f"{_name(page)}:{line}: `{command}` printed\n{output}\n"
+                f"--- instead of ---\n{expected}"
+            )
     return failures
 
 
@@ -150,9 +165,11 @@ def run_page(page: Path) -> tuple[int, list[str]]:
             if block.language in SHOWN or block.language.startswith("{"):
                 continue  # shown, or a MyST directive ({toctree}, {include}, {eval-rst})
             if block.language not in RUN:
-                failures.append(f"{_name(page)}:{block.line}: a ```{block.language} block: "
-                                "write examples as ```python (run) or ```console (run), "
-                                "commands as ```bash, output as ```text")
+                failures.append(
+                    f"{_name(page)}:{block.line}: a ```{block.language} block: "
+                    "write examples as ```python (run) or ```console (run), "
+                    "commands as ```bash, output as ```text"
+                )
                 continue
             count += 1
             if block.language == "console":
@@ -176,18 +193,27 @@ def test_page_examples_run(page: Path) -> None:
 
 def test_pages_have_examples() -> None:
     """The pages that teach show code that runs; the harness finds it."""
-    for name in ("README.md", "docs/getting-started.md", "docs/object-model.md",
-                 "docs/values.md", "docs/pointers-and-delegates.md",
-                 "docs/garbage-collector.md", "docs/embedding.md", "docs/testing-your-code.md",
-                 "docs/errors.md"):
+    for name in (
+        "README.md",
+        "docs/getting-started.md",
+        "docs/object-model.md",
+        "docs/values.md",
+        "docs/pointers-and-delegates.md",
+        "docs/garbage-collector.md",
+        "docs/embedding.md",
+        "docs/testing-your-code.md",
+        "docs/errors.md",
+    ):
         assert examples(ROOT / name), name
 
 
 def test_the_harness_reports_page_and_line(tmp_path: Path) -> None:
     """A broken example fails with the page and the line it is on."""
     page = tmp_path / "_harness_check.md"
-    text = ("# check\n\n```python\n>>> 1 + 1\n3\n\n```\n\n"
-            "```python\nx = 1\nraise ValueError('broken')\n```\n")
+    text = (
+        "# check\n\n```python\n>>> 1 + 1\n3\n\n```\n\n"
+        "```python\nx = 1\nraise ValueError('broken')\n```\n"
+    )
     page.write_text(text, encoding="utf-8")
     count, failures = run_page(page)
     assert count == 2 and len(failures) == 2

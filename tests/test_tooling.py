@@ -3,6 +3,7 @@ sync with CI, README examples runnable."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -65,7 +66,9 @@ def test_ci_builds_the_docs_with_warnings_as_errors() -> None:
     build = "python -m sphinx -W --keep-going -q -b html docs docs/_build/html"
     assert build in ci_script
     assert ci_script.index('readme_command.py 2)"') < ci_script.index(build)
-    documented = "pip install -e '.[docs]' && python -m sphinx -W --keep-going -b html docs docs/_build/html"
+    documented = (
+        "pip install -e '.[docs]' && python -m sphinx -W --keep-going -b html docs docs/_build/html"
+    )
     assert documented in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
@@ -295,3 +298,75 @@ def test_one_path_raises_for_refused_dying_objects() -> None:
     # The composition root (_assembly.py) hands ffi.refused to the C
     # extension as its raise_status; the runtime calls raise_status nowhere.
     assert "raise_status(" not in runtime_text
+
+
+def _package_modules() -> list[tuple[str, ast.Module]]:
+    package = ROOT / "src" / "zsharp_py"
+    return [
+        (path.relative_to(package).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(package.rglob("*.py"))
+    ]
+
+
+def test_no_import_inside_a_function() -> None:
+    """The layers import each other at the top, downward only (the
+    import-linter contract in pyproject.toml, run by tools/lint.sh): no
+    import is deferred into a function to break a cycle."""
+    deferred = [
+        f"{name}:{node.lineno}"
+        for name, tree in _package_modules()
+        for function in ast.walk(tree)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(function)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
+    assert deferred == []
+
+
+def test_layers_import_only_the_compiled_modules_from_the_package_itself() -> None:
+    """``from .. import X`` inside a layer reads, to import-linter, as an
+    import of the package (which imports every layer), so the contract
+    ignores those: this checks that X is one of the compiled modules."""
+    wrong = []
+    for name, tree in _package_modules():
+        depth = name.count("/")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module is None
+                and depth > 0
+                and node.level == depth + 1
+            ):
+                wrong += [
+                    f"{name}:{node.lineno} {a.name}"
+                    for a in node.names
+                    if a.name not in ("_core", "_native_lib")
+                ]
+            if isinstance(node, ast.ImportFrom) and node.module == "zsharp_py" and depth > 0:
+                wrong.append(f"{name}:{node.lineno}")
+    assert wrong == []
+
+
+def test_no_module_sets_another_modules_globals() -> None:
+    """No ``other_module.name = value`` at module level: a layer offers a
+    registration function instead (register_shorthand, add_declaration_check,
+    set_default_factory)."""
+    injected = []
+    for name, tree in _package_modules():
+        modules = {
+            alias.asname or alias.name
+            for node in tree.body
+            if isinstance(node, ast.Import)
+            or (isinstance(node, ast.ImportFrom) and node.module is None)
+            for alias in node.names
+        }
+        injected += [
+            f"{name}:{node.lineno}"
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for target in node.targets
+            if isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id in modules
+        ]
+    assert injected == []

@@ -3,16 +3,23 @@
 ``demo`` plays a small game over the native heap and narrates what the
 garbage collector does each frame; ``--version`` prints the version.
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from . import __version__
-from ._demo import (DEFAULT_COLLECT_EVERY, DEFAULT_FRAMES, DEFAULT_OBJECTS_PER_FRAME,
-                    DEFAULT_PARTICLES, DEFAULT_SEED, run_demo)
+from ._demo import (
+    DEFAULT_COLLECT_EVERY,
+    DEFAULT_FRAMES,
+    DEFAULT_OBJECTS_PER_FRAME,
+    DEFAULT_PARTICLES,
+    DEFAULT_SEED,
+    run_demo,
+)
 
 __all__ = ["main", "build_parser", "program_name"]
 
@@ -36,7 +43,8 @@ def _integer(minimum: int, maximum: int) -> Callable[[str], int]:
     """An argparse type: an integer in [minimum, maximum]. Its errors are
     reported by the parser of the option, with that parser's usage."""
     kind = {0: "a non-negative integer", 1: "a positive integer"}.get(
-        minimum, f"an integer >= {minimum}")
+        minimum, f"an integer >= {minimum}"
+    )
 
     def parse(text: str) -> int:
         try:
@@ -55,10 +63,16 @@ def _integer(minimum: int, maximum: int) -> Callable[[str], int]:
 def build_parser(prog: str = MODULE) -> argparse.ArgumentParser:
     """The command line's parser; ``prog`` names the program in usage lines."""
     parser = argparse.ArgumentParser(
-        prog=prog, description="zsharp_py: a native object heap with an Unreal-style "
-        "incremental tracing garbage collector, seen from Python through conjugates.")
-    parser.add_argument("--version", action="version", version=f"zsharp_py {__version__}",
-                        help="print the version and exit")
+        prog=prog,
+        description="zsharp_py: a native object heap with an Unreal-style "
+        "incremental tracing garbage collector, seen from Python through conjugates.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"zsharp_py {__version__}",
+        help="print the version and exit",
+    )
     commands = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -67,29 +81,55 @@ def build_parser(prog: str = MODULE) -> argparse.ArgumentParser:
         "frame by frame, what the incremental garbage collector did (marking, purging, "
         "references nulled, conjugates expired), then a final full collection and a summary. "
         "The GC's work per frame is counted in objects, not time, so the same options print "
-        "the same output on every run and every machine (unless --timings is given).")
+        "the same output on every run and every machine (unless --timings is given).",
+    )
     positive = _integer(1, sys.maxsize)
-    demo.add_argument("--frames", type=positive, default=DEFAULT_FRAMES, metavar="N",
-                      help="number of frames to play (default: %(default)s)")
-    demo.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="S",
-                      help="random seed of the game; the same seed prints the same output "
-                      "(default: %(default)s)")
-    demo.add_argument("--collect-every", type=positive, default=DEFAULT_COLLECT_EVERY,
-                      metavar="N", help="start an incremental GC cycle every N frames (later "
-                      "while the previous cycle is still running; default: %(default)s)")
-    demo.add_argument("--objects-per-frame", type=_integer(1, _MAX_OBJECTS_PER_STEP),
-                      default=DEFAULT_OBJECTS_PER_FRAME, metavar="N",
-                      help="GC work per frame: at most N objects marked, N conjugates expired "
-                      "and N objects freed (GcSettings.objects_per_tick); smaller values "
-                      "spread a cycle over more frames (default: %(default)s)")
-    demo.add_argument("--particles", type=_integer(0, _MAX_PARTICLES),
-                      default=DEFAULT_PARTICLES, metavar="N",
-                      help="smoke particles in the world: a rooted chain that marking must "
-                      "walk, so more particles make marking take more frames "
-                      "(default: %(default)s)")
-    demo.add_argument("--timings", action="store_true",
-                      help="also print the measured time of each GC cycle; times vary from "
-                      "run to run, so the output is no longer reproducible")
+    demo.add_argument(
+        "--frames",
+        type=positive,
+        default=DEFAULT_FRAMES,
+        metavar="N",
+        help="number of frames to play (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        metavar="S",
+        help="random seed of the game; the same seed prints the same output (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--collect-every",
+        type=positive,
+        default=DEFAULT_COLLECT_EVERY,
+        metavar="N",
+        help="start an incremental GC cycle every N frames (later "
+        "while the previous cycle is still running; default: %(default)s)",
+    )
+    demo.add_argument(
+        "--objects-per-frame",
+        type=_integer(1, _MAX_OBJECTS_PER_STEP),
+        default=DEFAULT_OBJECTS_PER_FRAME,
+        metavar="N",
+        help="GC work per frame: at most N objects marked, N conjugates expired "
+        "and N objects freed (GcSettings.objects_per_tick); smaller values "
+        "spread a cycle over more frames (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--particles",
+        type=_integer(0, _MAX_PARTICLES),
+        default=DEFAULT_PARTICLES,
+        metavar="N",
+        help="smoke particles in the world: a rooted chain that marking must "
+        "walk, so more particles make marking take more frames "
+        "(default: %(default)s)",
+    )
+    demo.add_argument(
+        "--timings",
+        action="store_true",
+        help="also print the measured time of each GC cycle; times vary from "
+        "run to run, so the output is no longer reproducible",
+    )
     return parser
 
 
@@ -102,8 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    run_demo(args.frames, args.seed, args.collect_every, particles=args.particles,
-             objects_per_frame=args.objects_per_frame, timings=args.timings)
+    run_demo(
+        args.frames,
+        args.seed,
+        args.collect_every,
+        particles=args.particles,
+        objects_per_frame=args.objects_per_frame,
+        timings=args.timings,
+    )
     return 0
 
 

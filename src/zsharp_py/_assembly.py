@@ -2,6 +2,7 @@
 the Python pieces its C paths call back into, each taken from the layer
 that owns it. Imported once by the package, after every layer, so that no
 layer has to import a layer above it to wire itself in."""
+
 from __future__ import annotations
 
 from . import _core
@@ -17,11 +18,18 @@ from ._types.strings import Name
 __all__: list[str] = []
 
 _core.configure(
-    current=context.current, default_runtime=context.default_runtime,
-    slow_create=_object._create, init_create=_object._create_initialized,
-    expired_error=expired_error, raise_status=refused,
+    current=context.current,
+    default_runtime=context.default_runtime,
+    slow_create=_object._create,
+    init_create=_object._create_initialized,
+    expired_error=expired_error,
+    raise_status=refused,
     store_failed=_object._reference_store_failed,
     store_refused=_object._reference_store_refused,
-    expired_type=ExpiredPointer, expired_exception=ExpiredConjugateError,
-    current_runtime=context.current_runtime, name_class=Name, attribute_error=attribute_error,
-    api={name: api_address(ffi.addressof(lib, name)) for name in _core.native_functions()})
+    expired_type=ExpiredPointer,
+    expired_exception=ExpiredConjugateError,
+    current_runtime=context.current_runtime,
+    name_class=Name,
+    attribute_error=attribute_error,
+    api={name: api_address(ffi.addressof(lib, name)) for name in _core.native_functions()},
+)

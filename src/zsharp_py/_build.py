@@ -25,6 +25,7 @@ API (out-of-line) mode; the declarations are read from
     build with ``-O1 -g`` (exact stacks for valgrind and debuggers; see
     README "Testing").
 """
+
 from __future__ import annotations
 
 import os
@@ -35,6 +36,7 @@ from cffi import FFI
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: src/zsharp_py/_build.py
 NATIVE = ROOT / "native"
+
 
 def header_cdef(header: Path = NATIVE / "include" / "zsharp.h") -> str:
     """The cffi declarations, read from the public header itself (so the
@@ -72,8 +74,15 @@ def _compile_args() -> tuple[list[str], list[str]]:
         cflags += ["-fsanitize=thread", "-fno-omit-frame-pointer", "-O1", "-g", "-UNDEBUG"]
         ldflags += ["-fsanitize=thread"]
     elif sanitize in ("1", "nolink"):
-        cflags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
-                   "-fno-sanitize-recover=all", "-O1", "-g", "-UNDEBUG", "-DZS_NO_OBJECT_SLAB"]
+        cflags += [
+            "-fsanitize=address,undefined",
+            "-fno-omit-frame-pointer",
+            "-fno-sanitize-recover=all",
+            "-O1",
+            "-g",
+            "-UNDEBUG",
+            "-DZS_NO_OBJECT_SLAB",
+        ]
         if sanitize == "1":
             ldflags += ["-fsanitize=address,undefined"]
     elif os.environ.get("ZSHARP_ASSERTS") == "1":
@@ -112,8 +121,10 @@ def core_extension(extension: type) -> object:
         "zsharp_py._core",
         sources=sources,
         include_dirs=[str(NATIVE / "include"), str(NATIVE / "binding")],
-        depends=[str((NATIVE / "binding" / "core.h").relative_to(ROOT)),
-                 str((NATIVE / "include" / "zsharp.h").relative_to(ROOT))],
+        depends=[
+            str((NATIVE / "binding" / "core.h").relative_to(ROOT)),
+            str((NATIVE / "include" / "zsharp.h").relative_to(ROOT)),
+        ],
         extra_compile_args=cflags,
         extra_link_args=ldflags,
     )

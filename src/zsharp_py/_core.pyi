@@ -1,6 +1,8 @@
 """Types of the C extension ``zsharp_py._core`` (native/binding/)."""
+
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, Callable
+from typing import Any
 
 REASON_collected: str
 REASON_garbage: str
@@ -55,8 +57,9 @@ class RuntimeCore:
     def _conjugate_get(self, handle: int, /) -> Any: ...
     def _live_conjugates(self) -> list[Any]: ...
     def _adopt(self, cls: type, handle: int, address: int, /) -> Any: ...
-    def _expire_dying_batch(self, limit: int, describe: Callable[[int], str],
-                            /) -> tuple[int, int]: ...
+    def _expire_dying_batch(
+        self, limit: int, describe: Callable[[int], str], /
+    ) -> tuple[int, int]: ...
     def _expire_all(self, describe: Callable[[int], str], /) -> None: ...
     def _set_native_class(self, cls: type, address: int, /) -> None: ...
     def _flush_values(self) -> None: ...
@@ -107,12 +110,27 @@ class Kind:
     value_offset: int
     flags: int
     what: str
-    def __init__(self, code: int, size: int, align: int, native_kind: int, what: str, *,
-                 scalar: int = 0, unit: int = 0, flags: int = 0, element: Kind | None = None,
-                 value: Kind | None = None, value_offset: int = 0, entry_size: int = 0,
-                 cls: type | None = None, encode: Callable[[Any, Any], Any] | None = None,
-                 decode: Callable[[Any, Any], Any] | type[WeakPointer] | None = None,
-                 struct_name: bytes | None = None, image: bytes | None = None) -> None: ...
+    def __init__(
+        self,
+        code: int,
+        size: int,
+        align: int,
+        native_kind: int,
+        what: str,
+        *,
+        scalar: int = 0,
+        unit: int = 0,
+        flags: int = 0,
+        element: Kind | None = None,
+        value: Kind | None = None,
+        value_offset: int = 0,
+        entry_size: int = 0,
+        cls: type | None = None,
+        encode: Callable[[Any, Any], Any] | None = None,
+        decode: Callable[[Any, Any], Any] | type[WeakPointer] | None = None,
+        struct_name: bytes | None = None,
+        image: bytes | None = None,
+    ) -> None: ...
     def set_members(self, members: list[tuple[str, int, Kind]], /) -> None: ...
 
 class ValueConjugate:
@@ -253,29 +271,44 @@ class ReferenceProperty:
 class ValueProperty:
     offset: int
     kind: Kind
-    def __init__(self, owner: type, kind: Kind, what: str, offset: int, doc: str,
-                 owner_kind: Kind | None = None) -> None: ...
+    def __init__(
+        self,
+        owner: type,
+        kind: Kind,
+        what: str,
+        offset: int,
+        doc: str,
+        owner_kind: Kind | None = None,
+    ) -> None: ...
     def __get__(self, obj: Any, owner: Any = None) -> Any: ...
     def __set__(self, obj: Any, value: Any) -> None: ...
 
 class MemberProperty:
     offset: int
     kind: Kind
-    def __init__(self, owner: type, owner_kind: Kind, kind: Kind, what: str, offset: int,
-                 doc: str) -> None: ...
+    def __init__(
+        self, owner: type, owner_kind: Kind, kind: Kind, what: str, offset: int, doc: str
+    ) -> None: ...
     def __get__(self, obj: Any, owner: Any = None) -> Any: ...
     def __set__(self, obj: Any, value: Any) -> None: ...
 
-def configure(*, current: ContextVar[Any], default_runtime: list[Any],
-              slow_create: Callable[..., Any], init_create: Callable[..., Any],
-              expired_error: Callable[[Any], BaseException],
-              raise_status: Callable[[int, str, Any], Any],
-              store_failed: Callable[[Any, Any, str], Any],
-              store_refused: Callable[[Any, int, str], Any], expired_type: type,
-              expired_exception: type, current_runtime: Callable[[], Any], name_class: type,
-              attribute_error: Callable[[Any, str, BaseException, int, Any],
-                                        BaseException | None],
-              api: dict[str, int]) -> None: ...
+def configure(
+    *,
+    current: ContextVar[Any],
+    default_runtime: list[Any],
+    slow_create: Callable[..., Any],
+    init_create: Callable[..., Any],
+    expired_error: Callable[[Any], BaseException],
+    raise_status: Callable[[int, str, Any], Any],
+    store_failed: Callable[[Any, Any, str], Any],
+    store_refused: Callable[[Any, int, str], Any],
+    expired_type: type,
+    expired_exception: type,
+    current_runtime: Callable[[], Any],
+    name_class: type,
+    attribute_error: Callable[[Any, str, BaseException, int, Any], BaseException | None],
+    api: dict[str, int],
+) -> None: ...
 def native_functions() -> list[str]: ...
 def init_class(cls: type, /) -> None: ...
 def value_class_init(cls: type, /) -> None: ...
@@ -284,8 +317,9 @@ def scope_closed(views: list[Any], /) -> None: ...
 def block_view(runtime: Any, kind: Kind, address: int, /) -> Any: ...
 def block_write(runtime: Any, kind: Kind, address: int, value: Any, /) -> None: ...
 def write_unraisable(error: BaseException, context: object, /) -> None: ...
-def configure_calls(*, slow_call: Callable[[Any, int, bytes, int], int],
-                    scopes: ContextVar[Any]) -> None: ...
+def configure_calls(
+    *, slow_call: Callable[[Any, int, bytes, int], int], scopes: ContextVar[Any]
+) -> None: ...
 def refuse_reclassing(marker: object) -> None:
     """Refuse ``object.__dict__['__class__'].__set__`` on every class whose MRO
     holds ``marker`` (and on object conjugates): an audit hook, installed once."""

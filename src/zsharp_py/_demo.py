@@ -18,6 +18,7 @@ in objects (``GcSettings.objects_per_tick``), never in seconds: a cycle
 spans several frames, and the same arguments print the same text on any
 machine and under any load (unless ``timings`` asks for measured times).
 """
+
 from __future__ import annotations
 
 import random
@@ -31,9 +32,21 @@ from typing import TextIO
 import zsharp_py as zs
 from zsharp_py.collector import GcStats
 
-__all__ = ["Actor", "Projectile", "Particle", "Tile", "Level", "World", "run_demo",
-           "LEGEND", "DEFAULT_FRAMES", "DEFAULT_SEED", "DEFAULT_COLLECT_EVERY",
-           "DEFAULT_OBJECTS_PER_FRAME", "DEFAULT_PARTICLES"]
+__all__ = [
+    "Actor",
+    "Projectile",
+    "Particle",
+    "Tile",
+    "Level",
+    "World",
+    "run_demo",
+    "LEGEND",
+    "DEFAULT_FRAMES",
+    "DEFAULT_SEED",
+    "DEFAULT_COLLECT_EVERY",
+    "DEFAULT_OBJECTS_PER_FRAME",
+    "DEFAULT_PARTICLES",
+]
 
 
 class Actor(zs.Object):
@@ -105,26 +118,46 @@ TILES = 64
 _WIDTH = 100
 
 LEGEND: tuple[tuple[str, str], ...] = (
-    ("killed", "actors whose health reached 0 in gameplay this frame: each is unlinked from "
-               "the world and marked as garbage (obj.mark_as_garbage())"),
-    ("shots", f"projectiles fired this frame, each with {SPARKS_PER_SHOT} sparks; nothing keeps "
-              "a projectile after its hit, so it is garbage at once"),
+    (
+        "killed",
+        "actors whose health reached 0 in gameplay this frame: each is unlinked from "
+        "the world and marked as garbage (obj.mark_as_garbage())",
+    ),
+    (
+        "shots",
+        f"projectiles fired this frame, each with {SPARKS_PER_SHOT} sparks; nothing keeps "
+        "a projectile after its hit, so it is garbage at once",
+    ),
     ("GC cycle", "one garbage collection, spread over several frames: marking, then purging"),
-    ("marking", "the collector follows references from the roots (the rooted World, the "
-                "camera's StrongObjectPtr), a bounded number of objects per frame"),
+    (
+        "marking",
+        "the collector follows references from the roots (the rooted World, the "
+        "camera's StrongObjectPtr), a bounded number of objects per frame",
+    ),
     ("marked", "objects found reachable from the roots this cycle"),
-    ("scanned", "objects whose references the collector read; cluster members are marked "
-                "without being read"),
+    (
+        "scanned",
+        "objects whose references the collector read; cluster members are marked "
+        "without being read",
+    ),
     ("cluster", f"a group of objects marked as one unit: the level and its {TILES} tiles"),
     ("unreachable", "objects the marking did not reach: this cycle frees them"),
-    ("purging", "the collector expires the conjugates of the unreachable objects, then frees "
-                "the objects, a bounded number per frame"),
-    ("conjugates expired", "Python proxies still held for unreachable objects, switched off "
-                           "before the native memory goes: using one raises "
-                           "ExpiredConjugateError"),
+    (
+        "purging",
+        "the collector expires the conjugates of the unreachable objects, then frees "
+        "the objects, a bounded number per frame",
+    ),
+    (
+        "conjugates expired",
+        "Python proxies still held for unreachable objects, switched off "
+        "before the native memory goes: using one raises "
+        "ExpiredConjugateError",
+    ),
     ("freed", "native objects destroyed"),
-    ("references nulled", "references to garbage-marked (killed) actors that the collector "
-                          "set to None"),
+    (
+        "references nulled",
+        "references to garbage-marked (killed) actors that the collector set to None",
+    ),
 )
 """Each term the demo's output may use, and what it means; the demo prints
 the entries whose term its output uses."""
@@ -133,8 +166,10 @@ the entries whose term its output uses."""
 def _uses(text: str, term: str) -> bool:
     """Whether ``text`` uses ``term``, singular or plural (``1 reference
     nulled`` uses ``references nulled``)."""
-    words = [re.escape(word[:-1]) + "s?" if word.endswith("s") else re.escape(word) + "s?"
-             for word in term.split()]
+    words = [
+        re.escape(word[:-1]) + "s?" if word.endswith("s") else re.escape(word) + "s?"
+        for word in term.split()
+    ]
     return re.search(r"\b" + r"\s+".join(words) + r"\b", text) is not None
 
 
@@ -197,20 +232,28 @@ class _Progress:
 
     @staticmethod
     def of(stats: GcStats) -> _Progress:
-        return _Progress(stats.objects_marked, stats.objects_unreachable,
-                         stats.conjugates_expired, stats.objects_freed, stats.references_killed)
+        return _Progress(
+            stats.objects_marked,
+            stats.objects_unreachable,
+            stats.conjugates_expired,
+            stats.objects_freed,
+            stats.references_killed,
+        )
 
 
-def _gc_progress(phase_before: str, before: _Progress, phase: str, after: _Progress,
-                 finished: bool) -> str:
+def _gc_progress(
+    phase_before: str, before: _Progress, phase: str, after: _Progress, finished: bool
+) -> str:
     """What one tick of the collector did, in words."""
     if phase_before == "purging":
         parts = ["purging"]
     elif phase == "marking":
         parts = [f"marking ({_count(after.marked, 'object')} marked so far)"]
     else:
-        parts = [f"marking done ({_count(after.marked, 'object')} marked, "
-                 f"{after.unreachable:,} unreachable)"]
+        parts = [
+            f"marking done ({_count(after.marked, 'object')} marked, "
+            f"{after.unreachable:,} unreachable)"
+        ]
     if after.nulled != before.nulled:
         parts.append(_count(after.nulled - before.nulled, "reference") + " nulled")
     if after.expired != before.expired:
@@ -235,12 +278,21 @@ class _Followed:
 class _Game:
     """The game's state and its narration (``lines``), in one runtime."""
 
-    def __init__(self, rt: zs.Runtime, rng: random.Random, particles: int,
-                 timings: bool) -> None:
+    def __init__(self, rt: zs.Runtime, rng: random.Random, particles: int, timings: bool) -> None:
         self.rt, self.rng, self.timings = rt, rng, timings
         self.lines: list[str] = []
-        self.totals = {"spawned": 0, "killed": 0, "shots": 0, "created": 0, "freed": 0,
-                       "expired": 0, "nulled": 0, "collections": 0, "incremental": 0, "live": 0}
+        self.totals = {
+            "spawned": 0,
+            "killed": 0,
+            "shots": 0,
+            "created": 0,
+            "freed": 0,
+            "expired": 0,
+            "nulled": 0,
+            "collections": 0,
+            "incremental": 0,
+            "live": 0,
+        }
         self.world = World(name="World")
         self.world.add_to_root()
         level = Level(name="Level", outer=self.world)
@@ -273,10 +325,13 @@ class _Game:
         self.totals["expired"] += stats.conjugates_expired
         self.totals["nulled"] += stats.references_killed
         if self.timings:
-            self.say(f"timings, measured (they vary from run to run): marking "
-                     f"{stats.mark_seconds * 1e3:.3f} ms, gathering "
-                     f"{stats.gather_seconds * 1e3:.3f} ms, purging "
-                     f"{stats.purge_seconds * 1e3:.3f} ms", "    ")
+            self.say(
+                f"timings, measured (they vary from run to run): marking "
+                f"{stats.mark_seconds * 1e3:.3f} ms, gathering "
+                f"{stats.gather_seconds * 1e3:.3f} ms, purging "
+                f"{stats.purge_seconds * 1e3:.3f} ms",
+                "    ",
+            )
 
     def gone(self) -> list[str]:
         """Forget the followed actors whose weak pointer now reads None (their
@@ -294,8 +349,9 @@ class _Game:
         events: list[str] = []
         world.frame = frame
         for _ in range(SPAWNS_PER_FRAME):
-            world.first = Actor(outer=world, x=rng.uniform(-50, 50), y=rng.uniform(-50, 50),
-                                next=world.first)
+            world.first = Actor(
+                outer=world, x=rng.uniform(-50, 50), y=rng.uniform(-50, 50), next=world.first
+            )
             world.spawned += 1
         if self.smoke:
             for _ in range(self.burnt_per_frame):
@@ -335,23 +391,28 @@ class _Game:
                 target.mark_as_garbage()
                 killed += 1
                 if self.followed is not None and target == self.followed.proxy:
-                    events.append(f"the camera's actor {target.name} was killed: "
-                                  f"camera.target points at it until the GC nulls it")
+                    events.append(
+                        f"the camera's actor {target.name} was killed: "
+                        f"camera.target points at it until the GC nulls it"
+                    )
         totals["shots"] += shots
         totals["created"] += shots * (1 + SPARKS_PER_SHOT)
         totals["killed"] += killed
 
         gc = self.tick(frame)
         if self.followed is not None and self.camera.target is None:
-            events.append(f"the GC nulled camera.target: {self.followed.name} is marked as "
-                          f"garbage")
+            events.append(f"the GC nulled camera.target: {self.followed.name} is marked as garbage")
             self.followed = None
         for name in self.gone():
-            events.append(f"the WeakObjectPtr to {name} now returns None: the GC found it "
-                          f"unreachable and expired its proxy; this cycle's purge frees it")
+            events.append(
+                f"the WeakObjectPtr to {name} now returns None: the GC found it "
+                f"unreachable and expired its proxy; this cycle's purge frees it"
+            )
         alive = world.spawned - totals["killed"]
-        self.lines.append(f"frame {frame:>{frame_width}}: {_count(alive, 'actor')} alive, "
-                          f"{killed} killed, {_count(shots, 'shot')}; {gc}")
+        self.lines.append(
+            f"frame {frame:>{frame_width}}: {_count(alive, 'actor')} alive, "
+            f"{killed} killed, {_count(shots, 'shot')}; {gc}"
+        )
         for event in events:
             self.say(event, "    ")
         if self.finished is not None:
@@ -368,9 +429,12 @@ class _Game:
             return "GC idle"
         stats = gc.stats()
         first_frame = self.cycle_start.setdefault(stats.cycle, frame)
-        text = (f"GC cycle {stats.cycle}{' starts' if first_frame == frame else ''}: "
-                + _gc_progress(phase_before, before, gc.phase, _Progress.of(stats),
-                               action == "finished"))
+        text = (
+            f"GC cycle {stats.cycle}{' starts' if first_frame == frame else ''}: "
+            + _gc_progress(
+                phase_before, before, gc.phase, _Progress.of(stats), action == "finished"
+            )
+        )
         if action == "finished":
             gc.verify()
             self.totals["incremental"] += 1
@@ -394,46 +458,61 @@ class _Game:
             stats = gc.stats()
             gc.verify()
             self.totals["incremental"] += 1
-            self.say(f"GC cycle {stats.cycle} was still {phase}; {_count(steps, 'more step')} of "
-                     f"rt.gc.step(max_objects={objects_per_frame}) finished it. The whole cycle: "
-                     f"{_count(stats.objects_marked, 'object')} marked, "
-                     f"{stats.objects_unreachable:,} unreachable, "
-                     f"{_count(stats.conjugates_expired, 'conjugate')} expired, "
-                     f"{_count(stats.objects_freed, 'object')} freed, "
-                     f"{_count(stats.references_killed, 'reference')} nulled.", "  ")
+            self.say(
+                f"GC cycle {stats.cycle} was still {phase}; {_count(steps, 'more step')} of "
+                f"rt.gc.step(max_objects={objects_per_frame}) finished it. The whole cycle: "
+                f"{_count(stats.objects_marked, 'object')} marked, "
+                f"{stats.objects_unreachable:,} unreachable, "
+                f"{_count(stats.conjugates_expired, 'conjugate')} expired, "
+                f"{_count(stats.objects_freed, 'object')} freed, "
+                f"{_count(stats.references_killed, 'reference')} nulled.",
+                "  ",
+            )
             self.count_cycle(stats)
             for name in self.gone():
-                self.say(f"The WeakObjectPtr to {name} now returns None: that cycle freed it.",
-                         "  ")
+                self.say(
+                    f"The WeakObjectPtr to {name} now returns None: that cycle freed it.", "  "
+                )
         stats = rt.collect_garbage()
         gc.verify()
-        self.say(f"Final full collection (GC cycle {stats.cycle}, stop-the-world, in one step): "
-                 f"{_count(stats.objects_marked, 'object')} marked, of which "
-                 f"{stats.objects_scanned:,} scanned and the rest in "
-                 f"{_count(stats.clusters_marked, 'cluster')} marked as a unit; "
-                 f"{stats.objects_unreachable:,} unreachable (what the last frames left behind), "
-                 f"{_count(stats.conjugates_expired, 'conjugate')} expired, "
-                 f"{_count(stats.objects_freed, 'object')} freed, "
-                 f"{_count(stats.references_killed, 'reference')} nulled.", "  ")
+        self.say(
+            f"Final full collection (GC cycle {stats.cycle}, stop-the-world, in one step): "
+            f"{_count(stats.objects_marked, 'object')} marked, of which "
+            f"{stats.objects_scanned:,} scanned and the rest in "
+            f"{_count(stats.clusters_marked, 'cluster')} marked as a unit; "
+            f"{stats.objects_unreachable:,} unreachable (what the last frames left behind), "
+            f"{_count(stats.conjugates_expired, 'conjugate')} expired, "
+            f"{_count(stats.objects_freed, 'object')} freed, "
+            f"{_count(stats.references_killed, 'reference')} nulled.",
+            "  ",
+        )
         self.count_cycle(stats)
         for name in self.gone():
-            self.say(f"The WeakObjectPtr to {name} now returns None: the final collection freed "
-                     f"it.", "  ")
+            self.say(
+                f"The WeakObjectPtr to {name} now returns None: the final collection freed it.",
+                "  ",
+            )
 
         camera = self.camera
-        self.say(f"The camera (health {camera.health}: it never fought) is alive although no "
-                 f"object references it: its StrongObjectPtr is a root.", "  ")
+        self.say(
+            f"The camera (health {camera.health}: it never fought) is alive although no "
+            f"object references it: its StrongObjectPtr is a root.",
+            "  ",
+        )
         self.camera_ptr.dispose()
         stats = rt.collect_garbage()
         gc.verify()
         try:
-            camera.health
+            camera.health  # noqa: B018 (the read is the use after free shown)
         except zs.ExpiredConjugateError as error:
             expired = f'using its proxy now raises ExpiredConjugateError("{error}")'
         else:
             raise AssertionError("the camera outlived its StrongObjectPtr")
-        self.say(f"After camera_ptr.dispose(), GC cycle {stats.cycle} freed "
-                 f"{_count(stats.objects_freed, 'object')} (the camera): {expired}.", "  ")
+        self.say(
+            f"After camera_ptr.dispose(), GC cycle {stats.cycle} freed "
+            f"{_count(stats.objects_freed, 'object')} (the camera): {expired}.",
+            "  ",
+        )
         self.count_cycle(stats)
         self.totals["live"] = rt.live_objects()
 
@@ -447,10 +526,15 @@ class _Game:
             ("actors killed", f"{totals['killed']:,}"),
             ("actors alive at the end", f"{totals['spawned'] - totals['killed']:,}"),
             ("shots fired", f"{totals['shots']:,}"),
-            ("top scorer",
-             "nobody" if top is None else f"{top}, {_count(self.kills[top], 'kill')}"),
-            ("GC cycles", f"{totals['collections']:,} ({totals['incremental']:,} incremental, "
-                          f"{totals['collections'] - totals['incremental']:,} full)"),
+            (
+                "top scorer",
+                "nobody" if top is None else f"{top}, {_count(self.kills[top], 'kill')}",
+            ),
+            (
+                "GC cycles",
+                f"{totals['collections']:,} ({totals['incremental']:,} incremental, "
+                f"{totals['collections'] - totals['incremental']:,} full)",
+            ),
             ("objects created", f"{totals['created']:,}"),
             ("objects freed", f"{totals['freed']:,}"),
             ("objects on the heap at the end", f"{totals['live']:,}"),
@@ -464,11 +548,16 @@ class _Game:
             self.lines.append(f"  {(label + ':').ljust(width)} {value}")
 
 
-def run_demo(frames: int = DEFAULT_FRAMES, seed: int = DEFAULT_SEED,
-             collect_every: int = DEFAULT_COLLECT_EVERY, out: TextIO | None = None, *,
-             particles: int = DEFAULT_PARTICLES,
-             objects_per_frame: int = DEFAULT_OBJECTS_PER_FRAME,
-             timings: bool = False) -> dict[str, int]:
+def run_demo(
+    frames: int = DEFAULT_FRAMES,
+    seed: int = DEFAULT_SEED,
+    collect_every: int = DEFAULT_COLLECT_EVERY,
+    out: TextIO | None = None,
+    *,
+    particles: int = DEFAULT_PARTICLES,
+    objects_per_frame: int = DEFAULT_OBJECTS_PER_FRAME,
+    timings: bool = False,
+) -> dict[str, int]:
     """Play ``frames`` frames of the game, print (to ``out``, default
     standard output) what the collector did each frame, and return the
     totals: ``spawned``, ``killed``, ``shots``, ``created`` (objects),
@@ -482,9 +571,12 @@ def run_demo(frames: int = DEFAULT_FRAMES, seed: int = DEFAULT_SEED,
     particles. The output is the same for the same arguments on every run,
     unless ``timings`` adds measured times.
     """
-    for what, value, low in (("frames", frames, 1), ("collect_every", collect_every, 1),
-                             ("objects_per_frame", objects_per_frame, 1),
-                             ("particles", particles, 0)):
+    for what, value, low in (
+        ("frames", frames, 1),
+        ("collect_every", collect_every, 1),
+        ("objects_per_frame", objects_per_frame, 1),
+        ("particles", particles, 0),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{what} must be an integer >= {low}, got {value!r}")
     with zs.Runtime() as rt:
@@ -500,30 +592,45 @@ def run_demo(frames: int = DEFAULT_FRAMES, seed: int = DEFAULT_SEED,
         cluster_size, burnt = game.cluster_size, game.burnt_per_frame
 
     header = [
-        _fill(f"zsharp_py demo: {_count(frames, 'frame')} of a small shooter scripted in Python "
-              f"over the native heap (seed {seed})."),
-        _fill(f"The rooted World holds the actors (a linked list), a chain of "
-              f"{_count(particles, 'smoke particle')} (every frame the oldest "
-              f"{burnt:,} burn out and as many new ones are emitted) "
-              f"and the level, whose {TILES} tiles form one GC cluster of {cluster_size} objects. "
-              f"Every frame {SPAWNS_PER_FRAME} actors spawn and each actor shoots its target: the "
-              f"nearest other actor, kept until the collector nulls the reference (an actor "
-              f"whose target was killed holds fire until then). The camera follows the oldest "
-              f"actor; it is out of combat, outside the world, and only a StrongObjectPtr keeps "
-              f"it alive."),
-        _fill(f"rt.gc.tick() runs once per frame and starts an incremental GC cycle "
-              f"{_every(collect_every, 'frame')} (later while one is still running); each frame "
-              f"it marks, expires and frees at most {_count(objects_per_frame, 'object')} "
-              f"(GcSettings.objects_per_tick), so a cycle spans several frames and the output "
-              f"is the same on every run"
-              + (" except for the measured timings." if timings else ".")),
+        _fill(
+            f"zsharp_py demo: {_count(frames, 'frame')} of a small shooter scripted in Python "
+            f"over the native heap (seed {seed})."
+        ),
+        _fill(
+            f"The rooted World holds the actors (a linked list), a chain of "
+            f"{_count(particles, 'smoke particle')} (every frame the oldest "
+            f"{burnt:,} burn out and as many new ones are emitted) "
+            f"and the level, whose {TILES} tiles form one GC cluster of {cluster_size} objects. "
+            f"Every frame {SPAWNS_PER_FRAME} actors spawn and each actor shoots its target: the "
+            f"nearest other actor, kept until the collector nulls the reference (an actor "
+            f"whose target was killed holds fire until then). The camera follows the oldest "
+            f"actor; it is out of combat, outside the world, and only a StrongObjectPtr keeps "
+            f"it alive."
+        ),
+        _fill(
+            f"rt.gc.tick() runs once per frame and starts an incremental GC cycle "
+            f"{_every(collect_every, 'frame')} (later while one is still running); each frame "
+            f"it marks, expires and frees at most {_count(objects_per_frame, 'object')} "
+            f"(GcSettings.objects_per_tick), so a cycle spans several frames and the output "
+            f"is the same on every run" + (" except for the measured timings." if timings else ".")
+        ),
     ]
     body = "\n".join(header + game.lines)
     used = [(term, meaning) for term, meaning in LEGEND if _uses(body, term)]
     width = max((len(term) for term, _ in used), default=0) + 2
-    legend = ["", "Legend:"] + [
-        textwrap.fill(meaning, _WIDTH, initial_indent="  " + term.ljust(width),
-                      subsequent_indent=" " * (width + 2)) for term, meaning in used] + [""]
+    legend = (
+        ["", "Legend:"]
+        + [
+            textwrap.fill(
+                meaning,
+                _WIDTH,
+                initial_indent="  " + term.ljust(width),
+                subsequent_indent=" " * (width + 2),
+            )
+            for term, meaning in used
+        ]
+        + [""]
+    )
     stream = sys.stdout if out is None else out
     stream.write("\n".join(header + legend + game.lines) + "\n")
     return game.totals

@@ -11,6 +11,7 @@ Every runtime owns one collector, ``rt.gc``; ``rt.collect_garbage()`` and
 ...     (isinstance(stats, GcStats), rt.gc.phase)
 (True, 'idle')
 """
+
 from ._runtime.collector import GarbageCollector, GcPhase, GcSettings, GcStats
 
 __all__ = ["GarbageCollector", "GcPhase", "GcSettings", "GcStats"]

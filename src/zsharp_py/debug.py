@@ -13,11 +13,18 @@ into every-time ones, and the error ``rt.gc.verify()`` raises.
 ...     [link.member for link in rt.reference_chains(root.next)[0].links]
 ['next', None]
 """
-from ._runtime.chains import ChainLink, ReferenceChain
-from ._base.errors import HeapCorruptionError
-from ._types.fieldpath import FieldInfo
-from ._runtime.collector import GcStress
-from ._model.object import ClusterInfo
 
-__all__ = ["ChainLink", "ClusterInfo", "FieldInfo", "GcStress", "HeapCorruptionError",
-           "ReferenceChain"]
+from ._base.errors import HeapCorruptionError
+from ._model.object import ClusterInfo
+from ._runtime.chains import ChainLink, ReferenceChain
+from ._runtime.collector import GcStress
+from ._types.fieldpath import FieldInfo
+
+__all__ = [
+    "ChainLink",
+    "ClusterInfo",
+    "FieldInfo",
+    "GcStress",
+    "HeapCorruptionError",
+    "ReferenceChain",
+]

@@ -10,8 +10,19 @@ examples/native_host/ for a complete host.
 >>> (Path(include_dir()) / "zsharp.h").is_file()
 True
 """
-from ._interop.calls import (FunctionLayout, FunctionParameter, function_layout, include_dir,
-                     native_function)
 
-__all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "include_dir",
-           "native_function"]
+from ._interop.calls import (
+    FunctionLayout,
+    FunctionParameter,
+    function_layout,
+    include_dir,
+    native_function,
+)
+
+__all__ = [
+    "FunctionLayout",
+    "FunctionParameter",
+    "function_layout",
+    "include_dir",
+    "native_function",
+]

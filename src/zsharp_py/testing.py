@@ -27,17 +27,19 @@ no autouse fixture.
 - ``--zs-stress``: every ``zs_runtime`` test without a ``zs_stress`` marker
   runs under ``DEFAULT_STRESS``. ``--zs-no-leak-check``: no leak checks.
 """
+
 from __future__ import annotations
 
 import gc
-from typing import Any, Generator, Iterator
+from collections.abc import Generator, Iterator
+from typing import Any
 
 import pytest
 
 import zsharp_py as zs
 from zsharp_py import Runtime
-from zsharp_py.debug import GcStress
 from zsharp_py._base.ffi import check, ffi, lib
+from zsharp_py.debug import GcStress
 
 __all__ = ["DEFAULT_STRESS", "zs_runtime", "leak_report"]
 
@@ -60,28 +62,41 @@ _CALL_PASSED = pytest.StashKey[bool]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The plugin's command-line options."""
     group = parser.getgroup("zsharp_py", "zsharp_py runtimes (zs_runtime fixture)")
-    group.addoption("--zs-stress", action="store_true", default=False,
-                    help="run every zs_runtime test without a zs_stress marker under the "
-                         "default GcStress switches")
-    group.addoption("--zs-no-leak-check", action="store_true", default=False,
-                    help="do not check zs_runtime tests for leaked objects and values")
+    group.addoption(
+        "--zs-stress",
+        action="store_true",
+        default=False,
+        help="run every zs_runtime test without a zs_stress marker under the "
+        "default GcStress switches",
+    )
+    group.addoption(
+        "--zs-no-leak-check",
+        action="store_true",
+        default=False,
+        help="do not check zs_runtime tests for leaked objects and values",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers (so ``--strict-markers`` accepts them)."""
     config.addinivalue_line(
-        "markers", "zs_stress(**switches): build the zs_runtime fixture's runtime with "
-                   "zsharp_py.debug.GcStress(**switches) (no switches: the plugin's DEFAULT_STRESS)")
+        "markers",
+        "zs_stress(**switches): build the zs_runtime fixture's runtime with "
+        "zsharp_py.debug.GcStress(**switches) (no switches: the plugin's DEFAULT_STRESS)",
+    )
     config.addinivalue_line(
-        "markers", "zs_runtime_options(**options): other zs.Runtime options for the "
-                   "zs_runtime fixture")
+        "markers",
+        "zs_runtime_options(**options): other zs.Runtime options for the zs_runtime fixture",
+    )
     config.addinivalue_line(
-        "markers", "zs_allow_leaks: skip the zs_runtime fixture's leak check for this test")
+        "markers", "zs_allow_leaks: skip the zs_runtime fixture's leak check for this test"
+    )
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Generator[None, Any, None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
     """Remember whether the test body passed: only then is it checked for leaks."""
     outcome = yield
     report = outcome.get_result()
@@ -101,15 +116,17 @@ def _runtime_options(node: pytest.Item) -> dict[str, Any]:
     switches: dict[str, Any] | None = None
     if stress is not None:
         if stress.args:
-            raise pytest.UsageError("zs_stress takes keyword arguments only "
-                                    "(the zsharp_py.debug.GcStress switches)")
+            raise pytest.UsageError(
+                "zs_stress takes keyword arguments only (the zsharp_py.debug.GcStress switches)"
+            )
         switches = dict(stress.kwargs) or dict(DEFAULT_STRESS)
     elif node.config.getoption("zs_stress", False):
         switches = dict(DEFAULT_STRESS)
     if switches is not None:
         if "stress" in options:
-            raise pytest.UsageError("give the stress switches with zs_stress, "
-                                    "not zs_runtime_options(stress=...)")
+            raise pytest.UsageError(
+                "give the stress switches with zs_stress, not zs_runtime_options(stress=...)"
+            )
         options["stress"] = GcStress(**switches)
     return options
 
@@ -134,10 +151,9 @@ def leak_report(rt: Runtime) -> list[str]:
         lines.append(f"  {leaked} object{'s' if leaked != 1 else ''} still alive:")
         count = ffi.new("uint32_t *")
         handles = ffi.new("zs_ref[]", stats.live_objects)
-        check(rt._call(lib.zs_live_handles, handles, stats.live_objects, count),
-              "leak_report", rt)
+        check(rt._call(lib.zs_live_handles, handles, stats.live_objects, count), "leak_report", rt)
         listed = 0
-        for handle in handles[0:min(count[0], stats.live_objects)]:
+        for handle in handles[0 : min(count[0], stats.live_objects)]:
             if listed == _MAX_LISTED:
                 lines.append(f"    ... and {leaked - listed} more")
                 break
@@ -152,8 +168,10 @@ def leak_report(rt: Runtime) -> list[str]:
     values = rt.values_alive()
     if values:
         held = [value for value in rt._black_values() if not value.is_expired]
-        lines.append(f"  {values} black value{'s' if values != 1 else ''} still alive "
-                     "(still referenced from Python after gc.collect()):")
+        lines.append(
+            f"  {values} black value{'s' if values != 1 else ''} still alive "
+            "(still referenced from Python after gc.collect()):"
+        )
         for value in held[:_MAX_LISTED]:
             lines.append(f"    {_describe_value(value)}")
         if len(held) > _MAX_LISTED:
@@ -164,7 +182,8 @@ def leak_report(rt: Runtime) -> list[str]:
                 f"  {callables} Python callable{'s' if callables != 1 else ''} still bound "
                 "into native delegates: a callable that holds the black value or delegate it "
                 "is bound into is a cycle across the boundary that neither collector sees "
-                "(bind an object's method, which is weak, or dispose() the delegate)")
+                "(bind an object's method, which is weak, or dispose() the delegate)"
+            )
     return lines
 
 
@@ -172,7 +191,7 @@ def _describe_value(value: Any) -> str:
     """One line for a leaked black value: its type and (shortened) repr."""
     try:
         text = repr(value)
-    except Exception as error:  # a repr that fails must not hide the report
+    except Exception as error:  # noqa: BLE001 (a failing repr must not hide the report)
         text = f"<{type(value).__name__}: repr failed: {error!r}>"
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -189,16 +208,25 @@ def zs_runtime(request: pytest.FixtureRequest) -> Iterator[Runtime]:
         yield rt
         if rt.closed:
             return
-        check_leaks = (node.stash.get(_CALL_PASSED, False)
-                       and node.get_closest_marker("zs_allow_leaks") is None
-                       and not request.config.getoption("zs_no_leak_check", False))
+        check_leaks = (
+            node.stash.get(_CALL_PASSED, False)
+            and node.get_closest_marker("zs_allow_leaks") is None
+            and not request.config.getoption("zs_no_leak_check", False)
+        )
         if not check_leaks:
             rt.gc.verify()
             return
         leaks = leak_report(rt)
         if leaks:
-            pytest.fail("\n".join([
-                f"zs_runtime: {node.nodeid} leaked native memory (alive after the test, "
-                "a full collection and gc.collect()):", *leaks,
-                "Release them (remove_from_root(), dispose(), del), or mark the test "
-                "@pytest.mark.zs_allow_leaks."]), pytrace=False)
+            pytest.fail(
+                "\n".join(
+                    [
+                        f"zs_runtime: {node.nodeid} leaked native memory (alive after the test, "
+                        "a full collection and gc.collect()):",
+                        *leaks,
+                        "Release them (remove_from_root(), dispose(), del), or mark the test "
+                        "@pytest.mark.zs_allow_leaks.",
+                    ]
+                ),
+                pytrace=False,
+            )

@@ -8,14 +8,23 @@ runtime layer registers (``set_default_factory``), closed at exit. This
 module sits in the lowest layer so that objects, values and calls can find
 the current runtime without importing the layer that defines ``Runtime``.
 """
+
 from __future__ import annotations
 
 import contextvars
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-__all__ = ["RuntimeLike", "current", "current_runtime", "default_runtime", "entered", "made_current",
-           "set_default_factory"]
+__all__ = [
+    "RuntimeLike",
+    "current",
+    "current_runtime",
+    "default_runtime",
+    "entered",
+    "made_current",
+    "set_default_factory",
+]
 
 
 class RuntimeLike(Protocol):
@@ -57,11 +66,13 @@ class RuntimeLike(Protocol):
 
 
 current: contextvars.ContextVar[Any] = contextvars.ContextVar(
-    "zsharp_current_runtime", default=None)
+    "zsharp_current_runtime", default=None
+)
 """The runtime of the innermost ``with`` block or activation (None: the default)."""
 
 entered: contextvars.ContextVar[tuple[tuple[Any, contextvars.Token[Any]], ...]] = (
-    contextvars.ContextVar("zsharp_entered_runtimes", default=()))
+    contextvars.ContextVar("zsharp_entered_runtimes", default=())
+)
 """The ``with`` blocks open in this context, innermost last: (runtime, token)."""
 
 default_runtime: list[Any] = []
@@ -87,8 +98,10 @@ def current_runtime() -> Any:
     with _default_lock:
         if not default_runtime or default_runtime[0]._closed:
             if not _factory:
-                raise RuntimeError("no runtime: import zsharp_py (its runtime layer "
-                                   "registers the default runtime's factory)")
+                raise RuntimeError(
+                    "no runtime: import zsharp_py (its runtime layer "
+                    "registers the default runtime's factory)"
+                )
             default_runtime[:] = [_factory[0]()]
         return default_runtime[0]
 

@@ -1,9 +1,19 @@
-"""Exceptions raised by zsharp_py, and the map from native status codes."""
+"""Exceptions raised by zsharp_py, and the Python exception of each native
+status (its text is the C library's own, zs_status_message)."""
+
 from __future__ import annotations
 
 from typing import NoReturn
 
-__all__ = ["ExpiredConjugateError", "HeapCorruptionError", "raise_status", "named"]
+from .._native_lib import ffi, lib
+
+__all__ = [
+    "ExpiredConjugateError",
+    "HeapCorruptionError",
+    "named",
+    "raise_status",
+    "status_message",
+]
 
 
 class ExpiredConjugateError(ReferenceError):
@@ -18,19 +28,21 @@ class HeapCorruptionError(RuntimeError):
     """``rt.gc.verify()`` found the native heap inconsistent (a bug in zsharp_py)."""
 
 
-# zs_status values (see native/include/zsharp.h); kept here as plain ints so
-# this module does not import the compiled library.
-ZS_OK = 0
-ZS_E_NOMEM = 1
-ZS_E_CAPACITY = 2
-ZS_E_STALE = 3
-ZS_E_INVALID = 4
-ZS_E_BUSY = 5
-ZS_E_EXPIRY_PENDING = 6
-ZS_E_DYING = 7
-ZS_E_CORRUPT = 8
-ZS_E_CALL_FAILED = 9
+# zs_status values, read from the C API (native/include/zsharp.h) by the
+# cffi module: the header is the one place they are written.
+ZS_OK: int = lib.ZS_OK
+ZS_E_NOMEM: int = lib.ZS_E_NOMEM
+ZS_E_CAPACITY: int = lib.ZS_E_CAPACITY
+ZS_E_STALE: int = lib.ZS_E_STALE
+ZS_E_INVALID: int = lib.ZS_E_INVALID
+ZS_E_BUSY: int = lib.ZS_E_BUSY
+ZS_E_EXPIRY_PENDING: int = lib.ZS_E_EXPIRY_PENDING
+ZS_E_DYING: int = lib.ZS_E_DYING
+ZS_E_CORRUPT: int = lib.ZS_E_CORRUPT
+ZS_E_CALL_FAILED: int = lib.ZS_E_CALL_FAILED
 
+# The Python exception of each status; its text comes from zs_status_message
+# (native/src/runtime.c), the only table of status texts.
 _STATUS_EXCEPTIONS: dict[int, type[BaseException]] = {
     ZS_E_NOMEM: MemoryError,
     ZS_E_CAPACITY: MemoryError,
@@ -43,17 +55,11 @@ _STATUS_EXCEPTIONS: dict[int, type[BaseException]] = {
     ZS_E_CALL_FAILED: RuntimeError,
 }
 
-_STATUS_TEXT = {
-    ZS_E_NOMEM: "native allocation failed",
-    ZS_E_CAPACITY: "the object array is full (max_objects reached)",
-    ZS_E_STALE: "the object was destroyed",
-    ZS_E_INVALID: "invalid argument",
-    ZS_E_BUSY: "the heap cannot be changed now (inside a destroy hook or a collection)",
-    ZS_E_EXPIRY_PENDING: "dying objects still have conjugates to expire",
-    ZS_E_DYING: "the object is unreachable and about to be destroyed",
-    ZS_E_CORRUPT: "heap verification failed",
-    ZS_E_CALL_FAILED: "the Python function called from native code raised",
-}
+
+def status_message(status: int) -> str:
+    """The C library's text for a status (``zs_status_message``)."""
+    text: bytes = ffi.string(lib.zs_status_message(status))
+    return text.decode("utf-8")
 
 
 ExpiredConjugateError.__module__ = "zsharp_py"
@@ -63,7 +69,7 @@ HeapCorruptionError.__module__ = "zsharp_py"
 def raise_status(status: int, context: str) -> NoReturn:
     """Raise the Python exception for a non-zero native status."""
     exc = _STATUS_EXCEPTIONS.get(status, RuntimeError)
-    raise exc(f"{context}: {_STATUS_TEXT.get(status, f'native status {status}')}")
+    raise exc(f"{context}: {status_message(status)}")
 
 
 def named(what: str, error: BaseException) -> BaseException:

@@ -10,16 +10,28 @@ Expiring K conjugates must cost O(K) with a small constant (a collection may
 expire a million), so the sentinel is a tuple built in one call and its
 message is only formatted when an error is actually raised.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from .. import _core
 from .errors import ExpiredConjugateError
 
-__all__ = ["ExpiredPointer", "FIXED_CLASS", "REASON_COLLECTED", "REASON_GARBAGE",
-           "REASON_CLOSED", "REASON_DISPOSED", "REASON_SCOPE", "REASON_STRUCTURE",
-           "REASON_PARENT", "expired_error", "expired_subject"]
+__all__ = [
+    "ExpiredPointer",
+    "FIXED_CLASS",
+    "REASON_COLLECTED",
+    "REASON_GARBAGE",
+    "REASON_CLOSED",
+    "REASON_DISPOSED",
+    "REASON_SCOPE",
+    "REASON_STRUCTURE",
+    "REASON_PARENT",
+    "expired_error",
+    "expired_subject",
+]
 
 # Why a conjugate expired: the C extension's interned strings (expiry in C
 # allocates nothing), stated once there (native/binding/core.h, ZS_REASONS).
@@ -32,8 +44,10 @@ REASON_STRUCTURE: str = _core.REASON_structure
 REASON_PARENT: str = _core.REASON_parent
 # Added to the error (not the repr) of an object the collector found
 # unreachable: the usual cause is an object nothing native kept alive.
-KEEP_ALIVE_HINT = ("keep an object alive with obj.add_to_root(), a reference from a rooted "
-                   "object, or zs.StrongObjectPtr(obj)")
+KEEP_ALIVE_HINT = (
+    "keep an object alive with obj.add_to_root(), a reference from a rooted "
+    "object, or zs.StrongObjectPtr(obj)"
+)
 
 _tuple_item = tuple.__getitem__
 
@@ -71,8 +85,9 @@ def _refuse_class_change(conjugate: Any, cls: Any) -> NoReturn:
 FIXED_CLASS: Any = property(type, _refuse_class_change)
 
 
-def make_expired(kind: str, describe: Callable[[Any], str], key: Any,
-                 reason: str) -> ExpiredPointer:
+def make_expired(
+    kind: str, describe: Callable[[Any], str], key: Any, reason: str
+) -> ExpiredPointer:
     """A sentinel for an object of ``kind``; ``describe(key)`` names it later."""
     return tuple.__new__(ExpiredPointer, (kind, describe, key, reason))
 
@@ -89,7 +104,7 @@ def expired_subject(pointer: ExpiredPointer) -> str | None:
     describe, key = _tuple_item(pointer, 1), _tuple_item(pointer, 2)
     try:
         subject: str = describe(key)
-    except Exception:  # naming must never hide the real error
+    except Exception:  # noqa: BLE001 (naming must never hide the real error)
         return None
     return subject
 

@@ -6,6 +6,7 @@ each Python-declared class gets a C struct (the ``zs_object`` header, then
 its properties), whose member offsets the property descriptors use (and
 ``obj._p``, the object's pointer typed as that struct).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -14,12 +15,20 @@ from typing import Any, NoReturn
 
 import cffi
 
+from .._native_lib import ffi, lib
 from .context import RuntimeLike
 from .errors import ZS_E_DYING, raise_status
-from .._native_lib import ffi, lib
 
-__all__ = ["ffi", "lib", "layout_ffi", "declare_struct", "member_name", "check", "refused",
-           "check_writable"]
+__all__ = [
+    "ffi",
+    "lib",
+    "layout_ffi",
+    "declare_struct",
+    "member_name",
+    "check",
+    "refused",
+    "check_writable",
+]
 
 layout_ffi = cffi.FFI()
 layout_ffi.cdef(
@@ -37,21 +46,31 @@ layout_ffi.cdef(
     typedef struct zs_hash {
         zs_array entries; uint32_t *buckets; uint32_t bucket_count; uint32_t reserved;
     } zs_hash;
-    typedef struct zs_binding { uint64_t object; uint32_t function_name; uint32_t callable; } zs_binding;
+    typedef struct zs_binding {
+        uint64_t object; uint32_t function_name; uint32_t callable;
+    } zs_binding;
     """
 )
+
 
 # The two FFIs must agree on the native layouts, or every property offset is
 # wrong: a stale build of the extension is the usual cause.
 def _check_layouts() -> None:
-    mismatched = [name for name in ("zs_object", "zs_string", "zs_array", "zs_hash", "zs_binding")
-                  if layout_ffi.sizeof(name) != ffi.sizeof(name)]
-    mismatched += [f"zs_object.{field}" for field in
-                   ("cls", "outer", "index", "name_index", "name_number", "hash_next")
-                   if layout_ffi.offsetof("zs_object", field) != ffi.offsetof("zs_object", field)]
+    mismatched = [
+        name
+        for name in ("zs_object", "zs_string", "zs_array", "zs_hash", "zs_binding")
+        if layout_ffi.sizeof(name) != ffi.sizeof(name)
+    ]
+    mismatched += [
+        f"zs_object.{field}"
+        for field in ("cls", "outer", "index", "name_index", "name_number", "hash_next")
+        if layout_ffi.offsetof("zs_object", field) != ffi.offsetof("zs_object", field)
+    ]
     if mismatched:
-        raise ImportError("zsharp_py's compiled extension does not match its sources "
-                          f"({', '.join(mismatched)}); rebuild it: pip install -e .")
+        raise ImportError(
+            "zsharp_py's compiled extension does not match its sources "
+            f"({', '.join(mismatched)}); rebuild it: pip install -e ."
+        )
 
 
 _check_layouts()

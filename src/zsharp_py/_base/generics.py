@@ -14,6 +14,7 @@ such class also lists ``TypeParameters[T]`` among its bases:
   its cache and its error messages stay exactly as they were, and no
   ``typing.Generic`` machinery runs when a class is specialised.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ __all__ = ["TypeParameters"]
 if TYPE_CHECKING:
     from typing import Generic as TypeParameters
 else:
+
     class _TypeParameters:
         """``TypeParameters[...]`` at run time: ``object`` (see the module)."""
 

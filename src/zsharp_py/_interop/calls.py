@@ -20,34 +20,38 @@ the calls a game loop makes most, a method with scalar parameters and no
 result on an object whose conjugate is held (a layout's ``_fast`` plan),
 itself, and hands everything else to ``_call`` here, which behaves the same.
 """
+
 from __future__ import annotations
 
 import inspect
 import types
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from .._base.context import RuntimeLike
 from .. import _core
 from .._base import context
-
-from .._model import values as _values
-from .._base.errors import (ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK,
-                      ExpiredConjugateError)
+from .._base.context import RuntimeLike
+from .._base.errors import ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK, ExpiredConjugateError
 from .._base.ffi import api_address, declare_struct, ffi, layout_ffi, lib, member_name
+from .._model import values as _values
+from .._model.kinds import _SCALAR_CODES, ScalarKind
 from .._model.object import Object, ObjectRefKind, WeakRefKind, add_declaration_check, spec_of
 from .._model.struct import StructSpec
-from .._model.kinds import _SCALAR_CODES, ScalarKind
 from .._model.values import close_scope, open_scope
 
-
-__all__ = ["FunctionLayout", "FunctionParameter", "function_layout", "native_function",
-           "include_dir"]
+__all__ = [
+    "FunctionLayout",
+    "FunctionParameter",
+    "function_layout",
+    "native_function",
+    "include_dir",
+]
 
 
 # How a block member becomes an argument (FunctionLayout._modes).
 _SCALAR, _OBJECT, _STRUCT = 0, 1, 2
+
 
 @dataclass(frozen=True)
 class FunctionParameter:
@@ -128,8 +132,10 @@ def include_dir() -> str:
     for folder in (package / "include", package.parents[1] / "native" / "include"):
         if (folder / "zsharp.h").is_file():
             return str(folder)
-    raise FileNotFoundError(f"zsharp.h is neither in {package / 'include'} nor in a source tree "
-                            "beside the package: reinstall zsharp_py")
+    raise FileNotFoundError(
+        f"zsharp.h is neither in {package / 'include'} nor in a source tree "
+        "beside the package: reinstall zsharp_py"
+    )
 
 
 def function_layout(cls: type[Object], name: str) -> FunctionLayout:
@@ -178,8 +184,7 @@ def _declare(cls: type[Object], name: str) -> FunctionLayout:
     if not isinstance(name, str):
         raise AttributeError(f"{cls.__name__} has no method {name!r} that native code can call")
     owner = next((c for c in cls.__mro__ if name in c.__dict__), None)
-    if (name.startswith("_") or owner is None
-            or not issubclass(owner, Object) or owner is Object):
+    if name.startswith("_") or owner is None or not issubclass(owner, Object) or owner is Object:
         raise AttributeError(f"{cls.__name__} has no method {name!r} that native code can call")
     layout = _lay_out(owner, name)
     reference = _reference_layout(cls, name, owner)
@@ -189,7 +194,8 @@ def _declare(cls: type[Object], name: str) -> FunctionLayout:
             f"{reference.owner.__name__}.{name}{_signature(reference)} for calls from native "
             f"code: native code passes {reference.owner.__name__}.{name}'s parameter block "
             f"({reference.size} bytes), so an override must take the same parameters and "
-            "return the same type")
+            "return the same type"
+        )
     return layout
 
 
@@ -199,8 +205,13 @@ def _reference_layout(cls: type[Object], name: str, owner: type) -> FunctionLayo
     for base in reversed(cls.__mro__):
         if base is owner:
             return None
-        if (base is Object or not isinstance(base, type) or not issubclass(base, Object)
-                or name not in base.__dict__ or not issubclass(owner, base)):
+        if (
+            base is Object
+            or not isinstance(base, type)
+            or not issubclass(base, Object)
+            or name not in base.__dict__
+            or not issubclass(owner, base)
+        ):
             continue
         try:
             return function_layout(base, name)
@@ -211,11 +222,16 @@ def _reference_layout(cls: type[Object], name: str, owner: type) -> FunctionLayo
 
 def _same_block(layout: FunctionLayout, reference: FunctionLayout) -> bool:
     """Whether two layouts describe the same parameter block."""
+
     def shape(described: FunctionLayout) -> Any:
         members = list(described.parameters) + ([described.result] if described.result else [])
-        return (described.size, described.result is None,
-                tuple((m.c_type, m.offset) for m in members),
-                tuple(_block_key(k) for k in described._kinds))
+        return (
+            described.size,
+            described.result is None,
+            tuple((m.c_type, m.offset) for m in members),
+            tuple(_block_key(k) for k in described._kinds),
+        )
+
     return bool(shape(layout) == shape(reference))
 
 
@@ -239,11 +255,17 @@ def check_overrides(cls: type[Object], namespace: dict[str, Any]) -> None:
     override whose parameter block differs from its reference declaration's,
     when both signatures resolve now; otherwise the first call decides."""
     for name, value in namespace.items():
-        if (not isinstance(value, types.FunctionType) or not isinstance(name, str)
-                or name.startswith("_")):
+        if (
+            not isinstance(value, types.FunctionType)
+            or not isinstance(name, str)
+            or name.startswith("_")
+        ):
             continue
-        if not any(name in base.__dict__ for base in cls.__mro__[1:]
-                   if isinstance(base, type) and issubclass(base, Object) and base is not Object):
+        if not any(
+            name in base.__dict__
+            for base in cls.__mro__[1:]
+            if isinstance(base, type) and issubclass(base, Object) and base is not Object
+        ):
             continue  # not an override
         try:
             function_layout(cls, name)
@@ -264,11 +286,15 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
     members: list[tuple[str, str, Any]] = []
     for parameter in parameters:
         if parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
-            raise TypeError(f"{what}: parameter {parameter.name!r} must be positional to be "
-                            "passed from native code")
+            raise TypeError(
+                f"{what}: parameter {parameter.name!r} must be positional to be "
+                "passed from native code"
+            )
         if parameter.annotation is parameter.empty:
-            raise TypeError(f"{what}: parameter {parameter.name!r} needs a type annotation to "
-                            "be passed from native code")
+            raise TypeError(
+                f"{what}: parameter {parameter.name!r} needs a type annotation to "
+                "be passed from native code"
+            )
         members.append((parameter.name, parameter.name, parameter.annotation))
     returns = signature.return_annotation
     if returns not in (signature.empty, None, "None"):
@@ -277,27 +303,51 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
     for label, _, annotation in members:
         kind = spec_of(owner, annotation, f"{what}: {label}")
         if not (isinstance(kind, (ScalarKind, ObjectRefKind)) or _plain_struct(kind)):
-            raise TypeError(f"{what}: {label} is {kind.describe()}; only scalars, object "
-                            "references and plain structs cross into Python from native code")
+            raise TypeError(
+                f"{what}: {label} is {kind.describe()}; only scalars, object "
+                "references and plain structs cross into Python from native code"
+            )
         kinds.append(kind)
     cnames = tuple(member_name(i, label) for i, (label, _, _) in enumerate(members))
-    pointer_type = declare_struct(f"{owner.__name__}_{name}_params",
-                                  [(c, k.c_type) for c, k in zip(cnames, kinds)], header=False)
+    pointer_type = declare_struct(
+        f"{owner.__name__}_{name}_params",
+        [(c, k.c_type) for c, k in zip(cnames, kinds, strict=True)],
+        header=False,
+    )
     struct_type = pointer_type.item
-    described = tuple(FunctionParameter(label, _host_type(kind),
-                                        layout_ffi.offsetof(struct_type, c))
-                      for (label, _, _), kind, c in zip(members, kinds, cnames))
+    described = tuple(
+        FunctionParameter(label, _host_type(kind), layout_ffi.offsetof(struct_type, c))
+        for (label, _, _), kind, c in zip(members, kinds, cnames, strict=True)
+    )
     has_result = len(members) > len(parameters)
-    modes = tuple(_STRUCT if isinstance(k, StructSpec) else _OBJECT
-                  if isinstance(k, ObjectRefKind) else _SCALAR for k in kinds)
+    modes = tuple(
+        _STRUCT
+        if isinstance(k, StructSpec)
+        else _OBJECT
+        if isinstance(k, ObjectRefKind)
+        else _SCALAR
+        for k in kinds
+    )
     fast = None
     if not has_result and all(mode == _SCALAR for mode in modes) and len(modes) <= 8:
-        fast = (name, tuple((p.offset, _SCALAR_CODES[k.c_type])
-                            for p, k in zip(described, kinds)))
-    return FunctionLayout(owner, name, described[:len(parameters)],
-                          described[-1] if has_result else None,
-                          layout_ffi.sizeof(struct_type) if members else 0,
-                          pointer_type, tuple(kinds), cnames, modes, fast)
+        fast = (
+            name,
+            tuple(
+                (p.offset, _SCALAR_CODES[k.c_type]) for p, k in zip(described, kinds, strict=True)
+            ),
+        )
+    return FunctionLayout(
+        owner,
+        name,
+        described[: len(parameters)],
+        described[-1] if has_result else None,
+        layout_ffi.sizeof(struct_type) if members else 0,
+        pointer_type,
+        tuple(kinds),
+        cnames,
+        modes,
+        fast,
+    )
 
 
 def _plain_struct(kind: Any) -> bool:
@@ -306,8 +356,10 @@ def _plain_struct(kind: Any) -> bool:
     free (a string or container member would allocate there)."""
     if not isinstance(kind, StructSpec):
         return False
-    return all(isinstance(info.kind, (ScalarKind, ObjectRefKind, WeakRefKind))
-               or _plain_struct(info.kind) for info in kind.layout.properties)
+    return all(
+        isinstance(info.kind, (ScalarKind, ObjectRefKind, WeakRefKind)) or _plain_struct(info.kind)
+        for info in kind.layout.properties
+    )
 
 
 def _host_type(kind: Any) -> str:
@@ -334,6 +386,7 @@ def _declare_host_struct(kind: Any, out: dict[str, str]) -> None:
 # The handler
 # ---------------------------------------------------------------------------
 
+
 def _call_from_address(runtime: RuntimeLike, handle: int, function: bytes, params: int) -> int:
     """The slow path of zsharp_py._core's handler (``params`` an address)."""
     return _call(runtime, handle, function, ffi.cast("void *", params))
@@ -358,9 +411,13 @@ def _call(runtime: RuntimeLike, handle: int, function: bytes, params: Any) -> in
         _core.write_unraisable(error, f"a call from native code to {obj!r}")
         return ZS_E_INVALID
     if layout.size and params == ffi.NULL:
-        _core.write_unraisable(ValueError(
-            f"{layout.owner.__name__}.{layout.name} called from native code without its "
-            "parameter block"), f"a call from native code to {obj!r}")
+        _core.write_unraisable(
+            ValueError(
+                f"{layout.owner.__name__}.{layout.name} called from native code without its "
+                "parameter block"
+            ),
+            f"a call from native code to {obj!r}",
+        )
         return ZS_E_INVALID
     method = getattr(cls, layout.name)
     # The object's runtime is current during the call (a native thread's
@@ -376,12 +433,13 @@ def _call(runtime: RuntimeLike, handle: int, function: bytes, params: Any) -> in
             method(obj, getattr(block, layout._cnames[0]))  # tick(dt) and the like
         else:
             address = api_address(params)
-            arguments = [_read(runtime, layout, i, block, address)
-                         for i in range(len(layout.parameters))]
+            arguments = [
+                _read(runtime, layout, i, block, address) for i in range(len(layout.parameters))
+            ]
             result = method(obj, *arguments)
             if layout.result is not None:
                 _write(runtime, layout, block, address, result)
-    except BaseException as error:  # cannot cross the native frames: reported instead
+    except BaseException as error:  # noqa: BLE001 (cannot cross the native frames: reported)
         _core.write_unraisable(error, method.__get__(obj))
         return ZS_E_CALL_FAILED
     finally:
@@ -411,7 +469,9 @@ def _read(runtime: RuntimeLike, layout: FunctionLayout, i: int, block: Any, addr
     return obj
 
 
-def _write(runtime: RuntimeLike, layout: FunctionLayout, block: Any, address: int, value: Any) -> None:
+def _write(
+    runtime: RuntimeLike, layout: FunctionLayout, block: Any, address: int, value: Any
+) -> None:
     """Store the result into the block."""
     kind, cname, mode = layout._kinds[-1], layout._cnames[-1], layout._modes[-1]
     what = f"{layout.owner.__name__}.{layout.name} (result)"

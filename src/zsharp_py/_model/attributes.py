@@ -2,6 +2,7 @@
 have: which zs type to declare it with, or the name the user probably
 meant. Called from C (native/binding/conjugates.c) only after the generic
 store failed, so nothing here is on a hot path."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -53,8 +54,9 @@ def _public_names(obj: Any) -> list[str]:
 _WRITE, _DELETE = 1, 2
 
 
-def attribute_error(obj: Any, name: str, error: BaseException, action: int,
-                    value: Any) -> BaseException | None:
+def attribute_error(
+    obj: Any, name: str, error: BaseException, action: int, value: Any
+) -> BaseException | None:
     """The AttributeError to raise instead of ``error``, for an attribute
     ``obj``'s class does not have (written or deleted); None keeps
     ``error``. Called from C (native/binding/conjugates.c) only after the
@@ -64,16 +66,21 @@ def attribute_error(obj: Any, name: str, error: BaseException, action: int,
     cls = type(obj).__name__
     suggestion = did_you_mean(name, _public_names(obj))
     if action == _WRITE and isinstance(obj, (Object, Struct)):
-        holder, body, holds = (("objects", "class", "properties") if isinstance(obj, Object)
-                               else ("structs", "struct", "members"))
+        holder, body, holds = (
+            ("objects", "class", "properties")
+            if isinstance(obj, Object)
+            else ("structs", "struct", "members")
+        )
         declared = _value_type(value)
         if declared is None and isinstance(value, tuple):
             example = f"a zs.Struct subclass, e.g. `{name}: Pair`"
         else:
             example = f"e.g. `{name}: {declared or 'zs.Int32'}`"
-        message = (f"'{cls}' object has no attribute '{name}': native {holder} hold only "
-                   f"their declared {holds}; declare it in the {body} body with a zs type "
-                   f"({example}).{suggestion}")
+        message = (
+            f"'{cls}' object has no attribute '{name}': native {holder} hold only "
+            f"their declared {holds}; declare it in the {body} body with a zs type "
+            f"({example}).{suggestion}"
+        )
     elif suggestion:
         message = f"'{cls}' object has no attribute '{name}'.{suggestion}"
     else:

@@ -6,6 +6,7 @@ Nothing here is on a hot path: the hints are made only once something has
 failed (a class declaration that is refused, a store into an attribute the
 class does not have).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -20,10 +21,12 @@ __all__ = ["plural", "type_text", "unsupported_hint", "did_you_mean"]
 
 # The zs type a Python type stands for inside a zs container or zs.Optional.
 PYTHON_EQUIVALENTS: dict[Any, str] = {
-    int: "zs.Int64", float: "zs.Float64", str: "zs.String", bool: "zs.Bool",
+    int: "zs.Int64",
+    float: "zs.Float64",
+    str: "zs.String",
+    bool: "zs.Bool",
 }
-_CONTAINERS: dict[Any, str] = {list: "zs.Array", set: "zs.Set", frozenset: "zs.Set",
-                               dict: "zs.Map"}
+_CONTAINERS: dict[Any, str] = {list: "zs.Array", set: "zs.Set", frozenset: "zs.Set", dict: "zs.Map"}
 _TYPE_TABLE = "(or another zs type: see the type table)"
 
 
@@ -66,7 +69,8 @@ def type_text(annotation: Any) -> str:
         # A zs specialisation (zs.Array[zs.Int32], zs.SoftObjectPtr["Actor"]):
         # its generic, then its type arguments written the same way.
         special = annotation.__dict__.get("_zs_args") or (
-            (annotation.__dict__["_zs_arg"],) if "_zs_arg" in annotation.__dict__ else ())
+            (annotation.__dict__["_zs_arg"],) if "_zs_arg" in annotation.__dict__ else ()
+        )
         if special:
             shown = ", ".join(type_text(a) for a in special)
             return f"{type_text(annotation.__bases__[0])}[{shown}]"
@@ -81,8 +85,7 @@ def _is_zs_type(value: Any) -> bool:
     or an object class)."""
     if not isinstance(value, type):
         return False
-    return (issubclass(value, (Scalar, _core.ObjectConjugate))
-            or hasattr(value, "_zs_value_spec"))
+    return issubclass(value, (Scalar, _core.ObjectConjugate)) or hasattr(value, "_zs_value_spec")
 
 
 def _element(annotation: Any) -> str | None:
@@ -117,8 +120,10 @@ def _container_hint(annotation: Any) -> str:
     if converted is not None:
         return f"use {converted}"
     placeholder = "K, V" if origin is dict else "T"
-    return (f"use {_CONTAINERS[origin]}[{placeholder}] with zs element types, e.g. "
-            f"{_CONTAINERS[origin]}[{'zs.Name, zs.Int32' if origin is dict else 'zs.Int32'}]")
+    return (
+        f"use {_CONTAINERS[origin]}[{placeholder}] with zs element types, e.g. "
+        f"{_CONTAINERS[origin]}[{'zs.Name, zs.Int32' if origin is dict else 'zs.Int32'}]"
+    )
 
 
 def unsupported_hint(annotation: Any) -> str:
@@ -129,8 +134,7 @@ def unsupported_hint(annotation: Any) -> str:
     if annotation in (bytes, bytearray):
         return f"use zs.Array[zs.UInt8] {_TYPE_TABLE}"
     if origin is tuple:
-        return ("use a zs.Struct subclass with one annotated member per item "
-                f"{_TYPE_TABLE}")
+        return f"use a zs.Struct subclass with one annotated member per item {_TYPE_TABLE}"
     if origin in (typing.Union, types.UnionType):
         arguments = typing.get_args(annotation)
         members = [a for a in arguments if a is not type(None)]
@@ -138,14 +142,17 @@ def unsupported_hint(annotation: Any) -> str:
             inner = members[0]
             inner_origin = typing.get_origin(inner) or inner
             if inner_origin in _CONTAINERS:
-                return (f"{_container_hint(inner)} (an empty container stands for none) "
-                        f"{_TYPE_TABLE}")
+                return (
+                    f"{_container_hint(inner)} (an empty container stands for none) {_TYPE_TABLE}"
+                )
             converted = _element(inner)
             if converted is not None and not converted.startswith("zs.Array"):
                 return f"use zs.Optional[{converted}] {_TYPE_TABLE}"
         elif len(members) > 1:
-            return ("a property has exactly one zs type: the only union allowed is "
-                    "`Class | None`, a reference to a zs.Object class (see the type table)")
+            return (
+                "a property has exactly one zs type: the only union allowed is "
+                "`Class | None`, a reference to a zs.Object class (see the type table)"
+            )
     return "native properties hold only zs types (see the type table)"
 
 

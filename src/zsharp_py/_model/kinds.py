@@ -1,21 +1,32 @@
 """Property types: the scalar markers (``zs.Int32`` ...) and the property
 kinds that turn a class annotation into a C member plus a descriptor."""
+
 from __future__ import annotations
 
 import math
 import operator
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
-
-from typing_extensions import TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from .. import _core
 from .._base.errors import named
 from .._base.ffi import lib as _native_lib
 
 __all__ = [
-    "Scalar", "Bool", "Int8", "Int16", "Int32", "Int64",
-    "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64",
-    "PropertyKind", "ScalarKind", "install_property",
+    "Scalar",
+    "Bool",
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "UInt8",
+    "UInt16",
+    "UInt32",
+    "UInt64",
+    "Float32",
+    "Float64",
+    "PropertyKind",
+    "ScalarKind",
+    "install_property",
 ]
 
 _FLOAT32_MAX = 3.4028234663852886e38
@@ -43,7 +54,8 @@ class Scalar:
         result = operator.index(value)
         if not cls.minimum <= result <= cls.maximum:
             raise OverflowError(
-                f"{result} is out of range for {cls.__name__} [{cls.minimum}, {cls.maximum}]")
+                f"{result} is out of range for {cls.__name__} [{cls.minimum}, {cls.maximum}]"
+            )
         return result
 
 
@@ -51,8 +63,17 @@ def _integer(name: str, c_type: str, bits: int, signed: bool) -> type[Scalar]:
     low = -(1 << (bits - 1)) if signed else 0
     high = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
     doc = f"{'Signed' if signed else 'Unsigned'} {bits}-bit integer property ({c_type})."
-    return type(name, (Scalar,), {"c_type": c_type, "minimum": low, "maximum": high,
-                                  "__doc__": doc, "__module__": "zsharp_py"})
+    return type(
+        name,
+        (Scalar,),
+        {
+            "c_type": c_type,
+            "minimum": low,
+            "maximum": high,
+            "__doc__": doc,
+            "__module__": "zsharp_py",
+        },
+    )
 
 
 class _Bool(Scalar):
@@ -252,13 +273,31 @@ def install_property(spec: PropertyKind, cls: type, name: str, offset: int) -> N
 
 # The scalar codes of native/binding (zs_scalar_kind), by C type.
 _SCALAR_CODES = {
-    "_Bool": _core.SCALAR_BOOL, "int8_t": _core.SCALAR_I8, "int16_t": _core.SCALAR_I16,
-    "int32_t": _core.SCALAR_I32, "int64_t": _core.SCALAR_I64, "uint8_t": _core.SCALAR_U8,
-    "uint16_t": _core.SCALAR_U16, "uint32_t": _core.SCALAR_U32, "uint64_t": _core.SCALAR_U64,
-    "float": _core.SCALAR_F32, "double": _core.SCALAR_F64}
-_SCALAR_SIZES = {"_Bool": 1, "int8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8,
-                 "uint8_t": 1, "uint16_t": 2, "uint32_t": 4, "uint64_t": 8, "float": 4,
-                 "double": 8}
+    "_Bool": _core.SCALAR_BOOL,
+    "int8_t": _core.SCALAR_I8,
+    "int16_t": _core.SCALAR_I16,
+    "int32_t": _core.SCALAR_I32,
+    "int64_t": _core.SCALAR_I64,
+    "uint8_t": _core.SCALAR_U8,
+    "uint16_t": _core.SCALAR_U16,
+    "uint32_t": _core.SCALAR_U32,
+    "uint64_t": _core.SCALAR_U64,
+    "float": _core.SCALAR_F32,
+    "double": _core.SCALAR_F64,
+}
+_SCALAR_SIZES = {
+    "_Bool": 1,
+    "int8_t": 1,
+    "int16_t": 2,
+    "int32_t": 4,
+    "int64_t": 8,
+    "uint8_t": 1,
+    "uint16_t": 2,
+    "uint32_t": 4,
+    "uint64_t": 8,
+    "float": 4,
+    "double": 8,
+}
 
 
 class ScalarKind(PropertyKind):
@@ -286,8 +325,15 @@ class ScalarKind(PropertyKind):
     def make_kind(self) -> _core.Kind:
         """A plain kind of the scalar's size."""
         size = _SCALAR_SIZES[self.scalar.c_type]
-        return _core.Kind(_core.KIND_SCALAR, size, size, _native_lib.ZS_TYPE_PLAIN,
-                          self.scalar.__name__, scalar=self.code, flags=_core.KIND_BITWISE)
+        return _core.Kind(
+            _core.KIND_SCALAR,
+            size,
+            size,
+            _native_lib.ZS_TYPE_PLAIN,
+            self.scalar.__name__,
+            scalar=self.code,
+            flags=_core.KIND_BITWISE,
+        )
 
     def install(self, cls: type, name: str, cname: str, offset: int) -> None:
         """On an object class a ``ScalarProperty``; on a struct a ``MemberProperty``."""
@@ -316,4 +362,3 @@ class ScalarKind(PropertyKind):
     def describe(self) -> str:
         """The scalar type's name."""
         return self.scalar.__name__
-

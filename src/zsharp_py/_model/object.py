@@ -6,33 +6,48 @@ registration in a runtime) resolves them, lays out a C struct (the object
 header, then the properties) and installs one descriptor per property. Each
 runtime registers the native class and its reference schema on first use.
 """
+
 from __future__ import annotations
 
 import inspect
+import struct as _struct_module
 import sys
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
-import struct as _struct_module
-
+from .. import _core
 from .._base import context
 from .._base.context import RuntimeLike
-from .. import _core
-from .._base.expiry import FIXED_CLASS, expired_error, expired_reason, expired_subject
 from .._base.errors import ExpiredConjugateError
-from .hints import plural, type_text, unsupported_hint
+from .._base.expiry import FIXED_CLASS, expired_error, expired_reason, expired_subject
 from .._base.ffi import check, declare_struct, ffi, layout_ffi, lib, member_name, refused
+from .hints import type_text, unsupported_hint
 from .kinds import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
 __all__ = ["Object", "ObjectMeta", "ClassLayout", "class_layout"]
 
 # Attribute names of zs.Object that a property may not shadow.
 _RESERVED = frozenset(
-    {"name", "outer", "is_expired", "is_black", "add_to_root", "remove_from_root",
-     "is_rooted", "mark_as_garbage", "is_garbage", "runtime", "handle", "dispose",
-     "create_cluster", "dissolve_cluster", "cluster"})
+    {
+        "name",
+        "outer",
+        "is_expired",
+        "is_black",
+        "add_to_root",
+        "remove_from_root",
+        "is_rooted",
+        "mark_as_garbage",
+        "is_garbage",
+        "runtime",
+        "handle",
+        "dispose",
+        "create_cluster",
+        "dissolve_cluster",
+        "cluster",
+    }
+)
 
 ZS_CLASS_CLUSTER_ROOT: int = lib.ZS_CLASS_CLUSTER_ROOT
 ZS_CLASS_IN_CLUSTER: int = lib.ZS_CLASS_IN_CLUSTER
@@ -56,11 +71,11 @@ class ClassLayout:
 
     cls: type[Object]
     parent: type[Object] | None
-    pointer_type: Any                   # layout-FFI ``struct ... *``
+    pointer_type: Any  # layout-FFI ``struct ... *``
     size: int
-    properties: list[PropertyInfo]      # inherited first
+    properties: list[PropertyInfo]  # inherited first
     own_members: list[tuple[int, PropertyKind]]  # (offset, spec): cls's own non-scalar members
-    class_flags: int = 0                # ZS_CLASS_*
+    class_flags: int = 0  # ZS_CLASS_*
     property_names: frozenset[str] = field(default_factory=frozenset)
     defaults: list[PropertyInfo] = field(default_factory=list)  # set after creation
     initializers: list[PropertyInfo] = field(default_factory=list)  # run after creation
@@ -74,23 +89,36 @@ class ObjectMeta(_core.ObjectClass):
     ``_create``). A class with a Python ``__init__`` is created by
     ``_create_initialized`` instead, which runs it."""
 
-    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
-                *, cluster_root: bool | None = None, can_be_in_cluster: bool | None = None,
-                **kwargs: Any) -> ObjectMeta:
+    def __new__(
+        mcls,
+        name: str,
+        bases: tuple[type, ...],
+        namespace: dict[str, Any],
+        *,
+        cluster_root: bool | None = None,
+        can_be_in_cluster: bool | None = None,
+        **kwargs: Any,
+    ) -> ObjectMeta:
         _refuse_new(name, bases, namespace)
         namespace.setdefault("__slots__", ())
         # Cluster flags are inherited unless the class says otherwise.
-        inherited = next((b.__dict__.get("_zs_class_flags", 0) for b in bases
-                          if isinstance(b, ObjectMeta)), 0)
+        inherited = next(
+            (b.__dict__.get("_zs_class_flags", 0) for b in bases if isinstance(b, ObjectMeta)), 0
+        )
         flags = inherited
-        for wanted, bit in ((cluster_root, ZS_CLASS_CLUSTER_ROOT),
-                            (can_be_in_cluster, ZS_CLASS_IN_CLUSTER)):
+        for wanted, bit in (
+            (cluster_root, ZS_CLASS_CLUSTER_ROOT),
+            (can_be_in_cluster, ZS_CLASS_IN_CLUSTER),
+        ):
             if wanted is not None:
                 flags = flags | bit if wanted else flags & ~bit
         namespace["_zs_class_flags"] = flags
         annotations = namespace.get("__annotations__", {})
-        defaults = {key: namespace.pop(key) for key in list(annotations)
-                    if key in namespace and not _is_classvar(annotations[key])}
+        defaults = {
+            key: namespace.pop(key)
+            for key in list(annotations)
+            if key in namespace and not _is_classvar(annotations[key])
+        }
         namespace["_zs_defaults"] = defaults
         namespace["_zs_scope"] = _scope_of(2)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
@@ -107,8 +135,10 @@ class ObjectMeta(_core.ObjectClass):
 
     def __setattr__(cls, name: str, value: Any) -> None:
         if name == "__new__":
-            raise TypeError(f"{cls.__name__}: a native class cannot have a __new__ (objects "
-                            "are created natively, it would never run); use __init__")
+            raise TypeError(
+                f"{cls.__name__}: a native class cannot have a __new__ (objects "
+                "are created natively, it would never run); use __init__"
+            )
         super().__setattr__(name, value)
         if name == "__init__":
             _refresh_python_init(cls)
@@ -120,8 +150,14 @@ class ObjectMeta(_core.ObjectClass):
 
 
 # Bases whose own __new__ is not the user's (the library's, Python's).
-_LIBRARY_MODULES = ("builtins", "zsharp_py", "typing", "typing_extensions", "abc",
-                    "collections.abc")
+_LIBRARY_MODULES = (
+    "builtins",
+    "zsharp_py",
+    "typing",
+    "typing_extensions",
+    "abc",
+    "collections.abc",
+)
 
 
 def _refuse_new(name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> None:
@@ -129,23 +165,31 @@ def _refuse_new(name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -
     object natively (native/binding/classes.c), so refuse one when the class
     is declared, its own or a mixin's."""
     if "__new__" in namespace:
-        raise TypeError(f"{name}: a native class cannot define __new__ (objects are created "
-                        "natively, so it would never run); put the initialisation in __init__")
+        raise TypeError(
+            f"{name}: a native class cannot define __new__ (objects are created "
+            "natively, so it would never run); put the initialisation in __init__"
+        )
     for base in bases:
         for ancestor in base.__mro__:
             module = getattr(ancestor, "__module__", "") or ""
-            if ("__new__" in ancestor.__dict__ and ancestor is not _core.ObjectConjugate
-                    and not module.startswith(_LIBRARY_MODULES)):
-                raise TypeError(f"{name}: its base {ancestor.__name__} defines __new__, which "
-                                "never runs for a native class (objects are created natively); "
-                                "put the initialisation in __init__")
+            if (
+                "__new__" in ancestor.__dict__
+                and ancestor is not _core.ObjectConjugate
+                and not module.startswith(_LIBRARY_MODULES)
+            ):
+                raise TypeError(
+                    f"{name}: its base {ancestor.__name__} defines __new__, which "
+                    "never runs for a native class (objects are created natively); "
+                    "put the initialisation in __init__"
+                )
 
 
 def _set_python_init(cls: ObjectMeta) -> None:
     """Record whether ``cls`` (or a base below zs.Object) has a Python
     ``__init__``: the C creation path (class_call, native/binding/classes.c)
     reads this flag, so a class without one pays nothing for the feature."""
-    type.__setattr__(cls, "_zs_python_init", getattr(cls, "__init__") is not Object.__init__)
+    init = getattr(cls, "__init__")  # noqa: B009 (mypy refuses cls.__init__ on a class)
+    type.__setattr__(cls, "_zs_python_init", init is not Object.__init__)
 
 
 def _refresh_python_init(cls: ObjectMeta) -> None:
@@ -165,8 +209,9 @@ def _refresh_python_init(cls: ObjectMeta) -> None:
 _core.refuse_reclassing(FIXED_CLASS)
 
 
-def _create(cls: type[Object], /, name: str | None = None, outer: Object | None = None,
-            **properties: Any) -> Any:
+def _create(
+    cls: type[Object], /, name: str | None = None, outer: Object | None = None, **properties: Any
+) -> Any:
     """``cls(name=..., outer=..., **properties)``: what the C fast path of
     ``cls()`` does not handle (arguments, a class's first use in a runtime)."""
     layout = cls._zs_layout
@@ -187,8 +232,14 @@ def _create(cls: type[Object], /, name: str | None = None, outer: Object | None 
     return runtime._new_object(layout.cls, layout, name, outer, properties)
 
 
-def _create_initialized(cls: type[Object], /, *args: Any, name: str | None = None,
-                        outer: Object | None = None, **arguments: Any) -> Any:
+def _create_initialized(
+    cls: type[Object],
+    /,
+    *args: Any,
+    name: str | None = None,
+    outer: Object | None = None,
+    **arguments: Any,
+) -> Any:
     """``cls(*args, name=..., outer=..., **arguments)`` for a class with a
     Python ``__init__``: the object is made with its declared defaults
     (``name`` and ``outer`` are the library's: they name the native object
@@ -212,8 +263,9 @@ def _create_initialized(cls: type[Object], /, *args: Any, name: str | None = Non
     try:
         result = cls.__init__(obj, *args, **arguments)
         if result is not None:
-            raise TypeError(f"{cls.__name__}.__init__() should return None, not "
-                            f"'{type(result).__name__}'")
+            raise TypeError(
+                f"{cls.__name__}.__init__() should return None, not '{type(result).__name__}'"
+            )
     except BaseException:
         with runtime._lock:
             # Each call checked just before it: a signal handler run between
@@ -235,15 +287,21 @@ def _scope_of(depth: int) -> tuple[dict[str, Any], dict[str, Any]]:
     frame = sys._getframe(depth)
     # Only classes are kept from a function's locals: a snapshot of every
     # local would keep them (black values included) alive for ever.
-    scope_locals = ({k: v for k, v in frame.f_locals.items() if isinstance(v, type)}
-                    if frame.f_locals is not frame.f_globals else {})
+    scope_locals = (
+        {k: v for k, v in frame.f_locals.items() if isinstance(v, type)}
+        if frame.f_locals is not frame.f_globals
+        else {}
+    )
     return frame.f_globals, scope_locals
 
 
 def _annotations_of(cls: type) -> dict[str, Any]:
     """The class's own annotations, ClassVars and private ``_zs_`` names left out."""
-    return {k: v for k, v in inspect.get_annotations(cls).items()
-            if not _is_classvar(v) and not k.startswith("_zs_")}
+    return {
+        k: v
+        for k, v in inspect.get_annotations(cls).items()
+        if not _is_classvar(v) and not k.startswith("_zs_")
+    }
 
 
 # Names a struct member may not take (ValueConjugate's own API).
@@ -267,8 +325,9 @@ def _check_properties(layout: ClassLayout, runtime: RuntimeLike, values: dict[st
             value = values[info.name]
             info.kind.check(f"{layout.cls.__name__}.{info.name}", value)
             if issubclass(type(value), Object) and value._rt is not runtime:
-                raise ValueError(f"{layout.cls.__name__}.{info.name}: the object belongs to "
-                                 "another runtime")
+                raise ValueError(
+                    f"{layout.cls.__name__}.{info.name}: the object belongs to another runtime"
+                )
 
 
 _declaration_checks: list[typing.Callable[[type, dict[str, Any]], None]] = []
@@ -312,21 +371,26 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     __class__ = FIXED_CLASS  # never re-classed: its native object has its own class's layout
     _zs_layout: ClassVar[ClassLayout | None] = None  # each class's own, set by class_layout
     if TYPE_CHECKING:
+
         @property
         def _rt(self) -> RuntimeLike: ...
+
     _zs_defaults: ClassVar[dict[str, Any]]
     _zs_class_flags: ClassVar[int]
 
-    def __init__(self, name: str | None = None, outer: Object | None = None,
-                 **properties: Any) -> None:
+    def __init__(
+        self, name: str | None = None, outer: Object | None = None, **properties: Any
+    ) -> None:
         """Does nothing: ``Actor(name=..., outer=..., **properties)`` creates
         the object natively (this signature types that call) before any
         ``__init__`` runs. A subclass's ``__init__`` may call
         ``super().__init__()``, with no arguments."""
         if name is not None or outer is not None or properties:
-            raise TypeError(f"{type(self).__name__}: zs.Object.__init__() takes no arguments "
-                            "(name=, outer= and property values are given to the class call, "
-                            "and the object exists before __init__ runs)")
+            raise TypeError(
+                f"{type(self).__name__}: zs.Object.__init__() takes no arguments "
+                "(name=, outer= and property values are given to the class call, "
+                "and the object exists before __init__ runs)"
+            )
 
     # ---- identity -----------------------------------------------------
     @property
@@ -365,8 +429,9 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     def remove_from_root(self) -> None:
         """Remove the object from the root set."""
         runtime = self._live_runtime()
-        check(runtime._call(lib.zs_remove_from_root, self._h), self._what("remove_from_root"),
-              runtime)
+        check(
+            runtime._call(lib.zs_remove_from_root, self._h), self._what("remove_from_root"), runtime
+        )
 
     @property
     def is_rooted(self) -> bool:
@@ -381,7 +446,9 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
         objects' ``outer`` (an immutable reference) still keep it alive.
         """
         runtime = self._live_runtime()
-        check(runtime._call(lib.zs_mark_as_garbage, self._h), self._what("mark_as_garbage"), runtime)
+        check(
+            runtime._call(lib.zs_mark_as_garbage, self._h), self._what("mark_as_garbage"), runtime
+        )
 
     @property
     def is_garbage(self) -> bool:
@@ -406,8 +473,9 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     def dissolve_cluster(self) -> None:
         """Turn the cluster this object belongs to back into ordinary objects."""
         runtime = self._live_runtime()
-        check(runtime._call(lib.zs_dissolve_cluster, self._h), self._what("dissolve_cluster"),
-              runtime)
+        check(
+            runtime._call(lib.zs_dissolve_cluster, self._h), self._what("dissolve_cluster"), runtime
+        )
 
     @property
     def cluster(self) -> ClusterInfo | None:
@@ -445,8 +513,10 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
         return f"<{type(self).__name__} {self.name!r} #{self._h & 0xFFFFFFFF}>"
 
     def __copy__(self) -> Object:
-        raise TypeError(f"{type(self).__name__} is a native object conjugate and cannot be "
-                        "copied; there is one conjugate per object")
+        raise TypeError(
+            f"{type(self).__name__} is a native object conjugate and cannot be "
+            "copied; there is one conjugate per object"
+        )
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Object:
         return self.__copy__()
@@ -458,6 +528,7 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
 # ---------------------------------------------------------------------------
 # Property kinds for object references
 # ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ClusterInfo:
@@ -474,11 +545,11 @@ def _check_target(what: str, target: type[Object], value: Any, extra: str = "") 
     # The value's real type: isinstance would believe a __class__ property.
     if value is None or issubclass(type(value), target):
         if value is not None and not value._address:
-            raise ExpiredConjugateError(f"cannot store into {what}: "
-                                        f"{expired_error(value._expired)}")
+            raise ExpiredConjugateError(
+                f"cannot store into {what}: {expired_error(value._expired)}"
+            )
         return
-    raise TypeError(f"{what} expects {target.__name__}{extra} or None, "
-                    f"not {type(value).__name__}")
+    raise TypeError(f"{what} expects {target.__name__}{extra} or None, not {type(value).__name__}")
 
 
 def _reference_store_failed(self: Object, value: Any, what: str) -> None:
@@ -488,8 +559,9 @@ def _reference_store_failed(self: Object, value: Any, what: str) -> None:
         value._live_runtime()
         if value._rt is not self._rt:
             raise ValueError(f"cannot store into {what}: the object belongs to another runtime")
-    raise TypeError(f"{what} expects an object of its declared class or None, "
-                    f"not {type(value).__name__}")
+    raise TypeError(
+        f"{what} expects an object of its declared class or None, not {type(value).__name__}"
+    )
 
 
 def _reference_store_refused(runtime: RuntimeLike, status: int, what: str) -> NoReturn:
@@ -517,9 +589,17 @@ class ObjectRefKind(PropertyKind):
         zs_store_ref); on a struct a ``ValueProperty``."""
         if not issubclass(cls, Object):
             return super().install(cls, name, cname, offset)
-        setattr(cls, name, _core.ReferenceProperty(
-            cls, self.target, f"{cls.__name__}.{name}", offset,
-            f"Reference to {self.target.__name__} or None (killable, traced)."))
+        setattr(
+            cls,
+            name,
+            _core.ReferenceProperty(
+                cls,
+                self.target,
+                f"{cls.__name__}.{name}",
+                offset,
+                f"Reference to {self.target.__name__} or None (killable, traced).",
+            ),
+        )
 
     def check(self, what: str, value: Any) -> None:
         """Type and expiry check."""
@@ -537,8 +617,9 @@ class ObjectRefKind(PropertyKind):
 
     def make_kind(self) -> _core.Kind:
         """A strong reference kind checking its target class."""
-        return _core.Kind(_core.KIND_OBJECT, 8, 8, lib.ZS_TYPE_OBJECT, self.describe(),
-                          cls=self.target)
+        return _core.Kind(
+            _core.KIND_OBJECT, 8, 8, lib.ZS_TYPE_OBJECT, self.describe(), cls=self.target
+        )
 
 
 class WeakRefKind(PropertyKind):
@@ -573,13 +654,21 @@ class WeakRefKind(PropertyKind):
         """A weak reference kind (not traced) checking its target class: it
         takes a WeakObjectPtr, an object or None, and reads as a
         WeakObjectPtr (both in native/binding, kind.c and weak.c)."""
-        return _core.Kind(_core.KIND_WEAK, 8, 8, lib.ZS_TYPE_WEAK_OBJECT, self.describe(),
-                          cls=self.target, decode=self.pointer_class)
+        return _core.Kind(
+            _core.KIND_WEAK,
+            8,
+            8,
+            lib.ZS_TYPE_WEAK_OBJECT,
+            self.describe(),
+            cls=self.target,
+            decode=self.pointer_class,
+        )
 
 
 # ---------------------------------------------------------------------------
 # Annotation resolution and layout
 # ---------------------------------------------------------------------------
+
 
 def _evaluate(cls: type, annotation: Any) -> Any:
     if isinstance(annotation, typing.ForwardRef):
@@ -590,7 +679,9 @@ def _evaluate(cls: type, annotation: Any) -> Any:
         try:
             return eval(annotation, scope_globals, names)  # noqa: S307
         except Exception as exc:
-            raise TypeError(f"{cls.__name__}: cannot resolve annotation {annotation!r}: {exc}") from exc
+            raise TypeError(
+                f"{cls.__name__}: cannot resolve annotation {annotation!r}: {exc}"
+            ) from exc
     return annotation
 
 
@@ -639,8 +730,9 @@ def spec_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> Prop
     if target is not None:
         return ObjectRefKind(target)
     shown = annotation if annotation is not None else resolved
-    raise TypeError(f"{what}: unsupported property type {type_text(shown)}; "
-                    f"{unsupported_hint(resolved)}")
+    raise TypeError(
+        f"{what}: unsupported property type {type_text(shown)}; {unsupported_hint(resolved)}"
+    )
 
 
 def check_annotations(cls: type) -> None:
@@ -675,8 +767,10 @@ def class_layout(cls: type[Object]) -> ClassLayout:
         return layout
     parents = [typing.cast("type[Object]", b) for b in cls.__bases__ if isinstance(b, ObjectMeta)]
     if len(parents) > 1:
-        raise TypeError(f"{cls.__name__}: a native class has one native parent, got "
-                        f"{', '.join(p.__name__ for p in parents)}")
+        raise TypeError(
+            f"{cls.__name__}: a native class has one native parent, got "
+            f"{', '.join(p.__name__ for p in parents)}"
+        )
     parent = parents[0] if parents else None
     parent_layout = class_layout(parent) if parent is not None else None
     inherited = list(parent_layout.properties) if parent_layout else []
@@ -687,12 +781,17 @@ def class_layout(cls: type[Object]) -> ClassLayout:
     annotations = _annotations_of(cls) if cls is not Object else {}
     for attribute, annotation in annotations.items():
         if attribute in _RESERVED or attribute in taken:
-            raise TypeError(f"{cls.__name__}.{attribute}: the name is already used by "
-                            f"{'zs.Object' if attribute in _RESERVED else 'a parent class'}")
+            raise TypeError(
+                f"{cls.__name__}.{attribute}: the name is already used by "
+                f"{'zs.Object' if attribute in _RESERVED else 'a parent class'}"
+            )
         if attribute.startswith("_"):
             raise TypeError(f"{cls.__name__}.{attribute}: property names cannot start with '_'")
-        info = PropertyInfo(attribute, member_name(len(inherited) + len(own), attribute),
-                            resolve_kind(cls, attribute, annotation))
+        info = PropertyInfo(
+            attribute,
+            member_name(len(inherited) + len(own), attribute),
+            resolve_kind(cls, attribute, annotation),
+        )
         if attribute in defaults:
             info.has_default, info.default = True, defaults[attribute]
             info.kind.check(f"{cls.__name__}.{attribute} (default)", info.default)
@@ -709,15 +808,26 @@ def class_layout(cls: type[Object]) -> ClassLayout:
     properties = inherited + own
     size = layout_ffi.sizeof(struct_type)
     image, defaults, initializers = _initial_image(properties, size)
-    layout = ClassLayout(cls, parent, pointer_type, size, properties,
-                         own_members, cls.__dict__.get("_zs_class_flags", 0),
-                         frozenset(p.name for p in properties), defaults, initializers, image)
+    layout = ClassLayout(
+        cls,
+        parent,
+        pointer_type,
+        size,
+        properties,
+        own_members,
+        cls.__dict__.get("_zs_class_flags", 0),
+        frozenset(p.name for p in properties),
+        defaults,
+        initializers,
+        image,
+    )
     type.__setattr__(cls, "_zs_layout", layout)
     return layout
 
 
-def _initial_image(properties: list[PropertyInfo],
-                   size: int) -> tuple[bytes, list[PropertyInfo], list[PropertyInfo]]:
+def _initial_image(
+    properties: list[PropertyInfo], size: int
+) -> tuple[bytes, list[PropertyInfo], list[PropertyInfo]]:
     """What a new object's properties start as: the plain part (scalar
     defaults, embedded structs' scalar defaults) as the bytes after the
     header, which the native side copies in at creation, and the rest
@@ -740,17 +850,26 @@ def _initial_image(properties: list[PropertyInfo],
 
 
 # struct module formats of the scalar C types (native byte order and size).
-_PACK = {"_Bool": "?", "int8_t": "b", "int16_t": "h", "int32_t": "i", "int64_t": "q",
-         "uint8_t": "B", "uint16_t": "H", "uint32_t": "I", "uint64_t": "Q", "float": "f",
-         "double": "d"}
+_PACK = {
+    "_Bool": "?",
+    "int8_t": "b",
+    "int16_t": "h",
+    "int32_t": "i",
+    "int64_t": "q",
+    "uint8_t": "B",
+    "uint16_t": "H",
+    "uint32_t": "I",
+    "uint64_t": "Q",
+    "float": "f",
+    "double": "d",
+}
 
 
 def pack_default(kind: PropertyKind, buffer: bytearray, offset: int, value: Any) -> bool:
     """Write a scalar default into an image; False for any other kind."""
     if not isinstance(kind, ScalarKind):
         return False
-    _struct_module.pack_into(_PACK[kind.scalar.c_type], buffer, offset,
-                             kind.scalar.convert(value))
+    _struct_module.pack_into(_PACK[kind.scalar.c_type], buffer, offset, kind.scalar.convert(value))
     return True
 
 

@@ -8,6 +8,7 @@ assigning a struct copies it, as a C++ value type would. A struct of plain
 data (scalars, names, plain wrappers, such structs) is *bitwise*: a black one
 keeps its bytes inside its conjugate, with nothing native to free.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,11 +17,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import _core
 from .._base.ffi import declare_struct, layout_ffi, lib, member_name
 from .kinds import PropertyKind, ScalarKind
-from .object import (_RESERVED_STRUCT, PropertyInfo, _annotations_of, _is_classvar, _scope_of,
-                     check_annotations, initialize_defaults, pack_default, pack_initial,
-                     resolve_kind)
+from .object import (
+    _RESERVED_STRUCT,
+    PropertyInfo,
+    _annotations_of,
+    _is_classvar,
+    _scope_of,
+    check_annotations,
+    initialize_defaults,
+    pack_default,
+    pack_initial,
+    resolve_kind,
+)
 from .values import ValueConjugate
-
 
 __all__ = ["Struct", "StructMeta", "StructSpec", "StructLayout", "struct_layout"]
 
@@ -31,7 +40,7 @@ class StructLayout:
 
     cls: type[Struct]
     pointer_type: Any  # layout-FFI ``struct ... *`` (offsets of embedding layouts)
-    c_type: str        # ``struct zs_layout_N_Name`` (embeddable in other layouts)
+    c_type: str  # ``struct zs_layout_N_Name`` (embeddable in other layouts)
     size: int
     align: int
     properties: list[PropertyInfo]
@@ -42,13 +51,17 @@ class StructLayout:
 class StructMeta(type):
     """Metaclass of ``zs.Struct``: records the annotated members."""
 
-    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any],
-                **kwargs: Any) -> StructMeta:
+    def __new__(
+        mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
+    ) -> StructMeta:
 
         namespace.setdefault("__slots__", ())
         annotations = namespace.get("__annotations__", {})
-        namespace["_zs_defaults"] = {key: namespace.pop(key) for key in list(annotations)
-                                     if key in namespace and not _is_classvar(annotations[key])}
+        namespace["_zs_defaults"] = {
+            key: namespace.pop(key)
+            for key in list(annotations)
+            if key in namespace and not _is_classvar(annotations[key])
+        }
         namespace["_zs_scope"] = _scope_of(2)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         if any(isinstance(base, StructMeta) for base in bases):  # not zs.Struct itself
@@ -83,6 +96,7 @@ class Struct(ValueConjugate, metaclass=StructMeta):
     _zs_defaults: ClassVar[dict[str, Any]]
 
     if TYPE_CHECKING:
+
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
     @classmethod
@@ -96,6 +110,7 @@ class Struct(ValueConjugate, metaclass=StructMeta):
 
     # ---- value semantics -------------------------------------------------------
     if TYPE_CHECKING:
+
         def to_python(self) -> dict[str, Any]:
             """The members as a plain dict (nested values converted too)."""
 
@@ -142,8 +157,10 @@ def _contains(kind: PropertyKind, cls: type, seen: set[Any]) -> bool:
             return False
         seen.add(kind.cls)
 
-        return any(_contains(resolve_kind(kind.cls, name, annotation), cls, seen)
-                   for name, annotation in _annotations_of(kind.cls).items())
+        return any(
+            _contains(resolve_kind(kind.cls, name, annotation), cls, seen)
+            for name, annotation in _annotations_of(kind.cls).items()
+        )
     elements = getattr(kind, "elements", None)
     if elements is not None:
         return any(_contains(element, cls, seen) for element in elements)
@@ -173,7 +190,8 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
                 f"{cls.__name__}.{attribute}: a struct cannot contain itself, even through a "
                 "container (native copies, collections and destruction of values would "
                 "recurse as deep as the data); hold the nested ones as objects instead "
-                f"(a zs.Object class, referenced as zs.Array[\"Node\"])")
+                f'(a zs.Object class, referenced as zs.Array["Node"])'
+            )
         info = PropertyInfo(attribute, member_name(len(properties), attribute), kind)
         if attribute in defaults:
             info.has_default, info.default = True, defaults[attribute]
@@ -196,13 +214,21 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
     # The kind first, without members: a member may hold an array of this
     # very struct, whose element kind is this one (the native registration
     # then refuses the recursion with a TypeError).
-    struct_kind = _core.Kind(_core.KIND_STRUCT, size, align, lib.ZS_TYPE_STRUCT, cls.__name__,
-                             flags=_core.KIND_VIEW | (_core.KIND_BITWISE if bitwise else 0),
-                             cls=cls, struct_name=cls.__name__.encode("utf-8"),
-                             image=bytes(image) if any(image) else None)
+    struct_kind = _core.Kind(
+        _core.KIND_STRUCT,
+        size,
+        align,
+        lib.ZS_TYPE_STRUCT,
+        cls.__name__,
+        flags=_core.KIND_VIEW | (_core.KIND_BITWISE if bitwise else 0),
+        cls=cls,
+        struct_name=cls.__name__.encode("utf-8"),
+        image=bytes(image) if any(image) else None,
+    )
     type.__setattr__(cls, "_zs_kind", struct_kind)
-    layout = StructLayout(cls, pointer_type, struct_type.cname, size, align, properties,
-                          struct_kind, bitwise)
+    layout = StructLayout(
+        cls, pointer_type, struct_type.cname, size, align, properties, struct_kind, bitwise
+    )
     type.__setattr__(cls, "_zs_layout", layout)
     try:
         struct_kind.set_members([(info.name, info.offset, info.kind.kind) for info in properties])
@@ -222,14 +248,17 @@ def _install_defaults(cls: type[Struct], properties: list[PropertyInfo]) -> None
     its constructor applies them after the C one (members given win)."""
 
     base_new = _core.ValueConjugate.__new__
-    later = [info for info in properties
-             if (info.has_default and not isinstance(info.kind, ScalarKind))
-             or (not info.has_default and isinstance(info.kind, StructSpec))]
+    later = [
+        info
+        for info in properties
+        if (info.has_default and not isinstance(info.kind, ScalarKind))
+        or (not info.has_default and isinstance(info.kind, StructSpec))
+    ]
     names = [info.name for info in properties]
 
     def __new__(cls: type[Struct], *args: Any, **kwargs: Any) -> Any:
         value = base_new(cls, *args, **kwargs)
-        given = set(names[:len(args)]) | set(kwargs)
+        given = set(names[: len(args)]) | set(kwargs)
         try:
             for info in later:
                 if info.name in given:
@@ -289,8 +318,9 @@ class StructSpec(PropertyKind):
         plain = True
         for info in self.layout.properties:
             if info.has_default:
-                plain = pack_default(info.kind, buffer, offset + info.offset,
-                                     info.default) and plain
+                plain = (
+                    pack_default(info.kind, buffer, offset + info.offset, info.default) and plain
+                )
             else:
                 plain = info.kind.pack_initial(buffer, offset + info.offset) and plain
         return plain
@@ -312,7 +342,7 @@ class StructSpec(PropertyKind):
             return
         layout = self.layout
         if isinstance(value, (tuple, list)):
-            items = dict(zip((p.name for p in layout.properties), value))
+            items = dict(zip((p.name for p in layout.properties), value, strict=False))
             if len(value) > len(layout.properties):
                 raise TypeError(f"{what}: too many values for {self.cls.__name__}")
         elif isinstance(value, dict):
@@ -321,8 +351,9 @@ class StructSpec(PropertyKind):
             if unknown:
                 raise TypeError(f"{what}: {self.cls.__name__} has no member {sorted(unknown)[0]!r}")
         else:
-            raise TypeError(f"{what} expects {self.cls.__name__}, a tuple or a dict, "
-                            f"not {type(value).__name__}")
+            raise TypeError(
+                f"{what} expects {self.cls.__name__}, a tuple or a dict, not {type(value).__name__}"
+            )
         for info in layout.properties:
             if info.name in items:
                 info.kind.check(f"{what}.{info.name}", items[info.name])

@@ -22,14 +22,16 @@ Lifetimes (rules 3 to 5 of docs/design.md):
 
 While a view is held, reading the same place again gives the same view.
 """
+
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import TYPE_CHECKING, Any, Iterator, NoReturn
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from .._base.context import RuntimeLike
 from .. import _core
+from .._base.context import RuntimeLike
 from .._base.expiry import FIXED_CLASS
 
 __all__ = ["ValueConjugate", "ImmutableValue", "scope", "open_scope", "close_scope"]
@@ -37,7 +39,8 @@ __all__ = ["ValueConjugate", "ImmutableValue", "scope", "open_scope", "close_sco
 # The stack of open scopes in this context: each a list of the views
 # obtained while it was innermost (native/binding/value.c appends to it).
 _scopes: contextvars.ContextVar[tuple[list[Any], ...]] = contextvars.ContextVar(
-    "zsharp_scopes", default=())
+    "zsharp_scopes", default=()
+)
 
 
 @contextlib.contextmanager
@@ -91,6 +94,7 @@ class ValueConjugate(_core.ValueConjugate):
     __slots__ = ()
     __class__ = FIXED_CLASS  # never re-classed: its memory is laid out for its own type
     if TYPE_CHECKING:
+
         @property
         def _rt(self) -> RuntimeLike: ...
 
@@ -102,8 +106,9 @@ class ValueConjugate(_core.ValueConjugate):
         return f"<{type(self).__name__} expired: {self._expired_reason}>"
 
     def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError(f"{type(self).__name__} conjugates cannot be pickled; "
-                        "convert to a Python value first")
+        raise TypeError(
+            f"{type(self).__name__} conjugates cannot be pickled; convert to a Python value first"
+        )
 
 
 _core.value_class_init(ValueConjugate)

@@ -6,6 +6,7 @@ that root to it, nearest roots first, after Unreal's ``FReferenceChainSearch``
 reversed reference graph along exactly the edges the mark follows; this
 module turns its links into conjugates and member names.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,12 +21,17 @@ if TYPE_CHECKING:
 
 __all__ = ["ChainLink", "ReferenceChain", "reference_chains"]
 
-_ROOT_REASONS = ((lib.ZS_CHAIN_ROOT_ADDED, "rooted"),
-                 (lib.ZS_CHAIN_ROOT_STRONG, "strong pointer"),
-                 (lib.ZS_CHAIN_ROOT_PERMANENT, "permanent"),
-                 (lib.ZS_CHAIN_ROOT_VALUE, "black value"))
-_SPECIAL_MEMBERS = {lib.ZS_CHAIN_OUTER: "outer", lib.ZS_CHAIN_CLUSTER: "cluster",
-                    lib.ZS_CHAIN_WHOLE: "contents"}
+_ROOT_REASONS = (
+    (lib.ZS_CHAIN_ROOT_ADDED, "rooted"),
+    (lib.ZS_CHAIN_ROOT_STRONG, "strong pointer"),
+    (lib.ZS_CHAIN_ROOT_PERMANENT, "permanent"),
+    (lib.ZS_CHAIN_ROOT_VALUE, "black value"),
+)
+_SPECIAL_MEMBERS = {
+    lib.ZS_CHAIN_OUTER: "outer",
+    lib.ZS_CHAIN_CLUSTER: "cluster",
+    lib.ZS_CHAIN_WHOLE: "contents",
+}
 _FIRST_CAPACITY = 64  # links asked for first; a larger answer is asked for again
 
 
@@ -83,8 +89,9 @@ def reference_chains(runtime: Runtime, obj: Object, limit: int | None) -> list[R
         raise TypeError(f"reference_chains() needs a zs.Object, got {type(obj).__name__}")
     if obj._rt is not runtime:
         raise ValueError(f"{obj!r} belongs to another runtime")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
-                              or not 0 < limit < 2**32):
+    if limit is not None and (
+        not isinstance(limit, int) or isinstance(limit, bool) or not 0 < limit < 2**32
+    ):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
     max_chains = limit or 0
     capacity = _FIRST_CAPACITY
@@ -100,8 +107,9 @@ def reference_chains(runtime: Runtime, obj: Object, limit: int | None) -> list[R
         runtime._flush_deferred()  # a safe point: roots released by finalisers go first
         while True:
             links = ffi.new("zs_chain_link[]", capacity)
-            status = runtime._call(lib.zs_reference_chains, handle, max_chains, links, capacity,
-                                   count)
+            status = runtime._call(
+                lib.zs_reference_chains, handle, max_chains, links, capacity, count
+            )
             check(status, what, runtime)
             if count[0] <= capacity:
                 break

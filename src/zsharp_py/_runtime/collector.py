@@ -1,5 +1,6 @@
 """``rt.gc``: collection control (full, incremental, per-frame), statistics,
 clusters and heap verification."""
+
 from __future__ import annotations
 
 import time
@@ -15,8 +16,14 @@ if TYPE_CHECKING:
 __all__ = ["GcStats", "GcSettings", "GcStress", "GarbageCollector", "GcPhase", "GcTick"]
 
 GcPhase = Literal["idle", "marking", "gathering", "purging"]
+"""``rt.gc.phase``: what the collector has pending (native ``zs_gc_phase``)."""
 GcTick = Literal["idle", "started", "advanced", "finished"]
-_PHASES: dict[int, GcPhase] = {0: "idle", 1: "marking", 2: "purging", 3: "gathering"}
+_PHASES: dict[int, GcPhase] = {
+    lib.ZS_GC_IDLE: "idle",
+    lib.ZS_GC_MARKING: "marking",
+    lib.ZS_GC_PURGE_PENDING: "purging",
+    lib.ZS_GC_GATHERING: "gathering",
+}
 _IDLE, _MARKING, _PURGE_PENDING, _GATHERING = 0, 1, 2, 3
 
 
@@ -168,8 +175,10 @@ class GarbageCollector:
         with runtime._collection("gc.start_incremental()") as pointer:
             runtime._flush_deferred()
             if lib.zs_gc_phase_of(pointer) in (_MARKING, _GATHERING):
-                raise RuntimeError("an incremental cycle is already in progress; advance it "
-                                   "with rt.gc.step() or finish it with rt.collect_garbage()")
+                raise RuntimeError(
+                    "an incremental cycle is already in progress; advance it "
+                    "with rt.gc.step() or finish it with rt.collect_garbage()"
+                )
             self._expire_pending()
             check(lib.zs_gc_start_incremental(pointer), "start_incremental", runtime)
             self._cycle_expired = 0
@@ -198,8 +207,7 @@ class GarbageCollector:
             phase = lib.zs_gc_phase_of(pointer)
             progressed = False
             if phase in (_MARKING, _GATHERING):
-                check(lib.zs_gc_step_bounded(pointer, budget_ns, objects, done), "gc.step",
-                      runtime)
+                check(lib.zs_gc_step_bounded(pointer, budget_ns, objects, done), "gc.step", runtime)
                 if not done[0]:
                     return False
                 progressed = True
@@ -217,8 +225,7 @@ class GarbageCollector:
                 if remaining <= 0 and progressed:
                     return False
                 remaining_ns = max(1, int(remaining * 1e9))
-            check(lib.zs_gc_purge_bounded(pointer, remaining_ns, objects, done), "gc.step",
-                  runtime)
+            check(lib.zs_gc_purge_bounded(pointer, remaining_ns, objects, done), "gc.step", runtime)
             return bool(done[0])
 
     def tick(self, dt: float) -> GcTick:
@@ -249,8 +256,9 @@ class GarbageCollector:
         settings = self.settings
         if settings.objects_per_tick > 0:
             return self.step(None, max_objects=settings.objects_per_tick)
-        return self.step(settings.purge_budget if phase == "purging"
-                         else settings.reachability_budget)
+        return self.step(
+            settings.purge_budget if phase == "purging" else settings.reachability_budget
+        )
 
     # ---- expiry -----------------------------------------------------------
     def _expire_pending(self, deadline: float | None = None, limit: int | None = None) -> int:
@@ -271,8 +279,11 @@ class GarbageCollector:
             taken, expired = runtime._expire_dying_batch(batch, runtime._describe)
             total += taken
             self._cycle_expired += expired
-            if (taken == 0 or (limit is not None and total >= limit)
-                    or (deadline is not None and time.perf_counter() >= deadline)):
+            if (
+                taken == 0
+                or (limit is not None and total >= limit)
+                or (deadline is not None and time.perf_counter() >= deadline)
+            ):
                 return total
 
     def _expire_refused(self) -> None:
@@ -292,16 +303,27 @@ class GarbageCollector:
         raw = ffi.new("zs_gc_stats *")
         self._rt._call(lib.zs_gc_get_stats, raw)
         return GcStats(
-            cycle=raw.cycle, objects_scanned=raw.objects_scanned,
-            objects_marked=raw.objects_marked, objects_unreachable=raw.objects_unreachable,
-            objects_freed=raw.objects_freed, references_killed=raw.references_killed,
-            roots=raw.roots, permanent_objects=raw.permanent_objects, clusters=raw.clusters,
-            clusters_marked=raw.clusters_marked, clusters_dissolved=raw.clusters_dissolved,
-            live_objects=raw.live_objects, conjugates_expired=self._cycle_expired,
-            mark_seconds=raw.mark_ns / 1e9, gather_seconds=raw.gather_ns / 1e9,
-            purge_seconds=raw.purge_ns / 1e9, mark_steps=raw.mark_steps,
-            barrier_marks=raw.barrier_marks, mark_threads=raw.mark_threads,
-            gathers_aborted=raw.gathers_aborted)
+            cycle=raw.cycle,
+            objects_scanned=raw.objects_scanned,
+            objects_marked=raw.objects_marked,
+            objects_unreachable=raw.objects_unreachable,
+            objects_freed=raw.objects_freed,
+            references_killed=raw.references_killed,
+            roots=raw.roots,
+            permanent_objects=raw.permanent_objects,
+            clusters=raw.clusters,
+            clusters_marked=raw.clusters_marked,
+            clusters_dissolved=raw.clusters_dissolved,
+            live_objects=raw.live_objects,
+            conjugates_expired=self._cycle_expired,
+            mark_seconds=raw.mark_ns / 1e9,
+            gather_seconds=raw.gather_ns / 1e9,
+            purge_seconds=raw.purge_ns / 1e9,
+            mark_steps=raw.mark_steps,
+            barrier_marks=raw.barrier_marks,
+            mark_threads=raw.mark_threads,
+            gathers_aborted=raw.gathers_aborted,
+        )
 
     def cluster_count(self) -> int:
         """Number of live clusters."""
@@ -317,24 +339,32 @@ class GarbageCollector:
     # ---- test-only switches ---------------------------------------------
     def _debug_disable_barrier(self, disabled: bool) -> None:
         """Test-only: make the write barrier do nothing (proves tests catch it)."""
-        check(self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_DISABLE_BARRIER, int(disabled)),
-              "debug", self._rt)
+        check(
+            self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_DISABLE_BARRIER, int(disabled)),
+            "debug",
+            self._rt,
+        )
 
     def _apply_stress(self, stress: GcStress) -> None:
         """Set the native stress switches of ``stress``."""
-        for what, value in ((lib.ZS_DEBUG_CHECK_MARKS, int(stress.check_marks)),
-                            (lib.ZS_DEBUG_STEP_OBJECTS, stress.objects_per_step),
-                            (lib.ZS_DEBUG_POISON_FREED, int(stress.poison_freed)),
-                            (lib.ZS_DEBUG_MARK_STACK_LIMIT, stress.mark_stack_limit),
-                            (lib.ZS_DEBUG_ALLOC_LIMIT, stress.allocation_limit)):
+        for what, value in (
+            (lib.ZS_DEBUG_CHECK_MARKS, int(stress.check_marks)),
+            (lib.ZS_DEBUG_STEP_OBJECTS, stress.objects_per_step),
+            (lib.ZS_DEBUG_POISON_FREED, int(stress.poison_freed)),
+            (lib.ZS_DEBUG_MARK_STACK_LIMIT, stress.mark_stack_limit),
+            (lib.ZS_DEBUG_ALLOC_LIMIT, stress.allocation_limit),
+        ):
             if value < 0:
                 raise ValueError(f"stress settings must be >= 0, got {stress!r}")
             check(self._rt._call(lib.zs_debug_set, what, value), "stress", self._rt)
 
     def _debug_parallel_threshold(self, objects: int) -> None:
         """Test-only: live objects needed before a full mark goes parallel."""
-        check(self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_PARALLEL_THRESHOLD, objects), "debug",
-              self._rt)
+        check(
+            self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_PARALLEL_THRESHOLD, objects),
+            "debug",
+            self._rt,
+        )
 
 
 def _budget_nanoseconds(seconds: float | None) -> int:
@@ -342,8 +372,10 @@ def _budget_nanoseconds(seconds: float | None) -> int:
     if seconds is None:
         return 0
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise TypeError("budget_s must be a number of seconds (a float such as 0.001) or None, "
-                        f"not {type(seconds).__name__}")
+        raise TypeError(
+            "budget_s must be a number of seconds (a float such as 0.001) or None, "
+            f"not {type(seconds).__name__}"
+        )
     if not seconds > 0:
         raise ValueError(f"budget_s must be positive, got {seconds!r}")
     return min(max(1, int(seconds * 1e9)), 2**63)

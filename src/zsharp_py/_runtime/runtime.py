@@ -9,6 +9,7 @@ property reads and writes, reference stores, ``Cls()``) never take it: they
 hold the GIL from their first check to their last native call, and a
 conjugate is expired, under the GIL, before the purge frees its object.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -16,20 +17,18 @@ import collections
 import contextlib
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from .. import _core
 from .._base import context
 from .._base.context import current_runtime
-
-
-from .chains import ReferenceChain, reference_chains
-from .._base.expiry import ExpiredPointer, expired_error
-from .._base.errors import ExpiredConjugateError, raise_status
-from .collector import GarbageCollector, GcStats, GcStress
-from .._model.hints import plural
+from .._base.errors import ExpiredConjugateError
 from .._base.ffi import api_address, check, ffi, lib, refused
+from .._model.hints import plural
 from .._model.object import ClassLayout, ClusterInfo, Object, class_layout, initialize_defaults
+from .chains import ReferenceChain, reference_chains
+from .collector import GarbageCollector, GcStats, GcStress
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -69,18 +68,26 @@ class Runtime(_core.RuntimeCore):
         a ``GcStress`` of collector stress switches (testing only).
     """
 
-    def __init__(self, *, black_conjugates_are_roots: bool = True,
-                 max_objects: int | None = None, min_cluster_size: int | None = None,
-                 mark_threads: int | None = None, disregard_for_gc: bool = False,
-                 stress: GcStress | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        black_conjugates_are_roots: bool = True,
+        max_objects: int | None = None,
+        min_cluster_size: int | None = None,
+        mark_threads: int | None = None,
+        disregard_for_gc: bool = False,
+        stress: GcStress | None = None,
+    ) -> None:
         options = ffi.new("zs_runtime_options *")
         lib.zs_runtime_default_options(options)
         if max_objects is not None:
-            options.max_objects = _checked_count("max_objects", max_objects, 1,
-                                                 lib.ZS_MAX_OBJECTS_LIMIT)
+            options.max_objects = _checked_count(
+                "max_objects", max_objects, 1, lib.ZS_MAX_OBJECTS_LIMIT
+            )
         if min_cluster_size is not None:
-            options.min_cluster_size = _checked_count("min_cluster_size", min_cluster_size, 1,
-                                                      1 << 30)
+            options.min_cluster_size = _checked_count(
+                "min_cluster_size", min_cluster_size, 1, 1 << 30
+            )
         if mark_threads is not None:
             options.mark_threads = _checked_count("mark_threads", mark_threads, 1, 64)
         if disregard_for_gc:
@@ -115,8 +122,9 @@ class Runtime(_core.RuntimeCore):
         # Calls from native code on this heap go to zsharp_py._core's C
         # handler, which finds the runtime by its native address.
         handler, user = _core.call_handler()
-        lib.zs_set_call_handler(self._ptr, ffi.cast("zs_call_handler", handler),
-                                ffi.cast("void *", user))
+        lib.zs_set_call_handler(
+            self._ptr, ffi.cast("zs_call_handler", handler), ffi.cast("void *", user)
+        )
         _open_runtimes.add(self)
         self._stress = stress or GcStress()
         self._collect_every = self._stress.collect_every
@@ -129,8 +137,12 @@ class Runtime(_core.RuntimeCore):
         self._make_current()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._leave_current()
         self.close()
 
@@ -166,7 +178,7 @@ class Runtime(_core.RuntimeCore):
         for position in range(len(entered) - 1, -1, -1):
             if entered[position][0] is self:
                 context.current.reset(entered[position][1])
-                context.entered.set(entered[:position] + entered[position + 1:])
+                context.entered.set(entered[:position] + entered[position + 1 :])
                 break
 
     @property
@@ -261,9 +273,11 @@ class Runtime(_core.RuntimeCore):
     def _create_cluster(self, root: Object) -> int:
         size = ffi.new("uint32_t *")
         status = self._call(lib.zs_create_cluster, root._h, size)
-        if status == 5:  # ZS_E_BUSY
-            raise RuntimeError("create_cluster: not possible while an incremental mark is "
-                               "pending (finish it with rt.gc.step() or collect_garbage())")
+        if status == lib.ZS_E_BUSY:
+            raise RuntimeError(
+                "create_cluster: not possible while an incremental mark is "
+                "pending (finish it with rt.gc.step() or collect_garbage())"
+            )
         check(status, f"{type(root).__name__}.create_cluster", self)
         return int(size[0])
 
@@ -276,9 +290,13 @@ class Runtime(_core.RuntimeCore):
             info = ffi.new("zs_cluster_info *")
             # Read again: Python code (a signal handler) may have closed the runtime.
             check(lib.zs_cluster_get_info(self._live_ptr(), index[0], info), "cluster", self)
-            return ClusterInfo(self._conjugate_of(info.root), info.objects,
-                               info.referenced_clusters, info.mutable_objects,
-                               info.referenced_by)
+            return ClusterInfo(
+                self._conjugate_of(info.root),
+                info.objects,
+                info.referenced_clusters,
+                info.mutable_objects,
+                info.referenced_by,
+            )
 
     def reference_chains(self, obj: Object, *, limit: int | None = None) -> list[ReferenceChain]:
         """Why is ``obj`` alive? For each root that reaches it (nearest first,
@@ -300,8 +318,12 @@ class Runtime(_core.RuntimeCore):
         ``live_bytes``, ``peak_bytes``, ``item_bytes_per_object``)."""
         raw = ffi.new("zs_memory_stats *")
         self._call(lib.zs_runtime_memory, raw)
-        return {"live_blocks": raw.live_blocks, "live_bytes": raw.live_bytes,
-                "peak_bytes": raw.peak_bytes, "item_bytes_per_object": raw.item_bytes_per_object}
+        return {
+            "live_blocks": raw.live_blocks,
+            "live_bytes": raw.live_bytes,
+            "peak_bytes": raw.peak_bytes,
+            "item_bytes_per_object": raw.item_bytes_per_object,
+        }
 
     def _flush_deferred(self) -> None:
         """Run the native releases queued by finalisers (a safe point)."""
@@ -361,14 +383,24 @@ class Runtime(_core.RuntimeCore):
         name = ffi.new("char[]", cls.__name__.encode("utf-8"))
         # References go as their own member kinds; everything else (structs,
         # strings, containers) as a VALUE member of its registered type.
-        rows = [(spec.member_kind, offset, ffi.NULL) if spec.member_kind
-                else (lib.ZS_MEMBER_VALUE, offset,
-                      ffi.cast("zs_type *", self._native_type(spec.kind)))
-                for offset, spec in layout.own_members]
+        rows = [
+            (spec.member_kind, offset, ffi.NULL)
+            if spec.member_kind
+            else (lib.ZS_MEMBER_VALUE, offset, ffi.cast("zs_type *", self._native_type(spec.kind)))
+            for offset, spec in layout.own_members
+        ]
         members = ffi.new("zs_member[]", rows or [(0, 0, ffi.NULL)])
-        desc = ffi.new("zs_class_desc *", {
-            "name": name, "parent": parent, "instance_size": layout.size, "flags": layout.class_flags,
-            "members": members, "member_count": len(layout.own_members)})
+        desc = ffi.new(
+            "zs_class_desc *",
+            {
+                "name": name,
+                "parent": parent,
+                "instance_size": layout.size,
+                "flags": layout.class_flags,
+                "members": members,
+                "member_count": len(layout.own_members),
+            },
+        )
         out = ffi.new("zs_class **")
         # Everything above may run Python code (class layout, string
         # annotations, names, kinds), which may close the runtime: checked
@@ -378,7 +410,7 @@ class Runtime(_core.RuntimeCore):
             raise ExpiredConjugateError(_CLOSED)
         status = lib.zs_class_register(self._ptr, desc, out)
         native = out[0]
-        class_id = lib.zs_class_id(native) if status == 0 else 0  # before any Python code
+        class_id = lib.zs_class_id(native) if status == lib.ZS_OK else 0  # before any Python code
         check(status, what, self)
         while len(self._classes_by_id) <= class_id:
             self._classes_by_id.append(None)
@@ -391,8 +423,14 @@ class Runtime(_core.RuntimeCore):
         """``repr`` of a name packed as index | number << 32 (expiry messages)."""
         return repr(self._name_text(packed & 0xFFFFFFFF, packed >> 32))
 
-    def _new_object(self, cls: type[Object], layout: ClassLayout, name: str | None,
-                    outer: Object | None, properties: dict[str, Any]) -> Object:
+    def _new_object(
+        self,
+        cls: type[Object],
+        layout: ClassLayout,
+        name: str | None,
+        outer: Object | None,
+        properties: dict[str, Any],
+    ) -> Object:
         # One native call allocates the object, copies its plain defaults in
         # and records its conjugate; the lock keeps a collection on another
         # thread from running between that call and the mapping insert.
@@ -409,8 +447,9 @@ class Runtime(_core.RuntimeCore):
                     self.collect_garbage()  # before allocating: the new object is safe
             if self._flush_pending:
                 self._flush_deferred()
-            native, pointer_out, image, image_size, more = (self._creators.get(cls) or
-                                                            self._creator(cls, layout))
+            native, pointer_out, image, image_size, more = self._creators.get(cls) or self._creator(
+                cls, layout
+            )
             if name is None:
                 index, number = _NAME_AUTO, 0
             else:
@@ -429,8 +468,9 @@ class Runtime(_core.RuntimeCore):
                 # runtime: checked again, with no Python code before the call.
                 if self._closing:
                     raise ExpiredConjugateError(_CLOSED)
-                handle = _object_new_conjugate(self._ptr, native, outer_handle, index, number,
-                                               image, image_size, pointer_out)
+                handle = _object_new_conjugate(
+                    self._ptr, native, outer_handle, index, number, image, image_size, pointer_out
+                )
                 if handle < _FIRST_REF:  # a status, not a handle (say, a dying outer)
                     refused(handle, f"{cls.__name__}()", self)
                 conjugate: Object = self._adopt(cls, handle, api_address(pointer_out[0]))
@@ -442,8 +482,7 @@ class Runtime(_core.RuntimeCore):
         finally:
             lock.release()
 
-    def _creator(self, cls: type[Object],
-                 layout: ClassLayout) -> tuple[Any, Any, bytes, int, bool]:
+    def _creator(self, cls: type[Object], layout: ClassLayout) -> tuple[Any, Any, bytes, int, bool]:
         """What creating a ``cls`` object in this runtime needs: its native
         class, an out-slot for the object's address (used under the lock),
         the initial image and its size, and whether anything is left to
@@ -456,8 +495,9 @@ class Runtime(_core.RuntimeCore):
             self._fast_creators[cls] = _core.Creator(api_address(native), layout.image)
         return creator
 
-    def _initialize(self, conjugate: Object, layout: ClassLayout, handle: int,
-                    properties: dict[str, Any]) -> None:
+    def _initialize(
+        self, conjugate: Object, layout: ClassLayout, handle: int, properties: dict[str, Any]
+    ) -> None:
         """What the image could not do, then the constructor's keywords."""
         try:
             # Embedded structs start from their declared defaults.
@@ -488,13 +528,17 @@ class Runtime(_core.RuntimeCore):
         conjugates the outer expiry has not reached yet). Only code run
         re-entrantly on this thread can get here then."""
         if self._adopting:
-            raise RuntimeError(f"{what} cannot run while an object conjugate is being "
-                               "created or adopted (called from a finaliser or signal "
-                               "handler on the same thread)")
+            raise RuntimeError(
+                f"{what} cannot run while an object conjugate is being "
+                "created or adopted (called from a finaliser or signal "
+                "handler on the same thread)"
+            )
         if self._collecting or self._closing:
-            raise RuntimeError(f"{what} cannot run inside a collection or close() of this "
-                               "runtime (called from a finaliser, a gc callback or a signal "
-                               "handler on the same thread)")
+            raise RuntimeError(
+                f"{what} cannot run inside a collection or close() of this "
+                "runtime (called from a finaliser, a gc callback or a signal "
+                "handler on the same thread)"
+            )
 
     @contextlib.contextmanager
     def _collection(self, what: str) -> Iterator[Any]:
@@ -514,8 +558,10 @@ class Runtime(_core.RuntimeCore):
                 # _collecting still refuses close() (a signal handler between
                 # the two calls could otherwise free ``pointer``).
                 if not self._closed:
-                    self._dying_window = (lib.zs_gc_phase_of(pointer) == lib.ZS_GC_GATHERING
-                                          or lib.zs_gc_expiring_count(pointer) > 0)
+                    self._dying_window = (
+                        lib.zs_gc_phase_of(pointer) == lib.ZS_GC_GATHERING
+                        or lib.zs_gc_expiring_count(pointer) > 0
+                    )
                 self._collecting = False
 
     def _conjugate_of(self, handle: int) -> Object | None:
@@ -579,8 +625,12 @@ class RuntimeActivation:
         self._runtime._make_current()
         return self._runtime
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._runtime._leave_current()
 
 

@@ -13,18 +13,21 @@ The protocols are C (native/binding/containers.c): every write converts
 its Python values completely before it finds the container again and
 writes, so no conversion hook can make it write into moved storage.
 """
+
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, TypeVar, cast, overload
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from .. import _core
 from .._base.errors import named
-from .._model.hints import plural
 from .._base.ffi import declare_struct, layout_ffi, lib
+from .._base.generics import TypeParameters
+from .._model.hints import plural
 from .._model.kinds import PropertyKind
 from .._model.object import ObjectRefKind, spec_of
-from .._base.generics import TypeParameters
 from .._model.values import ValueConjugate
 
 __all__ = ["Array", "Set", "Map", "Optional", "ArraySpec", "SetSpec", "MapSpec", "OptionalSpec"]
@@ -62,8 +65,7 @@ class _Generic:
             raise TypeError(f"{cls.__name__} is already specialised")
         args = args if isinstance(args, tuple) else (args,)
         if len(args) != cls._zs_arity:
-            raise TypeError(f"{cls.__name__}[...] takes "
-                            f"{plural(cls._zs_arity, 'type argument')}")
+            raise TypeError(f"{cls.__name__}[...] takes {plural(cls._zs_arity, 'type argument')}")
         cache = cls.__dict__.get("_zs_cache")
         if cache is None:
             cache = {}
@@ -81,17 +83,28 @@ class _Generic:
             found = None
         if found is not None:
             return found
-        scope_locals = ({k: v for k, v in frame.f_locals.items() if isinstance(v, type)}
-                        if frame.f_locals is not frame.f_globals else {})
+        scope_locals = (
+            {k: v for k, v in frame.f_locals.items() if isinstance(v, type)}
+            if frame.f_locals is not frame.f_globals
+            else {}
+        )
         scope = (frame.f_globals, scope_locals)
-        shown = ", ".join(a if isinstance(a, str) else getattr(a, "__name__", repr(a)) for a in args)
-        special = type(f"{cls.__name__}[{shown}]", (cls,), {
-            "__slots__": (), "_zs_args": args, "_zs_scope": scope, "_zs_specs": None,
-            "__module__": "zsharp_py"})
-        try:
+        shown = ", ".join(
+            a if isinstance(a, str) else getattr(a, "__name__", repr(a)) for a in args
+        )
+        special = type(
+            f"{cls.__name__}[{shown}]",
+            (cls,),
+            {
+                "__slots__": (),
+                "_zs_args": args,
+                "_zs_scope": scope,
+                "_zs_specs": None,
+                "__module__": "zsharp_py",
+            },
+        )
+        with contextlib.suppress(TypeError):  # an unhashable argument: not cached
             cache[cache_key] = special
-        except TypeError:
-            pass
         return special
 
     @classmethod
@@ -113,8 +126,10 @@ def _check_element(cls: type, spec: PropertyKind) -> None:
     if cls.__name__.startswith(("Set", "Map")) and spec.key[0] in ("array", "set", "map"):
         raise TypeError(f"{cls.__name__}: containers cannot be set elements or map keys")
     if cls.__name__.startswith(("Set", "Map")) and not getattr(spec, "hashable", True):
-        raise TypeError(f"{cls.__name__}: {spec.describe()} values cannot be set elements or "
-                        "map keys (they are not hashable)")
+        raise TypeError(
+            f"{cls.__name__}: {spec.describe()} values cannot be set elements or "
+            "map keys (they are not hashable)"
+        )
 
 
 class _Container(_Generic):
@@ -141,6 +156,7 @@ class _Container(_Generic):
         return kind
 
     if TYPE_CHECKING:
+
         def __init__(self, contents: Any = ..., /) -> None: ...
         def to_python(self) -> Any: ...
         @property
@@ -209,10 +225,19 @@ class _ContainerSpec(PropertyKind):
         """The container's kind: its element kinds, its layout, its class."""
         size, align, entry_size, value_offset = self._layout()
         elements = [spec.kind for spec in self.elements]
-        return _core.Kind(self.cls._zs_kind_code, size, align, self.cls._zs_native_kind,
-                          self.describe(), flags=_core.KIND_VIEW, element=elements[0],
-                          value=elements[1] if len(elements) > 1 else None,
-                          entry_size=entry_size, value_offset=value_offset, cls=self.cls)
+        return _core.Kind(
+            self.cls._zs_kind_code,
+            size,
+            align,
+            self.cls._zs_native_kind,
+            self.describe(),
+            flags=_core.KIND_VIEW,
+            element=elements[0],
+            value=elements[1] if len(elements) > 1 else None,
+            entry_size=entry_size,
+            value_offset=value_offset,
+            cls=self.cls,
+        )
 
     def check(self, what: str, value: Any) -> None:
         """A container of this type or Python contents of the right shape."""
@@ -232,6 +257,7 @@ class _ContainerSpec(PropertyKind):
 # ---------------------------------------------------------------------------
 # Array
 # ---------------------------------------------------------------------------
+
 
 class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
     """A native dynamic array (``TArray``) with the ``list`` protocol.
@@ -253,6 +279,7 @@ class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
         return ArraySpec
 
     if TYPE_CHECKING:
+
         def __len__(self) -> int: ...
         @overload
         def __getitem__(self, index: int) -> T: ...
@@ -265,14 +292,19 @@ class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
         def __contains__(self, value: object) -> bool: ...
         def append(self, value: Any) -> None:
             """Add one element at the end."""
+
         def extend(self, values: Iterable[Any]) -> None:
             """Add every element of an iterable at the end (all or nothing)."""
+
         def insert(self, index: int, value: Any) -> None:
             """Insert before ``index`` (clamped like ``list.insert``)."""
+
         def pop(self, index: int = -1) -> T:
             """Remove and return an element (a plain copy: the slot goes away)."""
+
         def clear(self) -> None:
             """Remove every element."""
+
         def to_python(self) -> list[T]: ...
 
     def remove(self, value: Any) -> None:
@@ -310,7 +342,9 @@ class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
             return bool(self.to_python() == other.to_python())
         if isinstance(other, (list, tuple)):
             mine = self.to_python()
-            return len(mine) == len(other) and all(_same(a, b) for a, b in zip(mine, other))
+            return len(mine) == len(other) and all(
+                _same(a, b) for a, b in zip(mine, other, strict=False)
+            )
         return NotImplemented
 
 
@@ -327,11 +361,14 @@ def _same(item: Any, value: Any) -> bool:
     value = _plain(value)
     if isinstance(item, dict) and isinstance(value, (tuple, list)):
         return len(item) == len(value) and all(
-            _same(a, b) for a, b in zip(item.values(), value))
+            _same(a, b) for a, b in zip(item.values(), value, strict=False)
+        )
     if isinstance(item, dict) and isinstance(value, dict):
         return item.keys() == value.keys() and all(_same(item[k], value[k]) for k in item)
     if isinstance(item, list) and isinstance(value, (tuple, list)):
-        return len(item) == len(value) and all(_same(a, b) for a, b in zip(item, value))
+        return len(item) == len(value) and all(
+            _same(a, b) for a, b in zip(item, value, strict=False)
+        )
     return bool(item == value)
 
 
@@ -357,8 +394,9 @@ class ArraySpec(_ContainerSpec):
     def check_contents(self, value: Any) -> None:
         """Any iterable of valid elements."""
         if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
-            raise TypeError(f"{self.describe()} needs an iterable of elements, "
-                            f"not {type(value).__name__}")
+            raise TypeError(
+                f"{self.describe()} needs an iterable of elements, not {type(value).__name__}"
+            )
         element = self.elements[0]
         for item in value:
             element.check("element", item)
@@ -367,6 +405,7 @@ class ArraySpec(_ContainerSpec):
 # ---------------------------------------------------------------------------
 # Set and Map
 # ---------------------------------------------------------------------------
+
 
 class Set(_core.SetBase, ValueConjugate, _Container, TypeParameters[T]):
     """A native hash set (``TSet``) with the ``set`` protocol.
@@ -388,18 +427,24 @@ class Set(_core.SetBase, ValueConjugate, _Container, TypeParameters[T]):
         return SetSpec
 
     if TYPE_CHECKING:
+
         def __len__(self) -> int: ...
         def __iter__(self) -> Iterator[T]:
             """The elements (plain copies)."""
+
         def __contains__(self, value: object) -> bool: ...
         def add(self, value: Any) -> None:
             """Add an element (no effect if an equal one is present)."""
+
         def update(self, values: Iterable[Any]) -> None:
             """Add every element of an iterable (all checked first)."""
+
         def pop(self) -> T:
             """Remove and return an arbitrary element (a plain copy)."""
+
         def clear(self) -> None:
             """Remove every element."""
+
         def _discard(self, value: Any) -> bool: ...
 
     def discard(self, value: Any) -> None:
@@ -416,7 +461,8 @@ class Set(_core.SetBase, ValueConjugate, _Container, TypeParameters[T]):
             mine = list(self)
             theirs = list(other)
             return len(mine) == len(theirs) and all(
-                any(a == _plain(b) for a in mine) for b in theirs)
+                any(a == _plain(b) for a in mine) for b in theirs
+            )
         return NotImplemented
 
 
@@ -442,12 +488,14 @@ class Map(_core.MapBase, ValueConjugate, _Container, TypeParameters[K, V]):
         return MapSpec
 
     if TYPE_CHECKING:
+
         def __len__(self) -> int: ...
         def __getitem__(self, key: Any) -> V: ...
         def __setitem__(self, key: Any, value: Any) -> None: ...
         def __delitem__(self, key: Any) -> None: ...
         def __iter__(self) -> Iterator[K]:
             """The keys (plain copies), in entry order."""
+
         def __contains__(self, key: object) -> bool: ...
         @overload  # type: ignore[override]
         def get(self, key: Any) -> V | None: ...
@@ -455,14 +503,19 @@ class Map(_core.MapBase, ValueConjugate, _Container, TypeParameters[K, V]):
         def get(self, key: Any, default: D) -> V | D: ...
         def get(self, key: Any, default: Any = None) -> Any:
             """The value for ``key``, or ``default``."""
+
         def keys(self) -> list[K]:
             """The keys (plain copies), in entry order."""
+
         def values(self) -> list[V]:
             """The values (views for struct/container/string values)."""
+
         def items(self) -> list[tuple[K, V]]:
             """``(key, value)`` pairs."""
+
         def clear(self) -> None:
             """Remove every entry."""
+
         def _take(self, key: Any) -> tuple[bool, Any]: ...
         def _update_from(self, other: Any) -> None: ...
 
@@ -566,6 +619,7 @@ class MapSpec(SetSpec):
 # Optional
 # ---------------------------------------------------------------------------
 
+
 class Optional(_core.OptionalBase, ValueConjugate, _Container, TypeParameters[T]):
     """A native optional (``TOptional``): a value or nothing.
 
@@ -587,17 +641,21 @@ class Optional(_core.OptionalBase, ValueConjugate, _Container, TypeParameters[T]
         return OptionalSpec
 
     if TYPE_CHECKING:
+
         @property
         def is_set(self) -> bool:
             """Whether a value is present."""
+
         @overload  # type: ignore[override]
         def get(self) -> T | None: ...
         @overload
         def get(self, default: D) -> T | D: ...
         def get(self, default: Any = None) -> Any:
             """The value (a view for structs and containers), or ``default``."""
+
         def set(self, value: Any) -> None:
             """Store a value (replacing any)."""
+
         def reset(self) -> None:
             """Remove the value."""
 
@@ -633,7 +691,8 @@ class OptionalSpec(_ContainerSpec):
         if cached is None:
             element = self.elements[0]
             cached = _OPTIONAL_LAYOUTS[self.key] = declare_struct(
-                "Optional", [("value", element.c_type), ("set", "uint8_t")], header=False)
+                "Optional", [("value", element.c_type), ("set", "uint8_t")], header=False
+            )
         return cached
 
     @property
@@ -643,8 +702,12 @@ class OptionalSpec(_ContainerSpec):
     def _layout(self) -> tuple[int, int, int, int]:
         """The value, then the flag byte."""
         item = self.layout_pointer.item
-        return (layout_ffi.sizeof(item), layout_ffi.alignof(item), 0,
-                int(layout_ffi.offsetof(item, "set")))
+        return (
+            layout_ffi.sizeof(item),
+            layout_ffi.alignof(item),
+            0,
+            int(layout_ffi.offsetof(item, "set")),
+        )
 
     def check_contents(self, value: Any) -> None:
         """None, or a valid value."""

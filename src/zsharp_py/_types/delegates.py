@@ -20,23 +20,32 @@ holds a black value that holds it) is a cycle through the runtime's callable
 table that neither collector sees; it leaks until ``dispose()``. Bind
 methods of objects (weak) where you can, or dispose the delegate.
 """
+
 from __future__ import annotations
 
 import builtins
 import types
 import typing
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._base.context import RuntimeLike
 from .. import _core
 from .._base import context
+from .._base.context import RuntimeLike
 from .._base.ffi import lib
-from .._model.object import Object
 from .._model.kinds import PropertyKind
+from .._model.object import Object
 from .._model.values import ValueConjugate, scope
 
-__all__ = ["Delegate", "MulticastDelegate", "SparseDelegate", "DelegateSpec", "MulticastSpec",
-           "SparseSpec", "BroadcastErrors"]
+__all__ = [
+    "Delegate",
+    "MulticastDelegate",
+    "SparseDelegate",
+    "DelegateSpec",
+    "MulticastSpec",
+    "SparseSpec",
+    "BroadcastErrors",
+]
 
 # A parsed binding: (object handle, method name index, callable or None);
 # exactly one of the object handle and the callable is set.
@@ -63,6 +72,7 @@ class BroadcastErrors(Exception):
 # ---------------------------------------------------------------------------
 # Bindings
 # ---------------------------------------------------------------------------
+
 
 def _method_name(runtime: RuntimeLike, name: str) -> int:
     """The native name index of a method name, interned as ``"name()"`` so
@@ -93,8 +103,14 @@ def _find_method(obj: Object, name: str) -> Callable[..., Any] | None:
     return None
 
 
-def _parse(runtime: RuntimeLike, what: str, target: Any, function: Any = None, *,
-           require_method: bool = True) -> _Binding:
+def _parse(
+    runtime: RuntimeLike,
+    what: str,
+    target: Any,
+    function: Any = None,
+    *,
+    require_method: bool = True,
+) -> _Binding:
     """Turn ``bind``/``add`` arguments into a binding (not yet stored)."""
     if function is None:
         if isinstance(target, Delegate):  # its binding (C#'s "+= other")
@@ -108,19 +124,23 @@ def _parse(runtime: RuntimeLike, what: str, target: Any, function: Any = None, *
         elif isinstance(target, types.MethodType) and isinstance(target.__self__, Object):
             target, function = target.__self__, target.__func__.__name__
         elif isinstance(target, Object):
-            raise TypeError(f"{what}: bind an object together with a method name, "
-                            f"e.g. ({type(target).__name__}, 'method')")
+            raise TypeError(
+                f"{what}: bind an object together with a method name, "
+                f"e.g. ({type(target).__name__}, 'method')"
+            )
         elif isinstance(target, ValueConjugate):
-            raise TypeError(f"{what}: a {type(target).__name__} is not a binding (add its "
-                            "bindings one by one)")
+            raise TypeError(
+                f"{what}: a {type(target).__name__} is not a binding (add its bindings one by one)"
+            )
         elif callable(target):
             return 0, 0, target
         else:
-            raise TypeError(f"{what}: a binding is a callable or (object, 'method'), "
-                            f"not {type(target).__name__}")
+            raise TypeError(
+                f"{what}: a binding is a callable or (object, 'method'), "
+                f"not {type(target).__name__}"
+            )
     if not isinstance(target, Object):
-        raise TypeError(f"{what}: an object binding needs a zs.Object, "
-                        f"not {type(target).__name__}")
+        raise TypeError(f"{what}: an object binding needs a zs.Object, not {type(target).__name__}")
     if not isinstance(function, str):
         raise TypeError(f"{what}: the method name must be a str, not {type(function).__name__}")
     # the text itself: a str subclass's __hash__/__eq__ would run inside the
@@ -150,8 +170,9 @@ def _check_binding(what: str, value: Any) -> None:
             raise AttributeError(f"{what}: {type(target).__name__} has no method {function!r}")
         return
     if isinstance(value, (Object, ValueConjugate)) or not callable(value):
-        raise TypeError(f"{what}: a binding is a callable or (object, 'method'), "
-                        f"not {type(value).__name__}")
+        raise TypeError(
+            f"{what}: a binding is a callable or (object, 'method'), not {type(value).__name__}"
+        )
 
 
 def _object_alive(runtime: RuntimeLike, handle: int) -> bool:
@@ -197,8 +218,10 @@ def _iterate_bindings(what: str, value: Any) -> list[Any]:
     if isinstance(value, _MulticastBase):
         return value.to_python()
     if isinstance(value, (str, bytes, tuple)) or callable(value) or not hasattr(value, "__iter__"):
-        raise TypeError(f"{what} needs an iterable of bindings (callables or "
-                        f"(object, 'method')), not {type(value).__name__}")
+        raise TypeError(
+            f"{what} needs an iterable of bindings (callables or "
+            f"(object, 'method')), not {type(value).__name__}"
+        )
     return list(value)
 
 
@@ -231,12 +254,14 @@ def _encode_multicast(runtime: RuntimeLike, value: Any) -> list[_Binding]:
 # Conjugates
 # ---------------------------------------------------------------------------
 
+
 class _DelegateBase(_core.DelegateBase, ValueConjugate):
     """Shared plumbing of the delegate conjugates."""
 
     __slots__ = ()
     _zs_kind_code: ClassVar[int] = 0
     if TYPE_CHECKING:
+
         def _raw(self) -> list[_Raw]: ...
         def _add(self, handle: int, name: int, function: Any) -> None: ...
         def _remove(self, index: int, count: int) -> None: ...
@@ -368,8 +393,10 @@ class Delegate(_DelegateBase):
     def _execute_slow(self, *args: Any, **kwargs: Any) -> Any:
         function = self._target()
         if function is None:
-            raise RuntimeError("Delegate.execute: the delegate is not bound "
-                               "(or the object it was bound to has been destroyed)")
+            raise RuntimeError(
+                "Delegate.execute: the delegate is not bound "
+                "(or the object it was bound to has been destroyed)"
+            )
         return _call(function, args, kwargs)
 
     def _execute_if_bound_slow(self, *args: Any, **kwargs: Any) -> bool:
@@ -444,8 +471,9 @@ class _MulticastBase(_DelegateBase):
 
     def _remove_slow(self, target: Any, function: str | None = None) -> bool:
         self._raw()
-        parsed = _parse(self._rt, f"{type(self).__name__}.remove", target, function,
-                        require_method=False)
+        parsed = _parse(
+            self._rt, f"{type(self).__name__}.remove", target, function, require_method=False
+        )
         # Decide (== may run Python code), then remove by what is there now.
         snapshot = self._raw()
         index = next((i for i, raw in enumerate(snapshot) if _matches(raw, parsed)), -1)
@@ -535,9 +563,12 @@ class _MulticastBase(_DelegateBase):
                 method_name = _method_text(runtime, name)
                 function = _find_method(obj, method_name)
                 if function is None:
-                    errors.append(AttributeError(
-                        f"{type(self).__name__}.broadcast: {type(obj).__name__} has no "
-                        f"method {method_name!r}"))
+                    errors.append(
+                        AttributeError(
+                            f"{type(self).__name__}.broadcast: {type(obj).__name__} has no "
+                            f"method {method_name!r}"
+                        )
+                    )
                     continue
             try:
                 _call(function, args, kwargs)
@@ -552,8 +583,9 @@ class _MulticastBase(_DelegateBase):
 
     def _broadcast_failed(self, errors: list[Exception]) -> None:
         """Raise the ExceptionGroup of several listeners' errors."""
-        raise _exception_group(f"{type(self).__name__}.broadcast: {len(errors)} listeners "
-                               "raised", errors)
+        raise _exception_group(
+            f"{type(self).__name__}.broadcast: {len(errors)} listeners raised", errors
+        )
 
     def __repr__(self) -> str:
         if self.is_expired:
@@ -610,6 +642,7 @@ class SparseDelegate(_MulticastBase):
 # Specs
 # ---------------------------------------------------------------------------
 
+
 class _DelegateSpec(PropertyKind):
     """Shared spec plumbing (delegates hold no strong references: object
     bindings are weak, so they are never traced)."""
@@ -640,13 +673,23 @@ class _DelegateSpec(PropertyKind):
     def make_kind(self) -> _core.Kind:
         """A delegate kind: bindings staged from what ``encode`` parses."""
         encode = _encode_delegate if self.kind_name == "delegate" else _encode_multicast
-        return _core.Kind(self.cls._zs_kind_code, self.size, 8, self.native_kind,
-                          self.describe(), flags=_core.KIND_VIEW, cls=self.cls,
-                          encode=_passing_rows(encode))
+        return _core.Kind(
+            self.cls._zs_kind_code,
+            self.size,
+            8,
+            self.native_kind,
+            self.describe(),
+            flags=_core.KIND_VIEW,
+            cls=self.cls,
+            encode=_passing_rows(encode),
+        )
 
 
-def _passing_rows(encode: Callable[[RuntimeLike, Any], list[_Binding]]) -> Callable[[Any, Any], Any]:
+def _passing_rows(
+    encode: Callable[[RuntimeLike, Any], list[_Binding]],
+) -> Callable[[Any, Any], Any]:
     """``encode``, letting already parsed rows through."""
+
     def encoded(runtime: Any, value: Any) -> Any:
         if isinstance(value, _Rows):
             return list(value)

@@ -14,20 +14,21 @@ as a UTF-8 string; a path built from a class (``zs.FieldPath(Actor,
 (``"package.module.Actor:position.x"``), so it resolves back to the same
 class even when several classes share a name.
 """
+
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
 from typing import Any
 
-from .._base.context import RuntimeLike
 from .. import _core
 from .._base import context
+from .._base.context import RuntimeLike
 from .._base.errors import named
 from .._base.ffi import lib
+from .._model.kinds import PropertyKind
 from .._model.object import Object, ObjectRefKind, PropertyInfo, class_layout
 from .._model.struct import Struct, StructSpec, struct_layout
-from .._model.kinds import PropertyKind
 from .._model.values import ImmutableValue, scope
 
 __all__ = ["FieldPath", "FieldPathError", "FieldInfo", "FieldPathSpec"]
@@ -36,6 +37,9 @@ __all__ = ["FieldPath", "FieldPathError", "FieldInfo", "FieldPathSpec"]
 class FieldPathError(AttributeError):
     """A FieldPath does not resolve (unknown class, missing property, a step
     that has no properties, or a None reference met while walking)."""
+
+
+FieldPathError.__module__ = "zsharp_py"  # raised to users: named as they import it
 
 
 @dataclass(frozen=True)
@@ -157,18 +161,18 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
             if not issubclass(path, (Object, Struct)):
                 raise TypeError(f"FieldPath: {path.__name__} is not a zs.Object or zs.Struct class")
             if not isinstance(fields, str):
-                raise TypeError("FieldPath(cls, fields) needs the fields as a str "
-                                "(\"position.x\")")
+                raise TypeError('FieldPath(cls, fields) needs the fields as a str ("position.x")')
             owner, owner_name = path, _class_path(path)
             fields = _text(fields)
             parts = self._split(fields, f"{path.__name__}.{fields}")
         elif isinstance(path, str):
             if fields is not None:
-                raise TypeError("FieldPath(str) takes one argument: \"Class.field.field\"")
+                raise TypeError('FieldPath(str) takes one argument: "Class.field.field"')
             owner_name, parts = self._parse(_text(path))
         else:
-            raise TypeError(f"FieldPath needs a str (\"Actor.position.x\") or a class, "
-                            f"not {type(path).__name__}")
+            raise TypeError(
+                f'FieldPath needs a str ("Actor.position.x") or a class, not {type(path).__name__}'
+            )
         object.__setattr__(self, "_owner_name", owner_name)
         object.__setattr__(self, "_fields", parts)
         object.__setattr__(self, "_owner", owner)
@@ -177,8 +181,10 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
     def _split(fields: str, shown: str) -> tuple[str, ...]:
         parts = tuple(fields.split("."))
         if not fields or any(not part.isidentifier() for part in parts):
-            raise ValueError(f"FieldPath {shown!r} is malformed: expected "
-                             "\"Class.field\" or \"Class.field.field...\"")
+            raise ValueError(
+                f"FieldPath {shown!r} is malformed: expected "
+                '"Class.field" or "Class.field.field..."'
+            )
         return parts
 
     @classmethod
@@ -192,7 +198,7 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
         else:
             owner_name, fields = text, ""
         if not owner_name or "\0" in text:
-            raise ValueError(f"FieldPath {text!r} is malformed: expected \"Class.field\"")
+            raise ValueError(f'FieldPath {text!r} is malformed: expected "Class.field"')
         return owner_name, cls._split(fields, text)
 
     # ---- value behaviour ----------------------------------------------------
@@ -267,16 +273,21 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
         if direct is not None:
             object.__setattr__(self, "_owner", direct)
             return direct
-        candidates = [cls for cls in _declared_classes()
-                      if (_class_path(cls) if qualified else cls.__name__) == name]
+        candidates = [
+            cls
+            for cls in _declared_classes()
+            if (_class_path(cls) if qualified else cls.__name__) == name
+        ]
         if len(candidates) > 1:
             candidates = self._loaded(candidates) or candidates
         if not candidates:
             raise self._error(f"no zs.Object or zs.Struct class is named {name!r}")
         if len(candidates) > 1:
             shown = ", ".join(sorted(_class_path(cls) for cls in candidates))
-            raise self._error(f"several classes are named {name!r} ({shown}); build the path "
-                              f"from the class: zs.FieldPath(cls, {'.'.join(self._fields)!r})")
+            raise self._error(
+                f"several classes are named {name!r} ({shown}); build the path "
+                f"from the class: zs.FieldPath(cls, {'.'.join(self._fields)!r})"
+            )
         owner = candidates[0]
         object.__setattr__(self, "_owner", owner)
         return owner
@@ -285,9 +296,12 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
     def _loaded(candidates: list[type]) -> list[type]:
         """The candidates registered in the current runtime."""
         runtime = context.current_runtime()
-        return [cls for cls in candidates if cls in runtime._native_classes
-                or ("_zs_kind" in cls.__dict__
-                    and runtime._has_native_type(cls.__dict__["_zs_kind"]))]
+        return [
+            cls
+            for cls in candidates
+            if cls in runtime._native_classes
+            or ("_zs_kind" in cls.__dict__ and runtime._has_native_type(cls.__dict__["_zs_kind"]))
+        ]
 
     def resolve(self, cls: type | None = None) -> FieldInfo:
         """Resolve against ``cls`` (the path's class or a subclass; default:
@@ -298,8 +312,9 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
         owner = self._owner_class(cls)
         if cls is not None and not (isinstance(cls, type) and issubclass(cls, owner)):
             shown = cls.__name__ if isinstance(cls, type) else type(cls).__name__
-            raise self._error(f"it starts from {owner.__name__}, which {shown} is not "
-                              "(nor a subclass of it)")
+            raise self._error(
+                f"it starts from {owner.__name__}, which {shown} is not (nor a subclass of it)"
+            )
         current = cls if cls is not None else owner
         steps: list[tuple[type, str]] = []
         info: PropertyInfo | None = None
@@ -308,14 +323,17 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
             info = next((p for p in properties if p.name == name), None)
             if info is None:
                 known = ", ".join(p.name for p in properties) or "none"
-                raise self._error(f"{current.__name__} has no property {name!r} "
-                                  f"(its properties: {known})")
+                raise self._error(
+                    f"{current.__name__} has no property {name!r} (its properties: {known})"
+                )
             steps.append((current, name))
             if position < len(self._fields) - 1:
                 following = _step_class(info.kind)
                 if following is None:
-                    raise self._error(f"{current.__name__}.{name} is {info.kind.describe()}, "
-                                      f"which has no property {self._fields[position + 1]!r}")
+                    raise self._error(
+                        f"{current.__name__}.{name} is {info.kind.describe()}, "
+                        f"which has no property {self._fields[position + 1]!r}"
+                    )
                 current = following
         assert info is not None
         return FieldInfo(current, info.name, info.kind.describe(), tuple(steps))
@@ -331,8 +349,9 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
     def _walk(self, root: Any) -> tuple[Any, str]:
         """The holder of the final property, reached from ``root``."""
         if not isinstance(root, (Object, Struct)):
-            raise TypeError(f"FieldPath.get/set needs a zs.Object or zs.Struct, "
-                            f"not {type(root).__name__}")
+            raise TypeError(
+                f"FieldPath.get/set needs a zs.Object or zs.Struct, not {type(root).__name__}"
+            )
         info = self.resolve(type(root))
         holder = root
         for cls, name in info.steps[:-1]:
@@ -391,7 +410,6 @@ class FieldPathSpec(PropertyKind):
         """``FieldPath``."""
         return "FieldPath"
 
-
     @staticmethod
     def _convert(value: Any) -> FieldPath:
         if value is None:
@@ -419,5 +437,13 @@ class FieldPathSpec(PropertyKind):
         def decode(runtime: RuntimeLike, text: str) -> FieldPath:
             return FieldPath(text) if text else FieldPath()
 
-        return _core.Kind(_core.KIND_STRING, 16, 8, lib.ZS_TYPE_STRING, "FieldPath", unit=1,
-                          encode=encode, decode=decode)
+        return _core.Kind(
+            _core.KIND_STRING,
+            16,
+            8,
+            lib.ZS_TYPE_STRING,
+            "FieldPath",
+            unit=1,
+            encode=encode,
+            decode=decode,
+        )

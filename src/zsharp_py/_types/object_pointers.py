@@ -1,14 +1,15 @@
 """Object wrappers: ``WeakObjectPtr`` (never keeps its object alive, never
 resolves to another object reusing the slot) and ``StrongObjectPtr`` (a
 black conjugate that keeps its object alive until disposed)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .._base.context import RuntimeLike
 from .. import _core
-from .._base.expiry import REASON_CLOSED, REASON_DISPOSED
+from .._base.context import RuntimeLike
 from .._base.errors import ExpiredConjugateError
+from .._base.expiry import REASON_CLOSED, REASON_DISPOSED
 from .._base.ffi import check, lib
 from .._model.object import Object, WeakRefKind, object_target
 
@@ -45,6 +46,7 @@ class WeakObjectPtr(_core.WeakPointer, Generic[T]):
     __slots__ = ()
 
     if TYPE_CHECKING:
+
         def __init__(self, obj: T | None = None) -> None: ...
         def get(self) -> T | None: ...
 
@@ -110,8 +112,12 @@ class StrongObjectPtr(Generic[T]):
     def __enter__(self) -> StrongObjectPtr[T]:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.dispose()
 
     def __del__(self) -> None:
@@ -123,8 +129,10 @@ class StrongObjectPtr(Generic[T]):
             self._rt._flush_pending = True
 
     def __copy__(self) -> StrongObjectPtr[T]:
-        raise TypeError("a StrongObjectPtr owns one native strong reference and cannot be "
-                        "copied; create another StrongObjectPtr(obj) instead")
+        raise TypeError(
+            "a StrongObjectPtr owns one native strong reference and cannot be "
+            "copied; create another StrongObjectPtr(obj) instead"
+        )
 
     def __deepcopy__(self, memo: dict[int, Any]) -> StrongObjectPtr[T]:
         return self.__copy__()

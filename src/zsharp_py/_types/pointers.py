@@ -22,6 +22,7 @@ unless the runtime was created with ``black_conjugates_are_roots=False``.
 Soft and lazy pointers name their target (by path, by persistent id) and
 never keep it alive.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -34,20 +35,27 @@ from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from typing_extensions import Self, TypeVar
 
-from .._base.context import RuntimeLike
 from .. import _core
 from .._base import context
-from .._base.ffi import check, declare_struct, ffi, lib
-from .._model.object import Object, ObjectMeta, ObjectRefKind, _evaluate
-from .._model.kinds import PropertyKind, Scalar, ScalarKind, UInt32
+from .._base.context import RuntimeLike
+from .._base.ffi import declare_struct, lib
 from .._base.generics import TypeParameters
+from .._model.kinds import PropertyKind, Scalar, ScalarKind, UInt32
+from .._model.object import Object, ObjectMeta, ObjectRefKind, _evaluate
 from .._model.values import ImmutableValue, ValueConjugate
 
 if TYPE_CHECKING:
     from .._model.struct import Struct
 
-__all__ = ["Interface", "SubclassOf", "SoftObjectPtr", "SoftClassPtr", "LazyObjectPtr",
-           "ScriptInterface", "object_path"]
+__all__ = [
+    "Interface",
+    "SubclassOf",
+    "SoftObjectPtr",
+    "SoftClassPtr",
+    "LazyObjectPtr",
+    "ScriptInterface",
+    "object_path",
+]
 
 _NULL_ID = bytes(16)
 
@@ -125,8 +133,9 @@ class Interface:
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(cls, ObjectMeta):
-            raise TypeError(f"{cls.__name__} is an interface: implement it in a zs.Object "
-                            "class and create that")
+            raise TypeError(
+                f"{cls.__name__} is an interface: implement it in a zs.Object class and create that"
+            )
         return super().__new__(cls)
 
     @classmethod
@@ -137,12 +146,13 @@ class Interface:
         return isinstance(value, cls)
 
 
-I = TypeVar("I", bound=Interface)  # ScriptInterface's type parameter (_typing)
+I = TypeVar("I", bound=Interface)  # noqa: E741 (ScriptInterface's type parameter)
 
 
 # ---------------------------------------------------------------------------
 # Wrapper[T]: specialisation with lazily resolved targets
 # ---------------------------------------------------------------------------
+
 
 class _Specialised:
     """``Wrapper[T]`` makes (and caches) one subclass per target ``T``; the
@@ -169,20 +179,36 @@ class _Specialised:
         # module globals (live) and only the locals the string names, so no
         # other local value is kept alive by the cached class.
         named = set(re.findall(r"[A-Za-z_]\w*", argument)) if isinstance(argument, str) else set()
-        local_names = ({k: v for k, v in frame.f_locals.items() if k in named}
-                       if frame.f_locals is not frame.f_globals else {})
+        local_names = (
+            {k: v for k, v in frame.f_locals.items() if k in named}
+            if frame.f_locals is not frame.f_globals
+            else {}
+        )
         scope = (frame.f_globals, local_names)
-        key = argument if not isinstance(argument, str) else (argument,
-                                                              frame.f_globals.get("__name__"))
+        key = (
+            argument
+            if not isinstance(argument, str)
+            else (argument, frame.f_globals.get("__name__"))
+        )
         del frame
         found = cache.get(key)
         if found is not None:
             return found
-        shown = argument if isinstance(argument, str) else getattr(argument, "__name__",
-                                                                   repr(argument))
-        special = type(f"{cls.__name__}[{shown}]", (cls,), {
-            "__slots__": (), "_zs_arg": argument, "_zs_scope": scope, "_zs_resolved": None,
-            "__module__": "zsharp_py", "__doc__": cls.__doc__})
+        shown = (
+            argument if isinstance(argument, str) else getattr(argument, "__name__", repr(argument))
+        )
+        special = type(
+            f"{cls.__name__}[{shown}]",
+            (cls,),
+            {
+                "__slots__": (),
+                "_zs_arg": argument,
+                "_zs_scope": scope,
+                "_zs_resolved": None,
+                "__module__": "zsharp_py",
+                "__doc__": cls.__doc__,
+            },
+        )
         if not isinstance(argument, (str, typing.ForwardRef)):
             typing.cast("type[_Specialised]", special)._zs_target()  # checked at once
         cache[key] = special
@@ -201,10 +227,15 @@ class _Specialised:
             return cls._zs_bound
         holder = type("_Scope", (), {"_zs_scope": cls._zs_scope})
         result = _evaluate(holder, argument)
-        if (not isinstance(result, type) or not issubclass(result, cls._zs_bound)
-                or (cls._zs_bound is Interface and isinstance(result, ObjectMeta))):
-            raise TypeError(f"{cls.__name__}: the type argument must be a "
-                            f"{'zs.' + cls._zs_bound.__name__} subclass, got {result!r}")
+        if (
+            not isinstance(result, type)
+            or not issubclass(result, cls._zs_bound)
+            or (cls._zs_bound is Interface and isinstance(result, ObjectMeta))
+        ):
+            raise TypeError(
+                f"{cls.__name__}: the type argument must be a "
+                f"{'zs.' + cls._zs_bound.__name__} subclass, got {result!r}"
+            )
         type.__setattr__(cls, "_zs_resolved", result)
         return result
 
@@ -243,6 +274,7 @@ class _WrapperSpec(PropertyKind):
 # SubclassOf
 # ---------------------------------------------------------------------------
 
+
 class SubclassOf(ImmutableValue, _Specialised, TypeParameters[T]):
     """A class constrained to ``T`` or a subclass (``TSubclassOf<T>``).
 
@@ -280,8 +312,9 @@ class SubclassOf(ImmutableValue, _Specialised, TypeParameters[T]):
         def __get__(self, instance: object, owner: Any) -> Any: ...
 
         @overload
-        def __set__(self, instance: Object | Struct,
-                    value: type[T] | SubclassOf[T] | None) -> None: ...
+        def __set__(
+            self, instance: Object | Struct, value: type[T] | SubclassOf[T] | None
+        ) -> None: ...
         @overload
         def __set__(self, instance: object, value: SubclassOf[T]) -> None: ...
         def __set__(self, instance: object, value: Any) -> None: ...
@@ -300,8 +333,7 @@ class SubclassOf(ImmutableValue, _Specialised, TypeParameters[T]):
         target = cls._zs_target()
         if not isinstance(value, type) or not issubclass(value, target):
             shown = value.__name__ if isinstance(value, type) else type(value).__name__
-            raise TypeError(f"{what} needs {target.__name__} or a subclass of it, "
-                            f"not {shown}")
+            raise TypeError(f"{what} needs {target.__name__} or a subclass of it, not {shown}")
         return typing.cast("type[Object]", value)
 
     @classmethod
@@ -370,13 +402,22 @@ class SubclassOfSpec(_WrapperSpec):
             classes = runtime._classes_by_id
             return classes[stored - 1] if 0 < stored <= len(classes) else None
 
-        return _core.Kind(_core.KIND_PLAIN, 4, 4, lib.ZS_TYPE_PLAIN, what,
-                          flags=_core.KIND_BITWISE, encode=encode, decode=decode)
+        return _core.Kind(
+            _core.KIND_PLAIN,
+            4,
+            4,
+            lib.ZS_TYPE_PLAIN,
+            what,
+            flags=_core.KIND_BITWISE,
+            encode=encode,
+            decode=decode,
+        )
 
 
 # ---------------------------------------------------------------------------
 # LazyObjectPtr
 # ---------------------------------------------------------------------------
+
 
 def _id_bytes(value: Any) -> bytes:
     if isinstance(value, uuid.UUID):
@@ -385,8 +426,9 @@ def _id_bytes(value: Any) -> bytes:
         return uuid.UUID(value).bytes
     if isinstance(value, (bytes, bytearray)) and len(value) == 16:
         return bytes(value)
-    raise TypeError(f"a persistent id is a uuid.UUID, its str or 16 bytes, "
-                    f"not {type(value).__name__}")
+    raise TypeError(
+        f"a persistent id is a uuid.UUID, its str or 16 bytes, not {type(value).__name__}"
+    )
 
 
 def _persistent_id(obj: Object) -> bytes:
@@ -588,13 +630,22 @@ class LazyObjectSpec(_WrapperSpec):
         def decode(runtime: RuntimeLike, raw: bytes) -> Any:
             return wrapper._make(raw, runtime)
 
-        return _core.Kind(_core.KIND_PLAIN, 16, 8, lib.ZS_TYPE_PLAIN, what,
-                          flags=_core.KIND_BITWISE, encode=encode, decode=decode)
+        return _core.Kind(
+            _core.KIND_PLAIN,
+            16,
+            8,
+            lib.ZS_TYPE_PLAIN,
+            what,
+            flags=_core.KIND_BITWISE,
+            encode=encode,
+            decode=decode,
+        )
 
 
 # ---------------------------------------------------------------------------
 # Soft pointers
 # ---------------------------------------------------------------------------
+
 
 def object_path(obj: Object) -> str:
     """The path of a live object: its outers' names and its own, joined by
@@ -621,8 +672,9 @@ class _SoftPointer(ValueConjugate, _Specialised):
     __slots__ = ()
 
     def __new__(cls, value: Any = None) -> Self:
-        runtime = (value._live_runtime() if issubclass(type(value), Object)
-                   else context.current_runtime())
+        runtime = (
+            value._live_runtime() if issubclass(type(value), Object) else context.current_runtime()
+        )
         with context.made_current(runtime):
             made: Self = _core.ValueConjugate.__new__(cls, value)  # type: ignore[call-arg]
         return made
@@ -735,10 +787,13 @@ class SoftObjectPtr(_SoftPointer, TypeParameters[T]):
             if not issubclass(type(value), target):
                 raise TypeError(f"{what} needs a {target.__name__}, not {type(value).__name__}")
             return object_path(value)
-        raise TypeError(f"{what} needs a path (str), a zs.Object, a SoftObjectPtr or None, "
-                        f"not {type(value).__name__}")
+        raise TypeError(
+            f"{what} needs a path (str), a zs.Object, a SoftObjectPtr or None, "
+            f"not {type(value).__name__}"
+        )
 
     if TYPE_CHECKING:
+
         def __init__(self, value: T | SoftObjectPtr[T] | str | None = None) -> None:
             """Construction happens in ``__new__``."""
 
@@ -783,15 +838,20 @@ class SoftClassPtr(_SoftPointer, TypeParameters[T]):
         if isinstance(value, type):
             target = cls._zs_target()
             if not issubclass(value, target):
-                raise TypeError(f"{what} needs {target.__name__} or a subclass of it, "
-                                f"not {value.__name__}")
+                raise TypeError(
+                    f"{what} needs {target.__name__} or a subclass of it, not {value.__name__}"
+                )
             return _class_path(value)
-        raise TypeError(f"{what} needs a class, a path (str), a SoftClassPtr or None, "
-                        f"not {type(value).__name__}")
+        raise TypeError(
+            f"{what} needs a class, a path (str), a SoftClassPtr or None, "
+            f"not {type(value).__name__}"
+        )
 
     if TYPE_CHECKING:
-        def __init__(self, value: type[T] | SoftClassPtr[T] | SubclassOf[T] | str | None = None
-                     ) -> None:
+
+        def __init__(
+            self, value: type[T] | SoftClassPtr[T] | SubclassOf[T] | str | None = None
+        ) -> None:
             """Construction happens in ``__new__``."""
 
     def get(self) -> type[T] | None:
@@ -806,9 +866,11 @@ class SoftClassPtr(_SoftPointer, TypeParameters[T]):
         if not exact:
             exact = [cls for cls in list(runtime._native_classes) if cls.__name__ == path]
             if len(exact) > 1:
-                raise LookupError(f"SoftClassPtr {path!r}: several registered classes have "
-                                  f"that name ({', '.join(map(_class_path, exact))}); "
-                                  "use the full path")
+                raise LookupError(
+                    f"SoftClassPtr {path!r}: several registered classes have "
+                    f"that name ({', '.join(map(_class_path, exact))}); "
+                    "use the full path"
+                )
         if not exact:
             return None
         found = exact[-1]
@@ -825,8 +887,9 @@ class SoftClassPtr(_SoftPointer, TypeParameters[T]):
         cls = _import_class(path)
         target = type(self)._zs_target()
         if not isinstance(cls, type) or not issubclass(cls, target):
-            raise TypeError(f"SoftClassPtr {path!r} names {cls!r}, not {target.__name__} "
-                            "or a subclass of it")
+            raise TypeError(
+                f"SoftClassPtr {path!r} names {cls!r}, not {target.__name__} or a subclass of it"
+            )
         runtime = self._rt
         with runtime._lock:
             runtime._live_ptr()
@@ -877,13 +940,23 @@ class SoftSpec(_WrapperSpec):
         def encode(runtime: RuntimeLike, value: Any) -> str:
             return wrapper._path_of(what, value)
 
-        return _core.Kind(_core.KIND_STRING, 16, 8, lib.ZS_TYPE_STRING, what, unit=1,
-                          flags=_core.KIND_VIEW, cls=wrapper, encode=encode)
+        return _core.Kind(
+            _core.KIND_STRING,
+            16,
+            8,
+            lib.ZS_TYPE_STRING,
+            what,
+            unit=1,
+            flags=_core.KIND_VIEW,
+            cls=wrapper,
+            encode=encode,
+        )
 
 
 # ---------------------------------------------------------------------------
 # ScriptInterface
 # ---------------------------------------------------------------------------
+
 
 def _interface_id(runtime: RuntimeLike, interface: type) -> int:
     found = _interfaces_of(runtime).ids.get(interface)
@@ -1011,12 +1084,15 @@ class ScriptInterfaceSpec(_WrapperSpec):
         if value is None:
             return
         if not issubclass(type(value), Object):
-            raise TypeError(f"{what} needs an object implementing {interface.__name__} or None, "
-                            f"not {type(value).__name__}")
+            raise TypeError(
+                f"{what} needs an object implementing {interface.__name__} or None, "
+                f"not {type(value).__name__}"
+            )
         value._live_runtime()
         if not isinstance(value, interface):
-            raise TypeError(f"{what}: {type(value).__name__} does not implement "
-                            f"{interface.__name__}")
+            raise TypeError(
+                f"{what}: {type(value).__name__} does not implement {interface.__name__}"
+            )
 
     def make_kind(self) -> _core.Kind:
         """A struct of a strong reference and the interface's id in the runtime."""
@@ -1032,9 +1108,22 @@ class ScriptInterfaceSpec(_WrapperSpec):
         def decode(runtime: RuntimeLike, members: dict[str, Any]) -> Any:
             return members["object"]
 
-        kind = _core.Kind(_core.KIND_STRUCT, 16, 8, lib.ZS_TYPE_STRUCT, what,
-                          flags=_core.KIND_VIEW, cls=wrapper, struct_name=b"ScriptInterface",
-                          encode=encode, decode=decode)
-        kind.set_members([("object", 0, ObjectRefKind(Object).kind),
-                          ("interface", 8, ScalarKind(typing.cast("type[Scalar]", UInt32)).kind)])
+        kind = _core.Kind(
+            _core.KIND_STRUCT,
+            16,
+            8,
+            lib.ZS_TYPE_STRUCT,
+            what,
+            flags=_core.KIND_VIEW,
+            cls=wrapper,
+            struct_name=b"ScriptInterface",
+            encode=encode,
+            decode=decode,
+        )
+        kind.set_members(
+            [
+                ("object", 0, ObjectRefKind(Object).kind),
+                ("interface", 8, ScalarKind(typing.cast("type[Scalar]", UInt32)).kind),
+            ]
+        )
         return kind

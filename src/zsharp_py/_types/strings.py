@@ -8,9 +8,11 @@ Each converts to and from ``str`` and compares with ``str``. The text of a
 ``str`` subclass is taken from its own data, never from what its methods
 return (native/binding/kind.c, stage_string).
 """
+
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterator
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 from .. import _core
 from .._base.ffi import lib
@@ -28,6 +30,7 @@ class _StringBase(ValueConjugate):
     _flags: ClassVar[int] = 0
 
     if False:  # pragma: no cover - construction is C (native/binding/value.c)
+
         def __init__(self, value: Any = "") -> None: ...
 
     @classmethod
@@ -107,8 +110,8 @@ class Text(_StringBase):
     __slots__ = ()
 
 
-
 register_shorthand(str, String)  # `label: str` declares a zs.String
+
 
 class StringSpec(PropertyKind):
     """A string member, element or black value of one of the string kinds."""
@@ -137,8 +140,16 @@ class StringSpec(PropertyKind):
     def make_kind(self) -> _core.Kind:
         """A native string of the kind's code units, read as a view."""
         cls = self.cls
-        return _core.Kind(_core.KIND_STRING, 16, 8, lib.ZS_TYPE_STRING, cls.__name__,
-                          unit=cls._unit, flags=_core.KIND_VIEW | cls._flags, cls=cls)
+        return _core.Kind(
+            _core.KIND_STRING,
+            16,
+            8,
+            lib.ZS_TYPE_STRING,
+            cls.__name__,
+            unit=cls._unit,
+            flags=_core.KIND_VIEW | cls._flags,
+            cls=cls,
+        )
 
     def check(self, what: str, value: Any) -> None:
         """A str (or string conjugate) this kind can hold."""
@@ -147,13 +158,20 @@ class StringSpec(PropertyKind):
             return
         if not isinstance(value, str):
             raise TypeError(f"{what}: {self.cls.__name__} needs a str, not {type(value).__name__}")
-        codec = ("utf-16-le" if self.cls._flags & _core.KIND_UTF16
-                 else "ascii" if self.cls._flags & _core.KIND_ASCII else "utf-8")
+        codec = (
+            "utf-16-le"
+            if self.cls._flags & _core.KIND_UTF16
+            else "ascii"
+            if self.cls._flags & _core.KIND_ASCII
+            else "utf-8"
+        )
         try:
             str.encode(value, codec)  # the base behaviour, never a subclass's encode
         except UnicodeEncodeError as error:
-            raise ValueError(f"{what}: {self.cls.__name__} cannot hold {value!r}: "
-                             f"{error.reason} (position {error.start})") from None
+            raise ValueError(
+                f"{what}: {self.cls.__name__} cannot hold {value!r}: "
+                f"{error.reason} (position {error.start})"
+            ) from None
 
 
 for _string_class in (String, Utf8String, AnsiString, Text):
@@ -163,6 +181,7 @@ for _string_class in (String, Utf8String, AnsiString, Text):
 # ---------------------------------------------------------------------------
 # Names
 # ---------------------------------------------------------------------------
+
 
 class Name(_core.NameBase):
     """An interned name (``FName``): compared and hashed case-insensitively,
@@ -181,7 +200,6 @@ class Name(_core.NameBase):
     @classmethod
     def _zs_value_spec(cls, owner: type) -> NameSpec:
         return NameSpec()
-
 
 
 class NameSpec(PropertyKind):
@@ -208,8 +226,9 @@ class NameSpec(PropertyKind):
 
     def make_kind(self) -> _core.Kind:
         """Two 32-bit words: the interned index and the number."""
-        return _core.Kind(_core.KIND_NAME, 8, 8, lib.ZS_TYPE_PLAIN, "Name",
-                          flags=_core.KIND_BITWISE)
+        return _core.Kind(
+            _core.KIND_NAME, 8, 8, lib.ZS_TYPE_PLAIN, "Name", flags=_core.KIND_BITWISE
+        )
 
     def check(self, what: str, value: Any) -> None:
         """A Name or a str."""
