@@ -370,3 +370,22 @@ def test_no_module_sets_another_modules_globals() -> None:
             and target.value.id in modules
         ]
     assert injected == []
+
+
+def test_every_package_folder_is_installed() -> None:
+    """A plain install (pip install .) ships exactly the folders the source
+    has: a layer folder missing from pyproject.toml's list would install a
+    package that cannot import."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    packages = re.search(
+        r"^\[tool\.setuptools\]\n(?:#[^\n]*\n)*packages = \[(.*?)\]", text, re.S | re.M
+    )
+    assert packages is not None
+    listed = set(re.findall(r'"([\w.]+)"', packages.group(1)))
+    package = ROOT / "src" / "zsharp_py"
+    folders = {"zsharp_py"} | {
+        "zsharp_py." + init.parent.relative_to(package).as_posix().replace("/", ".")
+        for init in package.rglob("__init__.py")
+        if init.parent != package
+    }
+    assert listed == folders
