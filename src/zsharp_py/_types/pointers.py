@@ -435,12 +435,13 @@ def _persistent_id(obj: Object) -> bytes:
     """The object's persistent id, assigned (a new uuid4) if it has none."""
     runtime = obj._live_runtime()
     with runtime._lock:
-        found = _lazy(runtime).handles.get(obj._h)
+        lazy = _lazy(runtime)
+        found = lazy.handles.get(obj._h)
         if found is not None:
             return found
         new = uuid.uuid4().bytes
-        _lazy(runtime).handles[obj._h] = new
-        _lazy(runtime).ids[new] = obj._h
+        lazy.handles[obj._h] = new
+        lazy.ids[new] = obj._h
         return new
 
 
@@ -449,14 +450,15 @@ def _lookup(runtime: RuntimeLike, persistent: bytes) -> Object | None:
     with runtime._lock:
         if runtime._closed:
             return None
-        handle = _lazy(runtime).ids.get(persistent)
+        lazy = _lazy(runtime)
+        handle = lazy.ids.get(persistent)
         if handle is None:
             return None
         obj: Object | None = runtime._conjugate_of(handle)
-        if obj is None or _lazy(runtime).handles.get(handle) != persistent:
-            _lazy(runtime).ids.pop(persistent, None)
-            if _lazy(runtime).handles.get(handle) == persistent:
-                del _lazy(runtime).handles[handle]
+        if obj is None or lazy.handles.get(handle) != persistent:
+            lazy.ids.pop(persistent, None)
+            if lazy.handles.get(handle) == persistent:
+                del lazy.handles[handle]
             return None
         return obj
 
@@ -535,14 +537,15 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
             raise ValueError("the all-zero id is the null persistent id")
         runtime = obj._live_runtime()
         with runtime._lock:
-            previous_handle = _lazy(runtime).ids.get(persistent)
+            lazy = _lazy(runtime)
+            previous_handle = lazy.ids.get(persistent)
             if previous_handle is not None:
-                _lazy(runtime).handles.pop(previous_handle, None)
-            previous_id = _lazy(runtime).handles.get(obj._h)
+                lazy.handles.pop(previous_handle, None)
+            previous_id = lazy.handles.get(obj._h)
             if previous_id is not None:
-                _lazy(runtime).ids.pop(previous_id, None)
-            _lazy(runtime).ids[persistent] = obj._h
-            _lazy(runtime).handles[obj._h] = persistent
+                lazy.ids.pop(previous_id, None)
+            lazy.ids[persistent] = obj._h
+            lazy.handles[obj._h] = persistent
         made: Self = cls._make(persistent, runtime)
         return made
 
@@ -959,10 +962,11 @@ class SoftSpec(_WrapperSpec):
 
 
 def _interface_id(runtime: RuntimeLike, interface: type) -> int:
-    found = _interfaces_of(runtime).ids.get(interface)
+    known = _interfaces_of(runtime)
+    found = known.ids.get(interface)
     if found is None:
-        _interfaces_of(runtime).interfaces.append(interface)
-        found = _interfaces_of(runtime).ids[interface] = len(_interfaces_of(runtime).interfaces)
+        known.interfaces.append(interface)
+        found = known.ids[interface] = len(known.interfaces)
     return found
 
 
