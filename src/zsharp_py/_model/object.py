@@ -843,7 +843,7 @@ def _initial_image(
                 continue  # a null reference: already zero
             if not pack_default(info.kind, buffer, info.offset, info.default):
                 defaults.append(info)
-        elif not pack_initial(info.kind, buffer, info.offset):
+        elif not info.kind.pack_initial(buffer, info.offset):
             initializers.append(info)
     image = bytes(buffer)[header:].rstrip(b"\0")
     return image, defaults, initializers
@@ -871,17 +871,3 @@ def pack_default(kind: PropertyKind, buffer: bytearray, offset: int, value: Any)
         return False
     _struct_module.pack_into(_PACK[kind.scalar.c_type], buffer, offset, kind.scalar.convert(value))
     return True
-
-
-def pack_initial(kind: PropertyKind, buffer: bytearray, offset: int) -> bool:
-    """Write a freshly made value's defaults into an image, if they are plain
-    data only (embedded structs of scalars); False when they need the
-    runtime (after creation: ``initialize_defaults``). The kind decides:
-    only a struct kind has defaults of its own."""
-    return kind.pack_initial(buffer, offset)
-
-
-def initialize_defaults(holder: Any, info: PropertyInfo) -> None:
-    """Apply, after creation, the defaults an image could not hold: those of
-    the struct members below ``info`` that are not plain data."""
-    info.kind.initialize_defaults(holder, info.name)

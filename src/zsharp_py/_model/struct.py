@@ -24,9 +24,7 @@ from .object import (
     _is_classvar,
     _scope_of,
     check_annotations,
-    initialize_defaults,
     pack_default,
-    pack_initial,
     resolve_kind,
 )
 from .values import ValueConjugate
@@ -210,7 +208,7 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
         if info.has_default:
             plain = pack_default(info.kind, image, info.offset, info.default) and plain
         else:
-            plain = pack_initial(info.kind, image, info.offset) and plain
+            plain = info.kind.pack_initial(image, info.offset) and plain
     # The kind first, without members: a member may hold an array of this
     # very struct, whose element kind is this one (the native registration
     # then refuses the recursion with a TypeError).
@@ -266,7 +264,7 @@ def _install_defaults(cls: type[Struct], properties: list[PropertyInfo]) -> None
                 if info.has_default:
                     setattr(value, info.name, info.default)
                 else:
-                    initialize_defaults(value, info)
+                    info.kind.initialize_defaults(value, info.name)
         except BaseException:
             value.dispose()
             raise

@@ -26,7 +26,7 @@ from .._base.context import current_runtime
 from .._base.errors import ExpiredConjugateError
 from .._base.ffi import api_address, check, ffi, lib, refused
 from .._model.hints import plural
-from .._model.object import ClassLayout, ClusterInfo, Object, class_layout, initialize_defaults
+from .._model.object import ClassLayout, ClusterInfo, Object, class_layout
 from .chains import ReferenceChain, reference_chains
 from .collector import GarbageCollector, GcStats, GcStress
 
@@ -502,7 +502,7 @@ class Runtime(_core.RuntimeCore):
         try:
             # Embedded structs start from their declared defaults.
             for info in layout.initializers:
-                initialize_defaults(conjugate, info)
+                info.kind.initialize_defaults(conjugate, info.name)
             # Keywords were validated before allocation; a store can still
             # fail if a referenced object died meanwhile on another thread.
             for info in layout.defaults:
