@@ -36,8 +36,8 @@ from .._base.errors import ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK, Ex
 from .._base.ffi import api_address, declare_struct, ffi, layout_ffi, lib, member_name
 from .._model import values as _values
 from .._model.kinds import _SCALAR_CODES, ScalarKind
-from .._model.object import Object, ObjectRefKind, WeakRefKind, add_declaration_check, spec_of
-from .._model.struct import StructSpec
+from .._model.object import Object, ObjectRefKind, WeakRefKind, add_declaration_check, kind_of
+from .._model.struct import StructKind
 from .._model.values import close_scope, open_scope
 
 __all__ = [
@@ -301,7 +301,7 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
         members.append(("return_value", "return_value", returns))
     kinds: list[Any] = []
     for label, _, annotation in members:
-        kind = spec_of(owner, annotation, f"{what}: {label}")
+        kind = kind_of(owner, annotation, f"{what}: {label}")
         if not (isinstance(kind, (ScalarKind, ObjectRefKind)) or _plain_struct(kind)):
             raise TypeError(
                 f"{what}: {label} is {kind.describe()}; only scalars, object "
@@ -322,7 +322,7 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
     has_result = len(members) > len(parameters)
     modes = tuple(
         _STRUCT
-        if isinstance(k, StructSpec)
+        if isinstance(k, StructKind)
         else _OBJECT
         if isinstance(k, ObjectRefKind)
         else _SCALAR
@@ -354,7 +354,7 @@ def _plain_struct(kind: Any) -> bool:
     """Whether ``kind`` is a struct of scalars, references and plain structs:
     a view of it in the host's block writes nothing the host would have to
     free (a string or container member would allocate there)."""
-    if not isinstance(kind, StructSpec):
+    if not isinstance(kind, StructKind):
         return False
     return all(
         isinstance(info.kind, (ScalarKind, ObjectRefKind, WeakRefKind)) or _plain_struct(info.kind)
@@ -364,7 +364,7 @@ def _plain_struct(kind: Any) -> bool:
 
 def _host_type(kind: Any) -> str:
     """The C type of a block member as the host spells it."""
-    if isinstance(kind, StructSpec):
+    if isinstance(kind, StructKind):
         return f"struct {kind.cls.__name__}"
     if isinstance(kind, (ObjectRefKind, WeakRefKind)):
         return "zs_ref"
@@ -374,7 +374,7 @@ def _host_type(kind: Any) -> str:
 
 def _declare_host_struct(kind: Any, out: dict[str, str]) -> None:
     """Add the C declaration of a struct kind (after the structs it holds) to ``out``."""
-    if not isinstance(kind, StructSpec) or kind.cls.__name__ in out:
+    if not isinstance(kind, StructKind) or kind.cls.__name__ in out:
         return
     for info in kind.layout.properties:
         _declare_host_struct(info.kind, out)

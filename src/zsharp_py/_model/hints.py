@@ -85,7 +85,7 @@ def _is_zs_type(value: Any) -> bool:
     or an object class)."""
     if not isinstance(value, type):
         return False
-    return issubclass(value, (Scalar, _core.ObjectConjugate)) or hasattr(value, "_zs_value_spec")
+    return issubclass(value, (Scalar, _core.ObjectConjugate)) or hasattr(value, "_zs_value_kind")
 
 
 def _element(annotation: Any) -> str | None:

@@ -181,13 +181,13 @@ PYTHON_SHORTHANDS: dict[Any, Any] = {int: Int64, float: Float64, bool: Bool}
 
 def register_shorthand(python_type: type, zs_type: type) -> None:
     """Let annotations write ``python_type`` for ``zs_type`` (``str`` for
-    ``zs.String``): the resolver (zsharp_py/_model/object.py spec_of)
+    ``zs.String``): the resolver (zsharp_py/_model/object.py kind_of)
     knows no type of the layers above it."""
     PYTHON_SHORTHANDS[python_type] = zs_type
 
 
 class PropertyKind:
-    """How one type is stored natively and seen from Python (a *value kind*).
+    """How one type is stored natively and seen from Python (every ``*Kind``).
 
     Every property type and every container element type is one: it gives
     the C member type of layouts (``c_type``), the native schema kind of an
@@ -259,16 +259,16 @@ class PropertyKind:
 _kinds: dict[Any, _core.Kind] = {}
 
 
-def install_property(spec: PropertyKind, cls: type, name: str, offset: int) -> None:
+def install_property(prop: PropertyKind, cls: type, name: str, offset: int) -> None:
     """A ``ValueProperty`` for ``name`` at ``offset`` of ``cls``: an object
     class, or a struct class (``_zs_kind`` set before its members install)."""
     what = f"{cls.__name__}.{name}"
-    doc = f"{spec.describe()} property."
+    doc = f"{prop.describe()} property."
     owner_kind = cls.__dict__.get("_zs_kind")
     if owner_kind is None:
-        setattr(cls, name, _core.ValueProperty(cls, spec.kind, what, offset, doc))
+        setattr(cls, name, _core.ValueProperty(cls, prop.kind, what, offset, doc))
     else:
-        setattr(cls, name, _core.ValueProperty(cls, spec.kind, what, offset, doc, owner_kind))
+        setattr(cls, name, _core.ValueProperty(cls, prop.kind, what, offset, doc, owner_kind))
 
 
 # The scalar codes of native/binding (zs_scalar_kind), by C type.

@@ -74,7 +74,7 @@ class ClassLayout:
     pointer_type: Any  # layout-FFI ``struct ... *``
     size: int
     properties: list[PropertyInfo]  # inherited first
-    own_members: list[tuple[int, PropertyKind]]  # (offset, spec): cls's own non-scalar members
+    own_members: list[tuple[int, PropertyKind]]  # (offset, kind): cls's own non-scalar members
     class_flags: int = 0  # ZS_CLASS_*
     property_names: frozenset[str] = field(default_factory=frozenset)
     defaults: list[PropertyInfo] = field(default_factory=list)  # set after creation
@@ -699,18 +699,18 @@ def object_target(cls: type, annotation: Any) -> type[Object] | None:
 
 def resolve_kind(cls: type, attribute: str, annotation: Any) -> PropertyKind:
     """Map one annotation to its property kind, or raise ``TypeError``."""
-    return spec_of(cls, _evaluate(cls, annotation), f"{cls.__name__}.{attribute}", annotation)
+    return kind_of(cls, _evaluate(cls, annotation), f"{cls.__name__}.{attribute}", annotation)
 
 
-def spec_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> PropertyKind:
+def kind_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> PropertyKind:
     """The property kind of an evaluated annotation or type argument (``cls``
     gives the scope where nested string annotations resolve).
 
     The one annotation resolver, knowing no type of a higher layer: a
     Python shorthand (``int``, ``str``...) stands for the zs type registered
     for it (``register_shorthand``); a zs type gives its own kind
-    (``_zs_value_spec(owner)``), a generic one from its type arguments
-    (``_zs_generic_spec(owner, arguments, what)`` on the origin, as
+    (``_zs_value_kind(owner)``), a generic one from its type arguments
+    (``_zs_generic_kind(owner, arguments, what)`` on the origin, as
     ``WeakObjectPtr[T]``); an object class, alone or ``| None``, is a
     reference."""
     if isinstance(resolved, (str, typing.ForwardRef)):
@@ -718,11 +718,11 @@ def spec_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> Prop
     resolved = PYTHON_SHORTHANDS.get(resolved, resolved)
     if isinstance(resolved, type) and issubclass(resolved, Scalar) and resolved is not Scalar:
         return ScalarKind(resolved)
-    make_spec = getattr(resolved, "_zs_value_spec", None)
-    if make_spec is not None:
-        spec: PropertyKind = make_spec(cls)
-        return spec
-    make_generic = getattr(typing.get_origin(resolved), "_zs_generic_spec", None)
+    make_kind = getattr(resolved, "_zs_value_kind", None)
+    if make_kind is not None:
+        kind: PropertyKind = make_kind(cls)
+        return kind
+    make_generic = getattr(typing.get_origin(resolved), "_zs_generic_kind", None)
     if make_generic is not None:
         generic: PropertyKind = make_generic(cls, typing.get_args(resolved), what)
         return generic

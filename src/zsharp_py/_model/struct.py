@@ -29,7 +29,7 @@ from .object import (
 )
 from .values import ValueConjugate
 
-__all__ = ["Struct", "StructMeta", "StructSpec", "StructLayout", "struct_layout"]
+__all__ = ["Struct", "StructMeta", "StructKind", "StructLayout", "struct_layout"]
 
 
 @dataclass
@@ -103,8 +103,8 @@ class Struct(ValueConjugate, metaclass=StructMeta):
         return struct_layout(cls).kind
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> StructSpec:
-        return StructSpec(cls)
+    def _zs_value_kind(cls, owner: type) -> StructKind:
+        return StructKind(cls)
 
     # ---- value semantics -------------------------------------------------------
     if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def _is_bitwise(kind: PropertyKind) -> bool:
     to destroy, no references)."""
     if isinstance(kind, ScalarKind):
         return True
-    if isinstance(kind, StructSpec):
+    if isinstance(kind, StructKind):
         return kind.layout.bitwise
     return bool(getattr(kind, "bitwise", False))
 
@@ -148,7 +148,7 @@ def _is_bitwise(kind: PropertyKind) -> bool:
 def _contains(kind: PropertyKind, cls: type, seen: set[Any]) -> bool:
     """Whether values of ``kind`` hold a ``cls`` struct, inline or through
     containers and other structs (their element types resolved as needed)."""
-    if isinstance(kind, StructSpec):
+    if isinstance(kind, StructKind):
         if kind.cls is cls:
             return True
         if kind.cls in seen:
@@ -250,7 +250,7 @@ def _install_defaults(cls: type[Struct], properties: list[PropertyInfo]) -> None
         info
         for info in properties
         if (info.has_default and not isinstance(info.kind, ScalarKind))
-        or (not info.has_default and isinstance(info.kind, StructSpec))
+        or (not info.has_default and isinstance(info.kind, StructKind))
     ]
     names = [info.name for info in properties]
 
@@ -273,7 +273,7 @@ def _install_defaults(cls: type[Struct], properties: list[PropertyInfo]) -> None
     type.__setattr__(cls, "__new__", __new__)
 
 
-class StructSpec(PropertyKind):
+class StructKind(PropertyKind):
     """A struct member, element or black value of a ``zs.Struct`` class."""
 
     __slots__ = ("cls",)
@@ -302,7 +302,7 @@ class StructSpec(PropertyKind):
         return ("struct", self.cls)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StructSpec) and other.cls is self.cls
+        return isinstance(other, StructKind) and other.cls is self.cls
 
     def __hash__(self) -> int:
         return hash(self.key)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base.ffi import check, ffi, lib
 from .._model.object import Object, PropertyInfo, class_layout
-from .._model.struct import Struct, StructSpec, struct_layout
+from .._model.struct import Struct, StructKind, struct_layout
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -162,7 +162,7 @@ def _property_path(properties: list[PropertyInfo], offset: int) -> str:
             found = info
     if found is None:
         return f"+{offset}"
-    if isinstance(found.kind, StructSpec):
+    if isinstance(found.kind, StructKind):
         inner = _property_path(struct_layout(found.kind.cls).properties, offset - found.offset)
         return f"{found.name}.{inner}"
     return found.name

@@ -384,10 +384,10 @@ class Runtime(_core.RuntimeCore):
         # References go as their own member kinds; everything else (structs,
         # strings, containers) as a VALUE member of its registered type.
         rows = [
-            (spec.member_kind, offset, ffi.NULL)
-            if spec.member_kind
-            else (lib.ZS_MEMBER_VALUE, offset, ffi.cast("zs_type *", self._native_type(spec.kind)))
-            for offset, spec in layout.own_members
+            (m.member_kind, offset, ffi.NULL)
+            if m.member_kind
+            else (lib.ZS_MEMBER_VALUE, offset, ffi.cast("zs_type *", self._native_type(m.kind)))
+            for offset, m in layout.own_members
         ]
         members = ffi.new("zs_member[]", rows or [(0, 0, ffi.NULL)])
         desc = ffi.new(

@@ -27,10 +27,10 @@ from .._base.ffi import declare_struct, layout_ffi, lib
 from .._base.generics import TypeParameters
 from .._model.hints import plural
 from .._model.kinds import PropertyKind
-from .._model.object import ObjectRefKind, spec_of
+from .._model.object import ObjectRefKind, kind_of
 from .._model.values import ValueConjugate
 
-__all__ = ["Array", "Set", "Map", "Optional", "ArraySpec", "SetSpec", "MapSpec", "OptionalSpec"]
+__all__ = ["Array", "Set", "Map", "Optional", "ArrayKind", "SetKind", "MapKind", "OptionalKind"]
 
 _MISSING = object()
 # How many times remove() searches again when its comparisons changed the array.
@@ -48,7 +48,7 @@ D = TypeVar("D")
 
 class _Generic:
     """Shared ``Container[T]`` specialisation: one subclass per type argument
-    (cached), whose element spec resolves on first use so forward references
+    (cached), whose element kind resolves on first use so forward references
     (``zs.Array["Actor"]``) work."""
 
     # No instance __dict__ for the containers: a mistyped attribute
@@ -56,7 +56,7 @@ class _Generic:
     __slots__ = ()
     _zs_args: ClassVar[tuple[Any, ...]] = ()
     _zs_scope: ClassVar[Any] = None
-    _zs_specs: ClassVar[tuple[PropertyKind, ...] | None] = None
+    _zs_element_kinds: ClassVar[tuple[PropertyKind, ...] | None] = None
     _zs_arity: ClassVar[int] = 1
     _zs_cache: ClassVar[dict[tuple[Any, ...], type]]
 
@@ -99,7 +99,7 @@ class _Generic:
                 "__slots__": (),
                 "_zs_args": args,
                 "_zs_scope": scope,
-                "_zs_specs": None,
+                "_zs_element_kinds": None,
                 "__module__": "zsharp_py",
             },
         )
@@ -108,26 +108,26 @@ class _Generic:
         return special
 
     @classmethod
-    def _element_specs(cls) -> tuple[PropertyKind, ...]:
-        specs = cls.__dict__.get("_zs_specs")
-        if specs is None:
+    def _element_kinds(cls) -> tuple[PropertyKind, ...]:
+        kinds = cls.__dict__.get("_zs_element_kinds")
+        if kinds is None:
             if not cls._zs_args:
                 raise TypeError(f"use {cls.__name__}[T]: a container needs its element type")
             holder = type("_Scope", (), {"_zs_scope": cls._zs_scope})
-            specs = tuple(spec_of(holder, arg, f"{cls.__name__} element") for arg in cls._zs_args)
-            _check_element(cls, specs[0])  # map values may be anything
-            type.__setattr__(cls, "_zs_specs", specs)
-        return specs
+            kinds = tuple(kind_of(holder, arg, f"{cls.__name__} element") for arg in cls._zs_args)
+            _check_element(cls, kinds[0])  # map values may be anything
+            type.__setattr__(cls, "_zs_element_kinds", kinds)
+        return kinds
 
 
-def _check_element(cls: type, spec: PropertyKind) -> None:
-    if isinstance(spec, ObjectRefKind) and cls.__name__.startswith(("Set", "Map")):
+def _check_element(cls: type, element: PropertyKind) -> None:
+    if isinstance(element, ObjectRefKind) and cls.__name__.startswith(("Set", "Map")):
         return  # object keys: hashable by handle
-    if cls.__name__.startswith(("Set", "Map")) and spec.key[0] in ("array", "set", "map"):
+    if cls.__name__.startswith(("Set", "Map")) and element.key[0] in ("array", "set", "map"):
         raise TypeError(f"{cls.__name__}: containers cannot be set elements or map keys")
-    if cls.__name__.startswith(("Set", "Map")) and not getattr(spec, "hashable", True):
+    if cls.__name__.startswith(("Set", "Map")) and not getattr(element, "hashable", True):
         raise TypeError(
-            f"{cls.__name__}: {spec.describe()} values cannot be set elements or "
+            f"{cls.__name__}: {element.describe()} values cannot be set elements or "
             "map keys (they are not hashable)"
         )
 
@@ -140,18 +140,18 @@ class _Container(_Generic):
     _zs_native_kind: ClassVar[int] = 0
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> PropertyKind:
-        return cls._spec_class()(cls)
+    def _zs_value_kind(cls, owner: type) -> PropertyKind:
+        return cls._kind_class()(cls)
 
     @classmethod
-    def _spec_class(cls) -> type[_ContainerSpec]:
+    def _kind_class(cls) -> type[_ContainerKind]:
         raise NotImplementedError
 
     @classmethod
     def _zs_prepare(cls) -> _core.Kind:
         """First use of a specialised container: its kind (element types resolved)."""
-        cls._element_specs()
-        kind = cls._spec_class()(cls).kind
+        cls._element_kinds()
+        kind = cls._kind_class()(cls).kind
         type.__setattr__(cls, "_zs_kind", kind)
         return kind
 
@@ -174,8 +174,8 @@ class _Container(_Generic):
     __hash__ = None  # type: ignore[assignment]  # mutable
 
 
-class _ContainerSpec(PropertyKind):
-    """Spec of a container type (shared plumbing)."""
+class _ContainerKind(PropertyKind):
+    """Kind of a container type (shared plumbing)."""
 
     __slots__ = ("cls", "_elements")
 
@@ -185,16 +185,16 @@ class _ContainerSpec(PropertyKind):
 
     @property
     def elements(self) -> tuple[PropertyKind, ...]:
-        """The element spec(s)."""
+        """The element kind(s)."""
         elements = self._elements
         if elements is None:
-            elements = self._elements = self.cls._element_specs()
+            elements = self._elements = self.cls._element_kinds()
         return elements
 
     @property
     def key(self) -> Any:
         """Structural identity: kind and element keys."""
-        return (self.kind_name,) + tuple(spec.key for spec in self.elements)
+        return (self.kind_name,) + tuple(element.key for element in self.elements)
 
     kind_name = "container"
 
@@ -208,7 +208,7 @@ class _ContainerSpec(PropertyKind):
         return made
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _ContainerSpec) and other.key == self.key
+        return isinstance(other, _ContainerKind) and other.key == self.key
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -224,7 +224,7 @@ class _ContainerSpec(PropertyKind):
     def make_kind(self) -> _core.Kind:
         """The container's kind: its element kinds, its layout, its class."""
         size, align, entry_size, value_offset = self._layout()
-        elements = [spec.kind for spec in self.elements]
+        elements = [element.kind for element in self.elements]
         return _core.Kind(
             self.cls._zs_kind_code,
             size,
@@ -275,8 +275,8 @@ class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
     _zs_native_kind = lib.ZS_TYPE_ARRAY
 
     @classmethod
-    def _spec_class(cls) -> type[_ContainerSpec]:
-        return ArraySpec
+    def _kind_class(cls) -> type[_ContainerKind]:
+        return ArrayKind
 
     if TYPE_CHECKING:
 
@@ -376,12 +376,12 @@ def _round_up(value: int, align: int) -> int:
     return (value + align - 1) // align * align
 
 
-def _size_align(spec: PropertyKind) -> tuple[int, int]:
-    return layout_ffi.sizeof(spec.c_type), layout_ffi.alignof(spec.c_type)
+def _size_align(element: PropertyKind) -> tuple[int, int]:
+    return layout_ffi.sizeof(element.c_type), layout_ffi.alignof(element.c_type)
 
 
-class ArraySpec(_ContainerSpec):
-    """Spec of ``zs.Array[T]``."""
+class ArrayKind(_ContainerKind):
+    """Kind of ``zs.Array[T]``."""
 
     __slots__ = ()
     c_type = "zs_array"
@@ -423,8 +423,8 @@ class Set(_core.SetBase, ValueConjugate, _Container, TypeParameters[T]):
     _zs_native_kind = lib.ZS_TYPE_SET
 
     @classmethod
-    def _spec_class(cls) -> type[_ContainerSpec]:
-        return SetSpec
+    def _kind_class(cls) -> type[_ContainerKind]:
+        return SetKind
 
     if TYPE_CHECKING:
 
@@ -484,8 +484,8 @@ class Map(_core.MapBase, ValueConjugate, _Container, TypeParameters[K, V]):
     _zs_arity = 2
 
     @classmethod
-    def _spec_class(cls) -> type[_ContainerSpec]:
-        return MapSpec
+    def _kind_class(cls) -> type[_ContainerKind]:
+        return MapKind
 
     if TYPE_CHECKING:
 
@@ -579,8 +579,8 @@ def _entry_layout(elements: tuple[PropertyKind, ...]) -> tuple[int, int, int]:
     return _round_up(offset + value_size, align), offset, align
 
 
-class SetSpec(_ContainerSpec):
-    """Spec of ``zs.Set[T]``."""
+class SetKind(_ContainerKind):
+    """Kind of ``zs.Set[T]``."""
 
     __slots__ = ()
     c_type = "zs_hash"
@@ -599,8 +599,8 @@ class SetSpec(_ContainerSpec):
             self.elements[0].check("element", item)
 
 
-class MapSpec(SetSpec):
-    """Spec of ``zs.Map[K, V]``."""
+class MapKind(SetKind):
+    """Kind of ``zs.Map[K, V]``."""
 
     __slots__ = ()
     kind_name = "map"
@@ -637,8 +637,8 @@ class Optional(_core.OptionalBase, ValueConjugate, _Container, TypeParameters[T]
     _zs_native_kind = lib.ZS_TYPE_OPTIONAL
 
     @classmethod
-    def _spec_class(cls) -> type[_ContainerSpec]:
-        return OptionalSpec
+    def _kind_class(cls) -> type[_ContainerKind]:
+        return OptionalKind
 
     if TYPE_CHECKING:
 
@@ -678,8 +678,8 @@ class Optional(_core.OptionalBase, ValueConjugate, _Container, TypeParameters[T]
         return bool(mine == _plain(other))
 
 
-class OptionalSpec(_ContainerSpec):
-    """Spec of ``zs.Optional[T]``: the value, then a flag byte."""
+class OptionalKind(_ContainerKind):
+    """Kind of ``zs.Optional[T]``: the value, then a flag byte."""
 
     __slots__ = ()
     kind_name = "optional"

@@ -41,9 +41,9 @@ __all__ = [
     "Delegate",
     "MulticastDelegate",
     "SparseDelegate",
-    "DelegateSpec",
-    "MulticastSpec",
-    "SparseSpec",
+    "DelegateKind",
+    "MulticastKind",
+    "SparseKind",
     "BroadcastErrors",
 ]
 
@@ -269,16 +269,16 @@ class _DelegateBase(_core.DelegateBase, ValueConjugate):
         def _allocated(self) -> bool: ...
 
     @classmethod
-    def _make_spec(cls) -> PropertyKind:
+    def _make_kind(cls) -> PropertyKind:
         raise NotImplementedError
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> PropertyKind:
-        return cls._make_spec()
+    def _zs_value_kind(cls, owner: type) -> PropertyKind:
+        return cls._make_kind()
 
     @classmethod
     def _zs_prepare(cls) -> _core.Kind:
-        kind = cls._make_spec().kind
+        kind = cls._make_kind().kind
         type.__setattr__(cls, "_zs_kind", kind)
         return kind
 
@@ -340,8 +340,8 @@ class Delegate(_DelegateBase):
     __slots__ = ()
 
     @classmethod
-    def _make_spec(cls) -> PropertyKind:
-        return DelegateSpec()
+    def _make_kind(cls) -> PropertyKind:
+        return DelegateKind()
 
     def _init(self, target: Any = None, function: Any = None) -> None:
         if target is not None:
@@ -617,8 +617,8 @@ class MulticastDelegate(_MulticastBase):
     __slots__ = ()
 
     @classmethod
-    def _make_spec(cls) -> PropertyKind:
-        return MulticastSpec()
+    def _make_kind(cls) -> PropertyKind:
+        return MulticastKind()
 
 
 class SparseDelegate(_MulticastBase):
@@ -629,8 +629,8 @@ class SparseDelegate(_MulticastBase):
     __slots__ = ()
 
     @classmethod
-    def _make_spec(cls) -> PropertyKind:
-        return SparseSpec()
+    def _make_kind(cls) -> PropertyKind:
+        return SparseKind()
 
     @property
     def is_allocated(self) -> bool:
@@ -639,12 +639,12 @@ class SparseDelegate(_MulticastBase):
 
 
 # ---------------------------------------------------------------------------
-# Specs
+# Property kinds
 # ---------------------------------------------------------------------------
 
 
-class _DelegateSpec(PropertyKind):
-    """Shared spec plumbing (delegates hold no strong references: object
+class _DelegateKind(PropertyKind):
+    """Shared kind plumbing (delegates hold no strong references: object
     bindings are weak, so they are never traced)."""
 
     __slots__ = ()
@@ -661,7 +661,7 @@ class _DelegateSpec(PropertyKind):
         return (self.kind_name,)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _DelegateSpec) and other.key == self.key
+        return isinstance(other, _DelegateKind) and other.key == self.key
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -698,8 +698,8 @@ def _passing_rows(
     return encoded
 
 
-class DelegateSpec(_DelegateSpec):
-    """Spec of ``zs.Delegate`` (one ``zs_binding``)."""
+class DelegateKind(_DelegateKind):
+    """Kind of ``zs.Delegate`` (one ``zs_binding``)."""
 
     __slots__ = ()
     kind_name = "delegate"
@@ -716,8 +716,8 @@ class DelegateSpec(_DelegateSpec):
         _check_binding(what, value)
 
 
-class MulticastSpec(_DelegateSpec):
-    """Spec of ``zs.MulticastDelegate`` (a ``zs_array`` of bindings)."""
+class MulticastKind(_DelegateKind):
+    """Kind of ``zs.MulticastDelegate`` (a ``zs_array`` of bindings)."""
 
     __slots__ = ()
     c_type = "zs_array"
@@ -736,8 +736,8 @@ class MulticastSpec(_DelegateSpec):
             _check_binding(what, binding)
 
 
-class SparseSpec(MulticastSpec):
-    """Spec of ``zs.SparseDelegate`` (a pointer to a binding list)."""
+class SparseKind(MulticastKind):
+    """Kind of ``zs.SparseDelegate`` (a pointer to a binding list)."""
 
     __slots__ = ()
     c_type = "void *"

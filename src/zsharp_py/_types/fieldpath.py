@@ -28,10 +28,10 @@ from .._base.errors import named
 from .._base.ffi import lib
 from .._model.kinds import PropertyKind
 from .._model.object import Object, ObjectRefKind, PropertyInfo, class_layout
-from .._model.struct import Struct, StructSpec, struct_layout
+from .._model.struct import Struct, StructKind, struct_layout
 from .._model.values import ImmutableValue, scope
 
-__all__ = ["FieldPath", "FieldPathError", "FieldInfo", "FieldPathSpec"]
+__all__ = ["FieldPath", "FieldPathError", "FieldInfo", "FieldPathKind"]
 
 
 class FieldPathError(AttributeError):
@@ -103,7 +103,7 @@ def _properties(cls: type) -> list[PropertyInfo]:
 
 def _step_class(kind: PropertyKind) -> type | None:
     """The class a property leads to (struct members, object references)."""
-    if isinstance(kind, StructSpec):
+    if isinstance(kind, StructKind):
         return kind.cls
     if isinstance(kind, ObjectRefKind):
         return kind.target
@@ -251,8 +251,8 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
         return (FieldPath, (self.full_path,))
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> FieldPathSpec:
-        return FieldPathSpec()
+    def _zs_value_kind(cls, owner: type) -> FieldPathKind:
+        return FieldPathKind()
 
     # ---- resolution ---------------------------------------------------------
     def _error(self, message: str) -> FieldPathError:
@@ -389,7 +389,7 @@ class FieldPath(_core.FieldPathBase, ImmutableValue):
             setattr(holder, name, value)
 
 
-class FieldPathSpec(PropertyKind):
+class FieldPathKind(PropertyKind):
     """A FieldPath member or element: a native UTF-8 string."""
 
     __slots__ = ()
@@ -401,7 +401,7 @@ class FieldPathSpec(PropertyKind):
         return ("field_path",)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, FieldPathSpec)
+        return isinstance(other, FieldPathKind)
 
     def __hash__(self) -> int:
         return hash(self.key)

@@ -51,9 +51,9 @@ class WeakObjectPtr(_core.WeakPointer, Generic[T]):
         def get(self) -> T | None: ...
 
     @classmethod
-    def _zs_generic_spec(cls, owner: type, arguments: tuple[Any, ...], what: str) -> WeakRefKind:
+    def _zs_generic_kind(cls, owner: type, arguments: tuple[Any, ...], what: str) -> WeakRefKind:
         """The kind of a ``WeakObjectPtr[Target]`` annotation (the resolver,
-        zsharp_py/_model/object.py spec_of, asks the origin type)."""
+        zsharp_py/_model/object.py kind_of, asks the origin type)."""
         (argument,) = arguments
         target = object_target(owner, argument)
         if target is None:

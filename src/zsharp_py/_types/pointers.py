@@ -249,8 +249,8 @@ def _describe(cls: type) -> str:
     return f"{root.__name__}[{target.__name__}]"
 
 
-class _WrapperSpec(PropertyKind):
-    """What the object-wrapper specs share: the wrapper class ``cls`` they
+class _PointerKind(PropertyKind):
+    """What the pointer kinds share: the wrapper class ``cls`` they
     stand for, equality by that class, a hash by the native type's key and
     the ``Wrapper[T]`` description. Subclasses give ``key`` and the rest."""
 
@@ -302,7 +302,7 @@ class SubclassOf(ImmutableValue, _Specialised, TypeParameters[T]):
     if TYPE_CHECKING:
         # The descriptor protocol, for type checkers only: at run time the
         # property of an object or struct class is installed by the class
-        # (SubclassOfSpec reads the class id back as the class).
+        # (SubclassOfKind reads the class id back as the class).
         @overload
         def __get__(self, instance: None, owner: Any) -> SubclassOf[T]: ...
         @overload
@@ -337,8 +337,8 @@ class SubclassOf(ImmutableValue, _Specialised, TypeParameters[T]):
         return typing.cast("type[Object]", value)
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> PropertyKind:
-        return SubclassOfSpec(cls)
+    def _zs_value_kind(cls, owner: type) -> PropertyKind:
+        return SubclassOfKind(cls)
 
     def get(self) -> type[T] | None:
         """The class (None when empty)."""
@@ -371,7 +371,7 @@ class SubclassOf(ImmutableValue, _Specialised, TypeParameters[T]):
         return f"{_describe(type(self))}({shown})"
 
 
-class SubclassOfSpec(_WrapperSpec):
+class SubclassOfKind(_PointerKind):
     """A ``SubclassOf[T]`` member or element: the class id + 1 (0: None)."""
 
     __slots__ = ()
@@ -515,8 +515,8 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
         return lazy
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> PropertyKind:
-        return LazyObjectSpec(cls)
+    def _zs_value_kind(cls, owner: type) -> PropertyKind:
+        return LazyObjectKind(cls)
 
     @staticmethod
     def id_of(obj: Object) -> uuid.UUID | None:
@@ -599,7 +599,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
 _LAZY_LAYOUT = declare_struct("LazyId", [("low", "uint64_t"), ("high", "uint64_t")], header=False)
 
 
-class LazyObjectSpec(_WrapperSpec):
+class LazyObjectKind(_PointerKind):
     """A ``LazyObjectPtr[T]`` member or element: 16 plain bytes (the id)."""
 
     __slots__ = ()
@@ -686,12 +686,12 @@ class _SoftPointer(ValueConjugate, _Specialised):
         """Construction happens in ``__new__``."""
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> PropertyKind:
-        return SoftSpec(cls)
+    def _zs_value_kind(cls, owner: type) -> PropertyKind:
+        return SoftKind(cls)
 
     @classmethod
     def _zs_prepare(cls) -> _core.Kind:
-        kind = SoftSpec(cls).kind
+        kind = SoftKind(cls).kind
         type.__setattr__(cls, "_zs_kind", kind)
         return kind
 
@@ -918,7 +918,7 @@ def _import_class(path: str) -> Any:
     raise LookupError(f"SoftClassPtr: cannot load {path!r} (expected module.ClassName)")
 
 
-class SoftSpec(_WrapperSpec):
+class SoftKind(_PointerKind):
     """A soft pointer member or element: a native UTF-8 string (the path)."""
 
     __slots__ = ()
@@ -998,12 +998,12 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
         """Construction happens in ``__new__``."""
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> PropertyKind:
-        return ScriptInterfaceSpec(cls)
+    def _zs_value_kind(cls, owner: type) -> PropertyKind:
+        return ScriptInterfaceKind(cls)
 
     @classmethod
     def _zs_prepare(cls) -> _core.Kind:
-        kind = ScriptInterfaceSpec(cls).kind
+        kind = ScriptInterfaceKind(cls).kind
         type.__setattr__(cls, "_zs_kind", kind)
         return kind
 
@@ -1060,7 +1060,7 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
         return f"<{_describe(type(self))} ({colour}) {self.object!r}>"
 
 
-class ScriptInterfaceSpec(_WrapperSpec):
+class ScriptInterfaceKind(_PointerKind):
     """A ``ScriptInterface[I]`` member or element: ``{zs_ref object;
     uint32_t interface;}``, the object reference traced (strong, killable)."""
 

@@ -19,7 +19,7 @@ from .._base.ffi import lib
 from .._model.kinds import PropertyKind, register_shorthand
 from .._model.values import ValueConjugate
 
-__all__ = ["String", "Utf8String", "AnsiString", "Text", "Name", "StringSpec", "NameSpec"]
+__all__ = ["String", "Utf8String", "AnsiString", "Text", "Name", "StringKind", "NameKind"]
 
 
 class _StringBase(ValueConjugate):
@@ -34,12 +34,12 @@ class _StringBase(ValueConjugate):
         def __init__(self, value: Any = "") -> None: ...
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> StringSpec:
-        return StringSpec(cls)
+    def _zs_value_kind(cls, owner: type) -> StringKind:
+        return StringKind(cls)
 
     @classmethod
     def _zs_prepare(cls) -> _core.Kind:
-        kind = StringSpec(cls).kind
+        kind = StringKind(cls).kind
         type.__setattr__(cls, "_zs_kind", kind)
         return kind
 
@@ -113,7 +113,7 @@ class Text(_StringBase):
 register_shorthand(str, String)  # `label: str` declares a zs.String
 
 
-class StringSpec(PropertyKind):
+class StringKind(PropertyKind):
     """A string member, element or black value of one of the string kinds."""
 
     __slots__ = ("cls",)
@@ -128,7 +128,7 @@ class StringSpec(PropertyKind):
         return ("string", self.cls)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StringSpec) and other.cls is self.cls
+        return isinstance(other, StringKind) and other.cls is self.cls
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -175,7 +175,7 @@ class StringSpec(PropertyKind):
 
 
 for _string_class in (String, Utf8String, AnsiString, Text):
-    type.__setattr__(_string_class, "_zs_kind", StringSpec(_string_class).kind)
+    type.__setattr__(_string_class, "_zs_kind", StringKind(_string_class).kind)
 
 
 # ---------------------------------------------------------------------------
@@ -198,11 +198,11 @@ class Name(_core.NameBase):
     __slots__ = ()
 
     @classmethod
-    def _zs_value_spec(cls, owner: type) -> NameSpec:
-        return NameSpec()
+    def _zs_value_kind(cls, owner: type) -> NameKind:
+        return NameKind()
 
 
-class NameSpec(PropertyKind):
+class NameKind(PropertyKind):
     """A name member or element: 8 bytes (table index, number)."""
 
     __slots__ = ()
@@ -215,7 +215,7 @@ class NameSpec(PropertyKind):
         return ("name",)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, NameSpec)
+        return isinstance(other, NameKind)
 
     def __hash__(self) -> int:
         return hash(self.key)
