@@ -335,6 +335,20 @@ def test_layers_import_only_the_compiled_modules_from_the_package_itself() -> No
     assert wrong == []
 
 
+def test_only_the_layers_below_the_runtime_type_against_runtime_like() -> None:
+    """``RuntimeLike`` (zsharp_py/_base/context.py) is the runtime as
+    ``_base/`` and ``_model/`` see it; every layer above ``_runtime/``
+    imports ``Runtime`` itself, so the protocol stays as small as what the
+    two lowest layers use."""
+    users = sorted(
+        name
+        for name, tree in _package_modules()
+        if any(isinstance(node, ast.Name) and node.id == "RuntimeLike" for node in ast.walk(tree))
+    )
+    assert users, "no module uses RuntimeLike: this test no longer checks anything"
+    assert [u for u in users if not u.startswith(("_base/", "_model/"))] == []
+
+
 def test_no_module_sets_another_modules_globals() -> None:
     """No ``other_module.name = value`` at module level: a layer offers a
     registration function instead (register_shorthand, add_declaration_check,

@@ -28,41 +28,63 @@ __all__ = [
 
 
 class RuntimeLike(Protocol):
-    """What the layers below the runtime use of a ``Runtime``: its native
-    heap, its lock, its conjugate table and its collector. The runtime
-    layer's ``Runtime`` is the one implementation; typing against this
-    protocol keeps the model, types and interop layers from importing it."""
+    """A ``Runtime`` as the layers below the runtime layer see it.
+
+    Only ``_base/`` and ``_model/`` type against this protocol (the layers
+    above import ``Runtime`` itself): what an ``Object`` needs of the heap
+    that holds it, and the public members game code reaches through
+    ``obj.runtime``. ``zsharp_py/_runtime/runtime.py`` is the one
+    implementation."""
 
     _ptr: Any
-    _lock: Any
+    """The native ``zs_runtime *`` (check ``_closed`` first, or use ``_live_ptr``)."""
+    _lock: threading.RLock
+    """Held around native calls that must not interleave with a collection."""
     _closed: bool
-    _closing: bool
-    _flush_pending: bool
-    _describe: Any
-    _deferred_releases: Any
-    _native_classes: dict[type, Any]
-    _classes_by_id: list[Any]
     gc: Any
+    """The runtime's ``GarbageCollector`` (zsharp_py/_runtime/collector.py)."""
 
-    def _call(self, *args: Any, **kwargs: Any) -> int: ...
-    def _live_ptr(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _conjugate_of(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _conjugate_get(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _black_of(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _new_object(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _native_class(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _has_native_type(self, *args: Any, **kwargs: Any) -> bool: ...
-    def _name_text(self, *args: Any, **kwargs: Any) -> str: ...
-    def _intern(self, *args: Any, **kwargs: Any) -> tuple[int, int]: ...
-    def _flush_deferred(self, *args: Any, **kwargs: Any) -> None: ...
-    def _release_strong(self, *args: Any, **kwargs: Any) -> None: ...
-    def _refuse_reentry(self, *args: Any, **kwargs: Any) -> None: ...
-    def _create_cluster(self, *args: Any, **kwargs: Any) -> int: ...
-    def _cluster_info(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _query(self, *args: Any, **kwargs: Any) -> bool: ...
-    def feature_state(self, *args: Any, **kwargs: Any) -> Any: ...
-    def collect_garbage(self, *args: Any, **kwargs: Any) -> Any: ...
-    def reference_chains(self, *args: Any, **kwargs: Any) -> Any: ...
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` has run."""
+
+    def close(self) -> None:
+        """Free the native heap; every conjugate expires."""
+
+    def collect_garbage(self) -> Any:
+        """A full collection; returns its ``GcStats``."""
+
+    def live_objects(self) -> int:
+        """Objects alive on the native heap."""
+
+    def _call(self, function: Callable[..., int], *args: Any) -> int:
+        """``function(native runtime, *args)`` under the lock; its status."""
+
+    def _live_ptr(self) -> Any:
+        """``_ptr``, or ``ExpiredConjugateError`` once closed."""
+
+    def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
+        """A yes/no question about one object, asked of the heap."""
+
+    def _conjugate_of(self, handle: int) -> Any:
+        """The conjugate of a live object (made if needed), or None."""
+
+    def _new_object(
+        self, cls: type, layout: Any, name: str | None, outer: Any, properties: dict[str, Any]
+    ) -> Any:
+        """Allocate an object of ``cls`` and its conjugate in one native call."""
+
+    def _name_text(self, index: int, number: int) -> str:
+        """The text of an interned name."""
+
+    def _release_strong(self, handle: int) -> None:
+        """Drop a strong reference taken while Python code ran."""
+
+    def _create_cluster(self, root: Any) -> int:
+        """Cluster ``root`` with what it references; the cluster's size."""
+
+    def _cluster_info(self, handle: int) -> Any:
+        """The cluster of an object (``ClusterInfo``), or None."""
 
 
 current: contextvars.ContextVar[Any] = contextvars.ContextVar(

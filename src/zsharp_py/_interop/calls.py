@@ -31,7 +31,6 @@ from typing import Any
 
 from .. import _core
 from .._base import context
-from .._base.context import RuntimeLike
 from .._base.errors import ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK, ExpiredConjugateError
 from .._base.ffi import api_address, declare_struct, ffi, layout_ffi, lib, member_name
 from .._model import values as _values
@@ -39,6 +38,7 @@ from .._model.kinds import _SCALAR_CODES, ScalarKind
 from .._model.object import Object, ObjectRefKind, WeakRefKind, add_declaration_check, kind_of
 from .._model.struct import StructKind
 from .._model.values import close_scope, open_scope
+from .._runtime.runtime import Runtime
 
 __all__ = [
     "FunctionLayout",
@@ -387,12 +387,12 @@ def _declare_host_struct(kind: Any, out: dict[str, str]) -> None:
 # ---------------------------------------------------------------------------
 
 
-def _call_from_address(runtime: RuntimeLike, handle: int, function: bytes, params: int) -> int:
+def _call_from_address(runtime: Runtime, handle: int, function: bytes, params: int) -> int:
     """The slow path of zsharp_py._core's handler (``params`` an address)."""
     return _call(runtime, handle, function, ffi.cast("void *", params))
 
 
-def _call(runtime: RuntimeLike, handle: int, function: bytes, params: Any) -> int:
+def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
     """Run one call from native code; returns its zs_status."""
     # A held conjugate is found in the table (closing expires them all);
     # else adopt the object under the lock.
@@ -448,7 +448,7 @@ def _call(runtime: RuntimeLike, handle: int, function: bytes, params: Any) -> in
     return ZS_OK
 
 
-def _read(runtime: RuntimeLike, layout: FunctionLayout, i: int, block: Any, address: int) -> Any:
+def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any, address: int) -> Any:
     """Argument ``i`` as a Python value; a struct as a red view into the
     block, which the call's scope expires when it returns."""
     mode = layout._modes[i]
@@ -469,9 +469,7 @@ def _read(runtime: RuntimeLike, layout: FunctionLayout, i: int, block: Any, addr
     return obj
 
 
-def _write(
-    runtime: RuntimeLike, layout: FunctionLayout, block: Any, address: int, value: Any
-) -> None:
+def _write(runtime: Runtime, layout: FunctionLayout, block: Any, address: int, value: Any) -> None:
     """Store the result into the block."""
     kind, cname, mode = layout._kinds[-1], layout._cnames[-1], layout._modes[-1]
     what = f"{layout.owner.__name__}.{layout.name} (result)"

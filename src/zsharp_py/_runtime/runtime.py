@@ -33,7 +33,7 @@ from .collector import GarbageCollector, GcStats, GcStress
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["Runtime", "RuntimeActivation", "current_runtime"]
+__all__ = ["Runtime", "RuntimeActivation", "current_runtime", "runtime_of"]
 
 _open_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
 
@@ -639,6 +639,15 @@ _CLOSED = "the runtime has been closed"  # the ExpiredConjugateError of a closed
 _object_new_conjugate = lib.zs_object_new_conjugate
 _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
 context.set_default_factory(Runtime)
+
+
+def runtime_of(obj: Object) -> Runtime:
+    """The live runtime of ``obj`` as a ``Runtime`` (``Object`` types it as
+    the lower layers' ``RuntimeLike``, of which ``Runtime`` is the only
+    implementation); ``ExpiredConjugateError`` once it or its object is gone."""
+    runtime = obj._live_runtime()
+    assert isinstance(runtime, Runtime)
+    return runtime
 
 
 @atexit.register

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import _core
 from .._base import context
-from .._base.context import RuntimeLike
 from .._base.ffi import lib
 from .._model.kinds import PropertyKind
 from .._model.object import Object
 from .._model.values import ValueConjugate, scope
+from .._runtime.runtime import Runtime
 
 __all__ = [
     "Delegate",
@@ -74,7 +74,7 @@ class BroadcastErrors(Exception):
 # ---------------------------------------------------------------------------
 
 
-def _method_name(runtime: RuntimeLike, name: str) -> int:
+def _method_name(runtime: Runtime, name: str) -> int:
     """The native name index of a method name, interned as ``"name()"`` so
     that a ``_<digits>`` suffix stays part of the name."""
     index, number = runtime._intern(name + "()")
@@ -82,7 +82,7 @@ def _method_name(runtime: RuntimeLike, name: str) -> int:
     return index
 
 
-def _method_text(runtime: RuntimeLike, index: int) -> str:
+def _method_text(runtime: Runtime, index: int) -> str:
     text = runtime._name_text(index, 0)
     return text[:-2] if text.endswith("()") else text
 
@@ -104,7 +104,7 @@ def _find_method(obj: Object, name: str) -> Callable[..., Any] | None:
 
 
 def _parse(
-    runtime: RuntimeLike,
+    runtime: Runtime,
     what: str,
     target: Any,
     function: Any = None,
@@ -175,7 +175,7 @@ def _check_binding(what: str, value: Any) -> None:
         )
 
 
-def _object_alive(runtime: RuntimeLike, handle: int) -> bool:
+def _object_alive(runtime: Runtime, handle: int) -> bool:
     return runtime._conjugate_of(handle) is not None
 
 
@@ -183,7 +183,7 @@ def _object_alive(runtime: RuntimeLike, handle: int) -> bool:
 _Raw = tuple[int, int, Any]
 
 
-def _plain(runtime: RuntimeLike, raw: _Raw) -> Any:
+def _plain(runtime: Runtime, raw: _Raw) -> Any:
     """The Python form of a native binding: the callable, ``(object,
     'method')``, or None (empty, or its object is gone)."""
     handle, name, function = raw
@@ -196,7 +196,7 @@ def _plain(runtime: RuntimeLike, raw: _Raw) -> Any:
     return None
 
 
-def _live_binding(runtime: RuntimeLike, raw: _Raw) -> bool:
+def _live_binding(runtime: Runtime, raw: _Raw) -> bool:
     """Whether a broadcast would call it."""
     return raw[2] is not None or (bool(raw[0]) and _object_alive(runtime, raw[0]))
 
@@ -225,7 +225,7 @@ def _iterate_bindings(what: str, value: Any) -> list[Any]:
     return list(value)
 
 
-def _encode_delegate(runtime: RuntimeLike, value: Any) -> list[_Binding]:
+def _encode_delegate(runtime: Runtime, value: Any) -> list[_Binding]:
     """What a Delegate property or element stores (native/binding/kind.c
     stages the rows): a Delegate, a binding, or None (unbound)."""
     if value is None:
@@ -239,7 +239,7 @@ def _encode_delegate(runtime: RuntimeLike, value: Any) -> list[_Binding]:
     return [_parse(runtime, "Delegate", value)]
 
 
-def _encode_multicast(runtime: RuntimeLike, value: Any) -> list[_Binding]:
+def _encode_multicast(runtime: Runtime, value: Any) -> list[_Binding]:
     """What a multicast or sparse delegate property or element stores: a
     delegate of either kind, an iterable of bindings, or None (empty)."""
     if value is None:
@@ -259,6 +259,11 @@ class _DelegateBase(_core.DelegateBase, ValueConjugate):
     """Shared plumbing of the delegate conjugates."""
 
     __slots__ = ()
+    if TYPE_CHECKING:
+
+        @property
+        def _rt(self) -> Runtime: ...
+
     _zs_kind_code: ClassVar[int] = 0
     if TYPE_CHECKING:
 
@@ -686,7 +691,7 @@ class _DelegateKind(PropertyKind):
 
 
 def _passing_rows(
-    encode: Callable[[RuntimeLike, Any], list[_Binding]],
+    encode: Callable[[Runtime, Any], list[_Binding]],
 ) -> Callable[[Any, Any], Any]:
     """``encode``, letting already parsed rows through."""
 

@@ -23,13 +23,13 @@ from typing import Any
 
 from .. import _core
 from .._base import context
-from .._base.context import RuntimeLike
 from .._base.errors import named
 from .._base.ffi import lib
 from .._model.kinds import PropertyKind
 from .._model.object import Object, ObjectRefKind, PropertyInfo, class_layout
 from .._model.struct import Struct, StructKind, struct_layout
 from .._model.values import ImmutableValue, scope
+from .._runtime.runtime import Runtime
 
 __all__ = ["FieldPath", "FieldPathError", "FieldInfo", "FieldPathKind"]
 
@@ -431,10 +431,10 @@ class FieldPathKind(PropertyKind):
         """A UTF-8 string read back as a FieldPath (an immutable value)."""
         convert = self._convert
 
-        def encode(runtime: RuntimeLike, value: Any) -> str:
+        def encode(runtime: Runtime, value: Any) -> str:
             return convert(value).full_path
 
-        def decode(runtime: RuntimeLike, text: str) -> FieldPath:
+        def decode(runtime: Runtime, text: str) -> FieldPath:
             return FieldPath(text) if text else FieldPath()
 
         return _core.Kind(

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .. import _core
-from .._base.context import RuntimeLike
 from .._base.errors import ExpiredConjugateError
 from .._base.expiry import REASON_CLOSED, REASON_DISPOSED
 from .._base.ffi import check, lib
 from .._model.object import Object, WeakRefKind, object_target
+from .._runtime.runtime import Runtime, runtime_of
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -67,7 +67,7 @@ class StrongObjectPtr(Generic[T]):
     Python finalising this pointer)."""
 
     __slots__ = ("_rt", "_h", "_target", "_disposed")
-    _rt: RuntimeLike
+    _rt: Runtime
     _h: int
     _target: T
     _disposed: str | None
@@ -77,7 +77,7 @@ class StrongObjectPtr(Generic[T]):
             raise TypeError(f"StrongObjectPtr needs a zs.Object, not {type(obj).__name__}")
         if hasattr(self, "_h"):
             raise TypeError("StrongObjectPtr is already initialised; create a new one")
-        runtime = obj._live_runtime()
+        runtime = runtime_of(obj)
         self._disposed = REASON_DISPOSED  # until the native reference is really taken
         check(runtime._call(lib.zs_add_strong_ref, obj._h), "StrongObjectPtr", runtime)
         self._rt, self._h, self._target = runtime, obj._h, obj

@@ -37,12 +37,12 @@ from typing_extensions import Self, TypeVar
 
 from .. import _core
 from .._base import context
-from .._base.context import RuntimeLike
 from .._base.ffi import declare_struct, lib
 from .._base.generics import TypeParameters
 from .._model.kinds import PropertyKind, Scalar, ScalarKind, UInt32
 from .._model.object import Object, ObjectMeta, ObjectRefKind, _evaluate
 from .._model.values import ImmutableValue, ValueConjugate
+from .._runtime.runtime import Runtime, runtime_of
 
 if TYPE_CHECKING:
     from .._model.struct import Struct
@@ -99,12 +99,12 @@ class _InterfaceIds:
         """Nothing native to release: the ids are plain Python data."""
 
 
-def _lazy(runtime: RuntimeLike) -> _LazyIds:
+def _lazy(runtime: Runtime) -> _LazyIds:
     state: _LazyIds = runtime.feature_state(_LazyIds, _LazyIds)
     return state
 
 
-def _interfaces_of(runtime: RuntimeLike) -> _InterfaceIds:
+def _interfaces_of(runtime: Runtime) -> _InterfaceIds:
     state: _InterfaceIds = runtime.feature_state(_InterfaceIds, _InterfaceIds)
     return state
 
@@ -392,12 +392,12 @@ class SubclassOfKind(_PointerKind):
         """Four plain bytes: the native class id + 1 in the runtime."""
         wrapper, what = self.cls, self.describe()
 
-        def encode(runtime: RuntimeLike, value: Any) -> bytes:
+        def encode(runtime: Runtime, value: Any) -> bytes:
             cls = wrapper._convert(what, value)
             stored = 0 if cls is None else lib.zs_class_id(runtime._native_class(cls)) + 1
             return int(stored).to_bytes(4, sys.byteorder)
 
-        def decode(runtime: RuntimeLike, raw: bytes) -> Any:
+        def decode(runtime: Runtime, raw: bytes) -> Any:
             stored = int.from_bytes(raw, sys.byteorder)
             classes = runtime._classes_by_id
             return classes[stored - 1] if 0 < stored <= len(classes) else None
@@ -433,7 +433,7 @@ def _id_bytes(value: Any) -> bytes:
 
 def _persistent_id(obj: Object) -> bytes:
     """The object's persistent id, assigned (a new uuid4) if it has none."""
-    runtime = obj._live_runtime()
+    runtime = runtime_of(obj)
     with runtime._lock:
         lazy = _lazy(runtime)
         found = lazy.handles.get(obj._h)
@@ -445,7 +445,7 @@ def _persistent_id(obj: Object) -> bytes:
         return new
 
 
-def _lookup(runtime: RuntimeLike, persistent: bytes) -> Object | None:
+def _lookup(runtime: Runtime, persistent: bytes) -> Object | None:
     """The live object holding a persistent id (dead entries are dropped)."""
     with runtime._lock:
         if runtime._closed:
@@ -487,7 +487,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
 
     __slots__ = ("_id", "_rt")
     _id: bytes
-    _rt: RuntimeLike | None
+    _rt: Runtime | None
 
     def __init__(self, value: T | LazyObjectPtr[T] | uuid.UUID | str | bytes | None = None) -> None:
         persistent, runtime = type(self)._convert(_describe(type(self)), value)
@@ -495,7 +495,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
         object.__setattr__(self, "_rt", runtime)
 
     @classmethod
-    def _convert(cls, what: str, value: Any) -> tuple[bytes, RuntimeLike | None]:
+    def _convert(cls, what: str, value: Any) -> tuple[bytes, Runtime | None]:
         if value is None:
             return _NULL_ID, None
         if isinstance(value, LazyObjectPtr):
@@ -508,7 +508,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
         return _id_bytes(value), None
 
     @classmethod
-    def _make(cls, persistent: bytes, runtime: RuntimeLike | None) -> Any:
+    def _make(cls, persistent: bytes, runtime: Runtime | None) -> Any:
         lazy = object.__new__(cls)
         object.__setattr__(lazy, "_id", persistent)
         object.__setattr__(lazy, "_rt", runtime)
@@ -521,7 +521,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
     @staticmethod
     def id_of(obj: Object) -> uuid.UUID | None:
         """The persistent id of ``obj``, or None if it has none."""
-        runtime = obj._live_runtime()
+        runtime = runtime_of(obj)
         found = _lazy(runtime).handles.get(obj._h)
         return uuid.UUID(bytes=found) if found is not None else None
 
@@ -535,7 +535,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
         persistent = _id_bytes(persistent_id)
         if persistent == _NULL_ID:
             raise ValueError("the all-zero id is the null persistent id")
-        runtime = obj._live_runtime()
+        runtime = runtime_of(obj)
         with runtime._lock:
             lazy = _lazy(runtime)
             previous_handle = lazy.ids.get(persistent)
@@ -626,11 +626,11 @@ class LazyObjectKind(_PointerKind):
         """Sixteen plain bytes: the persistent id (an object gets one first)."""
         wrapper, what = self.cls, self.describe()
 
-        def encode(runtime: RuntimeLike, value: Any) -> bytes:
+        def encode(runtime: Runtime, value: Any) -> bytes:
             persistent, _ = wrapper._convert(what, value)
             return persistent
 
-        def decode(runtime: RuntimeLike, raw: bytes) -> Any:
+        def decode(runtime: Runtime, raw: bytes) -> Any:
             return wrapper._make(raw, runtime)
 
         return _core.Kind(
@@ -673,6 +673,10 @@ class _SoftPointer(ValueConjugate, _Specialised):
     what it names while that is loaded."""
 
     __slots__ = ()
+    if TYPE_CHECKING:
+
+        @property
+        def _rt(self) -> Runtime: ...
 
     def __new__(cls, value: Any = None) -> Self:
         runtime = (
@@ -940,7 +944,7 @@ class SoftKind(_PointerKind):
         """A UTF-8 string, read as a view of the pointer class."""
         wrapper, what = self.cls, self.describe()
 
-        def encode(runtime: RuntimeLike, value: Any) -> str:
+        def encode(runtime: Runtime, value: Any) -> str:
             return wrapper._path_of(what, value)
 
         return _core.Kind(
@@ -961,7 +965,7 @@ class SoftKind(_PointerKind):
 # ---------------------------------------------------------------------------
 
 
-def _interface_id(runtime: RuntimeLike, interface: type) -> int:
+def _interface_id(runtime: Runtime, interface: type) -> int:
     known = _interfaces_of(runtime)
     found = known.ids.get(interface)
     if found is None:
@@ -985,6 +989,11 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
     """
 
     __slots__ = ()
+    if TYPE_CHECKING:
+
+        @property
+        def _rt(self) -> Runtime: ...
+
     _zs_bound = Interface
     _zs_needs_target = True
 
@@ -1102,14 +1111,14 @@ class ScriptInterfaceKind(_PointerKind):
         """A struct of a strong reference and the interface's id in the runtime."""
         wrapper, what, check = self.cls, self.describe(), self.check
 
-        def encode(runtime: RuntimeLike, value: Any) -> dict[str, Any]:
+        def encode(runtime: Runtime, value: Any) -> dict[str, Any]:
             check(what, value)
             if isinstance(value, ScriptInterface):
                 value = value.object
             interface = _interface_id(runtime, wrapper._zs_target()) if value is not None else 0
             return {"object": value, "interface": interface}
 
-        def decode(runtime: RuntimeLike, members: dict[str, Any]) -> Any:
+        def decode(runtime: Runtime, members: dict[str, Any]) -> Any:
             return members["object"]
 
         kind = _core.Kind(
