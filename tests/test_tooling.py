@@ -349,6 +349,20 @@ def test_only_the_layers_below_the_runtime_type_against_runtime_like() -> None:
     assert [u for u in users if not u.startswith(("_base/", "_model/"))] == []
 
 
+def test_one_capture_of_a_declaring_scope() -> None:
+    """A caller's locals are captured in one place (``declaring_scope`` in
+    zsharp_py/_model/object.py), which decides what a snapshot may keep
+    alive; class declarations and type arguments all go through it."""
+    readers = sorted(
+        name
+        for name, tree in _package_modules()
+        if any(
+            isinstance(node, ast.Attribute) and node.attr == "f_locals" for node in ast.walk(tree)
+        )
+    )
+    assert readers == ["_model/object.py"]
+
+
 def test_no_module_sets_another_modules_globals() -> None:
     """No ``other_module.name = value`` at module level: a layer offers a
     registration function instead (register_shorthand, add_declaration_check,

@@ -14,6 +14,7 @@ import struct as _struct_module
 import sys
 import types
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
@@ -26,7 +27,7 @@ from .._base.ffi import check, declare_struct, ffi, layout_ffi, lib, member_name
 from .hints import type_text, unsupported_hint
 from .kinds import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
-__all__ = ["Object", "ObjectMeta", "ClassLayout", "class_layout"]
+__all__ = ["Object", "ObjectMeta", "ClassLayout", "class_layout", "declaring_scope"]
 
 # Attribute names of zs.Object that a property may not shadow.
 _RESERVED = frozenset(
@@ -120,7 +121,7 @@ class ObjectMeta(_core.ObjectClass):
             if key in namespace and not _is_classvar(annotations[key])
         }
         namespace["_zs_defaults"] = defaults
-        namespace["_zs_scope"] = _scope_of(2)
+        namespace["_zs_scope"] = declaring_scope(1)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         _core.init_class(cls)
         if any(isinstance(base, ObjectMeta) for base in bases):  # not zs.Object itself
@@ -280,19 +281,31 @@ def _create_initialized(
     return obj
 
 
-def _scope_of(depth: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Where string annotations resolve: the declaring frame's module globals
-    (live, so later definitions are seen) plus a snapshot of its locals when
-    it is a function (a class declared inside one)."""
-    frame = sys._getframe(depth)
-    # Only classes are kept from a function's locals: a snapshot of every
-    # local would keep them (black values included) alive for ever.
-    scope_locals = (
-        {k: v for k, v in frame.f_locals.items() if isinstance(v, type)}
-        if frame.f_locals is not frame.f_globals
-        else {}
-    )
-    return frame.f_globals, scope_locals
+def declaring_scope(
+    depth: int, names: Collection[str] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Where a string annotation or type argument written ``depth`` frames
+    above the caller resolves: that frame's module globals (live, so later
+    definitions are seen) plus a snapshot of its locals when it is a
+    function (a class declared inside one). The only capture of a caller's
+    scope: class declarations (``Object``, ``Struct``) and the type
+    arguments of containers and pointers all resolve through it.
+
+    Only classes are kept from a function's locals, or only ``names`` when
+    given (the names a string argument mentions): a snapshot of every local
+    would keep them (black values included) alive for ever."""
+    frame = sys._getframe(depth + 1)
+    try:
+        if frame.f_locals is frame.f_globals:
+            return frame.f_globals, {}
+        local_values = frame.f_locals
+        if names is None:
+            kept = {k: v for k, v in local_values.items() if isinstance(v, type)}
+        else:
+            kept = {k: v for k, v in local_values.items() if k in names}
+        return frame.f_globals, kept
+    finally:
+        del frame
 
 
 def _annotations_of(cls: type) -> dict[str, Any]:

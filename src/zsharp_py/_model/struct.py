@@ -22,8 +22,8 @@ from .object import (
     PropertyInfo,
     _annotations_of,
     _is_classvar,
-    _scope_of,
     check_annotations,
+    declaring_scope,
     pack_default,
     resolve_kind,
 )
@@ -60,7 +60,7 @@ class StructMeta(type):
             for key in list(annotations)
             if key in namespace and not _is_classvar(annotations[key])
         }
-        namespace["_zs_scope"] = _scope_of(2)
+        namespace["_zs_scope"] = declaring_scope(1)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         if any(isinstance(base, StructMeta) for base in bases):  # not zs.Struct itself
             check_annotations(cls)

@@ -27,7 +27,7 @@ from .._base.ffi import declare_struct, layout_ffi, lib
 from .._base.generics import TypeParameters
 from .._model.hints import plural
 from .._model.kinds import PropertyKind
-from .._model.object import ObjectRefKind, kind_of
+from .._model.object import ObjectRefKind, declaring_scope, kind_of
 from .._model.values import ValueConjugate
 
 __all__ = ["Array", "Set", "Map", "Optional", "ArrayKind", "SetKind", "MapKind", "OptionalKind"]
@@ -70,12 +70,14 @@ class _Generic:
         if cache is None:
             cache = {}
             type.__setattr__(cls, "_zs_cache", cache)
-        frame = sys._getframe(1)
         # String arguments are forward references: the same text names
         # different classes in different modules, so the module is part of
-        # the key. Only classes are kept from a function's locals (keeping
-        # every local alive for ever would leak).
-        module = frame.f_globals.get("__name__") if any(isinstance(a, str) for a in args) else None
+        # the key.
+        module = (
+            sys._getframe(1).f_globals.get("__name__")
+            if any(isinstance(a, str) for a in args)
+            else None
+        )
         cache_key = (args, module)
         try:
             found = cache.get(cache_key)
@@ -83,12 +85,7 @@ class _Generic:
             found = None
         if found is not None:
             return found
-        scope_locals = (
-            {k: v for k, v in frame.f_locals.items() if isinstance(v, type)}
-            if frame.f_locals is not frame.f_globals
-            else {}
-        )
-        scope = (frame.f_globals, scope_locals)
+        scope = declaring_scope(1)
         shown = ", ".join(
             a if isinstance(a, str) else getattr(a, "__name__", repr(a)) for a in args
         )

@@ -40,7 +40,7 @@ from .._base import context
 from .._base.ffi import declare_struct, lib
 from .._base.generics import TypeParameters
 from .._model.kinds import PropertyKind, Scalar, ScalarKind, UInt32
-from .._model.object import Object, ObjectMeta, ObjectRefKind, _evaluate
+from .._model.object import Object, ObjectMeta, ObjectRefKind, _evaluate, declaring_scope
 from .._model.values import ImmutableValue, ValueConjugate
 from .._runtime.runtime import Runtime, runtime_of
 
@@ -174,23 +174,11 @@ class _Specialised:
         if cache is None:
             cache = {}
             type.__setattr__(cls, "_zs_cache", cache)
-        frame = sys._getframe(1)
-        # A string argument resolves later in the caller's scope: keep the
-        # module globals (live) and only the locals the string names, so no
-        # other local value is kept alive by the cached class.
+        # A string argument resolves later in the caller's scope; of the
+        # caller's locals only those the string names are kept.
         named = set(re.findall(r"[A-Za-z_]\w*", argument)) if isinstance(argument, str) else set()
-        local_names = (
-            {k: v for k, v in frame.f_locals.items() if k in named}
-            if frame.f_locals is not frame.f_globals
-            else {}
-        )
-        scope = (frame.f_globals, local_names)
-        key = (
-            argument
-            if not isinstance(argument, str)
-            else (argument, frame.f_globals.get("__name__"))
-        )
-        del frame
+        scope = declaring_scope(1, named)
+        key = argument if not isinstance(argument, str) else (argument, scope[0].get("__name__"))
         found = cache.get(key)
         if found is not None:
             return found
