@@ -102,6 +102,18 @@ class ValueConjugate(_core.ValueConjugate):
         super().__init_subclass__(**kwargs)
         _core.value_class_init(cls)
 
+    @classmethod
+    def _zs_prepare(cls) -> _core.Kind:
+        """First use of a value class (zsharp_py._core calls this before
+        making its first value): make the kind its ``_zs_value_kind``
+        describes and keep it on the class, where the C core finds it."""
+        describe = getattr(cls, "_zs_value_kind", None)
+        if describe is None:
+            raise TypeError(f"{cls.__name__} values cannot be created directly")
+        kind: _core.Kind = describe(cls).kind
+        type.__setattr__(cls, "_zs_kind", kind)
+        return kind
+
     def _expired_repr(self) -> str:
         return f"<{type(self).__name__} expired: {self._expired_reason}>"
 

@@ -144,14 +144,6 @@ class _Container(_Generic):
     def _kind_class(cls) -> type[_ContainerKind]:
         raise NotImplementedError
 
-    @classmethod
-    def _zs_prepare(cls) -> _core.Kind:
-        """First use of a specialised container: its kind (element types resolved)."""
-        cls._element_kinds()
-        kind = cls._kind_class()(cls).kind
-        type.__setattr__(cls, "_zs_kind", kind)
-        return kind
-
     if TYPE_CHECKING:
 
         def __init__(self, contents: Any = ..., /) -> None: ...

@@ -281,12 +281,6 @@ class _DelegateBase(_core.DelegateBase, ValueConjugate):
     def _zs_value_kind(cls, owner: type) -> PropertyKind:
         return cls._make_kind()
 
-    @classmethod
-    def _zs_prepare(cls) -> _core.Kind:
-        kind = cls._make_kind().kind
-        type.__setattr__(cls, "_zs_kind", kind)
-        return kind
-
     def __new__(cls, *args: Any) -> Any:
         runtime = context.current_runtime()
         for argument in args:

@@ -682,12 +682,6 @@ class _SoftPointer(ValueConjugate, _Specialised):
         return SoftKind(cls)
 
     @classmethod
-    def _zs_prepare(cls) -> _core.Kind:
-        kind = SoftKind(cls).kind
-        type.__setattr__(cls, "_zs_kind", kind)
-        return kind
-
-    @classmethod
     def _path_of(cls, what: str, value: Any) -> str:
         raise NotImplementedError
 
@@ -997,12 +991,6 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
     @classmethod
     def _zs_value_kind(cls, owner: type) -> PropertyKind:
         return ScriptInterfaceKind(cls)
-
-    @classmethod
-    def _zs_prepare(cls) -> _core.Kind:
-        kind = ScriptInterfaceKind(cls).kind
-        type.__setattr__(cls, "_zs_kind", kind)
-        return kind
 
     @property
     def interface(self) -> type[I]:

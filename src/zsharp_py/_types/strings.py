@@ -37,12 +37,6 @@ class _StringBase(ValueConjugate):
     def _zs_value_kind(cls, owner: type) -> StringKind:
         return StringKind(cls)
 
-    @classmethod
-    def _zs_prepare(cls) -> _core.Kind:
-        kind = StringKind(cls).kind
-        type.__setattr__(cls, "_zs_kind", kind)
-        return kind
-
     # str(): the text, copied out in C (native/binding/value.c, value_str).
 
     def __eq__(self, other: object) -> bool:
