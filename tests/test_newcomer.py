@@ -13,6 +13,7 @@ import pytest
 import zsharp_py as zs
 from classes import Actor
 from helpers import collect
+from zsharp_py.collector import GcStats
 from zsharp_py.debug import GcStress
 
 # ---- 1. a user-defined __init__ --------------------------------------------
@@ -272,6 +273,10 @@ class _Pair(zs.Struct):
             "a property has exactly one zs type: the only union allowed is `Class | None`",
         ),
         ("dict[str, int]", "dict[str, int]", "use zs.Map[zs.String, zs.Int64]"),
+        # Only what ``zsharp_py`` exports is shown as zs.X: a class of a
+        # submodule keeps its own name.
+        (GcStats, "GcStats", "native properties hold only zs types"),
+        (list[GcStats], "list[GcStats]", "use zs.Array[T] with zs element types"),
     ],
 )
 def test_unsupported_annotations_are_refused_at_declaration(

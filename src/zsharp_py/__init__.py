@@ -16,6 +16,7 @@ seen from Python through red and black conjugates.
 
 from . import _assembly  # noqa: F401  (wires the C core; it imports every layer first)
 from ._base.errors import ExpiredConjugateError
+from ._model import hints as _hints
 from ._model.kinds import (
     Bool,
     Float32,
@@ -96,6 +97,8 @@ __all__ = [
     "current_runtime",
     "scope",
 ]
+
+_hints.name_exported_types({name: globals()[name] for name in __all__})
 
 _MOVED = {
     "GarbageCollector": "collector",

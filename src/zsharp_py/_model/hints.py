@@ -17,7 +17,7 @@ from typing import Any
 from .. import _core
 from .kinds import Scalar
 
-__all__ = ["plural", "type_text", "unsupported_hint", "did_you_mean"]
+__all__ = ["plural", "type_text", "unsupported_hint", "did_you_mean", "name_exported_types"]
 
 # The zs type a Python type stands for inside a zs container or zs.Optional.
 PYTHON_EQUIVALENTS: dict[Any, str] = {
@@ -36,13 +36,21 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
 
 
+# The types ``zsharp_py`` exports, by what users write for them: filled by
+# zsharp_py/__init__.py (name_exported_types), the one module that knows.
+_EXPORTED: dict[type, str] = {}
+
+
+def name_exported_types(names: dict[str, Any]) -> None:
+    """Let hints write ``zs.Name`` for each type ``zsharp_py`` exports."""
+    _EXPORTED.update(
+        {value: f"zs.{name}" for name, value in names.items() if isinstance(value, type)}
+    )
+
+
 def _zs_name(cls: type) -> str | None:
-    """``zs.Int32`` for a type the package exports (or a specialisation of
-    one, ``zs.Array[Int32]``), else None."""
-    name = cls.__name__
-    if cls.__module__.startswith("zsharp_py") and not name.startswith("_"):
-        return f"zs.{name}"
-    return None
+    """``zs.Int32`` for a type the package exports, else None."""
+    return _EXPORTED.get(cls)
 
 
 def type_text(annotation: Any) -> str:
