@@ -27,7 +27,6 @@ from types import ModuleType
 from typing import Any
 
 import zsharp_py as zs
-from zsharp_py._base.ffi import layout_ffi
 from zsharp_py._model.object import class_layout
 
 from . import _build
@@ -87,16 +86,6 @@ def zs_vec3_class() -> type[Any] | None:
         z: zs.Float64
 
     return Vec3
-
-
-def _pointer(obj: zs.Object) -> Any:
-    """The object's native address as a typed pointer of its class's layout
-    struct (expired objects raise: their address reads 0)."""
-    address = obj._address
-    if not address:
-        raise zs.ExpiredConjugateError(f"{obj!r} has expired")
-    layout = class_layout(type(obj))
-    return layout_ffi.cast(layout.pointer_type, address)
 
 
 def zs_actor_class(
@@ -237,12 +226,9 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
         "b": other,
         "v": VALUE,
         "Actor": actor_class,
-        "p": _pointer(actor),
-        "pointer": _pointer,
         "arr": _zs_int_array(skipped),
     }
     peer = "zsharp_py"
-    health = next(p.cname for p in class_layout(actor_class).properties if p.name == "health")
     cases = [
         MicroCase(
             "zs.Object Int32 property",
@@ -304,23 +290,6 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
             after_batch=runtime.collect_garbage,
             scale=0.2,
             primary=False,
-        ),
-        MicroCase(
-            "a typed pointer made per read",
-            "read",
-            f"pointer(a).{health}",
-            namespace,
-            peer,
-            primary=False,
-        ),
-        MicroCase(
-            "layout cdata field, pointer hoisted",
-            "read",
-            f"p.{health}",
-            namespace,
-            peer,
-            primary=False,
-            note="what the attrgetter ultimately reads",
         ),
     ]
     if vec3 is not None:

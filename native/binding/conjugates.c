@@ -529,8 +529,7 @@ static PyType_Spec runtime_core_spec = {
  * Reads are not wrapped the same way: CPython's specialising interpreter
  * only specialises attribute loads (method calls, slot reads) on types whose
  * tp_getattro is PyObject_GenericGetAttr itself, so any wrapper would make
- * every method call on a conjugate, and every struct member write (its
- * setter reads self._p), markedly slower. */
+ * every method call on a conjugate markedly slower. */
 
 enum { ZS_ATTRIBUTE_WRITE = 1, ZS_ATTRIBUTE_DELETE = 2 }; /* zsharp_py/_model/hints.py */
 

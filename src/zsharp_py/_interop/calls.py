@@ -32,7 +32,8 @@ from typing import Any
 from .. import _core
 from .._base import context
 from .._base.errors import ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK, ExpiredConjugateError
-from .._base.ffi import api_address, declare_struct, ffi, layout_ffi, lib, member_name
+from .._base.ffi import api_address, ffi, lib
+from .._base.layout import Layout, member_name
 from .._model import values as _values
 from .._model.kinds import _SCALAR_CODES, ScalarKind
 from .._model.object import Object, ObjectRefKind, WeakRefKind, add_declaration_check, kind_of
@@ -80,7 +81,9 @@ class FunctionLayout:
     """Where the result goes (after the parameters), or None for ``-> None``."""
     size: int
     """Bytes of the block (0 when there is nothing to pass)."""
-    _pointer_type: Any = field(repr=False, compare=False)
+    _scalars: dict[str, tuple[int, Any]] = field(repr=False, compare=False)
+    """By C member name, the offset and the compiled FFI's pointer type of
+    each member that is not a struct (what ``_Block`` reads and writes)."""
     _kinds: tuple[Any, ...] = field(repr=False, compare=False)
     _cnames: tuple[str, ...] = field(repr=False, compare=False)
     _modes: tuple[int, ...] = field(repr=False, compare=False)
@@ -100,6 +103,28 @@ class FunctionLayout:
         body = "".join(f" {m.c_type} {m.name};" for m in members)
         block = f"struct {self.owner.__name__}_{self.name}_params {{{body or ' char unused;'} }};"
         return "\n".join([*structs.values(), block])
+
+
+class _Block:
+    """A parameter block at ``params``, whose members other than structs
+    read and write as attributes named by their C member names
+    (``block.m0_dt``). Through pointers of the compiled FFI at their
+    offsets: the block's layout is computed (zsharp_py/_base/layout.py), so
+    no FFI has it as a struct type to cast the block to."""
+
+    __slots__ = ("_scalars", "_address")
+
+    def __init__(self, scalars: dict[str, tuple[int, Any]], params: Any) -> None:
+        object.__setattr__(self, "_scalars", scalars)
+        object.__setattr__(self, "_address", api_address(params))
+
+    def __getattr__(self, cname: str) -> Any:
+        offset, pointer_type = self._scalars[cname]
+        return ffi.cast(pointer_type, self._address + offset)[0]
+
+    def __setattr__(self, cname: str, value: Any) -> None:
+        offset, pointer_type = self._scalars[cname]
+        ffi.cast(pointer_type, self._address + offset)[0] = value
 
 
 def native_function(name: str) -> int:
@@ -309,16 +334,19 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
             )
         kinds.append(kind)
     cnames = tuple(member_name(i, label) for i, (label, _, _) in enumerate(members))
-    pointer_type = declare_struct(
+    block = Layout(
         f"{owner.__name__}_{name}_params",
-        [(c, k.c_type) for c, k in zip(cnames, kinds, strict=True)],
-        header=False,
+        [(c, k.member_type) for c, k in zip(cnames, kinds, strict=True)],
     )
-    struct_type = pointer_type.item
     described = tuple(
-        FunctionParameter(label, _host_type(kind), layout_ffi.offsetof(struct_type, c))
+        FunctionParameter(label, _host_type(kind), block.offsets[c])
         for (label, _, _), kind, c in zip(members, kinds, cnames, strict=True)
     )
+    scalars = {
+        c: (block.offsets[c], ffi.typeof(f"{k.member_type} *"))
+        for c, k in zip(cnames, kinds, strict=True)
+        if not isinstance(k, StructKind)
+    }
     has_result = len(members) > len(parameters)
     modes = tuple(
         _STRUCT
@@ -341,8 +369,8 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
         name,
         described[: len(parameters)],
         described[-1] if has_result else None,
-        layout_ffi.sizeof(struct_type) if members else 0,
-        pointer_type,
+        block.size if members else 0,
+        scalars,
         tuple(kinds),
         cnames,
         modes,
@@ -425,9 +453,7 @@ def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
     token = context.current.set(runtime)
     scope_token, views = open_scope()
     try:
-        # The layout's pointer type comes from the layout FFI; a cast from
-        # the API's pointer needs no address arithmetic.
-        block = ffi.cast(layout._pointer_type, params)
+        block = _Block(layout._scalars, params)
         modes = layout._modes
         if layout.result is None and len(modes) == 1 and modes[0] == _SCALAR:
             method(obj, getattr(block, layout._cnames[0]))  # tick(dt) and the like

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 from .. import _core
 from .._base.errors import named
 from .._base.ffi import lib as _native_lib
+from .._base.layout import MemberType
 
 __all__ = [
     "Scalar",
@@ -190,7 +191,7 @@ class PropertyKind:
     """How one type is stored natively and seen from Python (every ``*Kind``).
 
     Every property type and every container element type is one: it gives
-    the C member type of layouts (``c_type``), the native schema kind of an
+    its member type in layouts (``member_type``), the native schema kind of an
     object member (``member_kind``, 0 for untraced plain data), and its C
     kind (``kind``, a ``_core.Kind``: the layout, the native type in each
     runtime and the conversions, native/binding/kind.c). ``install`` puts the
@@ -201,8 +202,14 @@ class PropertyKind:
     """
 
     __slots__ = ("_kind",)
-    c_type: str = ""
     member_kind: int = 0
+
+    @property
+    def member_type(self) -> MemberType:
+        """The type of the C member holding a value of this kind in a layout
+        (zsharp_py/_base/layout.py): a C type name, or the layout of a
+        small struct (a ``zs.Struct``'s, an optional's...)."""
+        raise NotImplementedError
 
     @property
     def key(self) -> Any:
@@ -309,7 +316,13 @@ class ScalarKind(PropertyKind):
         self.scalar = scalar
 
     @property
-    def c_type(self) -> str:  # type: ignore[override]
+    def member_type(self) -> MemberType:
+        """The scalar's C type."""
+        return self.scalar.c_type
+
+    @property
+    def c_type(self) -> str:
+        """The scalar's C type (``int32_t``, ``_Bool``...)."""
         return self.scalar.c_type
 
     @property

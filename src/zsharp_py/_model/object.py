@@ -23,7 +23,8 @@ from .._base import context
 from .._base.context import RuntimeLike
 from .._base.errors import ExpiredConjugateError
 from .._base.expiry import FIXED_CLASS, expired_error, expired_reason, expired_subject
-from .._base.ffi import check, declare_struct, ffi, layout_ffi, lib, member_name, refused
+from .._base.ffi import check, ffi, lib, refused
+from .._base.layout import HEADER, Layout, member_name
 from .hints import type_text, unsupported_hint
 from .kinds import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
@@ -72,7 +73,6 @@ class ClassLayout:
 
     cls: type[Object]
     parent: type[Object] | None
-    pointer_type: Any  # layout-FFI ``struct ... *``
     size: int
     properties: list[PropertyInfo]  # inherited first
     own_members: list[tuple[int, PropertyKind]]  # (offset, kind): cls's own non-scalar members
@@ -590,7 +590,7 @@ class ObjectRefKind(PropertyKind):
     """A strong, killable object reference (``target: "Actor | None"``)."""
 
     __slots__ = ("target",)
-    c_type = "uint64_t"
+    member_type = "uint64_t"
     member_kind = lib.ZS_MEMBER_OBJECT
 
     def __init__(self, target: type[Object]) -> None:
@@ -640,7 +640,7 @@ class WeakRefKind(PropertyKind):
     reads give a ``WeakObjectPtr``; writes take one, an object or None."""
 
     __slots__ = ("target", "pointer_class")
-    c_type = "uint64_t"
+    member_type = "uint64_t"
     member_kind = lib.ZS_MEMBER_WEAK_OBJECT
 
     def __init__(self, target: type[Object], pointer_class: type) -> None:
@@ -809,22 +809,22 @@ def class_layout(cls: type[Object]) -> ClassLayout:
             info.has_default, info.default = True, defaults[attribute]
             info.kind.check(f"{cls.__name__}.{attribute} (default)", info.default)
         own.append(info)
-    members = [(p.cname, p.kind.c_type) for p in inherited + own]
-    pointer_type = declare_struct(cls.__name__, members)
-    struct_type = pointer_type.item
+    c_struct = Layout(
+        cls.__name__,
+        [(HEADER, "zs_object")] + [(p.cname, p.kind.member_type) for p in inherited + own],
+    )
     own_members: list[tuple[int, PropertyKind]] = []
     for info in own:
-        info.offset = layout_ffi.offsetof(struct_type, info.cname)
+        info.offset = c_struct.offsets[info.cname]
         info.kind.install(cls, info.name, info.cname, info.offset)
         if not isinstance(info.kind, ScalarKind):
             own_members.append((info.offset, info.kind))
     properties = inherited + own
-    size = layout_ffi.sizeof(struct_type)
+    size = c_struct.size
     image, defaults, initializers = _initial_image(properties, size)
     layout = ClassLayout(
         cls,
         parent,
-        pointer_type,
         size,
         properties,
         own_members,
@@ -846,7 +846,7 @@ def _initial_image(
     header, which the native side copies in at creation, and the rest
     (``(defaults, initializers)``) left to run after creation. The image
     only ever holds plain data: a reference member stays zero in it."""
-    header = layout_ffi.sizeof("zs_object")
+    header = ffi.sizeof("zs_object")
     buffer = bytearray(size)
     defaults: list[PropertyInfo] = []
     initializers: list[PropertyInfo] = []

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import _core
-from .._base.ffi import declare_struct, layout_ffi, lib, member_name
+from .._base.ffi import lib
+from .._base.layout import Layout, member_name
 from .kinds import PropertyKind, ScalarKind
 from .object import (
     _RESERVED_STRUCT,
@@ -37,8 +38,7 @@ class StructLayout:
     """The native shape of a Python-declared struct."""
 
     cls: type[Struct]
-    pointer_type: Any  # layout-FFI ``struct ... *`` (offsets of embedding layouts)
-    c_type: str  # ``struct zs_layout_N_Name`` (embeddable in other layouts)
+    c_struct: Layout  # the member type of the struct in other layouts
     size: int
     align: int
     properties: list[PropertyInfo]
@@ -195,12 +195,10 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
             info.has_default, info.default = True, defaults[attribute]
             kind.check(f"{cls.__name__}.{attribute} (default)", info.default)
         properties.append(info)
-    members = [(p.cname, p.kind.c_type) for p in properties]
-    pointer_type = declare_struct(cls.__name__, members, header=False)
-    struct_type = pointer_type.item
+    c_struct = Layout(cls.__name__, [(p.cname, p.kind.member_type) for p in properties])
     for info in properties:
-        info.offset = layout_ffi.offsetof(struct_type, info.cname)
-    size, align = layout_ffi.sizeof(struct_type), layout_ffi.alignof(struct_type)
+        info.offset = c_struct.offsets[info.cname]
+    size, align = c_struct.size, c_struct.align
     bitwise = all(_is_bitwise(info.kind) for info in properties)
     image = bytearray(size)
     plain = True
@@ -224,9 +222,7 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
         image=bytes(image) if any(image) else None,
     )
     type.__setattr__(cls, "_zs_kind", struct_kind)
-    layout = StructLayout(
-        cls, pointer_type, struct_type.cname, size, align, properties, struct_kind, bitwise
-    )
+    layout = StructLayout(cls, c_struct, size, align, properties, struct_kind, bitwise)
     type.__setattr__(cls, "_zs_layout", layout)
     try:
         struct_kind.set_members([(info.name, info.offset, info.kind.kind) for info in properties])
@@ -293,8 +289,9 @@ class StructKind(PropertyKind):
         return made if made is not None else self.layout.kind
 
     @property
-    def c_type(self) -> str:  # type: ignore[override]
-        return self.layout.c_type
+    def member_type(self) -> Layout:
+        """The struct's layout, embedded by value."""
+        return self.layout.c_struct
 
     @property
     def key(self) -> Any:

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from .. import _core
 from .._base.errors import named
-from .._base.ffi import declare_struct, layout_ffi, lib
+from .._base.ffi import lib
 from .._base.generics import TypeParameters
+from .._base.layout import Layout, align_up, size_align
 from .._model.hints import plural
 from .._model.kinds import PropertyKind
 from .._model.object import ObjectRefKind, declaring_scope, kind_of
@@ -361,24 +362,20 @@ def _same(item: Any, value: Any) -> bool:
     return bool(item == value)
 
 
-def _round_up(value: int, align: int) -> int:
-    return (value + align - 1) // align * align
-
-
 def _size_align(element: PropertyKind) -> tuple[int, int]:
-    return layout_ffi.sizeof(element.c_type), layout_ffi.alignof(element.c_type)
+    return size_align(element.member_type)
 
 
 class ArrayKind(_ContainerKind):
     """Kind of ``zs.Array[T]``."""
 
     __slots__ = ()
-    c_type = "zs_array"
+    member_type = "zs_array"
     kind_name = "array"
 
     def _layout(self) -> tuple[int, int, int, int]:
         """A zs_array of elements of their own size."""
-        return 16, 8, _size_align(self.elements[0])[0], 0
+        return *size_align(self.member_type), _size_align(self.elements[0])[0], 0
 
     def check_contents(self, value: Any) -> None:
         """Any iterable of valid elements."""
@@ -561,24 +558,24 @@ def _entry_layout(elements: tuple[PropertyKind, ...]) -> tuple[int, int, int]:
     or map entry, as native/src/types.c lays them out."""
     key_size, key_align = _size_align(elements[0])
     if len(elements) == 1:
-        return _round_up(key_size, key_align), 0, key_align
+        return align_up(key_size, key_align), 0, key_align
     value_size, value_align = _size_align(elements[1])
-    offset = _round_up(key_size, value_align)
+    offset = align_up(key_size, value_align)
     align = max(key_align, value_align)
-    return _round_up(offset + value_size, align), offset, align
+    return align_up(offset + value_size, align), offset, align
 
 
 class SetKind(_ContainerKind):
     """Kind of ``zs.Set[T]``."""
 
     __slots__ = ()
-    c_type = "zs_hash"
+    member_type = "zs_hash"
     kind_name = "set"
 
     def _layout(self) -> tuple[int, int, int, int]:
         """A zs_hash of entries laid out as native/src/types.c does."""
         entry, value_offset, _ = _entry_layout(self.elements)
-        return 32, 8, entry, value_offset
+        return *size_align(self.member_type), entry, value_offset
 
     def check_contents(self, value: Any) -> None:
         """An iterable of valid elements."""
@@ -674,34 +671,18 @@ class OptionalKind(_ContainerKind):
     kind_name = "optional"
 
     @property
-    def layout_pointer(self) -> Any:
-        """The layout-FFI pointer type ``struct {T value; uint8_t set;} *``."""
-        cached = _OPTIONAL_LAYOUTS.get(self.key)
-        if cached is None:
-            element = self.elements[0]
-            cached = _OPTIONAL_LAYOUTS[self.key] = declare_struct(
-                "Optional", [("value", element.c_type), ("set", "uint8_t")], header=False
-            )
-        return cached
-
-    @property
-    def c_type(self) -> str:  # type: ignore[override]
-        return str(self.layout_pointer.item.cname)
+    def member_type(self) -> Layout:
+        """``struct {T value; uint8_t set;}``."""
+        return Layout(
+            self.describe(), [("value", self.elements[0].member_type), ("set", "uint8_t")]
+        )
 
     def _layout(self) -> tuple[int, int, int, int]:
         """The value, then the flag byte."""
-        item = self.layout_pointer.item
-        return (
-            layout_ffi.sizeof(item),
-            layout_ffi.alignof(item),
-            0,
-            int(layout_ffi.offsetof(item, "set")),
-        )
+        c_struct = self.member_type
+        return c_struct.size, c_struct.align, 0, c_struct.offsets["set"]
 
     def check_contents(self, value: Any) -> None:
         """None, or a valid value."""
         if value is not None:
             self.elements[0].check("value", value)
-
-
-_OPTIONAL_LAYOUTS: dict[Any, Any] = {}

@@ -647,7 +647,7 @@ class _DelegateKind(PropertyKind):
     bindings are weak, so they are never traced)."""
 
     __slots__ = ()
-    c_type = "zs_binding"
+    member_type = "zs_binding"
     hashable = False  # not a set element or map key
     kind_name = ""
     native_kind = 0
@@ -719,7 +719,7 @@ class MulticastKind(_DelegateKind):
     """Kind of ``zs.MulticastDelegate`` (a ``zs_array`` of bindings)."""
 
     __slots__ = ()
-    c_type = "zs_array"
+    member_type = "zs_array"
     kind_name = "multicast"
     native_kind = lib.ZS_TYPE_MULTICAST
     cls: type[_MulticastBase] = MulticastDelegate
@@ -739,7 +739,7 @@ class SparseKind(MulticastKind):
     """Kind of ``zs.SparseDelegate`` (a pointer to a binding list)."""
 
     __slots__ = ()
-    c_type = "void *"
+    member_type = "void *"
     kind_name = "sparse"
     native_kind = lib.ZS_TYPE_SPARSE
     size = 8

@@ -393,7 +393,7 @@ class FieldPathKind(PropertyKind):
     """A FieldPath member or element: a native UTF-8 string."""
 
     __slots__ = ()
-    c_type = "zs_string"
+    member_type = "zs_string"
 
     @property
     def key(self) -> Any:

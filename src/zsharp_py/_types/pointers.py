@@ -37,8 +37,9 @@ from typing_extensions import Self, TypeVar
 
 from .. import _core
 from .._base import context
-from .._base.ffi import declare_struct, lib
+from .._base.ffi import lib
 from .._base.generics import TypeParameters
+from .._base.layout import Layout
 from .._model.kinds import PropertyKind, Scalar, ScalarKind, UInt32
 from .._model.object import Object, ObjectMeta, ObjectRefKind, _evaluate, declaring_scope
 from .._model.values import ImmutableValue, ValueConjugate
@@ -364,7 +365,7 @@ class SubclassOfKind(_PointerKind):
 
     __slots__ = ()
     cls: type[SubclassOf]
-    c_type = "uint32_t"
+    member_type = "uint32_t"
     bitwise = True
 
     @property
@@ -584,7 +585,7 @@ class LazyObjectPtr(ImmutableValue, _Specialised, TypeParameters[T]):
         return f"{_describe(type(self))}({str(self.id) if self._id != _NULL_ID else 'None'})"
 
 
-_LAZY_LAYOUT = declare_struct("LazyId", [("low", "uint64_t"), ("high", "uint64_t")], header=False)
+_LAZY_LAYOUT = Layout("LazyId", [("low", "uint64_t"), ("high", "uint64_t")])
 
 
 class LazyObjectKind(_PointerKind):
@@ -592,7 +593,7 @@ class LazyObjectKind(_PointerKind):
 
     __slots__ = ()
     cls: type[LazyObjectPtr]
-    c_type = str(_LAZY_LAYOUT.item.cname)
+    member_type = _LAZY_LAYOUT
     bitwise = True
 
     @property
@@ -623,8 +624,8 @@ class LazyObjectKind(_PointerKind):
 
         return _core.Kind(
             _core.KIND_PLAIN,
-            16,
-            8,
+            _LAZY_LAYOUT.size,
+            _LAZY_LAYOUT.align,
             lib.ZS_TYPE_PLAIN,
             what,
             flags=_core.KIND_BITWISE,
@@ -909,7 +910,7 @@ class SoftKind(_PointerKind):
 
     __slots__ = ()
     cls: type[_SoftPointer]
-    c_type = "zs_string"
+    member_type = "zs_string"
 
     @property
     def key(self) -> Any:
@@ -1045,13 +1046,16 @@ class ScriptInterface(ValueConjugate, _Specialised, TypeParameters[I]):
         return f"<{_describe(type(self))} ({colour}) {self.object!r}>"
 
 
+_INTERFACE_LAYOUT = Layout("ScriptInterface", [("object", "uint64_t"), ("interface", "uint32_t")])
+
+
 class ScriptInterfaceKind(_PointerKind):
     """A ``ScriptInterface[I]`` member or element: ``{zs_ref object;
     uint32_t interface;}``, the object reference traced (strong, killable)."""
 
     __slots__ = ()
     cls: type[ScriptInterface[Any]]
-    c_type = "struct { uint64_t object; uint32_t interface; }"
+    member_type = _INTERFACE_LAYOUT
 
     @property
     def key(self) -> Any:
@@ -1099,8 +1103,8 @@ class ScriptInterfaceKind(_PointerKind):
 
         kind = _core.Kind(
             _core.KIND_STRUCT,
-            16,
-            8,
+            _INTERFACE_LAYOUT.size,
+            _INTERFACE_LAYOUT.align,
             lib.ZS_TYPE_STRUCT,
             what,
             flags=_core.KIND_VIEW,
@@ -1109,10 +1113,15 @@ class ScriptInterfaceKind(_PointerKind):
             encode=encode,
             decode=decode,
         )
+        offsets = _INTERFACE_LAYOUT.offsets
         kind.set_members(
             [
-                ("object", 0, ObjectRefKind(Object).kind),
-                ("interface", 8, ScalarKind(typing.cast("type[Scalar]", UInt32)).kind),
+                ("object", offsets["object"], ObjectRefKind(Object).kind),
+                (
+                    "interface",
+                    offsets["interface"],
+                    ScalarKind(typing.cast("type[Scalar]", UInt32)).kind,
+                ),
             ]
         )
         return kind

@@ -111,7 +111,7 @@ class StringKind(PropertyKind):
     """A string member, element or black value of one of the string kinds."""
 
     __slots__ = ("cls",)
-    c_type = "zs_string"
+    member_type = "zs_string"
 
     def __init__(self, cls: type[_StringBase]) -> None:
         self.cls = cls
@@ -200,7 +200,7 @@ class NameKind(PropertyKind):
     """A name member or element: 8 bytes (table index, number)."""
 
     __slots__ = ()
-    c_type = "uint64_t"
+    member_type = "uint64_t"
     bitwise = True
 
     @property
