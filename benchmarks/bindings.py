@@ -28,6 +28,7 @@ from typing import Any
 
 import zsharp_py as zs
 from zsharp_py._model.object import class_layout
+from zsharp_py.lowlevel import function_layout
 
 from . import _build
 from ._harness import (
@@ -329,6 +330,7 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
             ),
         ]
     cases.append(_zs_override_case(runtime))
+    cases.append(_zs_override_objects_case(runtime))
     if methods:
         cases += [
             MicroCase(
@@ -348,10 +350,20 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
     return cases, skipped
 
 
+class ZsSpot(zs.Struct):
+    """A struct parameter: a red view into the host's block during the call."""
+
+    x: zs.Float64
+    y: zs.Float64
+
+
 class ZsTicker(zs.Object):
     """An object whose Python ``tick`` native code calls (``zs_call_function``)."""
 
     def tick(self, dt: float) -> None:
+        pass
+
+    def meet(self, other: ZsTicker | None, at: ZsSpot) -> None:
         pass
 
 
@@ -379,6 +391,39 @@ def _zs_override_case(runtime: zs.Runtime) -> MicroCase:
         "call(rt, h, name, block)",
         namespace,
         "zsharp_py",
+    )
+
+
+def _zs_override_objects_case(runtime: zs.Runtime) -> MicroCase:
+    """``zs_call_function(rt, h, "meet", &params)`` with an object and a
+    struct parameter: the handle resolved to its conjugate, the struct a red
+    view into the block (made, then expired by the call's scope)."""
+    from zsharp_py._base.ffi import ffi as zffi
+    from zsharp_py._base.ffi import lib as zlib
+
+    ticker, other = ZsTicker(), ZsTicker()
+    ticker.add_to_root()
+    other.add_to_root()
+    assert function_layout(ZsTicker, "meet").size == 24  # { zs_ref other; struct ZsSpot at; }
+    block = zffi.new("uint64_t[3]", [other.handle, 0, 0])
+    namespace = {
+        "call": zlib.zs_call_function,
+        "rt": runtime._ptr,
+        "h": ticker.handle,
+        "name": b"meet",
+        "block": zffi.cast("void *", block),
+        "keep": (ticker, other, block),
+    }
+    assert zlib.zs_call_function(runtime._ptr, ticker.handle, b"meet", namespace["block"]) == 0
+    return MicroCase(
+        "the same, meet(other, at): an object and a struct parameter",
+        "override",
+        "call(rt, h, name, block)",
+        namespace,
+        "zsharp_py",
+        primary=False,
+        note="the handle resolved to the held conjugate; the struct a red view "
+        "into the block, expired when the call returns",
     )
 
 

@@ -16,6 +16,7 @@ import pytest
 
 import zsharp_py as zs
 from helpers import awaiting_expiry, collect, finish_cycle
+from zsharp_py import _core
 from zsharp_py._base.errors import ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE, ZS_OK
 from zsharp_py._base.ffi import ffi, lib
 from zsharp_py.lowlevel import FunctionParameter, function_layout
@@ -368,11 +369,12 @@ def test_native_address() -> None:
         rt.native_address
 
 
-def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime, unraisable: list[Any]) -> None:
-    """A method with only scalar parameters and no result is called from C
-    (zsharp_py._core) once its layout is known, that is from its second call
-    on: the scope, the current runtime, failure reports and dead objects
-    must come out the same on both paths."""
+def test_the_first_call_and_later_ones_behave_the_same(
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
+    """The first call of a function on a class asks Python for its plan;
+    later ones find it in the class's cache: the scope, the current runtime,
+    failure reports and dead objects must come out the same either way."""
     views: list[Any] = []
     runtimes: list[Any] = []
 
@@ -386,21 +388,21 @@ def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime, unraisable: 
 
     mob = Fast()
     host = Host(Mob, "tick")
-    for _ in range(3):  # the slow path, then the fast one
+    for _ in range(3):  # the plan laid out, then found in the cache
         assert host.call(mob, dt=1.0) == ZS_OK
         assert views[-1].is_expired and runtimes[-1] is rt
         assert host.call(mob, dt=-1.0) == ZS_E_CALL_FAILED
         assert type(unraisable[-1].exc_value) is ValueError
         assert unraisable[-1].object.__func__ is Fast.tick
     assert mob.speed == 3.0 and len(unraisable) == 3
-    assert "_zs_functions" in Fast.__dict__ and Fast.__dict__["_zs_functions"]["tick"]._fast
+    assert "_zs_functions" in Fast.__dict__ and Fast.__dict__["_zs_functions"]["tick"]._plan
     # From a thread Python did not start the call (the default runtime is
     # current there), still with the object's runtime current.
     thread = threading.Thread(target=host.call, args=(mob,), kwargs={"dt": 0.5})
     thread.start()
     thread.join()
     assert runtimes[-1] is rt and mob.speed == 3.5
-    # An object whose conjugate nobody holds is adopted (the slow path), then called.
+    # An object whose conjugate nobody holds is adopted, then called.
     handle = Fast().handle
     assert lib.zs_call_function(rt._ptr, handle, b"tick", host.pointer()) == ZS_OK
     views.clear()  # the views held their parent (an expired view is a cycle: gc.collect)
@@ -408,4 +410,353 @@ def test_the_c_fast_path_behaves_as_the_python_path(rt: zs.Runtime, unraisable: 
     assert rt._conjugate_get(handle) is None  # the adopted conjugate was not kept
     collect(rt)
     assert lib.zs_call_function(rt._ptr, handle, b"tick", host.pointer()) == ZS_E_STALE
-    assert function_layout(Mob, "damage")._fast is None  # results take the Python path
+
+
+# ---------------------------------------------------------------------------
+# The one handler (native/binding/calls.c): every call from a plan, in C
+# ---------------------------------------------------------------------------
+
+
+class Pair(zs.Struct):
+    """A struct result with an object member: staged whole before it is stored."""
+
+    at: Vec
+    who: "Agent | None"
+
+
+class Tag(zs.Struct):
+    """The reference first: staged before the number after it converts."""
+
+    who: "Agent | None"
+    weight: zs.Float64
+
+
+class Agent(zs.Object):
+    health: zs.Int32 = 10
+    friend: "Agent | None"
+
+    def meet(self, other: "Agent | None", at: Vec) -> Agent | None:
+        seen.append((other, at.x, at.y))
+        at.y = at.x * 2  # written through the view into the host's block
+        previous = self.friend
+        self.friend = other
+        return previous
+
+    def mirror(self, at: Vec, who: "Agent | None") -> Pair:
+        return Pair(at=(at.y, at.x), who=who)  # type: ignore[call-arg]
+
+    def ten(
+        self,
+        a: bool,
+        b: zs.Int8,
+        c: zs.UInt8,
+        d: zs.Int16,
+        e: zs.UInt16,
+        f: zs.Int32,
+        g: zs.UInt32,
+        h: zs.Int64,
+        i: zs.UInt64,
+        j: zs.Float32,
+        k: zs.Float64,
+    ) -> zs.Float64:
+        seen.append((a, b, c, d, e, f, g, h, i, j, k))
+        return float(b + c + d + e + f + g + h) + j + k + (i % 1000) + a
+
+    def keep(self, at: Vec) -> zs.Int32:
+        seen.append(lambda: at.x)  # the view, closed over past the call
+        return 1
+
+    def answer(self) -> zs.Int32:
+        return RESULT[0]  # type: ignore[no-any-return]
+
+    def partner(self) -> Agent | None:
+        return RESULT[0]  # type: ignore[no-any-return]
+
+    def pair(self) -> Pair:
+        return RESULT[0]  # type: ignore[no-any-return]
+
+    def ratio(self) -> zs.Float32:
+        return RESULT[0]  # type: ignore[no-any-return]
+
+    def tag(self) -> Tag:
+        return RESULT[0]  # type: ignore[no-any-return]
+
+
+seen: list[Any] = []  # what Agent's methods saw
+RESULT: list[Any] = [None]  # what Agent's result methods return
+
+
+@pytest.fixture(autouse=True)
+def forget() -> Iterator[None]:
+    """Forget what the previous test's calls saw and returned."""
+    yield
+    seen.clear()
+    RESULT[0] = None
+
+
+def test_object_and_struct_parameters_and_results(rt: zs.Runtime) -> None:
+    agent, other = Agent(), Agent()
+    meet = Host(Agent, "meet")
+    meet.block.at.x, meet.block.at.y = 1.5, 0.0
+    for _ in range(2):  # the plan laid out by Python, then found in the class's cache
+        assert meet.call(agent, other=other.handle) == ZS_OK
+    assert seen[0][0] is other and seen[0][1:] == (1.5, 0.0)
+    assert (meet.block.at.x, meet.block.at.y) == (1.5, 3.0)  # the out-parameter
+    assert agent.friend is other and meet.block.return_value == other.handle
+    assert meet.call(agent, other=0) == ZS_OK  # 0 is None, both ways
+    assert seen[-1][0] is None and meet.block.return_value == other.handle
+    assert meet.call(agent, other=0) == ZS_OK and meet.block.return_value == 0
+    mirror = Host(Agent, "mirror")
+    mirror.block.at.x, mirror.block.at.y = 1.0, 2.0
+    assert mirror.call(agent, who=other.handle) == ZS_OK
+    result = mirror.block.return_value
+    assert (result.at.x, result.at.y, result.who) == (2.0, 1.0, other.handle)
+
+
+def test_more_than_eight_scalar_arguments(rt: zs.Runtime) -> None:
+    agent = Agent()
+    host = Host(Agent, "ten")
+    values = {
+        "a": True,
+        "b": -8,
+        "c": 200,
+        "d": -3000,
+        "e": 60000,
+        "f": -(2**31),
+        "g": 2**32 - 1,
+        "h": 2**40,
+        "i": 2**64 - 1,
+        "j": 0.5,
+        "k": 0.25,
+    }
+    for _ in range(2):
+        assert host.call(agent, **values) == ZS_OK
+    assert seen[-1] == tuple(values.values())
+    expected = float(-8 + 200 - 3000 + 60000 - 2**31 + 2**32 - 1 + 2**40) + 0.75 + 615 + 1
+    assert host.block.return_value == expected
+
+
+def test_a_struct_view_kept_past_the_call_is_expired(rt: zs.Runtime) -> None:
+    agent = Agent()
+    host = Host(Agent, "keep")
+    host.block.at.x = 4.0
+    assert host.call(agent) == ZS_OK and host.block.return_value == 1
+    with pytest.raises(zs.ExpiredConjugateError, match="scope"):
+        seen[-1]()  # the closure's view: never a read of the host's block after the call
+
+
+def test_an_object_argument_without_a_conjugate_is_adopted(rt: zs.Runtime) -> None:
+    agent, other = Agent(), Agent(health=7)
+    other.add_to_root()
+    handle = other.handle
+    del other
+    gc.collect()
+    assert rt._conjugate_get(handle) is None  # nobody holds a conjugate of it
+    meet = Host(Agent, "meet")
+    assert meet.call(agent, other=handle) == ZS_OK
+    assert seen[-1][0].handle == handle and seen[-1][0].health == 7
+    assert agent.friend is seen[-1][0]
+
+
+def test_a_method_that_collects_or_destroys_its_own_object(rt: zs.Runtime) -> None:
+    """The handler trusts nothing it read before the method ran: the object
+    and its argument may be gone when the result is written (the block is
+    the host's, so it is still there)."""
+
+    class Doomed(Agent):
+        def meet(self, other: "Agent | None", at: Vec) -> Agent | None:
+            seen.append(at)
+            self.remove_from_root()
+            assert other is not None
+            other.remove_from_root()
+            collect(zs.current_runtime())  # both die here, during the call
+            return None
+
+        def answer(self) -> zs.Int32:
+            self.mark_as_garbage()
+            collect(zs.current_runtime())
+            return 42
+
+    doomed, other = Doomed(), Agent()
+    doomed.add_to_root()
+    other.add_to_root()
+    meet = Host(Agent, "meet")
+    meet.block.return_value = 12345
+    assert meet.call(doomed, other=other.handle) == ZS_OK
+    assert doomed.is_expired and other.is_expired and meet.block.return_value == 0
+    assert seen[-1].is_expired  # the struct view, expired by the call's scope
+    answer = Host(Agent, "answer")
+    victim = Doomed()  # referenced by nothing native: marked as garbage, it dies
+    assert answer.call(victim) == ZS_OK and answer.block.return_value == 42
+    assert victim.is_expired
+    rt.gc.verify()
+
+
+@pytest.mark.parametrize(
+    "name, value, error",
+    [
+        ("answer", 2**31, OverflowError),
+        ("answer", "7", TypeError),
+        ("answer", 1.5, TypeError),
+        ("ratio", 1e300, OverflowError),
+        ("partner", 5, TypeError),
+        ("pair", ((1.0, "x"), None), TypeError),  # the second member fails: nothing stored
+        ("pair", {"at": (1.0, 2.0), "who": 3}, TypeError),
+    ],
+)
+def test_a_wrong_result_is_reported_and_leaves_the_block_as_it_was(
+    rt: zs.Runtime, unraisable: list[Any], name: str, value: Any, error: type
+) -> None:
+    agent = Agent()
+    host = Host(Agent, name)
+    if name == "pair":
+        host.block.return_value.at.x = host.block.return_value.at.y = 9.0
+        host.block.return_value.who = 99
+    else:
+        host.block.return_value = 99
+    before = bytes(host.ffi.buffer(host.block))
+    RESULT[0] = value
+    assert host.call(agent) == ZS_E_CALL_FAILED
+    assert type(unraisable[-1].exc_value) is error
+    assert f"Agent.{name} (result)" in str(unraisable[-1].exc_value)
+    assert unraisable[-1].object.__func__ is getattr(Agent, name)
+    assert bytes(host.ffi.buffer(host.block)) == before  # not half-written
+
+
+def test_an_object_result_of_another_runtime_or_expired(
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
+    agent = Agent()
+    host = Host(Agent, "partner")
+    with zs.Runtime():  # closed when the block ends
+        RESULT[0] = Agent()
+        assert host.call(agent) == ZS_E_CALL_FAILED
+        assert "belongs to another runtime" in str(unraisable[-1].exc_value)
+    assert RESULT[0].is_expired  # closed with its runtime
+    assert host.call(agent) == ZS_E_CALL_FAILED
+    assert type(unraisable[-1].exc_value) is zs.ExpiredConjugateError
+    assert "cannot store into Agent.partner (result)" in str(unraisable[-1].exc_value)
+    assert host.block.return_value == 0
+
+
+class Freeing:
+    """A number whose conversion runs Python code that frees objects (the
+    caller's own object and its partner) or closes the runtime."""
+
+    def __init__(self, value: Any, action: str, victims: list[zs.Object]) -> None:
+        self.value, self.action, self.victims = value, action, victims
+        self.conversions = 0
+
+    def _run(self) -> None:
+        self.conversions += 1
+        rt = zs.current_runtime()
+        if self.action == "close":
+            rt.close()
+            return
+        for victim in self.victims:
+            victim.remove_from_root()
+        collect(rt)
+
+    def __index__(self) -> int:
+        self._run()
+        return int(self.value)
+
+    def __float__(self) -> float:
+        self._run()
+        return float(self.value)
+
+
+@pytest.mark.parametrize("name, value", [("answer", 7), ("ratio", 2.5)])
+def test_a_hostile_scalar_result_frees_objects_during_its_conversion(
+    rt: zs.Runtime, unraisable: list[Any], name: str, value: Any
+) -> None:
+    agent, other = Agent(), Agent()
+    agent.add_to_root()
+    other.add_to_root()
+    agent.friend = other
+    host = Host(Agent, name)
+    RESULT[0] = hostile = Freeing(value, "collect", [agent, other])
+    assert host.call(agent) == ZS_OK
+    assert hostile.conversions == 1  # converted once, then stored as is
+    assert host.block.return_value == value
+    assert agent.is_expired and other.is_expired and unraisable == []
+    rt.gc.verify()
+
+
+@pytest.mark.parametrize("name, value", [("answer", 7), ("ratio", 2.5)])
+def test_a_hostile_scalar_result_closes_the_runtime(
+    unraisable: list[Any], name: str, value: Any
+) -> None:
+    """The block is the host's: the result is still stored; the native
+    runtime is freed when the call returns."""
+    rt = zs.Runtime()
+    try:
+        with rt:
+            agent = Agent()
+            host = Host(Agent, name)
+            RESULT[0] = hostile = Freeing(value, "close", [])
+            assert host.call(agent) == ZS_OK
+        assert rt.closed and agent.is_expired and hostile.conversions == 1
+        assert host.block.return_value == value and unraisable == []
+    finally:
+        rt.close()
+
+
+def test_a_hostile_struct_result_frees_its_own_reference(
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
+    """A member's conversion destroys the object another member refers to:
+    staged before (``Tag``), the reference is refused when the struct is
+    stored, before anything is; staged after (``Pair``), it is refused
+    when it is staged."""
+    agent = Agent()
+    agent.add_to_root()
+    for name in ("tag", "pair"):
+        other = Agent()
+        other.add_to_root()
+        host = Host(Agent, name)
+        before = bytes(host.ffi.buffer(host.block))
+        freeing = Freeing(1.0, "collect", [other])
+        RESULT[0] = (
+            {"who": other, "weight": freeing}
+            if name == "tag"
+            else {
+                "who": other,
+                "at": (freeing, 2.0),
+            }
+        )
+        assert host.call(agent) == ZS_E_CALL_FAILED
+        assert other.is_expired and freeing.conversions == 1
+        assert f"Agent.{name} (result)" in str(unraisable[-1].exc_value)
+        assert bytes(host.ffi.buffer(host.block)) == before
+    rt.gc.verify()
+
+
+def test_a_hostile_struct_result_closes_the_runtime(unraisable: list[Any]) -> None:
+    rt = zs.Runtime()
+    try:
+        with rt:
+            agent = Agent()
+            host = Host(Agent, "pair")
+            before = bytes(host.ffi.buffer(host.block))
+            RESULT[0] = {"at": (Freeing(1.0, "close", []), 2.0), "who": None}
+            assert host.call(agent) == ZS_E_CALL_FAILED
+            assert type(unraisable[-1].exc_value) is zs.ExpiredConjugateError
+            assert "the runtime has been closed" in str(unraisable[-1].exc_value)
+            assert bytes(host.ffi.buffer(host.block)) == before
+            assert rt.closed
+    finally:
+        rt.close()
+
+
+def test_a_plan_never_reaches_outside_its_block() -> None:
+    with pytest.raises(ValueError, match="outside the 8-byte block"):
+        _core.CallPlan("f", "F.f", 8, ((4, _core.CALL_SCALAR, _core.SCALAR_F64, "x"),), None)
+    with pytest.raises(ValueError, match="outside"):
+        _core.CallPlan("f", "F.f", 16, ((4, _core.CALL_OBJECT, Agent, "x"),), None)  # misaligned
+    with pytest.raises(TypeError, match="object conjugate class"):
+        _core.CallPlan("f", "F.f", 8, ((0, _core.CALL_OBJECT, int, "x"),), None)
+    with pytest.raises(TypeError, match="struct kind"):
+        _core.CallPlan("f", "F.f", 8, ((0, _core.CALL_STRUCT, 3, "x"),), None)
+    plan = function_layout(Agent, "meet")._plan
+    assert (plan.name, plan.size) == ("meet", function_layout(Agent, "meet").size)

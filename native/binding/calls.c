@@ -1,23 +1,59 @@
 /* Calls from native code into Python: the zs_call_handler of every runtime.
  *
  * A native host calls zs_call_function / zs_call_each (native/src/calls.c);
- * the heap calls this handler without holding its lock. Most calls a game
- * loop makes are tick(dt): a method whose parameters are all scalars and that
- * returns nothing. For those (a layout's `_fast` plan, made by
- * zsharp_py/_interop/calls.py) the whole call is made here: the conjugate from the
- * table, the arguments from the block, the object's runtime made current and
- * a scope opened around the call, failures reported through
- * sys.unraisablehook. Everything else (an object without a conjugate yet,
- * object and struct parameters, results, unknown functions, errors) goes to
- * Python's slow path, zsharp_py._interop.calls._call_from_address, which behaves the
- * same.
+ * the heap calls this handler without holding its lock. Every call is made
+ * here, in C, from the plan of the function on the object's class: a
+ * CallPlan that zsharp_py/_interop/calls.py computes once per class and
+ * function (function_layout, cached in the class's `_zs_functions`) and
+ * that says where each parameter and the result sit in the host's block
+ * and how each crosses (a scalar, an object reference, a struct). Python
+ * is asked only for the plan, on the first call of a function on a class.
+ *
+ * One call: the object's conjugate (from the table, else adopted by
+ * Python), the plan, then, with the object's runtime current and inside a
+ * call scope, the arguments from the block (a scalar loaded, an object
+ * reference resolved to its conjugate and checked, a struct as a red view
+ * into the block that the scope expires), the method, and the result
+ * written back (converted or staged completely before anything is stored,
+ * so a failed result leaves the block as it was). An exception cannot cross
+ * the native frames: it goes to sys.unraisablehook and the host gets
+ * ZS_E_CALL_FAILED (ZS_E_INVALID when the function cannot be called).
+ *
+ * The block belongs to the host for the whole call, so its address stays
+ * valid whatever Python code runs; nothing else read before Python code
+ * runs (a conjugate's address, the runtime's state) is trusted after it.
  *
  * The handler takes the GIL itself: the host may call from any thread.
  */
 #include "value.h"
 
-/* Most arguments a fast call passes (more go through Python). */
-#define FAST_MAX_ARGUMENTS 8
+#include <string.h>
+#include <structmember.h>
+
+/* Arguments passed from a stack array; a call with more takes a PyMem one. */
+#define CALL_STACK_ARGUMENTS 8
+
+/* How a block member crosses (CALL_SCALAR... in Python). */
+typedef enum zs_call_mode { ZS_CALL_SCALAR, ZS_CALL_OBJECT, ZS_CALL_STRUCT } zs_call_mode;
+
+/* One member of a parameter block: a parameter or the result. */
+typedef struct zs_plan_member {
+    Py_ssize_t offset; /* in the block */
+    zs_call_mode mode;
+    zs_scalar_kind scalar; /* ZS_CALL_SCALAR */
+    PyObject *detail;      /* strong: the target class (OBJECT), the struct's kind (STRUCT) */
+    PyObject *what;        /* str: names the member in errors ("Mob.damage: argument 'source'") */
+} zs_plan_member;
+
+/* A CallPlan: how to make one call of one function on one class. Immutable. */
+typedef struct zs_call_plan {
+    PyObject_VAR_HEAD PyObject *name; /* the method's name (interned) */
+    PyObject *what;                   /* "Owner.name", for errors */
+    Py_ssize_t size;                  /* bytes of the block */
+    Py_ssize_t count;                 /* parameters; the result, if any, follows them */
+    int has_result;
+    zs_plan_member members[];
+} zs_call_plan;
 
 /* =========================================================================
  * The open runtimes
@@ -58,114 +94,429 @@ static zs_runtime_core *open_runtime(const zs_core_state *state, const zs_runtim
 }
 
 /* =========================================================================
+ * Plans
+ * ========================================================================= */
+
+/* Fill `member` from (offset, mode, detail, what), checked against the
+ * block's size: a plan can never make the handler read or write outside
+ * the block, whatever Python hands over. */
+static int member_parse(zs_core_state *state, PyObject *entry, Py_ssize_t block_size,
+                        zs_plan_member *member) {
+    Py_ssize_t offset;
+    int mode;
+    PyObject *detail, *what;
+    if (!PyTuple_Check(entry) ||
+        !PyArg_ParseTuple(entry, "niOU:CallPlan member", &offset, &mode, &detail, &what)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "CallPlan: a member is (offset, mode, detail, what)");
+        return -1;
+    }
+    size_t size, align;
+    if (mode == ZS_CALL_SCALAR) {
+        long scalar = PyLong_Check(detail) ? PyLong_AsLong(detail) : -1;
+        if (scalar < 0 || scalar >= ZS_SCALAR_KINDS) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "CallPlan: a scalar member needs a scalar kind");
+            return -1;
+        }
+        member->scalar = (zs_scalar_kind)scalar;
+        size = align = zs_scalar_size(member->scalar);
+    } else if (mode == ZS_CALL_OBJECT) {
+        if (!PyType_Check(detail) ||
+            !PyType_IsSubtype((PyTypeObject *)detail, state->conjugate_type)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "CallPlan: an object member needs an object conjugate class");
+            return -1;
+        }
+        size = align = sizeof(zs_ref);
+    } else if (mode == ZS_CALL_STRUCT) {
+        if (!zsv_is_kind(state, detail) || ((zsv_kind *)detail)->code != ZSV_STRUCT) {
+            PyErr_SetString(PyExc_TypeError, "CallPlan: a struct member needs a struct kind");
+            return -1;
+        }
+        size = ((zsv_kind *)detail)->size;
+        align = ((zsv_kind *)detail)->align ? ((zsv_kind *)detail)->align : 1;
+    } else {
+        PyErr_SetString(PyExc_ValueError, "CallPlan: unknown member mode");
+        return -1;
+    }
+    if (offset < 0 || offset % (Py_ssize_t)align != 0 || offset > block_size ||
+        size > (size_t)(block_size - offset)) {
+        PyErr_Format(PyExc_ValueError, "CallPlan: %U is outside the %zd-byte block", what,
+                     block_size);
+        return -1;
+    }
+    member->offset = offset;
+    member->mode = (zs_call_mode)mode;
+    member->detail = mode == ZS_CALL_SCALAR ? NULL : Py_NewRef(detail);
+    member->what = Py_NewRef(what);
+    return 0;
+}
+
+/* CallPlan(name, what, size, parameters, result): parameters a tuple of
+ * (offset, mode, detail, what), result one of those or None. */
+static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"name", "what", "size", "parameters", "result", NULL};
+    zs_core_state *state = zs_state_of_type(type);
+    PyObject *name, *what, *parameters, *result;
+    Py_ssize_t size;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UUnO!O:CallPlan", keywords, &name, &what, &size,
+                                     &PyTuple_Type, &parameters, &result))
+        return NULL;
+    if (size < 0) {
+        PyErr_SetString(PyExc_ValueError, "CallPlan: negative size");
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(parameters);
+    int has_result = result != Py_None;
+    zs_call_plan *plan = (zs_call_plan *)type->tp_alloc(type, count + has_result);
+    if (plan == NULL) return NULL;
+    Py_INCREF(name);
+    PyUnicode_InternInPlace(&name);
+    plan->name = name;
+    plan->what = Py_NewRef(what);
+    plan->size = size;
+    for (Py_ssize_t i = 0; i < count + has_result; i++) {
+        PyObject *entry = i < count ? PyTuple_GET_ITEM(parameters, i) : result;
+        if (member_parse(state, entry, size, &plan->members[i]) < 0) {
+            Py_DECREF(plan);
+            return NULL;
+        }
+        /* Counted as they are filled: dealloc drops exactly those. */
+        if (i < count) plan->count = i + 1;
+        else plan->has_result = 1;
+    }
+    return (PyObject *)plan;
+}
+
+/* The classes and kinds a plan holds: a class holds its plans (through
+ * its `_zs_functions`), a plan may name that class. */
+static int plan_traverse(PyObject *self, visitproc visit, void *arg) {
+    zs_call_plan *plan = (zs_call_plan *)self;
+    for (Py_ssize_t i = 0; i < plan->count + plan->has_result; i++)
+        Py_VISIT(plan->members[i].detail);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+/* Break those cycles. */
+static int plan_clear(PyObject *self) {
+    zs_call_plan *plan = (zs_call_plan *)self;
+    for (Py_ssize_t i = 0; i < plan->count + plan->has_result; i++)
+        Py_CLEAR(plan->members[i].detail);
+    return 0;
+}
+
+/* Free a plan. */
+static void plan_dealloc(PyObject *self) {
+    zs_call_plan *plan = (zs_call_plan *)self;
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    plan_clear(self);
+    for (Py_ssize_t i = 0; i < plan->count + plan->has_result; i++) Py_CLEAR(plan->members[i].what);
+    Py_CLEAR(plan->name);
+    Py_CLEAR(plan->what);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+/* repr(plan): what it calls, for debugging. */
+static PyObject *plan_repr(PyObject *self) {
+    zs_call_plan *plan = (zs_call_plan *)self;
+    return PyUnicode_FromFormat("<CallPlan %U: %zd parameters%s, %zd bytes>", plan->what,
+                                plan->count, plan->has_result ? " and a result" : "", plan->size);
+}
+
+static PyMemberDef plan_members[] = {
+    {"name", T_OBJECT, offsetof(zs_call_plan, name), READONLY, "The method's name."},
+    {"size", T_PYSSIZET, offsetof(zs_call_plan, size), READONLY, "Bytes of the block."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot plan_slots[] = {
+    {Py_tp_new, plan_new},
+    {Py_tp_dealloc, plan_dealloc},
+    {Py_tp_traverse, plan_traverse},
+    {Py_tp_clear, plan_clear},
+    {Py_tp_repr, plan_repr},
+    {Py_tp_members, plan_members},
+    {Py_tp_doc, "How the handler of calls from native code calls one function of one class."},
+    {0, NULL},
+};
+
+static PyType_Spec plan_spec = {
+    .name = "zsharp_py._core.CallPlan",
+    .basicsize = offsetof(zs_call_plan, members),
+    .itemsize = sizeof(zs_plan_member),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = plan_slots,
+};
+
+/* =========================================================================
+ * Reporting: as CPython reports an exception raised in __del__
+ * ========================================================================= */
+
+/* Report the error being raised, naming a call to `self` that could not be
+ * made ("a call from native code to <Mob ...>"). */
+static void report_call_to(PyObject *self) {
+    PyObject *error = zs_error_take();
+    PyObject *context = PyUnicode_FromFormat("a call from native code to %R", self);
+    if (context == NULL) PyErr_Clear(); /* the repr failed: name nothing rather than lose it */
+    if (error != NULL) zs_error_give(error);
+    PyErr_WriteUnraisable(context);
+    Py_XDECREF(context);
+}
+
+/* Report the error being raised in or around the method itself, naming the
+ * bound method (looked up with the error put aside). */
+static void report_method(PyObject *self, PyObject *name) {
+    PyObject *error = zs_error_take();
+    PyObject *bound = PyObject_GetAttr(self, name);
+    PyErr_Clear();
+    if (error != NULL) zs_error_give(error);
+    PyErr_WriteUnraisable(bound != NULL ? bound : name);
+    Py_XDECREF(bound);
+}
+
+/* =========================================================================
  * The handler
  * ========================================================================= */
 
-/* The slow path: Python's handler, for everything the fast path does not do. */
-static zs_status slow_call(zs_core_state *state, zs_runtime_core *rt, zs_ref object,
-                           const char *function, void *params) {
-    PyObject *status = PyObject_CallFunction(state->slow_call, "OKyK", (PyObject *)rt,
-                                             (unsigned long long)object, function,
-                                             (unsigned long long)(uintptr_t)params);
-    if (status == NULL) {
-        PyErr_WriteUnraisable(state->slow_call);
-        return ZS_E_CALL_FAILED;
-    }
-    long value = PyLong_AsLong(status);
-    Py_DECREF(status);
-    if (value == -1 && PyErr_Occurred()) {
-        PyErr_WriteUnraisable(state->slow_call);
-        return ZS_E_CALL_FAILED;
-    }
-    return (zs_status)value;
-}
-
-/* The fast plan of `function` on the conjugate's class: a new reference to
- * the tuple (method name, ((offset, scalar kind), ...)), or NULL (no error
- * set) when the call must take the slow path. Held through the call: the
- * method may change the class. */
-static PyObject *fast_plan(zs_core_state *state, zs_conjugate *conjugate, const char *function) {
-    PyObject *dict = Py_TYPE(conjugate)->tp_dict;
+/* The plan of `function` on the conjugate's class, from the class's cache;
+ * NULL (no error set) on a miss or on anything unexpected: Python decides. */
+static zs_call_plan *cached_plan(zs_core_state *state, PyObject *self, PyObject *key) {
+    PyObject *dict = Py_TYPE(self)->tp_dict;
     PyObject *functions = dict ? PyDict_GetItemWithError(dict, state->str_zs_functions) : NULL;
-    if (functions == NULL || !PyDict_Check(functions)) {
+    if (functions == NULL || !PyDict_CheckExact(functions)) {
         PyErr_Clear();
         return NULL;
     }
-    PyObject *key = PyUnicode_FromString(function); /* not UTF-8: Python's path reports it */
-    PyObject *layout = key ? PyDict_GetItemWithError(functions, key) : NULL;
-    Py_XDECREF(key);
+    PyObject *layout = PyDict_GetItemWithError(functions, key);
     if (layout == NULL) {
         PyErr_Clear();
         return NULL;
     }
-    PyObject *plan = PyObject_GetAttr(layout, state->str_fast);
-    if (plan == NULL) {
+    Py_INCREF(layout); /* a getattr may run Python code, which may drop it from the cache */
+    PyObject *plan = PyObject_GetAttr(layout, state->str_plan);
+    Py_DECREF(layout);
+    if (plan == NULL || !Py_IS_TYPE(plan, state->plan_type)) {
         PyErr_Clear();
+        Py_XDECREF(plan);
         return NULL;
     }
-    if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 2 ||
-        !PyUnicode_CheckExact(PyTuple_GET_ITEM(plan, 0)) ||
-        !PyTuple_CheckExact(PyTuple_GET_ITEM(plan, 1)) ||
-        PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 1)) > FAST_MAX_ARGUMENTS) {
-        Py_DECREF(plan); /* None: the method takes the slow path */
-        return NULL;
-    }
-    return plan;
+    return (zs_call_plan *)plan;
 }
 
-/* Call `plan`'s method on the conjugate with the block's scalars, inside a
- * scope with its runtime current. Python errors are reported, not raised. */
-static zs_status fast_call(zs_core_state *state, zs_runtime_core *rt, zs_conjugate *conjugate,
-                           PyObject *plan, const char *params) {
-    PyObject *name = PyTuple_GET_ITEM(plan, 0), *arguments = PyTuple_GET_ITEM(plan, 1);
-    Py_ssize_t count = PyTuple_GET_SIZE(arguments);
-    PyObject *stack[1 + FAST_MAX_ARGUMENTS];
-    stack[0] = (PyObject *)conjugate;
-    Py_ssize_t made = 0;
-    for (; made < count; made++) {
-        PyObject *entry = PyTuple_GET_ITEM(arguments, made);
-        Py_ssize_t offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
-        long kind = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
-        if (PyErr_Occurred() || kind < 0 || kind >= ZS_SCALAR_KINDS ||
-            (stack[1 + made] = zs_scalar_load((zs_scalar_kind)kind, params + offset)) == NULL)
-            break;
+/* The plan of `function` on the conjugate's class (a new reference), else
+ * NULL with the failure reported and *status set: ZS_E_INVALID when the
+ * function cannot be called from native code (its name, its signature). */
+static zs_call_plan *find_plan(zs_core_state *state, PyObject *self, const char *function,
+                               zs_status *status) {
+    PyObject *key = PyUnicode_FromString(function);
+    zs_call_plan *plan = key != NULL ? cached_plan(state, self, key) : NULL;
+    if (plan == NULL && key != NULL) { /* first call on this class: Python lays it out */
+        PyObject *made = PyObject_CallFunctionObjArgs(state->plan_of, (PyObject *)Py_TYPE(self),
+                                                      key, NULL);
+        if (made != NULL && !Py_IS_TYPE(made, state->plan_type)) {
+            PyErr_Format(PyExc_TypeError, "plan_of returned %R, not a CallPlan", made);
+            Py_CLEAR(made);
+        }
+        plan = (zs_call_plan *)made;
+    }
+    Py_XDECREF(key);
+    if (plan != NULL) return plan;
+    *status = PyErr_ExceptionMatches(PyExc_AttributeError) ||
+                      PyErr_ExceptionMatches(PyExc_TypeError) ||
+                      PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)
+                  ? ZS_E_INVALID
+                  : ZS_E_CALL_FAILED;
+    report_call_to(self);
+    return NULL;
+}
+
+/* Raise the error of a closed runtime, if `rt` is; returns -1 then, else 0. */
+static int check_open(const zs_runtime_core *rt) {
+    if (rt->native != NULL && !rt->closing) return 0;
+    PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
+    return -1;
+}
+
+/* The name of a class, for messages (a new reference). */
+static PyObject *class_name(PyTypeObject *type) {
+    return PyObject_GetAttrString((PyObject *)type, "__name__");
+}
+
+/* Argument `member` from the block: a new reference, or NULL with an error. */
+static PyObject *load_argument(zs_runtime_core *rt, const zs_plan_member *member, char *params) {
+    char *at = params + member->offset;
+    if (member->mode == ZS_CALL_SCALAR) return zs_scalar_load(member->scalar, at);
+    if (member->mode == ZS_CALL_STRUCT) {
+        /* A red view into the block: the call scope expires it. */
+        zsv_kind *kind = (zsv_kind *)member->detail;
+        if (check_open(rt) < 0 || zsv_native_type(rt, kind) == NULL) return NULL;
+        return zsv_block_view(rt, kind, at);
+    }
+    zs_ref ref;
+    memcpy(&ref, at, sizeof ref);
+    PyObject *obj = zs_conjugate_of(rt, ref); /* may adopt: Python code */
+    if (obj == NULL || ref == ZS_NULL_REF) return obj;
+    PyTypeObject *target = (PyTypeObject *)member->detail;
+    if (obj == Py_None) {
+        Py_DECREF(obj);
+        PyErr_Format(rt->state->expired_exception, "%U names a destroyed object", member->what);
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(obj, target)) {
+        PyObject *want = class_name(target), *got = class_name(Py_TYPE(obj));
+        if (want != NULL && got != NULL)
+            PyErr_Format(PyExc_TypeError, "%U expects %U, got %U", member->what, want, got);
+        Py_XDECREF(want);
+        Py_XDECREF(got);
+        Py_DECREF(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* The handle an object result stores, checked as a reference property's
+ * store checks it: 0 with an error when `value` is neither None nor a live
+ * object of the target class in `rt`. */
+static int object_result(zs_runtime_core *rt, const zs_plan_member *member, PyObject *value,
+                         zs_ref *out) {
+    *out = ZS_NULL_REF;
+    if (value == Py_None) return 1;
+    PyTypeObject *target = (PyTypeObject *)member->detail;
+    if (!PyObject_TypeCheck(value, target)) { /* the real type: not a __class__ property */
+        PyObject *want = class_name(target), *got = class_name(Py_TYPE(value));
+        if (want != NULL && got != NULL)
+            PyErr_Format(PyExc_TypeError, "%U expects %U or None, not %U", member->what, want, got);
+        Py_XDECREF(want);
+        Py_XDECREF(got);
+        return 0;
+    }
+    zs_conjugate *conjugate = (zs_conjugate *)value;
+    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
+        zs_raise_expired(conjugate);
+        PyObject *expired = zs_error_take();
+        if (expired != NULL)
+            PyErr_Format(rt->state->expired_exception, "cannot store into %U: %S", member->what,
+                         expired);
+        Py_XDECREF(expired);
+        return 0;
+    }
+    if (conjugate->runtime != rt) {
+        PyErr_Format(PyExc_ValueError, "%U: the object belongs to another runtime", member->what);
+        return 0;
+    }
+    *out = conjugate->handle;
+    return 1;
+}
+
+/* Write the result into the block: converted or staged completely first
+ * (Python code may run), then stored with none; -1 with an error and the
+ * block unchanged when it cannot be. */
+static int write_result(zs_runtime_core *rt, const zs_plan_member *member, PyObject *value,
+                        char *params) {
+    char *at = params + member->offset;
+    if (member->mode == ZS_CALL_SCALAR) { /* as the scalar property setters convert */
+        zs_scalar_bits bits;
+        if (zs_scalar_convert(member->scalar, value, &bits, member->what) < 0) return -1;
+        memcpy(at, &bits, zs_scalar_size(member->scalar));
+        return 0;
+    }
+    if (member->mode == ZS_CALL_OBJECT) {
+        zs_ref ref;
+        if (!object_result(rt, member, value, &ref)) return -1;
+        memcpy(at, &ref, sizeof ref);
+        return 0;
+    }
+    zsv_kind *kind = (zsv_kind *)member->detail;
+    if (check_open(rt) < 0 || zsv_native_type(rt, kind) == NULL) return -1;
+    zsv_staged staged = {0};
+    if (zsv_stage(rt, kind, value, &staged, member->what) < 0) return -1;
+    /* Staging ran Python code, which may have closed the runtime; a
+       reference staged before another member's conversion destroyed its
+       object is refused by the emit, before anything is written. Owned by
+       no object: the block is the host's. */
+    zs_status status = check_open(rt) < 0 ? ZS_OK : zsv_emit(rt, kind, &staged, ZS_NULL_REF, at);
+    int failed = PyErr_Occurred() != NULL;
+    zsv_release(kind, &staged);
+    if (failed) return -1;
+    if (status != ZS_OK) return zsv_refused(rt, status, member->what), -1;
+    return 0;
+}
+
+/* Load the arguments, call the method, write the result; the runtime is
+ * current and the call scope open. Failures are reported here. */
+static zs_status call_method(zs_runtime_core *rt, PyObject *self, zs_call_plan *plan,
+                             char *params) {
+    PyObject *small[1 + CALL_STACK_ARGUMENTS];
+    PyObject **stack = small;
+    if (plan->count > CALL_STACK_ARGUMENTS &&
+        (stack = PyMem_Malloc((size_t)(1 + plan->count) * sizeof *stack)) == NULL) {
+        PyErr_NoMemory();
+        report_method(self, plan->name);
+        return ZS_E_CALL_FAILED;
+    }
+    stack[0] = self;
+    Py_ssize_t loaded = 0;
+    while (loaded < plan->count &&
+           (stack[1 + loaded] = load_argument(rt, &plan->members[loaded], params)) != NULL)
+        loaded++;
+    PyObject *result = NULL;
+    if (loaded == plan->count)
+        result = PyObject_VectorcallMethod(plan->name, stack, (size_t)(1 + plan->count), NULL);
+    int written = result != NULL &&
+                  (!plan->has_result ||
+                   write_result(rt, &plan->members[plan->count], result, params) == 0);
+    if (!written) report_method(self, plan->name);
+    Py_XDECREF(result);
+    for (Py_ssize_t i = 0; i < loaded; i++) Py_DECREF(stack[1 + i]);
+    if (stack != small) PyMem_Free(stack);
+    return written ? ZS_OK : ZS_E_CALL_FAILED;
+}
+
+/* One call on a live object of an open runtime (`rt` held by the caller). */
+static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref object,
+                             const char *function, char *params) {
+    PyObject *self = zs_conjugate_of(rt, object); /* may adopt: Python code */
+    if (self == NULL) {
+        zs_status status = rt->closing ? ZS_E_STALE : ZS_E_CALL_FAILED;
+        PyErr_WriteUnraisable(NULL);
+        return status;
+    }
+    if (!zs_is_conjugate(state, self) || !ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self)) {
+        Py_DECREF(self); /* None: the object is gone (or its runtime closing) */
+        return ZS_E_STALE;
     }
     zs_status status = ZS_OK;
-    PyObject *current = NULL, *result = NULL;
-    zsv_call_scope scope;
-    int scoped = made == count && zsv_call_scope_open(state, &scope) == 0;
-    if (scoped && (current = PyContextVar_Set(state->current, (PyObject *)rt)) != NULL) {
-        result = PyObject_VectorcallMethod(name, stack, (size_t)(1 + count), NULL);
-        if (result == NULL) {
-            /* Name the bound method, as Python's path does: look it up with
-               the method's exception put aside. */
-#if PY_VERSION_HEX >= 0x030C0000
-            PyObject *raised = PyErr_GetRaisedException();
-            PyObject *bound = PyObject_GetAttr((PyObject *)conjugate, name);
-            PyErr_Clear();
-            PyErr_SetRaisedException(raised);
-#else
-            PyObject *type, *value, *traceback;
-            PyErr_Fetch(&type, &value, &traceback);
-            PyObject *bound = PyObject_GetAttr((PyObject *)conjugate, name);
-            PyErr_Clear();
-            PyErr_Restore(type, value, traceback);
-#endif
-            PyErr_WriteUnraisable(bound != NULL ? bound : name);
-            Py_XDECREF(bound);
+    /* Held through the call: the method may change its class's cache. */
+    zs_call_plan *plan = find_plan(state, self, function, &status);
+    if (plan != NULL && plan->size != 0 && params == NULL) {
+        PyErr_Format(PyExc_ValueError, "%U called from native code without its parameter block",
+                     plan->what);
+        report_call_to(self);
+        status = ZS_E_INVALID;
+    } else if (plan != NULL) {
+        /* The object's runtime is current (a native thread's context would
+           otherwise name the default one), inside a call scope. */
+        PyObject *token = PyContextVar_Set(state->current, (PyObject *)rt);
+        zsv_call_scope scope;
+        if (token == NULL || zsv_call_scope_open(state, &scope) < 0) {
+            report_method(self, plan->name);
+            status = ZS_E_CALL_FAILED;
+        } else {
+            status = call_method(rt, self, plan, params);
+            zsv_call_scope_close(state, &scope);
+        }
+        if (token != NULL && PyContextVar_Reset(state->current, token) < 0) {
+            report_method(self, plan->name);
             status = ZS_E_CALL_FAILED;
         }
-        Py_XDECREF(result);
+        Py_XDECREF(token);
     }
-    if (current != NULL && PyContextVar_Reset(state->current, current) < 0)
-        status = ZS_E_CALL_FAILED;
-    if (scoped) zsv_call_scope_close(state, &scope);
-    if (PyErr_Occurred()) { /* building the call, or ending it, failed */
-        PyErr_WriteUnraisable(name);
-        status = ZS_E_CALL_FAILED;
-    }
-    Py_XDECREF(current);
-    for (Py_ssize_t i = 0; i < made; i++) Py_DECREF(stack[1 + i]);
+    Py_XDECREF(plan);
+    Py_DECREF(self);
     return status;
 }
 
@@ -174,40 +525,25 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, con
                               void *params) {
     zs_core_state *state = user;
     PyGILState_STATE gil = PyGILState_Ensure();
-    zs_status status = ZS_OK;
+    zs_status status = ZS_E_STALE; /* closing: its objects are gone for Python */
     zs_runtime_core *rt = open_runtime(state, native);
-    if (rt == NULL || rt->closing) {
-        status = ZS_E_STALE; /* closing: its objects are gone for Python */
-    } else {
+    if (rt != NULL && !rt->closing) {
         Py_INCREF(rt);
-        zs_conjugate *conjugate = zs_table_get(rt, object);
-        int called = 0;
-        if (conjugate != NULL && ZS_CONJUGATE_IS_LIVE(conjugate)) {
-            Py_INCREF(conjugate);
-            PyObject *plan = fast_plan(state, conjugate, function);
-            /* Arguments but no block: Python's path reports it. */
-            if (plan != NULL &&
-                (params != NULL || PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 1)) == 0)) {
-                status = fast_call(state, rt, conjugate, plan, params);
-                called = 1;
-            }
-            Py_XDECREF(plan);
-            Py_DECREF(conjugate);
-        }
-        if (!called) status = slow_call(state, rt, object, function, params);
+        status = call_object(state, rt, object, function, params);
         Py_DECREF(rt);
     }
     PyGILState_Release(gil);
     return status;
 }
 
-/* configure_calls(slow_call, scopes): hand over the Python side of calls
- * from native code (once, at import). */
+/* configure_calls(plan_of, scopes): hand over the Python side of calls from
+ * native code (once, at import): plan_of(cls, name) lays a function out. */
 PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"slow_call", "scopes", NULL};
+    static char *keywords[] = {"plan_of", "scopes", NULL};
     zs_core_state *state = zs_state_of_module(module);
-    PyObject *slow, *scopes;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:configure_calls", keywords, &slow, &scopes))
+    PyObject *plan_of, *scopes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:configure_calls", keywords, &plan_of,
+                                     &scopes))
         return NULL;
     if (!PyContextVar_CheckExact(scopes)) {
         PyErr_SetString(PyExc_TypeError, "configure_calls: scopes must be a ContextVar");
@@ -215,9 +551,9 @@ PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (state->str_zs_functions == NULL)
         state->str_zs_functions = PyUnicode_InternFromString("_zs_functions");
-    if (state->str_fast == NULL) state->str_fast = PyUnicode_InternFromString("_fast");
-    if (state->str_zs_functions == NULL || state->str_fast == NULL) return NULL;
-    Py_XSETREF(state->slow_call, Py_NewRef(slow));
+    if (state->str_plan == NULL) state->str_plan = PyUnicode_InternFromString("_plan");
+    if (state->str_zs_functions == NULL || state->str_plan == NULL) return NULL;
+    Py_XSETREF(state->plan_of, Py_NewRef(plan_of));
     Py_XSETREF(state->scopes, Py_NewRef(scopes));
     Py_RETURN_NONE;
 }
@@ -227,11 +563,23 @@ PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs)
 PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused) {
     (void)unused;
     zs_core_state *state = zs_state_of_module(module);
-    if (state->slow_call == NULL) {
+    if (state->plan_of == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "call_handler: configure_calls() first");
         return NULL;
     }
     zs_call_handler handler = call_handler;
     return Py_BuildValue("KK", (unsigned long long)(uintptr_t)handler,
                          (unsigned long long)(uintptr_t)state);
+}
+
+/* Create the CallPlan type and the mode constants, and add them to the module. */
+int zs_add_call_types(PyObject *module, zs_core_state *state) {
+    state->plan_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &plan_spec, NULL);
+    if (state->plan_type == NULL ||
+        PyModule_AddObjectRef(module, "CallPlan", (PyObject *)state->plan_type) < 0 ||
+        PyModule_AddIntConstant(module, "CALL_SCALAR", ZS_CALL_SCALAR) < 0 ||
+        PyModule_AddIntConstant(module, "CALL_OBJECT", ZS_CALL_OBJECT) < 0 ||
+        PyModule_AddIntConstant(module, "CALL_STRUCT", ZS_CALL_STRUCT) < 0)
+        return -1;
+    return 0;
 }

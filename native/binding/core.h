@@ -247,7 +247,7 @@ typedef struct zs_core_state {
     zs_native_api api;
     int configured;
     /* Calls from native code (calls.c); set by configure_calls(). */
-    PyObject *slow_call;        /* (runtime, handle, function, params address) -> status */
+    PyObject *plan_of;          /* (cls, name) -> the CallPlan of a function (lays it out) */
     PyObject *scopes;           /* the ContextVar of zs.scope() (a tuple of view lists) */
     PyTypeObject *weak_type;    /* WeakPointer, the base of zs.WeakObjectPtr (weak.c) */
     Py_tss_t *call_scopes;      /* per thread: the innermost open call scope (value.h) */
@@ -255,7 +255,8 @@ typedef struct zs_core_state {
                                    call scopes): none, no view is registered anywhere.
                                    Guarded by the GIL, as every member. */
     PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
-    PyObject *str_fast;         /* "_fast", interned (a layout's C call plan) */
+    PyObject *str_plan;         /* "_plan", interned (a layout's CallPlan) */
+    PyTypeObject *plan_type;    /* CallPlan (calls.c) */
     /* The open runtimes (borrowed: each removes itself when detached or
        deallocated): a call from native code names its runtime by address. */
     struct zs_runtime_core **open_runtimes;
@@ -441,6 +442,7 @@ int zs_open_runtime_add(zs_core_state *state, zs_runtime_core *rt);
 void zs_open_runtime_remove(zs_core_state *state, zs_runtime_core *rt);
 PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs);
 PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused);
+int zs_add_call_types(PyObject *module, zs_core_state *state);
 
 /* module.c */
 zs_core_state *zs_state_of_module(PyObject *module);

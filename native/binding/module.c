@@ -222,30 +222,10 @@ static PyObject *init_class(PyObject *module, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* write_unraisable(error, context): report an exception that cannot
- * propagate (raised by a Python function that native code called) the way
- * CPython reports one raised in __del__: through sys.unraisablehook, as
- * "Exception ignored in: <context>". */
-static PyObject *write_unraisable(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 2 || !PyExceptionInstance_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "write_unraisable(error, context): error must be an exception");
-        return NULL;
-    }
-    PyObject *error = args[0];
-    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), Py_NewRef(error),
-                  PyException_GetTraceback(error));
-    PyErr_WriteUnraisable(args[1]);
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef core_functions[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Hand over the slow-path callbacks and the native API (once, at import)."},
     {"init_class", init_class, METH_O, "Make a new conjugate class ready (untracked instances)."},
-    {"write_unraisable", (PyCFunction)(void (*)(void))write_unraisable, METH_FASTCALL,
-     "Report an exception that cannot propagate through sys.unraisablehook."},
     {"configure_calls", (PyCFunction)(void (*)(void))zs_configure_calls,
      METH_VARARGS | METH_KEYWORDS, "Hand over the Python side of calls from native code."},
     {"refuse_reclassing", zs_refuse_reclassing, METH_O,
@@ -284,7 +264,7 @@ static int core_exec(PyObject *module) {
         zsv_add_value_type(module, state) < 0 || zsv_add_member_types(module, state) < 0 ||
         zsv_add_name_type(module, state) < 0 || zsv_add_container_types(module, state) < 0 ||
         zsv_add_delegate_type(module, state) < 0 || zs_add_weak_type(module, state) < 0 ||
-        zsv_add_field_path_type(module, state) < 0)
+        zsv_add_field_path_type(module, state) < 0 || zs_add_call_types(module, state) < 0)
         return -1;
     return 0;
 }
@@ -302,7 +282,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     X(delegate_type) X(weak_type) X(str_outer) X(str_name) X(str_zs_resolved) X(str_conjugate_of) X(str_zs_kind) X(current)              \
     X(default_runtime) X(slow_create) X(init_create) X(attribute_error) X(expired_error)     \
     X(raise_status) X(store_failed) X(store_refused) X(expired_type) X(expired_exception)    \
-    X(current_runtime) X(name_class) X(slow_call) X(scopes) X(str_zs_functions) X(str_fast)
+    X(current_runtime) X(name_class) X(plan_of) X(scopes) X(str_zs_functions) X(str_plan) X(plan_type)
 /* clang-format on */
 #define ZS_VISIT_FIELD(field) Py_VISIT(state->field);
     ZS_STATE_OBJECTS(ZS_VISIT_FIELD)

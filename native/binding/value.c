@@ -930,58 +930,7 @@ static PyObject *inline_blacks(PyObject *module, PyObject *runtime) {
     return PyLong_FromUnsignedLong(((zs_runtime_core *)runtime)->inline_blacks);
 }
 
-/* Arguments of the block functions: (runtime, kind, address). */
-static int block_arguments(zs_core_state *state, PyObject *const *args, Py_ssize_t nargs,
-                           Py_ssize_t wanted, zs_runtime_core **rt, zsv_kind **kind,
-                           char **address) {
-    if (nargs != wanted || !PyObject_TypeCheck(args[0], state->runtime_type) ||
-        !zsv_is_kind(state, args[1])) {
-        PyErr_SetString(PyExc_TypeError, "block functions take (runtime, kind, address, ...)");
-        return -1;
-    }
-    *rt = (zs_runtime_core *)args[0];
-    *kind = (zsv_kind *)args[1];
-    *address = PyLong_AsVoidPtr(args[2]);
-    if (*address == NULL)
-        return PyErr_Occurred() ? -1 : (PyErr_SetString(PyExc_ValueError, "null block"), -1);
-    if ((*rt)->native == NULL || (*rt)->closing)
-        return PyErr_SetString(state->expired_exception, "the runtime has been closed"), -1;
-    return zsv_native_type(*rt, *kind) == NULL ? -1 : 0;
-}
-
-/* _core.block_view(runtime, kind, address): a red view of a value inside a
- * parameter block of a call from native code (zsharp_py/_interop/calls.py); only
- * the call's scope expires it. */
-static PyObject *block_view(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    zs_runtime_core *rt;
-    zsv_kind *kind;
-    char *address;
-    if (block_arguments(zs_state_of_module(module), args, nargs, 3, &rt, &kind, &address) < 0)
-        return NULL;
-    return zsv_block_view(rt, kind, address);
-}
-
-/* _core.block_write(runtime, kind, address, value): write a result into a
- * parameter block (staged first, owned by no object). */
-static PyObject *block_write(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    zs_runtime_core *rt;
-    zsv_kind *kind;
-    char *address;
-    if (block_arguments(zs_state_of_module(module), args, nargs, 4, &rt, &kind, &address) < 0)
-        return NULL;
-    zsv_staged staged = {0};
-    if (zsv_stage(rt, kind, args[3], &staged, kind->what) < 0) return NULL;
-    zs_status status = zsv_emit(rt, kind, &staged, ZS_NULL_REF, address);
-    zsv_release(kind, &staged);
-    if (status != ZS_OK) return zsv_refused(rt, status, kind->what);
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef value_functions[] = {
-    {"block_view", (PyCFunction)(void (*)(void))block_view, METH_FASTCALL,
-     "A red view of a value in a parameter block of a call from native code."},
-    {"block_write", (PyCFunction)(void (*)(void))block_write, METH_FASTCALL,
-     "Write a result into a parameter block of a call from native code."},
     {"scope_opened", scope_opened, METH_NOARGS, "Count a zs.scope() that opened."},
     {"scope_closed", scope_closed, METH_O,
      "A zs.scope() ended: uncount it and expire the views obtained in it."},

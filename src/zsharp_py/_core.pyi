@@ -99,6 +99,26 @@ class Creator:
 
     def __init__(self, native_class: int, image: bytes) -> None: ...
 
+CALL_SCALAR: int
+CALL_OBJECT: int
+CALL_STRUCT: int
+
+class CallPlan:
+    """How the handler of calls from native code calls one function of one
+    class: each member is (offset, CALL_* mode, detail, what), the detail a
+    scalar code, an object conjugate class or a struct kind."""
+
+    name: str
+    size: int
+    def __init__(
+        self,
+        name: str,
+        what: str,
+        size: int,
+        parameters: tuple[tuple[int, int, Any, str], ...],
+        result: tuple[int, int, Any, str] | None,
+    ) -> None: ...
+
 class Kind:
     """One type of value: layout, native type, and conversion to and from Python."""
 
@@ -314,11 +334,8 @@ def init_class(cls: type, /) -> None: ...
 def value_class_init(cls: type, /) -> None: ...
 def scope_opened() -> None: ...
 def scope_closed(views: list[Any], /) -> None: ...
-def block_view(runtime: Any, kind: Kind, address: int, /) -> Any: ...
-def block_write(runtime: Any, kind: Kind, address: int, value: Any, /) -> None: ...
-def write_unraisable(error: BaseException, context: object, /) -> None: ...
 def configure_calls(
-    *, slow_call: Callable[[Any, int, bytes, int], int], scopes: ContextVar[Any]
+    *, plan_of: Callable[[type, str], CallPlan], scopes: ContextVar[Any]
 ) -> None: ...
 def refuse_reclassing(marker: object) -> None:
     """Refuse ``object.__dict__['__class__'].__set__`` on every class whose MRO

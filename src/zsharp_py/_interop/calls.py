@@ -16,9 +16,12 @@ through ``sys.unraisablehook`` (as one raised in ``__del__`` is) and the
 native caller gets ``ZS_E_CALL_FAILED``.
 
 The handler is zsharp_py._core's, in C (native/binding/calls.c): it makes
-the calls a game loop makes most, a method with scalar parameters and no
-result on an object whose conjugate is held (a layout's ``_fast`` plan),
-itself, and hands everything else to ``_call`` here, which behaves the same.
+every call from the function's plan (``_core.CallPlan``), which this module
+computes once per class and function with the layout (``function_layout``,
+cached in the class's ``_zs_functions``): where each parameter and the
+result sit in the block, and how each crosses. The handler asks for it
+through ``_plan_of`` on the first call of a function on a class, and does
+the rest itself.
 """
 
 from __future__ import annotations
@@ -30,16 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import _core
-from .._base import context
-from .._base.errors import ZS_E_CALL_FAILED, ZS_E_INVALID, ZS_E_STALE, ZS_OK, ExpiredConjugateError
 from .._base.ffi import api_address, ffi, lib
 from .._base.layout import Layout, member_name
 from .._model import values as _values
-from .._model.kinds import _SCALAR_CODES, ScalarKind
+from .._model.kinds import ScalarKind
 from .._model.object import Object, ObjectRefKind, WeakRefKind, add_declaration_check, kind_of
 from .._model.struct import StructKind
-from .._model.values import close_scope, open_scope
-from .._runtime.runtime import Runtime
 
 __all__ = [
     "FunctionLayout",
@@ -48,10 +47,6 @@ __all__ = [
     "native_function",
     "include_dir",
 ]
-
-
-# How a block member becomes an argument (FunctionLayout._modes).
-_SCALAR, _OBJECT, _STRUCT = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -81,16 +76,9 @@ class FunctionLayout:
     """Where the result goes (after the parameters), or None for ``-> None``."""
     size: int
     """Bytes of the block (0 when there is nothing to pass)."""
-    _scalars: dict[str, tuple[int, Any]] = field(repr=False, compare=False)
-    """By C member name, the offset and the compiled FFI's pointer type of
-    each member that is not a struct (what ``_Block`` reads and writes)."""
     _kinds: tuple[Any, ...] = field(repr=False, compare=False)
-    _cnames: tuple[str, ...] = field(repr=False, compare=False)
-    _modes: tuple[int, ...] = field(repr=False, compare=False)
-    _fast: tuple[str, tuple[tuple[int, int], ...]] | None = field(repr=False, compare=False)
-    """The call plan zsharp_py._core runs in C (method name, then each
-    argument's offset and scalar kind), for a method whose parameters are
-    all scalars and that returns nothing; None otherwise."""
+    _plan: _core.CallPlan = field(repr=False, compare=False)
+    """How zsharp_py._core's handler makes the call (native/binding/calls.c)."""
 
     @property
     def c_declaration(self) -> str:
@@ -103,28 +91,6 @@ class FunctionLayout:
         body = "".join(f" {m.c_type} {m.name};" for m in members)
         block = f"struct {self.owner.__name__}_{self.name}_params {{{body or ' char unused;'} }};"
         return "\n".join([*structs.values(), block])
-
-
-class _Block:
-    """A parameter block at ``params``, whose members other than structs
-    read and write as attributes named by their C member names
-    (``block.m0_dt``). Through pointers of the compiled FFI at their
-    offsets: the block's layout is computed (zsharp_py/_base/layout.py), so
-    no FFI has it as a struct type to cast the block to."""
-
-    __slots__ = ("_scalars", "_address")
-
-    def __init__(self, scalars: dict[str, tuple[int, Any]], params: Any) -> None:
-        object.__setattr__(self, "_scalars", scalars)
-        object.__setattr__(self, "_address", api_address(params))
-
-    def __getattr__(self, cname: str) -> Any:
-        offset, pointer_type = self._scalars[cname]
-        return ffi.cast(pointer_type, self._address + offset)[0]
-
-    def __setattr__(self, cname: str, value: Any) -> None:
-        offset, pointer_type = self._scalars[cname]
-        ffi.cast(pointer_type, self._address + offset)[0] = value
 
 
 def native_function(name: str) -> int:
@@ -342,40 +308,39 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
         FunctionParameter(label, _host_type(kind), block.offsets[c])
         for (label, _, _), kind, c in zip(members, kinds, cnames, strict=True)
     )
-    scalars = {
-        c: (block.offsets[c], ffi.typeof(f"{k.member_type} *"))
-        for c, k in zip(cnames, kinds, strict=True)
-        if not isinstance(k, StructKind)
-    }
     has_result = len(members) > len(parameters)
-    modes = tuple(
-        _STRUCT
-        if isinstance(k, StructKind)
-        else _OBJECT
-        if isinstance(k, ObjectRefKind)
-        else _SCALAR
-        for k in kinds
+    size = block.size if members else 0
+    plan = _core.CallPlan(
+        name,
+        what,
+        size,
+        tuple(
+            _plan_member(kind, p.offset, f"{what}: argument {p.name!r}")
+            for p, kind in zip(described[: len(parameters)], kinds[: len(parameters)], strict=True)
+        ),
+        _plan_member(kinds[-1], described[-1].offset, f"{what} (result)") if has_result else None,
     )
-    fast = None
-    if not has_result and all(mode == _SCALAR for mode in modes) and len(modes) <= 8:
-        fast = (
-            name,
-            tuple(
-                (p.offset, _SCALAR_CODES[k.c_type]) for p, k in zip(described, kinds, strict=True)
-            ),
-        )
     return FunctionLayout(
         owner,
         name,
         described[: len(parameters)],
         described[-1] if has_result else None,
-        block.size if members else 0,
-        scalars,
+        size,
         tuple(kinds),
-        cnames,
-        modes,
-        fast,
+        plan,
     )
+
+
+def _plan_member(kind: Any, offset: int, what: str) -> tuple[int, int, Any, str]:
+    """How one block member crosses, for ``_core.CallPlan``: a scalar by its
+    scalar code, an object reference by its target class (the handler
+    checks arguments and results against it), a struct by its kind (a red
+    view into the block, or a staged result)."""
+    if isinstance(kind, StructKind):
+        return (offset, _core.CALL_STRUCT, kind.kind, what)
+    if isinstance(kind, ObjectRefKind):
+        return (offset, _core.CALL_OBJECT, kind.target, what)
+    return (offset, _core.CALL_SCALAR, kind.code, what)
 
 
 def _plain_struct(kind: Any) -> bool:
@@ -411,110 +376,17 @@ def _declare_host_struct(kind: Any, out: dict[str, str]) -> None:
 
 
 # ---------------------------------------------------------------------------
-# The handler
+# The handler's one entry into Python
 # ---------------------------------------------------------------------------
 
 
-def _call_from_address(runtime: Runtime, handle: int, function: bytes, params: int) -> int:
-    """The slow path of zsharp_py._core's handler (``params`` an address)."""
-    return _call(runtime, handle, function, ffi.cast("void *", params))
+def _plan_of(cls: type[Object], name: str) -> _core.CallPlan:
+    """The plan of ``cls.name`` for zsharp_py._core's handler, on the first
+    call of that function on that class (later calls find it in the cache).
+    Only lays the function out: ``AttributeError`` or ``TypeError`` when it
+    cannot be called from native code, which the handler reports."""
+    return function_layout(cls, name)._plan
 
 
-def _call(runtime: Runtime, handle: int, function: bytes, params: Any) -> int:
-    """Run one call from native code; returns its zs_status."""
-    # A held conjugate is found in the table (closing expires them all);
-    # else adopt the object under the lock.
-    obj = runtime._conjugate_get(handle)
-    if obj is None:
-        with runtime._lock:
-            if runtime._closing:
-                return ZS_E_STALE
-            obj = runtime._conjugate_of(handle)
-        if obj is None:
-            return ZS_E_STALE
-    cls = type(obj)
-    try:
-        layout = function_layout(cls, function.decode("utf-8"))  # cached per class
-    except (AttributeError, TypeError, UnicodeDecodeError) as error:
-        _core.write_unraisable(error, f"a call from native code to {obj!r}")
-        return ZS_E_INVALID
-    if layout.size and params == ffi.NULL:
-        _core.write_unraisable(
-            ValueError(
-                f"{layout.owner.__name__}.{layout.name} called from native code without its "
-                "parameter block"
-            ),
-            f"a call from native code to {obj!r}",
-        )
-        return ZS_E_INVALID
-    method = getattr(cls, layout.name)
-    # The object's runtime is current during the call (a native thread's
-    # context would otherwise name the default runtime), inside a scope.
-    token = context.current.set(runtime)
-    scope_token, views = open_scope()
-    try:
-        block = _Block(layout._scalars, params)
-        modes = layout._modes
-        if layout.result is None and len(modes) == 1 and modes[0] == _SCALAR:
-            method(obj, getattr(block, layout._cnames[0]))  # tick(dt) and the like
-        else:
-            address = api_address(params)
-            arguments = [
-                _read(runtime, layout, i, block, address) for i in range(len(layout.parameters))
-            ]
-            result = method(obj, *arguments)
-            if layout.result is not None:
-                _write(runtime, layout, block, address, result)
-    except BaseException as error:  # noqa: BLE001 (cannot cross the native frames: reported)
-        _core.write_unraisable(error, method.__get__(obj))
-        return ZS_E_CALL_FAILED
-    finally:
-        close_scope(scope_token, views)
-        context.current.reset(token)
-    return ZS_OK
-
-
-def _read(runtime: Runtime, layout: FunctionLayout, i: int, block: Any, address: int) -> Any:
-    """Argument ``i`` as a Python value; a struct as a red view into the
-    block, which the call's scope expires when it returns."""
-    mode = layout._modes[i]
-    if mode == _SCALAR:
-        return getattr(block, layout._cnames[i])
-    kind = layout._kinds[i]
-    if mode == _STRUCT:
-        return _core.block_view(runtime, kind.kind, address + layout.parameters[i].offset)
-    value = getattr(block, layout._cnames[i])
-    if value == 0:
-        return None
-    obj = runtime._conjugate_of(value)
-    what = f"{layout.owner.__name__}.{layout.name}: argument {layout.parameters[i].name!r}"
-    if obj is None:
-        raise ExpiredConjugateError(f"{what} names a destroyed object")
-    if not isinstance(obj, kind.target):
-        raise TypeError(f"{what} expects {kind.target.__name__}, got {type(obj).__name__}")
-    return obj
-
-
-def _write(runtime: Runtime, layout: FunctionLayout, block: Any, address: int, value: Any) -> None:
-    """Store the result into the block."""
-    kind, cname, mode = layout._kinds[-1], layout._cnames[-1], layout._modes[-1]
-    what = f"{layout.owner.__name__}.{layout.name} (result)"
-    if mode == _STRUCT:
-        assert layout.result is not None
-        _core.block_write(runtime, kind.kind, address + layout.result.offset, value)
-        return
-    if mode == _SCALAR:
-        # Converted once, as property writes convert (an exact int, float or
-        # bool, range-checked): cffi then stores it without calling any
-        # method of the value (it would convert the original again, through
-        # its __int__ or __float__).
-        setattr(block, cname, kind.convert(what, value))
-        return
-    kind.check(what, value)
-    if value is not None and value._rt is not runtime:
-        raise ValueError(f"{what}: the object belongs to another runtime")
-    setattr(block, cname, 0 if value is None else value._h)
-
-
-_core.configure_calls(slow_call=_call_from_address, scopes=_values._scopes)
+_core.configure_calls(plan_of=_plan_of, scopes=_values._scopes)
 add_declaration_check(check_overrides)
