@@ -1248,6 +1248,7 @@ class Hoard(zs.Object):
     on_open: zs.MulticastDelegate
     on_sparse: zs.SparseDelegate
     health: zs.Int32
+    other: "Hoard | None"
 
 
 # Each writes into a dying Hoard through a red view taken before the cycle
@@ -1256,7 +1257,7 @@ class Hoard(zs.Object):
 # (containers, strings, delegates, struct copies, references, roots) or, for
 # plain data Python writes itself (a name, a class, a persistent id, a struct
 # member by member), by the owner check made first (zs_object_writable).
-# ``keep`` is a live Hoard. Scalars are the one exception (see the test after).
+# ``keep`` is a live Hoard. Scalar writes are refused too (the test after).
 _DYING_MUTATIONS: dict[str, Callable[[Hoard, Any, Hoard], object]] = {
     "array append": lambda obj, view, keep: view.append(1),
     "array insert": lambda obj, view, keep: view.insert(0, 1),
@@ -1286,6 +1287,9 @@ _DYING_MUTATIONS: dict[str, Callable[[Hoard, Any, Hoard], object]] = {
     "lazy pointer": lambda obj, view, keep: setattr(obj, "lazy", keep),
     "subclass": lambda obj, view, keep: setattr(obj, "kind", Hoard),
     "weak pointer": lambda obj, view, keep: setattr(obj, "weak", keep),
+    "weak pointer cleared": lambda obj, view, keep: setattr(obj, "weak", None),
+    "reference": lambda obj, view, keep: setattr(obj, "other", keep),
+    "reference cleared": lambda obj, view, keep: setattr(obj, "other", None),
     "field path": lambda obj, view, keep: setattr(obj, "path", zs.FieldPath("Hoard.nums")),
     "delegate bind": lambda obj, view, keep: obj.on_hit.bind(_noop),
     "delegate bind object": lambda obj, view, keep: obj.on_hit.bind(keep, "add_to_root"),

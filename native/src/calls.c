@@ -54,10 +54,9 @@ static void leave_call(zs_runtime *rt) {
    caller has counted itself in calls_in_progress. */
 static zs_status call_one(zs_runtime *rt, zs_ref object, const char *function, void *params) {
     ZS_LOCK(rt);
-    zs_item *it = zs_item_of(rt, object);
     zs_status status = may_call(rt);
-    if (status == ZS_OK && (it == NULL || rt->free_pending)) status = ZS_E_STALE;
-    if (status == ZS_OK && zs_item_dying(rt, it)) status = ZS_E_DYING;
+    if (status == ZS_OK && rt->free_pending) status = ZS_E_STALE;
+    if (status == ZS_OK) zs_usable_item(rt, object, &status);
     zs_call_handler handler = rt->call_handler;
     void *user = rt->call_handler_user;
     ZS_UNLOCK(rt);

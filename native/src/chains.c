@@ -256,14 +256,13 @@ zs_status zs_reference_chains(zs_runtime *rt, zs_ref target, uint32_t max_chains
     if (out_count == NULL || (links == NULL && capacity > 0)) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = ZS_OK;
-    zs_item *it = zs_item_of(rt, target);
+    zs_item *it = zs_usable_item(rt, target, &status);
     uint64_t nodes = (uint64_t)rt->high_water + (rt->black_roots ? rt->value_capacity : 0);
     reversed_graph g = {.rt = rt, .node_count = (uint32_t)nodes};
     chain_output out = {links, capacity, 0};
-    if (it == NULL) status = ZS_E_STALE;
-    else if (zs_item_dying(rt, it)) status = ZS_E_DYING;
-    else if (nodes >= NO_NODE || !reverse(&g) ||
-             !search(&g, ZS_REF_INDEX(target), max_chains ? max_chains : UINT32_MAX, &out))
+    if (it != NULL &&
+        (nodes >= NO_NODE || !reverse(&g) ||
+         !search(&g, ZS_REF_INDEX(target), max_chains ? max_chains : UINT32_MAX, &out)))
         status = ZS_E_NOMEM;
     free(g.first);
     free(g.fill);

@@ -187,13 +187,11 @@ zs_status zs_create_cluster(zs_runtime *rt, zs_ref root_ref, uint32_t *out_size)
     zs_status status = ZS_OK;
     uint32_t size = 0;
     ZS_LOCK(rt);
-    zs_item *root = zs_item_of(rt, root_ref);
+    zs_item *root = NULL;
     if (rt->in_destroy_hook || rt->phase == ZS_GC_MARKING || rt->phase == ZS_GC_GATHERING) {
         status = ZS_E_BUSY;
-    } else if (root == NULL) {
-        status = ZS_E_STALE;
-    } else if (root->flags & ZS_ITEM_DYING) {
-        status = ZS_E_DYING;
+    } else if ((root = zs_usable_item(rt, root_ref, &status)) == NULL) {
+        /* status says why */
     } else if (!(root->object->cls->flags & ZS_CLASS_CLUSTER_ROOT) || root->cluster_index >= 0 ||
                (root->flags & (ZS_ITEM_GARBAGE | ZS_ITEM_PERMANENT))) {
         status = ZS_E_INVALID;

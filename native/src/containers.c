@@ -70,9 +70,7 @@ zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     for (uint32_t i = 0; status == ZS_OK && element_kind != ZS_TYPE_PLAIN && i < count; i++) {
         zs_ref ref;
         memcpy(&ref, (const char *)elements + i * entry, sizeof ref);
-        zs_item *it = ref != ZS_NULL_REF ? zs_item_of(rt, ref) : NULL;
-        if (ref != ZS_NULL_REF && it == NULL) status = ZS_E_STALE;
-        else if (it != NULL && zs_item_dying(rt, it)) status = ZS_E_DYING;
+        if (ref != ZS_NULL_REF) zs_usable_item(rt, ref, &status);
     }
     if (status == ZS_OK && !zs_entries_reserve(rt, array, (uint32_t)entry, count))
         status = ZS_E_NOMEM;

@@ -211,9 +211,8 @@ void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash) {
  * Object creation and resolution
  * ====================================================================== */
 
-/* A live item that is not waiting for destruction, or NULL. Once marking
-   is complete, an unmarked object is doomed even before it is gathered. */
-static zs_item *usable_item(zs_runtime *rt, zs_ref ref, zs_status *status) {
+/* The one rule for an object a call names (internal.h). */
+zs_item *zs_usable_item(zs_runtime *rt, zs_ref ref, zs_status *status) {
     zs_item *it = zs_item_of(rt, ref);
     if (it == NULL) {
         *status = ZS_E_STALE;
@@ -252,7 +251,7 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
         return status;
     if (name_index != ZS_NAME_AUTO && name_index >= rt->names.count) return status;
     if (rt->in_destroy_hook) return ZS_E_BUSY;
-    if (outer != ZS_NULL_REF && (outer_item = usable_item(rt, outer, &status)) == NULL)
+    if (outer != ZS_NULL_REF && (outer_item = zs_usable_item(rt, outer, &status)) == NULL)
         return status;
     uint32_t index;
     if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) return status;
@@ -328,7 +327,7 @@ zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out) 
     zs_status status = ZS_OK;
     if (out == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    zs_item *it = rt->in_destroy_hook ? NULL : usable_item(rt, ref, &status);
+    zs_item *it = rt->in_destroy_hook ? NULL : zs_usable_item(rt, ref, &status);
     if (rt->in_destroy_hook) status = ZS_E_BUSY;
     if (it != NULL) {
         it->flags |= ZS_ITEM_HAS_CONJUGATE;
@@ -392,14 +391,14 @@ static zs_status prepare_store(zs_runtime *rt, zs_ref holder, uint32_t offset, z
                                uint32_t *out_op) {
     zs_status status = ZS_OK;
     if (rt->in_destroy_hook) return ZS_E_BUSY;
-    zs_item *h = usable_item(rt, holder, &status);
+    zs_item *h = zs_usable_item(rt, holder, &status);
     if (h == NULL) return status;
     uint32_t op = zs_class_member_op(h->object->cls, offset);
     if (array ? zs_class_member_type(h->object->cls, offset) != rt->object_array_type
               : (op != ZS_OP_OBJECT && op != ZS_OP_WEAK))
         return ZS_E_INVALID;
     zs_item *t = NULL;
-    if (target != ZS_NULL_REF && (t = usable_item(rt, target, &status)) == NULL) return status;
+    if (target != ZS_NULL_REF && (t = zs_usable_item(rt, target, &status)) == NULL) return status;
     /* A cluster's summary of its members' references would go stale. */
     if (op != ZS_OP_WEAK && h->cluster_index >= 0) zs_cluster_dissolve(rt, h->cluster_index);
     if (op != ZS_OP_WEAK) zs_gc_barrier(rt, t);
@@ -468,7 +467,7 @@ zs_status zs_ref_array_clear(zs_runtime *rt, zs_ref holder, uint32_t offset) {
         ZS_LOCK(rt);                                                                               \
         zs_item *it = NULL;                                                                        \
         if ((rt)->in_destroy_hook) (status) = ZS_E_BUSY;                                           \
-        else if ((it = usable_item((rt), (ref), &(status))) != NULL) {                             \
+        else if ((it = zs_usable_item((rt), (ref), &(status))) != NULL) {                          \
             body                                                                                   \
         }                                                                                          \
         ZS_UNLOCK(rt);                                                                             \

@@ -767,9 +767,9 @@ uint64_t zs_value_hash(zs_runtime *rt, const zs_type *type, const void *value) {
 zs_status zs_check_owner(zs_runtime *rt, zs_ref owner) {
     if (rt->in_destroy_hook) return ZS_E_BUSY;
     if (owner == ZS_NULL_REF) return ZS_OK;
-    zs_item *it = zs_item_of(rt, owner);
-    if (it == NULL) return ZS_E_STALE;
-    return zs_item_dying(rt, it) ? ZS_E_DYING : ZS_OK;
+    zs_status status = ZS_OK;
+    zs_usable_item(rt, owner, &status);
+    return status;
 }
 
 /* Answer zs_check_owner under the lock, for plain-data writes the managed side makes itself. */
@@ -851,11 +851,7 @@ zs_status zs_value_store_ref(zs_runtime *rt, zs_ref owner, const zs_type *slot_t
         slot_type->kind != ZS_TYPE_WEAK_OBJECT)
         status = ZS_E_INVALID;
     zs_item *it = NULL;
-    if (status == ZS_OK && target != ZS_NULL_REF) {
-        it = zs_item_of(rt, target);
-        if (it == NULL) status = ZS_E_STALE;
-        else if (zs_item_dying(rt, it)) status = ZS_E_DYING;
-    }
+    if (status == ZS_OK && target != ZS_NULL_REF) it = zs_usable_item(rt, target, &status);
     if (status == ZS_OK) {
         *slot = it ? zs_item_ref(it) : ZS_NULL_REF;
         end_store(rt, owner, slot_type, slot);
