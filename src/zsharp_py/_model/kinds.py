@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 from .. import _core
 from .._base.errors import named
 from .._base.ffi import lib as _native_lib
-from .._base.layout import MemberType
+from .._base.layout import MemberType, size_align
 
 __all__ = [
     "Scalar",
@@ -292,19 +292,6 @@ _SCALAR_CODES = {
     "float": _core.SCALAR_F32,
     "double": _core.SCALAR_F64,
 }
-_SCALAR_SIZES = {
-    "_Bool": 1,
-    "int8_t": 1,
-    "int16_t": 2,
-    "int32_t": 4,
-    "int64_t": 8,
-    "uint8_t": 1,
-    "uint16_t": 2,
-    "uint32_t": 4,
-    "uint64_t": 8,
-    "float": 4,
-    "double": 8,
-}
 
 
 class ScalarKind(PropertyKind):
@@ -337,11 +324,11 @@ class ScalarKind(PropertyKind):
 
     def make_kind(self) -> _core.Kind:
         """A plain kind of the scalar's size."""
-        size = _SCALAR_SIZES[self.scalar.c_type]
+        size, align = size_align(self.member_type)
         return _core.Kind(
             _core.KIND_SCALAR,
             size,
-            size,
+            align,
             _native_lib.ZS_TYPE_PLAIN,
             self.scalar.__name__,
             scalar=self.code,

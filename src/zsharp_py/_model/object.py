@@ -24,7 +24,7 @@ from .._base.context import RuntimeLike
 from .._base.errors import ExpiredConjugateError
 from .._base.expiry import FIXED_CLASS, expired_error, expired_reason, expired_subject
 from .._base.ffi import check, ffi, lib, refused
-from .._base.layout import HEADER, Layout, member_name
+from .._base.layout import HEADER, Layout, member_name, size_align
 from .hints import type_text, unsupported_hint
 from .kinds import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
 
@@ -631,7 +631,11 @@ class ObjectRefKind(PropertyKind):
     def make_kind(self) -> _core.Kind:
         """A strong reference kind checking its target class."""
         return _core.Kind(
-            _core.KIND_OBJECT, 8, 8, lib.ZS_TYPE_OBJECT, self.describe(), cls=self.target
+            _core.KIND_OBJECT,
+            *size_align(self.member_type),
+            lib.ZS_TYPE_OBJECT,
+            self.describe(),
+            cls=self.target,
         )
 
 
@@ -669,8 +673,7 @@ class WeakRefKind(PropertyKind):
         WeakObjectPtr (both in native/binding, kind.c and weak.c)."""
         return _core.Kind(
             _core.KIND_WEAK,
-            8,
-            8,
+            *size_align(self.member_type),
             lib.ZS_TYPE_WEAK_OBJECT,
             self.describe(),
             cls=self.target,

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import _core
 from .._base import context
 from .._base.ffi import lib
+from .._base.layout import size_align
 from .._model.kinds import PropertyKind
 from .._model.object import Object
 from .._model.values import ValueConjugate, scope
@@ -651,7 +652,6 @@ class _DelegateKind(PropertyKind):
     hashable = False  # not a set element or map key
     kind_name = ""
     native_kind = 0
-    size = 16
     cls: type[_DelegateBase] = _DelegateBase
 
     @property
@@ -674,8 +674,7 @@ class _DelegateKind(PropertyKind):
         encode = _encode_delegate if self.kind_name == "delegate" else _encode_multicast
         return _core.Kind(
             self.cls._zs_kind_code,
-            self.size,
-            8,
+            *size_align(self.member_type),
             self.native_kind,
             self.describe(),
             flags=_core.KIND_VIEW,
@@ -742,7 +741,6 @@ class SparseKind(MulticastKind):
     member_type = "void *"
     kind_name = "sparse"
     native_kind = lib.ZS_TYPE_SPARSE
-    size = 8
     cls = SparseDelegate
 
 
