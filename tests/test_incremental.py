@@ -1386,3 +1386,45 @@ def test_scalar_writes_into_a_dying_object_are_refused_like_every_write() -> Non
             assert rt._object_bytes(dying._h) == before
             finish_cycle(rt)
             assert all(obj.is_expired for obj in doomed) and rt.live_objects() == 0
+
+
+class Tether(zs.Struct):
+    """A struct member that can hold a reference back to its owner."""
+
+    x: zs.Int32
+    other: "Loop | None"
+
+
+class Loop(zs.Object):
+    """An object whose struct member may name the object itself."""
+
+    pos: Tether
+
+
+@pytest.mark.parametrize(
+    "new_value",
+    [
+        {"x": 1, "other": None},
+        (1, None),
+        Tether(1, None),
+    ],
+    ids=["dict", "tuple", "struct"],
+)
+def test_replacing_a_whole_struct_mid_mark_keeps_nothing_alive(
+    rt: zs.Runtime, new_value: Any
+) -> None:
+    """An object reachable only from its own struct member is garbage; the
+    member, replaced whole during the mark, must not keep it alive. A struct
+    written from a partial dict starts as a copy of the old value (the
+    members not given keep theirs), and that copy passed the write barrier,
+    marking the old value's objects: the object survived the cycle. Now the
+    copy is made only when a member is missing. Steps are bounded by work,
+    so the mark is still pending at the write on any machine."""
+    loop = Loop()
+    loop.pos.other = loop
+    rt.gc.start_incremental()
+    assert rt.gc.phase == "marking"
+    loop.pos = new_value
+    finish_cycle(rt)
+    assert loop.is_expired
+    assert rt.live_objects() == 0

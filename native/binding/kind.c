@@ -10,6 +10,7 @@
  */
 #include "value.h"
 
+#include <stdbool.h>
 #include <structmember.h>
 
 /* The most entries a container may stage (the heap's own limit). */
@@ -1151,6 +1152,17 @@ static zs_status emit_members(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
     return ZS_OK;
 }
 
+/* Whether a staged value gives every member of its struct, recursively: an
+ * ABSENT member (or one of a nested struct) keeps the destination's value. */
+static bool staged_whole(const zsv_kind *kind, const zsv_staged *staged) {
+    if (kind->code != ZSV_STRUCT) return staged->form != ZSV_ABSENT;
+    if (staged->form == ZSV_BLOB) return true;
+    if (staged->form != ZSV_ITEMS || staged->count < kind->member_count) return false;
+    for (uint32_t i = 0; i < kind->member_count; i++)
+        if (!staged_whole(kind->members[i].kind, &staged->u.items[i])) return false;
+    return true;
+}
+
 /* Emit into a zs_binding list (a MULTICAST array, or a sparse's). */
 static zs_status emit_binding_list(zs_runtime_core *rt, const zsv_staged *staged, zs_ref owner,
                                    zs_array *list) {
@@ -1310,7 +1322,12 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
     char *tmp = temporary(kind);
     if (tmp == NULL) return ZS_E_NOMEM;
     zs_status status = ZS_OK;
-    if (kind->code == ZSV_STRUCT) /* members not staged keep their values */
+    /* Members not staged keep their values, so the temporary starts as a
+       copy of the destination; only then, because the copy passes the
+       write barrier: during a mark it would mark every object the old value
+       names, and an object unreachable but for its own old value would
+       survive the cycle. */
+    if (kind->code == ZSV_STRUCT && !staged_whole(kind, staged))
         status = api->zs_value_assign(rt->native, ZS_NULL_REF, type, tmp, dst);
     if (status == ZS_OK) status = build_native(rt, kind, staged, tmp);
     if (status == ZS_OK) status = api->zs_value_assign(rt->native, owner, type, dst, tmp);
