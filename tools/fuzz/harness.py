@@ -903,16 +903,24 @@ def op_native_call(s: Session) -> None:
         raise Skip("native call")
     name = r.pick(("react", "react", "bump", "poke", "nope", "_hidden", "i32", "add_to_root"))
     block = ffi.new("char[]", r.take(24).ljust(24, b"\0"))
+    each = not r.flag()
+    function, class_name, handle = name.encode(), type(target).__name__.encode(), target.handle
+    native_class = ffi.new("zs_class **")
     reports: list[Any] = []
     hook, sys.unraisablehook = sys.unraisablehook, reports.append
     try:
-        if r.flag():
-            status = lib.zs_call_function(s.rt._ptr, target.handle, name.encode(), block)
+        # A host never calls on a freed runtime. Every allocation above may
+        # have run a gc.callbacks hook that closed it (op_hostile_collector),
+        # so the pointer is read last, with nothing allocated after it.
+        runtime = s.rt._ptr
+        if runtime == ffi.NULL:
+            raise Skip("the runtime was closed by a hook")
+        if not each:
+            status = lib.zs_call_function(runtime, handle, function, block)
         else:
-            native_class = ffi.new("zs_class **")
-            if lib.zs_find_class(s.rt._ptr, type(target).__name__.encode(), native_class):
+            if lib.zs_find_class(runtime, class_name, native_class):
                 raise Skip("class not registered")
-            status = lib.zs_call_each(s.rt._ptr, native_class[0], name.encode(), block, ffi.NULL)
+            status = lib.zs_call_each(runtime, native_class[0], function, block, ffi.NULL)
     finally:
         sys.unraisablehook = hook
     if status not in _NATIVE_CALL_STATUSES:
