@@ -25,6 +25,7 @@ from .. import _core
 from .._base import context
 from .._base.errors import named
 from .._base.ffi import lib
+from .._base.layout import size_align
 from .._model.kinds import PropertyKind
 from .._model.object import Object, ObjectRefKind, PropertyInfo, class_layout
 from .._model.struct import Struct, StructKind, struct_layout
@@ -439,8 +440,7 @@ class FieldPathKind(PropertyKind):
 
         return _core.Kind(
             _core.KIND_STRING,
-            16,
-            8,
+            *size_align(self.member_type),
             lib.ZS_TYPE_STRING,
             "FieldPath",
             unit=1,

@@ -39,7 +39,7 @@ from .. import _core
 from .._base import context
 from .._base.ffi import lib
 from .._base.generics import TypeParameters
-from .._base.layout import Layout
+from .._base.layout import Layout, size_align
 from .._model.kinds import PropertyKind, Scalar, ScalarKind, UInt32
 from .._model.object import Object, ObjectMeta, ObjectRefKind, _evaluate, declaring_scope
 from .._model.values import ImmutableValue, ValueConjugate
@@ -393,8 +393,7 @@ class SubclassOfKind(_PointerKind):
 
         return _core.Kind(
             _core.KIND_PLAIN,
-            4,
-            4,
+            *size_align(self.member_type),
             lib.ZS_TYPE_PLAIN,
             what,
             flags=_core.KIND_BITWISE,
@@ -932,8 +931,7 @@ class SoftKind(_PointerKind):
 
         return _core.Kind(
             _core.KIND_STRING,
-            16,
-            8,
+            *size_align(self.member_type),
             lib.ZS_TYPE_STRING,
             what,
             unit=1,

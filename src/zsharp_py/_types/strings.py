@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from .. import _core
 from .._base.ffi import lib
+from .._base.layout import size_align
 from .._model.kinds import PropertyKind, register_shorthand
 from .._model.values import ValueConjugate
 
@@ -136,8 +137,7 @@ class StringKind(PropertyKind):
         cls = self.cls
         return _core.Kind(
             _core.KIND_STRING,
-            16,
-            8,
+            *size_align(self.member_type),
             lib.ZS_TYPE_STRING,
             cls.__name__,
             unit=cls._unit,
@@ -221,7 +221,11 @@ class NameKind(PropertyKind):
     def make_kind(self) -> _core.Kind:
         """Two 32-bit words: the interned index and the number."""
         return _core.Kind(
-            _core.KIND_NAME, 8, 8, lib.ZS_TYPE_PLAIN, "Name", flags=_core.KIND_BITWISE
+            _core.KIND_NAME,
+            *size_align(self.member_type),
+            lib.ZS_TYPE_PLAIN,
+            "Name",
+            flags=_core.KIND_BITWISE,
         )
 
     def check(self, what: str, value: Any) -> None:
