@@ -211,20 +211,6 @@ void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash) {
  * Object creation and resolution
  * ====================================================================== */
 
-/* The one rule for an object a call names (internal.h). */
-zs_item *zs_usable_item(zs_runtime *rt, zs_ref ref, zs_status *status) {
-    zs_item *it = zs_item_of(rt, ref);
-    if (it == NULL) {
-        *status = ZS_E_STALE;
-        return NULL;
-    }
-    if (zs_item_dying(rt, it)) {
-        *status = ZS_E_DYING;
-        return NULL;
-    }
-    return it;
-}
-
 /* A permanent holder that now points at a collectable object becomes a root,
    because permanent objects are otherwise never scanned. */
 static bool note_escape(zs_runtime *rt, zs_item *holder, const zs_item *target) {

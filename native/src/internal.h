@@ -397,19 +397,30 @@ static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
             !(it->flags & ZS_ITEM_PERMANENT));
 }
 
-/* The one rule for an object a call names (heap.c): its live item, or NULL
-   with *status set to ZS_E_STALE (freed, or its slot reused) or ZS_E_DYING
-   (zs_item_dying: found dead, destruction pending), *status untouched on
-   success. Every store, call, cluster and chain query asks this, so a
-   dying object is refused the same way wherever it is named. */
-zs_item *zs_usable_item(zs_runtime *rt, zs_ref ref, zs_status *status);
-
 /* The item a handle names, or NULL when it is null, out of range or stale. */
 static inline zs_item *zs_item_of(const zs_runtime *rt, zs_ref ref) {
     uint32_t index = ZS_REF_INDEX(ref);
     if (ref == ZS_NULL_REF || index >= rt->high_water) return NULL;
     zs_item *it = zs_item_at(rt, index);
     if (it->object == NULL || it->serial != ZS_REF_SERIAL(ref)) return NULL;
+    return it;
+}
+
+/* The one rule for an object a call names: its live item, or NULL
+   with *status set to ZS_E_STALE (freed, or its slot reused) or ZS_E_DYING
+   (zs_item_dying: found dead, destruction pending), *status untouched on
+   success. Every store, call, cluster and chain query asks this, so a
+   dying object is refused the same way wherever it is named. */
+static inline zs_item *zs_usable_item(const zs_runtime *rt, zs_ref ref, zs_status *status) {
+    zs_item *it = zs_item_of(rt, ref);
+    if (it == NULL) {
+        *status = ZS_E_STALE;
+        return NULL;
+    }
+    if (zs_item_dying(rt, it)) {
+        *status = ZS_E_DYING;
+        return NULL;
+    }
     return it;
 }
 
