@@ -463,7 +463,8 @@ static bool register_class(fz *f, hclass *c, const char *name, const zs_class *p
         descs[i - first] = (zs_member){c->members[i].kind, c->members[i].offset,
                                        c->members[i].kind == ZS_MEMBER_VALUE ? c->members[i].type->t
                                                                              : NULL};
-    zs_class_desc desc = {name, parent, size, flags, descs, c->member_count - first};
+    zs_class_desc desc = {name, parent, size, flags, descs, c->member_count - first,
+                          NULL, 0,      NULL, 0};
     c->size = size;
     if (zs_class_register(f->rt, &desc, &c->cls) != ZS_OK) return false;
     f->class_count++;
@@ -1146,7 +1147,8 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
         break;
     case 15: {
         zs_member member_desc = {ZS_MEMBER_OBJECT, sizeof(zs_object), NULL};
-        zs_class_desc desc = {"Late", NULL, sizeof(zs_object) + 8, 0, &member_desc, 1};
+        zs_class_desc desc = {"Late", NULL, sizeof(zs_object) + 8, 0, &member_desc, 1, NULL, 0,
+                              NULL,   0};
         const zs_class *cls = NULL;
         expect_busy(zs_class_register(rt, &desc, &cls), "zs_class_register");
         break;
@@ -1674,7 +1676,7 @@ static void other_runtime(fz *f) {
     zs_runtime *other = NULL;
     if (zs_runtime_new(&options, &other) != ZS_OK) return;
     zs_member member = {ZS_MEMBER_OBJECT, sizeof(zs_object), NULL};
-    zs_class_desc desc = {"Node", NULL, sizeof(zs_object) + 8, 0, &member, 1};
+    zs_class_desc desc = {"Node", NULL, sizeof(zs_object) + 8, 0, &member, 1, NULL, 0, NULL, 0};
     const zs_class *cls = NULL;
     const zs_type *type = NULL;
     check(zs_class_register(other, &desc, &cls) == ZS_OK, "registering a class in a fresh runtime");
@@ -1685,7 +1687,7 @@ static void other_runtime(fz *f) {
           "an object of another runtime's class");
     check(zs_value_new(f->rt, type, &value, &ptr) == ZS_E_INVALID,
           "a black value of another runtime's type");
-    zs_class_desc child = {"Child", cls, sizeof(zs_object) + 8, 0, NULL, 0};
+    zs_class_desc child = {"Child", cls, sizeof(zs_object) + 8, 0, NULL, 0, NULL, 0, NULL, 0};
     const zs_class *child_cls = NULL;
     check(zs_class_register(f->rt, &child, &child_cls) == ZS_E_INVALID,
           "a class with another runtime's parent");

@@ -146,6 +146,70 @@ typedef struct zs_ref_array {
 #define ZS_CLASS_CLUSTER_ROOT 0x1u /* instances can root a cluster */
 #define ZS_CLASS_IN_CLUSTER 0x2u   /* instances can join a cluster */
 
+/* ---- reflection: what a host tells scripts about its classes -------------
+ *
+ * A class description may name its properties and functions, so that a
+ * scripting layer (zsharp_py) can bind the class with no declaration of its
+ * own; a struct and an enum are described the same way (zs_struct_register,
+ * zs_enum_register). Every description, and everything it points to, is
+ * kept by reference, not copied: it must stay valid, unchanged, until the
+ * runtime is freed (static tables, as Unreal's generated reflection data
+ * is). docs/native-classes.md is the guide, with a complete host.
+ *
+ * Types are written as a script declares them (docs/native-classes.md
+ * lists the language): "Int32", "Float64", "Bool", "Name", "String",
+ * "Vector" (a registered struct), "ETeam" (a registered enum),
+ * "Actor | None" (a strong reference), "WeakObjectPtr[Actor]",
+ * "SubclassOf[Actor]", "Array[Actor]", "Map[Name, Int32]",
+ * "MulticastDelegate"... A property or struct member whose value is not
+ * plain data (it holds references or owns memory: every kind but scalars,
+ * enums, names and class ids) also gives its native type (`native`, from
+ * zs_type_basic, zs_type_container or zs_struct_register): the collector
+ * traces and frees through it from registration on, before any script has
+ * read the description. The binder checks that the two agree. */
+
+/* How a parameter of a function travels. */
+typedef enum zs_param_direction {
+    ZS_PARAM_IN = 0,    /* read by the function */
+    ZS_PARAM_OUT = 1,   /* written by the function, given back to the caller */
+    ZS_PARAM_INOUT = 2, /* read, then written back */
+    ZS_PARAM_RETURN = 3 /* the result (at most one per function) */
+} zs_param_direction;
+
+/* A named, typed slot: a property of a class (offset from the object's
+   start, header included), a member of a struct, or a parameter of a
+   function (offset in its parameter block). */
+typedef struct zs_property_desc {
+    const char *name;
+    const char *type; /* as a script writes it (see above) */
+    uint32_t offset;
+    uint32_t direction;    /* parameters only: zs_param_direction */
+    const zs_type *native; /* properties and members: the native type unless plain data */
+} zs_property_desc;
+
+/* A native function's entry point. `self` is the object it is called on
+   (ZS_NULL_REF for a static function); `params` is its parameter block,
+   laid out as the description says, owned by the caller. The runtime lock
+   is not held: the function may use the whole API, collect, destroy its
+   own object, or call into scripts. A status other than ZS_OK reports a
+   failure (the script gets an exception). */
+typedef zs_status (*zs_native_function)(void *user, zs_runtime *rt, zs_ref self, void *params);
+
+#define ZS_FUNCTION_STATIC 0x1u /* called on the class, with no object */
+#define ZS_FUNCTION_EVENT                                                                          \
+    0x2u /* overridable by scripts (BlueprintNativeEvent when it has an
+                                   entry, BlueprintImplementableEvent when entry is NULL) */
+
+typedef struct zs_function_desc {
+    const char *name;
+    zs_native_function entry;       /* NULL only for an event with no native default */
+    void *user;                     /* passed to entry */
+    uint32_t flags;                 /* ZS_FUNCTION_* */
+    uint32_t block_size;            /* bytes of the parameter block (0: none) */
+    const zs_property_desc *params; /* in order, the result among them (ZS_PARAM_RETURN) */
+    uint32_t param_count;
+} zs_function_desc;
+
 typedef struct zs_class_desc {
     const char *name;
     const zs_class *parent;   /* NULL for a root class */
@@ -153,6 +217,13 @@ typedef struct zs_class_desc {
     uint32_t flags;           /* ZS_CLASS_* */
     const zs_member *members; /* this class's own members (parent's are inherited) */
     uint32_t member_count;
+    /* Reflection (optional, kept by reference): this class's own properties
+       (a property with a `native` type is also a member, so it need not be
+       listed in `members` too) and functions. */
+    const zs_property_desc *properties;
+    uint32_t property_count;
+    const zs_function_desc *functions;
+    uint32_t function_count;
 } zs_class_desc;
 
 zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc, const zs_class **out);
@@ -183,6 +254,66 @@ int zs_class_is_a(const zs_class *cls, const zs_class *base);
 zs_status zs_find_class(zs_runtime *rt, const char *name, const zs_class **out);
 /* Length in 32-bit words of the flattened schema stream (for tests). */
 uint32_t zs_class_schema_words(const zs_class *cls);
+
+/* Classes registered in the runtime: ids 0 .. zs_class_count - 1 (a class
+   registered from any side: a host's, or one a script declared). */
+uint32_t zs_class_count(zs_runtime *rt);
+/* The class with that id, or NULL. */
+const zs_class *zs_class_by_id(zs_runtime *rt, uint32_t id);
+/* The description a class was registered with (kept by reference). */
+const zs_class_desc *zs_class_describe(const zs_class *cls);
+/* The function `name` of cls or of its nearest ancestor that has one;
+   ZS_E_INVALID when none has. */
+zs_status zs_find_function(const zs_class *cls, const char *name, const zs_function_desc **out);
+
+/* Find a class that is not registered yet: zs_find_class asks the resolver
+   (a scripting layer registers the script class of that name) before it
+   gives up, without holding the runtime lock. One per runtime. */
+typedef zs_status (*zs_class_resolver)(void *user, zs_runtime *rt, const char *name);
+void zs_set_class_resolver(zs_runtime *rt, zs_class_resolver resolver, void *user);
+
+/* Native structs: a struct type (as zs_type_struct makes, from the members
+   with a `native` type) whose description names every member. */
+typedef struct zs_struct_desc {
+    const char *name;
+    uint32_t size;
+    uint32_t align;
+    const zs_property_desc *members; /* offsets inside the struct */
+    uint32_t member_count;
+} zs_struct_desc;
+zs_status zs_struct_register(zs_runtime *rt, const zs_struct_desc *desc, const zs_type **out);
+uint32_t zs_struct_count(zs_runtime *rt);
+/* The i-th registered struct's description (and type, if out_type), or NULL. */
+const zs_struct_desc *zs_struct_at(zs_runtime *rt, uint32_t i, const zs_type **out_type);
+zs_status zs_find_struct(zs_runtime *rt, const char *name, const zs_struct_desc **out_desc,
+                         const zs_type **out_type);
+
+/* Native enums: named integer values stored as `underlying` ("UInt8",
+   "Int32"...: an integer scalar type). */
+typedef struct zs_enum_item {
+    const char *name;
+    int64_t value;
+} zs_enum_item;
+typedef struct zs_enum_desc {
+    const char *name;
+    const char *underlying;
+    const zs_enum_item *items;
+    uint32_t item_count;
+} zs_enum_desc;
+zs_status zs_enum_register(zs_runtime *rt, const zs_enum_desc *desc);
+uint32_t zs_enum_count(zs_runtime *rt);
+const zs_enum_desc *zs_enum_at(zs_runtime *rt, uint32_t i);
+zs_status zs_find_enum(zs_runtime *rt, const char *name, const zs_enum_desc **out);
+
+/* Run cleanup(user) when the runtime is freed, after every object is
+   destroyed, latest registered first (a host frees its per-runtime state). */
+zs_status zs_runtime_add_cleanup(zs_runtime *rt, void (*cleanup)(void *user), void *user);
+
+/* Every function of this header as one table (zsharp_api.h declares it):
+   what a host module compiled apart from the library calls through, since
+   the library's symbols are not exported. */
+struct zs_api;
+const struct zs_api *zs_api_table(void);
 
 /* ---- objects ---------------------------------------------------------- */
 
@@ -564,8 +695,10 @@ void zs_set_call_handler(zs_runtime *rt, zs_call_handler handler, void *user);
 /* Call an overridable function of a live object (Unreal's ProcessEvent).
    The runtime lock is not held during the call: the managed function may
    use the whole API (create, store, collect). ZS_E_STALE or ZS_E_DYING for
-   a freed or dying object, ZS_E_INVALID without a handler, ZS_E_BUSY inside
-   a destroy hook; else the handler's status. */
+   a freed or dying object, ZS_E_BUSY inside a destroy hook; else the
+   handler's status. Without a handler, the native entry of the function
+   the object's class describes runs (zs_find_function: ZS_E_INVALID when
+   there is none; an event with no native default does nothing). */
 zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, void *params);
 /* Call it on every object of `cls` (subclasses included) that was live when
    the call began, in slot order; one destroyed meanwhile (say by a
@@ -580,6 +713,13 @@ zs_status zs_call_each(zs_runtime *rt, const zs_class *cls, const char *function
    last call to return frees the runtime, and the calls left in a
    zs_call_each are skipped. */
 uint32_t zs_calls_in_progress(zs_runtime *rt);
+/* Call a native function's entry (zs_function_desc) as a call in progress:
+   `self`, unless ZS_NULL_REF, must be live and not dying (else ZS_E_STALE,
+   ZS_E_DYING, and entry is not called); the runtime lock is not held during
+   the call, and zs_runtime_free from inside it is deferred as above. A
+   scripting layer calls a host function through this. */
+zs_status zs_call_native(zs_runtime *rt, zs_native_function entry, void *user, zs_ref self,
+                         void *params);
 
 /* ---- debugging: why is an object alive? --------------------------------- */
 

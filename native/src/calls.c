@@ -5,6 +5,10 @@
  * declares that function; the managed side registered one handler per
  * runtime to run it.
  *
+ * With no handler (no managed side), the native entry the object's class
+ * describes for the function runs instead (zs_find_function); zs_call_native
+ * calls such an entry directly, as a call in progress too.
+ *
  * The runtime lock is never held across the handler: the managed function
  * may use the whole API, from this thread or by waiting on another one that
  * needs the lock. So nothing read under the lock is trusted after the
@@ -31,11 +35,9 @@ uint32_t zs_calls_in_progress(zs_runtime *rt) {
     return calls;
 }
 
-/* Whether calls may start now; with the lock held. */
-static zs_status may_call(const zs_runtime *rt) {
-    if (rt->in_destroy_hook) return ZS_E_BUSY;
-    return rt->call_handler == NULL ? ZS_E_INVALID : ZS_OK;
-}
+/* Whether calls may start now; with the lock held. A runtime without a
+   handler still calls the native entries of described functions. */
+static zs_status may_call(const zs_runtime *rt) { return rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK; }
 
 /* Count a call in; with the lock held. */
 static void enter_call(zs_runtime *rt) { rt->calls_in_progress++; }
@@ -50,19 +52,26 @@ static void leave_call(zs_runtime *rt) {
     if (free_now) zs_runtime_free(rt);
 }
 
-/* Call the handler on one object if it is still live and not dying. The
+/* Call the handler on one object if it is still live and not dying; with
+   no handler, the native entry its class describes for the function. The
    caller has counted itself in calls_in_progress. */
 static zs_status call_one(zs_runtime *rt, zs_ref object, const char *function, void *params) {
     ZS_LOCK(rt);
     zs_status status = may_call(rt);
     if (status == ZS_OK && rt->free_pending) status = ZS_E_STALE;
-    if (status == ZS_OK) zs_usable_item(rt, object, &status);
+    const zs_item *item = status == ZS_OK ? zs_usable_item(rt, object, &status) : NULL;
     zs_call_handler handler = rt->call_handler;
     void *user = rt->call_handler_user;
+    const zs_function_desc *native = NULL;
+    if (status == ZS_OK && handler == NULL &&
+        zs_find_function(item->object->cls, function, &native) != ZS_OK)
+        status = ZS_E_INVALID;
     ZS_UNLOCK(rt);
-    return status == ZS_OK ? handler(user, rt, object, function, params) : status;
+    if (status != ZS_OK) return status;
+    if (handler == NULL) /* an event nobody implements does nothing */
+        return native->entry != NULL ? native->entry(native->user, rt, object, params) : ZS_OK;
+    return handler(user, rt, object, function, params);
 }
-
 zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, void *params) {
     if (function == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
@@ -126,4 +135,19 @@ zs_status zs_call_each(zs_runtime *rt, const zs_class *cls, const char *function
     leave_call(rt);
     if (out_called != NULL) *out_called = called;
     return first_failure;
+}
+
+zs_status zs_call_native(zs_runtime *rt, zs_native_function entry, void *user, zs_ref self,
+                         void *params) {
+    if (entry == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = may_call(rt);
+    if (status == ZS_OK && rt->free_pending) status = ZS_E_STALE;
+    if (status == ZS_OK && self != ZS_NULL_REF) zs_usable_item(rt, self, &status);
+    if (status == ZS_OK) enter_call(rt);
+    ZS_UNLOCK(rt);
+    if (status != ZS_OK) return status;
+    status = entry(user, rt, self, params);
+    leave_call(rt);
+    return status;
 }

@@ -120,6 +120,18 @@ typedef struct zs_schema {
     const zs_type **types; /* per word; NULL except for ZS_OP_VALUE */
 } zs_schema;
 
+/* A struct a host registered: its description and its type (reflection.c). */
+typedef struct zs_registered_struct {
+    const zs_struct_desc *desc;
+    const zs_type *type;
+} zs_registered_struct;
+
+/* A function zs_runtime_free runs (zs_runtime_add_cleanup). */
+typedef struct zs_cleanup {
+    void (*run)(void *user);
+    void *user;
+} zs_cleanup;
+
 struct zs_class {
     zs_class_head head; /* first: public (zsharp.h) */
     char *name;
@@ -129,6 +141,10 @@ struct zs_class {
     zs_schema schema;
     uint32_t name_index; /* interned class name, for auto object names */
     uint32_t next_name_number;
+    /* The description it was registered with: a copy whose name is `name`
+       and whose members are dropped (the schema holds them); its
+       properties and functions are the host's, kept by reference. */
+    zs_class_desc desc;
 };
 
 struct zs_type {
@@ -346,6 +362,16 @@ struct zs_runtime {
     void *call_handler_user;
     uint32_t calls_in_progress;
     bool free_pending; /* zs_runtime_free ran during a call: the last call frees */
+
+    /* reflection (reflection.c): descriptions kept by reference */
+    zs_registered_struct *structs;
+    uint32_t struct_count, struct_capacity;
+    const zs_enum_desc **enums;
+    uint32_t enum_count, enum_capacity;
+    zs_class_resolver class_resolver;
+    void *class_resolver_user;
+    zs_cleanup *cleanups; /* run by zs_runtime_free, last first */
+    uint32_t cleanup_count, cleanup_capacity;
     zs_gc_stats stats;
     uint32_t min_cluster_size;
 
@@ -523,6 +549,11 @@ zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length,
 void zs_classes_release(zs_runtime *rt);
 /* The schema word at a member offset, or 0 when there is none. */
 uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
+/* The member a reflected property or struct member stands for (its native
+   type's member kind); false for plain data (reflection.c). */
+bool zs_property_member(const zs_property_desc *property, zs_member *out);
+/* reflection.c: release the registries, run the cleanups. */
+void zs_reflection_release(zs_runtime *rt);
 const zs_type *zs_class_member_type(const zs_class *cls, uint32_t offset);
 
 /* ---- types.c: value types, schemas, and the operations of every value ----- */

@@ -282,6 +282,7 @@ void zs_runtime_free(zs_runtime *rt) {
         return;
     }
     zs_gc_destroy_everything(rt);
+    zs_reflection_release(rt); /* the host's cleanups, once its objects are gone */
     zs_values_release(rt);
     zs_gc_release(rt);
     zs_clusters_release(rt);

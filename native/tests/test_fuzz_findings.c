@@ -287,9 +287,10 @@ static void test_destroy_hook_queries_during_teardown(runner *t) {
     fixture fx;
     if (!fixture_open_options(t, &fx, &options)) return;
     zs_runtime *rt = fx.rt;
-    zs_class_desc desc = {"Clustered",  NULL,
-                          sizeof(node), ZS_CLASS_CLUSTER_ROOT | ZS_CLASS_IN_CLUSTER,
-                          node_members, 6};
+    zs_class_desc desc = {
+        "Clustered",  NULL, sizeof(node), ZS_CLASS_CLUSTER_ROOT | ZS_CLASS_IN_CLUSTER,
+        node_members, 6,    NULL,         0,
+        NULL,         0};
     const zs_class *clustered = NULL;
     CHECK_OK(t, zs_class_register(rt, &desc, &clustered));
     if (clustered == NULL) {

@@ -47,9 +47,11 @@ static bool cfix_open_flags(runner *t, cfix *c, uint32_t min_cluster_size, uint3
     memset(c, 0, sizeof *c);
     if (!fixture_open_options(t, &c->fx, &options)) return false;
     c->rt = c->fx.rt;
-    zs_class_desc root_desc = {"ClusterRoot",         NULL,         sizeof(node),
-                               ZS_CLASS_CLUSTER_ROOT, node_members, 6};
-    zs_class_desc part_desc = {"Part", NULL, sizeof(node), ZS_CLASS_IN_CLUSTER, node_members, 6};
+    zs_class_desc root_desc = {"ClusterRoot", NULL, sizeof(node), ZS_CLASS_CLUSTER_ROOT,
+                               node_members,  6,    NULL,         0,
+                               NULL,          0};
+    zs_class_desc part_desc = {
+        "Part", NULL, sizeof(node), ZS_CLASS_IN_CLUSTER, node_members, 6, NULL, 0, NULL, 0};
     CHECK_OK(t, zs_class_register(c->rt, &root_desc, &c->croot));
     CHECK_OK(t, zs_class_register(c->rt, &part_desc, &c->part));
     if (c->croot == NULL || c->part == NULL) {

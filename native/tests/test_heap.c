@@ -74,7 +74,7 @@ static void test_runtimes_isolated(runner *t) {
     CHECK_STATUS(t, zs_object_new(b.rt, a.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, &out, NULL),
                  ZS_E_INVALID);
     const zs_class *child = NULL;
-    zs_class_desc desc = {"Child", a.node, sizeof(node) + 8, 0, NULL, 0};
+    zs_class_desc desc = {"Child", a.node, sizeof(node) + 8, 0, NULL, 0, NULL, 0, NULL, 0};
     CHECK_STATUS(t, zs_class_register(b.rt, &desc, &child), ZS_E_INVALID);
     CHECK(t, child == NULL);
     CHECK_OK(t, zs_class_register(a.rt, &desc, &child)); /* fine in its own runtime */
@@ -140,11 +140,12 @@ static void test_class_schema_flattening(runner *t) {
     const zs_member child_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48, NULL},
                                        {ZS_MEMBER_OBJECT, 64, NULL}};
     const zs_class *base = NULL, *child = NULL, *grandchild = NULL, *unrelated = NULL;
-    zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2};
-    zs_class_desc child_desc = {"Child", NULL, 72, 0, child_members, 2};
-    zs_class_desc grandchild_desc = {"Grandchild", NULL, 80, 0, NULL, 0};
+    zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2, NULL, 0, NULL, 0};
+    zs_class_desc child_desc = {"Child", NULL, 72, 0, child_members, 2, NULL, 0, NULL, 0};
+    zs_class_desc grandchild_desc = {"Grandchild", NULL, 80, 0, NULL, 0, NULL, 0, NULL, 0};
     const zs_member unrelated_members[] = {{ZS_MEMBER_WEAK_OBJECT, 32, NULL}};
-    zs_class_desc unrelated_desc = {"Unrelated", NULL, 40, 0, unrelated_members, 1};
+    zs_class_desc unrelated_desc = {"Unrelated", NULL, 40, 0,    unrelated_members,
+                                    1,           NULL, 0,  NULL, 0};
     CHECK_OK(t, zs_class_register(rt, &base_desc, &base));
     child_desc.parent = base;
     CHECK_OK(t, zs_class_register(rt, &child_desc, &child));
@@ -218,12 +219,14 @@ static void test_registration_failures_keep_memory_counts(runner *t) {
         const zs_class *base = NULL, *child = NULL;
         for (uint32_t i = 0; ok && i < WORDS; i++)
             members[i] = (zs_member){ZS_MEMBER_OBJECT, (uint32_t)sizeof(zs_object) + 8 * i, NULL};
-        zs_class_desc base_desc = {"Base", NULL,    (uint32_t)sizeof(zs_object) + 8 * WORDS,
-                                   0,      members, WORDS};
+        zs_class_desc base_desc = {
+            "Base", NULL, (uint32_t)sizeof(zs_object) + 8 * WORDS, 0, members, WORDS, NULL, 0,
+            NULL,   0};
         ok = ok && zs_class_register(rt, &base_desc, &base) == ZS_OK;
         zs_member child_member = {ZS_MEMBER_VALUE, base_desc.instance_size, record};
-        zs_class_desc child_desc = {"Child", base,          base_desc.instance_size + 8 * WORDS,
-                                    0,       &child_member, 1};
+        zs_class_desc child_desc = {
+            "Child", base, base_desc.instance_size + 8 * WORDS, 0, &child_member, 1, NULL, 0,
+            NULL,    0};
         ok = ok && zs_class_register(rt, &child_desc, &child) == ZS_OK;
         if (ok) {
             CHECK_EQ(t, zs_class_schema_words(child), 2 * WORDS);
@@ -243,7 +246,7 @@ static void test_class_invalid_members(runner *t) {
     zs_runtime *rt = fx.rt;
     const zs_member base_members[] = {{ZS_MEMBER_OBJECT, 32, NULL},
                                       {ZS_MEMBER_WEAK_OBJECT, 40, NULL}};
-    zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2};
+    zs_class_desc base_desc = {"Base", NULL, 48, 0, base_members, 2, NULL, 0, NULL, 0};
     const zs_class *base = NULL;
     CHECK_OK(t, zs_class_register(rt, &base_desc, &base));
     if (base == NULL) {
@@ -290,7 +293,8 @@ static void test_class_invalid_members(runner *t) {
     uint32_t classes_before = zs_class_id(fx.leaf);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const bad_case *c = &cases[i];
-        zs_class_desc desc = {c->why, c->derived ? base : NULL, c->size, 0, c->members, c->count};
+        zs_class_desc desc = {
+            c->why, c->derived ? base : NULL, c->size, 0, c->members, c->count, NULL, 0, NULL, 0};
         const zs_class *cls = NULL;
         zs_status status = zs_class_register(rt, &desc, &cls);
         CHECK_STATUS(t, status, ZS_E_INVALID);
@@ -298,19 +302,19 @@ static void test_class_invalid_members(runner *t) {
         CHECK(t, cls == NULL);
     }
     const zs_class *cls = NULL;
-    zs_class_desc no_name = {NULL, NULL, 48, 0, NULL, 0};
+    zs_class_desc no_name = {NULL, NULL, 48, 0, NULL, 0, NULL, 0, NULL, 0};
     CHECK_STATUS(t, zs_class_register(rt, &no_name, &cls), ZS_E_INVALID);
-    zs_class_desc null_members = {"NullMembers", NULL, 48, 0, NULL, 1};
+    zs_class_desc null_members = {"NullMembers", NULL, 48, 0, NULL, 1, NULL, 0, NULL, 0};
     CHECK_STATUS(t, zs_class_register(rt, &null_members, &cls), ZS_E_INVALID);
     CHECK_STATUS(t, zs_class_register(rt, NULL, &cls), ZS_E_INVALID);
     CHECK_STATUS(t, zs_class_register(rt, &base_desc, NULL), ZS_E_INVALID);
 
     /* Boundary cases that are valid: last word of the instance, right after the parent. */
     const zs_member edge_members[] = {{ZS_MEMBER_OBJECT, 40, NULL}};
-    zs_class_desc edge_desc = {"Edge", NULL, 48, 0, edge_members, 1};
+    zs_class_desc edge_desc = {"Edge", NULL, 48, 0, edge_members, 1, NULL, 0, NULL, 0};
     CHECK_OK(t, zs_class_register(rt, &edge_desc, &cls));
     const zs_member derived_members[] = {{ZS_MEMBER_OBJECT_ARRAY, 48, NULL}};
-    zs_class_desc derived_desc = {"Derived", base, 64, 0, derived_members, 1};
+    zs_class_desc derived_desc = {"Derived", base, 64, 0, derived_members, 1, NULL, 0, NULL, 0};
     CHECK_OK(t, zs_class_register(rt, &derived_desc, &cls));
     /* Fixture classes are ids 0 and 1, Base 2, Edge 3, Derived 4: no id was burned. */
     CHECK_EQ(t, zs_class_id(base), classes_before + 1);
@@ -848,7 +852,7 @@ static void recording_hook(void *user, zs_runtime *rt, zs_object *object, zs_des
         probe_expect_busy(log, zs_ref_array_clear(rt, self, NODE_LIST));
     }
     static const zs_member members[] = {{ZS_MEMBER_WEAK_OBJECT, 32, NULL}};
-    zs_class_desc desc = {"MadeInHook", NULL, 40, 0, members, 1};
+    zs_class_desc desc = {"MadeInHook", NULL, 40, 0, members, 1, NULL, 0, NULL, 0};
     const zs_class *cls = NULL;
     probe_expect_busy(log, zs_class_register(rt, &desc, &cls));
 }
@@ -1359,7 +1363,7 @@ static void test_million_object_chain(runner *t) {
     CHECK_OK(t, zs_runtime_new(NULL, &rt));
     if (rt == NULL) return;
     const zs_member members[] = {{ZS_MEMBER_OBJECT, (uint32_t)offsetof(link_obj, next), NULL}};
-    zs_class_desc desc = {"Link", NULL, sizeof(link_obj), 0, members, 1};
+    zs_class_desc desc = {"Link", NULL, sizeof(link_obj), 0, members, 1, NULL, 0, NULL, 0};
     const zs_class *cls = NULL;
     CHECK_OK(t, zs_class_register(rt, &desc, &cls));
     if (cls == NULL) {
@@ -1614,7 +1618,7 @@ static void test_memberless_class(runner *t) {
     fixture fx;
     if (!fixture_open(t, &fx, 0, 0)) return;
     const zs_class *empty = NULL;
-    zs_class_desc desc = {"Empty", NULL, sizeof(zs_object), 0, NULL, 0};
+    zs_class_desc desc = {"Empty", NULL, sizeof(zs_object), 0, NULL, 0, NULL, 0, NULL, 0};
     CHECK_OK(t, zs_class_register(fx.rt, &desc, &empty));
     CHECK(t, empty != NULL && zs_class_schema_words(empty) == 0);
     zs_ref kept = MAKE(t, fx.rt, empty, ZS_NULL_REF);
@@ -1644,7 +1648,7 @@ static void test_object_slabs(runner *t) {
     enum { COUNT = 3000, SIZE = 64 };
     fixture fx;
     if (!fixture_open(t, &fx, 0, 0)) return;
-    zs_class_desc desc = {"Line", NULL, SIZE, 0, NULL, 0};
+    zs_class_desc desc = {"Line", NULL, SIZE, 0, NULL, 0, NULL, 0, NULL, 0};
     const zs_class *line = NULL;
     CHECK_OK(t, zs_class_register(fx.rt, &desc, &line));
     if (line == NULL) {

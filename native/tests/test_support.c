@@ -60,11 +60,11 @@ bool fixture_open_options(runner *t, fixture *fx, const zs_runtime_options *opti
     memset(fx, 0, sizeof *fx);
     CHECK_OK(t, zs_runtime_new(options, &fx->rt));
     if (fx->rt == NULL) return false;
-    zs_class_desc node_desc = {"Node", NULL, sizeof(node), 0, node_members, 6};
+    zs_class_desc node_desc = {"Node", NULL, sizeof(node), 0, node_members, 6, NULL, 0, NULL, 0};
     static const zs_member leaf_members[] = {
         {ZS_MEMBER_WEAK_OBJECT, (uint32_t)offsetof(leaf, weak), NULL},
     };
-    zs_class_desc leaf_desc = {"Leaf", NULL, sizeof(leaf), 0, leaf_members, 1};
+    zs_class_desc leaf_desc = {"Leaf", NULL, sizeof(leaf), 0, leaf_members, 1, NULL, 0, NULL, 0};
     CHECK_OK(t, zs_class_register(fx->rt, &node_desc, &fx->node));
     CHECK_OK(t, zs_class_register(fx->rt, &leaf_desc, &fx->leaf));
     if (fx->node == NULL || fx->leaf == NULL) {

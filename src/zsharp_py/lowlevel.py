@@ -1,8 +1,9 @@
 """zsharp_py.lowlevel: embedding plumbing for C hosts.
 
 The layout of a native-callable Python function's parameter block, the
-decorator that exposes a method to native code, and the folder of
-``zsharp.h`` for compiling a host against the library. See
+decorator that exposes a method to native code, the folder of
+``zsharp.h`` for compiling a host against the library, and the C API as a
+table (``api_table``) for a host module built apart from it. See
 examples/native_host/ for a complete host.
 
 >>> from pathlib import Path
@@ -13,6 +14,7 @@ True
 
 from ._interop.calls import (
     FunctionLayout,
+    api_table,
     FunctionParameter,
     function_layout,
     include_dir,
@@ -21,6 +23,7 @@ from ._interop.calls import (
 
 __all__ = [
     "FunctionLayout",
+    "api_table",
     "FunctionParameter",
     "function_layout",
     "include_dir",

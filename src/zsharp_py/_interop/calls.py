@@ -46,6 +46,7 @@ __all__ = [
     "function_layout",
     "native_function",
     "include_dir",
+    "api_table",
 ]
 
 
@@ -112,6 +113,15 @@ def native_function(name: str) -> int:
     except AttributeError:
         raise ValueError(f"{name!r} is not a function of the C API (zsharp.h)") from None
     return api_address(address)
+
+
+def api_table() -> int:
+    """The address of the C API as one table of function pointers (``struct
+    zs_api``, declared in ``zsharp_api.h`` beside ``zsharp.h``), for a host
+    module built apart from the library: it calls ``api->zs_object_new(...)``
+    where a linked host calls ``zs_object_new(...)``. Valid while the
+    interpreter runs; the same table serves every runtime."""
+    return api_address(lib.zs_api_table())
 
 
 def include_dir() -> str:

@@ -1,0 +1,195 @@
+/*
+ * reflection.c -- what a host tells scripts about its structs and enums,
+ * the members a class's reflected properties stand for, and the cleanups
+ * a host registers for its per-runtime state.
+ *
+ * Descriptions are kept by reference (zsharp.h, "reflection"): registering
+ * one checks it and records a pointer, nothing is copied. Class
+ * descriptions are recorded by classes.c, which also looks functions up.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Grow a registry array of `each`-byte entries to hold one more. */
+static bool registry_reserve(zs_runtime *rt, void **entries, uint32_t count, uint32_t *capacity,
+                             size_t each) {
+    if (count < *capacity) return true;
+    uint32_t grown_capacity = *capacity ? *capacity * 2 : 8;
+    void *grown = zs_realloc(rt, *entries, *capacity * each, grown_capacity * each);
+    if (grown == NULL) return false;
+    *entries = grown;
+    *capacity = grown_capacity;
+    return true;
+}
+
+bool zs_property_member(const zs_property_desc *property, zs_member *out) {
+    const zs_type *type = property->native;
+    if (type == NULL || zs_type_kind_of(type) == ZS_TYPE_PLAIN) return false;
+    out->offset = property->offset;
+    out->type = NULL;
+    switch (zs_type_kind_of(type)) {
+    case ZS_TYPE_OBJECT:
+        out->kind = ZS_MEMBER_OBJECT;
+        break;
+    case ZS_TYPE_WEAK_OBJECT:
+        out->kind = ZS_MEMBER_WEAK_OBJECT;
+        break;
+    default:
+        out->kind = ZS_MEMBER_VALUE;
+        out->type = type;
+        break;
+    }
+    return true;
+}
+
+/* ---- structs ------------------------------------------------------------- */
+
+zs_status zs_struct_register(zs_runtime *rt, const zs_struct_desc *desc, const zs_type **out) {
+    if (desc == NULL || out == NULL || desc->name == NULL || desc->size == 0 ||
+        desc->align == 0 || (desc->align & (desc->align - 1)) != 0 ||
+        (desc->member_count > 0 && desc->members == NULL))
+        return ZS_E_INVALID;
+    uint32_t typed = 0;
+    for (uint32_t i = 0; i < desc->member_count; i++) {
+        const zs_property_desc *m = &desc->members[i];
+        if (m->name == NULL || m->type == NULL || m->offset >= desc->size) return ZS_E_INVALID;
+        typed += m->native != NULL;
+    }
+    zs_type_member *members = malloc((typed ? typed : 1) * sizeof *members);
+    if (members == NULL) return ZS_E_NOMEM;
+    uint32_t filled = 0;
+    for (uint32_t i = 0; i < desc->member_count; i++)
+        if (desc->members[i].native != NULL)
+            members[filled++] = (zs_type_member){desc->members[i].native, desc->members[i].offset};
+    const zs_type *type = NULL;
+    /* zs_type_struct checks each member's type, alignment and extent. */
+    zs_status status = zs_type_struct(rt, desc->name, desc->size, desc->align, members, filled,
+                                      &type);
+    free(members);
+    if (status != ZS_OK) return status;
+    ZS_LOCK(rt);
+    if (registry_reserve(rt, (void **)&rt->structs, rt->struct_count, &rt->struct_capacity,
+                         sizeof *rt->structs)) {
+        rt->structs[rt->struct_count++] = (zs_registered_struct){desc, type};
+        *out = type;
+    } else {
+        status = ZS_E_NOMEM;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+uint32_t zs_struct_count(zs_runtime *rt) {
+    ZS_LOCK(rt);
+    uint32_t count = rt->struct_count;
+    ZS_UNLOCK(rt);
+    return count;
+}
+
+const zs_struct_desc *zs_struct_at(zs_runtime *rt, uint32_t i, const zs_type **out_type) {
+    ZS_LOCK(rt);
+    const zs_struct_desc *desc = i < rt->struct_count ? rt->structs[i].desc : NULL;
+    if (out_type != NULL) *out_type = desc != NULL ? rt->structs[i].type : NULL;
+    ZS_UNLOCK(rt);
+    return desc;
+}
+
+zs_status zs_find_struct(zs_runtime *rt, const char *name, const zs_struct_desc **out_desc,
+                         const zs_type **out_type) {
+    if (name == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = ZS_E_INVALID;
+    for (uint32_t i = 0; i < rt->struct_count && status != ZS_OK; i++) {
+        if (strcmp(rt->structs[i].desc->name, name) != 0) continue;
+        if (out_desc != NULL) *out_desc = rt->structs[i].desc;
+        if (out_type != NULL) *out_type = rt->structs[i].type;
+        status = ZS_OK;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+/* ---- enums --------------------------------------------------------------- */
+
+/* The integer scalar types an enum may be stored as. */
+static bool integer_type_name(const char *name) {
+    static const char *const names[] = {"Int8",  "Int16",  "Int32",  "Int64",
+                                        "UInt8", "UInt16", "UInt32", "UInt64"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i], name) == 0) return true;
+    return false;
+}
+
+zs_status zs_enum_register(zs_runtime *rt, const zs_enum_desc *desc) {
+    if (desc == NULL || desc->name == NULL || desc->underlying == NULL ||
+        !integer_type_name(desc->underlying) || (desc->item_count > 0 && desc->items == NULL))
+        return ZS_E_INVALID;
+    for (uint32_t i = 0; i < desc->item_count; i++)
+        if (desc->items[i].name == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = ZS_E_NOMEM;
+    if (registry_reserve(rt, (void **)&rt->enums, rt->enum_count, &rt->enum_capacity,
+                         sizeof *rt->enums)) {
+        rt->enums[rt->enum_count++] = desc;
+        status = ZS_OK;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+uint32_t zs_enum_count(zs_runtime *rt) {
+    ZS_LOCK(rt);
+    uint32_t count = rt->enum_count;
+    ZS_UNLOCK(rt);
+    return count;
+}
+
+const zs_enum_desc *zs_enum_at(zs_runtime *rt, uint32_t i) {
+    ZS_LOCK(rt);
+    const zs_enum_desc *desc = i < rt->enum_count ? rt->enums[i] : NULL;
+    ZS_UNLOCK(rt);
+    return desc;
+}
+
+zs_status zs_find_enum(zs_runtime *rt, const char *name, const zs_enum_desc **out) {
+    if (name == NULL || out == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    *out = NULL;
+    for (uint32_t i = 0; i < rt->enum_count && *out == NULL; i++)
+        if (strcmp(rt->enums[i]->name, name) == 0) *out = rt->enums[i];
+    ZS_UNLOCK(rt);
+    return *out != NULL ? ZS_OK : ZS_E_INVALID;
+}
+
+/* ---- cleanups ------------------------------------------------------------ */
+
+zs_status zs_runtime_add_cleanup(zs_runtime *rt, void (*cleanup)(void *user), void *user) {
+    if (cleanup == NULL) return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = ZS_E_NOMEM;
+    if (registry_reserve(rt, (void **)&rt->cleanups, rt->cleanup_count, &rt->cleanup_capacity,
+                         sizeof *rt->cleanups)) {
+        rt->cleanups[rt->cleanup_count++] = (zs_cleanup){cleanup, user};
+        status = ZS_OK;
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+void zs_reflection_release(zs_runtime *rt) {
+    /* Latest first: a later registration may depend on an earlier one. */
+    while (rt->cleanup_count > 0) {
+        zs_cleanup cleanup = rt->cleanups[--rt->cleanup_count];
+        cleanup.run(cleanup.user);
+    }
+    zs_free(rt, rt->cleanups, rt->cleanup_capacity * sizeof *rt->cleanups);
+    zs_free(rt, rt->structs, rt->struct_capacity * sizeof *rt->structs);
+    zs_free(rt, (void *)rt->enums, rt->enum_capacity * sizeof *rt->enums);
+    rt->cleanups = NULL;
+    rt->structs = NULL;
+    rt->enums = NULL;
+    rt->cleanup_count = rt->cleanup_capacity = rt->struct_count = rt->struct_capacity = 0;
+    rt->enum_count = rt->enum_capacity = 0;
+}
