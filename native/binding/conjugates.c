@@ -464,6 +464,8 @@ static PyMethodDef runtime_core_methods[] = {
     {"_has_native_type", runtime_has_native_type, METH_O, "Whether a kind is registered here."},
     {"_native_type", runtime_native_type, METH_O,
      "The address of a kind's native type in this runtime."},
+    {"_preset_native_type", zsv_runtime_preset_native_type, METH_VARARGS,
+     "Make a struct kind use a host's native struct type in this runtime."},
     {"_callable_count", runtime_callable_count, METH_NOARGS,
      "Callables native delegate bindings hold."},
     {"_name_text", zsv_runtime_name_text, METH_VARARGS, "The displayed text of a name."},

@@ -256,6 +256,22 @@ int zsv_add_kind_type(PyObject *module, zs_core_state *state) {
 
 #define REGISTERING ((const zs_type *)(uintptr_t)1)
 
+/* Grow the runtime's types-by-kind table so that `id` fits. */
+static int types_reserve(zs_runtime_core *rt, uint32_t id) {
+    if (id < rt->type_capacity) return 0;
+    uint32_t capacity = rt->type_capacity ? rt->type_capacity : 64;
+    while (capacity <= id) capacity *= 2;
+    const zs_type **grown = PyMem_Realloc(rt->types, capacity * sizeof *grown);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(grown + rt->type_capacity, 0, (capacity - rt->type_capacity) * sizeof *grown);
+    rt->types = grown;
+    rt->type_capacity = capacity;
+    return 0;
+}
+
 const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
     if (kind->id < rt->type_capacity) {
         const zs_type *known = rt->types[kind->id];
@@ -272,18 +288,7 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
         PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
         return NULL;
     }
-    if (kind->id >= rt->type_capacity) {
-        uint32_t capacity = rt->type_capacity ? rt->type_capacity : 64;
-        while (capacity <= kind->id) capacity *= 2;
-        const zs_type **grown = PyMem_Realloc(rt->types, capacity * sizeof *grown);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        memset(grown + rt->type_capacity, 0, (capacity - rt->type_capacity) * sizeof *grown);
-        rt->types = grown;
-        rt->type_capacity = capacity;
-    }
+    if (types_reserve(rt, kind->id) < 0) return NULL;
     rt->types[kind->id] = REGISTERING;
     const zs_native_api *api = &rt->state->api;
     const zs_type *out = NULL;
@@ -1732,4 +1737,40 @@ void zsv_release(zsv_kind *kind, zsv_staged *staged) {
         break;
     }
     memset(staged, 0, sizeof *staged);
+}
+
+/* Runtime._preset_native_type(kind, address): make `kind` (a struct kind)
+ * use a native type the host registered (zs_struct_register) in this
+ * runtime, instead of registering its own: values of a host's struct, and
+ * containers of them, are then of the very types the host's classes hold.
+ * Refused when the kind already has a type here or the sizes differ. */
+PyObject *zsv_runtime_preset_native_type(PyObject *self, PyObject *args) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    PyObject *kind_object;
+    unsigned long long address;
+    if (!PyArg_ParseTuple(args, "OK:_preset_native_type", &kind_object, &address)) return NULL;
+    if (!zsv_is_kind(rt->state, kind_object) || ((zsv_kind *)kind_object)->code != ZSV_STRUCT) {
+        PyErr_SetString(PyExc_TypeError, "_preset_native_type: a struct Kind");
+        return NULL;
+    }
+    zsv_kind *kind = (zsv_kind *)kind_object;
+    const zs_type *type = (const zs_type *)(uintptr_t)address;
+    const zs_native_api *api = &rt->state->api;
+    if (rt->native == NULL) {
+        PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
+        return NULL;
+    }
+    if (api->zs_type_size(type) != kind->size) {
+        PyErr_Format(PyExc_TypeError, "%U: the native struct is %u bytes, its description says %zd",
+                     kind->what, api->zs_type_size(type), (Py_ssize_t)kind->size);
+        return NULL;
+    }
+    if (kind->id < rt->type_capacity && rt->types[kind->id] != NULL) {
+        if (rt->types[kind->id] == type) Py_RETURN_NONE;
+        PyErr_Format(PyExc_TypeError, "%U already has a native type in this runtime", kind->what);
+        return NULL;
+    }
+    if (types_reserve(rt, kind->id) < 0) return NULL;
+    rt->types[kind->id] = type;
+    Py_RETURN_NONE;
 }

@@ -272,6 +272,8 @@ int zsv_member_owner_kind(zs_core_state *state, PyObject *descriptor, zsv_kind *
 
 /* kind.c */
 int zsv_add_kind_type(PyObject *module, zs_core_state *state);
+/* Runtime._preset_native_type(kind, address): a host's struct type for a kind. */
+PyObject *zsv_runtime_preset_native_type(PyObject *self, PyObject *args);
 /* Whether `object` is a kind. */
 int zsv_is_kind(zs_core_state *state, PyObject *object);
 /* The native type of a kind in a runtime (registered on first use), or NULL

@@ -16,6 +16,7 @@ seen from Python through red and black conjugates.
 
 from . import _assembly  # noqa: F401  (wires the C core; it imports every layer first)
 from ._base.errors import ExpiredConjugateError
+from ._interop.reflection import native_class, native_classes, native_enum, native_struct
 from ._model import hints as _hints
 from ._model.kinds import (
     Bool,
@@ -95,6 +96,10 @@ __all__ = [
     "Utf8String",
     "WeakObjectPtr",
     "current_runtime",
+    "native_class",
+    "native_classes",
+    "native_enum",
+    "native_struct",
     "scope",
 ]
 

@@ -82,6 +82,15 @@ class Layout:
         self.align = align
         self.size = align_up(end, align) if self.members else 1
 
+    @classmethod
+    def opaque(cls, label: str, size: int, align: int) -> Layout:
+        """A struct known only by its size and alignment (a native host's
+        struct or class, whose members the host laid out), to embed in
+        other layouts."""
+        layout = cls(label, ())
+        layout.size, layout.align = size, align
+        return layout
+
     def __repr__(self) -> str:
         return f"<Layout {self.label}: {self.size} bytes, aligned {self.align}>"
 

@@ -9,6 +9,7 @@ runtime registers the native class and its reference schema on first use.
 
 from __future__ import annotations
 
+import enum
 import inspect
 import struct as _struct_module
 import sys
@@ -26,9 +27,18 @@ from .._base.expiry import FIXED_CLASS, expired_error, expired_reason, expired_s
 from .._base.ffi import check, ffi, lib, refused
 from .._base.layout import HEADER, Layout, member_name, size_align
 from .hints import type_text, unsupported_hint
-from .kinds import PYTHON_SHORTHANDS, PropertyKind, Scalar, ScalarKind
+from .kinds import PYTHON_SHORTHANDS, Int32, PropertyKind, Scalar, ScalarKind
 
-__all__ = ["Object", "ObjectMeta", "ClassLayout", "class_layout", "declaring_scope"]
+__all__ = [
+    "Object",
+    "ObjectMeta",
+    "ClassLayout",
+    "Described",
+    "DescribedProperty",
+    "check_described",
+    "class_layout",
+    "declaring_scope",
+]
 
 # Attribute names of zs.Object that a property may not shadow.
 _RESERVED = frozenset(
@@ -81,6 +91,7 @@ class ClassLayout:
     defaults: list[PropertyInfo] = field(default_factory=list)  # set after creation
     initializers: list[PropertyInfo] = field(default_factory=list)  # run after creation
     image: bytes = b""  # plain defaults: the bytes after the header of a new object
+    described: bool = False  # a native host's class (its description gave the layout)
 
 
 class ObjectMeta(_core.ObjectClass):
@@ -734,6 +745,10 @@ def kind_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> Prop
     resolved = PYTHON_SHORTHANDS.get(resolved, resolved)
     if isinstance(resolved, type) and issubclass(resolved, Scalar) and resolved is not Scalar:
         return ScalarKind(resolved)
+    if isinstance(resolved, type) and issubclass(resolved, enum.IntEnum):
+        # Stored as its integer type (a host's enum says which; Int32 else).
+        underlying = typing.cast("type[Scalar]", getattr(resolved, "_zs_underlying", Int32))
+        return ScalarKind(underlying)
     make_kind = getattr(resolved, "_zs_value_kind", None)
     if make_kind is not None:
         kind: PropertyKind = make_kind(cls)
@@ -790,6 +805,68 @@ def class_layout(cls: type[Object]) -> ClassLayout:
     parent = parents[0] if parents else None
     parent_layout = class_layout(parent) if parent is not None else None
     inherited = list(parent_layout.properties) if parent_layout else []
+    described: Described | None = cls.__dict__.get("_zs_description")
+    if described is not None:  # a host's class: its description says where each property is
+        own = [
+            PropertyInfo(
+                p.name,
+                member_name(len(inherited) + i, p.name),
+                resolve_kind(cls, p.name, p.type),
+                p.offset,
+            )
+            for i, p in enumerate(described.properties)
+        ]
+        start = parent_layout.size if parent_layout else ffi.sizeof("zs_object")
+        check_described(cls.__name__, own, start, described.size)
+        size = described.size
+    else:
+        own, size = _declared_properties(cls, parent_layout, inherited)
+    return _bind_class(cls, parent, inherited, own, size)
+
+
+@typing.runtime_checkable
+class DescribedProperty(typing.Protocol):
+    """A property (or struct member) as a description gives it."""
+
+    name: str
+    type: str
+    offset: int
+
+
+@typing.runtime_checkable
+class Described(typing.Protocol):
+    """What a host's description of a class or struct gives the binder
+    (zsharp_py/_interop/reflection.py reads it from the native one)."""
+
+    name: str
+    size: int
+    properties: tuple[DescribedProperty, ...]
+
+
+def check_described(what: str, own: list[PropertyInfo], start: int, size: int) -> None:
+    """Refuse a description whose properties do not fit: each inside the
+    object or struct, past the parent's part, aligned, and apart."""
+    spans: list[tuple[int, int, str]] = []
+    for info in own:
+        member_size, member_align = size_align(info.kind.member_type)
+        end = info.offset + member_size
+        if info.offset < start or end > size or info.offset % member_align:
+            raise TypeError(
+                f"{what}.{info.name}: {info.kind.describe()} at offset {info.offset} does not "
+                f"fit the native layout ({member_size} bytes aligned to {member_align}, "
+                f"between {start} and {size})"
+            )
+        for low, high, other in spans:
+            if info.offset < high and low < end:
+                raise TypeError(f"{what}.{info.name}: overlaps {what}.{other} in the description")
+        spans.append((info.offset, end, info.name))
+
+
+def _declared_properties(
+    cls: type[Object], parent_layout: ClassLayout | None, inherited: list[PropertyInfo]
+) -> tuple[list[PropertyInfo], int]:
+    """The properties a Python class declares, laid out after its parent's
+    (a host parent's part as one opaque block): (own properties, size)."""
     taken = {p.name for p in inherited}
     own: list[PropertyInfo] = []
     defaults = cls.__dict__.get("_zs_defaults", {})
@@ -812,18 +889,34 @@ def class_layout(cls: type[Object]) -> ClassLayout:
             info.has_default, info.default = True, defaults[attribute]
             info.kind.check(f"{cls.__name__}.{attribute} (default)", info.default)
         own.append(info)
-    c_struct = Layout(
-        cls.__name__,
-        [(HEADER, "zs_object")] + [(p.cname, p.kind.member_type) for p in inherited + own],
-    )
-    own_members: list[tuple[int, PropertyKind]] = []
+    if parent_layout is not None and parent_layout.described:
+        head: list[tuple[str, Any]] = [
+            (HEADER, Layout.opaque(parent_layout.cls.__name__, parent_layout.size, 8))
+        ]
+    else:
+        head = [(HEADER, "zs_object")] + [(p.cname, p.kind.member_type) for p in inherited]
+    c_struct = Layout(cls.__name__, head + [(p.cname, p.kind.member_type) for p in own])
     for info in own:
         info.offset = c_struct.offsets[info.cname]
+    return own, c_struct.size
+
+
+def _bind_class(
+    cls: type[Object],
+    parent: type[Object] | None,
+    inherited: list[PropertyInfo],
+    own: list[PropertyInfo],
+    size: int,
+) -> ClassLayout:
+    """The one binder of object classes: install a C descriptor for each own
+    property at its offset and record the layout, whether the properties
+    were declared in Python or described by a native host."""
+    own_members: list[tuple[int, PropertyKind]] = []
+    for info in own:
         info.kind.install(cls, info.name, info.cname, info.offset)
         if not isinstance(info.kind, ScalarKind):
             own_members.append((info.offset, info.kind))
     properties = inherited + own
-    size = c_struct.size
     image, defaults, initializers = _initial_image(properties, size)
     layout = ClassLayout(
         cls,
@@ -836,6 +929,7 @@ def class_layout(cls: type[Object]) -> ClassLayout:
         defaults,
         initializers,
         image,
+        described="_zs_description" in cls.__dict__,
     )
     type.__setattr__(cls, "_zs_layout", layout)
     return layout

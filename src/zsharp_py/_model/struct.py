@@ -20,10 +20,12 @@ from .._base.layout import Layout, member_name
 from .kinds import PropertyKind, ScalarKind
 from .object import (
     _RESERVED_STRUCT,
+    Described,
     PropertyInfo,
     _annotations_of,
     _is_classvar,
     check_annotations,
+    check_described,
     declaring_scope,
     pack_default,
     resolve_kind,
@@ -165,18 +167,8 @@ def _contains(kind: PropertyKind, cls: type, seen: set[Any]) -> bool:
     return False
 
 
-def struct_layout(cls: type[Struct]) -> StructLayout:
-    """The layout of ``cls``, computed (its kind made and descriptors
-    installed) on first use."""
-
-    layout: StructLayout | None = cls.__dict__.get("_zs_layout")
-    if layout is not None:
-        return layout
-    if cls is Struct:
-        raise TypeError("zs.Struct itself cannot be instantiated; declare a subclass")
-    parents = [b for b in cls.__bases__ if isinstance(b, StructMeta) and b is not Struct]
-    if parents:
-        raise TypeError(f"{cls.__name__}: structs cannot inherit from other structs")
+def _declared_members(cls: type[Struct]) -> tuple[list[PropertyInfo], Layout]:
+    """The members a Python struct declares, laid out: (members, C struct)."""
     properties: list[PropertyInfo] = []
     defaults = cls.__dict__.get("_zs_defaults", {})
     for attribute, annotation in _annotations_of(cls).items():
@@ -198,7 +190,35 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
     c_struct = Layout(cls.__name__, [(p.cname, p.kind.member_type) for p in properties])
     for info in properties:
         info.offset = c_struct.offsets[info.cname]
-    size, align = c_struct.size, c_struct.align
+    return properties, c_struct
+
+
+def struct_layout(cls: type[Struct]) -> StructLayout:
+    """The layout of ``cls``, computed (its kind made and descriptors
+    installed) on first use."""
+
+    layout: StructLayout | None = cls.__dict__.get("_zs_layout")
+    if layout is not None:
+        return layout
+    if cls is Struct:
+        raise TypeError("zs.Struct itself cannot be instantiated; declare a subclass")
+    parents = [b for b in cls.__bases__ if isinstance(b, StructMeta) and b is not Struct]
+    if parents:
+        raise TypeError(f"{cls.__name__}: structs cannot inherit from other structs")
+    described: Described | None = cls.__dict__.get("_zs_description")
+    if described is not None:  # a host's struct: its description says where each member is
+        properties = [
+            PropertyInfo(
+                p.name, member_name(i, p.name), resolve_kind(cls, p.name, p.type), p.offset
+            )
+            for i, p in enumerate(described.properties)
+        ]
+        size, align = described.size, cls.__dict__["_zs_align"]
+        check_described(cls.__name__, properties, 0, size)
+        c_struct = Layout.opaque(cls.__name__, size, align)
+    else:
+        properties, c_struct = _declared_members(cls)
+        size, align = c_struct.size, c_struct.align
     bitwise = all(_is_bitwise(info.kind) for info in properties)
     image = bytearray(size)
     plain = True

@@ -103,6 +103,7 @@ class Runtime(_core.RuntimeCore):
         self._closed = False
         self._native_classes: dict[type, Any] = {}
         self._classes_by_id: list[type[Object] | None] = []
+        self._keep_alive: list[Any] = []  # what native classes point into (descriptions)
         self._describe = self._describe_packed_name
         self._deferred_releases: collections.deque[int] = collections.deque()
         self._object_out = ffi.new("zs_object **")
@@ -126,6 +127,9 @@ class Runtime(_core.RuntimeCore):
             self._ptr, ffi.cast("zs_call_handler", handler), ffi.cast("void *", user)
         )
         _open_runtimes.add(self)
+        # Native code may create a Python class's object by name before
+        # Python used the class in this runtime: zs_find_class asks here.
+        lib.zs_set_class_resolver(self._ptr, _resolve_class_callback, ffi.NULL)
         self._stress = stress or GcStress()
         self._collect_every = self._stress.collect_every
         self._creations = 0
@@ -377,6 +381,12 @@ class Runtime(_core.RuntimeCore):
 
     def _register_class(self, cls: type[Object]) -> Any:
         """Register ``cls`` (and its parents) natively; its native class."""
+        if "_zs_description" in cls.__dict__:  # bound when found: never registered from here
+            raise TypeError(
+                f"{cls.__name__} is a class a native host registered in another runtime; "
+                "in this one, use this runtime's own (zs.native_class("
+                f"{cls.__name__!r}, runtime=...)) as the parent or type"
+            )
         layout = class_layout(cls)
         parent = self._native_class(layout.parent) if layout.parent is not None else ffi.NULL
         what = f"registering class {cls.__name__}"
@@ -390,6 +400,19 @@ class Runtime(_core.RuntimeCore):
             for offset, m in layout.own_members
         ]
         members = ffi.new("zs_member[]", rows or [(0, 0, ffi.NULL)])
+        # The same description a host gives (zsharp.h, "reflection"): each
+        # own property by name, type and offset, so native code can list a
+        # Python class's properties as Python lists a host's. Their members
+        # are the rows above, so no property repeats its native type.
+        own = layout.properties[len(layout.properties) - _own_count(layout) :]
+        texts = [
+            (ffi.new("char[]", p.name.encode()), ffi.new("char[]", p.kind.describe().encode()))
+            for p in own
+        ]
+        properties = ffi.new(
+            "zs_property_desc[]",
+            [(n, t, p.offset, 0, ffi.NULL) for (n, t), p in zip(texts, own, strict=True)] or 1,
+        )
         desc = ffi.new(
             "zs_class_desc *",
             {
@@ -399,6 +422,8 @@ class Runtime(_core.RuntimeCore):
                 "flags": layout.class_flags,
                 "members": members,
                 "member_count": len(layout.own_members),
+                "properties": properties,
+                "property_count": len(own),
             },
         )
         out = ffi.new("zs_class **")
@@ -412,12 +437,19 @@ class Runtime(_core.RuntimeCore):
         native = out[0]
         class_id = lib.zs_class_id(native) if status == lib.ZS_OK else 0  # before any Python code
         check(status, what, self)
+        self._keep_alive.append((texts, properties))  # the native description points into them
+        self._record_class(cls, native, class_id)
+        return native
+
+    def _record_class(self, cls: type[Object], native: Any, class_id: int) -> None:
+        """Make ``cls`` the conjugate class of the native class ``native``
+        (id ``class_id``) in this runtime: registered from Python, or a
+        host's class bound when found (zsharp_py/_interop/reflection.py)."""
         while len(self._classes_by_id) <= class_id:
             self._classes_by_id.append(None)
         self._classes_by_id[class_id] = cls
         self._set_native_class(cls, api_address(native))
         self._native_classes[cls] = native  # last: hashing cls may run Python code
-        return native
 
     def _describe_packed_name(self, packed: int) -> str:
         """``repr`` of a name packed as index | number << 32 (expiry messages)."""
@@ -639,6 +671,45 @@ _CLOSED = "the runtime has been closed"  # the ExpiredConjugateError of a closed
 _object_new_conjugate = lib.zs_object_new_conjugate
 _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
 context.set_default_factory(Runtime)
+
+
+def _declared_classes(name: str) -> list[type[Object]]:
+    """The zs.Object subclasses named ``name`` declared in Python (bound
+    host classes left out: they are the host's own)."""
+    found: list[type[Object]] = []
+    pending: list[type[Object]] = [Object]
+    while pending:
+        cls = pending.pop()
+        pending.extend(type.__subclasses__(cls))
+        if cls.__name__ == name and "_zs_description" not in cls.__dict__ and cls is not Object:
+            found.append(cls)
+    return found
+
+
+def _resolve_class(user: Any, native: Any, name: Any) -> int:
+    """zs_find_class missed ``name`` (native code creating a class by
+    name): register the Python class of that name in the runtime, if
+    exactly one is declared. An exception cannot cross into C: cffi
+    reports it (as an unraisable error) and the lookup fails."""
+    runtime = next((r for r in list(_open_runtimes) if r._ptr == native), None)
+    if runtime is None or runtime._closing:
+        return int(lib.ZS_E_INVALID)
+    candidates = _declared_classes(ffi.string(name).decode("utf-8", "replace"))
+    if len(candidates) != 1:
+        return int(lib.ZS_E_INVALID)  # none, or ambiguous: native code must say which
+    runtime._native_class(candidates[0])
+    return int(lib.ZS_OK)
+
+
+_resolve_class_callback = ffi.callback(
+    "zs_status(void *, zs_runtime *, const char *)", _resolve_class, error=lib.ZS_E_CALL_FAILED
+)
+
+
+def _own_count(layout: ClassLayout) -> int:
+    """How many of a layout's properties its class declares itself."""
+    parent = layout.parent
+    return len(layout.properties) - (len(class_layout(parent).properties) if parent else 0)
 
 
 def runtime_of(obj: Object) -> Runtime:

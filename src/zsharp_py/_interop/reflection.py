@@ -1,0 +1,466 @@
+"""A native host's classes, structs and enums, bound as Python types.
+
+A host describes what it registers in C (``native/include/zsharp.h``,
+"reflection"): each class's properties (name, type as a script writes it,
+offset) and functions (entry, parameter block, directions, events), each
+struct's members, each enum's items. Here those descriptions are read and
+bound, on first use in each runtime, by the same binder as classes declared
+in Python (``class_layout`` and ``struct_layout``, zsharp_py/_model): a
+host's class becomes a ``zs.Object`` subclass whose properties are the same
+C descriptors, its functions ``_core.NativeFunction`` methods (marshalled in
+C, native/binding/functions.c), its events overridable by Python subclasses.
+
+Type texts resolve in the names of ``zsharp_py`` (``Int32``, ``Array``...)
+and, through ``_HostNames``, the runtime's own classes, structs and enums,
+bound on demand, so a class may name itself or a class described later.
+
+Bound types belong to the runtime that registered them (the entry points
+and types of a description are that runtime's): ``native_class("Actor")``
+in another runtime binds another type.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _core
+from .._base.ffi import api_address, ffi, lib
+from .._model.kinds import (
+    Bool,
+    Float32,
+    Float64,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    UInt8,
+    UInt16,
+    UInt32,
+    UInt64,
+)
+from .._model.object import Object, ObjectMeta, class_layout, kind_of
+from .._model.struct import Struct, StructMeta, struct_layout
+from .._runtime.runtime import Runtime, current_runtime
+from .._types.containers import Array, Map, Optional, Set
+from .._types.delegates import Delegate, MulticastDelegate, SparseDelegate
+from .._types.fieldpath import FieldPath
+from .._types.object_pointers import StrongObjectPtr, WeakObjectPtr
+from .._types.pointers import (
+    LazyObjectPtr,
+    ScriptInterface,
+    SoftClassPtr,
+    SoftObjectPtr,
+    SubclassOf,
+)
+from .._types.strings import AnsiString, Name, String, Text, Utf8String
+from .calls import plan_member
+
+__all__ = [
+    "ClassDescription",
+    "EnumDescription",
+    "FunctionDescription",
+    "PropertyDescription",
+    "StructDescription",
+    "native_class",
+    "native_classes",
+    "native_enum",
+    "native_struct",
+]
+
+# The names a type text may use besides the runtime's own types.
+_TYPE_NAMES: dict[str, Any] = {
+    t.__name__: t
+    for t in (
+        Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64,
+        Name, String, Utf8String, AnsiString, Text, Array, Set, Map, Optional,
+        Delegate, MulticastDelegate, SparseDelegate, WeakObjectPtr, StrongObjectPtr,
+        SoftObjectPtr, SoftClassPtr, SubclassOf, LazyObjectPtr, ScriptInterface, FieldPath,
+    )
+}  # fmt: skip
+_TYPE_NAMES["None"] = None
+
+_DIRECTIONS = ("in", "out", "inout", "return")
+
+
+# ---------------------------------------------------------------------------
+# Descriptions, read from the native ones
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PropertyDescription:
+    """A property, struct member or function parameter as described."""
+
+    name: str
+    type: str
+    """As a script writes it: ``"Int32"``, ``"Actor | None"``, ``"Array[Vec3]"``."""
+    offset: int
+    direction: str = "in"
+    """Parameters only: ``"in"``, ``"out"``, ``"inout"`` or ``"return"``."""
+
+
+@dataclass(frozen=True)
+class FunctionDescription:
+    """A native function (or event) of a class."""
+
+    name: str
+    entry: int
+    """The C entry point's address (0: an event with no native default)."""
+    user: int
+    is_static: bool
+    is_event: bool
+    block_size: int
+    parameters: tuple[PropertyDescription, ...]
+
+    @property
+    def signature_text(self) -> str:
+        """``(amount: Float64, instigator: Actor | None) -> Float64``."""
+        taken = ", ".join(
+            f"{p.name}: {p.type}" for p in self.parameters if p.direction in ("in", "inout")
+        )
+        given = [p.type for p in self.parameters if p.direction != "in"]
+        results = given[0] if len(given) == 1 else f"tuple[{', '.join(given)}]" if given else "None"
+        return f"({taken}) -> {results}"
+
+
+@dataclass(frozen=True)
+class ClassDescription:
+    """A native class as its host described it (or a Python class as it
+    registered itself: the same description, ``describe_class``)."""
+
+    name: str
+    parent: str | None
+    size: int
+    properties: tuple[PropertyDescription, ...]
+    functions: tuple[FunctionDescription, ...]
+
+
+@dataclass(frozen=True)
+class StructDescription:
+    """A native struct as its host described it."""
+
+    name: str
+    size: int
+    align: int
+    properties: tuple[PropertyDescription, ...]
+
+
+@dataclass(frozen=True)
+class EnumDescription:
+    """A native enum: its items and the integer type that stores them."""
+
+    name: str
+    underlying: str
+    items: tuple[tuple[str, int], ...]
+
+
+def _text(pointer: Any) -> str:
+    return ffi.string(pointer).decode("utf-8") if pointer != ffi.NULL else ""
+
+
+def _properties(rows: Any, count: int) -> tuple[PropertyDescription, ...]:
+    return tuple(
+        PropertyDescription(
+            _text(rows[i].name),
+            _text(rows[i].type),
+            int(rows[i].offset),
+            _DIRECTIONS[rows[i].direction] if rows[i].direction < 4 else "in",
+        )
+        for i in range(count)
+    )
+
+
+def _read_class(native: Any) -> ClassDescription:
+    desc = lib.zs_class_describe(native)
+    parent = lib.zs_class_parent(native)
+    functions = tuple(
+        FunctionDescription(
+            _text(f.name),
+            api_address(f.entry),
+            api_address(f.user),
+            bool(f.flags & lib.ZS_FUNCTION_STATIC),
+            bool(f.flags & lib.ZS_FUNCTION_EVENT),
+            int(f.block_size),
+            _properties(f.params, f.param_count),
+        )
+        for f in (desc.functions[i] for i in range(desc.function_count))
+    )
+    return ClassDescription(
+        _text(desc.name),
+        _text(lib.zs_class_name(parent)) if parent != ffi.NULL else None,
+        int(lib.zs_class_instance_size(native)),
+        _properties(desc.properties, desc.property_count),
+        functions,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Binding, per runtime
+# ---------------------------------------------------------------------------
+
+
+class _Bound:
+    """A runtime's bound structs and enums (its classes are in the runtime's
+    own class table, which Python-declared classes share)."""
+
+    __slots__ = ("structs", "enums", "names")
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.structs: dict[str, type[Struct]] = {}
+        self.enums: dict[str, type[enum.IntEnum]] = {}
+        self.names = _HostNames(runtime)
+
+    def close(self) -> None:
+        """The runtime closed: its types stay usable as Python types only."""
+        self.structs.clear()
+        self.enums.clear()
+
+
+def _bound(runtime: Runtime) -> _Bound:
+    state: _Bound = runtime.feature_state(_Bound, lambda: _Bound(runtime))
+    return state
+
+
+class _HostNames(Mapping[str, Any]):
+    """The runtime's classes, structs and enums by name, bound on lookup:
+    the local names type texts resolve in."""
+
+    __slots__ = ("_runtime",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    def __getitem__(self, name: str) -> Any:
+        found = _find(self._runtime, name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def _find(runtime: Runtime, name: str) -> type | None:
+    """The bound class, struct or enum of the runtime named ``name``, or None."""
+    encoded = name.encode("utf-8")
+    pointer = runtime._live_ptr()
+    out = ffi.new("zs_class **")
+    # No resolver here: a script class not registered yet is not the host's.
+    for i in range(lib.zs_class_count(pointer)):
+        native = lib.zs_class_by_id(pointer, i)
+        if ffi.string(lib.zs_class_name(native)) == encoded:
+            return _bind_class(runtime, native)
+    del out
+    desc_out, type_out = ffi.new("zs_struct_desc **"), ffi.new("zs_type **")
+    if lib.zs_find_struct(pointer, encoded, desc_out, type_out) == lib.ZS_OK:
+        return _bind_struct(runtime, desc_out[0], type_out[0])
+    enum_out = ffi.new("zs_enum_desc **")
+    if lib.zs_find_enum(pointer, encoded, enum_out) == lib.ZS_OK:
+        return _bind_enum(runtime, enum_out[0])
+    return None
+
+
+def _scope(runtime: Runtime) -> tuple[dict[str, Any], Mapping[str, Any]]:
+    """Where a description's type texts resolve (``_zs_scope`` of a bound type)."""
+    return dict(_TYPE_NAMES), _bound(runtime).names
+
+
+def _bind_class(runtime: Runtime, native: Any) -> type[Object]:
+    """The conjugate class of a native class of ``runtime``: the Python
+    class registered it, or bind the host's description now."""
+    class_id = int(lib.zs_class_id(native))
+    known = runtime._classes_by_id[class_id] if class_id < len(runtime._classes_by_id) else None
+    if known is not None:
+        return known
+    described = _read_class(native)
+    parent_native = lib.zs_class_parent(native)
+    parent = _bind_class(runtime, parent_native) if parent_native != ffi.NULL else Object
+    namespace: dict[str, Any] = {
+        "__module__": "zsharp_py.native",
+        "__qualname__": described.name,
+        "__doc__": _class_doc(described),
+        "_zs_description": described,
+    }
+    cls = typing.cast("type[Object]", ObjectMeta(described.name, (parent,), namespace))
+    type.__setattr__(cls, "_zs_scope", _scope(runtime))
+    # Recorded before the layout: a property may name the class itself.
+    runtime._record_class(cls, native, class_id)
+    class_layout(cls)
+    for function in described.functions:
+        setattr(cls, function.name, _native_function(runtime, cls, function))
+    return cls
+
+
+def _class_doc(described: ClassDescription) -> str:
+    lines = [f"{described.name}: a class of the native host ({described.size} bytes)."]
+    if described.properties:
+        lines.append("")
+        lines.append(
+            "Properties: " + ", ".join(f"{p.name}: {p.type}" for p in described.properties)
+        )
+    return "\n".join(lines)
+
+
+def _native_function(runtime: Runtime, cls: type[Object], function: FunctionDescription) -> Any:
+    """The method of one described function: a ``_core.NativeFunction``
+    that marshals in C from the parameters' kinds."""
+    what = f"{cls.__name__}.{function.name}{function.signature_text}"
+    members = []
+    for parameter in function.parameters:
+        kind = kind_of(cls, parameter.type, f"{cls.__name__}.{function.name}: {parameter.name}")
+        members.append(
+            (
+                parameter.name,
+                _DIRECTIONS.index(parameter.direction),
+                parameter.offset,
+                *_mode(kind),
+                f"{cls.__name__}.{function.name}: "
+                + ("result" if parameter.direction == "return" else f"argument {parameter.name!r}"),
+            )
+        )
+    return _core.NativeFunction(
+        name=function.name,
+        what=what,
+        owner=cls,
+        entry=function.entry,
+        user=function.user,
+        flags=(lib.ZS_FUNCTION_STATIC if function.is_static else 0)
+        | (lib.ZS_FUNCTION_EVENT if function.is_event else 0),
+        size=function.block_size,
+        members=tuple(members),
+        signature=_signature(function),
+        doc=f"{function.name}{function.signature_text}\n\n"
+        + ("An event: Python subclasses may override it. " if function.is_event else "")
+        + ("A native function of the host." if function.entry else "No native default."),
+    )
+
+
+def _mode(kind: Any) -> tuple[int, Any]:
+    """How a parameter of ``kind`` crosses (``_core.CALL_*`` and its detail)."""
+    _, mode, detail, _ = plan_member(kind, 0, "")
+    return mode, detail
+
+
+def _signature(function: FunctionDescription) -> inspect.Signature:
+    """The Python signature ``help()`` shows: the arguments taken, and what
+    comes back (the result, then out and in-out values)."""
+    parameters = [
+        inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=p.type)
+        for p in function.parameters
+        if p.direction in ("in", "inout")
+    ]
+    if not function.is_static:
+        parameters.insert(0, inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY))
+    given = [p.type for p in function.parameters if p.direction != "in"]
+    returns: Any = given[0] if len(given) == 1 else f"tuple[{', '.join(given)}]" if given else None
+    return inspect.Signature(parameters, return_annotation=returns)
+
+
+def _bind_struct(runtime: Runtime, desc: Any, native_type: Any) -> type[Struct]:
+    """The ``zs.Struct`` subclass of a host's struct in ``runtime``."""
+    name = _text(desc.name)
+    bound = _bound(runtime)
+    known = bound.structs.get(name)
+    if known is not None:
+        return known
+    described = StructDescription(
+        name, int(desc.size), int(desc.align), _properties(desc.members, desc.member_count)
+    )
+    namespace: dict[str, Any] = {
+        "__module__": "zsharp_py.native",
+        "__qualname__": name,
+        "__doc__": f"{name}: a struct of the native host ({described.size} bytes).",
+        "_zs_description": described,
+        "_zs_align": described.align,
+    }
+    cls = typing.cast("type[Struct]", StructMeta(name, (Struct,), namespace))
+    type.__setattr__(cls, "_zs_scope", _scope(runtime))
+    bound.structs[name] = cls
+    layout = struct_layout(cls)
+    runtime._preset_native_type(layout.kind, api_address(native_type))
+    return cls
+
+
+def _bind_enum(runtime: Runtime, desc: Any) -> type[enum.IntEnum]:
+    """The ``enum.IntEnum`` of a host's enum in ``runtime``: a property of
+    that type stores its underlying integer type."""
+    name = _text(desc.name)
+    bound = _bound(runtime)
+    known = bound.enums.get(name)
+    if known is not None:
+        return known
+    items = [(_text(desc.items[i].name), int(desc.items[i].value)) for i in range(desc.item_count)]
+    made = enum.IntEnum(name, items, module="zsharp_py.native")  # type: ignore[misc]
+    made._zs_underlying = _TYPE_NAMES[_text(desc.underlying)]  # type: ignore[attr-defined]
+    bound.enums[name] = made
+    return made
+
+
+# ---------------------------------------------------------------------------
+# Discovery (the public functions)
+# ---------------------------------------------------------------------------
+
+
+def _runtime(runtime: Runtime | None) -> Runtime:
+    return runtime if runtime is not None else current_runtime()
+
+
+def native_class(name: str, *, runtime: Runtime | None = None) -> type[Object]:
+    """The class named ``name`` that the runtime's native host registered
+    (or a Python class registered there), as a ``zs.Object`` subclass.
+
+    >>> import zsharp_py as zs
+    >>> class Ship(zs.Object):
+    ...     speed: zs.Float64
+    >>> with zs.Runtime() as rt:
+    ...     _ = Ship()
+    ...     zs.native_class("Ship") is Ship
+    True
+
+    ``KeyError`` when no class of that name is registered in the runtime.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"native_class() needs a class name (str), not {type(name).__name__}")
+    found = _find(_runtime(runtime), name)
+    if not (isinstance(found, type) and issubclass(found, Object)):
+        raise KeyError(f"no class named {name!r} is registered in this runtime")
+    return found
+
+
+def native_classes(*, runtime: Runtime | None = None) -> dict[str, type[Object]]:
+    """Every class registered in the runtime, by name (the first of a name),
+    in registration order: the host's, bound now, and Python's."""
+    rt = _runtime(runtime)
+    found: dict[str, type[Object]] = {}
+    for i in range(lib.zs_class_count(rt._live_ptr())):
+        native = lib.zs_class_by_id(rt._live_ptr(), i)
+        found.setdefault(_text(lib.zs_class_name(native)), _bind_class(rt, native))
+    return found
+
+
+def native_struct(name: str, *, runtime: Runtime | None = None) -> type[Struct]:
+    """The struct named ``name`` that the runtime's native host registered
+    (``zs_struct_register``), as a ``zs.Struct`` subclass; ``KeyError``
+    when there is none."""
+    found = _find(_runtime(runtime), name) if isinstance(name, str) else None
+    if not (isinstance(found, type) and issubclass(found, Struct)):
+        raise KeyError(f"no struct named {name!r} is registered in this runtime")
+    return found
+
+
+def native_enum(name: str, *, runtime: Runtime | None = None) -> type[enum.IntEnum]:
+    """The enum named ``name`` that the runtime's native host registered
+    (``zs_enum_register``), as an ``enum.IntEnum``; ``KeyError`` when there
+    is none."""
+    found = _find(_runtime(runtime), name) if isinstance(name, str) else None
+    if not (isinstance(found, type) and issubclass(found, enum.IntEnum)):
+        raise KeyError(f"no enum named {name!r} is registered in this runtime")
+    return found
