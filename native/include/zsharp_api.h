@@ -20,7 +20,7 @@
 #define ZS_API_VERSION 1u
 
 /* Every function of zsharp.h but zs_api_table itself, in header order
-   (tests/test_host_modules.py checks that none is missing). */
+   (tests/test_reflection.py checks that none is missing). */
 /* clang-format off */
 #define ZS_API_FUNCTIONS(X) \
     X(zs_status_message) X(zs_runtime_default_options) X(zs_runtime_new) X(zs_runtime_free) \

@@ -276,35 +276,8 @@ def check_overrides(cls: type[Object], namespace: dict[str, Any]) -> None:
             continue  # not callable from native code, or not resolvable yet
 
 
-def _host_members(owner: type[Object], name: str) -> tuple[Any, list[tuple[str, str, Any]]] | None:
-    """For a function a native host described on ``owner`` (bound by
-    zsharp_py/_interop/reflection.py): its description and the block's
-    members as ``_lay_out`` lists them (arguments, then the result), or
-    None when ``owner`` is not a host's class or has no such function."""
-    described = owner.__dict__.get("_zs_description")
-    function = next((f for f in getattr(described, "functions", ()) if f.name == name), None)
-    if function is None:
-        return None
-    what = f"{owner.__name__}.{name}"
-    if any(p.direction in ("out", "inout") for p in function.parameters):
-        raise TypeError(
-            f"{what} has out or in-out parameters: Python code can call it, but neither "
-            "override it nor be called through it from native code"
-        )
-    arguments = [(p.name, p.name, p.type) for p in function.parameters if p.direction == "in"]
-    results = [
-        ("return_value", p.name, p.type) for p in function.parameters if p.direction == "return"
-    ]
-    return function, arguments + results
-
-
 def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
-    """The parameter block of ``owner``'s own declaration of ``name``: a
-    Python method's, laid out from its annotations, or a host's function's,
-    as its description places it."""
-    host = _host_members(owner, name)
-    if host is not None:
-        return _host_layout(owner, name, *host)
+    """The parameter block of ``owner``'s own declaration of ``name``."""
     function = owner.__dict__[name]
     what = f"{owner.__name__}.{name}"
     if not isinstance(function, types.FunctionType):
@@ -363,44 +336,6 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
         described[: len(parameters)],
         described[-1] if has_result else None,
         size,
-        tuple(kinds),
-        plan,
-    )
-
-
-def _host_layout(
-    owner: type[Object], name: str, function: Any, members: list[tuple[str, str, Any]]
-) -> FunctionLayout:
-    """The layout of a host's function (or event): its block as described.
-    Its plan calls the native entry (the event's native default) unless
-    the entry is missing, when it calls the class's method (a no-op)."""
-    what = f"{owner.__name__}.{name}"
-    offsets = {p.name: p.offset for p in function.parameters}
-    kinds = [kind_of(owner, annotation, f"{what}: {label}") for label, _, annotation in members]
-    described = tuple(
-        FunctionParameter(label, _host_type(kind), offsets[source])
-        for (label, source, _), kind in zip(members, kinds, strict=True)
-    )
-    has_result = bool(members) and members[-1][0] == "return_value"
-    count = len(members) - has_result
-    plan = _core.CallPlan(
-        name,
-        what,
-        function.block_size,
-        tuple(
-            plan_member(kind, p.offset, f"{what}: argument {p.name!r}")
-            for p, kind in zip(described[:count], kinds[:count], strict=True)
-        ),
-        plan_member(kinds[-1], described[-1].offset, f"{what} (result)") if has_result else None,
-        entry=function.entry,
-        user=function.user,
-    )
-    return FunctionLayout(
-        owner,
-        name,
-        described[:count],
-        described[-1] if has_result else None,
-        function.block_size,
         tuple(kinds),
         plan,
     )

@@ -7,8 +7,9 @@ struct's members, each enum's items. Here those descriptions are read and
 bound, on first use in each runtime, by the same binder as classes declared
 in Python (``class_layout`` and ``struct_layout``, zsharp_py/_model): a
 host's class becomes a ``zs.Object`` subclass whose properties are the same
-C descriptors, its functions ``_core.NativeFunction`` methods (marshalled in
-C, native/binding/functions.c), its events overridable by Python subclasses.
+C descriptors. Its functions are read into the description
+(``cls._zs_description.functions``); binding them as methods is not done
+yet (see docs/native-classes.md, "Not yet").
 
 Type texts resolve in the names of ``zsharp_py`` (``Int32``, ``Array``...)
 and, through ``_HostNames``, the runtime's own classes, structs and enums,
@@ -22,13 +23,11 @@ in another runtime binds another type.
 from __future__ import annotations
 
 import enum
-import inspect
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _core
 from .._base.ffi import api_address, ffi, lib
 from .._model.kinds import (
     Bool,
@@ -43,9 +42,9 @@ from .._model.kinds import (
     UInt32,
     UInt64,
 )
-from .._model.object import Object, ObjectMeta, class_layout, kind_of
+from .._model.object import Object, ObjectMeta, class_layout
 from .._model.struct import Struct, StructMeta, struct_layout
-from .._runtime.runtime import Runtime, current_runtime
+from .._runtime.runtime import Runtime, add_class_binder, current_runtime
 from .._types.containers import Array, Map, Optional, Set
 from .._types.delegates import Delegate, MulticastDelegate, SparseDelegate
 from .._types.fieldpath import FieldPath
@@ -58,7 +57,6 @@ from .._types.pointers import (
     SubclassOf,
 )
 from .._types.strings import AnsiString, Name, String, Text, Utf8String
-from .calls import plan_member
 
 __all__ = [
     "ClassDescription",
@@ -102,6 +100,9 @@ class PropertyDescription:
     offset: int
     direction: str = "in"
     """Parameters only: ``"in"``, ``"out"``, ``"inout"`` or ``"return"``."""
+    native: int = 0
+    """Properties and members: the address of the native type the host gave
+    (0 for plain data)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,7 @@ def _properties(rows: Any, count: int) -> tuple[PropertyDescription, ...]:
             _text(rows[i].type),
             int(rows[i].offset),
             _DIRECTIONS[rows[i].direction] if rows[i].direction < 4 else "in",
+            api_address(rows[i].native),
         )
         for i in range(count)
     )
@@ -293,9 +295,13 @@ def _bind_class(runtime: Runtime, native: Any) -> type[Object]:
     type.__setattr__(cls, "_zs_scope", _scope(runtime))
     # Recorded before the layout: a property may name the class itself.
     runtime._record_class(cls, native, class_id)
-    class_layout(cls)
-    for function in described.functions:
-        setattr(cls, function.name, _native_function(runtime, cls, function))
+    layout = class_layout(cls)
+    _check_native_types(
+        runtime,
+        described.name,
+        layout.properties[-len(described.properties) :] if described.properties else [],
+        described.properties,
+    )
     return cls
 
 
@@ -307,61 +313,6 @@ def _class_doc(described: ClassDescription) -> str:
             "Properties: " + ", ".join(f"{p.name}: {p.type}" for p in described.properties)
         )
     return "\n".join(lines)
-
-
-def _native_function(runtime: Runtime, cls: type[Object], function: FunctionDescription) -> Any:
-    """The method of one described function: a ``_core.NativeFunction``
-    that marshals in C from the parameters' kinds."""
-    what = f"{cls.__name__}.{function.name}{function.signature_text}"
-    members = []
-    for parameter in function.parameters:
-        kind = kind_of(cls, parameter.type, f"{cls.__name__}.{function.name}: {parameter.name}")
-        members.append(
-            (
-                parameter.name,
-                _DIRECTIONS.index(parameter.direction),
-                parameter.offset,
-                *_mode(kind),
-                f"{cls.__name__}.{function.name}: "
-                + ("result" if parameter.direction == "return" else f"argument {parameter.name!r}"),
-            )
-        )
-    return _core.NativeFunction(
-        name=function.name,
-        what=what,
-        owner=cls,
-        entry=function.entry,
-        user=function.user,
-        flags=(lib.ZS_FUNCTION_STATIC if function.is_static else 0)
-        | (lib.ZS_FUNCTION_EVENT if function.is_event else 0),
-        size=function.block_size,
-        members=tuple(members),
-        signature=_signature(function),
-        doc=f"{function.name}{function.signature_text}\n\n"
-        + ("An event: Python subclasses may override it. " if function.is_event else "")
-        + ("A native function of the host." if function.entry else "No native default."),
-    )
-
-
-def _mode(kind: Any) -> tuple[int, Any]:
-    """How a parameter of ``kind`` crosses (``_core.CALL_*`` and its detail)."""
-    _, mode, detail, _ = plan_member(kind, 0, "")
-    return mode, detail
-
-
-def _signature(function: FunctionDescription) -> inspect.Signature:
-    """The Python signature ``help()`` shows: the arguments taken, and what
-    comes back (the result, then out and in-out values)."""
-    parameters = [
-        inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=p.type)
-        for p in function.parameters
-        if p.direction in ("in", "inout")
-    ]
-    if not function.is_static:
-        parameters.insert(0, inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY))
-    given = [p.type for p in function.parameters if p.direction != "in"]
-    returns: Any = given[0] if len(given) == 1 else f"tuple[{', '.join(given)}]" if given else None
-    return inspect.Signature(parameters, return_annotation=returns)
 
 
 def _bind_struct(runtime: Runtime, desc: Any, native_type: Any) -> type[Struct]:
@@ -386,7 +337,37 @@ def _bind_struct(runtime: Runtime, desc: Any, native_type: Any) -> type[Struct]:
     bound.structs[name] = cls
     layout = struct_layout(cls)
     runtime._preset_native_type(layout.kind, api_address(native_type))
+    _check_native_types(runtime, name, layout.properties, described.properties)
     return cls
+
+
+def _check_native_types(
+    runtime: Runtime, owner: str, infos: Any, properties: tuple[PropertyDescription, ...]
+) -> None:
+    """Refuse a description whose type text and native type disagree: the
+    collector traces and frees the member through the native type, Python
+    reads and writes it through the text's kind, so both must be one type."""
+    for info, described in zip(infos, properties, strict=True):
+        kind_type = runtime._native_type(info.kind.kind)
+        plain = lib.zs_type_kind_of(ffi.cast("zs_type *", kind_type)) == lib.ZS_TYPE_PLAIN
+        if not described.native:
+            if plain:
+                continue
+            raise TypeError(
+                f"{owner}.{described.name}: {described.type} is not plain data, so its "
+                "description must give its native type (zs_property_desc.native)"
+            )
+        given = ffi.cast("zs_type *", described.native)
+        wanted = ffi.cast("zs_type *", kind_type)
+        if given != wanted and (
+            lib.zs_type_kind_of(given) != lib.zs_type_kind_of(wanted)
+            or lib.zs_type_size(given) != lib.zs_type_size(wanted)
+            or lib.zs_type_flags(given) != lib.zs_type_flags(wanted)
+        ):
+            raise TypeError(
+                f"{owner}.{described.name}: the description says {described.type}, but its "
+                "native type is another one (zs_property_desc.native)"
+            )
 
 
 def _bind_enum(runtime: Runtime, desc: Any) -> type[enum.IntEnum]:
@@ -464,3 +445,6 @@ def native_enum(name: str, *, runtime: Runtime | None = None) -> type[enum.IntEn
     if not (isinstance(found, type) and issubclass(found, enum.IntEnum)):
         raise KeyError(f"no enum named {name!r} is registered in this runtime")
     return found
+
+
+add_class_binder(_bind_class)

@@ -9,6 +9,7 @@ runtime registers the native class and its reference schema on first use.
 
 from __future__ import annotations
 
+import collections
 import enum
 import inspect
 import struct as _struct_module
@@ -702,7 +703,9 @@ def _evaluate(cls: type, annotation: Any) -> Any:
         annotation = annotation.__forward_arg__
     if isinstance(annotation, str):
         scope_globals, scope_locals = cls.__dict__["_zs_scope"]
-        names = {**scope_locals, cls.__name__: cls}
+        # A ChainMap, not a copy: a host's scope binds names on lookup
+        # (zsharp_py/_interop/reflection.py _HostNames).
+        names = collections.ChainMap({cls.__name__: cls}, scope_locals)
         try:
             return eval(annotation, scope_globals, names)  # noqa: S307
         except Exception as exc:

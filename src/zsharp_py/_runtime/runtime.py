@@ -608,10 +608,13 @@ class Runtime(_core.RuntimeCore):
             native = lib.zs_resolve(self._ptr, handle)
             if native == ffi.NULL:
                 return None
-            class_id = lib.zs_class_id(native.cls)
+            native_class = native.cls
+            class_id = lib.zs_class_id(native_class)
             cls = self._classes_by_id[class_id] if class_id < len(self._classes_by_id) else None
-            if cls is None:
-                return None
+            if cls is None:  # a host's class Python has not bound yet: bind it now
+                cls = next((b(self, native_class) for b in _class_binders), None)
+                if cls is None:
+                    return None
             class_layout(cls)
             self._adopting += 1
             try:
@@ -671,6 +674,16 @@ _CLOSED = "the runtime has been closed"  # the ExpiredConjugateError of a closed
 _object_new_conjugate = lib.zs_object_new_conjugate
 _FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
 context.set_default_factory(Runtime)
+
+
+_class_binders: list[Callable[[Runtime, Any], type[Object]]] = []
+
+
+def add_class_binder(binder: Callable[[Runtime, Any], type[Object]]) -> None:
+    """Bind a native class Python has no class for with ``binder(runtime,
+    native_class)`` (zsharp_py/_interop/reflection.py registers the binder
+    of hosts' descriptions), so that no live object reads as None."""
+    _class_binders.append(binder)
 
 
 def _declared_classes(name: str) -> list[type[Object]]:
