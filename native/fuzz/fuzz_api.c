@@ -2009,8 +2009,13 @@ static void run_op(fz *f) {
             f->gone = f->depth == 0;
             break;
         }
+        /* Without a handler the class's described function runs; the
+           harness's classes describe none, so a live object gives
+           ZS_E_INVALID and a stale or dying one says so. */
         if (!handler)
-            check(status == ZS_E_INVALID, "zs_call_function without a handler: %d", (int)status);
+            check(status == ZS_E_INVALID ||
+                      (!live && (status == ZS_E_STALE || status == ZS_E_DYING)),
+                  "zs_call_function without a handler: %d", (int)status);
         if (!live)
             check(status == ZS_E_STALE || status == ZS_E_DYING ||
                       (!handler && status == ZS_E_INVALID),
