@@ -60,7 +60,6 @@ from .._types.strings import AnsiString, Name, String, Text, Utf8String
 
 __all__ = [
     "ClassDescription",
-    "EnumDescription",
     "FunctionDescription",
     "PropertyDescription",
     "StructDescription",
@@ -131,8 +130,9 @@ class FunctionDescription:
 
 @dataclass(frozen=True)
 class ClassDescription:
-    """A native class as its host described it (or a Python class as it
-    registered itself: the same description, ``describe_class``)."""
+    """A native class as its host described it (a Python class registers
+    the same kind of description natively: zsharp_py/_runtime/runtime.py
+    ``_register_class``)."""
 
     name: str
     parent: str | None
@@ -149,15 +149,6 @@ class StructDescription:
     size: int
     align: int
     properties: tuple[PropertyDescription, ...]
-
-
-@dataclass(frozen=True)
-class EnumDescription:
-    """A native enum: its items and the integer type that stores them."""
-
-    name: str
-    underlying: str
-    items: tuple[tuple[str, int], ...]
 
 
 def _text(pointer: Any) -> str:
@@ -254,13 +245,11 @@ def _find(runtime: Runtime, name: str) -> type | None:
     """The bound class, struct or enum of the runtime named ``name``, or None."""
     encoded = name.encode("utf-8")
     pointer = runtime._live_ptr()
-    out = ffi.new("zs_class **")
     # No resolver here: a script class not registered yet is not the host's.
     for i in range(lib.zs_class_count(pointer)):
         native = lib.zs_class_by_id(pointer, i)
         if ffi.string(lib.zs_class_name(native)) == encoded:
             return _bind_class(runtime, native)
-    del out
     desc_out, type_out = ffi.new("zs_struct_desc **"), ffi.new("zs_type **")
     if lib.zs_find_struct(pointer, encoded, desc_out, type_out) == lib.ZS_OK:
         return _bind_struct(runtime, desc_out[0], type_out[0])
