@@ -285,12 +285,8 @@ def _bind_class(runtime: Runtime, native: Any) -> type[Object]:
     # Recorded before the layout: a property may name the class itself.
     runtime._record_class(cls, native, class_id)
     layout = class_layout(cls)
-    _check_native_types(
-        runtime,
-        described.name,
-        layout.properties[-len(described.properties) :] if described.properties else [],
-        described.properties,
-    )
+    own = layout.properties[len(layout.properties) - layout.own_count :]
+    _check_native_types(runtime, described.name, own, described.properties)
     return cls
 
 

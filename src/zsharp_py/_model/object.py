@@ -36,7 +36,7 @@ __all__ = [
     "ClassLayout",
     "Described",
     "DescribedProperty",
-    "check_described",
+    "described_properties",
     "class_layout",
     "declaring_scope",
 ]
@@ -93,6 +93,7 @@ class ClassLayout:
     initializers: list[PropertyInfo] = field(default_factory=list)  # run after creation
     image: bytes = b""  # plain defaults: the bytes after the header of a new object
     described: bool = False  # a native host's class (its description gave the layout)
+    own_count: int = 0  # the properties cls declares itself: the last own_count of properties
 
 
 class ObjectMeta(_core.ObjectClass):
@@ -810,17 +811,8 @@ def class_layout(cls: type[Object]) -> ClassLayout:
     inherited = list(parent_layout.properties) if parent_layout else []
     described: Described | None = cls.__dict__.get("_zs_description")
     if described is not None:  # a host's class: its description says where each property is
-        own = [
-            PropertyInfo(
-                p.name,
-                member_name(len(inherited) + i, p.name),
-                resolve_kind(cls, p.name, p.type),
-                p.offset,
-            )
-            for i, p in enumerate(described.properties)
-        ]
         start = parent_layout.size if parent_layout else ffi.sizeof("zs_object")
-        check_described(cls.__name__, own, start, described.size)
+        own = described_properties(cls, described, start, len(inherited))
         size = described.size
     else:
         own, size = _declared_properties(cls, parent_layout, inherited)
@@ -846,7 +838,24 @@ class Described(typing.Protocol):
     properties: tuple[DescribedProperty, ...]
 
 
-def check_described(what: str, own: list[PropertyInfo], start: int, size: int) -> None:
+def described_properties(
+    cls: type, described: Described, start: int, first: int = 0
+) -> list[PropertyInfo]:
+    """The properties (or struct members) a host's description gives ``cls``,
+    their kinds resolved from the type texts (numbered from ``first`` after
+    inherited ones), refused unless each fits between ``start`` and the
+    described size (``_check_described``)."""
+    own = [
+        PropertyInfo(
+            p.name, member_name(first + i, p.name), resolve_kind(cls, p.name, p.type), p.offset
+        )
+        for i, p in enumerate(described.properties)
+    ]
+    _check_described(cls.__name__, own, start, described.size)
+    return own
+
+
+def _check_described(what: str, own: list[PropertyInfo], start: int, size: int) -> None:
     """Refuse a description whose properties do not fit: each inside the
     object or struct, past the parent's part, aligned, and apart."""
     spans: list[tuple[int, int, str]] = []
@@ -933,6 +942,7 @@ def _bind_class(
         initializers,
         image,
         described="_zs_description" in cls.__dict__,
+        own_count=len(own),
     )
     type.__setattr__(cls, "_zs_layout", layout)
     return layout

@@ -25,8 +25,8 @@ from .object import (
     _annotations_of,
     _is_classvar,
     check_annotations,
-    check_described,
     declaring_scope,
+    described_properties,
     pack_default,
     resolve_kind,
 )
@@ -207,14 +207,8 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
         raise TypeError(f"{cls.__name__}: structs cannot inherit from other structs")
     described: Described | None = cls.__dict__.get("_zs_description")
     if described is not None:  # a host's struct: its description says where each member is
-        properties = [
-            PropertyInfo(
-                p.name, member_name(i, p.name), resolve_kind(cls, p.name, p.type), p.offset
-            )
-            for i, p in enumerate(described.properties)
-        ]
+        properties = described_properties(cls, described, 0)
         size, align = described.size, cls.__dict__["_zs_align"]
-        check_described(cls.__name__, properties, 0, size)
         c_struct = Layout.opaque(cls.__name__, size, align)
     else:
         properties, c_struct = _declared_members(cls)

@@ -404,7 +404,7 @@ class Runtime(_core.RuntimeCore):
         # own property by name, type and offset, so native code can list a
         # Python class's properties as Python lists a host's. Their members
         # are the rows above, so no property repeats its native type.
-        own = layout.properties[len(layout.properties) - _own_count(layout) :]
+        own = layout.properties[len(layout.properties) - layout.own_count :]
         texts = [
             (ffi.new("char[]", p.name.encode()), ffi.new("char[]", p.kind.describe().encode()))
             for p in own
@@ -717,12 +717,6 @@ def _resolve_class(user: Any, native: Any, name: Any) -> int:
 _resolve_class_callback = ffi.callback(
     "zs_status(void *, zs_runtime *, const char *)", _resolve_class, error=lib.ZS_E_CALL_FAILED
 )
-
-
-def _own_count(layout: ClassLayout) -> int:
-    """How many of a layout's properties its class declares itself."""
-    parent = layout.parent
-    return len(layout.properties) - (len(class_layout(parent).properties) if parent else 0)
 
 
 def runtime_of(obj: Object) -> Runtime:
