@@ -23,6 +23,11 @@
  * valid whatever Python code runs; nothing else read before Python code
  * runs (a conjugate's address, the runtime's state) is trusted after it.
  *
+ * A plan with an entry (CallPlan(..., entry=, user=): the class's function
+ * is a host's NativeFunction that no Python class overrides, functions.c)
+ * makes no Python call: once the object and its runtime are checked again,
+ * the host's C function runs on the host's block as it is.
+ *
  * The handler takes the GIL itself: the host may call from any thread.
  */
 #include "value.h"
@@ -33,18 +38,6 @@
 /* Arguments passed from a stack array; a call with more takes a PyMem one. */
 #define CALL_STACK_ARGUMENTS 8
 
-/* How a block member crosses (CALL_SCALAR... in Python). */
-typedef enum zs_call_mode { ZS_CALL_SCALAR, ZS_CALL_OBJECT, ZS_CALL_STRUCT } zs_call_mode;
-
-/* One member of a parameter block: a parameter or the result. */
-typedef struct zs_plan_member {
-    Py_ssize_t offset; /* in the block */
-    zs_call_mode mode;
-    zs_scalar_kind scalar; /* ZS_CALL_SCALAR */
-    PyObject *detail;      /* strong: the target class (OBJECT), the struct's kind (STRUCT) */
-    PyObject *what;        /* str: names the member in errors ("Mob.damage: argument 'source'") */
-} zs_plan_member;
-
 /* A CallPlan: how to make one call of one function on one class. Immutable. */
 typedef struct zs_call_plan {
     PyObject_VAR_HEAD PyObject *name; /* the method's name (interned) */
@@ -52,6 +45,8 @@ typedef struct zs_call_plan {
     Py_ssize_t size;                  /* bytes of the block */
     Py_ssize_t count;                 /* parameters; the result, if any, follows them */
     int has_result;
+    zs_native_function entry; /* set: the host's own C function runs instead of a method */
+    void *user;               /*   (a NativeFunction the class did not override), with this */
     zs_plan_member members[];
 } zs_call_plan;
 
@@ -97,9 +92,60 @@ static zs_runtime_core *open_runtime(const zs_core_state *state, const zs_runtim
  * Plans
  * ========================================================================= */
 
-/* Fill `member` from (offset, mode, detail, what), checked against the
- * block's size: a plan can never make the handler read or write outside
- * the block, whatever Python hands over. */
+int zs_call_member_init(zs_core_state *state, const char *who, Py_ssize_t offset, int mode,
+                        PyObject *detail, PyObject *what, Py_ssize_t block_size, unsigned accept,
+                        zs_plan_member *member) {
+    size_t size, align;
+    zs_scalar_kind scalar = ZS_SCALAR_BOOL;
+    if (mode == ZS_CALL_SCALAR) {
+        long code = PyLong_Check(detail) ? PyLong_AsLong(detail) : -1;
+        if (code < 0 || code >= ZS_SCALAR_KINDS) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s: a scalar member needs a scalar kind", who);
+            return -1;
+        }
+        scalar = (zs_scalar_kind)code;
+        size = align = zs_scalar_size(scalar);
+    } else if (mode == ZS_CALL_OBJECT) {
+        if (detail == Py_None && (accept & ZS_MEMBER_ACCEPT_ANY_OBJECT)) {
+            detail = (PyObject *)state->conjugate_type;
+        } else if (!PyType_Check(detail) ||
+                   !PyType_IsSubtype((PyTypeObject *)detail, state->conjugate_type)) {
+            PyErr_Format(PyExc_TypeError, "%s: an object member needs an object conjugate class",
+                         who);
+            return -1;
+        }
+        size = align = sizeof(zs_ref);
+    } else if (mode == ZS_CALL_STRUCT ||
+               (mode == ZS_CALL_VALUE && (accept & ZS_MEMBER_ACCEPT_VALUE))) {
+        if (!zsv_is_kind(state, detail) ||
+            (mode == ZS_CALL_STRUCT && ((zsv_kind *)detail)->code != ZSV_STRUCT)) {
+            PyErr_Format(PyExc_TypeError, "%s: a %s member needs a %s", who,
+                         mode == ZS_CALL_STRUCT ? "struct" : "value",
+                         mode == ZS_CALL_STRUCT ? "struct kind" : "kind");
+            return -1;
+        }
+        size = ((zsv_kind *)detail)->size;
+        align = ((zsv_kind *)detail)->align ? ((zsv_kind *)detail)->align : 1;
+    } else {
+        PyErr_Format(PyExc_ValueError, "%s: unknown member mode", who);
+        return -1;
+    }
+    if (offset < 0 || offset % (Py_ssize_t)align != 0 || offset > block_size ||
+        size > (size_t)(block_size - offset)) {
+        PyErr_Format(PyExc_ValueError, "%s: %U is outside the %zd-byte block", who, what,
+                     block_size);
+        return -1;
+    }
+    member->offset = offset;
+    member->mode = (zs_call_mode)mode;
+    member->scalar = scalar;
+    member->detail = mode == ZS_CALL_SCALAR ? NULL : Py_NewRef(detail);
+    member->what = Py_NewRef(what);
+    return 0;
+}
+
+/* Fill `member` from (offset, mode, detail, what). */
 static int member_parse(zs_core_state *state, PyObject *entry, Py_ssize_t block_size,
                         zs_plan_member *member) {
     Py_ssize_t offset;
@@ -111,62 +157,47 @@ static int member_parse(zs_core_state *state, PyObject *entry, Py_ssize_t block_
             PyErr_SetString(PyExc_TypeError, "CallPlan: a member is (offset, mode, detail, what)");
         return -1;
     }
-    size_t size, align;
-    if (mode == ZS_CALL_SCALAR) {
-        long scalar = PyLong_Check(detail) ? PyLong_AsLong(detail) : -1;
-        if (scalar < 0 || scalar >= ZS_SCALAR_KINDS) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_ValueError, "CallPlan: a scalar member needs a scalar kind");
-            return -1;
-        }
-        member->scalar = (zs_scalar_kind)scalar;
-        size = align = zs_scalar_size(member->scalar);
-    } else if (mode == ZS_CALL_OBJECT) {
-        if (!PyType_Check(detail) ||
-            !PyType_IsSubtype((PyTypeObject *)detail, state->conjugate_type)) {
-            PyErr_SetString(PyExc_TypeError,
-                            "CallPlan: an object member needs an object conjugate class");
-            return -1;
-        }
-        size = align = sizeof(zs_ref);
-    } else if (mode == ZS_CALL_STRUCT) {
-        if (!zsv_is_kind(state, detail) || ((zsv_kind *)detail)->code != ZSV_STRUCT) {
-            PyErr_SetString(PyExc_TypeError, "CallPlan: a struct member needs a struct kind");
-            return -1;
-        }
-        size = ((zsv_kind *)detail)->size;
-        align = ((zsv_kind *)detail)->align ? ((zsv_kind *)detail)->align : 1;
-    } else {
-        PyErr_SetString(PyExc_ValueError, "CallPlan: unknown member mode");
+    return zs_call_member_init(state, "CallPlan", offset, mode, detail, what, block_size, 0,
+                               member);
+}
+
+/* An address handed over as an int (0: none): 0, or -1 with an error. */
+static int address_of(PyObject *value, const char *what, uintptr_t *out) {
+    unsigned long long address = PyLong_Check(value) ? PyLong_AsUnsignedLongLong(value) : 0;
+    if (!PyLong_Check(value))
+        PyErr_Format(PyExc_TypeError, "CallPlan: %s must be an int (an address)", what);
+    if (PyErr_Occurred()) return -1;
+    if (address > UINTPTR_MAX) {
+        PyErr_Format(PyExc_OverflowError, "CallPlan: %s is not an address", what);
         return -1;
     }
-    if (offset < 0 || offset % (Py_ssize_t)align != 0 || offset > block_size ||
-        size > (size_t)(block_size - offset)) {
-        PyErr_Format(PyExc_ValueError, "CallPlan: %U is outside the %zd-byte block", what,
-                     block_size);
-        return -1;
-    }
-    member->offset = offset;
-    member->mode = (zs_call_mode)mode;
-    member->detail = mode == ZS_CALL_SCALAR ? NULL : Py_NewRef(detail);
-    member->what = Py_NewRef(what);
+    *out = (uintptr_t)address;
     return 0;
 }
 
-/* CallPlan(name, what, size, parameters, result): parameters a tuple of
- * (offset, mode, detail, what), result one of those or None. */
+/* CallPlan(name, what, size, parameters, result, *, entry=0, user=0):
+ * parameters a tuple of (offset, mode, detail, what), result one of those
+ * or None; entry, when not 0, the address of a host's zs_native_function
+ * that calls run instead of a Python method (with `user`, and the host's
+ * block as it is). */
 static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"name", "what", "size", "parameters", "result", NULL};
+    static char *keywords[] = {"name",   "what",  "size", "parameters",
+                               "result", "entry", "user", NULL};
     zs_core_state *state = zs_state_of_type(type);
-    PyObject *name, *what, *parameters, *result;
+    PyObject *name, *what, *parameters, *result, *entry_int = NULL, *user_int = NULL;
     Py_ssize_t size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UUnO!O:CallPlan", keywords, &name, &what, &size,
-                                     &PyTuple_Type, &parameters, &result))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UUnO!O|$OO:CallPlan", keywords, &name, &what,
+                                     &size, &PyTuple_Type, &parameters, &result, &entry_int,
+                                     &user_int))
         return NULL;
     if (size < 0) {
         PyErr_SetString(PyExc_ValueError, "CallPlan: negative size");
         return NULL;
     }
+    uintptr_t entry = 0, user = 0;
+    if ((entry_int != NULL && address_of(entry_int, "entry", &entry) < 0) ||
+        (user_int != NULL && address_of(user_int, "user", &user) < 0))
+        return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(parameters);
     int has_result = result != Py_None;
     zs_call_plan *plan = (zs_call_plan *)type->tp_alloc(type, count + has_result);
@@ -176,6 +207,8 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     plan->name = name;
     plan->what = Py_NewRef(what);
     plan->size = size;
+    plan->entry = (zs_native_function)entry;
+    plan->user = (void *)user;
     for (Py_ssize_t i = 0; i < count + has_result; i++) {
         PyObject *entry = i < count ? PyTuple_GET_ITEM(parameters, i) : result;
         if (member_parse(state, entry, size, &plan->members[i]) < 0) {
@@ -223,14 +256,34 @@ static void plan_dealloc(PyObject *self) {
 /* repr(plan): what it calls, for debugging. */
 static PyObject *plan_repr(PyObject *self) {
     zs_call_plan *plan = (zs_call_plan *)self;
-    return PyUnicode_FromFormat("<CallPlan %U: %zd parameters%s, %zd bytes>", plan->what,
-                                plan->count, plan->has_result ? " and a result" : "", plan->size);
+    return PyUnicode_FromFormat("<CallPlan %U: %zd parameters%s, %zd bytes%s>", plan->what,
+                                plan->count, plan->has_result ? " and a result" : "", plan->size,
+                                plan->entry != NULL ? ", a native entry" : "");
 }
 
 static PyMemberDef plan_members[] = {
     {"name", T_OBJECT, offsetof(zs_call_plan, name), READONLY, "The method's name."},
     {"size", T_PYSSIZET, offsetof(zs_call_plan, size), READONLY, "Bytes of the block."},
     {NULL, 0, 0, 0, NULL},
+};
+
+/* plan.entry: the address of the host's C function (0: a Python method). */
+static PyObject *plan_get_entry(PyObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromUnsignedLongLong((uintptr_t)((zs_call_plan *)self)->entry);
+}
+
+/* plan.user: what that function is passed. */
+static PyObject *plan_get_user(PyObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromUnsignedLongLong((uintptr_t)((zs_call_plan *)self)->user);
+}
+
+static PyGetSetDef plan_getset[] = {
+    {"entry", plan_get_entry, NULL,
+     "The address of the host's C function calls run instead of a method (0: none).", NULL},
+    {"user", plan_get_user, NULL, "The user pointer that entry is passed.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot plan_slots[] = {
@@ -240,6 +293,7 @@ static PyType_Slot plan_slots[] = {
     {Py_tp_clear, plan_clear},
     {Py_tp_repr, plan_repr},
     {Py_tp_members, plan_members},
+    {Py_tp_getset, plan_getset},
     {Py_tp_doc, "How the handler of calls from native code calls one function of one class."},
     {0, NULL},
 };
@@ -497,6 +551,16 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
                      plan->what);
         report_call_to(self);
         status = ZS_E_INVALID;
+    } else if (plan != NULL && plan->entry != NULL) {
+        /* The host's own function (a NativeFunction no Python class
+           overrode): called as it is, on the host's block. Python code ran
+           since the heap checked the object (adoption, the plan): the
+           object and the runtime are checked again, then nothing runs in
+           between. */
+        if (!ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self) || rt->native == NULL || rt->closing)
+            status = ZS_E_STALE;
+        else if ((status = zsv_writable(rt, object)) == ZS_OK) /* dying meanwhile: refused */
+            status = plan->entry(plan->user, rt->native, object, params);
     } else if (plan != NULL) {
         /* The object's runtime is current (a native thread's context would
            otherwise name the default one), inside a call scope. */

@@ -46,7 +46,7 @@
     X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
-    X(zs_type_value_offset)
+    X(zs_type_value_offset) X(zs_call_native)
 /* clang-format on */
 
 typedef struct zs_native_api {
@@ -257,6 +257,10 @@ typedef struct zs_core_state {
     PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
     PyObject *str_plan;         /* "_plan", interned (a layout's CallPlan) */
     PyTypeObject *plan_type;    /* CallPlan (calls.c) */
+    /* NativeFunction, a host's C function, and its subtype NativeStaticFunction,
+       one with no object (functions.c). */
+    PyTypeObject *function_type;
+    PyTypeObject *static_function_type;
     /* The open runtimes (borrowed: each removes itself when detached or
        deallocated): a call from native code names its runtime by address. */
     struct zs_runtime_core **open_runtimes;

@@ -264,7 +264,8 @@ static int core_exec(PyObject *module) {
         zsv_add_value_type(module, state) < 0 || zsv_add_member_types(module, state) < 0 ||
         zsv_add_name_type(module, state) < 0 || zsv_add_container_types(module, state) < 0 ||
         zsv_add_delegate_type(module, state) < 0 || zs_add_weak_type(module, state) < 0 ||
-        zsv_add_field_path_type(module, state) < 0 || zs_add_call_types(module, state) < 0)
+        zsv_add_field_path_type(module, state) < 0 || zs_add_call_types(module, state) < 0 ||
+        zs_add_function_types(module, state) < 0)
         return -1;
     return 0;
 }
@@ -282,7 +283,8 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     X(delegate_type) X(weak_type) X(str_outer) X(str_name) X(str_zs_resolved) X(str_conjugate_of) X(str_zs_kind) X(current)              \
     X(default_runtime) X(slow_create) X(init_create) X(attribute_error) X(expired_error)     \
     X(raise_status) X(store_failed) X(store_refused) X(expired_type) X(expired_exception)    \
-    X(current_runtime) X(name_class) X(plan_of) X(scopes) X(str_zs_functions) X(str_plan) X(plan_type)
+    X(current_runtime) X(name_class) X(plan_of) X(scopes) X(str_zs_functions) X(str_plan) X(plan_type) \
+    X(function_type) X(static_function_type)
 /* clang-format on */
 #define ZS_VISIT_FIELD(field) Py_VISIT(state->field);
     ZS_STATE_OBJECTS(ZS_VISIT_FIELD)

@@ -322,6 +322,44 @@ zs_status zsv_writable(zs_runtime_core *rt, zs_ref owner);
 /* Raise the exception for a refused native call on `rt`; returns NULL. */
 PyObject *zsv_refused(zs_runtime_core *rt, zs_status status, PyObject *what);
 
+/* calls.c, functions.c: the members of a parameter block, shared by the
+ * two directions of a call between native code and Python (a CallPlan:
+ * native code calls a Python method; a NativeFunction: Python calls a
+ * host's C function). */
+
+/* How a block member crosses (CALL_SCALAR... in Python). */
+typedef enum zs_call_mode {
+    ZS_CALL_SCALAR, /* detail: none (`scalar` says which) */
+    ZS_CALL_OBJECT, /* a zs_ref; detail: the target conjugate class */
+    ZS_CALL_STRUCT, /* a struct in place; detail: its kind */
+    ZS_CALL_VALUE   /* any value in place (strings, containers...); detail: its kind.
+                       NativeFunction only: staged into the block, cleared after the call */
+} zs_call_mode;
+
+/* One member of a parameter block: a parameter or the result. */
+typedef struct zs_plan_member {
+    Py_ssize_t offset; /* in the block */
+    zs_call_mode mode;
+    zs_scalar_kind scalar; /* ZS_CALL_SCALAR */
+    PyObject *detail;      /* strong: the target class (OBJECT), the kind (STRUCT, VALUE) */
+    PyObject *what;        /* str: names the member in errors ("Mob.damage: argument 'source'") */
+} zs_plan_member;
+
+/* What zs_call_member_init accepts besides scalars, objects and structs. */
+#define ZS_MEMBER_ACCEPT_VALUE 0x1u      /* ZS_CALL_VALUE members */
+#define ZS_MEMBER_ACCEPT_ANY_OBJECT 0x2u /* an object member whose detail is None: any class */
+
+/* Fill `member` from its parts, checked against the block's size: a member
+ * can never make a call read or write outside its block, whatever Python
+ * hands over. `who` starts the errors ("CallPlan"). 0, or -1 with an error
+ * and `member` untouched. */
+int zs_call_member_init(zs_core_state *state, const char *who, Py_ssize_t offset, int mode,
+                        PyObject *detail, PyObject *what, Py_ssize_t block_size, unsigned accept,
+                        zs_plan_member *member);
+
+/* functions.c */
+int zs_add_function_types(PyObject *module, zs_core_state *state);
+
 /* value.c */
 int zsv_add_value_type(PyObject *module, zs_core_state *state);
 /* Whether `object` is a value conjugate. */

@@ -103,6 +103,13 @@ class Creator:
 CALL_SCALAR: int
 CALL_OBJECT: int
 CALL_STRUCT: int
+CALL_VALUE: int
+FUNCTION_STATIC: int
+FUNCTION_EVENT: int
+PARAM_IN: int
+PARAM_OUT: int
+PARAM_INOUT: int
+PARAM_RETURN: int
 
 class CallPlan:
     """How the handler of calls from native code calls one function of one
@@ -111,6 +118,9 @@ class CallPlan:
 
     name: str
     size: int
+    entry: int
+    """The address of a host's C function calls run instead of a method (0: none)."""
+    user: int
     def __init__(
         self,
         name: str,
@@ -118,7 +128,47 @@ class CallPlan:
         size: int,
         parameters: tuple[tuple[int, int, Any, str], ...],
         result: tuple[int, int, Any, str] | None,
+        *,
+        entry: int = 0,
+        user: int = 0,
     ) -> None: ...
+
+class NativeFunction:
+    """A host's C function (a zs_function_desc) called from Python, as a
+    method of its owner class: each member is (name, PARAM_* direction,
+    offset, CALL_* mode, detail, what), the detail a scalar code, an object
+    conjugate class (None: any), a struct kind or (CALL_VALUE) any kind.
+    Made with FUNCTION_STATIC, it is a NativeStaticFunction."""
+
+    __name__: str
+    __qualname__: str
+    __objclass__: type
+    __signature__: Any
+    what: str
+    flags: int
+    size: int
+    entry: int
+    user: int
+    members: tuple[tuple[str, int, int, int, Any, str], ...]
+    def __init__(
+        self,
+        name: str,
+        what: str,
+        owner: type,
+        entry: int,
+        user: int,
+        flags: int,
+        size: int,
+        members: tuple[tuple[str, int, int, int, Any, str], ...],
+        signature: Any = None,
+        doc: str | None = None,
+    ) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, obj: Any, owner: type | None = None) -> Any: ...
+
+class NativeStaticFunction(NativeFunction):
+    """A NativeFunction with no object (ZS_FUNCTION_STATIC): itself, read
+    from the class or from an instance."""
 
 class Kind:
     """One type of value: layout, native type, and conversion to and from Python."""

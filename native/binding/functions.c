@@ -1,0 +1,833 @@
+/* NativeFunction: a host's C function, called from Python, marshalled in C.
+ *
+ * A native host describes its functions (zsharp.h, "reflection": a
+ * zs_function_desc names an entry, a user pointer and a parameter block
+ * whose members each have an offset and a direction). The Python binder
+ * installs one NativeFunction per function on the conjugate class, as a
+ * method; this file makes the call, with no Python frame: the arguments
+ * (the IN and INOUT members, in order, by position or by keyword) are
+ * converted into a zeroed block of this module's own (on the C stack up
+ * to 256 bytes), the host's entry runs through zs_call_native on the
+ * object, and the results (the RETURN member, then the OUT and INOUT
+ * members in order) are read back out of the block: None, one value, or a
+ * tuple.
+ *
+ * The protocol keeps the staging rule (value.h, docs/staging-rule.md):
+ *
+ *   1. convert: every argument, completely, while Python code may run (a
+ *      scalar range-checked into the block; an object checked by its real
+ *      type, liveness and runtime, its handle into the block; a struct or
+ *      value staged into private memory). A hook may collect, dispose or
+ *      close anything here.
+ *   2. commit: with no Python code, `self` is checked again (live, of the
+ *      owner's native class), the runtime (open, not closing) and every
+ *      object argument (live, not dying); the staged values are emitted
+ *      into the block (held by no object), and zs_call_native calls the
+ *      entry. When the function has struct or value members, the entry is
+ *      called through a trampoline that, still inside the call in
+ *      progress and with no Python code, captures the outputs into private
+ *      memory and clears every value that owns native memory in the block:
+ *      the runtime cannot be freed under it (zs_call_native defers a free
+ *      the entry caused until the call returns), and nothing native is
+ *      left in the block afterwards.
+ *   3. results: built from the block (ours: scalars, handles) and the
+ *      captured values, trusting nothing else read before the call: the
+ *      entry may have collected, destroyed its own object, called back
+ *      into Python or closed the runtime. An object result is None when
+ *      null or dead, and ExpiredConjugateError when the runtime closed; a
+ *      struct result is a black copy (Python owns it).
+ *
+ * A status other than ZS_OK raises through the module's raise_status, as
+ * every refused native call does. An event with no native default (entry
+ * 0) converts and checks its arguments, calls nothing, and gives zeros.
+ *
+ * Two types: NativeFunction, a method descriptor (Py_TPFLAGS_METHOD_DESCRIPTOR:
+ * `obj.f(a)` makes no bound method; `obj.f` is one), and its subtype
+ * NativeStaticFunction for ZS_FUNCTION_STATIC, which takes no object and
+ * is itself whether read from the class or from an instance (its runtime
+ * is the current one, resolved before the arguments are converted).
+ */
+#include "value.h"
+
+#include <stdalign.h>
+#include <stddef.h>
+#include <string.h>
+#include <structmember.h>
+
+#define FN_STACK_BLOCK 256    /* bytes of a parameter block on the C stack */
+#define FN_STACK_ARGUMENTS 16 /* Python arguments bound on the C stack */
+#define FN_STACK_SLOTS 8      /* members with per-call state on the C stack */
+
+/* One member of the parameter block. */
+typedef struct fn_member {
+    zs_plan_member plan; /* offset, mode, scalar, detail, what (calls.c's) */
+    PyObject *name;      /* interned: the member's name (an argument's keyword) */
+    int direction;       /* zs_param_direction */
+} fn_member;
+
+/* A NativeFunction. Immutable once made. */
+typedef struct zs_native_fn {
+    PyObject_VAR_HEAD vectorcallfunc vectorcall;
+    zs_core_state *state;
+    PyObject *name;           /* str */
+    PyObject *qualname;       /* "Owner.name" */
+    PyObject *what;           /* the signature as text, for errors */
+    PyObject *doc;            /* str or None */
+    PyObject *signature;      /* __signature__ (None: none) */
+    PyTypeObject *owner;      /* strong; NULL once cleared (a cycle being collected) */
+    zs_native_function entry; /* NULL: an event with no native default */
+    void *user;
+    uint32_t flags;     /* ZS_FUNCTION_* */
+    Py_ssize_t size;    /* bytes of the block */
+    Py_ssize_t count;   /* members filled (dealloc drops exactly those) */
+    Py_ssize_t inputs;  /* IN and INOUT members: the Python arguments */
+    Py_ssize_t outputs; /* RETURN, OUT and INOUT members: the results */
+    int slotted;        /* a member needs per-call state (an object argument, a value) */
+    int valued;         /* a member is a struct or value: the entry runs through settle */
+    Py_ssize_t *order;  /* PyMem [inputs + outputs]: member indices of the arguments,
+                          then of the results (the RETURN member first) */
+    fn_member members[];
+} zs_native_fn;
+
+/* Per-call state of one member. */
+typedef struct fn_slot {
+    zsv_staged in;       /* a struct or value argument, staged */
+    zsv_staged out;      /* a struct or value result, captured after the entry */
+    const zs_type *type; /* a value that may own native memory: cleared after the call */
+    PyObject *argument;  /* an object argument's conjugate (borrowed), NULL for None */
+} fn_slot;
+
+/* One call in progress (on the C stack of fn_invoke). */
+typedef struct fn_call {
+    zs_native_fn *fn;
+    zs_runtime_core *rt; /* strong */
+    char *block;
+    fn_slot *slots;     /* [count], or NULL when not slotted */
+    zs_status status;   /* the entry's */
+    int settled;        /* the block's values were captured and cleared */
+    int capture_failed; /* out of memory while capturing */
+} fn_call;
+
+static inline int is_value_mode(zs_call_mode mode) {
+    return mode == ZS_CALL_STRUCT || mode == ZS_CALL_VALUE;
+}
+
+/* =========================================================================
+ * Binding the arguments
+ * ========================================================================= */
+
+/* The input (argument position) whose member is named `key`, or -1. */
+static Py_ssize_t input_named(const zs_native_fn *fn, PyObject *key) {
+    for (Py_ssize_t i = 0; i < fn->inputs; i++)
+        if (fn->members[fn->order[i]].name == key) return i;
+    /* Not interned (a **kwargs dict's keys): compared as text, no Python code. */
+    for (Py_ssize_t i = 0; PyUnicode_Check(key) && i < fn->inputs; i++)
+        if (PyUnicode_Compare(key, fn->members[fn->order[i]].name) == 0) return i;
+    return -1;
+}
+
+/* Bind positional arguments then keywords to the inputs, in `given`
+ * (borrowed). Errors name the signature. */
+static int bind_arguments(const zs_native_fn *fn, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames, PyObject **given) {
+    if (nargs > fn->inputs) {
+        PyErr_Format(PyExc_TypeError, "%U takes %zd argument%s (%zd given)", fn->what, fn->inputs,
+                     fn->inputs == 1 ? "" : "s", nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < fn->inputs; i++) given[i] = i < nargs ? args[i] : NULL;
+    Py_ssize_t keywords = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < keywords; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        Py_ssize_t at = input_named(fn, key);
+        if (at < 0) {
+            PyErr_Format(PyExc_TypeError, "%U got an unexpected keyword argument %R", fn->what,
+                         key);
+            return -1;
+        }
+        if (given[at] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%U got multiple values for argument %R", fn->what, key);
+            return -1;
+        }
+        given[at] = args[nargs + k];
+    }
+    for (Py_ssize_t i = 0; i < fn->inputs; i++) {
+        if (given[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%U missing required argument %R", fn->what,
+                         fn->members[fn->order[i]].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* =========================================================================
+ * Phase 1: convert (Python code may run)
+ * ========================================================================= */
+
+/* The runtime of a static function's call: `with Runtime()`'s, else the
+ * default one (Python's current_runtime() makes it). New reference. */
+static zs_runtime_core *current_runtime(zs_core_state *state) {
+    PyObject *value = NULL;
+    if (!state->configured) {
+        PyErr_SetString(PyExc_RuntimeError, "zsharp_py._core is not configured");
+        return NULL;
+    }
+    if (PyContextVar_Get(state->current, NULL, &value) < 0) return NULL;
+    if (value != NULL && PyObject_TypeCheck(value, state->runtime_type) &&
+        ((zs_runtime_core *)value)->native != NULL && !((zs_runtime_core *)value)->closing)
+        return (zs_runtime_core *)value;
+    Py_XDECREF(value);
+    PyObject *made = PyObject_CallNoArgs(state->current_runtime);
+    if (made != NULL && !PyObject_TypeCheck(made, state->runtime_type)) {
+        Py_DECREF(made);
+        PyErr_SetString(PyExc_TypeError, "current_runtime() did not return a runtime");
+        return NULL;
+    }
+    return (zs_runtime_core *)made;
+}
+
+/* Raise ExpiredConjugateError for an expired object argument, naming it. */
+static int expired_argument(const fn_member *member, zs_conjugate *conjugate) {
+    zs_raise_expired(conjugate);
+    PyObject *error = zs_error_take();
+    if (error != NULL) {
+        PyErr_Format((PyObject *)Py_TYPE(error), "%U: %S", member->plan.what, error);
+        Py_DECREF(error);
+    }
+    return -1;
+}
+
+/* The handle of an object argument: None, or a live conjugate of the
+ * target class (its real type: not a __class__ property) in `rt`. */
+static int object_argument(zs_runtime_core *rt, const fn_member *member, PyObject *value,
+                           zs_ref *out) {
+    *out = ZS_NULL_REF;
+    if (value == Py_None) return 0;
+    PyTypeObject *target = (PyTypeObject *)member->plan.detail;
+    if (!PyObject_TypeCheck(value, target)) {
+        PyErr_Format(PyExc_TypeError, "%U expects %s or None, not %s", member->plan.what,
+                     target == rt->state->conjugate_type ? "an object" : target->tp_name,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    zs_conjugate *conjugate = (zs_conjugate *)value;
+    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return expired_argument(member, conjugate);
+    if (conjugate->runtime != rt) {
+        PyErr_Format(PyExc_ValueError, "%U: the object belongs to another runtime",
+                     member->plan.what);
+        return -1;
+    }
+    *out = conjugate->handle;
+    return 0;
+}
+
+/* Convert every argument: scalars and handles into the block, structs and
+ * values staged; the native types of the value members registered. */
+static int convert_arguments(fn_call *call, PyObject *const *given) {
+    zs_native_fn *fn = call->fn;
+    zs_runtime_core *rt = call->rt;
+    for (Py_ssize_t i = 0; fn->valued && i < fn->count; i++) {
+        const fn_member *member = &fn->members[i];
+        if (!is_value_mode(member->plan.mode)) continue;
+        zsv_kind *kind = (zsv_kind *)member->plan.detail;
+        if (rt->native == NULL || rt->closing) {
+            PyErr_Format(rt->state->expired_exception, "%U: the runtime has been closed", fn->what);
+            return -1;
+        }
+        const zs_type *type = zsv_native_type(rt, kind);
+        if (type == NULL) return -1;
+        if (!(kind->flags & ZSV_BITWISE)) call->slots[i].type = type;
+        if (member->direction != ZS_PARAM_OUT && member->direction != ZS_PARAM_RETURN)
+            zsv_initialize(kind, call->block + member->plan.offset); /* its plain defaults */
+    }
+    for (Py_ssize_t a = 0; a < fn->inputs; a++) {
+        Py_ssize_t i = fn->order[a];
+        const fn_member *member = &fn->members[i];
+        char *at = call->block + member->plan.offset;
+        PyObject *value = given[a];
+        switch (member->plan.mode) {
+        case ZS_CALL_SCALAR: {
+            zs_scalar_bits bits;
+            if (zs_scalar_convert(member->plan.scalar, value, &bits, member->plan.what) < 0)
+                return -1;
+            memcpy(at, &bits, zs_scalar_size(member->plan.scalar));
+            break;
+        }
+        case ZS_CALL_OBJECT: {
+            zs_ref handle;
+            if (object_argument(rt, member, value, &handle) < 0) return -1;
+            memcpy(at, &handle, sizeof handle);
+            call->slots[i].argument = value != Py_None ? value : NULL;
+            break;
+        }
+        default:
+            if (zsv_stage(rt, (zsv_kind *)member->plan.detail, value, &call->slots[i].in,
+                          member->plan.what) < 0)
+                return -1;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* =========================================================================
+ * Phase 2: commit and call (no Python code)
+ * ========================================================================= */
+
+/* After the entry (or instead of it), still inside the call in progress:
+ * capture the struct and value results into private memory, then clear
+ * every value in the block that may own native memory. No Python code. */
+static void settle(fn_call *call, zs_runtime *native, int capture) {
+    zs_native_fn *fn = call->fn;
+    call->settled = 1;
+    for (Py_ssize_t i = 0; i < fn->count; i++) {
+        const fn_member *member = &fn->members[i];
+        if (!is_value_mode(member->plan.mode)) continue;
+        fn_slot *slot = &call->slots[i];
+        char *at = call->block + member->plan.offset;
+        if (capture && member->direction != ZS_PARAM_IN &&
+            zsv_capture(call->rt, (zsv_kind *)member->plan.detail, at, &slot->out) < 0)
+            call->capture_failed = 1;
+        if (slot->type != NULL) fn->state->api.zs_value_clear(native, ZS_NULL_REF, slot->type, at);
+    }
+}
+
+/* The entry of a function with struct or value members: the host's, then
+ * settle, before zs_call_native counts the call out (and frees the runtime
+ * if the entry closed it). */
+static zs_status trampoline(void *user, zs_runtime *native, zs_ref self, void *params) {
+    fn_call *call = user;
+    call->status = call->fn->entry(call->fn->user, native, self, params);
+    settle(call, native, call->status == ZS_OK);
+    return call->status;
+}
+
+/* Check `self`, the runtime and every object argument again, emit the
+ * staged values, call. 0 (the entry's status in call->status), or -1 with
+ * an error and nothing native left in the block. */
+static int commit_and_call(fn_call *call, PyObject *self) {
+    zs_native_fn *fn = call->fn;
+    zs_runtime_core *rt = call->rt;
+    zs_ref handle = ZS_NULL_REF;
+    if (self != NULL) {
+        zs_conjugate *conjugate = (zs_conjugate *)self;
+        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), -1;
+        if (!zs_conjugate_is_a(conjugate, fn->owner))
+            return zs_descriptor_misapplied(fn->qualname, fn->owner, self);
+        handle = conjugate->handle;
+    }
+    if (rt->native == NULL || rt->closing) {
+        PyErr_Format(rt->state->expired_exception, "%U: the runtime has been closed", fn->what);
+        return -1;
+    }
+    for (Py_ssize_t a = 0; fn->slotted && a < fn->inputs; a++) {
+        Py_ssize_t i = fn->order[a];
+        zs_conjugate *argument = (zs_conjugate *)call->slots[i].argument;
+        if (argument == NULL) continue;
+        if (!ZS_CONJUGATE_IS_LIVE(argument)) return expired_argument(&fn->members[i], argument);
+        zs_status usable = zsv_writable(rt, argument->handle); /* dying: refused */
+        if (usable != ZS_OK) return zsv_refused(rt, usable, fn->members[i].plan.what), -1;
+    }
+    /* From here to the entry, no Python code. */
+    zs_runtime *native = rt->native;
+    for (Py_ssize_t a = 0; fn->valued && a < fn->inputs; a++) {
+        Py_ssize_t i = fn->order[a];
+        const fn_member *member = &fn->members[i];
+        if (!is_value_mode(member->plan.mode)) continue;
+        zs_status status = zsv_emit(rt, (zsv_kind *)member->plan.detail, &call->slots[i].in,
+                                    ZS_NULL_REF, call->block + member->plan.offset);
+        if (status != ZS_OK) {
+            settle(call, native, 0);
+            return zsv_refused(rt, status, member->plan.what), -1;
+        }
+    }
+    const zs_native_api *api = &fn->state->api;
+    if (fn->entry == NULL) { /* an event with no native default: nothing runs */
+        call->status = ZS_OK;
+        if (fn->valued) settle(call, native, 1);
+    } else if (!fn->valued) {
+        call->status = api->zs_call_native(native, fn->entry, fn->user, handle, call->block);
+    } else {
+        call->status = api->zs_call_native(native, trampoline, call, handle, call->block);
+        /* Refused before the entry (self dying...): the runtime was not
+           freed (no call was counted in), so it is still there to clear. */
+        if (!call->settled) settle(call, native, 0);
+    }
+    return 0;
+}
+
+/* =========================================================================
+ * Phase 3: results (Python code may run)
+ * ========================================================================= */
+
+/* A black copy of a captured struct: Python owns it. */
+static PyObject *black_struct(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *captured,
+                              PyObject *what) {
+    if (kind->flags & ZSV_BITWISE) {
+        zsv_value *value = zsv_new_black(rt, kind); /* inline: its own bytes */
+        if (value != NULL) memcpy(value->address, zsv_blob(captured), kind->size);
+        return (PyObject *)value;
+    }
+    /* References inside: through their Python values, so that one whose
+       object died during the call reads as None, and the copy holds only
+       live ones (a black value is a root). */
+    PyObject *plain = zsv_build(rt, kind, captured);
+    if (plain == NULL) return NULL;
+    zsv_staged staged = {0};
+    int failed = zsv_native_type(rt, kind) == NULL || zsv_stage(rt, kind, plain, &staged, what) < 0;
+    Py_DECREF(plain);
+    zsv_value *value = failed ? NULL : zsv_new_black(rt, kind);
+    zs_status status = ZS_E_STALE;
+    if (value != NULL && value->address != NULL && rt->native != NULL && !rt->closing)
+        status = zsv_emit(rt, kind, &staged, ZS_NULL_REF, value->address);
+    zsv_release(kind, &staged);
+    if (value == NULL) return NULL;
+    if (status != ZS_OK) {
+        Py_DECREF(value);
+        return zsv_refused(rt, status, what);
+    }
+    return (PyObject *)value;
+}
+
+/* The Python value of one result. */
+static PyObject *result_of(fn_call *call, Py_ssize_t i) {
+    const fn_member *member = &call->fn->members[i];
+    zs_runtime_core *rt = call->rt;
+    const char *at = call->block + member->plan.offset;
+    switch (member->plan.mode) {
+    case ZS_CALL_SCALAR:
+        return zs_scalar_load(member->plan.scalar, at);
+    case ZS_CALL_OBJECT: {
+        zs_ref handle;
+        memcpy(&handle, at, sizeof handle);
+        if (handle == ZS_NULL_REF) Py_RETURN_NONE;
+        if (rt->native == NULL || rt->closing)
+            return PyErr_Format(rt->state->expired_exception,
+                                "%U: the runtime was closed during the call", member->plan.what);
+        return zs_conjugate_of(rt, handle); /* None for a dead object */
+    }
+    default: {
+        if (call->capture_failed) return PyErr_NoMemory();
+        zsv_kind *kind = (zsv_kind *)member->plan.detail;
+        const zsv_staged *captured = &call->slots[i].out;
+        if (kind->code == ZSV_STRUCT) return black_struct(rt, kind, captured, member->plan.what);
+        return zsv_build(rt, kind, captured);
+    }
+    }
+}
+
+/* None, the one result, or a tuple of them. */
+static PyObject *results_of(fn_call *call) {
+    zs_native_fn *fn = call->fn;
+    if (fn->outputs == 0) Py_RETURN_NONE;
+    if (fn->outputs == 1) return result_of(call, fn->order[fn->inputs]);
+    PyObject *tuple = PyTuple_New(fn->outputs);
+    for (Py_ssize_t r = 0; tuple != NULL && r < fn->outputs; r++) {
+        PyObject *item = result_of(call, fn->order[fn->inputs + r]);
+        if (item == NULL) Py_CLEAR(tuple);
+        else PyTuple_SET_ITEM(tuple, r, item);
+    }
+    return tuple;
+}
+
+/* =========================================================================
+ * The call
+ * ========================================================================= */
+
+/* One call: `self` checked already (a live conjugate of the owner's class),
+ * NULL for a static function. */
+static PyObject *invoke(zs_native_fn *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    PyObject *bound_small[FN_STACK_ARGUMENTS];
+    PyObject **bound = NULL;
+    PyObject *const *given = args;
+    if (kwnames != NULL || nargs != fn->inputs) {
+        bound = fn->inputs <= FN_STACK_ARGUMENTS ? bound_small
+                                                 : PyMem_Malloc((size_t)fn->inputs * sizeof *bound);
+        if (bound == NULL) return PyErr_NoMemory();
+        if (bind_arguments(fn, args, nargs, kwnames, bound) < 0) {
+            if (bound != bound_small) PyMem_Free(bound);
+            return NULL;
+        }
+        given = bound;
+    }
+    /* The runtime first: a static function's is the current one. */
+    zs_runtime_core *rt = self != NULL
+                              ? (zs_runtime_core *)Py_NewRef(((zs_conjugate *)self)->runtime)
+                              : current_runtime(fn->state);
+    alignas(max_align_t) char block_small[FN_STACK_BLOCK];
+    fn_slot slots_small[FN_STACK_SLOTS];
+    fn_call call = {.fn = fn, .rt = rt};
+    PyObject *result = NULL;
+    if (rt == NULL) goto done;
+    call.block = fn->size <= FN_STACK_BLOCK ? block_small : PyMem_Calloc(1, (size_t)fn->size);
+    if (call.block == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (call.block == block_small) memset(block_small, 0, (size_t)fn->size);
+    if (fn->slotted) {
+        call.slots = fn->count <= FN_STACK_SLOTS
+                         ? slots_small
+                         : PyMem_Malloc((size_t)fn->count * sizeof *call.slots);
+        if (call.slots == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        memset(call.slots, 0, (size_t)fn->count * sizeof *call.slots);
+    }
+    if (convert_arguments(&call, given) < 0 || commit_and_call(&call, self) < 0) goto done;
+    if (call.status != ZS_OK) zs_call_raise_status(fn->state, call.status, fn->what, rt);
+    else result = results_of(&call);
+done:
+    /* Private memory only (Python code may run: a staged delegate's callables). */
+    for (Py_ssize_t i = 0; call.slots != NULL && i < fn->count; i++) {
+        if (!is_value_mode(fn->members[i].plan.mode)) continue;
+        zsv_release((zsv_kind *)fn->members[i].plan.detail, &call.slots[i].in);
+        zsv_release((zsv_kind *)fn->members[i].plan.detail, &call.slots[i].out);
+    }
+    if (call.slots != NULL && call.slots != slots_small) PyMem_Free(call.slots);
+    if (call.block != NULL && call.block != block_small) PyMem_Free(call.block);
+    if (bound != NULL && bound != bound_small) PyMem_Free(bound);
+    Py_XDECREF(rt);
+    return result;
+}
+
+/* Raise for a function whose references were cleared (a cycle being collected). */
+static PyObject *cleared(zs_native_fn *fn) {
+    return PyErr_Format(PyExc_ReferenceError, "%U: the function has been cleared", fn->name);
+}
+
+/* The object a method is called on: a live conjugate of the owner's class. */
+static int self_fits(zs_native_fn *fn, PyObject *self) {
+    if (zs_is_conjugate(fn->state, self)) {
+        zs_conjugate *conjugate = (zs_conjugate *)self;
+        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), 0;
+        if (zs_conjugate_is_a(conjugate, fn->owner)) return 1;
+    }
+    zs_descriptor_misapplied(fn->qualname, fn->owner, self);
+    return 0;
+}
+
+/* fn(obj, *args, **kwargs), obj.f(*args, **kwargs) (the method descriptor
+ * protocol passes obj first), or, static, fn(*args, **kwargs). */
+static PyObject *fn_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    zs_native_fn *fn = (zs_native_fn *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (fn->owner == NULL) return cleared(fn);
+    if (fn->flags & ZS_FUNCTION_STATIC) return invoke(fn, NULL, args, nargs, kwnames);
+    if (nargs < 1)
+        return PyErr_Format(PyExc_TypeError, "%U needs the %s object it is called on", fn->what,
+                            fn->owner->tp_name);
+    if (!self_fits(fn, args[0])) return NULL;
+    return invoke(fn, args[0], args + 1, nargs - 1, kwnames);
+}
+
+/* =========================================================================
+ * The types
+ * ========================================================================= */
+
+/* NativeFunction(name, what, owner, entry, user, flags, size, members,
+ * signature=None, doc=None): members a tuple of (name, direction, offset,
+ * mode, detail, what) in declaration order. */
+static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"name", "what",    "owner",     "entry", "user", "flags",
+                               "size", "members", "signature", "doc",   NULL};
+    zs_core_state *state = zs_state_of_type(type);
+    PyObject *name, *what, *owner, *entry_int, *user_int, *members;
+    PyObject *signature = Py_None, *doc = Py_None;
+    long flags;
+    Py_ssize_t size;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UUOO!O!lnO!|OO:NativeFunction", keywords, &name,
+                                     &what, &owner, &PyLong_Type, &entry_int, &PyLong_Type,
+                                     &user_int, &flags, &size, &PyTuple_Type, &members, &signature,
+                                     &doc))
+        return NULL;
+    if (!PyObject_TypeCheck(owner, state->class_type) ||
+        !PyType_IsSubtype((PyTypeObject *)owner, state->conjugate_type) ||
+        ((zs_class_object *)owner)->number == 0)
+        return PyErr_Format(PyExc_TypeError,
+                            "NativeFunction: owner must be an object conjugate class, not %R",
+                            owner);
+    if (flags < 0 || (flags & ~(long)(ZS_FUNCTION_STATIC | ZS_FUNCTION_EVENT)) != 0)
+        return PyErr_Format(PyExc_ValueError, "NativeFunction: unknown flags %ld", flags);
+    if (size < 0 || (unsigned long long)size > UINT32_MAX)
+        return PyErr_Format(PyExc_ValueError, "NativeFunction: the block size %zd is out of range",
+                            size);
+    if (doc != Py_None && !PyUnicode_Check(doc))
+        return PyErr_Format(PyExc_TypeError, "NativeFunction: doc must be a str or None");
+    unsigned long long entry = PyLong_AsUnsignedLongLong(entry_int);
+    unsigned long long user = PyErr_Occurred() ? 0 : PyLong_AsUnsignedLongLong(user_int);
+    if (PyErr_Occurred() || entry > UINTPTR_MAX || user > UINTPTR_MAX) {
+        PyErr_Clear();
+        return PyErr_Format(PyExc_OverflowError,
+                            "NativeFunction: entry and user must be addresses (ints >= 0)");
+    }
+    if (entry == 0 && !(flags & ZS_FUNCTION_EVENT))
+        return PyErr_Format(PyExc_ValueError,
+                            "NativeFunction: %U has no entry (only an event may have none)", what);
+    Py_ssize_t count = PyTuple_GET_SIZE(members);
+    /* One type per flavour, whichever was called: a static function is no
+       method descriptor. */
+    PyTypeObject *made = flags & ZS_FUNCTION_STATIC ? state->static_function_type
+                                                    : state->function_type;
+    zs_native_fn *fn = (zs_native_fn *)made->tp_alloc(made, count);
+    if (fn == NULL) return NULL;
+    fn->vectorcall = fn_vectorcall;
+    fn->state = state;
+    fn->name = Py_NewRef(name);
+    PyUnicode_InternInPlace(&fn->name);
+    fn->qualname = PyUnicode_FromFormat("%U.%U", ((PyHeapTypeObject *)owner)->ht_qualname, name);
+    fn->what = Py_NewRef(what);
+    fn->doc = Py_NewRef(doc);
+    fn->signature = Py_NewRef(signature);
+    fn->owner = (PyTypeObject *)Py_NewRef(owner);
+    fn->entry = (zs_native_function)(uintptr_t)entry;
+    fn->user = (void *)(uintptr_t)user;
+    fn->flags = (uint32_t)flags;
+    fn->size = size;
+    fn->order = PyMem_Malloc((size_t)(2 * count + 1) * sizeof *fn->order);
+    if (fn->qualname == NULL || fn->order == NULL) {
+        if (fn->order == NULL) PyErr_NoMemory();
+        Py_DECREF(fn);
+        return NULL;
+    }
+    int returns = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *entry_tuple = PyTuple_GET_ITEM(members, i), *member_name, *detail, *member_what;
+        int direction, mode;
+        Py_ssize_t offset;
+        if (!PyTuple_Check(entry_tuple) ||
+            !PyArg_ParseTuple(entry_tuple, "UiniOU:NativeFunction member", &member_name, &direction,
+                              &offset, &mode, &detail, &member_what)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "NativeFunction: a member is (name, direction, "
+                                                 "offset, mode, detail, what)");
+            Py_DECREF(fn);
+            return NULL;
+        }
+        const char *problem = NULL;
+        if (direction < ZS_PARAM_IN || direction > ZS_PARAM_RETURN) problem = "has no direction";
+        else if (direction == ZS_PARAM_RETURN && returns++ > 0) problem = "is a second result";
+        for (Py_ssize_t j = 0; problem == NULL && j < i; j++)
+            if (PyUnicode_Compare(fn->members[j].name, member_name) == 0)
+                problem = "is named twice";
+        if (problem != NULL) {
+            PyErr_Format(PyExc_ValueError, "NativeFunction: %U %s", member_what, problem);
+            Py_DECREF(fn);
+            return NULL;
+        }
+        fn_member *member = &fn->members[i];
+        if (zs_call_member_init(state, "NativeFunction", offset, mode, detail, member_what, size,
+                                ZS_MEMBER_ACCEPT_VALUE | ZS_MEMBER_ACCEPT_ANY_OBJECT,
+                                &member->plan) < 0) {
+            Py_DECREF(fn);
+            return NULL;
+        }
+        member->name = Py_NewRef(member_name);
+        PyUnicode_InternInPlace(&member->name);
+        member->direction = direction;
+        fn->count = i + 1; /* counted as filled: dealloc drops exactly those */
+    }
+    /* The arguments in order, then the results: the RETURN member first. */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int direction = fn->members[i].direction;
+        if (direction == ZS_PARAM_IN || direction == ZS_PARAM_INOUT) fn->order[fn->inputs++] = i;
+        if (fn->members[i].plan.mode != ZS_CALL_SCALAR) fn->slotted = 1;
+        if (is_value_mode(fn->members[i].plan.mode)) fn->valued = 1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (fn->members[i].direction == ZS_PARAM_RETURN) fn->order[fn->inputs + fn->outputs++] = i;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int direction = fn->members[i].direction;
+        if (direction == ZS_PARAM_OUT || direction == ZS_PARAM_INOUT)
+            fn->order[fn->inputs + fn->outputs++] = i;
+    }
+    return (PyObject *)fn;
+}
+
+/* The classes, kinds and objects a function holds: its owner class holds
+ * it (a method), and it may name that class. */
+static int fn_traverse(PyObject *self, visitproc visit, void *arg) {
+    zs_native_fn *fn = (zs_native_fn *)self;
+    Py_VISIT(fn->owner);
+    Py_VISIT(fn->signature);
+    Py_VISIT(fn->doc);
+    for (Py_ssize_t i = 0; i < fn->count; i++) Py_VISIT(fn->members[i].plan.detail);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+/* Break those cycles (a call afterwards raises ReferenceError). */
+static int fn_clear(PyObject *self) {
+    zs_native_fn *fn = (zs_native_fn *)self;
+    Py_CLEAR(fn->owner);
+    Py_CLEAR(fn->signature);
+    Py_CLEAR(fn->doc);
+    for (Py_ssize_t i = 0; i < fn->count; i++) Py_CLEAR(fn->members[i].plan.detail);
+    return 0;
+}
+
+static void fn_dealloc(PyObject *self) {
+    zs_native_fn *fn = (zs_native_fn *)self;
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    fn_clear(self);
+    for (Py_ssize_t i = 0; i < fn->count; i++) {
+        Py_CLEAR(fn->members[i].plan.what);
+        Py_CLEAR(fn->members[i].name);
+    }
+    PyMem_Free(fn->order);
+    Py_CLEAR(fn->name);
+    Py_CLEAR(fn->qualname);
+    Py_CLEAR(fn->what);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+/* Cls.f: the function itself; obj.f: a bound method (checked: a foreign
+ * instance raises TypeError, as a method descriptor's __get__ does). */
+static PyObject *fn_get(PyObject *self, PyObject *obj, PyObject *type) {
+    (void)type;
+    zs_native_fn *fn = (zs_native_fn *)self;
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    if (fn->owner == NULL) return cleared(fn);
+    if (!PyObject_TypeCheck(obj, fn->owner)) {
+        zs_descriptor_misapplied(fn->qualname, fn->owner, obj);
+        return NULL;
+    }
+    return PyMethod_New(self, obj);
+}
+
+/* A static function is itself, read from the class or from an instance. */
+static PyObject *static_get(PyObject *self, PyObject *obj, PyObject *type) {
+    (void)obj;
+    (void)type;
+    return Py_NewRef(self);
+}
+
+static PyObject *fn_repr(PyObject *self) {
+    return PyUnicode_FromFormat("<native function %U>", ((zs_native_fn *)self)->what);
+}
+
+/* fn.entry, fn.user: the addresses the function calls with. */
+static PyObject *fn_get_entry(PyObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromUnsignedLongLong((uintptr_t)((zs_native_fn *)self)->entry);
+}
+
+static PyObject *fn_get_user(PyObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromUnsignedLongLong((uintptr_t)((zs_native_fn *)self)->user);
+}
+
+/* fn.members: (name, direction, offset, mode, detail, what) per member, as given. */
+static PyObject *fn_get_members(PyObject *self, void *closure) {
+    (void)closure;
+    zs_native_fn *fn = (zs_native_fn *)self;
+    PyObject *tuple = PyTuple_New(fn->count);
+    for (Py_ssize_t i = 0; tuple != NULL && i < fn->count; i++) {
+        const fn_member *member = &fn->members[i];
+        PyObject *detail = member->plan.mode == ZS_CALL_SCALAR
+                               ? PyLong_FromLong((long)member->plan.scalar)
+                               : Py_NewRef(member->plan.detail ? member->plan.detail : Py_None);
+        PyObject *item = detail == NULL ? NULL
+                                        : Py_BuildValue("OiniOO", member->name, member->direction,
+                                                        member->plan.offset, (int)member->plan.mode,
+                                                        detail, member->plan.what);
+        Py_XDECREF(detail);
+        if (item == NULL) Py_CLEAR(tuple);
+        else PyTuple_SET_ITEM(tuple, i, item);
+    }
+    return tuple;
+}
+
+static PyGetSetDef fn_getset[] = {
+    {"entry", fn_get_entry, NULL, "The address of the host's C function (0: an event with none).",
+     NULL},
+    {"user", fn_get_user, NULL, "The user pointer the entry is passed.", NULL},
+    {"members", fn_get_members, NULL,
+     "The parameter block's members: (name, direction, offset, mode, detail, what) each.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef fn_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(zs_native_fn, vectorcall), READONLY, NULL},
+    {"__name__", T_OBJECT, offsetof(zs_native_fn, name), READONLY, NULL},
+    {"__qualname__", T_OBJECT, offsetof(zs_native_fn, qualname), READONLY, NULL},
+    {"__objclass__", T_OBJECT, offsetof(zs_native_fn, owner), READONLY,
+     "The class the function belongs to."},
+    {"__signature__", T_OBJECT, offsetof(zs_native_fn, signature), READONLY,
+     "The signature help() and inspect.signature() show (the binder's)."},
+    {"__doc__", T_OBJECT, offsetof(zs_native_fn, doc), READONLY, NULL},
+    {"what", T_OBJECT, offsetof(zs_native_fn, what), READONLY,
+     "The signature as text, which every error message names."},
+    {"flags", T_UINT, offsetof(zs_native_fn, flags), READONLY,
+     "ZS_FUNCTION_STATIC (1), ZS_FUNCTION_EVENT (2)."},
+    {"size", T_PYSSIZET, offsetof(zs_native_fn, size), READONLY, "Bytes of the parameter block."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot fn_slots[] = {
+    {Py_tp_new, fn_new},           {Py_tp_dealloc, fn_dealloc},
+    {Py_tp_traverse, fn_traverse}, {Py_tp_clear, fn_clear},
+    {Py_tp_repr, fn_repr},         {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_descr_get, fn_get},     {Py_tp_members, fn_members},
+    {Py_tp_getset, fn_getset},     {0, NULL},
+};
+
+static PyType_Spec fn_spec = {
+    .name = "zsharp_py._core.NativeFunction",
+    .basicsize = offsetof(zs_native_fn, members),
+    .itemsize = sizeof(fn_member),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+             Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_BASETYPE,
+    .slots = fn_slots,
+};
+
+static PyType_Slot static_slots[] = {
+    {Py_tp_dealloc, fn_dealloc},
+    {Py_tp_traverse, fn_traverse},
+    {Py_tp_clear, fn_clear},
+    {Py_tp_repr, fn_repr},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_descr_get, static_get}, /* its own: the method descriptor flag is not inherited */
+    {Py_tp_members, fn_members},
+    {0, NULL},
+};
+
+static PyType_Spec static_spec = {
+    .name = "zsharp_py._core.NativeStaticFunction",
+    .basicsize = offsetof(zs_native_fn, members),
+    .itemsize = sizeof(fn_member),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = static_slots,
+};
+
+/* Create NativeFunction and NativeStaticFunction, and add them to the module. */
+int zs_add_function_types(PyObject *module, zs_core_state *state) {
+    state->function_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &fn_spec, NULL);
+    if (state->function_type == NULL) return -1;
+    state->static_function_type = (PyTypeObject *)PyType_FromModuleAndSpec(
+        module, &static_spec, (PyObject *)state->function_type);
+    if (state->static_function_type == NULL) return -1;
+    /* Only the static flavour derives from it: Python subclasses could not
+       keep the layout's promises. */
+    state->function_type->tp_flags &= ~Py_TPFLAGS_BASETYPE;
+    state->static_function_type->tp_flags &= ~Py_TPFLAGS_BASETYPE;
+    if (PyModule_AddObjectRef(module, "NativeFunction", (PyObject *)state->function_type) < 0 ||
+        PyModule_AddObjectRef(module, "NativeStaticFunction",
+                              (PyObject *)state->static_function_type) < 0 ||
+        PyModule_AddIntConstant(module, "CALL_VALUE", ZS_CALL_VALUE) < 0 ||
+        PyModule_AddIntConstant(module, "FUNCTION_STATIC", ZS_FUNCTION_STATIC) < 0 ||
+        PyModule_AddIntConstant(module, "FUNCTION_EVENT", ZS_FUNCTION_EVENT) < 0 ||
+        PyModule_AddIntConstant(module, "PARAM_IN", ZS_PARAM_IN) < 0 ||
+        PyModule_AddIntConstant(module, "PARAM_OUT", ZS_PARAM_OUT) < 0 ||
+        PyModule_AddIntConstant(module, "PARAM_INOUT", ZS_PARAM_INOUT) < 0 ||
+        PyModule_AddIntConstant(module, "PARAM_RETURN", ZS_PARAM_RETURN) < 0)
+        return -1;
+    return 0;
+}
