@@ -17,7 +17,14 @@ import pytest
 import zsharp_py as zs
 from helpers import awaiting_expiry, collect, finish_cycle
 from zsharp_py import _core
-from zsharp_py._base.errors import ZS_E_CALL_FAILED, ZS_E_DYING, ZS_E_INVALID, ZS_E_STALE, ZS_OK
+from zsharp_py._base.errors import (
+    ZS_E_CALL_FAILED,
+    ZS_E_DYING,
+    ZS_E_INVALID,
+    ZS_E_STALE,
+    ZS_OK,
+    ExpiredConjugateError,
+)
 from zsharp_py._base.ffi import ffi, lib
 from zsharp_py.lowlevel import FunctionParameter, function_layout
 
@@ -79,8 +86,13 @@ class Mob(zs.Object):
     def untyped(self, amount) -> None:  # type: ignore[no-untyped-def]
         pass
 
-    def named(self, label: Label) -> None:  # strings do not cross
-        pass
+    def named(self) -> Label:  # a result owning native memory does not cross
+        return Label()
+
+    def greet(self, who: zs.String, tags: zs.Array[zs.Name]) -> zs.Int32:
+        seen_texts.append((str(who), [str(t) for t in tags]))
+        kept_views.append(who)
+        return len(tags)
 
     def step(self, by: Vec, big: zs.UInt64) -> Vec:
         by.x = -by.x  # an out-parameter: the host sees it
@@ -94,6 +106,7 @@ class Mob(zs.Object):
 
 
 kept_views: list[Any] = []  # views Mob.step let escape its call
+seen_texts: list[Any] = []  # what Mob.greet was passed
 
 
 class Boss(Mob):
@@ -167,12 +180,35 @@ def test_layout_and_its_c_declaration() -> None:
         ("add_to_root", AttributeError, "no method"),  # zs.Object's own
         ("vararg", TypeError, "must be positional"),
         ("untyped", TypeError, "needs a type annotation"),
-        ("named", TypeError, "only scalars, object references and plain structs"),
+        ("named", TypeError, "the result is Label; a result returned to native code"),
     ],
 )
 def test_methods_that_cannot_be_called_from_native(name: str, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         function_layout(Mob, name)
+
+
+def test_value_parameters_cross_as_views_of_the_hosts_block(rt: zs.Runtime) -> None:
+    """A string and an array of names in the host's block reach the method
+    as red views of the block (no copy), which expire when the call returns."""
+    layout = function_layout(Mob, "greet")
+    assert [p.c_type for p in layout.parameters] == ["zs_string", "zs_array"]
+    assert layout.result is not None and layout.result.c_type == "int32_t"
+    block = ffi.new("char[]", layout.size)
+    who = ffi.cast("zs_string *", block + layout.parameters[0].offset)
+    string_type = ffi.cast("zs_type *", rt._native_type(layout._kinds[0].kind))
+    text = "h\u00e9ros".encode("utf-16-le")
+    assert lib.zs_string_assign(rt._ptr, 0, string_type, who, text, 5) == ZS_OK
+    mob = Mob()
+    seen_texts.clear()
+    kept_views.clear()
+    status = lib.zs_call_function(rt._ptr, mob.handle, b"greet", block)
+    assert status == ZS_OK
+    assert seen_texts == [("h\u00e9ros", [])]
+    assert ffi.cast("int32_t *", block + layout.result.offset)[0] == 0
+    with pytest.raises(ExpiredConjugateError):
+        str(kept_views.pop())  # the call's scope expired the view
+    assert lib.zs_value_clear(rt._ptr, 0, string_type, who) == ZS_OK
 
 
 def test_native_call_runs_the_method(rt: zs.Runtime) -> None:

@@ -1045,7 +1045,9 @@ def test_members_are_checked(host: Host) -> None:
     with pytest.raises(TypeError, match="CallPlan: an object member"):
         _core.CallPlan("f", "F.f", 8, ((0, OBJECT, None, "x"),), None)
     with pytest.raises(ValueError, match="CallPlan: unknown member mode"):
-        _core.CallPlan("f", "F.f", 8, ((0, VALUE, value_kind(zs.Int32), "x"),), None)
+        _core.CallPlan("f", "F.f", 8, ((0, 9, value_kind(zs.Int32), "x"),), None)
+    plan = _core.CallPlan("f", "F.f", 16, ((0, VALUE, value_kind(zs.String), "x"),), None)
+    assert plan.size == 16  # a value parameter: a red view of the host's block
 
 
 def test_many_arguments_and_a_big_block(rt: zs.Runtime, host: Host) -> None:

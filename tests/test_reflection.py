@@ -6,12 +6,11 @@ with the same binder as classes declared in Python."""
 from __future__ import annotations
 
 import enum
+import inspect
+import pydoc
+import sys
 import gc
-import hashlib
-import os
 import re
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from cffi import FFI
 
 import zsharp_py as zs
+from native_build import compile_host
 from zsharp_py._base.ffi import ffi as zs_ffi
 from zsharp_py._base.ffi import lib as zs_lib
 from zsharp_py._interop.reflection import PropertyDescription, StructDescription
@@ -26,36 +26,14 @@ from zsharp_py._model.struct import StructMeta
 from zsharp_py.lowlevel import api_table, include_dir
 
 HOST_SOURCE = Path(__file__).parent / "hosts" / "reflect_host.c"
-FLAGS = ["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"]
-
-
-def compile_host(source: Path, cdef: str) -> Any:
-    """Build ``source`` into a shared library (cached by content), as a
-    user's host module is, and load it with cffi's ABI mode."""
-    text = source.read_bytes()
-    digest = hashlib.sha256(text + " ".join(FLAGS).encode() + include_dir().encode()).hexdigest()
-    folder = Path(tempfile.gettempdir()) / "zsharp-hosts"
-    folder.mkdir(exist_ok=True)
-    target = folder / f"{source.stem}-{digest[:16]}.so"
-    if not target.exists():
-        partial = folder / f"{target.name}.{os.getpid()}.tmp"
-        build = subprocess.run(
-            ["gcc", *FLAGS, "-I", include_dir(), str(source), "-o", str(partial)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert build.returncode == 0, build.stderr
-        assert build.stderr == "", f"the compiler printed warnings:\n{build.stderr}"
-        os.replace(partial, target)
-    host_ffi = FFI()
-    host_ffi.cdef(cdef)
-    return host_ffi.dlopen(str(target))
 
 
 @pytest.fixture(scope="module")
 def host() -> Any:
-    return compile_host(HOST_SOURCE, "int reflect_host_install(void *api, void *rt);")
+    _, lib, _ = compile_host(
+        HOST_SOURCE.read_text(), "reflect_host", "int reflect_host_install(void *api, void *rt);"
+    )
+    return lib
 
 
 @pytest.fixture
@@ -214,7 +192,7 @@ def test_descriptions_list_functions_with_their_signatures(rt: Any) -> None:
     described = zs.native_class("Thing")._zs_description
     signatures = {f.name: f.signature_text for f in described.functions}
     assert signatures["add"] == "(a: Int32, b: Int32) -> Int32"
-    assert signatures["split"] == "(v: Vec2, scale: Float64) -> tuple[Float64, Float64, Vec2]"
+    assert signatures["split"] == "(v: Vec2, scale: Float64) -> tuple[Vec2, Float64, Float64]"
     events = {f.name: (f.is_event, bool(f.entry)) for f in described.functions if f.is_event}
     assert events == {"hit": (True, True), "on_spawn": (True, False)}
 
@@ -272,3 +250,190 @@ def test_the_api_table_lists_every_function_of_the_header() -> None:
     table = (include / "zsharp_api.h").read_text()
     listed = set(re.findall(r"X\((zs_[a-z0-9_]+)\)", table))
     assert declared and declared == listed
+
+
+# ---------------------------------------------------------------------------
+# Host functions as methods, and Python overrides of host events
+# ---------------------------------------------------------------------------
+
+
+def call_natively(rt: Any, obj: Any, name: bytes, block: Any = None) -> int:
+    """zs_call_function as the host calls it (``block``: a zs_ffi buffer)."""
+    return int(zs_lib.zs_call_function(rt._ptr, obj.handle, name, block or zs_ffi.NULL))
+
+
+def test_host_functions_are_methods_of_every_direction(rt: Any) -> None:
+    Thing, Vec2 = zs.native_class("Thing"), zs.native_struct("Vec2")
+    a, b = Thing(), Thing()
+    assert a.add(2, 3) == 5 and a.add(a=4, b=-1) == 3
+    a.hp = 10
+    assert a.hit(4) is None and a.hp == 6
+    assert Thing.version() == 3 and a.version() == 3  # static: no object
+    result, scale, x = a.split(Vec2(1.5, 2.0), 2.0)  # result, then inout, then out
+    assert (result.x, result.y, scale, x) == (3.0, 4.0, 4.0, 1.5)
+    assert a.befriend(b) is a and a.friend is b
+    assert a.befriend(None) is a and a.friend is None
+
+
+def test_wrong_arguments_name_the_function_and_its_signature(rt: Any) -> None:
+    Thing = zs.native_class("Thing")
+    a = Thing()
+    with pytest.raises(TypeError, match=re.escape("Thing.add(a: Int32, b: Int32) -> Int32")):
+        a.add(1)
+    with pytest.raises(TypeError, match="Thing.add"):
+        a.add(1, 2, 3)
+    with pytest.raises(TypeError, match="Thing.add"):
+        a.add(1, c=2)
+    with pytest.raises(TypeError):
+        a.add("1", 2)
+    with pytest.raises(OverflowError):
+        a.add(2**31, 0)
+    with pytest.raises(TypeError, match="Thing"):
+        a.befriend(zs.native_struct("Vec2")(0.0, 0.0))
+    with pytest.raises(ValueError):  # the host's entry refused: its status raises
+        a.add(600, 66)
+    b = Thing()
+    b.mark_as_garbage()
+    rt.collect_garbage()
+    with pytest.raises(zs.ExpiredConjugateError):
+        b.add(1, 2)
+    with pytest.raises(zs.ExpiredConjugateError):
+        a.befriend(b)
+
+
+def test_help_shows_each_functions_signature(rt: Any) -> None:
+    Thing = zs.native_class("Thing")
+    assert str(inspect.signature(Thing.add)) == "(self, /, a: 'Int32', b: 'Int32') -> 'Int32'"
+    assert str(inspect.signature(Thing.version)) == "() -> 'Int32'"
+    text = pydoc.render_doc(Thing, renderer=pydoc.plaintext)
+    assert "split(self, /, v: 'Vec2', scale: 'Float64')" in text
+    assert "It returns its result, then scale, x, as a tuple." in text
+    assert "no native default" in text  # on_spawn
+
+
+def test_native_calls_run_the_native_entry_when_python_overrides_nothing(rt: Any) -> None:
+    Thing = zs.native_class("Thing")
+    a = Thing()
+    a.hp = 10
+    damage = zs_ffi.new("int32_t *", 3)
+    assert call_natively(rt, a, b"hit", damage) == 0 and a.hp == 7
+    assert call_natively(rt, a, b"on_spawn") == 0  # implementable, nobody did: nothing
+    block = zs_ffi.new("int32_t[3]", [20, 22, 0])
+    assert call_natively(rt, a, b"add", block) == 0 and block[2] == 42
+    # Any signature runs natively, out and in-out parameters too.
+    split = zs_ffi.new("double[7]", [1.0, 2.0, 3.0, 0, 0, 0, 0])
+    assert call_natively(rt, a, b"split", split) == 0
+    assert list(split) == [1.0, 2.0, 6.0, 1.0, 3.0, 6.0, 0]
+
+
+def test_native_calls_reach_python_overrides_and_super_runs_the_default(rt: Any) -> None:
+    Thing = zs.native_class("Thing")
+    seen: list[Any] = []
+
+    class Knight(Thing):  # type: ignore[misc,valid-type]
+        def hit(self, damage):  # type: ignore[no-untyped-def]  # the host's parameters
+            seen.append(("hit", damage))
+            super().hit(damage * 2)  # the native default, on this object
+
+        def on_spawn(self) -> None:
+            seen.append("spawned")
+            super().on_spawn()  # no native default: nothing
+
+        def add(self, a: int, b: int) -> int:  # not an event: still reached
+            return 100 + super().add(a, b)
+
+    k = Knight()
+    k.hp = 20
+    assert call_natively(rt, k, b"hit", zs_ffi.new("int32_t *", 3)) == 0
+    assert call_natively(rt, k, b"on_spawn") == 0
+    block = zs_ffi.new("int32_t[3]", [1, 2, 0])
+    assert call_natively(rt, k, b"add", block) == 0 and block[2] == 103
+    assert seen == [("hit", 3), "spawned"] and k.hp == 14
+    raw_hits = zs_ffi.cast("int32_t *", k._address + zs_ffi.sizeof("zs_object"))
+    assert raw_hits[0] == 14  # the host's own field, written by its default
+    # Other classes keep the native default.
+    plain = Thing()
+    plain.hp = 5
+    assert call_natively(rt, plain, b"hit", zs_ffi.new("int32_t *", 3)) == 0 and plain.hp == 2
+
+
+def test_an_override_that_cannot_take_the_hosts_arguments_is_refused(rt: Any) -> None:
+    Thing = zs.native_class("Thing")
+    with pytest.raises(TypeError, match=r"cannot override Thing\.hit\(damage: Int32\)"):
+
+        class Wrong(Thing):  # type: ignore[misc,valid-type]
+            def hit(self) -> None:
+                pass
+
+    with pytest.raises(TypeError, match="out or in-out parameters"):
+
+        class Splitter(Thing):  # type: ignore[misc,valid-type]
+            def split(self, v, scale):  # type: ignore[no-untyped-def]
+                return v
+
+
+def test_an_exception_in_an_override_reaches_unraisablehook_not_the_host(
+    rt: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Thing = zs.native_class("Thing")
+    seen: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+
+    class Fragile(Thing):  # type: ignore[misc,valid-type]
+        def hit(self, damage):  # type: ignore[no-untyped-def]
+            super().hit(damage)
+            raise RuntimeError("shield broke")
+
+    f = Fragile()
+    f.hp = 9
+    status = call_natively(rt, f, b"hit", zs_ffi.new("int32_t *", 4))
+    assert status == zs_lib.ZS_E_CALL_FAILED
+    assert len(seen) == 1 and isinstance(seen[0].exc_value, RuntimeError)
+    assert f.hp == 5  # the default ran before the exception; the heap is consistent
+    rt.gc.verify()
+
+
+def test_overrides_that_collect_and_destroy_their_object_are_safe(rt: Any) -> None:
+    """An override that runs a full collection and destroys its own object,
+    then calls the native default on it: the default is refused (the object
+    is dying), the native caller gets a status, nothing is touched."""
+    Thing = zs.native_class("Thing")
+    results: list[Any] = []
+
+    class Doomed(Thing):  # type: ignore[misc,valid-type]
+        def hit(self, damage):  # type: ignore[no-untyped-def]
+            self.mark_as_garbage()
+            rt.collect_garbage()
+            try:
+                super().hit(damage)
+            except zs.ExpiredConjugateError as error:
+                results.append(type(error))
+            self.add(1, 2) if not self.is_expired else results.append("expired")
+
+    d = Doomed()
+    d_handle = d.handle
+    status = zs_lib.zs_call_function(rt._ptr, d_handle, b"hit", zs_ffi.new("int32_t *", 1))
+    assert status == 0
+    assert results == [zs.ExpiredConjugateError, "expired"]
+    assert d.is_expired
+    # The same handle again: the object is gone; the host gets a status.
+    again = zs_lib.zs_call_function(rt._ptr, d_handle, b"hit", zs_ffi.new("int32_t *", 1))
+    assert again == zs_lib.ZS_E_STALE
+    rt.gc.verify()
+
+
+def test_host_objects_stored_in_python_declared_references(rt: Any) -> None:
+    Thing = zs.native_class("Thing")
+
+    class Squad(zs.Object):
+        leader: "Thing | None"
+        members: zs.Array["Thing"]
+
+    squad = Squad()
+    squad.add_to_root()
+    leader = Thing()
+    squad.leader = leader
+    squad.members.append(Thing())
+    rt.collect_garbage()
+    assert squad.leader is leader and not squad.members[0].is_expired
+    assert squad.leader.add(1, 1) == 2

@@ -6,7 +6,8 @@
  * CallPlan that zsharp_py/_interop/calls.py computes once per class and
  * function (function_layout, cached in the class's `_zs_functions`) and
  * that says where each parameter and the result sit in the host's block
- * and how each crosses (a scalar, an object reference, a struct). Python
+ * and how each crosses (a scalar, an object reference, a struct or any
+ * other value, seen as a red view into the block). Python
  * is asked only for the plan, on the first call of a function on a class.
  *
  * One call: the object's conjugate (from the table, else adopted by
@@ -157,8 +158,8 @@ static int member_parse(zs_core_state *state, PyObject *entry, Py_ssize_t block_
             PyErr_SetString(PyExc_TypeError, "CallPlan: a member is (offset, mode, detail, what)");
         return -1;
     }
-    return zs_call_member_init(state, "CallPlan", offset, mode, detail, what, block_size, 0,
-                               member);
+    return zs_call_member_init(state, "CallPlan", offset, mode, detail, what, block_size,
+                               ZS_MEMBER_ACCEPT_VALUE, member);
 }
 
 /* An address handed over as an int (0: none): 0, or -1 with an error. */
@@ -404,7 +405,7 @@ static PyObject *class_name(PyTypeObject *type) {
 static PyObject *load_argument(zs_runtime_core *rt, const zs_plan_member *member, char *params) {
     char *at = params + member->offset;
     if (member->mode == ZS_CALL_SCALAR) return zs_scalar_load(member->scalar, at);
-    if (member->mode == ZS_CALL_STRUCT) {
+    if (member->mode == ZS_CALL_STRUCT || member->mode == ZS_CALL_VALUE) {
         /* A red view into the block: the call scope expires it. */
         zsv_kind *kind = (zsv_kind *)member->detail;
         if (check_open(rt) < 0 || zsv_native_type(rt, kind) == NULL) return NULL;

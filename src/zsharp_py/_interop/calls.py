@@ -80,6 +80,9 @@ class FunctionLayout:
     _kinds: tuple[Any, ...] = field(repr=False, compare=False)
     _plan: _core.CallPlan = field(repr=False, compare=False)
     """How zsharp_py._core's handler makes the call (native/binding/calls.c)."""
+    host: bool = False
+    """Whether the block is a native host's (its function's description
+    places it, zsharp_py/_interop/reflection.py), not laid out here."""
 
     @property
     def c_declaration(self) -> str:
@@ -187,8 +190,10 @@ def _declare(cls: type[Object], name: str) -> FunctionLayout:
     owner = next((c for c in cls.__mro__ if name in c.__dict__), None)
     if name.startswith("_") or owner is None or not issubclass(owner, Object) or owner is Object:
         raise AttributeError(f"{cls.__name__} has no method {name!r} that native code can call")
-    layout = _lay_out(owner, name)
     reference = _reference_layout(cls, name, owner)
+    if reference is not None and reference.host and not owner.__dict__.get("_zs_description"):
+        return _override_host(owner, name, reference)
+    layout = _lay_out(owner, name)
     if reference is not None and not _same_block(layout, reference):
         raise SignatureMismatch(
             f"{owner.__name__}.{name}{_signature(layout)} cannot override "
@@ -277,7 +282,12 @@ def check_overrides(cls: type[Object], namespace: dict[str, Any]) -> None:
 
 
 def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
-    """The parameter block of ``owner``'s own declaration of ``name``."""
+    """The parameter block of ``owner``'s own declaration of ``name``: a
+    host's function as its description places it, else a Python method's,
+    laid out from its annotations."""
+    host = _host_function(owner, name)
+    if host is not None:
+        return _host_layout(owner, name, host, entry=True)
     function = owner.__dict__[name]
     what = f"{owner.__name__}.{name}"
     if not isinstance(function, types.FunctionType):
@@ -302,13 +312,7 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
         members.append(("return_value", "return_value", returns))
     kinds: list[Any] = []
     for label, _, annotation in members:
-        kind = kind_of(owner, annotation, f"{what}: {label}")
-        if not (isinstance(kind, (ScalarKind, ObjectRefKind)) or _plain_struct(kind)):
-            raise TypeError(
-                f"{what}: {label} is {kind.describe()}; only scalars, object "
-                "references and plain structs cross into Python from native code"
-            )
-        kinds.append(kind)
+        kinds.append(_crossing_kind(owner, annotation, what, label))
     cnames = tuple(member_name(i, label) for i, (label, _, _) in enumerate(members))
     block = Layout(
         f"{owner.__name__}_{name}_params",
@@ -342,15 +346,125 @@ def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
 
 
 def plan_member(kind: Any, offset: int, what: str) -> tuple[int, int, Any, str]:
-    """How one block member crosses, for ``_core.CallPlan``: a scalar by its
-    scalar code, an object reference by its target class (the handler
-    checks arguments and results against it), a struct by its kind (a red
-    view into the block, or a staged result)."""
-    if isinstance(kind, StructKind):
-        return (offset, _core.CALL_STRUCT, kind.kind, what)
+    """How one block member crosses, for ``_core.CallPlan`` and
+    ``_core.NativeFunction``: a scalar by its scalar code, an object
+    reference by its target class (checked on the way in and out), a
+    struct by its kind, any other value by its kind (both a red view into
+    the block, or a staged result)."""
+    if isinstance(kind, ScalarKind):
+        return (offset, _core.CALL_SCALAR, kind.code, what)
     if isinstance(kind, ObjectRefKind):
         return (offset, _core.CALL_OBJECT, kind.target, what)
-    return (offset, _core.CALL_SCALAR, kind.code, what)
+    if isinstance(kind, StructKind):
+        return (offset, _core.CALL_STRUCT, kind.kind, what)
+    return (offset, _core.CALL_VALUE, kind.kind, what)
+
+
+def _crossing_kind(scope: type[Object], annotation: Any, what: str, label: str) -> Any:
+    """The kind of one member of a block that native code passes to Python:
+    a parameter of any kind (a value is a red view into the host's block,
+    valid for the call); a result only a scalar, an object reference or a
+    plain struct, which the handler writes without allocating anything the
+    host would have to free."""
+    kind = kind_of(scope, annotation, f"{what}: {label}")
+    if label == "return_value" and not (
+        isinstance(kind, (ScalarKind, ObjectRefKind)) or _plain_struct(kind)
+    ):
+        raise TypeError(
+            f"{what}: the result is {kind.describe()}; a result returned to native code "
+            "is a scalar, an object reference or a plain struct (a value owning native "
+            "memory would be the host's to free)"
+        )
+    return kind
+
+
+def _host_function(owner: type[Object], name: str) -> Any:
+    """The description of ``owner``'s own host function ``name`` (a class a
+    native host described, bound by zsharp_py/_interop/reflection.py), or
+    None."""
+    described = owner.__dict__.get("_zs_description")
+    functions = getattr(described, "functions", ())
+    return next((f for f in functions if f.name == name), None)
+
+
+def _host_layout(
+    owner: type[Object], name: str, function: Any, *, entry: bool, scope: type[Object] | None = None
+) -> FunctionLayout:
+    """The layout of a host's function: its block as its description places
+    it. With ``entry``, the plan runs the host's C entry on the block as it
+    is (the function of a class no Python class overrode: any signature);
+    without, it calls the Python override, which then needs every member
+    to cross (no out or in-out parameters). Type texts resolve in
+    ``scope``, the host's class (by default ``owner``)."""
+    what = f"{owner.__name__}.{name}"
+    scope = scope or owner
+    arguments = [p for p in function.parameters if p.direction in ("in", "inout")]
+    results = [p for p in function.parameters if p.direction == "return"]
+    if not entry and len(arguments) + len(results) != len(function.parameters):
+        raise SignatureMismatch(
+            f"{what}{function.signature_text} has out or in-out parameters: Python code can "
+            "call it, but not override it for calls from native code"
+        )
+    labels = [p.name for p in arguments] + ["return_value"] * len(results)
+    kinds = [
+        kind_of(scope, p.type, f"{what}: {p.name}")
+        if entry
+        else _crossing_kind(scope, p.type, what, label)
+        for p, label in zip(arguments + results, labels, strict=True)
+    ]
+    described = tuple(
+        FunctionParameter(label, _host_type(kind), p.offset)
+        for p, label, kind in zip(arguments + results, labels, kinds, strict=True)
+    )
+    count = len(arguments)
+    plan = _core.CallPlan(
+        name,
+        what,
+        function.block_size,
+        ()
+        if entry
+        else tuple(
+            plan_member(kind, p.offset, f"{what}: argument {p.name!r}")
+            for p, kind in zip(described[:count], kinds[:count], strict=True)
+        ),
+        None
+        if entry or not results
+        else plan_member(kinds[-1], described[-1].offset, f"{what} (result)"),
+        entry=function.entry if entry else 0,
+        user=function.user if entry else 0,
+    )
+    return FunctionLayout(
+        owner,
+        name,
+        described[:count],
+        described[-1] if results else None,
+        function.block_size,
+        tuple(kinds),
+        plan,
+        host=True,
+    )
+
+
+def _override_host(owner: type[Object], name: str, reference: FunctionLayout) -> FunctionLayout:
+    """A Python override of a host's function (``def begin_play(self)`` in a
+    subclass of a host's class): native code passes the host's block, so
+    the override takes the host's parameters whatever it annotates; it must
+    accept them by position."""
+    what = f"{owner.__name__}.{name}"
+    function = owner.__dict__[name]
+    if not isinstance(function, types.FunctionType):
+        raise TypeError(f"{what} is not a plain method, so native code cannot call it")
+    host = _host_function(reference.owner, name)
+    layout = _host_layout(owner, name, host, entry=False, scope=reference.owner)
+    try:
+        inspect.signature(function).bind(None, *layout.parameters)
+    except TypeError:
+        raise SignatureMismatch(
+            f"{what}{inspect.signature(function)} cannot override "
+            f"{reference.owner.__name__}.{name}{host.signature_text}: native code passes "
+            f"{len(layout.parameters)} argument(s) by position"
+        ) from None
+    return layout
 
 
 def _plain_struct(kind: Any) -> bool:
@@ -371,8 +485,9 @@ def _host_type(kind: Any) -> str:
         return f"struct {kind.cls.__name__}"
     if isinstance(kind, (ObjectRefKind, WeakRefKind)):
         return "zs_ref"
-    c_type: str = kind.c_type
-    return "bool" if c_type == "_Bool" else c_type
+    if isinstance(kind, ScalarKind):
+        return "bool" if kind.c_type == "_Bool" else str(kind.c_type)
+    return str(kind.member_type)
 
 
 def _declare_host_struct(kind: Any, out: dict[str, str]) -> None:

@@ -7,9 +7,10 @@ struct's members, each enum's items. Here those descriptions are read and
 bound, on first use in each runtime, by the same binder as classes declared
 in Python (``class_layout`` and ``struct_layout``, zsharp_py/_model): a
 host's class becomes a ``zs.Object`` subclass whose properties are the same
-C descriptors. Its functions are read into the description
-(``cls._zs_description.functions``); binding them as methods is not done
-yet (see docs/native-classes.md, "Not yet").
+C descriptors, and each of its functions a ``_core.NativeFunction``
+method, marshalled in C (native/binding/functions.c). A Python subclass
+may override its events; native calls reach the override through the
+handler (zsharp_py/_interop/calls.py lays the host's block out for it).
 
 Type texts resolve in the names of ``zsharp_py`` (``Int32``, ``Array``...)
 and, through ``_HostNames``, the runtime's own classes, structs and enums,
@@ -23,11 +24,13 @@ in another runtime binds another type.
 from __future__ import annotations
 
 import enum
+import inspect
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _core
 from .._base.ffi import api_address, ffi, lib
 from .._model.kinds import (
     Bool,
@@ -42,7 +45,7 @@ from .._model.kinds import (
     UInt32,
     UInt64,
 )
-from .._model.object import Object, ObjectMeta, class_layout
+from .._model.object import Object, ObjectMeta, class_layout, kind_of
 from .._model.struct import Struct, StructMeta, struct_layout
 from .._runtime.runtime import Runtime, add_class_binder, current_runtime
 from .._types.containers import Array, Map, Optional, Set
@@ -57,6 +60,7 @@ from .._types.pointers import (
     SubclassOf,
 )
 from .._types.strings import AnsiString, Name, String, Text, Utf8String
+from .calls import plan_member
 
 __all__ = [
     "ClassDescription",
@@ -123,7 +127,9 @@ class FunctionDescription:
         taken = ", ".join(
             f"{p.name}: {p.type}" for p in self.parameters if p.direction in ("in", "inout")
         )
-        given = [p.type for p in self.parameters if p.direction != "in"]
+        given = [p.type for p in self.parameters if p.direction == "return"] + [
+            p.type for p in self.parameters if p.direction in ("out", "inout")
+        ]
         results = given[0] if len(given) == 1 else f"tuple[{', '.join(given)}]" if given else "None"
         return f"({taken}) -> {results}"
 
@@ -287,7 +293,74 @@ def _bind_class(runtime: Runtime, native: Any) -> type[Object]:
     layout = class_layout(cls)
     own = layout.properties[len(layout.properties) - layout.own_count :]
     _check_native_types(runtime, described.name, own, described.properties)
+    for function in described.functions:
+        type.__setattr__(cls, function.name, _native_function(cls, function))
     return cls
+
+
+def _native_function(cls: type[Object], function: FunctionDescription) -> Any:
+    """The method of one described function: a ``_core.NativeFunction``
+    that marshals in C from its members' kinds (native/binding/functions.c)."""
+    what = f"{cls.__name__}.{function.name}"
+    members = []
+    for parameter in function.parameters:
+        kind = kind_of(cls, parameter.type, f"{what}: {parameter.name}")
+        label = "result" if parameter.direction == "return" else f"argument {parameter.name!r}"
+        _, mode, detail, _ = plan_member(kind, parameter.offset, "")
+        members.append(
+            (
+                parameter.name,
+                _DIRECTIONS.index(parameter.direction),
+                parameter.offset,
+                mode,
+                detail,
+                f"{what}{function.signature_text}: {label}",
+            )
+        )
+    return _core.NativeFunction(
+        name=function.name,
+        what=f"{what}{function.signature_text}",
+        owner=cls,
+        entry=function.entry,
+        user=function.user,
+        flags=(lib.ZS_FUNCTION_STATIC if function.is_static else 0)
+        | (lib.ZS_FUNCTION_EVENT if function.is_event else 0),
+        size=function.block_size,
+        members=tuple(members),
+        signature=_signature(function),
+        doc=_function_doc(function),
+    )
+
+
+def _function_doc(function: FunctionDescription) -> str:
+    """What ``help()`` shows under the signature."""
+    kind = "A static function" if function.is_static else "A function"
+    if function.is_event:
+        kind = "An event: a Python subclass may override it, and native calls reach the override"
+        if not function.entry:
+            kind += "; it has no native default (calling it does nothing)"
+    outputs = [p.name for p in function.parameters if p.direction in ("out", "inout")]
+    lines = [f"{function.name}{function.signature_text}", "", f"{kind}, of the native host."]
+    if outputs:
+        first = (
+            "its result, then " if any(p.direction == "return" for p in function.parameters) else ""
+        )
+        lines.append(f"It returns {first}{', '.join(outputs)}, as a tuple.")
+    return "\n".join(lines)
+
+
+def _signature(function: FunctionDescription) -> inspect.Signature:
+    """The Python signature ``help()`` and ``inspect.signature`` show: the
+    arguments taken (after ``self`` unless static), and what comes back."""
+    parameters = [
+        inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=p.type)
+        for p in function.parameters
+        if p.direction in ("in", "inout")
+    ]
+    if not function.is_static:
+        parameters.insert(0, inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY))
+    returns = function.signature_text.rpartition(" -> ")[2]
+    return inspect.Signature(parameters, return_annotation=returns)
 
 
 def _class_doc(described: ClassDescription) -> str:
