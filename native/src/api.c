@@ -6,11 +6,10 @@
 
 const struct zs_api *zs_api_table(void) {
     /* Constant: one table for every runtime and thread. */
-    static const zs_api table = {
-        .version = ZS_API_VERSION,
-        .size = sizeof(zs_api),
+    static const zs_api table = {.version = ZS_API_VERSION,
+                                 .size = sizeof(zs_api),
 #define ZS_API_ENTRY(name) .name = name,
-        ZS_API_FUNCTIONS(ZS_API_ENTRY)
+                                 ZS_API_FUNCTIONS(ZS_API_ENTRY)
 #undef ZS_API_ENTRY
     };
     return &table;

@@ -47,9 +47,8 @@ bool zs_property_member(const zs_property_desc *property, zs_member *out) {
 /* ---- structs ------------------------------------------------------------- */
 
 zs_status zs_struct_register(zs_runtime *rt, const zs_struct_desc *desc, const zs_type **out) {
-    if (desc == NULL || out == NULL || desc->name == NULL || desc->size == 0 ||
-        desc->align == 0 || (desc->align & (desc->align - 1)) != 0 ||
-        (desc->member_count > 0 && desc->members == NULL))
+    if (desc == NULL || out == NULL || desc->name == NULL || desc->size == 0 || desc->align == 0 ||
+        (desc->align & (desc->align - 1)) != 0 || (desc->member_count > 0 && desc->members == NULL))
         return ZS_E_INVALID;
     uint32_t typed = 0;
     for (uint32_t i = 0; i < desc->member_count; i++) {

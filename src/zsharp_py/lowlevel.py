@@ -14,8 +14,8 @@ True
 
 from ._interop.calls import (
     FunctionLayout,
-    api_table,
     FunctionParameter,
+    api_table,
     function_layout,
     include_dir,
     native_function,
