@@ -24,15 +24,18 @@ def _compiler() -> str:
 
 def test_native_c_suite_passes(tmp_path: Path) -> None:
     binary = tmp_path / "test_native"
-    sources = sorted(map(str, (NATIVE / "src").glob("*.c"))) + sorted(
-        map(str, (NATIVE / "tests").glob("*.c"))
-    )
+    sources = [
+        str(path)
+        for folder in ("src", "engine", "tests")
+        for path in sorted((NATIVE / folder).glob("*.c"))
+    ]
     build = subprocess.run(
         [
             _compiler(),
             *STRICT,
             f"-I{NATIVE / 'include'}",
             f"-I{NATIVE / 'src'}",
+            f"-I{NATIVE / 'engine'}",
             *sources,
             "-o",
             str(binary),

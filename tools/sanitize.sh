@@ -15,8 +15,8 @@ set -euo pipefail
 
 echo "== C tests under ASan/UBSan"
 CFLAGS_SAN="-std=c11 -O1 -g -Wall -Wextra -Werror -pedantic -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
-cc $CFLAGS_SAN -I"$here/native/include" -I"$here/native/src" \
-    "$here"/native/src/*.c "$here"/native/tests/*.c -o "$work/test_native"
+cc $CFLAGS_SAN -I"$here/native/include" -I"$here/native/src" -I"$here/native/engine" \
+    "$here"/native/src/*.c "$here"/native/engine/*.c "$here"/native/tests/*.c -o "$work/test_native"
 ASAN_OPTIONS=detect_leaks=1 "$work/test_native"
 
 echo "== Python suite against the sanitized extension"

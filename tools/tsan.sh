@@ -53,7 +53,8 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1 exitcode=66 suppres
 if [ "$run_c" = yes ]; then
     echo "== C tests under ThreadSanitizer"
     "$cc" -std=c11 -O1 -g -Wall -Wextra -Werror -pedantic -fsanitize=thread -fno-omit-frame-pointer \
-        -I"$here/native/include" -I"$here/native/src" "$here"/native/src/*.c "$here"/native/tests/*.c \
+        -I"$here/native/include" -I"$here/native/src" -I"$here/native/engine" "$here"/native/src/*.c \
+        "$here"/native/engine/*.c "$here"/native/tests/*.c \
         "$here/tools/tsan/c11_threads.c" -o "$work/test_native_tsan" -pthread
     if [ "$smoke" = yes ]; then
         # The tests that start threads: parallel marks, threads sharing a

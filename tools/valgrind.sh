@@ -168,7 +168,8 @@ run_memcheck() {
 if [ "$mode" != smoke ]; then
     echo "== C tests under memcheck"
     cc -std=c11 -O1 -g -Wall -Wextra -Werror -pedantic -DZS_NO_OBJECT_SLAB -I"$here/native/include" \
-        -I"$here/native/src" "$here"/native/src/*.c "$here"/native/tests/*.c -pthread \
+        -I"$here/native/src" -I"$here/native/engine" "$here"/native/src/*.c "$here"/native/engine/*.c \
+        "$here"/native/tests/*.c -pthread \
         -o "$work/test_native"
     run_memcheck c-tests "$work/test_native" | grep -vE "^ok  "
 fi

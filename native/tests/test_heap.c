@@ -2165,6 +2165,7 @@ int main(int argc, char **argv) {
     run_table(advanced_tests, advanced_test_count, filter, &passed, &failed);
     run_table(thread_tests, thread_test_count, filter, &passed, &failed);
     run_table(fuzz_finding_tests, fuzz_finding_test_count, filter, &passed, &failed);
+    run_table(engine_tests, engine_test_count, filter, &passed, &failed);
     printf("%u passed, %u failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

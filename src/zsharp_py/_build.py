@@ -1,7 +1,10 @@
-"""cffi build script: compiles native/src/*.c into ``zsharp_py._native_lib``.
+"""cffi build script: compiles native/src/*.c, and the sample engine module
+native/engine/sample_engine.c (the host the tests, examples and demo
+script), into ``zsharp_py._native_lib``.
 
 API (out-of-line) mode; the declarations are read from
-``native/include/zsharp.h`` itself. Environment switches:
+``native/include/zsharp.h`` and ``native/engine/sample_engine.h``
+themselves. Environment switches:
 
 ``ZSHARP_SANITIZE=1``
     build with ``-fsanitize=address,undefined`` (run Python with libasan
@@ -39,12 +42,13 @@ NATIVE = ROOT / "native"
 
 
 def header_cdef(header: Path = NATIVE / "include" / "zsharp.h") -> str:
-    """The cffi declarations, read from the public header itself (so the
-    binding can never drift from the C API): comments, includes, guards and
+    """The cffi declarations, read from a header itself (so the binding can
+    never drift from the C API): comments, includes, include guards and
     function-like macros go; the other ``#define``s (all integer constants)
     become ``#define X ...``, whose values the compiler supplies."""
     text = re.sub(r"/\*.*?\*/", "", header.read_text(encoding="utf-8"), flags=re.S)
     lines = text.split("\n")
+    guards = {m.group(1) for m in re.finditer(r"^\s*#ifndef\s+(\w+)", text, flags=re.M)}
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -58,7 +62,7 @@ def header_cdef(header: Path = NATIVE / "include" / "zsharp.h") -> str:
                 i += 1
                 full = full[:-1] + " " + lines[i].strip()
             match = re.match(r"#define\s+(\w+)(\(?)", full)
-            if match and not match.group(2) and match.group(1) != "ZSHARP_H":
+            if match and not match.group(2) and match.group(1) not in guards:
                 out.append(f"#define {match.group(1)} ...")  # integer constants
         elif not stripped.startswith(("#include", "#ifndef", "#endif")):
             out.append(lines[i])
@@ -98,13 +102,20 @@ def make_ffibuilder() -> FFI:
     """Return the FFI builder for the native library."""
     builder = FFI()
     builder.cdef(header_cdef())
+    # The sample engine's install function and layouts (struct zs_api is
+    # declared, opaque, by zsharp.h): lib.zs_sample_engine_install(...).
+    builder.cdef(header_cdef(NATIVE / "engine" / "sample_engine.h"))
     cflags, ldflags = _compile_args()
-    sources = sorted(str(p.relative_to(ROOT)) for p in (NATIVE / "src").glob("*.c"))
+    sources = sorted(
+        str(p.relative_to(ROOT))
+        for folder in ("src", "engine")
+        for p in (NATIVE / folder).glob("*.c")
+    )
     builder.set_source(
         "zsharp_py._native_lib",
-        '#include "zsharp.h"\n',
+        '#include "zsharp.h"\n#include "sample_engine.h"\n',
         sources=sources,
-        include_dirs=[str(NATIVE / "include"), str(NATIVE / "src")],
+        include_dirs=[str(NATIVE / "include"), str(NATIVE / "src"), str(NATIVE / "engine")],
         extra_compile_args=cflags,
         extra_link_args=ldflags,
     )

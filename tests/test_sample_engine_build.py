@@ -1,0 +1,130 @@
+"""The sample engine (native/engine/sample_engine.c) as a user's host module:
+compiled on its own with gcc against the installed headers only (it calls
+the library through the API table, since the library's symbols are hidden),
+loaded with cffi's ABI mode and installed into a runtime. What it registers
+is read back through the low-level cffi library."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import cffi
+import pytest
+
+import zsharp_py as zs
+from zsharp_py._base.errors import ZS_E_INVALID, ZS_OK
+from zsharp_py._base.ffi import ffi, lib
+from zsharp_py.lowlevel import api_table, include_dir
+
+ENGINE = Path(__file__).resolve().parent.parent / "native" / "engine"
+STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"]
+
+
+@pytest.fixture(scope="module")
+def engine_module(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """sample_engine.c built as a shared library and opened (ABI mode)."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is needed to build a host module")
+    library = tmp_path_factory.mktemp("engine") / "libsample_engine.so"
+    build = subprocess.run(
+        [gcc, *STRICT, f"-I{include_dir()}", str(ENGINE / "sample_engine.c"), "-o", str(library)],
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr
+    assert build.stderr == "", f"gcc printed warnings:\n{build.stderr}"
+    host = cffi.FFI()
+    host.cdef("int zs_sample_engine_install(const void *api, void *rt);")
+    return host, host.dlopen(str(library))
+
+
+def _install(engine_module: Any, rt: zs.Runtime) -> int:
+    host, module = engine_module
+    api = host.cast("const void *", api_table())
+    return int(module.zs_sample_engine_install(api, host.cast("void *", rt.native_address)))
+
+
+def _find_class(rt: zs.Runtime, name: str) -> Any:
+    out = ffi.new("const zs_class **")
+    assert lib.zs_find_class(rt._ptr, name.encode(), out) == ZS_OK, name
+    return out[0]
+
+
+def _names(items: Any, count: int) -> list[str]:
+    return [ffi.string(items[i].name).decode() for i in range(count)]
+
+
+def test_standalone_engine_registers_its_classes(engine_module: Any) -> None:
+    with zs.Runtime() as rt:
+        assert _install(engine_module, rt) == ZS_OK
+        actor = _find_class(rt, "Actor")
+        desc = lib.zs_class_describe(actor)
+        assert _names(desc.properties, desc.property_count) == [
+            "world",
+            "transform",
+            "team",
+            "health",
+            "max_health",
+            "speed",
+            "alive",
+            "ticks",
+            "target",
+            "components",
+            "tags",
+            "on_damaged",
+        ]
+        types = {
+            ffi.string(desc.properties[i].name).decode(): ffi.string(desc.properties[i].type)
+            for i in range(desc.property_count)
+        }
+        assert types["target"] == b"WeakObjectPtr[Actor]" and types["tags"] == b"Set[Name]"
+        assert _names(desc.functions, desc.function_count) == [
+            "take_damage",
+            "get_location",
+            "heal",
+            "move",
+            "add_component",
+            "begin_play",
+            "tick",
+            "on_destroy",
+        ]
+        on_destroy = desc.functions[7]
+        assert on_destroy.entry == ffi.NULL and on_destroy.flags == lib.ZS_FUNCTION_EVENT
+
+        world = lib.zs_class_describe(_find_class(rt, "World"))
+        assert _names(world.properties, world.property_count) == [
+            "frame",
+            "time",
+            "actors",
+            "gravity",
+        ]
+        movement = _find_class(rt, "MovementComponent")
+        assert lib.zs_class_parent(movement) == _find_class(rt, "Component")
+        out_desc = ffi.new("const zs_struct_desc **")
+        assert lib.zs_find_struct(rt._ptr, b"Transform", out_desc, ffi.NULL) == ZS_OK
+        assert _names(out_desc[0].members, out_desc[0].member_count) == ["location", "yaw", "scale"]
+        out_enum = ffi.new("const zs_enum_desc **")
+        assert lib.zs_find_enum(rt._ptr, b"Team", out_enum) == ZS_OK
+        assert _names(out_enum[0].items, out_enum[0].item_count) == ["Neutral", "Red", "Blue"]
+
+        # Its entries run through the table: the static World.version.
+        version = ffi.new("const zs_function_desc **")
+        assert lib.zs_find_function(_find_class(rt, "World"), b"version", version) == ZS_OK
+        block = ffi.new("int32_t *")
+        status = lib.zs_call_native(rt._ptr, version[0].entry, version[0].user, 0, block)
+        assert status == ZS_OK and block[0] == 1
+
+        assert _install(engine_module, rt) == ZS_E_INVALID  # once per runtime
+
+
+def test_packaged_engine_installs_too() -> None:
+    """The copy compiled into the package's native library."""
+    with zs.Runtime() as rt:
+        assert lib.zs_sample_engine_install(lib.zs_api_table(), rt._ptr) == ZS_OK
+        desc = lib.zs_class_describe(_find_class(rt, "World"))
+        assert desc.function_count == 6
+        assert ffi.sizeof("sample_actor") == lib.zs_class_instance_size(_find_class(rt, "Actor"))
