@@ -700,10 +700,11 @@ void zs_set_call_handler(zs_runtime *rt, zs_call_handler handler, void *user);
    the object's class describes runs (zs_find_function: ZS_E_INVALID when
    there is none; an event with no native default does nothing). */
 zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, void *params);
-/* Call it on every object of `cls` (subclasses included) that was live when
-   the call began, in slot order; one destroyed meanwhile (say by a
-   collection a call ran) is skipped, never called, and one created
-   meanwhile is not called. *out_called (if not NULL) counts the calls made.
+/* Call it on every object of `cls` (subclasses included) that was live and
+   not marked as garbage when the call began, in slot order (a destroyed
+   actor takes no more ticks); one destroyed or marked meanwhile (say by a
+   call before it) is skipped, never called, and one created meanwhile is
+   not called. *out_called (if not NULL) counts the calls made.
    Returns the first failure among the calls (every call is still made), or
    ZS_E_NOMEM before any call. */
 zs_status zs_call_each(zs_runtime *rt, const zs_class *cls, const char *function, void *params,

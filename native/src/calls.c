@@ -87,11 +87,12 @@ zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, 
     return status;
 }
 
-/* Whether the item in slot `index` is a live, not dying object of cls
-   (subclasses included). */
+/* Whether the item in slot `index` is a live object of cls (subclasses
+   included), neither dying nor marked as garbage. */
 static bool callable_object(const zs_runtime *rt, uint32_t index, const zs_class *cls) {
     const zs_item *it = zs_item_at(rt, index);
-    return it->object != NULL && !zs_item_dying(rt, it) && zs_class_is_a(it->object->cls, cls);
+    return it->object != NULL && !(it->flags & ZS_ITEM_GARBAGE) && !zs_item_dying(rt, it) &&
+           zs_class_is_a(it->object->cls, cls);
 }
 
 /* The handles of the live, not dying objects of cls (subclasses included),
@@ -126,6 +127,11 @@ zs_status zs_call_each(zs_runtime *rt, const zs_class *cls, const char *function
     zs_status first_failure = ZS_OK;
     uint32_t called = 0;
     for (uint32_t i = 0; i < count; i++) {
+        ZS_LOCK(rt);
+        const zs_item *marked = zs_item_of(rt, refs[i]);
+        bool skip = marked != NULL && (marked->flags & ZS_ITEM_GARBAGE);
+        ZS_UNLOCK(rt);
+        if (skip) continue; /* marked as garbage by an earlier call */
         zs_status one = call_one(rt, refs[i], function, params);
         if (one == ZS_E_STALE || one == ZS_E_DYING) continue; /* destroyed by an earlier call */
         called++;

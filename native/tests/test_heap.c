@@ -1984,6 +1984,15 @@ static void test_calls_into_the_managed_side(runner *t) {
     CHECK_EQ(t, zs_calls_in_progress(rt), 0);
     VERIFY(t, rt);
 
+    /* An object marked as garbage takes no more calls from zs_call_each
+       (a destroyed actor is not ticked), though it is live until collected. */
+    log = (call_log){.cls = fx.node};
+    CHECK_OK(t, zs_mark_as_garbage(rt, nodes[3]));
+    CHECK_OK(t, zs_call_each(rt, fx.node, "tick", &count, &called));
+    CHECK_EQ(t, called, 3); /* nodes[0], nodes[1] and the one the first pass made */
+    for (uint32_t i = 0; i < log.calls && i < 8; i++) CHECK(t, log.seen[i] != nodes[3]);
+    CHECK(t, alive(rt, nodes[3]));
+
     /* Stale objects are never called; a class of no runtime is refused. */
     log = (call_log){.cls = fx.node};
     CHECK_STATUS(t, zs_call_function(rt, nodes[2], "tick", &count), ZS_E_STALE);
