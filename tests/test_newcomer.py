@@ -408,9 +408,41 @@ def test_an_undeclared_attribute_says_to_declare_it(
     ship = _Ship()
     with pytest.raises(AttributeError) as raised:
         ship.cache = value
-    assert str(raised.value) == (
+    message = str(raised.value)
+    zs_type = (
         "'_Ship' object has no attribute 'cache': native objects hold only their declared "
         f"properties; declare it in the class body with a zs type (e.g. `cache: {declared}`)."
+    )
+    assert message.startswith(zs_type)
+    if isinstance(value, (dict, list, set)):  # or Python state (zs.state())
+        kind = type(value).__name__
+        assert message[len(zs_type) :] == (
+            " Or, for a plain Python value the collector does not trace, declare Python "
+            f"state (e.g. `cache: {kind} = zs.state(factory={kind})`)."
+        )
+    else:
+        assert message == zs_type
+    assert raised.value.name == "cache" and raised.value.obj is ship
+
+
+@pytest.mark.parametrize(
+    ("value", "annotation", "declaration"),
+    [
+        (object(), "object", "zs.state()"),
+        (len, "Callable[..., Any]", "zs.state()"),
+        (None, "object", "zs.state(default=None)"),
+    ],
+)
+def test_an_undeclared_attribute_no_zs_type_holds_says_python_state(
+    rt: zs.Runtime, value: Any, annotation: str, declaration: str
+) -> None:
+    ship = _Ship()
+    with pytest.raises(AttributeError) as raised:
+        ship.cache = value
+    assert str(raised.value) == (
+        "'_Ship' object has no attribute 'cache': native objects hold only their declared "
+        "properties and Python state; declare it in the class body as Python state "
+        f"(e.g. `cache: {annotation} = {declaration}`)."
     )
     assert raised.value.name == "cache" and raised.value.obj is ship
 

@@ -6,11 +6,11 @@ with the same binder as classes declared in Python."""
 from __future__ import annotations
 
 import enum
+import gc
 import inspect
 import pydoc
-import sys
-import gc
 import re
+import sys
 from pathlib import Path
 from typing import Any
 

@@ -275,9 +275,9 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
                                       &name_number) != ZS_OK)
             return NULL; /* NUL characters or too long: likewise */
     }
-    /* Allocated first. Not tracked by the cycle collector, so no collection
-       (and no finaliser) can run here. */
-    zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
+    /* Allocated first, running no Python code (zs_conjugate_alloc: no
+       collection, and no finaliser, can run here). */
+    zs_conjugate *conjugate = zs_conjugate_alloc(cls);
     if (conjugate == NULL) return NULL;
     void *object = NULL;
     zs_ref handle = state->api.zs_object_new_conjugate(
@@ -461,6 +461,8 @@ static PyMemberDef class_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(PyTypeObject, tp_vectorcall), READONLY, NULL},
     {"_zs_python_init", T_BOOL, offsetof(zs_class_object, python_init), 0,
      "The class has a Python __init__: creating one runs it (no C fast path)."},
+    {"_zs_stateful", T_BOOL, offsetof(zs_class_object, stateful), READONLY,
+     "The class has Python state (zs.state()): the conjugate table holds its conjugates."},
     {NULL, 0, 0, 0, NULL},
 };
 

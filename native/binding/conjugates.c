@@ -31,7 +31,8 @@ static int table_reserve(zs_runtime_core *rt, uint32_t index) {
     return 0;
 }
 
-/* Record a new live conjugate (borrowed). Runs no Python code. */
+/* Record a new live conjugate: borrowed, or strong for a stateful class
+ * (core.h; given up at expiry, expire_one). Runs no Python code. */
 static int table_put(zs_runtime_core *rt, zs_conjugate *conjugate) {
     uint32_t index = ZS_REF_INDEX(conjugate->handle);
     if (table_reserve(rt, index) < 0) return -1;
@@ -39,7 +40,20 @@ static int table_put(zs_runtime_core *rt, zs_conjugate *conjugate) {
        before the native slot could be reused. */
     assert(rt->table[index] == NULL);
     rt->table[index] = (PyObject *)conjugate;
+    if (zs_class_stateful(Py_TYPE(conjugate))) Py_INCREF(conjugate);
     return 0;
+}
+
+zs_conjugate *zs_conjugate_alloc(PyTypeObject *cls) {
+    if (!zs_class_stateful(cls)) /* untracked instances (init_class) */
+        return (zs_conjugate *)cls->tp_alloc(cls, 0);
+    /* Tracked instances: before Python 3.12, allocating one may run a cycle
+       collection on the spot (finalisers, gc callbacks), so the collector
+       waits for this one allocation (state.c). */
+    int enabled = PyGC_Disable();
+    zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
+    if (enabled) PyGC_Enable();
+    return conjugate;
 }
 
 /* Bind a freshly allocated conjugate to its object and record it in the
@@ -60,10 +74,40 @@ zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle) {
     return found != NULL && found->handle == handle ? found : NULL;
 }
 
-/* Drop a conjugate's entry if it is the one recorded. */
+/* Drop a conjugate's entry if it is the one recorded (the reference a
+ * stateful conjugate's entry held is the caller's to give up). */
 static void table_forget(zs_runtime_core *rt, zs_conjugate *conjugate) {
     uint32_t index = ZS_REF_INDEX(conjugate->handle);
     if (index < rt->capacity && rt->table[index] == (PyObject *)conjugate) rt->table[index] = NULL;
+}
+
+/* The stateful conjugates an expiry took out of the table, each with the
+ * table's reference: their state is released once the expiry is over
+ * (zs_state_release), since a value's finaliser may run any Python code. */
+typedef struct zs_released {
+    zs_conjugate **items;
+    size_t count, capacity;
+} zs_released;
+
+/* Keep an expired stateful conjugate for release_all; with no room left,
+ * release it now (it has fully expired: safe, only earlier). */
+static void released_add(zs_released *released, zs_conjugate *conjugate) {
+    if (released->count < released->capacity) {
+        released->items[released->count++] = conjugate;
+        return;
+    }
+    PyObject *error = zs_error_take();
+    zs_state_release(conjugate);
+    if (error != NULL) zs_error_give(error);
+}
+
+/* Release what an expiry kept: the exception being raised, if any, waits. */
+static void release_all(zs_released *released) {
+    if (released->count == 0) return;
+    PyObject *error = zs_error_take();
+    for (size_t i = 0; i < released->count; i++) zs_state_release(released->items[i]);
+    released->count = 0;
+    if (error != NULL) zs_error_give(error);
 }
 
 /* =========================================================================
@@ -77,8 +121,12 @@ static void table_forget(zs_runtime_core *rt, zs_conjugate *conjugate) {
  * table: callers re-read the table after each call. The object's memory is
  * still there until the purge, which runs after every expiry. */
 static int expire_one(zs_conjugate *conjugate, PyObject *describe, uint64_t packed_name,
-                      PyObject *reason) {
+                      PyObject *reason, zs_released *released) {
     zs_runtime_core *rt = conjugate->runtime;
+    /* A stateful conjugate's entry was a strong reference: it keeps the
+       conjugate alive through the allocations below, and goes to
+       `released` once the conjugate has expired. */
+    int stateful = zs_class_stateful(Py_TYPE(conjugate));
     zs_core_state *state = rt->state;
     PyTypeObject *expired_type = (PyTypeObject *)state->expired_type;
     zsv_table *views = conjugate->u.views;
@@ -93,6 +141,7 @@ static int expire_one(zs_conjugate *conjugate, PyObject *describe, uint64_t pack
     if (sentinel == NULL) {
         Py_XDECREF(name);
         Py_DECREF(conjugate);
+        if (stateful) released_add(released, conjugate);
         return -1; /* expired all the same: its errors have no name */
     }
     PyObject *kind = ((PyHeapTypeObject *)Py_TYPE(conjugate))->ht_name;
@@ -102,6 +151,7 @@ static int expire_one(zs_conjugate *conjugate, PyObject *describe, uint64_t pack
     PyTuple_SET_ITEM(sentinel, 3, Py_NewRef(reason));
     Py_XSETREF(conjugate->u.expired, sentinel);
     Py_DECREF(conjugate);
+    if (stateful) released_add(released, conjugate);
     return 0;
 }
 
@@ -121,12 +171,13 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     uint32_t pending = api->zs_gc_expiring_count(rt->native);
     uint32_t count = pending < limit ? pending : limit;
     if (count == 0) return Py_BuildValue("(II)", 0u, 0u);
-    size_t each = sizeof(zs_ref) + sizeof(uint64_t) + sizeof(uint8_t);
+    size_t each = sizeof(zs_conjugate *) + sizeof(zs_ref) + sizeof(uint64_t) + sizeof(uint8_t);
     char *buffer = PyMem_Malloc((size_t)count * each);
     if (buffer == NULL) return PyErr_NoMemory();
-    zs_ref *refs = (zs_ref *)buffer;
-    uint64_t *names = (uint64_t *)(buffer + (size_t)count * sizeof(zs_ref));
-    uint8_t *garbage = (uint8_t *)(buffer + (size_t)count * (sizeof(zs_ref) + sizeof(uint64_t)));
+    zs_released released = {(zs_conjugate **)buffer, 0, count};
+    zs_ref *refs = (zs_ref *)(buffer + (size_t)count * sizeof(zs_conjugate *));
+    uint64_t *names = (uint64_t *)(refs + count);
+    uint8_t *garbage = (uint8_t *)(names + count);
     uint32_t taken = 0, expired = 0;
     zs_status status = api->zs_gc_take_expiring_ex(rt->native, refs, names, garbage, count, &taken);
     if (status != ZS_OK) {
@@ -141,9 +192,11 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
         zs_conjugate *conjugate = zs_table_get(rt, refs[i]);
         if (conjugate == NULL) continue; /* no conjugate now (freed by refcount, or never made) */
         failed |= expire_one(conjugate, describe, names[i],
-                             garbage[i] ? rt->state->reason_garbage : rt->state->reason_collected);
+                             garbage[i] ? rt->state->reason_garbage : rt->state->reason_collected,
+                             &released);
         expired++;
     }
+    release_all(&released);
     PyMem_Free(buffer);
     if (failed) return NULL;
     return Py_BuildValue("(II)", taken, expired);
@@ -156,14 +209,24 @@ static PyObject *runtime_expire_all(PyObject *self, PyObject *describe) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     PyObject *reason = rt->state->reason_closed;
     zsv_expire_blacks(rt, reason);
+    /* Room for every stateful conjugate now in the table (none can be added
+       while closing; one that is all the same is released on the spot). */
+    zs_released released = {NULL, 0, 0};
+    for (uint32_t i = 0; i < rt->capacity; i++)
+        if (rt->table[i] != NULL && zs_class_stateful(Py_TYPE(rt->table[i]))) released.capacity++;
+    if (released.capacity > 0 &&
+        (released.items = PyMem_Malloc(released.capacity * sizeof(zs_conjugate *))) == NULL)
+        released.capacity = 0; /* out of memory: each is released as it expires */
     int failed = 0;
     for (uint32_t i = 0; i < rt->capacity; i++) {
         zs_conjugate *conjugate = (zs_conjugate *)rt->table[i];
         if (conjugate == NULL) continue;
         const zs_object *header = (const zs_object *)conjugate->address;
         uint64_t packed = header->name_index | (uint64_t)header->name_number << 32;
-        failed |= expire_one(conjugate, describe, packed, reason);
+        failed |= expire_one(conjugate, describe, packed, reason, &released);
     }
+    release_all(&released);
+    PyMem_Free(released.items);
     if (failed) return NULL;
     Py_RETURN_NONE;
 }
@@ -355,7 +418,8 @@ static PyObject *runtime_adopt(PyObject *self, PyObject *args) {
     unsigned long long handle;
     PyObject *address;
     if (!PyArg_ParseTuple(args, "O!KO:_adopt", &PyType_Type, &cls, &handle, &address)) return NULL;
-    if (!PyType_IsSubtype(cls, rt->state->conjugate_type)) {
+    if (!PyType_IsSubtype(cls, rt->state->conjugate_type) ||
+        !PyObject_TypeCheck((PyObject *)cls, rt->state->class_type)) {
         PyErr_SetString(PyExc_TypeError, "_adopt: not an object conjugate class");
         return NULL;
     }
@@ -368,7 +432,7 @@ static PyObject *runtime_adopt(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "_adopt: the object already has a conjugate");
         return NULL;
     }
-    zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
+    zs_conjugate *conjugate = zs_conjugate_alloc(cls);
     if (conjugate == NULL) return NULL;
     if (zs_conjugate_bind(rt, conjugate, handle, native) < 0) {
         Py_DECREF(conjugate);
@@ -397,7 +461,9 @@ static int runtime_core_traverse(PyObject *self, visitproc visit, void *arg) {
     return 0;
 }
 
-/* Drop them (cycle collection, dealloc); the table holds no references. */
+/* Drop them (cycle collection, dealloc). The table's strong entries are
+ * not the collector's to see: each stateful conjugate holds the runtime
+ * (conjugate->runtime), so while any is in the table the runtime is alive. */
 static int runtime_core_clear(PyObject *self) {
     Py_CLEAR(((zs_runtime_core *)self)->creators);
     Py_CLEAR(((zs_runtime_core *)self)->last_class);

@@ -305,14 +305,18 @@ struct zsv_table;
  * the live conjugate of the object in that slot; entries are borrowed: a
  * conjugate nobody holds is freed by refcount and clears its entry, and the
  * next read of a reference to the object makes a new one (identity cannot be
- * observed without holding both). A table hit is checked against the whole
+ * observed without holding both). The exception is a conjugate of a class
+ * with Python state (zs_class_object.stateful): its entry is a strong
+ * reference, taken when the entry is put and given up when the conjugate
+ * expires, so that conjugate (and its state) lives exactly as long as its
+ * object (state.c). A table hit is checked against the whole
  * handle, serial included, so a stale handle never finds the conjugate of a
  * newer object in the same slot. Invariant: an entry is a live conjugate of
  * this runtime whose handle indexes that entry. Guarded by the GIL. */
 typedef struct zs_runtime_core {
     PyObject_HEAD zs_runtime *native; /* NULL before open and after close */
     zs_core_state *state;
-    PyObject **table; /* [capacity] borrowed conjugates */
+    PyObject **table; /* [capacity] conjugates: borrowed, strong for stateful classes */
     uint32_t capacity;
     uint32_t collect_every; /* GcStress.collect_every: creation takes the slow path */
     uint32_t adopting;      /* depth of the sections between a native conjugate record
@@ -349,7 +353,8 @@ typedef struct zs_runtime_core {
 /* An object conjugate: 48 bytes, not tracked by Python's cycle collector.
  * Live: `address` is the native object and `u.views` its table of cached red
  * views (value.h), or NULL. Expired: `address` is NULL and `u.expired` is
- * the ExpiredPointer describing why. */
+ * the ExpiredPointer describing why. A conjugate of a stateful class has its
+ * state's slots after these members and is tracked (state.c). */
 typedef struct zs_conjugate {
     PyObject_HEAD char *address;
     zs_ref handle;
@@ -367,7 +372,16 @@ typedef struct zs_class_object {
     zs_core_state *state;
     uint32_t number;  /* an index of zs_runtime_core.natives (init_class) */
     char python_init; /* the class has a Python __init__: creation goes to init_create */
+    char stateful;    /* the class has Python state (zs.state()): its conjugates are
+                         tracked, have slots after zs_conjugate, and the conjugate
+                         table holds them strongly (init_class sets it; state.c) */
 } zs_class_object;
+
+/* Whether conjugates of `cls` (a conjugate class: ObjectClass is its
+ * metaclass) hold Python state. */
+static inline int zs_class_stateful(PyTypeObject *cls) {
+    return ((zs_class_object *)cls)->stateful;
+}
 
 /* How one class is created in one runtime, when its defaults are all plain
  * data: the native class and the image of the bytes after the header. */
@@ -381,6 +395,9 @@ typedef struct zs_creator {
 #define ZS_CONJUGATE_IS_LIVE(c) ((c)->address != NULL)
 
 /* conjugates.c */
+/* A new conjugate of `cls` (a conjugate class), not bound yet: allocating
+ * it runs no Python code (state.c says why that needs care). */
+zs_conjugate *zs_conjugate_alloc(PyTypeObject *cls);
 int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle, void *address);
 zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle);
 PyObject *zs_raise_expired(zs_conjugate *conjugate);
@@ -427,6 +444,15 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
 int zs_add_class_types(PyObject *module, zs_core_state *state);
 /* Let calls of a conjugate class take the vectorcall path (init_class). */
 int zs_class_enable_vectorcall(PyTypeObject *cls);
+
+/* state.c */
+int zs_add_state_types(PyObject *module, zs_core_state *state);
+/* Check a class declared stateful before it has instances: the bytes its
+ * instances have after zs_conjugate are object slots only. */
+int zs_state_check_class(zs_core_state *state, PyTypeObject *cls);
+/* Release an expired stateful conjugate's state, then the reference the
+ * table held (given here). Runs Python code (the values' finalisers). */
+void zs_state_release(zs_conjugate *conjugate);
 
 /* weak.c */
 /* A weak object pointer: never keeps its object alive, never resolves to

@@ -189,32 +189,47 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     Py_RETURN_NONE;
 }
 
-/* init_class(cls): make a freshly created conjugate class ready. Its
- * instances are not tracked by the cycle collector (Python makes every class
- * it creates tracked): a conjugate refers only to its runtime and to its own
- * views, so it cannot be part of an uncollected cycle for long (expiry breaks
- * the views'), and it saves 16 bytes per conjugate. Must run before the
- * class has instances; a class adding instance slots is refused. */
-static PyObject *init_class(PyObject *module, PyObject *arg) {
+/* init_class(cls, stateful=False): make a freshly created conjugate class
+ * ready. Without Python state its instances are not tracked by the cycle
+ * collector (Python makes every class it creates tracked): a conjugate
+ * refers only to its runtime and to its own views, so it cannot be part of
+ * an uncollected cycle for long (expiry breaks the views'), and it saves 16
+ * bytes per conjugate; a class adding instance slots is refused. A stateful
+ * class (zs.state() attributes, its own or inherited: state.c) keeps
+ * Python's tracking, and its instances may have the slots of that state
+ * only. Must run before the class has instances. */
+static PyObject *init_class(PyObject *module, PyObject *args) {
     zs_core_state *state = zs_state_of_module(module);
+    PyObject *arg;
+    int stateful = 0;
+    if (!PyArg_ParseTuple(args, "O|p:init_class", &arg, &stateful)) return NULL;
     if (!PyObject_TypeCheck(arg, state->class_type) ||
         !PyType_IsSubtype((PyTypeObject *)arg, state->conjugate_type)) {
         PyErr_SetString(PyExc_TypeError, "init_class: not a conjugate class");
         return NULL;
     }
     PyTypeObject *cls = (PyTypeObject *)arg;
-    if (cls->tp_basicsize != state->conjugate_type->tp_basicsize || cls->tp_dictoffset != 0 ||
-        cls->tp_weaklistoffset != 0) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: a native class cannot have instance attributes of its own "
-                     "(__slots__, __dict__ or __weakref__): its state lives in native properties",
-                     cls->tp_name);
+    if (((zs_class_object *)cls)->number != 0) { /* its instances depend on the first call */
+        PyErr_Format(PyExc_TypeError, "init_class: %s is ready already", cls->tp_name);
         return NULL;
     }
-    cls->tp_flags &= ~Py_TPFLAGS_HAVE_GC;
-    cls->tp_free = PyObject_Free;
-    cls->tp_traverse = NULL;
-    cls->tp_clear = NULL;
+    if (stateful) {
+        if (zs_state_check_class(state, cls) < 0) return NULL;
+    } else if (cls->tp_basicsize != state->conjugate_type->tp_basicsize ||
+               cls->tp_dictoffset != 0 || cls->tp_weaklistoffset != 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: a native class cannot have instance attributes of its own "
+                     "(__slots__, __dict__ or __weakref__): its state lives in native "
+                     "properties, or in Python state declared with zs.state()",
+                     cls->tp_name);
+        return NULL;
+    } else {
+        cls->tp_flags &= ~Py_TPFLAGS_HAVE_GC;
+        cls->tp_free = PyObject_Free;
+        cls->tp_traverse = NULL;
+        cls->tp_clear = NULL;
+    }
+    ((zs_class_object *)cls)->stateful = (char)(stateful != 0);
     ((zs_class_object *)cls)->state = state;
     /* The number that indexes each runtime's native classes (zs_conjugate_is_a). */
     ((zs_class_object *)cls)->number = ++state->class_count;
@@ -225,7 +240,8 @@ static PyObject *init_class(PyObject *module, PyObject *arg) {
 static PyMethodDef core_functions[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Hand over the slow-path callbacks and the native API (once, at import)."},
-    {"init_class", init_class, METH_O, "Make a new conjugate class ready (untracked instances)."},
+    {"init_class", init_class, METH_VARARGS,
+     "Make a new conjugate class ready (untracked instances unless it has Python state)."},
     {"configure_calls", (PyCFunction)(void (*)(void))zs_configure_calls,
      METH_VARARGS | METH_KEYWORDS, "Hand over the Python side of calls from native code."},
     {"refuse_reclassing", zs_refuse_reclassing, METH_O,
@@ -265,7 +281,7 @@ static int core_exec(PyObject *module) {
         zsv_add_name_type(module, state) < 0 || zsv_add_container_types(module, state) < 0 ||
         zsv_add_delegate_type(module, state) < 0 || zs_add_weak_type(module, state) < 0 ||
         zsv_add_field_path_type(module, state) < 0 || zs_add_call_types(module, state) < 0 ||
-        zs_add_function_types(module, state) < 0)
+        zs_add_function_types(module, state) < 0 || zs_add_state_types(module, state) < 0)
         return -1;
     return 0;
 }

@@ -224,10 +224,13 @@ static zs_status world_spawn(void *user, zs_runtime *rt, zs_ref self, void *para
         api->zs_mark_as_garbage(rt, actor);
         return status;
     }
-    /* Script code may run: a, and the world, may be gone after this. */
+    /* Script code may run: a, and the world, may be gone after this. A
+       script's failure (ZS_E_CALL_FAILED) was reported by the scripting
+       layer already; the actor is spawned all the same, as a game engine
+       keeps running past a script error. */
     status = api->zs_call_function(rt, actor, "begin_play", NULL);
     if (actor_of(s, rt, actor) != NULL && !is_garbage(s, rt, actor)) p->return_value = actor;
-    return status;
+    return status == ZS_E_CALL_FAILED ? ZS_OK : status;
 }
 
 /* Remove `actor`, and the null entries a collection left, from a world's
@@ -309,7 +312,7 @@ static zs_status world_tick(void *user, zs_runtime *rt, zs_ref self, void *param
     /* Script code may run: w may be gone after this. */
     zs_status status = s->api->zs_call_each(rt, s->actor, "tick", &tick, &called);
     p->return_value = called > INT32_MAX ? INT32_MAX : (int32_t)called;
-    return status;
+    return status == ZS_E_CALL_FAILED ? ZS_OK : status; /* reported already, as in spawn */
 }
 
 /* World.version (static): the engine's version, 1. */

@@ -33,6 +33,7 @@ from ._model.kinds import (
     UInt64,
 )
 from ._model.object import Object
+from ._model.state import state
 from ._model.struct import Struct
 from ._model.values import scope
 from ._runtime.runtime import Runtime, current_runtime
@@ -101,6 +102,7 @@ __all__ = [
     "native_enum",
     "native_struct",
     "scope",
+    "state",
 ]
 
 _hints.name_exported_types({name: globals()[name] for name in __all__})

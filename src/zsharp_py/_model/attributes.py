@@ -1,5 +1,6 @@
 """The AttributeError for an attribute a native object or struct does not
-have: which zs type to declare it with, or the name the user probably
+have: which zs type to declare it with (or, for a plain Python value on an
+object, Python state: ``zs.state()``), or the name the user probably
 meant. Called from C (native/binding/conjugates.c) only after the generic
 store failed, so nothing here is on a hot path."""
 
@@ -41,6 +42,15 @@ def _value_type(value: Any) -> str | None:
     return None
 
 
+def _python_type(value: Any) -> str:
+    """How to annotate Python state holding ``value``."""
+    if value is None:
+        return "object"
+    if callable(value) and not isinstance(value, type):
+        return "Callable[..., Any]"
+    return type(value).__qualname__
+
+
 def _public_names(obj: Any) -> list[str]:
     """The declared properties and public attributes of ``obj``'s class."""
     names = [n for n in dir(type(obj)) if not n.startswith("_")]
@@ -72,14 +82,31 @@ def attribute_error(
             else ("structs", "struct", "members")
         )
         declared = _value_type(value)
+        if declared is None and isinstance(obj, Object) and not isinstance(value, tuple):
+            # No zs type holds it (a function, an instance of a Python
+            # class...): only Python state can.
+            message = (
+                f"'{cls}' object has no attribute '{name}': native objects hold only "
+                "their declared properties and Python state; declare it in the class "
+                f"body as Python state (e.g. `{name}: {_python_type(value)} = "
+                f"zs.state({'default=None' if value is None else ''})`).{suggestion}"
+            )
+            return AttributeError(message, name=name, obj=obj)
         if declared is None and isinstance(value, tuple):
             example = f"a zs.Struct subclass, e.g. `{name}: Pair`"
         else:
             example = f"e.g. `{name}: {declared or 'zs.Int32'}`"
+        state = ""
+        if isinstance(obj, Object) and isinstance(value, (dict, list, set, frozenset)):
+            kind = type(value).__name__
+            state = (
+                " Or, for a plain Python value the collector does not trace, declare "
+                f"Python state (e.g. `{name}: {kind} = zs.state(factory={kind})`)."
+            )
         message = (
             f"'{cls}' object has no attribute '{name}': native {holder} hold only "
             f"their declared {holds}; declare it in the {body} body with a zs type "
-            f"({example}).{suggestion}"
+            f"({example}).{state}{suggestion}"
         )
     elif suggestion:
         message = f"'{cls}' object has no attribute '{name}'.{suggestion}"

@@ -29,6 +29,7 @@ from .._base.ffi import check, ffi, lib, refused
 from .._base.layout import HEADER, Layout, member_name, size_align
 from .hints import type_text, unsupported_hint
 from .kinds import PYTHON_SHORTHANDS, Int32, PropertyKind, Scalar, ScalarKind
+from .state import MISSING, StateField
 
 __all__ = [
     "Object",
@@ -101,7 +102,8 @@ class ObjectMeta(_core.ObjectClass):
     ``Actor(name=..., outer=..., **properties)`` allocate a native object
     (``Actor()`` in C when it can, see native/binding/classes.c; else
     ``_create``). A class with a Python ``__init__`` is created by
-    ``_create_initialized`` instead, which runs it."""
+    ``_create_initialized`` instead, which runs it. Its ``zs.state()``
+    declarations (state.py) become slots of its conjugates."""
 
     def __new__(
         mcls,
@@ -114,7 +116,17 @@ class ObjectMeta(_core.ObjectClass):
         **kwargs: Any,
     ) -> ObjectMeta:
         _refuse_new(name, bases, namespace)
-        namespace.setdefault("__slots__", ())
+        _refuse_slots(name, namespace)
+        # Python state first: nothing may resolve its annotations as native
+        # properties (``note: str = zs.state()`` is not a zs.String).
+        own_state = _take_state(namespace)
+        inherited_state: dict[str, StateField] = {}
+        for base in bases:
+            if isinstance(base, ObjectMeta):
+                inherited_state.update(base.__dict__.get("_zs_state", {}))
+        _check_state_names(name, bases, namespace, own_state, inherited_state)
+        namespace["__slots__"] = tuple(own_state)
+        namespace["_zs_state"] = {**inherited_state, **own_state}
         # Cluster flags are inherited unless the class says otherwise.
         inherited = next(
             (b.__dict__.get("_zs_class_flags", 0) for b in bases if isinstance(b, ObjectMeta)), 0
@@ -136,7 +148,9 @@ class ObjectMeta(_core.ObjectClass):
         namespace["_zs_defaults"] = defaults
         namespace["_zs_scope"] = declaring_scope(1)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
-        _core.init_class(cls)
+        _core.init_class(cls, bool(namespace["_zs_state"]))
+        for attribute, declared in own_state.items():
+            _install_state(cls, attribute, declared)
         if any(isinstance(base, ObjectMeta) for base in bases):  # not zs.Object itself
             _set_python_init(cls)
             check_annotations(cls)
@@ -196,6 +210,91 @@ def _refuse_new(name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -
                     "never runs for a native class (objects are created natively); "
                     "put the initialisation in __init__"
                 )
+
+
+def _refuse_slots(name: str, namespace: dict[str, Any]) -> None:
+    """A native class's conjugates hold no Python attributes of their own
+    but its ``zs.state()`` declarations (ObjectMeta makes their slots)."""
+    slots = namespace.get("__slots__", ())
+    if isinstance(slots, str) or tuple(slots):
+        raise TypeError(
+            f"{name}: a native class cannot have instance attributes of its own "
+            "(__slots__, __dict__ or __weakref__): its state lives in native properties, "
+            "or in Python state declared with zs.state() (e.g. `cache: dict = "
+            "zs.state(factory=dict)`)"
+        )
+
+
+def _take_state(namespace: dict[str, Any]) -> dict[str, StateField]:
+    """Take the ``zs.state()`` declarations out of a class body, with their
+    annotations (in declaration order)."""
+    declared = {key: value for key, value in namespace.items() if isinstance(value, StateField)}
+    annotations = namespace.get("__annotations__", {})
+    for key in declared:
+        del namespace[key]
+        annotations.pop(key, None)
+    return declared
+
+
+def _property_names(bases: tuple[type, ...]) -> set[str]:
+    """The native properties the native bases declare (laid out or not)."""
+    names: set[str] = set()
+    for base in bases:
+        for ancestor in base.__mro__:
+            if isinstance(ancestor, ObjectMeta) and ancestor is not Object:
+                names.update(_annotations_of(ancestor))
+    return names
+
+
+def _check_state_names(
+    name: str,
+    bases: tuple[type, ...],
+    namespace: dict[str, Any],
+    own: dict[str, StateField],
+    inherited: dict[str, StateField],
+) -> None:
+    """Refuse, when the class statement runs, Python state whose name is
+    taken (zs.Object's own attributes, a property, a parent's state), and a
+    property named like inherited state."""
+    properties = _property_names(bases) if own else set()
+    for attribute in own:
+        dunder = attribute.startswith("__") and attribute.endswith("__")
+        if dunder or attribute.startswith("_zs_"):
+            used = "Python or zsharp_py"
+        elif attribute in _RESERVED or any(attribute in vars(c) for c in Object.__mro__):
+            used = "zs.Object"
+        elif attribute in properties:
+            used = "a property of a parent class"
+        elif attribute in inherited:
+            used = "Python state of a parent class"
+        else:
+            continue
+        raise TypeError(
+            f"{name}.{attribute}: the name is already used by {used}; "
+            "give the Python state another name"
+        )
+    if inherited:
+        for attribute, annotation in namespace.get("__annotations__", {}).items():
+            if attribute in inherited and not _is_classvar(annotation):
+                raise TypeError(
+                    f"{name}.{attribute}: the name is already used by Python state of a "
+                    "parent class; give the property another name"
+                )
+
+
+def _install_state(cls: ObjectMeta, attribute: str, declared: StateField) -> None:
+    """Replace the slot's member descriptor by the state's C descriptor
+    (native/binding/state.c): it checks the conjugate is live and applies
+    the default or factory on the first read."""
+    options: dict[str, Any] = {}
+    if declared.default is not MISSING:
+        options["default"] = declared.default
+    if declared.factory is not MISSING:
+        options["factory"] = declared.factory
+    descriptor = _core.StateProperty(
+        cls, cls.__dict__[attribute], f"{cls.__name__}.{attribute}", **options
+    )
+    type.__setattr__(cls, attribute, descriptor)
 
 
 def _set_python_init(cls: ObjectMeta) -> None:
@@ -341,8 +440,9 @@ def _is_classvar(annotation: Any) -> bool:
 
 
 def _check_properties(layout: ClassLayout, runtime: RuntimeLike, values: dict[str, Any]) -> None:
-    """Validate constructor keywords before anything is allocated."""
-    unknown = values.keys() - layout.property_names
+    """Validate constructor keywords before anything is allocated (Python
+    state keywords are assigned once the object exists, as properties are)."""
+    unknown = values.keys() - layout.property_names - layout.cls._zs_state.keys()
     if unknown:
         noun = "an unknown property" if len(unknown) == 1 else "unknown properties"
         raise TypeError(f"{layout.cls.__name__}() got {noun}: {', '.join(sorted(unknown))}")
@@ -403,6 +503,7 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
 
     _zs_defaults: ClassVar[dict[str, Any]]
     _zs_class_flags: ClassVar[int]
+    _zs_state: ClassVar[dict[str, StateField]]  # every zs.state() declaration, inherited too
 
     def __init__(
         self, name: str | None = None, outer: Object | None = None, **properties: Any

@@ -30,6 +30,7 @@ from .object import (
     pack_default,
     resolve_kind,
 )
+from .state import StateField
 from .values import ValueConjugate
 
 __all__ = ["Struct", "StructMeta", "StructKind", "StructLayout", "struct_layout"]
@@ -55,6 +56,12 @@ class StructMeta(type):
         mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
     ) -> StructMeta:
 
+        for key, value in namespace.items():
+            if isinstance(value, StateField):
+                raise TypeError(
+                    f"{name}.{key}: a struct holds native members only; zs.state() "
+                    "declares Python state of a native class (a zs.Object subclass)"
+                )
         namespace.setdefault("__slots__", ())
         annotations = namespace.get("__annotations__", {})
         namespace["_zs_defaults"] = {

@@ -1,0 +1,233 @@
+"""The sample engine (native/engine/sample_engine.c, zsharp_py.sample_engine)
+scripted from Python: its classes discovered, its functions called, its
+actors subclassed in Python and created by the engine's own spawn function,
+its events reaching Python overrides (``super()`` running the native
+default), Python state kept on actors exactly as long as they live, and
+collections and destruction from inside native functions and overrides."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import zsharp_py as zs
+from zsharp_py import sample_engine
+
+
+class Token:
+    """A state value whose release a weak reference can watch."""
+
+
+@pytest.fixture
+def rt() -> Iterator[zs.Runtime]:
+    with zs.Runtime() as runtime:
+        sample_engine.install()
+        yield runtime
+    gc.collect()
+
+
+@pytest.fixture
+def unraisable(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    seen: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    return seen
+
+
+def engine() -> tuple[Any, Any, Any, Any]:
+    return (
+        zs.native_class("World"),
+        zs.native_class("Actor"),
+        zs.native_struct("Transform"),
+        zs.native_struct("Vec3"),
+    )
+
+
+def test_install_once_per_runtime(rt: zs.Runtime) -> None:
+    with pytest.raises(ValueError, match="installed in this runtime already"):
+        sample_engine.install(rt)
+    with pytest.raises(TypeError, match="zs.Runtime"):
+        sample_engine.install("world")  # type: ignore[arg-type]
+    assert set(zs.native_classes()) >= {"World", "Actor", "Component", "MovementComponent"}
+    Team = zs.native_enum("Team")
+    assert [m.name for m in Team] == ["Neutral", "Red", "Blue"]
+
+
+def test_functions_of_every_direction(rt: zs.Runtime) -> None:
+    World, Actor, Transform, Vec3 = engine()
+    world = World()
+    world.add_to_root()
+    a = world.spawn(Actor, Transform(Vec3(1.0, 2.0, 3.0), 0.0, 1.0))
+    b = world.spawn(Actor, Transform())
+    assert type(a) is Actor and a.alive and a.health == a.max_health == 100
+    assert a.take_damage(30.0, b) == 70.0
+    loc = a.get_location()  # an out parameter comes back as a value
+    assert (loc.x, loc.y, loc.z) == (1.0, 2.0, 3.0)
+    a.move(Vec3(1.0, 0.0, 0.0))
+    assert a.transform.location.x == 2.0
+    assert a.heal(50) == 30  # in-out: how much was healed
+    assert a.health == 100
+    movement_class = zs.native_class("MovementComponent")
+    component = a.add_component(movement_class)
+    assert type(component) is movement_class and component.owner is a
+    assert a.components[0] is component
+    assert World.version() == 1 and world.find(1) is b and world.find(5) is None
+    with pytest.raises(TypeError, match="World.spawn"):
+        world.spawn(Actor)
+    with pytest.raises(TypeError):
+        world.spawn(World, Transform())  # not a subclass of Actor
+    with pytest.raises(ValueError):
+        a.take_damage(-1.0, None)  # refused by the engine: its status raises
+
+
+def test_python_subclasses_spawned_by_the_engine_and_ticked(rt: zs.Runtime) -> None:
+    World, Actor, Transform, _ = engine()
+    log: list[Any] = []
+
+    class Hero(Actor):  # type: ignore[misc,valid-type]
+        def begin_play(self) -> None:
+            super().begin_play()  # the engine's default: alive, full health
+            self.speed = 3.0
+            log.append(("begin", self.health))
+
+        def tick(self, dt):  # type: ignore[no-untyped-def]
+            log.append(("tick", dt))
+            super().tick(dt)  # the default moves along x at speed
+
+        def on_destroy(self) -> None:
+            log.append("destroyed")
+
+    world = World()
+    world.add_to_root()
+    hero = world.spawn(Hero, Transform())
+    plain = world.spawn(Actor, Transform())
+    assert type(hero) is Hero and log == [("begin", 100)]
+    assert world.tick(0.5) == 2
+    assert log[1:] == [("tick", 0.5)]
+    assert hero.ticks == 1 and hero.transform.location.x == 1.5
+    assert plain.ticks == 1 and plain.transform.location.x == 0.0  # speed 0
+    world.destroy(hero)
+    assert log[-1] == "destroyed" and hero.is_garbage
+    assert world.tick(0.5) == 1  # a destroyed actor is not ticked
+    rt.collect_garbage()
+    assert hero.is_expired and not plain.is_expired
+
+
+def test_created_natively_by_name_and_by_subclass_of(rt: zs.Runtime) -> None:
+    World, Actor, Transform, _ = engine()
+
+    class Scout(Actor):  # type: ignore[misc,valid-type]
+        pass
+
+    world = World()
+    world.add_to_root()
+    scouts = [world.spawn(Scout, Transform()) for _ in range(3)]
+    assert all(type(s) is Scout for s in scouts)
+    scouts.clear()
+    gc.collect()  # no Python reference left: the world's array holds them
+    rt.collect_garbage()
+    found = world.find(2)
+    assert type(found) is Scout and found.alive
+
+
+def test_state_lives_exactly_as_long_as_the_actor(rt: zs.Runtime) -> None:
+    World, Actor, Transform, _ = engine()
+
+    class Looter(Actor):  # type: ignore[misc,valid-type]
+        bag: list[Any] = zs.state(factory=list)
+
+        def tick(self, dt):  # type: ignore[no-untyped-def]
+            self.bag.append(dt)
+
+    world = World()
+    world.add_to_root()
+    looter = world.spawn(Looter, Transform())
+    token = Token()
+    looter.bag.append(token)
+    watch = weakref.ref(token)
+    del looter, token
+    gc.collect()
+    for _ in range(3):
+        world.tick(1.0)
+        rt.collect_garbage()
+    looter = world.find(0)
+    assert looter.bag[0] is watch() and looter.bag[1:] == [1.0, 1.0, 1.0]
+    world.destroy(looter)
+    rt.collect_garbage()
+    with pytest.raises(zs.ExpiredConjugateError):
+        looter.bag
+    del looter
+    gc.collect()
+    assert watch() is None  # released with the actor
+
+
+def test_overrides_that_destroy_and_collect_inside_native_calls(rt: zs.Runtime) -> None:
+    """An override destroys other actors and itself and runs a collection
+    from inside World.tick's loop; the engine skips what died, nothing
+    touches freed memory, and the heap verifies."""
+    World, Actor, Transform, _ = engine()
+
+    class Bomber(Actor):  # type: ignore[misc,valid-type]
+        def tick(self, dt):  # type: ignore[no-untyped-def]
+            world = self.world
+            victim = world.find(0)
+            if victim is not None and victim is not self:
+                world.destroy(victim)
+            world.destroy(self)
+            world.collect()  # a native collection, inside the override
+            super().tick(dt)  # the default on a destroyed actor: refused
+
+    world = World()
+    world.add_to_root()
+    others = [world.spawn(Actor, Transform()) for _ in range(3)]
+    bomber = world.spawn(Bomber, Transform())
+    with pytest.raises(zs.ExpiredConjugateError):
+        bomber.tick(0.1)  # called from Python: the refusal raises
+    assert others[0].is_expired and bomber.is_expired
+    assert world.tick(0.1) == 2
+    rt.gc.verify()
+
+
+def test_an_override_that_raises_is_reported_and_the_loop_goes_on(
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
+    World, Actor, Transform, _ = engine()
+
+    class Buggy(Actor):  # type: ignore[misc,valid-type]
+        def begin_play(self) -> None:
+            raise KeyError("no such item")
+
+        def tick(self, dt):  # type: ignore[no-untyped-def]
+            raise ZeroDivisionError
+
+    world = World()
+    world.add_to_root()
+    buggy = world.spawn(Buggy, Transform())
+    plain = world.spawn(Actor, Transform())
+    assert type(buggy) is Buggy and not buggy.alive  # begin_play failed before the default
+    assert world.tick(1.0) == 2 and plain.ticks == 1
+    assert [type(u.exc_value) for u in unraisable] == [KeyError, ZeroDivisionError]
+    rt.gc.verify()
+
+
+def test_host_objects_in_python_declared_references(rt: zs.Runtime) -> None:
+    World, Actor, Transform, _ = engine()
+
+    class Squad(zs.Object):
+        leader: Actor | None
+        members: zs.Array[Actor]
+
+    world = World()
+    squad = Squad()
+    squad.add_to_root()
+    squad.leader = world.spawn(Actor, Transform())
+    squad.members.append(world.spawn(Actor, Transform()))
+    del world
+    gc.collect()
+    rt.collect_garbage()
+    assert squad.leader.alive and squad.members[0].alive
+    assert squad.leader.world is not None  # the world is kept by its actors
