@@ -166,7 +166,22 @@ typedef struct zs_ref_array {
  * enums, names and class ids) also gives its native type (`native`, from
  * zs_type_basic, zs_type_container or zs_struct_register): the collector
  * traces and frees through it from registration on, before any script has
- * read the description. The binder checks that the two agree. */
+ * read the description. The binder checks that the two agree.
+ *
+ * How plain values sit in an object, a struct or a parameter block: the
+ * scalars as their C types (Bool one byte, 0 or 1: C's _Bool), an enum as
+ * its underlying integer, a Name as 8 bytes (its index in the runtime's
+ * name table, then its number: two uint32_t), a SubclassOf[T] as a
+ * uint32_t holding the class id + 1 (0: None), an object reference as a
+ * zs_ref (ZS_NULL_REF: None).
+ *
+ * Registration refuses (ZS_E_INVALID) a description with a name missing or
+ * given twice (properties and functions of a class share one namespace;
+ * parameters, struct members and enum items each their own), a parameter
+ * or member starting outside its block or struct, two results, or an enum
+ * value its underlying type cannot hold. Plain data's extent and
+ * alignment are the binder's to check against the type text (zsharp_py
+ * refuses a property that does not fit or overlaps another). */
 
 /* How a parameter of a function travels. */
 typedef enum zs_param_direction {

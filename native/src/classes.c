@@ -52,9 +52,9 @@ static bool member_ok(zs_runtime *rt, const zs_class_desc *desc, const zs_member
 }
 
 /* Whether a function description is well formed: a name, an entry (or an
-   event without a native default), parameters inside the block, named,
-   with a known direction, at most one result. Their types are the
-   scripting layer's to check. */
+   event without a native default), parameters inside the block, named
+   (each name once), with a known direction, at most one result. Their
+   types are the scripting layer's to check. */
 static bool function_ok(const zs_function_desc *f) {
     if (f->name == NULL || (f->entry == NULL && !(f->flags & ZS_FUNCTION_EVENT))) return false;
     if (f->param_count > 0 && f->params == NULL) return false;
@@ -62,24 +62,33 @@ static bool function_ok(const zs_function_desc *f) {
     for (uint32_t i = 0; i < f->param_count; i++) {
         const zs_property_desc *p = &f->params[i];
         if (p->name == NULL || p->type == NULL || p->offset >= f->block_size ||
-            p->direction > ZS_PARAM_RETURN)
+            p->direction > ZS_PARAM_RETURN || !zs_property_name_unique(f->params, i))
             return false;
         results += p->direction == ZS_PARAM_RETURN;
     }
     return results <= 1;
 }
 
-/* Whether the reflection part of a class description is well formed. */
+/* Whether the reflection part of a class description is well formed: its
+   properties and functions named, each name once among both (a script
+   reaches both as attributes). */
 static bool reflection_ok(const zs_class_desc *desc) {
     if ((desc->property_count > 0 && desc->properties == NULL) ||
         (desc->function_count > 0 && desc->functions == NULL))
         return false;
     for (uint32_t i = 0; i < desc->property_count; i++) {
         const zs_property_desc *p = &desc->properties[i];
-        if (p->name == NULL || p->type == NULL) return false;
+        if (p->name == NULL || p->type == NULL || !zs_property_name_unique(desc->properties, i))
+            return false;
     }
-    for (uint32_t i = 0; i < desc->function_count; i++)
+    for (uint32_t i = 0; i < desc->function_count; i++) {
+        const char *name = desc->functions[i].name;
         if (!function_ok(&desc->functions[i])) return false;
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(desc->functions[j].name, name) == 0) return false;
+        for (uint32_t j = 0; j < desc->property_count; j++)
+            if (strcmp(desc->properties[j].name, name) == 0) return false;
+    }
     return true;
 }
 

@@ -552,6 +552,8 @@ uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
 /* The member a reflected property or struct member stands for (its native
    type's member kind); false for plain data (reflection.c). */
 bool zs_property_member(const zs_property_desc *property, zs_member *out);
+/* Whether rows[i]'s name differs from every earlier row's (reflection.c). */
+bool zs_property_name_unique(const zs_property_desc *rows, uint32_t i);
 /* reflection.c: release the registries, run the cleanups. */
 void zs_reflection_release(zs_runtime *rt);
 const zs_type *zs_class_member_type(const zs_class *cls, uint32_t offset);

@@ -44,6 +44,14 @@ bool zs_property_member(const zs_property_desc *property, zs_member *out) {
     return true;
 }
 
+/* Whether rows[i]'s name differs from every earlier row's (rows[0..i-1]
+   are named). Quadratic, as descriptions are small and registered once. */
+bool zs_property_name_unique(const zs_property_desc *rows, uint32_t i) {
+    for (uint32_t j = 0; j < i; j++)
+        if (strcmp(rows[j].name, rows[i].name) == 0) return false;
+    return true;
+}
+
 /* ---- structs ------------------------------------------------------------- */
 
 zs_status zs_struct_register(zs_runtime *rt, const zs_struct_desc *desc, const zs_type **out) {
@@ -53,7 +61,9 @@ zs_status zs_struct_register(zs_runtime *rt, const zs_struct_desc *desc, const z
     uint32_t typed = 0;
     for (uint32_t i = 0; i < desc->member_count; i++) {
         const zs_property_desc *m = &desc->members[i];
-        if (m->name == NULL || m->type == NULL || m->offset >= desc->size) return ZS_E_INVALID;
+        if (m->name == NULL || m->type == NULL || m->offset >= desc->size ||
+            !zs_property_name_unique(desc->members, i))
+            return ZS_E_INVALID;
         typed += m->native != NULL;
     }
     zs_type_member *members = malloc((typed ? typed : 1) * sizeof *members);
@@ -112,21 +122,39 @@ zs_status zs_find_struct(zs_runtime *rt, const char *name, const zs_struct_desc 
 
 /* ---- enums --------------------------------------------------------------- */
 
-/* The integer scalar types an enum may be stored as. */
-static bool integer_type_name(const char *name) {
-    static const char *const names[] = {"Int8",  "Int16",  "Int32",  "Int64",
-                                        "UInt8", "UInt16", "UInt32", "UInt64"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(names[i], name) == 0) return true;
-    return false;
+/* The integer scalar types an enum may be stored as, and the values each
+   holds (an item's value is an int64_t, so UInt64's top half is out). */
+typedef struct enum_storage {
+    const char *name;
+    int64_t min, max;
+} enum_storage;
+
+/* The storage named `name`, or NULL. */
+static const enum_storage *enum_storage_named(const char *name) {
+    static const enum_storage storages[] = {
+        {"Int8", INT8_MIN, INT8_MAX},    {"Int16", INT16_MIN, INT16_MAX},
+        {"Int32", INT32_MIN, INT32_MAX}, {"Int64", INT64_MIN, INT64_MAX},
+        {"UInt8", 0, UINT8_MAX},         {"UInt16", 0, UINT16_MAX},
+        {"UInt32", 0, UINT32_MAX},       {"UInt64", 0, INT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof storages / sizeof storages[0]; i++)
+        if (strcmp(storages[i].name, name) == 0) return &storages[i];
+    return NULL;
 }
 
 zs_status zs_enum_register(zs_runtime *rt, const zs_enum_desc *desc) {
-    if (desc == NULL || desc->name == NULL || desc->underlying == NULL ||
-        !integer_type_name(desc->underlying) || (desc->item_count > 0 && desc->items == NULL))
+    const enum_storage *storage = desc != NULL && desc->underlying != NULL
+                                      ? enum_storage_named(desc->underlying)
+                                      : NULL;
+    if (storage == NULL || desc->name == NULL || (desc->item_count > 0 && desc->items == NULL))
         return ZS_E_INVALID;
-    for (uint32_t i = 0; i < desc->item_count; i++)
-        if (desc->items[i].name == NULL) return ZS_E_INVALID;
+    for (uint32_t i = 0; i < desc->item_count; i++) {
+        const zs_enum_item *item = &desc->items[i];
+        if (item->name == NULL || item->value < storage->min || item->value > storage->max)
+            return ZS_E_INVALID;
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(desc->items[j].name, desc->items[i].name) == 0) return ZS_E_INVALID;
+    }
     ZS_LOCK(rt);
     zs_status status = ZS_E_NOMEM;
     if (registry_reserve(rt, (void **)&rt->enums, rt->enum_count, &rt->enum_capacity,

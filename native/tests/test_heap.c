@@ -2015,6 +2015,77 @@ static void test_calls_into_the_managed_side(runner *t) {
     fixture_close(&fx);
 }
 
+/* Registration refuses descriptions a script could not bind one way: a
+   name given twice (properties and functions share one namespace), a
+   parameter twice, a struct member or an enum item twice, an enum value its
+   storage cannot hold. Nothing is registered by a refused call. */
+static zs_status nothing(void *user, zs_runtime *rt, zs_ref self, void *params) {
+    (void)user, (void)rt, (void)self, (void)params;
+    return ZS_OK;
+}
+static void test_descriptions_refused(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    const uint32_t header = (uint32_t)sizeof(zs_object), size = header + 8;
+    const zs_property_desc twice[] = {{"hp", "Int32", header, 0, NULL},
+                                      {"hp", "Int32", header + 4, 0, NULL}};
+    const zs_property_desc hp[] = {{"hp", "Int32", header, 0, NULL}};
+    const zs_property_desc params[] = {{"a", "Int32", 0, ZS_PARAM_IN, NULL},
+                                       {"a", "Int32", 4, ZS_PARAM_IN, NULL}};
+    const zs_function_desc hp_function[] = {{"hp", nothing, NULL, 0, 0, NULL, 0}};
+    const zs_function_desc two_f[] = {{"f", nothing, NULL, 0, 0, NULL, 0},
+                                      {"f", nothing, NULL, 0, 0, NULL, 0}};
+    const zs_function_desc bad_params[] = {{"f", nothing, NULL, 0, 8, params, 2}};
+    const zs_class *out = NULL;
+    uint32_t classes = zs_class_count(rt);
+    zs_class_desc desc = {
+        .name = "Dup", .instance_size = size, .properties = twice, .property_count = 2};
+    CHECK_STATUS(t, zs_class_register(rt, &desc, &out), ZS_E_INVALID);
+    desc = (zs_class_desc){.name = "Dup",
+                           .instance_size = size,
+                           .properties = hp,
+                           .property_count = 1,
+                           .functions = hp_function,
+                           .function_count = 1};
+    CHECK_STATUS(t, zs_class_register(rt, &desc, &out), ZS_E_INVALID);
+    desc = (zs_class_desc){
+        .name = "Dup", .instance_size = size, .functions = two_f, .function_count = 2};
+    CHECK_STATUS(t, zs_class_register(rt, &desc, &out), ZS_E_INVALID);
+    desc = (zs_class_desc){
+        .name = "Dup", .instance_size = size, .functions = bad_params, .function_count = 1};
+    CHECK_STATUS(t, zs_class_register(rt, &desc, &out), ZS_E_INVALID);
+    CHECK_EQ(t, zs_class_count(rt), classes);
+    desc = (zs_class_desc){.name = "Dup",
+                           .instance_size = size,
+                           .properties = hp,
+                           .property_count = 1,
+                           .functions = two_f,
+                           .function_count = 1};
+    CHECK_OK(t, zs_class_register(rt, &desc, &out)); /* the same names, once each */
+
+    const zs_property_desc members[] = {{"x", "Float64", 0, 0, NULL}, {"x", "Float64", 8, 0, NULL}};
+    const zs_struct_desc pair = {"Pair", 16, 8, members, 2};
+    const zs_type *type = NULL;
+    CHECK_STATUS(t, zs_struct_register(rt, &pair, &type), ZS_E_INVALID);
+    CHECK_EQ(t, zs_struct_count(rt), 0);
+
+    const zs_enum_item items[] = {{"A", 0}, {"A", 1}};
+    const zs_enum_item big[] = {{"A", 0}, {"B", 256}};
+    const zs_enum_item negative[] = {{"A", -1}};
+    const zs_enum_item edges[] = {{"Low", INT8_MIN}, {"High", INT8_MAX}};
+    CHECK_STATUS(t, zs_enum_register(rt, &(zs_enum_desc){"E", "Int32", items, 2}), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_enum_register(rt, &(zs_enum_desc){"E", "UInt8", big, 2}), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_enum_register(rt, &(zs_enum_desc){"E", "UInt64", negative, 1}),
+                 ZS_E_INVALID);
+    CHECK_STATUS(t, zs_enum_register(rt, &(zs_enum_desc){"E", "Float32", edges, 2}), ZS_E_INVALID);
+    CHECK_EQ(t, zs_enum_count(rt), 0);
+    const zs_enum_desc fits = {"E", "Int8", edges, 2};
+    CHECK_OK(t, zs_enum_register(rt, &fits));
+    CHECK_EQ(t, zs_enum_count(rt), 1);
+    fixture_close(&fx);
+}
+
 /* A handler that frees the runtime on its second call. */
 static zs_status freeing_handler(void *user, zs_runtime *rt, zs_ref object, const char *function,
                                  void *params) {
@@ -2139,6 +2210,7 @@ static const test_case tests[] = {
     TEST(test_object_slabs),
     TEST(test_reference_chains),
     TEST(test_calls_into_the_managed_side),
+    TEST(test_descriptions_refused),
     TEST(test_runtime_freed_inside_a_call),
 };
 
