@@ -437,3 +437,23 @@ def test_host_objects_stored_in_python_declared_references(rt: Any) -> None:
     rt.collect_garbage()
     assert squad.leader is leader and not squad.members[0].is_expired
     assert squad.leader.add(1, 1) == 2
+
+
+def test_static_functions_run_in_their_hosts_runtime(host: Any) -> None:
+    """A static function's entry and user pointer are its host's, in the
+    runtime the host registered it in: it runs there whatever runtime is
+    current, and once that runtime is closed (the host's state freed by its
+    cleanup) it raises instead of calling into freed memory."""
+    with zs.Runtime() as first:
+        assert (
+            host.reflect_host_install(
+                FFI().cast("void *", api_table()), FFI().cast("void *", first.native_address)
+            )
+            == 0
+        )
+        Thing = zs.native_class("Thing")
+        with zs.Runtime():  # another runtime current: the host is not installed there
+            assert Thing.version() == 3
+    with pytest.raises(zs.ExpiredConjugateError, match="closed"):
+        Thing.version()
+    gc.collect()

@@ -75,6 +75,7 @@ typedef struct zs_native_fn {
     PyObject *doc;            /* str or None */
     PyObject *signature;      /* __signature__ (None: none) */
     PyTypeObject *owner;      /* strong; NULL once cleared (a cycle being collected) */
+    zs_runtime_core *runtime; /* strong or NULL: the runtime whose host gave the entry */
     zs_native_function entry; /* NULL: an event with no native default */
     void *user;
     uint32_t flags;     /* ZS_FUNCTION_* */
@@ -452,10 +453,23 @@ static PyObject *invoke(zs_native_fn *fn, PyObject *self, PyObject *const *args,
         }
         given = bound;
     }
-    /* The runtime first: a static function's is the current one. */
+    /* The runtime first: the object's; a static function's is the one
+       whose host registered it, else the current one. */
     zs_runtime_core *rt = self != NULL
                               ? (zs_runtime_core *)Py_NewRef(((zs_conjugate *)self)->runtime)
-                              : current_runtime(fn->state);
+                          : fn->runtime != NULL ? (zs_runtime_core *)Py_NewRef(fn->runtime)
+                                                : current_runtime(fn->state);
+    if (rt != NULL && fn->runtime != NULL && rt != fn->runtime) {
+        PyErr_Format(PyExc_TypeError,
+                     "%U belongs to another runtime: the object's class was bound in the runtime "
+                     "whose host registered it",
+                     fn->what);
+        Py_CLEAR(rt);
+    } else if (rt != NULL && (rt->native == NULL || rt->closing)) {
+        /* The host's entry and user may belong to a closed runtime's state. */
+        PyErr_SetString(fn->state->expired_exception, "the runtime has been closed");
+        Py_CLEAR(rt);
+    }
     alignas(max_align_t) char block_small[FN_STACK_BLOCK];
     fn_slot slots_small[FN_STACK_SLOTS];
     fn_call call = {.fn = fn, .rt = rt};
@@ -533,18 +547,20 @@ static PyObject *fn_vectorcall(PyObject *callable, PyObject *const *args, size_t
  * signature=None, doc=None): members a tuple of (name, direction, offset,
  * mode, detail, what) in declaration order. */
 static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"name", "what",    "owner",     "entry", "user", "flags",
-                               "size", "members", "signature", "doc",   NULL};
+    static char *keywords[] = {"name", "what",    "owner",     "entry", "user",    "flags",
+                               "size", "members", "signature", "doc",   "runtime", NULL};
     zs_core_state *state = zs_state_of_type(type);
     PyObject *name, *what, *owner, *entry_int, *user_int, *members;
-    PyObject *signature = Py_None, *doc = Py_None;
+    PyObject *signature = Py_None, *doc = Py_None, *runtime = Py_None;
     long flags;
     Py_ssize_t size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UUOO!O!lnO!|OO:NativeFunction", keywords, &name,
-                                     &what, &owner, &PyLong_Type, &entry_int, &PyLong_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UUOO!O!lnO!|OOO:NativeFunction", keywords,
+                                     &name, &what, &owner, &PyLong_Type, &entry_int, &PyLong_Type,
                                      &user_int, &flags, &size, &PyTuple_Type, &members, &signature,
-                                     &doc))
+                                     &doc, &runtime))
         return NULL;
+    if (runtime != Py_None && !PyObject_TypeCheck(runtime, state->runtime_type))
+        return PyErr_Format(PyExc_TypeError, "NativeFunction: runtime must be a Runtime or None");
     if (!PyObject_TypeCheck(owner, state->class_type) ||
         !PyType_IsSubtype((PyTypeObject *)owner, state->conjugate_type) ||
         ((zs_class_object *)owner)->number == 0)
@@ -584,6 +600,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     fn->doc = Py_NewRef(doc);
     fn->signature = Py_NewRef(signature);
     fn->owner = (PyTypeObject *)Py_NewRef(owner);
+    fn->runtime = runtime != Py_None ? (zs_runtime_core *)Py_NewRef(runtime) : NULL;
     fn->entry = (zs_native_function)(uintptr_t)entry;
     fn->user = (void *)(uintptr_t)user;
     fn->flags = (uint32_t)flags;
@@ -653,6 +670,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
 static int fn_traverse(PyObject *self, visitproc visit, void *arg) {
     zs_native_fn *fn = (zs_native_fn *)self;
     Py_VISIT(fn->owner);
+    Py_VISIT(fn->runtime);
     Py_VISIT(fn->signature);
     Py_VISIT(fn->doc);
     for (Py_ssize_t i = 0; i < fn->count; i++) Py_VISIT(fn->members[i].plan.detail);
@@ -664,6 +682,7 @@ static int fn_traverse(PyObject *self, visitproc visit, void *arg) {
 static int fn_clear(PyObject *self) {
     zs_native_fn *fn = (zs_native_fn *)self;
     Py_CLEAR(fn->owner);
+    Py_CLEAR(fn->runtime);
     Py_CLEAR(fn->signature);
     Py_CLEAR(fn->doc);
     for (Py_ssize_t i = 0; i < fn->count; i++) Py_CLEAR(fn->members[i].plan.detail);

@@ -294,13 +294,16 @@ def _bind_class(runtime: Runtime, native: Any) -> type[Object]:
     own = layout.properties[len(layout.properties) - layout.own_count :]
     _check_native_types(runtime, described.name, own, described.properties)
     for function in described.functions:
-        type.__setattr__(cls, function.name, _native_function(cls, function))
+        type.__setattr__(cls, function.name, _native_function(runtime, cls, function))
     return cls
 
 
-def _native_function(cls: type[Object], function: FunctionDescription) -> Any:
+def _native_function(runtime: Runtime, cls: type[Object], function: FunctionDescription) -> Any:
     """The method of one described function: a ``_core.NativeFunction``
-    that marshals in C from its members' kinds (native/binding/functions.c)."""
+    that marshals in C from its members' kinds (native/binding/functions.c).
+    It runs in ``runtime`` only, whose host gave its entry and user pointer
+    (a static function too, whatever runtime is current; a closed one
+    raises ``ExpiredConjugateError``)."""
     what = f"{cls.__name__}.{function.name}"
     members = []
     for parameter in function.parameters:
@@ -329,6 +332,7 @@ def _native_function(cls: type[Object], function: FunctionDescription) -> Any:
         members=tuple(members),
         signature=_signature(function),
         doc=_function_doc(function),
+        runtime=runtime,
     )
 
 
