@@ -9,7 +9,11 @@ result; ``zsharp_py.lowlevel.function_layout(cls, name)`` describes it, with a C
 declaration to paste into the host.
 
 Virtual dispatch is Python's: the method found on the object's own class
-runs, so a subclass overrides by defining the method again. Every call runs
+runs, so a subclass overrides by defining the method again. A native host's
+own functions (zsharp_py/_interop/reflection.py) take part too: on a class
+no Python class overrode, the host's C entry runs straight from the
+handler; a Python override takes the host's block, and ``super()`` reaches
+the native default. Every call runs
 inside a ``zs.scope()`` (red views obtained during it expire when it
 returns). An exception cannot cross the native frames: it is reported
 through ``sys.unraisablehook`` (as one raised in ``__del__`` is) and the
@@ -148,12 +152,15 @@ def function_layout(cls: type[Object], name: str) -> FunctionLayout:
 
     A method can be called from native code when it is a plain public method
     of a ``zs.Object`` subclass whose parameters after ``self`` are
-    positional and annotated with scalar types (``zs.Int32``, ``float``,
-    ``bool``...), object references (``"Actor | None"``) or plain structs
-    (scalars, references and plain structs only: nothing the block's owner
-    would have to free), and whose result is one of those or None. Raises
-    ``AttributeError`` when there is no such method and ``TypeError`` when
-    its signature cannot cross the boundary.
+    positional and annotated (scalars such as ``zs.Int32`` or ``float``,
+    object references such as ``"Actor | None"``, structs, strings,
+    containers: a value parameter is a red view of the host's block, valid
+    for the call), and whose result is None, a scalar, an object reference
+    or a plain struct (scalars, references and plain structs only: nothing
+    the host would have to free). A host's function (a class bound by
+    ``zs.native_class``) has its host's block; a Python override of it
+    takes that block. Raises ``AttributeError`` when there is no such
+    method and ``TypeError`` when its signature cannot cross the boundary.
     """
     if not (isinstance(cls, type) and issubclass(cls, Object)):
         raise TypeError(f"function_layout() needs a zs.Object subclass, got {cls!r}")
