@@ -83,6 +83,7 @@ def test_demo_help_explains_every_option(
         help_text = text.split(option)[-1]
         assert f"default: {default})" in help_text.split(" --")[0], option
     assert "number of frames to play (default: 12)" in text
+    assert "a game engine written in C whose actors the game subclasses in Python" in text
     assert "GcSettings.objects_per_tick" in text
     assert "--timings also print the measured time" in text
     assert "no longer reproducible" in text

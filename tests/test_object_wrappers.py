@@ -274,14 +274,14 @@ def test_soft_class_ptr_resolves_registered_classes(rt: zs.Runtime) -> None:
 
 
 def test_soft_class_ptr_load(rt: zs.Runtime) -> None:
-    soft = zs.SoftClassPtr[zs.Object]("zsharp_py._demo.World")
+    soft = zs.SoftClassPtr[zs.Object]("zsharp_py._demo.Level")
     assert soft.get() is None
-    world = soft.load()
-    assert world.__name__ == "World" and soft.get() is world
+    level = soft.load()
+    assert level.__name__ == "Level" and soft.get() is level
     missing = zs.SoftClassPtr[zs.Object]("no_such_module.Nothing")
     with pytest.raises(LookupError, match="cannot load"):
         missing.load()
-    wrong = zs.SoftClassPtr[Pawn]("zsharp_py._demo.World")
+    wrong = zs.SoftClassPtr[Pawn]("zsharp_py._demo.Level")
     with pytest.raises(TypeError, match="not Pawn"):
         wrong.load()
     for value in (soft, missing, wrong):

@@ -1,6 +1,7 @@
 """Command line: ``python -m zsharp_py`` or the ``zsharp-py`` script.
 
-``demo`` plays a small game over the native heap and narrates what the
+``demo`` plays a small game on the sample engine (written in C) whose game
+logic is Python overrides of the engine's actors, and narrates what the
 garbage collector does each frame; ``--version`` prints the version.
 """
 
@@ -76,9 +77,11 @@ def build_parser(prog: str = MODULE) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
-        help="play a small game over the native heap and narrate what the GC does each frame",
-        description="Play a small shooter scripted in Python over the native heap and print, "
-        "frame by frame, what the incremental garbage collector did (marking, purging, "
+        help="play a shooter on a C engine with Python game logic and narrate the GC's work",
+        description="Play a small shooter on the sample engine, a game engine written in C "
+        "whose actors the game subclasses in Python (the engine calls the Python overrides "
+        "from C), and print, frame by frame, what the incremental garbage collector did "
+        "(marking, purging, "
         "references nulled, conjugates expired), then a final full collection and a summary. "
         "The GC's work per frame is counted in objects, not time, so the same options print "
         "the same output on every run and every machine (unless --timings is given).",

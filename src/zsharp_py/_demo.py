@@ -1,44 +1,59 @@
-"""The demo: a small shooter scripted in Python over the native heap, narrating
-frame by frame what the incremental garbage collector does.
+"""The demo: a small shooter on the sample engine (a game engine written in
+C, native/engine/sample_engine.c), its game logic written in Python,
+narrating frame by frame what the incremental garbage collector does.
 
-A rooted ``World`` holds a linked list of actors, a chain of smoke particles
+The engine's ``World`` spawns, ticks and destroys its ``Actor`` objects;
+the combatants are ``Soldier``, a Python subclass of the engine's ``Actor``
+whose ``begin_play``, ``tick`` and ``on_destroy`` overrides the engine
+calls from C (``world.spawn``, ``world.tick``, ``world.destroy``),
+``super()`` running the engine's native defaults. A soldier keeps its rival
+in a strong reference declared in Python (nulled by the collector once the
+rival is destroyed) and its kill log as Python state (``zs.state()``),
+which lives exactly as long as the native soldier.
+
+Python-declared classes share the heap with the engine's. The rooted world
+is a ``Battlefield``, a Python subclass of the engine's ``World`` that
+references a ``Level`` whose tiles form a GC cluster (marked as one unit,
+without reading its members) and a chain of smoke ``Particle`` objects
 (long enough that marking takes several frames; the oldest burn out every
-frame) and a ``Level`` whose tiles form a GC cluster (marked as one unit,
-without reading its members). Every frame actors spawn and shoot: a shot is
-a ``Projectile`` carrying a few spark ``Particle`` objects that nothing
-keeps, so it is garbage at once; an actor killed in gameplay is unlinked
-from the world and marked as garbage, so the collector nulls the references
-still pointing at it. A camera outside the world, out of combat, is kept
-alive by a ``StrongObjectPtr`` alone; the demo holds a ``WeakObjectPtr`` to
-each actor the camera follows, and each goes ``None`` once the collector has
-found its actor unreachable.
+frame). Every shot is a ``Projectile`` carrying a few spark particles that
+nothing keeps, so it is garbage at once. A ``Camera`` outside the world,
+which follows the weakest soldier through a strong reference to the
+engine's ``Actor``, is kept alive by a ``StrongObjectPtr`` alone. The demo
+holds a ``WeakObjectPtr`` to each soldier the camera follows, and each goes
+``None`` once the collector has found its soldier unreachable.
 
 ``rt.gc.tick()`` drives the collector once per frame with a budget counted
 in objects (``GcSettings.objects_per_tick``), never in seconds: a cycle
 spans several frames, and the same arguments print the same text on any
 machine and under any load (unless ``timings`` asks for measured times).
+
+The engine's classes are bound per runtime, so the classes that subclass
+or reference them (``Battlefield``, ``Soldier``, ``Projectile``,
+``Camera``) are declared for each game, after ``sample_engine.install()``
+(``_declare``); the others are declared here once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import sys
 import textwrap
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 import zsharp_py as zs
+from zsharp_py import sample_engine
 from zsharp_py.collector import GcStats
 
 __all__ = [
-    "Actor",
-    "Projectile",
     "Particle",
     "Tile",
     "Level",
-    "World",
     "run_demo",
     "LEGEND",
     "DEFAULT_FRAMES",
@@ -49,31 +64,11 @@ __all__ = [
 ]
 
 
-class Actor(zs.Object):
-    """A combatant (or the camera) on the native heap."""
-
-    health: zs.Int32 = 100
-    x: zs.Float64
-    y: zs.Float64
-    kills: zs.UInt16
-    target: "Actor | None"
-    """Killable: the collector sets it to None once its actor is garbage."""
-    next: "Actor | None"
-
-
 class Particle(zs.Object):
     """A smoke particle of the world's chain, or a spark of a shot."""
 
     life: zs.Float32
     next: "Particle | None"
-
-
-class Projectile(zs.Object):
-    """A shot: referenced by nobody once fired, so garbage at once."""
-
-    damage: zs.Int32 = 25
-    target: Actor | None
-    sparks: Particle | None
 
 
 class Tile(zs.Object, can_be_in_cluster=True):
@@ -87,16 +82,6 @@ class Level(zs.Object, cluster_root=True):
     """Owns the tiles; the root of their cluster."""
 
     first_tile: Tile | None
-
-
-class World(zs.Object):
-    """The root of the game state."""
-
-    level: Level | None
-    first: Actor | None
-    particles: Particle | None
-    frame: zs.Int64
-    spawned: zs.Int64
 
 
 DEFAULT_FRAMES = 12
@@ -119,14 +104,21 @@ _WIDTH = 100
 
 LEGEND: tuple[tuple[str, str], ...] = (
     (
-        "killed",
-        "actors whose health reached 0 in gameplay this frame: each is unlinked from "
-        "the world and marked as garbage (obj.mark_as_garbage())",
+        "ticked",
+        "soldiers whose tick the engine called this frame: world.tick(dt), in C, calls "
+        "every live actor's tick event, here the Soldier's Python override",
     ),
     (
         "shots",
-        f"projectiles fired this frame, each with {SPARKS_PER_SHOT} sparks; nothing keeps "
-        "a projectile after its hit, so it is garbage at once",
+        f"projectiles fired this frame, each with {SPARKS_PER_SHOT} sparks (Python-declared "
+        "objects; a projectile references the soldier it hits); nothing keeps a projectile "
+        "after its hit, so it is garbage at once",
+    ),
+    (
+        "killed",
+        "soldiers shot down to 0 health this frame (the engine's take_damage, in C): the "
+        "shooter calls world.destroy, and the engine calls the victim's Python on_destroy, "
+        "then marks it as garbage",
     ),
     ("GC cycle", "one garbage collection, spread over several frames: marking, then purging"),
     (
@@ -149,14 +141,15 @@ LEGEND: tuple[tuple[str, str], ...] = (
     ),
     (
         "conjugates expired",
-        "Python proxies still held for unreachable objects, switched off "
-        "before the native memory goes: using one raises "
-        "ExpiredConjugateError",
+        "Python proxies still held for unreachable objects (a soldier's is held while "
+        "it lives, for its Python state), switched off before the native memory goes: "
+        "using one raises ExpiredConjugateError",
     ),
     ("freed", "native objects destroyed"),
     (
         "references nulled",
-        "references to garbage-marked (killed) actors that the collector set to None",
+        "references to destroyed (garbage-marked) soldiers that the collector set to "
+        "None: soldiers' rivals, the camera's follows",
     ),
 )
 """Each term the demo's output may use, and what it means; the demo prints
@@ -174,7 +167,7 @@ def _uses(text: str, term: str) -> bool:
 
 
 def _count(n: int, singular: str, plural: str | None = None) -> str:
-    """``1 actor``, ``2 actors``, ``1,250 objects``."""
+    """``1 soldier``, ``2 soldiers``, ``1,250 objects``."""
     return f"{n:,} {singular if n == 1 else (plural or singular + 's')}"
 
 
@@ -187,37 +180,9 @@ def _fill(text: str, indent: str = "") -> str:
     return textwrap.fill(text, _WIDTH, initial_indent=indent, subsequent_indent=indent)
 
 
-def _actors(world: World) -> list[Actor]:
-    actors = []
-    actor = world.first
-    while actor is not None:
-        actors.append(actor)
-        actor = actor.next
-    return actors
-
-
-def _unlink(world: World, dead: Actor) -> None:
-    if world.first == dead:
-        world.first = dead.next
-        return
-    actor = world.first
-    while actor is not None and actor.next != dead:
-        actor = actor.next
-    if actor is not None:
-        actor.next = dead.next
-
-
-def _nearest(shooter: Actor, actors: list[Actor]) -> Actor | None:
-    """The nearest other living actor (the first of equals)."""
-    best: Actor | None = None
-    best_distance = 0.0
-    for other in actors:
-        if other == shooter or other.is_garbage:
-            continue
-        distance = (other.x - shooter.x) ** 2 + (other.y - shooter.y) ** 2
-        if best is None or distance < best_distance:
-            best, best_distance = other, distance
-    return best
+def _series(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 @dataclass(frozen=True)
@@ -267,24 +232,166 @@ def _gc_progress(
 
 @dataclass
 class _Followed:
-    """An actor the camera followed: a weak pointer to it, and its proxy,
+    """A soldier the camera followed: a weak pointer to it, and its proxy,
     kept to check that it expires with the weak pointer."""
 
     name: str
-    weak: zs.WeakObjectPtr[Actor]
-    proxy: Actor
+    weak: zs.WeakObjectPtr[Any]
+    proxy: Any
+
+
+@dataclass
+class _Fallen:
+    """A destroyed soldier, as its on_destroy override filed it: its name,
+    its kill log, and its proxy, kept to check that it expires."""
+
+    name: str
+    kills: tuple[str, ...]
+    proxy: Any
+
+
+@contextlib.contextmanager
+def _override_failures() -> Iterator[list[Any]]:
+    """Collect what the Python overrides raise while the engine calls them.
+
+    An exception cannot cross the engine's C frames: the library reports it
+    through ``sys.unraisablehook`` and the engine goes on. The game checks
+    the list after each call into the engine (``_Game.checked``) and raises
+    the first, so a broken override stops the demo instead of leaving a
+    traceback on standard error and a wrong story on standard output."""
+    failures: list[Any] = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = failures.append
+    try:
+        yield failures
+    finally:
+        sys.unraisablehook = previous
+
+
+def _declare(game: _Game) -> tuple[Any, Any, Any, Any]:
+    """The classes that subclass or reference the engine's, declared for
+    ``game``'s runtime (where the engine is installed): ``Battlefield``,
+    ``Soldier``, ``Projectile`` and ``Camera``. Their annotations name
+    ``Actor``, the engine's class in that runtime, through this function's
+    locals."""
+    World, Actor, Team, rng = game.World, game.Actor, game.Team, game.rng
+
+    class Battlefield(World):  # type: ignore[misc,valid-type]
+        """The engine's World (its actors, frame and clock, in C), with two
+        references added in Python: the level and the smoke."""
+
+        level: Level | None
+        smoke: Particle | None
+        """The newest smoke particle; the chain runs to the oldest."""
+
+    class Projectile(zs.Object):
+        """A shot: referenced by nobody once fired, so garbage at once."""
+
+        damage: zs.Int32
+        target: Actor | None  # type: ignore[valid-type]
+        """The engine's Actor, from a Python-declared class."""
+        sparks: Particle | None
+
+    class Camera(zs.Object):
+        """Follows a soldier; outside the world, kept by a StrongObjectPtr."""
+
+        follows: Actor | None  # type: ignore[valid-type]
+        """Strong and killable: the collector sets it to None once its
+        soldier is destroyed."""
+
+    class Soldier(Actor):  # type: ignore[misc,valid-type]
+        """A combatant: the engine's Actor (health, transform, speed, in C),
+        with game logic in Python. The engine calls its overrides from C."""
+
+        rival: Actor | None  # type: ignore[valid-type]
+        """Added in Python to the engine's class: strong and killable."""
+        kill_log: list[str] = zs.state(factory=list)
+        """Python state: the names of the soldiers it killed, kept exactly
+        as long as the native soldier lives."""
+        born: int = zs.state(default=0)
+        """Python state: the frame it was spawned in."""
+
+        def begin_play(self) -> None:
+            """Called by the engine's ``world.spawn``, from C: choose a team
+            by the side the engine placed the soldier on, a speed towards
+            the other side and a maximum health, then come alive."""
+            red = self.transform.location.x < 0
+            self.team = Team.Red if red else Team.Blue
+            self.speed = rng.uniform(20.0, 40.0) * (1 if red else -1)
+            self.max_health = rng.randint(60, 120)
+            super().begin_play()  # the engine's default, in C: alive at full health
+            self.born = game.frame
+            game.overrides["begin_play"] += 1
+
+        def tick(self, dt: float) -> None:
+            """Called by the engine's ``world.tick``, from C, every frame."""
+            super().tick(dt)  # the engine's default, in C: count the tick, move along x
+            game.overrides["tick"] += 1
+            rival = self.rival
+            if rival is None:  # never aimed yet, or nulled by the collector
+                rival = self.rival = self.nearest_enemy()
+            if rival is None or rival.is_garbage:
+                return  # holds fire: its reference to a destroyed rival waits for the GC
+            self.fire_at(rival)
+
+        def on_destroy(self) -> None:
+            """Called by the engine's ``world.destroy``, from C, before it
+            marks this soldier as garbage."""
+            game.overrides["on_destroy"] += 1
+            game.fallen.append(_Fallen(self.name, tuple(self.kill_log), self))
+
+        def nearest_enemy(self) -> Any:
+            """The nearest living soldier of the other team (the first of
+            equals), among the world's actors (the engine's array)."""
+            here = self.transform.location
+            best, best_distance = None, 0.0
+            for other in self.world.actors:
+                if other.team == self.team or not other.alive:
+                    continue
+                there = other.transform.location
+                distance = (there.x - here.x) ** 2 + (there.y - here.y) ** 2
+                if best is None or distance < best_distance:
+                    best, best_distance = other, distance
+            return best
+
+        def fire_at(self, rival: Any) -> None:
+            """Shoot: a projectile and its sparks, the damage dealt by the
+            engine; a rival left at 0 health is destroyed."""
+            sparks = None
+            for _ in range(SPARKS_PER_SHOT):
+                sparks = Particle(life=rng.random(), next=sparks)
+            shot = Projectile(target=rival, damage=rng.randint(10, 60), sparks=sparks)
+            game.frame_shots += 1
+            if rival.take_damage(float(shot.damage), self) == 0:  # the engine's, in C
+                self.kill_log.append(rival.name)
+                game.on_kill(self, rival)
+                self.world.destroy(rival)  # the engine calls rival.on_destroy, from C
+
+    return Battlefield, Soldier, Projectile, Camera
 
 
 class _Game:
-    """The game's state and its narration (``lines``), in one runtime."""
+    """The game's state and its narration (``lines``), in one runtime where
+    the sample engine is installed."""
 
-    def __init__(self, rt: zs.Runtime, rng: random.Random, particles: int, timings: bool) -> None:
-        self.rt, self.rng, self.timings = rt, rng, timings
+    def __init__(
+        self,
+        rt: zs.Runtime,
+        rng: random.Random,
+        particles: int,
+        timings: bool,
+        failures: list[Any],
+    ) -> None:
+        self.rt, self.rng, self.timings, self.failures = rt, rng, timings, failures
         self.lines: list[str] = []
         self.totals = {
             "spawned": 0,
+            "ticked": 0,
             "killed": 0,
             "shots": 0,
+            "begin_play": 0,
+            "tick": 0,
+            "on_destroy": 0,
             "created": 0,
             "freed": 0,
             "expired": 0,
@@ -293,7 +400,17 @@ class _Game:
             "incremental": 0,
             "live": 0,
         }
-        self.world = World(name="World")
+        # The engine's classes, bound in this runtime (Any: their members are
+        # the engine's, which no type checker sees).
+        self.World: Any = zs.native_class("World")
+        self.Actor: Any = zs.native_class("Actor")
+        self.Transform: Any = zs.native_struct("Transform")
+        self.Vec3: Any = zs.native_struct("Vec3")
+        self.Team: Any = zs.native_enum("Team")
+        self.Battlefield, self.Soldier, self.Projectile, self.Camera = _declare(self)
+        self.overrides = {"begin_play": 0, "tick": 0, "on_destroy": 0}
+
+        self.world = self.Battlefield(name="World")
         self.world.add_to_root()
         level = Level(name="Level", outer=self.world)
         for index in range(TILES):
@@ -301,19 +418,54 @@ class _Game:
         self.world.level = level
         self.cluster_size = level.create_cluster()
         # The smoke chain, oldest particle first: the oldest burn out each frame.
-        self.smoke: deque[Particle] = deque()
+        self.particles: deque[Particle] = deque()
         for _ in range(particles):
-            self.world.particles = Particle(life=rng.random(), next=self.world.particles)
-            self.smoke.append(self.world.particles)
+            self.world.smoke = Particle(life=rng.random(), next=self.world.smoke)
+            self.particles.append(self.world.smoke)
         self.burnt_per_frame = -(-particles // SMOKE_LIFE_FRAMES)
-        self.camera = Actor(name="Camera")  # no outer, in no list: only camera_ptr keeps it
+        self.camera = self.Camera(name="Camera")  # outside the world: only camera_ptr keeps it
         self.camera_ptr = zs.StrongObjectPtr(self.camera)
         self.totals["created"] = 1 + 1 + TILES + particles + 1
         self.kills: dict[str, int] = {}  # by killer, dead or alive, in order of first kill
+        self.fallen: list[_Fallen] = []  # the destroyed soldiers (on_destroy)
+        self.first_kill_told = False
         self.followed: _Followed | None = None
         self.watched: list[_Followed] = []
         self.cycle_start: dict[int, int] = {}
         self.finished: GcStats | None = None  # the cycle this frame's tick finished
+        self.frame = self.frame_shots = self.frame_kills = 0
+        self.events: list[str] = []
+        self.cycle_ends: list[int] = []  # the frame each cycle finished in
+
+    # ---- calls into the engine ----------------------------------------------
+    def checked(self, result: Any) -> Any:
+        """``result``, after a call into the engine, unless a Python override
+        the engine called raised: then that exception."""
+        if self.failures:
+            failure = self.failures[0]
+            raise RuntimeError(
+                f"a Python override called by the engine raised: {failure.exc_value!r}"
+            ) from failure.exc_value
+        return result
+
+    def on_kill(self, killer: Any, victim: Any) -> None:
+        """Called by a soldier's tick when its shot left ``victim`` at 0
+        health, before it destroys the victim."""
+        self.frame_kills += 1
+        self.kills[killer.name] = self.kills.get(killer.name, 0) + 1
+        if not self.first_kill_told:
+            self.first_kill_told = True
+            self.events.append(
+                f"{killer.name} shot {victim.name} down: the engine's take_damage (C) left it "
+                f"{victim.health} health and alive={victim.alive}; {killer.name}'s tick "
+                f"(Python) called world.destroy, and the engine (C) called {victim.name}'s "
+                f"on_destroy (Python), then marked it as garbage"
+            )
+        if self.followed is not None and victim == self.followed.proxy:
+            self.events.append(
+                f"the camera's soldier {victim.name} was killed by {killer.name}: "
+                f"camera.follows points at it until the GC nulls it"
+            )
 
     # ---- narration --------------------------------------------------------
     def say(self, text: str, indent: str = "") -> None:
@@ -334,8 +486,8 @@ class _Game:
             )
 
     def gone(self) -> list[str]:
-        """Forget the followed actors whose weak pointer now reads None (their
-        proxy is expired too); return their names."""
+        """Forget the followed soldiers whose weak pointer now reads None
+        (their proxy is expired too); return their names."""
         gone = [watch for watch in self.watched if watch.weak.get() is None]
         for watch in gone:
             assert watch.proxy.is_expired, f"{watch.name}: a weak pointer outlived its proxy"
@@ -343,77 +495,85 @@ class _Game:
         return [watch.name for watch in gone]
 
     # ---- a frame ----------------------------------------------------------
+    def spawn(self) -> list[Any]:
+        """Spawn this frame's soldiers through the engine, each as a
+        reinforcement of the smaller team: on the left for Red, on the
+        right for Blue (alternately when the teams are even)."""
+        rng, spawned = self.rng, []
+        red = sum(soldier.team == self.Team.Red for soldier in self.world.actors)
+        blue = len(self.world.actors) - red
+        for _ in range(SPAWNS_PER_FRAME):
+            left = red < blue or (red == blue and self.totals["spawned"] % 2 == 0)
+            red, blue = red + left, blue + (not left)
+            x = rng.uniform(-50.0, -10.0) if left else rng.uniform(10.0, 50.0)
+            at = self.Transform(self.Vec3(x, rng.uniform(-50.0, 50.0), 0.0), 0.0, 1.0)
+            soldier = self.checked(self.world.spawn(self.Soldier, at))  # calls begin_play
+            assert type(soldier) is self.Soldier and soldier.alive, soldier
+            spawned.append(soldier)
+            self.totals["spawned"] += 1
+        self.totals["created"] += SPAWNS_PER_FRAME
+        return spawned
+
+    def follow_the_weakest(self) -> None:
+        """Point the camera at the living soldier with the least health
+        (the first of equals, in the World's order: the oldest)."""
+        subject = min(self.world.actors, key=lambda soldier: soldier.health, default=None)
+        if subject is None:
+            return
+        self.camera.follows = subject
+        self.followed = _Followed(subject.name, zs.WeakObjectPtr(subject), subject)
+        self.watched.append(self.followed)
+        self.events.append(
+            f"the camera now follows {subject.name} ({subject.health} health), the weakest soldier"
+        )
+
     def play(self, frame: int, frame_width: int) -> None:
         """Play one frame, tick the collector, narrate both."""
-        world, rng, totals = self.world, self.rng, self.totals
-        events: list[str] = []
-        world.frame = frame
-        for _ in range(SPAWNS_PER_FRAME):
-            world.first = Actor(
-                outer=world, x=rng.uniform(-50, 50), y=rng.uniform(-50, 50), next=world.first
+        totals, camera = self.totals, self.camera
+        self.events = []
+        self.frame, self.frame_shots, self.frame_kills = frame, 0, 0
+        spawned = self.spawn()
+        if frame == 1:
+            self.events.append(
+                "the engine's world.spawn (C) called each new soldier's begin_play (Python), "
+                "which chose its team and health and called super().begin_play() (C): "
+                + _series(
+                    [f"{s.name} ({self.Team(s.team).name}, {s.health} health)" for s in spawned]
+                )
             )
-            world.spawned += 1
-        if self.smoke:
+        if self.particles:
             for _ in range(self.burnt_per_frame):
-                self.smoke.popleft()
-                world.particles = Particle(life=rng.random(), next=world.particles)
-                self.smoke.append(world.particles)
-            self.smoke[0].next = None  # the burnt-out tail is unreachable from here on
-        totals["spawned"] += SPAWNS_PER_FRAME
-        totals["created"] += SPAWNS_PER_FRAME + self.burnt_per_frame * bool(self.smoke)
+                self.particles.popleft()
+                self.world.smoke = Particle(life=self.rng.random(), next=self.world.smoke)
+                self.particles.append(self.world.smoke)
+            self.particles[0].next = None  # the burnt-out tail is unreachable from here on
+            totals["created"] += self.burnt_per_frame
 
-        actors = _actors(world)
-        if self.camera.target is None:
-            subject = actors[-1]
-            self.camera.target = subject
-            self.followed = _Followed(subject.name, zs.WeakObjectPtr(subject), subject)
-            self.watched.append(self.followed)
-            events.append(f"the camera now follows {subject.name}, the oldest actor")
-        shots = killed = 0
-        for actor in actors:
-            if actor.is_garbage:
-                continue  # killed earlier this frame
-            target = actor.target
-            if target is None:  # never aimed yet, or nulled by the collector
-                target = actor.target = _nearest(actor, actors)
-            if target is None or target.is_garbage:
-                continue  # holds fire: its reference to a killed actor waits for the GC
-            sparks = None
-            for _ in range(SPARKS_PER_SHOT):
-                sparks = Particle(life=rng.random(), next=sparks)
-            shot = Projectile(target=target, damage=rng.randint(10, 60), sparks=sparks)
-            shots += 1
-            target.health = max(target.health - shot.damage, 0)
-            if target.health == 0:
-                actor.kills += 1
-                self.kills[actor.name] = actor.kills
-                _unlink(world, target)
-                target.mark_as_garbage()
-                killed += 1
-                if self.followed is not None and target == self.followed.proxy:
-                    events.append(
-                        f"the camera's actor {target.name} was killed: "
-                        f"camera.target points at it until the GC nulls it"
-                    )
-        totals["shots"] += shots
-        totals["created"] += shots * (1 + SPARKS_PER_SHOT)
-        totals["killed"] += killed
+        ticked = self.checked(self.world.tick(FRAME_SECONDS))  # calls every soldier's tick
+        if camera.follows is None:
+            self.follow_the_weakest()
+        totals["ticked"] += ticked
+        totals["shots"] += self.frame_shots
+        totals["created"] += self.frame_shots * (1 + SPARKS_PER_SHOT)
+        totals["killed"] += self.frame_kills
 
         gc = self.tick(frame)
-        if self.followed is not None and self.camera.target is None:
-            events.append(f"the GC nulled camera.target: {self.followed.name} is marked as garbage")
+        if self.followed is not None and camera.follows is None:
+            self.events.append(
+                f"the GC nulled camera.follows: {self.followed.name} is marked as garbage"
+            )
             self.followed = None
         for name in self.gone():
-            events.append(
+            self.events.append(
                 f"the WeakObjectPtr to {name} now returns None: the GC found it "
                 f"unreachable and expired its proxy; this cycle's purge frees it"
             )
-        alive = world.spawned - totals["killed"]
+        alive = len(self.world.actors)
         self.lines.append(
-            f"frame {frame:>{frame_width}}: {_count(alive, 'actor')} alive, "
-            f"{killed} killed, {_count(shots, 'shot')}; {gc}"
+            f"frame {frame:>{frame_width}}: {_count(ticked, 'soldier')} ticked, "
+            f"{_count(self.frame_shots, 'shot')}, {self.frame_kills} killed, {alive:,} alive; {gc}"
         )
-        for event in events:
+        for event in self.events:
             self.say(event, "    ")
         if self.finished is not None:
             self.count_cycle(self.finished)
@@ -437,6 +597,7 @@ class _Game:
         )
         if action == "finished":
             gc.verify()
+            self.cycle_ends.append(frame)
             self.totals["incremental"] += 1
             self.finished = stats  # counted (and timed) after the frame's line
             text += f"; the cycle is finished, after {_count(frame - first_frame + 1, 'frame')}"
@@ -457,6 +618,7 @@ class _Game:
                 steps += 1
             stats = gc.stats()
             gc.verify()
+            self.cycle_ends.append(frames + 1)
             self.totals["incremental"] += 1
             self.say(
                 f"GC cycle {stats.cycle} was still {phase}; {_count(steps, 'more step')} of "
@@ -469,12 +631,14 @@ class _Game:
                 "  ",
             )
             self.count_cycle(stats)
+            self.tell_unfollowed("That cycle")
             for name in self.gone():
                 self.say(
                     f"The WeakObjectPtr to {name} now returns None: that cycle freed it.", "  "
                 )
         stats = rt.collect_garbage()
         gc.verify()
+        self.cycle_ends.append(frames + 1)
         self.say(
             f"Final full collection (GC cycle {stats.cycle}, stop-the-world, in one step): "
             f"{_count(stats.objects_marked, 'object')} marked, of which "
@@ -487,23 +651,26 @@ class _Game:
             "  ",
         )
         self.count_cycle(stats)
+        self.tell_unfollowed("The final collection")
         for name in self.gone():
             self.say(
                 f"The WeakObjectPtr to {name} now returns None: the final collection freed it.",
                 "  ",
             )
+        self.tell_state()
 
         camera = self.camera
+        follows = camera.follows
         self.say(
-            f"The camera (health {camera.health}: it never fought) is alive although no "
-            f"object references it: its StrongObjectPtr is a root.",
+            f"The camera (following {'nobody' if follows is None else follows.name}) is alive "
+            f"although no object references it: its StrongObjectPtr is a root.",
             "  ",
         )
         self.camera_ptr.dispose()
         stats = rt.collect_garbage()
         gc.verify()
         try:
-            camera.health  # noqa: B018 (the read is the use after free shown)
+            camera.follows  # noqa: B018 (the read is the use after free shown)
         except zs.ExpiredConjugateError as error:
             expired = f'using its proxy now raises ExpiredConjugateError("{error}")'
         else:
@@ -515,6 +682,55 @@ class _Game:
         )
         self.count_cycle(stats)
         self.totals["live"] = rt.live_objects()
+        self.totals.update(self.overrides)
+
+    def tell_unfollowed(self, collection: str) -> None:
+        """Say so if ``collection`` nulled camera.follows."""
+        if self.followed is not None and self.camera.follows is None:
+            self.say(
+                f"{collection} nulled camera.follows: {self.followed.name} is marked as garbage.",
+                "  ",
+            )
+            self.followed = None
+
+    def tell_state(self) -> None:
+        """What the soldiers' Python state shows once every destroyed soldier
+        is freed: a living one's kill log, a fallen one's gone with it."""
+        fallen, living = self.fallen, list(self.world.actors)
+        if not all(soldier.proxy.is_expired for soldier in fallen):
+            raise AssertionError("a destroyed soldier outlived the final collection")
+        if fallen:
+            self.say(
+                f"All {_count(len(fallen), 'soldier')} destroyed in play "
+                f"{'is' if len(fallen) == 1 else 'are'} freed, their proxies expired: the "
+                f"conjugate table held each while it lived, for its Python state "
+                f"(zs.state()), and let it go with the native soldier.",
+                "  ",
+            )
+            ace = max(fallen, key=lambda soldier: len(soldier.kills))
+            try:
+                ace.proxy.kill_log  # noqa: B018 (the read is the use after free shown)
+            except zs.ExpiredConjugateError:
+                pass
+            else:
+                raise AssertionError("a freed soldier's Python state is still readable")
+            kills = f" ({', '.join(ace.kills)})" if ace.kills else ""
+            self.say(
+                f"{ace.name} fell after {_count(len(ace.kills), 'kill')}{kills}, as its "
+                f"on_destroy filed it; its kill log went with it: reading it now raises "
+                f"ExpiredConjugateError.",
+                "  ",
+            )
+        best = max(living, key=lambda soldier: len(soldier.kill_log), default=None)
+        if best is not None and best.kill_log:
+            cycles = sum(end >= best.born for end in self.cycle_ends)
+            self.say(
+                f"{best.name}, the best scorer still standing (spawned in frame {best.born}), "
+                f"still has its kill log, Python state on the native soldier, after "
+                f"{_count(cycles, 'GC cycle')} in which no Python root kept it (the World's "
+                f"native array of actors did): {', '.join(best.kill_log)}.",
+                "  ",
+            )
 
     def summary(self, frames: int) -> None:
         """The closing ``label: value`` lines."""
@@ -522,13 +738,18 @@ class _Game:
         top = max(self.kills, key=lambda name: self.kills[name], default=None)
         summary = [
             ("frames played", f"{frames:,}"),
-            ("actors spawned", f"{totals['spawned']:,}"),
-            ("actors killed", f"{totals['killed']:,}"),
-            ("actors alive at the end", f"{totals['spawned'] - totals['killed']:,}"),
+            ("soldiers spawned", f"{totals['spawned']:,}"),
+            ("soldiers killed", f"{totals['killed']:,}"),
+            ("soldiers alive at the end", f"{totals['spawned'] - totals['killed']:,}"),
             ("shots fired", f"{totals['shots']:,}"),
             (
                 "top scorer",
                 "nobody" if top is None else f"{top}, {_count(self.kills[top], 'kill')}",
+            ),
+            (
+                "Python overrides run from C",
+                f"begin_play {totals['begin_play']:,}, tick {totals['tick']:,}, "
+                f"on_destroy {totals['on_destroy']:,}",
             ),
             (
                 "GC cycles",
@@ -560,10 +781,12 @@ def run_demo(
 ) -> dict[str, int]:
     """Play ``frames`` frames of the game, print (to ``out``, default
     standard output) what the collector did each frame, and return the
-    totals: ``spawned``, ``killed``, ``shots``, ``created`` (objects),
-    ``freed``, ``expired`` (conjugates), ``nulled`` (references),
-    ``collections`` (cycles), ``incremental`` (of them) and ``live`` (objects
-    at the end).
+    totals: ``spawned``, ``ticked`` (soldiers the engine ticked, summed
+    over the frames), ``killed``, ``shots``; ``begin_play``, ``tick`` and
+    ``on_destroy`` (how many times the engine ran each Python override);
+    ``created`` (objects), ``freed``, ``expired`` (conjugates), ``nulled``
+    (references), ``collections`` (cycles), ``incremental`` (of them) and
+    ``live`` (objects at the end).
 
     An incremental cycle starts every ``collect_every`` frames (later while
     the previous one is still running); each frame's GC work is bounded by
@@ -579,33 +802,59 @@ def run_demo(
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{what} must be an integer >= {low}, got {value!r}")
-    with zs.Runtime() as rt:
+    with _override_failures() as failures, zs.Runtime() as rt:
+        sample_engine.install(rt)
         rt.gc.settings.objects_per_tick = objects_per_frame
         # Half a frame short of the interval, so that the sum of the ticks'
         # float seconds reaches it on the intended frame, never one later.
         rt.gc.settings.time_between_collections = (collect_every - 0.5) * FRAME_SECONDS
-        game = _Game(rt, random.Random(seed), particles, timings)
+        game = _Game(rt, random.Random(seed), particles, timings, failures)
         for frame in range(1, frames + 1):
             game.play(frame, len(str(frames)))
         game.finish(frames, objects_per_frame)
+        game.checked(None)
         game.summary(frames)
         cluster_size, burnt = game.cluster_size, game.burnt_per_frame
 
     header = [
         _fill(
-            f"zsharp_py demo: {_count(frames, 'frame')} of a small shooter scripted in Python "
-            f"over the native heap (seed {seed})."
+            f"zsharp_py demo: {_count(frames, 'frame')} of a small shooter on the sample "
+            f"engine, a game engine written in C, with its game logic written in Python "
+            f"(seed {seed})."
         ),
         _fill(
-            f"The rooted World holds the actors (a linked list), a chain of "
-            f"{_count(particles, 'smoke particle')} (every frame the oldest "
-            f"{burnt:,} burn out and as many new ones are emitted) "
-            f"and the level, whose {TILES} tiles form one GC cluster of {cluster_size} objects. "
-            f"Every frame {SPAWNS_PER_FRAME} actors spawn and each actor shoots its target: the "
-            f"nearest other actor, kept until the collector nulls the reference (an actor "
-            f"whose target was killed holds fire until then). The camera follows the oldest "
-            f"actor; it is out of combat, outside the world, and only a StrongObjectPtr keeps "
-            f"it alive."
+            "The engine, in C (native/engine/sample_engine.c): a World spawns actors "
+            "(world.spawn), ticks them (world.tick(dt)) and destroys them (world.destroy). "
+            "An Actor has native health, a position and a speed, native functions such as "
+            "take_damage, and three events that the engine calls from C: begin_play, tick "
+            "and on_destroy (the first two have C defaults)."
+        ),
+        _fill(
+            "The game, in Python: Soldier is a Python subclass of the engine's Actor that "
+            "overrides the three events, and the engine calls the overrides from C. "
+            "begin_play picks the soldier's team (Red soldiers spawn on the left, Blue ones "
+            "on the right), speed and health, then calls super().begin_play(), the C default "
+            "(alive at full health). tick calls super().tick(dt), the C movement, then aims "
+            "at the nearest enemy and shoots, the engine's take_damage dealing the damage; a "
+            "soldier shot down is destroyed with world.destroy, which calls its on_destroy "
+            "and marks it as garbage. Every frame the game spawns "
+            f"{SPAWNS_PER_FRAME} soldiers, calls world.tick(dt) once and ticks the collector "
+            "once."
+        ),
+        _fill(
+            "A soldier also has what Python added to the engine's class: its rival, a strong "
+            "reference that the collector nulls once the rival is destroyed (until then the "
+            "soldier holds fire), and its kill log, Python state (zs.state()) kept exactly as "
+            "long as the native soldier lives."
+        ),
+        _fill(
+            f"Python-declared classes share the heap with the engine's. The rooted World is a "
+            f"Battlefield, a Python subclass of the engine's World that references the level, "
+            f"whose {TILES} tiles form one GC cluster of {cluster_size} objects, and a chain "
+            f"of {_count(particles, 'smoke particle')} (every frame the oldest {burnt:,} burn "
+            f"out and as many new ones are emitted). Each shot is a projectile with its sparks. "
+            f"The camera, outside the world, follows the weakest soldier; only a "
+            f"StrongObjectPtr keeps it alive."
         ),
         _fill(
             f"rt.gc.tick() runs once per frame and starts an incremental GC cycle "

@@ -801,11 +801,11 @@ class SoftClassPtr(_SoftPointer, TypeParameters[T]):
 
     >>> import zsharp_py as zs
     >>> with zs.Runtime():
-    ...     soft = zs.SoftClassPtr[zs.Object]("zsharp_py._demo.World")
+    ...     soft = zs.SoftClassPtr[zs.Object]("zsharp_py._demo.Level")
     ...     before = soft.get()
     ...     loaded = soft.load()
     ...     (before, loaded.__name__, soft.get() is loaded)
-    (None, 'World', True)
+    (None, 'Level', True)
     """
 
     __slots__ = ()
