@@ -126,11 +126,11 @@ EXPORT zs_status host_bench_install(const zs_api *api, zs_runtime *rt) {
     zs_function_desc *f = h->functions;
     f[0] = (zs_function_desc){"nop", nop, h, 0, 0, NULL, 0};
     f[1] = (zs_function_desc){"add3", add3, h, 0, sizeof(add3_params), h->add3_params, 4};
-    f[2] = (zs_function_desc){"on_scalar",          event_default,   h, ZS_FUNCTION_EVENT,
+    f[2] = (zs_function_desc){"on_scalar",           event_default,    h, ZS_FUNCTION_EVENT,
                               sizeof(scalar_params), h->scalar_params, 1};
-    f[3] = (zs_function_desc){"on_struct",          event_default,   h, ZS_FUNCTION_EVENT,
+    f[3] = (zs_function_desc){"on_struct",           event_default,    h, ZS_FUNCTION_EVENT,
                               sizeof(struct_params), h->struct_params, 1};
-    f[4] = (zs_function_desc){"on_object",          event_default,   h, ZS_FUNCTION_EVENT,
+    f[4] = (zs_function_desc){"on_object",           event_default,    h, ZS_FUNCTION_EVENT,
                               sizeof(object_params), h->object_params, 1};
     h->class_desc = (zs_class_desc){.name = "BenchHost",
                                     .instance_size = sizeof(BenchHost),
