@@ -19,6 +19,7 @@ __all__ = ["FAMILIES", "load"]
 FAMILIES: dict[str, str] = {
     "bindings": "benchmarks.bindings",
     "values": "benchmarks.values",
+    "host_classes": "benchmarks.host_classes",
     "gc_collect": "benchmarks.gc_collect",
     "gc_peers": "benchmarks.gc_peers",
     "gc_native": "benchmarks.gc_native",

@@ -55,6 +55,9 @@ __all__ = [
     "VALUE_VARIANTS",
     "nanobind_values_module",
     "pybind11_values_module",
+    "host_bench_library",
+    "nanobind_host_module",
+    "pybind11_host_module",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -567,6 +570,73 @@ def pybind11_values_module(config: Config, variant: str) -> ModuleType:
         f"pybind11 {getattr(pybind11, '__version__', '?')}",
         c_sources=[],
         depends=[CSRC / "values.h"],
+    )
+    module.__dict__.setdefault("VERSION", getattr(pybind11, "__version__", "?"))
+    return module
+
+
+# The "host_classes" family's peers: a native host (csrc/host_bench.c, a C
+# module built against zsharp_py's headers as a user's host is) and the same
+# class in C++ (csrc/host_bench.h) bound by nb_host.cpp and pb_host.cpp.
+
+
+def host_bench_library(config: Config) -> Path:
+    """``csrc/host_bench.c`` as a shared library, compiled against the headers
+    ``zsharp_py.lowlevel.include_dir()`` gives (it calls the C API through
+    the table ``api_table()`` gives, as a host module built apart does)."""
+    from zsharp_py.lowlevel import include_dir
+
+    cc = _tool("cc", "gcc")
+    include = Path(include_dir())
+    flags = [*C_FLAGS, "-Wall", "-Wextra", "-fPIC", "-shared", f"-I{include}"]
+    source = CSRC / "host_bench.c"
+    output, built = _cached(
+        "libbench_host",
+        ".so",
+        [cc, _tool_version(cc), *flags],
+        [source, include / "zsharp.h", include / "zsharp_api.h"],
+    )
+    if built:
+        return output
+    progress(config, "building libbench_host.so (the benchmark's native host)")
+    return _build_into(
+        output, [[cc, *flags, str(source), "-o", str(output)]], "compiling the native host"
+    )
+
+
+def nanobind_host_module(config: Config) -> ModuleType:
+    """``csrc/host_bench.h`` bound with nanobind (its core compiled from
+    source, statically), with a trampoline for the three events."""
+    nanobind = ensure_package(config, "nanobind", "nanobind")
+    root = Path(str(nanobind.__file__)).resolve().parent
+    module = _cxx_module(
+        config,
+        "bench_nb_host",
+        CSRC / "nb_host.cpp",
+        [str(root / "include"), str(root / "ext" / "robin_map" / "include")],
+        [str(root / "src" / "nb_combined.cpp")],
+        ["-DNB_COMPACT_ASSERTIONS"],
+        f"nanobind {getattr(nanobind, '__version__', '?')}",
+        c_sources=[],
+        depends=[CSRC / "host_bench.h"],
+    )
+    module.__dict__.setdefault("VERSION", getattr(nanobind, "__version__", "?"))
+    return module
+
+
+def pybind11_host_module(config: Config) -> ModuleType:
+    """``csrc/host_bench.h`` bound with pybind11, with a trampoline for the events."""
+    pybind11 = ensure_package(config, "pybind11", "pybind11")
+    module = _cxx_module(
+        config,
+        "bench_pb_host",
+        CSRC / "pb_host.cpp",
+        [pybind11.get_include()],
+        [],
+        [],
+        f"pybind11 {getattr(pybind11, '__version__', '?')}",
+        c_sources=[],
+        depends=[CSRC / "host_bench.h"],
     )
     module.__dict__.setdefault("VERSION", getattr(pybind11, "__version__", "?"))
     return module

@@ -229,6 +229,79 @@ def _targets(config: Config) -> list[Target]:
             ),
         ),
     ]
+    h = "host.{}.{}"
+
+    def host_ratio(group: str, peer: str) -> Compute:
+        return _ratio(h.format(group, "zsharp_py"), h.format(group, peer), "{a} / {b}")
+
+    targets += [
+        Target(
+            "host function call, 0 arguments, <= 1.2x nanobind",
+            1.2,
+            "<=",
+            host_ratio("call0", "nanobind"),
+        ),
+        Target(
+            "host function call, 3 arguments, <= 1.2x nanobind",
+            1.2,
+            "<=",
+            host_ratio("call3", "nanobind"),
+        ),
+        *(
+            Target(
+                f"native code calling a Python override, {kind} parameter, "
+                "<= 2x nanobind's trampoline",
+                2.0,
+                "<=",
+                host_ratio(f"override_{kind}", "nanobind"),
+            )
+            for kind in ("scalar", "struct", "object")
+        ),
+        Target(
+            "creating a host object <= 1.5x nanobind",
+            1.5,
+            "<=",
+            _ratio(
+                h.format("create", "zsharp_py"),
+                h.format("create", "nanobind"),
+                "{a} (collection included) / {b}",
+            ),
+        ),
+        Target(
+            "host property read <= 1.1x a Python-declared one",
+            1.1,
+            "<=",
+            _worst(
+                _ratio(
+                    h.format("read_int", "zsharp_py"),
+                    h.format("read_int", "declared"),
+                    "Int32 {a} / {b}",
+                ),
+                _ratio(
+                    h.format("read_float", "zsharp_py"),
+                    h.format("read_float", "declared"),
+                    "Float64 {a} / {b}",
+                ),
+            ),
+        ),
+        Target(
+            "host property write <= 1.1x a Python-declared one",
+            1.1,
+            "<=",
+            _worst(
+                _ratio(
+                    h.format("write_int", "zsharp_py"),
+                    h.format("write_int", "declared"),
+                    "Int32 {a} / {b}",
+                ),
+                _ratio(
+                    h.format("write_float", "zsharp_py"),
+                    h.format("write_float", "declared"),
+                    "Float64 {a} / {b}",
+                ),
+            ),
+        ),
+    ]
     cpu = "gc.live_cpu.{}.%d.{}" % n  # noqa: UP031 (the {} are filled later)
 
     def gc_ratio(shape: str, ours: str, theirs: str, label: str) -> Compute:

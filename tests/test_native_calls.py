@@ -796,3 +796,62 @@ def test_a_plan_never_reaches_outside_its_block() -> None:
         _core.CallPlan("f", "F.f", 8, ((0, _core.CALL_STRUCT, 3, "x"),), None)
     plan = function_layout(Agent, "meet")._plan
     assert (plan.name, plan.size) == ("meet", function_layout(Agent, "meet").size)
+
+
+class Named(zs.Object):
+    """Two methods with the same block, to tell which one a name reaches."""
+
+    def first(self, x: float) -> None:
+        called_names.append(("first", x))
+
+    def second(self, x: float) -> None:
+        called_names.append(("second", x))
+
+
+called_names: list[Any] = []
+
+
+def test_function_names_are_matched_by_their_text(rt: zs.Runtime, unraisable: list[Any]) -> None:
+    """The handler remembers the names it was called with by their text: one
+    buffer holding one name, then another, reaches each method; names it
+    cannot remember all (more than it keeps) and bad ones behave the same."""
+    called_names.clear()
+    obj = Named()
+    block = ffi.new("double *", 1.5)
+    name = ffi.new("char[32]")
+    for text in (b"first", b"second", b"first", b"second"):
+        ffi.memmove(name, text + b"\0", len(text) + 1)  # the same address, another name
+        assert lib.zs_call_function(rt._ptr, obj.handle, name, block) == ZS_OK
+    assert [n for n, _ in called_names] == ["first", "second", "first", "second"]
+    for i in range(80):  # more names than are remembered: each still looked up
+        assert lib.zs_call_function(rt._ptr, obj.handle, f"nope{i}".encode(), block) == ZS_E_INVALID
+    assert len(unraisable) == 80
+    assert lib.zs_call_function(rt._ptr, obj.handle, b"\xff\xfe", block) == ZS_E_INVALID
+    assert lib.zs_call_function(rt._ptr, obj.handle, b"", block) == ZS_E_INVALID
+    assert lib.zs_call_function(rt._ptr, obj.handle, b"second", block) == ZS_OK
+    assert called_names[-1] == ("second", 1.5) and len(called_names) == 5
+
+
+def test_the_current_runtime_after_a_call_is_the_one_before_it(rt: zs.Runtime) -> None:
+    """The object's runtime is current during the call, whether it was
+    current before (the handler then sets nothing) or not; a method that
+    leaves another runtime current does not change the caller's."""
+    other = zs.Runtime()
+    seen: list[Any] = []
+
+    class Leaver(Mob):
+        def tick(self, dt: float) -> None:
+            seen.append(zs.current_runtime())
+            other._make_current()  # entered, never left
+
+    leaver = Leaver()
+    host = Host(Mob, "tick")
+    try:
+        assert host.call(leaver, dt=1.0) == ZS_OK  # rt current already
+        assert seen == [rt] and zs.current_runtime() is rt
+        with zs.Runtime() as third:
+            assert host.call(leaver, dt=1.0) == ZS_OK  # another runtime current
+            assert seen == [rt, rt] and zs.current_runtime() is third
+        assert zs.current_runtime() is rt
+    finally:
+        other.close()

@@ -362,12 +362,48 @@ static zs_call_plan *cached_plan(zs_core_state *state, PyObject *self, PyObject 
     return (zs_call_plan *)plan;
 }
 
+/* Drop the remembered function names. */
+void zs_name_keys_clear(zs_core_state *state) {
+    for (Py_ssize_t i = 0; i < ZS_NAME_KEYS; i++) {
+        PyMem_Free(state->name_keys[i].text);
+        state->name_keys[i].text = NULL;
+        state->name_keys[i].length = 0;
+        Py_CLEAR(state->name_keys[i].key);
+    }
+}
+
+/* The interned str of a function's name (a new reference), or NULL with an
+ * error (not UTF-8). The names called lately are remembered by a hash of
+ * their text and compared by their text (never by address: the host's
+ * buffer may hold another name next time), so a call with a known name
+ * makes no string and looks its class's `_zs_functions` up by identity. */
+static PyObject *name_key(zs_core_state *state, const char *function) {
+    uint32_t hash = 2166136261u; /* FNV-1a, which also measures the text */
+    size_t length = 0;
+    for (const unsigned char *c = (const unsigned char *)function; *c != 0; c++, length++)
+        hash = (hash ^ *c) * 16777619u;
+    struct zs_name_key *slot = &state->name_keys[hash % ZS_NAME_KEYS];
+    if (slot->text != NULL && slot->length == length && memcmp(slot->text, function, length) == 0)
+        return Py_NewRef(slot->key);
+    PyObject *key = PyUnicode_FromString(function);
+    if (key == NULL) return NULL;
+    PyUnicode_InternInPlace(&key);
+    char *text = PyMem_Malloc(length + 1);
+    if (text == NULL) return key; /* not remembered: a key all the same */
+    memcpy(text, function, length + 1);
+    PyMem_Free(slot->text);
+    slot->text = text;
+    slot->length = length;
+    Py_XSETREF(slot->key, Py_NewRef(key)); /* a str: its deallocation runs no Python code */
+    return key;
+}
+
 /* The plan of `function` on the conjugate's class (a new reference), else
  * NULL with the failure reported and *status set: ZS_E_INVALID when the
  * function cannot be called from native code (its name, its signature). */
 static zs_call_plan *find_plan(zs_core_state *state, PyObject *self, const char *function,
                                zs_status *status) {
-    PyObject *key = PyUnicode_FromString(function);
+    PyObject *key = name_key(state, function);
     zs_call_plan *plan = key != NULL ? cached_plan(state, self, key) : NULL;
     if (plan == NULL && key != NULL) { /* first call on this class: Python lays it out */
         PyObject *made = PyObject_CallFunctionObjArgs(state->plan_of, (PyObject *)Py_TYPE(self),
@@ -531,6 +567,20 @@ static zs_status call_method(zs_runtime_core *rt, PyObject *self, zs_call_plan *
     return written ? ZS_OK : ZS_E_CALL_FAILED;
 }
 
+/* Make `current` (the runtime that was current before a call, and that the
+ * call did not set) current again if the call left another one current:
+ * 0, or -1 with an error. */
+static int keep_current(zs_core_state *state, PyObject *current) {
+    PyObject *now = NULL;
+    if (PyContextVar_Get(state->current, NULL, &now) < 0) return -1;
+    int changed = now != current;
+    Py_XDECREF(now);
+    if (!changed) return 0;
+    PyObject *token = PyContextVar_Set(state->current, current);
+    Py_XDECREF(token);
+    return token != NULL ? 0 : -1;
+}
+
 /* One call on a live object of an open runtime (`rt` held by the caller). */
 static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref object,
                              const char *function, char *params) {
@@ -564,21 +614,32 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
             status = plan->entry(plan->user, rt->native, object, params);
     } else if (plan != NULL) {
         /* The object's runtime is current (a native thread's context would
-           otherwise name the default one), inside a call scope. */
-        PyObject *token = PyContextVar_Set(state->current, (PyObject *)rt);
+           otherwise name the default one), inside a call scope. When it is
+           current already (a host called from code inside `with rt:`), the
+           variable is not set anew: it is only put back if the method left
+           another runtime current, as resetting it would. */
+        PyObject *before = NULL, *token = NULL;
+        int ready = PyContextVar_Get(state->current, NULL, &before) == 0;
+        if (ready && before != (PyObject *)rt) {
+            token = PyContextVar_Set(state->current, (PyObject *)rt);
+            ready = token != NULL;
+        }
         zsv_call_scope scope;
-        if (token == NULL || zsv_call_scope_open(state, &scope) < 0) {
+        if (!ready || zsv_call_scope_open(state, &scope) < 0) {
             report_method(self, plan->name);
             status = ZS_E_CALL_FAILED;
         } else {
             status = call_method(rt, self, plan, params);
             zsv_call_scope_close(state, &scope);
         }
-        if (token != NULL && PyContextVar_Reset(state->current, token) < 0) {
+        int restored = token != NULL ? PyContextVar_Reset(state->current, token) == 0
+                                     : before != (PyObject *)rt || keep_current(state, before) == 0;
+        if (!restored) {
             report_method(self, plan->name);
             status = ZS_E_CALL_FAILED;
         }
         Py_XDECREF(token);
+        Py_XDECREF(before);
     }
     Py_XDECREF(plan);
     Py_DECREF(self);

@@ -201,6 +201,8 @@ typedef struct zs_type_memo {
  * and descriptor keeps a pointer to it (the module outlives them: the types
  * hold a reference to it). Guarded by the GIL, which this module never
  * releases. */
+#define ZS_NAME_KEYS 32 /* function names remembered by calls from native code */
+
 typedef struct zs_core_state {
     PyTypeObject *conjugate_type;      /* ObjectConjugate: base of zs.Object */
     PyTypeObject *runtime_type;        /* RuntimeCore: base of zs.Runtime */
@@ -257,6 +259,14 @@ typedef struct zs_core_state {
     PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
     PyObject *str_plan;         /* "_plan", interned (a layout's CallPlan) */
     PyTypeObject *plan_type;    /* CallPlan (calls.c) */
+    /* The function names calls from native code used lately, by a hash of
+       their text, each with its interned str (the key of a class's
+       `_zs_functions`): a hit makes no string (calls.c). */
+    struct zs_name_key {
+        char *text;    /* PyMem copy of the name, NUL-terminated; NULL: empty */
+        size_t length; /* strlen(text) */
+        PyObject *key; /* the interned str of the same text */
+    } name_keys[ZS_NAME_KEYS];
     /* NativeFunction, a host's C function, and its subtype NativeStaticFunction,
        one with no object (functions.c). */
     PyTypeObject *function_type;
@@ -472,6 +482,8 @@ int zs_open_runtime_add(zs_core_state *state, zs_runtime_core *rt);
 void zs_open_runtime_remove(zs_core_state *state, zs_runtime_core *rt);
 PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs);
 PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused);
+/* Drop the function names the handler remembers (module clear). */
+void zs_name_keys_clear(zs_core_state *state);
 int zs_add_call_types(PyObject *module, zs_core_state *state);
 
 /* module.c */

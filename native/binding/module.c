@@ -322,6 +322,7 @@ static int core_clear(PyObject *module) {
     ZS_REASONS(ZS_REASON_CLEAR)
 #undef ZS_REASON_CLEAR
     state->open_count = 0;
+    zs_name_keys_clear(state);
     return 0;
 }
 

@@ -1,0 +1,42 @@
+// pb_host.cpp -- host_bench.h bound with pybind11 (the host_classes family's peer).
+#include <pybind11/pybind11.h>
+
+#include "host_bench.h"
+
+namespace py = pybind11;
+
+// The events overridable from Python (the trampoline pybind11 documents).
+struct PyBenchHost : BenchHost {
+    using BenchHost::BenchHost;
+    void on_scalar(double x) override { PYBIND11_OVERRIDE(void, BenchHost, on_scalar, x); }
+    void on_struct(const BenchVec3 &v) override {
+        PYBIND11_OVERRIDE(void, BenchHost, on_struct, v);
+    }
+    void on_object(BenchHost *other) override {
+        PYBIND11_OVERRIDE(void, BenchHost, on_object, other);
+    }
+};
+
+PYBIND11_MODULE(bench_pb_host, m) {
+    py::class_<BenchVec3>(m, "BenchVec3")
+        .def(py::init<>())
+        .def_readwrite("x", &BenchVec3::x)
+        .def_readwrite("y", &BenchVec3::y)
+        .def_readwrite("z", &BenchVec3::z);
+
+    py::class_<BenchHost, PyBenchHost>(m, "BenchHost")
+        .def(py::init<>())
+        .def_readwrite("count", &BenchHost::count)
+        .def_readwrite("speed", &BenchHost::speed)
+        .def_readonly("defaults", &BenchHost::defaults)
+        .def("nop", &BenchHost::nop)
+        .def("add3", &BenchHost::add3)
+        .def("on_scalar", &BenchHost::on_scalar)
+        .def("on_struct", &BenchHost::on_struct)
+        .def("on_object", &BenchHost::on_object);
+
+    m.def("call_scalar", &bench_call_scalar);
+    m.def("call_struct", &bench_call_struct);
+    m.def("call_object", &bench_call_object);
+    m.def("call_scalar_nogil", &bench_call_scalar, py::call_guard<py::gil_scoped_release>());
+}

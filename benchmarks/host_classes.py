@@ -1,0 +1,537 @@
+"""Host classes: a class a native host describes in C (native reflection),
+bound by zsharp_py from its description, side by side with the same C++
+class bound by nanobind and pybind11.
+
+The host is ``csrc/host_bench.c``, a C module built apart from the library
+against its headers, as a user's host is (``_build.host_bench_library``):
+it registers ``BenchHost`` (``count: Int32``, ``speed: Float64``, functions
+``nop()`` and ``add3(a, b, c: Int32) -> Int32``, events ``on_scalar(x:
+Float64)``, ``on_struct(v: BenchVec3)`` and ``on_object(o: BenchHost |
+None)``) and the struct ``BenchVec3``; zsharp_py binds them with
+``zs.native_class``. The peers bind ``csrc/host_bench.h``, the same members
+in C++, the events as virtuals with the trampoline each library documents.
+
+Rows: a host function called from Python with 0 and 3 arguments; native
+code calling a Python override of each event, N times from a C loop
+(``host_bench_call``: ``zs_call_function`` per call; the peers' C++ loop
+calls the virtual); creating an object; reading and writing the Int32 and
+Float64 properties, also on a Python-declared ``zs.Object`` with the same
+members (the figure the host class's property should match).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from types import ModuleType
+from typing import Any
+
+import zsharp_py as zs
+from zsharp_py.lowlevel import api_table
+
+from . import _build
+from ._harness import (
+    Config,
+    MicroCase,
+    MicroResult,
+    Table,
+    Unavailable,
+    fmt_ns,
+    fmt_ratio,
+    progress,
+    record,
+    run_micro,
+)
+
+NAME = "host_classes"
+TITLE = "Host classes (native reflection)"
+
+__all__ = ["NAME", "TITLE", "GROUPS", "PEERS", "run"]
+
+LOOP = 100
+"""Event calls per statement of an override row (from one C loop)."""
+
+# (group, title)
+GROUPS: list[tuple[str, str]] = [
+    ("call0", "host function, 0 arguments `h.nop()`"),
+    ("call3", "host function, 3 arguments `h.add3(1, 2, 3)`"),
+    ("override_scalar", "native code calling a Python override, scalar `on_scalar(x)`"),
+    ("override_struct", "native code calling a Python override, struct `on_struct(v)`"),
+    ("override_object", "native code calling a Python override, object `on_object(o)`"),
+    ("create", "creating an object `BenchHost()`"),
+    ("read_int", "property read, Int32 `h.count`"),
+    ("write_int", "property write, Int32 `h.count = 5`"),
+    ("read_float", "property read, Float64 `h.speed`"),
+    ("write_float", "property write, Float64 `h.speed = 1.5`"),
+]
+
+ZS = "zsharp_py"
+DECLARED = "zs, Python-declared"
+PEER_NAMES = [ZS, DECLARED, "nanobind", "pybind11"]
+RATIO_PEERS = ["nanobind", "pybind11", DECLARED]
+METRIC_PEERS = {
+    ZS: "zsharp_py",
+    DECLARED: "declared",
+    "nanobind": "nanobind",
+    "pybind11": "pybind11",
+}
+VERSIONS: dict[str, str] = {}
+
+Provided = tuple[list[MicroCase], dict[str, str]]
+Check = Callable[[], str | None]
+"""A sanity check run after the measurements: None, or what went wrong."""
+
+
+# ---------------------------------------------------------------------------
+# zsharp_py: the host's class, bound from its description
+# ---------------------------------------------------------------------------
+
+HOST_CDEF = """
+int host_bench_install(const void *api, void *rt);
+int host_bench_call(const void *api, void *rt, uint64_t object, const char *function,
+                    void *block, int n);
+int64_t host_bench_defaults(const void *api, void *rt, uint64_t object);
+"""
+
+
+def _host_library(config: Config) -> tuple[Any, Any, ctypes.PyDLL]:
+    """The native host loaded twice: through cffi (ABI mode: calls release
+    the GIL) and through ``ctypes.PyDLL`` (calls keep it, as a function
+    bound by nanobind or pybind11 does)."""
+    import cffi
+
+    path = _build.host_bench_library(config)
+    ffi = cffi.FFI()
+    ffi.cdef(HOST_CDEF)
+    lib = ffi.dlopen(str(path))
+    held = ctypes.PyDLL(str(path))
+    held.host_bench_call.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.c_int,
+    ]
+    held.host_bench_call.restype = ctypes.c_int
+    return ffi, lib, held
+
+
+def _zsharp_cases(config: Config, stack: contextlib.ExitStack, checks: list[Check]) -> Provided:
+    ffi, lib, held = _host_library(config)
+    runtime = stack.enter_context(zs.Runtime())  # current while the cases run
+    api = ffi.cast("const void *", api_table())
+    native = ffi.cast("void *", runtime.native_address)
+    if lib.host_bench_install(api, native) != 0:
+        raise Unavailable("host_bench_install failed")
+    host: Any = zs.native_class("BenchHost")
+
+    class PyBenchHost(host):  # type: ignore[misc,valid-type]
+        """The events overridden in Python (the host's parameters)."""
+
+        def on_scalar(self, x):  # type: ignore[no-untyped-def]
+            pass
+
+        def on_struct(self, v):  # type: ignore[no-untyped-def]
+            pass
+
+        def on_object(self, o):  # type: ignore[no-untyped-def]
+            pass
+
+    plain, overridden, other = host(), PyBenchHost(), host()
+    for obj in (plain, overridden, other):
+        obj.add_to_root()  # the creation cases collect garbage after every batch
+    if plain.add3(1, 2, 3) != 6 or plain.nop() is not None:
+        raise Unavailable("BenchHost's functions give wrong results")
+    scalar = ffi.new("double *", 1.5)
+    vector = ffi.new("double[3]", [1.0, 2.0, 3.0])
+    reference = ffi.new("uint64_t *", other.handle)
+    blocks = {"scalar": scalar, "struct": vector, "object": reference}
+    for kind, block in blocks.items():
+        status = lib.host_bench_call(
+            api, native, overridden.handle, f"on_{kind}".encode(), block, 1
+        )
+        if status != 0:
+            raise Unavailable(f"zs_call_function(on_{kind}) failed with status {status}")
+
+    def overrides_ran() -> str | None:
+        runs = lib.host_bench_defaults(api, native, overridden.handle)
+        return None if runs == 0 else f"{NAME}: the native default ran {runs} times, not Python's"
+
+    checks.append(overrides_ran)
+    namespace: dict[str, Any] = {
+        "h": plain,
+        "v": 5,
+        "f": 1.5,
+        "Host": host,
+        "held_call": held.host_bench_call,
+        "call": lib.host_bench_call,
+        "api": api,
+        "api_address": api_table(),
+        "rt": native,
+        "rt_address": runtime.native_address,
+        "target": overridden.handle,
+        "N": LOOP,
+        "keep": (plain, overridden, other, PyBenchHost, blocks),
+    }
+    for kind, block in blocks.items():
+        namespace[f"{kind}_block"] = block
+        namespace[f"{kind}_address"] = int(ffi.cast("uintptr_t", block))
+    cases = [
+        MicroCase(
+            "NativeFunction (C marshalling, zs_call_native)",
+            "call0",
+            "h.nop()",
+            namespace,
+            ZS,
+        ),
+        MicroCase("NativeFunction", "call3", "h.add3(1, 2, 3)", namespace, ZS),
+    ]
+    for kind in blocks:
+        cases.append(
+            MicroCase(
+                f"C loop: zs_call_function(rt, h, 'on_{kind}', block) (GIL held)",
+                f"override_{kind}",
+                f"held_call(api_address, rt_address, target, b'on_{kind}', {kind}_address, N)",
+                namespace,
+                ZS,
+                scale=1 / LOOP,
+                items=LOOP,
+                note=(
+                    "the handler (native/binding/calls.c): the object's conjugate, the plan "
+                    "cached on its class, the runtime made current, a call scope, the method"
+                ),
+            )
+        )
+    cases.append(
+        MicroCase(
+            "the same, GIL released (cffi ABI call): each call takes it",
+            "override_scalar",
+            "call(api, rt, target, b'on_scalar', scalar_block, N)",
+            namespace,
+            ZS,
+            scale=1 / LOOP,
+            items=LOOP,
+            primary=False,
+        )
+    )
+    cases += _creation_cases(runtime, host, namespace, "BenchHost()", ZS)
+    cases += _property_cases(namespace, ZS, "host class property (the binder's C descriptor)")
+    return cases, {}
+
+
+def _creation_cases(
+    runtime: zs.Runtime, cls: type, namespace: dict[str, Any], label: str, peer: str
+) -> list[MicroCase]:
+    """Creating an object, each batch ending with a collection (timed in the
+    main case, as the peers free theirs inside the statement)."""
+    namespace = {**namespace, "New": cls}
+    return [
+        MicroCase(
+            f"{label} + its share of a collection",
+            "create",
+            "New()",
+            namespace,
+            peer,
+            after_batch=runtime.collect_garbage,
+            after_batch_timed=True,
+            scale=0.2,
+            note="each batch ends with rt.collect_garbage(), timed: it destroys the batch's "
+            "objects and expires their conjugates, as the peers' destructors run in "
+            "their statements",
+        ),
+        MicroCase(
+            f"{label} alone (collection not timed)",
+            "create",
+            "New()",
+            namespace,
+            peer,
+            after_batch=runtime.collect_garbage,
+            scale=0.2,
+            primary=False,
+        ),
+    ]
+
+
+def _property_cases(namespace: dict[str, Any], peer: str, label: str) -> list[MicroCase]:
+    return [
+        MicroCase(label, "read_int", "h.count", namespace, peer),
+        MicroCase(label, "write_int", "h.count = v", namespace, peer),
+        MicroCase(label, "read_float", "h.speed", namespace, peer),
+        MicroCase(label, "write_float", "h.speed = f", namespace, peer),
+    ]
+
+
+class DeclaredHost(zs.Object):
+    """The host class's properties, declared in Python."""
+
+    count: zs.Int32
+    speed: zs.Float64
+
+
+def _declared_cases(config: Config, stack: contextlib.ExitStack, checks: list[Check]) -> Provided:
+    """A Python-declared zs.Object with the same properties, in the
+    runtime the zsharp_py cases made current."""
+    runtime = zs.current_runtime()
+    if not isinstance(runtime, zs.Runtime):
+        raise Unavailable("no zsharp_py runtime")
+    declared = DeclaredHost()
+    declared.add_to_root()
+    namespace = {"h": declared, "v": 5, "f": 1.5}
+    return [
+        *_creation_cases(runtime, DeclaredHost, namespace, "DeclaredHost()", DECLARED),
+        *_property_cases(namespace, DECLARED, "zs.Object property (the same C descriptor)"),
+    ], {}
+
+
+# ---------------------------------------------------------------------------
+# nanobind and pybind11: the same class in C++
+# ---------------------------------------------------------------------------
+
+
+def _binding_cases(peer: str, module: ModuleType, checks: list[Check]) -> Provided:
+    class PyBenchHost(module.BenchHost):  # type: ignore[name-defined,misc]
+        def on_scalar(self, x):  # type: ignore[no-untyped-def]
+            pass
+
+        def on_struct(self, v):  # type: ignore[no-untyped-def]
+            pass
+
+        def on_object(self, o):  # type: ignore[no-untyped-def]
+            pass
+
+    plain, overridden, other = module.BenchHost(), PyBenchHost(), module.BenchHost()
+    if plain.add3(1, 2, 3) != 6:
+        raise Unavailable(f"{peer}: add3 gives a wrong result")
+    vector = module.BenchVec3()
+    module.call_scalar(overridden, 1.5, 1)
+
+    def overrides_ran() -> str | None:
+        runs = overridden.defaults
+        return None if runs == 0 else f"{NAME}: {peer}'s native default ran {runs} times"
+
+    checks.append(overrides_ran)
+    namespace = {
+        "h": plain,
+        "t": overridden,
+        "o": other,
+        "vec": vector,
+        "v": 5,
+        "f": 1.5,
+        "New": module.BenchHost,
+        "call_scalar": module.call_scalar,
+        "call_struct": module.call_struct,
+        "call_object": module.call_object,
+        "call_scalar_nogil": module.call_scalar_nogil,
+        "N": LOOP,
+    }
+    VERSIONS[peer] = str(getattr(module, "VERSION", "?"))
+    loop = {"scale": 1 / LOOP, "items": LOOP}
+    return [
+        MicroCase("bound method", "call0", "h.nop()", namespace, peer),
+        MicroCase("bound method", "call3", "h.add3(1, 2, 3)", namespace, peer),
+        MicroCase(
+            "C++ loop calling the virtual (trampoline)",
+            "override_scalar",
+            "call_scalar(t, 1.5, N)",
+            namespace,
+            peer,
+            **loop,  # type: ignore[arg-type]
+        ),
+        MicroCase(
+            "C++ loop calling the virtual (trampoline; the struct by const&: a copy)",
+            "override_struct",
+            "call_struct(t, vec, N)",
+            namespace,
+            peer,
+            **loop,  # type: ignore[arg-type]
+        ),
+        MicroCase(
+            "C++ loop calling the virtual (trampoline; the pointer: instance-map lookup)",
+            "override_object",
+            "call_object(t, o, N)",
+            namespace,
+            peer,
+            **loop,  # type: ignore[arg-type]
+        ),
+        MicroCase(
+            "the same, GIL released (call_guard): each call takes it",
+            "override_scalar",
+            "call_scalar_nogil(t, 1.5, N)",
+            namespace,
+            peer,
+            primary=False,
+            **loop,  # type: ignore[arg-type]
+        ),
+        MicroCase(
+            "BenchHost() (then freed by refcount)", "create", "New()", namespace, peer, scale=0.2
+        ),
+        *_property_cases(namespace, peer, "def_rw / def_readwrite"),
+    ], {}
+
+
+def _nanobind_cases(config: Config, stack: contextlib.ExitStack, checks: list[Check]) -> Provided:
+    return _binding_cases("nanobind", _build.nanobind_host_module(config), checks)
+
+
+def _pybind11_cases(config: Config, stack: contextlib.ExitStack, checks: list[Check]) -> Provided:
+    return _binding_cases("pybind11", _build.pybind11_host_module(config), checks)
+
+
+Provider = Callable[[Config, contextlib.ExitStack, list[Check]], Provided]
+
+# Each provider returns the cases of one peer or raises Unavailable. The
+# zsharp_py provider makes the runtime the Python-declared one uses.
+PEERS: list[tuple[str, Provider]] = [
+    (ZS, _zsharp_cases),
+    (DECLARED, _declared_cases),
+    ("nanobind", _nanobind_cases),
+    ("pybind11", _pybind11_cases),
+]
+
+
+def _prebuild(config: Config) -> None:
+    """Build the native host and (full runs) the C++ peers, two at a time."""
+    builders: list[Callable[[Config], Any]] = [_build.host_bench_library]
+    if config.install:
+        builders = [_build.nanobind_host_module, _build.pybind11_host_module, *builders]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for future in [pool.submit(builder, config) for builder in builders]:
+            with contextlib.suppress(Unavailable):
+                future.result()
+
+
+# ---------------------------------------------------------------------------
+# Measurement and tables
+# ---------------------------------------------------------------------------
+
+
+def run(config: Config) -> list[Table]:
+    """Measure every peer's cases, interleaved; a side-by-side table and the detail."""
+    _prebuild(config)
+    checks: list[Check] = []
+    with contextlib.ExitStack() as stack:
+        cases: list[MicroCase] = []
+        skipped: dict[tuple[str, str], str] = {}
+        for peer, provider in PEERS:
+            try:
+                provided, peer_skips = provider(config, stack, checks)
+            except Unavailable as reason:
+                for group, _ in GROUPS:
+                    skipped[(peer, group)] = f"unavailable: {reason}"
+                continue
+            cases += provided
+            skipped.update({(peer, group): why for group, why in peer_skips.items()})
+        progress(
+            config,
+            f"{NAME}: {len(cases)} cases x {config.micro_rounds} rounds x "
+            f"{config.micro_number:,} operations",
+        )
+        results, overhead = run_micro(cases, config.micro_number, config.micro_rounds)
+        failures = [problem for check in checks if (problem := check()) is not None]
+    tables = _tables(config, results, overhead.median, skipped)
+    tables[0].failures += failures
+    return tables
+
+
+def _per_item(result: MicroResult) -> float:
+    return result.net.median / result.case.items
+
+
+def _tables(
+    config: Config, results: list[MicroResult], overhead: float, skipped: dict[tuple[str, str], str]
+) -> list[Table]:
+    primary = {(r.case.peer, r.case.group): r for r in results if r.case.primary}
+    for (peer, group), result in primary.items():
+        record(f"host.{group}.{METRIC_PEERS[peer]}", _per_item(result))
+    for (peer, group), why in skipped.items():
+        record(f"host.{group}.{METRIC_PEERS[peer]}", None, why)
+
+    side = Table(
+        f"{TITLE}: side by side (net ns per operation)",
+        ["operation", *PEER_NAMES, *(f"zsharp_py / {p}" for p in RATIO_PEERS)],
+        description=(
+            "A class described by a native host in C (`csrc/host_bench.c`), bound by "
+            "zsharp_py from its description, and the same class in C++ "
+            "(`csrc/host_bench.h`) bound by nanobind and pybind11; the Python-declared "
+            "column is a `zs.Object` declaring the same properties in Python. Each cell "
+            "is the median net ns per operation (the empty `timeit` loop, "
+            f"{fmt_ns(overhead, 2)} ns, subtracted) of the peer's main case; override rows "
+            f"are per call, from a C or C++ loop of {LOOP} calls with the GIL held. Ratios "
+            "are zsharp_py's host class over the peer."
+        ),
+    )
+    for group, title in GROUPS:
+        cells: list[str] = [title]
+        for peer in PEER_NAMES:
+            result = primary.get((peer, group))
+            why = skipped.get((peer, group), "n/a")
+            cells.append(
+                fmt_ns(_per_item(result))
+                if result is not None
+                else "unavailable"
+                if why.startswith("unavailable")
+                else why
+            )
+        ours = primary.get((ZS, group))
+        for peer in RATIO_PEERS:
+            theirs = primary.get((peer, group))
+            cells.append(
+                fmt_ratio(_per_item(ours), _per_item(theirs))
+                if ours is not None and theirs is not None
+                else "n/a"
+            )
+        side.add(*cells)
+    if VERSIONS:
+        side.notes.append(
+            "versions: "
+            + ", ".join(f"{peer} {version}" for peer, version in sorted(VERSIONS.items()))
+            + "; C++ peers compiled with g++ -O2 -std=c++17, the host with cc -O2"
+        )
+    side.notes += sorted(
+        {
+            f"{r.case.peer}, {r.case.group}: {r.case.note}"
+            for r in results
+            if r.case.note and r.case.primary
+        }
+    )
+    side.notes += sorted(
+        {f"{peer}: {why}" for (peer, _), why in skipped.items() if why.startswith("unavailable")}
+    )
+
+    detail = Table(
+        f"{TITLE}: every case",
+        ["operation", "case [peer]", "code", "ns/op", "p99", "max", "net ns/item", "main"],
+        description=(
+            f"Median ns per operation over {config.micro_rounds} interleaved batches "
+            f"(creation batches are 5x smaller; an override statement makes {LOOP} calls, "
+            "and its net figure is per call), p99 and max over the batches, *net* minus "
+            "the empty loop. *main*: the case shown side by side."
+        ),
+    )
+    order = {group: index for index, (group, _) in enumerate(GROUPS)}
+    peers = {peer: index for index, peer in enumerate(PEER_NAMES)}
+    for result in sorted(
+        results, key=lambda r: (order[r.case.group], peers[r.case.peer], not r.case.primary)
+    ):
+        case = result.case
+        detail.add(
+            case.group,
+            f"{case.label} [{case.peer}]",
+            f"`{case.stmt}`",
+            fmt_ns(result.gross.median),
+            fmt_ns(result.gross.p99),
+            fmt_ns(result.gross.max),
+            fmt_ns(_per_item(result)),
+            "yes" if case.primary else "",
+        )
+    detail.notes += sorted(
+        {
+            f"{r.case.label} [{r.case.peer}]: {r.case.note}"
+            for r in results
+            if r.case.note and not r.case.primary
+        }
+    )
+    return [side, detail]
