@@ -478,6 +478,11 @@ PyObject *zs_weak_new(PyTypeObject *type, zs_runtime_core *rt, zs_ref handle);
 PyObject *zs_weak_get(PyObject *weak);
 
 /* calls.c */
+/* The current runtime: `with Runtime()`'s, else the default one (made by
+ * Python's current_runtime()). New reference, or NULL with an error
+ * (value.c; classes.c's fast creation path has its own borrowed lookup,
+ * which declines instead of making the default runtime). */
+zs_runtime_core *zs_current_runtime(zs_core_state *state);
 int zs_open_runtime_add(zs_core_state *state, zs_runtime_core *rt);
 void zs_open_runtime_remove(zs_core_state *state, zs_runtime_core *rt);
 PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs);

@@ -166,28 +166,6 @@ static int bind_arguments(const zs_native_fn *fn, PyObject *const *args, Py_ssiz
  * Phase 1: convert (Python code may run)
  * ========================================================================= */
 
-/* The runtime of a static function's call: `with Runtime()`'s, else the
- * default one (Python's current_runtime() makes it). New reference. */
-static zs_runtime_core *current_runtime(zs_core_state *state) {
-    PyObject *value = NULL;
-    if (!state->configured) {
-        PyErr_SetString(PyExc_RuntimeError, "zsharp_py._core is not configured");
-        return NULL;
-    }
-    if (PyContextVar_Get(state->current, NULL, &value) < 0) return NULL;
-    if (value != NULL && PyObject_TypeCheck(value, state->runtime_type) &&
-        ((zs_runtime_core *)value)->native != NULL && !((zs_runtime_core *)value)->closing)
-        return (zs_runtime_core *)value;
-    Py_XDECREF(value);
-    PyObject *made = PyObject_CallNoArgs(state->current_runtime);
-    if (made != NULL && !PyObject_TypeCheck(made, state->runtime_type)) {
-        Py_DECREF(made);
-        PyErr_SetString(PyExc_TypeError, "current_runtime() did not return a runtime");
-        return NULL;
-    }
-    return (zs_runtime_core *)made;
-}
-
 /* Raise ExpiredConjugateError for an expired object argument, naming it. */
 static int expired_argument(const fn_member *member, zs_conjugate *conjugate) {
     zs_raise_expired(conjugate);
@@ -458,7 +436,7 @@ static PyObject *invoke(zs_native_fn *fn, PyObject *self, PyObject *const *args,
     zs_runtime_core *rt = self != NULL
                               ? (zs_runtime_core *)Py_NewRef(((zs_conjugate *)self)->runtime)
                           : fn->runtime != NULL ? (zs_runtime_core *)Py_NewRef(fn->runtime)
-                                                : current_runtime(fn->state);
+                                                : zs_current_runtime(fn->state);
     if (rt != NULL && fn->runtime != NULL && rt != fn->runtime) {
         PyErr_Format(PyExc_TypeError,
                      "%U belongs to another runtime: the object's class was bound in the runtime "

@@ -757,10 +757,12 @@ static zsv_kind *class_kind(zs_core_state *state, PyTypeObject *cls) {
     return kind != NULL && zsv_is_kind(state, kind) ? (zsv_kind *)kind : NULL;
 }
 
-/* The runtime new values go to: `with Runtime()`'s, else the default one
- * (made by Python's current_runtime()). New reference, or NULL. */
-static zs_runtime_core *current_runtime(zs_core_state *state) {
+zs_runtime_core *zs_current_runtime(zs_core_state *state) {
     PyObject *value = NULL;
+    if (!state->configured) {
+        PyErr_SetString(PyExc_RuntimeError, "zsharp_py._core is not configured");
+        return NULL;
+    }
     if (PyContextVar_Get(state->current, NULL, &value) < 0) return NULL;
     if (value != NULL && PyObject_TypeCheck(value, state->runtime_type) &&
         ((zs_runtime_core *)value)->native != NULL && !((zs_runtime_core *)value)->closing)
@@ -779,7 +781,7 @@ static zs_runtime_core *current_runtime(zs_core_state *state) {
  * may run), then allocate the black value and write (none runs). */
 static PyObject *create_value(zs_core_state *state, zsv_kind *kind, PyObject *const *positional,
                               Py_ssize_t given, PyObject *kwargs) {
-    zs_runtime_core *rt = current_runtime(state);
+    zs_runtime_core *rt = zs_current_runtime(state);
     if (rt == NULL) return NULL;
     zsv_staged staged = {0};
     int has_value = 0;
