@@ -14,7 +14,20 @@ collection and at teardown (see ``ModelMachine``).
 
 The machine runs twice: on a plain runtime and on one with the collector's
 stress switches (``check_marks``, ``objects_per_step=1``, ``poison_freed``,
-``mark_stack_limit=8``).
+``mark_stack_limit=8``). ``HostileModelMachine`` adds writes whose value's
+conversion hook changes the heap first.
+
+``EngineMachine`` (plain and stressed too) scripts a native host, the sample
+engine: worlds spawn actors of the engine's class and of Python subclasses
+with ``zs.state()`` and overrides of its events (which, called from C, run
+the native default through ``super()``, destroy actors, mark them as
+garbage, collect from Python or from native code, add components, replace
+their state or raise); the rules tick the worlds (``zs_call_each`` in C),
+destroy actors, call the engine's functions with valid, invalid and hostile
+arguments, call events by name (``zs_call_function``), root, mark and
+collect. Its model predicts which objects survive, which conjugates are
+expired, what every tick calls, and that Python state lives exactly as long
+as its object.
 
 CI profile: ``max_examples=100``, ``stateful_step_count=40``.  For a long
 run set the number of examples in the environment, e.g.::
@@ -26,7 +39,11 @@ run set the number of examples in the environment, e.g.::
 
 from __future__ import annotations
 
+import math
 import os
+import sys
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +53,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import zsharp_py as zs
+from zsharp_py import sample_engine
+from zsharp_py._base.ffi import ffi, lib
 from zsharp_py._model import values as _values
 from zsharp_py.debug import GcStress
 
@@ -822,7 +841,8 @@ TestModelStress.settings = _SETTINGS
 
 
 class HookInt:
-    """An integer through ``__index__``, which first runs ``hook`` (once)."""
+    """An integer through ``__index__`` (or a float through ``__float__``),
+    which first runs ``hook`` (once)."""
 
     def __init__(self, value: int, hook: Any) -> None:
         self.value, self.hook = value, hook
@@ -832,6 +852,9 @@ class HookInt:
         if hook is not None:
             hook()
         return self.value
+
+    def __float__(self) -> float:
+        return float(self.__index__())
 
 
 class HostileModelMachine(ModelMachine):
@@ -897,3 +920,842 @@ class HostileModelMachine(ModelMachine):
 
 TestModelHostile = HostileModelMachine.TestCase
 TestModelHostile.settings = _SETTINGS
+
+
+# ---- a native host: the sample engine (native functions, overrides, state) -------------
+
+
+class Token:
+    """A value kept in Python state (``zs.state()``), whose release the
+    model watches through a weak reference."""
+
+    def __init__(self, owner: Any = None) -> None:
+        self.owner = owner  # sometimes the actor's own conjugate: a cycle through the state
+
+
+class OverrideError(Exception):
+    """Raised by an override on purpose: it goes to sys.unraisablehook."""
+
+
+#: What an override does when the engine calls it (drawn at each call).
+ACTIONS = (
+    "super",
+    "super",
+    "destroy_other",
+    "destroy_self",
+    "garbage_other",
+    "collect",
+    "native_collect",
+    "add_component",
+    "state",
+    "raise",
+)
+
+
+@dataclass
+class EObj:
+    """The model of one object of the engine: a World, an Actor (of the
+    engine's class or of a Python subclass) or a Component."""
+
+    idx: int
+    handle: int
+    kind: str  # "World", "Actor" or "Component"
+    cls: str  # "World", "Actor", "Quiet", "Scripted", "Component"
+    weak: Any
+    conj: Any  # the conjugate while the model holds it
+    first: Any  # the first conjugate (kept to check expiry), or None
+    outer: int | None = None
+    alive: bool = True
+    garbage: bool = False
+    rooted: bool = False
+    # World
+    actors: list[int | None] = field(default_factory=list)  # World.actors
+    frame: int = 0
+    # Actor
+    world: int | None = None  # Actor.world
+    components: list[int | None] = field(default_factory=list)
+    health: int = 0
+    alive_flag: bool = False  # Actor.alive
+    ticks: int | None = 0  # None: not known (a tick whose order the model cannot tell)
+    token: Any = None  # weakref.ref to the Token in the state, or None
+    # Component
+    owner: int | None = None
+
+    def edges(self) -> list[tuple[int, bool]]:
+        """(target, killable) of every strong reference."""
+        out = [(t, True) for t in (*self.actors, self.world, *self.components, self.owner)]
+        if self.outer is not None:
+            out.append((self.outer, False))
+        return [(t, k) for t, k in out if t is not None]
+
+
+class EngineMachine(RuleBasedStateMachine):
+    """The sample engine (zsharp_py.sample_engine) scripted from Python.
+
+    Worlds spawn actors of the engine's ``Actor``, of ``Quiet`` (a Python
+    subclass with state and no override) and of ``Scripted`` (a Python
+    subclass whose ``begin_play``, ``tick`` and ``on_destroy`` overrides
+    draw, at each call from native code, what to do: run the native default
+    through ``super()``, destroy another actor or itself, mark one as
+    garbage, collect (from Python or from native code), add a component,
+    replace its state, or raise). The rules tick the worlds (``zs_call_each``
+    from C), destroy actors, call the engine's functions with valid and
+    invalid arguments (hostile ones too: an argument whose ``__float__``
+    destroys the target or collects), call events by name from C
+    (``zs_call_function``), root and mark as garbage, and collect fully,
+    natively and incrementally. The model follows every effect as it
+    happens (an override updates it when it acts), predicts which objects
+    each collection keeps (roots; ``World.actors``, ``Actor.world``,
+    ``Actor.components`` and ``Component.owner`` are killable references;
+    ``outer`` is not), which actors a tick calls, their health, ticks and
+    frames, and that Python state lives exactly as long as its object."""
+
+    STRESS: GcStress | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        kwargs: dict[str, Any] = {}
+        if self.STRESS is not None:
+            kwargs["stress"] = self.STRESS
+        self.rt = zs.Runtime(**kwargs)
+        self.rt.__enter__()
+        sample_engine.install()
+        self.World = zs.native_class("World")
+        Actor = self.Actor = zs.native_class("Actor")
+        self.Components = [zs.native_class("Component"), zs.native_class("MovementComponent")]
+        self.Transform = zs.native_struct("Transform")
+        self.Vec3 = zs.native_struct("Vec3")
+        machine = self
+
+        class Quiet(Actor):  # type: ignore[misc,valid-type]
+            token: Any = zs.state(default=None)
+
+        class Scripted(Actor):  # type: ignore[misc,valid-type]
+            token: Any = zs.state(default=None)
+            bag: list[Any] = zs.state(factory=list)
+
+            def begin_play(self) -> None:
+                machine.event(self, "begin_play", ())
+
+            def tick(self, dt):  # type: ignore[no-untyped-def]
+                machine.event(self, "tick", (dt,))
+
+            def on_destroy(self) -> None:
+                machine.event(self, "on_destroy", ())
+
+            def call_super(self, name: str, *args: Any) -> Any:
+                return getattr(super(), name)(*args)
+
+        self.classes: dict[str, Any] = {"Actor": Actor, "Quiet": Quiet, "Scripted": Scripted}
+        self.objs: list[EObj] = []
+        self.by_handle: dict[int, int] = {}
+        self.data: st.DataObject | None = None  # the running rule's, for the overrides
+        self.depth = 0
+        self.spawning: int | None = None  # the world of a spawn in progress
+        self.calls: list[tuple[int, str]] = []  # events that reached an override
+        self.raised: list[tuple[int, str, int]] = []  # (actor, event, depth) that raised
+        self.reports: list[tuple[type[BaseException], str]] = []
+        self.tokens: list[tuple[Any, int]] = []  # (weakref to a token, owner)
+        self.pending = False  # a native collection left its purge to Python
+        self._saved_hook = sys.unraisablehook
+        sys.unraisablehook = self._report
+
+    def _report(self, args: Any) -> None:
+        self.reports.append((args.exc_type, repr(args.exc_value)))
+        if args.exc_value is not None:
+            args.exc_value.__traceback__ = None  # no frame keeps a token alive
+
+    # ------------------------------------------------------------------ helpers
+    def conj(self, i: int | None) -> Any:
+        if i is None:
+            return None
+        m = self.objs[i]
+        return m.conj if m.conj is not None else m.weak.get()
+
+    def alive(self, kind: str | None = None, nongarbage: bool = False) -> list[int]:
+        return [
+            m.idx
+            for m in self.objs
+            if m.alive and (kind is None or m.kind == kind) and not (nongarbage and m.garbage)
+        ]
+
+    def has(self, kind: str | None = None) -> bool:
+        return bool(self.alive(kind))
+
+    def draw(self, strategy: st.SearchStrategy[Any], label: str) -> Any:
+        assert self.data is not None
+        return self.data.draw(strategy, label=label)
+
+    def pick(self, kind: str | None = None, label: str = "obj", nongarbage: bool = False) -> int:
+        return self.draw(st.sampled_from(self.alive(kind, nongarbage)), label)
+
+    def add(self, conj: Any, kind: str, cls: str, **fields: Any) -> int:
+        i = len(self.objs)
+        self.objs.append(
+            EObj(i, conj.handle, kind, cls, zs.WeakObjectPtr(conj), conj, conj, **fields)
+        )
+        self.by_handle[conj.handle] = i
+        return i
+
+    def reachable(self) -> set[int]:
+        stack = [m.idx for m in self.objs if m.alive and m.rooted]
+        seen: set[int] = set()
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            assert self.objs[i].alive, f"model: dead object {i} reached"
+            for t, killable in self.objs[i].edges():
+                if not (killable and self.objs[t].garbage):
+                    stack.append(t)
+        return seen
+
+    def collected(self, expected: set[int], settled: bool) -> None:
+        """A collection ran: what it did not keep is dead (only dying until
+        Python takes the expiring list when it ran from native code); every
+        killable reference to a garbage object is nulled."""
+        for m in self.objs:
+            if m.alive and m.idx not in expected:
+                m.alive = False
+                event(f"engine: a {m.cls} collected")
+        self.pending = not settled and self.rt.gc.phase == "purging"
+
+        def k(t: int | None) -> int | None:
+            return None if t is not None and self.objs[t].garbage else t
+
+        for m in self.objs:
+            if m.alive:
+                m.actors = [k(t) for t in m.actors]
+                m.components = [k(t) for t in m.components]
+                m.world, m.owner = k(m.world), k(m.owner)
+
+    def settle(self) -> None:
+        """Finish a purge a native collection left to Python."""
+        if self.rt.gc.phase == "purging":
+            assert self.pending, "a purge is pending after a collection that finished"
+            while not self.rt.gc.step(1e-3):
+                pass
+        self.pending = False
+        assert self.rt.gc.phase == "idle"
+
+    # ------------------------------------------------------------- the engine
+    def do_collect(self, native: bool) -> None:
+        if native:
+            worlds = self.alive("World")
+            if not worlds:
+                return
+            world = self.conj(self.pick("World", "collector"))
+            # A native collection cannot begin while an earlier one's dying
+            # objects wait for Python to expire their conjugates: it does
+            # nothing then (ZS_E_EXPIRY_PENDING, which World.collect takes
+            # as success).
+            blocked = lib.zs_gc_expiring_count(self.rt._ptr) > 0
+            expected = self.reachable()
+            world.collect()
+            if blocked:
+                event("engine: a native collection waited for Python")
+                return
+        else:
+            expected = self.reachable()
+            self.rt.collect_garbage()
+        self.collected(expected, settled=not native)
+
+    def do_destroy(self, w: int, a: int) -> None:
+        """World w destroys actor a: on_destroy (an override may do
+        anything), then out of w's actors, then a and its components are
+        marked as garbage. A raising on_destroy makes destroy raise
+        RuntimeError (after the actor is gone all the same)."""
+        world, actor = self.conj(w), self.conj(a)
+        depth = self.depth
+        before = len(self.raised)
+        try:
+            world.destroy(actor)
+            failed = False
+        except RuntimeError as error:
+            assert "raised an exception" in str(error)
+            failed = True
+        except zs.ExpiredConjugateError:
+            # Only when destroyed in a nested call meanwhile: the actor died
+            # during its own on_destroy (a collection there) - or it was dying.
+            assert not self.objs[a].alive or not self.objs[w].alive
+            return
+        ran = any(e == (a, "on_destroy", depth) for e in self.raised[before:])
+        assert failed == ran, f"destroy of {a}: raised {failed}, on_destroy raised {ran}"
+        mw = self.objs[w]
+        if mw.alive:
+            mw.actors = [t for t in mw.actors if t is not None and t != a]
+        ma = self.objs[a]
+        if ma.alive:
+            ma.garbage = True
+            for c in ma.components:
+                if c is not None and self.objs[c].alive:
+                    self.objs[c].garbage = True
+
+    def event(self, conj: Any, name: str, args: tuple[Any, ...]) -> None:
+        """An override called from native code: the model follows."""
+        i = self.by_handle.get(conj.handle)
+        if i is None:  # the begin_play of an actor being spawned
+            assert name == "begin_play" and self.spawning is not None
+            w = self.spawning
+            i = self.add(conj, "Actor", "Scripted", outer=w, world=w)
+            self.objs[w].actors.append(i)
+            self.spawning = None
+        self.calls.append((i, name))
+        if self.data is None or self.depth >= 2:
+            actions = ["super"]
+        else:
+            actions = self.draw(st.lists(st.sampled_from(ACTIONS), max_size=3), f"{name} does")
+        self.depth += 1
+        try:
+            for action in actions:
+                self.act(i, conj, name, args, action)
+        finally:
+            self.depth -= 1
+
+    def act(self, i: int, conj: Any, name: str, args: tuple[Any, ...], action: str) -> None:
+        m = self.objs[i]
+        event(f"engine: {name} override does {action}")
+        if action == "super":
+            if not m.alive and name == "on_destroy":
+                # No native default: nothing runs, refused only once expired.
+                try:
+                    conj.call_super(name, *args)
+                except zs.ExpiredConjugateError:
+                    assert conj.is_expired
+                return
+            if not m.alive:  # collected or dying: the native default is refused
+                with pytest.raises(zs.ExpiredConjugateError):
+                    conj.call_super(name, *args)
+                return
+            conj.call_super(name, *args)
+            if name == "begin_play":
+                m.health, m.alive_flag = 100, True
+            elif name == "tick" and m.ticks is not None:
+                m.ticks += 1
+        elif action == "destroy_other" or action == "destroy_self":
+            others = [a for a in self.alive("Actor") if a != i]
+            a = (
+                i
+                if action == "destroy_self"
+                else (self.pick_of(others, "victim") if others else None)
+            )
+            w = self.objs[a].world if a is not None else None
+            if a is None or not self.objs[a].alive or w is None or not self.objs[w].alive:
+                return
+            self.do_destroy(w, a)
+        elif action == "garbage_other":
+            candidates = self.alive("Actor") + self.alive("Component")
+            if not candidates:
+                return
+            j = self.pick_of(candidates, "garbage")
+            self.conj(j).mark_as_garbage()
+            self.objs[j].garbage = True
+        elif action == "collect":
+            self.do_collect(native=False)
+        elif action == "native_collect":
+            self.do_collect(native=True)
+        elif action == "add_component":
+            self.do_add_component(i, conj)
+        elif action == "state":
+            token = Token(conj if self.draw(st.booleans(), "cycle") else None)
+            try:
+                conj.token = token
+            except zs.ExpiredConjugateError:
+                assert not m.alive
+                return
+            m.token = weakref.ref(token)
+            self.tokens.append((m.token, i))
+        else:
+            self.raised.append((i, name, self.depth - 1))
+            raise OverrideError(f"{name} of {i}")
+
+    def pick_of(self, candidates: list[int], label: str) -> int:
+        return self.draw(st.sampled_from(candidates), label)
+
+    def do_add_component(self, i: int, conj: Any) -> None:
+        m = self.objs[i]
+        cls = self.draw(st.sampled_from(self.Components), "component")
+        if not m.alive:
+            with pytest.raises(zs.ExpiredConjugateError):
+                conj.add_component(cls)
+            return
+        made = conj.add_component(cls)
+        assert type(made) is cls and made.owner is conj and made.enabled
+        c = self.add(made, "Component", "Component", outer=i, owner=i)
+        m.components.append(c)
+
+    # ------------------------------------------------------------------ checks
+    def check_state(self) -> None:
+        self.settle()
+        self.rt.gc.verify()
+        with zs.scope():
+            for m in self.objs:
+                if not m.alive:
+                    assert m.weak.get() is None, f"{m.cls} {m.idx} should be dead"
+                    if m.first is not None:
+                        assert m.first.is_expired
+                        with pytest.raises(zs.ExpiredConjugateError):
+                            m.first.add_to_root()
+                        if m.cls in ("Quiet", "Scripted"):
+                            with pytest.raises(zs.ExpiredConjugateError):
+                                m.first.token
+                    continue
+                c = self.conj(m.idx)
+                assert c is not None and not c.is_expired, f"{m.cls} {m.idx} should be alive"
+                assert type(c) is self.cls_of(m)
+                assert c.is_garbage == m.garbage and c.is_rooted == m.rooted
+                assert (c.outer is self.conj(m.outer)) if m.outer is not None else c.outer is None
+                if m.kind == "World":
+                    assert list(c.actors) == [self.conj(t) for t in m.actors]
+                    assert c.frame == m.frame
+                elif m.kind == "Actor":
+                    assert c.world is self.conj(m.world)
+                    assert list(c.components) == [self.conj(t) for t in m.components]
+                    assert (c.health, c.alive) == (m.health, m.alive_flag)
+                    if m.ticks is None:
+                        m.ticks = c.ticks
+                    assert c.ticks == m.ticks
+                    if m.cls != "Actor":
+                        want = m.token() if m.token is not None else None
+                        assert c.token is want
+                else:
+                    assert c.owner is self.conj(m.owner)
+        for ref, owner in self.tokens:
+            m = self.objs[owner]
+            if not m.alive or m.token is not ref:
+                assert ref() is None, f"a token of {owner} outlived its place in the state"
+            else:
+                assert ref() is not None
+        self.tokens = [(r, o) for r, o in self.tokens if r() is not None]
+        assert self.rt.live_objects() == len(self.alive())
+
+    def cls_of(self, m: EObj) -> Any:
+        if m.kind == "World":
+            return self.World
+        if m.kind == "Actor":
+            return self.classes[m.cls]
+        return type(m.first) if m.first is not None else type(m.weak.get())
+
+    def check_reports(self, before: int) -> None:
+        raised = self.raised[before:]
+        assert [t for t, _ in self.reports] == [OverrideError] * len(raised), self.reports
+        self.reports.clear()
+
+    def run(self, data: st.DataObject, rule: Callable[[], None]) -> None:
+        """Run a rule with the overrides drawing from its data, then check."""
+        self.data = data
+        before = len(self.raised)
+        try:
+            with zs.scope():
+                rule()
+        finally:
+            self.data = None
+        self.check_reports(before)
+        self.check_state()
+
+    # ------------------------------------------------------------------ rules
+    @initialize()
+    def first_world(self) -> None:
+        self.do_new_world(rooted=True)  # (the root rule may unroot it)
+
+    def do_new_world(self, rooted: bool) -> None:
+        world = self.World()
+        i = self.add(world, "World", "World")
+        if rooted:
+            world.add_to_root()
+            self.objs[i].rooted = True
+
+    @rule(rooted=st.booleans())
+    def new_world(self, rooted: bool) -> None:
+        self.do_new_world(rooted)
+
+    @precondition(lambda self: self.has("World"))
+    @rule(
+        data=st.data(),
+        classes=st.lists(
+            st.sampled_from(["Actor", "Quiet", "Scripted", "Scripted"]), min_size=1, max_size=3
+        ),
+    )
+    def spawn(self, data: st.DataObject, classes: list[str]) -> None:
+        def go() -> None:
+            for cls in classes:
+                if self.has("World"):
+                    self.do_spawn(self.pick("World", "world"), cls)
+
+        self.run(data, go)
+
+    def do_spawn(self, w: int, cls: str) -> None:
+        """Spawn an actor of ``cls`` in world ``w``: begin_play runs first."""
+        at = self.Transform(self.Vec3(1.0, 2.0, 3.0), 0.0, 1.0)
+        self.spawning = w if cls == "Scripted" else None
+        before = len(self.objs)
+        got = self.conj(w).spawn(self.classes[cls], at)
+        if cls != "Scripted":
+            assert type(got) is self.classes[cls]
+            i = self.add(got, "Actor", cls, outer=w, world=w, health=100, alive_flag=True)
+            self.objs[w].actors.append(i)
+            return
+        assert self.spawning is None and len(self.objs) > before, "begin_play was not called"
+        m = self.objs[before]
+        if m.alive and not m.garbage:
+            assert got is self.conj(before)
+        elif not m.alive and self.pending and got is not None:
+            # Collected natively in begin_play: dying, not yet expired
+            # (Python takes the expiring list at its next collection).
+            assert got is self.conj(before) or got.handle == m.handle
+            event("engine: spawn returned a dying actor")
+        else:
+            assert got is None
+            event("engine: spawn returned None (the actor died in begin_play)")
+
+    @precondition(lambda self: self.has("World"))
+    @rule(data=st.data(), dt=st.sampled_from([0.0, 0.5, 1.0, 1e-3]))
+    def tick(self, data: st.DataObject, dt: float) -> None:
+        def go() -> None:
+            w = self.pick("World", "world")
+            start = set(self.alive("Actor", nongarbage=True))
+            plain = {a for a in start if self.objs[a].cls != "Scripted"}
+            self.calls.clear()
+            called = self.conj(w).tick(dt)
+            if self.objs[w].alive:
+                self.objs[w].frame += 1
+            ticked = [a for a, name in self.calls if name == "tick"]
+            assert len(ticked) == len(set(ticked)) and set(ticked) <= start, (ticked, start)
+            kept = set(self.alive("Actor", nongarbage=True))
+            for a in start - plain:
+                if a in kept:
+                    assert a in ticked, f"actor {a} was not ticked"
+            sure = plain & kept
+            for a in plain:  # the native default ran (or, if destroyed meanwhile, maybe)
+                m = self.objs[a]
+                if a in sure:
+                    m.ticks = None if m.ticks is None else m.ticks + 1
+                else:
+                    m.ticks = None
+            assert len(ticked) + len(sure) <= called <= len(ticked) + len(plain), called
+
+        self.run(data, go)
+
+    @precondition(lambda self: self.has("Actor"))
+    @rule(data=st.data())
+    def destroy(self, data: st.DataObject) -> None:
+        def go() -> None:
+            a = self.pick("Actor", "actor")
+            worlds = self.alive("World")
+            own = self.objs[a].world
+            w = own if own is not None and self.draw(st.booleans(), "own world") else None
+            if w is None:
+                w = self.pick("World", "world") if worlds else None
+            if w is None:
+                return
+            self.do_destroy(w, a)
+
+        self.run(data, go)
+
+    @precondition(lambda self: self.has("Actor"))
+    @rule(data=st.data(), name=st.sampled_from(["tick", "begin_play", "on_destroy", "nope"]))
+    def call_by_name(self, data: st.DataObject, name: str) -> None:
+        """Native code calls an event by name (zs_call_function): a
+        Scripted actor's override, or the engine's default."""
+
+        def go() -> None:
+            a = self.pick("Actor", "actor")
+            m = self.objs[a]
+            block = ffi.new("sample_actor_tick_params *", {"dt": 0.25})
+            self.calls.clear()
+            before = len(self.raised)
+            status = lib.zs_call_function(self.rt._ptr, m.handle, name.encode(), block)
+            if name == "nope":
+                assert status == lib.ZS_E_INVALID
+                assert [t for t, _ in self.reports] == [AttributeError]
+                self.reports.clear()
+                return
+            failed = (a, name, 0) in self.raised[before:]
+            assert status in (lib.ZS_OK, lib.ZS_E_CALL_FAILED)
+            if m.cls != "Scripted":  # the engine's default (on_destroy has none)
+                assert status == lib.ZS_OK and not self.calls
+                if name == "tick" and m.ticks is not None:
+                    m.ticks += 1
+                elif name == "begin_play":
+                    m.health, m.alive_flag = 100, True
+            else:
+                assert self.calls[0] == (a, name)
+                assert (status == lib.ZS_E_CALL_FAILED) == failed
+
+        self.run(data, go)
+
+    @precondition(lambda self: self.has("Actor"))
+    @rule(
+        data=st.data(),
+        function=st.sampled_from(
+            ["take_damage", "heal", "move", "get_location", "add_component", "find", "version"]
+        ),
+        bad=st.sampled_from([None, None, "type", "range", "value", "expired", "count"]),
+    )
+    def call_function(self, data: st.DataObject, function: str, bad: str | None) -> None:
+        """The engine's functions from Python (NativeFunction), with valid
+        arguments or with ones that must raise; a refused call changes
+        nothing."""
+
+        def go() -> None:
+            a = self.pick("Actor", "actor")
+            m = self.objs[a]
+            actor = self.conj(a)
+            if bad == "expired":
+                dead = [o.first for o in self.objs if not o.alive and o.first is not None]
+                gone = self.draw(st.sampled_from(dead), "dead") if dead else None
+                with pytest.raises(zs.ExpiredConjugateError):
+                    if isinstance(gone, self.Actor):  # as self, or as an argument
+                        gone.heal(1) if self.draw(st.booleans(), "self") else actor.take_damage(
+                            1.0, gone
+                        )
+                    elif isinstance(gone, self.World):
+                        gone.find(0)
+                    else:
+                        raise zs.ExpiredConjugateError("nothing dead to call")
+                return
+            if bad == "count":
+                with pytest.raises(TypeError):
+                    getattr(actor, function if hasattr(actor, function) else "heal")(1, 2, 3)
+                return
+            if function == "take_damage":
+                if bad == "type":
+                    with pytest.raises(TypeError):
+                        actor.take_damage(self.draw(st.sampled_from(["1", None, [1]]), "x"), None)
+                    return
+                if bad in ("value", "range"):
+                    amount = self.draw(st.sampled_from([-1.0, -1e-300, math.nan]), "amount")
+                    with pytest.raises(ValueError):
+                        actor.take_damage(amount, None)
+                    return
+                amount = self.draw(
+                    st.floats(0, 1e3) | st.sampled_from([0.5, 1e300, math.inf]), "amount"
+                )
+                instigator = self.conj(
+                    self.draw(st.sampled_from([None, *self.alive("Actor")]), "by")
+                )
+                left = actor.take_damage(amount, instigator)
+                rest = m.health - amount
+                m.health = int(rest) if rest > 0 else 0
+                m.alive_flag = m.health > 0
+                assert left == m.health
+            elif function == "heal":
+                if bad == "type":
+                    with pytest.raises(TypeError):
+                        actor.heal(self.draw(st.sampled_from([1.5, "1", None]), "x"))
+                    return
+                if bad == "range":
+                    with pytest.raises(OverflowError):
+                        actor.heal(self.draw(st.sampled_from([2**31, -(2**31) - 1, 2**64]), "x"))
+                    return
+                if bad == "value":
+                    with pytest.raises(ValueError):
+                        actor.heal(-1)
+                    return
+                amount = self.draw(st.integers(0, 2**31 - 1), "amount")
+                healed = actor.heal(amount)
+                room = 100 - m.health
+                want = 0 if room <= 0 else min(room, amount)
+                assert healed == want
+                m.health += want
+                m.alive_flag = m.health > 0
+            elif function == "move":
+                if bad is not None:
+                    with pytest.raises((TypeError, ValueError)):
+                        actor.move(self.draw(st.sampled_from([1, "v", (1.0, "y", 0.0)]), "v"))
+                    return
+                before = actor.get_location()
+                actor.move(self.Vec3(1.0, 0.0, -1.0))
+                after = actor.get_location()
+                assert (after.x - before.x, after.z - before.z) == (1.0, -1.0) or math.isnan(
+                    before.x
+                )
+            elif function == "get_location":
+                loc = actor.get_location()
+                assert loc.is_black
+                loc.dispose()
+            elif function == "add_component":
+                if bad is not None:
+                    with pytest.raises((TypeError, ValueError)):
+                        actor.add_component(
+                            self.draw(st.sampled_from([None, self.World, self.Actor, 5]), "cls")
+                        )
+                    return
+                self.do_add_component(a, actor)
+            elif function == "find":
+                w = self.pick("World", "world") if self.has("World") else None
+                if w is None:
+                    return
+                world = self.conj(w)
+                if bad == "range":
+                    with pytest.raises(OverflowError):
+                        world.find(2**31)
+                    return
+                if bad is not None:
+                    with pytest.raises(TypeError):
+                        world.find("0")
+                    return
+                k = self.draw(st.integers(-1, 4), "index")
+                listed = [t for t in self.objs[w].actors if t is not None]
+                live = [t for t in listed if not self.objs[t].garbage]
+                found = world.find(k)
+                assert found is (self.conj(live[k]) if 0 <= k < len(live) else None)
+            else:
+                assert self.World.version() == 1
+
+        self.run(data, go)
+
+    @precondition(lambda self: self.has("Actor"))
+    @rule(
+        data=st.data(),
+        hook=st.sampled_from(["collect", "destroy", "destroy_collect", "garbage", "nothing"]),
+        function=st.sampled_from(["take_damage", "heal"]),
+    )
+    def hostile_call(self, data: st.DataObject, hook: str, function: str) -> None:
+        """An argument whose conversion (``__float__``, ``__index__``) runs
+        code first: a collection, the target's destruction (and then a
+        collection), or marking it as garbage. Arguments are converted
+        completely before the target is checked: a target that died raises
+        ExpiredConjugateError, one that lives takes the call."""
+
+        def go() -> None:
+            a = self.pick("Actor", "actor")
+            m = self.objs[a]
+            actor = self.conj(a)
+
+            def run_hook() -> None:
+                if hook == "collect":
+                    self.do_collect(native=False)
+                elif hook in ("destroy", "destroy_collect"):
+                    w = m.world
+                    if m.alive and w is not None and self.objs[w].alive:
+                        self.do_destroy(w, a)
+                    if hook == "destroy_collect":
+                        self.do_collect(native=False)
+                elif hook == "garbage" and m.alive:
+                    actor.mark_as_garbage()
+                    m.garbage = True
+
+            value = HookInt(7, run_hook)
+            try:
+                got = (
+                    actor.take_damage(value, None)
+                    if function == "take_damage"
+                    else actor.heal(value)
+                )
+            except zs.ExpiredConjugateError:
+                assert not m.alive, "a live target refused the call"
+                event("engine: hostile argument killed the target")
+                return
+            assert m.alive, "a call on a target that died during conversion succeeded"
+            if function == "take_damage":
+                m.health = max(0, m.health - 7)
+                assert got == m.health
+            else:
+                healed = max(0, min(100 - m.health, 7))
+                assert got == healed
+                m.health += healed
+            m.alive_flag = m.health > 0
+
+        self.run(data, go)
+
+    @precondition(lambda self: any(self.objs[a].cls != "Actor" for a in self.alive("Actor")))
+    @rule(data=st.data(), cycle=st.booleans())
+    def set_state(self, data: st.DataObject, cycle: bool) -> None:
+        def go() -> None:
+            a = self.pick_of([a for a in self.alive("Actor") if self.objs[a].cls != "Actor"], "a")
+            m = self.objs[a]
+            actor = self.conj(a)
+            if self.draw(st.booleans(), "delete") and m.token is not None:
+                del actor.token  # back to the default
+                m.token = None
+                return
+            token = Token(actor if cycle else None)
+            actor.token = token
+            m.token = weakref.ref(token)
+            self.tokens.append((m.token, a))
+
+        self.run(data, go)
+
+    @precondition(lambda self: self.has())
+    @rule(data=st.data(), add=st.booleans())
+    def root(self, data: st.DataObject, add: bool) -> None:
+        def go() -> None:
+            i = self.pick(label="obj")
+            if add:
+                self.conj(i).add_to_root()
+            else:
+                self.conj(i).remove_from_root()
+            self.objs[i].rooted = add
+
+        self.run(data, go)
+
+    @precondition(lambda self: self.has("Actor") or self.has("Component"))
+    @rule(data=st.data())
+    def mark_as_garbage(self, data: st.DataObject) -> None:
+        def go() -> None:
+            j = self.pick_of(self.alive("Actor") + self.alive("Component"), "obj")
+            self.conj(j).mark_as_garbage()
+            self.objs[j].garbage = True
+
+        self.run(data, go)
+
+    @precondition(lambda self: self.has())
+    @rule(data=st.data(), first=st.booleans())
+    def drop_python_ref(self, data: st.DataObject, first: bool) -> None:
+        """Python forgets a conjugate: state lives on while the object does."""
+
+        def go() -> None:
+            m = self.objs[self.pick(label="obj")]
+            m.conj = None
+            if first:
+                m.first = None
+
+        self.run(data, go)
+
+    @rule(data=st.data(), native=st.booleans())
+    def full_collection(self, data: st.DataObject, native: bool) -> None:
+        self.run(data, lambda: self.do_collect(native))
+
+    @rule(data=st.data(), budget=st.sampled_from([1e-6, 1e-5, 1e-4]))
+    def incremental(self, data: st.DataObject, budget: float) -> None:
+        def go() -> None:
+            gc_ = self.rt.gc
+            expected = self.reachable()
+            gc_.start_incremental()
+            n = 0
+            while not gc_.step(budget):
+                self.rt.gc.verify()
+                n += 1
+                assert n < 1_000_000
+            self.collected(expected, settled=True)
+
+        self.run(data, go)
+
+    # --------------------------------------------------------------- teardown
+    def teardown(self) -> None:
+        try:
+            if not self.rt.closed:
+                self.settle()
+                self.rt.gc.verify()
+                assert self.rt.live_objects() == len(self.alive())
+        finally:
+            self.rt.__exit__(None, None, None)
+            sys.unraisablehook = self._saved_hook
+        for m in self.objs:
+            assert m.weak.get() is None
+            if m.first is not None:
+                assert m.first.is_expired
+        for ref, _ in self.tokens:
+            assert ref() is None, "Python state outlived its runtime"
+
+
+class StressEngineMachine(EngineMachine):
+    STRESS = GcStress(check_marks=True, objects_per_step=1, poison_freed=True, mark_stack_limit=8)
+
+
+TestEnginePlain = EngineMachine.TestCase
+TestEnginePlain.settings = _SETTINGS
+TestEngineStress = StressEngineMachine.TestCase
+TestEngineStress.settings = _SETTINGS

@@ -290,3 +290,77 @@ def test_chains_exist_exactly_for_the_survivors(seed: int, size: int) -> None:
         assert [not obj.is_expired for obj in objects] == [bool(chains[id(o)]) for o in objects]
         for value in keep:
             value.dispose()
+
+
+def _search_under_a_gc_callback(action: str, when: int) -> tuple[int, bool]:
+    """rt.reference_chains() with a gc.callbacks entry that, at the
+    ``when``-th collection of Python's cycle collector (every allocation
+    runs one), closes the runtime or unroots the target and collects.
+    Returns how many collections ran and whether the callback was refused;
+    checks that every chain returned is whole."""
+    import gc
+
+    runtime = zs.Runtime()
+    with runtime.activate():
+        head = Holder()
+        head.add_to_root()
+        target = head
+        for _ in range(5):
+            target.items.append(Holder())
+            target.target = target.items[0]
+            target = target.target
+        black = zs.Array[Holder]([target, head])
+        calls, refused = [0], []
+
+        def callback(phase: str, info: dict[str, Any]) -> None:
+            if phase != "start":
+                return
+            calls[0] += 1
+            if calls[0] != when:
+                return
+            try:
+                if action == "close":
+                    runtime.close()
+                else:
+                    head.remove_from_root()
+                    target.mark_as_garbage()
+                    runtime.collect_garbage()
+            except RuntimeError as error:
+                refused.append(error)
+
+        saved = gc.get_threshold()
+        gc.callbacks.append(callback)
+        gc.set_threshold(1, 1, 1)
+        try:
+            chains = runtime.reference_chains(target)
+        except zs.ExpiredConjugateError:
+            chains = []  # closed or collected before the search began
+        finally:
+            gc.callbacks.remove(callback)
+            gc.set_threshold(*saved)
+        for chain in chains:
+            assert all(link.holder is not None for link in chain.links), str(chain)
+            assert chain.links[-1].holder is target
+        if not black.is_expired:
+            black.dispose()
+    runtime.close()
+    return calls[0], bool(refused)
+
+
+@pytest.mark.parametrize("action", ["close", "collect"])
+def test_a_gc_callback_cannot_close_or_collect_during_the_search(action: str) -> None:
+    """Found by the fuzzer (tools/fuzz/harness.py, op_hostile_collector
+    around op_reference_chains): the runtime's lock is re-entrant, so a
+    gc.callbacks entry run by an allocation of the search or of the
+    conversion of its handles could close the runtime (or unroot the target
+    and collect) in the middle of it, and the chains came back with None
+    holders ("a freed black value") that were not the target. Such re-entry
+    is refused now, as while any conjugate is adopted: every chain returned
+    is whole, whichever allocation the callback runs at."""
+    refused_any = False
+    for when in itertools.count(1):
+        calls, refused = _search_under_a_gc_callback(action, when)
+        refused_any = refused_any or refused
+        if calls < when:
+            break
+    assert refused_any  # some callback ran inside the search and was refused

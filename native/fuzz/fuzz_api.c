@@ -15,7 +15,13 @@
  * and classes, asks for reference chains, calls into the "managed side"
  * (a call handler that runs a nested program: it may create, store,
  * collect, call again or free the runtime) and lets a destroy hook try to
- * mutate the heap (every such call must be refused with ZS_E_BUSY).
+ * mutate the heap (every such call must be refused with ZS_E_BUSY). It may
+ * also register described classes (zs_class_desc with zs_function_desc
+ * functions: an event with a native default, a plain function, an event
+ * without one, a static function) whose C entry runs a nested program too,
+ * and call them by name (zs_call_function, zs_call_each: the entry runs
+ * when no handler is set), directly (zs_call_native), and from inside a
+ * destroy hook, where every call is refused.
  *
  * Handles come from a table of every handle the program has seen (live,
  * freed, reused slots, dying), or are raw values from the input. The harness
@@ -36,7 +42,13 @@
  *    running changes no byte of the value;
  *  - every set and map entry is found again at its own index after a
  *    change, and equal values hash alike;
- *  - a store reads back as the handle stored.
+ *  - a store reads back as the handle stored;
+ *  - a described function's entry runs only on a live object that is not
+ *    dying (nor marked as garbage, from zs_call_each), with the call
+ *    counted in progress, never inside a destroy hook, and its status is
+ *    what zs_call_function, zs_call_each and zs_call_native return;
+ *    without a handler, a function no class of the object describes gives
+ *    ZS_E_INVALID.
  *
  * Reproduce a finding: build with tools/cfuzz.sh and run the binary on the
  * input; FUZZ_TRACE=1 prints every operation.
@@ -70,6 +82,9 @@ static bool trace_ops;
 #define TOP_OPS 600u
 #define ALL_OPS 3000u
 #define SCRATCH 512u /* bytes: larger than every value type the harness builds */
+#define MAX_FN_CLASSES 4u
+#define FN_FUNCTIONS 4u
+#define FN_BLOCK 16u /* bytes of a described function's parameter block */
 
 /* ======================================================================
  * The harness's view of types and classes
@@ -96,6 +111,7 @@ typedef struct hmember {
 
 typedef struct hclass {
     const zs_class *cls;
+    const zs_class_desc *described; /* its own or nearest ancestor's functions, or NULL */
     uint32_t size;
     uint32_t member_count; /* inherited ones included */
     uint32_t capacity;
@@ -163,6 +179,16 @@ typedef struct fz {
     bool handler_set;
     uint32_t handler_mode;
     uint64_t hook_seen_begin, hook_seen_finish;
+
+    /* Described classes: their descriptions are kept by reference until the
+       runtime is freed, so they live here. */
+    zs_class_desc fn_descs[MAX_FN_CLASSES];
+    zs_function_desc fn_functions[MAX_FN_CLASSES][FN_FUNCTIONS];
+    zs_member fn_members[MAX_FN_CLASSES][1];
+    uint32_t fn_class_count;
+    uint64_t fn_calls;    /* entries run */
+    zs_status fn_status;  /* what the last entry returned */
+    uint32_t each_depths; /* bit d: a zs_call_each of depth d is calling */
 } fz;
 
 /* ======================================================================
@@ -436,6 +462,7 @@ static hclass *class_begin(fz *f, const hclass *parent, bool huge) {
     c->members = huge ? f->huge_members : c->own;
     c->capacity = huge ? HUGE_MEMBERS : MAX_CLASS_MEMBERS;
     if (parent != NULL) {
+        c->described = parent->described;
         memcpy(c->members, parent->members, parent->member_count * sizeof(hmember));
         c->member_count = parent->member_count;
         c->size = parent->size;
@@ -1057,6 +1084,145 @@ static void value_op(fz *f, loc l, int depth) {
 }
 
 /* ======================================================================
+ * Described functions: their entry runs a nested program
+ * ====================================================================== */
+
+static void run_ops(fz *f, uint32_t limit);
+
+/* A zs_call_each of the current depth calls only objects that are not
+   marked as garbage (checked when its turn comes, with nothing between). */
+static void check_not_skipped(fz *f, zs_ref object) {
+    if (f->depth >= 32 || !(f->each_depths & (1u << f->depth))) return;
+    int garbage = 0;
+    check(zs_is_garbage(f->rt, object, &garbage) == ZS_OK && !garbage,
+          "zs_call_each called an object marked as garbage (%u)", ZS_REF_INDEX(object));
+}
+
+/* The entry of every described function (user: the harness): checks what
+   the API promises about the call, then runs a nested program (which may
+   collect, destroy its own object, call again, or free the runtime), then
+   reads and writes its block and returns a status from the input. */
+static zs_status fn_entry(void *user, zs_runtime *rt, zs_ref self, void *params) {
+    fz *f = user;
+    check(rt == f->rt && !f->freed, "a described function got a freed or foreign runtime");
+    check(f->in_hook == 0, "a described function ran inside a destroy hook");
+    check(zs_calls_in_progress(rt) > 0, "a described function's call is not counted in progress");
+    if (self != ZS_NULL_REF) {
+        check(zs_resolve(rt, self) != NULL && zs_object_writable(rt, self) == ZS_OK,
+              "a described function ran on a stale or dying object %u", ZS_REF_INDEX(self));
+        check_not_skipped(f, self);
+        remember(f, self);
+    }
+    f->fn_calls++;
+    trace(f, "entry on %u", ZS_REF_INDEX(self));
+    if (f->depth < MAX_DEPTH) {
+        f->depth++;
+        run_ops(f, u8(f) % 8);
+        f->depth--;
+    }
+    if (params != NULL) { /* the block is the caller's for the whole call */
+        double dt;
+        memcpy(&dt, params, sizeof dt);
+        int32_t result = (int32_t)(dt == dt ? 1 : 0);
+        memcpy((char *)params + 8, &result, sizeof result);
+    }
+    uint8_t mode = u8(f) % 8;
+    f->fn_status = mode == 0 ? ZS_E_INVALID : mode == 1 ? ZS_E_CALL_FAILED : ZS_OK;
+    trace(f, "entry leave -> %d", (int)f->fn_status);
+    return f->fn_status;
+}
+
+static const zs_property_desc fn_tick_params[] = {
+    {"dt", "Float64", 0, ZS_PARAM_IN, NULL},
+};
+static const zs_property_desc fn_ping_params[] = {
+    {"dt", "Float64", 0, ZS_PARAM_IN, NULL},
+    {"result", "Int32", 8, ZS_PARAM_RETURN, NULL},
+};
+static const char *const fn_names[] = {"tick", "ping", "on_event", "make", "nope", ""};
+
+/* Register a described class (a root one, or a child of a picked class):
+   one reference member, and the functions "tick" (an event with a native
+   default), "ping" (a function with a result), "on_event" (an event
+   without one) and the static "make". */
+static void new_described_class(fz *f) {
+    if (f->class_count == MAX_CLASSES || f->fn_class_count == MAX_FN_CLASSES) return;
+    const hclass *parent = (u8(f) & 3) == 0 ? pick_class(f) : NULL;
+    if (parent != NULL && parent->member_count + 1 > MAX_CLASS_MEMBERS) parent = NULL;
+    uint32_t k = f->fn_class_count;
+    hclass *c = class_begin(f, parent, false);
+    uint32_t first = c->member_count;
+    uint32_t at = parent ? parent->size : (uint32_t)sizeof(zs_object);
+    member_add(c, ZS_MEMBER_OBJECT, f->t_obj, &at);
+    zs_function_desc *fns = f->fn_functions[k];
+    fns[0] = (zs_function_desc){"tick",   fn_entry,       f, ZS_FUNCTION_EVENT,
+                                FN_BLOCK, fn_tick_params, 1};
+    fns[1] = (zs_function_desc){"ping", fn_entry, f, 0, FN_BLOCK, fn_ping_params, 2};
+    fns[2] = (zs_function_desc){"on_event", NULL, NULL, ZS_FUNCTION_EVENT, 0, NULL, 0};
+    fns[3] = (zs_function_desc){"make", fn_entry, f, ZS_FUNCTION_STATIC, 0, NULL, 0};
+    uint32_t count = FN_FUNCTIONS;
+    if ((u8(f) & 15) == 0) {
+        /* A malformed function: refused as a whole. */
+        uint8_t how = u8(f) % 3;
+        if (how == 0) fns[2].flags = 0; /* no entry, not an event */
+        else if (how == 1) fns[3].name = NULL;
+        else count = 0, fns[0].params = NULL; /* (count 0: still fine) */
+    }
+    zs_member *member = &f->fn_members[k][0];
+    *member = (zs_member){ZS_MEMBER_OBJECT, c->members[first].offset, NULL};
+    c->size = align_up(at, 8);
+    f->fn_descs[k] = (zs_class_desc){
+        "Described", parent ? parent->cls : NULL, c->size, 0, member, 1, NULL, 0, fns, count};
+    zs_status status = zs_class_register(f->rt, &f->fn_descs[k], &c->cls);
+    trace(f, "new described class (parent %s) -> %d", parent ? zs_class_name(parent->cls) : "-",
+          (int)status);
+    if (status != ZS_OK) {
+        memset(c, 0, sizeof *c);
+        return;
+    }
+    if (count > 0) c->described = &f->fn_descs[k];
+    f->class_count++;
+    f->fn_class_count++;
+}
+
+/* Whether a class (or an ancestor) describes `name`, as the harness made it. */
+static bool describes(const hclass *c, const char *name) {
+    if (c->described == NULL) return false;
+    for (uint32_t i = 0; i < FN_FUNCTIONS; i++)
+        if (strcmp(fn_names[i], name) == 0) return true;
+    return false;
+}
+
+/* zs_call_native on a handle the program picks: refused for a stale or
+   dying object (the entry does not run), else the entry's status. */
+static void call_native(fz *f) {
+    zs_ref self = (u8(f) & 3) == 0 ? ZS_NULL_REF : pick_handle(f);
+    char params[FN_BLOCK] = {0};
+    bool no_entry = (u8(f) & 15) == 0;
+    bool stale = self != ZS_NULL_REF && zs_resolve(f->rt, self) == NULL;
+    bool dying = self != ZS_NULL_REF && !stale && zs_object_writable(f->rt, self) == ZS_E_DYING;
+    uint64_t calls = f->fn_calls;
+    zs_status status = zs_call_native(f->rt, no_entry ? NULL : fn_entry, f, self,
+                                      (u8(f) & 3) ? params : NULL);
+    trace(f, "call native on %u -> %d", ZS_REF_INDEX(self), (int)status);
+    if (f->freed) {
+        f->gone = f->depth == 0;
+        return;
+    }
+    if (no_entry) check(status == ZS_E_INVALID, "zs_call_native without an entry: %d", (int)status);
+    else if (stale)
+        check(status == ZS_E_STALE, "zs_call_native on a stale object: %d", (int)status);
+    else if (dying)
+        check(status == ZS_E_DYING, "zs_call_native on a dying object: %d", (int)status);
+    if (no_entry || stale || dying) {
+        check(f->fn_calls == calls, "zs_call_native ran its entry after refusing");
+        return;
+    }
+    check(f->fn_calls > calls && status == f->fn_status, "zs_call_native returned %d, its entry %d",
+          (int)status, (int)f->fn_status);
+}
+
+/* ======================================================================
  * The destroy hook: every mutation it attempts must be refused
  * ====================================================================== */
 
@@ -1145,6 +1311,17 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
     case 14:
         expect_busy(zs_call_each(rt, f->classes[0].cls, "tick", NULL, NULL), "zs_call_each");
         break;
+    case 24: {
+        uint64_t calls = f->fn_calls;
+        char params[FN_BLOCK] = {0};
+        expect_busy(zs_call_native(rt, fn_entry, f, self, params), "zs_call_native");
+        expect_busy(zs_call_native(rt, fn_entry, f, ZS_NULL_REF, params),
+                    "zs_call_native (static)");
+        if (f->fn_class_count > 0)
+            expect_busy(zs_call_function(rt, self, "ping", params), "zs_call_function (described)");
+        check(f->fn_calls == calls, "a described function ran inside a destroy hook");
+        break;
+    }
     case 15: {
         zs_member member_desc = {ZS_MEMBER_OBJECT, sizeof(zs_object), NULL};
         zs_class_desc desc = {"Late", NULL, sizeof(zs_object) + 8, 0, &member_desc, 1, NULL, 0,
@@ -1246,8 +1423,6 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
  * The call handler: a nested program
  * ====================================================================== */
 
-static void run_ops(fz *f, uint32_t limit);
-
 static zs_status call_handler(void *user, zs_runtime *rt, zs_ref object, const char *function,
                               void *params) {
     fz *f = user;
@@ -1258,6 +1433,7 @@ static zs_status call_handler(void *user, zs_runtime *rt, zs_ref object, const c
     check(zs_resolve(rt, object) != NULL && zs_object_writable(rt, object) == ZS_OK,
           "the call handler got a stale or dying object %u", ZS_REF_INDEX(object));
     check(zs_calls_in_progress(rt) > 0, "a call is not counted in progress");
+    check_not_skipped(f, object);
     remember(f, object);
     trace(f, "handler enter %s on %u", function, ZS_REF_INDEX(object));
     if (f->depth < MAX_DEPTH) {
@@ -1331,6 +1507,10 @@ enum {
     OP_STALE_WRITE,
     OP_NEW2,
     OP_STORE2,
+    OP_DESCRIBED_CLASS,
+    OP_CALL_NATIVE,
+    OP_CALL_FUNCTION2,
+    OP_CALL_EACH2,
     OP_COUNT
 };
 
@@ -1998,43 +2178,64 @@ static void run_op(fz *f) {
     case OP_CHAINS:
         chains(f);
         break;
-    case OP_CALL_FUNCTION: {
+    case OP_CALL_FUNCTION:
+    case OP_CALL_FUNCTION2: {
         zs_ref object = pick_handle(f);
-        char params[64] = {0};
-        bool live = zs_resolve(rt, object) != NULL && zs_object_writable(rt, object) == ZS_OK;
+        char params[FN_BLOCK] = {0};
+        const char *name = (u8(f) & 15) ? fn_names[below(f, 6)] : "";
+        zs_object *target = zs_resolve(rt, object);
+        bool live = target != NULL && zs_object_writable(rt, object) == ZS_OK;
+        bool described = live && describes(class_of(f, target), name);
         bool handler = f->handler_set; /* the call's own program may change it */
-        zs_status status = zs_call_function(rt, object, (u8(f) & 15) ? "tick" : "",
-                                            (u8(f) & 1) ? params : NULL);
+        uint64_t calls = f->fn_calls;
+        zs_status status = zs_call_function(rt, object, name, (u8(f) & 1) ? params : NULL);
         if (f->freed) {
             f->gone = f->depth == 0;
             break;
         }
-        /* Without a handler the class's described function runs; the
-           harness's classes describe none, so a live object gives
-           ZS_E_INVALID and a stale or dying one says so. */
-        if (!handler)
+        /* Without a handler the function the object's class describes runs:
+           the entry's status (an event without one does nothing), else
+           ZS_E_INVALID; a stale or dying object says so. */
+        if (!handler && live && described) {
+            if (strcmp(name, "on_event") == 0)
+                check(status == ZS_OK && f->fn_calls == calls,
+                      "an event without a native default: %d", (int)status);
+            else
+                check(f->fn_calls > calls && status == f->fn_status,
+                      "zs_call_function of a described function: %d, its entry %d", (int)status,
+                      (int)f->fn_status);
+        } else if (!handler) {
             check(status == ZS_E_INVALID ||
                       (!live && (status == ZS_E_STALE || status == ZS_E_DYING)),
                   "zs_call_function without a handler: %d", (int)status);
+        }
         if (!live)
             check(status == ZS_E_STALE || status == ZS_E_DYING ||
                       (!handler && status == ZS_E_INVALID),
                   "a call on a stale or dying object returned %d", (int)status);
-        trace(f, "call function on %u -> %d", ZS_REF_INDEX(object), (int)status);
+        if (!live || (!handler && !described))
+            check(f->fn_calls == calls, "an entry ran for a refused call");
+        trace(f, "call function %s on %u -> %d", name, ZS_REF_INDEX(object), (int)status);
         break;
     }
-    case OP_CALL_EACH: {
+    case OP_CALL_EACH:
+    case OP_CALL_EACH2: {
         const hclass *c = pick_class(f);
+        const char *name = fn_names[below(f, 6)];
         uint32_t called = 99, live = zs_live_objects(rt);
-        zs_status status = zs_call_each(rt, (u8(f) & 15) ? c->cls : NULL, "tick", NULL,
-                                        (u8(f) & 1) ? &called : NULL);
+        char params[FN_BLOCK] = {0};
+        uint32_t bit = f->depth < 32 ? 1u << f->depth : 0, saved = f->each_depths;
+        f->each_depths |= bit;
+        zs_status status = zs_call_each(rt, (u8(f) & 15) ? c->cls : NULL, name,
+                                        (u8(f) & 3) ? params : NULL, (u8(f) & 1) ? &called : NULL);
         if (f->freed) {
             f->gone = f->depth == 0;
             break;
         }
+        f->each_depths = saved;
         if (called != 99)
             check(called <= live, "zs_call_each called %u of %u objects", called, live);
-        trace(f, "call each -> %d (%u)", (int)status, called);
+        trace(f, "call each %s -> %d (%u)", name, (int)status, called);
         break;
     }
     case OP_SET_HANDLER: {
@@ -2079,6 +2280,12 @@ static void run_op(fz *f) {
         break;
     case OP_STALE_WRITE:
         stale_write(f);
+        break;
+    case OP_DESCRIBED_CLASS:
+        new_described_class(f);
+        break;
+    case OP_CALL_NATIVE:
+        call_native(f);
         break;
     default:
         break;

@@ -14,6 +14,20 @@ and non-ASCII text for ANSI strings, unknown properties and classes,
 expired objects, disposed values, views of closed scopes, objects of
 another runtime, out-of-range indices.
 
+A native host is driven too: most sessions install the sample engine
+(``zsharp_py.sample_engine``) and define Python subclasses of its Actor, one
+with ``zs.state()`` only and one whose event overrides read from the input
+what to do when native code calls them (``super()`` to the native default,
+a nested step, destroy, collect from Python or natively, mark as garbage,
+replace the state, raise, close the runtime). The operations spawn, tick
+(``zs_call_each`` from C), destroy, call the engine's functions from Python
+with fuzzed and hostile arguments (a ``__float__`` that destroys the target
+or collects), call functions by name from C on a raw block
+(``zs_call_function``, ``zs_call_each``: an override through the handler or
+the host's own entry), and store Python state. Exceptions an override
+raises go to ``sys.unraisablehook`` and must be documented ones; a value
+stored in the state of an expired object must have been released.
+
 The only exceptions an operation may raise are the library's documented
 ones (``EXPECTED``; ``MemoryError`` only when an allocation limit or a
 small object capacity is injected; ``RuntimeError`` only with the messages
@@ -38,16 +52,19 @@ import itertools
 import math
 import sys
 import uuid
+import weakref
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import Any, TypeVar
 
 import zsharp_py as zs
+from zsharp_py import sample_engine
 from zsharp_py._base.errors import (
     ZS_E_BUSY,
     ZS_E_CALL_FAILED,
     ZS_E_DYING,
     ZS_E_INVALID,
+    ZS_E_NOMEM,
     ZS_E_STALE,
     ZS_OK,
 )
@@ -73,6 +90,9 @@ RUNTIME_ERRORS = (
     "an incremental cycle is already in progress",  # gc.start_incremental
     "not possible while an incremental mark is pending",  # create_cluster
     "the delegate is not bound",  # Delegate.execute
+    # A host function whose call into a Python override failed (the sample
+    # engine's World.destroy when on_destroy raised; reported first).
+    "the Python (managed) function called from native code raised an exception",
 )
 
 #: ``AttributeError`` is documented only for binding a missing method
@@ -485,7 +505,18 @@ class Session:
         self.rooted: list[zs.WeakObjectPtr[Any]] = []  # to unroot at the end
         self.scopes: list[AbstractContextManager[None]] = []
         self.lazy_ids: list[Any] = [uuid.UUID(int=1), uuid.UUID(int=2), "not-a-uuid", 5]
-        self.depth = 0  # nesting of listener-driven steps
+        self.depth = 0  # nesting of listener-driven steps and overrides
+        #: The sample engine's classes in this runtime (None: not installed).
+        self.engine: Engine | None = None
+        #: Python state the harness stored: (weak reference to the value, its
+        #: actor); and the value each actor's state should hold now.
+        self.tokens: list[tuple[weakref.ref[Token], Any]] = []
+        self.current_token: dict[int, weakref.ref[Token] | None] = {}
+        #: Exceptions that reached sys.unraisablehook (overrides called from
+        #: native code), checked after every step.
+        self.reports: list[BaseException] = []
+        self.saved_hook = sys.unraisablehook
+        sys.unraisablehook = self.unraisable
         # A few objects to start from, one of them rooted.
         try:
             head = self.note(FNode())
@@ -495,6 +526,17 @@ class Session:
                 self.note(cls())
         except self.expected:  # an injected limit can be that small
             pass
+        if options & 0xC != 0xC:  # the sample engine, most of the time
+            with suppress(*self.expected):
+                self.engine = Engine(self)
+
+    def override(self, actor: Any, name: str, args: tuple[Any, ...]) -> None:
+        """A Scripted actor's event, called from native code."""
+        _override(self, actor, name, args)
+
+    def unraisable(self, report: Any) -> None:
+        """sys.unraisablehook while the session runs: keep the exception."""
+        _keep_report(self.reports, report)
 
     # ---- pools -------------------------------------------------------------------
     def remember(self, pool: list[Any], item: Any) -> None:
@@ -745,8 +787,38 @@ class Session:
             inner = getattr(error, "exceptions", None)
             if inner is None or not all(isinstance(e, self.expected) for e in inner):
                 raise
+        self.check_reports()
         if not self.rt.closed:
             self.rt.gc.verify()
+        self.check_tokens()
+
+    def check_reports(self) -> None:
+        """What overrides raised into sys.unraisablehook must be documented."""
+        reports, self.reports[:] = self.reports[:], []
+        for error in reports:
+            if isinstance(error, (HookError, Skip, *self.expected)):
+                continue
+            if isinstance(error, RuntimeError) and any(t in str(error) for t in RUNTIME_ERRORS):
+                continue
+            raise AssertionError(f"a call from native code reported {error!r}") from error
+
+    def check_tokens(self) -> None:
+        """Python state lives exactly as long as its object: a value stored
+        in the state of an expired object is released; a live object's state
+        holds what was stored last."""
+        kept = []
+        for ref, actor in self.tokens:
+            if actor.is_expired:
+                if ref() is not None:
+                    raise AssertionError(f"Python state of an expired {actor!r} was not released")
+                continue
+            current = self.current_token.get(id(actor))
+            if current is ref:
+                got = actor.token
+                if got is not ref():
+                    raise AssertionError(f"the state of {actor!r} lost its value: {got!r}")
+            kept.append((ref, actor))
+        self.tokens = kept
 
     def run(self) -> None:
         """Steps until the input is used up (or ``MAX_STEPS``)."""
@@ -758,6 +830,7 @@ class Session:
     # ---- the end -------------------------------------------------------------------
     def finish(self) -> None:
         """Release everything, check nothing native is left, close."""
+        self.check_reports()
         while self.scopes:
             self.scopes.pop().__exit__(None, None, None)
         rt = self.rt
@@ -784,6 +857,9 @@ class Session:
             assert rt.values_alive() == 0, f"{rt.values_alive()} black values left"
             assert rt.gc.phase == "idle"
         rt.__exit__(None, None, None)  # zs_runtime_free asserts no native block is left
+        self.check_tokens()
+        if self.tokens:
+            raise AssertionError("Python state outlived its runtime")
         for obj in self.objs:
             assert obj.is_expired
             try:
@@ -892,6 +968,28 @@ def op_reference_chains(s: Session) -> None:
 _NATIVE_CALL_STATUSES = (ZS_OK, ZS_E_STALE, ZS_E_DYING, ZS_E_INVALID, ZS_E_CALL_FAILED, ZS_E_BUSY)
 
 
+def _keep_report(into: list[BaseException], report: Any) -> None:
+    """An unraisablehook's report: keep the exception only, without its
+    traceback (nor its chain's). Before Python 3.12 the report itself
+    (UnraisableHookArgs) is not tracked by the cycle collector: a list of
+    reports in a frame that the report's traceback reaches (the caller's
+    frame is the f_back of the method that failed) is a cycle that is never
+    collected, and everything those frames hold leaks (black values: the
+    end of the run finds them alive)."""
+    error = report.exc_value
+    if error is not None:
+        into.append(error)
+    while error is not None:
+        chained = error.__context__
+        error.__traceback__ = error.__context__ = error.__cause__ = None
+        error = chained
+
+
+def _reports_hook(into: list[BaseException]) -> Callable[[Any], None]:
+    """An unraisablehook that keeps each report's exception in ``into``."""
+    return lambda report: _keep_report(into, report)
+
+
 def op_native_call(s: Session) -> None:
     """Play the native host: call a method by name on one object, or on
     every object of its class, with a parameter block of input bytes
@@ -906,8 +1004,8 @@ def op_native_call(s: Session) -> None:
     each = not r.flag()
     function, class_name, handle = name.encode(), type(target).__name__.encode(), target.handle
     native_class = ffi.new("zs_class **")
-    reports: list[Any] = []
-    hook, sys.unraisablehook = sys.unraisablehook, reports.append
+    reports: list[BaseException] = []
+    hook, sys.unraisablehook = sys.unraisablehook, _reports_hook(reports)
     try:
         # A host never calls on a freed runtime. Every allocation above may
         # have run a gc.callbacks hook that closed it (op_hostile_collector),
@@ -925,9 +1023,9 @@ def op_native_call(s: Session) -> None:
         sys.unraisablehook = hook
     if status not in _NATIVE_CALL_STATUSES:
         raise AssertionError(f"native call of {name!r}: status {status}")
-    for report in reports:
-        if not isinstance(report.exc_value, EXPECTED + (AttributeError, RuntimeError)):
-            raise AssertionError(f"native call of {name!r} reported {report.exc_value!r}")
+    for error in reports:
+        if not isinstance(error, EXPECTED + (AttributeError, RuntimeError)):
+            raise AssertionError(f"native call of {name!r} reported {error!r}")
 
 
 def op_clusters(s: Session) -> None:
@@ -1376,6 +1474,401 @@ def op_stale(s: Session) -> None:
         call(item, "add_to_root")
 
 
+# ---- a native host: the sample engine ------------------------------------------------
+# (zsharp_py.sample_engine: classes described in C, their functions bound as
+# _core.NativeFunction methods, events that native code calls by name and
+# Python subclasses override, and Python state.)
+
+
+class Token:
+    """A value kept in Python state; the harness watches its release."""
+
+    def __init__(self, owner: Any = None) -> None:
+        self.owner = owner  # sometimes the actor itself: a cycle through the state
+
+
+class OverrideError(ValueError):
+    """Raised by an override on purpose (documented: a ValueError)."""
+
+
+OVERRIDE_ACTIONS = (
+    "super",
+    "super",
+    "step",
+    "destroy_other",
+    "destroy_self",
+    "collect",
+    "native_collect",
+    "garbage",
+    "state",
+    "raise",
+    "close",
+    "nothing",
+)
+EVENT_NAMES = ("tick", "begin_play", "on_destroy")
+NATIVE_NAMES = (
+    *EVENT_NAMES,
+    *EVENT_NAMES,
+    "take_damage",
+    "heal",
+    "move",
+    "get_location",
+    "add_component",
+    "spawn",
+    "destroy",
+    "find",
+    "tick",
+    "collect",
+    "version",
+    "nope",
+    "",
+)
+
+
+class Engine:
+    """The sample engine installed in a session's runtime, its bound
+    classes, and Python subclasses of its Actor: ``quiet`` (state, no
+    override) and ``scripted`` (state, and overrides of the three events
+    that read what to do from the input when native code calls them)."""
+
+    def __init__(self, s: Session) -> None:
+        sample_engine.install(s.rt)
+        self.world: Any = zs.native_class("World", runtime=s.rt)
+        actor: Any = zs.native_class("Actor", runtime=s.rt)
+        self.actor = actor
+        self.components: list[Any] = [
+            zs.native_class("Component", runtime=s.rt),
+            zs.native_class("MovementComponent", runtime=s.rt),
+        ]
+        self.transform: Any = zs.native_struct("Transform", runtime=s.rt)
+        self.vec3: Any = zs.native_struct("Vec3", runtime=s.rt)
+
+        class Quiet(actor):  # type: ignore[misc]
+            token: Any = zs.state(default=None)
+
+        class Scripted(actor):  # type: ignore[misc]
+            token: Any = zs.state(default=None)
+            bag: list[Any] = zs.state(factory=list)
+
+            def begin_play(self) -> None:
+                s.override(self, "begin_play", ())
+
+            def tick(self, dt: float) -> None:
+                s.override(self, "tick", (dt,))
+
+            def on_destroy(self) -> None:
+                s.override(self, "on_destroy", ())
+
+            def call_super(self, name: str, *args: Any) -> Any:
+                return getattr(super(), name)(*args)
+
+        self.quiet: Any = Quiet
+        self.scripted: Any = Scripted
+        self.actor_classes: list[Any] = [actor, Quiet, Scripted, Scripted]
+
+
+def _engine(s: Session) -> Engine:
+    if s.engine is None or s.rt.closed:
+        raise Skip("no engine")
+    return s.engine
+
+
+def _world(s: Session) -> Any:
+    """A world seen before (maybe expired), or a new one (rooted, often)."""
+    e = _engine(s)
+    worlds = [o for o in s.objs if isinstance(o, e.world)]
+    if worlds and s.r.chance(200):
+        return s.r.pick(worlds)
+    world = s.note(e.world())
+    if s.r.chance(160):
+        world.add_to_root()
+        s.rooted.append(zs.WeakObjectPtr(world))
+    return world
+
+
+def _actor(s: Session) -> Any:
+    """An actor seen before (maybe expired), else something else."""
+    return s.obj_of(_engine(s).actor)
+
+
+def _store_token(s: Session, actor: Any) -> None:
+    """Store a fresh Token in an actor's state (or delete it)."""
+    if s.r.chance(40):
+        del actor.token
+        s.current_token[id(actor)] = None
+        return
+    token = Token(actor if s.r.flag() else None)
+    actor.token = token
+    ref = weakref.ref(token)
+    s.current_token[id(actor)] = ref
+    if len(s.tokens) < MAX_POOL:
+        s.tokens.append((ref, actor))
+
+
+def _hostile_number(s: Session, target: Any, floating: bool) -> Any:
+    """A number whose conversion (``__float__``/``__index__``) first runs a
+    hostile action on the engine: destroy ``target``, collect (from Python
+    or natively), mark it as garbage, close the runtime, or raise."""
+    r = s.r
+    action = r.pick(
+        ("destroy", "destroy_collect", "collect", "native", "garbage", "close", "raise")
+    )
+    e = _engine(s)
+
+    def act() -> None:
+        try:
+            world = target.world if isinstance(target, e.actor) else None
+            if action in ("destroy", "destroy_collect") and world is not None:
+                world.destroy(target)
+            if action in ("destroy_collect", "collect"):
+                s.rt.collect_garbage()
+            elif action == "native" and world is not None:
+                world.collect()
+            elif action == "garbage":
+                target.mark_as_garbage()
+            elif action == "close" and r.chance(60):
+                while s.scopes:
+                    s.scopes.pop().__exit__(None, None, None)
+                s.rt.close()
+        except HookError:
+            raise
+        except Exception as error:  # refused (documented): changes nothing
+            if not isinstance(error, s.expected + (RuntimeError, AttributeError)):
+                raise
+        if action == "raise":
+            raise HookError("raised by a hostile argument")
+
+    hook = _Once(act, 1)
+    value = r.pick((1.5, 7.0, 0.0, 1e300)) if floating else r.pick((1, 7, 0, 100))
+    return _HFloat(hook, value)
+
+
+def op_engine_spawn(s: Session) -> None:
+    """World.spawn with a fuzzed class (a Python subclass, a wrong class,
+    None...) and transform (struct, tuple, dict, garbage); begin_play runs
+    before spawn returns (a Python override or the native default)."""
+    r = s.r
+    e = _engine(s)
+    world = _world(s)
+    cls = r.pick(e.actor_classes) if r.chance(220) else r.pick((FNode, None, e.world, "Actor", 5))
+    roll = r.below(5)
+    at: Any
+    if roll == 0:
+        at = e.transform()
+    elif roll == 1:
+        at = e.transform(e.vec3(s.floating(), s.floating(), s.floating()), s.floating(), 1.0)
+    elif roll == 2:
+        at = ((s.floating(), 0.0, 0.0), s.floating())
+    elif roll == 3:
+        at = {"yaw": s.floating(), "location": {"x": s.plausible("float")}}
+    else:
+        at = s.any_value()
+    s.note(at)
+    s.note(world.spawn(cls, at) if r.chance(240) else world.spawn(cls))
+
+
+def op_engine_call(s: Session) -> None:
+    """An engine function from Python (a NativeFunction), with fuzzed
+    arguments: wrong types and counts, out-of-range and NaN numbers,
+    expired objects, objects of another class or runtime, keywords."""
+    r = s.r
+    e = _engine(s)
+    actor = _actor(s)
+    roll = r.below(12)
+    if roll == 0:
+        amount = s.floating() if r.chance(200) else s.plausible("float")
+        left = call(actor, "take_damage", amount, s.obj_of(e.actor))
+        if not isinstance(left, float):
+            raise AssertionError(f"take_damage returned {left!r}")
+    elif roll == 1:
+        s.note(call(actor, "heal", s.integer() if r.chance(200) else s.any_value()))
+    elif roll == 2:
+        call(actor, "move", e.vec3(s.floating(), 0.0, 0.0) if r.flag() else s.vec_like())
+    elif roll == 3:
+        s.note(call(actor, "get_location"))
+    elif roll == 4:
+        component = (
+            r.pick([*e.components, None, e.actor, FNode]) if r.chance(220) else s.any_value()
+        )
+        made = s.note(call(actor, "add_component", component))
+        if made is not None and made.owner is not actor:
+            raise AssertionError(f"a component of {actor!r} has another owner: {made.owner!r}")
+    elif roll == 5:
+        world = _world(s)
+        s.note(world.find(s.integer() if r.chance(200) else s.any_value()))
+    elif roll == 6:
+        if e.world.version() != 1:
+            raise AssertionError("World.version() is not 1")
+    elif roll == 7:
+        _world(s).destroy(actor)
+    elif roll == 8:
+        call(
+            actor,
+            r.pick(("take_damage", "heal", "move")),
+            *[s.any_value() for _ in range(r.below(4))],
+        )
+    elif roll == 9:
+        # Keywords, known and unknown.
+        name = r.pick(("amount", "instigator", "delta", "cls", "nope"))
+        call(
+            actor, r.pick(("take_damage", "heal", "move", "add_component")), **{name: s.any_value()}
+        )
+    elif roll == 10:
+        # A function of one class applied to an object of another.
+        r.pick((e.actor.heal, e.actor.take_damage, e.world.find))(s.obj(), 1)
+    else:
+        # An event called from Python: the override, or the native default.
+        name = r.pick(EVENT_NAMES)
+        args = (s.floating(),) if name == "tick" else ()
+        call(actor, name, *args)
+
+
+def op_engine_tick(s: Session) -> None:
+    """World.tick: every live actor's tick event, called from C
+    (zs_call_each), reaching the Python overrides; or a native collection."""
+    r = s.r
+    e = _engine(s)
+    world = _world(s)
+    roll = r.below(6)
+    if roll < 3:
+        called = world.tick(s.floating())
+        if not isinstance(called, int) or called < 0:
+            raise AssertionError(f"World.tick returned {called!r}")
+    elif roll == 3:
+        world.tick(_hostile_number(s, _actor(s), True) if r.flag() else s.any_value())
+    elif roll == 4:
+        world.collect()
+    else:
+        s.note(world.actors)
+        for actor in list(world.actors):
+            if actor is not None and not isinstance(actor, e.actor):
+                raise AssertionError(f"World.actors holds {actor!r}")
+            s.note(actor)
+
+
+def op_engine_native(s: Session) -> None:
+    """Play the engine from C: call a function by name on an engine object
+    (zs_call_function) or on every actor (zs_call_each), with a block of
+    input bytes: a Python override through the handler, or the host's own
+    entry when no Python class overrides it. Failures are reported, never
+    raised: each report must be a documented exception."""
+    r = s.r
+    _engine(s)
+    target = _actor(s) if r.chance(170) else _world(s)
+    if not isinstance(target, zs.Object) or target.runtime is not s.rt:
+        raise Skip("native call")
+    name = r.pick(NATIVE_NAMES)
+    block = ffi.new("char[]", r.take(64).ljust(64, b"\0"))
+    if r.chance(60):  # a plausible block: dt, amount, a class id...
+        ffi.cast("double *", block)[0] = s.floating()
+    each = r.chance(60)
+    function, handle = name.encode(), target.handle
+    native_class = ffi.new("zs_class **")
+    class_name = r.pick((b"Actor", b"World", b"Component", b"Scripted"))
+    reports: list[BaseException] = []
+    hook, sys.unraisablehook = sys.unraisablehook, _reports_hook(reports)
+    try:
+        runtime = s.rt._ptr  # read last: nothing allocated after it
+        if runtime == ffi.NULL:
+            raise Skip("the runtime was closed by a hook")
+        if not each:
+            status = lib.zs_call_function(
+                runtime, handle, function, block if r.chance(240) else ffi.NULL
+            )
+        else:
+            if lib.zs_find_class(runtime, class_name, native_class):
+                raise Skip("class not registered")
+            status = lib.zs_call_each(runtime, native_class[0], function, block, ffi.NULL)
+    finally:
+        sys.unraisablehook = hook
+    allowed = _NATIVE_CALL_STATUSES + ((ZS_E_NOMEM,) if MemoryError in s.expected else ())
+    if status not in allowed:
+        raise AssertionError(f"native call of {name!r}: status {status}")
+    for error in reports:
+        if not isinstance(error, (*s.expected, HookError, Skip, AttributeError, RuntimeError)):
+            raise AssertionError(f"native call of {name!r} reported {error!r}")
+
+
+def op_engine_state(s: Session) -> None:
+    """Python state of an actor: store, delete, read (expired: refused)."""
+    e = _engine(s)
+    actor = s.obj_of(e.quiet if s.r.flag() else e.scripted)
+    if not isinstance(actor, (e.quiet, e.scripted)):
+        raise Skip("no actor with state")
+    if s.r.chance(170):
+        _store_token(s, actor)
+    else:
+        actor.token
+        if isinstance(actor, e.scripted):
+            actor.bag.append(s.shallow())
+
+
+def _override(s: Session, actor: Any, name: str, args: tuple[Any, ...]) -> None:
+    """What a Scripted actor's event does when native code calls it."""
+    r = s.r
+    e = _engine(s)
+    if s.depth >= 2:
+        actor.call_super(name, *args)
+        return
+    s.depth += 1
+    try:
+        for _ in range(1 + r.below(3)):
+            action = r.pick(OVERRIDE_ACTIONS)
+            if action == "super":
+                actor.call_super(name, *args)
+            elif action == "step":
+                s.step()
+            elif action in ("destroy_other", "destroy_self"):
+                victim = actor if action == "destroy_self" else _actor(s)
+                world = actor.world if r.chance(200) else _world(s)
+                if world is not None:
+                    world.destroy(victim)
+            elif action == "collect":
+                s.rt.collect_garbage()
+            elif action == "native_collect":
+                _world(s).collect()
+            elif action == "garbage":
+                call(s.obj_of(e.actor), "mark_as_garbage")
+            elif action == "state":
+                _store_token(s, actor)
+                actor.bag.append(args)
+            elif action == "raise":
+                raise OverrideError(f"{name} failed")
+            elif action == "close" and r.chance(20):
+                while s.scopes:
+                    s.scopes.pop().__exit__(None, None, None)
+                s.rt.close()
+    finally:
+        s.depth -= 1
+
+
+def op_hostile_native_function(s: Session) -> None:
+    """An engine function whose argument's conversion destroys the target,
+    collects, marks it as garbage or closes the runtime (arguments are
+    converted completely before anything is checked): a target that died
+    must refuse the call, one that lives takes it."""
+    r = s.r
+    e = _engine(s)
+    actor = _actor(s)
+    if not isinstance(actor, e.actor) or actor.is_expired:
+        raise Skip("no live actor")
+    function = r.pick(("take_damage", "heal", "add_component", "move"))
+    try:
+        if function == "take_damage":
+            actor.take_damage(_hostile_number(s, actor, True), None)
+        elif function == "heal":
+            actor.heal(_hostile_number(s, actor, False))
+        elif function == "move":
+            actor.move((_hostile_number(s, actor, True), 0.0, 0.0))
+        else:
+            actor.take_damage(1.0, r.pick([actor, _actor(s)]))
+            s.note(actor.add_component(r.pick(e.components)))
+    finally:
+        expired = actor.is_expired
+    if expired:
+        raise AssertionError(f"{function} ran on {actor!r}, which died during the conversion")
+
+
 # ---- hostile operations: Python code that runs in the middle of an API call ----
 # (FINDINGS.md, tests/test_hostile.py). A hook of a value being written, a
 # gc.callbacks entry or a finaliser runs an action on the heap: grow, clear
@@ -1701,6 +2194,7 @@ def descriptor_name(owner: type, descriptor: Any) -> str:
 
 
 HOSTILE_OPERATIONS: list[Callable[[Session], None]] = [
+    op_hostile_native_function,
     op_hostile_write,
     op_hostile_write,
     op_hostile_collector,
@@ -1745,6 +2239,13 @@ OPERATIONS: list[Callable[[Session], None]] = [
     op_stale,
     op_reference_chains,
     op_native_call,
+    op_engine_spawn,
+    op_engine_spawn,
+    op_engine_call,
+    op_engine_call,
+    op_engine_tick,
+    op_engine_native,
+    op_engine_state,
 ]
 
 
@@ -1759,6 +2260,8 @@ def run_one(data: bytes, hostile: bool = False) -> None:
         # Leave no runtime current for the next input, then report.
         _close_quietly(session)
         raise
+    finally:
+        sys.unraisablehook = session.saved_hook
 
 
 def _close_quietly(session: Session) -> None:

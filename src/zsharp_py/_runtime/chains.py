@@ -99,22 +99,31 @@ def reference_chains(runtime: Runtime, obj: Object, limit: int | None) -> list[R
     what = f"{type(obj).__name__}.reference_chains"
     # Under the lock no collection or close can run between the search and
     # turning its handles into conjugates (which adopts objects, and flushing
-    # frees values: neither may run re-entered inside a collection).
+    # frees values: neither may run re-entered inside a collection). The lock
+    # is re-entrant: on this thread, the allocations of the search and of
+    # the conversion may run Python's cycle collector, whose callbacks and
+    # finalisers may try to collect or close the runtime; that is refused
+    # like any re-entry while conjugates are being adopted (_adopting), else
+    # the links would name freed objects (None holders) or a closed runtime.
     with runtime._lock:
         obj._live_runtime()  # raises ExpiredConjugateError once expired
         runtime._refuse_reentry("reference_chains()")
         handle = obj._h
         runtime._flush_deferred()  # a safe point: roots released by finalisers go first
-        while True:
-            links = ffi.new("zs_chain_link[]", capacity)
-            status = runtime._call(
-                lib.zs_reference_chains, handle, max_chains, links, capacity, count
-            )
-            check(status, what, runtime)
-            if count[0] <= capacity:
-                break
-            capacity = count[0]
-        return _chains(runtime, links, count[0])
+        runtime._adopting += 1
+        try:
+            while True:
+                links = ffi.new("zs_chain_link[]", capacity)
+                status = runtime._call(
+                    lib.zs_reference_chains, handle, max_chains, links, capacity, count
+                )
+                check(status, what, runtime)
+                if count[0] <= capacity:
+                    break
+                capacity = count[0]
+            return _chains(runtime, links, count[0])
+        finally:
+            runtime._adopting -= 1
 
 
 def _chains(runtime: Runtime, links: Any, count: int) -> list[ReferenceChain]:
