@@ -231,3 +231,63 @@ def test_host_objects_in_python_declared_references(rt: zs.Runtime) -> None:
     rt.collect_garbage()
     assert squad.leader.alive and squad.members[0].alive
     assert squad.leader.world is not None  # the world is kept by its actors
+
+
+def test_closed_runtimes_host_types_do_not_accumulate() -> None:
+    """Host classes are bound per runtime; once it is closed, the package's
+    process-wide caches (kinds, specialisations such as
+    ``SubclassOf[Component]`` or ``Array[Array[Actor]]``, ``WeakObjectPtr[...]``
+    aliases) forget them and the Python classes derived from them, so
+    binding an engine in runtime after runtime does not grow the process."""
+    rounds = [_play_a_round() for _ in range(3)]
+    gc.collect()
+    assert [[w() for w in watched] for watched in rounds] == [[None] * 3] * 3
+
+
+def _play_a_round() -> list[weakref.ref[Any]]:
+    """Bind the engine in a runtime, subclass and use it, close it: weak
+    references to the host types bound there."""
+    with zs.Runtime():
+        sample_engine.install()
+        World, Actor = zs.native_class("World"), zs.native_class("Actor")
+
+        class Ranger(Actor):  # type: ignore[misc,valid-type]
+            friends: zs.Array[zs.Array[Actor]]
+            kind: zs.SubclassOf[Actor]
+
+        world = World()
+        ranger = world.spawn(Ranger, zs.native_struct("Transform")())
+        ranger.friends.append([ranger])
+        return [weakref.ref(c) for c in (World, Actor, zs.native_enum("Team"))]
+
+
+def test_native_lookup_by_name_ignores_subclasses_of_another_runtimes_classes() -> None:
+    """Two runtimes each bind the engine and declare a ``Sentry`` over their
+    own ``Actor``: native code in the second asking for ``"Sentry"`` by
+    name gets the second's class, not an ambiguity (the first's cannot live
+    there)."""
+    from zsharp_py._base.ffi import ffi, lib
+
+    with zs.Runtime():
+        sample_engine.install()
+
+        class Sentry(zs.native_class("Actor")):  # type: ignore[misc]
+            pass
+
+        first = Sentry
+        with zs.Runtime() as second:
+            sample_engine.install()
+
+            class Sentry(zs.native_class("Actor")):  # type: ignore[misc,no-redef]
+                pass
+
+            found = ffi.new("zs_class **")
+            assert lib.zs_find_class(second._ptr, b"Sentry", found) == lib.ZS_OK
+            handle = ffi.new("zs_ref *")
+            obj = ffi.new("zs_object **")
+            assert (
+                lib.zs_object_new(second._ptr, found[0], 0, lib.ZS_NAME_AUTO, 0, handle, obj)
+                == lib.ZS_OK
+            )
+            made = second._conjugate_of(handle[0])
+            assert type(made) is Sentry and type(made) is not first

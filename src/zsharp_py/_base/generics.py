@@ -17,9 +17,10 @@ such class also lists ``TypeParameters[T]`` among its bases:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["TypeParameters"]
+__all__ = ["TypeParameters", "forget_cached", "key_mentions"]
 
 if TYPE_CHECKING:
     from typing import Generic as TypeParameters
@@ -37,3 +38,27 @@ else:
             return "zsharp_py._typing.TypeParameters"
 
     TypeParameters = _TypeParameters()
+
+
+def key_mentions(key: Any, mentions: Callable[[Any], bool]) -> bool:
+    """Whether a structural key (nested tuples of types, names, numbers)
+    has a part for which ``mentions`` is true."""
+    if isinstance(key, (tuple, frozenset)):
+        return any(key_mentions(part, mentions) for part in key)
+    return mentions(key)
+
+
+def forget_cached(base: type, mentions: Callable[[Any], bool]) -> None:
+    """Drop, from the specialisation caches (``_zs_cache``) of ``base`` and
+    its subclasses, the entries whose key or specialised class mentions a
+    type ``mentions`` names: a closed runtime's host classes, which these
+    process-wide caches would otherwise keep alive with all they hold."""
+    pending: list[type] = [base]
+    while pending:
+        cls = pending.pop()
+        pending.extend(type.__subclasses__(cls))
+        cache = cls.__dict__.get("_zs_cache")
+        if not cache:
+            continue
+        for key in [k for k, made in cache.items() if key_mentions(k, mentions) or mentions(made)]:
+            del cache[key]

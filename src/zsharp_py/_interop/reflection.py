@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import _core
 from .._base.ffi import api_address, ffi, lib
+from .._base.generics import key_mentions
 from .._model.kinds import (
     Bool,
     Float32,
@@ -44,11 +45,13 @@ from .._model.kinds import (
     UInt16,
     UInt32,
     UInt64,
+    forget_kinds,
 )
 from .._model.object import Object, ObjectMeta, class_layout, kind_of
 from .._model.struct import Struct, StructMeta, struct_layout
 from .._runtime.runtime import Runtime, add_class_binder, current_runtime
 from .._types.containers import Array, Map, Optional, Set
+from .._types.containers import forget_specialisations as forget_containers
 from .._types.delegates import Delegate, MulticastDelegate, SparseDelegate
 from .._types.fieldpath import FieldPath
 from .._types.object_pointers import StrongObjectPtr, WeakObjectPtr
@@ -59,6 +62,7 @@ from .._types.pointers import (
     SoftObjectPtr,
     SubclassOf,
 )
+from .._types.pointers import forget_specialisations as forget_pointers
 from .._types.strings import AnsiString, Name, String, Text, Utf8String
 from .calls import plan_member
 
@@ -207,15 +211,35 @@ class _Bound:
     """A runtime's bound structs and enums (its classes are in the runtime's
     own class table, which Python-declared classes share)."""
 
-    __slots__ = ("structs", "enums", "names")
+    __slots__ = ("classes", "structs", "enums", "names")
 
     def __init__(self, runtime: Runtime) -> None:
+        self.classes: list[type[Object]] = []
         self.structs: dict[str, type[Struct]] = {}
         self.enums: dict[str, type[enum.IntEnum]] = {}
         self.names = _HostNames(runtime)
 
     def close(self) -> None:
-        """The runtime closed: its types stay usable as Python types only."""
+        """The runtime closed: its types stay usable as Python types only,
+        and the process-wide caches of kinds and specialisations
+        (``Array[Actor]``, ``SubclassOf[Actor]``) forget them and the
+        Python classes derived from them, so that nothing keeps a closed
+        runtime's types alive."""
+        bound = {*self.classes, *self.structs.values(), *self.enums.values()}
+
+        def mentions(part: Any) -> bool:
+            if not isinstance(part, type):
+                return False
+            if any(base in bound for base in part.__mro__):
+                return True
+            # A specialisation (Array[Array[Actor]]) mentions its arguments.
+            arguments = part.__dict__.get("_zs_args", ()), part.__dict__.get("_zs_arg")
+            return key_mentions(arguments, mentions)
+
+        forget_kinds(mentions)
+        forget_containers(mentions)
+        forget_pointers(mentions)
+        self.classes.clear()
         self.structs.clear()
         self.enums.clear()
 
@@ -290,6 +314,7 @@ def _bind_class(runtime: Runtime, native: Any) -> type[Object]:
     type.__setattr__(cls, "_zs_scope", _scope(runtime))
     # Recorded before the layout: a property may name the class itself.
     runtime._record_class(cls, native, class_id)
+    _bound(runtime).classes.append(cls)
     layout = class_layout(cls)
     own = layout.properties[len(layout.properties) - layout.own_count :]
     _check_native_types(runtime, described.name, own, described.properties)

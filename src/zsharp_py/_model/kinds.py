@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from .. import _core
 from .._base.errors import named
 from .._base.ffi import lib as _native_lib
+from .._base.generics import key_mentions
 from .._base.layout import MemberType, size_align
 
 __all__ = [
+    "forget_kinds",
     "Scalar",
     "Bool",
     "Int8",
@@ -264,6 +267,14 @@ class PropertyKind:
 
 # One C kind per structural type, process-wide (kinds are immutable).
 _kinds: dict[Any, _core.Kind] = {}
+
+
+def forget_kinds(mentions: Callable[[Any], bool]) -> None:
+    """Drop the cached kinds whose key mentions a type ``mentions`` names
+    (the classes a closed runtime's host registered: this process-wide
+    cache would otherwise keep them, and all they hold, alive)."""
+    for key in [key for key in _kinds if key_mentions(key, mentions)]:
+        del _kinds[key]
 
 
 def install_property(prop: PropertyKind, cls: type, name: str, offset: int) -> None:

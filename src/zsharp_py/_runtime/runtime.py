@@ -707,7 +707,16 @@ def _resolve_class(user: Any, native: Any, name: Any) -> int:
     runtime = next((r for r in list(_open_runtimes) if r._ptr == native), None)
     if runtime is None or runtime._closing:
         return int(lib.ZS_E_INVALID)
-    candidates = _declared_classes(ffi.string(name).decode("utf-8", "replace"))
+    candidates = [
+        cls
+        for cls in _declared_classes(ffi.string(name).decode("utf-8", "replace"))
+        # A subclass of another runtime's host class cannot live here.
+        if all(
+            base in runtime._native_classes
+            for base in cls.__mro__
+            if "_zs_description" in base.__dict__
+        )
+    ]
     if len(candidates) != 1:
         return int(lib.ZS_E_INVALID)  # none, or ambiguous: native code must say which
     runtime._native_class(candidates[0])

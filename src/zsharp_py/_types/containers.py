@@ -17,14 +17,15 @@ writes, so no conversion hook can make it write into moved storage.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from .. import _core
 from .._base.errors import named
 from .._base.ffi import lib
-from .._base.generics import TypeParameters
+from .._base.generics import TypeParameters, forget_cached
 from .._base.layout import Layout, align_up, size_align
 from .._model.hints import plural
 from .._model.kinds import PropertyKind
@@ -86,7 +87,10 @@ class _Generic:
             found = None
         if found is not None:
             return found
-        scope = declaring_scope(1)
+        # Of the caller's locals only those the string arguments name are
+        # kept: this specialisation is cached process-wide.
+        named = {n for a in args if isinstance(a, str) for n in re.findall(r"[A-Za-z_]\w*", a)}
+        scope = declaring_scope(1, named)
         shown = ", ".join(
             a if isinstance(a, str) else getattr(a, "__name__", repr(a)) for a in args
         )
@@ -686,3 +690,10 @@ class OptionalKind(_ContainerKind):
         """None, or a valid value."""
         if value is not None:
             self.elements[0].check("value", value)
+
+
+def forget_specialisations(mentions: Callable[[Any], bool]) -> None:
+    """Drop the cached specialisations (``Array[...]``, ``Map[...]``...)
+    that mention a type ``mentions`` names (``forget_cached``,
+    zsharp_py/_base/generics.py)."""
+    forget_cached(_Generic, mentions)

@@ -4,6 +4,7 @@ black conjugate that keeps its object alive until disposed)."""
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .. import _core
@@ -43,6 +44,14 @@ class WeakObjectPtr(_core.WeakPointer, Generic[T]):
     (True, None, False)
     """
 
+    if not TYPE_CHECKING:
+
+        def __class_getitem__(cls, target: Any) -> Any:
+            # A plain alias, as list[T] makes: typing's subscription keeps a
+            # process-wide cache, which would keep a closed runtime's host
+            # classes alive (zsharp_py/_interop/reflection.py, _Bound.close).
+            return types.GenericAlias(cls, target)
+
     __slots__ = ()
 
     if TYPE_CHECKING:
@@ -65,6 +74,14 @@ class StrongObjectPtr(Generic[T]):
     """A black conjugate holding a strong reference: the object survives
     every collection until ``dispose()`` (or the end of a ``with`` block, or
     Python finalising this pointer)."""
+
+    if not TYPE_CHECKING:
+
+        def __class_getitem__(cls, target: Any) -> Any:
+            # A plain alias, as list[T] makes: typing's subscription keeps a
+            # process-wide cache, which would keep a closed runtime's host
+            # classes alive (zsharp_py/_interop/reflection.py, _Bound.close).
+            return types.GenericAlias(cls, target)
 
     __slots__ = ("_rt", "_h", "_target", "_disposed")
     _rt: Runtime

@@ -31,6 +31,7 @@ import re
 import sys
 import typing
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from typing_extensions import Self, TypeVar
@@ -38,7 +39,7 @@ from typing_extensions import Self, TypeVar
 from .. import _core
 from .._base import context
 from .._base.ffi import lib
-from .._base.generics import TypeParameters
+from .._base.generics import TypeParameters, forget_cached
 from .._base.layout import Layout, size_align
 from .._model.kinds import PropertyKind, Scalar, ScalarKind, UInt32
 from .._model.object import Object, ObjectMeta, ObjectRefKind, _evaluate, declaring_scope
@@ -1123,3 +1124,10 @@ class ScriptInterfaceKind(_PointerKind):
             ]
         )
         return kind
+
+
+def forget_specialisations(mentions: Callable[[Any], bool]) -> None:
+    """Drop the cached specialisations (``SubclassOf[...]``,
+    ``SoftObjectPtr[...]``...) that mention a type ``mentions`` names
+    (``forget_cached``, zsharp_py/_base/generics.py)."""
+    forget_cached(_Specialised, mentions)
