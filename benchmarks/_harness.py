@@ -617,3 +617,39 @@ def progress(config: Config, message: str) -> None:
     """A progress line on stderr (long runs build million-object heaps)."""
     if config.verbose:
         print(f"[{clock() - _started:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def add_case_rows(
+    detail: Table,
+    results: Sequence[MicroResult],
+    groups: Sequence[tuple[str, str]],
+    peer_names: Sequence[str],
+    net: Callable[[MicroResult], float],
+) -> None:
+    """Fill a family's "every case" table: one row per measured case, by
+    group, then peer, the main case first (operation, case [peer], code,
+    ns/op, p99, max, ``net(result)``, main), and a note for each secondary
+    case that has one."""
+    order = {group: index for index, (group, _) in enumerate(groups)}
+    peers = {peer: index for index, peer in enumerate(peer_names)}
+    for result in sorted(
+        results, key=lambda r: (order[r.case.group], peers[r.case.peer], not r.case.primary)
+    ):
+        case = result.case
+        detail.add(
+            case.group,
+            f"{case.label} [{case.peer}]",
+            f"`{case.stmt}`",
+            fmt_ns(result.gross.median),
+            fmt_ns(result.gross.p99),
+            fmt_ns(result.gross.max),
+            fmt_ns(net(result)),
+            "yes" if case.primary else "",
+        )
+    detail.notes += sorted(
+        {
+            f"{r.case.label} [{r.case.peer}]: {r.case.note}"
+            for r in results
+            if r.case.note and not r.case.primary
+        }
+    )

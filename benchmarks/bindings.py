@@ -37,6 +37,7 @@ from ._harness import (
     MicroResult,
     Table,
     Unavailable,
+    add_case_rows,
     fmt_ns,
     fmt_ratio,
     progress,
@@ -885,27 +886,5 @@ def _tables(
             "minus the empty loop. *main*: the case shown side by side."
         ),
     )
-    order = {group: index for index, (group, _) in enumerate(GROUPS)}
-    peers = {peer: index for index, peer in enumerate(PEER_NAMES)}
-    for result in sorted(
-        results, key=lambda r: (order[r.case.group], peers[r.case.peer], not r.case.primary)
-    ):
-        case = result.case
-        detail.add(
-            case.group,
-            f"{case.label} [{case.peer}]",
-            f"`{case.stmt}`",
-            fmt_ns(result.gross.median),
-            fmt_ns(result.gross.p99),
-            fmt_ns(result.gross.max),
-            fmt_ns(result.net.median),
-            "yes" if case.primary else "",
-        )
-    detail.notes += sorted(
-        {
-            f"{r.case.label} [{r.case.peer}]: {r.case.note}"
-            for r in results
-            if r.case.note and not r.case.primary
-        }
-    )
+    add_case_rows(detail, results, GROUPS, PEER_NAMES, lambda result: result.net.median)
     return [side, detail]

@@ -38,6 +38,7 @@ from ._harness import (
     MicroResult,
     Table,
     Unavailable,
+    add_case_rows,
     fmt_ns,
     fmt_ratio,
     progress,
@@ -511,27 +512,5 @@ def _tables(
             "the empty loop. *main*: the case shown side by side."
         ),
     )
-    order = {group: index for index, (group, _) in enumerate(GROUPS)}
-    peers = {peer: index for index, peer in enumerate(PEER_NAMES)}
-    for result in sorted(
-        results, key=lambda r: (order[r.case.group], peers[r.case.peer], not r.case.primary)
-    ):
-        case = result.case
-        detail.add(
-            case.group,
-            f"{case.label} [{case.peer}]",
-            f"`{case.stmt}`",
-            fmt_ns(result.gross.median),
-            fmt_ns(result.gross.p99),
-            fmt_ns(result.gross.max),
-            fmt_ns(_per_item(result)),
-            "yes" if case.primary else "",
-        )
-    detail.notes += sorted(
-        {
-            f"{r.case.label} [{r.case.peer}]: {r.case.note}"
-            for r in results
-            if r.case.note and not r.case.primary
-        }
-    )
+    add_case_rows(detail, results, GROUPS, PEER_NAMES, _per_item)
     return [side, detail]
