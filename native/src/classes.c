@@ -62,7 +62,7 @@ static bool function_ok(const zs_function_desc *f) {
     for (uint32_t i = 0; i < f->param_count; i++) {
         const zs_property_desc *p = &f->params[i];
         if (p->name == NULL || p->type == NULL || p->offset >= f->block_size ||
-            p->direction > ZS_PARAM_RETURN || !zs_property_name_unique(f->params, i))
+            p->direction > ZS_PARAM_RETURN || ZS_NAME_LISTED_BEFORE(f->params, i))
             return false;
         results += p->direction == ZS_PARAM_RETURN;
     }
@@ -78,16 +78,14 @@ static bool reflection_ok(const zs_class_desc *desc) {
         return false;
     for (uint32_t i = 0; i < desc->property_count; i++) {
         const zs_property_desc *p = &desc->properties[i];
-        if (p->name == NULL || p->type == NULL || !zs_property_name_unique(desc->properties, i))
+        if (p->name == NULL || p->type == NULL || ZS_NAME_LISTED_BEFORE(desc->properties, i))
             return false;
     }
     for (uint32_t i = 0; i < desc->function_count; i++) {
-        const char *name = desc->functions[i].name;
-        if (!function_ok(&desc->functions[i])) return false;
-        for (uint32_t j = 0; j < i; j++)
-            if (strcmp(desc->functions[j].name, name) == 0) return false;
-        for (uint32_t j = 0; j < desc->property_count; j++)
-            if (strcmp(desc->properties[j].name, name) == 0) return false;
+        if (!function_ok(&desc->functions[i]) || ZS_NAME_LISTED_BEFORE(desc->functions, i) ||
+            zs_name_listed(desc->properties, sizeof *desc->properties, desc->property_count,
+                           desc->functions[i].name))
+            return false;
     }
     return true;
 }

@@ -552,8 +552,13 @@ uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
 /* The member a reflected property or struct member stands for (its native
    type's member kind); false for plain data (reflection.c). */
 bool zs_property_member(const zs_property_desc *property, zs_member *out);
-/* Whether rows[i]'s name differs from every earlier row's (reflection.c). */
-bool zs_property_name_unique(const zs_property_desc *rows, uint32_t i);
+/* Whether one of the first `count` rows of a description list (properties,
+   parameters, functions, enum items: each begins with its name, `stride`
+   bytes apart) is named `name` (reflection.c). Quadratic over a list, as
+   descriptions are small and registered once. */
+bool zs_name_listed(const void *rows, size_t stride, uint32_t count, const char *name);
+/* Whether rows[i]'s name was given already by an earlier row. */
+#define ZS_NAME_LISTED_BEFORE(rows, i) zs_name_listed((rows), sizeof *(rows), (i), (rows)[i].name)
 /* reflection.c: release the registries, run the cleanups. */
 void zs_reflection_release(zs_runtime *rt);
 const zs_type *zs_class_member_type(const zs_class *cls, uint32_t offset);

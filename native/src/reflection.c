@@ -44,12 +44,17 @@ bool zs_property_member(const zs_property_desc *property, zs_member *out) {
     return true;
 }
 
-/* Whether rows[i]'s name differs from every earlier row's (rows[0..i-1]
-   are named). Quadratic, as descriptions are small and registered once. */
-bool zs_property_name_unique(const zs_property_desc *rows, uint32_t i) {
-    for (uint32_t j = 0; j < i; j++)
-        if (strcmp(rows[j].name, rows[i].name) == 0) return false;
-    return true;
+/* The descriptions named in a list all begin with their name. */
+static_assert(offsetof(zs_property_desc, name) == 0, "a property's name comes first");
+static_assert(offsetof(zs_function_desc, name) == 0, "a function's name comes first");
+static_assert(offsetof(zs_enum_item, name) == 0, "an item's name comes first");
+
+bool zs_name_listed(const void *rows, size_t stride, uint32_t count, const char *name) {
+    for (uint32_t j = 0; j < count; j++) {
+        const char *listed = *(const char *const *)((const char *)rows + j * stride);
+        if (strcmp(listed, name) == 0) return true;
+    }
+    return false;
 }
 
 /* ---- structs ------------------------------------------------------------- */
@@ -62,7 +67,7 @@ zs_status zs_struct_register(zs_runtime *rt, const zs_struct_desc *desc, const z
     for (uint32_t i = 0; i < desc->member_count; i++) {
         const zs_property_desc *m = &desc->members[i];
         if (m->name == NULL || m->type == NULL || m->offset >= desc->size ||
-            !zs_property_name_unique(desc->members, i))
+            ZS_NAME_LISTED_BEFORE(desc->members, i))
             return ZS_E_INVALID;
         typed += m->native != NULL;
     }
@@ -150,10 +155,9 @@ zs_status zs_enum_register(zs_runtime *rt, const zs_enum_desc *desc) {
         return ZS_E_INVALID;
     for (uint32_t i = 0; i < desc->item_count; i++) {
         const zs_enum_item *item = &desc->items[i];
-        if (item->name == NULL || item->value < storage->min || item->value > storage->max)
+        if (item->name == NULL || item->value < storage->min || item->value > storage->max ||
+            ZS_NAME_LISTED_BEFORE(desc->items, i))
             return ZS_E_INVALID;
-        for (uint32_t j = 0; j < i; j++)
-            if (strcmp(desc->items[j].name, desc->items[i].name) == 0) return ZS_E_INVALID;
     }
     ZS_LOCK(rt);
     zs_status status = ZS_E_NOMEM;
