@@ -131,11 +131,16 @@ class FunctionDescription:
         taken = ", ".join(
             f"{p.name}: {p.type}" for p in self.parameters if p.direction in ("in", "inout")
         )
+        return f"({taken}) -> {self.result_text}"
+
+    @property
+    def result_text(self) -> str:
+        """What a call gives back: the result, then the out and in-out
+        values (``None``, one type, or ``tuple[...]``)."""
         given = [p.type for p in self.parameters if p.direction == "return"] + [
             p.type for p in self.parameters if p.direction in ("out", "inout")
         ]
-        results = given[0] if len(given) == 1 else f"tuple[{', '.join(given)}]" if given else "None"
-        return f"({taken}) -> {results}"
+        return given[0] if len(given) == 1 else f"tuple[{', '.join(given)}]" if given else "None"
 
 
 @dataclass(frozen=True)
@@ -388,8 +393,7 @@ def _signature(function: FunctionDescription) -> inspect.Signature:
     ]
     if not function.is_static:
         parameters.insert(0, inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY))
-    returns = function.signature_text.rpartition(" -> ")[2]
-    return inspect.Signature(parameters, return_annotation=returns)
+    return inspect.Signature(parameters, return_annotation=function.result_text)
 
 
 def _class_doc(described: ClassDescription) -> str:
