@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,27 +51,34 @@ def cache_dir() -> Path:
     return folder
 
 
-def compile_host(source: str, name: str, cdef: str = "") -> tuple[cffi.FFI, Any, Path]:
+def compile_host(
+    source: str, name: str, cdef: str = "", include_dirs: Sequence[Path] = ()
+) -> tuple[cffi.FFI, Any, Path]:
     """Compile ``source`` (C11, warnings as errors) into a shared library, or
     reuse the cached build of the same source, and load it: returns an FFI
     with ``cdef`` declared, the library opened through it, and its path.
     ``name`` names the build in its temporary files and in a failure's
-    message. A compiler error or warning fails the test with its output."""
-    include = Path(include_dir())
+    message; ``include_dirs`` are searched for the source's own headers
+    (after the package's), whose contents are part of the cache key. A
+    compiler error or warning fails the test with its output."""
+    includes = [Path(include_dir()), *include_dirs]
+    headers = [includes[0] / h for h in HEADERS] + sorted(
+        header for folder in include_dirs for header in Path(folder).glob("*.h")
+    )
     digest = hashlib.sha256()
-    for part in (source, "\0".join(FLAGS), *((include / h).read_text() for h in HEADERS)):
+    for part in (source, "\0".join(FLAGS), *(h.read_text() for h in headers)):
         digest.update(part.encode("utf-8"))
         digest.update(b"\0")
     path = cache_dir() / f"{digest.hexdigest()}.so"
     if not path.exists():
-        _build(source, name, include, path)
+        _build(source, name, includes, path)
     ffi = cffi.FFI()
     if cdef:
         ffi.cdef(cdef)
     return ffi, ffi.dlopen(str(path)), path
 
 
-def _build(source: str, name: str, include: Path, path: Path) -> None:
+def _build(source: str, name: str, includes: Sequence[Path], path: Path) -> None:
     """Compile into a temporary file beside ``path``, then rename it there."""
     handle, temporary = tempfile.mkstemp(prefix=f".{name}-", suffix=".so", dir=path.parent)
     os.close(handle)
@@ -78,7 +86,8 @@ def _build(source: str, name: str, include: Path, path: Path) -> None:
     try:
         c_file.write_text(source, encoding="utf-8")
         build = subprocess.run(
-            [compiler(), *FLAGS, "-I", str(include), str(c_file), "-o", temporary],
+            [compiler(), *FLAGS, *(f"-I{folder}" for folder in includes), str(c_file)]
+            + ["-o", temporary],
             capture_output=True,
             text=True,
             check=False,

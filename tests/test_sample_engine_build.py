@@ -6,40 +6,30 @@ is read back through the low-level cffi library."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import cffi
 import pytest
 
 import zsharp_py as zs
+from native_build import compile_host
 from zsharp_py._base.errors import ZS_E_INVALID, ZS_OK
 from zsharp_py._base.ffi import ffi, lib
-from zsharp_py.lowlevel import api_table, include_dir
+from zsharp_py.lowlevel import api_table
 
 ENGINE = Path(__file__).resolve().parent.parent / "native" / "engine"
-STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"]
 
 
 @pytest.fixture(scope="module")
-def engine_module(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def engine_module() -> Any:
     """sample_engine.c built as a shared library and opened (ABI mode)."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc is needed to build a host module")
-    library = tmp_path_factory.mktemp("engine") / "libsample_engine.so"
-    build = subprocess.run(
-        [gcc, *STRICT, f"-I{include_dir()}", str(ENGINE / "sample_engine.c"), "-o", str(library)],
-        capture_output=True,
-        text=True,
+    host, module, _ = compile_host(
+        (ENGINE / "sample_engine.c").read_text(),
+        "sample_engine",
+        "int zs_sample_engine_install(const void *api, void *rt);",
+        include_dirs=[ENGINE],
     )
-    assert build.returncode == 0, build.stderr
-    assert build.stderr == "", f"gcc printed warnings:\n{build.stderr}"
-    host = cffi.FFI()
-    host.cdef("int zs_sample_engine_install(const void *api, void *rt);")
-    return host, host.dlopen(str(library))
+    return host, module
 
 
 def _install(engine_module: Any, rt: zs.Runtime) -> int:
