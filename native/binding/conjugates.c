@@ -198,6 +198,7 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     }
     release_all(&released);
     PyMem_Free(buffer);
+    zsv_bury(rt); /* the parked views expiry could not free on the spot */
     if (failed) return NULL;
     return Py_BuildValue("(II)", taken, expired);
 }
@@ -227,6 +228,7 @@ static PyObject *runtime_expire_all(PyObject *self, PyObject *describe) {
     }
     release_all(&released);
     PyMem_Free(released.items);
+    zsv_bury(rt); /* the parked views expiry could not free on the spot */
     if (failed) return NULL;
     Py_RETURN_NONE;
 }
@@ -285,6 +287,7 @@ static PyObject *runtime_flush_values(PyObject *self, PyObject *unused) {
     (void)unused;
     zs_runtime_core *rt = (zs_runtime_core *)self;
     zsv_flush(rt);
+    zsv_bury(rt);
     if (zsv_callables_drain(rt) < 0) return NULL;
     Py_RETURN_NONE;
 }
@@ -389,6 +392,7 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     zsv_callables_free(rt);
     rt->native = NULL;
     zs_open_runtime_remove(rt->state, rt);
+    zsv_bury(rt);
     Py_RETURN_NONE;
 }
 
@@ -492,6 +496,7 @@ static void runtime_core_dealloc(PyObject *self) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    assert(rt->graveyard == NULL); /* a view waiting there holds its runtime */
     if (rt->state != NULL)
         zs_open_runtime_remove(rt->state, rt); /* an unclosed runtime Python collects */
     runtime_core_clear(self);
@@ -695,14 +700,19 @@ static PyObject *conjugate_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 }
 
 /* A live conjugate leaves the table; the object itself lives on natively.
- * Its views hold it: none is left in its table. */
+ * Its live views hold it: only parked ones (value.h) can be left in its
+ * table, and they go with it. */
 static void conjugate_dealloc(PyObject *self) {
     zs_conjugate *conjugate = (zs_conjugate *)self;
     PyTypeObject *type = Py_TYPE(self);
     if (ZS_CONJUGATE_IS_LIVE(conjugate)) {
         if (conjugate->runtime != NULL) table_forget(conjugate->runtime, conjugate);
-        zsv_table_free(conjugate->u.views);
+        /* Detached first: releasing the views parked there may run Python
+           code, which then finds neither the conjugate nor its table. */
+        zsv_table *views = conjugate->u.views;
         conjugate->u.views = NULL;
+        conjugate->address = NULL;
+        zsv_table_free(views);
     } else {
         Py_CLEAR(conjugate->u.expired);
     }

@@ -344,9 +344,11 @@ typedef struct zs_runtime_core {
     /* The value layer (value.h). */
     const zs_type **types; /* [type_capacity]: native types by kind id (NULL: none yet) */
     uint32_t type_capacity;
-    uint32_t inline_blacks;   /* live inline black values (no native block) */
-    struct zsv_value *blacks; /* the black list: live black values (borrowed) */
-    zs_ref *deferred;         /* native black blocks whose conjugates Python finalised */
+    uint32_t inline_blacks;      /* live inline black values (no native block) */
+    struct zsv_value *blacks;    /* the black list: live black values (borrowed) */
+    struct zsv_value *graveyard; /* expired parked views to release at a safe point
+                                    (value.h), linked by `next`: strong */
+    zs_ref *deferred;            /* native black blocks whose conjugates Python finalised */
     uint32_t deferred_count, deferred_capacity;
     const zs_class **natives; /* [native_count]: native classes by class number (classes.c) */
     uint32_t native_count;

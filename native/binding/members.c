@@ -84,7 +84,7 @@ static PyObject *property_get(PyObject *self, PyObject *obj, PyObject *type) {
     zs_runtime_core *rt;
     zs_ref owner;
     if (holder_memory(property, obj, &rt, &owner) == NULL) return NULL;
-    return zsv_read(rt, property->kind, obj, property->offset, owner, member_locator);
+    return zsv_read_member(rt, property->kind, obj, property->offset, owner, member_locator);
 }
 
 /* Stage, then write with no Python code between resolving and writing. */

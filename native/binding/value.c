@@ -91,7 +91,22 @@ zsv_value *zsv_table_lookup(const zsv_table *table, Py_ssize_t key) {
 }
 
 void zsv_table_free(zsv_table *table) {
-    assert(table == NULL || table->count == 0);
+    if (table == NULL) return;
+    /* Its holder is being deallocated (or its table was expired): a live
+       view would hold it, so what is left is parked. Detached first: the
+       release runs Python code, which can reach neither the holder nor its
+       table any more. */
+    for (uint32_t i = 0; i <= table->mask && table->count > 0; i++) {
+        zsv_value *view = table->entries[i].view;
+        if (view == NULL) continue;
+        assert(view->flags & ZSV_V_PARKED);
+        table->entries[i].view = NULL;
+        table->count--;
+        view->flags &= ~(ZSV_V_CACHED | ZSV_V_PARKED);
+        view->parent = NULL; /* borrowed while parked: the holder going */
+        view->address = NULL;
+        Py_DECREF(view); /* the table's reference */
+    }
     PyMem_Free(table);
 }
 
@@ -114,6 +129,37 @@ static void mark_expired(zsv_value *value, PyObject *reason) {
     value->reason = Py_NewRef(reason); /* an interned module string: nothing runs */
 }
 
+/* An expired view that was parked has left its table, which owned it:
+ * free it now if that runs no Python code (its kind, runtime and type are
+ * held elsewhere, so dropping them frees nothing, and its class has no
+ * finaliser), else queue it for zsv_bury. Expiry calls this: no Python
+ * code, no allocation. */
+static void release_parked(zsv_value *view) {
+    assert((view->flags & ZSV_V_PARKED) && !(view->flags & ZSV_V_CACHED));
+    assert(view->address == NULL && view->weakrefs == NULL);
+    view->flags &= ~ZSV_V_PARKED;
+    view->parent = NULL; /* borrowed while parked */
+    PyTypeObject *type = Py_TYPE(view);
+    if (Py_REFCNT(view->kind) > 1 && Py_REFCNT(view->runtime) > 1 && Py_REFCNT(type) > 1 &&
+        type->tp_finalize == NULL && type->tp_del == NULL &&
+        (view->views == NULL || view->views->count == 0)) {
+        Py_DECREF(view); /* frees memory and drops references only */
+        return;
+    }
+    zs_runtime_core *rt = view->runtime;
+    view->next = rt->graveyard;
+    rt->graveyard = view;
+}
+
+void zsv_bury(zs_runtime_core *rt) {
+    while (rt->graveyard != NULL) { /* releasing may queue more: taken too */
+        zsv_value *view = rt->graveyard;
+        rt->graveyard = view->next;
+        view->next = NULL;
+        Py_DECREF(view);
+    }
+}
+
 void zsv_expire_table(zsv_table *table, PyObject *reason) {
     if (table == NULL || table->count == 0) return;
     for (uint32_t i = 0; i <= table->mask && table->count > 0; i++) {
@@ -123,6 +169,7 @@ void zsv_expire_table(zsv_table *table, PyObject *reason) {
         table->count--;
         view->flags &= ~ZSV_V_CACHED;
         zsv_expire_in_place(view, reason);
+        if (view->flags & ZSV_V_PARKED) release_parked(view);
     }
     assert(table->count == 0);
 }
@@ -142,6 +189,7 @@ void zsv_expire_key(zsv_table *table, Py_ssize_t key, PyObject *reason) {
     table_remove(table, key, view);
     view->flags &= ~ZSV_V_CACHED;
     zsv_expire_in_place(view, reason);
+    if (view->flags & ZSV_V_PARKED) release_parked(view);
 }
 
 /* _core.scope_opened(): a zs.scope() opened (counted: while none is open
@@ -280,6 +328,9 @@ static zsv_value *value_alloc(zs_runtime_core *rt, zsv_kind *kind, Py_ssize_t in
 }
 
 PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at) {
+    /* A scalar is the smallest capture: zs_scalar_load copies its bytes into
+       a C local before it makes the int or float. */
+    if (kind->code == ZSV_SCALAR) return zs_scalar_load((zs_scalar_kind)kind->scalar, at);
     zsv_staged staged = {0};
     if (zsv_capture(rt, kind, at, &staged) < 0) return PyErr_NoMemory();
     /* From here on the copy is private: building it may run Python code. */
@@ -289,9 +340,10 @@ PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at) {
 }
 
 /* A new view of the place `find` finds in `parent`, cached there under
- * `key` (where it was found last; no view is cached there yet). */
+ * `key` (where it was found last; no view is cached there yet). `parkable`:
+ * ZSV_V_PARKABLE for a member's view, else 0. */
 static PyObject *new_view(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
-                          zsv_finder find, const void *place, Py_ssize_t key) {
+                          zsv_finder find, const void *place, Py_ssize_t key, uint32_t parkable) {
     zs_core_state *state = rt->state;
     zsv_value *view = value_alloc(rt, kind, 0);
     if (view == NULL) return NULL;
@@ -313,6 +365,15 @@ static PyObject *new_view(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent,
         return NULL;
     }
     zsv_value *found = table_get(*slot, key);
+    if (found != NULL && (found->flags & ZSV_V_PARKED)) {
+        /* That Python code made the place's view and dropped it: this new
+           one, registered in the scope, takes its place. */
+        table_remove(*slot, key, found);
+        found->flags &= ~ZSV_V_CACHED;
+        mark_expired(found, state->reason_parent);
+        release_parked(found);
+        found = NULL;
+    }
     if (found != NULL) {
         /* That Python code made the place's view itself: it is the one. */
         mark_expired(view, state->reason_parent);
@@ -325,9 +386,44 @@ static PyObject *new_view(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent,
         return PyErr_NoMemory();
     }
     view->key = key;
-    view->flags |= ZSV_V_CACHED;
+    view->flags |= ZSV_V_CACHED | parkable;
     view->address = at;
     return (PyObject *)view;
+}
+
+/* Take a parked view back for a reader: the table's reference becomes the
+ * reader's, and the view holds its parent again. */
+static inline void unpark(zsv_value *view, PyObject *parent) {
+    assert((view->flags & ZSV_V_PARKED) && view->parent == parent && view->address != NULL);
+    view->flags &= ~ZSV_V_PARKED;
+    Py_INCREF(parent);
+}
+
+/* The view of a place in `parent` under `key`: the cached one, taken back
+ * if parked, else a new one. */
+static PyObject *read_place(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
+                            zsv_finder find, const void *place, Py_ssize_t key, uint32_t parkable) {
+    zsv_table **slot = holder_table(rt->state, parent);
+    if (slot == NULL) return PyErr_Format(PyExc_SystemError, "no views table");
+    zsv_value *found = table_get(*slot, key);
+    if (found == NULL) return new_view(rt, kind, parent, owner, find, place, key, parkable);
+    assert(found->address != NULL);
+    if (!(found->flags & ZSV_V_PARKED)) return Py_NewRef((PyObject *)found);
+    /* Parked: the table's reference becomes the reader's, and the view
+       holds its parent again. Then, as a new view, it goes in the current
+       scope. */
+    unpark(found, parent);
+    zs_core_state *state = rt->state;
+    if (state->open_scopes == 0) return (PyObject *)found;
+    if (register_in_scope(state, found) < 0) {
+        Py_DECREF(found);
+        return NULL;
+    }
+    if (found->address != NULL) return (PyObject *)found;
+    /* Registering ran Python code that expired it: the place as it is now. */
+    Py_DECREF(found);
+    char *at = find(parent, place, &key);
+    return at == NULL ? NULL : read_place(rt, kind, parent, owner, find, place, key, parkable);
 }
 
 /* A place at a fixed key, found by a zsv_locator (a zsv_finder's place). */
@@ -342,23 +438,40 @@ static char *find_fixed(PyObject *parent, const void *place, Py_ssize_t *key) {
     return fixed->locate(parent, fixed->key);
 }
 
-PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
-                   zs_ref owner, zsv_locator locate) {
+/* zsv_read, with a new view `parkable` or not. */
+static PyObject *read_fixed(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
+                            zs_ref owner, zsv_locator locate, uint32_t parkable) {
     if (!(kind->flags & ZSV_VIEW)) {
         char *at = locate(parent, key);
         return at == NULL ? NULL : zsv_copy_out(rt, kind, at);
     }
-    zsv_table **slot = holder_table(rt->state, parent);
-    if (slot == NULL)
+    if (holder_table(rt->state, parent) == NULL)
         return locate(parent, key) == NULL ? NULL
                                            : PyErr_Format(PyExc_SystemError, "no views table");
-    zsv_value *found = table_get(*slot, key);
-    if (found != NULL) {
-        assert(found->address != NULL);
-        return Py_NewRef((PyObject *)found);
-    }
     fixed_place place = {locate, key};
-    return new_view(rt, kind, parent, owner, find_fixed, &place, key);
+    return read_place(rt, kind, parent, owner, find_fixed, &place, key, parkable);
+}
+
+PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
+                   zs_ref owner, zsv_locator locate) {
+    return read_fixed(rt, kind, parent, key, owner, locate, 0);
+}
+
+PyObject *zsv_read_member(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
+                          zs_ref owner, zsv_locator locate) {
+    if (rt->graveyard != NULL) zsv_bury(rt); /* nothing located yet: Python code may run */
+    if (kind->flags & ZSV_VIEW) {
+        /* The hot path: the member's view is cached, or parked with no scope
+           open to register it in (read_place does the rest). */
+        zsv_table **slot = holder_table(rt->state, parent);
+        zsv_value *found = slot != NULL ? table_get(*slot, key) : NULL;
+        if (found != NULL && !(found->flags & ZSV_V_PARKED)) return Py_NewRef((PyObject *)found);
+        if (found != NULL && rt->state->open_scopes == 0) {
+            unpark(found, parent);
+            return (PyObject *)found;
+        }
+    }
+    return read_fixed(rt, kind, parent, key, owner, locate, ZSV_PARKING ? ZSV_V_PARKABLE : 0);
 }
 
 PyObject *zsv_read_at(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
@@ -367,14 +480,7 @@ PyObject *zsv_read_at(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_
     char *at = find(parent, place, &key);
     if (at == NULL) return NULL;
     if (!(kind->flags & ZSV_VIEW)) return zsv_copy_out(rt, kind, at);
-    zsv_table **slot = holder_table(rt->state, parent);
-    if (slot == NULL) return PyErr_Format(PyExc_SystemError, "no views table");
-    zsv_value *found = table_get(*slot, key);
-    if (found != NULL) {
-        assert(found->address != NULL);
-        return Py_NewRef((PyObject *)found);
-    }
-    return new_view(rt, kind, parent, owner, find, place, key);
+    return read_place(rt, kind, parent, owner, find, place, key, 0);
 }
 
 PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address) {
@@ -518,17 +624,38 @@ static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 static void value_dealloc(PyObject *self) {
     zsv_value *value = (zsv_value *)self;
     PyTypeObject *type = Py_TYPE(self);
-    if (value->weakrefs != NULL) PyObject_ClearWeakRefs(self);
+#if ZSV_PARKING
+    if ((value->flags & (ZSV_V_PARKABLE | ZSV_V_CACHED | ZSV_V_PARKED | ZSV_V_BLACK)) ==
+            (ZSV_V_PARKABLE | ZSV_V_CACHED) &&
+        value->address != NULL && value->weakrefs == NULL) {
+        /* Park it (value.h): it stays in its parent's table, which takes the
+           reference Python gave up; it stops holding its parent. Nothing
+           ran, nothing was freed: the object is as it was, at refcount 1. */
+        assert(value->parent != NULL && value->reason == NULL);
+        value->flags |= ZSV_V_PARKED;
+        Py_SET_REFCNT(self, 1);
+        /* May free the parent, whose table then releases this view: not
+           touched after. */
+        Py_DECREF(value->parent);
+        return;
+    }
+#endif
     zs_core_state *state = value->runtime ? value->runtime->state : NULL;
+    /* Out of every place Python code could find it before anything runs
+       (a weakref callback below): its parent's table, the black list. */
     if (state != NULL && (value->flags & ZSV_V_CACHED)) {
         zsv_table **slot = holder_table(state, value->parent);
         if (slot != NULL) table_remove(*slot, value->key, value);
+        value->flags &= ~ZSV_V_CACHED;
     }
-    /* A value's views hold it: none is left in its table. */
-    zsv_table_free(value->views);
+    zsv_table *views = value->views;
     value->views = NULL;
     if (value->runtime != NULL && (value->flags & ZSV_V_BLACK)) black_free(value, 0);
     value->address = NULL;
+    if (value->weakrefs != NULL) PyObject_ClearWeakRefs(self);
+    /* A live view holds its parent: only parked views are left in the
+       table, and they go with it. */
+    zsv_table_free(views);
     Py_CLEAR(value->parent);
     Py_CLEAR(value->reason);
     Py_CLEAR(value->kind);
@@ -909,6 +1036,11 @@ static PyObject *value_class_init(PyObject *module, PyObject *arg) {
     cls->tp_free = PyObject_Free;
     cls->tp_traverse = NULL;
     cls->tp_clear = NULL;
+    /* Straight to the base's dealloc: for an untracked class with no slots,
+       no __dict__ and no finaliser, CPython's subtype_dealloc would only find
+       it and call it (the base is a heap type: value_dealloc drops the
+       class's reference itself). */
+    cls->tp_dealloc = value_dealloc;
     PyTypeObject *meta = Py_TYPE(cls);
     if (meta->tp_call == PyType_Type.tp_call) { /* else the metaclass's __call__ always */
         cls->tp_vectorcall = value_vectorcall;

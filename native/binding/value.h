@@ -214,6 +214,29 @@ typedef struct zsv_value {
 #define ZSV_V_INLINE 0x2u    /* black, bytes inline after the fixed part */
 #define ZSV_V_CACHED 0x4u    /* in its parent's table under `key` */
 #define ZSV_V_WAS_BLACK 0x8u /* made black (its expiry message says so) */
+#define ZSV_V_PARKABLE 0x10u /* a member's view: may be parked when Python drops it */
+#define ZSV_V_PARKED 0x20u   /* parked (below) */
+
+/* Parked views. A member's view (a struct member or a value property of an
+ * object, zsv_read_member) that Python drops while it is live and cached is
+ * not freed: it stays in its parent's table, owned by the table (one
+ * reference, the object's refcount set back to 1 in value_dealloc), and no
+ * longer holds its parent (`parent` is borrowed while parked). The next read
+ * of the same member takes it back instead of making a new view: the
+ * table's reference becomes the reader's and the parent is held again.
+ * Nothing else can reach a parked view, so parking is invisible to Python:
+ * it expires exactly as a cached view does (its parent's expiry, a
+ * restructure, a write replacing its contents), and is then released
+ * (zsv_release_parked); a holder that is deallocated releases the views
+ * parked in its table (zsv_table_free). A member's address never changes
+ * while its holder lives, so a parked view's address stays right. Parking is
+ * off in builds that count references (Py_REF_DEBUG) or run without the GIL:
+ * it changes the refcount of an object being deallocated by hand. */
+#if !defined(Py_REF_DEBUG) && !defined(Py_GIL_DISABLED)
+#define ZSV_PARKING 1
+#else
+#define ZSV_PARKING 0
+#endif
 
 /* Where inline bytes start (16-byte aligned). */
 #define ZSV_INLINE_OFFSET ((sizeof(zsv_value) + 15u) & ~(size_t)15u)
@@ -377,6 +400,13 @@ PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at);
 typedef char *(*zsv_locator)(PyObject *parent, Py_ssize_t key);
 PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
                    zs_ref owner, zsv_locator locate);
+/* zsv_read of a member of `parent` (key: its offset, which never moves while
+ * the parent lives): a new view is parkable (parked views, above). */
+PyObject *zsv_read_member(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
+                          zs_ref owner, zsv_locator locate);
+/* Release the parked views that expiry could not free on the spot (a safe
+ * point: may run Python code). */
+void zsv_bury(zs_runtime_core *rt);
 /* Where a place is in `parent` as it is now: its address, and in *key the
  * key its view is cached under (a map value found by its key: ~ its entry
  * index now). NULL with an exception set when the parent is gone, or with
@@ -403,7 +433,9 @@ void zsv_expire_in_place(zsv_value *value, PyObject *reason);
 void zsv_expire_key(zsv_table *table, Py_ssize_t key, PyObject *reason);
 /* The live view cached under `key`, or NULL. */
 zsv_value *zsv_table_lookup(const zsv_table *table, Py_ssize_t key);
-/* Free a table (its views must be detached). */
+/* Free a table whose views are detached or parked (its holder is being
+ * deallocated: live views would hold it). Releasing a parked view may run
+ * Python code. */
 void zsv_table_free(zsv_table *table);
 /* A scope ended: expire the views it lists (no Python code). */
 void zsv_expire_scope(zs_core_state *state, PyObject *views);
