@@ -171,6 +171,10 @@ size_t zs_scalar_size(zs_scalar_kind kind);
 const char *zs_scalar_name(zs_scalar_kind kind);
 PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at);
 int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out, PyObject *what);
+/* properties.c: convert `value` to `kind` if it is of the exact Python type
+ * and in range: 1 (converted), 0 (not such a value: use zs_scalar_convert).
+ * Runs no Python code and leaves no error set. */
+int zs_scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out);
 
 /* ---- module state ---------------------------------------------------------- */
 

@@ -1108,6 +1108,89 @@ int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *
     return stage(rt, kind, value, out, &at);
 }
 
+/* A string kind's code units of an exact str, when they can be had with no
+ * allocation: the str's own storage (ASCII text for UTF-8 and ASCII kinds)
+ * or `quick` (UTF-16 of up to ZSV_QUICK_BYTES / 2 code points from the
+ * Basic Multilingual Plane, no surrogates). 1 when staged, else 0. */
+static int quick_string(zsv_kind *kind, PyObject *value, zsv_staged *out, zsv_quick *quick) {
+    if (!PyUnicode_CheckExact(value)) return 0;
+    Py_ssize_t length = PyUnicode_GET_LENGTH(value);
+    const void *data = PyUnicode_DATA(value);
+    if (kind->flags & ZSV_UTF16) {
+        if ((size_t)length > sizeof quick->u.units / sizeof quick->u.units[0]) return 0;
+        int width = PyUnicode_KIND(value);
+        if (width == PyUnicode_1BYTE_KIND) {
+            for (Py_ssize_t i = 0; i < length; i++) quick->u.units[i] = ((const Py_UCS1 *)data)[i];
+        } else if (width == PyUnicode_2BYTE_KIND) {
+            for (Py_ssize_t i = 0; i < length; i++) {
+                Py_UCS2 unit = ((const Py_UCS2 *)data)[i];
+                if (unit >= 0xD800 && unit <= 0xDFFF) return 0; /* zsv_stage raises */
+                quick->u.units[i] = unit;
+            }
+        } else {
+            return 0; /* may need surrogate pairs: zsv_stage */
+        }
+        out->u.units = quick->u.units;
+    } else {
+        /* ASCII is its own UTF-8; other text needs an encoding (zsv_stage). */
+        if (kind->unit != 1 || !PyUnicode_IS_ASCII(value) || (size_t)length > MAX_ENTRIES) return 0;
+        out->u.units = (void *)data; /* the str is immutable and held by the caller */
+    }
+    out->form = ZSV_UNITS;
+    out->count = (uint32_t)length;
+    return 1;
+}
+
+int zsv_stage_quick(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                    zsv_quick *quick) {
+    assert(out->form == ZSV_ABSENT);
+    if (kind->encode != NULL) return 0;
+    zs_scalar_bits bits;
+    switch (kind->code) {
+    case ZSV_SCALAR:
+        if (!zs_scalar_convert_exact((zs_scalar_kind)kind->scalar, value, &bits)) return 0;
+        out->form = ZSV_BITS;
+        memcpy(out->u.bits, &bits, sizeof bits);
+        return 1;
+    case ZSV_OPTIONAL:
+        /* As stage() makes it: no items for None, else one. */
+        if (kind->element->code != ZSV_SCALAR || kind->element->encode != NULL) return 0;
+        memset(&quick->item, 0, sizeof quick->item);
+        if (value != Py_None) {
+            if (!zs_scalar_convert_exact((zs_scalar_kind)kind->element->scalar, value, &bits))
+                return 0;
+            quick->item.form = ZSV_BITS;
+            memcpy(quick->item.u.bits, &bits, sizeof bits);
+        }
+        out->form = ZSV_ITEMS;
+        out->count = value != Py_None;
+        out->u.items = &quick->item;
+        return 1;
+    case ZSV_STRING:
+        return quick_string(kind, value, out, quick);
+    case ZSV_STRUCT: {
+        /* A copy of a live value of the same bitwise kind (stage_whole's
+           capture, into `quick`). */
+        if (!(kind->flags & ZSV_BITWISE) || kind->size > ZSV_QUICK_BYTES ||
+            !zsv_check(rt->state, value))
+            return 0;
+        zsv_value *source = (zsv_value *)value;
+        if (source->kind != kind || source->runtime != rt || source->address == NULL) return 0;
+        out->form = ZSV_BLOB;
+        out->count = kind->size;
+        if (kind->size > sizeof out->u.bits) {
+            out->u.units = quick->u.bytes;
+            memcpy(quick->u.bytes, source->address, kind->size);
+        } else {
+            memcpy(out->u.bits, source->address, kind->size);
+        }
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
 int zsv_stage_labelled(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                        const char *label) {
     where at = {NULL, NULL, label};

@@ -87,6 +87,14 @@ static PyObject *property_get(PyObject *self, PyObject *obj, PyObject *type) {
     return zsv_read_member(rt, property->kind, obj, property->offset, owner, member_locator);
 }
 
+/* The member at `offset` of `holder` was written: the views below its view
+ * expire (the view itself stays: its contents were replaced). No Python
+ * code. */
+static void written(zs_core_state *state, PyObject *holder, uint32_t offset) {
+    zsv_value *view = zsv_table_lookup(holder_views(state, holder), offset);
+    if (view != NULL) zsv_expire_table(view->views, state->reason_structure);
+}
+
 /* Stage, then write with no Python code between resolving and writing. */
 static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
     zsv_property *property = (zsv_property *)self;
@@ -96,11 +104,22 @@ static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
     }
     zs_runtime_core *rt;
     zs_ref owner;
-    if (holder_memory(property, obj, &rt, &owner) == NULL) return -1;
-    Py_INCREF(rt);
+    char *base = holder_memory(property, obj, &rt, &owner);
+    if (base == NULL) return -1;
     zsv_staged staged = {0};
-    if (zsv_native_type(rt, property->kind) == NULL ||
-        zsv_stage(rt, property->kind, value, &staged, property->what) < 0) {
+    zsv_quick quick;
+    /* A value staged with no Python code (zsv_stage_quick; zsv_native_type
+       runs none either): the holder is as just checked, so the write goes
+       there with nothing run in between. */
+    if (zsv_native_type(rt, property->kind) == NULL) return zs_error_prefix(property->what);
+    if (zsv_stage_quick(rt, property->kind, value, &staged, &quick)) {
+        zs_status status = zsv_emit(rt, property->kind, &staged, owner, base + property->offset);
+        if (status != ZS_OK) return zsv_refused(rt, status, property->what), -1;
+        written(rt->state, obj, property->offset);
+        return 0; /* nothing to release: `staged` borrows */
+    }
+    Py_INCREF(rt);
+    if (zsv_stage(rt, property->kind, value, &staged, property->what) < 0) {
         zs_error_prefix(property->what);
         Py_DECREF(rt);
         return -1;
@@ -109,15 +128,10 @@ static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
        anything); then the write; then the views it invalidates. */
     zs_status status = ZS_OK;
     zs_runtime_core *now = NULL;
-    char *base = holder_memory(property, obj, &now, &owner);
+    base = holder_memory(property, obj, &now, &owner);
     if (base != NULL && now == rt) {
         status = zsv_emit(rt, property->kind, &staged, owner, base + property->offset);
-        if (status == ZS_OK) {
-            zs_core_state *state = rt->state;
-            zsv_value *view = zsv_table_lookup(holder_views(state, obj), property->offset);
-            if (view != NULL) /* the view stays: its contents were replaced */
-                zsv_expire_table(view->views, state->reason_structure);
-        }
+        if (status == ZS_OK) written(rt->state, obj, property->offset);
     }
     zsv_release(property->kind, &staged);
     int result = 0;

@@ -49,10 +49,7 @@ typedef struct zs_scalar_property {
     zs_core_state *state;
 } zs_scalar_property;
 
-/* Convert `value` to `kind` if it is of the exact Python type and in range:
- * 1 (converted), 0 (not such a value: use the Python conversion). Runs no
- * Python code and leaves no error set. */
-static int scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out) {
+int zs_scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out) {
     if (kind == ZS_SCALAR_BOOL) {
         if (value != Py_True && value != Py_False) return 0;
         out->b = value == Py_True;
@@ -111,7 +108,7 @@ static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
     }
     if (checked(property->owner, obj, property->name, property->state) == NULL) return -1;
     zs_scalar_bits bits;
-    if (!scalar_convert_exact(property->kind, value, &bits) &&
+    if (!zs_scalar_convert_exact(property->kind, value, &bits) &&
         zs_scalar_convert(property->kind, value, &bits, property->name) < 0)
         return -1;
     zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
@@ -398,7 +395,7 @@ int zs_prepare_store(zs_core_state *state, PyTypeObject *cls, PyObject *descript
         zs_scalar_property *property = (zs_scalar_property *)descriptor;
         zs_scalar_bits bits;
         if (!PyType_IsSubtype(cls, property->owner) ||
-            !scalar_convert_exact(property->kind, value, &bits))
+            !zs_scalar_convert_exact(property->kind, value, &bits))
             return 0;
         out->offset = (uint32_t)property->offset;
         out->size = (uint32_t)zs_scalar_size(property->kind);

@@ -307,6 +307,27 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind);
  * and `out` released. */
 int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
               PyObject *what);
+/* What a quick staging may borrow: an optional's value, the bytes of a
+ * struct or of a string's code units. Lives on the caller's stack. */
+#define ZSV_QUICK_BYTES 256u
+typedef struct zsv_quick {
+    zsv_staged item;
+    union {
+        unsigned char bytes[ZSV_QUICK_BYTES];
+        uint16_t units[ZSV_QUICK_BYTES / 2];
+        double align;
+    } u;
+} zsv_quick;
+/* Phase 1 for the values that convert with no Python code and no
+ * allocation: an exact int, float or bool for a scalar or an optional of
+ * one (or None), an exact str for a string kind, a live value of the same
+ * bitwise struct kind in `rt`. 1 when staged into `out` (zeroed), which
+ * then borrows `quick` or the str's own storage: emitted while the value is
+ * held, never released. 0 when the value needs zsv_stage (nothing set, no
+ * error). Since nothing runs, a caller that resolved its destination
+ * before may write there without resolving it again. */
+int zsv_stage_quick(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                    zsv_quick *quick);
 /* The same, naming the value by a C text ("element", "key"). */
 int zsv_stage_labelled(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                        const char *label);
