@@ -129,3 +129,45 @@ def test_a_write_to_an_expired_holder_raises(rt: zs.Runtime) -> None:
     for name, value in (("wide", "a"), ("maybe", 1.5), ("spot", (1.0, 2.0))):
         with pytest.raises(zs.ExpiredConjugateError):
             setattr(mob, name, value)
+
+
+class QMixed(zs.Struct):
+    f: zs.Float32 = 0.5
+    n: zs.Int16 = 3
+    on: zs.Bool = True
+    big: zs.UInt64 = 7
+
+
+class QNamed(zs.Struct):
+    x: zs.Float64
+    name: zs.Name
+
+
+def test_a_struct_of_scalars_made_from_exact_numbers(rt: zs.Runtime) -> None:
+    assert QVec(1.0, 2.0) == {"x": 1.0, "y": 2.0}
+    assert QVec(1, 2) == {"x": 1.0, "y": 2.0}  # ints: the general conversion
+    assert QVec(1.0) == {"x": 1.0, "y": 0.0} and QVec() == {"x": 0.0, "y": 0.0}
+    assert QMixed() == {"f": 0.5, "n": 3, "on": True, "big": 7}
+    assert QMixed(1.5) == {"f": 1.5, "n": 3, "on": True, "big": 7}  # defaults kept
+    assert QMixed(1.5, -2, False, 2**64 - 1) == {"f": 1.5, "n": -2, "on": False, "big": 2**64 - 1}
+    assert QMixed(n=4) == {"f": 0.5, "n": 4, "on": True, "big": 7}
+    assert QNamed(1.0, "who").name == "who"  # not all scalars: the general path
+    v = QVec(1.0, 2.0)
+    assert v.is_black and not v.is_expired
+    v.dispose()
+    assert v.is_expired
+
+
+def test_a_struct_of_scalars_refuses_as_before(rt: zs.Runtime) -> None:
+    with pytest.raises(OverflowError, match="QMixed.f"):
+        QMixed(1e300)
+    with pytest.raises(OverflowError, match="QMixed.n"):
+        QMixed(0.0, 2**15)
+    with pytest.raises(
+        TypeError, match=r"QVec\(\) takes at most 2 positional arguments \(3 given\)"
+    ):
+        QVec(1.0, 2.0, 3.0)
+    with pytest.raises(TypeError):
+        QVec("1.0", 2.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got multiple values for"):
+        QVec(1.0, x=2.0)

@@ -147,10 +147,12 @@ static int outer_unchanged(zs_core_state *state, const zs_keywords *keywords, zs
 }
 
 /* Whether two exact strs hold the same text: keywords are interned, so
- * identity first. */
+ * identity first; two distinct interned strs differ. */
 static inline int same_text(PyObject *key, PyObject *interned) {
-    return key == interned || (PyUnicode_GET_LENGTH(key) == PyUnicode_GET_LENGTH(interned) &&
-                               PyUnicode_Compare(key, interned) == 0);
+    if (key == interned) return 1;
+    if (PyUnicode_CHECK_INTERNED(key) && PyUnicode_CHECK_INTERNED(interned)) return 0;
+    return PyUnicode_GET_LENGTH(key) == PyUnicode_GET_LENGTH(interned) &&
+           PyUnicode_Compare(key, interned) == 0;
 }
 
 static PyObject *keyword_value(const zs_keywords *keywords, PyObject *interned) {
@@ -231,16 +233,23 @@ static zs_creator *find_creator(zs_core_state *state, zs_runtime_core *rt, PyTyp
     return (zs_creator *)rt->last_creator;
 }
 
-/* Phase 1 for the value keywords: stage each (may run Python code). */
-static int stage_value_keywords(const zs_request *request, zsv_staged *staged) {
+/* Phase 1 for the value keywords: stage each (may run Python code). Those
+ * staged quickly (zsv_stage_quick: no Python code, nothing allocated)
+ * borrow `quick` and are flagged in *borrowed, never released. */
+static int stage_value_keywords(const zs_request *request, zsv_staged *staged, zsv_quick *quick,
+                                uint32_t *borrowed) {
+    *borrowed = 0;
     for (Py_ssize_t i = 0; i < request->value_count; i++) {
         const zs_value_keyword *keyword = &request->values[i];
+        if (zsv_native_type(request->rt, keyword->kind) == NULL)
+            return zs_error_prefix(keyword->what);
+        if (zsv_stage_quick(request->rt, keyword->kind, keyword->value, &staged[i], &quick[i])) {
+            *borrowed |= 1u << i;
+            continue;
+        }
         Py_INCREF(keyword->value);
-        int result = zsv_native_type(request->rt, keyword->kind) == NULL ||
-                             zsv_stage(request->rt, keyword->kind, keyword->value, &staged[i],
-                                       keyword->what) < 0
-                         ? -1
-                         : 0;
+        int result = zsv_stage(request->rt, keyword->kind, keyword->value, &staged[i],
+                               keyword->what);
         Py_DECREF(keyword->value);
         if (result < 0) {
             zs_error_prefix(keyword->what);
@@ -320,6 +329,8 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_k
     /* Staging may run Python code, which may drop the runtime from the
        context or a property from the class: held until the end. */
     zsv_staged staged[ZS_FAST_KEYWORDS] = {{0}};
+    zsv_quick quick[ZS_FAST_KEYWORDS];
+    uint32_t borrowed = 0; /* staged[i] borrows quick[i] or the keyword's value */
     zs_value_keyword first[ZS_FAST_KEYWORDS];
     Py_ssize_t value_count = request.value_count;
     memcpy(first, request.values, (size_t)value_count * sizeof first[0]);
@@ -329,7 +340,7 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_k
        its bases (a property replaced or deleted). */
     unsigned int version = cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG ? cls->tp_version_tag : 0;
     PyObject *made = NULL;
-    if (stage_value_keywords(&request, staged) == 0) {
+    if (stage_value_keywords(&request, staged, quick, &borrowed) == 0) {
         /* Python code may have run. If the class and runtime are as they
            were, the keywords stand as read (the caller's, unchanged; a
            reference that died since is refused by its store); otherwise
@@ -351,7 +362,7 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_k
             made = create_now(state, cls, &request, creator, staged);
     }
     for (Py_ssize_t i = 0; i < value_count; i++) {
-        zsv_release(first[i].kind, &staged[i]);
+        if (!(borrowed & (1u << i))) zsv_release(first[i].kind, &staged[i]);
         Py_DECREF(first[i].kind);
     }
     Py_DECREF(rt);

@@ -904,12 +904,50 @@ zs_runtime_core *zs_current_runtime(zs_core_state *state) {
     return (zs_runtime_core *)made;
 }
 
+/* The most members quick_struct converts. */
+#define QUICK_MEMBERS 16
+
+/* A struct of plain data whose first `given` members are scalars, from exact
+ * ints, floats and bools in order (`V(1.0, 2.0)`): converted with no Python
+ * code into C locals, then written straight into the new inline value, where
+ * the general path stages items in PyMem and emits them. 1 when it was such
+ * a call (*made: the value, or NULL with an error), else 0 with nothing done
+ * (the general path gives every other call and every error). */
+static int quick_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *positional,
+                        Py_ssize_t given, zsv_value **made) {
+    if (kind->code != ZSV_STRUCT || kind->encode != NULL || !(kind->flags & ZSV_BITWISE) ||
+        !kind->members_set || given > QUICK_MEMBERS || (uint32_t)given > kind->member_count)
+        return 0;
+    zs_scalar_bits bits[QUICK_MEMBERS];
+    for (Py_ssize_t i = 0; i < given; i++) {
+        const zsv_kind *member = kind->members[i].kind;
+        if (member->code != ZSV_SCALAR || member->encode != NULL ||
+            !zs_scalar_convert_exact((zs_scalar_kind)member->scalar, positional[i], &bits[i]))
+            return 0;
+    }
+    zsv_value *value = zsv_new_black(rt, kind);
+    if (value != NULL) {
+        assert(value->flags & ZSV_V_INLINE); /* bitwise: its bytes are its own */
+        zsv_initialize(kind, value->address);
+        for (Py_ssize_t i = 0; i < given; i++)
+            memcpy(value->address + kind->members[i].offset, &bits[i], kind->members[i].kind->size);
+    }
+    *made = value;
+    return 1;
+}
+
 /* A new black value of `kind` from call arguments: stage them (Python code
  * may run), then allocate the black value and write (none runs). */
 static PyObject *create_value(zs_core_state *state, zsv_kind *kind, PyObject *const *positional,
                               Py_ssize_t given, PyObject *kwargs) {
     zs_runtime_core *rt = zs_current_runtime(state);
     if (rt == NULL) return NULL;
+    zsv_value *quick = NULL;
+    if ((kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0) &&
+        quick_struct(rt, kind, positional, given, &quick)) {
+        Py_DECREF(rt);
+        return (PyObject *)quick;
+    }
     zsv_staged staged = {0};
     int has_value = 0;
     if (kind->code == ZSV_STRUCT && kind->encode == NULL) {
