@@ -20,6 +20,7 @@ typedef struct zsv_property {
     zsv_kind *kind;       /* the property's kind (MemberProperty: a scalar) */
     PyObject *what;       /* "Class.name", for errors */
     PyObject *doc;
+    zs_core_state *state; /* the module's (outlives the descriptor: its type holds it) */
     uint32_t offset;
 } zsv_property;
 
@@ -29,10 +30,11 @@ typedef struct zsv_property {
 
 /* What a descriptor is given, checked: the holder's memory (NULL with an
  * error when it is not a live holder of the descriptor's class), its
- * runtime and the object whose memory it is. */
+ * runtime, the object whose memory it is and, if `views` is not NULL, the
+ * slot of its views table. */
 static char *holder_memory(zsv_property *property, PyObject *obj, zs_runtime_core **rt,
-                           zs_ref *owner) {
-    zs_core_state *state = zs_state_of_type(Py_TYPE(property));
+                           zs_ref *owner, zsv_table ***views) {
+    zs_core_state *state = property->state;
     if (property->owner_kind == NULL) {
         if (zs_is_conjugate(state, obj)) {
             zs_conjugate *conjugate = (zs_conjugate *)obj;
@@ -40,6 +42,7 @@ static char *holder_memory(zsv_property *property, PyObject *obj, zs_runtime_cor
             if (zs_conjugate_is_a(conjugate, property->owner)) {
                 *rt = conjugate->runtime;
                 *owner = conjugate->handle;
+                if (views != NULL) *views = &conjugate->u.views;
                 return conjugate->address;
             }
         }
@@ -48,6 +51,7 @@ static char *holder_memory(zsv_property *property, PyObject *obj, zs_runtime_cor
         char *at = zsv_live(value);
         *rt = value->runtime;
         *owner = value->owner;
+        if (views != NULL) *views = &value->views;
         return at;
     }
     zs_descriptor_misapplied(property->what, property->owner, obj);
@@ -83,8 +87,9 @@ static PyObject *property_get(PyObject *self, PyObject *obj, PyObject *type) {
     if (obj == NULL) return Py_NewRef(self);
     zs_runtime_core *rt;
     zs_ref owner;
-    if (holder_memory(property, obj, &rt, &owner) == NULL) return NULL;
-    return zsv_read_member(rt, property->kind, obj, property->offset, owner, member_locator);
+    zsv_table **views;
+    if (holder_memory(property, obj, &rt, &owner, &views) == NULL) return NULL;
+    return zsv_read_member(rt, property->kind, obj, views, property->offset, owner, member_locator);
 }
 
 /* The member at `offset` of `holder` was written: the views below its view
@@ -104,7 +109,7 @@ static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
     }
     zs_runtime_core *rt;
     zs_ref owner;
-    char *base = holder_memory(property, obj, &rt, &owner);
+    char *base = holder_memory(property, obj, &rt, &owner, NULL);
     if (base == NULL) return -1;
     zsv_staged staged = {0};
     zsv_quick quick;
@@ -128,7 +133,7 @@ static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
        anything); then the write; then the views it invalidates. */
     zs_status status = ZS_OK;
     zs_runtime_core *now = NULL;
-    base = holder_memory(property, obj, &now, &owner);
+    base = holder_memory(property, obj, &now, &owner, NULL);
     if (base != NULL && now == rt) {
         status = zsv_emit(rt, property->kind, &staged, owner, base + property->offset);
         if (status == ZS_OK) written(rt->state, obj, property->offset);
@@ -174,6 +179,7 @@ static PyObject *property_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     property->kind = (zsv_kind *)Py_NewRef(kind);
     property->what = Py_NewRef(what);
     property->doc = Py_NewRef(doc);
+    property->state = state;
     property->offset = offset;
     return (PyObject *)property;
 }
@@ -267,7 +273,7 @@ int zsv_object_value_property(zs_core_state *state, PyTypeObject *cls, PyObject 
 
 /* The live struct value a member descriptor is given, or NULL (error set). */
 static inline zsv_value *struct_of(zsv_property *property, PyObject *obj) {
-    zs_core_state *state = zs_state_of_type(Py_TYPE(property));
+    zs_core_state *state = property->state;
     if (zsv_check(state, obj) && ((zsv_value *)obj)->kind == property->owner_kind) {
         zsv_value *value = (zsv_value *)obj;
         return value->address != NULL ? value : (zsv_raise_expired(value), NULL);
@@ -331,6 +337,7 @@ static PyObject *member_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     property->kind = (zsv_kind *)Py_NewRef(kind);
     property->what = Py_NewRef(what);
     property->doc = Py_NewRef(doc);
+    property->state = state;
     property->offset = offset;
     return (PyObject *)property;
 }

@@ -457,14 +457,17 @@ PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssi
     return read_fixed(rt, kind, parent, key, owner, locate, 0);
 }
 
-PyObject *zsv_read_member(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
-                          zs_ref owner, zsv_locator locate) {
-    if (rt->graveyard != NULL) zsv_bury(rt); /* nothing located yet: Python code may run */
+PyObject *zsv_read_member(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zsv_table **views,
+                          Py_ssize_t key, zs_ref owner, zsv_locator locate) {
+    assert(views == holder_table(rt->state, parent));
+    if (rt->graveyard != NULL) {
+        zsv_bury(rt);                            /* nothing located yet: Python code may run */
+        views = holder_table(rt->state, parent); /* and may have expired the parent */
+    }
     if (kind->flags & ZSV_VIEW) {
         /* The hot path: the member's view is cached, or parked with no scope
            open to register it in (read_place does the rest). */
-        zsv_table **slot = holder_table(rt->state, parent);
-        zsv_value *found = slot != NULL ? table_get(*slot, key) : NULL;
+        zsv_value *found = views != NULL ? table_get(*views, key) : NULL;
         if (found != NULL && !(found->flags & ZSV_V_PARKED)) return Py_NewRef((PyObject *)found);
         if (found != NULL && rt->state->open_scopes == 0) {
             unpark(found, parent);

@@ -422,9 +422,10 @@ typedef char *(*zsv_locator)(PyObject *parent, Py_ssize_t key);
 PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
                    zs_ref owner, zsv_locator locate);
 /* zsv_read of a member of `parent` (key: its offset, which never moves while
- * the parent lives): a new view is parkable (parked views, above). */
-PyObject *zsv_read_member(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
-                          zs_ref owner, zsv_locator locate);
+ * the parent lives): a new view is parkable (parked views, above). `views`
+ * is the slot of the parent's views table, as the caller just found it. */
+PyObject *zsv_read_member(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zsv_table **views,
+                          Py_ssize_t key, zs_ref owner, zsv_locator locate);
 /* Release the parked views that expiry could not free on the spot (a safe
  * point: may run Python code). */
 void zsv_bury(zs_runtime_core *rt);
