@@ -24,6 +24,11 @@ static void call_hook(zs_runtime *rt, zs_item *it, zs_destroy_phase phase) {
 
 /* A purge of at least PURGE_RELINK_MIN objects and at least 1/SHARE of the
    live ones unlinks them from the name index in one relink pass. */
+/* How far ahead the purge loop asks for a dying object's memory, and how
+   many cache lines of it (most objects' property block fits). */
+#define PURGE_PREFETCH 4u
+#define PURGE_PREFETCH_LINES 8u
+
 #define PURGE_RELINK_MIN 1024u
 #define PURGE_RELINK_SHARE 8u
 
@@ -52,6 +57,17 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_ob
         zs_name_index_drop_dying(rt);
     uint32_t freed = 0;
     while (rt->dying_cursor < rt->dying.count) {
+        /* Dying objects are cold (made long ago, not touched by the mark):
+           their memory is asked for a few objects ahead, so that its cache
+           misses overlap the destruction of the ones before instead of
+           stalling each in turn. Hints only: nothing is read. */
+        if (rt->dying_cursor + PURGE_PREFETCH < rt->dying.count) {
+            const zs_item *ahead = zs_item_at(rt,
+                                              rt->dying.data[rt->dying_cursor + PURGE_PREFETCH]);
+            const char *object = (const char *)ahead->object;
+            for (uint32_t line = 0; line < PURGE_PREFETCH_LINES; line++)
+                __builtin_prefetch(object + line * 64u);
+        }
         zs_item *it = zs_item_at(rt, rt->dying.data[rt->dying_cursor++]);
         assert((it->flags & ZS_ITEM_DYING) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
         call_hook(rt, it, ZS_FINISH_DESTROY);
