@@ -1611,6 +1611,16 @@ int zsv_capture(zs_runtime_core *rt, zsv_kind *kind, const char *src, zsv_staged
 static PyObject *build_string(zsv_kind *kind, const zsv_staged *staged) {
     Py_ssize_t bytes = (Py_ssize_t)staged->count * kind->unit;
     if (kind->flags & ZSV_UTF16) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* With no surrogate, UTF-16 code units are the code points: the str
+           is made from them directly, without the codec (which gives the
+           same str, and is kept for pairs and the errors of lone ones). */
+        const uint16_t *units = staged->u.units;
+        uint32_t i = 0;
+        while (i < staged->count && (units[i] < 0xD800 || units[i] > 0xDFFF)) i++;
+        if (i == staged->count)
+            return PyUnicode_FromKindAndData(PyUnicode_2BYTE_KIND, units, staged->count);
+#endif
         int order = -1; /* little endian */
         return PyUnicode_DecodeUTF16(staged->u.units, bytes, "strict", &order);
     }
