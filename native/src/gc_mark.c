@@ -857,9 +857,13 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
                 continue;
             }
             assert(!item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
+            /* The handle from the slot index, which is the object's own
+               (zs_item_ref reads it from the object: a cache miss per dead
+               object, whose memory nothing else here touches). */
+            assert(it->object->index == index);
             if (!zs_u32_push(rt, &rt->dying, index) ||
                 ((it->flags & ZS_ITEM_HAS_CONJUGATE) &&
-                 !zs_ref_push(rt, &rt->expiring, zs_item_ref(it)))) {
+                 !zs_ref_push(rt, &rt->expiring, ZS_MAKE_REF(index, it->serial)))) {
                 gather_abort(rt);
                 index = rt->high_water;
                 break;
