@@ -209,3 +209,20 @@ def test_closing_the_runtime_expires_parked_views(rt: zs.Runtime) -> None:
     assert held.is_expired
     with pytest.raises(zs.ExpiredConjugateError):
         mob.spot
+
+
+def test_a_dropped_member_view_is_parked_once_and_reused(rt: zs.Runtime) -> None:
+    # A parked view holds a reference to its class: one more after the first
+    # read, and no more after many (parking is off in builds that count
+    # references, sys.gettotalrefcount).
+    parked = 0 if hasattr(sys, "gettotalrefcount") else 1
+    mob = PMob()
+    mob.add_to_root()
+    before = sys.getrefcount(PVec)
+    assert mob.spot.x == 0.0
+    assert sys.getrefcount(PVec) == before + parked
+    for i in range(20):
+        mob.spot.x = float(i)
+    assert sys.getrefcount(PVec) == before + parked
+    del mob  # the conjugate goes: so does the view parked in its table
+    assert sys.getrefcount(PVec) == before

@@ -630,10 +630,13 @@ static void value_dealloc(PyObject *self) {
 #if ZSV_PARKING
     if ((value->flags & (ZSV_V_PARKABLE | ZSV_V_CACHED | ZSV_V_PARKED | ZSV_V_BLACK)) ==
             (ZSV_V_PARKABLE | ZSV_V_CACHED) &&
-        value->address != NULL && value->weakrefs == NULL) {
+        value->address != NULL && value->weakrefs == NULL && type->tp_dealloc == value_dealloc) {
         /* Park it (value.h): it stays in its parent's table, which takes the
            reference Python gave up; it stops holding its parent. Nothing
-           ran, nothing was freed: the object is as it was, at refcount 1. */
+           ran, nothing was freed: the object is as it was, at refcount 1.
+           Only for a class value_class_init made ready (its dealloc is this
+           one: untracked, no finaliser), so no CPython dealloc wraps this
+           call and sees the object again afterwards. */
         assert(value->parent != NULL && value->reason == NULL);
         value->flags |= ZSV_V_PARKED;
         Py_SET_REFCNT(self, 1);
