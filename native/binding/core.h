@@ -46,7 +46,7 @@
     X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
-    X(zs_type_value_offset) X(zs_call_native)
+    X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word)
 /* clang-format on */
 
 typedef struct zs_native_api {
@@ -328,19 +328,26 @@ typedef struct zs_runtime_core {
     zs_core_state *state;
     PyObject **table; /* [capacity] conjugates: borrowed, strong for stateful classes */
     uint32_t capacity;
-    uint32_t collect_every; /* GcStress.collect_every: creation takes the slow path */
-    uint32_t adopting;      /* depth of the sections between a native conjugate record
+    uint32_t collect_every;     /* GcStress.collect_every: creation takes the slow path */
+    uint32_t adopting;          /* depth of the sections between a native conjugate record
                                     and its table entry (Runtime._adopting, zsharp_py/_runtime/runtime.py):
                                     they nest, since a keyword's hook in a constructor may
                                     create or adopt another object */
-    char closing;           /* set first thing by close(): fast paths decline */
-    char flush_pending;     /* finalisers queued native frees: flush at the next safe point */
-    char dying_window;      /* a cycle has found objects dying whose conjugates may not
-                                    have expired yet: plain writes ask the heap first (the
-                                    collector sets and clears it, zsharp_py/_runtime/collector.py) */
-    PyObject *creators;     /* dict: class -> Creator (fast creation in this runtime) */
-    PyObject *last_class;   /* the class last created here, and its Creator: */
-    PyObject *last_creator; /*   a loop creating one class skips the dict */
+    char closing;               /* set first thing by close(): fast paths decline */
+    char flush_pending;         /* finalisers queued native frees: flush at the next safe point */
+    const uint32_t *dying_word; /* the native runtime's zs_dying_word while open, else NULL
+                                   (zs_dying_window) */
+    char expiring;              /* _expire_dying_batch is expiring taken objects' conjugates:
+                               Python code run meanwhile (a gc callback on an allocation)
+                               may call no host function, whose native collection would free
+                               the objects not reached yet (functions.c) */
+    uint32_t native_calls;      /* host entries running on this runtime (functions.c) */
+    PyObject *free_deferred;    /* close()'s call freeing the native runtime, made while
+                                native_calls > 0: the last call to return makes it
+                                (_core_free_native) */
+    PyObject *creators;         /* dict: class -> Creator (fast creation in this runtime) */
+    PyObject *last_class;       /* the class last created here, and its Creator: */
+    PyObject *last_creator;     /*   a loop creating one class skips the dict */
     /* The value layer (value.h). */
     const zs_type **types; /* [type_capacity]: native types by kind id (NULL: none yet) */
     uint32_t type_capacity;
@@ -357,6 +364,14 @@ typedef struct zs_runtime_core {
                                     a free slot holds the next free id, tagged odd */
     uint32_t callable_capacity, callable_count, callable_free;
 } zs_runtime_core;
+
+/* Whether objects may be dying whose conjugates have not expired yet (a
+ * gather under way, or an expiring list not yet taken, however the
+ * collection started): plain writes then ask the heap first (zsv_writable),
+ * and cost one load otherwise. */
+static inline int zs_dying_window(const zs_runtime_core *rt) {
+    return rt->dying_word != NULL && __atomic_load_n(rt->dying_word, __ATOMIC_RELAXED) != 0;
+}
 
 /* ---- object conjugates ---------------------------------------------------- */
 
@@ -422,8 +437,16 @@ int zs_explained_setattro(PyObject *self, PyObject *name, PyObject *value);
 /* Whether the object of a live conjugate is of `cls`'s native class (or a
  * subclass) in the conjugate's runtime: the check every accessor makes, so
  * that neither a descriptor applied to a foreign instance nor a re-classed
- * conjugate can read or write outside the native object. */
-int zs_conjugate_is_a(zs_conjugate *conjugate, PyTypeObject *cls);
+ * conjugate can read or write outside the native object. Inline: every
+ * accessor and host function call makes it. */
+static inline int zs_conjugate_is_a(const zs_conjugate *conjugate, PyTypeObject *cls) {
+    const zs_runtime_core *rt = conjugate->runtime;
+    uint32_t number = ((const zs_class_object *)cls)->number;
+    if (number == 0 || number >= rt->native_count || rt->natives[number] == NULL)
+        return 0; /* the class has no native class in that runtime: no object is one */
+    const zs_class *have = ((const zs_object *)conjugate->address)->cls;
+    return ZS_CLASS_DERIVES(have, rt->natives[number]);
+}
 /* refuse_reclassing(marker): an audit hook, installed once, that refuses
  * object.__dict__['__class__'].__set__ on conjugates (conjugates.c). */
 PyObject *zs_refuse_reclassing(PyObject *module, PyObject *marker);

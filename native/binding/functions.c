@@ -7,8 +7,8 @@
  * method; this file makes the call, with no Python frame: the arguments
  * (the IN and INOUT members, in order, by position or by keyword) are
  * converted into a zeroed block of this module's own (on the C stack up
- * to 256 bytes), the host's entry runs through zs_call_native on the
- * object, and the results (the RETURN member, then the OUT and INOUT
+ * to 256 bytes), the host's entry runs on the object (run_entry: no lock
+ * taken, the call counted in the runtime), and the results (the RETURN member, then the OUT and INOUT
  * members in order) are read back out of the block: None, one value, or a
  * tuple.
  *
@@ -19,16 +19,16 @@
  *      type, liveness and runtime, its handle into the block; a struct or
  *      value staged into private memory). A hook may collect, dispose or
  *      close anything here.
- *   2. commit: with no Python code, `self` is checked again (live, of the
- *      owner's native class), the runtime (open, not closing) and every
- *      object argument (live, not dying); the staged values are emitted
- *      into the block (held by no object), and zs_call_native calls the
- *      entry. When the function has struct or value members, the entry is
+ *   2. commit: with no Python code, `self` is checked again (live, not
+ *      dying, of the owner's native class), the runtime (open, not
+ *      closing) and every object argument (live, not dying); the staged
+ *      values are emitted into the block (held by no object), and
+ *      run_entry calls the entry. When the function has struct or value members, the entry is
  *      called through a trampoline that, still inside the call in
  *      progress and with no Python code, captures the outputs into private
  *      memory and clears every value that owns native memory in the block:
- *      the runtime cannot be freed under it (zs_call_native defers a free
- *      the entry caused until the call returns), and nothing native is
+ *      the runtime cannot be freed under it (run_entry defers a free the
+ *      entry caused until the call returns), and nothing native is
  *      left in the block afterwards.
  *   3. results: built from the block (ours: scalars, handles) and the
  *      captured values, trusting nothing else read before the call: the
@@ -273,13 +273,39 @@ static void settle(fn_call *call, zs_runtime *native, int capture) {
 }
 
 /* The entry of a function with struct or value members: the host's, then
- * settle, before zs_call_native counts the call out (and frees the runtime
- * if the entry closed it). */
+ * settle, before run_entry counts the call out (and frees the runtime if
+ * the entry closed it). */
 static zs_status trampoline(void *user, zs_runtime *native, zs_ref self, void *params) {
     fn_call *call = user;
     call->status = call->fn->entry(call->fn->user, native, self, params);
     settle(call, native, call->status == ZS_OK);
     return call->status;
+}
+
+/* Run a host entry, counted in the runtime's native calls: a close() from
+ * inside it (the entry called back into Python) detaches the native
+ * runtime and leaves freeing it to the last call to return, since the
+ * entry still runs on it. No lock: the count is guarded by the GIL, and
+ * the object was checked under it by the rules every plain property write
+ * keeps (a live conjugate; a dying object refused while a cycle has found
+ * dying ones, zsv_writable). */
+static zs_status run_entry(zs_runtime_core *rt, zs_native_function entry, void *user, zs_ref self,
+                           void *params) {
+    zs_runtime *native = rt->native;
+    assert(native != NULL && !rt->closing);
+    rt->native_calls++;
+    zs_status status = entry(user, native, self, params);
+    assert(rt->native_calls > 0);
+    if (--rt->native_calls == 0 && rt->free_deferred != NULL) {
+        assert(rt->native == NULL);
+        PyObject *free = rt->free_deferred; /* frees `native`, which nothing uses after */
+        rt->free_deferred = NULL;
+        PyObject *freed = PyObject_CallNoArgs(free);
+        if (freed == NULL) PyErr_WriteUnraisable(free);
+        Py_XDECREF(freed);
+        Py_DECREF(free);
+    }
+    return status;
 }
 
 /* Check `self`, the runtime and every object argument again, emit the
@@ -290,16 +316,26 @@ static int commit_and_call(fn_call *call, PyObject *self) {
     zs_runtime_core *rt = call->rt;
     zs_ref handle = ZS_NULL_REF;
     if (self != NULL) {
+        /* Still live, so still the object self_fits checked: an object
+           never changes class, nor a runtime its classes. */
         zs_conjugate *conjugate = (zs_conjugate *)self;
         if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), -1;
-        if (!zs_conjugate_is_a(conjugate, fn->owner))
-            return zs_descriptor_misapplied(fn->qualname, fn->owner, self);
         handle = conjugate->handle;
     }
     if (rt->native == NULL || rt->closing) {
         PyErr_Format(rt->state->expired_exception, "%U: the runtime has been closed", fn->what);
         return -1;
     }
+    if (rt->expiring) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%U cannot run while the collector expires conjugates (called from a gc "
+                     "callback or a finaliser): a native collection now would free objects whose "
+                     "conjugates are still live; call it after the collection",
+                     fn->what);
+        return -1;
+    }
+    zs_status usable = zsv_writable(rt, handle); /* a dying object: refused */
+    if (usable != ZS_OK) return zs_call_raise_status(fn->state, usable, fn->what, rt), -1;
     for (Py_ssize_t a = 0; fn->slotted && a < fn->inputs; a++) {
         Py_ssize_t i = fn->order[a];
         zs_conjugate *argument = (zs_conjugate *)call->slots[i].argument;
@@ -321,17 +357,14 @@ static int commit_and_call(fn_call *call, PyObject *self) {
             return zsv_refused(rt, status, member->plan.what), -1;
         }
     }
-    const zs_native_api *api = &fn->state->api;
     if (fn->entry == NULL) { /* an event with no native default: nothing runs */
         call->status = ZS_OK;
         if (fn->valued) settle(call, native, 1);
     } else if (!fn->valued) {
-        call->status = api->zs_call_native(native, fn->entry, fn->user, handle, call->block);
+        call->status = run_entry(rt, fn->entry, fn->user, handle, call->block);
     } else {
-        call->status = api->zs_call_native(native, trampoline, call, handle, call->block);
-        /* Refused before the entry (self dying...): the runtime was not
-           freed (no call was counted in), so it is still there to clear. */
-        if (!call->settled) settle(call, native, 0);
+        call->status = run_entry(rt, trampoline, call, handle, call->block);
+        assert(call->settled);
     }
     return 0;
 }

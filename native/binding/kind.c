@@ -366,7 +366,7 @@ void zsv_initialize(const zsv_kind *kind, char *dst) {
 }
 
 zs_status zsv_writable(zs_runtime_core *rt, zs_ref owner) {
-    if (owner == ZS_NULL_REF || !rt->dying_window) return ZS_OK;
+    if (owner == ZS_NULL_REF || !zs_dying_window(rt)) return ZS_OK;
     return rt->state->api.zs_object_writable(rt->native, owner);
 }
 

@@ -117,7 +117,7 @@ static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
     zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
     if (conjugate == NULL) return -1;
     zs_runtime_core *rt = conjugate->runtime;
-    if (rt->dying_window) { /* the one rule for dying objects (value.h, zsv_writable) */
+    if (zs_dying_window(rt)) { /* the one rule for dying objects (value.h, zsv_writable) */
         zs_status status = zsv_writable(rt, conjugate->handle);
         if (status != ZS_OK) return zsv_refused(rt, status, property->name), -1;
     }

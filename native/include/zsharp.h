@@ -684,6 +684,13 @@ zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
 zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8_t *garbage,
                                  uint32_t capacity, uint32_t *out_count);
 uint32_t zs_gc_expiring_count(zs_runtime *rt);
+/* A word that is non-zero while objects may be dying whose conjugates the
+   managed side has not expired yet: a gather is under way, or the expiring
+   list is not empty. A managed side reads it with no lock, as
+   __atomic_load_n(word, __ATOMIC_RELAXED), to know when a plain write it
+   makes itself must ask zs_object_writable first (however the collection
+   started: a native host collecting included). Valid until zs_runtime_free. */
+const uint32_t *zs_dying_word(zs_runtime *rt);
 /* Destroy and free pending objects. budget_ns == 0: all of them. */
 zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done);
 /* zs_gc_purge, also bounded by work: at most max_objects objects (0: no bound). */

@@ -353,6 +353,8 @@ struct zs_runtime {
     zs_u32_vec dying;           /* gathered unreachable, waiting for purge */
     uint32_t dying_cursor;      /* purge progress in dying */
     zs_ref_vec expiring;        /* dying objects with conjugates, for the managed side */
+    uint32_t dying_word;        /* zs_dying_word: (phase GATHERING or expiring not empty), stored
+                            atomically by zs_publish_dying whenever either changes */
     bool dying_unhashed;        /* the dying objects are already out of the name index */
     bool in_destroy_hook;
     bool collecting;
@@ -421,6 +423,15 @@ static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
     return (it->flags & ZS_ITEM_DYING) ||
            (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
             !(it->flags & ZS_ITEM_PERMANENT));
+}
+
+/* Publish whether objects may be dying whose conjugates the managed side
+   has not expired yet (zs_dying_word); with the lock held, after every
+   change of the phase or of the expiring list's length. Atomic: the
+   managed side reads the word with no lock. */
+static inline void zs_publish_dying(zs_runtime *rt) {
+    uint32_t dying = rt->phase == ZS_GC_GATHERING || rt->expiring.count > 0;
+    __atomic_store_n(&rt->dying_word, dying, __ATOMIC_RELAXED);
 }
 
 /* The item a handle names, or NULL when it is null, out of range or stale. */

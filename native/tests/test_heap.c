@@ -1009,8 +1009,11 @@ static void test_conjugate_expiry(runner *t) {
     CHECK(t, object == zs_resolve(rt, with_conjugate));
     CHECK_OK(t, zs_resolve_for_conjugate(rt, live_conjugate, &object));
     CHECK_STATUS(t, zs_resolve_for_conjugate(rt, plain, NULL), ZS_E_INVALID);
+    const uint32_t *dying = zs_dying_word(rt);
+    CHECK_EQ(t, __atomic_load_n(dying, __ATOMIC_RELAXED), 0);
 
     COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
+    CHECK(t, __atomic_load_n(dying, __ATOMIC_RELAXED) != 0); /* a conjugate to expire */
     CHECK(t, alive(rt, with_conjugate) && alive(rt, plain)); /* nothing freed yet */
     CHECK_EQ(t, log.count, 0);                               /* not even BEGIN */
     CHECK_EQ(t, zs_gc_expiring_count(rt), 1);
@@ -1043,6 +1046,7 @@ static void test_conjugate_expiry(runner *t) {
     CHECK_EQ(t, count, 1);
     CHECK_EQ(t, taken[0], with_conjugate);
     CHECK_EQ(t, zs_gc_expiring_count(rt), 0);
+    CHECK_EQ(t, __atomic_load_n(dying, __ATOMIC_RELAXED), 0); /* taken: none left live */
     CHECK_OK(t, zs_gc_purge(rt, 0, &done));
     VERIFY(t, rt);
     CHECK_EQ(t, done, 1);
