@@ -287,6 +287,40 @@ def test_an_override_that_closes_the_runtime_inside_a_host_function() -> None:
     gc.collect()
 
 
+@pytest.mark.parametrize("hook", ["destroy_and_collect", "close"])
+def test_a_scalar_argument_whose_conversion_kills_the_target(hook: str) -> None:
+    """Actor.heal takes scalars only (the short path of native/binding/
+    functions.c, invoke_plain). An argument whose __index__ destroys the
+    actor and collects natively, or closes the runtime, runs before the
+    target is checked, so the call raises instead of reaching the entry."""
+    runtime = zs.Runtime()
+    with runtime:
+        sample_engine.install()
+        World, Actor, Transform, _ = engine()
+        world = World()
+        world.add_to_root()
+        actor = world.spawn(Actor, Transform())
+        actor.health = 50
+
+        class Hostile:
+            def __index__(self) -> int:
+                if hook == "close":
+                    runtime.close()
+                else:
+                    world.destroy(actor)
+                    world.collect()
+                return 5
+
+        with pytest.raises(zs.ExpiredConjugateError):
+            actor.heal(Hostile())
+        if hook != "close":
+            runtime.collect_garbage()
+            assert actor.is_expired and not world.is_expired
+            runtime.gc.verify()
+    assert runtime.closed and actor.is_expired
+    gc.collect()
+
+
 def test_an_override_that_raises_is_reported_and_the_loop_goes_on(
     rt: zs.Runtime, unraisable: list[Any]
 ) -> None:

@@ -512,7 +512,7 @@ static int write_result(zs_runtime_core *rt, const zs_plan_member *member, PyObj
     if (member->mode == ZS_CALL_SCALAR) { /* as the scalar property setters convert */
         zs_scalar_bits bits;
         if (zs_scalar_convert(member->scalar, value, &bits, member->what) < 0) return -1;
-        memcpy(at, &bits, zs_scalar_size(member->scalar));
+        zs_scalar_store(member->scalar, &bits, at);
         return 0;
     }
     if (member->mode == ZS_CALL_OBJECT) {

@@ -23,7 +23,14 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#if PY_VERSION_HEX < 0x030B0000
+#include <longintrepr.h> /* zs_compact_int: Python.h includes it from 3.11 */
+#endif
+#include <assert.h>
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "zsharp.h"
 
@@ -166,8 +173,109 @@ static inline void zs_scalar_set_integer(zs_scalar_kind kind, long long v, zs_sc
     }
 }
 
+/* Bytes of a scalar of `kind`. */
+static inline size_t zs_scalar_size(zs_scalar_kind kind) {
+    switch (kind) {
+    case ZS_SCALAR_BOOL:
+        return sizeof(_Bool);
+    case ZS_SCALAR_I8:
+    case ZS_SCALAR_U8:
+        return 1;
+    case ZS_SCALAR_I16:
+    case ZS_SCALAR_U16:
+        return 2;
+    case ZS_SCALAR_I32:
+    case ZS_SCALAR_U32:
+    case ZS_SCALAR_F32:
+        return 4;
+    default:
+        assert(kind < ZS_SCALAR_KINDS);
+        return 8;
+    }
+}
+
+/* Store a converted scalar at `at` (unaligned allowed): one fixed-size copy. */
+static inline void zs_scalar_store(zs_scalar_kind kind, const zs_scalar_bits *bits, char *at) {
+    switch (zs_scalar_size(kind)) {
+    case 1:
+        memcpy(at, bits, 1);
+        break;
+    case 2:
+        memcpy(at, bits, 2);
+        break;
+    case 4:
+        memcpy(at, bits, 4);
+        break;
+    default:
+        memcpy(at, bits, 8);
+        break;
+    }
+}
+
+/* The value of an exact int that fits one digit (the ints game code passes
+ * most), read from the object with no call: 1, or 0 for any other int. */
+static inline int zs_compact_int(PyObject *exact_int, long long *out) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (!PyUnstable_Long_IsCompact((PyLongObject *)exact_int)) return 0;
+    *out = (long long)PyUnstable_Long_CompactValue((PyLongObject *)exact_int);
+    return 1;
+#else
+    Py_ssize_t size = Py_SIZE(exact_int);
+    if (size < -1 || size > 1) return 0;
+    *out = (long long)size * (long long)((PyLongObject *)exact_int)->ob_digit[0];
+    return 1;
+#endif
+}
+
+/* Convert `value` to `kind` if it is of the exact Python type and in range:
+ * 1 (converted), 0 (not such a value: use the Python conversion). Runs no
+ * Python code and leaves no error set. Inline: the fast path of every
+ * scalar write and host function argument. */
+static inline int zs_scalar_convert_exact(zs_scalar_kind kind, PyObject *value,
+                                          zs_scalar_bits *out) {
+    if (kind == ZS_SCALAR_BOOL) {
+        if (value != Py_True && value != Py_False) return 0;
+        out->b = value == Py_True;
+        return 1;
+    }
+    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) {
+        if (!PyFloat_CheckExact(value)) return 0;
+        double v = PyFloat_AS_DOUBLE(value);
+        if (kind == ZS_SCALAR_F64) {
+            out->f64 = v;
+            return 1;
+        }
+        if (isfinite(v) && fabs(v) > FLT_MAX)
+            return 0; /* out of Float32's range: the conversion raises */
+        out->f32 = (float)v;
+        return 1;
+    }
+    if (!PyLong_CheckExact(value)) return 0;
+    if (kind == ZS_SCALAR_U64) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(value);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        out->u64 = v;
+        return 1;
+    }
+    long long v;
+    if (!zs_compact_int(value, &v)) {
+        int overflow = 0;
+        v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    long long low, high;
+    if (!zs_scalar_range(kind, &low, &high) || v < low || v > high) return 0;
+    zs_scalar_set_integer(kind, v, out);
+    return 1;
+}
+
 /* scalar.c */
-size_t zs_scalar_size(zs_scalar_kind kind);
 const char *zs_scalar_name(zs_scalar_kind kind);
 PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at);
 int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out, PyObject *what);

@@ -49,49 +49,6 @@ typedef struct zs_scalar_property {
     zs_core_state *state;
 } zs_scalar_property;
 
-/* Convert `value` to `kind` if it is of the exact Python type and in range:
- * 1 (converted), 0 (not such a value: use the Python conversion). Runs no
- * Python code and leaves no error set. */
-static int scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out) {
-    if (kind == ZS_SCALAR_BOOL) {
-        if (value != Py_True && value != Py_False) return 0;
-        out->b = value == Py_True;
-        return 1;
-    }
-    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) {
-        if (!PyFloat_CheckExact(value)) return 0;
-        double v = PyFloat_AS_DOUBLE(value);
-        if (kind == ZS_SCALAR_F64) {
-            out->f64 = v;
-            return 1;
-        }
-        if (isfinite(v) && fabs(v) > FLT_MAX)
-            return 0; /* out of Float32's range: the conversion raises */
-        out->f32 = (float)v;
-        return 1;
-    }
-    if (!PyLong_CheckExact(value)) return 0;
-    if (kind == ZS_SCALAR_U64) {
-        unsigned long long v = PyLong_AsUnsignedLongLong(value);
-        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return 0;
-        }
-        out->u64 = v;
-        return 1;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return 0;
-    }
-    long long low, high;
-    if (!zs_scalar_range(kind, &low, &high) || v < low || v > high) return 0;
-    zs_scalar_set_integer(kind, v, out);
-    return 1;
-}
-
 /* Read: liveness and class checks, one load. */
 static PyObject *scalar_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
@@ -111,7 +68,7 @@ static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
     }
     if (checked(property->owner, obj, property->name, property->state) == NULL) return -1;
     zs_scalar_bits bits;
-    if (!scalar_convert_exact(property->kind, value, &bits) &&
+    if (!zs_scalar_convert_exact(property->kind, value, &bits) &&
         zs_scalar_convert(property->kind, value, &bits, property->name) < 0)
         return -1;
     zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
@@ -121,7 +78,7 @@ static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
         zs_status status = zsv_writable(rt, conjugate->handle);
         if (status != ZS_OK) return zsv_refused(rt, status, property->name), -1;
     }
-    memcpy(conjugate->address + property->offset, &bits, zs_scalar_size(property->kind));
+    zs_scalar_store(property->kind, &bits, conjugate->address + property->offset);
     return 0;
 }
 
@@ -398,7 +355,7 @@ int zs_prepare_store(zs_core_state *state, PyTypeObject *cls, PyObject *descript
         zs_scalar_property *property = (zs_scalar_property *)descriptor;
         zs_scalar_bits bits;
         if (!PyType_IsSubtype(cls, property->owner) ||
-            !scalar_convert_exact(property->kind, value, &bits))
+            !zs_scalar_convert_exact(property->kind, value, &bits))
             return 0;
         out->offset = (uint32_t)property->offset;
         out->size = (uint32_t)zs_scalar_size(property->kind);
