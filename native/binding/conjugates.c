@@ -388,6 +388,7 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     rt->native = NULL;
     rt->dying_word = NULL;
     zs_open_runtime_remove(rt->state, rt);
+    zs_plan_cache_clear(rt->state); /* plans may name its host's entries and types */
     Py_RETURN_NONE;
 }
 

@@ -309,7 +309,8 @@ typedef struct zs_type_memo {
  * and descriptor keeps a pointer to it (the module outlives them: the types
  * hold a reference to it). Guarded by the GIL, which this module never
  * releases. */
-#define ZS_NAME_KEYS 32 /* function names remembered by calls from native code */
+#define ZS_NAME_KEYS 32  /* function names remembered by calls from native code */
+#define ZS_PLAN_CACHE 64 /* plans of calls from native code remembered by class and name */
 
 typedef struct zs_core_state {
     PyTypeObject *conjugate_type;      /* ObjectConjugate: base of zs.Object */
@@ -375,6 +376,18 @@ typedef struct zs_core_state {
         size_t length; /* strlen(text) */
         PyObject *key; /* the interned str of the same text */
     } name_keys[ZS_NAME_KEYS];
+    /* The plans of calls from native code lately made, by class and function
+       name, each with the method it calls when that is a plain function: a
+       hit skips the class's `_zs_functions` and the method's lookup. Valid
+       while the class's version tag is (any change to the class or a base
+       assigns a new one, and tags are never reused); emptied when a runtime
+       closes (calls.c). */
+    struct zs_plan_slot {
+        unsigned int tag; /* the class's tp_version_tag; 0: empty */
+        PyObject *key;    /* the function's interned name */
+        PyObject *plan;   /* its CallPlan */
+        PyObject *method; /* the class's function of that name, or NULL: looked up per call */
+    } plan_cache[ZS_PLAN_CACHE];
     /* NativeFunction, a host's C function, and its subtype NativeStaticFunction,
        one with no object (functions.c). */
     PyTypeObject *function_type;
@@ -620,6 +633,7 @@ PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs)
 PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused);
 /* Drop the function names the handler remembers (module clear). */
 void zs_name_keys_clear(zs_core_state *state);
+void zs_plan_cache_clear(zs_core_state *state);
 int zs_add_call_types(PyObject *module, zs_core_state *state);
 
 /* module.c */

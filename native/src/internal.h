@@ -362,8 +362,9 @@ struct zs_runtime {
     void *destroy_hook_user;
     zs_call_handler call_handler; /* the managed side's entry point (calls.c) */
     void *call_handler_user;
-    uint32_t calls_in_progress;
-    bool free_pending; /* zs_runtime_free ran during a call: the last call frees */
+    uint32_t calls_word; /* calls in progress (ZS_CALLS_COUNT) | ZS_CALLS_FREE_PENDING
+                            (zs_runtime_free ran during a call: the last call frees);
+                            atomic: counted in under the lock, out without it (calls.c) */
 
     /* reflection (reflection.c): descriptions kept by reference */
     zs_registered_struct *structs;
@@ -424,6 +425,11 @@ static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
            (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
             !(it->flags & ZS_ITEM_PERMANENT));
 }
+
+/* calls_word: the count of calls in progress, and the flag of a deferred
+   zs_runtime_free (calls.c, runtime.c). */
+#define ZS_CALLS_FREE_PENDING 0x80000000u
+#define ZS_CALLS_COUNT(word) ((word) & ~ZS_CALLS_FREE_PENDING)
 
 /* Publish whether objects may be dying whose conjugates the managed side
    has not expired yet (zs_dying_word); with the lock held, after every
