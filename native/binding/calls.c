@@ -505,7 +505,7 @@ static PyObject *load_argument(zs_runtime_core *rt, const zs_plan_member *member
     char *at = params + member->offset;
     if (member->mode == ZS_CALL_SCALAR) return zs_scalar_load(member->scalar, at);
     if (member->mode == ZS_CALL_STRUCT || member->mode == ZS_CALL_VALUE) {
-        /* A red view into the block: the call scope expires it. */
+        /* A red view into the block: call_method expires it. */
         zsv_kind *kind = (zsv_kind *)member->detail;
         if (check_open(rt) < 0 || zsv_native_type(rt, kind) == NULL) return NULL;
         return zsv_block_view(rt, kind, at);
@@ -629,7 +629,14 @@ static zs_status call_method(zs_runtime_core *rt, PyObject *self, zs_call_plan *
                    write_result(rt, &plan->members[plan->count], result, params) == 0);
     if (!written) report_method(self, plan->name);
     Py_XDECREF(result);
-    for (Py_ssize_t i = 0; i < loaded; i++) Py_DECREF(stack[1 + i]);
+    /* The views of the host's block expire with the call, as its scope's
+       would (kept past it, they raise ExpiredConjugateError). */
+    for (Py_ssize_t i = 0; i < loaded; i++) {
+        zs_call_mode mode = plan->members[i].mode;
+        if (mode == ZS_CALL_STRUCT || mode == ZS_CALL_VALUE)
+            zsv_expire_in_place((zsv_value *)stack[1 + i], rt->state->reason_scope);
+        Py_DECREF(stack[1 + i]);
+    }
     if (stack != small) PyMem_Free(stack);
     return written ? ZS_OK : ZS_E_CALL_FAILED;
 }
