@@ -1,0 +1,214 @@
+"""The fast paths of container methods (native/binding/containers.c,
+names.c): set elements and map keys read natively where they are staged
+(no native temporary), the per-runtime memo of interned strs, and bulk
+writes of arrays whose elements own nothing. Each test drives a path where
+a mistake would read or write the wrong memory, and checks the contents
+against plain Python."""
+
+from __future__ import annotations
+
+import pytest
+
+import zsharp_py as zs
+
+pytestmark = pytest.mark.usefixtures("no_leaked_values")
+
+
+class Keeper(zs.Object):
+    names: zs.Set[zs.Name]
+    texts: zs.Set[zs.String]
+    scores: zs.Map[zs.Name, zs.Int32]
+    by_text: zs.Map[zs.String, zs.Int32]
+    floats: zs.Array[zs.Float64]
+    kids: zs.Array["Keeper"]
+
+
+# Specialised once at import (see test_containers.py: SPECIALISED).
+SPECIALISED = [
+    zs.Set[zs.Name],
+    zs.Set[zs.String],
+    zs.Set[zs.Utf8String],
+    zs.Set[zs.AnsiString],
+    zs.Set[zs.Int64],
+    zs.Set[zs.UInt8],
+    zs.Map[zs.Name, zs.Int32],
+    zs.Map[zs.String, zs.Int32],
+    zs.Map[zs.Utf8String, zs.Array[zs.Int32]],
+    zs.Array[zs.Float64],
+    zs.Array[Keeper],
+]
+
+TEXTS = ["", "a", "A", "é", "日本語", "x" * 300, "\U0001f600 smile", "T3", "t3"]
+
+
+@pytest.mark.parametrize("kind", [zs.String, zs.Utf8String])
+def test_string_keys_of_every_length_are_found_and_removed(rt: zs.Runtime, kind) -> None:
+    texts = zs.Set[kind](TEXTS)
+    assert len(texts) == len(TEXTS)  # case matters for strings
+    for text in TEXTS:
+        assert text in texts
+        assert text + "?" not in texts
+    texts.add("")  # an existing key: nothing added
+    assert len(texts) == len(TEXTS)
+    for text in TEXTS:
+        texts.discard(text)
+        assert text not in texts
+    assert len(texts) == 0
+    texts.dispose()
+
+
+def test_ansi_string_keys_refuse_what_they_cannot_hold(rt: zs.Runtime) -> None:
+    texts = zs.Set[zs.AnsiString](["abc", ""])
+    assert "abc" in texts and "" in texts
+    assert "é" not in texts  # not a key: absent, as before
+    with pytest.raises(ValueError):
+        texts.add("é")
+    assert sorted(texts) == ["", "abc"]
+    texts.dispose()
+
+
+def test_scalar_keys_found_where_they_are_staged(rt: zs.Runtime) -> None:
+    numbers = zs.Set[zs.Int64]([-(2**63), -1, 0, 1, 2**63 - 1])
+    for number in (-(2**63), -1, 0, 1, 2**63 - 1):
+        assert number in numbers
+    assert 2**63 not in numbers  # out of range: not a key
+    assert 2 not in numbers
+    small = zs.Set[zs.UInt8](range(256))
+    assert all(i in small for i in range(256))
+    assert -1 not in small and 256 not in small
+    numbers.dispose()
+    small.dispose()
+
+
+def test_many_names_through_the_intern_memo(rt: zs.Runtime) -> None:
+    # More distinct strs than the memo has slots: slots are replaced, and
+    # every name still resolves to its own entry.
+    words = [f"word{i}" for i in range(2000)]
+    names = zs.Set[zs.Name](words)
+    assert len(names) == len(words)
+    for word in words:
+        assert word in names
+        assert word.upper() in names  # names fold ASCII case
+        assert word + "x" not in names
+    assert sorted(str(name) for name in names) == sorted(words)
+    names.dispose()
+
+
+def test_equal_strs_that_are_different_objects_intern_alike(rt: zs.Runtime) -> None:
+    first = "".join(["Ga", "ther"])
+    second = "".join(["Gat", "her"])
+    assert first == second and first is not second
+    scores = zs.Map[zs.Name, zs.Int32]()
+    scores[first] = 1
+    scores[second] = 2
+    assert len(scores) == 1 and scores[first] == 2 and scores["gather"] == 2
+    scores.dispose()
+
+
+def test_a_str_subclass_is_taken_by_its_contents_not_memoised(rt: zs.Runtime) -> None:
+    class Liar(str):
+        def __hash__(self) -> int:
+            return hash("other")
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    names = zs.Set[zs.Name](["real"])
+    assert Liar("real") in names
+    assert Liar("other") not in names
+    names.add(Liar("other"))
+    assert sorted(str(name) for name in names) == ["other", "real"]
+    names.dispose()
+
+
+def test_the_intern_memo_is_per_runtime() -> None:
+    word = "SharedWord"
+    with zs.Runtime():
+        zs.Name("padding")  # another index for the same text in the next runtime
+        zs.Name("more padding")
+        in_first = zs.Set[zs.Name]([word])
+        assert word in in_first
+        in_first.dispose()
+    with zs.Runtime():
+        in_second = zs.Set[zs.Name]([word])
+        assert word in in_second and "padding" not in in_second
+        assert [str(name) for name in in_second] == [word]
+        in_second.dispose()
+
+
+def test_names_after_the_runtime_closed_raise(rt: zs.Runtime) -> None:
+    holder = Keeper()
+    names = holder.names
+    names.add("Kept")
+    rt.close()
+    with pytest.raises(zs.ExpiredConjugateError):
+        names.add("Kept")
+    with pytest.raises(zs.ExpiredConjugateError):
+        "Kept" in names  # noqa: B015
+
+
+class Grower:
+    """An int-like value whose __index__ grows a map (a rehash: its entries
+    move) or disposes it, between the key's staging and the native add."""
+
+    def __init__(self, target, action: str) -> None:
+        self.target = target
+        self.action = action
+
+    def __index__(self) -> int:
+        if self.action == "grow":
+            for i in range(200):
+                self.target[f"grown{i}"] = i
+        elif self.action == "clear":
+            self.target.clear()
+        elif self.action == "dispose":
+            self.target.dispose()
+        return 7
+
+
+@pytest.mark.parametrize("action", ["grow", "clear"])
+@pytest.mark.parametrize("key_kind", [zs.Name, zs.String])
+def test_a_value_hook_that_restructures_the_map_between_key_and_write(
+    rt: zs.Runtime, action: str, key_kind
+) -> None:
+    scores = zs.Map[key_kind, zs.Int32]({"k1": 1, "k5": 5})
+    scores["k5"] = Grower(scores, action)
+    assert scores["k5"] == 7
+    expected = {"k5": 7} if action == "clear" else {"k1": 1, "k5": 7}
+    if action == "grow":
+        expected.update({f"grown{i}": i for i in range(200)})
+    assert {str(key): value for key, value in scores.items()} == expected
+    scores.dispose()
+
+
+@pytest.mark.parametrize("key_kind", [zs.Name, zs.String])
+def test_a_value_hook_that_disposes_the_map_raises(rt: zs.Runtime, key_kind) -> None:
+    scores = zs.Map[key_kind, zs.Int32]({"k5": 5})
+    with pytest.raises(zs.ExpiredConjugateError):
+        scores["k5"] = Grower(scores, "dispose")
+
+
+def test_a_view_valued_map_found_by_a_borrowed_string_key(rt: zs.Runtime) -> None:
+    lists = zs.Map[zs.Utf8String, zs.Array[zs.Int32]]({"a": [1], "bé": [2, 3]})
+    view = lists["bé"]
+    assert list(view) == [2, 3]
+    lists["new"] = [4]  # a new key: the structure changed, views expire
+    assert view.is_expired
+    assert list(lists["bé"]) == [2, 3] and list(lists.get("new")) == [4]
+    assert lists.get("absent") is None
+    lists.dispose()
+
+
+def test_property_containers_keyed_by_staged_values(rt: zs.Runtime) -> None:
+    keeper = Keeper()
+    for i in range(40):
+        keeper.names.add(f"T{i}")
+        keeper.texts.add(f"T{i}")
+        keeper.scores[f"k{i}"] = i
+        keeper.by_text[f"k{i}"] = -i
+    assert all(f"t{i}" in keeper.names for i in range(40))  # names fold case
+    assert all(f"T{i}" in keeper.texts and f"t{i}" not in keeper.texts for i in range(40))
+    assert [keeper.scores[f"K{i}"] for i in range(40)] == list(range(40))
+    assert [keeper.by_text[f"k{i}"] for i in range(40)] == [-i for i in range(40)]
+    with pytest.raises(KeyError):
+        keeper.by_text["K1"]
