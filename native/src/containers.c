@@ -163,11 +163,42 @@ static char *entry_at(const zs_type *type, const zs_hash *hash, uint32_t index) 
     return (char *)hash->entries.data + (size_t)index * type->entry_size;
 }
 
+/* Whether two bitwise keys of `size` bytes are equal (zs_value_equal of a
+   bitwise type): the common sizes (a name, a 32- or 64-bit number, a
+   reference) compared as one word, with no call to memcmp. */
+static inline bool bitwise_equal(const void *a, const void *b, uint32_t size) {
+    if (size == 8) {
+        uint64_t x, y;
+        memcpy(&x, a, sizeof x);
+        memcpy(&y, b, sizeof y);
+        return x == y;
+    }
+    if (size == 4) {
+        uint32_t x, y;
+        memcpy(&x, a, sizeof x);
+        memcpy(&y, b, sizeof y);
+        return x == y;
+    }
+    return memcmp(a, b, size) == 0;
+}
+
 /* The bucket holding `key`, or the empty bucket where it would go. */
 static uint32_t probe(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
                       bool *found) {
     uint32_t mask = hash->bucket_count - 1;
     uint32_t slot = (uint32_t)zs_value_hash(rt, type->element, key) & mask;
+    uint32_t bitwise = ZS_TYPE_BITWISE | ZS_TYPE_HASHABLE;
+    if ((type->element->flags & bitwise) == bitwise) {
+        /* Equality is the bytes' (value_equal, types.c): compared inline. */
+        uint32_t size = type->element->size;
+        for (;; slot = (slot + 1) & mask) {
+            uint32_t held = hash->buckets[slot];
+            if (held == 0 || bitwise_equal(entry_at(type, hash, held - 1), key, size)) {
+                *found = held != 0;
+                return slot;
+            }
+        }
+    }
     for (;; slot = (slot + 1) & mask) {
         uint32_t held = hash->buckets[slot];
         if (held == 0) {
