@@ -212,3 +212,80 @@ def test_property_containers_keyed_by_staged_values(rt: zs.Runtime) -> None:
     assert [keeper.by_text[f"k{i}"] for i in range(40)] == [-i for i in range(40)]
     with pytest.raises(KeyError):
         keeper.by_text["K1"]
+
+
+# ---- arrays whose elements own nothing: inserted packed, in one native call ----
+
+
+def test_packed_insertions_match_a_list(rt: zs.Runtime) -> None:
+    floats = zs.Array[zs.Float64]([1.0, 2.0])
+    model = [1.0, 2.0]
+    for position, number in [(0, -1.0), (1, 0.5), (99, 9.0), (-1, 8.5), (-99, -9.0)]:
+        floats.insert(position, number)
+        model.insert(position, number)
+    floats.append(10.0)
+    model.append(10.0)
+    floats.extend([11.0, 12.0])
+    model.extend([11.0, 12.0])
+    floats[1:1] = [0.25, 0.75]
+    model[1:1] = [0.25, 0.75]
+    assert floats.to_python() == model
+    floats.dispose()
+
+
+def test_a_reference_that_died_while_later_elements_were_staged(rt: zs.Runtime) -> None:
+    keeper = Keeper()
+    keeper.add_to_root()
+    first = Keeper()
+    keeper.kids.append(first)
+    doomed = Keeper()
+
+    def elements():
+        yield first
+        yield doomed  # staged as a handle here...
+        rt.collect_garbage()  # ...whose object nothing keeps: it dies
+        yield first
+
+    with pytest.raises(zs.ExpiredConjugateError):
+        keeper.kids.extend(elements())
+    assert doomed.is_expired
+    assert keeper.kids.to_python() == [first]  # all or nothing
+    with pytest.raises(zs.ExpiredConjugateError):
+        keeper.kids.append(doomed)
+    with pytest.raises(zs.ExpiredConjugateError):
+        keeper.kids.insert(0, doomed)
+    assert keeper.kids.to_python() == [first]
+    keeper.kids.insert(0, None)
+    keeper.kids.append(keeper)
+    assert keeper.kids.to_python() == [None, first, keeper]
+
+
+def test_a_position_hook_that_empties_or_disposes_the_array(rt: zs.Runtime) -> None:
+    floats = zs.Array[zs.Float64]([1.0, 2.0, 3.0])
+
+    class Position:
+        def __init__(self, action: str) -> None:
+            self.action = action
+
+        def __index__(self) -> int:
+            if self.action == "clear":
+                floats.clear()
+            else:
+                floats.dispose()
+            return 2
+
+    floats.insert(Position("clear"), 5.0)  # clamped to the array as it is now
+    assert floats.to_python() == [5.0]
+    with pytest.raises(zs.ExpiredConjugateError):
+        floats.insert(Position("dispose"), 5.0)
+
+
+def test_an_appended_reference_is_traced(rt: zs.Runtime) -> None:
+    keeper = Keeper()
+    keeper.add_to_root()
+    kid = Keeper()
+    keeper.kids.append(kid)
+    keeper.kids.insert(0, Keeper())
+    rt.collect_garbage()
+    assert not kid.is_expired and len(keeper.kids) == 2
+    assert keeper.kids[1] is kid and not keeper.kids[0].is_expired

@@ -187,6 +187,19 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
     if (from_end || position > length) position = length;
     if (position < 0) position = position + length < 0 ? 0 : position + length;
     const zs_native_api *api = &rt->state->api;
+    if (zsv_packable(value->kind) &&
+        (whole != NULL ? whole->form == ZSV_PACKED : count == 1 && items[0].form == ZSV_BITS)) {
+        /* Elements that own nothing (numbers, names, references) go in as
+           their staged bytes, in one native call that checks references
+           first: no zeroed slots to fill and undo, one lock. */
+        assert(whole != NULL || value->kind->entry_size <= sizeof items[0].u.bits);
+        const void *elements = whole != NULL ? whole->u.units : (const void *)items[0].u.bits;
+        zs_status packed = api->zs_array_insert_packed(rt->native, value->owner, type, array,
+                                                       (uint32_t)position, elements, count);
+        if (packed != ZS_OK) return refused(value, packed), -1;
+        structure_changed(value);
+        return 0;
+    }
     zs_status status = api->zs_array_insert(rt->native, value->owner, type, array,
                                             (uint32_t)position, NULL, count);
     if (status == ZS_OK) {

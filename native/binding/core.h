@@ -46,7 +46,7 @@
     X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
-    X(zs_type_value_offset) X(zs_call_native)
+    X(zs_type_value_offset) X(zs_call_native) X(zs_array_insert_packed)
 /* clang-format on */
 
 typedef struct zs_native_api {

@@ -88,6 +88,54 @@ zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     return status;
 }
 
+/* Whether an array type's elements own nothing (packed stores take them). */
+static bool packed_elements(const zs_type *type) {
+    uint32_t kind = type->element->kind;
+    return kind == ZS_TYPE_PLAIN || kind == ZS_TYPE_OBJECT || kind == ZS_TYPE_WEAK_OBJECT;
+}
+
+/* Every reference among `count` packed elements usable now (ZS_OK), or the
+   status the first one that is not refuses the store with. */
+static zs_status packed_references(zs_runtime *rt, const zs_type *type, const void *elements,
+                                   uint32_t count) {
+    if (type->element->kind == ZS_TYPE_PLAIN) return ZS_OK;
+    zs_status status = ZS_OK;
+    for (uint32_t i = 0; status == ZS_OK && i < count; i++) {
+        zs_ref ref;
+        memcpy(&ref, (const char *)elements + (size_t)i * type->entry_size, sizeof ref);
+        if (ref != ZS_NULL_REF) zs_usable_item(rt, ref, &status);
+    }
+    return status;
+}
+
+zs_status zs_array_insert_packed(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                                 uint32_t index, const void *elements, uint32_t count) {
+    if (array == NULL || type == NULL || (elements == NULL && count > 0) ||
+        type->kind != ZS_TYPE_ARRAY || !packed_elements(type))
+        return ZS_E_INVALID; /* elements that own memory go through zs_array_insert */
+    ZS_LOCK(rt);
+    zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
+    if (status == ZS_OK && (index > array->count || count > ZS_MAX_ENTRIES - array->count))
+        status = ZS_E_INVALID;
+    /* References first: a stale or dying target refuses the whole insertion. */
+    if (status == ZS_OK) status = packed_references(rt, type, elements, count);
+    if (status == ZS_OK && !zs_entries_reserve(rt, array, type->entry_size, array->count + count))
+        status = ZS_E_NOMEM;
+    if (status == ZS_OK && count > 0) {
+        size_t entry = type->entry_size;
+        char *base = array->data;
+        assert((const char *)elements + count * entry <= base ||
+               (const char *)elements >= base + (size_t)array->capacity * entry);
+        memmove(base + (index + count) * entry, base + index * entry,
+                (size_t)(array->count - index) * entry);
+        memcpy(base + index * entry, elements, (size_t)count * entry);
+        array->count += count;
+        written(rt, owner, type, array);
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
 zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
                           uint32_t index, const void *value, uint32_t count) {
     if (array == NULL) return ZS_E_INVALID;
