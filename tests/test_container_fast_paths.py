@@ -289,3 +289,98 @@ def test_an_appended_reference_is_traced(rt: zs.Runtime) -> None:
     rt.collect_garbage()
     assert not kid.is_expired and len(keeper.kids) == 2
     assert keeper.kids[1] is kid and not keeper.kids[0].is_expired
+
+
+# ---- whole arrays from a list or tuple, staged from its own storage ----------
+
+
+class Halver:
+    """A number whose __float__ changes the list being converted."""
+
+    def __init__(self, target: list, value: float) -> None:
+        self.target = target
+        self.value = value
+
+    def __float__(self) -> float:
+        self.target.clear()
+        self.target.extend([99.0] * 50)
+        return self.value
+
+
+def test_a_list_with_a_hook_is_converted_as_it_was_first(rt: zs.Runtime) -> None:
+    keeper = Keeper()
+    numbers: list = [1.0, 2.0]
+    numbers.append(Halver(numbers, 3.0))
+    numbers.extend([4.0, 5])
+    keeper.floats = numbers  # a snapshot first: the hook's changes are not seen
+    assert keeper.floats.to_python() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert numbers == [99.0] * 50
+
+
+def test_lists_and_tuples_of_every_shape(rt: zs.Runtime) -> None:
+    class MyList(list):
+        def __iter__(self):
+            return iter([0.0])
+
+        def __getitem__(self, index):
+            return 0.0
+
+        def __len__(self) -> int:
+            return 1
+
+    class MyTuple(tuple):
+        def __iter__(self):
+            return iter([0.0])
+
+    keeper = Keeper()
+    for given, expected in [
+        ([], []),
+        ((), []),
+        ([1.5] * 1000, [1.5] * 1000),
+        ((1.0, 2, True), [1.0, 2.0, 1.0]),
+        ([1, 2.5], [1.0, 2.5]),
+        (MyList([1.0, 2.0]), [1.0, 2.0]),  # its own storage, not its methods
+        (MyTuple((3.0, 4.0)), [3.0, 4.0]),
+    ]:
+        keeper.floats = given
+        assert keeper.floats.to_python() == expected
+        assert zs.Array[zs.Float64](given).to_python() == expected
+    with pytest.raises(TypeError):
+        keeper.floats = [1.0, "2"]
+    assert keeper.floats.to_python() == [3.0, 4.0]  # unchanged
+
+
+def test_a_list_of_objects_staged_from_its_storage(rt: zs.Runtime) -> None:
+    class Special(Keeper):
+        pass
+
+    keeper = Keeper()
+    keeper.add_to_root()
+    kids = [Keeper() for _ in range(100)]
+    keeper.kids = kids
+    assert keeper.kids.to_python() == kids
+    mixed = [kids[0], Special(), None, kids[1]]  # a subclass and None: the general path
+    keeper.kids = mixed
+    assert keeper.kids.to_python() == mixed
+    dead = Keeper()
+    rt.collect_garbage()
+    assert dead.is_expired
+    with pytest.raises(zs.ExpiredConjugateError):
+        keeper.kids = [kids[0], dead]
+    assert keeper.kids.to_python() == mixed  # unchanged
+    with zs.Runtime():
+        stranger = Keeper()
+    with pytest.raises(zs.ExpiredConjugateError):
+        keeper.kids = [stranger]
+    assert keeper.kids.to_python() == mixed
+
+
+def test_a_list_holding_an_object_of_another_open_runtime(rt: zs.Runtime) -> None:
+    keeper = Keeper()
+    keeper.add_to_root()
+    with zs.Runtime():
+        stranger = Keeper()
+        stranger.add_to_root()
+        with pytest.raises(ValueError, match="another runtime"):
+            keeper.kids = [stranger]
+    assert keeper.kids.to_python() == []

@@ -855,6 +855,54 @@ int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *posi
                          kwargs != NULL && PyDict_GET_SIZE(kwargs) ? kwargs : NULL, out, NULL);
 }
 
+/* How many leading `items` of a packable array the inline cases convert
+ * (an exact float into Float64 elements, a live object of exactly the
+ * target class in this runtime into references), written into `packed`,
+ * entry_size apart. No Python code: nothing here calls out or allocates. */
+static Py_ssize_t packed_prefix(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *items,
+                                Py_ssize_t count, char *packed) {
+    size_t entry = kind->entry_size;
+    Py_ssize_t i = 0;
+    if (kind->element->code == ZSV_SCALAR && kind->element->scalar == ZS_SCALAR_F64) {
+        for (; i < count && PyFloat_CheckExact(items[i]); i++) {
+            double real = PyFloat_AS_DOUBLE(items[i]);
+            memcpy(packed + (size_t)i * entry, &real, sizeof real);
+        }
+    } else if (kind->element->code == ZSV_OBJECT) {
+        PyTypeObject *target = kind->element->cls;
+        for (; i < count; i++) {
+            zs_conjugate *item = (zs_conjugate *)items[i];
+            if (Py_TYPE(item) != target || !ZS_CONJUGATE_IS_LIVE(item) || item->runtime != rt)
+                break;
+            memcpy(packed + (size_t)i * entry, &item->handle, sizeof item->handle);
+        }
+    }
+    return i;
+}
+
+/* A list or tuple (or a subclass: its own storage, as snapshot takes it)
+ * staged packed straight from its storage when every element takes an
+ * inline case: no tuple snapshot made, filled and dropped. 1 staged, 0 when
+ * the general path must decide (nothing staged, no error), -1. */
+static int stage_packed_direct(zs_runtime_core *rt, zsv_kind *kind, PyObject *value,
+                               zsv_staged *out) {
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(value);
+    if (count == 0 || (size_t)count > MAX_ENTRIES) return 0;
+    char *packed = PyMem_Calloc((size_t)count, kind->entry_size);
+    if (packed == NULL) return PyErr_NoMemory(), -1;
+    /* No Python code runs from the size read above to the last element read
+       (PyMem allocates no Python object), so this is the list as a snapshot
+       taken first would hold it. */
+    if (packed_prefix(rt, kind, PySequence_Fast_ITEMS(value), count, packed) < count) {
+        PyMem_Free(packed);
+        return 0;
+    }
+    out->form = ZSV_PACKED;
+    out->count = (uint32_t)count;
+    out->u.units = packed;
+    return 1;
+}
+
 /* An array or set: a conjugate of the same kind, or an iterable. */
 static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                           const where *at) {
@@ -865,6 +913,10 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
     if (Py_TYPE(value)->tp_iter == NULL && !PySequence_Check(value))
         return fail(PyExc_TypeError, at, "%U needs an iterable of elements, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
+    if (zsv_packable(kind) && (PyList_Check(value) || PyTuple_Check(value))) {
+        int direct = stage_packed_direct(rt, kind, value, out);
+        if (direct != 0) return direct < 0 ? -1 : 0;
+    }
     PyObject *items = snapshot(value); /* an iterable's own errors propagate as they are */
     if (items == NULL) return -1;
     Py_ssize_t count = PyTuple_GET_SIZE(items);
