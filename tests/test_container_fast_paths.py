@@ -384,3 +384,48 @@ def test_a_list_holding_an_object_of_another_open_runtime(rt: zs.Runtime) -> Non
         with pytest.raises(ValueError, match="another runtime"):
             keeper.kids = [stranger]
     assert keeper.kids.to_python() == []
+
+
+# ---- keys and elements staged without the general dispatch -------------------
+
+
+class Text(str):
+    pass
+
+
+class Whole(int):
+    pass
+
+
+class Real(float):
+    pass
+
+
+def _error(action) -> tuple[type, str]:
+    with pytest.raises(Exception) as caught:
+        action()
+    message = str(caught.value)  # a message may name the value's type
+    for subclass, base in (("'Text'", "'str'"), ("'Whole'", "'int'"), ("'Real'", "'float'")):
+        message = message.replace(subclass, base)
+    return caught.type, message
+
+
+def test_exact_keys_and_elements_fail_as_their_subclasses_do(rt: zs.Runtime) -> None:
+    # An exact str, int or float takes stage_leaf; a subclass the general
+    # path: the same conversion, so the same exception and message.
+    keeper = Keeper()
+    scores, names, floats = keeper.scores, keeper.names, keeper.floats
+    for exact, subclass in [
+        (lambda: scores.__setitem__("bad\0", 1), lambda: scores.__setitem__(Text("bad\0"), 1)),
+        (lambda: scores.__setitem__("x" * 2000, 1), lambda: scores.__setitem__(Text("x" * 2000), 1)),
+        (lambda: scores.__setitem__("k", 2**40), lambda: scores.__setitem__("k", Whole(2**40))),
+        (lambda: scores.__setitem__("k", 1.5), lambda: scores.__setitem__("k", Real(1.5))),
+        (lambda: names.add("bad\0"), lambda: names.add(Text("bad\0"))),
+        (lambda: floats.append(10**400), lambda: floats.append(Whole(10**400))),
+        (lambda: floats.insert(0, 10**400), lambda: floats.insert(0, Whole(10**400))),
+    ]:
+        assert _error(exact) == _error(subclass)
+    assert len(scores) == 0 and len(names) == 0 and len(floats) == 0
+    # A lookup of what cannot be a key is "absent", for both.
+    assert "bad\0" not in names and Text("bad\0") not in names
+    assert scores.get("bad\0", 7) == 7 and scores.get(Text("bad\0"), 7) == 7

@@ -1058,9 +1058,17 @@ static PyObject *map_lookup(zsv_value *value, PyObject *key, PyObject *fallback)
     int staged_ok = stage_lookup_key(value, key, &staged);
     if (staged_ok < 0) return NULL;
     PyObject *result = NULL;
-    if (staged_ok > 0)
-        result = zsv_read_at(value->runtime, value->kind->value, (PyObject *)value, value->owner,
-                             map_finder, &staged);
+    zsv_kind *item_kind = value->kind->value;
+    if (staged_ok > 0 && item_kind->code == ZSV_SCALAR) {
+        /* A number: loaded where it is found (zs_scalar_load copies it out
+           before it makes the Python number). */
+        Py_ssize_t cache_key;
+        const char *at = map_finder((PyObject *)value, &staged, &cache_key);
+        if (at != NULL) result = zs_scalar_load((zs_scalar_kind)item_kind->scalar, at);
+    } else if (staged_ok > 0) {
+        result = zsv_read_at(value->runtime, item_kind, (PyObject *)value, value->owner, map_finder,
+                             &staged);
+    }
     zsv_release(value->kind->element, &staged);
     if (result != NULL || PyErr_Occurred()) return result;
     if (fallback != NULL) return Py_NewRef(fallback);

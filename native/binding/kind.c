@@ -1154,6 +1154,27 @@ static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_stage
     return result;
 }
 
+/* stage() of the commonest elements and keys, which hold nothing to recurse
+ * into and have no encoder: a number from an exact int or float, a name
+ * from an exact str. The same conversions and errors as stage(), without
+ * its recursion guard and dispatch. 1 staged, 0 not such a value, -1. */
+static int stage_leaf(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                      const where *at) {
+    assert(out->form == ZSV_ABSENT);
+    if (kind->encode != NULL) return 0;
+    if (kind->code == ZSV_SCALAR && (PyFloat_CheckExact(value) || PyLong_CheckExact(value))) {
+        zs_scalar_bits bits;
+        if (zs_scalar_convert((zs_scalar_kind)kind->scalar, value, &bits, NULL) < 0)
+            return prefix_at(at);
+        out->form = ZSV_BITS;
+        memcpy(out->u.bits, &bits, sizeof bits);
+        return 1;
+    }
+    if (kind->code == ZSV_NAME && PyUnicode_CheckExact(value))
+        return zsv_name_stage(rt, value, out, NULL) < 0 ? prefix_at(at) : 1;
+    return 0;
+}
+
 int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
               PyObject *what) {
     where at = {NULL, what, NULL};
@@ -1163,6 +1184,8 @@ int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *
 int zsv_stage_labelled(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                        const char *label) {
     where at = {NULL, NULL, label};
+    int leaf = stage_leaf(rt, kind, value, out, &at);
+    if (leaf != 0) return leaf < 0 ? -1 : 0;
     return stage(rt, kind, value, out, &at);
 }
 

@@ -166,7 +166,9 @@ PyObject *zsv_name_make(zs_runtime_core *rt, uint32_t index, uint32_t number) {
 
 int zsv_name_stage(zs_runtime_core *rt, PyObject *value, zsv_staged *out, PyObject *what) {
     uint32_t words[2];
-    if (PyObject_TypeCheck(value, rt->state->name_type)) {
+    if (PyUnicode_CheckExact(value)) { /* the commonest: no subtype walk */
+        if (zsv_intern(rt, value, &words[0], &words[1], "name") < 0) return -1;
+    } else if (PyObject_TypeCheck(value, rt->state->name_type)) {
         zs_name *name = (zs_name *)value;
         if (name->runtime == rt) {
             words[0] = name->index;
