@@ -1155,8 +1155,9 @@ static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_stage
 }
 
 /* stage() of the commonest elements and keys, which hold nothing to recurse
- * into and have no encoder: a number from an exact int or float, a name
- * from an exact str. The same conversions and errors as stage(), without
+ * into and have no encoder: a number from an exact int or float, a name or
+ * a string from an exact str, a reference from a live object of exactly
+ * the target class. The same conversions and errors as stage(), without
  * its recursion guard and dispatch. 1 staged, 0 not such a value, -1. */
 static int stage_leaf(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                       const where *at) {
@@ -1172,6 +1173,17 @@ static int stage_leaf(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_
     }
     if (kind->code == ZSV_NAME && PyUnicode_CheckExact(value))
         return zsv_name_stage(rt, value, out, NULL) < 0 ? prefix_at(at) : 1;
+    if (kind->code == ZSV_STRING && PyUnicode_CheckExact(value))
+        return stage_string(rt, kind, value, out, at) < 0 ? -1 : 1;
+    if (kind->code == ZSV_OBJECT && Py_TYPE(value) == kind->cls &&
+        ZS_CONJUGATE_IS_LIVE((zs_conjugate *)value) && ((zs_conjugate *)value)->runtime == rt) {
+        /* A live object of exactly the target class here: its handle, as
+           stage_handle takes it (the native store validates it again). */
+        zs_ref handle = ((zs_conjugate *)value)->handle;
+        out->form = ZSV_BITS;
+        memcpy(out->u.bits, &handle, sizeof handle);
+        return 1;
+    }
     return 0;
 }
 

@@ -247,6 +247,21 @@ static uint32_t probe(zs_runtime *rt, const zs_type *type, const zs_hash *hash, 
             }
         }
     }
+    if (type->element->kind == ZS_TYPE_STRING) {
+        /* Equality is the code units' (value_equal, types.c): compared inline. */
+        const zs_string *wanted = key;
+        size_t bytes = (size_t)wanted->length * type->element->unit;
+        for (;; slot = (slot + 1) & mask) {
+            uint32_t held = hash->buckets[slot];
+            const zs_string *entry = held ? (const zs_string *)entry_at(type, hash, held - 1)
+                                          : NULL;
+            if (entry == NULL || (entry->length == wanted->length &&
+                                  (bytes == 0 || memcmp(entry->data, wanted->data, bytes) == 0))) {
+                *found = entry != NULL;
+                return slot;
+            }
+        }
+    }
     for (;; slot = (slot + 1) & mask) {
         uint32_t held = hash->buckets[slot];
         if (held == 0) {
