@@ -417,7 +417,10 @@ def test_exact_keys_and_elements_fail_as_their_subclasses_do(rt: zs.Runtime) -> 
     scores, names, floats = keeper.scores, keeper.names, keeper.floats
     for exact, subclass in [
         (lambda: scores.__setitem__("bad\0", 1), lambda: scores.__setitem__(Text("bad\0"), 1)),
-        (lambda: scores.__setitem__("x" * 2000, 1), lambda: scores.__setitem__(Text("x" * 2000), 1)),
+        (
+            lambda: scores.__setitem__("x" * 2000, 1),
+            lambda: scores.__setitem__(Text("x" * 2000), 1),
+        ),
         (lambda: scores.__setitem__("k", 2**40), lambda: scores.__setitem__("k", Whole(2**40))),
         (lambda: scores.__setitem__("k", 1.5), lambda: scores.__setitem__("k", Real(1.5))),
         (lambda: names.add("bad\0"), lambda: names.add(Text("bad\0"))),
