@@ -53,7 +53,7 @@
     X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
-    X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word)
+    X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word) X(zs_array_insert_packed)
 /* clang-format on */
 
 typedef struct zs_native_api {
@@ -430,6 +430,7 @@ static inline int zs_is_value(zs_core_state *state, PyObject *object) {
 /* ---- runtimes: the conjugate table ----------------------------------------- */
 
 struct zsv_value;
+struct zsv_name_memo;
 struct zsv_table;
 
 /* The C part of zs.Runtime. The conjugate table maps a handle's slot index to
@@ -480,8 +481,9 @@ typedef struct zs_runtime_core {
     uint32_t native_count;
     PyObject **names; /* [name_count]: decoded base strings by name index (names.c) */
     uint32_t name_count, name_capacity;
-    PyObject *interned;   /* dict: exact str -> packed name (index | number << 32) */
-    PyObject **callables; /* [callable_capacity]: delegate callables by id - 1 (names.c);
+    PyObject *interned;              /* dict: exact str -> packed name (index | number << 32) */
+    struct zsv_name_memo *name_memo; /* [ZSV_NAME_MEMO] the strs last interned, by hash (names.c) */
+    PyObject **callables;            /* [callable_capacity]: delegate callables by id - 1 (names.c);
                                     a free slot holds the next free id, tagged odd */
     uint32_t callable_capacity, callable_count, callable_free;
 } zs_runtime_core;

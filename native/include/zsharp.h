@@ -527,6 +527,13 @@ zs_status zs_array_reserve(zs_runtime *rt, zs_ref owner, const zs_type *type, zs
    storage grown before any element changes. */
 zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
                           const void *elements, uint32_t count);
+/* Insert `count` elements packed at `elements` (entry_size apart; may not
+   point into the array) at index, into an array whose elements own nothing
+   (PLAIN, OBJECT, WEAK_OBJECT). All or nothing, as zs_array_assign: every
+   object reference is checked first and the storage grown before any
+   element moves. */
+zs_status zs_array_insert_packed(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                                 uint32_t index, const void *elements, uint32_t count);
 
 /* Sets and maps. find: *out_index = -1 when absent. add: the entry of an
    existing key is reused (*out_added = 0); a new map value is zeroed.

@@ -40,7 +40,7 @@
     X(zs_type_id) X(zs_type_value_offset) X(zs_type_entry_size) X(zs_value_assign) \
     X(zs_value_clear) X(zs_value_store_ref) X(zs_value_equal) X(zs_value_hash) \
     X(zs_object_writable) X(zs_string_assign) X(zs_array_insert) X(zs_array_remove) \
-    X(zs_array_reserve) X(zs_array_assign) X(zs_hash_find) X(zs_hash_add) X(zs_hash_remove) \
+    X(zs_array_reserve) X(zs_array_assign) X(zs_array_insert_packed) X(zs_hash_find) X(zs_hash_add) X(zs_hash_remove) \
     X(zs_optional_set) X(zs_binding_set) X(zs_sparse_bindings) X(zs_multicast_add) \
     X(zs_multicast_remove) X(zs_take_released_callables) X(zs_callable_retain) \
     X(zs_callable_release) X(zs_value_new) X(zs_value_free) X(zs_value_resolve) \
