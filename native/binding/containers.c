@@ -701,6 +701,14 @@ static PyMethodDef array_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* arr += iterable: extend, as a list does (all or nothing), then arr. */
+static PyObject *array_inplace_extend(PyObject *self, PyObject *iterable) {
+    PyObject *done = array_extend(self, iterable);
+    if (done == NULL) return NULL;
+    Py_DECREF(done);
+    return Py_NewRef(self);
+}
+
 static PyType_Slot array_slots[] = {
     {Py_tp_doc, "The C base of zs.Array: a native dynamic array with the list protocol."},
     {Py_sq_length, array_length},
@@ -708,6 +716,7 @@ static PyType_Slot array_slots[] = {
     {Py_mp_subscript, array_subscript},
     {Py_mp_ass_subscript, array_ass_subscript},
     {Py_sq_contains, array_contains},
+    {Py_sq_inplace_concat, array_inplace_extend},
     {Py_tp_iter, array_iter},
     {Py_tp_methods, array_methods},
     {Py_tp_getset, array_getset},
