@@ -386,7 +386,10 @@ def run_micro(
 def calibrate(case: MicroCase, seconds: float, limit: int = 10_000_000) -> int:
     """The number of operations of ``case`` that takes about ``seconds``:
     batches of 1, 10, 100... operations (with the case's before and after
-    hooks, untimed) until one takes a tenth of ``seconds``, then scaled.
+    hooks, untimed) until one takes a tenth of ``seconds``, then scaled by
+    the fastest of three batches of that size (one batch slowed by a pause
+    of the machine would otherwise make every batch of the case tiny, and
+    a timed ``after_batch`` then weigh on each operation many times over).
     Raises what the statement raises (a broken or unsupported operation)."""
     timer = timeit.Timer(case.stmt, globals=case.namespace)
     if case.before_batch is not None:  # a first call may register types, fill caches...
@@ -394,16 +397,22 @@ def calibrate(case: MicroCase, seconds: float, limit: int = 10_000_000) -> int:
     timer.timeit(1)
     if case.after_batch is not None:
         case.after_batch()
-    count = 1
-    while True:
+
+    def batch(count: int) -> float:
         if case.before_batch is not None:
             case.before_batch(count)
         elapsed = timer.timeit(count)
         if case.after_batch is not None:
             case.after_batch()
+        return elapsed
+
+    count = 1
+    while True:
+        elapsed = batch(count)
         if elapsed >= seconds / 10 or count >= limit:
             break
         count *= 10
+    elapsed = min(elapsed, batch(count), batch(count))
     return max(1, min(limit, round(count * seconds / max(elapsed, 1e-9))))
 
 

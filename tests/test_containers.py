@@ -356,6 +356,12 @@ def test_append_extend_insert(rt: zs.Runtime) -> None:
     array.insert(100, 6)
     array.insert(-100, -1)
     assert array == [-1, 0, 1, 2, 3, 4, 45, 5, 6]
+    same = array
+    array += (7, 8)  # extend, in place, as a list
+    assert array is same and array[-2:] == [7, 8]
+    with pytest.raises(OverflowError):
+        array += [9, 2**40]  # all or nothing
+    assert len(array) == 11 and array[-1] == 8
 
 
 def test_pop_remove_clear(rt: zs.Runtime) -> None:

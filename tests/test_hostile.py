@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 import sys
 import zlib
 from collections.abc import Callable, Iterator
@@ -616,7 +617,7 @@ OPS: list[Op] = [
     Op(
         "iadd_float",
         ("floats",),
-        lambda e, t: e.target.extend([HFloat(t, 42.0)]),
+        lambda e, t: operator.iadd(e.target, [HFloat(t, 42.0)]),
         lambda e, r: e.target[-1] == 42.0,
     ),
     Op("index_float", ("floats",), lambda e, t: e.target.index(HEq(t, 2.0)), None, (ValueError,)),

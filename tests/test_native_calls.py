@@ -855,3 +855,49 @@ def test_the_current_runtime_after_a_call_is_the_one_before_it(rt: zs.Runtime) -
         assert zs.current_runtime() is rt
     finally:
         other.close()
+
+
+def test_a_method_replaced_after_native_calls_is_the_one_called(rt: zs.Runtime) -> None:
+    """The handler remembers each class's plan and method (native/binding/
+    calls.c, the plan cache): replacing the method on the class, or on a
+    base it inherits it from, reaches native calls at once, as does a
+    class whose attribute lookup is its own."""
+    log: list[Any] = []
+
+    class Base(Mob):
+        def tick(self, dt: float) -> None:
+            log.append(("base", dt))
+
+    class Child(Base):
+        pass
+
+    host = Host(Mob, "tick")
+    child = Child()
+    assert host.call(child, dt=1.0) == ZS_OK
+    assert host.call(child, dt=2.0) == ZS_OK  # from the cache
+
+    def replaced(self: Any, dt: float) -> None:
+        log.append(("replaced", dt))
+
+    Base.tick = replaced  # type: ignore[method-assign]  # a base changed: its subclasses too
+    assert host.call(child, dt=3.0) == ZS_OK
+
+    def own(self: Any, dt: float) -> None:
+        log.append(("own", dt))
+
+    Child.tick = own  # type: ignore[method-assign]
+    assert host.call(child, dt=4.0) == ZS_OK
+    del Child.tick
+    assert host.call(child, dt=5.0) == ZS_OK
+    assert log == [("base", 1.0), ("base", 2.0), ("replaced", 3.0), ("own", 4.0), ("replaced", 5.0)]
+
+    class Looking(Mob):
+        def __getattribute__(self, name: str) -> Any:
+            if name == "tick":
+                return lambda dt: log.append(("looked up", dt))
+            return super().__getattribute__(name)
+
+    looking = Looking()
+    assert host.call(looking, dt=6.0) == ZS_OK
+    assert host.call(looking, dt=7.0) == ZS_OK
+    assert log[-2:] == [("looked up", 6.0), ("looked up", 7.0)]

@@ -192,6 +192,135 @@ def test_overrides_that_destroy_and_collect_inside_native_calls(rt: zs.Runtime) 
     rt.gc.verify()
 
 
+def test_a_native_collection_refuses_dying_objects_at_once(rt: zs.Runtime) -> None:
+    """A collection the host runs (World.collect, from Python with no
+    override in between) leaves its dying objects' conjugates live until
+    Python's collector expires them; meanwhile a host function called on
+    one, a property write and a struct member write are refused, as after a
+    collection Python started, and the object is still there to expire."""
+    World, Actor, Transform, _ = engine()
+    world = World()
+    world.add_to_root()
+    doomed = world.spawn(Actor, Transform())
+    kept = world.spawn(Actor, Transform())
+    world.destroy(doomed)
+    world.collect()  # gathers doomed; the purge waits for its conjugate
+    assert not doomed.is_expired
+    with pytest.raises(zs.ExpiredConjugateError):
+        doomed.take_damage(1.0, None)
+    with pytest.raises(zs.ExpiredConjugateError):
+        doomed.health = 5
+    with pytest.raises(zs.ExpiredConjugateError):
+        doomed.transform.location.x = 5.0
+    assert kept.take_damage(1.0, None) == 99.0  # the living are not affected
+    kept.health = 7
+    rt.collect_garbage()
+    assert doomed.is_expired and kept.health == 7
+    rt.gc.verify()
+
+
+def test_host_functions_refused_while_conjugates_expire(rt: zs.Runtime) -> None:
+    """Python code run while the collector expires the conjugates of taken
+    objects (a gc callback on an allocation) may not call a host function:
+    a native collection then would free the objects whose conjugates it has
+    not reached yet. The call raises RuntimeError; after the collection it
+    works again, and every doomed conjugate expired."""
+    World, Actor, Transform, _ = engine()
+    world = World()
+    world.add_to_root()
+    doomed = [world.spawn(Actor, Transform()) for _ in range(64)]
+    for actor in doomed:
+        world.destroy(actor)
+    outcomes: list[object] = []
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase != "start" or not rt._collecting:
+            return
+        try:
+            world.collect()
+            outcomes.append("collected")
+        except RuntimeError as error:
+            outcomes.append(error)
+        # Whatever happened, no doomed actor reads freed memory.
+        for actor in doomed:
+            if not actor.is_expired:
+                assert actor.health >= 0
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(1)
+    try:
+        rt.collect_garbage()
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(callback)
+    refused = [o for o in outcomes if isinstance(o, RuntimeError)]
+    assert refused, outcomes
+    assert "while the collector expires conjugates" in str(refused[0])
+    assert all(actor.is_expired for actor in doomed)
+    world.collect()
+    rt.gc.verify()
+
+
+def test_an_override_that_closes_the_runtime_inside_a_host_function() -> None:
+    """World.tick (a host function called from Python) ticks an override
+    that closes the runtime. The engine's loop goes on over the native
+    runtime, which is freed only when tick returns; then every conjugate is
+    expired and nothing reads freed memory (the sanitizer build checks)."""
+    runtime = zs.Runtime()
+    with runtime:
+        sample_engine.install()
+        World, Actor, Transform, _ = engine()
+
+        class Closer(Actor):  # type: ignore[misc,valid-type]
+            def tick(self, dt):  # type: ignore[no-untyped-def]
+                runtime.close()
+
+        world = World()
+        world.add_to_root()
+        actors = [world.spawn(Closer, Transform()) for _ in range(3)]
+        ticked = world.tick(0.1)  # the first override closes; the rest find it closed
+        assert runtime.closed and ticked == 1
+        assert world.is_expired and all(actor.is_expired for actor in actors)
+        with pytest.raises(zs.ExpiredConjugateError):
+            world.tick(0.1)
+    gc.collect()
+
+
+@pytest.mark.parametrize("hook", ["destroy_and_collect", "close"])
+def test_a_scalar_argument_whose_conversion_kills_the_target(hook: str) -> None:
+    """Actor.heal takes scalars only (the short path of native/binding/
+    functions.c, invoke_plain). An argument whose __index__ destroys the
+    actor and collects natively, or closes the runtime, runs before the
+    target is checked, so the call raises instead of reaching the entry."""
+    runtime = zs.Runtime()
+    with runtime:
+        sample_engine.install()
+        World, Actor, Transform, _ = engine()
+        world = World()
+        world.add_to_root()
+        actor = world.spawn(Actor, Transform())
+        actor.health = 50
+
+        class Hostile:
+            def __index__(self) -> int:
+                if hook == "close":
+                    runtime.close()
+                else:
+                    world.destroy(actor)
+                    world.collect()
+                return 5
+
+        with pytest.raises(zs.ExpiredConjugateError):
+            actor.heal(Hostile())
+        if hook != "close":
+            runtime.collect_garbage()
+            assert actor.is_expired and not world.is_expired
+            runtime.gc.verify()
+    assert runtime.closed and actor.is_expired
+    gc.collect()
+
+
 def test_an_override_that_raises_is_reported_and_the_loop_goes_on(
     rt: zs.Runtime, unraisable: list[Any]
 ) -> None:

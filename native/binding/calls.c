@@ -362,6 +362,52 @@ static zs_call_plan *cached_plan(zs_core_state *state, PyObject *self, PyObject 
     return (zs_call_plan *)plan;
 }
 
+/* Empty the plan cache. */
+void zs_plan_cache_clear(zs_core_state *state) {
+    for (Py_ssize_t i = 0; i < ZS_PLAN_CACHE; i++) {
+        struct zs_plan_slot *slot = &state->plan_cache[i];
+        slot->tag = 0;
+        Py_CLEAR(slot->key);
+        Py_CLEAR(slot->plan);
+        Py_CLEAR(slot->method);
+    }
+}
+
+/* The class's version tag when it is valid (a cache key), else 0. */
+static unsigned int version_tag(PyTypeObject *type) {
+    return (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+}
+
+/* The plan cache's slot for (class tag, name). */
+static struct zs_plan_slot *plan_slot(zs_core_state *state, unsigned int tag, PyObject *key) {
+    uintptr_t hash = ((uintptr_t)tag * 2654435761u) ^ ((uintptr_t)key >> 4);
+    return &state->plan_cache[hash % ZS_PLAN_CACHE];
+}
+
+/* Remember `plan` for (self's class, key), with the method it calls when
+ * that can be called directly: a plain function found on the class, on
+ * objects with no instance dict and the generic attribute lookup (so
+ * nothing can shadow it but a change to the class, which changes its tag).
+ * No Python code. */
+static void remember_plan(zs_core_state *state, PyTypeObject *type, PyObject *key,
+                          zs_call_plan *plan) {
+    PyObject *method = _PyType_Lookup(type, plan->name); /* borrowed; assigns a tag */
+    unsigned int tag = version_tag(type);
+    if (tag == 0) return;
+    if (method == NULL || !PyFunction_Check(method) || type->tp_dictoffset != 0 ||
+        type->tp_getattro != PyObject_GenericGetAttr)
+        method = NULL;
+    struct zs_plan_slot *slot = plan_slot(state, tag, key);
+    PyObject *old_key = slot->key, *old_plan = slot->plan, *old_method = slot->method;
+    slot->tag = tag;
+    slot->key = Py_NewRef(key);
+    slot->plan = Py_NewRef((PyObject *)plan);
+    slot->method = Py_XNewRef(method);
+    Py_XDECREF(old_key); /* a str */
+    Py_XDECREF(old_plan);
+    Py_XDECREF(old_method);
+}
+
 /* Drop the remembered function names. */
 void zs_name_keys_clear(zs_core_state *state) {
     for (Py_ssize_t i = 0; i < ZS_NAME_KEYS; i++) {
@@ -398,14 +444,26 @@ static PyObject *name_key(zs_core_state *state, const char *function) {
     return key;
 }
 
-/* The plan of `function` on the conjugate's class (a new reference), else
- * NULL with the failure reported and *status set: ZS_E_INVALID when the
- * function cannot be called from native code (its name, its signature). */
+/* The plan of `function` on the conjugate's class (a new reference), and
+ * in *method the function it calls when that can be called directly (a
+ * new reference, or NULL: look the method up); else NULL with the failure
+ * reported and *status set: ZS_E_INVALID when the function cannot be
+ * called from native code (its name, its signature). */
 static zs_call_plan *find_plan(zs_core_state *state, PyObject *self, const char *function,
-                               zs_status *status) {
+                               zs_status *status, PyObject **method) {
+    *method = NULL;
     PyObject *key = name_key(state, function);
-    zs_call_plan *plan = key != NULL ? cached_plan(state, self, key) : NULL;
-    if (plan == NULL && key != NULL) { /* first call on this class: Python lays it out */
+    if (key == NULL) goto failed;
+    PyTypeObject *type = Py_TYPE(self);
+    unsigned int tag = version_tag(type);
+    struct zs_plan_slot *slot = tag != 0 ? plan_slot(state, tag, key) : NULL;
+    if (slot != NULL && slot->tag == tag && slot->key == key) { /* the usual case */
+        Py_DECREF(key);
+        *method = Py_XNewRef(slot->method);
+        return (zs_call_plan *)Py_NewRef(slot->plan);
+    }
+    zs_call_plan *plan = cached_plan(state, self, key);
+    if (plan == NULL) { /* first call on this class: Python lays it out */
         PyObject *made = PyObject_CallFunctionObjArgs(state->plan_of, (PyObject *)Py_TYPE(self),
                                                       key, NULL);
         if (made != NULL && !Py_IS_TYPE(made, state->plan_type)) {
@@ -414,8 +472,13 @@ static zs_call_plan *find_plan(zs_core_state *state, PyObject *self, const char 
         }
         plan = (zs_call_plan *)made;
     }
-    Py_XDECREF(key);
-    if (plan != NULL) return plan;
+    if (plan != NULL) {
+        remember_plan(state, type, key, plan); /* Python code ran: the tag is read again */
+        Py_DECREF(key);
+        return plan;
+    }
+    Py_DECREF(key);
+failed:
     *status = PyErr_ExceptionMatches(PyExc_AttributeError) ||
                       PyErr_ExceptionMatches(PyExc_TypeError) ||
                       PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)
@@ -442,7 +505,7 @@ static PyObject *load_argument(zs_runtime_core *rt, const zs_plan_member *member
     char *at = params + member->offset;
     if (member->mode == ZS_CALL_SCALAR) return zs_scalar_load(member->scalar, at);
     if (member->mode == ZS_CALL_STRUCT || member->mode == ZS_CALL_VALUE) {
-        /* A red view into the block: the call scope expires it. */
+        /* A red view into the block: call_method expires it. */
         zsv_kind *kind = (zsv_kind *)member->detail;
         if (check_open(rt) < 0 || zsv_native_type(rt, kind) == NULL) return NULL;
         return zsv_block_view(rt, kind, at);
@@ -512,7 +575,7 @@ static int write_result(zs_runtime_core *rt, const zs_plan_member *member, PyObj
     if (member->mode == ZS_CALL_SCALAR) { /* as the scalar property setters convert */
         zs_scalar_bits bits;
         if (zs_scalar_convert(member->scalar, value, &bits, member->what) < 0) return -1;
-        memcpy(at, &bits, zs_scalar_size(member->scalar));
+        zs_scalar_store(member->scalar, &bits, at);
         return 0;
     }
     if (member->mode == ZS_CALL_OBJECT) {
@@ -537,10 +600,11 @@ static int write_result(zs_runtime_core *rt, const zs_plan_member *member, PyObj
     return 0;
 }
 
-/* Load the arguments, call the method, write the result; the runtime is
- * current and the call scope open. Failures are reported here. */
+/* Load the arguments, call the method (`method` directly when given, else
+ * looked up by name), write the result; the runtime is current and the
+ * call scope open. Failures are reported here. */
 static zs_status call_method(zs_runtime_core *rt, PyObject *self, zs_call_plan *plan,
-                             char *params) {
+                             PyObject *method, char *params) {
     PyObject *small[1 + CALL_STACK_ARGUMENTS];
     PyObject **stack = small;
     if (plan->count > CALL_STACK_ARGUMENTS &&
@@ -556,13 +620,23 @@ static zs_status call_method(zs_runtime_core *rt, PyObject *self, zs_call_plan *
         loaded++;
     PyObject *result = NULL;
     if (loaded == plan->count)
-        result = PyObject_VectorcallMethod(plan->name, stack, (size_t)(1 + plan->count), NULL);
+        result = method != NULL
+                     ? PyObject_Vectorcall(method, stack, (size_t)(1 + plan->count), NULL)
+                     : PyObject_VectorcallMethod(plan->name, stack, (size_t)(1 + plan->count),
+                                                 NULL);
     int written = result != NULL &&
                   (!plan->has_result ||
                    write_result(rt, &plan->members[plan->count], result, params) == 0);
     if (!written) report_method(self, plan->name);
     Py_XDECREF(result);
-    for (Py_ssize_t i = 0; i < loaded; i++) Py_DECREF(stack[1 + i]);
+    /* The views of the host's block expire with the call, as its scope's
+       would (kept past it, they raise ExpiredConjugateError). */
+    for (Py_ssize_t i = 0; i < loaded; i++) {
+        zs_call_mode mode = plan->members[i].mode;
+        if (mode == ZS_CALL_STRUCT || mode == ZS_CALL_VALUE)
+            zsv_expire_in_place((zsv_value *)stack[1 + i], rt->state->reason_scope);
+        Py_DECREF(stack[1 + i]);
+    }
     if (stack != small) PyMem_Free(stack);
     return written ? ZS_OK : ZS_E_CALL_FAILED;
 }
@@ -596,7 +670,8 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
     }
     zs_status status = ZS_OK;
     /* Held through the call: the method may change its class's cache. */
-    zs_call_plan *plan = find_plan(state, self, function, &status);
+    PyObject *method;
+    zs_call_plan *plan = find_plan(state, self, function, &status, &method);
     if (plan != NULL && plan->size != 0 && params == NULL) {
         PyErr_Format(PyExc_ValueError, "%U called from native code without its parameter block",
                      plan->what);
@@ -629,7 +704,7 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
             report_method(self, plan->name);
             status = ZS_E_CALL_FAILED;
         } else {
-            status = call_method(rt, self, plan, params);
+            status = call_method(rt, self, plan, method, params);
             zsv_call_scope_close(state, &scope);
         }
         int restored = token != NULL ? PyContextVar_Reset(state->current, token) == 0
@@ -641,6 +716,7 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
         Py_XDECREF(token);
         Py_XDECREF(before);
     }
+    Py_XDECREF(method);
     Py_XDECREF(plan);
     Py_DECREF(self);
     return status;

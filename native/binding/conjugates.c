@@ -188,6 +188,11 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
         return result;
     }
     int failed = 0;
+    /* Taken objects are off the expiring list, so a purge would free them:
+       until the last of their conjugates has expired, none may run (Python
+       code here is a gc callback or finaliser on an allocation). */
+    char outer = rt->expiring;
+    rt->expiring = 1;
     for (uint32_t i = 0; i < taken; i++) {
         zs_conjugate *conjugate = zs_table_get(rt, refs[i]);
         if (conjugate == NULL) continue; /* no conjugate now (freed by refcount, or never made) */
@@ -196,6 +201,7 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
                              &released);
         expired++;
     }
+    rt->expiring = outer;
     release_all(&released);
     PyMem_Free(buffer);
     zsv_bury(rt); /* the parked views expiry could not free on the spot */
@@ -236,15 +242,6 @@ static PyObject *runtime_expire_all(PyObject *self, PyObject *describe) {
 /* =========================================================================
  * Class checks and resolution
  * ========================================================================= */
-
-int zs_conjugate_is_a(zs_conjugate *conjugate, PyTypeObject *cls) {
-    zs_runtime_core *rt = conjugate->runtime;
-    uint32_t number = ((zs_class_object *)cls)->number;
-    if (number == 0 || number >= rt->native_count || rt->natives[number] == NULL)
-        return 0; /* the class has no native class in that runtime: no object is one */
-    const zs_class *have = ((const zs_object *)conjugate->address)->cls;
-    return ZS_CLASS_DERIVES(have, rt->natives[number]);
-}
 
 PyObject *zs_conjugate_of(zs_runtime_core *rt, zs_ref handle) {
     if (handle == ZS_NULL_REF) Py_RETURN_NONE;
@@ -380,6 +377,7 @@ static PyObject *runtime_core_open(PyObject *self, PyObject *address) {
     }
     if (zs_open_runtime_add(rt->state, rt) < 0) return NULL;
     rt->native = native;
+    rt->dying_word = rt->state->api.zs_dying_word(native);
     Py_RETURN_NONE;
 }
 
@@ -391,8 +389,26 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     zsv_expire_blacks(rt, rt->state->reason_closed);
     zsv_callables_free(rt);
     rt->native = NULL;
+    rt->dying_word = NULL;
     zs_open_runtime_remove(rt->state, rt);
+    zs_plan_cache_clear(rt->state); /* plans may name its host's entries and types */
     zsv_bury(rt);
+    Py_RETURN_NONE;
+}
+
+/* Runtime._core_free_native(free): call free() (close()'s freeing of the
+ * detached native runtime) now, or, when host entries of this runtime are
+ * running (the close came from Python code one of them called back into),
+ * when the last of them returns (functions.c): they still run on it. */
+static PyObject *runtime_core_free_native(PyObject *self, PyObject *free) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (rt->native != NULL || rt->free_deferred != NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "_core_free_native: detach first, and free a runtime once");
+        return NULL;
+    }
+    if (rt->native_calls == 0) return PyObject_CallNoArgs(free);
+    rt->free_deferred = Py_NewRef(free);
     Py_RETURN_NONE;
 }
 
@@ -461,6 +477,7 @@ static int runtime_core_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((zs_runtime_core *)self)->creators);
     Py_VISIT(((zs_runtime_core *)self)->last_class);
     Py_VISIT(((zs_runtime_core *)self)->last_creator);
+    Py_VISIT(((zs_runtime_core *)self)->free_deferred);
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
@@ -472,6 +489,7 @@ static int runtime_core_clear(PyObject *self) {
     Py_CLEAR(((zs_runtime_core *)self)->creators);
     Py_CLEAR(((zs_runtime_core *)self)->last_class);
     Py_CLEAR(((zs_runtime_core *)self)->last_creator);
+    Py_CLEAR(((zs_runtime_core *)self)->free_deferred);
     return 0;
 }
 
@@ -497,6 +515,9 @@ static void runtime_core_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     assert(rt->graveyard == NULL); /* a view waiting there holds its runtime */
+    /* Invariant: a running host entry holds its runtime, and makes a
+       deferred free when it returns. */
+    assert(rt->native_calls == 0 && rt->free_deferred == NULL);
     if (rt->state != NULL)
         zs_open_runtime_remove(rt->state, rt); /* an unclosed runtime Python collects */
     runtime_core_clear(self);
@@ -516,6 +537,8 @@ static PyMethodDef runtime_core_methods[] = {
     {"_core_open", runtime_core_open, METH_O, "Attach the native runtime (an address)."},
     {"_core_detach", runtime_core_detach, METH_NOARGS,
      "Forget the native runtime: every fast path declines from now on."},
+    {"_core_free_native", runtime_core_free_native, METH_O,
+     "Call free() (freeing the detached native runtime) once no host entry runs on it."},
     {"_conjugate_get", runtime_conjugate_get, METH_O,
      "The live conjugate of a handle, or None (no resolution)."},
     {"_live_conjugates", runtime_live_conjugates, METH_NOARGS, "Every live conjugate."},
@@ -556,8 +579,6 @@ static PyMemberDef runtime_core_members[] = {
      "Finalisers queued native frees: creation takes the Python path (a safe point)."},
     {"_collect_every", T_UINT, offsetof(zs_runtime_core, collect_every), 0,
      "GcStress.collect_every (creation takes the Python path when set)."},
-    {"_dying_window", T_BOOL, offsetof(zs_runtime_core, dying_window), 0,
-     "A cycle found dying objects whose conjugates may be live: plain writes ask the heap."},
     {"_inline_blacks", T_UINT, offsetof(zs_runtime_core, inline_blacks), READONLY,
      "Live black values with no native block (values_alive counts them)."},
     {"_callable_capacity", T_UINT, offsetof(zs_runtime_core, callable_capacity), READONLY,

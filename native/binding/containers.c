@@ -187,6 +187,19 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
     if (from_end || position > length) position = length;
     if (position < 0) position = position + length < 0 ? 0 : position + length;
     const zs_native_api *api = &rt->state->api;
+    if (zsv_packable(value->kind) &&
+        (whole != NULL ? whole->form == ZSV_PACKED : count == 1 && items[0].form == ZSV_BITS)) {
+        /* Elements that own nothing (numbers, names, references) go in as
+           their staged bytes, in one native call that checks references
+           first: no zeroed slots to fill and undo, one lock. */
+        assert(whole != NULL || value->kind->entry_size <= sizeof items[0].u.bits);
+        const void *elements = whole != NULL ? whole->u.units : (const void *)items[0].u.bits;
+        zs_status packed = api->zs_array_insert_packed(rt->native, value->owner, type, array,
+                                                       (uint32_t)position, elements, count);
+        if (packed != ZS_OK) return refused(value, packed), -1;
+        structure_changed(value);
+        return 0;
+    }
     zs_status status = api->zs_array_insert(rt->native, value->owner, type, array,
                                             (uint32_t)position, NULL, count);
     if (status == ZS_OK) {
@@ -688,6 +701,14 @@ static PyMethodDef array_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* arr += iterable: extend, as a list does (all or nothing), then arr. */
+static PyObject *array_inplace_extend(PyObject *self, PyObject *iterable) {
+    PyObject *done = array_extend(self, iterable);
+    if (done == NULL) return NULL;
+    Py_DECREF(done);
+    return Py_NewRef(self);
+}
+
 static PyType_Slot array_slots[] = {
     {Py_tp_doc, "The C base of zs.Array: a native dynamic array with the list protocol."},
     {Py_sq_length, array_length},
@@ -695,6 +716,7 @@ static PyType_Slot array_slots[] = {
     {Py_mp_subscript, array_subscript},
     {Py_mp_ass_subscript, array_ass_subscript},
     {Py_sq_contains, array_contains},
+    {Py_sq_inplace_concat, array_inplace_extend},
     {Py_tp_iter, array_iter},
     {Py_tp_methods, array_methods},
     {Py_tp_getset, array_getset},
@@ -705,41 +727,72 @@ static PyType_Slot array_slots[] = {
  * Set and Map
  * ========================================================================= */
 
-/* A key staged into a temporary native value (phase 2): zeroed PyMem memory
- * built with no owner. NULL when out of memory; the status goes to *status. */
-static char *native_key(zsv_value *value, const zsv_staged *staged, zs_status *status) {
+/* A staged key as native code reads it (phase 2). Keys that own nothing
+ * (scalars, names, plain data: staged as their native bytes) and strings
+ * (a zs_string over the staged code units) are read where they are staged:
+ * zs_hash_find, _add and _remove only read a key, and zs_hash_add copies a
+ * new one natively, so no native temporary is built, cleared and freed (two
+ * runtime locks, an allocation). Any other key is built into a temporary. */
+typedef struct hash_key {
+    const char *at;  /* the key, or NULL when it could not be built */
+    char *temporary; /* a native value built for this lookup (PyMem), or NULL */
+    zs_string text;  /* a string key: borrows the staged units */
+} hash_key;
+
+/* Make `out` the native form of a staged key: its status (a refusal, or
+ * ZS_E_NOMEM). No Python code. Free with hash_key_free. */
+static zs_status native_key(zsv_value *value, const zsv_staged *staged, hash_key *out) {
     zsv_kind *key_kind = value->kind->element;
-    char *key = PyMem_Calloc(1, key_kind->size ? key_kind->size : 1);
-    if (key == NULL) {
-        *status = ZS_E_NOMEM;
-        return NULL;
+    zs_runtime_core *rt = value->runtime;
+    out->at = NULL;
+    out->temporary = NULL;
+    if (rt->native == NULL || rt->closing) return ZS_E_STALE; /* as zsv_emit refuses */
+    uint8_t code = key_kind->code;
+    if ((code == ZSV_SCALAR || code == ZSV_NAME || code == ZSV_PLAIN) && staged->form == ZSV_BITS) {
+        assert(key_kind->size <= sizeof staged->u.bits);
+        out->at = (const char *)staged->u.bits;
+        return ZS_OK;
     }
-    *status = zsv_emit(value->runtime, key_kind, staged, ZS_NULL_REF, key);
-    return key;
+    if (code == ZSV_STRING && staged->form == ZSV_UNITS) {
+        /* Read only: capacity equals length, and nothing frees `data`. */
+        out->text.data = staged->u.units;
+        out->text.length = out->text.capacity = staged->count;
+        out->at = (const char *)&out->text;
+        return ZS_OK;
+    }
+    char *key = PyMem_Calloc(1, key_kind->size ? key_kind->size : 1);
+    if (key == NULL) return ZS_E_NOMEM;
+    out->temporary = key;
+    zs_status status = zsv_emit(rt, key_kind, staged, ZS_NULL_REF, key);
+    if (status == ZS_OK) out->at = key;
+    return status;
 }
 
-/* Free a native key temporary. */
-static void native_key_free(zsv_value *value, char *key) {
-    if (key == NULL) return;
+/* Free a native key (its temporary, if one was built). */
+static void hash_key_free(zsv_value *value, hash_key *key) {
+    if (key->temporary == NULL) return;
     zs_runtime_core *rt = value->runtime;
     const zs_type *type = zsv_native_type(rt, value->kind->element);
     if (type != NULL && rt->native != NULL)
-        rt->state->api.zs_value_clear(rt->native, ZS_NULL_REF, type, key);
-    PyMem_Free(key);
+        rt->state->api.zs_value_clear(rt->native, ZS_NULL_REF, type, key->temporary);
+    PyMem_Free(key->temporary);
+    key->temporary = NULL;
 }
 
 /* The entry index of a staged key in a live hash (-1: absent), phase 2. */
 static int64_t hash_find(zsv_value *value, const zsv_staged *staged, zs_status *status) {
-    char *key = native_key(value, staged, status);
+    hash_key key;
+    *status = native_key(value, staged, &key);
     int64_t index = -1;
     if (*status == ZS_OK) {
         const zs_type *type = type_of(value);
         *status = type == NULL
                       ? ZS_E_INVALID
-                      : value->runtime->state->api.zs_hash_find(
-                            value->runtime->native, type, (zs_hash *)value->address, key, &index);
+                      : value->runtime->state->api.zs_hash_find(value->runtime->native, type,
+                                                                (zs_hash *)value->address, key.at,
+                                                                &index);
     }
-    native_key_free(value, key);
+    hash_key_free(value, &key);
     return index;
 }
 
@@ -764,13 +817,13 @@ static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_st
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), -1;
     const zs_type *type = type_of(value);
     if (type == NULL) return -1;
-    zs_status status;
-    char *key = native_key(value, key_staged, &status);
+    hash_key key;
+    zs_status status = native_key(value, key_staged, &key);
     uint32_t index = 0;
     int added = 0;
     zs_hash *hash = (zs_hash *)value->address;
     if (status == ZS_OK)
-        status = rt->state->api.zs_hash_add(rt->native, value->owner, type, hash, key, &index,
+        status = rt->state->api.zs_hash_add(rt->native, value->owner, type, hash, key.at, &index,
                                             &added);
     if (added) structure_changed(value); /* entries may have moved */
     if (status == ZS_OK && item != NULL) {
@@ -780,9 +833,9 @@ static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_st
         status = zsv_emit(rt, value->kind->value, item, value->owner, slot);
         if (status == ZS_OK && !added) contents_changed(value, ~(Py_ssize_t)index);
         if (status != ZS_OK && added)
-            rt->state->api.zs_hash_remove(rt->native, value->owner, type, hash, key, NULL);
+            rt->state->api.zs_hash_remove(rt->native, value->owner, type, hash, key.at, NULL);
     }
-    native_key_free(value, key);
+    hash_key_free(value, &key);
     if (status != ZS_OK) return refused(value, status), -1;
     return 0;
 }
@@ -793,14 +846,14 @@ static int hash_remove(zsv_value *value, const zsv_staged *key_staged) {
     if (zsv_live(value) == NULL) return -1;
     const zs_type *type = type_of(value);
     if (type == NULL) return -1;
-    zs_status status;
-    char *key = native_key(value, key_staged, &status);
+    hash_key key;
+    zs_status status = native_key(value, key_staged, &key);
     int removed = 0;
     if (status == ZS_OK)
         status = rt->state->api.zs_hash_remove(rt->native, value->owner, type,
-                                               (zs_hash *)value->address, key, &removed);
+                                               (zs_hash *)value->address, key.at, &removed);
     if (removed) structure_changed(value);
-    native_key_free(value, key);
+    hash_key_free(value, &key);
     if (status != ZS_OK) return refused(value, status), -1;
     return removed;
 }
@@ -1014,9 +1067,17 @@ static PyObject *map_lookup(zsv_value *value, PyObject *key, PyObject *fallback)
     int staged_ok = stage_lookup_key(value, key, &staged);
     if (staged_ok < 0) return NULL;
     PyObject *result = NULL;
-    if (staged_ok > 0)
-        result = zsv_read_at(value->runtime, value->kind->value, (PyObject *)value, value->owner,
-                             map_finder, &staged);
+    zsv_kind *item_kind = value->kind->value;
+    if (staged_ok > 0 && item_kind->code == ZSV_SCALAR) {
+        /* A number: loaded where it is found (zs_scalar_load copies it out
+           before it makes the Python number). */
+        Py_ssize_t cache_key;
+        const char *at = map_finder((PyObject *)value, &staged, &cache_key);
+        if (at != NULL) result = zs_scalar_load((zs_scalar_kind)item_kind->scalar, at);
+    } else if (staged_ok > 0) {
+        result = zsv_read_at(value->runtime, item_kind, (PyObject *)value, value->owner, map_finder,
+                             &staged);
+    }
     zsv_release(value->kind->element, &staged);
     if (result != NULL || PyErr_Occurred()) return result;
     if (fallback != NULL) return Py_NewRef(fallback);

@@ -23,7 +23,14 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#if PY_VERSION_HEX < 0x030B0000
+#include <longintrepr.h> /* zs_compact_int: Python.h includes it from 3.11 */
+#endif
+#include <assert.h>
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "zsharp.h"
 
@@ -46,7 +53,7 @@
     X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
-    X(zs_type_value_offset) X(zs_call_native)
+    X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word) X(zs_array_insert_packed)
 /* clang-format on */
 
 typedef struct zs_native_api {
@@ -166,15 +173,112 @@ static inline void zs_scalar_set_integer(zs_scalar_kind kind, long long v, zs_sc
     }
 }
 
+/* Bytes of a scalar of `kind`. */
+static inline size_t zs_scalar_size(zs_scalar_kind kind) {
+    switch (kind) {
+    case ZS_SCALAR_BOOL:
+        return sizeof(_Bool);
+    case ZS_SCALAR_I8:
+    case ZS_SCALAR_U8:
+        return 1;
+    case ZS_SCALAR_I16:
+    case ZS_SCALAR_U16:
+        return 2;
+    case ZS_SCALAR_I32:
+    case ZS_SCALAR_U32:
+    case ZS_SCALAR_F32:
+        return 4;
+    default:
+        assert(kind < ZS_SCALAR_KINDS);
+        return 8;
+    }
+}
+
+/* Store a converted scalar at `at` (unaligned allowed): one fixed-size copy. */
+static inline void zs_scalar_store(zs_scalar_kind kind, const zs_scalar_bits *bits, char *at) {
+    switch (zs_scalar_size(kind)) {
+    case 1:
+        memcpy(at, bits, 1);
+        break;
+    case 2:
+        memcpy(at, bits, 2);
+        break;
+    case 4:
+        memcpy(at, bits, 4);
+        break;
+    default:
+        memcpy(at, bits, 8);
+        break;
+    }
+}
+
+/* The value of an exact int that fits one digit (the ints game code passes
+ * most), read from the object with no call: 1, or 0 for any other int. */
+static inline int zs_compact_int(PyObject *exact_int, long long *out) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (!PyUnstable_Long_IsCompact((PyLongObject *)exact_int)) return 0;
+    *out = (long long)PyUnstable_Long_CompactValue((PyLongObject *)exact_int);
+    return 1;
+#else
+    Py_ssize_t size = Py_SIZE(exact_int);
+    if (size < -1 || size > 1) return 0;
+    *out = (long long)size * (long long)((PyLongObject *)exact_int)->ob_digit[0];
+    return 1;
+#endif
+}
+
+/* Convert `value` to `kind` if it is of the exact Python type and in range:
+ * 1 (converted), 0 (not such a value: use the Python conversion). Runs no
+ * Python code and leaves no error set. Inline: the fast path of every
+ * scalar write and host function argument. */
+static inline int zs_scalar_convert_exact(zs_scalar_kind kind, PyObject *value,
+                                          zs_scalar_bits *out) {
+    if (kind == ZS_SCALAR_BOOL) {
+        if (value != Py_True && value != Py_False) return 0;
+        out->b = value == Py_True;
+        return 1;
+    }
+    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) {
+        if (!PyFloat_CheckExact(value)) return 0;
+        double v = PyFloat_AS_DOUBLE(value);
+        if (kind == ZS_SCALAR_F64) {
+            out->f64 = v;
+            return 1;
+        }
+        if (isfinite(v) && fabs(v) > FLT_MAX)
+            return 0; /* out of Float32's range: the conversion raises */
+        out->f32 = (float)v;
+        return 1;
+    }
+    if (!PyLong_CheckExact(value)) return 0;
+    if (kind == ZS_SCALAR_U64) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(value);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        out->u64 = v;
+        return 1;
+    }
+    long long v;
+    if (!zs_compact_int(value, &v)) {
+        int overflow = 0;
+        v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    long long low, high;
+    if (!zs_scalar_range(kind, &low, &high) || v < low || v > high) return 0;
+    zs_scalar_set_integer(kind, v, out);
+    return 1;
+}
+
 /* scalar.c */
-size_t zs_scalar_size(zs_scalar_kind kind);
 const char *zs_scalar_name(zs_scalar_kind kind);
 PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at);
 int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out, PyObject *what);
-/* properties.c: convert `value` to `kind` if it is of the exact Python type
- * and in range: 1 (converted), 0 (not such a value: use zs_scalar_convert).
- * Runs no Python code and leaves no error set. */
-int zs_scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out);
 
 /* ---- module state ---------------------------------------------------------- */
 
@@ -205,7 +309,8 @@ typedef struct zs_type_memo {
  * and descriptor keeps a pointer to it (the module outlives them: the types
  * hold a reference to it). Guarded by the GIL, which this module never
  * releases. */
-#define ZS_NAME_KEYS 32 /* function names remembered by calls from native code */
+#define ZS_NAME_KEYS 32  /* function names remembered by calls from native code */
+#define ZS_PLAN_CACHE 64 /* plans of calls from native code remembered by class and name */
 
 typedef struct zs_core_state {
     PyTypeObject *conjugate_type;      /* ObjectConjugate: base of zs.Object */
@@ -271,6 +376,18 @@ typedef struct zs_core_state {
         size_t length; /* strlen(text) */
         PyObject *key; /* the interned str of the same text */
     } name_keys[ZS_NAME_KEYS];
+    /* The plans of calls from native code lately made, by class and function
+       name, each with the method it calls when that is a plain function: a
+       hit skips the class's `_zs_functions` and the method's lookup. Valid
+       while the class's version tag is (any change to the class or a base
+       assigns a new one, and tags are never reused); emptied when a runtime
+       closes (calls.c). */
+    struct zs_plan_slot {
+        unsigned int tag; /* the class's tp_version_tag; 0: empty */
+        PyObject *key;    /* the function's interned name */
+        PyObject *plan;   /* its CallPlan */
+        PyObject *method; /* the class's function of that name, or NULL: looked up per call */
+    } plan_cache[ZS_PLAN_CACHE];
     /* NativeFunction, a host's C function, and its subtype NativeStaticFunction,
        one with no object (functions.c). */
     PyTypeObject *function_type;
@@ -313,6 +430,7 @@ static inline int zs_is_value(zs_core_state *state, PyObject *object) {
 /* ---- runtimes: the conjugate table ----------------------------------------- */
 
 struct zsv_value;
+struct zsv_name_memo;
 struct zsv_table;
 
 /* The C part of zs.Runtime. The conjugate table maps a handle's slot index to
@@ -332,19 +450,26 @@ typedef struct zs_runtime_core {
     zs_core_state *state;
     PyObject **table; /* [capacity] conjugates: borrowed, strong for stateful classes */
     uint32_t capacity;
-    uint32_t collect_every; /* GcStress.collect_every: creation takes the slow path */
-    uint32_t adopting;      /* depth of the sections between a native conjugate record
+    uint32_t collect_every;     /* GcStress.collect_every: creation takes the slow path */
+    uint32_t adopting;          /* depth of the sections between a native conjugate record
                                     and its table entry (Runtime._adopting, zsharp_py/_runtime/runtime.py):
                                     they nest, since a keyword's hook in a constructor may
                                     create or adopt another object */
-    char closing;           /* set first thing by close(): fast paths decline */
-    char flush_pending;     /* finalisers queued native frees: flush at the next safe point */
-    char dying_window;      /* a cycle has found objects dying whose conjugates may not
-                                    have expired yet: plain writes ask the heap first (the
-                                    collector sets and clears it, zsharp_py/_runtime/collector.py) */
-    PyObject *creators;     /* dict: class -> Creator (fast creation in this runtime) */
-    PyObject *last_class;   /* the class last created here, and its Creator: */
-    PyObject *last_creator; /*   a loop creating one class skips the dict */
+    char closing;               /* set first thing by close(): fast paths decline */
+    char flush_pending;         /* finalisers queued native frees: flush at the next safe point */
+    const uint32_t *dying_word; /* the native runtime's zs_dying_word while open, else NULL
+                                   (zs_dying_window) */
+    char expiring;              /* _expire_dying_batch is expiring taken objects' conjugates:
+                               Python code run meanwhile (a gc callback on an allocation)
+                               may call no host function, whose native collection would free
+                               the objects not reached yet (functions.c) */
+    uint32_t native_calls;      /* host entries running on this runtime (functions.c) */
+    PyObject *free_deferred;    /* close()'s call freeing the native runtime, made while
+                                native_calls > 0: the last call to return makes it
+                                (_core_free_native) */
+    PyObject *creators;         /* dict: class -> Creator (fast creation in this runtime) */
+    PyObject *last_class;       /* the class last created here, and its Creator: */
+    PyObject *last_creator;     /*   a loop creating one class skips the dict */
     /* The value layer (value.h). */
     const zs_type **types; /* [type_capacity]: native types by kind id (NULL: none yet) */
     uint32_t type_capacity;
@@ -358,11 +483,20 @@ typedef struct zs_runtime_core {
     uint32_t native_count;
     PyObject **names; /* [name_count]: decoded base strings by name index (names.c) */
     uint32_t name_count, name_capacity;
-    PyObject *interned;   /* dict: exact str -> packed name (index | number << 32) */
-    PyObject **callables; /* [callable_capacity]: delegate callables by id - 1 (names.c);
+    PyObject *interned;              /* dict: exact str -> packed name (index | number << 32) */
+    struct zsv_name_memo *name_memo; /* [ZSV_NAME_MEMO] the strs last interned, by hash (names.c) */
+    PyObject **callables;            /* [callable_capacity]: delegate callables by id - 1 (names.c);
                                     a free slot holds the next free id, tagged odd */
     uint32_t callable_capacity, callable_count, callable_free;
 } zs_runtime_core;
+
+/* Whether objects may be dying whose conjugates have not expired yet (a
+ * gather under way, or an expiring list not yet taken, however the
+ * collection started): plain writes then ask the heap first (zsv_writable),
+ * and cost one load otherwise. */
+static inline int zs_dying_window(const zs_runtime_core *rt) {
+    return rt->dying_word != NULL && __atomic_load_n(rt->dying_word, __ATOMIC_RELAXED) != 0;
+}
 
 /* ---- object conjugates ---------------------------------------------------- */
 
@@ -428,8 +562,16 @@ int zs_explained_setattro(PyObject *self, PyObject *name, PyObject *value);
 /* Whether the object of a live conjugate is of `cls`'s native class (or a
  * subclass) in the conjugate's runtime: the check every accessor makes, so
  * that neither a descriptor applied to a foreign instance nor a re-classed
- * conjugate can read or write outside the native object. */
-int zs_conjugate_is_a(zs_conjugate *conjugate, PyTypeObject *cls);
+ * conjugate can read or write outside the native object. Inline: every
+ * accessor and host function call makes it. */
+static inline int zs_conjugate_is_a(const zs_conjugate *conjugate, PyTypeObject *cls) {
+    const zs_runtime_core *rt = conjugate->runtime;
+    uint32_t number = ((const zs_class_object *)cls)->number;
+    if (number == 0 || number >= rt->native_count || rt->natives[number] == NULL)
+        return 0; /* the class has no native class in that runtime: no object is one */
+    const zs_class *have = ((const zs_object *)conjugate->address)->cls;
+    return ZS_CLASS_DERIVES(have, rt->natives[number]);
+}
 /* refuse_reclassing(marker): an audit hook, installed once, that refuses
  * object.__dict__['__class__'].__set__ on conjugates (conjugates.c). */
 PyObject *zs_refuse_reclassing(PyObject *module, PyObject *marker);
@@ -495,6 +637,7 @@ PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs)
 PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused);
 /* Drop the function names the handler remembers (module clear). */
 void zs_name_keys_clear(zs_core_state *state);
+void zs_plan_cache_clear(zs_core_state *state);
 int zs_add_call_types(PyObject *module, zs_core_state *state);
 
 /* module.c */

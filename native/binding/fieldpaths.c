@@ -234,7 +234,7 @@ static PyObject *path_set(PyObject *self, PyObject *const *args, Py_ssize_t coun
     if (at == NULL) return NULL;
     zs_status status = zsv_writable(rt, owner); /* the one rule for dying objects */
     if (status != ZS_OK) return zsv_refused(rt, status, plan->what);
-    memcpy(at, &bits, zs_scalar_size(kind));
+    zs_scalar_store(kind, &bits, at);
     Py_RETURN_NONE;
 }
 

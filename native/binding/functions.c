@@ -7,8 +7,8 @@
  * method; this file makes the call, with no Python frame: the arguments
  * (the IN and INOUT members, in order, by position or by keyword) are
  * converted into a zeroed block of this module's own (on the C stack up
- * to 256 bytes), the host's entry runs through zs_call_native on the
- * object, and the results (the RETURN member, then the OUT and INOUT
+ * to 256 bytes), the host's entry runs on the object (run_entry: no lock
+ * taken, the call counted in the runtime), and the results (the RETURN member, then the OUT and INOUT
  * members in order) are read back out of the block: None, one value, or a
  * tuple.
  *
@@ -19,16 +19,16 @@
  *      type, liveness and runtime, its handle into the block; a struct or
  *      value staged into private memory). A hook may collect, dispose or
  *      close anything here.
- *   2. commit: with no Python code, `self` is checked again (live, of the
- *      owner's native class), the runtime (open, not closing) and every
- *      object argument (live, not dying); the staged values are emitted
- *      into the block (held by no object), and zs_call_native calls the
- *      entry. When the function has struct or value members, the entry is
+ *   2. commit: with no Python code, `self` is checked again (live, not
+ *      dying, of the owner's native class), the runtime (open, not
+ *      closing) and every object argument (live, not dying); the staged
+ *      values are emitted into the block (held by no object), and
+ *      run_entry calls the entry. When the function has struct or value members, the entry is
  *      called through a trampoline that, still inside the call in
  *      progress and with no Python code, captures the outputs into private
  *      memory and clears every value that owns native memory in the block:
- *      the runtime cannot be freed under it (zs_call_native defers a free
- *      the entry caused until the call returns), and nothing native is
+ *      the runtime cannot be freed under it (run_entry defers a free the
+ *      entry caused until the call returns), and nothing native is
  *      left in the block afterwards.
  *   3. results: built from the block (ours: scalars, handles) and the
  *      captured values, trusting nothing else read before the call: the
@@ -57,6 +57,7 @@
 #define FN_STACK_BLOCK 256    /* bytes of a parameter block on the C stack */
 #define FN_STACK_ARGUMENTS 16 /* Python arguments bound on the C stack */
 #define FN_STACK_SLOTS 8      /* members with per-call state on the C stack */
+#define FN_PLAIN_BLOCK 64     /* bytes of the block of a plain function (invoke_plain) */
 
 /* One member of the parameter block. */
 typedef struct fn_member {
@@ -85,6 +86,8 @@ typedef struct zs_native_fn {
     Py_ssize_t outputs; /* RETURN, OUT and INOUT members: the results */
     int slotted;        /* a member needs per-call state (an object argument, a value) */
     int valued;         /* a member is a struct or value: the entry runs through settle */
+    int plain;          /* a method whose members are all scalars, in FN_PLAIN_BLOCK bytes:
+                           called by invoke_plain when given by position */
     Py_ssize_t *order;  /* PyMem [inputs + outputs]: member indices of the arguments,
                           then of the results (the RETURN member first) */
     fn_member members[];
@@ -101,7 +104,7 @@ typedef struct fn_slot {
 /* One call in progress (on the C stack of fn_invoke). */
 typedef struct fn_call {
     zs_native_fn *fn;
-    zs_runtime_core *rt; /* strong */
+    zs_runtime_core *rt; /* held by the caller (self's, fn's) or by invoke */
     char *block;
     fn_slot *slots;     /* [count], or NULL when not slotted */
     zs_status status;   /* the entry's */
@@ -228,9 +231,10 @@ static int convert_arguments(fn_call *call, PyObject *const *given) {
         switch (member->plan.mode) {
         case ZS_CALL_SCALAR: {
             zs_scalar_bits bits;
-            if (zs_scalar_convert(member->plan.scalar, value, &bits, member->plan.what) < 0)
+            if (!zs_scalar_convert_exact(member->plan.scalar, value, &bits) &&
+                zs_scalar_convert(member->plan.scalar, value, &bits, member->plan.what) < 0)
                 return -1;
-            memcpy(at, &bits, zs_scalar_size(member->plan.scalar));
+            zs_scalar_store(member->plan.scalar, &bits, at);
             break;
         }
         case ZS_CALL_OBJECT: {
@@ -273,13 +277,76 @@ static void settle(fn_call *call, zs_runtime *native, int capture) {
 }
 
 /* The entry of a function with struct or value members: the host's, then
- * settle, before zs_call_native counts the call out (and frees the runtime
- * if the entry closed it). */
+ * settle, before run_entry counts the call out (and frees the runtime if
+ * the entry closed it). */
 static zs_status trampoline(void *user, zs_runtime *native, zs_ref self, void *params) {
     fn_call *call = user;
     call->status = call->fn->entry(call->fn->user, native, self, params);
     settle(call, native, call->status == ZS_OK);
     return call->status;
+}
+
+/* Run a host entry, counted in the runtime's native calls: a close() from
+ * inside it (the entry called back into Python) detaches the native
+ * runtime and leaves freeing it to the last call to return, since the
+ * entry still runs on it. No lock: the count is guarded by the GIL, and
+ * the object was checked under it by the rules every plain property write
+ * keeps (a live conjugate; a dying object refused while a cycle has found
+ * dying ones, zsv_writable). */
+static inline zs_status run_entry(zs_runtime_core *rt, zs_native_function entry, void *user,
+                                  zs_ref self, void *params) {
+    zs_runtime *native = rt->native;
+    assert(native != NULL && !rt->closing);
+    rt->native_calls++;
+    zs_status status = entry(user, native, self, params);
+    assert(rt->native_calls > 0);
+    if (--rt->native_calls == 0 && rt->free_deferred != NULL) {
+        assert(rt->native == NULL);
+        PyObject *free = rt->free_deferred; /* frees `native`, which nothing uses after */
+        rt->free_deferred = NULL;
+        PyObject *freed = PyObject_CallNoArgs(free);
+        if (freed == NULL) PyErr_WriteUnraisable(free);
+        Py_XDECREF(freed);
+        Py_DECREF(free);
+    }
+    return status;
+}
+
+/* commit_checks' slow path: raise for what refuses the call, or 0 when
+ * only the dying window was open and the object is not dying. */
+static int commit_refused(zs_native_fn *fn, zs_runtime_core *rt, PyObject *self, zs_ref handle) {
+    if (self != NULL && !ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self))
+        return zs_raise_expired((zs_conjugate *)self), -1;
+    if (rt->native == NULL || rt->closing) {
+        PyErr_Format(rt->state->expired_exception, "%U: the runtime has been closed", fn->what);
+        return -1;
+    }
+    if (rt->expiring) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%U cannot run while the collector expires conjugates (called from a gc "
+                     "callback or a finaliser): a native collection now would free objects whose "
+                     "conjugates are still live; call it after the collection",
+                     fn->what);
+        return -1;
+    }
+    zs_status usable = zsv_writable(rt, handle); /* a dying object: refused */
+    if (usable != ZS_OK) return zs_call_raise_status(fn->state, usable, fn->what, rt), -1;
+    return 0;
+}
+
+/* The checks of phase 2 that every call makes, with no Python code after
+ * them: `self` still live (and not dying), the runtime open, not closing
+ * and not expiring conjugates. 0 with self's handle (null for a static
+ * function), or -1 with the error. Still live, `self` is still the object
+ * self_fits checked: an object never changes class, nor a runtime its
+ * classes. */
+static inline int commit_checks(zs_native_fn *fn, zs_runtime_core *rt, PyObject *self,
+                                zs_ref *handle) {
+    int live = self == NULL || ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self);
+    *handle = self != NULL && live ? ((zs_conjugate *)self)->handle : ZS_NULL_REF;
+    if (live && rt->native != NULL && !rt->closing && !rt->expiring && !zs_dying_window(rt))
+        return 0;
+    return commit_refused(fn, rt, self, *handle);
 }
 
 /* Check `self`, the runtime and every object argument again, emit the
@@ -288,18 +355,8 @@ static zs_status trampoline(void *user, zs_runtime *native, zs_ref self, void *p
 static int commit_and_call(fn_call *call, PyObject *self) {
     zs_native_fn *fn = call->fn;
     zs_runtime_core *rt = call->rt;
-    zs_ref handle = ZS_NULL_REF;
-    if (self != NULL) {
-        zs_conjugate *conjugate = (zs_conjugate *)self;
-        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), -1;
-        if (!zs_conjugate_is_a(conjugate, fn->owner))
-            return zs_descriptor_misapplied(fn->qualname, fn->owner, self);
-        handle = conjugate->handle;
-    }
-    if (rt->native == NULL || rt->closing) {
-        PyErr_Format(rt->state->expired_exception, "%U: the runtime has been closed", fn->what);
-        return -1;
-    }
+    zs_ref handle;
+    if (commit_checks(fn, rt, self, &handle) < 0) return -1;
     for (Py_ssize_t a = 0; fn->slotted && a < fn->inputs; a++) {
         Py_ssize_t i = fn->order[a];
         zs_conjugate *argument = (zs_conjugate *)call->slots[i].argument;
@@ -321,17 +378,14 @@ static int commit_and_call(fn_call *call, PyObject *self) {
             return zsv_refused(rt, status, member->plan.what), -1;
         }
     }
-    const zs_native_api *api = &fn->state->api;
     if (fn->entry == NULL) { /* an event with no native default: nothing runs */
         call->status = ZS_OK;
         if (fn->valued) settle(call, native, 1);
     } else if (!fn->valued) {
-        call->status = api->zs_call_native(native, fn->entry, fn->user, handle, call->block);
+        call->status = run_entry(rt, fn->entry, fn->user, handle, call->block);
     } else {
-        call->status = api->zs_call_native(native, trampoline, call, handle, call->block);
-        /* Refused before the entry (self dying...): the runtime was not
-           freed (no call was counted in), so it is still there to clear. */
-        if (!call->settled) settle(call, native, 0);
+        call->status = run_entry(rt, trampoline, call, handle, call->block);
+        assert(call->settled);
     }
     return 0;
 }
@@ -432,21 +486,23 @@ static PyObject *invoke(zs_native_fn *fn, PyObject *self, PyObject *const *args,
         given = bound;
     }
     /* The runtime first: the object's; a static function's is the one
-       whose host registered it, else the current one. */
-    zs_runtime_core *rt = self != NULL
-                              ? (zs_runtime_core *)Py_NewRef(((zs_conjugate *)self)->runtime)
-                          : fn->runtime != NULL ? (zs_runtime_core *)Py_NewRef(fn->runtime)
-                                                : zs_current_runtime(fn->state);
+       whose host registered it, else the current one. Borrowed from self
+       or fn (the caller holds both), else owned (`current`). */
+    zs_runtime_core *current = self == NULL && fn->runtime == NULL ? zs_current_runtime(fn->state)
+                                                                   : NULL;
+    zs_runtime_core *rt = self != NULL          ? ((zs_conjugate *)self)->runtime
+                          : fn->runtime != NULL ? fn->runtime
+                                                : current;
     if (rt != NULL && fn->runtime != NULL && rt != fn->runtime) {
         PyErr_Format(PyExc_TypeError,
                      "%U belongs to another runtime: the object's class was bound in the runtime "
                      "whose host registered it",
                      fn->what);
-        Py_CLEAR(rt);
+        rt = NULL;
     } else if (rt != NULL && (rt->native == NULL || rt->closing)) {
         /* The host's entry and user may belong to a closed runtime's state. */
         PyErr_SetString(fn->state->expired_exception, "the runtime has been closed");
-        Py_CLEAR(rt);
+        rt = NULL;
     }
     alignas(max_align_t) char block_small[FN_STACK_BLOCK];
     fn_slot slots_small[FN_STACK_SLOTS];
@@ -458,7 +514,7 @@ static PyObject *invoke(zs_native_fn *fn, PyObject *self, PyObject *const *args,
         PyErr_NoMemory();
         goto done;
     }
-    if (call.block == block_small) memset(block_small, 0, (size_t)fn->size);
+    if (call.block == block_small && fn->size > 0) memset(block_small, 0, (size_t)fn->size);
     if (fn->slotted) {
         call.slots = fn->count <= FN_STACK_SLOTS
                          ? slots_small
@@ -482,8 +538,39 @@ done:
     if (call.slots != NULL && call.slots != slots_small) PyMem_Free(call.slots);
     if (call.block != NULL && call.block != block_small) PyMem_Free(call.block);
     if (bound != NULL && bound != bound_small) PyMem_Free(bound);
-    Py_XDECREF(rt);
+    Py_XDECREF(current);
     return result;
+}
+
+/* One call of a plain function (scalar members only, a method, its
+ * arguments by position): invoke's protocol with nothing to stage, no
+ * per-member state and nothing to settle. Anything unusual (another
+ * runtime, a closed one) goes to invoke, which raises for it. */
+static PyObject *invoke_plain(zs_native_fn *fn, PyObject *self, PyObject *const *args) {
+    zs_runtime_core *rt = ((zs_conjugate *)self)->runtime; /* the caller holds self */
+    if ((fn->runtime != NULL && rt != fn->runtime) || rt->native == NULL || rt->closing)
+        return invoke(fn, self, args, fn->inputs, NULL);
+    alignas(max_align_t) char block[FN_PLAIN_BLOCK] = {0};
+    for (Py_ssize_t a = 0; a < fn->inputs; a++) { /* phase 1: Python code may run */
+        const fn_member *member = &fn->members[fn->order[a]];
+        zs_scalar_bits bits;
+        if (!zs_scalar_convert_exact(member->plan.scalar, args[a], &bits) &&
+            zs_scalar_convert(member->plan.scalar, args[a], &bits, member->plan.what) < 0)
+            return NULL;
+        zs_scalar_store(member->plan.scalar, &bits, block + member->plan.offset);
+    }
+    zs_ref handle;
+    if (commit_checks(fn, rt, self, &handle) < 0) return NULL; /* phase 2: no Python code */
+    zs_status status = fn->entry != NULL ? run_entry(rt, fn->entry, fn->user, handle, block)
+                                         : ZS_OK; /* an event with no native default */
+    if (status != ZS_OK) return zs_call_raise_status(fn->state, status, fn->what, rt);
+    if (fn->outputs == 0) Py_RETURN_NONE; /* phase 3 */
+    if (fn->outputs == 1) {
+        const fn_member *result = &fn->members[fn->order[fn->inputs]];
+        return zs_scalar_load(result->plan.scalar, block + result->plan.offset);
+    }
+    fn_call call = {.fn = fn, .rt = rt, .block = block};
+    return results_of(&call);
 }
 
 /* Raise for a function whose references were cleared (a cycle being collected). */
@@ -493,7 +580,7 @@ static PyObject *cleared(zs_native_fn *fn) {
 
 /* The object a method is called on: a live conjugate of the owner's class. */
 static int self_fits(zs_native_fn *fn, PyObject *self) {
-    if (zs_is_conjugate(fn->state, self)) {
+    if (Py_IS_TYPE(self, fn->owner) || zs_is_conjugate(fn->state, self)) {
         zs_conjugate *conjugate = (zs_conjugate *)self;
         if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), 0;
         if (zs_conjugate_is_a(conjugate, fn->owner)) return 1;
@@ -514,6 +601,8 @@ static PyObject *fn_vectorcall(PyObject *callable, PyObject *const *args, size_t
         return PyErr_Format(PyExc_TypeError, "%U needs the %s object it is called on", fn->what,
                             fn->owner->tp_name);
     if (!self_fits(fn, args[0])) return NULL;
+    if (fn->plain && kwnames == NULL && nargs - 1 == fn->inputs)
+        return invoke_plain(fn, args[0], args + 1);
     return invoke(fn, args[0], args + 1, nargs - 1, kwnames);
 }
 
@@ -640,6 +729,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
         if (direction == ZS_PARAM_OUT || direction == ZS_PARAM_INOUT)
             fn->order[fn->inputs + fn->outputs++] = i;
     }
+    fn->plain = !fn->slotted && !(fn->flags & ZS_FUNCTION_STATIC) && size <= FN_PLAIN_BLOCK;
     return (PyObject *)fn;
 }
 

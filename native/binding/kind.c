@@ -366,7 +366,7 @@ void zsv_initialize(const zsv_kind *kind, char *dst) {
 }
 
 zs_status zsv_writable(zs_runtime_core *rt, zs_ref owner) {
-    if (owner == ZS_NULL_REF || !rt->dying_window) return ZS_OK;
+    if (owner == ZS_NULL_REF || !zs_dying_window(rt)) return ZS_OK;
     return rt->state->api.zs_object_writable(rt->native, owner);
 }
 
@@ -855,6 +855,54 @@ int zsv_stage_members(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *posi
                          kwargs != NULL && PyDict_GET_SIZE(kwargs) ? kwargs : NULL, out, NULL);
 }
 
+/* How many leading `items` of a packable array the inline cases convert
+ * (an exact float into Float64 elements, a live object of exactly the
+ * target class in this runtime into references), written into `packed`,
+ * entry_size apart. No Python code: nothing here calls out or allocates. */
+static Py_ssize_t packed_prefix(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *items,
+                                Py_ssize_t count, char *packed) {
+    size_t entry = kind->entry_size;
+    Py_ssize_t i = 0;
+    if (kind->element->code == ZSV_SCALAR && kind->element->scalar == ZS_SCALAR_F64) {
+        for (; i < count && PyFloat_CheckExact(items[i]); i++) {
+            double real = PyFloat_AS_DOUBLE(items[i]);
+            memcpy(packed + (size_t)i * entry, &real, sizeof real);
+        }
+    } else if (kind->element->code == ZSV_OBJECT) {
+        PyTypeObject *target = kind->element->cls;
+        for (; i < count; i++) {
+            zs_conjugate *item = (zs_conjugate *)items[i];
+            if (Py_TYPE(item) != target || !ZS_CONJUGATE_IS_LIVE(item) || item->runtime != rt)
+                break;
+            memcpy(packed + (size_t)i * entry, &item->handle, sizeof item->handle);
+        }
+    }
+    return i;
+}
+
+/* A list or tuple (or a subclass: its own storage, as snapshot takes it)
+ * staged packed straight from its storage when every element takes an
+ * inline case: no tuple snapshot made, filled and dropped. 1 staged, 0 when
+ * the general path must decide (nothing staged, no error), -1. */
+static int stage_packed_direct(zs_runtime_core *rt, zsv_kind *kind, PyObject *value,
+                               zsv_staged *out) {
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(value);
+    if (count == 0 || (size_t)count > MAX_ENTRIES) return 0;
+    char *packed = PyMem_Calloc((size_t)count, kind->entry_size);
+    if (packed == NULL) return PyErr_NoMemory(), -1;
+    /* No Python code runs from the size read above to the last element read
+       (PyMem allocates no Python object), so this is the list as a snapshot
+       taken first would hold it. */
+    if (packed_prefix(rt, kind, PySequence_Fast_ITEMS(value), count, packed) < count) {
+        PyMem_Free(packed);
+        return 0;
+    }
+    out->form = ZSV_PACKED;
+    out->count = (uint32_t)count;
+    out->u.units = packed;
+    return 1;
+}
+
 /* An array or set: a conjugate of the same kind, or an iterable. */
 static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                           const where *at) {
@@ -865,6 +913,10 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
     if (Py_TYPE(value)->tp_iter == NULL && !PySequence_Check(value))
         return fail(PyExc_TypeError, at, "%U needs an iterable of elements, not %s", kind->what,
                     Py_TYPE(value)->tp_name);
+    if (zsv_packable(kind) && (PyList_Check(value) || PyTuple_Check(value))) {
+        int direct = stage_packed_direct(rt, kind, value, out);
+        if (direct != 0) return direct < 0 ? -1 : 0;
+    }
     PyObject *items = snapshot(value); /* an iterable's own errors propagate as they are */
     if (items == NULL) return -1;
     Py_ssize_t count = PyTuple_GET_SIZE(items);
@@ -1102,6 +1154,39 @@ static int stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_stage
     return result;
 }
 
+/* stage() of the commonest elements and keys, which hold nothing to recurse
+ * into and have no encoder: a number from an exact int or float, a name or
+ * a string from an exact str, a reference from a live object of exactly
+ * the target class. The same conversions and errors as stage(), without
+ * its recursion guard and dispatch. 1 staged, 0 not such a value, -1. */
+static int stage_leaf(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
+                      const where *at) {
+    assert(out->form == ZSV_ABSENT);
+    if (kind->encode != NULL) return 0;
+    if (kind->code == ZSV_SCALAR && (PyFloat_CheckExact(value) || PyLong_CheckExact(value))) {
+        zs_scalar_bits bits;
+        if (zs_scalar_convert((zs_scalar_kind)kind->scalar, value, &bits, NULL) < 0)
+            return prefix_at(at);
+        out->form = ZSV_BITS;
+        memcpy(out->u.bits, &bits, sizeof bits);
+        return 1;
+    }
+    if (kind->code == ZSV_NAME && PyUnicode_CheckExact(value))
+        return zsv_name_stage(rt, value, out, NULL) < 0 ? prefix_at(at) : 1;
+    if (kind->code == ZSV_STRING && PyUnicode_CheckExact(value))
+        return stage_string(rt, kind, value, out, at) < 0 ? -1 : 1;
+    if (kind->code == ZSV_OBJECT && Py_TYPE(value) == kind->cls &&
+        ZS_CONJUGATE_IS_LIVE((zs_conjugate *)value) && ((zs_conjugate *)value)->runtime == rt) {
+        /* A live object of exactly the target class here: its handle, as
+           stage_handle takes it (the native store validates it again). */
+        zs_ref handle = ((zs_conjugate *)value)->handle;
+        out->form = ZSV_BITS;
+        memcpy(out->u.bits, &handle, sizeof handle);
+        return 1;
+    }
+    return 0;
+}
+
 int zsv_stage(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
               PyObject *what) {
     where at = {NULL, what, NULL};
@@ -1194,6 +1279,8 @@ int zsv_stage_quick(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_st
 int zsv_stage_labelled(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_staged *out,
                        const char *label) {
     where at = {NULL, NULL, label};
+    int leaf = stage_leaf(rt, kind, value, out, &at);
+    if (leaf != 0) return leaf < 0 ? -1 : 0;
     return stage(rt, kind, value, out, &at);
 }
 

@@ -323,6 +323,7 @@ static int core_clear(PyObject *module) {
 #undef ZS_REASON_CLEAR
     state->open_count = 0;
     zs_name_keys_clear(state);
+    zs_plan_cache_clear(state);
     return 0;
 }
 

@@ -18,6 +18,18 @@
 /* Exact strings remembered per runtime (cleared when full). */
 #define INTERNED_LIMIT 4096
 
+/* In front of that dict, the exact strs interned last, one per slot of
+ * their hash (direct-mapped): a str object a loop uses again (a literal,
+ * an interned key) is found by identity, with no dict lookup and no int
+ * unpacked. Each slot holds its str strongly, so identity stays meaningful;
+ * replacing one drops an exact str, which runs no Python code. */
+#define ZSV_NAME_MEMO 256u
+
+typedef struct zsv_name_memo {
+    PyObject *text; /* an exact str (strong), or NULL */
+    uint32_t index, number;
+} zsv_name_memo;
+
 typedef struct zs_name {
     PyObject_HEAD zs_runtime_core *runtime; /* strong */
     uint32_t index, number;
@@ -75,12 +87,31 @@ int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *n
         return -1;
     }
     int exact = PyUnicode_CheckExact(text);
+    zsv_name_memo *memo = NULL;
+    if (exact) {
+        /* An exact str's hash is its own (cached) and runs no Python code. */
+        Py_hash_t hash = PyObject_Hash(text);
+        if (hash == -1) return -1;
+        if (rt->name_memo == NULL) {
+            rt->name_memo = PyMem_Calloc(ZSV_NAME_MEMO, sizeof *rt->name_memo);
+            if (rt->name_memo == NULL) return PyErr_NoMemory(), -1;
+        }
+        memo = &rt->name_memo[(size_t)hash & (ZSV_NAME_MEMO - 1)];
+        if (memo->text == text) {
+            *index = memo->index;
+            *number = memo->number;
+            return 0;
+        }
+    }
     if (exact && rt->interned != NULL) {
         PyObject *packed = PyDict_GetItemWithError(rt->interned, text);
         if (packed != NULL) {
             unsigned long long both = PyLong_AsUnsignedLongLong(packed);
             *index = (uint32_t)both;
             *number = (uint32_t)(both >> 32);
+            memo->index = *index;
+            memo->number = *number;
+            Py_XSETREF(memo->text, Py_NewRef(text));
             return 0;
         }
         if (PyErr_Occurred()) return -1;
@@ -111,6 +142,9 @@ int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *n
             return -1;
         }
         Py_DECREF(packed);
+        memo->index = *index;
+        memo->number = *number;
+        Py_XSETREF(memo->text, Py_NewRef(text));
     }
     return 0;
 }
@@ -132,7 +166,9 @@ PyObject *zsv_name_make(zs_runtime_core *rt, uint32_t index, uint32_t number) {
 
 int zsv_name_stage(zs_runtime_core *rt, PyObject *value, zsv_staged *out, PyObject *what) {
     uint32_t words[2];
-    if (PyObject_TypeCheck(value, rt->state->name_type)) {
+    if (PyUnicode_CheckExact(value)) { /* the commonest: no subtype walk */
+        if (zsv_intern(rt, value, &words[0], &words[1], "name") < 0) return -1;
+    } else if (PyObject_TypeCheck(value, rt->state->name_type)) {
         zs_name *name = (zs_name *)value;
         if (name->runtime == rt) {
             words[0] = name->index;
@@ -390,6 +426,11 @@ void zsv_names_free(zs_runtime_core *rt) {
     rt->names = NULL;
     rt->name_count = rt->name_capacity = 0;
     Py_CLEAR(rt->interned);
+    if (rt->name_memo != NULL) {
+        for (uint32_t i = 0; i < ZSV_NAME_MEMO; i++) Py_CLEAR(rt->name_memo[i].text);
+        PyMem_Free(rt->name_memo);
+        rt->name_memo = NULL;
+    }
 }
 
 int zsv_add_name_type(PyObject *module, zs_core_state *state) {

@@ -49,46 +49,6 @@ typedef struct zs_scalar_property {
     zs_core_state *state;
 } zs_scalar_property;
 
-int zs_scalar_convert_exact(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out) {
-    if (kind == ZS_SCALAR_BOOL) {
-        if (value != Py_True && value != Py_False) return 0;
-        out->b = value == Py_True;
-        return 1;
-    }
-    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) {
-        if (!PyFloat_CheckExact(value)) return 0;
-        double v = PyFloat_AS_DOUBLE(value);
-        if (kind == ZS_SCALAR_F64) {
-            out->f64 = v;
-            return 1;
-        }
-        if (isfinite(v) && fabs(v) > FLT_MAX)
-            return 0; /* out of Float32's range: the conversion raises */
-        out->f32 = (float)v;
-        return 1;
-    }
-    if (!PyLong_CheckExact(value)) return 0;
-    if (kind == ZS_SCALAR_U64) {
-        unsigned long long v = PyLong_AsUnsignedLongLong(value);
-        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return 0;
-        }
-        out->u64 = v;
-        return 1;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return 0;
-    }
-    long long low, high;
-    if (!zs_scalar_range(kind, &low, &high) || v < low || v > high) return 0;
-    zs_scalar_set_integer(kind, v, out);
-    return 1;
-}
-
 /* Read: liveness and class checks, one load. */
 static PyObject *scalar_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
@@ -114,11 +74,11 @@ static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
     zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
     if (conjugate == NULL) return -1;
     zs_runtime_core *rt = conjugate->runtime;
-    if (rt->dying_window) { /* the one rule for dying objects (value.h, zsv_writable) */
+    if (zs_dying_window(rt)) { /* the one rule for dying objects (value.h, zsv_writable) */
         zs_status status = zsv_writable(rt, conjugate->handle);
         if (status != ZS_OK) return zsv_refused(rt, status, property->name), -1;
     }
-    memcpy(conjugate->address + property->offset, &bits, zs_scalar_size(property->kind));
+    zs_scalar_store(property->kind, &bits, conjugate->address + property->offset);
     return 0;
 }
 

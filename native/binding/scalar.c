@@ -19,16 +19,6 @@ static const char *const scalar_names[ZS_SCALAR_KINDS] = {
     "UInt16", "UInt32", "UInt64", "Float32", "Float64",
 };
 
-static const size_t scalar_sizes[ZS_SCALAR_KINDS] = {
-    sizeof(_Bool), 1, 2, 4, 8, 1, 2, 4, 8, sizeof(float), sizeof(double),
-};
-
-/* Bytes of a scalar of `kind`. */
-size_t zs_scalar_size(zs_scalar_kind kind) {
-    assert(kind < ZS_SCALAR_KINDS);
-    return scalar_sizes[kind];
-}
-
 /* The zs.<Name> of a scalar kind ("Int32"). */
 const char *zs_scalar_name(zs_scalar_kind kind) {
     assert(kind < ZS_SCALAR_KINDS);

@@ -440,7 +440,8 @@ typedef char *(*zsv_finder)(PyObject *parent, const void *place, Py_ssize_t *key
 PyObject *zsv_read_at(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
                       zsv_finder find, const void *place);
 /* A new red view with no parent (a parameter block of a call from native
- * code): only its scope expires it. */
+ * code), in no scope: the caller expires it (zsv_expire_in_place) when the
+ * call returns, as the call's scope would, without a scope's list. */
 PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address);
 /* A new black value of `kind` (zeroed), in the black list; NULL with an
  * exception set. May run Python code first (dropping delegate callables no

@@ -527,6 +527,13 @@ zs_status zs_array_reserve(zs_runtime *rt, zs_ref owner, const zs_type *type, zs
    storage grown before any element changes. */
 zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
                           const void *elements, uint32_t count);
+/* Insert `count` elements packed at `elements` (entry_size apart; may not
+   point into the array) at index, into an array whose elements own nothing
+   (PLAIN, OBJECT, WEAK_OBJECT). All or nothing, as zs_array_assign: every
+   object reference is checked first and the storage grown before any
+   element moves. */
+zs_status zs_array_insert_packed(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                                 uint32_t index, const void *elements, uint32_t count);
 
 /* Sets and maps. find: *out_index = -1 when absent. add: the entry of an
    existing key is reused (*out_added = 0); a new map value is zeroed.
@@ -684,6 +691,13 @@ zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
 zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8_t *garbage,
                                  uint32_t capacity, uint32_t *out_count);
 uint32_t zs_gc_expiring_count(zs_runtime *rt);
+/* A word that is non-zero while objects may be dying whose conjugates the
+   managed side has not expired yet: a gather is under way, or the expiring
+   list is not empty. A managed side reads it with no lock, as
+   __atomic_load_n(word, __ATOMIC_RELAXED), to know when a plain write it
+   makes itself must ask zs_object_writable first (however the collection
+   started: a native host collecting included). Valid until zs_runtime_free. */
+const uint32_t *zs_dying_word(zs_runtime *rt);
 /* Destroy and free pending objects. budget_ns == 0: all of them. */
 zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done);
 /* zs_gc_purge, also bounded by work: at most max_objects objects (0: no bound). */

@@ -40,7 +40,7 @@
     X(zs_type_id) X(zs_type_value_offset) X(zs_type_entry_size) X(zs_value_assign) \
     X(zs_value_clear) X(zs_value_store_ref) X(zs_value_equal) X(zs_value_hash) \
     X(zs_object_writable) X(zs_string_assign) X(zs_array_insert) X(zs_array_remove) \
-    X(zs_array_reserve) X(zs_array_assign) X(zs_hash_find) X(zs_hash_add) X(zs_hash_remove) \
+    X(zs_array_reserve) X(zs_array_assign) X(zs_array_insert_packed) X(zs_hash_find) X(zs_hash_add) X(zs_hash_remove) \
     X(zs_optional_set) X(zs_binding_set) X(zs_sparse_bindings) X(zs_multicast_add) \
     X(zs_multicast_remove) X(zs_take_released_callables) X(zs_callable_retain) \
     X(zs_callable_release) X(zs_value_new) X(zs_value_free) X(zs_value_resolve) \
@@ -48,7 +48,7 @@
     X(zs_cluster_get_info) X(zs_cluster_count) X(zs_set_destroy_hook) X(zs_gc_phase_of) \
     X(zs_gc_start_incremental) X(zs_gc_step) X(zs_gc_step_bounded) X(zs_collect_garbage) \
     X(zs_gc_mark_and_gather) X(zs_gc_take_expiring) X(zs_gc_take_expiring_ex) \
-    X(zs_gc_expiring_count) X(zs_gc_purge) X(zs_gc_purge_bounded) X(zs_gc_pending_purge) \
+    X(zs_gc_expiring_count) X(zs_dying_word) X(zs_gc_purge) X(zs_gc_purge_bounded) X(zs_gc_pending_purge) \
     X(zs_gc_get_stats) X(zs_heap_verify) X(zs_set_call_handler) X(zs_call_function) \
     X(zs_call_each) X(zs_calls_in_progress) X(zs_call_native) X(zs_reference_chains) \
     X(zs_debug_check_failures) X(zs_debug_set) X(zs_debug_corrupt)

@@ -16,6 +16,12 @@
  * each one again (index and serial) just before its call. The runtime
  * itself stays: zs_runtime_free from inside a call (the managed function
  * closed its runtime) only marks it, and the last call to return frees it.
+ *
+ * A call is counted in under the lock, with its checks (one critical
+ * section), and out with one atomic decrement and no lock: the count and
+ * the deferred-free flag share one word (calls_word), so exactly one side
+ * frees the runtime, and a call that is not the last never touches it
+ * again.
  */
 #include "internal.h"
 
@@ -29,60 +35,87 @@ void zs_set_call_handler(zs_runtime *rt, zs_call_handler handler, void *user) {
 }
 
 uint32_t zs_calls_in_progress(zs_runtime *rt) {
-    ZS_LOCK(rt);
-    uint32_t calls = rt->calls_in_progress;
-    ZS_UNLOCK(rt);
-    return calls;
+    return ZS_CALLS_COUNT(__atomic_load_n(&rt->calls_word, __ATOMIC_ACQUIRE));
 }
 
 /* Whether calls may start now; with the lock held. A runtime without a
    handler still calls the native entries of described functions. */
 static zs_status may_call(const zs_runtime *rt) { return rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK; }
 
+/* Whether zs_runtime_free ran during the calls in progress; with the lock
+   held (it sets the flag under the lock). */
+static bool free_pending(const zs_runtime *rt) {
+    return (__atomic_load_n(&rt->calls_word, __ATOMIC_RELAXED) & ZS_CALLS_FREE_PENDING) != 0;
+}
+
 /* Count a call in; with the lock held. */
-static void enter_call(zs_runtime *rt) { rt->calls_in_progress++; }
+static void enter_call(zs_runtime *rt) { __atomic_fetch_add(&rt->calls_word, 1, __ATOMIC_ACQ_REL); }
 
-/* Count a call out, and free the runtime if zs_runtime_free ran during the
-   calls and this was the last one. Takes the lock; rt may be gone after. */
+/* Count a call out, with no lock, and free the runtime if zs_runtime_free
+   ran during the calls and this was the last one; rt may be gone after. */
 static void leave_call(zs_runtime *rt) {
-    ZS_LOCK(rt);
-    assert(rt->calls_in_progress > 0);
-    bool free_now = --rt->calls_in_progress == 0 && rt->free_pending;
-    ZS_UNLOCK(rt);
-    if (free_now) zs_runtime_free(rt);
+    uint32_t before = __atomic_fetch_sub(&rt->calls_word, 1, __ATOMIC_ACQ_REL);
+    assert(ZS_CALLS_COUNT(before) > 0);
+    if (before == (ZS_CALLS_FREE_PENDING | 1u)) zs_runtime_free(rt);
 }
 
-/* Call the handler on one object if it is still live and not dying; with
-   no handler, the native entry its class describes for the function. The
-   caller has counted itself in calls_in_progress. */
-static zs_status call_one(zs_runtime *rt, zs_ref object, const char *function, void *params) {
-    ZS_LOCK(rt);
+/* What calling `function` on `object` runs, checked with the lock held:
+   the handler, or with no handler the native entry the object's class
+   describes (NULL entry: an event nobody implements). */
+typedef struct call_target {
+    zs_call_handler handler;
+    void *user;
+    const zs_function_desc *native;
+} call_target;
+
+/* Check one object (live, not dying) and find what runs; with the lock held. */
+static zs_status find_target(zs_runtime *rt, zs_ref object, const char *function,
+                             call_target *target) {
     zs_status status = may_call(rt);
-    if (status == ZS_OK && rt->free_pending) status = ZS_E_STALE;
+    if (status == ZS_OK && free_pending(rt)) status = ZS_E_STALE;
     const zs_item *item = status == ZS_OK ? zs_usable_item(rt, object, &status) : NULL;
-    zs_call_handler handler = rt->call_handler;
-    void *user = rt->call_handler_user;
-    const zs_function_desc *native = NULL;
-    if (status == ZS_OK && handler == NULL &&
-        zs_find_function(item->object->cls, function, &native) != ZS_OK)
+    target->handler = rt->call_handler;
+    target->user = rt->call_handler_user;
+    target->native = NULL;
+    if (status == ZS_OK && target->handler == NULL &&
+        zs_find_function(item->object->cls, function, &target->native) != ZS_OK)
         status = ZS_E_INVALID;
-    ZS_UNLOCK(rt);
-    if (status != ZS_OK) return status;
-    if (handler == NULL) /* an event nobody implements does nothing */
-        return native->entry != NULL ? native->entry(native->user, rt, object, params) : ZS_OK;
-    return handler(user, rt, object, function, params);
+    return status;
 }
+
+/* Run what find_target found, with no lock. */
+static zs_status run_target(const call_target *target, zs_runtime *rt, zs_ref object,
+                            const char *function, void *params) {
+    if (target->handler == NULL) /* an event nobody implements does nothing */
+        return target->native->entry != NULL
+                   ? target->native->entry(target->native->user, rt, object, params)
+                   : ZS_OK;
+    return target->handler(target->user, rt, object, function, params);
+}
+
+/* Call on one object if it is still live and not dying. The caller has
+   counted itself in. */
+static zs_status call_one(zs_runtime *rt, zs_ref object, const char *function, void *params) {
+    call_target target;
+    ZS_LOCK(rt);
+    zs_status status = find_target(rt, object, function, &target);
+    ZS_UNLOCK(rt);
+    return status == ZS_OK ? run_target(&target, rt, object, function, params) : status;
+}
+
 zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, void *params) {
     if (function == NULL) return ZS_E_INVALID;
+    /* One critical section checks and counts the call in. A call refused
+       is not counted in: counting it out could be the last leave_call of
+       a deferred free, which would free the runtime again from inside its
+       own teardown (a destroy hook calling here). */
+    call_target target;
     ZS_LOCK(rt);
-    /* A call refused outright is not counted in: counting it out could be
-       the last leave_call of a deferred free, which would free the runtime
-       again from inside its own teardown (a destroy hook calling here). */
-    zs_status status = may_call(rt);
+    zs_status status = find_target(rt, object, function, &target);
     if (status == ZS_OK) enter_call(rt);
     ZS_UNLOCK(rt);
     if (status != ZS_OK) return status;
-    status = call_one(rt, object, function, params);
+    status = run_target(&target, rt, object, function, params);
     leave_call(rt);
     return status;
 }
@@ -148,7 +181,7 @@ zs_status zs_call_native(zs_runtime *rt, zs_native_function entry, void *user, z
     if (entry == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = may_call(rt);
-    if (status == ZS_OK && rt->free_pending) status = ZS_E_STALE;
+    if (status == ZS_OK && free_pending(rt)) status = ZS_E_STALE;
     if (status == ZS_OK && self != ZS_NULL_REF) zs_usable_item(rt, self, &status);
     if (status == ZS_OK) enter_call(rt);
     ZS_UNLOCK(rt);

@@ -88,6 +88,54 @@ zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
     return status;
 }
 
+/* Whether an array type's elements own nothing (packed stores take them). */
+static bool packed_elements(const zs_type *type) {
+    uint32_t kind = type->element->kind;
+    return kind == ZS_TYPE_PLAIN || kind == ZS_TYPE_OBJECT || kind == ZS_TYPE_WEAK_OBJECT;
+}
+
+/* Every reference among `count` packed elements usable now (ZS_OK), or the
+   status the first one that is not refuses the store with. */
+static zs_status packed_references(zs_runtime *rt, const zs_type *type, const void *elements,
+                                   uint32_t count) {
+    if (type->element->kind == ZS_TYPE_PLAIN) return ZS_OK;
+    zs_status status = ZS_OK;
+    for (uint32_t i = 0; status == ZS_OK && i < count; i++) {
+        zs_ref ref;
+        memcpy(&ref, (const char *)elements + (size_t)i * type->entry_size, sizeof ref);
+        if (ref != ZS_NULL_REF) zs_usable_item(rt, ref, &status);
+    }
+    return status;
+}
+
+zs_status zs_array_insert_packed(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
+                                 uint32_t index, const void *elements, uint32_t count) {
+    if (array == NULL || type == NULL || (elements == NULL && count > 0) ||
+        type->kind != ZS_TYPE_ARRAY || !packed_elements(type))
+        return ZS_E_INVALID; /* elements that own memory go through zs_array_insert */
+    ZS_LOCK(rt);
+    zs_status status = zs_begin_store(rt, owner, type, ZS_TYPE_ARRAY);
+    if (status == ZS_OK && (index > array->count || count > ZS_MAX_ENTRIES - array->count))
+        status = ZS_E_INVALID;
+    /* References first: a stale or dying target refuses the whole insertion. */
+    if (status == ZS_OK) status = packed_references(rt, type, elements, count);
+    if (status == ZS_OK && !zs_entries_reserve(rt, array, type->entry_size, array->count + count))
+        status = ZS_E_NOMEM;
+    if (status == ZS_OK && count > 0) {
+        size_t entry = type->entry_size;
+        char *base = array->data;
+        assert((const char *)elements + count * entry <= base ||
+               (const char *)elements >= base + (size_t)array->capacity * entry);
+        memmove(base + (index + count) * entry, base + index * entry,
+                (size_t)(array->count - index) * entry);
+        memcpy(base + index * entry, elements, (size_t)count * entry);
+        array->count += count;
+        written(rt, owner, type, array);
+    }
+    ZS_UNLOCK(rt);
+    return status;
+}
+
 zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *array,
                           uint32_t index, const void *value, uint32_t count) {
     if (array == NULL) return ZS_E_INVALID;
@@ -163,11 +211,57 @@ static char *entry_at(const zs_type *type, const zs_hash *hash, uint32_t index) 
     return (char *)hash->entries.data + (size_t)index * type->entry_size;
 }
 
+/* Whether two bitwise keys of `size` bytes are equal (zs_value_equal of a
+   bitwise type): the common sizes (a name, a 32- or 64-bit number, a
+   reference) compared as one word, with no call to memcmp. */
+static inline bool bitwise_equal(const void *a, const void *b, uint32_t size) {
+    if (size == 8) {
+        uint64_t x, y;
+        memcpy(&x, a, sizeof x);
+        memcpy(&y, b, sizeof y);
+        return x == y;
+    }
+    if (size == 4) {
+        uint32_t x, y;
+        memcpy(&x, a, sizeof x);
+        memcpy(&y, b, sizeof y);
+        return x == y;
+    }
+    return memcmp(a, b, size) == 0;
+}
+
 /* The bucket holding `key`, or the empty bucket where it would go. */
 static uint32_t probe(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
                       bool *found) {
     uint32_t mask = hash->bucket_count - 1;
     uint32_t slot = (uint32_t)zs_value_hash(rt, type->element, key) & mask;
+    uint32_t bitwise = ZS_TYPE_BITWISE | ZS_TYPE_HASHABLE;
+    if ((type->element->flags & bitwise) == bitwise) {
+        /* Equality is the bytes' (value_equal, types.c): compared inline. */
+        uint32_t size = type->element->size;
+        for (;; slot = (slot + 1) & mask) {
+            uint32_t held = hash->buckets[slot];
+            if (held == 0 || bitwise_equal(entry_at(type, hash, held - 1), key, size)) {
+                *found = held != 0;
+                return slot;
+            }
+        }
+    }
+    if (type->element->kind == ZS_TYPE_STRING) {
+        /* Equality is the code units' (value_equal, types.c): compared inline. */
+        const zs_string *wanted = key;
+        size_t bytes = (size_t)wanted->length * type->element->unit;
+        for (;; slot = (slot + 1) & mask) {
+            uint32_t held = hash->buckets[slot];
+            const zs_string *entry = held ? (const zs_string *)entry_at(type, hash, held - 1)
+                                          : NULL;
+            if (entry == NULL || (entry->length == wanted->length &&
+                                  (bytes == 0 || memcmp(entry->data, wanted->data, bytes) == 0))) {
+                *found = entry != NULL;
+                return slot;
+            }
+        }
+    }
     for (;; slot = (slot + 1) & mask) {
         uint32_t held = hash->buckets[slot];
         if (held == 0) {

@@ -767,6 +767,7 @@ static void begin_mark(zs_runtime *rt) {
     rt->mark_stack.count = 0;
     rt->mark_overflow = false;
     rt->phase = ZS_GC_MARKING;
+    zs_publish_dying(rt);
     rt->incremental_start_ns = zs_now_ns();
     zs_marker m;
     zs_marker_init(&m, rt, &rt->mark_stack);
@@ -881,6 +882,7 @@ static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
     rt->stats.clusters = rt->live_clusters;
     rt->stats.live_objects = rt->live_objects;
     rt->phase = rt->dying.count > 0 ? ZS_GC_PURGE_PENDING : ZS_GC_IDLE;
+    zs_publish_dying(rt);
     return true;
 }
 
@@ -920,6 +922,7 @@ zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
         rt->stats.mark_steps++;
         if (rt->check_marks) check_mark(rt);
         rt->phase = ZS_GC_GATHERING;
+        zs_publish_dying(rt);
     }
     uint64_t t1 = zs_now_ns();
     gather(rt, 0);
@@ -968,7 +971,10 @@ zs_status zs_gc_step_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_ob
             rt->stats.mark_threads = 1;
             rt->stats.mark_ns += zs_now_ns() - start;
             if (marked && rt->check_marks) check_mark(rt);
-            if (marked) rt->phase = ZS_GC_GATHERING;
+            if (marked) {
+                rt->phase = ZS_GC_GATHERING;
+                zs_publish_dying(rt);
+            }
         }
         /* The gather is bounded by time only: a work-bounded step that
            completes the mark gathers to the end, so it stays deterministic. */

@@ -134,6 +134,7 @@ zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names
         if (garbage != NULL) garbage[i] = (it->flags & ZS_ITEM_GARBAGE) != 0;
         it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
     }
+    zs_publish_dying(rt);
     *out_count = n;
     ZS_UNLOCK(rt);
     return ZS_OK;
@@ -143,6 +144,8 @@ zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
                               uint32_t *out_count) {
     return zs_gc_take_expiring_ex(rt, buffer, NULL, NULL, capacity, out_count);
 }
+
+const uint32_t *zs_dying_word(zs_runtime *rt) { return &rt->dying_word; }
 
 uint32_t zs_gc_expiring_count(zs_runtime *rt) {
     ZS_LOCK(rt);
@@ -195,6 +198,7 @@ void zs_gc_destroy_everything(zs_runtime *rt) {
     rt->dying.count = rt->dying_cursor = 0;
     rt->dying_unhashed = false;
     rt->phase = ZS_GC_IDLE;
+    zs_publish_dying(rt);
     rt->root_list.count = 0;
     rt->permanent_count = 0;
 }

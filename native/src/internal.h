@@ -353,6 +353,8 @@ struct zs_runtime {
     zs_u32_vec dying;           /* gathered unreachable, waiting for purge */
     uint32_t dying_cursor;      /* purge progress in dying */
     zs_ref_vec expiring;        /* dying objects with conjugates, for the managed side */
+    uint32_t dying_word;        /* zs_dying_word: (phase GATHERING or expiring not empty), stored
+                            atomically by zs_publish_dying whenever either changes */
     bool dying_unhashed;        /* the dying objects are already out of the name index */
     bool in_destroy_hook;
     bool collecting;
@@ -360,8 +362,9 @@ struct zs_runtime {
     void *destroy_hook_user;
     zs_call_handler call_handler; /* the managed side's entry point (calls.c) */
     void *call_handler_user;
-    uint32_t calls_in_progress;
-    bool free_pending; /* zs_runtime_free ran during a call: the last call frees */
+    uint32_t calls_word; /* calls in progress (ZS_CALLS_COUNT) | ZS_CALLS_FREE_PENDING
+                            (zs_runtime_free ran during a call: the last call frees);
+                            atomic: counted in under the lock, out without it (calls.c) */
 
     /* reflection (reflection.c): descriptions kept by reference */
     zs_registered_struct *structs;
@@ -421,6 +424,20 @@ static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
     return (it->flags & ZS_ITEM_DYING) ||
            (rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
             !(it->flags & ZS_ITEM_PERMANENT));
+}
+
+/* calls_word: the count of calls in progress, and the flag of a deferred
+   zs_runtime_free (calls.c, runtime.c). */
+#define ZS_CALLS_FREE_PENDING 0x80000000u
+#define ZS_CALLS_COUNT(word) ((word) & ~ZS_CALLS_FREE_PENDING)
+
+/* Publish whether objects may be dying whose conjugates the managed side
+   has not expired yet (zs_dying_word); with the lock held, after every
+   change of the phase or of the expiring list's length. Atomic: the
+   managed side reads the word with no lock. */
+static inline void zs_publish_dying(zs_runtime *rt) {
+    uint32_t dying = rt->phase == ZS_GC_GATHERING || rt->expiring.count > 0;
+    __atomic_store_n(&rt->dying_word, dying, __ATOMIC_RELAXED);
 }
 
 /* The item a handle names, or NULL when it is null, out of range or stale. */

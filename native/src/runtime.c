@@ -273,11 +273,13 @@ zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out) {
 void zs_runtime_free(zs_runtime *rt) {
     if (rt == NULL) return;
     ZS_LOCK(rt);
-    if (rt->calls_in_progress > 0) {
-        /* Freed from inside a call into the managed side (the managed
-           function closed its runtime): the native caller still runs on
-           this runtime, so the last call to return frees it (calls.c). */
-        rt->free_pending = true;
+    /* Freed from inside a call into the managed side (the managed function
+       closed its runtime): the native caller still runs on this runtime,
+       so the last call to return frees it (calls.c). The flag is set and
+       the count read in one atomic step: a call counted out at the same
+       time either sees the flag (and frees) or was out before. */
+    uint32_t calls = __atomic_fetch_or(&rt->calls_word, ZS_CALLS_FREE_PENDING, __ATOMIC_ACQ_REL);
+    if (ZS_CALLS_COUNT(calls) > 0) {
         ZS_UNLOCK(rt);
         return;
     }

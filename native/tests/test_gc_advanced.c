@@ -1152,6 +1152,8 @@ static void test_gathering_refuses_unmarked(runner *t) {
     }
     zs_object *object = NULL;
     zs_ref out = ZS_NULL_REF;
+    /* Published for lock-free readers: a gather under way. */
+    CHECK(t, __atomic_load_n(zs_dying_word(rt), __ATOMIC_RELAXED) != 0);
     CHECK_STATUS(t, zs_store_ref(rt, holder, NODE_REF(1), unmarked), ZS_E_DYING);
     CHECK_STATUS(t, zs_ref_array_push(rt, holder, NODE_LIST, unmarked), ZS_E_DYING);
     CHECK_STATUS(t, zs_store_ref(rt, unmarked, NODE_REF(0), marked), ZS_E_DYING); /* as holder */

@@ -1009,8 +1009,11 @@ static void test_conjugate_expiry(runner *t) {
     CHECK(t, object == zs_resolve(rt, with_conjugate));
     CHECK_OK(t, zs_resolve_for_conjugate(rt, live_conjugate, &object));
     CHECK_STATUS(t, zs_resolve_for_conjugate(rt, plain, NULL), ZS_E_INVALID);
+    const uint32_t *dying = zs_dying_word(rt);
+    CHECK_EQ(t, __atomic_load_n(dying, __ATOMIC_RELAXED), 0);
 
     COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
+    CHECK(t, __atomic_load_n(dying, __ATOMIC_RELAXED) != 0); /* a conjugate to expire */
     CHECK(t, alive(rt, with_conjugate) && alive(rt, plain)); /* nothing freed yet */
     CHECK_EQ(t, log.count, 0);                               /* not even BEGIN */
     CHECK_EQ(t, zs_gc_expiring_count(rt), 1);
@@ -1043,6 +1046,7 @@ static void test_conjugate_expiry(runner *t) {
     CHECK_EQ(t, count, 1);
     CHECK_EQ(t, taken[0], with_conjugate);
     CHECK_EQ(t, zs_gc_expiring_count(rt), 0);
+    CHECK_EQ(t, __atomic_load_n(dying, __ATOMIC_RELAXED), 0); /* taken: none left live */
     CHECK_OK(t, zs_gc_purge(rt, 0, &done));
     VERIFY(t, rt);
     CHECK_EQ(t, done, 1);
@@ -2168,6 +2172,72 @@ static void test_array_assign(runner *t) {
     fixture_close(&fx);
 }
 
+/* zs_array_insert_packed: all or nothing, as zs_array_assign. Elements go
+   in at any index (the later ones move up); a stale reference anywhere in
+   the packed elements refuses the whole insertion and moves nothing; a dying
+   owner refuses it; element types that own memory are refused. */
+static void test_array_insert_packed(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_type *object = NULL, *objects = NULL, *plain = NULL, *plains = NULL;
+    const zs_type *string = NULL, *strings = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, object, NULL, &objects));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 4, 4, &plain));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, plain, NULL, &plains));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 1, 1, &string));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, string, NULL, &strings));
+    zs_ref handle = ZS_NULL_REF, numbers_handle = ZS_NULL_REF, texts_handle = ZS_NULL_REF;
+    zs_array *array = NULL, *numbers = NULL, *texts = NULL;
+    CHECK_OK(t, zs_value_new(rt, objects, &handle, (void **)&array));
+    CHECK_OK(t, zs_value_new(rt, plains, &numbers_handle, (void **)&numbers));
+    CHECK_OK(t, zs_value_new(rt, strings, &texts_handle, (void **)&texts));
+    if (array == NULL || numbers == NULL || texts == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF), b = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, objects, array, 0, &a, 1));
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, objects, array, 1, &b, 1));
+    const zs_ref middle[2] = {ZS_NULL_REF, b};
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, objects, array, 1, middle, 2));
+    const zs_ref expected[4] = {a, ZS_NULL_REF, b, b};
+    CHECK(t, array->count == 4 && memcmp(array->data, expected, sizeof expected) == 0);
+    /* A black value is a root: a and b survive a collection through it. */
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, a) && alive(rt, b) && !alive(rt, doomed));
+    /* doomed's handle is stale now: refused, nothing moves. */
+    const zs_ref stale[2] = {a, doomed};
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, objects, array, 0, stale, 2),
+                 ZS_E_STALE);
+    CHECK(t, array->count == 4 && memcmp(array->data, expected, sizeof expected) == 0);
+    /* Past the end, or too many: refused. */
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, objects, array, 5, &a, 1),
+                 ZS_E_INVALID);
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, objects, array, 4, NULL, 0));
+    CHECK_EQ(t, array->count, 4);
+    /* Plain elements: grown as needed, the later ones moved up. */
+    uint32_t values[100];
+    for (uint32_t i = 0; i < 100; i++) values[i] = i * 7;
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 0, values + 50, 50));
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 0, values, 50));
+    CHECK(t, numbers->count == 100 && memcmp(numbers->data, values, sizeof values) == 0);
+    /* An owner that is gone refuses the insertion (the owner check of every store). */
+    zs_ref gone = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    COLLECT(t, rt);
+    CHECK_STATUS(t, zs_array_insert_packed(rt, gone, plains, numbers, 0, values, 1), ZS_E_STALE);
+    CHECK_EQ(t, numbers->count, 100);
+    /* Elements that own memory are refused. */
+    zs_string none = {0};
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, strings, texts, 0, &none, 1),
+                 ZS_E_INVALID);
+    CHECK_EQ(t, texts->count, 0);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 /* ======================================================================
  * Main
  * ====================================================================== */
@@ -2175,6 +2245,7 @@ static void test_array_assign(runner *t) {
 static const test_case tests[] = {
     TEST(test_runtime_create_free),
     TEST(test_array_assign),
+    TEST(test_array_insert_packed),
     TEST(test_runtimes_isolated),
     TEST(test_live_handles),
     TEST(test_class_schema_flattening),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -235,7 +236,10 @@ class Runtime(_core.RuntimeCore):
         detached = self._finalizer.detach()
         if detached is not None:
             _, free, args, _ = detached
-            free(*args)
+            # Later if a host function running on this heap called the Python
+            # code closing it: the last one to return frees it
+            # (native/binding/functions.c).
+            self._core_free_native(functools.partial(free, *args))
         self._ptr = ffi.NULL
 
     def feature_state(self, key: object, make: Callable[[], Any]) -> Any:
@@ -583,17 +587,6 @@ class Runtime(_core.RuntimeCore):
             try:
                 yield pointer
             finally:
-                # The one rule for dying objects (native/binding/value.h,
-                # zsv_writable): while a cycle has found objects dying whose
-                # conjugates may not have expired yet, plain writes ask the
-                # heap first; otherwise they cost nothing extra. Read while
-                # _collecting still refuses close() (a signal handler between
-                # the two calls could otherwise free ``pointer``).
-                if not self._closed:
-                    self._dying_window = (
-                        lib.zs_gc_phase_of(pointer) == lib.ZS_GC_GATHERING
-                        or lib.zs_gc_expiring_count(pointer) > 0
-                    )
                 self._collecting = False
 
     def _conjugate_of(self, handle: int) -> Object | None:

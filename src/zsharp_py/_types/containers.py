@@ -22,6 +22,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
+from typing_extensions import Self
+
 from .. import _core
 from .._base.errors import named
 from .._base.ffi import lib
@@ -289,6 +291,9 @@ class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
 
         def extend(self, values: Iterable[Any]) -> None:
             """Add every element of an iterable at the end (all or nothing)."""
+
+        def __iadd__(self, values: Iterable[Any]) -> Self:
+            """``arr += values``: ``extend``, as a list does."""
 
         def insert(self, index: int, value: Any) -> None:
             """Insert before ``index`` (clamped like ``list.insert``)."""
