@@ -8,9 +8,11 @@
  * (the IN and INOUT members, in order, by position or by keyword) are
  * converted into a zeroed block of this module's own (on the C stack up
  * to 256 bytes), the host's entry runs on the object (run_entry: no lock
- * taken, the call counted in the runtime), and the results (the RETURN member, then the OUT and INOUT
- * members in order) are read back out of the block: None, one value, or a
- * tuple.
+ * taken, the call counted in the runtime), and the results (the RETURN
+ * member, then the OUT and INOUT members in order) are read back out of
+ * the block: None, one value, or a tuple. A method whose members are all
+ * scalars, called by position, takes invoke_plain: the same protocol with
+ * nothing to stage.
  *
  * The protocol keeps the staging rule (value.h, docs/staging-rule.md):
  *
@@ -23,13 +25,13 @@
  *      dying, of the owner's native class), the runtime (open, not
  *      closing) and every object argument (live, not dying); the staged
  *      values are emitted into the block (held by no object), and
- *      run_entry calls the entry. When the function has struct or value members, the entry is
- *      called through a trampoline that, still inside the call in
- *      progress and with no Python code, captures the outputs into private
- *      memory and clears every value that owns native memory in the block:
- *      the runtime cannot be freed under it (run_entry defers a free the
- *      entry caused until the call returns), and nothing native is
- *      left in the block afterwards.
+ *      run_entry calls the entry. When the function has struct or value
+ *      members, the entry is called through a trampoline that, still
+ *      inside the call in progress and with no Python code, captures the
+ *      outputs into private memory and clears every value that owns native
+ *      memory in the block: the runtime cannot be freed under it (run_entry
+ *      defers a free the entry caused until the call returns), and nothing
+ *      native is left in the block afterwards.
  *   3. results: built from the block (ours: scalars, handles) and the
  *      captured values, trusting nothing else read before the call: the
  *      entry may have collected, destroyed its own object, called back
