@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import math
 import types
 
@@ -1303,3 +1304,32 @@ def test_in_over_int64_and_float64_elements_matches_a_list(
         reals = [float(element) for element in elements]
         floats = zs.Array[zs.Float64](reals)
         assert (probe in floats) == (probe in reals)
+
+
+def test_to_python_of_scalar_arrays_reads_the_array_as_it_is_after_the_list_is_made(
+    rt: zs.Runtime,
+) -> None:
+    """Array.to_python() of scalars fills its list straight from the array
+    once the list exists; a collection that the list's allocation runs (a
+    gc callback here) and that changes the array is seen: the copy is of
+    the array as it is then, never of freed memory."""
+    floats = zs.Array[zs.Float64]([float(i) for i in range(64)])
+    ints = zs.Array[zs.Int16]([1, -2, 3])
+    assert ints.to_python() == [1, -2, 3]
+    assert zs.Array[zs.Bool]([True, False]).to_python() == [True, False]
+
+    def grow(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and len(floats) < 4096:
+            floats.extend([0.5] * 1000)  # reallocates the array's storage
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(grow)
+    gc.set_threshold(1)
+    try:
+        listed = floats.to_python()
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(grow)
+    assert listed[:64] == [float(i) for i in range(64)]
+    assert listed[64:] == [0.5] * (len(listed) - 64)
+    assert len(floats) >= len(listed)

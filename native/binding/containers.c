@@ -689,6 +689,49 @@ static PyGetSetDef array_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* arr.to_python(): a list. An array of scalars is read straight into the
+ * list once the list exists (making it may run a collection, and so any
+ * Python code: the array is checked again after), since making an int or
+ * a float runs none; other arrays take the general copy (captured, then
+ * built: zsv_copy_out). */
+static PyObject *array_to_python(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zsv_value *value;
+    char *at = container_of(self, ZSV_ARRAY, &value);
+    if (at == NULL) return NULL;
+    zsv_kind *element = value->kind->element;
+    if (element->code != ZSV_SCALAR) return zsv_copy_out(value->runtime, value->kind, at);
+    uint32_t count = ((const zs_array *)at)->count;
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    if (list == NULL) return NULL;
+    at = zsv_live(value);
+    if (at == NULL || ((const zs_array *)at)->count != count) {
+        Py_DECREF(list); /* empty slots: nothing to release */
+        return at == NULL ? NULL : zsv_copy_out(value->runtime, value->kind, at);
+    }
+    /* No Python code from here. */
+    const char *data = ((const zs_array *)at)->data;
+    size_t step = value->kind->entry_size;
+    zs_scalar_kind scalar = (zs_scalar_kind)element->scalar;
+    PyObject **items = ((PyListObject *)list)->ob_item;
+    uint32_t made = 0;
+    if (scalar == ZS_SCALAR_F64 && step == sizeof(double)) { /* the common case: one tight loop */
+        for (; made < count; made++) {
+            double real;
+            memcpy(&real, data + (size_t)made * sizeof real, sizeof real);
+            if ((items[made] = PyFloat_FromDouble(real)) == NULL) break;
+        }
+    } else {
+        for (; made < count; made++)
+            if ((items[made] = zs_scalar_load(scalar, data + (size_t)made * step)) == NULL) break;
+    }
+    if (made < count) {
+        Py_DECREF(list); /* ints and floats: their release runs nothing */
+        return NULL;
+    }
+    return list;
+}
+
 static PyMethodDef array_methods[] = {
     {"append", array_append, METH_O, "Add one element at the end."},
     {"insert", (PyCFunction)(void (*)(void))array_insert, METH_FASTCALL,
@@ -698,6 +741,7 @@ static PyMethodDef array_methods[] = {
     {"pop", (PyCFunction)(void (*)(void))array_pop, METH_FASTCALL,
      "Remove and return an element (a plain copy: the slot goes away)."},
     {"clear", array_clear, METH_NOARGS, "Remove every element."},
+    {"to_python", array_to_python, METH_NOARGS, "A plain list copy of the elements."},
     {NULL, NULL, 0, NULL},
 };
 
