@@ -67,3 +67,11 @@ def warm_up(rt: zs.Runtime) -> None:
     collect(rt)
     assert rt.live_objects() == 0
     assert all(o.is_expired for o in objects)
+
+
+# Why a view or black value expired, as its ExpiredConjugateError says.
+SCOPE = "scope it was obtained in has ended"
+STRUCTURE = "changed structure"
+PARENT = "what it points into has expired"
+CLOSED = "runtime was closed"
+DISPOSED = "disposed"

@@ -16,11 +16,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
-from helpers import collect
-
-SCOPE = "scope it was obtained in has ended"
-STRUCTURE = "changed structure"
-PARENT = "what it points into has expired"
+from helpers import PARENT, SCOPE, STRUCTURE, collect
 
 
 class PVec(zs.Struct):

@@ -9,9 +9,7 @@ from __future__ import annotations
 import pytest
 
 import zsharp_py as zs
-from helpers import collect
-
-STRUCTURE = "changed structure"
+from helpers import STRUCTURE, collect
 
 
 class QVec(zs.Struct):

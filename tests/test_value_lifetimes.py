@@ -15,13 +15,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
-from helpers import collect
-
-SCOPE = "scope it was obtained in has ended"
-STRUCTURE = "changed structure"
-PARENT = "what it points into has expired"
-CLOSED = "runtime was closed"
-DISPOSED = "disposed"
+from helpers import CLOSED, DISPOSED, PARENT, SCOPE, STRUCTURE, collect
 
 
 class Vec(zs.Struct):

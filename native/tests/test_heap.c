@@ -2116,6 +2116,30 @@ static void test_runtime_freed_inside_a_call(runner *t) {
     /* fx.rt is freed now: fixture_close must not free it again. */
 }
 
+/* Three black arrays for the packed-store tests: of object references, of
+   4-byte plain data and of strings (elements that own memory). */
+typedef struct three_arrays {
+    const zs_type *objects, *plains, *strings;
+    zs_array *array, *numbers, *texts;
+} three_arrays;
+
+/* Make them in rt; false (a check failed) when one could not be made. */
+static bool three_arrays_new(runner *t, zs_runtime *rt, three_arrays *out) {
+    const zs_type *object = NULL, *plain = NULL, *string = NULL;
+    *out = (three_arrays){0};
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, object, NULL, &out->objects));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 4, 4, &plain));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, plain, NULL, &out->plains));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 1, 1, &string));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, string, NULL, &out->strings));
+    zs_ref handle = ZS_NULL_REF;
+    CHECK_OK(t, zs_value_new(rt, out->objects, &handle, (void **)&out->array));
+    CHECK_OK(t, zs_value_new(rt, out->plains, &handle, (void **)&out->numbers));
+    CHECK_OK(t, zs_value_new(rt, out->strings, &handle, (void **)&out->texts));
+    return out->array != NULL && out->numbers != NULL && out->texts != NULL;
+}
+
 /* zs_array_assign: all or nothing. A stale or dying reference anywhere in
    the packed elements refuses the whole store and changes no element; a
    valid store replaces every element, traces what it references, and is
@@ -2124,23 +2148,13 @@ static void test_array_assign(runner *t) {
     fixture fx;
     if (!fixture_open(t, &fx, 0, 0)) return;
     zs_runtime *rt = fx.rt;
-    const zs_type *object = NULL, *objects = NULL, *plain = NULL, *plains = NULL;
-    const zs_type *string = NULL, *strings = NULL;
-    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
-    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, object, NULL, &objects));
-    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 4, 4, &plain));
-    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, plain, NULL, &plains));
-    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 1, 1, &string));
-    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, string, NULL, &strings));
-    zs_ref handle = ZS_NULL_REF, numbers_handle = ZS_NULL_REF, texts_handle = ZS_NULL_REF;
-    zs_array *array = NULL, *numbers = NULL, *texts = NULL;
-    CHECK_OK(t, zs_value_new(rt, objects, &handle, (void **)&array));
-    CHECK_OK(t, zs_value_new(rt, plains, &numbers_handle, (void **)&numbers));
-    CHECK_OK(t, zs_value_new(rt, strings, &texts_handle, (void **)&texts));
-    if (array == NULL || numbers == NULL || texts == NULL) {
+    three_arrays arrays;
+    if (!three_arrays_new(t, rt, &arrays)) {
         fixture_close(&fx);
         return;
     }
+    const zs_type *objects = arrays.objects, *plains = arrays.plains, *strings = arrays.strings;
+    zs_array *array = arrays.array, *numbers = arrays.numbers, *texts = arrays.texts;
     zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF), b = MAKE(t, rt, fx.node, ZS_NULL_REF);
     zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
     const zs_ref first[3] = {a, ZS_NULL_REF, b};
@@ -2180,23 +2194,13 @@ static void test_array_insert_packed(runner *t) {
     fixture fx;
     if (!fixture_open(t, &fx, 0, 0)) return;
     zs_runtime *rt = fx.rt;
-    const zs_type *object = NULL, *objects = NULL, *plain = NULL, *plains = NULL;
-    const zs_type *string = NULL, *strings = NULL;
-    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
-    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, object, NULL, &objects));
-    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 4, 4, &plain));
-    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, plain, NULL, &plains));
-    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 1, 1, &string));
-    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, string, NULL, &strings));
-    zs_ref handle = ZS_NULL_REF, numbers_handle = ZS_NULL_REF, texts_handle = ZS_NULL_REF;
-    zs_array *array = NULL, *numbers = NULL, *texts = NULL;
-    CHECK_OK(t, zs_value_new(rt, objects, &handle, (void **)&array));
-    CHECK_OK(t, zs_value_new(rt, plains, &numbers_handle, (void **)&numbers));
-    CHECK_OK(t, zs_value_new(rt, strings, &texts_handle, (void **)&texts));
-    if (array == NULL || numbers == NULL || texts == NULL) {
+    three_arrays arrays;
+    if (!three_arrays_new(t, rt, &arrays)) {
         fixture_close(&fx);
         return;
     }
+    const zs_type *objects = arrays.objects, *plains = arrays.plains, *strings = arrays.strings;
+    zs_array *array = arrays.array, *numbers = arrays.numbers, *texts = arrays.texts;
     zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF), b = MAKE(t, rt, fx.node, ZS_NULL_REF);
     zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
     CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, objects, array, 0, &a, 1));
