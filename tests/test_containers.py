@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import gc
 import math
 import types
 
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 
 import zsharp_py as zs
 from helpers import collect
+from hostile_support import GcTrigger
 
 # Arrays long enough that an iteration crosses what used to be copy-out
 # chunks (iteration now reads each element from the array as it is then).
@@ -1318,18 +1318,12 @@ def test_to_python_of_scalar_arrays_reads_the_array_as_it_is_after_the_list_is_m
     assert ints.to_python() == [1, -2, 3]
     assert zs.Array[zs.Bool]([True, False]).to_python() == [True, False]
 
-    def grow(phase: str, info: dict[str, int]) -> None:
-        if phase == "start" and len(floats) < 4096:
+    def grow() -> None:
+        if len(floats) < 4096:
             floats.extend([0.5] * 1000)  # reallocates the array's storage
 
-    threshold = gc.get_threshold()
-    gc.callbacks.append(grow)
-    gc.set_threshold(1)
-    try:
+    with GcTrigger(grow):
         listed = floats.to_python()
-    finally:
-        gc.set_threshold(*threshold)
-        gc.callbacks.remove(grow)
     assert listed[:64] == [float(i) for i in range(64)]
     assert listed[64:] == [0.5] * (len(listed) - 64)
     assert len(floats) >= len(listed)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
+from hostile_support import GcTrigger
 from zsharp_py import sample_engine
 
 
@@ -233,8 +234,8 @@ def test_host_functions_refused_while_conjugates_expire(rt: zs.Runtime) -> None:
         world.destroy(actor)
     outcomes: list[object] = []
 
-    def callback(phase: str, info: dict[str, int]) -> None:
-        if phase != "start" or not rt._collecting:
+    def collect_natively() -> None:
+        if not rt._collecting:
             return
         try:
             world.collect()
@@ -246,14 +247,8 @@ def test_host_functions_refused_while_conjugates_expire(rt: zs.Runtime) -> None:
             if not actor.is_expired:
                 assert actor.health >= 0
 
-    threshold = gc.get_threshold()
-    gc.callbacks.append(callback)
-    gc.set_threshold(1)
-    try:
+    with GcTrigger(collect_natively):
         rt.collect_garbage()
-    finally:
-        gc.set_threshold(*threshold)
-        gc.callbacks.remove(callback)
     refused = [o for o in outcomes if isinstance(o, RuntimeError)]
     assert refused, outcomes
     assert "while the collector expires conjugates" in str(refused[0])

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._base.errors import HeapCorruptionError
 from .._base.ffi import check, ffi, lib
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .runtime import Runtime
 
 __all__ = ["GcStats", "GcSettings", "GcStress", "GarbageCollector", "GcPhase", "GcTick"]
@@ -153,10 +155,27 @@ class GarbageCollector:
             self._expire_pending()  # what a pending cycle gathered: counted in that cycle
             if lib.zs_gc_phase_of(pointer) in (_IDLE, _PURGE_PENDING):
                 self._cycle_expired = 0  # the mark below begins a new cycle
-            check(lib.zs_gc_mark_and_gather(pointer), "collect_garbage", runtime)
+            check(
+                self._after_expiry(lib.zs_gc_mark_and_gather, pointer), "collect_garbage", runtime
+            )
             self._expire_pending()
-            check(lib.zs_gc_purge(pointer, 0, ffi.NULL), "collect_garbage", runtime)
+            check(
+                self._after_expiry(lib.zs_gc_purge, pointer, 0, ffi.NULL),
+                "collect_garbage",
+                runtime,
+            )
         return self.stats()
+
+    def _after_expiry(self, native: Callable[..., int], *args: Any) -> int:
+        """Call a native collector function that refuses to run while
+        conjugates wait to be expired; when it refuses, expire them and call
+        it again. Python code run since the last expiry (a gc callback on an
+        allocation, calling a host function that collects natively) may
+        have gathered more dying objects. Returns the final status."""
+        while True:
+            status: int = native(*args)
+            if status != lib.ZS_E_EXPIRY_PENDING or self._expire_pending() == 0:
+                return status
 
     # ---- incremental collection -----------------------------------------
     @property
@@ -225,7 +244,10 @@ class GarbageCollector:
                 if remaining <= 0 and progressed:
                     return False
                 remaining_ns = max(1, int(remaining * 1e9))
-            check(lib.zs_gc_purge_bounded(pointer, remaining_ns, objects, done), "gc.step", runtime)
+            status = lib.zs_gc_purge_bounded(pointer, remaining_ns, objects, done)
+            if status == lib.ZS_E_EXPIRY_PENDING:
+                return False  # gathered since the expiry above (a native collection): next step
+            check(status, "gc.step", runtime)
             return bool(done[0])
 
     def tick(self, dt: float) -> GcTick:
