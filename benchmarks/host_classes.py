@@ -54,6 +54,25 @@ __all__ = ["NAME", "TITLE", "GROUPS", "PEERS", "run"]
 LOOP = 100
 """Event calls per statement of an override row (from one C loop)."""
 
+
+def _overriding(base: Any) -> Any:
+    """A Python subclass of ``base`` (zsharp_py's host class or a peer's
+    bound C++ class) overriding its three events, as the override rows
+    call them: the host's parameters, no work."""
+
+    class PyBenchHost(base):  # type: ignore[misc,valid-type]
+        def on_scalar(self, x):  # type: ignore[no-untyped-def]
+            pass
+
+        def on_struct(self, v):  # type: ignore[no-untyped-def]
+            pass
+
+        def on_object(self, o):  # type: ignore[no-untyped-def]
+            pass
+
+    return PyBenchHost
+
+
 # (group, title)
 GROUPS: list[tuple[str, str]] = [
     ("call0", "host function, 0 arguments `h.nop()`"),
@@ -129,19 +148,7 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack, checks: list[Chec
         raise Unavailable("host_bench_install failed")
     host: Any = zs.native_class("BenchHost")
 
-    class PyBenchHost(host):  # type: ignore[misc,valid-type]
-        """The events overridden in Python (the host's parameters)."""
-
-        def on_scalar(self, x):  # type: ignore[no-untyped-def]
-            pass
-
-        def on_struct(self, v):  # type: ignore[no-untyped-def]
-            pass
-
-        def on_object(self, o):  # type: ignore[no-untyped-def]
-            pass
-
-    plain, overridden, other = host(), PyBenchHost(), host()
+    plain, overridden, other = host(), _overriding(host)(), host()
     for obj in (plain, overridden, other):
         obj.add_to_root()  # the creation cases collect garbage after every batch
     if plain.add3(1, 2, 3) != 6 or plain.nop() is not None:
@@ -175,7 +182,7 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack, checks: list[Chec
         "rt_address": runtime.native_address,
         "target": overridden.handle,
         "N": LOOP,
-        "keep": (plain, overridden, other, PyBenchHost, blocks),
+        "keep": (plain, overridden, other, type(overridden), blocks),
     }
     for kind, block in blocks.items():
         namespace[f"{kind}_block"] = block
@@ -293,17 +300,11 @@ def _declared_cases(config: Config, stack: contextlib.ExitStack, checks: list[Ch
 
 
 def _binding_cases(peer: str, module: ModuleType, checks: list[Check]) -> Provided:
-    class PyBenchHost(module.BenchHost):  # type: ignore[name-defined,misc]
-        def on_scalar(self, x):  # type: ignore[no-untyped-def]
-            pass
-
-        def on_struct(self, v):  # type: ignore[no-untyped-def]
-            pass
-
-        def on_object(self, o):  # type: ignore[no-untyped-def]
-            pass
-
-    plain, overridden, other = module.BenchHost(), PyBenchHost(), module.BenchHost()
+    plain, overridden, other = (
+        module.BenchHost(),
+        _overriding(module.BenchHost)(),
+        module.BenchHost(),
+    )
     if plain.add3(1, 2, 3) != 6:
         raise Unavailable(f"{peer}: add3 gives a wrong result")
     vector = module.BenchVec3()
