@@ -2123,8 +2123,11 @@ typedef struct three_arrays {
     zs_array *array, *numbers, *texts;
 } three_arrays;
 
-/* Make them in rt; false (a check failed) when one could not be made. */
-static bool three_arrays_new(runner *t, zs_runtime *rt, three_arrays *out) {
+/* Open a fixture and make them in its runtime; false (a check failed, the
+   fixture closed) when one could not be made. */
+static bool three_arrays_open(runner *t, fixture *fx, three_arrays *out) {
+    if (!fixture_open(t, fx, 0, 0)) return false;
+    zs_runtime *rt = fx->rt;
     const zs_type *object = NULL, *plain = NULL, *string = NULL;
     *out = (three_arrays){0};
     CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
@@ -2137,7 +2140,9 @@ static bool three_arrays_new(runner *t, zs_runtime *rt, three_arrays *out) {
     CHECK_OK(t, zs_value_new(rt, out->objects, &handle, (void **)&out->array));
     CHECK_OK(t, zs_value_new(rt, out->plains, &handle, (void **)&out->numbers));
     CHECK_OK(t, zs_value_new(rt, out->strings, &handle, (void **)&out->texts));
-    return out->array != NULL && out->numbers != NULL && out->texts != NULL;
+    if (out->array != NULL && out->numbers != NULL && out->texts != NULL) return true;
+    fixture_close(fx);
+    return false;
 }
 
 /* zs_array_assign: all or nothing. A stale or dying reference anywhere in
@@ -2146,13 +2151,9 @@ static bool three_arrays_new(runner *t, zs_runtime *rt, three_arrays *out) {
    refused for element types that own memory. */
 static void test_array_assign(runner *t) {
     fixture fx;
-    if (!fixture_open(t, &fx, 0, 0)) return;
-    zs_runtime *rt = fx.rt;
     three_arrays arrays;
-    if (!three_arrays_new(t, rt, &arrays)) {
-        fixture_close(&fx);
-        return;
-    }
+    if (!three_arrays_open(t, &fx, &arrays)) return;
+    zs_runtime *rt = fx.rt;
     const zs_type *objects = arrays.objects, *plains = arrays.plains, *strings = arrays.strings;
     zs_array *array = arrays.array, *numbers = arrays.numbers, *texts = arrays.texts;
     zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF), b = MAKE(t, rt, fx.node, ZS_NULL_REF);
@@ -2192,13 +2193,9 @@ static void test_array_assign(runner *t) {
    owner refuses it; element types that own memory are refused. */
 static void test_array_insert_packed(runner *t) {
     fixture fx;
-    if (!fixture_open(t, &fx, 0, 0)) return;
-    zs_runtime *rt = fx.rt;
     three_arrays arrays;
-    if (!three_arrays_new(t, rt, &arrays)) {
-        fixture_close(&fx);
-        return;
-    }
+    if (!three_arrays_open(t, &fx, &arrays)) return;
+    zs_runtime *rt = fx.rt;
     const zs_type *objects = arrays.objects, *plains = arrays.plains, *strings = arrays.strings;
     zs_array *array = arrays.array, *numbers = arrays.numbers, *texts = arrays.texts;
     zs_ref a = MAKE(t, rt, fx.node, ZS_NULL_REF), b = MAKE(t, rt, fx.node, ZS_NULL_REF);
