@@ -272,6 +272,30 @@ def test_a_conjugate_is_small_and_not_tracked_by_the_cycle_collector(rt: zs.Runt
     assert type(actor._expired) is ExpiredPointer
 
 
+def test_a_finaliser_added_to_a_class_later_still_runs(rt: zs.Runtime) -> None:
+    """A class without Python state frees its conjugates with the
+    conjugate's own dealloc (init_class): a ``__del__`` given to the class
+    afterwards runs all the same, and may even keep the conjugate."""
+
+    class Mortal(zs.Object):
+        health: zs.Int32
+
+    seen: list[int] = []
+    kept: list[Any] = []
+    Mortal(health=1)
+    Mortal.__del__ = lambda self: seen.append(self.health)  # type: ignore[attr-defined]
+    Mortal(health=2)
+    assert seen == [2]
+    Mortal.__del__ = lambda self: kept.append(self)  # type: ignore[attr-defined]
+    Mortal(health=3)
+    assert [m.health for m in kept] == [3]  # resurrected: a live conjugate still
+    del Mortal.__del__
+    kept.clear()
+    Mortal(health=4)
+    assert seen == [2]
+    collect(rt)
+
+
 def test_creation_takes_the_python_path_when_it_must(rt: zs.Runtime) -> None:
     Actor()  # registers Actor's creator: plain defaults only
     assert Actor in rt._fast_creators

@@ -209,8 +209,10 @@ def test_totals_add_up() -> None:
     assert totals["shots"] == sum(int(line[SHOTS]) for line in frames)
     assert totals["ticked"] == sum(int(line[TICKED]) for line in frames)
     assert int(frames[-1][ALIVE]) == totals["spawned"] - totals["killed"]
-    # Nothing is lost: created = freed + live.
-    assert totals["freed"] > 0 and totals["created"] == totals["freed"] + totals["live"]
+    # Nothing is lost: created = freed (by the collector, or at once when
+    # the only proxy went: the projectiles) + live.
+    assert totals["freed"] > 0 and totals["freed_at_once"] > 0
+    assert totals["created"] == totals["freed"] + totals["freed_at_once"] + totals["live"]
     assert totals["nulled"] > 0
     # Only the proxies Python still held are expired (a proxy nobody held is
     # gone already): each destroyed soldier's, held for its Python state by
@@ -218,7 +220,8 @@ def test_totals_add_up() -> None:
     assert totals["expired"] == totals["killed"] + 1 <= totals["freed"]
     pairs = summary(text)
     assert pairs["soldiers spawned"] == "27" and pairs["frames played"] == "9"
-    assert pairs["objects freed"] == f"{totals['freed']:,}"
+    assert pairs["objects freed by the GC"] == f"{totals['freed']:,}"
+    assert pairs["objects freed at once"] == f"{totals['freed_at_once']:,}"
     assert pairs["conjugates expired"] == f"{totals['expired']:,}"
     assert pairs["objects on the heap at the end"] == f"{totals['live']:,}"
     assert pairs["GC cycles"].startswith(f"{totals['collections']} ({totals['incremental']} ")
@@ -386,6 +389,6 @@ def test_run_demo_checks_its_arguments() -> None:
 )
 def test_unusual_settings_play_through(options: dict[str, int]) -> None:
     text, totals = demo(**options)
-    assert totals["created"] == totals["freed"] + totals["live"]
+    assert totals["created"] == totals["freed"] + totals["freed_at_once"] + totals["live"]
     assert totals["on_destroy"] == totals["killed"] and totals["tick"] == totals["ticked"]
     assert len(frame_lines(text)) == options.get("frames", 12)

@@ -121,6 +121,16 @@ class Black:
 
 
 @dataclass
+class Temp:
+    """An object made and held by its conjugate alone (no weak pointer, no
+    handle read): dropping that conjugate frees it at once."""
+
+    kind: str
+    conj: Any  # None once dropped
+    value: int
+
+
+@dataclass
 class View:
     view: Any
     owner: int
@@ -143,6 +153,8 @@ class ModelMachine(RuleBasedStateMachine):
         self.blacks: list[Black] = []
         self.strongs: list[tuple[Any, int, list[bool]]] = []  # (ptr, idx, [disposed])
         self.views: list[View] = []
+        self.temps: list[Temp] = []
+        self.dropped_pending = 0  # temporaries dropped since the last creation
         self.scopes: list[tuple[int, Any]] = []  # (scope id, context manager)
         self.closed_scopes: set[int] = set()
         self.next_scope = 0
@@ -362,7 +374,11 @@ class ModelMachine(RuleBasedStateMachine):
                 else:
                     assert ptr.get() is self.conj(i)
         self.check_views()
-        assert self.rt.live_objects() == len(self.alive())
+        # Temporaries' objects may still be there: held by a conjugate, or
+        # dropped with no creation since to free them (an incremental cycle
+        # keeps those born while it ran).
+        extra = self.rt.live_objects() - len(self.alive())
+        assert 0 <= extra <= len(self.live_temps()) + self.dropped_pending
         assert self.rt.values_alive() == sum(1 for b in self.blacks if not b.disposed)
 
     def check_views(self) -> None:
@@ -404,6 +420,7 @@ class ModelMachine(RuleBasedStateMachine):
         i = len(self.objs)
         self.objs.append(MObj(i, kind, obj, zs.WeakObjectPtr(obj), obj, outer=outer, value=value))
         self.by_handle[obj.handle] = i
+        self.dropped_pending = 0
         self.touch(i)
         self.touch(outer)
         self.verify()
@@ -531,6 +548,60 @@ class ModelMachine(RuleBasedStateMachine):
         if data.draw(st.booleans(), label="drop_first"):
             m.first = None
 
+    def live_temps(self) -> list[int]:
+        return [k for k, t in enumerate(self.temps) if t.conj is not None and not t.conj.is_expired]
+
+    def do_make_temp(self, data: st.DataObject) -> None:
+        kind = data.draw(st.sampled_from(["Node", "Leaf"]), label="kind")
+        value = data.draw(INT32, label="value")
+        cls = Node if kind == "Node" else Leaf
+        self.temps.append(Temp(kind, cls(value=value), value))
+        self.dropped_pending = 0
+
+    def do_drop_temp(self, data: st.DataObject) -> None:
+        """Drop a temporary's only conjugate: its object is freed at the next
+        creation (or by the collector), and nothing may notice but the count."""
+        k = data.draw(st.sampled_from(self.live_temps()), label="temp")
+        self.temps[k].conj = None
+        self.dropped_pending += 1
+
+    def do_share_temp(self, data: st.DataObject) -> None:
+        """Give a temporary's handle out, then drop its conjugate and make
+        another object (which frees the dropped sole objects): the object
+        must live on, found again through what shared it."""
+        k = data.draw(st.sampled_from(self.live_temps()), label="temp")
+        temp = self.temps[k]
+        obj, temp.conj = temp.conj, None
+        holders = self.alive("Node", nongarbage=self.touched is not None)
+        ways = ["weak", "ref", "item"] if temp.kind == "Node" else ["weak", "ref"]
+        way = data.draw(st.sampled_from(ways if holders else ["weak"]), label="way")
+        i = len(self.objs)
+        if way == "weak":
+            self.objs.append(MObj(i, temp.kind, obj, zs.WeakObjectPtr(obj), obj, value=temp.value))
+        else:
+            h = data.draw(st.sampled_from(holders), label="holder")
+            holder = self.conj(h)
+            if way == "ref":
+                field_name = "left" if temp.kind == "Node" else "leaf"
+                setattr(holder, field_name, obj)
+            else:
+                holder.items.append(obj)
+            del obj  # the conjugate goes; the next creation flushes it
+            self.do_make_temp(data)
+            found = getattr(holder, field_name) if way == "ref" else holder.items[-1]
+            assert found is not None and found.value == temp.value, "a shared object was freed"
+            self.objs.append(
+                MObj(i, temp.kind, found, zs.WeakObjectPtr(found), found, value=temp.value)
+            )
+            if way == "ref":
+                setattr(self.objs[h], field_name, i)
+            else:
+                self.objs[h].items.append(i)
+                for e in self.objs[h].items:  # a container write barriers every element
+                    self.touch(e)
+        self.by_handle[self.objs[i].weak.get().handle] = i
+        self.touch(i)
+
     def new_obj(self, kind: str, outer: int | None = None, value: int = 0) -> int:
         cls = Node if kind == "Node" else Leaf
         obj = cls(outer=self.conj(outer), value=value) if outer is not None else cls(value=value)
@@ -630,6 +701,21 @@ class ModelMachine(RuleBasedStateMachine):
         with zs.scope():  # no view of ours outlives the rule
             self.do_drop(data)
 
+    @rule(data=st.data())
+    def make_temp(self, data: st.DataObject) -> None:
+        self.do_make_temp(data)
+
+    @precondition(lambda self: bool(self.live_temps()))
+    @rule(data=st.data())
+    def drop_temp(self, data: st.DataObject) -> None:
+        self.do_drop_temp(data)
+
+    @precondition(lambda self: bool(self.live_temps()))
+    @rule(data=st.data())
+    def share_temp(self, data: st.DataObject) -> None:
+        with zs.scope():  # no view of ours outlives the rule
+            self.do_share_temp(data)
+
     @precondition(lambda self: self.has())
     @rule(data=st.data())
     def mark_as_garbage(self, data: st.DataObject) -> None:
@@ -706,6 +792,8 @@ class ModelMachine(RuleBasedStateMachine):
         expected = self.reachable()
         self.rt.collect_garbage()
         self.verify()
+        self.dropped_pending = 0  # a full collection frees every unreachable object
+        assert not self.live_temps()
         self.after_full(expected)
 
     @rule(data=st.data(), steps=st.integers(0, 8), budget=st.sampled_from([1e-6, 1e-5, 1e-4]))
@@ -729,13 +817,18 @@ class ModelMachine(RuleBasedStateMachine):
             self.do_strong,
             self.do_black,
             self.do_drop,
+            self.do_make_temp,
+            self.do_drop_temp,
+            self.do_share_temp,
         ]
         done = False
         try:
             for _ in range(steps):
                 if gc.phase == "marking" and data.draw(st.booleans(), label="mutate"):
                     action = data.draw(st.sampled_from(mutations), label="mutation")
-                    needs = {self.do_create: None, self.do_black: None}
+                    needs = {self.do_create: None, self.do_black: None, self.do_make_temp: None}
+                    if action in (self.do_drop_temp, self.do_share_temp) and not self.live_temps():
+                        action = self.do_make_temp
                     kind = (
                         "Node"
                         if action
@@ -794,6 +887,9 @@ class ModelMachine(RuleBasedStateMachine):
                 cm.__exit__(None, None, None)
                 self.closed_scopes.add(sid)
             if not self.rt.closed and self.rt.gc.phase == "idle":
+                if self.temps:  # objects of temporaries: gone after a full collection
+                    self.full_collection()
+                    assert not self.live_temps()
                 self.verify()
                 assert self.rt.live_objects() == len(self.alive())
                 assert self.rt.values_alive() == sum(1 for b in self.blacks if not b.disposed)

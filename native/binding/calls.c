@@ -562,7 +562,7 @@ static int object_result(zs_runtime_core *rt, const zs_plan_member *member, PyOb
         PyErr_Format(PyExc_ValueError, "%U: the object belongs to another runtime", member->what);
         return 0;
     }
-    *out = conjugate->handle;
+    *out = zs_conjugate_share(conjugate);
     return 1;
 }
 

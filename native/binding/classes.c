@@ -178,7 +178,7 @@ static int read_request(zs_core_state *state, PyTypeObject *cls, const zs_keywor
         zs_conjugate *holder = (zs_conjugate *)outer;
         if (!ZS_CONJUGATE_IS_LIVE(holder)) return 0;
         request->rt = holder->runtime;
-        request->outer = holder->handle;
+        request->outer = zs_conjugate_share(holder);
     } else {
         request->rt = current_runtime(state);
     }
@@ -288,10 +288,16 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
        collection, and no finaliser, can run here). */
     zs_conjugate *conjugate = zs_conjugate_alloc(cls);
     if (conjugate == NULL) return NULL;
+    /* Objects dropped since the last creation go first, under the same
+       lock: an unshared one leaves its slot and memory, still in cache, to
+       this one. */
+    uint32_t dropped = rt->dropped_count > 0 ? zs_dropped_ready(rt) : 0;
     void *object = NULL;
     zs_ref handle = state->api.zs_object_new_conjugate(
         rt->native, creator->cls, request->outer, name_index, name_number,
-        PyBytes_AS_STRING(creator->image), (uint32_t)PyBytes_GET_SIZE(creator->image), &object);
+        PyBytes_AS_STRING(creator->image), (uint32_t)PyBytes_GET_SIZE(creator->image), &object,
+        rt->dropped, dropped);
+    rt->dropped_count = 0;
     zs_status failed = handle < ZS_FIRST_REF ? (zs_status)handle : ZS_OK;
     if (failed == ZS_OK) {
         if (zs_conjugate_bind(rt, conjugate, handle, object) < 0) {
@@ -299,6 +305,10 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
             Py_DECREF(conjugate);
             return NULL;
         }
+        /* Only the new conjugate has the handle. A named object, or one in
+           an outer, can be found by its path: it waits for the collector. */
+        if (request->name == NULL && request->outer == ZS_NULL_REF)
+            zs_conjugate_set_sole(rt, conjugate);
         for (Py_ssize_t i = 0; i < request->count && failed == ZS_OK; i++)
             failed = zs_apply_store(rt, conjugate, &request->stores[i]);
         for (Py_ssize_t i = 0; i < request->value_count && failed == ZS_OK; i++)

@@ -20,10 +20,17 @@ static int table_reserve(zs_runtime_core *rt, uint32_t index) {
     uint64_t wanted = rt->capacity ? (uint64_t)rt->capacity * 2 : 1024;
     while (wanted <= index) wanted *= 2;
     if (wanted > (uint64_t)UINT32_MAX) wanted = (uint64_t)UINT32_MAX;
+    uint8_t *sole = PyMem_Realloc(rt->sole, (size_t)wanted);
+    if (sole == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(sole + rt->capacity, 0, (size_t)(wanted - rt->capacity));
+    rt->sole = sole;
     PyObject **grown = PyMem_Realloc(rt->table, (size_t)wanted * sizeof(PyObject *));
     if (grown == NULL) {
         PyErr_NoMemory();
-        return -1;
+        return -1; /* the longer `sole` is harmless: capacity bounds every use */
     }
     memset(grown + rt->capacity, 0, (size_t)(wanted - rt->capacity) * sizeof(PyObject *));
     rt->table = grown;
@@ -75,10 +82,57 @@ zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle) {
 }
 
 /* Drop a conjugate's entry if it is the one recorded (the reference a
- * stateful conjugate's entry held is the caller's to give up). */
-static void table_forget(zs_runtime_core *rt, zs_conjugate *conjugate) {
+ * stateful conjugate's entry held is the caller's to give up). Returns
+ * whether the conjugate was its object's sole holder. */
+static int table_forget(zs_runtime_core *rt, zs_conjugate *conjugate) {
     uint32_t index = ZS_REF_INDEX(conjugate->handle);
-    if (index < rt->capacity && rt->table[index] == (PyObject *)conjugate) rt->table[index] = NULL;
+    if (index >= rt->capacity || rt->table[index] != (PyObject *)conjugate) return 0;
+    rt->table[index] = NULL;
+    int sole = rt->sole[index];
+    rt->sole[index] = 0;
+    return sole;
+}
+
+/* =========================================================================
+ * Conjugates freed by refcount
+ * ========================================================================= */
+
+/* Most the queue holds: past it, objects wait for the collector. */
+#define ZS_DROPPED_MAX 65536u
+
+/* Queue a live conjugate being freed, for the heap (zs_dropped_flush). A
+ * finaliser's context: allocates with PyMem only (no Python code runs),
+ * and out of memory simply leaves the object to the collector. */
+static void dropped_add(zs_runtime_core *rt, zs_ref handle, int sole) {
+    if (rt->native == NULL || rt->closing) return; /* closing frees everything anyway */
+    if (rt->dropped_count == rt->dropped_capacity) {
+        uint32_t capacity = rt->dropped_capacity ? rt->dropped_capacity * 2 : 64;
+        zs_dropped_conjugate *grown = capacity <= ZS_DROPPED_MAX
+                                          ? PyMem_Realloc(rt->dropped,
+                                                          capacity * sizeof(zs_dropped_conjugate))
+                                          : NULL;
+        if (grown == NULL) return;
+        rt->dropped = grown;
+        rt->dropped_capacity = capacity;
+    }
+    rt->dropped[rt->dropped_count++] = (zs_dropped_conjugate){handle, (uint32_t)sole, 0};
+}
+
+uint32_t zs_dropped_ready(zs_runtime_core *rt) {
+    uint32_t kept = 0;
+    /* An object given a new conjugate since (adopted back from a handle the
+       heap or Python shared) still has one: it must stay on the way to the
+       expiring list. */
+    for (uint32_t i = 0; i < rt->dropped_count; i++)
+        if (zs_table_get(rt, rt->dropped[i].ref) == NULL) rt->dropped[kept++] = rt->dropped[i];
+    rt->dropped_count = kept;
+    return kept;
+}
+
+void zs_dropped_flush(zs_runtime_core *rt) {
+    if (rt->native != NULL && !rt->closing && zs_dropped_ready(rt) > 0)
+        rt->state->api.zs_conjugates_dropped(rt->native, rt->dropped, rt->dropped_count);
+    rt->dropped_count = 0;
 }
 
 /* The stateful conjugates an expiry took out of the table, each with the
@@ -388,6 +442,7 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     rt->closing = 1;
     zsv_expire_blacks(rt, rt->state->reason_closed);
     zsv_callables_free(rt);
+    rt->dropped_count = 0; /* freeing the runtime destroys those objects too */
     rt->native = NULL;
     rt->dying_word = NULL;
     zs_open_runtime_remove(rt->state, rt);
@@ -524,6 +579,8 @@ static void runtime_core_dealloc(PyObject *self) {
     zsv_names_free(rt);
     zsv_callables_free(rt);
     PyMem_Free(rt->table);
+    PyMem_Free(rt->sole);
+    PyMem_Free(rt->dropped);
     PyMem_Free((void *)rt->types);
     PyMem_Free((void *)rt->natives);
     PyMem_Free(rt->deferred);
@@ -705,6 +762,14 @@ static PyObject *conjugate_get_address(PyObject *self, void *closure) {
     return PyLong_FromVoidPtr(((zs_conjugate *)self)->address);
 }
 
+/* `_h`: the object's handle, given to Python code (zs_conjugate_share). */
+static PyObject *conjugate_get_handle(PyObject *self, void *closure) {
+    (void)closure;
+    zs_conjugate *conjugate = (zs_conjugate *)self;
+    return PyLong_FromUnsignedLongLong(
+        ZS_CONJUGATE_IS_LIVE(conjugate) ? zs_conjugate_share(conjugate) : conjugate->handle);
+}
+
 /* `is_expired`: True once the native object may be gone; never raises. */
 static PyObject *conjugate_get_expired(PyObject *self, void *closure) {
     (void)closure;
@@ -726,8 +791,14 @@ static PyObject *conjugate_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 static void conjugate_dealloc(PyObject *self) {
     zs_conjugate *conjugate = (zs_conjugate *)self;
     PyTypeObject *type = Py_TYPE(self);
+    /* Installed as the class's own dealloc (init_class), this runs in place
+       of CPython's, which would have called a __del__ added since. */
+    if (type->tp_finalize != NULL && type->tp_dealloc == conjugate_dealloc &&
+        PyObject_CallFinalizerFromDealloc(self) < 0)
+        return; /* resurrected */
     if (ZS_CONJUGATE_IS_LIVE(conjugate)) {
-        if (conjugate->runtime != NULL) table_forget(conjugate->runtime, conjugate);
+        zs_runtime_core *rt = conjugate->runtime;
+        if (rt != NULL) dropped_add(rt, conjugate->handle, table_forget(rt, conjugate));
         /* Detached first: releasing the views parked there may run Python
            code, which then finds neither the conjugate nor its table. */
         zsv_table *views = conjugate->u.views;
@@ -747,13 +818,13 @@ static PyGetSetDef conjugate_getset[] = {
     {"_expired", conjugate_get_sentinel, NULL,
      "The ExpiredPointer of an expired conjugate (None while live).", NULL},
     {"_address", conjugate_get_address, NULL, "The native address (0 once expired).", NULL},
+    {"_h", conjugate_get_handle, NULL, "The object's handle.", NULL},
     {"is_expired", conjugate_get_expired, NULL,
      "True once the native object may be gone; never raises.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMemberDef conjugate_members[] = {
-    {"_h", T_ULONGLONG, offsetof(zs_conjugate, handle), READONLY, "The object's handle."},
     {"_rt", T_OBJECT, offsetof(zs_conjugate, runtime), READONLY, "The runtime."},
     {NULL, 0, 0, 0, NULL},
 };

@@ -53,7 +53,8 @@
     X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
-    X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word) X(zs_array_insert_packed)
+    X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word) X(zs_array_insert_packed)      \
+    X(zs_conjugates_dropped)
 /* clang-format on */
 
 typedef struct zs_native_api {
@@ -449,7 +450,12 @@ typedef struct zs_runtime_core {
     PyObject_HEAD zs_runtime *native; /* NULL before open and after close */
     zs_core_state *state;
     PyObject **table; /* [capacity] conjugates: borrowed, strong for stateful classes */
+    uint8_t *sole;    /* [capacity] 1: the entry's conjugate is the only holder of its
+                         object's handle (zs_conjugate_share) */
     uint32_t capacity;
+    zs_dropped_conjugate *dropped; /* [dropped_capacity] live conjugates freed by refcount, told
+                                      to the heap at the next safe point (zs_dropped_flush) */
+    uint32_t dropped_count, dropped_capacity;
     uint32_t collect_every;     /* GcStress.collect_every: creation takes the slow path */
     uint32_t adopting;          /* depth of the sections between a native conjugate record
                                     and its table entry (Runtime._adopting, zsharp_py/_runtime/runtime.py):
@@ -544,11 +550,37 @@ typedef struct zs_creator {
 
 #define ZS_CONJUGATE_IS_LIVE(c) ((c)->address != NULL)
 
+/* The handle of a live conjugate's object, given out: stored in a
+ * reference, a container or a value, passed to a host function, or shown
+ * to Python code (`_h`). The conjugate stops being its sole holder, so
+ * dropping it no longer destroys the object at once (zs_dropped_flush).
+ * Read `handle` directly only to name the object itself: a write into its
+ * own memory, a comparison, the table. */
+static inline zs_ref zs_conjugate_share(const zs_conjugate *conjugate) {
+    zs_runtime_core *rt = conjugate->runtime;
+    uint32_t index = ZS_REF_INDEX(conjugate->handle);
+    if (index < rt->capacity) rt->sole[index] = 0;
+    return conjugate->handle;
+}
+
 /* conjugates.c */
 /* A new conjugate of `cls` (a conjugate class), not bound yet: allocating
  * it runs no Python code (state.c says why that needs care). */
 zs_conjugate *zs_conjugate_alloc(PyTypeObject *cls);
 int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle, void *address);
+/* Record a conjugate just made with its object (zs_object_new_conjugate)
+ * as the sole holder of the handle. */
+static inline void zs_conjugate_set_sole(zs_runtime_core *rt, const zs_conjugate *conjugate) {
+    rt->sole[ZS_REF_INDEX(conjugate->handle)] = 1; /* bound: the table has the entry */
+}
+/* The conjugates dropped since the last safe point, ready for the heap:
+ * those whose object has a new conjugate since are left out. Returns how
+ * many stay in rt->dropped; the caller passes them to the heap with no
+ * Python code in between (GIL held: no conjugate can be made meanwhile),
+ * then empties the queue. */
+uint32_t zs_dropped_ready(zs_runtime_core *rt);
+/* zs_dropped_ready, then zs_conjugates_dropped (a safe point). */
+void zs_dropped_flush(zs_runtime_core *rt);
 zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle);
 PyObject *zs_raise_expired(zs_conjugate *conjugate);
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state);

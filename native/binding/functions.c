@@ -202,7 +202,7 @@ static int object_argument(zs_runtime_core *rt, const fn_member *member, PyObjec
                      member->plan.what);
         return -1;
     }
-    *out = conjugate->handle;
+    *out = zs_conjugate_share(conjugate);
     return 0;
 }
 
@@ -345,7 +345,8 @@ static int commit_refused(zs_native_fn *fn, zs_runtime_core *rt, PyObject *self,
 static inline int commit_checks(zs_native_fn *fn, zs_runtime_core *rt, PyObject *self,
                                 zs_ref *handle) {
     int live = self == NULL || ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self);
-    *handle = self != NULL && live ? ((zs_conjugate *)self)->handle : ZS_NULL_REF;
+    /* The host entry gets the handle: it may keep it anywhere. */
+    *handle = self != NULL && live ? zs_conjugate_share((zs_conjugate *)self) : ZS_NULL_REF;
     if (live && rt->native != NULL && !rt->closing && !rt->expiring && !zs_dying_window(rt))
         return 0;
     return commit_refused(fn, rt, self, *handle);

@@ -581,7 +581,7 @@ static int stage_handle(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, co
             return fail(PyExc_ValueError, at, "the object belongs to another runtime");
         /* Not this object's own class check: a reference holds any object of
            the target class; the native store validates the handle itself. */
-        handle = conjugate->handle;
+        handle = zs_conjugate_share(conjugate);
     }
     *out = handle;
     return 0;
@@ -874,7 +874,8 @@ static Py_ssize_t packed_prefix(zs_runtime_core *rt, zsv_kind *kind, PyObject *c
             zs_conjugate *item = (zs_conjugate *)items[i];
             if (Py_TYPE(item) != target || !ZS_CONJUGATE_IS_LIVE(item) || item->runtime != rt)
                 break;
-            memcpy(packed + (size_t)i * entry, &item->handle, sizeof item->handle);
+            zs_ref handle = zs_conjugate_share(item);
+            memcpy(packed + (size_t)i * entry, &handle, sizeof handle);
         }
     }
     return i;
@@ -952,7 +953,7 @@ static int stage_sequence(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, 
             if (target != NULL && Py_TYPE(item) == target &&
                 ZS_CONJUGATE_IS_LIVE((zs_conjugate *)item) &&
                 ((zs_conjugate *)item)->runtime == rt) {
-                zs_ref handle = ((zs_conjugate *)item)->handle;
+                zs_ref handle = zs_conjugate_share((zs_conjugate *)item);
                 memcpy(packed + (size_t)i * kind->entry_size, &handle, sizeof handle);
                 continue;
             }
@@ -1179,7 +1180,7 @@ static int stage_leaf(zs_runtime_core *rt, zsv_kind *kind, PyObject *value, zsv_
         ZS_CONJUGATE_IS_LIVE((zs_conjugate *)value) && ((zs_conjugate *)value)->runtime == rt) {
         /* A live object of exactly the target class here: its handle, as
            stage_handle takes it (the native store validates it again). */
-        zs_ref handle = ((zs_conjugate *)value)->handle;
+        zs_ref handle = zs_conjugate_share((zs_conjugate *)value);
         out->form = ZSV_BITS;
         memcpy(out->u.bits, &handle, sizeof handle);
         return 1;

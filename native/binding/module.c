@@ -228,6 +228,11 @@ static PyObject *init_class(PyObject *module, PyObject *args) {
         cls->tp_free = PyObject_Free;
         cls->tp_traverse = NULL;
         cls->tp_clear = NULL;
+        /* Nothing of the instance is Python's to clear (no slots, dict or
+           weak references): the conjugate's own dealloc, with no walk up
+           the bases to find it. It runs a __del__ the class gains later. */
+        if (cls->tp_finalize == NULL && cls->tp_del == NULL)
+            cls->tp_dealloc = state->conjugate_type->tp_dealloc;
     }
     ((zs_class_object *)cls)->stateful = (char)(stateful != 0);
     ((zs_class_object *)cls)->state = state;

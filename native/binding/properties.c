@@ -212,7 +212,7 @@ static bool reference_target(const zs_reference_property *property, const zs_run
     if (!PyObject_TypeCheck(value, property->target)) return false;
     const zs_conjugate *target = (const zs_conjugate *)value;
     if (!ZS_CONJUGATE_IS_LIVE(target) || target->runtime != rt) return false;
-    *out = target->handle;
+    *out = zs_conjugate_share(target);
     return true;
 }
 

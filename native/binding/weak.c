@@ -25,7 +25,7 @@ static PyObject *weak_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
         return zs_raise_expired((zs_conjugate *)target);
     zs_conjugate *conjugate = target != Py_None ? (zs_conjugate *)target : NULL;
     return zs_weak_new(type, conjugate ? conjugate->runtime : NULL,
-                       conjugate ? conjugate->handle : ZS_NULL_REF);
+                       conjugate ? zs_conjugate_share(conjugate) : ZS_NULL_REF);
 }
 
 PyObject *zs_weak_new(PyTypeObject *type, zs_runtime_core *rt, zs_ref handle) {

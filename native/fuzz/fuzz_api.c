@@ -43,6 +43,11 @@
  *  - every set and map entry is found again at its own index after a
  *    change, and equal values hash alike;
  *  - a store reads back as the handle stored;
+ *  - zs_conjugates_dropped destroys only objects the program flagged as its
+ *    conjugate's sole holder, which it made with zs_object_new_conjugate
+ *    and whose handle no operation has used since (every handle an
+ *    operation takes comes from pick_handle, which ends the freshness of
+ *    the exact handle it returns);
  *  - a described function's entry runs only on a live object that is not
  *    dying (nor marked as garbage, from zs_call_each), with the call
  *    counted in progress, never inside a destroy hook, and its status is
@@ -168,7 +173,9 @@ typedef struct fz {
     uint32_t pin_count;
     zs_ref conj[MAX_CONJ]; /* objects with a conjugate the program has not taken */
     uint32_t conj_count;
-    bool conj_overflow; /* a conjugate could not be recorded: that oracle is off */
+    bool conj_overflow;     /* a conjugate could not be recorded: that oracle is off */
+    zs_ref fresh[MAX_CONJ]; /* made by zs_object_new_conjugate, handle not used since */
+    uint32_t fresh_count;
 
     uint32_t names[MAX_NAMES];
     uint32_t name_count;
@@ -257,9 +264,29 @@ static void remember(fz *f, zs_ref ref) {
     else f->handles[f->handle_next++ % MAX_HANDLES] = ref;
 }
 
+/* Whether `ref` is fresh (see fz.fresh); it no longer is when `used`. */
+static bool fresh_take(fz *f, zs_ref ref, bool used) {
+    for (uint32_t i = 0; i < f->fresh_count; i++) {
+        if (f->fresh[i] != ref) continue;
+        if (used) f->fresh[i] = f->fresh[--f->fresh_count];
+        return true;
+    }
+    return false;
+}
+
+static zs_ref pick_handle_any(fz *f);
+
+/* A handle for an operation: whatever the operation does with it, the
+   object's handle is no longer its conjugate's alone. */
+static zs_ref pick_handle(fz *f) {
+    zs_ref ref = pick_handle_any(f);
+    fresh_take(f, ref, true);
+    return ref;
+}
+
 /* A handle: mostly one the program has seen (live, freed or dying), else
    null, a raw value, or a seen one with its index or serial bent. */
-static zs_ref pick_handle(fz *f) {
+static zs_ref pick_handle_any(fz *f) {
     uint8_t b = u8(f);
     if (b < 200 && f->handle_count > 0) return f->handles[b % f->handle_count];
     zs_ref base = f->handle_count ? f->handles[u8(f) % f->handle_count] : ZS_MAKE_REF(0, 1);
@@ -1261,7 +1288,7 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
         break;
     case 1: {
         zs_ref r = zs_object_new_conjugate(rt, f->classes[0].cls, ZS_NULL_REF, ZS_NAME_AUTO, 0,
-                                           NULL, 0, &made);
+                                           NULL, 0, &made, NULL, 0);
         check(r == (zs_ref)ZS_E_BUSY, "zs_object_new_conjugate inside a destroy hook: %llu",
               (unsigned long long)r);
         break;
@@ -1511,6 +1538,7 @@ enum {
     OP_CALL_NATIVE,
     OP_CALL_FUNCTION2,
     OP_CALL_EACH2,
+    OP_DROP_CONJUGATES,
     OP_COUNT
 };
 
@@ -1540,7 +1568,7 @@ static void new_object(fz *f, bool conjugate) {
             }
         }
         ref = zs_object_new_conjugate(f->rt, cls, outer, name, number, (u8(f) & 15) ? init : NULL,
-                                      size, &object);
+                                      size, &object, NULL, 0);
         status = ref >= ZS_FIRST_REF ? ZS_OK : (zs_status)ref;
         if (ref < ZS_FIRST_REF) ref = ZS_NULL_REF;
     }
@@ -1555,6 +1583,7 @@ static void new_object(fz *f, bool conjugate) {
           "a new object's outer is not the one given");
     remember(f, ref);
     if (conjugate) conj_add(f, ref);
+    if (conjugate && f->fresh_count < MAX_CONJ) f->fresh[f->fresh_count++] = ref;
 }
 
 /* The schema leaf at an offset of a value laid out at base: what the
@@ -1986,6 +2015,44 @@ static void run_op(fz *f) {
            there, but the program cannot tell which were gathered). */
         if (status == ZS_OK) conj_remove(f, ref);
         trace(f, "forget conjugate %u -> %d", ZS_REF_INDEX(ref), (int)status);
+        break;
+    }
+    case OP_DROP_CONJUGATES: {
+        /* The managed side drops up to four conjugates, flagging the fresh
+           ones as their objects' sole holders: told alone, or with a new
+           object's creation. */
+        zs_dropped_conjugate dropped[4];
+        bool was_alive[4];
+        uint32_t count = 0, sole = 0;
+        for (uint32_t n = 1 + below(f, 4); count < n && f->conj_count > 0; count++) {
+            zs_ref ref = f->conj[below(f, f->conj_count)];
+            bool fresh = fresh_take(f, ref, true);
+            dropped[count] = (zs_dropped_conjugate){ref, fresh, 0};
+            was_alive[count] = zs_resolve(rt, ref) != NULL;
+            sole += fresh;
+            conj_remove(f, ref);
+        }
+        uint32_t destroyed = 0, live = zs_live_objects(rt);
+        if (u8(f) & 1) {
+            destroyed = zs_conjugates_dropped(rt, dropped, count);
+            check(destroyed == live - zs_live_objects(rt), "zs_conjugates_dropped miscounted");
+        } else {
+            void *object = NULL;
+            zs_ref made = zs_object_new_conjugate(rt, f->classes[0].cls, ZS_NULL_REF, ZS_NAME_AUTO,
+                                                  0, NULL, 0, &object, dropped, count);
+            if (made >= ZS_FIRST_REF) {
+                remember(f, made);
+                conj_add(f, made);
+                if (f->fresh_count < MAX_CONJ) f->fresh[f->fresh_count++] = made;
+            }
+            destroyed = live + (made >= ZS_FIRST_REF) - zs_live_objects(rt);
+        }
+        check(destroyed <= sole, "zs_conjugates_dropped destroyed %u objects, %u flagged sole",
+              destroyed, sole);
+        for (uint32_t i = 0; i < count; i++)
+            check(dropped[i].sole_holder || !was_alive[i] || zs_resolve(rt, dropped[i].ref),
+                  "zs_conjugates_dropped destroyed an object it was not told was unshared");
+        trace(f, "drop %u conjugates (%u sole) -> %u destroyed", count, sole, destroyed);
         break;
     }
     case OP_FIND_OBJECT: {

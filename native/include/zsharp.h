@@ -345,13 +345,19 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
    the object is recorded as having a conjugate (as zs_resolve_for_conjugate
    does), so the new conjugate is adopted with no second call. out_object is
    a pointer-sized slot of any object-pointer type (the binding passes one
-   typed as its own layout of the class, so no cast is needed). Returns the
-   new handle, or on failure the zs_status, which is below ZS_FIRST_REF:
-   no handle is (serials start at 1). */
+   typed as its own layout of the class, so no cast is needed). The new
+   object's handle is its conjugate's alone (see zs_conjugates_dropped).
+   Returns the new handle, or on failure the zs_status, which is below
+   ZS_FIRST_REF: no handle is (serials start at 1). The dropped conjugates
+   (may be NULL with 0) are taken first, under the same lock, as
+   zs_conjugates_dropped takes them: an object they destroy leaves its slot
+   and memory, still in cache, to the new one. */
 #define ZS_FIRST_REF ((zs_ref)1 << 32)
+typedef struct zs_dropped_conjugate zs_dropped_conjugate;
 zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs_class *cls, zs_ref outer,
                                uint32_t name_index, uint32_t name_number, const char *init,
-                               uint32_t init_size, void *out_object);
+                               uint32_t init_size, void *out_object,
+                               const zs_dropped_conjugate *dropped, uint32_t dropped_count);
 
 /* The object a handle names, or NULL when the handle is null or stale. */
 zs_object *zs_resolve(zs_runtime *rt, zs_ref ref);
@@ -361,6 +367,31 @@ zs_object *zs_resolve(zs_runtime *rt, zs_ref ref);
 zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out);
 /* The managed side dropped its conjugate early (e.g. on runtime close). */
 zs_status zs_forget_conjugate(zs_runtime *rt, zs_ref ref);
+
+/* A conjugate the managed side dropped (its Python proxy was freed), told
+   to the heap at the next safe point, in batches (zs_conjugates_dropped). */
+struct zs_dropped_conjugate {
+    zs_ref ref;
+    /* Nonzero when the conjugate was the only holder of the handle: made by
+       zs_object_new_conjugate, and the managed side never gave the handle
+       to anyone (stored it, passed it to a host function, showed it to
+       Python code). */
+    uint32_t sole_holder;
+    uint32_t reserved; /* zero */
+};
+
+/* Take dropped conjugates: each object no longer has one (as
+   zs_forget_conjugate), so it dies without passing through the expiring
+   list. An object whose conjugate was its sole holder is destroyed now
+   (both destroy hook phases, then freed, its slot's serial bumped) when
+   nothing else can reach it either: the heap never handed its handle out
+   (zs_find_object, zs_object_ref, zs_live_handles, zs_call_each,
+   zs_reference_chains, zs_cluster_get_info, or zs_object_new made it), it
+   is no root, has no strong reference, is in no cluster and is not
+   permanent (an incremental cycle may be pending: none of its lists can
+   name such an object). Stale handles are skipped. Returns the number of
+   objects destroyed (zs_gc_stats.objects_freed_unshared). */
+uint32_t zs_conjugates_dropped(zs_runtime *rt, const zs_dropped_conjugate *dropped, uint32_t count);
 
 /* Find a live, non-dying object by outer (ZS_NULL_REF: top level) and name
    (StaticFindObject): O(1) on average. *out is ZS_NULL_REF when none. */
@@ -644,6 +675,8 @@ typedef struct zs_gc_stats {
     uint64_t barrier_marks;   /* objects marked by the write barrier */
     uint64_t mark_threads;    /* threads used by the last mark */
     uint64_t gathers_aborted; /* out of memory while gathering: every object survived the cycle */
+    uint64_t objects_freed_unshared; /* destroyed by zs_conjugates_dropped since the previous
+                                        cycle began (not counted in objects_freed) */
 } zs_gc_stats;
 
 /* Collector phases. */

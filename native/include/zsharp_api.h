@@ -17,7 +17,7 @@
 
 #include "zsharp.h"
 
-#define ZS_API_VERSION 1u
+#define ZS_API_VERSION 2u
 
 /* Every function of zsharp.h but zs_api_table itself, in header order
    (tests/test_reflection.py checks that none is missing). */
@@ -31,7 +31,7 @@
     X(zs_set_class_resolver) X(zs_struct_register) X(zs_struct_count) X(zs_struct_at) \
     X(zs_find_struct) X(zs_enum_register) X(zs_enum_count) X(zs_enum_at) X(zs_find_enum) \
     X(zs_runtime_add_cleanup) X(zs_object_new) X(zs_object_new_conjugate) X(zs_resolve) \
-    X(zs_resolve_for_conjugate) X(zs_forget_conjugate) X(zs_find_object) X(zs_object_ref) \
+    X(zs_resolve_for_conjugate) X(zs_forget_conjugate) X(zs_conjugates_dropped) X(zs_find_object) X(zs_object_ref) \
     X(zs_store_ref) X(zs_ref_array_push) X(zs_ref_array_clear) X(zs_add_to_root) \
     X(zs_remove_from_root) X(zs_is_rooted) X(zs_add_strong_ref) X(zs_release_strong_ref) \
     X(zs_strong_ref_count) X(zs_mark_as_garbage) X(zs_is_garbage) X(zs_is_permanent) \

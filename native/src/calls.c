@@ -138,7 +138,7 @@ static zs_ref *objects_of(zs_runtime *rt, const zs_class *cls, uint32_t *out_cou
     if (refs == NULL) return NULL;
     uint32_t filled = 0;
     for (uint32_t index = 0; index < rt->high_water && filled < count; index++)
-        if (callable_object(rt, index, cls)) refs[filled++] = zs_item_ref(zs_item_at(rt, index));
+        if (callable_object(rt, index, cls)) refs[filled++] = zs_item_share(zs_item_at(rt, index));
     *out_count = filled;
     return refs;
 }

@@ -188,8 +188,8 @@ static uint32_t root_reasons(const zs_runtime *rt, uint32_t node) {
 }
 
 /* The handle of a node: an object's, or a black value's. */
-static zs_ref node_ref(const zs_runtime *rt, uint32_t node) {
-    if (node < rt->high_water) return zs_item_ref(zs_item_at(rt, node));
+static zs_ref node_ref(zs_runtime *rt, uint32_t node) {
+    if (node < rt->high_water) return zs_item_share(zs_item_at(rt, node));
     uint32_t value = node - rt->high_water;
     return ZS_MAKE_REF(value, rt->values[value].serial);
 }
@@ -202,7 +202,7 @@ typedef struct chain_output {
 
 /* Write the chain from a root to the target: follow `toward` until the
    target's link (member ZS_CHAIN_END). */
-static void emit_chain(chain_output *out, const zs_runtime *rt, uint32_t root, uint32_t why,
+static void emit_chain(chain_output *out, zs_runtime *rt, uint32_t root, uint32_t why,
                        const uint32_t *toward, const uint32_t *via) {
     for (uint32_t node = root;; node = toward[node]) {
         if (out->count < out->capacity)

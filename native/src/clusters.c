@@ -373,7 +373,7 @@ zs_status zs_cluster_get_info(zs_runtime *rt, int32_t cluster, zs_cluster_info *
     zs_status status = cluster_live(rt, cluster) ? ZS_OK : ZS_E_INVALID;
     if (status == ZS_OK) {
         zs_cluster *c = cluster_at(rt, cluster);
-        out->root = zs_item_ref(zs_item_at(rt, c->root));
+        out->root = zs_item_share(zs_item_at(rt, c->root));
         out->objects = 1 + c->objects.count;
         out->referenced_clusters = c->referenced_clusters.count;
         out->mutable_objects = c->mutable_objects.count;

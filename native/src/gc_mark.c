@@ -760,6 +760,8 @@ static void begin_mark(zs_runtime *rt) {
     uint64_t cycle = rt->stats.cycle;
     rt->stats = (zs_gc_stats){0};
     rt->stats.cycle = cycle + 1;
+    rt->stats.objects_freed_unshared = rt->freed_unshared;
+    rt->freed_unshared = 0;
     rt->stats.permanent_objects = rt->permanent_count;
     zs_clusters_dissolve_stale(rt);
     rt->mark_parity ^= ZS_ITEM_MARK;

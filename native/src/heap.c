@@ -63,21 +63,26 @@ zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index) {
     return ZS_OK;
 }
 
-/* Return a slot: bump its serial so every old handle to it goes stale. A
-   slot whose serial would wrap is retired instead of being reused. */
-void zs_slot_free(zs_runtime *rt, uint32_t index) {
-    zs_item *it = zs_item_at(rt, index);
+/* Empty a slot and bump its serial so every old handle to it goes stale;
+   false when the serial would wrap: the slot is retired (never reused). */
+static bool slot_empty(zs_item *it) {
     it->object = NULL;
     it->flags = 0;
     it->strong_refs = 0;
     it->cluster_index = -1;
     if (it->serial + 1 >= ZS_SERIAL_RETIRE) {
         it->serial = ZS_SERIAL_RETIRE;
-        return;
+        return false;
     }
     it->serial++;
+    return true;
+}
+
+/* Return a slot to the free list (emptied, its serial bumped). */
+void zs_slot_free(zs_runtime *rt, uint32_t index) {
     /* Out of memory for the free list: retire the slot (never reused). */
-    if (!zs_u32_push(rt, &rt->free_slots, index)) it->serial = ZS_SERIAL_RETIRE;
+    zs_item *it = zs_item_at(rt, index);
+    if (slot_empty(it) && !zs_u32_push(rt, &rt->free_slots, index)) it->serial = ZS_SERIAL_RETIRE;
 }
 
 /* ======================================================================
@@ -182,7 +187,7 @@ zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint
                 !(it->flags & ZS_ITEM_DYING) &&
                 !(rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
                   !(it->flags & ZS_ITEM_PERMANENT))) {
-                *out = zs_item_ref(it);
+                *out = zs_item_share(it);
                 break;
             }
             link = object->hash_next;
@@ -228,13 +233,33 @@ static bool note_escape(zs_runtime *rt, zs_item *holder, const zs_item *target) 
     return true;
 }
 
+/* A destroyed object's emptied slot and its counted block, kept for the
+   object made next under the same lock (zs_object_new_conjugate after
+   dropped conjugates), which takes both without a trip through the free
+   lists; `block` is NULL when none is kept. */
+typedef struct zs_recycled {
+    uint32_t index;
+    uint32_t size; /* the block's bytes: an instance size */
+    zs_object *block;
+} zs_recycled;
+
+/* Give what nobody took back to the free lists. */
+static void recycled_release(zs_runtime *rt, zs_recycled *recycled) {
+    if (recycled->block == NULL) return;
+    zs_object_free(rt, recycled->block, recycled->size);
+    if (!zs_u32_push(rt, &rt->free_slots, recycled->index))
+        zs_item_at(rt, recycled->index)->serial = ZS_SERIAL_RETIRE;
+    recycled->block = NULL;
+}
+
 /* Allocate and link a new object (caller holds the lock): the body shared by
    zs_object_new and zs_object_new_conjugate. init_size bytes of init are
-   copied over the zeroed properties; conjugate marks it as having one. */
+   copied over the zeroed properties; conjugate marks it as having one. A
+   recycled slot and block of the class's size are taken when given. */
 static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref outer,
                                    uint32_t name_index, uint32_t name_number, const char *init,
-                                   uint32_t init_size, bool conjugate, zs_ref *out_ref,
-                                   zs_object **out_object) {
+                                   uint32_t init_size, bool conjugate, zs_recycled *recycled,
+                                   zs_ref *out_ref, zs_object **out_object) {
     zs_status status = ZS_E_INVALID;
     zs_item *outer_item = NULL;
     if (cls->head.id >= rt->class_count || rt->classes[cls->head.id] != cls) return status;
@@ -245,11 +270,18 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
     if (outer != ZS_NULL_REF && (outer_item = zs_usable_item(rt, outer, &status)) == NULL)
         return status;
     uint32_t index;
-    if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) return status;
-    zs_object *object = zs_object_alloc(rt, cls->instance_size);
-    if (object == NULL) {
-        zs_slot_free(rt, index);
-        return ZS_E_NOMEM;
+    zs_object *object;
+    if (recycled != NULL && recycled->block != NULL && recycled->size == cls->instance_size) {
+        index = recycled->index;
+        object = recycled->block;
+        recycled->block = NULL;
+        memset(object, 0, cls->instance_size);
+    } else {
+        if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) return status;
+        if ((object = zs_object_alloc(rt, cls->instance_size)) == NULL) {
+            zs_slot_free(rt, index);
+            return ZS_E_NOMEM;
+        }
     }
     if (init_size) memcpy(object + 1, init, init_size);
     zs_item *it = zs_item_at(rt, index);
@@ -275,7 +307,9 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
         rt->permanent_count -= rt->disregard_open;
         return ZS_E_NOMEM;
     }
-    if (conjugate) it->flags |= ZS_ITEM_HAS_CONJUGATE;
+    /* Made for a conjugate: its handle is the caller's alone. Made
+       natively: the caller holds the handle, anywhere. */
+    it->flags |= conjugate ? ZS_ITEM_HAS_CONJUGATE : ZS_ITEM_SHARED;
     *out_ref = ZS_MAKE_REF(index, it->serial);
     if (out_object != NULL) *out_object = object;
     return ZS_OK;
@@ -286,20 +320,31 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
     if (cls == NULL || out_ref == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = object_new_locked(rt, cls, outer, name_index, name_number, NULL, 0, false,
-                                         out_ref, out_object);
+                                         NULL, out_ref, out_object);
     ZS_UNLOCK(rt);
     return status;
 }
 
+static uint32_t conjugates_dropped_locked(zs_runtime *rt, const zs_dropped_conjugate *dropped,
+                                          uint32_t count, zs_recycled *recycled);
+
 zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs_class *cls, zs_ref outer,
                                uint32_t name_index, uint32_t name_number, const char *init,
-                               uint32_t init_size, void *out_object) {
-    if (cls == NULL || out_object == NULL) return ZS_E_INVALID;
+                               uint32_t init_size, void *out_object,
+                               const zs_dropped_conjugate *dropped, uint32_t dropped_count) {
+    if (cls == NULL || out_object == NULL || (dropped == NULL && dropped_count > 0))
+        return ZS_E_INVALID;
     ZS_LOCK(rt);
+    /* A dropped object of the same size leaves its slot and block, still in
+       cache, to the new one (a loop making and dropping objects of a class). */
+    zs_recycled recycled = {0, cls->instance_size, NULL};
+    if (dropped_count > 0) /* the poisoning stress switch wants every freed block poisoned */
+        conjugates_dropped_locked(rt, dropped, dropped_count, rt->poison_freed ? NULL : &recycled);
     zs_object *object = NULL;
     zs_ref ref = ZS_NULL_REF;
     zs_status status = object_new_locked(rt, cls, outer, name_index, name_number, init, init_size,
-                                         true, &ref, &object);
+                                         true, &recycled, &ref, &object);
+    recycled_release(rt, &recycled);
     if (status == ZS_OK) memcpy(out_object, &object, sizeof object);
     ZS_UNLOCK(rt);
     assert(status != ZS_OK || ref >= ZS_FIRST_REF);
@@ -336,12 +381,89 @@ zs_status zs_forget_conjugate(zs_runtime *rt, zs_ref ref) {
     return it ? ZS_OK : ZS_E_STALE;
 }
 
+/* ======================================================================
+ * Sharing: objects the managed side may free when their conjugate goes
+ *
+ * An object made by zs_object_new_conjugate starts with its handle known
+ * to its conjugate alone. Nothing can reach it but through that conjugate
+ * until the handle is handed out: by the managed side (which then tells
+ * zs_conjugates_dropped so), or by the heap itself, whose every function
+ * that gives out handles of objects the caller did not name sets
+ * ZS_ITEM_SHARED (zs_item_share). An object neither side shared, whose
+ * conjugate is gone, is unreachable for good, and is destroyed at once
+ * instead of at the next collection (CPython's refcount freeing, for the
+ * objects Python makes and drops: the common case of a temporary).
+ * ====================================================================== */
+
+/* Whether an object whose conjugate was its sole holder can be destroyed
+   now: the heap never shared it, and nothing roots or clusters it. An
+   incremental cycle may be pending: no list of the collector can name such
+   an object (the mark stacks hold roots and referenced objects, the barrier
+   queues stored ones, the dying list gathered ones, which are DYING), and a
+   new object that takes the slot is born marked, so the cycle keeps it. */
+static bool destroy_now_allowed(const zs_runtime *rt, const zs_item *it) {
+    const uint32_t kept = ZS_ITEM_ROOT | ZS_ITEM_PERMANENT | ZS_ITEM_IN_ROOT_LIST | ZS_ITEM_DYING |
+                          ZS_ITEM_BEGUN_DESTROY | ZS_ITEM_CLUSTER_ROOT | ZS_ITEM_ESCAPED |
+                          ZS_ITEM_SHARED;
+    return !(it->flags & kept) && it->strong_refs == 0 && it->cluster_index < 0 &&
+           !rt->collecting && !rt->in_destroy_hook;
+}
+
+/* zs_conjugates_dropped with the lock held. The first destroyed object of
+   recycled->size bytes leaves its emptied slot and block in `recycled`
+   (may be NULL) instead of the free lists. */
+static uint32_t conjugates_dropped_locked(zs_runtime *rt, const zs_dropped_conjugate *dropped,
+                                          uint32_t count, zs_recycled *recycled) {
+    uint32_t destroyed = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        zs_item *it = zs_item_of(rt, dropped[i].ref);
+        if (it == NULL || (it->flags & ZS_ITEM_DYING))
+            continue; /* freed, or on the expiring list */
+        it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
+        if (!dropped[i].sole_holder || !destroy_now_allowed(rt, it)) continue;
+        if (rt->destroy_hook != NULL) {
+            rt->in_destroy_hook = true;
+            rt->destroy_hook(rt->destroy_hook_user, rt, it->object, ZS_BEGIN_DESTROY);
+            it->flags |= ZS_ITEM_BEGUN_DESTROY;
+            rt->destroy_hook(rt->destroy_hook_user, rt, it->object, ZS_FINISH_DESTROY);
+            rt->in_destroy_hook = false;
+        }
+        zs_object *object = it->object;
+        if (recycled != NULL && recycled->block == NULL &&
+            object->cls->instance_size == recycled->size) {
+            zs_schema_destroy(rt, &object->cls->schema, (char *)object);
+            name_index_remove(rt, object);
+            rt->live_objects--;
+            if (slot_empty(it)) { /* else retired: the block goes back alone */
+                recycled->index = object->index;
+                recycled->block = object;
+            } else {
+                zs_object_free(rt, object, recycled->size);
+            }
+        } else {
+            zs_object_destroy(rt, it, true);
+        }
+        destroyed++;
+    }
+    rt->freed_unshared += destroyed;
+    return destroyed;
+}
+
+uint32_t zs_conjugates_dropped(zs_runtime *rt, const zs_dropped_conjugate *dropped,
+                               uint32_t count) {
+    if (dropped == NULL) return 0;
+    ZS_LOCK(rt);
+    uint32_t destroyed = conjugates_dropped_locked(rt, dropped, count, NULL);
+    ZS_UNLOCK(rt);
+    return destroyed;
+}
+
 zs_ref zs_object_ref(zs_runtime *rt, const zs_object *object) {
     ZS_LOCK(rt);
     zs_ref ref = ZS_NULL_REF;
     if (object != NULL && object->index < rt->high_water) {
         zs_item *it = zs_item_at(rt, object->index);
-        if (it->object == object) ref = zs_item_ref(it);
+        if (it->object == object) ref = zs_item_share(it);
     }
     ZS_UNLOCK(rt);
     return ref;
@@ -363,7 +485,7 @@ zs_status zs_live_handles(zs_runtime *rt, zs_ref *buffer, uint32_t capacity, uin
     for (uint32_t index = 0; index < rt->high_water; index++) {
         const zs_item *it = zs_item_at(rt, index);
         if (it->object == NULL) continue;
-        if (count < capacity) buffer[count] = zs_item_ref(it);
+        if (count < capacity) buffer[count] = zs_item_share(zs_item_at(rt, index));
         count++;
     }
     ZS_UNLOCK(rt);

@@ -60,6 +60,7 @@ static inline uint64_t zs_item_word(const zs_item *it) {
 #define ZS_ITEM_LEAF 0x80u /* class has no strong members: marking never reads the object */
 #define ZS_ITEM_BEGUN_DESTROY 0x100u /* BeginDestroy already ran */
 #define ZS_ITEM_CLUSTER_ROOT 0x400u  /* the root of the cluster in cluster_index */
+#define ZS_ITEM_SHARED 0x800u        /* the heap handed the handle out (heap.c, "Sharing") */
 #define ZS_ITEM_ESCAPED                                                                            \
     0x200u /* permanent, but holds references to collectable objects: scanned as a root */
 
@@ -353,6 +354,8 @@ struct zs_runtime {
     zs_u32_vec dying;           /* gathered unreachable, waiting for purge */
     uint32_t dying_cursor;      /* purge progress in dying */
     zs_ref_vec expiring;        /* dying objects with conjugates, for the managed side */
+    uint64_t freed_unshared;    /* objects zs_conjugates_dropped destroyed since the cycle
+                                   began (zs_gc_stats.objects_freed_unshared) */
     uint32_t dying_word;        /* zs_dying_word: (phase GATHERING or expiring not empty), stored
                             atomically by zs_publish_dying whenever either changes */
     bool dying_unhashed;        /* the dying objects are already out of the name index */
@@ -470,6 +473,14 @@ static inline zs_item *zs_usable_item(const zs_runtime *rt, zs_ref ref, zs_statu
 /* The handle of a live item. */
 static inline zs_ref zs_item_ref(const zs_item *it) {
     return ZS_MAKE_REF(it->object->index, it->serial);
+}
+
+/* The handle of a live item, handed to a caller that did not name the
+   object: from now on the object may be reachable from anywhere, so
+   zs_conjugates_dropped never destroys it early (heap.c, "Sharing"). */
+static inline zs_ref zs_item_share(zs_item *it) {
+    it->flags |= ZS_ITEM_SHARED;
+    return zs_item_ref(it);
 }
 
 /* Every public function holds the runtime lock (recursive: a destroy hook

@@ -875,6 +875,167 @@ static bool begins_before_finishes(const hook_log *log) {
     return true;
 }
 
+/* A new conjugate object, its conjugate the sole holder of the handle. */
+static zs_ref make_sole(runner *t, zs_runtime *rt, const zs_class *cls) {
+    node *raw = NULL;
+    zs_ref ref = zs_object_new_conjugate(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL,
+                                         0);
+    CHECK(t, ref >= ZS_FIRST_REF);
+    return ref >= ZS_FIRST_REF ? ref : ZS_NULL_REF;
+}
+
+/* Tell the heap one conjugate was dropped; returns how many it destroyed. */
+static uint32_t drop(zs_runtime *rt, zs_ref ref, bool sole) {
+    zs_dropped_conjugate dropped = {ref, sole, 0};
+    return zs_conjugates_dropped(rt, &dropped, 1);
+}
+
+/* zs_conjugates_dropped: an object only its dropped conjugate held is destroyed
+   at once (both hook phases, slot reused under a new serial); one the heap
+   handed out, or that anything keeps, is not; a dropped conjugate no longer
+   sends its object through the expiring list. */
+static void test_conjugates_dropped(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    hook_log log = {.node = fx.node};
+    zs_set_destroy_hook(rt, recording_hook, &log);
+
+    zs_ref sole = make_sole(t, rt, fx.node);
+    uint32_t index = ZS_REF_INDEX(sole);
+    CHECK_EQ(t, drop(rt, sole, true), 1);
+    CHECK(t, !alive(rt, sole));
+    CHECK_EQ(t, count_events(&log, ZS_BEGIN_DESTROY, index), 1);
+    CHECK_EQ(t, count_events(&log, ZS_FINISH_DESTROY, index), 1);
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+    VERIFY(t, rt);
+    /* The slot goes to the next object, under another serial: the old handle stays stale. */
+    zs_ref next = make_sole(t, rt, fx.node);
+    CHECK_EQ(t, ZS_REF_INDEX(next), index);
+    CHECK(t, next != sole && !alive(rt, sole) && alive(rt, next));
+    CHECK_EQ(t, drop(rt, sole, true), 0); /* stale: skipped */
+    CHECK(t, alive(rt, next));
+
+    /* Creation takes the dropped first, under the same lock. */
+    zs_dropped_conjugate dropped = {next, 1, 0};
+    node *raw = NULL;
+    zs_ref after = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw,
+                                           &dropped, 1);
+    CHECK(t, after >= ZS_FIRST_REF && !alive(rt, next) && alive(rt, after));
+    CHECK_EQ(t, ZS_REF_INDEX(after), index);
+    CHECK(t,
+          (char *)raw == (char *)node_of(rt, after) && raw->payload == 0 && raw->list.count == 0);
+    VERIFY(t, rt);
+    /* A dropped object of another size frees its block; the new one gets its own. */
+    zs_ref small = make_sole(t, rt, fx.leaf);
+    dropped = (zs_dropped_conjugate){small, 1, 0};
+    zs_ref big = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw,
+                                         &dropped, 1);
+    CHECK(t, big >= ZS_FIRST_REF && !alive(rt, small) && alive(rt, big));
+    CHECK_EQ(t, zs_live_objects(rt), 2);
+    VERIFY(t, rt);
+    CHECK_EQ(t, drop(rt, big, true), 1);
+    CHECK_EQ(
+        t,
+        zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL, 1),
+        ZS_E_INVALID);
+
+    /* Not its sole holder: only forgotten; the next collection frees it
+       without waiting for an expiry. */
+    CHECK_EQ(t, drop(rt, after, false), 0);
+    CHECK(t, alive(rt, after));
+    CHECK_OK(t, zs_gc_mark_and_gather(rt));
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 0);
+    CHECK_OK(t, zs_gc_purge(rt, 0, NULL));
+    CHECK(t, !alive(rt, after));
+    CHECK_EQ(t, gc_stats(rt).objects_freed_unshared, 4); /* since the previous cycle began */
+
+    /* Kept objects stay: a root, a strong reference, a permanent object,
+       a cluster's root and member. */
+    zs_ref rooted = make_sole(t, rt, fx.node), strong = make_sole(t, rt, fx.node);
+    ROOT(t, rt, rooted);
+    CHECK_OK(t, zs_add_strong_ref(rt, strong));
+    CHECK_EQ(t, drop(rt, rooted, true) + drop(rt, strong, true), 0);
+    CHECK(t, alive(rt, rooted) && alive(rt, strong));
+    UNROOT(t, rt, rooted);
+    CHECK_OK(t, zs_release_strong_ref(rt, strong));
+    CHECK_EQ(t, drop(rt, rooted, true) + drop(rt, strong, true), 0); /* once kept, still shared */
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, rooted) && !alive(rt, strong));
+
+    /* Handed out by the heap: found by name, by address, listed, as a
+       cluster's root. */
+    zs_ref found = make_sole(t, rt, fx.node), by_address = make_sole(t, rt, fx.node);
+    const zs_object *header = zs_resolve(rt, found);
+    zs_ref out = ZS_NULL_REF;
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, header->name_index, header->name_number, &out));
+    CHECK_EQ(t, out, found);
+    CHECK_EQ(t, zs_object_ref(rt, zs_resolve(rt, by_address)), by_address);
+    CHECK_EQ(t, drop(rt, found, true) + drop(rt, by_address, true), 0);
+    CHECK(t, alive(rt, found) && alive(rt, by_address));
+    zs_ref listed = make_sole(t, rt, fx.node), handles[16];
+    uint32_t count = 0;
+    CHECK_OK(t, zs_live_handles(rt, handles, 16, &count));
+    CHECK_EQ(t, drop(rt, listed, true), 0);
+    CHECK(t, alive(rt, listed));
+    /* Made natively: its maker holds the handle. */
+    zs_ref native = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_EQ(t, drop(rt, native, true), 0);
+    CHECK(t, alive(rt, native));
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+    CHECK_EQ(t, gc_stats(rt).objects_freed_unshared, 0);
+    zs_set_destroy_hook(rt, NULL, NULL);
+    fixture_close(&fx);
+}
+
+/* Dropped sole objects are destroyed at once while an incremental cycle is
+   pending, marking or purging, and the cycle completes with a consistent
+   heap: none of its lists names them, and an object born in a freed slot
+   survives. */
+static void test_conjugates_dropped_during_incremental_cycle(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref root = MAKE(t, rt, fx.node, ZS_NULL_REF), garbage[3];
+    ROOT(t, rt, root);
+    for (int i = 0; i < 3; i++) LINK(t, rt, root, i, MAKE(t, rt, fx.node, ZS_NULL_REF));
+    for (int i = 0; i < 3; i++) garbage[i] = MAKE(t, rt, fx.node, ZS_NULL_REF); /* gathered */
+    zs_ref old = make_sole(t, rt, fx.node); /* made before the cycle */
+    CHECK_OK(t, zs_gc_start_incremental(rt));
+    CHECK_EQ(t, drop(rt, old, true), 1);
+    zs_ref born = ZS_NULL_REF;
+    bool seen[4] = {false};
+    uint32_t steps = 0, destroyed = 0;
+    for (; steps < 1000 && zs_gc_phase_of(rt) != ZS_GC_IDLE; steps++) {
+        zs_gc_phase phase = zs_gc_phase_of(rt);
+        seen[phase] = true;
+        zs_ref sole = make_sole(t, rt, fx.node);
+        destroyed += drop(rt, sole, true);
+        CHECK(t, !alive(rt, sole));
+        if (phase == ZS_GC_PURGE_PENDING && born == ZS_NULL_REF) {
+            born = MAKE(t, rt, fx.node, ZS_NULL_REF); /* takes the freed slot: must survive */
+            LINK(t, rt, root, 3, born);
+        }
+        VERIFY(t, rt);
+        int done = 0;
+        if (phase != ZS_GC_PURGE_PENDING) {
+            CHECK_OK(t, zs_gc_step_bounded(rt, 0, 1, &done));
+        } else {
+            CHECK_OK(t, zs_gc_purge_bounded(rt, 0, 1, &done));
+        }
+    }
+    CHECK(t, seen[ZS_GC_MARKING] && seen[ZS_GC_PURGE_PENDING]);
+    CHECK_EQ(t, destroyed, steps);
+    CHECK(t, born != ZS_NULL_REF && alive(rt, born));
+    CHECK(t, !alive(rt, old) && alive(rt, root));
+    for (int i = 0; i < 3; i++) CHECK(t, !alive(rt, garbage[i]));
+    VERIFY(t, rt);
+    COLLECT(t, rt);
+    CHECK_EQ(t, zs_live_objects(rt), 5);
+    fixture_close(&fx);
+}
+
 /* Every dying object gets BEGIN before any FINISH, with its memory (and its targets') intact. */
 static void test_destroy_hook_phases(runner *t) {
     fixture fx;
@@ -1090,24 +1251,29 @@ static void test_object_new_conjugate(runner *t) {
     uint32_t init_size = (uint32_t)(sizeof(node) - sizeof(zs_object));
     node *raw = NULL;
     zs_ref ref = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init, init_size,
-                                         &raw);
+                                         &raw, NULL, 0);
     CHECK(t, ref >= ZS_FIRST_REF);
     CHECK(t, raw != NULL && (zs_object *)raw == zs_resolve(rt, ref));
     if (raw != NULL) CHECK(t, raw->payload == image.payload);
-    zs_ref plain = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0,
-                                           &raw);
+    zs_ref plain = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw,
+                                           NULL, 0);
     CHECK(t, plain >= ZS_FIRST_REF && raw != NULL && raw->payload == 0);
 
     CHECK_EQ(t,
              zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init, init_size + 1,
-                                     &raw),
+                                     &raw, NULL, 0),
              ZS_E_INVALID);
-    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 8, &raw),
-             ZS_E_INVALID);
-    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, NULL),
-             ZS_E_INVALID);
-    CHECK_EQ(t, zs_object_new_conjugate(rt, NULL, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw),
-             ZS_E_INVALID);
+    CHECK_EQ(
+        t,
+        zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 8, &raw, NULL, 0),
+        ZS_E_INVALID);
+    CHECK_EQ(
+        t,
+        zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, NULL, NULL, 0),
+        ZS_E_INVALID);
+    CHECK_EQ(
+        t, zs_object_new_conjugate(rt, NULL, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL, 0),
+        ZS_E_INVALID);
     CHECK_EQ(t, zs_live_objects(rt), 2);
 
     /* Both have conjugates: the purge waits until the managed side takes them. */
@@ -1123,7 +1289,7 @@ static void test_object_new_conjugate(runner *t) {
     VERIFY(t, rt);
     CHECK(t, done == 1 && !alive(rt, ref) && !alive(rt, plain));
     /* A stale outer is refused with its status. */
-    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ref, ZS_NAME_AUTO, 0, NULL, 0, &raw),
+    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ref, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL, 0),
              ZS_E_STALE);
     fixture_close(&fx);
 }
@@ -2245,6 +2411,8 @@ static void test_array_insert_packed(runner *t) {
 
 static const test_case tests[] = {
     TEST(test_runtime_create_free),
+    TEST(test_conjugates_dropped),
+    TEST(test_conjugates_dropped_during_incremental_cycle),
     TEST(test_array_assign),
     TEST(test_array_insert_packed),
     TEST(test_runtimes_isolated),

@@ -111,8 +111,9 @@ LEGEND: tuple[tuple[str, str], ...] = (
     (
         "shots",
         f"projectiles fired this frame, each with {SPARKS_PER_SHOT} sparks (Python-declared "
-        "objects; a projectile references the soldier it hits); nothing keeps a projectile "
-        "after its hit, so it is garbage at once",
+        "objects; a projectile references the soldier it hits and its sparks); nothing ever "
+        "references a projectile, so it is freed at once when Python drops it (its sparks, "
+        "which it referenced, wait for the GC)",
     ),
     (
         "killed",
@@ -146,6 +147,12 @@ LEGEND: tuple[tuple[str, str], ...] = (
         "using one raises ExpiredConjugateError",
     ),
     ("freed", "native objects destroyed"),
+    (
+        "freed at once",
+        "objects Python made and dropped whose handle nothing else ever had (the "
+        "projectiles): destroyed when their proxy went, as CPython frees by refcount, "
+        "without waiting for the GC",
+    ),
     (
         "references nulled",
         "references to destroyed (garbage-marked) soldiers that the collector set to "
@@ -285,7 +292,7 @@ def _declare(game: _Game) -> tuple[Any, Any, Any, Any]:
         """The newest smoke particle; the chain runs to the oldest."""
 
     class Projectile(zs.Object):
-        """A shot: referenced by nobody once fired, so garbage at once."""
+        """A shot: referenced by nobody, so freed as soon as Python drops it."""
 
         damage: zs.Int32
         target: Actor | None  # type: ignore[valid-type]
@@ -394,6 +401,7 @@ class _Game:
             "on_destroy": 0,
             "created": 0,
             "freed": 0,
+            "freed_at_once": 0,
             "expired": 0,
             "nulled": 0,
             "collections": 0,
@@ -474,6 +482,7 @@ class _Game:
     def count_cycle(self, stats: GcStats) -> None:
         self.totals["collections"] += 1
         self.totals["freed"] += stats.objects_freed
+        self.totals["freed_at_once"] += stats.objects_freed_unshared
         self.totals["expired"] += stats.conjugates_expired
         self.totals["nulled"] += stats.references_killed
         if self.timings:
@@ -757,7 +766,8 @@ class _Game:
                 f"{totals['collections'] - totals['incremental']:,} full)",
             ),
             ("objects created", f"{totals['created']:,}"),
-            ("objects freed", f"{totals['freed']:,}"),
+            ("objects freed by the GC", f"{totals['freed']:,}"),
+            ("objects freed at once", f"{totals['freed_at_once']:,}"),
             ("objects on the heap at the end", f"{totals['live']:,}"),
             ("conjugates expired", f"{totals['expired']:,}"),
             ("references nulled", f"{totals['nulled']:,}"),
@@ -784,7 +794,8 @@ def run_demo(
     totals: ``spawned``, ``ticked`` (soldiers the engine ticked, summed
     over the frames), ``killed``, ``shots``; ``begin_play``, ``tick`` and
     ``on_destroy`` (how many times the engine ran each Python override);
-    ``created`` (objects), ``freed``, ``expired`` (conjugates), ``nulled``
+    ``created`` (objects), ``freed`` (by the collector), ``freed_at_once``
+    (when their only proxy went), ``expired`` (conjugates), ``nulled``
     (references), ``collections`` (cycles), ``incremental`` (of them) and
     ``live`` (objects at the end).
 

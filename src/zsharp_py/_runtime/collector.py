@@ -66,6 +66,12 @@ class GcStats:
     gathers_aborted: int = 0
     """1 when the cycle ran out of native memory while gathering the
     unreachable objects: it was given up and every object survived it."""
+    objects_freed_unshared: int = 0
+    """Objects destroyed without a collection between the previous cycle's
+    start and this one's: made by Python, their handle never given out
+    (stored, passed to the host, read as ``handle``), they were freed as
+    soon as their conjugate was dropped (docs/garbage-collector.md). Not
+    counted in ``objects_freed``."""
 
 
 @dataclass(frozen=True)
@@ -345,6 +351,7 @@ class GarbageCollector:
             barrier_marks=raw.barrier_marks,
             mark_threads=raw.mark_threads,
             gathers_aborted=raw.gathers_aborted,
+            objects_freed_unshared=raw.objects_freed_unshared,
         )
 
     def cluster_count(self) -> int:

@@ -505,7 +505,16 @@ class Runtime(_core.RuntimeCore):
                 if self._closing:
                     raise ExpiredConjugateError(_CLOSED)
                 handle = _object_new_conjugate(
-                    self._ptr, native, outer_handle, index, number, image, image_size, pointer_out
+                    self._ptr,
+                    native,
+                    outer_handle,
+                    index,
+                    number,
+                    image,
+                    image_size,
+                    pointer_out,
+                    ffi.NULL,
+                    0,
                 )
                 if handle < _FIRST_REF:  # a status, not a handle (say, a dying outer)
                     refused(handle, f"{cls.__name__}()", self)
