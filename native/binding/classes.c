@@ -338,11 +338,13 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_k
     if (request.value_count == 0) return create_now(state, cls, &request, creator, NULL);
     /* Staging may run Python code, which may drop the runtime from the
        context or a property from the class: held until the end. */
-    zsv_staged staged[ZS_FAST_KEYWORDS] = {{0}};
+    zsv_staged staged[ZS_FAST_KEYWORDS];
     zsv_quick quick[ZS_FAST_KEYWORDS];
     uint32_t borrowed = 0; /* staged[i] borrows quick[i] or the keyword's value */
     zs_value_keyword first[ZS_FAST_KEYWORDS];
     Py_ssize_t value_count = request.value_count;
+    /* Zeroed: those a failure leaves unstaged are released all the same. */
+    memset(staged, 0, (size_t)value_count * sizeof staged[0]);
     memcpy(first, request.values, (size_t)value_count * sizeof first[0]);
     zs_runtime_core *rt = (zs_runtime_core *)Py_NewRef((PyObject *)request.rt);
     for (Py_ssize_t i = 0; i < value_count; i++) Py_INCREF(first[i].kind);

@@ -601,7 +601,8 @@ void zs_schema_release(zs_runtime *rt, zs_schema *schema);
 bool zs_schema_copy(zs_runtime *rt, zs_schema *dst, const zs_schema *src);
 /* Free what a value owns and zero it (no barrier, no cluster logic). */
 void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value);
-/* Destroy every VALUE member of a schema laid out at base. */
+/* Free what every VALUE member of a schema laid out at base owns, leaving
+   the bytes as they are: the memory is freed or zeroed whole next. */
 void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base);
 void zs_types_release(zs_runtime *rt);
 /* Checks shared by every mutating value and container call (no heap change

@@ -369,33 +369,41 @@ bool zs_schema_copy(zs_runtime *rt, zs_schema *dst, const zs_schema *src) {
     return true;
 }
 
-void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base) {
-    for (uint32_t i = 0; i < schema->count; i++)
-        if ((schema->words[i] & ZS_OP_MASK) == ZS_OP_VALUE)
-            zs_value_destroy(rt, schema->types[i], base + (schema->words[i] >> ZS_OP_SHIFT));
-}
-
 /* ======================================================================
  * Destroy
  * ====================================================================== */
 
-static void entries_destroy(zs_runtime *rt, const zs_type *type, zs_array *entries) {
+static void value_release(zs_runtime *rt, const zs_type *type, void *value);
+
+void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base) {
+    for (uint32_t i = 0; i < schema->count; i++)
+        if ((schema->words[i] & ZS_OP_MASK) == ZS_OP_VALUE &&
+            (schema->types[i]->flags & ZS_TYPE_NEEDS_DTOR))
+            value_release(rt, schema->types[i], base + (schema->words[i] >> ZS_OP_SHIFT));
+}
+
+/* Release the entries of an array or hash and their storage. */
+static void entries_release(zs_runtime *rt, const zs_type *type, zs_array *entries) {
     const zs_type *element = type->element, *value = type->value;
     bool element_dtor = (element->flags & ZS_TYPE_NEEDS_DTOR) != 0;
     bool value_dtor = value != NULL && (value->flags & ZS_TYPE_NEEDS_DTOR);
     for (uint32_t i = 0; (element_dtor || value_dtor) && i < entries->count; i++) {
         char *entry = (char *)entries->data + (size_t)i * type->entry_size;
-        if (element_dtor) zs_value_destroy(rt, element, entry);
-        if (value_dtor) zs_value_destroy(rt, value, entry + type->value_offset);
+        if (element_dtor) value_release(rt, element, entry);
+        if (value_dtor) value_release(rt, value, entry + type->value_offset);
     }
     zs_free(rt, entries->data, (size_t)entries->capacity * type->entry_size);
 }
 
 void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value) {
-    if (!(type->flags & ZS_TYPE_NEEDS_DTOR)) {
-        memset(value, 0, type->size);
-        return;
-    }
+    if (type->flags & ZS_TYPE_NEEDS_DTOR) value_release(rt, type, value);
+    memset(value, 0, type->size);
+}
+
+/* Free what a value of a type that NEEDS_DTOR owns (string storage,
+   entries, bindings), leaving its bytes as they are: the memory around it
+   is zeroed or freed whole next (zs_value_destroy, zs_schema_destroy). */
+static void value_release(zs_runtime *rt, const zs_type *type, void *value) {
     switch (type->kind) {
     case ZS_TYPE_STRING: {
         zs_string *string = value;
@@ -406,17 +414,18 @@ void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value) {
         zs_schema_destroy(rt, &type->schema, value);
         break;
     case ZS_TYPE_ARRAY:
-        entries_destroy(rt, type, value);
+        entries_release(rt, type, value);
         break;
     case ZS_TYPE_SET:
     case ZS_TYPE_MAP: {
         zs_hash *hash = value;
-        entries_destroy(rt, type, &hash->entries);
+        entries_release(rt, type, &hash->entries);
         zs_free(rt, hash->buckets, (size_t)hash->bucket_count * sizeof(uint32_t));
         break;
     }
     case ZS_TYPE_OPTIONAL:
-        if (((uint8_t *)value)[type->value_offset]) zs_value_destroy(rt, type->element, value);
+        if (((uint8_t *)value)[type->value_offset] && (type->element->flags & ZS_TYPE_NEEDS_DTOR))
+            value_release(rt, type->element, value);
         break;
     case ZS_TYPE_DELEGATE:
         zs_binding_drop(rt, value);
@@ -435,7 +444,6 @@ void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value) {
     default:
         break;
     }
-    memset(value, 0, type->size);
 }
 
 /* ======================================================================
