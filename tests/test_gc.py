@@ -5,6 +5,7 @@ property test of reachability."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections import deque
 
 import pytest
@@ -32,6 +33,15 @@ def test_unrooted_object_is_collected_and_its_conjugate_expires(rt: zs.Runtime) 
         a.health
     message = str(info.value)
     assert "Actor" in message and "Lonely" in message and "unreachable" in message
+
+
+def test_stats_have_every_field_of_the_native_figures(rt: zs.Runtime) -> None:
+    stats = collect(rt)
+    assert set(vars(stats)) == {field.name for field in dataclasses.fields(zs.collector.GcStats)}
+    assert stats == rt.gc.stats() and hash(stats) == hash(rt.gc.stats())
+    assert stats.cycle == 1 and stats.mark_steps == 1 and stats.mark_seconds > 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stats.cycle = 2  # type: ignore[misc]
 
 
 def test_expired_error_is_a_reference_error(rt: zs.Runtime) -> None:

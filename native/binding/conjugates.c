@@ -338,6 +338,7 @@ static PyObject *runtime_flush_values(PyObject *self, PyObject *unused) {
     (void)unused;
     zs_runtime_core *rt = (zs_runtime_core *)self;
     zsv_flush(rt);
+    zs_dropped_flush(rt); /* before a collection: it need not gather them */
     zsv_bury(rt);
     if (zsv_callables_drain(rt) < 0) return NULL;
     Py_RETURN_NONE;

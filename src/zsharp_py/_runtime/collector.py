@@ -3,6 +3,7 @@ clusters and heap verification."""
 
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -72,6 +73,26 @@ class GcStats:
     (stored, passed to the host, read as ``handle``), they were freed as
     soon as their conjugate was dropped (docs/garbage-collector.md). Not
     counted in ``objects_freed``."""
+
+
+_RAW_STATS_NAMES = tuple(name for name, _ in ffi.typeof("zs_gc_stats").fields)
+_RAW_STATS = struct.Struct(f"={len(_RAW_STATS_NAMES)}Q")  # zs_gc_stats: uint64_t fields only
+assert _RAW_STATS.size == ffi.sizeof("zs_gc_stats")
+
+
+def _gc_stats(raw: Any, conjugates_expired: int) -> GcStats:
+    """A ``GcStats`` of native figures (``zs_gc_stats *``), read in one
+    unpack and set in one dict update: the frozen dataclass's constructor
+    costs twice as much, which a game collecting every frame pays.
+    tests/test_gc.py checks that every field is set."""
+    values = dict(zip(_RAW_STATS_NAMES, _RAW_STATS.unpack(ffi.buffer(raw))))
+    values["mark_seconds"] = values.pop("mark_ns") / 1e9
+    values["gather_seconds"] = values.pop("gather_ns") / 1e9
+    values["purge_seconds"] = values.pop("purge_ns") / 1e9
+    values["conjugates_expired"] = conjugates_expired
+    stats: GcStats = object.__new__(GcStats)
+    stats.__dict__.update(values)
+    return stats
 
 
 @dataclass(frozen=True)
@@ -156,21 +177,30 @@ class GarbageCollector:
         Returns the cycle's ``GcStats`` (``rt.collect_garbage()`` is the same).
         """
         runtime = self._rt
-        with runtime._collection("collect_garbage()") as pointer:
-            runtime._flush_deferred()
-            self._expire_pending()  # what a pending cycle gathered: counted in that cycle
-            if lib.zs_gc_phase_of(pointer) in (_IDLE, _PURGE_PENDING):
-                self._cycle_expired = 0  # the mark below begins a new cycle
-            check(
-                self._after_expiry(lib.zs_gc_mark_and_gather, pointer), "collect_garbage", runtime
-            )
-            self._expire_pending()
-            check(
-                self._after_expiry(lib.zs_gc_purge, pointer, 0, ffi.NULL),
-                "collect_garbage",
-                runtime,
-            )
-        return self.stats()
+        # runtime._collection, inline: a game may collect every frame.
+        with runtime._lock:
+            pointer = runtime._live_ptr()
+            runtime._refuse_reentry("collect_garbage()")
+            runtime._collecting = True
+            try:
+                runtime._flush_deferred()
+                self._expire_pending()  # what a pending cycle gathered: counted in that cycle
+                if lib.zs_gc_phase_of(pointer) in (_IDLE, _PURGE_PENDING):
+                    self._cycle_expired = 0  # the mark below begins a new cycle
+                check(
+                    self._after_expiry(lib.zs_gc_mark_and_gather, pointer),
+                    "collect_garbage",
+                    runtime,
+                )
+                self._expire_pending()
+                check(
+                    self._after_expiry(lib.zs_gc_purge, pointer, 0, ffi.NULL),
+                    "collect_garbage",
+                    runtime,
+                )
+            finally:
+                runtime._collecting = False
+            return self.stats()
 
     def _after_expiry(self, native: Callable[..., int], *args: Any) -> int:
         """Call a native collector function that refuses to run while
@@ -330,29 +360,7 @@ class GarbageCollector:
         """The last cycle's figures."""
         raw = ffi.new("zs_gc_stats *")
         self._rt._call(lib.zs_gc_get_stats, raw)
-        return GcStats(
-            cycle=raw.cycle,
-            objects_scanned=raw.objects_scanned,
-            objects_marked=raw.objects_marked,
-            objects_unreachable=raw.objects_unreachable,
-            objects_freed=raw.objects_freed,
-            references_killed=raw.references_killed,
-            roots=raw.roots,
-            permanent_objects=raw.permanent_objects,
-            clusters=raw.clusters,
-            clusters_marked=raw.clusters_marked,
-            clusters_dissolved=raw.clusters_dissolved,
-            live_objects=raw.live_objects,
-            conjugates_expired=self._cycle_expired,
-            mark_seconds=raw.mark_ns / 1e9,
-            gather_seconds=raw.gather_ns / 1e9,
-            purge_seconds=raw.purge_ns / 1e9,
-            mark_steps=raw.mark_steps,
-            barrier_marks=raw.barrier_marks,
-            mark_threads=raw.mark_threads,
-            gathers_aborted=raw.gathers_aborted,
-            objects_freed_unshared=raw.objects_freed_unshared,
-        )
+        return _gc_stats(raw, self._cycle_expired)
 
     def cluster_count(self) -> int:
         """Number of live clusters."""
