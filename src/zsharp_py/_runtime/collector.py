@@ -85,7 +85,7 @@ def _gc_stats(raw: Any, conjugates_expired: int) -> GcStats:
     unpack and set in one dict update: the frozen dataclass's constructor
     costs twice as much, which a game collecting every frame pays.
     tests/test_gc.py checks that every field is set."""
-    values = dict(zip(_RAW_STATS_NAMES, _RAW_STATS.unpack(ffi.buffer(raw))))
+    values = dict(zip(_RAW_STATS_NAMES, _RAW_STATS.unpack(ffi.buffer(raw)), strict=True))
     values["mark_seconds"] = values.pop("mark_ns") / 1e9
     values["gather_seconds"] = values.pop("gather_ns") / 1e9
     values["purge_seconds"] = values.pop("purge_ns") / 1e9
