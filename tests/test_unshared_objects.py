@@ -61,9 +61,9 @@ def test_a_dropped_object_is_freed_by_the_next_creation(warm: zs.Runtime) -> Non
     assert warm.live_objects() == 1
     made_and_dropped(1000)
     assert warm.live_objects() == 1
-    stats = collect(warm)
-    assert stats.objects_freed_unshared == 1001  # since the previous cycle began
-    assert stats.objects_freed == 1 and warm.live_objects() == 0
+    stats = collect(warm)  # takes the last one dropped before it marks
+    assert stats.objects_freed_unshared == 1002  # since the previous cycle began
+    assert stats.objects_freed == 0 and warm.live_objects() == 0
     assert collect(warm).objects_freed_unshared == 0
 
 
@@ -231,8 +231,8 @@ def test_host_functions_share_their_object_and_arguments(rt: zs.Runtime) -> None
     del target, instigator
     host_actor()  # a flush: neither may be freed at once
     assert rt.live_objects() == 3
-    stats = collect(rt)
-    assert stats.objects_freed == 3 and stats.objects_freed_unshared == 0
+    stats = collect(rt)  # the last one made was never shared
+    assert stats.objects_freed == 2 and stats.objects_freed_unshared == 1
 
 
 def test_dropping_objects_inside_a_conversion_hook(warm: zs.Runtime) -> None:
