@@ -279,9 +279,9 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack) -> Provided:
             after_batch=runtime.collect_garbage,
             after_batch_timed=True,
             scale=0.2,
-            note="each batch ends with rt.collect_garbage(), timed: it destroys the "
-            "batch's objects and expires their conjugates, as the peers' "
-            "destructors run inside their statements",
+            note="each batch ends with rt.collect_garbage(), timed. Each object is "
+            "dropped unshared, so the next creation frees it and the collection only "
+            "the batch's last one, as the peers' destructors run inside their statements",
         ),
         MicroCase(
             "BindActor() alone (collection not timed)",

@@ -246,9 +246,10 @@ def _creation_cases(
             after_batch=runtime.collect_garbage,
             after_batch_timed=True,
             scale=0.2,
-            note="each batch ends with rt.collect_garbage(), timed: it destroys the batch's "
-            "objects and expires their conjugates, as the peers' destructors run in "
-            "their statements",
+            note="each batch ends with rt.collect_garbage(), timed. Each object is dropped "
+            "unshared, so the next creation frees it (docs/garbage-collector.md, 'Objects "
+            "freed at once') and the collection only the batch's last one, as the peers' "
+            "destructors run in their statements",
         ),
         MicroCase(
             f"{label} alone (collection not timed)",
