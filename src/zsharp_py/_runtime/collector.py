@@ -177,30 +177,21 @@ class GarbageCollector:
         Returns the cycle's ``GcStats`` (``rt.collect_garbage()`` is the same).
         """
         runtime = self._rt
-        # runtime._collection, inline: a game may collect every frame.
-        with runtime._lock:
-            pointer = runtime._live_ptr()
-            runtime._refuse_reentry("collect_garbage()")
-            runtime._collecting = True
-            try:
-                runtime._flush_deferred()
-                self._expire_pending()  # what a pending cycle gathered: counted in that cycle
-                if lib.zs_gc_phase_of(pointer) in (_IDLE, _PURGE_PENDING):
-                    self._cycle_expired = 0  # the mark below begins a new cycle
-                check(
-                    self._after_expiry(lib.zs_gc_mark_and_gather, pointer),
-                    "collect_garbage",
-                    runtime,
-                )
-                self._expire_pending()
-                check(
-                    self._after_expiry(lib.zs_gc_purge, pointer, 0, ffi.NULL),
-                    "collect_garbage",
-                    runtime,
-                )
-            finally:
-                runtime._collecting = False
-            return self.stats()
+        with runtime._collection("collect_garbage()") as pointer:
+            runtime._flush_deferred()
+            self._expire_pending()  # what a pending cycle gathered: counted in that cycle
+            if lib.zs_gc_phase_of(pointer) in (_IDLE, _PURGE_PENDING):
+                self._cycle_expired = 0  # the mark below begins a new cycle
+            check(
+                self._after_expiry(lib.zs_gc_mark_and_gather, pointer), "collect_garbage", runtime
+            )
+            self._expire_pending()
+            check(
+                self._after_expiry(lib.zs_gc_purge, pointer, 0, ffi.NULL),
+                "collect_garbage",
+                runtime,
+            )
+        return self.stats()
 
     def _after_expiry(self, native: Callable[..., int], *args: Any) -> int:
         """Call a native collector function that refuses to run while
