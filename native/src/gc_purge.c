@@ -10,14 +10,6 @@
  */
 #include "internal.h"
 
-/* Run the destroy hook with mutation locked out. */
-static void call_hook(zs_runtime *rt, zs_item *it, zs_destroy_phase phase) {
-    if (rt->destroy_hook == NULL) return;
-    rt->in_destroy_hook = true;
-    rt->destroy_hook(rt->destroy_hook_user, rt, it->object, phase);
-    rt->in_destroy_hook = false;
-}
-
 /* Objects per budget check: reading the clock costs about as much as
    freeing a few objects. */
 #define PURGE_CLOCK_STRIDE 32u
@@ -49,7 +41,7 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_ob
     for (uint32_t i = rt->dying_cursor; i < rt->dying.count && rt->destroy_hook; i++) {
         zs_item *it = zs_item_at(rt, rt->dying.data[i]);
         if (it->flags & ZS_ITEM_BEGUN_DESTROY) continue;
-        call_hook(rt, it, ZS_BEGIN_DESTROY);
+        zs_call_destroy_hook(rt, it, ZS_BEGIN_DESTROY);
         it->flags |= ZS_ITEM_BEGUN_DESTROY;
     }
     /* Many deaths: one sequential relink of the survivors costs less than
@@ -72,7 +64,7 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_ob
         }
         zs_item *it = zs_item_at(rt, rt->dying.data[rt->dying_cursor++]);
         assert((it->flags & ZS_ITEM_DYING) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
-        call_hook(rt, it, ZS_FINISH_DESTROY);
+        zs_call_destroy_hook(rt, it, ZS_FINISH_DESTROY);
         zs_object_destroy(rt, it, !rt->dying_unhashed);
         freed++;
         if (budget_ns != 0 && freed % PURGE_CLOCK_STRIDE == 0 && zs_now_ns() - start >= budget_ns)
@@ -182,7 +174,7 @@ void zs_gc_destroy_everything(zs_runtime *rt) {
     for (uint32_t index = 0; index < rt->high_water; index++) {
         zs_item *it = zs_item_at(rt, index);
         if (it->object != NULL && !(it->flags & ZS_ITEM_BEGUN_DESTROY)) {
-            call_hook(rt, it, ZS_BEGIN_DESTROY);
+            zs_call_destroy_hook(rt, it, ZS_BEGIN_DESTROY);
             it->flags |= ZS_ITEM_BEGUN_DESTROY;
         }
     }
@@ -192,7 +184,7 @@ void zs_gc_destroy_everything(zs_runtime *rt) {
     for (uint32_t index = 0; index < rt->high_water; index++) {
         zs_item *it = zs_item_at(rt, index);
         if (it->object == NULL) continue;
-        call_hook(rt, it, ZS_FINISH_DESTROY);
+        zs_call_destroy_hook(rt, it, ZS_FINISH_DESTROY);
         zs_object_destroy(rt, it, false);
     }
     rt->dying.count = rt->dying_cursor = 0;

@@ -205,34 +205,6 @@ bool zs_root_list_add(zs_runtime *rt, zs_item *it) {
     return true;
 }
 
-/* Free an object's memory and its slot (after the destroy hook has run). */
-void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash) {
-    zs_object *object = it->object;
-    const zs_class *cls = object->cls;
-    zs_schema_destroy(rt, &cls->schema, (char *)object);
-    if (unhash) name_index_remove(rt, object);
-    uint32_t index = object->index;
-    zs_object_free(rt, object, cls->instance_size);
-    zs_slot_free(rt, index);
-    rt->live_objects--;
-}
-
-/* ======================================================================
- * Object creation and resolution
- * ====================================================================== */
-
-/* A permanent holder that now points at a collectable object becomes a root,
-   because permanent objects are otherwise never scanned. */
-static bool note_escape(zs_runtime *rt, zs_item *holder, const zs_item *target) {
-    if (!(holder->flags & ZS_ITEM_PERMANENT) || target == NULL ||
-        (target->flags & ZS_ITEM_PERMANENT))
-        return true;
-    if (!zs_root_list_add(rt, holder)) return false;
-    holder->flags |= ZS_ITEM_ESCAPED;
-    holder->flags &= ~ZS_ITEM_LEAF;
-    return true;
-}
-
 /* A destroyed object's emptied slot and its counted block, kept for the
    object made next under the same lock (zs_object_new_conjugate after
    dropped conjugates), which takes both without a trip through the free
@@ -250,6 +222,50 @@ static void recycled_release(zs_runtime *rt, zs_recycled *recycled) {
     if (!zs_u32_push(rt, &rt->free_slots, recycled->index))
         zs_item_at(rt, recycled->index)->serial = ZS_SERIAL_RETIRE;
     recycled->block = NULL;
+}
+
+/* Destroy an object (after the destroy hook has run): free what its
+   members own, then its memory and its slot; or, when `recycled` (may be
+   NULL) wants a block of its size and the slot can be reused, keep both
+   there, the slot emptied, for the object made next. */
+static void object_destroy(zs_runtime *rt, zs_item *it, bool unhash, zs_recycled *recycled) {
+    zs_object *object = it->object;
+    const zs_class *cls = object->cls;
+    zs_schema_destroy(rt, &cls->schema, (char *)object);
+    if (unhash) name_index_remove(rt, object);
+    uint32_t index = object->index;
+    rt->live_objects--;
+    if (recycled != NULL && recycled->block == NULL && recycled->size == cls->instance_size) {
+        if (slot_empty(it)) {
+            recycled->index = index;
+            recycled->block = object;
+        } else {
+            zs_object_free(rt, object, cls->instance_size); /* retired: the block goes back alone */
+        }
+        return;
+    }
+    zs_object_free(rt, object, cls->instance_size);
+    zs_slot_free(rt, index);
+}
+
+void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash) {
+    object_destroy(rt, it, unhash, NULL);
+}
+
+/* ======================================================================
+ * Object creation and resolution
+ * ====================================================================== */
+
+/* A permanent holder that now points at a collectable object becomes a root,
+   because permanent objects are otherwise never scanned. */
+static bool note_escape(zs_runtime *rt, zs_item *holder, const zs_item *target) {
+    if (!(holder->flags & ZS_ITEM_PERMANENT) || target == NULL ||
+        (target->flags & ZS_ITEM_PERMANENT))
+        return true;
+    if (!zs_root_list_add(rt, holder)) return false;
+    holder->flags |= ZS_ITEM_ESCAPED;
+    holder->flags &= ~ZS_ITEM_LEAF;
+    return true;
 }
 
 /* Allocate and link a new object (caller holds the lock): the body shared by
@@ -421,28 +437,10 @@ static uint32_t conjugates_dropped_locked(zs_runtime *rt, const zs_dropped_conju
             continue; /* freed, or on the expiring list */
         it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
         if (!dropped[i].sole_holder || !destroy_now_allowed(rt, it)) continue;
-        if (rt->destroy_hook != NULL) {
-            rt->in_destroy_hook = true;
-            rt->destroy_hook(rt->destroy_hook_user, rt, it->object, ZS_BEGIN_DESTROY);
-            it->flags |= ZS_ITEM_BEGUN_DESTROY;
-            rt->destroy_hook(rt->destroy_hook_user, rt, it->object, ZS_FINISH_DESTROY);
-            rt->in_destroy_hook = false;
-        }
-        zs_object *object = it->object;
-        if (recycled != NULL && recycled->block == NULL &&
-            object->cls->instance_size == recycled->size) {
-            zs_schema_destroy(rt, &object->cls->schema, (char *)object);
-            name_index_remove(rt, object);
-            rt->live_objects--;
-            if (slot_empty(it)) { /* else retired: the block goes back alone */
-                recycled->index = object->index;
-                recycled->block = object;
-            } else {
-                zs_object_free(rt, object, recycled->size);
-            }
-        } else {
-            zs_object_destroy(rt, it, true);
-        }
+        zs_call_destroy_hook(rt, it, ZS_BEGIN_DESTROY);
+        it->flags |= ZS_ITEM_BEGUN_DESTROY;
+        zs_call_destroy_hook(rt, it, ZS_FINISH_DESTROY);
+        object_destroy(rt, it, true, recycled);
         destroyed++;
     }
     rt->freed_unshared += destroyed;

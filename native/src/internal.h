@@ -557,6 +557,14 @@ void zs_heap_release(zs_runtime *rt);
 zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index);
 void zs_slot_free(zs_runtime *rt, uint32_t index);
 bool zs_root_list_add(zs_runtime *rt, zs_item *it);
+/* Run the destroy hook (if any) on an object with mutation locked out
+   (gc_purge.c, and heap.c for objects freed at once). */
+static inline void zs_call_destroy_hook(zs_runtime *rt, zs_item *it, zs_destroy_phase phase) {
+    if (rt->destroy_hook == NULL) return;
+    rt->in_destroy_hook = true;
+    rt->destroy_hook(rt->destroy_hook_user, rt, it->object, phase);
+    rt->in_destroy_hook = false;
+}
 /* Free an object and its slot; unhash false: already out of the name index. */
 void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash);
 /* Before a large purge: take every DYING object out of the name index in
