@@ -154,7 +154,11 @@ class ModelMachine(RuleBasedStateMachine):
         self.strongs: list[tuple[Any, int, list[bool]]] = []  # (ptr, idx, [disposed])
         self.views: list[View] = []
         self.temps: list[Temp] = []
-        self.dropped_pending = 0  # temporaries dropped since the last creation
+        # Temporaries dropped since the last full collection: the next
+        # creation frees those the C constructor made, but a class's first
+        # object in a runtime comes from the Python constructor (never freed
+        # at once), and an incremental cycle may or may not free them.
+        self.dropped_pending = 0
         self.scopes: list[tuple[int, Any]] = []  # (scope id, context manager)
         self.closed_scopes: set[int] = set()
         self.next_scope = 0
@@ -375,8 +379,8 @@ class ModelMachine(RuleBasedStateMachine):
                     assert ptr.get() is self.conj(i)
         self.check_views()
         # Temporaries' objects may still be there: held by a conjugate, or
-        # dropped with no creation since to free them (an incremental cycle
-        # keeps those born while it ran).
+        # dropped and not freed yet (see dropped_pending); after a full
+        # collection, none.
         extra = self.rt.live_objects() - len(self.alive())
         assert 0 <= extra <= len(self.live_temps()) + self.dropped_pending
         assert self.rt.values_alive() == sum(1 for b in self.blacks if not b.disposed)
@@ -420,7 +424,6 @@ class ModelMachine(RuleBasedStateMachine):
         i = len(self.objs)
         self.objs.append(MObj(i, kind, obj, zs.WeakObjectPtr(obj), obj, outer=outer, value=value))
         self.by_handle[obj.handle] = i
-        self.dropped_pending = 0
         self.touch(i)
         self.touch(outer)
         self.verify()
@@ -556,7 +559,6 @@ class ModelMachine(RuleBasedStateMachine):
         value = data.draw(INT32, label="value")
         cls = Node if kind == "Node" else Leaf
         self.temps.append(Temp(kind, cls(value=value), value))
-        self.dropped_pending = 0
 
     def do_drop_temp(self, data: st.DataObject) -> None:
         """Drop a temporary's only conjugate: its object is freed at the next
