@@ -362,7 +362,11 @@ class LyingBytesBytes(bytes):
 class GcTrigger:
     """Runs a trigger from ``gc.callbacks`` (at the start of the N-th
     collection) while installed; ``gc.set_threshold(1)`` makes a collection
-    run on nearly every allocation of a tracked object."""
+    run on nearly every allocation of a tracked object. What existed before
+    is frozen (``gc.freeze``): each of those collections examines only what
+    the case made (a suite of thousands of cases would otherwise scan the
+    whole process's heap at each), and garbage older than the case cannot
+    run its finalisers in the middle of it."""
 
     def __init__(self, trigger: Trigger) -> None:
         self.trigger = trigger
@@ -373,7 +377,8 @@ class GcTrigger:
             self.trigger()
 
     def __enter__(self) -> GcTrigger:
-        gc.collect()
+        gc.freeze()
+        gc.collect()  # examines nothing; resets the generations' counts
         gc.set_threshold(1, 1, 1)
         gc.callbacks.append(self._callback)
         return self
@@ -382,6 +387,7 @@ class GcTrigger:
         if self._callback in gc.callbacks:
             gc.callbacks.remove(self._callback)
         gc.set_threshold(*self.saved)
+        gc.unfreeze()
 
 
 class _Doomed:
@@ -399,7 +405,8 @@ class _Doomed:
 class DelTrigger:
     """Leaves ``count`` cyclic garbage objects whose finalisers run the
     trigger, with ``gc.set_threshold(1)`` so the collector frees them during
-    the very next API call's allocations."""
+    the very next API call's allocations. What existed before is frozen, as
+    in ``GcTrigger`` (the doomed objects are made after, so they are not)."""
 
     def __init__(self, trigger: Trigger, count: int = 4) -> None:
         self.trigger = trigger
@@ -407,8 +414,9 @@ class DelTrigger:
         self.saved = gc.get_threshold()
 
     def __enter__(self) -> DelTrigger:
-        gc.collect()
         gc.disable()
+        gc.freeze()
+        gc.collect()  # examines nothing; resets the generations' counts
         for _ in range(self.count):
             _Doomed(self.trigger)
         gc.set_threshold(1, 1, 1)
@@ -417,7 +425,8 @@ class DelTrigger:
 
     def __exit__(self, *exc: object) -> None:
         gc.set_threshold(*self.saved)
-        gc.collect()
+        gc.collect()  # what the case made, the doomed objects among it
+        gc.unfreeze()
 
 
 # ---- the classes under test -------------------------------------------------------------
