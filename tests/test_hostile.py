@@ -126,12 +126,19 @@ def _sampled(cases: list[Any]) -> list[Any]:
 # ---------------------------------------------------------------------------
 
 
+CASE_CAPACITY = 1 << 16
+"""Objects a case's runtime can hold: a case makes a few hundred. Under
+the sanitizers (tools/sanitize.sh) the default capacity's 52 MB object
+array costs 12 ms a runtime (its shadow poisoned at each allocation and
+free), and the suite makes one runtime per case."""
+
+
 @pytest.fixture
 def hrt() -> Iterator[zs.Runtime]:
     """A runtime for one hostile test; afterwards (unless a hook closed it)
     the heap verifies and closing it raises nothing."""
     saved = gc.get_threshold()
-    runtime = zs.Runtime()
+    runtime = zs.Runtime(max_objects=CASE_CAPACITY)
     runtime.__enter__()
     try:
         yield runtime

@@ -3,13 +3,31 @@
 # tests and the Python suite against it. Fails on any sanitizer report.
 #
 #   bash tools/sanitize.sh            # C tests + the whole Python suite
+#   bash tools/sanitize.sh --smoke    # C tests + the memory-safety files (CI)
 #   bash tools/sanitize.sh -k gc      # extra arguments go to pytest
+#
+# The smoke run takes the files whose tests attack the heap: hostile values
+# and collector-driven mutation, use after free and expiry, the objects
+# freed at once, views and their lifetimes, native functions and overrides
+# that collect or destroy, the collector itself and the model test (about 2
+# minutes of tests after 2 of building, on 2 cores). The whole suite takes
+# longer than CI's 20 minutes leave for it: run it after changing the
+# native code or the binding.
 #
 # The build happens in a throwaway copy of the tree and a throwaway venv
 # (tools/_sanitized_venv.sh), so the normal in-place build of your checkout
 # is left alone. LeakSanitizer is on for the C tests and off for Python
 # (CPython keeps interned objects until exit).
 set -euo pipefail
+tests=()
+if [ "${1:-}" = --smoke ]; then
+    shift
+    tests=(tests/test_hostile.py tests/test_hostile_audit.py tests/test_hostile_audit_map.py
+        tests/test_hostile_audit_py.py tests/test_safety.py tests/test_unshared_objects.py
+        tests/test_value_lifetimes.py tests/test_parked_views.py tests/test_conjugate_core.py
+        tests/test_native_functions.py tests/test_native_calls.py tests/test_sample_engine.py
+        tests/test_gc.py tests/test_incremental.py tests/test_model.py)
+fi
 # shellcheck source=tools/_sanitized_venv.sh
 . "$(dirname "$0")/_sanitized_venv.sh"
 
@@ -26,5 +44,6 @@ sanitized_venv
 (cd "$tree" && run_sanitized \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider --ignore=tests/test_native_c.py \
     --deselect tests/test_tooling.py::test_package_is_mypy_strict_clean \
-    --deselect tests/test_tooling.py::test_generic_value_types_type_check_in_user_code "$@")
+    --deselect tests/test_tooling.py::test_generic_value_types_type_check_in_user_code \
+    ${tests[@]+"${tests[@]}"} "$@")
 echo "sanitizers: clean"
