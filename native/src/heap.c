@@ -79,10 +79,14 @@ static bool slot_empty(zs_item *it) {
 }
 
 /* Return a slot to the free list (emptied, its serial bumped). */
+/* Put an emptied slot on the free list; out of memory for the list, retire
+   it (never reused). */
+static void slot_release(zs_runtime *rt, uint32_t index) {
+    if (!zs_u32_push(rt, &rt->free_slots, index)) zs_item_at(rt, index)->serial = ZS_SERIAL_RETIRE;
+}
+
 void zs_slot_free(zs_runtime *rt, uint32_t index) {
-    /* Out of memory for the free list: retire the slot (never reused). */
-    zs_item *it = zs_item_at(rt, index);
-    if (slot_empty(it) && !zs_u32_push(rt, &rt->free_slots, index)) it->serial = ZS_SERIAL_RETIRE;
+    if (slot_empty(zs_item_at(rt, index))) slot_release(rt, index);
 }
 
 /* ======================================================================
@@ -219,8 +223,7 @@ typedef struct zs_recycled {
 static void recycled_release(zs_runtime *rt, zs_recycled *recycled) {
     if (recycled->block == NULL) return;
     zs_object_free(rt, recycled->block, recycled->size);
-    if (!zs_u32_push(rt, &rt->free_slots, recycled->index))
-        zs_item_at(rt, recycled->index)->serial = ZS_SERIAL_RETIRE;
+    slot_release(rt, recycled->index); /* emptied when the object was destroyed */
     recycled->block = NULL;
 }
 
