@@ -359,6 +359,16 @@ class LyingBytesBytes(bytes):
 # ---- triggers from CPython's cycle collector ------------------------------------------
 
 
+def _freeze_existing() -> None:
+    """Move every object tracked now out of the collector's reach
+    (``gc.freeze``) and reset the generations' counts (a collection that
+    examines nothing), so that the collections a case forces examine only
+    what the case makes, at the allocations they would fall on after a
+    full collection. ``gc.unfreeze()`` undoes it."""
+    gc.freeze()
+    gc.collect()
+
+
 class GcTrigger:
     """Runs a trigger from ``gc.callbacks`` (at the start of the N-th
     collection) while installed; ``gc.set_threshold(1)`` makes a collection
@@ -377,8 +387,7 @@ class GcTrigger:
             self.trigger()
 
     def __enter__(self) -> GcTrigger:
-        gc.freeze()
-        gc.collect()  # examines nothing; resets the generations' counts
+        _freeze_existing()
         gc.set_threshold(1, 1, 1)
         gc.callbacks.append(self._callback)
         return self
@@ -415,8 +424,7 @@ class DelTrigger:
 
     def __enter__(self) -> DelTrigger:
         gc.disable()
-        gc.freeze()
-        gc.collect()  # examines nothing; resets the generations' counts
+        _freeze_existing()
         for _ in range(self.count):
             _Doomed(self.trigger)
         gc.set_threshold(1, 1, 1)
