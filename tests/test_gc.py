@@ -44,6 +44,54 @@ def test_stats_have_every_field_of_the_native_figures(rt: zs.Runtime) -> None:
         stats.cycle = 2  # type: ignore[misc]
 
 
+def test_stats_fields_have_their_types_and_agree_with_the_heap(rt: zs.Runtime) -> None:
+    """collect_garbage() builds its GcStats in C (native/binding/collection.c):
+    counts are ints, the ``*_seconds`` fields floats converted from the
+    heap's nanoseconds, and ``conjugates_expired`` the cycle's count."""
+    keep = Actor()
+    keep.add_to_root()
+    doomed = [Actor() for _ in range(3)]
+    stats = collect(rt)
+    for field in dataclasses.fields(zs.collector.GcStats):
+        value = getattr(stats, field.name)
+        expected = float if field.name.endswith("_seconds") else int
+        assert type(value) is expected, (field.name, value)
+    assert stats.live_objects == rt.live_objects() == 1
+    assert stats.conjugates_expired == len(doomed) == stats.objects_freed
+    assert all(o.is_expired for o in doomed)
+    assert 0 < stats.mark_seconds < 60 and stats.purge_seconds >= 0
+
+
+def test_a_finalisers_queued_release_is_flushed_by_the_next_collection(rt: zs.Runtime) -> None:
+    """A StrongObjectPtr finalised only queues its native release (a finaliser
+    may run inside a collection); the next full collection releases it first,
+    so its object dies in that same collection."""
+    a = Actor()
+    pointer = zs.StrongObjectPtr(a)
+    collect(rt)
+    assert not a.is_expired
+    del pointer  # queued, not released yet
+    stats = collect(rt)
+    assert a.is_expired
+    assert stats.objects_freed == 1 and rt.live_objects() == 0
+
+
+def test_a_malformed_stats_layout_is_refused_before_anything_is_collected(
+    rt: zs.Runtime,
+) -> None:
+    """The C collection checks its GcStats layout first: a bad one raises
+    TypeError with the heap untouched, not after a collection ran."""
+    a = Actor()
+    for layout in [None, (zs.collector.GcStats,), (zs.collector.GcStats, ("cycle",)), (1, ())]:
+        with pytest.raises(TypeError, match="GcStats layout"):
+            rt._collect_full(rt._describe, layout)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="GcStats layout"):
+            rt._gc_stats(layout)  # type: ignore[arg-type]
+    assert not a.is_expired and rt.live_objects() == 1
+    collect(rt)
+    assert a.is_expired
+
+
 def test_expired_error_is_a_reference_error(rt: zs.Runtime) -> None:
     a = Actor()
     collect(rt)

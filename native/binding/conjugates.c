@@ -209,25 +209,23 @@ static int expire_one(zs_conjugate *conjugate, PyObject *describe, uint64_t pack
     return 0;
 }
 
-/* Runtime._expire_dying_batch(limit, describe) -> (taken, expired): take up
- * to `limit` dying objects from the native expiring list and expire the
- * conjugates they have (expired counts those). */
-static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
-    unsigned int limit;
-    PyObject *describe;
-    if (!PyArg_ParseTuple(args, "IO:_expire_dying_batch", &limit, &describe)) return NULL;
+int zs_expire_dying(zs_runtime_core *rt, uint32_t limit, PyObject *describe, uint32_t *out_taken,
+                    uint32_t *out_expired) {
+    *out_taken = *out_expired = 0;
     if (rt->native == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
-        return NULL;
+        return -1;
     }
     zs_native_api *api = &rt->state->api;
     uint32_t pending = api->zs_gc_expiring_count(rt->native);
     uint32_t count = pending < limit ? pending : limit;
-    if (count == 0) return Py_BuildValue("(II)", 0u, 0u);
+    if (count == 0) return 0;
     size_t each = sizeof(zs_conjugate *) + sizeof(zs_ref) + sizeof(uint64_t) + sizeof(uint8_t);
     char *buffer = PyMem_Malloc((size_t)count * each);
-    if (buffer == NULL) return PyErr_NoMemory();
+    if (buffer == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     zs_released released = {(zs_conjugate **)buffer, 0, count};
     zs_ref *refs = (zs_ref *)(buffer + (size_t)count * sizeof(zs_conjugate *));
     uint64_t *names = (uint64_t *)(refs + count);
@@ -237,9 +235,9 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     if (status != ZS_OK) {
         PyMem_Free(buffer);
         PyObject *what = PyUnicode_FromString("collect_garbage");
-        PyObject *result = what ? zs_call_raise_status(rt->state, status, what, rt) : NULL;
+        Py_XDECREF(what ? zs_call_raise_status(rt->state, status, what, rt) : NULL);
         Py_XDECREF(what);
-        return result;
+        return -1;
     }
     int failed = 0;
     /* Taken objects are off the expiring list, so a purge would free them:
@@ -259,7 +257,22 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     release_all(&released);
     PyMem_Free(buffer);
     zsv_bury(rt); /* the parked views expiry could not free on the spot */
-    if (failed) return NULL;
+    rt->cycle_expired += expired;
+    *out_taken = taken;
+    *out_expired = expired;
+    return failed ? -1 : 0;
+}
+
+/* Runtime._expire_dying_batch(limit, describe) -> (taken, expired): take up
+ * to `limit` dying objects from the native expiring list and expire the
+ * conjugates they have (expired counts those). */
+static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
+    unsigned int limit;
+    PyObject *describe;
+    if (!PyArg_ParseTuple(args, "IO:_expire_dying_batch", &limit, &describe)) return NULL;
+    uint32_t taken, expired;
+    if (zs_expire_dying((zs_runtime_core *)self, limit, describe, &taken, &expired) < 0)
+        return NULL;
     return Py_BuildValue("(II)", taken, expired);
 }
 
@@ -603,6 +616,9 @@ static PyMethodDef runtime_core_methods[] = {
     {"_adopt", runtime_adopt, METH_VARARGS, "A new conjugate for a resolved object."},
     {"_expire_dying_batch", runtime_expire_dying_batch, METH_VARARGS,
      "Expire the conjugates of up to `limit` dying objects: (taken, expired)."},
+    {"_collect_full", (PyCFunction)(void (*)(void))zs_runtime_collect_full, METH_FASTCALL,
+     "A full collection, its dead objects' conjugates expired first: its GcStats."},
+    {"_gc_stats", zs_runtime_gc_stats, METH_O, "The last cycle's figures as a GcStats."},
     {"_expire_all", runtime_expire_all, METH_O, "Expire every conjugate and black value (close)."},
     {"_set_native_class", runtime_set_native_class, METH_VARARGS,
      "A conjugate class's native class in this runtime."},
@@ -635,6 +651,8 @@ static PyMemberDef runtime_core_members[] = {
      "(collections and close() refuse while it is not 0)."},
     {"_flush_pending", T_BOOL, offsetof(zs_runtime_core, flush_pending), 0,
      "Finalisers queued native frees: creation takes the Python path (a safe point)."},
+    {"_cycle_expired", T_ULONGLONG, offsetof(zs_runtime_core, cycle_expired), 0,
+     "Conjugates expired in the current collection cycle (GcStats.conjugates_expired)."},
     {"_collect_every", T_UINT, offsetof(zs_runtime_core, collect_every), 0,
      "GcStress.collect_every (creation takes the Python path when set)."},
     {"_inline_blacks", T_UINT, offsetof(zs_runtime_core, inline_blacks), READONLY,

@@ -16,7 +16,10 @@
  * and never releases it. A native call made from here therefore cannot be
  * interleaved with Python code on another thread, and Runtime.close() sets
  * `closing` (under the GIL) before it frees anything: a fast path that sees
- * `closing == 0` finishes before the heap can go away.
+ * `closing == 0` finishes before the heap can go away. One exception: a full
+ * collection (collection.c) releases the GIL around the native mark and
+ * purge, as the cffi calls of the other collection paths do. It runs under
+ * the runtime's lock, so close() waits for it.
  */
 #ifndef ZSHARP_PY_CORE_H
 #define ZSHARP_PY_CORE_H
@@ -54,7 +57,8 @@
     X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
     X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word) X(zs_array_insert_packed)      \
-    X(zs_conjugates_dropped)
+    X(zs_conjugates_dropped) X(zs_gc_phase_of) X(zs_gc_mark_and_gather) X(zs_gc_purge)        \
+    X(zs_gc_get_stats)
 /* clang-format on */
 
 typedef struct zs_native_api {
@@ -461,6 +465,8 @@ typedef struct zs_runtime_core {
     char flush_pending;         /* finalisers queued native frees: flush at the next safe point */
     const uint32_t *dying_word; /* the native runtime's zs_dying_word while open, else NULL
                                    (zs_dying_window) */
+    uint64_t cycle_expired;     /* conjugates expired in the current collection cycle, whichever
+                                   path expired them (zs_expire_dying; GcStats.conjugates_expired) */
     char expiring;              /* _expire_dying_batch is expiring taken objects' conjugates:
                                Python code run meanwhile (a gc callback on an allocation)
                                may call no host function, whose native collection would free
@@ -578,6 +584,11 @@ uint32_t zs_dropped_ready(zs_runtime_core *rt);
 /* zs_dropped_ready, then zs_conjugates_dropped (a safe point). */
 void zs_dropped_flush(zs_runtime_core *rt);
 zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle);
+/* Take up to `limit` dying objects off the heap's expiring list and expire
+ * their conjugates (counted in rt->cycle_expired): how many were taken and
+ * expired. -1 with an exception (each taken one expired all the same). */
+int zs_expire_dying(zs_runtime_core *rt, uint32_t limit, PyObject *describe, uint32_t *out_taken,
+                    uint32_t *out_expired);
 PyObject *zs_raise_expired(zs_conjugate *conjugate);
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state);
 PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle);
@@ -667,6 +678,10 @@ PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused);
 void zs_name_keys_clear(zs_core_state *state);
 void zs_plan_cache_clear(zs_core_state *state);
 int zs_add_call_types(PyObject *module, zs_core_state *state);
+
+/* collection.c: Runtime._collect_full and Runtime._gc_stats */
+PyObject *zs_runtime_collect_full(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zs_runtime_gc_stats(PyObject *self, PyObject *layout);
 
 /* module.c */
 zs_core_state *zs_state_of_module(PyObject *module);

@@ -3,17 +3,15 @@ clusters and heap verification."""
 
 from __future__ import annotations
 
-import struct
+import dataclasses
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from .._base.errors import HeapCorruptionError
 from .._base.ffi import check, ffi, lib
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from .runtime import Runtime
 
 __all__ = ["GcStats", "GcSettings", "GcStress", "GarbageCollector", "GcPhase", "GcTick"]
@@ -27,7 +25,7 @@ _PHASES: dict[int, GcPhase] = {
     lib.ZS_GC_PURGE_PENDING: "purging",
     lib.ZS_GC_GATHERING: "gathering",
 }
-_IDLE, _MARKING, _PURGE_PENDING, _GATHERING = 0, 1, 2, 3
+_MARKING, _GATHERING = lib.ZS_GC_MARKING, lib.ZS_GC_GATHERING
 
 
 @dataclass(frozen=True)
@@ -75,24 +73,20 @@ class GcStats:
     counted in ``objects_freed``."""
 
 
-_RAW_STATS_NAMES = tuple(name for name, _ in ffi.typeof("zs_gc_stats").fields)
-_RAW_STATS = struct.Struct(f"={len(_RAW_STATS_NAMES)}Q")  # zs_gc_stats: uint64_t fields only
-assert _RAW_STATS.size == ffi.sizeof("zs_gc_stats")
-
-
-def _gc_stats(raw: Any, conjugates_expired: int) -> GcStats:
-    """A ``GcStats`` of native figures (``zs_gc_stats *``), read in one
-    unpack and set in one dict update: the frozen dataclass's constructor
-    costs twice as much, which a game collecting every frame pays.
-    tests/test_gc.py checks that every field is set."""
-    values = dict(zip(_RAW_STATS_NAMES, _RAW_STATS.unpack(ffi.buffer(raw)), strict=True))
-    values["mark_seconds"] = values.pop("mark_ns") / 1e9
-    values["gather_seconds"] = values.pop("gather_ns") / 1e9
-    values["purge_seconds"] = values.pop("purge_ns") / 1e9
-    values["conjugates_expired"] = conjugates_expired
-    stats: GcStats = object.__new__(GcStats)
-    stats.__dict__.update(values)
-    return stats
+_STATS_LAYOUT = (
+    GcStats,
+    tuple(
+        name.removesuffix("_ns") + "_seconds" if name.endswith("_ns") else name
+        for name, _ in ffi.typeof("zs_gc_stats").fields
+    )
+    + ("conjugates_expired",),
+)
+"""How the runtime's C part builds a ``GcStats`` (native/binding/collection.c):
+the class, and the field each ``zs_gc_stats`` member fills, in order (its
+``*_ns`` members in seconds), then ``conjugates_expired``. Built in C because
+a game collecting every frame would otherwise pay more for the figures than
+for collecting a small heap; tests/test_gc.py checks that every field is set."""
+assert set(_STATS_LAYOUT[1]) == {f.name for f in dataclasses.fields(GcStats)}
 
 
 @dataclass(frozen=True)
@@ -157,14 +151,16 @@ class GarbageCollector:
     objects from the native side and expire their conjugates (before any
     memory goes: native/include/zsharp.h, zs_gc_take_expiring), then let
     the purge free them. Each cycle counts the conjugates it expired, for
-    ``stats().conjugates_expired``, whichever path expired them.
+    ``stats().conjugates_expired``, whichever path expired them
+    (``Runtime._cycle_expired``, counted by the expiry in C). A full
+    collection runs the whole sequence in one C call
+    (native/binding/collection.c).
     """
 
-    __slots__ = ("_rt", "_cycle_expired", "settings", "_since_cycle")
+    __slots__ = ("_rt", "settings", "_since_cycle")
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
-        self._cycle_expired = 0
         self.settings = GcSettings()
         """Settings of ``tick`` (a mutable ``GcSettings``)."""
         self._since_cycle = 0.0
@@ -177,32 +173,21 @@ class GarbageCollector:
         Returns the cycle's ``GcStats`` (``rt.collect_garbage()`` is the same).
         """
         runtime = self._rt
-        with runtime._collection("collect_garbage()") as pointer:
-            runtime._flush_deferred()
-            self._expire_pending()  # what a pending cycle gathered: counted in that cycle
-            if lib.zs_gc_phase_of(pointer) in (_IDLE, _PURGE_PENDING):
-                self._cycle_expired = 0  # the mark below begins a new cycle
-            check(
-                self._after_expiry(lib.zs_gc_mark_and_gather, pointer), "collect_garbage", runtime
-            )
-            self._expire_pending()
-            check(
-                self._after_expiry(lib.zs_gc_purge, pointer, 0, ffi.NULL),
-                "collect_garbage",
-                runtime,
-            )
-        return self.stats()
-
-    def _after_expiry(self, native: Callable[..., int], *args: Any) -> int:
-        """Call a native collector function that refuses to run while
-        conjugates wait to be expired; when it refuses, expire them and call
-        it again. Python code run since the last expiry (a gc callback on an
-        allocation, calling a host function that collects natively) may
-        have gathered more dying objects. Returns the final status."""
-        while True:
-            status: int = native(*args)
-            if status != lib.ZS_E_EXPIRY_PENDING or self._expire_pending() == 0:
-                return status
+        with runtime._lock:  # runtime._collection, without a generator's frames
+            runtime._begin_collection("collect_garbage()")
+            try:
+                if runtime._deferred_releases:
+                    runtime._release_deferred()
+                # The sequence of the class docstring: flush, expire what a
+                # pending cycle gathered (counted in that cycle), mark and
+                # gather, expire, purge. A native step refused because
+                # Python code run meanwhile (a gc callback on an allocation,
+                # a host function collecting natively) gathered more runs
+                # again after their expiry.
+                stats: GcStats = runtime._collect_full(runtime._describe, _STATS_LAYOUT)
+            finally:
+                runtime._collecting = False
+        return stats
 
     # ---- incremental collection -----------------------------------------
     @property
@@ -227,7 +212,7 @@ class GarbageCollector:
                 )
             self._expire_pending()
             check(lib.zs_gc_start_incremental(pointer), "start_incremental", runtime)
-            self._cycle_expired = 0
+            runtime._cycle_expired = 0
 
     def step(self, budget_s: float | None = None, *, max_objects: int | None = None) -> bool:
         """Advance the pending cycle by one bounded step.
@@ -311,8 +296,8 @@ class GarbageCollector:
 
     # ---- expiry -----------------------------------------------------------
     def _expire_pending(self, deadline: float | None = None, limit: int | None = None) -> int:
-        """Expire the conjugates of gathered objects, before the purge, and
-        count them in the cycle; return how many dying objects were taken.
+        """Expire the conjugates of gathered objects, before the purge (the
+        cycle counts them); return how many dying objects were taken.
 
         O(K) for K conjugates, in C (``_expire_dying_batch``): per conjugate
         a table lookup, one sentinel and two stores. With a ``deadline``
@@ -325,9 +310,8 @@ class GarbageCollector:
             batch = _ALL if deadline is None else _EXPIRY_BATCH
             if limit is not None:
                 batch = min(batch, limit - total)
-            taken, expired = runtime._expire_dying_batch(batch, runtime._describe)
+            taken, _ = runtime._expire_dying_batch(batch, runtime._describe)
             total += taken
-            self._cycle_expired += expired
             if (
                 taken == 0
                 or (limit is not None and total >= limit)
@@ -349,9 +333,11 @@ class GarbageCollector:
     # ---- figures and checks ---------------------------------------------
     def stats(self) -> GcStats:
         """The last cycle's figures."""
-        raw = ffi.new("zs_gc_stats *")
-        self._rt._call(lib.zs_gc_get_stats, raw)
-        return _gc_stats(raw, self._cycle_expired)
+        runtime = self._rt
+        with runtime._lock:
+            runtime._live_ptr()
+            stats: GcStats = runtime._gc_stats(_STATS_LAYOUT)
+        return stats
 
     def cluster_count(self) -> int:
         """Number of live clusters."""

@@ -335,6 +335,12 @@ class Runtime(_core.RuntimeCore):
 
     def _flush_deferred(self) -> None:
         """Run the native releases queued by finalisers (a safe point)."""
+        self._release_deferred()
+        self._flush_values()  # black values' blocks; callables no binding holds
+
+    def _release_deferred(self) -> None:
+        """The strong references finalisers queued, released (the first half
+        of ``_flush_deferred``; a full collection flushes the rest in C)."""
         self._flush_pending = False  # first: a finaliser running meanwhile sets it again
         queue = self._deferred_releases
         while queue:
@@ -346,7 +352,6 @@ class Runtime(_core.RuntimeCore):
                 queue.clear()
                 break
             lib.zs_release_strong_ref(self._ptr, handle)
-        self._flush_values()  # black values' blocks; callables no binding holds
 
     def bound_callables(self) -> int:
         """Number of Python callables that native delegate bindings hold
@@ -590,13 +595,22 @@ class Runtime(_core.RuntimeCore):
         """Hold the lock for one collection step (mark, expire, purge),
         refusing re-entry on this thread; yields the native runtime."""
         with self._lock:
-            pointer = self._live_ptr()
-            self._refuse_reentry(what)
-            self._collecting = True
+            pointer = self._begin_collection(what)
             try:
                 yield pointer
             finally:
                 self._collecting = False
+
+    def _begin_collection(self, what: str) -> Any:
+        """With the lock held: refuse re-entry on this thread, then mark the
+        runtime as collecting (the caller clears ``_collecting`` when done);
+        the native runtime. ``_collection`` in one call, for the full
+        collection, whose every microsecond a game collecting each frame pays."""
+        pointer = self._live_ptr()
+        if self._adopting or self._collecting or self._closing:
+            self._refuse_reentry(what)
+        self._collecting = True
+        return pointer
 
     def _conjugate_of(self, handle: int) -> Object | None:
         """The conjugate of a handle: existing, new, or None if the object is

@@ -1,0 +1,179 @@
+/* A full collection in one call, and the collector's figures as a GcStats.
+ *
+ * The protocol is the one zsharp_py/_runtime/collector.py states for every
+ * path (GarbageCollector): flush what finalisers queued, expire the
+ * conjugates of dying objects before any memory goes, then let the purge
+ * free them; a native step that refuses because more objects were gathered
+ * meanwhile (ZS_E_EXPIRY_PENDING) runs again after their expiry. The
+ * incremental paths run it step by step in Python; collect_garbage(), which
+ * a game may call every frame, runs it here, where a collection of a small
+ * heap costs a few microseconds instead of tens in Python.
+ *
+ * The caller holds the runtime's lock and has refused re-entry
+ * (Runtime._collection), so no collection or close() starts while Python
+ * code runs inside this one (a finaliser or gc callback on an allocation
+ * of the expiry).
+ */
+#include "value.h"
+
+/* The two native collector steps a full collection makes. */
+typedef enum collector_step { STEP_MARK_AND_GATHER, STEP_PURGE } collector_step;
+
+/* Expire the conjugates of every dying object the heap has gathered (the
+ * expiry counts them in rt->cycle_expired); *out_taken: how many objects
+ * were taken. -1 with an exception. */
+static int expire_pending(zs_runtime_core *rt, PyObject *describe, uint32_t *out_taken) {
+    *out_taken = 0;
+    for (;;) {
+        uint32_t taken, expired;
+        if (zs_expire_dying(rt, UINT32_MAX, describe, &taken, &expired) < 0) return -1;
+        *out_taken += taken;
+        if (taken == 0) return 0;
+    }
+}
+
+/* Run one native step with the GIL released (as the cffi calls of the
+ * incremental paths do: a long mark or purge lets other Python threads
+ * run); while it refuses because objects wait to be expired, expire them
+ * and run it again. Returns its status, or -1 with an exception. */
+static long run_step(zs_runtime_core *rt, collector_step step, PyObject *describe) {
+    zs_native_api *api = &rt->state->api;
+    for (;;) {
+        zs_runtime *native = rt->native;
+        if (native == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
+            return -1;
+        }
+        zs_status status;
+        Py_BEGIN_ALLOW_THREADS;
+        status = step == STEP_MARK_AND_GATHER ? api->zs_gc_mark_and_gather(native)
+                                              : api->zs_gc_purge(native, 0, NULL);
+        Py_END_ALLOW_THREADS;
+        uint32_t taken;
+        if (status != ZS_E_EXPIRY_PENDING) return (long)status;
+        if (expire_pending(rt, describe, &taken) < 0) return -1;
+        if (taken == 0) return (long)status;
+    }
+}
+
+/* Raise for a failed step as every native failure is raised
+ * (zsharp_py/_base/ffi.py, refused). */
+static PyObject *raise_step(zs_runtime_core *rt, long status) {
+    PyObject *what = PyUnicode_FromString("collect_garbage");
+    Py_XDECREF(what ? zs_call_raise_status(rt->state, (zs_ref)status, what, rt) : NULL);
+    Py_XDECREF(what);
+    return NULL;
+}
+
+/* =========================================================================
+ * GcStats
+ * ========================================================================= */
+
+#define STATS_FIELDS (sizeof(zs_gc_stats) / sizeof(uint64_t))
+/* The fields in nanoseconds, shown in seconds. */
+#define STATS_IS_NS(i)                                               \
+    ((i) == offsetof(zs_gc_stats, mark_ns) / sizeof(uint64_t) ||   \
+     (i) == offsetof(zs_gc_stats, gather_ns) / sizeof(uint64_t) || \
+     (i) == offsetof(zs_gc_stats, purge_ns) / sizeof(uint64_t))
+
+/* A GcStats of the heap's figures and rt->cycle_expired. `layout` is
+ * (GcStats, names): the class, and the name of each zs_gc_stats field in
+ * order followed by "conjugates_expired" (collector.py, _STATS_LAYOUT). The
+ * instance is made as object.__new__ makes it and its __dict__ filled
+ * directly, as the frozen dataclass's own constructor would. */
+/* Whether `layout` is a GcStats layout; 0 with TypeError if not. */
+static int stats_layout_valid(PyObject *layout) {
+    if (PyTuple_CheckExact(layout) && PyTuple_GET_SIZE(layout) == 2 &&
+        PyType_Check(PyTuple_GET_ITEM(layout, 0)) &&
+        PyTuple_CheckExact(PyTuple_GET_ITEM(layout, 1)) &&
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(layout, 1)) == (Py_ssize_t)STATS_FIELDS + 1)
+        return 1;
+    PyErr_SetString(PyExc_TypeError, "a GcStats layout: (class, field names)");
+    return 0;
+}
+
+static PyObject *gc_stats_object(zs_runtime_core *rt, PyObject *layout) {
+    if (!stats_layout_valid(layout)) return NULL;
+    if (rt->native == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
+        return NULL;
+    }
+    zs_gc_stats raw;
+    rt->state->api.zs_gc_get_stats(rt->native, &raw);
+    uint64_t fields[STATS_FIELDS];
+    memcpy(fields, &raw, sizeof fields);
+    PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(layout, 0);
+    PyObject *names = PyTuple_GET_ITEM(layout, 1);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *stats = empty ? PyBaseObject_Type.tp_new(cls, empty, NULL) : NULL;
+    Py_XDECREF(empty);
+    PyObject *dict = stats ? PyObject_GenericGetDict(stats, NULL) : NULL;
+    if (dict == NULL) {
+        Py_XDECREF(stats);
+        return NULL;
+    }
+    for (size_t i = 0; i <= STATS_FIELDS; i++) {
+        PyObject *value = i == STATS_FIELDS ? PyLong_FromUnsignedLongLong(rt->cycle_expired)
+                          : STATS_IS_NS(i)  ? PyFloat_FromDouble((double)fields[i] / 1e9)
+                                            : PyLong_FromUnsignedLongLong(fields[i]);
+        if (value == NULL || PyDict_SetItem(dict, PyTuple_GET_ITEM(names, i), value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(dict);
+            Py_DECREF(stats);
+            return NULL;
+        }
+        Py_DECREF(value);
+    }
+    Py_DECREF(dict);
+    return stats;
+}
+
+/* Runtime._gc_stats(layout) -> GcStats: the last cycle's figures. */
+PyObject *zs_runtime_gc_stats(PyObject *self, PyObject *layout) {
+    return gc_stats_object((zs_runtime_core *)self, layout);
+}
+
+/* =========================================================================
+ * The full collection
+ * ========================================================================= */
+
+/* Runtime._collect_full(describe, layout) -> GcStats: a stop-the-world
+ * collection (a pending incremental cycle is finished, not restarted), the
+ * conjugates of its dead objects expired before the purge frees them. */
+PyObject *zs_runtime_collect_full(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_collect_full(describe, layout)");
+        return NULL;
+    }
+    PyObject *describe = args[0], *layout = args[1];
+    if (!stats_layout_valid(layout)) return NULL; /* before anything is collected */
+    if (rt->native == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
+        return NULL;
+    }
+    /* A safe point: black values' blocks and dropped conjugates first, so
+       the mark need not gather them (Runtime._flush_values). */
+    zsv_flush(rt);
+    zs_dropped_flush(rt);
+    zsv_bury(rt);
+    if (zsv_callables_drain(rt) < 0) return NULL;
+    /* What a pending cycle gathered is counted in that cycle. */
+    uint32_t taken;
+    if (expire_pending(rt, describe, &taken) < 0) return NULL;
+    if (rt->native == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
+        return NULL;
+    }
+    zs_gc_phase phase = rt->state->api.zs_gc_phase_of(rt->native);
+    if (phase == ZS_GC_IDLE || phase == ZS_GC_PURGE_PENDING)
+        rt->cycle_expired = 0; /* the mark below begins a new cycle */
+    long status = run_step(rt, STEP_MARK_AND_GATHER, describe);
+    if (status < 0) return NULL;
+    if (status != ZS_OK) return raise_step(rt, status);
+    if (expire_pending(rt, describe, &taken) < 0) return NULL;
+    status = run_step(rt, STEP_PURGE, describe);
+    if (status < 0) return NULL;
+    if (status != ZS_OK) return raise_step(rt, status);
+    return gc_stats_object(rt, layout);
+}
