@@ -10,9 +10,9 @@
  * heap costs a few microseconds instead of tens in Python.
  *
  * The caller holds the runtime's lock and has refused re-entry
- * (Runtime._collection), so no collection or close() starts while Python
- * code runs inside this one (a finaliser or gc callback on an allocation
- * of the expiry).
+ * (Runtime._begin_collection), so no collection or close() starts while
+ * Python code runs inside this one (a finaliser or gc callback on an
+ * allocation of the expiry).
  */
 #include "value.h"
 
@@ -71,9 +71,9 @@ static PyObject *raise_step(zs_runtime_core *rt, long status) {
 
 #define STATS_FIELDS (sizeof(zs_gc_stats) / sizeof(uint64_t))
 /* The fields in nanoseconds, shown in seconds. */
-#define STATS_IS_NS(i)                                               \
-    ((i) == offsetof(zs_gc_stats, mark_ns) / sizeof(uint64_t) ||   \
-     (i) == offsetof(zs_gc_stats, gather_ns) / sizeof(uint64_t) || \
+#define STATS_IS_NS(i)                                                                             \
+    ((i) == offsetof(zs_gc_stats, mark_ns) / sizeof(uint64_t) ||                                   \
+     (i) == offsetof(zs_gc_stats, gather_ns) / sizeof(uint64_t) ||                                 \
      (i) == offsetof(zs_gc_stats, purge_ns) / sizeof(uint64_t))
 
 /* A GcStats of the heap's figures and rt->cycle_expired. `layout` is
