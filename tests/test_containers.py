@@ -848,6 +848,40 @@ def test_optional_scalars_and_objects(rt: zs.Runtime) -> None:
     assert not holder.is_set
 
 
+class ScalarOptionals(zs.Object):
+    flag: zs.Optional[zs.Bool]
+    small: zs.Optional[zs.Int8]
+    big: zs.Optional[zs.UInt64]
+    half: zs.Optional[zs.Float32]
+    real: zs.Optional[zs.Float64]
+
+
+@pytest.mark.parametrize(
+    "member, value",
+    [("flag", True), ("small", -128), ("big", 2**64 - 1), ("half", 0.5), ("real", -1.25)],
+)
+def test_optional_get_reads_each_scalar_kind_from_its_storage(
+    rt: zs.Runtime, member: str, value: object
+) -> None:
+    """``get()`` of a scalar optional reads the element straight from the
+    live storage (native/binding/containers.c): the exact value and type
+    set, the default while unset, and ExpiredConjugateError once the holder
+    is gone, never a read of freed memory."""
+    holder = ScalarOptionals()
+    optional = getattr(holder, member)
+    assert optional.get() is None and optional.get(7) == 7
+    setattr(holder, member, value)
+    got = optional.get()
+    assert got == value and type(got) is type(value)
+    optional.reset()
+    assert optional.get("unset") == "unset"
+    setattr(holder, member, value)
+    del holder
+    collect(rt)
+    with pytest.raises(zs.ExpiredConjugateError):
+        optional.get()
+
+
 def test_optional_property_of_an_object(rt: zs.Runtime) -> None:
     unit = Trooper()
     assert not unit.maybe_text.is_set

@@ -1353,7 +1353,11 @@ static PyObject *optional_get(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (nargs > 1)
         return PyErr_Format(PyExc_TypeError, "get expected at most 1 argument, got %zd", nargs);
     if (!at[value->kind->value_offset]) return Py_NewRef(nargs ? args[0] : Py_None);
-    return zsv_read(value->runtime, value->kind->element, self, 0, value->owner, optional_locator);
+    zsv_kind *element = value->kind->element;
+    /* A scalar is read straight from the live storage (its element sits
+       first): making an int or a float runs no Python code. */
+    if (element->code == ZSV_SCALAR) return zs_scalar_load((zs_scalar_kind)element->scalar, at);
+    return zsv_read(value->runtime, element, self, 0, value->owner, optional_locator);
 }
 
 /* set(value): store a value (replacing any). */
