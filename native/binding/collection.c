@@ -19,6 +19,13 @@
 /* The two native collector steps a full collection makes. */
 typedef enum collector_step { STEP_MARK_AND_GATHER, STEP_PURGE } collector_step;
 
+/* Whether the runtime is still open; 0 with RuntimeError once closed. */
+static int runtime_open(const zs_runtime_core *rt) {
+    if (rt->native != NULL) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
+    return 0;
+}
+
 /* Expire the conjugates of every dying object the heap has gathered (the
  * expiry counts them in rt->cycle_expired); *out_taken: how many objects
  * were taken. -1 with an exception. */
@@ -39,11 +46,8 @@ static int expire_pending(zs_runtime_core *rt, PyObject *describe, uint32_t *out
 static long run_step(zs_runtime_core *rt, collector_step step, PyObject *describe) {
     zs_native_api *api = &rt->state->api;
     for (;;) {
+        if (!runtime_open(rt)) return -1;
         zs_runtime *native = rt->native;
-        if (native == NULL) {
-            PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
-            return -1;
-        }
         zs_status status;
         Py_BEGIN_ALLOW_THREADS;
         status = step == STEP_MARK_AND_GATHER ? api->zs_gc_mark_and_gather(native)
@@ -76,11 +80,6 @@ static PyObject *raise_step(zs_runtime_core *rt, long status) {
      (i) == offsetof(zs_gc_stats, gather_ns) / sizeof(uint64_t) ||                                 \
      (i) == offsetof(zs_gc_stats, purge_ns) / sizeof(uint64_t))
 
-/* A GcStats of the heap's figures and rt->cycle_expired. `layout` is
- * (GcStats, names): the class, and the name of each zs_gc_stats field in
- * order followed by "conjugates_expired" (collector.py, _STATS_LAYOUT). The
- * instance is made as object.__new__ makes it and its __dict__ filled
- * directly, as the frozen dataclass's own constructor would. */
 /* Whether `layout` is a GcStats layout; 0 with TypeError if not. */
 static int stats_layout_valid(PyObject *layout) {
     if (PyTuple_CheckExact(layout) && PyTuple_GET_SIZE(layout) == 2 &&
@@ -92,12 +91,13 @@ static int stats_layout_valid(PyObject *layout) {
     return 0;
 }
 
+/* A GcStats of the heap's figures and rt->cycle_expired. `layout` is
+ * (GcStats, names): the class, and the name of each zs_gc_stats field in
+ * order followed by "conjugates_expired" (collector.py, _STATS_LAYOUT). The
+ * instance is made as object.__new__ makes it and its __dict__ filled
+ * directly, as the frozen dataclass's own constructor would. */
 static PyObject *gc_stats_object(zs_runtime_core *rt, PyObject *layout) {
-    if (!stats_layout_valid(layout)) return NULL;
-    if (rt->native == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
-        return NULL;
-    }
+    if (!stats_layout_valid(layout) || !runtime_open(rt)) return NULL;
     zs_gc_stats raw;
     rt->state->api.zs_gc_get_stats(rt->native, &raw);
     uint64_t fields[STATS_FIELDS];
@@ -147,24 +147,16 @@ PyObject *zs_runtime_collect_full(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     }
     PyObject *describe = args[0], *layout = args[1];
-    if (!stats_layout_valid(layout)) return NULL; /* before anything is collected */
-    if (rt->native == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
-        return NULL;
-    }
-    /* A safe point: black values' blocks and dropped conjugates first, so
-       the mark need not gather them (Runtime._flush_values). */
-    zsv_flush(rt);
-    zs_dropped_flush(rt);
-    zsv_bury(rt);
-    if (zsv_callables_drain(rt) < 0) return NULL;
+    /* Both checked before anything is collected. */
+    if (!stats_layout_valid(layout) || !runtime_open(rt)) return NULL;
+    /* Dropped conjugates first, so the mark need not gather their objects. */
+    if (zs_flush_values(rt) < 0) return NULL;
     /* What a pending cycle gathered is counted in that cycle. */
     uint32_t taken;
     if (expire_pending(rt, describe, &taken) < 0) return NULL;
-    if (rt->native == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
-        return NULL;
-    }
+    /* Its last expiry found the runtime open and took nothing: no Python
+       code ran after that check. */
+    assert(rt->native != NULL);
     zs_gc_phase phase = rt->state->api.zs_gc_phase_of(rt->native);
     if (phase == ZS_GC_IDLE || phase == ZS_GC_PURGE_PENDING)
         rt->cycle_expired = 0; /* the mark below begins a new cycle */

@@ -347,13 +347,16 @@ static PyObject *runtime_set_native_class(PyObject *self, PyObject *args) {
 
 /* Runtime._flush_values(): free the native blocks of black values Python
  * finalised, and drop delegate callables no binding holds (a safe point). */
-static PyObject *runtime_flush_values(PyObject *self, PyObject *unused) {
-    (void)unused;
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+int zs_flush_values(zs_runtime_core *rt) {
     zsv_flush(rt);
     zs_dropped_flush(rt); /* before a collection: it need not gather them */
     zsv_bury(rt);
-    if (zsv_callables_drain(rt) < 0) return NULL;
+    return zsv_callables_drain(rt);
+}
+
+static PyObject *runtime_flush_values(PyObject *self, PyObject *unused) {
+    (void)unused;
+    if (zs_flush_values((zs_runtime_core *)self) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -583,6 +583,10 @@ static inline void zs_conjugate_set_sole(zs_runtime_core *rt, const zs_conjugate
 uint32_t zs_dropped_ready(zs_runtime_core *rt);
 /* zs_dropped_ready, then zs_conjugates_dropped (a safe point). */
 void zs_dropped_flush(zs_runtime_core *rt);
+/* A safe point: free the blocks of black values Python finalised, tell the
+ * heap of dropped conjugates, release buried views and drop callables no
+ * binding holds (Runtime._flush_values). -1 with an exception. */
+int zs_flush_values(zs_runtime_core *rt);
 zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle);
 /* Take up to `limit` dying objects off the heap's expiring list and expire
  * their conjugates (counted in rt->cycle_expired): how many were taken and
