@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
 from collections import deque
 
 import pytest
@@ -645,3 +646,71 @@ def test_survivors_match_the_reachability_model(graph: dict[str, list]) -> None:
                 o.remove_from_root()
         collect(rt)
         assert rt.live_objects() == 0
+
+
+class Labelled(zs.Struct):
+    """A struct that owns native storage through its string."""
+
+    text: zs.String
+
+
+class Owner(zs.Object):
+    """One member of each kind that owns native storage once filled."""
+
+    label: zs.String
+    tags: zs.Set[zs.Name]
+    scores: zs.Map[zs.Name, zs.Int32]
+    floats: zs.Array[zs.Float64]
+    maybe: zs.Optional[zs.String]
+    on_hit: zs.Delegate
+    on_event: zs.MulticastDelegate
+    badge: Labelled
+
+
+def _listener() -> None:
+    """What the delegates of ``Owner`` are bound to."""
+
+
+_FILL = {
+    "label": lambda o: setattr(o, "label", "x" * 40),
+    "tags": lambda o: o.tags.add("T1"),
+    "tags emptied": lambda o: (o.tags.add("T1"), o.tags.clear()),
+    "scores": lambda o: o.scores.__setitem__("k", 1),
+    "floats": lambda o: o.floats.extend([1.0, 2.0]),
+    "maybe": lambda o: setattr(o, "maybe", "text"),
+    "on_hit": lambda o: o.on_hit.bind(_listener),
+    "on_event": lambda o: o.on_event.add(_listener),
+    "badge": lambda o: setattr(o.badge, "text", "y" * 40),
+}
+
+
+@pytest.mark.parametrize("members", [(), *[(name,) for name in _FILL], tuple(_FILL)])
+def test_destroying_an_object_frees_what_each_member_owns(
+    rt: zs.Runtime, members: tuple[str, ...]
+) -> None:
+    # Destruction skips the members that own nothing (native/src/types.c,
+    # value_owns_nothing): each member filled alone, none and all, must
+    # leave the native heap's block count where it was.
+    warm = Owner()
+    for member in members:  # names interned, callable ids: the runtime's for good
+        _FILL[member](warm)
+    del warm
+    rt.collect_garbage()
+    rt.collect_garbage()  # released callables are handed back at the next one
+    baseline = rt.native_memory()["live_blocks"]
+    listener_refs = sys.getrefcount(_listener)
+    owner = Owner()
+    for member in members:
+        _FILL[member](owner)
+    bound = {"on_hit", "on_event"} & set(members)
+    assert (sys.getrefcount(_listener) > listener_refs) == bool(bound)
+    grown = rt.native_memory()["live_blocks"]
+    if set(members) - {"tags emptied", "on_hit"}:
+        assert grown > baseline + 1  # the object's block and the members' storage
+    del owner
+    stats = rt.collect_garbage()
+    assert stats.objects_freed + stats.objects_freed_unshared >= 1
+    assert rt.native_memory()["live_blocks"] == baseline
+    rt.collect_garbage()
+    # A bound delegate owns no block but a callable: released with the object.
+    assert sys.getrefcount(_listener) == listener_refs

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Check that every C, C++ and header file we own is formatted as .clang-format
-# says: the files git tracks under native/, benchmarks/csrc/, examples/ and
-# tools/ (build outputs are never tracked, so never checked). Exits non-zero
+# says: the files under native/, benchmarks/csrc/, examples/ and tools/ that
+# git tracks or would track (new files too, before their first commit: CI
+# checks them once they land; ignored build outputs never). Exits non-zero
 # on any difference, or when the clang-format found is not the version
 # pinned in pyproject.toml's `lint` extra (versions format differently).
 #
@@ -23,7 +24,7 @@ if [ -z "$pinned" ] || [ "$found" != "$pinned" ]; then
     exit 2
 fi
 
-mapfile -t files < <(git ls-files -- \
+mapfile -t files < <(git ls-files --cached --others --exclude-standard -- \
     'native/*.c' 'native/*.h' \
     'benchmarks/csrc/*.c' 'benchmarks/csrc/*.h' 'benchmarks/csrc/*.cpp' \
     'examples/*.c' 'examples/*.h' \

@@ -11,8 +11,8 @@
  * proxies before any memory is released.
  *
  * There is no global state: several runtimes can live in one process and
- * never see each other. Every function locks the runtime's own (recursive)
- * mutex, so the API may be called from several threads.
+ * never see each other. Every function takes the runtime's own recursive
+ * lock, so the API may be called from several threads.
  *
  * Conventions: functions return a zs_status (ZS_OK == 0). Output parameters
  * come last. A reference stored inside an object is a zs_ref: a 64-bit value

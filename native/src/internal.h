@@ -6,6 +6,7 @@
 #ifndef ZSHARP_INTERNAL_H
 #define ZSHARP_INTERNAL_H
 
+#include "lock.h"
 #include "zsharp.h"
 
 #include <assert.h>
@@ -282,7 +283,7 @@ typedef struct zs_slab_class {
 /* ---- the runtime -------------------------------------------------------- */
 
 struct zs_runtime {
-    mtx_t lock; /* recursive; every public function holds it */
+    zs_lock lock; /* recursive; every public function holds it (lock.h) */
 
     /* object array */
     zs_item *items;       /* max_objects items in one block (zeroed pages, so only the
@@ -485,8 +486,8 @@ static inline zs_ref zs_item_share(zs_item *it) {
 
 /* Every public function holds the runtime lock (recursive: a destroy hook
    may call read-only API functions; mutating ones return ZS_E_BUSY there). */
-#define ZS_LOCK(rt) mtx_lock(&(rt)->lock)
-#define ZS_UNLOCK(rt) mtx_unlock(&(rt)->lock)
+#define ZS_LOCK(rt) zs_lock_take(&(rt)->lock)
+#define ZS_UNLOCK(rt) zs_lock_give(&(rt)->lock)
 
 /* The mark filter, valid while marking: a set bit promises that a reference
    to that slot needs nothing from the marker (the target is marked, or

@@ -246,7 +246,7 @@ zs_status zs_runtime_new(const zs_runtime_options *options, zs_runtime **out) {
 
     zs_runtime *rt = calloc(1, sizeof *rt);
     if (rt == NULL) return ZS_E_NOMEM;
-    if (mtx_init(&rt->lock, mtx_plain | mtx_recursive) != thrd_success) {
+    if (!zs_lock_init(&rt->lock)) {
         free(rt);
         return ZS_E_NOMEM;
     }
@@ -297,7 +297,7 @@ void zs_runtime_free(zs_runtime *rt) {
     /* Invariant: every counted block has been returned. */
     assert(rt->live_blocks == 0 && rt->live_bytes == 0);
     ZS_UNLOCK(rt);
-    mtx_destroy(&rt->lock);
+    zs_lock_destroy(&rt->lock);
     free(rt);
 }
 

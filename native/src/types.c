@@ -375,11 +375,44 @@ bool zs_schema_copy(zs_runtime *rt, zs_schema *dst, const zs_schema *src) {
 
 static void value_release(zs_runtime *rt, const zs_type *type, void *value);
 
+/* Whether a value of a NEEDS_DTOR type owns nothing: no storage, no
+   callable, an unset optional. A new object's containers and strings are
+   all such, so destroying an object that never grew them makes no call
+   per member (an object with a dozen value members, made and dropped in a
+   loop, spent a quarter of its time releasing nothing). A struct is never
+   reported empty: value_release checks its members. Relies on a string's
+   or container's storage pointer being NULL only while nothing is
+   allocated: set by its first growth, never reset until released. */
+static inline bool value_owns_nothing(const zs_type *type, const void *value) {
+    switch (type->kind) {
+    case ZS_TYPE_STRING:
+        return ((const zs_string *)value)->data == NULL;
+    case ZS_TYPE_ARRAY:
+    case ZS_TYPE_MULTICAST:
+        return ((const zs_array *)value)->data == NULL;
+    case ZS_TYPE_SET:
+    case ZS_TYPE_MAP:
+        return ((const zs_hash *)value)->entries.data == NULL &&
+               ((const zs_hash *)value)->buckets == NULL;
+    case ZS_TYPE_OPTIONAL:
+        return ((const uint8_t *)value)[type->value_offset] == 0;
+    case ZS_TYPE_DELEGATE:
+        return ((const zs_binding *)value)->callable == 0; /* an object binding is weak */
+    case ZS_TYPE_SPARSE:
+        return *(zs_array *const *)value == NULL;
+    default:
+        return false;
+    }
+}
+
 void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base) {
-    for (uint32_t i = 0; i < schema->count; i++)
-        if ((schema->words[i] & ZS_OP_MASK) == ZS_OP_VALUE &&
-            (schema->types[i]->flags & ZS_TYPE_NEEDS_DTOR))
-            value_release(rt, schema->types[i], base + (schema->words[i] >> ZS_OP_SHIFT));
+    for (uint32_t i = 0; i < schema->count; i++) {
+        if ((schema->words[i] & ZS_OP_MASK) != ZS_OP_VALUE) continue;
+        const zs_type *type = schema->types[i];
+        char *value = base + (schema->words[i] >> ZS_OP_SHIFT);
+        if ((type->flags & ZS_TYPE_NEEDS_DTOR) && !value_owns_nothing(type, value))
+            value_release(rt, type, value);
+    }
 }
 
 /* Release the entries of an array or hash and their storage. */

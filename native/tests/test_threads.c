@@ -14,6 +14,7 @@
  * them after joining. tools/tsan.sh runs this under ThreadSanitizer, which
  * checks that every access is ordered by the lock or is atomic.
  */
+#include "../src/lock.h" /* white-box: the lock on its own */
 #include "test_support.h"
 
 #include <stdatomic.h>
@@ -194,7 +195,93 @@ static void test_threads_share_a_runtime(runner *t) {
     fixture_close(&fx);
 }
 
+/* ======================================================================
+ * The runtime lock (native/src/lock.h) on its own
+ * ====================================================================== */
+
+#define LOCK_THREADS 4u
+#define LOCK_ROUNDS 20000u
+
+typedef struct lock_shared {
+    zs_lock lock;
+    uint64_t counter; /* plain: only ever touched under the lock */
+    uint32_t inside;  /* plain: threads inside; not 0 on entry means exclusion broke */
+    atomic_uint clashes;
+    atomic_uint got; /* the sleeper took the lock */
+} lock_shared;
+
+/* Take the lock, then again (recursion), bump the plain counter, give both. */
+static int lock_worker(void *arg) {
+    lock_shared *s = arg;
+    for (uint32_t i = 0; i < LOCK_ROUNDS; i++) {
+        zs_lock_take(&s->lock);
+        if (s->inside++ != 0) atomic_fetch_add(&s->clashes, 1);
+        zs_lock_take(&s->lock);
+        s->counter++;
+        zs_lock_give(&s->lock);
+        s->inside--;
+        zs_lock_give(&s->lock);
+    }
+    return 0;
+}
+
+/* Threads taking the lock (recursively) in turn never overlap and lose no
+   update of a plain counter; under tools/tsan.sh every access is ordered. */
+static void test_lock_excludes_and_recurses(runner *t) {
+    lock_shared s = {.counter = 0};
+    CHECK(t, zs_lock_init(&s.lock));
+    thrd_t threads[LOCK_THREADS];
+    uint32_t started = 0;
+    for (; started < LOCK_THREADS; started++)
+        if (thrd_create(&threads[started], lock_worker, &s) != thrd_success) break;
+    CHECK_EQ(t, started, LOCK_THREADS);
+    for (uint32_t i = 0; i < started; i++) thrd_join(threads[i], NULL);
+    CHECK_EQ(t, s.counter, (uint64_t)started * LOCK_ROUNDS);
+    CHECK_EQ(t, atomic_load(&s.clashes), 0);
+    CHECK_EQ(t, s.lock.owner, 0);
+    CHECK_EQ(t, s.lock.depth, 0);
+    zs_lock_destroy(&s.lock);
+}
+
+static int lock_sleeper(void *arg) {
+    lock_shared *s = arg;
+    zs_lock_take(&s->lock);
+    atomic_store(&s->got, 1);
+    zs_lock_give(&s->lock);
+    return 0;
+}
+
+/* A thread that finds the lock held goes to sleep (counted in sleepers),
+   does not get it while it is held, and gets it once it is given back. */
+static void test_lock_sleeper_waits_for_the_owner(runner *t) {
+    lock_shared s = {.counter = 0};
+    CHECK(t, zs_lock_init(&s.lock));
+    zs_lock_take(&s.lock);
+    zs_lock_take(&s.lock); /* held twice: one give must not free it */
+    thrd_t sleeper;
+    if (thrd_create(&sleeper, lock_sleeper, &s) != thrd_success) {
+        CHECK(t, false);
+        zs_lock_give(&s.lock);
+        zs_lock_give(&s.lock);
+        zs_lock_destroy(&s.lock);
+        return;
+    }
+    /* Its spins end while the lock is held; then it counts itself asleep. */
+    while (__atomic_load_n(&s.lock.sleepers, __ATOMIC_SEQ_CST) == 0) thrd_yield();
+    CHECK_EQ(t, atomic_load(&s.got), 0);
+    zs_lock_give(&s.lock);
+    CHECK_EQ(t, atomic_load(&s.got), 0); /* still held once */
+    zs_lock_give(&s.lock);
+    thrd_join(sleeper, NULL);
+    CHECK_EQ(t, atomic_load(&s.got), 1);
+    CHECK_EQ(t, s.lock.sleepers, 0);
+    CHECK_EQ(t, s.lock.owner, 0);
+    zs_lock_destroy(&s.lock);
+}
+
 const test_case thread_tests[] = {
     TEST(test_threads_share_a_runtime),
+    TEST(test_lock_excludes_and_recurses),
+    TEST(test_lock_sleeper_waits_for_the_owner),
 };
 const size_t thread_test_count = sizeof thread_tests / sizeof thread_tests[0];

@@ -1,7 +1,7 @@
 """``zs.Runtime``: one isolated native heap plus its conjugate mapping.
 
 Locking (rule 10 of docs/design.md): cffi releases the GIL inside every native call,
-so the C library serialises each call with the runtime's own mutex, and
+so the C library serialises each call with the runtime's own lock, and
 this module holds ``Runtime._lock`` around every sequence of calls that
 must not interleave with a collection (create-then-adopt an object, and
 mark -> expire conjugates -> purge). The C hot paths (zsharp_py._core:
