@@ -52,8 +52,9 @@ void zs_lock_destroy(zs_lock *lock) {
 }
 
 /* Wait until `self` takes the lock: a few yields, then sleep in naps.
-   Counted in `sleepers` before each look, so an owner that gives the lock
-   back after the look sees the count (or, lock.h, the nap ends). */
+   Counted in `sleepers` before the first look that may lead to sleep, so
+   an owner that gives the lock back after that look sees the count (or,
+   lock.h, the nap ends). */
 void zs_lock_wait(zs_lock *lock, uintptr_t self) {
     for (int spin = 0; spin < ZS_LOCK_SPINS; spin++) {
         thrd_yield();
