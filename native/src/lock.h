@@ -1,8 +1,8 @@
 /*
  * lock.h -- the runtime lock: recursive, taken by every public function.
  *
- * A pthread recursive mutex (C11's mtx_recursive) costs two locked
- * instructions and about 90 others in a chain of calls per lock and
+ * A pthread recursive mutex (C11's mtx_recursive) costs about 90
+ * instructions, two of them locked, in a chain of calls per lock and
  * unlock, and every object Python makes takes the lock once
  * (docs/performance.md, "Creating a host object"). This lock costs one
  * compare-and-swap to take and one plain release store to give back.
