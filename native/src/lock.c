@@ -10,13 +10,6 @@
    held for one API call is usually free again within a few of them. */
 #define ZS_LOCK_SPINS 64
 
-/* Take a free lock for `self`; false when it is held. */
-static bool try_take(zs_lock *lock, uintptr_t self) {
-    uintptr_t free_owner = 0;
-    return __atomic_compare_exchange_n(&lock->owner, &free_owner, self, false, __ATOMIC_ACQUIRE,
-                                       __ATOMIC_RELAXED);
-}
-
 /* The moment ZS_LOCK_NAP_NS from now, as cnd_timedwait takes it. */
 static struct timespec nap_end(void) {
     struct timespec until;
@@ -58,11 +51,11 @@ void zs_lock_destroy(zs_lock *lock) {
 void zs_lock_wait(zs_lock *lock, uintptr_t self) {
     for (int spin = 0; spin < ZS_LOCK_SPINS; spin++) {
         thrd_yield();
-        if (try_take(lock, self)) return;
+        if (zs_lock_try_take(lock, self)) return;
     }
     mtx_lock(&lock->nap);
     __atomic_add_fetch(&lock->sleepers, 1, __ATOMIC_SEQ_CST);
-    while (!try_take(lock, self)) {
+    while (!zs_lock_try_take(lock, self)) {
         struct timespec until = nap_end();
         cnd_timedwait(&lock->wake, &lock->nap, &until);
     }

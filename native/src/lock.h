@@ -51,8 +51,16 @@ void zs_lock_destroy(zs_lock *lock);
 void zs_lock_wait(zs_lock *lock, uintptr_t self); /* the contended path of zs_lock_take */
 void zs_lock_wake(zs_lock *lock);                 /* wake the sleepers (zs_lock_give) */
 
-/* Take the lock: again at once if this thread owns it, else free it now
-   with one compare-and-swap, else wait for it. */
+/* Take a free lock for `self` with one compare-and-swap; false when it
+   is held. */
+static inline bool zs_lock_try_take(zs_lock *lock, uintptr_t self) {
+    uintptr_t free_owner = 0;
+    return __atomic_compare_exchange_n(&lock->owner, &free_owner, self, false, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+
+/* Take the lock: again at once if this thread owns it, else free it now,
+   else wait for it. */
 static inline void zs_lock_take(zs_lock *lock) {
     uintptr_t self = zs_lock_self();
     /* Only this thread ever stores `self`: equal means it owns the lock. */
@@ -60,10 +68,7 @@ static inline void zs_lock_take(zs_lock *lock) {
         lock->depth++;
         return;
     }
-    uintptr_t free_owner = 0;
-    if (!__atomic_compare_exchange_n(&lock->owner, &free_owner, self, false, __ATOMIC_ACQUIRE,
-                                     __ATOMIC_RELAXED))
-        zs_lock_wait(lock, self);
+    if (!zs_lock_try_take(lock, self)) zs_lock_wait(lock, self);
     assert(lock->depth == 0);
     lock->depth = 1;
 }
