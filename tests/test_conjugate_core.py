@@ -214,6 +214,58 @@ def test_a_slot_reused_by_a_new_object_never_finds_the_old_conjugate(rt: zs.Runt
     assert old.is_expired and new.health == 2
 
 
+def test_a_freed_conjugates_memory_serves_the_next_one_clean(rt: zs.Runtime) -> None:
+    """A freed conjugate's memory waits in its runtime for the next
+    conjugate, of any class (zs_runtime_core.spares, native/binding/core.h):
+    each starts clean (live, no views, its own object) and each class keeps
+    the count of references its instances hold."""
+    Actor(health=0).mark_as_garbage(), Item(), Holder().where.x  # first uses: caches
+    collect(rt)
+    Holder()  # the class last made (the runtime remembers it) is the same at both counts
+    counts = {cls: sys.getrefcount(cls) for cls in (Actor, Item, Holder)}
+    expired = Actor(health=1)
+    expired.mark_as_garbage()
+    collect(rt)
+    assert type(expired._expired) is ExpiredPointer
+    del expired  # its block, sentinel released, is kept for the next
+    mob = Holder()
+    mob.where.x = 2.5  # a cached view in the conjugate's table
+    del mob
+    for size in range(1, 40):  # up to more at once than the runtime keeps
+        batch = [Actor(health=i) if i % 3 else Item() if i % 2 else Holder() for i in range(size)]
+        for i, made in enumerate(batch):
+            assert type(made) is (Actor if i % 3 else Item if i % 2 else Holder)
+            assert not made.is_expired and made._expired is None
+            assert rt._conjugate_get(made.handle) is made
+            if type(made) is Actor:
+                assert made.health == i
+            elif type(made) is Holder:
+                assert made.where.x == 0.0
+        del batch, made
+    Holder()
+    assert {cls: sys.getrefcount(cls) for cls in counts} == counts
+
+
+def test_a_runtime_outlived_by_conjugates_frees_their_kept_memory() -> None:
+    """The last conjugate of a closed runtime, freed after it, holds the
+    runtime object: its memory goes to the runtime's kept blocks, then the
+    runtime object, freed, frees them all."""
+    runtime = zs.Runtime()
+    with runtime:
+        survivor = Actor(health=5)
+        for _ in range(20):
+            Actor()
+            Item()
+    runtime.close()
+    del runtime
+    gc.collect()
+    assert survivor.is_expired
+    del survivor  # the runtime object goes with it
+    gc.collect()
+    with zs.Runtime():
+        assert Actor(health=3).health == 3 and Item().weight == 1.5
+
+
 def test_conjugates_of_a_big_heap_grow_the_table_and_all_expire(rt: zs.Runtime) -> None:
     actors = [Actor(health=i % 1000) for i in range(5000)]
     assert all(rt._conjugate_get(a.handle) is a for a in actors[::97])

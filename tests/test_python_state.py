@@ -168,6 +168,22 @@ def test_state_of_an_object_only_native_code_held_is_released_when_it_dies(
     assert _instances(Hero) == before - 1  # the conjugate went with it
 
 
+def test_a_stateful_conjugate_never_takes_a_plain_ones_freed_memory(rt: zs.Runtime) -> None:
+    """A plain conjugate's freed memory waits for the next plain one
+    (zs_conjugate_alloc, native/binding/core.h); a stateful conjugate is
+    bigger and tracked: Python's allocator makes it, its state unset."""
+    for _ in range(20):
+        Plain(hp=1)
+    hero = Hero()
+    assert gc.is_tracked(hero) and sys.getsizeof(hero) > 48
+    assert hero.hp == 10 and hero.target_name is None and hero.me is None
+    assert type(hero.cache) is Cache and not hero.cache
+    with pytest.raises(AttributeError):
+        hero.note  # declared without a default: unset
+    plain = Plain()
+    assert not gc.is_tracked(plain) and plain.hp == 0
+
+
 def test_a_conjugate_of_a_class_without_state_is_freed_when_python_drops_it(
     rt: zs.Runtime, team: Team
 ) -> None:

@@ -288,6 +288,24 @@ def test_one_path_raises_for_refused_dying_objects() -> None:
     assert "raise_status(" not in runtime_text
 
 
+def test_one_path_sets_the_current_runtime() -> None:
+    """The C creation path remembers the current runtime's value per thread
+    context and forgets it when the variable is set or reset
+    (``zs_current_memo``, native/binding/core.h): every set and reset goes
+    through ``zs_context_var_set`` and ``zs_context_var_reset``
+    (native/binding/module.c), from Python through ``context.set_current``
+    and ``context.reset_current``. A direct ``current.set()`` would leave
+    the memo stale."""
+    package = ROOT / "src" / "zsharp_py"
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"\bcurrent\.(set|reset)\(", text), path.name
+    for path in sorted((ROOT / "native" / "binding").glob("*.[ch]")):
+        text = path.read_text(encoding="utf-8")
+        calls = len(re.findall(r"PyContextVar_(Set|Reset)\(", text))
+        assert calls == (2 if path.name == "module.c" else 0), path.name
+
+
 def _package_modules() -> list[tuple[str, ast.Module]]:
     package = ROOT / "src" / "zsharp_py"
     return [

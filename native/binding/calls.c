@@ -650,7 +650,7 @@ static int keep_current(zs_core_state *state, PyObject *current) {
     int changed = now != current;
     Py_XDECREF(now);
     if (!changed) return 0;
-    PyObject *token = PyContextVar_Set(state->current, current);
+    PyObject *token = zs_context_var_set(state, state->current, current);
     Py_XDECREF(token);
     return token != NULL ? 0 : -1;
 }
@@ -696,7 +696,7 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
         PyObject *before = NULL, *token = NULL;
         int ready = PyContextVar_Get(state->current, NULL, &before) == 0;
         if (ready && before != (PyObject *)rt) {
-            token = PyContextVar_Set(state->current, (PyObject *)rt);
+            token = zs_context_var_set(state, state->current, (PyObject *)rt);
             ready = token != NULL;
         }
         zsv_call_scope scope;
@@ -707,7 +707,7 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
             status = call_method(rt, self, plan, method, params);
             zsv_call_scope_close(state, &scope);
         }
-        int restored = token != NULL ? PyContextVar_Reset(state->current, token) == 0
+        int restored = token != NULL ? zs_context_var_reset(state, state->current, token) == 0
                                      : before != (PyObject *)rt || keep_current(state, before) == 0;
         if (!restored) {
             report_method(self, plan->name);

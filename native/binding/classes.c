@@ -79,19 +79,17 @@ static PyType_Spec creator_spec = {
  * runtime, or raises). */
 static zs_runtime_core *current_runtime(zs_core_state *state) {
     PyObject *value = NULL;
-    if (PyContextVar_Get(state->current, NULL, &value) < 0) {
+    if (zs_current_get(state, &value) < 0) { /* borrowed: the context holds it */
         PyErr_Clear();
         return NULL;
     }
     zs_runtime_core *rt = NULL;
-    if (value != NULL && value != Py_None && PyObject_TypeCheck(value, state->runtime_type))
+    if (value != NULL && value != Py_None && zs_is_runtime(state, value))
         rt = (zs_runtime_core *)value;
-    /* Borrowed: the context variable keeps it while the context is current. */
-    Py_XDECREF(value);
     if (rt != NULL && !rt->closing) return rt;
     if (PyList_GET_SIZE(state->default_runtime) == 0) return NULL;
     PyObject *fallback = PyList_GET_ITEM(state->default_runtime, 0);
-    if (!PyObject_TypeCheck(fallback, state->runtime_type)) return NULL;
+    if (!zs_is_runtime(state, fallback)) return NULL;
     return (zs_runtime_core *)fallback;
 }
 
@@ -286,7 +284,7 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
     }
     /* Allocated first, running no Python code (zs_conjugate_alloc: no
        collection, and no finaliser, can run here). */
-    zs_conjugate *conjugate = zs_conjugate_alloc(cls);
+    zs_conjugate *conjugate = zs_conjugate_alloc(rt, cls);
     if (conjugate == NULL) return NULL;
     /* Objects dropped since the last creation go first, under the same
        lock: an unshared one leaves its slot and memory, still in cache, to
@@ -381,6 +379,20 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_k
     return made;
 }
 
+/* `Cls()`, the commonest creation: fast_create with no keywords to read. */
+static PyObject *plain_create(zs_core_state *state, PyTypeObject *cls) {
+    zs_request request;
+    request.rt = current_runtime(state);
+    if (request.rt == NULL || !runtime_usable(request.rt)) return NULL;
+    zs_creator *creator = find_creator(state, request.rt, cls);
+    if (creator == NULL) return NULL;
+    request.outer = ZS_NULL_REF;
+    request.name = NULL;
+    request.count = 0;
+    request.value_count = 0;
+    return create_now(state, cls, &request, creator, NULL);
+}
+
 /* The Python constructor: init_create for a class with a Python __init__
  * (flag set when it is declared, see ObjectMeta in zsharp_py/_model/object.py:
  * it creates the object, then runs __init__), else slow_create. */
@@ -431,23 +443,41 @@ static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
     return python_create(state, cls, args, kwargs);
 }
 
+static PyObject *class_vectorcall_slow(PyObject *cls, PyObject *const *args, size_t nargsf,
+                                       PyObject *kwnames, zs_core_state *state);
+
 /* Calling a conjugate class through vectorcall (no tuple or dict made for
  * the C path). Set on every conjugate class by init_class; taken only while
  * the metaclass's __call__ is class_call. */
 static PyObject *class_vectorcall(PyObject *cls, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames) {
+    zs_core_state *state = NULL;
+    if (Py_TYPE(cls)->tp_call == class_call) {
+        if ((state = ready_state(cls)) == NULL) return NULL;
+        if (PyVectorcall_NARGS(nargsf) == 0 && !((zs_class_object *)cls)->python_init) {
+            PyObject *made;
+            if (kwnames == NULL) {
+                made = plain_create(state, (PyTypeObject *)cls);
+            } else {
+                zs_keywords keywords = {&PyTuple_GET_ITEM(kwnames, 0), args,
+                                        PyTuple_GET_SIZE(kwnames)};
+                made = fast_create(state, (PyTypeObject *)cls, &keywords);
+            }
+            if (made != NULL || PyErr_Occurred()) return made;
+        }
+    }
+    return class_vectorcall_slow(cls, args, nargsf, kwnames, state);
+}
+
+/* class_vectorcall's other calls: a tuple and a dict, as the metaclass's
+ * __call__ (ours, or an override when `state` is NULL) takes them. Out of
+ * line: the creation above stays a short function. */
+static __attribute__((noinline)) PyObject *class_vectorcall_slow(PyObject *cls,
+                                                                 PyObject *const *args,
+                                                                 size_t nargsf, PyObject *kwnames,
+                                                                 zs_core_state *state) {
     Py_ssize_t given = PyVectorcall_NARGS(nargsf);
     ternaryfunc call = Py_TYPE(cls)->tp_call;
-    zs_core_state *state = call == class_call ? ready_state(cls) : NULL;
-    if (call == class_call && state == NULL) return NULL;
-    if (state != NULL && given == 0 && !((zs_class_object *)cls)->python_init) {
-        zs_keywords keywords = {kwnames ? &PyTuple_GET_ITEM(kwnames, 0) : NULL, args,
-                                kwnames ? PyTuple_GET_SIZE(kwnames) : 0};
-        PyObject *made = fast_create(state, (PyTypeObject *)cls, &keywords);
-        if (made != NULL || PyErr_Occurred()) return made;
-    }
-    /* A tuple and a dict, as the metaclass's __call__ (ours or an
-       override) takes them. */
     PyObject *tuple = PyTuple_New(given), *kwargs = NULL;
     if (tuple == NULL) return NULL;
     for (Py_ssize_t i = 0; i < given; i++) PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));

@@ -15,7 +15,7 @@
  * ========================================================================= */
 
 /* Grow the table so that `index` fits: doubling, so that n puts cost O(n). */
-static int table_reserve(zs_runtime_core *rt, uint32_t index) {
+int zs_table_reserve(zs_runtime_core *rt, uint32_t index) {
     if (index < rt->capacity) return 0;
     uint64_t wanted = rt->capacity ? (uint64_t)rt->capacity * 2 : 1024;
     while (wanted <= index) wanted *= 2;
@@ -38,20 +38,7 @@ static int table_reserve(zs_runtime_core *rt, uint32_t index) {
     return 0;
 }
 
-/* Record a new live conjugate: borrowed, or strong for a stateful class
- * (core.h; given up at expiry, expire_one). Runs no Python code. */
-static int table_put(zs_runtime_core *rt, zs_conjugate *conjugate) {
-    uint32_t index = ZS_REF_INDEX(conjugate->handle);
-    if (table_reserve(rt, index) < 0) return -1;
-    /* Invariant: a slot's previous conjugate expired (and left the table)
-       before the native slot could be reused. */
-    assert(rt->table[index] == NULL);
-    rt->table[index] = (PyObject *)conjugate;
-    if (zs_class_stateful(Py_TYPE(conjugate))) Py_INCREF(conjugate);
-    return 0;
-}
-
-zs_conjugate *zs_conjugate_alloc(PyTypeObject *cls) {
+zs_conjugate *zs_conjugate_alloc_new(PyTypeObject *cls) {
     if (!zs_class_stateful(cls)) /* untracked instances (init_class) */
         return (zs_conjugate *)cls->tp_alloc(cls, 0);
     /* Tracked instances: before Python 3.12, allocating one may run a cycle
@@ -61,24 +48,6 @@ zs_conjugate *zs_conjugate_alloc(PyTypeObject *cls) {
     zs_conjugate *conjugate = (zs_conjugate *)cls->tp_alloc(cls, 0);
     if (enabled) PyGC_Enable();
     return conjugate;
-}
-
-/* Bind a freshly allocated conjugate to its object and record it in the
- * table. On failure (out of memory) it stays in no table: freeing it is
- * safe. Runs no Python code. */
-int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle, void *address) {
-    conjugate->address = address;
-    conjugate->handle = handle;
-    conjugate->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
-    return table_put(rt, conjugate);
-}
-
-/* The live conjugate of `handle`, or NULL (borrowed). */
-zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle) {
-    uint32_t index = ZS_REF_INDEX(handle);
-    if (index >= rt->capacity) return NULL;
-    zs_conjugate *found = (zs_conjugate *)rt->table[index];
-    return found != NULL && found->handle == handle ? found : NULL;
 }
 
 /* Drop a conjugate's entry if it is the one recorded (the reference a
@@ -116,17 +85,6 @@ static void dropped_add(zs_runtime_core *rt, zs_ref handle, int sole) {
         rt->dropped_capacity = capacity;
     }
     rt->dropped[rt->dropped_count++] = (zs_dropped_conjugate){handle, (uint32_t)sole, 0};
-}
-
-uint32_t zs_dropped_ready(zs_runtime_core *rt) {
-    uint32_t kept = 0;
-    /* An object given a new conjugate since (adopted back from a handle the
-       heap or Python shared) still has one: it must stay on the way to the
-       expiring list. */
-    for (uint32_t i = 0; i < rt->dropped_count; i++)
-        if (zs_table_get(rt, rt->dropped[i].ref) == NULL) rt->dropped[kept++] = rt->dropped[i];
-    rt->dropped_count = kept;
-    return kept;
 }
 
 void zs_dropped_flush(zs_runtime_core *rt) {
@@ -524,7 +482,7 @@ static PyObject *runtime_adopt(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "_adopt: the object already has a conjugate");
         return NULL;
     }
-    zs_conjugate *conjugate = zs_conjugate_alloc(cls);
+    zs_conjugate *conjugate = zs_conjugate_alloc(rt, cls);
     if (conjugate == NULL) return NULL;
     if (zs_conjugate_bind(rt, conjugate, handle, native) < 0) {
         Py_DECREF(conjugate);
@@ -603,6 +561,11 @@ static void runtime_core_dealloc(PyObject *self) {
     PyMem_Free(rt->deferred);
     rt->table = NULL;
     rt->capacity = 0;
+    while (rt->spare_count > 0) {
+        PyObject *block = rt->spares[--rt->spare_count];
+        ZS_SPARE_SHOW(block);
+        PyObject_Free(block);
+    }
     type->tp_free(self);
     Py_DECREF(type);
 }
@@ -831,8 +794,18 @@ static void conjugate_dealloc(PyObject *self) {
         Py_CLEAR(conjugate->u.expired);
     }
     conjugate->address = NULL;
-    Py_CLEAR(conjugate->runtime);
-    type->tp_free(self);
+    zs_runtime_core *rt = conjugate->runtime;
+    conjugate->runtime = NULL;
+    /* An untracked conjugate's block waits in its runtime for the next one
+       (zs_conjugate_alloc); the runtime frees it if it goes first. */
+    if (ZS_KEEP_SPARES && rt != NULL && type->tp_free == PyObject_Free &&
+        rt->spare_count < ZS_SPARE_CONJUGATES) {
+        ZS_SPARE_HIDE(self);
+        rt->spares[rt->spare_count++] = self;
+    } else {
+        type->tp_free(self);
+    }
+    Py_XDECREF(rt);
     Py_DECREF(type);
 }
 

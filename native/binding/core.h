@@ -294,7 +294,7 @@ int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
     X(structure, "the container it points into changed structure (it may have moved)")             \
     X(parent, "what it points into has expired")
 
-/* What a type derives from among this module's two conjugate bases,
+/* What a type derives from among this module's conjugate and runtime bases,
  * remembered under the type's version tag: a tag names one type as it was
  * when the tag was given (CPython clears it when the type changes and never
  * gives it again), so a hit needs no walk of the type's MRO. */
@@ -303,7 +303,25 @@ typedef struct zs_type_memo {
     unsigned int tag;  /* a tp_version_tag; 0: empty */
     uint8_t conjugate; /* the type derives from ObjectConjugate */
     uint8_t value;     /* the type derives from ValueConjugate */
+    uint8_t runtime;   /* the type derives from RuntimeCore */
 } zs_type_memo;
+
+/* The value of the current-runtime ContextVar as last read, and the key of
+ * the context it was read in: the thread, its context object and that
+ * context's version, which CPython bumps whenever a thread enters or leaves
+ * a context (its own ContextVar cache uses the same key). Setting or
+ * resetting the variable does not bump it, so every set and reset goes
+ * through zs_context_var_set and zs_context_var_reset (module.c), which
+ * forget the memo. While the key holds, the context that holds the value is
+ * the thread's current one, unchanged: `value` is borrowed from it. */
+typedef struct zs_current_memo {
+    char valid;
+    PyThreadState *thread;
+    uint64_t thread_id;
+    PyObject *context;
+    uint64_t context_version;
+    PyObject *value; /* NULL: unset */
+} zs_current_memo;
 
 /* Everything the module shares: its types, the Python callbacks of the slow
  * paths, and the native API. One per module object; every conjugate class
@@ -342,20 +360,21 @@ typedef struct zs_core_state {
     uint32_t kind_count;  /* kinds made so far: the next kind's id */
     uint32_t class_count; /* conjugate classes numbered so far (classes.c) */
     /* Set by configure(); NULL until then. */
-    PyObject *current;           /* the ContextVar of `with Runtime()` */
-    PyObject *default_runtime;   /* list holding the default runtime (0 or 1 items) */
-    PyObject *slow_create;       /* (cls, *args, **kwargs) -> conjugate */
-    PyObject *init_create;       /* the same, for a class with a Python __init__ */
-    PyObject *attribute_error;   /* (obj, name, error, action, value) -> better error or None */
-    PyObject *expired_error;     /* (sentinel) -> ExpiredConjugateError */
-    PyObject *raise_status;      /* (status, what, runtime) -> raises (expires first if dying) */
-    PyObject *store_failed;      /* (holder, value, what) -> raises */
-    PyObject *store_refused;     /* (runtime, status, what) -> raises */
-    PyObject *expired_type;      /* the ExpiredPointer class (a tuple subclass) */
-    PyObject *expired_exception; /* the ExpiredConjugateError class */
-    PyObject *current_runtime;   /* () -> the current runtime (made on first use) */
-    PyObject *name_class;        /* zs.Name: the class of names made here */
-    PyObject *describe_value;    /* (value) -> str: names an expired value in its message */
+    PyObject *current;            /* the ContextVar of `with Runtime()` */
+    zs_current_memo current_memo; /* its value in the context it was read in */
+    PyObject *default_runtime;    /* list holding the default runtime (0 or 1 items) */
+    PyObject *slow_create;        /* (cls, *args, **kwargs) -> conjugate */
+    PyObject *init_create;        /* the same, for a class with a Python __init__ */
+    PyObject *attribute_error;    /* (obj, name, error, action, value) -> better error or None */
+    PyObject *expired_error;      /* (sentinel) -> ExpiredConjugateError */
+    PyObject *raise_status;       /* (status, what, runtime) -> raises (expires first if dying) */
+    PyObject *store_failed;       /* (holder, value, what) -> raises */
+    PyObject *store_refused;      /* (runtime, status, what) -> raises */
+    PyObject *expired_type;       /* the ExpiredPointer class (a tuple subclass) */
+    PyObject *expired_exception;  /* the ExpiredConjugateError class */
+    PyObject *current_runtime;    /* () -> the current runtime (made on first use) */
+    PyObject *name_class;         /* zs.Name: the class of names made here */
+    PyObject *describe_value;     /* (value) -> str: names an expired value in its message */
     zs_native_api api;
     int configured;
     /* Calls from native code (calls.c); set by configure_calls(). */
@@ -428,11 +447,70 @@ static inline int zs_is_value(zs_core_state *state, PyObject *object) {
     return zs_type_derives(state, Py_TYPE(object))->value;
 }
 
+/* Whether `object` is a runtime (a zs.Runtime: a subclass, so
+ * PyObject_TypeCheck would walk its MRO every time). */
+static inline int zs_is_runtime(zs_core_state *state, PyObject *object) {
+    return zs_type_derives(state, Py_TYPE(object))->runtime;
+}
+
+/* ---- the current runtime's ContextVar --------------------------------------- */
+
+/* Read the variable and remember it (module.c): 0, or -1 with an error. */
+int zs_current_read(zs_core_state *state, PyObject **out);
+
+/* The value of the current-runtime ContextVar in this thread's context,
+ * borrowed (the context holds it), NULL when unset: 0, or -1 with an error.
+ * A memo hit costs a few loads instead of PyContextVar_Get's call. */
+static inline int zs_current_get(zs_core_state *state, PyObject **out) {
+    const zs_current_memo *memo = &state->current_memo;
+    PyThreadState *thread = PyThreadState_Get();
+    if (memo->valid && memo->thread == thread && memo->thread_id == thread->id &&
+        memo->context == thread->context && memo->context_version == thread->context_ver) {
+        *out = memo->value;
+        return 0;
+    }
+    return zs_current_read(state, out);
+}
+
+/* Set or reset a ContextVar (the current runtime's or any other), then
+ * forget the memo of the current runtime's (module.c). */
+PyObject *zs_context_var_set(zs_core_state *state, PyObject *variable, PyObject *value);
+int zs_context_var_reset(zs_core_state *state, PyObject *variable, PyObject *token);
+
 /* ---- runtimes: the conjugate table ----------------------------------------- */
 
 struct zsv_value;
 struct zsv_name_memo;
 struct zsv_table;
+
+/* Conjugate blocks a runtime keeps for reuse (zs_runtime_core.spares).
+ * Memory-safety tools must still see a kept block as freed: AddressSanitizer
+ * is told so (ZS_SPARE_HIDE poisons it until it is taken or freed), and the
+ * valgrind build (-DZS_NO_OBJECT_SLAB without ASan: every block its own, as
+ * the native objects, native/src/internal.h) keeps none. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) /* clang's spelling of __SANITIZE_ADDRESS__ */
+#define ZS_SPARES_POISONED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(ZS_SPARES_POISONED)
+#define ZS_SPARES_POISONED 1
+#endif
+#define ZS_SPARE_CONJUGATES 16
+#if defined(ZS_SPARES_POISONED)
+#include <sanitizer/asan_interface.h>
+#define ZS_KEEP_SPARES 1
+#define ZS_SPARE_HIDE(block) ASAN_POISON_MEMORY_REGION((block), sizeof(zs_conjugate))
+#define ZS_SPARE_SHOW(block) ASAN_UNPOISON_MEMORY_REGION((block), sizeof(zs_conjugate))
+#else
+#if defined(ZS_NO_OBJECT_SLAB)
+#define ZS_KEEP_SPARES 0
+#else
+#define ZS_KEEP_SPARES 1
+#endif
+#define ZS_SPARE_HIDE(block) ((void)(block))
+#define ZS_SPARE_SHOW(block) ((void)(block))
+#endif
 
 /* The C part of zs.Runtime. The conjugate table maps a handle's slot index to
  * the live conjugate of the object in that slot; entries are borrowed: a
@@ -496,6 +574,12 @@ typedef struct zs_runtime_core {
     PyObject **callables;            /* [callable_capacity]: delegate callables by id - 1 (names.c);
                                     a free slot holds the next free id, tagged odd */
     uint32_t callable_capacity, callable_count, callable_free;
+    /* Freed conjugates' memory, kept for the next ones (zs_conjugate_alloc):
+       a loop making and dropping objects skips Python's allocator. Raw
+       blocks of sizeof(zs_conjugate) bytes, no object in them (no type, no
+       reference held); freed with the runtime object. */
+    PyObject *spares[ZS_SPARE_CONJUGATES];
+    uint32_t spare_count;
 } zs_runtime_core;
 
 /* Whether objects may be dying whose conjugates have not expired yet (a
@@ -566,28 +650,80 @@ static inline zs_ref zs_conjugate_share(const zs_conjugate *conjugate) {
 }
 
 /* conjugates.c */
-/* A new conjugate of `cls` (a conjugate class), not bound yet: allocating
- * it runs no Python code (state.c says why that needs care). */
-zs_conjugate *zs_conjugate_alloc(PyTypeObject *cls);
-int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle, void *address);
+/* A new conjugate of `cls` from Python's allocator (zs_conjugate_alloc's
+ * other path). */
+zs_conjugate *zs_conjugate_alloc_new(PyTypeObject *cls);
+
+/* A new conjugate of `cls` (a conjugate class) for `rt`, not bound yet, or
+ * NULL with MemoryError: allocating it runs no Python code (state.c says
+ * why that needs care). An untracked class's takes a block the runtime
+ * kept (zs_runtime_core.spares), and is made as PyType_GenericAlloc makes
+ * one after its allocation. */
+static inline zs_conjugate *zs_conjugate_alloc(zs_runtime_core *rt, PyTypeObject *cls) {
+    if (rt->spare_count == 0 || zs_class_stateful(cls)) return zs_conjugate_alloc_new(cls);
+    /* Untracked classes all have ObjectConjugate's size (init_class). */
+    assert(cls->tp_basicsize == (Py_ssize_t)sizeof(zs_conjugate) && cls->tp_itemsize == 0);
+    PyObject *block = rt->spares[--rt->spare_count];
+    ZS_SPARE_SHOW(block);
+    memset(block, 0, sizeof(zs_conjugate));
+    return (zs_conjugate *)PyObject_Init(block, cls);
+}
+
+/* Grow the table so that `index` fits; -1 with MemoryError (conjugates.c). */
+int zs_table_reserve(zs_runtime_core *rt, uint32_t index);
+
+/* Bind a freshly allocated conjugate to its object and record it in the
+ * table: borrowed, or strong for a stateful class (given up at expiry).
+ * On failure (out of memory) it stays in no table: freeing it is safe.
+ * Runs no Python code. */
+static inline int zs_conjugate_bind(zs_runtime_core *rt, zs_conjugate *conjugate, zs_ref handle,
+                                    void *address) {
+    conjugate->address = address;
+    conjugate->handle = handle;
+    conjugate->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
+    uint32_t index = ZS_REF_INDEX(handle);
+    if (index >= rt->capacity && zs_table_reserve(rt, index) < 0) return -1;
+    /* Invariant: a slot's previous conjugate expired (and left the table)
+       before the native slot could be reused. */
+    assert(rt->table[index] == NULL);
+    rt->table[index] = (PyObject *)conjugate;
+    if (zs_class_stateful(Py_TYPE(conjugate))) Py_INCREF(conjugate);
+    return 0;
+}
 /* Record a conjugate just made with its object (zs_object_new_conjugate)
  * as the sole holder of the handle. */
 static inline void zs_conjugate_set_sole(zs_runtime_core *rt, const zs_conjugate *conjugate) {
     rt->sole[ZS_REF_INDEX(conjugate->handle)] = 1; /* bound: the table has the entry */
 }
+/* The live conjugate of `handle`, or NULL (borrowed). */
+static inline zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle) {
+    uint32_t index = ZS_REF_INDEX(handle);
+    if (index >= rt->capacity) return NULL;
+    zs_conjugate *found = (zs_conjugate *)rt->table[index];
+    return found != NULL && found->handle == handle ? found : NULL;
+}
+
 /* The conjugates dropped since the last safe point, ready for the heap:
  * those whose object has a new conjugate since are left out. Returns how
  * many stay in rt->dropped; the caller passes them to the heap with no
  * Python code in between (GIL held: no conjugate can be made meanwhile),
  * then empties the queue. */
-uint32_t zs_dropped_ready(zs_runtime_core *rt);
+static inline uint32_t zs_dropped_ready(zs_runtime_core *rt) {
+    uint32_t kept = 0;
+    /* An object given a new conjugate since (adopted back from a handle the
+       heap or Python shared) still has one: it must stay on the way to the
+       expiring list. */
+    for (uint32_t i = 0; i < rt->dropped_count; i++)
+        if (zs_table_get(rt, rt->dropped[i].ref) == NULL) rt->dropped[kept++] = rt->dropped[i];
+    rt->dropped_count = kept;
+    return kept;
+}
 /* zs_dropped_ready, then zs_conjugates_dropped (a safe point). */
 void zs_dropped_flush(zs_runtime_core *rt);
 /* A safe point: free the blocks of black values Python finalised, tell the
  * heap of dropped conjugates, release buried views and drop callables no
  * binding holds (Runtime._flush_values). -1 with an exception. */
 int zs_flush_values(zs_runtime_core *rt);
-zs_conjugate *zs_table_get(zs_runtime_core *rt, zs_ref handle);
 /* Take up to `limit` dying objects off the heap's expiring list and expire
  * their conjugates (counted in rt->cycle_expired): how many were taken and
  * expired. -1 with an exception (each taken one expired all the same). */

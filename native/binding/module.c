@@ -28,6 +28,7 @@ const zs_type_memo *zs_type_memo_fill(zs_core_state *state, PyTypeObject *type) 
     zs_type_memo answer = {
         .conjugate = (uint8_t)PyType_IsSubtype(type, state->conjugate_type),
         .value = (uint8_t)PyType_IsSubtype(type, state->value_type),
+        .runtime = (uint8_t)PyType_IsSubtype(type, state->runtime_type),
     };
 #ifdef Py_TPFLAGS_VALID_VERSION_TAG
     unsigned int tag = type->tp_version_tag;
@@ -40,6 +41,60 @@ const zs_type_memo *zs_type_memo_fill(zs_core_state *state, PyTypeObject *type) 
 #endif
     state->type_memo_scratch = answer;
     return &state->type_memo_scratch;
+}
+
+int zs_current_read(zs_core_state *state, PyObject **out) {
+    PyObject *value = NULL;
+    if (PyContextVar_Get(state->current, NULL, &value) < 0) return -1;
+    /* Borrowed: the context holds it (the key below names that context). */
+    Py_XDECREF(value);
+    /* Read after the call, which may have run Python code (a finaliser
+       setting the variable: then the memo was forgotten, and this value is
+       the new one). */
+    PyThreadState *thread = PyThreadState_Get();
+    state->current_memo = (zs_current_memo){
+        .valid = 1,
+        .thread = thread,
+        .thread_id = thread->id,
+        .context = thread->context,
+        .context_version = thread->context_ver,
+        .value = value,
+    };
+    *out = value;
+    return 0;
+}
+
+PyObject *zs_context_var_set(zs_core_state *state, PyObject *variable, PyObject *value) {
+    PyObject *token = PyContextVar_Set(variable, value);
+    /* Nothing allocates between the set and this: code a collection ran
+       during the set read the old value, still right then. */
+    state->current_memo.valid = 0;
+    return token;
+}
+
+int zs_context_var_reset(zs_core_state *state, PyObject *variable, PyObject *token) {
+    int status = PyContextVar_Reset(variable, token);
+    state->current_memo.valid = 0;
+    return status;
+}
+
+/* set_context_var(variable, value) -> Token: `variable.set(value)` for
+ * zsharp_py/_base/context.py, which sets the current runtime through here. */
+static PyObject *set_context_var(PyObject *module, PyObject *args) {
+    PyObject *variable, *value;
+    if (!PyArg_ParseTuple(args, "O!O:set_context_var", &PyContextVar_Type, &variable, &value))
+        return NULL;
+    return zs_context_var_set(zs_state_of_module(module), variable, value);
+}
+
+/* reset_context_var(variable, token): `variable.reset(token)`, likewise. */
+static PyObject *reset_context_var(PyObject *module, PyObject *args) {
+    PyObject *variable, *token;
+    if (!PyArg_ParseTuple(args, "O!O!:reset_context_var", &PyContextVar_Type, &variable,
+                          &PyContextToken_Type, &token))
+        return NULL;
+    if (zs_context_var_reset(zs_state_of_module(module), variable, token) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* Let Python raise the exception of a native status of a call on `rt`'s
@@ -172,6 +227,7 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
     if (PyErr_Occurred()) return NULL;
     state->api = native;
     Py_XSETREF(state->current, Py_NewRef(current));
+    state->current_memo.valid = 0;
     Py_XSETREF(state->default_runtime, Py_NewRef(default_runtime));
     Py_XSETREF(state->slow_create, Py_NewRef(slow_create));
     Py_XSETREF(state->init_create, Py_NewRef(init_create));
@@ -253,6 +309,10 @@ static PyMethodDef core_functions[] = {
      "Refuse object.__dict__['__class__'].__set__ on conjugates (an audit hook, once)."},
     {"call_handler", zs_call_handler_addresses, METH_NOARGS,
      "(handler, user) addresses for zs_set_call_handler."},
+    {"set_context_var", set_context_var, METH_VARARGS,
+     "variable.set(value) -> Token, told to the memo of the current runtime."},
+    {"reset_context_var", reset_context_var, METH_VARARGS,
+     "variable.reset(token), told to the memo of the current runtime."},
     {"native_functions", native_functions, METH_NOARGS,
      "The names of the zsharp.h functions configure() needs the addresses of."},
     {NULL, NULL, 0, NULL},

@@ -7,7 +7,7 @@
  * (zs_class_object.stateful, core.h). A stateful conjugate is never
  * destroyed before its object: the conjugate table holds a strong
  * reference to it from the moment its entry is put
- * (table_put, conjugates.c: creation in C, classes.c, and adoption alike)
+ * (zs_conjugate_bind, core.h: creation in C, classes.c, and adoption alike)
  * until the conjugate expires, so the state lives exactly as long as the
  * object, even while only native references reach it. Expiry takes the
  * entry out of the table first and gives the reference to

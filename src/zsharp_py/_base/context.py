@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .. import _core
+
 __all__ = [
     "RuntimeLike",
     "current",
@@ -23,6 +25,8 @@ __all__ = [
     "default_runtime",
     "entered",
     "made_current",
+    "reset_current",
+    "set_current",
     "set_default_factory",
 ]
 
@@ -92,6 +96,22 @@ current: contextvars.ContextVar[Any] = contextvars.ContextVar(
 )
 """The runtime of the innermost ``with`` block or activation (None: the default)."""
 
+
+def set_current(runtime: Any) -> contextvars.Token[Any]:
+    """Make ``runtime`` the value of ``current`` in this context; the token
+    undoes it. Every change of ``current`` goes through here or
+    ``reset_current``: zsharp_py._core remembers its value per
+    thread context (native/binding/core.h, ``zs_current_memo``) and forgets
+    it when told."""
+    return _core.set_context_var(current, runtime)
+
+
+def reset_current(token: contextvars.Token[Any]) -> None:
+    """Undo the change ``token`` made to ``current``, told to zsharp_py._core
+    as ``set_current`` is."""
+    _core.reset_context_var(current, token)
+
+
 entered: contextvars.ContextVar[tuple[tuple[Any, contextvars.Token[Any]], ...]] = (
     contextvars.ContextVar("zsharp_entered_runtimes", default=())
 )
@@ -139,7 +159,7 @@ class made_current:
         self.runtime = runtime
 
     def __enter__(self) -> None:
-        self.token = current.set(self.runtime)
+        self.token = set_current(self.runtime)
 
     def __exit__(self, *exc: object) -> None:
-        current.reset(self.token)
+        reset_current(self.token)

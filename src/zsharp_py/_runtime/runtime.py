@@ -174,7 +174,7 @@ class Runtime(_core.RuntimeCore):
         """Push this runtime as the current one in this context."""
         if self._closed:
             raise RuntimeError("this Runtime is closed; create a new zs.Runtime()")
-        context.entered.set(context.entered.get() + ((self, context.current.set(self)),))
+        context.entered.set(context.entered.get() + ((self, context.set_current(self)),))
 
     def _leave_current(self) -> None:
         """Pop this context's innermost entry of this runtime: it may be
@@ -182,7 +182,7 @@ class Runtime(_core.RuntimeCore):
         entered = context.entered.get()
         for position in range(len(entered) - 1, -1, -1):
             if entered[position][0] is self:
-                context.current.reset(entered[position][1])
+                context.reset_current(entered[position][1])
                 context.entered.set(entered[:position] + entered[position + 1 :])
                 break
 
