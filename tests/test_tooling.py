@@ -295,15 +295,18 @@ def test_one_path_sets_the_current_runtime() -> None:
     through ``zs_context_var_set`` and ``zs_context_var_reset``
     (native/binding/module.c), from Python through ``context.set_current``
     and ``context.reset_current``. A direct ``current.set()`` would leave
-    the memo stale."""
+    the memo stale; every C read goes through the memo (``zs_current_get``),
+    so ``zs_current_read`` is the one place that calls PyContextVar_Get."""
     package = ROOT / "src" / "zsharp_py"
     for path in sorted(package.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"\bcurrent\.(set|reset)\(", text), path.name
     for path in sorted((ROOT / "native" / "binding").glob("*.[ch]")):
         text = path.read_text(encoding="utf-8")
-        calls = len(re.findall(r"PyContextVar_(Set|Reset)\(", text))
-        assert calls == (2 if path.name == "module.c" else 0), path.name
+        changes = len(re.findall(r"PyContextVar_(Set|Reset)\(", text))
+        reads = len(re.findall(r"PyContextVar_Get\(state->current\b", text))
+        expected = 1 if path.name == "module.c" else 0
+        assert (changes, reads) == (2 * expected, expected), path.name
 
 
 def _package_modules() -> list[tuple[str, ast.Module]]:

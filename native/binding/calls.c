@@ -646,10 +646,8 @@ static zs_status call_method(zs_runtime_core *rt, PyObject *self, zs_call_plan *
  * 0, or -1 with an error. */
 static int keep_current(zs_core_state *state, PyObject *current) {
     PyObject *now = NULL;
-    if (PyContextVar_Get(state->current, NULL, &now) < 0) return -1;
-    int changed = now != current;
-    Py_XDECREF(now);
-    if (!changed) return 0;
+    if (zs_current_get(state, &now) < 0) return -1; /* borrowed: compared only */
+    if (now == current) return 0;
     PyObject *token = zs_context_var_set(state, state->current, current);
     Py_XDECREF(token);
     return token != NULL ? 0 : -1;
@@ -694,7 +692,8 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
            variable is not set anew: it is only put back if the method left
            another runtime current, as resetting it would. */
         PyObject *before = NULL, *token = NULL;
-        int ready = PyContextVar_Get(state->current, NULL, &before) == 0;
+        int ready = zs_current_get(state, &before) == 0;
+        Py_XINCREF(before); /* held: the method may change the variable */
         if (ready && before != (PyObject *)rt) {
             token = zs_context_var_set(state, state->current, (PyObject *)rt);
             ready = token != NULL;

@@ -891,11 +891,10 @@ zs_runtime_core *zs_current_runtime(zs_core_state *state) {
         PyErr_SetString(PyExc_RuntimeError, "zsharp_py._core is not configured");
         return NULL;
     }
-    if (PyContextVar_Get(state->current, NULL, &value) < 0) return NULL;
-    if (value != NULL && PyObject_TypeCheck(value, state->runtime_type) &&
+    if (zs_current_get(state, &value) < 0) return NULL; /* borrowed */
+    if (value != NULL && zs_is_runtime(state, value) &&
         ((zs_runtime_core *)value)->native != NULL && !((zs_runtime_core *)value)->closing)
-        return (zs_runtime_core *)value;
-    Py_XDECREF(value);
+        return (zs_runtime_core *)Py_NewRef(value);
     PyObject *made = PyObject_CallNoArgs(state->current_runtime);
     if (made != NULL && !PyObject_TypeCheck(made, state->runtime_type)) {
         Py_DECREF(made);
