@@ -160,15 +160,21 @@ static PyObject *keyword_value(const zs_keywords *keywords, PyObject *interned) 
     return NULL;
 }
 
-/* Read the keywords: 1 when the C path can create the object, 0 when the
- * Python constructor must (no error set). Runs no Python code. */
-static int read_request(zs_core_state *state, PyTypeObject *cls, const zs_keywords *keywords,
-                        zs_request *request) {
-    request->rt = NULL;
+/* A request for an object in `rt` with no outer, an automatic name and no
+ * keywords yet (its arrays are filled as keywords are read). */
+static inline void request_start(zs_request *request, zs_runtime_core *rt) {
+    request->rt = rt;
     request->outer = ZS_NULL_REF;
     request->name = NULL;
     request->count = 0;
     request->value_count = 0;
+}
+
+/* Read the keywords: 1 when the C path can create the object, 0 when the
+ * Python constructor must (no error set). Runs no Python code. */
+static int read_request(zs_core_state *state, PyTypeObject *cls, const zs_keywords *keywords,
+                        zs_request *request) {
+    request_start(request, NULL);
     if (keywords->count > ZS_FAST_KEYWORDS + 2) return 0;
     PyObject *outer = keyword_value(keywords, state->str_outer);
     if (outer != NULL && outer != Py_None) {
@@ -382,14 +388,10 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_k
 /* `Cls()`, the commonest creation: fast_create with no keywords to read. */
 static PyObject *plain_create(zs_core_state *state, PyTypeObject *cls) {
     zs_request request;
-    request.rt = current_runtime(state);
+    request_start(&request, current_runtime(state));
     if (request.rt == NULL || !runtime_usable(request.rt)) return NULL;
     zs_creator *creator = find_creator(state, request.rt, cls);
     if (creator == NULL) return NULL;
-    request.outer = ZS_NULL_REF;
-    request.name = NULL;
-    request.count = 0;
-    request.value_count = 0;
     return create_now(state, cls, &request, creator, NULL);
 }
 
