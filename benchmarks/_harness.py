@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import gc
+import itertools
 import math
 import os
 import platform
@@ -37,6 +38,9 @@ __all__ = [
     "NOTES",
     "SERIES",
     "record",
+    "ROUNDS",
+    "paired_ratio",
+    "result_ratio",
     "time_rounds",
     "run_micro",
     "calibrate",
@@ -170,13 +174,41 @@ SERIES: dict[str, list[tuple[int, float]]] = {}
 """Scaling curves for the plot: label -> [(objects, seconds per collection)]."""
 
 
-def record(key: str, value: float | None, why_missing: str = "") -> None:
-    """Record one headline figure (or why it is missing)."""
+ROUNDS: dict[str, tuple[int, tuple[float, ...]]] = {}
+"""The per-round figures behind a headline figure that ``run_micro`` measured:
+(the run, the figure of each round in round order). Two figures of one run
+are compared round by round (``paired_ratio``)."""
+
+
+def record(
+    key: str,
+    value: float | None,
+    why_missing: str = "",
+    rounds: tuple[int, tuple[float, ...]] | None = None,
+) -> None:
+    """Record one headline figure (or why it is missing), and the per-round
+    figures it is the median of when ``run_micro`` measured it."""
     if value is None or math.isnan(value):
         if why_missing:
             NOTES[key] = why_missing
         return
     METRICS[key] = value
+    if rounds is not None:
+        ROUNDS[key] = rounds
+
+
+def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float:
+    """The median of the round-by-round ratios of two cases measured in the
+    same rounds: each round runs one batch of every case, so a change of the
+    machine's speed between rounds (which moves both) cancels out, where the
+    ratio of two medians taken apart can pair a fast round of one case with
+    a slow round of the other. Rounds whose denominator is not above zero
+    (net of the empty loop, a very fast case can be) are left out; NaN when
+    fewer than half are left."""
+    pairs = [n / d for n, d in zip(numerators, denominators, strict=True) if d > 0]
+    if not pairs or 2 * len(pairs) < len(numerators):
+        return math.nan
+    return statistics.median(pairs)
 
 
 # ---------------------------------------------------------------------------
@@ -333,33 +365,75 @@ class MicroResult:
     case: MicroCase
     gross: Stats  # seconds per operation, loop overhead included
     net: Stats  # minus the median cost of an empty loop iteration
+    run: int = 0
+    """Which ``run_micro`` call measured it: rounds pair only within one."""
+    rounds: tuple[float, ...] = ()
+    """Net seconds per item of each round, in round order (the round's own
+    empty-loop time subtracted)."""
+
+    def per_item(self) -> float:
+        """The median net seconds per item."""
+        return self.net.median / self.case.items
+
+    def recorded(self) -> tuple[float, tuple[int, tuple[float, ...]]]:
+        """``record``'s value and rounds for this result."""
+        return self.per_item(), (self.run, self.rounds)
+
+
+def result_ratio(ours: MicroResult, theirs: MicroResult) -> float:
+    """``ours`` over ``theirs``, per item: round by round (``paired_ratio``)
+    when one run measured both, else the ratio of their medians."""
+    if ours.run and ours.run == theirs.run:
+        paired = paired_ratio(ours.rounds, theirs.rounds)
+        if not math.isnan(paired):
+            return paired
+    mine, other = ours.per_item(), theirs.per_item()
+    return mine / other if other else math.nan
+
+
+_RUNS = itertools.count(1)
+
+
+def _run_untimed(case: MicroCase, timer: timeit.Timer, operations: int) -> None:
+    """One batch of ``case`` with its hooks, nothing timed (a warm-up)."""
+    with gc_paused():
+        if case.before_batch is not None:
+            case.before_batch(operations)
+        timer.timeit(operations)
+        if case.after_batch is not None:
+            case.after_batch()
 
 
 def run_micro(
     cases: Sequence[MicroCase], number: int, rounds: int
 ) -> tuple[list[MicroResult], Stats]:
     """Time every case ``rounds`` times ``number`` operations, interleaved:
-    each round runs one batch of every case (in a rotating order), so slow
-    drift of the machine affects all cases alike. Returns the per-operation
+    each round runs one batch of every case (in a rotating order, each timed
+    batch after an untimed tenth of it), so slow drift of the machine
+    affects all cases alike. Returns the per-operation
     statistics of each case and of the empty loop (the overhead)."""
     empty = timeit.Timer("pass")
     timers = [timeit.Timer(case.stmt, globals=case.namespace) for case in cases]
     numbers = [max(int(number * case.scale), 1) for case in cases]
     for case, timer, count in zip(cases, timers, numbers, strict=True):
-        warmup = max(count // 10, 1)
-        if case.before_batch is not None:
-            case.before_batch(warmup)
-        timer.timeit(warmup)  # warm-up, and fail early on a broken statement
-        if case.after_batch is not None:
-            case.after_batch()
+        _run_untimed(case, timer, max(count // 10, 1))  # fail early on a broken statement
     samples: list[list[float]] = [[] for _ in cases]
     empty_samples: list[float] = []
     count = len(timers)
     for round_index in range(rounds):
         empty_samples.append(empty.timeit(number) / number)
+        # Every case runs once per round: samples[i][r] and empty_samples[r]
+        # are of the same round (MicroResult.rounds pairs them).
         for offset in range(count):
             index = (round_index + offset) % count
             case, operations = cases[index], numbers[index]
+            # A tenth of the batch first, untimed (with its hooks): the timed
+            # batch then starts warm whichever case ran before it. Otherwise
+            # a case run right after the same statement (the "alone" twin of
+            # a creation case) starts with the processor's caches and branch
+            # history ready, and the one after another family's statement
+            # does not: 5 to 10% apart for the same loop.
+            _run_untimed(case, timers[index], max(operations // 10, 1))
             if case.before_batch is not None:
                 with gc_paused():
                     case.before_batch(operations)
@@ -376,8 +450,15 @@ def run_micro(
                     seconds += elapsed
             samples[index].append(seconds / operations)
     overhead = summarize(empty_samples)
+    run = next(_RUNS)
     results = [
-        MicroResult(case, summarize(s), summarize(s).minus(overhead.median))
+        MicroResult(
+            case,
+            summarize(s),
+            summarize(s).minus(overhead.median),
+            run,
+            tuple((t - e) / case.items for t, e in zip(s, empty_samples, strict=True)),
+        )
         for case, s in zip(cases, samples, strict=True)
     ]
     return results, overhead

@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._harness import METRICS, NOTES, Config, Table
+from ._harness import METRICS, NOTES, ROUNDS, Config, Table, paired_ratio
 
 __all__ = ["targets_table"]
 
@@ -32,15 +32,30 @@ def _missing(key: str) -> str:
 
 
 def _ratio(numerator: str, denominator: str, label: str) -> Compute:
+    """The ratio of two recorded figures: round by round when one run of
+    interleaved batches measured both (``paired_ratio``), else the ratio of
+    the figures; the label shows the two figures (medians)."""
+
     def compute(m: dict[str, float]) -> tuple[float, str] | str:
         for key in (numerator, denominator):
             if key not in m or not m[key]:
                 return _missing(key)
-        return m[numerator] / m[denominator], label.format(
+        return _figure_ratio(m, numerator, denominator), label.format(
             a=_human(m[numerator]), b=_human(m[denominator])
         )
 
     return compute
+
+
+def _figure_ratio(m: dict[str, float], numerator: str, denominator: str) -> float:
+    """``m[numerator] / m[denominator]``, round by round when one run of
+    interleaved batches measured both (``paired_ratio``)."""
+    ours, theirs = ROUNDS.get(numerator), ROUNDS.get(denominator)
+    if ours is not None and theirs is not None and ours[0] == theirs[0]:
+        paired = paired_ratio(ours[1], theirs[1])
+        if not math.isnan(paired):
+            return paired
+    return m[numerator] / m[denominator]
 
 
 def _human(seconds: float) -> str:
@@ -149,9 +164,9 @@ def _values(peer: str, statistic: str) -> Compute:
             )
         ratios: list[tuple[float, str]] = []
         for row in rows:
-            ours, theirs = m.get(f"values.{row}.zsharp_py"), m[f"values.{row}.{peer}"]
-            if theirs > 0:
-                ratios.append((math.inf if ours is None else ours / theirs, row))
+            ours, theirs = f"values.{row}.zsharp_py", f"values.{row}.{peer}"
+            if m[theirs] > 0:
+                ratios.append((math.inf if ours not in m else _figure_ratio(m, ours, theirs), row))
         if not ratios:
             return f"no values row measured for {peer}"
         missing = [row for ratio, row in ratios if math.isinf(ratio)]
@@ -481,8 +496,10 @@ def targets_table(config: Config) -> Table:
         ["target", "measured", "from", "status"],
         description=(
             "Each target computed from figures measured in this run (ratios are zsharp_py "
-            "over the peer). *not measured*: a figure is missing (a peer unavailable here, "
-            "or a family not run)."
+            "over the peer; of two figures timed in the same interleaved rounds, the median "
+            "of the per-round ratios, so the *from* column's two medians need not divide to "
+            "it). *not measured*: a figure is missing (a peer unavailable here, or a family "
+            "not run)."
             + (
                 " Quick run: the GC figures are from 10,000-object heaps and mean nothing."
                 if config.quick

@@ -42,6 +42,7 @@ from ._harness import (
     fmt_ratio,
     progress,
     record,
+    result_ratio,
     run_micro,
 )
 
@@ -803,17 +804,14 @@ def run(config: Config) -> list[Table]:
     return _tables(config, results, overhead.median, skipped)
 
 
-def _per_item(result: MicroResult) -> float:
-    return result.net.median / result.case.items
-
-
 def _tables(
     config: Config, results: list[MicroResult], overhead: float, skipped: dict[tuple[str, str], str]
 ) -> list[Table]:
     result: MicroResult | None
     primary = {(r.case.peer, r.case.group): r for r in results if r.case.primary}
     for (peer, group), result in primary.items():
-        record(f"bindings.{group}.{peer}", _per_item(result))
+        value, rounds = result.recorded()
+        record(f"bindings.{group}.{peer}", value, rounds=rounds)
     for (peer, group), why in skipped.items():
         record(f"bindings.{group}.{peer}", None, why)
     for result in results:  # creation without its collection: the expiry target's yardstick
@@ -822,7 +820,7 @@ def _tables(
             and result.case.group == "create"
             and not result.case.after_batch_timed
         ):
-            record("bindings.create_alone.zsharp_py", _per_item(result))
+            record("bindings.create_alone.zsharp_py", result.per_item())
 
     ratio_peers = ["nanobind", "pybind11", "raw cffi", "CPython"]
     side = Table(
@@ -842,7 +840,7 @@ def _tables(
             result = primary.get((peer, group))
             why = skipped.get((peer, group), "n/a")
             cells.append(
-                fmt_ns(_per_item(result))
+                fmt_ns(result.per_item())
                 if result is not None
                 else "unavailable"
                 if why.startswith("unavailable")
@@ -852,7 +850,7 @@ def _tables(
         for peer in ratio_peers:
             theirs: MicroResult | None = primary.get((peer, group))
             cells.append(
-                fmt_ratio(_per_item(ours), _per_item(theirs))
+                fmt_ratio(result_ratio(ours, theirs), 1.0)
                 if ours is not None and theirs is not None
                 else "n/a"
             )

@@ -43,6 +43,7 @@ from ._harness import (
     fmt_ratio,
     progress,
     record,
+    result_ratio,
     run_micro,
 )
 
@@ -448,16 +449,13 @@ def run(config: Config) -> list[Table]:
     return tables
 
 
-def _per_item(result: MicroResult) -> float:
-    return result.net.median / result.case.items
-
-
 def _tables(
     config: Config, results: list[MicroResult], overhead: float, skipped: dict[tuple[str, str], str]
 ) -> list[Table]:
     primary = {(r.case.peer, r.case.group): r for r in results if r.case.primary}
     for (peer, group), result in primary.items():
-        record(f"host.{group}.{METRIC_PEERS[peer]}", _per_item(result))
+        value, rounds = result.recorded()
+        record(f"host.{group}.{METRIC_PEERS[peer]}", value, rounds=rounds)
     for (peer, group), why in skipped.items():
         record(f"host.{group}.{METRIC_PEERS[peer]}", None, why)
 
@@ -472,7 +470,9 @@ def _tables(
             "is the median net ns per operation (the empty `timeit` loop, "
             f"{fmt_ns(overhead, 2)} ns, subtracted) of the peer's main case; override rows "
             f"are per call, from a C or C++ loop of {LOOP} calls with the GIL held. Ratios "
-            "are zsharp_py's host class over the peer."
+            "are zsharp_py's host class over the peer, the median of the ratios of the "
+            "batches run in the same round (so they need not equal the quotient of the two "
+            "medians shown)."
         ),
     )
     for group, title in GROUPS:
@@ -481,7 +481,7 @@ def _tables(
             result = primary.get((peer, group))
             why = skipped.get((peer, group), "n/a")
             cells.append(
-                fmt_ns(_per_item(result))
+                fmt_ns(result.per_item())
                 if result is not None
                 else "unavailable"
                 if why.startswith("unavailable")
@@ -491,7 +491,7 @@ def _tables(
         for peer in RATIO_PEERS:
             theirs = primary.get((peer, group))
             cells.append(
-                fmt_ratio(_per_item(ours), _per_item(theirs))
+                fmt_ratio(result_ratio(ours, theirs), 1.0)
                 if ours is not None and theirs is not None
                 else "n/a"
             )
@@ -523,5 +523,5 @@ def _tables(
             "the empty loop. *main*: the case shown side by side."
         ),
     )
-    add_case_rows(detail, results, GROUPS, PEER_NAMES, _per_item)
+    add_case_rows(detail, results, GROUPS, PEER_NAMES, MicroResult.per_item)
     return [side, detail]

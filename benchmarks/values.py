@@ -54,6 +54,7 @@ from ._harness import (
     fmt_ratio,
     progress,
     record,
+    result_ratio,
     run_micro,
 )
 
@@ -828,14 +829,10 @@ def _check(
 # ---------------------------------------------------------------------------
 
 
-def _per_item(result: MicroResult) -> float:
-    return result.net.median / result.case.items
-
-
 def _cell(outcome: Outcome, slot: tuple[str, str, str], missing: str) -> str:
     result = outcome.results.get(slot)
     if result is not None:
-        return fmt_ns(_per_item(result))
+        return fmt_ns(result.per_item())
     why = outcome.unavailable.get(slot) or missing
     return "unavailable" if why.startswith("unavailable") else (why or "-")
 
@@ -852,7 +849,8 @@ def _tables(config: Config, outcome: Outcome, side_missing: dict[str, str]) -> l
                 if side in side_missing
                 else ""
             )
-            record(f"values.{row.key}.{side}", _per_item(result) if result else None, note)
+            value, rounds = result.recorded() if result else (None, None)
+            record(f"values.{row.key}.{side}", value, note, rounds)
     side_table = Table(
         f"{TITLE}: side by side (net ns per operation)",
         [
@@ -894,7 +892,7 @@ def _tables(config: Config, outcome: Outcome, side_missing: dict[str, str]) -> l
             cells.append(_cell(outcome, (row.key, library, "main"), side_missing.get(library, "")))
             theirs = outcome.results.get((row.key, library, "main"))
             ratios.append(
-                fmt_ratio(_per_item(ours), _per_item(theirs))
+                fmt_ratio(result_ratio(ours, theirs), 1.0)
                 if ours is not None and theirs is not None
                 else "n/a"
             )
@@ -965,7 +963,7 @@ def _tables(config: Config, outcome: Outcome, side_missing: dict[str, str]) -> l
             fmt_ns(result.gross.median),
             fmt_ns(result.gross.p99),
             fmt_ns(result.gross.max),
-            fmt_ns(_per_item(result)),
+            fmt_ns(result.per_item()),
             "yes" if role == "main" else "",
         )
     return [side_table, detail]
@@ -986,8 +984,8 @@ def _summary_notes(table: Table, outcome: Outcome) -> None:
         for row in ROWS:
             ours = outcome.results.get((row.key, "zsharp_py", "main"))
             theirs = outcome.results.get((row.key, library, "main"))
-            if ours is not None and theirs is not None and _per_item(theirs) > 0:
-                ratios.append((_per_item(ours) / _per_item(theirs), row.key))
+            if ours is not None and theirs is not None and theirs.per_item() > 0:
+                ratios.append((result_ratio(ours, theirs), row.key))
         if ratios:
             worst = max(ratios)
             table.notes.insert(

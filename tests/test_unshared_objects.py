@@ -37,6 +37,14 @@ class Pair(zs.Struct):
     weight: zs.Float64
 
 
+class Bag(zs.Object):
+    """Owns native memory: a string and an array."""
+
+    label: zs.String
+    numbers: zs.Array[zs.Int32]
+    count: zs.Int32 = 7
+
+
 @pytest.fixture
 def warm(rt: zs.Runtime) -> zs.Runtime:
     """``rt`` with Actor and Holder made once there: a class's first object
@@ -65,6 +73,38 @@ def test_a_dropped_object_is_freed_by_the_next_creation(warm: zs.Runtime) -> Non
     assert stats.objects_freed_unshared == 1002  # since the previous cycle began
     assert stats.objects_freed == 0 and warm.live_objects() == 0
     assert collect(warm).objects_freed_unshared == 0
+
+
+def test_a_creation_right_after_a_drop_takes_the_dropped_objects_place(
+    warm: zs.Runtime,
+) -> None:
+    """``Bag()`` right after the one conjugate dropped since was the sole
+    holder of a Bag destroys that object and makes the new one in its slot
+    and memory in one step (renew_locked, native/src/heap.c). Nothing of the
+    old object may show through: what it owned is freed, the new one has the
+    class's defaults, and the old one's path names nothing."""
+    Bag()
+    collect(warm)
+    first = Bag()
+    soft = zs.SoftObjectPtr[Bag](first)  # its path, read without sharing it
+    fresh = warm.native_memory()["live_bytes"]
+    first.label = "x" * 1000
+    first.numbers.extend(range(1000))
+    first.count = 3
+    assert warm.native_memory()["live_bytes"] > fresh
+    del first
+    second = Bag()
+    assert (second.label, list(second.numbers), second.count) == ("", [], 7)
+    assert warm.live_objects() == 1
+    assert warm.native_memory()["live_bytes"] == fresh
+    assert soft.get() is None
+    assert zs.SoftObjectPtr[Bag](second).get() is second
+    warm.gc.verify()
+    del second
+    stats = collect(warm)
+    # The first freed at once; the second, found by its path, by the collector.
+    assert (stats.objects_freed_unshared, stats.objects_freed) == (1, 1)
+    assert warm.live_objects() == 0
 
 
 def test_a_live_unshared_object_is_collected_as_usual(warm: zs.Runtime) -> None:

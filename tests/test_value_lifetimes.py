@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -267,6 +268,27 @@ def test_first_specialisation_inside_a_function_does_not_keep_its_locals(rt: zs.
     collect(rt)
     # the frame is gone, so its black String must have been freed
     assert rt.values_alive() == 0
+
+
+def test_a_type_argument_inside_a_function_keeps_none_of_its_locals(rt: zs.Runtime) -> None:
+    """Specialising with classes (no string to resolve) reads none of the
+    caller's locals: before Python 3.13, reading a running function's
+    ``f_locals`` leaves a dict of all its locals on the frame, so a
+    conjugate deleted after the subscription would live on until the
+    function returns."""
+
+    class Fresh(zs.Struct):
+        value: zs.Int32
+
+    def body() -> int:
+        mob = Mob()
+        before = sys.getrefcount(mob)
+        assert zs.Array[Fresh] is zs.Array[Fresh]  # made, then cached
+        assert zs.SoftObjectPtr[Mob] is zs.SoftObjectPtr[Mob]
+        zs.Map[zs.Name, zs.WeakObjectPtr[Mob]]
+        return sys.getrefcount(mob) - before
+
+    assert body() == 0
 
 
 def test_red_view_cannot_be_disposed(rt: zs.Runtime) -> None:

@@ -663,10 +663,17 @@ static inline zs_conjugate *zs_conjugate_alloc(zs_runtime_core *rt, PyTypeObject
     if (rt->spare_count == 0 || zs_class_stateful(cls)) return zs_conjugate_alloc_new(cls);
     /* Untracked classes all have ObjectConjugate's size (init_class). */
     assert(cls->tp_basicsize == (Py_ssize_t)sizeof(zs_conjugate) && cls->tp_itemsize == 0);
-    PyObject *block = rt->spares[--rt->spare_count];
-    ZS_SPARE_SHOW(block);
-    memset(block, 0, sizeof(zs_conjugate));
-    return (zs_conjugate *)PyObject_Init(block, cls);
+    zs_conjugate *conjugate = (zs_conjugate *)rt->spares[--rt->spare_count];
+    ZS_SPARE_SHOW(conjugate);
+    /* Cleared field by field: a memset of the whole block, inlined into
+       classes.c's plain_create, compiled to `rep stos`, whose start-up was
+       a third of that function's time. */
+    memset(conjugate, 0, sizeof(PyObject));
+    conjugate->address = NULL;
+    conjugate->handle = ZS_NULL_REF;
+    conjugate->runtime = NULL;
+    conjugate->u.views = NULL;
+    return (zs_conjugate *)PyObject_Init((PyObject *)conjugate, cls);
 }
 
 /* Grow the table so that `index` fits; -1 with MemoryError (conjugates.c). */

@@ -172,6 +172,24 @@ void zs_name_index_clear(zs_runtime *rt) {
         memset(rt->name_buckets, 0, (size_t)rt->name_bucket_count * sizeof(uint32_t));
 }
 
+const char *zs_name_index_fault(zs_runtime *rt, uint32_t *out_index) {
+    uint32_t links = 0;
+    for (uint32_t b = 0; b < rt->name_bucket_count; b++) {
+        for (uint32_t link = rt->name_buckets[b]; link != 0; links++) {
+            *out_index = link - 1;
+            if (links >= rt->live_objects)
+                return "more links than live objects (a cycle, or twice)";
+            if (link - 1 >= rt->high_water || zs_item_at(rt, link - 1)->object == NULL)
+                return "a link names a free slot";
+            const zs_object *object = zs_item_at(rt, link - 1)->object;
+            if (bucket_of(rt, object) != &rt->name_buckets[b])
+                return "an object is linked in another name's bucket";
+            link = object->hash_next;
+        }
+    }
+    return NULL;
+}
+
 zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint32_t name_number,
                          zs_ref *out) {
     if (out == NULL) return ZS_E_INVALID;
@@ -271,6 +289,14 @@ static bool note_escape(zs_runtime *rt, zs_item *holder, const zs_item *target) 
     return true;
 }
 
+/* Whether `cls` is one of this runtime's classes and `init` fits its
+   properties: what every creation checks first. */
+static inline bool creation_valid(const zs_runtime *rt, const zs_class *cls, const char *init,
+                                  uint32_t init_size) {
+    return cls->head.id < rt->class_count && rt->classes[cls->head.id] == cls &&
+           init_size <= cls->instance_size - sizeof(zs_object) && (init_size == 0 || init != NULL);
+}
+
 /* Allocate and link a new object (caller holds the lock): the body shared by
    zs_object_new and zs_object_new_conjugate. init_size bytes of init are
    copied over the zeroed properties; conjugate marks it as having one. A
@@ -281,9 +307,7 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
                                    zs_ref *out_ref, zs_object **out_object) {
     zs_status status = ZS_E_INVALID;
     zs_item *outer_item = NULL;
-    if (cls->head.id >= rt->class_count || rt->classes[cls->head.id] != cls) return status;
-    if (init_size > cls->instance_size - sizeof(zs_object) || (init_size && init == NULL))
-        return status;
+    if (!creation_valid(rt, cls, init, init_size)) return status;
     if (name_index != ZS_NAME_AUTO && name_index >= rt->names.count) return status;
     if (rt->in_destroy_hook) return ZS_E_BUSY;
     if (outer != ZS_NULL_REF && (outer_item = zs_usable_item(rt, outer, &status)) == NULL)
@@ -346,6 +370,60 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
 
 static uint32_t conjugates_dropped_locked(zs_runtime *rt, const zs_dropped_conjugate *dropped,
                                           uint32_t count, zs_recycled *recycled);
+static bool destroy_now_allowed(const zs_runtime *rt, const zs_item *it);
+
+/* `Cls()` in a loop that makes and drops temporaries, fused: the one
+   conjugate dropped since the last creation was the sole holder of an
+   object of `cls`, and the new object has an automatic name and no outer.
+   The dropped object is destroyed as conjugates_dropped_locked and
+   object_destroy would, and the new one made in its slot and block as
+   object_new_locked would: the serial moves on (the old handle goes
+   stale), the properties are destroyed and rewritten from `init`, and the
+   object moves to its new name in the name index. The same steps without
+   the free lists or the checks the general path makes for what cannot
+   happen here. False, with nothing changed, when the general path must
+   run. */
+static bool renew_locked(zs_runtime *rt, const zs_class *cls, const char *init, uint32_t init_size,
+                         const zs_dropped_conjugate *dropped, zs_ref *out_ref,
+                         zs_object **out_object) {
+    zs_item *it = zs_item_of(rt, dropped->ref);
+    /* The poisoning stress switch wants the old block freed and poisoned,
+       as conjugates_dropped_locked's caller does. */
+    if (it == NULL || it->object->cls != cls || !dropped->sole_holder ||
+        !destroy_now_allowed(rt, it) || it->serial + 1 >= ZS_SERIAL_RETIRE || rt->poison_freed ||
+        !creation_valid(rt, cls, init, init_size))
+        return false;
+    /* Objects made while the disregard window is open are permanent, and
+       destroy_now_allowed refuses those: none is renewed as a collectable one. */
+    assert(!rt->disregard_open);
+    zs_object *object = it->object;
+    /* The dropped object goes. */
+    it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
+    zs_call_destroy_hook(rt, it, ZS_BEGIN_DESTROY);
+    it->flags |= ZS_ITEM_BEGUN_DESTROY;
+    zs_call_destroy_hook(rt, it, ZS_FINISH_DESTROY);
+    zs_schema_destroy(rt, &cls->schema, (char *)object);
+    name_index_remove(rt, object);
+    rt->freed_unshared++;
+    /* The new one takes its slot and block: born marked, its conjugate's
+       alone (live_objects is unchanged: one went, one came). */
+    it->serial++;
+    it->cluster_index = -1;
+    it->flags = rt->mark_parity | ZS_ITEM_HAS_CONJUGATE |
+                (cls->schema.strong_count == 0 ? ZS_ITEM_LEAF : 0);
+    ((zs_class *)cls)->next_name_number++;
+    object->outer = ZS_NULL_REF;
+    object->name_index = cls->name_index;
+    object->name_number = cls->next_name_number;
+    char *properties = (char *)(object + 1);
+    if (init_size) memcpy(properties, init, init_size);
+    const size_t rest = cls->instance_size - sizeof(zs_object) - init_size; /* 0: init is whole */
+    if (rest) memset(properties + init_size, 0, rest);
+    if (!name_index_add(rt, object)) object->hash_next = 0; /* not findable by name */
+    *out_ref = ZS_MAKE_REF(object->index, it->serial);
+    *out_object = object;
+    return true;
+}
 
 /* Flattened (object_new_locked, and the destruction of dropped objects,
    compiled into it): a loop making and dropping objects calls it per
@@ -360,16 +438,21 @@ __attribute__((flatten)) zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs
     if (cls == NULL || out_object == NULL || (dropped == NULL && dropped_count > 0))
         return ZS_E_INVALID;
     ZS_LOCK(rt);
-    /* A dropped object of the same size leaves its slot and block, still in
-       cache, to the new one (a loop making and dropping objects of a class). */
-    zs_recycled recycled = {0, cls->instance_size, NULL};
-    if (dropped_count > 0) /* the poisoning stress switch wants every freed block poisoned */
-        conjugates_dropped_locked(rt, dropped, dropped_count, rt->poison_freed ? NULL : &recycled);
     zs_object *object = NULL;
     zs_ref ref = ZS_NULL_REF;
-    zs_status status = object_new_locked(rt, cls, outer, name_index, name_number, init, init_size,
-                                         true, &recycled, &ref, &object);
-    recycled_release(rt, &recycled);
+    zs_status status = ZS_OK;
+    if (dropped_count != 1 || outer != ZS_NULL_REF || name_index != ZS_NAME_AUTO ||
+        !renew_locked(rt, cls, init, init_size, dropped, &ref, &object)) {
+        /* A dropped object of the same size leaves its slot and block, still
+           in cache, to the new one. */
+        zs_recycled recycled = {0, cls->instance_size, NULL};
+        if (dropped_count > 0) /* the poisoning stress switch wants every freed block poisoned */
+            conjugates_dropped_locked(rt, dropped, dropped_count,
+                                      rt->poison_freed ? NULL : &recycled);
+        status = object_new_locked(rt, cls, outer, name_index, name_number, init, init_size, true,
+                                   &recycled, &ref, &object);
+        recycled_release(rt, &recycled);
+    }
     if (status == ZS_OK) memcpy(out_object, &object, sizeof object);
     ZS_UNLOCK(rt);
     assert(status != ZS_OK || ref >= ZS_FIRST_REF);

@@ -574,6 +574,9 @@ void zs_name_index_drop_dying(zs_runtime *rt);
 /* Empty the name index (runtime teardown: every object is about to die;
    FinishDestroy hooks then find no object by name). */
 void zs_name_index_clear(zs_runtime *rt);
+/* What is wrong with the name index (for zs_heap_verify), or NULL: every
+   link names a live object that hashes to its bucket, and none twice. */
+const char *zs_name_index_fault(zs_runtime *rt, uint32_t *out_index);
 
 /* ---- names.c: the name table ----------------------------------------------- */
 

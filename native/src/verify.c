@@ -253,6 +253,9 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
         if (index >= rt->high_water || zs_item_at(rt, index)->object == NULL)
             fail(&c, "root list entry %u names a free slot", index);
     }
+    uint32_t named = 0;
+    const char *fault = c.failed ? NULL : zs_name_index_fault(rt, &named);
+    if (fault != NULL) fail(&c, "name index, object %u: %s", named, fault);
     for (uint32_t i = 0; i < rt->value_capacity && !c.failed; i++) {
         const zs_value_slot *slot = &rt->values[i];
         /* Non-root black values may hold stale references: structure only. */

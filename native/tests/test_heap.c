@@ -989,6 +989,147 @@ static void test_conjugates_dropped(runner *t) {
     fixture_close(&fx);
 }
 
+/* Make a conjugate object of `cls` after `dropped` (its conjugate the sole
+   holder), with `payload` in a node's image. */
+static zs_ref renew(runner *t, zs_runtime *rt, const zs_class *cls, zs_ref dropped,
+                    uint64_t payload, node **out) {
+    node image = {0};
+    image.payload = payload;
+    const uint32_t image_size = (uint32_t)(sizeof image - sizeof image.header);
+    zs_dropped_conjugate entry = {dropped, 1, 0};
+    zs_ref ref = zs_object_new_conjugate(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0,
+                                         (const char *)&image + sizeof image.header, image_size,
+                                         out, &entry, 1);
+    CHECK(t, ref >= ZS_FIRST_REF);
+    return ref >= ZS_FIRST_REF ? ref : ZS_NULL_REF;
+}
+
+/* `Cls()` right after the sole conjugate of an object of the same class was
+   dropped takes the fused path (renew_locked, heap.c). What it leaves must be
+   what destroying the old object and making a new one leave: the old handle
+   stale, both hook phases seen with the old memory intact, what the old
+   properties owned freed, the new properties the image's, the old name gone
+   and the new one findable, the counts right. The conditions it must not
+   take are checked too: a kept object, another class, during marking. */
+static void test_creation_renews_a_dropped_object(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    hook_log log = {.node = fx.node};
+    zs_set_destroy_hook(rt, recording_hook, &log);
+    zs_ref keep = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, keep);
+
+    zs_ref old = make_sole(t, rt, fx.node);
+    zs_memory_stats fresh, after;
+    zs_runtime_memory(rt, &fresh);
+    node *n = node_of(rt, old);
+    if (n == NULL) return;
+    n->payload = 77;
+    LINK(t, rt, old, 0, keep);
+    for (int i = 0; i < 9; i++) PUSH(t, rt, old, keep); /* its list owns a block */
+    const uint32_t index = ZS_REF_INDEX(old), old_number = n->header.name_number;
+    const uint32_t name_index = n->header.name_index, live = zs_live_objects(rt);
+
+    node *raw = NULL;
+    zs_ref renewed = renew(t, rt, fx.node, old, 5, &raw);
+    CHECK_EQ(t, ZS_REF_INDEX(renewed), index);
+    CHECK(t, renewed != old && !alive(rt, old) && alive(rt, renewed));
+    CHECK(t, raw == node_of(rt, renewed) && raw->payload == 5 && raw->ref[0] == ZS_NULL_REF &&
+                 raw->list.count == 0 && raw->list.data == NULL);
+    CHECK(t, raw->header.outer == ZS_NULL_REF && raw->header.cls == fx.node &&
+                 raw->header.index == index);
+    CHECK_EQ(t, raw->header.name_index, name_index);
+    CHECK_EQ(t, raw->header.name_number, old_number + 1);
+    CHECK_EQ(t, zs_live_objects(rt), live);
+    CHECK_EQ(t, count_events(&log, ZS_BEGIN_DESTROY, index), 1);
+    CHECK_EQ(t, count_events(&log, ZS_FINISH_DESTROY, index), 1);
+    CHECK_EQ(t, log.events[0].payload, 77); /* the hook saw the old object */
+    CHECK(t, begins_before_finishes(&log));
+    zs_runtime_memory(rt, &after);
+    CHECK_EQ(t, after.live_bytes, fresh.live_bytes); /* the list's block went */
+    CHECK_EQ(t, drop(rt, old, true), 0);             /* stale: skipped */
+    CHECK(t, alive(rt, renewed));
+    VERIFY(t, rt);
+    zs_ref found = ZS_NULL_REF;
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, old_number, &found));
+    CHECK_EQ(t, found, ZS_NULL_REF);
+
+    /* Again and again in the same slot, each under a new serial. */
+    zs_ref previous = renewed;
+    for (uint64_t i = 0; i < 100; i++) {
+        zs_ref next = renew(t, rt, fx.node, previous, i, &raw);
+        CHECK(t, ZS_REF_INDEX(next) == index && next != previous && !alive(rt, previous));
+        CHECK_EQ(t, raw->payload, i);
+        previous = next;
+    }
+    /* With no image, the properties are zeroed. */
+    node_of(rt, previous)->payload = 55;
+    zs_dropped_conjugate entry = {previous, 1, 0};
+    zs_ref bare = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw,
+                                          &entry, 1);
+    CHECK(t, ZS_REF_INDEX(bare) == index && !alive(rt, previous) && raw->payload == 0);
+    previous = bare;
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, old_number + 102, &found));
+    CHECK_EQ(t, found, previous);
+    CHECK_EQ(t, zs_live_objects(rt), live);
+    VERIFY(t, rt);
+
+    /* Not taken: a rooted object stays, and the new one gets another slot. */
+    zs_ref rooted = make_sole(t, rt, fx.node);
+    ROOT(t, rt, rooted);
+    zs_ref beside = renew(t, rt, fx.node, rooted, 1, &raw);
+    CHECK(t,
+          alive(rt, rooted) && alive(rt, beside) && ZS_REF_INDEX(beside) != ZS_REF_INDEX(rooted));
+    UNROOT(t, rt, rooted);
+    /* Not taken: an object of another class goes, the new one is made whole. */
+    zs_ref small = make_sole(t, rt, fx.leaf);
+    zs_ref big = renew(t, rt, fx.node, small, 3, &raw);
+    CHECK(t, !alive(rt, small) && alive(rt, big) && raw->payload == 3);
+    CHECK(t, raw->header.cls == fx.node);
+    VERIFY(t, rt);
+    /* An object that had an outer: the new one has none, and its old name
+       in that outer is gone. */
+    zs_ref inner = zs_object_new_conjugate(rt, fx.node, keep, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL,
+                                           0);
+    CHECK(t, inner >= ZS_FIRST_REF);
+    const uint32_t inner_number = raw->header.name_number;
+    zs_ref outside = renew(t, rt, fx.node, inner, 4, &raw);
+    CHECK(t, !alive(rt, inner) && raw->header.outer == ZS_NULL_REF && raw->payload == 4);
+    CHECK_OK(t, zs_find_object(rt, keep, name_index, inner_number, &found));
+    CHECK_EQ(t, found, ZS_NULL_REF);
+    VERIFY(t, rt);
+    /* Every renewed object has its conjugate: a collection sends it to be
+       expired, never frees it under the conjugate. */
+    CHECK_OK(t, zs_gc_mark_and_gather(rt));
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 4); /* previous, beside, big, outside */
+    zs_ref taken[8];
+    uint32_t count = 0;
+    CHECK_OK(t, zs_gc_take_expiring(rt, taken, 8, &count));
+    CHECK_EQ(t, count, 4);
+    CHECK_OK(t, zs_gc_purge(rt, 0, NULL));
+    CHECK(t, !alive(rt, previous) && !alive(rt, outside) && !alive(rt, rooted) && alive(rt, keep));
+    /* Each renewal counted as an object freed at once, as the general path
+       counts them: 103 renewals, and the Leaf. */
+    CHECK_EQ(t, gc_stats(rt).objects_freed_unshared, 104);
+
+    /* During marking: the renewed object is born marked and survives the
+       cycle once a root holds it; the one before it is gone. */
+    zs_ref before_cycle = make_sole(t, rt, fx.node);
+    CHECK_OK(t, zs_gc_start_incremental(rt));
+    zs_ref in_cycle = renew(t, rt, fx.node, before_cycle, 9, &raw);
+    LINK(t, rt, keep, 1, in_cycle);
+    int done = 0;
+    for (int steps = 0; steps < 1000 && !done; steps++)
+        CHECK_OK(t, zs_gc_step_bounded(rt, 0, 1, &done));
+    CHECK_OK(t, zs_gc_purge(rt, 0, NULL));
+    CHECK(t,
+          alive(rt, in_cycle) && !alive(rt, before_cycle) && node_of(rt, in_cycle)->payload == 9);
+    VERIFY(t, rt);
+    zs_set_destroy_hook(rt, NULL, NULL);
+    fixture_close(&fx);
+}
+
 /* Dropped sole objects are destroyed at once while an incremental cycle is
    pending, marking or purging, and the cycle completes with a consistent
    heap: none of its lists names them, and an object born in a freed slot
@@ -2413,6 +2554,7 @@ static const test_case tests[] = {
     TEST(test_runtime_create_free),
     TEST(test_conjugates_dropped),
     TEST(test_conjugates_dropped_during_incremental_cycle),
+    TEST(test_creation_renews_a_dropped_object),
     TEST(test_array_assign),
     TEST(test_array_insert_packed),
     TEST(test_runtimes_isolated),

@@ -405,9 +405,15 @@ def declaring_scope(
 
     Only classes are kept from a function's locals, or only ``names`` when
     given (the names a string argument mentions): a snapshot of every local
-    would keep them (black values included) alive for ever."""
+    would keep them (black values included) alive for ever. With ``names``
+    empty the locals are not read at all: before Python 3.13, reading a
+    running function's ``f_locals`` leaves a dict of all its locals on the
+    frame, which keeps each of them (a conjugate deleted since) alive until
+    the function returns."""
     frame = sys._getframe(depth + 1)
     try:
+        if names is not None and not names:
+            return frame.f_globals, {}
         if frame.f_locals is frame.f_globals:
             return frame.f_globals, {}
         local_values = frame.f_locals
