@@ -40,9 +40,7 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_ob
        dying_cursor are already freed (a budgeted purge stopped after them). */
     for (uint32_t i = rt->dying_cursor; i < rt->dying.count && rt->destroy_hook; i++) {
         zs_item *it = zs_item_at(rt, rt->dying.data[i]);
-        if (it->flags & ZS_ITEM_BEGUN_DESTROY) continue;
-        zs_call_destroy_hook(rt, it, ZS_BEGIN_DESTROY);
-        it->flags |= ZS_ITEM_BEGUN_DESTROY;
+        if (!(it->flags & ZS_ITEM_BEGUN_DESTROY)) zs_begin_destroy(rt, it);
     }
     /* Many deaths: one sequential relink of the survivors costs less than
        a chain walk (a few cache misses) per freed object. */
@@ -173,10 +171,7 @@ void zs_gc_destroy_everything(zs_runtime *rt) {
     zs_clusters_abandon_all(rt);
     for (uint32_t index = 0; index < rt->high_water; index++) {
         zs_item *it = zs_item_at(rt, index);
-        if (it->object != NULL && !(it->flags & ZS_ITEM_BEGUN_DESTROY)) {
-            zs_call_destroy_hook(rt, it, ZS_BEGIN_DESTROY);
-            it->flags |= ZS_ITEM_BEGUN_DESTROY;
-        }
+        if (it->object != NULL && !(it->flags & ZS_ITEM_BEGUN_DESTROY)) zs_begin_destroy(rt, it);
     }
     /* Everything dies: empty the name index at once instead of unlinking
        each object (a chain walk, cache misses, per object). */

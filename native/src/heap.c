@@ -297,10 +297,35 @@ static inline bool creation_valid(const zs_runtime *rt, const zs_class *cls, con
            init_size <= cls->instance_size - sizeof(zs_object) && (init_size == 0 || init != NULL);
 }
 
+/* Write a new object of `cls` into `object` (a fresh block, or a destroyed
+   object's), every byte but hash_next (the caller's, when it links the
+   object in the name index): its header, with its name (an automatic one,
+   ZS_NAME_AUTO, is the class's name and next number), then `init` over the
+   properties and zeros after it. Returns the flags its item starts with:
+   born reachable (the current mark), and a leaf when it holds no strong
+   reference (no outer, none in its class). */
+static uint32_t object_fill(const zs_runtime *rt, const zs_class *cls, zs_object *object,
+                            uint32_t index, zs_ref outer, uint32_t name_index, uint32_t name_number,
+                            const char *init, uint32_t init_size) {
+    ((zs_class *)cls)->next_name_number += name_index == ZS_NAME_AUTO;
+    object->cls = cls;
+    object->outer = outer;
+    object->index = index;
+    object->name_index = name_index == ZS_NAME_AUTO ? cls->name_index : name_index;
+    object->name_number = name_index == ZS_NAME_AUTO ? cls->next_name_number : name_number;
+    char *properties = (char *)(object + 1);
+    if (init_size) memcpy(properties, init, init_size);
+    const size_t rest = cls->instance_size - sizeof(zs_object) - init_size; /* 0: init is whole */
+    if (rest) memset(properties + init_size, 0, rest);
+    return rt->mark_parity |
+           (cls->schema.strong_count == 0 && outer == ZS_NULL_REF ? ZS_ITEM_LEAF : 0);
+}
+
 /* Allocate and link a new object (caller holds the lock): the body shared by
    zs_object_new and zs_object_new_conjugate. init_size bytes of init are
-   copied over the zeroed properties; conjugate marks it as having one. A
-   recycled slot and block of the class's size are taken when given. */
+   copied over the properties, zeros after them (object_fill); conjugate
+   marks it as having one. A recycled slot and block of the class's size
+   are taken when given. */
 static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref outer,
                                    uint32_t name_index, uint32_t name_number, const char *init,
                                    uint32_t init_size, bool conjugate, zs_recycled *recycled,
@@ -318,7 +343,6 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
         index = recycled->index;
         object = recycled->block;
         recycled->block = NULL;
-        memset(object, 0, cls->instance_size);
     } else {
         if ((status = zs_slot_alloc(rt, &index)) != ZS_OK) return status;
         if ((object = zs_object_alloc(rt, cls->instance_size)) == NULL) {
@@ -326,18 +350,11 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
             return ZS_E_NOMEM;
         }
     }
-    if (init_size) memcpy(object + 1, init, init_size);
     zs_item *it = zs_item_at(rt, index);
-    ((zs_class *)cls)->next_name_number += name_index == ZS_NAME_AUTO;
-    object->cls = cls;
-    object->outer = outer_item ? outer : ZS_NULL_REF; /* validated: the live handle */
-    object->index = index;
-    object->name_index = name_index == ZS_NAME_AUTO ? cls->name_index : name_index;
-    object->name_number = name_index == ZS_NAME_AUTO ? cls->next_name_number : name_number;
+    /* outer validated: the live handle */
+    it->flags = object_fill(rt, cls, object, index, outer_item ? outer : ZS_NULL_REF, name_index,
+                            name_number, init, init_size);
     it->object = object;
-    /* Born reachable: new objects carry the current mark. */
-    it->flags = rt->mark_parity;
-    if (cls->schema.strong_count == 0 && outer_item == NULL) it->flags |= ZS_ITEM_LEAF;
     if (rt->disregard_open) {
         it->flags |= ZS_ITEM_PERMANENT;
         rt->permanent_count++;
@@ -399,26 +416,18 @@ static bool renew_locked(zs_runtime *rt, const zs_class *cls, const char *init, 
     zs_object *object = it->object;
     /* The dropped object goes. */
     it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
-    zs_call_destroy_hook(rt, it, ZS_BEGIN_DESTROY);
-    it->flags |= ZS_ITEM_BEGUN_DESTROY;
+    zs_begin_destroy(rt, it);
     zs_call_destroy_hook(rt, it, ZS_FINISH_DESTROY);
     zs_schema_destroy(rt, &cls->schema, (char *)object);
     name_index_remove(rt, object);
     rt->freed_unshared++;
-    /* The new one takes its slot and block: born marked, its conjugate's
-       alone (live_objects is unchanged: one went, one came). */
+    /* The new one takes its slot and block, its conjugate's alone
+       (live_objects is unchanged: one went, one came). */
     it->serial++;
     it->cluster_index = -1;
-    it->flags = rt->mark_parity | ZS_ITEM_HAS_CONJUGATE |
-                (cls->schema.strong_count == 0 ? ZS_ITEM_LEAF : 0);
-    ((zs_class *)cls)->next_name_number++;
-    object->outer = ZS_NULL_REF;
-    object->name_index = cls->name_index;
-    object->name_number = cls->next_name_number;
-    char *properties = (char *)(object + 1);
-    if (init_size) memcpy(properties, init, init_size);
-    const size_t rest = cls->instance_size - sizeof(zs_object) - init_size; /* 0: init is whole */
-    if (rest) memset(properties + init_size, 0, rest);
+    it->flags = object_fill(rt, cls, object, object->index, ZS_NULL_REF, ZS_NAME_AUTO, 0, init,
+                            init_size) |
+                ZS_ITEM_HAS_CONJUGATE;
     if (!name_index_add(rt, object)) object->hash_next = 0; /* not findable by name */
     *out_ref = ZS_MAKE_REF(object->index, it->serial);
     *out_object = object;
@@ -529,8 +538,7 @@ static uint32_t conjugates_dropped_locked(zs_runtime *rt, const zs_dropped_conju
             continue; /* freed, or on the expiring list */
         it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
         if (!dropped[i].sole_holder || !destroy_now_allowed(rt, it)) continue;
-        zs_call_destroy_hook(rt, it, ZS_BEGIN_DESTROY);
-        it->flags |= ZS_ITEM_BEGUN_DESTROY;
+        zs_begin_destroy(rt, it);
         zs_call_destroy_hook(rt, it, ZS_FINISH_DESTROY);
         object_destroy(rt, it, true, recycled);
         destroyed++;

@@ -566,6 +566,12 @@ static inline void zs_call_destroy_hook(zs_runtime *rt, zs_item *it, zs_destroy_
     rt->destroy_hook(rt->destroy_hook_user, rt, it->object, phase);
     rt->in_destroy_hook = false;
 }
+/* BeginDestroy, and the flag that says it ran: FinishDestroy comes only
+   after it, and a purge resumed later does not run it twice. */
+static inline void zs_begin_destroy(zs_runtime *rt, zs_item *it) {
+    zs_call_destroy_hook(rt, it, ZS_BEGIN_DESTROY);
+    it->flags |= ZS_ITEM_BEGUN_DESTROY;
+}
 /* Free an object and its slot; unhash false: already out of the name index. */
 void zs_object_destroy(zs_runtime *rt, zs_item *it, bool unhash);
 /* Before a large purge: take every DYING object out of the name index in
