@@ -40,6 +40,7 @@ __all__ = [
     "record",
     "ROUNDS",
     "paired_ratio",
+    "figure_ratio",
     "result_ratio",
     "time_rounds",
     "run_micro",
@@ -380,15 +381,25 @@ class MicroResult:
         return self.per_item(), (self.run, self.rounds)
 
 
-def result_ratio(ours: MicroResult, theirs: MicroResult) -> float:
-    """``ours`` over ``theirs``, per item: round by round (``paired_ratio``)
-    when one run measured both, else the ratio of their medians."""
-    if ours.run and ours.run == theirs.run:
-        paired = paired_ratio(ours.rounds, theirs.rounds)
+def figure_ratio(
+    ours: float,
+    our_rounds: tuple[int, tuple[float, ...]] | None,
+    theirs: float,
+    their_rounds: tuple[int, tuple[float, ...]] | None,
+) -> float:
+    """``ours / theirs``: round by round (``paired_ratio``) when one run of
+    ``run_micro`` measured both (the rounds ``record`` keeps), else the
+    ratio of the two figures."""
+    if our_rounds and their_rounds and our_rounds[0] and our_rounds[0] == their_rounds[0]:
+        paired = paired_ratio(our_rounds[1], their_rounds[1])
         if not math.isnan(paired):
             return paired
-    mine, other = ours.per_item(), theirs.per_item()
-    return mine / other if other else math.nan
+    return ours / theirs if theirs else math.nan
+
+
+def result_ratio(ours: MicroResult, theirs: MicroResult) -> float:
+    """``ours`` over ``theirs``, per item (``figure_ratio``)."""
+    return figure_ratio(*ours.recorded(), *theirs.recorded())
 
 
 _RUNS = itertools.count(1)

@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._harness import METRICS, NOTES, ROUNDS, Config, Table, paired_ratio
+from ._harness import METRICS, NOTES, ROUNDS, Config, Table, figure_ratio
 
 __all__ = ["targets_table"]
 
@@ -48,14 +48,10 @@ def _ratio(numerator: str, denominator: str, label: str) -> Compute:
 
 
 def _figure_ratio(m: dict[str, float], numerator: str, denominator: str) -> float:
-    """``m[numerator] / m[denominator]``, round by round when one run of
-    interleaved batches measured both (``paired_ratio``)."""
+    """``m[numerator] / m[denominator]`` (``figure_ratio``: round by round
+    when one run of interleaved batches measured both)."""
     ours, theirs = ROUNDS.get(numerator), ROUNDS.get(denominator)
-    if ours is not None and theirs is not None and ours[0] == theirs[0]:
-        paired = paired_ratio(ours[1], theirs[1])
-        if not math.isnan(paired):
-            return paired
-    return m[numerator] / m[denominator]
+    return figure_ratio(m[numerator], ours, m[denominator], theirs)
 
 
 def _human(seconds: float) -> str:
