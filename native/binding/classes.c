@@ -78,14 +78,11 @@ static PyType_Spec creator_spec = {
  * else NULL with no error: the Python path decides (and makes the default
  * runtime, or raises). */
 static zs_runtime_core *current_runtime(zs_core_state *state) {
-    PyObject *value = NULL;
-    if (zs_current_get(state, &value) < 0) { /* borrowed: the context holds it */
+    zs_runtime_core *rt = NULL;
+    if (zs_current_get_runtime(state, &rt) < 0) { /* borrowed: the context holds it */
         PyErr_Clear();
         return NULL;
     }
-    zs_runtime_core *rt = NULL;
-    if (value != NULL && value != Py_None && zs_is_runtime(state, value))
-        rt = (zs_runtime_core *)value;
     if (rt != NULL && !rt->closing) return rt;
     if (PyList_GET_SIZE(state->default_runtime) == 0) return NULL;
     PyObject *fallback = PyList_GET_ITEM(state->default_runtime, 0);

@@ -321,6 +321,10 @@ typedef struct zs_current_memo {
     PyObject *context;
     uint64_t context_version;
     PyObject *value; /* NULL: unset */
+    /* `value` when it is a runtime, else NULL: known when it was read, and
+       true for as long as it lives (its class can only be swapped for one
+       of the same layout, which derives from RuntimeCore too). */
+    struct zs_runtime_core *runtime;
 } zs_current_memo;
 
 /* Everything the module shares: its types, the Python callbacks of the slow
@@ -470,6 +474,16 @@ static inline int zs_current_get(zs_core_state *state, PyObject **out) {
         return 0;
     }
     return zs_current_read(state, out);
+}
+
+/* The same as a runtime: the value when it is one, else NULL (borrowed);
+ * 0, or -1 with an error. A memo hit reads no type. */
+static inline int zs_current_get_runtime(zs_core_state *state, struct zs_runtime_core **out) {
+    PyObject *value;
+    if (zs_current_get(state, &value) < 0) return -1;
+    *out = state->current_memo.runtime;
+    assert(state->current_memo.valid && state->current_memo.value == value);
+    return 0;
 }
 
 /* Set or reset a ContextVar (the current runtime's or any other), then

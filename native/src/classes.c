@@ -169,6 +169,7 @@ zs_status zs_class_register(zs_runtime *rt, const zs_class_desc *desc, const zs_
               zs_name_intern_locked(rt, desc->name, name_length, false, &cls->name_index,
                                     &ignored_number) == ZS_OK &&
               (parent == NULL || zs_schema_copy(rt, &cls->schema, &parent->schema));
+    cls->auto_name_seed = zs_name_seed(UINT32_MAX, cls->name_index);
     for (uint32_t i = 0; ok && i < member_count; i++)
         ok = zs_schema_add(rt, &cls->schema, member_type(rt, &members[i]), members[i].offset);
     if (!ok) {

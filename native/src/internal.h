@@ -134,6 +134,20 @@ typedef struct zs_cleanup {
     void *user;
 } zs_cleanup;
 
+/* Where the names of one outer and text start in the name index
+   (heap.c): the outer (UINT32_MAX for none) and the name mixed. An object's
+   number is added after mixing, so that objects named in sequence
+   ("Actor_1", "Actor_2"...: every automatic name) land in neighbouring
+   buckets: creating many of them touches the bucket array in order instead
+   of at random (a cache miss per object once the array outgrows the
+   cache). Names of other outers or texts start elsewhere at random. */
+static inline uint32_t zs_name_seed(uint32_t outer_index, uint32_t name_index) {
+    uint64_t h = ((uint64_t)outer_index * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)name_index << 20);
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
 struct zs_class {
     zs_class_head head; /* first: public (zsharp.h) */
     char *name;
@@ -141,7 +155,8 @@ struct zs_class {
     uint32_t instance_size;
     uint32_t flags;
     zs_schema schema;
-    uint32_t name_index; /* interned class name, for auto object names */
+    uint32_t name_index;     /* interned class name, for auto object names */
+    uint32_t auto_name_seed; /* zs_name_seed(no outer, name_index) */
     uint32_t next_name_number;
     /* The description it was registered with: a copy whose name is `name`
        and whose members are dropped (the schema holds them); its
@@ -292,9 +307,9 @@ struct zs_runtime {
     uint32_t max_objects;
     uint32_t high_water; /* slots ever handed out */
     uint32_t live_objects;
-    zs_u32_vec free_slots;  /* LIFO: a freed slot is the next one reused */
-    uint32_t *name_buckets; /* by (outer, name): object index + 1, chained through hash_next */
-    uint32_t name_bucket_count;
+    zs_u32_vec free_slots;      /* LIFO: a freed slot is the next one reused */
+    uint32_t *name_buckets;     /* by (outer, name): object index + 1, chained through hash_next */
+    uint32_t name_bucket_count; /* 0 until the first lookup by name builds the index */
 
     /* classes, types and names */
     zs_class **classes;

@@ -40,11 +40,27 @@ typedef struct zs_lock {
     cnd_t wake;
 } zs_lock;
 
-/* Threads are told apart by thrd_current(), a thread's own handle: unique
-   among live threads and never 0 (glibc and musl give the address of the
-   thread's control block). */
+/* Threads are told apart by an identity unique among live threads and
+   never 0: the thread pointer where the compiler reads it in one
+   instruction (x86-64 and AArch64; it addresses the thread's control
+   block, as thrd_current() does through a call), else thrd_current(), a
+   thread's own handle (glibc and musl give that same address). */
 _Static_assert(sizeof(thrd_t) <= sizeof(uintptr_t), "a thread handle must fit a uintptr_t");
-static inline uintptr_t zs_lock_self(void) { return (uintptr_t)thrd_current(); }
+#if defined(__has_builtin) && (defined(__x86_64__) || defined(__aarch64__))
+#if __has_builtin(__builtin_thread_pointer)
+#define ZS_HAS_THREAD_POINTER 1
+#endif
+#endif
+#ifndef ZS_HAS_THREAD_POINTER
+#define ZS_HAS_THREAD_POINTER 0
+#endif
+static inline uintptr_t zs_lock_self(void) {
+#if ZS_HAS_THREAD_POINTER
+    return (uintptr_t)__builtin_thread_pointer();
+#else
+    return (uintptr_t)thrd_current();
+#endif
+}
 
 bool zs_lock_init(zs_lock *lock);
 void zs_lock_destroy(zs_lock *lock);

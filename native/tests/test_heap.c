@@ -2456,6 +2456,111 @@ static bool three_arrays_open(runner *t, fixture *fx, three_arrays *out) {
    the packed elements refuses the whole store and changes no element; a
    valid store replaces every element, traces what it references, and is
    refused for element types that own memory. */
+/* The name index is built at the first lookup by name (heap.c,
+   name_index_build): until then creation, renewal and destruction leave it
+   alone, and the first lookup finds every live object made before it
+   (renewed ones under their new names only, objects in an outer under that
+   outer) and none that died. From then on it is kept up to date. Out of
+   memory for it, a lookup looks at every object and still answers. */
+static void test_name_index_built_at_first_lookup(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    enum { KEPT = 1500 }; /* more than the index's first 1,024 buckets */
+    static zs_ref kept[KEPT];
+    static uint32_t numbers[KEPT];
+    for (uint32_t i = 0; i < KEPT; i++) {
+        kept[i] = MAKE(t, rt, fx.node, i % 10 == 0 ? ZS_NULL_REF : kept[i - i % 10]);
+        ROOT(t, rt, kept[i]);
+        numbers[i] = node_of(rt, kept[i]) ? node_of(rt, kept[i])->header.name_number : 0;
+    }
+    const uint32_t name_index = node_of(rt, kept[0])->header.name_index;
+    /* Renewals and deaths before any lookup. */
+    zs_ref first = make_sole(t, rt, fx.node), latest = first;
+    const uint32_t first_number = node_of(rt, first)->header.name_number;
+    node *raw = NULL;
+    for (int i = 0; i < 50; i++) latest = renew(t, rt, fx.node, latest, (uint64_t)i, &raw);
+    const uint32_t latest_number = raw->header.name_number;
+    ROOT(t, rt, latest); /* a conjugate's object, left alone by the collection */
+    zs_ref dead = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    const uint32_t dead_number = node_of(rt, dead)->header.name_number;
+    for (uint32_t i = KEPT - 10; i < KEPT; i++) UNROOT(t, rt, kept[i]); /* the last ten die */
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, dead) && !alive(rt, kept[KEPT - 10]) && alive(rt, latest));
+    VERIFY(t, rt);
+
+    /* The first lookup allocates the index; later ones do not. */
+    zs_memory_stats before, after;
+    zs_runtime_memory(rt, &before);
+    zs_ref found = ZS_NULL_REF;
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, numbers[0], &found));
+    CHECK_EQ(t, found, kept[0]);
+    zs_runtime_memory(rt, &after);
+    CHECK(t, after.live_bytes >= before.live_bytes + 4 * 2048); /* buckets for 1,500 objects */
+    const uint64_t built = after.live_bytes;
+    for (uint32_t i = 0; i < KEPT; i++) {
+        zs_ref outer = i % 10 == 0 ? ZS_NULL_REF : kept[i - i % 10];
+        const bool lives = i < KEPT - 10;
+        if (!lives) outer = ZS_NULL_REF; /* the dead outer's handle is stale: look outside */
+        CHECK_OK(t, zs_find_object(rt, outer, name_index, numbers[i], &found));
+        CHECK_EQ(t, found, lives ? kept[i] : ZS_NULL_REF);
+    }
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, first_number, &found));
+    CHECK_EQ(t, found, ZS_NULL_REF);
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, latest_number, &found));
+    CHECK_EQ(t, found, latest);
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, dead_number, &found));
+    CHECK_EQ(t, found, ZS_NULL_REF);
+    zs_runtime_memory(rt, &after);
+    CHECK_EQ(t, after.live_bytes, built);
+    VERIFY(t, rt);
+
+    /* Built: kept up to date by creation, renewal and collection. */
+    zs_ref fresh = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    const uint32_t fresh_number = node_of(rt, fresh)->header.name_number;
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, fresh_number, &found));
+    CHECK_EQ(t, found, fresh);
+    zs_ref sole = make_sole(t, rt, fx.node);
+    const uint32_t sole_number = node_of(rt, sole)->header.name_number;
+    zs_ref renewed = renew(t, rt, fx.node, sole, 7, &raw);
+    ROOT(t, rt, renewed);
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, sole_number, &found));
+    CHECK_EQ(t, found, ZS_NULL_REF);
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, raw->header.name_number, &found));
+    CHECK_EQ(t, found, renewed);
+    COLLECT(t, rt); /* `fresh` was shared by the lookup, and nothing keeps it */
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, fresh_number, &found));
+    CHECK_EQ(t, found, ZS_NULL_REF);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+
+    /* No memory for the index: every object is looked at. */
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    rt = fx.rt;
+    zs_ref outer = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, outer);
+    zs_ref inner = MAKE(t, rt, fx.node, outer);
+    const uint32_t outer_number = node_of(rt, outer)->header.name_number;
+    const uint32_t inner_number = node_of(rt, inner)->header.name_number;
+    zs_runtime_memory(rt, &before);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, before.live_bytes + 64));
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, outer_number, &found));
+    CHECK_EQ(t, found, outer);
+    CHECK_OK(t, zs_find_object(rt, outer, name_index, inner_number, &found));
+    CHECK_EQ(t, found, inner);
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, inner_number, &found));
+    CHECK_EQ(t, found, ZS_NULL_REF); /* not outside its outer */
+    zs_runtime_memory(rt, &after);
+    CHECK_EQ(t, after.live_bytes, before.live_bytes); /* no index was made */
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    CHECK_OK(t, zs_find_object(rt, outer, name_index, inner_number, &found));
+    CHECK_EQ(t, found, inner);
+    zs_runtime_memory(rt, &after);
+    CHECK(t, after.live_bytes > before.live_bytes); /* built now */
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 static void test_array_assign(runner *t) {
     fixture fx;
     three_arrays arrays;
@@ -2555,6 +2660,7 @@ static const test_case tests[] = {
     TEST(test_conjugates_dropped),
     TEST(test_conjugates_dropped_during_incremental_cycle),
     TEST(test_creation_renews_a_dropped_object),
+    TEST(test_name_index_built_at_first_lookup),
     TEST(test_array_assign),
     TEST(test_array_insert_packed),
     TEST(test_runtimes_isolated),
