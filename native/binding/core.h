@@ -476,8 +476,8 @@ static inline int zs_current_get(zs_core_state *state, PyObject **out) {
     return zs_current_read(state, out);
 }
 
-/* The same as a runtime: the value when it is one, else NULL (borrowed);
- * 0, or -1 with an error. A memo hit reads no type. */
+/* The current-runtime ContextVar's value when it is a runtime, else NULL
+ * (borrowed): 0, or -1 with an error. A memo hit reads no type. */
 static inline int zs_current_get_runtime(zs_core_state *state, struct zs_runtime_core **out) {
     PyObject *value;
     if (zs_current_get(state, &value) < 0) return -1;
