@@ -59,9 +59,7 @@ int zs_current_read(zs_core_state *state, PyObject **out) {
         .context = thread->context,
         .context_version = thread->context_ver,
         .value = value,
-        .runtime = value != NULL && PyType_IsSubtype(Py_TYPE(value), state->runtime_type)
-                       ? (zs_runtime_core *)value
-                       : NULL,
+        .runtime = value != NULL && zs_is_runtime(state, value) ? (zs_runtime_core *)value : NULL,
     };
     *out = value;
     return 0;

@@ -98,18 +98,16 @@ void zs_slot_free(zs_runtime *rt, uint32_t index) {
    name) takes its class's seed, mixed once when the class was registered,
    which takes the mix's two multiplications off the path of creation and
    destruction. */
-static uint32_t name_hash(uint32_t outer_index, uint32_t name_index, uint32_t name_number) {
-    return zs_name_seed(outer_index, name_index) + name_number;
+static uint32_t name_hash(zs_ref outer, uint32_t name_index, uint32_t name_number) {
+    return zs_name_seed(outer ? ZS_REF_INDEX(outer) : UINT32_MAX, name_index) + name_number;
 }
 
 static uint32_t *bucket_of(zs_runtime *rt, const zs_object *object) {
-    uint32_t seed = object->outer == ZS_NULL_REF && object->name_index == object->cls->name_index
-                        ? object->cls->auto_name_seed
-                        : zs_name_seed(object->outer ? ZS_REF_INDEX(object->outer) : UINT32_MAX,
-                                       object->name_index);
-    assert(seed == zs_name_seed(object->outer ? ZS_REF_INDEX(object->outer) : UINT32_MAX,
-                                object->name_index));
-    return &rt->name_buckets[(seed + object->name_number) & (rt->name_bucket_count - 1)];
+    uint32_t hash = object->outer == ZS_NULL_REF && object->name_index == object->cls->name_index
+                        ? object->cls->auto_name_seed + object->name_number
+                        : name_hash(object->outer, object->name_index, object->name_number);
+    assert(hash == name_hash(object->outer, object->name_index, object->name_number));
+    return &rt->name_buckets[hash & (rt->name_bucket_count - 1)];
 }
 
 /* Relink every live object into fresh, empty buckets; DYING objects are
@@ -126,6 +124,18 @@ static void name_index_relink(zs_runtime *rt) {
     }
 }
 
+/* Give the index `count` buckets and link every live object into them.
+   False, with the index as it was, when out of memory. */
+static bool name_index_resize(zs_runtime *rt, uint32_t count) {
+    uint32_t *buckets = zs_alloc(rt, (size_t)count * sizeof(uint32_t));
+    if (buckets == NULL) return false;
+    zs_free(rt, rt->name_buckets, (size_t)rt->name_bucket_count * sizeof(uint32_t));
+    rt->name_buckets = buckets;
+    rt->name_bucket_count = count;
+    name_index_relink(rt);
+    return true;
+}
+
 /* Build the index at the first lookup by name (zs_find_object). Until
    then no creation or destruction touches it, which spares a program that
    never looks an object up by name a sixth of the native cost of making
@@ -135,29 +145,17 @@ static bool name_index_build(zs_runtime *rt) {
     assert(rt->name_bucket_count == 0);
     uint32_t count = 1024;
     while (count <= rt->live_objects && count < (UINT32_C(1) << 31)) count *= 2;
-    uint32_t *buckets = zs_alloc(rt, (size_t)count * sizeof(uint32_t));
-    if (buckets == NULL) return false;
-    rt->name_buckets = buckets;
-    rt->name_bucket_count = count;
-    name_index_relink(rt);
-    return true;
+    return name_index_resize(rt, count);
 }
 
 /* Link a new object into its bucket, if the index is built, doubling the
-   table when it is full (a full rehash is the rare, amortised case). False
-   when out of memory: the object is then simply not findable by name. */
+   table when it is full (a full rehash, which links the new object too, is
+   the rare, amortised case). False when out of memory: the object is then
+   simply not findable by name. */
 static bool name_index_add(zs_runtime *rt, zs_object *object) {
     if (rt->name_bucket_count == 0) return true; /* built, with it, at the first lookup */
-    if (rt->live_objects >= rt->name_bucket_count) {
-        uint32_t count = rt->name_bucket_count * 2;
-        uint32_t *buckets = zs_alloc(rt, (size_t)count * sizeof(uint32_t));
-        if (buckets == NULL) return false;
-        zs_free(rt, rt->name_buckets, (size_t)rt->name_bucket_count * sizeof(uint32_t));
-        rt->name_buckets = buckets;
-        rt->name_bucket_count = count;
-        name_index_relink(rt); /* links the new object too */
-        return true;
-    }
+    if (rt->live_objects >= rt->name_bucket_count)
+        return name_index_resize(rt, rt->name_bucket_count * 2);
     uint32_t *bucket = bucket_of(rt, object);
     object->hash_next = *bucket;
     *bucket = object->index + 1;
@@ -229,8 +227,7 @@ zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint
     zs_item *outer_item = outer ? zs_item_of(rt, outer) : NULL;
     zs_status status = outer != ZS_NULL_REF && outer_item == NULL ? ZS_E_STALE : ZS_OK;
     if (status == ZS_OK && (rt->name_bucket_count > 0 || name_index_build(rt))) {
-        uint32_t outer_index = outer ? ZS_REF_INDEX(outer) : UINT32_MAX;
-        uint32_t link = rt->name_buckets[name_hash(outer_index, name_index, name_number) &
+        uint32_t link = rt->name_buckets[name_hash(outer, name_index, name_number) &
                                          (rt->name_bucket_count - 1)];
         while (link != 0) {
             zs_item *it = zs_item_at(rt, link - 1);
