@@ -50,6 +50,7 @@ __all__ = [
     "machine_info",
     "progress",
     "fmt_ratio",
+    "fmt_result_ratio",
     "fmt_ns",
     "fmt_ms",
     "load_average",
@@ -594,9 +595,18 @@ def fmt_ms(seconds: float, digits: int = 2) -> str:
 
 def fmt_ratio(numerator: float, denominator: float) -> str:
     """``x1.23`` (n/a when the denominator is zero or missing)."""
-    if not denominator or math.isnan(denominator) or math.isnan(numerator):
+    if not denominator or math.isnan(denominator):
         return "n/a"
-    return f"x{numerator / denominator:.2f}"
+    return _fmt_x(numerator / denominator)
+
+
+def fmt_result_ratio(ours: MicroResult | None, theirs: MicroResult | None) -> str:
+    """``result_ratio`` as ``x1.23`` (n/a when either result is missing)."""
+    return "n/a" if ours is None or theirs is None else _fmt_x(result_ratio(ours, theirs))
+
+
+def _fmt_x(ratio: float) -> str:
+    return "n/a" if math.isnan(ratio) else f"x{ratio:.2f}"
 
 
 # ---------------------------------------------------------------------------

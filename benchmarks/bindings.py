@@ -39,10 +39,9 @@ from ._harness import (
     Unavailable,
     add_case_rows,
     fmt_ns,
-    fmt_ratio,
+    fmt_result_ratio,
     progress,
     record,
-    result_ratio,
     run_micro,
 )
 
@@ -849,11 +848,7 @@ def _tables(
         ours = primary.get(("zsharp_py", group))
         for peer in ratio_peers:
             theirs: MicroResult | None = primary.get((peer, group))
-            cells.append(
-                fmt_ratio(result_ratio(ours, theirs), 1.0)
-                if ours is not None and theirs is not None
-                else "n/a"
-            )
+            cells.append(fmt_result_ratio(ours, theirs))
         side.add(*cells)
     if VERSIONS:
         side.notes.append(

@@ -40,10 +40,9 @@ from ._harness import (
     Unavailable,
     add_case_rows,
     fmt_ns,
-    fmt_ratio,
+    fmt_result_ratio,
     progress,
     record,
-    result_ratio,
     run_micro,
 )
 
@@ -490,11 +489,7 @@ def _tables(
         ours = primary.get((ZS, group))
         for peer in RATIO_PEERS:
             theirs = primary.get((peer, group))
-            cells.append(
-                fmt_ratio(result_ratio(ours, theirs), 1.0)
-                if ours is not None and theirs is not None
-                else "n/a"
-            )
+            cells.append(fmt_result_ratio(ours, theirs))
         side.add(*cells)
     if VERSIONS:
         side.notes.append(

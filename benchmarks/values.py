@@ -51,7 +51,7 @@ from ._harness import (
     Unavailable,
     calibrate,
     fmt_ns,
-    fmt_ratio,
+    fmt_result_ratio,
     progress,
     record,
     result_ratio,
@@ -891,11 +891,7 @@ def _tables(config: Config, outcome: Outcome, side_missing: dict[str, str]) -> l
         for library in LIBRARIES:
             cells.append(_cell(outcome, (row.key, library, "main"), side_missing.get(library, "")))
             theirs = outcome.results.get((row.key, library, "main"))
-            ratios.append(
-                fmt_ratio(result_ratio(ours, theirs), 1.0)
-                if ours is not None and theirs is not None
-                else "n/a"
-            )
+            ratios.append(fmt_result_ratio(ours, theirs))
         cells += ratios
         bound = row.bound + (f"; `{row.peer}`" if row.peer and row.peer not in row.bound else "")
         cells.append(bound)
