@@ -174,8 +174,10 @@ void zs_gc_destroy_everything(zs_runtime *rt) {
         if (it->object != NULL && !(it->flags & ZS_ITEM_BEGUN_DESTROY)) zs_begin_destroy(rt, it);
     }
     /* Everything dies: empty the name index at once instead of unlinking
-       each object (a chain walk, cache misses, per object). */
+       each object (a chain walk, cache misses, per object). A hook's lookup
+       from here on finds nothing, and builds no index of doomed objects. */
     zs_name_index_clear(rt);
+    rt->tearing_down = true;
     for (uint32_t index = 0; index < rt->high_water; index++) {
         zs_item *it = zs_item_at(rt, index);
         if (it->object == NULL) continue;

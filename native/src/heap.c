@@ -226,7 +226,9 @@ zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint
     *out = ZS_NULL_REF;
     zs_item *outer_item = outer ? zs_item_of(rt, outer) : NULL;
     zs_status status = outer != ZS_NULL_REF && outer_item == NULL ? ZS_E_STALE : ZS_OK;
-    if (status == ZS_OK && (rt->name_bucket_count > 0 || name_index_build(rt))) {
+    if (rt->tearing_down) {
+        /* FinishDestroy hooks of zs_gc_destroy_everything: nothing to find. */
+    } else if (status == ZS_OK && (rt->name_bucket_count > 0 || name_index_build(rt))) {
         uint32_t link = rt->name_buckets[name_hash(outer, name_index, name_number) &
                                          (rt->name_bucket_count - 1)];
         while (link != 0) {

@@ -375,6 +375,8 @@ struct zs_runtime {
     uint32_t dying_word;        /* zs_dying_word: (phase GATHERING or expiring not empty), stored
                             atomically by zs_publish_dying whenever either changes */
     bool dying_unhashed;        /* the dying objects are already out of the name index */
+    bool tearing_down; /* zs_gc_destroy_everything: objects are freed without unlinking, so a
+                          lookup finds nothing and builds no index */
     bool in_destroy_hook;
     bool collecting;
     zs_destroy_hook destroy_hook;

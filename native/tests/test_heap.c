@@ -2561,6 +2561,44 @@ static void test_name_index_built_at_first_lookup(runner *t) {
     fixture_close(&fx);
 }
 
+/* A FinishDestroy hook looking objects up while the runtime is freed,
+   before any lookup built the name index: it finds nothing and builds no
+   index of objects that are then freed without unlinking (which the next
+   lookup walked into: a finding of the C API fuzzer). */
+typedef struct lookup_hook {
+    uint32_t name_index;
+    uint32_t numbers[3];
+    uint32_t lookups, found;
+} lookup_hook;
+
+static void looking_up_hook(void *user, zs_runtime *rt, zs_object *object, zs_destroy_phase phase) {
+    (void)object;
+    lookup_hook *hook = user;
+    if (phase != ZS_FINISH_DESTROY) return;
+    for (int i = 0; i < 3; i++) {
+        zs_ref found = ZS_NULL_REF;
+        if (zs_find_object(rt, ZS_NULL_REF, hook->name_index, hook->numbers[i], &found) == ZS_OK)
+            hook->lookups++;
+        hook->found += found != ZS_NULL_REF;
+    }
+}
+
+static void test_lookups_while_the_runtime_is_freed(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    lookup_hook hook = {0};
+    for (int i = 0; i < 3; i++) {
+        zs_ref ref = MAKE(t, fx.rt, fx.node, ZS_NULL_REF);
+        ROOT(t, fx.rt, ref);
+        hook.name_index = node_of(fx.rt, ref)->header.name_index;
+        hook.numbers[i] = node_of(fx.rt, ref)->header.name_number;
+    }
+    zs_set_destroy_hook(fx.rt, looking_up_hook, &hook);
+    fixture_close(&fx); /* frees the runtime: every object's hooks run */
+    CHECK_EQ(t, hook.lookups, 9);
+    CHECK_EQ(t, hook.found, 0);
+}
+
 static void test_array_assign(runner *t) {
     fixture fx;
     three_arrays arrays;
@@ -2661,6 +2699,7 @@ static const test_case tests[] = {
     TEST(test_conjugates_dropped_during_incremental_cycle),
     TEST(test_creation_renews_a_dropped_object),
     TEST(test_name_index_built_at_first_lookup),
+    TEST(test_lookups_while_the_runtime_is_freed),
     TEST(test_array_assign),
     TEST(test_array_insert_packed),
     TEST(test_runtimes_isolated),
