@@ -24,6 +24,7 @@ FAMILIES: dict[str, str] = {
     "gc_peers": "benchmarks.gc_peers",
     "gc_native": "benchmarks.gc_native",
     "expiry": "benchmarks.expiry",
+    "barrier": "benchmarks.barrier",
 }
 
 

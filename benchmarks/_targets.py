@@ -471,6 +471,17 @@ def _targets(config: Config) -> list[Target]:
             "value types: the median row <= 1.2x nanobind", 1.2, "<=", _values("nanobind", "median")
         ),
         Target("value types: no row slower than pybind11", 1.0, "<=", _values("pybind11", "worst")),
+        Target(
+            "every store path during a mark <= 3x idle (100,000 elements)",
+            3.0,
+            "<=",
+            _value(
+                "barrier.worst_marking_over_idle",
+                "the slowest path's marking / idle, containers of "
+                + ("{:,.0f}".format(METRICS.get("barrier.elements", 0)))
+                + " elements (benchmarks/barrier.py)",
+            ),
+        ),
     ]
     return targets
 

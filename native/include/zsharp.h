@@ -677,6 +677,8 @@ typedef struct zs_gc_stats {
     uint64_t gathers_aborted; /* out of memory while gathering: every object survived the cycle */
     uint64_t objects_freed_unshared; /* destroyed by zs_conjugates_dropped since the previous
                                         cycle began (not counted in objects_freed) */
+    uint64_t barrier_slots;          /* reference slots the write barrier looked at while
+                                        marking: a store adds the references it wrote */
 } zs_gc_stats;
 
 /* Collector phases. */

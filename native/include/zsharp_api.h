@@ -17,7 +17,7 @@
 
 #include "zsharp.h"
 
-#define ZS_API_VERSION 2u
+#define ZS_API_VERSION 3u /* 3: zs_gc_stats.barrier_slots */
 
 /* Every function of zsharp.h but zs_api_table itself, in header order
    (tests/test_reflection.py checks that none is missing). */

@@ -12,15 +12,13 @@
 
 #include <string.h>
 
-/* References written into an owner: barrier, and escape a permanent owner. */
-static void written(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value) {
-    if (!(type->flags & ZS_TYPE_HAS_REFS)) return;
-    zs_value_barrier(rt, type, value);
-    zs_item *it = owner ? zs_item_of(rt, owner) : NULL;
-    if (it != NULL && (it->flags & ZS_ITEM_PERMANENT) && zs_root_list_add(rt, it)) {
-        it->flags |= ZS_ITEM_ESCAPED;
-        it->flags &= ~ZS_ITEM_LEAF;
-    }
+/* Entries [first, first + count) of a container written into an owner:
+   barrier those entries alone (a write costs what it writes, whatever the
+   container holds), and escape a permanent owner. */
+static void written(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array *entries,
+                    uint32_t first, uint32_t count) {
+    zs_entries_barrier(rt, type, entries, first, count);
+    zs_escape_owner(rt, owner, type);
 }
 
 /* Grow entry storage to hold at least `wanted` entries (new space zeroed). */
@@ -82,7 +80,7 @@ zs_status zs_array_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
             memset((char *)array->data + (size_t)count * entry, 0,
                    (size_t)(array->count - count) * entry);
         array->count = count;
-        written(rt, owner, type, array);
+        written(rt, owner, type, array, 0, count);
     }
     ZS_UNLOCK(rt);
     return status;
@@ -130,7 +128,7 @@ zs_status zs_array_insert_packed(zs_runtime *rt, zs_ref owner, const zs_type *ty
                 (size_t)(array->count - index) * entry);
         memcpy(base + index * entry, elements, (size_t)count * entry);
         array->count += count;
-        written(rt, owner, type, array);
+        written(rt, owner, type, array, index, count);
     }
     ZS_UNLOCK(rt);
     return status;
@@ -175,7 +173,8 @@ zs_status zs_array_insert(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
                 break;
             }
         }
-        if (status == ZS_OK) written(rt, owner, type, array);
+        /* Each copy passed the barrier as zs_value_assign wrote it. */
+        if (status == ZS_OK) zs_escape_owner(rt, owner, type);
     }
     zs_free(rt, source, source ? type->entry_size : 0);
     ZS_UNLOCK(rt);
@@ -379,7 +378,8 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
                 bool again;
                 hash->buckets[probe(rt, type, hash, copy, &again)] = index + 1;
                 added = 1;
-                written(rt, owner, type, hash);
+                /* The key passed the barrier as zs_value_assign copied it. */
+                zs_escape_owner(rt, owner, type);
             } else if (copy != NULL) {
                 zs_value_destroy(rt, type->element, copy);
             }
@@ -462,7 +462,8 @@ zs_status zs_optional_set(zs_runtime *rt, zs_ref owner, const zs_type *type, voi
             zs_value_destroy(rt, type, optional);
             memcpy(optional, copy, type->element->size);
             ((uint8_t *)optional)[type->value_offset] = 1;
-            written(rt, owner, type, optional);
+            /* The element passed the barrier as zs_value_assign copied it. */
+            zs_escape_owner(rt, owner, type);
         } else if (copy != NULL) {
             zs_value_destroy(rt, type->element, copy);
         }

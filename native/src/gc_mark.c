@@ -1010,7 +1010,9 @@ zs_gc_phase zs_gc_phase_of(zs_runtime *rt) {
  * ====================================================================== */
 
 void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target) {
-    if (target == NULL || rt->phase != ZS_GC_MARKING || rt->barrier_disabled) return;
+    if (rt->phase != ZS_GC_MARKING) return;
+    rt->stats.barrier_slots++; /* the barrier's work, which tests count per store path */
+    if (target == NULL || rt->barrier_disabled) return;
     if (target->flags & ZS_ITEM_PERMANENT) {
         /* An escaped permanent object is scanned as a root; nothing to mark. */
         return;

@@ -650,6 +650,16 @@ zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint
 zs_status zs_check_owner(zs_runtime *rt, zs_ref owner);
 /* Mark, through the write barrier, every reference inside a value. */
 void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value);
+/* Mark, through the write barrier, the references in entries [first,
+   first + count) of a container of `type` (an array's storage or a hash's
+   entries): a store barriers the slots it wrote, never the whole container,
+   so a write during a mark costs what it writes (entries moved within the
+   same container gain no new referent: the barrier is an insertion one). */
+void zs_entries_barrier(zs_runtime *rt, const zs_type *type, zs_array *entries, uint32_t first,
+                        uint32_t count);
+/* After references of `type` were written into owner's memory: a permanent
+   owner escapes (types.c). */
+void zs_escape_owner(zs_runtime *rt, zs_ref owner, const zs_type *type);
 /* Call fn on every strong reference slot inside a value. */
 void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
                            void (*fn)(void *context, zs_ref *slot, bool killable), void *context);

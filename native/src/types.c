@@ -605,17 +605,24 @@ typedef void (*ref_visitor)(void *context, zs_ref *slot, bool killable);
 
 static void visit_refs(const zs_type *type, void *value, bool killable, ref_visitor fn, void *ctx);
 
-static void visit_entries(const zs_type *type, zs_array *entries, ref_visitor fn, void *ctx) {
+/* Visit the references of a container's entries [first, end). */
+static void visit_entry_range(const zs_type *type, zs_array *entries, uint32_t first, uint32_t end,
+                              ref_visitor fn, void *ctx) {
+    assert(first <= end && end <= entries->count);
     const zs_type *element = type->element, *value = type->value;
     bool keys = (element->flags & ZS_TYPE_HAS_REFS) != 0;
     bool values = value != NULL && (value->flags & ZS_TYPE_HAS_REFS);
     /* Set elements and map keys are not killable: nulling them breaks the hash. */
     bool key_killable = type->kind == ZS_TYPE_ARRAY;
-    for (uint32_t i = 0; (keys || values) && i < entries->count; i++) {
+    for (uint32_t i = first; (keys || values) && i < end; i++) {
         char *entry = (char *)entries->data + (size_t)i * type->entry_size;
         if (keys) visit_refs(element, entry, key_killable, fn, ctx);
         if (values) visit_refs(value, entry + type->value_offset, true, fn, ctx);
     }
+}
+
+static void visit_entries(const zs_type *type, zs_array *entries, ref_visitor fn, void *ctx) {
+    visit_entry_range(type, entries, 0, entries->count, fn, ctx);
 }
 
 static void visit_refs(const zs_type *type, void *value, bool killable, ref_visitor fn, void *ctx) {
@@ -714,15 +721,24 @@ static bool sanitise(zs_runtime *rt, const zs_type *type, void *value) {
     }
 }
 
+/* One reference slot through the write barrier (only called while marking;
+   a null slot is counted as work too, so the count is the slots looked at). */
 static void barrier_one(void *context, zs_ref *slot, bool killable) {
     (void)killable;
     zs_runtime *rt = context;
     if (*slot != ZS_NULL_REF) zs_gc_barrier(rt, zs_item_of(rt, *slot));
+    else rt->stats.barrier_slots++;
 }
 
 void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value) {
     if (rt->phase != ZS_GC_MARKING || !(type->flags & ZS_TYPE_HAS_REFS)) return;
     visit_refs(type, (void *)value, false, barrier_one, rt);
+}
+
+void zs_entries_barrier(zs_runtime *rt, const zs_type *type, zs_array *entries, uint32_t first,
+                        uint32_t count) {
+    if (rt->phase != ZS_GC_MARKING || !(type->flags & ZS_TYPE_HAS_REFS)) return;
+    visit_entry_range(type, entries, first, first + count, barrier_one, rt);
 }
 
 /* ======================================================================
@@ -856,17 +872,24 @@ zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint
     return ZS_OK;
 }
 
+/* References of `type` were written into owner: a permanent owner escapes
+   (scanned as a root from then on; zs_begin_store listed it already). */
+void zs_escape_owner(zs_runtime *rt, zs_ref owner, const zs_type *type) {
+    if (!(type->flags & ZS_TYPE_HAS_REFS)) return;
+    zs_item *it = owner ? zs_item_of(rt, owner) : NULL;
+    if (it != NULL && (it->flags & ZS_ITEM_PERMANENT) && zs_root_list_add(rt, it)) {
+        it->flags |= ZS_ITEM_ESCAPED;
+        it->flags &= ~ZS_ITEM_LEAF;
+    }
+}
+
 /* After new contents were written: clean references, mark them if a mark
    is pending, escape a permanent owner. */
 static void end_store(zs_runtime *rt, zs_ref owner, const zs_type *type, void *value) {
     if (!(type->flags & ZS_TYPE_HAS_REFS)) return;
     sanitise(rt, type, value);
     zs_value_barrier(rt, type, value);
-    zs_item *it = owner ? zs_item_of(rt, owner) : NULL;
-    if (it != NULL && (it->flags & ZS_ITEM_PERMANENT) && zs_root_list_add(rt, it)) {
-        it->flags |= ZS_ITEM_ESCAPED;
-        it->flags &= ~ZS_ITEM_LEAF;
-    }
+    zs_escape_owner(rt, owner, type);
 }
 
 zs_status zs_value_assign(zs_runtime *rt, zs_ref owner, const zs_type *type, void *dst,

@@ -1499,6 +1499,96 @@ static void test_teardown_name_index(runner *t) {
     CHECK_EQ(t, probe.found_in_finish, 0);
 }
 
+/* The write barrier's work (zs_gc_stats.barrier_slots) one store adds while
+   a mark is pending. */
+static uint64_t barrier_work(zs_runtime *rt, uint64_t *mark) {
+    uint64_t now = gc_stats(rt).barrier_slots, work = now - *mark;
+    *mark = now;
+    return work;
+}
+
+/* A store during a mark barriers the references it writes, never the rest
+   of the container it writes into: into containers already holding 4,096
+   references, each insertion costs the barrier exactly the references
+   inserted and a removal none. A whole-value copy writes every element, and
+   the barrier sees every one of them (the counter measures real work). */
+static void test_barrier_work_is_what_a_store_writes(runner *t) {
+    enum { HELD = 4096 };
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_type *object = NULL, *array = NULL, *set = NULL, *map = NULL, *optional = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, object, NULL, &array));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_SET, object, NULL, &set));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_MAP, object, object, &map));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_OPTIONAL, object, NULL, &optional));
+    zs_ref handles[5] = {0};
+    zs_array *list = NULL, *copy = NULL;
+    zs_hash *hash_set = NULL, *hash_map = NULL;
+    void *maybe = NULL;
+    CHECK_OK(t, zs_value_new(rt, array, &handles[0], (void **)&list));
+    CHECK_OK(t, zs_value_new(rt, array, &handles[1], (void **)&copy));
+    CHECK_OK(t, zs_value_new(rt, set, &handles[2], (void **)&hash_set));
+    CHECK_OK(t, zs_value_new(rt, map, &handles[3], (void **)&hash_map));
+    CHECK_OK(t, zs_value_new(rt, optional, &handles[4], &maybe));
+    if (list == NULL || copy == NULL || hash_set == NULL || hash_map == NULL || maybe == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    zs_ref x = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, x);
+    uint32_t failures = 0, index = 0;
+    for (uint32_t i = 0; i < HELD; i++) { /* black values are roots: they keep these */
+        zs_ref held = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        failures += zs_array_insert_packed(rt, ZS_NULL_REF, array, list, i, &held, 1) != ZS_OK;
+        failures += zs_hash_add(rt, ZS_NULL_REF, set, hash_set, &held, &index, NULL) != ZS_OK;
+        failures += zs_hash_add(rt, ZS_NULL_REF, map, hash_map, &held, &index, NULL) != ZS_OK;
+    }
+    CHECK_EQ(t, failures, 0);
+    CHECK_OK(t, zs_gc_start_incremental(rt));
+    int done = 1;
+    CHECK_OK(t, zs_gc_step_bounded(rt, 0, 1, &done)); /* one object: the mark stays pending */
+    CHECK(t, !done);
+    CHECK_EQ(t, zs_gc_phase_of(rt), ZS_GC_MARKING);
+    uint64_t mark = gc_stats(rt).barrier_slots;
+    zs_ref two[2] = {x, x};
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, array, list, 0, &x, 1));
+    CHECK_EQ(t, barrier_work(rt, &mark), 1);
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, array, list, list->count, two, 2));
+    CHECK_EQ(t, barrier_work(rt, &mark), 2);
+    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, array, list, HELD / 2, &x, 1));
+    CHECK_EQ(t, barrier_work(rt, &mark), 1);
+    CHECK_OK(t, zs_array_remove(rt, ZS_NULL_REF, array, list, 0, 1));
+    CHECK_EQ(t, barrier_work(rt, &mark), 0);
+    int added = 0, removed = 0;
+    CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, hash_set, &x, &index, &added));
+    CHECK(t, added == 1);
+    CHECK_EQ(t, barrier_work(rt, &mark), 1);
+    CHECK_OK(t, zs_hash_remove(rt, ZS_NULL_REF, set, hash_set, &x, &removed));
+    CHECK(t, removed == 1);
+    CHECK_EQ(t, barrier_work(rt, &mark), 0);
+    CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, map, hash_map, &x, &index, &added));
+    CHECK(t, added == 1);
+    CHECK_EQ(t, barrier_work(rt, &mark), 1);
+    zs_ref *value = (zs_ref *)((char *)hash_map->entries.data +
+                               (size_t)index * zs_type_entry_size(map) + zs_type_value_offset(map));
+    CHECK_OK(t, zs_value_store_ref(rt, ZS_NULL_REF, object, value, x));
+    CHECK_EQ(t, barrier_work(rt, &mark), 1);
+    CHECK_OK(t, zs_optional_set(rt, ZS_NULL_REF, optional, maybe, &x));
+    CHECK_EQ(t, barrier_work(rt, &mark), 1);
+    /* The control: a whole-value copy writes, and barriers, every element. */
+    CHECK_OK(t, zs_value_assign(rt, ZS_NULL_REF, array, copy, list));
+    CHECK_EQ(t, copy->count, list->count);
+    CHECK(t, barrier_work(rt, &mark) >= list->count);
+    run_steps(t, rt, 0);
+    purge_all(t, rt);
+    CHECK(t, alive(rt, x));
+    for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
+        CHECK_OK(t, zs_value_free(rt, handles[i]));
+    fixture_close(&fx);
+}
+
 /* A 200,000-object live heap takes more than one 100 us step to mark, and the steps keep it all. */
 static void test_incremental_step_count(runner *t) {
     enum { COUNT = 200000 };
@@ -2526,6 +2616,7 @@ const test_case advanced_tests[] = {
     TEST(test_runtime_free_mid_cycle),
     TEST(test_teardown_name_index),
     TEST(test_incremental_step_count),
+    TEST(test_barrier_work_is_what_a_store_writes),
     TEST(test_random_graph_clusters),
     TEST(test_reference_chains_random),
     TEST(test_incremental_same_survivors),

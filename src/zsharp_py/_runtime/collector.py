@@ -71,6 +71,10 @@ class GcStats:
     (stored, passed to the host, read as ``handle``), they were freed as
     soon as their conjugate was dropped (docs/garbage-collector.md). Not
     counted in ``objects_freed``."""
+    barrier_slots: int = 0
+    """Reference slots the write barrier looked at during this incremental
+    cycle: each store adds the references it wrote, never the rest of the
+    container it wrote into, so a write during a mark costs what it writes."""
 
 
 _STATS_LAYOUT = (
