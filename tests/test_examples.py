@@ -117,6 +117,12 @@ def test_native_function_gives_hosts_the_c_api() -> None:
     for bad in ("ZS_OK", "zs_no_such_function", "printf", 42):
         with pytest.raises(ValueError, match="not a function of the C API"):
             native_function(bad)  # type: ignore[arg-type]
+    # The scripting layer's own protocol is not handed out either: a host
+    # taking the dying objects, or making the heap forget a proxy, could
+    # leave a proxy pointing at freed memory.
+    for managed in ("zs_gc_take_expiring", "zs_forget_conjugate", "zs_conjugates_dropped"):
+        with pytest.raises(ValueError, match="scripting layer's own protocol"):
+            native_function(managed)
 
 
 def test_include_dir_holds_the_c_api_header() -> None:

@@ -85,7 +85,7 @@ def test_a_malformed_stats_layout_is_refused_before_anything_is_collected(
     a = Actor()
     for layout in [None, (zs.collector.GcStats,), (zs.collector.GcStats, ("cycle",)), (1, ())]:
         with pytest.raises(TypeError, match="GcStats layout"):
-            rt._collect_full(rt._describe, layout)  # type: ignore[arg-type]
+            rt._collect_full(layout)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="GcStats layout"):
             rt._gc_stats(layout)  # type: ignore[arg-type]
     assert not a.is_expired and rt.live_objects() == 1

@@ -180,13 +180,21 @@ class Keeper(zs.Object):
 
 
 def test_d_an_adoption_after_a_close_by_the_class_layout_is_refused() -> None:
+    """A proxy made by a read is made in C, with no Python code (the
+    metaclass's hook does not fire); the Python path, which binds a host's
+    class first and runs Python code doing so, checks the runtime again
+    after that code: closed by it, it adopts nothing."""
     runtime = zs.Runtime()
     with runtime.activate():
         keeper = Keeper()
         keeper.add_to_root()
         keeper.held = Adoptee(health=4)  # its conjugate is dropped: the next read adopts
         DICT_HOOK.arm(runtime.close)
-        result = keeper.held  # class_layout reads Adoptee.__dict__: closes the runtime
+        made_in_c = keeper.held
+        assert DICT_HOOK.fired == 0 and made_in_c is not None and made_in_c.health == 4
+        handle = made_in_c.handle
+        del made_in_c  # dropped again: the slow path adopts anew
+        result = runtime._conjugate_of_slow(handle)  # class_layout reads Adoptee.__dict__
     assert DICT_HOOK.fired == 1 and runtime.closed
     assert result is None
 

@@ -193,30 +193,34 @@ def test_overrides_that_destroy_and_collect_inside_native_calls(rt: zs.Runtime) 
     rt.gc.verify()
 
 
-def test_a_native_collection_refuses_dying_objects_at_once(rt: zs.Runtime) -> None:
+def test_a_native_collection_is_finished_when_it_returns(rt: zs.Runtime) -> None:
     """A collection the host runs (World.collect, from Python with no
-    override in between) leaves its dying objects' conjugates live until
-    Python's collector expires them; meanwhile a host function called on
-    one, a property write and a struct member write are refused, as after a
-    collection Python started, and the object is still there to expire."""
+    override in between) hands its dying objects to the expiry handler
+    before its purge frees them: when the host function returns, their
+    conjugates have expired and their memory is gone; a host function called
+    on one, a property write and a struct member write are refused, and a
+    view taken before the collection expired with its object."""
     World, Actor, Transform, _ = engine()
     world = World()
     world.add_to_root()
     doomed = world.spawn(Actor, Transform())
     kept = world.spawn(Actor, Transform())
+    location = doomed.transform.location  # a struct view into doomed
+    live = rt.live_objects()
     world.destroy(doomed)
-    world.collect()  # gathers doomed; the purge waits for its conjugate
-    assert not doomed.is_expired
+    world.collect()
+    assert doomed.is_expired and location.is_expired
+    assert rt.live_objects() == live - 1  # freed inside the call
     with pytest.raises(zs.ExpiredConjugateError):
         doomed.take_damage(1.0, None)
     with pytest.raises(zs.ExpiredConjugateError):
         doomed.health = 5
     with pytest.raises(zs.ExpiredConjugateError):
-        doomed.transform.location.x = 5.0
+        location.x = 5.0
     assert kept.take_damage(1.0, None) == 99.0  # the living are not affected
     kept.health = 7
     rt.collect_garbage()
-    assert doomed.is_expired and kept.health == 7
+    assert kept.health == 7
     rt.gc.verify()
 
 

@@ -26,6 +26,7 @@ if [ "${1:-}" = --smoke ]; then
         tests/test_hostile_audit_py.py tests/test_safety.py tests/test_unshared_objects.py
         tests/test_value_lifetimes.py tests/test_parked_views.py tests/test_conjugate_core.py
         tests/test_native_functions.py tests/test_native_calls.py tests/test_sample_engine.py
+        tests/test_host_collections.py
         tests/test_gc.py tests/test_incremental.py tests/test_model.py)
 fi
 # shellcheck source=tools/_sanitized_venv.sh

@@ -83,7 +83,7 @@ void zs_open_runtime_remove(zs_core_state *state, zs_runtime_core *rt) {
 }
 
 /* The open runtime core of a native runtime, or NULL (borrowed). */
-static zs_runtime_core *open_runtime(const zs_core_state *state, const zs_runtime *native) {
+zs_runtime_core *zs_open_runtime_of(const zs_core_state *state, const zs_runtime *native) {
     for (Py_ssize_t i = 0; i < state->open_count; i++)
         if (state->open_runtimes[i]->native == native) return state->open_runtimes[i];
     return NULL;
@@ -727,7 +727,7 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, con
     zs_core_state *state = user;
     PyGILState_STATE gil = PyGILState_Ensure();
     zs_status status = ZS_E_STALE; /* closing: its objects are gone for Python */
-    zs_runtime_core *rt = open_runtime(state, native);
+    zs_runtime_core *rt = zs_open_runtime_of(state, native);
     if (rt != NULL && !rt->closing) {
         Py_INCREF(rt);
         status = call_object(state, rt, object, function, params);

@@ -3,8 +3,8 @@
  * The protocol is the one zsharp_py/_runtime/collector.py states for every
  * path (GarbageCollector): flush what finalisers queued, expire the
  * conjugates of dying objects before any memory goes, then let the purge
- * free them; a native step that refuses because more objects were gathered
- * meanwhile (ZS_E_EXPIRY_PENDING) runs again after their expiry. The
+ * free them (the native purge hands what it would free to the expiry
+ * handler first, so objects gathered meanwhile expire too). The
  * incremental paths run it step by step in Python; collect_garbage(), which
  * a game may call every frame, runs it here, where a collection of a small
  * heap costs a few microseconds instead of tens in Python.
@@ -29,11 +29,11 @@ static int runtime_open(const zs_runtime_core *rt) {
 /* Expire the conjugates of every dying object the heap has gathered (the
  * expiry counts them in rt->cycle_expired); *out_taken: how many objects
  * were taken. -1 with an exception. */
-static int expire_pending(zs_runtime_core *rt, PyObject *describe, uint32_t *out_taken) {
+static int expire_pending(zs_runtime_core *rt, uint32_t *out_taken) {
     *out_taken = 0;
     for (;;) {
         uint32_t taken, expired;
-        if (zs_expire_dying(rt, UINT32_MAX, describe, &taken, &expired) < 0) return -1;
+        if (zs_expire_dying(rt, UINT32_MAX, &taken, &expired) < 0) return -1;
         *out_taken += taken;
         if (taken == 0) return 0;
     }
@@ -41,23 +41,22 @@ static int expire_pending(zs_runtime_core *rt, PyObject *describe, uint32_t *out
 
 /* Run one native step with the GIL released (as the cffi calls of the
  * incremental paths do: a long mark or purge lets other Python threads
- * run); while it refuses because objects wait to be expired, expire them
- * and run it again. Returns its status, or -1 with an exception. */
-static long run_step(zs_runtime_core *rt, collector_step step, PyObject *describe) {
+ * run). The step hands the dying objects it would free to the expiry
+ * handler first (zs_gc_hand_over), which takes the GIL on this thread and
+ * expires their conjugates; an error of that expiry is raised here.
+ * Returns its status, or -1 with an exception. */
+static long run_step(zs_runtime_core *rt, collector_step step) {
+    if (!runtime_open(rt)) return -1;
     zs_native_api *api = &rt->state->api;
-    for (;;) {
-        if (!runtime_open(rt)) return -1;
-        zs_runtime *native = rt->native;
-        zs_status status;
-        Py_BEGIN_ALLOW_THREADS;
-        status = step == STEP_MARK_AND_GATHER ? api->zs_gc_mark_and_gather(native)
-                                              : api->zs_gc_purge(native, 0, NULL);
-        Py_END_ALLOW_THREADS;
-        uint32_t taken;
-        if (status != ZS_E_EXPIRY_PENDING) return (long)status;
-        if (expire_pending(rt, describe, &taken) < 0) return -1;
-        if (taken == 0) return (long)status;
-    }
+    zs_runtime *native = rt->native;
+    zs_status status;
+    zs_expiry_reporting(rt, 1);
+    Py_BEGIN_ALLOW_THREADS;
+    status = step == STEP_MARK_AND_GATHER ? api->zs_gc_mark_and_gather(native)
+                                          : api->zs_gc_purge(native, 0, NULL);
+    Py_END_ALLOW_THREADS;
+    if (zs_expiry_reporting(rt, 0) < 0) return -1;
+    return (long)status;
 }
 
 /* Raise for a failed step as every native failure is raised
@@ -137,34 +136,28 @@ PyObject *zs_runtime_gc_stats(PyObject *self, PyObject *layout) {
  * The full collection
  * ========================================================================= */
 
-/* Runtime._collect_full(describe, layout) -> GcStats: a stop-the-world
- * collection (a pending incremental cycle is finished, not restarted), the
- * conjugates of its dead objects expired before the purge frees them. */
-PyObject *zs_runtime_collect_full(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* Runtime._collect_full(layout) -> GcStats: a stop-the-world collection (a
+ * pending incremental cycle is finished, not restarted), the conjugates of
+ * its dead objects expired before the purge frees them. */
+PyObject *zs_runtime_collect_full(PyObject *self, PyObject *layout) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "_collect_full(describe, layout)");
-        return NULL;
-    }
-    PyObject *describe = args[0], *layout = args[1];
     /* Both checked before anything is collected. */
     if (!stats_layout_valid(layout) || !runtime_open(rt)) return NULL;
     /* Dropped conjugates first, so the mark need not gather their objects. */
     if (zs_flush_values(rt) < 0) return NULL;
     /* What a pending cycle gathered is counted in that cycle. */
     uint32_t taken;
-    if (expire_pending(rt, describe, &taken) < 0) return NULL;
+    if (expire_pending(rt, &taken) < 0) return NULL;
     /* Its last expiry found the runtime open and took nothing: no Python
        code ran after that check. */
     assert(rt->native != NULL);
     zs_gc_phase phase = rt->state->api.zs_gc_phase_of(rt->native);
     if (phase == ZS_GC_IDLE || phase == ZS_GC_PURGE_PENDING)
         rt->cycle_expired = 0; /* the mark below begins a new cycle */
-    long status = run_step(rt, STEP_MARK_AND_GATHER, describe);
+    long status = run_step(rt, STEP_MARK_AND_GATHER);
     if (status < 0) return NULL;
     if (status != ZS_OK) return raise_step(rt, status);
-    if (expire_pending(rt, describe, &taken) < 0) return NULL;
-    status = run_step(rt, STEP_PURGE, describe);
+    status = run_step(rt, STEP_PURGE);
     if (status < 0) return NULL;
     if (status != ZS_OK) return raise_step(rt, status);
     return gc_stats_object(rt, layout);

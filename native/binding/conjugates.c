@@ -167,70 +167,101 @@ static int expire_one(zs_conjugate *conjugate, PyObject *describe, uint64_t pack
     return 0;
 }
 
-int zs_expire_dying(zs_runtime_core *rt, uint32_t limit, PyObject *describe, uint32_t *out_taken,
-                    uint32_t *out_expired) {
-    *out_taken = *out_expired = 0;
-    if (rt->native == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
-        return -1;
-    }
-    zs_native_api *api = &rt->state->api;
-    uint32_t pending = api->zs_gc_expiring_count(rt->native);
-    uint32_t count = pending < limit ? pending : limit;
-    if (count == 0) return 0;
-    size_t each = sizeof(zs_conjugate *) + sizeof(zs_ref) + sizeof(uint64_t) + sizeof(uint8_t);
-    char *buffer = PyMem_Malloc((size_t)count * each);
-    if (buffer == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    zs_released released = {(zs_conjugate **)buffer, 0, count};
-    zs_ref *refs = (zs_ref *)(buffer + (size_t)count * sizeof(zs_conjugate *));
-    uint64_t *names = (uint64_t *)(refs + count);
-    uint8_t *garbage = (uint8_t *)(names + count);
-    uint32_t taken = 0, expired = 0;
-    zs_status status = api->zs_gc_take_expiring_ex(rt->native, refs, names, garbage, count, &taken);
-    if (status != ZS_OK) {
-        PyMem_Free(buffer);
-        PyObject *what = PyUnicode_FromString("collect_garbage");
-        Py_XDECREF(what ? zs_call_raise_status(rt->state, status, what, rt) : NULL);
-        Py_XDECREF(what);
-        return -1;
-    }
+/* Expire the conjugates of the objects the heap handed over (the objects
+ * stay in memory until this returns: gc_purge.c, zs_gc_hand_over). -1 with
+ * an exception (each expired all the same). */
+static int expire_handed(zs_runtime_core *rt, const zs_ref *objects, const uint64_t *names,
+                         const uint8_t *garbage, uint32_t count) {
+    zs_released released = {NULL, 0, 0};
+    if (count > 0 && (released.items = PyMem_Malloc(count * sizeof(zs_conjugate *))) != NULL)
+        released.capacity = count; /* else each is released as it expires */
     int failed = 0;
-    /* Taken objects are off the expiring list, so a purge would free them:
-       until the last of their conjugates has expired, none may run (Python
-       code here is a gc callback or finaliser on an allocation). */
+    uint32_t expired = 0;
+    /* Until the last of them has expired, no host function may run (Python
+       code here is a gc callback or finaliser on an allocation): its
+       collection would be refused, and its calls on them must be. */
     char outer = rt->expiring;
     rt->expiring = 1;
-    for (uint32_t i = 0; i < taken; i++) {
-        zs_conjugate *conjugate = zs_table_get(rt, refs[i]);
+    for (uint32_t i = 0; i < count; i++) {
+        zs_conjugate *conjugate = zs_table_get(rt, objects[i]);
         if (conjugate == NULL) continue; /* no conjugate now (freed by refcount, or never made) */
-        failed |= expire_one(conjugate, describe, names[i],
+        failed |= expire_one(conjugate, rt->describe, names[i],
                              garbage[i] ? rt->state->reason_garbage : rt->state->reason_collected,
                              &released);
         expired++;
     }
     rt->expiring = outer;
     release_all(&released);
-    PyMem_Free(buffer);
+    PyMem_Free(released.items);
     zsv_bury(rt); /* the parked views expiry could not free on the spot */
     rt->cycle_expired += expired;
-    *out_taken = taken;
-    *out_expired = expired;
     return failed ? -1 : 0;
 }
 
-/* Runtime._expire_dying_batch(limit, describe) -> (taken, expired): take up
- * to `limit` dying objects from the native expiring list and expire the
- * conjugates they have (expired counts those). */
+void zs_expire_handed_over(void *user, zs_runtime *native, const zs_ref *objects,
+                           const uint64_t *names, const uint8_t *garbage, uint32_t count) {
+    zs_core_state *state = user;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    /* A runtime Python closed expired every conjugate already. */
+    zs_runtime_core *rt = zs_open_runtime_of(state, native);
+    if (rt != NULL && rt->describe != NULL) {
+        Py_INCREF(rt);
+        PyObject *before = zs_error_take(); /* a caller's pending error waits */
+        if (expire_handed(rt, objects, names, garbage, count) < 0) {
+            if (rt->expiry_reporters > 0 && rt->expiry_error == NULL)
+                rt->expiry_error = zs_error_take();
+            else PyErr_WriteUnraisable((PyObject *)rt);
+        }
+        if (before != NULL) zs_error_give(before);
+        Py_DECREF(rt);
+    }
+    PyGILState_Release(gil);
+}
+
+int zs_expiry_reporting(zs_runtime_core *rt, int in) {
+    if (in) {
+        rt->expiry_reporters++;
+        return 0;
+    }
+    assert(rt->expiry_reporters > 0);
+    rt->expiry_reporters--;
+    PyObject *error = rt->expiry_error;
+    if (error == NULL || rt->expiry_reporters > 0) return 0;
+    rt->expiry_error = NULL;
+    zs_error_give(error);
+    return -1;
+}
+
+int zs_expire_dying(zs_runtime_core *rt, uint32_t limit, uint32_t *out_taken,
+                    uint32_t *out_expired) {
+    *out_taken = *out_expired = 0;
+    if (rt->native == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
+        return -1;
+    }
+    uint64_t before = rt->cycle_expired;
+    zs_expiry_reporting(rt, 1);
+    zs_status status = rt->state->api.zs_gc_expire(rt->native, limit, out_taken);
+    int failed = zs_expiry_reporting(rt, 0);
+    *out_expired = (uint32_t)(rt->cycle_expired - before);
+    if (failed < 0) return -1;
+    if (status != ZS_OK) {
+        PyObject *what = PyUnicode_FromString("collect_garbage");
+        Py_XDECREF(what ? zs_call_raise_status(rt->state, status, what, rt) : NULL);
+        Py_XDECREF(what);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runtime._expire_dying_batch(limit) -> (taken, expired): have the heap
+ * hand up to `limit` dying objects from its expiring list to the expiry
+ * handler, which expires the conjugates they have (expired counts those). */
 static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     unsigned int limit;
-    PyObject *describe;
-    if (!PyArg_ParseTuple(args, "IO:_expire_dying_batch", &limit, &describe)) return NULL;
+    if (!PyArg_ParseTuple(args, "I:_expire_dying_batch", &limit)) return NULL;
     uint32_t taken, expired;
-    if (zs_expire_dying((zs_runtime_core *)self, limit, describe, &taken, &expired) < 0)
-        return NULL;
+    if (zs_expire_dying((zs_runtime_core *)self, limit, &taken, &expired) < 0) return NULL;
     return Py_BuildValue("(II)", taken, expired);
 }
 
@@ -300,7 +331,29 @@ static PyObject *runtime_set_native_class(PyObject *self, PyObject *args) {
         rt->native_count = count;
     }
     rt->natives[number] = native;
+    /* And the other way: the class of a native class id, for proxies made in C. */
+    uint32_t id = rt->state->api.zs_class_id(native);
+    if (id >= rt->class_capacity) {
+        uint32_t count = rt->class_capacity ? rt->class_capacity : 64;
+        while (count <= id) count *= 2;
+        PyObject **grown = PyMem_Realloc(rt->classes, count * sizeof *grown);
+        if (grown == NULL) return PyErr_NoMemory();
+        memset(grown + rt->class_capacity, 0, (count - rt->class_capacity) * sizeof *grown);
+        rt->classes = grown;
+        rt->class_capacity = count;
+    }
+    Py_XSETREF(rt->classes[id], Py_NewRef(cls));
     Py_RETURN_NONE;
+}
+
+/* Forget the classes of native class ids (close, dealloc, cycle collection). */
+static void classes_clear(zs_runtime_core *rt) {
+    PyObject **classes = rt->classes;
+    uint32_t count = rt->class_capacity;
+    rt->classes = NULL;
+    rt->class_capacity = 0;
+    for (uint32_t i = 0; i < count; i++) Py_XDECREF(classes[i]);
+    PyMem_Free(classes);
 }
 
 /* Runtime._flush_values(): free the native blocks of black values Python
@@ -395,9 +448,13 @@ static PyObject *runtime_callable_count(PyObject *self, PyObject *unused) {
  * Runtime core (the base of zs.Runtime)
  * ========================================================================= */
 
-/* Runtime._core_open(address): the native runtime, once created. */
-static PyObject *runtime_core_open(PyObject *self, PyObject *address) {
+/* Runtime._core_open(address, describe): the native runtime, once created;
+ * its dying objects' conjugates are expired, whoever collects, by the
+ * expiry handler registered here, with describe naming them. */
+static PyObject *runtime_core_open(PyObject *self, PyObject *args) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
+    PyObject *address, *describe;
+    if (!PyArg_ParseTuple(args, "OO:_core_open", &address, &describe)) return NULL;
     void *native = PyLong_AsVoidPtr(address);
     if (native == NULL && PyErr_Occurred()) return NULL;
     if (rt->native != NULL || native == NULL) {
@@ -405,8 +462,17 @@ static PyObject *runtime_core_open(PyObject *self, PyObject *address) {
         return NULL;
     }
     if (zs_open_runtime_add(rt->state, rt) < 0) return NULL;
+    zs_status status = rt->state->api.zs_set_expiry_handler(native, zs_expire_handed_over,
+                                                            rt->state);
+    if (status != ZS_OK) {
+        zs_open_runtime_remove(rt->state, rt);
+        PyErr_Format(PyExc_RuntimeError, "_core_open: the expiry handler was refused (%d)",
+                     (int)status);
+        return NULL;
+    }
     rt->native = native;
     rt->dying_word = rt->state->api.zs_dying_word(native);
+    Py_XSETREF(rt->describe, Py_NewRef(describe));
     Py_RETURN_NONE;
 }
 
@@ -420,7 +486,9 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     rt->dropped_count = 0; /* freeing the runtime destroys those objects too */
     rt->native = NULL;
     rt->dying_word = NULL;
-    zs_open_runtime_remove(rt->state, rt);
+    zs_open_runtime_remove(rt->state, rt); /* the expiry handler finds it no more */
+    Py_CLEAR(rt->describe);
+    classes_clear(rt);
     zs_plan_cache_clear(rt->state); /* plans may name its host's entries and types */
     zsv_bury(rt);
     Py_RETURN_NONE;
@@ -491,15 +559,45 @@ static PyObject *runtime_adopt(PyObject *self, PyObject *args) {
     return (PyObject *)conjugate;
 }
 
-/* The conjugate of a handle for a reference read that missed the table:
- * Runtime._conjugate_of (Python) resolves it under the runtime lock. */
+/* The conjugate of a handle that missed the table, made here when Python
+ * knows the object's class: the object is recorded as having a conjugate
+ * first (from then on no purge frees it before the expiry handler, which
+ * needs the GIL this thread holds, has seen it), then its class is read
+ * and the conjugate made and bound, with no Python code in between
+ * (zs_conjugate_alloc runs none). A host's class Python has not bound yet
+ * takes Runtime._conjugate_of_slow, which binds it. None for a dead or
+ * dying object. */
 PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle) {
-    PyObject *number = PyLong_FromUnsignedLongLong(handle);
-    if (number == NULL) return NULL;
-    PyObject *result = PyObject_CallMethodOneArg((PyObject *)rt, rt->state->str_conjugate_of,
-                                                 number);
-    Py_DECREF(number);
-    return result;
+    assert(rt->native != NULL && !rt->closing && zs_table_get(rt, handle) == NULL);
+    zs_object *object = NULL;
+    if (rt->state->api.zs_resolve_for_conjugate(rt->native, handle, &object) != ZS_OK)
+        Py_RETURN_NONE;
+    uint32_t id = rt->state->api.zs_class_id(object->cls);
+    PyObject *cls = id < rt->class_capacity ? rt->classes[id] : NULL;
+    if (cls == NULL) {
+        PyObject *number = PyLong_FromUnsignedLongLong(handle);
+        if (number == NULL) return NULL;
+        PyObject *result = PyObject_CallMethodOneArg((PyObject *)rt, rt->state->str_conjugate_of,
+                                                     number);
+        Py_DECREF(number);
+        return result;
+    }
+    zs_conjugate *conjugate = zs_conjugate_alloc(rt, (PyTypeObject *)cls);
+    if (conjugate == NULL) return NULL;
+    if (zs_conjugate_bind(rt, conjugate, handle, object) < 0) {
+        Py_DECREF(conjugate);
+        return NULL;
+    }
+    return (PyObject *)conjugate;
+}
+
+/* Runtime._conjugate_of(handle): the conjugate of a handle (the table's,
+ * or a new one), or None for a null, dead or dying handle, or once closing. */
+static PyObject *runtime_conjugate_of(PyObject *self, PyObject *handle) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    zs_ref ref = PyLong_AsUnsignedLongLong(handle);
+    if (ref == (zs_ref)-1 && PyErr_Occurred()) return NULL;
+    return zs_conjugate_of(rt, ref);
 }
 
 /* The Python objects a runtime core holds (the cycle collector's view). */
@@ -508,6 +606,10 @@ static int runtime_core_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((zs_runtime_core *)self)->last_class);
     Py_VISIT(((zs_runtime_core *)self)->last_creator);
     Py_VISIT(((zs_runtime_core *)self)->free_deferred);
+    Py_VISIT(((zs_runtime_core *)self)->describe);
+    Py_VISIT(((zs_runtime_core *)self)->expiry_error);
+    for (uint32_t i = 0; i < ((zs_runtime_core *)self)->class_capacity; i++)
+        Py_VISIT(((zs_runtime_core *)self)->classes[i]);
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
@@ -520,6 +622,9 @@ static int runtime_core_clear(PyObject *self) {
     Py_CLEAR(((zs_runtime_core *)self)->last_class);
     Py_CLEAR(((zs_runtime_core *)self)->last_creator);
     Py_CLEAR(((zs_runtime_core *)self)->free_deferred);
+    Py_CLEAR(((zs_runtime_core *)self)->describe);
+    Py_CLEAR(((zs_runtime_core *)self)->expiry_error);
+    classes_clear((zs_runtime_core *)self);
     return 0;
 }
 
@@ -571,7 +676,8 @@ static void runtime_core_dealloc(PyObject *self) {
 }
 
 static PyMethodDef runtime_core_methods[] = {
-    {"_core_open", runtime_core_open, METH_O, "Attach the native runtime (an address)."},
+    {"_core_open", runtime_core_open, METH_VARARGS,
+     "Attach the native runtime (an address) and its describe callable."},
     {"_core_detach", runtime_core_detach, METH_NOARGS,
      "Forget the native runtime: every fast path declines from now on."},
     {"_core_free_native", runtime_core_free_native, METH_O,
@@ -580,9 +686,11 @@ static PyMethodDef runtime_core_methods[] = {
      "The live conjugate of a handle, or None (no resolution)."},
     {"_live_conjugates", runtime_live_conjugates, METH_NOARGS, "Every live conjugate."},
     {"_adopt", runtime_adopt, METH_VARARGS, "A new conjugate for a resolved object."},
+    {"_conjugate_of", runtime_conjugate_of, METH_O,
+     "The conjugate of a handle (existing or new), or None."},
     {"_expire_dying_batch", runtime_expire_dying_batch, METH_VARARGS,
      "Expire the conjugates of up to `limit` dying objects: (taken, expired)."},
-    {"_collect_full", (PyCFunction)(void (*)(void))zs_runtime_collect_full, METH_FASTCALL,
+    {"_collect_full", zs_runtime_collect_full, METH_O,
      "A full collection, its dead objects' conjugates expired first: its GcStats."},
     {"_gc_stats", zs_runtime_gc_stats, METH_O, "The last cycle's figures as a GcStats."},
     {"_expire_all", runtime_expire_all, METH_O, "Expire every conjugate and black value (close)."},

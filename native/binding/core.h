@@ -47,7 +47,7 @@
 /* clang-format off */
 #define ZS_NATIVE_FUNCTIONS(X)                                                              \
     X(zs_object_new_conjugate) X(zs_store_ref) X(zs_mark_as_garbage)                        \
-    X(zs_gc_take_expiring_ex) X(zs_gc_expiring_count) X(zs_name_intern) X(zs_name_base)     \
+    X(zs_gc_expiring_count) X(zs_name_intern) X(zs_name_base)                               \
     X(zs_type_basic) X(zs_type_struct) X(zs_type_container) X(zs_value_new)                 \
     X(zs_value_free) X(zs_value_assign) X(zs_value_clear) X(zs_value_store_ref)             \
     X(zs_object_writable) X(zs_string_assign) X(zs_array_insert) X(zs_array_remove)         \
@@ -58,7 +58,7 @@
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
     X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word) X(zs_array_insert_packed)      \
     X(zs_conjugates_dropped) X(zs_gc_phase_of) X(zs_gc_mark_and_gather) X(zs_gc_purge)        \
-    X(zs_gc_get_stats)
+    X(zs_gc_get_stats) X(zs_set_expiry_handler) X(zs_gc_expire) X(zs_resolve_for_conjugate)
 /* clang-format on */
 
 typedef struct zs_native_api {
@@ -356,7 +356,7 @@ typedef struct zs_core_state {
     PyObject *str_outer;               /* "outer", interned (a constructor keyword) */
     PyObject *str_name;                /* "name", interned (a constructor keyword) */
     PyObject *str_zs_resolved;         /* "_zs_resolved", interned (a wrapper's target class) */
-    PyObject *str_conjugate_of;        /* "_conjugate_of", interned (Runtime's resolver) */
+    PyObject *str_conjugate_of;        /* "_conjugate_of_slow", interned (Runtime's binder) */
     PyObject *str_zs_kind;             /* "_zs_kind", interned (a value class's kind) */
 #define ZS_REASON_SLOT(name, text) PyObject *reason_##name;
     ZS_REASONS(ZS_REASON_SLOT)
@@ -559,17 +559,26 @@ typedef struct zs_runtime_core {
                                    (zs_dying_window) */
     uint64_t cycle_expired;     /* conjugates expired in the current collection cycle, whichever
                                    path expired them (zs_expire_dying; GcStats.conjugates_expired) */
-    char expiring;              /* _expire_dying_batch is expiring taken objects' conjugates:
+    PyObject **classes;         /* [class_capacity] the conjugate class of each native class id
+                                   (strong; Runtime._record_class): a proxy is made in C */
+    uint32_t class_capacity;
+    PyObject *describe;        /* Runtime._describe (names expired objects' messages): what the
+                                   expiry handler expires with; cleared at detach */
+    uint32_t expiry_reporters; /* Python paths running native expiry that raise its error
+                                   themselves (zs_expire_dying, collection.c); with none, the
+                                   handler reports an error as unraisable */
+    PyObject *expiry_error;    /* the first error of the handler's expiry for those paths */
+    char expiring;             /* _expire_dying_batch is expiring taken objects' conjugates:
                                Python code run meanwhile (a gc callback on an allocation)
                                may call no host function, whose native collection would free
                                the objects not reached yet (functions.c) */
-    uint32_t native_calls;      /* host entries running on this runtime (functions.c) */
-    PyObject *free_deferred;    /* close()'s call freeing the native runtime, made while
+    uint32_t native_calls;     /* host entries running on this runtime (functions.c) */
+    PyObject *free_deferred;   /* close()'s call freeing the native runtime, made while
                                 native_calls > 0: the last call to return makes it
                                 (_core_free_native) */
-    PyObject *creators;         /* dict: class -> Creator (fast creation in this runtime) */
-    PyObject *last_class;       /* the class last created here, and its Creator: */
-    PyObject *last_creator;     /*   a loop creating one class skips the dict */
+    PyObject *creators;        /* dict: class -> Creator (fast creation in this runtime) */
+    PyObject *last_class;      /* the class last created here, and its Creator: */
+    PyObject *last_creator;    /*   a loop creating one class skips the dict */
     /* The value layer (value.h). */
     const zs_type **types; /* [type_capacity]: native types by kind id (NULL: none yet) */
     uint32_t type_capacity;
@@ -745,11 +754,20 @@ void zs_dropped_flush(zs_runtime_core *rt);
  * heap of dropped conjugates, release buried views and drop callables no
  * binding holds (Runtime._flush_values). -1 with an exception. */
 int zs_flush_values(zs_runtime_core *rt);
-/* Take up to `limit` dying objects off the heap's expiring list and expire
- * their conjugates (counted in rt->cycle_expired): how many were taken and
- * expired. -1 with an exception (each taken one expired all the same). */
-int zs_expire_dying(zs_runtime_core *rt, uint32_t limit, PyObject *describe, uint32_t *out_taken,
+/* Have the heap hand up to `limit` dying objects off its expiring list to
+ * the expiry handler, which expires their conjugates (counted in
+ * rt->cycle_expired): how many were taken and expired. -1 with an
+ * exception (each taken one expired all the same). */
+int zs_expire_dying(zs_runtime_core *rt, uint32_t limit, uint32_t *out_taken,
                     uint32_t *out_expired);
+/* Count a Python path in (1) or out (0) of those that raise the expiry
+ * handler's error themselves; counting out raises it (-1) if there was one. */
+int zs_expiry_reporting(zs_runtime_core *rt, int in);
+/* The zs_expiry_handler of every runtime (`user`: the module's state). */
+void zs_expire_handed_over(void *user, zs_runtime *native, const zs_ref *objects,
+                           const uint64_t *names, const uint8_t *garbage, uint32_t count);
+/* The open runtime core of a native runtime, or NULL (borrowed; calls.c). */
+zs_runtime_core *zs_open_runtime_of(const zs_core_state *state, const zs_runtime *native);
 PyObject *zs_raise_expired(zs_conjugate *conjugate);
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state);
 PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle);
@@ -841,7 +859,7 @@ void zs_plan_cache_clear(zs_core_state *state);
 int zs_add_call_types(PyObject *module, zs_core_state *state);
 
 /* collection.c: Runtime._collect_full and Runtime._gc_stats */
-PyObject *zs_runtime_collect_full(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zs_runtime_collect_full(PyObject *self, PyObject *layout);
 PyObject *zs_runtime_gc_stats(PyObject *self, PyObject *layout);
 
 /* module.c */

@@ -5,6 +5,7 @@
  * init_class() on every conjugate class it creates (zsharp_py/_model/object.py).
  */
 #include "value.h"
+#include "zsharp_api.h" /* ZS_MANAGED_FUNCTIONS */
 
 static struct PyModuleDef core_module;
 
@@ -169,14 +170,33 @@ static void *api_address(PyObject *api, const char *name) {
     return function;
 }
 
+/* Append a new str of `name` to `names`; NULL (names released) on failure. */
+static PyObject *append_name(PyObject *names, const char *name) {
+    PyObject *text = names != NULL ? PyUnicode_FromString(name) : NULL;
+    if (text == NULL || PyList_Append(names, text) < 0) Py_CLEAR(names);
+    Py_XDECREF(text);
+    return names;
+}
+
 /* native_functions() -> the names of the zsharp.h functions configure() needs. */
 static PyObject *native_functions(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
     PyObject *names = PyList_New(0);
-#define ZS_API_NAME(name)                                                                          \
-    if (names != NULL && PyList_Append(names, PyUnicode_FromString(#name)) < 0) Py_CLEAR(names);
+#define ZS_API_NAME(name) names = append_name(names, #name);
     ZS_NATIVE_FUNCTIONS(ZS_API_NAME)
+#undef ZS_API_NAME
+    return names;
+}
+
+/* managed_functions() -> the names of the managed side's own protocol
+ * (zsharp_api.h, ZS_MANAGED_FUNCTIONS), which a host is not given. */
+static PyObject *managed_functions(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    PyObject *names = PyList_New(0);
+#define ZS_API_NAME(name) names = append_name(names, #name);
+    ZS_MANAGED_FUNCTIONS(ZS_API_NAME)
 #undef ZS_API_NAME
     return names;
 }
@@ -316,6 +336,8 @@ static PyMethodDef core_functions[] = {
      "variable.reset(token), told to the memo of the current runtime."},
     {"native_functions", native_functions, METH_NOARGS,
      "The names of the zsharp.h functions configure() needs the addresses of."},
+    {"managed_functions", managed_functions, METH_NOARGS,
+     "The names of the managed side's own protocol, which hosts are not given."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -326,7 +348,7 @@ static int core_exec(PyObject *module) {
     state->str_outer = PyUnicode_InternFromString("outer");
     state->str_name = PyUnicode_InternFromString("name");
     state->str_zs_resolved = PyUnicode_InternFromString("_zs_resolved");
-    state->str_conjugate_of = PyUnicode_InternFromString("_conjugate_of");
+    state->str_conjugate_of = PyUnicode_InternFromString("_conjugate_of_slow");
     if (state->str_outer == NULL || state->str_name == NULL || state->str_conjugate_of == NULL ||
         state->str_zs_resolved == NULL)
         return -1;

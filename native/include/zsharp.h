@@ -708,16 +708,20 @@ zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done);
 zs_status zs_gc_step_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
                              int *out_done);
 
-/* Full stop-the-world collection: mark, gather and purge. If conjugates
-   exist for dying objects (see zs_resolve_for_conjugate) the purge stops
-   with ZS_E_EXPIRY_PENDING until they are taken: the managed side calls
-   zs_gc_mark_and_gather, zs_gc_take_expiring, then zs_gc_purge. */
+/* Full stop-the-world collection: mark, gather and purge. Dying objects
+   that have conjugates (zs_resolve_for_conjugate) are handed to the
+   managed side's expiry handler before any is freed (see
+   zs_set_expiry_handler); with no handler set the purge stops with
+   ZS_E_EXPIRY_PENDING until they are taken (zs_gc_take_expiring). */
 zs_status zs_collect_garbage(zs_runtime *rt);
 /* Mark from the roots and gather the unreachable objects (pending purge).
    Finishes a pending incremental mark instead of starting a new one. */
 zs_status zs_gc_mark_and_gather(zs_runtime *rt);
 /* Copy up to capacity handles of dying objects that have conjugates and
-   remove them from the list; *out_count gets how many were copied. */
+   remove them from the list; *out_count gets how many were copied. For a
+   runtime with no expiry handler only: while one is set, the handler is
+   given the list and these refuse with ZS_E_BUSY, taking nothing (nobody
+   else may take objects whose proxies the managed side must expire). */
 zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
                               uint32_t *out_count);
 /* The same, also reporting for each object its name (name_index in the low
@@ -733,7 +737,10 @@ uint32_t zs_gc_expiring_count(zs_runtime *rt);
    makes itself must ask zs_object_writable first (however the collection
    started: a native host collecting included). Valid until zs_runtime_free. */
 const uint32_t *zs_dying_word(zs_runtime *rt);
-/* Destroy and free pending objects. budget_ns == 0: all of them. */
+/* Destroy and free pending objects. budget_ns == 0: all of them. Objects
+   still on the expiring list are handed to the expiry handler first
+   (ZS_E_EXPIRY_PENDING when there is none); ZS_E_BUSY while another
+   thread's hand-over is in progress. */
 zs_status zs_gc_purge(zs_runtime *rt, uint64_t budget_ns, int *out_done);
 /* zs_gc_purge, also bounded by work: at most max_objects objects (0: no bound). */
 zs_status zs_gc_purge_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
@@ -744,6 +751,31 @@ void zs_gc_get_stats(zs_runtime *rt, zs_gc_stats *out);
 /* Walk every item, object, class and reference; on failure write a message
    into message (if non-NULL) and return ZS_E_CORRUPT. */
 zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity);
+
+/* ---- the managed side's expiry ------------------------------------------ */
+
+/* The managed side's expiry handler (one per runtime; a scripting layer
+   sets it when it attaches, beside its call handler). Whoever starts a
+   collection (the host, a host function, another thread), the collector
+   hands the handler the dying objects that have conjugates before it
+   frees any of them: their handles, names (as zs_gc_take_expiring_ex
+   reports them) and garbage flags, `count` of each. The handler expires
+   every proxy of those objects before it returns; it must not keep the
+   arrays. It runs without the runtime lock, counted as a call in progress
+   (zs_calls_in_progress), on the thread that collects; meanwhile no purge
+   runs (another thread's is refused with ZS_E_BUSY) and the objects stay
+   dying. It may call the API, but a collection from inside it is refused
+   with ZS_E_BUSY. */
+typedef void (*zs_expiry_handler)(void *user, zs_runtime *rt, const zs_ref *objects,
+                                  const uint64_t *names, const uint8_t *garbage, uint32_t count);
+/* Set (or with NULL remove) the expiry handler. ZS_E_BUSY while a
+   hand-over is in progress. */
+zs_status zs_set_expiry_handler(zs_runtime *rt, zs_expiry_handler handler, void *user);
+/* Hand up to `limit` objects of the expiring list to the expiry handler
+   now (the managed side's own, budgeted expiry; UINT32_MAX: every one);
+   *out_taken counts them. ZS_E_INVALID without a handler, ZS_E_BUSY from
+   inside a destroy hook or while the lock is held. */
+zs_status zs_gc_expire(zs_runtime *rt, uint32_t limit, uint32_t *out_taken);
 
 /* ---- calls into the managed side ---------------------------------------- */
 

@@ -17,10 +17,12 @@
 
 #include "zsharp.h"
 
-#define ZS_API_VERSION 3u /* 3: zs_gc_stats.barrier_slots */
+#define ZS_API_VERSION 4u /* 3: zs_gc_stats.barrier_slots; 4: the managed side's calls left */
 
-/* Every function of zsharp.h but zs_api_table itself, in header order
-   (tests/test_reflection.py checks that none is missing). */
+/* Every function of zsharp.h a host may call, in header order: all but
+   zs_api_table itself and the managed side's own protocol
+   (ZS_MANAGED_FUNCTIONS; tests/test_reflection.py checks that the two
+   lists hold every function of the header). */
 /* clang-format off */
 #define ZS_API_FUNCTIONS(X) \
     X(zs_status_message) X(zs_runtime_default_options) X(zs_runtime_new) X(zs_runtime_free) \
@@ -30,8 +32,8 @@
     X(zs_class_count) X(zs_class_by_id) X(zs_class_describe) X(zs_find_function) \
     X(zs_set_class_resolver) X(zs_struct_register) X(zs_struct_count) X(zs_struct_at) \
     X(zs_find_struct) X(zs_enum_register) X(zs_enum_count) X(zs_enum_at) X(zs_find_enum) \
-    X(zs_runtime_add_cleanup) X(zs_object_new) X(zs_object_new_conjugate) X(zs_resolve) \
-    X(zs_resolve_for_conjugate) X(zs_forget_conjugate) X(zs_conjugates_dropped) X(zs_find_object) X(zs_object_ref) \
+    X(zs_runtime_add_cleanup) X(zs_object_new) X(zs_resolve) \
+    X(zs_find_object) X(zs_object_ref) \
     X(zs_store_ref) X(zs_ref_array_push) X(zs_ref_array_clear) X(zs_add_to_root) \
     X(zs_remove_from_root) X(zs_is_rooted) X(zs_add_strong_ref) X(zs_release_strong_ref) \
     X(zs_strong_ref_count) X(zs_mark_as_garbage) X(zs_is_garbage) X(zs_is_permanent) \
@@ -47,11 +49,22 @@
     X(zs_value_count) X(zs_create_cluster) X(zs_dissolve_cluster) X(zs_object_cluster) \
     X(zs_cluster_get_info) X(zs_cluster_count) X(zs_set_destroy_hook) X(zs_gc_phase_of) \
     X(zs_gc_start_incremental) X(zs_gc_step) X(zs_gc_step_bounded) X(zs_collect_garbage) \
-    X(zs_gc_mark_and_gather) X(zs_gc_take_expiring) X(zs_gc_take_expiring_ex) \
+    X(zs_gc_mark_and_gather) \
     X(zs_gc_expiring_count) X(zs_dying_word) X(zs_gc_purge) X(zs_gc_purge_bounded) X(zs_gc_pending_purge) \
     X(zs_gc_get_stats) X(zs_heap_verify) X(zs_set_call_handler) X(zs_call_function) \
     X(zs_call_each) X(zs_calls_in_progress) X(zs_call_native) X(zs_reference_chains) \
     X(zs_debug_check_failures) X(zs_debug_set) X(zs_debug_corrupt)
+
+/* The managed side's protocol: the scripting layer's own calls, not in the
+   host's table. A host calling them could make the heap forget a proxy the
+   scripting layer holds (zs_forget_conjugate, zs_conjugates_dropped), or
+   take the dying objects whose proxies it must expire (zs_gc_take_expiring);
+   collections a host starts hand those objects to the scripting layer's
+   expiry handler instead (zs_set_expiry_handler). */
+#define ZS_MANAGED_FUNCTIONS(X) \
+    X(zs_object_new_conjugate) X(zs_resolve_for_conjugate) X(zs_forget_conjugate) \
+    X(zs_conjugates_dropped) X(zs_gc_take_expiring) X(zs_gc_take_expiring_ex) \
+    X(zs_set_expiry_handler) X(zs_gc_expire)
 /* clang-format on */
 
 typedef struct zs_api {

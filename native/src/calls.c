@@ -44,16 +44,16 @@ static zs_status may_call(const zs_runtime *rt) { return rt->in_destroy_hook ? Z
 
 /* Whether zs_runtime_free ran during the calls in progress; with the lock
    held (it sets the flag under the lock). */
-static bool free_pending(const zs_runtime *rt) {
+bool zs_free_pending(const zs_runtime *rt) {
     return (__atomic_load_n(&rt->calls_word, __ATOMIC_RELAXED) & ZS_CALLS_FREE_PENDING) != 0;
 }
 
 /* Count a call in; with the lock held. */
-static void enter_call(zs_runtime *rt) { __atomic_fetch_add(&rt->calls_word, 1, __ATOMIC_ACQ_REL); }
+void zs_call_enter(zs_runtime *rt) { __atomic_fetch_add(&rt->calls_word, 1, __ATOMIC_ACQ_REL); }
 
 /* Count a call out, with no lock, and free the runtime if zs_runtime_free
    ran during the calls and this was the last one; rt may be gone after. */
-static void leave_call(zs_runtime *rt) {
+void zs_call_leave(zs_runtime *rt) {
     uint32_t before = __atomic_fetch_sub(&rt->calls_word, 1, __ATOMIC_ACQ_REL);
     assert(ZS_CALLS_COUNT(before) > 0);
     if (before == (ZS_CALLS_FREE_PENDING | 1u)) zs_runtime_free(rt);
@@ -72,7 +72,7 @@ typedef struct call_target {
 static zs_status find_target(zs_runtime *rt, zs_ref object, const char *function,
                              call_target *target) {
     zs_status status = may_call(rt);
-    if (status == ZS_OK && free_pending(rt)) status = ZS_E_STALE;
+    if (status == ZS_OK && zs_free_pending(rt)) status = ZS_E_STALE;
     const zs_item *item = status == ZS_OK ? zs_usable_item(rt, object, &status) : NULL;
     target->handler = rt->call_handler;
     target->user = rt->call_handler_user;
@@ -106,17 +106,17 @@ static zs_status call_one(zs_runtime *rt, zs_ref object, const char *function, v
 zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, void *params) {
     if (function == NULL) return ZS_E_INVALID;
     /* One critical section checks and counts the call in. A call refused
-       is not counted in: counting it out could be the last leave_call of
+       is not counted in: counting it out could be the last zs_call_leave of
        a deferred free, which would free the runtime again from inside its
        own teardown (a destroy hook calling here). */
     call_target target;
     ZS_LOCK(rt);
     zs_status status = find_target(rt, object, function, &target);
-    if (status == ZS_OK) enter_call(rt);
+    if (status == ZS_OK) zs_call_enter(rt);
     ZS_UNLOCK(rt);
     if (status != ZS_OK) return status;
     status = run_target(&target, rt, object, function, params);
-    leave_call(rt);
+    zs_call_leave(rt);
     return status;
 }
 
@@ -154,7 +154,7 @@ zs_status zs_call_each(zs_runtime *rt, const zs_class *cls, const char *function
     uint32_t count = 0;
     zs_ref *refs = status == ZS_OK ? objects_of(rt, cls, &count) : NULL;
     if (status == ZS_OK && refs == NULL) status = ZS_E_NOMEM;
-    if (status == ZS_OK) enter_call(rt);
+    if (status == ZS_OK) zs_call_enter(rt);
     ZS_UNLOCK(rt);
     if (status != ZS_OK) return status;
     zs_status first_failure = ZS_OK;
@@ -171,7 +171,7 @@ zs_status zs_call_each(zs_runtime *rt, const zs_class *cls, const char *function
         if (one != ZS_OK && first_failure == ZS_OK) first_failure = one;
     }
     free(refs);
-    leave_call(rt);
+    zs_call_leave(rt);
     if (out_called != NULL) *out_called = called;
     return first_failure;
 }
@@ -181,12 +181,12 @@ zs_status zs_call_native(zs_runtime *rt, zs_native_function entry, void *user, z
     if (entry == NULL) return ZS_E_INVALID;
     ZS_LOCK(rt);
     zs_status status = may_call(rt);
-    if (status == ZS_OK && free_pending(rt)) status = ZS_E_STALE;
+    if (status == ZS_OK && zs_free_pending(rt)) status = ZS_E_STALE;
     if (status == ZS_OK && self != ZS_NULL_REF) zs_usable_item(rt, self, &status);
-    if (status == ZS_OK) enter_call(rt);
+    if (status == ZS_OK) zs_call_enter(rt);
     ZS_UNLOCK(rt);
     if (status != ZS_OK) return status;
     status = entry(user, rt, self, params);
-    leave_call(rt);
+    zs_call_leave(rt);
     return status;
 }

@@ -903,9 +903,18 @@ static bool wants_parallel(const zs_runtime *rt) {
 }
 
 zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
+    bool counted = false;
     ZS_LOCK(rt);
     zs_status status = ZS_OK;
-    if (rt->in_destroy_hook || rt->collecting) {
+    if (rt->in_destroy_hook || rt->collecting || rt->handing_over > 0) {
+        status = ZS_E_BUSY;
+        goto done;
+    }
+    /* A pending purge's objects go to the managed side first (called from
+       zs_collect_garbage, the lock is held twice: that did it already). */
+    if (rt->lock.depth == 1) status = zs_gc_hand_over(rt, UINT32_MAX, &counted, NULL);
+    if (status == ZS_E_STALE) goto done;
+    if (rt->collecting || rt->handing_over > 0) { /* started meanwhile, unlocked */
         status = ZS_E_BUSY;
         goto done;
     }
@@ -933,16 +942,24 @@ zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
     rt->collecting = false;
 done:
     ZS_UNLOCK(rt);
+    if (counted) zs_call_leave(rt);
     return status;
 }
 
 zs_status zs_gc_start_incremental(zs_runtime *rt) {
+    bool counted = false;
     ZS_LOCK(rt);
     zs_status status = ZS_OK;
-    if (rt->in_destroy_hook || rt->collecting) status = ZS_E_BUSY;
-    else if (rt->phase == ZS_GC_MARKING || rt->phase == ZS_GC_GATHERING) status = ZS_E_INVALID;
-    else if ((status = settle_purge(rt)) == ZS_OK) begin_mark(rt);
+    if (rt->in_destroy_hook || rt->collecting || rt->handing_over > 0) status = ZS_E_BUSY;
+    else if (rt->phase == ZS_GC_PURGE_PENDING)
+        status = zs_gc_hand_over(rt, UINT32_MAX, &counted, NULL); /* the lock released meanwhile */
+    if (status == ZS_E_EXPIRY_PENDING) status = ZS_OK;            /* settle_purge says so */
+    if (status == ZS_OK && (rt->collecting || rt->handing_over > 0)) status = ZS_E_BUSY;
+    else if (status == ZS_OK && (rt->phase == ZS_GC_MARKING || rt->phase == ZS_GC_GATHERING))
+        status = ZS_E_INVALID;
+    else if (status == ZS_OK && (status = settle_purge(rt)) == ZS_OK) begin_mark(rt);
     ZS_UNLOCK(rt);
+    if (counted) zs_call_leave(rt);
     return status;
 }
 

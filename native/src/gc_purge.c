@@ -23,13 +23,19 @@
 /* The same for taking the expiring list, whose loop is much shorter. */
 #define TAKE_PREFETCH 16u
 
+/* Objects handed to the expiry handler per call. */
+#define HAND_OVER_BATCH 256u
+
 #define PURGE_RELINK_MIN 1024u
 #define PURGE_RELINK_SHARE 8u
 
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
                              bool *out_done) {
     *out_done = false;
-    if (rt->in_destroy_hook) return ZS_E_BUSY;
+    /* A hand-over in progress (another thread's, or this one's handler
+       collecting): its objects are off the expiring list with their
+       conjugates maybe still live. */
+    if (rt->in_destroy_hook || rt->handing_over > 0) return ZS_E_BUSY;
     /* Only a completed gather hands objects to the purge. */
     if (rt->phase == ZS_GC_MARKING || rt->phase == ZS_GC_GATHERING) return ZS_E_BUSY;
     if (rt->expiring.count > 0) return ZS_E_EXPIRY_PENDING;
@@ -86,31 +92,43 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_ob
 
 zs_status zs_gc_purge_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
                               int *out_done) {
-    bool done = false;
+    bool done = false, counted = false;
     ZS_LOCK(rt);
-    zs_status status = zs_gc_purge_locked(rt, budget_ns, max_objects, &done);
+    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK;
+    if (status == ZS_OK && rt->handing_over == 0)
+        status = zs_gc_hand_over(rt, UINT32_MAX, &counted, NULL);
+    if (status == ZS_OK || status == ZS_E_EXPIRY_PENDING)
+        status = zs_gc_purge_locked(rt, budget_ns, max_objects, &done);
     ZS_UNLOCK(rt);
+    if (counted) zs_call_leave(rt);
     if (out_done != NULL) *out_done = done;
     return status;
 }
 
-uint32_t zs_gc_pending_purge(zs_runtime *rt) {
+/* ======================================================================
+ * The hand-over to the managed side's expiry handler
+ * ====================================================================== */
+
+zs_status zs_set_expiry_handler(zs_runtime *rt, zs_expiry_handler handler, void *user) {
     ZS_LOCK(rt);
-    uint32_t pending = rt->dying.count - rt->dying_cursor;
+    zs_status status = rt->handing_over > 0 ? ZS_E_BUSY : ZS_OK;
+    if (status == ZS_OK) {
+        rt->expiry_handler = handler;
+        rt->expiry_handler_user = handler != NULL ? user : NULL;
+    }
     ZS_UNLOCK(rt);
-    return pending;
+    return status;
 }
 
-zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8_t *garbage,
-                                 uint32_t capacity, uint32_t *out_count) {
-    if (out_count == NULL || (buffer == NULL && capacity > 0)) return ZS_E_INVALID;
-    ZS_LOCK(rt);
-    uint32_t n = rt->expiring.count < capacity ? rt->expiring.count : capacity;
-    /* Take from the end: the list shrinks without moving what remains. */
-    for (uint32_t i = 0; i < n; i++) {
+/* Take up to `count` objects off the end of the expiring list into the
+   three arrays (their conjugate flags cleared: the managed side has them). */
+static void take_expiring(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8_t *garbage,
+                          uint32_t count) {
+    assert(count <= rt->expiring.count);
+    for (uint32_t i = 0; i < count; i++) {
         /* Names are read from the dying objects, cold: asked for a few
            ahead so that the misses overlap (a hint: nothing is read). */
-        if (names != NULL && i + TAKE_PREFETCH < n) {
+        if (names != NULL && i + TAKE_PREFETCH < count) {
             const zs_item *ahead = zs_item_of(
                 rt, rt->expiring.data[rt->expiring.count - 1 - TAKE_PREFETCH]);
             if (ahead != NULL) __builtin_prefetch(ahead->object);
@@ -124,10 +142,86 @@ zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names
         if (garbage != NULL) garbage[i] = (it->flags & ZS_ITEM_GARBAGE) != 0;
         it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
     }
-    zs_publish_dying(rt);
-    *out_count = n;
+}
+
+/* Invariant kept: an object handed over stays in memory (no purge runs
+   while handing_over > 0) until the handler, which expires its proxies,
+   has returned. The handler runs unlocked, so a thread holding the GIL
+   and waiting for this lock never waits on a thread that holds this lock
+   and waits for the GIL. */
+zs_status zs_gc_hand_over(zs_runtime *rt, uint32_t limit, bool *counted, uint32_t *out_taken) {
+    uint32_t taken = 0;
+    zs_status status = ZS_OK;
+    while (status == ZS_OK && taken < limit && rt->expiring.count > 0) {
+        if (rt->expiry_handler == NULL || rt->lock.depth != 1 || rt->in_destroy_hook) {
+            status = ZS_E_EXPIRY_PENDING;
+            break;
+        }
+        /* Batches on the stack: running out of memory never stops a purge. */
+        zs_ref objects[HAND_OVER_BATCH];
+        uint64_t names[HAND_OVER_BATCH];
+        uint8_t garbage[HAND_OVER_BATCH];
+        uint32_t count = rt->expiring.count < limit - taken ? rt->expiring.count : limit - taken;
+        if (count > HAND_OVER_BATCH) count = HAND_OVER_BATCH;
+        take_expiring(rt, objects, names, garbage, count);
+        zs_expiry_handler handler = rt->expiry_handler;
+        void *user = rt->expiry_handler_user;
+        rt->handing_over++;
+        zs_publish_dying(rt);
+        if (!*counted) {
+            zs_call_enter(rt); /* zs_runtime_free meanwhile waits for the caller */
+            *counted = true;
+        }
+        ZS_UNLOCK(rt);
+        handler(user, rt, objects, names, garbage, count);
+        ZS_LOCK(rt);
+        rt->handing_over--;
+        zs_publish_dying(rt);
+        taken += count;
+        if (zs_free_pending(rt)) status = ZS_E_STALE;
+    }
+    if (out_taken != NULL) *out_taken = taken;
+    return status;
+}
+
+zs_status zs_gc_expire(zs_runtime *rt, uint32_t limit, uint32_t *out_taken) {
+    if (out_taken == NULL) return ZS_E_INVALID;
+    *out_taken = 0;
+    bool counted = false;
+    ZS_LOCK(rt);
+    zs_status status = rt->expiry_handler == NULL                   ? ZS_E_INVALID
+                       : rt->in_destroy_hook || rt->lock.depth != 1 ? ZS_E_BUSY
+                                                                    : ZS_OK;
+    if (status == ZS_OK) status = zs_gc_hand_over(rt, limit, &counted, out_taken);
+    if (status == ZS_E_EXPIRY_PENDING) status = ZS_OK; /* the handler went meanwhile */
     ZS_UNLOCK(rt);
-    return ZS_OK;
+    if (counted) zs_call_leave(rt);
+    return status;
+}
+
+uint32_t zs_gc_pending_purge(zs_runtime *rt) {
+    ZS_LOCK(rt);
+    uint32_t pending = rt->dying.count - rt->dying_cursor;
+    ZS_UNLOCK(rt);
+    return pending;
+}
+
+zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8_t *garbage,
+                                 uint32_t capacity, uint32_t *out_count) {
+    if (out_count == NULL || (buffer == NULL && capacity > 0)) return ZS_E_INVALID;
+    *out_count = 0;
+    ZS_LOCK(rt);
+    /* With a handler set, the list is the handler's: taking it here would
+       let the purge free objects whose proxies nobody expires. */
+    zs_status status = rt->expiry_handler != NULL ? ZS_E_BUSY : ZS_OK;
+    if (status == ZS_OK) {
+        uint32_t n = rt->expiring.count < capacity ? rt->expiring.count : capacity;
+        take_expiring(rt, buffer, names, garbage, n);
+        zs_publish_dying(rt);
+        *out_count = n;
+    }
+    ZS_UNLOCK(rt);
+    return status;
 }
 
 zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
@@ -146,11 +240,18 @@ uint32_t zs_gc_expiring_count(zs_runtime *rt) {
 
 /* Runtime teardown frees clusters with their objects. */
 zs_status zs_collect_garbage(zs_runtime *rt) {
+    bool done = false, counted = false;
     ZS_LOCK(rt);
-    zs_status status = zs_gc_mark_and_gather(rt);
-    bool done = false;
-    if (status == ZS_OK) status = zs_gc_purge_locked(rt, 0, 0, &done);
+    zs_status status = rt->handing_over > 0 ? ZS_E_BUSY : ZS_OK;
+    /* A pending purge first (zs_gc_mark_and_gather would finish it, but
+       could not hand its objects over with the lock taken twice). */
+    if (status == ZS_OK) status = zs_gc_hand_over(rt, UINT32_MAX, &counted, NULL);
+    if (status == ZS_OK || status == ZS_E_EXPIRY_PENDING) status = zs_gc_mark_and_gather(rt);
+    if (status == ZS_OK) status = zs_gc_hand_over(rt, UINT32_MAX, &counted, NULL);
+    if (status == ZS_OK || status == ZS_E_EXPIRY_PENDING)
+        status = zs_gc_purge_locked(rt, 0, 0, &done);
     ZS_UNLOCK(rt);
+    if (counted) zs_call_leave(rt);
     return status;
 }
 

@@ -383,7 +383,12 @@ struct zs_runtime {
     void *destroy_hook_user;
     zs_call_handler call_handler; /* the managed side's entry point (calls.c) */
     void *call_handler_user;
-    uint32_t calls_word; /* calls in progress (ZS_CALLS_COUNT) | ZS_CALLS_FREE_PENDING
+    zs_expiry_handler expiry_handler; /* the managed side's expiry (gc_purge.c) */
+    void *expiry_handler_user;
+    uint32_t handing_over; /* hand-overs to expiry_handler in progress: the objects handed
+                              over are off `expiring` but their conjugates may still be live,
+                              so no purge runs and the dying word stays set */
+    uint32_t calls_word;   /* calls in progress (ZS_CALLS_COUNT) | ZS_CALLS_FREE_PENDING
                             (zs_runtime_free ran during a call: the last call frees);
                             atomic: counted in under the lock, out without it (calls.c) */
 
@@ -451,13 +456,20 @@ static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
    zs_runtime_free (calls.c, runtime.c). */
 #define ZS_CALLS_FREE_PENDING 0x80000000u
 #define ZS_CALLS_COUNT(word) ((word) & ~ZS_CALLS_FREE_PENDING)
+/* Count a call in progress in, with the lock held (calls.c). */
+void zs_call_enter(zs_runtime *rt);
+/* Count it out, with no lock; frees the runtime if zs_runtime_free ran
+   during the calls and this was the last one: rt may be gone after. */
+void zs_call_leave(zs_runtime *rt);
+/* Whether zs_runtime_free ran during the calls in progress (lock held). */
+bool zs_free_pending(const zs_runtime *rt);
 
 /* Publish whether objects may be dying whose conjugates the managed side
    has not expired yet (zs_dying_word); with the lock held, after every
    change of the phase or of the expiring list's length. Atomic: the
    managed side reads the word with no lock. */
 static inline void zs_publish_dying(zs_runtime *rt) {
-    uint32_t dying = rt->phase == ZS_GC_GATHERING || rt->expiring.count > 0;
+    uint32_t dying = rt->phase == ZS_GC_GATHERING || rt->expiring.count > 0 || rt->handing_over > 0;
     __atomic_store_n(&rt->dying_word, dying, __ATOMIC_RELAXED);
 }
 
@@ -758,6 +770,16 @@ uint32_t zs_default_mark_threads(void);
 
 zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
                              bool *out_done);
+/* With the lock held once by this thread: hand the expiring list, up to
+   `limit` objects, to the managed side's expiry handler (the lock released
+   meanwhile, the hand-over counted as a call in progress: *counted is set
+   and the caller calls zs_call_leave after its last unlock). ZS_OK when
+   nothing is left to hand over; ZS_E_EXPIRY_PENDING when objects wait and
+   no handler can take them now (none set, or the lock is held more than
+   once); ZS_E_STALE when zs_runtime_free ran meanwhile (the caller stops:
+   the runtime is freed by its zs_call_leave). *out_taken (may
+   be NULL) counts the objects handed over. */
+zs_status zs_gc_hand_over(zs_runtime *rt, uint32_t limit, bool *counted, uint32_t *out_taken);
 void zs_gc_destroy_everything(zs_runtime *rt);
 
 #endif /* ZSHARP_INTERNAL_H */

@@ -1589,6 +1589,148 @@ static void test_barrier_work_is_what_a_store_writes(runner *t) {
     fixture_close(&fx);
 }
 
+/* ======================================================================
+ * The hand-over to the managed side's expiry handler
+ * ====================================================================== */
+
+/* A fake managed side: it records what it is handed, checks that every
+   object is still in memory and dying, and can act from inside. */
+typedef struct expiry_probe {
+    runner *t;
+    uint32_t calls, objects, still_there;
+    zs_ref seen[64];
+    zs_status collect_inside; /* what a collection from inside the handler returned */
+    bool collect_from_inside, free_from_inside;
+} expiry_probe;
+
+static void probe_expiry(void *user, zs_runtime *rt, const zs_ref *objects, const uint64_t *names,
+                         const uint8_t *garbage, uint32_t count) {
+    (void)names;
+    (void)garbage;
+    expiry_probe *probe = user;
+    probe->calls++;
+    for (uint32_t i = 0; i < count; i++) {
+        if (zs_resolve(rt, objects[i]) != NULL) probe->still_there++;
+        if (probe->objects < 64) probe->seen[probe->objects] = objects[i];
+        probe->objects++;
+    }
+    /* Counted as a call in progress: zs_runtime_free meanwhile is deferred. */
+    CHECK(probe->t, zs_calls_in_progress(rt) >= 1);
+    if (probe->collect_from_inside) probe->collect_inside = zs_collect_garbage(rt);
+    if (probe->free_from_inside) zs_runtime_free(rt); /* deferred until the collection returns */
+}
+
+/* Objects with conjugates are handed to the expiry handler before any is
+   freed, by every call that purges (a full collection, a purge after an
+   incremental cycle, a new cycle finishing a pending purge); while a
+   handler is set nobody else can take the list; a collection from inside
+   the handler is refused; a runtime freed from inside it is freed when
+   the collection returns. */
+static void test_dying_objects_are_handed_to_the_expiry_handler(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    expiry_probe probe = {.t = t};
+    CHECK_OK(t, zs_set_expiry_handler(rt, probe_expiry, &probe));
+    zs_ref keeper = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, keeper);
+    zs_object *object = NULL;
+    zs_ref doomed[3];
+    for (int i = 0; i < 3; i++) {
+        doomed[i] = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        CHECK_OK(t, zs_resolve_for_conjugate(rt, doomed[i], &object));
+    }
+    zs_ref plain = MAKE(t, rt, fx.node, ZS_NULL_REF); /* no conjugate: not handed over */
+    /* The old recipe: the list is the handler's. */
+    CHECK_OK(t, zs_gc_mark_and_gather(rt));
+    zs_ref taken[4];
+    uint32_t count = 99;
+    CHECK_STATUS(t, zs_gc_take_expiring(rt, taken, 4, &count), ZS_E_BUSY);
+    CHECK_EQ(t, count, 0);
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 3);
+    int done = 0;
+    CHECK_OK(t, zs_gc_purge(rt, 0, &done));
+    CHECK(t, done);
+    CHECK_EQ(t, probe.calls, 1);
+    CHECK_EQ(t, probe.objects, 3);
+    CHECK_EQ(t, probe.still_there, 3); /* every one in memory while handed over */
+    for (int i = 0; i < 3; i++) CHECK(t, !alive(rt, doomed[i]));
+    CHECK(t, !alive(rt, plain) && alive(rt, keeper));
+    VERIFY(t, rt);
+
+    /* A full collection, and a collection from inside the handler. */
+    zs_ref more = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, more, &object));
+    probe.collect_from_inside = true;
+    CHECK_OK(t, zs_collect_garbage(rt));
+    CHECK_EQ(t, probe.calls, 2);
+    CHECK_EQ(t, probe.collect_inside, ZS_E_BUSY);
+    CHECK(t, !alive(rt, more));
+    probe.collect_from_inside = false;
+
+    /* An incremental cycle: the new cycle finishes the pending purge. */
+    more = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, more, &object));
+    CHECK_OK(t, zs_gc_start_incremental(rt));
+    run_steps(t, rt, 0);
+    CHECK_EQ(t, zs_gc_phase_of(rt), ZS_GC_PURGE_PENDING);
+    CHECK(t, alive(rt, more));
+    CHECK_OK(t, zs_gc_start_incremental(rt));
+    CHECK_EQ(t, probe.calls, 3);
+    CHECK(t, !alive(rt, more));
+    run_steps(t, rt, 0);
+    purge_all(t, rt);
+    CHECK_EQ(t, probe.still_there, probe.objects);
+    VERIFY(t, rt);
+
+    /* Freed from inside the handler: the collection stops, and its return
+       frees the runtime (LeakSanitizer sees nothing left). */
+    more = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, more, &object));
+    probe.free_from_inside = true;
+    CHECK_STATUS(t, zs_collect_garbage(rt), ZS_E_STALE);
+    CHECK_EQ(t, probe.calls, 4);
+}
+
+/* With no handler the list waits for whoever takes it, as before; a
+   handler can be removed, and zs_gc_expire needs one. */
+static void test_expiry_without_a_handler(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    uint32_t taken = 7;
+    CHECK_STATUS(t, zs_gc_expire(rt, 10, &taken), ZS_E_INVALID);
+    CHECK_EQ(t, taken, 0);
+    expiry_probe probe = {.t = t};
+    CHECK_OK(t, zs_set_expiry_handler(rt, probe_expiry, &probe));
+    CHECK_OK(t, zs_set_expiry_handler(rt, NULL, NULL));
+    zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_object *object = NULL;
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, doomed, &object));
+    COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
+    CHECK(t, alive(rt, doomed));
+    zs_ref list[2];
+    uint32_t count = 0;
+    CHECK_OK(t, zs_gc_take_expiring(rt, list, 2, &count));
+    CHECK(t, count == 1 && list[0] == doomed);
+    int done = 0;
+    CHECK_OK(t, zs_gc_purge(rt, 0, &done));
+    CHECK(t, done && !alive(rt, doomed) && probe.calls == 0);
+    /* zs_gc_expire hands over in batches bounded by its limit. */
+    CHECK_OK(t, zs_set_expiry_handler(rt, probe_expiry, &probe));
+    for (int i = 0; i < 5; i++) {
+        zs_ref one = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        CHECK_OK(t, zs_resolve_for_conjugate(rt, one, &object));
+    }
+    CHECK_OK(t, zs_gc_mark_and_gather(rt));
+    CHECK_OK(t, zs_gc_expire(rt, 2, &taken));
+    CHECK(t, taken == 2 && probe.objects == 2 && zs_gc_expiring_count(rt) == 3);
+    CHECK_OK(t, zs_gc_expire(rt, UINT32_MAX, &taken));
+    CHECK(t, taken == 3 && probe.objects == 5 && zs_gc_expiring_count(rt) == 0);
+    purge_all(t, rt);
+    fixture_close(&fx);
+}
+
 /* A 200,000-object live heap takes more than one 100 us step to mark, and the steps keep it all. */
 static void test_incremental_step_count(runner *t) {
     enum { COUNT = 200000 };
@@ -2617,6 +2759,8 @@ const test_case advanced_tests[] = {
     TEST(test_teardown_name_index),
     TEST(test_incremental_step_count),
     TEST(test_barrier_work_is_what_a_store_writes),
+    TEST(test_dying_objects_are_handed_to_the_expiry_handler),
+    TEST(test_expiry_without_a_handler),
     TEST(test_random_graph_clusters),
     TEST(test_reference_chains_random),
     TEST(test_incremental_same_survivors),

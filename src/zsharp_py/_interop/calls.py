@@ -101,6 +101,9 @@ class FunctionLayout:
         return "\n".join([*structs.values(), block])
 
 
+_MANAGED_FUNCTIONS = frozenset(_core.managed_functions())
+
+
 def native_function(name: str) -> int:
     """The address of the C API function ``name`` (``native/include/zsharp.h``)
     in this process's native library, for a native host that embeds Python.
@@ -111,10 +114,17 @@ def native_function(name: str) -> int:
     ``native_address`` (``zs_find_class``, ``zs_call_each``,
     ``zs_gc_get_stats``...). Both stay valid while the interpreter runs and
     the runtime is open. ``ValueError`` for a name that is not a function of
-    the C API.
+    the C API, and for the scripting layer's own protocol
+    (``ZS_MANAGED_FUNCTIONS`` in ``zsharp_api.h``), which no host is given.
     """
     if not isinstance(name, str) or not name.startswith("zs_"):
         raise ValueError(f"{name!r} is not a function of the C API (zsharp.h)")
+    if name in _MANAGED_FUNCTIONS:
+        raise ValueError(
+            f"{name} is the scripting layer's own protocol, not a host's call: a host "
+            "collects with zs_collect_garbage or zs_gc_step and zs_gc_purge, and the "
+            "scripting layer expires its proxies itself (docs/embedding.md)"
+        )
     try:
         address = ffi.addressof(lib, name)
     except AttributeError:

@@ -188,7 +188,7 @@ class GarbageCollector:
                 # Python code run meanwhile (a gc callback on an allocation,
                 # a host function collecting natively) gathered more runs
                 # again after their expiry.
-                stats: GcStats = runtime._collect_full(runtime._describe, _STATS_LAYOUT)
+                stats: GcStats = runtime._collect_full(_STATS_LAYOUT)
             finally:
                 runtime._collecting = False
         return stats
@@ -314,7 +314,7 @@ class GarbageCollector:
             batch = _ALL if deadline is None else _EXPIRY_BATCH
             if limit is not None:
                 batch = min(batch, limit - total)
-            taken, _ = runtime._expire_dying_batch(batch, runtime._describe)
+            taken, _ = runtime._expire_dying_batch(batch)
             total += taken
             if (
                 taken == 0

@@ -98,14 +98,14 @@ class Runtime(_core.RuntimeCore):
         out = ffi.new("zs_runtime **")
         check(lib.zs_runtime_new(options, out), "Runtime()", None)
         self._ptr: Any = out[0]
-        self._core_open(api_address(self._ptr))
+        self._describe = self._describe_packed_name
+        self._core_open(api_address(self._ptr), self._describe)
         self.black_conjugates_are_roots = bool(black_conjugates_are_roots)
         self._lock = threading.RLock()
         self._closed = False
         self._native_classes: dict[type, Any] = {}
         self._classes_by_id: list[type[Object] | None] = []
         self._keep_alive: list[Any] = []  # what native classes point into (descriptions)
-        self._describe = self._describe_packed_name
         self._deferred_releases: collections.deque[int] = collections.deque()
         self._object_out = ffi.new("zs_object **")
         self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
@@ -612,9 +612,11 @@ class Runtime(_core.RuntimeCore):
         self._collecting = True
         return pointer
 
-    def _conjugate_of(self, handle: int) -> Object | None:
-        """The conjugate of a handle: existing, new, or None if the object is
-        gone (or the handle is null)."""
+    def _conjugate_of_slow(self, handle: int) -> Object | None:
+        """The conjugate of a handle, made here when C could not
+        (``_conjugate_of``, native/binding/conjugates.c: a host's class
+        Python has not bound yet is bound now): existing, new, or None if
+        the object is gone (or the handle is null)."""
         if not handle:
             return None
         with self._lock:

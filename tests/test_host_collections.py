@@ -1,0 +1,233 @@
+"""Collections a native host starts, from C, while Python holds proxies.
+
+Whoever starts a collection (a host's C code, a host function, another
+thread), the native purge hands the dying objects that have conjugates to
+the expiry handler the binding registered when the runtime opened
+(``zs_set_expiry_handler``, native/include/zsharp.h); the handler takes the
+GIL and expires their conjugates and views before any memory goes. These
+tests drive every public host call that collects, from a host compiled
+against ``zsharp_api.h`` (the table a host calls through), and check that
+when the call returns each proxy of a freed object is expired, reads
+raise ``ExpiredConjugateError`` and the heap verifies: a proxy never reads
+freed memory (the sanitizer smoke run, tools/sanitize.sh, runs this file
+against the ASan/UBSan build)."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import pytest
+
+import zsharp_py as zs
+from native_build import compile_host
+from zsharp_py._base.ffi import ffi as zs_ffi
+from zsharp_py._base.ffi import lib as zs_lib
+from zsharp_py.lowlevel import api_table
+
+HOST = r"""
+#include <threads.h>
+#include "zsharp_api.h"
+
+static const zs_api *api;
+
+int host_init(const void *table) {
+    api = table;
+    return api->version == ZS_API_VERSION && api->size == sizeof *api;
+}
+
+int host_collect(void *rt) { return (int)api->zs_collect_garbage(rt); }
+
+/* The header's old recipe for a managed side: mark and gather, then purge. */
+int host_mark_gather_purge(void *rt) {
+    zs_status status = api->zs_gc_mark_and_gather(rt);
+    if (status != ZS_OK) return 100 + (int)status;
+    int done = 0;
+    return (int)api->zs_gc_purge(rt, 0, &done) * 10 + done;
+}
+
+/* An incremental cycle from C: start, steps of budget_ns, then a purge in
+   steps of one object each; the number of purge steps it took, or -status. */
+int host_incremental(void *rt, uint64_t budget_ns) {
+    zs_status status = api->zs_gc_start_incremental(rt);
+    int done = 0, steps = 0;
+    while (status == ZS_OK && !done) status = api->zs_gc_step(rt, budget_ns, &done);
+    done = 0;
+    while (status == ZS_OK && !done) {
+        status = api->zs_gc_purge_bounded(rt, 0, 1, &done);
+        steps++;
+    }
+    return status == ZS_OK ? steps : -(int)status;
+}
+
+typedef struct job {
+    void *rt;
+    int rounds;
+    int failures;
+} job;
+
+static int collector(void *argument) {
+    job *work = argument;
+    for (int i = 0; i < work->rounds; i++)
+        if (api->zs_collect_garbage(work->rt) != ZS_OK) work->failures++;
+    return 0;
+}
+
+/* Collect `rounds` times on a thread of its own; the failures. The caller
+   (cffi) released the GIL, which the expiry handler takes on that thread. */
+int host_collect_on_thread(void *rt, int rounds) {
+    job work = {rt, rounds, 0};
+    thrd_t thread;
+    if (thrd_create(&thread, collector, &work) != thrd_success) return -1;
+    thrd_join(thread, NULL);
+    return work.failures;
+}
+"""
+
+CDEF = """
+int host_init(const void *table);
+int host_collect(void *rt);
+int host_mark_gather_purge(void *rt);
+int host_incremental(void *rt, uint64_t budget_ns);
+int host_collect_on_thread(void *rt, int rounds);
+"""
+
+
+class Spot(zs.Struct):
+    x: zs.Float64
+    y: zs.Float64
+
+
+class Crate(zs.Object):
+    weight: zs.Int32
+    where: Spot
+    path: zs.Array[Spot]
+    contents: zs.Array["Crate"]
+
+
+@pytest.fixture(scope="module")
+def host() -> Any:
+    _ffi, lib, _path = compile_host(HOST, "host_collections", CDEF)
+    assert lib.host_init(_ffi.cast("const void *", api_table())) == 1
+    return lib
+
+
+def address(rt: zs.Runtime) -> Any:
+    """The native runtime as the host's ``void *``."""
+    return zs_ffi.cast("void *", rt.native_address)
+
+
+def doomed_crates(count: int) -> tuple[Crate, list[Crate], list[Any]]:
+    """A rooted keeper and ``count`` unreachable crates, each held by a proxy,
+    with a struct view, an element view of a struct array and an element of
+    an object array read from each."""
+    keeper = Crate(weight=-1)
+    keeper.add_to_root()
+    crates = [Crate(weight=i) for i in range(count)]
+    views: list[Any] = []
+    for crate in crates:
+        crate.where = Spot(1.0, 2.0)
+        crate.path = [Spot(3.0, 4.0)]
+        crate.contents = [Crate(weight=100)]
+        views += [crate.where, crate.path[0], crate.path, crate.contents]
+    return keeper, crates, views
+
+
+def assert_expired(crates: list[Crate], views: list[Any]) -> None:
+    """Every proxy and view expired; a read raises instead of reading freed memory."""
+    assert all(crate.is_expired for crate in crates)
+    assert all(view.is_expired for view in views)
+    with pytest.raises(zs.ExpiredConjugateError, match="unreachable"):
+        crates[0].weight
+    with pytest.raises(zs.ExpiredConjugateError):
+        views[0].x
+    with pytest.raises(zs.ExpiredConjugateError):
+        len(views[2])
+
+
+def test_a_full_collection_from_c_expires_before_it_frees(rt: zs.Runtime, host: Any) -> None:
+    keeper, crates, views = doomed_crates(40)
+    assert rt.live_objects() == 81
+    assert host.host_collect(address(rt)) == 0
+    assert rt.live_objects() == 1  # freed inside the call, not left for Python
+    assert_expired(crates, views)
+    assert keeper.weight == -1 and not keeper.is_expired
+    rt.gc.verify()
+
+
+def test_the_headers_old_recipe_cannot_reach_freed_memory(rt: zs.Runtime, host: Any) -> None:
+    """A host that followed the old header's protocol (mark and gather, take
+    the expiring list, purge) made the next read of a proxy read freed
+    memory. zs_gc_take_expiring is no longer in the host's table and
+    refuses while the expiry handler is set; the purge hands the objects
+    over instead."""
+    _keeper, crates, views = doomed_crates(8)
+    assert zs_lib.zs_gc_mark_and_gather(rt._ptr) == 0
+    assert not crates[0].is_expired  # dying, gathered, still in memory
+    with pytest.raises(zs.ExpiredConjugateError):
+        crates[0].weight = 5  # a dying object is not written
+    buffer = zs_ffi.new("zs_ref[]", 16)
+    count = zs_ffi.new("uint32_t *")
+    assert zs_lib.zs_gc_take_expiring(rt._ptr, buffer, 16, count) == zs_lib.ZS_E_BUSY
+    assert count[0] == 0
+    assert host.host_mark_gather_purge(address(rt)) == 1  # OK, done
+    assert_expired(crates, views)
+    assert rt.live_objects() == 1
+    rt.gc.verify()
+
+
+@pytest.mark.parametrize("budget_ns", [1, 1_000_000])
+def test_an_incremental_cycle_from_c(rt: zs.Runtime, host: Any, budget_ns: int) -> None:
+    _keeper, crates, views = doomed_crates(40)
+    steps = host.host_incremental(address(rt), budget_ns)
+    assert steps >= 80  # one object per purge step: every dead crate and its content
+    assert rt.live_objects() == 1
+    assert_expired(crates, views)
+    rt.gc.verify()
+
+
+def test_a_collection_on_another_thread(rt: zs.Runtime, host: Any) -> None:
+    """A C thread collects while the Python thread waits in a cffi call
+    (the GIL released): the handler takes the GIL on the collecting thread."""
+    _keeper, crates, views = doomed_crates(40)
+    assert host.host_collect_on_thread(address(rt), 3) == 0
+    assert rt.live_objects() == 1
+    assert_expired(crates, views)
+    rt.gc.verify()
+
+
+def test_python_collecting_inside_the_handlers_expiry_is_refused(rt: zs.Runtime, host: Any) -> None:
+    """Python code that runs while the handler expires conjugates (a gc
+    callback on an allocation) and collects is refused, not run inside the
+    hand-over; the host's collection finishes, and the objects expire."""
+    _keeper, crates, views = doomed_crates(200)
+    outcomes: list[str] = []
+
+    def during_expiry(phase: str, info: dict[str, int]) -> None:
+        if phase != "start" or rt.closed or outcomes:
+            return
+        expired = sum(crate.is_expired for crate in crates)
+        if not 0 < expired < len(crates):
+            return  # not inside the expiry
+        try:
+            rt.collect_garbage()
+            outcomes.append("collected")
+        except (RuntimeError, zs.ExpiredConjugateError) as error:
+            outcomes.append(f"{type(error).__name__}: {error}")
+
+    gc.collect()
+    gc.callbacks.append(during_expiry)
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)  # a cycle collection on (nearly) every allocation
+    try:
+        assert host.host_collect(address(rt)) == 0
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(during_expiry)
+    assert outcomes == [
+        "RuntimeError: collect_garbage: the heap cannot be changed now "
+        "(inside a destroy hook or a collection)"
+    ]
+    assert rt.live_objects() == 1
+    assert_expired(crates, views)
+    rt.gc.verify()
