@@ -22,15 +22,16 @@ _spec.loader.exec_module(_build)
 
 
 class BuildWithHeader(build_py):
-    """Also install the C API's headers as zsharp_py/include/zsharp.h and
-    zsharp_api.h (the API as a table, for host modules), for
-    native hosts (``zsharp_py.lowlevel.include_dir()``)."""
+    """Also install the C API's headers as zsharp_py/include/zsharp.h,
+    zsharp_api.h (the API as a table, for host modules) and zsharp_python.h
+    (handles and proxies), for native hosts
+    (``zsharp_py.lowlevel.include_dir()``)."""
 
     def run(self) -> None:
         super().run()
         target = Path(self.build_lib) / "zsharp_py" / "include"
         target.mkdir(parents=True, exist_ok=True)
-        for header in ("zsharp.h", "zsharp_api.h"):
+        for header in ("zsharp.h", "zsharp_api.h", "zsharp_python.h"):
             shutil.copyfile(Path("native") / "include" / header, target / header)
 
 

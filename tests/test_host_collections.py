@@ -23,6 +23,7 @@ import zsharp_py as zs
 from native_build import compile_host
 from zsharp_py._base.ffi import ffi as zs_ffi
 from zsharp_py._base.ffi import lib as zs_lib
+from zsharp_py._model.object import class_layout
 from zsharp_py.lowlevel import api_table
 
 HOST = r"""
@@ -60,6 +61,12 @@ int host_incremental(void *rt, uint64_t budget_ns) {
     return status == ZS_OK ? steps : -(int)status;
 }
 
+int host_destroy(void *rt, uint64_t handle) { return (int)api->zs_destroy_object(rt, handle); }
+
+int host_store(void *rt, uint64_t holder, uint32_t offset, uint64_t target) {
+    return (int)api->zs_store_ref(rt, holder, offset, target);
+}
+
 typedef struct job {
     void *rt;
     int rounds;
@@ -90,6 +97,8 @@ int host_collect(void *rt);
 int host_mark_gather_purge(void *rt);
 int host_incremental(void *rt, uint64_t budget_ns);
 int host_collect_on_thread(void *rt, int rounds);
+int host_destroy(void *rt, uint64_t handle);
+int host_store(void *rt, uint64_t holder, uint32_t offset, uint64_t target);
 """
 
 
@@ -103,6 +112,7 @@ class Crate(zs.Object):
     where: Spot
     path: zs.Array[Spot]
     contents: zs.Array["Crate"]
+    buddy: "Crate | None"
 
 
 @pytest.fixture(scope="module")
@@ -230,4 +240,34 @@ def test_python_collecting_inside_the_handlers_expiry_is_refused(rt: zs.Runtime,
     ]
     assert rt.live_objects() == 1
     assert_expired(crates, views)
+    rt.gc.verify()
+
+
+def test_a_destroy_from_c_expires_at_once_and_frees_with_the_next_collection(
+    rt: zs.Runtime, host: Any
+) -> None:
+    """zs_destroy_object (Unreal's DestroyActor): the proxy and its views
+    expire before the call returns; a reference to the object reads as None;
+    every call naming it is refused as for a dying object; its memory goes
+    with the next collection, which nulls the references to it."""
+    keeper = Crate(weight=-1)
+    keeper.add_to_root()
+    victim = Crate(weight=7)
+    victim.add_to_root()  # a destroyed root is unrooted: it would never be freed
+    victim.where = Spot(1.0, 2.0)
+    where, handle = victim.where, victim.handle
+    keeper.buddy = victim
+    assert host.host_destroy(address(rt), handle) == 0
+    assert victim.is_expired and where.is_expired  # at once, no collection yet
+    with pytest.raises(zs.ExpiredConjugateError, match="garbage"):
+        victim.weight
+    assert rt.live_objects() == 2  # the memory is still there...
+    assert keeper.buddy is None  # ...but no new proxy of it is made
+    buddy = next(p.offset for p in class_layout(Crate).properties if p.name == "buddy")
+    stored = host.host_store(address(rt), keeper.handle, buddy, handle)
+    assert stored == zs_lib.ZS_E_DYING  # no store from C names it either
+    assert host.host_destroy(address(rt), handle) == zs_lib.ZS_E_DYING  # destroyed once
+    assert host.host_collect(address(rt)) == 0
+    assert rt.live_objects() == 1 and keeper.buddy is None
+    assert host.host_destroy(address(rt), handle) == zs_lib.ZS_E_STALE
     rt.gc.verify()

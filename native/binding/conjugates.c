@@ -591,6 +591,51 @@ PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle) {
     return (PyObject *)conjugate;
 }
 
+/* =========================================================================
+ * zsharp_python.h: handles and proxies for C code
+ * ========================================================================= */
+
+static PyObject *python_proxy_of(const zs_python_api *api, zs_runtime *native, zs_ref handle) {
+    zs_core_state *state = api->state;
+    zs_runtime_core *rt = native != NULL ? zs_open_runtime_of(state, native) : NULL;
+    if (rt == NULL || rt->closing) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "proxy_of: no open zs.Runtime runs on this zs_runtime (Python created "
+                        "none on it, or closed it)");
+        return NULL;
+    }
+    return zs_conjugate_of(rt, handle);
+}
+
+static int python_handle_of(const zs_python_api *api, PyObject *proxy, zs_runtime **out_rt,
+                            zs_ref *out_handle) {
+    zs_core_state *state = api->state;
+    if (proxy == NULL || !PyObject_TypeCheck(proxy, state->conjugate_type)) {
+        PyErr_Format(PyExc_TypeError, "handle_of: expected a zs.Object, not %.100s",
+                     proxy != NULL ? Py_TYPE(proxy)->tp_name : "NULL");
+        return -1;
+    }
+    zs_conjugate *conjugate = (zs_conjugate *)proxy;
+    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
+        zs_raise_expired(conjugate);
+        return -1;
+    }
+    if (out_rt != NULL) *out_rt = conjugate->runtime->native;
+    zs_ref handle = zs_conjugate_share(conjugate);
+    if (out_handle != NULL) *out_handle = handle;
+    return 0;
+}
+
+void zs_python_api_init(zs_core_state *state) {
+    state->python_api = (zs_python_api){
+        .version = ZS_PYTHON_API_VERSION,
+        .size = sizeof(zs_python_api),
+        .proxy_of = python_proxy_of,
+        .handle_of = python_handle_of,
+        .state = state,
+    };
+}
+
 /* Runtime._conjugate_of(handle): the conjugate of a handle (the table's,
  * or a new one), or None for a null, dead or dying handle, or once closing. */
 static PyObject *runtime_conjugate_of(PyObject *self, PyObject *handle) {

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "zsharp.h"
+#include "zsharp_python.h"
 
 /* ---- the native functions this module calls ---------------------------- */
 
@@ -425,6 +426,7 @@ typedef struct zs_core_state {
        holds the answer for a type that has no tag. */
     zs_type_memo type_memo[ZS_TYPE_MEMO_SIZE];
     zs_type_memo type_memo_scratch;
+    zs_python_api python_api; /* zsharp_python.h: handles and proxies for C code (conjugates.c) */
 } zs_core_state;
 
 /* The memo entry of `type` (made on a miss; module.c). */
@@ -769,6 +771,8 @@ void zs_expire_handed_over(void *user, zs_runtime *native, const zs_ref *objects
 /* The open runtime core of a native runtime, or NULL (borrowed; calls.c). */
 zs_runtime_core *zs_open_runtime_of(const zs_core_state *state, const zs_runtime *native);
 PyObject *zs_raise_expired(zs_conjugate *conjugate);
+/* Fill the state's zsharp_python.h table (module initialisation). */
+void zs_python_api_init(zs_core_state *state);
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state);
 PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle);
 /* The conjugate of a handle (from the table, else adopted by Python), None

@@ -189,6 +189,12 @@ static PyObject *native_functions(PyObject *module, PyObject *unused) {
     return names;
 }
 
+/* python_table() -> the address of the zsharp_python.h table. */
+static PyObject *python_table(PyObject *module, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromVoidPtr(&zs_state_of_module(module)->python_api);
+}
+
 /* managed_functions() -> the names of the managed side's own protocol
  * (zsharp_api.h, ZS_MANAGED_FUNCTIONS), which a host is not given. */
 static PyObject *managed_functions(PyObject *module, PyObject *unused) {
@@ -336,6 +342,8 @@ static PyMethodDef core_functions[] = {
      "variable.reset(token), told to the memo of the current runtime."},
     {"native_functions", native_functions, METH_NOARGS,
      "The names of the zsharp.h functions configure() needs the addresses of."},
+    {"python_table", python_table, METH_NOARGS,
+     "The address of the zsharp_python.h table (handles and proxies for C code)."},
     {"managed_functions", managed_functions, METH_NOARGS,
      "The names of the managed side's own protocol, which hosts are not given."},
     {NULL, NULL, 0, NULL},
@@ -345,6 +353,7 @@ static PyMethodDef core_functions[] = {
 static int core_exec(PyObject *module) {
     zs_core_state *state = zs_state_of_module(module);
     memset(state, 0, sizeof *state);
+    zs_python_api_init(state);
     state->str_outer = PyUnicode_InternFromString("outer");
     state->str_name = PyUnicode_InternFromString("name");
     state->str_zs_resolved = PyUnicode_InternFromString("_zs_resolved");

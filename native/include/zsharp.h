@@ -420,6 +420,15 @@ zs_status zs_strong_ref_count(zs_runtime *rt, zs_ref ref, uint32_t *out);
    it are set to null while marking. Roots, strong refs and the outer chain
    (immutable references) still keep it. */
 zs_status zs_mark_as_garbage(zs_runtime *rt, zs_ref ref);
+/* Destroy an object now (Unreal's DestroyActor): marked as garbage and
+   taken off the root set; from now on every call naming it is refused as
+   for a dying object (ZS_E_DYING: stores, roots, calls, new proxies), and
+   the managed side's proxies of it have expired when this returns (handed
+   to the expiry handler; with none set, at the purge as usual). Its memory
+   is freed by the next collection: the mark nulls killable references to
+   it first (strong references and the outer chain keep the memory, never
+   the object usable). ZS_E_INVALID for a permanent object. */
+zs_status zs_destroy_object(zs_runtime *rt, zs_ref ref);
 zs_status zs_is_garbage(zs_runtime *rt, zs_ref ref, int *out);
 zs_status zs_is_permanent(zs_runtime *rt, zs_ref ref, int *out);
 

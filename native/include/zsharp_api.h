@@ -36,7 +36,7 @@
     X(zs_find_object) X(zs_object_ref) \
     X(zs_store_ref) X(zs_ref_array_push) X(zs_ref_array_clear) X(zs_add_to_root) \
     X(zs_remove_from_root) X(zs_is_rooted) X(zs_add_strong_ref) X(zs_release_strong_ref) \
-    X(zs_strong_ref_count) X(zs_mark_as_garbage) X(zs_is_garbage) X(zs_is_permanent) \
+    X(zs_strong_ref_count) X(zs_mark_as_garbage) X(zs_destroy_object) X(zs_is_garbage) X(zs_is_permanent) \
     X(zs_live_objects) X(zs_live_handles) X(zs_type_basic) X(zs_type_struct) \
     X(zs_type_container) X(zs_type_size) X(zs_type_align) X(zs_type_flags) X(zs_type_kind_of) \
     X(zs_type_id) X(zs_type_value_offset) X(zs_type_entry_size) X(zs_value_assign) \

@@ -144,16 +144,44 @@ static void take_expiring(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8
     }
 }
 
-/* Invariant kept: an object handed over stays in memory (no purge runs
+/* Whether the expiry handler can be called now: one is set, and this
+   thread holds the lock once (it is released around the call). */
+bool zs_can_hand_over(const zs_runtime *rt) {
+    return rt->expiry_handler != NULL && rt->lock.depth == 1 && !rt->in_destroy_hook;
+}
+
+/* Call the expiry handler on one batch (zs_can_hand_over said yes): the lock
+   released meanwhile, no purge running, the hand-over counted as a call in
+   progress once (*counted). ZS_E_STALE when zs_runtime_free ran meanwhile.
+   Invariant kept: an object handed over stays in memory (no purge runs
    while handing_over > 0) until the handler, which expires its proxies,
    has returned. The handler runs unlocked, so a thread holding the GIL
    and waiting for this lock never waits on a thread that holds this lock
    and waits for the GIL. */
+zs_status zs_hand_over_batch(zs_runtime *rt, const zs_ref *objects, const uint64_t *names,
+                             const uint8_t *garbage, uint32_t count, bool *counted) {
+    assert(zs_can_hand_over(rt));
+    zs_expiry_handler handler = rt->expiry_handler;
+    void *user = rt->expiry_handler_user;
+    rt->handing_over++;
+    zs_publish_dying(rt);
+    if (!*counted) {
+        zs_call_enter(rt); /* zs_runtime_free meanwhile waits for the caller */
+        *counted = true;
+    }
+    ZS_UNLOCK(rt);
+    handler(user, rt, objects, names, garbage, count);
+    ZS_LOCK(rt);
+    rt->handing_over--;
+    zs_publish_dying(rt);
+    return zs_free_pending(rt) ? ZS_E_STALE : ZS_OK;
+}
+
 zs_status zs_gc_hand_over(zs_runtime *rt, uint32_t limit, bool *counted, uint32_t *out_taken) {
     uint32_t taken = 0;
     zs_status status = ZS_OK;
     while (status == ZS_OK && taken < limit && rt->expiring.count > 0) {
-        if (rt->expiry_handler == NULL || rt->lock.depth != 1 || rt->in_destroy_hook) {
+        if (!zs_can_hand_over(rt)) {
             status = ZS_E_EXPIRY_PENDING;
             break;
         }
@@ -164,21 +192,8 @@ zs_status zs_gc_hand_over(zs_runtime *rt, uint32_t limit, bool *counted, uint32_
         uint32_t count = rt->expiring.count < limit - taken ? rt->expiring.count : limit - taken;
         if (count > HAND_OVER_BATCH) count = HAND_OVER_BATCH;
         take_expiring(rt, objects, names, garbage, count);
-        zs_expiry_handler handler = rt->expiry_handler;
-        void *user = rt->expiry_handler_user;
-        rt->handing_over++;
-        zs_publish_dying(rt);
-        if (!*counted) {
-            zs_call_enter(rt); /* zs_runtime_free meanwhile waits for the caller */
-            *counted = true;
-        }
-        ZS_UNLOCK(rt);
-        handler(user, rt, objects, names, garbage, count);
-        ZS_LOCK(rt);
-        rt->handing_over--;
-        zs_publish_dying(rt);
+        status = zs_hand_over_batch(rt, objects, names, garbage, count, counted);
         taken += count;
-        if (zs_free_pending(rt)) status = ZS_E_STALE;
     }
     if (out_taken != NULL) *out_taken = taken;
     return status;

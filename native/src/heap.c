@@ -777,16 +777,53 @@ zs_status zs_release_strong_ref(zs_runtime *rt, zs_ref ref) {
     return status;
 }
 
+/* Mark a live item as garbage: the next mark kills references to it. */
+static void mark_garbage(zs_runtime *rt, zs_item *it) {
+    it->flags |= ZS_ITEM_GARBAGE;
+    zs_filter_clear(rt->mark_filter, it->object->index); /* references to it get killed */
+    if (it->cluster_index >= 0) zs_cluster_dissolve(rt, it->cluster_index);
+}
+
 zs_status zs_mark_as_garbage(zs_runtime *rt, zs_ref ref) {
     zs_status status = ZS_OK;
     WITH_ITEM(rt, ref, it, status, {
         if (it->flags & ZS_ITEM_PERMANENT) status = ZS_E_INVALID;
-        else {
-            it->flags |= ZS_ITEM_GARBAGE;
-            zs_filter_clear(rt->mark_filter, it->object->index); /* references to it get killed */
-            if (it->cluster_index >= 0) zs_cluster_dissolve(rt, it->cluster_index);
-        }
+        else mark_garbage(rt, it);
     });
+    return status;
+}
+
+/* Unreal's DestroyActor: garbage, no longer a root, refused from now on as
+   a dying object is (zs_item_dying), its proxies expired before this
+   returns; its memory
+   goes with the next collection that finds it unreachable (its killable
+   references are nulled by that collection's mark). Freeing it here would
+   leave handles to it in objects the mark has not visited. */
+zs_status zs_destroy_object(zs_runtime *rt, zs_ref ref) {
+    bool counted = false;
+    ZS_LOCK(rt);
+    zs_status status = rt->in_destroy_hook ? ZS_E_BUSY : ZS_OK;
+    zs_item *it = status == ZS_OK ? zs_usable_item(rt, ref, &status) : NULL;
+    if (it != NULL && (it->flags & ZS_ITEM_PERMANENT)) {
+        status = ZS_E_INVALID;
+        it = NULL;
+    }
+    if (it != NULL) {
+        mark_garbage(rt, it);
+        it->flags |= ZS_ITEM_DESTROYED;
+        it->flags &= ~ZS_ITEM_ROOT; /* a destroyed root would never be freed */
+        /* Without a handler now (none set, or the lock taken twice), its
+           proxies expire with the collection that frees it, as any dying
+           object's do. */
+        if ((it->flags & ZS_ITEM_HAS_CONJUGATE) && zs_can_hand_over(rt)) {
+            it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
+            uint64_t name = it->object->name_index | ((uint64_t)it->object->name_number << 32);
+            uint8_t garbage = 1;
+            status = zs_hand_over_batch(rt, &ref, &name, &garbage, 1, &counted);
+        }
+    }
+    ZS_UNLOCK(rt);
+    if (counted) zs_call_leave(rt);
     return status;
 }
 

@@ -1692,6 +1692,52 @@ static void test_dying_objects_are_handed_to_the_expiry_handler(runner *t) {
     CHECK_EQ(t, probe.calls, 4);
 }
 
+/* zs_destroy_object: the proxy is handed over at once, the object is refused
+   as dying and unrooted, and the next collection nulls the references to it
+   and frees it. Without a handler its proxy waits for the purge. */
+static void test_destroy_object(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    expiry_probe probe = {.t = t};
+    CHECK_OK(t, zs_set_expiry_handler(rt, probe_expiry, &probe));
+    zs_ref holder = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, holder);
+    zs_ref victim = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, victim);
+    LINK(t, rt, holder, 0, victim);
+    zs_object *object = NULL;
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, victim, &object));
+    CHECK_OK(t, zs_destroy_object(rt, victim));
+    CHECK(t, probe.calls == 1 && probe.objects == 1 && probe.seen[0] == victim);
+    CHECK(t, alive(rt, victim)); /* still in memory: the mark has not nulled holder's slot */
+    CHECK_STATUS(t, zs_destroy_object(rt, victim), ZS_E_DYING);
+    CHECK_STATUS(t, zs_store_ref(rt, holder, NODE_REF(1), victim), ZS_E_DYING);
+    CHECK_STATUS(t, zs_add_to_root(rt, victim), ZS_E_DYING);
+    CHECK_STATUS(t, zs_resolve_for_conjugate(rt, victim, &object), ZS_E_DYING);
+    int rooted = 1;
+    CHECK_OK(t, zs_is_rooted(rt, victim, &rooted));
+    CHECK(t, !rooted);
+    VERIFY(t, rt);
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, victim) && alive(rt, holder));
+    CHECK_EQ(t, node_of(rt, holder)->ref[0], ZS_NULL_REF);
+    CHECK_EQ(t, probe.calls, 1); /* its proxy was handed over once */
+    /* Without a handler: the proxy waits on the expiring list. */
+    CHECK_OK(t, zs_set_expiry_handler(rt, NULL, NULL));
+    zs_ref other = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, other, &object));
+    CHECK_OK(t, zs_destroy_object(rt, other));
+    COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
+    CHECK(t, alive(rt, other) && zs_gc_expiring_count(rt) == 1);
+    CHECK_OK(t, zs_set_expiry_handler(rt, probe_expiry, &probe));
+    int done = 0;
+    CHECK_OK(t, zs_gc_purge(rt, 0, &done));
+    CHECK(t, done && !alive(rt, other) && probe.calls == 2);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 /* With no handler the list waits for whoever takes it, as before; a
    handler can be removed, and zs_gc_expire needs one. */
 static void test_expiry_without_a_handler(runner *t) {
@@ -2761,6 +2807,7 @@ const test_case advanced_tests[] = {
     TEST(test_barrier_work_is_what_a_store_writes),
     TEST(test_dying_objects_are_handed_to_the_expiry_handler),
     TEST(test_expiry_without_a_handler),
+    TEST(test_destroy_object),
     TEST(test_random_graph_clusters),
     TEST(test_reference_chains_random),
     TEST(test_incremental_same_survivors),

@@ -2,8 +2,9 @@
 
 The layout of a native-callable Python function's parameter block, the
 decorator that exposes a method to native code, the folder of
-``zsharp.h`` for compiling a host against the library, and the C API as a
-table (``api_table``) for a host module built apart from it. See
+``zsharp.h`` for compiling a host against the library, the C API as a
+table (``api_table``) for a host module built apart from it, and the
+handle/proxy table (``python_table``, ``zsharp_python.h``). See
 examples/native_host/ for a complete host.
 
 >>> from pathlib import Path
@@ -19,6 +20,7 @@ from ._interop.calls import (
     function_layout,
     include_dir,
     native_function,
+    python_table,
 )
 
 __all__ = [
@@ -28,4 +30,5 @@ __all__ = [
     "function_layout",
     "include_dir",
     "native_function",
+    "python_table",
 ]

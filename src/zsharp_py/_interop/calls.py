@@ -141,6 +141,15 @@ def api_table() -> int:
     return api_address(lib.zs_api_table())
 
 
+def python_table() -> int:
+    """The address of the handle/proxy table (``struct zs_python_api``,
+    declared in ``zsharp_python.h`` beside ``zsharp.h``), for C code that
+    holds a runtime's handles and Python's proxies: ``proxy_of`` makes or
+    finds the proxy of a handle, ``handle_of`` reads the handle of a proxy
+    (both with the GIL held). Valid while the interpreter runs."""
+    return int(_core.python_table())
+
+
 def include_dir() -> str:
     """The folder holding ``zsharp.h``, the C API's header, for a native
     host's compiler (``-I``), as ``pybind11.get_include()`` gives its own:

@@ -317,6 +317,35 @@ class Runtime(_core.RuntimeCore):
         """
         return reference_chains(self, obj, limit)
 
+    def object_from_handle(self, handle: int) -> Object | None:
+        """The object a handle of this runtime names (``obj.handle`` the
+        other way; a native host's ``zs_ref``): its proxy, the one Python
+        holds or a new one, or None for 0 or a handle whose object was
+        freed, is dying or was destroyed. ``TypeError`` for a non-int,
+        ``ValueError`` outside 0..2**64-1, ``ExpiredConjugateError`` once
+        the runtime is closed. C code does the same with
+        ``zsharp_python.h`` (``zsharp_py.lowlevel.python_table()``).
+
+        >>> import zsharp_py as zs
+        >>> class Probe(zs.Object):
+        ...     pass
+        >>> with zs.Runtime() as rt:
+        ...     probe = Probe()
+        ...     rt.object_from_handle(probe.handle) is probe, rt.object_from_handle(0)
+        (True, None)
+        """
+        if isinstance(handle, bool) or not isinstance(handle, int):
+            raise TypeError(
+                f"object_from_handle: a handle is an int (obj.handle), not {type(handle).__name__}"
+            )
+        value = int.__index__(handle)  # a subclass's own __index__ is not trusted
+        if not 0 <= value <= 0xFFFF_FFFF_FFFF_FFFF:
+            raise ValueError(f"object_from_handle: {value} is not a handle (0 to 2**64 - 1)")
+        with self._lock:
+            self._live_ptr()
+            found: Object | None = self._conjugate_of(value)
+            return found
+
     def live_objects(self) -> int:
         """Number of live native objects in this runtime."""
         return int(self._call(lib.zs_live_objects))

@@ -1,0 +1,130 @@
+"""Handles and proxies, both ways: ``rt.object_from_handle`` and
+``obj.handle`` in Python, ``zsharp_python.h`` (``proxy_of``, ``handle_of``)
+in C, for objects Python holds a proxy of, objects it never saw, and
+handles of freed objects."""
+
+from __future__ import annotations
+
+import ctypes
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import zsharp_py as zs
+from native_build import compile_host
+from zsharp_py.lowlevel import python_table
+
+HOST = r"""
+#include "zsharp_python.h"
+
+static const zs_python_api *py;
+
+int host_init(const void *table) {
+    py = table;
+    return py->version == ZS_PYTHON_API_VERSION && py->size == sizeof *py;
+}
+
+/* proxy_of: a new reference, or NULL with the error set. */
+PyObject *host_proxy_of(void *rt, uint64_t handle) { return py->proxy_of(py, rt, handle); }
+
+/* handle_of: the handle, and the runtime through `rt_out`; 0 with the error set. */
+PyObject *host_handle_of(PyObject *proxy, void **rt_out) {
+    zs_runtime *rt = NULL;
+    zs_ref handle = 0;
+    if (py->handle_of(py, proxy, &rt, &handle) < 0) return NULL;
+    *rt_out = rt;
+    return PyLong_FromUnsignedLongLong(handle);
+}
+"""
+
+
+class Beacon(zs.Object):
+    signal: zs.Int32
+    next: Beacon | None
+
+
+@pytest.fixture(scope="module")
+def host() -> Any:
+    include = Path(sysconfig.get_paths()["include"])
+    _ffi, _lib, path = compile_host(HOST, "host_handles", include_dirs=[include])
+    # ctypes.PyDLL holds the GIL through each call, as these functions need.
+    lib = ctypes.PyDLL(str(path))
+    lib.host_init.argtypes = [ctypes.c_void_p]
+    lib.host_proxy_of.restype = ctypes.py_object
+    lib.host_proxy_of.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lib.host_handle_of.restype = ctypes.py_object
+    lib.host_handle_of.argtypes = [ctypes.py_object, ctypes.POINTER(ctypes.c_void_p)]
+    assert lib.host_init(python_table()) == 1
+    return lib
+
+
+def test_python_maps_handles_to_proxies_and_back(rt: zs.Runtime) -> None:
+    head = Beacon(signal=1)
+    head.add_to_root()
+    head.next = Beacon(signal=2)
+    handle = head.next.handle  # its proxy is dropped: the lookup makes one
+    found = rt.object_from_handle(handle)
+    assert isinstance(found, Beacon) and found.signal == 2 and found.handle == handle
+    assert rt.object_from_handle(handle) is found  # the proxy Python holds
+    assert rt.object_from_handle(0) is None
+    stray = Beacon()
+    stale = stray.handle
+    del stray
+    rt.collect_garbage()
+    assert rt.object_from_handle(stale) is None  # freed: its slot's serial moved on
+
+
+class HostileIndex(int):
+    """An int whose own __index__ would run code and lie."""
+
+    def __index__(self) -> int:
+        raise AssertionError("a subclass's __index__ must not be called")
+
+
+def test_object_from_handle_refuses_what_is_not_a_handle(rt: zs.Runtime) -> None:
+    beacon = Beacon()
+    for bad in (True, "1", 1.0, None):
+        with pytest.raises(TypeError, match="a handle is an int"):
+            rt.object_from_handle(bad)  # type: ignore[arg-type]
+    for bad_value in (-1, 2**64):
+        with pytest.raises(ValueError, match="is not a handle"):
+            rt.object_from_handle(bad_value)
+    assert rt.object_from_handle(HostileIndex(beacon.handle)) is beacon
+    rt.close()
+    with pytest.raises(zs.ExpiredConjugateError, match="closed"):
+        rt.object_from_handle(beacon.handle)
+
+
+def test_c_maps_handles_to_proxies_and_back(rt: zs.Runtime, host: Any) -> None:
+    head = Beacon(signal=1)
+    head.add_to_root()
+    head.next = Beacon(signal=5)
+    cold = head.next.handle  # no proxy of it is held now
+    rt_address = rt.native_address
+    made = host.host_proxy_of(rt_address, cold)
+    assert isinstance(made, Beacon) and made.signal == 5
+    assert host.host_proxy_of(rt_address, cold) is made
+    assert host.host_proxy_of(rt_address, 0) is None
+    out = ctypes.c_void_p()
+    assert host.host_handle_of(head, ctypes.byref(out)) == head.handle
+    assert out.value == rt_address
+    with pytest.raises(TypeError, match="expected a zs.Object"):
+        host.host_handle_of(42, ctypes.byref(out))
+    head.next = None
+    rt.collect_garbage()
+    assert made.is_expired
+    assert host.host_proxy_of(rt_address, cold) is None  # freed
+    with pytest.raises(zs.ExpiredConjugateError):
+        host.host_handle_of(made, ctypes.byref(out))
+
+
+def test_proxy_of_needs_an_open_runtime(host: Any) -> None:
+    runtime = zs.Runtime()
+    address = runtime.native_address
+    runtime.close()
+    with pytest.raises(RuntimeError, match="no open zs.Runtime"):
+        host.host_proxy_of(address, 1)
+    with pytest.raises(RuntimeError, match="no open zs.Runtime"):
+        host.host_proxy_of(None, 1)
