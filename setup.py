@@ -1,17 +1,19 @@
-"""Build glue: setuptools compiles the native heap through cffi (API mode)
-and the conjugate hot path (``zsharp_py._core``, native/binding/) as a
-CPython extension, both with the flags of src/zsharp_py/_build.py.
+"""Build glue: setuptools compiles the native library (native/src, into
+zsharp_py/lib/libzsharp.so and .a, with its headers, pkg-config file and
+CMake package), then the cffi module that links it (the sample engine and
+the declarations Python calls through, API mode) and the conjugate hot
+path (``zsharp_py._core``, native/binding/), all with the flags of
+src/zsharp_py/_build.py.
 
 Everything else about the package lives in pyproject.toml; cffi_modules has
 no pyproject spelling, hence this file.
 """
 
 import importlib.util
-import shutil
 from pathlib import Path
 
 from setuptools import Extension, setup
-from setuptools.command.build_py import build_py
+from setuptools.command.build_ext import build_ext
 
 _spec = importlib.util.spec_from_file_location(
     "_zsharp_build", Path("src") / "zsharp_py" / "_build.py"
@@ -21,22 +23,26 @@ _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
 
 
-class BuildWithHeader(build_py):
-    """Also install the C API's headers as zsharp_py/include/zsharp.h,
-    zsharp_api.h (the API as a table, for host modules) and zsharp_python.h
-    (handles and proxies), for native hosts
-    (``zsharp_py.lowlevel.include_dir()``)."""
+class BuildWithLibrary(build_ext):
+    """Build libzsharp first, into the package's lib/ folder (inside the
+    source tree for an editable install, as the extensions are), with the
+    headers in its include/ folder for native hosts
+    (``zsharp_py.lowlevel.include_dir()``, ``python -m zsharp_py config``);
+    then the extensions, the cffi module linking that library."""
 
     def run(self) -> None:
+        package_dir = Path(self.get_ext_fullpath("zsharp_py._core")).parent
+        self._lib_dir = _build.build_library(package_dir, Path(self.build_temp))
         super().run()
-        target = Path(self.build_lib) / "zsharp_py" / "include"
-        target.mkdir(parents=True, exist_ok=True)
-        for header in ("zsharp.h", "zsharp_api.h", "zsharp_python.h"):
-            shutil.copyfile(Path("native") / "include" / header, target / header)
+
+    def build_extension(self, ext: Extension) -> None:
+        if ext.name == "zsharp_py._native_lib":
+            _build.link_library(ext, self._lib_dir)
+        super().build_extension(ext)
 
 
 setup(
     cffi_modules=["src/zsharp_py/_build.py:ffibuilder"],
     ext_modules=[_build.core_extension(Extension)],
-    cmdclass={"build_py": BuildWithHeader},
+    cmdclass={"build_ext": BuildWithLibrary},
 )

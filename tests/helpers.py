@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import re
+from pathlib import Path
 
 import zsharp_py as zs
 from zsharp_py.collector import GcStats
@@ -75,3 +77,12 @@ STRUCTURE = "changed structure"
 PARENT = "what it points into has expired"
 CLOSED = "runtime was closed"
 DISPOSED = "disposed"
+
+
+def declared_functions(header: Path) -> set[str]:
+    """The names of the functions a C header declares (comments ignored)."""
+    text = re.sub(r"/\*.*?\*/", "", header.read_text(), flags=re.S)
+    found = re.findall(
+        r"^[A-Za-z_][\w \*]*?\b(zs_[a-z0-9_]+)\s*\([^;{]*\)\s*;", text, flags=re.M | re.S
+    )
+    return set(found) - {"zs_status"}  # zs_status: the enum typedef

@@ -265,13 +265,26 @@ static PyObject *runtime_expire_dying_batch(PyObject *self, PyObject *args) {
     return Py_BuildValue("(II)", taken, expired);
 }
 
-/* Runtime._expire_all(describe): expire every conjugate in the table and
- * every black value (close()). Names are read from the native headers,
- * still there. */
-static PyObject *runtime_expire_all(PyObject *self, PyObject *describe) {
+/* Runtime._expire_all(describe, keep_heap=False): expire every conjugate in
+ * the table and every black value (close()). Names are read from the native
+ * headers, still there. With keep_heap (Python lets go of a runtime a host
+ * owns and keeps), the heap is told too: the black values' blocks are freed
+ * and no object keeps its conjugate flag, so the host's later collections
+ * need no managed side. */
+static PyObject *runtime_expire_all(PyObject *self, PyObject *args) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
+    PyObject *describe;
+    int keep_heap = 0;
+    if (!PyArg_ParseTuple(args, "O|p:_expire_all", &describe, &keep_heap)) return NULL;
     PyObject *reason = rt->state->reason_closed;
-    zsv_expire_blacks(rt, reason);
+    if (keep_heap) {
+        if (rt->native == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "_expire_all: the runtime is detached");
+            return NULL;
+        }
+        if (zs_flush_values(rt) < 0) return NULL; /* queued frees and dropped conjugates */
+    }
+    zsv_expire_blacks(rt, reason, keep_heap);
     /* Room for every stateful conjugate now in the table (none can be added
        while closing; one that is all the same is released on the spot). */
     zs_released released = {NULL, 0, 0};
@@ -286,6 +299,7 @@ static PyObject *runtime_expire_all(PyObject *self, PyObject *describe) {
         if (conjugate == NULL) continue;
         const zs_object *header = (const zs_object *)conjugate->address;
         uint64_t packed = header->name_index | (uint64_t)header->name_number << 32;
+        if (keep_heap) rt->state->api.zs_forget_conjugate(rt->native, conjugate->handle);
         failed |= expire_one(conjugate, describe, packed, reason, &released);
     }
     release_all(&released);
@@ -448,13 +462,33 @@ static PyObject *runtime_callable_count(PyObject *self, PyObject *unused) {
  * Runtime core (the base of zs.Runtime)
  * ========================================================================= */
 
-/* Runtime._core_open(address, describe): the native runtime, once created;
- * its dying objects' conjugates are expired, whoever collects, by the
- * expiry handler registered here, with describe naming them. */
+/* The zs_free_handler of a runtime a host owns (Runtime.attach): the host
+ * is freeing it, so the Python runtime closes as close() does and leaves
+ * the freeing to the host (Runtime._host_freed). */
+static void runtime_freed_by_host(void *user, zs_runtime *native) {
+    zs_core_state *state = user;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    zs_runtime_core *rt = zs_open_runtime_of(state, native);
+    if (rt != NULL) {
+        Py_INCREF(rt);
+        PyObject *closed = PyObject_CallMethod((PyObject *)rt, "_host_freed", NULL);
+        if (closed == NULL) PyErr_WriteUnraisable((PyObject *)rt);
+        Py_XDECREF(closed);
+        Py_DECREF(rt);
+    }
+    PyGILState_Release(gil);
+}
+
+/* Runtime._core_open(address, describe, owned): the native runtime, once
+ * created (owned) or handed over by the host that owns it; its dying
+ * objects' conjugates are expired, whoever collects, by the expiry handler
+ * registered here, with describe naming them, and a host freeing its own
+ * runtime closes the Python side first (the free handler). */
 static PyObject *runtime_core_open(PyObject *self, PyObject *args) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     PyObject *address, *describe;
-    if (!PyArg_ParseTuple(args, "OO:_core_open", &address, &describe)) return NULL;
+    int owned = 1;
+    if (!PyArg_ParseTuple(args, "OO|p:_core_open", &address, &describe, &owned)) return NULL;
     void *native = PyLong_AsVoidPtr(address);
     if (native == NULL && PyErr_Occurred()) return NULL;
     if (rt->native != NULL || native == NULL) {
@@ -464,6 +498,8 @@ static PyObject *runtime_core_open(PyObject *self, PyObject *args) {
     if (zs_open_runtime_add(rt->state, rt) < 0) return NULL;
     zs_status status = rt->state->api.zs_set_expiry_handler(native, zs_expire_handed_over,
                                                             rt->state);
+    if (status == ZS_OK && !owned)
+        status = rt->state->api.zs_set_free_handler(native, runtime_freed_by_host, rt->state);
     if (status != ZS_OK) {
         zs_open_runtime_remove(rt->state, rt);
         PyErr_Format(PyExc_RuntimeError, "_core_open: the expiry handler was refused (%d)",
@@ -481,7 +517,7 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     (void)unused;
     zs_runtime_core *rt = (zs_runtime_core *)self;
     rt->closing = 1;
-    zsv_expire_blacks(rt, rt->state->reason_closed);
+    zsv_expire_blacks(rt, rt->state->reason_closed, 0);
     zsv_callables_free(rt);
     rt->dropped_count = 0; /* freeing the runtime destroys those objects too */
     rt->native = NULL;
@@ -738,7 +774,8 @@ static PyMethodDef runtime_core_methods[] = {
     {"_collect_full", zs_runtime_collect_full, METH_O,
      "A full collection, its dead objects' conjugates expired first: its GcStats."},
     {"_gc_stats", zs_runtime_gc_stats, METH_O, "The last cycle's figures as a GcStats."},
-    {"_expire_all", runtime_expire_all, METH_O, "Expire every conjugate and black value (close)."},
+    {"_expire_all", runtime_expire_all, METH_VARARGS,
+     "Expire every conjugate and black value (close)."},
     {"_set_native_class", runtime_set_native_class, METH_VARARGS,
      "A conjugate class's native class in this runtime."},
     {"_flush_values", runtime_flush_values, METH_NOARGS,

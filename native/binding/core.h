@@ -59,7 +59,8 @@
     X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
     X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word) X(zs_array_insert_packed)      \
     X(zs_conjugates_dropped) X(zs_gc_phase_of) X(zs_gc_mark_and_gather) X(zs_gc_purge)        \
-    X(zs_gc_get_stats) X(zs_set_expiry_handler) X(zs_gc_expire) X(zs_resolve_for_conjugate)
+    X(zs_gc_get_stats) X(zs_set_expiry_handler) X(zs_gc_expire) X(zs_resolve_for_conjugate)   \
+    X(zs_forget_conjugate) X(zs_set_free_handler)
 /* clang-format on */
 
 typedef struct zs_native_api {

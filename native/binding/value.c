@@ -597,11 +597,14 @@ void zsv_flush(zs_runtime_core *rt) {
         rt->state->api.zs_value_free(rt->native, rt->deferred[--rt->deferred_count]);
 }
 
-void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason) {
+void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason, int free_blocks) {
     while (rt->blacks != NULL) {
         zsv_value *value = rt->blacks;
         zsv_expire_in_place(value, reason);
-        value->black = ZS_NULL_REF; /* the runtime frees every block itself */
+        /* Freed with the runtime, unless the runtime stays (a host's). */
+        if (free_blocks && value->black != ZS_NULL_REF)
+            rt->state->api.zs_value_free(rt->native, value->black);
+        value->black = ZS_NULL_REF;
         black_unlink(value);
     }
     rt->deferred_count = 0;

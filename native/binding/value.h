@@ -483,7 +483,7 @@ void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope);
 /* Free the native blocks of black values Python finalised (a safe point). */
 void zsv_flush(zs_runtime_core *rt);
 /* Expire every black value of a runtime (close). */
-void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason);
+void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason, int free_blocks);
 /* The address of a live value, or NULL with ExpiredConjugateError set. */
 static inline char *zsv_live(zsv_value *value) {
     if (value->address != NULL) return value->address;

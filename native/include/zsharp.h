@@ -780,6 +780,15 @@ typedef void (*zs_expiry_handler)(void *user, zs_runtime *rt, const zs_ref *obje
 /* Set (or with NULL remove) the expiry handler. ZS_E_BUSY while a
    hand-over is in progress. */
 zs_status zs_set_expiry_handler(zs_runtime *rt, zs_expiry_handler handler, void *user);
+/* The managed side's free handler: zs_runtime_free calls it first, once,
+   without the runtime lock and before anything is freed, so the managed
+   side expires every proxy and value of a runtime a host owns and lets go
+   of it (its own calls are refused from then on: zs_runtime_free has
+   begun). A call or hand-over still in progress after it returns defers
+   the free to its end, as usual. */
+typedef void (*zs_free_handler)(void *user, zs_runtime *rt);
+/* Set (or with NULL remove) the free handler. */
+zs_status zs_set_free_handler(zs_runtime *rt, zs_free_handler handler, void *user);
 /* Hand up to `limit` objects of the expiring list to the expiry handler
    now (the managed side's own, budgeted expiry; UINT32_MAX: every one);
    *out_taken counts them. ZS_E_INVALID without a handler, ZS_E_BUSY from

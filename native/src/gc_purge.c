@@ -180,6 +180,7 @@ zs_status zs_hand_over_batch(zs_runtime *rt, const zs_ref *objects, const uint64
 zs_status zs_gc_hand_over(zs_runtime *rt, uint32_t limit, bool *counted, uint32_t *out_taken) {
     uint32_t taken = 0;
     zs_status status = ZS_OK;
+    if (zs_free_pending(rt)) return ZS_E_STALE; /* zs_runtime_free has begun */
     while (status == ZS_OK && taken < limit && rt->expiring.count > 0) {
         if (!zs_can_hand_over(rt)) {
             status = ZS_E_EXPIRY_PENDING;
@@ -257,7 +258,7 @@ uint32_t zs_gc_expiring_count(zs_runtime *rt) {
 zs_status zs_collect_garbage(zs_runtime *rt) {
     bool done = false, counted = false;
     ZS_LOCK(rt);
-    zs_status status = rt->handing_over > 0 ? ZS_E_BUSY : ZS_OK;
+    zs_status status = rt->in_destroy_hook || rt->handing_over > 0 ? ZS_E_BUSY : ZS_OK;
     /* A pending purge first (zs_gc_mark_and_gather would finish it, but
        could not hand its objects over with the lock taken twice). */
     if (status == ZS_OK) status = zs_gc_hand_over(rt, UINT32_MAX, &counted, NULL);

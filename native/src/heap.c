@@ -815,7 +815,7 @@ zs_status zs_destroy_object(zs_runtime *rt, zs_ref ref) {
         /* Without a handler now (none set, or the lock taken twice), its
            proxies expire with the collection that frees it, as any dying
            object's do. */
-        if ((it->flags & ZS_ITEM_HAS_CONJUGATE) && zs_can_hand_over(rt)) {
+        if ((it->flags & ZS_ITEM_HAS_CONJUGATE) && zs_can_hand_over(rt) && !zs_free_pending(rt)) {
             it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
             uint64_t name = it->object->name_index | ((uint64_t)it->object->name_number << 32);
             uint8_t garbage = 1;

@@ -388,6 +388,8 @@ struct zs_runtime {
     void *call_handler_user;
     zs_expiry_handler expiry_handler; /* the managed side's expiry (gc_purge.c) */
     void *expiry_handler_user;
+    zs_free_handler free_handler; /* the managed side lets go first (runtime.c) */
+    void *free_handler_user;
     uint32_t handing_over; /* hand-overs to expiry_handler in progress: the objects handed
                               over are off `expiring` but their conjugates may still be live,
                               so no purge runs and the dying word stays set */

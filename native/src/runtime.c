@@ -283,6 +283,21 @@ void zs_runtime_free(zs_runtime *rt) {
         ZS_UNLOCK(rt);
         return;
     }
+    /* The managed side lets go first, while the heap is whole: unlocked (it
+       takes its own lock, a GIL), once. Calls are refused from now on, but
+       one may have been counted in meanwhile (a hand-over started before the
+       flag): then the last of them frees the runtime. */
+    zs_free_handler freed = rt->free_handler;
+    if (freed != NULL && rt->lock.depth == 1) {
+        rt->free_handler = NULL;
+        ZS_UNLOCK(rt);
+        freed(rt->free_handler_user, rt);
+        ZS_LOCK(rt);
+        if (ZS_CALLS_COUNT(__atomic_load_n(&rt->calls_word, __ATOMIC_ACQUIRE)) > 0) {
+            ZS_UNLOCK(rt);
+            return;
+        }
+    }
     zs_gc_destroy_everything(rt);
     zs_reflection_release(rt); /* the host's cleanups, once its objects are gone */
     zs_values_release(rt);
@@ -299,6 +314,14 @@ void zs_runtime_free(zs_runtime *rt) {
     ZS_UNLOCK(rt);
     zs_lock_destroy(&rt->lock);
     free(rt);
+}
+
+zs_status zs_set_free_handler(zs_runtime *rt, zs_free_handler handler, void *user) {
+    ZS_LOCK(rt);
+    rt->free_handler = handler;
+    rt->free_handler_user = handler != NULL ? user : NULL;
+    ZS_UNLOCK(rt);
+    return ZS_OK;
 }
 
 void zs_runtime_memory(zs_runtime *rt, zs_memory_stats *out) {

@@ -2,7 +2,9 @@
 
 ``demo`` plays a small game on the sample engine (written in C) whose game
 logic is Python overrides of the engine's actors, and narrates what the
-garbage collector does each frame; ``--version`` prints the version.
+garbage collector does each frame; ``config`` prints what a native host
+compiles and links with (as ``python3-config`` and ``pybind11 --includes``
+do); ``--version`` prints the version.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ._demo import (
     DEFAULT_SEED,
     run_demo,
 )
+from ._interop.calls import include_dir, lib_dir
 
 __all__ = ["main", "build_parser", "program_name"]
 
@@ -133,7 +136,45 @@ def build_parser(prog: str = MODULE) -> argparse.ArgumentParser:
         help="also print the measured time of each GC cycle; times vary from "
         "run to run, so the output is no longer reproducible",
     )
+    config = commands.add_parser(
+        "config",
+        help="print the compile and link flags of the native library, for a C host",
+        description="Print what a native host builds with: the flags that compile against "
+        "zsharp.h and link the native library this package loads (libzsharp.so), or the "
+        "folders of its headers, library, pkg-config file and CMake package. Several options "
+        "print their values on one line, in order.",
+    )
+    for option, what in _CONFIG_OPTIONS.items():
+        config.add_argument(
+            f"--{option}", action="append_const", const=option, dest="asked", help=what
+        )
     return parser
+
+
+_CONFIG_OPTIONS = {
+    "cflags": "compiler flags (-I the headers' folder)",
+    "libs": "linker flags for the shared library (-L, an rpath, -lzsharp)",
+    "static-libs": "linker flags for the static library (libzsharp.a, -pthread)",
+    "includedir": "the folder of zsharp.h, zsharp_api.h and zsharp_python.h",
+    "libdir": "the folder of libzsharp.so and libzsharp.a",
+    "pkgconfigdir": "the folder of zsharp.pc (for PKG_CONFIG_PATH)",
+    "cmakedir": "the folder of the CMake package (for zsharp_DIR, or CMAKE_PREFIX_PATH)",
+}
+
+
+def config_values(asked: list[str]) -> list[str]:
+    """The values of ``config``'s options, in the order asked."""
+    lib, include = lib_dir(), include_dir()
+    values = {
+        "cflags": f"-I{include}",
+        "libs": f"-L{lib} -Wl,-rpath,{lib} -lzsharp",
+        "static-libs": f"{os.path.join(lib, 'libzsharp.a')} -pthread",
+        "includedir": include,
+        "libdir": lib,
+        "pkgconfigdir": os.path.join(lib, "pkgconfig"),
+        "cmakedir": os.path.join(lib, "cmake", "zsharp"),
+    }
+    return [values[option] for option in asked]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,6 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    if args.command == "config":
+        if not args.asked:
+            parser.parse_args(["config", "--help"])  # prints the options, exits 0
+        print(" ".join(config_values(args.asked)))
+        return 0
     run_demo(
         args.frames,
         args.seed,

@@ -1,10 +1,18 @@
-"""cffi build script: compiles native/src/*.c, and the sample engine module
-native/engine/sample_engine.c (the host the tests, examples and demo
-script), into ``zsharp_py._native_lib``.
+"""Build script of the native parts.
+
+``build_library`` compiles native/src/*.c once into the native library a
+host links, ``zsharp_py/lib/libzsharp.so`` (its public functions, and only
+those, exported under the symbol version ``ZSHARP_<version>``, so two
+copies never bind each other's symbols) and ``libzsharp.a``, and writes
+beside it what a host builds with: the headers (``zsharp_py/include``), a
+pkg-config file and a CMake package. The cffi module ``zsharp_py._native_lib``
+(the sample engine native/engine/sample_engine.c, and the declarations
+Python calls through) links that same library, so a runtime made in C and
+one made in Python are the same thing.
 
 API (out-of-line) mode; the declarations are read from
 ``native/include/zsharp.h`` and ``native/engine/sample_engine.h``
-themselves. Environment switches:
+themselves. Environment switches (both the library and the extensions):
 
 ``ZSHARP_SANITIZE=1``
     build with ``-fsanitize=address,undefined`` (run Python with libasan
@@ -33,12 +41,16 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 from cffi import FFI
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: src/zsharp_py/_build.py
 NATIVE = ROOT / "native"
+VERSION = "0.1.0"  # pyproject.toml's; the symbol version and the library's
+HEADERS = ("zsharp.h", "zsharp_api.h", "zsharp_python.h")
 
 
 def header_cdef(header: Path = NATIVE / "include" / "zsharp.h") -> str:
@@ -70,6 +82,16 @@ def header_cdef(header: Path = NATIVE / "include" / "zsharp.h") -> str:
     return "\n".join(out)
 
 
+def public_functions(header: Path = NATIVE / "include" / "zsharp.h") -> list[str]:
+    """The names of the functions a header declares (the library exports
+    these, and nothing else)."""
+    text = re.sub(r"/\*.*?\*/", "", header.read_text(encoding="utf-8"), flags=re.S)
+    found = re.findall(
+        r"^[A-Za-z_][\w \*]*?\b(zs_[a-z0-9_]+)\s*\([^;{]*\)\s*;", text, flags=re.M | re.S
+    )
+    return sorted(set(found) - {"zs_status"})
+
+
 def _compile_args() -> tuple[list[str], list[str]]:
     cflags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
     ldflags: list[str] = []
@@ -98,24 +120,135 @@ def _compile_args() -> tuple[list[str], list[str]]:
     return cflags, ldflags
 
 
+def _pkgconfig_text() -> str:
+    return (
+        "prefix=${pcfiledir}/../..\n"
+        "includedir=${prefix}/include\n"
+        "libdir=${prefix}/lib\n\n"
+        "Name: zsharp\n"
+        "Description: zsharp_py's native object heap and collector (zsharp.h)\n"
+        f"Version: {VERSION}\n"
+        "Cflags: -I${includedir}\n"
+        "Libs: -L${libdir} -Wl,-rpath,${libdir} -lzsharp\n"
+        "Libs.private: -pthread\n"
+    )
+
+
+def _cmake_texts() -> dict[str, str]:
+    config = f"""# zsharp's CMake package (zsharp_py/_build.py writes it): the imported
+# target zsharp::zsharp, the native library with its headers.
+get_filename_component(_zsharp_prefix "${{CMAKE_CURRENT_LIST_DIR}}/../../.." ABSOLUTE)
+if(NOT TARGET zsharp::zsharp)
+  add_library(zsharp::zsharp SHARED IMPORTED)
+  set_target_properties(zsharp::zsharp PROPERTIES
+    IMPORTED_LOCATION "${{_zsharp_prefix}}/lib/libzsharp.so"
+    IMPORTED_SONAME "libzsharp.so"
+    INTERFACE_INCLUDE_DIRECTORIES "${{_zsharp_prefix}}/include")
+  add_library(zsharp::zsharp_static STATIC IMPORTED)
+  set_target_properties(zsharp::zsharp_static PROPERTIES
+    IMPORTED_LOCATION "${{_zsharp_prefix}}/lib/libzsharp.a"
+    INTERFACE_INCLUDE_DIRECTORIES "${{_zsharp_prefix}}/include"
+    INTERFACE_LINK_LIBRARIES "-pthread")
+endif()
+set(zsharp_VERSION {VERSION})
+set(zsharp_INCLUDE_DIRS "${{_zsharp_prefix}}/include")
+set(zsharp_LIBRARIES zsharp::zsharp)
+unset(_zsharp_prefix)
+"""
+    version = f"""set(PACKAGE_VERSION {VERSION})
+if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+"""
+    return {"zsharpConfig.cmake": config, "zsharpConfigVersion.cmake": version}
+
+
+def build_library(package_dir: Path, build_temp: Path, compiler: str | None = None) -> Path:
+    """Compile native/src/*.c into ``package_dir/lib``: ``libzsharp.so``
+    exporting the public functions of zsharp.h under the symbol version
+    ``ZSHARP_<version>``, and ``libzsharp.a``; copy the headers into
+    ``package_dir/include``; write ``lib/pkgconfig/zsharp.pc`` and
+    ``lib/cmake/zsharp/``. Returns the library folder."""
+    cc = compiler or os.environ.get("CC", "cc")
+    cflags, ldflags = _compile_args()
+    cflags = [f for f in cflags if f != "-fvisibility=hidden"]  # the version script decides
+    lib_dir = package_dir / "lib"
+    objects_dir = build_temp / "zsharp-objects"
+    for folder in (lib_dir, objects_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    includes = ["-I" + str(NATIVE / "include"), "-I" + str(NATIVE / "src")]
+    objects = []
+    for source in sorted((NATIVE / "src").glob("*.c")):
+        target = objects_dir / (source.stem + ".o")
+        subprocess.run(
+            [cc, *cflags, "-fPIC", *includes, "-c", str(source), "-o", str(target)], check=True
+        )
+        objects.append(str(target))
+    node = "ZSHARP_" + VERSION.replace(".", "_")
+    exported = "".join(f"    {name};\n" for name in public_functions())
+    script = objects_dir / "zsharp.map"
+    script.write_text(f"{node} {{\n  global:\n{exported}  local:\n    *;\n}};\n")
+    shared = lib_dir / "libzsharp.so"
+    subprocess.run(
+        [
+            cc,
+            "-shared",
+            "-o",
+            str(shared),
+            *objects,
+            f"-Wl,--version-script={script}",
+            "-Wl,-soname,libzsharp.so",
+            "-pthread",
+            *ldflags,
+        ],
+        check=True,
+    )
+    static = lib_dir / "libzsharp.a"
+    static.unlink(missing_ok=True)
+    subprocess.run([os.environ.get("AR", "ar"), "rcs", str(static), *objects], check=True)
+    include_dir = package_dir / "include"
+    include_dir.mkdir(exist_ok=True)
+    for header in HEADERS:
+        shutil.copyfile(NATIVE / "include" / header, include_dir / header)
+    (lib_dir / "pkgconfig").mkdir(exist_ok=True)
+    (lib_dir / "pkgconfig" / "zsharp.pc").write_text(_pkgconfig_text())
+    cmake_dir = lib_dir / "cmake" / "zsharp"
+    cmake_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in _cmake_texts().items():
+        (cmake_dir / name).write_text(text)
+    return lib_dir
+
+
+def link_library(extension: object, lib_dir: Path) -> None:
+    """Make ``extension`` (the cffi module) link ``lib_dir``'s libzsharp.so,
+    found at run time beside it (``$ORIGIN/lib``)."""
+    ext = extension  # a setuptools Extension
+    ext.library_dirs = [*ext.library_dirs, str(lib_dir)]  # type: ignore[attr-defined]
+    ext.libraries = [*ext.libraries, "zsharp"]  # type: ignore[attr-defined]
+    ext.extra_link_args = [*ext.extra_link_args, "-Wl,-rpath,$ORIGIN/lib"]  # type: ignore[attr-defined]
+
+
 def make_ffibuilder() -> FFI:
-    """Return the FFI builder for the native library."""
+    """Return the FFI builder of ``zsharp_py._native_lib``: the sample engine,
+    and the declarations of zsharp.h, whose functions come from libzsharp.so
+    (``build_library``; setup.py links it)."""
     builder = FFI()
     builder.cdef(header_cdef())
     # The sample engine's install function and layouts (struct zs_api is
     # declared, opaque, by zsharp.h): lib.zs_sample_engine_install(...).
     builder.cdef(header_cdef(NATIVE / "engine" / "sample_engine.h"))
     cflags, ldflags = _compile_args()
-    sources = sorted(
-        str(p.relative_to(ROOT))
-        for folder in ("src", "engine")
-        for p in (NATIVE / folder).glob("*.c")
-    )
+    sources = sorted(str(p.relative_to(ROOT)) for p in (NATIVE / "engine").glob("*.c"))
     builder.set_source(
         "zsharp_py._native_lib",
         '#include "zsharp.h"\n#include "sample_engine.h"\n',
         sources=sources,
-        include_dirs=[str(NATIVE / "include"), str(NATIVE / "src"), str(NATIVE / "engine")],
+        include_dirs=[str(NATIVE / "include"), str(NATIVE / "engine")],
         extra_compile_args=cflags,
         extra_link_args=ldflags,
     )

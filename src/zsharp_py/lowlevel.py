@@ -19,6 +19,7 @@ from ._interop.calls import (
     api_table,
     function_layout,
     include_dir,
+    lib_dir,
     native_function,
     python_table,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "FunctionParameter",
     "function_layout",
     "include_dir",
+    "lib_dir",
     "native_function",
     "python_table",
 ]

@@ -150,6 +150,18 @@ def python_table() -> int:
     return int(_core.python_table())
 
 
+def lib_dir() -> str:
+    """The folder holding the native library a host links (``libzsharp.so``,
+    ``libzsharp.a``), with ``pkgconfig/zsharp.pc`` and ``cmake/zsharp/``
+    beside it: the one the installed package loads itself, so a host and
+    Python share one copy of the heap. ``python -m zsharp_py config``
+    prints the flags built from it."""
+    folder = Path(__file__).resolve().parents[1] / "lib"  # zsharp_py/_interop/calls.py
+    if not (folder / "libzsharp.so").is_file():
+        raise FileNotFoundError(f"libzsharp.so is not in {folder}: reinstall zsharp_py")
+    return str(folder)
+
+
 def include_dir() -> str:
     """The folder holding ``zsharp.h``, the C API's header, for a native
     host's compiler (``-I``), as ``pybind11.get_include()`` gives its own:

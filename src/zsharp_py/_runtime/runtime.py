@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["Runtime", "RuntimeActivation", "current_runtime", "runtime_of"]
 
 _open_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
+_attached: set[Runtime] = set()  # runtimes over a host's heap, open: kept until closed
+_kept_for_hosts: list[list[Any]] = []  # class descriptions a host's heap still points into
 
 
 def _free_native(pointer: Any) -> None:
@@ -97,10 +99,40 @@ class Runtime(_core.RuntimeCore):
             options.flags |= lib.ZS_RUNTIME_BLACK_NOT_ROOTS
         out = ffi.new("zs_runtime **")
         check(lib.zs_runtime_new(options, out), "Runtime()", None)
-        self._ptr: Any = out[0]
-        self._describe = self._describe_packed_name
-        self._core_open(api_address(self._ptr), self._describe)
+        self._open(out[0], True, stress)
         self.black_conjugates_are_roots = bool(black_conjugates_are_roots)
+
+    @classmethod
+    def attach(cls, address: int) -> Runtime:
+        """A Runtime over the native runtime at ``address``, which a native
+        host created (``zs_runtime_new``) and owns: Python sees the host's
+        objects and classes, creates its own, and collects, as in a runtime
+        it made. ``close()`` (``with`` too) expires every proxy and value
+        and lets go, leaving the heap and its objects to the host; the host
+        freeing the runtime (``zs_runtime_free``) closes this side first.
+        ``address`` must name a live ``zs_runtime`` (the host passes it to
+        Python as an int: docs/embedding.md, "A host that owns the
+        runtime"); attaching twice raises ``RuntimeError``."""
+        if isinstance(address, bool) or not isinstance(address, int):
+            raise TypeError(f"attach: address must be an int, not {type(address).__name__}")
+        value = int.__index__(address)
+        if not 0 < value < 2**64:
+            raise ValueError(f"attach: {value} is not the address of a zs_runtime")
+        if any(api_address(r._ptr) == value for r in list(_open_runtimes) if not r._closed):
+            raise RuntimeError("attach: a zs.Runtime is already open on this zs_runtime")
+        runtime = cls.__new__(cls)
+        runtime._open(ffi.cast("zs_runtime *", value), False, None)
+        runtime.black_conjugates_are_roots = True  # as the host created it, by default
+        _attached.add(runtime)
+        return runtime
+
+    def _open(self, pointer: Any, owned: bool, stress: GcStress | None) -> None:
+        """Open this runtime on the native runtime ``pointer``: made here
+        (``owned``: close() frees it) or the host's (``attach``)."""
+        self._ptr: Any = pointer
+        self._owns_heap = owned
+        self._describe = self._describe_packed_name
+        self._core_open(api_address(self._ptr), self._describe, owned)
         self._lock = threading.RLock()
         self._closed = False
         self._native_classes: dict[type, Any] = {}
@@ -118,9 +150,12 @@ class Runtime(_core.RuntimeCore):
         """Garbage collector controls: ``stats()``, ``verify()``."""
         # An unclosed runtime that Python collects frees its heap; at exit,
         # _close_all expires conjugates first (other atexit code may still
-        # hold them), so the finaliser's own atexit run is disabled.
-        self._finalizer = weakref.finalize(self, _free_native, self._ptr)
-        self._finalizer.atexit = False
+        # hold them), so the finaliser's own atexit run is disabled. A
+        # host's runtime is never freed here (_attached keeps its Runtime
+        # until close(), the host's free or the exit).
+        self._finalizer = weakref.finalize(self, _free_native, self._ptr) if owned else None
+        if self._finalizer is not None:
+            self._finalizer.atexit = False
         # Calls from native code on this heap go to zsharp_py._core's C
         # handler, which finds the runtime by its native address.
         handler, user = _core.call_handler()
@@ -203,8 +238,15 @@ class Runtime(_core.RuntimeCore):
         """Whether ``close()`` has run."""
         return self._closed
 
+    @property
+    def owns_heap(self) -> bool:
+        """False for a runtime a host owns (``attach``): close() leaves it be."""
+        return self._owns_heap
+
     def close(self) -> None:
-        """Destroy every native object, expire every conjugate, free the heap."""
+        """Destroy every native object, expire every conjugate, free the heap;
+        for a host's runtime (``attach``), expire every proxy and value and
+        let go, leaving the heap to the host."""
         with self._lock:
             if self._closed and not self._in_close:
                 return
@@ -218,21 +260,55 @@ class Runtime(_core.RuntimeCore):
             finally:
                 self._in_close = False
 
-    def _close_now(self) -> None:
+    def _host_freed(self) -> None:
+        """The host is freeing this runtime (``zs_runtime_free`` of a runtime
+        it owns calls here first, through the free handler): close this side
+        now, as close() does, and leave the freeing to the host."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closing = True
+            self._in_close = True
+            try:
+                self._close_now(host_frees=True)
+            finally:
+                self._in_close = False
+
+    def _close_now(self, host_frees: bool = False) -> None:
         """close()'s work, under the lock and the re-entry guard."""
         self._deferred_releases.clear()
+        keep_heap = not self._owns_heap and not host_frees
+        if keep_heap:
+            # The host's collections will run without this side: what they
+            # gathered is expired now, through the handler, while it is set.
+            taken = ffi.new("uint32_t *")
+            lib.zs_gc_expire(self._ptr, 0xFFFFFFFF, taken)
         # Names must outlive the native table: expired conjugates format
         # their messages lazily.
         self._keep_names(lib.zs_name_count(self._ptr))
-        self._expire_all(self._describe)  # every conjugate and black value, in C
+        self._expire_all(self._describe, keep_heap)  # every conjugate and black value, in C
         for state in self._features.values():
             state.close()
         self._features.clear()
         self._closed = True
+        if not self._owns_heap:
+            # The heap keeps the descriptions of the classes Python
+            # registered in it, which point into these.
+            _kept_for_hosts.append(self._keep_alive)
+            if keep_heap:  # the heap stays: nothing of Python's is called from it again
+                lib.zs_set_call_handler(self._ptr, ffi.NULL, ffi.NULL)
+                lib.zs_set_class_resolver(self._ptr, ffi.NULL, ffi.NULL)
+                lib.zs_set_expiry_handler(self._ptr, ffi.NULL, ffi.NULL)
+                lib.zs_set_free_handler(self._ptr, ffi.NULL, ffi.NULL)
+            self._core_detach()
+            _attached.discard(self)
+            self._ptr = ffi.NULL
+            return
         self._core_detach()
         # zs_runtime_free, exactly once. Called through detach(): once
         # weakref.finalize's own atexit hook has run (it may run before
         # _close_all), calling a finalizer does nothing.
+        assert self._finalizer is not None  # an owned heap's
         detached = self._finalizer.detach()
         if detached is not None:
             _, free, args, _ = detached
