@@ -128,3 +128,20 @@ def test_proxy_of_needs_an_open_runtime(host: Any) -> None:
         host.host_proxy_of(address, 1)
     with pytest.raises(RuntimeError, match="no open zs.Runtime"):
         host.host_proxy_of(None, 1)
+
+
+def test_no_proxy_is_made_while_the_runtime_closes(rt: zs.Runtime) -> None:
+    """Once close() has begun (``_closing``, set first thing, before every
+    proxy expires), reading a reference whose target has no proxy gives
+    None: a proxy made then would escape the expiry. (Python code can run
+    in that window: a gc callback or finaliser on an allocation of close().)"""
+    head = Beacon(signal=1)
+    head.add_to_root()
+    head.next = Beacon(signal=2)  # its proxy is dropped
+    rt._closing = True  # what close() sets first
+    try:
+        assert head.next is None
+        assert rt._conjugate_of(head.handle) is head  # an existing proxy is still found
+    finally:
+        rt._closing = False
+    assert isinstance(head.next, Beacon) and head.next.signal == 2
