@@ -170,23 +170,28 @@ static void *api_address(PyObject *api, const char *name) {
     return function;
 }
 
-/* Append a new str of `name` to `names`; NULL (names released) on failure. */
-static PyObject *append_name(PyObject *names, const char *name) {
-    PyObject *text = names != NULL ? PyUnicode_FromString(name) : NULL;
-    if (text == NULL || PyList_Append(names, text) < 0) Py_CLEAR(names);
-    Py_XDECREF(text);
-    return names;
+/* The names of two lists of zsharp.h functions, from their X-macros. */
+#define ZS_NAME_TEXT(name) #name,
+static const char *const native_names[] = {ZS_NATIVE_FUNCTIONS(ZS_NAME_TEXT)};
+static const char *const managed_names[] = {ZS_MANAGED_FUNCTIONS(ZS_NAME_TEXT)};
+#undef ZS_NAME_TEXT
+
+/* A new list of `count` strs. */
+static PyObject *name_list(const char *const *names, size_t count) {
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    for (size_t i = 0; list != NULL && i < count; i++) {
+        PyObject *text = PyUnicode_FromString(names[i]);
+        if (text == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, text);
+    }
+    return list;
 }
 
 /* native_functions() -> the names of the zsharp.h functions configure() needs. */
 static PyObject *native_functions(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    PyObject *names = PyList_New(0);
-#define ZS_API_NAME(name) names = append_name(names, #name);
-    ZS_NATIVE_FUNCTIONS(ZS_API_NAME)
-#undef ZS_API_NAME
-    return names;
+    return name_list(native_names, sizeof native_names / sizeof native_names[0]);
 }
 
 /* python_table() -> the address of the zsharp_python.h table. */
@@ -200,11 +205,7 @@ static PyObject *python_table(PyObject *module, PyObject *unused) {
 static PyObject *managed_functions(PyObject *module, PyObject *unused) {
     (void)module;
     (void)unused;
-    PyObject *names = PyList_New(0);
-#define ZS_API_NAME(name) names = append_name(names, #name);
-    ZS_MANAGED_FUNCTIONS(ZS_API_NAME)
-#undef ZS_API_NAME
-    return names;
+    return name_list(managed_names, sizeof managed_names / sizeof managed_names[0]);
 }
 
 /* configure(current, default_runtime, slow_create, init_create, expired_error,
