@@ -269,6 +269,31 @@ def _targets(config: Config) -> list[Target]:
             for kind in ("scalar", "struct", "object")
         ),
         Target(
+            "reading an object element whose proxy does not exist yet <= 1.5x nanobind",
+            1.5,
+            "<=",
+            host_ratio("cold_element", "nanobind"),
+        ),
+        Target(
+            "reading an object reference whose proxy does not exist yet <= 1.5x nanobind",
+            1.5,
+            "<=",
+            host_ratio("cold_ref", "nanobind"),
+        ),
+        *(
+            Target(
+                "one host frame calling an empty Python override on each of 10,000 actors it "
+                f"spawned, {held}, <= 1.5x nanobind's trampoline per actor",
+                1.5,
+                "<=",
+                host_ratio(group, "nanobind"),
+            )
+            for group, held in (
+                ("tick_cold", "no proxies held"),
+                ("tick_held", "proxies held"),
+            )
+        ),
+        Target(
             "creating a host object <= 1.5x nanobind",
             1.5,
             "<=",

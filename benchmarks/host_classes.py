@@ -17,12 +17,23 @@ code calling a Python override of each event, N times from a C loop
 calls the virtual); creating an object; reading and writing the Int32 and
 Float64 properties, also on a Python-declared ``zs.Object`` with the same
 members (the figure the host class's property should match).
+
+Objects Python has never seen (``BenchActor``, ``ref: BenchActor | None``,
+``kids: Array[BenchActor]``, event ``tick(dt: Float64)``; the peers'
+``BenchActor`` in C++): reading an element and the reference of a holder
+whose kids the host spawned, when no proxy of them exists (every read makes
+one, dropped at once; the peers make a new wrapper per read), and one host
+frame ticking 10,000 actors of a Python subclass that the host spawned, with
+their proxies held by Python or not (the peers' C++ loop over 10,000
+Python-subclassed objects through the trampoline).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import ctypes
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
@@ -54,13 +65,27 @@ __all__ = ["NAME", "TITLE", "GROUPS", "PEERS", "run"]
 LOOP = 100
 """Event calls per statement of an override row (from one C loop)."""
 
+KIDS = 1_000
+"""Kids the host spawns into the holder whose element 700 and reference
+the cold read rows read."""
+
+ACTORS = 10_000
+"""Actors one host frame ticks per statement of a tick row."""
+
+TICK_SCALE = 5 / 10_000
+"""Statements per batch of a tick row relative to the configuration's
+operations: 5 statements (50,000 calls) in a full run, 1 in a quick one.
+A batch drops at most 65,536 proxies, what the binding queues for the heap
+until the safe point that follows the batch (more would wait for a
+collection instead)."""
+
 
 def _overriding(base: Any) -> Any:
     """A Python subclass of ``base`` (zsharp_py's host class or a peer's
     bound C++ class) overriding its three events, as the override rows
     call them: the host's parameters, no work."""
 
-    class PyBenchHost(base):  # type: ignore[misc,valid-type]
+    class PyBenchHost(base):  # type: ignore[misc]
         def on_scalar(self, x):  # type: ignore[no-untyped-def]
             pass
 
@@ -80,6 +105,14 @@ GROUPS: list[tuple[str, str]] = [
     ("override_scalar", "native code calling a Python override, scalar `on_scalar(x)`"),
     ("override_struct", "native code calling a Python override, struct `on_struct(v)`"),
     ("override_object", "native code calling a Python override, object `on_object(o)`"),
+    ("cold_element", "reading an object element whose proxy does not exist yet `c.kids[700]`"),
+    ("cold_ref", "reading an object reference whose proxy does not exist yet `c.ref`"),
+    (
+        "tick_cold",
+        f"one host frame calling an empty Python override `tick(dt)` on each of {ACTORS:,} "
+        "actors the host spawned, no proxies held (per actor)",
+    ),
+    ("tick_held", "the same, the actors' proxies held by Python (per actor)"),
     ("create", "creating an object `BenchHost()`"),
     ("read_int", "property read, Int32 `h.count`"),
     ("write_int", "property write, Int32 `h.count = 5`"),
@@ -98,6 +131,12 @@ METRIC_PEERS = {
     "pybind11": "pybind11",
 }
 VERSIONS: dict[str, str] = {}
+UNSEEN_GROUPS = ("cold_element", "cold_ref", "tick_cold", "tick_held")
+"""The rows of objects Python has never seen (``_unseen_cases``)."""
+SHARED = {"tick_held": "tick_cold"}
+"""Groups whose peers' figure is another group's case: the peers' actors
+are Python objects (a trampoline's instance is made from Python), so they
+have no proxy to hold or not; their one tick case is beside both rows."""
 
 Provided = tuple[list[MicroCase], dict[str, str]]
 Check = Callable[[], str | None]
@@ -113,6 +152,14 @@ int host_bench_install(const void *api, void *rt);
 int host_bench_call(const void *api, void *rt, uint64_t object, const char *function,
                     void *block, int n);
 int64_t host_bench_defaults(const void *api, void *rt, uint64_t object);
+int host_bench_spawn(const void *api, void *rt, uint64_t holder, const char *class_name, int n,
+                     uint64_t *out);
+int host_bench_call_each_of(const void *api, void *rt, const uint64_t *objects, int n,
+                            const char *function, void *block);
+const void *host_bench_find_class(const void *api, void *rt, const char *name);
+int host_bench_call_class(const void *api, void *rt, const void *cls, const char *function,
+                          void *block, uint32_t *out_called);
+int64_t host_bench_ticks(const void *api, void *rt, const uint64_t *objects, int n);
 """
 
 
@@ -136,6 +183,24 @@ def _host_library(config: Config) -> tuple[Any, Any, ctypes.PyDLL]:
         ctypes.c_int,
     ]
     held.host_bench_call.restype = ctypes.c_int
+    held.host_bench_call_each_of.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+    ]
+    held.host_bench_call_each_of.restype = ctypes.c_int
+    held.host_bench_call_class.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+    ]
+    held.host_bench_call_class.restype = ctypes.c_int
     return ffi, lib, held
 
 
@@ -227,7 +292,245 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack, checks: list[Chec
     )
     cases += _creation_cases(runtime, host, namespace, "BenchHost()", ZS)
     cases += _property_cases(namespace, ZS, "host class property (the binder's C descriptor)")
+    try:
+        cases += _unseen_cases(ffi, lib, held, stack, checks)
+    except Unavailable as reason:  # those rows only
+        return cases, dict.fromkeys(UNSEEN_GROUPS, f"unavailable: {reason}")
     return cases, {}
+
+
+# ---------------------------------------------------------------------------
+# zsharp_py: objects the host spawned, which Python has never seen
+# ---------------------------------------------------------------------------
+
+
+def _actors_runtime(
+    ffi: Any, lib: Any, stack: contextlib.ExitStack
+) -> tuple[zs.Runtime, Any, contextvars.Context]:
+    """A runtime of its own for the host's actors (the creation cases'
+    collections then mark only their own heap), the host installed in it,
+    and a context in which it is current: the tick statements run there, as
+    the override rows run with their runtime current."""
+    runtime = zs.Runtime()
+    stack.callback(runtime.close)
+    native = ffi.cast("void *", runtime.native_address)
+    if lib.host_bench_install(ffi.cast("const void *", api_table()), native) != 0:
+        raise Unavailable("host_bench_install failed in the actors' runtime")
+    context = contextvars.copy_context()
+    context.run(runtime.activate().__enter__)  # left entered: the context is ours alone
+    return runtime, native, context
+
+
+def _cold(runtime: zs.Runtime, handles: list[int], what: str) -> str | None:
+    """None when no proxy of any of ``handles`` exists, else what is wrong."""
+    warm = sum(runtime._conjugate_get(handle) is not None for handle in handles)
+    return None if warm == 0 else f"{NAME}: {what}: {warm} of {len(handles)} proxies exist"
+
+
+def _fresh_reads(read: Callable[[], object], what: str) -> str | None:
+    """None when ``read()`` makes a new object each time nothing holds the
+    last one, else what is wrong. Two reads while the first is held give
+    the same object (the binding finds a live proxy or wrapper), and nothing
+    but the caller holds what a read returns (its reference count is a new
+    ``object()``'s), so dropping it frees it and the next read makes another."""
+    first = read()
+    if read() is not first:
+        return f"{NAME}: {what}: two reads while the first is held give two objects"
+    del first
+    if sys.getrefcount(read()) != sys.getrefcount(object()):
+        return f"{NAME}: {what}: something else holds what a read returns: it is not made anew"
+    return None
+
+
+def _unseen_cases(
+    ffi: Any, lib: Any, held: ctypes.PyDLL, stack: contextlib.ExitStack, checks: list[Check]
+) -> list[MicroCase]:
+    """The cold read and tick cases: objects the host spawned from C in a
+    runtime of their own, whose proxies Python never made (or, for the
+    held tick row, holds). Every batch is followed by a timed
+    ``_flush_values()``: the safe point that hands the proxies the batch
+    dropped to the heap (zs_conjugates_dropped), a cost of each cold read."""
+    runtime, native, context = _actors_runtime(ffi, lib, stack)
+    api = ffi.cast("const void *", api_table())
+    problems: list[str] = []
+
+    def spawn(holder: zs.Object, class_name: str, n: int) -> Any:
+        handles = ffi.new("uint64_t[]", n)
+        status = lib.host_bench_spawn(api, native, holder.handle, class_name.encode(), n, handles)
+        if status != 0:
+            raise Unavailable(f"host_bench_spawn({class_name}) failed with status {status}")
+        return handles
+
+    with runtime.activate():
+        actor: Any = zs.native_class("BenchActor")
+
+        class ColdTicker(actor):  # type: ignore[misc]
+            """Ticked with no proxy held: each call makes one, dropped after it."""
+
+            def tick(self, dt):  # type: ignore[no-untyped-def]
+                pass
+
+        class HeldTicker(actor):  # type: ignore[misc]
+            """Ticked with every proxy held by a Python list."""
+
+            def tick(self, dt):  # type: ignore[no-untyped-def]
+                pass
+
+        holder, cold_world, held_world = actor(), actor(), actor()
+        for obj in (holder, cold_world, held_world):
+            obj.add_to_root()
+        kids = spawn(holder, "BenchActor", KIDS)
+        cold = spawn(cold_world, "ColdTicker", ACTORS)
+        hot = spawn(held_world, "HeldTicker", ACTORS)
+        proxies = held_world.kids.to_python()  # the held row's proxies, held
+    element, reference = kids[700], kids[KIDS - 1]
+    cold_handles, hot_handles = list(cold), list(hot)
+    dt = ffi.new("double *", 1 / 60)
+    namespace: dict[str, Any] = {
+        "c": holder,
+        "tick_each": held.host_bench_call_each_of,
+        "tick_class": held.host_bench_call_class,
+        "in_actors_rt": context.run,
+        "api_address": api_table(),
+        "rt_address": runtime.native_address,
+        "cold_address": int(ffi.cast("uintptr_t", cold)),
+        "held_address": int(ffi.cast("uintptr_t", hot)),
+        "dt_address": int(ffi.cast("uintptr_t", dt)),
+        "A": ACTORS,
+        "keep": (cold_world, held_world, proxies, kids, cold, hot, dt, ColdTicker, HeldTicker),
+    }
+    for name in ("ColdTicker", "HeldTicker"):
+        cls = lib.host_bench_find_class(api, native, name.encode())
+        if cls == ffi.NULL:
+            raise Unavailable(f"the host cannot find {name}")
+        namespace[f"{name}_class"] = int(ffi.cast("uintptr_t", cls))
+
+    # Before anything is timed: the rows measure what they say.
+    called = ffi.new("uint32_t *")
+    for name, handles in (("ColdTicker", cold), ("HeldTicker", hot)):
+        status = lib.host_bench_call_each_of(api, native, handles, ACTORS, b"tick", dt)
+        each = lib.host_bench_call_class(
+            api, native, ffi.cast("const void *", namespace[f"{name}_class"]), b"tick", dt, called
+        )
+        if status != 0 or each != 0 or called[0] != ACTORS:
+            raise Unavailable(
+                f"ticking {name}: status {status}, zs_call_each {each} ({called[0]} calls)"
+            )
+    for problem in (
+        _cold(runtime, [element, reference, *cold_handles], "cold objects, at setup"),
+        _fresh_reads(lambda: holder.kids[700], "zsharp_py, c.kids[700]"),
+        _fresh_reads(lambda: holder.ref, "zsharp_py, c.ref"),
+        _cold(runtime, [element, reference], "cold objects, after reading them"),
+        None
+        if all(runtime._conjugate_get(h) is not None for h in hot_handles)
+        else f"{NAME}: a held actor's proxy is missing",
+    ):
+        if problem is not None:
+            problems.append(problem)
+    runtime._flush_values()
+
+    def still_cold(handles: list[int], what: str) -> Callable[[int], None]:
+        def before(operations: int) -> None:
+            problem = _cold(runtime, handles, f"{what}, before a batch")
+            if problem is not None and problem not in problems:
+                problems.append(problem)
+
+        return before
+
+    def held_all(operations: int) -> None:
+        problem = f"{NAME}: a held actor's proxy is missing before a batch"
+        if problem not in problems and any(runtime._conjugate_get(h) is None for h in hot_handles):
+            problems.append(problem)
+
+    def verdict() -> str | None:
+        ticks = lib.host_bench_ticks(api, native, cold, ACTORS) + lib.host_bench_ticks(
+            api, native, hot, ACTORS
+        )
+        if ticks != 0:
+            problems.append(f"{NAME}: tick's native default ran {ticks} times, not Python's")
+        late = _cold(runtime, [element, reference, *cold_handles], "cold objects, after the run")
+        if late is not None:
+            problems.append(late)
+        return "; ".join(problems) or None
+
+    checks.append(verdict)
+    flush = {"after_batch": runtime._flush_values, "after_batch_timed": True}
+    tick = {"scale": TICK_SCALE, "items": ACTORS, **flush}
+    each_note = (
+        "zs_call_each(rt, cls, 'tick', block): every live object of the class, each "
+        "checked again (lock, item) before its call"
+    )
+    return [
+        MicroCase(
+            "read makes the proxy in C (zs_resolve_conjugate), dropped at once",
+            "cold_element",
+            "c.kids[700]",
+            namespace,
+            ZS,
+            before_batch=still_cold([element], "c.kids[700]"),
+            note="the host spawned the kids from C; `rt._conjugate_get(kid)` is None before "
+            "every batch; each batch ends with a timed `rt._flush_values()` (the safe point "
+            "handing the dropped proxies to the heap)",
+            **flush,  # type: ignore[arg-type]
+        ),
+        MicroCase(
+            "read makes the proxy in C (zs_resolve_conjugate), dropped at once",
+            "cold_ref",
+            "c.ref",
+            namespace,
+            ZS,
+            before_batch=still_cold([reference], "c.ref"),
+            **flush,  # type: ignore[arg-type]
+        ),
+        MicroCase(
+            f"C loop: zs_call_function(rt, actor, 'tick', block) on {ACTORS:,} actors "
+            "(GIL held); each call makes the proxy, dropped after it",
+            "tick_cold",
+            "in_actors_rt(tick_each, api_address, rt_address, cold_address, A, b'tick', "
+            "dt_address)",
+            namespace,
+            ZS,
+            before_batch=still_cold(cold_handles, "tick, no proxies held"),
+            note="objects of a Python subclass (`def tick(self, dt): pass`) created by the "
+            "host from C (zs_object_new); `rt._conjugate_get` is None for each before every "
+            "batch; each batch ends with a timed `rt._flush_values()`",
+            **tick,  # type: ignore[arg-type]
+        ),
+        MicroCase(
+            "the same through zs_call_each(rt, ColdTicker, 'tick', block)",
+            "tick_cold",
+            "in_actors_rt(tick_class, api_address, rt_address, ColdTicker_class, b'tick', "
+            "dt_address, None)",
+            namespace,
+            ZS,
+            primary=False,
+            note=each_note,
+            before_batch=still_cold(cold_handles, "tick through zs_call_each, no proxies held"),
+            **tick,  # type: ignore[arg-type]
+        ),
+        MicroCase(
+            f"C loop: zs_call_function(rt, actor, 'tick', block) on {ACTORS:,} actors "
+            "(GIL held); every proxy held by a Python list",
+            "tick_held",
+            "in_actors_rt(tick_each, api_address, rt_address, held_address, A, b'tick', "
+            "dt_address)",
+            namespace,
+            ZS,
+            before_batch=held_all,
+            **tick,  # type: ignore[arg-type]
+        ),
+        MicroCase(
+            "the same through zs_call_each(rt, HeldTicker, 'tick', block)",
+            "tick_held",
+            "in_actors_rt(tick_class, api_address, rt_address, HeldTicker_class, b'tick', "
+            "dt_address, None)",
+            namespace,
+            ZS,
+            primary=False,
+            note=each_note,
+            **tick,  # type: ignore[arg-type]
+        ),
+    ]
 
 
 def _creation_cases(
@@ -342,6 +645,7 @@ def _binding_cases(peer: str, module: ModuleType, checks: list[Check]) -> Provid
     VERSIONS[peer] = str(getattr(module, "VERSION", "?"))
     loop = {"scale": 1 / LOOP, "items": LOOP}
     return [
+        *_unseen_binding_cases(peer, module, checks),
         MicroCase("bound method", "call0", "h.nop()", namespace, peer),
         MicroCase("bound method", "call3", "h.add3(1, 2, 3)", namespace, peer),
         MicroCase(
@@ -382,6 +686,85 @@ def _binding_cases(peer: str, module: ModuleType, checks: list[Check]) -> Provid
         ),
         *_property_cases(namespace, peer, "def_rw / def_readwrite"),
     ], {}
+
+
+def _unseen_binding_cases(peer: str, module: ModuleType, checks: list[Check]) -> list[MicroCase]:
+    """The peer's cold reads (C++ objects with no Python wrapper, returned
+    by reference: a new wrapper per read) and its tick loop (a C++ loop
+    calling the virtual on Python-subclassed actors through the trampoline)."""
+
+    class PyTicker(module.BenchActor):  # type: ignore[misc,name-defined]
+        """The peer's actor overriding tick, as the host's ColdTicker does."""
+
+        def tick(self, dt):  # type: ignore[no-untyped-def]
+            pass
+
+    holder, world = module.BenchActor(), module.BenchActor()
+    module.spawn(holder, KIDS)  # made in C++: no wrapper exists
+    tickers = [PyTicker() for _ in range(ACTORS)]
+    for ticker in tickers:
+        world.kids.append(ticker)
+    module.tick_all(world, 1 / 60)
+    problems = [
+        problem
+        for problem in (
+            _fresh_reads(lambda: holder.kids[700], f"{peer}, c.kids[700]"),
+            _fresh_reads(lambda: holder.ref, f"{peer}, c.ref"),
+            None
+            if world.kids[ACTORS - 1] is tickers[-1]
+            else f"{NAME}: {peer}'s loop does not tick the Python objects",
+        )
+        if problem is not None
+    ]
+
+    def verdict() -> str | None:
+        ticks = sum(ticker.ticks for ticker in tickers)
+        if ticks:
+            problems.append(f"{NAME}: {peer}'s native tick ran {ticks} times, not Python's")
+        return "; ".join(problems) or None
+
+    def still_fresh(read: Callable[[], object], what: str) -> Callable[[int], None]:
+        def before(operations: int) -> None:
+            problem = _fresh_reads(read, what)
+            if problem is not None and problem not in problems:
+                problems.append(problem)
+
+        return before
+
+    checks.append(verdict)
+    namespace = {
+        "c": holder,
+        "w": world,
+        "tick_all": module.tick_all,
+        "keep": (tickers, PyTicker),
+    }
+    return [
+        MicroCase(
+            "bind_vector __getitem__ (rv_policy::reference), a new wrapper per read",
+            "cold_element",
+            "c.kids[700]",
+            namespace,
+            peer,
+            before_batch=still_fresh(lambda: holder.kids[700], f"{peer}, c.kids[700]"),
+        ),
+        MicroCase(
+            "pointer property (rv_policy::reference), a new wrapper per read",
+            "cold_ref",
+            "c.ref",
+            namespace,
+            peer,
+            before_batch=still_fresh(lambda: holder.ref, f"{peer}, c.ref"),
+        ),
+        MicroCase(
+            f"C++ loop calling the virtual on {ACTORS:,} Python-subclassed actors (trampoline)",
+            "tick_cold",
+            "tick_all(w, 0.016)",
+            namespace,
+            peer,
+            scale=TICK_SCALE,
+            items=ACTORS,
+        ),
+    ]
 
 
 def _nanobind_cases(config: Config, stack: contextlib.ExitStack, checks: list[Check]) -> Provided:
@@ -452,6 +835,10 @@ def _tables(
     config: Config, results: list[MicroResult], overhead: float, skipped: dict[tuple[str, str], str]
 ) -> list[Table]:
     primary = {(r.case.peer, r.case.group): r for r in results if r.case.primary}
+    for group, same in SHARED.items():  # the peers' one case, beside both rows
+        for peer in PEER_NAMES:
+            if peer != ZS and (peer, group) not in primary and (peer, same) in primary:
+                primary[(peer, group)] = primary[(peer, same)]
     for (peer, group), result in primary.items():
         value, rounds = result.recorded()
         record(f"host.{group}.{METRIC_PEERS[peer]}", value, rounds=rounds)
@@ -468,20 +855,22 @@ def _tables(
             "column is a `zs.Object` declaring the same properties in Python. Each cell "
             "is the median net ns per operation (the empty `timeit` loop, "
             f"{fmt_ns(overhead, 2)} ns, subtracted) of the peer's main case; override rows "
-            f"are per call, from a C or C++ loop of {LOOP} calls with the GIL held. Ratios "
+            f"are per call, from a C or C++ loop of {LOOP} calls with the GIL held, tick "
+            f"rows per actor, from one loop over {ACTORS:,} actors. Ratios "
             "are zsharp_py's host class over the peer, the median of the ratios of the "
             "batches run in the same round (so they need not equal the quotient of the two "
-            "medians shown)."
+            "medians shown). The peers' tick figure is beside both tick rows: their actors "
+            "are Python objects, made from Python, with no proxy to hold or not."
         ),
     )
     for group, title in GROUPS:
         cells: list[str] = [title]
         for peer in PEER_NAMES:
-            result = primary.get((peer, group))
+            found = primary.get((peer, group))
             why = skipped.get((peer, group), "n/a")
             cells.append(
-                fmt_ns(result.per_item())
-                if result is not None
+                fmt_ns(found.per_item())
+                if found is not None
                 else "unavailable"
                 if why.startswith("unavailable")
                 else why
@@ -514,7 +903,8 @@ def _tables(
         description=(
             f"Median ns per operation over {config.micro_rounds} interleaved batches "
             f"(creation batches are 5x smaller; an override statement makes {LOOP} calls, "
-            "and its net figure is per call), p99 and max over the batches, *net* minus "
+            f"and its net figure is per call; a tick statement ticks {ACTORS:,} actors, its "
+            "net figure per actor), p99 and max over the batches, *net* minus "
             "the empty loop. *main*: the case shown side by side."
         ),
     )

@@ -1,11 +1,13 @@
 """The benchmark harness's statistics (benchmarks/_harness.py): ratios of two
 micro cases are taken round by round, and every timed batch follows an
-untimed one. Pure bookkeeping, checked on made-up figures and counters;
-no time is asserted."""
+untimed one; and the check that the host_classes family's cold reads make
+their proxies anew. Pure bookkeeping, checked on made-up figures, counters
+and stand-in objects; no time is asserted."""
 
 from __future__ import annotations
 
 import math
+import weakref
 
 import pytest
 from benchmarks import _harness  # the repository's root is on the path (python -m pytest)
@@ -69,3 +71,27 @@ def test_cases_of_one_run_pair_and_of_two_runs_do_not() -> None:
     assert _harness.result_ratio(ours, theirs) == pytest.approx(1.5)
     other_run = result(8, [2.0, 4.0, 4.0, 4.0])  # the medians' ratio: 4.5 / 4.0
     assert _harness.result_ratio(ours, other_run) == pytest.approx(4.5 / 4.0)
+
+
+class _Wrapper:
+    """A stand-in for a binding's wrapper of a native object."""
+
+
+def test_the_cold_read_check_tells_a_new_wrapper_from_a_kept_one() -> None:
+    # benchmarks/host_classes.py checks that every cold read makes its proxy
+    # or wrapper anew: a live one is found again, none is kept by anyone else.
+    from benchmarks import host_classes
+
+    live: weakref.WeakValueDictionary[int, _Wrapper] = weakref.WeakValueDictionary()
+
+    def instance_map_read() -> _Wrapper:
+        """What nanobind's instance map does: the live wrapper, else a new one."""
+        found = live.get(700)
+        if found is None:
+            found = live[700] = _Wrapper()
+        return found
+
+    kept = _Wrapper()
+    assert host_classes._fresh_reads(instance_map_read, "fresh") is None
+    assert "not made anew" in (host_classes._fresh_reads(lambda: kept, "kept") or "")
+    assert "two objects" in (host_classes._fresh_reads(_Wrapper, "no identity") or "")

@@ -17,10 +17,18 @@
  *       event on_struct(self, v: BenchVec3)            (native default: counts)
  *       event on_object(self, o: BenchHost | None)     (native default: counts)
  *   struct BenchVec3 { x, y, z: Float64 }
+ *   class BenchActor:
+ *       ref: BenchActor | None
+ *       kids: Array[BenchActor]
+ *       event tick(self, dt: Float64)                  (native default: counts)
  *
  * host_bench_call(api, rt, object, function, block, n) calls a function n
  * times in a C loop through zs_call_function, as an engine calls an event
  * (the nanobind peer calls its virtual from a C++ loop the same way).
+ * host_bench_spawn creates BenchActors (or objects of a Python subclass,
+ * by name) from C, into a holder's kids: objects Python has never seen;
+ * host_bench_call_each_of calls a function once on each of them from one C
+ * loop, host_bench_call_class through zs_call_each.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -40,6 +48,13 @@ typedef struct BenchHost {
     int64_t defaults; /* native default runs of the events (not described) */
 } BenchHost;
 
+typedef struct BenchActor {
+    zs_object header;
+    zs_ref ref;    /* ref: BenchActor | None */
+    zs_array kids; /* kids: Array[BenchActor] */
+    int64_t ticks; /* native default runs of tick (not described) */
+} BenchActor;
+
 typedef struct add3_params {
     int32_t a, b, c, result;
 } add3_params;
@@ -52,6 +67,9 @@ typedef struct struct_params {
 typedef struct object_params {
     zs_ref o;
 } object_params;
+typedef struct tick_params {
+    double dt;
+} tick_params;
 
 /* Per-runtime state: the descriptions point into it (the struct's type). */
 typedef struct host {
@@ -63,6 +81,10 @@ typedef struct host {
     zs_function_desc functions[5];
     zs_struct_desc vec3_desc;
     zs_class_desc class_desc;
+    const zs_type *object, *kids; /* BenchActor | None, Array[BenchActor] */
+    zs_property_desc actor_properties[2], tick_params[1];
+    zs_function_desc actor_functions[1];
+    zs_class_desc actor_desc;
 } host;
 
 static zs_status nop(void *user, zs_runtime *rt, zs_ref self, void *params) {
@@ -87,9 +109,20 @@ static zs_status event_default(void *user, zs_runtime *rt, zs_ref self, void *pa
     return ZS_OK;
 }
 
+/* tick's native default: counts its runs on the actor. */
+static zs_status tick_default(void *user, zs_runtime *rt, zs_ref self, void *params) {
+    (void)params;
+    host *h = user;
+    BenchActor *actor = (BenchActor *)h->api->zs_resolve(rt, self);
+    if (actor == NULL) return ZS_E_STALE;
+    actor->ticks++;
+    return ZS_OK;
+}
+
 static void host_free(void *user) { free(user); }
 
 #define PROP(n, t, o) {n, t, o, ZS_PARAM_IN, NULL}
+#define REF_PROP(n, t, o, native) {n, t, o, ZS_PARAM_IN, native}
 #define PARAM(n, t, o, d) {n, t, o, d, NULL}
 
 /* Register BenchVec3 and BenchHost in rt. */
@@ -139,7 +172,26 @@ EXPORT zs_status host_bench_install(const zs_api *api, zs_runtime *rt) {
                                     .functions = h->functions,
                                     .function_count = 5};
     const zs_class *cls = NULL;
-    return api->zs_class_register(rt, &h->class_desc, &cls);
+    if ((s = api->zs_class_register(rt, &h->class_desc, &cls)) != ZS_OK) return s;
+
+    if ((s = api->zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &h->object)) != ZS_OK ||
+        (s = api->zs_type_container(rt, ZS_TYPE_ARRAY, h->object, NULL, &h->kids)) != ZS_OK)
+        return s;
+    h->actor_properties[0] = (zs_property_desc)REF_PROP("ref", "BenchActor | None",
+                                                        offsetof(BenchActor, ref), h->object);
+    h->actor_properties[1] = (zs_property_desc)REF_PROP("kids", "Array[BenchActor]",
+                                                        offsetof(BenchActor, kids), h->kids);
+    h->tick_params[0] = (zs_property_desc)PARAM("dt", "Float64", offsetof(tick_params, dt),
+                                                ZS_PARAM_IN);
+    h->actor_functions[0] = (zs_function_desc){
+        "tick", tick_default, h, ZS_FUNCTION_EVENT, sizeof(tick_params), h->tick_params, 1};
+    h->actor_desc = (zs_class_desc){.name = "BenchActor",
+                                    .instance_size = sizeof(BenchActor),
+                                    .properties = h->actor_properties,
+                                    .property_count = 2,
+                                    .functions = h->actor_functions,
+                                    .function_count = 1};
+    return api->zs_class_register(rt, &h->actor_desc, &cls);
 }
 
 /* Call `function` on `object` n times from a C loop, as an engine calls an
@@ -156,4 +208,82 @@ EXPORT zs_status host_bench_call(const zs_api *api, zs_runtime *rt, zs_ref objec
 EXPORT int64_t host_bench_defaults(const zs_api *api, zs_runtime *rt, zs_ref object) {
     BenchHost *h = (BenchHost *)api->zs_resolve(rt, object);
     return h != NULL ? h->defaults : 0;
+}
+
+/* A live BenchActor (or an object of a subclass) a handle names, or NULL. */
+static BenchActor *actor_of(const zs_api *api, zs_runtime *rt, zs_ref ref) {
+    const zs_class *base = NULL;
+    zs_object *object = api->zs_resolve(rt, ref);
+    if (object == NULL || api->zs_find_class(rt, "BenchActor", &base) != ZS_OK ||
+        !api->zs_class_is_a(object->cls, base))
+        return NULL;
+    return (BenchActor *)object;
+}
+
+/* Create n objects of the class registered as `class_name` (BenchActor or
+ * a subclass; a Python subclass is registered on the spot by zs_find_class's
+ * resolver), as an engine spawns actors: each is appended to the holder's
+ * kids as it is made (reachable before anything else runs), the holder's
+ * ref is set to the last one, and the handles go to out (when not NULL).
+ * Python sees none of them: no proxy is made. */
+EXPORT zs_status host_bench_spawn(const zs_api *api, zs_runtime *rt, zs_ref holder,
+                                  const char *class_name, int n, zs_ref *out) {
+    const zs_class *cls = NULL, *base = NULL;
+    const zs_type *object_type = NULL, *kids_type = NULL;
+    zs_status s;
+    if ((s = api->zs_find_class(rt, class_name, &cls)) != ZS_OK ||
+        (s = api->zs_find_class(rt, "BenchActor", &base)) != ZS_OK ||
+        (s = api->zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object_type)) != ZS_OK ||
+        (s = api->zs_type_container(rt, ZS_TYPE_ARRAY, object_type, NULL, &kids_type)) != ZS_OK)
+        return s;
+    if (!api->zs_class_is_a(cls, base) || actor_of(api, rt, holder) == NULL) return ZS_E_INVALID;
+    zs_ref last = ZS_NULL_REF;
+    for (int i = 0; i < n; i++) {
+        zs_object *made = NULL;
+        if ((s = api->zs_object_new(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &last, &made)) != ZS_OK)
+            return s;
+        BenchActor *h = actor_of(api, rt, holder); /* nothing ran since: still there */
+        if (h == NULL) return ZS_E_STALE;
+        s = api->zs_array_insert(rt, holder, kids_type, &h->kids, h->kids.count, &last, 1);
+        if (s != ZS_OK) {
+            api->zs_mark_as_garbage(rt, last);
+            return s;
+        }
+        if (out != NULL) out[i] = last;
+    }
+    return n > 0 ? api->zs_store_ref(rt, holder, offsetof(BenchActor, ref), last) : ZS_OK;
+}
+
+/* One host frame calling `function` once on each of n objects, one
+ * zs_call_function each, as an engine ticks its actors; stops at the first
+ * failure and returns its status. */
+EXPORT zs_status host_bench_call_each_of(const zs_api *api, zs_runtime *rt, const zs_ref *objects,
+                                         int n, const char *function, void *block) {
+    zs_status status = ZS_OK;
+    for (int i = 0; i < n && status == ZS_OK; i++)
+        status = api->zs_call_function(rt, objects[i], function, block);
+    return status;
+}
+
+/* The class registered as `name`, or NULL (for host_bench_call_class). */
+EXPORT const zs_class *host_bench_find_class(const zs_api *api, zs_runtime *rt, const char *name) {
+    const zs_class *cls = NULL;
+    return api->zs_find_class(rt, name, &cls) == ZS_OK ? cls : NULL;
+}
+
+/* `function` on every live object of cls (subclasses included) through
+ * zs_call_each; *out_called (when not NULL) counts the calls. */
+EXPORT zs_status host_bench_call_class(const zs_api *api, zs_runtime *rt, const zs_class *cls,
+                                       const char *function, void *block, uint32_t *out_called) {
+    return api->zs_call_each(rt, cls, function, block, out_called);
+}
+
+/* The native default runs of tick counted on n actors (the gone ones count 0). */
+EXPORT int64_t host_bench_ticks(const zs_api *api, zs_runtime *rt, const zs_ref *objects, int n) {
+    int64_t ticks = 0;
+    for (int i = 0; i < n; i++) {
+        BenchActor *actor = actor_of(api, rt, objects[i]);
+        if (actor != NULL) ticks += actor->ticks;
+    }
+    return ticks;
 }

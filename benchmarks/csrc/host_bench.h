@@ -7,6 +7,8 @@
 #define BENCH_HOST_BENCH_H
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 struct BenchVec3 {
     double x = 0.0, y = 0.0, z = 0.0;
@@ -48,6 +50,41 @@ BENCH_NOINLINE inline void bench_call_struct(BenchHost &h, const BenchVec3 &v, i
 }
 BENCH_NOINLINE inline void bench_call_object(BenchHost &h, BenchHost *o, int n) {
     for (int i = 0; i < n; i++) h.on_object(o);
+}
+
+/* host_bench.c's BenchActor: a reference, an array of references (not
+   owning: the kids that spawn() made are owned by `spawned`, those a Python
+   list holds are Python's) and an event. */
+struct BenchActor {
+    BenchActor *ref = nullptr;
+    std::vector<BenchActor *> kids;
+    std::vector<std::unique_ptr<BenchActor>> spawned;
+    int64_t ticks = 0; /* native default runs of tick */
+
+    BenchActor() = default;
+    BenchActor(const BenchActor &) = delete; /* owns `spawned` */
+    BenchActor &operator=(const BenchActor &) = delete;
+    virtual ~BenchActor() = default;
+    virtual void tick(double dt) {
+        (void)dt;
+        ticks++;
+    }
+};
+
+/* Create n actors in C++ (no Python object is made for them), as
+   host_bench_spawn does: appended to the holder's kids, ref the last one. */
+inline void bench_spawn(BenchActor &holder, int n) {
+    for (int i = 0; i < n; i++) {
+        holder.spawned.push_back(std::make_unique<BenchActor>());
+        holder.kids.push_back(holder.spawned.back().get());
+    }
+    if (n > 0) holder.ref = holder.kids.back();
+}
+
+/* One native frame calling tick once on each of the holder's kids, as an
+   engine ticks its actors. */
+BENCH_NOINLINE inline void bench_tick_all(BenchActor &holder, double dt) {
+    for (BenchActor *kid : holder.kids) kid->tick(dt);
 }
 
 #endif

@@ -1,10 +1,14 @@
 // nb_host.cpp -- host_bench.h bound with nanobind (the host_classes family's peer).
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/bind_vector.h>
 #include <nanobind/trampoline.h>
 
 #include "host_bench.h"
 
 namespace nb = nanobind;
+
+// BenchActor::kids as a view of the C++ vector (bind_vector), not a copy.
+NB_MAKE_OPAQUE(std::vector<BenchActor *>)
 
 // The events overridable from Python (the trampoline nanobind documents).
 struct PyBenchHost : BenchHost {
@@ -12,6 +16,11 @@ struct PyBenchHost : BenchHost {
     void on_scalar(double x) override { NB_OVERRIDE(on_scalar, x); }
     void on_struct(const BenchVec3 &v) override { NB_OVERRIDE(on_struct, v); }
     void on_object(BenchHost *o) override { NB_OVERRIDE(on_object, o); }
+};
+
+struct PyBenchActor : BenchActor {
+    NB_TRAMPOLINE(BenchActor, 1);
+    void tick(double dt) override { NB_OVERRIDE(tick, dt); }
 };
 
 NB_MODULE(bench_nb_host, m) {
@@ -31,6 +40,22 @@ NB_MODULE(bench_nb_host, m) {
         .def("on_scalar", &BenchHost::on_scalar)
         .def("on_struct", &BenchHost::on_struct)
         .def("on_object", &BenchHost::on_object);
+
+    // An element or the reference returned by reference (bind_vector's
+    // __getitem__ returns a pointer element as rv_policy::reference): the
+    // instance map's wrapper when one exists, else a new wrapper.
+    nb::class_<BenchActor, PyBenchActor>(m, "BenchActor")
+        .def(nb::init<>())
+        .def_prop_rw(
+            "ref", [](const BenchActor &actor) { return actor.ref; },
+            [](BenchActor &actor, BenchActor *ref) { actor.ref = ref; }, nb::rv_policy::reference)
+        .def_rw("kids", &BenchActor::kids) // reference_internal: a view
+        .def_ro("ticks", &BenchActor::ticks)
+        .def("tick", &BenchActor::tick);
+    // After BenchActor: the element type is bound before its vector.
+    nb::bind_vector<std::vector<BenchActor *>>(m, "BenchActorVector");
+    m.def("spawn", &bench_spawn);
+    m.def("tick_all", &bench_tick_all);
 
     // The C++ loops, called with the GIL held (as any bound function is)...
     m.def("call_scalar", &bench_call_scalar);

@@ -1,9 +1,13 @@
 // pb_host.cpp -- host_bench.h bound with pybind11 (the host_classes family's peer).
 #include <pybind11/pybind11.h>
+#include <pybind11/stl_bind.h>
 
 #include "host_bench.h"
 
 namespace py = pybind11;
+
+// BenchActor::kids as a view of the C++ vector (bind_vector), not a copy.
+PYBIND11_MAKE_OPAQUE(std::vector<BenchActor *>)
 
 // The events overridable from Python (the trampoline pybind11 documents).
 struct PyBenchHost : BenchHost {
@@ -15,6 +19,11 @@ struct PyBenchHost : BenchHost {
     void on_object(BenchHost *other) override {
         PYBIND11_OVERRIDE(void, BenchHost, on_object, other);
     }
+};
+
+struct PyBenchActor : BenchActor {
+    using BenchActor::BenchActor;
+    void tick(double dt) override { PYBIND11_OVERRIDE(void, BenchActor, tick, dt); }
 };
 
 PYBIND11_MODULE(bench_pb_host, m) {
@@ -34,6 +43,22 @@ PYBIND11_MODULE(bench_pb_host, m) {
         .def("on_scalar", &BenchHost::on_scalar)
         .def("on_struct", &BenchHost::on_struct)
         .def("on_object", &BenchHost::on_object);
+
+    // An element (bind_vector: reference_internal) or the reference
+    // (return_value_policy::reference) returned by reference: the existing
+    // wrapper when there is one, else a new one.
+    py::class_<BenchActor, PyBenchActor>(m, "BenchActor")
+        .def(py::init<>())
+        .def_property("ref",
+                      py::cpp_function([](const BenchActor &actor) { return actor.ref; },
+                                       py::return_value_policy::reference),
+                      [](BenchActor &actor, BenchActor *ref) { actor.ref = ref; })
+        .def_readwrite("kids", &BenchActor::kids) // reference_internal: a view
+        .def_readonly("ticks", &BenchActor::ticks)
+        .def("tick", &BenchActor::tick);
+    py::bind_vector<std::vector<BenchActor *>>(m, "BenchActorVector");
+    m.def("spawn", &bench_spawn);
+    m.def("tick_all", &bench_tick_all);
 
     m.def("call_scalar", &bench_call_scalar);
     m.def("call_struct", &bench_call_struct);
