@@ -93,14 +93,20 @@ static zs_status run_target(const call_target *target, zs_runtime *rt, zs_ref ob
     return target->handler(target->user, rt, object, function, params);
 }
 
-/* Call on one object if it is still live and not dying. The caller has
-   counted itself in. */
-static zs_status call_one(zs_runtime *rt, zs_ref object, const char *function, void *params) {
+/* Call on one object if it is still live, not dying and not marked as
+   garbage (*garbage set, nothing called: an earlier call of the same
+   zs_call_each marked it). One critical section checks it all. The caller
+   has counted itself in. */
+static zs_status call_one(zs_runtime *rt, zs_ref object, const char *function, void *params,
+                          bool *garbage) {
     call_target target;
     ZS_LOCK(rt);
-    zs_status status = find_target(rt, object, function, &target);
+    const zs_item *it = zs_item_of(rt, object);
+    *garbage = it != NULL && (it->flags & ZS_ITEM_GARBAGE);
+    zs_status status = *garbage ? ZS_OK : find_target(rt, object, function, &target);
     ZS_UNLOCK(rt);
-    return status == ZS_OK ? run_target(&target, rt, object, function, params) : status;
+    if (*garbage || status != ZS_OK) return status;
+    return run_target(&target, rt, object, function, params);
 }
 
 zs_status zs_call_function(zs_runtime *rt, zs_ref object, const char *function, void *params) {
@@ -160,12 +166,9 @@ zs_status zs_call_each(zs_runtime *rt, const zs_class *cls, const char *function
     zs_status first_failure = ZS_OK;
     uint32_t called = 0;
     for (uint32_t i = 0; i < count; i++) {
-        ZS_LOCK(rt);
-        const zs_item *marked = zs_item_of(rt, refs[i]);
-        bool skip = marked != NULL && (marked->flags & ZS_ITEM_GARBAGE);
-        ZS_UNLOCK(rt);
-        if (skip) continue; /* marked as garbage by an earlier call */
-        zs_status one = call_one(rt, refs[i], function, params);
+        bool garbage = false;
+        zs_status one = call_one(rt, refs[i], function, params, &garbage);
+        if (garbage) continue; /* marked as garbage by an earlier call */
         if (one == ZS_E_STALE || one == ZS_E_DYING) continue; /* destroyed by an earlier call */
         called++;
         if (one != ZS_OK && first_failure == ZS_OK) first_failure = one;

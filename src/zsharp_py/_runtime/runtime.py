@@ -111,7 +111,7 @@ class Runtime(_core.RuntimeCore):
         and lets go, leaving the heap and its objects to the host; the host
         freeing the runtime (``zs_runtime_free``) closes this side first.
         ``address`` must name a live ``zs_runtime`` (the host passes it to
-        Python as an int: docs/embedding.md, "A host that owns the
+        Python as an int: docs/embedding.md, "One library, and a host that owns the
         runtime"); attaching twice raises ``RuntimeError``."""
         if isinstance(address, bool) or not isinstance(address, int):
             raise TypeError(f"attach: address must be an int, not {type(address).__name__}")
