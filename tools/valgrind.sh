@@ -56,6 +56,9 @@ SUBSET=(
     $t/test_incremental.py::test_barrier_applies_to_roots_and_strong_pointers_added_mid_cycle
     $t/test_incremental.py::test_objects_created_during_a_pending_mark_are_born_reachable
     $t/test_incremental.py::test_expiry_steps_stop_between_small_batches
+    $t/test_host_collections.py
+    $t/test_host_handles.py::test_c_maps_handles_to_proxies_and_back
+    $t/test_host_owned.py
     $t/test_clusters.py::test_create_cluster_gathers_everything_the_root_references
     $t/test_clusters.py::test_unreachable_cluster_is_destroyed_whole
     $t/test_clusters.py::test_reaching_a_member_from_outside_keeps_the_whole_cluster

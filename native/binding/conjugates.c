@@ -512,6 +512,26 @@ static PyObject *runtime_core_open(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Runtime._core_remove_handler(which): remove this module's "expiry" or
+ * "free" handler from the native runtime (Python lets go of a host's
+ * runtime); only the managed side that set a handler may remove it. */
+static PyObject *runtime_core_remove_handler(PyObject *self, PyObject *which) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (rt->native == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_core_remove_handler: the runtime is detached");
+        return NULL;
+    }
+    zs_status status;
+    if (PyUnicode_Check(which) && PyUnicode_CompareWithASCIIString(which, "expiry") == 0)
+        status = rt->state->api.zs_set_expiry_handler(rt->native, NULL, rt->state);
+    else if (PyUnicode_Check(which) && PyUnicode_CompareWithASCIIString(which, "free") == 0)
+        status = rt->state->api.zs_set_free_handler(rt->native, NULL, rt->state);
+    else return PyErr_Format(PyExc_ValueError, "_core_remove_handler: %R", which);
+    if (status != ZS_OK)
+        return PyErr_Format(PyExc_RuntimeError, "_core_remove_handler: refused (%d)", (int)status);
+    Py_RETURN_NONE;
+}
+
 /* Runtime._core_detach(): forget the native runtime (close() frees it next). */
 static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     (void)unused;
@@ -770,6 +790,8 @@ static PyMethodDef runtime_core_methods[] = {
     {"_adopt", runtime_adopt, METH_VARARGS, "A new conjugate for a resolved object."},
     {"_conjugate_of", runtime_conjugate_of, METH_O,
      "The conjugate of a handle (existing or new), or None."},
+    {"_core_remove_handler", runtime_core_remove_handler, METH_O,
+     "Remove this module's expiry or free handler (letting go of a host's runtime)."},
     {"_expire_dying_batch", runtime_expire_dying_batch, METH_VARARGS,
      "Expire the conjugates of up to `limit` dying objects: (taken, expired)."},
     {"_collect_full", zs_runtime_collect_full, METH_O,

@@ -365,7 +365,9 @@ zs_object *zs_resolve(zs_runtime *rt, zs_ref ref);
    the object will appear in the expiring list before it is freed. Fails with
    ZS_E_STALE or ZS_E_DYING. */
 zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out);
-/* The managed side dropped its conjugate early (e.g. on runtime close). */
+/* The managed side dropped its conjugate early (e.g. on runtime close).
+   ZS_E_BUSY while an expiry handler is set (the managed side removes it
+   first): a proxy the flag no longer named would outlive its object. */
 zs_status zs_forget_conjugate(zs_runtime *rt, zs_ref ref);
 
 /* A conjugate the managed side dropped (its Python proxy was freed), told
@@ -778,7 +780,8 @@ zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity)
 typedef void (*zs_expiry_handler)(void *user, zs_runtime *rt, const zs_ref *objects,
                                   const uint64_t *names, const uint8_t *garbage, uint32_t count);
 /* Set (or with NULL remove) the expiry handler. ZS_E_BUSY while a
-   hand-over is in progress. */
+   hand-over is in progress, and when another handler is set with another
+   `user`: only the managed side that set it replaces or removes it. */
 zs_status zs_set_expiry_handler(zs_runtime *rt, zs_expiry_handler handler, void *user);
 /* The managed side's free handler: zs_runtime_free calls it first, once,
    without the runtime lock and before anything is freed, so the managed
@@ -787,7 +790,8 @@ zs_status zs_set_expiry_handler(zs_runtime *rt, zs_expiry_handler handler, void 
    begun). A call or hand-over still in progress after it returns defers
    the free to its end, as usual. */
 typedef void (*zs_free_handler)(void *user, zs_runtime *rt);
-/* Set (or with NULL remove) the free handler. */
+/* Set (or with NULL remove) the free handler; ZS_E_BUSY when another is set
+   with another `user` (only its managed side replaces or removes it). */
 zs_status zs_set_free_handler(zs_runtime *rt, zs_free_handler handler, void *user);
 /* Hand up to `limit` objects of the expiring list to the expiry handler
    now (the managed side's own, budgeted expiry; UINT32_MAX: every one);

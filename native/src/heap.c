@@ -545,10 +545,14 @@ zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out) 
 
 zs_status zs_forget_conjugate(zs_runtime *rt, zs_ref ref) {
     ZS_LOCK(rt);
-    zs_item *it = zs_item_of(rt, ref);
+    /* While an expiry handler is set, its managed side's proxies are known
+       by the flag alone: nobody may clear it (the managed side removes its
+       handler first). */
+    zs_item *it = rt->expiry_handler == NULL ? zs_item_of(rt, ref) : NULL;
     if (it != NULL) it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
+    zs_status status = rt->expiry_handler != NULL ? ZS_E_BUSY : it ? ZS_OK : ZS_E_STALE;
     ZS_UNLOCK(rt);
-    return it ? ZS_OK : ZS_E_STALE;
+    return status;
 }
 
 /* ======================================================================

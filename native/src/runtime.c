@@ -318,10 +318,15 @@ void zs_runtime_free(zs_runtime *rt) {
 
 zs_status zs_set_free_handler(zs_runtime *rt, zs_free_handler handler, void *user) {
     ZS_LOCK(rt);
-    rt->free_handler = handler;
-    rt->free_handler_user = handler != NULL ? user : NULL;
+    /* Only the managed side that set one may replace or remove it. */
+    zs_status status = rt->free_handler == NULL || user == rt->free_handler_user ? ZS_OK
+                                                                                 : ZS_E_BUSY;
+    if (status == ZS_OK) {
+        rt->free_handler = handler;
+        rt->free_handler_user = handler != NULL ? user : NULL;
+    }
     ZS_UNLOCK(rt);
-    return ZS_OK;
+    return status;
 }
 
 void zs_runtime_memory(zs_runtime *rt, zs_memory_stats *out) {

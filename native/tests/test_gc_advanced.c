@@ -1724,7 +1724,7 @@ static void test_destroy_object(runner *t) {
     CHECK_EQ(t, node_of(rt, holder)->ref[0], ZS_NULL_REF);
     CHECK_EQ(t, probe.calls, 1); /* its proxy was handed over once */
     /* Without a handler: the proxy waits on the expiring list. */
-    CHECK_OK(t, zs_set_expiry_handler(rt, NULL, NULL));
+    CHECK_OK(t, zs_set_expiry_handler(rt, NULL, &probe));
     zs_ref other = MAKE(t, rt, fx.node, ZS_NULL_REF);
     CHECK_OK(t, zs_resolve_for_conjugate(rt, other, &object));
     CHECK_OK(t, zs_destroy_object(rt, other));
@@ -1749,9 +1749,15 @@ static void test_expiry_without_a_handler(runner *t) {
     CHECK_EQ(t, taken, 0);
     expiry_probe probe = {.t = t};
     CHECK_OK(t, zs_set_expiry_handler(rt, probe_expiry, &probe));
-    CHECK_OK(t, zs_set_expiry_handler(rt, NULL, NULL));
-    zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    /* Only the managed side that set it removes it (a host cannot). */
+    CHECK_STATUS(t, zs_set_expiry_handler(rt, NULL, NULL), ZS_E_BUSY);
+    zs_ref held = MAKE(t, rt, fx.node, ZS_NULL_REF);
     zs_object *object = NULL;
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, held, &object));
+    CHECK_STATUS(t, zs_forget_conjugate(rt, held), ZS_E_BUSY); /* its flag is the handler's */
+    CHECK_OK(t, zs_set_expiry_handler(rt, NULL, &probe));
+    CHECK_OK(t, zs_forget_conjugate(rt, held));
+    zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
     CHECK_OK(t, zs_resolve_for_conjugate(rt, doomed, &object));
     COLLECT_EXPECT(t, rt, ZS_E_EXPIRY_PENDING);
     CHECK(t, alive(rt, doomed));

@@ -280,9 +280,12 @@ class Runtime(_core.RuntimeCore):
         keep_heap = not self._owns_heap and not host_frees
         if keep_heap:
             # The host's collections will run without this side: what they
-            # gathered is expired now, through the handler, while it is set.
+            # gathered is expired now, through the handler, while it is set;
+            # then the handler goes, so that the heap may forget the
+            # conjugate flags (_expire_all), which it refuses while one is set.
             taken = ffi.new("uint32_t *")
             lib.zs_gc_expire(self._ptr, 0xFFFFFFFF, taken)
+            self._core_remove_handler("expiry")
         # Names must outlive the native table: expired conjugates format
         # their messages lazily.
         self._keep_names(lib.zs_name_count(self._ptr))
@@ -298,8 +301,7 @@ class Runtime(_core.RuntimeCore):
             if keep_heap:  # the heap stays: nothing of Python's is called from it again
                 lib.zs_set_call_handler(self._ptr, ffi.NULL, ffi.NULL)
                 lib.zs_set_class_resolver(self._ptr, ffi.NULL, ffi.NULL)
-                lib.zs_set_expiry_handler(self._ptr, ffi.NULL, ffi.NULL)
-                lib.zs_set_free_handler(self._ptr, ffi.NULL, ffi.NULL)
+                self._core_remove_handler("free")
             self._core_detach()
             _attached.discard(self)
             self._ptr = ffi.NULL
