@@ -23,6 +23,18 @@
  * when no handler is set), directly (zs_call_native), and from inside a
  * destroy hook, where every call is refused.
  *
+ * In expiry mode (a pattern of the header's flags) the program is the
+ * managed side of the expiry protocol: it registers an expiry handler
+ * (zs_set_expiry_handler) that expires its fake proxies of the objects
+ * handed over, and may from inside try collections (refused), look the
+ * objects up, hand more over (zs_gc_expire), run a nested program, or free
+ * the runtime (the collection then returns ZS_E_STALE and the program
+ * stops). The program switches the handler off (the old recipe, taking the
+ * expiring list, works again) and on, and runs a native host's collections
+ * while it holds proxies (some in bursts larger than a hand-over's batch):
+ * full, incremental steps and purges (one between the mark and its
+ * gather), mark and gather then purge, zs_gc_expire with a limit.
+ *
  * Handles come from a table of every handle the program has seen (live,
  * freed, reused slots, dying), or are raw values from the input. The harness
  * only does what the API allows: it reads an object's memory only while its
@@ -37,7 +49,8 @@
  *  - an object the program rooted or holds strong references to is never
  *    freed nor dying, and its strong count is what the program made it;
  *  - an object with a conjugate that the program has not taken from the
- *    expiring list (nor forgotten) is never freed;
+ *    expiring list, nor expired in its expiry handler (nor forgotten), is
+ *    never freed: no live fake proxy names a freed object;
  *  - a write refused because its owner is gone, dying or a destroy hook is
  *    running changes no byte of the value;
  *  - every set and map entry is found again at its own index after a
@@ -53,7 +66,21 @@
  *    counted in progress, never inside a destroy hook, and its status is
  *    what zs_call_function, zs_call_each and zs_call_native return;
  *    without a handler, a function no class of the object describes gives
- *    ZS_E_INVALID.
+ *    ZS_E_INVALID;
+ *  - the expiry handler is handed only objects that resolve, are dying,
+ *    carry the name and garbage flag reported, are ones the program made a
+ *    conjugate of, and were not handed over before (since their last
+ *    conjugate); it runs counted as a call in progress, with the dying word
+ *    set, never inside a destroy hook nor during the program's own
+ *    zs_runtime_free, and its objects stay in memory until it returns;
+ *    a collection from inside it (and zs_set_expiry_handler) gives
+ *    ZS_E_BUSY; with a handler set, zs_gc_take_expiring(_ex) gives ZS_E_BUSY
+ *    and takes nothing, no collection returns ZS_E_EXPIRY_PENDING, a full
+ *    one leaves nothing pending, and zs_gc_expire hands over at most its
+ *    limit (without one: ZS_E_INVALID); a call that collected while the
+ *    handler freed the runtime returns ZS_E_STALE, and no other does;
+ *  - the dying word is set while a gather is under way, the expiring list
+ *    is not empty or a hand-over runs.
  *
  * Reproduce a finding: build with tools/cfuzz.sh and run the binary on the
  * input; FUZZ_TRACE=1 prints every operation.
@@ -81,7 +108,7 @@ static bool trace_ops;
 #define MAX_HANDLES 128u
 #define MAX_VALUES 48u
 #define MAX_PINS 64u
-#define MAX_CONJ 256u
+#define MAX_CONJ 1024u
 #define MAX_NAMES 32u
 #define MAX_DEPTH 3
 #define TOP_OPS 600u
@@ -89,7 +116,10 @@ static bool trace_ops;
 #define SCRATCH 512u /* bytes: larger than every value type the harness builds */
 #define MAX_FN_CLASSES 4u
 #define FN_FUNCTIONS 4u
-#define FN_BLOCK 16u /* bytes of a described function's parameter block */
+#define FN_BLOCK 16u      /* bytes of a described function's parameter block */
+#define MAX_HAD 4096u     /* objects the program made a conjugate of */
+#define MAX_HANDED 512u   /* objects handed to the expiry handler (a ring) */
+#define MAX_EXPIRY_NEST 4 /* expiry handlers running zs_gc_expire from inside, nested */
 
 /* ======================================================================
  * The harness's view of types and classes
@@ -196,6 +226,23 @@ typedef struct fz {
     uint64_t fn_calls;    /* entries run */
     zs_status fn_status;  /* what the last entry returned */
     uint32_t each_depths; /* bit d: a zs_call_each of depth d is calling */
+
+    /* The expiry protocol (expiry mode, from the header): the program is the
+       managed side, its fake proxies are fz.conj (live) and fz.had (every
+       object it ever made a conjugate of). */
+    bool expiry_mode;        /* the program may set an expiry handler */
+    bool expiry_set;         /* one is set now */
+    uint8_t expiry_style;    /* what the handler does besides expiring (0 mod 4: nothing) */
+    int in_expiry;           /* expiry handlers running */
+    uint32_t expiry_calls;   /* handler calls */
+    uint32_t expiry_active;  /* handler calls that used the API (beyond the checks) */
+    uint64_t expiry_objects; /* objects handed over */
+    bool tearing_down;       /* the program's own zs_runtime_free runs */
+    zs_ref had[MAX_HAD];
+    uint32_t had_count;
+    bool had_overflow;         /* a conjugate could not be recorded: that check is off */
+    zs_ref handed[MAX_HANDED]; /* handed over, and given no conjugate since */
+    uint32_t handed_count, handed_next;
 } fz;
 
 /* ======================================================================
@@ -361,7 +408,37 @@ static pin *pin_of(fz *f, zs_ref ref, bool create) {
     return &f->pins[f->pin_count++];
 }
 
+static bool had_conjugate(const fz *f, zs_ref ref) {
+    for (uint32_t i = 0; i < f->had_count; i++)
+        if (f->had[i] == ref) return true;
+    return false;
+}
+
+static bool handed_before(const fz *f, zs_ref ref) {
+    for (uint32_t i = 0; i < f->handed_count; i++)
+        if (f->handed[i] == ref) return true;
+    return false;
+}
+
+/* The object's handle no longer names a proxy handed over: one made again
+   is handed over again. */
+static void handed_forget(fz *f, zs_ref ref) {
+    for (uint32_t i = 0; i < f->handed_count; i++)
+        if (f->handed[i] == ref) f->handed[i] = ZS_NULL_REF;
+}
+
+static void handed_add(fz *f, zs_ref ref) {
+    if (f->handed_count < MAX_HANDED) f->handed[f->handed_count++] = ref;
+    else f->handed[f->handed_next++ % MAX_HANDED] = ref; /* forgetting only misses duplicates */
+}
+
+/* The program made a conjugate (a fake proxy) of the object. */
 static void conj_add(fz *f, zs_ref ref) {
+    handed_forget(f, ref);
+    if (!had_conjugate(f, ref)) {
+        if (f->had_count == MAX_HAD) f->had_overflow = true;
+        else f->had[f->had_count++] = ref;
+    }
     for (uint32_t i = 0; i < f->conj_count; i++)
         if (f->conj[i] == ref) return;
     if (f->conj_count == MAX_CONJ) f->conj_overflow = true;
@@ -406,6 +483,14 @@ static void check_heap(fz *f, const char *after) {
         check(zs_resolve(f->rt, f->conj[i]) != NULL,
               "after %s: object %u/%u was freed while its conjugate was never expired", after,
               ZS_REF_INDEX(f->conj[i]), ZS_REF_SERIAL(f->conj[i]));
+    /* A managed side reads the dying word without the lock to know when its
+       own writes must ask first: it is set while a gather is under way, the
+       expiring list is not empty or a hand-over runs. */
+    if (__atomic_load_n(zs_dying_word(f->rt), __ATOMIC_RELAXED) == 0)
+        check(zs_gc_phase_of(f->rt) != ZS_GC_GATHERING && zs_gc_expiring_count(f->rt) == 0 &&
+                  f->in_expiry == 0,
+              "after %s: the dying word is clear in phase %d with %u expiring (%d hand-overs)",
+              after, (int)zs_gc_phase_of(f->rt), zs_gc_expiring_count(f->rt), f->in_expiry);
 }
 
 /* ======================================================================
@@ -1319,8 +1404,13 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
         break;
     case 9: {
         int done;
+        uint32_t taken = 99;
         expect_busy(zs_gc_step(rt, 0, &done), "zs_gc_step");
         expect_busy(zs_gc_purge(rt, 0, &done), "zs_gc_purge");
+        zs_status status = zs_gc_expire(rt, UINT32_MAX, &taken);
+        check(status == (f->expiry_set ? ZS_E_BUSY : ZS_E_INVALID) && taken == 0,
+              "zs_gc_expire inside a destroy hook: %d, %u taken (handler set %d)", (int)status,
+              taken, f->expiry_set);
         break;
     }
     case 10:
@@ -1432,8 +1522,13 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
            mutation of the heap: allowed here too. */
         uint64_t names[8];
         uint8_t garbage[8];
-        if (zs_gc_take_expiring_ex(rt, buffer, names, garbage, 8, &count) == ZS_OK)
+        zs_status status = zs_gc_take_expiring_ex(rt, buffer, names, garbage, 8, &count);
+        if (status == ZS_OK)
             for (uint32_t i = 0; i < count; i++) conj_remove(f, buffer[i]);
+        if (f->expiry_set)
+            check(status == ZS_E_BUSY && count == 0,
+                  "zs_gc_take_expiring_ex inside a destroy hook with an expiry handler: %d, %u",
+                  (int)status, count);
         char message[64];
         (void)zs_heap_verify(rt, message,
                              sizeof message); /* mid-purge it may disagree; it must not crash */
@@ -1477,6 +1572,157 @@ static zs_status call_handler(void *user, zs_runtime *rt, zs_ref object, const c
     default:
         return ZS_OK;
     }
+}
+
+/* ======================================================================
+ * The expiry handler: the managed side expiring its proxies
+ * ====================================================================== */
+
+static void take_expiring(fz *f, uint32_t capacity);
+
+static void expect_busy_in_handler(zs_status status, const char *what) {
+    check(status == ZS_E_BUSY, "%s inside the expiry handler returned %d, not ZS_E_BUSY", what,
+          (int)status);
+}
+
+/* Lookups of an object handed over: it still resolves, and is dying to
+   every function that asks. */
+static void expiry_lookups(fz *f, zs_ref ref) {
+    zs_runtime *rt = f->rt;
+    zs_object *object = zs_resolve(rt, ref), *again = NULL;
+    check(object != NULL, "an object handed over does not resolve inside the handler");
+    zs_ref found = ZS_NULL_REF;
+    zs_status status = zs_find_object(rt, object->outer, object->name_index, object->name_number,
+                                      &found);
+    check(status != ZS_OK || found != ref, "zs_find_object found the dying object %u",
+          ZS_REF_INDEX(ref));
+    if (status == ZS_OK && found != ZS_NULL_REF) remember(f, found);
+    check(zs_resolve_for_conjugate(rt, ref, &again) == ZS_E_DYING,
+          "zs_resolve_for_conjugate of an object handed over is not refused as dying");
+    check(zs_object_writable(rt, ref) == ZS_E_DYING, "an object handed over is writable");
+    uint64_t calls = f->fn_calls;
+    status = zs_call_function(rt, ref, "tick", NULL);
+    check(status == ZS_E_DYING && f->fn_calls == calls,
+          "zs_call_function on an object handed over: %d", (int)status);
+    zs_chain_link links[4];
+    uint32_t count = 0;
+    check(zs_reference_chains(rt, ref, 1, links, 4, &count) != ZS_OK,
+          "zs_reference_chains answered for an object handed over");
+    zs_ref buffer[8];
+    check(zs_live_handles(rt, buffer, 8, &count) == ZS_OK, "zs_live_handles in the handler");
+    int flag = -1;
+    check(zs_is_rooted(rt, ref, &flag) == ZS_OK && !flag, "an object handed over is rooted");
+    (void)zs_gc_phase_of(rt);
+    (void)zs_gc_pending_purge(rt);
+    (void)zs_gc_expiring_count(rt);
+    trace(f, "expiry lookups on %u", ZS_REF_INDEX(ref));
+}
+
+/* The managed side's expiry handler (expiry mode). It checks what the API
+   promises about every object handed over (it still resolves, is dying,
+   has the name and garbage flag reported, is one the program made a
+   conjugate of, and was not handed over before), expires the program's
+   proxies of them, then, as the input says, calls the API from inside:
+   collections (each refused with ZS_E_BUSY, as are zs_set_expiry_handler
+   and taking the list), lookups, a nested zs_gc_expire, a nested program,
+   or zs_runtime_free (deferred: the call that collected returns
+   ZS_E_STALE). The objects stay in memory until it returns. */
+static void expiry_handler(void *user, zs_runtime *rt, const zs_ref *objects, const uint64_t *names,
+                           const uint8_t *garbage, uint32_t count) {
+    fz *f = user;
+    check(rt == f->rt && !f->freed && !f->tearing_down,
+          "the expiry handler got a freed or foreign runtime");
+    check(f->expiry_set, "the expiry handler ran while none is set");
+    check(f->in_hook == 0, "the expiry handler ran inside a destroy hook");
+    check(count > 0 && objects != NULL && names != NULL && garbage != NULL,
+          "the expiry handler was handed %u objects", count);
+    check(zs_calls_in_progress(rt) > 0, "a hand-over is not counted as a call in progress");
+    check(__atomic_load_n(zs_dying_word(rt), __ATOMIC_RELAXED) != 0,
+          "the dying word is clear during a hand-over");
+    f->expiry_calls++;
+    f->expiry_objects += count;
+    for (uint32_t i = 0; i < count; i++) {
+        zs_ref ref = objects[i];
+        zs_object *object = zs_resolve(rt, ref);
+        check(object != NULL, "object %u/%u was handed over freed", ZS_REF_INDEX(ref),
+              ZS_REF_SERIAL(ref));
+        check(zs_object_writable(rt, ref) == ZS_E_DYING, "object %u was handed over not dying",
+              ZS_REF_INDEX(ref));
+        check(names[i] == (object->name_index | (uint64_t)object->name_number << 32),
+              "object %u was handed over with another name", ZS_REF_INDEX(ref));
+        int flag = -1;
+        check(zs_is_garbage(rt, ref, &flag) == ZS_OK && (flag != 0) == (garbage[i] != 0),
+              "object %u was handed over with garbage %u, it says %d", ZS_REF_INDEX(ref),
+              garbage[i], flag);
+        check(f->had_overflow || had_conjugate(f, ref),
+              "object %u/%u was handed over, the program never made a conjugate of it",
+              ZS_REF_INDEX(ref), ZS_REF_SERIAL(ref));
+        check(!handed_before(f, ref), "object %u/%u was handed over twice", ZS_REF_INDEX(ref),
+              ZS_REF_SERIAL(ref));
+        handed_add(f, ref);
+        conj_remove(f, ref); /* its proxies expire */
+        fresh_take(f, ref, true);
+        remember(f, ref);
+    }
+    trace(f, "expiry handler: %u objects", count);
+    f->in_expiry++;
+    uint32_t action = (f->expiry_style & 3) == 0 ? 0 : u8(f) % 8;
+    if (action >= 3) f->expiry_active++;
+    switch (action) {
+    case 3: {
+        /* Collections, and what would let the purge go on, are refused. */
+        int done = -1;
+        expect_busy_in_handler(zs_collect_garbage(rt), "zs_collect_garbage");
+        expect_busy_in_handler(zs_gc_mark_and_gather(rt), "zs_gc_mark_and_gather");
+        expect_busy_in_handler(zs_gc_start_incremental(rt), "zs_gc_start_incremental");
+        expect_busy_in_handler(zs_gc_purge(rt, 0, &done), "zs_gc_purge");
+        expect_busy_in_handler(zs_gc_purge_bounded(rt, 0, 1, &done), "zs_gc_purge_bounded");
+        expect_busy_in_handler(zs_set_expiry_handler(rt, NULL, NULL),
+                               "zs_set_expiry_handler(NULL)");
+        expect_busy_in_handler(zs_set_expiry_handler(rt, expiry_handler, f),
+                               "zs_set_expiry_handler");
+        take_expiring(f, 8);
+        trace(f, "expiry handler: collections refused");
+        break;
+    }
+    case 4:
+        expiry_lookups(f, objects[u8(f) % count]);
+        break;
+    case 5:
+        /* The rest of the list, handed over from inside (nested). */
+        if (f->in_expiry <= MAX_EXPIRY_NEST) {
+            uint32_t taken = 0, limit = (u8(f) & 1) ? UINT32_MAX : u8(f) % 4;
+            zs_status status = zs_gc_expire(rt, limit, &taken);
+            trace(f, "expiry handler: expire %u -> %d (%u)", limit, (int)status, taken);
+            check(status == (f->freed ? ZS_E_STALE : ZS_OK) && taken <= limit,
+                  "zs_gc_expire inside the expiry handler: %d, %u of %u", (int)status, taken,
+                  limit);
+        }
+        break;
+    case 6:
+        if (f->depth < MAX_DEPTH) {
+            f->depth++;
+            run_ops(f, u8(f) % 8);
+            f->depth--;
+        }
+        break;
+    case 7:
+        if ((u8(f) & 3) == 0) {
+            trace(f, "runtime free inside the expiry handler");
+            f->freed = true;
+            zs_runtime_free(rt);
+        }
+        break;
+    default:
+        break;
+    }
+    /* No purge ran meanwhile: every object handed over is still there. */
+    for (uint32_t i = 0; i < count && !f->freed; i++)
+        check(zs_resolve(rt, objects[i]) != NULL,
+              "object %u was freed before the expiry handler it was handed to returned",
+              ZS_REF_INDEX(objects[i]));
+    f->in_expiry--;
+    trace(f, "expiry handler leave");
 }
 
 /* ======================================================================
@@ -1539,7 +1785,12 @@ enum {
     OP_CALL_FUNCTION2,
     OP_CALL_EACH2,
     OP_DROP_CONJUGATES,
-    OP_COUNT
+    OP_COUNT, /* the operations of every program; an expiry-mode program's also: */
+    OP_SET_EXPIRY = OP_COUNT,
+    OP_HOST_COLLECT,
+    OP_HOST_COLLECT2,
+    OP_EXPIRE,
+    OP_COUNT_EXPIRY
 };
 
 static void new_object(fz *f, bool conjugate) {
@@ -1662,9 +1913,17 @@ static void take_expiring(fz *f, uint32_t capacity) {
     uint32_t count = 0;
     if (capacity > 64) capacity = 64;
     bool ex = u8(f) & 1;
+    uint32_t before = zs_gc_expiring_count(f->rt);
     zs_status status = ex ? zs_gc_take_expiring_ex(f->rt, buffer, (u8(f) & 1) ? names : NULL,
                                                    (u8(f) & 1) ? garbage : NULL, capacity, &count)
                           : zs_gc_take_expiring(f->rt, buffer, capacity, &count);
+    if (f->expiry_set) {
+        /* The list is the handler's. */
+        check(status == ZS_E_BUSY && count == 0 && zs_gc_expiring_count(f->rt) == before,
+              "zs_gc_take_expiring with an expiry handler set: %d, %u taken", (int)status, count);
+        trace(f, "take expiring %u -> busy", capacity);
+        return;
+    }
     check(status == ZS_OK && count <= capacity, "zs_gc_take_expiring: %d, %u of %u", (int)status,
           count, capacity);
     for (uint32_t i = 0; i < count; i++) {
@@ -1677,8 +1936,31 @@ static void take_expiring(fz *f, uint32_t capacity) {
     trace(f, "take expiring %u -> %u", capacity, count);
 }
 
+/* After a call that may hand objects over (a collection, zs_gc_expire):
+   false when the expiry handler freed the runtime, which the call must
+   report as ZS_E_STALE (nothing uses the runtime after). A collection
+   (`collection`) is refused inside the handler, and with one set never
+   waits for the managed side (ZS_E_EXPIRY_PENDING). */
+static bool collection_returned(fz *f, const char *what, zs_status status, bool collection) {
+    if (f->freed) {
+        check(status == ZS_E_STALE, "%s returned %d after the runtime was freed from inside", what,
+              (int)status);
+        f->gone = f->depth == 0;
+        return false;
+    }
+    check(status != ZS_E_STALE, "%s returned ZS_E_STALE with the runtime open", what);
+    if (collection && f->in_expiry > 0)
+        check(status == ZS_E_BUSY, "%s inside the expiry handler returned %d, not ZS_E_BUSY", what,
+              (int)status);
+    else if (collection && f->expiry_set)
+        check(status != ZS_E_EXPIRY_PENDING,
+              "%s with an expiry handler set waited for the managed side", what);
+    return true;
+}
+
 /* Run a pending cycle to its end the way the managed side does: steps,
-   then take the expiring list, then purge. */
+   then (with no expiry handler) take the expiring list, then purge. Inside
+   the expiry handler the purge is refused: the steps only. */
 static void finish_cycle(fz *f) {
     int done = 0;
     for (int i = 0; i < 100000 && zs_gc_phase_of(f->rt) != ZS_GC_IDLE; i++) {
@@ -1687,14 +1969,179 @@ static void finish_cycle(fz *f) {
         if (phase == ZS_GC_MARKING || phase == ZS_GC_GATHERING) {
             status = zs_gc_step_bounded(f->rt, 0, 1 + u8(f) % 16, &done);
         } else {
-            while (zs_gc_expiring_count(f->rt) > 0) take_expiring(f, 64);
+            while (!f->expiry_set && zs_gc_expiring_count(f->rt) > 0) take_expiring(f, 64);
             status = zs_gc_purge_bounded(f->rt, 0, u8(f) % 8, &done);
+            if (!collection_returned(f, "zs_gc_purge_bounded", status, true)) return;
+            if (f->in_expiry > 0) return;
         }
         check(status == ZS_OK, "finishing a cycle: %d in phase %d", (int)status, (int)phase);
-        if (f->freed) return;
     }
     check(zs_gc_phase_of(f->rt) == ZS_GC_IDLE, "a cycle did not finish");
     trace(f, "finish cycle");
+}
+
+/* With an expiry handler set, a full collection leaves nothing pending: no
+   cycle, no expiring list, nothing to purge (the checks after every
+   operation then find every live proxy's object in memory). */
+static void check_collected(fz *f, const char *what) {
+    if (!f->expiry_set || f->in_expiry > 0) return;
+    zs_gc_phase phase = zs_gc_phase_of(f->rt);
+    uint32_t expiring = zs_gc_expiring_count(f->rt), pending = zs_gc_pending_purge(f->rt);
+    check(phase == ZS_GC_IDLE && expiring == 0 && pending == 0,
+          "after %s with an expiry handler: phase %d, %u expiring, %u to purge", what, (int)phase,
+          expiring, pending);
+}
+
+/* After each call of a host's collection: the heap checks (no live proxy
+   names a freed object), and the list is not the program's to take while
+   a handler is set. False when the runtime is gone. */
+static bool host_after(fz *f, const char *what, zs_status status, bool collection) {
+    if (!collection_returned(f, what, status, collection)) return false;
+    check_heap(f, what);
+    if (f->expiry_set) take_expiring(f, 1 + u8(f) % 8);
+    return true;
+}
+
+/* Purge to the end as a host does (bounded in work, or not); with no
+   handler set, the old recipe: the managed side takes the list first. */
+static bool host_purge(fz *f) {
+    for (int i = 0; i < 1000 && zs_gc_phase_of(f->rt) == ZS_GC_PURGE_PENDING; i++) {
+        while (!f->expiry_set && zs_gc_expiring_count(f->rt) > 0) take_expiring(f, 64);
+        int done = -1;
+        uint32_t max_objects = u8(f) % 8;
+        zs_status status = max_objects ? zs_gc_purge_bounded(f->rt, 0, max_objects, &done)
+                                       : zs_gc_purge(f->rt, 0, &done);
+        trace(f, "host purge (%u) -> %d (done %d)", max_objects, (int)status, done);
+        if (!host_after(f, "a host's zs_gc_purge", status, true)) return false;
+        if (f->in_expiry > 0) return true;
+        check(status == ZS_OK, "a host's purge of a gathered cycle: %d", (int)status);
+    }
+    check(f->in_expiry > 0 || zs_gc_phase_of(f->rt) != ZS_GC_PURGE_PENDING,
+          "a host's purges did not finish");
+    return true;
+}
+
+/* Steps of a pending mark until it has gathered, bounded in work; or
+   (`until` ZS_GC_GATHERING) by a 1 ns budget until the mark is complete
+   and its gather not yet begun (a step bounded by work alone gathers to
+   the end once its mark completes). */
+static void host_steps(fz *f, zs_gc_phase until) {
+    for (int i = 0; i < 1000; i++) {
+        zs_gc_phase phase = zs_gc_phase_of(f->rt);
+        if (phase == until || (phase != ZS_GC_MARKING && phase != ZS_GC_GATHERING)) return;
+        int done = -1;
+        zs_status status = until == ZS_GC_GATHERING
+                               ? zs_gc_step(f->rt, 1, &done)
+                               : zs_gc_step_bounded(f->rt, 0, 1 + u8(f) % 16, &done);
+        check(status == ZS_OK, "a host's step: %d in phase %d", (int)status, (int)phase);
+        check_heap(f, "a host's step");
+    }
+}
+
+/* zs_gc_expire with a limit from the input: without a handler refused
+   (ZS_E_INVALID); with one, at most `limit` objects handed over, and when
+   the handler calls nothing (so the list changes only by the hand-over)
+   exactly the first min(limit, listed). */
+static void expire(fz *f) {
+    uint8_t b = u8(f);
+    uint32_t limit = b < 32 ? 0 : b < 192 ? b % 8 : b < 224 ? 250u + b % 16 : UINT32_MAX;
+    bool out = (u8(f) & 31) != 0, set = f->expiry_set;
+    uint32_t before = zs_gc_expiring_count(f->rt), taken = 99, active = f->expiry_active;
+    uint64_t handed = f->expiry_objects;
+    zs_status status = zs_gc_expire(f->rt, limit, out ? &taken : NULL);
+    trace(f, "expire %u of %u -> %d (%u)", limit, before, (int)status, taken);
+    if (!collection_returned(f, "zs_gc_expire", status, false)) return;
+    if (!out || !set) {
+        check(status == ZS_E_INVALID && f->expiry_objects == handed, "zs_gc_expire without %s: %d",
+              out ? "a handler" : "out_taken", (int)status);
+        if (out) check(taken == 0, "zs_gc_expire without a handler took %u", taken);
+        return;
+    }
+    check(status == ZS_OK && taken <= limit && f->expiry_objects - handed >= taken,
+          "zs_gc_expire: %d, %u of %u taken, %llu handed over", (int)status, taken, limit,
+          (unsigned long long)(f->expiry_objects - handed));
+    uint32_t after = zs_gc_expiring_count(f->rt);
+    if (limit == UINT32_MAX) check(after == 0, "zs_gc_expire of every one left %u", after);
+    if (f->expiry_active == active) {
+        uint32_t want = limit < before ? limit : before;
+        check(taken == want && after == before - taken,
+              "zs_gc_expire(%u) of %u listed took %u, left %u", limit, before, taken, after);
+    }
+}
+
+/* A native host's collection while the program holds proxies (it may make
+   some first): a full one; an incremental cycle of steps and purges; the
+   old recipe (mark and gather, purge); mark and gather, then the managed
+   side's own budgeted zs_gc_expire, then purge; an incremental cycle with
+   a purge between its mark and its gather (refused: it waits for the
+   gather). Every call is checked as host_after says. */
+static void host_collect(fz *f) {
+    zs_runtime *rt = f->rt;
+    /* Proxies: of new objects nothing references (this collection's dead),
+       and of objects the program has seen; or a burst of new ones, more than
+       one hand-over's batch (256). */
+    uint32_t n = u8(f);
+    const zs_class *burst = n >= 248 ? pick_class(f)->cls : NULL;
+    for (n = burst ? 250u + n : n % 8u; n > 0; n--) {
+        zs_ref ref = ZS_NULL_REF;
+        zs_object *object = NULL;
+        if (burst || (u8(f) & 1)) {
+            ref = zs_object_new_conjugate(rt, burst ? burst : pick_class(f)->cls, ZS_NULL_REF,
+                                          ZS_NAME_AUTO, 0, NULL, 0, &object, NULL, 0);
+            if (ref < ZS_FIRST_REF) continue;
+            remember(f, ref);
+            if (f->fresh_count < MAX_CONJ) f->fresh[f->fresh_count++] = ref;
+        } else {
+            ref = pick_handle(f);
+            if (zs_resolve_for_conjugate(rt, ref, &object) != ZS_OK) continue;
+        }
+        conj_add(f, ref);
+    }
+    uint8_t how = u8(f) % 5;
+    trace(f, "host collection %u (handler %d, %u proxies)", how, f->expiry_set, f->conj_count);
+    zs_status status;
+    switch (how) {
+    case 0:
+        status = zs_collect_garbage(rt);
+        if (!host_after(f, "a host's zs_collect_garbage", status, true)) return;
+        if (status == ZS_OK) check_collected(f, "a host's zs_collect_garbage");
+        break;
+    case 1:
+    case 4:
+        status = zs_gc_start_incremental(rt);
+        trace(f, "host start incremental -> %d", (int)status);
+        if (!host_after(f, "a host's zs_gc_start_incremental", status, true)) return;
+        host_steps(f, how == 4 ? ZS_GC_GATHERING : ZS_GC_IDLE);
+        if (how == 4 && zs_gc_phase_of(rt) == ZS_GC_GATHERING) {
+            /* Purged between the mark and the gather: what is listed is
+               handed over (nothing, unless the gather ran out of time in
+               the middle: more objects than fuzzed runtimes hold), and the
+               purge waits for the gather. */
+            int done = -1;
+            bool listed = zs_gc_expiring_count(rt) > 0;
+            status = zs_gc_purge(rt, 0, &done);
+            trace(f, "host purge mid-gather -> %d", (int)status);
+            if (!host_after(f, "a host's zs_gc_purge mid-gather", status, true)) return;
+            check(listed || status == ZS_E_BUSY, "a purge before the gather: %d", (int)status);
+            host_steps(f, ZS_GC_IDLE);
+        }
+        host_purge(f);
+        break;
+    case 2:
+    case 3:
+        status = zs_gc_mark_and_gather(rt);
+        trace(f, "host mark and gather -> %d", (int)status);
+        if (!host_after(f, "a host's zs_gc_mark_and_gather", status, true)) return;
+        if (how == 3) {
+            expire(f);
+            if (f->freed) return;
+            check_heap(f, "zs_gc_expire");
+        }
+        host_purge(f);
+        break;
+    default:
+        break;
+    }
 }
 
 static void debug_set(fz *f) {
@@ -1919,7 +2366,7 @@ static void other_runtime(fz *f) {
 /* One operation; false when the input is used up. */
 static void run_op(fz *f) {
     zs_runtime *rt = f->rt;
-    uint8_t op = u8(f) % OP_COUNT;
+    uint8_t op = u8(f) % (f->expiry_mode ? OP_COUNT_EXPIRY : OP_COUNT);
     f->ops++;
     switch (op) {
     case OP_NEW:
@@ -2086,14 +2533,17 @@ static void run_op(fz *f) {
     case OP_COLLECT: {
         zs_status status = zs_collect_garbage(rt);
         trace(f, "collect -> %d", (int)status);
+        if (!collection_returned(f, "zs_collect_garbage", status, true)) break;
         check(status == ZS_OK || status == ZS_E_EXPIRY_PENDING || status == ZS_E_NOMEM ||
                   status == ZS_E_BUSY,
               "zs_collect_garbage: %d", (int)status);
+        if (status == ZS_OK) check_collected(f, "zs_collect_garbage");
         break;
     }
     case OP_MARK_GATHER: {
         zs_status status = zs_gc_mark_and_gather(rt);
         trace(f, "mark and gather -> %d", (int)status);
+        collection_returned(f, "zs_gc_mark_and_gather", status, true);
         break;
     }
     case OP_TAKE_EXPIRING:
@@ -2106,11 +2556,13 @@ static void run_op(fz *f) {
         zs_status status = (u8(f) & 1) ? zs_gc_purge_bounded(rt, budget, max_objects, &done)
                                        : zs_gc_purge(rt, budget, &done);
         trace(f, "purge -> %d (done %d)", (int)status, done);
+        collection_returned(f, "zs_gc_purge", status, true);
         break;
     }
     case OP_START_INCREMENTAL: {
         zs_status status = zs_gc_start_incremental(rt);
         trace(f, "start incremental -> %d", (int)status);
+        collection_returned(f, "zs_gc_start_incremental", status, true);
         break;
     }
     case OP_STEP: {
@@ -2354,6 +2806,28 @@ static void run_op(fz *f) {
     case OP_CALL_NATIVE:
         call_native(f);
         break;
+    case OP_SET_EXPIRY: {
+        /* Switched on or off (NULL: the old recipe, taking the list, again);
+           refused while a hand-over runs. */
+        bool on = u8(f) % 4 != 0;
+        uint8_t style = u8(f);
+        zs_status status = zs_set_expiry_handler(rt, on ? expiry_handler : NULL, f);
+        trace(f, "set expiry handler %d (style %u) -> %d", on, style, (int)status);
+        check(status == (f->in_expiry > 0 ? ZS_E_BUSY : ZS_OK), "zs_set_expiry_handler: %d",
+              (int)status);
+        if (status == ZS_OK) {
+            f->expiry_set = on;
+            f->expiry_style = style;
+        }
+        break;
+    }
+    case OP_HOST_COLLECT:
+    case OP_HOST_COLLECT2:
+        host_collect(f);
+        break;
+    case OP_EXPIRE:
+        expire(f);
+        break;
     default:
         break;
     }
@@ -2398,6 +2872,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t flags = u8(f);
     options.flags = (flags & 1 ? ZS_RUNTIME_DISREGARD_WINDOW : 0) |
                     (flags & 2 ? ZS_RUNTIME_BLACK_NOT_ROOTS : 0);
+    /* Bits 5-7 were unused: one pattern of them (few of the older seeds have
+       it) makes the program the managed side of the expiry protocol. */
+    f->expiry_mode = (flags & 0xE0) == 0x60;
     options.mark_threads = flags & 4 ? 2 : 1;
     f->black_roots = !(flags & 2);
     f->parallel = options.mark_threads > 1;
@@ -2425,17 +2902,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         f->handler_mode = u8(f);
         zs_set_call_handler(rt, call_handler, f);
     }
-    trace(f, "runtime: max_objects %u, min cluster %u, flags %u, threads %u, stress %u",
+    if (f->expiry_mode) {
+        /* The handler's style; bit 7: the program starts without one. */
+        uint8_t expiry = u8(f);
+        f->expiry_style = expiry;
+        f->expiry_set = !(expiry & 0x80);
+        if (f->expiry_set)
+            check(zs_set_expiry_handler(rt, expiry_handler, f) == ZS_OK, "zs_set_expiry_handler");
+    }
+    trace(f, "runtime: max_objects %u, min cluster %u, flags %u, threads %u, stress %u%s",
           options.max_objects, options.min_cluster_size, options.flags, options.mark_threads,
-          stress);
+          stress, f->expiry_mode ? (f->expiry_set ? ", expiry handler" : ", expiry mode") : "");
     check_heap(f, "setup");
 
     run_ops(f, TOP_OPS);
 
     if (!f->freed) {
         check_heap(f, "the program");
-        trace(f, "runtime free");
-        zs_runtime_free(rt); /* asserts that every counted block was returned */
+        trace(f, "runtime free (%u hand-overs, %llu objects)", f->expiry_calls,
+              (unsigned long long)f->expiry_objects);
+        f->tearing_down = true; /* the expiry handler is not called: every object dies */
+        zs_runtime_free(rt);    /* asserts that every counted block was returned */
     }
     return 0;
 }
