@@ -167,6 +167,7 @@ typedef struct pin {
     zs_ref ref;
     bool rooted;
     uint32_t strong;
+    bool destroyed; /* zs_destroy_object: unrooted, refused as dying, strong refs kept */
 } pin;
 
 typedef struct fz {
@@ -399,12 +400,12 @@ static pin *pin_of(fz *f, zs_ref ref, bool create) {
     if (!create) return NULL;
     for (uint32_t i = 0; i < f->pin_count; i++) {
         if (!f->pins[i].rooted && f->pins[i].strong == 0) {
-            f->pins[i] = (pin){ref, false, 0};
+            f->pins[i] = (pin){ref, false, 0, false};
             return &f->pins[i];
         }
     }
     if (f->pin_count == MAX_PINS) return NULL;
-    f->pins[f->pin_count] = (pin){ref, false, 0};
+    f->pins[f->pin_count] = (pin){ref, false, 0, false};
     return &f->pins[f->pin_count++];
 }
 
@@ -468,7 +469,7 @@ static void check_heap(fz *f, const char *after) {
         check(zs_resolve(f->rt, p->ref) != NULL,
               "after %s: pinned object %u/%u was freed (rooted %d, strong %u)", after,
               ZS_REF_INDEX(p->ref), ZS_REF_SERIAL(p->ref), p->rooted, p->strong);
-        check(zs_object_writable(f->rt, p->ref) != ZS_E_DYING,
+        check(p->destroyed || zs_object_writable(f->rt, p->ref) != ZS_E_DYING,
               "after %s: pinned object %u is dying", after, ZS_REF_INDEX(p->ref));
         uint32_t strong = 0;
         check(zs_strong_ref_count(f->rt, p->ref, &strong) == ZS_OK && strong == p->strong,
@@ -1790,6 +1791,7 @@ enum {
     OP_HOST_COLLECT,
     OP_HOST_COLLECT2,
     OP_EXPIRE,
+    OP_DESTROY,
     OP_COUNT_EXPIRY
 };
 
@@ -2457,7 +2459,11 @@ static void run_op(fz *f) {
     }
     case OP_FORGET_CONJUGATE: {
         zs_ref ref = pick_handle(f);
+        bool handler_set = f->expiry_set;
         zs_status status = zs_forget_conjugate(rt, ref);
+        /* While a handler is set the flag is the handler's: refused. */
+        if (handler_set)
+            check(status == ZS_E_BUSY, "zs_forget_conjugate with a handler: %d", (int)status);
         /* The model forgets it too (one already on the expiring list stays
            there, but the program cannot tell which were gathered). */
         if (status == ZS_OK) conj_remove(f, ref);
@@ -2828,6 +2834,30 @@ static void run_op(fz *f) {
     case OP_EXPIRE:
         expire(f);
         break;
+    case OP_DESTROY: {
+        /* A host destroys an object (maybe one the program holds a proxy
+           of): with a handler set, its proxy is handed over before the call
+           returns (the handler's checks run then); from then on every call
+           naming it is refused as for a dying object, until a collection
+           frees it. */
+        zs_ref ref = pick_handle(f);
+        zs_status status = zs_destroy_object(rt, ref);
+        pin *pinned = status == ZS_OK ? pin_of(f, ref, false) : NULL;
+        if (pinned != NULL) {
+            pinned->rooted = false; /* a destroyed root is unrooted */
+            pinned->destroyed = true;
+        }
+        if (status == ZS_OK && !f->freed) {
+            check(zs_resolve(rt, ref) != NULL, "a destroyed object left memory at once");
+            check(zs_destroy_object(rt, ref) == ZS_E_DYING, "destroyed twice");
+            check(zs_add_to_root(rt, ref) == ZS_E_DYING, "a destroyed object rooted");
+            int garbage = 0;
+            check(zs_is_garbage(rt, ref, &garbage) == ZS_OK && garbage,
+                  "a destroyed object is not garbage");
+        }
+        trace(f, "destroy %u -> %d", ZS_REF_INDEX(ref), (int)status);
+        break;
+    }
     default:
         break;
     }
