@@ -122,6 +122,15 @@ zs_status zs_set_expiry_handler(zs_runtime *rt, zs_expiry_handler handler, void 
     return status;
 }
 
+/* What the managed side is told of one item it takes: its packed name and
+   whether it was marked as garbage (either may be NULL); its conjugate flag
+   is cleared, since the managed side has it now. */
+static void take_item(zs_item *it, uint64_t *name, uint8_t *garbage) {
+    if (name != NULL) *name = it->object->name_index | ((uint64_t)it->object->name_number << 32);
+    if (garbage != NULL) *garbage = (it->flags & ZS_ITEM_GARBAGE) != 0;
+    it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
+}
+
 /* Take up to `count` objects off the end of the expiring list into the
    three arrays (their conjugate flags cleared: the managed side has them). */
 static void take_expiring(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8_t *garbage,
@@ -139,10 +148,7 @@ static void take_expiring(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8
         zs_item *it = zs_item_of(rt, ref);
         assert(it != NULL && (it->flags & ZS_ITEM_DYING));
         buffer[i] = ref;
-        if (names != NULL)
-            names[i] = it->object->name_index | ((uint64_t)it->object->name_number << 32);
-        if (garbage != NULL) garbage[i] = (it->flags & ZS_ITEM_GARBAGE) != 0;
-        it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
+        take_item(it, names != NULL ? &names[i] : NULL, garbage != NULL ? &garbage[i] : NULL);
     }
 }
 
@@ -160,8 +166,8 @@ bool zs_can_hand_over(const zs_runtime *rt) {
    has returned. The handler runs unlocked, so a thread holding the GIL
    and waiting for this lock never waits on a thread that holds this lock
    and waits for the GIL. */
-zs_status zs_hand_over_batch(zs_runtime *rt, const zs_ref *objects, const uint64_t *names,
-                             const uint8_t *garbage, uint32_t count, bool *counted) {
+static zs_status hand_over_batch(zs_runtime *rt, const zs_ref *objects, const uint64_t *names,
+                                 const uint8_t *garbage, uint32_t count, bool *counted) {
     assert(zs_can_hand_over(rt));
     zs_expiry_handler handler = rt->expiry_handler;
     void *user = rt->expiry_handler_user;
@@ -177,6 +183,14 @@ zs_status zs_hand_over_batch(zs_runtime *rt, const zs_ref *objects, const uint64
     rt->handing_over--;
     zs_publish_dying(rt);
     return zs_free_pending(rt) ? ZS_E_STALE : ZS_OK;
+}
+
+zs_status zs_hand_over_item(zs_runtime *rt, zs_ref ref, zs_item *it, bool *counted) {
+    assert(it->flags & ZS_ITEM_HAS_CONJUGATE);
+    uint64_t name;
+    uint8_t garbage;
+    take_item(it, &name, &garbage);
+    return hand_over_batch(rt, &ref, &name, &garbage, 1, counted);
 }
 
 zs_status zs_gc_hand_over(zs_runtime *rt, uint32_t limit, bool *counted, uint32_t *out_taken) {
@@ -195,7 +209,7 @@ zs_status zs_gc_hand_over(zs_runtime *rt, uint32_t limit, bool *counted, uint32_
         uint32_t count = rt->expiring.count < limit - taken ? rt->expiring.count : limit - taken;
         if (count > HAND_OVER_BATCH) count = HAND_OVER_BATCH;
         take_expiring(rt, objects, names, garbage, count);
-        status = zs_hand_over_batch(rt, objects, names, garbage, count, counted);
+        status = hand_over_batch(rt, objects, names, garbage, count, counted);
         taken += count;
     }
     if (out_taken != NULL) *out_taken = taken;

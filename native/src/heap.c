@@ -799,10 +799,10 @@ zs_status zs_mark_as_garbage(zs_runtime *rt, zs_ref ref) {
 
 /* Unreal's DestroyActor: garbage, no longer a root, refused from now on as
    a dying object is (zs_item_dying), its proxies expired before this
-   returns; its memory
-   goes with the next collection that finds it unreachable (its killable
-   references are nulled by that collection's mark). Freeing it here would
-   leave handles to it in objects the mark has not visited. */
+   returns; its memory goes with the next collection that finds it
+   unreachable (its killable references are nulled by that collection's
+   mark). Freeing it here would leave handles to it in objects the mark has
+   not visited. */
 zs_status zs_destroy_object(zs_runtime *rt, zs_ref ref) {
     bool counted = false;
     ZS_LOCK(rt);
@@ -819,12 +819,8 @@ zs_status zs_destroy_object(zs_runtime *rt, zs_ref ref) {
         /* Without a handler now (none set, or the lock taken twice), its
            proxies expire with the collection that frees it, as any dying
            object's do. */
-        if ((it->flags & ZS_ITEM_HAS_CONJUGATE) && zs_can_hand_over(rt) && !zs_free_pending(rt)) {
-            it->flags &= ~ZS_ITEM_HAS_CONJUGATE;
-            uint64_t name = it->object->name_index | ((uint64_t)it->object->name_number << 32);
-            uint8_t garbage = 1;
-            status = zs_hand_over_batch(rt, &ref, &name, &garbage, 1, &counted);
-        }
+        if ((it->flags & ZS_ITEM_HAS_CONJUGATE) && zs_can_hand_over(rt) && !zs_free_pending(rt))
+            status = zs_hand_over_item(rt, ref, it, &counted);
     }
     ZS_UNLOCK(rt);
     if (counted) zs_call_leave(rt);

@@ -62,9 +62,9 @@ static inline uint64_t zs_item_word(const zs_item *it) {
 #define ZS_ITEM_BEGUN_DESTROY 0x100u /* BeginDestroy already ran */
 #define ZS_ITEM_CLUSTER_ROOT 0x400u  /* the root of the cluster in cluster_index */
 #define ZS_ITEM_SHARED 0x800u        /* the heap handed the handle out (heap.c, "Sharing") */
-#define ZS_ITEM_DESTROYED                                                                          \
-    0x1000u /* zs_destroy_object: garbage, refused as dying, freed by
-                                        the next collection that finds it unreachable */
+/* zs_destroy_object: garbage, refused as dying, freed by the next
+   collection that finds it unreachable. */
+#define ZS_ITEM_DESTROYED 0x1000u
 #define ZS_ITEM_ESCAPED                                                                            \
     0x200u /* permanent, but holds references to collectable objects: scanned as a root */
 
@@ -787,10 +787,10 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_ob
 zs_status zs_gc_hand_over(zs_runtime *rt, uint32_t limit, bool *counted, uint32_t *out_taken);
 /* Whether the expiry handler can be called now (gc_purge.c). */
 bool zs_can_hand_over(const zs_runtime *rt);
-/* Hand one batch to the expiry handler (zs_can_hand_over said yes); see
+/* Hand one item that has a conjugate, not on the expiring list, to the
+   expiry handler (zs_can_hand_over said yes: zs_destroy_object); see
    zs_gc_hand_over for the lock, *counted and ZS_E_STALE. */
-zs_status zs_hand_over_batch(zs_runtime *rt, const zs_ref *objects, const uint64_t *names,
-                             const uint8_t *garbage, uint32_t count, bool *counted);
+zs_status zs_hand_over_item(zs_runtime *rt, zs_ref ref, zs_item *it, bool *counted);
 void zs_gc_destroy_everything(zs_runtime *rt);
 
 #endif /* ZSHARP_INTERNAL_H */
