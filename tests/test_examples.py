@@ -127,8 +127,9 @@ def test_native_function_gives_hosts_the_c_api() -> None:
 
 def test_include_dir_holds_the_c_api_header() -> None:
     """``include_dir()`` is the ``-I`` folder of zsharp.h (the build script
-    uses it): the header installed in the package, or here, in an editable
-    install, the source tree's, whose declarations the binding is built from."""
+    uses it): the header installed in the package (in an editable install
+    too), the same bytes as the source tree's, whose declarations the
+    binding is built from."""
     from zsharp_py.lowlevel import include_dir
 
     header = Path(include_dir()) / "zsharp.h"

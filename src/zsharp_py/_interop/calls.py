@@ -150,31 +150,30 @@ def python_table() -> int:
     return int(_core.python_table())
 
 
+def _installed(folder: str, marker: str) -> str:
+    """The package's own ``folder`` (``setup.py`` builds it there, inside
+    the source tree for an editable install), checked to hold ``marker``."""
+    path = Path(__file__).resolve().parents[1] / folder  # zsharp_py/_interop/calls.py
+    if not (path / marker).is_file():
+        raise FileNotFoundError(f"{marker} is not in {path}: reinstall zsharp_py")
+    return str(path)
+
+
 def lib_dir() -> str:
     """The folder holding the native library a host links (``libzsharp.so``,
     ``libzsharp.a``), with ``pkgconfig/zsharp.pc`` and ``cmake/zsharp/``
     beside it: the one the installed package loads itself, so a host and
     Python share one copy of the heap. ``python -m zsharp_py config``
     prints the flags built from it."""
-    folder = Path(__file__).resolve().parents[1] / "lib"  # zsharp_py/_interop/calls.py
-    if not (folder / "libzsharp.so").is_file():
-        raise FileNotFoundError(f"libzsharp.so is not in {folder}: reinstall zsharp_py")
-    return str(folder)
+    return _installed("lib", "libzsharp.so")
 
 
 def include_dir() -> str:
-    """The folder holding ``zsharp.h``, the C API's header, for a native
-    host's compiler (``-I``), as ``pybind11.get_include()`` gives its own:
-    inside the installed package, or the source tree's ``native/include``
-    in an editable install."""
-    package = Path(__file__).resolve().parents[1]  # zsharp_py/_interop/calls.py
-    for folder in (package / "include", package.parents[1] / "native" / "include"):
-        if (folder / "zsharp.h").is_file():
-            return str(folder)
-    raise FileNotFoundError(
-        f"zsharp.h is neither in {package / 'include'} nor in a source tree "
-        "beside the package: reinstall zsharp_py"
-    )
+    """The folder holding ``zsharp.h``, the C API's header (with
+    ``zsharp_api.h`` and ``zsharp_python.h``), for a native host's compiler
+    (``-I``), as ``pybind11.get_include()`` gives its own: the copy
+    installed with the package, beside ``lib_dir()``."""
+    return _installed("include", "zsharp.h")
 
 
 def function_layout(cls: type[Object], name: str) -> FunctionLayout:
