@@ -36,8 +36,8 @@ class BuildWithLibrary(build_ext):
         super().run()
 
     def build_extension(self, ext: Extension) -> None:
-        if ext.name == "zsharp_py._native_lib":
-            _build.link_library(ext, self._lib_dir)
+        # Both extensions call libzsharp, the one copy of the heap.
+        _build.link_library(ext, self._lib_dir)
         super().build_extension(ext)
 
 

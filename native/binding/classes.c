@@ -281,8 +281,7 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
             PyErr_Clear(); /* not encodable: Python raises the precise error */
             return NULL;
         }
-        if (state->api.zs_name_intern(rt->native, text, (size_t)length, &name_index,
-                                      &name_number) != ZS_OK)
+        if (zs_name_intern(rt->native, text, (size_t)length, &name_index, &name_number) != ZS_OK)
             return NULL; /* NUL characters or too long: likewise */
     }
     /* Allocated first, running no Python code (zs_conjugate_alloc: no
@@ -294,15 +293,15 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
        this one. */
     uint32_t dropped = rt->dropped_count > 0 ? zs_dropped_ready(rt) : 0;
     void *object = NULL;
-    zs_ref handle = state->api.zs_object_new_conjugate(
-        rt->native, creator->cls, request->outer, name_index, name_number,
-        PyBytes_AS_STRING(creator->image), (uint32_t)PyBytes_GET_SIZE(creator->image), &object,
-        rt->dropped, dropped);
+    zs_ref handle = zs_object_new_conjugate(rt->native, creator->cls, request->outer, name_index,
+                                            name_number, PyBytes_AS_STRING(creator->image),
+                                            (uint32_t)PyBytes_GET_SIZE(creator->image), &object,
+                                            rt->dropped, dropped);
     rt->dropped_count = 0;
     zs_status failed = handle < ZS_FIRST_REF ? (zs_status)handle : ZS_OK;
     if (failed == ZS_OK) {
         if (zs_conjugate_bind(rt, conjugate, handle, object) < 0) {
-            state->api.zs_mark_as_garbage(rt->native, handle); /* unreachable: goes next time */
+            zs_mark_as_garbage(rt->native, handle); /* unreachable: goes next time */
             Py_DECREF(conjugate);
             return NULL;
         }
@@ -318,7 +317,7 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
         if (failed == ZS_OK) return (PyObject *)conjugate;
         /* A target died since it was checked: leave no half-built object
            reachable; it goes at the next collection. */
-        state->api.zs_mark_as_garbage(rt->native, handle);
+        zs_mark_as_garbage(rt->native, handle);
     }
     Py_DECREF(conjugate);
     PyObject *what = PyUnicode_FromFormat("%s()", cls->tp_name);

@@ -47,13 +47,12 @@ static int expire_pending(zs_runtime_core *rt, uint32_t *out_taken) {
  * Returns its status, or -1 with an exception. */
 static long run_step(zs_runtime_core *rt, collector_step step) {
     if (!runtime_open(rt)) return -1;
-    zs_native_api *api = &rt->state->api;
     zs_runtime *native = rt->native;
     zs_status status;
     zs_expiry_reporting(rt, 1);
     Py_BEGIN_ALLOW_THREADS;
-    status = step == STEP_MARK_AND_GATHER ? api->zs_gc_mark_and_gather(native)
-                                          : api->zs_gc_purge(native, 0, NULL);
+    status = step == STEP_MARK_AND_GATHER ? zs_gc_mark_and_gather(native)
+                                          : zs_gc_purge(native, 0, NULL);
     Py_END_ALLOW_THREADS;
     if (zs_expiry_reporting(rt, 0) < 0) return -1;
     return (long)status;
@@ -98,7 +97,7 @@ static int stats_layout_valid(PyObject *layout) {
 static PyObject *gc_stats_object(zs_runtime_core *rt, PyObject *layout) {
     if (!stats_layout_valid(layout) || !runtime_open(rt)) return NULL;
     zs_gc_stats raw;
-    rt->state->api.zs_gc_get_stats(rt->native, &raw);
+    zs_gc_get_stats(rt->native, &raw);
     uint64_t fields[STATS_FIELDS];
     memcpy(fields, &raw, sizeof fields);
     PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(layout, 0);
@@ -151,7 +150,7 @@ PyObject *zs_runtime_collect_full(PyObject *self, PyObject *layout) {
     /* Its last expiry found the runtime open and took nothing: no Python
        code ran after that check. */
     assert(rt->native != NULL);
-    zs_gc_phase phase = rt->state->api.zs_gc_phase_of(rt->native);
+    zs_gc_phase phase = zs_gc_phase_of(rt->native);
     if (phase == ZS_GC_IDLE || phase == ZS_GC_PURGE_PENDING)
         rt->cycle_expired = 0; /* the mark below begins a new cycle */
     long status = run_step(rt, STEP_MARK_AND_GATHER);

@@ -89,7 +89,7 @@ static void dropped_add(zs_runtime_core *rt, zs_ref handle, int sole) {
 
 void zs_dropped_flush(zs_runtime_core *rt) {
     if (rt->native != NULL && !rt->closing && zs_dropped_ready(rt) > 0)
-        rt->state->api.zs_conjugates_dropped(rt->native, rt->dropped, rt->dropped_count);
+        zs_conjugates_dropped(rt->native, rt->dropped, rt->dropped_count);
     rt->dropped_count = 0;
 }
 
@@ -241,7 +241,7 @@ int zs_expire_dying(zs_runtime_core *rt, uint32_t limit, uint32_t *out_taken,
     }
     uint64_t before = rt->cycle_expired;
     zs_expiry_reporting(rt, 1);
-    zs_status status = rt->state->api.zs_gc_expire(rt->native, limit, out_taken);
+    zs_status status = zs_gc_expire(rt->native, limit, out_taken);
     int failed = zs_expiry_reporting(rt, 0);
     *out_expired = (uint32_t)(rt->cycle_expired - before);
     if (failed < 0) return -1;
@@ -299,7 +299,7 @@ static PyObject *runtime_expire_all(PyObject *self, PyObject *args) {
         if (conjugate == NULL) continue;
         const zs_object *header = (const zs_object *)conjugate->address;
         uint64_t packed = header->name_index | (uint64_t)header->name_number << 32;
-        if (keep_heap) rt->state->api.zs_forget_conjugate(rt->native, conjugate->handle);
+        if (keep_heap) zs_forget_conjugate(rt->native, conjugate->handle);
         failed |= expire_one(conjugate, describe, packed, reason, &released);
     }
     release_all(&released);
@@ -346,7 +346,7 @@ static PyObject *runtime_set_native_class(PyObject *self, PyObject *args) {
     }
     rt->natives[number] = native;
     /* And the other way: the class of a native class id, for proxies made in C. */
-    uint32_t id = rt->state->api.zs_class_id(native);
+    uint32_t id = zs_class_id(native);
     if (id >= rt->class_capacity) {
         uint32_t count = rt->class_capacity ? rt->class_capacity : 64;
         while (count <= id) count *= 2;
@@ -404,10 +404,10 @@ static PyObject *runtime_object_bytes(PyObject *self, PyObject *handle) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     zs_ref ref = PyLong_AsUnsignedLongLong(handle);
     if (ref == (zs_ref)-1 && PyErr_Occurred()) return NULL;
-    const zs_object *object = rt->native ? rt->state->api.zs_resolve(rt->native, ref) : NULL;
+    const zs_object *object = rt->native ? zs_resolve(rt->native, ref) : NULL;
     if (object == NULL)
         return PyErr_Format(rt->state->expired_exception, "no native object for that handle");
-    uint32_t size = rt->state->api.zs_class_instance_size(object->cls);
+    uint32_t size = zs_class_instance_size(object->cls);
     return PyBytes_FromStringAndSize((const char *)object, size);
 }
 
@@ -496,10 +496,9 @@ static PyObject *runtime_core_open(PyObject *self, PyObject *args) {
         return NULL;
     }
     if (zs_open_runtime_add(rt->state, rt) < 0) return NULL;
-    zs_status status = rt->state->api.zs_set_expiry_handler(native, zs_expire_handed_over,
-                                                            rt->state);
+    zs_status status = zs_set_expiry_handler(native, zs_expire_handed_over, rt->state);
     if (status == ZS_OK && !owned)
-        status = rt->state->api.zs_set_free_handler(native, runtime_freed_by_host, rt->state);
+        status = zs_set_free_handler(native, runtime_freed_by_host, rt->state);
     if (status != ZS_OK) {
         zs_open_runtime_remove(rt->state, rt);
         PyErr_Format(PyExc_RuntimeError, "_core_open: the expiry handler was refused (%d)",
@@ -507,7 +506,7 @@ static PyObject *runtime_core_open(PyObject *self, PyObject *args) {
         return NULL;
     }
     rt->native = native;
-    rt->dying_word = rt->state->api.zs_dying_word(native);
+    rt->dying_word = zs_dying_word(native);
     Py_XSETREF(rt->describe, Py_NewRef(describe));
     Py_RETURN_NONE;
 }
@@ -523,9 +522,9 @@ static PyObject *runtime_core_remove_handler(PyObject *self, PyObject *which) {
     }
     zs_status status;
     if (PyUnicode_Check(which) && PyUnicode_CompareWithASCIIString(which, "expiry") == 0)
-        status = rt->state->api.zs_set_expiry_handler(rt->native, NULL, rt->state);
+        status = zs_set_expiry_handler(rt->native, NULL, rt->state);
     else if (PyUnicode_Check(which) && PyUnicode_CompareWithASCIIString(which, "free") == 0)
-        status = rt->state->api.zs_set_free_handler(rt->native, NULL, rt->state);
+        status = zs_set_free_handler(rt->native, NULL, rt->state);
     else return PyErr_Format(PyExc_ValueError, "_core_remove_handler: %R", which);
     if (status != ZS_OK)
         return PyErr_Format(PyExc_RuntimeError, "_core_remove_handler: refused (%d)", (int)status);
@@ -627,9 +626,8 @@ PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle) {
     assert(zs_table_get(rt, handle) == NULL);
     if (rt->native == NULL || rt->closing) Py_RETURN_NONE; /* no new proxy while closing */
     zs_object *object = NULL;
-    if (rt->state->api.zs_resolve_for_conjugate(rt->native, handle, &object) != ZS_OK)
-        Py_RETURN_NONE;
-    uint32_t id = rt->state->api.zs_class_id(object->cls);
+    if (zs_resolve_for_conjugate(rt->native, handle, &object) != ZS_OK) Py_RETURN_NONE;
+    uint32_t id = zs_class_id(object->cls);
     PyObject *cls = id < rt->class_capacity ? rt->classes[id] : NULL;
     if (cls == NULL) {
         PyObject *number = PyLong_FromUnsignedLongLong(handle);

@@ -186,7 +186,6 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
     Py_ssize_t length = array->count;
     if (from_end || position > length) position = length;
     if (position < 0) position = position + length < 0 ? 0 : position + length;
-    const zs_native_api *api = &rt->state->api;
     if (zsv_packable(value->kind) &&
         (whole != NULL ? whole->form == ZSV_PACKED : count == 1 && items[0].form == ZSV_BITS)) {
         /* Elements that own nothing (numbers, names, references) go in as
@@ -194,14 +193,14 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
            first: no zeroed slots to fill and undo, one lock. */
         assert(whole != NULL || value->kind->entry_size <= sizeof items[0].u.bits);
         const void *elements = whole != NULL ? whole->u.units : (const void *)items[0].u.bits;
-        zs_status packed = api->zs_array_insert_packed(rt->native, value->owner, type, array,
-                                                       (uint32_t)position, elements, count);
+        zs_status packed = zs_array_insert_packed(rt->native, value->owner, type, array,
+                                                  (uint32_t)position, elements, count);
         if (packed != ZS_OK) return refused(value, packed), -1;
         structure_changed(value);
         return 0;
     }
-    zs_status status = api->zs_array_insert(rt->native, value->owner, type, array,
-                                            (uint32_t)position, NULL, count);
+    zs_status status = zs_array_insert(rt->native, value->owner, type, array, (uint32_t)position,
+                                       NULL, count);
     if (status == ZS_OK) {
         for (uint32_t i = 0; status == ZS_OK && i < count; i++) {
             char *slot = (char *)array->data + ((size_t)position + i) * value->kind->entry_size;
@@ -212,7 +211,7 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
                               value->owner, slot);
         }
         if (status != ZS_OK) /* undo: the array as it was */
-            api->zs_array_remove(rt->native, value->owner, type, array, (uint32_t)position, count);
+            zs_array_remove(rt->native, value->owner, type, array, (uint32_t)position, count);
         structure_changed(value);
     }
     if (status != ZS_OK) return refused(value, status), -1;
@@ -267,8 +266,8 @@ static int array_remove(zsv_value *value, uint32_t position, uint32_t count) {
     zs_runtime_core *rt = value->runtime;
     const zs_type *type = type_of(value);
     if (type == NULL) return -1;
-    zs_status status = rt->state->api.zs_array_remove(rt->native, value->owner, type,
-                                                      (zs_array *)value->address, position, count);
+    zs_status status = zs_array_remove(rt->native, value->owner, type, (zs_array *)value->address,
+                                       position, count);
     if (status != ZS_OK) return refused(value, status), -1;
     structure_changed(value);
     return 0;
@@ -818,7 +817,7 @@ static void hash_key_free(zsv_value *value, hash_key *key) {
     zs_runtime_core *rt = value->runtime;
     const zs_type *type = zsv_native_type(rt, value->kind->element);
     if (type != NULL && rt->native != NULL)
-        rt->state->api.zs_value_clear(rt->native, ZS_NULL_REF, type, key->temporary);
+        zs_value_clear(rt->native, ZS_NULL_REF, type, key->temporary);
     PyMem_Free(key->temporary);
     key->temporary = NULL;
 }
@@ -830,11 +829,9 @@ static int64_t hash_find(zsv_value *value, const zsv_staged *staged, zs_status *
     int64_t index = -1;
     if (*status == ZS_OK) {
         const zs_type *type = type_of(value);
-        *status = type == NULL
-                      ? ZS_E_INVALID
-                      : value->runtime->state->api.zs_hash_find(value->runtime->native, type,
-                                                                (zs_hash *)value->address, key.at,
-                                                                &index);
+        *status = type == NULL ? ZS_E_INVALID
+                               : zs_hash_find(value->runtime->native, type,
+                                              (zs_hash *)value->address, key.at, &index);
     }
     hash_key_free(value, &key);
     return index;
@@ -867,8 +864,7 @@ static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_st
     int added = 0;
     zs_hash *hash = (zs_hash *)value->address;
     if (status == ZS_OK)
-        status = rt->state->api.zs_hash_add(rt->native, value->owner, type, hash, key.at, &index,
-                                            &added);
+        status = zs_hash_add(rt->native, value->owner, type, hash, key.at, &index, &added);
     if (added) structure_changed(value); /* entries may have moved */
     if (status == ZS_OK && item != NULL) {
         char *slot = (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
@@ -877,7 +873,7 @@ static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_st
         status = zsv_emit(rt, value->kind->value, item, value->owner, slot);
         if (status == ZS_OK && !added) contents_changed(value, ~(Py_ssize_t)index);
         if (status != ZS_OK && added)
-            rt->state->api.zs_hash_remove(rt->native, value->owner, type, hash, key.at, NULL);
+            zs_hash_remove(rt->native, value->owner, type, hash, key.at, NULL);
     }
     hash_key_free(value, &key);
     if (status != ZS_OK) return refused(value, status), -1;
@@ -894,8 +890,8 @@ static int hash_remove(zsv_value *value, const zsv_staged *key_staged) {
     zs_status status = native_key(value, key_staged, &key);
     int removed = 0;
     if (status == ZS_OK)
-        status = rt->state->api.zs_hash_remove(rt->native, value->owner, type,
-                                               (zs_hash *)value->address, key.at, &removed);
+        status = zs_hash_remove(rt->native, value->owner, type, (zs_hash *)value->address, key.at,
+                                &removed);
     if (removed) structure_changed(value);
     hash_key_free(value, &key);
     if (status != ZS_OK) return refused(value, status), -1;
@@ -997,8 +993,7 @@ static PyObject *hash_clear(PyObject *self, PyObject *unused) {
     zs_runtime_core *rt = value->runtime;
     const zs_type *type = type_of(value);
     if (type == NULL) return NULL;
-    zs_status status = rt->state->api.zs_value_clear(rt->native, value->owner, type,
-                                                     value->address);
+    zs_status status = zs_value_clear(rt->native, value->owner, type, value->address);
     if (status != ZS_OK) return refused(value, status);
     structure_changed(value);
     Py_RETURN_NONE;
@@ -1394,7 +1389,7 @@ static PyObject *optional_reset(PyObject *self, PyObject *unused) {
     const zs_type *type = type_of(value);
     if (type == NULL) return NULL;
     zs_runtime_core *rt = value->runtime;
-    zs_status status = rt->state->api.zs_value_clear(rt->native, value->owner, type, at);
+    zs_status status = zs_value_clear(rt->native, value->owner, type, at);
     if (status != ZS_OK) return refused(value, status);
     structure_changed(value);
     Py_RETURN_NONE;

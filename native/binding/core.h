@@ -38,37 +38,6 @@
 #include "zsharp.h"
 #include "zsharp_python.h"
 
-/* ---- the native functions this module calls ---------------------------- */
-
-/* Every function of zsharp.h this module calls. Their addresses are taken
- * from the cffi module by Python (zsharp_py/_runtime/runtime.py) and handed over by
- * configure(); each slot has the exact type of the header's declaration, so
- * a changed signature fails to compile here. */
-/* clang-format would read this X-macro list as one declaration and staircase it. */
-/* clang-format off */
-#define ZS_NATIVE_FUNCTIONS(X)                                                              \
-    X(zs_object_new_conjugate) X(zs_store_ref) X(zs_mark_as_garbage)                        \
-    X(zs_gc_expiring_count) X(zs_name_intern) X(zs_name_base)                               \
-    X(zs_type_basic) X(zs_type_struct) X(zs_type_container) X(zs_value_new)                 \
-    X(zs_value_free) X(zs_value_assign) X(zs_value_clear) X(zs_value_store_ref)             \
-    X(zs_object_writable) X(zs_string_assign) X(zs_array_insert) X(zs_array_remove)         \
-    X(zs_array_reserve) X(zs_hash_find) X(zs_hash_add) X(zs_hash_remove) X(zs_optional_set) \
-    X(zs_binding_set) X(zs_multicast_add) X(zs_multicast_remove) X(zs_sparse_bindings)      \
-    X(zs_value_hash) X(zs_value_equal) X(zs_class_id) X(zs_resolve)                         \
-    X(zs_callable_retain) X(zs_callable_release) X(zs_take_released_callables)           \
-    X(zs_class_instance_size) X(zs_find_object) X(zs_array_assign) X(zs_type_size)        \
-    X(zs_type_value_offset) X(zs_runtime_free) X(zs_dying_word) X(zs_array_insert_packed)      \
-    X(zs_conjugates_dropped) X(zs_gc_phase_of) X(zs_gc_mark_and_gather) X(zs_gc_purge)        \
-    X(zs_gc_get_stats) X(zs_set_expiry_handler) X(zs_gc_expire) X(zs_resolve_for_conjugate)   \
-    X(zs_forget_conjugate) X(zs_set_free_handler)
-/* clang-format on */
-
-typedef struct zs_native_api {
-#define ZS_API_SLOT(name) __typeof__(&name) name;
-    ZS_NATIVE_FUNCTIONS(ZS_API_SLOT)
-#undef ZS_API_SLOT
-} zs_native_api;
-
 /* ---- errors --------------------------------------------------------------------- */
 
 /* The exception being raised, taken (a new reference; none left set), and
@@ -381,7 +350,6 @@ typedef struct zs_core_state {
     PyObject *current_runtime;    /* () -> the current runtime (made on first use) */
     PyObject *name_class;         /* zs.Name: the class of names made here */
     PyObject *describe_value;     /* (value) -> str: names an expired value in its message */
-    zs_native_api api;
     int configured;
     /* Calls from native code (calls.c); set by configure_calls(). */
     PyObject *plan_of;          /* (cls, name) -> the CallPlan of a function (lays it out) */

@@ -38,7 +38,7 @@ uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable) {
     }
     uint32_t id = rt->callable_free;
     uintptr_t next = (uintptr_t)rt->callables[id - 1];
-    if (rt->state->api.zs_callable_retain(rt->native, id) != ZS_OK) return 0;
+    if (zs_callable_retain(rt->native, id) != ZS_OK) return 0;
     rt->callable_free = (uint32_t)(next >> 1);
     rt->callables[id - 1] = Py_NewRef(callable);
     rt->callable_count++;
@@ -47,7 +47,7 @@ uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable) {
 
 /* Release the registry's hold on an id once its binding store is made. */
 void zsv_callable_done(zs_runtime_core *rt, uint32_t id) {
-    if (id != 0 && rt->native != NULL) rt->state->api.zs_callable_release(rt->native, id);
+    if (id != 0 && rt->native != NULL) zs_callable_release(rt->native, id);
 }
 
 /* The callable of an id (borrowed), or NULL for a free or unknown id. */
@@ -65,8 +65,7 @@ int zsv_callables_drain(zs_runtime_core *rt) {
         /* Checked on every round: a finaliser run by a drop below may have
            closed the runtime (close drops every callable itself). */
         if (rt->native == NULL || rt->closing) return 0;
-        if (rt->state->api.zs_take_released_callables(rt->native, ids, 256, &count) != ZS_OK)
-            return -1;
+        if (zs_take_released_callables(rt->native, ids, 256, &count) != ZS_OK) return -1;
         for (uint32_t i = 0; i < count && rt->native != NULL; i++) {
             uint32_t id = ids[i];
             PyObject *held = zsv_callable_get(rt, id);
@@ -138,8 +137,7 @@ static zs_array *binding_list(zsv_value *value, int create, zs_status *status) {
     if (value->kind->code == ZSV_MULTICAST) return (zs_array *)value->address;
     zs_runtime_core *rt = value->runtime;
     zs_array *list = NULL;
-    *status = rt->state->api.zs_sparse_bindings(rt->native, value->owner, value->address, create,
-                                                &list);
+    *status = zs_sparse_bindings(rt->native, value->owner, value->address, create, &list);
     return list;
 }
 
@@ -163,9 +161,9 @@ static PyObject *delegate_add(PyObject *self, PyObject *args) {
     if (status == ZS_OK && callable != Py_None && (id = zsv_callable_id(rt, callable)) == 0)
         status = ZS_E_NOMEM;
     if (status == ZS_OK)
-        status = rt->state->api.zs_multicast_add(rt->native, value->owner, list,
-                                                 callable != Py_None ? ZS_NULL_REF : handle,
-                                                 callable != Py_None ? 0 : name, id);
+        status = zs_multicast_add(rt->native, value->owner, list,
+                                  callable != Py_None ? ZS_NULL_REF : handle,
+                                  callable != Py_None ? 0 : name, id);
     zsv_callable_done(rt, id);
     if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
     Py_RETURN_NONE;
@@ -176,17 +174,15 @@ static PyObject *delegate_add(PyObject *self, PyObject *args) {
 static zs_status remove_at(zsv_value *value, uint32_t index, uint32_t count) {
     zs_runtime_core *rt = value->runtime;
     if (value->kind->code == ZSV_DELEGATE)
-        return rt->state->api.zs_binding_set(rt->native, value->owner, (zs_binding *)value->address,
-                                             0, 0, 0);
+        return zs_binding_set(rt->native, value->owner, (zs_binding *)value->address, 0, 0, 0);
     zs_status status;
     zs_array *list = binding_list(value, 0, &status);
     if (status == ZS_OK && list != NULL)
-        status = rt->state->api.zs_multicast_remove(rt->native, value->owner, list, index, count);
+        status = zs_multicast_remove(rt->native, value->owner, list, index, count);
     if (status == ZS_OK && value->kind->code == ZSV_SPARSE && list != NULL && list->count == 0) {
         const zs_type *type = zsv_native_type(rt, value->kind);
         status = type == NULL ? ZS_E_INVALID
-                              : rt->state->api.zs_value_clear(rt->native, value->owner, type,
-                                                              value->address);
+                              : zs_value_clear(rt->native, value->owner, type, value->address);
     }
     return status;
 }
@@ -388,9 +384,9 @@ static PyObject *delegate_add_binding(PyObject *self, PyObject *const *args, Py_
     if (!all_callables) return slow_path(self, "add", args, count, kwnames);
     /* No Python code ran since delegate_of: the list is current. */
     uint32_t id = zsv_callable_id(rt, args[0]);
-    zs_status status = id == 0 ? ZS_E_NOMEM
-                               : rt->state->api.zs_multicast_add(rt->native, value->owner, list,
-                                                                 ZS_NULL_REF, 0, id);
+    zs_status status = id == 0
+                           ? ZS_E_NOMEM
+                           : zs_multicast_add(rt->native, value->owner, list, ZS_NULL_REF, 0, id);
     zsv_callable_done(rt, id);
     if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
     Py_RETURN_NONE;

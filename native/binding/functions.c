@@ -274,7 +274,7 @@ static void settle(fn_call *call, zs_runtime *native, int capture) {
         if (capture && member->direction != ZS_PARAM_IN &&
             zsv_capture(call->rt, (zsv_kind *)member->plan.detail, at, &slot->out) < 0)
             call->capture_failed = 1;
-        if (slot->type != NULL) fn->state->api.zs_value_clear(native, ZS_NULL_REF, slot->type, at);
+        if (slot->type != NULL) zs_value_clear(native, ZS_NULL_REF, slot->type, at);
     }
 }
 

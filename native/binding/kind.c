@@ -290,7 +290,6 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
     }
     if (types_reserve(rt, kind->id) < 0) return NULL;
     rt->types[kind->id] = REGISTERING;
-    const zs_native_api *api = &rt->state->api;
     const zs_type *out = NULL;
     zs_status status = ZS_OK;
     switch (kind->code) {
@@ -315,8 +314,8 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
                 return NULL;
             }
         }
-        status = api->zs_type_struct(rt->native, PyBytes_AS_STRING(kind->struct_name), kind->size,
-                                     kind->align, members, kind->member_count, &out);
+        status = zs_type_struct(rt->native, PyBytes_AS_STRING(kind->struct_name), kind->size,
+                                kind->align, members, kind->member_count, &out);
         PyMem_Free(members);
         break;
     }
@@ -330,13 +329,13 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
             rt->types[kind->id] = NULL;
             return NULL;
         }
-        status = api->zs_type_container(rt->native, (zs_type_kind)kind->native_kind, element, value,
-                                        &out);
+        status = zs_type_container(rt->native, (zs_type_kind)kind->native_kind, element, value,
+                                   &out);
         /* The kind's layout is written in place by this file (optionals of
            bitwise values, zsv_emit): it must be the native one. */
-        if (status == ZS_OK && (api->zs_type_size(out) != kind->size ||
+        if (status == ZS_OK && (zs_type_size(out) != kind->size ||
                                 (kind->code != ZSV_ARRAY && kind->code != ZSV_SET &&
-                                 api->zs_type_value_offset(out) != kind->value_offset))) {
+                                 zs_type_value_offset(out) != kind->value_offset))) {
             rt->types[kind->id] = NULL;
             PyErr_Format(PyExc_SystemError, "%U: layout differs from the native library's",
                          kind->what);
@@ -345,11 +344,11 @@ const zs_type *zsv_native_type(zs_runtime_core *rt, zsv_kind *kind) {
         break;
     }
     case ZSV_STRING:
-        status = api->zs_type_basic(rt->native, ZS_TYPE_STRING, kind->unit, 0, &out);
+        status = zs_type_basic(rt->native, ZS_TYPE_STRING, kind->unit, 0, &out);
         break;
     default:
-        status = api->zs_type_basic(rt->native, (zs_type_kind)kind->native_kind, kind->size,
-                                    kind->align, &out);
+        status = zs_type_basic(rt->native, (zs_type_kind)kind->native_kind, kind->size, kind->align,
+                               &out);
         break;
     }
     rt->types[kind->id] = status == ZS_OK ? out : NULL;
@@ -367,7 +366,7 @@ void zsv_initialize(const zsv_kind *kind, char *dst) {
 
 zs_status zsv_writable(zs_runtime_core *rt, zs_ref owner) {
     if (owner == ZS_NULL_REF || !zs_dying_window(rt)) return ZS_OK;
-    return rt->state->api.zs_object_writable(rt->native, owner);
+    return zs_object_writable(rt->native, owner);
 }
 
 PyObject *zsv_refused(zs_runtime_core *rt, zs_status status, PyObject *what) {
@@ -1301,7 +1300,7 @@ static char *temporary(zsv_kind *kind) { return PyMem_Calloc(1, kind->size ? kin
 /* Clear and free a temporary. */
 static void temporary_free(zs_runtime_core *rt, const zs_type *type, char *tmp) {
     if (tmp == NULL) return;
-    if (type != NULL) rt->state->api.zs_value_clear(rt->native, ZS_NULL_REF, type, tmp);
+    if (type != NULL) zs_value_clear(rt->native, ZS_NULL_REF, type, tmp);
     PyMem_Free(tmp);
 }
 
@@ -1346,9 +1345,9 @@ static zs_status emit_binding_list(zs_runtime_core *rt, const zsv_staged *staged
         const zsv_binding *binding = &staged->u.bindings[i];
         uint32_t id = binding->callable ? zsv_callable_id(rt, binding->callable) : 0;
         if (binding->callable != NULL && id == 0) return ZS_E_NOMEM;
-        zs_status status = rt->state->api.zs_multicast_add(
-            rt->native, owner, list, binding->callable ? ZS_NULL_REF : binding->object,
-            binding->callable ? 0 : binding->function_name, id);
+        zs_status status = zs_multicast_add(rt->native, owner, list,
+                                            binding->callable ? ZS_NULL_REF : binding->object,
+                                            binding->callable ? 0 : binding->function_name, id);
         zsv_callable_done(rt, id);
         if (status != ZS_OK) return status;
     }
@@ -1357,7 +1356,6 @@ static zs_status emit_binding_list(zs_runtime_core *rt, const zsv_staged *staged
 
 static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged,
                               char *tmp) {
-    const zs_native_api *api = &rt->state->api;
     const zs_type *type = known_type(rt, kind);
     if (type == NULL) return ZS_E_INVALID;
     switch (kind->code) {
@@ -1366,10 +1364,10 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
     case ZSV_ARRAY: {
         zs_array *array = (zs_array *)tmp;
         if (staged->form == ZSV_PACKED)
-            return api->zs_array_assign(rt->native, ZS_NULL_REF, type, array, staged->u.units,
-                                        staged->count);
-        zs_status status = api->zs_array_insert(rt->native, ZS_NULL_REF, type, array, 0, NULL,
-                                                staged->count);
+            return zs_array_assign(rt->native, ZS_NULL_REF, type, array, staged->u.units,
+                                   staged->count);
+        zs_status status = zs_array_insert(rt->native, ZS_NULL_REF, type, array, 0, NULL,
+                                           staged->count);
         for (uint32_t i = 0; status == ZS_OK && i < staged->count; i++) {
             char *slot = (char *)array->data + (size_t)i * kind->entry_size;
             zsv_initialize(kind->element, slot);
@@ -1389,7 +1387,7 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
             uint32_t index = 0;
             int added = 0;
             if (status == ZS_OK)
-                status = api->zs_hash_add(rt->native, ZS_NULL_REF, type, hash, key, &index, &added);
+                status = zs_hash_add(rt->native, ZS_NULL_REF, type, hash, key, &index, &added);
             if (status == ZS_OK && step == 2) {
                 char *slot = (char *)hash->entries.data + (size_t)index * kind->entry_size +
                              kind->value_offset;
@@ -1397,14 +1395,14 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
                 status = zsv_emit(rt, kind->value, &staged->u.items[2 * i + 1], ZS_NULL_REF, slot);
             }
             if (key_type != NULL && key != NULL)
-                api->zs_value_clear(rt->native, ZS_NULL_REF, key_type, key);
+                zs_value_clear(rt->native, ZS_NULL_REF, key_type, key);
         }
         PyMem_Free(key);
         return status;
     }
     case ZSV_OPTIONAL: {
         if (staged->count == 0) return ZS_OK;
-        zs_status status = api->zs_optional_set(rt->native, ZS_NULL_REF, type, tmp, NULL);
+        zs_status status = zs_optional_set(rt->native, ZS_NULL_REF, type, tmp, NULL);
         if (status == ZS_OK) zsv_initialize(kind->element, tmp);
         return status != ZS_OK ? status
                                : zsv_emit(rt, kind->element, &staged->u.items[0], ZS_NULL_REF, tmp);
@@ -1414,9 +1412,9 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
         const zsv_binding *binding = &staged->u.bindings[0];
         uint32_t id = binding->callable ? zsv_callable_id(rt, binding->callable) : 0;
         if (binding->callable != NULL && id == 0) return ZS_E_NOMEM;
-        zs_status status = api->zs_binding_set(rt->native, ZS_NULL_REF, (zs_binding *)tmp,
-                                               binding->callable ? ZS_NULL_REF : binding->object,
-                                               binding->callable ? 0 : binding->function_name, id);
+        zs_status status = zs_binding_set(rt->native, ZS_NULL_REF, (zs_binding *)tmp,
+                                          binding->callable ? ZS_NULL_REF : binding->object,
+                                          binding->callable ? 0 : binding->function_name, id);
         zsv_callable_done(rt, id);
         return status;
     }
@@ -1425,7 +1423,7 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
     case ZSV_SPARSE: {
         if (staged->count == 0) return ZS_OK;
         zs_array *list = NULL;
-        zs_status status = api->zs_sparse_bindings(rt->native, ZS_NULL_REF, tmp, 1, &list);
+        zs_status status = zs_sparse_bindings(rt->native, ZS_NULL_REF, tmp, 1, &list);
         return status != ZS_OK ? status : emit_binding_list(rt, staged, ZS_NULL_REF, list);
     }
     default:
@@ -1436,7 +1434,6 @@ static zs_status build_native(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
 zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged, zs_ref owner,
                    char *dst) {
     if (rt->native == NULL || rt->closing) return ZS_E_STALE;
-    const zs_native_api *api = &rt->state->api;
     switch (kind->code) {
     case ZSV_SCALAR:
     case ZSV_PLAIN:
@@ -1452,13 +1449,13 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
         memcpy(&handle, staged->u.bits, sizeof handle);
         const zs_type *type = known_type(rt, kind);
         if (type == NULL) return ZS_E_INVALID;
-        return api->zs_value_store_ref(rt->native, owner, type, (zs_ref *)dst, handle);
+        return zs_value_store_ref(rt->native, owner, type, (zs_ref *)dst, handle);
     }
     case ZSV_STRING: {
         const zs_type *type = known_type(rt, kind);
         if (type == NULL) return ZS_E_INVALID;
-        return api->zs_string_assign(rt->native, owner, type, (zs_string *)dst, staged->u.units,
-                                     staged->count);
+        return zs_string_assign(rt->native, owner, type, (zs_string *)dst, staged->u.units,
+                                staged->count);
     }
     default:
         break;
@@ -1466,8 +1463,8 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
     if (staged->form == ZSV_PACKED) { /* an array of elements that own nothing: in one call */
         const zs_type *type = known_type(rt, kind);
         return type == NULL ? ZS_E_INVALID
-                            : api->zs_array_assign(rt->native, owner, type, (zs_array *)dst,
-                                                   staged->u.units, staged->count);
+                            : zs_array_assign(rt->native, owner, type, (zs_array *)dst,
+                                              staged->u.units, staged->count);
     }
     /* An optional of a value that owns nothing is written in place, as a
        scalar is: the value, then its "is set" flag (zsharp.h). */
@@ -1504,9 +1501,9 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
        names, and an object unreachable but for its own old value would
        survive the cycle. */
     if (kind->code == ZSV_STRUCT && !staged_whole(kind, staged))
-        status = api->zs_value_assign(rt->native, ZS_NULL_REF, type, tmp, dst);
+        status = zs_value_assign(rt->native, ZS_NULL_REF, type, tmp, dst);
     if (status == ZS_OK) status = build_native(rt, kind, staged, tmp);
-    if (status == ZS_OK) status = api->zs_value_assign(rt->native, owner, type, dst, tmp);
+    if (status == ZS_OK) status = zs_value_assign(rt->native, owner, type, dst, tmp);
     temporary_free(rt, type, tmp);
     return status;
 }
@@ -1515,7 +1512,7 @@ zs_status zsv_emit(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged
 static zs_status reference_status(zs_runtime_core *rt, zs_ref handle) {
     if (handle == ZS_NULL_REF) return ZS_OK;
     /* Exists and is not dying: what zs_value_store_ref asks of a target too. */
-    return rt->state->api.zs_object_writable(rt->native, handle);
+    return zs_object_writable(rt->native, handle);
 }
 
 zs_status zsv_references_valid(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *staged) {
@@ -1936,14 +1933,13 @@ PyObject *zsv_runtime_preset_native_type(PyObject *self, PyObject *args) {
     }
     zsv_kind *kind = (zsv_kind *)kind_object;
     const zs_type *type = (const zs_type *)(uintptr_t)address;
-    const zs_native_api *api = &rt->state->api;
     if (rt->native == NULL) {
         PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
         return NULL;
     }
-    if (api->zs_type_size(type) != kind->size) {
+    if (zs_type_size(type) != kind->size) {
         PyErr_Format(PyExc_TypeError, "%U: the native struct is %u bytes, its description says %zd",
-                     kind->what, api->zs_type_size(type), (Py_ssize_t)kind->size);
+                     kind->what, zs_type_size(type), (Py_ssize_t)kind->size);
         return NULL;
     }
     if (kind->id < rt->type_capacity && rt->types[kind->id] != NULL) {

@@ -157,22 +157,8 @@ int zs_error_prefix(PyObject *what) {
     return -1;
 }
 
-/* One native function's address from the `api` dict. */
-static void *api_address(PyObject *api, const char *name) {
-    PyObject *address = PyDict_GetItemString(api, name);
-    if (address == NULL) {
-        PyErr_Format(PyExc_KeyError, "configure: api lacks %s", name);
-        return NULL;
-    }
-    void *function = PyLong_AsVoidPtr(address);
-    if (function == NULL && !PyErr_Occurred())
-        PyErr_Format(PyExc_ValueError, "configure: null address for %s", name);
-    return function;
-}
-
-/* The names of two lists of zsharp.h functions, from their X-macros. */
+/* The names of the managed side's own functions, from their X-macro. */
 #define ZS_NAME_TEXT(name) #name,
-static const char *const native_names[] = {ZS_NATIVE_FUNCTIONS(ZS_NAME_TEXT)};
 static const char *const managed_names[] = {ZS_MANAGED_FUNCTIONS(ZS_NAME_TEXT)};
 #undef ZS_NAME_TEXT
 
@@ -185,13 +171,6 @@ static PyObject *name_list(const char *const *names, size_t count) {
         else PyList_SET_ITEM(list, (Py_ssize_t)i, text);
     }
     return list;
-}
-
-/* native_functions() -> the names of the zsharp.h functions configure() needs. */
-static PyObject *native_functions(PyObject *module, PyObject *unused) {
-    (void)module;
-    (void)unused;
-    return name_list(native_names, sizeof native_names / sizeof native_names[0]);
 }
 
 /* python_table() -> the address of the zsharp_python.h table. */
@@ -210,33 +189,24 @@ static PyObject *managed_functions(PyObject *module, PyObject *unused) {
 
 /* configure(current, default_runtime, slow_create, init_create, expired_error,
  *           raise_status, store_failed, store_refused, expired_type,
- *           expired_exception, current_runtime, name_class, attribute_error, api) */
+ *           expired_exception, current_runtime, name_class, attribute_error) */
 static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"current",
-                               "default_runtime",
-                               "slow_create",
-                               "init_create",
-                               "expired_error",
-                               "raise_status",
-                               "store_failed",
-                               "store_refused",
-                               "expired_type",
-                               "expired_exception",
-                               "current_runtime",
-                               "name_class",
-                               "attribute_error",
-                               "api",
-                               NULL};
+    static char *keywords[] = {"current",         "default_runtime",
+                               "slow_create",     "init_create",
+                               "expired_error",   "raise_status",
+                               "store_failed",    "store_refused",
+                               "expired_type",    "expired_exception",
+                               "current_runtime", "name_class",
+                               "attribute_error", NULL};
     zs_core_state *state = zs_state_of_module(module);
     PyObject *current, *default_runtime, *slow_create, *init_create, *expired_error;
     PyObject *raise_status, *store_failed, *store_refused, *expired_type, *expired_exception;
-    PyObject *current_runtime, *name_class, *attribute_error, *api;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOOOO!O!OO!OO!:configure", keywords,
-                                     &current, &PyList_Type, &default_runtime, &slow_create,
-                                     &init_create, &expired_error, &raise_status, &store_failed,
-                                     &store_refused, &PyType_Type, &expired_type, &PyType_Type,
-                                     &expired_exception, &current_runtime, &PyType_Type,
-                                     &name_class, &attribute_error, &PyDict_Type, &api))
+    PyObject *current_runtime, *name_class, *attribute_error;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "OO!OOOOOOO!O!OO!O:configure", keywords, &current, &PyList_Type,
+            &default_runtime, &slow_create, &init_create, &expired_error, &raise_status,
+            &store_failed, &store_refused, &PyType_Type, &expired_type, &PyType_Type,
+            &expired_exception, &current_runtime, &PyType_Type, &name_class, &attribute_error))
         return NULL;
     if (!PyContextVar_CheckExact(current)) {
         PyErr_SetString(PyExc_TypeError, "configure: current must be a ContextVar");
@@ -248,12 +218,6 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
                                          "name_class NameBase");
         return NULL;
     }
-    zs_native_api native;
-#define ZS_API_FILL(name) native.name = (__typeof__(&name))api_address(api, #name);
-    ZS_NATIVE_FUNCTIONS(ZS_API_FILL)
-#undef ZS_API_FILL
-    if (PyErr_Occurred()) return NULL;
-    state->api = native;
     Py_XSETREF(state->current, Py_NewRef(current));
     state->current_memo.valid = 0;
     Py_XSETREF(state->default_runtime, Py_NewRef(default_runtime));
@@ -341,8 +305,6 @@ static PyMethodDef core_functions[] = {
      "variable.set(value) -> Token, told to the memo of the current runtime."},
     {"reset_context_var", reset_context_var, METH_VARARGS,
      "variable.reset(token), told to the memo of the current runtime."},
-    {"native_functions", native_functions, METH_NOARGS,
-     "The names of the zsharp.h functions configure() needs the addresses of."},
     {"python_table", python_table, METH_NOARGS,
      "The address of the zsharp_python.h table (handles and proxies for C code)."},
     {"managed_functions", managed_functions, METH_NOARGS,

@@ -46,7 +46,7 @@ static PyObject *base_text(zs_runtime_core *rt, uint32_t index) {
         PyErr_Format(PyExc_IndexError, "no name #%u in this runtime", index);
         return NULL;
     }
-    const char *raw = rt->state->api.zs_name_base(rt->native, index);
+    const char *raw = zs_name_base(rt->native, index);
     if (raw == NULL) {
         PyErr_Format(PyExc_IndexError, "no name #%u in this runtime", index);
         return NULL;
@@ -126,7 +126,7 @@ int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *n
         Py_XDECREF(error);
         return -1;
     }
-    if (rt->state->api.zs_name_intern(rt->native, data, (size_t)length, index, number) != ZS_OK) {
+    if (zs_name_intern(rt->native, data, (size_t)length, index, number) != ZS_OK) {
         PyErr_Format(PyExc_ValueError, "invalid %s %R (NUL characters or over 1024 bytes)", what,
                      text);
         return -1;

@@ -26,7 +26,6 @@ static PyObject *target_class(zs_core_state *state, PyObject *self) {
 
 /* The live object at a UTF-8 path in `rt`, or ZS_NULL_REF. No Python code. */
 static zs_ref find_by_path(zs_runtime_core *rt, const char *path, size_t length) {
-    const zs_native_api *api = &rt->state->api;
     zs_ref outer = ZS_NULL_REF;
     size_t start = 0;
     if (length == 0 || rt->native == NULL || rt->closing) return ZS_NULL_REF;
@@ -36,8 +35,8 @@ static zs_ref find_by_path(zs_runtime_core *rt, const char *path, size_t length)
         uint32_t index, number;
         zs_ref found = ZS_NULL_REF;
         if (end == start ||
-            api->zs_name_intern(rt->native, path + start, end - start, &index, &number) != ZS_OK ||
-            api->zs_find_object(rt->native, outer, index, number, &found) != ZS_OK ||
+            zs_name_intern(rt->native, path + start, end - start, &index, &number) != ZS_OK ||
+            zs_find_object(rt->native, outer, index, number, &found) != ZS_OK ||
             found == ZS_NULL_REF)
             return ZS_NULL_REF; /* an empty or invalid segment, or nothing there */
         outer = found;

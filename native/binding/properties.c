@@ -247,8 +247,7 @@ static int reference_set(PyObject *self, PyObject *obj, PyObject *value) {
     if (!reference_target(property, rt, value, &ref) || !ZS_CONJUGATE_IS_LIVE(holder) ||
         rt->closing || rt->native == NULL)
         return reference_store_failed(property, obj, value);
-    zs_status status = rt->state->api.zs_store_ref(rt->native, holder->handle, property->offset,
-                                                   ref);
+    zs_status status = zs_store_ref(rt->native, holder->handle, property->offset, ref);
     if (status == ZS_OK) return 0;
     PyObject *result = PyObject_CallFunction(rt->state->store_refused, "OiO", (PyObject *)rt,
                                              (int)status, property->what);
@@ -385,7 +384,7 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
         return ZS_OK;
     }
     if (store->ref == ZS_NULL_REF) return ZS_OK; /* a new object's references start null */
-    return rt->state->api.zs_store_ref(rt->native, conjugate->handle, store->offset, store->ref);
+    return zs_store_ref(rt->native, conjugate->handle, store->offset, store->ref);
 }
 
 /* Create the descriptor types and add them to the module. */

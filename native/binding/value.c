@@ -551,7 +551,7 @@ zsv_value *zsv_new_black(zs_runtime_core *rt, zsv_kind *kind) {
     if (value == NULL) return NULL;
     zs_ref handle = ZS_NULL_REF;
     void *block = NULL;
-    zs_status status = rt->state->api.zs_value_new(rt->native, type, &handle, &block);
+    zs_status status = zs_value_new(rt->native, type, &handle, &block);
     if (status != ZS_OK) {
         Py_DECREF(value);
         return (zsv_value *)zsv_refused(rt, status, kind->what);
@@ -573,7 +573,7 @@ static void black_free(zsv_value *value, int now) {
     if (handle == ZS_NULL_REF || rt->native == NULL)
         return; /* inline, or the runtime freed everything when it closed */
     if (now) {
-        rt->state->api.zs_value_free(rt->native, handle);
+        zs_value_free(rt->native, handle);
         return;
     }
     if (rt->deferred_count == rt->deferred_capacity) {
@@ -593,8 +593,7 @@ void zsv_flush(zs_runtime_core *rt) {
         rt->deferred_count = 0;
         return;
     }
-    while (rt->deferred_count > 0)
-        rt->state->api.zs_value_free(rt->native, rt->deferred[--rt->deferred_count]);
+    while (rt->deferred_count > 0) zs_value_free(rt->native, rt->deferred[--rt->deferred_count]);
 }
 
 void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason, int free_blocks) {
@@ -602,8 +601,7 @@ void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason, int free_blocks) {
         zsv_value *value = rt->blacks;
         zsv_expire_in_place(value, reason);
         /* Freed with the runtime, unless the runtime stays (a host's). */
-        if (free_blocks && value->black != ZS_NULL_REF)
-            rt->state->api.zs_value_free(rt->native, value->black);
+        if (free_blocks && value->black != ZS_NULL_REF) zs_value_free(rt->native, value->black);
         value->black = ZS_NULL_REF;
         black_unlink(value);
     }
@@ -739,8 +737,8 @@ static PyObject *value_clone(PyObject *self, PyObject *unused) {
     }
     const zs_type *type = zsv_native_type(rt, value->kind);
     zs_status status = type == NULL ? ZS_E_INVALID
-                                    : rt->state->api.zs_value_assign(rt->native, ZS_NULL_REF, type,
-                                                                     copy->address, value->address);
+                                    : zs_value_assign(rt->native, ZS_NULL_REF, type, copy->address,
+                                                      value->address);
     if (status != ZS_OK) {
         black_free(copy, 1);
         zsv_expire_in_place(copy, rt->state->reason_disposed);

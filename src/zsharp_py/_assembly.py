@@ -9,7 +9,7 @@ from . import _core
 from ._base import context
 from ._base.errors import ExpiredConjugateError
 from ._base.expiry import ExpiredPointer, expired_error
-from ._base.ffi import api_address, ffi, lib, refused
+from ._base.ffi import refused
 from ._interop import calls  # noqa: F401  (configures calls from native code at import)
 from ._model import object as _object
 from ._model.attributes import attribute_error
@@ -31,5 +31,4 @@ _core.configure(
     current_runtime=context.current_runtime,
     name_class=Name,
     attribute_error=attribute_error,
-    api={name: api_address(ffi.addressof(lib, name)) for name in _core.native_functions()},
 )

@@ -225,7 +225,7 @@ def build_library(package_dir: Path, build_temp: Path, compiler: str | None = No
 
 
 def link_library(extension: object, lib_dir: Path) -> None:
-    """Make ``extension`` (the cffi module) link ``lib_dir``'s libzsharp.so,
+    """Make ``extension`` (either of the package's) link ``lib_dir``'s libzsharp.so,
     found at run time beside it (``$ORIGIN/lib``)."""
     ext = extension  # a setuptools Extension
     ext.library_dirs = [*ext.library_dirs, str(lib_dir)]  # type: ignore[attr-defined]
@@ -257,8 +257,8 @@ def make_ffibuilder() -> FFI:
 
 def core_extension(extension: type) -> object:
     """The ``zsharp_py._core`` extension (native/binding/*.c): the conjugate
-    hot path, built with the same flags as the native heap. It does not link
-    the heap: Python hands it the heap's function addresses at import."""
+    hot path, built with the same flags as the native heap. It links
+    libzsharp.so (setup.py), the library a native host links too."""
     cflags, ldflags = _compile_args()
     sources = sorted(str(p.relative_to(ROOT)) for p in (NATIVE / "binding").glob("*.c"))
     return extension(
