@@ -899,3 +899,82 @@ def test_call_scopes_are_per_thread(rt: zs.Runtime) -> None:
         zs.Delegate(listen_here).execute()
     assert seen["thread_view_alive_meanwhile"] and seen["thread_done"]
     assert seen["main_alive_after_thread"] and seen["main_view"].is_expired
+
+
+def test_call_scopes_close_out_of_order_across_threads(rt: zs.Runtime) -> None:
+    """A thread's call ends while a newer call of another thread is still
+    open (the open call scopes are one list for every thread): each view
+    still goes to its own thread's innermost call and expires with it."""
+
+    class Place(zs.Struct):
+        x: zs.Int32
+
+    class Holder(zs.Object):
+        here: Place
+        there: Place
+        elsewhere: Place
+        later: Place
+
+    holder = Holder()
+    holder.add_to_root()
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, Any] = {}
+
+    def on_thread() -> None:
+        def listen() -> None:
+            seen["thread_view"] = holder.there
+            started.set()
+            release.wait(10)
+
+        zs.Delegate(listen).execute()  # ends while the main thread's newer call is open
+        seen["thread_done"] = seen["thread_view"].is_expired
+        finished.set()
+
+    def nested() -> None:
+        release.set()
+        finished.wait(10)  # the thread's older call has closed meanwhile
+        seen["nested_view"] = holder.elsewhere
+
+    def listen_here() -> None:
+        worker = threading.Thread(target=on_thread)
+        worker.start()
+        started.wait(10)
+        zs.Delegate(nested).execute()
+        seen["nested_done"] = seen["nested_view"].is_expired
+        seen["outer_view"] = holder.later
+        worker.join(10)
+        seen["outer_alive_in_call"] = not seen["outer_view"].is_expired
+
+    with rt.activate():
+        zs.Delegate(listen_here).execute()
+    assert seen["thread_done"] and seen["nested_done"] and seen["outer_alive_in_call"]
+    assert seen["outer_view"].is_expired  # with the outer call
+
+
+def test_zs_scope_ended_inside_a_call_leaves_views_to_the_call(rt: zs.Runtime) -> None:
+    """A zs.scope() opened before a call and closed inside it (open_scope /
+    close_scope need no with block): views obtained afterwards in the call
+    belong to the call and expire when it returns."""
+
+    class Place(zs.Struct):
+        x: zs.Int32
+
+    class Holder(zs.Object):
+        here: Place
+        there: Place
+
+    from zsharp_py._model.values import close_scope, open_scope
+
+    holder = Holder()
+    token, views = open_scope()
+    seen: dict[str, Any] = {}
+
+    def listen() -> None:
+        seen["in_scope"] = holder.here  # the call is innermost: newer than the scope
+        close_scope(token, views)
+        seen["after_scope"] = holder.there
+        seen["alive_in_call"] = not seen["after_scope"].is_expired
+
+    zs.Delegate(listen).execute()
+    assert seen["alive_in_call"] and seen["after_scope"].is_expired
+    assert seen["in_scope"].is_expired

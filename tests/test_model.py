@@ -779,7 +779,7 @@ class ModelMachine(RuleBasedStateMachine):
         keeps the scope it was made in."""
         lists = _values._scopes.get()
         assert len(lists) == len(self.scopes)
-        for level, views in enumerate(lists):
+        for level, (views, _serial) in enumerate(lists):
             if any(held is view for held in views):
                 return self.scopes[level][0]
         return None

@@ -721,11 +721,25 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
     return status;
 }
 
+/* Whether this thread holds the GIL now: its own thread state is the
+ * current one (compared, never read, so another thread's state is never
+ * touched). A host calling from Python code, or from a loop that keeps the
+ * GIL, then pays no PyGILState_Ensure/Release per call. */
+static int gil_held_here(void) {
+    PyThreadState *mine = PyGILState_GetThisThreadState();
+#if PY_VERSION_HEX >= 0x030D0000
+    return mine != NULL && mine == PyThreadState_GetUnchecked();
+#else
+    return mine != NULL && mine == _PyThreadState_UncheckedGet();
+#endif
+}
+
 /* The zs_call_handler: `user` is this module's state. */
 static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, const char *function,
                               void *params) {
     zs_core_state *state = user;
-    PyGILState_STATE gil = PyGILState_Ensure();
+    int held = gil_held_here();
+    PyGILState_STATE gil = held ? PyGILState_LOCKED : PyGILState_Ensure();
     zs_status status = ZS_E_STALE; /* closing: its objects are gone for Python */
     zs_runtime_core *rt = zs_open_runtime_of(state, native);
     if (rt != NULL && !rt->closing) {
@@ -733,7 +747,7 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, con
         status = call_object(state, rt, object, function, params);
         Py_DECREF(rt);
     }
-    PyGILState_Release(gil);
+    if (!held) PyGILState_Release(gil);
     return status;
 }
 

@@ -352,16 +352,18 @@ typedef struct zs_core_state {
     PyObject *describe_value;     /* (value) -> str: names an expired value in its message */
     int configured;
     /* Calls from native code (calls.c); set by configure_calls(). */
-    PyObject *plan_of;          /* (cls, name) -> the CallPlan of a function (lays it out) */
-    PyObject *scopes;           /* the ContextVar of zs.scope() (a tuple of view lists) */
-    PyTypeObject *weak_type;    /* WeakPointer, the base of zs.WeakObjectPtr (weak.c) */
-    Py_tss_t *call_scopes;      /* per thread: the innermost open call scope (value.h) */
-    Py_ssize_t open_scopes;     /* scopes open in every thread and context (zs.scope() and
+    PyObject *plan_of;       /* (cls, name) -> the CallPlan of a function (lays it out) */
+    PyObject *scopes;        /* the ContextVar of zs.scope() (a tuple of view lists) */
+    PyTypeObject *weak_type; /* WeakPointer, the base of zs.WeakObjectPtr (weak.c) */
+    struct zsv_call_scope *call_scopes; /* the open call scopes of every thread, newest
+                                           first (value.h) */
+    uint64_t scope_serial;              /* the serial of the last scope opened (value.h) */
+    Py_ssize_t open_scopes;             /* scopes open in every thread and context (zs.scope() and
                                    call scopes): none, no view is registered anywhere.
                                    Guarded by the GIL, as every member. */
-    PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
-    PyObject *str_plan;         /* "_plan", interned (a layout's CallPlan) */
-    PyTypeObject *plan_type;    /* CallPlan (calls.c) */
+    PyObject *str_zs_functions;         /* "_zs_functions", interned (a class's call layouts) */
+    PyObject *str_plan;                 /* "_plan", interned (a layout's CallPlan) */
+    PyTypeObject *plan_type;            /* CallPlan (calls.c) */
     /* The function names calls from native code used lately, by a hash of
        their text, each with its interned str (the key of a class's
        `_zs_functions`): a hit makes no string (calls.c). */

@@ -324,11 +324,6 @@ static int core_exec(PyObject *module) {
     if (state->str_outer == NULL || state->str_name == NULL || state->str_conjugate_of == NULL ||
         state->str_zs_resolved == NULL)
         return -1;
-    if ((state->call_scopes = PyThread_tss_alloc()) == NULL ||
-        PyThread_tss_create(state->call_scopes) != 0) {
-        PyErr_NoMemory();
-        return -1;
-    }
 #define ZS_REASON_MAKE(name, text)                                                                 \
     if ((state->reason_##name = PyUnicode_InternFromString(text)) == NULL ||                       \
         PyModule_AddObjectRef(module, "REASON_" #name, state->reason_##name) < 0)                  \
@@ -395,11 +390,6 @@ static void core_free(void *module) {
         PyMem_Free(state->open_runtimes);
         state->open_runtimes = NULL;
         state->open_capacity = 0;
-        if (state->call_scopes != NULL) {
-            PyThread_tss_delete(state->call_scopes);
-            PyThread_tss_free(state->call_scopes);
-            state->call_scopes = NULL;
-        }
     }
 }
 

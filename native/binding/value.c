@@ -192,12 +192,14 @@ void zsv_expire_key(zsv_table *table, Py_ssize_t key, PyObject *reason) {
     if (view->flags & ZSV_V_PARKED) release_parked(view);
 }
 
-/* _core.scope_opened(): a zs.scope() opened (counted: while none is open
- * anywhere, views are not registered). */
+/* _core.scope_opened() -> its serial: a zs.scope() opened (counted: while
+ * none is open anywhere, views are not registered; the serial orders it
+ * among call scopes, value.h). */
 static PyObject *scope_opened(PyObject *module, PyObject *unused) {
     (void)unused;
-    zs_state_of_module(module)->open_scopes++;
-    Py_RETURN_NONE;
+    zs_core_state *state = zs_state_of_module(module);
+    state->open_scopes++;
+    return PyLong_FromUnsignedLongLong(++state->scope_serial);
 }
 
 /* _core.scope_closed(views): a zs.scope() ended; its views expire. */
@@ -255,29 +257,36 @@ PyObject *zsv_raise_expired(zsv_value *value) {
 
 int zsv_call_scope_open(zs_core_state *state, zsv_call_scope *scope) {
     scope->views = NULL;
-    scope->context = NULL;
-    if (state->scopes != NULL && PyContextVar_Get(state->scopes, NULL, &scope->context) < 0)
-        return -1;
-    scope->outer = PyThread_tss_get(state->call_scopes);
-    if (PyThread_tss_set(state->call_scopes, scope) != 0) {
-        Py_CLEAR(scope->context);
-        PyErr_NoMemory();
-        return -1;
-    }
+    scope->serial = ++state->scope_serial;
+    scope->thread = PyThread_get_thread_ident();
+    scope->newer = NULL;
+    scope->older = state->call_scopes;
+    if (scope->older != NULL) scope->older->newer = scope;
+    state->call_scopes = scope;
     state->open_scopes++;
     return 0;
 }
 
 void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope) {
-    assert(PyThread_tss_get(state->call_scopes) == scope); /* calls nest on a thread */
-    PyThread_tss_set(state->call_scopes, scope->outer);    /* the slot exists: cannot fail */
+    /* Other threads' scopes may have opened since (the call ran Python
+       code, which lets them run): unlinked wherever it is. */
+    if (scope->newer != NULL) scope->newer->older = scope->older;
+    else state->call_scopes = scope->older;
+    if (scope->older != NULL) scope->older->newer = scope->newer;
     assert(state->open_scopes > 0);
     state->open_scopes--;
     if (scope->views != NULL) {
         zsv_expire_scope(state, scope->views);
         Py_CLEAR(scope->views);
     }
-    Py_CLEAR(scope->context);
+}
+
+/* This thread's innermost open call scope, or NULL. */
+static zsv_call_scope *innermost_call_scope(const zs_core_state *state) {
+    unsigned long thread = PyThread_get_thread_ident();
+    zsv_call_scope *scope = state->call_scopes;
+    while (scope != NULL && scope->thread != thread) scope = scope->older;
+    return scope;
 }
 
 /* Record a new view in the innermost open scope, if any: this thread's
@@ -287,9 +296,25 @@ static int register_in_scope(zs_core_state *state, zsv_value *view) {
         return 0; /* no scope is open anywhere: none to register in */
     PyObject *scopes = NULL;
     if (PyContextVar_Get(state->scopes, NULL, &scopes) < 0) return -1;
+    /* The context's innermost zs.scope(): an entry (views, serial), values.py. */
+    PyObject *innermost = NULL;
+    uint64_t serial = 0;
+    if (scopes != NULL && PyTuple_CheckExact(scopes) && PyTuple_GET_SIZE(scopes) > 0) {
+        PyObject *entry = PyTuple_GET_ITEM(scopes, PyTuple_GET_SIZE(scopes) - 1);
+        if (PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 2 &&
+            PyList_CheckExact(PyTuple_GET_ITEM(entry, 0)) &&
+            PyLong_CheckExact(PyTuple_GET_ITEM(entry, 1))) {
+            innermost = PyTuple_GET_ITEM(entry, 0);
+            serial = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(entry, 1));
+            if (serial == (uint64_t)-1 && PyErr_Occurred()) {
+                Py_DECREF(scopes);
+                return -1;
+            }
+        }
+    }
     int result = 0;
-    zsv_call_scope *call = PyThread_tss_get(state->call_scopes);
-    if (call != NULL && call->context == scopes) {
+    zsv_call_scope *call = innermost_call_scope(state);
+    if (call != NULL && (innermost == NULL || serial < call->serial)) {
         if (call->views == NULL) {
             /* The collector may run here, and its callbacks make the list first: keep theirs. */
             PyObject *views = PyList_New(0);
@@ -298,9 +323,8 @@ static int register_in_scope(zs_core_state *state, zsv_value *view) {
             else Py_DECREF(views); /* empty: frees nothing that runs code */
         }
         if (result == 0) result = PyList_Append(call->views, (PyObject *)view);
-    } else if (scopes != NULL && PyTuple_CheckExact(scopes) && PyTuple_GET_SIZE(scopes) > 0) {
-        PyObject *innermost = PyTuple_GET_ITEM(scopes, PyTuple_GET_SIZE(scopes) - 1);
-        if (PyList_CheckExact(innermost)) result = PyList_Append(innermost, (PyObject *)view);
+    } else if (innermost != NULL) {
+        result = PyList_Append(innermost, (PyObject *)view);
     }
     Py_XDECREF(scopes);
     return result;

@@ -465,19 +465,23 @@ void zsv_expire_scope(zs_core_state *state, PyObject *views);
 
 /* The scope of a call from native code or of a delegate's call (the views
  * obtained inside expire when it returns). It lives on the C stack of the
- * call, linked per thread (calls nest strictly there), so opening and
- * closing one changes no ContextVar and allocates nothing; its list of
- * views is made by the first view registered in it. A zs.scope() opened
- * inside the call is innermost while it is open: a view goes to the call
- * scope only while zs.scope()'s ContextVar holds what it held when the
- * call opened. */
+ * call, in one list of the module's open call scopes, newest first, each
+ * marked with its thread (calls nest strictly on a thread, so a thread's
+ * first scope in the list is its innermost). Opening and closing one reads
+ * and changes no ContextVar, touches no thread-specific storage and
+ * allocates nothing; its list of views is made by the first view
+ * registered in it. Call scopes and zs.scope()s draw their serials from
+ * one counter (zs_core_state.scope_serial), so a zs.scope() of the current
+ * context with a later serial than the call scope was opened inside the
+ * call, and is innermost while it is open. The list is guarded by the GIL. */
 typedef struct zsv_call_scope {
-    struct zsv_call_scope *outer; /* the thread's enclosing call scope */
-    PyObject *context;            /* strong: zs.scope()'s stack when this opened */
-    PyObject *views;              /* a list, or NULL while none registered */
+    struct zsv_call_scope *newer, *older; /* neighbours in the module's list */
+    unsigned long thread;                 /* PyThread_get_thread_ident() of its call */
+    uint64_t serial;                      /* when it opened (scope_serial) */
+    PyObject *views;                      /* a list, or NULL while none registered */
 } zsv_call_scope;
 int zsv_call_scope_open(zs_core_state *state, zsv_call_scope *scope);
-/* Close the innermost call scope of this thread (`scope`): its views
+/* Close `scope`, the innermost call scope of this thread: its views
  * expire. Never fails. */
 void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope);
 /* Free the native blocks of black values Python finalised (a safe point). */

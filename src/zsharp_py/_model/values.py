@@ -37,8 +37,10 @@ from .._base.expiry import FIXED_CLASS
 __all__ = ["ValueConjugate", "ImmutableValue", "scope", "open_scope", "close_scope"]
 
 # The stack of open scopes in this context: each a list of the views
-# obtained while it was innermost (native/binding/value.c appends to it).
-_scopes: contextvars.ContextVar[tuple[list[Any], ...]] = contextvars.ContextVar(
+# obtained while it was innermost (native/binding/value.c appends to it),
+# with its serial (_core.scope_opened(): it orders the scope among the
+# call scopes of calls from native code, native/binding/value.h).
+_scopes: contextvars.ContextVar[tuple[tuple[list[Any], int], ...]] = contextvars.ContextVar(
     "zsharp_scopes", default=()
 )
 
@@ -71,16 +73,22 @@ def scope() -> Iterator[None]:
         close_scope(token, views)
 
 
-def open_scope() -> tuple[contextvars.Token[tuple[list[Any], ...]], list[Any]]:
+def open_scope() -> tuple[contextvars.Token[tuple[tuple[list[Any], int], ...]], list[Any]]:
     """Open a scope without a ``with`` block (hot paths); pass what it
     returns to ``close_scope``."""
     views: list[Any] = []
-    token = _scopes.set(_scopes.get() + (views,))
-    _core.scope_opened()
+    serial = _core.scope_opened()
+    try:
+        token = _scopes.set(_scopes.get() + ((views, serial),))
+    except BaseException:
+        _core.scope_closed(views)
+        raise
     return token, views
 
 
-def close_scope(token: contextvars.Token[tuple[list[Any], ...]], views: list[Any]) -> None:
+def close_scope(
+    token: contextvars.Token[tuple[tuple[list[Any], int], ...]], views: list[Any]
+) -> None:
     """End a scope from ``open_scope``: its views expire."""
     try:
         _scopes.reset(token)
