@@ -287,10 +287,33 @@ def test_the_managed_sides_calls_cannot_undo_its_guarantee(rt: zs.Runtime) -> No
     """Called by anyone but the binding (a host linking the library, here
     through cffi), the managed side's calls that could leave a proxy behind
     its object are refused: removing or replacing the binding's expiry
-    handler, and forgetting the conjugate flag of an object Python holds."""
+    handler, forgetting the conjugate flag of an object Python holds, and
+    saying its conjugate was dropped."""
     crate = Crate(weight=1)
     assert zs_lib.zs_set_expiry_handler(rt._ptr, zs_ffi.NULL, zs_ffi.NULL) == zs_lib.ZS_E_BUSY
     assert zs_lib.zs_forget_conjugate(rt._ptr, crate.handle) == zs_lib.ZS_E_BUSY
+    # Saying its conjugate was dropped, even as the object's sole holder
+    # (which would destroy it at once), is the binding's alone too.
+    dropped = zs_ffi.new("zs_dropped_conjugate[1]", [(crate.handle, 1, 0)])
+    destroyed = zs_ffi.new("uint32_t *", 7)
+    status = zs_lib.zs_conjugates_dropped(rt._ptr, zs_ffi.NULL, dropped, 1, destroyed)
+    assert status == zs_lib.ZS_E_BUSY and destroyed[0] == 0 and rt.live_objects() == 1
+    made = zs_ffi.new("void **")
+    refused = zs_lib.zs_object_new_conjugate(
+        rt._ptr,
+        zs_lib.zs_class_by_id(rt._ptr, 0),
+        0,
+        0,
+        0,
+        zs_ffi.NULL,
+        0,
+        made,
+        dropped,
+        1,
+        zs_ffi.NULL,
+    )
+    assert refused == zs_lib.ZS_E_BUSY and rt.live_objects() == 1
+    assert crate.weight == 1
     rt.collect_garbage()
     assert crate.is_expired and rt.live_objects() == 0  # the flag stood: expired, then freed
     with pytest.raises(zs.ExpiredConjugateError):

@@ -296,7 +296,7 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
     zs_ref handle = zs_object_new_conjugate(rt->native, creator->cls, request->outer, name_index,
                                             name_number, PyBytes_AS_STRING(creator->image),
                                             (uint32_t)PyBytes_GET_SIZE(creator->image), &object,
-                                            rt->dropped, dropped);
+                                            rt->dropped, dropped, rt->state);
     rt->dropped_count = 0;
     zs_status failed = handle < ZS_FIRST_REF ? (zs_status)handle : ZS_OK;
     if (failed == ZS_OK) {

@@ -89,7 +89,7 @@ static void dropped_add(zs_runtime_core *rt, zs_ref handle, int sole) {
 
 void zs_dropped_flush(zs_runtime_core *rt) {
     if (rt->native != NULL && !rt->closing && zs_dropped_ready(rt) > 0)
-        zs_conjugates_dropped(rt->native, rt->dropped, rt->dropped_count);
+        (void)zs_conjugates_dropped(rt->native, rt->state, rt->dropped, rt->dropped_count, NULL);
     rt->dropped_count = 0;
 }
 

@@ -1374,7 +1374,7 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
         break;
     case 1: {
         zs_ref r = zs_object_new_conjugate(rt, f->classes[0].cls, ZS_NULL_REF, ZS_NAME_AUTO, 0,
-                                           NULL, 0, &made, NULL, 0);
+                                           NULL, 0, &made, NULL, 0, NULL);
         check(r == (zs_ref)ZS_E_BUSY, "zs_object_new_conjugate inside a destroy hook: %llu",
               (unsigned long long)r);
         break;
@@ -1821,7 +1821,7 @@ static void new_object(fz *f, bool conjugate) {
             }
         }
         ref = zs_object_new_conjugate(f->rt, cls, outer, name, number, (u8(f) & 15) ? init : NULL,
-                                      size, &object, NULL, 0);
+                                      size, &object, NULL, 0, NULL);
         status = ref >= ZS_FIRST_REF ? ZS_OK : (zs_status)ref;
         if (ref < ZS_FIRST_REF) ref = ZS_NULL_REF;
     }
@@ -2089,7 +2089,7 @@ static void host_collect(fz *f) {
         zs_object *object = NULL;
         if (burst || (u8(f) & 1)) {
             ref = zs_object_new_conjugate(rt, burst ? burst : pick_class(f)->cls, ZS_NULL_REF,
-                                          ZS_NAME_AUTO, 0, NULL, 0, &object, NULL, 0);
+                                          ZS_NAME_AUTO, 0, NULL, 0, &object, NULL, 0, NULL);
             if (ref < ZS_FIRST_REF) continue;
             remember(f, ref);
             if (f->fresh_count < MAX_CONJ) f->fresh[f->fresh_count++] = ref;
@@ -2486,13 +2486,28 @@ static void run_op(fz *f) {
             conj_remove(f, ref);
         }
         uint32_t destroyed = 0, live = zs_live_objects(rt);
+        if (f->expiry_set && count > 0) {
+            /* Told by anyone but the side that set the expiry handler (a
+               host): refused, nothing changed (the flags are that side's
+               only record of its proxies). */
+            uint32_t none = 1;
+            check(zs_conjugates_dropped(rt, dropped, dropped, count, &none) == ZS_E_BUSY &&
+                      none == 0 && zs_live_objects(rt) == live,
+                  "zs_conjugates_dropped by another owner was not refused");
+            void *object = NULL;
+            zs_ref made = zs_object_new_conjugate(rt, f->classes[0].cls, ZS_NULL_REF, ZS_NAME_AUTO,
+                                                  0, NULL, 0, &object, dropped, count, dropped);
+            check(made == (zs_ref)ZS_E_BUSY && zs_live_objects(rt) == live,
+                  "zs_object_new_conjugate dropping for another owner was not refused");
+        }
         if (u8(f) & 1) {
-            destroyed = zs_conjugates_dropped(rt, dropped, count);
+            check(zs_conjugates_dropped(rt, f, dropped, count, &destroyed) == ZS_OK,
+                  "zs_conjugates_dropped refused its owner");
             check(destroyed == live - zs_live_objects(rt), "zs_conjugates_dropped miscounted");
         } else {
             void *object = NULL;
             zs_ref made = zs_object_new_conjugate(rt, f->classes[0].cls, ZS_NULL_REF, ZS_NAME_AUTO,
-                                                  0, NULL, 0, &object, dropped, count);
+                                                  0, NULL, 0, &object, dropped, count, f);
             if (made >= ZS_FIRST_REF) {
                 remember(f, made);
                 conj_add(f, made);

@@ -351,13 +351,16 @@ zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint3
    ZS_FIRST_REF: no handle is (serials start at 1). The dropped conjugates
    (may be NULL with 0) are taken first, under the same lock, as
    zs_conjugates_dropped takes them: an object they destroy leaves its slot
-   and memory, still in cache, to the new one. */
+   and memory, still in cache, to the new one; `owner` is checked as
+   zs_conjugates_dropped checks it (ZS_E_BUSY, nothing made) when any are
+   given. */
 #define ZS_FIRST_REF ((zs_ref)1 << 32)
 typedef struct zs_dropped_conjugate zs_dropped_conjugate;
 zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs_class *cls, zs_ref outer,
                                uint32_t name_index, uint32_t name_number, const char *init,
                                uint32_t init_size, void *out_object,
-                               const zs_dropped_conjugate *dropped, uint32_t dropped_count);
+                               const zs_dropped_conjugate *dropped, uint32_t dropped_count,
+                               const void *owner);
 
 /* The object a handle names, or NULL when the handle is null or stale. */
 zs_object *zs_resolve(zs_runtime *rt, zs_ref ref);
@@ -391,9 +394,16 @@ struct zs_dropped_conjugate {
    zs_reference_chains, zs_cluster_get_info, or zs_object_new made it), it
    is no root, has no strong reference, is in no cluster and is not
    permanent (an incremental cycle may be pending: none of its lists can
-   name such an object). Stale handles are skipped. Returns the number of
-   objects destroyed (zs_gc_stats.objects_freed_unshared). */
-uint32_t zs_conjugates_dropped(zs_runtime *rt, const zs_dropped_conjugate *dropped, uint32_t count);
+   name such an object). Stale handles are skipped. *out_destroyed (may be
+   NULL): the number of objects destroyed (zs_gc_stats.objects_freed_unshared).
+   While an expiry handler is set, only its managed side knows which of its
+   proxies are gone: `owner` must be the `user` it set the handler with, or
+   the call is refused with ZS_E_BUSY and changes nothing (anyone else
+   clearing the flag would leave a proxy behind its object). With no
+   handler set, `owner` is not checked. */
+zs_status zs_conjugates_dropped(zs_runtime *rt, const void *owner,
+                                const zs_dropped_conjugate *dropped, uint32_t count,
+                                uint32_t *out_destroyed);
 
 /* Find a live, non-dying object by outer (ZS_NULL_REF: top level) and name
    (StaticFindObject): O(1) on average. *out is ZS_NULL_REF when none. */

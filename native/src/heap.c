@@ -487,6 +487,15 @@ static bool renew_locked(zs_runtime *rt, const zs_class *cls, const char *init, 
     return true;
 }
 
+/* Whether `owner` may say conjugates were dropped; with the lock held. While
+   an expiry handler is set, its managed side's proxies are known by the
+   conjugate flag alone, and only that side (the `user` it set the handler
+   with) knows which proxies are gone: anyone else clearing the flag would
+   leave a proxy behind its object. */
+static bool owns_conjugates(const zs_runtime *rt, const void *owner) {
+    return rt->expiry_handler == NULL || owner == rt->expiry_handler_user;
+}
+
 /* Flattened (object_new_locked, and the destruction of dropped objects,
    compiled into it): a loop making and dropping objects calls it per
    object, and the calls' argument passing and saved registers were about
@@ -496,10 +505,14 @@ __attribute__((flatten)) zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs
                                                         uint32_t name_number, const char *init,
                                                         uint32_t init_size, void *out_object,
                                                         const zs_dropped_conjugate *dropped,
-                                                        uint32_t dropped_count) {
+                                                        uint32_t dropped_count, const void *owner) {
     if (cls == NULL || out_object == NULL || (dropped == NULL && dropped_count > 0))
         return ZS_E_INVALID;
     ZS_LOCK(rt);
+    if (dropped_count > 0 && !owns_conjugates(rt, owner)) {
+        ZS_UNLOCK(rt);
+        return ZS_E_BUSY;
+    }
     zs_object *object = NULL;
     zs_ref ref = ZS_NULL_REF;
     zs_status status = ZS_OK;
@@ -604,13 +617,17 @@ static uint32_t conjugates_dropped_locked(zs_runtime *rt, const zs_dropped_conju
     return destroyed;
 }
 
-uint32_t zs_conjugates_dropped(zs_runtime *rt, const zs_dropped_conjugate *dropped,
-                               uint32_t count) {
-    if (dropped == NULL) return 0;
+zs_status zs_conjugates_dropped(zs_runtime *rt, const void *owner,
+                                const zs_dropped_conjugate *dropped, uint32_t count,
+                                uint32_t *out_destroyed) {
+    if (out_destroyed != NULL) *out_destroyed = 0;
+    if (dropped == NULL && count > 0) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    uint32_t destroyed = conjugates_dropped_locked(rt, dropped, count, NULL);
+    bool allowed = owns_conjugates(rt, owner);
+    uint32_t destroyed = allowed ? conjugates_dropped_locked(rt, dropped, count, NULL) : 0;
     ZS_UNLOCK(rt);
-    return destroyed;
+    if (out_destroyed != NULL) *out_destroyed = destroyed;
+    return allowed ? ZS_OK : ZS_E_BUSY;
 }
 
 zs_ref zs_object_ref(zs_runtime *rt, const zs_object *object) {

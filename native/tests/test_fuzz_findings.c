@@ -307,7 +307,7 @@ static void test_destroy_hook_queries_during_teardown(runner *t) {
     for (int i = 0; i < 2; i++) {
         node *made = NULL;
         CHECK(t, zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &made,
-                                         NULL, 0) >= ZS_FIRST_REF);
+                                         NULL, 0, NULL) >= ZS_FIRST_REF);
     }
     CHECK_OK(t, zs_gc_mark_and_gather(rt));
     CHECK_EQ(t, zs_gc_expiring_count(rt), 2);

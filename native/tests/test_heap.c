@@ -879,7 +879,7 @@ static bool begins_before_finishes(const hook_log *log) {
 static zs_ref make_sole(runner *t, zs_runtime *rt, const zs_class *cls) {
     node *raw = NULL;
     zs_ref ref = zs_object_new_conjugate(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL,
-                                         0);
+                                         0, NULL);
     CHECK(t, ref >= ZS_FIRST_REF);
     return ref >= ZS_FIRST_REF ? ref : ZS_NULL_REF;
 }
@@ -887,7 +887,9 @@ static zs_ref make_sole(runner *t, zs_runtime *rt, const zs_class *cls) {
 /* Tell the heap one conjugate was dropped; returns how many it destroyed. */
 static uint32_t drop(zs_runtime *rt, zs_ref ref, bool sole) {
     zs_dropped_conjugate dropped = {ref, sole, 0};
-    return zs_conjugates_dropped(rt, &dropped, 1);
+    uint32_t destroyed = UINT32_MAX;
+    zs_status status = zs_conjugates_dropped(rt, NULL, &dropped, 1, &destroyed);
+    return status == ZS_OK ? destroyed : UINT32_MAX;
 }
 
 /* zs_conjugates_dropped: an object only its dropped conjugate held is destroyed
@@ -920,7 +922,7 @@ static void test_conjugates_dropped(runner *t) {
     zs_dropped_conjugate dropped = {next, 1, 0};
     node *raw = NULL;
     zs_ref after = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw,
-                                           &dropped, 1);
+                                           &dropped, 1, NULL);
     CHECK(t, after >= ZS_FIRST_REF && !alive(rt, next) && alive(rt, after));
     CHECK_EQ(t, ZS_REF_INDEX(after), index);
     CHECK(t,
@@ -930,15 +932,15 @@ static void test_conjugates_dropped(runner *t) {
     zs_ref small = make_sole(t, rt, fx.leaf);
     dropped = (zs_dropped_conjugate){small, 1, 0};
     zs_ref big = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw,
-                                         &dropped, 1);
+                                         &dropped, 1, NULL);
     CHECK(t, big >= ZS_FIRST_REF && !alive(rt, small) && alive(rt, big));
     CHECK_EQ(t, zs_live_objects(rt), 2);
     VERIFY(t, rt);
     CHECK_EQ(t, drop(rt, big, true), 1);
-    CHECK_EQ(
-        t,
-        zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL, 1),
-        ZS_E_INVALID);
+    CHECK_EQ(t,
+             zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL,
+                                     1, NULL),
+             ZS_E_INVALID);
 
     /* Not its sole holder: only forgotten; the next collection frees it
        without waiting for an expiry. */
@@ -999,7 +1001,7 @@ static zs_ref renew(runner *t, zs_runtime *rt, const zs_class *cls, zs_ref dropp
     zs_dropped_conjugate entry = {dropped, 1, 0};
     zs_ref ref = zs_object_new_conjugate(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0,
                                          (const char *)&image + sizeof image.header, image_size,
-                                         out, &entry, 1);
+                                         out, &entry, 1, NULL);
     CHECK(t, ref >= ZS_FIRST_REF);
     return ref >= ZS_FIRST_REF ? ref : ZS_NULL_REF;
 }
@@ -1067,7 +1069,7 @@ static void test_creation_renews_a_dropped_object(runner *t) {
     node_of(rt, previous)->payload = 55;
     zs_dropped_conjugate entry = {previous, 1, 0};
     zs_ref bare = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw,
-                                          &entry, 1);
+                                          &entry, 1, NULL);
     CHECK(t, ZS_REF_INDEX(bare) == index && !alive(rt, previous) && raw->payload == 0);
     previous = bare;
     CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, old_number + 102, &found));
@@ -1091,7 +1093,7 @@ static void test_creation_renews_a_dropped_object(runner *t) {
     /* An object that had an outer: the new one has none, and its old name
        in that outer is gone. */
     zs_ref inner = zs_object_new_conjugate(rt, fx.node, keep, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL,
-                                           0);
+                                           0, NULL);
     CHECK(t, inner >= ZS_FIRST_REF);
     const uint32_t inner_number = raw->header.name_number;
     zs_ref outside = renew(t, rt, fx.node, inner, 4, &raw);
@@ -1392,29 +1394,30 @@ static void test_object_new_conjugate(runner *t) {
     uint32_t init_size = (uint32_t)(sizeof(node) - sizeof(zs_object));
     node *raw = NULL;
     zs_ref ref = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init, init_size,
-                                         &raw, NULL, 0);
+                                         &raw, NULL, 0, NULL);
     CHECK(t, ref >= ZS_FIRST_REF);
     CHECK(t, raw != NULL && (zs_object *)raw == zs_resolve(rt, ref));
     if (raw != NULL) CHECK(t, raw->payload == image.payload);
     zs_ref plain = zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw,
-                                           NULL, 0);
+                                           NULL, 0, NULL);
     CHECK(t, plain >= ZS_FIRST_REF && raw != NULL && raw->payload == 0);
 
     CHECK_EQ(t,
              zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, init, init_size + 1,
-                                     &raw, NULL, 0),
+                                     &raw, NULL, 0, NULL),
              ZS_E_INVALID);
-    CHECK_EQ(
-        t,
-        zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 8, &raw, NULL, 0),
-        ZS_E_INVALID);
-    CHECK_EQ(
-        t,
-        zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, NULL, NULL, 0),
-        ZS_E_INVALID);
-    CHECK_EQ(
-        t, zs_object_new_conjugate(rt, NULL, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL, 0),
-        ZS_E_INVALID);
+    CHECK_EQ(t,
+             zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 8, &raw, NULL,
+                                     0, NULL),
+             ZS_E_INVALID);
+    CHECK_EQ(t,
+             zs_object_new_conjugate(rt, fx.node, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, NULL, NULL,
+                                     0, NULL),
+             ZS_E_INVALID);
+    CHECK_EQ(t,
+             zs_object_new_conjugate(rt, NULL, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL, 0,
+                                     NULL),
+             ZS_E_INVALID);
     CHECK_EQ(t, zs_live_objects(rt), 2);
 
     /* Both have conjugates: the purge waits until the managed side takes them. */
@@ -1430,8 +1433,9 @@ static void test_object_new_conjugate(runner *t) {
     VERIFY(t, rt);
     CHECK(t, done == 1 && !alive(rt, ref) && !alive(rt, plain));
     /* A stale outer is refused with its status. */
-    CHECK_EQ(t, zs_object_new_conjugate(rt, fx.node, ref, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL, 0),
-             ZS_E_STALE);
+    CHECK_EQ(
+        t, zs_object_new_conjugate(rt, fx.node, ref, ZS_NAME_AUTO, 0, NULL, 0, &raw, NULL, 0, NULL),
+        ZS_E_STALE);
     fixture_close(&fx);
 }
 

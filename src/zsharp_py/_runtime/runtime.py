@@ -627,6 +627,7 @@ class Runtime(_core.RuntimeCore):
                     pointer_out,
                     ffi.NULL,
                     0,
+                    ffi.NULL,
                 )
                 if handle < _FIRST_REF:  # a status, not a handle (say, a dying outer)
                     refused(handle, f"{cls.__name__}()", self)
