@@ -399,7 +399,7 @@ def _call_from_native(obj: zs.Object, name: str) -> tuple[int, Any]:
     host.cdef("typedef uint64_t zs_ref;\n" + layout.c_declaration)
     block = host.new(f"struct {type(obj).__name__}_{name}_params *")
     pointer = ffi.cast("void *", int(host.cast("uintptr_t", block)))
-    status = lib.zs_call_function(obj.runtime._ptr, obj.handle, name.encode(), pointer)
+    status = lib.zs_call_function(obj.runtime._live_ptr(), obj.handle, name.encode(), pointer)
     return status, block.return_value
 
 

@@ -78,7 +78,7 @@ class Host:
         for key, value in arguments.items():
             setattr(self.block.p, key, value)
         status: int = lib.zs_call_function(
-            obj.runtime._ptr, obj.handle, self.layout.name.encode(), self.pointer()
+            obj.runtime._live_ptr(), obj.handle, self.layout.name.encode(), self.pointer()
         )
         return status
 
@@ -86,9 +86,9 @@ class Host:
         for key, value in arguments.items():
             setattr(self.block.p, key, value)
         called, native_class = ffi.new("uint32_t *"), ffi.new("zs_class **")
-        assert lib.zs_find_class(rt._ptr, cls.__name__.encode(), native_class) == ZS_OK
+        assert lib.zs_find_class(rt._live_ptr(), cls.__name__.encode(), native_class) == ZS_OK
         status = lib.zs_call_each(
-            rt._ptr, native_class[0], self.layout.name.encode(), self.pointer(), called
+            rt._live_ptr(), native_class[0], self.layout.name.encode(), self.pointer(), called
         )
         return status, called[0]
 

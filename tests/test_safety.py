@@ -231,7 +231,7 @@ def _native_object_into(rt: zs.Runtime, holder: Any, field: str) -> int:
 
     offset = next(p.offset for p in class_layout(type(holder)).properties if p.name == field)
     native_class, out = rt._native_class(type(holder)), ffi.new("zs_ref *")
-    pointer, holder_handle = rt._ptr, holder.handle
+    pointer, holder_handle = rt._live_ptr(), holder.handle
     assert lib.zs_object_new(pointer, native_class, 0, lib.ZS_NAME_AUTO, 0, out, ffi.NULL) == 0
     assert lib.zs_store_ref(pointer, holder_handle, offset, out[0]) == 0
     assert rt._conjugate_get(out[0]) is None

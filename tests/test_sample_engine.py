@@ -410,11 +410,11 @@ def test_native_lookup_by_name_ignores_subclasses_of_another_runtimes_classes() 
                 pass
 
             found = ffi.new("zs_class **")
-            assert lib.zs_find_class(second._ptr, b"Sentry", found) == lib.ZS_OK
+            assert lib.zs_find_class(second._live_ptr(), b"Sentry", found) == lib.ZS_OK
             handle = ffi.new("zs_ref *")
             obj = ffi.new("zs_object **")
             assert (
-                lib.zs_object_new(second._ptr, found[0], 0, lib.ZS_NAME_AUTO, 0, handle, obj)
+                lib.zs_object_new(second._live_ptr(), found[0], 0, lib.ZS_NAME_AUTO, 0, handle, obj)
                 == lib.ZS_OK
             )
             made = second._conjugate_of(handle[0])

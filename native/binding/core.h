@@ -7,19 +7,20 @@
  * else (errors, names, value properties, collections) stays in Python and is
  * reached through the callbacks in zs_core_state.
  *
- * The native heap is the cffi extension zsharp_py._native_lib; this module
- * does not link against it. Python hands over the addresses of the few native
- * functions it calls (zs_native_api), taken from the cffi module itself, so
- * there is exactly one copy of the heap code in the process.
+ * This module links libzsharp.so (the library a host links) and calls
+ * zsharp.h directly. zs.Runtime and rt.gc reach the heap only through it:
+ * the `_heap_*` methods of RuntimeCore (heap_calls.c).
  *
  * Thread safety (rule 10 of docs/design.md): every function here runs with the GIL held
  * and never releases it. A native call made from here therefore cannot be
  * interleaved with Python code on another thread, and Runtime.close() sets
  * `closing` (under the GIL) before it frees anything: a fast path that sees
- * `closing == 0` finishes before the heap can go away. One exception: a full
- * collection (collection.c) releases the GIL around the native mark and
- * purge, as the cffi calls of the other collection paths do. It runs under
- * the runtime's lock, so close() waits for it.
+ * `closing == 0` finishes before the heap can go away. The exceptions are the
+ * native calls that may run long: a full collection (collection.c) releases
+ * the GIL around the native mark and purge, and heap_calls.c around
+ * incremental steps, clustering, verification, reference chains and the
+ * like. Python makes them under the runtime's lock, so close() waits for
+ * them, and they touch no Python object while the GIL is released.
  */
 #ifndef ZSHARP_PY_CORE_H
 #define ZSHARP_PY_CORE_H
@@ -301,8 +302,8 @@ typedef struct zs_current_memo {
 /* Everything the module shares: its types, the Python callbacks of the slow
  * paths, and the native API. One per module object; every conjugate class
  * and descriptor keeps a pointer to it (the module outlives them: the types
- * hold a reference to it). Guarded by the GIL, which this module never
- * releases. */
+ * hold a reference to it). Guarded by the GIL, which this module releases
+ * only around native calls that touch none of it. */
 #define ZS_NAME_KEYS 32  /* function names remembered by calls from native code */
 #define ZS_PLAN_CACHE 64 /* plans of calls from native code remembered by class and name */
 
@@ -836,6 +837,42 @@ int zs_add_call_types(PyObject *module, zs_core_state *state);
 /* collection.c: Runtime._collect_full and Runtime._gc_stats */
 PyObject *zs_runtime_collect_full(PyObject *self, PyObject *layout);
 PyObject *zs_runtime_gc_stats(PyObject *self, PyObject *layout);
+
+/* ---- heap_calls.c: the native heap calls of zs.Runtime and rt.gc ----------- */
+
+/* Methods of RuntimeCore (`_heap_*`, the end of runtime_core_methods in
+ * conjugates.c): the only way runtime.py, collector.py and chains.py reach
+ * the heap. heap_calls.c says what each takes and returns. */
+PyObject *zs_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zs_rt_free_runtime(PyObject *unused, PyObject *address);
+PyObject *zs_rt_set_handlers(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zs_rt_memory(PyObject *self, PyObject *unused);
+PyObject *zs_rt_live_objects(PyObject *self, PyObject *unused);
+PyObject *zs_rt_value_count(PyObject *self, PyObject *unused);
+PyObject *zs_rt_name_count(PyObject *self, PyObject *unused);
+PyObject *zs_rt_cluster_count(PyObject *self, PyObject *unused);
+PyObject *zs_rt_gc_phase(PyObject *self, PyObject *unused);
+PyObject *zs_rt_gc_expiring_count(PyObject *self, PyObject *unused);
+PyObject *zs_rt_gc_pending_purge(PyObject *self, PyObject *unused);
+PyObject *zs_rt_expire_gathered(PyObject *self, PyObject *unused);
+PyObject *zs_rt_close_disregard(PyObject *self, PyObject *unused);
+PyObject *zs_rt_debug_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zs_rt_verify(PyObject *self, PyObject *unused);
+PyObject *zs_rt_register_class(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zs_rt_new_object(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zs_rt_mark_as_garbage(PyObject *self, PyObject *handle);
+PyObject *zs_rt_release_strong_ref(PyObject *self, PyObject *handle);
+PyObject *zs_rt_resolve_class(PyObject *self, PyObject *handle);
+PyObject *zs_rt_resolve_for_conjugate(PyObject *self, PyObject *handle);
+PyObject *zs_rt_create_cluster(PyObject *self, PyObject *handle);
+PyObject *zs_rt_cluster_info(PyObject *self, PyObject *handle);
+PyObject *zs_rt_gc_start(PyObject *self, PyObject *unused);
+PyObject *zs_rt_gc_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zs_rt_gc_purge(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zs_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* Add the zsharp.h constants Python needs (MAX_OBJECTS_LIMIT, GC_*,
+ * DEBUG_*, CHAIN_*...) and GC_STATS_FIELDS to the module. */
+int zs_add_heap_constants(PyObject *module);
 
 /* module.c */
 zs_core_state *zs_state_of_module(PyObject *module);

@@ -336,7 +336,8 @@ static int core_exec(PyObject *module) {
         zsv_add_name_type(module, state) < 0 || zsv_add_container_types(module, state) < 0 ||
         zsv_add_delegate_type(module, state) < 0 || zs_add_weak_type(module, state) < 0 ||
         zsv_add_field_path_type(module, state) < 0 || zs_add_call_types(module, state) < 0 ||
-        zs_add_function_types(module, state) < 0 || zs_add_state_types(module, state) < 0)
+        zs_add_function_types(module, state) < 0 || zs_add_state_types(module, state) < 0 ||
+        zs_add_heap_constants(module) < 0)
         return -1;
     return 0;
 }

@@ -40,8 +40,9 @@ class RuntimeLike(Protocol):
     ``obj.runtime``. ``zsharp_py/_runtime/runtime.py`` is the one
     implementation."""
 
-    _ptr: Any
-    """The native ``zs_runtime *`` (check ``_closed`` first, or use ``_live_ptr``)."""
+    _ptr: int
+    """The native ``zs_runtime``'s address, 0 once closed (``_live_ptr`` is the
+    cffi pointer, for code that still calls through cffi)."""
     _lock: threading.RLock
     """Held around native calls that must not interleave with a collection."""
     _closed: bool
@@ -65,7 +66,7 @@ class RuntimeLike(Protocol):
         """``function(native runtime, *args)`` under the lock; its status."""
 
     def _live_ptr(self) -> Any:
-        """``_ptr``, or ``ExpiredConjugateError`` once closed."""
+        """``_ptr`` as a cffi ``zs_runtime *``, or ``ExpiredConjugateError`` once closed."""
 
     def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
         """A yes/no question about one object, asked of the heap."""

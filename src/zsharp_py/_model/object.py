@@ -384,9 +384,11 @@ def _create_initialized(
             # Each call checked just before it: a signal handler run between
             # the two may close the runtime.
             if not runtime._closed:
-                lib.zs_remove_from_root(runtime._ptr, handle)  # fails harmlessly if not rooted
+                lib.zs_remove_from_root(
+                    runtime._live_ptr(), handle
+                )  # fails harmlessly if not rooted
             if not runtime._closed:
-                lib.zs_mark_as_garbage(runtime._ptr, handle)
+                lib.zs_mark_as_garbage(runtime._live_ptr(), handle)
         raise
     finally:
         runtime._release_strong(handle)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._base.ffi import check, ffi, lib
+from .. import _core
+from .._base.ffi import check
 from .._model.object import Object, PropertyInfo, class_layout
 from .._model.struct import Struct, StructKind, struct_layout
 
@@ -22,17 +23,16 @@ if TYPE_CHECKING:
 __all__ = ["ChainLink", "ReferenceChain", "reference_chains"]
 
 _ROOT_REASONS = (
-    (lib.ZS_CHAIN_ROOT_ADDED, "rooted"),
-    (lib.ZS_CHAIN_ROOT_STRONG, "strong pointer"),
-    (lib.ZS_CHAIN_ROOT_PERMANENT, "permanent"),
-    (lib.ZS_CHAIN_ROOT_VALUE, "black value"),
+    (_core.CHAIN_ROOT_ADDED, "rooted"),
+    (_core.CHAIN_ROOT_STRONG, "strong pointer"),
+    (_core.CHAIN_ROOT_PERMANENT, "permanent"),
+    (_core.CHAIN_ROOT_VALUE, "black value"),
 )
 _SPECIAL_MEMBERS = {
-    lib.ZS_CHAIN_OUTER: "outer",
-    lib.ZS_CHAIN_CLUSTER: "cluster",
-    lib.ZS_CHAIN_WHOLE: "contents",
+    _core.CHAIN_OUTER: "outer",
+    _core.CHAIN_CLUSTER: "cluster",
+    _core.CHAIN_WHOLE: "contents",
 }
-_FIRST_CAPACITY = 64  # links asked for first; a larger answer is asked for again
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,6 @@ def reference_chains(runtime: Runtime, obj: Object, limit: int | None) -> list[R
     ):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
     max_chains = limit or 0
-    capacity = _FIRST_CAPACITY
-    count = ffi.new("uint32_t *")
     what = f"{type(obj).__name__}.reference_chains"
     # Under the lock no collection or close can run between the search and
     # turning its handles into conjugates (which adopts objects, and flushing
@@ -112,39 +110,35 @@ def reference_chains(runtime: Runtime, obj: Object, limit: int | None) -> list[R
         runtime._flush_deferred()  # a safe point: roots released by finalisers go first
         runtime._adopting += 1
         try:
-            while True:
-                links = ffi.new("zs_chain_link[]", capacity)
-                status = runtime._call(
-                    lib.zs_reference_chains, handle, max_chains, links, capacity, count
-                )
-                check(status, what, runtime)
-                if count[0] <= capacity:
-                    break
-                capacity = count[0]
-            return _chains(runtime, links, count[0])
+            runtime._live_address()
+            # The search, asked again with room for every link when the
+            # first answer is larger, in one call (the GIL released).
+            status, links = runtime._heap_reference_chains(handle, max_chains)
+            check(status, what, runtime)
+            return _chains(runtime, links)
         finally:
             runtime._adopting -= 1
 
 
-def _chains(runtime: Runtime, links: Any, count: int) -> list[ReferenceChain]:
-    """Group native links into chains (each ends at a ZS_CHAIN_END link)."""
+def _chains(runtime: Runtime, links: list[tuple[int, int, int]]) -> list[ReferenceChain]:
+    """Group native links, (holder, member, root) each, into chains (each
+    ends at a CHAIN_END link)."""
     chains: list[ReferenceChain] = []
     current: list[ChainLink] = []
     reasons: tuple[str, ...] = ()
-    for i in range(count):
-        link = links[i]
+    for link_holder, member, root in links:
         if not current:
-            reasons = tuple(text for bit, text in _ROOT_REASONS if link.root & bit)
-        if link.root & lib.ZS_CHAIN_ROOT_VALUE:
-            holder = runtime._black_of(link.holder)
+            reasons = tuple(text for bit, text in _ROOT_REASONS if root & bit)
+        if root & _core.CHAIN_ROOT_VALUE:
+            holder = runtime._black_of(link_holder)
         else:
-            holder = runtime._conjugate_of(link.holder)
-        if link.member == lib.ZS_CHAIN_END:
+            holder = runtime._conjugate_of(link_holder)
+        if member == _core.CHAIN_END:
             current.append(ChainLink(holder, None))
             chains.append(ReferenceChain(reasons, tuple(current)))
             current = []
         else:
-            current.append(ChainLink(holder, _member_name(holder, link.member)))
+            current.append(ChainLink(holder, _member_name(holder, member)))
     return chains
 
 

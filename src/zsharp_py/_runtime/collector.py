@@ -8,8 +8,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from .._base.errors import HeapCorruptionError
-from .._base.ffi import check, ffi, lib
+from .. import _core
+from .._base.errors import ZS_E_EXPIRY_PENDING, HeapCorruptionError
+from .._base.ffi import check
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -20,12 +21,12 @@ GcPhase = Literal["idle", "marking", "gathering", "purging"]
 """``rt.gc.phase``: what the collector has pending (native ``zs_gc_phase``)."""
 GcTick = Literal["idle", "started", "advanced", "finished"]
 _PHASES: dict[int, GcPhase] = {
-    lib.ZS_GC_IDLE: "idle",
-    lib.ZS_GC_MARKING: "marking",
-    lib.ZS_GC_PURGE_PENDING: "purging",
-    lib.ZS_GC_GATHERING: "gathering",
+    _core.GC_IDLE: "idle",
+    _core.GC_MARKING: "marking",
+    _core.GC_PURGE_PENDING: "purging",
+    _core.GC_GATHERING: "gathering",
 }
-_MARKING, _GATHERING = lib.ZS_GC_MARKING, lib.ZS_GC_GATHERING
+_MARKING, _GATHERING = _core.GC_MARKING, _core.GC_GATHERING
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,14 @@ _STATS_LAYOUT = (
     GcStats,
     tuple(
         name.removesuffix("_ns") + "_seconds" if name.endswith("_ns") else name
-        for name, _ in ffi.typeof("zs_gc_stats").fields
+        for name in _core.GC_STATS_FIELDS
     )
     + ("conjugates_expired",),
 )
 """How the runtime's C part builds a ``GcStats`` (native/binding/collection.c):
-the class, and the field each ``zs_gc_stats`` member fills, in order (its
-``*_ns`` members in seconds), then ``conjugates_expired``. Built in C because
+the class, and the field each ``zs_gc_stats`` member fills, in order
+(``_core.GC_STATS_FIELDS``; its ``*_ns`` members in seconds), then
+``conjugates_expired``. Built in C because
 a game collecting every frame would otherwise pay more for the figures than
 for collecting a small heap; tests/test_gc.py checks that every field is set."""
 assert set(_STATS_LAYOUT[1]) == {f.name for f in dataclasses.fields(GcStats)}
@@ -197,7 +199,10 @@ class GarbageCollector:
     @property
     def phase(self) -> GcPhase:
         """``"idle"``, ``"marking"``, ``"gathering"`` or ``"purging"``."""
-        return _PHASES[int(self._rt._call(lib.zs_gc_phase_of))]
+        runtime = self._rt
+        with runtime._lock:
+            runtime._live_address()
+            return _PHASES[int(runtime._heap_gc_phase())]
 
     def start_incremental(self) -> None:
         """Begin an incremental cycle (finishing a pending purge first).
@@ -207,15 +212,15 @@ class GarbageCollector:
         reachable, so nothing live is collected. Advance it with ``step``.
         """
         runtime = self._rt
-        with runtime._collection("gc.start_incremental()") as pointer:
+        with runtime._collection("gc.start_incremental()"):
             runtime._flush_deferred()
-            if lib.zs_gc_phase_of(pointer) in (_MARKING, _GATHERING):
+            if runtime._heap_gc_phase() in (_MARKING, _GATHERING):
                 raise RuntimeError(
                     "an incremental cycle is already in progress; advance it "
                     "with rt.gc.step() or finish it with rt.collect_garbage()"
                 )
             self._expire_pending()
-            check(lib.zs_gc_start_incremental(pointer), "start_incremental", runtime)
+            check(runtime._heap_gc_start(), "start_incremental", runtime)
             runtime._cycle_expired = 0
 
     def step(self, budget_s: float | None = None, *, max_objects: int | None = None) -> bool:
@@ -236,21 +241,21 @@ class GarbageCollector:
         objects = _object_budget(max_objects)
         runtime = self._rt
         deadline = None if budget_s is None else time.perf_counter() + budget_s
-        done = ffi.new("int *")
-        with runtime._collection("gc.step()") as pointer:
+        with runtime._collection("gc.step()"):
             runtime._flush_deferred()
-            phase = lib.zs_gc_phase_of(pointer)
+            phase = runtime._heap_gc_phase()
             progressed = False
             if phase in (_MARKING, _GATHERING):
-                check(lib.zs_gc_step_bounded(pointer, budget_ns, objects, done), "gc.step", runtime)
-                if not done[0]:
+                status, done = runtime._heap_gc_step(budget_ns, objects)
+                check(status, "gc.step", runtime)
+                if not done:
                     return False
                 progressed = True
             expired = self._expire_pending(deadline, objects or None)
-            if lib.zs_gc_expiring_count(pointer):
+            if runtime._heap_gc_expiring_count():
                 return False
             progressed = progressed or expired > 0
-            if lib.zs_gc_pending_purge(pointer) == 0:
+            if runtime._heap_gc_pending_purge() == 0:
                 return True
             # Every step makes progress: one that did nothing else yet
             # purges at least a few objects, however small the budget.
@@ -260,11 +265,11 @@ class GarbageCollector:
                 if remaining <= 0 and progressed:
                     return False
                 remaining_ns = max(1, int(remaining * 1e9))
-            status = lib.zs_gc_purge_bounded(pointer, remaining_ns, objects, done)
-            if status == lib.ZS_E_EXPIRY_PENDING:
+            status, done = runtime._heap_gc_purge(remaining_ns, objects)
+            if status == ZS_E_EXPIRY_PENDING:
                 return False  # gathered since the expiry above (a native collection): next step
             check(status, "gc.step", runtime)
-            return bool(done[0])
+            return bool(done)
 
     def tick(self, dt: float) -> GcTick:
         """Per-frame driver: advance whatever is pending under the settings'
@@ -339,50 +344,56 @@ class GarbageCollector:
         """The last cycle's figures."""
         runtime = self._rt
         with runtime._lock:
-            runtime._live_ptr()
+            runtime._live_address()
             stats: GcStats = runtime._gc_stats(_STATS_LAYOUT)
         return stats
 
     def cluster_count(self) -> int:
         """Number of live clusters."""
-        return int(self._rt._call(lib.zs_cluster_count))
+        runtime = self._rt
+        with runtime._lock:
+            runtime._live_address()
+            return int(runtime._heap_cluster_count())
 
     def verify(self) -> None:
         """Check every item, object, cluster and reference; raise
         ``HeapCorruptionError`` on any inconsistency."""
-        message = ffi.new("char[]", 512)
-        if self._rt._call(lib.zs_heap_verify, message, 512) != 0:
-            raise HeapCorruptionError(ffi.string(message).decode("utf-8", "replace"))
+        runtime = self._rt
+        with runtime._lock:
+            runtime._live_address()
+            message = runtime._heap_verify()
+        if message is not None:
+            raise HeapCorruptionError(message)
 
     # ---- test-only switches ---------------------------------------------
     def _debug_disable_barrier(self, disabled: bool) -> None:
         """Test-only: make the write barrier do nothing (proves tests catch it)."""
-        check(
-            self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_DISABLE_BARRIER, int(disabled)),
-            "debug",
-            self._rt,
-        )
+        check(self._debug_set(_core.DEBUG_DISABLE_BARRIER, int(disabled)), "debug", self._rt)
 
     def _apply_stress(self, stress: GcStress) -> None:
         """Set the native stress switches of ``stress``."""
         for what, value in (
-            (lib.ZS_DEBUG_CHECK_MARKS, int(stress.check_marks)),
-            (lib.ZS_DEBUG_STEP_OBJECTS, stress.objects_per_step),
-            (lib.ZS_DEBUG_POISON_FREED, int(stress.poison_freed)),
-            (lib.ZS_DEBUG_MARK_STACK_LIMIT, stress.mark_stack_limit),
-            (lib.ZS_DEBUG_ALLOC_LIMIT, stress.allocation_limit),
+            (_core.DEBUG_CHECK_MARKS, int(stress.check_marks)),
+            (_core.DEBUG_STEP_OBJECTS, stress.objects_per_step),
+            (_core.DEBUG_POISON_FREED, int(stress.poison_freed)),
+            (_core.DEBUG_MARK_STACK_LIMIT, stress.mark_stack_limit),
+            (_core.DEBUG_ALLOC_LIMIT, stress.allocation_limit),
         ):
             if value < 0:
                 raise ValueError(f"stress settings must be >= 0, got {stress!r}")
-            check(self._rt._call(lib.zs_debug_set, what, value), "stress", self._rt)
+            check(self._debug_set(what, value), "stress", self._rt)
 
     def _debug_parallel_threshold(self, objects: int) -> None:
         """Test-only: live objects needed before a full mark goes parallel."""
-        check(
-            self._rt._call(lib.zs_debug_set, lib.ZS_DEBUG_PARALLEL_THRESHOLD, objects),
-            "debug",
-            self._rt,
-        )
+        check(self._debug_set(_core.DEBUG_PARALLEL_THRESHOLD, objects), "debug", self._rt)
+
+    def _debug_set(self, what: int, value: int) -> int:
+        """Set one native ``ZS_DEBUG_*`` switch under the lock; the status."""
+        runtime = self._rt
+        with runtime._lock:
+            runtime._live_address()
+            status: int = runtime._heap_debug_set(what, value)
+            return status
 
 
 def _budget_nanoseconds(seconds: float | None) -> int:

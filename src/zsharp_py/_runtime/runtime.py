@@ -1,10 +1,14 @@
 """``zs.Runtime``: one isolated native heap plus its conjugate mapping.
 
-Locking (rule 10 of docs/design.md): cffi releases the GIL inside every native call,
-so the C library serialises each call with the runtime's own lock, and
+Every native call goes through the C core (``zsharp_py._core``): the
+``_heap_*`` methods of ``RuntimeCore`` (native/binding/heap_calls.c), which
+release the GIL around the calls that may run long (collector steps,
+clustering, verification, reference chains), so the C library serialises
+each call with the runtime's own lock. Locking (rule 10 of docs/design.md):
 this module holds ``Runtime._lock`` around every sequence of calls that
 must not interleave with a collection (create-then-adopt an object, and
-mark -> expire conjugates -> purge). The C hot paths (zsharp_py._core:
+mark -> expire conjugates -> purge), and around each call a ``close()`` on
+another thread must not overtake. The C hot paths (zsharp_py._core:
 property reads and writes, reference stores, ``Cls()``) never take it: they
 hold the GIL from their first check to their last native call, and a
 conjugate is expired, under the GIL, before the purge frees its object.
@@ -23,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _core
 from .._base import context
+from .._base.cffi_bridge import class_pointer, query, runtime_pointer
 from .._base.context import current_runtime
-from .._base.errors import ExpiredConjugateError
-from .._base.ffi import api_address, check, ffi, lib, refused
+from .._base.errors import ZS_E_BUSY, ExpiredConjugateError
+from .._base.ffi import api_address, check, refused
 from .._model.hints import plural
 from .._model.object import ClassLayout, ClusterInfo, Object, class_layout
 from .chains import ReferenceChain, reference_chains
@@ -41,8 +46,9 @@ _attached: set[Runtime] = set()  # runtimes over a host's heap, open: kept until
 _kept_for_hosts: list[list[Any]] = []  # class descriptions a host's heap still points into
 
 
-def _free_native(pointer: Any) -> None:
-    lib.zs_runtime_free(pointer)
+def _free_native(address: int) -> None:
+    """Free a native runtime this side made (``zs_runtime_free``)."""
+    _core.RuntimeCore._heap_free_runtime(address)
 
 
 class Runtime(_core.RuntimeCore):
@@ -81,25 +87,21 @@ class Runtime(_core.RuntimeCore):
         disregard_for_gc: bool = False,
         stress: GcStress | None = None,
     ) -> None:
-        options = ffi.new("zs_runtime_options *")
-        lib.zs_runtime_default_options(options)
+        # 0 keeps an option's default (zs_runtime_default_options).
+        objects = clusters = threads = flags = 0
         if max_objects is not None:
-            options.max_objects = _checked_count(
-                "max_objects", max_objects, 1, lib.ZS_MAX_OBJECTS_LIMIT
-            )
+            objects = _checked_count("max_objects", max_objects, 1, _core.MAX_OBJECTS_LIMIT)
         if min_cluster_size is not None:
-            options.min_cluster_size = _checked_count(
-                "min_cluster_size", min_cluster_size, 1, 1 << 30
-            )
+            clusters = _checked_count("min_cluster_size", min_cluster_size, 1, 1 << 30)
         if mark_threads is not None:
-            options.mark_threads = _checked_count("mark_threads", mark_threads, 1, 64)
+            threads = _checked_count("mark_threads", mark_threads, 1, 64)
         if disregard_for_gc:
-            options.flags |= lib.ZS_RUNTIME_DISREGARD_WINDOW
+            flags |= _core.RUNTIME_DISREGARD_WINDOW
         if not black_conjugates_are_roots:
-            options.flags |= lib.ZS_RUNTIME_BLACK_NOT_ROOTS
-        out = ffi.new("zs_runtime **")
-        check(lib.zs_runtime_new(options, out), "Runtime()", None)
-        self._open(out[0], True, stress)
+            flags |= _core.RUNTIME_BLACK_NOT_ROOTS
+        status, address = self._heap_new_runtime(objects, clusters, threads, flags)
+        check(status, "Runtime()", None)
+        self._open(address, True, stress)
         self.black_conjugates_are_roots = bool(black_conjugates_are_roots)
 
     @classmethod
@@ -118,29 +120,28 @@ class Runtime(_core.RuntimeCore):
         value = int.__index__(address)
         if not 0 < value < 2**64:
             raise ValueError(f"attach: {value} is not the address of a zs_runtime")
-        if any(api_address(r._ptr) == value for r in list(_open_runtimes) if not r._closed):
+        if any(r._ptr == value for r in list(_open_runtimes) if not r._closed):
             raise RuntimeError("attach: a zs.Runtime is already open on this zs_runtime")
         runtime = cls.__new__(cls)
-        runtime._open(ffi.cast("zs_runtime *", value), False, None)
+        runtime._open(value, False, None)
         runtime.black_conjugates_are_roots = True  # as the host created it, by default
         _attached.add(runtime)
         return runtime
 
-    def _open(self, pointer: Any, owned: bool, stress: GcStress | None) -> None:
-        """Open this runtime on the native runtime ``pointer``: made here
+    def _open(self, address: int, owned: bool, stress: GcStress | None) -> None:
+        """Open this runtime on the native runtime at ``address``: made here
         (``owned``: close() frees it) or the host's (``attach``)."""
-        self._ptr: Any = pointer
+        self._ptr: int = address  # the native runtime's address while open, else 0
         self._owns_heap = owned
         self._describe = self._describe_packed_name
-        self._core_open(api_address(self._ptr), self._describe, owned)
+        self._core_open(address, self._describe, owned)
         self._lock = threading.RLock()
         self._closed = False
-        self._native_classes: dict[type, Any] = {}
+        self._native_classes: dict[type, int] = {}  # class -> its native class's address
         self._classes_by_id: list[type[Object] | None] = []
         self._keep_alive: list[Any] = []  # what native classes point into (descriptions)
         self._deferred_releases: collections.deque[int] = collections.deque()
-        self._object_out = ffi.new("zs_object **")
-        self._creators: dict[type, tuple[Any, Any, bytes, int, bool]] = {}
+        self._creators: dict[type, tuple[int, bytes, bool]] = {}
         self._collecting = False  # inside collect_garbage or gc.step (see _refuse_reentry)
         self._in_close = False  # inside close(): a nested close() is refused, not a no-op
         # State the type layers keep per runtime (feature_state), each
@@ -153,19 +154,16 @@ class Runtime(_core.RuntimeCore):
         # hold them), so the finaliser's own atexit run is disabled. A
         # host's runtime is never freed here (_attached keeps its Runtime
         # until close(), the host's free or the exit).
-        self._finalizer = weakref.finalize(self, _free_native, self._ptr) if owned else None
+        self._finalizer = weakref.finalize(self, _free_native, address) if owned else None
         if self._finalizer is not None:
             self._finalizer.atexit = False
         # Calls from native code on this heap go to zsharp_py._core's C
-        # handler, which finds the runtime by its native address.
+        # handler, which finds the runtime by its native address. Native
+        # code may create a Python class's object by name before Python used
+        # the class in this runtime: zs_find_class asks _resolve_class.
         handler, user = _core.call_handler()
-        lib.zs_set_call_handler(
-            self._ptr, ffi.cast("zs_call_handler", handler), ffi.cast("void *", user)
-        )
         _open_runtimes.add(self)
-        # Native code may create a Python class's object by name before
-        # Python used the class in this runtime: zs_find_class asks here.
-        lib.zs_set_class_resolver(self._ptr, _resolve_class_callback, ffi.NULL)
+        self._heap_set_handlers(handler, user, True)
         self._stress = stress or GcStress()
         self._collect_every = self._stress.collect_every
         self._creations = 0
@@ -231,7 +229,7 @@ class Runtime(_core.RuntimeCore):
         """The address of the native ``zs_runtime`` (``zsharp.h``), for C code
         in this process: a native host calls ``zs_call_function`` on it.
         Valid until ``close()``; raises ``ExpiredConjugateError`` after."""
-        return api_address(self._live_ptr())
+        return self._live_address()
 
     @property
     def closed(self) -> bool:
@@ -283,12 +281,11 @@ class Runtime(_core.RuntimeCore):
             # gathered is expired now, through the handler, while it is set;
             # then the handler goes, so that the heap may forget the
             # conjugate flags (_expire_all), which it refuses while one is set.
-            taken = ffi.new("uint32_t *")
-            lib.zs_gc_expire(self._ptr, 0xFFFFFFFF, taken)
+            self._heap_expire_gathered()
             self._core_remove_handler("expiry")
         # Names must outlive the native table: expired conjugates format
         # their messages lazily.
-        self._keep_names(lib.zs_name_count(self._ptr))
+        self._keep_names(self._heap_name_count())
         self._expire_all(self._describe, keep_heap)  # every conjugate and black value, in C
         for state in self._features.values():
             state.close()
@@ -299,12 +296,11 @@ class Runtime(_core.RuntimeCore):
             # registered in it, which point into these.
             _kept_for_hosts.append(self._keep_alive)
             if keep_heap:  # the heap stays: nothing of Python's is called from it again
-                lib.zs_set_call_handler(self._ptr, ffi.NULL, ffi.NULL)
-                lib.zs_set_class_resolver(self._ptr, ffi.NULL, ffi.NULL)
+                self._heap_set_handlers(0, 0, False)
                 self._core_remove_handler("free")
             self._core_detach()
             _attached.discard(self)
-            self._ptr = ffi.NULL
+            self._ptr = 0
             return
         self._core_detach()
         # zs_runtime_free, exactly once. Called through detach(): once
@@ -318,7 +314,7 @@ class Runtime(_core.RuntimeCore):
             # code closing it: the last one to return frees it
             # (native/binding/functions.c).
             self._core_free_native(functools.partial(free, *args))
-        self._ptr = ffi.NULL
+        self._ptr = 0
 
     def feature_state(self, key: object, make: Callable[[], Any]) -> Any:
         """The state a feature of a higher layer keeps for this runtime
@@ -331,21 +327,32 @@ class Runtime(_core.RuntimeCore):
         return state
 
     def _call(self, function: Callable[..., int], *args: Any) -> int:
-        """Call a native function on this runtime's heap, holding the lock so
-        that ``close()`` on another thread cannot free the heap mid-call.
-        Returns the status: ``check(status, what, runtime)`` raises for it."""
+        """Call a cffi function of the native library on this runtime's heap
+        (for code that still calls through cffi: this module calls the
+        ``_heap_*`` methods instead), holding the lock so that ``close()``
+        on another thread cannot free the heap mid-call. Returns the status:
+        ``check(status, what, runtime)`` raises for it."""
         with self._lock:
             status: int = function(self._live_ptr(), *args)
             return status
 
-    def _live_ptr(self) -> Any:
+    def _live_address(self) -> int:
+        """The native runtime's address, or ``ExpiredConjugateError`` once closed."""
         if self._closed:
             raise ExpiredConjugateError(_CLOSED)
         return self._ptr
 
+    def _live_ptr(self) -> Any:
+        """The native runtime as a cffi ``zs_runtime *``, for code that still
+        calls through cffi; ``ExpiredConjugateError`` once closed."""
+        return runtime_pointer(self._live_address())
+
     def close_disregard_for_gc(self) -> None:
         """End the start-up window opened by ``Runtime(disregard_for_gc=True)``."""
-        check(self._call(lib.zs_close_disregard_for_gc), "close_disregard_for_gc", self)
+        with self._lock:
+            self._live_address()
+            status = self._heap_close_disregard()
+        check(status, "close_disregard_for_gc", self)
 
     # ---- garbage collection --------------------------------------------
     def collect_garbage(self) -> GcStats:
@@ -357,31 +364,33 @@ class Runtime(_core.RuntimeCore):
         return self.gc.collect()
 
     def _create_cluster(self, root: Object) -> int:
-        size = ffi.new("uint32_t *")
-        status = self._call(lib.zs_create_cluster, root._h, size)
-        if status == lib.ZS_E_BUSY:
+        handle = root._h
+        with self._lock:
+            self._live_address()
+            status, size = self._heap_create_cluster(handle)
+        if status == ZS_E_BUSY:
             raise RuntimeError(
                 "create_cluster: not possible while an incremental mark is "
                 "pending (finish it with rt.gc.step() or collect_garbage())"
             )
         check(status, f"{type(root).__name__}.create_cluster", self)
-        return int(size[0])
+        return int(size)
 
     def _cluster_info(self, handle: int) -> ClusterInfo | None:
         with self._lock:
-            index = ffi.new("int32_t *")
-            check(lib.zs_object_cluster(self._live_ptr(), handle, index), "cluster", self)
-            if index[0] < 0:
+            self._live_address()
+            # Both native calls in one: no Python code between them.
+            status, info = self._heap_cluster_info(handle)
+            check(status, "cluster", self)
+            if info is None:
                 return None
-            info = ffi.new("zs_cluster_info *")
-            # Read again: Python code (a signal handler) may have closed the runtime.
-            check(lib.zs_cluster_get_info(self._live_ptr(), index[0], info), "cluster", self)
+            root, objects, referenced_clusters, mutable_objects, referenced_by = info
             return ClusterInfo(
-                self._conjugate_of(info.root),
-                info.objects,
-                info.referenced_clusters,
-                info.mutable_objects,
-                info.referenced_by,
+                self._conjugate_of(root),
+                objects,
+                referenced_clusters,
+                mutable_objects,
+                referenced_by,
             )
 
     def reference_chains(self, obj: Object, *, limit: int | None = None) -> list[ReferenceChain]:
@@ -420,24 +429,27 @@ class Runtime(_core.RuntimeCore):
         if not 0 <= value <= 0xFFFF_FFFF_FFFF_FFFF:
             raise ValueError(f"object_from_handle: {value} is not a handle (0 to 2**64 - 1)")
         with self._lock:
-            self._live_ptr()
+            self._live_address()
             found: Object | None = self._conjugate_of(value)
             return found
 
     def live_objects(self) -> int:
         """Number of live native objects in this runtime."""
-        return int(self._call(lib.zs_live_objects))
+        with self._lock:
+            self._live_address()
+            return int(self._heap_live_objects())
 
     def native_memory(self) -> dict[str, int]:
         """Native blocks and bytes the runtime owns (``live_blocks``,
         ``live_bytes``, ``peak_bytes``, ``item_bytes_per_object``)."""
-        raw = ffi.new("zs_memory_stats *")
-        self._call(lib.zs_runtime_memory, raw)
+        with self._lock:
+            self._live_address()
+            blocks, live, peak, item = self._heap_memory()
         return {
-            "live_blocks": raw.live_blocks,
-            "live_bytes": raw.live_bytes,
-            "peak_bytes": raw.peak_bytes,
-            "item_bytes_per_object": raw.item_bytes_per_object,
+            "live_blocks": blocks,
+            "live_bytes": live,
+            "peak_bytes": peak,
+            "item_bytes_per_object": item,
         }
 
     def _flush_deferred(self) -> None:
@@ -458,7 +470,7 @@ class Runtime(_core.RuntimeCore):
             if self._closing:
                 queue.clear()
                 break
-            lib.zs_release_strong_ref(self._ptr, handle)
+            self._heap_release_strong_ref(handle)
 
     def bound_callables(self) -> int:
         """Number of Python callables that native delegate bindings hold
@@ -473,16 +485,24 @@ class Runtime(_core.RuntimeCore):
         with self._lock:
             if self._closed:
                 return 0
-            return int(lib.zs_value_count(self._ptr)) + self._inline_blacks
+            return int(self._heap_value_count()) + self._inline_blacks
 
     def _release_strong(self, handle: int) -> None:
         with self._lock:
             if not self._closed:
-                check(lib.zs_release_strong_ref(self._ptr, handle), "StrongObjectPtr.dispose", self)
+                status = self._heap_release_strong_ref(handle)
+                check(status, "StrongObjectPtr.dispose", self)
 
     # ---- objects and conjugates -----------------------------------------
     def _native_class(self, cls: type[Object]) -> Any:
-        """The native class of ``cls`` in this runtime, registered on first use.
+        """The native class of ``cls`` in this runtime as a cffi
+        ``zs_class *`` (for code that still calls through cffi; see
+        ``_native_class_address``)."""
+        return class_pointer(self._native_class_address(cls))
+
+    def _native_class_address(self, cls: type[Object]) -> int:
+        """The address of ``cls``'s native class in this runtime, registered
+        on first use.
 
         Raises ``ExpiredConjugateError`` once the runtime is closing: the
         lookup hashes ``cls`` (a metaclass ``__hash__``) and registering
@@ -495,7 +515,7 @@ class Runtime(_core.RuntimeCore):
             raise ExpiredConjugateError(_CLOSED)
         return native
 
-    def _register_class(self, cls: type[Object]) -> Any:
+    def _register_class(self, cls: type[Object]) -> int:
         """Register ``cls`` (and its parents) natively; its native class."""
         if "_zs_description" in cls.__dict__:  # bound when found: never registered from here
             raise TypeError(
@@ -504,68 +524,48 @@ class Runtime(_core.RuntimeCore):
                 f"{cls.__name__!r}, runtime=...)) as the parent or type"
             )
         layout = class_layout(cls)
-        parent = self._native_class(layout.parent) if layout.parent is not None else ffi.NULL
+        parent = self._native_class_address(layout.parent) if layout.parent is not None else 0
         what = f"registering class {cls.__name__}"
-        name = ffi.new("char[]", cls.__name__.encode("utf-8"))
+        name = cls.__name__.encode("utf-8")
         # References go as their own member kinds; everything else (structs,
         # strings, containers) as a VALUE member of its registered type.
         rows = [
-            (m.member_kind, offset, ffi.NULL)
+            (m.member_kind, offset, 0)
             if m.member_kind
-            else (lib.ZS_MEMBER_VALUE, offset, ffi.cast("zs_type *", self._native_type(m.kind)))
+            else (_core.MEMBER_VALUE, offset, self._native_type(m.kind))
             for offset, m in layout.own_members
         ]
-        members = ffi.new("zs_member[]", rows or [(0, 0, ffi.NULL)])
         # The same description a host gives (zsharp.h, "reflection"): each
         # own property by name, type and offset, so native code can list a
         # Python class's properties as Python lists a host's. Their members
         # are the rows above, so no property repeats its native type.
         own = layout.properties[len(layout.properties) - layout.own_count :]
-        texts = [
-            (ffi.new("char[]", p.name.encode()), ffi.new("char[]", p.kind.describe().encode()))
-            for p in own
-        ]
-        properties = ffi.new(
-            "zs_property_desc[]",
-            [(n, t, p.offset, 0, ffi.NULL) for (n, t), p in zip(texts, own, strict=True)] or 1,
-        )
-        desc = ffi.new(
-            "zs_class_desc *",
-            {
-                "name": name,
-                "parent": parent,
-                "instance_size": layout.size,
-                "flags": layout.class_flags,
-                "members": members,
-                "member_count": len(layout.own_members),
-                "properties": properties,
-                "property_count": len(own),
-            },
-        )
-        out = ffi.new("zs_class **")
+        properties = [(p.name.encode(), p.kind.describe().encode(), p.offset) for p in own]
         # Everything above may run Python code (class layout, string
         # annotations, names, kinds), which may close the runtime: checked
         # again here, with no Python code before the call (the parent's
         # native class, if any, was freed by the same close).
         if self._closing:
             raise ExpiredConjugateError(_CLOSED)
-        status = lib.zs_class_register(self._ptr, desc, out)
-        native = out[0]
-        class_id = lib.zs_class_id(native) if status == lib.ZS_OK else 0  # before any Python code
+        status, native, class_id, kept = self._heap_register_class(
+            name, parent, layout.size, layout.class_flags, rows, properties
+        )
         check(status, what, self)
-        self._keep_alive.append((texts, properties))  # the native description points into them
+        self._keep_alive.append(kept)  # the native description points into it
         self._record_class(cls, native, class_id)
-        return native
+        return int(native)
 
     def _record_class(self, cls: type[Object], native: Any, class_id: int) -> None:
         """Make ``cls`` the conjugate class of the native class ``native``
-        (id ``class_id``) in this runtime: registered from Python, or a
-        host's class bound when found (zsharp_py/_interop/reflection.py)."""
+        (its address, or a cffi ``zs_class *``; id ``class_id``) in this
+        runtime: registered from Python, or a host's class bound when found
+        (zsharp_py/_interop/reflection.py)."""
+        address = native if isinstance(native, int) else api_address(native)
         while len(self._classes_by_id) <= class_id:
             self._classes_by_id.append(None)
         self._classes_by_id[class_id] = cls
-        self._set_native_class(cls, api_address(native))
-        self._native_classes[cls] = native  # last: hashing cls may run Python code
+        self._set_native_class(cls, address)
+        self._native_classes[cls] = address  # last: hashing cls may run Python code
 
     def _describe_packed_name(self, packed: int) -> str:
         """``repr`` of a name packed as index | number << 32 (expiry messages)."""
@@ -595,9 +595,7 @@ class Runtime(_core.RuntimeCore):
                     self.collect_garbage()  # before allocating: the new object is safe
             if self._flush_pending:
                 self._flush_deferred()
-            native, pointer_out, image, image_size, more = self._creators.get(cls) or self._creator(
-                cls, layout
-            )
+            native, image, more = self._creators.get(cls) or self._creator(cls, layout)
             if name is None:
                 index, number = _NAME_AUTO, 0
             else:
@@ -616,22 +614,12 @@ class Runtime(_core.RuntimeCore):
                 # runtime: checked again, with no Python code before the call.
                 if self._closing:
                     raise ExpiredConjugateError(_CLOSED)
-                handle = _object_new_conjugate(
-                    self._ptr,
-                    native,
-                    outer_handle,
-                    index,
-                    number,
-                    image,
-                    image_size,
-                    pointer_out,
-                    ffi.NULL,
-                    0,
-                    ffi.NULL,
+                status, handle, address = self._heap_new_object(
+                    native, outer_handle, index, number, image
                 )
-                if handle < _FIRST_REF:  # a status, not a handle (say, a dying outer)
-                    refused(handle, f"{cls.__name__}()", self)
-                conjugate: Object = self._adopt(cls, handle, api_address(pointer_out[0]))
+                if status:  # not a handle (say, a dying outer)
+                    refused(status, f"{cls.__name__}()", self)
+                conjugate: Object = self._adopt(cls, handle, address)
                 if more or properties:
                     self._initialize(conjugate, layout, handle, properties)
             finally:
@@ -640,17 +628,16 @@ class Runtime(_core.RuntimeCore):
         finally:
             lock.release()
 
-    def _creator(self, cls: type[Object], layout: ClassLayout) -> tuple[Any, Any, bytes, int, bool]:
+    def _creator(self, cls: type[Object], layout: ClassLayout) -> tuple[int, bytes, bool]:
         """What creating a ``cls`` object in this runtime needs: its native
-        class, an out-slot for the object's address (used under the lock),
-        the initial image and its size, and whether anything is left to
+        class's address, the initial image, and whether anything is left to
         initialise after the image."""
-        native = self._native_class(cls)
+        native = self._native_class_address(cls)
         more = bool(layout.initializers or layout.defaults)
-        creator = (native, ffi.new("void *[1]"), layout.image, len(layout.image), more)
+        creator = (native, layout.image, more)
         self._creators[cls] = creator
         if not more:  # plain defaults only: ``cls()`` can be made in C from now on
-            self._fast_creators[cls] = _core.Creator(api_address(native), layout.image)
+            self._fast_creators[cls] = _core.Creator(native, layout.image)
         return creator
 
     def _initialize(
@@ -673,7 +660,7 @@ class Runtime(_core.RuntimeCore):
             # collection. close() is refused while _adopting is set, but
             # checked anyway: a closed runtime has freed the object already.
             if not self._closing:
-                lib.zs_mark_as_garbage(self._ptr, handle)
+                self._heap_mark_as_garbage(handle)
             raise
 
     def _refuse_reentry(self, what: str) -> None:
@@ -699,26 +686,27 @@ class Runtime(_core.RuntimeCore):
             )
 
     @contextlib.contextmanager
-    def _collection(self, what: str) -> Iterator[Any]:
+    def _collection(self, what: str) -> Iterator[None]:
         """Hold the lock for one collection step (mark, expire, purge),
-        refusing re-entry on this thread; yields the native runtime."""
+        refusing re-entry on this thread."""
         with self._lock:
-            pointer = self._begin_collection(what)
+            self._begin_collection(what)
             try:
-                yield pointer
+                yield
             finally:
                 self._collecting = False
 
-    def _begin_collection(self, what: str) -> Any:
-        """With the lock held: refuse re-entry on this thread, then mark the
-        runtime as collecting (the caller clears ``_collecting`` when done);
-        the native runtime. ``_collection`` in one call, for the full
-        collection, whose every microsecond a game collecting each frame pays."""
-        pointer = self._live_ptr()
+    def _begin_collection(self, what: str) -> None:
+        """With the lock held: refuse re-entry on this thread
+        (``ExpiredConjugateError`` once closed), then mark the runtime as
+        collecting (the caller clears ``_collecting`` when done).
+        ``_collection`` in one call, for the full collection, whose every
+        microsecond a game collecting each frame pays."""
+        if self._closed:
+            raise ExpiredConjugateError(_CLOSED)
         if self._adopting or self._collecting or self._closing:
             self._refuse_reentry(what)
         self._collecting = True
-        return pointer
 
     def _conjugate_of_slow(self, handle: int) -> Object | None:
         """The conjugate of a handle, made here when C could not
@@ -731,14 +719,14 @@ class Runtime(_core.RuntimeCore):
             found: Object | None = self._conjugate_get(handle)
             if found is not None or self._closing:
                 return found
-            native = lib.zs_resolve(self._ptr, handle)
-            if native == ffi.NULL:
+            resolved = self._heap_resolve_class(handle)
+            if resolved is None:
                 return None
-            native_class = native.cls
-            class_id = lib.zs_class_id(native_class)
+            native_class, class_id = resolved
             cls = self._classes_by_id[class_id] if class_id < len(self._classes_by_id) else None
             if cls is None:  # a host's class Python has not bound yet: bind it now
-                cls = next((b(self, native_class) for b in _class_binders), None)
+                pointer = class_pointer(native_class)  # what the binders take
+                cls = next((b(self, pointer) for b in _class_binders), None)
                 if cls is None:
                     return None
             class_layout(cls)
@@ -749,17 +737,26 @@ class Runtime(_core.RuntimeCore):
                 # again, with no Python code before the call.
                 if self._closing:
                     return None
-                if lib.zs_resolve_for_conjugate(self._ptr, handle, self._object_out) != 0:
+                address = self._heap_resolve_for_conjugate(handle)
+                if address is None:
                     return None
-                adopted: Object = self._adopt(cls, handle, api_address(self._object_out[0]))
+                adopted: Object = self._adopt(cls, handle, address)
                 return adopted
             finally:
                 self._adopting -= 1
 
     def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
-        flag = ffi.new("int *")
-        check(self._call(function, handle, flag), "query", self)
-        return bool(flag[0])
+        """A yes/no question about one object, asked through a cffi function
+        of the native library (for code that still calls through cffi)."""
+        with self._lock:
+            status, answer = query(function, self._live_ptr(), handle)
+        check(status, "query", self)
+        return answer
+
+    def _resolve_class(self, name: str) -> bool:
+        """The C class resolver's call (zs_find_class missed ``name``):
+        ``_resolve_class_named``."""
+        return _resolve_class_named(self, name)
 
     def __repr__(self) -> str:
         if self._closed:
@@ -795,10 +792,8 @@ class RuntimeActivation:
         self._runtime._leave_current()
 
 
-_NAME_AUTO = lib.ZS_NAME_AUTO
+_NAME_AUTO = _core.NAME_AUTO
 _CLOSED = "the runtime has been closed"  # the ExpiredConjugateError of a closed runtime
-_object_new_conjugate = lib.zs_object_new_conjugate
-_FIRST_REF = lib.ZS_FIRST_REF  # zs_object_new_conjugate returns a status below it
 context.set_default_factory(Runtime)
 
 
@@ -825,17 +820,19 @@ def _declared_classes(name: str) -> list[type[Object]]:
     return found
 
 
-def _resolve_class(user: Any, native: Any, name: Any) -> int:
+def _resolve_class_named(runtime: Runtime, name: str) -> bool:
     """zs_find_class missed ``name`` (native code creating a class by
     name): register the Python class of that name in the runtime, if
-    exactly one is declared. An exception cannot cross into C: cffi
-    reports it (as an unraisable error) and the lookup fails."""
-    runtime = next((r for r in list(_open_runtimes) if r._ptr == native), None)
-    if runtime is None or runtime._closing:
-        return int(lib.ZS_E_INVALID)
+    exactly one is declared; whether it was. The C core's class resolver
+    (native/binding/heap_calls.c) calls this, through
+    ``Runtime._resolve_class``, for an open runtime that is not closing; an
+    exception cannot cross into C: it is reported as unraisable and the
+    lookup fails."""
+    if runtime._closing:
+        return False
     candidates = [
         cls
-        for cls in _declared_classes(ffi.string(name).decode("utf-8", "replace"))
+        for cls in _declared_classes(name)
         # A subclass of another runtime's host class cannot live here.
         if all(
             base in runtime._native_classes
@@ -844,14 +841,9 @@ def _resolve_class(user: Any, native: Any, name: Any) -> int:
         )
     ]
     if len(candidates) != 1:
-        return int(lib.ZS_E_INVALID)  # none, or ambiguous: native code must say which
-    runtime._native_class(candidates[0])
-    return int(lib.ZS_OK)
-
-
-_resolve_class_callback = ffi.callback(
-    "zs_status(void *, zs_runtime *, const char *)", _resolve_class, error=lib.ZS_E_CALL_FAILED
-)
+        return False  # none, or ambiguous: native code must say which
+    runtime._native_class_address(candidates[0])
+    return True
 
 
 def runtime_of(obj: Object) -> Runtime:
