@@ -1,4 +1,4 @@
-/* Calls from native code into Python: the zs_call_handler of every runtime.
+/* Calls from native code into Python: the zs_managed_call_handler of every runtime.
  *
  * A native host calls zs_call_function / zs_call_each (native/src/calls.c);
  * the heap calls this handler without holding its lock. Every call is made
@@ -653,10 +653,23 @@ static int keep_current(zs_core_state *state, PyObject *current) {
     return token != NULL ? 0 : -1;
 }
 
-/* One call on a live object of an open runtime (`rt` held by the caller). */
+/* The conjugate a call from native code runs on: from the table, else made
+ * from `target` (the object the heap recorded as having one under the
+ * call's own lock, zs_set_managed_call_handler), else resolved and made (a
+ * second lock). A new reference, None when the object is gone, or NULL. */
+static PyObject *callee_of(zs_runtime_core *rt, zs_ref object, zs_object *target) {
+    zs_conjugate *found = zs_table_get(rt, object);
+    if (found != NULL) return Py_NewRef((PyObject *)found);
+    if (rt->native == NULL || rt->closing) Py_RETURN_NONE;
+    return target != NULL ? zs_make_conjugate(rt, object, target)
+                          : zs_resolve_conjugate(rt, object); /* may adopt: Python code */
+}
+
+/* One call on a live object of an open runtime (`rt` held by the caller);
+ * `target`, when not NULL, is the object itself (callee_of). */
 static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref object,
-                             const char *function, char *params) {
-    PyObject *self = zs_conjugate_of(rt, object); /* may adopt: Python code */
+                             zs_object *target, const char *function, char *params) {
+    PyObject *self = callee_of(rt, object, target);
     if (self == NULL) {
         zs_status status = rt->closing ? ZS_E_STALE : ZS_E_CALL_FAILED;
         PyErr_WriteUnraisable(NULL);
@@ -734,9 +747,13 @@ static int gil_held_here(void) {
 #endif
 }
 
-/* The zs_call_handler: `user` is this module's state. */
-static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, const char *function,
-                              void *params) {
+/* The zs_managed_call_handler: `user` is this module's state. `target` is
+ * used only when this thread held the GIL since before the call: the
+ * expiry that must precede the object's free needs the GIL, so it cannot
+ * have run since the heap checked the object. Otherwise the object is
+ * resolved again. */
+static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, zs_object *target,
+                              const char *function, void *params) {
     zs_core_state *state = user;
     int held = gil_held_here();
     PyGILState_STATE gil = held ? PyGILState_LOCKED : PyGILState_Ensure();
@@ -744,7 +761,7 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, con
     zs_runtime_core *rt = zs_open_runtime_of(state, native);
     if (rt != NULL && !rt->closing) {
         Py_INCREF(rt);
-        status = call_object(state, rt, object, function, params);
+        status = call_object(state, rt, object, held ? target : NULL, function, params);
         Py_DECREF(rt);
     }
     if (!held) PyGILState_Release(gil);
@@ -774,7 +791,7 @@ PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs)
 }
 
 /* call_handler() -> (handler address, user address): what Python passes to
- * zs_set_call_handler for every runtime. */
+ * zs_set_managed_call_handler for every runtime. */
 PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused) {
     (void)unused;
     zs_core_state *state = zs_state_of_module(module);
@@ -782,7 +799,7 @@ PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused) {
         PyErr_SetString(PyExc_RuntimeError, "call_handler: configure_calls() first");
         return NULL;
     }
-    zs_call_handler handler = call_handler;
+    zs_managed_call_handler handler = call_handler;
     return Py_BuildValue("KK", (unsigned long long)(uintptr_t)handler,
                          (unsigned long long)(uintptr_t)state);
 }

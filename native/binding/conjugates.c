@@ -627,6 +627,11 @@ PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle) {
     if (rt->native == NULL || rt->closing) Py_RETURN_NONE; /* no new proxy while closing */
     zs_object *object = NULL;
     if (zs_resolve_for_conjugate(rt->native, handle, &object) != ZS_OK) Py_RETURN_NONE;
+    return zs_make_conjugate(rt, handle, object);
+}
+
+PyObject *zs_make_conjugate(zs_runtime_core *rt, zs_ref handle, zs_object *object) {
+    assert(zs_table_get(rt, handle) == NULL && rt->native != NULL && !rt->closing);
     uint32_t id = zs_class_id(object->cls);
     PyObject *cls = id < rt->class_capacity ? rt->classes[id] : NULL;
     if (cls == NULL) {

@@ -747,6 +747,10 @@ PyObject *zs_raise_expired(zs_conjugate *conjugate);
 void zs_python_api_init(zs_core_state *state);
 int zs_add_conjugate_types(PyObject *module, zs_core_state *state);
 PyObject *zs_resolve_conjugate(zs_runtime_core *rt, zs_ref handle);
+/* The new conjugate of `object` (handle `handle`, which has none in the
+ * table), already recorded by the heap as having one: a new reference, or
+ * NULL with an error. The runtime is open and not closing. */
+PyObject *zs_make_conjugate(zs_runtime_core *rt, zs_ref handle, zs_object *object);
 /* The conjugate of a handle (from the table, else adopted by Python), None
  * for a null or dead handle: a new reference, or NULL with an error. */
 PyObject *zs_conjugate_of(zs_runtime_core *rt, zs_ref handle);

@@ -150,8 +150,8 @@ static zs_status resolve_class(void *user, zs_runtime *native, const char *name)
     return status;
 }
 
-/* RuntimeCore._heap_set_handlers(handler, user, resolve): set the call
- * handler (addresses from _core.call_handler(); 0, 0 removes it) and, with
+/* RuntimeCore._heap_set_handlers(handler, user, resolve): set the managed
+ * call handler (addresses from _core.call_handler(); 0, 0 removes it) and, with
  * `resolve`, this module's class resolver (else none): the heap calls
  * Python through them. */
 PyObject *zs_rt_set_handlers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -165,7 +165,7 @@ PyObject *zs_rt_set_handlers(PyObject *self, PyObject *const *args, Py_ssize_t n
     zs_runtime *native = open_native(rt);
     if (native == NULL) return NULL;
     /* The call handler's address comes from this module (call_handler()). */
-    zs_set_call_handler(native, (zs_call_handler)(uintptr_t)handler, user);
+    zs_set_managed_call_handler(native, (zs_managed_call_handler)(uintptr_t)handler, user);
     zs_set_class_resolver(native, resolve ? resolve_class : NULL, resolve ? rt->state : NULL);
     Py_RETURN_NONE;
 }

@@ -300,7 +300,7 @@ static PyMethodDef core_functions[] = {
     {"refuse_reclassing", zs_refuse_reclassing, METH_O,
      "Refuse object.__dict__['__class__'].__set__ on conjugates (an audit hook, once)."},
     {"call_handler", zs_call_handler_addresses, METH_NOARGS,
-     "(handler, user) addresses for zs_set_call_handler."},
+     "(handler, user) addresses for zs_set_managed_call_handler."},
     {"set_context_var", set_context_var, METH_VARARGS,
      "variable.set(value) -> Token, told to the memo of the current runtime."},
     {"reset_context_var", reset_context_var, METH_VARARGS,

@@ -820,6 +820,17 @@ zs_status zs_gc_expire(zs_runtime *rt, uint32_t limit, uint32_t *out_taken);
 typedef zs_status (*zs_call_handler)(void *user, zs_runtime *rt, zs_ref object,
                                      const char *function, void *params);
 void zs_set_call_handler(zs_runtime *rt, zs_call_handler handler, void *user);
+/* The managed side's handler, as zs_call_handler with `target`: the object
+   itself, recorded as having a conjugate (as zs_resolve_for_conjugate
+   records it) under the lock that checked the call, so that the managed
+   side makes its proxy with no second lock. The object is not freed before
+   the managed side has seen it die (its expiry handler, or
+   zs_gc_take_expiring), so `target` stays valid while the handler runs on
+   a thread that has held, since before the call, whatever that needs (for
+   Python, the GIL). Setting either handler replaces the other. */
+typedef zs_status (*zs_managed_call_handler)(void *user, zs_runtime *rt, zs_ref object,
+                                             zs_object *target, const char *function, void *params);
+void zs_set_managed_call_handler(zs_runtime *rt, zs_managed_call_handler handler, void *user);
 /* Call an overridable function of a live object (Unreal's ProcessEvent).
    The runtime lock is not held during the call: the managed function may
    use the whole API (create, store, collect). ZS_E_STALE or ZS_E_DYING for

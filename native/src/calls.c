@@ -30,6 +30,15 @@
 void zs_set_call_handler(zs_runtime *rt, zs_call_handler handler, void *user) {
     ZS_LOCK(rt);
     rt->call_handler = handler;
+    rt->managed_call_handler = NULL;
+    rt->call_handler_user = user;
+    ZS_UNLOCK(rt);
+}
+
+void zs_set_managed_call_handler(zs_runtime *rt, zs_managed_call_handler handler, void *user) {
+    ZS_LOCK(rt);
+    rt->call_handler = NULL;
+    rt->managed_call_handler = handler;
     rt->call_handler_user = user;
     ZS_UNLOCK(rt);
 }
@@ -64,21 +73,31 @@ void zs_call_leave(zs_runtime *rt) {
    describes (NULL entry: an event nobody implements). */
 typedef struct call_target {
     zs_call_handler handler;
+    zs_managed_call_handler managed;
     void *user;
+    zs_object *object; /* for the managed handler */
     const zs_function_desc *native;
 } call_target;
 
-/* Check one object (live, not dying) and find what runs; with the lock held. */
+/* Check one object (live, not dying) and find what runs; with the lock held.
+   For the managed handler, the object is recorded as having a conjugate
+   now, under this lock (zs_set_managed_call_handler). */
 static zs_status find_target(zs_runtime *rt, zs_ref object, const char *function,
                              call_target *target) {
     zs_status status = may_call(rt);
     if (status == ZS_OK && zs_free_pending(rt)) status = ZS_E_STALE;
-    const zs_item *item = status == ZS_OK ? zs_usable_item(rt, object, &status) : NULL;
+    zs_item *item = status == ZS_OK ? zs_usable_item(rt, object, &status) : NULL;
     target->handler = rt->call_handler;
+    target->managed = rt->managed_call_handler;
     target->user = rt->call_handler_user;
+    target->object = NULL;
     target->native = NULL;
-    if (status == ZS_OK && target->handler == NULL &&
-        zs_find_function(item->object->cls, function, &target->native) != ZS_OK)
+    if (status != ZS_OK) return status;
+    if (target->managed != NULL) {
+        item->flags |= ZS_ITEM_HAS_CONJUGATE;
+        target->object = item->object;
+    } else if (target->handler == NULL &&
+               zs_find_function(item->object->cls, function, &target->native) != ZS_OK)
         status = ZS_E_INVALID;
     return status;
 }
@@ -86,6 +105,8 @@ static zs_status find_target(zs_runtime *rt, zs_ref object, const char *function
 /* Run what find_target found, with no lock. */
 static zs_status run_target(const call_target *target, zs_runtime *rt, zs_ref object,
                             const char *function, void *params) {
+    if (target->managed != NULL)
+        return target->managed(target->user, rt, object, target->object, function, params);
     if (target->handler == NULL) /* an event nobody implements does nothing */
         return target->native->entry != NULL
                    ? target->native->entry(target->native->user, rt, object, params)

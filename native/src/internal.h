@@ -384,9 +384,10 @@ struct zs_runtime {
     bool collecting;
     zs_destroy_hook destroy_hook;
     void *destroy_hook_user;
-    zs_call_handler call_handler; /* the managed side's entry point (calls.c) */
-    void *call_handler_user;
-    zs_expiry_handler expiry_handler; /* the managed side's expiry (gc_purge.c) */
+    zs_call_handler call_handler;                 /* the managed side's entry point (calls.c) */
+    zs_managed_call_handler managed_call_handler; /* or this one (never both set) */
+    void *call_handler_user;                      /* the `user` of either */
+    zs_expiry_handler expiry_handler;             /* the managed side's expiry (gc_purge.c) */
     void *expiry_handler_user;
     zs_free_handler free_handler; /* the managed side lets go first (runtime.c) */
     void *free_handler_user;
