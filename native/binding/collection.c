@@ -59,7 +59,7 @@ static long run_step(zs_runtime_core *rt, collector_step step) {
 }
 
 /* Raise for a failed step as every native failure is raised
- * (zsharp_py/_base/ffi.py, refused). */
+ * (zsharp_py/_base/errors.py, refused). */
 static PyObject *raise_step(zs_runtime_core *rt, long status) {
     PyObject *what = PyUnicode_FromString("collect_garbage");
     Py_XDECREF(what ? zs_call_raise_status(rt->state, (zs_ref)status, what, rt) : NULL);

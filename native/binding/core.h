@@ -877,6 +877,32 @@ PyObject *zs_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize
 /* Add the zsharp.h constants Python needs (MAX_OBJECTS_LIMIT, GC_*,
  * DEBUG_*, CHAIN_*...) and GC_STATS_FIELDS to the module. */
 int zs_add_heap_constants(PyObject *module);
+/* ---- reflection.c: hosts' descriptions, lifetime controls, queries, constants ---- */
+/* Runtime methods (runtime_core_methods, conjugates.c). */
+PyObject *zs_runtime_add_to_root(PyObject *self, PyObject *args);
+PyObject *zs_runtime_remove_from_root(PyObject *self, PyObject *args);
+PyObject *zs_runtime_mark_as_garbage(PyObject *self, PyObject *args);
+PyObject *zs_runtime_dissolve_cluster(PyObject *self, PyObject *args);
+PyObject *zs_runtime_add_strong_ref(PyObject *self, PyObject *args);
+PyObject *zs_runtime_object_writable(PyObject *self, PyObject *args);
+PyObject *zs_runtime_abandon(PyObject *self, PyObject *handle);
+PyObject *zs_runtime_is_rooted(PyObject *self, PyObject *handle);
+PyObject *zs_runtime_is_garbage(PyObject *self, PyObject *handle);
+PyObject *zs_runtime_is_permanent(PyObject *self, PyObject *handle);
+PyObject *zs_runtime_live_handles(PyObject *self, PyObject *what);
+PyObject *zs_runtime_class_id_of(PyObject *self, PyObject *cls);
+PyObject *zs_runtime_class_names(PyObject *self, PyObject *unused);
+PyObject *zs_runtime_find_class(PyObject *self, PyObject *name);
+PyObject *zs_runtime_class_id_at(PyObject *self, PyObject *address);
+PyObject *zs_runtime_describe_class(PyObject *self, PyObject *class_id);
+PyObject *zs_runtime_find_struct(PyObject *self, PyObject *name);
+PyObject *zs_runtime_find_enum(PyObject *self, PyObject *name);
+PyObject *zs_runtime_native_type_traits(PyObject *self, PyObject *kind);
+/* Module functions (core_functions, module.c). */
+PyObject *zs_module_status_message(PyObject *module, PyObject *status);
+PyObject *zs_module_object_header(PyObject *module, PyObject *obj);
+/* The header's constants, added at module initialisation. */
+int zs_add_reflection_constants(PyObject *module);
 
 /* module.c */
 zs_core_state *zs_state_of_module(PyObject *module);

@@ -717,7 +717,6 @@ int zs_add_heap_constants(PyObject *module) {
         {"RUNTIME_DISREGARD_WINDOW", ZS_RUNTIME_DISREGARD_WINDOW},
         {"RUNTIME_BLACK_NOT_ROOTS", ZS_RUNTIME_BLACK_NOT_ROOTS},
         {"NAME_AUTO", ZS_NAME_AUTO},
-        {"MEMBER_VALUE", ZS_MEMBER_VALUE},
         {"GC_IDLE", ZS_GC_IDLE},
         {"GC_MARKING", ZS_GC_MARKING},
         {"GC_PURGE_PENDING", ZS_GC_PURGE_PENDING},

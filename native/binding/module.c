@@ -309,6 +309,11 @@ static PyMethodDef core_functions[] = {
      "The address of the zsharp_python.h table (handles and proxies for C code)."},
     {"managed_functions", managed_functions, METH_NOARGS,
      "The names of the managed side's own protocol, which hosts are not given."},
+    /* reflection.c */
+    {"status_message", zs_module_status_message, METH_O,
+     "The C library's text for a native status."},
+    {"object_header", zs_module_object_header, METH_O,
+     "(name index, name number, outer handle) of a live object's native header."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -339,6 +344,7 @@ static int core_exec(PyObject *module) {
         zs_add_function_types(module, state) < 0 || zs_add_state_types(module, state) < 0 ||
         zs_add_heap_constants(module) < 0)
         return -1;
+    if (zs_add_reflection_constants(module) < 0) return -1;
     return 0;
 }
 

@@ -47,7 +47,6 @@ MAX_OBJECTS_LIMIT: int
 RUNTIME_DISREGARD_WINDOW: int
 RUNTIME_BLACK_NOT_ROOTS: int
 NAME_AUTO: int
-MEMBER_VALUE: int
 GC_IDLE: int
 GC_MARKING: int
 GC_PURGE_PENDING: int
@@ -155,6 +154,26 @@ class RuntimeCore:
     def _heap_reference_chains(
         self, handle: int, max_chains: int, /
     ) -> tuple[int, list[tuple[int, int, int]]]: ...
+    # reflection.c: lifetime controls, queries and hosts' descriptions
+    def _add_to_root(self, handle: int, what: str, /) -> None: ...
+    def _remove_from_root(self, handle: int, what: str, /) -> None: ...
+    def _mark_as_garbage(self, handle: int, what: str, /) -> None: ...
+    def _dissolve_cluster(self, handle: int, what: str, /) -> None: ...
+    def _add_strong_ref(self, handle: int, what: str, /) -> None: ...
+    def _object_writable(self, owner: int, what: str, /) -> None: ...
+    def _abandon(self, handle: int, /) -> None: ...
+    def _is_rooted(self, handle: int, /) -> bool: ...
+    def _is_garbage(self, handle: int, /) -> bool: ...
+    def _is_permanent(self, handle: int, /) -> bool: ...
+    def _live_handles(self, what: str, /) -> list[int]: ...
+    def _class_id_of(self, cls: type, /) -> int: ...
+    def _class_names(self) -> tuple[str, ...]: ...
+    def _find_class(self, name: bytes, /) -> int | None: ...
+    def _class_id_at(self, address: int, /) -> int: ...
+    def _describe_class(self, class_id: int, /) -> ClassRow: ...
+    def _find_struct(self, name: bytes, /) -> StructRow | None: ...
+    def _find_enum(self, name: bytes, /) -> EnumRow | None: ...
+    def _native_type_traits(self, kind: Kind, /) -> tuple[int, int, int, int]: ...
 
 class ObjectConjugate:
     """The C part of an object conjugate (native address, handle, runtime)."""
@@ -499,3 +518,52 @@ def refuse_reclassing(marker: object) -> None:
     holds ``marker`` (and on object conjugates): an audit hook, installed once."""
 
 def call_handler() -> tuple[int, int]: ...
+
+# reflection.c: hosts' descriptions as tuples, status texts, the header's constants
+TypeTraits = tuple[int, int, int]
+"""A native type's (kind, size, flags)."""
+PropertyRow = tuple[str, str, int, int, int, TypeTraits | None]
+"""(name, type text, offset, direction, native type's address or 0, its traits)."""
+FunctionRow = tuple[str, int, int, int, int, tuple[PropertyRow, ...]]
+"""(name, entry, user, flags, block size, parameters)."""
+ClassRow = tuple[
+    str, str | None, int | None, int, int, tuple[PropertyRow, ...], tuple[FunctionRow, ...]
+]
+"""(name, parent's name, parent's id, instance size, address, properties, functions)."""
+StructRow = tuple[str, int, int, tuple[PropertyRow, ...], int]
+"""(name, size, align, members, native type's address)."""
+EnumRow = tuple[str, str, tuple[tuple[str, int], ...]]
+"""(name, underlying type's text, items)."""
+
+def status_message(status: int, /) -> str: ...
+def object_header(obj: Any, /) -> tuple[int, int, int]: ...
+
+OK: int
+E_NOMEM: int
+E_CAPACITY: int
+E_STALE: int
+E_INVALID: int
+E_BUSY: int
+E_EXPIRY_PENDING: int
+E_DYING: int
+E_CORRUPT: int
+E_CALL_FAILED: int
+TYPE_PLAIN: int
+TYPE_OBJECT: int
+TYPE_WEAK_OBJECT: int
+TYPE_STRING: int
+TYPE_STRUCT: int
+TYPE_ARRAY: int
+TYPE_SET: int
+TYPE_MAP: int
+TYPE_OPTIONAL: int
+TYPE_DELEGATE: int
+TYPE_MULTICAST: int
+TYPE_SPARSE: int
+MEMBER_OBJECT: int
+MEMBER_WEAK_OBJECT: int
+MEMBER_OBJECT_ARRAY: int
+MEMBER_VALUE: int
+CLASS_CLUSTER_ROOT: int
+CLASS_IN_CLUSTER: int
+OBJECT_HEADER_SIZE: int

@@ -38,7 +38,6 @@ import pytest
 
 import zsharp_py as zs
 from zsharp_py import Runtime
-from zsharp_py._base.ffi import check, ffi, lib
 from zsharp_py.debug import GcStress
 
 __all__ = ["DEFAULT_STRESS", "zs_runtime", "leak_report"]
@@ -149,16 +148,13 @@ def leak_report(rt: Runtime) -> list[str]:
     leaked = stats.live_objects - stats.permanent_objects
     if leaked > 0:
         lines.append(f"  {leaked} object{'s' if leaked != 1 else ''} still alive:")
-        count = ffi.new("uint32_t *")
-        handles = ffi.new("zs_ref[]", stats.live_objects)
-        check(rt._call(lib.zs_live_handles, handles, stats.live_objects, count), "leak_report", rt)
         listed = 0
-        for handle in handles[0 : min(count[0], stats.live_objects)]:
+        for handle in rt._live_handles("leak_report")[: stats.live_objects]:
             if listed == _MAX_LISTED:
                 lines.append(f"    ... and {leaked - listed} more")
                 break
-            obj = rt._conjugate_of(int(handle))
-            if obj is None or rt._query(lib.zs_is_permanent, obj.handle):
+            obj = rt._conjugate_of(handle)
+            if obj is None or rt._is_permanent(obj.handle):
                 continue
             # One chain each (O(heap) per object): at most _MAX_LISTED of them.
             chains = rt.reference_chains(obj, limit=1)

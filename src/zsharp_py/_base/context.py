@@ -91,6 +91,38 @@ class RuntimeLike(Protocol):
     def _cluster_info(self, handle: int) -> Any:
         """The cluster of an object (``ClusterInfo``), or None."""
 
+    # The heap calls of zsharp_py._core.RuntimeCore (native/binding/reflection.c)
+    # the lower layers make: each raises ExpiredConjugateError once the
+    # runtime is closing, and the exception of a refused call (``what``
+    # names it) as ``check`` does.
+    def _add_to_root(self, handle: int, what: str, /) -> None:
+        """Add an object to the root set."""
+
+    def _remove_from_root(self, handle: int, what: str, /) -> None:
+        """Remove an object from the root set."""
+
+    def _mark_as_garbage(self, handle: int, what: str, /) -> None:
+        """Destroy an object at the next collection."""
+
+    def _dissolve_cluster(self, handle: int, what: str, /) -> None:
+        """Dissolve the cluster an object belongs to."""
+
+    def _add_strong_ref(self, handle: int, what: str, /) -> None:
+        """Take a strong reference to an object (``_release_strong`` drops it)."""
+
+    def _object_writable(self, owner: int, what: str, /) -> None:
+        """Refuse a write into a stale or dying owner, as the heap would."""
+
+    def _abandon(self, handle: int, /) -> None:
+        """Unroot an object whose construction failed and mark it as
+        garbage; statuses ignored, nothing once the runtime is closing."""
+
+    def _is_rooted(self, handle: int, /) -> bool:
+        """Whether an object is in the root set."""
+
+    def _is_garbage(self, handle: int, /) -> bool:
+        """Whether an object is marked as garbage."""
+
 
 current: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "zsharp_current_runtime", default=None

@@ -1,17 +1,24 @@
 """Exceptions raised by zsharp_py, and the Python exception of each native
-status (its text is the C library's own, zs_status_message)."""
+status (its text is the C library's own, zs_status_message): ``check`` and
+``refused`` raise it for a status of a call on a runtime's heap."""
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from .._native_lib import ffi, lib
+from .. import _core
+
+if TYPE_CHECKING:
+    from .context import RuntimeLike
 
 __all__ = [
     "ExpiredConjugateError",
     "HeapCorruptionError",
+    "check",
+    "check_writable",
     "named",
     "raise_status",
+    "refused",
     "status_message",
 ]
 
@@ -28,18 +35,18 @@ class HeapCorruptionError(RuntimeError):
     """``rt.gc.verify()`` found the native heap inconsistent (a bug in zsharp_py)."""
 
 
-# zs_status values, read from the C API (native/include/zsharp.h) by the
-# cffi module: the header is the one place they are written.
-ZS_OK: int = lib.ZS_OK
-ZS_E_NOMEM: int = lib.ZS_E_NOMEM
-ZS_E_CAPACITY: int = lib.ZS_E_CAPACITY
-ZS_E_STALE: int = lib.ZS_E_STALE
-ZS_E_INVALID: int = lib.ZS_E_INVALID
-ZS_E_BUSY: int = lib.ZS_E_BUSY
-ZS_E_EXPIRY_PENDING: int = lib.ZS_E_EXPIRY_PENDING
-ZS_E_DYING: int = lib.ZS_E_DYING
-ZS_E_CORRUPT: int = lib.ZS_E_CORRUPT
-ZS_E_CALL_FAILED: int = lib.ZS_E_CALL_FAILED
+# zs_status values, read from the C API (native/include/zsharp.h) by
+# zsharp_py._core: the header is the one place they are written.
+ZS_OK: int = _core.OK
+ZS_E_NOMEM: int = _core.E_NOMEM
+ZS_E_CAPACITY: int = _core.E_CAPACITY
+ZS_E_STALE: int = _core.E_STALE
+ZS_E_INVALID: int = _core.E_INVALID
+ZS_E_BUSY: int = _core.E_BUSY
+ZS_E_EXPIRY_PENDING: int = _core.E_EXPIRY_PENDING
+ZS_E_DYING: int = _core.E_DYING
+ZS_E_CORRUPT: int = _core.E_CORRUPT
+ZS_E_CALL_FAILED: int = _core.E_CALL_FAILED
 
 # The Python exception of each status; its text comes from zs_status_message
 # (native/src/runtime.c), the only table of status texts.
@@ -58,8 +65,7 @@ _STATUS_EXCEPTIONS: dict[int, type[BaseException]] = {
 
 def status_message(status: int) -> str:
     """The C library's text for a status (``zs_status_message``)."""
-    text: bytes = ffi.string(lib.zs_status_message(status))
-    return text.decode("utf-8")
+    return _core.status_message(status)
 
 
 ExpiredConjugateError.__module__ = "zsharp_py"
@@ -70,6 +76,41 @@ def raise_status(status: int, context: str) -> NoReturn:
     """Raise the Python exception for a non-zero native status."""
     exc = _STATUS_EXCEPTIONS.get(status, RuntimeError)
     raise exc(f"{context}: {status_message(status)}")
+
+
+def check(status: int, context: str, runtime: RuntimeLike | None) -> None:
+    """Raise for a non-zero native status of a call made on ``runtime``'s
+    heap (None only for a call on no runtime: creating one). See ``refused``."""
+    if status:
+        refused(status, context, runtime)
+
+
+def check_writable(runtime: RuntimeLike, owner: int, context: str) -> None:
+    """Before a write that Python makes itself into ``owner``'s memory
+    (plain data: a name, a class id, a persistent id; a struct member by
+    member): raise as the heap would refuse a native write into a stale or
+    dying owner (``ZS_E_DYING``: see ``refused``), or ``ExpiredConjugateError``
+    once the runtime is closing. Nothing to check for ``owner`` 0 (black
+    values). Caller holds the runtime's lock, without which no collection
+    step runs, so the answer holds until the write."""
+    if owner:
+        runtime._object_writable(owner, context)
+
+
+def refused(status: int, context: str, runtime: RuntimeLike | None) -> NoReturn:
+    """Raise the exception for a native status (non-zero) of a call made on
+    ``runtime``'s heap.
+
+    The one place that handles ``ZS_E_DYING``: the heap refused the call
+    because an object it names is dying (gathered by an incremental cycle
+    whose budgeted expiry has not reached its conjugate yet). The runtime
+    expires every pending conjugate first, so the ``ExpiredConjugateError``
+    reaches the caller with that object's ``is_expired`` already True.
+    zsharp_py._core raises every status of its own calls through here.
+    """
+    if status == ZS_E_DYING and runtime is not None:
+        runtime.gc._expire_refused()
+    raise_status(status, context)
 
 
 def named(what: str, error: BaseException) -> BaseException:

@@ -1,27 +1,32 @@
-"""The compiled library and the checks of its calls' statuses.
+"""The cffi module of the library, for the modules that still call it
+through cffi (zsharp_py._core is the way in for the others).
 
 ``lib``/``ffi`` come from the cffi API-mode extension built at install time
 (from ``zsharp.h``). The layouts of classes declared from Python are
-computed from its types' sizes (zsharp_py/_base/layout.py).
+computed from its types' sizes (zsharp_py/_base/layout.py). The checks of
+native statuses (``check``, ``refused``, ``check_writable``) live in
+zsharp_py/_base/errors.py and are re-exported here for those modules.
 """
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 from .._native_lib import ffi, lib
-from .context import RuntimeLike
-from .errors import ZS_E_DYING, raise_status
+from .errors import check, check_writable, refused
 
 __all__ = [
     "ffi",
     "lib",
+    "api_address",
     "check",
     "refused",
     "check_writable",
+    "class_pointer",
 ]
 
 _UINTPTR = ffi.typeof("uintptr_t")
+_CLASS_POINTER = ffi.typeof("zs_class *")
 
 
 def api_address(pointer: Any) -> int:
@@ -29,34 +34,9 @@ def api_address(pointer: Any) -> int:
     return int(ffi.cast(_UINTPTR, pointer))
 
 
-def check(status: int, context: str, runtime: RuntimeLike | None) -> None:
-    """Raise for a non-zero native status of a call made on ``runtime``'s
-    heap (None only for a call on no runtime: creating one). See ``refused``."""
-    if status:
-        refused(status, context, runtime)
-
-
-def check_writable(runtime: RuntimeLike, owner: int, context: str) -> None:
-    """Before a write that Python makes itself into ``owner``'s memory
-    (plain data: a name, a class id, a persistent id; a struct member by
-    member): raise as the heap would refuse a native write into a stale or
-    dying owner (``ZS_E_DYING``: see ``refused``). Nothing to check for
-    ``owner`` 0 (black values). Caller holds the runtime's lock, without
-    which no collection step runs, so the answer holds until the write."""
-    if owner:
-        check(lib.zs_object_writable(runtime._live_ptr(), owner), context, runtime)
-
-
-def refused(status: int, context: str, runtime: RuntimeLike | None) -> NoReturn:
-    """Raise the exception for a native status (non-zero) of a call made on
-    ``runtime``'s heap.
-
-    The one place that handles ``ZS_E_DYING``: the heap refused the call
-    because an object it names is dying (gathered by an incremental cycle
-    whose budgeted expiry has not reached its conjugate yet). The runtime
-    expires every pending conjugate first, so the ``ExpiredConjugateError``
-    reaches the caller with that object's ``is_expired`` already True.
-    """
-    if status == ZS_E_DYING and runtime is not None:
-        runtime.gc._expire_refused()
-    raise_status(status, context)
+def class_pointer(address: int) -> Any:
+    """The ``zs_class *`` at ``address``: the form the runtime layer keeps
+    native classes in (``Runtime._record_class``, ``_native_classes``) while
+    it still calls the library through cffi; the reflection layer, which
+    reads hosts' classes through ``zsharp_py._core``, knows them by address."""
+    return ffi.cast(_CLASS_POINTER, address)

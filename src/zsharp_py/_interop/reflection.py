@@ -3,8 +3,9 @@
 A host describes what it registers in C (``native/include/zsharp.h``,
 "reflection"): each class's properties (name, type as a script writes it,
 offset) and functions (entry, parameter block, directions, events), each
-struct's members, each enum's items. Here those descriptions are read and
-bound, on first use in each runtime, by the same binder as classes declared
+struct's members, each enum's items. ``zsharp_py._core`` reads those
+descriptions into plain tuples (native/binding/reflection.c); here they
+are bound, on first use in each runtime, by the same binder as classes declared
 in Python (``class_layout`` and ``struct_layout``, zsharp_py/_model): a
 host's class becomes a ``zs.Object`` subclass whose properties are the same
 C descriptors, and each of its functions a ``_core.NativeFunction``
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _core
-from .._base.ffi import api_address, ffi, lib
+from .._base.ffi import api_address, class_pointer
 from .._base.generics import key_mentions
 from .._model.kinds import (
     Bool,
@@ -166,44 +167,42 @@ class StructDescription:
     properties: tuple[PropertyDescription, ...]
 
 
-def _text(pointer: Any) -> str:
-    return ffi.string(pointer).decode("utf-8") if pointer != ffi.NULL else ""
-
-
-def _properties(rows: Any, count: int) -> tuple[PropertyDescription, ...]:
+def _properties(rows: tuple[_core.PropertyRow, ...]) -> tuple[PropertyDescription, ...]:
+    """The descriptions of the rows ``zsharp_py._core`` read from the host's."""
     return tuple(
         PropertyDescription(
-            _text(rows[i].name),
-            _text(rows[i].type),
-            int(rows[i].offset),
-            _DIRECTIONS[rows[i].direction] if rows[i].direction < 4 else "in",
-            api_address(rows[i].native),
+            name, type_text, offset, _DIRECTIONS[direction] if direction < 4 else "in", native
         )
-        for i in range(count)
+        for name, type_text, offset, direction, native, _ in rows
     )
 
 
-def _read_class(native: Any) -> ClassDescription:
-    desc = lib.zs_class_describe(native)
-    parent = lib.zs_class_parent(native)
-    functions = tuple(
-        FunctionDescription(
-            _text(f.name),
-            api_address(f.entry),
-            api_address(f.user),
-            bool(f.flags & lib.ZS_FUNCTION_STATIC),
-            bool(f.flags & lib.ZS_FUNCTION_EVENT),
-            int(f.block_size),
-            _properties(f.params, f.param_count),
-        )
-        for f in (desc.functions[i] for i in range(desc.function_count))
-    )
+def _traits(rows: tuple[_core.PropertyRow, ...]) -> tuple[_core.TypeTraits | None, ...]:
+    """What each row's native type is (kind, size, flags), or None."""
+    return tuple(row[5] for row in rows)
+
+
+def _read_class(row: _core.ClassRow) -> ClassDescription:
+    """The description of a class, from the row ``Runtime._describe_class``
+    read (native/binding/reflection.c)."""
+    name, parent, _, size, _, properties, functions = row
     return ClassDescription(
-        _text(desc.name),
-        _text(lib.zs_class_name(parent)) if parent != ffi.NULL else None,
-        int(lib.zs_class_instance_size(native)),
-        _properties(desc.properties, desc.property_count),
-        functions,
+        name,
+        parent,
+        size,
+        _properties(properties),
+        tuple(
+            FunctionDescription(
+                function_name,
+                entry,
+                user,
+                bool(flags & _core.FUNCTION_STATIC),
+                bool(flags & _core.FUNCTION_EVENT),
+                block_size,
+                _properties(parameters),
+            )
+            for function_name, entry, user, flags, block_size, parameters in functions
+        ),
     )
 
 
@@ -279,18 +278,16 @@ class _HostNames(Mapping[str, Any]):
 def _find(runtime: Runtime, name: str) -> type | None:
     """The bound class, struct or enum of the runtime named ``name``, or None."""
     encoded = name.encode("utf-8")
-    pointer = runtime._live_ptr()
     # No resolver here: a script class not registered yet is not the host's.
-    for i in range(lib.zs_class_count(pointer)):
-        native = lib.zs_class_by_id(pointer, i)
-        if ffi.string(lib.zs_class_name(native)) == encoded:
-            return _bind_class(runtime, native)
-    desc_out, type_out = ffi.new("zs_struct_desc **"), ffi.new("zs_type **")
-    if lib.zs_find_struct(pointer, encoded, desc_out, type_out) == lib.ZS_OK:
-        return _bind_struct(runtime, desc_out[0], type_out[0])
-    enum_out = ffi.new("zs_enum_desc **")
-    if lib.zs_find_enum(pointer, encoded, enum_out) == lib.ZS_OK:
-        return _bind_enum(runtime, enum_out[0])
+    class_id = runtime._find_class(encoded)
+    if class_id is not None:
+        return _bind_class_id(runtime, class_id)
+    struct = runtime._find_struct(encoded)
+    if struct is not None:
+        return _bind_struct(runtime, struct)
+    found_enum = runtime._find_enum(encoded)
+    if found_enum is not None:
+        return _bind_enum(runtime, found_enum)
     return None
 
 
@@ -300,15 +297,22 @@ def _scope(runtime: Runtime) -> tuple[dict[str, Any], Mapping[str, Any]]:
 
 
 def _bind_class(runtime: Runtime, native: Any) -> type[Object]:
-    """The conjugate class of a native class of ``runtime``: the Python
-    class registered it, or bind the host's description now."""
-    class_id = int(lib.zs_class_id(native))
+    """The class binder (``add_class_binder``): the conjugate class of a
+    native class of ``runtime``, given in the form the runtime layer keeps
+    native classes in (``api_address`` reads its address)."""
+    return _bind_class_id(runtime, runtime._class_id_at(api_address(native)))
+
+
+def _bind_class_id(runtime: Runtime, class_id: int) -> type[Object]:
+    """The conjugate class of the native class ``class_id`` of ``runtime``:
+    the Python class registered it, or bind the host's description now."""
     known = runtime._classes_by_id[class_id] if class_id < len(runtime._classes_by_id) else None
     if known is not None:
         return known
-    described = _read_class(native)
-    parent_native = lib.zs_class_parent(native)
-    parent = _bind_class(runtime, parent_native) if parent_native != ffi.NULL else Object
+    row = runtime._describe_class(class_id)
+    described = _read_class(row)
+    parent_id, address = row[2], row[4]
+    parent = _bind_class_id(runtime, parent_id) if parent_id is not None else Object
     namespace: dict[str, Any] = {
         "__module__": "zsharp_py.native",
         "__qualname__": described.name,
@@ -318,11 +322,11 @@ def _bind_class(runtime: Runtime, native: Any) -> type[Object]:
     cls = typing.cast("type[Object]", ObjectMeta(described.name, (parent,), namespace))
     type.__setattr__(cls, "_zs_scope", _scope(runtime))
     # Recorded before the layout: a property may name the class itself.
-    runtime._record_class(cls, native, class_id)
+    runtime._record_class(cls, class_pointer(address), class_id)
     _bound(runtime).classes.append(cls)
     layout = class_layout(cls)
     own = layout.properties[len(layout.properties) - layout.own_count :]
-    _check_native_types(runtime, described.name, own, described.properties)
+    _check_native_types(runtime, described.name, own, described.properties, _traits(row[5]))
     for function in described.functions:
         type.__setattr__(cls, function.name, _native_function(runtime, cls, function))
     return cls
@@ -356,8 +360,8 @@ def _native_function(runtime: Runtime, cls: type[Object], function: FunctionDesc
         owner=cls,
         entry=function.entry,
         user=function.user,
-        flags=(lib.ZS_FUNCTION_STATIC if function.is_static else 0)
-        | (lib.ZS_FUNCTION_EVENT if function.is_event else 0),
+        flags=(_core.FUNCTION_STATIC if function.is_static else 0)
+        | (_core.FUNCTION_EVENT if function.is_event else 0),
         size=function.block_size,
         members=tuple(members),
         signature=_signature(function),
@@ -406,16 +410,15 @@ def _class_doc(described: ClassDescription) -> str:
     return "\n".join(lines)
 
 
-def _bind_struct(runtime: Runtime, desc: Any, native_type: Any) -> type[Struct]:
-    """The ``zs.Struct`` subclass of a host's struct in ``runtime``."""
-    name = _text(desc.name)
+def _bind_struct(runtime: Runtime, row: _core.StructRow) -> type[Struct]:
+    """The ``zs.Struct`` subclass of a host's struct in ``runtime``, from
+    the row ``Runtime._find_struct`` read."""
+    name, size, align, members, native_type = row
     bound = _bound(runtime)
     known = bound.structs.get(name)
     if known is not None:
         return known
-    described = StructDescription(
-        name, int(desc.size), int(desc.align), _properties(desc.members, desc.member_count)
-    )
+    described = StructDescription(name, size, align, _properties(members))
     namespace: dict[str, Any] = {
         "__module__": "zsharp_py.native",
         "__qualname__": name,
@@ -427,51 +430,50 @@ def _bind_struct(runtime: Runtime, desc: Any, native_type: Any) -> type[Struct]:
     type.__setattr__(cls, "_zs_scope", _scope(runtime))
     bound.structs[name] = cls
     layout = struct_layout(cls)
-    runtime._preset_native_type(layout.kind, api_address(native_type))
-    _check_native_types(runtime, name, layout.properties, described.properties)
+    runtime._preset_native_type(layout.kind, native_type)
+    _check_native_types(runtime, name, layout.properties, described.properties, _traits(members))
     return cls
 
 
 def _check_native_types(
-    runtime: Runtime, owner: str, infos: Any, properties: tuple[PropertyDescription, ...]
+    runtime: Runtime,
+    owner: str,
+    infos: Any,
+    properties: tuple[PropertyDescription, ...],
+    traits: tuple[_core.TypeTraits | None, ...],
 ) -> None:
     """Refuse a description whose type text and native type disagree: the
     collector traces and frees the member through the native type, Python
-    reads and writes it through the text's kind, so both must be one type."""
-    for info, described in zip(infos, properties, strict=True):
-        kind_type = runtime._native_type(info.kind.kind)
-        plain = lib.zs_type_kind_of(ffi.cast("zs_type *", kind_type)) == lib.ZS_TYPE_PLAIN
+    reads and writes it through the text's kind, so both must be one type
+    (the same type, or one of the same kind, size and flags: ``traits``
+    are the described types', read with the description)."""
+    for info, described, given in zip(infos, properties, traits, strict=True):
+        wanted, *wanted_traits = runtime._native_type_traits(info.kind.kind)
         if not described.native:
-            if plain:
+            if wanted_traits[0] == _core.TYPE_PLAIN:
                 continue
             raise TypeError(
                 f"{owner}.{described.name}: {described.type} is not plain data, so its "
                 "description must give its native type (zs_property_desc.native)"
             )
-        given = ffi.cast("zs_type *", described.native)
-        wanted = ffi.cast("zs_type *", kind_type)
-        if given != wanted and (
-            lib.zs_type_kind_of(given) != lib.zs_type_kind_of(wanted)
-            or lib.zs_type_size(given) != lib.zs_type_size(wanted)
-            or lib.zs_type_flags(given) != lib.zs_type_flags(wanted)
-        ):
+        if described.native != wanted and (given is None or list(given) != wanted_traits):
             raise TypeError(
                 f"{owner}.{described.name}: the description says {described.type}, but its "
                 "native type is another one (zs_property_desc.native)"
             )
 
 
-def _bind_enum(runtime: Runtime, desc: Any) -> type[enum.IntEnum]:
-    """The ``enum.IntEnum`` of a host's enum in ``runtime``: a property of
-    that type stores its underlying integer type."""
-    name = _text(desc.name)
+def _bind_enum(runtime: Runtime, row: _core.EnumRow) -> type[enum.IntEnum]:
+    """The ``enum.IntEnum`` of a host's enum in ``runtime`` (from the row
+    ``Runtime._find_enum`` read): a property of that type stores its
+    underlying integer type."""
+    name, underlying, items = row
     bound = _bound(runtime)
     known = bound.enums.get(name)
     if known is not None:
         return known
-    items = [(_text(desc.items[i].name), int(desc.items[i].value)) for i in range(desc.item_count)]
-    made = enum.IntEnum(name, items, module="zsharp_py.native")  # type: ignore[misc]
-    made._zs_underlying = _TYPE_NAMES[_text(desc.underlying)]  # type: ignore[attr-defined]
+    made = enum.IntEnum(name, list(items), module="zsharp_py.native")  # type: ignore[misc]
+    made._zs_underlying = _TYPE_NAMES[underlying]  # type: ignore[attr-defined]
     bound.enums[name] = made
     return made
 
@@ -512,9 +514,8 @@ def native_classes(*, runtime: Runtime | None = None) -> dict[str, type[Object]]
     in registration order: the host's, bound now, and Python's."""
     rt = _runtime(runtime)
     found: dict[str, type[Object]] = {}
-    for i in range(lib.zs_class_count(rt._live_ptr())):
-        native = lib.zs_class_by_id(rt._live_ptr(), i)
-        found.setdefault(_text(lib.zs_class_name(native)), _bind_class(rt, native))
+    for class_id, name in enumerate(rt._class_names()):
+        found.setdefault(name, _bind_class_id(rt, class_id))
     return found
 
 

@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 from .. import _core
 from .._base import context
 from .._base.context import RuntimeLike
-from .._base.errors import ExpiredConjugateError
+from .._base.errors import ExpiredConjugateError, refused
 from .._base.expiry import FIXED_CLASS, expired_error, expired_reason, expired_subject
-from .._base.ffi import check, ffi, lib, refused
 from .._base.layout import HEADER, Layout, member_name, size_align
 from .hints import type_text, unsupported_hint
 from .kinds import PYTHON_SHORTHANDS, Int32, PropertyKind, Scalar, ScalarKind
@@ -63,8 +62,8 @@ _RESERVED = frozenset(
     }
 )
 
-ZS_CLASS_CLUSTER_ROOT: int = lib.ZS_CLASS_CLUSTER_ROOT
-ZS_CLASS_IN_CLUSTER: int = lib.ZS_CLASS_IN_CLUSTER
+ZS_CLASS_CLUSTER_ROOT: int = _core.CLASS_CLUSTER_ROOT
+ZS_CLASS_IN_CLUSTER: int = _core.CLASS_IN_CLUSTER
 
 
 @dataclass
@@ -372,7 +371,7 @@ def _create_initialized(
     with runtime._lock:  # no collection between the creation and the strong reference
         obj = _create(cls, name, outer)
         handle = obj._h
-        check(runtime._call(lib.zs_add_strong_ref, handle), f"{cls.__name__}()", runtime)
+        runtime._add_strong_ref(handle, f"{cls.__name__}()")
     try:
         result = cls.__init__(obj, *args, **arguments)
         if result is not None:
@@ -380,15 +379,9 @@ def _create_initialized(
                 f"{cls.__name__}.__init__() should return None, not '{type(result).__name__}'"
             )
     except BaseException:
-        with runtime._lock:
-            # Each call checked just before it: a signal handler run between
-            # the two may close the runtime.
-            if not runtime._closed:
-                lib.zs_remove_from_root(
-                    runtime._live_ptr(), handle
-                )  # fails harmlessly if not rooted
-            if not runtime._closed:
-                lib.zs_mark_as_garbage(runtime._live_ptr(), handle)
+        # Both in one call, with no Python code between them; nothing once
+        # the runtime is closing (it was closed meanwhile: the object is gone).
+        runtime._abandon(handle)
         raise
     finally:
         runtime._release_strong(handle)
@@ -531,13 +524,13 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     @property
     def name(self) -> str:
         """The object's name (``"Actor_3"`` when none was given)."""
-        header = self._header()
-        return self._rt._name_text(header.name_index, header.name_number)
+        index, number, _ = _core.object_header(self)
+        return self._rt._name_text(index, number)
 
     @property
     def outer(self) -> Object | None:
         """The outer object (an immutable reference that keeps it alive)."""
-        ref = self._header().outer
+        _, _, ref = _core.object_header(self)
         return self._rt._conjugate_of(ref) if ref else None
 
     @property
@@ -559,19 +552,17 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     def add_to_root(self) -> None:
         """Add the object to the root set: it survives every collection."""
         runtime = self._live_runtime()
-        check(runtime._call(lib.zs_add_to_root, self._h), self._what("add_to_root"), runtime)
+        runtime._add_to_root(self._h, self._what("add_to_root"))
 
     def remove_from_root(self) -> None:
         """Remove the object from the root set."""
         runtime = self._live_runtime()
-        check(
-            runtime._call(lib.zs_remove_from_root, self._h), self._what("remove_from_root"), runtime
-        )
+        runtime._remove_from_root(self._h, self._what("remove_from_root"))
 
     @property
     def is_rooted(self) -> bool:
         """Whether the object is in the root set."""
-        return self._live_runtime()._query(lib.zs_is_rooted, self._h)
+        return self._live_runtime()._is_rooted(self._h)
 
     def mark_as_garbage(self) -> None:
         """Destroy the object at the next collection even if it is referenced.
@@ -581,14 +572,12 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
         objects' ``outer`` (an immutable reference) still keep it alive.
         """
         runtime = self._live_runtime()
-        check(
-            runtime._call(lib.zs_mark_as_garbage, self._h), self._what("mark_as_garbage"), runtime
-        )
+        runtime._mark_as_garbage(self._h, self._what("mark_as_garbage"))
 
     @property
     def is_garbage(self) -> bool:
         """Whether ``mark_as_garbage`` was called on the object."""
-        return self._live_runtime()._query(lib.zs_is_garbage, self._h)
+        return self._live_runtime()._is_garbage(self._h)
 
     # ---- clusters -------------------------------------------------------
     def create_cluster(self) -> int:
@@ -608,9 +597,7 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     def dissolve_cluster(self) -> None:
         """Turn the cluster this object belongs to back into ordinary objects."""
         runtime = self._live_runtime()
-        check(
-            runtime._call(lib.zs_dissolve_cluster, self._h), self._what("dissolve_cluster"), runtime
-        )
+        runtime._dissolve_cluster(self._h, self._what("dissolve_cluster"))
 
     @property
     def cluster(self) -> ClusterInfo | None:
@@ -631,10 +618,6 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
         """The runtime, after checking that this conjugate has not expired."""
         self._live_address()
         return self._rt
-
-    def _header(self) -> Any:
-        """The native ``zs_object`` header (checks expiry)."""
-        return ffi.cast(_HEADER_POINTER, self._live_address())
 
     def _what(self, action: str) -> str:
         return f"{type(self).__name__}.{action}"
@@ -705,15 +688,12 @@ def _reference_store_refused(runtime: RuntimeLike, status: int, what: str) -> No
     refused(status, what, runtime)
 
 
-_HEADER_POINTER = ffi.typeof("zs_object *")
-
-
 class ObjectRefKind(PropertyKind):
     """A strong, killable object reference (``target: "Actor | None"``)."""
 
     __slots__ = ("target",)
     member_type = "uint64_t"
-    member_kind = lib.ZS_MEMBER_OBJECT
+    member_kind = _core.MEMBER_OBJECT
 
     def __init__(self, target: type[Object]) -> None:
         self.target = target
@@ -755,7 +735,7 @@ class ObjectRefKind(PropertyKind):
         return _core.Kind(
             _core.KIND_OBJECT,
             *size_align(self.member_type),
-            lib.ZS_TYPE_OBJECT,
+            _core.TYPE_OBJECT,
             self.describe(),
             cls=self.target,
         )
@@ -767,7 +747,7 @@ class WeakRefKind(PropertyKind):
 
     __slots__ = ("target", "pointer_class")
     member_type = "uint64_t"
-    member_kind = lib.ZS_MEMBER_WEAK_OBJECT
+    member_kind = _core.MEMBER_WEAK_OBJECT
 
     def __init__(self, target: type[Object], pointer_class: type) -> None:
         self.target = target
@@ -796,7 +776,7 @@ class WeakRefKind(PropertyKind):
         return _core.Kind(
             _core.KIND_WEAK,
             *size_align(self.member_type),
-            lib.ZS_TYPE_WEAK_OBJECT,
+            _core.TYPE_WEAK_OBJECT,
             self.describe(),
             cls=self.target,
             decode=self.pointer_class,
@@ -920,7 +900,7 @@ def class_layout(cls: type[Object]) -> ClassLayout:
     inherited = list(parent_layout.properties) if parent_layout else []
     described: Described | None = cls.__dict__.get("_zs_description")
     if described is not None:  # a host's class: its description says where each property is
-        start = parent_layout.size if parent_layout else ffi.sizeof("zs_object")
+        start = parent_layout.size if parent_layout else _core.OBJECT_HEADER_SIZE
         own = described_properties(cls, described, start, len(inherited))
         size = described.size
     else:
@@ -1065,7 +1045,7 @@ def _initial_image(
     header, which the native side copies in at creation, and the rest
     (``(defaults, initializers)``) left to run after creation. The image
     only ever holds plain data: a reference member stays zero in it."""
-    header = ffi.sizeof("zs_object")
+    header = _core.OBJECT_HEADER_SIZE
     buffer = bytearray(size)
     defaults: list[PropertyInfo] = []
     initializers: list[PropertyInfo] = []

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from .. import _core
 from .._base.errors import ExpiredConjugateError
 from .._base.expiry import REASON_CLOSED, REASON_DISPOSED
-from .._base.ffi import check, lib
 from .._model.object import Object, WeakRefKind, object_target
 from .._runtime.runtime import Runtime, runtime_of
 
@@ -96,7 +95,7 @@ class StrongObjectPtr(Generic[T]):
             raise TypeError("StrongObjectPtr is already initialised; create a new one")
         runtime = runtime_of(obj)
         self._disposed = REASON_DISPOSED  # until the native reference is really taken
-        check(runtime._call(lib.zs_add_strong_ref, obj._h), "StrongObjectPtr", runtime)
+        runtime._add_strong_ref(obj._h, "StrongObjectPtr")
         self._rt, self._h, self._target = runtime, obj._h, obj
         self._disposed = None
 

@@ -38,7 +38,6 @@ from typing_extensions import Self, TypeVar
 
 from .. import _core
 from .._base import context
-from .._base.ffi import lib
 from .._base.generics import TypeParameters, forget_cached
 from .._base.layout import Layout, size_align
 from .._model.kinds import PropertyKind, Scalar, ScalarKind, UInt32
@@ -384,7 +383,11 @@ class SubclassOfKind(_PointerKind):
 
         def encode(runtime: Runtime, value: Any) -> bytes:
             cls = wrapper._convert(what, value)
-            stored = 0 if cls is None else lib.zs_class_id(runtime._native_class(cls)) + 1
+            if cls is None:
+                stored = 0
+            else:
+                runtime._native_class(cls)  # registered here on first use
+                stored = runtime._class_id_of(cls) + 1
             return int(stored).to_bytes(4, sys.byteorder)
 
         def decode(runtime: Runtime, raw: bytes) -> Any:
@@ -395,7 +398,7 @@ class SubclassOfKind(_PointerKind):
         return _core.Kind(
             _core.KIND_PLAIN,
             *size_align(self.member_type),
-            lib.ZS_TYPE_PLAIN,
+            _core.TYPE_PLAIN,
             what,
             flags=_core.KIND_BITWISE,
             encode=encode,
@@ -626,7 +629,7 @@ class LazyObjectKind(_PointerKind):
             _core.KIND_PLAIN,
             _LAZY_LAYOUT.size,
             _LAZY_LAYOUT.align,
-            lib.ZS_TYPE_PLAIN,
+            _core.TYPE_PLAIN,
             what,
             flags=_core.KIND_BITWISE,
             encode=encode,
@@ -933,7 +936,7 @@ class SoftKind(_PointerKind):
         return _core.Kind(
             _core.KIND_STRING,
             *size_align(self.member_type),
-            lib.ZS_TYPE_STRING,
+            _core.TYPE_STRING,
             what,
             unit=1,
             flags=_core.KIND_VIEW,
@@ -1104,7 +1107,7 @@ class ScriptInterfaceKind(_PointerKind):
             _core.KIND_STRUCT,
             _INTERFACE_LAYOUT.size,
             _INTERFACE_LAYOUT.align,
-            lib.ZS_TYPE_STRUCT,
+            _core.TYPE_STRUCT,
             what,
             flags=_core.KIND_VIEW,
             cls=wrapper,

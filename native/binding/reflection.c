@@ -1,0 +1,538 @@
+/* What Python asks of the heap outside the hot paths, in C: a host's
+ * descriptions of its classes, structs and enums, read into plain tuples
+ * (zsharp_py/_interop/reflection.py binds them); an object's lifetime
+ * controls (roots, strong references, garbage, clusters:
+ * zsharp_py/_model/object.py, zsharp_py/_types/object_pointers.py); the
+ * checks and queries of the lower layers and of zsharp_py.testing; the
+ * status texts and the header's constants. With these, _core is Python's
+ * one way into the native library for all of them.
+ *
+ * Every entry converts its arguments completely first (an __index__ may
+ * run Python code that closes the runtime), then checks that the runtime
+ * is open, then calls the heap, with no Python code in between (rule 12 of
+ * docs/design.md); a description is read into tuples with Python's cycle
+ * collector paused (reflection_read), so that no finaliser runs while the
+ * native memory is being read. A runtime that is closing or closed raises
+ * ExpiredConjugateError("the runtime has been closed"), as
+ * Runtime._live_ptr() did once closed (close() sets `closing` first, and
+ * these calls take no Python lock to wait for it), and a native status is
+ * raised by Python's `refused` (zs_call_raise_status), as `check` raised
+ * it. The GIL is held throughout: every call is short (rule 10; the heap
+ * releases its own lock before it calls anything that may need the GIL,
+ * native/src/gc_purge.c).
+ */
+#include "value.h"
+
+/* Whether `rt` may be used: 1, or 0 with ExpiredConjugateError once it is
+ * closing or closed (its heap may be going). */
+static int reflection_open(const zs_runtime_core *rt) {
+    if (rt->native != NULL && !rt->closing) return 1;
+    PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
+    return 0;
+}
+
+/* A handle or other uint64 argument, converted as cffi converted it (an
+ * int or an object with __index__; OverflowError outside uint64): 0, or -1
+ * with an error. May run Python code (__index__): call before resolving
+ * anything. */
+static int reflection_u64(PyObject *value, uint64_t *out) {
+    PyObject *index = PyNumber_Index(value);
+    if (index == NULL) return -1;
+    unsigned long long converted = PyLong_AsUnsignedLongLong(index);
+    Py_DECREF(index);
+    if (converted == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    *out = (uint64_t)converted;
+    return 0;
+}
+
+/* A C string of a description as a str ("" for NULL); UnicodeDecodeError
+ * for text that is not UTF-8, as bytes.decode("utf-8") raised. */
+static PyObject *reflection_text(const char *text) {
+    if (text == NULL) text = "";
+    return PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "strict");
+}
+
+/* What an entry that reads a description does after the runtime check:
+ * `read(rt, arg)` builds its answer, with Python's cycle collector paused
+ * meanwhile, since allocating a tuple may start a collection, whose
+ * finalisers may run any Python code (close the runtime, free the classes
+ * and types being read). Nothing else the read calls runs Python code. */
+static PyObject *reflection_read(zs_runtime_core *rt, const void *arg,
+                                 PyObject *(*read)(zs_runtime_core *rt, const void *arg)) {
+    int collecting = PyGC_Disable();
+    PyObject *out = read(rt, arg);
+    if (collecting) PyGC_Enable();
+    return out;
+}
+
+/* ---- lifetime controls and queries ------------------------------------------ */
+
+/* The heap calls that take one handle and answer a status. */
+typedef zs_status (*handle_call)(zs_runtime *rt, zs_ref ref);
+
+/* `call(native, handle)` on `self`'s heap for args (handle, what): None,
+ * or the exception of its status (`what` names the call in it). */
+static PyObject *reflection_handle_call(PyObject *self, PyObject *args, handle_call call,
+                                        const char *format) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    PyObject *handle, *what;
+    zs_ref ref;
+    if (!PyArg_ParseTuple(args, format, &handle, &what) || reflection_u64(handle, &ref) < 0)
+        return NULL;
+    if (!reflection_open(rt)) return NULL;
+    zs_status status = call(rt->native, ref);
+    if (status != ZS_OK) return zs_call_raise_status(rt->state, status, what, rt);
+    Py_RETURN_NONE;
+}
+
+/* Runtime._add_to_root(handle, what): Object.add_to_root. */
+PyObject *zs_runtime_add_to_root(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_add_to_root, "OU:_add_to_root");
+}
+
+/* Runtime._remove_from_root(handle, what): Object.remove_from_root. */
+PyObject *zs_runtime_remove_from_root(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_remove_from_root, "OU:_remove_from_root");
+}
+
+/* Runtime._mark_as_garbage(handle, what): Object.mark_as_garbage. */
+PyObject *zs_runtime_mark_as_garbage(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_mark_as_garbage, "OU:_mark_as_garbage");
+}
+
+/* Runtime._dissolve_cluster(handle, what): Object.dissolve_cluster. */
+PyObject *zs_runtime_dissolve_cluster(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_dissolve_cluster, "OU:_dissolve_cluster");
+}
+
+/* Runtime._add_strong_ref(handle, what): a strong reference Python holds
+ * (StrongObjectPtr, an object whose Python __init__ runs). */
+PyObject *zs_runtime_add_strong_ref(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_add_strong_ref, "OU:_add_strong_ref");
+}
+
+/* Runtime._object_writable(owner, what): refuse, as the heap refuses a
+ * native write, a write Python makes itself into a stale or dying owner
+ * (zsharp_py/_base/errors.py, check_writable). */
+PyObject *zs_runtime_object_writable(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_object_writable, "OU:_object_writable");
+}
+
+/* Runtime._abandon(handle): take an object Python was building out of the
+ * root set and mark it as garbage (its Python __init__ raised), statuses
+ * ignored (it may not be rooted); nothing once the runtime is closed (its
+ * object went with it). */
+PyObject *zs_runtime_abandon(PyObject *self, PyObject *handle) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    zs_ref ref;
+    if (reflection_u64(handle, &ref) < 0) return NULL;
+    if (rt->native != NULL && !rt->closing) {
+        (void)zs_remove_from_root(rt->native, ref);
+        (void)zs_mark_as_garbage(rt->native, ref);
+    }
+    Py_RETURN_NONE;
+}
+
+/* The heap's yes/no questions about one object. */
+typedef zs_status (*handle_query)(zs_runtime *rt, zs_ref ref, int *out);
+
+/* `query(native, handle)` on `self`'s heap: True or False, or the
+ * exception of its status (named "query", as Runtime._query named it). */
+static PyObject *reflection_query(PyObject *self, PyObject *handle, handle_query query) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    zs_ref ref;
+    if (reflection_u64(handle, &ref) < 0 || !reflection_open(rt)) return NULL;
+    int answer = 0;
+    zs_status status = query(rt->native, ref, &answer);
+    if (status == ZS_OK) return PyBool_FromLong(answer);
+    PyObject *what = PyUnicode_FromString("query");
+    if (what != NULL) zs_call_raise_status(rt->state, status, what, rt);
+    Py_XDECREF(what);
+    return NULL;
+}
+
+/* Runtime._is_rooted(handle): Object.is_rooted. */
+PyObject *zs_runtime_is_rooted(PyObject *self, PyObject *handle) {
+    return reflection_query(self, handle, zs_is_rooted);
+}
+
+/* Runtime._is_garbage(handle): Object.is_garbage. */
+PyObject *zs_runtime_is_garbage(PyObject *self, PyObject *handle) {
+    return reflection_query(self, handle, zs_is_garbage);
+}
+
+/* Runtime._is_permanent(handle): made permanent by disregard_for_gc (a
+ * leak report leaves it out). */
+PyObject *zs_runtime_is_permanent(PyObject *self, PyObject *handle) {
+    return reflection_query(self, handle, zs_is_permanent);
+}
+
+/* Runtime._live_handles(what) -> the handles of every live object, in
+ * index order (zsharp_py.testing's leak report). */
+PyObject *zs_runtime_live_handles(PyObject *self, PyObject *what) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (!PyUnicode_Check(what)) {
+        PyErr_SetString(PyExc_TypeError, "_live_handles: what must be a str");
+        return NULL;
+    }
+    if (!reflection_open(rt)) return NULL;
+    uint32_t count = zs_live_objects(rt->native), found = 0;
+    zs_ref *handles = NULL;
+    for (;;) { /* another thread may create objects between the count and the copy */
+        zs_ref *grown = PyMem_Realloc(handles, ((size_t)count + 1) * sizeof *grown);
+        if (grown == NULL) {
+            PyMem_Free(handles);
+            return PyErr_NoMemory();
+        }
+        handles = grown;
+        zs_status status = zs_live_handles(rt->native, handles, count, &found);
+        if (status != ZS_OK) {
+            PyMem_Free(handles);
+            return zs_call_raise_status(rt->state, status, what, rt);
+        }
+        if (found <= count) break;
+        count = found;
+    }
+    PyObject *list = PyList_New((Py_ssize_t)found);
+    for (uint32_t i = 0; list != NULL && i < found; i++) {
+        PyObject *handle = PyLong_FromUnsignedLongLong(handles[i]);
+        if (handle == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, handle);
+    }
+    PyMem_Free(handles);
+    return list;
+}
+
+/* ---- classes ------------------------------------------------------------------- */
+
+/* Runtime._class_id_of(cls) -> the native class id of a conjugate class in
+ * this runtime (SubclassOf stores it), once Runtime._native_class(cls) has
+ * registered it there. */
+PyObject *zs_runtime_class_id_of(PyObject *self, PyObject *cls) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (!PyObject_TypeCheck(cls, rt->state->class_type)) {
+        PyErr_SetString(PyExc_TypeError, "_class_id_of: not a conjugate class");
+        return NULL;
+    }
+    if (!reflection_open(rt)) return NULL;
+    uint32_t number = ((zs_class_object *)cls)->number;
+    if (number == 0 || number >= rt->native_count || rt->natives[number] == NULL)
+        return PyErr_Format(PyExc_ValueError, "%s has no native class in this runtime",
+                            ((PyTypeObject *)cls)->tp_name);
+    return PyLong_FromUnsignedLong(zs_class_id(rt->natives[number]));
+}
+
+/* The names of every class of an open runtime, by id (reflection_read). */
+static PyObject *class_names_now(zs_runtime_core *rt, const void *unused) {
+    (void)unused;
+    uint32_t count = zs_class_count(rt->native);
+    PyObject *names = PyTuple_New((Py_ssize_t)count);
+    for (uint32_t i = 0; names != NULL && i < count; i++) {
+        PyObject *name = reflection_text(zs_class_name(zs_class_by_id(rt->native, i)));
+        if (name == NULL) Py_CLEAR(names);
+        else PyTuple_SET_ITEM(names, (Py_ssize_t)i, name);
+    }
+    return names;
+}
+
+/* Runtime._class_names() -> the name of every class registered here, by
+ * class id (a host's and Python's). */
+PyObject *zs_runtime_class_names(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (!reflection_open(rt)) return NULL;
+    return reflection_read(rt, NULL, class_names_now);
+}
+
+/* Runtime._find_class(name: bytes) -> the id of the first class
+ * registered under that UTF-8 name, or None (the resolver is not asked: a
+ * script class not registered yet is not the host's). */
+PyObject *zs_runtime_find_class(PyObject *self, PyObject *name) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (!PyBytes_Check(name)) {
+        PyErr_SetString(PyExc_TypeError, "_find_class: the name must be bytes");
+        return NULL;
+    }
+    if (!reflection_open(rt)) return NULL;
+    size_t length = (size_t)PyBytes_GET_SIZE(name);
+    uint32_t count = zs_class_count(rt->native);
+    for (uint32_t i = 0; i < count; i++) {
+        const char *text = zs_class_name(zs_class_by_id(rt->native, i));
+        if (text != NULL && strlen(text) == length &&
+            memcmp(text, PyBytes_AS_STRING(name), length) == 0)
+            return PyLong_FromUnsignedLong(i);
+    }
+    Py_RETURN_NONE;
+}
+
+/* Runtime._class_id_at(address) -> the id of the class of this runtime at
+ * that address (the form the class binder is given it in); ValueError for
+ * an address that is none of them (none is read). */
+PyObject *zs_runtime_class_id_at(PyObject *self, PyObject *address) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    uint64_t wanted;
+    if (reflection_u64(address, &wanted) < 0 || !reflection_open(rt)) return NULL;
+    uint32_t count = zs_class_count(rt->native);
+    for (uint32_t i = 0; i < count; i++)
+        if ((uint64_t)(uintptr_t)zs_class_by_id(rt->native, i) == wanted)
+            return PyLong_FromUnsignedLong(i);
+    PyErr_SetString(PyExc_ValueError, "_class_id_at: no class of this runtime is there");
+    return NULL;
+}
+
+/* What a description's native type is: (kind, size, flags), or None for
+ * plain data described without one. */
+static PyObject *reflection_type_traits(const zs_type *type) {
+    if (type == NULL) Py_RETURN_NONE;
+    return Py_BuildValue("(kkk)", (unsigned long)zs_type_kind_of(type),
+                         (unsigned long)zs_type_size(type), (unsigned long)zs_type_flags(type));
+}
+
+/* One property, member or parameter: (name, type, offset, direction,
+ * native type's address or 0, its traits or None). */
+static PyObject *reflection_property(const zs_property_desc *row) {
+    PyObject *name = reflection_text(row->name);
+    PyObject *type = name ? reflection_text(row->type) : NULL;
+    PyObject *traits = type ? reflection_type_traits(row->native) : NULL;
+    PyObject *out = traits ? Py_BuildValue("(OOkkKO)", name, type, (unsigned long)row->offset,
+                                           (unsigned long)row->direction,
+                                           (unsigned long long)(uintptr_t)row->native, traits)
+                           : NULL;
+    Py_XDECREF(name);
+    Py_XDECREF(type);
+    Py_XDECREF(traits);
+    return out;
+}
+
+/* A tuple of `count` rows (reflection_property each). */
+static PyObject *reflection_properties(const zs_property_desc *rows, uint32_t count) {
+    PyObject *out = PyTuple_New((Py_ssize_t)(rows != NULL ? count : 0));
+    for (uint32_t i = 0; out != NULL && rows != NULL && i < count; i++) {
+        PyObject *row = reflection_property(&rows[i]);
+        if (row == NULL) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, (Py_ssize_t)i, row);
+    }
+    return out;
+}
+
+/* One function: (name, entry's address, user, flags, block size,
+ * parameters). */
+static PyObject *reflection_function(const zs_function_desc *function) {
+    PyObject *name = reflection_text(function->name);
+    PyObject *params = name ? reflection_properties(function->params, function->param_count) : NULL;
+    PyObject *out = params ? Py_BuildValue("(OKKkkO)", name,
+                                           (unsigned long long)(uintptr_t)function->entry,
+                                           (unsigned long long)(uintptr_t)function->user,
+                                           (unsigned long)function->flags,
+                                           (unsigned long)function->block_size, params)
+                           : NULL;
+    Py_XDECREF(name);
+    Py_XDECREF(params);
+    return out;
+}
+
+/* The description of class `*arg` (a uint64_t id) of an open runtime
+ * (reflection_read). */
+static PyObject *describe_class_now(zs_runtime_core *rt, const void *arg) {
+    uint64_t id = *(const uint64_t *)arg;
+    const zs_class *cls = id < zs_class_count(rt->native) ? zs_class_by_id(rt->native, (uint32_t)id)
+                                                          : NULL;
+    if (cls == NULL) {
+        PyErr_Format(PyExc_ValueError, "_describe_class: no class has id %llu",
+                     (unsigned long long)id);
+        return NULL;
+    }
+    const zs_class_desc *desc = zs_class_describe(cls);
+    const zs_class *parent = zs_class_parent(cls);
+    PyObject *name = reflection_text(desc != NULL ? desc->name : zs_class_name(cls));
+    PyObject *parent_name = NULL, *parent_id = NULL, *properties = NULL, *functions = NULL;
+    if (name != NULL) {
+        parent_name = parent != NULL ? reflection_text(zs_class_name(parent)) : Py_NewRef(Py_None);
+        parent_id = parent != NULL ? PyLong_FromUnsignedLong(zs_class_id(parent))
+                                   : Py_NewRef(Py_None);
+    }
+    if (parent_name != NULL && parent_id != NULL)
+        properties = desc != NULL ? reflection_properties(desc->properties, desc->property_count)
+                                  : PyTuple_New(0);
+    uint32_t function_count = desc != NULL && desc->functions != NULL ? desc->function_count : 0;
+    if (properties != NULL) functions = PyTuple_New((Py_ssize_t)function_count);
+    for (uint32_t i = 0; functions != NULL && i < function_count; i++) {
+        PyObject *function = reflection_function(&desc->functions[i]);
+        if (function == NULL) Py_CLEAR(functions);
+        else PyTuple_SET_ITEM(functions, (Py_ssize_t)i, function);
+    }
+    PyObject *out = functions
+                        ? Py_BuildValue("(OOOkKOO)", name, parent_name, parent_id,
+                                        (unsigned long)zs_class_instance_size(cls),
+                                        (unsigned long long)(uintptr_t)cls, properties, functions)
+                        : NULL;
+    Py_XDECREF(name);
+    Py_XDECREF(parent_name);
+    Py_XDECREF(parent_id);
+    Py_XDECREF(properties);
+    Py_XDECREF(functions);
+    return out;
+}
+
+/* Runtime._describe_class(class_id) -> (name, parent's name or None,
+ * parent's id or None, instance size, address, properties, functions):
+ * the description the class was registered with, read whole. */
+PyObject *zs_runtime_describe_class(PyObject *self, PyObject *class_id) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    uint64_t id;
+    if (reflection_u64(class_id, &id) < 0 || !reflection_open(rt)) return NULL;
+    return reflection_read(rt, &id, describe_class_now);
+}
+
+/* ---- structs, enums and native types -------------------------------------------- */
+
+/* The struct named `name` (UTF-8) of an open runtime (reflection_read). */
+static PyObject *find_struct_now(zs_runtime_core *rt, const void *name) {
+    const zs_struct_desc *desc = NULL;
+    const zs_type *type = NULL;
+    if (zs_find_struct(rt->native, name, &desc, &type) != ZS_OK || desc == NULL) Py_RETURN_NONE;
+    PyObject *text = reflection_text(desc->name);
+    PyObject *members = text ? reflection_properties(desc->members, desc->member_count) : NULL;
+    PyObject *out = members ? Py_BuildValue("(OkkOK)", text, (unsigned long)desc->size,
+                                            (unsigned long)desc->align, members,
+                                            (unsigned long long)(uintptr_t)type)
+                            : NULL;
+    Py_XDECREF(text);
+    Py_XDECREF(members);
+    return out;
+}
+
+/* Runtime._find_struct(name: bytes) -> (name, size, align, members, native
+ * type's address) of the struct registered under that UTF-8 name, or None. */
+PyObject *zs_runtime_find_struct(PyObject *self, PyObject *name) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (!PyBytes_Check(name)) {
+        PyErr_SetString(PyExc_TypeError, "_find_struct: the name must be bytes");
+        return NULL;
+    }
+    if (!reflection_open(rt)) return NULL;
+    return reflection_read(rt, PyBytes_AS_STRING(name), find_struct_now);
+}
+
+/* The enum named `name` (UTF-8) of an open runtime (reflection_read). */
+static PyObject *find_enum_now(zs_runtime_core *rt, const void *name) {
+    const zs_enum_desc *desc = NULL;
+    if (zs_find_enum(rt->native, name, &desc) != ZS_OK || desc == NULL) Py_RETURN_NONE;
+    uint32_t count = desc->items != NULL ? desc->item_count : 0;
+    PyObject *items = PyTuple_New((Py_ssize_t)count);
+    for (uint32_t i = 0; items != NULL && i < count; i++) {
+        PyObject *text = reflection_text(desc->items[i].name);
+        PyObject *item = text ? Py_BuildValue("(OL)", text, (long long)desc->items[i].value) : NULL;
+        Py_XDECREF(text);
+        if (item == NULL) Py_CLEAR(items);
+        else PyTuple_SET_ITEM(items, (Py_ssize_t)i, item);
+    }
+    PyObject *text = items ? reflection_text(desc->name) : NULL;
+    PyObject *underlying = text ? reflection_text(desc->underlying) : NULL;
+    PyObject *out = underlying ? PyTuple_Pack(3, text, underlying, items) : NULL;
+    Py_XDECREF(items);
+    Py_XDECREF(text);
+    Py_XDECREF(underlying);
+    return out;
+}
+
+/* Runtime._find_enum(name: bytes) -> (name, underlying type's text, items
+ * as (name, value)) of the enum registered under that UTF-8 name, or None. */
+PyObject *zs_runtime_find_enum(PyObject *self, PyObject *name) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (!PyBytes_Check(name)) {
+        PyErr_SetString(PyExc_TypeError, "_find_enum: the name must be bytes");
+        return NULL;
+    }
+    if (!reflection_open(rt)) return NULL;
+    return reflection_read(rt, PyBytes_AS_STRING(name), find_enum_now);
+}
+
+/* Runtime._native_type_traits(kind) -> (address, kind, size, flags) of the
+ * kind's native type in this runtime (registered on first use), to compare
+ * with a description's (the binder refuses a disagreement). */
+PyObject *zs_runtime_native_type_traits(PyObject *self, PyObject *kind) {
+    zs_runtime_core *rt = (zs_runtime_core *)self;
+    if (!zsv_is_kind(rt->state, kind)) {
+        PyErr_SetString(PyExc_TypeError, "_native_type_traits: a Kind");
+        return NULL;
+    }
+    /* Checked first: a closed runtime's types are gone. */
+    if (!reflection_open(rt)) return NULL;
+    const zs_type *type = zsv_native_type(rt, (zsv_kind *)kind);
+    if (type == NULL) return NULL;
+    return Py_BuildValue("(Kkkk)", (unsigned long long)(uintptr_t)type,
+                         (unsigned long)zs_type_kind_of(type), (unsigned long)zs_type_size(type),
+                         (unsigned long)zs_type_flags(type));
+}
+
+/* ---- module functions --------------------------------------------------------- */
+
+/* status_message(status) -> the C library's text for a status. */
+PyObject *zs_module_status_message(PyObject *module, PyObject *status) {
+    (void)module;
+    long value = PyLong_AsLong(status);
+    if (value == -1 && PyErr_Occurred()) return NULL;
+    if (value < INT_MIN || value > INT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "status_message: not a status (out of range)");
+        return NULL;
+    }
+    return PyUnicode_FromString(zs_status_message((zs_status)value));
+}
+
+/* object_header(obj) -> (name index, name number, outer handle) of a live
+ * object conjugate's native header; its expiry error once expired. */
+PyObject *zs_module_object_header(PyObject *module, PyObject *obj) {
+    zs_core_state *state = zs_state_of_module(module);
+    if (!zs_is_conjugate(state, obj)) {
+        PyErr_Format(PyExc_TypeError, "object_header: a zs.Object, not %s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    zs_conjugate *conjugate = (zs_conjugate *)obj;
+    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate);
+    const zs_object *header = (const zs_object *)conjugate->address;
+    return Py_BuildValue("(kkK)", (unsigned long)header->name_index,
+                         (unsigned long)header->name_number, (unsigned long long)header->outer);
+}
+
+/* Add zsharp.h's constants Python needs (statuses, type, member and class
+ * kinds, the header's size) to the module. */
+int zs_add_reflection_constants(PyObject *module) {
+    static const struct {
+        const char *name;
+        long value;
+    } constants[] = {
+        {"OK", ZS_OK},
+        {"E_NOMEM", ZS_E_NOMEM},
+        {"E_CAPACITY", ZS_E_CAPACITY},
+        {"E_STALE", ZS_E_STALE},
+        {"E_INVALID", ZS_E_INVALID},
+        {"E_BUSY", ZS_E_BUSY},
+        {"E_EXPIRY_PENDING", ZS_E_EXPIRY_PENDING},
+        {"E_DYING", ZS_E_DYING},
+        {"E_CORRUPT", ZS_E_CORRUPT},
+        {"E_CALL_FAILED", ZS_E_CALL_FAILED},
+        {"TYPE_PLAIN", ZS_TYPE_PLAIN},
+        {"TYPE_OBJECT", ZS_TYPE_OBJECT},
+        {"TYPE_WEAK_OBJECT", ZS_TYPE_WEAK_OBJECT},
+        {"TYPE_STRING", ZS_TYPE_STRING},
+        {"TYPE_STRUCT", ZS_TYPE_STRUCT},
+        {"TYPE_ARRAY", ZS_TYPE_ARRAY},
+        {"TYPE_SET", ZS_TYPE_SET},
+        {"TYPE_MAP", ZS_TYPE_MAP},
+        {"TYPE_OPTIONAL", ZS_TYPE_OPTIONAL},
+        {"TYPE_DELEGATE", ZS_TYPE_DELEGATE},
+        {"TYPE_MULTICAST", ZS_TYPE_MULTICAST},
+        {"TYPE_SPARSE", ZS_TYPE_SPARSE},
+        {"MEMBER_OBJECT", ZS_MEMBER_OBJECT},
+        {"MEMBER_WEAK_OBJECT", ZS_MEMBER_WEAK_OBJECT},
+        {"MEMBER_OBJECT_ARRAY", ZS_MEMBER_OBJECT_ARRAY},
+        {"MEMBER_VALUE", ZS_MEMBER_VALUE},
+        {"CLASS_CLUSTER_ROOT", ZS_CLASS_CLUSTER_ROOT},
+        {"CLASS_IN_CLUSTER", ZS_CLASS_IN_CLUSTER},
+        {"OBJECT_HEADER_SIZE", (long)sizeof(zs_object)},
+    };
+    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++)
+        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0) return -1;
+    return 0;
+}

@@ -1,0 +1,215 @@
+"""The Python layer's heap calls that go through zsharp_py._core rather than
+cffi (native/binding/reflection.c): the lifetime controls of objects, the
+queries of zsharp_py.testing, hosts' descriptions, status texts and the
+header's constants. Each converts its arguments first, then checks that
+the runtime is open, then calls the heap."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import zsharp_py as zs
+from classes import Actor
+from zsharp_py import _core
+from zsharp_py._base.errors import status_message
+from zsharp_py._base.ffi import ffi, lib
+
+CLOSED = "the runtime has been closed"
+
+# Every RuntimeCore method of reflection.c that reaches the heap, called
+# with plausible arguments.
+HEAP_CALLS: dict[str, Callable[[zs.Runtime, int], Any]] = {
+    "_add_to_root": lambda rt, h: rt._add_to_root(h, "what"),
+    "_remove_from_root": lambda rt, h: rt._remove_from_root(h, "what"),
+    "_mark_as_garbage": lambda rt, h: rt._mark_as_garbage(h, "what"),
+    "_dissolve_cluster": lambda rt, h: rt._dissolve_cluster(h, "what"),
+    "_add_strong_ref": lambda rt, h: rt._add_strong_ref(h, "what"),
+    "_object_writable": lambda rt, h: rt._object_writable(h, "what"),
+    "_is_rooted": lambda rt, h: rt._is_rooted(h),
+    "_is_garbage": lambda rt, h: rt._is_garbage(h),
+    "_is_permanent": lambda rt, h: rt._is_permanent(h),
+    "_live_handles": lambda rt, h: rt._live_handles("what"),
+    "_class_names": lambda rt, h: rt._class_names(),
+    "_find_class": lambda rt, h: rt._find_class(b"Actor"),
+    "_class_id_at": lambda rt, h: rt._class_id_at(h),
+    "_describe_class": lambda rt, h: rt._describe_class(0),
+    "_find_struct": lambda rt, h: rt._find_struct(b"Vec"),
+    "_find_enum": lambda rt, h: rt._find_enum(b"ETeam"),
+    "_class_id_of": lambda rt, h: rt._class_id_of(Actor),
+}
+
+
+class _Closing:
+    """A handle whose ``__index__`` closes the runtime first."""
+
+    def __init__(self, runtime: zs.Runtime, handle: int) -> None:
+        self.runtime, self.handle = runtime, handle
+
+    def __index__(self) -> int:
+        self.runtime.close()
+        return self.handle
+
+
+@pytest.mark.parametrize("call", sorted(HEAP_CALLS))
+def test_a_closed_runtime_refuses_every_heap_call(call: str) -> None:
+    rt = zs.Runtime()
+    with rt.activate():
+        handle = Actor().handle
+    rt.close()
+    with pytest.raises(zs.ExpiredConjugateError, match=CLOSED):
+        HEAP_CALLS[call](rt, handle)
+
+
+@pytest.mark.parametrize(
+    "call", ["_add_to_root", "_mark_as_garbage", "_add_strong_ref", "_is_rooted", "_class_id_at"]
+)
+def test_a_handle_that_closes_the_runtime_is_converted_before_the_check(call: str) -> None:
+    rt = zs.Runtime()
+    with rt.activate():
+        handle = Actor().handle
+    with pytest.raises(zs.ExpiredConjugateError, match=CLOSED):
+        HEAP_CALLS[call](rt, _Closing(rt, handle))  # type: ignore[arg-type]
+    assert rt.closed
+
+
+def test_abandon_does_nothing_once_the_runtime_is_closed() -> None:
+    rt = zs.Runtime()
+    with rt.activate():
+        handle = Actor().handle
+    rt._abandon(_Closing(rt, handle))  # type: ignore[arg-type]
+    assert rt.closed
+
+
+def test_abandon_unroots_and_marks_as_garbage(rt: zs.Runtime) -> None:
+    a = Actor()
+    a.add_to_root()
+    rt._abandon(a.handle)
+    assert not a.is_rooted and a.is_garbage
+    rt._abandon(a.handle)  # not rooted any more: no error
+
+
+def test_a_stale_handle_raises_as_check_did(rt: zs.Runtime) -> None:
+    a = Actor()
+    handle = a.handle
+    del a
+    rt.collect_garbage()
+    with pytest.raises(zs.ExpiredConjugateError, match=r"^Actor\.add_to_root: "):
+        rt._add_to_root(handle, "Actor.add_to_root")
+    with pytest.raises(zs.ExpiredConjugateError, match=r"^query: "):
+        rt._is_garbage(handle)
+
+
+def test_handles_are_converted_as_cffi_converted_them(rt: zs.Runtime) -> None:
+    with pytest.raises(TypeError):
+        rt._is_rooted("1")  # type: ignore[arg-type]
+    with pytest.raises(OverflowError):
+        rt._is_rooted(-1)
+    with pytest.raises(OverflowError):
+        rt._is_rooted(2**64)
+
+
+def test_live_handles_lists_every_live_object(rt: zs.Runtime) -> None:
+    made = [Actor() for _ in range(5)]
+    assert [a.handle for a in made] == [
+        h for h in rt._live_handles("what") if h in {a.handle for a in made}
+    ]
+    assert len(rt._live_handles("what")) == rt.live_objects()
+
+
+def test_classes_are_named_by_id_and_found_by_name(rt: zs.Runtime) -> None:
+    a = Actor()
+    class_id = rt._class_id_of(Actor)
+    assert rt._class_names()[class_id] == "Actor"
+    assert rt._find_class(b"Actor") == class_id
+    assert rt._find_class(b"Act") is None and rt._find_class(b"Actor\0") is None
+    name, parent, parent_id, size, address, properties, functions = rt._describe_class(class_id)
+    assert (name, parent, functions) == ("Actor", "Object", ())
+    assert parent_id == rt._find_class(b"Object")
+    assert size == len(rt._object_bytes(a.handle))
+    assert rt._class_id_at(address) == class_id
+    assert "health" in [row[0] for row in properties]
+    with pytest.raises(ValueError, match="no class"):
+        rt._class_id_at(address + 1)
+    with pytest.raises(ValueError, match="no class has id"):
+        rt._describe_class(len(rt._class_names()))
+    with pytest.raises(TypeError):
+        rt._find_class("Actor")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a conjugate class"):
+        rt._class_id_of(int)
+
+
+def test_object_header_reads_a_live_object_only(rt: zs.Runtime) -> None:
+    boss = Actor(name="Boss")
+    a = Actor(name="Hero", outer=boss)
+    index, number, outer = _core.object_header(a)
+    assert rt._name_text(index, number) == "Hero" and outer == boss.handle
+    with pytest.raises(TypeError, match="zs.Object"):
+        _core.object_header(3)
+    b = Actor()
+    b.mark_as_garbage()
+    rt.collect_garbage()
+    with pytest.raises(zs.ExpiredConjugateError, match="marked as garbage"):
+        _core.object_header(b)
+
+
+def test_status_texts_and_constants_are_the_headers() -> None:
+    for status in range(lib.ZS_E_CALL_FAILED + 2):
+        assert status_message(status) == ffi.string(lib.zs_status_message(status)).decode()
+    with pytest.raises(OverflowError):
+        _core.status_message(2**40)
+    for name in (
+        "OK", "E_NOMEM", "E_CAPACITY", "E_STALE", "E_INVALID", "E_BUSY", "E_EXPIRY_PENDING",
+        "E_DYING", "E_CORRUPT", "E_CALL_FAILED", "TYPE_PLAIN", "TYPE_OBJECT",
+        "TYPE_WEAK_OBJECT", "TYPE_STRING", "TYPE_STRUCT", "TYPE_ARRAY", "TYPE_SET", "TYPE_MAP",
+        "TYPE_OPTIONAL", "TYPE_DELEGATE", "TYPE_MULTICAST", "TYPE_SPARSE", "MEMBER_OBJECT",
+        "MEMBER_WEAK_OBJECT", "MEMBER_OBJECT_ARRAY", "MEMBER_VALUE", "CLASS_CLUSTER_ROOT",
+        "CLASS_IN_CLUSTER",
+    ):  # fmt: skip
+        assert getattr(_core, name) == getattr(lib, f"ZS_{name}"), name
+    assert ffi.sizeof("zs_object") == _core.OBJECT_HEADER_SIZE
+
+
+class _ClosesOnCollection:
+    """Garbage in a reference cycle whose finaliser closes a runtime."""
+
+    def __init__(self, runtime: zs.Runtime) -> None:
+        self.runtime = runtime
+        self.cycle = self
+
+    def __del__(self) -> None:
+        self.runtime.close()
+
+
+READS: dict[str, Callable[[zs.Runtime, int], Any]] = {
+    "_describe_class": lambda rt, class_id: rt._describe_class(class_id)[0] == "Actor",
+    "_class_names": lambda rt, class_id: rt._class_names()[class_id] == "Actor",
+    "_find_struct": lambda rt, class_id: rt._find_struct(b"NoSuchStruct") is None,
+}
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_no_finaliser_runs_while_a_description_is_read(read: str) -> None:
+    # Python's collector is made to run at (nearly) every allocation, and a
+    # finaliser it runs closes the runtime: the read either finds it closed
+    # first or reads the whole description before any finaliser runs.
+    rt = zs.Runtime()
+    with rt.activate():
+        Actor()
+    class_id = rt._class_id_of(Actor)
+    threshold = gc.get_threshold()
+    gc.collect()
+    try:
+        _ClosesOnCollection(rt)
+        gc.set_threshold(1)
+        try:
+            assert READS[read](rt, class_id)
+        except zs.ExpiredConjugateError as error:
+            assert str(error) == CLOSED
+    finally:
+        gc.set_threshold(*threshold)
+        gc.collect()
+    assert rt.closed
