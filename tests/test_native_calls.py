@@ -6,6 +6,7 @@ and calls ``zs_call_function`` / ``zs_call_each`` through the library."""
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -904,3 +905,73 @@ def test_a_method_replaced_after_native_calls_is_the_one_called(rt: zs.Runtime) 
     assert host.call(looking, dt=6.0) == ZS_OK
     assert host.call(looking, dt=7.0) == ZS_OK
     assert log[-2:] == [("looked up", 6.0), ("looked up", 7.0)]
+
+
+def _gil_holding_call() -> Any:
+    """zs_call_function through ctypes.PyDLL: the GIL stays held through the
+    call, as a host calling from a loop that keeps it does (the cffi calls
+    of ``Host`` release it). The binding then makes a cold object's proxy
+    from the object the heap checked under the call's own lock."""
+    import ctypes
+
+    from zsharp_py.lowlevel import lib_dir
+
+    library = ctypes.PyDLL(os.path.join(lib_dir(), "libzsharp.so"))
+    function = library.zs_call_function
+    function.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_void_p]
+    function.restype = ctypes.c_int
+    return function
+
+
+@pytest.mark.parametrize("gil", ["held", "released"])
+def test_a_cold_object_is_called_the_same_with_or_without_the_gil(rt: zs.Runtime, gil: str) -> None:
+    """An object no proxy holds, called from native code: its override runs
+    on a new proxy of its class; dropped after the call, the proxy leaves
+    the object to the collector as before; a method that destroys its own
+    object leaves an expired proxy, never freed memory."""
+    held_call = _gil_holding_call()
+    tick = Host(Mob, "tick")
+
+    def call(handle: int) -> int:
+        tick.block.dt = 0.5
+        if gil == "released":
+            return int(lib.zs_call_function(rt._live_ptr(), handle, b"tick", tick.pointer()))
+        address = int(tick.ffi.cast("uintptr_t", tick.block))
+        return int(held_call(rt.native_address, handle, b"tick", address))
+
+    boss = Boss()
+    boss.add_to_root()
+    handle = boss.handle
+    del boss
+    gc.collect()
+    rt._flush_values()  # the heap hears the proxy went: no conjugate flag left
+    assert rt._conjugate_get(handle) is None
+    assert call(handle) == ZS_OK
+    made = rt.object_from_handle(handle)
+    assert isinstance(made, Boss) and made.speed == 5.0  # Boss.tick: 10 * dt
+    made.remove_from_root()
+    del made
+    gc.collect()
+    collect(rt)
+    assert rt.live_objects() == 0 and rt.object_from_handle(handle) is None
+
+    class Suicidal(Mob):
+        def tick(self, dt: float) -> None:
+            self.remove_from_root()
+            collect(zs.current_runtime())  # unreachable: freed inside the call
+            kept.append(self)
+
+    kept: list[Any] = []
+    victim = Suicidal()
+    victim.add_to_root()
+    handle = victim.handle
+    del victim
+    gc.collect()
+    rt._flush_values()
+    assert rt._conjugate_get(handle) is None
+    assert call(handle) == ZS_OK
+    assert kept[0].is_expired
+    with pytest.raises(ExpiredConjugateError):
+        kept[0].speed
+    assert call(handle) == ZS_E_STALE
+    rt.gc.verify()

@@ -2330,6 +2330,62 @@ static void test_calls_into_the_managed_side(runner *t) {
     fixture_close(&fx);
 }
 
+/* The managed call handler: handed the object it was called on, recorded
+   as having a conjugate under the call's own lock; either handler replaces
+   the other. */
+typedef struct managed_log {
+    uint32_t calls;
+    zs_ref seen;
+    zs_object *target;
+} managed_log;
+static zs_status managed_handler(void *user, zs_runtime *rt, zs_ref object, zs_object *target,
+                                 const char *function, void *params) {
+    (void)rt, (void)function, (void)params;
+    managed_log *log = user;
+    log->calls++;
+    log->seen = object;
+    log->target = target;
+    return ZS_OK;
+}
+static void test_the_managed_call_handler_gets_the_object(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref kept = MAKE(t, rt, fx.node, ZS_NULL_REF), dropped = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, kept);
+    managed_log log = {0};
+    zs_set_managed_call_handler(rt, managed_handler, &log);
+    CHECK_OK(t, zs_call_function(rt, dropped, "tick", NULL));
+    CHECK(t, log.calls == 1 && log.seen == dropped && log.target == zs_resolve(rt, dropped));
+    uint32_t called = 0;
+    CHECK_OK(t, zs_call_each(rt, fx.node, "tick", NULL, &called));
+    CHECK(t, called == 2 && log.calls == 3);
+    /* Recorded as having a conjugate: gathered onto the expiring list (no
+       expiry handler is set), not freed behind the managed side's back. */
+    CHECK_OK(t, zs_gc_mark_and_gather(rt));
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 1);
+    CHECK(t, alive(rt, dropped));
+    zs_ref taken[4];
+    uint32_t count = 0;
+    CHECK_OK(t, zs_gc_take_expiring(rt, taken, 4, &count));
+    CHECK(t, count == 1 && taken[0] == dropped);
+    CHECK_OK(t, zs_gc_purge(rt, 0, NULL));
+    CHECK(t, !alive(rt, dropped) && alive(rt, kept));
+    /* The plain handler replaces it, and the other way round. */
+    call_log plain = {.cls = fx.node};
+    uint64_t ticks = 0;
+    zs_set_call_handler(rt, logging_handler, &plain);
+    CHECK_OK(t, zs_call_function(rt, kept, "tick", &ticks));
+    CHECK(t, plain.calls == 1 && log.calls == 3);
+    zs_set_managed_call_handler(rt, managed_handler, &log);
+    CHECK_OK(t, zs_call_function(rt, kept, "tick", &ticks));
+    CHECK(t, plain.calls == 1 && log.calls == 4 && log.target == zs_resolve(rt, kept));
+    zs_set_managed_call_handler(rt, NULL, NULL); /* none: the native entries run again */
+    CHECK_STATUS(t, zs_call_function(rt, kept, "tick", &ticks), ZS_E_INVALID);
+    UNROOT(t, rt, kept);
+    fixture_close(&fx);
+}
+
 /* Registration refuses descriptions a script could not bind one way: a
    name given twice (properties and functions share one namespace), a
    parameter twice, a struct member or an enum item twice, an enum value its
@@ -2741,6 +2797,7 @@ static const test_case tests[] = {
     TEST(test_object_slabs),
     TEST(test_reference_chains),
     TEST(test_calls_into_the_managed_side),
+    TEST(test_the_managed_call_handler_gets_the_object),
     TEST(test_descriptions_refused),
     TEST(test_runtime_freed_inside_a_call),
 };
