@@ -3,8 +3,8 @@ object wrappers) generic for type checkers, at no run-time cost.
 
 ``zs.Array[T]``, ``zs.SubclassOf[T]`` and the rest specialise themselves at
 run time through their own ``__class_getitem__`` (one cached subclass per
-type argument, see ``_containers._Generic`` and
-``_object_wrappers._Specialised``). Type checkers cannot see that, so each
+type argument, see ``_types/containers.py``'s
+``_Generic`` and ``_types/pointers.py``'s ``_Specialised``). Type checkers cannot see that, so each
 such class also lists ``TypeParameters[T]`` among its bases:
 
 * for type checkers ``TypeParameters`` *is* ``typing.Generic``, so the class

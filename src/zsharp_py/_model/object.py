@@ -684,7 +684,7 @@ def _reference_store_failed(self: Object, value: Any, what: str) -> None:
 
 def _reference_store_refused(runtime: RuntimeLike, status: int, what: str) -> NoReturn:
     """Raise for a refused store (the C setters call this); a dying holder
-    or target expires first (``_native.refused``)."""
+    or target expires first (``_base.errors.refused``)."""
     refused(status, what, runtime)
 
 

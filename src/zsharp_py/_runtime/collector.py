@@ -333,7 +333,7 @@ class GarbageCollector:
         (gathered by an incremental cycle whose budgeted expiry has not
         reached it yet): expire every pending conjugate now, so that the
         refused object's conjugate already reads as expired when the error
-        reaches the caller (``_native.refused`` calls this)."""
+        reaches the caller (``_base.errors.refused`` calls this)."""
         runtime = self._rt
         with runtime._lock:
             if not runtime._closed:

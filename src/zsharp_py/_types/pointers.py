@@ -1,7 +1,7 @@
 """Object wrappers: ``zs.SubclassOf[T]``, ``zs.SoftObjectPtr[T]``,
 ``zs.SoftClassPtr[T]``, ``zs.LazyObjectPtr[T]``, ``zs.ScriptInterface[T]``
 and the ``zs.Interface`` base that interfaces are declared with
-(``WeakObjectPtr`` and ``StrongObjectPtr`` are in ``_wrappers``).
+(``WeakObjectPtr`` and ``StrongObjectPtr`` are in ``object_pointers.py``).
 
 Each is usable as a property type of ``zs.Object`` and ``zs.Struct``
 classes and as a container element type. Colours:
