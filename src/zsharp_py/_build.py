@@ -1,40 +1,12 @@
-"""Build script of the native parts.
+"""Build script of the native parts: the native library a host links
+(``zsharp_py/lib/libzsharp.so`` and ``libzsharp.a``, public symbols only,
+with the headers, a pkg-config file and a CMake package), the ``_core``
+extension and the cffi module ``zsharp_py._native_lib`` (the sample engine
+and the declarations read from ``native/include/zsharp.h`` and
+``native/engine/sample_engine.h``), which link that same library.
 
-``build_library`` compiles native/src/*.c once into the native library a
-host links, ``zsharp_py/lib/libzsharp.so`` (its public functions, and only
-those, exported under the symbol version ``ZSHARP_<version>``, so two
-copies never bind each other's symbols) and ``libzsharp.a``, and writes
-beside it what a host builds with: the headers (``zsharp_py/include``), a
-pkg-config file and a CMake package. The cffi module ``zsharp_py._native_lib``
-(the sample engine native/engine/sample_engine.c, and the declarations
-Python calls through) links that same library, so a runtime made in C and
-one made in Python are the same thing.
-
-API (out-of-line) mode; the declarations are read from
-``native/include/zsharp.h`` and ``native/engine/sample_engine.h``
-themselves. Environment switches (both the library and the extensions):
-
-``ZSHARP_SANITIZE=1``
-    build with ``-fsanitize=address,undefined`` (run Python with libasan
-    preloaded; see README "Sanitizers").
-``ZSHARP_SANITIZE=nolink``
-    the same instrumentation, but the sanitizer runtime is not linked in:
-    whoever runs it preloads one (``tools/fuzz.sh`` preloads atheris's
-    ASan+libFuzzer runtime, which must be the only ASan runtime loaded).
-``ZSHARP_SANITIZE=thread``
-    build with ``-fsanitize=thread`` (ThreadSanitizer) instead; run Python
-    with libtsan and tools/tsan/c11_threads.c preloaded (``tools/tsan.sh``
-    does, and says why the second one is needed).
-``ZSHARP_NO_SLAB=1``
-    allocate every native object with its own malloc block instead of from
-    the object slabs (``-DZS_NO_OBJECT_SLAB``), so memory-safety tools see a
-    use after free of one object (``tools/valgrind.sh`` sets it; the
-    SANITIZE builds always do this).
-``ZSHARP_ASSERTS=1``
-    keep the C ``assert`` invariant checks (on by default with SANITIZE).
-``ZSHARP_DEBUG=1``
-    build with ``-O1 -g`` (exact stacks for valgrind and debuggers; see
-    README "Testing").
+The ``ZSHARP_*`` environment switches (sanitizers, asserts, debug builds,
+no object slabs) are listed in CONTRIBUTING.md, "Build switches".
 """
 
 from __future__ import annotations

@@ -1,32 +1,7 @@
-"""The demo: a small shooter on the sample engine (a game engine written in
-C, native/engine/sample_engine.c), its game logic written in Python,
-narrating frame by frame what the incremental garbage collector does.
-
-The engine's ``World`` spawns, ticks and destroys its ``Actor`` objects;
-the combatants are ``Soldier``, a Python subclass of the engine's ``Actor``
-whose ``begin_play``, ``tick`` and ``on_destroy`` overrides the engine
-calls from C (``world.spawn``, ``world.tick``, ``world.destroy``),
-``super()`` running the engine's native defaults. A soldier keeps its rival
-in a strong reference declared in Python (nulled by the collector once the
-rival is destroyed) and its kill log as Python state (``zs.state()``),
-which lives exactly as long as the native soldier.
-
-Python-declared classes share the heap with the engine's. The rooted world
-is a ``Battlefield``, a Python subclass of the engine's ``World`` that
-references a ``Level`` whose tiles form a GC cluster (marked as one unit,
-without reading its members) and a chain of smoke ``Particle`` objects
-(long enough that marking takes several frames; the oldest burn out every
-frame). Every shot is a ``Projectile`` carrying a few spark particles that
-nothing keeps, so it is garbage at once. A ``Camera`` outside the world,
-which follows the weakest soldier through a strong reference to the
-engine's ``Actor``, is kept alive by a ``StrongObjectPtr`` alone. The demo
-holds a ``WeakObjectPtr`` to each soldier the camera follows, and each goes
-``None`` once the collector has found its soldier unreachable.
-
-``rt.gc.tick()`` drives the collector once per frame with a budget counted
-in objects (``GcSettings.objects_per_tick``), never in seconds: a cycle
-spans several frames, and the same arguments print the same text on any
-machine and under any load (unless ``timings`` asks for measured times).
+"""The demo: a small shooter on the sample engine whose ``Soldier`` is a
+Python subclass of the engine's ``Actor``, narrating frame by frame what
+the incremental garbage collector does. docs/getting-started.md, "The
+demo", describes the game and what each frame shows.
 
 The engine's classes are bound per runtime, so the classes that subclass
 or reference them (``Battlefield``, ``Soldier``, ``Projectile``,

@@ -1,31 +1,10 @@
-"""Calls from native code into Python: overridable functions.
-
-A native host calls a method of an object by name, ``zs_call_function(rt,
-object, "tick", &params)`` or ``zs_call_each(rt, cls, "tick", &params,
-&called)`` (``native/include/zsharp.h``), the way Unreal calls a blueprint
-override through ``ProcessEvent``. The arguments travel in a parameter block
-laid out as a C struct of the method's annotated parameters, then its
-result; ``zsharp_py.lowlevel.function_layout(cls, name)`` describes it, with a C
-declaration to paste into the host.
-
-Virtual dispatch is Python's: the method found on the object's own class
-runs, so a subclass overrides by defining the method again. A native host's
-own functions (zsharp_py/_interop/reflection.py) take part too: on a class
-no Python class overrode, the host's C entry runs straight from the
-handler; a Python override takes the host's block, and ``super()`` reaches
-the native default. Every call runs
-inside a ``zs.scope()`` (red views obtained during it expire when it
-returns). An exception cannot cross the native frames: it is reported
-through ``sys.unraisablehook`` (as one raised in ``__del__`` is) and the
-native caller gets ``ZS_E_CALL_FAILED``.
-
-The handler is zsharp_py._core's, in C (native/binding/calls.c): it makes
-every call from the function's plan (``_core.CallPlan``), which this module
-computes once per class and function with the layout (``function_layout``,
-cached in the class's ``_zs_functions``): where each parameter and the
-result sit in the block, and how each crosses. The handler asks for it
-through ``_plan_of`` on the first call of a function on a class, and does
-the rest itself.
+"""Calls from native code into Python methods (``zs_call_function``,
+``zs_call_each``: Unreal's ``ProcessEvent``): the parameter block of each
+function (``function_layout``, cached in the class's ``_zs_functions``) and
+its call plan (``_core.CallPlan``), which the C handler
+(native/binding/calls.c) asks for through ``_plan_of`` on a function's
+first call on a class. docs/embedding.md, "Calls from native code", is the
+user's view.
 """
 
 from __future__ import annotations

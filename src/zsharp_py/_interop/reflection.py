@@ -1,25 +1,10 @@
-"""A native host's classes, structs and enums, bound as Python types.
-
-A host describes what it registers in C (``native/include/zsharp.h``,
-"reflection"): each class's properties (name, type as a script writes it,
-offset) and functions (entry, parameter block, directions, events), each
-struct's members, each enum's items. ``zsharp_py._core`` reads those
-descriptions into plain tuples (native/binding/reflection.c); here they
-are bound, on first use in each runtime, by the same binder as classes declared
-in Python (``class_layout`` and ``struct_layout``, zsharp_py/_model): a
-host's class becomes a ``zs.Object`` subclass whose properties are the same
-C descriptors, and each of its functions a ``_core.NativeFunction``
-method, marshalled in C (native/binding/functions.c). A Python subclass
-may override its events; native calls reach the override through the
-handler (zsharp_py/_interop/calls.py lays the host's block out for it).
-
-Type texts resolve in the names of ``zsharp_py`` (``Int32``, ``Array``...)
-and, through ``_HostNames``, the runtime's own classes, structs and enums,
-bound on demand, so a class may name itself or a class described later.
-
-Bound types belong to the runtime that registered them (the entry points
-and types of a description are that runtime's): ``native_class("Actor")``
-in another runtime binds another type.
+"""A native host's classes, structs and enums, bound as Python types on
+first use in each runtime, by the same binder as classes declared in
+Python (``class_layout``, ``struct_layout``). ``zsharp_py._core`` reads the
+host's descriptions (native/binding/reflection.c); type texts resolve in
+``zsharp_py``'s names and, through ``_HostNames``, the runtime's own types.
+Bound types belong to the runtime that registered them.
+docs/native-classes.md is the user's view.
 """
 
 from __future__ import annotations

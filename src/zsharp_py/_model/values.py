@@ -1,26 +1,9 @@
 """Value conjugates: the red views and black values of every non-object type
-(structs, strings, containers, delegates, wrappers), and scopes.
-
-The conjugates themselves are C (``zsharp_py._core.ValueConjugate``,
-native/binding/value.c): their memory, their caches of views, their expiry
-and the marshalling of values in and out, under the rule of
-native/binding/value.h (convert completely first, then resolve the address
-and write with no Python code in between).
-
-Lifetimes (rules 3 to 5 of docs/design.md):
-
-* **Black** values are created from Python (``Vector(1, 2, 3)``,
-  ``zs.Array[zs.Int32]([1, 2])``) or by ``clone()``. Their native block is
-  freed exactly once: on ``dispose()``, at the end of a ``with`` block, or
-  (queued, freed at the runtime's next safe point) when Python finalises
-  the conjugate.
-* **Red** views point into memory something else owns: a member of an
-  object or of another value, an element of a container. A view expires at
-  the first of: its parent expired (owner collected, black value disposed,
-  runtime closed); the innermost ``zs.scope()`` it was obtained in ended;
-  the container it points into changed structure.
-
-While a view is held, reading the same place again gives the same view.
+(structs, strings, containers, delegates, wrappers), and scopes. The
+conjugates themselves are C (``zsharp_py._core.ValueConjugate``,
+native/binding/value.c); their lifetimes are rules 3 to 5 of
+docs/design.md, and docs/object-model.md, "Values: black and red", is the
+user's view.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """Delegates: ``zs.Delegate`` (one binding), ``zs.MulticastDelegate``
-(ordered bindings) and ``zs.SparseDelegate`` (a multicast delegate whose
-storage is allocated only when it is first bound).
-
-A binding is either a Python callable or an object plus a method name.
-Storage is native (the C side never touches a Python object): a callable is
-stored as an integer id that the runtime maps to the callable; native
-bindings reference-count the ids, and ids no binding holds any more are
-dropped from the runtime at its next safe point (``rt.bound_callables()``
-counts them). An object binding holds a *weak* handle to the object and
-the interned method name, as in the engines these come from: a destroyed
-target is skipped and dropped, never called. A bound method of a
-``zs.Object`` (``actor.on_hit``) is bound as such an object binding.
-
-Every call into a listener runs inside its own ``zs.scope()`` (native ->
-Python calls are scopes): red views obtained there expire when it returns.
-
-Cycles: a black delegate bound to a closure that holds the delegate (or
-holds a black value that holds it) is a cycle through the runtime's callable
-table that neither collector sees; it leaks until ``dispose()``. Bind
-methods of objects (weak) where you can, or dispose the delegate.
+(ordered bindings) and ``zs.SparseDelegate`` (storage only once bound).
+Their storage is native (native/binding/delegates.c): a Python callable is
+an id the runtime maps to it, an object binding a weak handle and a method
+name. docs/pointers-and-delegates.md, "Delegates", is the user's view,
+cycles across the boundary included.
 """
 
 from __future__ import annotations

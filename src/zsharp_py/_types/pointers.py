@@ -1,26 +1,9 @@
 """Object wrappers: ``zs.SubclassOf[T]``, ``zs.SoftObjectPtr[T]``,
 ``zs.SoftClassPtr[T]``, ``zs.LazyObjectPtr[T]``, ``zs.ScriptInterface[T]``
-and the ``zs.Interface`` base that interfaces are declared with
-(``WeakObjectPtr`` and ``StrongObjectPtr`` are in ``object_pointers.py``).
-
-Each is usable as a property type of ``zs.Object`` and ``zs.Struct``
-classes and as a container element type. Colours:
-
-* ``SubclassOf`` and ``LazyObjectPtr`` are immutable value objects (like
-  ``zs.Name`` and ``WeakObjectPtr``): they have no native block of their
-  own, ``clone()`` returns the value itself and ``dispose()`` does nothing.
-  A ``SubclassOf`` property reads as the class itself (or None).
-* ``SoftObjectPtr``, ``SoftClassPtr`` (a native string: the path) and
-  ``ScriptInterface`` (a native object reference plus an interface id) are
-  black when created from Python or cloned and red views, writing through,
-  when read from a property or element.
-
-Only ``ScriptInterface`` holds a strong reference, so it is the only one the
-garbage collector traces: inside an object it keeps its target alive (and
-is killable, like any object reference), and a black one is a GC root
-unless the runtime was created with ``black_conjugates_are_roots=False``.
-Soft and lazy pointers name their target (by path, by persistent id) and
-never keep it alive.
+and the ``zs.Interface`` base (``WeakObjectPtr`` and ``StrongObjectPtr``
+are in ``object_pointers.py``). Only ``ScriptInterface`` holds a strong
+reference the collector traces; docs/pointers-and-delegates.md, "Object
+wrappers", gives each one's colour and lifetime.
 """
 
 from __future__ import annotations
