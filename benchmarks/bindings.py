@@ -379,15 +379,13 @@ def _zs_override_case(runtime: zs.Runtime) -> MicroCase:
     block = zffi.new("double *", 1 / 60)
     namespace = {
         "call": zlib.zs_call_function,
-        "rt": runtime._live_ptr(),
+        "rt": zffi.cast("zs_runtime *", runtime.native_address),
         "h": ticker.handle,
         "name": b"tick",
         "block": zffi.cast("void *", block),
         "keep": (ticker, block),
     }
-    assert (
-        zlib.zs_call_function(runtime._live_ptr(), ticker.handle, b"tick", namespace["block"]) == 0
-    )
+    assert zlib.zs_call_function(namespace["rt"], ticker.handle, b"tick", namespace["block"]) == 0
     return MicroCase(
         "zs_call_function -> Python method (a scope, the runtime current)",
         "override",
@@ -411,15 +409,13 @@ def _zs_override_objects_case(runtime: zs.Runtime) -> MicroCase:
     block = zffi.new("uint64_t[3]", [other.handle, 0, 0])
     namespace = {
         "call": zlib.zs_call_function,
-        "rt": runtime._live_ptr(),
+        "rt": zffi.cast("zs_runtime *", runtime.native_address),
         "h": ticker.handle,
         "name": b"meet",
         "block": zffi.cast("void *", block),
         "keep": (ticker, other, block),
     }
-    assert (
-        zlib.zs_call_function(runtime._live_ptr(), ticker.handle, b"meet", namespace["block"]) == 0
-    )
+    assert zlib.zs_call_function(namespace["rt"], ticker.handle, b"meet", namespace["block"]) == 0
     return MicroCase(
         "the same, meet(other, at): an object and a struct parameter",
         "override",

@@ -5,8 +5,10 @@ from __future__ import annotations
 import gc
 import re
 from pathlib import Path
+from typing import Any
 
 import zsharp_py as zs
+from zsharp_py._base.ffi import ffi
 from zsharp_py.collector import GcStats
 
 
@@ -86,3 +88,15 @@ def declared_functions(header: Path) -> set[str]:
         r"^[A-Za-z_][\w \*]*?\b(zs_[a-z0-9_]+)\s*\([^;{]*\)\s*;", text, flags=re.M | re.S
     )
     return set(found) - {"zs_status"}  # zs_status: the enum typedef
+
+
+def runtime_ptr(rt: zs.Runtime) -> Any:
+    """The cffi ``zs_runtime *`` of an open runtime, for a test calling the
+    library through cffi (``ExpiredConjugateError`` once it is closed, as
+    ``rt.native_address`` raises)."""
+    return ffi.cast("zs_runtime *", rt.native_address)
+
+
+def class_ptr(rt: zs.Runtime, cls: type[zs.Object]) -> Any:
+    """The cffi ``zs_class *`` of ``cls`` in ``rt`` (registered on first use)."""
+    return ffi.cast("zs_class *", rt._native_class_address(cls))

@@ -12,7 +12,7 @@ import pytest
 
 import zsharp_py as zs
 from classes import Actor, Asset, Loose, Part
-from helpers import collect
+from helpers import collect, runtime_ptr
 
 FIELDS = ("a", "b", "c")
 
@@ -163,14 +163,14 @@ def test_create_cluster_out_of_memory_builds_all_or_nothing(rt: zs.Runtime) -> N
         root.add_to_root()
         parts = grow(root, 100)
         used = rt.native_memory()["live_bytes"]
-        rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, used + extra)
+        lib.zs_debug_set(runtime_ptr(rt), lib.ZS_DEBUG_ALLOC_LIMIT, used + extra)
         try:
             root.create_cluster()
             outcomes.add("built")
         except MemoryError:
             outcomes.add("refused")
         finally:
-            rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, 0)
+            lib.zs_debug_set(runtime_ptr(rt), lib.ZS_DEBUG_ALLOC_LIMIT, 0)
         rt.gc.verify()  # no object names a cluster that was not built
         built = root.cluster is not None
         assert all((p.cluster is not None) == built for p in parts)

@@ -1,7 +1,8 @@
-"""The Python layer's heap calls that go through zsharp_py._core rather than
-cffi (native/binding/reflection.c): the lifetime controls of objects, the
-queries of zsharp_py.testing, hosts' descriptions, status texts and the
-header's constants. Each converts its arguments first, then checks that
+"""The Python layer's heap calls through zsharp_py._core (the ``_heap_*``
+methods of native/binding/reflection.c and heap_calls.c): the lifetime
+controls of objects, the queries of zsharp_py.testing, hosts'
+descriptions, status texts, the header's constants and C type layouts, and
+the C API's addresses. Each converts its arguments first, then checks that
 the runtime is open, then calls the heap."""
 
 from __future__ import annotations
@@ -20,26 +21,26 @@ from zsharp_py._base.ffi import ffi, lib
 
 CLOSED = "the runtime has been closed"
 
-# Every RuntimeCore method of reflection.c that reaches the heap, called
-# with plausible arguments.
+# Every RuntimeCore method of reflection.c that reaches the heap, and
+# heap_calls.c's class resolution, called with plausible arguments.
 HEAP_CALLS: dict[str, Callable[[zs.Runtime, int], Any]] = {
-    "_add_to_root": lambda rt, h: rt._add_to_root(h, "what"),
-    "_remove_from_root": lambda rt, h: rt._remove_from_root(h, "what"),
-    "_mark_as_garbage": lambda rt, h: rt._mark_as_garbage(h, "what"),
-    "_dissolve_cluster": lambda rt, h: rt._dissolve_cluster(h, "what"),
-    "_add_strong_ref": lambda rt, h: rt._add_strong_ref(h, "what"),
-    "_object_writable": lambda rt, h: rt._object_writable(h, "what"),
-    "_is_rooted": lambda rt, h: rt._is_rooted(h),
-    "_is_garbage": lambda rt, h: rt._is_garbage(h),
-    "_is_permanent": lambda rt, h: rt._is_permanent(h),
-    "_live_handles": lambda rt, h: rt._live_handles("what"),
-    "_class_names": lambda rt, h: rt._class_names(),
-    "_find_class": lambda rt, h: rt._find_class(b"Actor"),
-    "_class_id_at": lambda rt, h: rt._class_id_at(h),
-    "_describe_class": lambda rt, h: rt._describe_class(0),
-    "_find_struct": lambda rt, h: rt._find_struct(b"Vec"),
-    "_find_enum": lambda rt, h: rt._find_enum(b"ETeam"),
-    "_class_id_of": lambda rt, h: rt._class_id_of(Actor),
+    "_heap_add_to_root": lambda rt, h: rt._heap_add_to_root(h, "what"),
+    "_heap_remove_from_root": lambda rt, h: rt._heap_remove_from_root(h, "what"),
+    "_heap_mark_as_garbage": lambda rt, h: rt._heap_mark_as_garbage(h, "what"),
+    "_heap_dissolve_cluster": lambda rt, h: rt._heap_dissolve_cluster(h, "what"),
+    "_heap_add_strong_ref": lambda rt, h: rt._heap_add_strong_ref(h, "what"),
+    "_heap_object_writable": lambda rt, h: rt._heap_object_writable(h, "what"),
+    "_heap_is_rooted": lambda rt, h: rt._heap_is_rooted(h),
+    "_heap_is_garbage": lambda rt, h: rt._heap_is_garbage(h),
+    "_heap_is_permanent": lambda rt, h: rt._heap_is_permanent(h),
+    "_heap_live_handles": lambda rt, h: rt._heap_live_handles("what"),
+    "_heap_class_names": lambda rt, h: rt._heap_class_names(),
+    "_heap_find_class": lambda rt, h: rt._heap_find_class(b"Actor"),
+    "_heap_resolve_class": lambda rt, h: rt._heap_resolve_class(h),
+    "_heap_describe_class": lambda rt, h: rt._heap_describe_class(0),
+    "_heap_find_struct": lambda rt, h: rt._heap_find_struct(b"Vec"),
+    "_heap_find_enum": lambda rt, h: rt._heap_find_enum(b"ETeam"),
+    "_heap_class_id_of": lambda rt, h: rt._heap_class_id_of(Actor),
 }
 
 
@@ -65,7 +66,14 @@ def test_a_closed_runtime_refuses_every_heap_call(call: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "call", ["_add_to_root", "_mark_as_garbage", "_add_strong_ref", "_is_rooted", "_class_id_at"]
+    "call",
+    [
+        "_heap_add_to_root",
+        "_heap_mark_as_garbage",
+        "_heap_add_strong_ref",
+        "_heap_is_rooted",
+        "_heap_resolve_class",
+    ],
 )
 def test_a_handle_that_closes_the_runtime_is_converted_before_the_check(call: str) -> None:
     rt = zs.Runtime()
@@ -80,16 +88,16 @@ def test_abandon_does_nothing_once_the_runtime_is_closed() -> None:
     rt = zs.Runtime()
     with rt.activate():
         handle = Actor().handle
-    rt._abandon(_Closing(rt, handle))  # type: ignore[arg-type]
+    rt._heap_abandon(_Closing(rt, handle))  # type: ignore[arg-type]
     assert rt.closed
 
 
 def test_abandon_unroots_and_marks_as_garbage(rt: zs.Runtime) -> None:
     a = Actor()
     a.add_to_root()
-    rt._abandon(a.handle)
+    rt._heap_abandon(a.handle)
     assert not a.is_rooted and a.is_garbage
-    rt._abandon(a.handle)  # not rooted any more: no error
+    rt._heap_abandon(a.handle)  # not rooted any more: no error
 
 
 def test_a_stale_handle_raises_as_check_did(rt: zs.Runtime) -> None:
@@ -98,48 +106,49 @@ def test_a_stale_handle_raises_as_check_did(rt: zs.Runtime) -> None:
     del a
     rt.collect_garbage()
     with pytest.raises(zs.ExpiredConjugateError, match=r"^Actor\.add_to_root: "):
-        rt._add_to_root(handle, "Actor.add_to_root")
+        rt._heap_add_to_root(handle, "Actor.add_to_root")
     with pytest.raises(zs.ExpiredConjugateError, match=r"^query: "):
-        rt._is_garbage(handle)
+        rt._heap_is_garbage(handle)
 
 
 def test_handles_are_converted_as_cffi_converted_them(rt: zs.Runtime) -> None:
     with pytest.raises(TypeError):
-        rt._is_rooted("1")  # type: ignore[arg-type]
+        rt._heap_is_rooted("1")  # type: ignore[arg-type]
     with pytest.raises(OverflowError):
-        rt._is_rooted(-1)
+        rt._heap_is_rooted(-1)
     with pytest.raises(OverflowError):
-        rt._is_rooted(2**64)
+        rt._heap_is_rooted(2**64)
 
 
 def test_live_handles_lists_every_live_object(rt: zs.Runtime) -> None:
     made = [Actor() for _ in range(5)]
     assert [a.handle for a in made] == [
-        h for h in rt._live_handles("what") if h in {a.handle for a in made}
+        h for h in rt._heap_live_handles("what") if h in {a.handle for a in made}
     ]
-    assert len(rt._live_handles("what")) == rt.live_objects()
+    assert len(rt._heap_live_handles("what")) == rt.live_objects()
 
 
 def test_classes_are_named_by_id_and_found_by_name(rt: zs.Runtime) -> None:
     a = Actor()
-    class_id = rt._class_id_of(Actor)
-    assert rt._class_names()[class_id] == "Actor"
-    assert rt._find_class(b"Actor") == class_id
-    assert rt._find_class(b"Act") is None and rt._find_class(b"Actor\0") is None
-    name, parent, parent_id, size, address, properties, functions = rt._describe_class(class_id)
+    class_id = rt._heap_class_id_of(Actor)
+    assert rt._heap_class_names()[class_id] == "Actor"
+    assert rt._heap_find_class(b"Actor") == class_id
+    assert rt._heap_find_class(b"Act") is None and rt._heap_find_class(b"Actor\0") is None
+    name, parent, parent_id, size, address, properties, functions = rt._heap_describe_class(
+        class_id
+    )
     assert (name, parent, functions) == ("Actor", "Object", ())
-    assert parent_id == rt._find_class(b"Object")
+    assert parent_id == rt._heap_find_class(b"Object")
     assert size == len(rt._object_bytes(a.handle))
-    assert rt._class_id_at(address) == class_id
+    assert rt._heap_resolve_class(a.handle) == class_id and address != 0
+    assert rt._heap_resolve_class(0) is None
     assert "health" in [row[0] for row in properties]
-    with pytest.raises(ValueError, match="no class"):
-        rt._class_id_at(address + 1)
     with pytest.raises(ValueError, match="no class has id"):
-        rt._describe_class(len(rt._class_names()))
+        rt._heap_describe_class(len(rt._heap_class_names()))
     with pytest.raises(TypeError):
-        rt._find_class("Actor")  # type: ignore[arg-type]
+        rt._heap_find_class("Actor")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not a conjugate class"):
-        rt._class_id_of(int)
+        rt._heap_class_id_of(int)
 
 
 def test_object_header_reads_a_live_object_only(rt: zs.Runtime) -> None:
@@ -185,9 +194,9 @@ class _ClosesOnCollection:
 
 
 READS: dict[str, Callable[[zs.Runtime, int], Any]] = {
-    "_describe_class": lambda rt, class_id: rt._describe_class(class_id)[0] == "Actor",
-    "_class_names": lambda rt, class_id: rt._class_names()[class_id] == "Actor",
-    "_find_struct": lambda rt, class_id: rt._find_struct(b"NoSuchStruct") is None,
+    "_heap_describe_class": lambda rt, class_id: rt._heap_describe_class(class_id)[0] == "Actor",
+    "_heap_class_names": lambda rt, class_id: rt._heap_class_names()[class_id] == "Actor",
+    "_heap_find_struct": lambda rt, class_id: rt._heap_find_struct(b"NoSuchStruct") is None,
 }
 
 
@@ -199,7 +208,7 @@ def test_no_finaliser_runs_while_a_description_is_read(read: str) -> None:
     rt = zs.Runtime()
     with rt.activate():
         Actor()
-    class_id = rt._class_id_of(Actor)
+    class_id = rt._heap_class_id_of(Actor)
     threshold = gc.get_threshold()
     gc.collect()
     try:
@@ -213,3 +222,23 @@ def test_no_finaliser_runs_while_a_description_is_read(read: str) -> None:
         gc.set_threshold(*threshold)
         gc.collect()
     assert rt.closed
+
+
+def test_the_c_api_addresses_are_the_tables_slots() -> None:
+    """``_core.api_functions()`` (what ``lowlevel.native_function`` gives)
+    holds the host table's functions, in its order, at the addresses the
+    table (``_core.api_table()``, zs_api_table()) holds; never the managed
+    side's own."""
+    functions = _core.api_functions()
+    assert _core.api_table() == int(ffi.cast("uintptr_t", lib.zs_api_table()))
+    assert functions.pop("zs_api_table") != 0
+    header = ffi.cast("uint32_t *", _core.api_table())
+    slots = ffi.cast("uintptr_t *", _core.api_table() + 8)
+    assert header[1] == 8 + ffi.sizeof("void *") * len(functions)
+    assert [int(slots[i]) for i in range(len(functions))] == list(functions.values())
+    assert not set(functions) & set(_core.managed_functions())
+
+
+def test_the_c_layouts_are_the_compilers() -> None:
+    for name, (size, align) in _core.C_LAYOUTS.items():
+        assert (ffi.sizeof(name), ffi.alignof(name)) == (size, align), name

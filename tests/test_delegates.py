@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
-from helpers import assert_no_leaked_values, collect
+from helpers import assert_no_leaked_values, collect, runtime_ptr
 
 
 @pytest.fixture(autouse=True)
@@ -707,7 +707,7 @@ def test_failed_native_allocation_leaves_delegates_consistent(rt: zs.Runtime) ->
     sparse = zs.SparseDelegate()
     single = zs.Delegate(len)
     used = rt.native_memory()["live_bytes"]
-    rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, used + 512)
+    lib.zs_debug_set(runtime_ptr(rt), lib.ZS_DEBUG_ALLOC_LIMIT, used + 512)
     added = 0
     try:
         with pytest.raises(MemoryError):
@@ -721,7 +721,7 @@ def test_failed_native_allocation_leaves_delegates_consistent(rt: zs.Runtime) ->
         with pytest.raises(MemoryError):
             m.clone()
     finally:
-        rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, 0)
+        lib.zs_debug_set(runtime_ptr(rt), lib.ZS_DEBUG_ALLOC_LIMIT, 0)
     # no id was leaked by the failed adds: every callable held is a stored binding
     assert rt.bound_callables() == added + len(sparse) + 1
     assert single.execute("still bound") == 11

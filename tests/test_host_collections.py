@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
+from helpers import runtime_ptr
 from native_build import compile_host
 from zsharp_py._base.ffi import ffi as zs_ffi
 from zsharp_py._base.ffi import lib as zs_lib
@@ -171,13 +172,13 @@ def test_the_headers_old_recipe_cannot_reach_freed_memory(rt: zs.Runtime, host: 
     refuses while the expiry handler is set; the purge hands the objects
     over instead."""
     _keeper, crates, views = doomed_crates(8)
-    assert zs_lib.zs_gc_mark_and_gather(rt._live_ptr()) == 0
+    assert zs_lib.zs_gc_mark_and_gather(runtime_ptr(rt)) == 0
     assert not crates[0].is_expired  # dying, gathered, still in memory
     with pytest.raises(zs.ExpiredConjugateError):
         crates[0].weight = 5  # a dying object is not written
     buffer = zs_ffi.new("zs_ref[]", 16)
     count = zs_ffi.new("uint32_t *")
-    assert zs_lib.zs_gc_take_expiring(rt._live_ptr(), buffer, 16, count) == zs_lib.ZS_E_BUSY
+    assert zs_lib.zs_gc_take_expiring(runtime_ptr(rt), buffer, 16, count) == zs_lib.ZS_E_BUSY
     assert count[0] == 0
     assert host.host_mark_gather_purge(address(rt)) == 1  # OK, done
     assert_expired(crates, views)
@@ -291,19 +292,19 @@ def test_the_managed_sides_calls_cannot_undo_its_guarantee(rt: zs.Runtime) -> No
     saying its conjugate was dropped."""
     crate = Crate(weight=1)
     assert (
-        zs_lib.zs_set_expiry_handler(rt._live_ptr(), zs_ffi.NULL, zs_ffi.NULL) == zs_lib.ZS_E_BUSY
+        zs_lib.zs_set_expiry_handler(runtime_ptr(rt), zs_ffi.NULL, zs_ffi.NULL) == zs_lib.ZS_E_BUSY
     )
-    assert zs_lib.zs_forget_conjugate(rt._live_ptr(), crate.handle) == zs_lib.ZS_E_BUSY
+    assert zs_lib.zs_forget_conjugate(runtime_ptr(rt), crate.handle) == zs_lib.ZS_E_BUSY
     # Saying its conjugate was dropped, even as the object's sole holder
     # (which would destroy it at once), is the binding's alone too.
     dropped = zs_ffi.new("zs_dropped_conjugate[1]", [(crate.handle, 1, 0)])
     destroyed = zs_ffi.new("uint32_t *", 7)
-    status = zs_lib.zs_conjugates_dropped(rt._live_ptr(), zs_ffi.NULL, dropped, 1, destroyed)
+    status = zs_lib.zs_conjugates_dropped(runtime_ptr(rt), zs_ffi.NULL, dropped, 1, destroyed)
     assert status == zs_lib.ZS_E_BUSY and destroyed[0] == 0 and rt.live_objects() == 1
     made = zs_ffi.new("void **")
     refused = zs_lib.zs_object_new_conjugate(
-        rt._live_ptr(),
-        zs_lib.zs_class_by_id(rt._live_ptr(), 0),
+        runtime_ptr(rt),
+        zs_lib.zs_class_by_id(runtime_ptr(rt), 0),
         0,
         0,
         0,

@@ -17,6 +17,7 @@ import cffi
 import pytest
 
 import zsharp_py as zs
+from helpers import runtime_ptr
 from zsharp_py._base.errors import ZS_E_CALL_FAILED, ZS_OK
 from zsharp_py._base.ffi import ffi, lib
 from zsharp_py.lowlevel import function_layout
@@ -399,7 +400,7 @@ def _call_from_native(obj: zs.Object, name: str) -> tuple[int, Any]:
     host.cdef("typedef uint64_t zs_ref;\n" + layout.c_declaration)
     block = host.new(f"struct {type(obj).__name__}_{name}_params *")
     pointer = ffi.cast("void *", int(host.cast("uintptr_t", block)))
-    status = lib.zs_call_function(obj.runtime._live_ptr(), obj.handle, name.encode(), pointer)
+    status = lib.zs_call_function(runtime_ptr(obj.runtime), obj.handle, name.encode(), pointer)
     return status, block.return_value
 
 

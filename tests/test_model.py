@@ -53,6 +53,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import zsharp_py as zs
+from helpers import runtime_ptr
 from zsharp_py import sample_engine
 from zsharp_py._base.ffi import ffi, lib
 from zsharp_py._model import values as _values
@@ -1243,7 +1244,7 @@ class EngineMachine(RuleBasedStateMachine):
             # objects wait for Python to expire their conjugates: it does
             # nothing then (ZS_E_EXPIRY_PENDING, which World.collect takes
             # as success).
-            blocked = lib.zs_gc_expiring_count(self.rt._live_ptr()) > 0
+            blocked = lib.zs_gc_expiring_count(runtime_ptr(self.rt)) > 0
             expected = self.reachable()
             world.collect()
             if blocked:
@@ -1558,7 +1559,7 @@ class EngineMachine(RuleBasedStateMachine):
             block = ffi.new("sample_actor_tick_params *", {"dt": 0.25})
             self.calls.clear()
             before = len(self.raised)
-            status = lib.zs_call_function(self.rt._live_ptr(), m.handle, name.encode(), block)
+            status = lib.zs_call_function(runtime_ptr(self.rt), m.handle, name.encode(), block)
             if name == "nope":
                 assert status == lib.ZS_E_INVALID
                 assert [t for t, _ in self.reports] == [AttributeError]

@@ -16,7 +16,7 @@ import cffi
 import pytest
 
 import zsharp_py as zs
-from helpers import awaiting_expiry, collect, finish_cycle
+from helpers import awaiting_expiry, collect, finish_cycle, runtime_ptr
 from zsharp_py import _core
 from zsharp_py._base.errors import (
     ZS_E_CALL_FAILED,
@@ -131,7 +131,7 @@ class Host:
         for key, value in arguments.items():
             setattr(self.block, key, value)
         status: int = lib.zs_call_function(
-            obj.runtime._live_ptr(), obj.handle, self.layout.name.encode(), self.pointer()
+            runtime_ptr(obj.runtime), obj.handle, self.layout.name.encode(), self.pointer()
         )
         return status
 
@@ -139,9 +139,9 @@ class Host:
         for key, value in arguments.items():
             setattr(self.block, key, value)
         called, native_class = ffi.new("uint32_t *"), ffi.new("zs_class **")
-        assert lib.zs_find_class(rt._live_ptr(), cls.__name__.encode(), native_class) == ZS_OK
+        assert lib.zs_find_class(runtime_ptr(rt), cls.__name__.encode(), native_class) == ZS_OK
         status = lib.zs_call_each(
-            rt._live_ptr(), native_class[0], self.layout.name.encode(), self.pointer(), called
+            runtime_ptr(rt), native_class[0], self.layout.name.encode(), self.pointer(), called
         )
         return status, called[0]
 
@@ -199,17 +199,17 @@ def test_value_parameters_cross_as_views_of_the_hosts_block(rt: zs.Runtime) -> N
     who = ffi.cast("zs_string *", block + layout.parameters[0].offset)
     string_type = ffi.cast("zs_type *", rt._native_type(layout._kinds[0].kind))
     text = "h\u00e9ros".encode("utf-16-le")
-    assert lib.zs_string_assign(rt._live_ptr(), 0, string_type, who, text, 5) == ZS_OK
+    assert lib.zs_string_assign(runtime_ptr(rt), 0, string_type, who, text, 5) == ZS_OK
     mob = Mob()
     seen_texts.clear()
     kept_views.clear()
-    status = lib.zs_call_function(rt._live_ptr(), mob.handle, b"greet", block)
+    status = lib.zs_call_function(runtime_ptr(rt), mob.handle, b"greet", block)
     assert status == ZS_OK
     assert seen_texts == [("h\u00e9ros", [])]
     assert ffi.cast("int32_t *", block + layout.result.offset)[0] == 0
     with pytest.raises(ExpiredConjugateError):
         str(kept_views.pop())  # the call's scope expired the view
-    assert lib.zs_value_clear(rt._live_ptr(), 0, string_type, who) == ZS_OK
+    assert lib.zs_value_clear(runtime_ptr(rt), 0, string_type, who) == ZS_OK
 
 
 def test_native_call_runs_the_method(rt: zs.Runtime) -> None:
@@ -289,9 +289,9 @@ def test_failures_are_reported_not_raised(rt: zs.Runtime, unraisable: list[Any])
     assert damage.call(mob, amount=1, source=handle) == ZS_E_CALL_FAILED
     assert type(unraisable[-1].exc_value) is zs.ExpiredConjugateError
     assert mob.health == 10  # the method never ran
-    status = lib.zs_call_function(rt._live_ptr(), mob.handle, b"missing", ffi.NULL)
+    status = lib.zs_call_function(runtime_ptr(rt), mob.handle, b"missing", ffi.NULL)
     assert status == ZS_E_INVALID and type(unraisable[-1].exc_value) is AttributeError
-    status = lib.zs_call_function(rt._live_ptr(), mob.handle, b"tick", ffi.NULL)  # no block
+    status = lib.zs_call_function(runtime_ptr(rt), mob.handle, b"tick", ffi.NULL)  # no block
     assert status == ZS_E_INVALID and "without its parameter block" in str(unraisable[-1].exc_value)
     assert Host(Mob, "no_vec").call(mob) == ZS_E_CALL_FAILED  # a struct result is checked too
     assert type(unraisable[-1].exc_value) is TypeError
@@ -312,7 +312,7 @@ def test_stale_and_dying_objects_are_never_called(rt: zs.Runtime) -> None:
     gone = Mob()
     handle = gone.handle
     collect(rt)
-    assert lib.zs_call_function(rt._live_ptr(), handle, b"tick", host.pointer()) == ZS_E_STALE
+    assert lib.zs_call_function(runtime_ptr(rt), handle, b"tick", host.pointer()) == ZS_E_STALE
     pending = awaiting_expiry(rt, [Mob() for _ in range(2000)])
     assert host.call(pending[-1], dt=1.0) == ZS_E_DYING
     finish_cycle(rt)
@@ -400,7 +400,7 @@ def test_native_call_from_a_thread_sees_the_objects_runtime(rt: zs.Runtime) -> N
 
 def test_native_address() -> None:
     rt = zs.Runtime()
-    assert rt.native_address == int(ffi.cast("uintptr_t", rt._live_ptr()))
+    assert rt.native_address == rt._ptr != 0
     rt.close()
     with pytest.raises(zs.ExpiredConjugateError):
         rt.native_address
@@ -441,12 +441,12 @@ def test_the_first_call_and_later_ones_behave_the_same(
     assert runtimes[-1] is rt and mob.speed == 3.5
     # An object whose conjugate nobody holds is adopted, then called.
     handle = Fast().handle
-    assert lib.zs_call_function(rt._live_ptr(), handle, b"tick", host.pointer()) == ZS_OK
+    assert lib.zs_call_function(runtime_ptr(rt), handle, b"tick", host.pointer()) == ZS_OK
     views.clear()  # the views held their parent (an expired view is a cycle: gc.collect)
     gc.collect()
     assert rt._conjugate_get(handle) is None  # the adopted conjugate was not kept
     collect(rt)
-    assert lib.zs_call_function(rt._live_ptr(), handle, b"tick", host.pointer()) == ZS_E_STALE
+    assert lib.zs_call_function(runtime_ptr(rt), handle, b"tick", host.pointer()) == ZS_E_STALE
 
 
 # ---------------------------------------------------------------------------
@@ -822,17 +822,17 @@ def test_function_names_are_matched_by_their_text(rt: zs.Runtime, unraisable: li
     name = ffi.new("char[32]")
     for text in (b"first", b"second", b"first", b"second"):
         ffi.memmove(name, text + b"\0", len(text) + 1)  # the same address, another name
-        assert lib.zs_call_function(rt._live_ptr(), obj.handle, name, block) == ZS_OK
+        assert lib.zs_call_function(runtime_ptr(rt), obj.handle, name, block) == ZS_OK
     assert [n for n, _ in called_names] == ["first", "second", "first", "second"]
     for i in range(80):  # more names than are remembered: each still looked up
         assert (
-            lib.zs_call_function(rt._live_ptr(), obj.handle, f"nope{i}".encode(), block)
+            lib.zs_call_function(runtime_ptr(rt), obj.handle, f"nope{i}".encode(), block)
             == ZS_E_INVALID
         )
     assert len(unraisable) == 80
-    assert lib.zs_call_function(rt._live_ptr(), obj.handle, b"\xff\xfe", block) == ZS_E_INVALID
-    assert lib.zs_call_function(rt._live_ptr(), obj.handle, b"", block) == ZS_E_INVALID
-    assert lib.zs_call_function(rt._live_ptr(), obj.handle, b"second", block) == ZS_OK
+    assert lib.zs_call_function(runtime_ptr(rt), obj.handle, b"\xff\xfe", block) == ZS_E_INVALID
+    assert lib.zs_call_function(runtime_ptr(rt), obj.handle, b"", block) == ZS_E_INVALID
+    assert lib.zs_call_function(runtime_ptr(rt), obj.handle, b"second", block) == ZS_OK
     assert called_names[-1] == ("second", 1.5) and len(called_names) == 5
 
 

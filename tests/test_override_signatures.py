@@ -17,6 +17,7 @@ import cffi
 import pytest
 
 import zsharp_py as zs
+from helpers import runtime_ptr
 from zsharp_py._base.errors import ZS_E_INVALID, ZS_OK
 from zsharp_py._base.ffi import ffi, lib
 from zsharp_py.lowlevel import function_layout
@@ -78,7 +79,7 @@ class Host:
         for key, value in arguments.items():
             setattr(self.block.p, key, value)
         status: int = lib.zs_call_function(
-            obj.runtime._live_ptr(), obj.handle, self.layout.name.encode(), self.pointer()
+            runtime_ptr(obj.runtime), obj.handle, self.layout.name.encode(), self.pointer()
         )
         return status
 
@@ -86,9 +87,9 @@ class Host:
         for key, value in arguments.items():
             setattr(self.block.p, key, value)
         called, native_class = ffi.new("uint32_t *"), ffi.new("zs_class **")
-        assert lib.zs_find_class(rt._live_ptr(), cls.__name__.encode(), native_class) == ZS_OK
+        assert lib.zs_find_class(runtime_ptr(rt), cls.__name__.encode(), native_class) == ZS_OK
         status = lib.zs_call_each(
-            rt._live_ptr(), native_class[0], self.layout.name.encode(), self.pointer(), called
+            runtime_ptr(rt), native_class[0], self.layout.name.encode(), self.pointer(), called
         )
         return status, called[0]
 

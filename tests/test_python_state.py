@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
-from helpers import collect
+from helpers import class_ptr, collect, runtime_ptr
 from zsharp_py import _core
 from zsharp_py._base.ffi import ffi, lib
 from zsharp_py._model.object import class_layout
@@ -433,8 +433,8 @@ def _native_hero_into(rt: zs.Runtime, team: Team) -> int:
     """A Hero made by native code (no conjugate), stored into team.leader."""
     offset = next(p.offset for p in class_layout(Team).properties if p.name == "leader")
     out = ffi.new("zs_ref *")
-    native = rt._native_class(Hero)
-    pointer, team_handle = rt._live_ptr(), team.handle  # nothing allocated between the calls
+    native = class_ptr(rt, Hero)
+    pointer, team_handle = runtime_ptr(rt), team.handle  # nothing allocated between the calls
     assert lib.zs_object_new(pointer, native, 0, lib.ZS_NAME_AUTO, 0, out, ffi.NULL) == 0
     assert lib.zs_store_ref(pointer, team_handle, offset, out[0]) == 0
     assert rt._conjugate_get(out[0]) is None
@@ -561,7 +561,7 @@ def test_a_cycle_collection_cannot_adopt_the_object_being_adopted(rt: zs.Runtime
         gc.set_threshold(100)
         for shift in range(12):
             handle = _native_hero_into(rt, team)
-            assert lib.zs_resolve_for_conjugate(rt._live_ptr(), handle, out) == 0
+            assert lib.zs_resolve_for_conjugate(runtime_ptr(rt), handle, out) == 0
             arguments = (handle, int(ffi.cast("uintptr_t", out[0])))
             gc.collect()
             padding = [[] for _ in range(100 - shift)]

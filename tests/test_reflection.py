@@ -18,7 +18,7 @@ import pytest
 from cffi import FFI
 
 import zsharp_py as zs
-from helpers import declared_functions
+from helpers import declared_functions, runtime_ptr
 from native_build import compile_host
 from zsharp_py._base.ffi import ffi as zs_ffi
 from zsharp_py._base.ffi import lib as zs_lib
@@ -108,17 +108,17 @@ def test_a_live_host_object_never_reads_as_none(rt: Any) -> None:
         held: "zs.Object | None"
 
     cls_out = zs_ffi.new("zs_class **")
-    assert zs_lib.zs_find_class(rt._live_ptr(), b"BigThing", cls_out) == 0
+    assert zs_lib.zs_find_class(runtime_ptr(rt), b"BigThing", cls_out) == 0
     ref_out = zs_ffi.new("zs_ref *")
     obj_out = zs_ffi.new("zs_object **")
     status = zs_lib.zs_object_new(
-        rt._live_ptr(), cls_out[0], 0, zs_lib.ZS_NAME_AUTO, 0, ref_out, obj_out
+        runtime_ptr(rt), cls_out[0], 0, zs_lib.ZS_NAME_AUTO, 0, ref_out, obj_out
     )
     assert status == 0
     holder = Holder()
     assert (
         zs_lib.zs_store_ref(
-            rt._live_ptr(), holder.handle, Holder._zs_layout.properties[0].offset, ref_out[0]
+            runtime_ptr(rt), holder.handle, Holder._zs_layout.properties[0].offset, ref_out[0]
         )
         == 0
     )
@@ -136,12 +136,12 @@ def test_python_subclass_of_a_host_class_is_made_natively_by_name(rt: Any) -> No
     # Native code asks for the class by name before Python used it here:
     # zs_find_class's resolver registers the Python class.
     cls_out = zs_ffi.new("zs_class **")
-    assert zs_lib.zs_find_class(rt._live_ptr(), b"ReflectHero", cls_out) == 0
+    assert zs_lib.zs_find_class(runtime_ptr(rt), b"ReflectHero", cls_out) == 0
     ref_out = zs_ffi.new("zs_ref *")
     obj_out = zs_ffi.new("zs_object **")
     assert (
         zs_lib.zs_object_new(
-            rt._live_ptr(), cls_out[0], 0, zs_lib.ZS_NAME_AUTO, 0, ref_out, obj_out
+            runtime_ptr(rt), cls_out[0], 0, zs_lib.ZS_NAME_AUTO, 0, ref_out, obj_out
         )
         == 0
     )
@@ -161,7 +161,7 @@ def test_python_classes_register_the_same_description(rt: Any) -> None:
 
     Mob()
     cls_out = zs_ffi.new("zs_class **")
-    assert zs_lib.zs_find_class(rt._live_ptr(), b"Mob", cls_out) == 0
+    assert zs_lib.zs_find_class(runtime_ptr(rt), b"Mob", cls_out) == 0
     desc = zs_lib.zs_class_describe(cls_out[0])
     rows = [
         (
@@ -264,7 +264,7 @@ def test_the_api_table_lists_every_function_of_the_header() -> None:
 
 def call_natively(rt: Any, obj: Any, name: bytes, block: Any = None) -> int:
     """zs_call_function as the host calls it (``block``: a zs_ffi buffer)."""
-    return int(zs_lib.zs_call_function(rt._live_ptr(), obj.handle, name, block or zs_ffi.NULL))
+    return int(zs_lib.zs_call_function(runtime_ptr(rt), obj.handle, name, block or zs_ffi.NULL))
 
 
 def test_host_functions_are_methods_of_every_direction(rt: Any) -> None:
@@ -417,12 +417,12 @@ def test_overrides_that_collect_and_destroy_their_object_are_safe(rt: Any) -> No
 
     d = Doomed()
     d_handle = d.handle
-    status = zs_lib.zs_call_function(rt._live_ptr(), d_handle, b"hit", zs_ffi.new("int32_t *", 1))
+    status = zs_lib.zs_call_function(runtime_ptr(rt), d_handle, b"hit", zs_ffi.new("int32_t *", 1))
     assert status == 0
     assert results == [zs.ExpiredConjugateError, "expired"]
     assert d.is_expired
     # The same handle again: the object is gone; the host gets a status.
-    again = zs_lib.zs_call_function(rt._live_ptr(), d_handle, b"hit", zs_ffi.new("int32_t *", 1))
+    again = zs_lib.zs_call_function(runtime_ptr(rt), d_handle, b"hit", zs_ffi.new("int32_t *", 1))
     assert again == zs_lib.ZS_E_STALE
     rt.gc.verify()
 

@@ -18,7 +18,7 @@ import pytest
 
 import zsharp_py as zs
 from classes import Actor, Hero, Item
-from helpers import collect
+from helpers import class_ptr, collect, runtime_ptr
 from zsharp_py.debug import GcStress
 
 # ---- use after free ------------------------------------------------------------
@@ -230,8 +230,8 @@ def _native_object_into(rt: zs.Runtime, holder: Any, field: str) -> int:
     from zsharp_py._model.object import class_layout
 
     offset = next(p.offset for p in class_layout(type(holder)).properties if p.name == field)
-    native_class, out = rt._native_class(type(holder)), ffi.new("zs_ref *")
-    pointer, holder_handle = rt._live_ptr(), holder.handle
+    native_class, out = class_ptr(rt, type(holder)), ffi.new("zs_ref *")
+    pointer, holder_handle = runtime_ptr(rt), holder.handle
     assert lib.zs_object_new(pointer, native_class, 0, lib.ZS_NAME_AUTO, 0, out, ffi.NULL) == 0
     assert lib.zs_store_ref(pointer, holder_handle, offset, out[0]) == 0
     assert rt._conjugate_get(out[0]) is None

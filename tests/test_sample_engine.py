@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
+from helpers import runtime_ptr
 from hostile_support import GcTrigger
 from zsharp_py import sample_engine
 
@@ -410,11 +411,13 @@ def test_native_lookup_by_name_ignores_subclasses_of_another_runtimes_classes() 
                 pass
 
             found = ffi.new("zs_class **")
-            assert lib.zs_find_class(second._live_ptr(), b"Sentry", found) == lib.ZS_OK
+            assert lib.zs_find_class(runtime_ptr(second), b"Sentry", found) == lib.ZS_OK
             handle = ffi.new("zs_ref *")
             obj = ffi.new("zs_object **")
             assert (
-                lib.zs_object_new(second._live_ptr(), found[0], 0, lib.ZS_NAME_AUTO, 0, handle, obj)
+                lib.zs_object_new(
+                    runtime_ptr(second), found[0], 0, lib.ZS_NAME_AUTO, 0, handle, obj
+                )
                 == lib.ZS_OK
             )
             made = second._conjugate_of(handle[0])

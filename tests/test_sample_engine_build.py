@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
+from helpers import runtime_ptr
 from native_build import compile_host
 from zsharp_py._base.errors import ZS_E_INVALID, ZS_OK
 from zsharp_py._base.ffi import ffi, lib
@@ -40,7 +41,7 @@ def _install(engine_module: Any, rt: zs.Runtime) -> int:
 
 def _find_class(rt: zs.Runtime, name: str) -> Any:
     out = ffi.new("const zs_class **")
-    assert lib.zs_find_class(rt._live_ptr(), name.encode(), out) == ZS_OK, name
+    assert lib.zs_find_class(runtime_ptr(rt), name.encode(), out) == ZS_OK, name
     return out[0]
 
 
@@ -95,17 +96,17 @@ def test_standalone_engine_registers_its_classes(engine_module: Any) -> None:
         movement = _find_class(rt, "MovementComponent")
         assert lib.zs_class_parent(movement) == _find_class(rt, "Component")
         out_desc = ffi.new("const zs_struct_desc **")
-        assert lib.zs_find_struct(rt._live_ptr(), b"Transform", out_desc, ffi.NULL) == ZS_OK
+        assert lib.zs_find_struct(runtime_ptr(rt), b"Transform", out_desc, ffi.NULL) == ZS_OK
         assert _names(out_desc[0].members, out_desc[0].member_count) == ["location", "yaw", "scale"]
         out_enum = ffi.new("const zs_enum_desc **")
-        assert lib.zs_find_enum(rt._live_ptr(), b"Team", out_enum) == ZS_OK
+        assert lib.zs_find_enum(runtime_ptr(rt), b"Team", out_enum) == ZS_OK
         assert _names(out_enum[0].items, out_enum[0].item_count) == ["Neutral", "Red", "Blue"]
 
         # Its entries run through the table: the static World.version.
         version = ffi.new("const zs_function_desc **")
         assert lib.zs_find_function(_find_class(rt, "World"), b"version", version) == ZS_OK
         block = ffi.new("int32_t *")
-        status = lib.zs_call_native(rt._live_ptr(), version[0].entry, version[0].user, 0, block)
+        status = lib.zs_call_native(runtime_ptr(rt), version[0].entry, version[0].user, 0, block)
         assert status == ZS_OK and block[0] == 1
 
         assert _install(engine_module, rt) == ZS_E_INVALID  # once per runtime
@@ -114,7 +115,7 @@ def test_standalone_engine_registers_its_classes(engine_module: Any) -> None:
 def test_packaged_engine_installs_too() -> None:
     """The copy compiled into the package's native library."""
     with zs.Runtime() as rt:
-        assert lib.zs_sample_engine_install(lib.zs_api_table(), rt._live_ptr()) == ZS_OK
+        assert lib.zs_sample_engine_install(lib.zs_api_table(), runtime_ptr(rt)) == ZS_OK
         desc = lib.zs_class_describe(_find_class(rt, "World"))
         assert desc.function_count == 6
         assert ffi.sizeof("sample_actor") == lib.zs_class_instance_size(_find_class(rt, "Actor"))

@@ -4,7 +4,7 @@ checking ones are shown to catch the bugs they exist for."""
 from __future__ import annotations
 
 import pytest
-from tests.helpers import collect
+from tests.helpers import collect, runtime_ptr
 
 import zsharp_py as zs
 from zsharp_py.debug import GcStress, HeapCorruptionError
@@ -155,10 +155,10 @@ def test_out_of_memory_while_gathering_never_frees_what_a_survivor_references() 
             used = rt.native_memory()["live_bytes"]
             # The limit also starves the collector's own lists, as a real
             # out-of-memory would: the cycle is given up or completes whole.
-            rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, used + extra)
-            rt._call(lib.zs_debug_set, lib.ZS_DEBUG_STRICT_ALLOC_LIMIT, 1)
+            lib.zs_debug_set(runtime_ptr(rt), lib.ZS_DEBUG_ALLOC_LIMIT, used + extra)
+            lib.zs_debug_set(runtime_ptr(rt), lib.ZS_DEBUG_STRICT_ALLOC_LIMIT, 1)
             stats = collect(rt)
-            rt._call(lib.zs_debug_set, lib.ZS_DEBUG_ALLOC_LIMIT, 0)
+            lib.zs_debug_set(runtime_ptr(rt), lib.ZS_DEBUG_ALLOC_LIMIT, 0)
             outcomes.add(stats.gathers_aborted)
             if stats.gathers_aborted:
                 assert stats.objects_freed == 0 and not any(n.is_expired for n in held)

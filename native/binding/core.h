@@ -8,8 +8,12 @@
  * reached through the callbacks in zs_core_state.
  *
  * This module links libzsharp.so (the library a host links) and calls
- * zsharp.h directly. zs.Runtime and rt.gc reach the heap only through it:
- * the `_heap_*` methods of RuntimeCore (heap_calls.c).
+ * zsharp.h directly. It is the Python package's one way into the library:
+ * the package reaches the heap only through the `_heap_*` methods of
+ * RuntimeCore (heap_calls.c, reflection.c), the hot paths here, and the
+ * module's functions and constants (the C API's addresses for hosts, the
+ * header's constants and C type layouts). The cffi module
+ * zsharp_py._native_lib is the sample engine's, and the tests' and tools'.
  *
  * Thread safety (rule 10 of docs/design.md): every function here runs with the GIL held
  * and never releases it. A native call made from here therefore cannot be
@@ -842,11 +846,14 @@ int zs_add_call_types(PyObject *module, zs_core_state *state);
 PyObject *zs_runtime_collect_full(PyObject *self, PyObject *layout);
 PyObject *zs_runtime_gc_stats(PyObject *self, PyObject *layout);
 
-/* ---- heap_calls.c: the native heap calls of zs.Runtime and rt.gc ----------- */
+/* ---- heap_calls.c and reflection.c: the heap calls of Python ------------------ */
 
 /* Methods of RuntimeCore (`_heap_*`, the end of runtime_core_methods in
- * conjugates.c): the only way runtime.py, collector.py and chains.py reach
- * the heap. heap_calls.c says what each takes and returns. */
+ * conjugates.c): the only way the Python package reaches the heap.
+ * heap_calls.c has zs.Runtime's and rt.gc's (statuses returned, for
+ * check()); reflection.c the lifetime controls, queries and hosts'
+ * descriptions of the lower layers (statuses raised). Each file says what
+ * each takes and returns. */
 PyObject *zs_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zs_rt_free_runtime(PyObject *unused, PyObject *address);
 PyObject *zs_rt_set_handlers(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
@@ -864,7 +871,6 @@ PyObject *zs_rt_debug_set(PyObject *self, PyObject *const *args, Py_ssize_t narg
 PyObject *zs_rt_verify(PyObject *self, PyObject *unused);
 PyObject *zs_rt_register_class(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zs_rt_new_object(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-PyObject *zs_rt_mark_as_garbage(PyObject *self, PyObject *handle);
 PyObject *zs_rt_release_strong_ref(PyObject *self, PyObject *handle);
 PyObject *zs_rt_resolve_class(PyObject *self, PyObject *handle);
 PyObject *zs_rt_resolve_for_conjugate(PyObject *self, PyObject *handle);
@@ -874,35 +880,39 @@ PyObject *zs_rt_gc_start(PyObject *self, PyObject *unused);
 PyObject *zs_rt_gc_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zs_rt_gc_purge(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zs_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-/* Add the zsharp.h constants Python needs (MAX_OBJECTS_LIMIT, GC_*,
- * DEBUG_*, CHAIN_*...) and GC_STATS_FIELDS to the module. */
-int zs_add_heap_constants(PyObject *module);
-/* ---- reflection.c: hosts' descriptions, lifetime controls, queries, constants ---- */
-/* Runtime methods (runtime_core_methods, conjugates.c). */
-PyObject *zs_runtime_add_to_root(PyObject *self, PyObject *args);
-PyObject *zs_runtime_remove_from_root(PyObject *self, PyObject *args);
-PyObject *zs_runtime_mark_as_garbage(PyObject *self, PyObject *args);
-PyObject *zs_runtime_dissolve_cluster(PyObject *self, PyObject *args);
-PyObject *zs_runtime_add_strong_ref(PyObject *self, PyObject *args);
-PyObject *zs_runtime_object_writable(PyObject *self, PyObject *args);
-PyObject *zs_runtime_abandon(PyObject *self, PyObject *handle);
-PyObject *zs_runtime_is_rooted(PyObject *self, PyObject *handle);
-PyObject *zs_runtime_is_garbage(PyObject *self, PyObject *handle);
-PyObject *zs_runtime_is_permanent(PyObject *self, PyObject *handle);
-PyObject *zs_runtime_live_handles(PyObject *self, PyObject *what);
-PyObject *zs_runtime_class_id_of(PyObject *self, PyObject *cls);
-PyObject *zs_runtime_class_names(PyObject *self, PyObject *unused);
-PyObject *zs_runtime_find_class(PyObject *self, PyObject *name);
-PyObject *zs_runtime_class_id_at(PyObject *self, PyObject *address);
-PyObject *zs_runtime_describe_class(PyObject *self, PyObject *class_id);
-PyObject *zs_runtime_find_struct(PyObject *self, PyObject *name);
-PyObject *zs_runtime_find_enum(PyObject *self, PyObject *name);
-PyObject *zs_runtime_native_type_traits(PyObject *self, PyObject *kind);
-/* Module functions (core_functions, module.c). */
+PyObject *zs_rt_add_to_root(PyObject *self, PyObject *args);
+PyObject *zs_rt_remove_from_root(PyObject *self, PyObject *args);
+PyObject *zs_rt_mark_as_garbage(PyObject *self, PyObject *args);
+PyObject *zs_rt_dissolve_cluster(PyObject *self, PyObject *args);
+PyObject *zs_rt_add_strong_ref(PyObject *self, PyObject *args);
+PyObject *zs_rt_object_writable(PyObject *self, PyObject *args);
+PyObject *zs_rt_abandon(PyObject *self, PyObject *handle);
+PyObject *zs_rt_is_rooted(PyObject *self, PyObject *handle);
+PyObject *zs_rt_is_garbage(PyObject *self, PyObject *handle);
+PyObject *zs_rt_is_permanent(PyObject *self, PyObject *handle);
+PyObject *zs_rt_live_handles(PyObject *self, PyObject *what);
+PyObject *zs_rt_class_id_of(PyObject *self, PyObject *cls);
+PyObject *zs_rt_class_names(PyObject *self, PyObject *unused);
+PyObject *zs_rt_find_class(PyObject *self, PyObject *name);
+PyObject *zs_rt_describe_class(PyObject *self, PyObject *class_id);
+PyObject *zs_rt_find_struct(PyObject *self, PyObject *name);
+PyObject *zs_rt_find_enum(PyObject *self, PyObject *name);
+PyObject *zs_rt_native_type_traits(PyObject *self, PyObject *kind);
+/* What every heap call starts with (heap_calls.c): the native runtime of
+ * an open runtime, or NULL with ExpiredConjugateError once it is closed
+ * and, unless `while_closing`, once close() has begun. */
+zs_runtime *zs_rt_open(zs_runtime_core *rt, int while_closing);
+/* A handle (or other uint64) argument, converted as cffi converted it
+ * (__index__; OverflowError outside uint64): 0, or -1 with an error. May
+ * run Python code: convert every argument before zs_rt_open. */
+int zs_rt_handle_arg(PyObject *value, zs_ref *out);
+/* Module functions (core_functions, module.c; reflection.c). */
 PyObject *zs_module_status_message(PyObject *module, PyObject *status);
 PyObject *zs_module_object_header(PyObject *module, PyObject *obj);
-/* The header's constants, added at module initialisation. */
-int zs_add_reflection_constants(PyObject *module);
+/* Add the zsharp.h constants Python needs (statuses, MAX_OBJECTS_LIMIT,
+ * GC_*, DEBUG_*, CHAIN_*, TYPE_*, MEMBER_*...), GC_STATS_FIELDS and
+ * C_LAYOUTS to the module. */
+int zs_add_heap_constants(PyObject *module);
 
 /* module.c */
 zs_core_state *zs_state_of_module(PyObject *module);

@@ -1,4 +1,5 @@
-/* The native heap calls of zs.Runtime and rt.gc, as methods of RuntimeCore.
+/* The native heap calls of zs.Runtime and rt.gc, as methods of RuntimeCore,
+ * and the header's constants and C type layouts Python reads.
  *
  * zsharp_py/_runtime/runtime.py, collector.py and chains.py reach the heap
  * only through these (the `_heap_*` methods): creating and freeing a native
@@ -6,16 +7,16 @@
  * incremental collector's steps, clusters, figures, the stress switches and
  * reference chains. Each method converts all its Python arguments first
  * (an __index__ may run Python code that closes the runtime), then reads
- * rt->native, raising ExpiredConjugateError once the runtime is closed, and
- * returns Python values instead of out-parameters. Statuses are returned for
- * Python to raise with check()/refused(), as it did.
+ * rt->native (zs_rt_open, which reflection.c's methods share), raising
+ * ExpiredConjugateError once the runtime is closed, and returns Python
+ * values instead of out-parameters. Statuses are returned for Python to
+ * raise with check()/refused().
  *
  * The GIL (rule 10 of docs/design.md) is held for short calls and released
  * around the ones that may run long (a collector step, a purge, starting a
  * cycle, verifying the heap, clustering, reference chains, closing the
- * disregard window, freeing a runtime), as the cffi calls they replace
- * released it. Python holds the runtime's lock around each of them, so
- * close() on another thread waits. A step that may hand dying objects to the
+ * disregard window, freeing a runtime). Python holds the runtime's lock
+ * around each of them, so close() on another thread waits. A step that may hand dying objects to the
  * expiry handler is bracketed by zs_expiry_reporting, as collection.c's
  * run_step is: an error of that expiry is raised by the method.
  */
@@ -25,13 +26,18 @@
 #define CLOSED_MESSAGE "the runtime has been closed"
 
 /* The native runtime of an open runtime, or NULL with ExpiredConjugateError
- * (what Runtime._live_ptr() raised once closed). */
-static zs_runtime *open_native(zs_runtime_core *rt) {
-    if (rt->native != NULL) return rt->native;
+ * once it is closed, and, unless `while_closing`, once close() has begun
+ * (its heap may be going; close() itself still calls the heap then). */
+zs_runtime *zs_rt_open(zs_runtime_core *rt, int while_closing) {
+    if (rt->native != NULL && (while_closing || !rt->closing)) return rt->native;
     PyObject *type = rt->state->expired_exception;
     PyErr_SetString(type != NULL ? type : PyExc_RuntimeError, CLOSED_MESSAGE);
     return NULL;
 }
+
+/* The native runtime of a runtime that is open or closing: what the
+ * methods of zs.Runtime and rt.gc, which close() calls too, work on. */
+static zs_runtime *open_native(zs_runtime_core *rt) { return zs_rt_open(rt, 1); }
 
 /* An unsigned integer argument no larger than `high`, through __index__ (as
  * cffi converted integer arguments): 0, or -1 with OverflowError. */
@@ -50,7 +56,7 @@ static int unsigned_arg(PyObject *value, unsigned long long high, unsigned long 
 }
 
 /* A handle (zs_ref) argument. */
-static int handle_arg(PyObject *value, zs_ref *out) {
+int zs_rt_handle_arg(PyObject *value, zs_ref *out) {
     unsigned long long v;
     if (unsigned_arg(value, UINT64_MAX, &v) < 0) return -1;
     *out = (zs_ref)v;
@@ -477,7 +483,7 @@ PyObject *zs_rt_new_object(PyObject *self, PyObject *const *args, Py_ssize_t nar
     zs_ref outer;
     uint32_t name_index, name_number;
     if (arity("_heap_new_object", nargs, 5) < 0 || address_arg(args[0], &cls) < 0 ||
-        handle_arg(args[1], &outer) < 0 || u32_arg(args[2], &name_index) < 0 ||
+        zs_rt_handle_arg(args[1], &outer) < 0 || u32_arg(args[2], &name_index) < 0 ||
         u32_arg(args[3], &name_number) < 0)
         return NULL;
     PyObject *image = args[4];
@@ -500,41 +506,32 @@ PyObject *zs_rt_new_object(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_BuildValue("(iKN)", 0, (unsigned long long)handle, PyLong_FromVoidPtr(address));
 }
 
-/* RuntimeCore._heap_mark_as_garbage(handle) -> status. */
-PyObject *zs_rt_mark_as_garbage(PyObject *self, PyObject *handle) {
-    zs_ref ref;
-    if (handle_arg(handle, &ref) < 0) return NULL;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
-    if (native == NULL) return NULL;
-    return PyLong_FromLong((long)zs_mark_as_garbage(native, ref));
-}
-
 /* RuntimeCore._heap_release_strong_ref(handle) -> status. */
 PyObject *zs_rt_release_strong_ref(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (handle_arg(handle, &ref) < 0) return NULL;
+    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
     zs_runtime *native = open_native((zs_runtime_core *)self);
     if (native == NULL) return NULL;
     return PyLong_FromLong((long)zs_release_strong_ref(native, ref));
 }
 
-/* RuntimeCore._heap_resolve_class(handle) -> (class address, class id), or
- * None when the handle names no object (null or stale). */
+/* RuntimeCore._heap_resolve_class(handle) -> the class id of the object
+ * the handle names, or None when it names none (null or stale). */
 PyObject *zs_rt_resolve_class(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (handle_arg(handle, &ref) < 0) return NULL;
+    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
     zs_runtime *native = open_native((zs_runtime_core *)self);
     if (native == NULL) return NULL;
     const zs_object *object = zs_resolve(native, ref);
     if (object == NULL) Py_RETURN_NONE;
-    return Py_BuildValue("(NI)", PyLong_FromVoidPtr((void *)object->cls), zs_class_id(object->cls));
+    return PyLong_FromUnsignedLong(zs_class_id(object->cls));
 }
 
 /* RuntimeCore._heap_resolve_for_conjugate(handle) -> the object's address,
  * recorded as having a conjugate, or None (stale or dying). */
 PyObject *zs_rt_resolve_for_conjugate(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (handle_arg(handle, &ref) < 0) return NULL;
+    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
     zs_runtime *native = open_native((zs_runtime_core *)self);
     if (native == NULL) return NULL;
     zs_object *object = NULL;
@@ -550,7 +547,7 @@ PyObject *zs_rt_resolve_for_conjugate(PyObject *self, PyObject *handle) {
  * object with what it references (a walk: the GIL is released). */
 PyObject *zs_rt_create_cluster(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (handle_arg(handle, &ref) < 0) return NULL;
+    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
     zs_runtime *native = open_native((zs_runtime_core *)self);
     if (native == NULL) return NULL;
     uint32_t size = 0;
@@ -566,7 +563,7 @@ PyObject *zs_rt_create_cluster(PyObject *self, PyObject *handle) {
  * objects, referenced_clusters, mutable_objects, referenced_by). */
 PyObject *zs_rt_cluster_info(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (handle_arg(handle, &ref) < 0) return NULL;
+    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
     zs_runtime *native = open_native((zs_runtime_core *)self);
     if (native == NULL) return NULL;
     int32_t index = -1;
@@ -676,7 +673,7 @@ PyObject *zs_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize
     zs_runtime_core *rt = (zs_runtime_core *)self;
     zs_ref ref;
     uint32_t max_chains;
-    if (arity("_heap_reference_chains", nargs, 2) < 0 || handle_arg(args[0], &ref) < 0 ||
+    if (arity("_heap_reference_chains", nargs, 2) < 0 || zs_rt_handle_arg(args[0], &ref) < 0 ||
         u32_arg(args[1], &max_chains) < 0)
         return NULL;
     uint32_t capacity = 64, count = 0;
@@ -707,12 +704,76 @@ PyObject *zs_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize
  * The method table's block, and the constants
  * ========================================================================= */
 
-/* The constants Python needs of zsharp.h, as module constants. */
+/* The sizes and alignments of the C types Python lays structs out with
+ * (zsharp_py/_base/layout.py), as the module's C_LAYOUTS: {name: (size,
+ * align)}. */
+static int add_c_layouts(PyObject *module) {
+#define ZS_C_LAYOUT(type)                                                                          \
+    {                                                                                              \
+        #type, sizeof(type), _Alignof(type)                                                        \
+    }
+    static const struct {
+        const char *name;
+        size_t size, align;
+    } layouts[] = {
+        ZS_C_LAYOUT(_Bool),    ZS_C_LAYOUT(int8_t),    ZS_C_LAYOUT(int16_t),
+        ZS_C_LAYOUT(int32_t),  ZS_C_LAYOUT(int64_t),   ZS_C_LAYOUT(uint8_t),
+        ZS_C_LAYOUT(uint16_t), ZS_C_LAYOUT(uint32_t),  ZS_C_LAYOUT(uint64_t),
+        ZS_C_LAYOUT(float),    ZS_C_LAYOUT(double),    ZS_C_LAYOUT(void *),
+        ZS_C_LAYOUT(zs_ref),   ZS_C_LAYOUT(zs_object), ZS_C_LAYOUT(zs_string),
+        ZS_C_LAYOUT(zs_array), ZS_C_LAYOUT(zs_hash),   ZS_C_LAYOUT(zs_binding),
+    };
+#undef ZS_C_LAYOUT
+    PyObject *dict = PyDict_New();
+    for (size_t i = 0; dict != NULL && i < sizeof layouts / sizeof layouts[0]; i++) {
+        PyObject *pair = Py_BuildValue("(nn)", (Py_ssize_t)layouts[i].size,
+                                       (Py_ssize_t)layouts[i].align);
+        if (pair == NULL || PyDict_SetItemString(dict, layouts[i].name, pair) < 0) Py_CLEAR(dict);
+        Py_XDECREF(pair);
+    }
+    if (dict == NULL) return -1;
+    int added = PyModule_AddObjectRef(module, "C_LAYOUTS", dict);
+    Py_DECREF(dict);
+    return added;
+}
+
+/* The constants Python needs of zsharp.h (statuses, limits, collector
+ * phases, stress switches, chain markers, type, member and class kinds, the
+ * header's size), GC_STATS_FIELDS and C_LAYOUTS, as module constants. */
 int zs_add_heap_constants(PyObject *module) {
     static const struct {
         const char *name;
-        unsigned long long value;
+        long long value;
     } constants[] = {
+        {"OK", ZS_OK},
+        {"E_NOMEM", ZS_E_NOMEM},
+        {"E_CAPACITY", ZS_E_CAPACITY},
+        {"E_STALE", ZS_E_STALE},
+        {"E_INVALID", ZS_E_INVALID},
+        {"E_BUSY", ZS_E_BUSY},
+        {"E_EXPIRY_PENDING", ZS_E_EXPIRY_PENDING},
+        {"E_DYING", ZS_E_DYING},
+        {"E_CORRUPT", ZS_E_CORRUPT},
+        {"E_CALL_FAILED", ZS_E_CALL_FAILED},
+        {"TYPE_PLAIN", ZS_TYPE_PLAIN},
+        {"TYPE_OBJECT", ZS_TYPE_OBJECT},
+        {"TYPE_WEAK_OBJECT", ZS_TYPE_WEAK_OBJECT},
+        {"TYPE_STRING", ZS_TYPE_STRING},
+        {"TYPE_STRUCT", ZS_TYPE_STRUCT},
+        {"TYPE_ARRAY", ZS_TYPE_ARRAY},
+        {"TYPE_SET", ZS_TYPE_SET},
+        {"TYPE_MAP", ZS_TYPE_MAP},
+        {"TYPE_OPTIONAL", ZS_TYPE_OPTIONAL},
+        {"TYPE_DELEGATE", ZS_TYPE_DELEGATE},
+        {"TYPE_MULTICAST", ZS_TYPE_MULTICAST},
+        {"TYPE_SPARSE", ZS_TYPE_SPARSE},
+        {"MEMBER_OBJECT", ZS_MEMBER_OBJECT},
+        {"MEMBER_WEAK_OBJECT", ZS_MEMBER_WEAK_OBJECT},
+        {"MEMBER_OBJECT_ARRAY", ZS_MEMBER_OBJECT_ARRAY},
+        {"MEMBER_VALUE", ZS_MEMBER_VALUE},
+        {"CLASS_CLUSTER_ROOT", ZS_CLASS_CLUSTER_ROOT},
+        {"CLASS_IN_CLUSTER", ZS_CLASS_IN_CLUSTER},
+        {"OBJECT_HEADER_SIZE", (long long)sizeof(zs_object)},
         {"MAX_OBJECTS_LIMIT", ZS_MAX_OBJECTS_LIMIT},
         {"RUNTIME_DISREGARD_WINDOW", ZS_RUNTIME_DISREGARD_WINDOW},
         {"RUNTIME_BLACK_NOT_ROOTS", ZS_RUNTIME_BLACK_NOT_ROOTS},
@@ -739,7 +800,7 @@ int zs_add_heap_constants(PyObject *module) {
         {"CHAIN_ROOT_VALUE", ZS_CHAIN_ROOT_VALUE},
     };
     for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
-        PyObject *value = PyLong_FromUnsignedLongLong(constants[i].value);
+        PyObject *value = PyLong_FromLongLong(constants[i].value);
         if (value == NULL || PyModule_AddObjectRef(module, constants[i].name, value) < 0) {
             Py_XDECREF(value);
             return -1;
@@ -783,5 +844,5 @@ int zs_add_heap_constants(PyObject *module) {
     if (names == NULL) return -1;
     int added = PyModule_AddObjectRef(module, "GC_STATS_FIELDS", names);
     Py_DECREF(names);
-    return added;
+    return added < 0 ? -1 : add_c_layouts(module);
 }

@@ -5,7 +5,7 @@
  * init_class() on every conjugate class it creates (zsharp_py/_model/object.py).
  */
 #include "value.h"
-#include "zsharp_api.h" /* ZS_MANAGED_FUNCTIONS */
+#include "zsharp_api.h" /* ZS_API_FUNCTIONS, ZS_MANAGED_FUNCTIONS */
 
 static struct PyModuleDef core_module;
 
@@ -187,6 +187,41 @@ static PyObject *managed_functions(PyObject *module, PyObject *unused) {
     return name_list(managed_names, sizeof managed_names / sizeof managed_names[0]);
 }
 
+/* api_table() -> the address of the host's table of the C API (struct
+ * zs_api, zsharp_api.h): zs_api_table(). */
+static PyObject *api_table(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return PyLong_FromVoidPtr((void *)zs_api_table());
+}
+
+/* Add `name`'s address to `dict`: 0, or -1 with an error. */
+static int add_function(PyObject *dict, const char *name, uintptr_t address) {
+    PyObject *value = PyLong_FromUnsignedLongLong((unsigned long long)address);
+    int added = value != NULL ? PyDict_SetItemString(dict, name, value) : -1;
+    Py_XDECREF(value);
+    return added;
+}
+
+/* api_functions() -> {name: address} of every function of the host's table
+ * (zsharp_api.h, ZS_API_FUNCTIONS), and of zs_api_table itself: the
+ * functions of zsharp.h a host may call (never the managed side's own). */
+static PyObject *api_functions(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    PyObject *dict = PyDict_New();
+    if (dict == NULL) return NULL;
+#define ZS_API_ADDRESS(name)                                                                       \
+    if (add_function(dict, #name, (uintptr_t)&name) < 0) goto fail;
+    ZS_API_FUNCTIONS(ZS_API_ADDRESS)
+    ZS_API_ADDRESS(zs_api_table)
+#undef ZS_API_ADDRESS
+    return dict;
+fail:
+    Py_DECREF(dict);
+    return NULL;
+}
+
 /* configure(current, default_runtime, slow_create, init_create, expired_error,
  *           raise_status, store_failed, store_refused, expired_type,
  *           expired_exception, current_runtime, name_class, attribute_error) */
@@ -309,6 +344,10 @@ static PyMethodDef core_functions[] = {
      "The address of the zsharp_python.h table (handles and proxies for C code)."},
     {"managed_functions", managed_functions, METH_NOARGS,
      "The names of the managed side's own protocol, which hosts are not given."},
+    {"api_table", api_table, METH_NOARGS,
+     "The address of the C API as one table of function pointers (struct zs_api)."},
+    {"api_functions", api_functions, METH_NOARGS,
+     "{name: address} of the C API functions a host may call (and zs_api_table)."},
     /* reflection.c */
     {"status_message", zs_module_status_message, METH_O,
      "The C library's text for a native status."},
@@ -344,7 +383,6 @@ static int core_exec(PyObject *module) {
         zs_add_function_types(module, state) < 0 || zs_add_state_types(module, state) < 0 ||
         zs_add_heap_constants(module) < 0)
         return -1;
-    if (zs_add_reflection_constants(module) < 0) return -1;
     return 0;
 }
 

@@ -1,11 +1,13 @@
-/* What Python asks of the heap outside the hot paths, in C: a host's
+/* What Python asks of the heap outside the hot paths (the `_heap_*`
+ * methods of RuntimeCore beside heap_calls.c's, whose helpers these share:
+ * zs_rt_open, zs_rt_handle_arg), in C: a host's
  * descriptions of its classes, structs and enums, read into plain tuples
  * (zsharp_py/_interop/reflection.py binds them); an object's lifetime
  * controls (roots, strong references, garbage, clusters:
  * zsharp_py/_model/object.py, zsharp_py/_types/object_pointers.py); the
  * checks and queries of the lower layers and of zsharp_py.testing; the
- * status texts and the header's constants. With these, _core is Python's
- * one way into the native library for all of them.
+ * status texts. With these and heap_calls.c, _core is the Python package's
+ * one way into the native library.
  *
  * Every entry converts its arguments completely first (an __index__ may
  * run Python code that closes the runtime), then checks that the runtime
@@ -13,37 +15,15 @@
  * docs/design.md); a description is read into tuples with Python's cycle
  * collector paused (reflection_read), so that no finaliser runs while the
  * native memory is being read. A runtime that is closing or closed raises
- * ExpiredConjugateError("the runtime has been closed"), as
- * Runtime._live_ptr() did once closed (close() sets `closing` first, and
- * these calls take no Python lock to wait for it), and a native status is
+ * ExpiredConjugateError("the runtime has been closed") (zs_rt_open with
+ * while_closing 0: close() sets `closing` first, and these calls take no
+ * Python lock to wait for it), and a native status is
  * raised by Python's `refused` (zs_call_raise_status), as `check` raised
  * it. The GIL is held throughout: every call is short (rule 10; the heap
  * releases its own lock before it calls anything that may need the GIL,
  * native/src/gc_purge.c).
  */
 #include "value.h"
-
-/* Whether `rt` may be used: 1, or 0 with ExpiredConjugateError once it is
- * closing or closed (its heap may be going). */
-static int reflection_open(const zs_runtime_core *rt) {
-    if (rt->native != NULL && !rt->closing) return 1;
-    PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
-    return 0;
-}
-
-/* A handle or other uint64 argument, converted as cffi converted it (an
- * int or an object with __index__; OverflowError outside uint64): 0, or -1
- * with an error. May run Python code (__index__): call before resolving
- * anything. */
-static int reflection_u64(PyObject *value, uint64_t *out) {
-    PyObject *index = PyNumber_Index(value);
-    if (index == NULL) return -1;
-    unsigned long long converted = PyLong_AsUnsignedLongLong(index);
-    Py_DECREF(index);
-    if (converted == (unsigned long long)-1 && PyErr_Occurred()) return -1;
-    *out = (uint64_t)converted;
-    return 0;
-}
 
 /* A C string of a description as a str ("" for NULL); UnicodeDecodeError
  * for text that is not UTF-8, as bytes.decode("utf-8") raised. */
@@ -77,55 +57,55 @@ static PyObject *reflection_handle_call(PyObject *self, PyObject *args, handle_c
     zs_runtime_core *rt = (zs_runtime_core *)self;
     PyObject *handle, *what;
     zs_ref ref;
-    if (!PyArg_ParseTuple(args, format, &handle, &what) || reflection_u64(handle, &ref) < 0)
+    if (!PyArg_ParseTuple(args, format, &handle, &what) || zs_rt_handle_arg(handle, &ref) < 0)
         return NULL;
-    if (!reflection_open(rt)) return NULL;
+    if (zs_rt_open(rt, 0) == NULL) return NULL;
     zs_status status = call(rt->native, ref);
     if (status != ZS_OK) return zs_call_raise_status(rt->state, status, what, rt);
     Py_RETURN_NONE;
 }
 
-/* Runtime._add_to_root(handle, what): Object.add_to_root. */
-PyObject *zs_runtime_add_to_root(PyObject *self, PyObject *args) {
-    return reflection_handle_call(self, args, zs_add_to_root, "OU:_add_to_root");
+/* RuntimeCore._heap_add_to_root(handle, what): Object.add_to_root. */
+PyObject *zs_rt_add_to_root(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_add_to_root, "OU:_heap_add_to_root");
 }
 
-/* Runtime._remove_from_root(handle, what): Object.remove_from_root. */
-PyObject *zs_runtime_remove_from_root(PyObject *self, PyObject *args) {
-    return reflection_handle_call(self, args, zs_remove_from_root, "OU:_remove_from_root");
+/* RuntimeCore._heap_remove_from_root(handle, what): Object.remove_from_root. */
+PyObject *zs_rt_remove_from_root(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_remove_from_root, "OU:_heap_remove_from_root");
 }
 
-/* Runtime._mark_as_garbage(handle, what): Object.mark_as_garbage. */
-PyObject *zs_runtime_mark_as_garbage(PyObject *self, PyObject *args) {
-    return reflection_handle_call(self, args, zs_mark_as_garbage, "OU:_mark_as_garbage");
+/* RuntimeCore._heap_mark_as_garbage(handle, what): Object.mark_as_garbage. */
+PyObject *zs_rt_mark_as_garbage(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_mark_as_garbage, "OU:_heap_mark_as_garbage");
 }
 
-/* Runtime._dissolve_cluster(handle, what): Object.dissolve_cluster. */
-PyObject *zs_runtime_dissolve_cluster(PyObject *self, PyObject *args) {
-    return reflection_handle_call(self, args, zs_dissolve_cluster, "OU:_dissolve_cluster");
+/* RuntimeCore._heap_dissolve_cluster(handle, what): Object.dissolve_cluster. */
+PyObject *zs_rt_dissolve_cluster(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_dissolve_cluster, "OU:_heap_dissolve_cluster");
 }
 
-/* Runtime._add_strong_ref(handle, what): a strong reference Python holds
+/* RuntimeCore._heap_add_strong_ref(handle, what): a strong reference Python holds
  * (StrongObjectPtr, an object whose Python __init__ runs). */
-PyObject *zs_runtime_add_strong_ref(PyObject *self, PyObject *args) {
-    return reflection_handle_call(self, args, zs_add_strong_ref, "OU:_add_strong_ref");
+PyObject *zs_rt_add_strong_ref(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_add_strong_ref, "OU:_heap_add_strong_ref");
 }
 
-/* Runtime._object_writable(owner, what): refuse, as the heap refuses a
+/* RuntimeCore._heap_object_writable(owner, what): refuse, as the heap refuses a
  * native write, a write Python makes itself into a stale or dying owner
  * (zsharp_py/_base/errors.py, check_writable). */
-PyObject *zs_runtime_object_writable(PyObject *self, PyObject *args) {
-    return reflection_handle_call(self, args, zs_object_writable, "OU:_object_writable");
+PyObject *zs_rt_object_writable(PyObject *self, PyObject *args) {
+    return reflection_handle_call(self, args, zs_object_writable, "OU:_heap_object_writable");
 }
 
-/* Runtime._abandon(handle): take an object Python was building out of the
+/* RuntimeCore._heap_abandon(handle): take an object Python was building out of the
  * root set and mark it as garbage (its Python __init__ raised), statuses
  * ignored (it may not be rooted); nothing once the runtime is closed (its
  * object went with it). */
-PyObject *zs_runtime_abandon(PyObject *self, PyObject *handle) {
+PyObject *zs_rt_abandon(PyObject *self, PyObject *handle) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     zs_ref ref;
-    if (reflection_u64(handle, &ref) < 0) return NULL;
+    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
     if (rt->native != NULL && !rt->closing) {
         (void)zs_remove_from_root(rt->native, ref);
         (void)zs_mark_as_garbage(rt->native, ref);
@@ -137,11 +117,11 @@ PyObject *zs_runtime_abandon(PyObject *self, PyObject *handle) {
 typedef zs_status (*handle_query)(zs_runtime *rt, zs_ref ref, int *out);
 
 /* `query(native, handle)` on `self`'s heap: True or False, or the
- * exception of its status (named "query", as Runtime._query named it). */
+ * exception of its status, named "query". */
 static PyObject *reflection_query(PyObject *self, PyObject *handle, handle_query query) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     zs_ref ref;
-    if (reflection_u64(handle, &ref) < 0 || !reflection_open(rt)) return NULL;
+    if (zs_rt_handle_arg(handle, &ref) < 0 || zs_rt_open(rt, 0) == NULL) return NULL;
     int answer = 0;
     zs_status status = query(rt->native, ref, &answer);
     if (status == ZS_OK) return PyBool_FromLong(answer);
@@ -151,31 +131,31 @@ static PyObject *reflection_query(PyObject *self, PyObject *handle, handle_query
     return NULL;
 }
 
-/* Runtime._is_rooted(handle): Object.is_rooted. */
-PyObject *zs_runtime_is_rooted(PyObject *self, PyObject *handle) {
+/* RuntimeCore._heap_is_rooted(handle): Object.is_rooted. */
+PyObject *zs_rt_is_rooted(PyObject *self, PyObject *handle) {
     return reflection_query(self, handle, zs_is_rooted);
 }
 
-/* Runtime._is_garbage(handle): Object.is_garbage. */
-PyObject *zs_runtime_is_garbage(PyObject *self, PyObject *handle) {
+/* RuntimeCore._heap_is_garbage(handle): Object.is_garbage. */
+PyObject *zs_rt_is_garbage(PyObject *self, PyObject *handle) {
     return reflection_query(self, handle, zs_is_garbage);
 }
 
-/* Runtime._is_permanent(handle): made permanent by disregard_for_gc (a
+/* RuntimeCore._heap_is_permanent(handle): made permanent by disregard_for_gc (a
  * leak report leaves it out). */
-PyObject *zs_runtime_is_permanent(PyObject *self, PyObject *handle) {
+PyObject *zs_rt_is_permanent(PyObject *self, PyObject *handle) {
     return reflection_query(self, handle, zs_is_permanent);
 }
 
-/* Runtime._live_handles(what) -> the handles of every live object, in
+/* RuntimeCore._heap_live_handles(what) -> the handles of every live object, in
  * index order (zsharp_py.testing's leak report). */
-PyObject *zs_runtime_live_handles(PyObject *self, PyObject *what) {
+PyObject *zs_rt_live_handles(PyObject *self, PyObject *what) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     if (!PyUnicode_Check(what)) {
-        PyErr_SetString(PyExc_TypeError, "_live_handles: what must be a str");
+        PyErr_SetString(PyExc_TypeError, "_heap_live_handles: what must be a str");
         return NULL;
     }
-    if (!reflection_open(rt)) return NULL;
+    if (zs_rt_open(rt, 0) == NULL) return NULL;
     uint32_t count = zs_live_objects(rt->native), found = 0;
     zs_ref *handles = NULL;
     for (;;) { /* another thread may create objects between the count and the copy */
@@ -205,16 +185,16 @@ PyObject *zs_runtime_live_handles(PyObject *self, PyObject *what) {
 
 /* ---- classes ------------------------------------------------------------------- */
 
-/* Runtime._class_id_of(cls) -> the native class id of a conjugate class in
+/* RuntimeCore._heap_class_id_of(cls) -> the native class id of a conjugate class in
  * this runtime (SubclassOf stores it), once Runtime._native_class(cls) has
  * registered it there. */
-PyObject *zs_runtime_class_id_of(PyObject *self, PyObject *cls) {
+PyObject *zs_rt_class_id_of(PyObject *self, PyObject *cls) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     if (!PyObject_TypeCheck(cls, rt->state->class_type)) {
-        PyErr_SetString(PyExc_TypeError, "_class_id_of: not a conjugate class");
+        PyErr_SetString(PyExc_TypeError, "_heap_class_id_of: not a conjugate class");
         return NULL;
     }
-    if (!reflection_open(rt)) return NULL;
+    if (zs_rt_open(rt, 0) == NULL) return NULL;
     uint32_t number = ((zs_class_object *)cls)->number;
     if (number == 0 || number >= rt->native_count || rt->natives[number] == NULL)
         return PyErr_Format(PyExc_ValueError, "%s has no native class in this runtime",
@@ -235,25 +215,25 @@ static PyObject *class_names_now(zs_runtime_core *rt, const void *unused) {
     return names;
 }
 
-/* Runtime._class_names() -> the name of every class registered here, by
+/* RuntimeCore._heap_class_names() -> the name of every class registered here, by
  * class id (a host's and Python's). */
-PyObject *zs_runtime_class_names(PyObject *self, PyObject *unused) {
+PyObject *zs_rt_class_names(PyObject *self, PyObject *unused) {
     (void)unused;
     zs_runtime_core *rt = (zs_runtime_core *)self;
-    if (!reflection_open(rt)) return NULL;
+    if (zs_rt_open(rt, 0) == NULL) return NULL;
     return reflection_read(rt, NULL, class_names_now);
 }
 
-/* Runtime._find_class(name: bytes) -> the id of the first class
+/* RuntimeCore._heap_find_class(name: bytes) -> the id of the first class
  * registered under that UTF-8 name, or None (the resolver is not asked: a
  * script class not registered yet is not the host's). */
-PyObject *zs_runtime_find_class(PyObject *self, PyObject *name) {
+PyObject *zs_rt_find_class(PyObject *self, PyObject *name) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     if (!PyBytes_Check(name)) {
-        PyErr_SetString(PyExc_TypeError, "_find_class: the name must be bytes");
+        PyErr_SetString(PyExc_TypeError, "_heap_find_class: the name must be bytes");
         return NULL;
     }
-    if (!reflection_open(rt)) return NULL;
+    if (zs_rt_open(rt, 0) == NULL) return NULL;
     size_t length = (size_t)PyBytes_GET_SIZE(name);
     uint32_t count = zs_class_count(rt->native);
     for (uint32_t i = 0; i < count; i++) {
@@ -263,21 +243,6 @@ PyObject *zs_runtime_find_class(PyObject *self, PyObject *name) {
             return PyLong_FromUnsignedLong(i);
     }
     Py_RETURN_NONE;
-}
-
-/* Runtime._class_id_at(address) -> the id of the class of this runtime at
- * that address (the form the class binder is given it in); ValueError for
- * an address that is none of them (none is read). */
-PyObject *zs_runtime_class_id_at(PyObject *self, PyObject *address) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
-    uint64_t wanted;
-    if (reflection_u64(address, &wanted) < 0 || !reflection_open(rt)) return NULL;
-    uint32_t count = zs_class_count(rt->native);
-    for (uint32_t i = 0; i < count; i++)
-        if ((uint64_t)(uintptr_t)zs_class_by_id(rt->native, i) == wanted)
-            return PyLong_FromUnsignedLong(i);
-    PyErr_SetString(PyExc_ValueError, "_class_id_at: no class of this runtime is there");
-    return NULL;
 }
 
 /* What a description's native type is: (kind, size, flags), or None for
@@ -338,7 +303,7 @@ static PyObject *describe_class_now(zs_runtime_core *rt, const void *arg) {
     const zs_class *cls = id < zs_class_count(rt->native) ? zs_class_by_id(rt->native, (uint32_t)id)
                                                           : NULL;
     if (cls == NULL) {
-        PyErr_Format(PyExc_ValueError, "_describe_class: no class has id %llu",
+        PyErr_Format(PyExc_ValueError, "_heap_describe_class: no class has id %llu",
                      (unsigned long long)id);
         return NULL;
     }
@@ -374,13 +339,13 @@ static PyObject *describe_class_now(zs_runtime_core *rt, const void *arg) {
     return out;
 }
 
-/* Runtime._describe_class(class_id) -> (name, parent's name or None,
+/* RuntimeCore._heap_describe_class(class_id) -> (name, parent's name or None,
  * parent's id or None, instance size, address, properties, functions):
  * the description the class was registered with, read whole. */
-PyObject *zs_runtime_describe_class(PyObject *self, PyObject *class_id) {
+PyObject *zs_rt_describe_class(PyObject *self, PyObject *class_id) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     uint64_t id;
-    if (reflection_u64(class_id, &id) < 0 || !reflection_open(rt)) return NULL;
+    if (zs_rt_handle_arg(class_id, &id) < 0 || zs_rt_open(rt, 0) == NULL) return NULL;
     return reflection_read(rt, &id, describe_class_now);
 }
 
@@ -402,15 +367,15 @@ static PyObject *find_struct_now(zs_runtime_core *rt, const void *name) {
     return out;
 }
 
-/* Runtime._find_struct(name: bytes) -> (name, size, align, members, native
+/* RuntimeCore._heap_find_struct(name: bytes) -> (name, size, align, members, native
  * type's address) of the struct registered under that UTF-8 name, or None. */
-PyObject *zs_runtime_find_struct(PyObject *self, PyObject *name) {
+PyObject *zs_rt_find_struct(PyObject *self, PyObject *name) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     if (!PyBytes_Check(name)) {
-        PyErr_SetString(PyExc_TypeError, "_find_struct: the name must be bytes");
+        PyErr_SetString(PyExc_TypeError, "_heap_find_struct: the name must be bytes");
         return NULL;
     }
-    if (!reflection_open(rt)) return NULL;
+    if (zs_rt_open(rt, 0) == NULL) return NULL;
     return reflection_read(rt, PyBytes_AS_STRING(name), find_struct_now);
 }
 
@@ -436,29 +401,29 @@ static PyObject *find_enum_now(zs_runtime_core *rt, const void *name) {
     return out;
 }
 
-/* Runtime._find_enum(name: bytes) -> (name, underlying type's text, items
+/* RuntimeCore._heap_find_enum(name: bytes) -> (name, underlying type's text, items
  * as (name, value)) of the enum registered under that UTF-8 name, or None. */
-PyObject *zs_runtime_find_enum(PyObject *self, PyObject *name) {
+PyObject *zs_rt_find_enum(PyObject *self, PyObject *name) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     if (!PyBytes_Check(name)) {
-        PyErr_SetString(PyExc_TypeError, "_find_enum: the name must be bytes");
+        PyErr_SetString(PyExc_TypeError, "_heap_find_enum: the name must be bytes");
         return NULL;
     }
-    if (!reflection_open(rt)) return NULL;
+    if (zs_rt_open(rt, 0) == NULL) return NULL;
     return reflection_read(rt, PyBytes_AS_STRING(name), find_enum_now);
 }
 
-/* Runtime._native_type_traits(kind) -> (address, kind, size, flags) of the
+/* RuntimeCore._heap_native_type_traits(kind) -> (address, kind, size, flags) of the
  * kind's native type in this runtime (registered on first use), to compare
  * with a description's (the binder refuses a disagreement). */
-PyObject *zs_runtime_native_type_traits(PyObject *self, PyObject *kind) {
+PyObject *zs_rt_native_type_traits(PyObject *self, PyObject *kind) {
     zs_runtime_core *rt = (zs_runtime_core *)self;
     if (!zsv_is_kind(rt->state, kind)) {
-        PyErr_SetString(PyExc_TypeError, "_native_type_traits: a Kind");
+        PyErr_SetString(PyExc_TypeError, "_heap_native_type_traits: a Kind");
         return NULL;
     }
     /* Checked first: a closed runtime's types are gone. */
-    if (!reflection_open(rt)) return NULL;
+    if (zs_rt_open(rt, 0) == NULL) return NULL;
     const zs_type *type = zsv_native_type(rt, (zsv_kind *)kind);
     if (type == NULL) return NULL;
     return Py_BuildValue("(Kkkk)", (unsigned long long)(uintptr_t)type,
@@ -493,46 +458,4 @@ PyObject *zs_module_object_header(PyObject *module, PyObject *obj) {
     const zs_object *header = (const zs_object *)conjugate->address;
     return Py_BuildValue("(kkK)", (unsigned long)header->name_index,
                          (unsigned long)header->name_number, (unsigned long long)header->outer);
-}
-
-/* Add zsharp.h's constants Python needs (statuses, type, member and class
- * kinds, the header's size) to the module. */
-int zs_add_reflection_constants(PyObject *module) {
-    static const struct {
-        const char *name;
-        long value;
-    } constants[] = {
-        {"OK", ZS_OK},
-        {"E_NOMEM", ZS_E_NOMEM},
-        {"E_CAPACITY", ZS_E_CAPACITY},
-        {"E_STALE", ZS_E_STALE},
-        {"E_INVALID", ZS_E_INVALID},
-        {"E_BUSY", ZS_E_BUSY},
-        {"E_EXPIRY_PENDING", ZS_E_EXPIRY_PENDING},
-        {"E_DYING", ZS_E_DYING},
-        {"E_CORRUPT", ZS_E_CORRUPT},
-        {"E_CALL_FAILED", ZS_E_CALL_FAILED},
-        {"TYPE_PLAIN", ZS_TYPE_PLAIN},
-        {"TYPE_OBJECT", ZS_TYPE_OBJECT},
-        {"TYPE_WEAK_OBJECT", ZS_TYPE_WEAK_OBJECT},
-        {"TYPE_STRING", ZS_TYPE_STRING},
-        {"TYPE_STRUCT", ZS_TYPE_STRUCT},
-        {"TYPE_ARRAY", ZS_TYPE_ARRAY},
-        {"TYPE_SET", ZS_TYPE_SET},
-        {"TYPE_MAP", ZS_TYPE_MAP},
-        {"TYPE_OPTIONAL", ZS_TYPE_OPTIONAL},
-        {"TYPE_DELEGATE", ZS_TYPE_DELEGATE},
-        {"TYPE_MULTICAST", ZS_TYPE_MULTICAST},
-        {"TYPE_SPARSE", ZS_TYPE_SPARSE},
-        {"MEMBER_OBJECT", ZS_MEMBER_OBJECT},
-        {"MEMBER_WEAK_OBJECT", ZS_MEMBER_WEAK_OBJECT},
-        {"MEMBER_OBJECT_ARRAY", ZS_MEMBER_OBJECT_ARRAY},
-        {"MEMBER_VALUE", ZS_MEMBER_VALUE},
-        {"CLASS_CLUSTER_ROOT", ZS_CLASS_CLUSTER_ROOT},
-        {"CLASS_IN_CLUSTER", ZS_CLASS_IN_CLUSTER},
-        {"OBJECT_HEADER_SIZE", (long)sizeof(zs_object)},
-    };
-    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++)
-        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0) return -1;
-    return 0;
 }

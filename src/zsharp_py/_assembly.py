@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from . import _core
 from ._base import context
-from ._base.errors import ExpiredConjugateError
+from ._base.errors import ExpiredConjugateError, refused
 from ._base.expiry import ExpiredPointer, expired_error
-from ._base.ffi import refused
 from ._interop import calls  # noqa: F401  (configures calls from native code at import)
 from ._model import object as _object
 from ._model.attributes import attribute_error

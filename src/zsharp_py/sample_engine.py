@@ -53,7 +53,8 @@ def install(runtime: Runtime | None = None) -> None:
     if not isinstance(target, Runtime):
         raise TypeError(f"install() needs a zs.Runtime, got {type(target).__name__}")
     status = lib.zs_sample_engine_install(
-        ffi.cast("const struct zs_api *", lib.zs_api_table()), target._live_ptr()
+        ffi.cast("const struct zs_api *", lib.zs_api_table()),
+        ffi.cast("zs_runtime *", target.native_address),
     )
     if status == lib.ZS_E_INVALID:
         raise ValueError("the sample engine is installed in this runtime already")

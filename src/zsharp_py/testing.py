@@ -149,12 +149,12 @@ def leak_report(rt: Runtime) -> list[str]:
     if leaked > 0:
         lines.append(f"  {leaked} object{'s' if leaked != 1 else ''} still alive:")
         listed = 0
-        for handle in rt._live_handles("leak_report")[: stats.live_objects]:
+        for handle in rt._heap_live_handles("leak_report")[: stats.live_objects]:
             if listed == _MAX_LISTED:
                 lines.append(f"    ... and {leaked - listed} more")
                 break
             obj = rt._conjugate_of(handle)
-            if obj is None or rt._is_permanent(obj.handle):
+            if obj is None or rt._heap_is_permanent(obj.handle):
                 continue
             # One chain each (O(heap) per object): at most _MAX_LISTED of them.
             chains = rt.reference_chains(obj, limit=1)

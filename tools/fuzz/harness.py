@@ -1012,7 +1012,7 @@ def op_native_call(s: Session) -> None:
         # A host never calls on a freed runtime. Every allocation above may
         # have run a gc.callbacks hook that closed it (op_hostile_collector),
         # so the pointer is read last, with nothing allocated after it.
-        runtime = ffi.NULL if s.rt._closed else s.rt._live_ptr()
+        runtime = ffi.NULL if s.rt._closed else ffi.cast("zs_runtime *", s.rt.native_address)
         if runtime == ffi.NULL:
             raise Skip("the runtime was closed by a hook")
         if not each:
@@ -1774,7 +1774,9 @@ def op_engine_native(s: Session) -> None:
     reports: list[BaseException] = []
     hook, sys.unraisablehook = sys.unraisablehook, _reports_hook(reports)
     try:
-        runtime = ffi.NULL if s.rt._closed else s.rt._live_ptr()  # read last
+        runtime = (
+            ffi.NULL if s.rt._closed else ffi.cast("zs_runtime *", s.rt.native_address)
+        )  # read last
         if runtime == ffi.NULL:
             raise Skip("the runtime was closed by a hook")
         if not each:

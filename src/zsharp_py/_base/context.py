@@ -41,8 +41,7 @@ class RuntimeLike(Protocol):
     implementation."""
 
     _ptr: int
-    """The native ``zs_runtime``'s address, 0 once closed (``_live_ptr`` is the
-    cffi pointer, for code that still calls through cffi)."""
+    """The native ``zs_runtime``'s address, 0 once closed."""
     _lock: threading.RLock
     """Held around native calls that must not interleave with a collection."""
     _closed: bool
@@ -61,15 +60,6 @@ class RuntimeLike(Protocol):
 
     def live_objects(self) -> int:
         """Objects alive on the native heap."""
-
-    def _call(self, function: Callable[..., int], *args: Any) -> int:
-        """``function(native runtime, *args)`` under the lock; its status."""
-
-    def _live_ptr(self) -> Any:
-        """``_ptr`` as a cffi ``zs_runtime *``, or ``ExpiredConjugateError`` once closed."""
-
-    def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
-        """A yes/no question about one object, asked of the heap."""
 
     def _conjugate_of(self, handle: int) -> Any:
         """The conjugate of a live object (made if needed), or None."""
@@ -95,32 +85,32 @@ class RuntimeLike(Protocol):
     # the lower layers make: each raises ExpiredConjugateError once the
     # runtime is closing, and the exception of a refused call (``what``
     # names it) as ``check`` does.
-    def _add_to_root(self, handle: int, what: str, /) -> None:
+    def _heap_add_to_root(self, handle: int, what: str, /) -> None:
         """Add an object to the root set."""
 
-    def _remove_from_root(self, handle: int, what: str, /) -> None:
+    def _heap_remove_from_root(self, handle: int, what: str, /) -> None:
         """Remove an object from the root set."""
 
-    def _mark_as_garbage(self, handle: int, what: str, /) -> None:
+    def _heap_mark_as_garbage(self, handle: int, what: str, /) -> None:
         """Destroy an object at the next collection."""
 
-    def _dissolve_cluster(self, handle: int, what: str, /) -> None:
+    def _heap_dissolve_cluster(self, handle: int, what: str, /) -> None:
         """Dissolve the cluster an object belongs to."""
 
-    def _add_strong_ref(self, handle: int, what: str, /) -> None:
+    def _heap_add_strong_ref(self, handle: int, what: str, /) -> None:
         """Take a strong reference to an object (``_release_strong`` drops it)."""
 
-    def _object_writable(self, owner: int, what: str, /) -> None:
+    def _heap_object_writable(self, owner: int, what: str, /) -> None:
         """Refuse a write into a stale or dying owner, as the heap would."""
 
-    def _abandon(self, handle: int, /) -> None:
+    def _heap_abandon(self, handle: int, /) -> None:
         """Unroot an object whose construction failed and mark it as
         garbage; statuses ignored, nothing once the runtime is closing."""
 
-    def _is_rooted(self, handle: int, /) -> bool:
+    def _heap_is_rooted(self, handle: int, /) -> bool:
         """Whether an object is in the root set."""
 
-    def _is_garbage(self, handle: int, /) -> bool:
+    def _heap_is_garbage(self, handle: int, /) -> bool:
         """Whether an object is marked as garbage."""
 
 

@@ -94,7 +94,7 @@ def check_writable(runtime: RuntimeLike, owner: int, context: str) -> None:
     values). Caller holds the runtime's lock, without which no collection
     step runs, so the answer holds until the write."""
     if owner:
-        runtime._object_writable(owner, context)
+        runtime._heap_object_writable(owner, context)
 
 
 def refused(status: int, context: str, runtime: RuntimeLike | None) -> NoReturn:

@@ -8,10 +8,10 @@ The C rules are simple enough to apply in Python: each member goes at the
 next multiple of its alignment, the struct is as aligned as its most
 aligned member, and its size is rounded up to that alignment.
 
-The sizes and alignments of the native types come from the compiled
-extension's FFI, built from ``zsharp.h`` and checked by the C compiler, so
-that header stays the one declaration of the native structs: a second
-declaration here could drift from it.
+The sizes and alignments of the native types come from the C compiler
+itself, through ``zsharp_py._core`` (``C_LAYOUTS``, built from ``zsharp.h``:
+native/binding/heap_calls.c), so that header stays the one declaration of
+the native structs: a second declaration here could drift from it.
 """
 
 from __future__ import annotations
@@ -20,14 +20,16 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TypeAlias
 
-from .._native_lib import ffi
+from .. import _core
 
 __all__ = ["HEADER", "Layout", "MemberType", "align_up", "member_name", "size_align"]
 
 MemberType: TypeAlias = "str | Layout"
-"""The type of a layout member: the name of a C type the compiled FFI knows
-(``"zs_string"``, ``"uint64_t"``, ``"void *"``...) or another layout,
+"""The type of a layout member: the name of a C type ``_core.C_LAYOUTS``
+knows (``"zs_string"``, ``"uint64_t"``, ``"void *"``...) or another layout,
 embedded by value."""
+
+_C_LAYOUTS: dict[str, tuple[int, int]] = _core.C_LAYOUTS
 
 HEADER = "_hdr"
 """The member name of an object layout's ``zs_object`` header (no
@@ -43,7 +45,10 @@ def size_align(member_type: MemberType) -> tuple[int, int]:
     """The size and alignment of a member type, in bytes."""
     if isinstance(member_type, Layout):
         return member_type.size, member_type.align
-    return int(ffi.sizeof(member_type)), int(ffi.alignof(member_type))
+    found = _C_LAYOUTS.get(member_type)
+    if found is None:
+        raise ValueError(f"{member_type!r} is not a C type of the layouts (_core.C_LAYOUTS)")
+    return found
 
 
 class Layout:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import _core
-from .._base.ffi import api_address, ffi, lib
 from .._base.layout import Layout, member_name
 from .._model import values as _values
 from .._model.kinds import ScalarKind
@@ -81,20 +80,23 @@ class FunctionLayout:
 
 
 _MANAGED_FUNCTIONS = frozenset(_core.managed_functions())
+_API_FUNCTIONS: dict[str, int] = _core.api_functions()  # name -> address, read in C
 
 
 def native_function(name: str) -> int:
     """The address of the C API function ``name`` (``native/include/zsharp.h``)
-    in this process's native library, for a native host that embeds Python.
+    in the native library this process loaded (``lib_dir()``'s
+    ``libzsharp.so``), for a native host that embeds Python.
 
-    The library is compiled into the extension module with its symbols
-    hidden, so a host cannot link against it; it casts this address to the
-    function's pointer type instead, and calls it on a runtime's
-    ``native_address`` (``zs_find_class``, ``zs_call_each``,
-    ``zs_gc_get_stats``...). Both stay valid while the interpreter runs and
-    the runtime is open. ``ValueError`` for a name that is not a function of
-    the C API, and for the scripting layer's own protocol
-    (``ZS_MANAGED_FUNCTIONS`` in ``zsharp_api.h``), which no host is given.
+    A host that does not link the library casts this address to the
+    function's pointer type, and calls it on a runtime's ``native_address``
+    (``zs_find_class``, ``zs_call_each``, ``zs_gc_get_stats``...). The
+    addresses are the slots of ``api_table()`` (and ``zs_api_table``'s own),
+    read in C from the list of ``zsharp_api.h``. Both stay valid while the
+    interpreter runs and the runtime is open. ``ValueError`` for a name that
+    is not a function of the C API, and for the scripting layer's own
+    protocol (``ZS_MANAGED_FUNCTIONS`` in ``zsharp_api.h``), which no host
+    is given.
     """
     if not isinstance(name, str) or not name.startswith("zs_"):
         raise ValueError(f"{name!r} is not a function of the C API (zsharp.h)")
@@ -104,11 +106,10 @@ def native_function(name: str) -> int:
             "collects with zs_collect_garbage or zs_gc_step and zs_gc_purge, and the "
             "scripting layer expires its proxies itself (docs/embedding.md)"
         )
-    try:
-        address = ffi.addressof(lib, name)
-    except AttributeError:
-        raise ValueError(f"{name!r} is not a function of the C API (zsharp.h)") from None
-    return api_address(address)
+    address = _API_FUNCTIONS.get(name)
+    if address is None:
+        raise ValueError(f"{name!r} is not a function of the C API (zsharp.h)")
+    return address
 
 
 def api_table() -> int:
@@ -117,7 +118,7 @@ def api_table() -> int:
     module built apart from the library: it calls ``api->zs_object_new(...)``
     where a linked host calls ``zs_object_new(...)``. Valid while the
     interpreter runs; the same table serves every runtime."""
-    return api_address(lib.zs_api_table())
+    return _core.api_table()
 
 
 def python_table() -> int:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _core
-from .._base.ffi import api_address, class_pointer
 from .._base.generics import key_mentions
 from .._model.kinds import (
     Bool,
@@ -168,7 +167,7 @@ def _traits(rows: tuple[_core.PropertyRow, ...]) -> tuple[_core.TypeTraits | Non
 
 
 def _read_class(row: _core.ClassRow) -> ClassDescription:
-    """The description of a class, from the row ``Runtime._describe_class``
+    """The description of a class, from the row ``Runtime._heap_describe_class``
     read (native/binding/reflection.c)."""
     name, parent, _, size, _, properties, functions = row
     return ClassDescription(
@@ -264,13 +263,13 @@ def _find(runtime: Runtime, name: str) -> type | None:
     """The bound class, struct or enum of the runtime named ``name``, or None."""
     encoded = name.encode("utf-8")
     # No resolver here: a script class not registered yet is not the host's.
-    class_id = runtime._find_class(encoded)
+    class_id = runtime._heap_find_class(encoded)
     if class_id is not None:
         return _bind_class_id(runtime, class_id)
-    struct = runtime._find_struct(encoded)
+    struct = runtime._heap_find_struct(encoded)
     if struct is not None:
         return _bind_struct(runtime, struct)
-    found_enum = runtime._find_enum(encoded)
+    found_enum = runtime._heap_find_enum(encoded)
     if found_enum is not None:
         return _bind_enum(runtime, found_enum)
     return None
@@ -281,20 +280,14 @@ def _scope(runtime: Runtime) -> tuple[dict[str, Any], Mapping[str, Any]]:
     return dict(_TYPE_NAMES), _bound(runtime).names
 
 
-def _bind_class(runtime: Runtime, native: Any) -> type[Object]:
-    """The class binder (``add_class_binder``): the conjugate class of a
-    native class of ``runtime``, given in the form the runtime layer keeps
-    native classes in (``api_address`` reads its address)."""
-    return _bind_class_id(runtime, runtime._class_id_at(api_address(native)))
-
-
 def _bind_class_id(runtime: Runtime, class_id: int) -> type[Object]:
     """The conjugate class of the native class ``class_id`` of ``runtime``:
-    the Python class registered it, or bind the host's description now."""
+    the Python class registered it, or bind the host's description now
+    (the class binder, ``add_class_binder``)."""
     known = runtime._classes_by_id[class_id] if class_id < len(runtime._classes_by_id) else None
     if known is not None:
         return known
-    row = runtime._describe_class(class_id)
+    row = runtime._heap_describe_class(class_id)
     described = _read_class(row)
     parent_id, address = row[2], row[4]
     parent = _bind_class_id(runtime, parent_id) if parent_id is not None else Object
@@ -307,7 +300,7 @@ def _bind_class_id(runtime: Runtime, class_id: int) -> type[Object]:
     cls = typing.cast("type[Object]", ObjectMeta(described.name, (parent,), namespace))
     type.__setattr__(cls, "_zs_scope", _scope(runtime))
     # Recorded before the layout: a property may name the class itself.
-    runtime._record_class(cls, class_pointer(address), class_id)
+    runtime._record_class(cls, address, class_id)
     _bound(runtime).classes.append(cls)
     layout = class_layout(cls)
     own = layout.properties[len(layout.properties) - layout.own_count :]
@@ -397,7 +390,7 @@ def _class_doc(described: ClassDescription) -> str:
 
 def _bind_struct(runtime: Runtime, row: _core.StructRow) -> type[Struct]:
     """The ``zs.Struct`` subclass of a host's struct in ``runtime``, from
-    the row ``Runtime._find_struct`` read."""
+    the row ``Runtime._heap_find_struct`` read."""
     name, size, align, members, native_type = row
     bound = _bound(runtime)
     known = bound.structs.get(name)
@@ -433,7 +426,7 @@ def _check_native_types(
     (the same type, or one of the same kind, size and flags: ``traits``
     are the described types', read with the description)."""
     for info, described, given in zip(infos, properties, traits, strict=True):
-        wanted, *wanted_traits = runtime._native_type_traits(info.kind.kind)
+        wanted, *wanted_traits = runtime._heap_native_type_traits(info.kind.kind)
         if not described.native:
             if wanted_traits[0] == _core.TYPE_PLAIN:
                 continue
@@ -450,7 +443,7 @@ def _check_native_types(
 
 def _bind_enum(runtime: Runtime, row: _core.EnumRow) -> type[enum.IntEnum]:
     """The ``enum.IntEnum`` of a host's enum in ``runtime`` (from the row
-    ``Runtime._find_enum`` read): a property of that type stores its
+    ``Runtime._heap_find_enum`` read): a property of that type stores its
     underlying integer type."""
     name, underlying, items = row
     bound = _bound(runtime)
@@ -499,7 +492,7 @@ def native_classes(*, runtime: Runtime | None = None) -> dict[str, type[Object]]
     in registration order: the host's, bound now, and Python's."""
     rt = _runtime(runtime)
     found: dict[str, type[Object]] = {}
-    for class_id, name in enumerate(rt._class_names()):
+    for class_id, name in enumerate(rt._heap_class_names()):
         found.setdefault(name, _bind_class_id(rt, class_id))
     return found
 
@@ -524,4 +517,4 @@ def native_enum(name: str, *, runtime: Runtime | None = None) -> type[enum.IntEn
     return found
 
 
-add_class_binder(_bind_class)
+add_class_binder(_bind_class_id)

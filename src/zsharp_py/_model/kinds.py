@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from .. import _core
 from .._base.errors import named
-from .._base.ffi import lib as _native_lib
 from .._base.generics import key_mentions
 from .._base.layout import MemberType, size_align
 
@@ -340,7 +339,7 @@ class ScalarKind(PropertyKind):
             _core.KIND_SCALAR,
             size,
             align,
-            _native_lib.ZS_TYPE_PLAIN,
+            _core.TYPE_PLAIN,
             self.scalar.__name__,
             scalar=self.code,
             flags=_core.KIND_BITWISE,

@@ -371,7 +371,7 @@ def _create_initialized(
     with runtime._lock:  # no collection between the creation and the strong reference
         obj = _create(cls, name, outer)
         handle = obj._h
-        runtime._add_strong_ref(handle, f"{cls.__name__}()")
+        runtime._heap_add_strong_ref(handle, f"{cls.__name__}()")
     try:
         result = cls.__init__(obj, *args, **arguments)
         if result is not None:
@@ -381,7 +381,7 @@ def _create_initialized(
     except BaseException:
         # Both in one call, with no Python code between them; nothing once
         # the runtime is closing (it was closed meanwhile: the object is gone).
-        runtime._abandon(handle)
+        runtime._heap_abandon(handle)
         raise
     finally:
         runtime._release_strong(handle)
@@ -552,17 +552,17 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     def add_to_root(self) -> None:
         """Add the object to the root set: it survives every collection."""
         runtime = self._live_runtime()
-        runtime._add_to_root(self._h, self._what("add_to_root"))
+        runtime._heap_add_to_root(self._h, self._what("add_to_root"))
 
     def remove_from_root(self) -> None:
         """Remove the object from the root set."""
         runtime = self._live_runtime()
-        runtime._remove_from_root(self._h, self._what("remove_from_root"))
+        runtime._heap_remove_from_root(self._h, self._what("remove_from_root"))
 
     @property
     def is_rooted(self) -> bool:
         """Whether the object is in the root set."""
-        return self._live_runtime()._is_rooted(self._h)
+        return self._live_runtime()._heap_is_rooted(self._h)
 
     def mark_as_garbage(self) -> None:
         """Destroy the object at the next collection even if it is referenced.
@@ -572,12 +572,12 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
         objects' ``outer`` (an immutable reference) still keep it alive.
         """
         runtime = self._live_runtime()
-        runtime._mark_as_garbage(self._h, self._what("mark_as_garbage"))
+        runtime._heap_mark_as_garbage(self._h, self._what("mark_as_garbage"))
 
     @property
     def is_garbage(self) -> bool:
         """Whether ``mark_as_garbage`` was called on the object."""
-        return self._live_runtime()._is_garbage(self._h)
+        return self._live_runtime()._heap_is_garbage(self._h)
 
     # ---- clusters -------------------------------------------------------
     def create_cluster(self) -> int:
@@ -597,7 +597,7 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     def dissolve_cluster(self) -> None:
         """Turn the cluster this object belongs to back into ordinary objects."""
         runtime = self._live_runtime()
-        runtime._dissolve_cluster(self._h, self._what("dissolve_cluster"))
+        runtime._heap_dissolve_cluster(self._h, self._what("dissolve_cluster"))
 
     @property
     def cluster(self) -> ClusterInfo | None:

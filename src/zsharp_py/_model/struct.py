@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import _core
-from .._base.ffi import lib
 from .._base.layout import Layout, member_name
 from .kinds import PropertyKind, ScalarKind
 from .object import (
@@ -235,7 +234,7 @@ def struct_layout(cls: type[Struct]) -> StructLayout:
         _core.KIND_STRUCT,
         size,
         align,
-        lib.ZS_TYPE_STRUCT,
+        _core.TYPE_STRUCT,
         cls.__name__,
         flags=_core.KIND_VIEW | (_core.KIND_BITWISE if bitwise else 0),
         cls=cls,

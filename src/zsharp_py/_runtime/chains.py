@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import _core
-from .._base.ffi import check
+from .._base.errors import check
 from .._model.object import Object, PropertyInfo, class_layout
 from .._model.struct import Struct, StructKind, struct_layout
 

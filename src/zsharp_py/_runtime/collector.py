@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from .. import _core
-from .._base.errors import ZS_E_EXPIRY_PENDING, HeapCorruptionError
-from .._base.ffi import check
+from .._base.errors import ZS_E_EXPIRY_PENDING, HeapCorruptionError, check
 
 if TYPE_CHECKING:
     from .runtime import Runtime

@@ -27,10 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _core
 from .._base import context
-from .._base.cffi_bridge import class_pointer, query, runtime_pointer
 from .._base.context import current_runtime
-from .._base.errors import ZS_E_BUSY, ExpiredConjugateError
-from .._base.ffi import api_address, check, refused
+from .._base.errors import ZS_E_BUSY, ExpiredConjugateError, check, refused
 from .._model.hints import plural
 from .._model.object import ClassLayout, ClusterInfo, Object, class_layout
 from .chains import ReferenceChain, reference_chains
@@ -326,26 +324,11 @@ class Runtime(_core.RuntimeCore):
             state = self._features[key] = make()
         return state
 
-    def _call(self, function: Callable[..., int], *args: Any) -> int:
-        """Call a cffi function of the native library on this runtime's heap
-        (for code that still calls through cffi: this module calls the
-        ``_heap_*`` methods instead), holding the lock so that ``close()``
-        on another thread cannot free the heap mid-call. Returns the status:
-        ``check(status, what, runtime)`` raises for it."""
-        with self._lock:
-            status: int = function(self._live_ptr(), *args)
-            return status
-
     def _live_address(self) -> int:
         """The native runtime's address, or ``ExpiredConjugateError`` once closed."""
         if self._closed:
             raise ExpiredConjugateError(_CLOSED)
         return self._ptr
-
-    def _live_ptr(self) -> Any:
-        """The native runtime as a cffi ``zs_runtime *``, for code that still
-        calls through cffi; ``ExpiredConjugateError`` once closed."""
-        return runtime_pointer(self._live_address())
 
     def close_disregard_for_gc(self) -> None:
         """End the start-up window opened by ``Runtime(disregard_for_gc=True)``."""
@@ -494,12 +477,6 @@ class Runtime(_core.RuntimeCore):
                 check(status, "StrongObjectPtr.dispose", self)
 
     # ---- objects and conjugates -----------------------------------------
-    def _native_class(self, cls: type[Object]) -> Any:
-        """The native class of ``cls`` in this runtime as a cffi
-        ``zs_class *`` (for code that still calls through cffi; see
-        ``_native_class_address``)."""
-        return class_pointer(self._native_class_address(cls))
-
     def _native_class_address(self, cls: type[Object]) -> int:
         """The address of ``cls``'s native class in this runtime, registered
         on first use.
@@ -553,14 +530,13 @@ class Runtime(_core.RuntimeCore):
         check(status, what, self)
         self._keep_alive.append(kept)  # the native description points into it
         self._record_class(cls, native, class_id)
-        return int(native)
+        return native
 
-    def _record_class(self, cls: type[Object], native: Any, class_id: int) -> None:
-        """Make ``cls`` the conjugate class of the native class ``native``
-        (its address, or a cffi ``zs_class *``; id ``class_id``) in this
-        runtime: registered from Python, or a host's class bound when found
+    def _record_class(self, cls: type[Object], address: int, class_id: int) -> None:
+        """Make ``cls`` the conjugate class of the native class at
+        ``address`` (id ``class_id``) in this runtime: registered from
+        Python, or a host's class bound when found
         (zsharp_py/_interop/reflection.py)."""
-        address = native if isinstance(native, int) else api_address(native)
         while len(self._classes_by_id) <= class_id:
             self._classes_by_id.append(None)
         self._classes_by_id[class_id] = cls
@@ -659,8 +635,10 @@ class Runtime(_core.RuntimeCore):
             # Leave no half-built object reachable: it goes at the next
             # collection. close() is refused while _adopting is set, but
             # checked anyway: a closed runtime has freed the object already.
+            # (Unrooted too, should a keyword's hook have rooted it: the
+            # same call as a failed Python __init__, _model/object.py.)
             if not self._closing:
-                self._heap_mark_as_garbage(handle)
+                self._heap_abandon(handle)
             raise
 
     def _refuse_reentry(self, what: str) -> None:
@@ -719,14 +697,12 @@ class Runtime(_core.RuntimeCore):
             found: Object | None = self._conjugate_get(handle)
             if found is not None or self._closing:
                 return found
-            resolved = self._heap_resolve_class(handle)
-            if resolved is None:
+            class_id = self._heap_resolve_class(handle)
+            if class_id is None:
                 return None
-            native_class, class_id = resolved
             cls = self._classes_by_id[class_id] if class_id < len(self._classes_by_id) else None
             if cls is None:  # a host's class Python has not bound yet: bind it now
-                pointer = class_pointer(native_class)  # what the binders take
-                cls = next((b(self, pointer) for b in _class_binders), None)
+                cls = next((b(self, class_id) for b in _class_binders), None)
                 if cls is None:
                     return None
             class_layout(cls)
@@ -744,14 +720,6 @@ class Runtime(_core.RuntimeCore):
                 return adopted
             finally:
                 self._adopting -= 1
-
-    def _query(self, function: Callable[[Any, int, Any], int], handle: int) -> bool:
-        """A yes/no question about one object, asked through a cffi function
-        of the native library (for code that still calls through cffi)."""
-        with self._lock:
-            status, answer = query(function, self._live_ptr(), handle)
-        check(status, "query", self)
-        return answer
 
     def _resolve_class(self, name: str) -> bool:
         """The C class resolver's call (zs_find_class missed ``name``):
@@ -797,13 +765,13 @@ _CLOSED = "the runtime has been closed"  # the ExpiredConjugateError of a closed
 context.set_default_factory(Runtime)
 
 
-_class_binders: list[Callable[[Runtime, Any], type[Object]]] = []
+_class_binders: list[Callable[[Runtime, int], type[Object]]] = []
 
 
-def add_class_binder(binder: Callable[[Runtime, Any], type[Object]]) -> None:
+def add_class_binder(binder: Callable[[Runtime, int], type[Object]]) -> None:
     """Bind a native class Python has no class for with ``binder(runtime,
-    native_class)`` (zsharp_py/_interop/reflection.py registers the binder
-    of hosts' descriptions), so that no live object reads as None."""
+    class_id)`` (zsharp_py/_interop/reflection.py registers the binder of
+    hosts' descriptions), so that no live object reads as None."""
     _class_binders.append(binder)
 
 

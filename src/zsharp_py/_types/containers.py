@@ -26,7 +26,6 @@ from typing_extensions import Self
 
 from .. import _core
 from .._base.errors import named
-from .._base.ffi import lib
 from .._base.generics import TypeParameters, forget_cached
 from .._base.layout import Layout, align_up, size_align
 from .._model.hints import plural
@@ -268,7 +267,7 @@ class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
 
     __slots__ = ()
     _zs_kind_code = _core.KIND_ARRAY
-    _zs_native_kind = lib.ZS_TYPE_ARRAY
+    _zs_native_kind = _core.TYPE_ARRAY
 
     @classmethod
     def _kind_class(cls) -> type[_ContainerKind]:
@@ -415,7 +414,7 @@ class Set(_core.SetBase, ValueConjugate, _Container, TypeParameters[T]):
 
     __slots__ = ()
     _zs_kind_code = _core.KIND_SET
-    _zs_native_kind = lib.ZS_TYPE_SET
+    _zs_native_kind = _core.TYPE_SET
 
     @classmethod
     def _kind_class(cls) -> type[_ContainerKind]:
@@ -475,7 +474,7 @@ class Map(_core.MapBase, ValueConjugate, _Container, TypeParameters[K, V]):
 
     __slots__ = ()
     _zs_kind_code = _core.KIND_MAP
-    _zs_native_kind = lib.ZS_TYPE_MAP
+    _zs_native_kind = _core.TYPE_MAP
     _zs_arity = 2
 
     @classmethod
@@ -629,7 +628,7 @@ class Optional(_core.OptionalBase, ValueConjugate, _Container, TypeParameters[T]
 
     __slots__ = ()
     _zs_kind_code = _core.KIND_OPTIONAL
-    _zs_native_kind = lib.ZS_TYPE_OPTIONAL
+    _zs_native_kind = _core.TYPE_OPTIONAL
 
     @classmethod
     def _kind_class(cls) -> type[_ContainerKind]:

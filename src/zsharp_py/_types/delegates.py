@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import _core
 from .._base import context
-from .._base.ffi import lib
 from .._base.layout import size_align
 from .._model.kinds import PropertyKind
 from .._model.object import Object
@@ -686,7 +685,7 @@ class DelegateKind(_DelegateKind):
 
     __slots__ = ()
     kind_name = "delegate"
-    native_kind = lib.ZS_TYPE_DELEGATE
+    native_kind = _core.TYPE_DELEGATE
     cls = Delegate
 
     def check(self, what: str, value: Any) -> None:
@@ -705,7 +704,7 @@ class MulticastKind(_DelegateKind):
     __slots__ = ()
     member_type = "zs_array"
     kind_name = "multicast"
-    native_kind = lib.ZS_TYPE_MULTICAST
+    native_kind = _core.TYPE_MULTICAST
     cls: type[_MulticastBase] = MulticastDelegate
 
     def check(self, what: str, value: Any) -> None:
@@ -725,7 +724,7 @@ class SparseKind(MulticastKind):
     __slots__ = ()
     member_type = "void *"
     kind_name = "sparse"
-    native_kind = lib.ZS_TYPE_SPARSE
+    native_kind = _core.TYPE_SPARSE
     cls = SparseDelegate
 
 

@@ -24,7 +24,6 @@ from typing import Any
 from .. import _core
 from .._base import context
 from .._base.errors import named
-from .._base.ffi import lib
 from .._base.layout import size_align
 from .._model.kinds import PropertyKind
 from .._model.object import Object, ObjectRefKind, PropertyInfo, class_layout
@@ -441,7 +440,7 @@ class FieldPathKind(PropertyKind):
         return _core.Kind(
             _core.KIND_STRING,
             *size_align(self.member_type),
-            lib.ZS_TYPE_STRING,
+            _core.TYPE_STRING,
             "FieldPath",
             unit=1,
             encode=encode,

@@ -95,7 +95,7 @@ class StrongObjectPtr(Generic[T]):
             raise TypeError("StrongObjectPtr is already initialised; create a new one")
         runtime = runtime_of(obj)
         self._disposed = REASON_DISPOSED  # until the native reference is really taken
-        runtime._add_strong_ref(obj._h, "StrongObjectPtr")
+        runtime._heap_add_strong_ref(obj._h, "StrongObjectPtr")
         self._rt, self._h, self._target = runtime, obj._h, obj
         self._disposed = None
 

@@ -369,8 +369,8 @@ class SubclassOfKind(_PointerKind):
             if cls is None:
                 stored = 0
             else:
-                runtime._native_class(cls)  # registered here on first use
-                stored = runtime._class_id_of(cls) + 1
+                runtime._native_class_address(cls)  # registered here on first use
+                stored = runtime._heap_class_id_of(cls) + 1
             return int(stored).to_bytes(4, sys.byteorder)
 
         def decode(runtime: Runtime, raw: bytes) -> Any:
@@ -868,8 +868,8 @@ class SoftClassPtr(_SoftPointer, TypeParameters[T]):
             )
         runtime = self._rt
         with runtime._lock:
-            runtime._live_ptr()
-            runtime._native_class(typing.cast("type[Object]", cls))
+            runtime._live_address()
+            runtime._native_class_address(typing.cast("type[Object]", cls))
         return typing.cast("type[T]", cls)
 
 

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from .. import _core
-from .._base.ffi import lib
 from .._base.layout import size_align
 from .._model.kinds import PropertyKind, register_shorthand
 from .._model.values import ValueConjugate
@@ -138,7 +137,7 @@ class StringKind(PropertyKind):
         return _core.Kind(
             _core.KIND_STRING,
             *size_align(self.member_type),
-            lib.ZS_TYPE_STRING,
+            _core.TYPE_STRING,
             cls.__name__,
             unit=cls._unit,
             flags=_core.KIND_VIEW | cls._flags,
@@ -223,7 +222,7 @@ class NameKind(PropertyKind):
         return _core.Kind(
             _core.KIND_NAME,
             *size_align(self.member_type),
-            lib.ZS_TYPE_PLAIN,
+            _core.TYPE_PLAIN,
             "Name",
             flags=_core.KIND_BITWISE,
         )
