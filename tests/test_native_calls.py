@@ -935,7 +935,7 @@ def test_a_cold_object_is_called_the_same_with_or_without_the_gil(rt: zs.Runtime
     def call(handle: int) -> int:
         tick.block.dt = 0.5
         if gil == "released":
-            return int(lib.zs_call_function(rt._live_ptr(), handle, b"tick", tick.pointer()))
+            return int(lib.zs_call_function(runtime_ptr(rt), handle, b"tick", tick.pointer()))
         address = int(tick.ffi.cast("uintptr_t", tick.block))
         return int(held_call(rt.native_address, handle, b"tick", address))
 
