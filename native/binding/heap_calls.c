@@ -707,7 +707,7 @@ PyObject *zs_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize
  * The method table's block, and the constants
  * ========================================================================= */
 
-/* The constants Python needs of zsharp.h, as module constants. */
+/* The constants Python needs of zsharp.h and zsharp_debug.h, as module constants. */
 int zs_add_heap_constants(PyObject *module) {
     static const struct {
         const char *name;

@@ -105,8 +105,9 @@ _MANAGED_FUNCTIONS = frozenset(_core.managed_functions())
 
 
 def native_function(name: str) -> int:
-    """The address of the C API function ``name`` (``native/include/zsharp.h``)
-    in this process's native library, for a native host that embeds Python.
+    """The address of the C API function ``name`` (``native/include/zsharp.h``,
+    or ``zsharp_debug.h``) in this process's native library, for a native
+    host that embeds Python.
 
     The library is compiled into the extension module with its symbols
     hidden, so a host cannot link against it; it casts this address to the
@@ -169,8 +170,9 @@ def lib_dir() -> str:
 
 
 def include_dir() -> str:
-    """The folder holding ``zsharp.h``, the C API's header (with
-    ``zsharp_api.h`` and ``zsharp_python.h``), for a native host's compiler
+    """The folder holding ``zsharp.h``, the host's C API header (with
+    ``zsharp_debug.h``, ``zsharp_managed.h``, ``zsharp_api.h`` and
+    ``zsharp_python.h``), for a native host's compiler
     (``-I``), as ``pybind11.get_include()`` gives its own: the copy
     installed with the package, beside ``lib_dir()``."""
     return _installed("include", "zsharp.h")
