@@ -594,7 +594,7 @@ def host_bench_library(config: Config) -> Path:
         "libbench_host",
         ".so",
         [cc, _tool_version(cc), *flags],
-        [source, include / "zsharp.h", include / "zsharp_api.h"],
+        [source, *(include / h for h in ("zsharp.h", "zsharp_debug.h", "zsharp_api.h"))],
     )
     if built:
         return output

@@ -1,6 +1,6 @@
 """Build a small native host for a test: C source compiled against the
-package's headers (``zsharp.h``, ``zsharp_api.h``) into a shared library,
-loaded with cffi in ABI mode.
+package's headers (``zsharp.h``, ``zsharp_api.h``, which includes
+``zsharp_debug.h``) into a shared library, loaded with cffi in ABI mode.
 
 The library's own symbols are hidden (it is linked into the extension), so
 a host reaches the C API through the table ``zsharp_py.lowlevel.api_table()``
@@ -32,7 +32,7 @@ import cffi
 from zsharp_py.lowlevel import include_dir
 
 FLAGS = ("-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC")
-HEADERS = ("zsharp.h", "zsharp_api.h")
+HEADERS = ("zsharp.h", "zsharp_debug.h", "zsharp_api.h")  # zsharp_api.h includes the debug one
 
 
 def compiler() -> str:

@@ -127,12 +127,16 @@ def test_native_function_gives_hosts_the_c_api() -> None:
 
 def test_include_dir_holds_the_c_api_header() -> None:
     """``include_dir()`` is the ``-I`` folder of zsharp.h (the build script
-    uses it): the header installed in the package (in an editable install
+    uses it): every header installed in the package (in an editable install
     too), the same bytes as the source tree's, whose declarations the
-    binding is built from."""
+    binding is built from: the host's API, the managed side's protocol, the
+    debug switches and the two tables."""
     from zsharp_py.lowlevel import include_dir
 
     header = Path(include_dir()) / "zsharp.h"
     assert "zs_call_each" in header.read_text(encoding="utf-8")
-    source = Path(__file__).resolve().parent.parent / "native" / "include" / "zsharp.h"
-    assert header.read_bytes() == source.read_bytes()
+    sources = Path(__file__).resolve().parent.parent / "native" / "include"
+    names = ("zsharp.h", "zsharp_managed.h", "zsharp_debug.h", "zsharp_api.h", "zsharp_python.h")
+    assert sorted(p.name for p in sources.glob("*.h")) == sorted(names)
+    for name in names:
+        assert (Path(include_dir()) / name).read_bytes() == (sources / name).read_bytes(), name

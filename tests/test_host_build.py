@@ -147,8 +147,9 @@ def test_the_game_host_built_with_cmake(tmp_path: Path) -> None:
 
 
 def test_the_library_exports_only_its_api_under_a_version() -> None:
-    """libzsharp.so exports zsharp.h's functions, each under the symbol
-    version ZSHARP_<version>, and nothing of its internals."""
+    """libzsharp.so exports the functions of the C API's headers (zsharp.h,
+    zsharp_managed.h, zsharp_debug.h), each under the symbol version
+    ZSHARP_<version>, and nothing of its internals."""
 
     nm = shutil.which("nm")
     assert nm, "nm (binutils) is needed"
@@ -160,7 +161,9 @@ def test_the_library_exports_only_its_api_under_a_version() -> None:
     )
     exported = {line.split()[-1] for line in done.stdout.splitlines() if " T " in line}
     names = {symbol.split("@")[0] for symbol in exported}
-    assert names == declared_functions(Path(include_dir()) / "zsharp.h")
+    include = Path(include_dir())
+    headers = ("zsharp.h", "zsharp_managed.h", "zsharp_debug.h")
+    assert names == set().union(*(declared_functions(include / header) for header in headers))
     assert all(symbol.endswith("@@ZSHARP_0_1_0") for symbol in exported)
 
 

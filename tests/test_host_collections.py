@@ -3,7 +3,7 @@
 Whoever starts a collection (a host's C code, a host function, another
 thread), the native purge hands the dying objects that have conjugates to
 the expiry handler the binding registered when the runtime opened
-(``zs_set_expiry_handler``, native/include/zsharp.h); the handler takes the
+(``zs_set_expiry_handler``, native/include/zsharp_managed.h); the handler takes the
 GIL and expires their conjugates and views before any memory goes. These
 tests drive every public host call that collects, from a host compiled
 against ``zsharp_api.h`` (the table a host calls through), and check that

@@ -8,7 +8,9 @@
  * reached through the callbacks in zs_core_state.
  *
  * This module links libzsharp.so (the library a host links) and calls
- * zsharp.h directly. It is the Python package's one way into the library:
+ * zsharp.h directly, with zsharp_managed.h (this module is the managed side
+ * whose protocol that header is) and zsharp_debug.h (GcStress). It is the
+ * Python package's one way into the library:
  * the package reaches the heap only through the `_heap_*` methods of
  * RuntimeCore (heap_calls.c, reflection.c), the hot paths here, and the
  * module's functions and constants (the C API's addresses for hosts, the
@@ -41,6 +43,8 @@
 #include <string.h>
 
 #include "zsharp.h"
+#include "zsharp_debug.h"   /* GcStress switches (heap_calls.c) */
+#include "zsharp_managed.h" /* the managed side's protocol: this module is that side */
 #include "zsharp_python.h"
 
 /* ---- errors --------------------------------------------------------------------- */
@@ -307,11 +311,19 @@ typedef struct zs_current_memo {
  * paths, and the native API. One per module object; every conjugate class
  * and descriptor keeps a pointer to it (the module outlives them: the types
  * hold a reference to it). Guarded by the GIL, which this module releases
- * only around native calls that touch none of it. */
+ * only around native calls that touch none of it; native code that calls
+ * in without it (the managed call handler, the expiry and free handlers,
+ * the class resolver, a host through python_api) takes the GIL before it
+ * reads any member. Each group below says when its members are written,
+ * after nanobind's nb_internals.h: "module exec" (core_exec and the
+ * zs_add_*_types it calls, once; core_clear drops them at interpreter
+ * shutdown), "configure" (configure() and configure_calls(), at the
+ * package's import), or "GIL" (any time, by whoever holds the GIL). */
 #define ZS_NAME_KEYS 32  /* function names remembered by calls from native code */
 #define ZS_PLAN_CACHE 64 /* plans of calls from native code remembered by class and name */
 
 typedef struct zs_core_state {
+    /* ---- types: module exec (read-only after) ---- */
     PyTypeObject *conjugate_type;      /* ObjectConjugate: base of zs.Object */
     PyTypeObject *runtime_type;        /* RuntimeCore: base of zs.Runtime */
     PyTypeObject *class_type;          /* ObjectClass: base of zs.ObjectMeta */
@@ -329,46 +341,77 @@ typedef struct zs_core_state {
     PyTypeObject *optional_type;       /* OptionalBase */
     PyTypeObject *iterator_type;       /* ArrayIterator */
     PyTypeObject *delegate_type;       /* DelegateBase (delegates.c) */
-    PyObject *str_outer;               /* "outer", interned (a constructor keyword) */
-    PyObject *str_name;                /* "name", interned (a constructor keyword) */
-    PyObject *str_zs_resolved;         /* "_zs_resolved", interned (a wrapper's target class) */
-    PyObject *str_conjugate_of;        /* "_conjugate_of_slow", interned (Runtime's binder) */
-    PyObject *str_zs_kind;             /* "_zs_kind", interned (a value class's kind) */
+    PyTypeObject *weak_type;           /* WeakPointer, the base of zs.WeakObjectPtr (weak.c) */
+    PyTypeObject *plan_type;           /* CallPlan (calls.c) */
+    /* NativeFunction, a host's C function, and its subtype NativeStaticFunction,
+       one with no object (functions.c). */
+    PyTypeObject *function_type;
+    PyTypeObject *static_function_type;
+
+    /* ---- interned strings: module exec (str_zs_functions and str_plan:
+       configure_calls, once) ---- */
+    PyObject *str_outer;        /* "outer", interned (a constructor keyword) */
+    PyObject *str_name;         /* "name", interned (a constructor keyword) */
+    PyObject *str_zs_resolved;  /* "_zs_resolved", interned (a wrapper's target class) */
+    PyObject *str_conjugate_of; /* "_conjugate_of_slow", interned (Runtime's binder) */
+    PyObject *str_zs_kind;      /* "_zs_kind", interned (a value class's kind) */
+    PyObject *str_zs_functions; /* "_zs_functions", interned (a class's call layouts) */
+    PyObject *str_plan;         /* "_plan", interned (a layout's CallPlan) */
 #define ZS_REASON_SLOT(name, text) PyObject *reason_##name;
     ZS_REASONS(ZS_REASON_SLOT)
 #undef ZS_REASON_SLOT
+
+    /* ---- the python_api table: module exec (read-only after; its
+       functions need the GIL, which their caller holds) ---- */
+    zs_python_api python_api; /* zsharp_python.h: handles and proxies for C code (conjugates.c) */
+
+    /* ---- Python callbacks and objects of the slow paths: configure
+       (NULL until then; replaced only by configuring again) ---- */
+    PyObject *current;           /* the ContextVar of `with Runtime()` */
+    PyObject *default_runtime;   /* list holding the default runtime (0 or 1 items) */
+    PyObject *slow_create;       /* (cls, *args, **kwargs) -> conjugate */
+    PyObject *init_create;       /* the same, for a class with a Python __init__ */
+    PyObject *attribute_error;   /* (obj, name, error, action, value) -> better error or None */
+    PyObject *expired_error;     /* (sentinel) -> ExpiredConjugateError */
+    PyObject *raise_status;      /* (status, what, runtime) -> raises (expires first if dying) */
+    PyObject *store_failed;      /* (holder, value, what) -> raises */
+    PyObject *store_refused;     /* (runtime, status, what) -> raises */
+    PyObject *expired_type;      /* the ExpiredPointer class (a tuple subclass) */
+    PyObject *expired_exception; /* the ExpiredConjugateError class */
+    PyObject *current_runtime;   /* () -> the current runtime (made on first use) */
+    PyObject *name_class;        /* zs.Name: the class of names made here */
+    PyObject *describe_value;    /* unused: nothing sets or reads it (always NULL) */
+    int configured;              /* configure() ran (0 again once core_clear ran) */
+    /* Calls from native code (calls.c); set by configure_calls(). */
+    PyObject *plan_of; /* (cls, name) -> the CallPlan of a function (lays it out) */
+    PyObject *scopes;  /* the ContextVar of zs.scope() (a tuple of view lists) */
+
+    /* ---- counters: GIL ---- */
     uint32_t kind_count;  /* kinds made so far: the next kind's id */
     uint32_t class_count; /* conjugate classes numbered so far (classes.c) */
-    /* Set by configure(); NULL until then. */
-    PyObject *current;            /* the ContextVar of `with Runtime()` */
-    zs_current_memo current_memo; /* its value in the context it was read in */
-    PyObject *default_runtime;    /* list holding the default runtime (0 or 1 items) */
-    PyObject *slow_create;        /* (cls, *args, **kwargs) -> conjugate */
-    PyObject *init_create;        /* the same, for a class with a Python __init__ */
-    PyObject *attribute_error;    /* (obj, name, error, action, value) -> better error or None */
-    PyObject *expired_error;      /* (sentinel) -> ExpiredConjugateError */
-    PyObject *raise_status;       /* (status, what, runtime) -> raises (expires first if dying) */
-    PyObject *store_failed;       /* (holder, value, what) -> raises */
-    PyObject *store_refused;      /* (runtime, status, what) -> raises */
-    PyObject *expired_type;       /* the ExpiredPointer class (a tuple subclass) */
-    PyObject *expired_exception;  /* the ExpiredConjugateError class */
-    PyObject *current_runtime;    /* () -> the current runtime (made on first use) */
-    PyObject *name_class;         /* zs.Name: the class of names made here */
-    PyObject *describe_value;     /* (value) -> str: names an expired value in its message */
-    int configured;
-    /* Calls from native code (calls.c); set by configure_calls(). */
-    PyObject *plan_of;       /* (cls, name) -> the CallPlan of a function (lays it out) */
-    PyObject *scopes;        /* the ContextVar of zs.scope() (a tuple of view lists) */
-    PyTypeObject *weak_type; /* WeakPointer, the base of zs.WeakObjectPtr (weak.c) */
+
+    /* ---- scopes: GIL ---- */
     struct zsv_call_scope *call_scopes; /* the open call scopes of every thread, newest
                                            first (value.h) */
     uint64_t scope_serial;              /* the serial of the last scope opened (value.h) */
     Py_ssize_t open_scopes;             /* scopes open in every thread and context (zs.scope() and
-                                   call scopes): none, no view is registered anywhere.
-                                   Guarded by the GIL, as every member. */
-    PyObject *str_zs_functions;         /* "_zs_functions", interned (a class's call layouts) */
-    PyObject *str_plan;                 /* "_plan", interned (a layout's CallPlan) */
-    PyTypeObject *plan_type;            /* CallPlan (calls.c) */
+                                   call scopes): none, no view is registered anywhere. */
+
+    /* ---- the open runtimes: GIL (the native handlers look their runtime
+       up here once they hold it) ---- */
+    /* Borrowed: each removes itself when detached or deallocated; a call
+       from native code names its runtime by address. */
+    struct zs_runtime_core **open_runtimes;
+    Py_ssize_t open_count;
+    Py_ssize_t open_capacity;
+
+    /* ---- memos: GIL (caches: a miss only costs the slow lookup) ---- */
+    zs_current_memo current_memo; /* the current-runtime ContextVar's value in the context it
+                                     was read in (per thread: keyed by the thread state) */
+    /* Answers of zs_type_derives, by version tag modulo the size; `scratch`
+       holds the answer for a type that has no tag. */
+    zs_type_memo type_memo[ZS_TYPE_MEMO_SIZE];
+    zs_type_memo type_memo_scratch;
     /* The function names calls from native code used lately, by a hash of
        their text, each with its interned str (the key of a class's
        `_zs_functions`): a hit makes no string (calls.c). */
@@ -389,20 +432,6 @@ typedef struct zs_core_state {
         PyObject *plan;   /* its CallPlan */
         PyObject *method; /* the class's function of that name, or NULL: looked up per call */
     } plan_cache[ZS_PLAN_CACHE];
-    /* NativeFunction, a host's C function, and its subtype NativeStaticFunction,
-       one with no object (functions.c). */
-    PyTypeObject *function_type;
-    PyTypeObject *static_function_type;
-    /* The open runtimes (borrowed: each removes itself when detached or
-       deallocated): a call from native code names its runtime by address. */
-    struct zs_runtime_core **open_runtimes;
-    Py_ssize_t open_count;
-    Py_ssize_t open_capacity;
-    /* Answers of zs_type_derives, by version tag modulo the size; `scratch`
-       holds the answer for a type that has no tag. */
-    zs_type_memo type_memo[ZS_TYPE_MEMO_SIZE];
-    zs_type_memo type_memo_scratch;
-    zs_python_api python_api; /* zsharp_python.h: handles and proxies for C code (conjugates.c) */
 } zs_core_state;
 
 /* The memo entry of `type` (made on a miss; module.c). */

@@ -737,7 +737,7 @@ static int add_c_layouts(PyObject *module) {
     return added;
 }
 
-/* The constants Python needs of zsharp.h (statuses, limits, collector
+/* The constants Python needs of zsharp.h and zsharp_debug.h (statuses, limits, collector
  * phases, stress switches, chain markers, type, member and class kinds, the
  * header's size), GC_STATS_FIELDS and C_LAYOUTS, as module constants. */
 int zs_add_heap_constants(PyObject *module) {

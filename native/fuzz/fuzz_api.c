@@ -1,5 +1,6 @@
 /*
- * fuzz_api.c -- libFuzzer harness for the C API (native/include/zsharp.h).
+ * fuzz_api.c -- libFuzzer harness for the C API (native/include/zsharp.h,
+ * with the managed side's protocol, zsharp_managed.h, and zsharp_debug.h).
  *
  * Each input is a program over one runtime: a header picks the runtime's
  * options and stress switches, then every following byte group is one
@@ -86,6 +87,8 @@
  * input; FUZZ_TRACE=1 prints every operation.
  */
 #include "zsharp.h"
+#include "zsharp_debug.h"
+#include "zsharp_managed.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

@@ -1,5 +1,12 @@
 /*
- * zsharp.h -- the whole C API of the zsharp native object heap.
+ * zsharp.h -- the host's C API of the zsharp native object heap.
+ *
+ * Who includes it: a host, the C program that embeds the heap (a game
+ * engine, a simulation, a test): it makes runtimes, registers classes,
+ * structs and enums, creates and roots objects, builds values and
+ * collections, collects garbage and calls into scripts. A host module
+ * built apart from the library includes zsharp_api.h instead (the same
+ * functions as one table of pointers) and calls through that.
  *
  * A zs_runtime owns an object heap with a precise tracing garbage collector
  * modelled on Unreal Engine's UObject GC: a chunked object array of items
@@ -19,6 +26,11 @@
  * whose low 32 bits are the object index and whose high 32 bits are the
  * serial number of the slot. The all-zero value is the null reference
  * (serials start at 1), so zeroed memory holds only null references.
+ *
+ * Not here, and not for a host: the managed side's protocol, through which
+ * a scripting layer (zsharp_py) keeps its proxies in step with the heap
+ * (zsharp_managed.h: a host calling it could leave a proxy pointing at a
+ * freed object), and the test and stress switches (zsharp_debug.h).
  */
 #ifndef ZSHARP_H
 #define ZSHARP_H
@@ -324,9 +336,9 @@ zs_status zs_find_enum(zs_runtime *rt, const char *name, const zs_enum_desc **ou
    destroyed, latest registered first (a host frees its per-runtime state). */
 zs_status zs_runtime_add_cleanup(zs_runtime *rt, void (*cleanup)(void *user), void *user);
 
-/* Every function of this header as one table (zsharp_api.h declares it):
-   what a host module compiled apart from the library calls through, since
-   the library's symbols are not exported. */
+/* Every function of this header and of zsharp_debug.h as one table
+   (zsharp_api.h declares it): what a host module compiled apart from the
+   library calls through, since the library's symbols are not exported. */
 struct zs_api;
 const struct zs_api *zs_api_table(void);
 
@@ -339,71 +351,8 @@ const struct zs_api *zs_api_table(void);
 zs_status zs_object_new(zs_runtime *rt, const zs_class *cls, zs_ref outer, uint32_t name_index,
                         uint32_t name_number, zs_ref *out_ref, zs_object **out_object);
 
-/* zs_object_new for the managed side, in one call: init_size bytes of init
-   (plain data only: every reference-bearing member must be zero in it) are
-   copied over the zeroed properties, just after the zs_object header, and
-   the object is recorded as having a conjugate (as zs_resolve_for_conjugate
-   does), so the new conjugate is adopted with no second call. out_object is
-   a pointer-sized slot of any object-pointer type (the binding passes one
-   typed as its own layout of the class, so no cast is needed). The new
-   object's handle is its conjugate's alone (see zs_conjugates_dropped).
-   Returns the new handle, or on failure the zs_status, which is below
-   ZS_FIRST_REF: no handle is (serials start at 1). The dropped conjugates
-   (may be NULL with 0) are taken first, under the same lock, as
-   zs_conjugates_dropped takes them: an object they destroy leaves its slot
-   and memory, still in cache, to the new one; `owner` is checked as
-   zs_conjugates_dropped checks it (ZS_E_BUSY, nothing made) when any are
-   given. */
-#define ZS_FIRST_REF ((zs_ref)1 << 32)
-typedef struct zs_dropped_conjugate zs_dropped_conjugate;
-zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs_class *cls, zs_ref outer,
-                               uint32_t name_index, uint32_t name_number, const char *init,
-                               uint32_t init_size, void *out_object,
-                               const zs_dropped_conjugate *dropped, uint32_t dropped_count,
-                               const void *owner);
-
 /* The object a handle names, or NULL when the handle is null or stale. */
 zs_object *zs_resolve(zs_runtime *rt, zs_ref ref);
-/* Resolve for the managed side: also records that a conjugate now exists, so
-   the object will appear in the expiring list before it is freed. Fails with
-   ZS_E_STALE or ZS_E_DYING. */
-zs_status zs_resolve_for_conjugate(zs_runtime *rt, zs_ref ref, zs_object **out);
-/* The managed side dropped its conjugate early (e.g. on runtime close).
-   ZS_E_BUSY while an expiry handler is set (the managed side removes it
-   first): a proxy the flag no longer named would outlive its object. */
-zs_status zs_forget_conjugate(zs_runtime *rt, zs_ref ref);
-
-/* A conjugate the managed side dropped (its Python proxy was freed), told
-   to the heap at the next safe point, in batches (zs_conjugates_dropped). */
-struct zs_dropped_conjugate {
-    zs_ref ref;
-    /* Nonzero when the conjugate was the only holder of the handle: made by
-       zs_object_new_conjugate, and the managed side never gave the handle
-       to anyone (stored it, passed it to a host function, showed it to
-       Python code). */
-    uint32_t sole_holder;
-    uint32_t reserved; /* zero */
-};
-
-/* Take dropped conjugates: each object no longer has one (as
-   zs_forget_conjugate), so it dies without passing through the expiring
-   list. An object whose conjugate was its sole holder is destroyed now
-   (both destroy hook phases, then freed, its slot's serial bumped) when
-   nothing else can reach it either: the heap never handed its handle out
-   (zs_find_object, zs_object_ref, zs_live_handles, zs_call_each,
-   zs_reference_chains, zs_cluster_get_info, or zs_object_new made it), it
-   is no root, has no strong reference, is in no cluster and is not
-   permanent (an incremental cycle may be pending: none of its lists can
-   name such an object). Stale handles are skipped. *out_destroyed (may be
-   NULL): the number of objects destroyed (zs_gc_stats.objects_freed_unshared).
-   While an expiry handler is set, only its managed side knows which of its
-   proxies are gone: `owner` must be the `user` it set the handler with, or
-   the call is refused with ZS_E_BUSY and changes nothing (anyone else
-   clearing the flag would leave a proxy behind its object). With no
-   handler set, `owner` is not checked. */
-zs_status zs_conjugates_dropped(zs_runtime *rt, const void *owner,
-                                const zs_dropped_conjugate *dropped, uint32_t count,
-                                uint32_t *out_destroyed);
 
 /* Find a live, non-dying object by outer (ZS_NULL_REF: top level) and name
    (StaticFindObject): O(1) on average. *out is ZS_NULL_REF when none. */
@@ -732,24 +681,14 @@ zs_status zs_gc_step_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_ob
 /* Full stop-the-world collection: mark, gather and purge. Dying objects
    that have conjugates (zs_resolve_for_conjugate) are handed to the
    managed side's expiry handler before any is freed (see
-   zs_set_expiry_handler); with no handler set the purge stops with
-   ZS_E_EXPIRY_PENDING until they are taken (zs_gc_take_expiring). */
+   zs_set_expiry_handler, zsharp_managed.h); with no handler set the purge
+   stops with ZS_E_EXPIRY_PENDING until they are taken (zs_gc_take_expiring). */
 zs_status zs_collect_garbage(zs_runtime *rt);
 /* Mark from the roots and gather the unreachable objects (pending purge).
    Finishes a pending incremental mark instead of starting a new one. */
 zs_status zs_gc_mark_and_gather(zs_runtime *rt);
-/* Copy up to capacity handles of dying objects that have conjugates and
-   remove them from the list; *out_count gets how many were copied. For a
-   runtime with no expiry handler only: while one is set, the handler is
-   given the list and these refuse with ZS_E_BUSY, taking nothing (nobody
-   else may take objects whose proxies the managed side must expire). */
-zs_status zs_gc_take_expiring(zs_runtime *rt, zs_ref *buffer, uint32_t capacity,
-                              uint32_t *out_count);
-/* The same, also reporting for each object its name (name_index in the low
-   32 bits of names[i], name_number in the high 32) and whether it was marked
-   as garbage; names and garbage may be NULL. */
-zs_status zs_gc_take_expiring_ex(zs_runtime *rt, zs_ref *buffer, uint64_t *names, uint8_t *garbage,
-                                 uint32_t capacity, uint32_t *out_count);
+/* Dying objects that have conjugates, not yet handed to the managed side
+   (the expiring list: zsharp_managed.h). */
 uint32_t zs_gc_expiring_count(zs_runtime *rt);
 /* A word that is non-zero while objects may be dying whose conjugates the
    managed side has not expired yet: a gather is under way, or the expiring
@@ -773,42 +712,6 @@ void zs_gc_get_stats(zs_runtime *rt, zs_gc_stats *out);
    into message (if non-NULL) and return ZS_E_CORRUPT. */
 zs_status zs_heap_verify(zs_runtime *rt, char *message, size_t message_capacity);
 
-/* ---- the managed side's expiry ------------------------------------------ */
-
-/* The managed side's expiry handler (one per runtime; a scripting layer
-   sets it when it attaches, beside its call handler). Whoever starts a
-   collection (the host, a host function, another thread), the collector
-   hands the handler the dying objects that have conjugates before it
-   frees any of them: their handles, names (as zs_gc_take_expiring_ex
-   reports them) and garbage flags, `count` of each. The handler expires
-   every proxy of those objects before it returns; it must not keep the
-   arrays. It runs without the runtime lock, counted as a call in progress
-   (zs_calls_in_progress), on the thread that collects; meanwhile no purge
-   runs (another thread's is refused with ZS_E_BUSY) and the objects stay
-   dying. It may call the API, but a collection from inside it is refused
-   with ZS_E_BUSY. */
-typedef void (*zs_expiry_handler)(void *user, zs_runtime *rt, const zs_ref *objects,
-                                  const uint64_t *names, const uint8_t *garbage, uint32_t count);
-/* Set (or with NULL remove) the expiry handler. ZS_E_BUSY while a
-   hand-over is in progress, and when another handler is set with another
-   `user`: only the managed side that set it replaces or removes it. */
-zs_status zs_set_expiry_handler(zs_runtime *rt, zs_expiry_handler handler, void *user);
-/* The managed side's free handler: zs_runtime_free calls it first, once,
-   without the runtime lock and before anything is freed, so the managed
-   side expires every proxy and value of a runtime a host owns and lets go
-   of it (its own calls are refused from then on: zs_runtime_free has
-   begun). A call or hand-over still in progress after it returns defers
-   the free to its end, as usual. */
-typedef void (*zs_free_handler)(void *user, zs_runtime *rt);
-/* Set (or with NULL remove) the free handler; ZS_E_BUSY when another is set
-   with another `user` (only its managed side replaces or removes it). */
-zs_status zs_set_free_handler(zs_runtime *rt, zs_free_handler handler, void *user);
-/* Hand up to `limit` objects of the expiring list to the expiry handler
-   now (the managed side's own, budgeted expiry; UINT32_MAX: every one);
-   *out_taken counts them. ZS_E_INVALID without a handler, ZS_E_BUSY from
-   inside a destroy hook or while the lock is held. */
-zs_status zs_gc_expire(zs_runtime *rt, uint32_t limit, uint32_t *out_taken);
-
 /* ---- calls into the managed side ---------------------------------------- */
 
 /* The managed side's entry point (one per runtime): run the overridable
@@ -820,17 +723,6 @@ zs_status zs_gc_expire(zs_runtime *rt, uint32_t limit, uint32_t *out_taken);
 typedef zs_status (*zs_call_handler)(void *user, zs_runtime *rt, zs_ref object,
                                      const char *function, void *params);
 void zs_set_call_handler(zs_runtime *rt, zs_call_handler handler, void *user);
-/* The managed side's handler, as zs_call_handler with `target`: the object
-   itself, recorded as having a conjugate (as zs_resolve_for_conjugate
-   records it) under the lock that checked the call, so that the managed
-   side makes its proxy with no second lock. The object is not freed before
-   the managed side has seen it die (its expiry handler, or
-   zs_gc_take_expiring), so `target` stays valid while the handler runs on
-   a thread that has held, since before the call, whatever that needs (for
-   Python, the GIL). Setting either handler replaces the other. */
-typedef zs_status (*zs_managed_call_handler)(void *user, zs_runtime *rt, zs_ref object,
-                                             zs_object *target, const char *function, void *params);
-void zs_set_managed_call_handler(zs_runtime *rt, zs_managed_call_handler handler, void *user);
 /* Call an overridable function of a live object (Unreal's ProcessEvent).
    The runtime lock is not held during the call: the managed function may
    use the whole API (create, store, collect). ZS_E_STALE or ZS_E_DYING for
@@ -894,32 +786,6 @@ typedef struct zs_chain_link {
    ZS_E_STALE for a freed target, ZS_E_DYING for a dying one. */
 zs_status zs_reference_chains(zs_runtime *rt, zs_ref target, uint32_t max_chains,
                               zs_chain_link *links, uint32_t capacity, uint32_t *out_count);
-
-/* Test-only switches (zs_debug_set): prove that tests fail without the
-   mechanism they cover. */
-#define ZS_DEBUG_DISABLE_BARRIER 1u    /* the write barrier does nothing */
-#define ZS_DEBUG_PARALLEL_THRESHOLD 2u /* objects needed before marking goes parallel */
-#define ZS_DEBUG_STRICT_ALLOC_LIMIT                                                                \
-    8u /* the allocation limit applies to the collector's own
-                                          bookkeeping too (as real out-of-memory would) */
-
-/* Stress switches (runtime options in all builds, documented in README):
-   like V8's --verify-heap, Go's gccheckmark / clobberfree and Unreal's
-   gc.VerifyNoUnreachableObjects, they make bugs loud. */
-#define ZS_DEBUG_CHECK_MARKS 3u      /* after marking, a second simple mark must agree */
-#define ZS_DEBUG_STEP_OBJECTS 4u     /* incremental steps scan at most this many objects */
-#define ZS_DEBUG_POISON_FREED 5u     /* fill freed objects and values with 0xDD */
-#define ZS_DEBUG_MARK_STACK_LIMIT 6u /* mark stacks hold at most this many entries */
-#define ZS_DEBUG_ALLOC_LIMIT 7u      /* native allocations fail past this many live bytes */
-
-/* Failures found by ZS_DEBUG_CHECK_MARKS so far (also reported by
-   zs_heap_verify). */
-uint64_t zs_debug_check_failures(zs_runtime *rt);
-/* Set one ZS_DEBUG_* switch of a runtime; ZS_E_INVALID for an unknown one. */
-zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value);
-
-/* Test-only: mutate raw state so tests can prove zs_heap_verify notices. */
-zs_status zs_debug_corrupt(zs_runtime *rt, zs_ref ref, uint32_t what);
 
 #ifdef __cplusplus
 }

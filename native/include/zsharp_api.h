@@ -1,6 +1,9 @@
 /*
- * zsharp_api.h -- the C API of zsharp.h as one table of function pointers,
- * for a host module compiled apart from the library.
+ * zsharp_api.h -- the host's C API (zsharp.h, and zsharp_debug.h's
+ * switches) as one table of function pointers, for a host module compiled
+ * apart from the library. Who includes it: such a module, instead of
+ * linking; it includes zsharp.h and zsharp_debug.h. The managed side's
+ * protocol (zsharp_managed.h) is not in the table: a host must not call it.
  *
  * The library is linked into the scripting layer's extension module with
  * its symbols hidden, so a separately built host (a game module loaded as a
@@ -16,13 +19,15 @@
 #define ZSHARP_API_H
 
 #include "zsharp.h"
+#include "zsharp_debug.h"
 
 #define ZS_API_VERSION 4u /* 3: zs_gc_stats.barrier_slots; 4: the managed side's calls left */
 
-/* Every function of zsharp.h a host may call, in header order: all but
-   zs_api_table itself and the managed side's own protocol
-   (ZS_MANAGED_FUNCTIONS; tests/test_reflection.py checks that the two
-   lists hold every function of the header). */
+/* Every function a host may call, in header order: those of zsharp.h but
+   zs_api_table itself, then those of zsharp_debug.h. The managed side's
+   own protocol, zsharp_managed.h, is listed apart (ZS_MANAGED_FUNCTIONS);
+   tests/test_reflection.py checks that each list holds exactly the
+   functions of its headers. */
 /* clang-format off */
 #define ZS_API_FUNCTIONS(X) \
     X(zs_status_message) X(zs_runtime_default_options) X(zs_runtime_new) X(zs_runtime_free) \
@@ -55,8 +60,8 @@
     X(zs_call_each) X(zs_calls_in_progress) X(zs_call_native) X(zs_reference_chains) \
     X(zs_debug_check_failures) X(zs_debug_set) X(zs_debug_corrupt)
 
-/* The managed side's protocol: the scripting layer's own calls, not in the
-   host's table. A host calling them could make the heap forget a proxy the
+/* The managed side's protocol (every function of zsharp_managed.h): the
+   scripting layer's own calls, not in the host's table. A host calling them could make the heap forget a proxy the
    scripting layer holds (zs_forget_conjugate, zs_conjugates_dropped), or
    take the dying objects whose proxies it must expire (zs_gc_take_expiring);
    collections a host starts hand those objects to the scripting layer's

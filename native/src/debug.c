@@ -1,5 +1,5 @@
 /*
- * debug.c -- the test and stress switches of zsharp.h (zs_debug_*): they
+ * debug.c -- the test and stress switches of zsharp_debug.h (zs_debug_*): they
  * only set or read fields of the runtime, which the collector (gc_mark.c,
  * gc_purge.c), the allocator (runtime.c) and the heap check (verify.c) obey.
  */

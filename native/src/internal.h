@@ -7,7 +7,11 @@
 #define ZSHARP_INTERNAL_H
 
 #include "lock.h"
+/* The library implements all three audiences' headers: the host's API, the
+   managed side's protocol and the debug switches. */
 #include "zsharp.h"
+#include "zsharp_debug.h"
+#include "zsharp_managed.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -300,89 +304,147 @@ typedef struct zs_slab_class {
 
 /* ---- the runtime -------------------------------------------------------- */
 
-struct zs_runtime {
-    zs_lock lock; /* recursive; every public function holds it (lock.h) */
+/* Everything one heap owns. Its members are grouped by subsystem, and each
+   group says who owns it and what guards it (a member that differs says so
+   itself), after nanobind's nb_internals.h:
 
-    /* object array */
+   - ZS_LOCK: the runtime lock (lock.h). Every public function takes it
+     (recursive: a destroy hook's calls take it again), so whoever holds it
+     reads and writes these freely. The heap lets go of it only to call
+     out, and a member below fences each such window: calls into the
+     managed side and host functions (calls_word), the hand-over to the
+     expiry handler (handing_over), the free handler (calls_word's
+     ZS_CALLS_FREE_PENDING); the class resolver's (classes.c) needs none,
+     as zs_find_class only looks again after it. The handlers are read
+     under the lock and called after it is released (the destroy hook
+     excepted: it runs with the lock held).
+   - markers: during a parallel mark (gc_parallel.c) worker threads read
+     what the collecting thread, which holds the lock for them, marks
+     through: the object array, the clusters, the mark parity and filter.
+     They write only item flags and mark-filter words (atomically, relaxed)
+     and the killable references of objects they claimed (one claimer per
+     object), and count into their own zs_marker, merged after they join.
+   - atomic: read and written with __atomic builtins, from any thread.
+   - set once: written by zs_runtime_new before the runtime is handed out,
+     and never again.
+
+   Nothing depends on the members' order or offsets (the runtime is
+   calloc'ed and every access names its member); the lock comes first and
+   the object array next, as every call reads them. */
+struct zs_runtime {
+    zs_lock lock; /* recursive; every public function holds it (lock.h). Its `depth` is
+                     the owner's: depth 1 tells the hand-over and zs_runtime_free that
+                     they may release it for a handler (gc_purge.c, runtime.c) */
+
+    /* ---- objects and roots (heap.c): ZS_LOCK; markers read `items` and
+       `high_water` ---- */
     zs_item *items;       /* max_objects items in one block (zeroed pages, so only the
-                         slots handed out take memory); never moves */
+                         slots handed out take memory); never moves. The pointer is set
+                         once; the items are ZS_LOCK's (flags atomic while markers run) */
     uint32_t chunk_count; /* chunks of ZS_OBJECTS_PER_CHUNK items in use (each counted) */
-    uint32_t max_objects;
-    uint32_t high_water; /* slots ever handed out */
+    uint32_t max_objects; /* set once */
+    uint32_t high_water;  /* slots ever handed out */
     uint32_t live_objects;
     zs_u32_vec free_slots;      /* LIFO: a freed slot is the next one reused */
     uint32_t *name_buckets;     /* by (outer, name): object index + 1, chained through hash_next */
     uint32_t name_bucket_count; /* 0 until the first lookup by name builds the index */
+    zs_u32_vec root_list;       /* candidates: rooted, strong-ref'd, escaped permanent */
+    bool disregard_open;        /* disregard-for-GC window (zs_close_disregard_for_gc) */
+    uint32_t permanent_count;
 
-    /* classes, types and names */
+    /* ---- names (names.c): ZS_LOCK ---- */
+    zs_name_table names;
+
+    /* ---- classes, types and reflection (classes.c, types.c, reflection.c):
+       ZS_LOCK for the registries; a class or type, once registered, never
+       changes, so its getters (zs_class_*, zs_type_*) take no lock ---- */
     zs_class **classes;
     uint32_t class_count;
     uint32_t class_capacity;
     zs_type **types;
     uint32_t type_count;
     uint32_t type_capacity;
-    const zs_type *object_array_type; /* ZS_MEMBER_OBJECT_ARRAY members */
+    const zs_type *object_array_type; /* ZS_MEMBER_OBJECT_ARRAY members; made on first use */
+    /* descriptions kept by reference (reflection.c) */
+    zs_registered_struct *structs;
+    uint32_t struct_count, struct_capacity;
+    const zs_enum_desc **enums;
+    uint32_t enum_count, enum_capacity;
 
-    /* black values */
+    /* ---- black values (values.c) and the managed callables that delegate
+       bindings reference (delegates.c): ZS_LOCK ---- */
     zs_value_slot *values;
     uint32_t value_capacity;
     uint32_t value_live;
     uint32_t value_free_head; /* index + 1; 0 = none */
-    bool black_roots;
-
-    /* managed callables referenced by delegate bindings */
+    bool black_roots;         /* set once (not ZS_RUNTIME_BLACK_NOT_ROOTS) */
     uint32_t *callable_refs;
     uint32_t callable_capacity;
     zs_u32_vec released_callables;
-    zs_name_table names;
 
-    /* roots */
-    zs_u32_vec root_list; /* candidates: rooted, strong-ref'd, escaped permanent */
-    bool disregard_open;  /* disregard-for-GC window */
-    uint32_t permanent_count;
-
-    /* clusters */
+    /* ---- clusters (clusters.c): ZS_LOCK; markers read `clusters` ---- */
     zs_cluster *clusters;
     uint32_t cluster_capacity;
     uint32_t live_clusters;
     zs_u32_vec free_clusters;
+    bool cluster_oom;          /* a dissolution could not queue a referencing cluster */
+    uint32_t min_cluster_size; /* set once */
 
-    /* collector state */
-    zs_gc_phase phase;
-    bool barrier_disabled;         /* test-only */
-    bool check_marks;              /* stress: verify each mark with a simple second one */
-    bool poison_freed;             /* stress: clobber freed memory */
-    uint32_t step_objects;         /* stress: objects per incremental step (0: no limit) */
-    uint32_t mark_stack_limit;     /* stress: entries per mark stack (0: no limit) */
-    uint64_t alloc_limit;          /* stress/faults: live native bytes allowed (0: no limit) */
-    uint32_t collector_allocating; /* > 0: the collector's own bookkeeping ignores alloc_limit */
-    bool strict_alloc_limit; /* test: alloc_limit applies to the collector's bookkeeping too */
-    uint64_t check_failures;
-    uint32_t mark_threads;
-    uint64_t parallel_threshold;
-    uint64_t incremental_start_ns;
-    uint32_t mark_parity;       /* ZS_ITEM_MARK or 0 */
-    zs_mark_stack mark_stack;   /* transient work: allocated uncounted (see gc_mark.c) */
-    uint64_t *mark_filter;      /* 1 bit per slot of max_objects (uncounted, see gc_mark.c); NULL
-                               when it could not be allocated (marking then reads every item) */
-    bool mark_overflow;         /* a push onto mark_stack failed: rescan before gathering */
-    uint32_t filter_claims_off; /* parallel marks left that claim through item flags: the last
-                                   one through the filter claimed too few objects per atomic OR */
-    bool cluster_oom;           /* a dissolution could not queue a referencing cluster */
-    uint32_t gather_cursor;     /* incremental gather progress */
-    zs_u32_vec dying;           /* gathered unreachable, waiting for purge */
-    uint32_t dying_cursor;      /* purge progress in dying */
-    zs_ref_vec expiring;        /* dying objects with conjugates, for the managed side */
-    uint64_t freed_unshared;    /* objects zs_conjugates_dropped destroyed since the cycle
-                                   began (zs_gc_stats.objects_freed_unshared) */
-    uint32_t dying_word;        /* zs_dying_word: (phase GATHERING or expiring not empty), stored
-                            atomically by zs_publish_dying whenever either changes */
-    bool dying_unhashed;        /* the dying objects are already out of the name index */
-    bool tearing_down; /* zs_gc_destroy_everything: objects are freed without unlinking, so a
-                          lookup finds nothing and builds no index */
-    bool in_destroy_hook;
-    bool collecting;
-    zs_destroy_hook destroy_hook;
+    /* ---- the collector, across phases (gc_mark.c, gc_purge.c): ZS_LOCK ---- */
+    zs_gc_phase phase;       /* read by the write barrier's inline test at every store */
+    bool collecting;         /* a mark or gather step is running (with the lock held): a
+                                collection entered again meanwhile is refused */
+    zs_gc_stats stats;       /* markers count into their own zs_marker, merged after */
+    uint64_t freed_unshared; /* objects zs_conjugates_dropped destroyed since the cycle
+                                began (zs_gc_stats.objects_freed_unshared) */
+
+    /* ---- marking (ZS_GC_MARKING, and a full collection's mark; gc_mark.c,
+       gc_parallel.c): ZS_LOCK; markers read mark_parity and mark_filter ---- */
+    uint32_t mark_parity;          /* ZS_ITEM_MARK or 0 */
+    zs_mark_stack mark_stack;      /* transient work: allocated uncounted (see gc_mark.c); the
+                                      write barrier pushes onto it between incremental steps;
+                                      moved to worker 0 during a parallel mark */
+    uint64_t *mark_filter;         /* 1 bit per slot of max_objects (uncounted, see gc_mark.c);
+                                      NULL when it could not be allocated (marking then reads
+                                      every item). The pointer is ZS_LOCK's; its bits are
+                                      set by markers atomically */
+    bool mark_overflow;            /* a push onto mark_stack failed: rescan before gathering */
+    uint32_t filter_claims_off;    /* parallel marks left that claim through item flags: the
+                                      last one through the filter claimed too few objects per
+                                      atomic OR (read and written by the collecting thread) */
+    uint32_t mark_threads;         /* set once: full-collection marker threads */
+    uint64_t incremental_start_ns; /* when the pending cycle's mark began (written by
+                                      begin_mark, read nowhere yet) */
+
+    /* ---- gathering and purging (ZS_GC_GATHERING, ZS_GC_PURGE_PENDING;
+       gc_mark.c, gc_purge.c): ZS_LOCK ---- */
+    uint32_t gather_cursor; /* incremental gather progress */
+    zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
+    uint32_t dying_cursor;  /* purge progress in dying */
+    bool dying_unhashed;    /* the dying objects are already out of the name index */
+    bool tearing_down;      /* zs_gc_destroy_everything: objects are freed without unlinking,
+                               so a lookup finds nothing and builds no index */
+    bool in_destroy_hook;   /* the destroy hook runs (with the lock held): mutation refused */
+
+    /* ---- the managed side's expiry (gc_purge.c): ZS_LOCK, but for the
+       dying word ---- */
+    zs_ref_vec expiring;   /* dying objects with conjugates, for the managed side */
+    uint32_t handing_over; /* hand-overs to expiry_handler in progress (the lock released
+                              meanwhile): the objects handed over are off `expiring` but
+                              their conjugates may still be live, so no purge runs and the
+                              dying word stays set */
+    uint32_t dying_word;   /* zs_dying_word: (phase GATHERING, expiring not empty or a
+                              hand-over running). Atomic: stored under the lock by
+                              zs_publish_dying whenever one changes, read by the managed
+                              side with no lock */
+
+    /* ---- calls and handlers (calls.c, gc_purge.c, runtime.c, classes.c,
+       reflection.c): ZS_LOCK, set by their zs_set_* and read under the lock;
+       each is called after the lock is released, but the destroy hook ---- */
+    uint32_t calls_word;          /* calls in progress (ZS_CALLS_COUNT) | ZS_CALLS_FREE_PENDING
+                          (zs_runtime_free ran during a call: the last call frees).
+                          Atomic: counted in under the lock, out without it (calls.c) */
+    zs_destroy_hook destroy_hook; /* called with the lock held (in_destroy_hook) */
     void *destroy_hook_user;
     zs_call_handler call_handler;                 /* the managed side's entry point (calls.c) */
     zs_managed_call_handler managed_call_handler; /* or this one (never both set) */
@@ -390,37 +452,41 @@ struct zs_runtime {
     zs_expiry_handler expiry_handler;             /* the managed side's expiry (gc_purge.c) */
     void *expiry_handler_user;
     zs_free_handler free_handler; /* the managed side lets go first (runtime.c) */
-    void *free_handler_user;
-    uint32_t handing_over; /* hand-overs to expiry_handler in progress: the objects handed
-                              over are off `expiring` but their conjugates may still be live,
-                              so no purge runs and the dying word stays set */
-    uint32_t calls_word;   /* calls in progress (ZS_CALLS_COUNT) | ZS_CALLS_FREE_PENDING
-                            (zs_runtime_free ran during a call: the last call frees);
-                            atomic: counted in under the lock, out without it (calls.c) */
-
-    /* reflection (reflection.c): descriptions kept by reference */
-    zs_registered_struct *structs;
-    uint32_t struct_count, struct_capacity;
-    const zs_enum_desc **enums;
-    uint32_t enum_count, enum_capacity;
-    zs_class_resolver class_resolver;
+    void *free_handler_user;      /* read once more after the lock is released to call the handler
+                                (runtime.c, zs_runtime_free) */
+    zs_class_resolver class_resolver; /* zs_find_class's fallback (classes.c) */
     void *class_resolver_user;
-    zs_cleanup *cleanups; /* run by zs_runtime_free, last first */
+    zs_cleanup *cleanups; /* run by zs_runtime_free, last first (reflection.c) */
     uint32_t cleanup_count, cleanup_capacity;
-    zs_gc_stats stats;
-    uint32_t min_cluster_size;
 
+    /* ---- memory (runtime.c): ZS_LOCK (no marker allocates: its stacks are
+       plain, uncounted realloc) ---- */
     /* object slabs (ZS_OBJECT_SLAB): the allocator's own memory, like
        malloc's arena it is not counted; the objects in it are, one block each */
     zs_slab_class slab_classes[ZS_SLAB_CLASSES];
     void **slabs;
     uint32_t slab_count;
     uint32_t slab_capacity;
-
     /* native memory accounting */
     uint64_t live_blocks;
     uint64_t live_bytes;
     uint64_t peak_bytes;
+    /* the allocation limit: stress and fault injection (zs_debug_set) */
+    uint64_t alloc_limit;          /* live native bytes allowed (0: no limit) */
+    bool strict_alloc_limit;       /* test: alloc_limit applies to the collector's bookkeeping
+                                      too */
+    uint32_t collector_allocating; /* > 0: the collector's own bookkeeping ignores alloc_limit */
+
+    /* ---- debug and stress switches (debug.c, zsharp_debug.h): ZS_LOCK,
+       set by zs_debug_set ---- */
+    bool barrier_disabled;       /* test-only */
+    bool check_marks;            /* stress: verify each mark with a simple second one */
+    bool poison_freed;           /* stress: clobber freed memory */
+    uint32_t step_objects;       /* stress: objects per incremental step (0: no limit) */
+    uint32_t mark_stack_limit;   /* stress: entries per mark stack (0: no limit) */
+    uint64_t parallel_threshold; /* live objects before a full mark goes parallel (65,536
+                                    from zs_runtime_new) */
+    uint64_t check_failures;     /* found by check_marks (gc_mark.c) */
 };
 
 /* ==========================================================================

@@ -6,6 +6,8 @@
  * native/fuzz/corpus/ under the name given with each test.
  */
 #include "test_support.h"
+#include "zsharp_debug.h"
+#include "zsharp_managed.h"
 
 /* zs_array_insert with `value` pointing into the very array (allowed: "value
    may point into this array") read it after growing the storage, from the

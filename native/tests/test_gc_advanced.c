@@ -1,6 +1,7 @@
 /*
  * test_gc_advanced.c -- C-level tests of the collector's newer features,
- * through the public API in zsharp.h only: GC clusters, incremental marking
+ * through the public headers only (zsharp.h, zsharp_managed.h,
+ * zsharp_debug.h): GC clusters, incremental marking
  * (steps, the write barrier, the gathering phase, budgeted purges) and
  * parallel marking.
  *
@@ -16,6 +17,8 @@
  * the clusters that reference them) dissolved first.
  */
 #include "test_support.h"
+#include "zsharp_debug.h"
+#include "zsharp_managed.h"
 
 #define NONE UINT32_MAX
 

@@ -1,6 +1,6 @@
 /*
  * test_heap.c -- C-level tests of the zsharp native heap, through the public
- * API in zsharp.h only.
+ * headers only (zsharp.h, zsharp_managed.h, zsharp_debug.h).
  *
  * The runner, CHECK* macros and the Node/Leaf fixture live in test_support.h
  * (shared with test_gc_advanced.c). The last line printed is
@@ -12,6 +12,8 @@
  *                                (in this file's table and advanced_tests[]).
  */
 #include "test_support.h"
+#include "zsharp_debug.h"
+#include "zsharp_managed.h"
 
 /* ======================================================================
  * Runtime

@@ -16,6 +16,7 @@
  */
 #include "../src/lock.h" /* white-box: the lock on its own */
 #include "test_support.h"
+#include "zsharp_debug.h"
 
 #include <stdatomic.h>
 #include <threads.h>

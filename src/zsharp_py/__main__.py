@@ -155,7 +155,7 @@ _CONFIG_OPTIONS = {
     "cflags": "compiler flags (-I the headers' folder)",
     "libs": "linker flags for the shared library (-L, an rpath, -lzsharp)",
     "static-libs": "linker flags for the static library (libzsharp.a, -pthread)",
-    "includedir": "the folder of zsharp.h, zsharp_api.h and zsharp_python.h",
+    "includedir": "the folder of the headers (zsharp.h, zsharp_api.h, zsharp_python.h...)",
     "libdir": "the folder of libzsharp.so and libzsharp.a",
     "pkgconfigdir": "the folder of zsharp.pc (for PKG_CONFIG_PATH)",
     "cmakedir": "the folder of the CMake package (for zsharp_DIR, or CMAKE_PREFIX_PATH)",

@@ -2,11 +2,14 @@
 (``zsharp_py/lib/libzsharp.so`` and ``libzsharp.a``, public symbols only,
 with the headers, a pkg-config file and a CMake package), the ``_core``
 extension and the cffi module ``zsharp_py._native_lib`` (the sample engine
-and the declarations read from ``native/include/zsharp.h`` and
-``native/engine/sample_engine.h``), which link that same library.
+and the declarations of the C API and ``native/engine/sample_engine.h``),
+which link that same library.
 
 The ``ZSHARP_*`` environment switches (sanitizers, asserts, debug builds,
 no object slabs) are listed in CONTRIBUTING.md, "Build switches".
+
+The declarations are read from the C API's headers (``zsharp.h``,
+``zsharp_managed.h`` and ``zsharp_debug.h``: ``API_HEADERS``).
 """
 
 from __future__ import annotations
@@ -22,15 +25,25 @@ from cffi import FFI
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: src/zsharp_py/_build.py
 NATIVE = ROOT / "native"
 VERSION = "0.1.0"  # pyproject.toml's; the symbol version and the library's
-HEADERS = ("zsharp.h", "zsharp_api.h", "zsharp_python.h")
+# The C API by audience: the host's (zsharp.h), the managed side's protocol
+# (zsharp_managed.h) and the test and stress switches (zsharp_debug.h). The
+# library exports the functions of all three; the cffi module declares them
+# all (Python is the managed side, and its tests call each one).
+API_HEADERS = tuple(
+    NATIVE / "include" / name for name in ("zsharp.h", "zsharp_managed.h", "zsharp_debug.h")
+)
+# Every header installed for hosts (include_dir()): those, and the two tables.
+HEADERS = (*(header.name for header in API_HEADERS), "zsharp_api.h", "zsharp_python.h")
 
 
-def header_cdef(header: Path = NATIVE / "include" / "zsharp.h") -> str:
-    """The cffi declarations, read from a header itself (so the binding can
-    never drift from the C API): comments, includes, include guards and
-    function-like macros go; the other ``#define``s (all integer constants)
-    become ``#define X ...``, whose values the compiler supplies."""
-    text = re.sub(r"/\*.*?\*/", "", header.read_text(encoding="utf-8"), flags=re.S)
+def header_cdef(*headers: Path) -> str:
+    """The cffi declarations, read from headers themselves, in order
+    (default: ``API_HEADERS``), so the binding can never drift from the C
+    API: comments, includes, include guards and function-like macros go;
+    the other ``#define``s (all integer constants) become ``#define X ...``,
+    whose values the compiler supplies."""
+    sources = [header.read_text(encoding="utf-8") for header in headers or API_HEADERS]
+    text = re.sub(r"/\*.*?\*/", "", "\n".join(sources), flags=re.S)
     lines = text.split("\n")
     guards = {m.group(1) for m in re.finditer(r"^\s*#ifndef\s+(\w+)", text, flags=re.M)}
     out: list[str] = []
@@ -54,10 +67,11 @@ def header_cdef(header: Path = NATIVE / "include" / "zsharp.h") -> str:
     return "\n".join(out)
 
 
-def public_functions(header: Path = NATIVE / "include" / "zsharp.h") -> list[str]:
-    """The names of the functions a header declares (the library exports
-    these, and nothing else)."""
-    text = re.sub(r"/\*.*?\*/", "", header.read_text(encoding="utf-8"), flags=re.S)
+def public_functions(*headers: Path) -> list[str]:
+    """The names of the functions the headers declare (default:
+    ``API_HEADERS``; the library exports these, and nothing else)."""
+    sources = [header.read_text(encoding="utf-8") for header in headers or API_HEADERS]
+    text = re.sub(r"/\*.*?\*/", "", "\n".join(sources), flags=re.S)
     found = re.findall(
         r"^[A-Za-z_][\w \*]*?\b(zs_[a-z0-9_]+)\s*\([^;{]*\)\s*;", text, flags=re.M | re.S
     )
@@ -142,8 +156,9 @@ endif()
 
 def build_library(package_dir: Path, build_temp: Path, compiler: str | None = None) -> Path:
     """Compile native/src/*.c into ``package_dir/lib``: ``libzsharp.so``
-    exporting the public functions of zsharp.h under the symbol version
-    ``ZSHARP_<version>``, and ``libzsharp.a``; copy the headers into
+    exporting the public functions of the C API's headers (``API_HEADERS``)
+    under the symbol version ``ZSHARP_<version>``, and ``libzsharp.a``; copy
+    the headers into
     ``package_dir/include``; write ``lib/pkgconfig/zsharp.pc`` and
     ``lib/cmake/zsharp/``. Returns the library folder."""
     cc = compiler or os.environ.get("CC", "cc")
@@ -207,8 +222,8 @@ def link_library(extension: object, lib_dir: Path) -> None:
 
 def make_ffibuilder() -> FFI:
     """Return the FFI builder of ``zsharp_py._native_lib``: the sample engine,
-    and the declarations of zsharp.h, whose functions come from libzsharp.so
-    (``build_library``; setup.py links it)."""
+    and the declarations of the C API's headers (``API_HEADERS``), whose
+    functions come from libzsharp.so (``build_library``; setup.py links it)."""
     builder = FFI()
     builder.cdef(header_cdef())
     # The sample engine's install function and layouts (struct zs_api is
@@ -218,7 +233,8 @@ def make_ffibuilder() -> FFI:
     sources = sorted(str(p.relative_to(ROOT)) for p in (NATIVE / "engine").glob("*.c"))
     builder.set_source(
         "zsharp_py._native_lib",
-        '#include "zsharp.h"\n#include "sample_engine.h"\n',
+        '#include "zsharp.h"\n#include "zsharp_managed.h"\n#include "zsharp_debug.h"\n'
+        '#include "sample_engine.h"\n',
         sources=sources,
         include_dirs=[str(NATIVE / "include"), str(NATIVE / "engine")],
         extra_compile_args=cflags,
@@ -239,7 +255,7 @@ def core_extension(extension: type) -> object:
         include_dirs=[str(NATIVE / "include"), str(NATIVE / "binding")],
         depends=[
             str((NATIVE / "binding" / "core.h").relative_to(ROOT)),
-            str((NATIVE / "include" / "zsharp.h").relative_to(ROOT)),
+            *(str(header.relative_to(ROOT)) for header in API_HEADERS),
         ],
         extra_compile_args=cflags,
         extra_link_args=ldflags,

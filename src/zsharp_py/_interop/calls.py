@@ -84,8 +84,8 @@ _API_FUNCTIONS: dict[str, int] = _core.api_functions()  # name -> address, read 
 
 
 def native_function(name: str) -> int:
-    """The address of the C API function ``name`` (``native/include/zsharp.h``)
-    in the native library this process loaded (``lib_dir()``'s
+    """The address of the C API function ``name`` (``native/include/zsharp.h``
+    or ``zsharp_debug.h``) in the native library this process loaded (``lib_dir()``'s
     ``libzsharp.so``), for a native host that embeds Python.
 
     A host that does not link the library casts this address to the
@@ -149,8 +149,9 @@ def lib_dir() -> str:
 
 
 def include_dir() -> str:
-    """The folder holding ``zsharp.h``, the C API's header (with
-    ``zsharp_api.h`` and ``zsharp_python.h``), for a native host's compiler
+    """The folder holding ``zsharp.h``, the host's C API header (with
+    ``zsharp_debug.h``, ``zsharp_managed.h``, ``zsharp_api.h`` and
+    ``zsharp_python.h``), for a native host's compiler
     (``-I``), as ``pybind11.get_include()`` gives its own: the copy
     installed with the package, beside ``lib_dir()``."""
     return _installed("include", "zsharp.h")

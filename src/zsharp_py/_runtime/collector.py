@@ -154,7 +154,7 @@ class GarbageCollector:
     because its target is dying) runs the same sequence under the runtime's
     lock: flush the native frees that finalisers queued, take the dying
     objects from the native side and expire their conjugates (before any
-    memory goes: native/include/zsharp.h, zs_gc_take_expiring), then let
+    memory goes: native/include/zsharp_managed.h, zs_gc_take_expiring), then let
     the purge free them. Each cycle counts the conjugates it expired, for
     ``stats().conjugates_expired``, whichever path expired them
     (``Runtime._cycle_expired``, counted by the expiry in C). A full
