@@ -770,7 +770,6 @@ static void begin_mark(zs_runtime *rt) {
     rt->mark_overflow = false;
     rt->phase = ZS_GC_MARKING;
     zs_publish_dying(rt);
-    rt->incremental_start_ns = zs_now_ns();
     zs_marker m;
     zs_marker_init(&m, rt, &rt->mark_stack);
     mark_roots(&m);

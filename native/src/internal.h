@@ -400,21 +400,19 @@ struct zs_runtime {
 
     /* ---- marking (ZS_GC_MARKING, and a full collection's mark; gc_mark.c,
        gc_parallel.c): ZS_LOCK; markers read mark_parity and mark_filter ---- */
-    uint32_t mark_parity;          /* ZS_ITEM_MARK or 0 */
-    zs_mark_stack mark_stack;      /* transient work: allocated uncounted (see gc_mark.c); the
+    uint32_t mark_parity;       /* ZS_ITEM_MARK or 0 */
+    zs_mark_stack mark_stack;   /* transient work: allocated uncounted (see gc_mark.c); the
                                       write barrier pushes onto it between incremental steps;
                                       moved to worker 0 during a parallel mark */
-    uint64_t *mark_filter;         /* 1 bit per slot of max_objects (uncounted, see gc_mark.c);
+    uint64_t *mark_filter;      /* 1 bit per slot of max_objects (uncounted, see gc_mark.c);
                                       NULL when it could not be allocated (marking then reads
                                       every item). The pointer is ZS_LOCK's; its bits are
                                       set by markers atomically */
-    bool mark_overflow;            /* a push onto mark_stack failed: rescan before gathering */
-    uint32_t filter_claims_off;    /* parallel marks left that claim through item flags: the
+    bool mark_overflow;         /* a push onto mark_stack failed: rescan before gathering */
+    uint32_t filter_claims_off; /* parallel marks left that claim through item flags: the
                                       last one through the filter claimed too few objects per
                                       atomic OR (read and written by the collecting thread) */
-    uint32_t mark_threads;         /* set once: full-collection marker threads */
-    uint64_t incremental_start_ns; /* when the pending cycle's mark began (written by
-                                      begin_mark, read nowhere yet) */
+    uint32_t mark_threads;      /* set once: full-collection marker threads */
 
     /* ---- gathering and purging (ZS_GC_GATHERING, ZS_GC_PURGE_PENDING;
        gc_mark.c, gc_purge.c): ZS_LOCK ---- */

@@ -289,9 +289,13 @@ void zs_runtime_free(zs_runtime *rt) {
        flag): then the last of them frees the runtime. */
     zs_free_handler freed = rt->free_handler;
     if (freed != NULL && rt->lock.depth == 1) {
+        /* Read under the lock: zs_set_free_handler may run on another
+           thread once it is released. */
+        void *user = rt->free_handler_user;
         rt->free_handler = NULL;
+        rt->free_handler_user = NULL;
         ZS_UNLOCK(rt);
-        freed(rt->free_handler_user, rt);
+        freed(user, rt);
         ZS_LOCK(rt);
         if (ZS_CALLS_COUNT(__atomic_load_n(&rt->calls_word, __ATOMIC_ACQUIRE)) > 0) {
             ZS_UNLOCK(rt);
