@@ -21,7 +21,7 @@
 
 /* Every function of zsharp.h a host may call, in header order: all but
    zs_api_table itself and the managed side's own protocol
-   (ZS_MANAGED_FUNCTIONS; tests/test_reflection.py checks that the two
+   (ZS_MANAGED_FUNCTIONS; tests/interop/test_reflection.py checks that the two
    lists hold every function of the header). */
 /* clang-format off */
 #define ZS_API_FUNCTIONS(X) \

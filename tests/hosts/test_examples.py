@@ -15,7 +15,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_game_logic_script(
@@ -134,5 +134,5 @@ def test_include_dir_holds_the_c_api_header() -> None:
 
     header = Path(include_dir()) / "zsharp.h"
     assert "zs_call_each" in header.read_text(encoding="utf-8")
-    source = Path(__file__).resolve().parent.parent / "native" / "include" / "zsharp.h"
+    source = Path(__file__).resolve().parents[2] / "native" / "include" / "zsharp.h"
     assert header.read_bytes() == source.read_bytes()
