@@ -1,4 +1,4 @@
-"""Classes and hostile values shared by tests/test_hostile.py (and reusable by
+"""Classes and hostile values shared by tests/hostile/test_hostile_conversions.py (and reusable by
 the fuzz harness and the model test): values whose conversion hooks run an
 *action* (a heap mutation, a collection, closing the runtime, raising) the
 N-th time any hook of theirs is called, builtin subclasses with lying

@@ -22,12 +22,12 @@ set -euo pipefail
 tests=()
 if [ "${1:-}" = --smoke ]; then
     shift
-    tests=(tests/test_hostile.py tests/test_hostile_audit.py tests/test_hostile_audit_map.py
-        tests/test_hostile_audit_py.py tests/test_safety.py tests/test_unshared_objects.py
-        tests/test_value_lifetimes.py tests/test_parked_views.py tests/test_conjugate_core.py
-        tests/test_native_functions.py tests/test_native_calls.py tests/test_sample_engine.py
-        tests/test_host_collections.py
-        tests/test_gc.py tests/test_incremental.py tests/test_model.py)
+    tests=(tests/hostile/test_hostile_conversions.py tests/hostile/test_hostile_slices_finalisers_creation.py tests/hostile/test_hostile_containers_structs.py
+        tests/hostile/test_hostile_python_layer.py tests/gc/test_memory_safety.py tests/gc/test_unshared_objects.py
+        tests/values/test_value_lifetimes.py tests/values/test_parked_views.py tests/objects/test_conjugate_descriptors_and_table.py
+        tests/interop/test_native_functions.py tests/interop/test_native_calls.py tests/interop/test_sample_engine.py
+        tests/hosts/test_host_collections.py
+        tests/gc/test_gc.py tests/gc/test_incremental.py tests/gc/test_reachability_model.py)
 fi
 # shellcheck source=tools/_sanitized_venv.sh
 . "$(dirname "$0")/_sanitized_venv.sh"
@@ -43,8 +43,8 @@ sanitized_venv
 # Not mypy (not installed here) nor the C tests' own build (run above); by
 # node id rather than -k, so that a -k among the arguments still composes.
 (cd "$tree" && run_sanitized \
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider --ignore=tests/test_native_c.py \
-    --deselect tests/test_tooling.py::test_package_is_mypy_strict_clean \
-    --deselect tests/test_tooling.py::test_generic_value_types_type_check_in_user_code \
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider --ignore=tests/tooling/test_native_c_suite.py \
+    --deselect tests/tooling/test_project_standards.py::test_package_is_mypy_strict_clean \
+    --deselect tests/tooling/test_project_standards.py::test_generic_value_types_type_check_in_user_code \
     ${tests[@]+"${tests[@]}"} "$@")
 echo "sanitizers: clean"

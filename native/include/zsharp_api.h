@@ -26,7 +26,7 @@
 /* Every function a host may call, in header order: those of zsharp.h but
    zs_api_table itself, then those of zsharp_debug.h. The managed side's
    own protocol, zsharp_managed.h, is listed apart (ZS_MANAGED_FUNCTIONS);
-   tests/test_reflection.py checks that each list holds exactly the
+   tests/interop/test_reflection.py checks that each list holds exactly the
    functions of its headers. */
 /* clang-format off */
 #define ZS_API_FUNCTIONS(X) \

@@ -1,4 +1,4 @@
-/* A small native host for tests/test_reflection.py: a struct, an enum and
+/* A small native host for tests/interop/test_reflection.py: a struct, an enum and
  * two classes described with every kind of property, functions of each
  * direction, and events with and without a native default. Built by the
  * tests as a user's host module is (tests/native_build.py), against the

@@ -42,7 +42,7 @@ are zero; the assert is compiled in the sanitizer build that
 
 The byte reader is self-contained (no atheris needed), so the normal test
 suite runs ``run_one`` over fixed pseudo-random inputs
-(``tests/test_fuzz_harness.py``) and ``fuzz_api.py`` runs it under atheris.
+(``tests/tooling/test_fuzz_harness.py``) and ``fuzz_api.py`` runs it under atheris.
 """
 
 from __future__ import annotations
@@ -1878,7 +1878,7 @@ def op_hostile_native_function(s: Session) -> None:
 
 
 # ---- hostile operations: Python code that runs in the middle of an API call ----
-# (FINDINGS.md, tests/test_hostile.py). A hook of a value being written, a
+# (FINDINGS.md, tests/hostile/test_hostile_conversions.py). A hook of a value being written, a
 # gc.callbacks entry or a finaliser runs an action on the heap: grow, clear
 # or dispose what is being written, collect, mark as garbage, close the
 # runtime, or raise HookError (which must reach the caller unchanged).

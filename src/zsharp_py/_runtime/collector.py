@@ -90,7 +90,7 @@ the class, and the field each ``zs_gc_stats`` member fills, in order
 (``_core.GC_STATS_FIELDS``; its ``*_ns`` members in seconds), then
 ``conjugates_expired``. Built in C because
 a game collecting every frame would otherwise pay more for the figures than
-for collecting a small heap; tests/test_gc.py checks that every field is set."""
+for collecting a small heap; tests/gc/test_gc.py checks that every field is set."""
 assert set(_STATS_LAYOUT[1]) == {f.name for f in dataclasses.fields(GcStats)}
 
 

@@ -4,7 +4,7 @@ collects; closing the Python side expires every proxy and value and leaves
 the heap to the host, whose later collections need no Python; the host
 freeing the runtime closes the Python side first. The "host" here is this
 process calling the C API through cffi, as a C program would
-(examples/game_host/game.c does it from C, tests/test_host_build.py)."""
+(examples/game_host/game.c does it from C, tests/hosts/test_host_build.py)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ import pytest
 from helpers import declared_functions
 from zsharp_py.lowlevel import include_dir, lib_dir
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "game_host"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "game_host"
 FRAMES = 12
 
 

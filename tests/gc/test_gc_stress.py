@@ -4,9 +4,9 @@ checking ones are shown to catch the bugs they exist for."""
 from __future__ import annotations
 
 import pytest
-from tests.helpers import collect, runtime_ptr
 
 import zsharp_py as zs
+from helpers import collect, runtime_ptr
 from zsharp_py.debug import GcStress, HeapCorruptionError
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import zsharp_py as zs
 
-FUZZ_DIR = Path(__file__).resolve().parent.parent / "tools" / "fuzz"
+FUZZ_DIR = Path(__file__).resolve().parents[2] / "tools" / "fuzz"
 sys.path.insert(0, str(FUZZ_DIR))
 
 import harness  # noqa: E402

@@ -1,5 +1,5 @@
 """The package's own standards: mypy --strict clean, README commands in
-sync with CI (README's examples run in tests/test_docs_examples.py, with
+sync with CI (README's examples run in tests/tooling/test_docs_examples.py, with
 every docs page's), the layer rules, the installed package list."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _readme_commands() -> list[str]:

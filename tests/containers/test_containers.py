@@ -56,7 +56,7 @@ Int32s = zs.Array[zs.Int32]
 # Every container type used below is specialised once at import, so that no
 # test is the first to specialise one while holding black values in its
 # locals (the first specialisation snapshots its caller's locals: see
-# test_value_lifetimes.py::test_first_specialisation_inside_a_function_...).
+# values/test_value_lifetimes.py::test_first_specialisation_inside_a_function_...).
 SPECIALISED = [
     zs.Array[Trooper],
     zs.Array[Vec2],

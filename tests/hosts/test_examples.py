@@ -15,7 +15,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_game_logic_script(
@@ -135,7 +135,7 @@ def test_include_dir_holds_the_c_api_header() -> None:
 
     header = Path(include_dir()) / "zsharp.h"
     assert "zs_call_each" in header.read_text(encoding="utf-8")
-    sources = Path(__file__).resolve().parent.parent / "native" / "include"
+    sources = Path(__file__).resolve().parents[2] / "native" / "include"
     names = ("zsharp.h", "zsharp_managed.h", "zsharp_debug.h", "zsharp_api.h", "zsharp_python.h")
     assert sorted(p.name for p in sources.glob("*.h")) == sorted(names)
     for name in names:

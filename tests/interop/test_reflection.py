@@ -26,7 +26,7 @@ from zsharp_py._interop.reflection import PropertyDescription, StructDescription
 from zsharp_py._model.struct import StructMeta
 from zsharp_py.lowlevel import api_table, include_dir
 
-HOST_SOURCE = Path(__file__).parent / "hosts" / "reflect_host.c"
+HOST_SOURCE = Path(__file__).resolve().parents[1] / "hosts" / "reflect_host.c"
 
 
 @pytest.fixture(scope="module")

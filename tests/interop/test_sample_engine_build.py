@@ -18,7 +18,7 @@ from zsharp_py._base.errors import ZS_E_INVALID, ZS_OK
 from zsharp_py._base.ffi import ffi, lib
 from zsharp_py.lowlevel import api_table
 
-ENGINE = Path(__file__).resolve().parent.parent / "native" / "engine"
+ENGINE = Path(__file__).resolve().parents[2] / "native" / "engine"
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ as its object.
 CI profile: ``max_examples=100``, ``stateful_step_count=40``.  For a long
 run set the number of examples in the environment, e.g.::
 
-    ZSHARP_MODEL_EXAMPLES=2000 python -m pytest -q tests/test_model.py
+    ZSHARP_MODEL_EXAMPLES=2000 python -m pytest -q tests/gc/test_reachability_model.py
 
 (``ZSHARP_MODEL_STEPS`` likewise sets the steps per example.)
 """
@@ -448,7 +448,7 @@ class ModelMachine(RuleBasedStateMachine):
         self.conj(i).items.append(self.conj(t))
         self.objs[i].items.append(t)
         # The barrier sees the new element alone, not the rest of the
-        # container (tests/test_write_barrier_work.py): only it may survive.
+        # container (tests/gc/test_write_barrier_work.py): only it may survive.
         self.touch(t)
 
     def do_clear_items(self, data: st.DataObject) -> None:
@@ -931,7 +931,7 @@ TestModelStress = StressModelMachine.TestCase
 TestModelStress.settings = _SETTINGS
 
 
-# ---- hostile values (FINDINGS.md, tests/test_hostile.py) --------------------------
+# ---- hostile values (FINDINGS.md, tests/hostile/test_hostile_conversions.py) ---------------------
 
 
 class HookInt:

@@ -99,7 +99,7 @@ EXPIRED = zs.ExpiredConjugateError
 # minutes in all. The default run takes a fixed sample of them: the first
 # case of every entry point and one in SAMPLE_SHARE of the rest, chosen by a
 # hash of the test id (the same cases on every machine and run). The others
-# are marked slow: `python -m pytest tests/test_hostile.py -m slow` runs them,
+# are marked slow: `python -m pytest tests/hostile/test_hostile_conversions.py -m slow` runs them,
 # `-m ""` runs the whole matrix.
 SAMPLE_SHARE = 32
 
