@@ -5,11 +5,10 @@
  * linking; it includes zsharp.h and zsharp_debug.h. The managed side's
  * protocol (zsharp_managed.h) is not in the table: a host must not call it.
  *
- * The library is linked into the scripting layer's extension module with
- * its symbols hidden, so a separately built host (a game module loaded as a
- * shared library) cannot link against it. It gets this table instead, from
- * zs_api_table() (zsharp_py.lowlevel.api_table() gives its address), and
- * calls `api->zs_object_new(...)` where a linked host calls
+ * A host that does not link libzsharp.so (a game module loaded as a shared
+ * library, built apart from the installed package) gets this table instead,
+ * from zs_api_table() (zsharp_py.lowlevel.api_table() gives its address),
+ * and calls `api->zs_object_new(...)` where a linked host calls
  * `zs_object_new(...)`. Every slot has the type of the header's own
  * declaration (__typeof__, as GCC and Clang spell it), so the table cannot
  * drift from the header; `version` and `size` let a host check it was
