@@ -43,10 +43,6 @@ class Scalar:
     py_type: ClassVar[type] = int
     minimum: ClassVar[int] = 0
     maximum: ClassVar[int] = 0
-    # A Python expression over ``value``: True when cffi may store the value
-    # as it is (no Python code runs inside cffi's conversion of it, and cffi
-    # refuses exactly what ``convert`` refuses, with OverflowError).
-    fast_guard: ClassVar[str] = "type(value) is int"
 
     def __new__(cls, value: Any = 0) -> Any:
         return cls.convert(value)
@@ -84,7 +80,6 @@ class _Bool(Scalar):
 
     c_type = "_Bool"
     py_type = bool
-    fast_guard = "value is True or value is False"
 
     @classmethod
     def convert(cls, value: Any) -> Any:
@@ -142,7 +137,6 @@ class _Float64(Scalar):
 
     c_type = "double"
     py_type = float
-    fast_guard = "type(value) is float"
 
     @classmethod
     def convert(cls, value: Any) -> Any:
@@ -156,7 +150,6 @@ class _Float32(Scalar):
 
     c_type = "float"
     py_type = float
-    fast_guard = f"type(value) is float and -{_FLOAT32_MAX!r} <= value <= {_FLOAT32_MAX!r}"
 
     @classmethod
     def convert(cls, value: Any) -> Any:
