@@ -19,35 +19,35 @@
 
 /* The live container of `code` a method is given (its memory), or NULL with
  * an error set. */
-static char *container_of(PyObject *self, uint8_t code, zsv_value **out) {
-    zsv_value *value = (zsv_value *)self;
+static char *container_of(PyObject *self, uint8_t code, zpyv_value **out) {
+    zpyv_value *value = (zpyv_value *)self;
     if (value->kind->code != code) {
         PyErr_Format(PyExc_TypeError, "%U is not a container of this type", value->kind->what);
         return NULL;
     }
     *out = value;
-    return zsv_live(value);
+    return zpyv_live(value);
 }
 
 /* The native type of a live container's kind (registered when it was made). */
-static const zs_type *type_of(zsv_value *value) {
-    return zsv_native_type(value->runtime, value->kind);
+static const zs_type *type_of(zpyv_value *value) {
+    return zpyv_native_type(value->runtime, value->kind);
 }
 
 /* Raise for a refused native call. */
-static PyObject *refused(zsv_value *value, zs_status status) {
-    return zsv_refused(value->runtime, status, value->kind->what);
+static PyObject *refused(zpyv_value *value, zs_status status) {
+    return zpyv_refused(value->runtime, status, value->kind->what);
 }
 
 /* The container changed structure: every view below it expires. */
-static void structure_changed(zsv_value *value) {
-    zsv_expire_table(value->views, value->runtime->state->reason_structure);
+static void structure_changed(zpyv_value *value) {
+    zpyv_expire_table(value->views, value->runtime->state->reason_structure);
 }
 
 /* An element's contents were replaced: the views below its view expire. */
-static void contents_changed(zsv_value *value, Py_ssize_t key) {
-    zsv_value *view = zsv_table_lookup(value->views, key);
-    if (view != NULL) zsv_expire_table(view->views, value->runtime->state->reason_structure);
+static void contents_changed(zpyv_value *value, Py_ssize_t key) {
+    zpyv_value *view = zpyv_table_lookup(value->views, key);
+    if (view != NULL) zpyv_expire_table(view->views, value->runtime->state->reason_structure);
 }
 
 /* A Python index (int or __index__) as a position in [0, length): negative
@@ -91,8 +91,8 @@ static int plain_equal(PyObject *element, PyObject *probe) {
 }
 
 /* The value users compare elements with: a conjugate's plain copy. */
-static PyObject *probe_of(zs_core_state *state, PyObject *value) {
-    if (zsv_check(state, value)) return PyObject_CallMethod(value, "to_python", NULL);
+static PyObject *probe_of(zpy_core_state *state, PyObject *value) {
+    if (zpyv_check(state, value)) return PyObject_CallMethod(value, "to_python", NULL);
     return Py_NewRef(value);
 }
 
@@ -100,10 +100,10 @@ static PyObject *probe_of(zs_core_state *state, PyObject *value) {
  * Array
  * ========================================================================= */
 
-/* An element's address in an array as it is now (a zsv_locator). */
+/* An element's address in an array as it is now (a zpyv_locator). */
 static char *array_locator(PyObject *holder, Py_ssize_t index) {
-    zsv_value *value = (zsv_value *)holder;
-    char *at = zsv_live(value);
+    zpyv_value *value = (zpyv_value *)holder;
+    char *at = zpyv_live(value);
     if (at == NULL) return NULL;
     const zs_array *array = (const zs_array *)at;
     if (index < 0 || (uint32_t)index >= array->count) {
@@ -114,27 +114,27 @@ static char *array_locator(PyObject *holder, Py_ssize_t index) {
 }
 
 static Py_ssize_t array_length(PyObject *self) {
-    zsv_value *value;
-    char *at = container_of(self, ZSV_ARRAY, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_ARRAY, &value);
     return at == NULL ? -1 : (Py_ssize_t)((zs_array *)at)->count;
 }
 
 /* arr[i]: a scalar's value, or the element's view. */
-static PyObject *array_item(zsv_value *value, Py_ssize_t position) {
-    zsv_kind *element = value->kind->element;
-    if (element->code == ZSV_SCALAR) {
+static PyObject *array_item(zpyv_value *value, Py_ssize_t position) {
+    zpyv_kind *element = value->kind->element;
+    if (element->code == ZPYV_SCALAR) {
         const zs_array *array = (const zs_array *)value->address;
-        return zs_scalar_load((zs_scalar_kind)element->scalar,
-                              (const char *)array->data +
-                                  (size_t)position * value->kind->entry_size);
+        return zpy_scalar_load((zpy_scalar_kind)element->scalar,
+                               (const char *)array->data +
+                                   (size_t)position * value->kind->entry_size);
     }
-    return zsv_read(value->runtime, element, (PyObject *)value, position, value->owner,
-                    array_locator);
+    return zpyv_read(value->runtime, element, (PyObject *)value, position, value->owner,
+                     array_locator);
 }
 
 static PyObject *array_subscript(PyObject *self, PyObject *index) {
-    zsv_value *value;
-    char *at = container_of(self, ZSV_ARRAY, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_ARRAY, &value);
     if (at == NULL) return NULL;
     if (PySlice_Check(index)) {
         Py_ssize_t start, stop, step;
@@ -144,14 +144,14 @@ static PyObject *array_subscript(PyObject *self, PyObject *index) {
         /* The bounds' __index__, or the collector run by the list's
            allocation, may have grown, disposed or collected the array: its
            address again, as it is now. */
-        if ((at = zsv_live(value)) == NULL) {
+        if ((at = zpyv_live(value)) == NULL) {
             Py_DECREF(list);
             return NULL;
         }
         Py_ssize_t count = PySlice_AdjustIndices(((zs_array *)at)->count, &start, &stop, step);
         for (Py_ssize_t i = 0, p = start; list != NULL && i < count; i++, p += step) {
             /* Each element from the array as it is now. */
-            if (zsv_live(value) == NULL || (uint32_t)p >= ((zs_array *)value->address)->count) {
+            if (zpyv_live(value) == NULL || (uint32_t)p >= ((zs_array *)value->address)->count) {
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_RuntimeError, "the array changed size during slicing");
                 Py_CLEAR(list);
@@ -170,14 +170,14 @@ static PyObject *array_subscript(PyObject *self, PyObject *index) {
 
 /* Insert staged elements at `position` (clamped to the array as it is now):
  * phase 2 and 3. All or nothing. Steals nothing: the caller releases. */
-static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_end,
-                               const zsv_staged *items, uint32_t count) {
+static int array_insert_staged(zpyv_value *value, Py_ssize_t position, int from_end,
+                               const zpyv_staged *items, uint32_t count) {
     /* `items`: `count` staged elements, or (count 0) a staged array (ITEMS or
        PACKED) whose elements are inserted. */
-    const zsv_staged *whole = count == 0 ? items : NULL;
+    const zpyv_staged *whole = count == 0 ? items : NULL;
     if (whole != NULL) count = whole->count;
-    zs_runtime_core *rt = value->runtime;
-    if (value->address == NULL) return zsv_raise_expired(value), -1;
+    zpy_runtime_core *rt = value->runtime;
+    if (value->address == NULL) return zpyv_raise_expired(value), -1;
     if (rt->native == NULL || rt->closing)
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), -1;
     zs_array *array = (zs_array *)value->address;
@@ -186,8 +186,8 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
     Py_ssize_t length = array->count;
     if (from_end || position > length) position = length;
     if (position < 0) position = position + length < 0 ? 0 : position + length;
-    if (zsv_packable(value->kind) &&
-        (whole != NULL ? whole->form == ZSV_PACKED : count == 1 && items[0].form == ZSV_BITS)) {
+    if (zpyv_packable(value->kind) &&
+        (whole != NULL ? whole->form == ZPYV_PACKED : count == 1 && items[0].form == ZPYV_BITS)) {
         /* Elements that own nothing (numbers, names, references) go in as
            their staged bytes, in one native call that checks references
            first: no zeroed slots to fill and undo, one lock. */
@@ -204,11 +204,11 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
     if (status == ZS_OK) {
         for (uint32_t i = 0; status == ZS_OK && i < count; i++) {
             char *slot = (char *)array->data + ((size_t)position + i) * value->kind->entry_size;
-            zsv_staged scratch;
-            zsv_initialize(value->kind->element, slot);
-            status = zsv_emit(rt, value->kind->element,
-                              whole ? zsv_element_at(value->kind, whole, i, &scratch) : &items[i],
-                              value->owner, slot);
+            zpyv_staged scratch;
+            zpyv_initialize(value->kind->element, slot);
+            status = zpyv_emit(rt, value->kind->element,
+                               whole ? zpyv_element_at(value->kind, whole, i, &scratch) : &items[i],
+                               value->owner, slot);
         }
         if (status != ZS_OK) /* undo: the array as it was */
             zs_array_remove(rt->native, value->owner, type, array, (uint32_t)position, count);
@@ -219,51 +219,51 @@ static int array_insert_staged(zsv_value *value, Py_ssize_t position, int from_e
 }
 
 /* Stage one element (phase 1). */
-static int stage_element(zsv_value *value, PyObject *item, zsv_staged *out) {
-    return zsv_stage_labelled(value->runtime, value->kind->element, item, out, "element");
+static int stage_element(zpyv_value *value, PyObject *item, zpyv_staged *out) {
+    return zpyv_stage_labelled(value->runtime, value->kind->element, item, out, "element");
 }
 
 /* append(value): add one element at the end. */
 static PyObject *array_append(PyObject *self, PyObject *item) {
-    zsv_value *value;
-    if (container_of(self, ZSV_ARRAY, &value) == NULL) return NULL;
-    zsv_staged staged = {0};
+    zpyv_value *value;
+    if (container_of(self, ZPYV_ARRAY, &value) == NULL) return NULL;
+    zpyv_staged staged = {0};
     if (stage_element(value, item, &staged) < 0) return NULL;
     int result = array_insert_staged(value, 0, 1, &staged, 1);
-    zsv_release(value->kind->element, &staged);
+    zpyv_release(value->kind->element, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* insert(index, value): before `index`, clamped like list.insert. */
 static PyObject *array_insert(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    zsv_value *value;
-    if (container_of(self, ZSV_ARRAY, &value) == NULL) return NULL;
+    zpyv_value *value;
+    if (container_of(self, ZPYV_ARRAY, &value) == NULL) return NULL;
     if (nargs != 2)
         return PyErr_Format(PyExc_TypeError, "insert expected 2 arguments, got %zd", nargs);
     Py_ssize_t position = PyNumber_AsSsize_t(args[0], PyExc_OverflowError);
     if (position == -1 && PyErr_Occurred()) return NULL;
-    zsv_staged staged = {0};
+    zpyv_staged staged = {0};
     if (stage_element(value, args[1], &staged) < 0) return NULL;
     int result = array_insert_staged(value, position, 0, &staged, 1);
-    zsv_release(value->kind->element, &staged);
+    zpyv_release(value->kind->element, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* extend(iterable): every element at the end, all or nothing. */
 static PyObject *array_extend(PyObject *self, PyObject *iterable) {
-    zsv_value *value;
-    if (container_of(self, ZSV_ARRAY, &value) == NULL) return NULL;
-    zsv_staged staged = {0};
-    if (zsv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
+    zpyv_value *value;
+    if (container_of(self, ZPYV_ARRAY, &value) == NULL) return NULL;
+    zpyv_staged staged = {0};
+    if (zpyv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
         return NULL;
     int result = staged.count == 0 ? 0 : array_insert_staged(value, 0, 1, &staged, 0);
-    zsv_release(value->kind, &staged);
+    zpyv_release(value->kind, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* Remove `count` elements at `position` of a live array (phase 2). */
-static int array_remove(zsv_value *value, uint32_t position, uint32_t count) {
-    zs_runtime_core *rt = value->runtime;
+static int array_remove(zpyv_value *value, uint32_t position, uint32_t count) {
+    zpy_runtime_core *rt = value->runtime;
     const zs_type *type = type_of(value);
     if (type == NULL) return -1;
     zs_status status = zs_array_remove(rt->native, value->owner, type, (zs_array *)value->address,
@@ -275,8 +275,8 @@ static int array_remove(zsv_value *value, uint32_t position, uint32_t count) {
 
 /* pop(index=-1): remove and return an element (a plain copy: its slot goes). */
 static PyObject *array_pop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    zsv_value *value;
-    char *at = container_of(self, ZSV_ARRAY, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_ARRAY, &value);
     if (at == NULL) return NULL;
     if (nargs > 1)
         return PyErr_Format(PyExc_TypeError, "pop expected at most 1 argument, got %zd", nargs);
@@ -295,42 +295,42 @@ static PyObject *array_pop(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t position = wanted < 0 ? wanted + (Py_ssize_t)array->count : wanted;
     if (position < 0 || position >= (Py_ssize_t)array->count)
         return PyErr_Format(PyExc_IndexError, "pop index out of range");
-    zsv_staged captured = {0};
-    zsv_kind *element = value->kind->element;
-    if (zsv_capture(value->runtime, element,
-                    (char *)array->data + (size_t)position * value->kind->entry_size,
-                    &captured) < 0)
+    zpyv_staged captured = {0};
+    zpyv_kind *element = value->kind->element;
+    if (zpyv_capture(value->runtime, element,
+                     (char *)array->data + (size_t)position * value->kind->entry_size,
+                     &captured) < 0)
         return PyErr_NoMemory();
     int removed = array_remove(value, (uint32_t)position, 1);
-    PyObject *result = removed < 0 ? NULL : zsv_build(value->runtime, element, &captured);
-    zsv_release(element, &captured);
+    PyObject *result = removed < 0 ? NULL : zpyv_build(value->runtime, element, &captured);
+    zpyv_release(element, &captured);
     return result;
 }
 
 /* clear(): remove every element. */
 static PyObject *array_clear(PyObject *self, PyObject *unused) {
     (void)unused;
-    zsv_value *value;
-    char *at = container_of(self, ZSV_ARRAY, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_ARRAY, &value);
     if (at == NULL || array_remove(value, 0, ((zs_array *)at)->count) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 /* arr[i] = v, arr[a:b] = values, del arr[i], del arr[a:b]. */
 static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) {
-    zsv_value *value;
-    char *at = container_of(self, ZSV_ARRAY, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_ARRAY, &value);
     if (at == NULL) return -1;
-    zs_runtime_core *rt = value->runtime;
+    zpy_runtime_core *rt = value->runtime;
     if (PySlice_Check(index)) {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(index, &start, &stop, &step) < 0) return -1;
-        zsv_staged staged = {0};
-        if (item != NULL && zsv_stage(rt, value->kind, item, &staged, value->kind->what) < 0)
+        zpyv_staged staged = {0};
+        if (item != NULL && zpyv_stage(rt, value->kind, item, &staged, value->kind->what) < 0)
             return -1;
         /* The array as it is now. */
         int result = -1;
-        if (zsv_live(value) != NULL) {
+        if (zpyv_live(value) != NULL) {
             zs_array *array = (zs_array *)value->address;
             Py_ssize_t count = PySlice_AdjustIndices(array->count, &start, &stop, step);
             if (step == 1) {
@@ -346,14 +346,14 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
                              staged.count, count);
             } else if (item != NULL) {
                 /* References first: a refusal after one write would keep that write. */
-                zs_status status = zsv_references_valid(rt, value->kind, &staged);
+                zs_status status = zpyv_references_valid(rt, value->kind, &staged);
                 for (Py_ssize_t i = 0; status == ZS_OK && i < count; i++) {
                     Py_ssize_t p = start + i * step;
-                    zsv_staged scratch;
-                    status = zsv_emit(rt, value->kind->element,
-                                      zsv_element_at(value->kind, &staged, (uint32_t)i, &scratch),
-                                      value->owner,
-                                      (char *)array->data + (size_t)p * value->kind->entry_size);
+                    zpyv_staged scratch;
+                    status = zpyv_emit(rt, value->kind->element,
+                                       zpyv_element_at(value->kind, &staged, (uint32_t)i, &scratch),
+                                       value->owner,
+                                       (char *)array->data + (size_t)p * value->kind->entry_size);
                     contents_changed(value, p);
                 }
                 result = status == ZS_OK ? 0 : (refused(value, status), -1);
@@ -367,7 +367,7 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
                 }
             }
         }
-        if (item != NULL) zsv_release(value->kind, &staged);
+        if (item != NULL) zpyv_release(value->kind, &staged);
         return result;
     }
     if (item == NULL) {
@@ -379,18 +379,18 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
         PyErr_Format(PyExc_TypeError, "indices must be integers, not %s", Py_TYPE(index)->tp_name);
         return -1;
     }
-    zsv_staged staged = {0};
+    zpyv_staged staged = {0};
     if (stage_element(value, item, &staged) < 0) return -1;
     /* The index against the array as it is after the conversion. */
     int result = -1;
-    if (zsv_live(value) != NULL) {
+    if (zpyv_live(value) != NULL) {
         zs_array *array = (zs_array *)value->address;
         int error;
         Py_ssize_t position = position_of(index, array->count, &error);
         if (!error) {
-            zs_status status = zsv_emit(rt, value->kind->element, &staged, value->owner,
-                                        (char *)array->data +
-                                            (size_t)position * value->kind->entry_size);
+            zs_status status = zpyv_emit(rt, value->kind->element, &staged, value->owner,
+                                         (char *)array->data +
+                                             (size_t)position * value->kind->entry_size);
             if (status == ZS_OK) {
                 contents_changed(value, position);
                 result = 0;
@@ -399,7 +399,7 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
             }
         }
     }
-    zsv_release(value->kind->element, &staged);
+    zpyv_release(value->kind->element, &staged);
     return result;
 }
 
@@ -471,7 +471,7 @@ static int probe_integer(const number_probe *number, int *negative, int64_t *low
 /* Search `count` scalar elements for the probe, as Python compares an int
  * or float with the elements (exactly, no rounding): 1 or 0; -1 when only
  * Python can tell (float elements against an int beyond 2**53). */
-static int scalar_search(zs_scalar_kind kind, const char *data, uint32_t count,
+static int scalar_search(zpy_scalar_kind kind, const char *data, uint32_t count,
                          const number_probe *number) {
 #define SEARCH(ctype, wanted)                                                                      \
     for (uint32_t i = 0; i < count; i++) {                                                         \
@@ -480,7 +480,7 @@ static int scalar_search(zs_scalar_kind kind, const char *data, uint32_t count,
         if (element == (wanted)) return 1;                                                         \
     }                                                                                              \
     return 0;
-    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) {
+    if (kind == ZPY_SCALAR_F32 || kind == ZPY_SCALAR_F64) {
         double wanted = number->real;
         if (number->form == PROBE_INT) {
             const uint64_t exact = (uint64_t)1 << 53; /* every int up to 2**53 converts exactly */
@@ -490,7 +490,7 @@ static int scalar_search(zs_scalar_kind kind, const char *data, uint32_t count,
             wanted = number->negative ? (double)number->signed_value
                                       : (double)number->unsigned_value;
         }
-        if (kind == ZS_SCALAR_F64) {
+        if (kind == ZPY_SCALAR_F64) {
             SEARCH(double, wanted)
         }
         SEARCH(float, wanted) /* the element widened to double: exact */
@@ -500,28 +500,28 @@ static int scalar_search(zs_scalar_kind kind, const char *data, uint32_t count,
     uint64_t high = 0;
     if (!probe_integer(number, &negative, &low, &high)) return 0;
     switch (kind) {
-    case ZS_SCALAR_BOOL:
+    case ZPY_SCALAR_BOOL:
         if (negative || high > 1) return 0;
         SEARCH(_Bool, (_Bool)high)
-    case ZS_SCALAR_I8:
+    case ZPY_SCALAR_I8:
         if (negative ? low < INT8_MIN : high > INT8_MAX) return 0;
         SEARCH(int8_t, negative ? (int8_t)low : (int8_t)high)
-    case ZS_SCALAR_I16:
+    case ZPY_SCALAR_I16:
         if (negative ? low < INT16_MIN : high > INT16_MAX) return 0;
         SEARCH(int16_t, negative ? (int16_t)low : (int16_t)high)
-    case ZS_SCALAR_I32:
+    case ZPY_SCALAR_I32:
         if (negative ? low < INT32_MIN : high > INT32_MAX) return 0;
         SEARCH(int32_t, negative ? (int32_t)low : (int32_t)high)
-    case ZS_SCALAR_I64:
+    case ZPY_SCALAR_I64:
         if (!negative && high > INT64_MAX) return 0;
         SEARCH(int64_t, negative ? low : (int64_t)high)
-    case ZS_SCALAR_U8:
+    case ZPY_SCALAR_U8:
         if (negative || high > UINT8_MAX) return 0;
         SEARCH(uint8_t, (uint8_t)high)
-    case ZS_SCALAR_U16:
+    case ZPY_SCALAR_U16:
         if (negative || high > UINT16_MAX) return 0;
         SEARCH(uint16_t, (uint16_t)high)
-    case ZS_SCALAR_U32:
+    case ZPY_SCALAR_U32:
         if (negative || high > UINT32_MAX) return 0;
         SEARCH(uint32_t, (uint32_t)high)
     default:
@@ -535,28 +535,28 @@ static int scalar_search(zs_scalar_kind kind, const char *data, uint32_t count,
  * identity: None, or a conjugate whose class keeps object's ==. Returns 1
  * with *wanted set (ZS_NULL_REF for None; an expired conjugate's stale
  * handle matches no element), or 0 when the generic search must decide. */
-static int reference_probe(zs_core_state *state, PyObject *probe, zs_ref *wanted) {
+static int reference_probe(zpy_core_state *state, PyObject *probe, zs_ref *wanted) {
     if (probe == Py_None) {
         *wanted = ZS_NULL_REF;
         return 1;
     }
-    if (!zs_is_conjugate(state, probe) ||
+    if (!zpy_is_conjugate(state, probe) ||
         Py_TYPE(probe)->tp_richcompare != PyBaseObject_Type.tp_richcompare)
         return 0;
-    zs_conjugate *conjugate = (zs_conjugate *)probe;
-    *wanted = ZS_CONJUGATE_IS_LIVE(conjugate) ? conjugate->handle : ~(zs_ref)0;
+    zpy_conjugate *conjugate = (zpy_conjugate *)probe;
+    *wanted = ZPY_CONJUGATE_IS_LIVE(conjugate) ? conjugate->handle : ~(zs_ref)0;
     return 1;
 }
 
 /* Whether `in` over these object references needs Python after no handle
  * matched: an element whose conjugate is not made yet, or has an == of its
  * own, might still equal the probe. */
-static int references_need_python(zs_runtime_core *rt, const char *data, uint32_t count) {
+static int references_need_python(zpy_runtime_core *rt, const char *data, uint32_t count) {
     for (uint32_t i = 0; i < count; i++) {
         zs_ref handle;
         memcpy(&handle, data + (size_t)i * sizeof handle, sizeof handle);
         if (handle == ZS_NULL_REF) continue;
-        zs_conjugate *known = zs_table_get(rt, handle);
+        zpy_conjugate *known = zpy_table_get(rt, handle);
         if (known == NULL || Py_TYPE(known)->tp_richcompare != PyBaseObject_Type.tp_richcompare)
             return 1;
     }
@@ -570,19 +570,19 @@ static int references_need_python(zs_runtime_core *rt, const char *data, uint32_
  * each read as the array is then (a comparison may run Python code that
  * changes it). */
 static int array_contains(PyObject *self, PyObject *probe) {
-    zsv_value *value;
-    char *at = container_of(self, ZSV_ARRAY, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_ARRAY, &value);
     if (at == NULL) return -1;
-    zs_runtime_core *rt = value->runtime;
-    zsv_kind *element = value->kind->element;
+    zpy_runtime_core *rt = value->runtime;
+    zpyv_kind *element = value->kind->element;
     const zs_array *array = (const zs_array *)at;
-    if (element->code == ZSV_SCALAR) {
+    if (element->code == ZPYV_SCALAR) {
         number_probe number = number_of(probe);
         int found = number.form == PROBE_NONE ? -1
-                                              : scalar_search((zs_scalar_kind)element->scalar,
+                                              : scalar_search((zpy_scalar_kind)element->scalar,
                                                               array->data, array->count, &number);
         if (found >= 0) return found;
-    } else if (element->code == ZSV_OBJECT) {
+    } else if (element->code == ZPYV_OBJECT) {
         zs_ref wanted;
         if (reference_probe(rt->state, probe, &wanted)) {
             for (uint32_t i = 0; i < array->count; i++) {
@@ -598,14 +598,14 @@ static int array_contains(PyObject *self, PyObject *probe) {
     if (plain == NULL) return -1;
     int found = 0;
     for (uint32_t i = 0; found == 0; i++) {
-        if (zsv_live(value) == NULL) {
+        if (zpyv_live(value) == NULL) {
             found = -1;
             break;
         }
         array = (const zs_array *)value->address;
         if (i >= array->count) break;
         /* Python code may run from here to the next element. */
-        PyObject *item = zsv_copy_out(
+        PyObject *item = zpyv_copy_out(
             rt, element, (const char *)array->data + (size_t)i * value->kind->entry_size);
         found = item == NULL ? -1 : plain_equal(item, plain);
         Py_XDECREF(item);
@@ -616,17 +616,17 @@ static int array_contains(PyObject *self, PyObject *probe) {
 
 /* An iterator over an array: each element read from the array as it is
  * then; a change of size or storage raises RuntimeError, like a dict's. */
-typedef struct zsv_iterator {
-    PyObject_HEAD zsv_value *array; /* strong */
+typedef struct zpyv_iterator {
+    PyObject_HEAD zpyv_value *array; /* strong */
     uint32_t next, count;
     void *data;
-} zsv_iterator;
+} zpyv_iterator;
 
 static PyObject *iterator_next(PyObject *self) {
-    zsv_iterator *it = (zsv_iterator *)self;
-    zsv_value *value = it->array;
+    zpyv_iterator *it = (zpyv_iterator *)self;
+    zpyv_value *value = it->array;
     if (value == NULL) return NULL;
-    if (zsv_live(value) == NULL) return NULL;
+    if (zpyv_live(value) == NULL) return NULL;
     zs_array *array = (zs_array *)value->address;
     if (array->count != it->count || array->data != it->data) {
         PyErr_Format(PyExc_RuntimeError, "%U changed size during iteration", value->kind->what);
@@ -642,7 +642,7 @@ static PyObject *iterator_next(PyObject *self) {
 
 static void iterator_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
-    Py_CLEAR(((zsv_iterator *)self)->array);
+    Py_CLEAR(((zpyv_iterator *)self)->array);
     type->tp_free(self);
     Py_DECREF(type);
 }
@@ -656,19 +656,19 @@ static PyType_Slot iterator_slots[] = {
 
 static PyType_Spec iterator_spec = {
     .name = "zsharp_py._core.ArrayIterator",
-    .basicsize = sizeof(zsv_iterator),
+    .basicsize = sizeof(zpyv_iterator),
     .flags = Py_TPFLAGS_DEFAULT,
     .slots = iterator_slots,
 };
 
 static PyObject *array_iter(PyObject *self) {
-    zsv_value *value;
-    char *at = container_of(self, ZSV_ARRAY, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_ARRAY, &value);
     if (at == NULL) return NULL;
     PyTypeObject *type = value->runtime->state->iterator_type;
-    zsv_iterator *it = (zsv_iterator *)type->tp_alloc(type, 0);
+    zpyv_iterator *it = (zpyv_iterator *)type->tp_alloc(type, 0);
     if (it == NULL) return NULL;
-    it->array = (zsv_value *)Py_NewRef(self);
+    it->array = (zpyv_value *)Py_NewRef(self);
     it->count = ((zs_array *)at)->count;
     it->data = ((zs_array *)at)->data;
     return (PyObject *)it;
@@ -678,8 +678,8 @@ static PyObject *array_iter(PyObject *self) {
  * can see that the storage moved). */
 static PyObject *array_data_address(PyObject *self, void *closure) {
     (void)closure;
-    zsv_value *value;
-    char *at = container_of(self, ZSV_ARRAY, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_ARRAY, &value);
     return at == NULL ? NULL : PyLong_FromVoidPtr(((zs_array *)at)->data);
 }
 
@@ -692,29 +692,29 @@ static PyGetSetDef array_getset[] = {
  * list once the list exists (making it may run a collection, and so any
  * Python code: the array is checked again after), since making an int or
  * a float runs none; other arrays take the general copy (captured, then
- * built: zsv_copy_out). */
+ * built: zpyv_copy_out). */
 static PyObject *array_to_python(PyObject *self, PyObject *unused) {
     (void)unused;
-    zsv_value *value;
-    char *at = container_of(self, ZSV_ARRAY, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_ARRAY, &value);
     if (at == NULL) return NULL;
-    zsv_kind *element = value->kind->element;
-    if (element->code != ZSV_SCALAR) return zsv_copy_out(value->runtime, value->kind, at);
+    zpyv_kind *element = value->kind->element;
+    if (element->code != ZPYV_SCALAR) return zpyv_copy_out(value->runtime, value->kind, at);
     uint32_t count = ((const zs_array *)at)->count;
     PyObject *list = PyList_New((Py_ssize_t)count);
     if (list == NULL) return NULL;
-    at = zsv_live(value);
+    at = zpyv_live(value);
     if (at == NULL || ((const zs_array *)at)->count != count) {
         Py_DECREF(list); /* empty slots: nothing to release */
-        return at == NULL ? NULL : zsv_copy_out(value->runtime, value->kind, at);
+        return at == NULL ? NULL : zpyv_copy_out(value->runtime, value->kind, at);
     }
     /* No Python code from here. */
     const char *data = ((const zs_array *)at)->data;
     size_t step = value->kind->entry_size;
-    zs_scalar_kind scalar = (zs_scalar_kind)element->scalar;
+    zpy_scalar_kind scalar = (zpy_scalar_kind)element->scalar;
     PyObject **items = ((PyListObject *)list)->ob_item;
     uint32_t made = 0;
-    if (scalar == ZS_SCALAR_F64 && step == sizeof(double)) { /* the common case: one tight loop */
+    if (scalar == ZPY_SCALAR_F64 && step == sizeof(double)) { /* the common case: one tight loop */
         for (; made < count; made++) {
             double real;
             memcpy(&real, data + (size_t)made * sizeof real, sizeof real);
@@ -722,7 +722,7 @@ static PyObject *array_to_python(PyObject *self, PyObject *unused) {
         }
     } else {
         for (; made < count; made++)
-            if ((items[made] = zs_scalar_load(scalar, data + (size_t)made * step)) == NULL) break;
+            if ((items[made] = zpy_scalar_load(scalar, data + (size_t)made * step)) == NULL) break;
     }
     if (made < count) {
         Py_DECREF(list); /* ints and floats: their release runs nothing */
@@ -784,19 +784,20 @@ typedef struct hash_key {
 
 /* Make `out` the native form of a staged key: its status (a refusal, or
  * ZS_E_NOMEM). No Python code. Free with hash_key_free. */
-static zs_status native_key(zsv_value *value, const zsv_staged *staged, hash_key *out) {
-    zsv_kind *key_kind = value->kind->element;
-    zs_runtime_core *rt = value->runtime;
+static zs_status native_key(zpyv_value *value, const zpyv_staged *staged, hash_key *out) {
+    zpyv_kind *key_kind = value->kind->element;
+    zpy_runtime_core *rt = value->runtime;
     out->at = NULL;
     out->temporary = NULL;
-    if (rt->native == NULL || rt->closing) return ZS_E_STALE; /* as zsv_emit refuses */
+    if (rt->native == NULL || rt->closing) return ZS_E_STALE; /* as zpyv_emit refuses */
     uint8_t code = key_kind->code;
-    if ((code == ZSV_SCALAR || code == ZSV_NAME || code == ZSV_PLAIN) && staged->form == ZSV_BITS) {
+    if ((code == ZPYV_SCALAR || code == ZPYV_NAME || code == ZPYV_PLAIN) &&
+        staged->form == ZPYV_BITS) {
         assert(key_kind->size <= sizeof staged->u.bits);
         out->at = (const char *)staged->u.bits;
         return ZS_OK;
     }
-    if (code == ZSV_STRING && staged->form == ZSV_UNITS) {
+    if (code == ZPYV_STRING && staged->form == ZPYV_UNITS) {
         /* Read only: capacity equals length, and nothing frees `data`. */
         out->text.data = staged->u.units;
         out->text.length = out->text.capacity = staged->count;
@@ -806,16 +807,16 @@ static zs_status native_key(zsv_value *value, const zsv_staged *staged, hash_key
     char *key = PyMem_Calloc(1, key_kind->size ? key_kind->size : 1);
     if (key == NULL) return ZS_E_NOMEM;
     out->temporary = key;
-    zs_status status = zsv_emit(rt, key_kind, staged, ZS_NULL_REF, key);
+    zs_status status = zpyv_emit(rt, key_kind, staged, ZS_NULL_REF, key);
     if (status == ZS_OK) out->at = key;
     return status;
 }
 
 /* Free a native key (its temporary, if one was built). */
-static void hash_key_free(zsv_value *value, hash_key *key) {
+static void hash_key_free(zpyv_value *value, hash_key *key) {
     if (key->temporary == NULL) return;
-    zs_runtime_core *rt = value->runtime;
-    const zs_type *type = zsv_native_type(rt, value->kind->element);
+    zpy_runtime_core *rt = value->runtime;
+    const zs_type *type = zpyv_native_type(rt, value->kind->element);
     if (type != NULL && rt->native != NULL)
         zs_value_clear(rt->native, ZS_NULL_REF, type, key->temporary);
     PyMem_Free(key->temporary);
@@ -823,7 +824,7 @@ static void hash_key_free(zsv_value *value, hash_key *key) {
 }
 
 /* The entry index of a staged key in a live hash (-1: absent), phase 2. */
-static int64_t hash_find(zsv_value *value, const zsv_staged *staged, zs_status *status) {
+static int64_t hash_find(zpyv_value *value, const zpyv_staged *staged, zs_status *status) {
     hash_key key;
     *status = native_key(value, staged, &key);
     int64_t index = -1;
@@ -839,8 +840,8 @@ static int64_t hash_find(zsv_value *value, const zsv_staged *staged, zs_status *
 
 /* Stage a key; a value that cannot be a key (wrong type, out of range) is
  * 0 (absent) for lookups rather than an error. 1 staged, 0 not a key, -1. */
-static int stage_lookup_key(zsv_value *value, PyObject *key, zsv_staged *out) {
-    if (zsv_stage_labelled(value->runtime, value->kind->element, key, out, "key") == 0) return 1;
+static int stage_lookup_key(zpyv_value *value, PyObject *key, zpyv_staged *out) {
+    if (zpyv_stage_labelled(value->runtime, value->kind->element, key, out, "key") == 0) return 1;
     if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
         PyErr_ExceptionMatches(PyExc_OverflowError)) {
         PyErr_Clear();
@@ -851,9 +852,9 @@ static int stage_lookup_key(zsv_value *value, PyObject *key, zsv_staged *out) {
 
 /* Add a staged key (and, for a map, write a staged value) to a live hash:
  * phase 2. A new map entry whose value cannot be written is removed again. */
-static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_staged *item) {
-    zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL) return -1;
+static int hash_add(zpyv_value *value, const zpyv_staged *key_staged, const zpyv_staged *item) {
+    zpy_runtime_core *rt = value->runtime;
+    if (zpyv_live(value) == NULL) return -1;
     if (rt->native == NULL || rt->closing)
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), -1;
     const zs_type *type = type_of(value);
@@ -869,8 +870,8 @@ static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_st
     if (status == ZS_OK && item != NULL) {
         char *slot = (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
                      value->kind->value_offset;
-        if (added) zsv_initialize(value->kind->value, slot);
-        status = zsv_emit(rt, value->kind->value, item, value->owner, slot);
+        if (added) zpyv_initialize(value->kind->value, slot);
+        status = zpyv_emit(rt, value->kind->value, item, value->owner, slot);
         if (status == ZS_OK && !added) contents_changed(value, ~(Py_ssize_t)index);
         if (status != ZS_OK && added)
             zs_hash_remove(rt->native, value->owner, type, hash, key.at, NULL);
@@ -881,9 +882,9 @@ static int hash_add(zsv_value *value, const zsv_staged *key_staged, const zsv_st
 }
 
 /* Remove a staged key from a live hash (phase 2): 1 removed, 0 absent, -1. */
-static int hash_remove(zsv_value *value, const zsv_staged *key_staged) {
-    zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL) return -1;
+static int hash_remove(zpyv_value *value, const zpyv_staged *key_staged) {
+    zpy_runtime_core *rt = value->runtime;
+    if (zpyv_live(value) == NULL) return -1;
     const zs_type *type = type_of(value);
     if (type == NULL) return -1;
     hash_key key;
@@ -902,13 +903,13 @@ static int hash_remove(zsv_value *value, const zsv_staged *key_staged) {
  * set or map to a live hash: phase 2. Every object reference is checked
  * first, so that one whose object died while later elements were staged
  * is refused before anything is added. */
-static int hash_add_all(zsv_value *value, const zsv_staged *staged) {
+static int hash_add_all(zpyv_value *value, const zpyv_staged *staged) {
     if (staged->count == 0) return 0;
-    zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL) return -1;
-    zs_status status = zsv_references_valid(rt, value->kind, staged);
+    zpy_runtime_core *rt = value->runtime;
+    if (zpyv_live(value) == NULL) return -1;
+    zs_status status = zpyv_references_valid(rt, value->kind, staged);
     if (status != ZS_OK) return refused(value, status), -1;
-    uint32_t step = value->kind->code == ZSV_MAP ? 2 : 1;
+    uint32_t step = value->kind->code == ZPYV_MAP ? 2 : 1;
     int result = 0;
     for (uint32_t i = 0; result == 0 && i < staged->count; i++)
         result = hash_add(value, &staged->u.items[step * i],
@@ -917,12 +918,12 @@ static int hash_add_all(zsv_value *value, const zsv_staged *staged) {
 }
 
 /* The entry index of `key` in a hash: -1 absent (or not a key), -2 error. */
-static int64_t hash_lookup(zsv_value *value, PyObject *key) {
-    zsv_staged staged = {0};
+static int64_t hash_lookup(zpyv_value *value, PyObject *key) {
+    zpyv_staged staged = {0};
     int staged_ok = stage_lookup_key(value, key, &staged);
     if (staged_ok <= 0) return staged_ok < 0 ? -2 : -1;
     int64_t index = -2;
-    if (zsv_live(value) != NULL) {
+    if (zpyv_live(value) != NULL) {
         zs_status status;
         index = hash_find(value, &staged, &status);
         if (status != ZS_OK) {
@@ -930,24 +931,24 @@ static int64_t hash_lookup(zsv_value *value, PyObject *key) {
             index = -2;
         }
     }
-    zsv_release(value->kind->element, &staged);
+    zpyv_release(value->kind->element, &staged);
     return index;
 }
 
 static Py_ssize_t hash_length(PyObject *self) {
-    zsv_value *value = (zsv_value *)self;
+    zpyv_value *value = (zpyv_value *)self;
     uint8_t code = value->kind->code;
-    if (code != ZSV_SET && code != ZSV_MAP) {
+    if (code != ZPYV_SET && code != ZPYV_MAP) {
         PyErr_Format(PyExc_TypeError, "%U is not a set or map", value->kind->what);
         return -1;
     }
-    char *at = zsv_live(value);
+    char *at = zpyv_live(value);
     return at == NULL ? -1 : (Py_ssize_t)((zs_hash *)at)->entries.count;
 }
 
 static int hash_contains(PyObject *self, PyObject *key) {
     if (hash_length(self) < 0) return -1;
-    int64_t index = hash_lookup((zsv_value *)self, key);
+    int64_t index = hash_lookup((zpyv_value *)self, key);
     return index == -2 ? -1 : index >= 0;
 }
 
@@ -955,24 +956,24 @@ static int hash_contains(PyObject *self, PyObject *key) {
 static PyObject *hash_keys(PyObject *self, PyObject *unused) {
     (void)unused;
     if (hash_length(self) < 0) return NULL;
-    zsv_value *value = (zsv_value *)self;
+    zpyv_value *value = (zpyv_value *)self;
     zs_hash *hash = (zs_hash *)value->address;
     uint32_t count = hash->entries.count;
-    zsv_staged *keys = PyMem_Calloc(count ? count : 1, sizeof *keys);
+    zpyv_staged *keys = PyMem_Calloc(count ? count : 1, sizeof *keys);
     if (keys == NULL) return PyErr_NoMemory();
     int failed = 0;
     for (uint32_t i = 0; i < count && !failed; i++)
-        failed = zsv_capture(value->runtime, value->kind->element,
-                             (char *)hash->entries.data + (size_t)i * value->kind->entry_size,
-                             &keys[i]) < 0;
+        failed = zpyv_capture(value->runtime, value->kind->element,
+                              (char *)hash->entries.data + (size_t)i * value->kind->entry_size,
+                              &keys[i]) < 0;
     /* Private copies from here on: building them may run Python code. */
     PyObject *list = failed ? PyErr_NoMemory() : PyList_New(count);
     for (uint32_t i = 0; list != NULL && i < count; i++) {
-        PyObject *key = zsv_build(value->runtime, value->kind->element, &keys[i]);
+        PyObject *key = zpyv_build(value->runtime, value->kind->element, &keys[i]);
         if (key == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, key);
     }
-    for (uint32_t i = 0; i < count; i++) zsv_release(value->kind->element, &keys[i]);
+    for (uint32_t i = 0; i < count; i++) zpyv_release(value->kind->element, &keys[i]);
     PyMem_Free(keys);
     return list;
 }
@@ -989,8 +990,8 @@ static PyObject *hash_iter(PyObject *self) {
 static PyObject *hash_clear(PyObject *self, PyObject *unused) {
     (void)unused;
     if (hash_length(self) < 0) return NULL;
-    zsv_value *value = (zsv_value *)self;
-    zs_runtime_core *rt = value->runtime;
+    zpyv_value *value = (zpyv_value *)self;
+    zpy_runtime_core *rt = value->runtime;
     const zs_type *type = type_of(value);
     if (type == NULL) return NULL;
     zs_status status = zs_value_clear(rt->native, value->owner, type, value->address);
@@ -1001,58 +1002,58 @@ static PyObject *hash_clear(PyObject *self, PyObject *unused) {
 
 /* Set.add(value): add an element (no effect if an equal one is present). */
 static PyObject *set_add(PyObject *self, PyObject *item) {
-    zsv_value *value;
-    if (container_of(self, ZSV_SET, &value) == NULL) return NULL;
-    zsv_staged staged = {0};
+    zpyv_value *value;
+    if (container_of(self, ZPYV_SET, &value) == NULL) return NULL;
+    zpyv_staged staged = {0};
     if (stage_element(value, item, &staged) < 0) return NULL;
     int result = hash_add(value, &staged, NULL);
-    zsv_release(value->kind->element, &staged);
+    zpyv_release(value->kind->element, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* Set._discard(value) -> whether it was there. */
 static PyObject *set_discard(PyObject *self, PyObject *item) {
-    zsv_value *value;
-    if (container_of(self, ZSV_SET, &value) == NULL) return NULL;
-    zsv_staged staged = {0};
+    zpyv_value *value;
+    if (container_of(self, ZPYV_SET, &value) == NULL) return NULL;
+    zpyv_staged staged = {0};
     int staged_ok = stage_lookup_key(value, item, &staged);
     if (staged_ok <= 0) return staged_ok < 0 ? NULL : Py_NewRef(Py_False);
     int removed = hash_remove(value, &staged);
-    zsv_release(value->kind->element, &staged);
+    zpyv_release(value->kind->element, &staged);
     return removed < 0 ? NULL : PyBool_FromLong(removed);
 }
 
 /* Set.update(iterable): add every element (all staged first: a bad one
  * changes nothing). */
 static PyObject *set_update(PyObject *self, PyObject *iterable) {
-    zsv_value *value;
-    if (container_of(self, ZSV_SET, &value) == NULL) return NULL;
-    zsv_staged staged = {0};
-    if (zsv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
+    zpyv_value *value;
+    if (container_of(self, ZPYV_SET, &value) == NULL) return NULL;
+    zpyv_staged staged = {0};
+    if (zpyv_stage(value->runtime, value->kind, iterable, &staged, value->kind->what) < 0)
         return NULL;
     int result = hash_add_all(value, &staged);
-    zsv_release(value->kind, &staged);
+    zpyv_release(value->kind, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* Set.pop(): remove and return an element (a plain copy). */
 static PyObject *set_pop(PyObject *self, PyObject *unused) {
     (void)unused;
-    zsv_value *value;
-    char *at = container_of(self, ZSV_SET, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_SET, &value);
     if (at == NULL) return NULL;
     zs_hash *hash = (zs_hash *)at;
     if (hash->entries.count == 0) return PyErr_Format(PyExc_KeyError, "pop from an empty set");
-    zsv_staged captured = {0};
-    if (zsv_capture(value->runtime, value->kind->element,
-                    (char *)hash->entries.data +
-                        (size_t)(hash->entries.count - 1) * value->kind->entry_size,
-                    &captured) < 0)
+    zpyv_staged captured = {0};
+    if (zpyv_capture(value->runtime, value->kind->element,
+                     (char *)hash->entries.data +
+                         (size_t)(hash->entries.count - 1) * value->kind->entry_size,
+                     &captured) < 0)
         return PyErr_NoMemory();
     int removed = hash_remove(value, &captured);
     PyObject *result = removed < 0 ? NULL
-                                   : zsv_build(value->runtime, value->kind->element, &captured);
-    zsv_release(value->kind->element, &captured);
+                                   : zpyv_build(value->runtime, value->kind->element, &captured);
+    zpyv_release(value->kind->element, &captured);
     return result;
 }
 
@@ -1079,13 +1080,13 @@ static PyType_Slot set_slots[] = {
  * when it changes structure meanwhile (Python code changing it every time). */
 #define MAP_READ_ATTEMPTS 8
 
-/* The value of a staged key's entry in a map as it is now (a zsv_finder:
+/* The value of a staged key's entry in a map as it is now (a zpyv_finder:
  * the key is found again natively, so a view never gets the entry another
  * key moved into; cached under ~index). */
 static char *map_finder(PyObject *holder, const void *place, Py_ssize_t *key) {
-    zsv_value *value = (zsv_value *)holder;
-    if (zsv_live(value) == NULL) return NULL;
-    zs_runtime_core *rt = value->runtime;
+    zpyv_value *value = (zpyv_value *)holder;
+    if (zpyv_live(value) == NULL) return NULL;
+    zpy_runtime_core *rt = value->runtime;
     if (rt->native == NULL || rt->closing)
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), NULL;
     zs_status status;
@@ -1101,23 +1102,23 @@ static char *map_finder(PyObject *holder, const void *place, Py_ssize_t *key) {
 
 /* The value of `key` (a plain value, or a view), `fallback` when it is
  * absent (a new reference), or KeyError when there is none. */
-static PyObject *map_lookup(zsv_value *value, PyObject *key, PyObject *fallback) {
-    zsv_staged staged = {0};
+static PyObject *map_lookup(zpyv_value *value, PyObject *key, PyObject *fallback) {
+    zpyv_staged staged = {0};
     int staged_ok = stage_lookup_key(value, key, &staged);
     if (staged_ok < 0) return NULL;
     PyObject *result = NULL;
-    zsv_kind *item_kind = value->kind->value;
-    if (staged_ok > 0 && item_kind->code == ZSV_SCALAR) {
-        /* A number: loaded where it is found (zs_scalar_load copies it out
+    zpyv_kind *item_kind = value->kind->value;
+    if (staged_ok > 0 && item_kind->code == ZPYV_SCALAR) {
+        /* A number: loaded where it is found (zpy_scalar_load copies it out
            before it makes the Python number). */
         Py_ssize_t cache_key;
         const char *at = map_finder((PyObject *)value, &staged, &cache_key);
-        if (at != NULL) result = zs_scalar_load((zs_scalar_kind)item_kind->scalar, at);
+        if (at != NULL) result = zpy_scalar_load((zpy_scalar_kind)item_kind->scalar, at);
     } else if (staged_ok > 0) {
-        result = zsv_read_at(value->runtime, item_kind, (PyObject *)value, value->owner, map_finder,
-                             &staged);
+        result = zpyv_read_at(value->runtime, item_kind, (PyObject *)value, value->owner,
+                              map_finder, &staged);
     }
-    zsv_release(value->kind->element, &staged);
+    zpyv_release(value->kind->element, &staged);
     if (result != NULL || PyErr_Occurred()) return result;
     if (fallback != NULL) return Py_NewRef(fallback);
     PyErr_SetObject(PyExc_KeyError, key);
@@ -1125,38 +1126,38 @@ static PyObject *map_lookup(zsv_value *value, PyObject *key, PyObject *fallback)
 }
 
 static PyObject *map_subscript(PyObject *self, PyObject *key) {
-    zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
+    zpyv_value *value;
+    if (container_of(self, ZPYV_MAP, &value) == NULL) return NULL;
     return map_lookup(value, key, NULL);
 }
 
 static int map_ass_subscript(PyObject *self, PyObject *key, PyObject *item) {
-    zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL) return -1;
-    zsv_staged key_staged = {0}, item_staged = {0};
+    zpyv_value *value;
+    if (container_of(self, ZPYV_MAP, &value) == NULL) return -1;
+    zpyv_staged key_staged = {0}, item_staged = {0};
     if (item == NULL) {
         int staged_ok = stage_lookup_key(value, key, &key_staged);
         int removed = staged_ok <= 0 ? staged_ok : hash_remove(value, &key_staged);
-        zsv_release(value->kind->element, &key_staged);
+        zpyv_release(value->kind->element, &key_staged);
         if (removed == 0) PyErr_SetObject(PyExc_KeyError, key);
         return removed > 0 ? 0 : -1;
     }
-    if (zsv_stage_labelled(value->runtime, value->kind->element, key, &key_staged, "key") < 0)
+    if (zpyv_stage_labelled(value->runtime, value->kind->element, key, &key_staged, "key") < 0)
         return -1;
-    if (zsv_stage_labelled(value->runtime, value->kind->value, item, &item_staged, "value") < 0) {
-        zsv_release(value->kind->element, &key_staged);
+    if (zpyv_stage_labelled(value->runtime, value->kind->value, item, &item_staged, "value") < 0) {
+        zpyv_release(value->kind->element, &key_staged);
         return -1;
     }
     int result = hash_add(value, &key_staged, &item_staged);
-    zsv_release(value->kind->element, &key_staged);
-    zsv_release(value->kind->value, &item_staged);
+    zpyv_release(value->kind->element, &key_staged);
+    zpyv_release(value->kind->value, &item_staged);
     return result;
 }
 
 /* Map.get(key, default=None). */
 static PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
+    zpyv_value *value;
+    if (container_of(self, ZPYV_MAP, &value) == NULL) return NULL;
     if (nargs < 1 || nargs > 2)
         return PyErr_Format(PyExc_TypeError, "get expected 1 or 2 arguments, got %zd", nargs);
     return map_lookup(value, args[0], nargs == 2 ? args[1] : Py_None);
@@ -1164,14 +1165,14 @@ static PyObject *map_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 
 /* Map._take(key) -> (found, plain value): remove an entry, its value copied out. */
 static PyObject *map_take(PyObject *self, PyObject *key) {
-    zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
-    zsv_staged key_staged = {0};
+    zpyv_value *value;
+    if (container_of(self, ZPYV_MAP, &value) == NULL) return NULL;
+    zpyv_staged key_staged = {0};
     int staged_ok = stage_lookup_key(value, key, &key_staged);
     if (staged_ok <= 0) return staged_ok < 0 ? NULL : Py_BuildValue("(OO)", Py_False, Py_None);
     PyObject *result = NULL;
-    zsv_staged captured = {0};
-    if (zsv_live(value) != NULL) {
+    zpyv_staged captured = {0};
+    if (zpyv_live(value) != NULL) {
         zs_status status;
         int64_t index = hash_find(value, &key_staged, &status);
         if (status != ZS_OK) {
@@ -1180,63 +1181,63 @@ static PyObject *map_take(PyObject *self, PyObject *key) {
             result = Py_BuildValue("(OO)", Py_False, Py_None);
         } else {
             zs_hash *hash = (zs_hash *)value->address;
-            if (zsv_capture(value->runtime, value->kind->value,
-                            (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
-                                value->kind->value_offset,
-                            &captured) < 0) {
+            if (zpyv_capture(value->runtime, value->kind->value,
+                             (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
+                                 value->kind->value_offset,
+                             &captured) < 0) {
                 PyErr_NoMemory();
             } else if (hash_remove(value, &key_staged) >= 0) {
-                PyObject *plain = zsv_build(value->runtime, value->kind->value, &captured);
+                PyObject *plain = zpyv_build(value->runtime, value->kind->value, &captured);
                 result = plain ? Py_BuildValue("(ON)", Py_True, plain) : NULL;
             }
         }
     }
-    zsv_release(value->kind->value, &captured);
-    zsv_release(value->kind->element, &key_staged);
+    zpyv_release(value->kind->value, &captured);
+    zpyv_release(value->kind->element, &key_staged);
     return result;
 }
 
 /* Map.update(other): set every key/value of a mapping or of pairs (all
  * staged first: a bad pair changes nothing). */
 static PyObject *map_update_from(PyObject *self, PyObject *other) {
-    zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
-    zsv_staged staged = {0};
-    if (zsv_stage(value->runtime, value->kind, other, &staged, value->kind->what) < 0) return NULL;
+    zpyv_value *value;
+    if (container_of(self, ZPYV_MAP, &value) == NULL) return NULL;
+    zpyv_staged staged = {0};
+    if (zpyv_stage(value->runtime, value->kind, other, &staged, value->kind->what) < 0) return NULL;
     int result = hash_add_all(value, &staged);
-    zsv_release(value->kind, &staged);
+    zpyv_release(value->kind, &staged);
     return result < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* One try of map_entries: NULL with no exception set when the map changed
  * structure while its views were made (*changed set). */
-static PyObject *map_entries_once(zsv_value *value, int with_keys, int *changed) {
-    char *at = zsv_live(value);
+static PyObject *map_entries_once(zpyv_value *value, int with_keys, int *changed) {
+    char *at = zpyv_live(value);
     if (at == NULL) return NULL;
-    zs_runtime_core *rt = value->runtime;
-    zsv_kind *key_kind = value->kind->element, *item_kind = value->kind->value;
-    int views = (item_kind->flags & ZSV_VIEW) != 0;
+    zpy_runtime_core *rt = value->runtime;
+    zpyv_kind *key_kind = value->kind->element, *item_kind = value->kind->value;
+    int views = (item_kind->flags & ZPYV_VIEW) != 0;
     const zs_hash *hash = (const zs_hash *)at;
     uint32_t count = hash->entries.count;
     /* One pass before any Python object is made (a view is found later by its key). */
-    zsv_staged *captured = PyMem_Calloc(count ? (size_t)count * 2 : 1, sizeof *captured);
+    zpyv_staged *captured = PyMem_Calloc(count ? (size_t)count * 2 : 1, sizeof *captured);
     if (captured == NULL) return PyErr_NoMemory();
     int failed = 0;
     for (uint32_t i = 0; i < count && !failed; i++) {
         const char *entry = (const char *)hash->entries.data + (size_t)i * value->kind->entry_size;
-        failed = zsv_capture(rt, key_kind, entry, &captured[2 * i]) < 0 ||
-                 (!views && zsv_capture(rt, item_kind, entry + value->kind->value_offset,
-                                        &captured[2 * i + 1]) < 0);
+        failed = zpyv_capture(rt, key_kind, entry, &captured[2 * i]) < 0 ||
+                 (!views && zpyv_capture(rt, item_kind, entry + value->kind->value_offset,
+                                         &captured[2 * i + 1]) < 0);
     }
     /* Private copies from here on: building them may run Python code. */
     PyObject *list = failed ? PyErr_NoMemory() : PyList_New(count);
     for (uint32_t i = 0; list != NULL && i < count; i++) {
-        PyObject *key = with_keys ? zsv_build(rt, key_kind, &captured[2 * i]) : NULL;
+        PyObject *key = with_keys ? zpyv_build(rt, key_kind, &captured[2 * i]) : NULL;
         PyObject *item = NULL;
         if (!with_keys || key != NULL)
-            item = views ? zsv_read_at(rt, item_kind, (PyObject *)value, value->owner, map_finder,
-                                       &captured[2 * i])
-                         : zsv_build(rt, item_kind, &captured[2 * i + 1]);
+            item = views ? zpyv_read_at(rt, item_kind, (PyObject *)value, value->owner, map_finder,
+                                        &captured[2 * i])
+                         : zpyv_build(rt, item_kind, &captured[2 * i + 1]);
         *changed = item == NULL && !PyErr_Occurred(); /* its key went meanwhile */
         PyObject *entry = item != NULL && with_keys ? PyTuple_Pack(2, key, item) : item;
         if (entry != item) Py_XDECREF(item);
@@ -1245,20 +1246,21 @@ static PyObject *map_entries_once(zsv_value *value, int with_keys, int *changed)
         else PyList_SET_ITEM(list, i, entry);
     }
     for (uint32_t i = 0; i < count; i++) {
-        zsv_release(key_kind, &captured[2 * i]);
-        zsv_release(item_kind, &captured[2 * i + 1]);
+        zpyv_release(key_kind, &captured[2 * i]);
+        zpyv_release(item_kind, &captured[2 * i + 1]);
     }
     PyMem_Free(captured);
     if (!views || list == NULL) return list;
     /* No Python code from here: the views are of the map as it is now, or it changed. */
-    if (zsv_live(value) == NULL) {
+    if (zpyv_live(value) == NULL) {
         Py_DECREF(list);
         return NULL;
     }
     *changed = ((zs_hash *)value->address)->entries.count != count;
     for (uint32_t i = 0; !*changed && i < count; i++) {
         PyObject *entry = PyList_GET_ITEM(list, i);
-        *changed = ((zsv_value *)(with_keys ? PyTuple_GET_ITEM(entry, 1) : entry))->address == NULL;
+        *changed = ((zpyv_value *)(with_keys ? PyTuple_GET_ITEM(entry, 1) : entry))->address ==
+                   NULL;
     }
     if (*changed) Py_CLEAR(list);
     return list;
@@ -1268,8 +1270,8 @@ static PyObject *map_entries_once(zsv_value *value, int with_keys, int *changed)
  * and string values), with their keys (plain copies) for items; all of one
  * state of the map (made again if it changed structure meanwhile). */
 static PyObject *map_entries(PyObject *self, int with_keys) {
-    zsv_value *value;
-    if (container_of(self, ZSV_MAP, &value) == NULL) return NULL;
+    zpyv_value *value;
+    if (container_of(self, ZPYV_MAP, &value) == NULL) return NULL;
     for (int attempt = 0; attempt < MAP_READ_ATTEMPTS; attempt++) {
         int changed = 0;
         PyObject *list = map_entries_once(value, with_keys, &changed);
@@ -1320,11 +1322,11 @@ static PyType_Slot map_slots[] = {
  * Optional
  * ========================================================================= */
 
-/* The value's address in an optional as it is now (a zsv_locator, key 0). */
+/* The value's address in an optional as it is now (a zpyv_locator, key 0). */
 static char *optional_locator(PyObject *holder, Py_ssize_t key) {
     (void)key;
-    zsv_value *value = (zsv_value *)holder;
-    char *at = zsv_live(value);
+    zpyv_value *value = (zpyv_value *)holder;
+    char *at = zpyv_live(value);
     if (at != NULL && !at[value->kind->value_offset]) {
         PyErr_SetString(PyExc_ValueError, "the optional was reset");
         return NULL;
@@ -1335,47 +1337,47 @@ static char *optional_locator(PyObject *holder, Py_ssize_t key) {
 /* `is_set`: whether a value is present. */
 static PyObject *optional_is_set(PyObject *self, void *closure) {
     (void)closure;
-    zsv_value *value;
-    char *at = container_of(self, ZSV_OPTIONAL, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_OPTIONAL, &value);
     return at == NULL ? NULL : PyBool_FromLong(at[value->kind->value_offset] != 0);
 }
 
 /* get(default=None): the value (a view for structs, containers, strings). */
 static PyObject *optional_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    zsv_value *value;
-    char *at = container_of(self, ZSV_OPTIONAL, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_OPTIONAL, &value);
     if (at == NULL) return NULL;
     if (nargs > 1)
         return PyErr_Format(PyExc_TypeError, "get expected at most 1 argument, got %zd", nargs);
     if (!at[value->kind->value_offset]) return Py_NewRef(nargs ? args[0] : Py_None);
-    zsv_kind *element = value->kind->element;
+    zpyv_kind *element = value->kind->element;
     /* A scalar is read straight from the live storage (its element sits
        first): making an int or a float runs no Python code. */
-    if (element->code == ZSV_SCALAR) return zs_scalar_load((zs_scalar_kind)element->scalar, at);
-    return zsv_read(value->runtime, element, self, 0, value->owner, optional_locator);
+    if (element->code == ZPYV_SCALAR) return zpy_scalar_load((zpy_scalar_kind)element->scalar, at);
+    return zpyv_read(value->runtime, element, self, 0, value->owner, optional_locator);
 }
 
 /* set(value): store a value (replacing any). */
 static PyObject *optional_set(PyObject *self, PyObject *item) {
-    zsv_value *value;
-    if (container_of(self, ZSV_OPTIONAL, &value) == NULL) return NULL;
-    zsv_staged staged = {0};
-    zsv_staged *item_staged = PyMem_Calloc(1, sizeof *item_staged);
+    zpyv_value *value;
+    if (container_of(self, ZPYV_OPTIONAL, &value) == NULL) return NULL;
+    zpyv_staged staged = {0};
+    zpyv_staged *item_staged = PyMem_Calloc(1, sizeof *item_staged);
     if (item_staged == NULL) return PyErr_NoMemory();
-    staged.form = ZSV_ITEMS;
+    staged.form = ZPYV_ITEMS;
     staged.u.items = item_staged;
-    if (zsv_stage_labelled(value->runtime, value->kind->element, item, item_staged, "value") < 0) {
-        zsv_release(value->kind, &staged);
+    if (zpyv_stage_labelled(value->runtime, value->kind->element, item, item_staged, "value") < 0) {
+        zpyv_release(value->kind, &staged);
         return NULL;
     }
     staged.count = 1;
     zs_status status = ZS_E_STALE;
-    if (zsv_live(value) != NULL) {
-        status = zsv_emit(value->runtime, value->kind, &staged, value->owner, value->address);
+    if (zpyv_live(value) != NULL) {
+        status = zpyv_emit(value->runtime, value->kind, &staged, value->owner, value->address);
         if (status == ZS_OK) structure_changed(value);
     }
-    zsv_release(value->kind, &staged);
-    if (value->address == NULL) return zsv_raise_expired(value);
+    zpyv_release(value->kind, &staged);
+    if (value->address == NULL) return zpyv_raise_expired(value);
     if (status != ZS_OK) return refused(value, status);
     Py_RETURN_NONE;
 }
@@ -1383,12 +1385,12 @@ static PyObject *optional_set(PyObject *self, PyObject *item) {
 /* reset(): remove the value. */
 static PyObject *optional_reset(PyObject *self, PyObject *unused) {
     (void)unused;
-    zsv_value *value;
-    char *at = container_of(self, ZSV_OPTIONAL, &value);
+    zpyv_value *value;
+    char *at = container_of(self, ZPYV_OPTIONAL, &value);
     if (at == NULL) return NULL;
     const zs_type *type = type_of(value);
     if (type == NULL) return NULL;
-    zs_runtime_core *rt = value->runtime;
+    zpy_runtime_core *rt = value->runtime;
     zs_status status = zs_value_clear(rt->native, value->owner, type, at);
     if (status != ZS_OK) return refused(value, status);
     structure_changed(value);
@@ -1428,7 +1430,7 @@ static PyType_Slot optional_slots[] = {
  * ========================================================================= */
 
 /* A container base type deriving from ValueConjugate. */
-static int add_base(PyObject *module, zs_core_state *state, const char *name, PyType_Slot *slots,
+static int add_base(PyObject *module, zpy_core_state *state, const char *name, PyType_Slot *slots,
                     PyTypeObject **out) {
     PyType_Spec spec = {
         .name = name,
@@ -1447,7 +1449,7 @@ static int add_base(PyObject *module, zs_core_state *state, const char *name, Py
     return PyModule_AddObjectRef(module, short_name, type);
 }
 
-int zsv_add_container_types(PyObject *module, zs_core_state *state) {
+int zpyv_add_container_types(PyObject *module, zpy_core_state *state) {
     state->iterator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &iterator_spec, NULL);
     if (state->iterator_type == NULL) return -1;
     return add_base(module, state, "zsharp_py._core.ArrayBase", array_slots, &state->array_type) ||

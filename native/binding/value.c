@@ -14,29 +14,29 @@
  * ========================================================================= */
 
 /* The slot of a key's probe sequence start. */
-static inline uint32_t table_home(const zsv_table *table, Py_ssize_t key) {
+static inline uint32_t table_home(const zpyv_table *table, Py_ssize_t key) {
     return (uint32_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 40) & table->mask;
 }
 
 /* The live view cached under `key`, or NULL. */
-static zsv_value *table_get(const zsv_table *table, Py_ssize_t key) {
+static zpyv_value *table_get(const zpyv_table *table, Py_ssize_t key) {
     if (table == NULL || table->count == 0) return NULL;
     for (uint32_t i = table_home(table, key);; i = (i + 1) & table->mask) {
-        const zsv_entry *entry = &table->entries[i];
+        const zpyv_entry *entry = &table->entries[i];
         if (entry->view == NULL) return NULL;
         if (entry->key == key) return entry->view;
     }
 }
 
 /* A table of `capacity` (a power of two) empty entries, or NULL. */
-static zsv_table *table_new(uint32_t capacity) {
-    zsv_table *table = PyMem_Calloc(1, sizeof *table + capacity * sizeof(zsv_entry));
+static zpyv_table *table_new(uint32_t capacity) {
+    zpyv_table *table = PyMem_Calloc(1, sizeof *table + capacity * sizeof(zpyv_entry));
     if (table != NULL) table->mask = capacity - 1;
     return table;
 }
 
 /* Insert an entry known to be absent (no growth). */
-static void table_insert(zsv_table *table, Py_ssize_t key, zsv_value *view) {
+static void table_insert(zpyv_table *table, Py_ssize_t key, zpyv_value *view) {
     uint32_t i = table_home(table, key);
     while (table->entries[i].view != NULL) i = (i + 1) & table->mask;
     table->entries[i].key = key;
@@ -46,11 +46,11 @@ static void table_insert(zsv_table *table, Py_ssize_t key, zsv_value *view) {
 
 /* Cache `view` under `key` in *slot's table (made or grown as needed; the key
  * is absent). PyMem only: no Python code runs. -1 when out of memory. */
-static int table_put(zsv_table **slot, Py_ssize_t key, zsv_value *view) {
-    zsv_table *table = *slot;
+static int table_put(zpyv_table **slot, Py_ssize_t key, zpyv_value *view) {
+    zpyv_table *table = *slot;
     if (table == NULL || (table->count + 1) * 4 > (table->mask + 1) * 3) {
         uint32_t capacity = table == NULL ? 4 : (table->mask + 1) * 2;
-        zsv_table *grown = table_new(capacity);
+        zpyv_table *grown = table_new(capacity);
         if (grown == NULL) return -1;
         for (uint32_t i = 0; table != NULL && i <= table->mask; i++)
             if (table->entries[i].view != NULL)
@@ -64,7 +64,7 @@ static int table_put(zsv_table **slot, Py_ssize_t key, zsv_value *view) {
 
 /* Remove the entry of `view` under `key`, if it is there (backward-shift
  * deletion keeps every probe sequence unbroken). */
-static void table_remove(zsv_table *table, Py_ssize_t key, const zsv_value *view) {
+static void table_remove(zpyv_table *table, Py_ssize_t key, const zpyv_value *view) {
     if (table == NULL || table->count == 0) return;
     uint32_t i = table_home(table, key);
     for (;; i = (i + 1) & table->mask) {
@@ -86,23 +86,23 @@ static void table_remove(zsv_table *table, Py_ssize_t key, const zsv_value *view
     table->count--;
 }
 
-zsv_value *zsv_table_lookup(const zsv_table *table, Py_ssize_t key) {
+zpyv_value *zpyv_table_lookup(const zpyv_table *table, Py_ssize_t key) {
     return table_get(table, key);
 }
 
-void zsv_table_free(zsv_table *table) {
+void zpyv_table_free(zpyv_table *table) {
     if (table == NULL) return;
     /* Its holder is being deallocated (or its table was expired): a live
        view would hold it, so what is left is parked. Detached first: the
        release runs Python code, which can reach neither the holder nor its
        table any more. */
     for (uint32_t i = 0; i <= table->mask && table->count > 0; i++) {
-        zsv_value *view = table->entries[i].view;
+        zpyv_value *view = table->entries[i].view;
         if (view == NULL) continue;
-        assert(view->flags & ZSV_V_PARKED);
+        assert(view->flags & ZPYV_V_PARKED);
         table->entries[i].view = NULL;
         table->count--;
-        view->flags &= ~(ZSV_V_CACHED | ZSV_V_PARKED);
+        view->flags &= ~(ZPYV_V_CACHED | ZPYV_V_PARKED);
         view->parent = NULL; /* borrowed while parked: the holder going */
         view->address = NULL;
         Py_DECREF(view); /* the table's reference */
@@ -111,11 +111,11 @@ void zsv_table_free(zsv_table *table) {
 }
 
 /* The table slot of a live holder (an object or value conjugate), or NULL. */
-static zsv_table **holder_table(zs_core_state *state, PyObject *holder) {
+static zpyv_table **holder_table(zpy_core_state *state, PyObject *holder) {
     if (holder == NULL) return NULL;
-    if (zs_is_value(state, holder)) return &((zsv_value *)holder)->views;
-    if (zs_is_conjugate(state, holder) && ZS_CONJUGATE_IS_LIVE((zs_conjugate *)holder))
-        return &((zs_conjugate *)holder)->u.views;
+    if (zpy_is_value(state, holder)) return &((zpyv_value *)holder)->views;
+    if (zpy_is_conjugate(state, holder) && ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)holder))
+        return &((zpy_conjugate *)holder)->u.views;
     return NULL;
 }
 
@@ -124,7 +124,7 @@ static zsv_table **holder_table(zs_core_state *state, PyObject *holder) {
  * ========================================================================= */
 
 /* Mark one value expired, without touching its views. */
-static void mark_expired(zsv_value *value, PyObject *reason) {
+static void mark_expired(zpyv_value *value, PyObject *reason) {
     value->address = NULL;
     value->reason = Py_NewRef(reason); /* an interned module string: nothing runs */
 }
@@ -132,12 +132,12 @@ static void mark_expired(zsv_value *value, PyObject *reason) {
 /* An expired view that was parked has left its table, which owned it:
  * free it now if that runs no Python code (its kind, runtime and type are
  * held elsewhere, so dropping them frees nothing, and its class has no
- * finaliser), else queue it for zsv_bury. Expiry calls this: no Python
+ * finaliser), else queue it for zpyv_bury. Expiry calls this: no Python
  * code, no allocation. */
-static void release_parked(zsv_value *view) {
-    assert((view->flags & ZSV_V_PARKED) && !(view->flags & ZSV_V_CACHED));
+static void release_parked(zpyv_value *view) {
+    assert((view->flags & ZPYV_V_PARKED) && !(view->flags & ZPYV_V_CACHED));
     assert(view->address == NULL && view->weakrefs == NULL);
-    view->flags &= ~ZSV_V_PARKED;
+    view->flags &= ~ZPYV_V_PARKED;
     view->parent = NULL; /* borrowed while parked */
     PyTypeObject *type = Py_TYPE(view);
     if (Py_REFCNT(view->kind) > 1 && Py_REFCNT(view->runtime) > 1 && Py_REFCNT(type) > 1 &&
@@ -146,50 +146,50 @@ static void release_parked(zsv_value *view) {
         Py_DECREF(view); /* frees memory and drops references only */
         return;
     }
-    zs_runtime_core *rt = view->runtime;
+    zpy_runtime_core *rt = view->runtime;
     view->next = rt->graveyard;
     rt->graveyard = view;
 }
 
-void zsv_bury(zs_runtime_core *rt) {
+void zpyv_bury(zpy_runtime_core *rt) {
     while (rt->graveyard != NULL) { /* releasing may queue more: taken too */
-        zsv_value *view = rt->graveyard;
+        zpyv_value *view = rt->graveyard;
         rt->graveyard = view->next;
         view->next = NULL;
         Py_DECREF(view);
     }
 }
 
-void zsv_expire_table(zsv_table *table, PyObject *reason) {
+void zpyv_expire_table(zpyv_table *table, PyObject *reason) {
     if (table == NULL || table->count == 0) return;
     for (uint32_t i = 0; i <= table->mask && table->count > 0; i++) {
-        zsv_value *view = table->entries[i].view;
+        zpyv_value *view = table->entries[i].view;
         if (view == NULL) continue;
         table->entries[i].view = NULL;
         table->count--;
-        view->flags &= ~ZSV_V_CACHED;
-        zsv_expire_in_place(view, reason);
-        if (view->flags & ZSV_V_PARKED) release_parked(view);
+        view->flags &= ~ZPYV_V_CACHED;
+        zpyv_expire_in_place(view, reason);
+        if (view->flags & ZPYV_V_PARKED) release_parked(view);
     }
     assert(table->count == 0);
 }
 
-void zsv_expire_in_place(zsv_value *value, PyObject *reason) {
+void zpyv_expire_in_place(zpyv_value *value, PyObject *reason) {
     if (value->reason != NULL) return;
     mark_expired(value, reason);
-    zs_core_state *state = value->runtime->state;
+    zpy_core_state *state = value->runtime->state;
     /* Below it, views expire because it did; a closed runtime is the reason
        of everything it held. */
-    zsv_expire_table(value->views, reason == state->reason_closed ? reason : state->reason_parent);
+    zpyv_expire_table(value->views, reason == state->reason_closed ? reason : state->reason_parent);
 }
 
-void zsv_expire_key(zsv_table *table, Py_ssize_t key, PyObject *reason) {
-    zsv_value *view = table_get(table, key);
+void zpyv_expire_key(zpyv_table *table, Py_ssize_t key, PyObject *reason) {
+    zpyv_value *view = table_get(table, key);
     if (view == NULL) return;
     table_remove(table, key, view);
-    view->flags &= ~ZSV_V_CACHED;
-    zsv_expire_in_place(view, reason);
-    if (view->flags & ZSV_V_PARKED) release_parked(view);
+    view->flags &= ~ZPYV_V_CACHED;
+    zpyv_expire_in_place(view, reason);
+    if (view->flags & ZPYV_V_PARKED) release_parked(view);
 }
 
 /* _core.scope_opened() -> its serial: a zs.scope() opened (counted: while
@@ -197,7 +197,7 @@ void zsv_expire_key(zsv_table *table, Py_ssize_t key, PyObject *reason) {
  * among call scopes, value.h). */
 static PyObject *scope_opened(PyObject *module, PyObject *unused) {
     (void)unused;
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     state->open_scopes++;
     return PyLong_FromUnsignedLongLong(++state->scope_serial);
 }
@@ -208,40 +208,40 @@ static PyObject *scope_closed(PyObject *module, PyObject *views) {
         PyErr_SetString(PyExc_TypeError, "scope_closed: a list of views");
         return NULL;
     }
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     if (state->open_scopes > 0) state->open_scopes--;
-    zsv_expire_scope(state, views);
+    zpyv_expire_scope(state, views);
     Py_RETURN_NONE;
 }
 
 /* Two passes, so that a view obtained in the scope reports the scope as its
  * reason even when its parent was obtained there too. No Python code. */
-void zsv_expire_scope(zs_core_state *state, PyObject *views) {
+void zpyv_expire_scope(zpy_core_state *state, PyObject *views) {
     Py_ssize_t count = PyList_GET_SIZE(views);
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *item = PyList_GET_ITEM(views, i);
-        if (!zs_is_value(state, item)) continue;
-        zsv_value *view = (zsv_value *)item;
+        if (!zpy_is_value(state, item)) continue;
+        zpyv_value *view = (zpyv_value *)item;
         if (view->reason != NULL) continue;
         mark_expired(view, state->reason_scope);
-        if (view->flags & ZSV_V_CACHED) {
-            zsv_table **slot = holder_table(state, view->parent);
+        if (view->flags & ZPYV_V_CACHED) {
+            zpyv_table **slot = holder_table(state, view->parent);
             if (slot != NULL) table_remove(*slot, view->key, view);
-            view->flags &= ~ZSV_V_CACHED;
+            view->flags &= ~ZPYV_V_CACHED;
         }
     }
     for (Py_ssize_t i = 0; i < count && i < PyList_GET_SIZE(views); i++) {
         PyObject *item = PyList_GET_ITEM(views, i);
-        if (zs_is_value(state, item))
-            zsv_expire_table(((zsv_value *)item)->views, state->reason_parent);
+        if (zpy_is_value(state, item))
+            zpyv_expire_table(((zpyv_value *)item)->views, state->reason_parent);
     }
 }
 
 /* Raise ExpiredConjugateError for an expired value (or a pending view). */
-PyObject *zsv_raise_expired(zsv_value *value) {
-    zs_core_state *state = value->runtime->state;
+PyObject *zpyv_raise_expired(zpyv_value *value) {
+    zpy_core_state *state = value->runtime->state;
     PyObject *reason = value->reason ? value->reason : state->reason_structure;
-    const char *colour = value->flags & ZSV_V_WAS_BLACK ? "(black value)" : "(red view)";
+    const char *colour = value->flags & ZPYV_V_WAS_BLACK ? "(black value)" : "(red view)";
     PyObject *name = ((PyHeapTypeObject *)Py_TYPE(value))->ht_name;
     PyObject *message = PyUnicode_FromFormat("%U %s has expired: %U", name, colour, reason);
     if (message != NULL) {
@@ -255,7 +255,7 @@ PyObject *zsv_raise_expired(zsv_value *value) {
  * Scopes
  * ========================================================================= */
 
-int zsv_call_scope_open(zs_core_state *state, zsv_call_scope *scope) {
+int zpyv_call_scope_open(zpy_core_state *state, zpyv_call_scope *scope) {
     scope->views = NULL;
     scope->serial = ++state->scope_serial;
     scope->thread = PyThread_get_thread_ident();
@@ -267,7 +267,7 @@ int zsv_call_scope_open(zs_core_state *state, zsv_call_scope *scope) {
     return 0;
 }
 
-void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope) {
+void zpyv_call_scope_close(zpy_core_state *state, zpyv_call_scope *scope) {
     /* Other threads' scopes may have opened since (the call ran Python
        code, which lets them run): unlinked wherever it is. */
     if (scope->newer != NULL) scope->newer->older = scope->older;
@@ -276,22 +276,22 @@ void zsv_call_scope_close(zs_core_state *state, zsv_call_scope *scope) {
     assert(state->open_scopes > 0);
     state->open_scopes--;
     if (scope->views != NULL) {
-        zsv_expire_scope(state, scope->views);
+        zpyv_expire_scope(state, scope->views);
         Py_CLEAR(scope->views);
     }
 }
 
 /* This thread's innermost open call scope, or NULL. */
-static zsv_call_scope *innermost_call_scope(const zs_core_state *state) {
+static zpyv_call_scope *innermost_call_scope(const zpy_core_state *state) {
     unsigned long thread = PyThread_get_thread_ident();
-    zsv_call_scope *scope = state->call_scopes;
+    zpyv_call_scope *scope = state->call_scopes;
     while (scope != NULL && scope->thread != thread) scope = scope->older;
     return scope;
 }
 
 /* Record a new view in the innermost open scope, if any: this thread's
  * innermost call scope unless a zs.scope() was opened inside it. */
-static int register_in_scope(zs_core_state *state, zsv_value *view) {
+static int register_in_scope(zpy_core_state *state, zpyv_value *view) {
     if (state->scopes == NULL || state->open_scopes == 0)
         return 0; /* no scope is open anywhere: none to register in */
     PyObject *scopes = NULL;
@@ -313,7 +313,7 @@ static int register_in_scope(zs_core_state *state, zsv_value *view) {
         }
     }
     int result = 0;
-    zsv_call_scope *call = innermost_call_scope(state);
+    zpyv_call_scope *call = innermost_call_scope(state);
     if (call != NULL && (innermost == NULL || serial < call->serial)) {
         if (call->views == NULL) {
             /* The collector may run here, and its callbacks make the list first: keep theirs. */
@@ -335,41 +335,41 @@ static int register_in_scope(zs_core_state *state, zsv_value *view) {
  * ========================================================================= */
 
 /* A new value conjugate of `kind` with nothing set (address NULL). */
-static zsv_value *value_alloc(zs_runtime_core *rt, zsv_kind *kind, Py_ssize_t inline_bytes) {
+static zpyv_value *value_alloc(zpy_runtime_core *rt, zpyv_kind *kind, Py_ssize_t inline_bytes) {
     PyTypeObject *cls = kind->cls;
-    if (!(kind->flags & ZSV_VALUE_CLASS)) {
+    if (!(kind->flags & ZPYV_VALUE_CLASS)) {
         PyErr_Format(PyExc_TypeError, "%U values have no conjugate class", kind->what);
         return NULL;
     }
     /* Value classes are not tracked by the cycle collector (value_class_init):
        this allocation cannot run it. */
-    zsv_value *value = (zsv_value *)cls->tp_alloc(cls, inline_bytes);
+    zpyv_value *value = (zpyv_value *)cls->tp_alloc(cls, inline_bytes);
     if (value == NULL) return NULL;
-    value->kind = (zsv_kind *)Py_NewRef((PyObject *)kind);
-    value->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
+    value->kind = (zpyv_kind *)Py_NewRef((PyObject *)kind);
+    value->runtime = (zpy_runtime_core *)Py_NewRef((PyObject *)rt);
     value->key = -1;
     return value;
 }
 
-PyObject *zsv_copy_out(zs_runtime_core *rt, zsv_kind *kind, const char *at) {
-    /* A scalar is the smallest capture: zs_scalar_load copies its bytes into
+PyObject *zpyv_copy_out(zpy_runtime_core *rt, zpyv_kind *kind, const char *at) {
+    /* A scalar is the smallest capture: zpy_scalar_load copies its bytes into
        a C local before it makes the int or float. */
-    if (kind->code == ZSV_SCALAR) return zs_scalar_load((zs_scalar_kind)kind->scalar, at);
-    zsv_staged staged = {0};
-    if (zsv_capture(rt, kind, at, &staged) < 0) return PyErr_NoMemory();
+    if (kind->code == ZPYV_SCALAR) return zpy_scalar_load((zpy_scalar_kind)kind->scalar, at);
+    zpyv_staged staged = {0};
+    if (zpyv_capture(rt, kind, at, &staged) < 0) return PyErr_NoMemory();
     /* From here on the copy is private: building it may run Python code. */
-    PyObject *result = zsv_build(rt, kind, &staged);
-    zsv_release(kind, &staged);
+    PyObject *result = zpyv_build(rt, kind, &staged);
+    zpyv_release(kind, &staged);
     return result;
 }
 
 /* A new view of the place `find` finds in `parent`, cached there under
  * `key` (where it was found last; no view is cached there yet). `parkable`:
- * ZSV_V_PARKABLE for a member's view, else 0. */
-static PyObject *new_view(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
-                          zsv_finder find, const void *place, Py_ssize_t key, uint32_t parkable) {
-    zs_core_state *state = rt->state;
-    zsv_value *view = value_alloc(rt, kind, 0);
+ * ZPYV_V_PARKABLE for a member's view, else 0. */
+static PyObject *new_view(zpy_runtime_core *rt, zpyv_kind *kind, PyObject *parent, zs_ref owner,
+                          zpyv_finder find, const void *place, Py_ssize_t key, uint32_t parkable) {
+    zpy_core_state *state = rt->state;
+    zpyv_value *view = value_alloc(rt, kind, 0);
     if (view == NULL) return NULL;
     view->parent = Py_NewRef(parent);
     view->owner = owner;
@@ -380,7 +380,7 @@ static PyObject *new_view(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent,
     }
     /* Found again (registering may run Python code that moves it); no Python code after. */
     char *at = find(parent, place, &key);
-    zsv_table **slot = at != NULL ? holder_table(state, parent) : NULL;
+    zpyv_table **slot = at != NULL ? holder_table(state, parent) : NULL;
     if (at == NULL || slot == NULL) {
         if (at != NULL)
             PyErr_SetString(PyExc_SystemError, "the parent expired while its view was made");
@@ -388,12 +388,12 @@ static PyObject *new_view(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent,
         Py_DECREF(view);
         return NULL;
     }
-    zsv_value *found = table_get(*slot, key);
-    if (found != NULL && (found->flags & ZSV_V_PARKED)) {
+    zpyv_value *found = table_get(*slot, key);
+    if (found != NULL && (found->flags & ZPYV_V_PARKED)) {
         /* That Python code made the place's view and dropped it: this new
            one, registered in the scope, takes its place. */
         table_remove(*slot, key, found);
-        found->flags &= ~ZSV_V_CACHED;
+        found->flags &= ~ZPYV_V_CACHED;
         mark_expired(found, state->reason_parent);
         release_parked(found);
         found = NULL;
@@ -410,34 +410,35 @@ static PyObject *new_view(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent,
         return PyErr_NoMemory();
     }
     view->key = key;
-    view->flags |= ZSV_V_CACHED | parkable;
+    view->flags |= ZPYV_V_CACHED | parkable;
     view->address = at;
     return (PyObject *)view;
 }
 
 /* Take a parked view back for a reader: the table's reference becomes the
  * reader's, and the view holds its parent again. */
-static inline void unpark(zsv_value *view, PyObject *parent) {
-    assert((view->flags & ZSV_V_PARKED) && view->parent == parent && view->address != NULL);
-    view->flags &= ~ZSV_V_PARKED;
+static inline void unpark(zpyv_value *view, PyObject *parent) {
+    assert((view->flags & ZPYV_V_PARKED) && view->parent == parent && view->address != NULL);
+    view->flags &= ~ZPYV_V_PARKED;
     Py_INCREF(parent);
 }
 
 /* The view of a place in `parent` under `key`: the cached one, taken back
  * if parked, else a new one. */
-static PyObject *read_place(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
-                            zsv_finder find, const void *place, Py_ssize_t key, uint32_t parkable) {
-    zsv_table **slot = holder_table(rt->state, parent);
+static PyObject *read_place(zpy_runtime_core *rt, zpyv_kind *kind, PyObject *parent, zs_ref owner,
+                            zpyv_finder find, const void *place, Py_ssize_t key,
+                            uint32_t parkable) {
+    zpyv_table **slot = holder_table(rt->state, parent);
     if (slot == NULL) return PyErr_Format(PyExc_SystemError, "no views table");
-    zsv_value *found = table_get(*slot, key);
+    zpyv_value *found = table_get(*slot, key);
     if (found == NULL) return new_view(rt, kind, parent, owner, find, place, key, parkable);
     assert(found->address != NULL);
-    if (!(found->flags & ZSV_V_PARKED)) return Py_NewRef((PyObject *)found);
+    if (!(found->flags & ZPYV_V_PARKED)) return Py_NewRef((PyObject *)found);
     /* Parked: the table's reference becomes the reader's, and the view
        holds its parent again. Then, as a new view, it goes in the current
        scope. */
     unpark(found, parent);
-    zs_core_state *state = rt->state;
+    zpy_core_state *state = rt->state;
     if (state->open_scopes == 0) return (PyObject *)found;
     if (register_in_scope(state, found) < 0) {
         Py_DECREF(found);
@@ -450,9 +451,9 @@ static PyObject *read_place(zs_runtime_core *rt, zsv_kind *kind, PyObject *paren
     return at == NULL ? NULL : read_place(rt, kind, parent, owner, find, place, key, parkable);
 }
 
-/* A place at a fixed key, found by a zsv_locator (a zsv_finder's place). */
+/* A place at a fixed key, found by a zpyv_locator (a zpyv_finder's place). */
 typedef struct fixed_place {
-    zsv_locator locate;
+    zpyv_locator locate;
     Py_ssize_t key;
 } fixed_place;
 
@@ -462,12 +463,12 @@ static char *find_fixed(PyObject *parent, const void *place, Py_ssize_t *key) {
     return fixed->locate(parent, fixed->key);
 }
 
-/* zsv_read, with a new view `parkable` or not. */
-static PyObject *read_fixed(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
-                            zs_ref owner, zsv_locator locate, uint32_t parkable) {
-    if (!(kind->flags & ZSV_VIEW)) {
+/* zpyv_read, with a new view `parkable` or not. */
+static PyObject *read_fixed(zpy_runtime_core *rt, zpyv_kind *kind, PyObject *parent, Py_ssize_t key,
+                            zs_ref owner, zpyv_locator locate, uint32_t parkable) {
+    if (!(kind->flags & ZPYV_VIEW)) {
         char *at = locate(parent, key);
-        return at == NULL ? NULL : zsv_copy_out(rt, kind, at);
+        return at == NULL ? NULL : zpyv_copy_out(rt, kind, at);
     }
     if (holder_table(rt->state, parent) == NULL)
         return locate(parent, key) == NULL ? NULL
@@ -476,42 +477,42 @@ static PyObject *read_fixed(zs_runtime_core *rt, zsv_kind *kind, PyObject *paren
     return read_place(rt, kind, parent, owner, find_fixed, &place, key, parkable);
 }
 
-PyObject *zsv_read(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, Py_ssize_t key,
-                   zs_ref owner, zsv_locator locate) {
+PyObject *zpyv_read(zpy_runtime_core *rt, zpyv_kind *kind, PyObject *parent, Py_ssize_t key,
+                    zs_ref owner, zpyv_locator locate) {
     return read_fixed(rt, kind, parent, key, owner, locate, 0);
 }
 
-PyObject *zsv_read_member(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zsv_table **views,
-                          Py_ssize_t key, zs_ref owner, zsv_locator locate) {
+PyObject *zpyv_read_member(zpy_runtime_core *rt, zpyv_kind *kind, PyObject *parent,
+                           zpyv_table **views, Py_ssize_t key, zs_ref owner, zpyv_locator locate) {
     assert(views == holder_table(rt->state, parent));
     if (rt->graveyard != NULL) {
-        zsv_bury(rt);                            /* nothing located yet: Python code may run */
+        zpyv_bury(rt);                           /* nothing located yet: Python code may run */
         views = holder_table(rt->state, parent); /* and may have expired the parent */
     }
-    if (kind->flags & ZSV_VIEW) {
+    if (kind->flags & ZPYV_VIEW) {
         /* The hot path: the member's view is cached, or parked with no scope
            open to register it in (read_place does the rest). */
-        zsv_value *found = views != NULL ? table_get(*views, key) : NULL;
-        if (found != NULL && !(found->flags & ZSV_V_PARKED)) return Py_NewRef((PyObject *)found);
+        zpyv_value *found = views != NULL ? table_get(*views, key) : NULL;
+        if (found != NULL && !(found->flags & ZPYV_V_PARKED)) return Py_NewRef((PyObject *)found);
         if (found != NULL && rt->state->open_scopes == 0) {
             unpark(found, parent);
             return (PyObject *)found;
         }
     }
-    return read_fixed(rt, kind, parent, key, owner, locate, ZSV_PARKING ? ZSV_V_PARKABLE : 0);
+    return read_fixed(rt, kind, parent, key, owner, locate, ZPYV_PARKING ? ZPYV_V_PARKABLE : 0);
 }
 
-PyObject *zsv_read_at(zs_runtime_core *rt, zsv_kind *kind, PyObject *parent, zs_ref owner,
-                      zsv_finder find, const void *place) {
+PyObject *zpyv_read_at(zpy_runtime_core *rt, zpyv_kind *kind, PyObject *parent, zs_ref owner,
+                       zpyv_finder find, const void *place) {
     Py_ssize_t key;
     char *at = find(parent, place, &key);
     if (at == NULL) return NULL;
-    if (!(kind->flags & ZSV_VIEW)) return zsv_copy_out(rt, kind, at);
+    if (!(kind->flags & ZPYV_VIEW)) return zpyv_copy_out(rt, kind, at);
     return read_place(rt, kind, parent, owner, find, place, key, 0);
 }
 
-PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address) {
-    zsv_value *view = value_alloc(rt, kind, 0);
+PyObject *zpyv_block_view(zpy_runtime_core *rt, zpyv_kind *kind, char *address) {
+    zpyv_value *view = value_alloc(rt, kind, 0);
     if (view != NULL) view->address = address;
     return (PyObject *)view;
 }
@@ -521,8 +522,8 @@ PyObject *zsv_block_view(zs_runtime_core *rt, zsv_kind *kind, char *address) {
  * ========================================================================= */
 
 /* Link a new black value into its runtime's black list. */
-static void black_link(zsv_value *value) {
-    zs_runtime_core *rt = value->runtime;
+static void black_link(zpyv_value *value) {
+    zpy_runtime_core *rt = value->runtime;
     value->prev = NULL;
     value->next = rt->blacks;
     if (rt->blacks != NULL) rt->blacks->prev = value;
@@ -530,67 +531,67 @@ static void black_link(zsv_value *value) {
 }
 
 /* Unlink a black value (it stops being black). */
-static void black_unlink(zsv_value *value) {
-    if (!(value->flags & ZSV_V_BLACK)) return;
-    zs_runtime_core *rt = value->runtime;
+static void black_unlink(zpyv_value *value) {
+    if (!(value->flags & ZPYV_V_BLACK)) return;
+    zpy_runtime_core *rt = value->runtime;
     if (value->prev != NULL) value->prev->next = value->next;
     else rt->blacks = value->next;
     if (value->next != NULL) value->next->prev = value->prev;
     value->prev = value->next = NULL;
-    value->flags &= ~ZSV_V_BLACK;
-    if (value->flags & ZSV_V_INLINE) {
+    value->flags &= ~ZPYV_V_BLACK;
+    if (value->flags & ZPYV_V_INLINE) {
         assert(rt->inline_blacks > 0);
         rt->inline_blacks--;
     }
 }
 
 /* Raise for a closed runtime; returns NULL. */
-static void *closed_error(zs_runtime_core *rt) {
+static void *closed_error(zpy_runtime_core *rt) {
     PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
     return NULL;
 }
 
-zsv_value *zsv_new_black(zs_runtime_core *rt, zsv_kind *kind) {
+zpyv_value *zpyv_new_black(zpy_runtime_core *rt, zpyv_kind *kind) {
     if (rt->native == NULL || rt->closing) return closed_error(rt);
-    if (rt->deferred_count > 0) zsv_flush(rt); /* a safe point: the frees finalisers queued */
-    if (kind->flags & ZSV_BITWISE) {           /* inline: nothing native to allocate */
-        zsv_value *value = value_alloc(
-            rt, kind, (Py_ssize_t)(ZSV_INLINE_OFFSET - sizeof(zsv_value) + kind->size));
+    if (rt->deferred_count > 0) zpyv_flush(rt); /* a safe point: the frees finalisers queued */
+    if (kind->flags & ZPYV_BITWISE) {           /* inline: nothing native to allocate */
+        zpyv_value *value = value_alloc(
+            rt, kind, (Py_ssize_t)(ZPYV_INLINE_OFFSET - sizeof(zpyv_value) + kind->size));
         if (value == NULL) return NULL;
-        value->address = (char *)value + ZSV_INLINE_OFFSET; /* zeroed by tp_alloc */
-        value->flags = ZSV_V_BLACK | ZSV_V_INLINE | ZSV_V_WAS_BLACK;
+        value->address = (char *)value + ZPYV_INLINE_OFFSET; /* zeroed by tp_alloc */
+        value->flags = ZPYV_V_BLACK | ZPYV_V_INLINE | ZPYV_V_WAS_BLACK;
         rt->inline_blacks++;
         black_link(value);
         return value;
     }
     /* Also drop the callables no binding holds any more (dropping one may
        run Python code: before anything native is held). */
-    if (rt->callable_count > 0 && zsv_callables_drain(rt) < 0) return NULL;
+    if (rt->callable_count > 0 && zpyv_callables_drain(rt) < 0) return NULL;
     /* A finaliser the drain ran may have closed the runtime. From here to
        zs_value_new, no Python code runs. */
     if (rt->native == NULL || rt->closing) return closed_error(rt);
-    const zs_type *type = zsv_native_type(rt, kind);
+    const zs_type *type = zpyv_native_type(rt, kind);
     if (type == NULL) return NULL;
-    zsv_value *value = value_alloc(rt, kind, 0);
+    zpyv_value *value = value_alloc(rt, kind, 0);
     if (value == NULL) return NULL;
     zs_ref handle = ZS_NULL_REF;
     void *block = NULL;
     zs_status status = zs_value_new(rt->native, type, &handle, &block);
     if (status != ZS_OK) {
         Py_DECREF(value);
-        return (zsv_value *)zsv_refused(rt, status, kind->what);
+        return (zpyv_value *)zpyv_refused(rt, status, kind->what);
     }
     value->address = block;
     value->black = handle;
-    value->flags = ZSV_V_BLACK | ZSV_V_WAS_BLACK;
+    value->flags = ZPYV_V_BLACK | ZPYV_V_WAS_BLACK;
     black_link(value);
     return value;
 }
 
 /* Free a black value's native block now (dispose) or at the next safe
  * point (finalisation: rule 9 of docs/design.md, a finaliser only queues). */
-static void black_free(zsv_value *value, int now) {
-    zs_runtime_core *rt = value->runtime;
+static void black_free(zpyv_value *value, int now) {
+    zpy_runtime_core *rt = value->runtime;
     zs_ref handle = value->black;
     value->black = ZS_NULL_REF;
     black_unlink(value);
@@ -611,7 +612,7 @@ static void black_free(zsv_value *value, int now) {
     rt->flush_pending = 1;
 }
 
-void zsv_flush(zs_runtime_core *rt) {
+void zpyv_flush(zpy_runtime_core *rt) {
     rt->flush_pending = 0;
     if (rt->native == NULL) {
         rt->deferred_count = 0;
@@ -620,10 +621,10 @@ void zsv_flush(zs_runtime_core *rt) {
     while (rt->deferred_count > 0) zs_value_free(rt->native, rt->deferred[--rt->deferred_count]);
 }
 
-void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason, int free_blocks) {
+void zpyv_expire_blacks(zpy_runtime_core *rt, PyObject *reason, int free_blocks) {
     while (rt->blacks != NULL) {
-        zsv_value *value = rt->blacks;
-        zsv_expire_in_place(value, reason);
+        zpyv_value *value = rt->blacks;
+        zpyv_expire_in_place(value, reason);
         /* Freed with the runtime, unless the runtime stays (a host's). */
         if (free_blocks && value->black != ZS_NULL_REF) zs_value_free(rt->native, value->black);
         value->black = ZS_NULL_REF;
@@ -637,7 +638,7 @@ void zsv_expire_blacks(zs_runtime_core *rt, PyObject *reason, int free_blocks) {
  * The ValueConjugate type
  * ========================================================================= */
 
-int zsv_check(zs_core_state *state, PyObject *object) { return zs_is_value(state, object); }
+int zpyv_check(zpy_core_state *state, PyObject *object) { return zpy_is_value(state, object); }
 
 /* Conjugates are made by this module only: a bare one has no memory. */
 static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs);
@@ -645,11 +646,11 @@ static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 /* A value conjugate goes: out of its parent's table, out of the black list
  * (its native block queued for the next safe point). */
 static void value_dealloc(PyObject *self) {
-    zsv_value *value = (zsv_value *)self;
+    zpyv_value *value = (zpyv_value *)self;
     PyTypeObject *type = Py_TYPE(self);
-#if ZSV_PARKING
-    if ((value->flags & (ZSV_V_PARKABLE | ZSV_V_CACHED | ZSV_V_PARKED | ZSV_V_BLACK)) ==
-            (ZSV_V_PARKABLE | ZSV_V_CACHED) &&
+#if ZPYV_PARKING
+    if ((value->flags & (ZPYV_V_PARKABLE | ZPYV_V_CACHED | ZPYV_V_PARKED | ZPYV_V_BLACK)) ==
+            (ZPYV_V_PARKABLE | ZPYV_V_CACHED) &&
         value->address != NULL && value->weakrefs == NULL && type->tp_dealloc == value_dealloc) {
         /* Park it (value.h): it stays in its parent's table, which takes the
            reference Python gave up; it stops holding its parent. Nothing
@@ -658,7 +659,7 @@ static void value_dealloc(PyObject *self) {
            one: untracked, no finaliser), so no CPython dealloc wraps this
            call and sees the object again afterwards. */
         assert(value->parent != NULL && value->reason == NULL);
-        value->flags |= ZSV_V_PARKED;
+        value->flags |= ZPYV_V_PARKED;
         Py_SET_REFCNT(self, 1);
         /* May free the parent, whose table then releases this view: not
            touched after. */
@@ -666,22 +667,22 @@ static void value_dealloc(PyObject *self) {
         return;
     }
 #endif
-    zs_core_state *state = value->runtime ? value->runtime->state : NULL;
+    zpy_core_state *state = value->runtime ? value->runtime->state : NULL;
     /* Out of every place Python code could find it before anything runs
        (a weakref callback below): its parent's table, the black list. */
-    if (state != NULL && (value->flags & ZSV_V_CACHED)) {
-        zsv_table **slot = holder_table(state, value->parent);
+    if (state != NULL && (value->flags & ZPYV_V_CACHED)) {
+        zpyv_table **slot = holder_table(state, value->parent);
         if (slot != NULL) table_remove(*slot, value->key, value);
-        value->flags &= ~ZSV_V_CACHED;
+        value->flags &= ~ZPYV_V_CACHED;
     }
-    zsv_table *views = value->views;
+    zpyv_table *views = value->views;
     value->views = NULL;
-    if (value->runtime != NULL && (value->flags & ZSV_V_BLACK)) black_free(value, 0);
+    if (value->runtime != NULL && (value->flags & ZPYV_V_BLACK)) black_free(value, 0);
     value->address = NULL;
     if (value->weakrefs != NULL) PyObject_ClearWeakRefs(self);
     /* A live view holds its parent: only parked views are left in the
        table, and they go with it. */
-    zsv_table_free(views);
+    zpyv_table_free(views);
     Py_CLEAR(value->parent);
     Py_CLEAR(value->reason);
     Py_CLEAR(value->kind);
@@ -693,20 +694,20 @@ static void value_dealloc(PyObject *self) {
 /* `is_black`: owned by Python (created from Python or cloned), until disposed. */
 static PyObject *value_get_black(PyObject *self, void *closure) {
     (void)closure;
-    return PyBool_FromLong((((zsv_value *)self)->flags & ZSV_V_BLACK) != 0);
+    return PyBool_FromLong((((zpyv_value *)self)->flags & ZPYV_V_BLACK) != 0);
 }
 
 /* `is_expired`: True once the memory may be gone; never raises. */
 static PyObject *value_get_expired(PyObject *self, void *closure) {
     (void)closure;
-    zsv_value *value = (zsv_value *)self;
+    zpyv_value *value = (zpyv_value *)self;
     return PyBool_FromLong(value->address == NULL);
 }
 
 /* `_expired_reason`: why it expired (None while live). */
 static PyObject *value_get_reason(PyObject *self, void *closure) {
     (void)closure;
-    zsv_value *value = (zsv_value *)self;
+    zpyv_value *value = (zpyv_value *)self;
     if (value->address != NULL) Py_RETURN_NONE;
     return Py_NewRef(value->reason ? value->reason : value->runtime->state->reason_structure);
 }
@@ -714,21 +715,21 @@ static PyObject *value_get_reason(PyObject *self, void *closure) {
 /* `_kind`: the value's kind. */
 static PyObject *value_get_kind(PyObject *self, void *closure) {
     (void)closure;
-    return Py_NewRef((PyObject *)((zsv_value *)self)->kind);
+    return Py_NewRef((PyObject *)((zpyv_value *)self)->kind);
 }
 
 /* `_rt`: the runtime. */
 static PyObject *value_get_runtime(PyObject *self, void *closure) {
     (void)closure;
-    return Py_NewRef((PyObject *)((zsv_value *)self)->runtime);
+    return Py_NewRef((PyObject *)((zpyv_value *)self)->runtime);
 }
 
 /* dispose(): free a black value now (its views expire); no-op once expired.
  * A red view cannot be disposed. */
 static PyObject *value_dispose(PyObject *self, PyObject *unused) {
     (void)unused;
-    zsv_value *value = (zsv_value *)self;
-    if (!(value->flags & ZSV_V_BLACK)) {
+    zpyv_value *value = (zpyv_value *)self;
+    if (!(value->flags & ZPYV_V_BLACK)) {
         if (value->address == NULL) Py_RETURN_NONE;
         PyErr_Format(PyExc_TypeError,
                      "%U is a red view (owned natively) and cannot be disposed; clone() it to "
@@ -736,7 +737,7 @@ static PyObject *value_dispose(PyObject *self, PyObject *unused) {
                      ((PyHeapTypeObject *)Py_TYPE(self))->ht_name);
         return NULL;
     }
-    zsv_expire_in_place(value, value->runtime->state->reason_disposed);
+    zpyv_expire_in_place(value, value->runtime->state->reason_disposed);
     black_free(value, 1);
     Py_RETURN_NONE;
 }
@@ -744,30 +745,30 @@ static PyObject *value_dispose(PyObject *self, PyObject *unused) {
 /* clone(): a black deep copy (always black, independent of this one). */
 static PyObject *value_clone(PyObject *self, PyObject *unused) {
     (void)unused;
-    zsv_value *value = (zsv_value *)self;
-    zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL) return NULL;
-    zsv_value *copy = zsv_new_black(rt, value->kind);
+    zpyv_value *value = (zpyv_value *)self;
+    zpy_runtime_core *rt = value->runtime;
+    if (zpyv_live(value) == NULL) return NULL;
+    zpyv_value *copy = zpyv_new_black(rt, value->kind);
     if (copy == NULL) return NULL;
-    /* zsv_new_black may have run Python code (a finaliser, dropping a
+    /* zpyv_new_black may have run Python code (a finaliser, dropping a
        delegate callable): the source may have been disposed meanwhile. */
-    if (zsv_live(value) == NULL) {
+    if (zpyv_live(value) == NULL) {
         Py_DECREF(copy);
         return NULL;
     }
-    if (value->kind->flags & ZSV_BITWISE) {
+    if (value->kind->flags & ZPYV_BITWISE) {
         memcpy(copy->address, value->address, value->kind->size);
         return (PyObject *)copy;
     }
-    const zs_type *type = zsv_native_type(rt, value->kind);
+    const zs_type *type = zpyv_native_type(rt, value->kind);
     zs_status status = type == NULL ? ZS_E_INVALID
                                     : zs_value_assign(rt->native, ZS_NULL_REF, type, copy->address,
                                                       value->address);
     if (status != ZS_OK) {
         black_free(copy, 1);
-        zsv_expire_in_place(copy, rt->state->reason_disposed);
+        zpyv_expire_in_place(copy, rt->state->reason_disposed);
         Py_DECREF(copy);
-        return type == NULL ? NULL : zsv_refused(rt, status, value->kind->what);
+        return type == NULL ? NULL : zpyv_refused(rt, status, value->kind->what);
     }
     return (PyObject *)copy;
 }
@@ -809,39 +810,39 @@ static PyObject *value_reduce(PyObject *self, PyObject *protocol) {
 
 /* str(): a string's text; any other value's repr. */
 static PyObject *value_str(PyObject *self) {
-    zsv_value *value = (zsv_value *)self;
-    if (value->kind->code != ZSV_STRING || value->kind->decode != NULL) return PyObject_Repr(self);
-    char *at = zsv_live(value);
-    return at ? zsv_string_text(value->kind, at) : NULL;
+    zpyv_value *value = (zpyv_value *)self;
+    if (value->kind->code != ZPYV_STRING || value->kind->decode != NULL) return PyObject_Repr(self);
+    char *at = zpyv_live(value);
+    return at ? zpyv_string_text(value->kind, at) : NULL;
 }
 
 /* to_python(): a plain Python copy (dict, list, set, str...), copied out
  * under the rule (captured natively first, then built). */
 static PyObject *value_to_python(PyObject *self, PyObject *unused) {
     (void)unused;
-    zsv_value *value = (zsv_value *)self;
-    char *at = zsv_live(value);
+    zpyv_value *value = (zpyv_value *)self;
+    char *at = zpyv_live(value);
     if (at == NULL) return NULL;
-    return zsv_copy_out(value->runtime, value->kind, at);
+    return zpyv_copy_out(value->runtime, value->kind, at);
 }
 
 /* _assign(value): replace the whole value (stage, then write): a black
  * value or a red view alike. */
 static PyObject *value_assign(PyObject *self, PyObject *argument) {
-    zsv_value *value = (zsv_value *)self;
-    zs_runtime_core *rt = value->runtime;
-    if (zsv_live(value) == NULL) return NULL;
-    zsv_staged staged = {0};
-    if (zsv_stage(rt, value->kind, argument, &staged, value->kind->what) < 0) return NULL;
+    zpyv_value *value = (zpyv_value *)self;
+    zpy_runtime_core *rt = value->runtime;
+    if (zpyv_live(value) == NULL) return NULL;
+    zpyv_staged staged = {0};
+    if (zpyv_stage(rt, value->kind, argument, &staged, value->kind->what) < 0) return NULL;
     zs_status status = ZS_E_STALE;
     if (value->address != NULL && rt->native != NULL && !rt->closing) {
-        status = zsv_emit(rt, value->kind, &staged, value->owner, value->address);
-        if (status == ZS_OK) zsv_expire_table(value->views, rt->state->reason_structure);
+        status = zpyv_emit(rt, value->kind, &staged, value->owner, value->address);
+        if (status == ZS_OK) zpyv_expire_table(value->views, rt->state->reason_structure);
     }
     int expired = value->address == NULL;
-    zsv_release(value->kind, &staged);
-    if (expired) return zsv_raise_expired(value);
-    if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
+    zpyv_release(value->kind, &staged);
+    if (expired) return zpyv_raise_expired(value);
+    if (status != ZS_OK) return zpyv_refused(rt, status, value->kind->what);
     Py_RETURN_NONE;
 }
 
@@ -865,7 +866,7 @@ static PyMethodDef value_methods[] = {
     {"to_python", value_to_python, METH_NOARGS,
      "A plain Python copy (dict, list, set, str...), nested values converted."},
     {"_assign", value_assign, METH_O, "Replace the whole value (a copy of `value`)."},
-    {"_soft_get", zsv_soft_get, METH_NOARGS,
+    {"_soft_get", zpyv_soft_get, METH_NOARGS,
      "The live object at the path if it is a T, else None (SoftObjectPtr.get)."},
     {"__enter__", value_enter, METH_NOARGS, NULL},
     {"__exit__", value_exit, METH_VARARGS, NULL},
@@ -876,7 +877,7 @@ static PyMethodDef value_methods[] = {
 };
 
 static PyMemberDef value_members[] = {
-    {"__weaklistoffset__", T_PYSSIZET, offsetof(zsv_value, weakrefs), READONLY, NULL},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(zpyv_value, weakrefs), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -888,13 +889,13 @@ static PyType_Slot value_slots[] = {
     {Py_tp_getset, value_getset},
     {Py_tp_methods, value_methods},
     {Py_tp_members, value_members},
-    {Py_tp_setattro, zs_explained_setattro},
+    {Py_tp_setattro, zpy_explained_setattro},
     {0, NULL},
 };
 
 static PyType_Spec value_spec = {
     .name = "zsharp_py._core.ValueConjugate",
-    .basicsize = sizeof(zsv_value),
+    .basicsize = sizeof(zpyv_value),
     .itemsize = 1, /* inline black values keep their bytes after the fixed part */
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .slots = value_slots,
@@ -905,28 +906,28 @@ static PyType_Spec value_spec = {
  * ========================================================================= */
 
 /* The kind of a value class, or NULL (no error) when it has none yet. */
-static zsv_kind *class_kind(zs_core_state *state, PyTypeObject *cls) {
+static zpyv_kind *class_kind(zpy_core_state *state, PyTypeObject *cls) {
     PyObject *kind = _PyType_Lookup(cls, state->str_zs_kind); /* borrowed, no error */
-    return kind != NULL && zsv_is_kind(state, kind) ? (zsv_kind *)kind : NULL;
+    return kind != NULL && zpyv_is_kind(state, kind) ? (zpyv_kind *)kind : NULL;
 }
 
-zs_runtime_core *zs_current_runtime(zs_core_state *state) {
+zpy_runtime_core *zpy_current_runtime(zpy_core_state *state) {
     PyObject *value = NULL;
     if (!state->configured) {
         PyErr_SetString(PyExc_RuntimeError, "zsharp_py._core is not configured");
         return NULL;
     }
-    if (zs_current_get(state, &value) < 0) return NULL; /* borrowed */
-    if (value != NULL && zs_is_runtime(state, value) &&
-        ((zs_runtime_core *)value)->native != NULL && !((zs_runtime_core *)value)->closing)
-        return (zs_runtime_core *)Py_NewRef(value);
+    if (zpy_current_get(state, &value) < 0) return NULL; /* borrowed */
+    if (value != NULL && zpy_is_runtime(state, value) &&
+        ((zpy_runtime_core *)value)->native != NULL && !((zpy_runtime_core *)value)->closing)
+        return (zpy_runtime_core *)Py_NewRef(value);
     PyObject *made = PyObject_CallNoArgs(state->current_runtime);
     if (made != NULL && !PyObject_TypeCheck(made, state->runtime_type)) {
         Py_DECREF(made);
         PyErr_SetString(PyExc_TypeError, "current_runtime() did not return a runtime");
         return NULL;
     }
-    return (zs_runtime_core *)made;
+    return (zpy_runtime_core *)made;
 }
 
 /* The most members quick_struct converts. */
@@ -938,22 +939,22 @@ zs_runtime_core *zs_current_runtime(zs_core_state *state) {
  * the general path stages items in PyMem and emits them. 1 when it was such
  * a call (*made: the value, or NULL with an error), else 0 with nothing done
  * (the general path gives every other call and every error). */
-static int quick_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *positional,
-                        Py_ssize_t given, zsv_value **made) {
-    if (kind->code != ZSV_STRUCT || kind->encode != NULL || !(kind->flags & ZSV_BITWISE) ||
+static int quick_struct(zpy_runtime_core *rt, zpyv_kind *kind, PyObject *const *positional,
+                        Py_ssize_t given, zpyv_value **made) {
+    if (kind->code != ZPYV_STRUCT || kind->encode != NULL || !(kind->flags & ZPYV_BITWISE) ||
         !kind->members_set || given > QUICK_MEMBERS || (uint32_t)given > kind->member_count)
         return 0;
-    zs_scalar_bits bits[QUICK_MEMBERS];
+    zpy_scalar_bits bits[QUICK_MEMBERS];
     for (Py_ssize_t i = 0; i < given; i++) {
-        const zsv_kind *member = kind->members[i].kind;
-        if (member->code != ZSV_SCALAR || member->encode != NULL ||
-            !zs_scalar_convert_exact((zs_scalar_kind)member->scalar, positional[i], &bits[i]))
+        const zpyv_kind *member = kind->members[i].kind;
+        if (member->code != ZPYV_SCALAR || member->encode != NULL ||
+            !zpy_scalar_convert_exact((zpy_scalar_kind)member->scalar, positional[i], &bits[i]))
             return 0;
     }
-    zsv_value *value = zsv_new_black(rt, kind);
+    zpyv_value *value = zpyv_new_black(rt, kind);
     if (value != NULL) {
-        assert(value->flags & ZSV_V_INLINE); /* bitwise: its bytes are its own */
-        zsv_initialize(kind, value->address);
+        assert(value->flags & ZPYV_V_INLINE); /* bitwise: its bytes are its own */
+        zpyv_initialize(kind, value->address);
         for (Py_ssize_t i = 0; i < given; i++)
             memcpy(value->address + kind->members[i].offset, &bits[i], kind->members[i].kind->size);
     }
@@ -963,20 +964,20 @@ static int quick_struct(zs_runtime_core *rt, zsv_kind *kind, PyObject *const *po
 
 /* A new black value of `kind` from call arguments: stage them (Python code
  * may run), then allocate the black value and write (none runs). */
-static PyObject *create_value(zs_core_state *state, zsv_kind *kind, PyObject *const *positional,
+static PyObject *create_value(zpy_core_state *state, zpyv_kind *kind, PyObject *const *positional,
                               Py_ssize_t given, PyObject *kwargs) {
-    zs_runtime_core *rt = zs_current_runtime(state);
+    zpy_runtime_core *rt = zpy_current_runtime(state);
     if (rt == NULL) return NULL;
-    zsv_value *quick = NULL;
+    zpyv_value *quick = NULL;
     if ((kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0) &&
         quick_struct(rt, kind, positional, given, &quick)) {
         Py_DECREF(rt);
         return (PyObject *)quick;
     }
-    zsv_staged staged = {0};
+    zpyv_staged staged = {0};
     int has_value = 0;
-    if (kind->code == ZSV_STRUCT && kind->encode == NULL) {
-        if (zsv_stage_members(rt, kind, positional, given, kwargs, &staged) < 0) {
+    if (kind->code == ZPYV_STRUCT && kind->encode == NULL) {
+        if (zpyv_stage_members(rt, kind, positional, given, kwargs, &staged) < 0) {
             Py_DECREF(rt);
             return NULL;
         }
@@ -988,27 +989,27 @@ static PyObject *create_value(zs_core_state *state, zsv_kind *kind, PyObject *co
             return NULL;
         }
         if (given == 1) {
-            if (zsv_stage(rt, kind, positional[0], &staged, kind->what) < 0) {
+            if (zpyv_stage(rt, kind, positional[0], &staged, kind->what) < 0) {
                 Py_DECREF(rt);
                 return NULL;
             }
             has_value = 1;
         }
     }
-    zsv_value *value = zsv_new_black(rt, kind);
+    zpyv_value *value = zpyv_new_black(rt, kind);
     zs_status status = ZS_OK;
     if (value != NULL) {
         if (kind->image != NULL)
             memcpy(value->address, PyBytes_AS_STRING(kind->image),
                    (size_t)PyBytes_GET_SIZE(kind->image));
-        if (has_value) status = zsv_emit(rt, kind, &staged, ZS_NULL_REF, value->address);
+        if (has_value) status = zpyv_emit(rt, kind, &staged, ZS_NULL_REF, value->address);
     }
-    zsv_release(kind, &staged);
+    zpyv_release(kind, &staged);
     if (value != NULL && status != ZS_OK) {
         PyObject *done = value_dispose((PyObject *)value, NULL);
         Py_XDECREF(done);
         Py_CLEAR(value);
-        zsv_refused(rt, status, kind->what);
+        zpyv_refused(rt, status, kind->what);
     }
     Py_DECREF(rt);
     return (PyObject *)value;
@@ -1017,8 +1018,8 @@ static PyObject *create_value(zs_core_state *state, zsv_kind *kind, PyObject *co
 /* Cls(value) / Struct(*members, **members). The class's own __new__
  * (Python) prepares the kind on first use and delegates here. */
 static PyObject *value_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    zs_core_state *state = zs_state_of_type(type);
-    zsv_kind *kind = state ? class_kind(state, type) : NULL;
+    zpy_core_state *state = zpy_state_of_type(type);
+    zpyv_kind *kind = state ? class_kind(state, type) : NULL;
     if (state != NULL && (kind == NULL || kind->cls != type)) {
         /* First use: the class lays itself out (resolving what it names). */
         PyObject *prepared = PyObject_CallMethod((PyObject *)type, "_zs_prepare", NULL);
@@ -1053,8 +1054,8 @@ static PyObject *value_vectorcall(PyObject *callable, PyObject *const *args, siz
                 return NULL;
             }
     }
-    zs_core_state *state = zs_state_of_type(type);
-    zsv_kind *kind = state != NULL ? class_kind(state, type) : NULL;
+    zpy_core_state *state = zpy_state_of_type(type);
+    zpyv_kind *kind = state != NULL ? class_kind(state, type) : NULL;
     PyObject *made;
     if (kind != NULL && kind->cls == type && type->tp_new == value_new &&
         type->tp_init == state->value_type->tp_init &&
@@ -1078,7 +1079,7 @@ static PyObject *value_vectorcall(PyObject *callable, PyObject *const *args, siz
  * finalise its instances (__del__ would run Python code while a value is
  * being dropped from a table). Must run before the class has instances. */
 static PyObject *value_class_init(PyObject *module, PyObject *arg) {
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     if (!PyType_Check(arg) || !PyType_IsSubtype((PyTypeObject *)arg, state->value_type)) {
         PyErr_SetString(PyExc_TypeError, "value_class_init: not a value class");
         return NULL;
@@ -1119,12 +1120,12 @@ static PyObject *value_class_init(PyObject *module, PyObject *arg) {
 
 /* _core.black_count(runtime) -> inline black values alive (values_alive()). */
 static PyObject *inline_blacks(PyObject *module, PyObject *runtime) {
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     if (!PyObject_TypeCheck(runtime, state->runtime_type)) {
         PyErr_SetString(PyExc_TypeError, "inline_blacks: a runtime");
         return NULL;
     }
-    return PyLong_FromUnsignedLong(((zs_runtime_core *)runtime)->inline_blacks);
+    return PyLong_FromUnsignedLong(((zpy_runtime_core *)runtime)->inline_blacks);
 }
 
 static PyMethodDef value_functions[] = {
@@ -1136,7 +1137,7 @@ static PyMethodDef value_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int zsv_add_value_type(PyObject *module, zs_core_state *state) {
+int zpyv_add_value_type(PyObject *module, zpy_core_state *state) {
     state->value_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &value_spec, NULL);
     if (state->value_type == NULL ||
         PyModule_AddObjectRef(module, "ValueConjugate", (PyObject *)state->value_type) < 0)
