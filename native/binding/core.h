@@ -12,7 +12,7 @@
  * whose protocol that header is) and zsharp_debug.h (GcStress). It is the
  * Python package's one way into the library:
  * the package reaches the heap only through the `_heap_*` methods of
- * RuntimeCore (heap_calls.c, reflection.c), the hot paths here, and the
+ * RuntimeCore (zpy_heap_calls.c, zpy_reflection.c), the hot paths here, and the
  * module's functions and constants (the C API's addresses for hosts, the
  * header's constants and C type layouts). The cffi module
  * zsharp_py._native_lib is the sample engine's, and the tests' and tools'.
@@ -22,8 +22,8 @@
  * interleaved with Python code on another thread, and Runtime.close() sets
  * `closing` (under the GIL) before it frees anything: a fast path that sees
  * `closing == 0` finishes before the heap can go away. The exceptions are the
- * native calls that may run long: a full collection (collection.c) releases
- * the GIL around the native mark and purge, and heap_calls.c around
+ * native calls that may run long: a full collection (zpy_collection.c) releases
+ * the GIL around the native mark and purge, and zpy_heap_calls.c around
  * incremental steps, clustering, verification, reference chains and the
  * like. Python makes them under the runtime's lock, so close() waits for
  * them, and they touch no Python object while the GIL is released.
@@ -43,11 +43,11 @@
 #include <string.h>
 
 #include "zsharp.h"
-#include "zsharp_debug.h"   /* GcStress switches (heap_calls.c) */
+#include "zsharp_debug.h"   /* GcStress switches (zpy_heap_calls.c) */
 #include "zsharp_managed.h" /* the managed side's protocol: this module is that side */
 #include "zsharp_python.h"
 
-/* ---- errors --------------------------------------------------------------------- */
+/* ---- errors (zpy_errors.c) --------------------------------------------------------------------- */
 
 /* The exception being raised, taken (a new reference; none left set), and
  * its restoration: the Python 3.12+ API where it exists. */
@@ -256,7 +256,7 @@ __attribute__((always_inline)) static inline int zpy_scalar_convert_exact(zpy_sc
     return 1;
 }
 
-/* scalar.c */
+/* zpy_scalar.c */
 const char *zpy_scalar_name(zpy_scalar_kind kind);
 PyObject *zpy_scalar_load(zpy_scalar_kind kind, const char *at);
 int zpy_scalar_convert(zpy_scalar_kind kind, PyObject *value, zpy_scalar_bits *out, PyObject *what);
@@ -291,7 +291,7 @@ typedef struct zpy_type_memo {
  * context's version, which CPython bumps whenever a thread enters or leaves
  * a context (its own ContextVar cache uses the same key). Setting or
  * resetting the variable does not bump it, so every set and reset goes
- * through zpy_context_var_set and zpy_context_var_reset (module.c), which
+ * through zpy_context_var_set and zpy_context_var_reset (zpy_module.c), which
  * forget the memo. While the key holds, the context that holds the value is
  * the thread's current one, unchanged: `value` is borrowed from it. */
 typedef struct zpy_current_memo {
@@ -324,27 +324,28 @@ typedef struct zpy_current_memo {
 
 typedef struct zpy_core_state {
     /* ---- types: module exec (read-only after) ---- */
-    PyTypeObject *conjugate_type;      /* ObjectConjugate: base of zs.Object */
-    PyTypeObject *runtime_type;        /* RuntimeCore: base of zs.Runtime */
-    PyTypeObject *class_type;          /* ObjectClass: base of zs.ObjectMeta */
-    PyTypeObject *scalar_type;         /* ScalarProperty descriptor */
-    PyTypeObject *reference_type;      /* ReferenceProperty descriptor */
-    PyTypeObject *creator_type;        /* Creator: how a class is created in one runtime */
-    PyTypeObject *kind_type;           /* Kind (kind.c) */
-    PyTypeObject *value_type;          /* ValueConjugate: base of every value conjugate (value.c) */
-    PyTypeObject *value_property_type; /* ValueProperty descriptor (members.c) */
-    PyTypeObject *member_type;         /* MemberProperty: a scalar member of a struct (members.c) */
-    PyTypeObject *name_type;           /* Name (names.c) */
-    PyTypeObject *array_type;          /* ArrayBase (containers.c) */
-    PyTypeObject *set_type;            /* SetBase */
-    PyTypeObject *map_type;            /* MapBase */
-    PyTypeObject *optional_type;       /* OptionalBase */
-    PyTypeObject *iterator_type;       /* ArrayIterator */
-    PyTypeObject *delegate_type;       /* DelegateBase (delegates.c) */
-    PyTypeObject *weak_type;           /* WeakPointer, the base of zs.WeakObjectPtr (weak.c) */
-    PyTypeObject *plan_type;           /* CallPlan (calls.c) */
+    PyTypeObject *conjugate_type; /* ObjectConjugate: base of zs.Object */
+    PyTypeObject *runtime_type;   /* RuntimeCore: base of zs.Runtime */
+    PyTypeObject *class_type;     /* ObjectClass: base of zs.ObjectMeta */
+    PyTypeObject *scalar_type;    /* ScalarProperty descriptor */
+    PyTypeObject *reference_type; /* ReferenceProperty descriptor */
+    PyTypeObject *creator_type;   /* Creator: how a class is created in one runtime */
+    PyTypeObject *kind_type;      /* Kind (zpy_kind.c) */
+    PyTypeObject *value_type;     /* ValueConjugate: base of every value conjugate (zpy_views.c) */
+    PyTypeObject *value_property_type; /* ValueProperty descriptor (zpy_value_properties.c) */
+    PyTypeObject
+        *member_type; /* MemberProperty: a scalar member of a struct (zpy_value_properties.c) */
+    PyTypeObject *name_type;     /* Name (zpy_names.c) */
+    PyTypeObject *array_type;    /* ArrayBase (zpy_containers.c) */
+    PyTypeObject *set_type;      /* SetBase */
+    PyTypeObject *map_type;      /* MapBase */
+    PyTypeObject *optional_type; /* OptionalBase */
+    PyTypeObject *iterator_type; /* ArrayIterator */
+    PyTypeObject *delegate_type; /* DelegateBase (zpy_delegates.c) */
+    PyTypeObject *weak_type;     /* WeakPointer, the base of zs.WeakObjectPtr (zpy_weak.c) */
+    PyTypeObject *plan_type;     /* CallPlan (zpy_host_to_python.c) */
     /* NativeFunction, a host's C function, and its subtype NativeStaticFunction,
-       one with no object (functions.c). */
+       one with no object (zpy_python_to_host.c). */
     PyTypeObject *function_type;
     PyTypeObject *static_function_type;
 
@@ -363,7 +364,8 @@ typedef struct zpy_core_state {
 
     /* ---- the python_api table: module exec (read-only after; its
        functions need the GIL, which their caller holds) ---- */
-    zs_python_api python_api; /* zsharp_python.h: handles and proxies for C code (conjugates.c) */
+    zs_python_api
+        python_api; /* zsharp_python.h: handles and proxies for C code (zpy_conjugate_table.c) */
 
     /* ---- Python callbacks and objects of the slow paths: configure
        (NULL until then; replaced only by configuring again) ---- */
@@ -382,13 +384,13 @@ typedef struct zpy_core_state {
     PyObject *name_class;        /* zs.Name: the class of names made here */
     PyObject *describe_value;    /* unused: nothing sets or reads it (always NULL) */
     int configured;              /* configure() ran (0 again once core_clear ran) */
-    /* Calls from native code (calls.c); set by configure_calls(). */
+    /* Calls from native code (zpy_host_to_python.c); set by configure_calls(). */
     PyObject *plan_of; /* (cls, name) -> the CallPlan of a function (lays it out) */
     PyObject *scopes;  /* the ContextVar of zs.scope() (a tuple of view lists) */
 
     /* ---- counters: GIL ---- */
     uint32_t kind_count;  /* kinds made so far: the next kind's id */
-    uint32_t class_count; /* conjugate classes numbered so far (classes.c) */
+    uint32_t class_count; /* conjugate classes numbered so far (zpy_object_classes.c) */
 
     /* ---- scopes: GIL ---- */
     struct zpyv_call_scope *call_scopes; /* the open call scopes of every thread, newest
@@ -414,7 +416,7 @@ typedef struct zpy_core_state {
     zpy_type_memo type_memo_scratch;
     /* The function names calls from native code used lately, by a hash of
        their text, each with its interned str (the key of a class's
-       `_zs_functions`): a hit makes no string (calls.c). */
+       `_zs_functions`): a hit makes no string (zpy_host_to_python.c). */
     struct zpy_name_key {
         char *text;    /* PyMem copy of the name, NUL-terminated; NULL: empty */
         size_t length; /* strlen(text) */
@@ -425,7 +427,7 @@ typedef struct zpy_core_state {
        hit skips the class's `_zs_functions` and the method's lookup. Valid
        while the class's version tag is (any change to the class or a base
        assigns a new one, and tags are never reused); emptied when a runtime
-       closes (calls.c). */
+       closes (zpy_host_to_python.c). */
     struct zpy_plan_slot {
         unsigned int tag; /* the class's tp_version_tag; 0: empty */
         PyObject *key;    /* the function's interned name */
@@ -434,7 +436,7 @@ typedef struct zpy_core_state {
     } plan_cache[ZPY_PLAN_CACHE];
 } zpy_core_state;
 
-/* The memo entry of `type` (made on a miss; module.c). */
+/* The memo entry of `type` (made on a miss; zpy_module.c). */
 const zpy_type_memo *zpy_type_memo_fill(zpy_core_state *state, PyTypeObject *type);
 
 /* What `type` derives from: a memo hit, or a walk of its MRO. */
@@ -466,7 +468,7 @@ static inline int zpy_is_runtime(zpy_core_state *state, PyObject *object) {
 
 /* ---- the current runtime's ContextVar --------------------------------------- */
 
-/* Read the variable and remember it (module.c): 0, or -1 with an error. */
+/* Read the variable and remember it (zpy_module.c): 0, or -1 with an error. */
 int zpy_current_read(zpy_core_state *state, PyObject **out);
 
 /* The value of the current-runtime ContextVar in this thread's context,
@@ -494,7 +496,7 @@ static inline int zpy_current_get_runtime(zpy_core_state *state, struct zpy_runt
 }
 
 /* Set or reset a ContextVar (the current runtime's or any other), then
- * forget the memo of the current runtime's (module.c). */
+ * forget the memo of the current runtime's (zpy_module.c). */
 PyObject *zpy_context_var_set(zpy_core_state *state, PyObject *variable, PyObject *value);
 int zpy_context_var_reset(zpy_core_state *state, PyObject *variable, PyObject *token);
 
@@ -541,7 +543,7 @@ struct zpyv_table;
  * with Python state (zpy_class_object.stateful): its entry is a strong
  * reference, taken when the entry is put and given up when the conjugate
  * expires, so that conjugate (and its state) lives exactly as long as its
- * object (state.c). A table hit is checked against the whole
+ * object (zpy_object_state.c). A table hit is checked against the whole
  * handle, serial included, so a stale handle never finds the conjugate of a
  * newer object in the same slot. Invariant: an entry is a live conjugate of
  * this runtime whose handle indexes that entry. Guarded by the GIL. */
@@ -572,14 +574,14 @@ typedef struct zpy_runtime_core {
     PyObject *describe;        /* Runtime._describe (names expired objects' messages): what the
                                    expiry handler expires with; cleared at detach */
     uint32_t expiry_reporters; /* Python paths running native expiry that raise its error
-                                   themselves (zpy_expire_dying, collection.c); with none, the
+                                   themselves (zpy_expire_dying, zpy_collection.c); with none, the
                                    handler reports an error as unraisable */
     PyObject *expiry_error;    /* the first error of the handler's expiry for those paths */
     char expiring;             /* _expire_dying_batch is expiring taken objects' conjugates:
                                Python code run meanwhile (a gc callback on an allocation)
                                may call no host function, whose native collection would free
-                               the objects not reached yet (functions.c) */
-    uint32_t native_calls;     /* host entries running on this runtime (functions.c) */
+                               the objects not reached yet (zpy_python_to_host.c) */
+    uint32_t native_calls;     /* host entries running on this runtime (zpy_python_to_host.c) */
     PyObject *free_deferred;   /* close()'s call freeing the native runtime, made while
                                 native_calls > 0: the last call to return makes it
                                 (_core_free_native) */
@@ -595,14 +597,15 @@ typedef struct zpy_runtime_core {
                                     (value.h), linked by `next`: strong */
     zs_ref *deferred;             /* native black blocks whose conjugates Python finalised */
     uint32_t deferred_count, deferred_capacity;
-    const zs_class **natives; /* [native_count]: native classes by class number (classes.c) */
+    const zs_class *
+        *natives; /* [native_count]: native classes by class number (zpy_object_classes.c) */
     uint32_t native_count;
-    PyObject **names; /* [name_count]: decoded base strings by name index (names.c) */
+    PyObject **names; /* [name_count]: decoded base strings by name index (zpy_names.c) */
     uint32_t name_count, name_capacity;
     PyObject *interned; /* dict: exact str -> packed name (index | number << 32) */
     struct zpyv_name_memo
-        *name_memo;       /* [ZPYV_NAME_MEMO] the strs last interned, by hash (names.c) */
-    PyObject **callables; /* [callable_capacity]: delegate callables by id - 1 (names.c);
+        *name_memo;       /* [ZPYV_NAME_MEMO] the strs last interned, by hash (zpy_names.c) */
+    PyObject **callables; /* [callable_capacity]: delegate callables by id - 1 (zpy_names.c);
                                     a free slot holds the next free id, tagged odd */
     uint32_t callable_capacity, callable_count, callable_free;
     /* Freed conjugates' memory, kept for the next ones (zpy_conjugate_alloc):
@@ -627,7 +630,7 @@ static inline int zpy_dying_window(const zpy_runtime_core *rt) {
  * Live: `address` is the native object and `u.views` its table of cached red
  * views (value.h), or NULL. Expired: `address` is NULL and `u.expired` is
  * the ExpiredPointer describing why. A conjugate of a stateful class has its
- * state's slots after these members and is tracked (state.c). */
+ * state's slots after these members and is tracked (zpy_object_state.c). */
 typedef struct zpy_conjugate {
     PyObject_HEAD char *address;
     zs_ref handle;
@@ -647,7 +650,7 @@ typedef struct zpy_class_object {
     char python_init; /* the class has a Python __init__: creation goes to init_create */
     char stateful;    /* the class has Python state (zs.state()): its conjugates are
                          tracked, have slots after zpy_conjugate, and the conjugate
-                         table holds them strongly (init_class sets it; state.c) */
+                         table holds them strongly (init_class sets it; zpy_object_state.c) */
 } zpy_class_object;
 
 /* Whether conjugates of `cls` (a conjugate class: ObjectClass is its
@@ -680,13 +683,14 @@ static inline zs_ref zpy_conjugate_share(const zpy_conjugate *conjugate) {
     return conjugate->handle;
 }
 
-/* conjugates.c */
+/* The conjugate table (zpy_conjugate_table.c), expiry (zpy_expiry.c),
+ * zsharp_python.h (zpy_python_api.c), ObjectConjugate (zpy_object_conjugate.c). */
 /* A new conjugate of `cls` from Python's allocator (zpy_conjugate_alloc's
  * other path). */
 zpy_conjugate *zpy_conjugate_alloc_new(PyTypeObject *cls);
 
 /* A new conjugate of `cls` (a conjugate class) for `rt`, not bound yet, or
- * NULL with MemoryError: allocating it runs no Python code (state.c says
+ * NULL with MemoryError: allocating it runs no Python code (zpy_object_state.c says
  * why that needs care). An untracked class's takes a block the runtime
  * kept (zpy_runtime_core.spares), and is made as PyType_GenericAlloc makes
  * one after its allocation. */
@@ -697,7 +701,7 @@ static inline zpy_conjugate *zpy_conjugate_alloc(zpy_runtime_core *rt, PyTypeObj
     zpy_conjugate *conjugate = (zpy_conjugate *)rt->spares[--rt->spare_count];
     ZPY_SPARE_SHOW(conjugate);
     /* Cleared field by field: a memset of the whole block, inlined into
-       classes.c's plain_create, compiled to `rep stos`, whose start-up was
+       zpy_object_classes.c's plain_create, compiled to `rep stos`, whose start-up was
        a third of that function's time. */
     memset(conjugate, 0, sizeof(PyObject));
     conjugate->address = NULL;
@@ -707,7 +711,7 @@ static inline zpy_conjugate *zpy_conjugate_alloc(zpy_runtime_core *rt, PyTypeObj
     return (zpy_conjugate *)PyObject_Init((PyObject *)conjugate, cls);
 }
 
-/* Grow the table so that `index` fits; -1 with MemoryError (conjugates.c). */
+/* Grow the table so that `index` fits; -1 with MemoryError (zpy_conjugate_table.c). */
 int zpy_table_reserve(zpy_runtime_core *rt, uint32_t index);
 
 /* Bind a freshly allocated conjugate to its object and record it in the
@@ -774,7 +778,7 @@ int zpy_expiry_reporting(zpy_runtime_core *rt, int in);
 /* The zs_expiry_handler of every runtime (`user`: the module's state). */
 void zpy_expire_handed_over(void *user, zs_runtime *native, const zs_ref *objects,
                             const uint64_t *names, const uint8_t *garbage, uint32_t count);
-/* The open runtime core of a native runtime, or NULL (borrowed; calls.c). */
+/* The open runtime core of a native runtime, or NULL (borrowed; zpy_host_to_python.c). */
 zpy_runtime_core *zpy_open_runtime_of(const zpy_core_state *state, const zs_runtime *native);
 PyObject *zpy_raise_expired(zpy_conjugate *conjugate);
 /* Fill the state's zsharp_python.h table (module initialisation). */
@@ -805,10 +809,33 @@ static inline int zpy_conjugate_is_a(const zpy_conjugate *conjugate, PyTypeObjec
     return ZS_CLASS_DERIVES(have, rt->natives[number]);
 }
 /* refuse_reclassing(marker): an audit hook, installed once, that refuses
- * object.__dict__['__class__'].__set__ on conjugates (conjugates.c). */
+ * object.__dict__['__class__'].__set__ on conjugates (zpy_conjugate_table.c). */
 PyObject *zpy_refuse_reclassing(PyObject *module, PyObject *marker);
 
-/* properties.c */
+/* Drop a conjugate's entry if it is the one recorded (the reference a
+ * stateful conjugate's entry held is the caller's to give up). Returns
+ * whether the conjugate was its object's sole holder. */
+int zpy_table_forget(zpy_runtime_core *rt, zpy_conjugate *conjugate);
+/* Queue a live conjugate being freed, for the heap (zpy_dropped_flush). A
+ * finaliser's context: allocates with PyMem only (no Python code runs),
+ * and out of memory simply leaves the object to the collector. */
+void zpy_dropped_add(zpy_runtime_core *rt, zs_ref handle, int sole);
+/* Runtime._expire_dying_batch(limit) -> (taken, expired): have the heap
+ * hand up to `limit` dying objects from its expiring list to the expiry
+ * handler, which expires the conjugates they have (expired counts those). */
+PyObject *zpy_runtime_expire_dying_batch(PyObject *self, PyObject *args);
+/* Runtime._expire_all(describe, keep_heap=False): expire every conjugate in
+ * the table and every black value (close()). Names are read from the native
+ * headers, still there. With keep_heap (Python lets go of a runtime a host
+ * owns and keeps), the heap is told too: the black values' blocks are freed
+ * and no object keeps its conjugate flag, so the host's later collections
+ * need no managed side. */
+PyObject *zpy_runtime_expire_all(PyObject *self, PyObject *args);
+/* ObjectConjugate's type (zpy_object_conjugate.c), made with RuntimeCore's
+ * (zpy_add_conjugate_types, zpy_runtime_core.c). */
+extern PyType_Spec zpy_conjugate_spec;
+
+/* zpy_object_properties.c */
 int zpy_add_property_types(PyObject *module, zpy_core_state *state);
 /* Raise TypeError: descriptor `what` applied to an object it does not fit. */
 int zpy_descriptor_misapplied(PyObject *what, PyTypeObject *owner, PyObject *obj);
@@ -830,12 +857,12 @@ int zpy_prepare_store(zpy_core_state *state, PyTypeObject *cls, PyObject *descri
 zs_status zpy_apply_store(zpy_runtime_core *rt, zpy_conjugate *conjugate,
                           const zpy_prepared_store *store);
 
-/* classes.c */
+/* zpy_object_classes.c */
 int zpy_add_class_types(PyObject *module, zpy_core_state *state);
 /* Let calls of a conjugate class take the vectorcall path (init_class). */
 int zpy_class_enable_vectorcall(PyTypeObject *cls);
 
-/* state.c */
+/* zpy_object_state.c */
 int zpy_add_state_types(PyObject *module, zpy_core_state *state);
 /* Check a class declared stateful before it has instances: the bytes its
  * instances have after zpy_conjugate are object slots only. */
@@ -844,7 +871,7 @@ int zpy_state_check_class(zpy_core_state *state, PyTypeObject *cls);
  * table held (given here). Runs Python code (the values' finalisers). */
 void zpy_state_release(zpy_conjugate *conjugate);
 
-/* weak.c */
+/* zpy_weak.c */
 /* A weak object pointer: never keeps its object alive, never resolves to
  * another object reusing the slot. */
 typedef struct zpy_weak {
@@ -857,10 +884,11 @@ PyObject *zpy_weak_new(PyTypeObject *type, zpy_runtime_core *rt, zs_ref handle);
 /* Its object's conjugate while the object lives, else None. */
 PyObject *zpy_weak_get(PyObject *weak);
 
-/* calls.c */
+/* The current runtime (zpy_value_type.c), the open runtimes
+ * (zpy_module_state.c), calls from the host into Python (zpy_host_to_python.c). */
 /* The current runtime: `with Runtime()`'s, else the default one (made by
  * Python's current_runtime()). New reference, or NULL with an error
- * (value.c; classes.c's fast creation path has its own borrowed lookup,
+ * (zpy_views.c; zpy_object_classes.c's fast creation path has its own borrowed lookup,
  * which declines instead of making the default runtime). */
 zpy_runtime_core *zpy_current_runtime(zpy_core_state *state);
 int zpy_open_runtime_add(zpy_core_state *state, zpy_runtime_core *rt);
@@ -872,16 +900,16 @@ void zpy_name_keys_clear(zpy_core_state *state);
 void zpy_plan_cache_clear(zpy_core_state *state);
 int zpy_add_call_types(PyObject *module, zpy_core_state *state);
 
-/* collection.c: Runtime._collect_full and Runtime._gc_stats */
+/* zpy_collection.c: Runtime._collect_full and Runtime._gc_stats */
 PyObject *zpy_runtime_collect_full(PyObject *self, PyObject *layout);
 PyObject *zpy_runtime_gc_stats(PyObject *self, PyObject *layout);
 
-/* ---- heap_calls.c and reflection.c: the heap calls of Python ------------------ */
+/* ---- zpy_heap_calls.c and zpy_reflection.c: the heap calls of Python ------------------ */
 
 /* Methods of RuntimeCore (`_heap_*`, the end of runtime_core_methods in
- * conjugates.c): the only way the Python package reaches the heap.
- * heap_calls.c has zs.Runtime's and rt.gc's (statuses returned, for
- * check()); reflection.c the lifetime controls, queries and hosts'
+ * zpy_conjugate_table.c): the only way the Python package reaches the heap.
+ * zpy_heap_calls.c has zs.Runtime's and rt.gc's (statuses returned, for
+ * check()); zpy_reflection.c the lifetime controls, queries and hosts'
  * descriptions of the lower layers (statuses raised). Each file says what
  * each takes and returns. */
 PyObject *zpy_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
@@ -928,7 +956,7 @@ PyObject *zpy_rt_describe_class(PyObject *self, PyObject *class_id);
 PyObject *zpy_rt_find_struct(PyObject *self, PyObject *name);
 PyObject *zpy_rt_find_enum(PyObject *self, PyObject *name);
 PyObject *zpy_rt_native_type_traits(PyObject *self, PyObject *kind);
-/* What every heap call starts with (heap_calls.c): the native runtime of
+/* What every heap call starts with (zpy_heap_calls.c): the native runtime of
  * an open runtime, or NULL with ExpiredConjugateError once it is closed
  * and, unless `while_closing`, once close() has begun. */
 zs_runtime *zpy_rt_open(zpy_runtime_core *rt, int while_closing);
@@ -936,7 +964,7 @@ zs_runtime *zpy_rt_open(zpy_runtime_core *rt, int while_closing);
  * (__index__; OverflowError outside uint64): 0, or -1 with an error. May
  * run Python code: convert every argument before zpy_rt_open. */
 int zpy_rt_handle_arg(PyObject *value, zs_ref *out);
-/* Module functions (core_functions, module.c; reflection.c). */
+/* Module functions (core_functions, zpy_module.c; zpy_reflection.c). */
 PyObject *zpy_module_status_message(PyObject *module, PyObject *status);
 PyObject *zpy_module_object_header(PyObject *module, PyObject *obj);
 /* Add the zsharp.h constants Python needs (statuses, MAX_OBJECTS_LIMIT,
@@ -944,7 +972,10 @@ PyObject *zpy_module_object_header(PyObject *module, PyObject *obj);
  * C_LAYOUTS to the module. */
 int zpy_add_heap_constants(PyObject *module);
 
-/* module.c */
+/* The module state (zpy_module_state.c), a status raised (zpy_errors.c), the
+ * module (zpy_module.c). */
+/* The module's definition (its state: zpy_state_of_type). */
+extern struct PyModuleDef zpy_core_module;
 zpy_core_state *zpy_state_of_module(PyObject *module);
 zpy_core_state *zpy_state_of_type(PyTypeObject *type);
 PyObject *zpy_call_raise_status(zpy_core_state *state, zs_ref status, PyObject *what,

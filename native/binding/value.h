@@ -243,7 +243,7 @@ typedef struct zpyv_value {
 
 /* ---- the value layer's API, for the files of native/binding ------------------------ */
 
-/* names.c */
+/* zpy_names.c */
 int zpyv_add_name_type(PyObject *module, zpy_core_state *state);
 /* Intern the text of a str (or subclass: its own data) in `rt`; `what`
  * names it in errors ("name", "object name"). */
@@ -256,15 +256,15 @@ PyObject *zpyv_runtime_intern(PyObject *self, PyObject *text);
 PyObject *zpyv_runtime_keep_names(PyObject *self, PyObject *count);
 void zpyv_names_free(zpy_runtime_core *rt);
 
-/* fieldpaths.c */
+/* zpy_field_paths.c */
 int zpyv_add_field_path_type(PyObject *module, zpy_core_state *state);
 
-/* paths.c */
+/* zpy_soft_paths.c */
 /* SoftObjectPtr.get(): the live object at the pointer's path if it is of
  * the pointer's target class, else None. */
 PyObject *zpyv_soft_get(PyObject *self, PyObject *unused);
 
-/* delegates.c */
+/* The delegate base (zpy_delegates.c) and the callable registry (zpy_callables.c). */
 int zpyv_add_delegate_type(PyObject *module, zpy_core_state *state);
 /* Delegate callables: an id for a callable, retained natively once (the
  * registry's hold, released by zpyv_callable_done once the binding store is
@@ -276,10 +276,10 @@ PyObject *zpyv_callable_get(zpy_runtime_core *rt, uint32_t id);
 int zpyv_callables_drain(zpy_runtime_core *rt);
 void zpyv_callables_free(zpy_runtime_core *rt);
 
-/* containers.c */
+/* The container types (zpy_container_types.c). */
 int zpyv_add_container_types(PyObject *module, zpy_core_state *state);
 
-/* members.c */
+/* zpy_value_properties.c */
 int zpyv_add_member_types(PyObject *module, zpy_core_state *state);
 /* Whether `descriptor` is a ValueProperty of an object class that `cls` is
  * or derives from; if so, its kind, offset and name for errors (borrowed). */
@@ -293,7 +293,11 @@ int zpyv_property_info(zpy_core_state *state, PyObject *descriptor, PyTypeObject
  * struct's member. */
 int zpyv_member_owner_kind(zpy_core_state *state, PyObject *descriptor, zpyv_kind **owner_kind);
 
-/* kind.c */
+/* Kinds (zpy_kind.c), staging (zpy_stage.c), emitting (zpy_emit.c), copying out
+ * and releasing (zpy_copy_out.c), the write checks (zpy_errors.c). */
+/* The type slot of a kind while its native type is being registered
+ * (zpyv_native_type; emitting reads it as no type yet). */
+#define ZPYV_REGISTERING ((const zs_type *)(uintptr_t)1)
 int zpyv_add_kind_type(PyObject *module, zpy_core_state *state);
 /* Runtime._preset_native_type(kind, address): a host's struct type for a kind. */
 PyObject *zpyv_runtime_preset_native_type(PyObject *self, PyObject *args);
@@ -366,7 +370,7 @@ zs_status zpyv_writable(zpy_runtime_core *rt, zs_ref owner);
 /* Raise the exception for a refused native call on `rt`; returns NULL. */
 PyObject *zpyv_refused(zpy_runtime_core *rt, zs_status status, PyObject *what);
 
-/* calls.c, functions.c: the members of a parameter block, shared by the
+/* zpy_call_block.c: the members of a parameter block, shared by the
  * two directions of a call between native code and Python (a CallPlan:
  * native code calls a Python method; a NativeFunction: Python calls a
  * host's C function). */
@@ -401,10 +405,10 @@ int zpy_call_member_init(zpy_core_state *state, const char *who, Py_ssize_t offs
                          PyObject *detail, PyObject *what, Py_ssize_t block_size, unsigned accept,
                          zpy_plan_member *member);
 
-/* functions.c */
+/* zpy_python_to_host.c */
 int zpy_add_function_types(PyObject *module, zpy_core_state *state);
 
-/* value.c */
+/* Views, scopes and black values (zpy_views.c); ValueConjugate (zpy_value_type.c). */
 int zpyv_add_value_type(PyObject *module, zpy_core_state *state);
 /* Whether `object` is a value conjugate. */
 int zpyv_check(zpy_core_state *state, PyObject *object);
@@ -494,5 +498,27 @@ static inline char *zpyv_live(zpyv_value *value) {
     zpyv_raise_expired(value);
     return NULL;
 }
+
+/* zpy_view_tables.c, for the views (zpy_views.c) */
+/* The live view cached under `key`, or NULL. */
+zpyv_value *zpyv_table_get(const zpyv_table *table, Py_ssize_t key);
+/* Cache `view` under `key` in *slot's table (made or grown as needed; the key
+ * is absent). PyMem only: no Python code runs. -1 when out of memory. */
+int zpyv_table_put(zpyv_table **slot, Py_ssize_t key, zpyv_value *view);
+/* zpy_views.c, for the ValueConjugate type (zpy_value_type.c) */
+/* Remove the entry of `view` under `key`, if it is there (backward-shift
+ * deletion keeps every probe sequence unbroken). */
+void zpyv_table_remove(zpyv_table *table, Py_ssize_t key, const zpyv_value *view);
+/* The table slot of a live holder (an object or value conjugate), or NULL. */
+zpyv_table **zpyv_holder_table(zpy_core_state *state, PyObject *holder);
+/* _core.scope_opened() -> its serial: a zs.scope() opened (counted: while
+ * none is open anywhere, views are not registered; the serial orders it
+ * among call scopes, value.h). */
+PyObject *zpyv_scope_opened(PyObject *module, PyObject *unused);
+/* _core.scope_closed(views): a zs.scope() ended; its views expire. */
+PyObject *zpyv_scope_closed(PyObject *module, PyObject *views);
+/* Free a black value's native block now (dispose) or at the next safe
+ * point (finalisation: rule 9 of docs/design.md, a finaliser only queues). */
+void zpyv_black_free(zpyv_value *value, int now);
 
 #endif

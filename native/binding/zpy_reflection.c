@@ -1,12 +1,12 @@
 /* What Python asks of the heap outside the hot paths (the `_heap_*`
- * methods of RuntimeCore beside heap_calls.c's, whose helpers these share:
+ * methods of RuntimeCore beside zpy_heap_calls.c's, whose helpers these share:
  * zpy_rt_open, zpy_rt_handle_arg), in C: a host's
  * descriptions of its classes, structs and enums, read into plain tuples
  * (zsharp_py/_interop/reflection.py binds them); an object's lifetime
  * controls (roots, strong references, garbage, clusters:
  * zsharp_py/_model/object.py, zsharp_py/_types/object_pointers.py); the
  * checks and queries of the lower layers and of zsharp_py.testing; the
- * status texts. With these and heap_calls.c, _core is the Python package's
+ * status texts. With these and zpy_heap_calls.c, _core is the Python package's
  * one way into the native library.
  *
  * Every entry converts its arguments completely first (an __index__ may

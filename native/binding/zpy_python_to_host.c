@@ -63,7 +63,7 @@
 
 /* One member of the parameter block. */
 typedef struct fn_member {
-    zpy_plan_member plan; /* offset, mode, scalar, detail, what (calls.c's) */
+    zpy_plan_member plan; /* offset, mode, scalar, detail, what (zpy_host_to_python.c's) */
     PyObject *name;       /* interned: the member's name (an argument's keyword) */
     int direction;        /* zs_param_direction */
 } fn_member;

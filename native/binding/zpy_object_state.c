@@ -7,7 +7,7 @@
  * (zpy_class_object.stateful, core.h). A stateful conjugate is never
  * destroyed before its object: the conjugate table holds a strong
  * reference to it from the moment its entry is put
- * (zpy_conjugate_bind, core.h: creation in C, classes.c, and adoption alike)
+ * (zpy_conjugate_bind, core.h: creation in C, zpy_object_classes.c, and adoption alike)
  * until the conjugate expires, so the state lives exactly as long as the
  * object, even while only native references reach it. Expiry takes the
  * entry out of the table first and gives the reference to
@@ -21,7 +21,7 @@
  * referenced from outside and is never collected; once it has expired its
  * slots are empty and refuse stores, so it is freed by refcount. Allocating
  * a tracked object may run a collection on the spot before Python 3.12,
- * hence zpy_conjugate_alloc (conjugates.c) pauses the collector for it:
+ * hence zpy_conjugate_alloc (zpy_conjugate_table.c) pauses the collector for it:
  * creation and adoption run no Python code between their checks and their
  * table entry.
  *

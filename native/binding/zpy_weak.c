@@ -4,8 +4,8 @@
  * keeps its object alive, and never resolves to another object that reuses
  * the slot: the serial no longer matches, so the conjugate table has no
  * entry and the native resolver refuses the handle. Reading a weak property
- * makes one here (kind.c, without a Python call); storing one into a weak
- * property reads its object here (kind.c, stage_reference).
+ * makes one here (zpy_kind.c, without a Python call); storing one into a weak
+ * property reads its object here (zpy_kind.c, stage_reference).
  */
 #include "core.h"
 

@@ -7,7 +7,7 @@
  * incremental collector's steps, clusters, figures, the stress switches and
  * reference chains. Each method converts all its Python arguments first
  * (an __index__ may run Python code that closes the runtime), then reads
- * rt->native (zpy_rt_open, which reflection.c's methods share), raising
+ * rt->native (zpy_rt_open, which zpy_reflection.c's methods share), raising
  * ExpiredConjugateError once the runtime is closed, and returns Python
  * values instead of out-parameters. Statuses are returned for Python to
  * raise with check()/refused().
@@ -17,7 +17,7 @@
  * cycle, verifying the heap, clustering, reference chains, closing the
  * disregard window, freeing a runtime). Python holds the runtime's lock
  * around each of them, so close() on another thread waits. A step that may hand dying objects to the
- * expiry handler is bracketed by zpy_expiry_reporting, as collection.c's
+ * expiry handler is bracketed by zpy_expiry_reporting, as zpy_collection.c's
  * run_step is: an error of that expiry is raised by the method.
  */
 #include "value.h"

@@ -7,79 +7,6 @@
 #include "value.h"
 #include "zsharp_api.h" /* ZS_API_FUNCTIONS, ZS_MANAGED_FUNCTIONS */
 
-static struct PyModuleDef core_module;
-
-/* The state of this module object. */
-zpy_core_state *zpy_state_of_module(PyObject *module) {
-    return (zpy_core_state *)PyModule_GetState(module);
-}
-
-/* The state of the module that defined `type` or one of its bases. */
-zpy_core_state *zpy_state_of_type(PyTypeObject *type) {
-    for (PyTypeObject *base = type; base != NULL; base = base->tp_base) {
-        if (!(base->tp_flags & Py_TPFLAGS_HEAPTYPE)) continue;
-        PyObject *module = ((PyHeapTypeObject *)base)->ht_module;
-        if (module != NULL && PyModule_GetDef(module) == &core_module)
-            return zpy_state_of_module(module);
-    }
-    return NULL;
-}
-
-const zpy_type_memo *zpy_type_memo_fill(zpy_core_state *state, PyTypeObject *type) {
-    zpy_type_memo answer = {
-        .conjugate = (uint8_t)PyType_IsSubtype(type, state->conjugate_type),
-        .value = (uint8_t)PyType_IsSubtype(type, state->value_type),
-        .runtime = (uint8_t)PyType_IsSubtype(type, state->runtime_type),
-    };
-#ifdef Py_TPFLAGS_VALID_VERSION_TAG
-    unsigned int tag = type->tp_version_tag;
-    if (tag != 0 && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
-        answer.tag = tag;
-        zpy_type_memo *memo = &state->type_memo[tag % ZPY_TYPE_MEMO_SIZE];
-        *memo = answer;
-        return memo;
-    }
-#endif
-    state->type_memo_scratch = answer;
-    return &state->type_memo_scratch;
-}
-
-int zpy_current_read(zpy_core_state *state, PyObject **out) {
-    PyObject *value = NULL;
-    if (PyContextVar_Get(state->current, NULL, &value) < 0) return -1;
-    /* Borrowed: the context holds it (the key below names that context). */
-    Py_XDECREF(value);
-    /* Read after the call, which may have run Python code (a finaliser
-       setting the variable: then the memo was forgotten, and this value is
-       the new one). */
-    PyThreadState *thread = PyThreadState_Get();
-    state->current_memo = (zpy_current_memo){
-        .valid = 1,
-        .thread = thread,
-        .thread_id = thread->id,
-        .context = thread->context,
-        .context_version = thread->context_ver,
-        .value = value,
-        .runtime = value != NULL && zpy_is_runtime(state, value) ? (zpy_runtime_core *)value : NULL,
-    };
-    *out = value;
-    return 0;
-}
-
-PyObject *zpy_context_var_set(zpy_core_state *state, PyObject *variable, PyObject *value) {
-    PyObject *token = PyContextVar_Set(variable, value);
-    /* Nothing allocates between the set and this: code a collection ran
-       during the set read the old value, still right then. */
-    state->current_memo.valid = 0;
-    return token;
-}
-
-int zpy_context_var_reset(zpy_core_state *state, PyObject *variable, PyObject *token) {
-    int status = PyContextVar_Reset(variable, token);
-    state->current_memo.valid = 0;
-    return status;
-}
-
 /* set_context_var(variable, value) -> Token: `variable.set(value)` for
  * zsharp_py/_base/context.py, which sets the current runtime through here. */
 static PyObject *set_context_var(PyObject *module, PyObject *args) {
@@ -97,64 +24,6 @@ static PyObject *reset_context_var(PyObject *module, PyObject *args) {
         return NULL;
     if (zpy_context_var_reset(zpy_state_of_module(module), variable, token) < 0) return NULL;
     Py_RETURN_NONE;
-}
-
-/* Let Python raise the exception of a native status of a call on `rt`'s
- * heap (it expires pending conjugates first when the status is DYING);
- * returns NULL. */
-PyObject *zpy_call_raise_status(zpy_core_state *state, zs_ref status, PyObject *what,
-                                zpy_runtime_core *rt) {
-    PyObject *result = PyObject_CallFunction(state->raise_status, "KOO", (unsigned long long)status,
-                                             what, rt ? (PyObject *)rt : Py_None);
-    if (result != NULL) {
-        Py_DECREF(result);
-        PyErr_Format(PyExc_RuntimeError, "%U failed with native status %llu", what,
-                     (unsigned long long)status);
-    }
-    return NULL;
-}
-
-PyObject *zpy_error_take(void) {
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    if (type == NULL) return NULL;
-    PyErr_NormalizeException(&type, &value, &traceback);
-    if (traceback != NULL && value != NULL) PyException_SetTraceback(value, traceback);
-    Py_XDECREF(type);
-    Py_XDECREF(traceback);
-    return value;
-#endif
-}
-
-void zpy_error_give(PyObject *error) {
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(error);
-#else
-    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), error, PyException_GetTraceback(error));
-#endif
-}
-
-int zpy_error_prefix(PyObject *what) {
-    PyObject *type = PyErr_Occurred();
-    if (what == NULL ||
-        (type != PyExc_TypeError && type != PyExc_ValueError && type != PyExc_OverflowError))
-        return -1;
-    PyObject *error = zpy_error_take();
-    PyObject *text = PyObject_Str(error);
-    if (text == NULL) {
-        Py_DECREF(error);
-        return -1;
-    }
-    if (PyUnicode_Tailmatch(text, what, 0, PY_SSIZE_T_MAX, -1) == 1) zpy_error_give(error);
-    else {
-        PyErr_Format(type, "%U: %U", what, text);
-        Py_DECREF(error);
-    }
-    Py_DECREF(text);
-    return -1;
 }
 
 /* The names of the managed side's own functions, from their X-macro. */
@@ -278,7 +147,7 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
  * refers only to its runtime and to its own views, so it cannot be part of
  * an uncollected cycle for long (expiry breaks the views'), and it saves 16
  * bytes per conjugate; a class adding instance slots is refused. A stateful
- * class (zs.state() attributes, its own or inherited: state.c) keeps
+ * class (zs.state() attributes, its own or inherited: zpy_object_state.c) keeps
  * Python's tracking, and its instances may have the slots of that state
  * only. Must run before the class has instances. */
 static PyObject *init_class(PyObject *module, PyObject *args) {
@@ -348,7 +217,7 @@ static PyMethodDef core_functions[] = {
      "The address of the C API as one table of function pointers (struct zs_api)."},
     {"api_functions", api_functions, METH_NOARGS,
      "{name: address} of the C API functions a host may call (and zs_api_table)."},
-    /* reflection.c */
+    /* zpy_reflection.c */
     {"status_message", zpy_module_status_message, METH_O,
      "The C library's text for a native status."},
     {"object_header", zpy_module_object_header, METH_O,
@@ -443,7 +312,7 @@ static PyModuleDef_Slot core_slots[] = {
     {0, NULL},
 };
 
-static struct PyModuleDef core_module = {
+struct PyModuleDef zpy_core_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "zsharp_py._core",
     .m_doc = "The hot path of object conjugates (see native/binding/core.h).",
@@ -456,4 +325,4 @@ static struct PyModuleDef core_module = {
 };
 
 /* The entry point (multi-phase initialisation). */
-PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&core_module); }
+PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&zpy_core_module); }

@@ -340,7 +340,7 @@ static PyType_Spec reference_spec = {
 };
 
 /* =========================================================================
- * Constructor keywords (Cls(health=5, target=other) in C, classes.c)
+ * Constructor keywords (Cls(health=5, target=other) in C, zpy_object_classes.c)
  * ========================================================================= */
 
 /* Convert and check one keyword for `descriptor` with no Python code: 1 when

@@ -25,7 +25,7 @@
  * runs (a conjugate's address, the runtime's state) is trusted after it.
  *
  * A plan with an entry (CallPlan(..., entry=, user=): the class's function
- * is a host's NativeFunction that no Python class overrides, functions.c)
+ * is a host's NativeFunction that no Python class overrides, zpy_python_to_host.c)
  * makes no Python call: once the object and its runtime are checked again,
  * the host's C function runs on the host's block as it is.
  *
@@ -50,101 +50,6 @@ typedef struct zpy_call_plan {
     void *user;               /*   (a NativeFunction the class did not override), with this */
     zpy_plan_member members[];
 } zpy_call_plan;
-
-/* =========================================================================
- * The open runtimes
- * ========================================================================= */
-
-/* Record an open runtime (borrowed: it removes itself when detached or freed). */
-int zpy_open_runtime_add(zpy_core_state *state, zpy_runtime_core *rt) {
-    if (state->open_count == state->open_capacity) {
-        Py_ssize_t capacity = state->open_capacity ? state->open_capacity * 2 : 8;
-        zpy_runtime_core **grown = PyMem_Realloc(state->open_runtimes,
-                                                 (size_t)capacity * sizeof *grown);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        state->open_runtimes = grown;
-        state->open_capacity = capacity;
-    }
-    state->open_runtimes[state->open_count++] = rt;
-    return 0;
-}
-
-/* Forget a runtime (no-op if it is not recorded). */
-void zpy_open_runtime_remove(zpy_core_state *state, zpy_runtime_core *rt) {
-    for (Py_ssize_t i = 0; i < state->open_count; i++) {
-        if (state->open_runtimes[i] == rt) {
-            state->open_runtimes[i] = state->open_runtimes[--state->open_count];
-            return;
-        }
-    }
-}
-
-/* The open runtime core of a native runtime, or NULL (borrowed). */
-zpy_runtime_core *zpy_open_runtime_of(const zpy_core_state *state, const zs_runtime *native) {
-    for (Py_ssize_t i = 0; i < state->open_count; i++)
-        if (state->open_runtimes[i]->native == native) return state->open_runtimes[i];
-    return NULL;
-}
-
-/* =========================================================================
- * Plans
- * ========================================================================= */
-
-int zpy_call_member_init(zpy_core_state *state, const char *who, Py_ssize_t offset, int mode,
-                         PyObject *detail, PyObject *what, Py_ssize_t block_size, unsigned accept,
-                         zpy_plan_member *member) {
-    size_t size, align;
-    zpy_scalar_kind scalar = ZPY_SCALAR_BOOL;
-    if (mode == ZPY_CALL_SCALAR) {
-        long code = PyLong_Check(detail) ? PyLong_AsLong(detail) : -1;
-        if (code < 0 || code >= ZPY_SCALAR_KINDS) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s: a scalar member needs a scalar kind", who);
-            return -1;
-        }
-        scalar = (zpy_scalar_kind)code;
-        size = align = zpy_scalar_size(scalar);
-    } else if (mode == ZPY_CALL_OBJECT) {
-        if (detail == Py_None && (accept & ZPY_MEMBER_ACCEPT_ANY_OBJECT)) {
-            detail = (PyObject *)state->conjugate_type;
-        } else if (!PyType_Check(detail) ||
-                   !PyType_IsSubtype((PyTypeObject *)detail, state->conjugate_type)) {
-            PyErr_Format(PyExc_TypeError, "%s: an object member needs an object conjugate class",
-                         who);
-            return -1;
-        }
-        size = align = sizeof(zs_ref);
-    } else if (mode == ZPY_CALL_STRUCT ||
-               (mode == ZPY_CALL_VALUE && (accept & ZPY_MEMBER_ACCEPT_VALUE))) {
-        if (!zpyv_is_kind(state, detail) ||
-            (mode == ZPY_CALL_STRUCT && ((zpyv_kind *)detail)->code != ZPYV_STRUCT)) {
-            PyErr_Format(PyExc_TypeError, "%s: a %s member needs a %s", who,
-                         mode == ZPY_CALL_STRUCT ? "struct" : "value",
-                         mode == ZPY_CALL_STRUCT ? "struct kind" : "kind");
-            return -1;
-        }
-        size = ((zpyv_kind *)detail)->size;
-        align = ((zpyv_kind *)detail)->align ? ((zpyv_kind *)detail)->align : 1;
-    } else {
-        PyErr_Format(PyExc_ValueError, "%s: unknown member mode", who);
-        return -1;
-    }
-    if (offset < 0 || offset % (Py_ssize_t)align != 0 || offset > block_size ||
-        size > (size_t)(block_size - offset)) {
-        PyErr_Format(PyExc_ValueError, "%s: %U is outside the %zd-byte block", who, what,
-                     block_size);
-        return -1;
-    }
-    member->offset = offset;
-    member->mode = (zpy_call_mode)mode;
-    member->scalar = scalar;
-    member->detail = mode == ZPY_CALL_SCALAR ? NULL : Py_NewRef(detail);
-    member->what = Py_NewRef(what);
-    return 0;
-}
 
 /* Fill `member` from (offset, mode, detail, what). */
 static int member_parse(zpy_core_state *state, PyObject *entry, Py_ssize_t block_size,

@@ -40,7 +40,7 @@ static int expire_pending(zpy_runtime_core *rt, uint32_t *out_taken) {
 }
 
 /* Run one native step with the GIL released (as the incremental paths'
- * steps do, heap_calls.c: a long mark or purge lets other Python threads
+ * steps do, zpy_heap_calls.c: a long mark or purge lets other Python threads
  * run). The step hands the dying objects it would free to the expiry
  * handler first (zs_gc_hand_over), which takes the GIL on this thread and
  * expires their conjugates; an error of that expiry is raised here.
