@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lint the whole tree: ruff's linter and formatter check (Python), the
-# import-linter contracts (layering of src/zsharp_py) and, when present,
+# import-linter contracts (layering of src/zsharp_py), the layering of
+# native/binding (tools/check_binding_layers.py) and, when present,
 # tools/lint_c.sh (clang-format on the C sources). Every step runs even after
 # one fails; the exit status is non-zero if any failed.
 #
@@ -53,6 +54,9 @@ if grep -q '^\[tool\.importlinter' pyproject.toml; then
 else
     echo "== import-linter: skipped (no [tool.importlinter] contract in pyproject.toml yet)"
 fi
+
+# native/binding's layers and prefix (docs/binding.md).
+step "binding layers" python3 tools/check_binding_layers.py
 
 if [ -f tools/lint_c.sh ]; then
     step "C formatting" bash tools/lint_c.sh

@@ -254,7 +254,7 @@ def core_extension(extension: type) -> object:
         sources=sources,
         include_dirs=[str(NATIVE / "include"), str(NATIVE / "binding")],
         depends=[
-            str((NATIVE / "binding" / "core.h").relative_to(ROOT)),
+            *(str(header.relative_to(ROOT)) for header in sorted((NATIVE / "binding").glob("*.h"))),
             *(str(header.relative_to(ROOT)) for header in API_HEADERS),
         ],
         extra_compile_args=cflags,

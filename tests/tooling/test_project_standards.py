@@ -291,12 +291,12 @@ def test_one_path_raises_for_refused_dying_objects() -> None:
 def test_one_path_sets_the_current_runtime() -> None:
     """The C creation path remembers the current runtime's value per thread
     context and forgets it when the variable is set or reset
-    (``zs_current_memo``, native/binding/core.h): every set and reset goes
-    through ``zs_context_var_set`` and ``zs_context_var_reset``
-    (native/binding/module.c), from Python through ``context.set_current``
+    (``zpy_current_memo``, native/binding/core.h): every set and reset goes
+    through ``zpy_context_var_set`` and ``zpy_context_var_reset``
+    (native/binding/zpy_module_state.c), from Python through ``context.set_current``
     and ``context.reset_current``. A direct ``current.set()`` would leave
-    the memo stale; every C read goes through the memo (``zs_current_get``),
-    so ``zs_current_read`` is the one place that calls PyContextVar_Get."""
+    the memo stale; every C read goes through the memo (``zpy_current_get``),
+    so ``zpy_current_read`` is the one place that calls PyContextVar_Get."""
     package = ROOT / "src" / "zsharp_py"
     for path in sorted(package.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
@@ -305,7 +305,7 @@ def test_one_path_sets_the_current_runtime() -> None:
         text = path.read_text(encoding="utf-8")
         changes = len(re.findall(r"PyContextVar_(Set|Reset)\(", text))
         reads = len(re.findall(r"PyContextVar_Get\(state->current\b", text))
-        expected = 1 if path.name == "module.c" else 0
+        expected = 1 if path.name == "zpy_module_state.c" else 0
         assert (changes, reads) == (2 * expected, expected), path.name
 
 

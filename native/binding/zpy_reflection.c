@@ -1,12 +1,12 @@
 /* What Python asks of the heap outside the hot paths (the `_heap_*`
- * methods of RuntimeCore beside heap_calls.c's, whose helpers these share:
- * zs_rt_open, zs_rt_handle_arg), in C: a host's
+ * methods of RuntimeCore beside zpy_heap_calls.c's, whose helpers these share:
+ * zpy_rt_open, zpy_rt_handle_arg), in C: a host's
  * descriptions of its classes, structs and enums, read into plain tuples
  * (zsharp_py/_interop/reflection.py binds them); an object's lifetime
  * controls (roots, strong references, garbage, clusters:
  * zsharp_py/_model/object.py, zsharp_py/_types/object_pointers.py); the
  * checks and queries of the lower layers and of zsharp_py.testing; the
- * status texts. With these and heap_calls.c, _core is the Python package's
+ * status texts. With these and zpy_heap_calls.c, _core is the Python package's
  * one way into the native library.
  *
  * Every entry converts its arguments completely first (an __index__ may
@@ -15,10 +15,10 @@
  * docs/design.md); a description is read into tuples with Python's cycle
  * collector paused (reflection_read), so that no finaliser runs while the
  * native memory is being read. A runtime that is closing or closed raises
- * ExpiredConjugateError("the runtime has been closed") (zs_rt_open with
+ * ExpiredConjugateError("the runtime has been closed") (zpy_rt_open with
  * while_closing 0: close() sets `closing` first, and these calls take no
  * Python lock to wait for it), and a native status is
- * raised by Python's `refused` (zs_call_raise_status), as `check` raised
+ * raised by Python's `refused` (zpy_call_raise_status), as `check` raised
  * it. The GIL is held throughout: every call is short (rule 10; the heap
  * releases its own lock before it calls anything that may need the GIL,
  * native/src/gc_purge.c).
@@ -37,8 +37,8 @@ static PyObject *reflection_text(const char *text) {
  * meanwhile, since allocating a tuple may start a collection, whose
  * finalisers may run any Python code (close the runtime, free the classes
  * and types being read). Nothing else the read calls runs Python code. */
-static PyObject *reflection_read(zs_runtime_core *rt, const void *arg,
-                                 PyObject *(*read)(zs_runtime_core *rt, const void *arg)) {
+static PyObject *reflection_read(zpy_runtime_core *rt, const void *arg,
+                                 PyObject *(*read)(zpy_runtime_core *rt, const void *arg)) {
     int collecting = PyGC_Disable();
     PyObject *out = read(rt, arg);
     if (collecting) PyGC_Enable();
@@ -54,47 +54,47 @@ typedef zs_status (*handle_call)(zs_runtime *rt, zs_ref ref);
  * or the exception of its status (`what` names the call in it). */
 static PyObject *reflection_handle_call(PyObject *self, PyObject *args, handle_call call,
                                         const char *format) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     PyObject *handle, *what;
     zs_ref ref;
-    if (!PyArg_ParseTuple(args, format, &handle, &what) || zs_rt_handle_arg(handle, &ref) < 0)
+    if (!PyArg_ParseTuple(args, format, &handle, &what) || zpy_rt_handle_arg(handle, &ref) < 0)
         return NULL;
-    if (zs_rt_open(rt, 0) == NULL) return NULL;
+    if (zpy_rt_open(rt, 0) == NULL) return NULL;
     zs_status status = call(rt->native, ref);
-    if (status != ZS_OK) return zs_call_raise_status(rt->state, status, what, rt);
+    if (status != ZS_OK) return zpy_call_raise_status(rt->state, status, what, rt);
     Py_RETURN_NONE;
 }
 
 /* RuntimeCore._heap_add_to_root(handle, what): Object.add_to_root. */
-PyObject *zs_rt_add_to_root(PyObject *self, PyObject *args) {
+PyObject *zpy_rt_add_to_root(PyObject *self, PyObject *args) {
     return reflection_handle_call(self, args, zs_add_to_root, "OU:_heap_add_to_root");
 }
 
 /* RuntimeCore._heap_remove_from_root(handle, what): Object.remove_from_root. */
-PyObject *zs_rt_remove_from_root(PyObject *self, PyObject *args) {
+PyObject *zpy_rt_remove_from_root(PyObject *self, PyObject *args) {
     return reflection_handle_call(self, args, zs_remove_from_root, "OU:_heap_remove_from_root");
 }
 
 /* RuntimeCore._heap_mark_as_garbage(handle, what): Object.mark_as_garbage. */
-PyObject *zs_rt_mark_as_garbage(PyObject *self, PyObject *args) {
+PyObject *zpy_rt_mark_as_garbage(PyObject *self, PyObject *args) {
     return reflection_handle_call(self, args, zs_mark_as_garbage, "OU:_heap_mark_as_garbage");
 }
 
 /* RuntimeCore._heap_dissolve_cluster(handle, what): Object.dissolve_cluster. */
-PyObject *zs_rt_dissolve_cluster(PyObject *self, PyObject *args) {
+PyObject *zpy_rt_dissolve_cluster(PyObject *self, PyObject *args) {
     return reflection_handle_call(self, args, zs_dissolve_cluster, "OU:_heap_dissolve_cluster");
 }
 
 /* RuntimeCore._heap_add_strong_ref(handle, what): a strong reference Python holds
  * (StrongObjectPtr, an object whose Python __init__ runs). */
-PyObject *zs_rt_add_strong_ref(PyObject *self, PyObject *args) {
+PyObject *zpy_rt_add_strong_ref(PyObject *self, PyObject *args) {
     return reflection_handle_call(self, args, zs_add_strong_ref, "OU:_heap_add_strong_ref");
 }
 
 /* RuntimeCore._heap_object_writable(owner, what): refuse, as the heap refuses a
  * native write, a write Python makes itself into a stale or dying owner
  * (zsharp_py/_base/errors.py, check_writable). */
-PyObject *zs_rt_object_writable(PyObject *self, PyObject *args) {
+PyObject *zpy_rt_object_writable(PyObject *self, PyObject *args) {
     return reflection_handle_call(self, args, zs_object_writable, "OU:_heap_object_writable");
 }
 
@@ -102,10 +102,10 @@ PyObject *zs_rt_object_writable(PyObject *self, PyObject *args) {
  * root set and mark it as garbage (its Python __init__ raised), statuses
  * ignored (it may not be rooted); nothing once the runtime is closed (its
  * object went with it). */
-PyObject *zs_rt_abandon(PyObject *self, PyObject *handle) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_abandon(PyObject *self, PyObject *handle) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     zs_ref ref;
-    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
+    if (zpy_rt_handle_arg(handle, &ref) < 0) return NULL;
     if (rt->native != NULL && !rt->closing) {
         (void)zs_remove_from_root(rt->native, ref);
         (void)zs_mark_as_garbage(rt->native, ref);
@@ -119,43 +119,43 @@ typedef zs_status (*handle_query)(zs_runtime *rt, zs_ref ref, int *out);
 /* `query(native, handle)` on `self`'s heap: True or False, or the
  * exception of its status, named "query". */
 static PyObject *reflection_query(PyObject *self, PyObject *handle, handle_query query) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     zs_ref ref;
-    if (zs_rt_handle_arg(handle, &ref) < 0 || zs_rt_open(rt, 0) == NULL) return NULL;
+    if (zpy_rt_handle_arg(handle, &ref) < 0 || zpy_rt_open(rt, 0) == NULL) return NULL;
     int answer = 0;
     zs_status status = query(rt->native, ref, &answer);
     if (status == ZS_OK) return PyBool_FromLong(answer);
     PyObject *what = PyUnicode_FromString("query");
-    if (what != NULL) zs_call_raise_status(rt->state, status, what, rt);
+    if (what != NULL) zpy_call_raise_status(rt->state, status, what, rt);
     Py_XDECREF(what);
     return NULL;
 }
 
 /* RuntimeCore._heap_is_rooted(handle): Object.is_rooted. */
-PyObject *zs_rt_is_rooted(PyObject *self, PyObject *handle) {
+PyObject *zpy_rt_is_rooted(PyObject *self, PyObject *handle) {
     return reflection_query(self, handle, zs_is_rooted);
 }
 
 /* RuntimeCore._heap_is_garbage(handle): Object.is_garbage. */
-PyObject *zs_rt_is_garbage(PyObject *self, PyObject *handle) {
+PyObject *zpy_rt_is_garbage(PyObject *self, PyObject *handle) {
     return reflection_query(self, handle, zs_is_garbage);
 }
 
 /* RuntimeCore._heap_is_permanent(handle): made permanent by disregard_for_gc (a
  * leak report leaves it out). */
-PyObject *zs_rt_is_permanent(PyObject *self, PyObject *handle) {
+PyObject *zpy_rt_is_permanent(PyObject *self, PyObject *handle) {
     return reflection_query(self, handle, zs_is_permanent);
 }
 
 /* RuntimeCore._heap_live_handles(what) -> the handles of every live object, in
  * index order (zsharp_py.testing's leak report). */
-PyObject *zs_rt_live_handles(PyObject *self, PyObject *what) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_live_handles(PyObject *self, PyObject *what) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     if (!PyUnicode_Check(what)) {
         PyErr_SetString(PyExc_TypeError, "_heap_live_handles: what must be a str");
         return NULL;
     }
-    if (zs_rt_open(rt, 0) == NULL) return NULL;
+    if (zpy_rt_open(rt, 0) == NULL) return NULL;
     uint32_t count = zs_live_objects(rt->native), found = 0;
     zs_ref *handles = NULL;
     for (;;) { /* another thread may create objects between the count and the copy */
@@ -168,7 +168,7 @@ PyObject *zs_rt_live_handles(PyObject *self, PyObject *what) {
         zs_status status = zs_live_handles(rt->native, handles, count, &found);
         if (status != ZS_OK) {
             PyMem_Free(handles);
-            return zs_call_raise_status(rt->state, status, what, rt);
+            return zpy_call_raise_status(rt->state, status, what, rt);
         }
         if (found <= count) break;
         count = found;
@@ -188,14 +188,14 @@ PyObject *zs_rt_live_handles(PyObject *self, PyObject *what) {
 /* RuntimeCore._heap_class_id_of(cls) -> the native class id of a conjugate class in
  * this runtime (SubclassOf stores it), once Runtime._native_class(cls) has
  * registered it there. */
-PyObject *zs_rt_class_id_of(PyObject *self, PyObject *cls) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_class_id_of(PyObject *self, PyObject *cls) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     if (!PyObject_TypeCheck(cls, rt->state->class_type)) {
         PyErr_SetString(PyExc_TypeError, "_heap_class_id_of: not a conjugate class");
         return NULL;
     }
-    if (zs_rt_open(rt, 0) == NULL) return NULL;
-    uint32_t number = ((zs_class_object *)cls)->number;
+    if (zpy_rt_open(rt, 0) == NULL) return NULL;
+    uint32_t number = ((zpy_class_object *)cls)->number;
     if (number == 0 || number >= rt->native_count || rt->natives[number] == NULL)
         return PyErr_Format(PyExc_ValueError, "%s has no native class in this runtime",
                             ((PyTypeObject *)cls)->tp_name);
@@ -203,7 +203,7 @@ PyObject *zs_rt_class_id_of(PyObject *self, PyObject *cls) {
 }
 
 /* The names of every class of an open runtime, by id (reflection_read). */
-static PyObject *class_names_now(zs_runtime_core *rt, const void *unused) {
+static PyObject *class_names_now(zpy_runtime_core *rt, const void *unused) {
     (void)unused;
     uint32_t count = zs_class_count(rt->native);
     PyObject *names = PyTuple_New((Py_ssize_t)count);
@@ -217,23 +217,23 @@ static PyObject *class_names_now(zs_runtime_core *rt, const void *unused) {
 
 /* RuntimeCore._heap_class_names() -> the name of every class registered here, by
  * class id (a host's and Python's). */
-PyObject *zs_rt_class_names(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_class_names(PyObject *self, PyObject *unused) {
     (void)unused;
-    zs_runtime_core *rt = (zs_runtime_core *)self;
-    if (zs_rt_open(rt, 0) == NULL) return NULL;
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
+    if (zpy_rt_open(rt, 0) == NULL) return NULL;
     return reflection_read(rt, NULL, class_names_now);
 }
 
 /* RuntimeCore._heap_find_class(name: bytes) -> the id of the first class
  * registered under that UTF-8 name, or None (the resolver is not asked: a
  * script class not registered yet is not the host's). */
-PyObject *zs_rt_find_class(PyObject *self, PyObject *name) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_find_class(PyObject *self, PyObject *name) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     if (!PyBytes_Check(name)) {
         PyErr_SetString(PyExc_TypeError, "_heap_find_class: the name must be bytes");
         return NULL;
     }
-    if (zs_rt_open(rt, 0) == NULL) return NULL;
+    if (zpy_rt_open(rt, 0) == NULL) return NULL;
     size_t length = (size_t)PyBytes_GET_SIZE(name);
     uint32_t count = zs_class_count(rt->native);
     for (uint32_t i = 0; i < count; i++) {
@@ -298,7 +298,7 @@ static PyObject *reflection_function(const zs_function_desc *function) {
 
 /* The description of class `*arg` (a uint64_t id) of an open runtime
  * (reflection_read). */
-static PyObject *describe_class_now(zs_runtime_core *rt, const void *arg) {
+static PyObject *describe_class_now(zpy_runtime_core *rt, const void *arg) {
     uint64_t id = *(const uint64_t *)arg;
     const zs_class *cls = id < zs_class_count(rt->native) ? zs_class_by_id(rt->native, (uint32_t)id)
                                                           : NULL;
@@ -342,17 +342,17 @@ static PyObject *describe_class_now(zs_runtime_core *rt, const void *arg) {
 /* RuntimeCore._heap_describe_class(class_id) -> (name, parent's name or None,
  * parent's id or None, instance size, address, properties, functions):
  * the description the class was registered with, read whole. */
-PyObject *zs_rt_describe_class(PyObject *self, PyObject *class_id) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_describe_class(PyObject *self, PyObject *class_id) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     uint64_t id;
-    if (zs_rt_handle_arg(class_id, &id) < 0 || zs_rt_open(rt, 0) == NULL) return NULL;
+    if (zpy_rt_handle_arg(class_id, &id) < 0 || zpy_rt_open(rt, 0) == NULL) return NULL;
     return reflection_read(rt, &id, describe_class_now);
 }
 
 /* ---- structs, enums and native types -------------------------------------------- */
 
 /* The struct named `name` (UTF-8) of an open runtime (reflection_read). */
-static PyObject *find_struct_now(zs_runtime_core *rt, const void *name) {
+static PyObject *find_struct_now(zpy_runtime_core *rt, const void *name) {
     const zs_struct_desc *desc = NULL;
     const zs_type *type = NULL;
     if (zs_find_struct(rt->native, name, &desc, &type) != ZS_OK || desc == NULL) Py_RETURN_NONE;
@@ -369,18 +369,18 @@ static PyObject *find_struct_now(zs_runtime_core *rt, const void *name) {
 
 /* RuntimeCore._heap_find_struct(name: bytes) -> (name, size, align, members, native
  * type's address) of the struct registered under that UTF-8 name, or None. */
-PyObject *zs_rt_find_struct(PyObject *self, PyObject *name) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_find_struct(PyObject *self, PyObject *name) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     if (!PyBytes_Check(name)) {
         PyErr_SetString(PyExc_TypeError, "_heap_find_struct: the name must be bytes");
         return NULL;
     }
-    if (zs_rt_open(rt, 0) == NULL) return NULL;
+    if (zpy_rt_open(rt, 0) == NULL) return NULL;
     return reflection_read(rt, PyBytes_AS_STRING(name), find_struct_now);
 }
 
 /* The enum named `name` (UTF-8) of an open runtime (reflection_read). */
-static PyObject *find_enum_now(zs_runtime_core *rt, const void *name) {
+static PyObject *find_enum_now(zpy_runtime_core *rt, const void *name) {
     const zs_enum_desc *desc = NULL;
     if (zs_find_enum(rt->native, name, &desc) != ZS_OK || desc == NULL) Py_RETURN_NONE;
     uint32_t count = desc->items != NULL ? desc->item_count : 0;
@@ -403,28 +403,28 @@ static PyObject *find_enum_now(zs_runtime_core *rt, const void *name) {
 
 /* RuntimeCore._heap_find_enum(name: bytes) -> (name, underlying type's text, items
  * as (name, value)) of the enum registered under that UTF-8 name, or None. */
-PyObject *zs_rt_find_enum(PyObject *self, PyObject *name) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_find_enum(PyObject *self, PyObject *name) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     if (!PyBytes_Check(name)) {
         PyErr_SetString(PyExc_TypeError, "_heap_find_enum: the name must be bytes");
         return NULL;
     }
-    if (zs_rt_open(rt, 0) == NULL) return NULL;
+    if (zpy_rt_open(rt, 0) == NULL) return NULL;
     return reflection_read(rt, PyBytes_AS_STRING(name), find_enum_now);
 }
 
 /* RuntimeCore._heap_native_type_traits(kind) -> (address, kind, size, flags) of the
  * kind's native type in this runtime (registered on first use), to compare
  * with a description's (the binder refuses a disagreement). */
-PyObject *zs_rt_native_type_traits(PyObject *self, PyObject *kind) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
-    if (!zsv_is_kind(rt->state, kind)) {
+PyObject *zpy_rt_native_type_traits(PyObject *self, PyObject *kind) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
+    if (!zpyv_is_kind(rt->state, kind)) {
         PyErr_SetString(PyExc_TypeError, "_heap_native_type_traits: a Kind");
         return NULL;
     }
     /* Checked first: a closed runtime's types are gone. */
-    if (zs_rt_open(rt, 0) == NULL) return NULL;
-    const zs_type *type = zsv_native_type(rt, (zsv_kind *)kind);
+    if (zpy_rt_open(rt, 0) == NULL) return NULL;
+    const zs_type *type = zpyv_native_type(rt, (zpyv_kind *)kind);
     if (type == NULL) return NULL;
     return Py_BuildValue("(Kkkk)", (unsigned long long)(uintptr_t)type,
                          (unsigned long)zs_type_kind_of(type), (unsigned long)zs_type_size(type),
@@ -434,7 +434,7 @@ PyObject *zs_rt_native_type_traits(PyObject *self, PyObject *kind) {
 /* ---- module functions --------------------------------------------------------- */
 
 /* status_message(status) -> the C library's text for a status. */
-PyObject *zs_module_status_message(PyObject *module, PyObject *status) {
+PyObject *zpy_module_status_message(PyObject *module, PyObject *status) {
     (void)module;
     long value = PyLong_AsLong(status);
     if (value == -1 && PyErr_Occurred()) return NULL;
@@ -447,14 +447,14 @@ PyObject *zs_module_status_message(PyObject *module, PyObject *status) {
 
 /* object_header(obj) -> (name index, name number, outer handle) of a live
  * object conjugate's native header; its expiry error once expired. */
-PyObject *zs_module_object_header(PyObject *module, PyObject *obj) {
-    zs_core_state *state = zs_state_of_module(module);
-    if (!zs_is_conjugate(state, obj)) {
+PyObject *zpy_module_object_header(PyObject *module, PyObject *obj) {
+    zpy_core_state *state = zpy_state_of_module(module);
+    if (!zpy_is_conjugate(state, obj)) {
         PyErr_Format(PyExc_TypeError, "object_header: a zs.Object, not %s", Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    zs_conjugate *conjugate = (zs_conjugate *)obj;
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate);
+    zpy_conjugate *conjugate = (zpy_conjugate *)obj;
+    if (!ZPY_CONJUGATE_IS_LIVE(conjugate)) return zpy_raise_expired(conjugate);
     const zs_object *header = (const zs_object *)conjugate->address;
     return Py_BuildValue("(kkK)", (unsigned long)header->name_index,
                          (unsigned long)header->name_number, (unsigned long long)header->outer);

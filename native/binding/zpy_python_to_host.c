@@ -63,23 +63,23 @@
 
 /* One member of the parameter block. */
 typedef struct fn_member {
-    zs_plan_member plan; /* offset, mode, scalar, detail, what (calls.c's) */
-    PyObject *name;      /* interned: the member's name (an argument's keyword) */
-    int direction;       /* zs_param_direction */
+    zpy_plan_member plan; /* offset, mode, scalar, detail, what (zpy_host_to_python.c's) */
+    PyObject *name;       /* interned: the member's name (an argument's keyword) */
+    int direction;        /* zs_param_direction */
 } fn_member;
 
 /* A NativeFunction. Immutable once made. */
-typedef struct zs_native_fn {
+typedef struct zpy_native_fn {
     PyObject_VAR_HEAD vectorcallfunc vectorcall;
-    zs_core_state *state;
-    PyObject *name;           /* str */
-    PyObject *qualname;       /* "Owner.name" */
-    PyObject *what;           /* the signature as text, for errors */
-    PyObject *doc;            /* str or None */
-    PyObject *signature;      /* __signature__ (None: none) */
-    PyTypeObject *owner;      /* strong; NULL once cleared (a cycle being collected) */
-    zs_runtime_core *runtime; /* strong or NULL: the runtime whose host gave the entry */
-    zs_native_function entry; /* NULL: an event with no native default */
+    zpy_core_state *state;
+    PyObject *name;            /* str */
+    PyObject *qualname;        /* "Owner.name" */
+    PyObject *what;            /* the signature as text, for errors */
+    PyObject *doc;             /* str or None */
+    PyObject *signature;       /* __signature__ (None: none) */
+    PyTypeObject *owner;       /* strong; NULL once cleared (a cycle being collected) */
+    zpy_runtime_core *runtime; /* strong or NULL: the runtime whose host gave the entry */
+    zs_native_function entry;  /* NULL: an event with no native default */
     void *user;
     uint32_t flags;     /* ZS_FUNCTION_* */
     Py_ssize_t size;    /* bytes of the block */
@@ -93,20 +93,20 @@ typedef struct zs_native_fn {
     Py_ssize_t *order;  /* PyMem [inputs + outputs]: member indices of the arguments,
                           then of the results (the RETURN member first) */
     fn_member members[];
-} zs_native_fn;
+} zpy_native_fn;
 
 /* Per-call state of one member. */
 typedef struct fn_slot {
-    zsv_staged in;       /* a struct or value argument, staged */
-    zsv_staged out;      /* a struct or value result, captured after the entry */
+    zpyv_staged in;      /* a struct or value argument, staged */
+    zpyv_staged out;     /* a struct or value result, captured after the entry */
     const zs_type *type; /* a value that may own native memory: cleared after the call */
     PyObject *argument;  /* an object argument's conjugate (borrowed), NULL for None */
 } fn_slot;
 
 /* One call in progress (on the C stack of fn_invoke). */
 typedef struct fn_call {
-    zs_native_fn *fn;
-    zs_runtime_core *rt; /* held by the caller (self's, fn's) or by invoke */
+    zpy_native_fn *fn;
+    zpy_runtime_core *rt; /* held by the caller (self's, fn's) or by invoke */
     char *block;
     fn_slot *slots;     /* [count], or NULL when not slotted */
     zs_status status;   /* the entry's */
@@ -114,8 +114,8 @@ typedef struct fn_call {
     int capture_failed; /* out of memory while capturing */
 } fn_call;
 
-static inline int is_value_mode(zs_call_mode mode) {
-    return mode == ZS_CALL_STRUCT || mode == ZS_CALL_VALUE;
+static inline int is_value_mode(zpy_call_mode mode) {
+    return mode == ZPY_CALL_STRUCT || mode == ZPY_CALL_VALUE;
 }
 
 /* =========================================================================
@@ -123,7 +123,7 @@ static inline int is_value_mode(zs_call_mode mode) {
  * ========================================================================= */
 
 /* The input (argument position) whose member is named `key`, or -1. */
-static Py_ssize_t input_named(const zs_native_fn *fn, PyObject *key) {
+static Py_ssize_t input_named(const zpy_native_fn *fn, PyObject *key) {
     for (Py_ssize_t i = 0; i < fn->inputs; i++)
         if (fn->members[fn->order[i]].name == key) return i;
     /* Not interned (a **kwargs dict's keys): compared as text, no Python code. */
@@ -134,7 +134,7 @@ static Py_ssize_t input_named(const zs_native_fn *fn, PyObject *key) {
 
 /* Bind positional arguments then keywords to the inputs, in `given`
  * (borrowed). Errors name the signature. */
-static int bind_arguments(const zs_native_fn *fn, PyObject *const *args, Py_ssize_t nargs,
+static int bind_arguments(const zpy_native_fn *fn, PyObject *const *args, Py_ssize_t nargs,
                           PyObject *kwnames, PyObject **given) {
     if (nargs > fn->inputs) {
         PyErr_Format(PyExc_TypeError, "%U takes %zd argument%s (%zd given)", fn->what, fn->inputs,
@@ -172,9 +172,9 @@ static int bind_arguments(const zs_native_fn *fn, PyObject *const *args, Py_ssiz
  * ========================================================================= */
 
 /* Raise ExpiredConjugateError for an expired object argument, naming it. */
-static int expired_argument(const fn_member *member, zs_conjugate *conjugate) {
-    zs_raise_expired(conjugate);
-    PyObject *error = zs_error_take();
+static int expired_argument(const fn_member *member, zpy_conjugate *conjugate) {
+    zpy_raise_expired(conjugate);
+    PyObject *error = zpy_error_take();
     if (error != NULL) {
         PyErr_Format((PyObject *)Py_TYPE(error), "%U: %S", member->plan.what, error);
         Py_DECREF(error);
@@ -184,7 +184,7 @@ static int expired_argument(const fn_member *member, zs_conjugate *conjugate) {
 
 /* The handle of an object argument: None, or a live conjugate of the
  * target class (its real type: not a __class__ property) in `rt`. */
-static int object_argument(zs_runtime_core *rt, const fn_member *member, PyObject *value,
+static int object_argument(zpy_runtime_core *rt, const fn_member *member, PyObject *value,
                            zs_ref *out) {
     *out = ZS_NULL_REF;
     if (value == Py_None) return 0;
@@ -195,35 +195,35 @@ static int object_argument(zs_runtime_core *rt, const fn_member *member, PyObjec
                      Py_TYPE(value)->tp_name);
         return -1;
     }
-    zs_conjugate *conjugate = (zs_conjugate *)value;
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return expired_argument(member, conjugate);
+    zpy_conjugate *conjugate = (zpy_conjugate *)value;
+    if (!ZPY_CONJUGATE_IS_LIVE(conjugate)) return expired_argument(member, conjugate);
     if (conjugate->runtime != rt) {
         PyErr_Format(PyExc_ValueError, "%U: the object belongs to another runtime",
                      member->plan.what);
         return -1;
     }
-    *out = zs_conjugate_share(conjugate);
+    *out = zpy_conjugate_share(conjugate);
     return 0;
 }
 
 /* Convert every argument: scalars and handles into the block, structs and
  * values staged; the native types of the value members registered. */
 static int convert_arguments(fn_call *call, PyObject *const *given) {
-    zs_native_fn *fn = call->fn;
-    zs_runtime_core *rt = call->rt;
+    zpy_native_fn *fn = call->fn;
+    zpy_runtime_core *rt = call->rt;
     for (Py_ssize_t i = 0; fn->valued && i < fn->count; i++) {
         const fn_member *member = &fn->members[i];
         if (!is_value_mode(member->plan.mode)) continue;
-        zsv_kind *kind = (zsv_kind *)member->plan.detail;
+        zpyv_kind *kind = (zpyv_kind *)member->plan.detail;
         if (rt->native == NULL || rt->closing) {
             PyErr_Format(rt->state->expired_exception, "%U: the runtime has been closed", fn->what);
             return -1;
         }
-        const zs_type *type = zsv_native_type(rt, kind);
+        const zs_type *type = zpyv_native_type(rt, kind);
         if (type == NULL) return -1;
-        if (!(kind->flags & ZSV_BITWISE)) call->slots[i].type = type;
+        if (!(kind->flags & ZPYV_BITWISE)) call->slots[i].type = type;
         if (member->direction != ZS_PARAM_OUT && member->direction != ZS_PARAM_RETURN)
-            zsv_initialize(kind, call->block + member->plan.offset); /* its plain defaults */
+            zpyv_initialize(kind, call->block + member->plan.offset); /* its plain defaults */
     }
     for (Py_ssize_t a = 0; a < fn->inputs; a++) {
         Py_ssize_t i = fn->order[a];
@@ -231,15 +231,15 @@ static int convert_arguments(fn_call *call, PyObject *const *given) {
         char *at = call->block + member->plan.offset;
         PyObject *value = given[a];
         switch (member->plan.mode) {
-        case ZS_CALL_SCALAR: {
-            zs_scalar_bits bits;
-            if (!zs_scalar_convert_exact(member->plan.scalar, value, &bits) &&
-                zs_scalar_convert(member->plan.scalar, value, &bits, member->plan.what) < 0)
+        case ZPY_CALL_SCALAR: {
+            zpy_scalar_bits bits;
+            if (!zpy_scalar_convert_exact(member->plan.scalar, value, &bits) &&
+                zpy_scalar_convert(member->plan.scalar, value, &bits, member->plan.what) < 0)
                 return -1;
-            zs_scalar_store(member->plan.scalar, &bits, at);
+            zpy_scalar_store(member->plan.scalar, &bits, at);
             break;
         }
-        case ZS_CALL_OBJECT: {
+        case ZPY_CALL_OBJECT: {
             zs_ref handle;
             if (object_argument(rt, member, value, &handle) < 0) return -1;
             memcpy(at, &handle, sizeof handle);
@@ -247,8 +247,8 @@ static int convert_arguments(fn_call *call, PyObject *const *given) {
             break;
         }
         default:
-            if (zsv_stage(rt, (zsv_kind *)member->plan.detail, value, &call->slots[i].in,
-                          member->plan.what) < 0)
+            if (zpyv_stage(rt, (zpyv_kind *)member->plan.detail, value, &call->slots[i].in,
+                           member->plan.what) < 0)
                 return -1;
             break;
         }
@@ -264,7 +264,7 @@ static int convert_arguments(fn_call *call, PyObject *const *given) {
  * capture the struct and value results into private memory, then clear
  * every value in the block that may own native memory. No Python code. */
 static void settle(fn_call *call, zs_runtime *native, int capture) {
-    zs_native_fn *fn = call->fn;
+    zpy_native_fn *fn = call->fn;
     call->settled = 1;
     for (Py_ssize_t i = 0; i < fn->count; i++) {
         const fn_member *member = &fn->members[i];
@@ -272,7 +272,7 @@ static void settle(fn_call *call, zs_runtime *native, int capture) {
         fn_slot *slot = &call->slots[i];
         char *at = call->block + member->plan.offset;
         if (capture && member->direction != ZS_PARAM_IN &&
-            zsv_capture(call->rt, (zsv_kind *)member->plan.detail, at, &slot->out) < 0)
+            zpyv_capture(call->rt, (zpyv_kind *)member->plan.detail, at, &slot->out) < 0)
             call->capture_failed = 1;
         if (slot->type != NULL) zs_value_clear(native, ZS_NULL_REF, slot->type, at);
     }
@@ -294,8 +294,8 @@ static zs_status trampoline(void *user, zs_runtime *native, zs_ref self, void *p
  * entry still runs on it. No lock: the count is guarded by the GIL, and
  * the object was checked under it by the rules every plain property write
  * keeps (a live conjugate; a dying object refused while a cycle has found
- * dying ones, zsv_writable). */
-static inline zs_status run_entry(zs_runtime_core *rt, zs_native_function entry, void *user,
+ * dying ones, zpyv_writable). */
+static inline zs_status run_entry(zpy_runtime_core *rt, zs_native_function entry, void *user,
                                   zs_ref self, void *params) {
     zs_runtime *native = rt->native;
     assert(native != NULL && !rt->closing);
@@ -316,9 +316,9 @@ static inline zs_status run_entry(zs_runtime_core *rt, zs_native_function entry,
 
 /* commit_checks' slow path: raise for what refuses the call, or 0 when
  * only the dying window was open and the object is not dying. */
-static int commit_refused(zs_native_fn *fn, zs_runtime_core *rt, PyObject *self, zs_ref handle) {
-    if (self != NULL && !ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self))
-        return zs_raise_expired((zs_conjugate *)self), -1;
+static int commit_refused(zpy_native_fn *fn, zpy_runtime_core *rt, PyObject *self, zs_ref handle) {
+    if (self != NULL && !ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self))
+        return zpy_raise_expired((zpy_conjugate *)self), -1;
     if (rt->native == NULL || rt->closing) {
         PyErr_Format(rt->state->expired_exception, "%U: the runtime has been closed", fn->what);
         return -1;
@@ -331,8 +331,8 @@ static int commit_refused(zs_native_fn *fn, zs_runtime_core *rt, PyObject *self,
                      fn->what);
         return -1;
     }
-    zs_status usable = zsv_writable(rt, handle); /* a dying object: refused */
-    if (usable != ZS_OK) return zs_call_raise_status(fn->state, usable, fn->what, rt), -1;
+    zs_status usable = zpyv_writable(rt, handle); /* a dying object: refused */
+    if (usable != ZS_OK) return zpy_call_raise_status(fn->state, usable, fn->what, rt), -1;
     return 0;
 }
 
@@ -342,12 +342,12 @@ static int commit_refused(zs_native_fn *fn, zs_runtime_core *rt, PyObject *self,
  * function), or -1 with the error. Still live, `self` is still the object
  * self_fits checked: an object never changes class, nor a runtime its
  * classes. */
-static inline int commit_checks(zs_native_fn *fn, zs_runtime_core *rt, PyObject *self,
+static inline int commit_checks(zpy_native_fn *fn, zpy_runtime_core *rt, PyObject *self,
                                 zs_ref *handle) {
-    int live = self == NULL || ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self);
+    int live = self == NULL || ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self);
     /* The host entry gets the handle: it may keep it anywhere. */
-    *handle = self != NULL && live ? zs_conjugate_share((zs_conjugate *)self) : ZS_NULL_REF;
-    if (live && rt->native != NULL && !rt->closing && !rt->expiring && !zs_dying_window(rt))
+    *handle = self != NULL && live ? zpy_conjugate_share((zpy_conjugate *)self) : ZS_NULL_REF;
+    if (live && rt->native != NULL && !rt->closing && !rt->expiring && !zpy_dying_window(rt))
         return 0;
     return commit_refused(fn, rt, self, *handle);
 }
@@ -356,17 +356,17 @@ static inline int commit_checks(zs_native_fn *fn, zs_runtime_core *rt, PyObject 
  * staged values, call. 0 (the entry's status in call->status), or -1 with
  * an error and nothing native left in the block. */
 static int commit_and_call(fn_call *call, PyObject *self) {
-    zs_native_fn *fn = call->fn;
-    zs_runtime_core *rt = call->rt;
+    zpy_native_fn *fn = call->fn;
+    zpy_runtime_core *rt = call->rt;
     zs_ref handle;
     if (commit_checks(fn, rt, self, &handle) < 0) return -1;
     for (Py_ssize_t a = 0; fn->slotted && a < fn->inputs; a++) {
         Py_ssize_t i = fn->order[a];
-        zs_conjugate *argument = (zs_conjugate *)call->slots[i].argument;
+        zpy_conjugate *argument = (zpy_conjugate *)call->slots[i].argument;
         if (argument == NULL) continue;
-        if (!ZS_CONJUGATE_IS_LIVE(argument)) return expired_argument(&fn->members[i], argument);
-        zs_status usable = zsv_writable(rt, argument->handle); /* dying: refused */
-        if (usable != ZS_OK) return zsv_refused(rt, usable, fn->members[i].plan.what), -1;
+        if (!ZPY_CONJUGATE_IS_LIVE(argument)) return expired_argument(&fn->members[i], argument);
+        zs_status usable = zpyv_writable(rt, argument->handle); /* dying: refused */
+        if (usable != ZS_OK) return zpyv_refused(rt, usable, fn->members[i].plan.what), -1;
     }
     /* From here to the entry, no Python code. */
     zs_runtime *native = rt->native;
@@ -374,11 +374,11 @@ static int commit_and_call(fn_call *call, PyObject *self) {
         Py_ssize_t i = fn->order[a];
         const fn_member *member = &fn->members[i];
         if (!is_value_mode(member->plan.mode)) continue;
-        zs_status status = zsv_emit(rt, (zsv_kind *)member->plan.detail, &call->slots[i].in,
-                                    ZS_NULL_REF, call->block + member->plan.offset);
+        zs_status status = zpyv_emit(rt, (zpyv_kind *)member->plan.detail, &call->slots[i].in,
+                                     ZS_NULL_REF, call->block + member->plan.offset);
         if (status != ZS_OK) {
             settle(call, native, 0);
-            return zsv_refused(rt, status, member->plan.what), -1;
+            return zpyv_refused(rt, status, member->plan.what), -1;
         }
     }
     if (fn->entry == NULL) { /* an event with no native default: nothing runs */
@@ -398,30 +398,31 @@ static int commit_and_call(fn_call *call, PyObject *self) {
  * ========================================================================= */
 
 /* A black copy of a captured struct: Python owns it. */
-static PyObject *black_struct(zs_runtime_core *rt, zsv_kind *kind, const zsv_staged *captured,
+static PyObject *black_struct(zpy_runtime_core *rt, zpyv_kind *kind, const zpyv_staged *captured,
                               PyObject *what) {
-    if (kind->flags & ZSV_BITWISE) {
-        zsv_value *value = zsv_new_black(rt, kind); /* inline: its own bytes */
-        if (value != NULL) memcpy(value->address, zsv_blob(captured), kind->size);
+    if (kind->flags & ZPYV_BITWISE) {
+        zpyv_value *value = zpyv_new_black(rt, kind); /* inline: its own bytes */
+        if (value != NULL) memcpy(value->address, zpyv_blob(captured), kind->size);
         return (PyObject *)value;
     }
     /* References inside: through their Python values, so that one whose
        object died during the call reads as None, and the copy holds only
        live ones (a black value is a root). */
-    PyObject *plain = zsv_build(rt, kind, captured);
+    PyObject *plain = zpyv_build(rt, kind, captured);
     if (plain == NULL) return NULL;
-    zsv_staged staged = {0};
-    int failed = zsv_native_type(rt, kind) == NULL || zsv_stage(rt, kind, plain, &staged, what) < 0;
+    zpyv_staged staged = {0};
+    int failed = zpyv_native_type(rt, kind) == NULL ||
+                 zpyv_stage(rt, kind, plain, &staged, what) < 0;
     Py_DECREF(plain);
-    zsv_value *value = failed ? NULL : zsv_new_black(rt, kind);
+    zpyv_value *value = failed ? NULL : zpyv_new_black(rt, kind);
     zs_status status = ZS_E_STALE;
     if (value != NULL && value->address != NULL && rt->native != NULL && !rt->closing)
-        status = zsv_emit(rt, kind, &staged, ZS_NULL_REF, value->address);
-    zsv_release(kind, &staged);
+        status = zpyv_emit(rt, kind, &staged, ZS_NULL_REF, value->address);
+    zpyv_release(kind, &staged);
     if (value == NULL) return NULL;
     if (status != ZS_OK) {
         Py_DECREF(value);
-        return zsv_refused(rt, status, what);
+        return zpyv_refused(rt, status, what);
     }
     return (PyObject *)value;
 }
@@ -429,33 +430,33 @@ static PyObject *black_struct(zs_runtime_core *rt, zsv_kind *kind, const zsv_sta
 /* The Python value of one result. */
 static PyObject *result_of(fn_call *call, Py_ssize_t i) {
     const fn_member *member = &call->fn->members[i];
-    zs_runtime_core *rt = call->rt;
+    zpy_runtime_core *rt = call->rt;
     const char *at = call->block + member->plan.offset;
     switch (member->plan.mode) {
-    case ZS_CALL_SCALAR:
-        return zs_scalar_load(member->plan.scalar, at);
-    case ZS_CALL_OBJECT: {
+    case ZPY_CALL_SCALAR:
+        return zpy_scalar_load(member->plan.scalar, at);
+    case ZPY_CALL_OBJECT: {
         zs_ref handle;
         memcpy(&handle, at, sizeof handle);
         if (handle == ZS_NULL_REF) Py_RETURN_NONE;
         if (rt->native == NULL || rt->closing)
             return PyErr_Format(rt->state->expired_exception,
                                 "%U: the runtime was closed during the call", member->plan.what);
-        return zs_conjugate_of(rt, handle); /* None for a dead object */
+        return zpy_conjugate_of(rt, handle); /* None for a dead object */
     }
     default: {
         if (call->capture_failed) return PyErr_NoMemory();
-        zsv_kind *kind = (zsv_kind *)member->plan.detail;
-        const zsv_staged *captured = &call->slots[i].out;
-        if (kind->code == ZSV_STRUCT) return black_struct(rt, kind, captured, member->plan.what);
-        return zsv_build(rt, kind, captured);
+        zpyv_kind *kind = (zpyv_kind *)member->plan.detail;
+        const zpyv_staged *captured = &call->slots[i].out;
+        if (kind->code == ZPYV_STRUCT) return black_struct(rt, kind, captured, member->plan.what);
+        return zpyv_build(rt, kind, captured);
     }
     }
 }
 
 /* None, the one result, or a tuple of them. */
 static PyObject *results_of(fn_call *call) {
-    zs_native_fn *fn = call->fn;
+    zpy_native_fn *fn = call->fn;
     if (fn->outputs == 0) Py_RETURN_NONE;
     if (fn->outputs == 1) return result_of(call, fn->order[fn->inputs]);
     PyObject *tuple = PyTuple_New(fn->outputs);
@@ -473,7 +474,7 @@ static PyObject *results_of(fn_call *call) {
 
 /* One call: `self` checked already (a live conjugate of the owner's class),
  * NULL for a static function. */
-static PyObject *invoke(zs_native_fn *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+static PyObject *invoke(zpy_native_fn *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames) {
     PyObject *bound_small[FN_STACK_ARGUMENTS];
     PyObject **bound = NULL;
@@ -491,11 +492,11 @@ static PyObject *invoke(zs_native_fn *fn, PyObject *self, PyObject *const *args,
     /* The runtime first: the object's; a static function's is the one
        whose host registered it, else the current one. Borrowed from self
        or fn (the caller holds both), else owned (`current`). */
-    zs_runtime_core *current = self == NULL && fn->runtime == NULL ? zs_current_runtime(fn->state)
-                                                                   : NULL;
-    zs_runtime_core *rt = self != NULL          ? ((zs_conjugate *)self)->runtime
-                          : fn->runtime != NULL ? fn->runtime
-                                                : current;
+    zpy_runtime_core *current = self == NULL && fn->runtime == NULL ? zpy_current_runtime(fn->state)
+                                                                    : NULL;
+    zpy_runtime_core *rt = self != NULL          ? ((zpy_conjugate *)self)->runtime
+                           : fn->runtime != NULL ? fn->runtime
+                                                 : current;
     if (rt != NULL && fn->runtime != NULL && rt != fn->runtime) {
         PyErr_Format(PyExc_TypeError,
                      "%U belongs to another runtime: the object's class was bound in the runtime "
@@ -529,14 +530,14 @@ static PyObject *invoke(zs_native_fn *fn, PyObject *self, PyObject *const *args,
         memset(call.slots, 0, (size_t)fn->count * sizeof *call.slots);
     }
     if (convert_arguments(&call, given) < 0 || commit_and_call(&call, self) < 0) goto done;
-    if (call.status != ZS_OK) zs_call_raise_status(fn->state, call.status, fn->what, rt);
+    if (call.status != ZS_OK) zpy_call_raise_status(fn->state, call.status, fn->what, rt);
     else result = results_of(&call);
 done:
     /* Private memory only (Python code may run: a staged delegate's callables). */
     for (Py_ssize_t i = 0; call.slots != NULL && i < fn->count; i++) {
         if (!is_value_mode(fn->members[i].plan.mode)) continue;
-        zsv_release((zsv_kind *)fn->members[i].plan.detail, &call.slots[i].in);
-        zsv_release((zsv_kind *)fn->members[i].plan.detail, &call.slots[i].out);
+        zpyv_release((zpyv_kind *)fn->members[i].plan.detail, &call.slots[i].in);
+        zpyv_release((zpyv_kind *)fn->members[i].plan.detail, &call.slots[i].out);
     }
     if (call.slots != NULL && call.slots != slots_small) PyMem_Free(call.slots);
     if (call.block != NULL && call.block != block_small) PyMem_Free(call.block);
@@ -549,46 +550,46 @@ done:
  * arguments by position): invoke's protocol with nothing to stage, no
  * per-member state and nothing to settle. Anything unusual (another
  * runtime, a closed one) goes to invoke, which raises for it. */
-static PyObject *invoke_plain(zs_native_fn *fn, PyObject *self, PyObject *const *args) {
-    zs_runtime_core *rt = ((zs_conjugate *)self)->runtime; /* the caller holds self */
+static PyObject *invoke_plain(zpy_native_fn *fn, PyObject *self, PyObject *const *args) {
+    zpy_runtime_core *rt = ((zpy_conjugate *)self)->runtime; /* the caller holds self */
     if ((fn->runtime != NULL && rt != fn->runtime) || rt->native == NULL || rt->closing)
         return invoke(fn, self, args, fn->inputs, NULL);
     alignas(max_align_t) char block[FN_PLAIN_BLOCK] = {0};
     for (Py_ssize_t a = 0; a < fn->inputs; a++) { /* phase 1: Python code may run */
         const fn_member *member = &fn->members[fn->order[a]];
-        zs_scalar_bits bits;
-        if (!zs_scalar_convert_exact(member->plan.scalar, args[a], &bits) &&
-            zs_scalar_convert(member->plan.scalar, args[a], &bits, member->plan.what) < 0)
+        zpy_scalar_bits bits;
+        if (!zpy_scalar_convert_exact(member->plan.scalar, args[a], &bits) &&
+            zpy_scalar_convert(member->plan.scalar, args[a], &bits, member->plan.what) < 0)
             return NULL;
-        zs_scalar_store(member->plan.scalar, &bits, block + member->plan.offset);
+        zpy_scalar_store(member->plan.scalar, &bits, block + member->plan.offset);
     }
     zs_ref handle;
     if (commit_checks(fn, rt, self, &handle) < 0) return NULL; /* phase 2: no Python code */
     zs_status status = fn->entry != NULL ? run_entry(rt, fn->entry, fn->user, handle, block)
                                          : ZS_OK; /* an event with no native default */
-    if (status != ZS_OK) return zs_call_raise_status(fn->state, status, fn->what, rt);
+    if (status != ZS_OK) return zpy_call_raise_status(fn->state, status, fn->what, rt);
     if (fn->outputs == 0) Py_RETURN_NONE; /* phase 3 */
     if (fn->outputs == 1) {
         const fn_member *result = &fn->members[fn->order[fn->inputs]];
-        return zs_scalar_load(result->plan.scalar, block + result->plan.offset);
+        return zpy_scalar_load(result->plan.scalar, block + result->plan.offset);
     }
     fn_call call = {.fn = fn, .rt = rt, .block = block};
     return results_of(&call);
 }
 
 /* Raise for a function whose references were cleared (a cycle being collected). */
-static PyObject *cleared(zs_native_fn *fn) {
+static PyObject *cleared(zpy_native_fn *fn) {
     return PyErr_Format(PyExc_ReferenceError, "%U: the function has been cleared", fn->name);
 }
 
 /* The object a method is called on: a live conjugate of the owner's class. */
-static int self_fits(zs_native_fn *fn, PyObject *self) {
-    if (Py_IS_TYPE(self, fn->owner) || zs_is_conjugate(fn->state, self)) {
-        zs_conjugate *conjugate = (zs_conjugate *)self;
-        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), 0;
-        if (zs_conjugate_is_a(conjugate, fn->owner)) return 1;
+static int self_fits(zpy_native_fn *fn, PyObject *self) {
+    if (Py_IS_TYPE(self, fn->owner) || zpy_is_conjugate(fn->state, self)) {
+        zpy_conjugate *conjugate = (zpy_conjugate *)self;
+        if (!ZPY_CONJUGATE_IS_LIVE(conjugate)) return zpy_raise_expired(conjugate), 0;
+        if (zpy_conjugate_is_a(conjugate, fn->owner)) return 1;
     }
-    zs_descriptor_misapplied(fn->qualname, fn->owner, self);
+    zpy_descriptor_misapplied(fn->qualname, fn->owner, self);
     return 0;
 }
 
@@ -596,7 +597,7 @@ static int self_fits(zs_native_fn *fn, PyObject *self) {
  * protocol passes obj first), or, static, fn(*args, **kwargs). */
 static PyObject *fn_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) {
-    zs_native_fn *fn = (zs_native_fn *)callable;
+    zpy_native_fn *fn = (zpy_native_fn *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (fn->owner == NULL) return cleared(fn);
     if (fn->flags & ZS_FUNCTION_STATIC) return invoke(fn, NULL, args, nargs, kwnames);
@@ -619,7 +620,7 @@ static PyObject *fn_vectorcall(PyObject *callable, PyObject *const *args, size_t
 static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"name", "what",    "owner",     "entry", "user",    "flags",
                                "size", "members", "signature", "doc",   "runtime", NULL};
-    zs_core_state *state = zs_state_of_type(type);
+    zpy_core_state *state = zpy_state_of_type(type);
     PyObject *name, *what, *owner, *entry_int, *user_int, *members;
     PyObject *signature = Py_None, *doc = Py_None, *runtime = Py_None;
     long flags;
@@ -633,7 +634,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
         return PyErr_Format(PyExc_TypeError, "NativeFunction: runtime must be a Runtime or None");
     if (!PyObject_TypeCheck(owner, state->class_type) ||
         !PyType_IsSubtype((PyTypeObject *)owner, state->conjugate_type) ||
-        ((zs_class_object *)owner)->number == 0)
+        ((zpy_class_object *)owner)->number == 0)
         return PyErr_Format(PyExc_TypeError,
                             "NativeFunction: owner must be an object conjugate class, not %R",
                             owner);
@@ -659,7 +660,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
        method descriptor. */
     PyTypeObject *made = flags & ZS_FUNCTION_STATIC ? state->static_function_type
                                                     : state->function_type;
-    zs_native_fn *fn = (zs_native_fn *)made->tp_alloc(made, count);
+    zpy_native_fn *fn = (zpy_native_fn *)made->tp_alloc(made, count);
     if (fn == NULL) return NULL;
     fn->vectorcall = fn_vectorcall;
     fn->state = state;
@@ -670,7 +671,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     fn->doc = Py_NewRef(doc);
     fn->signature = Py_NewRef(signature);
     fn->owner = (PyTypeObject *)Py_NewRef(owner);
-    fn->runtime = runtime != Py_None ? (zs_runtime_core *)Py_NewRef(runtime) : NULL;
+    fn->runtime = runtime != Py_None ? (zpy_runtime_core *)Py_NewRef(runtime) : NULL;
     fn->entry = (zs_native_function)(uintptr_t)entry;
     fn->user = (void *)(uintptr_t)user;
     fn->flags = (uint32_t)flags;
@@ -707,9 +708,9 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
             return NULL;
         }
         fn_member *member = &fn->members[i];
-        if (zs_call_member_init(state, "NativeFunction", offset, mode, detail, member_what, size,
-                                ZS_MEMBER_ACCEPT_VALUE | ZS_MEMBER_ACCEPT_ANY_OBJECT,
-                                &member->plan) < 0) {
+        if (zpy_call_member_init(state, "NativeFunction", offset, mode, detail, member_what, size,
+                                 ZPY_MEMBER_ACCEPT_VALUE | ZPY_MEMBER_ACCEPT_ANY_OBJECT,
+                                 &member->plan) < 0) {
             Py_DECREF(fn);
             return NULL;
         }
@@ -722,7 +723,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     for (Py_ssize_t i = 0; i < count; i++) {
         int direction = fn->members[i].direction;
         if (direction == ZS_PARAM_IN || direction == ZS_PARAM_INOUT) fn->order[fn->inputs++] = i;
-        if (fn->members[i].plan.mode != ZS_CALL_SCALAR) fn->slotted = 1;
+        if (fn->members[i].plan.mode != ZPY_CALL_SCALAR) fn->slotted = 1;
         if (is_value_mode(fn->members[i].plan.mode)) fn->valued = 1;
     }
     for (Py_ssize_t i = 0; i < count; i++)
@@ -739,7 +740,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
 /* The classes, kinds and objects a function holds: its owner class holds
  * it (a method), and it may name that class. */
 static int fn_traverse(PyObject *self, visitproc visit, void *arg) {
-    zs_native_fn *fn = (zs_native_fn *)self;
+    zpy_native_fn *fn = (zpy_native_fn *)self;
     Py_VISIT(fn->owner);
     Py_VISIT(fn->runtime);
     Py_VISIT(fn->signature);
@@ -751,7 +752,7 @@ static int fn_traverse(PyObject *self, visitproc visit, void *arg) {
 
 /* Break those cycles (a call afterwards raises ReferenceError). */
 static int fn_clear(PyObject *self) {
-    zs_native_fn *fn = (zs_native_fn *)self;
+    zpy_native_fn *fn = (zpy_native_fn *)self;
     Py_CLEAR(fn->owner);
     Py_CLEAR(fn->runtime);
     Py_CLEAR(fn->signature);
@@ -761,7 +762,7 @@ static int fn_clear(PyObject *self) {
 }
 
 static void fn_dealloc(PyObject *self) {
-    zs_native_fn *fn = (zs_native_fn *)self;
+    zpy_native_fn *fn = (zpy_native_fn *)self;
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     fn_clear(self);
@@ -781,11 +782,11 @@ static void fn_dealloc(PyObject *self) {
  * instance raises TypeError, as a method descriptor's __get__ does). */
 static PyObject *fn_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
-    zs_native_fn *fn = (zs_native_fn *)self;
+    zpy_native_fn *fn = (zpy_native_fn *)self;
     if (obj == NULL || obj == Py_None) return Py_NewRef(self);
     if (fn->owner == NULL) return cleared(fn);
     if (!PyObject_TypeCheck(obj, fn->owner)) {
-        zs_descriptor_misapplied(fn->qualname, fn->owner, obj);
+        zpy_descriptor_misapplied(fn->qualname, fn->owner, obj);
         return NULL;
     }
     return PyMethod_New(self, obj);
@@ -799,28 +800,28 @@ static PyObject *static_get(PyObject *self, PyObject *obj, PyObject *type) {
 }
 
 static PyObject *fn_repr(PyObject *self) {
-    return PyUnicode_FromFormat("<native function %U>", ((zs_native_fn *)self)->what);
+    return PyUnicode_FromFormat("<native function %U>", ((zpy_native_fn *)self)->what);
 }
 
 /* fn.entry, fn.user: the addresses the function calls with. */
 static PyObject *fn_get_entry(PyObject *self, void *closure) {
     (void)closure;
-    return PyLong_FromUnsignedLongLong((uintptr_t)((zs_native_fn *)self)->entry);
+    return PyLong_FromUnsignedLongLong((uintptr_t)((zpy_native_fn *)self)->entry);
 }
 
 static PyObject *fn_get_user(PyObject *self, void *closure) {
     (void)closure;
-    return PyLong_FromUnsignedLongLong((uintptr_t)((zs_native_fn *)self)->user);
+    return PyLong_FromUnsignedLongLong((uintptr_t)((zpy_native_fn *)self)->user);
 }
 
 /* fn.members: (name, direction, offset, mode, detail, what) per member, as given. */
 static PyObject *fn_get_members(PyObject *self, void *closure) {
     (void)closure;
-    zs_native_fn *fn = (zs_native_fn *)self;
+    zpy_native_fn *fn = (zpy_native_fn *)self;
     PyObject *tuple = PyTuple_New(fn->count);
     for (Py_ssize_t i = 0; tuple != NULL && i < fn->count; i++) {
         const fn_member *member = &fn->members[i];
-        PyObject *detail = member->plan.mode == ZS_CALL_SCALAR
+        PyObject *detail = member->plan.mode == ZPY_CALL_SCALAR
                                ? PyLong_FromLong((long)member->plan.scalar)
                                : Py_NewRef(member->plan.detail ? member->plan.detail : Py_None);
         PyObject *item = detail == NULL ? NULL
@@ -844,19 +845,19 @@ static PyGetSetDef fn_getset[] = {
 };
 
 static PyMemberDef fn_members[] = {
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(zs_native_fn, vectorcall), READONLY, NULL},
-    {"__name__", T_OBJECT, offsetof(zs_native_fn, name), READONLY, NULL},
-    {"__qualname__", T_OBJECT, offsetof(zs_native_fn, qualname), READONLY, NULL},
-    {"__objclass__", T_OBJECT, offsetof(zs_native_fn, owner), READONLY,
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(zpy_native_fn, vectorcall), READONLY, NULL},
+    {"__name__", T_OBJECT, offsetof(zpy_native_fn, name), READONLY, NULL},
+    {"__qualname__", T_OBJECT, offsetof(zpy_native_fn, qualname), READONLY, NULL},
+    {"__objclass__", T_OBJECT, offsetof(zpy_native_fn, owner), READONLY,
      "The class the function belongs to."},
-    {"__signature__", T_OBJECT, offsetof(zs_native_fn, signature), READONLY,
+    {"__signature__", T_OBJECT, offsetof(zpy_native_fn, signature), READONLY,
      "The signature help() and inspect.signature() show (the binder's)."},
-    {"__doc__", T_OBJECT, offsetof(zs_native_fn, doc), READONLY, NULL},
-    {"what", T_OBJECT, offsetof(zs_native_fn, what), READONLY,
+    {"__doc__", T_OBJECT, offsetof(zpy_native_fn, doc), READONLY, NULL},
+    {"what", T_OBJECT, offsetof(zpy_native_fn, what), READONLY,
      "The signature as text, which every error message names."},
-    {"flags", T_UINT, offsetof(zs_native_fn, flags), READONLY,
+    {"flags", T_UINT, offsetof(zpy_native_fn, flags), READONLY,
      "ZS_FUNCTION_STATIC (1), ZS_FUNCTION_EVENT (2)."},
-    {"size", T_PYSSIZET, offsetof(zs_native_fn, size), READONLY, "Bytes of the parameter block."},
+    {"size", T_PYSSIZET, offsetof(zpy_native_fn, size), READONLY, "Bytes of the parameter block."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -870,7 +871,7 @@ static PyType_Slot fn_slots[] = {
 
 static PyType_Spec fn_spec = {
     .name = "zsharp_py._core.NativeFunction",
-    .basicsize = offsetof(zs_native_fn, members),
+    .basicsize = offsetof(zpy_native_fn, members),
     .itemsize = sizeof(fn_member),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
              Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_BASETYPE,
@@ -890,7 +891,7 @@ static PyType_Slot static_slots[] = {
 
 static PyType_Spec static_spec = {
     .name = "zsharp_py._core.NativeStaticFunction",
-    .basicsize = offsetof(zs_native_fn, members),
+    .basicsize = offsetof(zpy_native_fn, members),
     .itemsize = sizeof(fn_member),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
              Py_TPFLAGS_IMMUTABLETYPE,
@@ -898,7 +899,7 @@ static PyType_Spec static_spec = {
 };
 
 /* Create NativeFunction and NativeStaticFunction, and add them to the module. */
-int zs_add_function_types(PyObject *module, zs_core_state *state) {
+int zpy_add_function_types(PyObject *module, zpy_core_state *state) {
     state->function_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &fn_spec, NULL);
     if (state->function_type == NULL) return -1;
     state->static_function_type = (PyTypeObject *)PyType_FromModuleAndSpec(
@@ -911,7 +912,7 @@ int zs_add_function_types(PyObject *module, zs_core_state *state) {
     if (PyModule_AddObjectRef(module, "NativeFunction", (PyObject *)state->function_type) < 0 ||
         PyModule_AddObjectRef(module, "NativeStaticFunction",
                               (PyObject *)state->static_function_type) < 0 ||
-        PyModule_AddIntConstant(module, "CALL_VALUE", ZS_CALL_VALUE) < 0 ||
+        PyModule_AddIntConstant(module, "CALL_VALUE", ZPY_CALL_VALUE) < 0 ||
         PyModule_AddIntConstant(module, "FUNCTION_STATIC", ZS_FUNCTION_STATIC) < 0 ||
         PyModule_AddIntConstant(module, "FUNCTION_EVENT", ZS_FUNCTION_EVENT) < 0 ||
         PyModule_AddIntConstant(module, "PARAM_IN", ZS_PARAM_IN) < 0 ||

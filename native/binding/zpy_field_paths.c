@@ -15,34 +15,34 @@
 #include "value.h"
 
 /* The steps a plan can check; longer paths take the Python walk. */
-#define ZS_PATH_STEPS 8
+#define ZPY_PATH_STEPS 8
 /* Plans kept per path (root classes it is used with); round robin. */
-#define ZS_PATH_PLANS 2
+#define ZPY_PATH_PLANS 2
 
-typedef struct zs_path_plan {
+typedef struct zpy_path_plan {
     PyTypeObject *root;        /* strong; NULL: an empty slot */
     unsigned int root_version; /* its version tag when the plan was made */
     PyTypeObject *owner;       /* strong: an object root's class the first step belongs to */
-    zsv_kind *owner_kind;      /* strong: a struct root's kind */
+    zpyv_kind *owner_kind;     /* strong: a struct root's kind */
     PyObject *what;            /* strong: the last step's "Class.name", for errors */
-    PyTypeObject *classes[ZS_PATH_STEPS]; /* borrowed (the descriptors hold them) */
-    unsigned int versions[ZS_PATH_STEPS];
+    PyTypeObject *classes[ZPY_PATH_STEPS]; /* borrowed (the descriptors hold them) */
+    unsigned int versions[ZPY_PATH_STEPS];
     PyObject *descriptors; /* strong: the tuple of descriptors, which hold the classes */
     uint32_t offset;
     uint8_t steps;
-    zs_scalar_kind kind;
-} zs_path_plan;
+    zpy_scalar_kind kind;
+} zpy_path_plan;
 
-typedef struct zs_field_path {
-    PyObject_HEAD zs_path_plan plans[ZS_PATH_PLANS];
+typedef struct zpy_field_path {
+    PyObject_HEAD zpy_path_plan plans[ZPY_PATH_PLANS];
     uint8_t next; /* the slot the next plan replaces */
-} zs_field_path;
+} zpy_field_path;
 
 /* =========================================================================
  * Plans
  * ========================================================================= */
 
-static void plan_clear(zs_path_plan *plan) {
+static void plan_clear(zpy_path_plan *plan) {
     Py_CLEAR(plan->root);
     Py_CLEAR(plan->owner);
     Py_CLEAR(plan->owner_kind);
@@ -57,9 +57,9 @@ static inline int unchanged(PyTypeObject *cls, unsigned int version) {
 }
 
 /* The current plan for roots of `root`'s class, or NULL. */
-static zs_path_plan *plan_for(zs_field_path *path, PyTypeObject *root) {
-    for (int i = 0; i < ZS_PATH_PLANS; i++) {
-        zs_path_plan *plan = &path->plans[i];
+static zpy_path_plan *plan_for(zpy_field_path *path, PyTypeObject *root) {
+    for (int i = 0; i < ZPY_PATH_PLANS; i++) {
+        zpy_path_plan *plan = &path->plans[i];
         if (plan->root != root || !unchanged(root, plan->root_version)) continue;
         for (uint8_t s = 0; s < plan->steps; s++)
             if (!unchanged(plan->classes[s], plan->versions[s])) return NULL;
@@ -72,21 +72,21 @@ static zs_path_plan *plan_for(zs_field_path *path, PyTypeObject *root) {
  * scalar (the last step), 2 for an inline struct (the walk goes on), 0 for
  * anything else. `struct_kind`: the struct the step is in (NULL: an object
  * class). */
-static int step_of(zs_core_state *state, PyObject *descriptor, zsv_kind *struct_kind,
-                   zs_scalar_kind *scalar, uint32_t *offset, zsv_kind **inner, PyTypeObject **owner,
-                   PyObject **what) {
+static int step_of(zpy_core_state *state, PyObject *descriptor, zpyv_kind *struct_kind,
+                   zpy_scalar_kind *scalar, uint32_t *offset, zpyv_kind **inner,
+                   PyTypeObject **owner, PyObject **what) {
     if (struct_kind == NULL && Py_TYPE(descriptor) == state->scalar_type)
-        return zs_scalar_property_info(descriptor, owner, offset, scalar, what);
-    zsv_kind *kind;
-    zsv_kind *held_by;
-    if (!zsv_property_info(state, descriptor, owner, &held_by, &kind, offset, what) ||
+        return zpy_scalar_property_info(descriptor, owner, offset, scalar, what);
+    zpyv_kind *kind;
+    zpyv_kind *held_by;
+    if (!zpyv_property_info(state, descriptor, owner, &held_by, &kind, offset, what) ||
         held_by != struct_kind)
         return 0;
-    if (kind->code == ZSV_SCALAR && struct_kind != NULL) {
-        *scalar = (zs_scalar_kind)kind->scalar;
+    if (kind->code == ZPYV_SCALAR && struct_kind != NULL) {
+        *scalar = (zpy_scalar_kind)kind->scalar;
         return 1;
     }
-    if (kind->code == ZSV_STRUCT) {
+    if (kind->code == ZPYV_STRUCT) {
         *inner = kind;
         return 2;
     }
@@ -101,16 +101,16 @@ static PyObject *path_compile(PyObject *self, PyObject *args) {
     PyObject *steps;
     if (!PyArg_ParseTuple(args, "O!O!:_compile", &PyType_Type, &root, &PyTuple_Type, &steps))
         return NULL;
-    zs_core_state *state = zs_state_of_type(Py_TYPE(self));
+    zpy_core_state *state = zpy_state_of_type(Py_TYPE(self));
     Py_ssize_t count = PyTuple_GET_SIZE(steps);
-    if (count == 0 || count > ZS_PATH_STEPS) Py_RETURN_FALSE;
+    if (count == 0 || count > ZPY_PATH_STEPS) Py_RETURN_FALSE;
     int object_root = PyType_IsSubtype(root, state->conjugate_type);
-    zsv_kind *in_struct = NULL, *root_kind = NULL;
+    zpyv_kind *in_struct = NULL, *root_kind = NULL;
     PyTypeObject *root_owner = NULL;
     PyObject *what = NULL;
     uint32_t total = 0;
-    zs_scalar_kind scalar = ZS_SCALAR_BOOL;
-    zs_path_plan made = {0};
+    zpy_scalar_kind scalar = ZPY_SCALAR_BOOL;
+    zpy_path_plan made = {0};
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *step = PyTuple_GET_ITEM(steps, i);
         if (!PyTuple_Check(step) || PyTuple_GET_SIZE(step) != 2 ||
@@ -119,11 +119,11 @@ static PyObject *path_compile(PyObject *self, PyObject *args) {
         PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(step, 0);
         PyTypeObject *owner = NULL;
         uint32_t offset = 0;
-        zsv_kind *inner = NULL;
+        zpyv_kind *inner = NULL;
         if (i == 0 && !object_root) {
             /* A struct root: its kind is the kind of the struct the first
                step's member is in. */
-            if (!zsv_member_owner_kind(state, PyTuple_GET_ITEM(step, 1), &root_kind))
+            if (!zpyv_member_owner_kind(state, PyTuple_GET_ITEM(step, 1), &root_kind))
                 Py_RETURN_FALSE;
             in_struct = root_kind;
         }
@@ -144,15 +144,15 @@ static PyObject *path_compile(PyObject *self, PyObject *args) {
     if (!(root->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ||
         (object_root && (root_owner == NULL || !PyType_IsSubtype(root, root_owner))))
         Py_RETURN_FALSE;
-    zs_field_path *path = (zs_field_path *)self;
-    zs_path_plan *plan = &path->plans[path->next];
-    path->next = (uint8_t)((path->next + 1) % ZS_PATH_PLANS);
+    zpy_field_path *path = (zpy_field_path *)self;
+    zpy_path_plan *plan = &path->plans[path->next];
+    path->next = (uint8_t)((path->next + 1) % ZPY_PATH_PLANS);
     plan_clear(plan);
     *plan = made;
     plan->root = (PyTypeObject *)Py_NewRef((PyObject *)root);
     plan->root_version = root->tp_version_tag;
     plan->owner = object_root ? (PyTypeObject *)Py_NewRef((PyObject *)root_owner) : NULL;
-    plan->owner_kind = object_root ? NULL : (zsv_kind *)Py_NewRef((PyObject *)root_kind);
+    plan->owner_kind = object_root ? NULL : (zpyv_kind *)Py_NewRef((PyObject *)root_kind);
     plan->what = Py_NewRef(what);
     plan->descriptors = Py_NewRef(steps);
     plan->offset = total;
@@ -164,21 +164,21 @@ static PyObject *path_compile(PyObject *self, PyObject *args) {
 /* The scalar's address in a live root the plan applies to, with the
  * runtime and the object whose memory it is; NULL with the descriptors'
  * error otherwise (expired, or not of the path's class). */
-static char *scalar_in(zs_core_state *state, const zs_path_plan *plan, PyObject *root,
-                       zs_runtime_core **rt, zs_ref *owner) {
+static char *scalar_in(zpy_core_state *state, const zpy_path_plan *plan, PyObject *root,
+                       zpy_runtime_core **rt, zs_ref *owner) {
     if (plan->owner != NULL) {
-        zs_conjugate *conjugate = (zs_conjugate *)root;
-        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), NULL;
-        if (!zs_conjugate_is_a(conjugate, plan->owner))
-            return zs_descriptor_misapplied(plan->what, plan->owner, root), NULL;
+        zpy_conjugate *conjugate = (zpy_conjugate *)root;
+        if (!ZPY_CONJUGATE_IS_LIVE(conjugate)) return zpy_raise_expired(conjugate), NULL;
+        if (!zpy_conjugate_is_a(conjugate, plan->owner))
+            return zpy_descriptor_misapplied(plan->what, plan->owner, root), NULL;
         *rt = conjugate->runtime;
         *owner = conjugate->handle;
         return conjugate->address + plan->offset;
     }
-    zsv_value *value = (zsv_value *)root;
-    if (!zsv_check(state, root) || value->kind != plan->owner_kind)
-        return zs_descriptor_misapplied(plan->what, Py_TYPE(root), root), NULL;
-    char *at = zsv_live(value);
+    zpyv_value *value = (zpyv_value *)root;
+    if (!zpyv_check(state, root) || value->kind != plan->owner_kind)
+        return zpy_descriptor_misapplied(plan->what, Py_TYPE(root), root), NULL;
+    char *at = zpyv_live(value);
     *rt = value->runtime;
     *owner = value->owner;
     return at ? at + plan->offset : NULL;
@@ -186,9 +186,9 @@ static char *scalar_in(zs_core_state *state, const zs_path_plan *plan, PyObject 
 
 /* The plan for `root`, made on first use (by the Python side); NULL when
  * the path takes the Python walk for it (no error), or with an error. */
-static zs_path_plan *plan_of(PyObject *self, PyObject *root) {
-    zs_field_path *path = (zs_field_path *)self;
-    zs_path_plan *plan = plan_for(path, Py_TYPE(root));
+static zpy_path_plan *plan_of(PyObject *self, PyObject *root) {
+    zpy_field_path *path = (zpy_field_path *)self;
+    zpy_path_plan *plan = plan_for(path, Py_TYPE(root));
     if (plan != NULL) return plan;
     PyObject *made = PyObject_CallMethod(self, "_plan", "O", (PyObject *)Py_TYPE(root));
     if (made == NULL) return NULL;
@@ -198,13 +198,13 @@ static zs_path_plan *plan_of(PyObject *self, PyObject *root) {
 
 /* get(root) */
 static PyObject *path_get(PyObject *self, PyObject *root) {
-    zs_path_plan *plan = plan_of(self, root);
+    zpy_path_plan *plan = plan_of(self, root);
     if (plan == NULL)
         return PyErr_Occurred() ? NULL : PyObject_CallMethod(self, "_get_slow", "O", root);
-    zs_runtime_core *rt;
+    zpy_runtime_core *rt;
     zs_ref owner;
-    char *at = scalar_in(zs_state_of_type(Py_TYPE(self)), plan, root, &rt, &owner);
-    return at ? zs_scalar_load(plan->kind, at) : NULL;
+    char *at = scalar_in(zpy_state_of_type(Py_TYPE(self)), plan, root, &rt, &owner);
+    return at ? zpy_scalar_load(plan->kind, at) : NULL;
 }
 
 /* set(root, value): convert first (maybe Python code), then find the
@@ -213,28 +213,28 @@ static PyObject *path_set(PyObject *self, PyObject *const *args, Py_ssize_t coun
     if (count != 2)
         return PyErr_Format(PyExc_TypeError, "set() takes a root and a value (%zd given)", count);
     PyObject *root = args[0], *value = args[1];
-    zs_path_plan *plan = plan_of(self, root);
+    zpy_path_plan *plan = plan_of(self, root);
     if (plan == NULL)
         return PyErr_Occurred() ? NULL : PyObject_CallMethod(self, "_set_slow", "OO", root, value);
-    zs_core_state *state = zs_state_of_type(Py_TYPE(self));
-    zs_runtime_core *rt;
+    zpy_core_state *state = zpy_state_of_type(Py_TYPE(self));
+    zpy_runtime_core *rt;
     zs_ref owner;
     if (scalar_in(state, plan, root, &rt, &owner) == NULL) return NULL;
-    zs_scalar_kind kind = plan->kind;
+    zpy_scalar_kind kind = plan->kind;
     PyObject *what = Py_NewRef(plan->what); /* the plan may be replaced meanwhile */
-    zs_scalar_bits bits;
-    int converted = zs_scalar_convert(kind, value, &bits, what);
+    zpy_scalar_bits bits;
+    int converted = zpy_scalar_convert(kind, value, &bits, what);
     Py_DECREF(what);
     if (converted < 0) return NULL;
     /* Python code may have run: the plan and the root again. */
-    plan = plan_for((zs_field_path *)self, Py_TYPE(root));
+    plan = plan_for((zpy_field_path *)self, Py_TYPE(root));
     if (plan == NULL || plan->kind != kind)
         return PyObject_CallMethod(self, "_set_slow", "OO", root, value);
     char *at = scalar_in(state, plan, root, &rt, &owner);
     if (at == NULL) return NULL;
-    zs_status status = zsv_writable(rt, owner); /* the one rule for dying objects */
-    if (status != ZS_OK) return zsv_refused(rt, status, plan->what);
-    zs_scalar_store(kind, &bits, at);
+    zs_status status = zpyv_writable(rt, owner); /* the one rule for dying objects */
+    if (status != ZS_OK) return zpyv_refused(rt, status, plan->what);
+    zpy_scalar_store(kind, &bits, at);
     Py_RETURN_NONE;
 }
 
@@ -243,8 +243,8 @@ static PyObject *path_set(PyObject *self, PyObject *const *args, Py_ssize_t coun
  * ========================================================================= */
 
 static int path_traverse(PyObject *self, visitproc visit, void *arg) {
-    zs_field_path *path = (zs_field_path *)self;
-    for (int i = 0; i < ZS_PATH_PLANS; i++) {
+    zpy_field_path *path = (zpy_field_path *)self;
+    for (int i = 0; i < ZPY_PATH_PLANS; i++) {
         Py_VISIT(path->plans[i].root);
         Py_VISIT(path->plans[i].owner);
         Py_VISIT(path->plans[i].owner_kind);
@@ -255,8 +255,8 @@ static int path_traverse(PyObject *self, visitproc visit, void *arg) {
 }
 
 static int path_clear(PyObject *self) {
-    zs_field_path *path = (zs_field_path *)self;
-    for (int i = 0; i < ZS_PATH_PLANS; i++) plan_clear(&path->plans[i]);
+    zpy_field_path *path = (zpy_field_path *)self;
+    for (int i = 0; i < ZPY_PATH_PLANS; i++) plan_clear(&path->plans[i]);
     return 0;
 }
 
@@ -291,12 +291,12 @@ static PyType_Slot path_slots[] = {
 
 static PyType_Spec path_spec = {
     .name = "zsharp_py._core.FieldPathBase",
-    .basicsize = sizeof(zs_field_path),
+    .basicsize = sizeof(zpy_field_path),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .slots = path_slots,
 };
 
-int zsv_add_field_path_type(PyObject *module, zs_core_state *state) {
+int zpyv_add_field_path_type(PyObject *module, zpy_core_state *state) {
     (void)state;
     PyObject *type = PyType_FromModuleAndSpec(module, &path_spec, NULL);
     if (type == NULL) return -1;

@@ -4,14 +4,14 @@
  * A class declaring zs.state() attributes (zsharp_py/_model/state.py) is
  * stateful: ObjectMeta (zsharp_py/_model/object.py) makes each attribute a
  * slot of its conjugates and init_class records the flag
- * (zs_class_object.stateful, core.h). A stateful conjugate is never
+ * (zpy_class_object.stateful, core.h). A stateful conjugate is never
  * destroyed before its object: the conjugate table holds a strong
  * reference to it from the moment its entry is put
- * (zs_conjugate_bind, core.h: creation in C, classes.c, and adoption alike)
+ * (zpy_conjugate_bind, core.h: creation in C, zpy_object_classes.c, and adoption alike)
  * until the conjugate expires, so the state lives exactly as long as the
  * object, even while only native references reach it. Expiry takes the
  * entry out of the table first and gives the reference to
- * zs_state_release once the conjugate is fully expired: the values go
+ * zpy_state_release once the conjugate is fully expired: the values go
  * (their finalisers may run any Python code), then the table's reference.
  *
  * Python's cycle collector: a class with object slots has tracked
@@ -21,7 +21,7 @@
  * referenced from outside and is never collected; once it has expired its
  * slots are empty and refuse stores, so it is freed by refcount. Allocating
  * a tracked object may run a collection on the spot before Python 3.12,
- * hence zs_conjugate_alloc (conjugates.c) pauses the collector for it:
+ * hence zpy_conjugate_alloc (zpy_conjugate_table.c) pauses the collector for it:
  * creation and adoption run no Python code between their checks and their
  * table entry.
  *
@@ -34,14 +34,14 @@
 
 #include <structmember.h>
 
-typedef struct zs_state_property {
+typedef struct zpy_state_property {
     PyObject_HEAD PyTypeObject *owner; /* the class that declared the attribute */
     PyObject *name;                    /* the attribute's name */
     PyObject *what;                    /* "Class.name", for errors */
     PyObject *initial;                 /* the default, or NULL */
     PyObject *factory;                 /* called for the first value, or NULL */
     Py_ssize_t offset;                 /* of the slot in the conjugate */
-} zs_state_property;
+} zpy_state_property;
 
 static inline PyObject **state_slot(PyObject *obj, Py_ssize_t offset) {
     return (PyObject **)((char *)obj + offset);
@@ -49,18 +49,18 @@ static inline PyObject **state_slot(PyObject *obj, Py_ssize_t offset) {
 
 /* The live conjugate the descriptor is given (NULL with an error: not an
  * instance of its class, or expired). */
-static zs_conjugate *state_checked(zs_state_property *property, PyObject *obj) {
+static zpy_conjugate *state_checked(zpy_state_property *property, PyObject *obj) {
     if (!PyObject_TypeCheck(obj, property->owner)) {
-        zs_descriptor_misapplied(property->what, property->owner, obj);
+        zpy_descriptor_misapplied(property->what, property->owner, obj);
         return NULL;
     }
-    zs_conjugate *conjugate = (zs_conjugate *)obj;
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), NULL;
+    zpy_conjugate *conjugate = (zpy_conjugate *)obj;
+    if (!ZPY_CONJUGATE_IS_LIVE(conjugate)) return zpy_raise_expired(conjugate), NULL;
     return conjugate;
 }
 
 /* AttributeError for state that is not set and has no default. */
-static PyObject *state_unset(zs_state_property *property, PyObject *obj) {
+static PyObject *state_unset(zpy_state_property *property, PyObject *obj) {
     PyErr_Format(PyExc_AttributeError,
                  "'%s' object has no attribute '%U': %U is Python state declared without a "
                  "default (zs.state()); assign it first",
@@ -71,7 +71,8 @@ static PyObject *state_unset(zs_state_property *property, PyObject *obj) {
 /* The first read of unset state: the default, or the factory's value. The
  * factory may run any Python code: the conjugate is checked again after it,
  * and a value stored meanwhile wins. */
-static __attribute__((noinline)) PyObject *state_first(zs_state_property *property, PyObject *obj) {
+static __attribute__((noinline)) PyObject *state_first(zpy_state_property *property,
+                                                       PyObject *obj) {
     if (property->initial == NULL && property->factory == NULL) return state_unset(property, obj);
     PyObject *made;
     if (property->factory != NULL) {
@@ -97,7 +98,7 @@ static __attribute__((noinline)) PyObject *state_first(zs_state_property *proper
 static PyObject *state_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
     if (obj == NULL) return Py_NewRef(self);
-    zs_state_property *property = (zs_state_property *)self;
+    zpy_state_property *property = (zpy_state_property *)self;
     if (state_checked(property, obj) == NULL) return NULL;
     PyObject *value = *state_slot(obj, property->offset);
     return value != NULL ? Py_NewRef(value) : state_first(property, obj);
@@ -107,7 +108,7 @@ static PyObject *state_get(PyObject *self, PyObject *obj, PyObject *type) {
  * finaliser may run any Python code). `del` of state with a default puts
  * it back to the default (the next read applies it again). */
 static int state_set(PyObject *self, PyObject *obj, PyObject *value) {
-    zs_state_property *property = (zs_state_property *)self;
+    zpy_state_property *property = (zpy_state_property *)self;
     if (state_checked(property, obj) == NULL) return -1;
     PyObject **slot = state_slot(obj, property->offset);
     PyObject *old = *slot;
@@ -130,9 +131,9 @@ static PyObject *state_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OU|$OO:StateProperty", keywords, &PyType_Type,
                                      &owner, &member, &what, &initial, &factory))
         return NULL;
-    zs_core_state *state = zs_state_of_type(type);
+    zpy_core_state *state = zpy_state_of_type(type);
     if (!PyType_IsSubtype(owner, state->conjugate_type) ||
-        !PyObject_TypeCheck((PyObject *)owner, state->class_type) || !zs_class_stateful(owner)) {
+        !PyObject_TypeCheck((PyObject *)owner, state->class_type) || !zpy_class_stateful(owner)) {
         PyErr_SetString(PyExc_TypeError, "StateProperty: the owner is not a stateful object class");
         return NULL;
     }
@@ -155,7 +156,7 @@ static PyObject *state_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "StateProperty: the factory is not callable");
         return NULL;
     }
-    zs_state_property *property = (zs_state_property *)type->tp_alloc(type, 0);
+    zpy_state_property *property = (zpy_state_property *)type->tp_alloc(type, 0);
     if (property == NULL) return NULL;
     property->owner = (PyTypeObject *)Py_NewRef(owner);
     property->name = Py_NewRef(((PyDescrObject *)member)->d_name);
@@ -168,7 +169,7 @@ static PyObject *state_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 
 /* A descriptor and its class refer to each other: the cycle collector's view. */
 static int state_traverse(PyObject *self, visitproc visit, void *arg) {
-    zs_state_property *property = (zs_state_property *)self;
+    zpy_state_property *property = (zpy_state_property *)self;
     Py_VISIT(property->owner);
     Py_VISIT(property->initial);
     Py_VISIT(property->factory);
@@ -177,7 +178,7 @@ static int state_traverse(PyObject *self, visitproc visit, void *arg) {
 }
 
 static int state_clear(PyObject *self) {
-    zs_state_property *property = (zs_state_property *)self;
+    zpy_state_property *property = (zpy_state_property *)self;
     Py_CLEAR(property->owner);
     Py_CLEAR(property->initial);
     Py_CLEAR(property->factory);
@@ -188,19 +189,19 @@ static void state_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     state_clear(self);
-    Py_CLEAR(((zs_state_property *)self)->name);
-    Py_CLEAR(((zs_state_property *)self)->what);
+    Py_CLEAR(((zpy_state_property *)self)->name);
+    Py_CLEAR(((zpy_state_property *)self)->what);
     type->tp_free(self);
     Py_DECREF(type);
 }
 
 static PyObject *state_repr(PyObject *self) {
-    return PyUnicode_FromFormat("<zs.state %U>", ((zs_state_property *)self)->what);
+    return PyUnicode_FromFormat("<zs.state %U>", ((zpy_state_property *)self)->what);
 }
 
 /* `default` and `factory`: as declared (AttributeError when not declared). */
 static PyObject *state_get_declared(PyObject *self, void *closure) {
-    zs_state_property *property = (zs_state_property *)self;
+    zpy_state_property *property = (zpy_state_property *)self;
     PyObject *declared = closure != NULL ? property->factory : property->initial;
     if (declared == NULL)
         return PyErr_Format(PyExc_AttributeError, "%U has no %s", property->what,
@@ -216,9 +217,9 @@ static PyGetSetDef state_getset[] = {
 };
 
 static PyMemberDef state_members[] = {
-    {"__name__", T_OBJECT, offsetof(zs_state_property, name), READONLY, NULL},
-    {"what", T_OBJECT, offsetof(zs_state_property, what), READONLY, "\"Class.name\"."},
-    {"offset", T_PYSSIZET, offsetof(zs_state_property, offset), READONLY,
+    {"__name__", T_OBJECT, offsetof(zpy_state_property, name), READONLY, NULL},
+    {"what", T_OBJECT, offsetof(zpy_state_property, what), READONLY, "\"Class.name\"."},
+    {"offset", T_PYSSIZET, offsetof(zpy_state_property, offset), READONLY,
      "Offset of the slot in the conjugate."},
     {NULL, 0, 0, 0, NULL},
 };
@@ -239,7 +240,7 @@ static PyType_Slot state_slots[] = {
 
 static PyType_Spec state_spec = {
     .name = "zsharp_py._core.StateProperty",
-    .basicsize = sizeof(zs_state_property),
+    .basicsize = sizeof(zpy_state_property),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .slots = state_slots,
 };
@@ -248,7 +249,7 @@ static PyType_Spec state_spec = {
  * Classes and release
  * ========================================================================= */
 
-int zs_state_check_class(zs_core_state *state, PyTypeObject *cls) {
+int zpy_state_check_class(zpy_core_state *state, PyTypeObject *cls) {
     Py_ssize_t start = state->conjugate_type->tp_basicsize, end = cls->tp_basicsize;
     Py_ssize_t slots = 0;
     /* Every slot of every class between cls and ObjectConjugate, each an
@@ -276,10 +277,10 @@ int zs_state_check_class(zs_core_state *state, PyTypeObject *cls) {
     return 0;
 }
 
-void zs_state_release(zs_conjugate *conjugate) {
-    assert(!ZS_CONJUGATE_IS_LIVE(conjugate));
+void zpy_state_release(zpy_conjugate *conjugate) {
+    assert(!ZPY_CONJUGATE_IS_LIVE(conjugate));
     PyTypeObject *type = Py_TYPE(conjugate);
-    Py_ssize_t start = ((zs_class_object *)type)->state->conjugate_type->tp_basicsize;
+    Py_ssize_t start = ((zpy_class_object *)type)->state->conjugate_type->tp_basicsize;
     /* One slot at a time, each emptied before its value is dropped: a
        finaliser run by the drop finds the slots it reads empty (and an
        expired conjugate refuses stores). */
@@ -295,7 +296,7 @@ void zs_state_release(zs_conjugate *conjugate) {
 }
 
 /* Create the StateProperty type and add it to the module. */
-int zs_add_state_types(PyObject *module, zs_core_state *state) {
+int zpy_add_state_types(PyObject *module, zpy_core_state *state) {
     (void)state;
     PyObject *type = PyType_FromModuleAndSpec(module, &state_spec, NULL);
     if (type == NULL) return -1;

@@ -14,71 +14,71 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const scalar_names[ZS_SCALAR_KINDS] = {
+static const char *const scalar_names[ZPY_SCALAR_KINDS] = {
     "Bool",   "Int8",   "Int16",  "Int32",   "Int64",   "UInt8",
     "UInt16", "UInt32", "UInt64", "Float32", "Float64",
 };
 
 /* The zs.<Name> of a scalar kind ("Int32"). */
-const char *zs_scalar_name(zs_scalar_kind kind) {
-    assert(kind < ZS_SCALAR_KINDS);
+const char *zpy_scalar_name(zpy_scalar_kind kind) {
+    assert(kind < ZPY_SCALAR_KINDS);
     return scalar_names[kind];
 }
 
 /* The Python value of the scalar of `kind` at `at`. */
-PyObject *zs_scalar_load(zs_scalar_kind kind, const char *at) {
+PyObject *zpy_scalar_load(zpy_scalar_kind kind, const char *at) {
     switch (kind) {
-    case ZS_SCALAR_BOOL: {
+    case ZPY_SCALAR_BOOL: {
         _Bool v;
         memcpy(&v, at, sizeof v);
         return PyBool_FromLong(v);
     }
-    case ZS_SCALAR_I8: {
+    case ZPY_SCALAR_I8: {
         int8_t v;
         memcpy(&v, at, sizeof v);
         return PyLong_FromLong(v);
     }
-    case ZS_SCALAR_I16: {
+    case ZPY_SCALAR_I16: {
         int16_t v;
         memcpy(&v, at, sizeof v);
         return PyLong_FromLong(v);
     }
-    case ZS_SCALAR_I32: {
+    case ZPY_SCALAR_I32: {
         int32_t v;
         memcpy(&v, at, sizeof v);
         return PyLong_FromLong(v);
     }
-    case ZS_SCALAR_I64: {
+    case ZPY_SCALAR_I64: {
         int64_t v;
         memcpy(&v, at, sizeof v);
         return PyLong_FromLongLong(v);
     }
-    case ZS_SCALAR_U8: {
+    case ZPY_SCALAR_U8: {
         uint8_t v;
         memcpy(&v, at, sizeof v);
         return PyLong_FromLong(v);
     }
-    case ZS_SCALAR_U16: {
+    case ZPY_SCALAR_U16: {
         uint16_t v;
         memcpy(&v, at, sizeof v);
         return PyLong_FromLong(v);
     }
-    case ZS_SCALAR_U32: {
+    case ZPY_SCALAR_U32: {
         uint32_t v;
         memcpy(&v, at, sizeof v);
         return PyLong_FromUnsignedLong(v);
     }
-    case ZS_SCALAR_U64: {
+    case ZPY_SCALAR_U64: {
         uint64_t v;
         memcpy(&v, at, sizeof v);
         return PyLong_FromUnsignedLongLong(v);
     }
-    case ZS_SCALAR_F32: {
+    case ZPY_SCALAR_F32: {
         float v;
         memcpy(&v, at, sizeof v);
         return PyFloat_FromDouble(v);
     }
-    case ZS_SCALAR_F64: {
+    case ZPY_SCALAR_F64: {
         double v;
         memcpy(&v, at, sizeof v);
         return PyFloat_FromDouble(v);
@@ -108,12 +108,12 @@ static PyObject *integer_of(PyObject *value) {
 }
 
 /* Convert an integer value for `kind`, range-checked. */
-static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out,
+static int convert_integer(zpy_scalar_kind kind, PyObject *value, zpy_scalar_bits *out,
                            PyObject *what) {
     PyObject *number = integer_of(value);
-    if (number == NULL) return zs_error_prefix(what);
+    if (number == NULL) return zpy_error_prefix(what);
     int result = 0;
-    if (kind == ZS_SCALAR_BOOL) {
+    if (kind == ZPY_SCALAR_BOOL) {
         int overflow = 0;
         long v = PyLong_AsLongAndOverflow(number, &overflow);
         if (overflow == 0 && (v == 0 || v == 1)) out->b = v == 1;
@@ -122,7 +122,7 @@ static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits 
                                     PyUnicode_FromFormat("%R is out of range for Bool (use True "
                                                          "or False)",
                                                          number));
-    } else if (kind == ZS_SCALAR_U64) {
+    } else if (kind == ZPY_SCALAR_U64) {
         unsigned long long v = PyLong_AsUnsignedLongLong(number);
         if (v == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
@@ -134,7 +134,7 @@ static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits 
         }
     } else {
         long long low, high;
-        int ranged = zs_scalar_range(kind, &low, &high);
+        int ranged = zpy_scalar_range(kind, &low, &high);
         assert(ranged); /* every other kind is handled above */
         (void)ranged;
         int overflow = 0;
@@ -144,7 +144,7 @@ static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits 
                                     PyUnicode_FromFormat("%R is out of range for %s [%lld, %lld]",
                                                          number, scalar_names[kind], low, high));
         } else {
-            zs_scalar_set_integer(kind, v, out);
+            zpy_scalar_set_integer(kind, v, out);
         }
     }
     Py_DECREF(number);
@@ -152,13 +152,14 @@ static int convert_integer(zs_scalar_kind kind, PyObject *value, zs_scalar_bits 
 }
 
 /* Convert a real value for a float kind. */
-static int convert_real(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out, PyObject *what) {
+static int convert_real(zpy_scalar_kind kind, PyObject *value, zpy_scalar_bits *out,
+                        PyObject *what) {
     double v;
     if (PyFloat_Check(value)) { /* float or a subclass: the base value */
         v = PyFloat_AS_DOUBLE(value);
     } else if (PyLong_Check(value)) {
         v = PyLong_AsDouble(value);
-        if (v == -1.0 && PyErr_Occurred()) return zs_error_prefix(what);
+        if (v == -1.0 && PyErr_Occurred()) return zpy_error_prefix(what);
     } else if (PyUnicode_Check(value) || PyBytes_Check(value) || PyByteArray_Check(value) ||
                Py_TYPE(value)->tp_as_number == NULL ||
                Py_TYPE(value)->tp_as_number->nb_float == NULL) {
@@ -167,11 +168,11 @@ static int convert_real(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *ou
             PyUnicode_FromFormat("expected a real number, got %s", Py_TYPE(value)->tp_name));
     } else {
         PyObject *number = PyNumber_Float(value); /* may run __float__; an exact float */
-        if (number == NULL) return zs_error_prefix(what);
+        if (number == NULL) return zpy_error_prefix(what);
         v = PyFloat_AS_DOUBLE(number);
         Py_DECREF(number);
     }
-    if (kind == ZS_SCALAR_F64) {
+    if (kind == ZPY_SCALAR_F64) {
         out->f64 = v;
         return 0;
     }
@@ -190,15 +191,17 @@ static int convert_real(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *ou
 
 /* Convert `value` into the C value of `kind` (phase 1 of a write). Errors
  * name `what` ("Actor.health"), if given. */
-int zs_scalar_convert(zs_scalar_kind kind, PyObject *value, zs_scalar_bits *out, PyObject *what) {
-    if (kind == ZS_SCALAR_BOOL && (value == Py_True || value == Py_False)) {
+int zpy_scalar_convert(zpy_scalar_kind kind, PyObject *value, zpy_scalar_bits *out,
+                       PyObject *what) {
+    if (kind == ZPY_SCALAR_BOOL && (value == Py_True || value == Py_False)) {
         out->b = value == Py_True;
         return 0;
     }
-    if (kind == ZS_SCALAR_F64 && PyFloat_CheckExact(value)) {
+    if (kind == ZPY_SCALAR_F64 && PyFloat_CheckExact(value)) {
         out->f64 = PyFloat_AS_DOUBLE(value);
         return 0;
     }
-    if (kind == ZS_SCALAR_F32 || kind == ZS_SCALAR_F64) return convert_real(kind, value, out, what);
+    if (kind == ZPY_SCALAR_F32 || kind == ZPY_SCALAR_F64)
+        return convert_real(kind, value, out, what);
     return convert_integer(kind, value, out, what);
 }

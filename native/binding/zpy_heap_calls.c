@@ -7,7 +7,7 @@
  * incremental collector's steps, clusters, figures, the stress switches and
  * reference chains. Each method converts all its Python arguments first
  * (an __index__ may run Python code that closes the runtime), then reads
- * rt->native (zs_rt_open, which reflection.c's methods share), raising
+ * rt->native (zpy_rt_open, which zpy_reflection.c's methods share), raising
  * ExpiredConjugateError once the runtime is closed, and returns Python
  * values instead of out-parameters. Statuses are returned for Python to
  * raise with check()/refused().
@@ -17,7 +17,7 @@
  * cycle, verifying the heap, clustering, reference chains, closing the
  * disregard window, freeing a runtime). Python holds the runtime's lock
  * around each of them, so close() on another thread waits. A step that may hand dying objects to the
- * expiry handler is bracketed by zs_expiry_reporting, as collection.c's
+ * expiry handler is bracketed by zpy_expiry_reporting, as zpy_collection.c's
  * run_step is: an error of that expiry is raised by the method.
  */
 #include "value.h"
@@ -28,7 +28,7 @@
 /* The native runtime of an open runtime, or NULL with ExpiredConjugateError
  * once it is closed, and, unless `while_closing`, once close() has begun
  * (its heap may be going; close() itself still calls the heap then). */
-zs_runtime *zs_rt_open(zs_runtime_core *rt, int while_closing) {
+zs_runtime *zpy_rt_open(zpy_runtime_core *rt, int while_closing) {
     if (rt->native != NULL && (while_closing || !rt->closing)) return rt->native;
     PyObject *type = rt->state->expired_exception;
     PyErr_SetString(type != NULL ? type : PyExc_RuntimeError, CLOSED_MESSAGE);
@@ -37,7 +37,7 @@ zs_runtime *zs_rt_open(zs_runtime_core *rt, int while_closing) {
 
 /* The native runtime of a runtime that is open or closing: what the
  * methods of zs.Runtime and rt.gc, which close() calls too, work on. */
-static zs_runtime *open_native(zs_runtime_core *rt) { return zs_rt_open(rt, 1); }
+static zs_runtime *open_native(zpy_runtime_core *rt) { return zpy_rt_open(rt, 1); }
 
 /* An unsigned integer argument no larger than `high`, through __index__ (as
  * cffi converted integer arguments): 0, or -1 with OverflowError. */
@@ -56,7 +56,7 @@ static int unsigned_arg(PyObject *value, unsigned long long high, unsigned long 
 }
 
 /* A handle (zs_ref) argument. */
-int zs_rt_handle_arg(PyObject *value, zs_ref *out) {
+int zpy_rt_handle_arg(PyObject *value, zs_ref *out) {
     unsigned long long v;
     if (unsigned_arg(value, UINT64_MAX, &v) < 0) return -1;
     *out = (zs_ref)v;
@@ -94,7 +94,7 @@ static int arity(const char *name, Py_ssize_t given, Py_ssize_t wanted) {
  * flags) -> (status, address): a new native runtime (zero keeps an option's
  * default; flags are ZS_RUNTIME_*). Static: the Python runtime opens on it
  * afterwards (_core_open). */
-PyObject *zs_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *zpy_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t nargs) {
     (void)unused;
     uint32_t values[4];
     if (arity("_heap_new_runtime", nargs, 4) < 0) return NULL;
@@ -114,7 +114,7 @@ PyObject *zs_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t 
 /* RuntimeCore._heap_free_runtime(address): free a native runtime this side
  * made (zs_runtime_free: every object destroyed), with the GIL released.
  * Static: weakref.finalize calls it without the Runtime. */
-PyObject *zs_rt_free_runtime(PyObject *unused, PyObject *address) {
+PyObject *zpy_rt_free_runtime(PyObject *unused, PyObject *address) {
     (void)unused;
     void *native;
     if (address_arg(address, &native) < 0) return NULL;
@@ -134,10 +134,10 @@ PyObject *zs_rt_free_runtime(PyObject *unused, PyObject *address) {
  * Python exception cannot cross into C: it is reported as unraisable and
  * the lookup fails. */
 static zs_status resolve_class(void *user, zs_runtime *native, const char *name) {
-    zs_core_state *state = user;
+    zpy_core_state *state = user;
     PyGILState_STATE gil = PyGILState_Ensure();
     zs_status status = ZS_E_INVALID;
-    zs_runtime_core *rt = zs_open_runtime_of(state, native);
+    zpy_runtime_core *rt = zpy_open_runtime_of(state, native);
     if (rt != NULL && !rt->closing) {
         Py_INCREF(rt);
         PyObject *text = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
@@ -160,8 +160,8 @@ static zs_status resolve_class(void *user, zs_runtime *native, const char *name)
  * call handler (addresses from _core.call_handler(); 0, 0 removes it) and, with
  * `resolve`, this module's class resolver (else none): the heap calls
  * Python through them. */
-PyObject *zs_rt_set_handlers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_set_handlers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     void *handler, *user;
     if (arity("_heap_set_handlers", nargs, 3) < 0 || address_arg(args[0], &handler) < 0 ||
         address_arg(args[1], &user) < 0)
@@ -178,9 +178,9 @@ PyObject *zs_rt_set_handlers(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 /* RuntimeCore._heap_memory() -> (live_blocks, live_bytes, peak_bytes,
  * item_bytes_per_object): the native memory the runtime owns. */
-PyObject *zs_rt_memory(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_memory(PyObject *self, PyObject *unused) {
     (void)unused;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     zs_memory_stats raw;
     zs_runtime_memory(native, &raw);
@@ -202,7 +202,7 @@ typedef enum heap_count {
 
 /* One counter of an open runtime's heap, as an int. */
 static PyObject *heap_count_of(PyObject *self, heap_count which) {
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     unsigned long value = 0;
     switch (which) {
@@ -232,44 +232,44 @@ static PyObject *heap_count_of(PyObject *self, heap_count which) {
 }
 
 /* RuntimeCore._heap_live_objects() -> live native objects. */
-PyObject *zs_rt_live_objects(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_live_objects(PyObject *self, PyObject *unused) {
     (void)unused;
     return heap_count_of(self, COUNT_LIVE_OBJECTS);
 }
 
 /* RuntimeCore._heap_value_count() -> black values with a native block. */
-PyObject *zs_rt_value_count(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_value_count(PyObject *self, PyObject *unused) {
     (void)unused;
     return heap_count_of(self, COUNT_VALUES);
 }
 
 /* RuntimeCore._heap_name_count() -> names in the native table (close()
  * decodes them first). */
-PyObject *zs_rt_name_count(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_name_count(PyObject *self, PyObject *unused) {
     (void)unused;
     return heap_count_of(self, COUNT_NAMES);
 }
 
 /* RuntimeCore._heap_cluster_count() -> live clusters. */
-PyObject *zs_rt_cluster_count(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_cluster_count(PyObject *self, PyObject *unused) {
     (void)unused;
     return heap_count_of(self, COUNT_CLUSTERS);
 }
 
 /* RuntimeCore._heap_gc_phase() -> the collector's phase (GC_IDLE...). */
-PyObject *zs_rt_gc_phase(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_gc_phase(PyObject *self, PyObject *unused) {
     (void)unused;
     return heap_count_of(self, COUNT_GC_PHASE);
 }
 
 /* RuntimeCore._heap_gc_expiring_count() -> dying objects not yet taken. */
-PyObject *zs_rt_gc_expiring_count(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_gc_expiring_count(PyObject *self, PyObject *unused) {
     (void)unused;
     return heap_count_of(self, COUNT_EXPIRING);
 }
 
 /* RuntimeCore._heap_gc_pending_purge() -> gathered objects awaiting the purge. */
-PyObject *zs_rt_gc_pending_purge(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_gc_pending_purge(PyObject *self, PyObject *unused) {
     (void)unused;
     return heap_count_of(self, COUNT_PENDING_PURGE);
 }
@@ -277,9 +277,9 @@ PyObject *zs_rt_gc_pending_purge(PyObject *self, PyObject *unused) {
 /* RuntimeCore._heap_expire_gathered() -> taken: hand every dying object to
  * the expiry handler (close() of a host's runtime, before the handler goes;
  * its errors are reported as unraisable, as before). */
-PyObject *zs_rt_expire_gathered(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_expire_gathered(PyObject *self, PyObject *unused) {
     (void)unused;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     uint32_t taken = 0;
     zs_gc_expire(native, UINT32_MAX, &taken);
@@ -288,9 +288,9 @@ PyObject *zs_rt_expire_gathered(PyObject *self, PyObject *unused) {
 
 /* RuntimeCore._heap_close_disregard() -> status: end the disregard-for-GC
  * window (it may scan what it made permanent: the GIL is released). */
-PyObject *zs_rt_close_disregard(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_close_disregard(PyObject *self, PyObject *unused) {
     (void)unused;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     zs_status status;
     Py_BEGIN_ALLOW_THREADS;
@@ -300,22 +300,22 @@ PyObject *zs_rt_close_disregard(PyObject *self, PyObject *unused) {
 }
 
 /* RuntimeCore._heap_debug_set(what, value) -> status: a ZS_DEBUG_* switch. */
-PyObject *zs_rt_debug_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *zpy_rt_debug_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     uint32_t what;
     unsigned long long value;
     if (arity("_heap_debug_set", nargs, 2) < 0 || u32_arg(args[0], &what) < 0 ||
         unsigned_arg(args[1], UINT64_MAX, &value) < 0)
         return NULL;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     return PyLong_FromLong((long)zs_debug_set(native, what, (uint64_t)value));
 }
 
 /* RuntimeCore._heap_verify() -> None, or the message of the inconsistency
  * zs_heap_verify found (it walks the whole heap: the GIL is released). */
-PyObject *zs_rt_verify(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_verify(PyObject *self, PyObject *unused) {
     (void)unused;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     char message[512] = {0};
     zs_status status;
@@ -416,8 +416,8 @@ static int members_of(PyObject *rows, Py_ssize_t count, zs_member **out) {
  * address or 0, `members` a list of (kind, offset, type address),
  * `properties` a list of (name bytes, type text bytes, offset). `keep` holds
  * the property descriptions the heap points into: keep it with the runtime. */
-PyObject *zs_rt_register_class(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_register_class(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     void *parent;
     uint32_t instance_size, flags;
     if (arity("_heap_register_class", nargs, 6) < 0) return NULL;
@@ -478,12 +478,12 @@ PyObject *zs_rt_register_class(PyObject *self, PyObject *const *args, Py_ssize_t
  * -> (status, handle, address): allocate an object of the native class at
  * address `cls`, its plain defaults copied from `image` (bytes), recorded
  * as having a conjugate (zs_object_new_conjugate); status 0 on success. */
-PyObject *zs_rt_new_object(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *zpy_rt_new_object(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     void *cls;
     zs_ref outer;
     uint32_t name_index, name_number;
     if (arity("_heap_new_object", nargs, 5) < 0 || address_arg(args[0], &cls) < 0 ||
-        zs_rt_handle_arg(args[1], &outer) < 0 || u32_arg(args[2], &name_index) < 0 ||
+        zpy_rt_handle_arg(args[1], &outer) < 0 || u32_arg(args[2], &name_index) < 0 ||
         u32_arg(args[3], &name_number) < 0)
         return NULL;
     PyObject *image = args[4];
@@ -495,7 +495,7 @@ PyObject *zs_rt_new_object(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_ValueError, "_heap_new_object: a null class");
         return NULL;
     }
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     void *address = NULL;
     zs_ref handle = zs_object_new_conjugate(
@@ -507,20 +507,20 @@ PyObject *zs_rt_new_object(PyObject *self, PyObject *const *args, Py_ssize_t nar
 }
 
 /* RuntimeCore._heap_release_strong_ref(handle) -> status. */
-PyObject *zs_rt_release_strong_ref(PyObject *self, PyObject *handle) {
+PyObject *zpy_rt_release_strong_ref(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    if (zpy_rt_handle_arg(handle, &ref) < 0) return NULL;
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     return PyLong_FromLong((long)zs_release_strong_ref(native, ref));
 }
 
 /* RuntimeCore._heap_resolve_class(handle) -> the class id of the object
  * the handle names, or None when it names none (null or stale). */
-PyObject *zs_rt_resolve_class(PyObject *self, PyObject *handle) {
+PyObject *zpy_rt_resolve_class(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    if (zpy_rt_handle_arg(handle, &ref) < 0) return NULL;
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     const zs_object *object = zs_resolve(native, ref);
     if (object == NULL) Py_RETURN_NONE;
@@ -529,10 +529,10 @@ PyObject *zs_rt_resolve_class(PyObject *self, PyObject *handle) {
 
 /* RuntimeCore._heap_resolve_for_conjugate(handle) -> the object's address,
  * recorded as having a conjugate, or None (stale or dying). */
-PyObject *zs_rt_resolve_for_conjugate(PyObject *self, PyObject *handle) {
+PyObject *zpy_rt_resolve_for_conjugate(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    if (zpy_rt_handle_arg(handle, &ref) < 0) return NULL;
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     zs_object *object = NULL;
     if (zs_resolve_for_conjugate(native, ref, &object) != ZS_OK) Py_RETURN_NONE;
@@ -545,10 +545,10 @@ PyObject *zs_rt_resolve_for_conjugate(PyObject *self, PyObject *handle) {
 
 /* RuntimeCore._heap_create_cluster(handle) -> (status, size): cluster the
  * object with what it references (a walk: the GIL is released). */
-PyObject *zs_rt_create_cluster(PyObject *self, PyObject *handle) {
+PyObject *zpy_rt_create_cluster(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    if (zpy_rt_handle_arg(handle, &ref) < 0) return NULL;
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     uint32_t size = 0;
     zs_status status;
@@ -561,10 +561,10 @@ PyObject *zs_rt_create_cluster(PyObject *self, PyObject *handle) {
 /* RuntimeCore._heap_cluster_info(handle) -> (status, info): info is None
  * when the object is in no cluster (or a call failed), else (root handle,
  * objects, referenced_clusters, mutable_objects, referenced_by). */
-PyObject *zs_rt_cluster_info(PyObject *self, PyObject *handle) {
+PyObject *zpy_rt_cluster_info(PyObject *self, PyObject *handle) {
     zs_ref ref;
-    if (zs_rt_handle_arg(handle, &ref) < 0) return NULL;
-    zs_runtime *native = open_native((zs_runtime_core *)self);
+    if (zpy_rt_handle_arg(handle, &ref) < 0) return NULL;
+    zs_runtime *native = open_native((zpy_runtime_core *)self);
     if (native == NULL) return NULL;
     int32_t index = -1;
     zs_status status = zs_object_cluster(native, ref, &index);
@@ -584,15 +584,15 @@ PyObject *zs_rt_cluster_info(PyObject *self, PyObject *handle) {
 typedef enum gc_call { GC_START, GC_STEP, GC_PURGE } gc_call;
 
 /* Run an incremental step with the GIL released, bracketed by
- * zs_expiry_reporting (the step may hand dying objects to the expiry
+ * zpy_expiry_reporting (the step may hand dying objects to the expiry
  * handler, whose error is raised here): (status, done), or NULL. */
-static PyObject *run_gc_call(zs_runtime_core *rt, gc_call call, uint64_t budget_ns,
+static PyObject *run_gc_call(zpy_runtime_core *rt, gc_call call, uint64_t budget_ns,
                              uint32_t max_objects) {
     zs_runtime *native = open_native(rt);
     if (native == NULL) return NULL;
     int done = 0;
     zs_status status;
-    zs_expiry_reporting(rt, 1);
+    zpy_expiry_reporting(rt, 1);
     Py_BEGIN_ALLOW_THREADS;
     switch (call) {
     case GC_START:
@@ -606,14 +606,14 @@ static PyObject *run_gc_call(zs_runtime_core *rt, gc_call call, uint64_t budget_
         break;
     }
     Py_END_ALLOW_THREADS;
-    if (zs_expiry_reporting(rt, 0) < 0) return NULL;
+    if (zpy_expiry_reporting(rt, 0) < 0) return NULL;
     return Py_BuildValue("(iO)", (int)status, done ? Py_True : Py_False);
 }
 
 /* RuntimeCore._heap_gc_start() -> status: begin an incremental cycle. */
-PyObject *zs_rt_gc_start(PyObject *self, PyObject *unused) {
+PyObject *zpy_rt_gc_start(PyObject *self, PyObject *unused) {
     (void)unused;
-    PyObject *result = run_gc_call((zs_runtime_core *)self, GC_START, 0, 0);
+    PyObject *result = run_gc_call((zpy_runtime_core *)self, GC_START, 0, 0);
     if (result == NULL) return NULL;
     PyObject *status = Py_NewRef(PyTuple_GET_ITEM(result, 0));
     Py_DECREF(result);
@@ -633,20 +633,20 @@ static int bounds_args(const char *name, PyObject *const *args, Py_ssize_t nargs
 
 /* RuntimeCore._heap_gc_step(budget_ns, max_objects) -> (status, done):
  * advance the pending mark (and gather) within the bounds. */
-PyObject *zs_rt_gc_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *zpy_rt_gc_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     uint64_t budget_ns;
     uint32_t max_objects;
     if (bounds_args("_heap_gc_step", args, nargs, &budget_ns, &max_objects) < 0) return NULL;
-    return run_gc_call((zs_runtime_core *)self, GC_STEP, budget_ns, max_objects);
+    return run_gc_call((zpy_runtime_core *)self, GC_STEP, budget_ns, max_objects);
 }
 
 /* RuntimeCore._heap_gc_purge(budget_ns, max_objects) -> (status, done):
  * destroy gathered objects within the bounds. */
-PyObject *zs_rt_gc_purge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *zpy_rt_gc_purge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     uint64_t budget_ns;
     uint32_t max_objects;
     if (bounds_args("_heap_gc_purge", args, nargs, &budget_ns, &max_objects) < 0) return NULL;
-    return run_gc_call((zs_runtime_core *)self, GC_PURGE, budget_ns, max_objects);
+    return run_gc_call((zpy_runtime_core *)self, GC_PURGE, budget_ns, max_objects);
 }
 
 /* =========================================================================
@@ -669,11 +669,11 @@ static PyObject *links_list(const zs_chain_link *links, uint32_t count) {
  * why the object is alive (zs_reference_chains, asked again with room for
  * every link when the first answer is larger); links as links_list makes
  * them. The search reads the whole heap: the GIL is released. */
-PyObject *zs_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     zs_ref ref;
     uint32_t max_chains;
-    if (arity("_heap_reference_chains", nargs, 2) < 0 || zs_rt_handle_arg(args[0], &ref) < 0 ||
+    if (arity("_heap_reference_chains", nargs, 2) < 0 || zpy_rt_handle_arg(args[0], &ref) < 0 ||
         u32_arg(args[1], &max_chains) < 0)
         return NULL;
     uint32_t capacity = 64, count = 0;
@@ -708,7 +708,7 @@ PyObject *zs_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize
  * (zsharp_py/_base/layout.py), as the module's C_LAYOUTS: {name: (size,
  * align)}. */
 static int add_c_layouts(PyObject *module) {
-#define ZS_C_LAYOUT(type)                                                                          \
+#define ZPY_C_LAYOUT(type)                                                                         \
     {                                                                                              \
         #type, sizeof(type), _Alignof(type)                                                        \
     }
@@ -716,14 +716,14 @@ static int add_c_layouts(PyObject *module) {
         const char *name;
         size_t size, align;
     } layouts[] = {
-        ZS_C_LAYOUT(_Bool),    ZS_C_LAYOUT(int8_t),    ZS_C_LAYOUT(int16_t),
-        ZS_C_LAYOUT(int32_t),  ZS_C_LAYOUT(int64_t),   ZS_C_LAYOUT(uint8_t),
-        ZS_C_LAYOUT(uint16_t), ZS_C_LAYOUT(uint32_t),  ZS_C_LAYOUT(uint64_t),
-        ZS_C_LAYOUT(float),    ZS_C_LAYOUT(double),    ZS_C_LAYOUT(void *),
-        ZS_C_LAYOUT(zs_ref),   ZS_C_LAYOUT(zs_object), ZS_C_LAYOUT(zs_string),
-        ZS_C_LAYOUT(zs_array), ZS_C_LAYOUT(zs_hash),   ZS_C_LAYOUT(zs_binding),
+        ZPY_C_LAYOUT(_Bool),    ZPY_C_LAYOUT(int8_t),    ZPY_C_LAYOUT(int16_t),
+        ZPY_C_LAYOUT(int32_t),  ZPY_C_LAYOUT(int64_t),   ZPY_C_LAYOUT(uint8_t),
+        ZPY_C_LAYOUT(uint16_t), ZPY_C_LAYOUT(uint32_t),  ZPY_C_LAYOUT(uint64_t),
+        ZPY_C_LAYOUT(float),    ZPY_C_LAYOUT(double),    ZPY_C_LAYOUT(void *),
+        ZPY_C_LAYOUT(zs_ref),   ZPY_C_LAYOUT(zs_object), ZPY_C_LAYOUT(zs_string),
+        ZPY_C_LAYOUT(zs_array), ZPY_C_LAYOUT(zs_hash),   ZPY_C_LAYOUT(zs_binding),
     };
-#undef ZS_C_LAYOUT
+#undef ZPY_C_LAYOUT
     PyObject *dict = PyDict_New();
     for (size_t i = 0; dict != NULL && i < sizeof layouts / sizeof layouts[0]; i++) {
         PyObject *pair = Py_BuildValue("(nn)", (Py_ssize_t)layouts[i].size,
@@ -740,7 +740,7 @@ static int add_c_layouts(PyObject *module) {
 /* The constants Python needs of zsharp.h and zsharp_debug.h (statuses, limits, collector
  * phases, stress switches, chain markers, type, member and class kinds, the
  * header's size), GC_STATS_FIELDS and C_LAYOUTS, as module constants. */
-int zs_add_heap_constants(PyObject *module) {
+int zpy_add_heap_constants(PyObject *module) {
     static const struct {
         const char *name;
         long long value;

@@ -7,86 +7,13 @@
 #include "value.h"
 #include "zsharp_api.h" /* ZS_API_FUNCTIONS, ZS_MANAGED_FUNCTIONS */
 
-static struct PyModuleDef core_module;
-
-/* The state of this module object. */
-zs_core_state *zs_state_of_module(PyObject *module) {
-    return (zs_core_state *)PyModule_GetState(module);
-}
-
-/* The state of the module that defined `type` or one of its bases. */
-zs_core_state *zs_state_of_type(PyTypeObject *type) {
-    for (PyTypeObject *base = type; base != NULL; base = base->tp_base) {
-        if (!(base->tp_flags & Py_TPFLAGS_HEAPTYPE)) continue;
-        PyObject *module = ((PyHeapTypeObject *)base)->ht_module;
-        if (module != NULL && PyModule_GetDef(module) == &core_module)
-            return zs_state_of_module(module);
-    }
-    return NULL;
-}
-
-const zs_type_memo *zs_type_memo_fill(zs_core_state *state, PyTypeObject *type) {
-    zs_type_memo answer = {
-        .conjugate = (uint8_t)PyType_IsSubtype(type, state->conjugate_type),
-        .value = (uint8_t)PyType_IsSubtype(type, state->value_type),
-        .runtime = (uint8_t)PyType_IsSubtype(type, state->runtime_type),
-    };
-#ifdef Py_TPFLAGS_VALID_VERSION_TAG
-    unsigned int tag = type->tp_version_tag;
-    if (tag != 0 && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
-        answer.tag = tag;
-        zs_type_memo *memo = &state->type_memo[tag % ZS_TYPE_MEMO_SIZE];
-        *memo = answer;
-        return memo;
-    }
-#endif
-    state->type_memo_scratch = answer;
-    return &state->type_memo_scratch;
-}
-
-int zs_current_read(zs_core_state *state, PyObject **out) {
-    PyObject *value = NULL;
-    if (PyContextVar_Get(state->current, NULL, &value) < 0) return -1;
-    /* Borrowed: the context holds it (the key below names that context). */
-    Py_XDECREF(value);
-    /* Read after the call, which may have run Python code (a finaliser
-       setting the variable: then the memo was forgotten, and this value is
-       the new one). */
-    PyThreadState *thread = PyThreadState_Get();
-    state->current_memo = (zs_current_memo){
-        .valid = 1,
-        .thread = thread,
-        .thread_id = thread->id,
-        .context = thread->context,
-        .context_version = thread->context_ver,
-        .value = value,
-        .runtime = value != NULL && zs_is_runtime(state, value) ? (zs_runtime_core *)value : NULL,
-    };
-    *out = value;
-    return 0;
-}
-
-PyObject *zs_context_var_set(zs_core_state *state, PyObject *variable, PyObject *value) {
-    PyObject *token = PyContextVar_Set(variable, value);
-    /* Nothing allocates between the set and this: code a collection ran
-       during the set read the old value, still right then. */
-    state->current_memo.valid = 0;
-    return token;
-}
-
-int zs_context_var_reset(zs_core_state *state, PyObject *variable, PyObject *token) {
-    int status = PyContextVar_Reset(variable, token);
-    state->current_memo.valid = 0;
-    return status;
-}
-
 /* set_context_var(variable, value) -> Token: `variable.set(value)` for
  * zsharp_py/_base/context.py, which sets the current runtime through here. */
 static PyObject *set_context_var(PyObject *module, PyObject *args) {
     PyObject *variable, *value;
     if (!PyArg_ParseTuple(args, "O!O:set_context_var", &PyContextVar_Type, &variable, &value))
         return NULL;
-    return zs_context_var_set(zs_state_of_module(module), variable, value);
+    return zpy_context_var_set(zpy_state_of_module(module), variable, value);
 }
 
 /* reset_context_var(variable, token): `variable.reset(token)`, likewise. */
@@ -95,72 +22,14 @@ static PyObject *reset_context_var(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!:reset_context_var", &PyContextVar_Type, &variable,
                           &PyContextToken_Type, &token))
         return NULL;
-    if (zs_context_var_reset(zs_state_of_module(module), variable, token) < 0) return NULL;
+    if (zpy_context_var_reset(zpy_state_of_module(module), variable, token) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
-/* Let Python raise the exception of a native status of a call on `rt`'s
- * heap (it expires pending conjugates first when the status is DYING);
- * returns NULL. */
-PyObject *zs_call_raise_status(zs_core_state *state, zs_ref status, PyObject *what,
-                               zs_runtime_core *rt) {
-    PyObject *result = PyObject_CallFunction(state->raise_status, "KOO", (unsigned long long)status,
-                                             what, rt ? (PyObject *)rt : Py_None);
-    if (result != NULL) {
-        Py_DECREF(result);
-        PyErr_Format(PyExc_RuntimeError, "%U failed with native status %llu", what,
-                     (unsigned long long)status);
-    }
-    return NULL;
-}
-
-PyObject *zs_error_take(void) {
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    if (type == NULL) return NULL;
-    PyErr_NormalizeException(&type, &value, &traceback);
-    if (traceback != NULL && value != NULL) PyException_SetTraceback(value, traceback);
-    Py_XDECREF(type);
-    Py_XDECREF(traceback);
-    return value;
-#endif
-}
-
-void zs_error_give(PyObject *error) {
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(error);
-#else
-    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), error, PyException_GetTraceback(error));
-#endif
-}
-
-int zs_error_prefix(PyObject *what) {
-    PyObject *type = PyErr_Occurred();
-    if (what == NULL ||
-        (type != PyExc_TypeError && type != PyExc_ValueError && type != PyExc_OverflowError))
-        return -1;
-    PyObject *error = zs_error_take();
-    PyObject *text = PyObject_Str(error);
-    if (text == NULL) {
-        Py_DECREF(error);
-        return -1;
-    }
-    if (PyUnicode_Tailmatch(text, what, 0, PY_SSIZE_T_MAX, -1) == 1) zs_error_give(error);
-    else {
-        PyErr_Format(type, "%U: %U", what, text);
-        Py_DECREF(error);
-    }
-    Py_DECREF(text);
-    return -1;
-}
-
 /* The names of the managed side's own functions, from their X-macro. */
-#define ZS_NAME_TEXT(name) #name,
-static const char *const managed_names[] = {ZS_MANAGED_FUNCTIONS(ZS_NAME_TEXT)};
-#undef ZS_NAME_TEXT
+#define ZPY_NAME_TEXT(name) #name,
+static const char *const managed_names[] = {ZS_MANAGED_FUNCTIONS(ZPY_NAME_TEXT)};
+#undef ZPY_NAME_TEXT
 
 /* A new list of `count` strs. */
 static PyObject *name_list(const char *const *names, size_t count) {
@@ -176,7 +45,7 @@ static PyObject *name_list(const char *const *names, size_t count) {
 /* python_table() -> the address of the zsharp_python.h table. */
 static PyObject *python_table(PyObject *module, PyObject *unused) {
     (void)unused;
-    return PyLong_FromVoidPtr(&zs_state_of_module(module)->python_api);
+    return PyLong_FromVoidPtr(&zpy_state_of_module(module)->python_api);
 }
 
 /* managed_functions() -> the names of the managed side's own protocol
@@ -211,11 +80,11 @@ static PyObject *api_functions(PyObject *module, PyObject *unused) {
     (void)unused;
     PyObject *dict = PyDict_New();
     if (dict == NULL) return NULL;
-#define ZS_API_ADDRESS(name)                                                                       \
+#define ZPY_API_ADDRESS(name)                                                                      \
     if (add_function(dict, #name, (uintptr_t)&name) < 0) goto fail;
-    ZS_API_FUNCTIONS(ZS_API_ADDRESS)
-    ZS_API_ADDRESS(zs_api_table)
-#undef ZS_API_ADDRESS
+    ZS_API_FUNCTIONS(ZPY_API_ADDRESS)
+    ZPY_API_ADDRESS(zs_api_table)
+#undef ZPY_API_ADDRESS
     return dict;
 fail:
     Py_DECREF(dict);
@@ -233,7 +102,7 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
                                "expired_type",    "expired_exception",
                                "current_runtime", "name_class",
                                "attribute_error", NULL};
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     PyObject *current, *default_runtime, *slow_create, *init_create, *expired_error;
     PyObject *raise_status, *store_failed, *store_refused, *expired_type, *expired_exception;
     PyObject *current_runtime, *name_class, *attribute_error;
@@ -278,11 +147,11 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs) {
  * refers only to its runtime and to its own views, so it cannot be part of
  * an uncollected cycle for long (expiry breaks the views'), and it saves 16
  * bytes per conjugate; a class adding instance slots is refused. A stateful
- * class (zs.state() attributes, its own or inherited: state.c) keeps
+ * class (zs.state() attributes, its own or inherited: zpy_object_state.c) keeps
  * Python's tracking, and its instances may have the slots of that state
  * only. Must run before the class has instances. */
 static PyObject *init_class(PyObject *module, PyObject *args) {
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     PyObject *arg;
     int stateful = 0;
     if (!PyArg_ParseTuple(args, "O|p:init_class", &arg, &stateful)) return NULL;
@@ -292,12 +161,12 @@ static PyObject *init_class(PyObject *module, PyObject *args) {
         return NULL;
     }
     PyTypeObject *cls = (PyTypeObject *)arg;
-    if (((zs_class_object *)cls)->number != 0) { /* its instances depend on the first call */
+    if (((zpy_class_object *)cls)->number != 0) { /* its instances depend on the first call */
         PyErr_Format(PyExc_TypeError, "init_class: %s is ready already", cls->tp_name);
         return NULL;
     }
     if (stateful) {
-        if (zs_state_check_class(state, cls) < 0) return NULL;
+        if (zpy_state_check_class(state, cls) < 0) return NULL;
     } else if (cls->tp_basicsize != state->conjugate_type->tp_basicsize ||
                cls->tp_dictoffset != 0 || cls->tp_weaklistoffset != 0) {
         PyErr_Format(PyExc_TypeError,
@@ -317,11 +186,11 @@ static PyObject *init_class(PyObject *module, PyObject *args) {
         if (cls->tp_finalize == NULL && cls->tp_del == NULL)
             cls->tp_dealloc = state->conjugate_type->tp_dealloc;
     }
-    ((zs_class_object *)cls)->stateful = (char)(stateful != 0);
-    ((zs_class_object *)cls)->state = state;
-    /* The number that indexes each runtime's native classes (zs_conjugate_is_a). */
-    ((zs_class_object *)cls)->number = ++state->class_count;
-    if (zs_class_enable_vectorcall(cls) < 0) return NULL;
+    ((zpy_class_object *)cls)->stateful = (char)(stateful != 0);
+    ((zpy_class_object *)cls)->state = state;
+    /* The number that indexes each runtime's native classes (zpy_conjugate_is_a). */
+    ((zpy_class_object *)cls)->number = ++state->class_count;
+    if (zpy_class_enable_vectorcall(cls) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -330,11 +199,11 @@ static PyMethodDef core_functions[] = {
      "Hand over the slow-path callbacks and the native API (once, at import)."},
     {"init_class", init_class, METH_VARARGS,
      "Make a new conjugate class ready (untracked instances unless it has Python state)."},
-    {"configure_calls", (PyCFunction)(void (*)(void))zs_configure_calls,
+    {"configure_calls", (PyCFunction)(void (*)(void))zpy_configure_calls,
      METH_VARARGS | METH_KEYWORDS, "Hand over the Python side of calls from native code."},
-    {"refuse_reclassing", zs_refuse_reclassing, METH_O,
+    {"refuse_reclassing", zpy_refuse_reclassing, METH_O,
      "Refuse object.__dict__['__class__'].__set__ on conjugates (an audit hook, once)."},
-    {"call_handler", zs_call_handler_addresses, METH_NOARGS,
+    {"call_handler", zpy_call_handler_addresses, METH_NOARGS,
      "(handler, user) addresses for zs_set_managed_call_handler."},
     {"set_context_var", set_context_var, METH_VARARGS,
      "variable.set(value) -> Token, told to the memo of the current runtime."},
@@ -348,19 +217,19 @@ static PyMethodDef core_functions[] = {
      "The address of the C API as one table of function pointers (struct zs_api)."},
     {"api_functions", api_functions, METH_NOARGS,
      "{name: address} of the C API functions a host may call (and zs_api_table)."},
-    /* reflection.c */
-    {"status_message", zs_module_status_message, METH_O,
+    /* zpy_reflection.c */
+    {"status_message", zpy_module_status_message, METH_O,
      "The C library's text for a native status."},
-    {"object_header", zs_module_object_header, METH_O,
+    {"object_header", zpy_module_object_header, METH_O,
      "(name index, name number, outer handle) of a live object's native header."},
     {NULL, NULL, 0, NULL},
 };
 
 /* Module initialisation: create the types (configure() comes later). */
 static int core_exec(PyObject *module) {
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     memset(state, 0, sizeof *state);
-    zs_python_api_init(state);
+    zpy_python_api_init(state);
     state->str_outer = PyUnicode_InternFromString("outer");
     state->str_name = PyUnicode_InternFromString("name");
     state->str_zs_resolved = PyUnicode_InternFromString("_zs_resolved");
@@ -368,31 +237,31 @@ static int core_exec(PyObject *module) {
     if (state->str_outer == NULL || state->str_name == NULL || state->str_conjugate_of == NULL ||
         state->str_zs_resolved == NULL)
         return -1;
-#define ZS_REASON_MAKE(name, text)                                                                 \
+#define ZPY_REASON_MAKE(name, text)                                                                \
     if ((state->reason_##name = PyUnicode_InternFromString(text)) == NULL ||                       \
         PyModule_AddObjectRef(module, "REASON_" #name, state->reason_##name) < 0)                  \
         return -1;
-    ZS_REASONS(ZS_REASON_MAKE)
-#undef ZS_REASON_MAKE
-    if (zs_add_conjugate_types(module, state) < 0 || zs_add_property_types(module, state) < 0 ||
-        zs_add_class_types(module, state) < 0 || zsv_add_kind_type(module, state) < 0 ||
-        zsv_add_value_type(module, state) < 0 || zsv_add_member_types(module, state) < 0 ||
-        zsv_add_name_type(module, state) < 0 || zsv_add_container_types(module, state) < 0 ||
-        zsv_add_delegate_type(module, state) < 0 || zs_add_weak_type(module, state) < 0 ||
-        zsv_add_field_path_type(module, state) < 0 || zs_add_call_types(module, state) < 0 ||
-        zs_add_function_types(module, state) < 0 || zs_add_state_types(module, state) < 0 ||
-        zs_add_heap_constants(module) < 0)
+    ZPY_REASONS(ZPY_REASON_MAKE)
+#undef ZPY_REASON_MAKE
+    if (zpy_add_conjugate_types(module, state) < 0 || zpy_add_property_types(module, state) < 0 ||
+        zpy_add_class_types(module, state) < 0 || zpyv_add_kind_type(module, state) < 0 ||
+        zpyv_add_value_type(module, state) < 0 || zpyv_add_member_types(module, state) < 0 ||
+        zpyv_add_name_type(module, state) < 0 || zpyv_add_container_types(module, state) < 0 ||
+        zpyv_add_delegate_type(module, state) < 0 || zpy_add_weak_type(module, state) < 0 ||
+        zpyv_add_field_path_type(module, state) < 0 || zpy_add_call_types(module, state) < 0 ||
+        zpy_add_function_types(module, state) < 0 || zpy_add_state_types(module, state) < 0 ||
+        zpy_add_heap_constants(module) < 0)
         return -1;
     return 0;
 }
 
 /* The module state's references, for the cycle collector. */
 static int core_traverse(PyObject *module, visitproc visit, void *arg) {
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     if (state == NULL) return 0;
     /* clang-format would read this X-macro list as one declaration and staircase it. */
     /* clang-format off */
-#define ZS_STATE_OBJECTS(X)                                                                  \
+#define ZPY_STATE_OBJECTS(X)                                                                  \
     X(conjugate_type) X(runtime_type) X(class_type) X(scalar_type) X(reference_type)        \
     X(creator_type) X(kind_type) X(value_type) X(value_property_type) X(member_type)         \
     X(name_type) X(array_type) X(set_type) X(map_type) X(optional_type) X(iterator_type)     \
@@ -402,35 +271,35 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     X(current_runtime) X(name_class) X(plan_of) X(scopes) X(str_zs_functions) X(str_plan) X(plan_type) \
     X(function_type) X(static_function_type)
 /* clang-format on */
-#define ZS_VISIT_FIELD(field) Py_VISIT(state->field);
-    ZS_STATE_OBJECTS(ZS_VISIT_FIELD)
-#undef ZS_VISIT_FIELD
+#define ZPY_VISIT_FIELD(field) Py_VISIT(state->field);
+    ZPY_STATE_OBJECTS(ZPY_VISIT_FIELD)
+#undef ZPY_VISIT_FIELD
     return 0;
 }
 
 /* Drop them (interpreter shutdown); the fast paths decline from then on. */
 static int core_clear(PyObject *module) {
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     if (state == NULL) return 0;
     state->configured = 0;
     /* Calls from native code find no runtime from now on (the handler
        answers ZS_E_STALE); the list itself goes with the module. */
-#define ZS_CLEAR_FIELD(field) Py_CLEAR(state->field);
-    ZS_STATE_OBJECTS(ZS_CLEAR_FIELD)
-#undef ZS_CLEAR_FIELD
-#define ZS_REASON_CLEAR(name, text) Py_CLEAR(state->reason_##name);
-    ZS_REASONS(ZS_REASON_CLEAR)
-#undef ZS_REASON_CLEAR
+#define ZPY_CLEAR_FIELD(field) Py_CLEAR(state->field);
+    ZPY_STATE_OBJECTS(ZPY_CLEAR_FIELD)
+#undef ZPY_CLEAR_FIELD
+#define ZPY_REASON_CLEAR(name, text) Py_CLEAR(state->reason_##name);
+    ZPY_REASONS(ZPY_REASON_CLEAR)
+#undef ZPY_REASON_CLEAR
     state->open_count = 0;
-    zs_name_keys_clear(state);
-    zs_plan_cache_clear(state);
+    zpy_name_keys_clear(state);
+    zpy_plan_cache_clear(state);
     return 0;
 }
 
 /* Module deallocation. */
 static void core_free(void *module) {
     core_clear((PyObject *)module);
-    zs_core_state *state = zs_state_of_module((PyObject *)module);
+    zpy_core_state *state = zpy_state_of_module((PyObject *)module);
     if (state != NULL) {
         PyMem_Free(state->open_runtimes);
         state->open_runtimes = NULL;
@@ -443,11 +312,11 @@ static PyModuleDef_Slot core_slots[] = {
     {0, NULL},
 };
 
-static struct PyModuleDef core_module = {
+struct PyModuleDef zpy_core_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "zsharp_py._core",
     .m_doc = "The hot path of object conjugates (see native/binding/core.h).",
-    .m_size = sizeof(zs_core_state),
+    .m_size = sizeof(zpy_core_state),
     .m_methods = core_functions,
     .m_slots = core_slots,
     .m_traverse = core_traverse,
@@ -456,4 +325,4 @@ static struct PyModuleDef core_module = {
 };
 
 /* The entry point (multi-phase initialisation). */
-PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&core_module); }
+PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&zpy_core_module); }

@@ -23,24 +23,24 @@
  * an interned key) is found by identity, with no dict lookup and no int
  * unpacked. Each slot holds its str strongly, so identity stays meaningful;
  * replacing one drops an exact str, which runs no Python code. */
-#define ZSV_NAME_MEMO 256u
+#define ZPYV_NAME_MEMO 256u
 
-typedef struct zsv_name_memo {
+typedef struct zpyv_name_memo {
     PyObject *text; /* an exact str (strong), or NULL */
     uint32_t index, number;
-} zsv_name_memo;
+} zpyv_name_memo;
 
-typedef struct zs_name {
-    PyObject_HEAD zs_runtime_core *runtime; /* strong */
+typedef struct zpy_name {
+    PyObject_HEAD zpy_runtime_core *runtime; /* strong */
     uint32_t index, number;
-} zs_name;
+} zpy_name;
 
 /* =========================================================================
  * Interning and text
  * ========================================================================= */
 
 /* The decoded base text of name `index` (borrowed), or NULL with an error. */
-static PyObject *base_text(zs_runtime_core *rt, uint32_t index) {
+static PyObject *base_text(zpy_runtime_core *rt, uint32_t index) {
     if (index < rt->name_count && rt->names[index] != NULL) return rt->names[index];
     if (rt->native == NULL) {
         PyErr_Format(PyExc_IndexError, "no name #%u in this runtime", index);
@@ -72,7 +72,7 @@ static PyObject *base_text(zs_runtime_core *rt, uint32_t index) {
 }
 
 /* The displayed text of a name: base, or base_<number - 1>. New reference. */
-static PyObject *name_text(zs_runtime_core *rt, uint32_t index, uint32_t number) {
+static PyObject *name_text(zpy_runtime_core *rt, uint32_t index, uint32_t number) {
     PyObject *base = base_text(rt, index);
     if (base == NULL) return NULL;
     if (number == 0) return Py_NewRef(base);
@@ -80,23 +80,23 @@ static PyObject *name_text(zs_runtime_core *rt, uint32_t index, uint32_t number)
 }
 
 /* Intern the text of a str (or subclass: its own data) in `rt`. */
-int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *number,
-               const char *what) {
+int zpyv_intern(zpy_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *number,
+                const char *what) {
     if (rt->native == NULL) {
         PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
         return -1;
     }
     int exact = PyUnicode_CheckExact(text);
-    zsv_name_memo *memo = NULL;
+    zpyv_name_memo *memo = NULL;
     if (exact) {
         /* An exact str's hash is its own (cached) and runs no Python code. */
         Py_hash_t hash = PyObject_Hash(text);
         if (hash == -1) return -1;
         if (rt->name_memo == NULL) {
-            rt->name_memo = PyMem_Calloc(ZSV_NAME_MEMO, sizeof *rt->name_memo);
+            rt->name_memo = PyMem_Calloc(ZPYV_NAME_MEMO, sizeof *rt->name_memo);
             if (rt->name_memo == NULL) return PyErr_NoMemory(), -1;
         }
-        memo = &rt->name_memo[(size_t)hash & (ZSV_NAME_MEMO - 1)];
+        memo = &rt->name_memo[(size_t)hash & (ZPYV_NAME_MEMO - 1)];
         if (memo->text == text) {
             *index = memo->index;
             *number = memo->number;
@@ -119,7 +119,7 @@ int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *n
     Py_ssize_t length;
     const char *data = PyUnicode_AsUTF8AndSize(text, &length);
     if (data == NULL) {
-        PyObject *error = zs_error_take();
+        PyObject *error = zpy_error_take();
         PyObject *reason = error ? PyObject_Str(error) : NULL;
         if (reason != NULL) PyErr_Format(PyExc_ValueError, "invalid %s %R: %U", what, text, reason);
         Py_XDECREF(reason);
@@ -153,34 +153,34 @@ int zsv_intern(zs_runtime_core *rt, PyObject *text, uint32_t *index, uint32_t *n
  * The Name type
  * ========================================================================= */
 
-PyObject *zsv_name_make(zs_runtime_core *rt, uint32_t index, uint32_t number) {
+PyObject *zpyv_name_make(zpy_runtime_core *rt, uint32_t index, uint32_t number) {
     PyTypeObject *cls = (PyTypeObject *)rt->state->name_class;
     if (cls == NULL) return PyErr_Format(PyExc_SystemError, "zs.Name is not configured");
-    zs_name *name = (zs_name *)cls->tp_alloc(cls, 0);
+    zpy_name *name = (zpy_name *)cls->tp_alloc(cls, 0);
     if (name == NULL) return NULL;
-    name->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)rt);
+    name->runtime = (zpy_runtime_core *)Py_NewRef((PyObject *)rt);
     name->index = index;
     name->number = number;
     return (PyObject *)name;
 }
 
-int zsv_name_stage(zs_runtime_core *rt, PyObject *value, zsv_staged *out, PyObject *what) {
+int zpyv_name_stage(zpy_runtime_core *rt, PyObject *value, zpyv_staged *out, PyObject *what) {
     uint32_t words[2];
     if (PyUnicode_CheckExact(value)) { /* the commonest: no subtype walk */
-        if (zsv_intern(rt, value, &words[0], &words[1], "name") < 0) return -1;
+        if (zpyv_intern(rt, value, &words[0], &words[1], "name") < 0) return -1;
     } else if (PyObject_TypeCheck(value, rt->state->name_type)) {
-        zs_name *name = (zs_name *)value;
+        zpy_name *name = (zpy_name *)value;
         if (name->runtime == rt) {
             words[0] = name->index;
             words[1] = name->number;
         } else {
             PyObject *text = name_text(name->runtime, name->index, name->number);
-            int result = text ? zsv_intern(rt, text, &words[0], &words[1], "name") : -1;
+            int result = text ? zpyv_intern(rt, text, &words[0], &words[1], "name") : -1;
             Py_XDECREF(text);
             if (result < 0) return -1;
         }
     } else if (PyUnicode_Check(value)) {
-        if (zsv_intern(rt, value, &words[0], &words[1], "name") < 0) return -1;
+        if (zpyv_intern(rt, value, &words[0], &words[1], "name") < 0) return -1;
     } else {
         if (what != NULL)
             PyErr_Format(PyExc_TypeError, "%U expects a Name or a str, not %s", what,
@@ -190,7 +190,7 @@ int zsv_name_stage(zs_runtime_core *rt, PyObject *value, zsv_staged *out, PyObje
                          Py_TYPE(value)->tp_name);
         return -1;
     }
-    out->form = ZSV_BITS;
+    out->form = ZPYV_BITS;
     memcpy(out->u.bits, words, sizeof words);
     return 0;
 }
@@ -200,12 +200,12 @@ static PyObject *name_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     static char *keywords[] = {"text", NULL};
     PyObject *text;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:Name", keywords, &text)) return NULL;
-    zs_core_state *state = zs_state_of_type(type);
+    zpy_core_state *state = zpy_state_of_type(type);
     if (PyObject_TypeCheck(text, state->name_type)) {
-        zs_name *other = (zs_name *)text;
-        zs_name *name = (zs_name *)type->tp_alloc(type, 0);
+        zpy_name *other = (zpy_name *)text;
+        zpy_name *name = (zpy_name *)type->tp_alloc(type, 0);
         if (name != NULL) {
-            name->runtime = (zs_runtime_core *)Py_NewRef((PyObject *)other->runtime);
+            name->runtime = (zpy_runtime_core *)Py_NewRef((PyObject *)other->runtime);
             name->index = other->index;
             name->number = other->number;
         }
@@ -215,12 +215,12 @@ static PyObject *name_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
         return PyErr_Format(PyExc_TypeError, "Name needs a str, not %s", Py_TYPE(text)->tp_name);
     PyObject *runtime = PyObject_CallNoArgs(state->current_runtime);
     if (runtime == NULL) return NULL;
-    zs_runtime_core *rt = (zs_runtime_core *)runtime;
+    zpy_runtime_core *rt = (zpy_runtime_core *)runtime;
     uint32_t index, number;
-    zs_name *name = NULL;
-    if (zsv_intern(rt, text, &index, &number, "name") == 0 &&
-        (name = (zs_name *)type->tp_alloc(type, 0)) != NULL) {
-        name->runtime = (zs_runtime_core *)Py_NewRef(runtime);
+    zpy_name *name = NULL;
+    if (zpyv_intern(rt, text, &index, &number, "name") == 0 &&
+        (name = (zpy_name *)type->tp_alloc(type, 0)) != NULL) {
+        name->runtime = (zpy_runtime_core *)Py_NewRef(runtime);
         name->index = index;
         name->number = number;
     }
@@ -251,7 +251,7 @@ static PyObject *folded(PyObject *text) {
 }
 
 static PyObject *name_str(PyObject *self) {
-    zs_name *name = (zs_name *)self;
+    zpy_name *name = (zpy_name *)self;
     return name_text(name->runtime, name->index, name->number);
 }
 
@@ -267,13 +267,13 @@ static PyObject *name_repr(PyObject *self) {
  * runtime, a str) by their ASCII-folded text. */
 static PyObject *name_richcompare(PyObject *self, PyObject *other, int op) {
     if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
-    zs_name *name = (zs_name *)self;
-    zs_core_state *state = name->runtime->state;
+    zpy_name *name = (zpy_name *)self;
+    zpy_core_state *state = name->runtime->state;
     int equal;
     if (PyObject_TypeCheck(other, state->name_type) &&
-        ((zs_name *)other)->runtime == name->runtime) {
-        equal = ((zs_name *)other)->index == name->index &&
-                ((zs_name *)other)->number == name->number;
+        ((zpy_name *)other)->runtime == name->runtime) {
+        equal = ((zpy_name *)other)->index == name->index &&
+                ((zpy_name *)other)->number == name->number;
     } else if (PyObject_TypeCheck(other, state->name_type) || PyUnicode_Check(other)) {
         PyObject *mine = name_str(self);
         PyObject *theirs = PyUnicode_Check(other) ? Py_NewRef(other) : name_str(other);
@@ -302,7 +302,7 @@ static Py_hash_t name_hash(PyObject *self) {
 
 static void name_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
-    Py_CLEAR(((zs_name *)self)->runtime);
+    Py_CLEAR(((zpy_name *)self)->runtime);
     type->tp_free(self);
     Py_DECREF(type);
 }
@@ -310,7 +310,7 @@ static void name_dealloc(PyObject *self) {
 /* `number`: the number part (0: none; n: displayed suffix _<n-1>). */
 static PyObject *name_get_number(PyObject *self, void *closure) {
     (void)closure;
-    return PyLong_FromUnsignedLong(((zs_name *)self)->number);
+    return PyLong_FromUnsignedLong(((zpy_name *)self)->number);
 }
 
 static PyObject *name_get_true(PyObject *self, void *closure) {
@@ -353,9 +353,9 @@ static PyGetSetDef name_getset[] = {
 };
 
 static PyMemberDef name_members[] = {
-    {"_index", T_UINT, offsetof(zs_name, index), READONLY, "The native name index."},
-    {"_number", T_UINT, offsetof(zs_name, number), READONLY, "The native number."},
-    {"_rt", T_OBJECT, offsetof(zs_name, runtime), READONLY, "The runtime."},
+    {"_index", T_UINT, offsetof(zpy_name, index), READONLY, "The native name index."},
+    {"_number", T_UINT, offsetof(zpy_name, number), READONLY, "The native number."},
+    {"_rt", T_OBJECT, offsetof(zpy_name, runtime), READONLY, "The runtime."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -384,7 +384,7 @@ static PyType_Slot name_slots[] = {
 
 static PyType_Spec name_spec = {
     .name = "zsharp_py._core.NameBase",
-    .basicsize = sizeof(zs_name),
+    .basicsize = sizeof(zpy_name),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .slots = name_slots,
 };
@@ -394,46 +394,47 @@ static PyType_Spec name_spec = {
  * ========================================================================= */
 
 /* Runtime._name_text(index, number) -> the displayed text of a name. */
-PyObject *zsv_runtime_name_text(PyObject *self, PyObject *args) {
+PyObject *zpyv_runtime_name_text(PyObject *self, PyObject *args) {
     unsigned int index, number;
     if (!PyArg_ParseTuple(args, "II:_name_text", &index, &number)) return NULL;
-    return name_text((zs_runtime_core *)self, index, number);
+    return name_text((zpy_runtime_core *)self, index, number);
 }
 
 /* Runtime._intern(text) -> (index, number) (object names). */
-PyObject *zsv_runtime_intern(PyObject *self, PyObject *text) {
+PyObject *zpyv_runtime_intern(PyObject *self, PyObject *text) {
     if (!PyUnicode_Check(text))
         return PyErr_Format(PyExc_TypeError, "name must be a str, not %s", Py_TYPE(text)->tp_name);
     uint32_t index, number;
-    if (zsv_intern((zs_runtime_core *)self, text, &index, &number, "object name") < 0) return NULL;
+    if (zpyv_intern((zpy_runtime_core *)self, text, &index, &number, "object name") < 0)
+        return NULL;
     return Py_BuildValue("(II)", index, number);
 }
 
 /* Runtime._keep_names(count): decode names 0..count-1 before the native
  * table goes (close: expired conjugates name their objects lazily). */
-PyObject *zsv_runtime_keep_names(PyObject *self, PyObject *count) {
+PyObject *zpyv_runtime_keep_names(PyObject *self, PyObject *count) {
     unsigned long n = PyLong_AsUnsignedLong(count);
     if (n == (unsigned long)-1 && PyErr_Occurred()) return NULL;
     for (unsigned long i = 0; i < n; i++)
-        if (base_text((zs_runtime_core *)self, (uint32_t)i) == NULL) return NULL;
+        if (base_text((zpy_runtime_core *)self, (uint32_t)i) == NULL) return NULL;
     Py_RETURN_NONE;
 }
 
 /* Free a runtime's name caches (runtime dealloc). */
-void zsv_names_free(zs_runtime_core *rt) {
+void zpyv_names_free(zpy_runtime_core *rt) {
     for (uint32_t i = 0; i < rt->name_count; i++) Py_CLEAR(rt->names[i]);
     PyMem_Free(rt->names);
     rt->names = NULL;
     rt->name_count = rt->name_capacity = 0;
     Py_CLEAR(rt->interned);
     if (rt->name_memo != NULL) {
-        for (uint32_t i = 0; i < ZSV_NAME_MEMO; i++) Py_CLEAR(rt->name_memo[i].text);
+        for (uint32_t i = 0; i < ZPYV_NAME_MEMO; i++) Py_CLEAR(rt->name_memo[i].text);
         PyMem_Free(rt->name_memo);
         rt->name_memo = NULL;
     }
 }
 
-int zsv_add_name_type(PyObject *module, zs_core_state *state) {
+int zpyv_add_name_type(PyObject *module, zpy_core_state *state) {
     state->name_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &name_spec, NULL);
     if (state->name_type == NULL ||
         PyModule_AddObjectRef(module, "NameBase", (PyObject *)state->name_type) < 0)

@@ -11,131 +11,49 @@
 #include "value.h"
 
 /* =========================================================================
- * Delegate callables
- * ========================================================================= */
-
-/* Native delegate bindings name Python callables by id. The registry holds
- * each callable while some native binding does: an id is retained natively
- * once when registered (the registry's hold), each binding store retains it
- * again, and the registry's hold is released once the store is done. Ids
- * whose native count drops to zero are reported by the heap and dropped
- * here at a safe point (zsv_callables_drain). */
-
-/* Register a callable: its id, retained natively once; 0 when out of memory. */
-uint32_t zsv_callable_id(zs_runtime_core *rt, PyObject *callable) {
-    if (rt->native == NULL) return 0;
-    if (rt->callable_free == 0) {
-        uint32_t capacity = rt->callable_capacity ? rt->callable_capacity * 2 : 64;
-        PyObject **grown = PyMem_Realloc(rt->callables, (size_t)capacity * sizeof *grown);
-        if (grown == NULL) return 0;
-        for (uint32_t i = capacity; i-- > rt->callable_capacity;) {
-            /* A free slot holds the next free id, tagged as an odd integer. */
-            grown[i] = (PyObject *)(uintptr_t)(((uintptr_t)rt->callable_free << 1) | 1u);
-            rt->callable_free = i + 1;
-        }
-        rt->callables = grown;
-        rt->callable_capacity = capacity;
-    }
-    uint32_t id = rt->callable_free;
-    uintptr_t next = (uintptr_t)rt->callables[id - 1];
-    if (zs_callable_retain(rt->native, id) != ZS_OK) return 0;
-    rt->callable_free = (uint32_t)(next >> 1);
-    rt->callables[id - 1] = Py_NewRef(callable);
-    rt->callable_count++;
-    return id;
-}
-
-/* Release the registry's hold on an id once its binding store is made. */
-void zsv_callable_done(zs_runtime_core *rt, uint32_t id) {
-    if (id != 0 && rt->native != NULL) zs_callable_release(rt->native, id);
-}
-
-/* The callable of an id (borrowed), or NULL for a free or unknown id. */
-PyObject *zsv_callable_get(zs_runtime_core *rt, uint32_t id) {
-    if (id == 0 || id > rt->callable_capacity) return NULL;
-    PyObject *held = rt->callables[id - 1];
-    return ((uintptr_t)held & 1u) ? NULL : held;
-}
-
-/* Drop the callables of ids no native binding holds any more. */
-int zsv_callables_drain(zs_runtime_core *rt) {
-    if (rt->callable_count == 0) return 0;
-    uint32_t ids[256], count = 0;
-    do {
-        /* Checked on every round: a finaliser run by a drop below may have
-           closed the runtime (close drops every callable itself). */
-        if (rt->native == NULL || rt->closing) return 0;
-        if (zs_take_released_callables(rt->native, ids, 256, &count) != ZS_OK) return -1;
-        for (uint32_t i = 0; i < count && rt->native != NULL; i++) {
-            uint32_t id = ids[i];
-            PyObject *held = zsv_callable_get(rt, id);
-            if (held == NULL) continue;
-            rt->callables[id - 1] = (PyObject *)(uintptr_t)(((uintptr_t)rt->callable_free << 1) |
-                                                            1u);
-            rt->callable_free = id;
-            rt->callable_count--;
-            Py_DECREF(held); /* may run Python code: the slot is consistent already */
-        }
-    } while (count == 256);
-    return 0;
-}
-
-/* Drop every callable (close, dealloc): the registry is emptied first, so a
- * callable's finaliser finds it consistent. */
-void zsv_callables_free(zs_runtime_core *rt) {
-    PyObject **held = rt->callables;
-    uint32_t capacity = rt->callable_capacity;
-    rt->callables = NULL;
-    rt->callable_capacity = rt->callable_count = rt->callable_free = 0;
-    for (uint32_t i = 0; i < capacity; i++)
-        if (held[i] != NULL && !((uintptr_t)held[i] & 1u)) Py_DECREF(held[i]);
-    PyMem_Free(held);
-}
-
-/* =========================================================================
  * Delegate values
  * ========================================================================= */
 
 /* The live delegate value a method is given (its memory), or NULL. */
-static char *delegate_of(PyObject *self, zsv_value **out) {
-    zsv_value *value = (zsv_value *)self;
+static char *delegate_of(PyObject *self, zpyv_value **out) {
+    zpyv_value *value = (zpyv_value *)self;
     uint8_t code = value->kind->code;
-    if (code != ZSV_DELEGATE && code != ZSV_MULTICAST && code != ZSV_SPARSE) {
+    if (code != ZPYV_DELEGATE && code != ZPYV_MULTICAST && code != ZPYV_SPARSE) {
         PyErr_Format(PyExc_TypeError, "%U is not a delegate", value->kind->what);
         return NULL;
     }
     *out = value;
-    return zsv_live(value);
+    return zpyv_live(value);
 }
 
 /* _raw() -> [(object handle, name index, callable or None), ...]: the
  * bindings, copied out. */
 static PyObject *delegate_raw(PyObject *self, PyObject *unused) {
     (void)unused;
-    zsv_value *value;
+    zpyv_value *value;
     char *at = delegate_of(self, &value);
     if (at == NULL) return NULL;
-    zsv_staged staged = {0};
-    if (zsv_capture(value->runtime, value->kind, at, &staged) < 0) return PyErr_NoMemory();
+    zpyv_staged staged = {0};
+    if (zpyv_capture(value->runtime, value->kind, at, &staged) < 0) return PyErr_NoMemory();
     PyObject *list = PyList_New(staged.count);
     for (uint32_t i = 0; list != NULL && i < staged.count; i++) {
-        const zsv_binding *binding = &staged.u.bindings[i];
+        const zpyv_binding *binding = &staged.u.bindings[i];
         PyObject *row = Py_BuildValue("(KIO)", (unsigned long long)binding->object,
                                       binding->function_name,
                                       binding->callable ? binding->callable : Py_None);
         if (row == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, row);
     }
-    zsv_release(value->kind, &staged);
+    zpyv_release(value->kind, &staged);
     return list;
 }
 
 /* The native binding list of a live multicast or sparse delegate (NULL for
  * an unallocated sparse one unless `create`); *status on failure. */
-static zs_array *binding_list(zsv_value *value, int create, zs_status *status) {
+static zs_array *binding_list(zpyv_value *value, int create, zs_status *status) {
     *status = ZS_OK;
-    if (value->kind->code == ZSV_MULTICAST) return (zs_array *)value->address;
-    zs_runtime_core *rt = value->runtime;
+    if (value->kind->code == ZPYV_MULTICAST) return (zs_array *)value->address;
+    zpy_runtime_core *rt = value->runtime;
     zs_array *list = NULL;
     *status = zs_sparse_bindings(rt->native, value->owner, value->address, create, &list);
     return list;
@@ -147,40 +65,40 @@ static PyObject *delegate_add(PyObject *self, PyObject *args) {
     unsigned int name;
     PyObject *callable;
     if (!PyArg_ParseTuple(args, "KIO:_add", &handle, &name, &callable)) return NULL;
-    zsv_value *value;
+    zpyv_value *value;
     if (delegate_of(self, &value) == NULL) return NULL;
-    if (value->kind->code == ZSV_DELEGATE)
+    if (value->kind->code == ZPYV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "a Delegate holds one binding: use bind()");
-    zs_runtime_core *rt = value->runtime;
+    zpy_runtime_core *rt = value->runtime;
     if (rt->native == NULL || rt->closing)
         return PyErr_Format(rt->state->expired_exception, "the runtime has been closed");
     /* Nothing ran Python code since delegate_of: the address is current. */
     zs_status status;
     zs_array *list = binding_list(value, 1, &status);
     uint32_t id = 0;
-    if (status == ZS_OK && callable != Py_None && (id = zsv_callable_id(rt, callable)) == 0)
+    if (status == ZS_OK && callable != Py_None && (id = zpyv_callable_id(rt, callable)) == 0)
         status = ZS_E_NOMEM;
     if (status == ZS_OK)
         status = zs_multicast_add(rt->native, value->owner, list,
                                   callable != Py_None ? ZS_NULL_REF : handle,
                                   callable != Py_None ? 0 : name, id);
-    zsv_callable_done(rt, id);
-    if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
+    zpyv_callable_done(rt, id);
+    if (status != ZS_OK) return zpyv_refused(rt, status, value->kind->what);
     Py_RETURN_NONE;
 }
 
 /* Remove bindings of a live delegate (a Delegate: unbind); later ones move
  * down, and an emptied sparse delegate frees its storage. No Python code. */
-static zs_status remove_at(zsv_value *value, uint32_t index, uint32_t count) {
-    zs_runtime_core *rt = value->runtime;
-    if (value->kind->code == ZSV_DELEGATE)
+static zs_status remove_at(zpyv_value *value, uint32_t index, uint32_t count) {
+    zpy_runtime_core *rt = value->runtime;
+    if (value->kind->code == ZPYV_DELEGATE)
         return zs_binding_set(rt->native, value->owner, (zs_binding *)value->address, 0, 0, 0);
     zs_status status;
     zs_array *list = binding_list(value, 0, &status);
     if (status == ZS_OK && list != NULL)
         status = zs_multicast_remove(rt->native, value->owner, list, index, count);
-    if (status == ZS_OK && value->kind->code == ZSV_SPARSE && list != NULL && list->count == 0) {
-        const zs_type *type = zsv_native_type(rt, value->kind);
+    if (status == ZS_OK && value->kind->code == ZPYV_SPARSE && list != NULL && list->count == 0) {
+        const zs_type *type = zpyv_native_type(rt, value->kind);
         status = type == NULL ? ZS_E_INVALID
                               : zs_value_clear(rt->native, value->owner, type, value->address);
     }
@@ -191,10 +109,10 @@ static zs_status remove_at(zsv_value *value, uint32_t index, uint32_t count) {
 static PyObject *delegate_remove(PyObject *self, PyObject *args) {
     unsigned int index, count;
     if (!PyArg_ParseTuple(args, "II:_remove", &index, &count)) return NULL;
-    zsv_value *value;
+    zpyv_value *value;
     if (delegate_of(self, &value) == NULL) return NULL;
     zs_status status = remove_at(value, index, count);
-    if (status != ZS_OK) return zsv_refused(value->runtime, status, value->kind->what);
+    if (status != ZS_OK) return zpyv_refused(value->runtime, status, value->kind->what);
     Py_RETURN_NONE;
 }
 
@@ -230,31 +148,31 @@ static PyObject *slow_path(PyObject *self, const char *name, PyObject *const *ar
 /* Call `callable` inside a scope of its own (the views it obtains expire
  * when it returns, as every native -> Python call). New reference, or NULL
  * with the callee's exception (or the scope's). */
-static PyObject *call_in_scope(zs_core_state *state, PyObject *callable, PyObject *const *args,
+static PyObject *call_in_scope(zpy_core_state *state, PyObject *callable, PyObject *const *args,
                                Py_ssize_t count, PyObject *kwnames) {
-    zsv_call_scope scope;
-    if (zsv_call_scope_open(state, &scope) < 0) return NULL;
+    zpyv_call_scope scope;
+    if (zpyv_call_scope_open(state, &scope) < 0) return NULL;
     PyObject *result = PyObject_Vectorcall(callable, args, (size_t)count, kwnames);
-    zsv_call_scope_close(state, &scope); /* no Python code: the error stays set */
+    zpyv_call_scope_close(state, &scope); /* no Python code: the error stays set */
     return result;
 }
 
 /* The callable a single delegate is bound to (new reference), NULL with no
  * error when it holds no callable binding (unbound, or an object binding). */
-static PyObject *single_callable(zsv_value *value, const char *at) {
+static PyObject *single_callable(zpyv_value *value, const char *at) {
     zs_binding binding;
     memcpy(&binding, at, sizeof binding);
-    PyObject *callable = zsv_callable_get(value->runtime, binding.callable);
+    PyObject *callable = zpyv_callable_get(value->runtime, binding.callable);
     return callable ? Py_NewRef(callable) : NULL;
 }
 
 /* Delegate.execute(*args, **kwargs): call the binding, return its result. */
 static PyObject *delegate_execute(PyObject *self, PyObject *const *args, Py_ssize_t count,
                                   PyObject *kwnames) {
-    zsv_value *value;
+    zpyv_value *value;
     char *at = delegate_of(self, &value);
     if (at == NULL) return NULL;
-    if (value->kind->code != ZSV_DELEGATE)
+    if (value->kind->code != ZPYV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "execute() is for a Delegate; broadcast() a %U",
                             value->kind->what);
     PyObject *callable = single_callable(value, at);
@@ -267,10 +185,10 @@ static PyObject *delegate_execute(PyObject *self, PyObject *const *args, Py_ssiz
 /* Delegate.execute_if_bound(*args, **kwargs): call it if bound. */
 static PyObject *delegate_execute_if_bound(PyObject *self, PyObject *const *args, Py_ssize_t count,
                                            PyObject *kwnames) {
-    zsv_value *value;
+    zpyv_value *value;
     char *at = delegate_of(self, &value);
     if (at == NULL) return NULL;
-    if (value->kind->code != ZSV_DELEGATE)
+    if (value->kind->code != ZPYV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "execute_if_bound() is for a Delegate");
     PyObject *callable = single_callable(value, at);
     if (callable == NULL) return slow_path(self, "execute_if_bound", args, count, kwnames);
@@ -288,18 +206,18 @@ static PyObject *delegate_execute_if_bound(PyObject *self, PyObject *const *args
  * the broadcast at once. zsharp_py/_types/delegates.py documents the contract. */
 static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ssize_t count,
                                     PyObject *kwnames) {
-    zsv_value *value;
+    zpyv_value *value;
     char *at = delegate_of(self, &value);
     if (at == NULL) return NULL;
-    if (value->kind->code == ZSV_DELEGATE)
+    if (value->kind->code == ZPYV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "broadcast() is for a multicast delegate; "
                                              "execute() a Delegate");
-    zs_runtime_core *rt = value->runtime;
-    zsv_staged staged = {0};
-    if (zsv_capture(rt, value->kind, at, &staged) < 0) return PyErr_NoMemory();
+    zpy_runtime_core *rt = value->runtime;
+    zpyv_staged staged = {0};
+    if (zpyv_capture(rt, value->kind, at, &staged) < 0) return PyErr_NoMemory();
     for (uint32_t i = 0; i < staged.count; i++)
         if (staged.u.bindings[i].callable == NULL) { /* an object binding (or a hole) */
-            zsv_release(value->kind, &staged);
+            zpyv_release(value->kind, &staged);
             return slow_path(self, "broadcast", args, count, kwnames);
         }
     /* The captured bindings hold their callables: listeners may change the
@@ -317,7 +235,7 @@ static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ss
             stopped = 1; /* KeyboardInterrupt, SystemExit...: at once */
             break;
         }
-        PyObject *error = zs_error_take();
+        PyObject *error = zpy_error_take();
         if (errors == NULL) errors = PyList_New(0);
         if (errors == NULL || PyList_Append(errors, error) < 0) {
             Py_DECREF(error);
@@ -326,7 +244,7 @@ static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ss
         }
         Py_DECREF(error);
     }
-    zsv_release(value->kind, &staged);
+    zpyv_release(value->kind, &staged);
     if (stopped) {
         Py_XDECREF(errors);
         return NULL;
@@ -335,7 +253,7 @@ static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ss
     if (PyList_GET_SIZE(errors) == 1) {
         PyObject *error = Py_NewRef(PyList_GET_ITEM(errors, 0));
         Py_DECREF(errors);
-        zs_error_give(error);
+        zpy_error_give(error);
         return NULL;
     }
     PyObject *raised = PyObject_CallMethod(self, "_broadcast_failed", "O", errors);
@@ -346,18 +264,18 @@ static PyObject *delegate_broadcast(PyObject *self, PyObject *const *args, Py_ss
 
 /* Whether `target` is bound as a callable (not an object's method, nor a
  * binding spelled another way) without looking at more than its type. */
-static int plain_callable(zs_core_state *state, PyObject *target) {
+static int plain_callable(zpy_core_state *state, PyObject *target) {
     return PyCallable_Check(target) && !PyMethod_Check(target) && !PyTuple_Check(target) &&
-           !zs_is_conjugate(state, target) && !zsv_check(state, target);
+           !zpy_is_conjugate(state, target) && !zpyv_check(state, target);
 }
 
 /* The binding list of a live multicast or sparse delegate (NULL: an
  * unallocated sparse one, unless `create`) and whether every binding in it
  * is a callable (no object binding to prune or compare); -1 with an error. */
-static int callable_bindings(zsv_value *value, int create, zs_array **list, int *all_callables) {
+static int callable_bindings(zpyv_value *value, int create, zs_array **list, int *all_callables) {
     zs_status status;
     *list = binding_list(value, create, &status);
-    if (status != ZS_OK) return zsv_refused(value->runtime, status, value->kind->what), -1;
+    if (status != ZS_OK) return zpyv_refused(value->runtime, status, value->kind->what), -1;
     *all_callables = 1;
     const zs_binding *data = *list ? (const zs_binding *)(*list)->data : NULL;
     for (uint32_t i = 0; *list != NULL && i < (*list)->count && *all_callables; i++)
@@ -370,11 +288,11 @@ static int callable_bindings(zsv_value *value, int create, zs_array **list, int 
  * _add_slow. */
 static PyObject *delegate_add_binding(PyObject *self, PyObject *const *args, Py_ssize_t count,
                                       PyObject *kwnames) {
-    zsv_value *value;
+    zpyv_value *value;
     if (delegate_of(self, &value) == NULL) return NULL;
-    if (value->kind->code == ZSV_DELEGATE)
+    if (value->kind->code == ZPYV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "a Delegate holds one binding: use bind()");
-    zs_runtime_core *rt = value->runtime;
+    zpy_runtime_core *rt = value->runtime;
     if (count != 1 || kwnames != NULL || !plain_callable(rt->state, args[0]) ||
         rt->native == NULL || rt->closing)
         return slow_path(self, "add", args, count, kwnames);
@@ -383,12 +301,12 @@ static PyObject *delegate_add_binding(PyObject *self, PyObject *const *args, Py_
     if (callable_bindings(value, 1, &list, &all_callables) < 0) return NULL;
     if (!all_callables) return slow_path(self, "add", args, count, kwnames);
     /* No Python code ran since delegate_of: the list is current. */
-    uint32_t id = zsv_callable_id(rt, args[0]);
+    uint32_t id = zpyv_callable_id(rt, args[0]);
     zs_status status = id == 0
                            ? ZS_E_NOMEM
                            : zs_multicast_add(rt->native, value->owner, list, ZS_NULL_REF, 0, id);
-    zsv_callable_done(rt, id);
-    if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
+    zpyv_callable_done(rt, id);
+    if (status != ZS_OK) return zpyv_refused(rt, status, value->kind->what);
     Py_RETURN_NONE;
 }
 
@@ -397,11 +315,11 @@ static PyObject *delegate_add_binding(PyObject *self, PyObject *const *args, Py_
  * anything else by _remove_slow. Returns whether one was removed. */
 static PyObject *delegate_remove_binding(PyObject *self, PyObject *const *args, Py_ssize_t count,
                                          PyObject *kwnames) {
-    zsv_value *value;
+    zpyv_value *value;
     if (delegate_of(self, &value) == NULL) return NULL;
-    if (value->kind->code == ZSV_DELEGATE)
+    if (value->kind->code == ZPYV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "a Delegate holds one binding: use unbind()");
-    zs_runtime_core *rt = value->runtime;
+    zpy_runtime_core *rt = value->runtime;
     if (count != 1 || kwnames != NULL || Py_TYPE(args[0]) != &PyFunction_Type ||
         rt->native == NULL || rt->closing)
         return slow_path(self, "remove", args, count, kwnames);
@@ -411,11 +329,11 @@ static PyObject *delegate_remove_binding(PyObject *self, PyObject *const *args, 
     if (!all_callables) return slow_path(self, "remove", args, count, kwnames);
     const zs_binding *data = list ? (const zs_binding *)list->data : NULL;
     for (uint32_t i = 0; list != NULL && i < list->count; i++) {
-        PyObject *held = zsv_callable_get(rt, data[i].callable);
+        PyObject *held = zpyv_callable_get(rt, data[i].callable);
         if (held == args[0]) {
             /* Nothing ran Python code since delegate_of: i is current. */
             zs_status status = remove_at(value, i, 1);
-            if (status != ZS_OK) return zsv_refused(rt, status, value->kind->what);
+            if (status != ZS_OK) return zpyv_refused(rt, status, value->kind->what);
             Py_RETURN_TRUE;
         }
         if (held == NULL || Py_TYPE(held) != &PyFunction_Type)
@@ -427,10 +345,10 @@ static PyObject *delegate_remove_binding(PyObject *self, PyObject *const *args, 
 /* `_allocated`: a sparse delegate's storage exists (only while bound). */
 static PyObject *delegate_allocated(PyObject *self, void *closure) {
     (void)closure;
-    zsv_value *value;
+    zpyv_value *value;
     char *at = delegate_of(self, &value);
     if (at == NULL) return NULL;
-    if (value->kind->code != ZSV_SPARSE) Py_RETURN_TRUE;
+    if (value->kind->code != ZPYV_SPARSE) Py_RETURN_TRUE;
     return PyBool_FromLong(*(void **)at != NULL);
 }
 
@@ -480,7 +398,7 @@ static PyType_Slot delegate_slots[] = {
     {0, NULL},
 };
 
-int zsv_add_delegate_type(PyObject *module, zs_core_state *state) {
+int zpyv_add_delegate_type(PyObject *module, zpy_core_state *state) {
     PyType_Spec spec = {
         .name = "zsharp_py._core.DelegateBase",
         .basicsize = 0,

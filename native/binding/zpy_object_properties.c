@@ -17,7 +17,7 @@
 #include <string.h>
 #include <structmember.h>
 
-int zs_descriptor_misapplied(PyObject *what, PyTypeObject *owner, PyObject *obj) {
+int zpy_descriptor_misapplied(PyObject *what, PyTypeObject *owner, PyObject *obj) {
     PyErr_Format(PyExc_TypeError, "descriptor %U of '%s' objects does not apply to a '%s' object",
                  what, owner->tp_name, Py_TYPE(obj)->tp_name);
     return -1;
@@ -25,14 +25,14 @@ int zs_descriptor_misapplied(PyObject *what, PyTypeObject *owner, PyObject *obj)
 
 /* The live conjugate a descriptor of `owner` is given, checked (NULL with an
  * error: not a conjugate of that class, or expired). */
-static inline zs_conjugate *checked(PyTypeObject *owner, PyObject *obj, PyObject *what,
-                                    zs_core_state *state) {
-    if (zs_is_conjugate(state, obj)) {
-        zs_conjugate *conjugate = (zs_conjugate *)obj;
-        if (!ZS_CONJUGATE_IS_LIVE(conjugate)) return zs_raise_expired(conjugate), NULL;
-        if (zs_conjugate_is_a(conjugate, owner)) return conjugate;
+static inline zpy_conjugate *checked(PyTypeObject *owner, PyObject *obj, PyObject *what,
+                                     zpy_core_state *state) {
+    if (zpy_is_conjugate(state, obj)) {
+        zpy_conjugate *conjugate = (zpy_conjugate *)obj;
+        if (!ZPY_CONJUGATE_IS_LIVE(conjugate)) return zpy_raise_expired(conjugate), NULL;
+        if (zpy_conjugate_is_a(conjugate, owner)) return conjugate;
     }
-    zs_descriptor_misapplied(what, owner, obj);
+    zpy_descriptor_misapplied(what, owner, obj);
     return NULL;
 }
 
@@ -40,51 +40,51 @@ static inline zs_conjugate *checked(PyTypeObject *owner, PyObject *obj, PyObject
  * Scalars
  * ========================================================================= */
 
-typedef struct zs_scalar_property {
+typedef struct zpy_scalar_property {
     PyObject_HEAD PyTypeObject *owner; /* the class whose layout `offset` belongs to */
     PyObject *doc;
     PyObject *name; /* "Class.name", for errors */
     Py_ssize_t offset;
-    zs_scalar_kind kind;
-    zs_core_state *state;
-} zs_scalar_property;
+    zpy_scalar_kind kind;
+    zpy_core_state *state;
+} zpy_scalar_property;
 
 /* Read: liveness and class checks, one load. */
 static PyObject *scalar_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
-    zs_scalar_property *property = (zs_scalar_property *)self;
+    zpy_scalar_property *property = (zpy_scalar_property *)self;
     if (obj == NULL) return Py_NewRef(self);
-    zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
+    zpy_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
     if (conjugate == NULL) return NULL;
-    return zs_scalar_load(property->kind, conjugate->address + property->offset);
+    return zpy_scalar_load(property->kind, conjugate->address + property->offset);
 }
 
 /* Write: convert first (maybe Python code), then check, then store. */
 static int scalar_set(PyObject *self, PyObject *obj, PyObject *value) {
-    zs_scalar_property *property = (zs_scalar_property *)self;
+    zpy_scalar_property *property = (zpy_scalar_property *)self;
     if (value == NULL) {
         PyErr_Format(PyExc_AttributeError, "cannot delete property %U", property->name);
         return -1;
     }
     if (checked(property->owner, obj, property->name, property->state) == NULL) return -1;
-    zs_scalar_bits bits;
-    if (!zs_scalar_convert_exact(property->kind, value, &bits) &&
-        zs_scalar_convert(property->kind, value, &bits, property->name) < 0)
+    zpy_scalar_bits bits;
+    if (!zpy_scalar_convert_exact(property->kind, value, &bits) &&
+        zpy_scalar_convert(property->kind, value, &bits, property->name) < 0)
         return -1;
-    zs_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
+    zpy_conjugate *conjugate = checked(property->owner, obj, property->name, property->state);
     if (conjugate == NULL) return -1;
-    zs_runtime_core *rt = conjugate->runtime;
-    if (zs_dying_window(rt)) { /* the one rule for dying objects (value.h, zsv_writable) */
-        zs_status status = zsv_writable(rt, conjugate->handle);
-        if (status != ZS_OK) return zsv_refused(rt, status, property->name), -1;
+    zpy_runtime_core *rt = conjugate->runtime;
+    if (zpy_dying_window(rt)) { /* the one rule for dying objects (value.h, zpyv_writable) */
+        zs_status status = zpyv_writable(rt, conjugate->handle);
+        if (status != ZS_OK) return zpyv_refused(rt, status, property->name), -1;
     }
-    zs_scalar_store(property->kind, &bits, conjugate->address + property->offset);
+    zpy_scalar_store(property->kind, &bits, conjugate->address + property->offset);
     return 0;
 }
 
-int zs_scalar_property_info(PyObject *descriptor, PyTypeObject **owner, uint32_t *offset,
-                            zs_scalar_kind *kind, PyObject **what) {
-    zs_scalar_property *property = (zs_scalar_property *)descriptor;
+int zpy_scalar_property_info(PyObject *descriptor, PyTypeObject **owner, uint32_t *offset,
+                             zpy_scalar_kind *kind, PyObject **what) {
+    zpy_scalar_property *property = (zpy_scalar_property *)descriptor;
     *owner = property->owner;
     *offset = (uint32_t)property->offset;
     *kind = property->kind;
@@ -102,31 +102,31 @@ static PyObject *scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!UniO:ScalarProperty", keywords, &PyType_Type,
                                      &owner, &name, &offset, &kind, &doc))
         return NULL;
-    zs_core_state *state = zs_state_of_type(type);
+    zpy_core_state *state = zpy_state_of_type(type);
     if (!PyType_IsSubtype(owner, state->conjugate_type) ||
         !PyObject_TypeCheck((PyObject *)owner, state->class_type)) {
         PyErr_SetString(PyExc_TypeError,
                         "ScalarProperty: the owner is not an object conjugate class");
         return NULL;
     }
-    if (kind < 0 || kind >= ZS_SCALAR_KINDS || offset < (Py_ssize_t)sizeof(zs_object)) {
+    if (kind < 0 || kind >= ZPY_SCALAR_KINDS || offset < (Py_ssize_t)sizeof(zs_object)) {
         PyErr_SetString(PyExc_ValueError, "ScalarProperty: bad kind or offset");
         return NULL;
     }
-    zs_scalar_property *property = (zs_scalar_property *)type->tp_alloc(type, 0);
+    zpy_scalar_property *property = (zpy_scalar_property *)type->tp_alloc(type, 0);
     if (property == NULL) return NULL;
     property->owner = (PyTypeObject *)Py_NewRef(owner);
     property->name = Py_NewRef(name);
     property->doc = Py_NewRef(doc);
     property->offset = offset;
-    property->kind = (zs_scalar_kind)kind;
+    property->kind = (zpy_scalar_kind)kind;
     property->state = state;
     return (PyObject *)property;
 }
 
 /* A descriptor and its class refer to each other: the cycle collector's view. */
 static int scalar_traverse(PyObject *self, visitproc visit, void *arg) {
-    zs_scalar_property *property = (zs_scalar_property *)self;
+    zpy_scalar_property *property = (zpy_scalar_property *)self;
     Py_VISIT(property->owner);
     Py_VISIT(property->doc);
     Py_VISIT(Py_TYPE(self));
@@ -135,7 +135,7 @@ static int scalar_traverse(PyObject *self, visitproc visit, void *arg) {
 
 /* Break that cycle. */
 static int scalar_clear(PyObject *self) {
-    zs_scalar_property *property = (zs_scalar_property *)self;
+    zpy_scalar_property *property = (zpy_scalar_property *)self;
     Py_CLEAR(property->owner);
     Py_CLEAR(property->doc);
     return 0;
@@ -146,14 +146,14 @@ static void scalar_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     scalar_clear(self);
-    Py_CLEAR(((zs_scalar_property *)self)->name);
+    Py_CLEAR(((zpy_scalar_property *)self)->name);
     type->tp_free(self);
     Py_DECREF(type);
 }
 
 static PyMemberDef scalar_members[] = {
-    {"__doc__", T_OBJECT, offsetof(zs_scalar_property, doc), READONLY, NULL},
-    {"offset", T_PYSSIZET, offsetof(zs_scalar_property, offset), READONLY,
+    {"__doc__", T_OBJECT, offsetof(zpy_scalar_property, doc), READONLY, NULL},
+    {"offset", T_PYSSIZET, offsetof(zpy_scalar_property, offset), READONLY,
      "Offset of the member in the native object."},
     {NULL, 0, 0, 0, NULL},
 };
@@ -167,7 +167,7 @@ static PyType_Slot scalar_slots[] = {
 
 static PyType_Spec scalar_spec = {
     .name = "zsharp_py._core.ScalarProperty",
-    .basicsize = sizeof(zs_scalar_property),
+    .basicsize = sizeof(zpy_scalar_property),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .slots = scalar_slots,
 };
@@ -176,49 +176,50 @@ static PyType_Spec scalar_spec = {
  * Object references
  * ========================================================================= */
 
-typedef struct zs_reference_property {
+typedef struct zpy_reference_property {
     PyObject_HEAD PyTypeObject *owner;
     PyTypeObject *target; /* the declared class of the referenced objects */
     PyObject *what;       /* "Class.name", for errors */
     PyObject *doc;
     uint32_t offset;
-} zs_reference_property;
+} zpy_reference_property;
 
 /* The referenced object's conjugate (from the table, else made by Python), or None. */
 static PyObject *reference_get(PyObject *self, PyObject *obj, PyObject *type) {
     (void)type;
-    zs_reference_property *property = (zs_reference_property *)self;
+    zpy_reference_property *property = (zpy_reference_property *)self;
     if (obj == NULL) return Py_NewRef(self);
-    zs_conjugate *conjugate = checked(property->owner, obj, property->what,
-                                      zs_state_of_type(Py_TYPE(self)));
+    zpy_conjugate *conjugate = checked(property->owner, obj, property->what,
+                                       zpy_state_of_type(Py_TYPE(self)));
     if (conjugate == NULL) return NULL;
     zs_ref ref;
     memcpy(&ref, conjugate->address + property->offset, sizeof ref);
     if (ref == ZS_NULL_REF) Py_RETURN_NONE;
-    zs_conjugate *found = zs_table_get(conjugate->runtime, ref);
+    zpy_conjugate *found = zpy_table_get(conjugate->runtime, ref);
     if (found != NULL) return Py_NewRef((PyObject *)found);
-    return zs_resolve_conjugate(conjugate->runtime, ref);
+    return zpy_resolve_conjugate(conjugate->runtime, ref);
 }
 
 /* The handle a reference property of an object of `rt` may store for
  * `value` (None: the null handle): false when `value` is not a live object
  * of the declared class in that runtime. */
-static bool reference_target(const zs_reference_property *property, const zs_runtime_core *rt,
+static bool reference_target(const zpy_reference_property *property, const zpy_runtime_core *rt,
                              PyObject *value, zs_ref *out) {
     if (value == Py_None) {
         *out = ZS_NULL_REF;
         return true;
     }
     if (!PyObject_TypeCheck(value, property->target)) return false;
-    const zs_conjugate *target = (const zs_conjugate *)value;
-    if (!ZS_CONJUGATE_IS_LIVE(target) || target->runtime != rt) return false;
-    *out = zs_conjugate_share(target);
+    const zpy_conjugate *target = (const zpy_conjugate *)value;
+    if (!ZPY_CONJUGATE_IS_LIVE(target) || target->runtime != rt) return false;
+    *out = zpy_conjugate_share(target);
     return true;
 }
 
 /* Let Python raise the precise error for a store that cannot happen. */
-static int reference_store_failed(zs_reference_property *property, PyObject *obj, PyObject *value) {
-    zs_core_state *state = zs_state_of_type(Py_TYPE(property));
+static int reference_store_failed(zpy_reference_property *property, PyObject *obj,
+                                  PyObject *value) {
+    zpy_core_state *state = zpy_state_of_type(Py_TYPE(property));
     PyObject *result = PyObject_CallFunctionObjArgs(state->store_failed, obj, value, property->what,
                                                     NULL);
     if (result != NULL) {
@@ -230,21 +231,21 @@ static int reference_store_failed(zs_reference_property *property, PyObject *obj
 
 /* Store through zs_store_ref (checks, write barrier), under the GIL. */
 static int reference_set(PyObject *self, PyObject *obj, PyObject *value) {
-    zs_reference_property *property = (zs_reference_property *)self;
+    zpy_reference_property *property = (zpy_reference_property *)self;
     if (value == NULL) {
         PyErr_Format(PyExc_AttributeError, "cannot delete property %U", property->what);
         return -1;
     }
-    zs_core_state *state = zs_state_of_type(Py_TYPE(self));
-    if (zs_is_conjugate(state, obj) && ZS_CONJUGATE_IS_LIVE((zs_conjugate *)obj) &&
-        !zs_conjugate_is_a((zs_conjugate *)obj, property->owner))
-        return zs_descriptor_misapplied(property->what, property->owner, obj);
-    if (!zs_is_conjugate(state, obj))
-        return zs_descriptor_misapplied(property->what, property->owner, obj);
-    zs_conjugate *holder = (zs_conjugate *)obj;
-    zs_runtime_core *rt = holder->runtime;
+    zpy_core_state *state = zpy_state_of_type(Py_TYPE(self));
+    if (zpy_is_conjugate(state, obj) && ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)obj) &&
+        !zpy_conjugate_is_a((zpy_conjugate *)obj, property->owner))
+        return zpy_descriptor_misapplied(property->what, property->owner, obj);
+    if (!zpy_is_conjugate(state, obj))
+        return zpy_descriptor_misapplied(property->what, property->owner, obj);
+    zpy_conjugate *holder = (zpy_conjugate *)obj;
+    zpy_runtime_core *rt = holder->runtime;
     zs_ref ref;
-    if (!reference_target(property, rt, value, &ref) || !ZS_CONJUGATE_IS_LIVE(holder) ||
+    if (!reference_target(property, rt, value, &ref) || !ZPY_CONJUGATE_IS_LIVE(holder) ||
         rt->closing || rt->native == NULL)
         return reference_store_failed(property, obj, value);
     zs_status status = zs_store_ref(rt->native, holder->handle, property->offset, ref);
@@ -267,7 +268,7 @@ static PyObject *reference_new(PyTypeObject *type, PyObject *args, PyObject *kwa
                                      &PyType_Type, &owner, &PyType_Type, &target, &what, &offset,
                                      &doc))
         return NULL;
-    zs_core_state *state = zs_state_of_type(type);
+    zpy_core_state *state = zpy_state_of_type(type);
     if (!PyType_IsSubtype(owner, state->conjugate_type) ||
         !PyType_IsSubtype(target, state->conjugate_type)) {
         PyErr_SetString(PyExc_TypeError, "ReferenceProperty: owner and target must be object "
@@ -278,7 +279,7 @@ static PyObject *reference_new(PyTypeObject *type, PyObject *args, PyObject *kwa
         PyErr_SetString(PyExc_ValueError, "ReferenceProperty: bad offset");
         return NULL;
     }
-    zs_reference_property *property = (zs_reference_property *)type->tp_alloc(type, 0);
+    zpy_reference_property *property = (zpy_reference_property *)type->tp_alloc(type, 0);
     if (property == NULL) return NULL;
     property->owner = (PyTypeObject *)Py_NewRef(owner);
     property->target = (PyTypeObject *)Py_NewRef(target);
@@ -290,7 +291,7 @@ static PyObject *reference_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 
 /* A descriptor and its classes refer to each other: the cycle collector's view. */
 static int reference_traverse(PyObject *self, visitproc visit, void *arg) {
-    zs_reference_property *property = (zs_reference_property *)self;
+    zpy_reference_property *property = (zpy_reference_property *)self;
     Py_VISIT(property->owner);
     Py_VISIT(property->target);
     Py_VISIT(property->doc);
@@ -300,7 +301,7 @@ static int reference_traverse(PyObject *self, visitproc visit, void *arg) {
 
 /* Break that cycle. */
 static int reference_clear(PyObject *self) {
-    zs_reference_property *property = (zs_reference_property *)self;
+    zpy_reference_property *property = (zpy_reference_property *)self;
     Py_CLEAR(property->owner);
     Py_CLEAR(property->target);
     Py_CLEAR(property->doc);
@@ -312,14 +313,14 @@ static void reference_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     reference_clear(self);
-    Py_CLEAR(((zs_reference_property *)self)->what);
+    Py_CLEAR(((zpy_reference_property *)self)->what);
     type->tp_free(self);
     Py_DECREF(type);
 }
 
 static PyMemberDef reference_members[] = {
-    {"__doc__", T_OBJECT, offsetof(zs_reference_property, doc), READONLY, NULL},
-    {"offset", T_UINT, offsetof(zs_reference_property, offset), READONLY,
+    {"__doc__", T_OBJECT, offsetof(zpy_reference_property, doc), READONLY, NULL},
+    {"offset", T_UINT, offsetof(zpy_reference_property, offset), READONLY,
      "Offset of the member in the native object."},
     {NULL, 0, 0, 0, NULL},
 };
@@ -333,36 +334,36 @@ static PyType_Slot reference_slots[] = {
 
 static PyType_Spec reference_spec = {
     .name = "zsharp_py._core.ReferenceProperty",
-    .basicsize = sizeof(zs_reference_property),
+    .basicsize = sizeof(zpy_reference_property),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .slots = reference_slots,
 };
 
 /* =========================================================================
- * Constructor keywords (Cls(health=5, target=other) in C, classes.c)
+ * Constructor keywords (Cls(health=5, target=other) in C, zpy_object_classes.c)
  * ========================================================================= */
 
 /* Convert and check one keyword for `descriptor` with no Python code: 1 when
  * ready, 0 when the Python constructor must decide (another kind of
  * property, a value that needs a Python conversion, anything it would
  * refuse: it gives the precise error). Never sets an error. */
-int zs_prepare_store(zs_core_state *state, PyTypeObject *cls, PyObject *descriptor,
-                     zs_runtime_core *rt, PyObject *value, zs_prepared_store *out) {
+int zpy_prepare_store(zpy_core_state *state, PyTypeObject *cls, PyObject *descriptor,
+                      zpy_runtime_core *rt, PyObject *value, zpy_prepared_store *out) {
     /* A descriptor of another class's layout (copied onto this one as a
        plain class attribute) would write out of bounds: Python refuses it. */
     if (Py_TYPE(descriptor) == state->scalar_type) {
-        zs_scalar_property *property = (zs_scalar_property *)descriptor;
-        zs_scalar_bits bits;
+        zpy_scalar_property *property = (zpy_scalar_property *)descriptor;
+        zpy_scalar_bits bits;
         if (!PyType_IsSubtype(cls, property->owner) ||
-            !zs_scalar_convert_exact(property->kind, value, &bits))
+            !zpy_scalar_convert_exact(property->kind, value, &bits))
             return 0;
         out->offset = (uint32_t)property->offset;
-        out->size = (uint32_t)zs_scalar_size(property->kind);
+        out->size = (uint32_t)zpy_scalar_size(property->kind);
         memcpy(out->bits, &bits, out->size);
         return 1;
     }
     if (Py_TYPE(descriptor) == state->reference_type) {
-        zs_reference_property *property = (zs_reference_property *)descriptor;
+        zpy_reference_property *property = (zpy_reference_property *)descriptor;
         zs_ref ref;
         if (!PyType_IsSubtype(cls, property->owner) || !reference_target(property, rt, value, &ref))
             return 0;
@@ -376,9 +377,9 @@ int zs_prepare_store(zs_core_state *state, PyTypeObject *cls, PyObject *descript
 
 /* Write a prepared keyword into a new object; a reference goes through
  * zs_store_ref (its target may have died since, on another thread). */
-zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
-                         const zs_prepared_store *store) {
-    assert(ZS_CONJUGATE_IS_LIVE(conjugate));
+zs_status zpy_apply_store(zpy_runtime_core *rt, zpy_conjugate *conjugate,
+                          const zpy_prepared_store *store) {
+    assert(ZPY_CONJUGATE_IS_LIVE(conjugate));
     if (store->size != 0) {
         memcpy(conjugate->address + store->offset, store->bits, store->size);
         return ZS_OK;
@@ -388,7 +389,7 @@ zs_status zs_apply_store(zs_runtime_core *rt, zs_conjugate *conjugate,
 }
 
 /* Create the descriptor types and add them to the module. */
-int zs_add_property_types(PyObject *module, zs_core_state *state) {
+int zpy_add_property_types(PyObject *module, zpy_core_state *state) {
     state->scalar_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &scalar_spec, NULL);
     if (state->scalar_type == NULL ||
         PyModule_AddObjectRef(module, "ScalarProperty", (PyObject *)state->scalar_type) < 0)

@@ -41,7 +41,7 @@ static PyObject *creator_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         PyErr_SetString(PyExc_OverflowError, "Creator: image too large");
         return NULL;
     }
-    zs_creator *creator = (zs_creator *)type->tp_alloc(type, 0);
+    zpy_creator *creator = (zpy_creator *)type->tp_alloc(type, 0);
     if (creator == NULL) return NULL;
     creator->cls = cls;
     creator->image = Py_NewRef(image);
@@ -51,7 +51,7 @@ static PyObject *creator_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
 /* Free a Creator (its image; the native class belongs to the runtime). */
 static void creator_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
-    Py_CLEAR(((zs_creator *)self)->image);
+    Py_CLEAR(((zpy_creator *)self)->image);
     type->tp_free(self);
     Py_DECREF(type);
 }
@@ -65,7 +65,7 @@ static PyType_Slot creator_slots[] = {
 
 static PyType_Spec creator_spec = {
     .name = "zsharp_py._core.Creator",
-    .basicsize = sizeof(zs_creator),
+    .basicsize = sizeof(zpy_creator),
     .flags = Py_TPFLAGS_DEFAULT,
     .slots = creator_slots,
 };
@@ -77,68 +77,68 @@ static PyType_Spec creator_spec = {
 /* The runtime creation would use, if the fast path may use it (borrowed),
  * else NULL with no error: the Python path decides (and makes the default
  * runtime, or raises). */
-static zs_runtime_core *current_runtime(zs_core_state *state) {
-    zs_runtime_core *rt = NULL;
-    if (zs_current_get_runtime(state, &rt) < 0) { /* borrowed: the context holds it */
+static zpy_runtime_core *current_runtime(zpy_core_state *state) {
+    zpy_runtime_core *rt = NULL;
+    if (zpy_current_get_runtime(state, &rt) < 0) { /* borrowed: the context holds it */
         PyErr_Clear();
         return NULL;
     }
     if (rt != NULL && !rt->closing) return rt;
     if (PyList_GET_SIZE(state->default_runtime) == 0) return NULL;
     PyObject *fallback = PyList_GET_ITEM(state->default_runtime, 0);
-    if (!zs_is_runtime(state, fallback)) return NULL;
-    return (zs_runtime_core *)fallback;
+    if (!zpy_is_runtime(state, fallback)) return NULL;
+    return (zpy_runtime_core *)fallback;
 }
 
 /* Constructor keywords the C path takes at most (more: Python). */
-#define ZS_FAST_KEYWORDS 16
+#define ZPY_FAST_KEYWORDS 16
 
 /* The keywords of a call, as the vectorcall protocol gives them: names
  * (exact or not: checked) and values, borrowed from the caller. */
-typedef struct zs_keywords {
+typedef struct zpy_keywords {
     PyObject *const *names;
     PyObject *const *values;
     Py_ssize_t count;
-} zs_keywords;
+} zpy_keywords;
 
 /* The value of the keyword `interned` (borrowed), or NULL. */
-static PyObject *keyword_value(const zs_keywords *keywords, PyObject *interned);
+static PyObject *keyword_value(const zpy_keywords *keywords, PyObject *interned);
 
 /* A keyword for a value property: staged before anything is allocated,
  * emitted once the object exists. */
-typedef struct zs_value_keyword {
-    zsv_kind *kind; /* borrowed from the property */
+typedef struct zpy_value_keyword {
+    zpyv_kind *kind; /* borrowed from the property */
     uint32_t offset;
     PyObject *what;  /* borrowed: "Class.name" */
     PyObject *value; /* borrowed from the keywords */
-} zs_value_keyword;
+} zpy_value_keyword;
 
 /* What `Cls(name=..., outer=..., **properties)` asks for, read and checked
  * before anything is allocated. */
-typedef struct zs_request {
-    zs_runtime_core *rt; /* borrowed */
+typedef struct zpy_request {
+    zpy_runtime_core *rt; /* borrowed */
     zs_ref outer;
     uint32_t name_index, name_number;
     PyObject *name;         /* borrowed str, or NULL: an automatic name */
     Py_ssize_t count;       /* scalar and reference keywords */
     Py_ssize_t value_count; /* value keywords */
-    zs_prepared_store stores[ZS_FAST_KEYWORDS];
-    zs_value_keyword values[ZS_FAST_KEYWORDS];
-} zs_request;
+    zpy_prepared_store stores[ZPY_FAST_KEYWORDS];
+    zpy_value_keyword values[ZPY_FAST_KEYWORDS];
+} zpy_request;
 
 /* Whether the C path may create objects in `rt` now: open, no stress
  * switch, no native frees queued by finalisers (the Python path flushes). */
-static inline int runtime_usable(const zs_runtime_core *rt) {
+static inline int runtime_usable(const zpy_runtime_core *rt) {
     return !rt->closing && rt->native != NULL && rt->collect_every == 0 && !rt->flush_pending;
 }
 
 /* Whether the `outer` keyword still names the live object it named when
  * read (`outer`: its handle then, or none). */
-static int outer_unchanged(zs_core_state *state, const zs_keywords *keywords, zs_ref outer) {
+static int outer_unchanged(zpy_core_state *state, const zpy_keywords *keywords, zs_ref outer) {
     PyObject *now = keyword_value(keywords, state->str_outer);
     if (now == NULL || now == Py_None) return outer == ZS_NULL_REF;
-    return zs_is_conjugate(state, now) && ZS_CONJUGATE_IS_LIVE((zs_conjugate *)now) &&
-           ((zs_conjugate *)now)->handle == outer;
+    return zpy_is_conjugate(state, now) && ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)now) &&
+           ((zpy_conjugate *)now)->handle == outer;
 }
 
 /* Whether two exact strs hold the same text: keywords are interned, so
@@ -150,7 +150,7 @@ static inline int same_text(PyObject *key, PyObject *interned) {
            PyUnicode_Compare(key, interned) == 0;
 }
 
-static PyObject *keyword_value(const zs_keywords *keywords, PyObject *interned) {
+static PyObject *keyword_value(const zpy_keywords *keywords, PyObject *interned) {
     for (Py_ssize_t i = 0; i < keywords->count; i++)
         if (PyUnicode_CheckExact(keywords->names[i]) && same_text(keywords->names[i], interned))
             return keywords->values[i];
@@ -159,7 +159,7 @@ static PyObject *keyword_value(const zs_keywords *keywords, PyObject *interned) 
 
 /* A request for an object in `rt` with no outer, an automatic name and no
  * keywords yet (its arrays are filled as keywords are read). */
-static inline void request_start(zs_request *request, zs_runtime_core *rt) {
+static inline void request_start(zpy_request *request, zpy_runtime_core *rt) {
     request->rt = rt;
     request->outer = ZS_NULL_REF;
     request->name = NULL;
@@ -169,21 +169,21 @@ static inline void request_start(zs_request *request, zs_runtime_core *rt) {
 
 /* Read the keywords: 1 when the C path can create the object, 0 when the
  * Python constructor must (no error set). Runs no Python code. */
-static int read_request(zs_core_state *state, PyTypeObject *cls, const zs_keywords *keywords,
-                        zs_request *request) {
+static int read_request(zpy_core_state *state, PyTypeObject *cls, const zpy_keywords *keywords,
+                        zpy_request *request) {
     request_start(request, NULL);
-    if (keywords->count > ZS_FAST_KEYWORDS + 2) return 0;
+    if (keywords->count > ZPY_FAST_KEYWORDS + 2) return 0;
     PyObject *outer = keyword_value(keywords, state->str_outer);
     if (outer != NULL && outer != Py_None) {
-        if (!zs_is_conjugate(state, outer)) return 0;
-        zs_conjugate *holder = (zs_conjugate *)outer;
-        if (!ZS_CONJUGATE_IS_LIVE(holder)) return 0;
+        if (!zpy_is_conjugate(state, outer)) return 0;
+        zpy_conjugate *holder = (zpy_conjugate *)outer;
+        if (!ZPY_CONJUGATE_IS_LIVE(holder)) return 0;
         request->rt = holder->runtime;
-        request->outer = zs_conjugate_share(holder);
+        request->outer = zpy_conjugate_share(holder);
     } else {
         request->rt = current_runtime(state);
     }
-    zs_runtime_core *rt = request->rt;
+    zpy_runtime_core *rt = request->rt;
     if (rt == NULL || !runtime_usable(rt)) return 0;
     for (Py_ssize_t k = 0; k < keywords->count; k++) {
         PyObject *key = keywords->names[k], *value = keywords->values[k];
@@ -197,16 +197,16 @@ static int read_request(zs_core_state *state, PyTypeObject *cls, const zs_keywor
             continue;
         }
         PyObject *descriptor = _PyType_Lookup(cls, key); /* borrowed, no error */
-        if (descriptor == NULL || request->count + request->value_count == ZS_FAST_KEYWORDS)
+        if (descriptor == NULL || request->count + request->value_count == ZPY_FAST_KEYWORDS)
             return 0;
-        zs_value_keyword *keyword = &request->values[request->value_count];
-        if (zsv_object_value_property(state, cls, descriptor, &keyword->kind, &keyword->offset,
-                                      &keyword->what)) {
+        zpy_value_keyword *keyword = &request->values[request->value_count];
+        if (zpyv_object_value_property(state, cls, descriptor, &keyword->kind, &keyword->offset,
+                                       &keyword->what)) {
             keyword->value = value;
             request->value_count++;
             continue;
         }
-        if (!zs_prepare_store(state, cls, descriptor, rt, value, &request->stores[request->count]))
+        if (!zpy_prepare_store(state, cls, descriptor, rt, value, &request->stores[request->count]))
             return 0;
         request->count++;
     }
@@ -215,7 +215,7 @@ static int read_request(zs_core_state *state, PyTypeObject *cls, const zs_keywor
 
 /* `cls`'s Creator in `rt` (borrowed), or NULL (no error) on its first use
  * there, or when its defaults need Python. */
-static zs_creator *find_creator(zs_core_state *state, zs_runtime_core *rt, PyTypeObject *cls) {
+static zpy_creator *find_creator(zpy_core_state *state, zpy_runtime_core *rt, PyTypeObject *cls) {
     if (rt->last_class != (PyObject *)cls) {
         PyObject *found = rt->creators ? PyDict_GetItemWithError(rt->creators, (PyObject *)cls)
                                        : NULL;
@@ -231,29 +231,29 @@ static zs_creator *find_creator(zs_core_state *state, zs_runtime_core *rt, PyTyp
         Py_XDECREF(old_class);
         Py_XDECREF(old_creator);
     }
-    return (zs_creator *)rt->last_creator;
+    return (zpy_creator *)rt->last_creator;
 }
 
 /* Phase 1 for the value keywords: stage each (may run Python code). Those
- * staged quickly (zsv_stage_quick: no Python code, nothing allocated)
+ * staged quickly (zpyv_stage_quick: no Python code, nothing allocated)
  * borrow `quick` and are flagged in *borrowed, never released. */
-static int stage_value_keywords(const zs_request *request, zsv_staged *staged, zsv_quick *quick,
+static int stage_value_keywords(const zpy_request *request, zpyv_staged *staged, zpyv_quick *quick,
                                 uint32_t *borrowed) {
     *borrowed = 0;
     for (Py_ssize_t i = 0; i < request->value_count; i++) {
-        const zs_value_keyword *keyword = &request->values[i];
-        if (zsv_native_type(request->rt, keyword->kind) == NULL)
-            return zs_error_prefix(keyword->what);
-        if (zsv_stage_quick(request->rt, keyword->kind, keyword->value, &staged[i], &quick[i])) {
+        const zpy_value_keyword *keyword = &request->values[i];
+        if (zpyv_native_type(request->rt, keyword->kind) == NULL)
+            return zpy_error_prefix(keyword->what);
+        if (zpyv_stage_quick(request->rt, keyword->kind, keyword->value, &staged[i], &quick[i])) {
             *borrowed |= 1u << i;
             continue;
         }
         Py_INCREF(keyword->value);
-        int result = zsv_stage(request->rt, keyword->kind, keyword->value, &staged[i],
-                               keyword->what);
+        int result = zpyv_stage(request->rt, keyword->kind, keyword->value, &staged[i],
+                                keyword->what);
         Py_DECREF(keyword->value);
         if (result < 0) {
-            zs_error_prefix(keyword->what);
+            zpy_error_prefix(keyword->what);
             return -1;
         }
     }
@@ -263,9 +263,9 @@ static int stage_value_keywords(const zs_request *request, zsv_staged *staged, z
 /* Create the object and its conjugate and write the keywords; no Python
  * code runs from the check of the runtime to the last write. NULL with no
  * error when the Python path must decide. */
-static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request *request,
-                            zs_creator *creator, const zsv_staged *staged) {
-    zs_runtime_core *rt = request->rt;
+static PyObject *create_now(zpy_core_state *state, PyTypeObject *cls, zpy_request *request,
+                            zpy_creator *creator, const zpyv_staged *staged) {
+    zpy_runtime_core *rt = request->rt;
     /* find_creator may have run Python code (a metaclass's __hash__ or
        __eq__, a dropped reference) that closed the runtime, which frees the
        creator's native class, or recorded another class's creator: the
@@ -284,14 +284,14 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
         if (zs_name_intern(rt->native, text, (size_t)length, &name_index, &name_number) != ZS_OK)
             return NULL; /* NUL characters or too long: likewise */
     }
-    /* Allocated first, running no Python code (zs_conjugate_alloc: no
+    /* Allocated first, running no Python code (zpy_conjugate_alloc: no
        collection, and no finaliser, can run here). */
-    zs_conjugate *conjugate = zs_conjugate_alloc(rt, cls);
+    zpy_conjugate *conjugate = zpy_conjugate_alloc(rt, cls);
     if (conjugate == NULL) return NULL;
     /* Objects dropped since the last creation go first, under the same
        lock: an unshared one leaves its slot and memory, still in cache, to
        this one. */
-    uint32_t dropped = rt->dropped_count > 0 ? zs_dropped_ready(rt) : 0;
+    uint32_t dropped = rt->dropped_count > 0 ? zpy_dropped_ready(rt) : 0;
     void *object = NULL;
     zs_ref handle = zs_object_new_conjugate(rt->native, creator->cls, request->outer, name_index,
                                             name_number, PyBytes_AS_STRING(creator->image),
@@ -300,7 +300,7 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
     rt->dropped_count = 0;
     zs_status failed = handle < ZS_FIRST_REF ? (zs_status)handle : ZS_OK;
     if (failed == ZS_OK) {
-        if (zs_conjugate_bind(rt, conjugate, handle, object) < 0) {
+        if (zpy_conjugate_bind(rt, conjugate, handle, object) < 0) {
             zs_mark_as_garbage(rt->native, handle); /* unreachable: goes next time */
             Py_DECREF(conjugate);
             return NULL;
@@ -308,12 +308,12 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
         /* Only the new conjugate has the handle. A named object, or one in
            an outer, can be found by its path: it waits for the collector. */
         if (request->name == NULL && request->outer == ZS_NULL_REF)
-            zs_conjugate_set_sole(rt, conjugate);
+            zpy_conjugate_set_sole(rt, conjugate);
         for (Py_ssize_t i = 0; i < request->count && failed == ZS_OK; i++)
-            failed = zs_apply_store(rt, conjugate, &request->stores[i]);
+            failed = zpy_apply_store(rt, conjugate, &request->stores[i]);
         for (Py_ssize_t i = 0; i < request->value_count && failed == ZS_OK; i++)
-            failed = zsv_emit(rt, request->values[i].kind, &staged[i], handle,
-                              (char *)object + request->values[i].offset);
+            failed = zpyv_emit(rt, request->values[i].kind, &staged[i], handle,
+                               (char *)object + request->values[i].offset);
         if (failed == ZS_OK) return (PyObject *)conjugate;
         /* A target died since it was checked: leave no half-built object
            reachable; it goes at the next collection. */
@@ -322,7 +322,7 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
     Py_DECREF(conjugate);
     PyObject *what = PyUnicode_FromFormat("%s()", cls->tp_name);
     if (what != NULL) {
-        Py_XDECREF(zs_call_raise_status(state, failed, what, rt));
+        Py_XDECREF(zpy_call_raise_status(state, failed, what, rt));
         Py_DECREF(what);
     }
     return NULL;
@@ -330,23 +330,24 @@ static PyObject *create_now(zs_core_state *state, PyTypeObject *cls, zs_request 
 
 /* Create a `cls` object and its conjugate in C, or return NULL: with an
  * error set on failure, without one when the Python path must decide. */
-static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_keywords *keywords) {
-    zs_request request;
+static PyObject *fast_create(zpy_core_state *state, PyTypeObject *cls,
+                             const zpy_keywords *keywords) {
+    zpy_request request;
     if (read_request(state, cls, keywords, &request) <= 0) return NULL;
-    zs_creator *creator = find_creator(state, request.rt, cls);
+    zpy_creator *creator = find_creator(state, request.rt, cls);
     if (creator == NULL) return NULL;
     if (request.value_count == 0) return create_now(state, cls, &request, creator, NULL);
     /* Staging may run Python code, which may drop the runtime from the
        context or a property from the class: held until the end. */
-    zsv_staged staged[ZS_FAST_KEYWORDS];
-    zsv_quick quick[ZS_FAST_KEYWORDS];
+    zpyv_staged staged[ZPY_FAST_KEYWORDS];
+    zpyv_quick quick[ZPY_FAST_KEYWORDS];
     uint32_t borrowed = 0; /* staged[i] borrows quick[i] or the keyword's value */
-    zs_value_keyword first[ZS_FAST_KEYWORDS];
+    zpy_value_keyword first[ZPY_FAST_KEYWORDS];
     Py_ssize_t value_count = request.value_count;
     /* Zeroed: those a failure leaves unstaged are released all the same. */
     memset(staged, 0, (size_t)value_count * sizeof staged[0]);
     memcpy(first, request.values, (size_t)value_count * sizeof first[0]);
-    zs_runtime_core *rt = (zs_runtime_core *)Py_NewRef((PyObject *)request.rt);
+    zpy_runtime_core *rt = (zpy_runtime_core *)Py_NewRef((PyObject *)request.rt);
     for (Py_ssize_t i = 0; i < value_count; i++) Py_INCREF(first[i].kind);
     /* The class as read: its version tag changes with any change to it or
        its bases (a property replaced or deleted). */
@@ -374,7 +375,7 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_k
             made = create_now(state, cls, &request, creator, staged);
     }
     for (Py_ssize_t i = 0; i < value_count; i++) {
-        if (!(borrowed & (1u << i))) zsv_release(first[i].kind, &staged[i]);
+        if (!(borrowed & (1u << i))) zpyv_release(first[i].kind, &staged[i]);
         Py_DECREF(first[i].kind);
     }
     Py_DECREF(rt);
@@ -385,11 +386,11 @@ static PyObject *fast_create(zs_core_state *state, PyTypeObject *cls, const zs_k
  * Flattened (current_runtime, find_creator and create_now compiled into it,
  * create_now's keyword loops gone with the empty request): 30 of the about
  * 1,000 instructions a `Cls()` made and dropped costs. */
-__attribute__((flatten)) static PyObject *plain_create(zs_core_state *state, PyTypeObject *cls) {
-    zs_request request;
+__attribute__((flatten)) static PyObject *plain_create(zpy_core_state *state, PyTypeObject *cls) {
+    zpy_request request;
     request_start(&request, current_runtime(state));
     if (request.rt == NULL || !runtime_usable(request.rt)) return NULL;
-    zs_creator *creator = find_creator(state, request.rt, cls);
+    zpy_creator *creator = find_creator(state, request.rt, cls);
     if (creator == NULL) return NULL;
     return create_now(state, cls, &request, creator, NULL);
 }
@@ -397,7 +398,7 @@ __attribute__((flatten)) static PyObject *plain_create(zs_core_state *state, PyT
 /* The Python constructor: init_create for a class with a Python __init__
  * (flag set when it is declared, see ObjectMeta in zsharp_py/_model/object.py:
  * it creates the object, then runs __init__), else slow_create. */
-static PyObject *python_create(zs_core_state *state, PyObject *cls, PyObject *args,
+static PyObject *python_create(zpy_core_state *state, PyObject *cls, PyObject *args,
                                PyObject *kwargs) {
     Py_ssize_t count = PyTuple_GET_SIZE(args);
     PyObject *full = PyTuple_New(count + 1);
@@ -405,16 +406,16 @@ static PyObject *python_create(zs_core_state *state, PyObject *cls, PyObject *ar
     PyTuple_SET_ITEM(full, 0, Py_NewRef(cls));
     for (Py_ssize_t i = 0; i < count; i++)
         PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-    PyObject *made = PyObject_Call(((zs_class_object *)cls)->python_init ? state->init_create
-                                                                         : state->slow_create,
+    PyObject *made = PyObject_Call(((zpy_class_object *)cls)->python_init ? state->init_create
+                                                                          : state->slow_create,
                                    full, kwargs);
     Py_DECREF(full);
     return made;
 }
 
 /* The state of a class being called, or NULL with TypeError. */
-static zs_core_state *ready_state(PyObject *cls) {
-    zs_core_state *state = ((zs_class_object *)cls)->state;
+static zpy_core_state *ready_state(PyObject *cls) {
+    zpy_core_state *state = ((zpy_class_object *)cls)->state;
     if (state == NULL || !state->configured) {
         PyErr_Format(PyExc_TypeError, "%s is not a ready conjugate class",
                      ((PyTypeObject *)cls)->tp_name);
@@ -426,14 +427,14 @@ static zs_core_state *ready_state(PyObject *cls) {
 /* Calling a conjugate class with a tuple and a dict: the C path for
  * keywords it can take, else Python. */
 static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
-    zs_core_state *state = ready_state(cls);
+    zpy_core_state *state = ready_state(cls);
     if (state == NULL) return NULL;
-    if (PyTuple_GET_SIZE(args) == 0 && !((zs_class_object *)cls)->python_init) {
-        PyObject *names[ZS_FAST_KEYWORDS + 2], *values[ZS_FAST_KEYWORDS + 2];
-        zs_keywords keywords = {names, values, 0};
+    if (PyTuple_GET_SIZE(args) == 0 && !((zpy_class_object *)cls)->python_init) {
+        PyObject *names[ZPY_FAST_KEYWORDS + 2], *values[ZPY_FAST_KEYWORDS + 2];
+        zpy_keywords keywords = {names, values, 0};
         Py_ssize_t position = 0;
         PyObject *key, *value;
-        int fits = kwargs == NULL || PyDict_GET_SIZE(kwargs) <= ZS_FAST_KEYWORDS + 2;
+        int fits = kwargs == NULL || PyDict_GET_SIZE(kwargs) <= ZPY_FAST_KEYWORDS + 2;
         while (fits && kwargs != NULL && PyDict_Next(kwargs, &position, &key, &value)) {
             names[keywords.count] = key;
             values[keywords.count++] = value;
@@ -445,23 +446,23 @@ static PyObject *class_call(PyObject *cls, PyObject *args, PyObject *kwargs) {
 }
 
 static PyObject *class_vectorcall_slow(PyObject *cls, PyObject *const *args, size_t nargsf,
-                                       PyObject *kwnames, zs_core_state *state);
+                                       PyObject *kwnames, zpy_core_state *state);
 
 /* Calling a conjugate class through vectorcall (no tuple or dict made for
  * the C path). Set on every conjugate class by init_class; taken only while
  * the metaclass's __call__ is class_call. */
 static PyObject *class_vectorcall(PyObject *cls, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames) {
-    zs_core_state *state = NULL;
+    zpy_core_state *state = NULL;
     if (Py_TYPE(cls)->tp_call == class_call) {
         if ((state = ready_state(cls)) == NULL) return NULL;
-        if (PyVectorcall_NARGS(nargsf) == 0 && !((zs_class_object *)cls)->python_init) {
+        if (PyVectorcall_NARGS(nargsf) == 0 && !((zpy_class_object *)cls)->python_init) {
             PyObject *made;
             if (kwnames == NULL) {
                 made = plain_create(state, (PyTypeObject *)cls);
             } else {
-                zs_keywords keywords = {&PyTuple_GET_ITEM(kwnames, 0), args,
-                                        PyTuple_GET_SIZE(kwnames)};
+                zpy_keywords keywords = {&PyTuple_GET_ITEM(kwnames, 0), args,
+                                         PyTuple_GET_SIZE(kwnames)};
                 made = fast_create(state, (PyTypeObject *)cls, &keywords);
             }
             if (made != NULL || PyErr_Occurred()) return made;
@@ -476,7 +477,7 @@ static PyObject *class_vectorcall(PyObject *cls, PyObject *const *args, size_t n
 static __attribute__((noinline)) PyObject *class_vectorcall_slow(PyObject *cls,
                                                                  PyObject *const *args,
                                                                  size_t nargsf, PyObject *kwnames,
-                                                                 zs_core_state *state) {
+                                                                 zpy_core_state *state) {
     Py_ssize_t given = PyVectorcall_NARGS(nargsf);
     ternaryfunc call = Py_TYPE(cls)->tp_call;
     PyObject *tuple = PyTuple_New(given), *kwargs = NULL;
@@ -497,7 +498,7 @@ static __attribute__((noinline)) PyObject *class_vectorcall_slow(PyObject *cls,
     return made;
 }
 
-int zs_class_enable_vectorcall(PyTypeObject *cls) {
+int zpy_class_enable_vectorcall(PyTypeObject *cls) {
     PyTypeObject *meta = Py_TYPE(cls);
     if (meta->tp_call != class_call)
         return 0; /* a metaclass with a __call__ of its own: always through it */
@@ -513,9 +514,9 @@ int zs_class_enable_vectorcall(PyTypeObject *cls) {
 
 static PyMemberDef class_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(PyTypeObject, tp_vectorcall), READONLY, NULL},
-    {"_zs_python_init", T_BOOL, offsetof(zs_class_object, python_init), 0,
+    {"_zs_python_init", T_BOOL, offsetof(zpy_class_object, python_init), 0,
      "The class has a Python __init__: creating one runs it (no C fast path)."},
-    {"_zs_stateful", T_BOOL, offsetof(zs_class_object, stateful), READONLY,
+    {"_zs_stateful", T_BOOL, offsetof(zpy_class_object, stateful), READONLY,
      "The class has Python state (zs.state()): the conjugate table holds its conjugates."},
     {NULL, 0, 0, 0, NULL},
 };
@@ -529,13 +530,13 @@ static PyType_Slot class_slots[] = {
 
 static PyType_Spec class_spec = {
     .name = "zsharp_py._core.ObjectClass",
-    .basicsize = sizeof(zs_class_object),
+    .basicsize = sizeof(zpy_class_object),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_VECTORCALL,
     .slots = class_slots,
 };
 
 /* Create the metaclass and Creator types and add them to the module. */
-int zs_add_class_types(PyObject *module, zs_core_state *state) {
+int zpy_add_class_types(PyObject *module, zpy_core_state *state) {
     PyObject *bases = PyTuple_Pack(1, (PyObject *)&PyType_Type);
     if (bases == NULL) return -1;
     state->class_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &class_spec, bases);

@@ -25,7 +25,7 @@
  * runs (a conjugate's address, the runtime's state) is trusted after it.
  *
  * A plan with an entry (CallPlan(..., entry=, user=): the class's function
- * is a host's NativeFunction that no Python class overrides, functions.c)
+ * is a host's NativeFunction that no Python class overrides, zpy_python_to_host.c)
  * makes no Python call: once the object and its runtime are checked again,
  * the host's C function runs on the host's block as it is.
  *
@@ -40,7 +40,7 @@
 #define CALL_STACK_ARGUMENTS 8
 
 /* A CallPlan: how to make one call of one function on one class. Immutable. */
-typedef struct zs_call_plan {
+typedef struct zpy_call_plan {
     PyObject_VAR_HEAD PyObject *name; /* the method's name (interned) */
     PyObject *what;                   /* "Owner.name", for errors */
     Py_ssize_t size;                  /* bytes of the block */
@@ -48,107 +48,12 @@ typedef struct zs_call_plan {
     int has_result;
     zs_native_function entry; /* set: the host's own C function runs instead of a method */
     void *user;               /*   (a NativeFunction the class did not override), with this */
-    zs_plan_member members[];
-} zs_call_plan;
-
-/* =========================================================================
- * The open runtimes
- * ========================================================================= */
-
-/* Record an open runtime (borrowed: it removes itself when detached or freed). */
-int zs_open_runtime_add(zs_core_state *state, zs_runtime_core *rt) {
-    if (state->open_count == state->open_capacity) {
-        Py_ssize_t capacity = state->open_capacity ? state->open_capacity * 2 : 8;
-        zs_runtime_core **grown = PyMem_Realloc(state->open_runtimes,
-                                                (size_t)capacity * sizeof *grown);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        state->open_runtimes = grown;
-        state->open_capacity = capacity;
-    }
-    state->open_runtimes[state->open_count++] = rt;
-    return 0;
-}
-
-/* Forget a runtime (no-op if it is not recorded). */
-void zs_open_runtime_remove(zs_core_state *state, zs_runtime_core *rt) {
-    for (Py_ssize_t i = 0; i < state->open_count; i++) {
-        if (state->open_runtimes[i] == rt) {
-            state->open_runtimes[i] = state->open_runtimes[--state->open_count];
-            return;
-        }
-    }
-}
-
-/* The open runtime core of a native runtime, or NULL (borrowed). */
-zs_runtime_core *zs_open_runtime_of(const zs_core_state *state, const zs_runtime *native) {
-    for (Py_ssize_t i = 0; i < state->open_count; i++)
-        if (state->open_runtimes[i]->native == native) return state->open_runtimes[i];
-    return NULL;
-}
-
-/* =========================================================================
- * Plans
- * ========================================================================= */
-
-int zs_call_member_init(zs_core_state *state, const char *who, Py_ssize_t offset, int mode,
-                        PyObject *detail, PyObject *what, Py_ssize_t block_size, unsigned accept,
-                        zs_plan_member *member) {
-    size_t size, align;
-    zs_scalar_kind scalar = ZS_SCALAR_BOOL;
-    if (mode == ZS_CALL_SCALAR) {
-        long code = PyLong_Check(detail) ? PyLong_AsLong(detail) : -1;
-        if (code < 0 || code >= ZS_SCALAR_KINDS) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s: a scalar member needs a scalar kind", who);
-            return -1;
-        }
-        scalar = (zs_scalar_kind)code;
-        size = align = zs_scalar_size(scalar);
-    } else if (mode == ZS_CALL_OBJECT) {
-        if (detail == Py_None && (accept & ZS_MEMBER_ACCEPT_ANY_OBJECT)) {
-            detail = (PyObject *)state->conjugate_type;
-        } else if (!PyType_Check(detail) ||
-                   !PyType_IsSubtype((PyTypeObject *)detail, state->conjugate_type)) {
-            PyErr_Format(PyExc_TypeError, "%s: an object member needs an object conjugate class",
-                         who);
-            return -1;
-        }
-        size = align = sizeof(zs_ref);
-    } else if (mode == ZS_CALL_STRUCT ||
-               (mode == ZS_CALL_VALUE && (accept & ZS_MEMBER_ACCEPT_VALUE))) {
-        if (!zsv_is_kind(state, detail) ||
-            (mode == ZS_CALL_STRUCT && ((zsv_kind *)detail)->code != ZSV_STRUCT)) {
-            PyErr_Format(PyExc_TypeError, "%s: a %s member needs a %s", who,
-                         mode == ZS_CALL_STRUCT ? "struct" : "value",
-                         mode == ZS_CALL_STRUCT ? "struct kind" : "kind");
-            return -1;
-        }
-        size = ((zsv_kind *)detail)->size;
-        align = ((zsv_kind *)detail)->align ? ((zsv_kind *)detail)->align : 1;
-    } else {
-        PyErr_Format(PyExc_ValueError, "%s: unknown member mode", who);
-        return -1;
-    }
-    if (offset < 0 || offset % (Py_ssize_t)align != 0 || offset > block_size ||
-        size > (size_t)(block_size - offset)) {
-        PyErr_Format(PyExc_ValueError, "%s: %U is outside the %zd-byte block", who, what,
-                     block_size);
-        return -1;
-    }
-    member->offset = offset;
-    member->mode = (zs_call_mode)mode;
-    member->scalar = scalar;
-    member->detail = mode == ZS_CALL_SCALAR ? NULL : Py_NewRef(detail);
-    member->what = Py_NewRef(what);
-    return 0;
-}
+    zpy_plan_member members[];
+} zpy_call_plan;
 
 /* Fill `member` from (offset, mode, detail, what). */
-static int member_parse(zs_core_state *state, PyObject *entry, Py_ssize_t block_size,
-                        zs_plan_member *member) {
+static int member_parse(zpy_core_state *state, PyObject *entry, Py_ssize_t block_size,
+                        zpy_plan_member *member) {
     Py_ssize_t offset;
     int mode;
     PyObject *detail, *what;
@@ -158,8 +63,8 @@ static int member_parse(zs_core_state *state, PyObject *entry, Py_ssize_t block_
             PyErr_SetString(PyExc_TypeError, "CallPlan: a member is (offset, mode, detail, what)");
         return -1;
     }
-    return zs_call_member_init(state, "CallPlan", offset, mode, detail, what, block_size,
-                               ZS_MEMBER_ACCEPT_VALUE, member);
+    return zpy_call_member_init(state, "CallPlan", offset, mode, detail, what, block_size,
+                                ZPY_MEMBER_ACCEPT_VALUE, member);
 }
 
 /* An address handed over as an int (0: none): 0, or -1 with an error. */
@@ -184,7 +89,7 @@ static int address_of(PyObject *value, const char *what, uintptr_t *out) {
 static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"name",   "what",  "size", "parameters",
                                "result", "entry", "user", NULL};
-    zs_core_state *state = zs_state_of_type(type);
+    zpy_core_state *state = zpy_state_of_type(type);
     PyObject *name, *what, *parameters, *result, *entry_int = NULL, *user_int = NULL;
     Py_ssize_t size;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UUnO!O|$OO:CallPlan", keywords, &name, &what,
@@ -201,7 +106,7 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
         return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(parameters);
     int has_result = result != Py_None;
-    zs_call_plan *plan = (zs_call_plan *)type->tp_alloc(type, count + has_result);
+    zpy_call_plan *plan = (zpy_call_plan *)type->tp_alloc(type, count + has_result);
     if (plan == NULL) return NULL;
     Py_INCREF(name);
     PyUnicode_InternInPlace(&name);
@@ -226,7 +131,7 @@ static PyObject *plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
 /* The classes and kinds a plan holds: a class holds its plans (through
  * its `_zs_functions`), a plan may name that class. */
 static int plan_traverse(PyObject *self, visitproc visit, void *arg) {
-    zs_call_plan *plan = (zs_call_plan *)self;
+    zpy_call_plan *plan = (zpy_call_plan *)self;
     for (Py_ssize_t i = 0; i < plan->count + plan->has_result; i++)
         Py_VISIT(plan->members[i].detail);
     Py_VISIT(Py_TYPE(self));
@@ -235,7 +140,7 @@ static int plan_traverse(PyObject *self, visitproc visit, void *arg) {
 
 /* Break those cycles. */
 static int plan_clear(PyObject *self) {
-    zs_call_plan *plan = (zs_call_plan *)self;
+    zpy_call_plan *plan = (zpy_call_plan *)self;
     for (Py_ssize_t i = 0; i < plan->count + plan->has_result; i++)
         Py_CLEAR(plan->members[i].detail);
     return 0;
@@ -243,7 +148,7 @@ static int plan_clear(PyObject *self) {
 
 /* Free a plan. */
 static void plan_dealloc(PyObject *self) {
-    zs_call_plan *plan = (zs_call_plan *)self;
+    zpy_call_plan *plan = (zpy_call_plan *)self;
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     plan_clear(self);
@@ -256,28 +161,28 @@ static void plan_dealloc(PyObject *self) {
 
 /* repr(plan): what it calls, for debugging. */
 static PyObject *plan_repr(PyObject *self) {
-    zs_call_plan *plan = (zs_call_plan *)self;
+    zpy_call_plan *plan = (zpy_call_plan *)self;
     return PyUnicode_FromFormat("<CallPlan %U: %zd parameters%s, %zd bytes%s>", plan->what,
                                 plan->count, plan->has_result ? " and a result" : "", plan->size,
                                 plan->entry != NULL ? ", a native entry" : "");
 }
 
 static PyMemberDef plan_members[] = {
-    {"name", T_OBJECT, offsetof(zs_call_plan, name), READONLY, "The method's name."},
-    {"size", T_PYSSIZET, offsetof(zs_call_plan, size), READONLY, "Bytes of the block."},
+    {"name", T_OBJECT, offsetof(zpy_call_plan, name), READONLY, "The method's name."},
+    {"size", T_PYSSIZET, offsetof(zpy_call_plan, size), READONLY, "Bytes of the block."},
     {NULL, 0, 0, 0, NULL},
 };
 
 /* plan.entry: the address of the host's C function (0: a Python method). */
 static PyObject *plan_get_entry(PyObject *self, void *closure) {
     (void)closure;
-    return PyLong_FromUnsignedLongLong((uintptr_t)((zs_call_plan *)self)->entry);
+    return PyLong_FromUnsignedLongLong((uintptr_t)((zpy_call_plan *)self)->entry);
 }
 
 /* plan.user: what that function is passed. */
 static PyObject *plan_get_user(PyObject *self, void *closure) {
     (void)closure;
-    return PyLong_FromUnsignedLongLong((uintptr_t)((zs_call_plan *)self)->user);
+    return PyLong_FromUnsignedLongLong((uintptr_t)((zpy_call_plan *)self)->user);
 }
 
 static PyGetSetDef plan_getset[] = {
@@ -301,8 +206,8 @@ static PyType_Slot plan_slots[] = {
 
 static PyType_Spec plan_spec = {
     .name = "zsharp_py._core.CallPlan",
-    .basicsize = offsetof(zs_call_plan, members),
-    .itemsize = sizeof(zs_plan_member),
+    .basicsize = offsetof(zpy_call_plan, members),
+    .itemsize = sizeof(zpy_plan_member),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .slots = plan_slots,
 };
@@ -314,10 +219,10 @@ static PyType_Spec plan_spec = {
 /* Report the error being raised, naming a call to `self` that could not be
  * made ("a call from native code to <Mob ...>"). */
 static void report_call_to(PyObject *self) {
-    PyObject *error = zs_error_take();
+    PyObject *error = zpy_error_take();
     PyObject *context = PyUnicode_FromFormat("a call from native code to %R", self);
     if (context == NULL) PyErr_Clear(); /* the repr failed: name nothing rather than lose it */
-    if (error != NULL) zs_error_give(error);
+    if (error != NULL) zpy_error_give(error);
     PyErr_WriteUnraisable(context);
     Py_XDECREF(context);
 }
@@ -325,10 +230,10 @@ static void report_call_to(PyObject *self) {
 /* Report the error being raised in or around the method itself, naming the
  * bound method (looked up with the error put aside). */
 static void report_method(PyObject *self, PyObject *name) {
-    PyObject *error = zs_error_take();
+    PyObject *error = zpy_error_take();
     PyObject *bound = PyObject_GetAttr(self, name);
     PyErr_Clear();
-    if (error != NULL) zs_error_give(error);
+    if (error != NULL) zpy_error_give(error);
     PyErr_WriteUnraisable(bound != NULL ? bound : name);
     Py_XDECREF(bound);
 }
@@ -339,7 +244,7 @@ static void report_method(PyObject *self, PyObject *name) {
 
 /* The plan of `function` on the conjugate's class, from the class's cache;
  * NULL (no error set) on a miss or on anything unexpected: Python decides. */
-static zs_call_plan *cached_plan(zs_core_state *state, PyObject *self, PyObject *key) {
+static zpy_call_plan *cached_plan(zpy_core_state *state, PyObject *self, PyObject *key) {
     PyObject *dict = Py_TYPE(self)->tp_dict;
     PyObject *functions = dict ? PyDict_GetItemWithError(dict, state->str_zs_functions) : NULL;
     if (functions == NULL || !PyDict_CheckExact(functions)) {
@@ -359,13 +264,13 @@ static zs_call_plan *cached_plan(zs_core_state *state, PyObject *self, PyObject 
         Py_XDECREF(plan);
         return NULL;
     }
-    return (zs_call_plan *)plan;
+    return (zpy_call_plan *)plan;
 }
 
 /* Empty the plan cache. */
-void zs_plan_cache_clear(zs_core_state *state) {
-    for (Py_ssize_t i = 0; i < ZS_PLAN_CACHE; i++) {
-        struct zs_plan_slot *slot = &state->plan_cache[i];
+void zpy_plan_cache_clear(zpy_core_state *state) {
+    for (Py_ssize_t i = 0; i < ZPY_PLAN_CACHE; i++) {
+        struct zpy_plan_slot *slot = &state->plan_cache[i];
         slot->tag = 0;
         Py_CLEAR(slot->key);
         Py_CLEAR(slot->plan);
@@ -379,9 +284,9 @@ static unsigned int version_tag(PyTypeObject *type) {
 }
 
 /* The plan cache's slot for (class tag, name). */
-static struct zs_plan_slot *plan_slot(zs_core_state *state, unsigned int tag, PyObject *key) {
+static struct zpy_plan_slot *plan_slot(zpy_core_state *state, unsigned int tag, PyObject *key) {
     uintptr_t hash = ((uintptr_t)tag * 2654435761u) ^ ((uintptr_t)key >> 4);
-    return &state->plan_cache[hash % ZS_PLAN_CACHE];
+    return &state->plan_cache[hash % ZPY_PLAN_CACHE];
 }
 
 /* Remember `plan` for (self's class, key), with the method it calls when
@@ -389,15 +294,15 @@ static struct zs_plan_slot *plan_slot(zs_core_state *state, unsigned int tag, Py
  * objects with no instance dict and the generic attribute lookup (so
  * nothing can shadow it but a change to the class, which changes its tag).
  * No Python code. */
-static void remember_plan(zs_core_state *state, PyTypeObject *type, PyObject *key,
-                          zs_call_plan *plan) {
+static void remember_plan(zpy_core_state *state, PyTypeObject *type, PyObject *key,
+                          zpy_call_plan *plan) {
     PyObject *method = _PyType_Lookup(type, plan->name); /* borrowed; assigns a tag */
     unsigned int tag = version_tag(type);
     if (tag == 0) return;
     if (method == NULL || !PyFunction_Check(method) || type->tp_dictoffset != 0 ||
         type->tp_getattro != PyObject_GenericGetAttr)
         method = NULL;
-    struct zs_plan_slot *slot = plan_slot(state, tag, key);
+    struct zpy_plan_slot *slot = plan_slot(state, tag, key);
     PyObject *old_key = slot->key, *old_plan = slot->plan, *old_method = slot->method;
     slot->tag = tag;
     slot->key = Py_NewRef(key);
@@ -409,8 +314,8 @@ static void remember_plan(zs_core_state *state, PyTypeObject *type, PyObject *ke
 }
 
 /* Drop the remembered function names. */
-void zs_name_keys_clear(zs_core_state *state) {
-    for (Py_ssize_t i = 0; i < ZS_NAME_KEYS; i++) {
+void zpy_name_keys_clear(zpy_core_state *state) {
+    for (Py_ssize_t i = 0; i < ZPY_NAME_KEYS; i++) {
         PyMem_Free(state->name_keys[i].text);
         state->name_keys[i].text = NULL;
         state->name_keys[i].length = 0;
@@ -423,12 +328,12 @@ void zs_name_keys_clear(zs_core_state *state) {
  * their text and compared by their text (never by address: the host's
  * buffer may hold another name next time), so a call with a known name
  * makes no string and looks its class's `_zs_functions` up by identity. */
-static PyObject *name_key(zs_core_state *state, const char *function) {
+static PyObject *name_key(zpy_core_state *state, const char *function) {
     uint32_t hash = 2166136261u; /* FNV-1a, which also measures the text */
     size_t length = 0;
     for (const unsigned char *c = (const unsigned char *)function; *c != 0; c++, length++)
         hash = (hash ^ *c) * 16777619u;
-    struct zs_name_key *slot = &state->name_keys[hash % ZS_NAME_KEYS];
+    struct zpy_name_key *slot = &state->name_keys[hash % ZPY_NAME_KEYS];
     if (slot->text != NULL && slot->length == length && memcmp(slot->text, function, length) == 0)
         return Py_NewRef(slot->key);
     PyObject *key = PyUnicode_FromString(function);
@@ -449,20 +354,20 @@ static PyObject *name_key(zs_core_state *state, const char *function) {
  * new reference, or NULL: look the method up); else NULL with the failure
  * reported and *status set: ZS_E_INVALID when the function cannot be
  * called from native code (its name, its signature). */
-static zs_call_plan *find_plan(zs_core_state *state, PyObject *self, const char *function,
-                               zs_status *status, PyObject **method) {
+static zpy_call_plan *find_plan(zpy_core_state *state, PyObject *self, const char *function,
+                                zs_status *status, PyObject **method) {
     *method = NULL;
     PyObject *key = name_key(state, function);
     if (key == NULL) goto failed;
     PyTypeObject *type = Py_TYPE(self);
     unsigned int tag = version_tag(type);
-    struct zs_plan_slot *slot = tag != 0 ? plan_slot(state, tag, key) : NULL;
+    struct zpy_plan_slot *slot = tag != 0 ? plan_slot(state, tag, key) : NULL;
     if (slot != NULL && slot->tag == tag && slot->key == key) { /* the usual case */
         Py_DECREF(key);
         *method = Py_XNewRef(slot->method);
-        return (zs_call_plan *)Py_NewRef(slot->plan);
+        return (zpy_call_plan *)Py_NewRef(slot->plan);
     }
-    zs_call_plan *plan = cached_plan(state, self, key);
+    zpy_call_plan *plan = cached_plan(state, self, key);
     if (plan == NULL) { /* first call on this class: Python lays it out */
         PyObject *made = PyObject_CallFunctionObjArgs(state->plan_of, (PyObject *)Py_TYPE(self),
                                                       key, NULL);
@@ -470,7 +375,7 @@ static zs_call_plan *find_plan(zs_core_state *state, PyObject *self, const char 
             PyErr_Format(PyExc_TypeError, "plan_of returned %R, not a CallPlan", made);
             Py_CLEAR(made);
         }
-        plan = (zs_call_plan *)made;
+        plan = (zpy_call_plan *)made;
     }
     if (plan != NULL) {
         remember_plan(state, type, key, plan); /* Python code ran: the tag is read again */
@@ -489,7 +394,7 @@ failed:
 }
 
 /* Raise the error of a closed runtime, if `rt` is; returns -1 then, else 0. */
-static int check_open(const zs_runtime_core *rt) {
+static int check_open(const zpy_runtime_core *rt) {
     if (rt->native != NULL && !rt->closing) return 0;
     PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
     return -1;
@@ -501,18 +406,18 @@ static PyObject *class_name(PyTypeObject *type) {
 }
 
 /* Argument `member` from the block: a new reference, or NULL with an error. */
-static PyObject *load_argument(zs_runtime_core *rt, const zs_plan_member *member, char *params) {
+static PyObject *load_argument(zpy_runtime_core *rt, const zpy_plan_member *member, char *params) {
     char *at = params + member->offset;
-    if (member->mode == ZS_CALL_SCALAR) return zs_scalar_load(member->scalar, at);
-    if (member->mode == ZS_CALL_STRUCT || member->mode == ZS_CALL_VALUE) {
+    if (member->mode == ZPY_CALL_SCALAR) return zpy_scalar_load(member->scalar, at);
+    if (member->mode == ZPY_CALL_STRUCT || member->mode == ZPY_CALL_VALUE) {
         /* A red view into the block: call_method expires it. */
-        zsv_kind *kind = (zsv_kind *)member->detail;
-        if (check_open(rt) < 0 || zsv_native_type(rt, kind) == NULL) return NULL;
-        return zsv_block_view(rt, kind, at);
+        zpyv_kind *kind = (zpyv_kind *)member->detail;
+        if (check_open(rt) < 0 || zpyv_native_type(rt, kind) == NULL) return NULL;
+        return zpyv_block_view(rt, kind, at);
     }
     zs_ref ref;
     memcpy(&ref, at, sizeof ref);
-    PyObject *obj = zs_conjugate_of(rt, ref); /* may adopt: Python code */
+    PyObject *obj = zpy_conjugate_of(rt, ref); /* may adopt: Python code */
     if (obj == NULL || ref == ZS_NULL_REF) return obj;
     PyTypeObject *target = (PyTypeObject *)member->detail;
     if (obj == Py_None) {
@@ -535,7 +440,7 @@ static PyObject *load_argument(zs_runtime_core *rt, const zs_plan_member *member
 /* The handle an object result stores, checked as a reference property's
  * store checks it: 0 with an error when `value` is neither None nor a live
  * object of the target class in `rt`. */
-static int object_result(zs_runtime_core *rt, const zs_plan_member *member, PyObject *value,
+static int object_result(zpy_runtime_core *rt, const zpy_plan_member *member, PyObject *value,
                          zs_ref *out) {
     *out = ZS_NULL_REF;
     if (value == Py_None) return 1;
@@ -548,10 +453,10 @@ static int object_result(zs_runtime_core *rt, const zs_plan_member *member, PyOb
         Py_XDECREF(got);
         return 0;
     }
-    zs_conjugate *conjugate = (zs_conjugate *)value;
-    if (!ZS_CONJUGATE_IS_LIVE(conjugate)) {
-        zs_raise_expired(conjugate);
-        PyObject *expired = zs_error_take();
+    zpy_conjugate *conjugate = (zpy_conjugate *)value;
+    if (!ZPY_CONJUGATE_IS_LIVE(conjugate)) {
+        zpy_raise_expired(conjugate);
+        PyObject *expired = zpy_error_take();
         if (expired != NULL)
             PyErr_Format(rt->state->expired_exception, "cannot store into %U: %S", member->what,
                          expired);
@@ -562,48 +467,48 @@ static int object_result(zs_runtime_core *rt, const zs_plan_member *member, PyOb
         PyErr_Format(PyExc_ValueError, "%U: the object belongs to another runtime", member->what);
         return 0;
     }
-    *out = zs_conjugate_share(conjugate);
+    *out = zpy_conjugate_share(conjugate);
     return 1;
 }
 
 /* Write the result into the block: converted or staged completely first
  * (Python code may run), then stored with none; -1 with an error and the
  * block unchanged when it cannot be. */
-static int write_result(zs_runtime_core *rt, const zs_plan_member *member, PyObject *value,
+static int write_result(zpy_runtime_core *rt, const zpy_plan_member *member, PyObject *value,
                         char *params) {
     char *at = params + member->offset;
-    if (member->mode == ZS_CALL_SCALAR) { /* as the scalar property setters convert */
-        zs_scalar_bits bits;
-        if (zs_scalar_convert(member->scalar, value, &bits, member->what) < 0) return -1;
-        zs_scalar_store(member->scalar, &bits, at);
+    if (member->mode == ZPY_CALL_SCALAR) { /* as the scalar property setters convert */
+        zpy_scalar_bits bits;
+        if (zpy_scalar_convert(member->scalar, value, &bits, member->what) < 0) return -1;
+        zpy_scalar_store(member->scalar, &bits, at);
         return 0;
     }
-    if (member->mode == ZS_CALL_OBJECT) {
+    if (member->mode == ZPY_CALL_OBJECT) {
         zs_ref ref;
         if (!object_result(rt, member, value, &ref)) return -1;
         memcpy(at, &ref, sizeof ref);
         return 0;
     }
-    zsv_kind *kind = (zsv_kind *)member->detail;
-    if (check_open(rt) < 0 || zsv_native_type(rt, kind) == NULL) return -1;
-    zsv_staged staged = {0};
-    if (zsv_stage(rt, kind, value, &staged, member->what) < 0) return -1;
+    zpyv_kind *kind = (zpyv_kind *)member->detail;
+    if (check_open(rt) < 0 || zpyv_native_type(rt, kind) == NULL) return -1;
+    zpyv_staged staged = {0};
+    if (zpyv_stage(rt, kind, value, &staged, member->what) < 0) return -1;
     /* Staging ran Python code, which may have closed the runtime; a
        reference staged before another member's conversion destroyed its
        object is refused by the emit, before anything is written. Owned by
        no object: the block is the host's. */
-    zs_status status = check_open(rt) < 0 ? ZS_OK : zsv_emit(rt, kind, &staged, ZS_NULL_REF, at);
+    zs_status status = check_open(rt) < 0 ? ZS_OK : zpyv_emit(rt, kind, &staged, ZS_NULL_REF, at);
     int failed = PyErr_Occurred() != NULL;
-    zsv_release(kind, &staged);
+    zpyv_release(kind, &staged);
     if (failed) return -1;
-    if (status != ZS_OK) return zsv_refused(rt, status, member->what), -1;
+    if (status != ZS_OK) return zpyv_refused(rt, status, member->what), -1;
     return 0;
 }
 
 /* Load the arguments, call the method (`method` directly when given, else
  * looked up by name), write the result; the runtime is current and the
  * call scope open. Failures are reported here. */
-static zs_status call_method(zs_runtime_core *rt, PyObject *self, zs_call_plan *plan,
+static zs_status call_method(zpy_runtime_core *rt, PyObject *self, zpy_call_plan *plan,
                              PyObject *method, char *params) {
     PyObject *small[1 + CALL_STACK_ARGUMENTS];
     PyObject **stack = small;
@@ -632,9 +537,9 @@ static zs_status call_method(zs_runtime_core *rt, PyObject *self, zs_call_plan *
     /* The views of the host's block expire with the call, as its scope's
        would (kept past it, they raise ExpiredConjugateError). */
     for (Py_ssize_t i = 0; i < loaded; i++) {
-        zs_call_mode mode = plan->members[i].mode;
-        if (mode == ZS_CALL_STRUCT || mode == ZS_CALL_VALUE)
-            zsv_expire_in_place((zsv_value *)stack[1 + i], rt->state->reason_scope);
+        zpy_call_mode mode = plan->members[i].mode;
+        if (mode == ZPY_CALL_STRUCT || mode == ZPY_CALL_VALUE)
+            zpyv_expire_in_place((zpyv_value *)stack[1 + i], rt->state->reason_scope);
         Py_DECREF(stack[1 + i]);
     }
     if (stack != small) PyMem_Free(stack);
@@ -644,11 +549,11 @@ static zs_status call_method(zs_runtime_core *rt, PyObject *self, zs_call_plan *
 /* Make `current` (the runtime that was current before a call, and that the
  * call did not set) current again if the call left another one current:
  * 0, or -1 with an error. */
-static int keep_current(zs_core_state *state, PyObject *current) {
+static int keep_current(zpy_core_state *state, PyObject *current) {
     PyObject *now = NULL;
-    if (zs_current_get(state, &now) < 0) return -1; /* borrowed: compared only */
+    if (zpy_current_get(state, &now) < 0) return -1; /* borrowed: compared only */
     if (now == current) return 0;
-    PyObject *token = zs_context_var_set(state, state->current, current);
+    PyObject *token = zpy_context_var_set(state, state->current, current);
     Py_XDECREF(token);
     return token != NULL ? 0 : -1;
 }
@@ -657,17 +562,17 @@ static int keep_current(zs_core_state *state, PyObject *current) {
  * from `target` (the object the heap recorded as having one under the
  * call's own lock, zs_set_managed_call_handler), else resolved and made (a
  * second lock). A new reference, None when the object is gone, or NULL. */
-static PyObject *callee_of(zs_runtime_core *rt, zs_ref object, zs_object *target) {
-    zs_conjugate *found = zs_table_get(rt, object);
+static PyObject *callee_of(zpy_runtime_core *rt, zs_ref object, zs_object *target) {
+    zpy_conjugate *found = zpy_table_get(rt, object);
     if (found != NULL) return Py_NewRef((PyObject *)found);
     if (rt->native == NULL || rt->closing) Py_RETURN_NONE;
-    return target != NULL ? zs_make_conjugate(rt, object, target)
-                          : zs_resolve_conjugate(rt, object); /* may adopt: Python code */
+    return target != NULL ? zpy_make_conjugate(rt, object, target)
+                          : zpy_resolve_conjugate(rt, object); /* may adopt: Python code */
 }
 
 /* One call on a live object of an open runtime (`rt` held by the caller);
  * `target`, when not NULL, is the object itself (callee_of). */
-static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref object,
+static zs_status call_object(zpy_core_state *state, zpy_runtime_core *rt, zs_ref object,
                              zs_object *target, const char *function, char *params) {
     PyObject *self = callee_of(rt, object, target);
     if (self == NULL) {
@@ -675,14 +580,14 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
         PyErr_WriteUnraisable(NULL);
         return status;
     }
-    if (!zs_is_conjugate(state, self) || !ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self)) {
+    if (!zpy_is_conjugate(state, self) || !ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self)) {
         Py_DECREF(self); /* None: the object is gone (or its runtime closing) */
         return ZS_E_STALE;
     }
     zs_status status = ZS_OK;
     /* Held through the call: the method may change its class's cache. */
     PyObject *method;
-    zs_call_plan *plan = find_plan(state, self, function, &status, &method);
+    zpy_call_plan *plan = find_plan(state, self, function, &status, &method);
     if (plan != NULL && plan->size != 0 && params == NULL) {
         PyErr_Format(PyExc_ValueError, "%U called from native code without its parameter block",
                      plan->what);
@@ -694,9 +599,9 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
            since the heap checked the object (adoption, the plan): the
            object and the runtime are checked again, then nothing runs in
            between. */
-        if (!ZS_CONJUGATE_IS_LIVE((zs_conjugate *)self) || rt->native == NULL || rt->closing)
+        if (!ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self) || rt->native == NULL || rt->closing)
             status = ZS_E_STALE;
-        else if ((status = zsv_writable(rt, object)) == ZS_OK) /* dying meanwhile: refused */
+        else if ((status = zpyv_writable(rt, object)) == ZS_OK) /* dying meanwhile: refused */
             status = plan->entry(plan->user, rt->native, object, params);
     } else if (plan != NULL) {
         /* The object's runtime is current (a native thread's context would
@@ -705,21 +610,21 @@ static zs_status call_object(zs_core_state *state, zs_runtime_core *rt, zs_ref o
            variable is not set anew: it is only put back if the method left
            another runtime current, as resetting it would. */
         PyObject *before = NULL, *token = NULL;
-        int ready = zs_current_get(state, &before) == 0;
+        int ready = zpy_current_get(state, &before) == 0;
         Py_XINCREF(before); /* held: the method may change the variable */
         if (ready && before != (PyObject *)rt) {
-            token = zs_context_var_set(state, state->current, (PyObject *)rt);
+            token = zpy_context_var_set(state, state->current, (PyObject *)rt);
             ready = token != NULL;
         }
-        zsv_call_scope scope;
-        if (!ready || zsv_call_scope_open(state, &scope) < 0) {
+        zpyv_call_scope scope;
+        if (!ready || zpyv_call_scope_open(state, &scope) < 0) {
             report_method(self, plan->name);
             status = ZS_E_CALL_FAILED;
         } else {
             status = call_method(rt, self, plan, method, params);
-            zsv_call_scope_close(state, &scope);
+            zpyv_call_scope_close(state, &scope);
         }
-        int restored = token != NULL ? zs_context_var_reset(state, state->current, token) == 0
+        int restored = token != NULL ? zpy_context_var_reset(state, state->current, token) == 0
                                      : before != (PyObject *)rt || keep_current(state, before) == 0;
         if (!restored) {
             report_method(self, plan->name);
@@ -754,11 +659,11 @@ static int gil_held_here(void) {
  * resolved again. */
 static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, zs_object *target,
                               const char *function, void *params) {
-    zs_core_state *state = user;
+    zpy_core_state *state = user;
     int held = gil_held_here();
     PyGILState_STATE gil = held ? PyGILState_LOCKED : PyGILState_Ensure();
     zs_status status = ZS_E_STALE; /* closing: its objects are gone for Python */
-    zs_runtime_core *rt = zs_open_runtime_of(state, native);
+    zpy_runtime_core *rt = zpy_open_runtime_of(state, native);
     if (rt != NULL && !rt->closing) {
         Py_INCREF(rt);
         status = call_object(state, rt, object, held ? target : NULL, function, params);
@@ -770,9 +675,9 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, zs_
 
 /* configure_calls(plan_of, scopes): hand over the Python side of calls from
  * native code (once, at import): plan_of(cls, name) lays a function out. */
-PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs) {
+PyObject *zpy_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"plan_of", "scopes", NULL};
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     PyObject *plan_of, *scopes;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:configure_calls", keywords, &plan_of,
                                      &scopes))
@@ -792,9 +697,9 @@ PyObject *zs_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs)
 
 /* call_handler() -> (handler address, user address): what Python passes to
  * zs_set_managed_call_handler for every runtime. */
-PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused) {
+PyObject *zpy_call_handler_addresses(PyObject *module, PyObject *unused) {
     (void)unused;
-    zs_core_state *state = zs_state_of_module(module);
+    zpy_core_state *state = zpy_state_of_module(module);
     if (state->plan_of == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "call_handler: configure_calls() first");
         return NULL;
@@ -805,13 +710,13 @@ PyObject *zs_call_handler_addresses(PyObject *module, PyObject *unused) {
 }
 
 /* Create the CallPlan type and the mode constants, and add them to the module. */
-int zs_add_call_types(PyObject *module, zs_core_state *state) {
+int zpy_add_call_types(PyObject *module, zpy_core_state *state) {
     state->plan_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &plan_spec, NULL);
     if (state->plan_type == NULL ||
         PyModule_AddObjectRef(module, "CallPlan", (PyObject *)state->plan_type) < 0 ||
-        PyModule_AddIntConstant(module, "CALL_SCALAR", ZS_CALL_SCALAR) < 0 ||
-        PyModule_AddIntConstant(module, "CALL_OBJECT", ZS_CALL_OBJECT) < 0 ||
-        PyModule_AddIntConstant(module, "CALL_STRUCT", ZS_CALL_STRUCT) < 0)
+        PyModule_AddIntConstant(module, "CALL_SCALAR", ZPY_CALL_SCALAR) < 0 ||
+        PyModule_AddIntConstant(module, "CALL_OBJECT", ZPY_CALL_OBJECT) < 0 ||
+        PyModule_AddIntConstant(module, "CALL_STRUCT", ZPY_CALL_STRUCT) < 0)
         return -1;
     return 0;
 }

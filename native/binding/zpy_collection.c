@@ -20,7 +20,7 @@
 typedef enum collector_step { STEP_MARK_AND_GATHER, STEP_PURGE } collector_step;
 
 /* Whether the runtime is still open; 0 with RuntimeError once closed. */
-static int runtime_open(const zs_runtime_core *rt) {
+static int runtime_open(const zpy_runtime_core *rt) {
     if (rt->native != NULL) return 1;
     PyErr_SetString(PyExc_RuntimeError, "the runtime is closed");
     return 0;
@@ -29,40 +29,40 @@ static int runtime_open(const zs_runtime_core *rt) {
 /* Expire the conjugates of every dying object the heap has gathered (the
  * expiry counts them in rt->cycle_expired); *out_taken: how many objects
  * were taken. -1 with an exception. */
-static int expire_pending(zs_runtime_core *rt, uint32_t *out_taken) {
+static int expire_pending(zpy_runtime_core *rt, uint32_t *out_taken) {
     *out_taken = 0;
     for (;;) {
         uint32_t taken, expired;
-        if (zs_expire_dying(rt, UINT32_MAX, &taken, &expired) < 0) return -1;
+        if (zpy_expire_dying(rt, UINT32_MAX, &taken, &expired) < 0) return -1;
         *out_taken += taken;
         if (taken == 0) return 0;
     }
 }
 
 /* Run one native step with the GIL released (as the incremental paths'
- * steps do, heap_calls.c: a long mark or purge lets other Python threads
+ * steps do, zpy_heap_calls.c: a long mark or purge lets other Python threads
  * run). The step hands the dying objects it would free to the expiry
  * handler first (zs_gc_hand_over), which takes the GIL on this thread and
  * expires their conjugates; an error of that expiry is raised here.
  * Returns its status, or -1 with an exception. */
-static long run_step(zs_runtime_core *rt, collector_step step) {
+static long run_step(zpy_runtime_core *rt, collector_step step) {
     if (!runtime_open(rt)) return -1;
     zs_runtime *native = rt->native;
     zs_status status;
-    zs_expiry_reporting(rt, 1);
+    zpy_expiry_reporting(rt, 1);
     Py_BEGIN_ALLOW_THREADS;
     status = step == STEP_MARK_AND_GATHER ? zs_gc_mark_and_gather(native)
                                           : zs_gc_purge(native, 0, NULL);
     Py_END_ALLOW_THREADS;
-    if (zs_expiry_reporting(rt, 0) < 0) return -1;
+    if (zpy_expiry_reporting(rt, 0) < 0) return -1;
     return (long)status;
 }
 
 /* Raise for a failed step as every native failure is raised
  * (zsharp_py/_base/errors.py, refused). */
-static PyObject *raise_step(zs_runtime_core *rt, long status) {
+static PyObject *raise_step(zpy_runtime_core *rt, long status) {
     PyObject *what = PyUnicode_FromString("collect_garbage");
-    Py_XDECREF(what ? zs_call_raise_status(rt->state, (zs_ref)status, what, rt) : NULL);
+    Py_XDECREF(what ? zpy_call_raise_status(rt->state, (zs_ref)status, what, rt) : NULL);
     Py_XDECREF(what);
     return NULL;
 }
@@ -94,7 +94,7 @@ static int stats_layout_valid(PyObject *layout) {
  * order followed by "conjugates_expired" (collector.py, _STATS_LAYOUT). The
  * instance is made as object.__new__ makes it and its __dict__ filled
  * directly, as the frozen dataclass's own constructor would. */
-static PyObject *gc_stats_object(zs_runtime_core *rt, PyObject *layout) {
+static PyObject *gc_stats_object(zpy_runtime_core *rt, PyObject *layout) {
     if (!stats_layout_valid(layout) || !runtime_open(rt)) return NULL;
     zs_gc_stats raw;
     zs_gc_get_stats(rt->native, &raw);
@@ -127,8 +127,8 @@ static PyObject *gc_stats_object(zs_runtime_core *rt, PyObject *layout) {
 }
 
 /* Runtime._gc_stats(layout) -> GcStats: the last cycle's figures. */
-PyObject *zs_runtime_gc_stats(PyObject *self, PyObject *layout) {
-    return gc_stats_object((zs_runtime_core *)self, layout);
+PyObject *zpy_runtime_gc_stats(PyObject *self, PyObject *layout) {
+    return gc_stats_object((zpy_runtime_core *)self, layout);
 }
 
 /* =========================================================================
@@ -138,12 +138,12 @@ PyObject *zs_runtime_gc_stats(PyObject *self, PyObject *layout) {
 /* Runtime._collect_full(layout) -> GcStats: a stop-the-world collection (a
  * pending incremental cycle is finished, not restarted), the conjugates of
  * its dead objects expired before the purge frees them. */
-PyObject *zs_runtime_collect_full(PyObject *self, PyObject *layout) {
-    zs_runtime_core *rt = (zs_runtime_core *)self;
+PyObject *zpy_runtime_collect_full(PyObject *self, PyObject *layout) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
     /* Both checked before anything is collected. */
     if (!stats_layout_valid(layout) || !runtime_open(rt)) return NULL;
     /* Dropped conjugates first, so the mark need not gather their objects. */
-    if (zs_flush_values(rt) < 0) return NULL;
+    if (zpy_flush_values(rt) < 0) return NULL;
     /* What a pending cycle gathered is counted in that cycle. */
     uint32_t taken;
     if (expire_pending(rt, &taken) < 0) return NULL;

@@ -11,7 +11,7 @@
 /* The pointer's target class (new reference): `_zs_resolved` in its class's
  * own dictionary once resolved, else from the class's `_zs_target()` (which
  * resolves a forward reference, in Python, once). */
-static PyObject *target_class(zs_core_state *state, PyObject *self) {
+static PyObject *target_class(zpy_core_state *state, PyObject *self) {
     PyObject *resolved = PyDict_GetItemWithError(Py_TYPE(self)->tp_dict, state->str_zs_resolved);
     if (resolved == NULL && PyErr_Occurred()) return NULL;
     if (resolved != NULL && PyType_Check(resolved)) return Py_NewRef(resolved);
@@ -25,7 +25,7 @@ static PyObject *target_class(zs_core_state *state, PyObject *self) {
 }
 
 /* The live object at a UTF-8 path in `rt`, or ZS_NULL_REF. No Python code. */
-static zs_ref find_by_path(zs_runtime_core *rt, const char *path, size_t length) {
+static zs_ref find_by_path(zpy_runtime_core *rt, const char *path, size_t length) {
     zs_ref outer = ZS_NULL_REF;
     size_t start = 0;
     if (length == 0 || rt->native == NULL || rt->closing) return ZS_NULL_REF;
@@ -45,22 +45,22 @@ static zs_ref find_by_path(zs_runtime_core *rt, const char *path, size_t length)
     return outer;
 }
 
-PyObject *zsv_soft_get(PyObject *self, PyObject *unused) {
+PyObject *zpyv_soft_get(PyObject *self, PyObject *unused) {
     (void)unused;
     /* A method of the value type: `self` is a value conjugate. */
-    zsv_value *value = (zsv_value *)self;
-    if (value->kind->code != ZSV_STRING || value->kind->unit != 1) {
+    zpyv_value *value = (zpyv_value *)self;
+    if (value->kind->code != ZPYV_STRING || value->kind->unit != 1) {
         PyErr_SetString(PyExc_TypeError, "_soft_get() is for a soft object pointer");
         return NULL;
     }
     PyObject *target = target_class(value->runtime->state, self); /* may run Python code */
     if (target == NULL) return NULL;
-    char *at = zsv_live(value);
+    char *at = zpyv_live(value);
     PyObject *result = NULL;
     if (at != NULL) {
         const zs_string *path = (const zs_string *)at;
         zs_ref handle = find_by_path(value->runtime, path->data, path->length);
-        result = zs_conjugate_of(value->runtime, handle);
+        result = zpy_conjugate_of(value->runtime, handle);
         if (result != NULL && result != Py_None &&
             !PyObject_TypeCheck(result, (PyTypeObject *)target))
             Py_SETREF(result, Py_NewRef(Py_None));
