@@ -577,7 +577,7 @@ typedef struct zpy_runtime_core {
                                    themselves (zpy_expire_dying, zpy_collection.c); with none, the
                                    handler reports an error as unraisable */
     PyObject *expiry_error;    /* the first error of the handler's expiry for those paths */
-    char expiring;             /* _expire_dying_batch is expiring taken objects' conjugates:
+    char expiring;             /* the expiry handler is expiring handed-over objects' conjugates:
                                Python code run meanwhile (a gc callback on an allocation)
                                may call no host function, whose native collection would free
                                the objects not reached yet (zpy_python_to_host.c) */
@@ -820,10 +820,6 @@ int zpy_table_forget(zpy_runtime_core *rt, zpy_conjugate *conjugate);
  * finaliser's context: allocates with PyMem only (no Python code runs),
  * and out of memory simply leaves the object to the collector. */
 void zpy_dropped_add(zpy_runtime_core *rt, zs_ref handle, int sole);
-/* Runtime._expire_dying_batch(limit) -> (taken, expired): have the heap
- * hand up to `limit` dying objects from its expiring list to the expiry
- * handler, which expires the conjugates they have (expired counts those). */
-PyObject *zpy_runtime_expire_dying_batch(PyObject *self, PyObject *args);
 /* Runtime._expire_all(describe, keep_heap=False): expire every conjugate in
  * the table and every black value (close()). Names are read from the native
  * headers, still there. With keep_heap (Python lets go of a runtime a host
@@ -900,8 +896,12 @@ void zpy_name_keys_clear(zpy_core_state *state);
 void zpy_plan_cache_clear(zpy_core_state *state);
 int zpy_add_call_types(PyObject *module, zpy_core_state *state);
 
-/* zpy_collection.c: Runtime._collect_full and Runtime._gc_stats */
+/* zpy_collection.c: the collection protocol (Runtime._collect_full,
+ * _gc_start_incremental, _gc_step, _gc_expire_pending) and Runtime._gc_stats */
 PyObject *zpy_runtime_collect_full(PyObject *self, PyObject *layout);
+PyObject *zpy_runtime_gc_start_incremental(PyObject *self, PyObject *unused);
+PyObject *zpy_runtime_gc_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zpy_runtime_gc_expire_pending(PyObject *self, PyObject *unused);
 PyObject *zpy_runtime_gc_stats(PyObject *self, PyObject *layout);
 
 /* ---- zpy_heap_calls.c and zpy_reflection.c: the heap calls of Python ------------------ */
@@ -921,8 +921,6 @@ PyObject *zpy_rt_value_count(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_name_count(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_cluster_count(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_gc_phase(PyObject *self, PyObject *unused);
-PyObject *zpy_rt_gc_expiring_count(PyObject *self, PyObject *unused);
-PyObject *zpy_rt_gc_pending_purge(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_expire_gathered(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_close_disregard(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_debug_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
@@ -934,9 +932,6 @@ PyObject *zpy_rt_resolve_class(PyObject *self, PyObject *handle);
 PyObject *zpy_rt_resolve_for_conjugate(PyObject *self, PyObject *handle);
 PyObject *zpy_rt_create_cluster(PyObject *self, PyObject *handle);
 PyObject *zpy_rt_cluster_info(PyObject *self, PyObject *handle);
-PyObject *zpy_rt_gc_start(PyObject *self, PyObject *unused);
-PyObject *zpy_rt_gc_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-PyObject *zpy_rt_gc_purge(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zpy_rt_reference_chains(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zpy_rt_add_to_root(PyObject *self, PyObject *args);
 PyObject *zpy_rt_remove_from_root(PyObject *self, PyObject *args);

@@ -1,6 +1,7 @@
 /* Expiry: the expiry handler the heap hands dying objects to, expiring
- * their conjugates (and their views) in place; the batches Python asks for;
- * and the safe point (zpy_flush_values).
+ * their conjugates (and their views) in place; the batches the collection
+ * protocol asks for (zpy_expire_dying, zpy_collection.c); and the safe
+ * point (zpy_flush_values).
  */
 #include "value.h"
 #include <structmember.h>
@@ -173,17 +174,6 @@ int zpy_flush_values(zpy_runtime_core *rt) {
     zpy_dropped_flush(rt); /* before a collection: it need not gather them */
     zpyv_bury(rt);
     return zpyv_callables_drain(rt);
-}
-
-/* Runtime._expire_dying_batch(limit) -> (taken, expired): have the heap
- * hand up to `limit` dying objects from its expiring list to the expiry
- * handler, which expires the conjugates they have (expired counts those). */
-PyObject *zpy_runtime_expire_dying_batch(PyObject *self, PyObject *args) {
-    unsigned int limit;
-    if (!PyArg_ParseTuple(args, "I:_expire_dying_batch", &limit)) return NULL;
-    uint32_t taken, expired;
-    if (zpy_expire_dying((zpy_runtime_core *)self, limit, &taken, &expired) < 0) return NULL;
-    return Py_BuildValue("(II)", taken, expired);
 }
 
 /* Runtime._expire_all(describe, keep_heap=False): expire every conjugate in

@@ -2,10 +2,11 @@
  * and the header's constants and C type layouts Python reads.
  *
  * zsharp_py/_runtime/runtime.py, collector.py and chains.py reach the heap
- * only through these (the `_heap_*` methods): creating and freeing a native
- * runtime, registering a class, creating and resolving objects, the
- * incremental collector's steps, clusters, figures, the stress switches and
- * reference chains. Each method converts all its Python arguments first
+ * through these (the `_heap_*` methods) and the collection protocol
+ * (zpy_collection.c: full collections, incremental steps): creating and
+ * freeing a native runtime, registering a class, creating and resolving
+ * objects, the collector's phase, clusters, figures, the stress switches
+ * and reference chains. Each method converts all its Python arguments first
  * (an __index__ may run Python code that closes the runtime), then reads
  * rt->native (zpy_rt_open, which zpy_reflection.c's methods share), raising
  * ExpiredConjugateError once the runtime is closed, and returns Python
@@ -13,12 +14,10 @@
  * raise with check()/refused().
  *
  * The GIL (rule 10 of docs/design.md) is held for short calls and released
- * around the ones that may run long (a collector step, a purge, starting a
- * cycle, verifying the heap, clustering, reference chains, closing the
- * disregard window, freeing a runtime). Python holds the runtime's lock
- * around each of them, so close() on another thread waits. A step that may hand dying objects to the
- * expiry handler is bracketed by zpy_expiry_reporting, as zpy_collection.c's
- * run_step is: an error of that expiry is raised by the method.
+ * around the ones that may run long (verifying the heap, clustering,
+ * reference chains, closing the disregard window, freeing a runtime; the
+ * collector's steps are zpy_collection.c's). Python holds the runtime's
+ * lock around each of them, so close() on another thread waits.
  */
 #include "value.h"
 
@@ -195,9 +194,7 @@ typedef enum heap_count {
     COUNT_VALUES,
     COUNT_NAMES,
     COUNT_CLUSTERS,
-    COUNT_GC_PHASE,
-    COUNT_EXPIRING,
-    COUNT_PENDING_PURGE
+    COUNT_GC_PHASE
 } heap_count;
 
 /* One counter of an open runtime's heap, as an int. */
@@ -220,12 +217,6 @@ static PyObject *heap_count_of(PyObject *self, heap_count which) {
         break;
     case COUNT_GC_PHASE:
         value = (unsigned long)zs_gc_phase_of(native);
-        break;
-    case COUNT_EXPIRING:
-        value = zs_gc_expiring_count(native);
-        break;
-    case COUNT_PENDING_PURGE:
-        value = zs_gc_pending_purge(native);
         break;
     }
     return PyLong_FromUnsignedLong(value);
@@ -260,18 +251,6 @@ PyObject *zpy_rt_cluster_count(PyObject *self, PyObject *unused) {
 PyObject *zpy_rt_gc_phase(PyObject *self, PyObject *unused) {
     (void)unused;
     return heap_count_of(self, COUNT_GC_PHASE);
-}
-
-/* RuntimeCore._heap_gc_expiring_count() -> dying objects not yet taken. */
-PyObject *zpy_rt_gc_expiring_count(PyObject *self, PyObject *unused) {
-    (void)unused;
-    return heap_count_of(self, COUNT_EXPIRING);
-}
-
-/* RuntimeCore._heap_gc_pending_purge() -> gathered objects awaiting the purge. */
-PyObject *zpy_rt_gc_pending_purge(PyObject *self, PyObject *unused) {
-    (void)unused;
-    return heap_count_of(self, COUNT_PENDING_PURGE);
 }
 
 /* RuntimeCore._heap_expire_gathered() -> taken: hand every dying object to
@@ -574,79 +553,6 @@ PyObject *zpy_rt_cluster_info(PyObject *self, PyObject *handle) {
     if (status != ZS_OK) return Py_BuildValue("(iO)", (int)status, Py_None);
     return Py_BuildValue("(i(KIIII))", 0, (unsigned long long)info.root, info.objects,
                          info.referenced_clusters, info.mutable_objects, info.referenced_by);
-}
-
-/* =========================================================================
- * The incremental collector
- * ========================================================================= */
-
-/* The native steps of an incremental cycle that may run long. */
-typedef enum gc_call { GC_START, GC_STEP, GC_PURGE } gc_call;
-
-/* Run an incremental step with the GIL released, bracketed by
- * zpy_expiry_reporting (the step may hand dying objects to the expiry
- * handler, whose error is raised here): (status, done), or NULL. */
-static PyObject *run_gc_call(zpy_runtime_core *rt, gc_call call, uint64_t budget_ns,
-                             uint32_t max_objects) {
-    zs_runtime *native = open_native(rt);
-    if (native == NULL) return NULL;
-    int done = 0;
-    zs_status status;
-    zpy_expiry_reporting(rt, 1);
-    Py_BEGIN_ALLOW_THREADS;
-    switch (call) {
-    case GC_START:
-        status = zs_gc_start_incremental(native);
-        break;
-    case GC_STEP:
-        status = zs_gc_step_bounded(native, budget_ns, max_objects, &done);
-        break;
-    default:
-        status = zs_gc_purge_bounded(native, budget_ns, max_objects, &done);
-        break;
-    }
-    Py_END_ALLOW_THREADS;
-    if (zpy_expiry_reporting(rt, 0) < 0) return NULL;
-    return Py_BuildValue("(iO)", (int)status, done ? Py_True : Py_False);
-}
-
-/* RuntimeCore._heap_gc_start() -> status: begin an incremental cycle. */
-PyObject *zpy_rt_gc_start(PyObject *self, PyObject *unused) {
-    (void)unused;
-    PyObject *result = run_gc_call((zpy_runtime_core *)self, GC_START, 0, 0);
-    if (result == NULL) return NULL;
-    PyObject *status = Py_NewRef(PyTuple_GET_ITEM(result, 0));
-    Py_DECREF(result);
-    return status;
-}
-
-/* The (budget_ns, max_objects) arguments of a bounded step or purge. */
-static int bounds_args(const char *name, PyObject *const *args, Py_ssize_t nargs,
-                       uint64_t *budget_ns, uint32_t *max_objects) {
-    unsigned long long budget;
-    if (arity(name, nargs, 2) < 0 || unsigned_arg(args[0], UINT64_MAX, &budget) < 0 ||
-        u32_arg(args[1], max_objects) < 0)
-        return -1;
-    *budget_ns = (uint64_t)budget;
-    return 0;
-}
-
-/* RuntimeCore._heap_gc_step(budget_ns, max_objects) -> (status, done):
- * advance the pending mark (and gather) within the bounds. */
-PyObject *zpy_rt_gc_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    uint64_t budget_ns;
-    uint32_t max_objects;
-    if (bounds_args("_heap_gc_step", args, nargs, &budget_ns, &max_objects) < 0) return NULL;
-    return run_gc_call((zpy_runtime_core *)self, GC_STEP, budget_ns, max_objects);
-}
-
-/* RuntimeCore._heap_gc_purge(budget_ns, max_objects) -> (status, done):
- * destroy gathered objects within the bounds. */
-PyObject *zpy_rt_gc_purge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    uint64_t budget_ns;
-    uint32_t max_objects;
-    if (bounds_args("_heap_gc_purge", args, nargs, &budget_ns, &max_objects) < 0) return NULL;
-    return run_gc_call((zpy_runtime_core *)self, GC_PURGE, budget_ns, max_objects);
 }
 
 /* =========================================================================

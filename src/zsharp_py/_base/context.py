@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sized
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .. import _core
 
 __all__ = [
+    "RuntimeInternals",
     "RuntimeLike",
     "current",
     "current_runtime",
@@ -112,6 +114,87 @@ class RuntimeLike(Protocol):
 
     def _heap_is_garbage(self, handle: int, /) -> bool:
         """Whether an object is marked as garbage."""
+
+
+class RuntimeInternals(RuntimeLike, Protocol):
+    """A ``Runtime`` as the runtime layer's own helpers see it: exactly what
+    ``_runtime/collector.py`` (``rt.gc``) and ``_runtime/chains.py``
+    (``rt.reference_chains``) use of it, so that neither imports
+    ``_runtime/runtime.py``, which imports both (no import circle; the
+    contract in pyproject.toml keeps it so). ``Runtime`` is the one
+    implementation; the ``_gc_*``, ``_collect_full`` and ``_heap_*``
+    methods are ``zsharp_py._core.RuntimeCore``'s, the collection protocol
+    itself among them (native/binding/zpy_collection.c)."""
+
+    _collecting: bool
+    """Inside a collection step (re-entry is refused); cleared by whoever
+    ``_begin_collection`` began it."""
+    _adopting: int
+    """Depth of the sections that give objects conjugates (re-entered
+    collections and ``close()`` are refused while it is not 0)."""
+
+    @property
+    def _deferred_releases(self) -> Sized:
+        """The strong references finalisers queued (``_release_deferred``)."""
+
+    def _live_address(self) -> int:
+        """The native runtime's address; ``ExpiredConjugateError`` once closed."""
+
+    def _refuse_reentry(self, what: str) -> None:
+        """Refuse ``what`` re-entered inside a collection, a ``close()`` or an
+        adoption on this thread (``RuntimeError``)."""
+
+    def _begin_collection(self, what: str) -> None:
+        """With the lock held: refuse re-entry, then set ``_collecting``."""
+
+    def _collection(self, what: str) -> AbstractContextManager[None]:
+        """The lock and ``_begin_collection`` for a block, ``_collecting``
+        cleared at its end."""
+
+    def _release_deferred(self) -> None:
+        """Release the strong references finalisers queued (the collection
+        protocol flushes the rest of a safe point itself)."""
+
+    def _flush_deferred(self) -> None:
+        """A safe point: the queued releases and frees, run."""
+
+    # The collection protocol (native/binding/zpy_collection.c): called
+    # with the lock held and re-entry refused (_collection).
+    def _collect_full(self, layout: tuple[type, tuple[str, ...]], /) -> Any:
+        """A full collection; its ``GcStats`` (built to ``layout``)."""
+
+    def _gc_start_incremental(self) -> None:
+        """Begin an incremental cycle."""
+
+    def _gc_step(self, budget_ns: int, max_objects: int, /) -> bool:
+        """One bounded step of the pending cycle; whether it is complete."""
+
+    def _gc_expire_pending(self) -> int:
+        """Expire every gathered object's conjugate; how many were taken."""
+
+    def _gc_stats(self, layout: tuple[type, tuple[str, ...]], /) -> Any:
+        """The last cycle's ``GcStats`` (built to ``layout``)."""
+
+    # Heap calls returning statuses and figures (native/binding/zpy_heap_calls.c).
+    def _heap_gc_phase(self) -> int:
+        """The collector's phase (``_core.GC_*``)."""
+
+    def _heap_cluster_count(self) -> int:
+        """Live clusters."""
+
+    def _heap_verify(self) -> str | None:
+        """None, or what the heap check found wrong."""
+
+    def _heap_debug_set(self, what: int, value: int, /) -> int:
+        """Set a ``ZS_DEBUG_*`` switch; the status."""
+
+    def _heap_reference_chains(
+        self, handle: int, max_chains: int, /
+    ) -> tuple[int, list[tuple[int, int, int]]]:
+        """Why an object is alive: the status and (holder, member, root) links."""
+
+    def _black_of(self, handle: int, /) -> Any:
+        """The black value conjugate of a native value handle, or None."""
 
 
 current: contextvars.ContextVar[Any] = contextvars.ContextVar(

@@ -18,7 +18,7 @@ from .._model.object import Object, PropertyInfo, class_layout
 from .._model.struct import Struct, StructKind, struct_layout
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .._base.context import RuntimeInternals
 
 __all__ = ["ChainLink", "ReferenceChain", "reference_chains"]
 
@@ -82,7 +82,9 @@ class ReferenceChain:
         return " ".join(parts)
 
 
-def reference_chains(runtime: Runtime, obj: Object, limit: int | None) -> list[ReferenceChain]:
+def reference_chains(
+    runtime: RuntimeInternals, obj: Object, limit: int | None
+) -> list[ReferenceChain]:
     """``Runtime.reference_chains``: see there."""
 
     if not isinstance(obj, Object):
@@ -120,7 +122,7 @@ def reference_chains(runtime: Runtime, obj: Object, limit: int | None) -> list[R
             runtime._adopting -= 1
 
 
-def _chains(runtime: Runtime, links: list[tuple[int, int, int]]) -> list[ReferenceChain]:
+def _chains(runtime: RuntimeInternals, links: list[tuple[int, int, int]]) -> list[ReferenceChain]:
     """Group native links, (holder, member, root) each, into chains (each
     ends at a CHAIN_END link)."""
     chains: list[ReferenceChain] = []

@@ -1,18 +1,24 @@
 """``rt.gc``: collection control (full, incremental, per-frame), statistics,
-clusters and heap verification."""
+clusters and heap verification.
+
+A front over the collection protocol, which runs in C
+(native/binding/zpy_collection.c): this module checks and converts the
+arguments, holds the runtime's lock and re-entry guard around each call,
+and keeps the settings and the per-frame ``tick``. It sees the runtime
+through ``RuntimeInternals`` (zsharp_py/_base/context.py), never importing
+``runtime.py``."""
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from .. import _core
-from .._base.errors import ZS_E_EXPIRY_PENDING, HeapCorruptionError, check
+from .._base.errors import HeapCorruptionError, check
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from .._base.context import RuntimeInternals
 
 __all__ = ["GcStats", "GcSettings", "GcStress", "GarbageCollector", "GcPhase", "GcTick"]
 
@@ -25,7 +31,6 @@ _PHASES: dict[int, GcPhase] = {
     _core.GC_PURGE_PENDING: "purging",
     _core.GC_GATHERING: "gathering",
 }
-_MARKING, _GATHERING = _core.GC_MARKING, _core.GC_GATHERING
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ _STATS_LAYOUT = (
     )
     + ("conjugates_expired",),
 )
-"""How the runtime's C part builds a ``GcStats`` (native/binding/collection.c):
+"""How the runtime's C part builds a ``GcStats`` (native/binding/zpy_collection.c):
 the class, and the field each ``zs_gc_stats`` member fills, in order
 (``_core.GC_STATS_FIELDS``; its ``*_ns`` members in seconds), then
 ``conjugates_expired``. Built in C because
@@ -138,33 +143,28 @@ class GcSettings:
     and under any load), as replays and lockstep games need."""
 
 
-# How many conjugates an unbounded expiry takes per native call.
-_ALL = 0xFFFFFFFF
-# Conjugates expired per native call in a time-budgeted step: the deadline
-# is checked between batches, so a step overruns by at most one batch (~50 us).
-_EXPIRY_BATCH = 256
 _DEFAULT_BUDGET = 0.001
 
 
 class GarbageCollector:
     """Garbage collector controls of one runtime (``rt.gc``).
 
-    The one owner of the collection protocol. Every path (a full
-    collection, an incremental step, the per-frame ``tick``, a store refused
-    because its target is dying) runs the same sequence under the runtime's
-    lock: flush the native frees that finalisers queued, take the dying
-    objects from the native side and expire their conjugates (before any
-    memory goes: native/include/zsharp_managed.h, zs_gc_take_expiring), then let
-    the purge free them. Each cycle counts the conjugates it expired, for
-    ``stats().conjugates_expired``, whichever path expired them
-    (``Runtime._cycle_expired``, counted by the expiry in C). A full
-    collection runs the whole sequence in one C call
-    (native/binding/collection.c).
+    The front of the collection protocol, which runs in C
+    (native/binding/zpy_collection.c). Every path (a full collection, an
+    incremental step, the per-frame ``tick``, a store refused because its
+    target is dying) runs the same sequence under the runtime's lock: flush
+    the native frees that finalisers queued, take the dying objects from the
+    native side and expire their conjugates (before any memory goes:
+    native/include/zsharp_managed.h, zs_gc_expire), then let the purge free
+    them. Each cycle counts the conjugates it expired, for
+    ``stats().conjugates_expired``, whichever path expired them (counted by
+    the expiry in C). A full collection runs the whole sequence in one C
+    call, an incremental step runs one bounded step of it in one C call.
     """
 
     __slots__ = ("_rt", "settings", "_since_cycle")
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RuntimeInternals) -> None:
         self._rt = runtime
         self.settings = GcSettings()
         """Settings of ``tick`` (a mutable ``GcSettings``)."""
@@ -212,15 +212,10 @@ class GarbageCollector:
         """
         runtime = self._rt
         with runtime._collection("gc.start_incremental()"):
-            runtime._flush_deferred()
-            if runtime._heap_gc_phase() in (_MARKING, _GATHERING):
-                raise RuntimeError(
-                    "an incremental cycle is already in progress; advance it "
-                    "with rt.gc.step() or finish it with rt.collect_garbage()"
-                )
-            self._expire_pending()
-            check(runtime._heap_gc_start(), "start_incremental", runtime)
-            runtime._cycle_expired = 0
+            runtime._release_deferred()
+            # Flush, refuse while a mark is pending, expire what a pending
+            # cycle gathered, start: in C (zpy_collection.c).
+            runtime._gc_start_incremental()
 
     def step(self, budget_s: float | None = None, *, max_objects: int | None = None) -> bool:
         """Advance the pending cycle by one bounded step.
@@ -231,44 +226,21 @@ class GarbageCollector:
         given either) or by work (``max_objects``: at most that many objects
         marked, expired and destroyed), or both. A step bounded by work
         alone is deterministic: the same heap and the same calls give the
-        same steps on any machine, under any load. Returns True when the
-        cycle is complete (also when none was pending).
+        same steps on any machine, under any load. Every step makes
+        progress: one that did nothing else destroys at least a few
+        objects, however small its budget. Returns True when the cycle is
+        complete (also when none was pending).
         """
         if budget_s is None and max_objects is None:
             budget_s = _DEFAULT_BUDGET
         budget_ns = _budget_nanoseconds(budget_s)
         objects = _object_budget(max_objects)
         runtime = self._rt
-        deadline = None if budget_s is None else time.perf_counter() + budget_s
         with runtime._collection("gc.step()"):
-            runtime._flush_deferred()
-            phase = runtime._heap_gc_phase()
-            progressed = False
-            if phase in (_MARKING, _GATHERING):
-                status, done = runtime._heap_gc_step(budget_ns, objects)
-                check(status, "gc.step", runtime)
-                if not done:
-                    return False
-                progressed = True
-            expired = self._expire_pending(deadline, objects or None)
-            if runtime._heap_gc_expiring_count():
-                return False
-            progressed = progressed or expired > 0
-            if runtime._heap_gc_pending_purge() == 0:
-                return True
-            # Every step makes progress: one that did nothing else yet
-            # purges at least a few objects, however small the budget.
-            remaining_ns = budget_ns
-            if deadline is not None:
-                remaining = deadline - time.perf_counter()
-                if remaining <= 0 and progressed:
-                    return False
-                remaining_ns = max(1, int(remaining * 1e9))
-            status, done = runtime._heap_gc_purge(remaining_ns, objects)
-            if status == ZS_E_EXPIRY_PENDING:
-                return False  # gathered since the expiry above (a native collection): next step
-            check(status, "gc.step", runtime)
-            return bool(done)
+            runtime._release_deferred()
+            # Flush, mark, expire in batches, purge with what the budget
+            # leaves: in C (zpy_collection.c), the deadline on CLOCK_MONOTONIC.
+            return runtime._gc_step(budget_ns, objects)
 
     def tick(self, dt: float) -> GcTick:
         """Per-frame driver: advance whatever is pending under the settings'
@@ -303,30 +275,6 @@ class GarbageCollector:
         )
 
     # ---- expiry -----------------------------------------------------------
-    def _expire_pending(self, deadline: float | None = None, limit: int | None = None) -> int:
-        """Expire the conjugates of gathered objects, before the purge (the
-        cycle counts them); return how many dying objects were taken.
-
-        O(K) for K conjugates, in C (``_expire_dying_batch``): per conjugate
-        a table lookup, one sentinel and two stores. With a ``deadline``
-        (perf_counter seconds) it stops between batches; with a ``limit``
-        it takes at most that many. Caller holds the runtime's lock.
-        """
-        runtime = self._rt
-        total = 0
-        while True:
-            batch = _ALL if deadline is None else _EXPIRY_BATCH
-            if limit is not None:
-                batch = min(batch, limit - total)
-            taken, _ = runtime._expire_dying_batch(batch)
-            total += taken
-            if (
-                taken == 0
-                or (limit is not None and total >= limit)
-                or (deadline is not None and time.perf_counter() >= deadline)
-            ):
-                return total
-
     def _expire_refused(self) -> None:
         """A native call was refused because an object it names is dying
         (gathered by an incremental cycle whose budgeted expiry has not
@@ -336,7 +284,7 @@ class GarbageCollector:
         runtime = self._rt
         with runtime._lock:
             if not runtime._closed:
-                self._expire_pending()
+                runtime._gc_expire_pending()
 
     # ---- figures and checks ---------------------------------------------
     def stats(self) -> GcStats:

@@ -442,7 +442,8 @@ class Runtime(_core.RuntimeCore):
 
     def _release_deferred(self) -> None:
         """The strong references finalisers queued, released (the first half
-        of ``_flush_deferred``; a full collection flushes the rest in C)."""
+        of ``_flush_deferred``; the collection protocol flushes the rest in
+        C, native/binding/zpy_collection.c)."""
         self._flush_pending = False  # first: a finaliser running meanwhile sets it again
         queue = self._deferred_releases
         while queue:
