@@ -382,7 +382,6 @@ typedef struct zpy_core_state {
     PyObject *expired_exception; /* the ExpiredConjugateError class */
     PyObject *current_runtime;   /* () -> the current runtime (made on first use) */
     PyObject *name_class;        /* zs.Name: the class of names made here */
-    PyObject *describe_value;    /* unused: nothing sets or reads it (always NULL) */
     int configured;              /* configure() ran (0 again once core_clear ran) */
     /* Calls from native code (zpy_host_to_python.c); set by configure_calls(). */
     PyObject *plan_of; /* (cls, name) -> the CallPlan of a function (lays it out) */
