@@ -950,9 +950,10 @@ PyObject *zpy_rt_describe_class(PyObject *self, PyObject *class_id);
 PyObject *zpy_rt_find_struct(PyObject *self, PyObject *name);
 PyObject *zpy_rt_find_enum(PyObject *self, PyObject *name);
 PyObject *zpy_rt_native_type_traits(PyObject *self, PyObject *kind);
-/* What every heap call starts with (zpy_heap_calls.c): the native runtime of
- * an open runtime, or NULL with ExpiredConjugateError once it is closed
- * and, unless `while_closing`, once close() has begun. */
+/* What every heap call and every call from the host into Python start with
+ * (zpy_module_state.c): the native runtime of an open runtime, or NULL with
+ * ExpiredConjugateError once it is closed and, unless `while_closing`,
+ * once close() has begun. */
 zs_runtime *zpy_rt_open(zpy_runtime_core *rt, int while_closing);
 /* A handle (or other uint64) argument, converted as cffi converted it
  * (__index__; OverflowError outside uint64): 0, or -1 with an error. May

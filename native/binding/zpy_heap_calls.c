@@ -21,19 +21,6 @@
  */
 #include "value.h"
 
-/* The ExpiredConjugateError message of a closed runtime (runtime.py, _CLOSED). */
-#define CLOSED_MESSAGE "the runtime has been closed"
-
-/* The native runtime of an open runtime, or NULL with ExpiredConjugateError
- * once it is closed, and, unless `while_closing`, once close() has begun
- * (its heap may be going; close() itself still calls the heap then). */
-zs_runtime *zpy_rt_open(zpy_runtime_core *rt, int while_closing) {
-    if (rt->native != NULL && (while_closing || !rt->closing)) return rt->native;
-    PyObject *type = rt->state->expired_exception;
-    PyErr_SetString(type != NULL ? type : PyExc_RuntimeError, CLOSED_MESSAGE);
-    return NULL;
-}
-
 /* The native runtime of a runtime that is open or closing: what the
  * methods of zs.Runtime and rt.gc, which close() calls too, work on. */
 static zs_runtime *open_native(zpy_runtime_core *rt) { return zpy_rt_open(rt, 1); }

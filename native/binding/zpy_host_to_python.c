@@ -393,13 +393,6 @@ failed:
     return NULL;
 }
 
-/* Raise the error of a closed runtime, if `rt` is; returns -1 then, else 0. */
-static int check_open(const zpy_runtime_core *rt) {
-    if (rt->native != NULL && !rt->closing) return 0;
-    PyErr_SetString(rt->state->expired_exception, "the runtime has been closed");
-    return -1;
-}
-
 /* The name of a class, for messages (a new reference). */
 static PyObject *class_name(PyTypeObject *type) {
     return PyObject_GetAttrString((PyObject *)type, "__name__");
@@ -412,7 +405,7 @@ static PyObject *load_argument(zpy_runtime_core *rt, const zpy_plan_member *memb
     if (member->mode == ZPY_CALL_STRUCT || member->mode == ZPY_CALL_VALUE) {
         /* A red view into the block: call_method expires it. */
         zpyv_kind *kind = (zpyv_kind *)member->detail;
-        if (check_open(rt) < 0 || zpyv_native_type(rt, kind) == NULL) return NULL;
+        if (zpy_rt_open(rt, 0) == NULL || zpyv_native_type(rt, kind) == NULL) return NULL;
         return zpyv_block_view(rt, kind, at);
     }
     zs_ref ref;
@@ -490,14 +483,15 @@ static int write_result(zpy_runtime_core *rt, const zpy_plan_member *member, PyO
         return 0;
     }
     zpyv_kind *kind = (zpyv_kind *)member->detail;
-    if (check_open(rt) < 0 || zpyv_native_type(rt, kind) == NULL) return -1;
+    if (zpy_rt_open(rt, 0) == NULL || zpyv_native_type(rt, kind) == NULL) return -1;
     zpyv_staged staged = {0};
     if (zpyv_stage(rt, kind, value, &staged, member->what) < 0) return -1;
     /* Staging ran Python code, which may have closed the runtime; a
        reference staged before another member's conversion destroyed its
        object is refused by the emit, before anything is written. Owned by
        no object: the block is the host's. */
-    zs_status status = check_open(rt) < 0 ? ZS_OK : zpyv_emit(rt, kind, &staged, ZS_NULL_REF, at);
+    zs_status status = zpy_rt_open(rt, 0) == NULL ? ZS_OK
+                                                  : zpyv_emit(rt, kind, &staged, ZS_NULL_REF, at);
     int failed = PyErr_Occurred() != NULL;
     zpyv_release(kind, &staged);
     if (failed) return -1;
