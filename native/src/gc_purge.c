@@ -111,9 +111,7 @@ zs_status zs_gc_purge_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_o
 
 zs_status zs_set_expiry_handler(zs_runtime *rt, zs_expiry_handler handler, void *user) {
     ZS_LOCK(rt);
-    /* Only the managed side that set one may replace or remove it. */
-    bool owner = rt->expiry_handler == NULL || user == rt->expiry_handler_user;
-    zs_status status = rt->handing_over > 0 || !owner ? ZS_E_BUSY : ZS_OK;
+    zs_status status = rt->handing_over > 0 || !zs_expiry_owner(rt, user) ? ZS_E_BUSY : ZS_OK;
     if (status == ZS_OK) {
         rt->expiry_handler = handler;
         rt->expiry_handler_user = handler != NULL ? user : NULL;

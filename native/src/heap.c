@@ -487,15 +487,6 @@ static bool renew_locked(zs_runtime *rt, const zs_class *cls, const char *init, 
     return true;
 }
 
-/* Whether `owner` may say conjugates were dropped; with the lock held. While
-   an expiry handler is set, its managed side's proxies are known by the
-   conjugate flag alone, and only that side (the `user` it set the handler
-   with) knows which proxies are gone: anyone else clearing the flag would
-   leave a proxy behind its object. */
-static bool owns_conjugates(const zs_runtime *rt, const void *owner) {
-    return rt->expiry_handler == NULL || owner == rt->expiry_handler_user;
-}
-
 /* Flattened (object_new_locked, and the destruction of dropped objects,
    compiled into it): a loop making and dropping objects calls it per
    object, and the calls' argument passing and saved registers were about
@@ -509,7 +500,7 @@ __attribute__((flatten)) zs_ref zs_object_new_conjugate(zs_runtime *rt, const zs
     if (cls == NULL || out_object == NULL || (dropped == NULL && dropped_count > 0))
         return ZS_E_INVALID;
     ZS_LOCK(rt);
-    if (dropped_count > 0 && !owns_conjugates(rt, owner)) {
+    if (dropped_count > 0 && !zs_expiry_owner(rt, owner)) {
         ZS_UNLOCK(rt);
         return ZS_E_BUSY;
     }
@@ -623,7 +614,7 @@ zs_status zs_conjugates_dropped(zs_runtime *rt, const void *owner,
     if (out_destroyed != NULL) *out_destroyed = 0;
     if (dropped == NULL && count > 0) return ZS_E_INVALID;
     ZS_LOCK(rt);
-    bool allowed = owns_conjugates(rt, owner);
+    bool allowed = zs_expiry_owner(rt, owner);
     uint32_t destroyed = allowed ? conjugates_dropped_locked(rt, dropped, count, NULL) : 0;
     ZS_UNLOCK(rt);
     if (out_destroyed != NULL) *out_destroyed = destroyed;

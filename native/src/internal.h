@@ -522,6 +522,16 @@ static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
             !(it->flags & ZS_ITEM_PERMANENT));
 }
 
+/* Whether `user` is the managed side that owns the expiry protocol now:
+   no expiry handler is set, or it was set with `user`; with the lock held.
+   Only that side may replace or remove the handler (gc_purge.c) or say its
+   conjugates were dropped (heap.c): while a handler is set, its proxies are
+   known by the conjugate flag alone, and anyone else clearing it would
+   leave a proxy behind its object. */
+static inline bool zs_expiry_owner(const zs_runtime *rt, const void *user) {
+    return rt->expiry_handler == NULL || user == rt->expiry_handler_user;
+}
+
 /* calls_word: the count of calls in progress, and the flag of a deferred
    zs_runtime_free (calls.c, runtime.c). */
 #define ZS_CALLS_FREE_PENDING 0x80000000u
