@@ -1,9 +1,12 @@
 """Shared fixtures: a fresh runtime per test, with a heap check at the end;
-``no_leaked_values`` for the test files of black values (their ``pytestmark``)."""
+``no_leaked_values`` for the test files of black values (their ``pytestmark``);
+``unraisable`` for tests of errors no Python caller can see."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -28,3 +31,12 @@ def no_leaked_values(request: pytest.FixtureRequest, rt: zs.Runtime) -> Iterator
     yield
     if not rt.closed and request.session.testsfailed == failed:
         assert_no_leaked_values(rt)
+
+
+@pytest.fixture
+def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """What sys.unraisablehook received during the test (an override or a
+    finaliser called from native code reports there)."""
+    seen: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    yield seen

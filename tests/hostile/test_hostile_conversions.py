@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import operator
-import sys
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -148,14 +147,6 @@ def hrt() -> Iterator[zs.Runtime]:
             runtime.gc.verify()
         runtime.__exit__(None, None, None)
         assert runtime.closed
-
-
-@pytest.fixture
-def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """What sys.unraisablehook received."""
-    seen: list[Any] = []
-    monkeypatch.setattr(sys, "unraisablehook", seen.append)
-    yield seen
 
 
 class SneakyMethod:

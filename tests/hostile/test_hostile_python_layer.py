@@ -9,7 +9,6 @@ converted once. Every test that closes a runtime makes its own."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -402,14 +401,6 @@ def _call_from_native(obj: zs.Object, name: str) -> tuple[int, Any]:
     pointer = ffi.cast("void *", int(host.cast("uintptr_t", block)))
     status = lib.zs_call_function(runtime_ptr(obj.runtime), obj.handle, name.encode(), pointer)
     return status, block.return_value
-
-
-@pytest.fixture
-def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """What sys.unraisablehook received."""
-    seen: list[Any] = []
-    monkeypatch.setattr(sys, "unraisablehook", seen.append)
-    yield seen
 
 
 def test_h5_results_of_calls_from_native_code_are_converted_once(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -144,14 +143,6 @@ class Host:
             runtime_ptr(rt), native_class[0], self.layout.name.encode(), self.pointer(), called
         )
         return status, called[0]
-
-
-@pytest.fixture
-def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """What sys.unraisablehook received."""
-    seen: list[Any] = []
-    monkeypatch.setattr(sys, "unraisablehook", seen.append)
-    yield seen
 
 
 def test_layout_and_its_c_declaration() -> None:

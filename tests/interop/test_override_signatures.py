@@ -9,8 +9,6 @@ so it never reads or writes past the host's block."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import cffi
@@ -92,13 +90,6 @@ class Host:
             runtime_ptr(rt), native_class[0], self.layout.name.encode(), self.pointer(), called
         )
         return status, called[0]
-
-
-@pytest.fixture
-def unraisable(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    seen: list[Any] = []
-    monkeypatch.setattr(sys, "unraisablehook", seen.append)
-    yield seen
 
 
 def test_the_briefs_override_is_refused_at_declaration() -> None:

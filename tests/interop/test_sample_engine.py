@@ -8,7 +8,6 @@ collections and destruction from inside native functions and overrides."""
 from __future__ import annotations
 
 import gc
-import sys
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -31,13 +30,6 @@ def rt() -> Iterator[zs.Runtime]:
         sample_engine.install()
         yield runtime
     gc.collect()
-
-
-@pytest.fixture
-def unraisable(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    seen: list[Any] = []
-    monkeypatch.setattr(sys, "unraisablehook", seen.append)
-    return seen
 
 
 def engine() -> tuple[Any, Any, Any, Any]:
