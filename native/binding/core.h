@@ -889,7 +889,9 @@ zpy_runtime_core *zpy_current_runtime(zpy_core_state *state);
 int zpy_open_runtime_add(zpy_core_state *state, zpy_runtime_core *rt);
 void zpy_open_runtime_remove(zpy_core_state *state, zpy_runtime_core *rt);
 PyObject *zpy_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs);
-PyObject *zpy_call_handler_addresses(PyObject *module, PyObject *unused);
+/* The managed call handler (zpy_host_to_python.c), or NULL with an error
+ * before configure_calls(). */
+zs_managed_call_handler zpy_call_handler_of(const zpy_core_state *state);
 /* Drop the function names the handler remembers (module clear). */
 void zpy_name_keys_clear(zpy_core_state *state);
 void zpy_plan_cache_clear(zpy_core_state *state);
@@ -913,7 +915,7 @@ PyObject *zpy_runtime_gc_stats(PyObject *self, PyObject *layout);
  * each takes and returns. */
 PyObject *zpy_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zpy_rt_free_runtime(PyObject *unused, PyObject *address);
-PyObject *zpy_rt_set_handlers(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zpy_rt_set_handlers(PyObject *self, PyObject *install);
 PyObject *zpy_rt_memory(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_live_objects(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_value_count(PyObject *self, PyObject *unused);

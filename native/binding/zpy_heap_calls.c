@@ -142,23 +142,19 @@ static zs_status resolve_class(void *user, zs_runtime *native, const char *name)
     return status;
 }
 
-/* RuntimeCore._heap_set_handlers(handler, user, resolve): set the managed
- * call handler (addresses from _core.call_handler(); 0, 0 removes it) and, with
- * `resolve`, this module's class resolver (else none): the heap calls
- * Python through them. */
-PyObject *zpy_rt_set_handlers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* RuntimeCore._heap_set_handlers(install): set this module's managed call
+ * handler and class resolver on the heap (install true), or remove both:
+ * the heap calls Python through them. */
+PyObject *zpy_rt_set_handlers(PyObject *self, PyObject *install) {
     zpy_runtime_core *rt = (zpy_runtime_core *)self;
-    void *handler, *user;
-    if (arity("_heap_set_handlers", nargs, 3) < 0 || address_arg(args[0], &handler) < 0 ||
-        address_arg(args[1], &user) < 0)
-        return NULL;
-    int resolve = PyObject_IsTrue(args[2]);
-    if (resolve < 0) return NULL;
+    int on = PyObject_IsTrue(install);
+    if (on < 0) return NULL;
+    zs_managed_call_handler handler = on ? zpy_call_handler_of(rt->state) : NULL;
+    if (on && handler == NULL) return NULL;
     zs_runtime *native = open_native(rt);
     if (native == NULL) return NULL;
-    /* The call handler's address comes from this module (call_handler()). */
-    zs_set_managed_call_handler(native, (zs_managed_call_handler)(uintptr_t)handler, user);
-    zs_set_class_resolver(native, resolve ? resolve_class : NULL, resolve ? rt->state : NULL);
+    zs_set_managed_call_handler(native, handler, on ? rt->state : NULL);
+    zs_set_class_resolver(native, on ? resolve_class : NULL, on ? rt->state : NULL);
     Py_RETURN_NONE;
 }
 

@@ -689,18 +689,13 @@ PyObject *zpy_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs
     Py_RETURN_NONE;
 }
 
-/* call_handler() -> (handler address, user address): what Python passes to
- * zs_set_managed_call_handler for every runtime. */
-PyObject *zpy_call_handler_addresses(PyObject *module, PyObject *unused) {
-    (void)unused;
-    zpy_core_state *state = zpy_state_of_module(module);
-    if (state->plan_of == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "call_handler: configure_calls() first");
-        return NULL;
-    }
-    zs_managed_call_handler handler = call_handler;
-    return Py_BuildValue("KK", (unsigned long long)(uintptr_t)handler,
-                         (unsigned long long)(uintptr_t)state);
+/* The zs_managed_call_handler of every runtime this module opens (its
+ * `user` is the module's state), or NULL with RuntimeError before
+ * configure_calls(). */
+zs_managed_call_handler zpy_call_handler_of(const zpy_core_state *state) {
+    if (state->plan_of != NULL) return call_handler;
+    PyErr_SetString(PyExc_RuntimeError, "call_handler: configure_calls() first");
+    return NULL;
 }
 
 /* Create the CallPlan type and the mode constants, and add them to the module. */

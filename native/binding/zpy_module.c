@@ -203,8 +203,6 @@ static PyMethodDef core_functions[] = {
      METH_VARARGS | METH_KEYWORDS, "Hand over the Python side of calls from native code."},
     {"refuse_reclassing", zpy_refuse_reclassing, METH_O,
      "Refuse object.__dict__['__class__'].__set__ on conjugates (an audit hook, once)."},
-    {"call_handler", zpy_call_handler_addresses, METH_NOARGS,
-     "(handler, user) addresses for zs_set_managed_call_handler."},
     {"set_context_var", set_context_var, METH_VARARGS,
      "variable.set(value) -> Token, told to the memo of the current runtime."},
     {"reset_context_var", reset_context_var, METH_VARARGS,

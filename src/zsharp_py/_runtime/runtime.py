@@ -159,9 +159,8 @@ class Runtime(_core.RuntimeCore):
         # handler, which finds the runtime by its native address. Native
         # code may create a Python class's object by name before Python used
         # the class in this runtime: zs_find_class asks _resolve_class.
-        handler, user = _core.call_handler()
         _open_runtimes.add(self)
-        self._heap_set_handlers(handler, user, True)
+        self._heap_set_handlers(True)
         self._stress = stress or GcStress()
         self._collect_every = self._stress.collect_every
         self._creations = 0
@@ -294,7 +293,7 @@ class Runtime(_core.RuntimeCore):
             # registered in it, which point into these.
             _kept_for_hosts.append(self._keep_alive)
             if keep_heap:  # the heap stays: nothing of Python's is called from it again
-                self._heap_set_handlers(0, 0, False)
+                self._heap_set_handlers(False)
                 self._core_remove_handler("free")
             self._core_detach()
             _attached.discard(self)
