@@ -19,9 +19,9 @@
  *
  * Thread safety (rule 10 of docs/design.md): every function here runs with the GIL held
  * and never releases it. A native call made from here therefore cannot be
- * interleaved with Python code on another thread, and Runtime.close() sets
- * `closing` (under the GIL) before it frees anything: a fast path that sees
- * `closing == 0` finishes before the heap can go away. The exceptions are the
+ * interleaved with Python code on another thread, and Runtime.close() moves
+ * the runtime's life to CLOSING (under the GIL) before it frees anything: a
+ * fast path that sees it open (zpy_open) finishes before the heap can go away. The exceptions are the
  * native calls that may run long: a full collection (zpy_collection.c) releases
  * the GIL around the native mark and purge, and zpy_heap_calls.c around
  * incremental steps, clustering, verification, reference chains and the
@@ -499,6 +499,47 @@ static inline int zpy_current_get_runtime(zpy_core_state *state, struct zpy_runt
 PyObject *zpy_context_var_set(zpy_core_state *state, PyObject *variable, PyObject *value);
 int zpy_context_var_reset(zpy_core_state *state, PyObject *variable, PyObject *token);
 
+/* ---- a runtime's life (zpy_life.c) ------------------------------------------- */
+
+/* The one state machine of a runtime's life (docs/lifecycle.md): every side
+ * (the fast paths here, the collection protocol, calls into the host, the
+ * Python `Runtime`) asks it what may happen now, and only zpy_life.c changes
+ * it. The phase moves one way: NEW -> OPEN (_core_open) -> CLOSING (close()
+ * begins, or the host frees its runtime) -> CLOSED (_core_detach). While
+ * OPEN, activities run and nest as the rules in zpy_life.c allow.
+ * Invariant: `native` is set exactly in OPEN and CLOSING. Guarded by the
+ * GIL (and, for collections and close(), by the Python runtime's lock). */
+typedef enum zpy_phase {
+    ZPY_PHASE_NEW,     /* made, not opened yet */
+    ZPY_PHASE_OPEN,    /* everything may run, as the activities allow */
+    ZPY_PHASE_CLOSING, /* close() is expiring and freeing: fast paths decline */
+    ZPY_PHASE_CLOSED,  /* detached: every call raises ExpiredConjugateError */
+} zpy_phase;
+
+/* What may be asked to start (zpy_life_enter) and end (zpy_life_leave). */
+typedef enum zpy_act {
+    ZPY_ACT_COLLECT,   /* a collection: full, an incremental start or step */
+    ZPY_ACT_CLOSE,     /* close() (Python's) */
+    ZPY_ACT_HOST_FREE, /* the host frees its runtime: close() that cannot be refused */
+    ZPY_ACT_ADOPT,     /* a section between a native conjugate record and its table entry */
+    ZPY_ACT_EXPIRE,    /* the expiry handler expires handed-over objects' conjugates */
+    ZPY_ACT_CALL_HOST, /* a host entry runs (Python called it) */
+    ZPY_ACT_COUNT
+} zpy_act;
+
+typedef struct zpy_life {
+    uint8_t phase;           /* zpy_phase */
+    uint8_t collecting;      /* ZPY_ACT_COLLECT runs (they never nest) */
+    uint8_t closing_here;    /* depth of ZPY_ACT_CLOSE and _HOST_FREE: a nested close() is
+                                refused, a host's free inside one is not */
+    uint32_t expiring;       /* depth of ZPY_ACT_EXPIRE */
+    uint32_t adopting;       /* depth of ZPY_ACT_ADOPT: a keyword's hook in a constructor may
+                                create or adopt another object */
+    uint32_t native_calls;   /* depth of ZPY_ACT_CALL_HOST */
+    PyObject *free_deferred; /* close()'s call freeing the native runtime, made while
+                                native_calls > 0: the last call to return makes it */
+} zpy_life;
+
 /* ---- runtimes: the conjugate table ----------------------------------------- */
 
 struct zpyv_value;
@@ -557,11 +598,8 @@ typedef struct zpy_runtime_core {
                                       to the heap at the next safe point (zpy_dropped_flush) */
     uint32_t dropped_count, dropped_capacity;
     uint32_t collect_every;     /* GcStress.collect_every: creation takes the slow path */
-    uint32_t adopting;          /* depth of the sections between a native conjugate record
-                                    and its table entry (Runtime._adopting, zsharp_py/_runtime/runtime.py):
-                                    they nest, since a keyword's hook in a constructor may
-                                    create or adopt another object */
-    char closing;               /* set first thing by close(): fast paths decline */
+    zpy_life life;              /* the runtime's life: read through zpy_open and the
+                                    zpy_life_ calls, changed only by zpy_life.c */
     char flush_pending;         /* finalisers queued native frees: flush at the next safe point */
     const uint32_t *dying_word; /* the native runtime's zs_dying_word while open, else NULL
                                    (zpy_dying_window) */
@@ -576,14 +614,6 @@ typedef struct zpy_runtime_core {
                                    themselves (zpy_expire_dying, zpy_collection.c); with none, the
                                    handler reports an error as unraisable */
     PyObject *expiry_error;    /* the first error of the handler's expiry for those paths */
-    char expiring;             /* the expiry handler is expiring handed-over objects' conjugates:
-                               Python code run meanwhile (a gc callback on an allocation)
-                               may call no host function, whose native collection would free
-                               the objects not reached yet (zpy_python_to_host.c) */
-    uint32_t native_calls;     /* host entries running on this runtime (zpy_python_to_host.c) */
-    PyObject *free_deferred;   /* close()'s call freeing the native runtime, made while
-                                native_calls > 0: the last call to return makes it
-                                (_core_free_native) */
     PyObject *creators;        /* dict: class -> Creator (fast creation in this runtime) */
     PyObject *last_class;      /* the class last created here, and its Creator: */
     PyObject *last_creator;    /*   a loop creating one class skips the dict */
@@ -622,6 +652,95 @@ typedef struct zpy_runtime_core {
 static inline int zpy_dying_window(const zpy_runtime_core *rt) {
     return rt->dying_word != NULL && __atomic_load_n(rt->dying_word, __ATOMIC_RELAXED) != 0;
 }
+
+/* Whether the runtime is open and not closing: what every fast path asks
+ * before it touches the heap (rt->native is then set). */
+static inline int zpy_open(const zpy_runtime_core *rt) {
+    assert(rt->life.phase != ZPY_PHASE_OPEN || rt->native != NULL);
+    return rt->life.phase == ZPY_PHASE_OPEN;
+}
+
+/* Why an act may not start now. */
+typedef enum zpy_refusal {
+    ZPY_ALLOWED,
+    ZPY_NOTHING_TO_DO,         /* a close of a closed runtime */
+    ZPY_REFUSED_CLOSED,        /* ExpiredConjugateError: the runtime is closing or closed */
+    ZPY_REFUSED_ADOPTING,      /* RuntimeError: re-entered inside an adoption */
+    ZPY_REFUSED_IN_COLLECTION, /* RuntimeError: re-entered inside a collection or close() */
+    ZPY_REFUSED_EXPIRING,      /* RuntimeError: re-entered inside the expiry handler */
+} zpy_refusal;
+
+/* The rules of a runtime's life: whether `act` may start now, and if not,
+ * why. Re-entry is the danger every rule guards: Python code runs inside
+ * every activity (expiry and allocation run finalisers and gc callbacks,
+ * a host entry may call back into Python) on the same thread.
+ * - A collection needs an open runtime; it is refused inside an adoption
+ *   (the expiry would miss the conjugate the table does not hold yet, and
+ *   the purge free the object under it), inside a collection or close()
+ *   (a nested purge would free objects whose conjugates the outer expiry
+ *   has not reached) and inside the expiry handler (likewise).
+ * - close() of a closed runtime does nothing; otherwise it is refused where
+ *   a collection is, since it expires and frees everything. The host's
+ *   free is never refused (the host frees all the same); it does nothing
+ *   on a closed runtime.
+ * - An adoption needs an open runtime, and nests in anything.
+ * - The expiry handler runs whenever the heap calls it (the heap decides).
+ * - A host entry needs an open runtime and is refused inside the expiry
+ *   handler (its native collection would free the objects not reached
+ *   yet); it nests in anything else: a close() from inside one defers the
+ *   native free to the last entry to return (zpy_life_free_native).
+ * Inline: a host call asks on every call. */
+static inline zpy_refusal zpy_life_may(const zpy_runtime_core *rt, zpy_act act) {
+    const zpy_life *life = &rt->life;
+    int gone = life->phase == ZPY_PHASE_NEW || life->phase == ZPY_PHASE_CLOSED;
+    switch (act) {
+    case ZPY_ACT_COLLECT:
+        if (gone) return ZPY_REFUSED_CLOSED;
+        if (life->adopting) return ZPY_REFUSED_ADOPTING;
+        if (life->collecting || life->phase == ZPY_PHASE_CLOSING) return ZPY_REFUSED_IN_COLLECTION;
+        if (life->expiring) return ZPY_REFUSED_EXPIRING;
+        return ZPY_ALLOWED;
+    case ZPY_ACT_CLOSE:
+        if (gone && !life->closing_here) return ZPY_NOTHING_TO_DO;
+        if (life->adopting) return ZPY_REFUSED_ADOPTING;
+        if (life->collecting || life->closing_here) return ZPY_REFUSED_IN_COLLECTION;
+        return ZPY_ALLOWED;
+    case ZPY_ACT_HOST_FREE:
+        return gone ? ZPY_NOTHING_TO_DO : ZPY_ALLOWED;
+    case ZPY_ACT_ADOPT:
+        return life->phase == ZPY_PHASE_OPEN ? ZPY_ALLOWED : ZPY_REFUSED_CLOSED;
+    case ZPY_ACT_EXPIRE:
+        return ZPY_ALLOWED;
+    case ZPY_ACT_CALL_HOST:
+        if (life->phase != ZPY_PHASE_OPEN) return ZPY_REFUSED_CLOSED;
+        return life->expiring ? ZPY_REFUSED_EXPIRING : ZPY_ALLOWED;
+    case ZPY_ACT_COUNT:
+        break;
+    }
+    assert(0 && "not an act");
+    return ZPY_REFUSED_CLOSED;
+}
+
+/* Raise the error of refusal `why` (not ZPY_ALLOWED or ZPY_NOTHING_TO_DO)
+ * for `what` (the caller's name, a str) and return -1. */
+int zpy_life_refuse(const zpy_runtime_core *rt, zpy_act act, zpy_refusal why, PyObject *what);
+/* Begin `act` if the runtime's life allows it now: 1, or 0 for a close of
+ * a runtime already closed (nothing to do), or -1 with the error that says
+ * why not (`what` names the caller in it). zpy_life.c has the rules. */
+int zpy_life_enter(zpy_runtime_core *rt, zpy_act act, PyObject *what);
+/* Begin `act`, which zpy_life_may allowed with no Python code run since. */
+void zpy_life_begin(zpy_runtime_core *rt, zpy_act act);
+/* End `act`, begun by zpy_life_enter. */
+void zpy_life_leave(zpy_runtime_core *rt, zpy_act act);
+/* The phase moves: OPEN once the native runtime is attached, CLOSED once detached. */
+void zpy_life_opened(zpy_runtime_core *rt);
+void zpy_life_closed(zpy_runtime_core *rt);
+/* Call free() (close()'s freeing of the detached native runtime) now, or
+ * when the last host entry running on it returns: 0, or -1 with an error. */
+int zpy_life_free_native(zpy_runtime_core *rt, PyObject *free);
+/* The state a reader sees ("open", "collecting", "expiring", "closing",
+ * "closed"): Runtime.lifecycle. */
+const char *zpy_life_state_name(const zpy_runtime_core *rt);
 
 /* ---- object conjugates ---------------------------------------------------- */
 

@@ -85,7 +85,7 @@ static int array_insert_staged(zpyv_value *value, Py_ssize_t position, int from_
     if (whole != NULL) count = whole->count;
     zpy_runtime_core *rt = value->runtime;
     if (value->address == NULL) return zpyv_raise_expired(value), -1;
-    if (rt->native == NULL || rt->closing)
+    if (!zpy_open(rt))
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), -1;
     zs_array *array = (zs_array *)value->address;
     const zs_type *type = zpyv_container_type(value);

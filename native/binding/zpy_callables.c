@@ -58,7 +58,7 @@ int zpyv_callables_drain(zpy_runtime_core *rt) {
     do {
         /* Checked on every round: a finaliser run by a drop below may have
            closed the runtime (close drops every callable itself). */
-        if (rt->native == NULL || rt->closing) return 0;
+        if (!zpy_open(rt)) return 0;
         if (zs_take_released_callables(rt->native, ids, 256, &count) != ZS_OK) return -1;
         for (uint32_t i = 0; i < count && rt->native != NULL; i++) {
             uint32_t id = ids[i];

@@ -13,7 +13,7 @@
  * within a time budget (CLOCK_MONOTONIC), a work budget, or both.
  *
  * The caller holds the runtime's lock and, for a collection or a step, has
- * refused re-entry (Runtime._begin_collection), so no collection or close()
+ * begun a collection in the runtime's life (zpy_life.c), so no collection or close()
  * starts while Python code runs inside this one (a finaliser or gc callback
  * on an allocation of the expiry), and has released the strong references
  * finalisers queued (Runtime._release_deferred, a Python queue).

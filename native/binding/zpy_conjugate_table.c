@@ -73,7 +73,7 @@ int zpy_table_forget(zpy_runtime_core *rt, zpy_conjugate *conjugate) {
  * finaliser's context: allocates with PyMem only (no Python code runs),
  * and out of memory simply leaves the object to the collector. */
 void zpy_dropped_add(zpy_runtime_core *rt, zs_ref handle, int sole) {
-    if (rt->native == NULL || rt->closing) return; /* closing frees everything anyway */
+    if (!zpy_open(rt)) return; /* closing frees everything anyway */
     if (rt->dropped_count == rt->dropped_capacity) {
         uint32_t capacity = rt->dropped_capacity ? rt->dropped_capacity * 2 : 64;
         zs_dropped_conjugate *grown = capacity <= ZPY_DROPPED_MAX
@@ -88,7 +88,7 @@ void zpy_dropped_add(zpy_runtime_core *rt, zs_ref handle, int sole) {
 }
 
 void zpy_dropped_flush(zpy_runtime_core *rt) {
-    if (rt->native != NULL && !rt->closing && zpy_dropped_ready(rt) > 0)
+    if (zpy_open(rt) && zpy_dropped_ready(rt) > 0)
         (void)zs_conjugates_dropped(rt->native, rt->state, rt->dropped, rt->dropped_count, NULL);
     rt->dropped_count = 0;
 }
@@ -101,7 +101,7 @@ PyObject *zpy_conjugate_of(zpy_runtime_core *rt, zs_ref handle) {
     if (handle == ZS_NULL_REF) Py_RETURN_NONE;
     zpy_conjugate *found = zpy_table_get(rt, handle);
     if (found != NULL) return Py_NewRef((PyObject *)found);
-    if (rt->native == NULL || rt->closing) Py_RETURN_NONE;
+    if (!zpy_open(rt)) Py_RETURN_NONE;
     return zpy_resolve_conjugate(rt, handle);
 }
 
@@ -115,14 +115,14 @@ PyObject *zpy_conjugate_of(zpy_runtime_core *rt, zs_ref handle) {
  * dying object. */
 PyObject *zpy_resolve_conjugate(zpy_runtime_core *rt, zs_ref handle) {
     assert(zpy_table_get(rt, handle) == NULL);
-    if (rt->native == NULL || rt->closing) Py_RETURN_NONE; /* no new proxy while closing */
+    if (!zpy_open(rt)) Py_RETURN_NONE; /* no new proxy while closing */
     zs_object *object = NULL;
     if (zs_resolve_for_conjugate(rt->native, handle, &object) != ZS_OK) Py_RETURN_NONE;
     return zpy_make_conjugate(rt, handle, object);
 }
 
 PyObject *zpy_make_conjugate(zpy_runtime_core *rt, zs_ref handle, zs_object *object) {
-    assert(zpy_table_get(rt, handle) == NULL && rt->native != NULL && !rt->closing);
+    assert(zpy_table_get(rt, handle) == NULL && zpy_open(rt));
     uint32_t id = zs_class_id(object->cls);
     PyObject *cls = id < rt->class_capacity ? rt->classes[id] : NULL;
     if (cls == NULL) {

@@ -70,7 +70,7 @@ static PyObject *delegate_add(PyObject *self, PyObject *args) {
     if (value->kind->code == ZPYV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "a Delegate holds one binding: use bind()");
     zpy_runtime_core *rt = value->runtime;
-    if (rt->native == NULL || rt->closing)
+    if (!zpy_open(rt))
         return PyErr_Format(rt->state->expired_exception, "the runtime has been closed");
     /* Nothing ran Python code since delegate_of: the address is current. */
     zs_status status;
@@ -293,8 +293,7 @@ static PyObject *delegate_add_binding(PyObject *self, PyObject *const *args, Py_
     if (value->kind->code == ZPYV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "a Delegate holds one binding: use bind()");
     zpy_runtime_core *rt = value->runtime;
-    if (count != 1 || kwnames != NULL || !plain_callable(rt->state, args[0]) ||
-        rt->native == NULL || rt->closing)
+    if (count != 1 || kwnames != NULL || !plain_callable(rt->state, args[0]) || !zpy_open(rt))
         return slow_path(self, "add", args, count, kwnames);
     zs_array *list;
     int all_callables;
@@ -320,8 +319,7 @@ static PyObject *delegate_remove_binding(PyObject *self, PyObject *const *args, 
     if (value->kind->code == ZPYV_DELEGATE)
         return PyErr_Format(PyExc_TypeError, "a Delegate holds one binding: use unbind()");
     zpy_runtime_core *rt = value->runtime;
-    if (count != 1 || kwnames != NULL || Py_TYPE(args[0]) != &PyFunction_Type ||
-        rt->native == NULL || rt->closing)
+    if (count != 1 || kwnames != NULL || Py_TYPE(args[0]) != &PyFunction_Type || !zpy_open(rt))
         return slow_path(self, "remove", args, count, kwnames);
     zs_array *list;
     int all_callables;

@@ -156,7 +156,7 @@ static zs_status build_native(zpy_runtime_core *rt, zpyv_kind *kind, const zpyv_
 
 zs_status zpyv_emit(zpy_runtime_core *rt, zpyv_kind *kind, const zpyv_staged *staged, zs_ref owner,
                     char *dst) {
-    if (rt->native == NULL || rt->closing) return ZS_E_STALE;
+    if (!zpy_open(rt)) return ZS_E_STALE;
     switch (kind->code) {
     case ZPYV_SCALAR:
     case ZPYV_PLAIN:
@@ -240,7 +240,7 @@ static zs_status reference_status(zpy_runtime_core *rt, zs_ref handle) {
 }
 
 zs_status zpyv_references_valid(zpy_runtime_core *rt, zpyv_kind *kind, const zpyv_staged *staged) {
-    if (rt->native == NULL || rt->closing) return ZS_E_STALE;
+    if (!zpy_open(rt)) return ZS_E_STALE;
     if (kind->flags & ZPYV_BITWISE) return ZS_OK; /* no references */
     zs_status status = ZS_OK;
     switch (kind->code) {

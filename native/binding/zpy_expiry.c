@@ -93,8 +93,7 @@ static int expire_handed(zpy_runtime_core *rt, const zs_ref *objects, const uint
     /* Until the last of them has expired, no host function may run (Python
        code here is a gc callback or finaliser on an allocation): its
        collection would be refused, and its calls on them must be. */
-    char outer = rt->expiring;
-    rt->expiring = 1;
+    zpy_life_begin(rt, ZPY_ACT_EXPIRE); /* never refused: the heap decides when */
     for (uint32_t i = 0; i < count; i++) {
         zpy_conjugate *conjugate = zpy_table_get(rt, objects[i]);
         if (conjugate == NULL) continue; /* no conjugate now (freed by refcount, or never made) */
@@ -103,7 +102,7 @@ static int expire_handed(zpy_runtime_core *rt, const zs_ref *objects, const uint
                              &released);
         expired++;
     }
-    rt->expiring = outer;
+    zpy_life_leave(rt, ZPY_ACT_EXPIRE);
     release_all(&released);
     PyMem_Free(released.items);
     zpyv_bury(rt); /* the parked views expiry could not free on the spot */

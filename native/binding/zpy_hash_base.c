@@ -26,7 +26,7 @@ static zs_status native_key(zpyv_value *value, const zpyv_staged *staged, hash_k
     zpy_runtime_core *rt = value->runtime;
     out->at = NULL;
     out->temporary = NULL;
-    if (rt->native == NULL || rt->closing) return ZS_E_STALE; /* as zpyv_emit refuses */
+    if (!zpy_open(rt)) return ZS_E_STALE; /* as zpyv_emit refuses */
     uint8_t code = key_kind->code;
     if ((code == ZPYV_SCALAR || code == ZPYV_NAME || code == ZPYV_PLAIN) &&
         staged->form == ZPYV_BITS) {
@@ -92,7 +92,7 @@ int zpyv_stage_lookup_key(zpyv_value *value, PyObject *key, zpyv_staged *out) {
 int zpyv_hash_add(zpyv_value *value, const zpyv_staged *key_staged, const zpyv_staged *item) {
     zpy_runtime_core *rt = value->runtime;
     if (zpyv_live(value) == NULL) return -1;
-    if (rt->native == NULL || rt->closing)
+    if (!zpy_open(rt))
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), -1;
     const zs_type *type = zpyv_container_type(value);
     if (type == NULL) return -1;

@@ -124,7 +124,7 @@ static zs_status resolve_class(void *user, zs_runtime *native, const char *name)
     PyGILState_STATE gil = PyGILState_Ensure();
     zs_status status = ZS_E_INVALID;
     zpy_runtime_core *rt = zpy_open_runtime_of(state, native);
-    if (rt != NULL && !rt->closing) {
+    if (rt != NULL && zpy_open(rt)) {
         Py_INCREF(rt);
         PyObject *text = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
         PyObject *found = text ? PyObject_CallMethod((PyObject *)rt, "_resolve_class", "O", text)
@@ -687,6 +687,10 @@ int zpy_add_heap_constants(PyObject *module) {
         {"CHAIN_ROOT_STRONG", ZS_CHAIN_ROOT_STRONG},
         {"CHAIN_ROOT_PERMANENT", ZS_CHAIN_ROOT_PERMANENT},
         {"CHAIN_ROOT_VALUE", ZS_CHAIN_ROOT_VALUE},
+        {"LIFE_COLLECT", ZPY_ACT_COLLECT},
+        {"LIFE_CLOSE", ZPY_ACT_CLOSE},
+        {"LIFE_HOST_FREE", ZPY_ACT_HOST_FREE},
+        {"LIFE_ADOPT", ZPY_ACT_ADOPT},
     };
     for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
         PyObject *value = PyLong_FromLongLong(constants[i].value);

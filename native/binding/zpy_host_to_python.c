@@ -559,7 +559,7 @@ static int keep_current(zpy_core_state *state, PyObject *current) {
 static PyObject *callee_of(zpy_runtime_core *rt, zs_ref object, zs_object *target) {
     zpy_conjugate *found = zpy_table_get(rt, object);
     if (found != NULL) return Py_NewRef((PyObject *)found);
-    if (rt->native == NULL || rt->closing) Py_RETURN_NONE;
+    if (!zpy_open(rt)) Py_RETURN_NONE;
     return target != NULL ? zpy_make_conjugate(rt, object, target)
                           : zpy_resolve_conjugate(rt, object); /* may adopt: Python code */
 }
@@ -570,7 +570,7 @@ static zs_status call_object(zpy_core_state *state, zpy_runtime_core *rt, zs_ref
                              zs_object *target, const char *function, char *params) {
     PyObject *self = callee_of(rt, object, target);
     if (self == NULL) {
-        zs_status status = rt->closing ? ZS_E_STALE : ZS_E_CALL_FAILED;
+        zs_status status = !zpy_open(rt) ? ZS_E_STALE : ZS_E_CALL_FAILED;
         PyErr_WriteUnraisable(NULL);
         return status;
     }
@@ -593,8 +593,7 @@ static zs_status call_object(zpy_core_state *state, zpy_runtime_core *rt, zs_ref
            since the heap checked the object (adoption, the plan): the
            object and the runtime are checked again, then nothing runs in
            between. */
-        if (!ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self) || rt->native == NULL || rt->closing)
-            status = ZS_E_STALE;
+        if (!ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self) || !zpy_open(rt)) status = ZS_E_STALE;
         else if ((status = zpyv_writable(rt, object)) == ZS_OK) /* dying meanwhile: refused */
             status = plan->entry(plan->user, rt->native, object, params);
     } else if (plan != NULL) {
@@ -658,7 +657,7 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, zs_
     PyGILState_STATE gil = held ? PyGILState_LOCKED : PyGILState_Ensure();
     zs_status status = ZS_E_STALE; /* closing: its objects are gone for Python */
     zpy_runtime_core *rt = zpy_open_runtime_of(state, native);
-    if (rt != NULL && !rt->closing) {
+    if (rt != NULL && zpy_open(rt)) {
         Py_INCREF(rt);
         status = call_object(state, rt, object, held ? target : NULL, function, params);
         Py_DECREF(rt);

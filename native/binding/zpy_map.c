@@ -14,7 +14,7 @@ static char *map_finder(PyObject *holder, const void *place, Py_ssize_t *key) {
     zpyv_value *value = (zpyv_value *)holder;
     if (zpyv_live(value) == NULL) return NULL;
     zpy_runtime_core *rt = value->runtime;
-    if (rt->native == NULL || rt->closing)
+    if (!zpy_open(rt))
         return PyErr_SetString(rt->state->expired_exception, "the runtime has been closed"), NULL;
     zs_status status;
     int64_t index = zpyv_hash_find(value, place, &status);

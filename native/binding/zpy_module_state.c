@@ -112,16 +112,3 @@ zpy_runtime_core *zpy_open_runtime_of(const zpy_core_state *state, const zs_runt
         if (state->open_runtimes[i]->native == native) return state->open_runtimes[i];
     return NULL;
 }
-
-/* The ExpiredConjugateError message of a closed runtime (runtime.py, _CLOSED). */
-#define CLOSED_MESSAGE "the runtime has been closed"
-
-/* The native runtime of an open runtime, or NULL with ExpiredConjugateError
- * once it is closed, and, unless `while_closing`, once close() has begun
- * (its heap may be going; close() itself still calls the heap then). */
-zs_runtime *zpy_rt_open(zpy_runtime_core *rt, int while_closing) {
-    if (rt->native != NULL && (while_closing || !rt->closing)) return rt->native;
-    PyObject *type = rt->state->expired_exception;
-    PyErr_SetString(type != NULL ? type : PyExc_RuntimeError, CLOSED_MESSAGE);
-    return NULL;
-}

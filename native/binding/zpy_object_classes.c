@@ -83,7 +83,7 @@ static zpy_runtime_core *current_runtime(zpy_core_state *state) {
         PyErr_Clear();
         return NULL;
     }
-    if (rt != NULL && !rt->closing) return rt;
+    if (rt != NULL && zpy_open(rt)) return rt;
     if (PyList_GET_SIZE(state->default_runtime) == 0) return NULL;
     PyObject *fallback = PyList_GET_ITEM(state->default_runtime, 0);
     if (!zpy_is_runtime(state, fallback)) return NULL;
@@ -129,7 +129,7 @@ typedef struct zpy_request {
 /* Whether the C path may create objects in `rt` now: open, no stress
  * switch, no native frees queued by finalisers (the Python path flushes). */
 static inline int runtime_usable(const zpy_runtime_core *rt) {
-    return !rt->closing && rt->native != NULL && rt->collect_every == 0 && !rt->flush_pending;
+    return zpy_open(rt) && rt->collect_every == 0 && !rt->flush_pending;
 }
 
 /* Whether the `outer` keyword still names the live object it named when

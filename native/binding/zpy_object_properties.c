@@ -246,7 +246,7 @@ static int reference_set(PyObject *self, PyObject *obj, PyObject *value) {
     zpy_runtime_core *rt = holder->runtime;
     zs_ref ref;
     if (!reference_target(property, rt, value, &ref) || !ZPY_CONJUGATE_IS_LIVE(holder) ||
-        rt->closing || rt->native == NULL)
+        !zpy_open(rt))
         return reference_store_failed(property, obj, value);
     zs_status status = zs_store_ref(rt->native, holder->handle, property->offset, ref);
     if (status == ZS_OK) return 0;

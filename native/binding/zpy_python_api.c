@@ -11,7 +11,7 @@
 static PyObject *python_proxy_of(const zs_python_api *api, zs_runtime *native, zs_ref handle) {
     zpy_core_state *state = api->state;
     zpy_runtime_core *rt = native != NULL ? zpy_open_runtime_of(state, native) : NULL;
-    if (rt == NULL || rt->closing) {
+    if (rt == NULL || !zpy_open(rt)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "proxy_of: no open zs.Runtime runs on this zs_runtime (Python created "
                         "none on it, or closed it)");

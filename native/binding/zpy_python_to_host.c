@@ -215,7 +215,7 @@ static int convert_arguments(fn_call *call, PyObject *const *given) {
         const fn_member *member = &fn->members[i];
         if (!is_value_mode(member->plan.mode)) continue;
         zpyv_kind *kind = (zpyv_kind *)member->plan.detail;
-        if (rt->native == NULL || rt->closing) {
+        if (!zpy_open(rt)) {
             PyErr_Format(rt->state->expired_exception, "%U: the runtime has been closed", fn->what);
             return -1;
         }
@@ -298,19 +298,9 @@ static zs_status trampoline(void *user, zs_runtime *native, zs_ref self, void *p
 static inline zs_status run_entry(zpy_runtime_core *rt, zs_native_function entry, void *user,
                                   zs_ref self, void *params) {
     zs_runtime *native = rt->native;
-    assert(native != NULL && !rt->closing);
-    rt->native_calls++;
+    zpy_life_begin(rt, ZPY_ACT_CALL_HOST); /* commit_checks asked zpy_life_may */
     zs_status status = entry(user, native, self, params);
-    assert(rt->native_calls > 0);
-    if (--rt->native_calls == 0 && rt->free_deferred != NULL) {
-        assert(rt->native == NULL);
-        PyObject *free = rt->free_deferred; /* frees `native`, which nothing uses after */
-        rt->free_deferred = NULL;
-        PyObject *freed = PyObject_CallNoArgs(free);
-        if (freed == NULL) PyErr_WriteUnraisable(free);
-        Py_XDECREF(freed);
-        Py_DECREF(free);
-    }
+    zpy_life_leave(rt, ZPY_ACT_CALL_HOST); /* the last to return makes a deferred free */
     return status;
 }
 
@@ -319,18 +309,8 @@ static inline zs_status run_entry(zpy_runtime_core *rt, zs_native_function entry
 static int commit_refused(zpy_native_fn *fn, zpy_runtime_core *rt, PyObject *self, zs_ref handle) {
     if (self != NULL && !ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self))
         return zpy_raise_expired((zpy_conjugate *)self), -1;
-    if (rt->native == NULL || rt->closing) {
-        PyErr_Format(rt->state->expired_exception, "%U: the runtime has been closed", fn->what);
-        return -1;
-    }
-    if (rt->expiring) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%U cannot run while the collector expires conjugates (called from a gc "
-                     "callback or a finaliser): a native collection now would free objects whose "
-                     "conjugates are still live; call it after the collection",
-                     fn->what);
-        return -1;
-    }
+    zpy_refusal why = zpy_life_may(rt, ZPY_ACT_CALL_HOST);
+    if (why != ZPY_ALLOWED) return zpy_life_refuse(rt, ZPY_ACT_CALL_HOST, why, fn->what);
     zs_status usable = zpyv_writable(rt, handle); /* a dying object: refused */
     if (usable != ZS_OK) return zpy_call_raise_status(fn->state, usable, fn->what, rt), -1;
     return 0;
@@ -347,7 +327,7 @@ static inline int commit_checks(zpy_native_fn *fn, zpy_runtime_core *rt, PyObjec
     int live = self == NULL || ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self);
     /* The host entry gets the handle: it may keep it anywhere. */
     *handle = self != NULL && live ? zpy_conjugate_share((zpy_conjugate *)self) : ZS_NULL_REF;
-    if (live && rt->native != NULL && !rt->closing && !rt->expiring && !zpy_dying_window(rt))
+    if (live && zpy_life_may(rt, ZPY_ACT_CALL_HOST) == ZPY_ALLOWED && !zpy_dying_window(rt))
         return 0;
     return commit_refused(fn, rt, self, *handle);
 }
@@ -416,7 +396,7 @@ static PyObject *black_struct(zpy_runtime_core *rt, zpyv_kind *kind, const zpyv_
     Py_DECREF(plain);
     zpyv_value *value = failed ? NULL : zpyv_new_black(rt, kind);
     zs_status status = ZS_E_STALE;
-    if (value != NULL && value->address != NULL && rt->native != NULL && !rt->closing)
+    if (value != NULL && value->address != NULL && zpy_open(rt))
         status = zpyv_emit(rt, kind, &staged, ZS_NULL_REF, value->address);
     zpyv_release(kind, &staged);
     if (value == NULL) return NULL;
@@ -439,7 +419,7 @@ static PyObject *result_of(fn_call *call, Py_ssize_t i) {
         zs_ref handle;
         memcpy(&handle, at, sizeof handle);
         if (handle == ZS_NULL_REF) Py_RETURN_NONE;
-        if (rt->native == NULL || rt->closing)
+        if (!zpy_open(rt))
             return PyErr_Format(rt->state->expired_exception,
                                 "%U: the runtime was closed during the call", member->plan.what);
         return zpy_conjugate_of(rt, handle); /* None for a dead object */
@@ -503,7 +483,7 @@ static PyObject *invoke(zpy_native_fn *fn, PyObject *self, PyObject *const *args
                      "whose host registered it",
                      fn->what);
         rt = NULL;
-    } else if (rt != NULL && (rt->native == NULL || rt->closing)) {
+    } else if (rt != NULL && (!zpy_open(rt))) {
         /* The host's entry and user may belong to a closed runtime's state. */
         PyErr_SetString(fn->state->expired_exception, "the runtime has been closed");
         rt = NULL;
@@ -552,7 +532,7 @@ done:
  * runtime, a closed one) goes to invoke, which raises for it. */
 static PyObject *invoke_plain(zpy_native_fn *fn, PyObject *self, PyObject *const *args) {
     zpy_runtime_core *rt = ((zpy_conjugate *)self)->runtime; /* the caller holds self */
-    if ((fn->runtime != NULL && rt != fn->runtime) || rt->native == NULL || rt->closing)
+    if ((fn->runtime != NULL && rt != fn->runtime) || !zpy_open(rt))
         return invoke(fn, self, args, fn->inputs, NULL);
     alignas(max_align_t) char block[FN_PLAIN_BLOCK] = {0};
     for (Py_ssize_t a = 0; a < fn->inputs; a++) { /* phase 1: Python code may run */

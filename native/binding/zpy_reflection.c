@@ -16,7 +16,7 @@
  * collector paused (reflection_read), so that no finaliser runs while the
  * native memory is being read. A runtime that is closing or closed raises
  * ExpiredConjugateError("the runtime has been closed") (zpy_rt_open with
- * while_closing 0: close() sets `closing` first, and these calls take no
+ * while_closing 0: close() moves the life to CLOSING first, and these calls take no
  * Python lock to wait for it), and a native status is
  * raised by Python's `refused` (zpy_call_raise_status), as `check` raised
  * it. The GIL is held throughout: every call is short (rule 10; the heap
@@ -106,7 +106,7 @@ PyObject *zpy_rt_abandon(PyObject *self, PyObject *handle) {
     zpy_runtime_core *rt = (zpy_runtime_core *)self;
     zs_ref ref;
     if (zpy_rt_handle_arg(handle, &ref) < 0) return NULL;
-    if (rt->native != NULL && !rt->closing) {
+    if (zpy_open(rt)) {
         (void)zs_remove_from_root(rt->native, ref);
         (void)zs_mark_as_garbage(rt->native, ref);
     }

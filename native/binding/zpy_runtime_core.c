@@ -166,8 +166,8 @@ static PyObject *runtime_core_open(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO|p:_core_open", &address, &describe, &owned)) return NULL;
     void *native = PyLong_AsVoidPtr(address);
     if (native == NULL && PyErr_Occurred()) return NULL;
-    if (rt->native != NULL || native == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "_core_open: already open, or a null runtime");
+    if (rt->life.phase != ZPY_PHASE_NEW || native == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_core_open: opened before, or a null runtime");
         return NULL;
     }
     if (zpy_open_runtime_add(rt->state, rt) < 0) return NULL;
@@ -183,6 +183,7 @@ static PyObject *runtime_core_open(PyObject *self, PyObject *args) {
     rt->native = native;
     rt->dying_word = zs_dying_word(native);
     Py_XSETREF(rt->describe, Py_NewRef(describe));
+    zpy_life_opened(rt);
     Py_RETURN_NONE;
 }
 
@@ -206,11 +207,15 @@ static PyObject *runtime_core_remove_handler(PyObject *self, PyObject *which) {
     Py_RETURN_NONE;
 }
 
-/* Runtime._core_detach(): forget the native runtime (close() frees it next). */
+/* Runtime._core_detach(): forget the native runtime (close() frees it
+ * next); inside close() only, which moved the life to CLOSING. */
 static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     (void)unused;
     zpy_runtime_core *rt = (zpy_runtime_core *)self;
-    rt->closing = 1;
+    if (rt->life.phase != ZPY_PHASE_CLOSING) {
+        PyErr_SetString(PyExc_RuntimeError, "_core_detach: only close() detaches");
+        return NULL;
+    }
     zpyv_expire_blacks(rt, rt->state->reason_closed, 0);
     zpyv_callables_free(rt);
     rt->dropped_count = 0; /* freeing the runtime destroys those objects too */
@@ -221,6 +226,7 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
     classes_clear(rt);
     zpy_plan_cache_clear(rt->state); /* plans may name its host's entries and types */
     zpyv_bury(rt);
+    zpy_life_closed(rt);
     Py_RETURN_NONE;
 }
 
@@ -229,14 +235,7 @@ static PyObject *runtime_core_detach(PyObject *self, PyObject *unused) {
  * running (the close came from Python code one of them called back into),
  * when the last of them returns (zpy_python_to_host.c): they still run on it. */
 static PyObject *runtime_core_free_native(PyObject *self, PyObject *free) {
-    zpy_runtime_core *rt = (zpy_runtime_core *)self;
-    if (rt->native != NULL || rt->free_deferred != NULL) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "_core_free_native: detach first, and free a runtime once");
-        return NULL;
-    }
-    if (rt->native_calls == 0) return PyObject_CallNoArgs(free);
-    rt->free_deferred = Py_NewRef(free);
+    if (zpy_life_free_native((zpy_runtime_core *)self, free) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -303,7 +302,7 @@ static int runtime_core_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((zpy_runtime_core *)self)->creators);
     Py_VISIT(((zpy_runtime_core *)self)->last_class);
     Py_VISIT(((zpy_runtime_core *)self)->last_creator);
-    Py_VISIT(((zpy_runtime_core *)self)->free_deferred);
+    Py_VISIT(((zpy_runtime_core *)self)->life.free_deferred);
     Py_VISIT(((zpy_runtime_core *)self)->describe);
     Py_VISIT(((zpy_runtime_core *)self)->expiry_error);
     for (uint32_t i = 0; i < ((zpy_runtime_core *)self)->class_capacity; i++)
@@ -319,7 +318,7 @@ static int runtime_core_clear(PyObject *self) {
     Py_CLEAR(((zpy_runtime_core *)self)->creators);
     Py_CLEAR(((zpy_runtime_core *)self)->last_class);
     Py_CLEAR(((zpy_runtime_core *)self)->last_creator);
-    Py_CLEAR(((zpy_runtime_core *)self)->free_deferred);
+    Py_CLEAR(((zpy_runtime_core *)self)->life.free_deferred);
     Py_CLEAR(((zpy_runtime_core *)self)->describe);
     Py_CLEAR(((zpy_runtime_core *)self)->expiry_error);
     classes_clear((zpy_runtime_core *)self);
@@ -350,7 +349,7 @@ static void runtime_core_dealloc(PyObject *self) {
     assert(rt->graveyard == NULL); /* a view waiting there holds its runtime */
     /* Invariant: a running host entry holds its runtime, and makes a
        deferred free when it returns. */
-    assert(rt->native_calls == 0 && rt->free_deferred == NULL);
+    assert(rt->life.native_calls == 0 && rt->life.free_deferred == NULL);
     if (rt->state != NULL)
         zpy_open_runtime_remove(rt->state, rt); /* an unclosed runtime Python collects */
     runtime_core_clear(self);
@@ -373,7 +372,111 @@ static void runtime_core_dealloc(PyObject *self) {
     Py_DECREF(type);
 }
 
+/* ---- the runtime's life, as Python asks it (zpy_life.c) ---- */
+
+/* The act of an int argument that Python may begin and end itself (the
+ * expiry handler and host entries are C's own); ZPY_ACT_COUNT with
+ * ValueError if not one. */
+static zpy_act python_act(PyObject *value) {
+    long act = PyLong_AsLong(value);
+    if (act == ZPY_ACT_COLLECT || act == ZPY_ACT_CLOSE || act == ZPY_ACT_HOST_FREE ||
+        act == ZPY_ACT_ADOPT)
+        return (zpy_act)act;
+    if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "not an act Python begins: %R", value);
+    return ZPY_ACT_COUNT;
+}
+
+/* Runtime._life_enter(act, what) -> bool: begin `act` (a LIFE_ constant),
+ * False for a close of a closed runtime, or the refusal raised. */
+static PyObject *runtime_life_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_life_enter(act, what: str)");
+        return NULL;
+    }
+    zpy_act act = python_act(args[0]);
+    if (act == ZPY_ACT_COUNT) return NULL;
+    int entered = zpy_life_enter((zpy_runtime_core *)self, act, args[1]);
+    return entered < 0 ? NULL : PyBool_FromLong(entered);
+}
+
+/* Runtime._life_check(act, what): raise what _life_enter would refuse,
+ * beginning nothing (a call that must not run where `act` may not). */
+static PyObject *runtime_life_check(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_life_check(act, what: str)");
+        return NULL;
+    }
+    zpy_act act = python_act(args[0]);
+    if (act == ZPY_ACT_COUNT) return NULL;
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
+    zpy_refusal why = zpy_life_may(rt, act);
+    if (why != ZPY_ALLOWED && why != ZPY_NOTHING_TO_DO)
+        return zpy_life_refuse(rt, act, why, args[1]), NULL;
+    Py_RETURN_NONE;
+}
+
+/* Runtime._life_leave(act): end `act`, which _life_enter began. */
+static PyObject *runtime_life_leave(PyObject *self, PyObject *value) {
+    zpy_act act = python_act(value);
+    if (act == ZPY_ACT_COUNT) return NULL;
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
+    int running = act == ZPY_ACT_COLLECT ? rt->life.collecting
+                  : act == ZPY_ACT_ADOPT ? rt->life.adopting > 0
+                                         : rt->life.closing_here;
+    if (!running) return PyErr_Format(PyExc_RuntimeError, "_life_leave: %R is not running", value);
+    zpy_life_leave(rt, act);
+    Py_RETURN_NONE;
+}
+
+static PyObject *life_closed(PyObject *self, void *unused) {
+    (void)unused;
+    zpy_phase phase = ((zpy_runtime_core *)self)->life.phase;
+    return PyBool_FromLong(phase == ZPY_PHASE_CLOSED || phase == ZPY_PHASE_NEW);
+}
+
+static PyObject *life_closing(PyObject *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(!zpy_open((zpy_runtime_core *)self));
+}
+
+static PyObject *life_collecting(PyObject *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(((zpy_runtime_core *)self)->life.collecting);
+}
+
+static PyObject *life_adopting(PyObject *self, void *unused) {
+    (void)unused;
+    return PyLong_FromUnsignedLong(((zpy_runtime_core *)self)->life.adopting);
+}
+
+static PyObject *life_lifecycle(PyObject *self, void *unused) {
+    (void)unused;
+    return PyUnicode_InternFromString(zpy_life_state_name((zpy_runtime_core *)self));
+}
+
+static PyGetSetDef runtime_core_getset[] = {
+    {"_closed", life_closed, NULL, "Whether the runtime is closed (or was never opened).", NULL},
+    {"_closing", life_closing, NULL,
+     "Whether close() has begun (or the runtime is closed): the C fast paths decline.", NULL},
+    {"_collecting", life_collecting, NULL, "Whether a collection step is running.", NULL},
+    {"_adopting", life_adopting, NULL,
+     "Depth of the sections between a native conjugate record and its table entry "
+     "(collections and close() refuse while it is not 0).",
+     NULL},
+    {"lifecycle", life_lifecycle, NULL,
+     "Where the runtime is in its life: \"open\", \"collecting\" (a collection step "
+     "runs), \"expiring\" (the collector expires conjugates), \"closing\" (close() "
+     "runs) or \"closed\". What each allows: docs/lifecycle.md.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef runtime_core_methods[] = {
+    {"_life_enter", (PyCFunction)(void (*)(void))runtime_life_enter, METH_FASTCALL,
+     "Begin an act of the runtime's life (a LIFE_ constant) if its rules allow it now."},
+    {"_life_check", (PyCFunction)(void (*)(void))runtime_life_check, METH_FASTCALL,
+     "Raise what _life_enter would refuse, beginning nothing."},
+    {"_life_leave", runtime_life_leave, METH_O, "End an act _life_enter began."},
     {"_core_open", runtime_core_open, METH_VARARGS,
      "Attach the native runtime (an address) and its describe callable."},
     {"_core_detach", runtime_core_detach, METH_NOARGS,
@@ -490,11 +593,6 @@ static PyMethodDef runtime_core_methods[] = {
 };
 
 static PyMemberDef runtime_core_members[] = {
-    {"_closing", T_BOOL, offsetof(zpy_runtime_core, closing), 0,
-     "Set first thing by close(): the C fast paths decline from then on."},
-    {"_adopting", T_UINT, offsetof(zpy_runtime_core, adopting), 0,
-     "Depth of the sections between a native conjugate record and its table entry "
-     "(collections and close() refuse while it is not 0)."},
     {"_flush_pending", T_BOOL, offsetof(zpy_runtime_core, flush_pending), 0,
      "Finalisers queued native frees: creation takes the Python path (a safe point)."},
     {"_cycle_expired", T_ULONGLONG, offsetof(zpy_runtime_core, cycle_expired), 0,
@@ -518,6 +616,7 @@ static PyType_Slot runtime_core_slots[] = {
     {Py_tp_clear, runtime_core_clear},
     {Py_tp_methods, runtime_core_methods},
     {Py_tp_members, runtime_core_members},
+    {Py_tp_getset, runtime_core_getset},
     {0, NULL},
 };
 

@@ -28,7 +28,7 @@ static PyObject *target_class(zpy_core_state *state, PyObject *self) {
 static zs_ref find_by_path(zpy_runtime_core *rt, const char *path, size_t length) {
     zs_ref outer = ZS_NULL_REF;
     size_t start = 0;
-    if (length == 0 || rt->native == NULL || rt->closing) return ZS_NULL_REF;
+    if (length == 0 || !zpy_open(rt)) return ZS_NULL_REF;
     while (start <= length) {
         size_t end = start;
         while (end < length && path[end] != '.') end++;

@@ -200,7 +200,7 @@ static PyObject *value_assign(PyObject *self, PyObject *argument) {
     zpyv_staged staged = {0};
     if (zpyv_stage(rt, value->kind, argument, &staged, value->kind->what) < 0) return NULL;
     zs_status status = ZS_E_STALE;
-    if (value->address != NULL && rt->native != NULL && !rt->closing) {
+    if (value->address != NULL && zpy_open(rt)) {
         status = zpyv_emit(rt, value->kind, &staged, value->owner, value->address);
         if (status == ZS_OK) zpyv_expire_table(value->views, rt->state->reason_structure);
     }
@@ -283,8 +283,7 @@ zpy_runtime_core *zpy_current_runtime(zpy_core_state *state) {
         return NULL;
     }
     if (zpy_current_get(state, &value) < 0) return NULL; /* borrowed */
-    if (value != NULL && zpy_is_runtime(state, value) &&
-        ((zpy_runtime_core *)value)->native != NULL && !((zpy_runtime_core *)value)->closing)
+    if (value != NULL && zpy_is_runtime(state, value) && zpy_open((zpy_runtime_core *)value))
         return (zpy_runtime_core *)Py_NewRef(value);
     PyObject *made = PyObject_CallNoArgs(state->current_runtime);
     if (made != NULL && !PyObject_TypeCheck(made, state->runtime_type)) {

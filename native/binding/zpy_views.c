@@ -439,7 +439,7 @@ static void *closed_error(zpy_runtime_core *rt) {
 }
 
 zpyv_value *zpyv_new_black(zpy_runtime_core *rt, zpyv_kind *kind) {
-    if (rt->native == NULL || rt->closing) return closed_error(rt);
+    if (!zpy_open(rt)) return closed_error(rt);
     if (rt->deferred_count > 0) zpyv_flush(rt); /* a safe point: the frees finalisers queued */
     if (kind->flags & ZPYV_BITWISE) {           /* inline: nothing native to allocate */
         zpyv_value *value = value_alloc(
@@ -456,7 +456,7 @@ zpyv_value *zpyv_new_black(zpy_runtime_core *rt, zpyv_kind *kind) {
     if (rt->callable_count > 0 && zpyv_callables_drain(rt) < 0) return NULL;
     /* A finaliser the drain ran may have closed the runtime. From here to
        zs_value_new, no Python code runs. */
-    if (rt->native == NULL || rt->closing) return closed_error(rt);
+    if (!zpy_open(rt)) return closed_error(rt);
     const zs_type *type = zpyv_native_type(rt, kind);
     if (type == NULL) return NULL;
     zpyv_value *value = value_alloc(rt, kind, 0);

@@ -2,7 +2,7 @@
 
 from collections.abc import Callable
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import Any, Literal
 
 REASON_collected: str
 REASON_garbage: str
@@ -101,12 +101,28 @@ CHAIN_ROOT_ADDED: int
 CHAIN_ROOT_STRONG: int
 CHAIN_ROOT_PERMANENT: int
 CHAIN_ROOT_VALUE: int
+LIFE_COLLECT: int
+LIFE_CLOSE: int
+LIFE_HOST_FREE: int
+LIFE_ADOPT: int
 
 class RuntimeCore:
     """The C part of a runtime: its native pointer and its conjugate table."""
 
-    _closing: bool
-    _adopting: int
+    @property
+    def _closed(self) -> bool: ...
+    @property
+    def _closing(self) -> bool: ...
+    @property
+    def _collecting(self) -> bool: ...
+    @property
+    def _adopting(self) -> int: ...
+    @property
+    def lifecycle(self) -> Literal["open", "collecting", "expiring", "closing", "closed"]:
+        """Where the runtime is in its life (docs/lifecycle.md)."""
+    def _life_enter(self, act: int, what: str, /) -> bool: ...
+    def _life_check(self, act: int, what: str, /) -> None: ...
+    def _life_leave(self, act: int, /) -> None: ...
     _flush_pending: bool
     _cycle_expired: int
     _collect_every: int

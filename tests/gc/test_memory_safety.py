@@ -19,6 +19,7 @@ import pytest
 import zsharp_py as zs
 from classes import Actor, Hero, Item
 from helpers import class_ptr, collect, runtime_ptr
+from zsharp_py import _core
 from zsharp_py.debug import GcStress
 
 # ---- use after free ------------------------------------------------------------
@@ -297,14 +298,15 @@ def test_cycle_collector_callbacks_that_collect_while_objects_are_created_and_ad
 
 
 def test_collections_and_close_refuse_to_run_inside_an_adoption(rt: zs.Runtime) -> None:
-    rt._adopting = True  # as seen by a finaliser or signal handler on the adopting thread
+    # As seen by a finaliser or signal handler on the adopting thread.
+    rt._life_enter(_core.LIFE_ADOPT, "an adoption")
     try:
         for run in (rt.collect_garbage, lambda: rt.gc.step(0.001), rt.close):
             with pytest.raises(RuntimeError, match="being created or adopted"):
                 run()
     finally:
-        rt._adopting = False
-    assert not rt.closed
+        rt._life_leave(_core.LIFE_ADOPT)
+    assert not rt.closed and rt._adopting == 0
     collect(rt)
 
 

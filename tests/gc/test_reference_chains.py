@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import zsharp_py as zs
 from classes import Asset, Part
 from helpers import awaiting_expiry, collect, finish_cycle
+from zsharp_py import _core
 from zsharp_py.debug import ChainLink, ReferenceChain
 
 
@@ -239,12 +240,13 @@ def test_refused_inside_a_collection(rt: zs.Runtime) -> None:
     callback), the search would adopt objects mid-expiry: refused."""
     obj = Holder()
     obj.add_to_root()
-    rt._collecting = True
+    rt._life_enter(_core.LIFE_COLLECT, "a collection")
     try:
+        assert rt._collecting and rt.lifecycle == "collecting"
         with pytest.raises(RuntimeError, match="inside a collection"):
             rt.reference_chains(obj)
     finally:
-        rt._collecting = False
+        rt._life_leave(_core.LIFE_COLLECT)
     assert len(rt.reference_chains(obj)) == 1
 
 

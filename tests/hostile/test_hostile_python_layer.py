@@ -18,7 +18,7 @@ import pytest
 import zsharp_py as zs
 from helpers import runtime_ptr
 from zsharp_py._base.errors import ZS_E_CALL_FAILED, ZS_OK
-from zsharp_py._base.ffi import ffi, lib
+from zsharp_py._base.ffi import api_address, ffi, lib
 from zsharp_py.lowlevel import function_layout
 
 
@@ -243,18 +243,38 @@ def test_e_a_nested_creation_leaves_close_refused_inside_the_constructor() -> No
     assert runtime.closed
 
 
-def test_e_a_constructor_whose_runtime_closed_anyway_fails_cleanly(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Even if a close got through (here the guard is switched off), the
-    constructor's error path makes no native call on the freed runtime."""
-    runtime = zs.Runtime()
-    monkeypatch.setattr(zs.Runtime, "_refuse_reentry", lambda self, what: None)
+class HostFreer:
+    """An iterable that, on its second iteration (the write), has the host
+    free its runtime: the one close the runtime's life never refuses, even
+    inside an adoption (the host frees all the same)."""
+
+    def __init__(self, native: Any) -> None:
+        self.native = native
+        self.calls = 0
+
+    def __iter__(self) -> Iterator[float]:
+        self.calls += 1
+        if self.calls == 2:
+            lib.zs_runtime_free(self.native)
+        return iter([1.0, 2.0])
+
+
+def test_e_a_constructor_whose_runtime_the_host_freed_fails_cleanly() -> None:
+    """The host frees its runtime from inside a constructor (a keyword's
+    hook calls into the host): the Python side closes first, and the
+    constructor's error path makes no native call on the freed runtime
+    (ASan would see one: tools/sanitize.sh)."""
+    options = ffi.new("zs_runtime_options *")
+    lib.zs_runtime_default_options(options)
+    out = ffi.new("zs_runtime **")
+    assert lib.zs_runtime_new(options, out) == 0
+    runtime = zs.Runtime.attach(api_address(out[0]))
     with runtime.activate():
-        hostile = NestedCreator(runtime)
+        hostile = HostFreer(out[0])
         with pytest.raises(zs.ExpiredConjugateError):
             Holder(health=Index(), floats=hostile)
-    assert runtime.closed and runtime._adopting == 0
+    assert hostile.calls == 2
+    assert runtime.closed and runtime.lifecycle == "closed" and runtime._adopting == 0
 
 
 # ---- H2 to H5: builtin subclasses through their base type ----------------------------

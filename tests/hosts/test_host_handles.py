@@ -14,6 +14,7 @@ import pytest
 
 import zsharp_py as zs
 from native_build import compile_host
+from zsharp_py import _core
 from zsharp_py.lowlevel import python_table
 
 HOST = r"""
@@ -131,17 +132,24 @@ def test_proxy_of_needs_an_open_runtime(host: Any) -> None:
 
 
 def test_no_proxy_is_made_while_the_runtime_closes(rt: zs.Runtime) -> None:
-    """Once close() has begun (``_closing``, set first thing, before every
-    proxy expires), reading a reference whose target has no proxy gives
-    None: a proxy made then would escape the expiry. (Python code can run
-    in that window: a gc callback or finaliser on an allocation of close().)"""
+    """Once close() has begun (the runtime's life moves to closing first
+    thing, before every proxy expires), reading a reference whose target
+    has no proxy gives None: a proxy made then would escape the expiry.
+    (Python code can run in that window: a gc callback or finaliser on an
+    allocation of close().) The move is one way: close() then finishes."""
     head = Beacon(signal=1)
     head.add_to_root()
     head.next = Beacon(signal=2)  # its proxy is dropped
-    rt._closing = True  # what close() sets first
+    assert isinstance(head.next, Beacon) and head.next.signal == 2  # open: made
+    assert rt._life_enter(_core.LIFE_CLOSE, "close()")  # what close() does first
     try:
+        assert rt.lifecycle == "closing"
         assert head.next is None
         assert rt._conjugate_of(head.handle) is head  # an existing proxy is still found
+        with pytest.raises(RuntimeError, match="inside a collection or close"):
+            rt.close()  # a nested close() is refused, not a no-op
     finally:
-        rt._closing = False
-    assert isinstance(head.next, Beacon) and head.next.signal == 2
+        rt._life_leave(_core.LIFE_CLOSE)
+    assert rt.lifecycle == "closing" and not rt.closed
+    rt.close()  # finishes what the first began
+    assert rt.lifecycle == "closed" and head.is_expired

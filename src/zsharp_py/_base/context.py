@@ -46,7 +46,15 @@ class RuntimeLike(Protocol):
     """The native ``zs_runtime``'s address, 0 once closed."""
     _lock: threading.RLock
     """Held around native calls that must not interleave with a collection."""
-    _closed: bool
+
+    @property
+    def _closed(self) -> bool:
+        """Whether the runtime is closed (its life's phase, native/binding/zpy_life.c)."""
+
+    @property
+    def _closing(self) -> bool:
+        """Whether close() has begun (or the runtime is closed)."""
+
     gc: Any
     """The runtime's ``GarbageCollector`` (zsharp_py/_runtime/collector.py)."""
 
@@ -126,13 +134,6 @@ class RuntimeInternals(RuntimeLike, Protocol):
     methods are ``zsharp_py._core.RuntimeCore``'s, the collection protocol
     itself among them (native/binding/zpy_collection.c)."""
 
-    _collecting: bool
-    """Inside a collection step (re-entry is refused); cleared by whoever
-    ``_begin_collection`` began it."""
-    _adopting: int
-    """Depth of the sections that give objects conjugates (re-entered
-    collections and ``close()`` are refused while it is not 0)."""
-
     @property
     def _deferred_releases(self) -> Sized:
         """The strong references finalisers queued (``_release_deferred``)."""
@@ -140,16 +141,22 @@ class RuntimeInternals(RuntimeLike, Protocol):
     def _live_address(self) -> int:
         """The native runtime's address; ``ExpiredConjugateError`` once closed."""
 
-    def _refuse_reentry(self, what: str) -> None:
-        """Refuse ``what`` re-entered inside a collection, a ``close()`` or an
-        adoption on this thread (``RuntimeError``)."""
+    # The runtime's life (native/binding/zpy_life.c, docs/lifecycle.md):
+    # RuntimeCore's, the one state machine every side asks.
+    def _life_enter(self, act: int, what: str, /) -> bool:
+        """Begin ``act`` (an ``_core.LIFE_`` constant) if the runtime's life
+        allows it now; False for a close of a closed runtime; else the
+        refusal (``RuntimeError``, ``ExpiredConjugateError``) raised."""
 
-    def _begin_collection(self, what: str) -> None:
-        """With the lock held: refuse re-entry, then set ``_collecting``."""
+    def _life_leave(self, act: int, /) -> None:
+        """End ``act``, which ``_life_enter`` began."""
+
+    def _refuse_reentry(self, what: str) -> None:
+        """Refuse ``what`` where a collection may not run now (re-entered
+        inside a collection, a ``close()`` or an adoption on this thread)."""
 
     def _collection(self, what: str) -> AbstractContextManager[None]:
-        """The lock and ``_begin_collection`` for a block, ``_collecting``
-        cleared at its end."""
+        """The lock, and a collection in the runtime's life, for a block."""
 
     def _release_deferred(self) -> None:
         """Release the strong references finalisers queued (the collection

@@ -103,23 +103,24 @@ def reference_chains(
     # is re-entrant: on this thread, the allocations of the search and of
     # the conversion may run Python's cycle collector, whose callbacks and
     # finalisers may try to collect or close the runtime; that is refused
-    # like any re-entry while conjugates are being adopted (_adopting), else
+    # like any re-entry while conjugates are being adopted (an adoption), else
     # the links would name freed objects (None holders) or a closed runtime.
     with runtime._lock:
         obj._live_runtime()  # raises ExpiredConjugateError once expired
         runtime._refuse_reentry("reference_chains()")
         handle = obj._h
         runtime._flush_deferred()  # a safe point: roots released by finalisers go first
-        runtime._adopting += 1
+        runtime._life_enter(
+            _core.LIFE_ADOPT, "reference_chains()"
+        )  # ExpiredConjugateError if closing
         try:
-            runtime._live_address()
             # The search, asked again with room for every link when the
             # first answer is larger, in one call (the GIL released).
             status, links = runtime._heap_reference_chains(handle, max_chains)
             check(status, what, runtime)
             return _chains(runtime, links)
         finally:
-            runtime._adopting -= 1
+            runtime._life_leave(_core.LIFE_ADOPT)
 
 
 def _chains(runtime: RuntimeInternals, links: list[tuple[int, int, int]]) -> list[ReferenceChain]:

@@ -82,6 +82,7 @@ class GcStats:
     container it wrote into, so a write during a mark costs what it writes."""
 
 
+_LIFE_COLLECT = _core.LIFE_COLLECT
 _STATS_LAYOUT = (
     GcStats,
     tuple(
@@ -179,7 +180,7 @@ class GarbageCollector:
         """
         runtime = self._rt
         with runtime._lock:  # runtime._collection, without a generator's frames
-            runtime._begin_collection("collect_garbage()")
+            runtime._life_enter(_LIFE_COLLECT, "collect_garbage()")
             try:
                 if runtime._deferred_releases:
                     runtime._release_deferred()
@@ -191,7 +192,7 @@ class GarbageCollector:
                 # again after their expiry.
                 stats: GcStats = runtime._collect_full(_STATS_LAYOUT)
             finally:
-                runtime._collecting = False
+                runtime._life_leave(_LIFE_COLLECT)
         return stats
 
     # ---- incremental collection -----------------------------------------

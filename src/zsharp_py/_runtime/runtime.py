@@ -134,14 +134,11 @@ class Runtime(_core.RuntimeCore):
         self._describe = self._describe_packed_name
         self._core_open(address, self._describe, owned)
         self._lock = threading.RLock()
-        self._closed = False
         self._native_classes: dict[type, int] = {}  # class -> its native class's address
         self._classes_by_id: list[type[Object] | None] = []
         self._keep_alive: list[Any] = []  # what native classes point into (descriptions)
         self._deferred_releases: collections.deque[int] = collections.deque()
         self._creators: dict[type, tuple[int, bytes, bool]] = {}
-        self._collecting = False  # inside collect_garbage or gc.step (see _refuse_reentry)
-        self._in_close = False  # inside close(): a nested close() is refused, not a no-op
         # State the type layers keep per runtime (feature_state), each
         # cleared through its close() when this runtime closes.
         self._features: dict[object, Any] = {}
@@ -243,31 +240,28 @@ class Runtime(_core.RuntimeCore):
         for a host's runtime (``attach``), expire every proxy and value and
         let go, leaving the heap to the host."""
         with self._lock:
-            if self._closed and not self._in_close:
+            # The runtime's life says whether close() may run now (not
+            # re-entered inside a collection, an adoption or another close();
+            # nothing to do once closed) and moves it to closing first: the C
+            # fast paths decline from now on (docs/lifecycle.md).
+            if not self._life_enter(_LIFE_CLOSE, "close()"):
                 return
-            self._refuse_reentry("close()")
-            # First: the C fast paths decline from now on, and nothing re-entered
-            # from here (a finaliser, a gc callback) may collect or close.
-            self._closing = True
-            self._in_close = True
             try:
                 self._close_now()
             finally:
-                self._in_close = False
+                self._life_leave(_LIFE_CLOSE)
 
     def _host_freed(self) -> None:
         """The host is freeing this runtime (``zs_runtime_free`` of a runtime
         it owns calls here first, through the free handler): close this side
         now, as close() does, and leave the freeing to the host."""
         with self._lock:
-            if self._closed:
+            if not self._life_enter(_LIFE_HOST_FREE, "the host's zs_runtime_free"):
                 return
-            self._closing = True
-            self._in_close = True
             try:
                 self._close_now(host_frees=True)
             finally:
-                self._in_close = False
+                self._life_leave(_LIFE_HOST_FREE)
 
     def _close_now(self, host_frees: bool = False) -> None:
         """close()'s work, under the lock and the re-entry guard."""
@@ -287,7 +281,6 @@ class Runtime(_core.RuntimeCore):
         for state in self._features.values():
             state.close()
         self._features.clear()
-        self._closed = True
         if not self._owns_heap:
             # The heap keeps the descriptions of the classes Python
             # registered in it, which point into these.
@@ -580,16 +573,15 @@ class Runtime(_core.RuntimeCore):
             # From the native call until the constructor returns, collections
             # and close() re-entering on this thread (a signal handler, a
             # finaliser run by an allocation, a keyword's hook) are refused
-            # (_adopting, a depth: a hook may create or adopt another object
-            # meanwhile): the expiry would miss a conjugate the table does not
-            # hold yet, and an object still being built is unreachable.
-            self._adopting += 1
+            # (an adoption, in the runtime's life: they nest, as a hook may
+            # create or adopt another object meanwhile): the expiry would miss
+            # a conjugate the table does not hold yet, and an object still
+            # being built is unreachable. The flush, the lookups (a metaclass
+            # __hash__), the creator and the name may have run Python code
+            # that closed the runtime: entering raises ExpiredConjugateError
+            # then, with no Python code before the call.
+            self._life_enter(_LIFE_ADOPT, f"{cls.__name__}()")
             try:
-                # The flush, the lookups (a metaclass __hash__), the creator
-                # and the name may have run Python code that closed the
-                # runtime: checked again, with no Python code before the call.
-                if self._closing:
-                    raise ExpiredConjugateError(_CLOSED)
                 status, handle, address = self._heap_new_object(
                     native, outer_handle, index, number, image
                 )
@@ -599,7 +591,7 @@ class Runtime(_core.RuntimeCore):
                 if more or properties:
                     self._initialize(conjugate, layout, handle, properties)
             finally:
-                self._adopting -= 1
+                self._life_leave(_LIFE_ADOPT)
             return conjugate
         finally:
             lock.release()
@@ -633,7 +625,7 @@ class Runtime(_core.RuntimeCore):
                 setattr(conjugate, key, value)
         except BaseException:
             # Leave no half-built object reachable: it goes at the next
-            # collection. close() is refused while _adopting is set, but
+            # collection. close() is refused during an adoption, but
             # checked anyway: a closed runtime has freed the object already.
             # (Unrooted too, should a keyword's hook have rooted it: the
             # same call as a failed Python __init__, _model/object.py.)
@@ -642,49 +634,21 @@ class Runtime(_core.RuntimeCore):
             raise
 
     def _refuse_reentry(self, what: str) -> None:
-        """Collections and close() cannot run while this thread is between
-        giving an object a conjugate natively and putting it in the table
-        (the expiry would miss it and the purge free it under the
-        conjugate), nor inside another collection or close() (expiry
-        allocates, so Python's cycle collector, its callbacks and finalisers
-        run in the middle of it: a nested purge would free objects whose
-        conjugates the outer expiry has not reached yet). Only code run
-        re-entrantly on this thread can get here then."""
-        if self._adopting:
-            raise RuntimeError(
-                f"{what} cannot run while an object conjugate is being "
-                "created or adopted (called from a finaliser or signal "
-                "handler on the same thread)"
-            )
-        if self._collecting or self._closing:
-            raise RuntimeError(
-                f"{what} cannot run inside a collection or close() of this "
-                "runtime (called from a finaliser, a gc callback or a signal "
-                "handler on the same thread)"
-            )
+        """Refuse ``what`` where a collection may not run now (re-entered
+        inside a collection, a close() or an adoption on this thread; the
+        rules are the runtime's life's, docs/lifecycle.md)."""
+        self._life_check(_LIFE_COLLECT, what)
 
     @contextlib.contextmanager
     def _collection(self, what: str) -> Iterator[None]:
-        """Hold the lock for one collection step (mark, expire, purge),
-        refusing re-entry on this thread."""
+        """Hold the lock for one collection step (mark, expire, purge), as
+        a collection in the runtime's life: re-entry on this thread refused."""
         with self._lock:
-            self._begin_collection(what)
+            self._life_enter(_LIFE_COLLECT, what)
             try:
                 yield
             finally:
-                self._collecting = False
-
-    def _begin_collection(self, what: str) -> None:
-        """With the lock held: refuse re-entry on this thread
-        (``ExpiredConjugateError`` once closed), then mark the runtime as
-        collecting (the caller clears ``_collecting`` when done).
-        ``_collection`` in one call, for the full collection, whose every
-        microsecond a game collecting each frame pays."""
-        if self._closed:
-            raise ExpiredConjugateError(_CLOSED)
-        if self._adopting or self._collecting or self._closing:
-            self._refuse_reentry(what)
-        self._collecting = True
+                self._life_leave(_LIFE_COLLECT)
 
     def _conjugate_of_slow(self, handle: int) -> Object | None:
         """The conjugate of a handle, made here when C could not
@@ -706,20 +670,20 @@ class Runtime(_core.RuntimeCore):
                 if cls is None:
                     return None
             class_layout(cls)
-            self._adopting += 1
+            # class_layout may have run Python code (string annotations, a
+            # metaclass __hash__) that closed the runtime: checked again, with
+            # no Python code before the call (so the adoption cannot be refused).
+            if self._closing:
+                return None
+            self._life_enter(_LIFE_ADOPT, "adopting an object")
             try:
-                # class_layout may have run Python code (string annotations,
-                # a metaclass __hash__) that closed the runtime: checked
-                # again, with no Python code before the call.
-                if self._closing:
-                    return None
                 address = self._heap_resolve_for_conjugate(handle)
                 if address is None:
                     return None
                 adopted: Object = self._adopt(cls, handle, address)
                 return adopted
             finally:
-                self._adopting -= 1
+                self._life_leave(_LIFE_ADOPT)
 
     def _resolve_class(self, name: str) -> bool:
         """The C class resolver's call (zs_find_class missed ``name``):
@@ -761,6 +725,10 @@ class RuntimeActivation:
 
 
 _NAME_AUTO = _core.NAME_AUTO
+_LIFE_COLLECT = _core.LIFE_COLLECT
+_LIFE_CLOSE = _core.LIFE_CLOSE
+_LIFE_HOST_FREE = _core.LIFE_HOST_FREE
+_LIFE_ADOPT = _core.LIFE_ADOPT
 _CLOSED = "the runtime has been closed"  # the ExpiredConjugateError of a closed runtime
 context.set_default_factory(Runtime)
 

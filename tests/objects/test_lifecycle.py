@@ -1,0 +1,221 @@
+"""A runtime's life: the one state machine (native/binding/zpy_life.c) and
+its table in docs/lifecycle.md, read here and checked cell by cell.
+
+Each state is reached the way real code reaches it, and the code asking
+runs where real code runs: a keyword's hook inside a constructor (adopting),
+a finaliser run when a collection or a close releases an object's Python
+state (collecting, closing), after close() (closed). The "expiring" column
+is reached by a collection a host starts natively: the cells are checked
+in ``test_inside_the_expiry`` with the expiry handler's own Python code.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import zsharp_py as zs
+from hostile_support import GcTrigger
+from zsharp_py import _core, sample_engine
+
+TABLE = Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md"
+
+
+class Finaliser:
+    """Runs ``action`` when released (a finaliser, as Python code run by
+    the collector or by close() would)."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self.action = action
+
+    def __del__(self) -> None:
+        self.action()
+
+
+class Carrier(zs.Object):
+    """An object with Python state: its conjugate lives exactly as long as
+    the object, and the state is released when it expires."""
+
+    hp: zs.Int32
+    floats: zs.Array[zs.Float32]
+    probe: Any = zs.state(default=None)
+
+
+class Hook:
+    """An iterable whose second iteration (the constructor's write, inside
+    the adoption: the first is its check) runs ``action``."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self.action = action
+        self.calls = 0
+
+    def __iter__(self) -> Iterator[float]:
+        self.calls += 1
+        if self.calls == 2:
+            self.action()
+        return iter([1.0])
+
+
+def read_table() -> dict[tuple[str, str], str]:
+    """(row, column) -> the first word of the cell, from docs/lifecycle.md."""
+    lines = [line for line in TABLE.read_text().splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    columns = header[1:]
+    cells: dict[tuple[str, str], str] = {}
+    for line in lines[2:]:
+        row = [cell.strip() for cell in line.strip("|").split("|")]
+        for column, cell in zip(columns, row[1:], strict=True):
+            cells[(row[0], column)] = re.split(r"[ (]", cell)[0]
+    return cells
+
+
+ROWS = {
+    "collect": "a collection (`rt.collect_garbage()`, `rt.gc.step()`)",
+    "close": "`rt.close()`",
+    "create": "creating an object",
+    "host": "calling a host function",
+}
+
+
+def attempt(runtime: zs.Runtime, row: str) -> str:
+    """Ask for ``row`` on ``runtime``: "runs", or the exception's class name."""
+    try:
+        if row == "collect":
+            runtime.collect_garbage()
+            runtime.gc.step(max_objects=8)
+        elif row == "close":
+            runtime.close()
+        elif row == "create":
+            Carrier(hp=1)
+        else:
+            zs.native_class("World", runtime=runtime).version()
+    except (RuntimeError, zs.ExpiredConjugateError) as error:
+        return type(error).__name__
+    return "runs"
+
+
+def in_state(column: str, row: str) -> tuple[str, str]:
+    """In a fresh runtime with the sample engine, reach ``column`` and ask
+    for ``row`` there: (the outcome, the lifecycle the asker saw)."""
+    seen: list[tuple[str, str]] = []
+    runtime = zs.Runtime()
+    sample_engine.install(runtime)
+    zs.native_class("World", runtime=runtime)  # bound while open
+
+    def ask() -> None:
+        seen.append((attempt(runtime, row), runtime.lifecycle))
+
+    with runtime.activate():
+        if column == "open":
+            ask()
+        elif column == "adopting":
+            Carrier(hp=1, floats=Hook(ask))
+        elif column == "collecting":
+            Carrier(hp=1).probe = Finaliser(ask)  # dropped: the collection releases it
+            runtime.collect_garbage()
+        elif column == "closing":
+            carrier = Carrier(hp=1)
+            carrier.add_to_root()
+            carrier.probe = Finaliser(ask)
+            del carrier
+            runtime.close()
+        else:
+            runtime.close()
+            ask()
+    runtime.close()
+    assert len(seen) == 1, (column, row, seen)  # the asker ran exactly once
+    return seen[0]
+
+
+CELLS = [
+    (row, column)
+    for row in ROWS
+    for column in ("open", "adopting", "collecting", "closing", "closed")
+    if read_table()[(ROWS[row], column)] != "—"
+]
+
+
+@pytest.mark.parametrize(("row", "column"), CELLS)
+def test_every_cell_of_the_table(row: str, column: str) -> None:
+    expected = read_table()[(ROWS[row], column)]
+    outcome, lifecycle = in_state(column, row)
+    assert outcome == expected
+    # What the asker saw: the state it was in (after a close that ran, closed).
+    if (row == "close" and outcome == "runs") or column == "closed":
+        assert lifecycle == "closed"
+    elif column == "adopting":
+        assert lifecycle == "open"  # an adoption is an activity of an open runtime
+    else:
+        assert lifecycle == column
+
+
+def test_the_table_names_every_row_and_state() -> None:
+    cells = read_table()
+    columns = {"open", "adopting", "collecting", "expiring", "closing", "closed"}
+    assert {column for _, column in cells} == columns
+    assert {row for row, _ in cells} == set(ROWS.values())
+
+
+def test_inside_the_expiry() -> None:
+    """The "expiring" column: a collection the host starts natively expires
+    conjugates through the handler, which runs no Python code of its own
+    (states and views are released after it): only Python's cycle
+    collector, on an allocation of the handler, can run code inside it. A
+    ``gc.callbacks`` hook asks there. CPython 3.12+ runs the cycle collector
+    only between bytecodes, never inside a C loop: there the state cannot be
+    reached from Python at all, which is checked instead."""
+    table = read_table()
+    outcomes: dict[str, tuple[str, str]] = {}
+    for row in ("collect", "host", "create", "close"):
+        runtime = zs.Runtime()
+        sample_engine.install(runtime)
+        World = zs.native_class("World", runtime=runtime)
+        with runtime.activate():
+            world = World()
+            world.add_to_root()
+            doomed = [Carrier(hp=i) for i in range(200)]
+            del doomed
+
+            def ask(row: str = row, runtime: zs.Runtime = runtime) -> None:
+                if row not in outcomes and runtime.lifecycle == "expiring":
+                    outcomes[row] = (attempt(runtime, row), runtime.lifecycle)
+
+            with GcTrigger(ask):
+                world.collect()  # a host function that collects natively
+        runtime.close()
+    if sys.version_info >= (3, 12):
+        assert outcomes == {}
+        return
+    assert set(outcomes) == {"collect", "host", "create", "close"}
+    for row, (outcome, lifecycle) in outcomes.items():
+        assert outcome == table[(ROWS[row], "expiring")], row
+        assert lifecycle == ("closed" if row == "close" else "expiring"), row
+
+
+def test_leaving_what_was_not_begun_is_refused(rt: zs.Runtime) -> None:
+    for act in (_core.LIFE_COLLECT, _core.LIFE_ADOPT, _core.LIFE_CLOSE):
+        with pytest.raises(RuntimeError, match="is not running"):
+            rt._life_leave(act)
+    with pytest.raises(ValueError, match="not an act Python begins"):
+        rt._life_enter(99, "nothing")
+    assert rt.lifecycle == "open" and rt._adopting == 0 and not rt._collecting
+
+
+def test_the_phase_moves_one_way() -> None:
+    runtime = zs.Runtime()
+    assert runtime.lifecycle == "open" and not runtime._closing
+    assert runtime._life_enter(_core.LIFE_CLOSE, "close()")
+    runtime._life_leave(_core.LIFE_CLOSE)  # a close that stopped half-way
+    assert runtime.lifecycle == "closing" and runtime._closing and not runtime.closed
+    with pytest.raises(zs.ExpiredConjugateError):
+        runtime._life_enter(_core.LIFE_ADOPT, "adopting")
+    runtime.close()  # finishes it
+    assert runtime.lifecycle == "closed" and runtime.closed
+    assert runtime._life_enter(_core.LIFE_CLOSE, "close()") is False  # nothing to do
+    with pytest.raises(zs.ExpiredConjugateError):
+        runtime.collect_garbage()
