@@ -2,11 +2,12 @@
  * clusters.c -- GC clusters (Unreal's UObject clusters): a root and the
  * objects it references, marked reachable as one unit without scanning the
  * members. What the members reference outside the cluster is summarised as
- * referenced clusters and mutable objects.
+ * referenced clusters and mutable objects. Here: their records, creating
+ * one, dissolving them, and the questions about them.
  *
- * Invariants relied on here and in gc_mark.c:
- *  - A cluster is marked all or nothing: members are only marked by
- *    zs_mark_cluster, which marks every one of them.
+ * Invariants relied on here and in gc_mark.c (which marks a cluster):
+ *  - A cluster is marked all or nothing: members are only marked by the
+ *    marker's mark_cluster, which marks every one of them.
  *  - No member is garbage (marking a member as garbage dissolves the
  *    cluster), and members' references never change while the cluster lives
  *    (a store into a member dissolves it), so the summary stays exact.
@@ -330,28 +331,6 @@ void zs_clusters_release(zs_runtime *rt) {
     rt->clusters = NULL;
     rt->cluster_capacity = 0;
     zs_u32_release(rt, &rt->free_clusters);
-}
-
-/* ======================================================================
- * Marking a cluster
- * ====================================================================== */
-
-void zs_mark_cluster(zs_marker *m, int32_t cluster) {
-    zs_runtime *rt = m->rt;
-    uint32_t start = m->clusters.count;
-    if (!zs_mark_push_cluster(m, (uint32_t)cluster)) return;
-    while (m->clusters.count > start) {
-        zs_cluster *c = cluster_at(rt, (int32_t)m->clusters.data[--m->clusters.count]);
-        if (!zs_mark_claim(m, zs_item_at(rt, c->root))) continue;
-        /* The members are reachable through the root's mark: their own
-           bits are never written (zs_item_reachable reads the root's). */
-        m->marked += 1 + c->objects.count;
-        m->clusters_marked++;
-        for (uint32_t i = 0; i < c->referenced_clusters.count; i++)
-            if (!zs_mark_push_cluster(m, c->referenced_clusters.data[i])) return;
-        for (uint32_t i = 0; i < c->mutable_objects.count; i++)
-            zs_mark_ref(m, c->mutable_objects.data[i]);
-    }
 }
 
 /* ======================================================================

@@ -1,8 +1,10 @@
 /*
- * containers.c -- arrays, sets, maps and optionals: the structural
- * operations (delegate binding lists are in delegates.c). Element storage
- * is native; every element is built, copied and destroyed through its type
- * (types.c).
+ * containers.c -- arrays, sets, maps and optionals: their structural
+ * operations in the API (reserve, assign, insert, remove, add, find, set;
+ * delegate binding lists are delegates.c's). Element storage is native;
+ * every element is built, copied and destroyed through its type
+ * (value_ops.c), every write checked and barriered as value_stores.c says,
+ * and a set's or map's bucket index kept by hash_index.c.
  *
  * Invariants: entries [0, count) are valid values and [count, capacity) are
  * zeroed; a hash's buckets index exactly its entries (linear probing,
@@ -19,21 +21,6 @@ static void written(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_array 
                     uint32_t first, uint32_t count) {
     zs_entries_barrier(rt, type, entries, first, count);
     zs_escape_owner(rt, owner, type);
-}
-
-/* Grow entry storage to hold at least `wanted` entries (new space zeroed). */
-bool zs_entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size, uint32_t wanted) {
-    if (wanted <= array->capacity) return true;
-    if (wanted > ZS_MAX_ENTRIES) return false;
-    uint32_t capacity = array->capacity < 4 ? 4 : array->capacity;
-    while (capacity < wanted)
-        capacity = capacity > ZS_MAX_ENTRIES / 2 ? ZS_MAX_ENTRIES : capacity * 2;
-    void *grown = zs_realloc(rt, array->data, (size_t)array->capacity * entry_size,
-                             (size_t)capacity * entry_size);
-    if (grown == NULL) return false;
-    array->data = grown;
-    array->capacity = capacity;
-    return true;
 }
 
 /* ======================================================================
@@ -206,114 +193,6 @@ zs_status zs_array_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_
  * Sets and maps
  * ====================================================================== */
 
-static char *entry_at(const zs_type *type, const zs_hash *hash, uint32_t index) {
-    return (char *)hash->entries.data + (size_t)index * type->entry_size;
-}
-
-/* Whether two bitwise keys of `size` bytes are equal (zs_value_equal of a
-   bitwise type): the common sizes (a name, a 32- or 64-bit number, a
-   reference) compared as one word, with no call to memcmp. */
-static inline bool bitwise_equal(const void *a, const void *b, uint32_t size) {
-    if (size == 8) {
-        uint64_t x, y;
-        memcpy(&x, a, sizeof x);
-        memcpy(&y, b, sizeof y);
-        return x == y;
-    }
-    if (size == 4) {
-        uint32_t x, y;
-        memcpy(&x, a, sizeof x);
-        memcpy(&y, b, sizeof y);
-        return x == y;
-    }
-    return memcmp(a, b, size) == 0;
-}
-
-/* The bucket holding `key`, or the empty bucket where it would go. */
-static uint32_t probe(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
-                      bool *found) {
-    uint32_t mask = hash->bucket_count - 1;
-    uint32_t slot = (uint32_t)zs_value_hash(rt, type->element, key) & mask;
-    uint32_t bitwise = ZS_TYPE_BITWISE | ZS_TYPE_HASHABLE;
-    if ((type->element->flags & bitwise) == bitwise) {
-        /* Equality is the bytes' (value_equal, types.c): compared inline. */
-        uint32_t size = type->element->size;
-        for (;; slot = (slot + 1) & mask) {
-            uint32_t held = hash->buckets[slot];
-            if (held == 0 || bitwise_equal(entry_at(type, hash, held - 1), key, size)) {
-                *found = held != 0;
-                return slot;
-            }
-        }
-    }
-    if (type->element->kind == ZS_TYPE_STRING) {
-        /* Equality is the code units' (value_equal, types.c): compared inline. */
-        const zs_string *wanted = key;
-        size_t bytes = (size_t)wanted->length * type->element->unit;
-        for (;; slot = (slot + 1) & mask) {
-            uint32_t held = hash->buckets[slot];
-            const zs_string *entry = held ? (const zs_string *)entry_at(type, hash, held - 1)
-                                          : NULL;
-            if (entry == NULL || (entry->length == wanted->length &&
-                                  (bytes == 0 || memcmp(entry->data, wanted->data, bytes) == 0))) {
-                *found = entry != NULL;
-                return slot;
-            }
-        }
-    }
-    for (;; slot = (slot + 1) & mask) {
-        uint32_t held = hash->buckets[slot];
-        if (held == 0) {
-            *found = false;
-            return slot;
-        }
-        if (zs_value_equal(rt, type->element, entry_at(type, hash, held - 1), key) == 1) {
-            *found = true;
-            return slot;
-        }
-    }
-}
-
-/* Rebuild the bucket index at a new size (power of two, > 2 x entries). */
-static bool rehash(zs_runtime *rt, const zs_type *type, zs_hash *hash, uint32_t bucket_count) {
-    uint32_t *buckets = zs_alloc(rt, (size_t)bucket_count * sizeof(uint32_t));
-    if (buckets == NULL) return false;
-    zs_free(rt, hash->buckets, (size_t)hash->bucket_count * sizeof(uint32_t));
-    hash->buckets = buckets;
-    hash->bucket_count = bucket_count;
-    for (uint32_t i = 0; i < hash->entries.count; i++) {
-        bool found;
-        uint32_t slot = probe(rt, type, hash, entry_at(type, hash, i), &found);
-        assert(!found);
-        hash->buckets[slot] = i + 1;
-    }
-    return true;
-}
-
-/* Rebuild the buckets in place after keys changed (references to
-   destroyed objects nulled by types.c, sanitise): an entry equal to an
-   earlier one is destroyed and the last entry moves into its place (it is
-   indexed later in the pass). Needs no allocation: entries only go. */
-void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash) {
-    if (hash->bucket_count == 0) return; /* then there are no entries */
-    memset(hash->buckets, 0, (size_t)hash->bucket_count * sizeof(uint32_t));
-    for (uint32_t i = 0; i < hash->entries.count;) {
-        bool found;
-        uint32_t slot = probe(rt, type, hash, entry_at(type, hash, i), &found);
-        if (!found) {
-            hash->buckets[slot] = ++i;
-            continue;
-        }
-        char *victim = entry_at(type, hash, i);
-        zs_value_destroy(rt, type->element, victim);
-        if (type->value) zs_value_destroy(rt, type->value, victim + type->value_offset);
-        uint32_t last = hash->entries.count - 1;
-        if (i != last) memcpy(victim, entry_at(type, hash, last), type->entry_size);
-        memset(entry_at(type, hash, last), 0, type->entry_size);
-        hash->entries.count--;
-    }
-}
-
 zs_status zs_hash_find(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
                        int64_t *out_index) {
     if (hash == NULL || key == NULL || out_index == NULL) return ZS_E_INVALID;
@@ -325,7 +204,7 @@ zs_status zs_hash_find(zs_runtime *rt, const zs_type *type, const zs_hash *hash,
     *out_index = -1;
     if (status == ZS_OK && hash->bucket_count > 0) {
         bool found;
-        uint32_t slot = probe(rt, type, hash, key, &found);
+        uint32_t slot = zs_hash_probe(rt, type, hash, key, &found);
         if (found) *out_index = hash->buckets[slot] - 1;
     }
     ZS_UNLOCK(rt);
@@ -344,7 +223,7 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
     if (status == ZS_OK) {
         bool found = false;
         uint32_t slot = 0;
-        if (hash->bucket_count > 0) slot = probe(rt, type, hash, key, &found);
+        if (hash->bucket_count > 0) slot = zs_hash_probe(rt, type, hash, key, &found);
         if (found) {
             index = hash->buckets[slot] - 1;
         } else if (hash->entries.count >= ZS_MAX_ENTRIES) {
@@ -361,7 +240,7 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
             bool existing = false;
             if (status == ZS_OK && hash->bucket_count > 0 &&
                 (type->element->flags & ZS_TYPE_HAS_REFS)) {
-                uint32_t held = probe(rt, type, hash, copy, &existing);
+                uint32_t held = zs_hash_probe(rt, type, hash, copy, &existing);
                 if (existing) index = hash->buckets[held] - 1;
             }
             if (status == ZS_OK && !existing &&
@@ -369,14 +248,14 @@ zs_status zs_hash_add(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_hash
                 status = ZS_E_NOMEM;
             if (status == ZS_OK && !existing &&
                 (hash->entries.count + 1) * 2 > hash->bucket_count &&
-                !rehash(rt, type, hash, hash->bucket_count ? hash->bucket_count * 2 : 16))
+                !zs_hash_rehash(rt, type, hash, hash->bucket_count ? hash->bucket_count * 2 : 16))
                 status = ZS_E_NOMEM;
             if (status == ZS_OK && !existing) {
                 index = hash->entries.count;
-                memcpy(entry_at(type, hash, index), copy, type->element->size);
+                memcpy(zs_hash_entry(type, hash, index), copy, type->element->size);
                 hash->entries.count++;
                 bool again;
-                hash->buckets[probe(rt, type, hash, copy, &again)] = index + 1;
+                hash->buckets[zs_hash_probe(rt, type, hash, copy, &again)] = index + 1;
                 added = 1;
                 /* The key passed the barrier as zs_value_assign copied it. */
                 zs_escape_owner(rt, owner, type);
@@ -402,7 +281,7 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
     int removed = 0;
     if (status == ZS_OK && hash->bucket_count > 0) {
         bool found;
-        uint32_t slot = probe(rt, type, hash, key, &found);
+        uint32_t slot = zs_hash_probe(rt, type, hash, key, &found);
         if (found) {
             uint32_t index = hash->buckets[slot] - 1, mask = hash->bucket_count - 1;
             /* Backward-shift deletion keeps every probe chain unbroken. */
@@ -411,7 +290,7 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
                  next = (next + 1) & mask) {
                 uint32_t home = (uint32_t)zs_value_hash(
                                     rt, type->element,
-                                    entry_at(type, hash, hash->buckets[next] - 1)) &
+                                    zs_hash_entry(type, hash, hash->buckets[next] - 1)) &
                                 mask;
                 /* Move next into the hole unless its home lies in (hole, next]. */
                 bool stays = hole <= next ? (home > hole && home <= next)
@@ -422,19 +301,20 @@ zs_status zs_hash_remove(zs_runtime *rt, zs_ref owner, const zs_type *type, zs_h
                 }
             }
             hash->buckets[hole] = 0;
-            char *victim = entry_at(type, hash, index);
+            char *victim = zs_hash_entry(type, hash, index);
             zs_value_destroy(rt, type->element, victim);
             if (type->value) zs_value_destroy(rt, type->value, victim + type->value_offset);
             uint32_t last = hash->entries.count - 1;
             if (index != last) {
                 /* The last entry fills the hole; repoint its bucket. */
                 bool moved_found;
-                uint32_t moved = probe(rt, type, hash, entry_at(type, hash, last), &moved_found);
+                uint32_t moved = zs_hash_probe(rt, type, hash, zs_hash_entry(type, hash, last),
+                                               &moved_found);
                 assert(moved_found && hash->buckets[moved] == last + 1);
-                memcpy(victim, entry_at(type, hash, last), type->entry_size);
+                memcpy(victim, zs_hash_entry(type, hash, last), type->entry_size);
                 hash->buckets[moved] = index + 1;
             }
-            memset(entry_at(type, hash, last), 0, type->entry_size);
+            memset(zs_hash_entry(type, hash, last), 0, type->entry_size);
             hash->entries.count--;
             removed = 1;
         }

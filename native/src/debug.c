@@ -1,7 +1,7 @@
 /*
  * debug.c -- the test and stress switches of zsharp_debug.h (zs_debug_*): they
  * only set or read fields of the runtime, which the collector (gc_mark.c,
- * gc_purge.c), the allocator (runtime.c) and the heap check (verify.c) obey.
+ * gc_cycle.c), the allocator (memory.c) and the heap check (verify.c) obey.
  */
 #include "internal.h"
 
@@ -27,7 +27,7 @@ zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value) {
     return status;
 }
 
-/* The check-mark failures counted so far (gc_mark.c, check_mark). */
+/* The check-mark failures counted so far (gc_mark.c, zs_check_mark). */
 uint64_t zs_debug_check_failures(zs_runtime *rt) {
     ZS_LOCK(rt);
     uint64_t failures = rt->check_failures;

@@ -1,7 +1,7 @@
 /*
  * delegates.c -- delegate bindings: the callables they reference (counted
  * here, owned by the managed side), the destroy and copy of single-cast
- * bindings and binding lists (called from types.c for every delegate
+ * bindings and binding lists (called from value_ops.c for every delegate
  * value), and the structural operations on them (set, add, remove).
  *
  * Invariant: every non-zero callable id stored in a live binding holds one
@@ -94,7 +94,7 @@ zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t 
 }
 
 /* ======================================================================
- * Destroy and copy (types.c, for DELEGATE, MULTICAST and SPARSE values)
+ * Destroy and copy (value_ops.c, for DELEGATE, MULTICAST and SPARSE values)
  * ====================================================================== */
 
 /* Release every binding of a binding list and free its storage (the list

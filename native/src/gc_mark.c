@@ -1,7 +1,10 @@
 /*
- * gc_mark.c -- reachability: the reachable-flag swap, root marking, the
- * schema-driven worklist marker with killable-reference nulling, clusters,
- * incremental steps with a write barrier, and gathering the unreachable.
+ * gc_mark.c -- marking: the mark stacks and the marker (schema-driven,
+ * batched, killable references to garbage nulled; serial or one of the
+ * parallel workers), clusters marked as one, the roots (the root list, the
+ * black values) and the reachable-flag swap that starts a mark, the write
+ * barrier's slow path, and check-mark (a second, simple mark for stress).
+ * The phases that call it are gc_cycle.c's.
  *
  * Invariants relied on here:
  *  - Outside a collection every live, non-dying item carries the current
@@ -118,7 +121,7 @@ void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_mark_stack *stack) {
 }
 
 /* Fold a marker's counters into the cycle's statistics. */
-static void marker_merge(zs_runtime *rt, zs_marker *m) {
+void zs_marker_merge(zs_runtime *rt, zs_marker *m) {
     rt->stats.objects_scanned += m->scanned;
     rt->stats.objects_marked += m->marked;
     rt->stats.references_killed += m->killed;
@@ -133,6 +136,8 @@ static void marker_merge(zs_runtime *rt, zs_marker *m) {
 /* ======================================================================
  * Marking one reference
  * ====================================================================== */
+
+static void mark_cluster(zs_marker *m, int32_t cluster);
 
 /* Claim an item's mark through its flags: true when this call marked it.
    Parallel markers race for the bit with an atomic operation; only the
@@ -186,7 +191,7 @@ bool zs_mark_claim(zs_marker *m, zs_item *it) {
 /* Mark the item of an index reached through a reference (clusters as a whole). */
 static inline void mark_reached(zs_marker *m, zs_item *it, uint32_t index) {
     if (it->cluster_index >= 0) {
-        if (!zs_item_reachable(m->rt, it)) zs_mark_cluster(m, it->cluster_index);
+        if (!zs_item_reachable(m->rt, it)) mark_cluster(m, it->cluster_index);
         return;
     }
     if (claim_item(m, it, index)) {
@@ -275,6 +280,32 @@ void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable
 }
 
 /* ======================================================================
+ * Marking a cluster
+ * ====================================================================== */
+
+/* Mark a whole cluster (clusters.c) and everything it references. Kept out
+   of line: the hot loop reaches it rarely, through a member. */
+__attribute__((noinline)) static void mark_cluster(zs_marker *m, int32_t cluster) {
+    zs_runtime *rt = m->rt;
+    uint32_t start = m->clusters.count;
+    if (!zs_mark_push_cluster(m, (uint32_t)cluster)) return;
+    while (m->clusters.count > start) {
+        const uint32_t id = m->clusters.data[--m->clusters.count];
+        assert(id < rt->cluster_capacity);
+        zs_cluster *c = &rt->clusters[id];
+        if (!zs_mark_claim(m, zs_item_at(rt, c->root))) continue;
+        /* The members are reachable through the root's mark: their own
+           bits are never written (zs_item_reachable reads the root's). */
+        m->marked += 1 + c->objects.count;
+        m->clusters_marked++;
+        for (uint32_t i = 0; i < c->referenced_clusters.count; i++)
+            if (!zs_mark_push_cluster(m, c->referenced_clusters.data[i])) return;
+        for (uint32_t i = 0; i < c->mutable_objects.count; i++)
+            zs_mark_ref(m, c->mutable_objects.data[i]);
+    }
+}
+
+/* ======================================================================
  * Draining the work stack
  * ====================================================================== */
 
@@ -289,7 +320,7 @@ static void rescan_marked(zs_marker *m) {
         for (uint32_t i = 0; i < c->referenced_clusters.count; i++) {
             const zs_cluster *other = &rt->clusters[c->referenced_clusters.data[i]];
             if (!item_is_marked(rt, zs_item_at(rt, other->root)))
-                zs_mark_cluster(m, (int32_t)c->referenced_clusters.data[i]);
+                mark_cluster(m, (int32_t)c->referenced_clusters.data[i]);
         }
         for (uint32_t i = 0; i < c->mutable_objects.count; i++)
             zs_mark_ref(m, c->mutable_objects.data[i]);
@@ -404,7 +435,7 @@ static inline __attribute__((always_inline)) void visit_slot(hot_state *h, zs_it
         /* A cluster member's own mark bit is stale: the root's decides. */
         if (!zs_item_reachable(h->m->rt, it)) {
             hot_leave(h, parallel);
-            zs_mark_cluster(h->m, it->cluster_index);
+            mark_cluster(h->m, it->cluster_index);
             hot_enter(h, parallel);
         }
         return;
@@ -548,6 +579,16 @@ static inline __attribute__((always_inline)) void queue_slot(const hot_state *h,
     (*n)++;
 }
 
+/* Parallel: wake an idle worker (to steal) when this marker has plenty
+   (gc_parallel.c's workers wait on the pool's condition). */
+static void mark_maybe_wake(zs_marker *m) {
+    zs_mark_pool *pool = m->pool;
+    if (__atomic_load_n(&pool->wanted, __ATOMIC_RELAXED) == 0) return;
+    mtx_lock(&pool->lock);
+    cnd_signal(&pool->wake);
+    mtx_unlock(&pool->lock);
+}
+
 /* Objects scanned between two reads of the clock in a budgeted step (read
    at the end of a batch: a step overruns by at most ~BATCH_OBJECTS + this
    many objects, a few microseconds). */
@@ -607,7 +648,7 @@ static inline __attribute__((always_inline)) bool drain_impl(zs_marker *m, uint6
                 const bool wake = h.shared - m->stack->base >= WAKE_BACKLOG;
                 mtx_unlock(m->lock);
                 published = 0;
-                if (wake) zs_mark_maybe_wake(m);
+                if (wake) mark_maybe_wake(m);
             }
             batch = h.count - h.shared < BATCH_OBJECTS ? h.count - h.shared : BATCH_OBJECTS;
         } else {
@@ -718,8 +759,20 @@ bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns) {
 }
 
 /* ======================================================================
- * Cycle phases
+ * Roots, and the start of a mark
  * ====================================================================== */
+
+/* Mark every black value that holds references (black_values.c), when
+   black values are roots. */
+static void mark_values(zs_marker *m) {
+    zs_runtime *rt = m->rt;
+    if (!rt->black_roots) return;
+    for (uint32_t i = 0; i < rt->value_capacity; i++) {
+        zs_value_slot *slot = &rt->values[i];
+        if (slot->value != NULL && (slot->type->flags & ZS_TYPE_HAS_REFS))
+            zs_mark_value(m, slot->type, slot->value, true);
+    }
+}
 
 /* Mark the root candidates, dropping list entries that are no longer roots. */
 static void mark_roots(zs_marker *m) {
@@ -739,10 +792,8 @@ static void mark_roots(zs_marker *m) {
     }
     rt->root_list.count = kept;
     rt->stats.roots = kept;
-    zs_mark_values(m); /* black values (when they are roots) */
+    mark_values(m); /* black values (when they are roots) */
 }
-
-static void check_mark(zs_runtime *rt);
 
 /* Clear the mark filter for a new cycle (every object is unmarked now).
    Sized for max_objects once, so objects born during the mark need no
@@ -755,15 +806,10 @@ static void filter_reset(zs_runtime *rt) {
     else memset(rt->mark_filter, 0, (((size_t)rt->high_water + 63) / 64) * sizeof(uint64_t));
 }
 
-/* Start a cycle: dissolve stale clusters, flip the parity, mark the roots. */
-static void begin_mark(zs_runtime *rt) {
-    uint64_t cycle = rt->stats.cycle;
-    rt->stats = (zs_gc_stats){0};
-    rt->stats.cycle = cycle + 1;
-    rt->stats.objects_freed_unshared = rt->freed_unshared;
-    rt->freed_unshared = 0;
-    rt->stats.permanent_objects = rt->permanent_count;
-    zs_clusters_dissolve_stale(rt);
+/* Start a mark (the cycle's bookkeeping is done, gc_cycle.c): flip the
+   parity (every object "maybe unreachable"), clear the filter and the
+   stack, enter ZS_GC_MARKING and mark the roots. */
+void zs_mark_begin(zs_runtime *rt) {
     rt->mark_parity ^= ZS_ITEM_MARK;
     filter_reset(rt);
     rt->mark_stack.count = 0;
@@ -773,258 +819,15 @@ static void begin_mark(zs_runtime *rt) {
     zs_marker m;
     zs_marker_init(&m, rt, &rt->mark_stack);
     mark_roots(&m);
-    marker_merge(rt, &m);
-}
-
-/* Out of memory while recording an unreachable object: give the cycle up,
-   every object survives it. Keeping just that object alive would be unsafe
-   (what it references may be gathered and freed), but the unreachable set
-   is closed under references (a cluster's members are in it with their
-   root), so resurrecting all of it never leaves a survivor pointing at a
-   freed object. Needs no allocation. The expiring list is dropped; proxies
-   the managed side already expired only make their objects unreachable
-   from Python sooner. */
-static void gather_abort(zs_runtime *rt) {
-    for (uint32_t index = 0; index < rt->high_water; index++) {
-        zs_item *it = zs_item_at(rt, index);
-        if (it->object == NULL || (it->flags & ZS_ITEM_PERMANENT)) continue;
-        it->flags &= ~ZS_ITEM_DYING;
-        item_set_marked(rt, it); /* a live cluster's root included: the cluster lives */
-    }
-    rt->dying.count = 0;
-    rt->expiring.count = 0;
-    rt->stats.gathers_aborted++;
-}
-
-#define GATHER_CLOCK_STRIDE 4096u
-_Static_assert(ZS_OBJECTS_PER_CHUNK % GATHER_CLOCK_STRIDE == 0,
-               "a clock stride never spans two chunks");
-
-/* Gather the unmarked objects from the cursor on, until the deadline. One
-   sequential pass over the items, a chunk (and a clock stride) at a time;
-   a marked, ordinary item is skipped with one load and one compare, and an
-   item whose mark-filter bit is set without reading it at all, 64 such
-   items at once: a live heap's gather then reads the filter (1 bit per
-   object) instead of every item. A set bit still names a survivor while
-   gathering, between steps too: bits are only set while marking, for
-   marked (or permanent) objects outside clusters; a mark is not taken back
-   before the purge (but for the members of a dying cluster, which have no
-   bit), nor does an object with a bit leave its slot (objects are freed by
-   the purge); clusters are not created while a cycle is pending, and the
-   members of one dissolved meanwhile never had bits; marking an object as
-   garbage clears its bit.
-   When an object cannot be recorded (out of memory) the whole cycle is
-   given up (gather_abort). True when the pass is complete. */
-static bool gather(zs_runtime *rt, uint64_t deadline_ns) {
-    const uint64_t *filter = rt->mark_filter;
-    int32_t cached_cluster = -1; /* releasing a dying root resets the cache */
-    bool cached_reachable = false;
-    /* Marked, not permanent, not dying, not in a cluster: survives. A free
-       slot (flags 0) may match too: skipping it is right as well. */
-    const uint64_t survivor_mask = ZS_ITEM_MARK | ZS_ITEM_PERMANENT | ZS_ITEM_DYING |
-                                   ZS_WORD_NO_CLUSTER;
-    const uint64_t survivor = rt->mark_parity | ZS_WORD_NO_CLUSTER;
-    rt->collector_allocating++;
-    uint32_t index = rt->gather_cursor;
-    while (index < rt->high_water) {
-        if (deadline_ns != 0 && index != rt->gather_cursor && zs_now_ns() >= deadline_ns) {
-            rt->gather_cursor = index;
-            rt->collector_allocating--;
-            return false;
-        }
-        uint32_t end = (index / GATHER_CLOCK_STRIDE + 1) * GATHER_CLOCK_STRIDE;
-        if (end > rt->high_water) end = rt->high_water;
-        zs_item *it = zs_item_at(rt, index);
-        for (; index < end; index++, it++) {
-            if (filter != NULL) {
-                uint64_t bits = filter[index >> 6] >> (index & 63);
-                if (bits == UINT64_MAX >> (index & 63) && (index & 63) == 0 && end - index >= 64) {
-                    index += 63; /* 64 survivors */
-                    it += 63;
-                    continue;
-                }
-                if (bits & 1) continue;
-            }
-            if ((zs_item_word(it) & survivor_mask) == survivor) continue;
-            if (it->object == NULL || (it->flags & (ZS_ITEM_PERMANENT | ZS_ITEM_DYING))) continue;
-            if (it->cluster_index >= 0 && !(it->flags & ZS_ITEM_CLUSTER_ROOT)) {
-                /* A member lives and dies with its root (members of one cluster
-                   are mostly adjacent: the root's answer is cached). */
-                if (it->cluster_index != cached_cluster) {
-                    cached_cluster = it->cluster_index;
-                    cached_reachable = zs_item_reachable(rt, it);
-                }
-                if (cached_reachable) continue;
-            } else if (item_is_marked(rt, it)) {
-                continue;
-            }
-            assert(!item_is_root(it) && !(it->flags & ZS_ITEM_IN_ROOT_LIST));
-            /* The handle from the slot index, which is the object's own
-               (zs_item_ref reads it from the object: a cache miss per dead
-               object, whose memory nothing else here touches). */
-            assert(it->object->index == index);
-            if (!zs_u32_push(rt, &rt->dying, index) ||
-                ((it->flags & ZS_ITEM_HAS_CONJUGATE) &&
-                 !zs_ref_push(rt, &rt->expiring, ZS_MAKE_REF(index, it->serial)))) {
-                gather_abort(rt);
-                index = rt->high_water;
-                break;
-            }
-            it->flags |= ZS_ITEM_DYING;
-            if (it->flags & ZS_ITEM_CLUSTER_ROOT) {
-                zs_cluster_release_dying(rt, it->cluster_index);
-                cached_cluster = -1; /* the id may be reused */
-            }
-        }
-    }
-    rt->collector_allocating--;
-    rt->gather_cursor = 0;
-    rt->stats.objects_unreachable = rt->dying.count;
-    rt->stats.clusters = rt->live_clusters;
-    rt->stats.live_objects = rt->live_objects;
-    rt->phase = rt->dying.count > 0 ? ZS_GC_PURGE_PENDING : ZS_GC_IDLE;
-    zs_publish_dying(rt);
-    return true;
-}
-
-/* Finish a pending purge before a new cycle starts. */
-static zs_status settle_purge(zs_runtime *rt) {
-    if (rt->phase != ZS_GC_PURGE_PENDING) return ZS_OK;
-    bool done = false;
-    zs_status status = zs_gc_purge_locked(rt, 0, 0, &done);
-    assert(status != ZS_OK || done);
-    return status;
-}
-
-/* Whether to use worker threads for this mark. */
-static bool wants_parallel(const zs_runtime *rt) {
-    return rt->mark_threads > 1 && rt->live_objects >= rt->parallel_threshold;
-}
-
-zs_status zs_gc_mark_and_gather(zs_runtime *rt) {
-    bool counted = false;
-    ZS_LOCK(rt);
-    zs_status status = ZS_OK;
-    if (rt->in_destroy_hook || rt->collecting || rt->handing_over > 0) {
-        status = ZS_E_BUSY;
-        goto done;
-    }
-    /* A pending purge's objects go to the managed side first (called from
-       zs_collect_garbage, the lock is held twice: that did it already). */
-    if (rt->lock.depth == 1) status = zs_gc_hand_over(rt, UINT32_MAX, &counted, NULL);
-    if (status == ZS_E_STALE) goto done;
-    if (rt->collecting || rt->handing_over > 0) { /* started meanwhile, unlocked */
-        status = ZS_E_BUSY;
-        goto done;
-    }
-    if ((status = settle_purge(rt)) != ZS_OK) goto done;
-    rt->collecting = true;
-    uint64_t t0 = zs_now_ns();
-    if (rt->phase == ZS_GC_IDLE) begin_mark(rt);
-    if (rt->phase == ZS_GC_MARKING) {
-        zs_marker m;
-        zs_marker_init(&m, rt, &rt->mark_stack);
-        rt->stats.mark_threads = 1;
-        if (!(wants_parallel(rt) && zs_mark_parallel(rt, &m))) zs_mark_drain(&m, 0);
-        else if (m.overflow || rt->mark_overflow)
-            zs_mark_drain(&m, 0); /* rescan what the workers could not queue (serially) */
-        marker_merge(rt, &m);
-        rt->stats.mark_steps++;
-        if (rt->check_marks) check_mark(rt);
-        rt->phase = ZS_GC_GATHERING;
-        zs_publish_dying(rt);
-    }
-    uint64_t t1 = zs_now_ns();
-    gather(rt, 0);
-    rt->stats.mark_ns += t1 - t0;
-    rt->stats.gather_ns += zs_now_ns() - t1;
-    rt->collecting = false;
-done:
-    ZS_UNLOCK(rt);
-    if (counted) zs_call_leave(rt);
-    return status;
-}
-
-zs_status zs_gc_start_incremental(zs_runtime *rt) {
-    bool counted = false;
-    ZS_LOCK(rt);
-    zs_status status = ZS_OK;
-    if (rt->in_destroy_hook || rt->collecting || rt->handing_over > 0) status = ZS_E_BUSY;
-    else if (rt->phase == ZS_GC_PURGE_PENDING)
-        status = zs_gc_hand_over(rt, UINT32_MAX, &counted, NULL); /* the lock released meanwhile */
-    if (status == ZS_E_EXPIRY_PENDING) status = ZS_OK;            /* settle_purge says so */
-    if (status == ZS_OK && (rt->collecting || rt->handing_over > 0)) status = ZS_E_BUSY;
-    else if (status == ZS_OK && (rt->phase == ZS_GC_MARKING || rt->phase == ZS_GC_GATHERING))
-        status = ZS_E_INVALID;
-    else if (status == ZS_OK && (status = settle_purge(rt)) == ZS_OK) begin_mark(rt);
-    ZS_UNLOCK(rt);
-    if (counted) zs_call_leave(rt);
-    return status;
-}
-
-zs_status zs_gc_step_bounded(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
-                             int *out_done) {
-    ZS_LOCK(rt);
-    zs_status status = ZS_OK;
-    bool done = false;
-    uint64_t start = zs_now_ns();
-    uint64_t deadline = budget_ns ? start + budget_ns : 0;
-    if (rt->in_destroy_hook || rt->collecting) {
-        status = ZS_E_BUSY;
-    } else if (rt->phase == ZS_GC_IDLE) {
-        status = ZS_E_INVALID; /* no mark pending */
-    } else if (rt->phase == ZS_GC_PURGE_PENDING) {
-        done = true;
-    } else {
-        rt->collecting = true;
-        /* A step that starts in the gathering phase always gathers a chunk,
-           however small the budget, so every step makes progress. */
-        bool gathering_at_start = rt->phase == ZS_GC_GATHERING;
-        if (rt->phase == ZS_GC_MARKING) {
-            zs_marker m;
-            zs_marker_init(&m, rt, &rt->mark_stack);
-            m.step_objects = max_objects != 0 ? max_objects : deadline != 0 ? rt->step_objects : 0;
-            bool marked = zs_mark_drain(&m, deadline);
-            marker_merge(rt, &m);
-            rt->stats.mark_threads = 1;
-            rt->stats.mark_ns += zs_now_ns() - start;
-            if (marked && rt->check_marks) check_mark(rt);
-            if (marked) {
-                rt->phase = ZS_GC_GATHERING;
-                zs_publish_dying(rt);
-            }
-        }
-        /* The gather is bounded by time only: a work-bounded step that
-           completes the mark gathers to the end, so it stays deterministic. */
-        if (rt->phase == ZS_GC_GATHERING &&
-            (gathering_at_start || deadline == 0 || zs_now_ns() < deadline)) {
-            uint64_t t = zs_now_ns();
-            done = gather(rt, deadline);
-            rt->stats.gather_ns += zs_now_ns() - t;
-        }
-        rt->stats.mark_steps++;
-        rt->collecting = false;
-    }
-    ZS_UNLOCK(rt);
-    if (out_done != NULL) *out_done = done;
-    return status;
-}
-
-zs_status zs_gc_step(zs_runtime *rt, uint64_t budget_ns, int *out_done) {
-    return zs_gc_step_bounded(rt, budget_ns, 0, out_done);
-}
-
-zs_gc_phase zs_gc_phase_of(zs_runtime *rt) {
-    ZS_LOCK(rt);
-    zs_gc_phase phase = rt->phase;
-    ZS_UNLOCK(rt);
-    return phase;
+    zs_marker_merge(rt, &m);
 }
 
 /* ======================================================================
  * Write barrier
  * ====================================================================== */
 
+/* The write barrier's slow path: while marking, mark a newly stored target
+   (and queue it for scanning), counting the barrier's work. */
 void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target) {
     if (rt->phase != ZS_GC_MARKING) return;
     rt->stats.barrier_slots++; /* the barrier's work, which tests count per store path */
@@ -1038,9 +841,11 @@ void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target) {
     uint32_t before = target->flags;
     mark_reached(&m, target, target->object->index);
     if (((before ^ target->flags) & ZS_ITEM_MARK) != 0 || m.clusters_marked) m.barrier_marks++;
-    marker_merge(rt, &m);
+    zs_marker_merge(rt, &m);
 }
 
+/* Queue a marked object for scanning on the runtime's stack (a dissolved
+   cluster's members); overflow is noted for a rescan. */
 void zs_gc_requeue(zs_runtime *rt, uint32_t index) {
     uint32_t limit = rt->mark_stack_limit ? rt->mark_stack_limit : UINT32_MAX;
     if (rt->mark_stack.count >= limit ||
@@ -1084,7 +889,9 @@ static void check_scan(checkmark *c, zs_object *object) {
     }
 }
 
-static void check_mark(zs_runtime *rt) {
+/* Check the mark just finished: every object the simple mark reaches from
+   the roots must be reachable (failures counted in rt->check_failures). */
+void zs_check_mark(zs_runtime *rt) {
     checkmark c = {rt, calloc(rt->high_water + 1, 1),
                    malloc(((size_t)rt->high_water + 1) * sizeof(uint32_t)), 0};
     if (c.seen == NULL || c.work == NULL) goto done; /* no memory: skip the check */
@@ -1110,13 +917,4 @@ static void check_mark(zs_runtime *rt) {
 done:
     free(c.seen);
     free(c.work);
-}
-
-void zs_gc_release(zs_runtime *rt) {
-    zs_mark_stack_release(&rt->mark_stack);
-    free(rt->mark_filter);
-    rt->mark_filter = NULL;
-    zs_u32_release(rt, &rt->dying);
-    zs_ref_release(rt, &rt->expiring);
-    rt->dying_cursor = 0;
 }

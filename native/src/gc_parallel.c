@@ -20,38 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_MARK_WORKERS 64u
 #define STEAL_MAX 512u        /* objects taken from a victim at a time */
 #define IDLE_RETRY_NS 100000u /* an idle worker looks for work again after this */
 #define FILTER_CLAIMS_OFF 8u  /* parallel marks claiming through flags after a poor filter one */
-
-/* A worker's stack lock and stack, alone on their cache lines (each worker
-   takes its lock once per batch: sharing a line would bounce it between
-   the cores at every batch). */
-typedef struct zs_mark_slot {
-    _Alignas(64) mtx_t lock;
-    zs_mark_stack stack; /* worker 0's is the runtime's, moved here while marking */
-    char pad[64];
-} zs_mark_slot;
-
-typedef struct zs_mark_pool {
-    mtx_t lock; /* guards idle, done */
-    cnd_t wake;
-    uint32_t workers;
-    uint32_t idle;
-    bool done;
-    uint32_t wanted; /* idle workers waiting: a hint for busy ones to wake one */
-    zs_marker *markers;
-    zs_mark_slot slots[MAX_MARK_WORKERS];
-} zs_mark_pool;
-
-void zs_mark_maybe_wake(zs_marker *m) {
-    zs_mark_pool *pool = m->pool;
-    if (__atomic_load_n(&pool->wanted, __ATOMIC_RELAXED) == 0) return;
-    mtx_lock(&pool->lock);
-    cnd_signal(&pool->wake);
-    mtx_unlock(&pool->lock);
-}
 
 /* Take up to half of the objects another worker handed over (the oldest:
    the bottom of its stack, usually the roots of big subtrees) onto this
@@ -126,13 +97,14 @@ static int worker(void *arg) {
 
 static uint32_t default_workers(void) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores<1 ? 1u : cores>(long) MAX_MARK_WORKERS ? MAX_MARK_WORKERS : (uint32_t)cores;
+    return cores<1 ? 1u : cores>(long) ZS_MAX_MARK_WORKERS ? ZS_MAX_MARK_WORKERS : (uint32_t)cores;
 }
 
 uint32_t zs_default_mark_threads(void) { return default_workers(); }
 
 bool zs_mark_parallel(zs_runtime *rt, zs_marker *main) {
-    uint32_t wanted = rt->mark_threads < MAX_MARK_WORKERS ? rt->mark_threads : MAX_MARK_WORKERS;
+    uint32_t wanted = rt->mark_threads < ZS_MAX_MARK_WORKERS ? rt->mark_threads
+                                                             : ZS_MAX_MARK_WORKERS;
     if (wanted < 2) return false;
     zs_mark_pool pool;
     memset(&pool, 0, sizeof pool);
@@ -144,8 +116,8 @@ bool zs_mark_parallel(zs_runtime *rt, zs_marker *main) {
     uint32_t locks = 0;
     while (locks < wanted && mtx_init(&pool.slots[locks].lock, mtx_plain) == thrd_success) locks++;
     if (locks < wanted) wanted = locks;
-    zs_marker markers[MAX_MARK_WORKERS];
-    thrd_t threads[MAX_MARK_WORKERS];
+    zs_marker markers[ZS_MAX_MARK_WORKERS];
+    thrd_t threads[ZS_MAX_MARK_WORKERS];
     pool.markers = markers;
     /* Every marker exists (with an empty stack) before any thread starts, so
        thieves may look at all of them; worker 0 is this thread and starts

@@ -1,7 +1,9 @@
 /*
- * internal.h -- the shared state of a runtime and the tiny helpers every
- * native file uses. One struct (zs_runtime) holds everything; there are no
- * mutable globals anywhere in the library.
+ * internal.h -- what the files of native/src share: the runtime's data (one
+ * struct, zs_runtime, holds everything; there are no mutable globals
+ * anywhere in the library) and the records it holds, the inline helpers
+ * every file uses, and the functions files share, declared by layer from
+ * the bottom up (docs/native.md: the layers, and which file may use which).
  */
 #ifndef ZSHARP_INTERNAL_H
 #define ZSHARP_INTERNAL_H
@@ -65,7 +67,7 @@ static inline uint64_t zs_item_word(const zs_item *it) {
 #define ZS_ITEM_LEAF 0x80u /* class has no strong members: marking never reads the object */
 #define ZS_ITEM_BEGUN_DESTROY 0x100u /* BeginDestroy already ran */
 #define ZS_ITEM_CLUSTER_ROOT 0x400u  /* the root of the cluster in cluster_index */
-#define ZS_ITEM_SHARED 0x800u        /* the heap handed the handle out (heap.c, "Sharing") */
+#define ZS_ITEM_SHARED 0x800u        /* the heap handed the handle out (objects.c, "Sharing") */
 /* zs_destroy_object: garbage, refused as dying, freed by the next
    collection that finds it unreachable. */
 #define ZS_ITEM_DESTROYED 0x1000u
@@ -142,7 +144,7 @@ typedef struct zs_cleanup {
 } zs_cleanup;
 
 /* Where the names of one outer and text start in the name index
-   (heap.c): the outer (UINT32_MAX for none) and the name mixed. An object's
+   (objects.c): the outer (UINT32_MAX for none) and the name mixed. An object's
    number is added after mixing, so that objects named in sequence
    ("Actor_1", "Actor_2"...: every automatic name) land in neighbouring
    buckets: creating many of them touches the bucket array in order instead
@@ -261,10 +263,35 @@ typedef struct zs_marker {
                                  the filter, and the atomic ORs that claimed them */
 } zs_marker;
 
+/* Marker threads at most (parallel marking). */
+#define ZS_MAX_MARK_WORKERS 64u
+
+/* A worker's stack lock and stack, alone on their cache lines (each worker
+   takes its lock once per batch: sharing a line would bounce it between
+   the cores at every batch). */
+typedef struct zs_mark_slot {
+    _Alignas(64) mtx_t lock;
+    zs_mark_stack stack; /* worker 0's is the runtime's, moved here while marking */
+    char pad[64];
+} zs_mark_slot;
+
+/* The shared state of a parallel mark's workers (gc_parallel.c runs them;
+   gc_mark.c's drain hands work over and wakes an idle one). */
+typedef struct zs_mark_pool {
+    mtx_t lock; /* guards idle, done */
+    cnd_t wake;
+    uint32_t workers;
+    uint32_t idle;
+    bool done;
+    uint32_t wanted; /* idle workers waiting: a hint for busy ones to wake one */
+    zs_marker *markers;
+    zs_mark_slot slots[ZS_MAX_MARK_WORKERS];
+} zs_mark_pool;
+
 /* ---- object slabs --------------------------------------------------------- */
 
 /* Objects of up to ZS_SLAB_MAX_SIZE bytes are carved from 64-byte-aligned
-   slabs (runtime.c), one free list per 16-byte size class, instead of one
+   slabs (memory.c), one free list per 16-byte size class, instead of one
    malloc block each: a 64-byte object then fills exactly one cache line
    (malloc's 16-byte alignment and 16-byte chunk header make it straddle
    two), so marking reads one line per object, and malloc's per-chunk
@@ -334,9 +361,9 @@ typedef struct zs_slab_class {
 struct zs_runtime {
     zs_lock lock; /* recursive; every public function holds it (lock.h). Its `depth` is
                      the owner's: depth 1 tells the hand-over and zs_runtime_free that
-                     they may release it for a handler (gc_purge.c, runtime.c) */
+                     they may release it for a handler (expiry.c, runtime.c) */
 
-    /* ---- objects and roots (heap.c): ZS_LOCK; markers read `items` and
+    /* ---- objects and roots (objects.c): ZS_LOCK; markers read `items` and
        `high_water` ---- */
     zs_item *items;       /* max_objects items in one block (zeroed pages, so only the
                          slots handed out take memory); never moves. The pointer is set
@@ -371,7 +398,7 @@ struct zs_runtime {
     const zs_enum_desc **enums;
     uint32_t enum_count, enum_capacity;
 
-    /* ---- black values (values.c) and the managed callables that delegate
+    /* ---- black values (black_values.c) and the managed callables that delegate
        bindings reference (delegates.c): ZS_LOCK ---- */
     zs_value_slot *values;
     uint32_t value_capacity;
@@ -390,7 +417,8 @@ struct zs_runtime {
     bool cluster_oom;          /* a dissolution could not queue a referencing cluster */
     uint32_t min_cluster_size; /* set once */
 
-    /* ---- the collector, across phases (gc_mark.c, gc_purge.c): ZS_LOCK ---- */
+    /* ---- the collector, across phases (gc_cycle.c, which drives gc_mark.c,
+       gc_gather.c and gc_purge.c): ZS_LOCK ---- */
     zs_gc_phase phase;       /* read by the write barrier's inline test at every store */
     bool collecting;         /* a mark or gather step is running (with the lock held): a
                                 collection entered again meanwhile is refused */
@@ -415,7 +443,7 @@ struct zs_runtime {
     uint32_t mark_threads;      /* set once: full-collection marker threads */
 
     /* ---- gathering and purging (ZS_GC_GATHERING, ZS_GC_PURGE_PENDING;
-       gc_mark.c, gc_purge.c): ZS_LOCK ---- */
+       gc_gather.c, gc_purge.c): ZS_LOCK ---- */
     uint32_t gather_cursor; /* incremental gather progress */
     zs_u32_vec dying;       /* gathered unreachable, waiting for purge */
     uint32_t dying_cursor;  /* purge progress in dying */
@@ -424,7 +452,7 @@ struct zs_runtime {
                                so a lookup finds nothing and builds no index */
     bool in_destroy_hook;   /* the destroy hook runs (with the lock held): mutation refused */
 
-    /* ---- the managed side's expiry (gc_purge.c): ZS_LOCK, but for the
+    /* ---- the managed side's expiry (expiry.c): ZS_LOCK, but for the
        dying word ---- */
     zs_ref_vec expiring;   /* dying objects with conjugates, for the managed side */
     uint32_t handing_over; /* hand-overs to expiry_handler in progress (the lock released
@@ -436,8 +464,8 @@ struct zs_runtime {
                               zs_publish_dying whenever one changes, read by the managed
                               side with no lock */
 
-    /* ---- calls and handlers (calls.c, gc_purge.c, runtime.c, classes.c,
-       reflection.c): ZS_LOCK, set by their zs_set_* and read under the lock;
+    /* ---- calls and handlers (calls.c, expiry.c, runtime.c, classes.c):
+       ZS_LOCK, set by their zs_set_* and read under the lock;
        each is called after the lock is released, but the destroy hook ---- */
     uint32_t calls_word;          /* calls in progress (ZS_CALLS_COUNT) | ZS_CALLS_FREE_PENDING
                           (zs_runtime_free ran during a call: the last call frees).
@@ -447,17 +475,17 @@ struct zs_runtime {
     zs_call_handler call_handler;                 /* the managed side's entry point (calls.c) */
     zs_managed_call_handler managed_call_handler; /* or this one (never both set) */
     void *call_handler_user;                      /* the `user` of either */
-    zs_expiry_handler expiry_handler;             /* the managed side's expiry (gc_purge.c) */
+    zs_expiry_handler expiry_handler;             /* the managed side's expiry (expiry.c) */
     void *expiry_handler_user;
     zs_free_handler free_handler; /* the managed side lets go first (runtime.c) */
     void *free_handler_user;      /* read once more after the lock is released to call the handler
                                 (runtime.c, zs_runtime_free) */
     zs_class_resolver class_resolver; /* zs_find_class's fallback (classes.c) */
     void *class_resolver_user;
-    zs_cleanup *cleanups; /* run by zs_runtime_free, last first (reflection.c) */
+    zs_cleanup *cleanups; /* run by zs_runtime_free, last first (runtime.c) */
     uint32_t cleanup_count, cleanup_capacity;
 
-    /* ---- memory (runtime.c): ZS_LOCK (no marker allocates: its stacks are
+    /* ---- memory (memory.c): ZS_LOCK (no marker allocates: its stacks are
        plain, uncounted realloc) ---- */
     /* object slabs (ZS_OBJECT_SLAB): the allocator's own memory, like
        malloc's arena it is not counted; the objects in it are, one block each */
@@ -524,8 +552,8 @@ static inline bool zs_item_dying(const zs_runtime *rt, const zs_item *it) {
 
 /* Whether `user` is the managed side that owns the expiry protocol now:
    no expiry handler is set, or it was set with `user`; with the lock held.
-   Only that side may replace or remove the handler (gc_purge.c) or say its
-   conjugates were dropped (heap.c): while a handler is set, its proxies are
+   Only that side may replace or remove the handler (expiry.c) or say its
+   conjugates were dropped (objects.c): while a handler is set, its proxies are
    known by the conjugate flag alone, and anyone else clearing it would
    leave a proxy behind its object. */
 static inline bool zs_expiry_owner(const zs_runtime *rt, const void *user) {
@@ -536,13 +564,6 @@ static inline bool zs_expiry_owner(const zs_runtime *rt, const void *user) {
    zs_runtime_free (calls.c, runtime.c). */
 #define ZS_CALLS_FREE_PENDING 0x80000000u
 #define ZS_CALLS_COUNT(word) ((word) & ~ZS_CALLS_FREE_PENDING)
-/* Count a call in progress in, with the lock held (calls.c). */
-void zs_call_enter(zs_runtime *rt);
-/* Count it out, with no lock; frees the runtime if zs_runtime_free ran
-   during the calls and this was the last one: rt may be gone after. */
-void zs_call_leave(zs_runtime *rt);
-/* Whether zs_runtime_free ran during the calls in progress (lock held). */
-bool zs_free_pending(const zs_runtime *rt);
 
 /* Publish whether objects may be dying whose conjugates the managed side
    has not expired yet (zs_dying_word); with the lock held, after every
@@ -580,6 +601,18 @@ static inline zs_item *zs_usable_item(const zs_runtime *rt, zs_ref ref, zs_statu
     return it;
 }
 
+/* Whether a write into owner's memory is allowed now: mutation allowed
+   (ZS_E_BUSY in a destroy hook), owner null or live (ZS_E_STALE) and not
+   dying (ZS_E_DYING). The owner part of zs_begin_store (value_stores.c),
+   and all that a delegate binding's write asks (delegates.c). */
+static inline zs_status zs_check_owner(const zs_runtime *rt, zs_ref owner) {
+    if (rt->in_destroy_hook) return ZS_E_BUSY;
+    if (owner == ZS_NULL_REF) return ZS_OK;
+    zs_status status = ZS_OK;
+    zs_usable_item(rt, owner, &status);
+    return status;
+}
+
 /* The handle of a live item. */
 static inline zs_ref zs_item_ref(const zs_item *it) {
     return ZS_MAKE_REF(it->object->index, it->serial);
@@ -587,7 +620,7 @@ static inline zs_ref zs_item_ref(const zs_item *it) {
 
 /* The handle of a live item, handed to a caller that did not name the
    object: from now on the object may be reachable from anywhere, so
-   zs_conjugates_dropped never destroys it early (heap.c, "Sharing"). */
+   zs_conjugates_dropped never destroys it early (objects.c, "Sharing"). */
 static inline zs_ref zs_item_share(zs_item *it) {
     it->flags |= ZS_ITEM_SHARED;
     return zs_item_ref(it);
@@ -631,12 +664,17 @@ static inline void zs_filter_clear(uint64_t *filter, uint32_t index) {
 }
 
 /* ==========================================================================
- * Functions shared between files: one section per file, named after the file
- * that defines them, from the allocator up to the collector. Files whose
- * functions are all public (calls.c, chains.c, debug.c, verify.c) have none.
+ * Functions shared between files, by layer from the bottom up (the rule and
+ * the map: docs/native.md; tools/check_native_layers.py checks that a file
+ * uses only its own layer and the layers below). One section per file that
+ * shares any; the files of the top layer (runtime.c, api.c, debug.c,
+ * verify.c, chains.c) share none, and calls.c's functions are public but
+ * for the call count's.
  * ========================================================================== */
 
-/* ---- runtime.c: counted allocation, object slabs, vectors, clock ---------- */
+/* ==== layer 0, base ====================================================== */
+
+/* ---- memory.c: counted allocation, object slabs, vectors, clock -------- */
 
 /* Counted allocation: every native block the runtime owns goes through these. */
 void *zs_alloc(zs_runtime *rt, size_t size);
@@ -657,18 +695,197 @@ bool zs_u32_push(zs_runtime *rt, zs_u32_vec *vec, uint32_t value);
 void zs_u32_release(zs_runtime *rt, zs_u32_vec *vec);
 bool zs_ref_push(zs_runtime *rt, zs_ref_vec *vec, zs_ref value);
 void zs_ref_release(zs_runtime *rt, zs_ref_vec *vec);
+/* Hard cap on container entries: keeps byte counts far from overflow. */
+#define ZS_MAX_ENTRIES (1u << 30)
+/* Grow entry storage (an array's, a hash's or a binding list's) to hold at
+   least `wanted` entries, new space zeroed; false beyond ZS_MAX_ENTRIES or
+   when out of memory. */
+bool zs_entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size, uint32_t wanted);
 /* A monotonic clock, for the collector's time budgets. */
 uint64_t zs_now_ns(void);
 
-/* ---- heap.c: the object array, roots, the name index ---------------------- */
+/* ---- names.c: the name table ------------------------------------------- */
+
+void zs_names_release(zs_runtime *rt);
+zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length, bool split_number,
+                                uint32_t *out_index, uint32_t *out_number);
+
+/* ==== layer 1, descriptions ================================================ */
+
+/* ---- types.c: the type registry, flattened schemas -------------------- */
+
+/* Whether `type` is one of this runtime's registered types. */
+static inline bool zs_type_valid(const zs_runtime *rt, const zs_type *type) {
+    return type != NULL && type->id < rt->type_count && rt->types[type->id] == type;
+}
+/* Append a member's flattened words (nested structs inlined) at base. */
+bool zs_schema_add(zs_runtime *rt, zs_schema *schema, const zs_type *type, uint32_t base);
+/* Sort strong words first and count them; false when out of memory. */
+void zs_schema_finish(zs_schema *schema);
+void zs_schema_release(zs_runtime *rt, zs_schema *schema);
+bool zs_schema_copy(zs_runtime *rt, zs_schema *dst, const zs_schema *src);
+void zs_types_release(zs_runtime *rt);
+
+/* ---- reflection.c: structs and enums, description checks --------------- */
+
+/* The member a reflected property or struct member stands for (its native
+   type's member kind); false for plain data. */
+bool zs_property_member(const zs_property_desc *property, zs_member *out);
+/* Whether one of the first `count` rows of a description list (properties,
+   parameters, functions, enum items: each begins with its name, `stride`
+   bytes apart) is named `name`. Quadratic over a list, as descriptions are
+   small and registered once. */
+bool zs_name_listed(const void *rows, size_t stride, uint32_t count, const char *name);
+/* Whether rows[i]'s name was given already by an earlier row. */
+#define ZS_NAME_LISTED_BEFORE(rows, i) zs_name_listed((rows), sizeof *(rows), (i), (rows)[i].name)
+/* Forget the registered structs and enums. */
+void zs_reflection_release(zs_runtime *rt);
+
+/* ---- classes.c: class registration ------------------------------------- */
+
+void zs_classes_release(zs_runtime *rt);
+/* The schema word at a member offset, or 0 when there is none. */
+uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
+/* The value type of a VALUE member at an offset, or NULL. */
+const zs_type *zs_class_member_type(const zs_class *cls, uint32_t offset);
+
+/* ==== layer 2, values ====================================================== */
+
+/* ---- value_ops.c: destroy, copy, equality, hashing, references --------- */
+
+/* Free what a value owns and zero it (no barrier, no cluster logic). */
+void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value);
+/* Free what every VALUE member of a schema laid out at base owns, leaving
+   the bytes as they are: the memory is freed or zeroed whole next. */
+void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base);
+/* Deep-copy a value into an empty one; false (dst left empty) when out of memory. */
+bool zs_value_copy(zs_runtime *rt, const zs_type *type, void *dst, const void *src);
+/* Call fn on every strong reference slot inside a value. */
+void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
+                           void (*fn)(void *context, zs_ref *slot, bool killable), void *context);
+/* Call fn on every strong reference slot of entries [first, first + count)
+   of a container of `type` (an array's storage or a hash's entries). */
+void zs_entries_for_each_ref(const zs_type *type, zs_array *entries, uint32_t first, uint32_t count,
+                             void (*fn)(void *context, zs_ref *slot, bool killable), void *context);
+
+/* ---- hash_index.c: the bucket index of sets and maps ------------------- */
+
+/* Entry `index` of a set or map. */
+static inline char *zs_hash_entry(const zs_type *type, const zs_hash *hash, uint32_t index) {
+    return (char *)hash->entries.data + (size_t)index * type->entry_size;
+}
+/* The bucket holding `key`, or the empty bucket where it would go (*found
+   says which); the index has buckets. */
+uint32_t zs_hash_probe(zs_runtime *rt, const zs_type *type, const zs_hash *hash, const void *key,
+                       bool *found);
+/* Rebuild the index with `bucket_count` buckets (a power of two, more than
+   twice the entries); false, the index unchanged, when out of memory. */
+bool zs_hash_rehash(zs_runtime *rt, const zs_type *type, zs_hash *hash, uint32_t bucket_count);
+/* Re-index a set or map whose keys changed, dropping duplicate entries. */
+void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash);
+
+/* ---- delegates.c: delegate bindings and the callables they hold ------- */
+
+/* Release the callable of a binding being destroyed, and zero the binding. */
+void zs_binding_drop(zs_runtime *rt, zs_binding *binding);
+/* Copy a single-cast binding, retaining its callable; false when out of memory. */
+bool zs_binding_copy(zs_runtime *rt, zs_binding *dst, const zs_binding *src);
+/* Destroy a binding list (MULTICAST, or a SPARSE delegate's list): release
+   every binding and free the storage. */
+void zs_bindings_destroy(zs_runtime *rt, zs_array *array);
+/* Copy a binding list into an empty one; on failure dst holds what was
+   copied so far, for the caller to destroy. */
+bool zs_bindings_copy(zs_runtime *rt, zs_array *dst, const zs_array *src);
+
+/* ---- black_values.c: values the managed side owns ---------------------- */
+
+void zs_values_release(zs_runtime *rt);
+
+/* ==== layer 3, reachability =============================================== */
+
+/* ---- gc_mark.c: marking, the write barrier, check-mark ----------------- */
+
+void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_mark_stack *stack);
+/* Fold a marker's counters into the cycle's statistics. */
+void zs_marker_merge(zs_runtime *rt, zs_marker *m);
+void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable);
+void zs_mark_ref(zs_marker *m, zs_ref ref);
+void zs_mark_scan(zs_marker *m, zs_object *object);
+/* Follow every strong reference inside a value (marker-side, recursive by
+   type depth only). */
+void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable);
+/* Set the current mark on a cluster root's item; true when this call set it. */
+bool zs_mark_claim(zs_marker *m, zs_item *it);
+bool zs_mark_push(zs_marker *m, uint32_t index);
+/* Queue an object for scanning; false (and overflow set) when it cannot. */
+bool zs_mark_push_object(zs_marker *m, zs_object *object);
+bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster);
+/* Free a mark stack's storage. */
+void zs_mark_stack_release(zs_mark_stack *stack);
+/* Scan until the stack and queues are empty (true) or the deadline passes
+   (false; queued work is put back on the stack). deadline_ns 0: no limit. */
+bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
+/* Start a mark: flip the parity, reset the filter, mark the roots (the
+   root list and, when they are roots, the black values). */
+void zs_mark_begin(zs_runtime *rt);
+/* Stress (ZS_DEBUG_CHECK_MARKS): mark again, simply, from the same roots,
+   and count in rt->check_failures what the real mark left unmarked. */
+void zs_check_mark(zs_runtime *rt);
+/* Queue a marked object for scanning (a dissolved cluster's members). */
+void zs_gc_requeue(zs_runtime *rt, uint32_t index);
+/* Write barrier, out of line: mark and queue a newly stored target. */
+void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target);
+/* Write barrier (its inline fast path, defined here): while a mark is
+   pending, mark a newly stored target. With no mark pending it is one load
+   and one compare, inlined at every store (ZS_BENCH_NO_BARRIER compiles it
+   out: the benchmarks' barrier-free build). */
+static inline void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
+#ifdef ZS_BENCH_NO_BARRIER
+    (void)rt;
+    (void)target;
+#else
+    if (__builtin_expect(rt->phase == ZS_GC_MARKING, 0)) zs_gc_barrier_slow(rt, target);
+#endif
+}
+
+/* ---- gc_parallel.c: parallel marking ------------------------------------ */
+
+/* Drain the marker's stack with worker threads; false when not worth it. */
+bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
+/* Marker threads a runtime uses by default: one per online core. */
+uint32_t zs_default_mark_threads(void);
+
+/* ---- clusters.c: GC clusters --------------------------------------------- */
+
+void zs_clusters_release(zs_runtime *rt);
+void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster);
+/* Dissolve clusters whose mutable objects are garbage; run before marking. */
+void zs_clusters_dissolve_stale(zs_runtime *rt);
+/* Runtime teardown: drop every cluster before any object is destroyed. */
+void zs_clusters_abandon_all(zs_runtime *rt);
+/* A dying cluster root releases its cluster record (members die with it). */
+void zs_cluster_release_dying(zs_runtime *rt, int32_t cluster);
+
+/* ---- gc_gather.c: the unreachable listed as dying ------------------------ */
+
+/* Gather the unmarked objects from the cursor on, until the deadline (0:
+   none); true when the pass is complete (phase then PURGE_PENDING or IDLE). */
+bool zs_gather(zs_runtime *rt, uint64_t deadline_ns);
+
+/* ==== layer 4, objects ===================================================== */
+
+/* ---- objects.c: the object array, the name index, create and destroy --- */
 
 zs_status zs_heap_init(zs_runtime *rt, uint32_t max_objects);
 void zs_heap_release(zs_runtime *rt);
 zs_status zs_slot_alloc(zs_runtime *rt, uint32_t *out_index);
 void zs_slot_free(zs_runtime *rt, uint32_t index);
 bool zs_root_list_add(zs_runtime *rt, zs_item *it);
+/* A permanent holder that now references a collectable target becomes a
+   root (escaped); false when out of memory for the root list. */
+bool zs_note_escape(zs_runtime *rt, zs_item *holder, const zs_item *target);
 /* Run the destroy hook (if any) on an object with mutation locked out
-   (gc_purge.c, and heap.c for objects freed at once). */
+   (gc_purge.c, and objects.c for objects freed at once). */
 static inline void zs_call_destroy_hook(zs_runtime *rt, zs_item *it, zs_destroy_phase phase) {
     if (rt->destroy_hook == NULL) return;
     rt->in_destroy_hook = true;
@@ -693,163 +910,20 @@ void zs_name_index_clear(zs_runtime *rt);
    link names a live object that hashes to its bucket, and none twice. */
 const char *zs_name_index_fault(zs_runtime *rt, uint32_t *out_index);
 
-/* ---- names.c: the name table ----------------------------------------------- */
+/* ==== layer 5, calls out =================================================== */
 
-void zs_names_release(zs_runtime *rt);
-zs_status zs_name_intern_locked(zs_runtime *rt, const char *utf8, size_t length, bool split_number,
-                                uint32_t *out_index, uint32_t *out_number);
+/* ---- calls.c: calls into the managed side, the count of calls ---------- */
 
-/* ---- classes.c: class registration ------------------------------------------ */
+/* Count a call in progress in, with the lock held. */
+void zs_call_enter(zs_runtime *rt);
+/* Count it out, with no lock; frees the runtime if zs_runtime_free ran
+   during the calls and this was the last one: rt may be gone after. */
+void zs_call_leave(zs_runtime *rt);
+/* Whether zs_runtime_free ran during the calls in progress (lock held). */
+bool zs_free_pending(const zs_runtime *rt);
 
-void zs_classes_release(zs_runtime *rt);
-/* The schema word at a member offset, or 0 when there is none. */
-uint32_t zs_class_member_op(const zs_class *cls, uint32_t offset);
-/* The member a reflected property or struct member stands for (its native
-   type's member kind); false for plain data (reflection.c). */
-bool zs_property_member(const zs_property_desc *property, zs_member *out);
-/* Whether one of the first `count` rows of a description list (properties,
-   parameters, functions, enum items: each begins with its name, `stride`
-   bytes apart) is named `name` (reflection.c). Quadratic over a list, as
-   descriptions are small and registered once. */
-bool zs_name_listed(const void *rows, size_t stride, uint32_t count, const char *name);
-/* Whether rows[i]'s name was given already by an earlier row. */
-#define ZS_NAME_LISTED_BEFORE(rows, i) zs_name_listed((rows), sizeof *(rows), (i), (rows)[i].name)
-/* reflection.c: release the registries, run the cleanups. */
-void zs_reflection_release(zs_runtime *rt);
-const zs_type *zs_class_member_type(const zs_class *cls, uint32_t offset);
+/* ---- expiry.c: the hand-over to the managed side's expiry handler ------ */
 
-/* ---- types.c: value types, schemas, and the operations of every value ----- */
-
-/* Append a member's flattened words (nested structs inlined) at base. */
-bool zs_schema_add(zs_runtime *rt, zs_schema *schema, const zs_type *type, uint32_t base);
-/* Sort strong words first and count them; false when out of memory. */
-void zs_schema_finish(zs_schema *schema);
-void zs_schema_release(zs_runtime *rt, zs_schema *schema);
-bool zs_schema_copy(zs_runtime *rt, zs_schema *dst, const zs_schema *src);
-/* Free what a value owns and zero it (no barrier, no cluster logic). */
-void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value);
-/* Free what every VALUE member of a schema laid out at base owns, leaving
-   the bytes as they are: the memory is freed or zeroed whole next. */
-void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base);
-void zs_types_release(zs_runtime *rt);
-/* Checks shared by every mutating value and container call (no heap change
-   when one fails): mutation allowed, type registered and of kind (0: any),
-   owner (if any) live and not dying; a store into a clustered owner
-   dissolves its cluster. */
-zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint32_t kind);
-/* The owner part of zs_begin_store: mutation allowed (ZS_E_BUSY in a
-   destroy hook), owner null or live (ZS_E_STALE) and not dying (ZS_E_DYING). */
-zs_status zs_check_owner(zs_runtime *rt, zs_ref owner);
-/* Mark, through the write barrier, every reference inside a value. */
-void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value);
-/* Mark, through the write barrier, the references in entries [first,
-   first + count) of a container of `type` (an array's storage or a hash's
-   entries): a store barriers the slots it wrote, never the whole container,
-   so a write during a mark costs what it writes (entries moved within the
-   same container gain no new referent: the barrier is an insertion one). */
-void zs_entries_barrier(zs_runtime *rt, const zs_type *type, zs_array *entries, uint32_t first,
-                        uint32_t count);
-/* After references of `type` were written into owner's memory: a permanent
-   owner escapes (types.c). */
-void zs_escape_owner(zs_runtime *rt, zs_ref owner, const zs_type *type);
-/* Call fn on every strong reference slot inside a value. */
-void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
-                           void (*fn)(void *context, zs_ref *slot, bool killable), void *context);
-
-/* ---- delegates.c: delegate bindings and the callables they hold ----------- */
-
-/* Release the callable of a binding being destroyed, and zero the binding. */
-void zs_binding_drop(zs_runtime *rt, zs_binding *binding);
-/* Copy a single-cast binding, retaining its callable; false when out of memory. */
-bool zs_binding_copy(zs_runtime *rt, zs_binding *dst, const zs_binding *src);
-/* Destroy a binding list (MULTICAST, or a SPARSE delegate's list): release
-   every binding and free the storage. */
-void zs_bindings_destroy(zs_runtime *rt, zs_array *array);
-/* Copy a binding list into an empty one; on failure dst holds what was
-   copied so far, for the caller to destroy. */
-bool zs_bindings_copy(zs_runtime *rt, zs_array *dst, const zs_array *src);
-
-/* ---- containers.c: arrays, sets, maps, optionals --------------------------- */
-
-/* Hard cap on container entries: keeps byte counts far from overflow. */
-#define ZS_MAX_ENTRIES (1u << 30)
-/* Grow entry storage (an array's, a hash's or a binding list's) to hold at
-   least `wanted` entries, new space zeroed; false beyond ZS_MAX_ENTRIES or
-   when out of memory. */
-bool zs_entries_reserve(zs_runtime *rt, zs_array *array, uint32_t entry_size, uint32_t wanted);
-/* Re-index a set or map whose keys changed, dropping duplicate entries. */
-void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash);
-
-/* ---- values.c: black values -------------------------------------------------- */
-
-void zs_values_release(zs_runtime *rt);
-/* Mark every black value that holds references (when they are roots). */
-void zs_mark_values(zs_marker *m);
-
-/* ---- clusters.c: GC clusters --------------------------------------------------- */
-
-void zs_clusters_release(zs_runtime *rt);
-void zs_cluster_dissolve(zs_runtime *rt, int32_t cluster);
-/* Dissolve clusters whose mutable objects are garbage; run before marking. */
-void zs_clusters_dissolve_stale(zs_runtime *rt);
-/* Runtime teardown: drop every cluster before any object is destroyed. */
-void zs_clusters_abandon_all(zs_runtime *rt);
-/* A dying cluster root releases its cluster record (members die with it). */
-void zs_cluster_release_dying(zs_runtime *rt, int32_t cluster);
-/* Mark a whole cluster and everything it references. */
-void zs_mark_cluster(zs_marker *m, int32_t cluster);
-
-/* ---- gc_mark.c: marking, the write barrier, gathering ------------------------- */
-
-void zs_gc_release(zs_runtime *rt);
-void zs_marker_init(zs_marker *m, zs_runtime *rt, zs_mark_stack *stack);
-void zs_mark_visit(zs_marker *m, zs_ref *slot, bool killable);
-void zs_mark_ref(zs_marker *m, zs_ref ref);
-void zs_mark_scan(zs_marker *m, zs_object *object);
-/* Follow every strong reference inside a value (marker-side, recursive by
-   type depth only). */
-void zs_mark_value(zs_marker *m, const zs_type *type, void *value, bool killable);
-/* Set the current mark on an item; true when this call set it. */
-bool zs_mark_claim(zs_marker *m, zs_item *it);
-bool zs_mark_push(zs_marker *m, uint32_t index);
-/* Queue an object for scanning; false (and overflow set) when it cannot. */
-bool zs_mark_push_object(zs_marker *m, zs_object *object);
-bool zs_mark_push_cluster(zs_marker *m, uint32_t cluster);
-/* Free a mark stack's storage. */
-void zs_mark_stack_release(zs_mark_stack *stack);
-/* Scan until the stack and queues are empty (true) or the deadline passes
-   (false; queued work is put back on the stack). deadline_ns 0: no limit. */
-bool zs_mark_drain(zs_marker *m, uint64_t deadline_ns);
-/* Queue a marked object for scanning (a dissolved cluster's members). */
-void zs_gc_requeue(zs_runtime *rt, uint32_t index);
-/* Write barrier, out of line: mark and queue a newly stored target. */
-void zs_gc_barrier_slow(zs_runtime *rt, zs_item *target);
-/* Write barrier (its inline fast path, defined here): while a mark is
-   pending, mark a newly stored target. With no mark pending it is one load
-   and one compare, inlined at every store (ZS_BENCH_NO_BARRIER compiles it
-   out: the benchmarks' barrier-free build). */
-static inline void zs_gc_barrier(zs_runtime *rt, zs_item *target) {
-#ifdef ZS_BENCH_NO_BARRIER
-    (void)rt;
-    (void)target;
-#else
-    if (__builtin_expect(rt->phase == ZS_GC_MARKING, 0)) zs_gc_barrier_slow(rt, target);
-#endif
-}
-
-/* ---- gc_parallel.c: parallel marking ----------------------------------------- */
-
-/* Drain the marker's stack with worker threads; false when not worth it. */
-bool zs_mark_parallel(zs_runtime *rt, zs_marker *m);
-/* Parallel: wake an idle worker (to steal) when this marker has plenty. */
-void zs_mark_maybe_wake(zs_marker *m);
-/* Marker threads a runtime uses by default: one per online core. */
-uint32_t zs_default_mark_threads(void);
-
-/* ---- gc_purge.c: destroying the gathered objects ------------------------------ */
-
-zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
-                             bool *out_done);
 /* With the lock held once by this thread: hand the expiring list, up to
    `limit` objects, to the managed side's expiry handler (the lock released
    meanwhile, the hand-over counted as a call in progress: *counted is set
@@ -860,12 +934,51 @@ zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_ob
    the runtime is freed by its zs_call_leave). *out_taken (may
    be NULL) counts the objects handed over. */
 zs_status zs_gc_hand_over(zs_runtime *rt, uint32_t limit, bool *counted, uint32_t *out_taken);
-/* Whether the expiry handler can be called now (gc_purge.c). */
+/* Whether the expiry handler can be called now. */
 bool zs_can_hand_over(const zs_runtime *rt);
 /* Hand one item that has a conjugate, not on the expiring list, to the
    expiry handler (zs_can_hand_over said yes: zs_destroy_object); see
    zs_gc_hand_over for the lock, *counted and ZS_E_STALE. */
 zs_status zs_hand_over_item(zs_runtime *rt, zs_ref ref, zs_item *it, bool *counted);
+
+/* ==== layer 6, stores ====================================================== */
+
+/* ---- value_stores.c: the checks and effects of a value write ----------- */
+
+/* Checks shared by every mutating value and container call (no heap change
+   when one fails): mutation allowed, type registered and of kind (0: any),
+   owner (if any) live and not dying (zs_check_owner); a store into a
+   clustered owner dissolves its cluster. */
+zs_status zs_begin_store(zs_runtime *rt, zs_ref owner, const zs_type *type, uint32_t kind);
+/* Mark, through the write barrier, every reference inside a value. */
+void zs_value_barrier(zs_runtime *rt, const zs_type *type, const void *value);
+/* Mark, through the write barrier, the references in entries [first,
+   first + count) of a container of `type` (an array's storage or a hash's
+   entries): a store barriers the slots it wrote, never the whole container,
+   so a write during a mark costs what it writes (entries moved within the
+   same container gain no new referent: the barrier is an insertion one). */
+void zs_entries_barrier(zs_runtime *rt, const zs_type *type, zs_array *entries, uint32_t first,
+                        uint32_t count);
+/* After references of `type` were written into owner's memory: a permanent
+   owner escapes. */
+void zs_escape_owner(zs_runtime *rt, zs_ref owner, const zs_type *type);
+
+/* ==== layer 7, collection ================================================== */
+
+/* ---- gc_purge.c: destroying the dying ------------------------------------ */
+
+/* Destroy the dying objects (BeginDestroy for all first), with the lock
+   held, within a time budget (0: none) and up to max_objects (0: all);
+   *out_done when none is left. ZS_E_EXPIRY_PENDING while the expiring list
+   is not empty, ZS_E_BUSY during a mark, gather, hand-over or destroy hook. */
+zs_status zs_gc_purge_locked(zs_runtime *rt, uint64_t budget_ns, uint32_t max_objects,
+                             bool *out_done);
+/* Runtime teardown: every object gets both hook phases and is freed. */
 void zs_gc_destroy_everything(zs_runtime *rt);
+
+/* ---- gc_cycle.c: the phases and the collection calls --------------------- */
+
+/* Free the collector's lists and transient work memory (runtime teardown). */
+void zs_gc_release(zs_runtime *rt);
 
 #endif /* ZSHARP_INTERNAL_H */

@@ -1,7 +1,7 @@
 /*
  * reflection.c -- what a host tells scripts about its structs and enums,
- * the members a class's reflected properties stand for, and the cleanups
- * a host registers for its per-runtime state.
+ * and the checks class descriptions share with them (the members a class's
+ * reflected properties stand for, names listed once).
  *
  * Descriptions are kept by reference (zsharp.h, "reflection"): registering
  * one checks it and records a pointer, nothing is copied. Class
@@ -194,33 +194,12 @@ zs_status zs_find_enum(zs_runtime *rt, const char *name, const zs_enum_desc **ou
     return *out != NULL ? ZS_OK : ZS_E_INVALID;
 }
 
-/* ---- cleanups ------------------------------------------------------------ */
-
-zs_status zs_runtime_add_cleanup(zs_runtime *rt, void (*cleanup)(void *user), void *user) {
-    if (cleanup == NULL) return ZS_E_INVALID;
-    ZS_LOCK(rt);
-    zs_status status = ZS_E_NOMEM;
-    if (registry_reserve(rt, (void **)&rt->cleanups, rt->cleanup_count, &rt->cleanup_capacity,
-                         sizeof *rt->cleanups)) {
-        rt->cleanups[rt->cleanup_count++] = (zs_cleanup){cleanup, user};
-        status = ZS_OK;
-    }
-    ZS_UNLOCK(rt);
-    return status;
-}
-
+/* Forget the descriptions (kept by reference: the host frees its own). */
 void zs_reflection_release(zs_runtime *rt) {
-    /* Latest first: a later registration may depend on an earlier one. */
-    while (rt->cleanup_count > 0) {
-        zs_cleanup cleanup = rt->cleanups[--rt->cleanup_count];
-        cleanup.run(cleanup.user);
-    }
-    zs_free(rt, rt->cleanups, rt->cleanup_capacity * sizeof *rt->cleanups);
     zs_free(rt, rt->structs, rt->struct_capacity * sizeof *rt->structs);
     zs_free(rt, (void *)rt->enums, rt->enum_capacity * sizeof *rt->enums);
-    rt->cleanups = NULL;
     rt->structs = NULL;
     rt->enums = NULL;
-    rt->cleanup_count = rt->cleanup_capacity = rt->struct_count = rt->struct_capacity = 0;
+    rt->struct_count = rt->struct_capacity = 0;
     rt->enum_count = rt->enum_capacity = 0;
 }

@@ -1009,7 +1009,7 @@ static zs_ref renew(runner *t, zs_runtime *rt, const zs_class *cls, zs_ref dropp
 }
 
 /* `Cls()` right after the sole conjugate of an object of the same class was
-   dropped takes the fused path (renew_locked, heap.c). What it leaves must be
+   dropped takes the fused path (renew_locked, objects.c). What it leaves must be
    what destroying the old object and making a new one leave: the old handle
    stale, both hook phases seen with the old memory intact, what the old
    properties owned freed, the new properties the image's, the old name gone
@@ -2518,7 +2518,7 @@ static bool three_arrays_open(runner *t, fixture *fx, three_arrays *out) {
    the packed elements refuses the whole store and changes no element; a
    valid store replaces every element, traces what it references, and is
    refused for element types that own memory. */
-/* The name index is built at the first lookup by name (heap.c,
+/* The name index is built at the first lookup by name (objects.c,
    name_index_build): until then creation, renewal and destruction leave it
    alone, and the first lookup finds every live object made before it
    (renewed ones under their new names only, objects in an outer under that

@@ -1,8 +1,9 @@
 /*
- * values.c -- black values: native blocks (structs, strings, containers,
- * delegates) owned by the managed side, addressed by handles (index +
- * serial, like objects) and, when their type holds references, scanned as
- * GC roots (unless the runtime was created with ZS_RUNTIME_BLACK_NOT_ROOTS).
+ * black_values.c -- black values: native blocks (structs, strings,
+ * containers, delegates) owned by the managed side, addressed by handles
+ * (index + serial, like objects): their table, made, resolved and freed.
+ * When their type holds references they are GC roots (unless the runtime
+ * was created with ZS_RUNTIME_BLACK_NOT_ROOTS): gc_mark.c marks them.
  */
 #include "internal.h"
 
@@ -91,16 +92,6 @@ uint32_t zs_value_count(zs_runtime *rt) {
     uint32_t count = rt->value_live;
     ZS_UNLOCK(rt);
     return count;
-}
-
-void zs_mark_values(zs_marker *m) {
-    zs_runtime *rt = m->rt;
-    if (!rt->black_roots) return;
-    for (uint32_t i = 0; i < rt->value_capacity; i++) {
-        zs_value_slot *slot = &rt->values[i];
-        if (slot->value != NULL && (slot->type->flags & ZS_TYPE_HAS_REFS))
-            zs_mark_value(m, slot->type, slot->value, true);
-    }
 }
 
 void zs_values_release(zs_runtime *rt) {
