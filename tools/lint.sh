@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lint the whole tree: ruff's linter and formatter check (Python), the
 # import-linter contracts (layering of src/zsharp_py), the layering of
-# native/binding (tools/check_binding_layers.py) and, when present,
+# native/binding (tools/check_binding_layers.py) and of native/src
+# (tools/check_native_layers.py) and, when present,
 # tools/lint_c.sh (clang-format on the C sources). Every step runs even after
 # one fails; the exit status is non-zero if any failed.
 #
@@ -57,6 +58,8 @@ fi
 
 # native/binding's layers and prefix (docs/binding.md).
 step "binding layers" python3 tools/check_binding_layers.py
+# native/src's layers (docs/native.md).
+step "native layers" python3 tools/check_native_layers.py
 
 if [ -f tools/lint_c.sh ]; then
     step "C formatting" bash tools/lint_c.sh
