@@ -81,8 +81,8 @@ static int expire_one(zpy_conjugate *conjugate, PyObject *describe, uint64_t pac
 }
 
 /* Expire the conjugates of the objects the heap handed over (the objects
- * stay in memory until this returns: gc_purge.c, zs_gc_hand_over). -1 with
- * an exception (each expired all the same). */
+ * stay in memory until this returns: native/src/expiry.c, zs_gc_hand_over).
+ * -1 with an exception (each expired all the same). */
 static int expire_handed(zpy_runtime_core *rt, const zs_ref *objects, const uint64_t *names,
                          const uint8_t *garbage, uint32_t count) {
     zpy_released released = {NULL, 0, 0};

@@ -21,7 +21,7 @@
  * raised by Python's `refused` (zpy_call_raise_status), as `check` raised
  * it. The GIL is held throughout: every call is short (rule 10; the heap
  * releases its own lock before it calls anything that may need the GIL,
- * native/src/gc_purge.c).
+ * native/src/expiry.c).
  */
 #include "value.h"
 

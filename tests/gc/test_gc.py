@@ -688,7 +688,7 @@ _FILL = {
 def test_destroying_an_object_frees_what_each_member_owns(
     rt: zs.Runtime, members: tuple[str, ...]
 ) -> None:
-    # Destruction skips the members that own nothing (native/src/types.c,
+    # Destruction skips the members that own nothing (native/src/value_ops.c,
     # value_owns_nothing): each member filled alone, none and all, must
     # leave the native heap's block count where it was.
     warm = Owner()

@@ -1,5 +1,5 @@
 """Objects Python makes and drops without ever giving their handle out are
-destroyed when their conjugate goes (native/src/heap.c, "Sharing";
+destroyed when their conjugate goes (native/src/objects.c, "Sharing";
 docs/garbage-collector.md, "Objects freed at once"): a temporary costs no
 collection. Every way of giving the handle out (a reference, a container, a
 value, a delegate, a pointer, a root, a host function, the ``handle``
@@ -80,7 +80,7 @@ def test_a_creation_right_after_a_drop_takes_the_dropped_objects_place(
 ) -> None:
     """``Bag()`` right after the one conjugate dropped since was the sole
     holder of a Bag destroys that object and makes the new one in its slot
-    and memory in one step (renew_locked, native/src/heap.c). Nothing of the
+    and memory in one step (renew_locked, native/src/objects.c). Nothing of the
     old object may show through: what it owned is freed, the new one has the
     class's defaults, and the old one's path names nothing."""
     Bag()

@@ -49,7 +49,7 @@ ZS_E_CORRUPT: int = _core.E_CORRUPT
 ZS_E_CALL_FAILED: int = _core.E_CALL_FAILED
 
 # The Python exception of each status; its text comes from zs_status_message
-# (native/src/runtime.c), the only table of status texts.
+# (native/src/api.c), the only table of status texts.
 _STATUS_EXCEPTIONS: dict[int, type[BaseException]] = {
     ZS_E_NOMEM: MemoryError,
     ZS_E_CAPACITY: MemoryError,
