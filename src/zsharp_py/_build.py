@@ -79,7 +79,10 @@ def public_functions(*headers: Path) -> list[str]:
 
 
 def _compile_args() -> tuple[list[str], list[str]]:
-    cflags = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
+    # -DNDEBUG as Python's own extension flags have it (the asserts stated
+    # for invariants cost in the hot paths): ZSHARP_ASSERTS=1 and the
+    # sanitizer builds turn them on again (-UNDEBUG comes later).
+    cflags = ["-std=c11", "-O2", "-DNDEBUG", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
     ldflags: list[str] = []
     sanitize = os.environ.get("ZSHARP_SANITIZE")
     if sanitize == "thread":

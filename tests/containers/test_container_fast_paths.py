@@ -1,5 +1,5 @@
-"""The fast paths of container methods (native/binding/containers.c,
-names.c): set elements and map keys read natively where they are staged
+"""The fast paths of container methods (native/binding/zpy_containers.c,
+zpy_names.c): set elements and map keys read natively where they are staged
 (no native temporary), the per-runtime memo of interned strs, and bulk
 writes of arrays whose elements own nothing. Each test drives a path where
 a mistake would read or write the wrong memory, and checks the contents

@@ -854,7 +854,7 @@ def test_the_current_runtime_after_a_call_is_the_one_before_it(rt: zs.Runtime) -
 
 def test_a_method_replaced_after_native_calls_is_the_one_called(rt: zs.Runtime) -> None:
     """The handler remembers each class's plan and method (native/binding/
-    calls.c, the plan cache): replacing the method on the class, or on a
+    zpy_host_to_python.c, the plan cache): replacing the method on the class, or on a
     base it inherits it from, reaches native calls at once, as does a
     class whose attribute lookup is its own."""
     log: list[Any] = []

@@ -21,8 +21,8 @@ from zsharp_py._base.ffi import ffi, lib
 
 CLOSED = "the runtime has been closed"
 
-# Every RuntimeCore method of reflection.c that reaches the heap, and
-# heap_calls.c's class resolution, called with plausible arguments.
+# Every RuntimeCore method of zpy_reflection.c that reaches the heap, and
+# zpy_heap_calls.c's class resolution, called with plausible arguments.
 HEAP_CALLS: dict[str, Callable[[zs.Runtime, int], Any]] = {
     "_heap_add_to_root": lambda rt, h: rt._heap_add_to_root(h, "what"),
     "_heap_remove_from_root": lambda rt, h: rt._heap_remove_from_root(h, "what"),
