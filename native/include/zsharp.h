@@ -157,6 +157,12 @@ typedef struct zs_ref_array {
 
 #define ZS_CLASS_CLUSTER_ROOT 0x1u /* instances can root a cluster */
 #define ZS_CLASS_IN_CLUSTER 0x2u   /* instances can join a cluster */
+/* Declared by a scripting layer (zsharp_py sets it on every class a script
+   declares): the tick manager calls a tick function named on such an
+   object through the managed call handler, where a script may override
+   it; on an object of any other class it runs the class's native entry
+   directly (see "the tick manager" below). */
+#define ZS_CLASS_SCRIPT 0x4u
 
 /* ---- reflection: what a host tells scripts about its classes -------------
  *
@@ -752,6 +758,194 @@ uint32_t zs_calls_in_progress(zs_runtime *rt);
    scripting layer calls a host function through this. */
 zs_status zs_call_native(zs_runtime *rt, zs_native_function entry, void *user, zs_ref self,
                          void *params);
+
+/* ---- the tick manager --------------------------------------------------- *
+ *
+ * After Unreal's FTickFunction: an object registers tick functions, each in
+ * one of the ordered tick groups, with an optional interval, prerequisites
+ * (this one ticks after that one) and an enabled flag; zs_tick_frame, once
+ * per frame, calls every one that is due, group by group, then may give
+ * the collector a budget. docs/ticking.md is the guide.
+ *
+ * A tick function is one of:
+ * - a native entry (zs_tick_desc.entry), called directly with its user
+ *   pointer, the object and a zs_tick_params block;
+ * - a function of the object's class named by zs_tick_desc.function, called
+ *   as zs_call_function calls it, with a zs_tick_params block (whose first
+ *   member is its one Float64 parameter, `dt`): with a plain call handler
+ *   set (zs_set_call_handler) it goes to that handler; with the managed
+ *   call handler set and an object of a ZS_CLASS_SCRIPT class, to the
+ *   managed side (a Python override, or the host's default it did not
+ *   override); otherwise the native entry the object's class describes
+ *   (zs_find_function) runs directly, with no call into the managed side.
+ *   Registration checks a described function takes (dt: Float64) or
+ *   nothing and returns nothing; a script class's function is the managed
+ *   side's to check (zsharp_py's rt.ticks does), as for zs_call_function.
+ *
+ * The frame's rules:
+ * - Groups tick in order (ZS_TICK_PRE_PHYSICS first); within a group, in
+ *   registration order, except that a function ticks after its
+ *   prerequisites. A prerequisite in a later group moves the dependent to
+ *   that group (its actual group, zs_tick_info.actual_group), after it; a
+ *   prerequisite that is disabled, waiting for its interval or whose
+ *   object cannot tick does not hold the dependent back. A prerequisite
+ *   that would close a cycle is refused (ZS_E_INVALID).
+ * - Interval: a function with interval > 0 ticks once the game time it has
+ *   been enabled for since its last tick reaches the interval (within a
+ *   billionth of it); every function is given that time as its
+ *   delta_seconds (the frame's delta for one that ticks every frame), so
+ *   the times a function is given add up to the game time it was enabled.
+ * - Changes during a frame (from a tick function, another thread, a
+ *   destroy hook's caller): unregistering and disabling take effect at
+ *   once (a function not yet reached this frame is not called);
+ *   enabling and interval changes take effect when the frame reaches the
+ *   function; registering, prerequisites and groups take effect from the
+ *   next frame (the frame's order is fixed when it starts).
+ * - Objects: a registration does not keep its object alive. An object that
+ *   is dying, destroyed (zs_destroy_object) or marked as garbage is not
+ *   ticked; once the collector has freed it, its tick functions are
+ *   unregistered (by the next frame, or the next call that names them,
+ *   which then gets ZS_E_STALE). Handles never name another object: a
+ *   tick function and its object are both index + serial.
+ * - Failures: a call that fails (a Python override that raised: the
+ *   managed side reports it, as an exception in a call from native code)
+ *   is counted, and the remaining functions still tick.
+ * - zs_runtime_free from inside a tick function is deferred until the
+ *   frame returns; the functions left are not called.
+ */
+
+/* A registered tick function: index + serial, as a zs_ref (0: none). */
+typedef uint64_t zs_tick;
+
+/* The tick groups, in the order a frame ticks them. */
+typedef enum zs_tick_group {
+    ZS_TICK_PRE_PHYSICS = 0,     /* before the physics step (Unreal's default) */
+    ZS_TICK_DURING_PHYSICS = 1,  /* beside it */
+    ZS_TICK_POST_PHYSICS = 2,    /* after it: read its results */
+    ZS_TICK_POST_UPDATE_WORK = 3 /* last: cameras, UI, what follows everything else */
+} zs_tick_group;
+#define ZS_TICK_GROUP_COUNT 4u
+
+/* The block every tick function is called with. */
+typedef struct zs_tick_params {
+    double delta_seconds; /* game time since this function last ticked (`dt`) */
+    uint64_t frame;       /* the frame's number (1 for the first zs_tick_frame) */
+    zs_tick tick;         /* the tick function being called */
+    uint32_t group;       /* the group it ticks in (its actual group) */
+    uint32_t reserved;
+} zs_tick_params;
+
+#define ZS_TICK_DISABLED 0x1u /* zs_tick_desc.flags: registered disabled */
+
+typedef struct zs_tick_desc {
+    zs_ref object;            /* live, not dying or marked as garbage */
+    const char *function;     /* UTF-8 name of a function of its class (copied), or NULL */
+    zs_native_function entry; /* or a native entry, called directly (function NULL) */
+    void *user;               /* entry's user pointer */
+    uint32_t group;           /* zs_tick_group */
+    uint32_t flags;           /* ZS_TICK_* */
+    double interval;          /* seconds of game time between ticks; 0: every frame */
+} zs_tick_desc;
+
+/* Register a tick function; it ticks from the next frame that starts.
+   ZS_E_INVALID for a bad description (both or neither of function and
+   entry, a group out of range, a negative or non-finite interval, unknown
+   flags) or a function the object's class lacks or cannot tick with (see
+   above); ZS_E_STALE, ZS_E_DYING for the object; ZS_E_BUSY inside a
+   destroy hook. */
+zs_status zs_tick_register(zs_runtime *rt, const zs_tick_desc *desc, zs_tick *out);
+/* Unregister (at once: not called again, even later in this frame).
+   ZS_E_STALE when it is not registered. */
+zs_status zs_tick_unregister(zs_runtime *rt, zs_tick tick);
+/* Unregister every tick function of an object; *out_count (may be NULL)
+   counts them. */
+zs_status zs_tick_unregister_object(zs_runtime *rt, zs_ref object, uint32_t *out_count);
+/* Enable or disable (at once). */
+zs_status zs_tick_set_enabled(zs_runtime *rt, zs_tick tick, int enabled);
+/* Change the interval (seconds, finite, >= 0; the time already counted stays). */
+zs_status zs_tick_set_interval(zs_runtime *rt, zs_tick tick, double seconds);
+/* Move to another group (from the next frame). */
+zs_status zs_tick_set_group(zs_runtime *rt, zs_tick tick, uint32_t group);
+/* `tick` ticks after `prerequisite` (from the next frame): ZS_E_INVALID
+   for itself, or when prerequisite already ticks after tick (a cycle);
+   adding one twice does nothing. */
+zs_status zs_tick_add_prerequisite(zs_runtime *rt, zs_tick tick, zs_tick prerequisite);
+/* Remove it; ZS_E_INVALID when it was not one. */
+zs_status zs_tick_remove_prerequisite(zs_runtime *rt, zs_tick tick, zs_tick prerequisite);
+
+typedef struct zs_tick_info {
+    zs_ref object;
+    uint32_t group;              /* as registered */
+    uint32_t actual_group;       /* where it ticks: after a later prerequisite (from the order
+                                    the last frame fixed; its group until a frame started) */
+    double interval;             /* seconds */
+    double elapsed;              /* game time counted towards its next tick */
+    uint64_t calls;              /* times it was called */
+    uint32_t enabled;            /* 1 or 0 */
+    uint32_t prerequisite_count; /* registered prerequisites */
+    uint32_t by_name;            /* 1: a function named; 0: a native entry */
+    uint32_t reserved;
+} zs_tick_info;
+/* What a registered tick function is; ZS_E_STALE when it is not registered. */
+zs_status zs_tick_get_info(zs_runtime *rt, zs_tick tick, zs_tick_info *out);
+/* Tick functions registered (a freed object's count until they are unregistered). */
+uint32_t zs_tick_count(zs_runtime *rt);
+
+/* The collector's share of a frame, after rt.gc.tick's rules (zsharp_py's
+   GcSettings): once seconds_between_cycles of frames have passed with no
+   cycle pending, an incremental cycle starts; while one is pending, each
+   frame advances it by one step: marking and gathering within
+   mark_budget_ns (the purge within purge_budget_ns when only the purge is
+   left), or, when objects_per_frame is not 0, by that much work instead
+   (deterministic). The purge hands the dying objects to the managed
+   side's expiry handler first, as every collection a host starts does. */
+typedef struct zs_frame_gc {
+    double seconds_between_cycles; /* GcSettings.time_between_collections (1.0) */
+    uint64_t mark_budget_ns;       /* GcSettings.reachability_budget (2 ms) */
+    uint64_t purge_budget_ns;      /* GcSettings.purge_budget (2 ms) */
+    uint32_t objects_per_frame;    /* GcSettings.objects_per_tick (0: time budgets) */
+    uint32_t reserved;
+} zs_frame_gc;
+/* GcSettings' defaults. */
+void zs_frame_gc_defaults(zs_frame_gc *out);
+
+/* What a frame's collector step did (rt.gc.tick's results). */
+typedef enum zs_frame_gc_result {
+    ZS_FRAME_GC_NONE = 0,     /* no zs_frame_gc given, or the runtime is being freed */
+    ZS_FRAME_GC_IDLE = 1,     /* nothing due */
+    ZS_FRAME_GC_STARTED = 2,  /* a cycle began and is still pending */
+    ZS_FRAME_GC_ADVANCED = 3, /* a pending cycle progressed */
+    ZS_FRAME_GC_FINISHED = 4  /* the cycle completed in this frame */
+} zs_frame_gc_result;
+
+typedef struct zs_frame_stats {
+    uint64_t frame;          /* this frame's number (1 for the first) */
+    double time;             /* game time after it: the sum of the deltas */
+    uint32_t ticked;         /* tick functions called (failed ones included) */
+    uint32_t failed;         /* calls that failed, and named functions nothing could run
+                                (no handler for a script's class, no native entry) */
+    uint32_t waiting;        /* enabled, their interval not reached */
+    uint32_t disabled;       /* disabled when the frame reached them */
+    uint32_t skipped;        /* objects dying, destroyed or marked as garbage, and functions
+                                 unregistered during the frame before it reached them */
+    uint32_t unregistered;   /* tick functions of freed objects, unregistered by this frame */
+    zs_status first_failure; /* the first failed call's status (ZS_OK: none) */
+    uint32_t gc;             /* zs_frame_gc_result */
+    zs_status gc_status;     /* the collector step's status (ZS_OK unless it failed) */
+    uint32_t reserved;
+    uint64_t tick_ns; /* time spent ticking */
+    uint64_t gc_ns;   /* time spent collecting */
+} zs_frame_stats;
+
+/* One frame: advance the game time by delta_seconds, tick every due tick
+   function, group by group (rules above), then, when gc is not NULL, give
+   the collector its share. Returns ZS_OK once the frame ran, whatever its
+   tick functions did (*out, which may be NULL, says); ZS_E_INVALID for a
+   negative or non-finite delta; ZS_E_BUSY while a frame runs (from a tick
+   function, or another thread) or inside a destroy hook; ZS_E_NOMEM when
+   the frame's order could not be built (nothing ticked). */
+zs_status zs_tick_frame(zs_runtime *rt, double delta_seconds, const zs_frame_gc *gc,
+                        zs_frame_stats *out);
 
 /* ---- debugging: why is an object alive? --------------------------------- */
 

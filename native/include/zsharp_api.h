@@ -20,7 +20,9 @@
 #include "zsharp.h"
 #include "zsharp_debug.h"
 
-#define ZS_API_VERSION 4u /* 3: zs_gc_stats.barrier_slots; 4: the managed side's calls left */
+#define ZS_API_VERSION                                                                             \
+    5u /* 3: zs_gc_stats.barrier_slots; 4: the managed side's calls left;
+                             5: the tick manager (zs_tick_*) */
 
 /* Every function a host may call, in header order: those of zsharp.h but
    zs_api_table itself, then those of zsharp_debug.h. The managed side's
@@ -56,7 +58,11 @@
     X(zs_gc_mark_and_gather) \
     X(zs_gc_expiring_count) X(zs_dying_word) X(zs_gc_purge) X(zs_gc_purge_bounded) X(zs_gc_pending_purge) \
     X(zs_gc_get_stats) X(zs_heap_verify) X(zs_set_call_handler) X(zs_call_function) \
-    X(zs_call_each) X(zs_calls_in_progress) X(zs_call_native) X(zs_reference_chains) \
+    X(zs_call_each) X(zs_calls_in_progress) X(zs_call_native) X(zs_tick_register) \
+    X(zs_tick_unregister) X(zs_tick_unregister_object) X(zs_tick_set_enabled) \
+    X(zs_tick_set_interval) X(zs_tick_set_group) X(zs_tick_add_prerequisite) \
+    X(zs_tick_remove_prerequisite) X(zs_tick_get_info) X(zs_tick_count) \
+    X(zs_frame_gc_defaults) X(zs_tick_frame) X(zs_reference_chains) \
     X(zs_debug_check_failures) X(zs_debug_set) X(zs_debug_corrupt)
 
 /* The managed side's protocol (every function of zsharp_managed.h): the

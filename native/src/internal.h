@@ -485,6 +485,10 @@ struct zs_runtime {
     zs_cleanup *cleanups; /* run by zs_runtime_free, last first (runtime.c) */
     uint32_t cleanup_count, cleanup_capacity;
 
+    /* ---- the tick manager (ticks.c): ZS_LOCK; NULL until the first
+       registration or frame ---- */
+    struct zs_ticks *ticks;
+
     /* ---- memory (memory.c): ZS_LOCK (no marker allocates: its stacks are
        plain, uncounted realloc) ---- */
     /* object slabs (ZS_OBJECT_SLAB): the allocator's own memory, like
@@ -980,5 +984,12 @@ void zs_gc_destroy_everything(zs_runtime *rt);
 
 /* Free the collector's lists and transient work memory (runtime teardown). */
 void zs_gc_release(zs_runtime *rt);
+
+/* ==== layer 8, runtime and tools =========================================== */
+
+/* ---- ticks.c: the tick manager ------------------------------------------- */
+
+/* Free the tick manager's records (zs_runtime_free, after every object). */
+void zs_ticks_release(zs_runtime *rt);
 
 #endif /* ZSHARP_INTERNAL_H */

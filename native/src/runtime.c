@@ -136,6 +136,7 @@ void zs_runtime_free(zs_runtime *rt) {
     zs_gc_destroy_everything(rt);
     cleanups_run(rt); /* the host's cleanups, once its objects are gone */
     zs_reflection_release(rt);
+    zs_ticks_release(rt);
     zs_values_release(rt);
     zs_gc_release(rt);
     zs_clusters_release(rt);

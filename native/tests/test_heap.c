@@ -2837,6 +2837,7 @@ int main(int argc, char **argv) {
     run_table(thread_tests, thread_test_count, filter, &passed, &failed);
     run_table(fuzz_finding_tests, fuzz_finding_test_count, filter, &passed, &failed);
     run_table(engine_tests, engine_test_count, filter, &passed, &failed);
+    run_table(tick_tests, tick_test_count, filter, &passed, &failed);
     printf("%u passed, %u failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

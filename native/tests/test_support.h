@@ -10,7 +10,8 @@
  * main() lives in test_heap.c and runs its own table followed by every other
  * file's table declared here (advanced_tests[] from test_gc_advanced.c,
  * thread_tests[] from test_threads.c, fuzz_finding_tests[] from
- * test_fuzz_findings.c, engine_tests[] from test_engine.c).
+ * test_fuzz_findings.c, engine_tests[] from test_engine.c, tick_tests[] from
+ * test_ticks.c).
  */
 #ifndef ZSHARP_TEST_SUPPORT_H
 #define ZSHARP_TEST_SUPPORT_H
@@ -73,6 +74,9 @@ extern const size_t fuzz_finding_test_count;
 /* test_engine.c: the sample engine (native/engine) with no scripting layer. */
 extern const test_case engine_tests[];
 extern const size_t engine_test_count;
+/* test_ticks.c: the tick manager with no scripting layer. */
+extern const test_case tick_tests[];
+extern const size_t tick_test_count;
 
 /* ======================================================================
  * Heap helpers: verify after every collection
