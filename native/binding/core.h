@@ -1024,6 +1024,19 @@ PyObject *zpy_runtime_gc_step(PyObject *self, PyObject *const *args, Py_ssize_t 
 PyObject *zpy_runtime_gc_expire_pending(PyObject *self, PyObject *unused);
 PyObject *zpy_runtime_gc_stats(PyObject *self, PyObject *layout);
 
+/* zpy_ticks.c: the tick manager (Runtime._ticks_*, rt.ticks) and its constants */
+PyObject *zpy_ticks_register(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zpy_ticks_unregister(PyObject *self, PyObject *tick_id);
+PyObject *zpy_ticks_unregister_object(PyObject *self, PyObject *obj);
+PyObject *zpy_ticks_set_enabled(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zpy_ticks_set_interval(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zpy_ticks_set_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zpy_ticks_prerequisite(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zpy_ticks_info(PyObject *self, PyObject *tick_id);
+PyObject *zpy_ticks_count(PyObject *self, PyObject *unused);
+PyObject *zpy_ticks_frame(PyObject *self, PyObject *dt);
+int zpy_add_tick_constants(PyObject *module);
+
 /* ---- zpy_heap_calls.c and zpy_reflection.c: the heap calls of Python ------------------ */
 
 /* Methods of RuntimeCore (`_heap_*`, the end of runtime_core_methods in

@@ -377,7 +377,8 @@ static int members_of(PyObject *rows, Py_ssize_t count, zs_member **out) {
  * a class described from Python. `name` is bytes, `parent` a native class's
  * address or 0, `members` a list of (kind, offset, type address),
  * `properties` a list of (name bytes, type text bytes, offset). `keep` holds
- * the property descriptions the heap points into: keep it with the runtime. */
+ * the property descriptions the heap points into: keep it with the runtime.
+ * The class is flagged ZS_CLASS_SCRIPT (a script declared it). */
 PyObject *zpy_rt_register_class(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     zpy_runtime_core *rt = (zpy_runtime_core *)self;
     void *parent;
@@ -417,7 +418,8 @@ PyObject *zpy_rt_register_class(PyObject *self, PyObject *const *args, Py_ssize_
         .name = PyBytes_AS_STRING(name),
         .parent = parent,
         .instance_size = instance_size,
-        .flags = flags,
+        .flags = flags | ZS_CLASS_SCRIPT, /* a script's class: the tick manager calls its
+                                             functions through the managed call handler */
         .members = members,
         .member_count = (uint32_t)member_count,
         .properties = (const zs_property_desc *)(const void *)PyBytes_AS_STRING(keep),

@@ -248,7 +248,7 @@ static int core_exec(PyObject *module) {
         zpyv_add_delegate_type(module, state) < 0 || zpy_add_weak_type(module, state) < 0 ||
         zpyv_add_field_path_type(module, state) < 0 || zpy_add_call_types(module, state) < 0 ||
         zpy_add_function_types(module, state) < 0 || zpy_add_state_types(module, state) < 0 ||
-        zpy_add_heap_constants(module) < 0)
+        zpy_add_heap_constants(module) < 0 || zpy_add_tick_constants(module) < 0)
         return -1;
     return 0;
 }

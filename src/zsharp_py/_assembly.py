@@ -9,9 +9,10 @@ from . import _core
 from ._base import context
 from ._base.errors import ExpiredConjugateError, refused
 from ._base.expiry import ExpiredPointer, expired_error
-from ._interop import calls  # noqa: F401  (configures calls from native code at import)
+from ._interop import calls
 from ._model import object as _object
 from ._model.attributes import attribute_error
+from ._runtime import ticks
 from ._types.strings import Name
 
 __all__: list[str] = []
@@ -31,3 +32,5 @@ _core.configure(
     name_class=Name,
     attribute_error=attribute_error,
 )
+
+ticks.configure(check_function=calls.check_tick_function)

@@ -126,13 +126,14 @@ class RuntimeLike(Protocol):
 
 class RuntimeInternals(RuntimeLike, Protocol):
     """A ``Runtime`` as the runtime layer's own helpers see it: exactly what
-    ``_runtime/collector.py`` (``rt.gc``) and ``_runtime/chains.py``
-    (``rt.reference_chains``) use of it, so that neither imports
-    ``_runtime/runtime.py``, which imports both (no import circle; the
-    contract in pyproject.toml keeps it so). ``Runtime`` is the one
-    implementation; the ``_gc_*``, ``_collect_full`` and ``_heap_*``
-    methods are ``zsharp_py._core.RuntimeCore``'s, the collection protocol
-    itself among them (native/binding/zpy_collection.c)."""
+    ``_runtime/collector.py`` (``rt.gc``), ``_runtime/chains.py``
+    (``rt.reference_chains``) and ``_runtime/ticks.py`` (``rt.ticks``) use
+    of it, so that none imports ``_runtime/runtime.py``, which imports them
+    (no import circle; the contract in pyproject.toml keeps it so).
+    ``Runtime`` is the one implementation; the ``_gc_*``, ``_collect_full``,
+    ``_ticks_*`` and ``_heap_*`` methods are ``zsharp_py._core.RuntimeCore``'s,
+    the collection protocol itself among them (native/binding/zpy_collection.c)
+    and the tick manager's (native/binding/zpy_ticks.c)."""
 
     @property
     def _deferred_releases(self) -> Sized:
@@ -181,6 +182,41 @@ class RuntimeInternals(RuntimeLike, Protocol):
 
     def _gc_stats(self, layout: tuple[type, tuple[str, ...]], /) -> Any:
         """The last cycle's ``GcStats`` (built to ``layout``)."""
+
+    # The tick manager (native/binding/zpy_ticks.c): statuses and figures.
+    def _ticks_register(
+        self, obj: Any, function: bytes, group: int, interval: float, flags: int, /
+    ) -> tuple[int, int]:
+        """Register a tick function: the status and its id."""
+
+    def _ticks_unregister(self, tick: int, /) -> int:
+        """Unregister a tick function; the status."""
+
+    def _ticks_unregister_object(self, obj: Any, /) -> int:
+        """Unregister every tick function of an object; how many."""
+
+    def _ticks_set_enabled(self, tick: int, enabled: bool, /) -> int:
+        """Enable or disable a tick function; the status."""
+
+    def _ticks_set_interval(self, tick: int, seconds: float, /) -> int:
+        """Set a tick function's interval; the status."""
+
+    def _ticks_set_group(self, tick: int, group: int, /) -> int:
+        """Move a tick function to another group; the status."""
+
+    def _ticks_prerequisite(self, tick: int, prerequisite: int, add: bool, /) -> int:
+        """Add or remove a prerequisite; the status."""
+
+    def _ticks_info(self, tick: int, /) -> tuple[Any, ...]:
+        """(status, object, group, actual group, interval, elapsed, calls,
+        enabled, prerequisites)."""
+
+    def _ticks_count(self) -> int:
+        """Tick functions registered."""
+
+    def _ticks_frame(self, dt: float, /) -> tuple[Any, ...]:
+        """One frame: (status, frame, time, ticked, failed, waiting,
+        disabled, skipped, unregistered, first failure, tick seconds)."""
 
     # Heap calls returning statuses and figures (native/binding/zpy_heap_calls.c).
     def _heap_gc_phase(self) -> int:

@@ -485,6 +485,26 @@ def _override_host(owner: type[Object], name: str, reference: FunctionLayout) ->
     return layout
 
 
+def check_tick_function(cls: type[Object], name: str) -> None:
+    """Refuse ``cls.name`` as a tick function (``rt.ticks.register``,
+    zsharp_py/_runtime/ticks.py) unless native code can call it with the
+    tick manager's block: ``(dt: float)`` or nothing, and no result
+    (``AttributeError`` when native code cannot call it at all, else
+    ``TypeError`` naming its signature)."""
+    layout = function_layout(cls, name)
+    parameters = layout.parameters
+    if (
+        layout.result is None
+        and len(parameters) <= 1
+        and all(p.c_type == "double" and p.offset == 0 for p in parameters)
+    ):
+        return
+    raise TypeError(
+        f"{cls.__name__}.{name}{_signature(layout)} cannot be a tick function: a tick "
+        "function takes (dt: float) or nothing and returns None"
+    )
+
+
 def _plain_struct(kind: Any) -> bool:
     """Whether ``kind`` is a struct of scalars, references and plain structs:
     a view of it in the host's block writes nothing the host would have to

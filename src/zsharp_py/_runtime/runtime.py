@@ -33,6 +33,7 @@ from .._model.hints import plural
 from .._model.object import ClassLayout, ClusterInfo, Object, class_layout
 from .chains import ReferenceChain, reference_chains
 from .collector import GarbageCollector, GcStats, GcStress
+from .ticks import TickManager
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -144,6 +145,8 @@ class Runtime(_core.RuntimeCore):
         self._features: dict[object, Any] = {}
         self.gc = GarbageCollector(self)
         """Garbage collector controls: ``stats()``, ``verify()``."""
+        self.ticks = TickManager(self)
+        """The tick manager: ``register(obj)``, then ``frame(dt)`` once a frame."""
         # An unclosed runtime that Python collects frees its heap; at exit,
         # _close_all expires conjugates first (other atexit code may still
         # hold them), so the finaliser's own atexit run is disabled. A
