@@ -8,8 +8,8 @@
 #
 # The smoke run takes the files whose tests attack the heap: hostile values
 # and collector-driven mutation, use after free and expiry, the objects
-# freed at once, views and their lifetimes, native functions and overrides
-# that collect or destroy, the collector itself and the model test: about 2
+# freed at once, views and their lifetimes, native functions, overrides and
+# tick functions that collect or destroy, the collector itself and the model test: about 2
 # minutes of tests after 2 of building, on 2 cores, where the whole suite
 # takes 3.5 (CI keeps its 20 minutes' margin with the smoke run). Run the
 # whole suite after changing the native code or the binding.
@@ -26,6 +26,7 @@ if [ "${1:-}" = --smoke ]; then
         tests/hostile/test_hostile_python_layer.py tests/gc/test_memory_safety.py tests/gc/test_unshared_objects.py
         tests/values/test_value_lifetimes.py tests/values/test_parked_views.py tests/objects/test_conjugate_descriptors_and_table.py
         tests/interop/test_native_functions.py tests/interop/test_native_calls.py tests/interop/test_sample_engine.py
+        tests/interop/test_tick_manager.py
         tests/hosts/test_host_collections.py tests/objects/test_lifecycle.py
         tests/gc/test_gc.py tests/gc/test_incremental.py tests/gc/test_reachability_model.py)
 fi

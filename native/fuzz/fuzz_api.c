@@ -22,7 +22,13 @@
  * without one, a static function) whose C entry runs a nested program too,
  * and call them by name (zs_call_function, zs_call_each: the entry runs
  * when no handler is set), directly (zs_call_native), and from inside a
- * destroy hook, where every call is refused.
+ * destroy hook, where every call is refused. The tick manager is driven
+ * too: tick functions (a native entry running a nested program, or a
+ * described function by name) registered on picked handles in fuzzed
+ * groups, intervals, flags and prerequisites, changed and unregistered,
+ * and frames (zs_tick_frame, with or without the collector's share) whose
+ * tick functions may register, unregister, collect, start another frame
+ * (refused) or free the runtime.
  *
  * In expiry mode (a pattern of the header's flags) the program is the
  * managed side of the expiry protocol: it registers an expiry handler
@@ -81,7 +87,14 @@
  *    limit (without one: ZS_E_INVALID); a call that collected while the
  *    handler freed the runtime returns ZS_E_STALE, and no other does;
  *  - the dying word is set while a gather is under way, the expiring list
- *    is not empty or a hand-over runs.
+ *    is not empty or a hand-over runs;
+ *  - a tick function runs only on a live object that is neither dying nor
+ *    marked as garbage, counted in progress, registered and enabled when it
+ *    starts, given a finite time >= 0 and its own handle; a frame inside a
+ *    frame is refused (ZS_E_BUSY), a bad delta too (ZS_E_INVALID); a
+ *    registration of a stale, dying or garbage object, or a bad
+ *    description, is refused; every call naming an unregistered tick
+ *    function gives ZS_E_STALE.
  *
  * Reproduce a finding: build with tools/cfuzz.sh and run the binary on the
  * input; FUZZ_TRACE=1 prints every operation.
@@ -90,6 +103,7 @@
 #include "zsharp_debug.h"
 #include "zsharp_managed.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -118,6 +132,7 @@ static bool trace_ops;
 #define ALL_OPS 3000u
 #define SCRATCH 512u /* bytes: larger than every value type the harness builds */
 #define MAX_FN_CLASSES 4u
+#define MAX_TICKS 64u /* tick functions remembered */
 #define FN_FUNCTIONS 4u
 #define FN_BLOCK 16u      /* bytes of a described function's parameter block */
 #define MAX_HAD 4096u     /* objects the program made a conjugate of */
@@ -230,6 +245,13 @@ typedef struct fz {
     uint64_t fn_calls;    /* entries run */
     zs_status fn_status;  /* what the last entry returned */
     uint32_t each_depths; /* bit d: a zs_call_each of depth d is calling */
+
+    /* The tick manager: the tick functions the program registered (or
+       raw handles), the frames running, the entries run. */
+    zs_tick ticks[MAX_TICKS];
+    uint32_t tick_count, tick_next;
+    uint32_t frame_depths; /* bit d: a zs_tick_frame of depth d is ticking */
+    uint64_t tick_calls;   /* tick entries run */
 
     /* The expiry protocol (expiry mode, from the header): the program is the
        managed side, its fake proxies are fz.conj (live) and fz.had (every
@@ -1205,10 +1227,11 @@ static void value_op(fz *f, loc l, int depth) {
 
 static void run_ops(fz *f, uint32_t limit);
 
-/* A zs_call_each of the current depth calls only objects that are not
-   marked as garbage (checked when its turn comes, with nothing between). */
+/* A zs_call_each or a tick frame of the current depth calls only objects
+   that are not marked as garbage (checked when its turn comes, with
+   nothing between). */
 static void check_not_skipped(fz *f, zs_ref object) {
-    if (f->depth >= 32 || !(f->each_depths & (1u << f->depth))) return;
+    if (f->depth >= 32 || !((f->each_depths | f->frame_depths) & (1u << f->depth))) return;
     int garbage = 0;
     check(zs_is_garbage(f->rt, object, &garbage) == ZS_OK && !garbage,
           "zs_call_each called an object marked as garbage (%u)", ZS_REF_INDEX(object));
@@ -1246,6 +1269,41 @@ static zs_status fn_entry(void *user, zs_runtime *rt, zs_ref self, void *params)
     f->fn_status = mode == 0 ? ZS_E_INVALID : mode == 1 ? ZS_E_CALL_FAILED : ZS_OK;
     trace(f, "entry leave -> %d", (int)f->fn_status);
     return f->fn_status;
+}
+
+/* The entry of every tick function registered with an entry (user: the
+   harness): checks what the tick manager promises about the call, then
+   runs a nested program (which may register, unregister, collect, start a
+   frame, destroy its own object or free the runtime) and returns a status
+   from the input. */
+static zs_status tick_entry(void *user, zs_runtime *rt, zs_ref self, void *params) {
+    fz *f = user;
+    const zs_tick_params *p = params;
+    check(rt == f->rt && !f->freed, "a tick function got a freed or foreign runtime");
+    check(f->in_hook == 0, "a tick function ran inside a destroy hook");
+    check(zs_calls_in_progress(rt) > 0, "a tick function's call is not counted in progress");
+    check(p != NULL && p->delta_seconds >= 0 && isfinite(p->delta_seconds) &&
+              p->group < ZS_TICK_GROUP_COUNT && p->frame > 0,
+          "a tick function's block");
+    zs_tick_info info;
+    check(p != NULL && zs_tick_get_info(rt, p->tick, &info) == ZS_OK && info.object == self &&
+              info.enabled && !info.by_name && info.elapsed == 0,
+          "a tick function ran unregistered, disabled or on another object");
+    int garbage = 1;
+    check(zs_resolve(rt, self) != NULL && zs_object_writable(rt, self) == ZS_OK &&
+              zs_is_garbage(rt, self, &garbage) == ZS_OK && !garbage,
+          "a tick function ran on a stale, dying or garbage object %u", ZS_REF_INDEX(self));
+    check_not_skipped(f, self);
+    remember(f, self);
+    f->tick_calls++;
+    trace(f, "tick on %u", ZS_REF_INDEX(self));
+    if (f->depth < MAX_DEPTH) {
+        f->depth++;
+        run_ops(f, u8(f) % 8);
+        f->depth--;
+    }
+    uint8_t mode = u8(f) % 8;
+    return mode == 0 ? ZS_E_CALL_FAILED : mode == 1 ? ZS_E_STALE : ZS_OK;
 }
 
 static const zs_property_desc fn_tick_params[] = {
@@ -1502,6 +1560,13 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
     case 23:
         expect_busy(zs_remove_from_root(rt, other), "zs_remove_from_root");
         break;
+    case 25: {
+        zs_tick_desc desc = {.object = other, .entry = tick_entry, .user = f};
+        zs_tick made = 0;
+        expect_busy(zs_tick_register(rt, &desc, &made), "zs_tick_register");
+        expect_busy(zs_tick_frame(rt, 0.0, NULL, NULL), "zs_tick_frame");
+        break;
+    }
     default: {
         /* Reading is allowed. */
         zs_ref found = ZS_NULL_REF;
@@ -1789,6 +1854,10 @@ enum {
     OP_CALL_FUNCTION2,
     OP_CALL_EACH2,
     OP_DROP_CONJUGATES,
+    OP_TICK_REGISTER,
+    OP_TICK_CHANGE,
+    OP_TICK_FRAME,
+    OP_TICK_FRAME2,
     OP_COUNT, /* the operations of every program; an expiry-mode program's also: */
     OP_SET_EXPIRY = OP_COUNT,
     OP_HOST_COLLECT,
@@ -2369,6 +2438,170 @@ static void other_runtime(fz *f) {
 }
 
 /* One operation; false when the input is used up. */
+/* ======================================================================
+ * The tick manager
+ * ====================================================================== */
+
+/* A tick function the program registered, or a raw handle. */
+static zs_tick pick_tick(fz *f) {
+    if (f->tick_count == 0 || (u8(f) & 15) == 0) return (zs_tick)u64(f);
+    return f->ticks[below(f, f->tick_count)];
+}
+
+/* Seconds from the input: mostly plausible, sometimes negative or NaN. */
+static double pick_seconds(fz *f) {
+    static const double seconds[] = {0.0, 0.0, 1.0 / 60, 0.25, 0.5, 1.0, -1.0, NAN, INFINITY};
+    return seconds[below(f, sizeof seconds / sizeof seconds[0])];
+}
+
+/* zs_tick_register on a picked handle: a native entry, or a function by
+   name (a described class's, through the handler when one is set), with
+   a fuzzed group, interval and flags. A good description of a live object
+   neither dying nor garbage is refused only by name (or out of memory). */
+static void tick_register(fz *f) {
+    zs_runtime *rt = f->rt;
+    zs_ref object = pick_handle(f);
+    bool by_name = (u8(f) & 3) == 0;
+    zs_tick_desc desc = {.object = object,
+                         .function = by_name ? fn_names[below(f, 6)] : NULL,
+                         .entry = by_name ? NULL : tick_entry,
+                         .user = f,
+                         .group = u8(f) % (ZS_TICK_GROUP_COUNT + 1),
+                         .interval = pick_seconds(f)};
+    uint8_t flags = u8(f);
+    desc.flags = (flags & 15) == 0 ? 0x80u : (flags & 1) ? ZS_TICK_DISABLED : 0u;
+    bool bad = desc.group >= ZS_TICK_GROUP_COUNT || !(desc.interval >= 0) ||
+               !isfinite(desc.interval) || desc.flags == 0x80u;
+    int garbage = 0;
+    bool stale = zs_resolve(rt, object) == NULL;
+    bool dying = !stale && (zs_object_writable(rt, object) == ZS_E_DYING ||
+                            (zs_is_garbage(rt, object, &garbage) == ZS_OK && garbage));
+    zs_tick tick = 7;
+    zs_status status = zs_tick_register(rt, &desc, &tick);
+    trace(f, "tick register %s on %u -> %d", by_name ? desc.function : "entry",
+          ZS_REF_INDEX(object), (int)status);
+    check((status == ZS_OK) == (tick != 0), "zs_tick_register: status %d, handle %llu", (int)status,
+          (unsigned long long)tick);
+    if (bad) check(status == ZS_E_INVALID, "a bad tick description: %d", (int)status);
+    else if (stale) check(status == ZS_E_STALE, "a tick of a stale object: %d", (int)status);
+    else if (dying) check(status == ZS_E_DYING, "a tick of a dying object: %d", (int)status);
+    else if (!by_name)
+        check(status == ZS_OK || status == ZS_E_NOMEM, "a tick entry refused: %d", (int)status);
+    if (status != ZS_OK) return;
+    uint32_t at = f->tick_count < MAX_TICKS ? f->tick_count++ : f->tick_next++ % MAX_TICKS;
+    f->ticks[at] = tick;
+    zs_tick_info info;
+    check(zs_tick_get_info(rt, tick, &info) == ZS_OK && info.object == object &&
+              info.group == desc.group && info.by_name == by_name &&
+              info.enabled == !(desc.flags & ZS_TICK_DISABLED) && info.calls == 0,
+          "a new tick function's info");
+}
+
+/* Change a picked tick function: every call on an unregistered one gives
+   ZS_E_STALE, and it stays unregistered. */
+static void tick_change(fz *f) {
+    zs_runtime *rt = f->rt;
+    zs_tick tick = pick_tick(f);
+    zs_tick_info info;
+    bool registered = zs_tick_get_info(rt, tick, &info) == ZS_OK;
+    uint32_t count = zs_tick_count(rt);
+    uint8_t what = u8(f) % 8;
+    zs_status status = ZS_OK;
+    switch (what) {
+    case 0:
+        status = zs_tick_unregister(rt, tick);
+        if (status == ZS_OK) {
+            check(zs_tick_get_info(rt, tick, &info) == ZS_E_STALE, "unregistered, yet registered");
+            check(zs_tick_count(rt) == count - 1, "zs_tick_count after unregister");
+        }
+        break;
+    case 1: {
+        uint32_t gone = 99;
+        zs_ref object = pick_handle(f);
+        status = zs_tick_unregister_object(rt, object, &gone);
+        check(gone <= count, "zs_tick_unregister_object unregistered %u of %u", gone, count);
+        check(object != ZS_NULL_REF || status == ZS_E_INVALID, "unregister of object 0");
+        status = ZS_OK;
+        break;
+    }
+    case 2:
+        status = zs_tick_set_enabled(rt, tick, u8(f) & 1);
+        break;
+    case 3: {
+        double seconds = pick_seconds(f);
+        status = zs_tick_set_interval(rt, tick, seconds);
+        if (!(seconds >= 0) || !isfinite(seconds))
+            check(status == ZS_E_INVALID, "a bad interval: %d", (int)status);
+        break;
+    }
+    case 4: {
+        uint32_t group = u8(f) % (ZS_TICK_GROUP_COUNT + 1);
+        status = zs_tick_set_group(rt, tick, group);
+        if (group >= ZS_TICK_GROUP_COUNT)
+            check(status == ZS_E_INVALID, "a bad group: %d", (int)status);
+        break;
+    }
+    case 5:
+    case 6: {
+        zs_tick other = pick_tick(f);
+        status = what == 5 ? zs_tick_add_prerequisite(rt, tick, other)
+                           : zs_tick_remove_prerequisite(rt, tick, other);
+        if (what == 5 && other == tick && registered)
+            check(status == ZS_E_INVALID, "a tick function its own prerequisite: %d", (int)status);
+        break;
+    }
+    default:
+        status = zs_tick_get_info(rt, tick, &info);
+        break;
+    }
+    trace(f, "tick change %u of %u -> %d", what, ZS_REF_INDEX(tick), (int)status);
+    if (!registered && what != 1)
+        check(status == ZS_E_STALE || status == ZS_E_INVALID,
+              "a call on an unregistered tick function: %d", (int)status);
+}
+
+/* zs_tick_frame: a bad delta is refused, a frame inside a frame too;
+   else it runs (ZS_E_NOMEM under an allocation limit). */
+static void tick_frame(fz *f) {
+    zs_runtime *rt = f->rt;
+    double dt = pick_seconds(f);
+    zs_frame_gc gc;
+    zs_frame_gc_defaults(&gc);
+    gc.seconds_between_cycles = (u8(f) & 1) ? 0.0 : 0.5;
+    gc.mark_budget_ns = u8(f) % 3 == 0 ? 0 : 1000u * u8(f);
+    gc.purge_budget_ns = gc.mark_budget_ns;
+    gc.objects_per_frame = u8(f) % 4 == 0 ? 0 : 1u + u8(f) % 16;
+    bool collect = (u8(f) & 3) == 0;
+    bool nested = f->frame_depths != 0;
+    uint32_t bit = f->depth < 32 ? 1u << f->depth : 0, saved = f->frame_depths;
+    f->frame_depths |= bit;
+    uint64_t calls = f->tick_calls;
+    zs_frame_stats stats;
+    zs_status status = zs_tick_frame(rt, dt, collect ? &gc : NULL, &stats);
+    trace(f, "tick frame %g -> %d (%u ticked)", dt, (int)status, stats.ticked);
+    if (f->freed) {
+        f->gone = f->depth == 0;
+        return;
+    }
+    f->frame_depths = saved;
+    bool bad = !(dt >= 0) || !isfinite(dt);
+    if (bad) check(status == ZS_E_INVALID, "zs_tick_frame(%g): %d", dt, (int)status);
+    else if (nested) check(status == ZS_E_BUSY, "a frame inside a frame: %d", (int)status);
+    else check(status == ZS_OK || status == ZS_E_NOMEM, "zs_tick_frame: %d", (int)status);
+    if (status != ZS_OK) {
+        check(f->tick_calls == calls && stats.frame == 0, "a refused frame ticked");
+        return;
+    }
+    check(stats.frame > 0 && stats.failed <= stats.ticked + zs_tick_count(rt) + stats.unregistered,
+          "a frame's figures");
+    check(f->tick_calls - calls <= stats.ticked + stats.skipped, "tick entries beyond the count");
+    zs_status g = stats.gc_status;
+    check(g == ZS_OK || g == ZS_E_BUSY || g == ZS_E_EXPIRY_PENDING || g == ZS_E_STALE ||
+              g == ZS_E_NOMEM,
+          "a frame's collection: %d", (int)g);
+    if (!collect) check(stats.gc == ZS_FRAME_GC_NONE, "a frame with no collection collected");
+}
+
 static void run_op(fz *f) {
     zs_runtime *rt = f->rt;
     uint8_t op = u8(f) % (f->expiry_mode ? OP_COUNT_EXPIRY : OP_COUNT);
@@ -2829,6 +3062,16 @@ static void run_op(fz *f) {
         break;
     case OP_CALL_NATIVE:
         call_native(f);
+        break;
+    case OP_TICK_REGISTER:
+        tick_register(f);
+        break;
+    case OP_TICK_CHANGE:
+        tick_change(f);
+        break;
+    case OP_TICK_FRAME:
+    case OP_TICK_FRAME2:
+        tick_frame(f);
         break;
     case OP_SET_EXPIRY: {
         /* Switched on or off (NULL: the old recipe, taking the list, again);

@@ -27,7 +27,21 @@ destroy actors, call the engine's functions with valid, invalid and hostile
 arguments, call events by name (``zs_call_function``), root, mark and
 collect. Its model predicts which objects survive, which conjugates are
 expired, what every tick calls, and that Python state lives exactly as long
-as its object.
+as its object. The tick manager (``rt.ticks``) is driven too: actors
+register tick functions in random groups, with intervals, enabled or not,
+after random prerequisites (a cycle must be refused); the rules enable,
+disable, regroup, re-time and unregister them, and run frames whose
+overrides act as above; the model predicts each function's calls and
+elapsed time, the prerequisite and group order of the overrides' calls,
+the failures, and that a freed actor's functions are unregistered.
+
+CI profile: ``max_examples=100``, ``stateful_step_count=40``.  For a long
+run set the number of examples in the environment, e.g.::
+
+    ZSHARP_MODEL_EXAMPLES=2000 python -m pytest -q tests/gc/test_reachability_model.py
+
+(``ZSHARP_MODEL_STEPS`` likewise sets the steps per example.)
+
 
 CI profile: ``max_examples=100``, ``stateful_step_count=40``.  For a long
 run set the number of examples in the environment, e.g.::
@@ -1083,6 +1097,24 @@ class EObj:
         return [(t, k) for t, k in out if t is not None]
 
 
+@dataclass
+class MTick:
+    """The model of one tick function of ``rt.ticks``."""
+
+    fn: Any  # the TickFunction
+    actor: int
+    group: int
+    interval: float
+    enabled: bool
+    after: list[int]  # its prerequisites: indices of EngineMachine.tick_fns
+    elapsed: float = 0.0
+    calls: int = 0
+    registered: bool = True
+
+
+TICK_GROUPS = ("pre_physics", "during_physics", "post_physics", "post_update_work")
+
+
 class EngineMachine(RuleBasedStateMachine):
     """The sample engine (zsharp_py.sample_engine) scripted from Python.
 
@@ -1151,6 +1183,8 @@ class EngineMachine(RuleBasedStateMachine):
         self.reports: list[tuple[type[BaseException], str]] = []
         self.tokens: list[tuple[Any, int]] = []  # (weakref to a token, owner)
         self.pending = False  # a native collection left its purge to Python
+        self.tick_fns: list[MTick] = []  # rt.ticks' tick functions
+        self.frames = 0  # rt.ticks.frame() calls
         self._saved_hook = sys.unraisablehook
         sys.unraisablehook = self._report
 
@@ -1824,6 +1858,196 @@ class EngineMachine(RuleBasedStateMachine):
                 n += 1
                 assert n < 1_000_000
             self.collected(expected, settled=True)
+
+        self.run(data, go)
+
+    # --------------------------------------------------------- the tick manager
+    def drop_dead_ticks(self) -> None:
+        """The tick functions of freed actors are unregistered (natively by
+        the first call that names them: this one)."""
+        for t in self.tick_fns:
+            if t.registered and not self.objs[t.actor].alive:
+                assert not t.fn.registered and t.fn.object is None
+                t.registered = False
+
+    def live_ticks(self) -> list[int]:
+        return [i for i, t in enumerate(self.tick_fns) if t.registered]
+
+    def tick_depends(self, start: int, target: int) -> bool:
+        """Whether tick function ``start`` ticks after ``target``, through
+        registered prerequisites."""
+        stack, seen = [start], {start}
+        while stack:
+            for p in self.tick_fns[stack.pop()].after:
+                if p == target:
+                    return True
+                if self.tick_fns[p].registered and p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        return False
+
+    def actual_group(self, i: int, memo: dict[int, int]) -> int:
+        if i not in memo:
+            t = self.tick_fns[i]
+            memo[i] = max(
+                [t.group]
+                + [self.actual_group(p, memo) for p in t.after if self.tick_fns[p].registered]
+            )
+        return memo[i]
+
+    @precondition(lambda self: self.has("Actor"))
+    @rule(
+        data=st.data(),
+        group=st.integers(0, 3),
+        interval=st.sampled_from([0.0, 0.0, 0.5, 1.0]),
+        enabled=st.booleans(),
+    )
+    def register_tick(
+        self, data: st.DataObject, group: int, interval: float, enabled: bool
+    ) -> None:
+        """An actor registers a tick function (refused when it is garbage)."""
+
+        def go() -> None:
+            self.drop_dead_ticks()
+            a = self.pick("Actor", "ticked actor")
+            live = self.live_ticks()
+            after = (
+                self.draw(st.lists(st.sampled_from(live), max_size=2, unique=True), "after")
+                if live
+                else []
+            )
+            options: dict[str, Any] = {
+                "group": TICK_GROUPS[group],
+                "interval": interval,
+                "enabled": enabled,
+                "after": [self.tick_fns[p].fn for p in after],
+            }
+            if self.objs[a].garbage:
+                with pytest.raises(zs.ExpiredConjugateError):
+                    self.rt.ticks.register(self.conj(a), **options)
+                return
+            fn = self.rt.ticks.register(self.conj(a), **options)
+            self.tick_fns.append(MTick(fn, a, group, interval, enabled, list(after)))
+            event("ticks: registered")
+
+        self.run(data, go)
+
+    @precondition(lambda self: any(t.registered for t in self.tick_fns))
+    @rule(
+        data=st.data(),
+        what=st.sampled_from(
+            ["enable", "disable", "interval", "group", "unregister", "after", "after", "before"]
+        ),
+    )
+    def change_tick(self, data: st.DataObject, what: str) -> None:
+        """Enable, disable, re-time, regroup or unregister a tick function,
+        or add or remove a prerequisite (a cycle refused)."""
+
+        def go() -> None:
+            self.drop_dead_ticks()
+            live = self.live_ticks()
+            if not live:
+                return
+            i = self.pick_of(live, "tick function")
+            t = self.tick_fns[i]
+            if what in ("enable", "disable"):
+                t.fn.enabled = t.enabled = what == "enable"
+            elif what == "interval":
+                t.interval = self.draw(st.sampled_from([0.0, 0.25, 0.5, 1.0]), "interval")
+                t.fn.interval = t.interval
+            elif what == "group":
+                t.group = self.draw(st.integers(0, 3), "group")
+                t.fn.group = TICK_GROUPS[t.group]
+            elif what == "unregister":
+                assert t.fn.unregister() is True
+                assert t.fn.unregister() is False and not t.fn.registered
+                t.registered = False
+                return
+            elif what == "after":
+                j = self.pick_of(live, "prerequisite")
+                if i == j or self.tick_depends(j, i):
+                    event("ticks: a cycle refused")
+                    with pytest.raises(ValueError, match="cycle"):
+                        t.fn.add_prerequisite(self.tick_fns[j].fn)
+                    return
+                t.fn.add_prerequisite(self.tick_fns[j].fn)
+                if j not in t.after:
+                    t.after.append(j)
+            else:
+                present = [p for p in t.after if self.tick_fns[p].registered]
+                if not present:
+                    with pytest.raises(ValueError, match="not a prerequisite"):
+                        t.fn.remove_prerequisite(self.tick_fns[i].fn)
+                    return
+                j = self.pick_of(present, "removed")
+                t.fn.remove_prerequisite(self.tick_fns[j].fn)
+                t.after.remove(j)
+            assert t.fn.prerequisite_count == len(
+                [p for p in t.after if self.tick_fns[p].registered]
+            )
+
+        self.run(data, go)
+
+    @precondition(lambda self: bool(self.tick_fns))
+    @rule(data=st.data(), dt=st.sampled_from([0.0, 0.25, 0.5, 1 / 60]))
+    def tick_frame(self, data: st.DataObject, dt: float) -> None:
+        """One frame of the tick manager: every sure function (its actor
+        alive and not garbage before and after the frame) ticks exactly when
+        its enabled time reaches its interval; the overrides' calls follow
+        the groups and the prerequisites; failures are counted."""
+
+        def go() -> None:
+            self.drop_dead_ticks()
+            live = self.live_ticks()
+            start = {i for i in live if not self.objs[self.tick_fns[i].actor].garbage}
+            memo: dict[int, int] = {}
+            groups = {i: self.actual_group(i, memo) for i in live}
+            self.calls.clear()
+            before = len(self.raised)
+            stats = self.rt.ticks.frame(dt)
+            self.frames += 1
+            assert stats.frame == self.frames
+            failed = [e for e in self.raised[before:] if e[1] == "tick" and e[2] == 0]
+            assert stats.failed == len(failed)
+            kept = set(self.alive("Actor", nongarbage=True))
+            for i in live:
+                t = self.tick_fns[i]
+                m = self.objs[t.actor]
+                if not m.alive:
+                    t.registered = False  # freed during the frame
+                    continue
+                calls, before_calls = t.fn.calls, t.calls
+                assert t.fn.actual_group == TICK_GROUPS[groups[i]]
+                if i in start and t.actor in kept:
+                    if t.enabled:
+                        t.elapsed += dt
+                        if t.interval == 0 or t.elapsed >= t.interval * (1 - 1e-9):
+                            t.calls += 1
+                            t.elapsed = 0.0
+                    assert calls == t.calls, (i, calls, t.calls)
+                    assert t.fn.elapsed == t.elapsed
+                    # the native default of an actor no override reaches
+                    if m.cls != "Scripted" and m.ticks is not None:
+                        m.ticks += t.calls - before_calls
+                else:
+                    assert calls in (t.calls, t.calls + 1)
+                    t.calls, t.elapsed = calls, t.fn.elapsed
+                    if m.cls != "Scripted":
+                        m.ticks = None
+            # order: the overrides' calls, each of an actor with one tick function
+            single = {}
+            for i in live:
+                actor = self.tick_fns[i].actor
+                single[actor] = None if actor in single else i
+            seen = [single.get(a) for a, name in self.calls if name == "tick"]
+            mapped = [i for i in seen if i is not None]
+            position = {i: k for k, i in enumerate(mapped)}
+            assert [groups[i] for i in mapped] == sorted(groups[i] for i in mapped)
+            for i in mapped:
+                for p in self.tick_fns[i].after:
+                    if p in position:
+                        assert position[p] < position[i], f"{i} ticked before its prerequisite {p}"
+            event(f"ticks: a frame of {len(live)} functions")
 
         self.run(data, go)
 

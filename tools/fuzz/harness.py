@@ -24,7 +24,11 @@ replace the state, raise, close the runtime). The operations spawn, tick
 with fuzzed and hostile arguments (a ``__float__`` that destroys the target
 or collects), call functions by name from C on a raw block
 (``zs_call_function``, ``zs_call_each``: an override through the handler or
-the host's own entry), and store Python state. Exceptions an override
+the host's own entry), and store Python state. The tick manager (``rt.ticks``) registers
+tick functions of those actors and of other objects (fuzzed names, groups,
+intervals, prerequisites), changes and unregisters them, and runs frames
+from Python (with the collector's share) or from C (``zs_tick_frame`` with
+fuzzed settings), whose overrides act as the input says. Exceptions an override
 raises go to ``sys.unraisablehook`` and must be documented ones; a value
 stored in the state of an expired object must have been released.
 
@@ -93,6 +97,7 @@ RUNTIME_ERRORS = (
     # A host function whose call into a Python override failed (the sample
     # engine's World.destroy when on_destroy raised; reported first).
     "the Python (managed) function called from native code raised an exception",
+    "rt.ticks.frame() is running already",  # a frame from inside a tick function
 )
 
 #: ``AttributeError`` is documented only for binding a missing method
@@ -517,6 +522,8 @@ class Session:
         #: Exceptions that reached sys.unraisablehook (overrides called from
         #: native code), checked after every step.
         self.reports: list[BaseException] = []
+        #: Tick functions registered with rt.ticks (live or not).
+        self.tick_fns: list[Any] = []
         self.saved_hook = sys.unraisablehook
         sys.unraisablehook = self.unraisable
         # A few objects to start from, one of them rooted.
@@ -858,6 +865,9 @@ class Session:
             assert rt.live_objects() == 0, f"{rt.live_objects()} native objects left"
             assert rt.values_alive() == 0, f"{rt.values_alive()} black values left"
             assert rt.gc.phase == "idle"
+            rt.ticks.frame(0.0)  # unregisters the tick functions of the freed objects
+            assert len(rt.ticks) == 0, f"{len(rt.ticks)} tick functions left"
+            assert not any(fn.registered for fn in self.tick_fns)
         rt.__exit__(None, None, None)  # zs_runtime_free asserts no native block is left
         self.check_tokens()
         if self.tokens:
@@ -1811,6 +1821,127 @@ def op_engine_state(s: Session) -> None:
             actor.bag.append(s.shallow())
 
 
+TICK_GROUPS = ("pre_physics", "during_physics", "post_physics", "post_update_work")
+TICK_NAMES = ("tick",) * 8 + ("begin_play", "bump", "react", "nope", "", "ti\0ck")
+_TICK_FRAME_STATUSES = (ZS_OK, ZS_E_INVALID, ZS_E_BUSY)
+
+
+def _seconds_like(s: Session) -> Any:
+    """A plausible interval or dt, or a fuzzed one (negative, NaN, not a number)."""
+    r = s.r
+    if r.chance(235):
+        return r.pick((0.0, 0.0, 1 / 60, 0.25, 0.5, 1.0, 2))
+    return r.pick((-1.0, math.nan, math.inf, True, "1", None, s.floating()))
+
+
+def _register_tick(s: Session) -> None:
+    """rt.ticks.register with a fuzzed target (an engine actor, often a new
+    one in a world that is often rooted; any object), name, group, interval,
+    flag and prerequisites."""
+    r = s.r
+    target: Any = s.obj()
+    if s.engine is not None and r.chance(200):
+        target = _actor(s)
+        if not isinstance(target, s.engine.actor) or target.is_expired or r.flag():
+            e = s.engine  # a new actor, in a world that is often rooted
+            world = _world(s)
+            if world.is_expired or r.flag():
+                world = s.note(e.world())
+                world.add_to_root()
+                s.rooted.append(zs.WeakObjectPtr(world))
+            target = s.note(world.spawn(r.pick(e.actor_classes), e.transform()))
+    name = r.pick(TICK_NAMES) if r.chance(240) else s.any_value()
+    group = r.pick(TICK_GROUPS) if r.chance(240) else r.pick(("physics", 1, None))
+    after: list[Any] = [r.pick(s.tick_fns) for _ in range(r.below(3))] if s.tick_fns else []
+    if r.chance(20):
+        after.append(s.any_value())
+    fn = s.rt.ticks.register(
+        target, name, group=group, interval=_seconds_like(s), enabled=r.flag(), after=after
+    )
+    if fn.object is not target or fn.function != name:
+        raise AssertionError(f"{fn!r} does not tick {target!r}.{name}")
+    s.remember(s.tick_fns, fn)
+
+
+def op_ticks(s: Session) -> None:
+    """The tick manager (rt.ticks): register tick functions of the engine's
+    actors (a Python override through the handler, the host's own entry in
+    C, a script class's inherited default) and of other objects, with
+    fuzzed names, groups, intervals, flags and prerequisites; change and
+    unregister them; run frames (with the collector's share) whose
+    overrides act as the input says; or run one from C (zs_tick_frame)
+    with fuzzed collector settings. A freed object's functions end up
+    unregistered (checked at the end)."""
+    r = s.r
+    roll = r.below(10)
+    if roll < 4:
+        for _ in range(1 + r.below(4)):
+            _register_tick(s)
+        if r.flag():
+            s.rt.ticks.frame(_seconds_like(s))
+    elif roll < 6:
+        if not s.tick_fns:
+            raise Skip("no tick function")
+        fn = r.pick(s.tick_fns)
+        what = r.below(8)
+        if what == 0:
+            fn.enabled = r.flag()
+        elif what == 1:
+            fn.interval = _seconds_like(s)
+        elif what == 2:
+            fn.group = r.pick(TICK_GROUPS) if r.chance(220) else s.any_value()
+        elif what == 3:
+            fn.unregister()
+            if fn.registered:
+                raise AssertionError(f"{fn!r} is registered after unregister()")
+        elif what == 4:
+            fn.add_prerequisite(r.pick(s.tick_fns) if r.chance(220) else s.any_value())
+        elif what == 5:
+            fn.remove_prerequisite(r.pick(s.tick_fns))
+        elif what == 6:
+            if fn.registered:
+                parts = (fn.object, fn.group, fn.actual_group, fn.interval, fn.elapsed, fn.calls)
+                s.note(parts[0])
+                if fn.prerequisite_count < 0 or fn.calls < 0:
+                    raise AssertionError(f"{fn!r}: {parts}")
+            elif fn.object is not None:
+                raise AssertionError(f"an unregistered {fn!r} names an object")
+        else:
+            s.rt.ticks.unregister_all(s.obj())
+    elif roll < 9:
+        if not any(fn.registered for fn in s.tick_fns[-4:]):
+            with suppress(*s.expected, AttributeError):  # a function to tick, most often
+                _register_tick(s)
+        dt = _seconds_like(s)
+        stats = s.rt.ticks.frame(dt, collect=r.chance(60))
+        counts = (stats.ticked, stats.failed, stats.waiting, stats.disabled, stats.skipped)
+        if min(counts) < 0 or stats.frame < 1:
+            raise AssertionError(f"a frame's figures: {stats!r}")
+    else:
+        settings = ffi.new("zs_frame_gc *")
+        lib.zs_frame_gc_defaults(settings)
+        settings.seconds_between_cycles = r.pick((0.0, 0.5, 1.0, -1.0, math.nan))
+        settings.mark_budget_ns = r.pick((0, 1, 1000, 2_000_000))
+        settings.purge_budget_ns = r.pick((0, 1, 1000, 2_000_000))
+        settings.objects_per_frame = r.pick((0, 1, 8, 1000))
+        dt = r.pick((0.0, 1 / 60, 0.5, -1.0, math.nan, math.inf))
+        out = ffi.new("zs_frame_stats *")
+        if s.rt.closed:
+            raise Skip("the runtime is closed")
+        runtime = ffi.cast("zs_runtime *", s.rt.native_address)
+        given = r.chance(200)
+        status = lib.zs_tick_frame(runtime, dt, settings if given else ffi.NULL, out)
+        allowed = _TICK_FRAME_STATUSES + ((ZS_E_NOMEM,) if MemoryError in s.expected else ())
+        if status not in allowed:
+            raise AssertionError(f"zs_tick_frame: status {status}")
+        bad = not (dt >= 0 and math.isfinite(dt))
+        bad = bad or (given and not settings.seconds_between_cycles >= 0)
+        if (status == ZS_E_INVALID) != bad:
+            raise AssertionError(f"zs_tick_frame({dt!r}): status {status}")
+        if status == ZS_OK and out.frame < 1:
+            raise AssertionError("zs_tick_frame ran no frame")
+
+
 def _override(s: Session, actor: Any, name: str, args: tuple[Any, ...]) -> None:
     """What a Scripted actor's event does when native code calls it."""
     r = s.r
@@ -2255,6 +2386,9 @@ OPERATIONS: list[Callable[[Session], None]] = [
     op_engine_tick,
     op_engine_native,
     op_engine_state,
+    op_ticks,
+    op_ticks,
+    op_ticks,
 ]
 
 
