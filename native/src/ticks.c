@@ -596,6 +596,12 @@ static zs_status build_order(zs_runtime *rt, zs_ticks *t, uint32_t *unregistered
  * The frame
  * ====================================================================== */
 
+/* zs_free_pending (calls.c) inline, with the lock held: the frame asks it
+   before each function. */
+static inline bool free_pending(const zs_runtime *rt) {
+    return (__atomic_load_n(&rt->calls_word, __ATOMIC_RELAXED) & ZS_CALLS_FREE_PENDING) != 0;
+}
+
 /* Check one tick function of the frame's order and find what runs (lock
    held): KIND_NONE, counted in `stats`, when it does not tick now. A due
    function's time is handed to it in `params` and counted from 0 again. */
@@ -764,11 +770,12 @@ zs_status zs_tick_frame(zs_runtime *rt, double delta_seconds, const zs_frame_gc 
     }
     uint64_t start = zs_now_ns();
     bool freeing = false;
+    /* Filled by visit for each function (made once: a frame's hot loop). */
+    zs_tick_params params = {0};
+    tick_call call = {.kind = KIND_NONE};
     for (uint32_t i = 0; i < count; i++) {
-        zs_tick_params params = {0};
-        tick_call call = {.kind = KIND_NONE};
         ZS_LOCK(rt);
-        freeing = zs_free_pending(rt); /* the functions left are not called */
+        freeing = free_pending(rt); /* the functions left are not called */
         if (!freeing) visit(rt, t, t->order[i], delta_seconds, &params, &call, &stats);
         ZS_UNLOCK(rt);
         if (freeing) break;

@@ -1867,7 +1867,7 @@ class EngineMachine(RuleBasedStateMachine):
         the first call that names them: this one)."""
         for t in self.tick_fns:
             if t.registered and not self.objs[t.actor].alive:
-                assert not t.fn.registered and t.fn.object is None
+                assert not t.fn.registered and t.fn.target is None
                 t.registered = False
 
     def live_ticks(self) -> list[int]:

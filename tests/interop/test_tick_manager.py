@@ -282,7 +282,7 @@ def test_objects_destroyed_or_collected_during_a_frame_are_not_ticked(rt: zs.Run
     assert order() == [0, 4]
     assert t[2].is_expired and t[3].is_expired and not t[1].is_expired  # garbage, rooted
     assert (stats.skipped, stats.unregistered) == (1, 3)
-    assert not late.registered and late.object is None
+    assert not late.registered and late.target is None
     with pytest.raises(zs.ExpiredConjugateError, match="not registered"):
         late.interval = 1.0
     assert late.unregister() is False

@@ -1851,14 +1851,14 @@ def _register_tick(s: Session) -> None:
                 s.rooted.append(zs.WeakObjectPtr(world))
             target = s.note(world.spawn(r.pick(e.actor_classes), e.transform()))
     name = r.pick(TICK_NAMES) if r.chance(240) else s.any_value()
-    group = r.pick(TICK_GROUPS) if r.chance(240) else r.pick(("physics", 1, None))
+    group: Any = r.pick(TICK_GROUPS) if r.chance(240) else r.pick(("physics", 1, None))
     after: list[Any] = [r.pick(s.tick_fns) for _ in range(r.below(3))] if s.tick_fns else []
     if r.chance(20):
         after.append(s.any_value())
     fn = s.rt.ticks.register(
         target, name, group=group, interval=_seconds_like(s), enabled=r.flag(), after=after
     )
-    if fn.object is not target or fn.function != name:
+    if fn.target is not target or fn.function != name:
         raise AssertionError(f"{fn!r} does not tick {target!r}.{name}")
     s.remember(s.tick_fns, fn)
 
@@ -1900,11 +1900,11 @@ def op_ticks(s: Session) -> None:
             fn.remove_prerequisite(r.pick(s.tick_fns))
         elif what == 6:
             if fn.registered:
-                parts = (fn.object, fn.group, fn.actual_group, fn.interval, fn.elapsed, fn.calls)
+                parts = (fn.target, fn.group, fn.actual_group, fn.interval, fn.elapsed, fn.calls)
                 s.note(parts[0])
                 if fn.prerequisite_count < 0 or fn.calls < 0:
                     raise AssertionError(f"{fn!r}: {parts}")
-            elif fn.object is not None:
+            elif fn.target is not None:
                 raise AssertionError(f"an unregistered {fn!r} names an object")
         else:
             s.rt.ticks.unregister_all(s.obj())

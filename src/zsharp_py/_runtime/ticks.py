@@ -161,8 +161,9 @@ class TickFunction:
         return bool(self._rt._ticks_info(self._id)[0] == 0)
 
     @property
-    def object(self) -> Object | None:
-        """The object it ticks, or None once it is not registered."""
+    def target(self) -> Object | None:
+        """The object it ticks (Unreal's tick function's target), or None
+        once it is not registered."""
         if not self.registered:
             return None
         found: Object | None = self._rt._conjugate_of(self._info()[0])
