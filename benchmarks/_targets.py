@@ -293,6 +293,19 @@ def _targets(config: Config) -> list[Target]:
                 ("tick_held", "proxies held"),
             )
         ),
+        *(
+            Target(
+                "one frame of the tick manager calling an empty Python override on each of "
+                f"10,000 actors, {held}, <= 1.5x nanobind's trampoline per actor",
+                1.5,
+                "<=",
+                host_ratio(group, "nanobind"),
+            )
+            for group, held in (
+                ("frame_cold", "no proxies held"),
+                ("frame_held", "proxies held"),
+            )
+        ),
         Target(
             "creating a host object <= 1.5x nanobind",
             1.5,

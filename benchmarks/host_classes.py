@@ -25,7 +25,10 @@ whose kids the host spawned, when no proxy of them exists (every read makes
 one, dropped at once; the peers make a new wrapper per read), and one host
 frame ticking 10,000 actors of a Python subclass that the host spawned, with
 their proxies held by Python or not (the peers' C++ loop over 10,000
-Python-subclassed objects through the trampoline).
+Python-subclassed objects through the trampoline), and the same 10,000
+actors ticked by the tick manager instead (one ``zs_tick_frame`` per
+statement, each actor's ``tick`` registered from C), in a runtime of
+their own.
 """
 
 from __future__ import annotations
@@ -113,6 +116,12 @@ GROUPS: list[tuple[str, str]] = [
         "actors the host spawned, no proxies held (per actor)",
     ),
     ("tick_held", "the same, the actors' proxies held by Python (per actor)"),
+    (
+        "frame_cold",
+        f"one frame of the tick manager (zs_tick_frame) calling the Python override `tick(dt)` "
+        f"of each of {ACTORS:,} actors the host spawned, no proxies held (per actor)",
+    ),
+    ("frame_held", "the same, the actors' proxies held by Python (per actor)"),
     ("create", "creating an object `BenchHost()`"),
     ("read_int", "property read, Int32 `h.count`"),
     ("write_int", "property write, Int32 `h.count = 5`"),
@@ -131,12 +140,13 @@ METRIC_PEERS = {
     "pybind11": "pybind11",
 }
 VERSIONS: dict[str, str] = {}
-UNSEEN_GROUPS = ("cold_element", "cold_ref", "tick_cold", "tick_held")
+UNSEEN_GROUPS = ("cold_element", "cold_ref", "tick_cold", "tick_held", "frame_cold", "frame_held")
 """The rows of objects Python has never seen (``_unseen_cases``)."""
-SHARED = {"tick_held": "tick_cold"}
+SHARED = {"tick_held": "tick_cold", "frame_cold": "tick_cold", "frame_held": "tick_cold"}
 """Groups whose peers' figure is another group's case: the peers' actors
 are Python objects (a trampoline's instance is made from Python), so they
-have no proxy to hold or not; their one tick case is beside both rows."""
+have no proxy to hold or not, nor a tick manager (their loop over the actors
+is the frame); their one tick case is beside the four tick rows."""
 
 Provided = tuple[list[MicroCase], dict[str, str]]
 Check = Callable[[], str | None]
@@ -160,6 +170,9 @@ const void *host_bench_find_class(const void *api, void *rt, const char *name);
 int host_bench_call_class(const void *api, void *rt, const void *cls, const char *function,
                           void *block, uint32_t *out_called);
 int64_t host_bench_ticks(const void *api, void *rt, const uint64_t *objects, int n);
+int host_bench_register_ticks(const void *api, void *rt, const uint64_t *objects, int n,
+                              const char *function);
+int64_t host_bench_tick_frame(const void *api, void *rt, double dt);
 """
 
 
@@ -201,6 +214,8 @@ def _host_library(config: Config) -> tuple[Any, Any, ctypes.PyDLL]:
         ctypes.c_void_p,
     ]
     held.host_bench_call_class.restype = ctypes.c_int
+    held.host_bench_tick_frame.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double]
+    held.host_bench_tick_frame.restype = ctypes.c_int64
     return ffi, lib, held
 
 
@@ -530,6 +545,100 @@ def _unseen_cases(
             note=each_note,
             **tick,  # type: ignore[arg-type]
         ),
+        *_frame_cases(ffi, lib, held, stack, checks, hold=False),
+        *_frame_cases(ffi, lib, held, stack, checks, hold=True),
+    ]
+
+
+def _frame_cases(
+    ffi: Any,
+    lib: Any,
+    held: ctypes.PyDLL,
+    stack: contextlib.ExitStack,
+    checks: list[Check],
+    *,
+    hold: bool,
+) -> list[MicroCase]:
+    """The tick manager's rows: a runtime of their own whose host spawned
+    ACTORS objects of a Python subclass overriding ``tick`` and registered
+    each one's ``tick`` with the tick manager from C; one statement is one
+    ``zs_tick_frame`` (through ``ctypes.PyDLL``: the GIL held, as the other
+    tick rows), in a context where that runtime is current. With ``hold``,
+    Python holds every proxy; without, none exists before a batch (each
+    call makes one, dropped after it, and the batch ends with the timed
+    safe point, as tick_cold's)."""
+    runtime, native, context = _actors_runtime(ffi, lib, stack)
+    api = ffi.cast("const void *", api_table())
+    group = "frame_held" if hold else "frame_cold"
+    with runtime.activate():
+        actor: Any = zs.native_class("BenchActor")
+
+        class FrameTicker(actor):  # type: ignore[misc]
+            """Ticked by the tick manager."""
+
+            def tick(self, dt):  # type: ignore[no-untyped-def]
+                pass
+
+        world = actor()
+        world.add_to_root()
+        handles = ffi.new("uint64_t[]", ACTORS)
+        status = lib.host_bench_spawn(api, native, world.handle, b"FrameTicker", ACTORS, handles)
+        if status != 0:
+            raise Unavailable(f"host_bench_spawn(FrameTicker) failed with status {status}")
+        status = lib.host_bench_register_ticks(api, native, handles, ACTORS, b"tick")
+        if status != 0:
+            raise Unavailable(f"host_bench_register_ticks failed with status {status}")
+        proxies = world.kids.to_python() if hold else []
+    handle_list = list(handles)
+    frame = held.host_bench_tick_frame
+    ticked = context.run(frame, api_table(), runtime.native_address, 1 / 60)
+    if ticked != ACTORS:
+        raise Unavailable(f"a tick manager frame ticked {ticked} of {ACTORS:,} actors")
+    if not hold:
+        runtime._flush_values()
+    problems: list[str] = []
+
+    def before(operations: int) -> None:
+        if not hold:
+            problem = _cold(runtime, handle_list, "tick manager, before a batch")
+        elif any(runtime._conjugate_get(h) is None for h in handle_list):
+            problem = f"{NAME}: a held actor's proxy is missing before a tick manager batch"
+        else:
+            problem = None
+        if problem is not None and problem not in problems:
+            problems.append(problem)
+
+    def verdict() -> str | None:
+        ticks = lib.host_bench_ticks(api, native, handles, ACTORS)
+        if ticks != 0:
+            problems.append(f"{NAME}: tick's native default ran {ticks} times, not Python's")
+        return "; ".join(problems) or None
+
+    checks.append(verdict)
+    namespace: dict[str, Any] = {
+        "frame": frame,
+        "in_rt": context.run,
+        "api_address": api_table(),
+        "rt_address": runtime.native_address,
+        "keep": (world, proxies, handles, FrameTicker),
+    }
+    flush = {"after_batch": runtime._flush_values, "after_batch_timed": True}
+    return [
+        MicroCase(
+            f"zs_tick_frame(rt, 1/60, NULL, &stats): {ACTORS:,} tick functions registered from "
+            "C, each the actor's Python `tick` (GIL held)"
+            + ("; every proxy held by a Python list" if hold else "; no proxy held"),
+            group,
+            "in_rt(frame, api_address, rt_address, 0.016)",
+            namespace,
+            ZS,
+            before_batch=before,
+            scale=TICK_SCALE,
+            items=ACTORS,
+            note="the tick manager (native/src/ticks.c): per actor, one lock to check the "
+            "registration, the object and the interval, then the managed call handler",
+            **flush,  # type: ignore[arg-type]
+        )
     ]
 
 

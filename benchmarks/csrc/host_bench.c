@@ -28,7 +28,9 @@
  * host_bench_spawn creates BenchActors (or objects of a Python subclass,
  * by name) from C, into a holder's kids: objects Python has never seen;
  * host_bench_call_each_of calls a function once on each of them from one C
- * loop, host_bench_call_class through zs_call_each.
+ * loop, host_bench_call_class through zs_call_each; host_bench_register_ticks
+ * registers a function of each with the tick manager, and
+ * host_bench_tick_frame runs one frame of it (zs_tick_frame).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -286,4 +288,25 @@ EXPORT int64_t host_bench_ticks(const zs_api *api, zs_runtime *rt, const zs_ref 
         if (actor != NULL) ticks += actor->ticks;
     }
     return ticks;
+}
+
+/* Register `function` of each of n objects with the tick manager (every
+ * frame, in the first group); stops at the first failure and returns it. */
+EXPORT zs_status host_bench_register_ticks(const zs_api *api, zs_runtime *rt, const zs_ref *objects,
+                                           int n, const char *function) {
+    zs_status status = ZS_OK;
+    for (int i = 0; i < n && status == ZS_OK; i++) {
+        zs_tick_desc desc = {.object = objects[i], .function = function};
+        zs_tick tick = 0;
+        status = api->zs_tick_register(rt, &desc, &tick);
+    }
+    return status;
+}
+
+/* One frame of the tick manager (no collection): the tick functions called,
+ * or -1 when the frame failed or one of them did. */
+EXPORT int64_t host_bench_tick_frame(const zs_api *api, zs_runtime *rt, double dt) {
+    zs_frame_stats stats;
+    zs_status status = api->zs_tick_frame(rt, dt, NULL, &stats);
+    return status == ZS_OK && stats.failed == 0 ? (int64_t)stats.ticked : -1;
 }
