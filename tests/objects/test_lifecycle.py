@@ -79,6 +79,7 @@ ROWS = {
     "close": "`rt.close()`",
     "create": "creating an object",
     "host": "calling a host function",
+    "frame": "a frame of the tick manager (`rt.ticks.frame()`)",
 }
 
 
@@ -92,6 +93,8 @@ def attempt(runtime: zs.Runtime, row: str) -> str:
             runtime.close()
         elif row == "create":
             Carrier(hp=1)
+        elif row == "frame":
+            runtime.ticks.frame(0.1)
         else:
             zs.native_class("World", runtime=runtime).version()
     except (RuntimeError, zs.ExpiredConjugateError) as error:
@@ -171,7 +174,7 @@ def test_inside_the_expiry() -> None:
     reached from Python at all, which is checked instead."""
     table = read_table()
     outcomes: dict[str, tuple[str, str]] = {}
-    for row in ("collect", "host", "create", "close"):
+    for row in ("collect", "host", "frame", "create", "close"):
         runtime = zs.Runtime()
         sample_engine.install(runtime)
         World = zs.native_class("World", runtime=runtime)
@@ -191,7 +194,7 @@ def test_inside_the_expiry() -> None:
     if sys.version_info >= (3, 12):
         assert outcomes == {}
         return
-    assert set(outcomes) == {"collect", "host", "create", "close"}
+    assert set(outcomes) == {"collect", "host", "frame", "create", "close"}
     for row, (outcome, lifecycle) in outcomes.items():
         assert outcome == table[(ROWS[row], "expiring")], row
         assert lifecycle == ("closed" if row == "close" else "expiring"), row
