@@ -1079,6 +1079,7 @@ PyObject *zpy_rt_is_permanent(PyObject *self, PyObject *handle);
 PyObject *zpy_rt_live_handles(PyObject *self, PyObject *what);
 PyObject *zpy_rt_class_id_of(PyObject *self, PyObject *cls);
 PyObject *zpy_rt_class_names(PyObject *self, PyObject *unused);
+PyObject *zpy_rt_type_names(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_find_class(PyObject *self, PyObject *name);
 PyObject *zpy_rt_describe_class(PyObject *self, PyObject *class_id);
 PyObject *zpy_rt_find_struct(PyObject *self, PyObject *name);

@@ -403,9 +403,12 @@ static PyObject *load_argument(zpy_runtime_core *rt, const zpy_plan_member *memb
     char *at = params + member->offset;
     if (member->mode == ZPY_CALL_SCALAR) return zpy_scalar_load(member->scalar, at);
     if (member->mode == ZPY_CALL_STRUCT || member->mode == ZPY_CALL_VALUE) {
-        /* A red view into the block: call_method expires it. */
         zpyv_kind *kind = (zpyv_kind *)member->detail;
         if (zpy_rt_open(rt, 0) == NULL || zpyv_native_type(rt, kind) == NULL) return NULL;
+        /* A value with no conjugate class (an enum, a class id): copied out,
+           as a property read gives it. */
+        if (!(kind->flags & ZPYV_VALUE_CLASS)) return zpyv_copy_out(rt, kind, at);
+        /* A red view into the block: call_method expires it. */
         return zpyv_block_view(rt, kind, at);
     }
     zs_ref ref;

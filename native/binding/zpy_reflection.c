@@ -224,6 +224,41 @@ PyObject *zpy_rt_class_names(PyObject *self, PyObject *unused) {
     return reflection_read(rt, NULL, class_names_now);
 }
 
+/* The names of every struct and enum a host registered in an open runtime
+ * (reflection_read): a pair of tuples, in registration order. */
+static PyObject *type_names_now(zpy_runtime_core *rt, const void *unused) {
+    (void)unused;
+    uint32_t structs = zs_struct_count(rt->native), enums = zs_enum_count(rt->native);
+    PyObject *struct_names = PyTuple_New((Py_ssize_t)structs);
+    PyObject *enum_names = struct_names != NULL ? PyTuple_New((Py_ssize_t)enums) : NULL;
+    for (uint32_t i = 0; enum_names != NULL && i < structs; i++) {
+        const zs_struct_desc *desc = zs_struct_at(rt->native, i, NULL);
+        PyObject *name = reflection_text(desc != NULL ? desc->name : NULL);
+        if (name == NULL) Py_CLEAR(enum_names);
+        else PyTuple_SET_ITEM(struct_names, (Py_ssize_t)i, name);
+    }
+    for (uint32_t i = 0; enum_names != NULL && i < enums; i++) {
+        const zs_enum_desc *desc = zs_enum_at(rt->native, i);
+        PyObject *name = reflection_text(desc != NULL ? desc->name : NULL);
+        if (name == NULL) Py_CLEAR(enum_names);
+        else PyTuple_SET_ITEM(enum_names, (Py_ssize_t)i, name);
+    }
+    PyObject *out = enum_names != NULL ? PyTuple_Pack(2, struct_names, enum_names) : NULL;
+    Py_XDECREF(struct_names);
+    Py_XDECREF(enum_names);
+    return out;
+}
+
+/* RuntimeCore._heap_type_names() -> (struct names, enum names): every struct
+ * and enum registered here (zs_struct_register, zs_enum_register), in
+ * registration order; a stub generator lists a host's types with it. */
+PyObject *zpy_rt_type_names(PyObject *self, PyObject *unused) {
+    (void)unused;
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
+    if (zpy_rt_open(rt, 0) == NULL) return NULL;
+    return reflection_read(rt, NULL, type_names_now);
+}
+
 /* RuntimeCore._heap_find_class(name: bytes) -> the id of the first class
  * registered under that UTF-8 name, or None (the resolver is not asked: a
  * script class not registered yet is not the host's). */

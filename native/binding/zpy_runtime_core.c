@@ -596,6 +596,8 @@ static PyMethodDef runtime_core_methods[] = {
      "The native class id of a conjugate class registered here."},
     {"_heap_class_names", zpy_rt_class_names, METH_NOARGS,
      "The name of every registered class, by class id."},
+    {"_heap_type_names", zpy_rt_type_names, METH_NOARGS,
+     "(struct names, enum names): every struct and enum registered here."},
     {"_heap_find_class", zpy_rt_find_class, METH_O,
      "The id of the first class of a (UTF-8) name, or None."},
     {"_heap_describe_class", zpy_rt_describe_class, METH_O,

@@ -32,7 +32,7 @@ from ._model.kinds import (
     UInt32,
     UInt64,
 )
-from ._model.object import Object
+from ._model.object import Object, zero
 from ._model.state import state
 from ._model.struct import Struct
 from ._model.values import scope
@@ -103,6 +103,7 @@ __all__ = [
     "native_struct",
     "scope",
     "state",
+    "zero",
 ]
 
 _hints.name_exported_types({name: globals()[name] for name in __all__})

@@ -56,7 +56,7 @@ class Tile(zs.Object, can_be_in_cluster=True):
 class Level(zs.Object, cluster_root=True):
     """Owns the tiles; the root of their cluster."""
 
-    first_tile: Tile | None
+    first_tile: Tile | None = None
 
 
 DEFAULT_FRAMES = 12

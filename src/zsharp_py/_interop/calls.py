@@ -18,7 +18,7 @@ from typing import Any
 from .. import _core
 from .._base.layout import Layout, member_name
 from .._model import values as _values
-from .._model.kinds import ScalarKind
+from .._model.kinds import EnumKind, ScalarKind
 from .._model.object import Object, ObjectRefKind, WeakRefKind, add_declaration_check, kind_of
 from .._model.struct import StructKind
 
@@ -386,7 +386,7 @@ def _crossing_kind(scope: type[Object], annotation: Any, what: str, label: str) 
     host would have to free."""
     kind = kind_of(scope, annotation, f"{what}: {label}")
     if label == "return_value" and not (
-        isinstance(kind, (ScalarKind, ObjectRefKind)) or _plain_struct(kind)
+        isinstance(kind, (ScalarKind, EnumKind, ObjectRefKind)) or _plain_struct(kind)
     ):
         raise TypeError(
             f"{what}: the result is {kind.describe()}; a result returned to native code "

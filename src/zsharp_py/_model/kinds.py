@@ -3,8 +3,10 @@ kinds that turn a class annotation into a C member plus a descriptor."""
 
 from __future__ import annotations
 
+import enum
 import math
 import operator
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
@@ -29,6 +31,7 @@ __all__ = [
     "Float64",
     "PropertyKind",
     "ScalarKind",
+    "EnumKind",
     "install_property",
 ]
 
@@ -240,6 +243,14 @@ class PropertyKind:
         """A short human name of the type (for errors and repr)."""
         raise NotImplementedError
 
+    def is_zero(self, value: Any) -> bool:
+        """Whether ``value``, as a property's declared default, is what a
+        zeroed member already holds (``None`` for a pointer, ``[]`` for a
+        container, ``""`` for a string): nothing to apply at creation, so
+        such a default costs nothing. A default written only for a type
+        checker (docs/typing-game-scripts.md) is usually one of these."""
+        return False
+
     def has_plain_defaults(self) -> bool:
         """Whether a zeroed value of this type is already initialised (no
         member defaults to apply after creation)."""
@@ -365,3 +376,115 @@ class ScalarKind(PropertyKind):
     def describe(self) -> str:
         """The scalar type's name."""
         return self.scalar.__name__
+
+
+class EnumKind(PropertyKind):
+    """An enum property, member or element (``team: Team``, a host's enum
+    or a Python ``enum.IntEnum``/``enum.IntFlag``): stored as its
+    underlying integer scalar (a host's enum says which, ``Int32``
+    otherwise), read as the enum's member.
+
+    Writes take a member of that enum, or a plain ``int`` that is the value
+    of one (an ``IntFlag`` takes any combination of its flags); a member of
+    another enum raises ``TypeError``, and an ``int`` that is no member's
+    value ``ValueError``. A stored number that is no member's value (the
+    host wrote it) reads as the plain ``int``. The conversion runs in
+    Python (a plain kind's encode and decode, native/binding/zpy_copy_out.c),
+    before any native address is resolved."""
+
+    __slots__ = ("enum", "scalar", "_members", "_flags")
+    bitwise = True
+
+    def __init__(self, enum_class: type[enum.Enum], scalar: type[Scalar]) -> None:
+        self.enum = enum_class
+        self.scalar = scalar
+        self._members: dict[int, Any] = dict(enum_class._value2member_map_)
+        self._flags = issubclass(enum_class, enum.Flag)
+        for value, member in self._members.items():
+            if not scalar.minimum <= value <= scalar.maximum:
+                raise TypeError(
+                    f"{enum_class.__name__}.{member.name} = {value} does not fit the enum's "
+                    f"storage, {scalar.__name__} [{scalar.minimum}, {scalar.maximum}]"
+                )
+
+    @property
+    def member_type(self) -> MemberType:
+        """The underlying scalar's C type."""
+        return self.scalar.c_type
+
+    @property
+    def key(self) -> Any:
+        """``("enum", Team)``: two enums are two kinds."""
+        return ("enum", self.enum, self.scalar)
+
+    def describe(self) -> str:
+        """The enum's name."""
+        return self.enum.__name__
+
+    def check(self, what: str, value: Any) -> None:
+        """Run the conversion of a write."""
+        self.number(what, value)
+
+    def number(self, what: str | None, value: Any) -> int:
+        """The integer stored for ``value``: a member of this enum, or the
+        int value of one. Errors name ``what`` (``None``: the caller
+        prefixes its own, as the C writes do)."""
+        expects = f"{what} expects" if what else "expected"
+        cls = type(value)  # the real type: isinstance would believe a __class__ property
+        if issubclass(cls, enum.Enum):
+            if not issubclass(cls, self.enum):
+                raise TypeError(f"{expects} {self.enum.__name__}, not {cls.__name__}.{value.name}")
+            number = int.__index__(value)
+        elif issubclass(cls, int) and not issubclass(cls, bool):
+            number = int.__index__(value)  # an int subclass through its base value
+            if number not in self._members and not self._flag_value(number):
+                shown = f"{what}: " if what else ""
+                raise ValueError(f"{shown}{number} is not a value of {self.enum.__name__}")
+        else:
+            raise TypeError(
+                f"{expects} {self.enum.__name__} (a member, or the int value of one), "
+                f"not {cls.__name__}"
+            )
+        return number
+
+    def _flag_value(self, number: int) -> bool:
+        """Whether ``number`` is a combination of an ``IntFlag``'s flags."""
+        if not self._flags:
+            return False
+        every = 0
+        for value in self._members:
+            every |= value
+        return number >= 0 and number & ~every == 0
+
+    def member(self, number: int) -> Any:
+        """What a stored ``number`` reads as: the member, a combination of
+        an ``IntFlag``'s flags, or the plain ``int``."""
+        found = self._members.get(number)
+        if found is not None:
+            return found
+        if self._flag_value(number):
+            return self.enum(number)
+        return number
+
+    def make_kind(self) -> _core.Kind:
+        """A plain kind of the scalar's size, converted by Python."""
+        size, align = size_align(self.member_type)
+        signed = self.scalar.minimum < 0
+        what = self.describe()
+
+        def encode(runtime: Any, value: Any) -> bytes:
+            return self.number(None, value).to_bytes(size, sys.byteorder, signed=signed)
+
+        def decode(runtime: Any, raw: bytes) -> Any:
+            return self.member(int.from_bytes(raw, sys.byteorder, signed=signed))
+
+        return _core.Kind(
+            _core.KIND_PLAIN,
+            size,
+            align,
+            _core.TYPE_PLAIN,
+            what,
+            flags=_core.KIND_BITWISE,
+            encode=encode,
+            decode=decode,
+        )

@@ -20,6 +20,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
+from typing_extensions import dataclass_transform
+
 from .. import _core
 from .._base import context
 from .._base.context import RuntimeLike
@@ -27,7 +29,7 @@ from .._base.errors import ExpiredConjugateError, refused
 from .._base.expiry import FIXED_CLASS, expired_error, expired_reason, expired_subject
 from .._base.layout import HEADER, Layout, member_name, size_align
 from .hints import type_text, unsupported_hint
-from .kinds import PYTHON_SHORTHANDS, Int32, PropertyKind, Scalar, ScalarKind
+from .kinds import PYTHON_SHORTHANDS, EnumKind, Int32, PropertyKind, Scalar, ScalarKind
 from .state import MISSING, StateField
 
 __all__ = [
@@ -96,13 +98,81 @@ class ClassLayout:
     own_count: int = 0  # the properties cls declares itself: the last own_count of properties
 
 
+class _Zero:
+    """The value ``zs.zero()`` gives: "no default", in a class body."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "zs.zero()"
+
+
+_ZERO = _Zero()
+
+
+def zero() -> Any:
+    """The property's zeroed value as its declared default: what it starts
+    at when no default is given (0, False, None, empty), written out for a
+    type checker.
+
+    For mypy and pyright, a ``zs.Object`` or ``zs.Struct`` subclass is a
+    dataclass, so a property declared without a default is a required
+    keyword of the class call. ``= 0`` or ``= None`` says a scalar or a
+    reference is optional; a string, container, pointer or delegate has no
+    literal of its declared type, so it takes ``= zs.zero()`` (typed
+    ``Any``). At run time it is the same as declaring no default: nothing
+    is applied at creation.
+
+    >>> import zsharp_py as zs
+    >>> class Squad(zs.Object):
+    ...     size: zs.Int32 = 0
+    ...     members: zs.Array["Squad"] = zs.zero()
+    >>> with zs.Runtime():
+    ...     squad = Squad()                # no keyword needed, for checkers too
+    ...     (squad.size, len(squad.members))
+    (0, 0)
+    """
+    return _ZERO
+
+
+def take_defaults(namespace: dict[str, Any], annotations: dict[str, Any]) -> dict[str, Any]:
+    """Take the declared defaults of the annotated properties out of a class
+    body (``zs.zero()`` is taken out, and is no default)."""
+    defaults = {
+        key: namespace.pop(key)
+        for key in list(annotations)
+        if key in namespace and not _is_classvar(annotations[key])
+    }
+    return {key: value for key, value in defaults.items() if value is not _ZERO}
+
+
+def library_keyword(*, default: Any, alias: str, kw_only: bool = True) -> Any:
+    """A field specifier for type checkers only (``dataclass_transform``):
+    ``zs.Object`` declares ``name=`` and ``outer=``, the library's own
+    keywords of every class call, as fields under other attribute names
+    (the ``alias`` is the keyword), so that checkers accept them beside a
+    class's properties. Never called at run time."""
+    raise TypeError("library_keyword() only describes zs.Object's keywords to type checkers")
+
+
+# For type checkers, a zs.Object subclass is a dataclass whose fields are its
+# annotated properties, each a keyword of the class call (``Debris(heat=1.0)``):
+# a wrong keyword or a value of the wrong type is reported. eq_default=False:
+# conjugates compare and hash by identity, as the runtime does. A property
+# declared without a default is a required keyword for a checker, as a
+# dataclass field is (at run time it starts at zero, None or empty):
+# docs/typing-game-scripts.md says so.
+@dataclass_transform(kw_only_default=True, eq_default=False, field_specifiers=(library_keyword,))
 class ObjectMeta(_core.ObjectClass):
     """Metaclass of ``zs.Object``: collects property declarations and makes
     ``Actor(name=..., outer=..., **properties)`` allocate a native object
     (``Actor()`` in C when it can, see native/binding/classes.c; else
     ``_create``). A class with a Python ``__init__`` is created by
     ``_create_initialized`` instead, which runs it. Its ``zs.state()``
-    declarations (state.py) become slots of its conjugates."""
+    declarations (state.py) become slots of its conjugates.
+
+    For type checkers it is a ``dataclass_transform``: the class call of a
+    subclass takes its annotated properties as keywords, with their types."""
 
     def __new__(
         mcls,
@@ -139,11 +209,7 @@ class ObjectMeta(_core.ObjectClass):
                 flags = flags | bit if wanted else flags & ~bit
         namespace["_zs_class_flags"] = flags
         annotations = namespace.get("__annotations__", {})
-        defaults = {
-            key: namespace.pop(key)
-            for key in list(annotations)
-            if key in namespace and not _is_classvar(annotations[key])
-        }
+        defaults = take_defaults(namespace, annotations)
         namespace["_zs_defaults"] = defaults
         namespace["_zs_scope"] = declaring_scope(1)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
@@ -506,19 +572,28 @@ class Object(_core.ObjectConjugate, metaclass=ObjectMeta):
     _zs_class_flags: ClassVar[int]
     _zs_state: ClassVar[dict[str, StateField]]  # every zs.state() declaration, inherited too
 
-    def __init__(
-        self, name: str | None = None, outer: Object | None = None, **properties: Any
-    ) -> None:
-        """Does nothing: ``Actor(name=..., outer=..., **properties)`` creates
-        the object natively (this signature types that call) before any
-        ``__init__`` runs. A subclass's ``__init__`` may call
-        ``super().__init__()``, with no arguments."""
-        if name is not None or outer is not None or properties:
-            raise TypeError(
-                f"{type(self).__name__}: zs.Object.__init__() takes no arguments "
-                "(name=, outer= and property values are given to the class call, "
-                "and the object exists before __init__ runs)"
-            )
+    if TYPE_CHECKING:
+        # What type checkers see of the class call (ObjectMeta is a
+        # dataclass_transform): the library's keywords ``name=`` and
+        # ``outer=`` (fields under private names, the keyword being the
+        # alias), then a subclass's properties. Nothing at run time.
+        _zs_name_keyword: str | None = library_keyword(default=None, alias="name")
+        _zs_outer_keyword: Object | None = library_keyword(default=None, alias="outer")
+    else:
+
+        def __init__(
+            self, name: str | None = None, outer: Object | None = None, **properties: Any
+        ) -> None:
+            """Does nothing: ``Actor(name=..., outer=..., **properties)``
+            creates the object natively before any ``__init__`` runs. A
+            subclass's ``__init__`` may call ``super().__init__()``, with no
+            arguments."""
+            if name is not None or outer is not None or properties:
+                raise TypeError(
+                    f"{type(self).__name__}: zs.Object.__init__() takes no arguments "
+                    "(name=, outer= and property values are given to the class call, "
+                    "and the object exists before __init__ runs)"
+                )
 
     # ---- identity -----------------------------------------------------
     @property
@@ -838,10 +913,11 @@ def kind_of(cls: type, resolved: Any, what: str, annotation: Any = None) -> Prop
     resolved = PYTHON_SHORTHANDS.get(resolved, resolved)
     if isinstance(resolved, type) and issubclass(resolved, Scalar) and resolved is not Scalar:
         return ScalarKind(resolved)
-    if isinstance(resolved, type) and issubclass(resolved, enum.IntEnum):
-        # Stored as its integer type (a host's enum says which; Int32 else).
+    if isinstance(resolved, type) and issubclass(resolved, (enum.IntEnum, enum.IntFlag)):
+        # Stored as its integer type (a host's enum says which; Int32 else),
+        # read as its members.
         underlying = typing.cast("type[Scalar]", getattr(resolved, "_zs_underlying", Int32))
-        return ScalarKind(underlying)
+        return EnumKind(resolved, underlying)
     make_kind = getattr(resolved, "_zs_value_kind", None)
     if make_kind is not None:
         kind: PropertyKind = make_kind(cls)
@@ -1053,6 +1129,8 @@ def _initial_image(
         if info.has_default:
             if info.default is None and isinstance(info.kind, (ObjectRefKind, WeakRefKind)):
                 continue  # a null reference: already zero
+            if info.kind.is_zero(info.default):
+                continue  # an empty value: already what the zeroed member holds
             if not pack_default(info.kind, buffer, info.offset, info.default):
                 defaults.append(info)
         elif not info.kind.pack_initial(buffer, info.offset):
@@ -1078,7 +1156,11 @@ _PACK = {
 
 
 def pack_default(kind: PropertyKind, buffer: bytearray, offset: int, value: Any) -> bool:
-    """Write a scalar default into an image; False for any other kind."""
+    """Write a scalar or enum default into an image; False for any other kind."""
+    if isinstance(kind, EnumKind):
+        number = kind.number("default", value)
+        _struct_module.pack_into(_PACK[kind.scalar.c_type], buffer, offset, number)
+        return True
     if not isinstance(kind, ScalarKind):
         return False
     _struct_module.pack_into(_PACK[kind.scalar.c_type], buffer, offset, kind.scalar.convert(value))

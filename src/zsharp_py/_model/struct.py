@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from typing_extensions import dataclass_transform
+
 from .. import _core
 from .._base.layout import Layout, member_name
 from .kinds import PropertyKind, ScalarKind
@@ -24,6 +26,7 @@ from .object import (
     _annotations_of,
     _is_classvar,
     check_annotations,
+    take_defaults,
     declaring_scope,
     described_properties,
     pack_default,
@@ -48,8 +51,15 @@ class StructLayout:
     bitwise: bool
 
 
+# For type checkers, a zs.Struct subclass is a dataclass whose fields are its
+# annotated members, given by position in declaration order or by keyword
+# (``Vec(1.0, y=2.0)``), as the class call takes them. eq_default=False: a
+# struct's own __eq__ also compares with a dict or a tuple.
+@dataclass_transform(eq_default=False)
 class StructMeta(type):
-    """Metaclass of ``zs.Struct``: records the annotated members."""
+    """Metaclass of ``zs.Struct``: records the annotated members. For type
+    checkers it is a ``dataclass_transform``: the class call takes the
+    members, by position or keyword, with their types."""
 
     def __new__(
         mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
@@ -63,11 +73,7 @@ class StructMeta(type):
                 )
         namespace.setdefault("__slots__", ())
         annotations = namespace.get("__annotations__", {})
-        namespace["_zs_defaults"] = {
-            key: namespace.pop(key)
-            for key in list(annotations)
-            if key in namespace and not _is_classvar(annotations[key])
-        }
+        namespace["_zs_defaults"] = take_defaults(namespace, annotations)
         namespace["_zs_scope"] = declaring_scope(1)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         if any(isinstance(base, StructMeta) for base in bases):  # not zs.Struct itself
@@ -100,10 +106,6 @@ class Struct(ValueConjugate, metaclass=StructMeta):
 
     __slots__ = ()
     _zs_defaults: ClassVar[dict[str, Any]]
-
-    if TYPE_CHECKING:
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
     @classmethod
     def _zs_prepare(cls) -> _core.Kind:

@@ -178,6 +178,13 @@ class _ContainerKind(PropertyKind):
         self.cls = cls
         self._elements: tuple[PropertyKind, ...] | None = None  # resolved on first use
 
+    def is_zero(self, value: Any) -> bool:
+        """An empty list, tuple, set or dict (an absent optional: ``None``):
+        a zeroed container is empty."""
+        if self.kind_name == "optional":
+            return value is None
+        return type(value) in (list, tuple, set, frozenset, dict) and not value
+
     @property
     def elements(self) -> tuple[PropertyKind, ...]:
         """The element kind(s)."""

@@ -638,6 +638,10 @@ class _DelegateKind(PropertyKind):
     native_kind = 0
     cls: type[_DelegateBase] = _DelegateBase
 
+    def is_zero(self, value: Any) -> bool:
+        """``None`` or no bindings: a zeroed delegate is unbound."""
+        return value is None or (type(value) in (list, tuple) and not value)
+
     @property
     def key(self) -> Any:
         """``("delegate",)``, ``("multicast",)`` or ``("sparse",)``."""

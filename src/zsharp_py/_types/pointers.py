@@ -237,6 +237,10 @@ class _PointerKind(PropertyKind):
     def __hash__(self) -> int:
         return hash(self.key)
 
+    def is_zero(self, value: Any) -> bool:
+        """``None``: a null pointer is zeroed memory."""
+        return value is None
+
     def describe(self) -> str:
         """``Wrapper[T]``."""
         return _describe(self.cls)
@@ -283,13 +287,10 @@ class SubclassOf(ImmutableValue, _Specialised, TypeParameters[T]):
         def __get__(self, instance: object, owner: Any) -> SubclassOf[T]: ...
         def __get__(self, instance: object, owner: Any) -> Any: ...
 
-        @overload
-        def __set__(
-            self, instance: Object | Struct, value: type[T] | SubclassOf[T] | None
-        ) -> None: ...
-        @overload
-        def __set__(self, instance: object, value: SubclassOf[T]) -> None: ...
-        def __set__(self, instance: object, value: Any) -> None: ...
+        # One signature, not overloads: the dataclass_transform of zs.Object
+        # and zs.Struct types a keyword of the class call by it (mypy refuses
+        # an overloaded __set__ there).
+        def __set__(self, instance: object, value: type[T] | SubclassOf[T] | None) -> None: ...
 
     def __init__(self, cls: type[T] | SubclassOf[T] | None = None) -> None:
         object.__setattr__(self, "_cls", type(self)._convert(_describe(type(self)), cls))

@@ -12,7 +12,9 @@ return (native/binding/kind.c, stage_string).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, overload
+
+from typing_extensions import Self
 
 from .. import _core
 from .._base.layout import size_align
@@ -32,6 +34,20 @@ class _StringBase(ValueConjugate):
     if False:  # pragma: no cover - construction is C (native/binding/value.c)
 
         def __init__(self, value: Any = "") -> None: ...
+
+    if TYPE_CHECKING:
+        # The descriptor protocol, for type checkers only: a property
+        # annotated ``label: zs.String`` reads as the string conjugate and
+        # takes a ``str`` too, in assignments and in the class call (the
+        # dataclass_transform of zs.Object and zs.Struct types a keyword by
+        # its field's ``__set__``). At run time the class installs its own
+        # descriptor (StringKind).
+        @overload
+        def __get__(self, instance: None, owner: Any) -> Self: ...
+        @overload
+        def __get__(self, instance: object, owner: Any) -> Self: ...
+        def __get__(self, instance: object, owner: Any) -> Self: ...
+        def __set__(self, instance: object, value: str | _StringBase) -> None: ...
 
     @classmethod
     def _zs_value_kind(cls, owner: type) -> StringKind:
@@ -116,6 +132,10 @@ class StringKind(PropertyKind):
     def __init__(self, cls: type[_StringBase]) -> None:
         self.cls = cls
 
+    def is_zero(self, value: Any) -> bool:
+        """``""``: a zeroed string is empty."""
+        return type(value) is str and not value
+
     @property
     def key(self) -> Any:
         """``("string", cls)``."""
@@ -189,6 +209,15 @@ class Name(_core.NameBase):
     """
 
     __slots__ = ()
+
+    if TYPE_CHECKING:
+        # As for the strings: ``tag: zs.Name`` reads as a Name and takes a str.
+        @overload
+        def __get__(self, instance: None, owner: Any) -> Self: ...
+        @overload
+        def __get__(self, instance: object, owner: Any) -> Self: ...
+        def __get__(self, instance: object, owner: Any) -> Self: ...
+        def __set__(self, instance: object, value: str | Name) -> None: ...
 
     @classmethod
     def _zs_value_kind(cls, owner: type) -> NameKind:
