@@ -4,7 +4,8 @@
 logic is Python overrides of the engine's actors, and narrates what the
 garbage collector does each frame; ``config`` prints what a native host
 compiles and links with (as ``python3-config`` and ``pybind11 --includes``
-do); ``--version`` prints the version.
+do); ``stubs`` writes the type stubs (``.pyi``) of a native host's classes,
+structs and enums (zsharp_py/stubs.py); ``--version`` prints the version.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from ._demo import (
     run_demo,
 )
 from ._interop.calls import include_dir, lib_dir
+from ._runtime.runtime import Runtime
+from .sample_engine import install as install_sample_engine
+from .stubs import host_stub, load_installer
 
 __all__ = ["main", "build_parser", "program_name"]
 
@@ -148,7 +152,58 @@ def build_parser(prog: str = MODULE) -> argparse.ArgumentParser:
         config.add_argument(
             f"--{option}", action="append_const", const=option, dest="asked", help=what
         )
+    stubs = commands.add_parser(
+        "stubs",
+        help="write the type stubs (.pyi) of a native host's classes, structs and enums",
+        description="Write a .pyi module declaring the classes (properties, functions, static "
+        "functions, events), structs and enums a native host registers, from the descriptions "
+        "it registers, for mypy, pyright and editors. The host is installed in a new runtime: "
+        "--engine names a host shipped with the package, --install any host's Python function "
+        "that registers it in the runtime it is given.",
+    )
+    host = stubs.add_mutually_exclusive_group(required=True)
+    host.add_argument(
+        "--engine",
+        choices=sorted(_ENGINES),
+        help="a host shipped with the package (sample: native/engine/sample_engine.c)",
+    )
+    host.add_argument(
+        "--install",
+        metavar="MODULE:FUNCTION",
+        help="a function that registers a host's types in the runtime it is given "
+        "(e.g. zsharp_py.sample_engine:install)",
+    )
+    stubs.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="the file to write (default: print the stub)",
+    )
     return parser
+
+
+# The hosts shipped with the package, by the name `stubs --engine` takes:
+# each one's installer and the title of its stub.
+_ENGINES: dict[str, tuple[Callable[[Runtime], object], str]] = {
+    "sample": (install_sample_engine, "The sample engine's classes, structs and enums")
+}
+
+
+def stub_text(engine: str | None, install: str | None, output: str | None) -> str:
+    """The stub ``stubs`` writes: the host installed in a new runtime, its
+    descriptions written out (the command itself named in the docstring)."""
+    if engine is not None:
+        installer, title = _ENGINES[engine]
+        command = f"python -m zsharp_py stubs --engine {engine}"
+    else:
+        assert install is not None
+        installer, title = load_installer(install), f"The classes, structs and enums of {install}"
+        command = f"python -m zsharp_py stubs --install {install}"
+    if output is not None:
+        command += f" -o {output}"
+    with Runtime() as runtime:
+        installer(runtime)
+        return host_stub(runtime, title=title, command=command)
 
 
 _CONFIG_OPTIONS = {
@@ -190,6 +245,17 @@ def main(argv: list[str] | None = None) -> int:
         if not args.asked:
             parser.parse_args(["config", "--help"])  # prints the options, exits 0
         print(" ".join(config_values(args.asked)))
+        return 0
+    if args.command == "stubs":
+        try:
+            text = stub_text(args.engine, args.install, args.output)
+        except (ImportError, AttributeError, TypeError, ValueError) as error:
+            parser.exit(2, f"{parser.prog} stubs: error: {error}\n")
+        if args.output is None:
+            sys.stdout.write(text)
+        else:
+            with open(args.output, "w", encoding="utf-8") as out:
+                out.write(text)
         return 0
     run_demo(
         args.frames,

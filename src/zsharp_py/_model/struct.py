@@ -24,13 +24,12 @@ from .object import (
     Described,
     PropertyInfo,
     _annotations_of,
-    _is_classvar,
     check_annotations,
-    take_defaults,
     declaring_scope,
     described_properties,
     pack_default,
     resolve_kind,
+    take_defaults,
 )
 from .state import StateField
 from .values import ValueConjugate
