@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from typing_extensions import Self
@@ -153,6 +153,19 @@ class _Container(_Generic):
     if TYPE_CHECKING:
 
         def __init__(self, contents: Any = ..., /) -> None: ...
+
+        # The descriptor protocol, for type checkers only: a property
+        # annotated ``squad: zs.Array[Unit]`` reads as the container (a red
+        # view) and takes a Python container too, in assignments and in the
+        # class call (zs.Object's dataclass_transform types a keyword by its
+        # field's ``__set__``: Array, Set, Map and Optional give theirs).
+        # The elements are checked at run time. At run time the class
+        # installs its own descriptor (the container's kind).
+        @overload
+        def __get__(self, instance: None, owner: Any) -> Self: ...
+        @overload
+        def __get__(self, instance: object, owner: Any) -> Self: ...
+        def __get__(self, instance: object, owner: Any) -> Self: ...
         def to_python(self) -> Any: ...
         @property
         def is_expired(self) -> bool: ...
@@ -298,6 +311,8 @@ class Array(_core.ArrayBase, ValueConjugate, _Container, TypeParameters[T]):
         def extend(self, values: Iterable[Any]) -> None:
             """Add every element of an iterable at the end (all or nothing)."""
 
+        def __set__(self, instance: object, value: Iterable[Any]) -> None: ...
+
         def __iadd__(self, values: Iterable[Any]) -> Self:
             """``arr += values``: ``extend``, as a list does."""
 
@@ -437,6 +452,7 @@ class Set(_core.SetBase, ValueConjugate, _Container, TypeParameters[T]):
         def add(self, value: Any) -> None:
             """Add an element (no effect if an equal one is present)."""
 
+        def __set__(self, instance: object, value: Iterable[Any]) -> None: ...
         def update(self, values: Iterable[Any]) -> None:
             """Add every element of an iterable (all checked first)."""
 
@@ -492,6 +508,7 @@ class Map(_core.MapBase, ValueConjugate, _Container, TypeParameters[K, V]):
 
         def __len__(self) -> int: ...
         def __getitem__(self, key: Any) -> V: ...
+        def __set__(self, instance: object, value: Mapping[Any, Any]) -> None: ...
         def __setitem__(self, key: Any, value: Any) -> None: ...
         def __delitem__(self, key: Any) -> None: ...
         def __iter__(self) -> Iterator[K]:
@@ -656,6 +673,8 @@ class Optional(_core.OptionalBase, ValueConjugate, _Container, TypeParameters[T]
 
         def set(self, value: Any) -> None:
             """Store a value (replacing any)."""
+
+        def __set__(self, instance: object, value: Any) -> None: ...
 
         def reset(self) -> None:
             """Remove the value."""
