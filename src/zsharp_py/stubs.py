@@ -25,7 +25,8 @@ the user's guide.
 >>> with zs.Runtime():
 ...     sample_engine.install()
 ...     text = stubs.host_stub()
->>> print(text[text.index("class Team"):].split("\\n\\n")[0])
+>>> team = text[text.index("class Team") : text.index("class Vec3")]
+>>> print("\\n".join(line for line in team.splitlines() if line))
 class Team(enum.IntEnum):
     \"\"\"Team: an enum of the native host, stored as UInt8.\"\"\"
     Neutral = 0
