@@ -360,3 +360,22 @@ def test_the_stub_is_package_data() -> None:
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert '"zsharp_py.engines" = ["*.pyi"]' in text
     assert (STUB.parent / "__init__.py").is_file()
+
+
+def test_python_classes_are_left_out_and_names_must_be_identifiers(rt: zs.Runtime) -> None:
+    """A class a script declared is registered in the runtime too, but its
+    source is its declaration: the stub declares the host's types only."""
+    sample_engine.install(rt)
+
+    class Scout(zs.native_class("Actor")):  # type: ignore[misc]
+        pass
+
+    Scout()
+    assert "Scout" in zs.native_classes()
+    described = stubs.host_types(rt)
+    assert "Scout" not in described.names and "Actor" in described.names
+    # The same declarations as in a runtime with the engine alone (after the
+    # module's docstring, which names no command here).
+    assert stubs.host_stub(rt).split('"""', 2)[2] == _generated().split('"""', 2)[2]
+    with pytest.raises(ValueError, match="'class' is not a Python identifier"):
+        stubs._identifier("class", "the member")
