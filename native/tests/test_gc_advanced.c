@@ -2820,10 +2820,10 @@ const test_case advanced_tests[] = {
     TEST(test_random_graph_clusters),
     TEST(test_reference_chains_random),
     TEST(test_incremental_same_survivors),
-    TEST(test_collect_during_incremental),
+    THREADED_TEST(test_collect_during_incremental),
     TEST(test_incremental_random_mutation),
-    TEST(test_parallel_mark_matches_serial),
-    TEST(test_parallel_mark_overflow),
+    THREADED_TEST(test_parallel_mark_matches_serial),
+    THREADED_TEST(test_parallel_mark_overflow),
 };
 
 const size_t advanced_test_count = sizeof advanced_tests / sizeof advanced_tests[0];

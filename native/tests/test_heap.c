@@ -8,8 +8,11 @@
  * Every collection (and purge) is followed by zs_heap_verify, checked to
  * return ZS_OK.
  *
- * Usage: test_heap [substring]   runs only the tests whose name contains it
- *                                (in this file's table and advanced_tests[]).
+ * Usage: test_heap [--threaded] [--list] [substring...]
+ *   runs the tests whose name contains one of the substrings (every table);
+ *   --threaded only those tagged THREADED_TEST (they start threads: the
+ *   ThreadSanitizer smoke run); --list prints the names instead. A
+ *   substring that matches no test, or an empty selection, exits with 2.
  */
 #include "test_support.h"
 #include "zsharp_debug.h"
@@ -1673,11 +1676,17 @@ typedef struct link_obj {
     zs_ref next;
 } link_obj;
 
-/* A rooted chain of 1,000,000 objects is kept whole, and freed whole once unrooted. */
+/* A rooted chain of 1,000,000 objects is kept whole, and freed whole once
+   unrooted. Two markers whatever the machine's cores (a chain leaves the
+   second nothing to steal: the parallel mark's worst case), so the test
+   always starts threads and the ThreadSanitizer smoke run takes it. */
 static void test_million_object_chain(runner *t) {
     enum { COUNT = 1000000 };
     zs_runtime *rt = NULL;
-    CHECK_OK(t, zs_runtime_new(NULL, &rt));
+    zs_runtime_options options;
+    zs_runtime_default_options(&options);
+    options.mark_threads = 2;
+    CHECK_OK(t, zs_runtime_new(&options, &rt));
     if (rt == NULL) return;
     const zs_member members[] = {{ZS_MEMBER_OBJECT, (uint32_t)offsetof(link_obj, next), NULL}};
     zs_class_desc desc = {"Link", NULL, sizeof(link_obj), 0, members, 1, NULL, 0, NULL, 0};
@@ -2086,12 +2095,16 @@ static void test_partial_purge_verifies(runner *t) {
 
 /* Objects stay findable by name across purges of every size, budgeted or
    not, with objects created (and the name index grown) between the steps;
-   freed objects are never found. */
+   freed objects are never found. One marker: the heap outgrows the
+   parallel threshold, and the test is about purges, not threads. */
 static void test_find_object_across_purges(runner *t) {
     static const uint32_t sizes[] = {30, 3000};
     for (uint32_t s = 0; s < 2; s++) {
+        zs_runtime_options options;
+        zs_runtime_default_options(&options);
+        options.mark_threads = 1;
         fixture fx;
-        if (!fixture_open(t, &fx, 0, 0)) return;
+        if (!fixture_open_options(t, &fx, &options)) return;
         uint32_t n = sizes[s];
         zs_ref *refs = calloc(n, sizeof *refs);
         uint32_t *names = calloc(n, sizeof *names), *numbers = calloc(n, sizeof *numbers);
@@ -2790,7 +2803,7 @@ static const test_case tests[] = {
     TEST(test_capacity),
     TEST(test_memory_accounting),
     TEST(test_verify_detects_corruption),
-    TEST(test_million_object_chain),
+    THREADED_TEST(test_million_object_chain),
     TEST(test_random_graphs),
     TEST(test_memberless_class),
     TEST(test_partial_purge_verifies),
@@ -2810,17 +2823,56 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Run the tests of one table whose name contains filter (all when NULL). */
-static void run_table(const test_case *table, size_t count, const char *filter, unsigned *passed,
+/* What to run: the tests whose name contains one of the filters (all when
+   there is none), only the THREADED_TEST ones with --threaded; --list
+   prints their names instead of running them. */
+typedef struct selection {
+    const char **filters;
+    unsigned *matched; /* per filter: how many tests it selected */
+    int filter_count;
+    bool threaded_only;
+    bool list;
+} selection;
+
+/* Whether the selection takes test; counts the filters that match it. */
+static bool selected(selection *sel, const test_case *test) {
+    if (sel->threaded_only && !test->threaded) return false;
+    if (sel->filter_count == 0) return true;
+    bool any = false;
+    for (int f = 0; f < sel->filter_count; f++) {
+        if (strstr(test->name, sel->filters[f]) == NULL) continue;
+        sel->matched[f]++;
+        any = true;
+    }
+    return any;
+}
+
+/* Run (or list) the selected tests of one table. A test whose THREADED_TEST
+   tag does not match what it did fails: the ThreadSanitizer smoke run
+   (tools/tsan.sh --smoke) runs the tagged tests and only those. */
+static void run_table(const test_case *table, size_t count, selection *sel, unsigned *passed,
                       unsigned *failed) {
     runner t = {0};
     for (size_t i = 0; i < count; i++) {
-        if (filter != NULL && strstr(table[i].name, filter) == NULL) continue;
+        if (!selected(sel, &table[i])) continue;
+        if (sel->list) {
+            printf("%s%s\n", table[i].name, table[i].threaded ? " (threaded)" : "");
+            (*passed)++;
+            continue;
+        }
         t.test = table[i].name;
         t.failures = 0;
+        t.started_threads = false;
         double start = now_ms();
         table[i].run(&t);
         double elapsed = now_ms() - start;
+        if (t.started_threads != table[i].threaded) {
+            t.failures++;
+            fprintf(stderr, "[%s] %s\n", table[i].name,
+                    t.started_threads ? "started threads but is not a THREADED_TEST: "
+                                        "tools/tsan.sh --smoke would not run it"
+                                      : "is a THREADED_TEST but started no thread");
+        }
         if (t.failures == 0) (*passed)++;
         else (*failed)++;
         printf("%s %s (%.0f ms)%s\n", t.failures == 0 ? "ok  " : "FAIL", table[i].name, elapsed,
@@ -2829,15 +2881,44 @@ static void run_table(const test_case *table, size_t count, const char *filter, 
     }
 }
 
+/* Usage: test_heap [--threaded] [--list] [substring...]. Exit status 0
+   when every selected test passed, 1 when one failed, 2 when the selection
+   is empty or a filter matches no test (a typo must not pass as "0 failed"). */
 int main(int argc, char **argv) {
-    const char *filter = argc > 1 ? argv[1] : NULL;
+    selection sel = {0};
+    sel.filters = calloc((size_t)argc, sizeof *sel.filters);
+    sel.matched = calloc((size_t)argc, sizeof *sel.matched);
+    if (sel.filters == NULL || sel.matched == NULL) return 2;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--threaded") == 0) sel.threaded_only = true;
+        else if (strcmp(argv[i], "--list") == 0) sel.list = true;
+        else if (strncmp(argv[i], "--", 2) == 0) {
+            fprintf(stderr, "unknown option %s (usage: test_heap [--threaded] [--list] [name...])\n",
+                    argv[i]);
+            return 2;
+        } else sel.filters[sel.filter_count++] = argv[i];
+    }
     unsigned passed = 0, failed = 0;
-    run_table(tests, sizeof tests / sizeof tests[0], filter, &passed, &failed);
-    run_table(advanced_tests, advanced_test_count, filter, &passed, &failed);
-    run_table(thread_tests, thread_test_count, filter, &passed, &failed);
-    run_table(fuzz_finding_tests, fuzz_finding_test_count, filter, &passed, &failed);
-    run_table(engine_tests, engine_test_count, filter, &passed, &failed);
-    run_table(tick_tests, tick_test_count, filter, &passed, &failed);
-    printf("%u passed, %u failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    run_table(tests, sizeof tests / sizeof tests[0], &sel, &passed, &failed);
+    run_table(advanced_tests, advanced_test_count, &sel, &passed, &failed);
+    run_table(thread_tests, thread_test_count, &sel, &passed, &failed);
+    run_table(fuzz_finding_tests, fuzz_finding_test_count, &sel, &passed, &failed);
+    run_table(engine_tests, engine_test_count, &sel, &passed, &failed);
+    run_table(tick_tests, tick_test_count, &sel, &passed, &failed);
+    int status = failed == 0 ? 0 : 1;
+    for (int f = 0; f < sel.filter_count; f++) {
+        if (sel.matched[f] > 0) continue;
+        fprintf(stderr, "no test matches \"%s\"%s\n", sel.filters[f],
+                sel.threaded_only ? " among the threaded ones" : "");
+        status = 2;
+    }
+    if (passed + failed == 0) {
+        fprintf(stderr, "no test selected\n");
+        status = 2;
+    }
+    if (sel.list) printf("%u listed\n", passed);
+    else printf("%u passed, %u failed\n", passed, failed);
+    free(sel.filters);
+    free(sel.matched);
+    return status;
 }

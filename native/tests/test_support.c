@@ -38,7 +38,13 @@ void check_status_at(runner *t, zs_status got, zs_status want, const char *expr,
  * Heap helpers
  * ====================================================================== */
 
+int start_thread(runner *t, thrd_t *thread, thrd_start_t function, void *argument) {
+    t->started_threads = true;
+    return thrd_create(thread, function, argument);
+}
+
 void verify_at(runner *t, zs_runtime *rt, const char *file, int line) {
+    if (gc_stats(rt).mark_threads > 1) t->started_threads = true;
     char message[256];
     zs_status status = zs_heap_verify(rt, message, sizeof message);
     if (report(t, status == ZS_OK, file, line))

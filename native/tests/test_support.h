@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 #include <time.h>
 
 /* ======================================================================
@@ -34,6 +35,7 @@ typedef struct runner {
     const char *test;  /* name of the running test */
     unsigned failures; /* failed checks in the running test */
     unsigned long checks;
+    bool started_threads; /* the running test started a thread (start_thread, a parallel mark) */
 } runner;
 
 /* Failures printed per test; the rest are only counted. */
@@ -54,13 +56,22 @@ void check_status_at(runner *t, zs_status got, zs_status want, const char *expr,
 #define CHECK_STATUS(t, expr, want) check_status_at((t), (expr), (want), #expr, __FILE__, __LINE__)
 #define CHECK_OK(t, expr) CHECK_STATUS(t, expr, ZS_OK)
 
-/* A test: a name (used by the command-line filter) and a function. */
+/* A test: a name (used by the command-line filter), a function, and
+   whether it starts threads (THREADED_TEST: the ThreadSanitizer smoke run,
+   tools/tsan.sh --smoke, runs exactly those; the runner fails a test whose
+   tag does not match what it did). */
 typedef struct test_case {
     const char *name;
     void (*run)(runner *t);
+    bool threaded;
 } test_case;
 
-#define TEST(fn) {#fn, fn}
+#define TEST(fn) {#fn, fn, false}
+#define THREADED_TEST(fn) {#fn, fn, true}
+
+/* thrd_create, noted in the runner: tests start their threads through it
+   (tests/tooling/test_native_c_suite.py checks that no other call does). */
+int start_thread(runner *t, thrd_t *thread, thrd_start_t function, void *argument);
 
 /* The tests of test_gc_advanced.c (clusters, incremental, parallel marking). */
 extern const test_case advanced_tests[];
@@ -82,6 +93,8 @@ extern const size_t tick_test_count;
  * Heap helpers: verify after every collection
  * ====================================================================== */
 
+/* zs_heap_verify, checked; a last mark that ran on several threads is
+   noted in the runner (a parallel mark starts threads). */
 void verify_at(runner *t, zs_runtime *rt, const char *file, int line);
 void collect_at(runner *t, zs_runtime *rt, zs_status want, const char *file, int line);
 

@@ -160,7 +160,8 @@ static void test_threads_share_a_runtime(runner *t) {
     }
     uint32_t started = 0;
     for (; started < WORKERS; started++)
-        if (thrd_create(&threads[started], worker_main, &workers[started]) != thrd_success) break;
+        if (start_thread(t, &threads[started], worker_main, &workers[started]) != thrd_success)
+            break;
     CHECK_EQ(t, started, WORKERS);
     atomic_fetch_sub(&s.running, WORKERS - started);
     uint64_t cycles = 0;
@@ -234,7 +235,7 @@ static void test_lock_excludes_and_recurses(runner *t) {
     thrd_t threads[LOCK_THREADS];
     uint32_t started = 0;
     for (; started < LOCK_THREADS; started++)
-        if (thrd_create(&threads[started], lock_worker, &s) != thrd_success) break;
+        if (start_thread(t, &threads[started], lock_worker, &s) != thrd_success) break;
     CHECK_EQ(t, started, LOCK_THREADS);
     for (uint32_t i = 0; i < started; i++) thrd_join(threads[i], NULL);
     CHECK_EQ(t, s.counter, (uint64_t)started * LOCK_ROUNDS);
@@ -260,7 +261,7 @@ static void test_lock_sleeper_waits_for_the_owner(runner *t) {
     zs_lock_take(&s.lock);
     zs_lock_take(&s.lock); /* held twice: one give must not free it */
     thrd_t sleeper;
-    if (thrd_create(&sleeper, lock_sleeper, &s) != thrd_success) {
+    if (start_thread(t, &sleeper, lock_sleeper, &s) != thrd_success) {
         CHECK(t, false);
         zs_lock_give(&s.lock);
         zs_lock_give(&s.lock);
@@ -281,8 +282,8 @@ static void test_lock_sleeper_waits_for_the_owner(runner *t) {
 }
 
 const test_case thread_tests[] = {
-    TEST(test_threads_share_a_runtime),
-    TEST(test_lock_excludes_and_recurses),
-    TEST(test_lock_sleeper_waits_for_the_owner),
+    THREADED_TEST(test_threads_share_a_runtime),
+    THREADED_TEST(test_lock_excludes_and_recurses),
+    THREADED_TEST(test_lock_sleeper_waits_for_the_owner),
 };
 const size_t thread_test_count = sizeof thread_tests / sizeof thread_tests[0];

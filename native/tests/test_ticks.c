@@ -37,6 +37,7 @@ typedef struct frame_log {
     zs_tick made;             /* registered by an action */
     zs_status status;         /* an action's result */
     const zs_class *node;
+    runner *t; /* the running test, for an action that starts a thread */
 } frame_log;
 
 /* The native tick function of every test: run the object's action (a
@@ -860,7 +861,7 @@ static void join_registrar(frame_log *log, zs_runtime *rt, zs_ref self) {
     (void)self;
     registrar r = {rt, log, ZS_E_CORRUPT};
     thrd_t thread;
-    if (thrd_create(&thread, register_from_thread, &r) != thrd_success) return;
+    if (start_thread(log->t, &thread, register_from_thread, &r) != thrd_success) return;
     thrd_join(thread, NULL);
     log->status = r.status;
 }
@@ -871,6 +872,7 @@ static void test_ticks_other_thread_during_a_frame(runner *t) {
     if (!fixture_open(t, &fx, 0, 0)) return;
     zs_runtime *rt = fx.rt;
     make_actors(t, &fx, &log, 3);
+    log.t = t;
     add_tick(t, rt, &log, 0, ZS_TICK_PRE_PHYSICS, 0);
     add_tick(t, rt, &log, 1, ZS_TICK_PRE_PHYSICS, 0);
     log.act[0] = join_registrar;
@@ -898,6 +900,6 @@ const test_case tick_tests[] = {
     TEST(test_ticks_failures_and_refusals),
     TEST(test_ticks_named_functions),
     TEST(test_ticks_frame_collects),
-    TEST(test_ticks_other_thread_during_a_frame),
+    THREADED_TEST(test_ticks_other_thread_during_a_frame),
 };
 const size_t tick_test_count = sizeof tick_tests / sizeof tick_tests[0];
