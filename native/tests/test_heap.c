@@ -2888,15 +2888,21 @@ int main(int argc, char **argv) {
     selection sel = {0};
     sel.filters = calloc((size_t)argc, sizeof *sel.filters);
     sel.matched = calloc((size_t)argc, sizeof *sel.matched);
-    if (sel.filters == NULL || sel.matched == NULL) return 2;
-    for (int i = 1; i < argc; i++) {
+    bool usage_ok = sel.filters != NULL && sel.matched != NULL;
+    for (int i = 1; usage_ok && i < argc; i++) {
         if (strcmp(argv[i], "--threaded") == 0) sel.threaded_only = true;
         else if (strcmp(argv[i], "--list") == 0) sel.list = true;
         else if (strncmp(argv[i], "--", 2) == 0) {
-            fprintf(stderr, "unknown option %s (usage: test_heap [--threaded] [--list] [name...])\n",
+            fprintf(stderr,
+                    "unknown option %s (usage: test_heap [--threaded] [--list] [name...])\n",
                     argv[i]);
-            return 2;
+            usage_ok = false;
         } else sel.filters[sel.filter_count++] = argv[i];
+    }
+    if (!usage_ok) {
+        free(sel.filters);
+        free(sel.matched);
+        return 2;
     }
     unsigned passed = 0, failed = 0;
     run_table(tests, sizeof tests / sizeof tests[0], &sel, &passed, &failed);
