@@ -75,13 +75,16 @@ def _with_cpu(compute: Compute, numerator: str, denominator: str) -> Compute:
 
 
 def _worst(*parts: Compute) -> Compute:
-    """The highest value of several (every one must meet the target)."""
+    """The highest value of several (every one must meet the target, so a
+    part not measured leaves the target not measured: the others alone
+    cannot make it met)."""
 
     def compute(m: dict[str, float]) -> tuple[float, str] | str:
         values = [part(m) for part in parts]
+        missing = [v for v in values if isinstance(v, str)]
+        if missing:
+            return "; ".join(missing)
         present = [v for v in values if not isinstance(v, str)]
-        if not present:
-            return "; ".join(v for v in values if isinstance(v, str))
         worst = max(present)
         return worst[0], "; ".join(v[1] for v in present)
 

@@ -17,7 +17,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 STRICT = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"]
-NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+NUMBER_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+]
 
 
 def _compiler() -> str:
