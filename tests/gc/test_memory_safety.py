@@ -10,7 +10,6 @@ import itertools
 import random
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -417,12 +416,13 @@ def test_threads_building_chains_while_the_main_thread_collects(
     collections, or incremental cycles in short slices (so the workers' stores
     go through the write barrier mid-mark); nothing live is lost.
 
-    The test runs for at least a second and until it has seen enough work (a
-    dozen finished cycles, a dozen links made by every thread), not for a fixed
-    time: a slow build (the sanitizers) or a busy machine makes it longer, not
-    weaker. The cap only stops a run that starves one side for good."""
-    thread_count, least_seconds, cap_seconds = 4, 1.0, 120.0
-    least_collections, least_appended = 12, 12
+    The test counts work, not time: it runs until the main thread finished
+    ``least_collections`` cycles and every thread made ``least_appended``
+    links, so a slow build (the sanitizers) or a busy machine makes it
+    longer, not weaker. The cap (a hundred times the cycles wanted) only
+    stops a run that starves one side for good."""
+    thread_count, least_collections, least_appended = 4, 300, 10_000
+    cap_collections = 100 * least_collections
     heads = [Actor(name=f"Head{t}") for t in range(thread_count)]
     for head in heads:
         head.add_to_root()
@@ -480,14 +480,10 @@ def test_threads_building_chains_while_the_main_thread_collects(
     for thread in threads:
         thread.start()
     collections = 0
-    started = time.monotonic()
 
     def enough() -> bool:
-        now = time.monotonic()
-        return now > started + cap_seconds or (
-            now > started + least_seconds
-            and collections >= least_collections
-            and min(appended) >= least_appended
+        return collections >= cap_collections or (
+            collections >= least_collections and min(appended) >= least_appended
         )
 
     try:
@@ -524,6 +520,14 @@ def test_threads_building_chains_while_the_main_thread_collects(
 
 
 def test_threads_reading_rooted_objects_while_the_main_thread_collects(rt: zs.Runtime) -> None:
+    """Three threads read rooted objects (and make garbage for the
+    collector) while the main thread collects: every read sees the values
+    written. The test counts work, not time: it runs until every reader has
+    read every object ``least_rounds`` times and ``least_collections``
+    collections ran while all of them were reading, however slow or busy
+    the machine (a window of wall time could check almost nothing under
+    load). The cap only stops a run in which a reader never gets going."""
+    least_rounds, least_collections, cap = 2000, 1000, 1_000_000
     roots = [Hero(level=i, health=i) for i in range(8)]
     for r in roots:
         r.add_to_root()
@@ -531,8 +535,9 @@ def test_threads_reading_rooted_objects_while_the_main_thread_collects(rt: zs.Ru
         r.target = Actor(speed=float(r.level))
     errors: list[BaseException] = []
     stop = threading.Event()
+    rounds = [0, 0, 0]
 
-    def reader() -> None:
+    def reader(index: int) -> None:
         try:
             while not stop.is_set():
                 for r in roots:
@@ -540,23 +545,33 @@ def test_threads_reading_rooted_objects_while_the_main_thread_collects(rt: zs.Ru
                     assert r.target.speed == float(r.level)
                     assert r.sidekick.u8 == r.level
                     Item()  # garbage for the collector (the copied context makes rt current)
+                rounds[index] += 1
         except BaseException as error:
             errors.append(error)
 
     threads = [
-        threading.Thread(target=contextvars.copy_context().run, args=(reader,)) for _ in range(3)
+        threading.Thread(target=contextvars.copy_context().run, args=(reader, index))
+        for index in range(len(rounds))
     ]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 0.5
+    collections = overlapped = 0
     try:
-        while time.monotonic() < deadline and not errors:
+        while not errors and collections < cap:
+            if overlapped >= least_collections and min(rounds) >= least_rounds:
+                break
+            reading = min(rounds) > 0  # every reader is inside its loop
             collect(rt)
+            collections += 1
+            overlapped += reading
     finally:
         stop.set()
         for thread in threads:
             thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
     assert not errors, errors
+    assert min(rounds) >= least_rounds, (rounds, collections)
+    assert overlapped >= least_collections, (overlapped, collections)
     collect(rt)
     assert rt.live_objects() == 8 * 3
 
