@@ -7,6 +7,8 @@ against plain Python."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 import zsharp_py as zs
@@ -401,13 +403,16 @@ class Real(float):
     pass
 
 
-def _error(action) -> tuple[type, str]:
-    with pytest.raises(Exception) as caught:
+def _error(expected: type[Exception], action: Callable[[], object]) -> str:
+    """The message ``action`` fails with, which must be ``expected`` exactly
+    (not a subclass: both paths raise the same class)."""
+    with pytest.raises(expected) as caught:
         action()
+    assert type(caught.value) is expected, caught.value
     message = str(caught.value)  # a message may name the value's type
     for subclass, base in (("'Text'", "'str'"), ("'Whole'", "'int'"), ("'Real'", "'float'")):
         message = message.replace(subclass, base)
-    return caught.type, message
+    return message
 
 
 def test_exact_keys_and_elements_fail_as_their_subclasses_do(rt: zs.Runtime) -> None:
@@ -415,19 +420,37 @@ def test_exact_keys_and_elements_fail_as_their_subclasses_do(rt: zs.Runtime) -> 
     # path: the same conversion, so the same exception and message.
     keeper = Keeper()
     scores, names, floats = keeper.scores, keeper.names, keeper.floats
-    for exact, subclass in [
-        (lambda: scores.__setitem__("bad\0", 1), lambda: scores.__setitem__(Text("bad\0"), 1)),
+    cases: list[tuple[type[Exception], Callable[[], object], Callable[[], object]]] = [
         (
+            ValueError,
+            lambda: scores.__setitem__("bad\0", 1),
+            lambda: scores.__setitem__(Text("bad\0"), 1),
+        ),
+        (
+            ValueError,
             lambda: scores.__setitem__("x" * 2000, 1),
             lambda: scores.__setitem__(Text("x" * 2000), 1),
         ),
-        (lambda: scores.__setitem__("k", 2**40), lambda: scores.__setitem__("k", Whole(2**40))),
-        (lambda: scores.__setitem__("k", 1.5), lambda: scores.__setitem__("k", Real(1.5))),
-        (lambda: names.add("bad\0"), lambda: names.add(Text("bad\0"))),
-        (lambda: floats.append(10**400), lambda: floats.append(Whole(10**400))),
-        (lambda: floats.insert(0, 10**400), lambda: floats.insert(0, Whole(10**400))),
-    ]:
-        assert _error(exact) == _error(subclass)
+        (
+            OverflowError,
+            lambda: scores.__setitem__("k", 2**40),
+            lambda: scores.__setitem__("k", Whole(2**40)),
+        ),
+        (
+            TypeError,
+            lambda: scores.__setitem__("k", 1.5),
+            lambda: scores.__setitem__("k", Real(1.5)),
+        ),
+        (ValueError, lambda: names.add("bad\0"), lambda: names.add(Text("bad\0"))),
+        (OverflowError, lambda: floats.append(10**400), lambda: floats.append(Whole(10**400))),
+        (
+            OverflowError,
+            lambda: floats.insert(0, 10**400),
+            lambda: floats.insert(0, Whole(10**400)),
+        ),
+    ]
+    for expected, exact, subclass in cases:
+        assert _error(expected, exact) == _error(expected, subclass)
     assert len(scores) == 0 and len(names) == 0 and len(floats) == 0
     # A lookup of what cannot be a key is "absent", for both.
     assert "bad\0" not in names and Text("bad\0") not in names

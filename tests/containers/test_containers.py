@@ -406,16 +406,16 @@ def test_to_python_is_a_plain_list(rt: zs.Runtime) -> None:
 
 
 @pytest.mark.parametrize(
-    "operation",
+    "operation, expected",
     [
-        lambda a: a.extend([1, "x"]),
-        lambda a: a.extend([1, 2**40]),
-        lambda a: a.append("x"),
-        lambda a: a.insert(1, None),
-        lambda a: a.__setitem__(0, "x"),
-        lambda a: a.__setitem__(slice(0, 2), [7, "x"]),
-        lambda a: a.__setitem__(slice(0, 3), [7, 8, 2**40]),
-        lambda a: a.__setitem__(slice(None, None, 2), [7, "x"]),
+        (lambda a: a.extend([1, "x"]), TypeError),
+        (lambda a: a.extend([1, 2**40]), OverflowError),
+        (lambda a: a.append("x"), TypeError),
+        (lambda a: a.insert(1, None), TypeError),
+        (lambda a: a.__setitem__(0, "x"), TypeError),
+        (lambda a: a.__setitem__(slice(0, 2), [7, "x"]), TypeError),
+        (lambda a: a.__setitem__(slice(0, 3), [7, 8, 2**40]), OverflowError),
+        (lambda a: a.__setitem__(slice(None, None, 2), [7, "x"]), TypeError),
     ],
     ids=[
         "extend-type",
@@ -428,10 +428,13 @@ def test_to_python_is_a_plain_list(rt: zs.Runtime) -> None:
         "extended-slice-type",
     ],
 )
-def test_failed_array_operation_leaves_the_array_unchanged(rt: zs.Runtime, operation) -> None:
+def test_failed_array_operation_leaves_the_array_unchanged(
+    rt: zs.Runtime, operation, expected: type[Exception]
+) -> None:
     array = Int32s([10, 20, 30])
-    with pytest.raises((TypeError, OverflowError)):
+    with pytest.raises(expected) as raised:
         operation(array)
+    assert type(raised.value) is expected
     assert array == [10, 20, 30]
 
 
@@ -721,7 +724,7 @@ def test_map_type_errors_leave_the_map_unchanged(rt: zs.Runtime) -> None:
     assert scores == {"a": 1}
     with pytest.raises(TypeError):
         zs.Map[zs.Name, zs.Int32]({"a": "x"})
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(TypeError, match="expected \\(key, value\\) pairs"):
         zs.Map[zs.Name, zs.Int32]([("a",)])
 
 
