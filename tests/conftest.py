@@ -1,6 +1,7 @@
 """Shared fixtures: a fresh runtime per test, with a heap check at the end;
 ``no_leaked_values`` for the test files of black values (their ``pytestmark``);
-``unraisable`` for tests of errors no Python caller can see."""
+``unraisable`` for tests of errors no Python caller can see. And the suite's
+options: ``--update-hostile-reach`` (tests/hostile/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,16 @@ import pytest
 
 import zsharp_py as zs
 from helpers import assert_no_leaked_values
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The suite's own command-line options."""
+    parser.addoption(
+        "--update-hostile-reach",
+        action="store_true",
+        help="rewrite tests/hostile/reach.json from what the hostile matrix's reach tests "
+        "measure (run them with -k test_reach_of) instead of checking it",
+    )
 
 
 @pytest.fixture

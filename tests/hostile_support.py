@@ -18,7 +18,9 @@ the heap verifies and the runtime closes.
 from __future__ import annotations
 
 import gc
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import zsharp_py as zs
@@ -68,6 +70,40 @@ def never() -> None:
 
 
 NO_TRIGGER = Trigger(never, when=0)
+
+
+def counter(*, armed: bool = True) -> Trigger:
+    """A trigger that only counts its calls (it never acts): what a plain
+    run of a case measures."""
+    return Trigger(never, when=0, armed=armed)
+
+
+@dataclass
+class MatrixLog:
+    """The bookkeeping of the hostile matrix (tests/hostile/
+    test_hostile_conversions.py) for one session, read by
+    tests/hostile/conftest.py: what the matrix holds in all (set when the
+    module is imported), what this session's cases reached, and with
+    ``--update-hostile-reach`` what the reach tests measured."""
+
+    groups: set[str] = field(default_factory=set)
+    """Every group of the matrix: an operation on a kind and colour, a
+    property, a constructor or a read, named as in tests/hostile/reach.json."""
+    cases: Counter[str] = field(default_factory=Counter)
+    """The whole matrix's cases in which a trigger fires, by mode (hook,
+    gc, del), whatever this session selected."""
+    reached: Counter[str] = field(default_factory=Counter)
+    """This session: cases whose trigger fired (asserted), by mode."""
+    refused: int = 0
+    """This session: of those, cases whose action the library refused
+    (a collection from inside a collection, say)."""
+    plain: int = 0
+    """This session: groups whose plain run matched the reach table."""
+    measured: dict[str, dict[str, int]] | None = None
+    """``--update-hostile-reach``: what each reach test measured."""
+
+
+MATRIX = MatrixLog()
 
 
 # ---- conversion hooks --------------------------------------------------------------

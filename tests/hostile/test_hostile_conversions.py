@@ -14,10 +14,23 @@ very container being written (its storage moves or is freed), dispose the
 black value, mark the owner as garbage and collect it, run a collection,
 close the runtime, or raise.
 
+Which moments exist: each *group* (an operation on a container kind and
+colour, a property, a constructor, a read) runs once plain in its reach
+test (``test_reach_of_*``), with a trigger in each mode that only counts
+its calls: the operation succeeds, its result reads back, and the counts
+must be those of tests/hostile/reach.json. The matrix's cases act at those
+calls only (``moments``), and each case fails if its trigger did not fire:
+no test id passes without its hook acting, and a group whose hooks never
+run (the library reads a builtin subclass without calling its hooks) is
+its one reach test, not a score of ids repeating a plain write. After a
+session, a summary line says how many distinct behaviours the matrix
+checks and how many cases of the run reached their trigger
+(tests/hostile/conftest.py).
+
 The contract, checked for every (entry point x action x moment) test id:
 
 * no crash and no sanitizer report (``bash tools/sanitize.sh -k hostile``);
-* if the hook never ran, the operation succeeds and its result reads back;
+* the trigger fired at the case's moment (asserted first);
 * a hook that raises: that very exception reaches the caller (not rebuilt),
   and the container is exactly as before the call (all or nothing);
 * the target was disposed, collected or its runtime closed: the operation
@@ -36,16 +49,21 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import operator
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import zsharp_py as zs
 from hostile_support import (
+    MATRIX,
     NO_TRIGGER,
     DelTrigger,
     GcTrigger,
@@ -78,6 +96,7 @@ from hostile_support import (
     PickyTypeError,
     ShortEncodeStr,
     Trigger,
+    counter,
 )
 
 DOCUMENTED = (
@@ -94,12 +113,14 @@ EXPIRED = zs.ExpiredConjugateError
 
 
 # The collector-driven cases (a gc.callbacks entry or a finaliser fires the
-# action at an allocation: every case runs full collections) take about ten
-# minutes in all. The default run takes a fixed sample of them: the first
+# action at an allocation: every case runs full collections) are most of the
+# matrix's time. The default run takes a fixed sample of them: the first
 # case of every entry point and one in SAMPLE_SHARE of the rest, chosen by a
-# hash of the test id (the same cases on every machine and run). The others
-# are marked slow: `python -m pytest tests/hostile/test_hostile_conversions.py -m slow` runs them,
-# `-m ""` runs the whole matrix.
+# hash of the test id (the same cases on every machine and run); every
+# group's reach test runs its operation under both collector triggers in the
+# default run too. The others are marked slow: `python -m pytest -m slow`
+# runs them (CI runs a rotating quarter each day: tests/README.md), `-m ""`
+# runs the whole matrix.
 SAMPLE_SHARE = 32
 
 
@@ -1052,18 +1073,161 @@ OPS: list[Op] = [
 OPS_BY_NAME = {op.name: op for op in OPS}
 
 
+# ---------------------------------------------------------------------------
+# Reach: how many times each group's trigger runs (tests/hostile/reach.json)
+# ---------------------------------------------------------------------------
+
+REACH_FILE = Path(__file__).with_name("reach.json")
+REACH_COMMAND = (
+    'python -m pytest tests/hostile/test_hostile_conversions.py -m "" -k test_reach_of '
+    "--update-hostile-reach"
+)
+THIS_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _load_reach() -> tuple[str, dict[str, dict[str, int]]]:
+    """The reach table: for every group (an operation on a kind and colour,
+    a property, a constructor, a read), how many times its trigger runs in
+    each mode when it never acts; and the Python it was measured on (the
+    cycle collector's moments depend on the interpreter's allocations)."""
+    if not REACH_FILE.exists():
+        return "", {}
+    data = json.loads(REACH_FILE.read_text())
+    return str(data["python"]), dict(data["groups"])
+
+
+REACH_PYTHON, REACH = _load_reach()
+
+
+GC_SLACK = 1
+"""How much the number of cycle collections inside one operation varies
+with what ran before it in the process (measured: by one, in 11 of 517
+groups, when the matrix runs in reverse order): the collector runs on a
+count of allocations net of frees, and an object made before the call and
+freed during it lowers the count. The matrix acts at none of the last
+``GC_SLACK`` collections, and a reach test allows its count that far off
+the table. Hook and finaliser counts do not vary."""
+
+
+def moments(mode: str, reach: int, gc_last: int = 4) -> tuple[int, ...]:
+    """The calls of a trigger at which a case runs its action, given how
+    many times the trigger runs in a plain run (``reach``): a hook's first
+    three; the cycle collector's first and its ``gc_last``-th (or the last
+    it surely reaches, ``GC_SLACK``); a finaliser's first (the doomed
+    objects die in one collection). None when the trigger never runs:
+    every such case would be the same plain operation, which the group's
+    reach test checks once."""
+    if mode == "gc":
+        reach -= GC_SLACK
+    if reach <= 0:
+        return ()
+    if mode == "hook":
+        return tuple(range(1, min(reach, 3) + 1))
+    if mode == "gc":
+        return tuple(sorted({1, min(reach, gc_last)}))
+    return (1,)
+
+
+def _reach_of(group: str, mode: str) -> int:
+    return REACH.get(group, {}).get(mode, 0)
+
+
+def _check_reach(group: str, measured: dict[str, int]) -> None:
+    """A group's plain run against the table: its cases fire where the
+    table says (else they would pass without their hook ever acting), and
+    the table lists no moment that does not exist."""
+    MATRIX.groups.add(group)  # also for a group new to the table
+    if MATRIX.measured is not None:
+        MATRIX.measured[group] = measured
+        return
+    recorded = REACH.get(group)
+    assert recorded is not None, (
+        f"{group} is not in tests/hostile/reach.json (new?): measure it with {REACH_COMMAND}"
+    )
+    other = (
+        f" (the table was measured on Python {REACH_PYTHON}, this is {THIS_PYTHON})"
+        if REACH_PYTHON != THIS_PYTHON
+        else ""
+    )
+    assert recorded.keys() == measured.keys() and all(
+        abs(measured[mode] - count) <= (GC_SLACK if mode == "gc" else 0)
+        for mode, count in recorded.items()
+    ), (
+        f"{group}: its triggers ran {measured} times, tests/hostile/reach.json says "
+        f"{recorded}{other}; the matrix's cases of this group no longer fire where it "
+        f"says: if the change is meant, re-measure with {REACH_COMMAND}"
+    )
+    MATRIX.plain += 1
+
+
+def _attempt(
+    mode: str, trigger: Trigger, run: Callable[[], Any]
+) -> tuple[Any, BaseException | None, int, bool]:
+    """``run()`` with ``mode``'s trigger installed: its result or its
+    exception, and the trigger's calls and whether it fired, read as soon
+    as ``run`` returns (a finaliser trigger's exit collects what is left,
+    which may call it again: that is after the operation)."""
+    result: Any = None
+    error: BaseException | None = None
+    with _trigger_context(mode, trigger):
+        try:
+            result = run()
+        except BaseException as raised:  # judged by the caller
+            error = raised
+        calls, fired = trigger.calls, trigger.fired
+    return result, error, calls, fired
+
+
+def _reached(group: str, mode: str, when: int, calls: int, fired: bool, refused: bool) -> None:
+    """A case exists because its trigger fires at call ``when``: it fails if
+    it did not (the reach table is out of date), and is counted."""
+    assert fired, (
+        f"{group}: the {mode} trigger ran {calls} times, never reaching call {when} where "
+        f"this case acts (tests/hostile/reach.json says {_reach_of(group, mode)}): "
+        f"re-measure with {REACH_COMMAND}"
+    )
+    MATRIX.reached[mode] += 1
+    MATRIX.refused += refused
+
+
+def _register(params: list[Any], mode_at: int) -> list[Any]:
+    """Count a family's cases in the matrix's totals (by their mode, the
+    ``mode_at``-th value of each param)."""
+    for param in params:
+        MATRIX.cases[param.values[mode_at]] += 1
+    return params
+
+
+def _write_group(op_name: str, kind_name: str, colour: str) -> str:
+    return f"write:{op_name}-{kind_name}-{colour}"
+
+
+def _write_groups() -> list[Any]:
+    groups = []
+    for op in OPS:
+        for kind_name in op.kinds:
+            for colour in ("black", "red"):
+                MATRIX.groups.add(_write_group(op.name, kind_name, colour))
+                groups.append(
+                    pytest.param(op.name, kind_name, colour, id=f"{op.name}-{kind_name}-{colour}")
+                )
+    return groups
+
+
 def _cases(modes: tuple[str, ...]) -> list[Any]:
+    """(operation, kind, colour, action, mode, moment): every moment at
+    which the group's trigger runs in that mode (``moments``)."""
     cases = []
     for op in OPS:
         for kind_name in op.kinds:
             kind = KINDS[kind_name]
             for colour in ("black", "red"):
+                group = _write_group(op.name, kind_name, colour)
                 for action in kind.actions(colour):
                     for mode in modes:
                         if mode != "hook" and action == "raise":
                             continue  # a gc callback's or finaliser's exception is unraisable
-                        whens = (1, 2, 3) if mode == "hook" else (1, 4) if mode == "gc" else (1,)
-                        for when in whens:
+                        for when in moments(mode, _reach_of(group, mode)):
                             cases.append(
                                 pytest.param(
                                     op.name,
@@ -1075,7 +1239,7 @@ def _cases(modes: tuple[str, ...]) -> list[Any]:
                                     id=f"{op.name}-{kind_name}-{colour}-{action}-{mode}{when}",
                                 )
                             )
-    return cases
+    return _register(cases, 4)
 
 
 def _trigger_context(mode: str, trigger: Trigger) -> contextlib.AbstractContextManager[Any]:
@@ -1101,26 +1265,25 @@ def _alive(value: Any) -> bool:
     return value is not None and not value.is_expired
 
 
+MOVES_STORAGE = ("grow", "clear", "replace")
+"""Actions after which a view into the target's storage may have expired
+(the storage moved or was freed); after any other action a live target's
+views stay valid."""
+
+
 def judge(
     env: Env,
     op: Op,
     action: str,
-    trigger: Trigger,
     before: Any,
     result: Any,
     error: BaseException | None,
 ) -> None:
-    """The contract of the module docstring."""
+    """The contract of the module docstring, for a case whose trigger fired."""
     if error is not None and not isinstance(error, DOCUMENTED):
         raise AssertionError(f"undocumented exception {type(error).__name__}: {error}") from error
     if error is not None:
         assert str(error), f"{type(error).__name__} without a message"
-    if not trigger.fired:
-        if error is not None and not isinstance(error, op.gone):
-            raise AssertionError(f"{error!r} although no hook ran") from error
-        if error is None and op.check is not None:
-            assert op.check(env, result), "the value written does not read back"
-        return
     if env.action_error is not None:
         return  # the action was refused (documented): invariants only
     if action == "raise":
@@ -1150,13 +1313,40 @@ def judge(
             )
         return
     allowed: tuple[type[BaseException], ...] = op.gone if action in ("clear", "replace") else ()
-    if env.kind.views:
+    if env.kind.views and action in MOVES_STORAGE:
         allowed += (EXPIRED,)
     assert isinstance(error, allowed), (
         f"{type(error).__name__}: {error} after the hook's {action} (the target is alive)"
     )
     if _alive(env.target) and op.check is not None:
         assert _same_state(_snap(env.target), env.after), "refused, yet the container changed"
+
+
+@pytest.mark.parametrize("op_name, kind_name, colour", _write_groups())
+def test_reach_of_write(hrt: zs.Runtime, op_name: str, kind_name: str, colour: str) -> None:
+    """The group's operation with plain moments: a counting trigger in each
+    mode (the value's hooks; the cycle collector's callback; the doomed
+    objects' finalisers) that never acts. The operation succeeds and what
+    it wrote reads back, and each trigger ran as many times as
+    tests/hostile/reach.json says, which is where the group's cases act."""
+    op = OPS_BY_NAME[op_name]
+    measured: dict[str, int] = {}
+    for mode in ("hook", "gc", "del"):
+        env = make_env(hrt, kind_name, colour)
+        count = counter()
+        value_trigger = count if mode == "hook" else NO_TRIGGER
+        SneakyMethod.trigger = value_trigger
+        try:
+            result, error, calls, _ = _attempt(mode, count, partial(op.run, env, value_trigger))
+        finally:
+            SneakyMethod.trigger = NO_TRIGGER
+        if error is not None:
+            raise AssertionError(f"{mode}: {error!r} although nothing acted") from error
+        if op.check is not None:
+            assert op.check(env, result), f"{mode}: the value written does not read back"
+        measured[mode] = calls
+        _still_sound(hrt, env)
+    _check_reach(_write_group(op_name, kind_name, colour), measured)
 
 
 @pytest.mark.parametrize("op_name, kind_name, colour, action, mode, when", _cases(("hook",)))
@@ -1195,16 +1385,13 @@ def _run_case(
     value_trigger = trigger if mode == "hook" else NO_TRIGGER
     before = _snap(env.target)
     SneakyMethod.trigger = value_trigger
-    result: Any = None
-    error: BaseException | None = None
     try:
-        with _trigger_context(mode, trigger):
-            result = op.run(env, value_trigger)
-    except BaseException as raised:  # judged below
-        error = raised
+        result, error, calls, fired = _attempt(mode, trigger, partial(op.run, env, value_trigger))
     finally:
         SneakyMethod.trigger = NO_TRIGGER
-    judge(env, op, action, trigger, before, result, error)
+    group = _write_group(op_name, kind_name, colour)
+    _reached(group, mode, when, calls, fired, env.action_error is not None)
+    judge(env, op, action, before, result, error)
     _still_sound(rt, env)
 
 
@@ -1350,6 +1537,15 @@ PROP_CASES: list[PropCase] = [
 PROP_ACTIONS = ("collect", "close", "raise", "collect_owner", "reassign")
 
 
+def _prop_group(name: str) -> str:
+    return f"property:{name}"
+
+
+def _prop_groups() -> list[str]:
+    MATRIX.groups.update(_prop_group(case.name) for case in PROP_CASES)
+    return [case.name for case in PROP_CASES]
+
+
 def _prop_cases(modes: tuple[str, ...]) -> list[Any]:
     cases = []
     for case in PROP_CASES:
@@ -1357,14 +1553,13 @@ def _prop_cases(modes: tuple[str, ...]) -> list[Any]:
             for mode in modes:
                 if mode != "hook" and action == "raise":
                     continue
-                whens = (1, 2, 3) if mode == "hook" else (1, 4) if mode == "gc" else (1,)
-                for when in whens:
+                for when in moments(mode, _reach_of(_prop_group(case.name), mode)):
                     cases.append(
                         pytest.param(
                             case.name, action, mode, when, id=f"{case.name}-{action}-{mode}{when}"
                         )
                     )
-    return cases
+    return _register(cases, 2)
 
 
 PROP_BY_NAME = {case.name: case for case in PROP_CASES}
@@ -1381,13 +1576,55 @@ def _prop_snapshot(value: Any) -> Any:
     return value if not isinstance(value, (zs.Name, zs.FieldPath)) else str(value)
 
 
-def _run_prop_case(rt: zs.Runtime, name: str, action: str, mode: str, when: int) -> None:
-    case = PROP_BY_NAME[name]
+def _prop_env(rt: zs.Runtime, case: PropCase) -> Env:
     env = Env(rt, KINDS["floats"], "red")
     env.lookup = HLookup()
     env.lookup.add_to_root()
-    holder = env.holder = case.cls()
-    holder.add_to_root()
+    env.holder = case.cls()
+    env.holder.add_to_root()
+    return env
+
+
+def _set_prop(
+    env: Env, case: PropCase, mode: str, trigger: Trigger
+) -> tuple[BaseException | None, int, bool]:
+    """``holder.prop = value``, the value made first (its hooks counted from
+    the write on), with ``mode``'s trigger installed."""
+    value_trigger = trigger if mode == "hook" else NO_TRIGGER
+    value = case.value(value_trigger, env)
+    trigger.arm()
+    SneakyMethod.trigger = value_trigger
+    try:
+        _, error, calls, fired = _attempt(
+            mode, trigger, partial(setattr, env.holder, case.prop, value)
+        )
+    finally:
+        SneakyMethod.trigger = NO_TRIGGER
+    return error, calls, fired
+
+
+@pytest.mark.parametrize("name", _prop_groups())
+def test_reach_of_property_setter(hrt: zs.Runtime, name: str) -> None:
+    """The property written with plain moments in each mode (as
+    ``test_reach_of_write``): it reads back, and the triggers ran as many
+    times as tests/hostile/reach.json says."""
+    case = PROP_BY_NAME[name]
+    measured: dict[str, int] = {}
+    for mode in ("hook", "gc", "del"):
+        env = _prop_env(hrt, case)
+        error, calls, _ = _set_prop(env, case, mode, counter(armed=False))
+        if error is not None:
+            raise AssertionError(f"{mode}: {error!r} although nothing acted") from error
+        assert case.check(getattr(env.holder, case.prop)), f"{mode}: it does not read back"
+        measured[mode] = calls
+        _still_sound(hrt, env)
+    _check_reach(_prop_group(name), measured)
+
+
+def _run_prop_case(rt: zs.Runtime, name: str, action: str, mode: str, when: int) -> None:
+    case = PROP_BY_NAME[name]
+    env = _prop_env(rt, case)
+    holder = env.holder
 
     def act() -> None:
         try:
@@ -1409,22 +1646,12 @@ def _run_prop_case(rt: zs.Runtime, name: str, action: str, mode: str, when: int)
             env.action_error = error
 
     trigger = Trigger(act, when, armed=False)
-    value_trigger = trigger if mode == "hook" else NO_TRIGGER
     before = _prop_snapshot(getattr(holder, case.prop))
-    value = case.value(value_trigger, env)
-    trigger.arm()
-    error: BaseException | None = None
-    SneakyMethod.trigger = value_trigger
-    try:
-        with _trigger_context(mode, trigger):
-            setattr(holder, case.prop, value)
-    except BaseException as raised:
-        error = raised
-    finally:
-        SneakyMethod.trigger = NO_TRIGGER
+    error, calls, fired = _set_prop(env, case, mode, trigger)
+    _reached(_prop_group(name), mode, when, calls, fired, env.action_error is not None)
     if error is not None and not isinstance(error, DOCUMENTED):
         raise AssertionError(f"undocumented {type(error).__name__}: {error}") from error
-    if not trigger.fired or env.action_error is not None or action in ("collect", "reassign"):
+    if env.action_error is not None or action in ("collect", "reassign"):
         if error is not None and env.action_error is None:
             raise AssertionError(f"{error!r} although the holder is alive") from error
         if error is None:
@@ -1558,29 +1785,77 @@ CTORS: dict[str, tuple[Callable[[Trigger, Any], Any], Callable[[Any], bool]]] = 
         lambda v: v.path == "hostile_support.HHolder",
     ),
     "strong_ptr": (lambda t, lk: (t(), zs.StrongObjectPtr(lk))[1], lambda v: v.get() is not None),
-    "weak_ptr": (lambda t, lk: (t(), zs.WeakObjectPtr(lk))[1], lambda v: True),
+    "weak_ptr": (
+        lambda t, lk: (t(), zs.WeakObjectPtr(lk))[1],
+        lambda v: isinstance(v.get(), HLookup),
+    ),
     "script_interface": (
         lambda t, lk: (t(), zs.ScriptInterface[IThing](HHolder()))[1],
-        lambda v: True,
+        lambda v: v.is_valid and isinstance(v.get(), HHolder) and v.interface is IThing,
     ),
 }
 
 CTOR_ACTIONS = ("collect", "close", "raise", "collect_everything")
 
 
+def _ctor_group(name: str) -> str:
+    return f"constructor:{name}"
+
+
+def _ctor_groups() -> list[str]:
+    MATRIX.groups.update(_ctor_group(name) for name in CTORS)
+    return list(CTORS)
+
+
 def _ctor_cases(modes: tuple[str, ...]) -> list[Any]:
-    return [
-        pytest.param(name, action, mode, when, id=f"{name}-{action}-{mode}{when}")
-        for name in CTORS
-        for action in CTOR_ACTIONS
-        for mode in modes
-        if not (mode != "hook" and action == "raise")
-        for when in ((1, 2, 3) if mode == "hook" else (1, 4) if mode == "gc" else (1,))
-    ]
+    return _register(
+        [
+            pytest.param(name, action, mode, when, id=f"{name}-{action}-{mode}{when}")
+            for name in CTORS
+            for action in CTOR_ACTIONS
+            for mode in modes
+            if not (mode != "hook" and action == "raise")
+            for when in moments(mode, _reach_of(_ctor_group(name), mode))
+        ],
+        2,
+    )
+
+
+def _construct(
+    name: str, lookup: Any, mode: str, trigger: Trigger
+) -> tuple[Any, BaseException | None, int, bool]:
+    """The constructor ``name`` with ``mode``'s trigger installed."""
+    make, _ = CTORS[name]
+    value_trigger = trigger if mode == "hook" else NO_TRIGGER
+    SneakyMethod.trigger = value_trigger
+    try:
+        return _attempt(mode, trigger, partial(make, value_trigger, lookup))
+    finally:
+        SneakyMethod.trigger = NO_TRIGGER
+
+
+@pytest.mark.parametrize("name", _ctor_groups())
+def test_reach_of_constructor(hrt: zs.Runtime, name: str) -> None:
+    """The constructor with plain moments in each mode (as
+    ``test_reach_of_write``): what it made reads back, and the triggers ran
+    as many times as tests/hostile/reach.json says."""
+    _, check = CTORS[name]
+    measured: dict[str, int] = {}
+    for mode in ("hook", "gc", "del"):
+        lookup = HLookup()
+        lookup.add_to_root()
+        made, error, calls, _ = _construct(name, lookup, mode, counter())
+        if error is not None:
+            raise AssertionError(f"{mode}: {error!r} although nothing acted") from error
+        assert check(made), f"{mode}: what was made does not read back"
+        measured[mode] = calls
+        made = None
+        _still_sound(hrt)
+    _check_reach(_ctor_group(name), measured)
 
 
 def _run_ctor(rt: zs.Runtime, name: str, action: str, mode: str, when: int) -> None:
-    make, check = CTORS[name]
+    _, check = CTORS[name]
     lookup = HLookup()
     lookup.add_to_root()
     action_error: list[BaseException] = []
@@ -1604,21 +1879,11 @@ def _run_ctor(rt: zs.Runtime, name: str, action: str, mode: str, when: int) -> N
         except BaseException as error:
             action_error.append(error)
 
-    trigger = Trigger(act, when)
-    value_trigger = trigger if mode == "hook" else NO_TRIGGER
-    SneakyMethod.trigger = value_trigger
-    made: Any = None
-    error: BaseException | None = None
-    try:
-        with _trigger_context(mode, trigger):
-            made = make(value_trigger, lookup)
-    except BaseException as raised:
-        error = raised
-    finally:
-        SneakyMethod.trigger = NO_TRIGGER
+    made, error, calls, fired = _construct(name, lookup, mode, Trigger(act, when))
+    _reached(_ctor_group(name), mode, when, calls, fired, bool(action_error))
     if error is not None and not isinstance(error, DOCUMENTED):
         raise AssertionError(f"undocumented {type(error).__name__}: {error}") from error
-    if not trigger.fired or action_error or action == "collect":
+    if action_error or action == "collect":
         if error is not None and not action_error:
             raise AssertionError(f"{error!r} although nothing was destroyed") from error
         if error is None and not rt.closed:
@@ -1695,30 +1960,71 @@ READ_KINDS = (
 READ_ACTIONS = ("grow", "clear", "replace", "collect_owner", "dispose", "collect", "close")
 
 
-def _read_cases() -> list[Any]:
-    cases = []
+def _read_group(kind_name: str, read: str, colour: str) -> str:
+    return f"read:{read}-{kind_name}-{colour}"
+
+
+def _read_groups() -> list[Any]:
+    groups = []
     for kind_name in READ_KINDS:
-        kind = KINDS[kind_name]
         for read in READS:
             if read == "len" and kind_name in ("pos", "rich", "ofloat", "ovec"):
                 continue
             for colour in ("black", "red"):
-                for action in kind.actions(colour):
-                    if action not in READ_ACTIONS:
-                        continue
-                    for mode, when in (("gc", 1), ("gc", 3), ("del", 1)):
-                        cases.append(
-                            pytest.param(
-                                kind_name,
-                                read,
-                                colour,
-                                action,
-                                mode,
-                                when,
-                                id=f"{read}-{kind_name}-{colour}-{action}-{mode}{when}",
-                            )
+                MATRIX.groups.add(_read_group(kind_name, read, colour))
+                groups.append(
+                    pytest.param(kind_name, read, colour, id=f"{read}-{kind_name}-{colour}")
+                )
+    return groups
+
+
+def _read_cases() -> list[Any]:
+    cases = []
+    for kind_name, read, colour in (group.values for group in _read_groups()):
+        kind = KINDS[kind_name]
+        group = _read_group(kind_name, read, colour)
+        for action in kind.actions(colour):
+            if action not in READ_ACTIONS:
+                continue
+            for mode in ("gc", "del"):
+                for when in moments(mode, _reach_of(group, mode), gc_last=3):
+                    cases.append(
+                        pytest.param(
+                            kind_name,
+                            read,
+                            colour,
+                            action,
+                            mode,
+                            when,
+                            id=f"{read}-{kind_name}-{colour}-{action}-{mode}{when}",
                         )
-    return cases
+                    )
+    return _register(cases, 4)
+
+
+@pytest.mark.parametrize("kind_name, read, colour", _read_groups())
+def test_reach_of_read(
+    hrt: zs.Runtime, kind_name: str, read: str, colour: str, unraisable: list[Any]
+) -> None:
+    """The read with plain moments (the cycle collector's callback, the
+    doomed objects' finalisers, counting and never acting): it copies out
+    what the target holds, and the triggers ran as many times as
+    tests/hostile/reach.json says."""
+    measured: dict[str, int] = {"hook": 0}  # a read converts no Python value
+    for mode in ("gc", "del"):
+        env = make_env(hrt, kind_name, colour)
+        before = _snap(env.target)
+        result, error, calls, _ = _attempt(mode, counter(), partial(READS[read], env.target))
+        if error is not None:
+            raise AssertionError(f"{mode}: {error!r} although nothing acted") from error
+        if read == "to_python":
+            if isinstance(env.target, (zs.MulticastDelegate, zs.SparseDelegate)):
+                result = ("multicast", len(result))
+            assert _same_state(result, before), f"{mode}: {_short(result)}"
+        measured[mode] = calls
+        _still_sound(hrt, env)
+    assert not unraisable, unraisable
+    _check_reach(_read_group(kind_name, read, colour), measured)
 
 
 @pytest.mark.parametrize("kind_name, read, colour, action, mode, when", _sampled(_read_cases()))
@@ -1739,18 +2045,14 @@ def test_read_while_collector_mutates(
     env = make_env(hrt, kind_name, colour)
     trigger = Trigger(lambda: env.act(action), when)
     before = _snap(env.target)
-    result: Any = None
-    error: BaseException | None = None
-    try:
-        with _trigger_context(mode, trigger):
-            result = READS[read](env.target)
-    except BaseException as raised:
-        error = raised
+    result, error, calls, fired = _attempt(mode, trigger, partial(READS[read], env.target))
+    group = _read_group(kind_name, read, colour)
+    _reached(group, mode, when, calls, fired, env.action_error is not None)
     if error is not None:
         assert isinstance(error, (EXPIRED, RuntimeError)), f"{type(error).__name__}: {error}"
         if isinstance(error, RuntimeError):
             assert "changed" in str(error) or "closed" in str(error), error
-    elif read in ("to_python",) and trigger.fired and env.action_error is None:
+    elif read in ("to_python",) and env.action_error is None:
         if isinstance(env.target, (zs.MulticastDelegate, zs.SparseDelegate)):
             result = ("multicast", len(result))  # compared as _snap sees it
         assert _same_state(result, before) or _same_state(result, env.after), (
