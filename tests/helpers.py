@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import gc
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
 import zsharp_py as zs
 from zsharp_py._base.ffi import ffi
 from zsharp_py.collector import GcStats
+
+
+def slice_of(nodeid: str, n: int) -> int:
+    """The slice (0..n-1) a test id falls in for ``--slice K/N``
+    (tests/conftest.py): a hash of the id, so a slice keeps its tests
+    whatever else is selected, and N slices cover them all."""
+    return zlib.crc32(nodeid.encode()) % n
 
 
 def collect(rt: zs.Runtime) -> GcStats:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import slice_of
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -432,3 +434,19 @@ def test_every_package_folder_is_installed() -> None:
         if init.parent != package
     }
     assert listed == folders
+
+
+def test_ci_runs_the_slow_tier_on_a_rotating_schedule() -> None:
+    """CI runs one of four slices of the slow tier a day (tests/README.md),
+    after the default suite, in its development venv; the four slices split
+    the tier without overlap."""
+    ci_script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'slow_slice="$((10#$(date -u +%j) % 4))/4"' in ci_script
+    run = 'python -m pytest -q -p no:cacheprovider -m slow --slice "$slow_slice"'
+    assert ci_script.index('readme_command.py 2)"') < ci_script.index(run)
+    readme = (ROOT / "tests" / "README.md").read_text(encoding="utf-8")
+    assert "--slice" in readme and "day of the year" in readme
+    ids = [f"tests/x.py::test_{n}" for n in range(400)]
+    slices = [[i for i in ids if slice_of(i, 4) == k] for k in range(4)]
+    assert sorted(i for part in slices for i in part) == sorted(ids)
+    assert all(len(part) > 50 for part in slices), [len(part) for part in slices]
