@@ -1100,13 +1100,17 @@ REACH_PYTHON, REACH = _load_reach()
 
 
 GC_SLACK = 1
-"""How much the number of cycle collections inside one operation varies
-with what ran before it in the process (measured: by one, in 11 of 517
-groups, when the matrix runs in reverse order): the collector runs on a
-count of allocations net of frees, and an object made before the call and
-freed during it lowers the count. The matrix acts at none of the last
-``GC_SLACK`` collections, and a reach test allows its count that far off
-the table. Hook and finaliser counts do not vary."""
+"""How far below the table the number of cycle collections inside one
+operation may fall. It is not a property of the operation alone: the
+collector runs on a count of allocations net of frees, so an object made
+before the call and freed during it, or a cache the call fills the first
+time the process uses a type, moves it. Measured over eleven orders of the
+matrix (forward, reverse, shuffled, one family alone): the count was off
+the table in 56 of 4,136 measurements, by -1 (41), +1 (9) or +2 (1), in 19
+of 517 groups. So the matrix acts at none of a group's last ``GC_SLACK``
+collections, and a reach test requires at least the table's count less
+``GC_SLACK`` (more collections leave every case's moment in reach). Hook
+and finaliser counts never varied and are checked exactly."""
 
 
 def moments(mode: str, reach: int, gc_last: int = 4) -> tuple[int, ...]:
@@ -1133,9 +1137,10 @@ def _reach_of(group: str, mode: str) -> int:
 
 
 def _check_reach(group: str, measured: dict[str, int]) -> None:
-    """A group's plain run against the table: its cases fire where the
-    table says (else they would pass without their hook ever acting), and
-    the table lists no moment that does not exist."""
+    """A group's plain run against the table: its hooks and finalisers run
+    exactly as often as the table says, the cycle collector at least as
+    often less ``GC_SLACK``, so its cases fire where they act (else they
+    would pass without their hook ever acting)."""
     MATRIX.groups.add(group)  # also for a group new to the table
     if MATRIX.measured is not None:
         MATRIX.measured[group] = measured
@@ -1150,7 +1155,7 @@ def _check_reach(group: str, measured: dict[str, int]) -> None:
         else ""
     )
     assert recorded.keys() == measured.keys() and all(
-        abs(measured[mode] - count) <= (GC_SLACK if mode == "gc" else 0)
+        measured[mode] >= count - GC_SLACK if mode == "gc" else measured[mode] == count
         for mode, count in recorded.items()
     ), (
         f"{group}: its triggers ran {measured} times, tests/hostile/reach.json says "
@@ -1796,6 +1801,10 @@ CTORS: dict[str, tuple[Callable[[Trigger, Any], Any], Callable[[Any], bool]]] = 
 }
 
 CTOR_ACTIONS = ("collect", "close", "raise", "collect_everything")
+USES_LOOKUP = {"delegate", "delegate_hstr", "multicast", "object_outer", "strong_ptr", "weak_ptr"}
+"""The constructors that take the rooted HLookup (``lk``): collecting it
+mid-construction may make them raise ExpiredConjugateError; the others must
+not notice."""
 
 
 def _ctor_group(name: str) -> str:
@@ -1904,9 +1913,11 @@ def _run_ctor(rt: zs.Runtime, name: str, action: str, mode: str, when: int) -> N
                 or isinstance(made, (zs.Name, zs.FieldPath, zs.WeakObjectPtr))
                 or (made._rt is not rt and not made._rt.closed)
             )
-    else:  # collect_everything: the outer/lookup object went away mid-construction
-        if error is not None:
-            assert isinstance(error, (EXPIRED, TypeError, ValueError)), error
+    elif name in USES_LOOKUP:  # collect_everything: the object it takes went away
+        assert error is None or isinstance(error, EXPIRED), error
+    else:  # collect_everything, and nothing made depends on what went away
+        assert error is None, error
+        assert check(made), "the value made does not read back"
     made = None
     _still_sound(rt)
 
@@ -2041,17 +2052,21 @@ def test_read_while_collector_mutates(
     """A copy out (to_python, iteration, repr, str, ==, len) is either a
     consistent copy (the contents before or after the action, never a mix
     read from freed storage) or raises ExpiredConjugateError (the target
-    went away) or RuntimeError (it changed size during iteration)."""
+    went away: disposed, its owner collected, its runtime closed; never
+    while it lives) or, iterating, RuntimeError (it changed size)."""
     env = make_env(hrt, kind_name, colour)
     trigger = Trigger(lambda: env.act(action), when)
     before = _snap(env.target)
     result, error, calls, fired = _attempt(mode, trigger, partial(READS[read], env.target))
     group = _read_group(kind_name, read, colour)
     _reached(group, mode, when, calls, fired, env.action_error is not None)
-    if error is not None:
-        assert isinstance(error, (EXPIRED, RuntimeError)), f"{type(error).__name__}: {error}"
-        if isinstance(error, RuntimeError):
-            assert "changed" in str(error) or "closed" in str(error), error
+    if error is not None and action in ("close", "collect_owner", "dispose"):
+        assert isinstance(error, EXPIRED), f"{type(error).__name__}: {error}"
+        assert env.target.is_expired
+    elif error is not None:  # a live target: only an iteration may stop, its size changed
+        assert isinstance(error, RuntimeError), f"{type(error).__name__}: {error}"
+        assert read == "iterate" and "changed size during iteration" in str(error), error
+        assert action in MOVES_STORAGE, action
     elif read in ("to_python",) and env.action_error is None:
         if isinstance(env.target, (zs.MulticastDelegate, zs.SparseDelegate)):
             result = ("multicast", len(result))  # compared as _snap sees it
