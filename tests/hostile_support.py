@@ -395,14 +395,26 @@ class LyingBytesBytes(bytes):
 # ---- triggers from CPython's cycle collector ------------------------------------------
 
 
-def _freeze_existing() -> None:
+def _freeze_existing() -> list[Callable[[str, dict[str, Any]], None]]:
     """Move every object tracked now out of the collector's reach
     (``gc.freeze``) and reset the generations' counts (a collection that
     examines nothing), so that the collections a case forces examine only
     what the case makes, at the allocations they would fall on after a
-    full collection. ``gc.unfreeze()`` undoes it."""
+    full collection. The ``gc.callbacks`` already installed (Hypothesis
+    installs one for good at its first test: it allocates at every
+    collection and so moves the next) are taken out and returned, to be
+    put back by ``_thaw``."""
+    others = gc.callbacks[:]
+    gc.callbacks.clear()
     gc.freeze()
     gc.collect()
+    return others
+
+
+def _thaw(others: list[Callable[[str, dict[str, Any]], None]]) -> None:
+    """Undo ``_freeze_existing``."""
+    gc.unfreeze()
+    gc.callbacks[:0] = others
 
 
 class GcTrigger:
@@ -412,18 +424,20 @@ class GcTrigger:
     is frozen (``gc.freeze``): each of those collections examines only what
     the case made (a suite of thousands of cases would otherwise scan the
     whole process's heap at each), and garbage older than the case cannot
-    run its finalisers in the middle of it."""
+    run its finalisers in the middle of it. Other ``gc.callbacks`` are
+    taken out meanwhile (``_freeze_existing``)."""
 
     def __init__(self, trigger: Trigger) -> None:
         self.trigger = trigger
         self.saved = gc.get_threshold()
+        self.others: list[Callable[[str, dict[str, Any]], None]] = []
 
     def _callback(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
             self.trigger()
 
     def __enter__(self) -> GcTrigger:
-        _freeze_existing()
+        self.others = _freeze_existing()
         gc.set_threshold(1, 1, 1)
         gc.callbacks.append(self._callback)
         return self
@@ -432,7 +446,7 @@ class GcTrigger:
         if self._callback in gc.callbacks:
             gc.callbacks.remove(self._callback)
         gc.set_threshold(*self.saved)
-        gc.unfreeze()
+        _thaw(self.others)
 
 
 class _Doomed:
@@ -457,10 +471,11 @@ class DelTrigger:
         self.trigger = trigger
         self.count = count
         self.saved = gc.get_threshold()
+        self.others: list[Callable[[str, dict[str, Any]], None]] = []
 
     def __enter__(self) -> DelTrigger:
         gc.disable()
-        _freeze_existing()
+        self.others = _freeze_existing()
         for _ in range(self.count):
             _Doomed(self.trigger)
         gc.set_threshold(1, 1, 1)
@@ -470,7 +485,7 @@ class DelTrigger:
     def __exit__(self, *exc: object) -> None:
         gc.set_threshold(*self.saved)
         gc.collect()  # what the case made, the doomed objects among it
-        gc.unfreeze()
+        _thaw(self.others)
 
 
 # ---- the classes under test -------------------------------------------------------------

@@ -1104,10 +1104,10 @@ GC_SLACK = 1
 operation may fall. It is not a property of the operation alone: the
 collector runs on a count of allocations net of frees, so an object made
 before the call and freed during it, or a cache the call fills the first
-time the process uses a type, moves it. Measured over eleven orders of the
-matrix (forward, reverse, shuffled, one family alone): the count was off
-the table in 56 of 4,136 measurements, by -1 (41), +1 (9) or +2 (1), in 19
-of 517 groups. So the matrix acts at none of a group's last ``GC_SLACK``
+time the process uses a type, moves it. Measured over ten orders of the
+matrix (forward, reverse, four shuffled, each family alone): the count was
+off the table in 54 of 3,619 measurements, by -1 (45), +1 (7) or +2 (2), in
+18 of 517 groups. So the matrix acts at none of a group's last ``GC_SLACK``
 collections, and a reach test requires at least the table's count less
 ``GC_SLACK`` (more collections leave every case's moment in reach). Hook
 and finaliser counts never varied and are checked exactly."""
