@@ -129,7 +129,7 @@ def test_filters_select_by_substring_and_run_what_they_select(c_tests: Path) -> 
     assert run.stdout.splitlines()[-1] == "2 passed, 0 failed"
 
 
-def test_threads_start_only_through_the_runner() -> None:
+def test_no_c_test_calls_thrd_create_itself() -> None:
     """The runner notes a test's threads through start_thread (and parallel
     marks through its heap checks); a bare thrd_create in a test would start
     threads the THREADED_TEST check cannot see."""
@@ -140,7 +140,7 @@ def test_threads_start_only_through_the_runner() -> None:
     assert {name: n for name, n in calls.items() if n} == {"test_support.c": 1}, calls
 
 
-def test_the_thread_sanitizer_smoke_runs_every_threaded_test_and_the_docs_count_them(
+def test_the_tsan_smoke_run_takes_every_tagged_c_test_and_the_docs_count_them(
     c_tests: Path,
 ) -> None:
     """tools/tsan.sh --smoke runs the C tests with --threaded (the tagged
