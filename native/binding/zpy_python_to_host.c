@@ -48,6 +48,14 @@
  * NativeStaticFunction for ZS_FUNCTION_STATIC, which takes no object and
  * is itself whether read from the class or from an instance (its runtime
  * is the current one, resolved before the arguments are converted).
+ *
+ * A function of a class that several runtimes share (a host's class
+ * declared once, zsharp_py/_interop/reflection.py) is made with `bind`
+ * and no runtime: its entry and user pointer are each runtime's own, given
+ * by `_bind(runtime, entry, user)` when the class is bound there and
+ * dropped by `_unbind(runtime)` when that runtime closes. A call in a
+ * runtime it is not bound in asks `bind(runtime)` first (Python code, in
+ * phase 1), which binds the class there or raises saying why it cannot.
  */
 #include "value.h"
 
@@ -68,7 +76,14 @@ typedef struct fn_member {
     int direction;        /* zs_param_direction */
 } fn_member;
 
-/* A NativeFunction. Immutable once made. */
+/* A runtime a shared function is bound in, and its host's entry there. */
+typedef struct fn_binding {
+    zpy_runtime_core *rt; /* strong: dropped by _unbind when the runtime closes */
+    zs_native_function entry;
+    void *user;
+} fn_binding;
+
+/* A NativeFunction. Immutable once made, but for a shared one's bindings. */
 typedef struct zpy_native_fn {
     PyObject_VAR_HEAD vectorcallfunc vectorcall;
     zpy_core_state *state;
@@ -81,6 +96,9 @@ typedef struct zpy_native_fn {
     zpy_runtime_core *runtime; /* strong or NULL: the runtime whose host gave the entry */
     zs_native_function entry;  /* NULL: an event with no native default */
     void *user;
+    PyObject *bind;       /* shared (entries per runtime): bind(runtime), else NULL */
+    fn_binding *bindings; /* PyMem [binding_count]: a shared function's runtimes */
+    Py_ssize_t binding_count;
     uint32_t flags;     /* ZS_FUNCTION_* */
     Py_ssize_t size;    /* bytes of the block */
     Py_ssize_t count;   /* members filled (dealloc drops exactly those) */
@@ -106,7 +124,9 @@ typedef struct fn_slot {
 /* One call in progress (on the C stack of fn_invoke). */
 typedef struct fn_call {
     zpy_native_fn *fn;
-    zpy_runtime_core *rt; /* held by the caller (self's, fn's) or by invoke */
+    zpy_runtime_core *rt;     /* held by the caller (self's, fn's) or by invoke */
+    zs_native_function entry; /* the host's in rt (NULL: an event with no native default) */
+    void *user;
     char *block;
     fn_slot *slots;     /* [count], or NULL when not slotted */
     zs_status status;   /* the entry's */
@@ -283,7 +303,7 @@ static void settle(fn_call *call, zs_runtime *native, int capture) {
  * the entry closed it). */
 static zs_status trampoline(void *user, zs_runtime *native, zs_ref self, void *params) {
     fn_call *call = user;
-    call->status = call->fn->entry(call->fn->user, native, self, params);
+    call->status = call->entry(call->user, native, self, params);
     settle(call, native, call->status == ZS_OK);
     return call->status;
 }
@@ -361,11 +381,11 @@ static int commit_and_call(fn_call *call, PyObject *self) {
             return zpyv_refused(rt, status, member->plan.what), -1;
         }
     }
-    if (fn->entry == NULL) { /* an event with no native default: nothing runs */
+    if (call->entry == NULL) { /* an event with no native default: nothing runs */
         call->status = ZS_OK;
         if (fn->valued) settle(call, native, 1);
     } else if (!fn->valued) {
-        call->status = run_entry(rt, fn->entry, fn->user, handle, call->block);
+        call->status = run_entry(rt, call->entry, call->user, handle, call->block);
     } else {
         call->status = run_entry(rt, trampoline, call, handle, call->block);
         assert(call->settled);
@@ -452,6 +472,47 @@ static PyObject *results_of(fn_call *call) {
  * The call
  * ========================================================================= */
 
+/* The entry and user `fn` calls in `rt`: 1 with them, or 0 (no error) when
+ * it is not bound there (a shared function) or belongs to another runtime. */
+static inline int entry_in(const zpy_native_fn *fn, const zpy_runtime_core *rt,
+                           zs_native_function *entry, void **user) {
+    if (fn->bind == NULL) {
+        if (fn->runtime != NULL && fn->runtime != rt) return 0;
+        *entry = fn->entry;
+        *user = fn->user;
+        return 1;
+    }
+    for (Py_ssize_t i = 0; i < fn->binding_count; i++) {
+        if (fn->bindings[i].rt != rt) continue;
+        *entry = fn->bindings[i].entry;
+        *user = fn->bindings[i].user;
+        return 1;
+    }
+    return 0;
+}
+
+/* The entry and user of `fn` in the open runtime `rt`, binding a shared
+ * function's class there first if needed (bind(runtime): Python code,
+ * which raises when the class cannot be bound there). 0, or -1 with the
+ * error. */
+static int entry_for_call(zpy_native_fn *fn, zpy_runtime_core *rt, zs_native_function *entry,
+                          void **user) {
+    if (entry_in(fn, rt, entry, user)) return 0;
+    if (fn->bind == NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%U belongs to another runtime: the object's class was bound in the runtime "
+                     "whose host registered it",
+                     fn->what);
+        return -1;
+    }
+    PyObject *bound = PyObject_CallOneArg(fn->bind, (PyObject *)rt);
+    if (bound == NULL) return -1;
+    Py_DECREF(bound);
+    if (entry_in(fn, rt, entry, user)) return 0;
+    PyErr_Format(PyExc_TypeError, "%U: its class could not be bound in this runtime", fn->what);
+    return -1;
+}
+
 /* One call: `self` checked already (a live conjugate of the owner's class),
  * NULL for a static function. */
 static PyObject *invoke(zpy_native_fn *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -477,22 +538,19 @@ static PyObject *invoke(zpy_native_fn *fn, PyObject *self, PyObject *const *args
     zpy_runtime_core *rt = self != NULL          ? ((zpy_conjugate *)self)->runtime
                            : fn->runtime != NULL ? fn->runtime
                                                  : current;
-    if (rt != NULL && fn->runtime != NULL && rt != fn->runtime) {
-        PyErr_Format(PyExc_TypeError,
-                     "%U belongs to another runtime: the object's class was bound in the runtime "
-                     "whose host registered it",
-                     fn->what);
-        rt = NULL;
-    } else if (rt != NULL && (!zpy_open(rt))) {
-        /* The host's entry and user may belong to a closed runtime's state. */
-        PyErr_SetString(fn->state->expired_exception, "the runtime has been closed");
-        rt = NULL;
-    }
     alignas(max_align_t) char block_small[FN_STACK_BLOCK];
     fn_slot slots_small[FN_STACK_SLOTS];
     fn_call call = {.fn = fn, .rt = rt};
     PyObject *result = NULL;
     if (rt == NULL) goto done;
+    if (!zpy_open(rt)) {
+        /* The host's entry and user may belong to a closed runtime's state. */
+        PyErr_SetString(fn->state->expired_exception, "the runtime has been closed");
+        goto done;
+    }
+    /* Python code may run (a shared function binding its class): still
+       phase 1, and commit_checks checks the runtime again. */
+    if (entry_for_call(fn, rt, &call.entry, &call.user) < 0) goto done;
     call.block = fn->size <= FN_STACK_BLOCK ? block_small : PyMem_Calloc(1, (size_t)fn->size);
     if (call.block == NULL) {
         PyErr_NoMemory();
@@ -532,7 +590,9 @@ done:
  * runtime, a closed one) goes to invoke, which raises for it. */
 static PyObject *invoke_plain(zpy_native_fn *fn, PyObject *self, PyObject *const *args) {
     zpy_runtime_core *rt = ((zpy_conjugate *)self)->runtime; /* the caller holds self */
-    if ((fn->runtime != NULL && rt != fn->runtime) || !zpy_open(rt))
+    zs_native_function entry;
+    void *user;
+    if (!zpy_open(rt) || !entry_in(fn, rt, &entry, &user))
         return invoke(fn, self, args, fn->inputs, NULL);
     alignas(max_align_t) char block[FN_PLAIN_BLOCK] = {0};
     for (Py_ssize_t a = 0; a < fn->inputs; a++) { /* phase 1: Python code may run */
@@ -545,8 +605,8 @@ static PyObject *invoke_plain(zpy_native_fn *fn, PyObject *self, PyObject *const
     }
     zs_ref handle;
     if (commit_checks(fn, rt, self, &handle) < 0) return NULL; /* phase 2: no Python code */
-    zs_status status = fn->entry != NULL ? run_entry(rt, fn->entry, fn->user, handle, block)
-                                         : ZS_OK; /* an event with no native default */
+    zs_status status = entry != NULL ? run_entry(rt, entry, user, handle, block)
+                                     : ZS_OK; /* an event with no native default */
     if (status != ZS_OK) return zpy_call_raise_status(fn->state, status, fn->what, rt);
     if (fn->outputs == 0) Py_RETURN_NONE; /* phase 3 */
     if (fn->outputs == 1) {
@@ -595,21 +655,26 @@ static PyObject *fn_vectorcall(PyObject *callable, PyObject *const *args, size_t
  * ========================================================================= */
 
 /* NativeFunction(name, what, owner, entry, user, flags, size, members,
- * signature=None, doc=None): members a tuple of (name, direction, offset,
- * mode, detail, what) in declaration order. */
+ * signature=None, doc=None, runtime=None, bind=None): members a tuple of
+ * (name, direction, offset, mode, detail, what) in declaration order;
+ * with `bind` (a callable), a shared function: no runtime, and entry and
+ * user given per runtime by _bind. */
 static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"name", "what",    "owner",     "entry", "user",    "flags",
-                               "size", "members", "signature", "doc",   "runtime", NULL};
+    static char *keywords[] = {"name",    "what",      "owner", "entry",   "user", "flags", "size",
+                               "members", "signature", "doc",   "runtime", "bind", NULL};
     zpy_core_state *state = zpy_state_of_type(type);
     PyObject *name, *what, *owner, *entry_int, *user_int, *members;
-    PyObject *signature = Py_None, *doc = Py_None, *runtime = Py_None;
+    PyObject *signature = Py_None, *doc = Py_None, *runtime = Py_None, *bind = Py_None;
     long flags;
     Py_ssize_t size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UUOO!O!lnO!|OOO:NativeFunction", keywords,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UUOO!O!lnO!|OOOO:NativeFunction", keywords,
                                      &name, &what, &owner, &PyLong_Type, &entry_int, &PyLong_Type,
                                      &user_int, &flags, &size, &PyTuple_Type, &members, &signature,
-                                     &doc, &runtime))
+                                     &doc, &runtime, &bind))
         return NULL;
+    if (bind != Py_None && (!PyCallable_Check(bind) || runtime != Py_None))
+        return PyErr_Format(PyExc_TypeError,
+                            "NativeFunction: bind must be a callable, and then runtime None");
     if (runtime != Py_None && !PyObject_TypeCheck(runtime, state->runtime_type))
         return PyErr_Format(PyExc_TypeError, "NativeFunction: runtime must be a Runtime or None");
     if (!PyObject_TypeCheck(owner, state->class_type) ||
@@ -632,7 +697,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
         return PyErr_Format(PyExc_OverflowError,
                             "NativeFunction: entry and user must be addresses (ints >= 0)");
     }
-    if (entry == 0 && !(flags & ZS_FUNCTION_EVENT))
+    if (entry == 0 && bind == Py_None && !(flags & ZS_FUNCTION_EVENT))
         return PyErr_Format(PyExc_ValueError,
                             "NativeFunction: %U has no entry (only an event may have none)", what);
     Py_ssize_t count = PyTuple_GET_SIZE(members);
@@ -654,6 +719,7 @@ static PyObject *fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     fn->runtime = runtime != Py_None ? (zpy_runtime_core *)Py_NewRef(runtime) : NULL;
     fn->entry = (zs_native_function)(uintptr_t)entry;
     fn->user = (void *)(uintptr_t)user;
+    fn->bind = bind != Py_None ? Py_NewRef(bind) : NULL;
     fn->flags = (uint32_t)flags;
     fn->size = size;
     fn->order = PyMem_Malloc((size_t)(2 * count + 1) * sizeof *fn->order);
@@ -723,6 +789,8 @@ static int fn_traverse(PyObject *self, visitproc visit, void *arg) {
     zpy_native_fn *fn = (zpy_native_fn *)self;
     Py_VISIT(fn->owner);
     Py_VISIT(fn->runtime);
+    Py_VISIT(fn->bind);
+    for (Py_ssize_t i = 0; i < fn->binding_count; i++) Py_VISIT(fn->bindings[i].rt);
     Py_VISIT(fn->signature);
     Py_VISIT(fn->doc);
     for (Py_ssize_t i = 0; i < fn->count; i++) Py_VISIT(fn->members[i].plan.detail);
@@ -735,6 +803,10 @@ static int fn_clear(PyObject *self) {
     zpy_native_fn *fn = (zpy_native_fn *)self;
     Py_CLEAR(fn->owner);
     Py_CLEAR(fn->runtime);
+    Py_CLEAR(fn->bind);
+    Py_ssize_t bindings = fn->binding_count;
+    fn->binding_count = 0; /* first: a runtime's dealloc may call in */
+    for (Py_ssize_t i = 0; i < bindings; i++) Py_CLEAR(fn->bindings[i].rt);
     Py_CLEAR(fn->signature);
     Py_CLEAR(fn->doc);
     for (Py_ssize_t i = 0; i < fn->count; i++) Py_CLEAR(fn->members[i].plan.detail);
@@ -751,6 +823,7 @@ static void fn_dealloc(PyObject *self) {
         Py_CLEAR(fn->members[i].name);
     }
     PyMem_Free(fn->order);
+    PyMem_Free(fn->bindings);
     Py_CLEAR(fn->name);
     Py_CLEAR(fn->qualname);
     Py_CLEAR(fn->what);
@@ -794,6 +867,88 @@ static PyObject *fn_get_user(PyObject *self, void *closure) {
     return PyLong_FromUnsignedLongLong((uintptr_t)((zpy_native_fn *)self)->user);
 }
 
+/* fn._bind(runtime, entry, user): a shared function's entry and user in
+ * `runtime` (its class was bound there), replacing any it had. */
+static PyObject *fn_bind(PyObject *self, PyObject *args) {
+    zpy_native_fn *fn = (zpy_native_fn *)self;
+    PyObject *runtime;
+    unsigned long long entry, user;
+    if (!PyArg_ParseTuple(args, "O!KK:_bind", fn->state->runtime_type, &runtime, &entry, &user))
+        return NULL;
+    if (fn->bind == NULL)
+        return PyErr_Format(PyExc_TypeError, "%U is not shared: it has one runtime", fn->what);
+    if (entry == 0 && !(fn->flags & ZS_FUNCTION_EVENT))
+        return PyErr_Format(PyExc_ValueError, "%U has no entry (only an event may have none)",
+                            fn->what);
+    Py_ssize_t at = 0;
+    while (at < fn->binding_count && fn->bindings[at].rt != (zpy_runtime_core *)runtime) at++;
+    if (at == fn->binding_count) {
+        fn_binding *grown = PyMem_Realloc(fn->bindings, (size_t)(at + 1) * sizeof *grown);
+        if (grown == NULL) return PyErr_NoMemory();
+        fn->bindings = grown;
+        grown[at].rt = (zpy_runtime_core *)Py_NewRef(runtime);
+        fn->binding_count = at + 1;
+    }
+    fn->bindings[at].entry = (zs_native_function)(uintptr_t)entry;
+    fn->bindings[at].user = (void *)(uintptr_t)user;
+    Py_RETURN_NONE;
+}
+
+/* fn._unbind(runtime): forget a shared function's entry in `runtime` (it
+ * is closing: its host's state goes with it). */
+static PyObject *fn_unbind(PyObject *self, PyObject *runtime) {
+    zpy_native_fn *fn = (zpy_native_fn *)self;
+    for (Py_ssize_t i = 0; i < fn->binding_count; i++) {
+        if ((PyObject *)fn->bindings[i].rt != runtime) continue;
+        zpy_runtime_core *gone = fn->bindings[i].rt;
+        fn->bindings[i] = fn->bindings[--fn->binding_count];
+        Py_DECREF(gone); /* last: its dealloc may run Python code */
+        break;
+    }
+    Py_RETURN_NONE;
+}
+
+/* The entry a call plan runs for a shared function that no Python class
+ * overrode, called from native code (zpy_host_to_python.c, with the GIL):
+ * `user` is the function, and the host's entry run is its own in the
+ * runtime the call is made in. ZS_E_INVALID when it is not bound there. */
+static zs_status shared_entry(void *user, zs_runtime *native, zs_ref self, void *params) {
+    const zpy_native_fn *fn = user;
+    for (Py_ssize_t i = 0; i < fn->binding_count; i++) {
+        const fn_binding *binding = &fn->bindings[i];
+        if (binding->rt->native != native) continue;
+        return binding->entry != NULL ? binding->entry(binding->user, native, self, params)
+                                      : ZS_OK; /* an event with no native default */
+    }
+    return ZS_E_INVALID;
+}
+
+/* fn._plan_entry: (entry, user) for a CallPlan that runs a shared function
+ * from native code (shared_entry, and this function: the plan's owner
+ * class must hold the function as long as the plan). */
+static PyObject *fn_get_plan_entry(PyObject *self, void *closure) {
+    (void)closure;
+    zpy_native_fn *fn = (zpy_native_fn *)self;
+    if (fn->bind == NULL)
+        return PyErr_Format(PyExc_TypeError, "%U is not shared: its plan takes its own entry",
+                            fn->what);
+    return Py_BuildValue("KK", (unsigned long long)(uintptr_t)shared_entry,
+                         (unsigned long long)(uintptr_t)fn);
+}
+
+/* fn.runtimes: the runtimes a shared function is bound in (its own one, or
+ * none, for another). */
+static PyObject *fn_get_runtimes(PyObject *self, void *closure) {
+    (void)closure;
+    zpy_native_fn *fn = (zpy_native_fn *)self;
+    if (fn->bind == NULL)
+        return fn->runtime != NULL ? PyTuple_Pack(1, (PyObject *)fn->runtime) : PyTuple_New(0);
+    PyObject *tuple = PyTuple_New(fn->binding_count);
+    for (Py_ssize_t i = 0; tuple != NULL && i < fn->binding_count; i++)
+        PyTuple_SET_ITEM(tuple, i, Py_NewRef((PyObject *)fn->bindings[i].rt));
+    return tuple;
+}
+
 /* fn.members: (name, direction, offset, mode, detail, what) per member, as given. */
 static PyObject *fn_get_members(PyObject *self, void *closure) {
     (void)closure;
@@ -819,6 +974,9 @@ static PyGetSetDef fn_getset[] = {
     {"entry", fn_get_entry, NULL, "The address of the host's C function (0: an event with none).",
      NULL},
     {"user", fn_get_user, NULL, "The user pointer the entry is passed.", NULL},
+    {"runtimes", fn_get_runtimes, NULL, "The runtimes the function is bound in.", NULL},
+    {"_plan_entry", fn_get_plan_entry, NULL,
+     "A shared function's (entry, user) for a call plan run from native code.", NULL},
     {"members", fn_get_members, NULL,
      "The parameter block's members: (name, direction, offset, mode, detail, what) each.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -841,12 +999,25 @@ static PyMemberDef fn_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
+static PyMethodDef fn_methods[] = {
+    {"_bind", fn_bind, METH_VARARGS,
+     "Bind a shared function in a runtime: (runtime, entry, user)."},
+    {"_unbind", fn_unbind, METH_O, "Forget a shared function's entry in a runtime."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyType_Slot fn_slots[] = {
-    {Py_tp_new, fn_new},           {Py_tp_dealloc, fn_dealloc},
-    {Py_tp_traverse, fn_traverse}, {Py_tp_clear, fn_clear},
-    {Py_tp_repr, fn_repr},         {Py_tp_call, PyVectorcall_Call},
-    {Py_tp_descr_get, fn_get},     {Py_tp_members, fn_members},
-    {Py_tp_getset, fn_getset},     {0, NULL},
+    {Py_tp_new, fn_new},
+    {Py_tp_dealloc, fn_dealloc},
+    {Py_tp_traverse, fn_traverse},
+    {Py_tp_clear, fn_clear},
+    {Py_tp_repr, fn_repr},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_descr_get, fn_get},
+    {Py_tp_members, fn_members},
+    {Py_tp_getset, fn_getset},
+    {Py_tp_methods, fn_methods},
+    {0, NULL},
 };
 
 static PyType_Spec fn_spec = {

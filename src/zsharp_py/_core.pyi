@@ -317,6 +317,10 @@ class NativeFunction:
     entry: int
     user: int
     members: tuple[tuple[str, int, int, int, Any, str], ...]
+    runtimes: tuple[RuntimeCore, ...]
+    """The runtimes it is bound in: a shared function's (``bind``), or its own."""
+    _plan_entry: tuple[int, int]
+    """A shared function's (entry, user) for a CallPlan run from native code."""
     def __init__(
         self,
         name: str,
@@ -330,7 +334,10 @@ class NativeFunction:
         signature: Any = None,
         doc: str | None = None,
         runtime: RuntimeCore | None = None,
+        bind: Callable[[Any], object] | None = None,
     ) -> None: ...
+    def _bind(self, runtime: RuntimeCore, entry: int, user: int, /) -> None: ...
+    def _unbind(self, runtime: RuntimeCore, /) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, obj: Any, owner: type | None = None) -> Any: ...
 
