@@ -232,10 +232,46 @@ def test_without_a_handler_native_calls_run_the_native_entries(host: Any) -> Non
         zs_lib.zs_runtime_free(native)
 
 
-def test_a_host_class_belongs_to_its_runtime(host: Any, rt: Any) -> None:
+def install(host: Any, runtime: Any) -> None:
+    """Register the test host in ``runtime``."""
+    status = host.reflect_host_install(
+        FFI().cast("void *", api_table()), FFI().cast("void *", runtime.native_address)
+    )
+    assert status == 0
+
+
+def test_a_host_class_serves_every_runtime_its_host_registers_it_in(host: Any, rt: Any) -> None:
+    """One class per description: found in another runtime whose host
+    registered the same, it is the same class, and its objects and
+    functions are that runtime's own."""
     Thing = zs.native_class("Thing")
-    with zs.Runtime(), pytest.raises(TypeError, match="another runtime"):
-        Thing()
+    mine = Thing(hp=1)
+    with zs.Runtime() as other:
+        install(host, other)
+        assert zs.native_class("Thing") is Thing and zs.native_struct("Vec2").__name__ == "Vec2"
+        theirs = Thing(hp=2)
+        assert theirs.runtime is other and theirs.add(2, 3) == 5
+        assert set(Thing.add.runtimes) == {rt, other}
+    assert Thing.add.runtimes == (rt,)  # the closed runtime's entries are forgotten
+    assert mine.hp == 1 and mine.add(1, 1) == 2
+
+
+def test_a_host_class_is_refused_where_its_host_is_not_installed(host: Any, rt: Any) -> None:
+    Thing = zs.native_class("Thing")
+    with zs.Runtime():
+        with pytest.raises(
+            TypeError,
+            match=r"Thing \(a class of a native host\) cannot be used "
+            r"in the runtime made at .*test_reflection.py:\d+ \(the current "
+            r"one\): no class named Thing is registered there",
+        ):
+            Thing()
+
+        class Sub(Thing):  # type: ignore[misc,valid-type]
+            pass
+
+        with pytest.raises(TypeError, match="no class named Thing"):
+            Sub()
     gc.collect()
 
 
@@ -451,21 +487,24 @@ def test_host_objects_stored_in_python_declared_references(rt: Any) -> None:
     assert squad.leader.add(1, 1) == 2
 
 
-def test_static_functions_run_in_their_hosts_runtime(host: Any) -> None:
-    """A static function's entry and user pointer are its host's, in the
-    runtime the host registered it in: it runs there whatever runtime is
-    current, and once that runtime is closed (the host's state freed by its
-    cleanup) it raises instead of calling into freed memory."""
+def test_static_functions_run_in_the_current_runtime(host: Any) -> None:
+    """A static function has no object to say its runtime: it runs in the
+    current one, with the entry and user pointer that runtime's host
+    registered; where the host is not installed it raises, naming the
+    runtime, instead of calling into another runtime's (maybe freed) state."""
     with zs.Runtime() as first:
-        assert (
-            host.reflect_host_install(
-                FFI().cast("void *", api_table()), FFI().cast("void *", first.native_address)
-            )
-            == 0
-        )
+        install(host, first)
         Thing = zs.native_class("Thing")
-        with zs.Runtime():  # another runtime current: the host is not installed there
-            assert Thing.version() == 3
-    with pytest.raises(zs.ExpiredConjugateError, match="closed"):
+        assert Thing.version() == 3
+        with (
+            zs.Runtime(),  # another runtime current: the host is not installed there
+            pytest.raises(TypeError, match=r"the current one\): no class named Thing"),
+        ):
+            Thing.version()
+        with zs.Runtime() as second:
+            install(host, second)
+            assert Thing.version() == 3 and set(Thing.version.runtimes) == {first, second}
+    assert Thing.version.runtimes == ()
+    with zs.Runtime(), pytest.raises(TypeError, match="no class named Thing"):
         Thing.version()
     gc.collect()

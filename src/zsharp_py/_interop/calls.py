@@ -435,6 +435,16 @@ def _host_layout(
         for p, label, kind in zip(arguments + results, labels, kinds, strict=True)
     )
     count = len(arguments)
+    # The host's entry runs as it is when no Python class overrode the
+    # function: a host's class serves every runtime that registered it, so
+    # the plan runs its function's entry in the runtime of the call
+    # (NativeFunction._plan_entry, native/binding/zpy_python_to_host.c).
+    plan_entry, plan_user = 0, 0
+    if entry and function.entry:
+        shared = owner.__dict__.get("_zs_native_functions", {}).get(name)
+        plan_entry, plan_user = (
+            shared._plan_entry if shared is not None else (function.entry, function.user)
+        )
     plan = _core.CallPlan(
         name,
         what,
@@ -448,8 +458,8 @@ def _host_layout(
         None
         if entry or not results
         else plan_member(kinds[-1], described[-1].offset, f"{what} (result)"),
-        entry=function.entry if entry else 0,
-        user=function.user if entry else 0,
+        entry=plan_entry,
+        user=plan_user,
     )
     return FunctionLayout(
         owner,

@@ -1,18 +1,23 @@
-"""A native host's classes, structs and enums, bound as Python types on
-first use in each runtime, by the same binder as classes declared in
-Python (``class_layout``, ``struct_layout``). ``zsharp_py._core`` reads the
-host's descriptions (native/binding/reflection.c); type texts resolve in
-``zsharp_py``'s names and, through ``_HostNames``, the runtime's own types.
-Bound types belong to the runtime that registered them.
-docs/native-classes.md is the user's view.
+"""A native host's classes, structs and enums as Python types, made once
+per description by the same binder as classes declared in Python
+(``class_layout``, ``struct_layout``) and bound in every runtime whose host
+registered them described the same way. ``zsharp_py._core`` reads the
+host's descriptions (native/binding/zpy_reflection.c); type texts resolve
+in ``zsharp_py``'s names and the host types they name. ``host_types``
+makes a host's types before any runtime of the program exists
+(zsharp_py/engines/). docs/native-classes.md and
+docs/writing-game-scripts.md are the user's view.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
+import re
+import threading
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +39,13 @@ from .._model.kinds import (
 )
 from .._model.object import Object, ObjectMeta, class_layout, kind_of
 from .._model.struct import Struct, StructMeta, struct_layout
-from .._runtime.runtime import Runtime, add_class_binder, current_runtime
+from .._runtime.runtime import (
+    Runtime,
+    add_class_binder,
+    current_runtime,
+    describe_runtime,
+    set_host_binding,
+)
 from .._types.containers import Array, Map, Optional, Set
 from .._types.containers import forget_specialisations as forget_containers
 from .._types.delegates import Delegate, MulticastDelegate, SparseDelegate
@@ -56,6 +67,10 @@ __all__ = [
     "FunctionDescription",
     "PropertyDescription",
     "StructDescription",
+    "bind_host_type",
+    "host_type_fits",
+    "host_types",
+    "is_host_type",
     "native_class",
     "native_classes",
     "native_enum",
@@ -191,45 +206,123 @@ def _read_class(row: _core.ClassRow) -> ClassDescription:
 
 
 # ---------------------------------------------------------------------------
-# Binding, per runtime
+# Host types, declared once and bound per runtime
 # ---------------------------------------------------------------------------
+#
+# A host type (a class, struct or enum a native host describes) is made once
+# per description, process-wide, and kept in ``_registry``: every runtime in
+# which a host registers a type described the same way (the same name,
+# members, offsets, functions, and the same for every type its type texts
+# name) binds that one Python type to its own native one. Binding a class in
+# a runtime records it there (``Runtime._record_class``) and gives each of
+# its functions the entry and user pointer that runtime's host registered
+# (``NativeFunction._bind``), dropped when the runtime closes.
+#
+# Binding is a transaction (``_Binding``): the types a lookup makes or
+# matches, with the types they name, are checked first and recorded in the
+# runtime only when every one of them passed; a type whose description is
+# refused is recorded as refused in that runtime (``_Bound.refused``), and
+# every later lookup of it there raises the same error. So no half-bound
+# type is ever handed out or reached through a live object.
+
+_lock = threading.RLock()  # the registry and every binding, one at a time
+
+_registry: dict[str, list[type]] = {}
+"""Every host type made, by name (several descriptions may share a name)."""
+
+_binding = threading.local()  # .active: the transactions under way on this thread
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _property_key(p: PropertyDescription) -> tuple[Any, ...]:
+    return (p.name, p.type, p.offset, p.direction)
+
+
+def _class_key(described: ClassDescription, parent: str | None) -> tuple[Any, ...]:
+    """What two runtimes' descriptions of a class must share for one Python
+    class to serve both (addresses aside: entries and user pointers are
+    each runtime's own); ``parent`` is the parent class's name."""
+    return (
+        "class",
+        described.name,
+        parent,
+        described.size,
+        tuple(_property_key(p) for p in described.properties),
+        tuple(
+            (
+                f.name,
+                f.is_static,
+                f.is_event,
+                f.entry != 0,
+                f.block_size,
+                tuple(_property_key(p) for p in f.parameters),
+            )
+            for f in described.functions
+        ),
+    )
+
+
+def _struct_key(described: StructDescription) -> tuple[Any, ...]:
+    return (
+        "struct",
+        described.name,
+        described.size,
+        described.align,
+        tuple(_property_key(p) for p in described.properties),
+    )
+
+
+def _enum_key(row: _core.EnumRow) -> tuple[Any, ...]:
+    name, underlying, items = row
+    return ("enum", name, underlying, tuple(items))
+
+
+def is_host_type(t: Any) -> bool:
+    """Whether ``t`` is a class, struct or enum a native host described."""
+    return isinstance(t, type) and "_zs_host_key" in t.__dict__
+
+
+def _unusable(t: type, runtime: Runtime, problem: str) -> str:
+    """The error of host type ``t`` used in a runtime where it cannot be:
+    which runtime, what differs, and what to do."""
+    kind = t.__dict__["_zs_host_key"][0]
+    if problem.startswith("no "):  # not registered there
+        hint = t.__dict__.get("_zs_install_hint") or "install its native host there first"
+    else:
+        hint = (
+            f"the host there describes it otherwise than the one {t.__name__} was made "
+            "from (another version of the host?)"
+        )
+    return (
+        f"{t.__name__} (a {kind} of a native host) cannot be used in "
+        f"{describe_runtime(runtime)}: {problem}; {hint}"
+    )
 
 
 class _Bound:
-    """A runtime's bound structs and enums (its classes are in the runtime's
+    """A runtime's side of binding: the host types bound there, and the
+    descriptions refused there (its classes themselves are in the runtime's
     own class table, which Python-declared classes share)."""
 
-    __slots__ = ("classes", "structs", "enums", "names")
+    __slots__ = ("runtime", "types", "by_name", "refused", "names")
 
     def __init__(self, runtime: Runtime) -> None:
-        self.classes: list[type[Object]] = []
-        self.structs: dict[str, type[Struct]] = {}
-        self.enums: dict[str, type[enum.IntEnum]] = {}
+        self.runtime = runtime
+        self.types: set[type] = set()
+        self.by_name: dict[tuple[str, str], type] = {}  # ("struct" | "enum", name) -> type
+        self.refused: dict[tuple[str, Any], BaseException] = {}
         self.names = _HostNames(runtime)
 
     def close(self) -> None:
-        """The runtime closed: its types stay usable as Python types only,
-        and the process-wide caches of kinds and specialisations
-        (``Array[Actor]``, ``SubclassOf[Actor]``) forget them and the
-        Python classes derived from them, so that nothing keeps a closed
-        runtime's types alive."""
-        bound = {*self.classes, *self.structs.values(), *self.enums.values()}
-
-        def mentions(part: Any) -> bool:
-            if not isinstance(part, type):
-                return False
-            if any(base in bound for base in part.__mro__):
-                return True
-            # A specialisation (Array[Array[Actor]]) mentions its arguments.
-            arguments = part.__dict__.get("_zs_args", ()), part.__dict__.get("_zs_arg")
-            return key_mentions(arguments, mentions)
-
-        forget_kinds(mentions)
-        forget_containers(mentions)
-        forget_pointers(mentions)
-        self.classes.clear()
-        self.structs.clear()
-        self.enums.clear()
+        """The runtime closed: its host's entries are forgotten (its state
+        goes with it), the types stay, for other runtimes."""
+        for t in self.types:
+            for function in t.__dict__.get("_zs_native_functions", {}).values():
+                function._unbind(self.runtime)
+        self.types.clear()
+        self.by_name.clear()
+        self.refused.clear()
 
 
 def _bound(runtime: Runtime) -> _Bound:
@@ -239,7 +332,7 @@ def _bound(runtime: Runtime) -> _Bound:
 
 class _HostNames(Mapping[str, Any]):
     """The runtime's classes, structs and enums by name, bound on lookup:
-    the local names type texts resolve in."""
+    where the type texts of a signature a host gives at run time resolve."""
 
     __slots__ = ("_runtime",)
 
@@ -259,63 +352,541 @@ class _HostNames(Mapping[str, Any]):
         return 0
 
 
-def _find(runtime: Runtime, name: str) -> type | None:
-    """The bound class, struct or enum of the runtime named ``name``, or None."""
-    encoded = name.encode("utf-8")
-    # No resolver here: a script class not registered yet is not the host's.
-    class_id = runtime._heap_find_class(encoded)
-    if class_id is not None:
-        return _bind_class_id(runtime, class_id)
-    struct = runtime._heap_find_struct(encoded)
-    if struct is not None:
-        return _bind_struct(runtime, struct)
-    found_enum = runtime._heap_find_enum(encoded)
-    if found_enum is not None:
-        return _bind_enum(runtime, found_enum)
-    return None
-
-
 def _scope(runtime: Runtime) -> tuple[dict[str, Any], Mapping[str, Any]]:
-    """Where a description's type texts resolve (``_zs_scope`` of a bound type)."""
+    """Where type texts a host gives at run time resolve: ``zsharp_py``'s
+    names, then the runtime's own types (bound on lookup)."""
     return dict(_TYPE_NAMES), _bound(runtime).names
 
 
-def _bind_class_id(runtime: Runtime, class_id: int) -> type[Object]:
-    """The conjugate class of the native class ``class_id`` of ``runtime``:
-    the Python class registered it, or bind the host's description now
-    (the class binder, ``add_class_binder``)."""
-    known = runtime._classes_by_id[class_id] if class_id < len(runtime._classes_by_id) else None
-    if known is not None:
-        return known
-    row = runtime._heap_describe_class(class_id)
-    described = _read_class(row)
-    parent_id, address = row[2], row[4]
-    parent = _bind_class_id(runtime, parent_id) if parent_id is not None else Object
+def _again(error: BaseException) -> BaseException:
+    """A new exception saying what ``error`` (a refusal: a ``TypeError`` or
+    ``ValueError``, made from its message) said."""
+    return type(error)(*error.args)
+
+
+class _Binding:
+    """One binding transaction in a runtime (see above)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.bound = _bound(runtime)
+        self.classes: dict[int, type[Object]] = {}  # class id -> class, to record
+        self.rows: dict[type, Any] = {}  # class -> its row; struct -> its row
+        self.structs: dict[str, type[Struct]] = {}
+        self.enums: dict[str, type[enum.IntEnum]] = {}
+        self.made: list[type] = []  # new types, registered at commit
+        self.refusals: dict[tuple[str, Any], BaseException] = {}
+        self.failure: BaseException | None = None  # the first error: nothing is committed
+
+    # ---- lookups ---------------------------------------------------------------------
+    def lookup(self, name: str) -> type | None:
+        """The type of the runtime named ``name`` (a class first), made or
+        matched, or None."""
+        runtime = self.runtime
+        encoded = name.encode("utf-8")
+        # No resolver here: a script class not registered yet is not the host's.
+        class_id = runtime._heap_find_class(encoded)
+        if class_id is not None:
+            return self.class_of(class_id)
+        if name in self.structs:
+            return self.structs[name]
+        known = self.bound.by_name.get(("struct", name))
+        if known is not None:
+            return known
+        row = runtime._heap_find_struct(encoded)
+        if row is not None:
+            return self.struct_of(row)
+        if name in self.enums:
+            return self.enums[name]
+        known = self.bound.by_name.get(("enum", name))
+        if known is not None:
+            return known
+        enum_row = runtime._heap_find_enum(encoded)
+        if enum_row is not None:
+            return self.enum_of(enum_row)
+        return None
+
+    def _refused(self, key: tuple[str, Any]) -> None:
+        refusal = self.bound.refused.get(key)
+        if refusal is not None:
+            raise _again(refusal)
+
+    def _fail(self, key: tuple[str, Any], error: BaseException) -> None:
+        """A type failed to bind: the transaction fails (even if a caller
+        catches the error, nothing it made is recorded), and a refused
+        description is remembered."""
+        if self.failure is None:
+            self.failure = error
+        self._refuse(key, error)
+
+    def _refuse(self, key: tuple[str, Any], error: BaseException) -> None:
+        """Remember ``error`` as the refusal of the type ``key`` names, when
+        it is a refusal of a description (not a closing runtime) and no type
+        it named was refused first."""
+        if isinstance(error, (TypeError, ValueError)) and not getattr(error, "_zs_refusal", False):
+            setattr(error, "_zs_refusal", True)  # noqa: B010 (an attribute the type does not declare)
+            self.refusals[key] = error
+
+    def class_of(self, class_id: int) -> type[Object]:
+        """The class of the runtime's class ``class_id``: its Python class,
+        a host class bound or scheduled, one from the registry whose
+        description is the same, or one made now."""
+        runtime = self.runtime
+        known = runtime._classes_by_id[class_id] if class_id < len(runtime._classes_by_id) else None
+        if known is not None:
+            return known
+        if class_id in self.classes:
+            return self.classes[class_id]
+        key = ("class", class_id)
+        self._refused(key)
+        try:
+            row = runtime._heap_describe_class(class_id)
+            described = _read_class(row)
+            parent = self.class_of(row[2]) if row[2] is not None else Object
+            host_key = _class_key(described, None if parent is Object else parent.__name__)
+            for candidate in _registry.get(described.name, ()):
+                if (
+                    candidate.__dict__["_zs_host_key"] == host_key
+                    and candidate.__bases__ == (parent,)
+                    and self.difference(candidate, frozenset()) is None
+                ):
+                    self.adopt(candidate)
+                    return typing.cast("type[Object]", candidate)
+            cls = _make_class(described, parent)
+            self.classes[class_id] = cls
+            self.rows[cls] = row
+            self.made.append(cls)
+            _finish(cls, host_key, self.resolve(_texts_of_class(described)))
+            class_layout(cls)
+            functions = {f.name: _native_function(cls, f) for f in described.functions}
+            type.__setattr__(cls, "_zs_native_functions", functions)
+            for name, function in functions.items():
+                type.__setattr__(cls, name, function)
+            return cls
+        except BaseException as error:
+            self._fail(key, error)
+            raise
+
+    def struct_of(self, row: _core.StructRow) -> type[Struct]:
+        """The struct of a host's struct row, matched or made (as ``class_of``)."""
+        name, size, align, members, _ = row
+        key = ("struct", name)
+        self._refused(key)
+        try:
+            described = StructDescription(name, size, align, _properties(members))
+            host_key = _struct_key(described)
+            for candidate in _registry.get(name, ()):
+                if (
+                    candidate.__dict__["_zs_host_key"] == host_key
+                    and self.difference(candidate, frozenset()) is None
+                ):
+                    self.adopt(candidate)
+                    return typing.cast("type[Struct]", candidate)
+            namespace: dict[str, Any] = {
+                "__module__": _MODULE,
+                "__qualname__": name,
+                "__doc__": f"{name}: a struct of the native host ({size} bytes).",
+                "_zs_description": described,
+                "_zs_align": align,
+            }
+            cls = typing.cast("type[Struct]", StructMeta(name, (Struct,), namespace))
+            self.structs[name] = cls
+            self.rows[cls] = row
+            self.made.append(cls)
+            _finish(cls, host_key, self.resolve(p.type for p in described.properties))
+            struct_layout(cls)
+            return cls
+        except BaseException as error:
+            self._fail(key, error)
+            raise
+
+    def enum_of(self, row: _core.EnumRow) -> type[enum.IntEnum]:
+        """The ``enum.IntEnum`` of a host's enum row, matched or made: a
+        property of that type stores its underlying integer type."""
+        name, underlying, items = row
+        host_key = _enum_key(row)
+        for candidate in _registry.get(name, ()):
+            if candidate.__dict__["_zs_host_key"] == host_key:
+                self.adopt(candidate)
+                return typing.cast("type[enum.IntEnum]", candidate)
+        made = enum.IntEnum(name, list(items), module=_MODULE)  # type: ignore[misc]
+        made._zs_underlying = _TYPE_NAMES[underlying]  # type: ignore[attr-defined]
+        self.enums[name] = made
+        self.made.append(made)
+        _finish(made, host_key, {})
+        return made
+
+    def resolve(self, texts: Iterable[str]) -> dict[str, type]:
+        """The runtime's types that type texts name (each found or made
+        now): what a host type's texts resolve in, in every runtime."""
+        names: dict[str, type] = {}
+        for text in texts:
+            for word in _IDENTIFIER.findall(text):
+                if word in _TYPE_NAMES or word in names:
+                    continue
+                found = self.lookup(word)
+                if found is not None:
+                    names[word] = found
+        return names
+
+    # ---- matching a type made before -----------------------------------------------
+    def described(self, t: type) -> tuple[Any, Any] | None:
+        """The runtime's own description of the type named like host type
+        ``t`` (of its kind): (its key, its row), or None when it has none."""
+        runtime = self.runtime
+        kind = t.__dict__["_zs_host_key"][0]
+        encoded = t.__name__.encode("utf-8")
+        if kind == "class":
+            class_id = runtime._heap_find_class(encoded)
+            if class_id is None:
+                return None
+            recorded = (
+                runtime._classes_by_id[class_id] if class_id < len(runtime._classes_by_id) else None
+            )
+            if recorded is not None and not is_host_type(recorded):
+                return None  # a Python class of that name
+            row = runtime._heap_describe_class(class_id)
+            parent = runtime._heap_class_names()[row[2]] if row[2] is not None else None
+            return _class_key(_read_class(row), parent), (class_id, row)
+        if kind == "struct":
+            struct_row = runtime._heap_find_struct(encoded)
+            if struct_row is None:
+                return None
+            name, size, align, members, _ = struct_row
+            described = StructDescription(name, size, align, _properties(members))
+            return _struct_key(described), struct_row
+        enum_row = runtime._heap_find_enum(encoded)
+        return (_enum_key(enum_row), enum_row) if enum_row is not None else None
+
+    def difference(self, t: type, assumed: frozenset[type]) -> str | None:
+        """None when host type ``t`` can be bound in the runtime (its type
+        of that name is described the same, and so is every host type ``t``
+        names), else what differs."""
+        if t in assumed or t in self.bound.types or t in self.rows or t in self.enums.values():
+            return None
+        found = self.described(t)
+        kind = t.__dict__["_zs_host_key"][0]
+        if found is None:
+            return f"no {kind} named {t.__name__} is registered there"
+        key, _ = found
+        if key != t.__dict__["_zs_host_key"]:
+            return _key_difference(t.__name__, t.__dict__["_zs_host_key"], key)
+        assumed = assumed | {t}
+        for named in (*t.__bases__, *t.__dict__.get("_zs_host_names", {}).values()):
+            if is_host_type(named):
+                problem = self.difference(named, assumed)
+                if problem is not None:
+                    return problem
+        return None
+
+    def adopt(self, t: type) -> None:
+        """Schedule host type ``t`` (which fits) for binding, and the host
+        types it names."""
+        if t in self.bound.types or t in self.rows or t in self.enums.values():
+            return
+        found = self.described(t)
+        assert found is not None  # difference() found it
+        _, row = found
+        kind = t.__dict__["_zs_host_key"][0]
+        if kind == "class":
+            class_id, class_row = row
+            self.classes[class_id] = typing.cast("type[Object]", t)
+            self.rows[t] = class_row
+        elif kind == "struct":
+            self.structs[t.__name__] = typing.cast("type[Struct]", t)
+            self.rows[t] = row
+        else:
+            self.enums[t.__name__] = typing.cast("type[enum.IntEnum]", t)
+        for named in (*t.__bases__, *t.__dict__.get("_zs_host_names", {}).values()):
+            if is_host_type(named):
+                self.adopt(named)
+
+    # ---- the end -----------------------------------------------------------------------
+    def commit(self) -> None:
+        """Check every scheduled type against the runtime, then record them
+        all (nothing is recorded if one is refused)."""
+        runtime = self.runtime
+        if self.failure is not None:
+            raise _again(self.failure)
+        for class_id, cls in self.classes.items():
+            row = self.rows[cls]
+            layout = class_layout(cls)
+            own = layout.properties[len(layout.properties) - layout.own_count :]
+            try:
+                _check_native_types(
+                    runtime, cls.__name__, own, _properties(row[5]), _traits(row[5])
+                )
+            except BaseException as error:
+                self._fail(("class", class_id), error)
+                raise
+        for name, struct in self.structs.items():
+            row = self.rows[struct]
+            properties = struct_layout(struct).properties
+            try:
+                _check_native_types(runtime, name, properties, _properties(row[3]), _traits(row[3]))
+            except BaseException as error:
+                self._fail(("struct", name), error)
+                raise
+        # Nothing below runs Python code that could refuse or close.
+        for name, struct in self.structs.items():
+            kind = struct_layout(struct).kind
+            if not runtime._has_native_type(kind):
+                runtime._preset_native_type(kind, self.rows[struct][4])
+            self.bound.by_name[("struct", name)] = struct
+        for name, made_enum in self.enums.items():
+            self.bound.by_name[("enum", name)] = made_enum
+        for class_id, cls in self.classes.items():
+            row = self.rows[cls]
+            runtime._record_class(cls, row[4], class_id)
+            functions = cls.__dict__["_zs_native_functions"]
+            for function in _read_class(row).functions:
+                functions[function.name]._bind(runtime, function.entry, function.user)
+        self.bound.types.update(self.structs.values(), self.enums.values(), self.classes.values())
+        for t in self.made:
+            _registry.setdefault(t.__name__, []).append(t)
+        self.made.clear()
+
+    def abandon(self) -> None:
+        """The transaction failed: the types it made are dropped (and the
+        process-wide caches of kinds and specialisations forget them, so
+        that nothing keeps them alive), its refusals remembered."""
+        made = set(self.made)
+        self.bound.refused.update(self.refusals)
+        if not made:
+            return
+
+        def mentions(part: Any) -> bool:
+            if not isinstance(part, type):
+                return False
+            if any(base in made for base in part.__mro__):
+                return True
+            # A specialisation (Array[Array[Actor]]) mentions its arguments.
+            arguments = part.__dict__.get("_zs_args", ()), part.__dict__.get("_zs_arg")
+            return key_mentions(arguments, mentions)
+
+        forget_kinds(mentions)
+        forget_containers(mentions)
+        forget_pointers(mentions)
+
+
+class _transaction:
+    """``with _transaction(runtime) as binding:`` one binding transaction,
+    committed at the end of the outermost block (a lookup that binds a type
+    while another one is being bound in that runtime joins it)."""
+
+    __slots__ = ("runtime", "binding", "outermost")
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def __enter__(self) -> _Binding:
+        _lock.acquire()
+        active: list[_Binding] = getattr(_binding, "active", None) or []
+        _binding.active = active
+        joined = next((b for b in reversed(active) if b.runtime is self.runtime), None)
+        self.outermost = joined is None
+        self.binding = joined if joined is not None else _Binding(self.runtime)
+        if self.outermost:
+            active.append(self.binding)
+        return self.binding
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if self.outermost:
+                _binding.active.remove(self.binding)
+                if exc_type is None:
+                    try:
+                        self.binding.commit()
+                    except BaseException:
+                        self.binding.abandon()
+                        raise
+                else:
+                    self.binding.abandon()
+        finally:
+            _lock.release()
+
+
+def _key_difference(name: str, ours: tuple[Any, ...], theirs: tuple[Any, ...]) -> str:
+    """What differs between the description a host type was made from
+    (``ours``) and a runtime's (``theirs``), in words."""
+    kind = ours[0]
+    if kind == "enum":
+        return (
+            f"its enum {name} is {theirs[2]} {dict(theirs[3])} there, {ours[2]} "
+            f"{dict(ours[3])} in the type"
+        )
+    if kind == "struct":
+        if ours[2:4] != theirs[2:4]:
+            return (
+                f"its struct {name} is {theirs[2]} bytes aligned to {theirs[3]} there, "
+                f"{ours[2]} aligned to {ours[3]} in the type"
+            )
+        return _members_difference(name, "member", ours[4], theirs[4])
+    if ours[2] != theirs[2]:
+        return f"its class {name} derives from {theirs[2]} there, from {ours[2]} in the type"
+    if ours[3] != theirs[3]:
+        return f"its class {name} is {theirs[3]} bytes there, {ours[3]} in the type"
+    if ours[4] != theirs[4]:
+        return _members_difference(name, "property", ours[4], theirs[4])
+    theirs_functions = {f[0]: f for f in theirs[5]}
+    for function in ours[5]:
+        other = theirs_functions.get(function[0])
+        if other is None:
+            return f"its class {name} has no function {function[0]} there"
+        if other != function:
+            return f"{name}.{function[0]} is described otherwise there (flags, parameters or block)"
+    extra = [f[0] for f in theirs[5] if f[0] not in {g[0] for g in ours[5]}]
+    return f"its class {name} has functions the type has not: {', '.join(extra) or 'reordered'}"
+
+
+def _members_difference(owner: str, what: str, ours: Any, theirs: Any) -> str:
+    """The first property (or member) two descriptions disagree on."""
+    theirs_by_name = {p[0]: p for p in theirs}
+    for mine in ours:
+        other = theirs_by_name.get(mine[0])
+        if other is None:
+            return f"{owner} has no {what} {mine[0]!r} there"
+        if other != mine:
+            return (
+                f"{owner}.{mine[0]} is {other[1]} at offset {other[2]} there, "
+                f"{mine[1]} at offset {mine[2]} in the type"
+            )
+    extra = [p[0] for p in theirs if p[0] not in {q[0] for q in ours}]
+    return f"{owner} has {what}s the type has not: {', '.join(extra) or 'reordered'}"
+
+
+_MODULE = "zsharp_py.native"
+
+
+def _make_class(described: ClassDescription, parent: type[Object]) -> type[Object]:
+    """A new Python class for a host's class description (not laid out yet)."""
     namespace: dict[str, Any] = {
-        "__module__": "zsharp_py.native",
+        "__module__": _MODULE,
         "__qualname__": described.name,
         "__doc__": _class_doc(described),
         "_zs_description": described,
     }
-    cls = typing.cast("type[Object]", ObjectMeta(described.name, (parent,), namespace))
-    type.__setattr__(cls, "_zs_scope", _scope(runtime))
-    # Recorded before the layout: a property may name the class itself.
-    runtime._record_class(cls, address, class_id)
-    _bound(runtime).classes.append(cls)
-    layout = class_layout(cls)
-    own = layout.properties[len(layout.properties) - layout.own_count :]
-    _check_native_types(runtime, described.name, own, described.properties, _traits(row[5]))
-    for function in described.functions:
-        type.__setattr__(cls, function.name, _native_function(runtime, cls, function))
-    return cls
+    return typing.cast("type[Object]", ObjectMeta(described.name, (parent,), namespace))
 
 
-def _native_function(runtime: Runtime, cls: type[Object], function: FunctionDescription) -> Any:
+def _finish(t: type, host_key: tuple[Any, ...], names: dict[str, type]) -> None:
+    """Mark ``t`` as a host type made from ``host_key``, its type texts
+    resolving in ``names`` (the host types and classes they name)."""
+    type.__setattr__(t, "_zs_host_key", host_key)
+    type.__setattr__(t, "_zs_host_names", names)
+    if not isinstance(t, enum.EnumMeta):
+        type.__setattr__(t, "_zs_scope", (dict(_TYPE_NAMES), names))
+
+
+def _texts_of_class(described: ClassDescription) -> Iterator[str]:
+    """Every type text a class description holds."""
+    for p in described.properties:
+        yield p.type
+    for f in described.functions:
+        for p in f.parameters:
+            yield p.type
+
+
+def _find(runtime: Runtime, name: str) -> type | None:
+    """The class, struct or enum of the runtime named ``name``, bound
+    there, or None."""
+    with _transaction(runtime) as binding:
+        return binding.lookup(name)
+
+
+def _bind_class_id(runtime: Runtime, class_id: int) -> type[Object]:
+    """The conjugate class of the native class ``class_id`` of ``runtime``:
+    the Python class registered it, or the host's class, bound now (the
+    class binder, ``add_class_binder``)."""
+    with _transaction(runtime) as binding:
+        return binding.class_of(class_id)
+
+
+def bind_host_type(runtime: Runtime, t: type) -> None:
+    """Bind host type ``t`` in ``runtime``, with the host types it names:
+    ``TypeError`` saying which runtime and what differs when the runtime's
+    host has not registered it there, or described it otherwise."""
+    with _transaction(runtime) as binding:
+        if t in binding.bound.types:
+            return
+        problem = binding.difference(t, frozenset())
+        if problem is not None:
+            raise TypeError(_unusable(t, runtime, problem))
+        binding.adopt(t)
+
+
+def host_type_fits(runtime: Runtime, t: type) -> bool:
+    """Whether host type ``t`` can be bound in ``runtime`` (``bind_host_type``
+    would succeed), without binding it."""
+    with _lock:
+        if t in _bound(runtime).types:
+            return True
+        return _Binding(runtime).difference(t, frozenset()) is None
+
+
+def _bind_for_call(cls: type[Object], runtime: Runtime) -> None:
+    """A shared function of ``cls`` called in a runtime it is not bound in
+    (a static function in the current runtime): bind ``cls`` there."""
+    bind_host_type(runtime, cls)
+
+
+def _class_doc(described: ClassDescription) -> str:
+    lines = [f"{described.name}: a class of the native host ({described.size} bytes)."]
+    if described.properties:
+        lines.append("")
+        lines.append(
+            "Properties: " + ", ".join(f"{p.name}: {p.type}" for p in described.properties)
+        )
+    return "\n".join(lines)
+
+
+def host_types(
+    install: Callable[[Runtime], object],
+    *,
+    module: str | None = None,
+    install_hint: str | None = None,
+) -> dict[str, type]:
+    """A native host's classes, structs and enums, by name, made before any
+    runtime of the program exists: ``install(runtime)`` registers the host
+    in a private runtime made for the purpose, whose descriptions are read
+    once (then it is closed). The types serve every runtime in which the
+    host registers the same descriptions (each binds them to its own native
+    types on first use); ``module`` becomes their ``__module__``, and
+    ``install_hint`` (how to install the host in a runtime) ends the errors
+    of a runtime where it is not installed.
+
+    Raises the binder's error when a description is refused."""
+    scratch = Runtime(max_objects=1024)
+    try:
+        install(scratch)
+        class_names = scratch._heap_class_names()
+        struct_names, enum_names = scratch._heap_type_names()
+        found: dict[str, type] = {}
+        with _transaction(scratch) as binding:
+            for name in (*enum_names, *struct_names):
+                made = binding.lookup(name)
+                assert made is not None
+                found.setdefault(name, made)
+            for class_id, name in enumerate(class_names):
+                found.setdefault(name, binding.class_of(class_id))
+        for t in found.values():
+            if is_host_type(t):
+                if module is not None and t.__module__ == _MODULE:
+                    type.__setattr__(t, "__module__", module)
+                if install_hint is not None:
+                    type.__setattr__(t, "_zs_install_hint", install_hint)
+        return found
+    finally:
+        scratch.close()
+
+
+def _native_function(cls: type[Object], function: FunctionDescription) -> Any:
     """The method of one described function: a ``_core.NativeFunction``
-    that marshals in C from its members' kinds (native/binding/functions.c).
-    It runs in ``runtime`` only, whose host gave its entry and user pointer
-    (a static function too, whatever runtime is current; a closed one
-    raises ``ExpiredConjugateError``)."""
+    that marshals in C from its members' kinds
+    (native/binding/zpy_python_to_host.c). It is shared by every runtime
+    the class is bound in, each giving its own entry and user pointer
+    (``_Binding.commit``); a static function runs in the current runtime,
+    binding the class there first if needed."""
     what = f"{cls.__name__}.{function.name}"
     members = []
     for parameter in function.parameters:
@@ -336,15 +907,15 @@ def _native_function(runtime: Runtime, cls: type[Object], function: FunctionDesc
         name=function.name,
         what=f"{what}{function.signature_text}",
         owner=cls,
-        entry=function.entry,
-        user=function.user,
+        entry=0,
+        user=0,
         flags=(_core.FUNCTION_STATIC if function.is_static else 0)
         | (_core.FUNCTION_EVENT if function.is_event else 0),
         size=function.block_size,
         members=tuple(members),
         signature=_signature(function),
         doc=_function_doc(function),
-        runtime=runtime,
+        bind=functools.partial(_bind_for_call, cls),
     )
 
 
@@ -378,41 +949,6 @@ def _signature(function: FunctionDescription) -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation=function.result_text)
 
 
-def _class_doc(described: ClassDescription) -> str:
-    lines = [f"{described.name}: a class of the native host ({described.size} bytes)."]
-    if described.properties:
-        lines.append("")
-        lines.append(
-            "Properties: " + ", ".join(f"{p.name}: {p.type}" for p in described.properties)
-        )
-    return "\n".join(lines)
-
-
-def _bind_struct(runtime: Runtime, row: _core.StructRow) -> type[Struct]:
-    """The ``zs.Struct`` subclass of a host's struct in ``runtime``, from
-    the row ``Runtime._heap_find_struct`` read."""
-    name, size, align, members, native_type = row
-    bound = _bound(runtime)
-    known = bound.structs.get(name)
-    if known is not None:
-        return known
-    described = StructDescription(name, size, align, _properties(members))
-    namespace: dict[str, Any] = {
-        "__module__": "zsharp_py.native",
-        "__qualname__": name,
-        "__doc__": f"{name}: a struct of the native host ({described.size} bytes).",
-        "_zs_description": described,
-        "_zs_align": described.align,
-    }
-    cls = typing.cast("type[Struct]", StructMeta(name, (Struct,), namespace))
-    type.__setattr__(cls, "_zs_scope", _scope(runtime))
-    bound.structs[name] = cls
-    layout = struct_layout(cls)
-    runtime._preset_native_type(layout.kind, native_type)
-    _check_native_types(runtime, name, layout.properties, described.properties, _traits(members))
-    return cls
-
-
 def _check_native_types(
     runtime: Runtime,
     owner: str,
@@ -439,21 +975,6 @@ def _check_native_types(
                 f"{owner}.{described.name}: the description says {described.type}, but its "
                 "native type is another one (zs_property_desc.native)"
             )
-
-
-def _bind_enum(runtime: Runtime, row: _core.EnumRow) -> type[enum.IntEnum]:
-    """The ``enum.IntEnum`` of a host's enum in ``runtime`` (from the row
-    ``Runtime._heap_find_enum`` read): a property of that type stores its
-    underlying integer type."""
-    name, underlying, items = row
-    bound = _bound(runtime)
-    known = bound.enums.get(name)
-    if known is not None:
-        return known
-    made = enum.IntEnum(name, list(items), module="zsharp_py.native")  # type: ignore[misc]
-    made._zs_underlying = _TYPE_NAMES[underlying]  # type: ignore[attr-defined]
-    bound.enums[name] = made
-    return made
 
 
 # ---------------------------------------------------------------------------
@@ -518,3 +1039,4 @@ def native_enum(name: str, *, runtime: Runtime | None = None) -> type[enum.IntEn
 
 
 add_class_binder(_bind_class_id)
+set_host_binding(bind_host_type, host_type_fits, is_host_type)

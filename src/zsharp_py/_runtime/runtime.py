@@ -20,6 +20,8 @@ import atexit
 import collections
 import contextlib
 import functools
+import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -38,7 +40,7 @@ from .ticks import TickManager
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["Runtime", "RuntimeActivation", "current_runtime", "runtime_of"]
+__all__ = ["Runtime", "RuntimeActivation", "current_runtime", "describe_runtime", "runtime_of"]
 
 _open_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
 _attached: set[Runtime] = set()  # runtimes over a host's heap, open: kept until closed
@@ -132,6 +134,7 @@ class Runtime(_core.RuntimeCore):
         (``owned``: close() frees it) or the host's (``attach``)."""
         self._ptr: int = address  # the native runtime's address while open, else 0
         self._owns_heap = owned
+        self._origin = _caller_outside_package()  # where it was made, for error messages
         self._describe = self._describe_packed_name
         self._core_open(address, self._describe, owned)
         self._lock = threading.RLock()
@@ -737,6 +740,54 @@ context.set_default_factory(Runtime)
 
 
 _class_binders: list[Callable[[Runtime, int], type[Object]]] = []
+_host_binding: list[Any] = []  # (bind, fits, is_host_type) of zsharp_py/_interop/reflection.py
+
+
+def set_host_binding(
+    bind: Callable[[Runtime, type], None],
+    fits: Callable[[Runtime, type], bool],
+    is_host_type: Callable[[Any], bool],
+) -> None:
+    """How a host's class (made once, zsharp_py/_interop/reflection.py) is
+    bound in a runtime: ``bind(runtime, cls)`` binds it (or raises saying
+    why it cannot), ``fits(runtime, cls)`` says whether it could."""
+    _host_binding[:] = [bind, fits, is_host_type]
+
+
+def _caller_outside_package() -> str:
+    """``file:line`` of the nearest caller outside the package's private
+    modules (a runtime's origin, which its errors name)."""
+    frame = sys._getframe(1)
+    private = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        while frame is not None:
+            path = os.path.abspath(frame.f_code.co_filename)
+            inside = path.startswith(private + os.sep) and (
+                os.path.basename(os.path.dirname(path)).startswith("_")
+                or os.path.basename(path) == "__init__.py"
+            )
+            if not inside:
+                parts = path.split(os.sep)
+                return f"{os.sep.join(parts[-2:])}:{frame.f_lineno}"
+            frame = frame.f_back  # type: ignore[assignment]
+        return "?"
+    finally:
+        del frame
+
+
+def describe_runtime(runtime: Runtime) -> str:
+    """How errors name a runtime: the default one, or where it was made,
+    and whether it is the current one or closed."""
+    if context.default_runtime and context.default_runtime[0] is runtime:
+        text = "the default runtime (made on first use outside any `with zs.Runtime()`)"
+    else:
+        text = f"the runtime made at {getattr(runtime, '_origin', '?')}"
+    notes = []
+    if context.current.get() is runtime:
+        notes.append("the current one")
+    if runtime._closed:
+        notes.append("closed")
+    return f"{text} ({', '.join(notes)})" if notes else text
 
 
 def add_class_binder(binder: Callable[[Runtime, int], type[Object]]) -> None:
@@ -769,12 +820,13 @@ def _resolve_class_named(runtime: Runtime, name: str) -> bool:
     lookup fails."""
     if runtime._closing:
         return False
+    fits = _host_binding[1] if _host_binding else None
     candidates = [
         cls
         for cls in _declared_classes(name)
-        # A subclass of another runtime's host class cannot live here.
+        # A subclass of a host's class this runtime's host has not registered cannot live here.
         if all(
-            base in runtime._native_classes
+            base in runtime._native_classes or (fits is not None and fits(runtime, base))
             for base in cls.__mro__
             if "_zs_description" in base.__dict__
         )
