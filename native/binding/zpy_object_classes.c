@@ -76,14 +76,15 @@ static PyType_Spec creator_spec = {
 
 /* The runtime creation would use, if the fast path may use it (borrowed),
  * else NULL with no error: the Python path decides (and makes the default
- * runtime, or raises). */
+ * runtime, or raises). A closed current runtime is never replaced by the
+ * default one (zsharp_py/_base/context.py current_runtime raises). */
 static zpy_runtime_core *current_runtime(zpy_core_state *state) {
     zpy_runtime_core *rt = NULL;
     if (zpy_current_get_runtime(state, &rt) < 0) { /* borrowed: the context holds it */
         PyErr_Clear();
         return NULL;
     }
-    if (rt != NULL && zpy_open(rt)) return rt;
+    if (rt != NULL) return zpy_open(rt) ? rt : NULL;
     if (PyList_GET_SIZE(state->default_runtime) == 0) return NULL;
     PyObject *fallback = PyList_GET_ITEM(state->default_runtime, 0);
     if (!zpy_is_runtime(state, fallback)) return NULL;

@@ -121,8 +121,14 @@ def test_explicit_close_inside_the_with_block(rt: zs.Runtime) -> None:
     assert a.is_expired
     with pytest.raises(zs.ExpiredConjugateError, match="closed"):
         a.health = 1
-    # The closed runtime is no longer current.
-    assert zs.current_runtime() is not rt
+    # The closed runtime is still the current one, never replaced silently:
+    # nothing can be made in the block any more.
+    with pytest.raises(zs.ExpiredConjugateError, match="never replaced"):
+        zs.current_runtime()
+    with pytest.raises(zs.ExpiredConjugateError, match="never replaced"):
+        Actor()
+    with pytest.raises(zs.ExpiredConjugateError, match="never replaced"):
+        zs.Array[zs.Int32]([1])
 
 
 def test_strong_pointer_finalised_after_its_runtime_closed_is_harmless() -> None:

@@ -4,9 +4,13 @@ runtime through.
 ``with Runtime():`` and ``rt.activate()`` push a runtime in the running
 context (each thread and each asyncio task has its own); with none pushed,
 the default runtime is current: made on first use by the factory the
-runtime layer registers (``set_default_factory``), closed at exit. This
-module sits in the lowest layer so that objects, values and calls can find
-the current runtime without importing the layer that defines ``Runtime``.
+runtime layer registers (``set_default_factory``), closed at exit. A closed
+runtime is never replaced silently: one closed while still current (inside
+its ``with`` block or activation) stays the current one, and a closed
+default runtime is not made again; making anything there raises
+``ExpiredConjugateError`` saying so. This module sits in the lowest layer
+so that objects, values and calls can find the current runtime without
+importing the layer that defines ``Runtime``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .. import _core
+from .errors import ExpiredConjugateError
 
 __all__ = [
     "RuntimeInternals",
@@ -281,13 +286,30 @@ def set_default_factory(factory: Callable[[], Any]) -> None:
 
 
 def current_runtime() -> Any:
-    """The runtime of the innermost ``with Runtime()`` block, else the default
-    runtime (created on first use, closed at interpreter exit)."""
+    """The runtime of the innermost ``with Runtime()`` block or activation,
+    else the default runtime (created on first use, closed at interpreter
+    exit).
+
+    ``ExpiredConjugateError`` when that runtime is closed: the innermost
+    block's runtime was closed inside it, or the default runtime was
+    closed. Neither is replaced by a new runtime, whose objects the program
+    would not know were apart from the rest."""
     runtime = current.get()
-    if runtime is not None and not runtime._closed:
+    if runtime is not None:
+        if runtime._closed:
+            raise ExpiredConjugateError(
+                f"the current runtime (made at {getattr(runtime, '_origin', '?')}) has been "
+                "closed, inside its `with` block or activation, and a closed runtime is never "
+                "replaced: leave the block, or make a new runtime (with zs.Runtime() as rt: ...)"
+            )
         return runtime
     with _default_lock:
-        if not default_runtime or default_runtime[0]._closed:
+        if default_runtime and default_runtime[0]._closed:
+            raise ExpiredConjugateError(
+                "the default runtime has been closed, and it is not made again: make a runtime "
+                "(with zs.Runtime() as rt: ...) for what comes next"
+            )
+        if not default_runtime:
             if not _factory:
                 raise RuntimeError(
                     "no runtime: import zsharp_py (its runtime layer "
