@@ -276,8 +276,14 @@ def _signature(layout: FunctionLayout) -> str:
 
 def check_overrides(cls: type[Object], namespace: dict[str, Any]) -> None:
     """At class declaration (zsharp_py/_model/object.py ObjectMeta): refuse an
-    override whose parameter block differs from its reference declaration's,
-    when both signatures resolve now; otherwise the first call decides."""
+    override of a host's function that is not a plain function (native code
+    calls it with the host's block: a value, a property or a static method
+    could not take it), and an override whose parameter block differs from
+    its reference declaration's, when both signatures resolve now;
+    otherwise the first call decides."""
+    for name, value in namespace.items():
+        if isinstance(name, str) and not isinstance(value, types.FunctionType):
+            _refuse_non_function(cls, name, value)
     for name, value in namespace.items():
         if (
             not isinstance(value, types.FunctionType)
@@ -297,6 +303,23 @@ def check_overrides(cls: type[Object], namespace: dict[str, Any]) -> None:
             raise
         except (AttributeError, TypeError):
             continue  # not callable from native code, or not resolvable yet
+
+
+def _refuse_non_function(cls: type[Object], name: str, value: Any) -> None:
+    """Refuse ``cls.name = value`` (not a plain function) when it replaces
+    a function of a host's class above ``cls`` that native code calls on
+    objects (not a static one): ``TypeError`` naming both."""
+    for base in cls.__mro__[1:]:
+        function = _host_function(base, name) if isinstance(base, type) else None
+        if function is None or function.is_static:
+            continue
+        kind = "event" if function.is_event else "function"
+        shown = type(value).__name__
+        raise TypeError(
+            f"{cls.__name__}.{name} overrides the {kind} {base.__name__}.{name}"
+            f"{function.signature_text}, which native code calls with its parameters: it "
+            f"must be a plain function (def {name}(self, ...)), not {shown}"
+        )
 
 
 def _lay_out(owner: type[Object], name: str) -> FunctionLayout:
