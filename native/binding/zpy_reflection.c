@@ -478,6 +478,102 @@ PyObject *zpy_rt_type_names(PyObject *self, PyObject *unused) {
     return reflection_read(rt, NULL, type_names_now);
 }
 
+/* Whether values of `kind` hold delegate bindings (their callables are
+ * counted per binding: a class's default copy of them would keep the
+ * callables for the runtime's life, so they are left to the managed side). */
+static int holds_callables(const zpyv_kind *kind) {
+    if (kind == NULL) return 0;
+    if (kind->native_kind == ZS_TYPE_DELEGATE || kind->native_kind == ZS_TYPE_MULTICAST ||
+        kind->native_kind == ZS_TYPE_SPARSE)
+        return 1;
+    if (kind->code == ZPYV_STRUCT) {
+        for (uint32_t i = 0; i < kind->member_count; i++)
+            if (holds_callables(kind->members[i].kind)) return 1;
+        return 0;
+    }
+    return holds_callables(kind->element) || holds_callables(kind->value);
+}
+
+/* RuntimeCore._heap_class_defaults(cls, image, members, source) -> the
+ * offsets of the members made defaults: the defaults every new object of
+ * the native class at address `cls` starts with, however it is made
+ * (zs_class_set_defaults): `image` (bytes of plain data after the header),
+ * then each member (offset, kind) whose native type holds no references
+ * and no delegate bindings, copied from the live object `source` (a handle, 0 when there is no
+ * member), which the managed side made and initialised. */
+PyObject *zpy_rt_class_defaults(PyObject *self, PyObject *args) {
+    zpy_runtime_core *rt = (zpy_runtime_core *)self;
+    unsigned long long address;
+    PyObject *image, *members, *source_arg;
+    if (!PyArg_ParseTuple(args, "KO!O!O:_heap_class_defaults", &address, &PyBytes_Type, &image,
+                          &PyTuple_Type, &members, &source_arg))
+        return NULL;
+    zs_ref source = ZS_NULL_REF;
+    if (zpy_rt_handle_arg(source_arg, &source) < 0) return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(members);
+    if (PyBytes_GET_SIZE(image) > UINT32_MAX || count > UINT32_MAX)
+        return PyErr_Format(PyExc_OverflowError, "_heap_class_defaults: too large");
+    zs_type_member *rows = PyMem_Calloc((size_t)count + 1, sizeof *rows);
+    PyObject *kinds = PyTuple_New(count); /* the members' kinds, checked */
+    PyObject *taken = NULL;
+    if (rows == NULL || kinds == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *row = PyTuple_GET_ITEM(members, i), *kind;
+        unsigned int offset;
+        if (!PyTuple_Check(row) ||
+            !PyArg_ParseTuple(row, "IO:_heap_class_defaults member", &offset, &kind))
+            goto done;
+        if (!zpyv_is_kind(rt->state, kind)) {
+            PyErr_SetString(PyExc_TypeError, "_heap_class_defaults: a member is (offset, Kind)");
+            goto done;
+        }
+        rows[i].offset = offset;
+        PyTuple_SET_ITEM(kinds, i, Py_NewRef(kind));
+    }
+    if (zpy_rt_open(rt, 0) == NULL) goto done;
+    /* The native types first (registered on first use: no Python code). */
+    uint32_t kept = 0;
+    taken = PyTuple_New(count);
+    for (Py_ssize_t i = 0; taken != NULL && i < count; i++) {
+        const zpyv_kind *kind = (const zpyv_kind *)PyTuple_GET_ITEM(kinds, i);
+        const zs_type *type = zpyv_native_type(rt, (zpyv_kind *)kind);
+        if (type == NULL) goto fail;
+        if ((zs_type_flags(type) & ZS_TYPE_HAS_REFS) || holds_callables(kind))
+            continue; /* left to the managed side */
+        PyObject *offset = PyLong_FromUnsignedLong(rows[i].offset);
+        if (offset == NULL) goto fail;
+        PyTuple_SET_ITEM(taken, (Py_ssize_t)kept, offset);
+        rows[kept].offset = rows[i].offset;
+        rows[kept++].type = type;
+    }
+    if (taken == NULL) goto fail;
+    Py_SETREF(taken, PyTuple_GetSlice(taken, 0, (Py_ssize_t)kept));
+    if (taken == NULL) goto fail;
+    /* From here to the call, no Python code: the source resolved, used at once. */
+    const zs_object *object = kept > 0 ? zs_resolve(rt->native, source) : NULL;
+    if (kept > 0 && object == NULL) {
+        PyErr_SetString(rt->state->expired_exception,
+                        "_heap_class_defaults: the object the defaults are read from is gone");
+        goto fail;
+    }
+    zs_status status = zs_class_set_defaults(rt->native, (const zs_class *)(uintptr_t)address,
+                                             PyBytes_AS_STRING(image),
+                                             (uint32_t)PyBytes_GET_SIZE(image), rows, kept, object);
+    if (status == ZS_OK) goto done;
+    PyObject *what = PyUnicode_FromString("setting a class's defaults");
+    if (what != NULL) zpy_call_raise_status(rt->state, status, what, rt);
+    Py_XDECREF(what);
+fail:
+    Py_CLEAR(taken);
+done:
+    PyMem_Free(rows);
+    Py_XDECREF(kinds);
+    return taken;
+}
+
 /* RuntimeCore._heap_native_type_traits(kind) -> (address, kind, size, flags) of the
  * kind's native type in this runtime (registered on first use), to compare
  * with a description's (the binder refuses a disagreement). */

@@ -75,7 +75,7 @@
     X(zs_object_new_conjugate) X(zs_resolve_for_conjugate) X(zs_forget_conjugate) \
     X(zs_conjugates_dropped) X(zs_gc_take_expiring) X(zs_gc_take_expiring_ex) \
     X(zs_set_expiry_handler) X(zs_set_free_handler) X(zs_gc_expire) \
-    X(zs_set_managed_call_handler)
+    X(zs_set_managed_call_handler) X(zs_class_set_defaults)
 /* clang-format on */
 
 typedef struct zs_api {

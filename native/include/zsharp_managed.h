@@ -152,6 +152,28 @@ zs_status zs_set_free_handler(zs_runtime *rt, zs_free_handler handler, void *use
    inside a destroy hook or while the lock is held. */
 zs_status zs_gc_expire(zs_runtime *rt, uint32_t limit, uint32_t *out_taken);
 
+/* ---- class defaults ---------------------------------------------------------- */
+
+/* The defaults every new object of `cls` starts with, however it is made
+   (a host's zs_object_new too, not only the managed side's creations):
+   image_size bytes of `image` (plain data only, as zs_object_new_conjugate's
+   init: every reference-bearing member zero in it) copied over the
+   properties, just after the zs_object header (a creation that passes an
+   init of its own copies that instead), then a deep copy of each of the
+   member_count values `members` describe (their offsets from the object's
+   start, and types of this runtime holding no references: strings,
+   containers and structs of plain data...), read now from `source`,
+   memory laid out as an object of the class (the managed side passes an
+   object it made and initialised). The heap keeps its own copies (freed
+   with the runtime) and replaces any defaults set before. ZS_E_INVALID for
+   a class or type of another runtime, an image or value outside the
+   object or over its header, a type holding references, or a NULL pointer
+   with a count; ZS_E_NOMEM. A class with default values is never made by
+   zs_object_new_conjugate's renewal of a dropped object. */
+zs_status zs_class_set_defaults(zs_runtime *rt, const zs_class *cls, const char *image,
+                                uint32_t image_size, const zs_type_member *members,
+                                uint32_t member_count, const void *source);
+
 /* ---- calls into the managed side ---------------------------------------- */
 
 /* The managed side's handler, as zs_call_handler with `target`: the object

@@ -293,6 +293,7 @@ zs_status zs_find_function(const zs_class *cls, const char *name, const zs_funct
 void zs_classes_release(zs_runtime *rt) {
     for (uint32_t i = 0; i < rt->class_count; i++) {
         zs_class *cls = rt->classes[i];
+        assert(cls->default_count == 0 && cls->default_image == NULL); /* released first */
         zs_schema_release(rt, &cls->schema);
         zs_free(rt, cls->name, strlen(cls->name) + 1);
         zs_free(rt, (void *)cls->head.ancestry, (cls->head.depth + 1) * sizeof *cls->head.ancestry);

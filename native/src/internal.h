@@ -171,6 +171,16 @@ struct zs_class {
        and whose members are dropped (the schema holds them); its
        properties and functions are the host's, kept by reference. */
     zs_class_desc desc;
+    /* The defaults its objects start with, however they are made
+       (zs_class_set_defaults; objects.c apply_defaults): an image of plain
+       data copied over the properties, then values copied, each from
+       default_values (laid out as an object: instance_size bytes) at its
+       offset. */
+    char *default_image;
+    uint32_t default_image_size;
+    uint32_t default_count;
+    zs_type_member *default_members; /* [default_count] */
+    char *default_values;            /* NULL when default_count is 0 */
 };
 
 struct zs_type {
@@ -764,6 +774,8 @@ void zs_value_destroy(zs_runtime *rt, const zs_type *type, void *value);
 void zs_schema_destroy(zs_runtime *rt, const zs_schema *schema, char *base);
 /* Deep-copy a value into an empty one; false (dst left empty) when out of memory. */
 bool zs_value_copy(zs_runtime *rt, const zs_type *type, void *dst, const void *src);
+/* Free every class's defaults (objects.c: zs_class_set_defaults). */
+void zs_class_defaults_release(zs_runtime *rt);
 /* Call fn on every strong reference slot inside a value. */
 void zs_value_for_each_ref(const zs_type *type, void *value, bool killable,
                            void (*fn)(void *context, zs_ref *slot, bool killable), void *context);

@@ -377,17 +377,124 @@ static uint32_t object_fill(const zs_runtime *rt, const zs_class *cls, zs_object
            (cls->schema.strong_count == 0 && outer == ZS_NULL_REF ? ZS_ITEM_LEAF : 0);
 }
 
+/* ======================================================================
+ * Class defaults: what every new object of a class starts with
+ * ====================================================================== */
+
+/* Drop a class's defaults (its values destroyed through their types). */
+static void defaults_release(zs_runtime *rt, zs_class *cls) {
+    for (uint32_t i = 0; i < cls->default_count; i++)
+        zs_value_destroy(rt, cls->default_members[i].type,
+                         cls->default_values + cls->default_members[i].offset);
+    zs_free(rt, cls->default_values, cls->default_count ? cls->instance_size : 0);
+    zs_free(rt, cls->default_members, cls->default_count * sizeof *cls->default_members);
+    zs_free(rt, cls->default_image, cls->default_image_size);
+    cls->default_values = NULL;
+    cls->default_members = NULL;
+    cls->default_image = NULL;
+    cls->default_count = cls->default_image_size = 0;
+}
+
+/* Whether a default value fits: a type of this runtime holding no
+   references, aligned inside the object past its header. (That it is the
+   class's member there, which its objects' destruction frees, is the
+   managed side's to keep, as an init image's plain data is.) */
+static bool default_ok(const zs_runtime *rt, const zs_class *cls, const zs_type_member *member) {
+    const zs_type *type = member->type;
+    return zs_type_valid(rt, type) && !(type->flags & ZS_TYPE_HAS_REFS) &&
+           member->offset >= sizeof(zs_object) && member->offset % zs_type_align(type) == 0 &&
+           (uint64_t)member->offset + zs_type_size(type) <= cls->instance_size;
+}
+
+zs_status zs_class_set_defaults(zs_runtime *rt, const zs_class *cls, const char *image,
+                                uint32_t image_size, const zs_type_member *members,
+                                uint32_t member_count, const void *source) {
+    if (cls == NULL || (image_size > 0 && image == NULL) ||
+        (member_count > 0 && (members == NULL || source == NULL)))
+        return ZS_E_INVALID;
+    ZS_LOCK(rt);
+    zs_status status = ZS_E_INVALID;
+    zs_class *mutable_cls = NULL;
+    if (cls->head.id >= rt->class_count || rt->classes[cls->head.id] != cls ||
+        image_size > cls->instance_size - sizeof(zs_object))
+        goto done;
+    mutable_cls = rt->classes[cls->head.id];
+    for (uint32_t i = 0; i < member_count; i++)
+        if (!default_ok(rt, cls, &members[i])) goto done;
+    status = ZS_E_NOMEM;
+    char *copied_image = image_size ? zs_alloc(rt, image_size) : NULL;
+    zs_type_member *copied_members = member_count
+                                         ? zs_alloc(rt, member_count * sizeof *copied_members)
+                                         : NULL;
+    char *values = member_count ? zs_alloc(rt, cls->instance_size) : NULL;
+    uint32_t copied = 0;
+    bool ok = (image_size == 0 || copied_image != NULL) &&
+              (member_count == 0 || (copied_members != NULL && values != NULL));
+    if (ok && values != NULL) memset(values, 0, cls->instance_size);
+    for (; ok && copied < member_count; copied++)
+        ok = zs_value_copy(rt, members[copied].type, values + members[copied].offset,
+                           (const char *)source + members[copied].offset);
+    if (!ok) {
+        for (uint32_t i = 0; values != NULL && i < copied; i++)
+            zs_value_destroy(rt, members[i].type, values + members[i].offset);
+        zs_free(rt, values, values ? cls->instance_size : 0);
+        zs_free(rt, copied_members, copied_members ? member_count * sizeof *copied_members : 0);
+        zs_free(rt, copied_image, copied_image ? image_size : 0);
+        goto done;
+    }
+    defaults_release(rt, mutable_cls);
+    if (image_size) memcpy(copied_image, image, image_size);
+    if (member_count) memcpy(copied_members, members, member_count * sizeof *copied_members);
+    mutable_cls->default_image = copied_image;
+    mutable_cls->default_image_size = image_size;
+    mutable_cls->default_members = copied_members;
+    mutable_cls->default_values = values;
+    mutable_cls->default_count = member_count;
+    status = ZS_OK;
+done:
+    ZS_UNLOCK(rt);
+    return status;
+}
+
+/* Copy a class's default values into a new object's zeroed properties;
+   false, with every value it copied destroyed, when out of memory. */
+static bool class_copy_defaults(zs_runtime *rt, const zs_class *cls, zs_object *object) {
+    char *properties = (char *)object;
+    for (uint32_t i = 0; i < cls->default_count; i++) {
+        const zs_type_member *member = &cls->default_members[i];
+        if (zs_value_copy(rt, member->type, properties + member->offset,
+                          cls->default_values + member->offset))
+            continue;
+        while (i-- > 0) /* the ones copied so far go, the object back to zeros */
+            zs_value_destroy(rt, cls->default_members[i].type,
+                             properties + cls->default_members[i].offset);
+        return false;
+    }
+    return true;
+}
+
+/* Drop every class's defaults (zs_runtime_free, before the classes and the
+   types their values need go). */
+void zs_class_defaults_release(zs_runtime *rt) {
+    for (uint32_t i = 0; i < rt->class_count; i++) defaults_release(rt, rt->classes[i]);
+}
+
 /* Allocate and link a new object (caller holds the lock): the body shared by
    zs_object_new and zs_object_new_conjugate. init_size bytes of init are
-   copied over the properties, zeros after them (object_fill); conjugate
-   marks it as having one. A recycled slot and block of the class's size
-   are taken when given. */
+   copied over the properties, zeros after them (object_fill), or with none
+   given the class's default image; then the class's default values
+   (zs_class_set_defaults); conjugate marks it as having one. A recycled
+   slot and block of the class's size are taken when given. */
 static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref outer,
                                    uint32_t name_index, uint32_t name_number, const char *init,
                                    uint32_t init_size, bool conjugate, zs_recycled *recycled,
                                    zs_ref *out_ref, zs_object **out_object) {
     zs_status status = ZS_E_INVALID;
     zs_item *outer_item = NULL;
+    if (init_size == 0 && cls->default_image_size > 0) {
+        init = cls->default_image;
+        init_size = cls->default_image_size;
+    }
     if (!creation_valid(rt, cls, init, init_size)) return status;
     if (name_index != ZS_NAME_AUTO && name_index >= rt->names.count) return status;
     if (rt->in_destroy_hook) return ZS_E_BUSY;
@@ -418,7 +525,8 @@ static zs_status object_new_locked(zs_runtime *rt, const zs_class *cls, zs_ref o
     rt->live_objects++;
     if (!name_index_add(rt, object)) object->hash_next = 0; /* not findable by name */
     zs_gc_barrier(rt, outer_item); /* the new object is born marked but never scanned */
-    if (!zs_note_escape(rt, it, outer_item)) {
+    if (!zs_note_escape(rt, it, outer_item) ||
+        (cls->default_count > 0 && !class_copy_defaults(rt, cls, object))) {
         zs_object_destroy(rt, it, true);
         rt->permanent_count -= rt->disregard_open;
         return ZS_E_NOMEM;
@@ -462,7 +570,7 @@ static bool renew_locked(zs_runtime *rt, const zs_class *cls, const char *init, 
     zs_item *it = zs_item_of(rt, dropped->ref);
     /* The poisoning stress switch wants the old block freed and poisoned,
        as conjugates_dropped_locked's caller does. */
-    if (it == NULL || it->object->cls != cls || !dropped->sole_holder ||
+    if (it == NULL || it->object->cls != cls || !dropped->sole_holder || cls->default_count > 0 ||
         !destroy_now_allowed(rt, it) || it->serial + 1 >= ZS_SERIAL_RETIRE || rt->poison_freed ||
         !creation_valid(rt, cls, init, init_size))
         return false;

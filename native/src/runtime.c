@@ -140,6 +140,7 @@ void zs_runtime_free(zs_runtime *rt) {
     zs_values_release(rt);
     zs_gc_release(rt);
     zs_clusters_release(rt);
+    zs_class_defaults_release(rt);
     zs_classes_release(rt);
     zs_types_release(rt);
     callables_release(rt);

@@ -1018,6 +1018,107 @@ static zs_ref renew(runner *t, zs_runtime *rt, const zs_class *cls, zs_ref dropp
    properties owned freed, the new properties the image's, the old name gone
    and the new one findable, the counts right. The conditions it must not
    take are checked too: a kept object, another class, during marking. */
+/* An object with a default image and default values (zs_class_set_defaults). */
+typedef struct defaulted {
+    zs_object header;
+    int32_t level;
+    zs_string label;
+    uint64_t tail;
+} defaulted;
+
+/* A class's defaults reach every creation: a host's zs_object_new, the
+   managed side's zs_object_new_conjugate (its own init image first), never
+   the renewal of a dropped object; the values are deep copies (the source
+   may change or go), freed with each object and with the runtime; a bad
+   description is refused and changes nothing; out of memory, a creation
+   fails whole. */
+static void test_class_defaults_reach_every_creation(runner *t) {
+    zs_runtime *rt = NULL;
+    CHECK_OK(t, zs_runtime_new(NULL, &rt));
+    if (rt == NULL) return;
+    const zs_type *string = NULL, *object_type = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 1, 0, &string));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object_type));
+    const zs_member members[] = {{ZS_MEMBER_VALUE, offsetof(defaulted, label), string}};
+    const zs_class_desc desc = {.name = "Defaulted",
+                                .instance_size = sizeof(defaulted),
+                                .members = members,
+                                .member_count = 1};
+    const zs_class *cls = NULL;
+    CHECK_OK(t, zs_class_register(rt, &desc, &cls));
+    if (cls == NULL) return;
+    /* The source: an object written as the managed side would. */
+    zs_ref source_ref = ZS_NULL_REF;
+    defaulted *source = NULL;
+    CHECK_OK(t, zs_object_new(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &source_ref,
+                              (zs_object **)&source));
+    if (source == NULL) return;
+    CHECK_OK(t, zs_string_assign(rt, source_ref, string, &source->label, "hello", 5));
+    const int32_t level = 800;
+    const zs_type_member values[] = {{string, offsetof(defaulted, label)}};
+    const uint32_t image_size = (uint32_t)(offsetof(defaulted, level) + sizeof level -
+                                           sizeof(zs_object));
+    char image[sizeof(defaulted)] = {0};
+    memcpy(image + offsetof(defaulted, level) - sizeof(zs_object), &level, sizeof level);
+    /* Refused, changing nothing: a type with references, a value over the
+       header or past the end, an image past the end, a class of no runtime. */
+    const zs_type_member with_refs[] = {{object_type, offsetof(defaulted, tail)}};
+    const zs_type_member over_header[] = {{string, 0}};
+    const zs_type_member past_end[] = {{string, sizeof(defaulted) - 8}};
+    CHECK_STATUS(t, zs_class_set_defaults(rt, cls, image, image_size, with_refs, 1, source),
+                 ZS_E_INVALID);
+    CHECK_STATUS(t, zs_class_set_defaults(rt, cls, image, image_size, over_header, 1, source),
+                 ZS_E_INVALID);
+    CHECK_STATUS(t, zs_class_set_defaults(rt, cls, image, image_size, past_end, 1, source),
+                 ZS_E_INVALID);
+    CHECK_STATUS(t, zs_class_set_defaults(rt, cls, image, sizeof(defaulted), NULL, 0, NULL),
+                 ZS_E_INVALID);
+    CHECK_STATUS(t, zs_class_set_defaults(rt, cls, NULL, 4, NULL, 0, NULL), ZS_E_INVALID);
+    zs_ref plain_ref = ZS_NULL_REF;
+    defaulted *plain = NULL;
+    CHECK_OK(
+        t, zs_object_new(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &plain_ref, (zs_object **)&plain));
+    CHECK(t, plain != NULL && plain->level == 0 && plain->label.length == 0);
+    /* Set: a host's creation starts from them. */
+    CHECK_OK(t, zs_class_set_defaults(rt, cls, image, image_size, values, 1, source));
+    CHECK_OK(t, zs_string_assign(rt, source_ref, string, &source->label, "changed", 7));
+    zs_ref made_ref = ZS_NULL_REF;
+    defaulted *made = NULL;
+    CHECK_OK(t,
+             zs_object_new(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &made_ref, (zs_object **)&made));
+    CHECK(t, made != NULL && made->level == 800 && made->label.length == 5 &&
+                 memcmp(made->label.data, "hello", 5) == 0 && made->label.data != NULL &&
+                 made->tail == 0);
+    /* The managed side's creation: its init first, then the values. */
+    const int32_t other = 3;
+    zs_ref conjugate_ref = zs_object_new_conjugate(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0,
+                                                   (const char *)&other, sizeof other, &made, NULL,
+                                                   0, NULL);
+    CHECK(t, conjugate_ref >= ZS_FIRST_REF);
+    CHECK(t, made->level == 3 && made->label.length == 5);
+    /* A creation that cannot copy the values fails whole, nothing left. */
+    zs_memory_stats before, after;
+    zs_runtime_memory(rt, &before);
+    uint32_t live = zs_live_objects(rt);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, before.live_bytes + 8));
+    zs_ref failed = ZS_NULL_REF;
+    CHECK_STATUS(t, zs_object_new(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &failed, NULL),
+                 ZS_E_NOMEM);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    zs_runtime_memory(rt, &after);
+    CHECK_EQ(t, zs_live_objects(rt), live);
+    CHECK_EQ(t, after.live_bytes, before.live_bytes);
+    /* Replaced: the old copies go, the new ones come. */
+    CHECK_OK(t, zs_class_set_defaults(rt, cls, NULL, 0, values, 1, source));
+    CHECK_OK(t,
+             zs_object_new(rt, cls, ZS_NULL_REF, ZS_NAME_AUTO, 0, &made_ref, (zs_object **)&made));
+    CHECK(t, made->level == 0 && made->label.length == 7);
+    CHECK_OK(t, zs_forget_conjugate(rt, conjugate_ref)); /* no managed side here */
+    COLLECT(t, rt); /* every object, and its copy of the string, freed */
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+    zs_runtime_free(rt); /* the class's copies freed with it: the leak check */
+}
+
 static void test_creation_renews_a_dropped_object(runner *t) {
     fixture fx;
     if (!fixture_open(t, &fx, 0, 0)) return;
@@ -2772,6 +2873,7 @@ static const test_case tests[] = {
     TEST(test_runtime_create_free),
     TEST(test_conjugates_dropped),
     TEST(test_conjugates_dropped_during_incremental_cycle),
+    TEST(test_class_defaults_reach_every_creation),
     TEST(test_creation_renews_a_dropped_object),
     TEST(test_name_index_built_at_first_lookup),
     TEST(test_lookups_while_the_runtime_is_freed),

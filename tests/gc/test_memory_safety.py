@@ -224,16 +224,23 @@ def test_reference_reads_go_through_the_mapping_and_never_see_a_stale_slot(rt: z
 
 def _native_object_into(rt: zs.Runtime, holder: Any, field: str) -> int:
     """Create an object from native code (as a host would: no conjugate) of
-    the holder's class and store it into ``holder.field`` (nothing allocates
-    in between, so no collection can take it first); return its handle."""
+    the holder's class and store it into ``holder.field``, Python's cycle
+    collector paused in between (cffi's calls allocate: a callback that
+    collects could take it first); return its handle."""
     from zsharp_py._base.ffi import ffi, lib
     from zsharp_py._model.object import class_layout
 
     offset = next(p.offset for p in class_layout(type(holder)).properties if p.name == field)
     native_class, out = class_ptr(rt, type(holder)), ffi.new("zs_ref *")
     pointer, holder_handle = runtime_ptr(rt), holder.handle
-    assert lib.zs_object_new(pointer, native_class, 0, lib.ZS_NAME_AUTO, 0, out, ffi.NULL) == 0
-    assert lib.zs_store_ref(pointer, holder_handle, offset, out[0]) == 0
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        assert lib.zs_object_new(pointer, native_class, 0, lib.ZS_NAME_AUTO, 0, out, ffi.NULL) == 0
+        assert lib.zs_store_ref(pointer, holder_handle, offset, out[0]) == 0
+    finally:
+        if collecting:
+            gc.enable()
     assert rt._conjugate_get(out[0]) is None
     return int(out[0])
 
@@ -285,7 +292,7 @@ def test_cycle_collector_callbacks_that_collect_while_objects_are_created_and_ad
                     assert made[-1].is_expired
                 if i % 3 == 0:  # an object from native code, adopted on the read
                     _native_object_into(stress_rt, holder, "target")
-                    assert holder.target.health == 0
+                    assert holder.target.health == 100  # the class's default, made natively too
         finally:
             gc.callbacks.remove(collect_too)
             gc.set_threshold(*threshold)

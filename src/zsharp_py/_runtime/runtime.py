@@ -143,6 +143,9 @@ class Runtime(_core.RuntimeCore):
         self._keep_alive: list[Any] = []  # what native classes point into (descriptions)
         self._deferred_releases: collections.deque[int] = collections.deque()
         self._creators: dict[type, tuple[int, bytes, bool]] = {}
+        # The defaults of each class the heap applies itself at creation
+        # (_set_class_defaults): names of the properties Python skips.
+        self._native_defaults: dict[type, frozenset[str]] = {}
         # State the type layers keep per runtime (feature_state), each
         # cleared through its close() when this runtime closes.
         self._features: dict[object, Any] = {}
@@ -492,13 +495,18 @@ class Runtime(_core.RuntimeCore):
         return native
 
     def _register_class(self, cls: type[Object]) -> int:
-        """Register ``cls`` (and its parents) natively; its native class."""
-        if "_zs_description" in cls.__dict__:  # bound when found: never registered from here
-            raise TypeError(
-                f"{cls.__name__} is a class a native host registered in another runtime; "
-                "in this one, use this runtime's own (zs.native_class("
-                f"{cls.__name__!r}, runtime=...)) as the parent or type"
-            )
+        """Register ``cls`` (and its parents) natively; its native class. A
+        host's class is not registered from here: it is bound to the class
+        this runtime's host registered (``set_host_binding``), or refused
+        saying why."""
+        if "_zs_description" in cls.__dict__:
+            if not _host_binding:
+                raise TypeError(f"{cls.__name__} is a class of a native host: import zsharp_py")
+            _host_binding[0](self, cls)
+            native = self._native_classes.get(cls)
+            if native is None:  # hashing cls, or the binding, closed the runtime meanwhile
+                raise ExpiredConjugateError(_CLOSED)
+            return native
         layout = class_layout(cls)
         parent = self._native_class_address(layout.parent) if layout.parent is not None else 0
         what = f"registering class {cls.__name__}"
@@ -529,7 +537,28 @@ class Runtime(_core.RuntimeCore):
         check(status, what, self)
         self._keep_alive.append(kept)  # the native description points into it
         self._record_class(cls, native, class_id)
+        self._set_class_defaults(cls, layout, native)
         return native
+
+    def _set_class_defaults(self, cls: type[Object], layout: ClassLayout, native: int) -> None:
+        """Give the native class of ``cls`` its defaults, so that an object
+        a host creates (``zs_object_new``) starts with them as one Python
+        creates does: the plain image, and the values that are not plain
+        data (strings, names, structs...), read from an object made now
+        with every default applied (``Default__<name>``, dropped at once).
+        Defaults holding object references are left to Python's creations
+        (``_initialize``): the heap's copy of them would not be traced."""
+        later = layout.defaults + layout.initializers
+        if not layout.image and not later:
+            return
+        source = 0
+        if later:
+            made = self._new_object(cls, layout, f"Default__{cls.__name__}", None, {})
+            source = made._h
+        members = tuple((info.offset, info.kind.kind) for info in later)
+        taken = set(self._heap_class_defaults(native, layout.image, members, source))
+        self._creators.pop(cls, None)  # the default object's creator applied every default
+        self._native_defaults[cls] = frozenset(info.name for info in later if info.offset in taken)
 
     def _record_class(self, cls: type[Object], address: int, class_id: int) -> None:
         """Make ``cls`` the conjugate class of the native class at
@@ -607,7 +636,8 @@ class Runtime(_core.RuntimeCore):
         class's address, the initial image, and whether anything is left to
         initialise after the image."""
         native = self._native_class_address(cls)
-        more = bool(layout.initializers or layout.defaults)
+        natively = self._native_defaults.get(cls, frozenset())
+        more = any(info.name not in natively for info in layout.initializers + layout.defaults)
         creator = (native, layout.image, more)
         self._creators[cls] = creator
         if not more:  # plain defaults only: ``cls()`` can be made in C from now on
@@ -618,14 +648,17 @@ class Runtime(_core.RuntimeCore):
         self, conjugate: Object, layout: ClassLayout, handle: int, properties: dict[str, Any]
     ) -> None:
         """What the image could not do, then the constructor's keywords."""
+        # What the heap applied itself (the class's native defaults) is skipped.
+        natively = self._native_defaults.get(layout.cls, frozenset())
         try:
             # Embedded structs start from their declared defaults.
             for info in layout.initializers:
-                info.kind.initialize_defaults(conjugate, info.name)
+                if info.name not in natively:
+                    info.kind.initialize_defaults(conjugate, info.name)
             # Keywords were validated before allocation; a store can still
             # fail if a referenced object died meanwhile on another thread.
             for info in layout.defaults:
-                if info.name not in properties:
+                if info.name not in properties and info.name not in natively:
                     setattr(conjugate, info.name, info.default)
             for key, value in properties.items():
                 setattr(conjugate, key, value)
