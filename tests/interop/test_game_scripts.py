@@ -293,6 +293,37 @@ def test_defaults_apply_to_an_object_a_host_creates_by_name(stress: bool) -> Non
         assert rt.collect_garbage().live_objects == 0
 
 
+def test_defaults_the_heap_refused_once_are_set_at_the_next_use() -> None:
+    """Registering a class sets its native defaults; if that fails (here
+    the native call, made to fail once), the creation that registered it
+    fails, the class stays registered, and its next use sets them: a host
+    creation after that reads them."""
+
+    class Barrel(zs.Object):
+        label: zs.String = "oil"
+
+    with zs.Runtime() as rt:
+        calls: list[int] = []
+        real = rt._heap_class_defaults
+
+        def failing_once(*args: Any) -> tuple[int, ...]:
+            calls.append(1)
+            if len(calls) == 1:
+                raise MemoryError("no memory for the defaults")
+            return real(*args)
+
+        rt._heap_class_defaults = failing_once  # type: ignore[method-assign]
+        with pytest.raises(MemoryError, match="no memory"):
+            Barrel()
+        assert str(Barrel().label) == "oil" and len(calls) == 2
+        native = zs_ffi.cast("zs_class *", rt._native_class_address(Barrel))
+        ref = zs_ffi.new("zs_ref *")
+        made = zs_lib.zs_object_new(
+            runtime_ptr(rt), native, 0, zs_lib.ZS_NAME_AUTO, 0, ref, zs_ffi.NULL
+        )
+        assert made == 0 and str(rt.object_from_handle(ref[0]).label) == "oil"
+
+
 def test_a_default_holding_an_object_reference_is_left_to_python(engine_rt: zs.Runtime) -> None:
     """The heap's copy of a default is not traced, so a default holding an
     object reference is applied by Python's creations only (documented)."""

@@ -450,7 +450,7 @@ class _Binding:
                     and candidate.__bases__ == (parent,)
                     and self.difference(candidate, frozenset()) is None
                 ):
-                    self.adopt(candidate)
+                    self.adopt(candidate, (class_id, row))
                     return typing.cast("type[Object]", candidate)
             cls = _make_class(described, parent)
             self.classes[class_id] = cls
@@ -579,14 +579,16 @@ class _Binding:
                     return problem
         return None
 
-    def adopt(self, t: type) -> None:
+    def adopt(self, t: type, row: Any = None) -> None:
         """Schedule host type ``t`` (which fits) for binding, and the host
-        types it names."""
+        types it names; ``row`` is the runtime's own (for a class, its id
+        and row), else the one its name finds."""
         if t in self.bound.types or t in self.rows or t in self.enums.values():
             return
-        found = self.described(t)
-        assert found is not None  # difference() found it
-        _, row = found
+        if row is None:
+            found = self.described(t)
+            assert found is not None  # difference() found it
+            _, row = found
         kind = t.__dict__["_zs_host_key"][0]
         if kind == "class":
             class_id, class_row = row

@@ -146,6 +146,7 @@ class Runtime(_core.RuntimeCore):
         # The defaults of each class the heap applies itself at creation
         # (_set_class_defaults): names of the properties Python skips.
         self._native_defaults: dict[type, frozenset[str]] = {}
+        self._defaults_pending: set[type] = set()  # registered, defaults not set yet
         # State the type layers keep per runtime (feature_state), each
         # cleared through its close() when this runtime closes.
         self._features: dict[object, Any] = {}
@@ -490,6 +491,8 @@ class Runtime(_core.RuntimeCore):
         native = self._native_classes.get(cls)
         if native is None:
             native = self._register_class(cls)
+        elif cls in self._defaults_pending:  # registered, its defaults refused: again
+            self._set_class_defaults(cls, class_layout(cls), native)
         if self._closing:  # checked last: after this, the caller's native call
             raise ExpiredConjugateError(_CLOSED)
         return native
@@ -551,13 +554,23 @@ class Runtime(_core.RuntimeCore):
         later = layout.defaults + layout.initializers
         if not layout.image and not later:
             return
-        source = 0
-        if later:
-            made = self._new_object(cls, layout, f"Default__{cls.__name__}", None, {})
-            source = made._h
-        members = tuple((info.offset, info.kind.kind) for info in later)
-        taken = set(self._heap_class_defaults(native, layout.image, members, source))
-        self._creators.pop(cls, None)  # the default object's creator applied every default
+        # An error on the way (the default object could not be made now)
+        # leaves the class registered and its defaults pending: the next use
+        # of it here sets them (_native_class_address). Until set, and for
+        # the default object itself, Python applies every default.
+        self._defaults_pending.discard(cls)
+        try:
+            source = 0
+            if later:
+                made = self._new_object(cls, layout, f"Default__{cls.__name__}", None, {})
+                source = made._h
+            members = tuple((info.offset, info.kind.kind) for info in later)
+            taken = set(self._heap_class_defaults(native, layout.image, members, source))
+        except BaseException:
+            self._defaults_pending.add(cls)
+            raise
+        finally:
+            self._creators.pop(cls, None)  # the default object's: it applied every default
         self._native_defaults[cls] = frozenset(info.name for info in later if info.offset in taken)
 
     def _record_class(self, cls: type[Object], address: int, class_id: int) -> None:
