@@ -1084,7 +1084,6 @@ PyObject *zpy_rt_find_class(PyObject *self, PyObject *name);
 PyObject *zpy_rt_describe_class(PyObject *self, PyObject *class_id);
 PyObject *zpy_rt_find_struct(PyObject *self, PyObject *name);
 PyObject *zpy_rt_find_enum(PyObject *self, PyObject *name);
-PyObject *zpy_rt_type_names(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_class_defaults(PyObject *self, PyObject *args);
 PyObject *zpy_rt_native_type_traits(PyObject *self, PyObject *kind);
 /* What every heap call and every call from the host into Python start with

@@ -448,36 +448,6 @@ PyObject *zpy_rt_find_enum(PyObject *self, PyObject *name) {
     return reflection_read(rt, PyBytes_AS_STRING(name), find_enum_now);
 }
 
-/* The names of every struct and every enum of an open runtime, in
- * registration order (reflection_read). */
-static PyObject *type_names_now(zpy_runtime_core *rt, const void *unused) {
-    (void)unused;
-    uint32_t structs = zs_struct_count(rt->native), enums = zs_enum_count(rt->native);
-    PyObject *struct_names = PyTuple_New((Py_ssize_t)structs);
-    PyObject *enum_names = struct_names ? PyTuple_New((Py_ssize_t)enums) : NULL;
-    for (uint32_t i = 0; enum_names != NULL && i < structs + enums; i++) {
-        const char *text = i < structs ? zs_struct_at(rt->native, i, NULL)->name
-                                       : zs_enum_at(rt->native, i - structs)->name;
-        PyObject *name = reflection_text(text);
-        if (name == NULL) Py_CLEAR(enum_names);
-        else if (i < structs) PyTuple_SET_ITEM(struct_names, (Py_ssize_t)i, name);
-        else PyTuple_SET_ITEM(enum_names, (Py_ssize_t)(i - structs), name);
-    }
-    PyObject *out = enum_names ? PyTuple_Pack(2, struct_names, enum_names) : NULL;
-    Py_XDECREF(struct_names);
-    Py_XDECREF(enum_names);
-    return out;
-}
-
-/* RuntimeCore._heap_type_names() -> (struct names, enum names): every struct
- * and enum a host registered here (zs_struct_register, zs_enum_register). */
-PyObject *zpy_rt_type_names(PyObject *self, PyObject *unused) {
-    (void)unused;
-    zpy_runtime_core *rt = (zpy_runtime_core *)self;
-    if (zpy_rt_open(rt, 0) == NULL) return NULL;
-    return reflection_read(rt, NULL, type_names_now);
-}
-
 /* Whether values of `kind` hold delegate bindings (their callables are
  * counted per binding: a class's default copy of them would keep the
  * callables for the runtime's life, so they are left to the managed side). */

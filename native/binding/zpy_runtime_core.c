@@ -608,8 +608,6 @@ static PyMethodDef runtime_core_methods[] = {
      "A host's enum description of a (UTF-8) name, as tuples, or None."},
     {"_heap_class_defaults", zpy_rt_class_defaults, METH_VARARGS,
      "Set the defaults a native class's new objects start with; the members taken."},
-    {"_heap_type_names", zpy_rt_type_names, METH_NOARGS,
-     "(struct names, enum names): every struct and enum registered here."},
     {"_heap_native_type_traits", zpy_rt_native_type_traits, METH_O,
      "(address, kind, size, flags) of a kind's native type here."},
     {NULL, NULL, 0, NULL},
