@@ -319,8 +319,9 @@ typedef struct zpy_current_memo {
  * zs_add_*_types it calls, once; core_clear drops them at interpreter
  * shutdown), "configure" (configure() and configure_calls(), at the
  * package's import), or "GIL" (any time, by whoever holds the GIL). */
-#define ZPY_NAME_KEYS 32  /* function names remembered by calls from native code */
-#define ZPY_PLAN_CACHE 64 /* plans of calls from native code remembered by class and name */
+#define ZPY_NAME_KEYS 32       /* function names remembered by calls from native code */
+#define ZPY_PLAN_CACHE 64      /* plans of calls from native code remembered by class and name */
+#define ZPY_SIGNATURE_CACHE 16 /* plans of delegate signatures remembered by runtime and address */
 
 typedef struct zpy_core_state {
     /* ---- types: module exec (read-only after) ---- */
@@ -386,6 +387,11 @@ typedef struct zpy_core_state {
     /* Calls from native code (zpy_host_to_python.c); set by configure_calls(). */
     PyObject *plan_of; /* (cls, name) -> the CallPlan of a function (lays it out) */
     PyObject *scopes;  /* the ContextVar of zs.scope() (a tuple of view lists) */
+    /* (runtime, name, block_size, parameters) -> the CallPlan of a delegate's
+       signature, whose parameters are (name, type text, offset, direction) */
+    PyObject *signature_plan_of;
+    PyObject
+        *find_method; /* (obj, name) -> obj's method of that name (case-insensitive), or None */
 
     /* ---- counters: GIL ---- */
     uint32_t kind_count;  /* kinds made so far: the next kind's id */
@@ -433,6 +439,18 @@ typedef struct zpy_core_state {
         PyObject *plan;   /* its CallPlan */
         PyObject *method; /* the class's function of that name, or NULL: looked up per call */
     } plan_cache[ZPY_PLAN_CACHE];
+    /* The plans of the delegate signatures native broadcasts passed lately,
+       by runtime and signature address (a signature is kept by reference
+       until its runtime is freed: zsharp.h), each with what the signature
+       said when it was read (a changed description misses); emptied with
+       plan_cache (zpy_host_to_python.c). */
+    struct zpy_signature_slot {
+        struct zpy_runtime_core *runtime;  /* strong; NULL: empty */
+        const zs_function_desc *signature; /* its address */
+        const zs_property_desc *params;    /* and what it held then */
+        uint32_t param_count, block_size;
+        PyObject *plan; /* its CallPlan */
+    } signature_cache[ZPY_SIGNATURE_CACHE];
 } zpy_core_state;
 
 /* The memo entry of `type` (made on a miss; zpy_module.c). */
@@ -1011,6 +1029,10 @@ PyObject *zpy_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs
 /* The managed call handler (zpy_host_to_python.c), or NULL with an error
  * before configure_calls(). */
 zs_managed_call_handler zpy_call_handler_of(const zpy_core_state *state);
+/* The managed listener handler of delegates broadcast from native code
+ * (zpy_host_to_python.c), or NULL with an error before configure_calls()
+ * gave it signature_plan_of. */
+zs_managed_listener_handler zpy_listener_handler_of(const zpy_core_state *state);
 /* Drop the function names the handler remembers (module clear). */
 void zpy_name_keys_clear(zpy_core_state *state);
 void zpy_plan_cache_clear(zpy_core_state *state);

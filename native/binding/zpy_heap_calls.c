@@ -143,7 +143,8 @@ static zs_status resolve_class(void *user, zs_runtime *native, const char *name)
 }
 
 /* RuntimeCore._heap_set_handlers(install): set this module's managed call
- * handler and class resolver on the heap (install true), or remove both:
+ * and listener handlers and class resolver on the heap (install true), or
+ * remove them:
  * the heap calls Python through them. */
 PyObject *zpy_rt_set_handlers(PyObject *self, PyObject *install) {
     zpy_runtime_core *rt = (zpy_runtime_core *)self;
@@ -151,9 +152,12 @@ PyObject *zpy_rt_set_handlers(PyObject *self, PyObject *install) {
     if (on < 0) return NULL;
     zs_managed_call_handler handler = on ? zpy_call_handler_of(rt->state) : NULL;
     if (on && handler == NULL) return NULL;
+    zs_managed_listener_handler listeners = on ? zpy_listener_handler_of(rt->state) : NULL;
+    if (on && listeners == NULL) return NULL;
     zs_runtime *native = open_native(rt);
     if (native == NULL) return NULL;
     zs_set_managed_call_handler(native, handler, on ? rt->state : NULL);
+    zs_set_managed_listener_handler(native, listeners, on ? rt->state : NULL);
     zs_set_class_resolver(native, on ? resolve_class : NULL, on ? rt->state : NULL);
     Py_RETURN_NONE;
 }

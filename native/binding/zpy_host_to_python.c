@@ -267,7 +267,8 @@ static zpy_call_plan *cached_plan(zpy_core_state *state, PyObject *self, PyObjec
     return (zpy_call_plan *)plan;
 }
 
-/* Empty the plan cache. */
+/* Empty the plan cache, and the signatures' (each slot emptied before what
+ * it held is released, so a deallocation finds the cache consistent). */
 void zpy_plan_cache_clear(zpy_core_state *state) {
     for (Py_ssize_t i = 0; i < ZPY_PLAN_CACHE; i++) {
         struct zpy_plan_slot *slot = &state->plan_cache[i];
@@ -276,6 +277,15 @@ void zpy_plan_cache_clear(zpy_core_state *state) {
         Py_CLEAR(slot->plan);
         Py_CLEAR(slot->method);
     }
+    PyObject *held[2 * ZPY_SIGNATURE_CACHE];
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < ZPY_SIGNATURE_CACHE; i++) {
+        struct zpy_signature_slot *slot = &state->signature_cache[i];
+        if (slot->runtime != NULL) held[count++] = (PyObject *)slot->runtime;
+        if (slot->plan != NULL) held[count++] = slot->plan;
+        memset(slot, 0, sizeof *slot);
+    }
+    while (count > 0) Py_DECREF(held[--count]);
 }
 
 /* The class's version tag when it is valid (a cache key), else 0. */
@@ -502,9 +512,19 @@ static int write_result(zpy_runtime_core *rt, const zpy_plan_member *member, PyO
     return 0;
 }
 
-/* Load the arguments, call the method (`method` directly when given, else
- * looked up by name), write the result; the runtime is current and the
- * call scope open. Failures are reported here. */
+/* Report the error being raised by a call made from `plan`: naming the
+ * bound method of `self` (an object's function), or the callable itself (a
+ * delegate's listener, self NULL). */
+static void report_call(PyObject *self, zpy_call_plan *plan, PyObject *callable) {
+    if (self != NULL) report_method(self, plan->name);
+    else PyErr_WriteUnraisable(callable);
+}
+
+/* Load the arguments, make the call, write the result; the runtime is
+ * current and the call scope open. With `self`, the call is self's method
+ * (`method` directly when given, else looked up by the plan's name) with
+ * self first; without, `method` is called with the arguments alone (a
+ * delegate's listener). Failures are reported here. */
 static zs_status call_method(zpy_runtime_core *rt, PyObject *self, zpy_call_plan *plan,
                              PyObject *method, char *params) {
     PyObject *small[1 + CALL_STACK_ARGUMENTS];
@@ -512,7 +532,7 @@ static zs_status call_method(zpy_runtime_core *rt, PyObject *self, zpy_call_plan
     if (plan->count > CALL_STACK_ARGUMENTS &&
         (stack = PyMem_Malloc((size_t)(1 + plan->count) * sizeof *stack)) == NULL) {
         PyErr_NoMemory();
-        report_method(self, plan->name);
+        report_call(self, plan, method);
         return ZS_E_CALL_FAILED;
     }
     stack[0] = self;
@@ -521,7 +541,10 @@ static zs_status call_method(zpy_runtime_core *rt, PyObject *self, zpy_call_plan
            (stack[1 + loaded] = load_argument(rt, &plan->members[loaded], params)) != NULL)
         loaded++;
     PyObject *result = NULL;
-    if (loaded == plan->count)
+    if (loaded == plan->count && self == NULL) /* stack[0] may be used: the offset flag */
+        result = PyObject_Vectorcall(method, stack + 1,
+                                     (size_t)plan->count | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    else if (loaded == plan->count)
         result = method != NULL
                      ? PyObject_Vectorcall(method, stack, (size_t)(1 + plan->count), NULL)
                      : PyObject_VectorcallMethod(plan->name, stack, (size_t)(1 + plan->count),
@@ -529,7 +552,7 @@ static zs_status call_method(zpy_runtime_core *rt, PyObject *self, zpy_call_plan
     int written = result != NULL &&
                   (!plan->has_result ||
                    write_result(rt, &plan->members[plan->count], result, params) == 0);
-    if (!written) report_method(self, plan->name);
+    if (!written) report_call(self, plan, method);
     Py_XDECREF(result);
     /* The views of the host's block expire with the call, as its scope's
        would (kept past it, they raise ExpiredConjugateError). */
@@ -553,6 +576,41 @@ static int keep_current(zpy_core_state *state, PyObject *current) {
     PyObject *token = zpy_context_var_set(state, state->current, current);
     Py_XDECREF(token);
     return token != NULL ? 0 : -1;
+}
+
+/* Make one call from a plan (call_method: self's method, or a listener
+ * when self is NULL) with the object's runtime current (a native thread's
+ * context would otherwise name the default one), inside a call scope of
+ * its own. When the runtime is current already (a host called from code
+ * inside `with rt:`), the variable is not set anew: it is only put back if
+ * the call left another runtime current, as resetting it would. */
+static zs_status call_in_context(zpy_core_state *state, zpy_runtime_core *rt, PyObject *self,
+                                 zpy_call_plan *plan, PyObject *method, char *params) {
+    zs_status status;
+    PyObject *before = NULL, *token = NULL;
+    int ready = zpy_current_get(state, &before) == 0;
+    Py_XINCREF(before); /* held: the method may change the variable */
+    if (ready && before != (PyObject *)rt) {
+        token = zpy_context_var_set(state, state->current, (PyObject *)rt);
+        ready = token != NULL;
+    }
+    zpyv_call_scope scope;
+    if (!ready || zpyv_call_scope_open(state, &scope) < 0) {
+        report_call(self, plan, method);
+        status = ZS_E_CALL_FAILED;
+    } else {
+        status = call_method(rt, self, plan, method, params);
+        zpyv_call_scope_close(state, &scope);
+    }
+    int restored = token != NULL ? zpy_context_var_reset(state, state->current, token) == 0
+                                 : before != (PyObject *)rt || keep_current(state, before) == 0;
+    if (!restored) {
+        report_call(self, plan, method);
+        status = ZS_E_CALL_FAILED;
+    }
+    Py_XDECREF(token);
+    Py_XDECREF(before);
+    return status;
 }
 
 /* The conjugate a call from native code runs on: from the table, else made
@@ -600,34 +658,7 @@ static zs_status call_object(zpy_core_state *state, zpy_runtime_core *rt, zs_ref
         else if ((status = zpyv_writable(rt, object)) == ZS_OK) /* dying meanwhile: refused */
             status = plan->entry(plan->user, rt->native, object, params);
     } else if (plan != NULL) {
-        /* The object's runtime is current (a native thread's context would
-           otherwise name the default one), inside a call scope. When it is
-           current already (a host called from code inside `with rt:`), the
-           variable is not set anew: it is only put back if the method left
-           another runtime current, as resetting it would. */
-        PyObject *before = NULL, *token = NULL;
-        int ready = zpy_current_get(state, &before) == 0;
-        Py_XINCREF(before); /* held: the method may change the variable */
-        if (ready && before != (PyObject *)rt) {
-            token = zpy_context_var_set(state, state->current, (PyObject *)rt);
-            ready = token != NULL;
-        }
-        zpyv_call_scope scope;
-        if (!ready || zpyv_call_scope_open(state, &scope) < 0) {
-            report_method(self, plan->name);
-            status = ZS_E_CALL_FAILED;
-        } else {
-            status = call_method(rt, self, plan, method, params);
-            zpyv_call_scope_close(state, &scope);
-        }
-        int restored = token != NULL ? zpy_context_var_reset(state, state->current, token) == 0
-                                     : before != (PyObject *)rt || keep_current(state, before) == 0;
-        if (!restored) {
-            report_method(self, plan->name);
-            status = ZS_E_CALL_FAILED;
-        }
-        Py_XDECREF(token);
-        Py_XDECREF(before);
+        status = call_in_context(state, rt, self, plan, method, params);
     }
     Py_XDECREF(method);
     Py_XDECREF(plan);
@@ -669,14 +700,206 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, zs_
     return status;
 }
 
-/* configure_calls(plan_of, scopes): hand over the Python side of calls from
- * native code (once, at import): plan_of(cls, name) lays a function out. */
+/* =========================================================================
+ * Delegates broadcast from native code: the zs_managed_listener_handler
+ *
+ * zs_delegate_broadcast and zs_delegate_execute (native/src/broadcast.c)
+ * hand each listener to this handler with the delegate's signature, a
+ * host's description of the parameter block. Its plan (the same CallPlan
+ * as a function's) is made by Python once per runtime and signature
+ * (signature_plan_of, zsharp_py/_interop/calls.py) and remembered here; a
+ * callable is called with the block's members as arguments, an object
+ * binding's method (looked up by name on the object's conjugate, which may
+ * be made now; a host's function is a NativeFunction, which marshals them
+ * back) the same way: each in a call scope of its own, its runtime current,
+ * an exception reported as unraisable (ZS_E_CALL_FAILED), never raised.
+ * ========================================================================= */
+
+/* A description's text as a str (NULL: ""), invalid UTF-8 replaced. */
+static PyObject *text_of(const char *text) {
+    if (text == NULL) text = "";
+    return PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace");
+}
+
+/* The plan Python makes of a signature: a new reference, or NULL with an
+ * error. */
+static zpy_call_plan *make_signature_plan(zpy_core_state *state, zpy_runtime_core *rt,
+                                          const zs_function_desc *signature) {
+    PyObject *parameters = PyTuple_New(signature->param_count);
+    for (uint32_t i = 0; parameters != NULL && i < signature->param_count; i++) {
+        const zs_property_desc *p = &signature->params[i];
+        PyObject *name = text_of(p->name), *type = text_of(p->type);
+        PyObject *row = name != NULL && type != NULL
+                            ? Py_BuildValue("(OOII)", name, type, p->offset, p->direction)
+                            : NULL;
+        Py_XDECREF(name);
+        Py_XDECREF(type);
+        if (row == NULL) Py_CLEAR(parameters);
+        else PyTuple_SET_ITEM(parameters, i, row);
+    }
+    PyObject *name = parameters != NULL ? text_of(signature->name) : NULL;
+    PyObject *made = name != NULL ? PyObject_CallFunction(state->signature_plan_of, "OOIO", rt,
+                                                          name, signature->block_size, parameters)
+                                  : NULL;
+    Py_XDECREF(name);
+    Py_XDECREF(parameters);
+    if (made != NULL && (!Py_IS_TYPE(made, state->plan_type) ||
+                         ((zpy_call_plan *)made)->size != (Py_ssize_t)signature->block_size)) {
+        PyErr_Format(PyExc_TypeError, "signature_plan_of returned %R, not the signature's plan",
+                     made);
+        Py_CLEAR(made);
+    }
+    return (zpy_call_plan *)made;
+}
+
+/* The plan of a signature in `rt` (a new reference), remembered by runtime
+ * and address; NULL with an error when it cannot be made. */
+static zpy_call_plan *signature_plan(zpy_core_state *state, zpy_runtime_core *rt,
+                                     const zs_function_desc *signature) {
+    uintptr_t hash = ((uintptr_t)signature >> 3) ^ ((uintptr_t)rt >> 5);
+    struct zpy_signature_slot *slot = &state->signature_cache[hash % ZPY_SIGNATURE_CACHE];
+    if (slot->runtime == rt && slot->signature == signature && slot->params == signature->params &&
+        slot->param_count == signature->param_count && slot->block_size == signature->block_size)
+        return (zpy_call_plan *)Py_NewRef(slot->plan);
+    zpy_call_plan *plan = make_signature_plan(state, rt, signature); /* Python code */
+    if (plan == NULL) return NULL;
+    PyObject *old_runtime = (PyObject *)slot->runtime, *old_plan = slot->plan;
+    slot->runtime = (zpy_runtime_core *)Py_NewRef((PyObject *)rt);
+    slot->signature = signature;
+    slot->params = signature->params;
+    slot->param_count = signature->param_count;
+    slot->block_size = signature->block_size;
+    slot->plan = Py_NewRef((PyObject *)plan);
+    Py_XDECREF(old_runtime); /* the slot is consistent: a deallocation may run anything */
+    Py_XDECREF(old_plan);
+    return plan;
+}
+
+/* The method `function` of an object listener's conjugate (a new
+ * reference): getattr, else Python's case-insensitive lookup (names are
+ * interned case-insensitively, zsharp_py/_types/delegates.py); NULL with an
+ * error (AttributeError when it has none). */
+static PyObject *listener_method(zpy_core_state *state, PyObject *self, const char *function) {
+    PyObject *name = name_key(state, function);
+    if (name == NULL) return NULL;
+    PyObject *method = PyObject_GetAttr(self, name);
+    if (method != NULL && PyCallable_Check(method)) {
+        Py_DECREF(name);
+        return method;
+    }
+    if (method == NULL && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        Py_DECREF(name);
+        return NULL;
+    }
+    PyErr_Clear();
+    Py_XDECREF(method);
+    method = state->find_method != NULL
+                 ? PyObject_CallFunctionObjArgs(state->find_method, self, name, NULL)
+                 : Py_NewRef(Py_None);
+    if (method == Py_None) {
+        Py_DECREF(method);
+        method = NULL;
+        PyErr_Format(PyExc_AttributeError, "%s has no method %R", Py_TYPE(self)->tp_name, name);
+    }
+    Py_DECREF(name);
+    return method;
+}
+
+/* Report that a signature has no plan (the error being raised), naming
+ * the delegate. */
+static void report_signature(const zs_function_desc *signature) {
+    PyObject *error = zpy_error_take();
+    PyObject *context = PyUnicode_FromFormat("a broadcast of %s from native code (its signature)",
+                                             signature->name != NULL ? signature->name
+                                                                     : "a delegate");
+    if (context == NULL) PyErr_Clear();
+    if (error != NULL) zpy_error_give(error);
+    PyErr_WriteUnraisable(context);
+    Py_XDECREF(context);
+}
+
+/* Run one listener of an open runtime (`rt` held by the caller); `target`,
+ * when not NULL, is an object listener's object (callee_of). */
+static zs_status call_listener(zpy_core_state *state, zpy_runtime_core *rt,
+                               const zs_listener *listener, zs_object *target,
+                               const zs_function_desc *signature, char *params) {
+    zpy_call_plan *plan = signature_plan(state, rt, signature);
+    if (plan == NULL) {
+        zs_status status = PyErr_ExceptionMatches(PyExc_TypeError) ||
+                                   PyErr_ExceptionMatches(PyExc_AttributeError)
+                               ? ZS_E_INVALID
+                               : ZS_E_CALL_FAILED;
+        report_signature(signature);
+        return status;
+    }
+    zs_status status = ZS_OK;
+    PyObject *self = NULL, *function = NULL;
+    if (listener->callable != 0) {
+        function = Py_XNewRef(zpyv_callable_get(rt, listener->callable));
+        if (function == NULL) status = ZS_E_STALE; /* its runtime let go of it (closed) */
+    } else if ((self = callee_of(rt, listener->object, target)) == NULL) {
+        status = !zpy_open(rt) ? ZS_E_STALE : ZS_E_CALL_FAILED;
+        PyErr_WriteUnraisable(NULL);
+    } else if (!zpy_is_conjugate(state, self) || !ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self)) {
+        status = ZS_E_STALE; /* None: the object is gone (or its runtime closing) */
+    } else if ((function = listener_method(state, self, listener->function)) == NULL) {
+        status = PyErr_ExceptionMatches(PyExc_AttributeError) ||
+                         PyErr_ExceptionMatches(PyExc_TypeError) ||
+                         PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)
+                     ? ZS_E_INVALID
+                     : ZS_E_CALL_FAILED;
+        report_call_to(self);
+    }
+    /* Python code may have run (an adoption, the lookup): the runtime is
+       checked again before the arguments are read. */
+    if (status == ZS_OK && !zpy_open(rt)) status = ZS_E_STALE;
+    if (status == ZS_OK) status = call_in_context(state, rt, NULL, plan, function, params);
+    Py_XDECREF(function);
+    Py_XDECREF(self);
+    Py_DECREF(plan);
+    return status;
+}
+
+/* The zs_managed_listener_handler: `user` is this module's state. As
+ * call_handler, `target` is used only when this thread held the GIL since
+ * before the call. */
+static zs_status listener_handler(void *user, zs_runtime *native, const zs_listener *listener,
+                                  const zs_function_desc *signature, void *params) {
+    zpy_core_state *state = user;
+    int held = gil_held_here();
+    PyGILState_STATE gil = held ? PyGILState_LOCKED : PyGILState_Ensure();
+    zs_status status = ZS_E_STALE; /* closing: its listeners are gone for Python */
+    zpy_runtime_core *rt = zpy_open_runtime_of(state, native);
+    if (rt != NULL && zpy_open(rt) && state->signature_plan_of != NULL) {
+        Py_INCREF(rt);
+        status = call_listener(state, rt, listener, held ? listener->target : NULL, signature,
+                               params);
+        Py_DECREF(rt);
+    }
+    if (!held) PyGILState_Release(gil);
+    return status;
+}
+
+/* The zs_managed_listener_handler of every runtime this module opens, or
+ * NULL with RuntimeError before configure_calls(signature_plan_of=...). */
+zs_managed_listener_handler zpy_listener_handler_of(const zpy_core_state *state) {
+    if (state->signature_plan_of != NULL) return listener_handler;
+    PyErr_SetString(PyExc_RuntimeError,
+                    "listener_handler: configure_calls(signature_plan_of=...) first");
+    return NULL;
+}
+
+/* configure_calls(plan_of, scopes, *, signature_plan_of=None, find_method=None):
+ * hand over the Python side of calls from native code (once, at import):
+ * plan_of(cls, name) lays a function out, signature_plan_of(runtime, name,
+ * block_size, parameters) a delegate's signature, find_method(obj, name)
+ * finds a listener's method. */
 PyObject *zpy_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"plan_of", "scopes", NULL};
+    static char *keywords[] = {"plan_of", "scopes", "signature_plan_of", "find_method", NULL};
     zpy_core_state *state = zpy_state_of_module(module);
-    PyObject *plan_of, *scopes;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:configure_calls", keywords, &plan_of,
-                                     &scopes))
+    PyObject *plan_of, *scopes, *signature_plan_of = NULL, *find_method = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OO:configure_calls", keywords, &plan_of,
+                                     &scopes, &signature_plan_of, &find_method))
         return NULL;
     if (!PyContextVar_CheckExact(scopes)) {
         PyErr_SetString(PyExc_TypeError, "configure_calls: scopes must be a ContextVar");
@@ -688,6 +911,10 @@ PyObject *zpy_configure_calls(PyObject *module, PyObject *args, PyObject *kwargs
     if (state->str_zs_functions == NULL || state->str_plan == NULL) return NULL;
     Py_XSETREF(state->plan_of, Py_NewRef(plan_of));
     Py_XSETREF(state->scopes, Py_NewRef(scopes));
+    if (signature_plan_of != NULL && signature_plan_of != Py_None)
+        Py_XSETREF(state->signature_plan_of, Py_NewRef(signature_plan_of));
+    if (find_method != NULL && find_method != Py_None)
+        Py_XSETREF(state->find_method, Py_NewRef(find_method));
     Py_RETURN_NONE;
 }
 

@@ -267,7 +267,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     X(default_runtime) X(slow_create) X(init_create) X(attribute_error) X(expired_error)     \
     X(raise_status) X(store_failed) X(store_refused) X(expired_type) X(expired_exception)    \
     X(current_runtime) X(name_class) X(plan_of) X(scopes) X(str_zs_functions) X(str_plan) X(plan_type) \
-    X(function_type) X(static_function_type)
+    X(function_type) X(static_function_type) X(signature_plan_of) X(find_method)
 /* clang-format on */
 #define ZPY_VISIT_FIELD(field) Py_VISIT(state->field);
     ZPY_STATE_OBJECTS(ZPY_VISIT_FIELD)

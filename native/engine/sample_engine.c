@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The install function keeps default visibility when the package builds
    with -fvisibility=hidden, so a host can find it by name. */
@@ -58,7 +59,7 @@ typedef struct engine_state {
     /* Descriptions that name this runtime's types or this state. */
     zs_property_desc transform_members[3];
     zs_struct_desc transform_desc;
-    zs_property_desc world_properties[4];
+    zs_property_desc world_properties[5];
     zs_property_desc actor_properties[12];
     zs_property_desc component_properties[2];
     zs_property_desc movement_properties[1];
@@ -133,6 +134,35 @@ static const zs_property_desc add_component_params[] = {
 static const zs_property_desc actor_tick_params[] = {
     {"dt", "Float64", OFFSET(sample_actor_tick_params, dt), ZS_PARAM_IN, NULL},
 };
+
+/* The events' signatures (sample_engine.h): static, as zs_delegate_broadcast
+   keeps a signature by reference. */
+static const zs_property_desc on_tick_params[] = {
+    {"dt", "Float64", OFFSET(sample_on_tick_params, dt), ZS_PARAM_IN, NULL},
+    {"frame", "Int64", OFFSET(sample_on_tick_params, frame), ZS_PARAM_IN, NULL},
+};
+static const zs_function_desc on_tick_signature = {
+    "on_tick", NULL, NULL, 0, sizeof(sample_on_tick_params), on_tick_params, COUNT(on_tick_params)};
+static const zs_property_desc on_damaged_params[] = {
+    {"actor", "Actor | None", OFFSET(sample_on_damaged_params, actor), ZS_PARAM_IN, NULL},
+    {"amount", "Float64", OFFSET(sample_on_damaged_params, amount), ZS_PARAM_IN, NULL},
+    {"instigator", "Actor | None", OFFSET(sample_on_damaged_params, instigator), ZS_PARAM_IN, NULL},
+};
+static const zs_function_desc on_damaged_signature = {"on_damaged",
+                                                      NULL,
+                                                      NULL,
+                                                      0,
+                                                      sizeof(sample_on_damaged_params),
+                                                      on_damaged_params,
+                                                      COUNT(on_damaged_params)};
+
+/* The signature of an event by name (sample_engine.h). */
+SAMPLE_ENGINE_EXPORT const zs_function_desc *zs_sample_engine_event(const char *name) {
+    if (name == NULL) return NULL;
+    if (strcmp(name, on_tick_signature.name) == 0) return &on_tick_signature;
+    if (strcmp(name, on_damaged_signature.name) == 0) return &on_damaged_signature;
+    return NULL;
+}
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -312,7 +342,18 @@ static zs_status world_tick(void *user, zs_runtime *rt, zs_ref self, void *param
     /* Script code may run: w may be gone after this. */
     zs_status status = s->api->zs_call_each(rt, s->actor, "tick", &tick, &called);
     p->return_value = called > INT32_MAX ? INT32_MAX : (int32_t)called;
-    return status == ZS_E_CALL_FAILED ? ZS_OK : status; /* reported already, as in spawn */
+    if (status == ZS_E_CALL_FAILED) status = ZS_OK; /* reported already, as in spawn */
+    /* Then the world's on_tick event, if the world is still there: its
+       listeners may destroy it, collect or close the runtime (the
+       broadcast copies the bindings first, and w is not used after it). */
+    w = world_of(s, rt, self);
+    if (status != ZS_OK || w == NULL) return status;
+    sample_on_tick_params event = {p->dt, w->frame};
+    zs_status broadcast = s->api->zs_delegate_broadcast(rt, self, s->multicast, &w->on_tick,
+                                                        &on_tick_signature, &event, NULL);
+    /* A listener's failure was its own (reported by the scripting layer);
+       the engine's frame goes on, as after a failed tick. */
+    return broadcast == ZS_E_NOMEM ? broadcast : ZS_OK;
 }
 
 /* World.version (static): the engine's version, 1. */
@@ -351,7 +392,13 @@ static zs_status actor_take_damage(void *user, zs_runtime *rt, zs_ref self, void
     a->health = left > 0 ? (int32_t)left : 0; /* left <= health: it fits */
     a->alive = a->health > 0;
     p->return_value = a->health;
-    return ZS_OK;
+    /* Then the actor's on_damaged event: its listeners may destroy the
+       actor or close the runtime (a is not used after the broadcast). */
+    zs_ref instigator = s->api->zs_resolve(rt, p->instigator) != NULL ? p->instigator : ZS_NULL_REF;
+    sample_on_damaged_params event = {self, p->amount, instigator};
+    zs_status broadcast = s->api->zs_delegate_broadcast(rt, self, s->multicast, &a->on_damaged,
+                                                        &on_damaged_signature, &event, NULL);
+    return broadcast == ZS_E_NOMEM ? broadcast : ZS_OK; /* listeners' failures are theirs */
 }
 
 /* Actor.get_location: the location, as an out parameter. */
@@ -509,6 +556,7 @@ static zs_status register_world(engine_state *s, zs_runtime *rt) {
     p[1] = property("time", "Float64", OFFSET(sample_world, time), NULL);
     p[2] = property("actors", "Array[Actor]", OFFSET(sample_world, actors), s->object_array);
     p[3] = property("gravity", "Float64", OFFSET(sample_world, gravity), NULL);
+    p[4] = property("on_tick", "MulticastDelegate", OFFSET(sample_world, on_tick), s->multicast);
     zs_function_desc *f = s->world_functions;
     f[0] = function(s, "spawn", world_spawn, 0, sizeof(sample_spawn_params), spawn_params,
                     COUNT(spawn_params));

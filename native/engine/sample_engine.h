@@ -54,10 +54,11 @@ typedef struct sample_transform {
 /* World (root class). */
 typedef struct sample_world {
     zs_object header;
-    int64_t frame;   /* frame: Int64, +1 per tick() */
-    double time;     /* time: Float64, + dt per tick() */
-    zs_array actors; /* actors: Array[Actor], the spawned actors not destroyed */
-    double gravity;  /* gravity: Float64 */
+    int64_t frame;    /* frame: Int64, +1 per tick() */
+    double time;      /* time: Float64, + dt per tick() */
+    zs_array actors;  /* actors: Array[Actor], the spawned actors not destroyed */
+    double gravity;   /* gravity: Float64 */
+    zs_array on_tick; /* on_tick: MulticastDelegate, broadcast by tick() (sample_on_tick_params) */
 } sample_world;
 
 /* Actor (root class). */
@@ -68,7 +69,8 @@ typedef struct sample_actor {
     zs_ref target;              /* target: WeakObjectPtr[Actor] */
     zs_array components;        /* components: Array[Component] */
     zs_hash tags;               /* tags: Set[Name] */
-    zs_array on_damaged;        /* on_damaged: MulticastDelegate */
+    zs_array on_damaged;        /* on_damaged: MulticastDelegate, broadcast by take_damage()
+                                   (sample_on_damaged_params) */
     double speed;               /* speed: Float64 */
     int64_t ticks;              /* ticks: Int64, +1 per native tick */
     int32_t health;             /* health: Int32 */
@@ -153,5 +155,26 @@ typedef struct sample_add_component_params {
 typedef struct sample_actor_tick_params {
     double dt;
 } sample_actor_tick_params;
+
+/* ---- events: the signatures of the delegates the engine broadcasts ------- */
+
+/* World.on_tick(dt: Float64, frame: Int64): broadcast by World.tick once the
+   actors have ticked, with the frame just counted. */
+typedef struct sample_on_tick_params {
+    double dt;
+    int64_t frame;
+} sample_on_tick_params;
+
+/* Actor.on_damaged(actor: Actor | None, amount: Float64, instigator: Actor |
+   None): broadcast by Actor.take_damage once the damage is taken. */
+typedef struct sample_on_damaged_params {
+    zs_ref actor;
+    double amount;
+    zs_ref instigator;
+} sample_on_damaged_params;
+
+/* The signature of the event `name` ("on_tick", "on_damaged"), as
+   zs_delegate_broadcast takes it (static: valid for the process), or NULL. */
+const zs_function_desc *zs_sample_engine_event(const char *name);
 
 #endif /* SAMPLE_ENGINE_H */

@@ -947,6 +947,86 @@ typedef struct zs_frame_stats {
 zs_status zs_tick_frame(zs_runtime *rt, double delta_seconds, const zs_frame_gc *gc,
                         zs_frame_stats *out);
 
+/* ---- delegates called from native code ---------------------------------
+ *
+ * A delegate value (DELEGATE, MULTICAST or SPARSE: in an object, a struct,
+ * a container or a black value) holds bindings: an object and a function
+ * name (a host's native function, or a script's method of that name), or
+ * a callable of the managed side (for zsharp_py a Python function, lambda,
+ * closure or bound method). Native code calls them (Unreal's Broadcast and
+ * Execute) with one parameter block laid out as the delegate's signature
+ * says: a zs_function_desc whose parameters (type texts, offsets,
+ * directions) and block_size describe the block as a function's do; its
+ * name names the delegate in messages; entry, user and flags are not read.
+ * Like every description it is kept by reference: it must stay valid and
+ * unchanged until the runtime is freed (a static table), since the
+ * scripting layer remembers how to read the block by its address.
+ *
+ * Who runs each listener: a callable, the managed side (zsharp_py calls it
+ * with the block's members as arguments, in a call scope of its own); an
+ * object binding, the managed side when one is attached (the object's
+ * method of that name, which may be a Python override, called the same
+ * way), else a zs_call_handler if one is set, else the native entry of the
+ * function the object's class describes (zs_find_function; an event with
+ * no native default does nothing), which must take exactly the signature's
+ * parameters (the same type texts at the same offsets, no larger block; a
+ * result only for zs_delegate_execute, at the signature's result) or the
+ * listener fails with ZS_E_INVALID. The name of an object binding is read
+ * with a trailing "()" dropped (zsharp_py interns "method()": see
+ * zs_multicast_add), so a host may intern either spelling.
+ *
+ * Safe against the listeners: the bindings are copied (their callables
+ * retained) before the first listener runs, and the delegate's memory is
+ * never read again, so a listener may bind, unbind, clear or free the
+ * delegate, destroy its owner, collect, or free the runtime. Bindings
+ * added or removed by a listener take effect from the next call (as
+ * zsharp_py's broadcast()). An object binding's object is looked up again
+ * (handle and serial, under the lock) just before its turn: one freed,
+ * dying or marked as garbage by then is skipped, never called. The runtime
+ * lock is not held while a listener runs; the broadcast counts as a call in
+ * progress (zs_calls_in_progress), so zs_runtime_free from a listener is
+ * deferred to its end and the listeners left are skipped.
+ *
+ * A listener that fails does not stop the others: each status is counted
+ * in the report, and the first failure is returned once every listener
+ * has run. A Python listener that raised gives ZS_E_CALL_FAILED, its
+ * exception having gone to sys.unraisablehook (an exception never crosses
+ * into C); ZS_E_INVALID when a listener cannot take the block (no such
+ * method, a native function of another signature, the signature's types
+ * unknown to the script). */
+
+/* What one broadcast did. */
+typedef struct zs_broadcast_report {
+    uint32_t listeners; /* bindings copied when it began */
+    uint32_t called;    /* listeners run, failed ones included */
+    uint32_t failed;    /* of those, how many returned a status other than ZS_OK */
+    uint32_t skipped;   /* not run: the object freed, dying or marked as garbage before its
+                           turn, a callable with no managed side attached, or the runtime
+                           freed by an earlier listener */
+} zs_broadcast_report;
+
+/* Call every binding of a MULTICAST or SPARSE delegate at `delegate` (memory
+   `owner` holds; ZS_NULL_REF for a black value or the host's own memory),
+   in bind order, each with `params` (the same block for all: a listener
+   sees what earlier ones wrote into it). The signature takes parameters
+   only (ZS_PARAM_IN): a multicast delegate returns nothing. Returns ZS_OK
+   when every listener called returned ZS_OK, else the first failure;
+   before any call: ZS_E_INVALID (a bad argument, type or signature),
+   ZS_E_STALE (owner freed), ZS_E_BUSY (inside a destroy hook), ZS_E_NOMEM.
+   `out` may be NULL. */
+zs_status zs_delegate_broadcast(zs_runtime *rt, zs_ref owner, const zs_type *type,
+                                const void *delegate, const zs_function_desc *signature,
+                                void *params, zs_broadcast_report *out);
+/* Call the binding of a single-cast DELEGATE at `delegate`, as
+   zs_delegate_broadcast calls one listener (Unreal's ExecuteIfBound). The
+   signature may have a result (one ZS_PARAM_RETURN parameter), which the
+   listener writes into the block. *out_called (may be NULL) is 1 when it
+   was called, 0 when the delegate is unbound or its object is gone (then
+   ZS_OK). Returns the listener's status, or the errors of
+   zs_delegate_broadcast before the call. */
+zs_status zs_delegate_execute(zs_runtime *rt, zs_ref owner, const zs_binding *delegate,
+                              const zs_function_desc *signature, void *params, int *out_called);
+
 /* ---- debugging: why is an object alive? --------------------------------- */
 
 /* One link of a reference chain. A chain starts at a root and ends at its

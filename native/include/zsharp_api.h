@@ -21,8 +21,9 @@
 #include "zsharp_debug.h"
 
 #define ZS_API_VERSION                                                                             \
-    5u /* 3: zs_gc_stats.barrier_slots; 4: the managed side's calls left;
-                             5: the tick manager (zs_tick_*) */
+    6u /* 3: zs_gc_stats.barrier_slots; 4: the managed side's calls left;
+                             5: the tick manager (zs_tick_*); 6: zs_delegate_broadcast,
+                             zs_delegate_execute */
 
 /* Every function a host may call, in header order: those of zsharp.h but
    zs_api_table itself, then those of zsharp_debug.h. The managed side's
@@ -62,7 +63,8 @@
     X(zs_tick_unregister) X(zs_tick_unregister_object) X(zs_tick_set_enabled) \
     X(zs_tick_set_interval) X(zs_tick_set_group) X(zs_tick_add_prerequisite) \
     X(zs_tick_remove_prerequisite) X(zs_tick_get_info) X(zs_tick_count) \
-    X(zs_frame_gc_defaults) X(zs_tick_frame) X(zs_reference_chains) \
+    X(zs_frame_gc_defaults) X(zs_tick_frame) X(zs_delegate_broadcast) X(zs_delegate_execute) \
+    X(zs_reference_chains) \
     X(zs_debug_check_failures) X(zs_debug_set) X(zs_debug_corrupt)
 
 /* The managed side's protocol (every function of zsharp_managed.h): the
@@ -75,7 +77,7 @@
     X(zs_object_new_conjugate) X(zs_resolve_for_conjugate) X(zs_forget_conjugate) \
     X(zs_conjugates_dropped) X(zs_gc_take_expiring) X(zs_gc_take_expiring_ex) \
     X(zs_set_expiry_handler) X(zs_set_free_handler) X(zs_gc_expire) \
-    X(zs_set_managed_call_handler) X(zs_class_set_defaults)
+    X(zs_set_managed_call_handler) X(zs_class_set_defaults) X(zs_set_managed_listener_handler)
 /* clang-format on */
 
 typedef struct zs_api {

@@ -189,6 +189,35 @@ typedef zs_status (*zs_managed_call_handler)(void *user, zs_runtime *rt, zs_ref 
                                              zs_object *target, const char *function, void *params);
 void zs_set_managed_call_handler(zs_runtime *rt, zs_managed_call_handler handler, void *user);
 
+/* ---- delegates called from native code ----------------------------------- */
+
+/* One listener of zs_delegate_broadcast or zs_delegate_execute (zsharp.h),
+   as the managed side is handed it: a callable, or an object binding. */
+typedef struct zs_listener {
+    uint32_t callable;    /* the managed callable id; 0: an object binding */
+    zs_ref object;        /* the object binding's object (live, not dying, not garbage when
+                             checked), else ZS_NULL_REF */
+    zs_object *target;    /* that object, recorded as having a conjugate under the lock that
+                             checked it (as zs_managed_call_handler's target) */
+    const char *function; /* the binding's function name, a trailing "()" dropped; NULL for a
+                             callable. Valid during the call only */
+    const zs_function_desc *native; /* the object's class's native function of that name when it
+                                       takes exactly the signature's parameters, else NULL */
+} zs_listener;
+/* The managed side's handler of listeners (one per runtime): run one
+   listener with `params`, a block laid out as `signature` says. Called
+   without the runtime lock, as a call in progress; the object, if any,
+   stays valid as zs_managed_call_handler's target does. Returns ZS_OK, or
+   the listener's failure (ZS_E_CALL_FAILED when it raised, ZS_E_INVALID
+   when it cannot take the block, ZS_E_STALE when it is gone). */
+typedef zs_status (*zs_managed_listener_handler)(void *user, zs_runtime *rt,
+                                                 const zs_listener *listener,
+                                                 const zs_function_desc *signature, void *params);
+/* Set (or with NULL remove) the listener handler. Without one, callables
+   are skipped and object bindings run natively (zsharp.h). */
+void zs_set_managed_listener_handler(zs_runtime *rt, zs_managed_listener_handler handler,
+                                     void *user);
+
 #ifdef __cplusplus
 }
 #endif

@@ -485,6 +485,8 @@ struct zs_runtime {
     zs_call_handler call_handler;                 /* the managed side's entry point (calls.c) */
     zs_managed_call_handler managed_call_handler; /* or this one (never both set) */
     void *call_handler_user;                      /* the `user` of either */
+    zs_managed_listener_handler listener_handler; /* delegates' listeners (broadcast.c) */
+    void *listener_handler_user;
     zs_expiry_handler expiry_handler;             /* the managed side's expiry (expiry.c) */
     void *expiry_handler_user;
     zs_free_handler free_handler; /* the managed side lets go first (runtime.c) */

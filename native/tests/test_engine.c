@@ -128,7 +128,7 @@ static void test_engine_install_describes(runner *t) {
     CHECK(t, zs_class_parent(e.actor) == NULL && zs_class_parent(e.world) == NULL);
     const zs_class_desc *world = zs_class_describe(e.world);
     const zs_class_desc *actor = zs_class_describe(e.actor);
-    CHECK_EQ(t, world->property_count, 4);
+    CHECK_EQ(t, world->property_count, 5);
     CHECK_EQ(t, world->function_count, 6);
     CHECK_EQ(t, actor->property_count, 12);
     CHECK_EQ(t, actor->function_count, 8);

@@ -594,7 +594,12 @@ def value_class_init(cls: type, /) -> None: ...
 def scope_opened() -> int: ...
 def scope_closed(views: list[Any], /) -> None: ...
 def configure_calls(
-    *, plan_of: Callable[[type, str], CallPlan], scopes: ContextVar[Any]
+    *,
+    plan_of: Callable[[type, str], CallPlan],
+    scopes: ContextVar[Any],
+    signature_plan_of: Callable[[Any, str, int, tuple[tuple[str, str, int, int], ...]], CallPlan]
+    | None = None,
+    find_method: Callable[[Any, str], Any] | None = None,
 ) -> None: ...
 def refuse_reclassing(marker: object) -> None:
     """Refuse ``object.__dict__['__class__'].__set__`` on every class whose MRO

@@ -92,6 +92,7 @@ def test_standalone_engine_registers_its_classes(engine_module: Any) -> None:
             "time",
             "actors",
             "gravity",
+            "on_tick",
         ]
         movement = _find_class(rt, "MovementComponent")
         assert lib.zs_class_parent(movement) == _find_class(rt, "Component")
