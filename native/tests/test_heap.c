@@ -3013,6 +3013,7 @@ int main(int argc, char **argv) {
     run_table(fuzz_finding_tests, fuzz_finding_test_count, &sel, &passed, &failed);
     run_table(engine_tests, engine_test_count, &sel, &passed, &failed);
     run_table(tick_tests, tick_test_count, &sel, &passed, &failed);
+    run_table(broadcast_tests, broadcast_test_count, &sel, &passed, &failed);
     int status = failed == 0 ? 0 : 1;
     for (int f = 0; f < sel.filter_count; f++) {
         if (sel.matched[f] > 0) continue;

@@ -11,7 +11,7 @@
  * file's table declared here (advanced_tests[] from test_gc_advanced.c,
  * thread_tests[] from test_threads.c, fuzz_finding_tests[] from
  * test_fuzz_findings.c, engine_tests[] from test_engine.c, tick_tests[] from
- * test_ticks.c).
+ * test_ticks.c, broadcast_tests[] from test_broadcast.c).
  */
 #ifndef ZSHARP_TEST_SUPPORT_H
 #define ZSHARP_TEST_SUPPORT_H
@@ -88,6 +88,9 @@ extern const size_t engine_test_count;
 /* test_ticks.c: the tick manager with no scripting layer. */
 extern const test_case tick_tests[];
 extern const size_t tick_test_count;
+/* test_broadcast.c: delegates called from native code with no scripting layer. */
+extern const test_case broadcast_tests[];
+extern const size_t broadcast_test_count;
 
 /* ======================================================================
  * Heap helpers: verify after every collection
