@@ -242,10 +242,10 @@ static void report_method(PyObject *self, PyObject *name) {
  * The handler
  * ========================================================================= */
 
-/* The plan of `function` on the conjugate's class, from the class's cache;
+/* The plan of `function` on a conjugate class, from the class's cache;
  * NULL (no error set) on a miss or on anything unexpected: Python decides. */
-static zpy_call_plan *cached_plan(zpy_core_state *state, PyObject *self, PyObject *key) {
-    PyObject *dict = Py_TYPE(self)->tp_dict;
+static zpy_call_plan *cached_plan(zpy_core_state *state, PyTypeObject *type, PyObject *key) {
+    PyObject *dict = type->tp_dict;
     PyObject *functions = dict ? PyDict_GetItemWithError(dict, state->str_zs_functions) : NULL;
     if (functions == NULL || !PyDict_CheckExact(functions)) {
         PyErr_Clear();
@@ -359,17 +359,17 @@ static PyObject *name_key(zpy_core_state *state, const char *function) {
     return key;
 }
 
-/* The plan of `function` on the conjugate's class (a new reference), and
- * in *method the function it calls when that can be called directly (a
- * new reference, or NULL: look the method up); else NULL with the failure
- * reported and *status set: ZS_E_INVALID when the function cannot be
- * called from native code (its name, its signature). */
-static zpy_call_plan *find_plan(zpy_core_state *state, PyObject *self, const char *function,
-                                zs_status *status, PyObject **method) {
+/* The plan of `function` on a conjugate class (a new reference), and in
+ * *method the function it calls when that can be called directly (a new
+ * reference, or NULL: look the method up); else NULL with *status set
+ * (ZS_E_INVALID when the function cannot be called from native code: its
+ * name, its signature) and the failure reported as a call to `self`, or,
+ * when self is NULL, cleared (the caller has another way). */
+static zpy_call_plan *find_plan(zpy_core_state *state, PyTypeObject *type, PyObject *self,
+                                const char *function, zs_status *status, PyObject **method) {
     *method = NULL;
     PyObject *key = name_key(state, function);
     if (key == NULL) goto failed;
-    PyTypeObject *type = Py_TYPE(self);
     unsigned int tag = version_tag(type);
     struct zpy_plan_slot *slot = tag != 0 ? plan_slot(state, tag, key) : NULL;
     if (slot != NULL && slot->tag == tag && slot->key == key) { /* the usual case */
@@ -377,10 +377,9 @@ static zpy_call_plan *find_plan(zpy_core_state *state, PyObject *self, const cha
         *method = Py_XNewRef(slot->method);
         return (zpy_call_plan *)Py_NewRef(slot->plan);
     }
-    zpy_call_plan *plan = cached_plan(state, self, key);
+    zpy_call_plan *plan = cached_plan(state, type, key);
     if (plan == NULL) { /* first call on this class: Python lays it out */
-        PyObject *made = PyObject_CallFunctionObjArgs(state->plan_of, (PyObject *)Py_TYPE(self),
-                                                      key, NULL);
+        PyObject *made = PyObject_CallFunctionObjArgs(state->plan_of, (PyObject *)type, key, NULL);
         if (made != NULL && !Py_IS_TYPE(made, state->plan_type)) {
             PyErr_Format(PyExc_TypeError, "plan_of returned %R, not a CallPlan", made);
             Py_CLEAR(made);
@@ -399,7 +398,8 @@ failed:
                       PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)
                   ? ZS_E_INVALID
                   : ZS_E_CALL_FAILED;
-    report_call_to(self);
+    if (self != NULL) report_call_to(self);
+    else PyErr_Clear();
     return NULL;
 }
 
@@ -642,7 +642,7 @@ static zs_status call_object(zpy_core_state *state, zpy_runtime_core *rt, zs_ref
     zs_status status = ZS_OK;
     /* Held through the call: the method may change its class's cache. */
     PyObject *method;
-    zpy_call_plan *plan = find_plan(state, self, function, &status, &method);
+    zpy_call_plan *plan = find_plan(state, Py_TYPE(self), self, function, &status, &method);
     if (plan != NULL && plan->size != 0 && params == NULL) {
         PyErr_Format(PyExc_ValueError, "%U called from native code without its parameter block",
                      plan->what);
@@ -818,21 +818,68 @@ static void report_signature(const zs_function_desc *signature) {
     Py_XDECREF(context);
 }
 
+/* An object listener whose function is the host's native function taking
+ * the signature's block (listener->native), unless a Python class
+ * overrides it: 1 with *status from its entry, called on the host's block
+ * as it is (no conjugate made, no Python frame: a handle the block holds
+ * reaches it even if that object is gone), or 0 when Python's way decides
+ * (an override, an event with no native default). The object's class is
+ * the runtime's conjugate class of its native class, if Python has one:
+ * its plan for the function runs the same entry when nothing overrides it
+ * (zsharp_py/_interop/calls.py); a class Python never bound has no
+ * override. */
+static int call_native_listener(zpy_core_state *state, zpy_runtime_core *rt,
+                                const zs_listener *listener, zs_object *target, char *params,
+                                zs_status *status) {
+    const zs_function_desc *native = listener->native;
+    if (native == NULL || native->entry == NULL || listener->object == ZS_NULL_REF) return 0;
+    zs_object *object = target != NULL ? target : zs_resolve(rt->native, listener->object);
+    if (object == NULL) {
+        *status = ZS_E_STALE;
+        return 1;
+    }
+    uint32_t id = zs_class_id(object->cls);
+    PyObject *cls = id < rt->class_capacity ? Py_XNewRef(rt->classes[id]) : NULL;
+    if (cls != NULL) {
+        PyObject *method = NULL;
+        zs_status unused;
+        zpy_call_plan *plan = find_plan(state, (PyTypeObject *)cls, NULL, listener->function,
+                                        &unused, &method);
+        int runs_entry = plan != NULL && plan->entry == native->entry && plan->user == native->user;
+        Py_XDECREF(plan);
+        Py_XDECREF(method);
+        Py_DECREF(cls);
+        if (!runs_entry) return 0;
+        /* Python code may have run (the plan laid out): checked again. */
+        if (!zpy_open(rt)) {
+            *status = ZS_E_STALE;
+            return 1;
+        }
+    }
+    /* Freed or dying since the heap checked it (another thread ran while
+       this one took the GIL, or the plan's Python code ran): refused. */
+    *status = zs_object_writable(rt->native, listener->object);
+    if (*status == ZS_OK)
+        *status = native->entry(native->user, rt->native, listener->object, params);
+    return 1;
+}
+
 /* Run one listener of an open runtime (`rt` held by the caller); `target`,
  * when not NULL, is an object listener's object (callee_of). */
 static zs_status call_listener(zpy_core_state *state, zpy_runtime_core *rt,
                                const zs_listener *listener, zs_object *target,
                                const zs_function_desc *signature, char *params) {
+    zs_status status = ZS_OK;
+    if (call_native_listener(state, rt, listener, target, params, &status)) return status;
     zpy_call_plan *plan = signature_plan(state, rt, signature);
     if (plan == NULL) {
-        zs_status status = PyErr_ExceptionMatches(PyExc_TypeError) ||
-                                   PyErr_ExceptionMatches(PyExc_AttributeError)
-                               ? ZS_E_INVALID
-                               : ZS_E_CALL_FAILED;
+        status = PyErr_ExceptionMatches(PyExc_TypeError) ||
+                         PyErr_ExceptionMatches(PyExc_AttributeError)
+                     ? ZS_E_INVALID
+                     : ZS_E_CALL_FAILED;
         report_signature(signature);
         return status;
     }
-    zs_status status = ZS_OK;
     PyObject *self = NULL, *function = NULL;
     if (listener->callable != 0) {
         function = Py_XNewRef(zpyv_callable_get(rt, listener->callable));
