@@ -408,8 +408,13 @@ static PyObject *class_name(PyTypeObject *type) {
     return PyObject_GetAttrString((PyObject *)type, "__name__");
 }
 
-/* Argument `member` from the block: a new reference, or NULL with an error. */
-static PyObject *load_argument(zpy_runtime_core *rt, const zpy_plan_member *member, char *params) {
+/* Argument `member` from the block: a new reference, or NULL with an error.
+ * An object reference naming an object that is gone fails the call of an
+ * override (the host named it); for a delegate's listener (`gone_is_none`)
+ * it is None, as a killable reference to it reads once it is collected:
+ * an earlier listener may have destroyed it (the broadcast's owner, say). */
+static PyObject *load_argument(zpy_runtime_core *rt, const zpy_plan_member *member, char *params,
+                               int gone_is_none) {
     char *at = params + member->offset;
     if (member->mode == ZPY_CALL_SCALAR) return zpy_scalar_load(member->scalar, at);
     if (member->mode == ZPY_CALL_STRUCT || member->mode == ZPY_CALL_VALUE) {
@@ -426,6 +431,7 @@ static PyObject *load_argument(zpy_runtime_core *rt, const zpy_plan_member *memb
     PyObject *obj = zpy_conjugate_of(rt, ref); /* may adopt: Python code */
     if (obj == NULL || ref == ZS_NULL_REF) return obj;
     PyTypeObject *target = (PyTypeObject *)member->detail;
+    if (obj == Py_None && gone_is_none) return obj;
     if (obj == Py_None) {
         Py_DECREF(obj);
         PyErr_Format(rt->state->expired_exception, "%U names a destroyed object", member->what);
@@ -537,8 +543,8 @@ static zs_status call_method(zpy_runtime_core *rt, PyObject *self, zpy_call_plan
     }
     stack[0] = self;
     Py_ssize_t loaded = 0;
-    while (loaded < plan->count &&
-           (stack[1 + loaded] = load_argument(rt, &plan->members[loaded], params)) != NULL)
+    while (loaded < plan->count && (stack[1 + loaded] = load_argument(
+                                        rt, &plan->members[loaded], params, self == NULL)) != NULL)
         loaded++;
     PyObject *result = NULL;
     if (loaded == plan->count && self == NULL) /* stack[0] may be used: the offset flag */

@@ -25,23 +25,20 @@ garbage, collect from Python or from native code, add components, replace
 their state or raise); the rules tick the worlds (``zs_call_each`` in C),
 destroy actors, call the engine's functions with valid, invalid and hostile
 arguments, call events by name (``zs_call_function``), root, mark and
-collect. Its model predicts which objects survive, which conjugates are
-expired, what every tick calls, and that Python state lives exactly as long
-as its object. The tick manager (``rt.ticks``) is driven too: actors
+collect. Listeners bound to the engine's events (``World.on_tick``,
+``Actor.on_damaged``), which the engine broadcasts from C
+(``zs_delegate_broadcast``): plain callables that record, and actors'
+methods that draw what to do as overrides do (destroy, collect, unbind or
+bind listeners mid-broadcast, raise). Its model predicts which objects
+survive, which conjugates are expired, what every tick calls, which
+listeners each broadcast reaches, and that Python state lives exactly as
+long as its object. The tick manager (``rt.ticks``) is driven too: actors
 register tick functions in random groups, with intervals, enabled or not,
 after random prerequisites (a cycle must be refused); the rules enable,
 disable, regroup, re-time and unregister them, and run frames whose
 overrides act as above; the model predicts each function's calls and
 elapsed time, the prerequisite and group order of the overrides' calls,
 the failures, and that a freed actor's functions are unregistered.
-
-CI profile: ``max_examples=100``, ``stateful_step_count=40``.  For a long
-run set the number of examples in the environment, e.g.::
-
-    ZSHARP_MODEL_EXAMPLES=2000 python -m pytest -q tests/gc/test_reachability_model.py
-
-(``ZSHARP_MODEL_STEPS`` likewise sets the steps per example.)
-
 
 CI profile: ``max_examples=100``, ``stateful_step_count=40``.  For a long
 run set the number of examples in the environment, e.g.::
@@ -57,6 +54,7 @@ import math
 import os
 import sys
 import weakref
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -1060,6 +1058,29 @@ ACTIONS = (
 )
 
 
+@dataclass(frozen=True)
+class Ref:
+    """An expected argument naming the model's object ``idx``: its handle,
+    or None once it is gone (a listener reads an object freed earlier in the
+    broadcast as None)."""
+
+    idx: int
+
+
+#: What an actor's listener method does when the engine broadcasts to it.
+LISTENER_ACTIONS = (
+    "none",
+    "destroy_other",
+    "destroy_self",
+    "garbage_other",
+    "collect",
+    "native_collect",
+    "unbind",
+    "bind",
+    "raise",
+)
+
+
 @dataclass
 class EObj:
     """The model of one object of the engine: a World, an Actor (of the
@@ -1088,6 +1109,8 @@ class EObj:
     token: Any = None  # weakref.ref to the Token in the state, or None
     # Component
     owner: int | None = None
+    # World.on_tick, Actor.on_damaged: ("record", listener id) or ("method", actor)
+    listeners: list[tuple[str, int]] = field(default_factory=list)
 
     def edges(self) -> list[tuple[int, bool]]:
         """(target, killable) of every strong reference."""
@@ -1169,6 +1192,9 @@ class EngineMachine(RuleBasedStateMachine):
             def on_destroy(self) -> None:
                 machine.event(self, "on_destroy", ())
 
+            def heard(self, *args: Any) -> None:  # a listener of the engine's events
+                machine.event(self, "heard", args)
+
             def call_super(self, name: str, *args: Any) -> Any:
                 return getattr(super(), name)(*args)
 
@@ -1185,6 +1211,8 @@ class EngineMachine(RuleBasedStateMachine):
         self.pending = False  # a native collection left its purge to Python
         self.tick_fns: list[MTick] = []  # rt.ticks' tick functions
         self.frames = 0  # rt.ticks.frame() calls
+        self.heard: list[tuple[int, int, tuple[Any, ...]]] = []  # (owner, listener id, args)
+        self.next_listener = 0
         self._saved_hook = sys.unraisablehook
         sys.unraisablehook = self._report
 
@@ -1330,10 +1358,12 @@ class EngineMachine(RuleBasedStateMachine):
             self.objs[w].actors.append(i)
             self.spawning = None
         self.calls.append((i, name))
+        listening = name == "heard"
         if self.data is None or self.depth >= 2:
-            actions = ["super"]
+            actions = ["none" if listening else "super"]
         else:
-            actions = self.draw(st.lists(st.sampled_from(ACTIONS), max_size=3), f"{name} does")
+            choices = LISTENER_ACTIONS if listening else ACTIONS
+            actions = self.draw(st.lists(st.sampled_from(choices), max_size=3), f"{name} does")
         self.depth += 1
         try:
             for action in actions:
@@ -1344,6 +1374,20 @@ class EngineMachine(RuleBasedStateMachine):
     def act(self, i: int, conj: Any, name: str, args: tuple[Any, ...], action: str) -> None:
         m = self.objs[i]
         event(f"engine: {name} override does {action}")
+        if action == "none":
+            return
+        if action == "unbind":  # an event's every listener, mid-broadcast or not
+            owners = self.owners()
+            if owners:
+                o = self.pick_of(owners, "unbind from")
+                self.delegate_of(o).clear()
+                self.objs[o].listeners = []
+            return
+        if action == "bind":  # a new listener: called from the next broadcast on
+            owners = self.owners()
+            if owners:
+                self.do_listen(self.pick_of(owners, "bind to"), None)
+            return
         if action == "super":
             if not m.alive and name == "on_destroy":
                 # No native default: nothing runs, refused only once expired.
@@ -1412,6 +1456,74 @@ class EngineMachine(RuleBasedStateMachine):
         assert type(made) is cls and made.owner is conj and made.enabled
         c = self.add(made, "Component", "Component", outer=i, owner=i)
         m.components.append(c)
+
+    # --------------------------------------------------------------- listeners
+    def owners(self) -> list[int]:
+        """Worlds and actors whose event a listener may be bound to."""
+        return self.alive("World") + self.alive("Actor")
+
+    def delegate_of(self, owner: int) -> Any:
+        """The owner's event: World.on_tick or Actor.on_damaged (a red view)."""
+        conj = self.conj(owner)
+        return conj.on_tick if self.objs[owner].kind == "World" else conj.on_damaged
+
+    def do_listen(self, owner: int, actor: int | None) -> None:
+        """Bind a listener to the owner's event: a callable that records
+        (actor None), or that actor's ``heard`` method (an object binding)."""
+        delegate = self.delegate_of(owner)
+        if actor is None:
+            lid = self.next_listener
+            self.next_listener += 1
+
+            def record(*args: Any) -> None:
+                plain = tuple(a.handle if isinstance(a, zs.Object) else a for a in args)
+                self.heard.append((owner, lid, plain))
+
+            delegate.add(record)
+            self.objs[owner].listeners.append(("record", lid))
+        else:
+            delegate.add(self.conj(actor).heard)
+            self.objs[owner].listeners.append(("method", actor))
+
+    def before_broadcast(self, owner: int) -> tuple[int, list[tuple[str, int]], int, int]:
+        """What a broadcast of the owner's event must reach: its listeners now."""
+        return owner, list(self.objs[owner].listeners), len(self.heard), len(self.calls)
+
+    def check_broadcast(
+        self, before: tuple[int, list[tuple[str, int]], int, int], args: tuple[Any, ...]
+    ) -> None:
+        """The broadcast that began after ``before`` reached every recording
+        listener bound then, once, in bind order, with ``args`` (bindings
+        made or removed by listeners count from the next broadcast), and
+        every listener method of an actor still alive and not garbage (one
+        that died first was skipped); none if the owner died before it."""
+        owner, expected, heard_at, calls_at = before
+        records = [lid for kind, lid in expected if kind == "record"]
+        heard = [h for h in self.heard[heard_at:] if h[0] == owner]
+        assert [h[1] for h in heard] == records or not heard, (heard, records)
+        happened = bool(heard) or (bool(records) and self.objs[owner].alive)
+        assert [h[1] for h in heard] == (records if happened else []), "a broadcast was lost"
+        for h in heard:
+            assert len(h[2]) == len(args), (h[2], args)
+            for got, want in zip(h[2], args, strict=True):
+                if isinstance(want, Ref):
+                    gone = not self.objs[want.idx].alive
+                    assert got == self.objs[want.idx].handle or (got is None and gone), (got, want)
+                else:
+                    assert got == want, (h[2], args)
+        methods = Counter(a for kind, a in expected if kind == "method")
+        reached = Counter(a for a, name in self.calls[calls_at:] if name == "heard")
+        assert all(reached[a] <= n for a, n in methods.items()) and set(reached) <= set(methods)
+        if happened:
+            for a, n in methods.items():
+                if self.objs[a].alive and not self.objs[a].garbage:
+                    assert reached[a] == n, f"listener {a} was skipped while alive"
+        if heard:
+            event("engine: a broadcast reached recording listeners")
+        if reached:
+            event("engine: a broadcast reached actors' listener methods")
+        if sum(reached.values()) < sum(methods.values()):
+            event("engine: a broadcast skipped a listener method (its actor died first)")
 
     # ------------------------------------------------------------------ checks
     def check_state(self) -> None:
@@ -1545,9 +1657,12 @@ class EngineMachine(RuleBasedStateMachine):
             start = set(self.alive("Actor", nongarbage=True))
             plain = {a for a in start if self.objs[a].cls != "Scripted"}
             self.calls.clear()
+            broadcast = self.before_broadcast(w)
+            frame = self.objs[w].frame + 1  # counted before on_tick is broadcast
             called = self.conj(w).tick(dt)
             if self.objs[w].alive:
                 self.objs[w].frame += 1
+            self.check_broadcast(broadcast, (dt, frame))
             ticked = [a for a, name in self.calls if name == "tick"]
             assert len(ticked) == len(set(ticked)) and set(ticked) <= start, (ticked, start)
             kept = set(self.alive("Actor", nongarbage=True))
@@ -1663,7 +1778,10 @@ class EngineMachine(RuleBasedStateMachine):
                 instigator = self.conj(
                     self.draw(st.sampled_from([None, *self.alive("Actor")]), "by")
                 )
+                by = Ref(self.by_handle[instigator.handle]) if instigator is not None else None
+                broadcast = self.before_broadcast(a)
                 left = actor.take_damage(amount, instigator)
+                self.check_broadcast(broadcast, (Ref(a), amount, by))
                 rest = m.health - amount
                 m.health = int(rest) if rest > 0 else 0
                 m.alive_flag = m.health > 0
@@ -1765,7 +1883,14 @@ class EngineMachine(RuleBasedStateMachine):
                     actor.mark_as_garbage()
                     m.garbage = True
 
-            value = HookInt(7, run_hook)
+            converted: list[bool] = []  # whether the target lived once converted
+
+            def hook_then_note() -> None:
+                run_hook()
+                converted.append(m.alive)
+
+            value = HookInt(7, hook_then_note)
+            broadcast = self.before_broadcast(a)
             try:
                 got = (
                     actor.take_damage(value, None)
@@ -1776,7 +1901,9 @@ class EngineMachine(RuleBasedStateMachine):
                 assert not m.alive, "a live target refused the call"
                 event("engine: hostile argument killed the target")
                 return
-            assert m.alive, "a call on a target that died during conversion succeeded"
+            assert converted == [True], "a call on a target that died during conversion succeeded"
+            if function == "take_damage":  # on_damaged's listeners may act on anything
+                self.check_broadcast(broadcast, (Ref(a), 7.0, None))
             if function == "take_damage":
                 m.health = max(0, m.health - 7)
                 assert got == m.health
@@ -1803,6 +1930,25 @@ class EngineMachine(RuleBasedStateMachine):
             actor.token = token
             m.token = weakref.ref(token)
             self.tokens.append((m.token, a))
+
+        self.run(data, go)
+
+    @precondition(lambda self: self.has("World") or self.has("Actor"))
+    @rule(data=st.data(), method=st.booleans())
+    def listen(self, data: st.DataObject, method: bool) -> None:
+        """Bind a listener to a world's on_tick or an actor's on_damaged: a
+        callable, or a Scripted actor's method (which acts when called)."""
+
+        def go() -> None:
+            scripted = [a for a in self.alive("Actor") if self.objs[a].cls == "Scripted"]
+            if method and not scripted and self.has("World"):
+                self.do_spawn(self.pick("World", "world"), "Scripted")
+                scripted = [a for a in self.alive("Actor") if self.objs[a].cls == "Scripted"]
+            if not self.owners():
+                return
+            owner = self.pick_of(self.owners(), "owner")
+            actor = self.pick_of(scripted, "listener") if method and scripted else None
+            self.do_listen(owner, actor)
 
         self.run(data, go)
 
