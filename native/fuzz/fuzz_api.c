@@ -28,7 +28,11 @@
  * groups, intervals, flags and prerequisites, changed and unregistered,
  * and frames (zs_tick_frame, with or without the collector's share) whose
  * tick functions may register, unregister, collect, start another frame
- * (refused) or free the runtime.
+ * (refused) or free the runtime. Delegates are called from C
+ * (zs_delegate_broadcast, zs_delegate_execute) with a described function's
+ * signature or another: their object bindings reach the described entries,
+ * the call handler, or a managed listener handler that runs a nested
+ * program too (zs_set_managed_listener_handler).
  *
  * In expiry mode (a pattern of the header's flags) the program is the
  * managed side of the expiry protocol: it registers an expiry handler
@@ -94,7 +98,15 @@
  *    frame is refused (ZS_E_BUSY), a bad delta too (ZS_E_INVALID); a
  *    registration of a stale, dying or garbage object, or a bad
  *    description, is refused; every call naming an unregistered tick
- *    function gives ZS_E_STALE.
+ *    function gives ZS_E_STALE;
+ *  - a broadcast copies as many listeners as the delegate had non-empty
+ *    bindings when it began, calls or skips each at most once, returns
+ *    ZS_OK exactly when none it called failed, never runs a listener on a
+ *    stale, dying or garbage object (the entry's and handlers' checks), and
+ *    is refused inside a destroy hook; the listener handler is given
+ *    exactly one of a callable and an object, the object's own memory as
+ *    its target, its function's name, and a native function only when the
+ *    class describes one of that name.
  *
  * Reproduce a finding: build with tools/cfuzz.sh and run the binary on the
  * input; FUZZ_TRACE=1 prints every operation.
@@ -234,6 +246,8 @@ typedef struct fz {
     uint32_t hook_mode, hook_calls;
     bool handler_set;
     uint32_t handler_mode;
+    bool listener_set; /* a managed listener handler (zsharp_managed.h) is set */
+    uint32_t listener_mode;
     uint64_t hook_seen_begin, hook_seen_finish;
 
     /* Described classes: their descriptions are kept by reference until the
@@ -1237,6 +1251,19 @@ static void check_not_skipped(fz *f, zs_ref object) {
           "zs_call_each called an object marked as garbage (%u)", ZS_REF_INDEX(object));
 }
 
+/* Signatures besides the described functions': another parameter type
+   (no described function takes it), and an out parameter (refused). */
+static const zs_property_desc other_signature_params[] = {
+    {"x", "Int32", 0, ZS_PARAM_IN, NULL},
+};
+static const zs_function_desc other_signature = {
+    "other", NULL, NULL, 0, FN_BLOCK, other_signature_params, 1};
+static const zs_property_desc out_signature_params[] = {
+    {"x", "Int32", 0, ZS_PARAM_OUT, NULL},
+};
+static const zs_function_desc out_signature = {"out", NULL, NULL, 0, FN_BLOCK, out_signature_params,
+                                               1};
+
 /* The entry of every described function (user: the harness): checks what
    the API promises about the call, then runs a nested program (which may
    collect, destroy its own object, call again, or free the runtime), then
@@ -1498,6 +1525,13 @@ static void destroy_hook(void *user, zs_runtime *rt, zs_object *object, zs_destr
                     "zs_call_native (static)");
         if (f->fn_class_count > 0)
             expect_busy(zs_call_function(rt, self, "ping", params), "zs_call_function (described)");
+        zs_array none = {NULL, 0, 0};
+        zs_binding unbound = {0, 0, 0};
+        expect_busy(zs_delegate_broadcast(rt, ZS_NULL_REF, f->t_multi->t, &none, &other_signature,
+                                          params, NULL),
+                    "zs_delegate_broadcast");
+        expect_busy(zs_delegate_execute(rt, ZS_NULL_REF, &unbound, &other_signature, params, NULL),
+                    "zs_delegate_execute");
         check(f->fn_calls == calls, "a described function ran inside a destroy hook");
         break;
     }
@@ -1641,6 +1675,153 @@ static zs_status call_handler(void *user, zs_runtime *rt, zs_ref object, const c
     default:
         return ZS_OK;
     }
+}
+
+/* ======================================================================
+ * Delegates called from C: a managed listener handler, and the broadcast
+ * ====================================================================== */
+
+/* The managed side's listener handler (zs_set_managed_listener_handler):
+   checks what the API promises about the listener, then runs a nested
+   program, and returns a status from the input. */
+static zs_status listener_handler(void *user, zs_runtime *rt, const zs_listener *listener,
+                                  const zs_function_desc *signature, void *params) {
+    fz *f = user;
+    (void)params;
+    check(rt == f->rt && !f->freed, "the listener handler got a freed or foreign runtime");
+    check(f->in_hook == 0, "the listener handler ran inside a destroy hook");
+    check(zs_calls_in_progress(rt) > 0, "a listener is not counted in progress");
+    check(signature != NULL, "the listener handler got no signature");
+    check((listener->callable != 0) != (listener->object != ZS_NULL_REF),
+          "a listener is both or neither a callable and an object");
+    if (listener->object != ZS_NULL_REF) {
+        zs_object *object = zs_resolve(rt, listener->object);
+        int garbage = 1;
+        check(object != NULL && object == listener->target &&
+                  zs_object_writable(rt, listener->object) == ZS_OK,
+              "the listener handler got a stale or dying object %u",
+              ZS_REF_INDEX(listener->object));
+        check(zs_is_garbage(rt, listener->object, &garbage) == ZS_OK && !garbage,
+              "the listener handler got an object marked as garbage");
+        check(listener->function != NULL, "an object listener has no function name");
+        if (listener->native != NULL && listener->function != NULL)
+            check(strcmp(listener->native->name, listener->function) == 0,
+                  "a listener's native function is named %s, not %s", listener->native->name,
+                  listener->function);
+        remember(f, listener->object);
+    } else {
+        check(listener->target == NULL && listener->function == NULL && listener->native == NULL,
+              "a callable listener carries an object's fields");
+    }
+    trace(f, "listener enter (callable %u, object %u)", listener->callable,
+          ZS_REF_INDEX(listener->object));
+    if (f->depth < MAX_DEPTH) {
+        f->depth++;
+        run_ops(f, u8(f) % 8);
+        f->depth--;
+    }
+    trace(f, "listener leave");
+    switch (f->listener_mode % 4) {
+    case 1:
+        return ZS_E_CALL_FAILED;
+    case 2:
+        return (u8(f) & 1) ? ZS_E_INVALID : ZS_E_STALE;
+    default:
+        return ZS_OK;
+    }
+}
+
+/* The non-empty bindings of a delegate value (what a broadcast copies). */
+static uint32_t live_bindings(const loc *l) {
+    const zs_binding *data = NULL;
+    uint32_t count = 0;
+    if (l->type->kind == ZS_TYPE_DELEGATE) {
+        data = (const zs_binding *)l->ptr;
+        count = 1;
+    } else {
+        const zs_array *list = l->type->kind == ZS_TYPE_MULTICAST
+                                   ? (const zs_array *)l->ptr
+                                   : *(zs_array *const *)(const void *)l->ptr;
+        if (list != NULL) data = list->data, count = list->count;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < count; i++)
+        n += data[i].callable != 0 || data[i].object != ZS_NULL_REF;
+    return n;
+}
+
+/* Call a delegate value from C: bind a described function of an object to
+   it first (sometimes), then broadcast it (execute a single-cast one) with
+   a signature the program picks and a block of input bytes. */
+static void broadcast(fz *f) {
+    zs_runtime *rt = f->rt;
+    loc l;
+    if (!pick_loc(f, &l)) return;
+    uint32_t kind = l.type->kind;
+    if (kind != ZS_TYPE_DELEGATE && kind != ZS_TYPE_MULTICAST && kind != ZS_TYPE_SPARSE) return;
+    if ((u8(f) & 1) != 0) {
+        static const char *const names[] = {"tick()", "tick", "ping()", "on_event()", "nope()"};
+        const char *text = names[below(f, 5)];
+        uint32_t name = 0, number = 0;
+        zs_ref object = pick_handle(f);
+        if (object != ZS_NULL_REF &&
+            zs_name_intern(rt, text, strlen(text), &name, &number) == ZS_OK) {
+            zs_status status;
+            if (kind == ZS_TYPE_DELEGATE) {
+                status = zs_binding_set(rt, l.owner, (zs_binding *)l.ptr, object, name, 0);
+            } else {
+                bool ok;
+                zs_array *list = bindings_of(f, &l, &ok);
+                status = ok && list != NULL ? zs_multicast_add(rt, l.owner, list, object, name, 0)
+                                            : ZS_E_INVALID;
+            }
+            trace(f, "bind %s of %u -> %d", text, ZS_REF_INDEX(object), (int)status);
+        }
+    }
+    const zs_function_desc *signature = &other_signature;
+    uint8_t which = u8(f) % 8;
+    if (which < 4 && f->fn_class_count > 0)
+        signature = &f->fn_functions[which % f->fn_class_count][which < 2 ? 0 : 1]; /* tick, ping */
+    else if (which == 7) signature = &out_signature;
+    char params[FN_BLOCK];
+    for (uint32_t i = 0; i < FN_BLOCK; i++) params[i] = (char)u8(f);
+    bool no_block = (u8(f) & 15) == 0;
+    uint32_t expected = live_bindings(&l);
+    uint32_t bit = f->depth < 32 ? 1u << f->depth : 0, saved = f->each_depths;
+    f->each_depths |= bit; /* a broadcast skips objects marked as garbage, as zs_call_each */
+    zs_broadcast_report report = {99, 99, 99, 99};
+    int called = 99;
+    zs_status status;
+    if (kind == ZS_TYPE_DELEGATE)
+        status = zs_delegate_execute(rt, l.owner, (const zs_binding *)l.ptr, signature,
+                                     no_block ? NULL : params, &called);
+    else
+        status = zs_delegate_broadcast(rt, l.owner, l.type->t, l.ptr, signature,
+                                       no_block ? NULL : params, &report);
+    if (f->freed) {
+        f->gone = f->depth == 0;
+        return;
+    }
+    f->each_depths = saved;
+    trace(f, "broadcast kind %u (%s) -> %d: %u listeners, %u called, %u failed, %u skipped", kind,
+          signature->name, (int)status, report.listeners, report.called, report.failed,
+          report.skipped);
+    if (kind == ZS_TYPE_DELEGATE) {
+        check(called == 0 || called == 1, "zs_delegate_execute: out_called %d", called);
+        check(called == 0 || expected == 1, "zs_delegate_execute called an empty binding");
+        return;
+    }
+    check(report.listeners == 0 || report.listeners == expected,
+          "a broadcast copied %u listeners of %u bindings", report.listeners, expected);
+    check(report.called + report.skipped <= report.listeners && report.failed <= report.called,
+          "a broadcast's report: %u listeners, %u called, %u failed, %u skipped", report.listeners,
+          report.called, report.failed, report.skipped);
+    if (report.listeners > 0)
+        check((status == ZS_OK) == (report.failed == 0), "a broadcast returned %d with %u failures",
+              (int)status, report.failed);
+    if (signature == &out_signature || no_block)
+        check(status == ZS_E_INVALID && report.called == 0,
+              "a broadcast with an out parameter or no block: %d", (int)status);
 }
 
 /* ======================================================================
@@ -1858,6 +2039,9 @@ enum {
     OP_TICK_CHANGE,
     OP_TICK_FRAME,
     OP_TICK_FRAME2,
+    OP_BROADCAST,
+    OP_BROADCAST2,
+    OP_SET_LISTENER_HANDLER,
     OP_COUNT, /* the operations of every program; an expiry-mode program's also: */
     OP_SET_EXPIRY = OP_COUNT,
     OP_HOST_COLLECT,
@@ -3072,6 +3256,15 @@ static void run_op(fz *f) {
     case OP_TICK_FRAME:
     case OP_TICK_FRAME2:
         tick_frame(f);
+        break;
+    case OP_BROADCAST:
+    case OP_BROADCAST2:
+        broadcast(f);
+        break;
+    case OP_SET_LISTENER_HANDLER:
+        f->listener_set = u8(f) % 4 != 0;
+        f->listener_mode = u8(f);
+        zs_set_managed_listener_handler(rt, f->listener_set ? listener_handler : NULL, f);
         break;
     case OP_SET_EXPIRY: {
         /* Switched on or off (NULL: the old recipe, taking the list, again);

@@ -32,6 +32,15 @@ fuzzed settings), whose overrides act as the input says. Exceptions an override
 raises go to ``sys.unraisablehook`` and must be documented ones; a value
 stored in the state of an expired object must have been released.
 
+Delegates are broadcast from native code too (``zs_delegate_broadcast``,
+``zs_delegate_execute``, as a host calls them): the delegates of the
+harness's classes and the engine's events, with a signature drawn from a
+fixed set (a scalar, an object reference, a string, a result, a type no
+script knows, an out parameter the call refuses) and a block of input
+bytes, reaching listeners that run more steps (collect, close, unbind...)
+or raise; the engine broadcasts its own events when it ticks and takes
+damage, to listeners the delegate operations bind there.
+
 The only exceptions an operation may raise are the library's documented
 ones (``EXPECTED``; ``MemoryError`` only when an allocation limit or a
 small object capacity is injected; ``RuntimeError`` only with the messages
@@ -73,6 +82,7 @@ from zsharp_py._base.errors import (
     ZS_OK,
 )
 from zsharp_py._base.ffi import ffi, lib
+from zsharp_py._model.object import class_layout
 from zsharp_py.debug import GcStress
 
 __all__ = ["EXPECTED", "RUNTIME_ERRORS", "Reader", "Session", "run_one"]
@@ -1298,7 +1308,7 @@ OWNER_CLASSES: tuple[type[zs.Object], ...] = (FNode, FLeaf)
 def op_delegates(s: Session) -> None:
     """Bind, unbind, add, remove, broadcast and execute delegates."""
     r = s.r
-    roll = r.below(4)
+    roll = r.below(5)
     if roll < 2:
         owner = s.obj_of(r.pick(OWNER_CLASSES))
         d = s.note(
@@ -1307,6 +1317,10 @@ def op_delegates(s: Session) -> None:
                 "hook" if isinstance(owner, FLeaf) else r.pick(("on_event", "single", "sparse")),
             )
         )
+    elif roll == 4:  # an event the engine broadcasts from C (World.tick, Actor.take_damage)
+        e = _engine(s)
+        owner = _world(s) if r.flag() else _actor(s)
+        d = s.note(get(owner, "on_tick" if isinstance(owner, e.world) else "on_damaged"))
     elif roll == 2:
         d = s.note(r.pick(DELEGATE_KINDS)())
     else:
@@ -1340,6 +1354,136 @@ def op_delegates(s: Session) -> None:
         if not isinstance(d, zs.Delegate):
             len(d)
             _ = s.callable_like() in d
+
+
+#: Signatures a host broadcasts with: (parameters as (name, type text,
+#: offset, direction), block size, whether the block must hold valid values).
+SIGNATURES: dict[str, tuple[tuple[tuple[str, str, int, int], ...], int, bool]] = {
+    "none": ((), 0, False),
+    "int": ((("value", "Int32", 0, 0),), 8, False),
+    "ref": ((("amount", "Float64", 0, 0), ("node", "FNode | None", 8, 0)), 16, False),
+    "string": ((("text", "String", 0, 0),), 16, True),
+    "unknown": ((("x", "NoSuchType", 0, 0),), 8, False),
+    "result": ((("value", "Int32", 0, 0), ("return_value", "Int8", 4, 3)), 8, False),
+    "out": ((("value", "Int32", 0, 1),), 8, False),  # refused: a listener writes no out value
+}
+_SIGNATURES: dict[str, Any] = {}
+"""The signatures made so far, with the memory they point to: a runtime
+keeps a signature by reference until it is freed, so these live as long
+as the process."""
+
+
+def _signature(name: str) -> Any:
+    """The ``const zs_function_desc *`` of ``SIGNATURES[name]``."""
+    made = _SIGNATURES.get(name)
+    if made is None:
+        parameters, size, _ = SIGNATURES[name]
+        texts = [ffi.new("char[]", name.encode())]
+        members = ffi.new("zs_property_desc[]", max(1, len(parameters)))
+        for i, (label, type_text, offset, direction) in enumerate(parameters):
+            texts += [ffi.new("char[]", label.encode()), ffi.new("char[]", type_text.encode())]
+            members[i].name, members[i].type = texts[-2], texts[-1]
+            members[i].offset, members[i].direction = offset, direction
+        desc = ffi.new("zs_function_desc *")
+        desc.name, desc.block_size = texts[0], size
+        desc.params, desc.param_count = members, len(parameters)
+        made = _SIGNATURES[name] = (desc, members, texts)
+    return made[0]
+
+
+_DELEGATE_TYPES = {
+    "on_event": lib.ZS_TYPE_MULTICAST,
+    "sparse": lib.ZS_TYPE_SPARSE,
+    "single": lib.ZS_TYPE_DELEGATE,
+    "hook": lib.ZS_TYPE_DELEGATE,
+}
+_BROADCAST_STATUSES = (ZS_OK, ZS_E_STALE, ZS_E_INVALID, ZS_E_CALL_FAILED, ZS_E_BUSY)
+
+
+def op_native_broadcast(s: Session) -> None:
+    """Play a host calling a delegate (zs_delegate_broadcast, or
+    zs_delegate_execute for a single-cast one): of an object of the
+    harness's classes, or an engine's event with the engine's own
+    signature; its listeners run more steps or raise, and are reported,
+    never raised. The block is input bytes (random handles included),
+    zeroed where the signature's values must be valid ones."""
+    r = s.r
+    engine_event = s.engine is not None and r.chance(70)
+    if engine_event:
+        e = _engine(s)
+        owner = _world(s) if r.flag() else _actor(s)
+        if isinstance(owner, e.world):
+            name, offset, size = "on_tick", ffi.offsetof("sample_world", "on_tick"), 16
+        elif isinstance(owner, e.actor):
+            name, offset, size = "on_damaged", ffi.offsetof("sample_actor", "on_damaged"), 24
+        else:
+            raise Skip("no engine object")
+        signature = lib.zs_sample_engine_event(name.encode())
+        kind, valid = lib.ZS_TYPE_MULTICAST, False
+    else:
+        owner = s.obj_of(r.pick(OWNER_CLASSES))
+        if not isinstance(owner, (FNode, FLeaf)):
+            raise Skip("no delegate owner")
+        name = "hook" if isinstance(owner, FLeaf) else r.pick(("on_event", "sparse", "single"))
+        offset = next(i.offset for i in class_layout(type(owner)).properties if i.name == name)
+        kind = _DELEGATE_TYPES[name]
+        shape = r.pick(list(SIGNATURES))
+        signature, (_, size, valid) = _signature(shape), SIGNATURES[shape]
+    if not isinstance(owner, zs.Object) or owner.runtime is not s.rt:
+        raise Skip("native broadcast")
+    if r.chance(150):  # a listener first: one that runs steps, a method, or anything
+        delegate_view = get(owner, name)
+        roll = r.below(4)
+        listener = (
+            s.listener()
+            if roll < 2
+            else (s.obj(), r.pick(METHODS))
+            if roll == 2
+            else s.callable_like()
+        )
+        call(delegate_view, "bind" if isinstance(delegate_view, zs.Delegate) else "add", listener)
+    block = ffi.new("char[]", max(8, size))
+    if not valid:
+        ffi.memmove(block, r.take(size).ljust(size, b"\0"), size)
+    report = ffi.new("zs_broadcast_report *")
+    called = ffi.new("int *")
+    out_type = ffi.new("const zs_type **")
+    handle, plain = owner.handle, r.chance(30)  # plain: no block at all
+    reports: list[BaseException] = []
+    hook, sys.unraisablehook = sys.unraisablehook, _reports_hook(reports)
+    try:
+        # Read last, with nothing allocated after it (op_native_call says why).
+        runtime = ffi.NULL if s.rt._closed else ffi.cast("zs_runtime *", s.rt.native_address)
+        if runtime == ffi.NULL:
+            raise Skip("the runtime was closed by a hook")
+        address = lib.zs_resolve(runtime, handle)
+        if address == ffi.NULL or lib.zs_type_basic(runtime, kind, 0, 0, out_type) != ZS_OK:
+            raise Skip("the owner is gone")
+        delegate = ffi.cast("char *", address) + offset
+        params = ffi.NULL if plain else block
+        if kind == lib.ZS_TYPE_DELEGATE:
+            status = lib.zs_delegate_execute(
+                runtime, handle, ffi.cast("zs_binding *", delegate), signature, params, called
+            )
+        else:
+            status = lib.zs_delegate_broadcast(
+                runtime, handle, out_type[0], delegate, signature, params, report
+            )
+    finally:
+        sys.unraisablehook = hook
+    allowed = _BROADCAST_STATUSES + ((ZS_E_NOMEM,) if MemoryError in s.expected else ())
+    if status not in allowed:
+        raise AssertionError(f"native broadcast of {name!r}: status {status}")
+    if report.called + report.skipped > report.listeners or report.failed > report.called:
+        raise AssertionError(
+            f"native broadcast of {name!r}: {report.listeners} listeners, "
+            f"{report.called} called, {report.failed} failed, {report.skipped} skipped"
+        )
+    if kind != lib.ZS_TYPE_DELEGATE and status == ZS_OK and report.failed:
+        raise AssertionError(f"native broadcast of {name!r}: failures but ZS_OK")
+    for error in reports:
+        if not isinstance(error, (*s.expected, HookError, Skip, AttributeError, RuntimeError)):
+            raise AssertionError(f"native broadcast of {name!r} reported {error!r}")
 
 
 def op_wrappers(s: Session) -> None:
@@ -2400,6 +2544,8 @@ OPERATIONS: list[Callable[[Session], None]] = [
     op_ticks,
     op_ticks,
     op_ticks,
+    op_native_broadcast,
+    op_native_broadcast,
 ]
 
 
