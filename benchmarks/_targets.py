@@ -310,6 +310,13 @@ def _targets(config: Config) -> list[Target]:
             )
         ),
         Target(
+            "native code broadcasting an event to Python listeners <= 2x nanobind calling a "
+            "Python callable held as std::function (per listener)",
+            2.0,
+            "<=",
+            host_ratio("broadcast", "nanobind"),
+        ),
+        Target(
             "creating a host object <= 1.5x nanobind",
             1.5,
             "<=",

@@ -29,6 +29,11 @@ Python-subclassed objects through the trampoline), and the same 10,000
 actors ticked by the tick manager instead (one ``zs_tick_frame`` per
 statement, each actor's ``tick`` registered from C), in a runtime of
 their own.
+
+An event broadcast from C to Python listeners (``BenchEmitter``, whose
+``on_signal: MulticastDelegate`` holds Python functions; ``host_bench_broadcast``
+calls ``zs_delegate_broadcast`` from a C loop), per listener, beside the
+peers' C++ loop calling each Python function held as a ``std::function``.
 """
 
 from __future__ import annotations
@@ -74,6 +79,12 @@ the cold read rows read."""
 
 ACTORS = 10_000
 """Actors one host frame ticks per statement of a tick row."""
+
+LISTENERS = 10
+"""Python listeners of the broadcast row's event (each a function of its own)."""
+
+BROADCASTS = 10
+"""Broadcasts per statement of the broadcast row (from one C or C++ loop)."""
 
 TICK_SCALE = 5 / 10_000
 """Statements per batch of a tick row relative to the configuration's
@@ -122,6 +133,11 @@ GROUPS: list[tuple[str, str]] = [
         f"of each of {ACTORS:,} actors the host spawned, no proxies held (per actor)",
     ),
     ("frame_held", "the same, the actors' proxies held by Python (per actor)"),
+    (
+        "broadcast",
+        f"native code broadcasting an event to {LISTENERS} Python listeners, a function each "
+        "(per listener)",
+    ),
     ("create", "creating an object `BenchHost()`"),
     ("read_int", "property read, Int32 `h.count`"),
     ("write_int", "property write, Int32 `h.count = 5`"),
@@ -173,6 +189,7 @@ int64_t host_bench_ticks(const void *api, void *rt, const uint64_t *objects, int
 int host_bench_register_ticks(const void *api, void *rt, const uint64_t *objects, int n,
                               const char *function);
 int64_t host_bench_tick_frame(const void *api, void *rt, double dt);
+int host_bench_broadcast(const void *api, void *rt, uint64_t emitter, double x, int n);
 """
 
 
@@ -216,7 +233,35 @@ def _host_library(config: Config) -> tuple[Any, Any, ctypes.PyDLL]:
     held.host_bench_call_class.restype = ctypes.c_int
     held.host_bench_tick_frame.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double]
     held.host_bench_tick_frame.restype = ctypes.c_int64
+    held.host_bench_broadcast.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.c_double,
+        ctypes.c_int,
+    ]
+    held.host_bench_broadcast.restype = ctypes.c_int
     return ffi, lib, held
+
+
+def _listeners(count: int, into: list[int] | None = None) -> list[Callable[[float], None]]:
+    """``count`` listeners, a function object each: empty, or counting their
+    calls into ``into`` (the check before the measurement)."""
+
+    def make(i: int) -> Callable[[float], None]:
+        if into is None:
+
+            def listener(x: float) -> None:
+                pass
+
+        else:
+
+            def listener(x: float) -> None:
+                into[i] += 1
+
+        return listener
+
+    return [make(i) for i in range(count)]
 
 
 def _zsharp_cases(config: Config, stack: contextlib.ExitStack, checks: list[Check]) -> Provided:
@@ -305,6 +350,7 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack, checks: list[Chec
             primary=False,
         )
     )
+    cases.append(_broadcast_case(lib, held, api, native, runtime, namespace, checks))
     cases += _creation_cases(runtime, host, namespace, "BenchHost()", ZS)
     cases += _property_cases(namespace, ZS, "host class property (the binder's C descriptor)")
     try:
@@ -312,6 +358,57 @@ def _zsharp_cases(config: Config, stack: contextlib.ExitStack, checks: list[Chec
     except Unavailable as reason:  # those rows only
         return cases, dict.fromkeys(UNSEEN_GROUPS, f"unavailable: {reason}")
     return cases, {}
+
+
+def _broadcast_case(
+    lib: Any,
+    held: ctypes.PyDLL,
+    api: Any,
+    native: Any,
+    runtime: zs.Runtime,
+    namespace: dict[str, Any],
+    checks: list[Check],
+) -> MicroCase:
+    """The broadcast row: a BenchEmitter whose on_signal holds LISTENERS
+    Python functions, broadcast BROADCASTS times from a C loop; checked
+    first with counting listeners (each called once per broadcast)."""
+    emitter: Any = zs.native_class("BenchEmitter")()
+    emitter.add_to_root()
+    counts = [0] * LISTENERS
+    for listener in _listeners(LISTENERS, counts):
+        emitter.on_signal.add(listener)
+    status = lib.host_bench_broadcast(api, native, emitter.handle, 1.5, 2)
+    if status != 0 or counts != [2] * LISTENERS:
+        raise Unavailable(f"host_bench_broadcast: status {status}, listeners called {counts}")
+    emitter.on_signal.clear()
+    for listener in _listeners(LISTENERS):
+        emitter.on_signal.add(listener)
+
+    def all_bound() -> str | None:
+        bound = len(emitter.on_signal)
+        return None if bound == LISTENERS else f"{NAME}: the emitter has {bound} listeners"
+
+    checks.append(all_bound)
+    namespace.update(
+        held_broadcast=held.host_bench_broadcast,
+        emitter=emitter.handle,
+        B=BROADCASTS,
+        emitter_object=emitter,
+    )
+    return MicroCase(
+        f"C loop: zs_delegate_broadcast(rt, emitter, on_signal, ...) x {BROADCASTS} (GIL held)",
+        "broadcast",
+        "held_broadcast(api_address, rt_address, emitter, 1.5, B)",
+        namespace,
+        ZS,
+        scale=1 / (BROADCASTS * LISTENERS),
+        items=BROADCASTS * LISTENERS,
+        note=(
+            "per listener: the bindings copied once per broadcast (lock), then each listener "
+            "checked again (lock) and run by the binding's listener handler: the signature's "
+            "plan (cached), the runtime made current, a call scope, the function"
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -753,8 +850,28 @@ def _binding_cases(peer: str, module: ModuleType, checks: list[Check]) -> Provid
     }
     VERSIONS[peer] = str(getattr(module, "VERSION", "?"))
     loop = {"scale": 1 / LOOP, "items": LOOP}
+    emitter = module.BenchEmitter()
+    counts = [0] * LISTENERS
+    for listener in _listeners(LISTENERS, counts):
+        emitter.add(listener)
+    module.broadcast(emitter, 1.5, 2)
+    if counts != [2] * LISTENERS:
+        raise Unavailable(f"{peer}: broadcast called the listeners {counts}")
+    emitter = module.BenchEmitter()
+    for listener in _listeners(LISTENERS):
+        emitter.add(listener)
+    namespace.update(e=emitter, broadcast=module.broadcast, B=BROADCASTS)
     return [
         *_unseen_binding_cases(peer, module, checks),
+        MicroCase(
+            f"C++ loop calling each std::function (a Python function) x {BROADCASTS}",
+            "broadcast",
+            "broadcast(e, 1.5, B)",
+            namespace,
+            peer,
+            scale=1 / (BROADCASTS * LISTENERS),
+            items=BROADCASTS * LISTENERS,
+        ),
         MicroCase("bound method", "call0", "h.nop()", namespace, peer),
         MicroCase("bound method", "call3", "h.add3(1, 2, 3)", namespace, peer),
         MicroCase(

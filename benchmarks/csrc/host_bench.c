@@ -31,6 +31,13 @@
  * loop, host_bench_call_class through zs_call_each; host_bench_register_ticks
  * registers a function of each with the tick manager, and
  * host_bench_tick_frame runs one frame of it (zs_tick_frame).
+ *
+ *   class BenchEmitter:
+ *       on_signal: MulticastDelegate                   (signature: (x: Float64))
+ *
+ * host_bench_broadcast(api, rt, emitter, x, n) broadcasts on_signal n times
+ * from a C loop through zs_delegate_broadcast, as an engine broadcasts an
+ * event to its listeners (the peers call each std::function of a vector).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -56,6 +63,11 @@ typedef struct BenchActor {
     zs_array kids; /* kids: Array[BenchActor] */
     int64_t ticks; /* native default runs of tick (not described) */
 } BenchActor;
+
+typedef struct BenchEmitter {
+    zs_object header;
+    zs_array on_signal; /* on_signal: MulticastDelegate */
+} BenchEmitter;
 
 typedef struct add3_params {
     int32_t a, b, c, result;
@@ -87,7 +99,16 @@ typedef struct host {
     zs_property_desc actor_properties[2], tick_params[1];
     zs_function_desc actor_functions[1];
     zs_class_desc actor_desc;
+    const zs_type *multicast; /* BenchEmitter.on_signal */
+    zs_property_desc emitter_properties[1];
+    zs_class_desc emitter_desc;
 } host;
+
+/* on_signal's signature: (x: Float64), the block a scalar_params. Static:
+   the runtime keeps a signature by reference. */
+static const zs_property_desc signal_params[] = {{"x", "Float64", 0, ZS_PARAM_IN, NULL}};
+static const zs_function_desc signal_signature = {"on_signal",    NULL,          NULL, 0,
+                                                  sizeof(double), signal_params, 1};
 
 static zs_status nop(void *user, zs_runtime *rt, zs_ref self, void *params) {
     (void)user, (void)rt, (void)self, (void)params;
@@ -193,7 +214,33 @@ EXPORT zs_status host_bench_install(const zs_api *api, zs_runtime *rt) {
                                     .property_count = 2,
                                     .functions = h->actor_functions,
                                     .function_count = 1};
-    return api->zs_class_register(rt, &h->actor_desc, &cls);
+    if ((s = api->zs_class_register(rt, &h->actor_desc, &cls)) != ZS_OK) return s;
+
+    if ((s = api->zs_type_basic(rt, ZS_TYPE_MULTICAST, 0, 0, &h->multicast)) != ZS_OK) return s;
+    h->emitter_properties[0] = (zs_property_desc)REF_PROP(
+        "on_signal", "MulticastDelegate", offsetof(BenchEmitter, on_signal), h->multicast);
+    h->emitter_desc = (zs_class_desc){.name = "BenchEmitter",
+                                      .instance_size = sizeof(BenchEmitter),
+                                      .properties = h->emitter_properties,
+                                      .property_count = 1};
+    return api->zs_class_register(rt, &h->emitter_desc, &cls);
+}
+
+/* Broadcast an emitter's on_signal(x) n times from a C loop, as an engine
+ * broadcasts an event (the emitter resolved again before each: a listener
+ * may destroy it); stops at the first failure and returns its status. */
+EXPORT zs_status host_bench_broadcast(const zs_api *api, zs_runtime *rt, zs_ref emitter, double x,
+                                      int n) {
+    const zs_type *multicast = NULL;
+    zs_status status = api->zs_type_basic(rt, ZS_TYPE_MULTICAST, 0, 0, &multicast);
+    double block = x;
+    for (int i = 0; i < n && status == ZS_OK; i++) {
+        BenchEmitter *e = (BenchEmitter *)api->zs_resolve(rt, emitter);
+        if (e == NULL) return ZS_E_STALE;
+        status = api->zs_delegate_broadcast(rt, emitter, multicast, &e->on_signal,
+                                            &signal_signature, &block, NULL);
+    }
+    return status;
 }
 
 /* Call `function` on `object` n times from a C loop, as an engine calls an

@@ -7,6 +7,7 @@
 #define BENCH_HOST_BENCH_H
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -85,6 +86,21 @@ inline void bench_spawn(BenchActor &holder, int n) {
    engine ticks its actors. */
 BENCH_NOINLINE inline void bench_tick_all(BenchActor &holder, double dt) {
     for (BenchActor *kid : holder.kids) kid->tick(dt);
+}
+
+/* host_bench.c's BenchEmitter: an event whose listeners are Python
+   callables, each held as a std::function (the callback each library
+   documents: nanobind/stl/function.h, pybind11/functional.h), called from a
+   C++ loop as an engine broadcasts an event. */
+struct BenchEmitter {
+    std::vector<std::function<void(double)>> listeners;
+    void add(std::function<void(double)> listener) { listeners.push_back(std::move(listener)); }
+};
+
+/* Broadcast n times: every listener, in order, each time. */
+BENCH_NOINLINE inline void bench_broadcast(BenchEmitter &emitter, double x, int n) {
+    for (int i = 0; i < n; i++)
+        for (auto &listener : emitter.listeners) listener(x);
 }
 
 #endif

@@ -1,6 +1,7 @@
 // nb_host.cpp -- host_bench.h bound with nanobind (the host_classes family's peer).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/bind_vector.h>
+#include <nanobind/stl/function.h>
 #include <nanobind/trampoline.h>
 
 #include "host_bench.h"
@@ -56,6 +57,13 @@ NB_MODULE(bench_nb_host, m) {
     nb::bind_vector<std::vector<BenchActor *>>(m, "BenchActorVector");
     m.def("spawn", &bench_spawn);
     m.def("tick_all", &bench_tick_all);
+
+    // An event's listeners: Python callables held as std::function.
+    nb::class_<BenchEmitter>(m, "BenchEmitter")
+        .def(nb::init<>())
+        .def("add", &BenchEmitter::add)
+        .def("__len__", [](const BenchEmitter &e) { return e.listeners.size(); });
+    m.def("broadcast", &bench_broadcast);
 
     // The C++ loops, called with the GIL held (as any bound function is)...
     m.def("call_scalar", &bench_call_scalar);

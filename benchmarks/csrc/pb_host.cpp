@@ -1,4 +1,5 @@
 // pb_host.cpp -- host_bench.h bound with pybind11 (the host_classes family's peer).
+#include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl_bind.h>
 
@@ -59,6 +60,13 @@ PYBIND11_MODULE(bench_pb_host, m) {
     py::bind_vector<std::vector<BenchActor *>>(m, "BenchActorVector");
     m.def("spawn", &bench_spawn);
     m.def("tick_all", &bench_tick_all);
+
+    // An event's listeners: Python callables held as std::function.
+    py::class_<BenchEmitter>(m, "BenchEmitter")
+        .def(py::init<>())
+        .def("add", &BenchEmitter::add)
+        .def("__len__", [](const BenchEmitter &e) { return e.listeners.size(); });
+    m.def("broadcast", &bench_broadcast);
 
     m.def("call_scalar", &bench_call_scalar);
     m.def("call_struct", &bench_call_struct);

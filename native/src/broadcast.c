@@ -21,6 +21,13 @@
  * to the native entry of the function their class describes, which must
  * take exactly the signature's block (takes_signature); callables are
  * skipped (nothing can run them).
+ *
+ * A callable's turn takes no lock: the handler read with the snapshot is
+ * still the one while the handler's generation (an atomic counter every
+ * zs_set_managed_listener_handler bumps) is the one read with it, and the
+ * runtime is not being freed (calls_word, atomic); otherwise the lock is
+ * taken and the handler read again. An object's turn takes the lock (its
+ * item is checked).
  */
 #include "internal.h"
 
@@ -39,10 +46,14 @@ typedef struct listener_copy {
     uint32_t name;
 } listener_copy;
 
-/* The bindings of one call, copied before any listener runs. */
+/* The bindings of one call, copied before any listener runs, with the
+   listener handler read then (and its generation). */
 typedef struct snapshot {
     listener_copy *listeners;
     uint32_t count;
+    zs_managed_listener_handler managed;
+    void *user;
+    uint32_t generation;
     char *names;
     listener_copy small[SMALL_LISTENERS];
     char small_names[SMALL_NAMES];
@@ -53,6 +64,7 @@ void zs_set_managed_listener_handler(zs_runtime *rt, zs_managed_listener_handler
     ZS_LOCK(rt);
     rt->listener_handler = handler;
     rt->listener_handler_user = handler != NULL ? user : NULL;
+    __atomic_fetch_add(&rt->listener_generation, 1, __ATOMIC_RELEASE);
     ZS_UNLOCK(rt);
 }
 
@@ -119,7 +131,7 @@ static const char *function_text(const zs_runtime *rt, uint32_t name, size_t *le
 /* Release the callables a snapshot retained (the lock held). */
 static void snapshot_release(zs_runtime *rt, const snapshot *s) {
     for (uint32_t i = 0; i < s->count; i++)
-        if (s->listeners[i].callable != 0) zs_callable_release(rt, s->listeners[i].callable);
+        if (s->listeners[i].callable != 0) zs_callable_unhold(rt, s->listeners[i].callable);
 }
 
 /* Free a snapshot's storage (its callables released already). */
@@ -157,7 +169,7 @@ static zs_status snapshot_take(zs_runtime *rt, snapshot *s, const zs_binding *bi
         const zs_binding *b = &bindings[i];
         listener_copy *copy = &s->listeners[s->count];
         if (b->callable != 0) {
-            if (zs_callable_retain(rt, b->callable) != ZS_OK) {
+            if (!zs_callable_hold(rt, b->callable)) {
                 snapshot_release(rt, s);
                 snapshot_free(s);
                 return ZS_E_NOMEM;
@@ -173,7 +185,16 @@ static zs_status snapshot_take(zs_runtime *rt, snapshot *s, const zs_binding *bi
         s->count++;
     }
     assert(s->count == listeners && used == bytes);
+    s->managed = rt->listener_handler;
+    s->user = rt->listener_handler_user;
+    s->generation = __atomic_load_n(&rt->listener_generation, __ATOMIC_ACQUIRE);
     return ZS_OK;
+}
+
+/* Whether zs_runtime_free has run since the call began (no lock: the flag
+   is set atomically, calls.c). */
+static bool freeing(const zs_runtime *rt) {
+    return (__atomic_load_n(&rt->calls_word, __ATOMIC_ACQUIRE) & ZS_CALLS_FREE_PENDING) != 0;
 }
 
 /* What runs one listener, decided under the lock. */
@@ -248,9 +269,19 @@ static zs_status run_all(zs_runtime *rt, const snapshot *s, const zs_function_de
     report->listeners = s->count;
     for (uint32_t i = 0; i < s->count; i++) {
         listener_run run;
-        ZS_LOCK(rt);
-        prepare(rt, s, i, signature, &run);
-        ZS_UNLOCK(rt);
+        if (s->listeners[i].callable != 0 && !freeing(rt) &&
+            __atomic_load_n(&rt->listener_generation, __ATOMIC_ACQUIRE) == s->generation) {
+            /* A callable, the handler unchanged: no lock (the file's head). */
+            memset(&run, 0, sizeof run);
+            run.managed = s->managed;
+            run.user = s->user;
+            run.kind = run.managed != NULL ? RUN_MANAGED : RUN_SKIP;
+            run.listener.callable = s->listeners[i].callable;
+        } else {
+            ZS_LOCK(rt);
+            prepare(rt, s, i, signature, &run);
+            ZS_UNLOCK(rt);
+        }
         zs_status status = ZS_OK;
         switch (run.kind) {
         case RUN_STOP:

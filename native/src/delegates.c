@@ -48,6 +48,13 @@ static void callable_release(zs_runtime *rt, uint32_t callable) {
     }
 }
 
+/* Hold a callable for a call in progress (broadcast.c), the lock held:
+   callable_retain under the name the other files see. */
+bool zs_callable_hold(zs_runtime *rt, uint32_t callable) { return callable_retain(rt, callable); }
+
+/* Let go of a callable held by zs_callable_hold, the lock held. */
+void zs_callable_unhold(zs_runtime *rt, uint32_t callable) { callable_release(rt, callable); }
+
 /* Release a binding's callable and zero the binding. */
 void zs_binding_drop(zs_runtime *rt, zs_binding *binding) {
     callable_release(rt, binding->callable);

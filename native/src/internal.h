@@ -487,7 +487,10 @@ struct zs_runtime {
     void *call_handler_user;                      /* the `user` of either */
     zs_managed_listener_handler listener_handler; /* delegates' listeners (broadcast.c) */
     void *listener_handler_user;
-    zs_expiry_handler expiry_handler;             /* the managed side's expiry (expiry.c) */
+    uint32_t listener_generation;     /* +1 at every zs_set_managed_listener_handler. Atomic:
+                                     a broadcast reads it with no lock to know that the
+                                     handler it read under the lock is still the one */
+    zs_expiry_handler expiry_handler; /* the managed side's expiry (expiry.c) */
     void *expiry_handler_user;
     zs_free_handler free_handler; /* the managed side lets go first (runtime.c) */
     void *free_handler_user;      /* read once more after the lock is released to call the handler
@@ -806,6 +809,11 @@ void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash);
 
 /* Release the callable of a binding being destroyed, and zero the binding. */
 void zs_binding_drop(zs_runtime *rt, zs_binding *binding);
+/* Take and give back one count of a callable id with the lock held, for a
+   broadcast's copy of the bindings (broadcast.c); false when it cannot be
+   taken (out of memory, or the count at its limit). */
+bool zs_callable_hold(zs_runtime *rt, uint32_t callable);
+void zs_callable_unhold(zs_runtime *rt, uint32_t callable);
 /* Copy a single-cast binding, retaining its callable; false when out of memory. */
 bool zs_binding_copy(zs_runtime *rt, zs_binding *dst, const zs_binding *src);
 /* Destroy a binding list (MULTICAST, or a SPARSE delegate's list): release
