@@ -713,7 +713,7 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, zs_
  * hand each listener to this handler with the delegate's signature, a
  * host's description of the parameter block. Its plan (the same CallPlan
  * as a function's) is made by Python once per runtime and signature
- * (signature_plan_of, zsharp_py/_interop/calls.py) and remembered here; a
+ * (signature_plan_of, zsharp_py/_interop/reflection.py) and remembered here; a
  * callable is called with the block's members as arguments, an object
  * binding's method (looked up by name on the object's conjugate, which may
  * be made now; a host's function is a NativeFunction, which marshals them

@@ -10,9 +10,12 @@ from ._base import context
 from ._base.errors import ExpiredConjugateError, refused
 from ._base.expiry import ExpiredPointer, expired_error
 from ._interop import calls
+from ._interop.reflection import signature_plan_of
 from ._model import object as _object
+from ._model import values as _values
 from ._model.attributes import attribute_error
 from ._runtime import ticks
+from ._types.delegates import _find_method
 from ._types.strings import Name
 
 __all__: list[str] = []
@@ -34,3 +37,13 @@ _core.configure(
 )
 
 ticks.configure(check_function=calls.check_tick_function)
+
+# Calls from native code (native/binding/zpy_host_to_python.c): an object's
+# function laid out on its first call, the scopes' ContextVar, a delegate's
+# signature laid out on its first broadcast, and a listener's method found.
+_core.configure_calls(
+    plan_of=calls._plan_of,
+    scopes=_values._scopes,
+    signature_plan_of=signature_plan_of,
+    find_method=_find_method,
+)

@@ -11,11 +11,16 @@ without a compiler:
   calls its ``begin_play`` event), ``destroy(actor)`` (calls
   ``on_destroy``, then marks the actor as garbage), ``find(index)``,
   ``tick(dt) -> Int32`` (calls the ``tick`` event of every live actor and
-  returns how many were called), ``collect()`` (a full collection from
-  native code), and the static ``version()``.
+  returns how many were called, then broadcasts the world's ``on_tick``
+  event from C: listeners take ``(dt: Float64, frame: Int64)``),
+  ``collect()`` (a full collection from native code), and the static
+  ``version()``; the property ``on_tick`` besides ``frame``, ``time``,
+  ``actors`` and ``gravity``.
 - ``Actor``: properties ``world``, ``transform``, ``team``, ``health``,
   ``max_health``, ``speed``, ``alive``, ``ticks``, ``target``,
-  ``components``, ``tags``, ``on_damaged``; functions ``take_damage``,
+  ``components``, ``tags``, ``on_damaged`` (an event ``take_damage``
+  broadcasts from C: listeners take ``(actor: Actor | None, amount:
+  Float64, instigator: Actor | None)``); functions ``take_damage``,
   ``get_location`` (an out parameter), ``heal`` (in-out), ``move``,
   ``add_component``; events ``begin_play`` and ``tick`` (with native
   defaults) and ``on_destroy`` (none).

@@ -17,11 +17,9 @@ from typing import Any
 
 from .. import _core
 from .._base.layout import Layout, member_name
-from .._model import values as _values
 from .._model.kinds import EnumKind, ScalarKind
 from .._model.object import Object, ObjectRefKind, WeakRefKind, add_declaration_check, kind_of
 from .._model.struct import StructKind
-from .._types.delegates import _find_method
 
 __all__ = [
     "FunctionLayout",
@@ -585,53 +583,4 @@ def _plan_of(cls: type[Object], name: str) -> _core.CallPlan:
     return function_layout(cls, name)._plan
 
 
-_DIRECTION_IN, _DIRECTION_RETURN = 0, 3  # zs_param_direction
-
-
-def _signature_plan_of(
-    runtime: Any, name: str, block_size: int, parameters: tuple[tuple[str, str, int, int], ...]
-) -> _core.CallPlan:
-    """The plan of a delegate's signature (``zs_delegate_broadcast``,
-    ``zs_delegate_execute``: a host's description of the parameter block,
-    each parameter ``(name, type text, offset, direction)``), which the
-    handler of listeners (native/binding/zpy_host_to_python.c) asks for
-    once per runtime and signature. Type texts resolve as a host's
-    descriptions do (zsharp_py's types and the runtime's own); a parameter
-    crosses as an override's does (a value is a red view into the block,
-    valid for the call), and the one result, for a single-cast delegate,
-    is a scalar, an object reference or a plain struct. ``TypeError`` when
-    a type cannot be resolved or cannot cross, which the handler reports."""
-    from .reflection import _scope  # reflection imports this module
-
-    scope: Any = type(f"{name} (signature)", (), {"_zs_scope": _scope(runtime)})
-    arguments = [p for p in parameters if p[3] == _DIRECTION_IN]
-    results = [p for p in parameters if p[3] == _DIRECTION_RETURN]
-    shown = ", ".join(f"{p[0]}: {p[1]}" for p in arguments)
-    what = f"{name}({shown})" + (f" -> {results[0][1]}" if results else "")
-    if len(arguments) + len(results) != len(parameters) or len(results) > 1:
-        raise TypeError(f"{what}: a delegate's signature takes parameters in and one result")
-    members = [
-        plan_member(
-            _crossing_kind(scope, type_text, what, label),
-            offset,
-            f"{what}: " + ("result" if label == "return_value" else f"argument {label!r}"),
-        )
-        for (label, type_text, offset) in [(p[0], p[1], p[2]) for p in arguments]
-        + [("return_value", p[1], p[2]) for p in results]
-    ]
-    return _core.CallPlan(
-        name,
-        what,
-        block_size,
-        tuple(members[: len(arguments)]),
-        members[-1] if results else None,
-    )
-
-
-_core.configure_calls(
-    plan_of=_plan_of,
-    scopes=_values._scopes,
-    signature_plan_of=_signature_plan_of,
-    find_method=_find_method,
-)
 add_declaration_check(check_overrides)

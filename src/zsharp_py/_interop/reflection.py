@@ -60,7 +60,7 @@ from .._types.pointers import (
 )
 from .._types.pointers import forget_specialisations as forget_pointers
 from .._types.strings import AnsiString, Name, String, Text, Utf8String
-from .calls import plan_member
+from .calls import _crossing_kind, plan_member
 
 __all__ = [
     "ClassDescription",
@@ -918,6 +918,47 @@ def _native_function(cls: type[Object], function: FunctionDescription) -> Any:
         signature=_signature(function),
         doc=_function_doc(function),
         bind=functools.partial(_bind_for_call, cls),
+    )
+
+
+_DIRECTION_IN, _DIRECTION_RETURN = 0, 3  # zs_param_direction
+
+
+def signature_plan_of(
+    runtime: Any, name: str, block_size: int, parameters: tuple[tuple[str, str, int, int], ...]
+) -> _core.CallPlan:
+    """The plan of a delegate's signature (``zs_delegate_broadcast``,
+    ``zs_delegate_execute``: a host's description of the parameter block,
+    each parameter ``(name, type text, offset, direction)``), which the
+    handler of listeners (native/binding/zpy_host_to_python.c) asks for
+    once per runtime and signature. Type texts resolve as a host's
+    descriptions do (zsharp_py's types and the runtime's own); a parameter
+    crosses as an override's does (a value is a red view into the block,
+    valid for the call), and the one result, for a single-cast delegate,
+    is a scalar, an object reference or a plain struct. ``TypeError`` when
+    a type cannot be resolved or cannot cross, which the handler reports."""
+    scope: Any = type(f"{name} (signature)", (), {"_zs_scope": _scope(runtime)})
+    arguments = [p for p in parameters if p[3] == _DIRECTION_IN]
+    results = [p for p in parameters if p[3] == _DIRECTION_RETURN]
+    shown = ", ".join(f"{p[0]}: {p[1]}" for p in arguments)
+    what = f"{name}({shown})" + (f" -> {results[0][1]}" if results else "")
+    if len(arguments) + len(results) != len(parameters) or len(results) > 1:
+        raise TypeError(f"{what}: a delegate's signature takes parameters in and one result")
+    members = [
+        plan_member(
+            _crossing_kind(scope, type_text, what, label),
+            offset,
+            f"{what}: " + ("result" if label == "return_value" else f"argument {label!r}"),
+        )
+        for (label, type_text, offset) in [(p[0], p[1], p[2]) for p in arguments]
+        + [("return_value", p[1], p[2]) for p in results]
+    ]
+    return _core.CallPlan(
+        name,
+        what,
+        block_size,
+        tuple(members[: len(arguments)]),
+        members[-1] if results else None,
     )
 
 
