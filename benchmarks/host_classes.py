@@ -404,9 +404,10 @@ def _broadcast_case(
         scale=1 / (BROADCASTS * LISTENERS),
         items=BROADCASTS * LISTENERS,
         note=(
-            "per listener: the bindings copied once per broadcast (lock), then each listener "
-            "checked again (lock) and run by the binding's listener handler: the signature's "
-            "plan (cached), the runtime made current, a call scope, the function"
+            "per listener: the bindings copied once per broadcast (one lock), then each "
+            "callable's turn checked with no lock (the handler's generation) and run by the "
+            "binding's listener handler: the signature's plan (cached), the runtime made "
+            "current, a call scope, the function"
         ),
     )
 
