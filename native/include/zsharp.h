@@ -577,6 +577,10 @@ zs_status zs_multicast_add(zs_runtime *rt, zs_ref owner, zs_array *bindings, zs_
                            uint32_t function_name, uint32_t callable);
 zs_status zs_multicast_remove(zs_runtime *rt, zs_ref owner, zs_array *bindings, uint32_t index,
                               uint32_t count);
+/* The callable ids no binding holds any more (up to capacity, *out_count
+   of them), for the managed side to drop their callables. None while a
+   broadcast runs (zs_delegate_broadcast, below): a listener may unbind a
+   callable the broadcast still has to call, which stays until it ends. */
 zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t capacity,
                                      uint32_t *out_count);
 /* Retain a new managed callable id once (it starts with no native users). */
@@ -975,8 +979,9 @@ zs_status zs_tick_frame(zs_runtime *rt, double delta_seconds, const zs_frame_gc 
  * with a trailing "()" dropped (zsharp_py interns "method()": see
  * zs_multicast_add), so a host may intern either spelling.
  *
- * Safe against the listeners: the bindings are copied (their callables
- * retained) before the first listener runs, and the delegate's memory is
+ * Safe against the listeners: the bindings are copied before the first
+ * listener runs (and no callable is released to the managed side until the
+ * broadcast ends: zs_take_released_callables), and the delegate's memory is
  * never read again, so a listener may bind, unbind, clear or free the
  * delegate, destroy its owner, collect, or free the runtime. Bindings
  * added or removed by a listener take effect from the next call (as

@@ -4,16 +4,18 @@
  * and the managed side's listener handler (zsharp_managed.h).
  *
  * One critical section checks the call and copies the delegate's bindings
- * into a snapshot: each callable id retained (the managed side keeps its
- * callable, and never reuses the id, while the snapshot names it), each
- * object binding's handle and function name copied. The delegate's memory
+ * into a snapshot: each callable's id, each object binding's handle and
+ * function name. While a broadcast runs the managed side is handed no
+ * released callable ids (rt->broadcasts, delegates.c), so it keeps every
+ * callable a snapshot names, and never reuses its id, even if a listener
+ * unbinds it. The delegate's memory
  * is never read again, so a listener may free it (unbind, clear, destroy
  * its owner, collect). The call counts in as a call in progress (calls.c):
  * zs_runtime_free from a listener is deferred to its end. Then each
  * listener in turn is checked again under the lock (an object by handle
  * and serial: freed, dying or marked as garbage since is skipped) and run
- * without it. Last, the snapshot's callables are released under the lock,
- * before the call counts out (which may free the runtime).
+ * without it. Last, the broadcast counts out of rt->broadcasts under the
+ * lock, before the call counts out (which may free the runtime).
  *
  * Who runs a listener: the managed side's listener handler when one is
  * set (callables, and object bindings, whose method may be a script's
@@ -128,13 +130,7 @@ static const char *function_text(const zs_runtime *rt, uint32_t name, size_t *le
     return text;
 }
 
-/* Release the callables a snapshot retained (the lock held). */
-static void snapshot_release(zs_runtime *rt, const snapshot *s) {
-    for (uint32_t i = 0; i < s->count; i++)
-        if (s->listeners[i].callable != 0) zs_callable_unhold(rt, s->listeners[i].callable);
-}
-
-/* Free a snapshot's storage (its callables released already). */
+/* Free a snapshot's storage. */
 static void snapshot_free(snapshot *s) {
     if (s->listeners != s->small) free(s->listeners);
     if (s->names != s->small_names) free(s->names);
@@ -144,7 +140,7 @@ static void snapshot_free(snapshot *s) {
 }
 
 /* Copy `count` bindings into a snapshot (the lock held): empty bindings
-   dropped, callables retained. ZS_E_NOMEM, nothing retained, on failure. */
+   dropped. ZS_E_NOMEM on failure. */
 static zs_status snapshot_take(zs_runtime *rt, snapshot *s, const zs_binding *bindings,
                                uint32_t count) {
     uint32_t listeners = 0;
@@ -169,11 +165,6 @@ static zs_status snapshot_take(zs_runtime *rt, snapshot *s, const zs_binding *bi
         const zs_binding *b = &bindings[i];
         listener_copy *copy = &s->listeners[s->count];
         if (b->callable != 0) {
-            if (!zs_callable_hold(rt, b->callable)) {
-                snapshot_release(rt, s);
-                snapshot_free(s);
-                return ZS_E_NOMEM;
-            }
             *copy = (listener_copy){ZS_NULL_REF, b->callable, 0};
         } else if (b->object != ZS_NULL_REF) {
             const char *text = function_text(rt, b->function_name, &length);
@@ -272,11 +263,10 @@ static zs_status run_all(zs_runtime *rt, const snapshot *s, const zs_function_de
         if (s->listeners[i].callable != 0 && !freeing(rt) &&
             __atomic_load_n(&rt->listener_generation, __ATOMIC_ACQUIRE) == s->generation) {
             /* A callable, the handler unchanged: no lock (the file's head). */
-            memset(&run, 0, sizeof run);
             run.managed = s->managed;
             run.user = s->user;
             run.kind = run.managed != NULL ? RUN_MANAGED : RUN_SKIP;
-            run.listener.callable = s->listeners[i].callable;
+            run.listener = (zs_listener){s->listeners[i].callable, ZS_NULL_REF, NULL, NULL, NULL};
         } else {
             ZS_LOCK(rt);
             prepare(rt, s, i, signature, &run);
@@ -329,12 +319,16 @@ static zs_status call_bindings(zs_runtime *rt, zs_status begun, const zs_binding
     s.count = 0;
     zs_status status = begun;
     if (status == ZS_OK) status = snapshot_take(rt, &s, bindings, count);
-    if (status == ZS_OK) zs_call_enter(rt);
+    if (status == ZS_OK) {
+        rt->broadcasts++;
+        zs_call_enter(rt);
+    }
     ZS_UNLOCK(rt);
     if (status != ZS_OK) return status;
     status = run_all(rt, &s, signature, params, report);
     ZS_LOCK(rt);
-    snapshot_release(rt, &s);
+    assert(rt->broadcasts > 0);
+    rt->broadcasts--;
     ZS_UNLOCK(rt);
     snapshot_free(&s);
     zs_call_leave(rt); /* may free the runtime */

@@ -6,7 +6,8 @@
  *
  * Invariant: every non-zero callable id stored in a live binding holds one
  * count in rt->callable_refs; an id whose count drops to zero is listed in
- * rt->released_callables until the managed side takes it.
+ * rt->released_callables until the managed side takes it, which it cannot
+ * while a broadcast runs (rt->broadcasts).
  */
 #include "internal.h"
 
@@ -48,13 +49,6 @@ static void callable_release(zs_runtime *rt, uint32_t callable) {
     }
 }
 
-/* Hold a callable for a call in progress (broadcast.c), the lock held:
-   callable_retain under the name the other files see. */
-bool zs_callable_hold(zs_runtime *rt, uint32_t callable) { return callable_retain(rt, callable); }
-
-/* Let go of a callable held by zs_callable_hold, the lock held. */
-void zs_callable_unhold(zs_runtime *rt, uint32_t callable) { callable_release(rt, callable); }
-
 /* Release a binding's callable and zero the binding. */
 void zs_binding_drop(zs_runtime *rt, zs_binding *binding) {
     callable_release(rt, binding->callable);
@@ -84,13 +78,14 @@ zs_status zs_callable_release(zs_runtime *rt, uint32_t callable) {
 }
 
 /* Hand the managed side the ids no binding holds any more, so it can drop
-   their callables. */
+   their callables; none while a broadcast runs (broadcast.c copied ids that
+   a listener may unbind: each stays the managed side's until it ends). */
 zs_status zs_take_released_callables(zs_runtime *rt, uint32_t *buffer, uint32_t capacity,
                                      uint32_t *out_count) {
     if (out_count == NULL || (buffer == NULL && capacity > 0)) return ZS_E_INVALID;
     ZS_LOCK(rt);
     uint32_t n = 0;
-    while (n < capacity && rt->released_callables.count > 0) {
+    while (rt->broadcasts == 0 && n < capacity && rt->released_callables.count > 0) {
         uint32_t callable = rt->released_callables.data[--rt->released_callables.count];
         /* Retained again since it was listed: still in use. */
         if (rt->callable_refs[callable] == 0) buffer[n++] = callable;

@@ -418,6 +418,8 @@ struct zs_runtime {
     uint32_t *callable_refs;
     uint32_t callable_capacity;
     zs_u32_vec released_callables;
+    uint32_t broadcasts; /* broadcasts in progress (broadcast.c): the callables released meanwhile
+                            are not handed to the managed side until the last one ends */
 
     /* ---- clusters (clusters.c): ZS_LOCK; markers read `clusters` ---- */
     zs_cluster *clusters;
@@ -809,11 +811,6 @@ void zs_hash_reindex(zs_runtime *rt, const zs_type *type, zs_hash *hash);
 
 /* Release the callable of a binding being destroyed, and zero the binding. */
 void zs_binding_drop(zs_runtime *rt, zs_binding *binding);
-/* Take and give back one count of a callable id with the lock held, for a
-   broadcast's copy of the bindings (broadcast.c); false when it cannot be
-   taken (out of memory, or the count at its limit). */
-bool zs_callable_hold(zs_runtime *rt, uint32_t callable);
-void zs_callable_unhold(zs_runtime *rt, uint32_t callable);
 /* Copy a single-cast binding, retaining its callable; false when out of memory. */
 bool zs_binding_copy(zs_runtime *rt, zs_binding *dst, const zs_binding *src);
 /* Destroy a binding list (MULTICAST, or a SPARSE delegate's list): release

@@ -616,6 +616,56 @@ static void test_broadcast_through_handlers(runner *t) {
     bench_close(&b);
 }
 
+/* What the unbinding handler saw. */
+typedef struct unbinder {
+    bench *b;
+    uint32_t called[4]; /* callable ids, in call order */
+    uint32_t calls;
+    uint32_t released_during; /* ids zs_take_released_callables gave during the broadcast */
+} unbinder;
+
+/* A listener handler whose first listener removes every binding of the
+   station's multicast (their callables' counts drop to zero) and asks for
+   the released ids at once. */
+static zs_status unbinding_handler(void *user, zs_runtime *rt, const zs_listener *listener,
+                                   const zs_function_desc *signature, void *params) {
+    unbinder *u = user;
+    (void)signature;
+    (void)params;
+    if (u->calls < 4) u->called[u->calls] = listener->callable;
+    if (u->calls++ == 0) {
+        station *st = (station *)zs_resolve(rt, u->b->station);
+        CHECK_OK(u->b->t, zs_value_clear(rt, u->b->station, u->b->multicast, &st->on_signal));
+        uint32_t ids[4], count = 0;
+        CHECK_OK(u->b->t, zs_take_released_callables(rt, ids, 4, &count));
+        u->released_during = count;
+    }
+    return ZS_OK;
+}
+
+/* A listener that unbinds the callables after it: each is still called
+   (the managed side is handed no released id while the broadcast runs, so
+   it cannot have dropped one), and the ids are released once it ends. */
+static void test_broadcast_keeps_unbound_callables_until_it_ends(runner *t) {
+    bench b;
+    if (!bench_open(t, &b)) return;
+    for (uint32_t id = 11; id <= 13; id++)
+        CHECK_OK(t,
+                 zs_multicast_add(b.rt, b.station, &station_of(&b)->on_signal, ZS_NULL_REF, 0, id));
+    unbinder u = {&b, {0}, 0, 99};
+    zs_set_managed_listener_handler(b.rt, unbinding_handler, &u);
+    zs_broadcast_report r;
+    CHECK_OK(t, broadcast(&b, 1, 1, &r));
+    REPORT(t, r, 3, 3, 0, 0);
+    CHECK(t, u.calls == 3 && u.called[0] == 11 && u.called[1] == 12 && u.called[2] == 13);
+    CHECK_EQ(t, u.released_during, 0);
+    uint32_t ids[4], count = 0;
+    CHECK_OK(t, zs_take_released_callables(b.rt, ids, 4, &count));
+    CHECK_EQ(t, count, 3);
+    zs_set_managed_listener_handler(b.rt, NULL, NULL);
+    bench_close(&b);
+}
+
 const test_case broadcast_tests[] = {
     TEST(test_broadcast_native_listeners_in_order),
     TEST(test_broadcast_survives_unbinding_and_growth),
@@ -626,5 +676,6 @@ const test_case broadcast_tests[] = {
     TEST(test_execute_single_cast),
     TEST(test_broadcast_skips_callables_without_managed_side),
     TEST(test_broadcast_through_handlers),
+    TEST(test_broadcast_keeps_unbound_callables_until_it_ends),
 };
 const size_t broadcast_test_count = sizeof broadcast_tests / sizeof broadcast_tests[0];
