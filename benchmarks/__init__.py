@@ -25,6 +25,7 @@ FAMILIES: dict[str, str] = {
     "gc_native": "benchmarks.gc_native",
     "expiry": "benchmarks.expiry",
     "barrier": "benchmarks.barrier",
+    "frames": "benchmarks.frames",
 }
 
 

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import FAMILIES, load
+from . import FAMILIES, frames, load
 from ._harness import Config, Table, clock, load_average, machine_info
 from ._plot import write_plot
 from ._targets import targets_table
@@ -142,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     print(targets.render_text())
     print()
     plot = write_plot(config, output.parent / PLOT_NAME)
+    frame_plot = frames.write_frame_plot(config, output.parent / frames.PLOT_NAME)
+    if frame_plot:
+        plot = "\n\n".join(line for line in (plot, frame_plot) if line)
     output.write_text(
         _markdown(config, families, sections, info, elapsed, targets, plot), encoding="utf-8"
     )

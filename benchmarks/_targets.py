@@ -530,8 +530,40 @@ def _targets(config: Config) -> list[Target]:
                 + " elements (benchmarks/barrier.py)",
             ),
         ),
+        Target(
+            "frame loop: p99 frame <= (median + collector budget) + 20%",
+            1.0,
+            "<=",
+            _frame_p99(),
+        ),
+        Target(
+            "frame loop: RSS flat (within 5%) from frame 500 to the end",
+            0.05,
+            "<=",
+            _value("frames.rss_growth", "RSS change {v:+.1%} (benchmarks/frames.py)"),
+            unit="%",
+        ),
     ]
     return targets
+
+
+def _frame_p99() -> Compute:
+    """The frame loop's p99 over its limit, (median + budget) x 1.2, on the
+    thread's CPU time (a shared machine's preemption left out, as the
+    incremental steps' targets do), the wall-time ratio beside it."""
+
+    def compute(m: dict[str, float]) -> tuple[float, str] | str:
+        for key in ("frames.cpu_p99", "frames.cpu_p99_limit", "frames.p99", "frames.p99_limit"):
+            if key not in m:
+                return _missing(key)
+        return m["frames.cpu_p99"] / m["frames.cpu_p99_limit"], (
+            f"CPU: p99 {_human(m['frames.cpu_p99'])} / limit {_human(m['frames.cpu_p99_limit'])} "
+            f"(median {_human(m.get('frames.cpu_median', math.nan))} + 1 ms, + 20%); wall: "
+            f"x{m['frames.p99'] / m['frames.p99_limit']:.2f} "
+            f"(p99 {_human(m['frames.p99'])}, median {_human(m.get('frames.median', math.nan))})"
+        )
+
+    return compute
 
 
 def _format(value: float, unit: str) -> str:
@@ -541,6 +573,8 @@ def _format(value: float, unit: str) -> str:
         return "x inf" if math.isinf(value) else f"x{value:.2f}"
     if unit == "s":
         return f"{value * 1e3:.3f} ms"
+    if unit == "%":
+        return f"{value:.1%}"
     return f"{value:,.1f} B"
 
 

@@ -215,6 +215,7 @@ def test_a_values_row_zsharp_py_cannot_do_counts_as_infinitely_slow() -> None:
         (1.5e-3, "s", "1.500 ms"),
         (25_000_000.0, "n", "25,000,000"),
         (23.96, "B", "24.0 B"),
+        (0.0312, "%", "3.1%"),
     ],
 )
 def test_values_are_shown_in_their_unit(value: float, unit: str, text: str) -> None:
@@ -227,5 +228,23 @@ def test_every_target_compares_one_way_against_a_positive_limit() -> None:
     for target in targets:
         assert target.compare in ("<=", ">="), target
         assert target.limit > 0, target
-        assert target.unit in ("x", "s", "n", "B"), target
+        assert target.unit in ("x", "s", "n", "B", "%"), target
         assert isinstance(target.compute({}), str), f"{target.name} computed from nothing"
+
+
+def test_the_frame_target_is_judged_on_cpu_time_with_wall_time_beside() -> None:
+    """p99 over (median + 1 ms) x 1.2 on the thread's CPU time: a loaded
+    machine's preemption inflates wall time only, and is shown, not judged."""
+    (frame,) = [t for t in _targets._targets(FULL) if t.name.startswith("frame loop: p99")]
+    figures = {
+        "frames.cpu_p99": 0.0006,
+        "frames.cpu_p99_limit": 0.0012,
+        "frames.cpu_median": 0.0,
+        "frames.p99": 0.009,
+        "frames.p99_limit": 0.0012,
+        "frames.median": 0.0,
+    }
+    value, how = frame.compute(figures)  # type: ignore[misc]
+    assert value == pytest.approx(0.5) and "wall: x7.50" in how
+    del figures["frames.cpu_p99"]
+    assert isinstance(frame.compute(figures), str)  # one figure missing: not measured
