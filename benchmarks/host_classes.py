@@ -671,18 +671,20 @@ def _frame_cases(
     with runtime.activate():
         actor: Any = zs.native_class("BenchActor")
 
-        class FrameTicker(actor):  # type: ignore[misc]
-            """Ticked by the tick manager."""
+        def tick(self: Any, dt: float) -> None:
+            pass
 
-            def tick(self, dt):  # type: ignore[no-untyped-def]
-                pass
-
+        # A name of its own per case: BenchActor is one class in every
+        # runtime, so two subclasses named alike would make the host's
+        # lookup by name ambiguous (docs/writing-game-scripts.md).
+        name = "FrameTickerHeld" if hold else "FrameTickerCold"
+        FrameTicker = type(name, (actor,), {"tick": tick, "__doc__": "Ticked by the tick manager."})
         world = actor()
         world.add_to_root()
         handles = ffi.new("uint64_t[]", ACTORS)
-        status = lib.host_bench_spawn(api, native, world.handle, b"FrameTicker", ACTORS, handles)
+        status = lib.host_bench_spawn(api, native, world.handle, name.encode(), ACTORS, handles)
         if status != 0:
-            raise Unavailable(f"host_bench_spawn(FrameTicker) failed with status {status}")
+            raise Unavailable(f"host_bench_spawn({name}) failed with status {status}")
         status = lib.host_bench_register_ticks(api, native, handles, ACTORS, b"tick")
         if status != 0:
             raise Unavailable(f"host_bench_register_ticks failed with status {status}")

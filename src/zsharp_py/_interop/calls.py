@@ -2,7 +2,7 @@
 ``zs_call_each``: Unreal's ``ProcessEvent``): the parameter block of each
 function (``function_layout``, cached in the class's ``_zs_functions``) and
 its call plan (``_core.CallPlan``), which the C handler
-(native/binding/calls.c) asks for through ``_plan_of`` on a function's
+(native/binding/zpy_host_to_python.c) asks for through ``_plan_of`` on a function's
 first call on a class. docs/embedding.md, "Calls from native code", is the
 user's view.
 """
@@ -60,7 +60,7 @@ class FunctionLayout:
     """Bytes of the block (0 when there is nothing to pass)."""
     _kinds: tuple[Any, ...] = field(repr=False, compare=False)
     _plan: _core.CallPlan = field(repr=False, compare=False)
-    """How zsharp_py._core's handler makes the call (native/binding/calls.c)."""
+    """How zsharp_py._core's handler makes the call (native/binding/zpy_host_to_python.c)."""
     host: bool = False
     """Whether the block is a native host's (its function's description
     places it, zsharp_py/_interop/reflection.py), not laid out here."""
