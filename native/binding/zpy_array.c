@@ -218,6 +218,23 @@ static PyObject *array_clear(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* Whether elements of this kind are written in place by a slice of the same
+   length: once their references are valid nothing can refuse one of them
+   halfway (no memory to allocate), so the write is whole or not at all, and
+   costs what it writes instead of moving the array's tail twice. */
+static int written_in_place(const zpyv_kind *element) {
+    switch (element->code) {
+    case ZPYV_SCALAR:
+    case ZPYV_PLAIN:
+    case ZPYV_NAME:
+    case ZPYV_OBJECT:
+    case ZPYV_WEAK:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* arr[i] = v, arr[a:b] = values, del arr[i], del arr[a:b]. */
 static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) {
     zpyv_value *value;
@@ -235,7 +252,8 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
         if (zpyv_live(value) != NULL) {
             zs_array *array = (zs_array *)value->address;
             Py_ssize_t count = PySlice_AdjustIndices(array->count, &start, &stop, step);
-            if (step == 1) {
+            if (step == 1 && !(item != NULL && (Py_ssize_t)staged.count == count &&
+                               written_in_place(value->kind->element))) {
                 /* Insert, then remove: a refused insertion is undone, the old elements kept. */
                 result = 0;
                 if (item != NULL && staged.count > 0)
@@ -247,7 +265,9 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
                              "extended slice of size %zd",
                              staged.count, count);
             } else if (item != NULL) {
-                /* References first: a refusal after one write would keep that write. */
+                /* Same length, written in place (an extended slice, or a
+                   plain one of elements written_in_place): references
+                   first, since a refusal after one write would keep it. */
                 zs_status status = zpyv_references_valid(rt, value->kind, &staged);
                 for (Py_ssize_t i = 0; status == ZS_OK && i < count; i++) {
                     Py_ssize_t p = start + i * step;

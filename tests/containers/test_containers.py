@@ -496,6 +496,41 @@ def test_array_of_objects_refuses_an_expired_object(rt: zs.Runtime) -> None:
     assert units == []
 
 
+@pytest.mark.parametrize("index", [slice(1, 4), slice(1, 4, 1), slice(3, 0, -1)])
+def test_a_same_length_slice_of_objects_is_written_whole_or_not_at_all(
+    rt: zs.Runtime, index: slice
+) -> None:
+    """A plain slice of the same length is written in place (zpy_array.c,
+    written_in_place): an expired object in the middle refuses it before any
+    element changes; a written one replaces exactly the slice, and what it
+    replaced is garbage at the next collection."""
+    kept = [Trooper() for _ in range(6)]
+    holder = Trooper()
+    holder.add_to_root()
+    holder.units = kept
+    holder.ints = list(range(6))
+    dead = Trooper()
+    collect(rt)
+    assert dead.is_expired
+    new = [Trooper(), Trooper(), Trooper()]
+    with pytest.raises(zs.ExpiredConjugateError):
+        holder.units[index] = [new[0], dead, new[2]]
+    assert holder.units.to_python() == kept
+    ints = holder.ints
+    ints[index] = [10, 11, 12]
+    expected = list(range(6))
+    expected[index] = [10, 11, 12]
+    assert ints == expected
+    holder.units[index] = new
+    expected_units = list(kept)
+    expected_units[index] = new
+    assert holder.units.to_python() == expected_units
+    collect(rt)  # the replaced objects are garbage; the new ones held by the array
+    assert all(not t.is_expired for t in new)
+    assert sum(t.is_expired for t in kept) == 3
+    rt.gc.verify()
+
+
 def test_array_of_weak_pointers(rt: zs.Runtime) -> None:
     keep, drop = Trooper(), Trooper()
     keep.add_to_root()
