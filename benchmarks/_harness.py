@@ -417,15 +417,23 @@ def _run_untimed(case: MicroCase, timer: timeit.Timer, operations: int) -> None:
 
 
 def run_micro(
-    cases: Sequence[MicroCase], number: int, rounds: int
+    cases: Sequence[MicroCase],
+    number: int,
+    rounds: int,
+    time_source: Callable[[], float] = clock,
 ) -> tuple[list[MicroResult], Stats]:
     """Time every case ``rounds`` times ``number`` operations, interleaved:
     each round runs one batch of every case (in a rotating order, each timed
     batch after an untimed tenth of it), so slow drift of the machine
     affects all cases alike. Returns the per-operation
-    statistics of each case and of the empty loop (the overhead)."""
-    empty = timeit.Timer("pass")
-    timers = [timeit.Timer(case.stmt, globals=case.namespace) for case in cases]
+    statistics of each case and of the empty loop (the overhead).
+
+    ``time_source`` is wall time by default; ``time.thread_time`` measures the
+    work alone, for families whose question is how much work a path does
+    (a batch the scheduler pre-empts then costs what it ran, not what it
+    waited)."""
+    empty = timeit.Timer("pass", timer=time_source)
+    timers = [timeit.Timer(case.stmt, timer=time_source, globals=case.namespace) for case in cases]
     numbers = [max(int(number * case.scale), 1) for case in cases]
     for case, timer, count in zip(cases, timers, numbers, strict=True):
         _run_untimed(case, timer, max(count // 10, 1))  # fail early on a broken statement
@@ -455,9 +463,9 @@ def run_micro(
                 # collector off: otherwise a timed after_batch pays for
                 # whatever collection the other cases' garbage makes due.
                 with gc_paused():
-                    start = clock()
+                    start = time_source()
                     case.after_batch()
-                    elapsed = clock() - start
+                    elapsed = time_source() - start
                 if case.after_batch_timed:
                     seconds += elapsed
             samples[index].append(seconds / operations)
