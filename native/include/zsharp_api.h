@@ -83,7 +83,13 @@
 typedef struct zs_api {
     uint32_t version; /* ZS_API_VERSION */
     uint32_t size;    /* sizeof(zs_api) */
+#ifdef __cplusplus
+/* C++ names the function by its qualified name: a member declared with the
+   name its own type used would change that name's meaning in the class. */
+#define ZS_API_SLOT(name) decltype(&::name) name;
+#else
 #define ZS_API_SLOT(name) __typeof__(&name) name;
+#endif
     ZS_API_FUNCTIONS(ZS_API_SLOT)
 #undef ZS_API_SLOT
 } zs_api;

@@ -183,3 +183,51 @@ def test_the_library_exports_only_its_api_under_a_version() -> None:
 def test_the_config_command_names_folders_that_exist(option: str) -> None:
     (folder,) = zsharp_config(option)
     assert Path(folder).is_dir()
+
+
+CPP_HOST = r"""
+#include "zsharp.h"
+#include "zsharp_api.h"
+#include "zsharp_debug.h"
+#include "zsharp_managed.h"
+#include <cstdio>
+#include <cstring>
+
+/* The same runtime's life through the linked API and through the table a
+   module built apart from the library is handed. */
+int main() {
+    const zs_api *api = zs_api_table();
+    if (api->version != ZS_API_VERSION || api->size != sizeof(zs_api)) return 2;
+    zs_runtime_options options;
+    api->zs_runtime_default_options(&options);
+    zs_runtime *rt = nullptr;
+    if (api->zs_runtime_new(&options, &rt) != ZS_OK) return 3;
+    uint32_t through_table = 0, linked = 0, number = 0;
+    if (api->zs_name_intern(rt, "Guard", std::strlen("Guard"), &through_table, &number) != ZS_OK)
+        return 4;
+    if (zs_name_intern(rt, "Guard", 5, &linked, &number) != ZS_OK || linked != through_table)
+        return 5;
+    api->zs_runtime_free(rt);
+    std::printf("C++ host: %s\n", zs_status_message(ZS_OK));
+    return 0;
+}
+"""
+
+
+def test_the_headers_compile_and_link_as_cpp(tmp_path: Path) -> None:
+    """Game engines are C++: every public header compiles as C++11 with
+    warnings as errors, zsharp_api.h's table included (its slots are typed
+    after the header's own declarations, which C++ spells differently), and
+    a C++ host links and runs through the table and the linked API alike."""
+    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    assert compiler, "a C++ compiler is needed (Debian: g++)"
+    source = tmp_path / "host.cpp"
+    source.write_text(CPP_HOST)
+    program = tmp_path / "host"
+    command = [compiler, "-std=c++11", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+    command += ["-o", str(program), str(source), *zsharp_config("--cflags", "--libs")]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and not _our_diagnostics(done.stderr), done.stderr
+    run = subprocess.run([str(program)], capture_output=True, text=True, check=False, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.startswith("C++ host: "), run.stdout
