@@ -17,6 +17,7 @@ seen from Python through red and black conjugates.
 from . import _assembly  # noqa: F401  (wires the C core; it imports every layer first)
 from ._base.errors import ExpiredConjugateError
 from ._interop.reflection import native_class, native_classes, native_enum, native_struct
+from ._interop.reload import reload
 from ._model import hints as _hints
 from ._model.kinds import (
     Bool,
@@ -101,6 +102,7 @@ __all__ = [
     "native_classes",
     "native_enum",
     "native_struct",
+    "reload",
     "scope",
     "state",
     "zero",

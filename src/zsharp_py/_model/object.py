@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import importlib
 import inspect
 import struct as _struct_module
 import sys
@@ -186,6 +187,11 @@ class ObjectMeta(_core.ObjectClass):
     ) -> ObjectMeta:
         _refuse_new(name, bases, namespace)
         _refuse_slots(name, namespace)
+        # A reload of the module that declared this class runs the class
+        # statement again: the reload hook (zsharp_py/_interop/reload.py)
+        # updates that class in place and the statement gives it back.
+        previous = previous_declaration(ObjectMeta, name, namespace)
+        cell = namespace.get("__classcell__")
         # Python state first: nothing may resolve its annotations as native
         # properties (``note: str = zs.state()`` is not a zs.String).
         own_state = _take_state(namespace)
@@ -224,6 +230,8 @@ class ObjectMeta(_core.ObjectClass):
             # (the check zsharp_py/_interop/calls.py registers; else at the first call).
             for check_declaration in _declaration_checks:
                 check_declaration(cls, namespace)
+        if previous is not None:
+            return typing.cast("ObjectMeta", redeclared(previous, cls, cell, namespace))
         return cls
 
     def __setattr__(cls, name: str, value: Any) -> None:
@@ -240,6 +248,61 @@ class ObjectMeta(_core.ObjectClass):
         super().__delattr__(name)
         if name == "__init__":
             _refresh_python_init(cls)
+
+
+# The reload hook (zsharp_py/_interop/reload.py): redeclared(previous, new,
+# namespace) updates ``previous`` from ``new`` (or stages it) and returns it.
+_redeclaration_hooks: list[typing.Callable[[type, type, dict[str, Any]], type]] = []
+
+
+def set_redeclaration_hook(hook: typing.Callable[[type, type, dict[str, Any]], type]) -> None:
+    """Install how a class statement run again by a module reload updates
+    the class it declared before (zsharp_py/_interop/reload.py)."""
+    _redeclaration_hooks[:] = [hook]
+
+
+def _reloading(module: str) -> bool:
+    """Whether ``module`` is being reloaded: by ``importlib.reload`` (which
+    lists the modules it is running in ``importlib._RELOADING``) or by
+    ``zsharp_py.reload``, which calls it."""
+    return module in getattr(importlib, "_RELOADING", {})
+
+
+def previous_declaration(meta: type, name: str, namespace: dict[str, Any]) -> type | None:
+    """The class (of metaclass ``meta``) a module being reloaded declared at
+    its top level under this class statement's name before the reload, or
+    None (a first import, a class inside a function or another class, a
+    name that held something else, no reload hook installed)."""
+    module = namespace.get("__module__")
+    if not isinstance(module, str) or namespace.get("__qualname__") != name:
+        return None
+    if not _redeclaration_hooks or not _reloading(module):
+        return None
+    loaded = sys.modules.get(module)
+    previous = getattr(loaded, "__dict__", {}).get(name) if loaded is not None else None
+    if (
+        isinstance(previous, type)
+        and type(previous) is meta
+        and previous.__module__ == module
+        and previous.__qualname__ == name
+        and "_zs_staged" not in previous.__dict__
+        and "_zs_description" not in previous.__dict__
+    ):
+        return previous
+    return None
+
+
+def redeclared(previous: type, new: type, cell: Any, namespace: dict[str, Any]) -> type:
+    """A reload ran the class statement of ``previous`` again, which made
+    ``new``: ``new`` is only read (marked ``_zs_staged``: no lookup by name
+    finds it, it is never registered), its methods' ``__class__`` cell
+    (what ``super()`` reads) names ``previous``, and the reload hook
+    updates ``previous`` from it (or refuses); the statement binds
+    ``previous``, which stays the one class of that name."""
+    type.__setattr__(new, "_zs_staged", True)
+    if cell is not None:
+        cell.cell_contents = previous
+    return _redeclaration_hooks[0](previous, new, namespace)
 
 
 # Bases whose own __new__ is not the user's (the library's, Python's).

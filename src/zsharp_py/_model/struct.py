@@ -11,6 +11,7 @@ keeps its bytes inside its conjugate, with nothing native to free.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -28,6 +29,8 @@ from .object import (
     declaring_scope,
     described_properties,
     pack_default,
+    previous_declaration,
+    redeclared,
     resolve_kind,
     take_defaults,
 )
@@ -71,12 +74,18 @@ class StructMeta(type):
                     "declares Python state of a native class (a zs.Object subclass)"
                 )
         namespace.setdefault("__slots__", ())
+        # A reload of its module: the struct declared before is updated in
+        # place (zsharp_py/_interop/reload.py), as an object class is.
+        previous = previous_declaration(StructMeta, name, namespace)
+        cell = namespace.get("__classcell__")
         annotations = namespace.get("__annotations__", {})
         namespace["_zs_defaults"] = take_defaults(namespace, annotations)
         namespace["_zs_scope"] = declaring_scope(1)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         if any(isinstance(base, StructMeta) for base in bases):  # not zs.Struct itself
             check_annotations(cls)
+        if previous is not None:
+            return typing.cast("StructMeta", redeclared(previous, cls, cell, namespace))
         return cls
 
 

@@ -851,7 +851,12 @@ def _declared_classes(name: str) -> list[type[Object]]:
     while pending:
         cls = pending.pop()
         pending.extend(type.__subclasses__(cls))
-        if cls.__name__ == name and "_zs_description" not in cls.__dict__ and cls is not Object:
+        if (
+            cls.__name__ == name
+            and "_zs_description" not in cls.__dict__
+            and "_zs_staged" not in cls.__dict__  # a reload's statement: never used
+            and cls is not Object
+        ):
             found.append(cls)
     return found
 

@@ -69,7 +69,7 @@ def _declared_classes() -> list[type]:
         cls = stack.pop()
         subclasses: list[type] = cls.__subclasses__()
         for sub in subclasses:
-            if sub not in seen:
+            if sub not in seen and "_zs_staged" not in sub.__dict__:  # a reload's, never used
                 seen.add(sub)
                 found.append(sub)
                 stack.append(sub)
