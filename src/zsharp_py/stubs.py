@@ -17,8 +17,8 @@ a checker reads as ``int``); arguments take what a call accepts
 ``python -m zsharp_py stubs --engine sample -o sample.pyi`` runs it on the
 sample engine; ``--install MODULE:FUNCTION`` on any host whose Python
 function registers its descriptions in a runtime (as
-``zsharp_py.sample_engine.install`` does). docs/typing-game-scripts.md is
-the user's guide.
+``zsharp_py.sample_engine.install`` does). docs/writing-game-scripts.md,
+"Typing", is the user's guide.
 
 >>> import zsharp_py as zs
 >>> from zsharp_py import sample_engine, stubs
@@ -54,7 +54,7 @@ from ._interop.reflection import (
 )
 from ._runtime.runtime import Runtime, current_runtime
 
-__all__ = ["HostTypes", "host_types", "host_stub", "write_stub", "load_installer"]
+__all__ = ["HostDescriptions", "host_descriptions", "host_stub", "write_stub", "load_installer"]
 
 _STRINGS = ("String", "Utf8String", "AnsiString", "Text")
 _WIDTH = 100  # the project's line length (pyproject.toml, [tool.ruff])
@@ -79,7 +79,7 @@ class StructDescription:
 
 
 @dataclass(frozen=True)
-class HostTypes:
+class HostDescriptions:
     """Every type a runtime's native host registered, as described: what a
     stub declares."""
 
@@ -97,7 +97,7 @@ class HostTypes:
         )
 
 
-def host_types(runtime: Runtime | None = None) -> HostTypes:
+def host_descriptions(runtime: Runtime | None = None) -> HostDescriptions:
     """The descriptions of the classes, structs and enums the native host
     registered in ``runtime`` (the current one by default), in the order
     it registered them. Classes declared in Python and registered there
@@ -122,7 +122,7 @@ def host_types(runtime: Runtime | None = None) -> HostTypes:
         if bound is not None and "_zs_description" not in bound.__dict__:
             continue  # declared in Python
         classes.append(_read_class(rt._heap_describe_class(class_id)))
-    return HostTypes(tuple(enums), tuple(structs), tuple(classes))
+    return HostDescriptions(tuple(enums), tuple(structs), tuple(classes))
 
 
 # ---------------------------------------------------------------------------
@@ -305,13 +305,13 @@ def host_stub(
 ) -> str:
     """The text of a ``.pyi`` declaring every class, struct and enum that
     the native host registered in ``runtime`` (the current one by
-    default), from their descriptions (``host_types``). ``title`` opens
+    default), from their descriptions (``host_descriptions``). ``title`` opens
     the module's docstring; ``command``, when given, is named there as the
     one that regenerates the file.
 
     ``ValueError`` when a name the host registered is not a Python
     identifier."""
-    described = host_types(runtime)
+    described = host_descriptions(runtime)
     types = _Annotations(set(described.names))
     body: list[str] = []
     for enum_desc in described.enums:

@@ -372,7 +372,7 @@ def test_python_classes_are_left_out_and_names_must_be_identifiers(rt: zs.Runtim
 
     Scout()
     assert "Scout" in zs.native_classes()
-    described = stubs.host_types(rt)
+    described = stubs.host_descriptions(rt)
     assert "Scout" not in described.names and "Actor" in described.names
     # The same declarations as in a runtime with the engine alone (after the
     # module's docstring, which names no command here).
