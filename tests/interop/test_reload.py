@@ -442,3 +442,35 @@ def test_a_struct_is_updated_in_place_and_its_members_kept(scripts: Scripts) -> 
             zs.reload(module)
         assert mover.at.size() == 8.0 and not hasattr(module.RPoint(), "z")
         mover.remove_from_root()
+
+
+SIGNALS = """
+import zsharp_py as zs
+
+LOG: list = []
+
+class RDoor(zs.Object):
+    on_open: zs.MulticastDelegate = zs.zero()
+
+class RWatcher(zs.Object):
+    def seen(self) -> None:
+        LOG.append("v{version}")
+"""
+
+
+def test_delegates_bound_to_a_method_call_the_new_method(scripts: Scripts) -> None:
+    module = scripts.load(SIGNALS.format(version=1))
+    with zs.Runtime():
+        door, watcher = module.RDoor(), module.RWatcher()
+        door.on_open.add(watcher, "seen")  # by name: looked up at each broadcast
+        door.on_open.add(watcher.seen)  # a method of an object: kept as (object, name) too
+        door.on_open.add(lambda: module.LOG.append("lambda"))  # a plain callable
+        door.on_open.broadcast()
+        log = module.LOG
+        assert log == ["v1", "v1", "lambda"]
+        scripts.edit(module, SIGNALS.format(version=2))
+        zs.reload(module)
+        door.on_open.broadcast()
+        # LOG was made again by the reload (module-level code runs again).
+        assert log == ["v1", "v1", "lambda"] and module.LOG is not log
+        assert module.LOG == ["v2", "v2", "lambda"]

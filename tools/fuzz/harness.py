@@ -195,7 +195,7 @@ def blank(cls: Callable[..., T], *args: Any) -> T:
     """``cls(*args)``: a new object (or struct) with every property not
     given at zero, as native code creates one. Type checkers see the properties declared
     without a default as required keywords of the class call (zs.Object's
-    dataclass_transform, docs/typing-game-scripts.md); the harness wants
+    dataclass_transform, docs/writing-game-scripts.md); the harness wants
     that zeroed state on purpose."""
     return cls(*args)
 

@@ -248,7 +248,7 @@ class PropertyKind:
         zeroed member already holds (``None`` for a pointer, ``[]`` for a
         container, ``""`` for a string): nothing to apply at creation, so
         such a default costs nothing. A default written only for a type
-        checker (docs/typing-game-scripts.md) is usually one of these."""
+        checker (docs/writing-game-scripts.md, "Typing") is usually one of these."""
         return False
 
     def has_plain_defaults(self) -> bool:

@@ -162,7 +162,7 @@ def library_keyword(*, default: Any, alias: str, kw_only: bool = True) -> Any:
 # conjugates compare and hash by identity, as the runtime does. A property
 # declared without a default is a required keyword for a checker, as a
 # dataclass field is (at run time it starts at zero, None or empty):
-# docs/typing-game-scripts.md says so.
+# docs/writing-game-scripts.md ("Typing") says so.
 @dataclass_transform(kw_only_default=True, eq_default=False, field_specifiers=(library_keyword,))
 class ObjectMeta(_core.ObjectClass):
     """Metaclass of ``zs.Object``: collects property declarations and makes
