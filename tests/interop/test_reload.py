@@ -474,3 +474,129 @@ def test_delegates_bound_to_a_method_call_the_new_method(scripts: Scripts) -> No
         # LOG was made again by the reload (module-level code runs again).
         assert log == ["v1", "v1", "lambda"] and module.LOG is not log
         assert module.LOG == ["v2", "v2", "lambda"]
+
+
+PLAIN = """
+import zsharp_py as zs
+from zsharp_py.engines.sample import Actor
+
+class RRunner(Actor):
+    steps: zs.Int32 = 0
+{body}
+"""
+
+
+def test_an_override_removed_falls_back_to_the_hosts_default(scripts: Scripts) -> None:
+    tick = "    def tick(self, dt: float) -> None:\n        self.steps += 1\n"
+    module = scripts.load(PLAIN.format(body=tick))
+    with zs.Runtime():
+        sample_engine.install()
+        world = World()
+        world.add_to_root()
+        runner = world.spawn(module.RRunner, Transform())
+        runner.speed = 2.0
+        world.tick(1.0)  # the override: counts, does not move
+        assert (runner.steps, runner.transform.location.x) == (1, 0.0)
+        scripts.edit(module, PLAIN.format(body=""))
+        zs.reload(module)
+        assert "tick" not in vars(module.RRunner)
+        world.tick(1.0)  # the engine's own tick, called from C: moves at speed
+        assert (runner.steps, runner.transform.location.x) == (1, 2.0)
+        world.remove_from_root()
+
+
+def test_an_init_added_runs_for_new_objects_only(scripts: Scripts) -> None:
+    module = scripts.load(PLAIN.format(body=""))
+    init = "    def __init__(self, steps: int = 7) -> None:\n        self.steps = steps\n"
+    with zs.Runtime():
+        sample_engine.install()
+        old = module.RRunner()  # made by the C fast path: no __init__
+        assert old.steps == 0
+        scripts.edit(module, PLAIN.format(body=init))
+        zs.reload(module)
+        assert module.RRunner().steps == 7 and module.RRunner(3).steps == 3
+        assert old.steps == 0  # not made again
+        scripts.edit(module, PLAIN.format(body=""))
+        zs.reload(module)  # and removed again: the fast path takes no argument
+        assert module.RRunner().steps == 0
+        with pytest.raises(TypeError):
+            module.RRunner(3)
+
+
+def test_a_reload_from_inside_an_override_called_by_c(scripts: Scripts) -> None:
+    """The engine's C tick loop calls an override that reloads its own
+    module (and collects): the actors after it in the same loop run the new
+    code, the one that reloaded finishes the old one."""
+    source = """
+import gc
+import zsharp_py as zs
+from zsharp_py.engines.sample import Actor
+
+RELOAD: list = []
+
+class RTicker(Actor):
+    log: list = zs.state(factory=list)
+
+    def tick(self, dt: float) -> None:
+        self.log.append({version})
+        if RELOAD:
+            RELOAD.pop()()
+            gc.collect()
+            self.log.append("after {version}")
+"""
+    module = scripts.load(source.format(version=1))
+    with zs.Runtime() as rt:
+        sample_engine.install()
+        world = World()
+        world.add_to_root()
+        tickers = [world.spawn(module.RTicker, Transform()) for _ in range(3)]
+        scripts.edit(module, source.format(version=2))
+        module.RELOAD.append(lambda: zs.reload(module))
+        world.tick(0.5)
+        rt.collect_garbage()
+        world.tick(0.5)
+        logs = sorted((t.log for t in tickers), key=len)
+        assert logs[0] == [2, 2] and logs[1] == [2, 2]
+        assert logs[2] == [1, "after 1", 2]
+        world.remove_from_root()
+
+
+def test_the_reloads_statement_classes_are_freed(scripts: Scripts) -> None:
+    from zsharp_py.engines.sample import Actor
+
+    module = scripts.load(GUARD.format(version=1))
+    for version in (2, 3):
+        scripts.edit(module, GUARD.format(version=version))
+        zs.reload(module)
+    gc.collect()
+    staged = [c for c in type.__subclasses__(Actor) if "_zs_staged" in c.__dict__]
+    assert staged == []
+    assert [c for c in type.__subclasses__(Actor) if c.__name__ == "RGuard"] == [module.RGuard]
+
+
+def test_a_new_parameter_block_for_a_method_native_code_calls_is_refused(
+    scripts: Scripts,
+) -> None:
+    """A host holds a block laid out for ``score(base: Int32) -> Int32`` (8
+    bytes): a reload making it ``score(base: Float64)`` would read and write
+    16 bytes of it; refused. A method no host has laid out yet may change."""
+    module = scripts.load(GUARD.format(version=1))
+    with zs.Runtime() as rt:
+        sample_engine.install()
+        world, guard, _ = play(rt, module)
+        assert call_score(guard, 1) == 4  # the block is laid out now
+        changed = GUARD.format(version=2).replace("base: zs.Int32", "base: zs.Float64")
+        scripts.edit(module, changed)
+        with pytest.raises(TypeError) as raised:
+            zs.reload(module)
+        message = str(raised.value)
+        assert "RGuard.score: the reload changes its parameter block" in message
+        assert "(int32_t base) -> int32_t to (double base) -> int32_t" in message
+        assert call_score(guard, 1) == 4 and guard.describe() == "guard v1"
+        # describe() is not called from native code: its signature may change.
+        scripts.edit(
+            module, GUARD.format(version=2).replace("describe(self)", "describe(self, x=0)")
+        )
+        zs.reload(module)
+        assert guard.describe() == "guard v2" and call_score(guard, 1) == 5
+        world.remove_from_root()

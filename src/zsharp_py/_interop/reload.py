@@ -11,7 +11,9 @@ classes, lookups by name and ``isinstance`` all keep the one class.
 
 What the native side has laid out cannot change under live objects: a
 class's native properties (names, types, order, defaults) and Python state
-(``zs.state()`` slots), its bases and its cluster flags. A reload that
+(``zs.state()`` slots), its bases and its cluster flags, a struct's
+members once laid out, and the parameter block of a method native code
+may call with a block it holds. A reload that
 changes them is refused, naming the class and the property, unless no open
 runtime holds a native class of it or of a subclass (then the class is
 laid out again at its next use).
@@ -41,6 +43,7 @@ from .._model.object import (
 )
 from .._model.struct import StructMeta
 from .._runtime.runtime import Runtime, _open_runtimes, describe_runtime
+from .calls import _same_block, _signature, function_layout
 
 __all__ = ["reload"]
 
@@ -204,6 +207,8 @@ def _check(update: _Update) -> None:
             f"zs.state() declarations (they are slots of the live objects' conjugates); "
             f"the old {name} keeps running"
         )
+    if isinstance(old, ObjectMeta):
+        _check_blocks(old, new)
     change = _property_change(old, new)
     update.relayout = False
     if change is None:
@@ -229,6 +234,32 @@ def _check(update: _Update) -> None:
         f"native layout (declare the property as before, or reload when no open runtime "
         f"uses {name}); the old {name} keeps running"
     )
+
+
+def _check_blocks(old: type, new: type) -> None:
+    """Refuse a new signature for a method of ``old`` whose parameter block
+    is laid out already (``function_layout``: a host may hold a block of
+    that shape and call the method by name with it, and the new method
+    would read and write another): ``TypeError`` naming it and both
+    signatures. A method removed, or no longer callable from native code,
+    only fails the host's next call (an error it is given)."""
+    for member in _subclasses(old):
+        computed = member.__dict__.get("_zs_functions") or {}
+        for name, before in list(computed.items()):
+            if before.owner is not old:
+                continue
+            try:
+                after = function_layout(new, name)
+            except (AttributeError, TypeError):
+                continue
+            if not _same_block(before, after):
+                raise TypeError(
+                    f"reloading {old.__name__}: {old.__name__}.{name}: the reload changes its "
+                    f"parameter block from {_signature(before)} to {_signature(after)}, and "
+                    f"native code may hold a block of the old one to call it with; keep the "
+                    f"signature (or give the new one another name); the old {old.__name__} "
+                    "keeps running"
+                )
 
 
 def _names(classes: tuple[type, ...]) -> str:
