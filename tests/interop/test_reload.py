@@ -167,7 +167,8 @@ def test_a_reload_keeps_one_class_of_each_name(scripts: Scripts) -> None:
         zs.reload(module)
     from zsharp_py._runtime.runtime import _declared_classes
 
-    assert _declared_classes("RGuard") == [module.RGuard]
+    found = [c for c in _declared_classes("RGuard") if c.__module__ == module.__name__]
+    assert found == [module.RGuard]
     with zs.Runtime():
         sample_engine.install()
         world = World()
@@ -208,6 +209,11 @@ FAILURES = {
         "class RBad(RGuard):\n    tick = 42\n",
         TypeError,
     ),
+    "a non-function override, redeclared": (
+        "TypeError",
+        "class RElite(RGuard):\n    tick = 42\n",
+        TypeError,
+    ),
 }
 
 
@@ -225,6 +231,11 @@ def test_a_failing_reload_leaves_the_old_code_running(scripts: Scripts, failure:
             zs.reload(module)
         assert "nothing was changed" in "".join(getattr(raised.value, "__notes__", []))
         assert module.__dict__ == before and not hasattr(module, "LATE")
+        # The refused statements' classes are never found by name.
+        from zsharp_py._runtime.runtime import _declared_classes
+
+        found = [c for c in _declared_classes("RElite") if c.__module__ == module.__name__]
+        assert found == [module.RElite] and type(elite) is module.RElite
         assert module.VERSION == 1
         assert guard.describe() == "guard v1" and elite.describe() == "elite of guard v1"
         world.tick(0.5)

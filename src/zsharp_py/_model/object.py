@@ -219,6 +219,8 @@ class ObjectMeta(_core.ObjectClass):
         namespace["_zs_defaults"] = defaults
         namespace["_zs_scope"] = declaring_scope(1)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        if previous is not None:  # only read, even when a check below refuses it
+            type.__setattr__(cls, "_zs_staged", True)
         _core.init_class(cls, bool(namespace["_zs_state"]))
         for attribute, declared in own_state.items():
             _install_state(cls, attribute, declared)

@@ -82,6 +82,8 @@ class StructMeta(type):
         namespace["_zs_defaults"] = take_defaults(namespace, annotations)
         namespace["_zs_scope"] = declaring_scope(1)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        if previous is not None:  # only read, even when a check below refuses it
+            type.__setattr__(cls, "_zs_staged", True)
         if any(isinstance(base, StructMeta) for base in bases):  # not zs.Struct itself
             check_annotations(cls)
         if previous is not None:
