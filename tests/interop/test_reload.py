@@ -611,3 +611,27 @@ def test_a_new_parameter_block_for_a_method_native_code_calls_is_refused(
         zs.reload(module)
         assert guard.describe() == "guard v2" and call_score(guard, 1) == 5
         world.remove_from_root()
+
+
+def test_a_subclass_in_another_module_inherits_the_new_methods(scripts: Scripts) -> None:
+    base_source = """
+import zsharp_py as zs
+
+class RBase(zs.Object):
+    def greet(self) -> str:
+        return "hello v{version}"
+"""
+    base = scripts.load(base_source.format(version=1))
+    child = scripts.load(
+        f"from {base.__name__} import RBase\n\n"
+        "class RChild(RBase):\n"
+        "    def greet(self) -> str:\n"
+        "        return super().greet() + '!'\n"
+    )
+    with zs.Runtime():
+        kid = child.RChild()
+        assert kid.greet() == "hello v1!"
+        scripts.edit(base, base_source.format(version=2))
+        zs.reload(base)
+        assert kid.greet() == "hello v2!" and child.RChild().greet() == "hello v2!"
+        assert issubclass(child.RChild, base.RBase)
