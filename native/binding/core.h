@@ -54,6 +54,31 @@
 PyObject *zpy_error_take(void);
 void zpy_error_give(PyObject *error);
 
+/* A Python call into the host in progress on one thread (zpy_errors.c):
+ * calls back into Python inside it keep their first error here instead of
+ * reporting it as unraisable, and the call raises it when the host
+ * returns. On the caller's C stack; linked, newest first, in the state. */
+typedef struct zpy_entry {
+    struct zpy_entry *outer; /* the entry opened before it (on any thread) */
+    PyThreadState *thread;   /* the thread that opened it */
+    PyObject *first;         /* the first error raised inside it (owned), or NULL */
+    Py_ssize_t more;         /* errors raised inside it after the first */
+} zpy_entry;
+
+/* Open `entry` for a call into the host made now on this thread (GIL). */
+struct zpy_core_state;
+void zpy_entry_open(struct zpy_core_state *state, zpy_entry *entry);
+/* Close it (whatever entries other threads opened since); its error stays. */
+void zpy_entry_leave(struct zpy_core_state *state, zpy_entry *entry);
+/* Raise what a closed entry kept: -1 with CallbackError naming `what` (the
+ * original as __cause__), the original itself when it is no Exception
+ * (KeyboardInterrupt, SystemExit) or a CallbackError already; 0 when none. */
+int zpy_entry_raise(struct zpy_core_state *state, zpy_entry *entry, PyObject *what);
+/* Report the error being raised by a call from native code into Python:
+ * kept by this thread's innermost open entry, else to sys.unraisablehook
+ * with `context` (repeats of one report folded: zpy_errors.c). */
+void zpy_report_callback(struct zpy_core_state *state, PyObject *context);
+
 /* Put "<what>: " before the message of the error being raised, when it is
  * TypeError, ValueError or OverflowError itself and does not start so yet.
  * Any other exception (a subclass may need other constructor arguments, a
@@ -392,6 +417,12 @@ typedef struct zpy_core_state {
     PyObject *signature_plan_of;
     PyObject
         *find_method; /* (obj, name) -> obj's method of that name (case-insensitive), or None */
+    /* Errors of calls from native code (zpy_errors.c): module exec. */
+    PyObject *callback_error;       /* the CallbackError class */
+    zpy_entry *entries;             /* open calls into the host, every thread, newest first (GIL) */
+    PyObject *reported;             /* {(type, message, context): times} of unraisable reports */
+    PyObject *reported_hook;        /* the sys.unraisablehook they went to (another: forgotten) */
+    int callback_errors_unraisable; /* set: entries keep no errors (raise_callback_errors) */
 
     /* ---- counters: GIL ---- */
     uint32_t kind_count;  /* kinds made so far: the next kind's id */

@@ -17,8 +17,11 @@
  * into the block that the scope expires), the method, and the result
  * written back (converted or staged completely before anything is stored,
  * so a failed result leaves the block as it was). An exception cannot cross
- * the native frames: it goes to sys.unraisablehook and the host gets
- * ZS_E_CALL_FAILED (ZS_E_INVALID when the function cannot be called).
+ * the native frames: the host gets ZS_E_CALL_FAILED (ZS_E_INVALID when the
+ * function cannot be called), and the error goes to the innermost call
+ * into the host that Python made on this thread, which raises it when the
+ * host returns (zpy_report_callback, zpy_errors.c), else, when no Python
+ * code started the host's call, to sys.unraisablehook.
  *
  * The block belongs to the host for the whole call, so its address stays
  * valid whatever Python code runs; nothing else read before Python code
@@ -218,23 +221,23 @@ static PyType_Spec plan_spec = {
 
 /* Report the error being raised, naming a call to `self` that could not be
  * made ("a call from native code to <Mob ...>"). */
-static void report_call_to(PyObject *self) {
+static void report_call_to(zpy_core_state *state, PyObject *self) {
     PyObject *error = zpy_error_take();
     PyObject *context = PyUnicode_FromFormat("a call from native code to %R", self);
     if (context == NULL) PyErr_Clear(); /* the repr failed: name nothing rather than lose it */
     if (error != NULL) zpy_error_give(error);
-    PyErr_WriteUnraisable(context);
+    zpy_report_callback(state, context);
     Py_XDECREF(context);
 }
 
 /* Report the error being raised in or around the method itself, naming the
  * bound method (looked up with the error put aside). */
-static void report_method(PyObject *self, PyObject *name) {
+static void report_method(zpy_core_state *state, PyObject *self, PyObject *name) {
     PyObject *error = zpy_error_take();
     PyObject *bound = PyObject_GetAttr(self, name);
     PyErr_Clear();
     if (error != NULL) zpy_error_give(error);
-    PyErr_WriteUnraisable(bound != NULL ? bound : name);
+    zpy_report_callback(state, bound != NULL ? bound : name);
     Py_XDECREF(bound);
 }
 
@@ -398,8 +401,8 @@ failed:
                       PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)
                   ? ZS_E_INVALID
                   : ZS_E_CALL_FAILED;
-    if (self != NULL) report_call_to(self);
-    else PyErr_Clear();
+    if (self != NULL) report_call_to(state, self);
+    else zpy_report_callback(state, NULL);
     return NULL;
 }
 
@@ -521,9 +524,10 @@ static int write_result(zpy_runtime_core *rt, const zpy_plan_member *member, PyO
 /* Report the error being raised by a call made from `plan`: naming the
  * bound method of `self` (an object's function), or the callable itself (a
  * delegate's listener, self NULL). */
-static void report_call(PyObject *self, zpy_call_plan *plan, PyObject *callable) {
-    if (self != NULL) report_method(self, plan->name);
-    else PyErr_WriteUnraisable(callable);
+static void report_call(zpy_core_state *state, PyObject *self, zpy_call_plan *plan,
+                        PyObject *callable) {
+    if (self != NULL) report_method(state, self, plan->name);
+    else zpy_report_callback(state, callable);
 }
 
 /* Load the arguments, make the call, write the result; the runtime is
@@ -533,12 +537,13 @@ static void report_call(PyObject *self, zpy_call_plan *plan, PyObject *callable)
  * delegate's listener). Failures are reported here. */
 static zs_status call_method(zpy_runtime_core *rt, PyObject *self, zpy_call_plan *plan,
                              PyObject *method, char *params) {
+    zpy_core_state *state = rt->state;
     PyObject *small[1 + CALL_STACK_ARGUMENTS];
     PyObject **stack = small;
     if (plan->count > CALL_STACK_ARGUMENTS &&
         (stack = PyMem_Malloc((size_t)(1 + plan->count) * sizeof *stack)) == NULL) {
         PyErr_NoMemory();
-        report_call(self, plan, method);
+        report_call(state, self, plan, method);
         return ZS_E_CALL_FAILED;
     }
     stack[0] = self;
@@ -558,7 +563,7 @@ static zs_status call_method(zpy_runtime_core *rt, PyObject *self, zpy_call_plan
     int written = result != NULL &&
                   (!plan->has_result ||
                    write_result(rt, &plan->members[plan->count], result, params) == 0);
-    if (!written) report_call(self, plan, method);
+    if (!written) report_call(state, self, plan, method);
     Py_XDECREF(result);
     /* The views of the host's block expire with the call, as its scope's
        would (kept past it, they raise ExpiredConjugateError). */
@@ -602,7 +607,7 @@ static zs_status call_in_context(zpy_core_state *state, zpy_runtime_core *rt, Py
     }
     zpyv_call_scope scope;
     if (!ready || zpyv_call_scope_open(state, &scope) < 0) {
-        report_call(self, plan, method);
+        report_call(state, self, plan, method);
         status = ZS_E_CALL_FAILED;
     } else {
         status = call_method(rt, self, plan, method, params);
@@ -611,7 +616,7 @@ static zs_status call_in_context(zpy_core_state *state, zpy_runtime_core *rt, Py
     int restored = token != NULL ? zpy_context_var_reset(state, state->current, token) == 0
                                  : before != (PyObject *)rt || keep_current(state, before) == 0;
     if (!restored) {
-        report_call(self, plan, method);
+        report_call(state, self, plan, method);
         status = ZS_E_CALL_FAILED;
     }
     Py_XDECREF(token);
@@ -638,7 +643,7 @@ static zs_status call_object(zpy_core_state *state, zpy_runtime_core *rt, zs_ref
     PyObject *self = callee_of(rt, object, target);
     if (self == NULL) {
         zs_status status = !zpy_open(rt) ? ZS_E_STALE : ZS_E_CALL_FAILED;
-        PyErr_WriteUnraisable(NULL);
+        zpy_report_callback(state, NULL);
         return status;
     }
     if (!zpy_is_conjugate(state, self) || !ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self)) {
@@ -652,7 +657,7 @@ static zs_status call_object(zpy_core_state *state, zpy_runtime_core *rt, zs_ref
     if (plan != NULL && plan->size != 0 && params == NULL) {
         PyErr_Format(PyExc_ValueError, "%U called from native code without its parameter block",
                      plan->what);
-        report_call_to(self);
+        report_call_to(state, self);
         status = ZS_E_INVALID;
     } else if (plan != NULL && plan->entry != NULL) {
         /* The host's own function (a NativeFunction no Python class
@@ -717,8 +722,12 @@ static zs_status call_handler(void *user, zs_runtime *native, zs_ref object, zs_
  * callable is called with the block's members as arguments, an object
  * binding's method (looked up by name on the object's conjugate, which may
  * be made now; a host's function is a NativeFunction, which marshals them
- * back) the same way: each in a call scope of its own, its runtime current,
- * an exception reported as unraisable (ZS_E_CALL_FAILED), never raised.
+ * back) the same way: each in a call scope of its own, its runtime current.
+ * An exception never crosses the native frames: the listener's status is
+ * ZS_E_CALL_FAILED, the broadcast goes on to the next listener, and the
+ * error goes where an override's does (zpy_report_callback, zpy_errors.c):
+ * to the Python call into the host that made the broadcast, else to
+ * sys.unraisablehook.
  * ========================================================================= */
 
 /* A description's text as a str (NULL: ""), invalid UTF-8 replaced. */
@@ -813,14 +822,14 @@ static PyObject *listener_method(zpy_core_state *state, PyObject *self, const ch
 
 /* Report that a signature has no plan (the error being raised), naming
  * the delegate. */
-static void report_signature(const zs_function_desc *signature) {
+static void report_signature(zpy_core_state *state, const zs_function_desc *signature) {
     PyObject *error = zpy_error_take();
     PyObject *context = PyUnicode_FromFormat("a broadcast of %s from native code (its signature)",
                                              signature->name != NULL ? signature->name
                                                                      : "a delegate");
     if (context == NULL) PyErr_Clear();
     if (error != NULL) zpy_error_give(error);
-    PyErr_WriteUnraisable(context);
+    zpy_report_callback(state, context);
     Py_XDECREF(context);
 }
 
@@ -883,7 +892,7 @@ static zs_status call_listener(zpy_core_state *state, zpy_runtime_core *rt,
                          PyErr_ExceptionMatches(PyExc_AttributeError)
                      ? ZS_E_INVALID
                      : ZS_E_CALL_FAILED;
-        report_signature(signature);
+        report_signature(state, signature);
         return status;
     }
     PyObject *self = NULL, *function = NULL;
@@ -892,7 +901,7 @@ static zs_status call_listener(zpy_core_state *state, zpy_runtime_core *rt,
         if (function == NULL) status = ZS_E_STALE; /* its runtime let go of it (closed) */
     } else if ((self = callee_of(rt, listener->object, target)) == NULL) {
         status = !zpy_open(rt) ? ZS_E_STALE : ZS_E_CALL_FAILED;
-        PyErr_WriteUnraisable(NULL);
+        zpy_report_callback(state, NULL);
     } else if (!zpy_is_conjugate(state, self) || !ZPY_CONJUGATE_IS_LIVE((zpy_conjugate *)self)) {
         status = ZS_E_STALE; /* None: the object is gone (or its runtime closing) */
     } else if ((function = listener_method(state, self, listener->function)) == NULL) {
@@ -901,7 +910,7 @@ static zs_status call_listener(zpy_core_state *state, zpy_runtime_core *rt,
                          PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)
                      ? ZS_E_INVALID
                      : ZS_E_CALL_FAILED;
-        report_call_to(self);
+        report_call_to(state, self);
     }
     /* Python code may have run (an adoption, the lookup): the runtime is
        checked again before the arguments are read. */

@@ -194,6 +194,18 @@ static PyObject *init_class(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* raise_callback_errors(enabled) -> the previous setting: whether errors of
+ * calls back into Python made inside a Python call into the host are raised
+ * by that call (the default) or reported as unraisable (zpy_errors.c). */
+static PyObject *raise_callback_errors(PyObject *module, PyObject *enabled) {
+    zpy_core_state *state = zpy_state_of_module(module);
+    int truth = PyObject_IsTrue(enabled);
+    if (truth < 0) return NULL;
+    int before = !state->callback_errors_unraisable;
+    state->callback_errors_unraisable = !truth;
+    return PyBool_FromLong(before);
+}
+
 static PyMethodDef core_functions[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Hand over the slow-path callbacks and the native API (once, at import)."},
@@ -215,6 +227,8 @@ static PyMethodDef core_functions[] = {
      "The address of the C API as one table of function pointers (struct zs_api)."},
     {"api_functions", api_functions, METH_NOARGS,
      "{name: address} of the C API functions a host may call (and zs_api_table)."},
+    {"raise_callback_errors", raise_callback_errors, METH_O,
+     "Set whether callbacks' errors are raised by the Python call into the host; the previous."},
     /* zpy_reflection.c */
     {"status_message", zpy_module_status_message, METH_O,
      "The C library's text for a native status."},
@@ -250,6 +264,14 @@ static int core_exec(PyObject *module) {
         zpy_add_function_types(module, state) < 0 || zpy_add_state_types(module, state) < 0 ||
         zpy_add_heap_constants(module) < 0 || zpy_add_tick_constants(module) < 0)
         return -1;
+    state->callback_error = PyErr_NewExceptionWithDoc(
+        "zsharp_py.CallbackError",
+        "A call from native code into Python raised while Python was calling the host: the "
+        "native function is named, the original exception is __cause__.",
+        PyExc_RuntimeError, NULL);
+    if (state->callback_error == NULL ||
+        PyModule_AddObjectRef(module, "CallbackError", state->callback_error) < 0)
+        return -1;
     return 0;
 }
 
@@ -267,7 +289,8 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
     X(default_runtime) X(slow_create) X(init_create) X(attribute_error) X(expired_error)     \
     X(raise_status) X(store_failed) X(store_refused) X(expired_type) X(expired_exception)    \
     X(current_runtime) X(name_class) X(plan_of) X(scopes) X(str_zs_functions) X(str_plan) X(plan_type) \
-    X(function_type) X(static_function_type) X(signature_plan_of) X(find_method)
+    X(function_type) X(static_function_type) X(signature_plan_of) X(find_method) \
+    X(callback_error) X(reported) X(reported_hook)
 /* clang-format on */
 #define ZPY_VISIT_FIELD(field) Py_VISIT(state->field);
     ZPY_STATE_OBJECTS(ZPY_VISIT_FIELD)

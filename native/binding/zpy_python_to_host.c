@@ -132,6 +132,7 @@ typedef struct fn_call {
     zs_status status;   /* the entry's */
     int settled;        /* the block's values were captured and cleared */
     int capture_failed; /* out of memory while capturing */
+    zpy_entry errors;   /* what calls back into Python raised inside the entry */
 } fn_call;
 
 static inline int is_value_mode(zpy_call_mode mode) {
@@ -314,12 +315,16 @@ static zs_status trampoline(void *user, zs_runtime *native, zs_ref self, void *p
  * entry still runs on it. No lock: the count is guarded by the GIL, and
  * the object was checked under it by the rules every plain property write
  * keeps (a live conjugate; a dying object refused while a cycle has found
- * dying ones, zpyv_writable). */
+ * dying ones, zpyv_writable). The first error of a call back into Python
+ * made inside it is kept in `errors`, for the caller to raise. */
 static inline zs_status run_entry(zpy_runtime_core *rt, zs_native_function entry, void *user,
-                                  zs_ref self, void *params) {
+                                  zs_ref self, void *params, zpy_entry *errors) {
     zs_runtime *native = rt->native;
+    zpy_core_state *state = rt->state;
     zpy_life_begin(rt, ZPY_ACT_CALL_HOST); /* commit_checks asked zpy_life_may */
+    zpy_entry_open(state, errors);         /* calls back into Python keep their errors in it */
     zs_status status = entry(user, native, self, params);
+    zpy_entry_leave(state, errors);
     zpy_life_leave(rt, ZPY_ACT_CALL_HOST); /* the last to return makes a deferred free */
     return status;
 }
@@ -385,9 +390,9 @@ static int commit_and_call(fn_call *call, PyObject *self) {
         call->status = ZS_OK;
         if (fn->valued) settle(call, native, 1);
     } else if (!fn->valued) {
-        call->status = run_entry(rt, call->entry, call->user, handle, call->block);
+        call->status = run_entry(rt, call->entry, call->user, handle, call->block, &call->errors);
     } else {
-        call->status = run_entry(rt, trampoline, call, handle, call->block);
+        call->status = run_entry(rt, trampoline, call, handle, call->block, &call->errors);
         assert(call->settled);
     }
     return 0;
@@ -513,6 +518,36 @@ static int entry_for_call(zpy_native_fn *fn, zpy_runtime_core *rt, zs_native_fun
     return -1;
 }
 
+/* Raise for a status the host's entry returned; for ZS_E_INVALID (the host
+ * refused an argument, and cannot say which) the message names every
+ * argument with its value ("World.spawn(...) with cls=None, at=..."), so
+ * the caller sees the wrong one. Returns NULL. Python code runs (reprs):
+ * after the call. */
+static PyObject *raise_refused(zpy_native_fn *fn, zs_status status, zpy_runtime_core *rt,
+                               PyObject *const *given) {
+    if (status != ZS_E_INVALID || fn->inputs == 0)
+        return zpy_call_raise_status(fn->state, status, fn->what, rt);
+    PyObject *parts = PyList_New(0);
+    for (Py_ssize_t a = 0; parts != NULL && a < fn->inputs; a++) {
+        PyObject *part = PyUnicode_FromFormat("%U=%R", fn->members[fn->order[a]].name, given[a]);
+        if (part == NULL || PyList_Append(parts, part) < 0) Py_CLEAR(parts);
+        Py_XDECREF(part);
+    }
+    PyObject *comma = parts != NULL ? PyUnicode_FromString(", ") : NULL;
+    PyObject *joined = comma != NULL ? PyUnicode_Join(comma, parts) : NULL;
+    PyObject *what = joined != NULL ? PyUnicode_FromFormat("%U with %U", fn->what, joined) : NULL;
+    Py_XDECREF(comma);
+    Py_XDECREF(joined);
+    Py_XDECREF(parts);
+    if (what == NULL) { /* a repr failed: the plain message */
+        PyErr_Clear();
+        return zpy_call_raise_status(fn->state, status, fn->what, rt);
+    }
+    zpy_call_raise_status(fn->state, status, what, rt);
+    Py_DECREF(what);
+    return NULL;
+}
+
 /* One call: `self` checked already (a live conjugate of the owner's class),
  * NULL for a static function. */
 static PyObject *invoke(zpy_native_fn *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -568,7 +603,8 @@ static PyObject *invoke(zpy_native_fn *fn, PyObject *self, PyObject *const *args
         memset(call.slots, 0, (size_t)fn->count * sizeof *call.slots);
     }
     if (convert_arguments(&call, given) < 0 || commit_and_call(&call, self) < 0) goto done;
-    if (call.status != ZS_OK) zpy_call_raise_status(fn->state, call.status, fn->what, rt);
+    if (zpy_entry_raise(fn->state, &call.errors, fn->what) < 0) goto done;
+    if (call.status != ZS_OK) raise_refused(fn, call.status, rt, given);
     else result = results_of(&call);
 done:
     /* Private memory only (Python code may run: a staged delegate's callables). */
@@ -605,9 +641,11 @@ static PyObject *invoke_plain(zpy_native_fn *fn, PyObject *self, PyObject *const
     }
     zs_ref handle;
     if (commit_checks(fn, rt, self, &handle) < 0) return NULL; /* phase 2: no Python code */
-    zs_status status = entry != NULL ? run_entry(rt, entry, user, handle, block)
+    zpy_entry errors = {0};
+    zs_status status = entry != NULL ? run_entry(rt, entry, user, handle, block, &errors)
                                      : ZS_OK; /* an event with no native default */
-    if (status != ZS_OK) return zpy_call_raise_status(fn->state, status, fn->what, rt);
+    if (zpy_entry_raise(fn->state, &errors, fn->what) < 0) return NULL;
+    if (status != ZS_OK) return raise_refused(fn, status, rt, args);
     if (fn->outputs == 0) Py_RETURN_NONE; /* phase 3 */
     if (fn->outputs == 1) {
         const fn_member *result = &fn->members[fn->order[fn->inputs]];

@@ -235,8 +235,18 @@ PyObject *zpy_ticks_frame(PyObject *self, PyObject *dt) {
     Py_XDECREF(what);
     if (entered <= 0) return NULL;
     zs_frame_stats stats;
+    zpy_entry errors; /* what the tick functions raise: raised when the frame returns */
+    zpy_entry_open(rt->state, &errors);
     zs_status status = zs_tick_frame(native, delta, NULL, &stats);
+    zpy_entry_leave(rt->state, &errors);
     zpy_life_leave(rt, ZPY_ACT_CALL_HOST); /* the last to return makes a deferred free */
+    PyObject *frame = PyUnicode_FromString("rt.ticks.frame()");
+    int failed = frame != NULL ? zpy_entry_raise(rt->state, &errors, frame) : -1;
+    Py_XDECREF(frame);
+    if (failed < 0) {
+        Py_CLEAR(errors.first); /* kept when the name could not be made */
+        return NULL;
+    }
     return Py_BuildValue("(iKdIIIIIIid)", (int)status, (unsigned long long)stats.frame, stats.time,
                          stats.ticked, stats.failed, stats.waiting, stats.disabled, stats.skipped,
                          stats.unregistered, (int)stats.first_failure, (double)stats.tick_ns / 1e9);

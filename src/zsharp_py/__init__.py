@@ -15,7 +15,7 @@ seen from Python through red and black conjugates.
 """
 
 from . import _assembly  # noqa: F401  (wires the C core; it imports every layer first)
-from ._base.errors import ExpiredConjugateError
+from ._base.errors import CallbackError, ExpiredConjugateError
 from ._interop.reflection import native_class, native_classes, native_enum, native_struct
 from ._interop.reload import reload
 from ._model import hints as _hints
@@ -62,6 +62,7 @@ __all__ = [
     "Array",
     "Bool",
     "BroadcastErrors",
+    "CallbackError",
     "Delegate",
     "ExpiredConjugateError",
     "FieldPath",

@@ -53,6 +53,10 @@ E_EXPIRY_PENDING: int
 E_DYING: int
 E_CORRUPT: int
 E_CALL_FAILED: int
+CallbackError: type[RuntimeError]
+
+def raise_callback_errors(enabled: bool, /) -> bool: ...
+
 TYPE_PLAIN: int
 TYPE_OBJECT: int
 TYPE_WEAK_OBJECT: int

@@ -236,11 +236,12 @@ class _Fallen:
 def _override_failures() -> Iterator[list[Any]]:
     """Collect what the Python overrides raise while the engine calls them.
 
-    An exception cannot cross the engine's C frames: the library reports it
-    through ``sys.unraisablehook`` and the engine goes on. The game checks
-    the list after each call into the engine (``_Game.checked``) and raises
-    the first, so a broken override stops the demo instead of leaving a
-    traceback on standard error and a wrong story on standard output."""
+    An override that raises while the game calls into the engine makes
+    that call raise ``zs.CallbackError``; one no call from Python started
+    goes to ``sys.unraisablehook``. The game checks the list after each
+    call into the engine (``_Game.checked``) and raises the first, so a
+    broken override stops the demo instead of leaving a traceback on
+    standard error and a wrong story on standard output."""
     failures: list[Any] = []
     previous = sys.unraisablehook
     sys.unraisablehook = failures.append

@@ -14,14 +14,29 @@ into every-time ones, and the error ``rt.gc.verify()`` raises.
 ['next', None]
 """
 
+from . import _core
 from ._base.errors import HeapCorruptionError
 from ._model.object import ClusterInfo
 from ._runtime.chains import ChainLink, ReferenceChain
 from ._runtime.collector import GcStress
 from ._types.fieldpath import FieldInfo
 
+
+def raise_callback_errors(enabled: bool) -> bool:
+    """Set whether an exception raised by Python code that native code called
+    back into, while Python was calling the host (a native function,
+    ``rt.ticks.frame``), is raised by that call as ``zs.CallbackError``
+    (``True``, the default) or, every one, reported to
+    ``sys.unraisablehook`` with no repeats folded (``False``: how errors of
+    calls from native code were reported before); returns the previous
+    setting. For every runtime of the process (docs/errors.md,
+    "Debugging: errors in scripts")."""
+    return bool(_core.raise_callback_errors(enabled))
+
+
 __all__ = [
     "ChainLink",
+    "raise_callback_errors",
     "ClusterInfo",
     "FieldInfo",
     "GcStress",

@@ -65,6 +65,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import zsharp_py as zs
+import zsharp_py.debug
 from helpers import runtime_ptr
 from zsharp_py import sample_engine
 from zsharp_py._base.ffi import ffi, lib
@@ -1215,6 +1216,10 @@ class EngineMachine(RuleBasedStateMachine):
         self.next_listener = 0
         self._saved_hook = sys.unraisablehook
         sys.unraisablehook = self._report
+        # The model's overrides raise on purpose and it models the engine
+        # going on: errors are reported, not raised by the call into the
+        # host (that path: tests/interop/test_callback_errors.py).
+        self._saved_raise = zsharp_py.debug.raise_callback_errors(False)
 
     def _report(self, args: Any) -> None:
         self.reports.append((args.exc_type, repr(args.exc_value)))
@@ -2207,6 +2212,7 @@ class EngineMachine(RuleBasedStateMachine):
         finally:
             self.rt.__exit__(None, None, None)
             sys.unraisablehook = self._saved_hook
+            zsharp_py.debug.raise_callback_errors(self._saved_raise)
         for m in self.objs:
             assert m.weak.get() is None
             if m.first is not None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import zsharp_py as zs
 from zsharp_py import _demo
 from zsharp_py.__main__ import main
 from zsharp_py._demo import SPAWNS_PER_FRAME, run_demo
@@ -259,15 +260,15 @@ def test_the_engine_calls_the_python_overrides_from_c() -> None:
 
 
 def test_an_override_that_raises_stops_the_demo(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine cannot pass an override's exception up through C (it is
-    reported as unraisable and the engine goes on); the demo raises it."""
+    """An override's exception reaches the demo's call into the engine
+    (world.tick raises zs.CallbackError, the original as its cause)."""
 
     def broken(game: object, killer: object, victim: object) -> None:
         raise ZeroDivisionError("a bug in the game logic")
 
     hook = sys.unraisablehook
     monkeypatch.setattr(_demo._Game, "on_kill", broken)
-    with pytest.raises(RuntimeError, match="a Python override called by the engine raised") as e:
+    with pytest.raises(zs.CallbackError, match="World.tick.*raised ZeroDivisionError") as e:
         demo(frames=6)
     assert isinstance(e.value.__cause__, ZeroDivisionError)
     assert sys.unraisablehook is hook  # put back

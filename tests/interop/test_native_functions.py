@@ -492,8 +492,8 @@ def test_a_failure_status_raises(rt: zs.Runtime, host: Host) -> None:
     )
     mob = Mob()
     assert fn(mob, 0) is None
-    with pytest.raises(ValueError, match=r"Mob.fail\(code: Int32\) -> None: "):
-        fn(mob, 4)  # ZS_E_INVALID
+    with pytest.raises(ValueError, match=r"Mob.fail\(code: Int32\) -> None with code=4: "):
+        fn(mob, 4)  # ZS_E_INVALID: the arguments named
     with pytest.raises(ExpiredConjugateError, match=r"Mob.fail"):
         fn(mob, 3)  # ZS_E_STALE
     with pytest.raises(RuntimeError, match=r"Mob.fail"):

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .context import RuntimeLike
 
 __all__ = [
+    "CallbackError",
     "ExpiredConjugateError",
     "HeapCorruptionError",
     "check",
@@ -29,6 +30,14 @@ class ExpiredConjugateError(ReferenceError):
     The message names the class, the object and why it expired: collected
     as unreachable, marked as garbage, disposed, or its runtime closed.
     """
+
+
+#: A call from native code into Python raised while Python was calling the
+#: host (a native function, ``rt.ticks.frame``): raised when the host
+#: returns, naming its function, the original exception as ``__cause__``
+#: (docs/errors.md, "Debugging: errors in scripts"). Made by
+#: native/binding/zpy_errors.c.
+CallbackError: type[RuntimeError] = _core.CallbackError
 
 
 class HeapCorruptionError(RuntimeError):

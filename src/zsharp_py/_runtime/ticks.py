@@ -354,8 +354,9 @@ class TickManager:
         tick function that is due, group by group, in one native call (a
         host's own tick functions run in C; Python methods through the
         handler of calls from native code, each in its own scope, with the
-        runtime current). A tick function that raises is reported through
-        ``sys.unraisablehook`` and the others still run. With ``collect``,
+        runtime current). A tick function that raises does not stop the
+        others; the frame then raises ``zs.CallbackError`` (the first
+        error as ``__cause__``) in place of returning its stats. With ``collect``,
         the frame ends with ``rt.gc.tick(dt)`` (the budgets of
         ``rt.gc.settings``). ``RuntimeError`` when called from inside a
         frame."""
