@@ -7,7 +7,8 @@ reported to ``sys.unraisablehook`` with repeats folded (docs/errors.md,
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +16,11 @@ import pytest
 import zsharp_py as zs
 import zsharp_py.debug
 from helpers import runtime_ptr
+from native_build import compile_host
 from zsharp_py import sample_engine
 from zsharp_py._base.errors import ZS_OK
 from zsharp_py._base.ffi import ffi, lib
+from zsharp_py.lowlevel import api_table
 
 
 @pytest.fixture
@@ -354,3 +357,211 @@ def test_raise_callback_errors_off_reports_every_error(
     assert [type(u.exc_value) for u in unraisable] == [ZeroDivisionError] * 3  # none folded
     with pytest.raises(zs.CallbackError):
         world.tick(0.1)
+
+
+# ---------------------------------------------------------------------------
+# overrides, listeners and tick functions, called from Python and from a
+# host's own frame loop (tests/hosts/frame_loop_host.c)
+# ---------------------------------------------------------------------------
+
+LOOP_SOURCE = Path(__file__).resolve().parents[1] / "hosts" / "frame_loop_host.c"
+LOOP_CDEF = """
+typedef struct { int32_t frames, failed_ticks, failed_calls, ticked; } frame_loop_report;
+int frame_loop_run(const void *api, void *rt, uint64_t world, int32_t frames, double dt,
+                   frame_loop_report *report);
+"""
+
+
+class FrameLoop:
+    """The compiled C frame loop: tick manager, then World.tick, per frame."""
+
+    def __init__(self) -> None:
+        self.ffi, self.lib, _ = compile_host(LOOP_SOURCE.read_text(), "frame_loop_host", LOOP_CDEF)
+
+    def run(self, world: Any, frames: int, dt: float = 0.1) -> tuple[int, int, int]:
+        """Run ``frames`` frames from plain C (the GIL released by cffi):
+        (frames run, tick functions failed, World.tick calls failed)."""
+        report = self.ffi.new("frame_loop_report *")
+        status = self.lib.frame_loop_run(
+            self.ffi.cast("void *", api_table()),
+            self.ffi.cast("void *", world.runtime.native_address),
+            world.handle,
+            frames,
+            dt,
+            report,
+        )
+        assert status == ZS_OK
+        return report.frames, report.failed_ticks, report.failed_calls
+
+
+@pytest.fixture(scope="module")
+def frame_loop() -> FrameLoop:
+    return FrameLoop()
+
+
+def recurse_forever() -> None:
+    """Infinite recursion: RecursionError."""
+    recurse_forever()
+
+
+def raise_interrupt() -> None:
+    raise KeyboardInterrupt
+
+
+def raise_value_error() -> None:
+    raise ValueError("the same bug every frame")
+
+
+RAISERS: dict[str, Callable[[], None]] = {
+    "ValueError": raise_value_error,
+    "RecursionError": recurse_forever,
+    "KeyboardInterrupt": raise_interrupt,
+}
+
+
+def install_raiser(kind: str, world: Any, raiser: Callable[[], None]) -> tuple[Any, list[str]]:
+    """Make ``world`` call ``raiser`` from native code on every frame, as
+    ``kind`` (an actor's tick override, a listener of the world's on_tick,
+    a tick function of the tick manager), with a well-behaved callback of
+    the same kind after it. Returns (what rt.ticks.frame / world.tick a
+    Python caller calls, the list the well-behaved one appends to)."""
+    _, Actor, Transform = engine()
+    ran: list[str] = []
+    if kind == "override":
+
+        class Failing(Actor):  # type: ignore[misc,valid-type]
+            def tick(self, dt):  # type: ignore[no-untyped-def]
+                raiser()
+
+        class Fine(Actor):  # type: ignore[misc,valid-type]
+            def tick(self, dt):  # type: ignore[no-untyped-def]
+                ran.append("fine")
+
+        world.spawn(Failing, Transform())
+        world.spawn(Fine, Transform())
+        return world.tick, ran
+    if kind == "listener":
+        world.on_tick.add(lambda dt, frame: raiser())
+        world.on_tick.add(lambda dt, frame: ran.append("fine"))
+        return world.tick, ran
+    assert kind == "tick"
+
+    class Raising(zs.Object):
+        def tick(self, dt: float) -> None:
+            raiser()
+
+    class Fine(zs.Object):
+        def tick(self, dt: float) -> None:
+            ran.append("fine")
+
+    for cls in (Raising, Fine):
+        obj = cls()
+        obj.add_to_root()
+        world.runtime.ticks.register(obj)
+    return world.runtime.ticks.frame, ran
+
+
+KINDS = ["override", "listener", "tick"]
+
+
+@pytest.mark.parametrize("error", list(RAISERS))
+@pytest.mark.parametrize("kind", KINDS)
+def test_called_from_python_the_error_reaches_the_caller(
+    rt: zs.Runtime, unraisable: list[Any], kind: str, error: str
+) -> None:
+    """world.tick / rt.ticks.frame raise what the callback raised: as the
+    CallbackError's __cause__, a KeyboardInterrupt as itself; the callbacks
+    after it still ran, nothing went to the hook."""
+    world = rooted_world()
+    call, ran = install_raiser(kind, world, RAISERS[error])
+    name = r"rt\.ticks\.frame\(\)" if kind == "tick" else r"World\.tick\("
+    for frame in range(3):  # every time: never folded, never silent
+        if error == "KeyboardInterrupt":
+            with pytest.raises(KeyboardInterrupt):
+                call(0.1)
+        else:
+            with pytest.raises(zs.CallbackError, match=rf"^{name}.*raised {error}") as e:
+                call(0.1)
+            assert type(e.value.__cause__).__name__ == error
+            assert e.value.__cause__.__traceback__ is not None
+        assert ran == ["fine"] * (frame + 1)
+    assert unraisable == []
+    rt.gc.verify()
+
+
+@pytest.mark.parametrize("error", list(RAISERS))
+@pytest.mark.parametrize("kind", KINDS)
+def test_from_a_host_loop_the_error_goes_to_the_hook(
+    rt: zs.Runtime, unraisable: list[Any], frame_loop: FrameLoop, kind: str, error: str
+) -> None:
+    """A C frame loop goes on; the hook hears an ordinary error on the 1st
+    and 10th of 25 frames (folded), a RecursionError or KeyboardInterrupt
+    every frame."""
+    world = rooted_world()
+    _, ran = install_raiser(kind, world, RAISERS[error])
+    frames, failed_ticks, failed_calls = frame_loop.run(world, 25)
+    assert frames == 25 and ran == ["fine"] * 25
+    # The host sees the failures: a tick function's in the frame's stats; a
+    # World.tick's own status is the world's, whatever its actors did.
+    assert failed_ticks == (25 if kind == "tick" else 0) and failed_calls == 0
+    kinds = [type(report.exc_value).__name__ for report in unraisable]
+    if error == "ValueError":
+        assert kinds == ["ValueError"] * 2
+        assert str(unraisable[1].object).endswith("(the same error 10 times)")
+    else:
+        assert kinds == [error] * 25
+    rt.gc.verify()
+
+
+def test_from_python_errors_of_every_kind_are_counted(
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
+    """One world.tick whose override and listener both raise: the first (the
+    actors tick before on_tick) is raised, the other counted."""
+    world = rooted_world()
+    install_raiser("override", world, raise_value_error)
+    world.on_tick.add(lambda dt, frame: 1 / 0)
+    with pytest.raises(zs.CallbackError, match=r"raised ValueError: .* \(and 1 more\)$") as e:
+        world.tick(0.1)
+    assert type(e.value.__cause__) is ValueError and unraisable == []
+
+
+def test_a_listener_of_a_host_function_called_from_python(
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
+    """Actor.take_damage broadcasts on_damaged: a listener's error comes out
+    of take_damage once the damage is done and every listener ran."""
+    _, Actor, Transform = engine()
+    actor = rooted_world().spawn(Actor, Transform())
+    heard: list[float] = []
+    actor.on_damaged.add(lambda who, amount, instigator: 1 / 0)
+    actor.on_damaged.add(lambda who, amount, instigator: heard.append(amount))
+    before = actor.health
+    with pytest.raises(zs.CallbackError, match=r"^Actor\.take_damage\(") as e:
+        actor.take_damage(10.0, None)
+    assert type(e.value.__cause__) is ZeroDivisionError
+    assert heard == [10.0] and actor.health == before - 10 and unraisable == []
+
+
+def test_a_listener_that_calls_the_host_owns_its_errors(
+    rt: zs.Runtime, unraisable: list[Any]
+) -> None:
+    """A listener of on_tick that calls take_damage, whose own listener
+    raises, gets that error from take_damage; handled there, world.tick
+    raises nothing."""
+    _, Actor, Transform = engine()
+    world = rooted_world()
+    actor = world.spawn(Actor, Transform())
+    actor.on_damaged.add(lambda who, amount, instigator: 1 / 0)
+    caught: list[BaseException] = []
+
+    def hurt(dt: float, frame: int) -> None:
+        try:
+            actor.take_damage(1.0, None)
+        except zs.CallbackError as error:
+            caught.append(error)
+
+    world.on_tick.add(hurt)
+    world.tick(0.1)
+    assert len(caught) == 1 and type(caught[0].__cause__) is ZeroDivisionError
+    assert unraisable == []
