@@ -78,6 +78,9 @@ int zpy_entry_raise(struct zpy_core_state *state, zpy_entry *entry, PyObject *wh
  * kept by this thread's innermost open entry, else to sys.unraisablehook
  * with `context` (repeats of one report folded: zpy_errors.c). */
 void zpy_report_callback(struct zpy_core_state *state, PyObject *context);
+/* Whether sys.unraisablehook runs now, on this thread, for an error that
+ * zpy_report_callback reports (a host loop's callback's), not another. */
+int zpy_reporting_callback(struct zpy_core_state *state);
 
 /* Put "<what>: " before the message of the error being raised, when it is
  * TypeError, ValueError or OverflowError itself and does not start so yet.
@@ -423,6 +426,7 @@ typedef struct zpy_core_state {
     PyObject *reported;             /* {(type, message, context): times} of unraisable reports */
     PyObject *reported_hook;        /* the sys.unraisablehook they went to (another: forgotten) */
     int callback_errors_unraisable; /* set: entries keep no errors (raise_callback_errors) */
+    PyThreadState *reporting_thread; /* the thread whose hook hears a callback's error now */
 
     /* ---- counters: GIL ---- */
     uint32_t kind_count;  /* kinds made so far: the next kind's id */

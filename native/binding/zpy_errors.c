@@ -206,6 +206,15 @@ void zpy_report_callback(zpy_core_state *state, PyObject *context) {
                                  : NULL;
     PyErr_Clear();
     zpy_error_give(error);
+    /* The hook may ask whether this is such a report (the pytest plugin,
+       zsharp_py/testing.py): this thread's, while it runs. */
+    PyThreadState *outer = state->reporting_thread;
+    state->reporting_thread = PyThreadState_Get();
     PyErr_WriteUnraisable(folded != NULL ? folded : context);
+    state->reporting_thread = outer;
     Py_XDECREF(folded);
+}
+
+int zpy_reporting_callback(zpy_core_state *state) {
+    return state->reporting_thread != NULL && state->reporting_thread == PyThreadState_Get();
 }

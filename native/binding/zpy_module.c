@@ -206,6 +206,15 @@ static PyObject *raise_callback_errors(PyObject *module, PyObject *enabled) {
     return PyBool_FromLong(before);
 }
 
+/* reporting_callback_error() -> whether sys.unraisablehook is being called,
+ * on this thread, with an error of a call from native code into Python
+ * that no Python call into the host was there to raise (zpy_errors.c): the
+ * pytest plugin's hook tells those from other unraisable reports. */
+static PyObject *reporting_callback_error(PyObject *module, PyObject *unused) {
+    (void)unused;
+    return PyBool_FromLong(zpy_reporting_callback(zpy_state_of_module(module)));
+}
+
 static PyMethodDef core_functions[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "Hand over the slow-path callbacks and the native API (once, at import)."},
@@ -229,6 +238,8 @@ static PyMethodDef core_functions[] = {
      "{name: address} of the C API functions a host may call (and zs_api_table)."},
     {"raise_callback_errors", raise_callback_errors, METH_O,
      "Set whether callbacks' errors are raised by the Python call into the host; the previous."},
+    {"reporting_callback_error", reporting_callback_error, METH_NOARGS,
+     "Whether sys.unraisablehook runs now, on this thread, for a callback's error."},
     /* zpy_reflection.c */
     {"status_message", zpy_module_status_message, METH_O,
      "The C library's text for a native status."},

@@ -56,6 +56,7 @@ E_CALL_FAILED: int
 CallbackError: type[RuntimeError]
 
 def raise_callback_errors(enabled: bool, /) -> bool: ...
+def reporting_callback_error() -> bool: ...
 
 TYPE_PLAIN: int
 TYPE_OBJECT: int

@@ -1,11 +1,24 @@
 """zsharp_py.testing: the pytest plugin (a fresh runtime per test with a leak
-check, and stress switches).
+check, stress switches, and tests failed by the errors of scripts that a
+host's loop swallowed).
 
 Installing zsharp_py registers this module with pytest (the ``pytest11``
-entry point), so any suite can use it without a ``conftest.py``. It stays
-inert until a test asks for the ``zs_runtime`` fixture: loading it imports
-the package (being one of its modules) but creates no runtime, and it adds
-no autouse fixture.
+entry point), so any suite can use it without a ``conftest.py``. Loading it
+imports the package (being one of its modules) but creates no runtime, and
+it adds no autouse fixture. Around every test it installs a
+``sys.unraisablehook`` that passes every report on to the hook before it.
+
+- **Errors that reached no caller fail the test.** An exception raised by
+  an override, listener or tick function that native code called while no
+  Python call into the host was running (a C host's own frame loop, a
+  thread of its) cannot be raised: it goes to ``sys.unraisablehook``
+  (docs/errors.md). If such a report reaches the plugin's hook between the
+  test's setup and the end of its teardown, the test fails at teardown
+  with each report (the exception, where, its traceback). A test that
+  expects them marks itself ``@pytest.mark.zs_allow_callback_errors``, or
+  takes the ``zs_callback_errors`` fixture (the list of reports, to check);
+  a test that installs its own ``sys.unraisablehook`` hears them itself.
+  Other unraisable reports (a ``__del__`` that raised) are left to pytest.
 
 - ``zs_runtime``: a new ``zs.Runtime``, current for the test (``with``),
   closed at teardown. After a passing test it runs a full collection (and
@@ -24,6 +37,10 @@ no autouse fixture.
 - ``@pytest.mark.zs_runtime_options(**options)``: other ``zs.Runtime``
   options (``max_objects``, ``min_cluster_size``, ...).
 - ``@pytest.mark.zs_allow_leaks``: skip the leak check for one test.
+- ``@pytest.mark.zs_allow_callback_errors``: do not fail the test for
+  callbacks' errors that went to ``sys.unraisablehook``.
+- ``zs_callback_errors``: those reports (``CallbackErrorReport``), for the
+  test to check; taking the fixture allows them, as the marker does.
 - ``--zs-stress``: every ``zs_runtime`` test without a ``zs_stress`` marker
   runs under ``DEFAULT_STRESS``. ``--zs-no-leak-check``: no leak checks.
 """
@@ -31,16 +48,24 @@ no autouse fixture.
 from __future__ import annotations
 
 import gc
-from collections.abc import Generator, Iterator
-from typing import Any
+import sys
+import traceback
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, NamedTuple
 
 import pytest
 
 import zsharp_py as zs
-from zsharp_py import Runtime
+from zsharp_py import Runtime, _core
 from zsharp_py.debug import GcStress
 
-__all__ = ["DEFAULT_STRESS", "zs_runtime", "leak_report"]
+__all__ = [
+    "DEFAULT_STRESS",
+    "CallbackErrorReport",
+    "zs_callback_errors",
+    "zs_runtime",
+    "leak_report",
+]
 
 DEFAULT_STRESS: dict[str, Any] = {
     "collect_every": 7,
@@ -56,6 +81,70 @@ step, freed memory poisoned, an 8-entry mark stack."""
 
 _MAX_LISTED = 20  # leaks listed one by one in a report; the rest are counted
 _CALL_PASSED = pytest.StashKey[bool]()
+
+
+class CallbackErrorReport(NamedTuple):
+    """One error of a call from native code into Python that went to
+    ``sys.unraisablehook`` during a test (the ``zs_callback_errors``
+    fixture's items)."""
+
+    exception: BaseException | None
+    """The exception the override, listener or tick function raised."""
+    where: str
+    """What the report names: the callback, with "(the same error N times)"
+    when repeats were folded."""
+    text: str
+    """The exception with its traceback, as Python prints it."""
+
+
+class _CallbackErrors:
+    """The plugin's ``sys.unraisablehook`` for one test: records the reports
+    of callbacks' errors (``_core.reporting_callback_error()`` tells them
+    from others, native/binding/zpy_errors.c) and passes every report on to
+    the hook it replaced."""
+
+    __slots__ = ("previous", "hook", "reports", "allowed")
+
+    def __init__(self, previous: Callable[[Any], object]) -> None:
+        self.previous = previous
+        self.hook = self._hear  # one object: compared when put back, and by the folding
+        self.reports: list[CallbackErrorReport] = []
+        self.allowed = False
+
+    def _hear(self, report: Any) -> None:
+        """Record ``report`` if it is a callback's error, then pass it on."""
+        if _core.reporting_callback_error():
+            text = "".join(
+                traceback.format_exception(report.exc_type, report.exc_value, report.exc_traceback)
+            )
+            try:
+                where = str(report.object)
+            except Exception as error:  # noqa: BLE001 (a failing str must not hide the report)
+                where = f"<{type(report.object).__name__}: str failed: {error!r}>"
+            self.reports.append(CallbackErrorReport(report.exc_value, where, text))
+        self.previous(report)
+
+    def failure(self, nodeid: str) -> str:
+        """The teardown failure's message: every report, then what to do."""
+        count = len(self.reports)
+        lines = [
+            f"zs: {nodeid}: {count} error{'s' if count != 1 else ''} raised by Python code "
+            "that native code called, with no Python call into the host to raise "
+            f"{'them' if count != 1 else 'it'} (a host's own loop), went to sys.unraisablehook:"
+        ]
+        for report in self.reports[:_MAX_LISTED]:
+            lines.append(f"  in {report.where}:")
+            lines.extend("    " + line for line in report.text.rstrip("\n").splitlines())
+        if count > _MAX_LISTED:
+            lines.append(f"  ... and {count - _MAX_LISTED} more")
+        lines.append(
+            "Fix them, or mark the test @pytest.mark.zs_allow_callback_errors (or take the "
+            "zs_callback_errors fixture and check them)."
+        )
+        return "\n".join(lines)
+
+
+_CALLBACK_ERRORS = pytest.StashKey[_CallbackErrors]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -90,6 +179,42 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "zs_allow_leaks: skip the zs_runtime fixture's leak check for this test"
     )
+    config.addinivalue_line(
+        "markers",
+        "zs_allow_callback_errors: do not fail the test for errors of callbacks from native "
+        "code that went to sys.unraisablehook",
+    )
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    """Install the test's callback error recorder before its fixtures."""
+    errors = _CallbackErrors(sys.unraisablehook)
+    item.stash[_CALLBACK_ERRORS] = errors
+    sys.unraisablehook = errors.hook
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_teardown(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, None, None]:
+    """After the fixtures' teardown, put the hook back and fail the test if
+    a callback's error went to it (unless allowed)."""
+    errors = item.stash.get(_CALLBACK_ERRORS, None)
+    try:
+        result = yield
+    finally:
+        if errors is not None and sys.unraisablehook is errors.hook:
+            sys.unraisablehook = errors.previous  # else the test left its own: left alone
+    if (
+        errors is not None
+        and errors.reports
+        and not errors.allowed
+        and item.get_closest_marker("zs_allow_callback_errors") is None
+    ):
+        raise pytest.fail.Exception(errors.failure(item.nodeid), pytrace=False)
+    return result
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -226,3 +351,17 @@ def zs_runtime(request: pytest.FixtureRequest) -> Iterator[Runtime]:
                 ),
                 pytrace=False,
             )
+
+
+@pytest.fixture
+def zs_callback_errors(request: pytest.FixtureRequest) -> list[CallbackErrorReport]:
+    """The errors of callbacks from native code that went to
+    ``sys.unraisablehook`` during this test (a host's loop called them), as
+    they come; taking this fixture allows them (see the module docstring)."""
+    node = request.node
+    assert isinstance(node, pytest.Item)
+    errors = node.stash.get(_CALLBACK_ERRORS, None)
+    if errors is None:  # the plugin's setup hook did not run (called outside a test)
+        raise pytest.UsageError("zs_callback_errors is only for tests")
+    errors.allowed = True
+    return errors.reports

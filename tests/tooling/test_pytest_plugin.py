@@ -336,3 +336,128 @@ def test_the_plugin_is_inert_for_suites_that_do_not_use_it(pytester: pytest.Pyte
         "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--strict-markers"
     )
     result.assert_outcomes(passed=2)
+
+
+# ---------------------------------------------------------------------------
+# Errors of callbacks that a host's loop swallowed fail the test
+# ---------------------------------------------------------------------------
+
+LOOP = """
+from zsharp_py._base.ffi import ffi, lib
+
+class Ticker(zs.Object):
+    fail: zs.Bool
+
+    def tick(self, dt: float) -> None:
+        if self.fail:
+            raise ValueError("swallowed by the loop")
+
+
+def host_frames(rt, frames=1):
+    # A host's own frame loop: zs_tick_frame from C, no Python call into
+    # the host around it, so a tick function's error cannot be raised.
+    stats = ffi.new("zs_frame_stats *")
+    native = ffi.cast("zs_runtime *", rt.native_address)
+    for _ in range(frames):
+        assert lib.zs_tick_frame(native, 0.1, ffi.NULL, stats) == lib.ZS_OK
+
+
+def ticking(rt, fail):
+    ticker = Ticker(fail=fail)
+    ticker.add_to_root()
+    rt.ticks.register(ticker)
+    return ticker
+"""
+
+
+def test_a_callback_error_a_host_loop_swallowed_fails_the_test(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        LOOP
+        + textwrap.dedent(
+            """
+        def test_clean(zs_runtime):
+            ticker = ticking(zs_runtime, fail=False)
+            host_frames(zs_runtime, 3)
+            ticker.remove_from_root()
+
+        def test_swallowed(zs_runtime):
+            ticker = ticking(zs_runtime, fail=True)
+            host_frames(zs_runtime, 12)          # reported on the 1st and 10th frames
+            ticker.remove_from_root()
+
+        def test_raised_to_python_is_an_ordinary_failure(zs_runtime):
+            ticking(zs_runtime, fail=True).remove_from_root()
+            with pytest.raises(zs.CallbackError):
+                zs_runtime.ticks.frame(0.1)      # a Python call into the host: raised
+
+        def test_without_a_runtime_fixture():
+            with zs.Runtime() as rt:
+                ticking(rt, fail=True)
+                host_frames(rt)
+
+        def test_other_unraisable_reports_are_pytests():
+            class Noisy:
+                def __del__(self):
+                    raise KeyError("not a callback's")
+            Noisy()
+    """
+        ),
+        "-W",
+        "ignore::pytest.PytestUnraisableExceptionWarning",
+    )
+    result.assert_outcomes(passed=5, errors=2)  # the two fail at teardown
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_swallowed*",
+            "*test_suite.py::test_swallowed: 2 errors raised by Python code that native code "
+            "called*went to sys.unraisablehook:",
+            "*in <bound method Ticker.tick of <Ticker *>>:",
+            "*ValueError: swallowed by the loop",
+            "*in <bound method Ticker.tick of <Ticker *>> (the same error 10 times):",
+            "*zs_allow_callback_errors*zs_callback_errors*",
+        ]
+    )
+    errors = [line for line in result.stdout.lines if line.startswith("ERROR ")]
+    assert len(errors) == 2
+    assert any("test_swallowed" in line for line in errors)
+    assert any("test_without_a_runtime_fixture" in line for line in errors)
+    assert "KeyError" not in "".join(errors)
+
+
+def test_tests_that_expect_callback_errors_opt_out(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        LOOP
+        + textwrap.dedent(
+            """
+        import sys
+
+        @pytest.mark.zs_allow_callback_errors
+        def test_marked(zs_runtime):
+            ticking(zs_runtime, fail=True).remove_from_root()
+            host_frames(zs_runtime)
+
+        def test_checked(zs_runtime, zs_callback_errors):
+            ticking(zs_runtime, fail=True).remove_from_root()
+            host_frames(zs_runtime, 2)
+            assert [type(r.exception) for r in zs_callback_errors] == [ValueError]
+            assert "Ticker.tick" in zs_callback_errors[0].where
+            assert "swallowed by the loop" in zs_callback_errors[0].text
+
+        def test_own_hook(zs_runtime, monkeypatch):
+            heard = []
+            monkeypatch.setattr(sys, "unraisablehook", heard.append)
+            ticking(zs_runtime, fail=True).remove_from_root()
+            host_frames(zs_runtime)
+            assert len(heard) == 1
+
+        def test_next_test_starts_clean(zs_runtime):
+            host_frames(zs_runtime)
+            assert sys.unraisablehook.__self__.__class__.__name__ == "_CallbackErrors"
+    """
+        ),
+        "-W",
+        "ignore::pytest.PytestUnraisableExceptionWarning",
+    )
+    result.assert_outcomes(passed=4)
