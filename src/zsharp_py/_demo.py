@@ -11,13 +11,11 @@ or reference them (``Battlefield``, ``Soldier``, ``Projectile``,
 
 from __future__ import annotations
 
-import contextlib
 import random
 import re
 import sys
 import textwrap
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -232,25 +230,6 @@ class _Fallen:
     proxy: Any
 
 
-@contextlib.contextmanager
-def _override_failures() -> Iterator[list[Any]]:
-    """Collect what the Python overrides raise while the engine calls them.
-
-    An override that raises while the game calls into the engine makes
-    that call raise ``zs.CallbackError``; one no call from Python started
-    goes to ``sys.unraisablehook``. The game checks the list after each
-    call into the engine (``_Game.checked``) and raises the first, so a
-    broken override stops the demo instead of leaving a traceback on
-    standard error and a wrong story on standard output."""
-    failures: list[Any] = []
-    previous = sys.unraisablehook
-    sys.unraisablehook = failures.append
-    try:
-        yield failures
-    finally:
-        sys.unraisablehook = previous
-
-
 def _declare(game: _Game) -> tuple[Any, Any, Any, Any]:
     """The classes that subclass or reference the engine's, declared for
     ``game``'s runtime (where the engine is installed): ``Battlefield``,
@@ -363,9 +342,8 @@ class _Game:
         rng: random.Random,
         particles: int,
         timings: bool,
-        failures: list[Any],
     ) -> None:
-        self.rt, self.rng, self.timings, self.failures = rt, rng, timings, failures
+        self.rt, self.rng, self.timings = rt, rng, timings
         self.lines: list[str] = []
         self.totals = {
             "spawned": 0,
@@ -421,17 +399,7 @@ class _Game:
         self.events: list[str] = []
         self.cycle_ends: list[int] = []  # the frame each cycle finished in
 
-    # ---- calls into the engine ----------------------------------------------
-    def checked(self, result: Any) -> Any:
-        """``result``, after a call into the engine, unless a Python override
-        the engine called raised: then that exception."""
-        if self.failures:
-            failure = self.failures[0]
-            raise RuntimeError(
-                f"a Python override called by the engine raised: {failure.exc_value!r}"
-            ) from failure.exc_value
-        return result
-
+    # ---- called by the overrides ---------------------------------------------
     def on_kill(self, killer: Any, victim: Any) -> None:
         """Called by a soldier's tick when its shot left ``victim`` at 0
         health, before it destroys the victim."""
@@ -492,7 +460,7 @@ class _Game:
             red, blue = red + left, blue + (not left)
             x = rng.uniform(-50.0, -10.0) if left else rng.uniform(10.0, 50.0)
             at = self.Transform(self.Vec3(x, rng.uniform(-50.0, 50.0), 0.0), 0.0, 1.0)
-            soldier = self.checked(self.world.spawn(self.Soldier, at))  # calls begin_play
+            soldier = self.world.spawn(self.Soldier, at)  # calls begin_play
             assert type(soldier) is self.Soldier and soldier.alive, soldier
             spawned.append(soldier)
             self.totals["spawned"] += 1
@@ -534,7 +502,7 @@ class _Game:
             self.particles[0].next = None  # the burnt-out tail is unreachable from here on
             totals["created"] += self.burnt_per_frame
 
-        ticked = self.checked(self.world.tick(FRAME_SECONDS))  # calls every soldier's tick
+        ticked = self.world.tick(FRAME_SECONDS)  # calls every soldier's tick
         if camera.follows is None:
             self.follow_the_weakest()
         totals["ticked"] += ticked
@@ -789,17 +757,16 @@ def run_demo(
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{what} must be an integer >= {low}, got {value!r}")
-    with _override_failures() as failures, zs.Runtime() as rt:
+    with zs.Runtime() as rt:
         sample_engine.install(rt)
         rt.gc.settings.objects_per_tick = objects_per_frame
         # Half a frame short of the interval, so that the sum of the ticks'
         # float seconds reaches it on the intended frame, never one later.
         rt.gc.settings.time_between_collections = (collect_every - 0.5) * FRAME_SECONDS
-        game = _Game(rt, random.Random(seed), particles, timings, failures)
+        game = _Game(rt, random.Random(seed), particles, timings)
         for frame in range(1, frames + 1):
             game.play(frame, len(str(frames)))
         game.finish(frames, objects_per_frame)
-        game.checked(None)
         game.summary(frames)
         cluster_size, burnt = game.cluster_size, game.burnt_per_frame
 
