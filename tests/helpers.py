@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import zsharp_py as zs
-from zsharp_py._base.ffi import ffi
+from zsharp_py._base.ffi import ffi, lib
 from zsharp_py.collector import GcStats
 
 
@@ -108,3 +108,14 @@ def runtime_ptr(rt: zs.Runtime) -> Any:
 def class_ptr(rt: zs.Runtime, cls: type[zs.Object]) -> Any:
     """The cffi ``zs_class *`` of ``cls`` in ``rt`` (registered on first use)."""
     return ffi.cast("zs_class *", rt._native_class_address(cls))
+
+
+def made_by_class_name(rt: zs.Runtime, name: bytes) -> Any:
+    """An object of the class named ``name`` made as a host makes one
+    (``zs_find_class``, then ``zs_object_new``), rooted, and its proxy."""
+    found, ref = ffi.new("zs_class **"), ffi.new("zs_ref *")
+    assert lib.zs_find_class(runtime_ptr(rt), name, found) == 0
+    status = lib.zs_object_new(runtime_ptr(rt), found[0], 0, lib.ZS_NAME_AUTO, 0, ref, ffi.NULL)
+    assert status == 0
+    assert lib.zs_add_to_root(runtime_ptr(rt), ref[0]) == 0
+    return rt.object_from_handle(ref[0])

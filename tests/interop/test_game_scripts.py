@@ -20,7 +20,7 @@ import pytest
 from cffi import FFI
 
 import zsharp_py as zs
-from helpers import runtime_ptr
+from helpers import made_by_class_name, runtime_ptr
 from native_build import compile_host
 from scripts.arena import Guard, Sniper, Squad, play
 from zsharp_py import sample_engine
@@ -260,31 +260,18 @@ class LootCrate(zs.Object):
     owner: Actor | None = None
 
 
-def _made_natively(rt: zs.Runtime, name: bytes) -> Any:
-    """An object of the class named ``name`` made as a host makes one
-    (zs_find_class, then zs_object_new), rooted, and its proxy."""
-    found, ref = zs_ffi.new("zs_class **"), zs_ffi.new("zs_ref *")
-    assert zs_lib.zs_find_class(runtime_ptr(rt), name, found) == 0
-    status = zs_lib.zs_object_new(
-        runtime_ptr(rt), found[0], 0, zs_lib.ZS_NAME_AUTO, 0, ref, zs_ffi.NULL
-    )
-    assert status == 0
-    assert zs_lib.zs_add_to_root(runtime_ptr(rt), ref[0]) == 0
-    return rt.object_from_handle(ref[0])
-
-
 @pytest.mark.parametrize("stress", [False, True], ids=["plain", "collect_every_2"])
 def test_defaults_apply_to_an_object_a_host_creates_by_name(stress: bool) -> None:
     options: dict[str, Any] = {"stress": zs.debug.GcStress(collect_every=2)} if stress else {}
     with zs.Runtime(**options) as rt:
-        for crate in (_made_natively(rt, b"LootCrate"), LootCrate()):
+        for crate in (made_by_class_name(rt, b"LootCrate"), LootCrate()):
             assert crate.weight == 2.5 and str(crate.label) == "crate"
             assert str(crate.tag) == "loot" and list(crate.slots) == [1, 2, 3]
             assert (crate.spot.x, crate.spot.y, crate.spot.z) == (1.0, 2.0, 3.0)
             assert crate.owner is None
-        first = _made_natively(rt, b"LootCrate")
+        first = made_by_class_name(rt, b"LootCrate")
         first.slots.append(4)
-        assert list(_made_natively(rt, b"LootCrate").slots) == [1, 2, 3]  # a copy each
+        assert list(made_by_class_name(rt, b"LootCrate").slots) == [1, 2, 3]  # a copy each
         # Nothing of the defaults' copies leaks: every object and its
         # memory goes, the class's own copies with the runtime.
         for handle in rt._heap_live_handles("test")[: rt.live_objects()]:

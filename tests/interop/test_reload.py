@@ -21,7 +21,7 @@ import cffi
 import pytest
 
 import zsharp_py as zs
-from helpers import runtime_ptr
+from helpers import made_by_class_name, runtime_ptr
 from zsharp_py import sample_engine
 from zsharp_py._base.ffi import ffi as zs_ffi
 from zsharp_py._base.ffi import lib as zs_lib
@@ -103,19 +103,6 @@ def call_score(obj: zs.Object, base: int) -> int:
     return int(block.return_value)
 
 
-def made_by_name(rt: zs.Runtime, name: bytes) -> Any:
-    """An object made as a host makes one by class name (zs_find_class,
-    zs_object_new), rooted."""
-    found, ref = zs_ffi.new("zs_class **"), zs_ffi.new("zs_ref *")
-    assert zs_lib.zs_find_class(runtime_ptr(rt), name, found) == 0
-    status = zs_lib.zs_object_new(
-        runtime_ptr(rt), found[0], 0, zs_lib.ZS_NAME_AUTO, 0, ref, zs_ffi.NULL
-    )
-    assert status == 0
-    assert zs_lib.zs_add_to_root(runtime_ptr(rt), ref[0]) == 0
-    return rt.object_from_handle(ref[0])
-
-
 def play(rt: zs.Runtime, module: Any) -> tuple[Any, Any, Any]:
     """A world with a guard and an elite spawned by the engine, ticked once."""
     world = World()
@@ -152,7 +139,7 @@ def test_live_objects_run_the_new_code_from_python_and_from_c(scripts: Scripts, 
         assert elite.seen == [("tick", 1), ("tick", 2)]
         assert call_score(guard, 10) == 23 and call_score(elite, 1) == 5
         # A host making one by name gets the same class, running the new code.
-        made = made_by_name(rt, b"RGuard")
+        made = made_by_class_name(rt, b"RGuard")
         assert type(made) is guard_class and made.describe() == "guard v2"
         assert made.bonus == 3  # the class's defaults, unchanged
         assert zs_lib.zs_class_count(runtime_ptr(rt)) == classes_before  # no second class
@@ -325,7 +312,7 @@ def test_a_new_property_is_added_when_no_open_runtime_uses_the_class(scripts: Sc
         assert (crate.weight, crate.armor, crate.dents) == (5, 2, 1)
         crate.dents = 9
         assert crate.dents == 9 and crate.label() == "crate v2"
-        made = made_by_name(rt, b"RCrate")  # the host's creation: the new defaults too
+        made = made_by_class_name(rt, b"RCrate")  # the host's creation: the new defaults too
         assert (made.weight, made.armor, made.dents) == (5, 2, 1)
         made.remove_from_root()
         # Now in use: changing it again is refused.
