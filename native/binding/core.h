@@ -961,7 +961,7 @@ PyObject *zpy_resolve_conjugate(zpy_runtime_core *rt, zs_ref handle);
  * NULL with an error. The runtime is open and not closing. */
 PyObject *zpy_make_conjugate(zpy_runtime_core *rt, zs_ref handle, zs_object *object);
 /* The conjugate of a handle (from the table, else adopted by Python), None
- * for a null or dead handle: a new reference, or NULL with an error. */
+ * for a null, dead or dying handle: a new reference, or NULL with an error. */
 PyObject *zpy_conjugate_of(zpy_runtime_core *rt, zs_ref handle);
 /* tp_setattro of conjugates: the generic store, with an error that says how
  * to fix a store into a name the class does not have. */

@@ -100,6 +100,12 @@ void zpy_dropped_flush(zpy_runtime_core *rt) {
 PyObject *zpy_conjugate_of(zpy_runtime_core *rt, zs_ref handle) {
     if (handle == ZS_NULL_REF) Py_RETURN_NONE;
     zpy_conjugate *found = zpy_table_get(rt, handle);
+    /* A proxy Python holds of a dying object (gathered, or left unmarked by
+       a complete mark) that the bounded expiry has not reached yet is not
+       handed out either: zs_resolve_for_conjugate refuses a new one. */
+    if (found != NULL && zpy_dying_window(rt) && rt->native != NULL && !rt->closing &&
+        zs_object_writable(rt->native, handle) == ZS_E_DYING)
+        Py_RETURN_NONE;
     if (found != NULL) return Py_NewRef((PyObject *)found);
     if (!zpy_open(rt)) Py_RETURN_NONE;
     return zpy_resolve_conjugate(rt, handle);

@@ -121,6 +121,39 @@ def test_c_maps_handles_to_proxies_and_back(rt: zs.Runtime, host: Any) -> None:
         host.host_handle_of(made, ctypes.byref(out))
 
 
+@pytest.mark.parametrize("held", [True, False], ids=["proxy held", "no proxy"])
+def test_proxy_of_never_hands_out_a_dying_object(rt: zs.Runtime, host: Any, held: bool) -> None:
+    """Between the end of an incremental mark and the purge an unreachable
+    object is dying: proxy_of gives None for it, the proxy Python still
+    holds included (its bounded expiry is pending), while a live one is
+    found; before the mark is complete it is found (not dying yet).
+    tests/gc/test_phase_edge_lookups.py does the same for every Python path."""
+    head = Beacon(signal=1)
+    head.add_to_root()
+    head.next = Beacon(signal=2)
+    live = head.next.handle
+    doomed = [Beacon(signal=3) for _ in range(400)]  # a bounded expiry of several steps
+    handles = [b.handle for b in doomed]
+    for beacon in doomed:  # stored once: the heap shared the handles (never freed at once)
+        head.next.next = beacon
+    head.next.next = None
+    if not held:
+        del doomed
+    rt_address = rt.native_address
+    rt.gc.start_incremental()
+    while rt.gc.phase == "marking":
+        assert host.host_proxy_of(rt_address, handles[-1]) is not None  # not dying yet
+        rt.gc.step(max_objects=16)
+    while rt.gc.phase in ("gathering", "purging"):
+        assert host.host_proxy_of(rt_address, live).signal == 2
+        assert all(host.host_proxy_of(rt_address, h) is None for h in handles[::37])
+        if rt.gc.step(max_objects=64):
+            break
+    assert rt.gc.phase == "idle"
+    assert all(host.host_proxy_of(rt_address, h) is None for h in handles)
+    rt.gc.verify()
+
+
 def test_proxy_of_needs_an_open_runtime(host: Any) -> None:
     runtime = zs.Runtime()
     address = runtime.native_address
