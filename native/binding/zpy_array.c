@@ -102,12 +102,14 @@ static int array_insert_staged(zpyv_value *value, Py_ssize_t position, int from_
         const void *elements = whole != NULL ? whole->u.units : (const void *)items[0].u.bits;
         zs_status packed = zs_array_insert_packed(rt->native, value->owner, type, array,
                                                   (uint32_t)position, elements, count);
-        if (packed != ZS_OK) return zpyv_container_refused(value, packed), -1;
+        /* Done or refused: a change that fails may have moved the storage first. */
         zpyv_structure_changed(value);
+        if (packed != ZS_OK) return zpyv_container_refused(value, packed), -1;
         return 0;
     }
     zs_status status = zs_array_insert(rt->native, value->owner, type, array, (uint32_t)position,
                                        NULL, count);
+    if (status != ZS_OK) zpyv_structure_changed(value); /* may have moved the storage first */
     if (status == ZS_OK) {
         for (uint32_t i = 0; status == ZS_OK && i < count; i++) {
             char *slot = (char *)array->data + ((size_t)position + i) * value->kind->entry_size;

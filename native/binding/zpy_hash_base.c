@@ -103,7 +103,9 @@ int zpyv_hash_add(zpyv_value *value, const zpyv_staged *key_staged, const zpyv_s
     zs_hash *hash = (zs_hash *)value->address;
     if (status == ZS_OK)
         status = zs_hash_add(rt->native, value->owner, type, hash, key.at, &index, &added);
-    if (added) zpyv_structure_changed(value); /* entries may have moved */
+    /* The entries may have moved: an entry was added, or the add failed
+       after growing them (zs_hash_add grows the entries, then rehashes). */
+    if (added || status != ZS_OK) zpyv_structure_changed(value);
     if (status == ZS_OK && item != NULL) {
         char *slot = (char *)hash->entries.data + (size_t)index * value->kind->entry_size +
                      value->kind->value_offset;

@@ -58,7 +58,7 @@ static PyObject *optional_set(PyObject *self, PyObject *item) {
     zs_status status = ZS_E_STALE;
     if (zpyv_live(value) != NULL) {
         status = zpyv_emit(value->runtime, value->kind, &staged, value->owner, value->address);
-        if (status == ZS_OK) zpyv_structure_changed(value);
+        zpyv_structure_changed(value); /* done or refused: as every structural change */
     }
     zpyv_release(value->kind, &staged);
     if (value->address == NULL) return zpyv_raise_expired(value);

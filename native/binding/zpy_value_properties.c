@@ -120,8 +120,8 @@ static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
     if (zpyv_native_type(rt, property->kind) == NULL) return zpy_error_prefix(property->what);
     if (zpyv_stage_quick(rt, property->kind, value, &staged, &quick)) {
         zs_status status = zpyv_emit(rt, property->kind, &staged, owner, base + property->offset);
+        written(rt->state, obj, property->offset); /* done or refused, as below */
         if (status != ZS_OK) return zpyv_refused(rt, status, property->what), -1;
-        written(rt->state, obj, property->offset);
         return 0; /* nothing to release: `staged` borrows */
     }
     Py_INCREF(rt);
@@ -137,7 +137,9 @@ static int property_set(PyObject *self, PyObject *obj, PyObject *value) {
     base = holder_memory(property, obj, &now, &owner, NULL);
     if (base != NULL && now == rt) {
         status = zpyv_emit(rt, property->kind, &staged, owner, base + property->offset);
-        if (status == ZS_OK) written(rt->state, obj, property->offset);
+        /* Done or refused: the views below expire, as after any structural
+           change (a change that fails may have moved the storage first). */
+        written(rt->state, obj, property->offset);
     }
     zpyv_release(property->kind, &staged);
     int result = 0;
