@@ -100,15 +100,14 @@ void zpy_dropped_flush(zpy_runtime_core *rt) {
 PyObject *zpy_conjugate_of(zpy_runtime_core *rt, zs_ref handle) {
     if (handle == ZS_NULL_REF) Py_RETURN_NONE;
     zpy_conjugate *found = zpy_table_get(rt, handle);
+    if (found == NULL) return zpy_resolve_conjugate(rt, handle); /* None while closing */
     /* A proxy Python holds of a dying object (gathered, or left unmarked by
        a complete mark) that the bounded expiry has not reached yet is not
-       handed out either: zs_resolve_for_conjugate refuses a new one. */
-    if (found != NULL && zpy_dying_window(rt) && rt->native != NULL && !rt->closing &&
-        zs_object_writable(rt->native, handle) == ZS_E_DYING)
+       handed out either, as zs_resolve_for_conjugate refuses a new one (the
+       window is open only while the heap is attached). */
+    if (zpy_dying_window(rt) && zs_object_writable(rt->native, handle) == ZS_E_DYING)
         Py_RETURN_NONE;
-    if (found != NULL) return Py_NewRef((PyObject *)found);
-    if (!zpy_open(rt)) Py_RETURN_NONE;
-    return zpy_resolve_conjugate(rt, handle);
+    return Py_NewRef((PyObject *)found);
 }
 
 /* The conjugate of a handle that missed the table, made here when Python
