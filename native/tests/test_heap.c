@@ -359,6 +359,18 @@ static void test_object_header_and_zeroing(runner *t) {
     CHECK_EQ(t, zs_object_ref(rt, object), ref);
     CHECK_EQ(t, zs_object_ref(rt, NULL), ZS_NULL_REF);
     CHECK_EQ(t, node_of(rt, outer)->header.outer, ZS_NULL_REF);
+    /* Another runtime's objects, whose indices reach this one's high-water
+       mark and beyond: no handle (their index is never used to read an
+       item past the table). */
+    fixture other;
+    if (fixture_open(t, &other, 0, 0)) {
+        for (int i = 0; i < 6; i++) {
+            zs_ref foreign = MAKE(t, other.rt, other.node, ZS_NULL_REF);
+            zs_object *seen = zs_resolve(other.rt, foreign);
+            if (seen != NULL && seen->index >= 2) CHECK_EQ(t, zs_object_ref(rt, seen), ZS_NULL_REF);
+        }
+        fixture_close(&other);
+    }
 
     /* Dirty an object, free it, and the next object in its slot is zeroed again. */
     zs_ref dirty = MAKE(t, rt, fx.node, ZS_NULL_REF);
@@ -2687,6 +2699,12 @@ static void test_name_index_built_at_first_lookup(runner *t) {
     CHECK_EQ(t, found, latest);
     CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, dead_number, &found));
     CHECK_EQ(t, found, ZS_NULL_REF);
+    /* A stale outer: refused, and nothing found, not even the top-level
+       object of that name (a lookup that went on would name it). */
+    found = kept[1];
+    CHECK_STATUS(t, zs_find_object(rt, kept[KEPT - 10], name_index, numbers[0], &found),
+                 ZS_E_STALE);
+    CHECK_EQ(t, found, ZS_NULL_REF);
     zs_runtime_memory(rt, &after);
     CHECK_EQ(t, after.live_bytes, built);
     VERIFY(t, rt);
@@ -2718,6 +2736,14 @@ static void test_name_index_built_at_first_lookup(runner *t) {
     zs_ref inner = MAKE(t, rt, fx.node, outer);
     const uint32_t outer_number = node_of(rt, outer)->header.name_number;
     const uint32_t inner_number = node_of(rt, inner)->header.name_number;
+    /* Free slots among the live ones: the scan must step over them. */
+    zs_ref gone = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    const uint32_t gone_number = node_of(rt, gone)->header.name_number;
+    zs_ref last = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, last);
+    ROOT(t, rt, inner);
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, gone));
     zs_runtime_memory(rt, &before);
     CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, before.live_bytes + 64));
     CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, outer_number, &found));
@@ -2726,6 +2752,11 @@ static void test_name_index_built_at_first_lookup(runner *t) {
     CHECK_EQ(t, found, inner);
     CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, inner_number, &found));
     CHECK_EQ(t, found, ZS_NULL_REF); /* not outside its outer */
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, gone_number, &found));
+    CHECK_EQ(t, found, ZS_NULL_REF); /* every slot looked at, the free one stepped over */
+    CHECK_OK(t, zs_find_object(rt, ZS_NULL_REF, name_index, node_of(rt, last)->header.name_number,
+                               &found));
+    CHECK_EQ(t, found, last);
     zs_runtime_memory(rt, &after);
     CHECK_EQ(t, after.live_bytes, before.live_bytes); /* no index was made */
     CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
