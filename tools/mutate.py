@@ -243,6 +243,27 @@ def c_function_body(tokens: Sequence[Token], name: str) -> tuple[int, int] | Non
     return None
 
 
+def c_definitions(tokens: Sequence[Token]) -> dict[str, set[str]]:
+    """Every function defined at file level: {name: the words of its body}."""
+    bodies: dict[str, set[str]] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.text == "{":  # a struct, enum or initialiser at file level
+            i = _matching(tokens, i) + 1
+            continue
+        if token.kind == "ident" and i + 1 < len(tokens) and tokens[i + 1].text == "(":
+            close = _matching(tokens, i + 1)
+            if close + 1 < len(tokens) and tokens[close + 1].text == "{":
+                end = _matching(tokens, close + 1)
+                bodies[token.text] = {t.text for t in tokens[close + 1 : end]}
+                i = end + 1
+                continue
+            i = close
+        i += 1
+    return bodies
+
+
 # Calls a remove-call mutant leaves alone: invariant asserts, the runtime's
 # lock (single-threaded tests cannot see it go), reference counting (a leak,
 # not a memory-safety decision), prefetch hints and plain byte copies (their
@@ -517,6 +538,9 @@ _EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 # warnings stay warnings (a removed call may leave a variable unused, a
 # swapped && may want parentheses: neither changes what the mutant means).
 _MUTANT_CFLAGS = ["-Wno-error"]
+# Objects: native/src for the library, native/src for the C test program,
+# native/binding for _core, native/engine and native/tests.
+FLAVOURS = ("lib", "csrc", "core", "test")
 
 
 class BuildError(Exception):
@@ -528,13 +552,12 @@ class Scratch:
     and the C test program are built from per-file objects, so that a
     mutant recompiles one file and relinks. The checkout is only read.
 
-    Objects of native/src are compiled once for both the library and the C
-    test program, with native/Makefile's flags (``CFLAGS_BASE``: -O1 -g,
-    asserts on, as the library's own build has them) and -fPIC; the
-    binding with the flags setup.py gives _core (Python's, then
-    src/zsharp_py/_build.py's). The library links with _build.py's symbol
-    version script, so _core and the cffi module load it as they load the
-    installed one."""
+    Every object is compiled as the real builds compile it: native/src for
+    the library with src/zsharp_py/_build.py's flags (and linked with its
+    symbol version script, so _core and the cffi module load it as they
+    load the installed one), native/src again with the C test program's
+    (native/Makefile's ``CFLAGS_BASE``: asserts on) with native/engine and
+    native/tests, the binding with the flags setup.py gives _core."""
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="zsharp-mutate-"))
@@ -547,6 +570,9 @@ class Scratch:
         compile_args = namespace["_compile_args"]
         assert callable(compile_args)
         core_cflags, core_ldflags = compile_args()
+        lib_cflags, self.lib_ldflags = compile_args()
+        # build_library's flags (the version script decides visibility).
+        self.lib_flags = [f for f in lib_cflags if f != "-fvisibility=hidden"]
         py = sysconfig.get_config_vars()
         self.cc = os.environ.get("CC", "cc")
         self.c_flags = _makefile_flags()
@@ -586,7 +612,7 @@ class Scratch:
         assert isinstance(headers, tuple)
         for header in headers:
             shutil.copy2(self.tree / "native" / "include" / header, include / header)
-        for flavour in ("lib", "core", "test"):
+        for flavour in FLAVOURS:
             (self.objects / flavour).mkdir(parents=True, exist_ok=True)
 
     def run(self, command: list[str]) -> None:
@@ -596,17 +622,20 @@ class Scratch:
 
     def compile_command(self, flavour: str, source: Path, output: Path) -> list[str]:
         native = self.tree / "native"
-        includes = [f"-I{native / 'include'}", f"-I{native / 'src'}", f"-I{native / 'engine'}"]
+        target = ["-c", str(source), "-o", str(output)]
         if flavour == "core":
             python = sysconfig.get_paths()["include"]
             flags = [*self.core_compile, f"-I{native / 'include'}", f"-I{native / 'binding'}"]
-            return [*flags, f"-I{python}", "-c", str(source), "-o", str(output)]
-        pic = ["-fPIC"] if flavour == "lib" else []
-        return [self.cc, *self.c_flags, *pic, *includes, "-c", str(source), "-o", str(output)]
+            return [*flags, f"-I{python}", *target]
+        if flavour == "lib":
+            includes = [f"-I{native / 'include'}", f"-I{native / 'src'}"]
+            return [self.cc, *self.lib_flags, "-fPIC", *includes, *target]
+        includes = [f"-I{native / 'include'}", f"-I{native / 'src'}", f"-I{native / 'engine'}"]
+        return [self.cc, *self.c_flags, *includes, *target]
 
     def sources(self, flavour: str) -> list[Path]:
         native = self.tree / "native"
-        if flavour == "lib":
+        if flavour in ("lib", "csrc"):
             return sorted((native / "src").glob("*.c"))
         if flavour == "core":
             return sorted((native / "binding").glob("*.c"))
@@ -619,7 +648,7 @@ class Scratch:
         """Compile every object (two at a time), link the library, _core and
         (if a native/src mutant will run) the C test program, and keep the
         linked files as the baseline each mutant starts from."""
-        flavours = ["lib", "core", *(["test"] if c_tests else [])]
+        flavours = ["lib", "core", *(["csrc", "test"] if c_tests else [])]
         jobs = [(f, source) for f in flavours for source in self.sources(f)]
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             for future in [
@@ -668,6 +697,7 @@ class Scratch:
                 f"-Wl,--version-script={script}",
                 "-Wl,-soname,libzsharp.so",
                 "-pthread",
+                *self.lib_ldflags,
             ]
         )
         linked = [lib]
@@ -682,26 +712,33 @@ class Scratch:
         if c_tests:
             output = self.product("test")
             self.run(
-                [self.cc, *self.c_flags, "-o", str(output), *objects("lib"), *objects("test")]
+                [self.cc, *self.c_flags, "-o", str(output), *objects("csrc"), *objects("test")]
                 + ["-pthread"]
             )
             linked.append(output)
         return linked
 
-    def rebuild(self, source: Path, c_tests: bool) -> None:
-        """Recompile what a mutated C file reaches and relink."""
-        replaced: dict[Path, Path] = {}
+    def rebuild(self, source: Path, function: str, c_tests: bool) -> None:
+        """Recompile what a mutated C file reaches (two compilers at a
+        time) and relink."""
         if source.parent.name == "binding":
-            units = [("core", source)]
-        elif source.suffix == ".h":  # native/src/internal.h reaches every library file
-            units = [("lib", unit) for unit in self.sources("lib")]
+            reached = [source] if source.suffix == ".c" else self.users(source, function, "core")
+            units = [("core", unit) for unit in reached]
         else:
-            units = [("lib", source)]
+            reached = [source] if source.suffix == ".c" else self.users(source, function, "lib")
+            units = [(f, unit) for unit in reached for f in ("lib", "csrc")]
+            if not c_tests:
+                units = [(f, unit) for f, unit in units if f == "lib"]
+        replaced: dict[Path, Path] = {}
+        commands = []
         for flavour, unit in units:
             baseline = self.object_of(flavour, unit)
             mutant = baseline.with_suffix(".mutant.o")
-            self.run([*self.compile_command(flavour, unit, mutant), *_MUTANT_CFLAGS])
+            commands.append([*self.compile_command(flavour, unit, mutant), *_MUTANT_CFLAGS])
             replaced[baseline] = mutant
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            for future in [pool.submit(self.run, command) for command in commands]:
+                future.result()
         if units[0][0] == "core":
             output = self.product("core")
             lib = self.product("lib")
@@ -715,6 +752,23 @@ class Scratch:
             )
         else:
             self.link(replaced, c_tests=c_tests, core=False)
+
+    def users(self, header: Path, function: str, flavour: str) -> list[Path]:
+        """The files of a flavour a mutant of an inline function of `header`
+        reaches: those naming it, or an inline function of the header that
+        calls it (transitively)."""
+        bodies = c_definitions(c_tokens(header.read_text(encoding="utf-8")))
+        names = {function}
+        while True:
+            more = {name for name, used in bodies.items() if used & names} - names
+            if not more:
+                break
+            names |= more
+        return [
+            unit
+            for unit in self.sources(flavour)
+            if names & {t.text for t in c_tokens(unit.read_text(encoding="utf-8"))}
+        ]
 
     def restore(self) -> None:
         """Put the baseline library, _core and C test program back."""
@@ -855,7 +909,7 @@ class Runner:
                 if source.suffix == ".py":
                     compile(mutated, str(source), "exec")  # a SyntaxError is this tool's bug
                 else:
-                    self.scratch.rebuild(source, c_tests)
+                    self.scratch.rebuild(source, mutant.function, c_tests)
             except BuildError as error:
                 return Outcome(mutant, "stillborn", str(error).splitlines()[-1][:200], 0.0)
             status, how = self.test(mutant)
