@@ -315,12 +315,9 @@ static int array_ass_subscript(PyObject *self, PyObject *index, PyObject *item) 
             zs_status status = zpyv_emit(rt, value->kind->element, &staged, value->owner,
                                          (char *)array->data +
                                              (size_t)position * value->kind->entry_size);
-            if (status == ZS_OK) {
-                zpyv_contents_changed(value, position);
-                result = 0;
-            } else {
-                zpyv_container_refused(value, status);
-            }
+            zpyv_contents_changed(value, position); /* done or refused */
+            if (status == ZS_OK) result = 0;
+            else zpyv_container_refused(value, status);
         }
     }
     zpyv_release(value->kind->element, &staged);

@@ -9,7 +9,9 @@
  * the views it invalidates are expired in place; then the staged values are
  * released. Element views expire when the container changes structure
  * (storage may move); a write that only replaces an element's contents
- * expires the views below that element.
+ * expires the views below that element. Done or refused alike: a write that
+ * fails expires the views it would have expired had it succeeded (a hash
+ * insertion may grow the entries, moving them, before it runs out of memory).
  */
 #include "zpy_containers.h"
 

@@ -111,7 +111,7 @@ int zpyv_hash_add(zpyv_value *value, const zpyv_staged *key_staged, const zpyv_s
                      value->kind->value_offset;
         if (added) zpyv_initialize(value->kind->value, slot);
         status = zpyv_emit(rt, value->kind->value, item, value->owner, slot);
-        if (status == ZS_OK && !added) zpyv_contents_changed(value, ~(Py_ssize_t)index);
+        if (!added) zpyv_contents_changed(value, ~(Py_ssize_t)index); /* done or refused */
         if (status != ZS_OK && added)
             zs_hash_remove(rt->native, value->owner, type, hash, key.at, NULL);
     }

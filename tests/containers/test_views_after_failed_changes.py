@@ -5,7 +5,8 @@ whole assignment) may move a container's storage before it fails: a map
 that grows its entries and then cannot allocate its new buckets has
 already moved every entry. Views taken before must not outlive that: after
 the change, done or refused, every element view taken before it is
-expired (reading one raises ``ExpiredConjugateError``, never freed
+expired (and after a write replacing one element's value, every view below
+that element) (reading one raises ``ExpiredConjugateError``, never freed
 memory), the container holds what it held (or, for the changes that add
 one element after another, what it held and some of what was added), the
 heap verifies, and the container works again once memory is back.
@@ -51,6 +52,8 @@ class Box(zs.Object):
     table: zs.Map[zs.Int32, FailPoint]
     named: zs.Map[zs.String, FailLabel]
     lists: zs.Map[zs.Int32, zs.Array[zs.Int32]]
+    tracks: zs.Map[zs.Int32, zs.Array[FailPoint]]
+    paths: zs.Array[zs.Array[FailPoint]]
     ids: zs.Set[zs.Int32]
     words: zs.Set[zs.String]
     maybe: zs.Optional[FailLabel]
@@ -71,6 +74,9 @@ def fill(box: Box) -> None:
         box.lists[i] = [i] * 3
         box.ids.add(i)
         box.words.add(f"word {i}")
+    for i in range(3):
+        box.tracks[i] = [FailPoint(x=i, y=j) for j in range(3)]
+        box.paths.append([FailPoint(x=i, y=j) for j in range(3)])
     box.maybe.set(FailLabel(text="maybe", n=1))
 
 
@@ -185,6 +191,18 @@ CASES: dict[str, Case] = {
     "set add (rehash)": Case("ids", lambda b: [], lambda b: b.ids.add(100), True),
     "set update": Case("ids", lambda b: [], lambda b: b.ids.update(range(100, 140)), False),
     "set of strings add": Case("words", lambda b: [], lambda b: b.words.add(long(2)), True),
+    "map value replace": Case(
+        "tracks",
+        lambda b: [b.tracks[0][j] for j in range(3)],
+        lambda b: b.tracks.__setitem__(0, [{"x": 9, "y": j} for j in range(40)]),
+        True,
+    ),
+    "array element replace": Case(
+        "paths",
+        lambda b: [b.paths[0][j] for j in range(3)],
+        lambda b: b.paths.__setitem__(0, [{"x": 9, "y": j} for j in range(40)]),
+        True,
+    ),
     "optional set": Case(
         "maybe",
         lambda b: [b.maybe.get()],
