@@ -538,6 +538,19 @@ static void test_handle_reuse(runner *t) {
     CHECK(t, zs_resolve(rt, ZS_NULL_REF) == NULL);
     CHECK(t, zs_resolve(rt, ZS_MAKE_REF(1000000, 1)) == NULL);
     CHECK(t, zs_resolve(rt, ZS_MAKE_REF(ZS_REF_INDEX(d), 0)) == NULL);
+
+    /* A free slot named with the serial it has now (bumped when it was
+       freed: a handle nobody was given, forged by a host or read from
+       freed memory) is as stale as the handle it had. */
+    zs_ref g = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    COLLECT(t, rt);
+    zs_ref forged = ZS_MAKE_REF(ZS_REF_INDEX(g), ZS_REF_SERIAL(g) + 1);
+    CHECK(t, zs_resolve(rt, forged) == NULL);
+    CHECK_STATUS(t, zs_add_to_root(rt, forged), ZS_E_STALE);
+    CHECK_STATUS(t, zs_add_strong_ref(rt, forged), ZS_E_STALE);
+    CHECK_STATUS(t, zs_store_ref(rt, d, NODE_REF(0), forged), ZS_E_STALE);
+    CHECK_STATUS(t, zs_resolve_for_conjugate(rt, forged, &object), ZS_E_STALE);
+    VERIFY(t, rt);
     fixture_close(&fx);
 }
 

@@ -373,3 +373,33 @@ def test_members_of_a_dying_cluster_are_not_found_while_gathering() -> None:
         assert all(rt.object_from_handle(o.handle) is o for o in kept)
         rt.gc.collect()
         rt.gc.verify()
+
+
+def test_deaths_inside_name_index_chains_leave_every_chain_whole(rt: zs.Runtime) -> None:
+    """The name index (built at the first lookup by name) links objects of
+    one bucket in a chain, the newest first. Objects dying deep in their
+    chains (made early, a few hundred at a time: each unlinked on its own)
+    must leave every chain whole: the heap verifies (which walks the
+    index), each survivor is still found by name, each dead one not."""
+    level = Actor(name="Level")
+    level.add_to_root()
+    keeper = Keeper()
+    keeper.add_to_root()
+    objects = [Actor(name=f"N{i}", outer=level) for i in range(3000)]
+    keeper.kept.extend(objects)
+    assert zs.SoftObjectPtr[Actor]("Level.N0").get() is objects[0]  # builds the index
+    handles = [o.handle for o in objects]
+    del objects
+    dead: set[int] = set()
+    for start in (0, 1):  # 500 deaths per collection: no bulk relink
+        for i in range(start, 1500, 3):
+            keeper.kept[i] = None
+            dead.add(i)
+        rt.gc.collect()
+        rt.gc.verify()
+    for i in range(0, 3000, 7):
+        got = zs.SoftObjectPtr[Actor](f"Level.N{i}").get()
+        if i in dead:
+            assert got is None, i
+        else:
+            assert got is not None and got.handle == handles[i], i
