@@ -17,7 +17,9 @@ reason, in tools/mutation_equivalent.txt). docs/reliability.md,
 Operators (each mutant applies exactly one, at one site, inside one listed
 function):
 
-    negate-compare   == <-> != ; in Python also `is` <-> `is not`, `in` <-> `not in`
+    negate-compare   == <-> != (not against ZS_OK or NULL: that breaks the success
+                     path, which every test sees); in Python also `is` <-> `is not`,
+                     `in` <-> `not in`
     off-by-one       < <-> <=, > <-> >= ; `+ 1` / `- 1` become `+ 0` / `- 0`
     swap-logic       && <-> || (Python: and <-> or)
     drop-condition   one operand of && (||) replaced by 1 (0): the check is gone
@@ -26,7 +28,7 @@ function):
                      barrier, an invalidation, a check, a release, ...);
                      locking and reference counting are left alone, and
                      nothing inside an assert() is mutated
-    negate-not       a `!x` (`not x`) becomes `x`
+    negate-not       (Python) a `not x` becomes `x`
 
 A mutant's id is `function:operator:hash`, the hash taken over the text of
 the mutated line, the change and its rank among identical changes in that
@@ -322,7 +324,12 @@ def c_mutants(path: str, function: str, selection: str, text: str) -> list[Mutan
         text_i = token.text
         if text_i in swaps:
             operator = "negate-compare" if text_i in ("==", "!=") else "off-by-one"
-            raw.append((operator, token.start, token.end, swaps[text_i]))
+            # `status == ZS_OK`, `p != NULL` negated break the success path
+            # itself, which every test sees: nothing learnt for a run's cost
+            # (drop-condition still removes such a check).
+            trivial = {tokens[i - 1].text, tokens[i + 1].text} & {"ZS_OK", "NULL"}
+            if not (operator == "negate-compare" and trivial):
+                raw.append((operator, token.start, token.end, swaps[text_i]))
         elif text_i in _LOGICAL:
             raw.append(("swap-logic", token.start, token.end, "||" if text_i == "&&" else "&&"))
             # Operands: && binds tighter than ||, so an && operand stops at
@@ -335,8 +342,6 @@ def c_mutants(path: str, function: str, selection: str, text: str) -> list[Mutan
                 raw.append(("drop-condition", tokens[left].start, tokens[i - 1].end, keep))
             if right > i:
                 raw.append(("drop-condition", tokens[i + 1].start, tokens[right].end, keep))
-        elif text_i == "!" and i + 1 < last:
-            raw.append(("negate-not", token.start, token.end, ""))
         elif (
             text_i in ("+", "-")
             and tokens[i + 1].kind == "number"

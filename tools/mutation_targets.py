@@ -196,7 +196,6 @@ TARGETS: tuple[Target, ...] = (
             "zs_array_insert",
             "zs_array_remove",
             "zs_hash_add",
-            "zs_hash_remove",
             "zs_optional_set",
         ),
         "views",
@@ -209,7 +208,6 @@ TARGETS: tuple[Target, ...] = (
             "end_store",
             "zs_value_assign",
             "zs_value_store_ref",
-            "zs_string_assign",
             "sanitise_ref",
             "zs_value_barrier",
             "zs_entries_barrier",
@@ -231,7 +229,7 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "native/binding/zpy_collection.c",
-        ("expire_pending", "zpy_runtime_collect_full"),
+        ("expire_pending",),
         "expiry",
     ),
     Target(
