@@ -52,7 +52,12 @@ uint64_t zs_debug_check_failures(zs_runtime *rt);
 /* Set one ZS_DEBUG_* switch of a runtime; ZS_E_INVALID for an unknown one. */
 zs_status zs_debug_set(zs_runtime *rt, uint32_t what, uint64_t value);
 
-/* Test-only: mutate raw state so tests can prove zs_heap_verify notices. */
+/* Test-only: mutate raw state so tests can prove zs_heap_verify notices
+   (what 1: the object's header index, 2: its mark bit), or (what 3) age
+   the object's slot: its serial becomes UINT32_MAX - 1, the last before
+   the slot retires, so the object's handle is then
+   ZS_MAKE_REF(index, UINT32_MAX - 1) (every copy of the old one is stale:
+   for an object nothing references) and its death retires the slot. */
 zs_status zs_debug_corrupt(zs_runtime *rt, zs_ref ref, uint32_t what);
 
 #ifdef __cplusplus

@@ -36,13 +36,16 @@ uint64_t zs_debug_check_failures(zs_runtime *rt) {
 }
 
 /* Break one invariant of a live object on purpose, so a test can prove that
-   zs_heap_verify (verify.c) notices: 1 the index in its header, 2 its mark. */
+   zs_heap_verify (verify.c) notices: 1 the index in its header, 2 its mark;
+   or age its slot (3), so a test reaches the retirement of a slot without
+   2^32 reuses of it. */
 zs_status zs_debug_corrupt(zs_runtime *rt, zs_ref ref, uint32_t what) {
     ZS_LOCK(rt);
     zs_item *it = zs_item_of(rt, ref);
     zs_status status = it ? ZS_OK : ZS_E_STALE;
-    if (it != NULL && what == 1) it->object->index ^= 1u;        /* header/index mismatch */
-    else if (it != NULL && what == 2) it->flags ^= ZS_ITEM_MARK; /* lost mark */
+    if (it != NULL && what == 1) it->object->index ^= 1u;                /* header/index mismatch */
+    else if (it != NULL && what == 2) it->flags ^= ZS_ITEM_MARK;         /* lost mark */
+    else if (it != NULL && what == 3) it->serial = ZS_SERIAL_RETIRE - 1; /* its last serial */
     else if (it != NULL) status = ZS_E_INVALID;
     ZS_UNLOCK(rt);
     return status;
