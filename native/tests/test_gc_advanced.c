@@ -186,6 +186,36 @@ static chain_setup build_chain(runner *t, zs_runtime *rt, const zs_class *node_c
  * Clusters
  * ====================================================================== */
 
+/* An object whose conjugate is dropped as its sole holder while it is a
+   cluster's member is not destroyed at once: the cluster names it (the
+   managed side stored its handle itself, so the heap never shared it).
+   The first cluster of the runtime: its id is 0. */
+static void test_cluster_member_outlives_its_dropped_conjugate(runner *t) {
+    cfix c;
+    if (!cfix_open(t, &c, 1, 1)) return;
+    zs_runtime *rt = c.rt;
+    zs_ref root = MAKE(t, rt, c.croot, ZS_NULL_REF);
+    ROOT(t, rt, root);
+    node *raw = NULL;
+    zs_ref member = zs_object_new_conjugate(rt, c.part, ZS_NULL_REF, ZS_NAME_AUTO, 0, NULL, 0, &raw,
+                                            NULL, 0, NULL);
+    CHECK(t, member >= ZS_FIRST_REF);
+    LINK(t, rt, root, 0, member);
+    uint32_t size = 0;
+    CHECK_OK(t, zs_create_cluster(rt, root, &size));
+    CHECK_EQ(t, size, 2);
+    CHECK_EQ(t, cluster_id(rt, member), 0);
+    zs_dropped_conjugate dropped = {member, 1, 0};
+    uint32_t destroyed = 99;
+    CHECK_OK(t, zs_conjugates_dropped(rt, NULL, &dropped, 1, &destroyed));
+    CHECK_EQ(t, destroyed, 0);
+    CHECK(t, zs_resolve(rt, member) != NULL);
+    VERIFY(t, rt);
+    COLLECT(t, rt); /* the cluster keeps it, its conjugate gone */
+    CHECK(t, zs_resolve(rt, member) != NULL);
+    cfix_close(&c);
+}
+
 /* zs_create_cluster gathers the root's transitive IN_CLUSTER referents; info counts members, mutable objects and referenced clusters; small clusters are not kept. */
 static void test_cluster_create_gathers(runner *t) {
     cfix c;
@@ -1602,8 +1632,12 @@ typedef struct expiry_probe {
     runner *t;
     uint32_t calls, objects, still_there;
     zs_ref seen[64];
-    zs_status collect_inside; /* what a collection from inside the handler returned */
-    bool collect_from_inside, free_from_inside;
+    zs_status collect_inside;  /* what a collection from inside the handler returned */
+    zs_status purge_inside;    /* what a purge from inside the handler returned */
+    uint32_t gone_after_purge; /* handed-over objects a purge from inside freed */
+    bool collect_from_inside, free_from_inside, purge_from_inside;
+    zs_ref destroy_after_free; /* destroyed from inside, once the runtime's free is pending */
+    zs_status destroy_inside;
 } expiry_probe;
 
 static void probe_expiry(void *user, zs_runtime *rt, const zs_ref *objects, const uint64_t *names,
@@ -1620,7 +1654,20 @@ static void probe_expiry(void *user, zs_runtime *rt, const zs_ref *objects, cons
     /* Counted as a call in progress: zs_runtime_free meanwhile is deferred. */
     CHECK(probe->t, zs_calls_in_progress(rt) >= 1);
     if (probe->collect_from_inside) probe->collect_inside = zs_collect_garbage(rt);
-    if (probe->free_from_inside) zs_runtime_free(rt); /* deferred until the collection returns */
+    if (probe->purge_from_inside) {
+        /* These objects are off the expiring list, their proxies not yet
+           expired: a purge now would free them under the managed side. */
+        probe->purge_inside = zs_gc_purge(rt, 0, NULL);
+        for (uint32_t i = 0; i < count; i++)
+            probe->gone_after_purge += zs_resolve(rt, objects[i]) == NULL;
+    }
+    if (probe->free_from_inside) {
+        zs_runtime_free(rt); /* deferred until the collection returns */
+        /* The free is pending: no second hand-over starts (a nested call of
+           this handler) for an object destroyed now. */
+        if (probe->destroy_after_free != ZS_NULL_REF)
+            probe->destroy_inside = zs_destroy_object(rt, probe->destroy_after_free);
+    }
 }
 
 /* Objects with conjugates are handed to the expiry handler before any is
@@ -1665,11 +1712,15 @@ static void test_dying_objects_are_handed_to_the_expiry_handler(runner *t) {
     zs_ref more = MAKE(t, rt, fx.node, ZS_NULL_REF);
     CHECK_OK(t, zs_resolve_for_conjugate(rt, more, &object));
     probe.collect_from_inside = true;
+    probe.purge_from_inside = true;
     CHECK_OK(t, zs_collect_garbage(rt));
     CHECK_EQ(t, probe.calls, 2);
     CHECK_EQ(t, probe.collect_inside, ZS_E_BUSY);
+    CHECK_EQ(t, probe.purge_inside, ZS_E_BUSY);
+    CHECK_EQ(t, probe.gone_after_purge, 0);
     CHECK(t, !alive(rt, more));
     probe.collect_from_inside = false;
+    probe.purge_from_inside = false;
 
     /* An incremental cycle: the new cycle finishes the pending purge. */
     more = MAKE(t, rt, fx.node, ZS_NULL_REF);
@@ -1690,9 +1741,14 @@ static void test_dying_objects_are_handed_to_the_expiry_handler(runner *t) {
        frees the runtime (LeakSanitizer sees nothing left). */
     more = MAKE(t, rt, fx.node, ZS_NULL_REF);
     CHECK_OK(t, zs_resolve_for_conjugate(rt, more, &object));
+    zs_ref spared = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, spared);
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, spared, &object));
     probe.free_from_inside = true;
+    probe.destroy_after_free = spared;
     CHECK_STATUS(t, zs_collect_garbage(rt), ZS_E_STALE);
     CHECK_EQ(t, probe.calls, 4);
+    CHECK_OK(t, probe.destroy_inside);
 }
 
 /* zs_destroy_object: the proxy is handed over at once, the object is refused
@@ -1713,6 +1769,7 @@ static void test_destroy_object(runner *t) {
     CHECK_OK(t, zs_resolve_for_conjugate(rt, victim, &object));
     CHECK_OK(t, zs_destroy_object(rt, victim));
     CHECK(t, probe.calls == 1 && probe.objects == 1 && probe.seen[0] == victim);
+    CHECK_EQ(t, zs_calls_in_progress(rt), 0); /* the hand-over was counted out */
     CHECK(t, alive(rt, victim)); /* still in memory: the mark has not nulled holder's slot */
     CHECK_STATUS(t, zs_destroy_object(rt, victim), ZS_E_DYING);
     CHECK_STATUS(t, zs_store_ref(rt, holder, NODE_REF(1), victim), ZS_E_DYING);
@@ -1726,6 +1783,13 @@ static void test_destroy_object(runner *t) {
     CHECK(t, !alive(rt, victim) && alive(rt, holder));
     CHECK_EQ(t, node_of(rt, holder)->ref[0], ZS_NULL_REF);
     CHECK_EQ(t, probe.calls, 1); /* its proxy was handed over once */
+    /* No conjugate, nothing to hand over. */
+    zs_ref plain = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, plain);
+    CHECK_OK(t, zs_destroy_object(rt, plain));
+    CHECK_EQ(t, probe.calls, 1);
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, plain));
     /* Without a handler: the proxy waits on the expiring list. */
     CHECK_OK(t, zs_set_expiry_handler(rt, NULL, &probe));
     zs_ref other = MAKE(t, rt, fx.node, ZS_NULL_REF);
@@ -2787,6 +2851,7 @@ static void test_parallel_mark_overflow(runner *t) {
  * ====================================================================== */
 
 const test_case advanced_tests[] = {
+    TEST(test_cluster_member_outlives_its_dropped_conjugate),
     TEST(test_cluster_create_gathers),
     TEST(test_cluster_kept_whole),
     TEST(test_cluster_destroyed_whole),

@@ -922,6 +922,54 @@ static uint32_t drop(zs_runtime *rt, zs_ref ref, bool sole) {
     return status == ZS_OK ? destroyed : UINT32_MAX;
 }
 
+/* A destroy hook that tells the heap a conjugate was dropped (a managed
+   side whose finaliser runs in it) destroys nothing from inside the hook:
+   the object stays, whole and still referenced, for the collector. */
+typedef struct dropping_hook {
+    zs_ref victim;
+    uint32_t destroyed;
+    zs_status status;
+    int calls;
+} dropping_hook;
+
+static void dropping_in_hook(void *user, zs_runtime *rt, zs_object *object,
+                             zs_destroy_phase phase) {
+    (void)object;
+    dropping_hook *hook = user;
+    if (phase != ZS_FINISH_DESTROY || hook->calls++ > 0) return;
+    zs_dropped_conjugate dropped = {hook->victim, 1, 0};
+    hook->status = zs_conjugates_dropped(rt, NULL, &dropped, 1, &hook->destroyed);
+}
+
+static void test_conjugates_dropped_in_a_destroy_hook(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref holder = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, holder);
+    zs_ref victim = make_sole(t, rt, fx.node); /* reachable, its handle never shared */
+    LINK(t, rt, holder, 0, victim);
+    (void)MAKE(t, rt, fx.node, ZS_NULL_REF); /* dies at the next collection: runs the hook */
+    dropping_hook hook = {victim, 99, ZS_E_INVALID, 0};
+    zs_set_destroy_hook(rt, dropping_in_hook, &hook);
+    COLLECT(t, rt);
+    zs_set_destroy_hook(rt, NULL, NULL);
+    CHECK(t, hook.calls > 0);
+    CHECK_OK(t, hook.status);
+    CHECK_EQ(t, hook.destroyed, 0);
+    CHECK(t, alive(rt, victim));
+    VERIFY(t, rt);
+    /* Its conjugate was forgotten all the same: collected with no expiry. */
+    UNROOT(t, rt, holder);
+    COLLECT(t, rt);
+    CHECK(t, !alive(rt, victim));
+    /* Nothing dropped, nothing to read: a null list is fine. */
+    uint32_t destroyed = 99;
+    CHECK_OK(t, zs_conjugates_dropped(rt, NULL, NULL, 0, &destroyed));
+    CHECK_EQ(t, destroyed, 0);
+    fixture_close(&fx);
+}
+
 /* A slot whose serial would wrap is retired when its object dies: never
    reused, and the object's block freed all the same, whichever path
    destroys it (a collection; its dropped conjugate, at once; its dropped
@@ -2967,6 +3015,7 @@ static void test_array_insert_packed(runner *t) {
 
 static const test_case tests[] = {
     TEST(test_runtime_create_free),
+    TEST(test_conjugates_dropped_in_a_destroy_hook),
     TEST(test_retired_slot_frees_its_block),
     TEST(test_conjugates_dropped),
     TEST(test_conjugates_dropped_during_incremental_cycle),
