@@ -13,6 +13,7 @@ reason, in tools/mutation_equivalent.txt). docs/reliability.md,
     python tools/mutate.py --only PATTERN   # mutants whose id, file or function matches
     python tools/mutate.py --list [--only PATTERN]   # list the mutants, run nothing
     python tools/mutate.py --show ID        # print one mutant's diff
+    python tools/mutate.py --shard 0/2 & python tools/mutate.py --shard 1/2   # two halves
 
 Operators (each mutant applies exactly one, at one site, inside one listed
 function):
@@ -1004,6 +1005,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="PATTERN",
         help="regex on id or file::function",
     )
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="only every N-th mutant from the K-th (0-based): N runs of K = 0..N-1 split a run",
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--show", metavar="ID", help="print one mutant's diff and stop")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per test run")
@@ -1018,6 +1024,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyError as error:
         print(f"mutate: {error.args[0]}", file=sys.stderr)
         return 2
+    if args.shard:
+        shard, shards = (int(part) for part in args.shard.split("/"))
+        if not 0 <= shard < shards:
+            print(f"mutate: --shard {args.shard}: K must be in 0..N-1", file=sys.stderr)
+            return 2
+        mutants = mutants[shard::shards]
     equivalents = read_equivalents()
     if args.show:
         found = [m for m in mutants if m.id == args.show]

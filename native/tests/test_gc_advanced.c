@@ -1042,6 +1042,10 @@ static void test_incremental_phase_errors(runner *t) {
     ROOT(t, rt, kept);
     CHECK_OK(t, zs_gc_start_incremental(rt));
     CHECK_STATUS(t, zs_gc_start_incremental(rt), ZS_E_INVALID);
+    /* No purge while the cycle marks: nothing is gathered yet. */
+    done = 7;
+    CHECK_STATUS(t, zs_gc_purge(rt, 0, &done), ZS_E_BUSY);
+    CHECK(t, !done && zs_gc_phase_of(rt) == ZS_GC_MARKING);
     CHECK_EQ(t, run_steps(t, rt, 0), 1);         /* budget 0: to the end in one step */
     CHECK_EQ(t, zs_gc_phase_of(rt), ZS_GC_IDLE); /* nothing died: no purge pending */
     CHECK(t, alive(rt, kept));

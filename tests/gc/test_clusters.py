@@ -625,3 +625,29 @@ def test_storing_into_a_marked_member_mid_cycle_keeps_the_new_target(rt: zs.Runt
     assert not stray.is_expired and not stray_child.is_expired
     assert stats.objects_freed > 0  # the cut subtree goes now
     assert not root.is_expired and not parts[99].is_expired
+
+
+def test_a_store_outside_any_cluster_leaves_the_clusters_out_of_memory(rt: zs.Runtime) -> None:
+    """A reference store into an object of no cluster has no cluster to
+    dissolve, and needs no memory for it: with none to spare, the store
+    goes ahead and every cluster stays (dissolving one it does not touch,
+    or all of them for want of memory, would throw away the collector's
+    work for nothing)."""
+    from zsharp_py._base.ffi import lib
+
+    root = Asset(value=-1)
+    root.add_to_root()
+    grow(root, 40)
+    assert root.create_cluster() > 0
+    holder, target = Actor(), Actor()
+    holder.add_to_root()
+    clusters = rt.gc.cluster_count()
+    used = rt.native_memory()["live_bytes"]
+    lib.zs_debug_set(runtime_ptr(rt), lib.ZS_DEBUG_ALLOC_LIMIT, used)
+    try:
+        holder.target = target
+    finally:
+        lib.zs_debug_set(runtime_ptr(rt), lib.ZS_DEBUG_ALLOC_LIMIT, 0)
+    assert holder.target is target
+    assert rt.gc.cluster_count() == clusters and root.cluster is not None
+    rt.gc.verify()
