@@ -1642,6 +1642,8 @@ typedef struct expiry_probe {
     bool collect_from_inside, free_from_inside, purge_from_inside;
     zs_ref destroy_after_free; /* destroyed from inside, once the runtime's free is pending */
     zs_status destroy_inside;
+    zs_status set_inside;      /* replacing the handler from inside it */
+    uint32_t depth, max_depth; /* handler calls nested in one another */
 } expiry_probe;
 
 static void probe_expiry(void *user, zs_runtime *rt, const zs_ref *objects, const uint64_t *names,
@@ -1650,6 +1652,7 @@ static void probe_expiry(void *user, zs_runtime *rt, const zs_ref *objects, cons
     (void)garbage;
     expiry_probe *probe = user;
     probe->calls++;
+    if (++probe->depth > probe->max_depth) probe->max_depth = probe->depth;
     for (uint32_t i = 0; i < count; i++) {
         if (zs_resolve(rt, objects[i]) != NULL) probe->still_there++;
         if (probe->objects < 64) probe->seen[probe->objects] = objects[i];
@@ -1657,7 +1660,10 @@ static void probe_expiry(void *user, zs_runtime *rt, const zs_ref *objects, cons
     }
     /* Counted as a call in progress: zs_runtime_free meanwhile is deferred. */
     CHECK(probe->t, zs_calls_in_progress(rt) >= 1);
-    if (probe->collect_from_inside) probe->collect_inside = zs_collect_garbage(rt);
+    if (probe->collect_from_inside) {
+        probe->collect_inside = zs_collect_garbage(rt);
+        probe->set_inside = zs_set_expiry_handler(rt, probe_expiry, probe);
+    }
     if (probe->purge_from_inside) {
         /* These objects are off the expiring list, their proxies not yet
            expired: a purge now would free them under the managed side. */
@@ -1672,6 +1678,7 @@ static void probe_expiry(void *user, zs_runtime *rt, const zs_ref *objects, cons
         if (probe->destroy_after_free != ZS_NULL_REF)
             probe->destroy_inside = zs_destroy_object(rt, probe->destroy_after_free);
     }
+    probe->depth--;
 }
 
 /* Objects with conjugates are handed to the expiry handler before any is
@@ -1705,6 +1712,7 @@ static void test_dying_objects_are_handed_to_the_expiry_handler(runner *t) {
     int done = 0;
     CHECK_OK(t, zs_gc_purge(rt, 0, &done));
     CHECK(t, done);
+    CHECK_EQ(t, zs_calls_in_progress(rt), 0); /* the hand-over was counted out */
     CHECK_EQ(t, probe.calls, 1);
     CHECK_EQ(t, probe.objects, 3);
     CHECK_EQ(t, probe.still_there, 3); /* every one in memory while handed over */
@@ -1712,15 +1720,24 @@ static void test_dying_objects_are_handed_to_the_expiry_handler(runner *t) {
     CHECK(t, !alive(rt, plain) && alive(rt, keeper));
     VERIFY(t, rt);
 
-    /* A full collection, and a collection from inside the handler. */
+    /* A full collection, and from inside the handler a collection, a
+       purge (the rest of the expiring list waits: more than one batch) and
+       a new handler: each refused. */
     zs_ref more = MAKE(t, rt, fx.node, ZS_NULL_REF);
     CHECK_OK(t, zs_resolve_for_conjugate(rt, more, &object));
+    for (int i = 0; i < 300; i++) {
+        zs_ref extra = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        CHECK_OK(t, zs_resolve_for_conjugate(rt, extra, &object));
+    }
     probe.collect_from_inside = true;
     probe.purge_from_inside = true;
     CHECK_OK(t, zs_collect_garbage(rt));
-    CHECK_EQ(t, probe.calls, 2);
+    CHECK(t, probe.calls >= 3);      /* more than one batch */
+    CHECK_EQ(t, probe.max_depth, 1); /* never one inside another */
+    const uint32_t calls = probe.calls;
     CHECK_EQ(t, probe.collect_inside, ZS_E_BUSY);
     CHECK_EQ(t, probe.purge_inside, ZS_E_BUSY);
+    CHECK_EQ(t, probe.set_inside, ZS_E_BUSY);
     CHECK_EQ(t, probe.gone_after_purge, 0);
     CHECK(t, !alive(rt, more));
     probe.collect_from_inside = false;
@@ -1734,7 +1751,7 @@ static void test_dying_objects_are_handed_to_the_expiry_handler(runner *t) {
     CHECK_EQ(t, zs_gc_phase_of(rt), ZS_GC_PURGE_PENDING);
     CHECK(t, alive(rt, more));
     CHECK_OK(t, zs_gc_start_incremental(rt));
-    CHECK_EQ(t, probe.calls, 3);
+    CHECK_EQ(t, probe.calls, calls + 1);
     CHECK(t, !alive(rt, more));
     run_steps(t, rt, 0);
     purge_all(t, rt);
@@ -1751,7 +1768,7 @@ static void test_dying_objects_are_handed_to_the_expiry_handler(runner *t) {
     probe.free_from_inside = true;
     probe.destroy_after_free = spared;
     CHECK_STATUS(t, zs_collect_garbage(rt), ZS_E_STALE);
-    CHECK_EQ(t, probe.calls, 4);
+    CHECK_EQ(t, probe.calls, calls + 2);
     CHECK_OK(t, probe.destroy_inside);
 }
 

@@ -970,6 +970,24 @@ static void test_conjugates_dropped_in_a_destroy_hook(runner *t) {
     fixture_close(&fx);
 }
 
+/* A purge of exactly as many objects as the dying list holds (its
+   capacity doubles from 16): the purge's look-ahead reads no entry past
+   the list (AddressSanitizer reports one, make -C native sanitize). */
+static void test_purge_of_a_full_dying_list(runner *t) {
+    for (uint32_t count = 16; count <= 64; count *= 2) {
+        fixture fx;
+        if (!fixture_open(t, &fx, 0, 0)) return;
+        zs_runtime *rt = fx.rt;
+        zs_ref keep = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        ROOT(t, rt, keep);
+        for (uint32_t i = 0; i < count; i++) (void)MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+        COLLECT(t, rt);
+        CHECK_EQ(t, gc_stats(rt).objects_freed, count);
+        CHECK_EQ(t, zs_live_objects(rt), 1);
+        fixture_close(&fx);
+    }
+}
+
 /* A slot whose serial would wrap is retired when its object dies: never
    reused, and the object's block freed all the same, whichever path
    destroys it (a collection; its dropped conjugate, at once; its dropped
@@ -1685,9 +1703,14 @@ static void test_disregard_window(runner *t) {
     CHECK_EQ(t, flag, 0);
     LINK(t, rt, normal, 0, perm); /* normal to permanent is fine */
 
+    /* A weak reference from a permanent object is no escape: never traced,
+       it keeps nothing, and the holder stays off the root list. */
+    zs_ref weakly = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_store_ref(rt, perm, NODE_WEAK, weakly));
+
     COLLECT(t, rt);
     CHECK(t, alive(rt, perm) && alive(rt, perm_child) && alive(rt, perm_leaf));
-    CHECK(t, !alive(rt, normal));
+    CHECK(t, !alive(rt, normal) && !alive(rt, weakly));
     CHECK_EQ(t, gc_stats(rt).permanent_objects, 3);
     CHECK_EQ(t, gc_stats(rt).roots, 0);
 
@@ -3015,6 +3038,7 @@ static void test_array_insert_packed(runner *t) {
 
 static const test_case tests[] = {
     TEST(test_runtime_create_free),
+    TEST(test_purge_of_a_full_dying_list),
     TEST(test_conjugates_dropped_in_a_destroy_hook),
     TEST(test_retired_slot_frees_its_block),
     TEST(test_conjugates_dropped),
