@@ -360,6 +360,15 @@ def c_mutants(path: str, function: str, selection: str, text: str) -> list[Mutan
             close = _matching(tokens, i + 1)
             before = tokens[i - 1]
             statement = before.text in _STATEMENT_START
+            if before.text == ":":  # a label's or a case's, not a ternary's
+                j = i - 2
+                while j > first and tokens[j].text not in (";", "{", "}"):
+                    j -= 1
+                label = tokens[j + 1 : i - 1]
+                statement = bool(label) and (
+                    label[0].text in ("case", "default")
+                    or (len(label) == 1 and label[0].kind == "ident")
+                )
             if before.text == ")":
                 # `if (...) call();`: the `)` closes a control header.
                 depth = 0
@@ -545,8 +554,9 @@ _EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 # swapped && may want parentheses: neither changes what the mutant means).
 _MUTANT_CFLAGS = ["-Wno-error"]
 # Objects: native/src for the library, native/src for the C test program,
-# native/binding for _core, native/engine and native/tests.
-FLAVOURS = ("lib", "csrc", "core", "test")
+# native/binding for _core, native/engine and native/tests; and the C test
+# program's again under AddressSanitizer (asrc, atest), for the survivors.
+FLAVOURS = ("lib", "csrc", "core", "test", "asrc", "atest")
 
 
 class BuildError(Exception):
@@ -582,6 +592,8 @@ class Scratch:
         py = sysconfig.get_config_vars()
         self.cc = os.environ.get("CC", "cc")
         self.c_flags = _makefile_flags()
+        self.san_flags = _makefile_flags("SAN_FLAGS")
+        self.asan_ready = False
         self.core_compile = [
             *(os.environ.get("CC") or py.get("CC") or "cc").split(),
             *(py.get("CFLAGS") or "").split(),
@@ -637,11 +649,12 @@ class Scratch:
             includes = [f"-I{native / 'include'}", f"-I{native / 'src'}"]
             return [self.cc, *self.lib_flags, "-fPIC", *includes, *target]
         includes = [f"-I{native / 'include'}", f"-I{native / 'src'}", f"-I{native / 'engine'}"]
-        return [self.cc, *self.c_flags, *includes, *target]
+        san = self.san_flags if flavour in ("asrc", "atest") else []
+        return [self.cc, *self.c_flags, *san, *includes, *target]
 
     def sources(self, flavour: str) -> list[Path]:
         native = self.tree / "native"
-        if flavour in ("lib", "csrc"):
+        if flavour in ("lib", "csrc", "asrc"):
             return sorted((native / "src").glob("*.c"))
         if flavour == "core":
             return sorted((native / "binding").glob("*.c"))
@@ -656,12 +669,7 @@ class Scratch:
         linked files as the baseline each mutant starts from."""
         flavours = ["lib", "core", *(["csrc", "test"] if c_tests else [])]
         jobs = [(f, source) for f in flavours for source in self.sources(f)]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            for future in [
-                pool.submit(self.run, self.compile_command(f, s, self.object_of(f, s)))
-                for f, s in jobs
-            ]:
-                future.result()
+        self._compile_all([(f, src, self.object_of(f, src)) for f, src in jobs], [])
         for product in self.link({}, c_tests=c_tests, core=True):
             shutil.copy2(product, self.dir / ("baseline-" + product.name))
 
@@ -671,7 +679,54 @@ class Scratch:
             return package / "lib" / "libzsharp.so"
         if name == "core":
             return package / ("_core" + _EXT_SUFFIX)
+        if name == "asan":
+            return self.dir / "test_native_asan"
         return self.dir / "test_native"
+
+    def _compile_all(self, jobs: Sequence[tuple[str, Path, Path]], extra: Sequence[str]) -> None:
+        """Compile (flavour, source, object) jobs, two compilers at a time."""
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            for future in [
+                pool.submit(self.run, [*self.compile_command(f, src, obj), *extra])
+                for f, src, obj in jobs
+            ]:
+                future.result()
+
+    def link_asan(self, replaced: dict[Path, Path]) -> Path:
+        """Link the C test program built with native/Makefile's SAN_FLAGS
+        (AddressSanitizer and UBSan, the object slabs compiled out)."""
+        objects = [
+            str(replaced.get(self.object_of(f, src), self.object_of(f, src)))
+            for f in ("asrc", "atest")
+            for src in self.sources(f)
+        ]
+        output = self.product("asan")
+        self.run([self.cc, *self.c_flags, *self.san_flags, "-o", str(output), *objects, "-pthread"])
+        return output
+
+    def ensure_asan(self) -> None:
+        """Build the sanitized C test program once, when a mutant first needs it."""
+        if self.asan_ready:
+            return
+        jobs = [
+            (f, src, self.object_of(f, src)) for f in ("asrc", "atest") for src in self.sources(f)
+        ]
+        self._compile_all(jobs, [])
+        shutil.copy2(self.link_asan({}), self.dir / "baseline-test_native_asan")
+        self.asan_ready = True
+
+    def rebuild_asan(self, units: Sequence[Path]) -> Path:
+        """The sanitized C test program with the mutated native/src files."""
+        self.ensure_asan()
+        replaced: dict[Path, Path] = {}
+        jobs = []
+        for unit in units:
+            baseline = self.object_of("asrc", unit)
+            mutant = baseline.with_suffix(".mutant.o")
+            jobs.append(("asrc", unit, mutant))
+            replaced[baseline] = mutant
+        self._compile_all(jobs, _MUTANT_CFLAGS)
+        return self.link_asan(replaced)
 
     def link(self, replaced: dict[Path, Path], c_tests: bool, core: bool) -> list[Path]:
         """Link the library (always), _core and the C test program (when
@@ -724,9 +779,9 @@ class Scratch:
             linked.append(output)
         return linked
 
-    def rebuild(self, source: Path, function: str, c_tests: bool) -> None:
+    def rebuild(self, source: Path, function: str, c_tests: bool) -> list[Path]:
         """Recompile what a mutated C file reaches (two compilers at a
-        time) and relink."""
+        time) and relink; the files recompiled."""
         if source.parent.name == "binding":
             reached = [source] if source.suffix == ".c" else self.users(source, function, "core")
             units = [("core", unit) for unit in reached]
@@ -736,15 +791,13 @@ class Scratch:
             if not c_tests:
                 units = [(f, unit) for f, unit in units if f == "lib"]
         replaced: dict[Path, Path] = {}
-        commands = []
+        jobs = []
         for flavour, unit in units:
             baseline = self.object_of(flavour, unit)
             mutant = baseline.with_suffix(".mutant.o")
-            commands.append([*self.compile_command(flavour, unit, mutant), *_MUTANT_CFLAGS])
+            jobs.append((flavour, unit, mutant))
             replaced[baseline] = mutant
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            for future in [pool.submit(self.run, command) for command in commands]:
-                future.result()
+        self._compile_all(jobs, _MUTANT_CFLAGS)
         if units[0][0] == "core":
             output = self.product("core")
             lib = self.product("lib")
@@ -758,6 +811,7 @@ class Scratch:
             )
         else:
             self.link(replaced, c_tests=c_tests, core=False)
+        return reached
 
     def users(self, header: Path, function: str, flavour: str) -> list[Path]:
         """The files of a flavour a mutant of an inline function of `header`
@@ -788,13 +842,14 @@ class Scratch:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _makefile_flags() -> list[str]:
-    """native/Makefile's CFLAGS_BASE (the C test program's flags), without
-    its include flags (the scratch tree's are added)."""
+def _makefile_flags(name: str = "CFLAGS_BASE") -> list[str]:
+    """A flags variable of native/Makefile (CFLAGS_BASE: the C test
+    program's; SAN_FLAGS: its sanitizers'), without include flags (the
+    scratch tree's are added)."""
     text = (ROOT / "native" / "Makefile").read_text()
-    match = re.search(r"^CFLAGS_BASE\s*:=\s*(.*)$", text, flags=re.M)
+    match = re.search(rf"^{name}\s*:=\s*(.*)$", text, flags=re.M)
     if match is None:
-        raise SystemExit("mutate: native/Makefile has no CFLAGS_BASE")
+        raise SystemExit(f"mutate: native/Makefile has no {name}")
     return [f for f in match.group(1).split() if not f.startswith("-I")]
 
 
@@ -851,6 +906,9 @@ def _first_failure(output: str) -> str:
         if match:
             return match.group(2)
         if line.startswith(("FAIL ", "not ok")) or "CHECK failed" in line:
+            return line.strip()
+    for line in output.splitlines():
+        if "ERROR: AddressSanitizer" in line or "runtime error:" in line:
             return line.strip()
     for line in output.splitlines():
         if "Fatal Python error" in line or "Segmentation fault" in line or "Assertion" in line:
@@ -914,8 +972,9 @@ class Runner:
             try:
                 if source.suffix == ".py":
                     compile(mutated, str(source), "exec")  # a SyntaxError is this tool's bug
+                    self.units: list[Path] = []
                 else:
-                    self.scratch.rebuild(source, mutant.function, c_tests)
+                    self.units = self.scratch.rebuild(source, mutant.function, c_tests)
             except BuildError as error:
                 return Outcome(mutant, "stillborn", str(error).splitlines()[-1][:200], 0.0)
             status, how = self.test(mutant)
@@ -946,6 +1005,32 @@ class Runner:
                 return "killed", f"{label}crash (signal {-code}): {_first_failure(out)}"
             if code != 0:
                 return "killed", label + _first_failure(out)
+        if is_native(mutant.path):
+            # A second chance for the tests: the C tests again under
+            # AddressSanitizer, which sees an out-of-bounds read or a use
+            # after free that changed no result (slow: survivors only).
+            env = {**self.env, "ASAN_OPTIONS": "detect_leaks=1"}
+            try:
+                if not self.scratch.asan_ready:
+                    self.scratch.ensure_asan()
+                    code, out = _run_tests(
+                        [str(self.scratch.product("asan"))],
+                        self.scratch.tree,
+                        env,
+                        self.timeout * 2,
+                    )
+                    if code != 0:
+                        raise SystemExit(
+                            "mutate: the sanitized C tests fail unmutated:\n" + out[-3000:]
+                        )
+                program = self.scratch.rebuild_asan(self.units)
+            except BuildError as error:
+                raise SystemExit(f"mutate: the sanitized C tests do not build: {error}") from error
+            code, out = _run_tests([str(program)], self.scratch.tree, env, self.timeout * 2)
+            if code is None:
+                return "killed", "C tests under ASan: timeout"
+            if code != 0:
+                return "killed", "C tests under ASan: " + _first_failure(out)
         return "survived", ""
 
 

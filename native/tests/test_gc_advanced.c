@@ -1826,6 +1826,30 @@ static void test_destroy_object(runner *t) {
     fixture_close(&fx);
 }
 
+/* A purge with a generous budget finishes in one call; one whose handler
+   frees the runtime stops and says so (ZS_E_STALE), the runtime freed as
+   the call returns. */
+static void test_purge_budget_and_free_from_the_handler(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    for (int i = 0; i < 200; i++) (void)MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_gc_mark_and_gather(rt));
+    int done = 0;
+    CHECK_OK(t, zs_gc_purge(rt, 1000000000u, &done)); /* a second: far more than 200 need */
+    CHECK(t, done);
+    CHECK_EQ(t, zs_live_objects(rt), 0);
+    expiry_probe probe = {.t = t, .free_from_inside = true};
+    CHECK_OK(t, zs_set_expiry_handler(rt, probe_expiry, &probe));
+    zs_object *object = NULL;
+    zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_resolve_for_conjugate(rt, doomed, &object));
+    CHECK_OK(t, zs_gc_mark_and_gather(rt));
+    CHECK_STATUS(t, zs_gc_purge(rt, 0, &done), ZS_E_STALE); /* rt is freed now */
+    CHECK(t, !done);
+    CHECK_EQ(t, probe.calls, 1);
+}
+
 /* With no handler the list waits for whoever takes it, as before; a
    handler can be removed, and zs_gc_expire needs one. */
 static void test_expiry_without_a_handler(runner *t) {
@@ -2901,6 +2925,7 @@ const test_case advanced_tests[] = {
     TEST(test_incremental_step_count),
     TEST(test_barrier_work_is_what_a_store_writes),
     TEST(test_dying_objects_are_handed_to_the_expiry_handler),
+    TEST(test_purge_budget_and_free_from_the_handler),
     TEST(test_expiry_without_a_handler),
     TEST(test_destroy_object),
     TEST(test_random_graph_clusters),

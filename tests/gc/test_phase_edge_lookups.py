@@ -403,3 +403,40 @@ def test_deaths_inside_name_index_chains_leave_every_chain_whole(rt: zs.Runtime)
             assert got is None, i
         else:
             assert got is not None and got.handle == handles[i], i
+
+
+def test_inside_the_expiry_no_write_reaches_a_dying_object(rt: zs.Runtime) -> None:
+    """While the expiry hands dying objects over (some proxies expired,
+    the others next), a plain write Python makes itself (a scalar) into one
+    whose proxy is not expired yet is refused as for any dying object: the
+    runtime's dying window stays open for the whole hand-over."""
+    scene = build(rt, hold=True)
+    doomed = [o for key, o in scene.held.items() if key not in scene.live] + scene.filler
+    attempts: list[int] = []
+    written: list[int] = []
+
+    def write(phase: str, info: dict[str, Any]) -> None:
+        inside = phase == "start" and rt._collecting and not rt.closed
+        if inside and any(o.is_expired for o in doomed):
+            for obj in doomed:
+                if obj.is_expired:
+                    continue
+                attempts.append(obj.handle)
+                try:
+                    obj.health = 7
+                    written.append(obj.handle)
+                except zs.ExpiredConjugateError:
+                    pass
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    gc.callbacks.append(write)
+    try:
+        rt.gc.collect()
+    finally:
+        gc.callbacks.remove(write)
+        gc.set_threshold(*threshold)
+    assert attempts, "no write was tried inside the expiry"
+    assert written == []
+    assert all(o.is_expired for o in doomed)
+    rt.gc.verify()

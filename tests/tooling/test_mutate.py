@@ -41,6 +41,10 @@ int decide(int *p, int n, const char *s) {
     if (n > 0 && p[n - 1] == 3 || !s) expire(p);
     const char *text = "a < b && c";
     for (int i = 0; i < n; i++) barrier(p, i + 1);
+    int k = s == NULL ? helper(n) : helper(1);
+    switch (k) {
+    case 2: release(p);
+    }
     return helper(n) != 0;
 }
 """
@@ -65,11 +69,13 @@ def test_c_operators_make_the_documented_mutants() -> None:
         ("drop-condition", "p[n - 1] == 3", "1"),
         ("drop-condition", "n > 0 && p[n - 1] == 3", "0"),
         ("drop-condition", "!s", "0"),
-        ("negate-not", "!", ""),
         ("remove-call", "expire(p);", "(void)0;"),
         ("remove-call", "barrier(p, i + 1);", "(void)0;"),
+        ("remove-call", "release(p);", "(void)0;"),  # after a case label
     }
     assert got == expected
+    # `s == NULL` is not negated (that breaks the success path, which any test
+    # sees); a call in a ternary is a value, not a statement.
     # Nothing inside assert(), a comment or a string; calls used as values stay.
     assert all("assert" not in m.line and '"' not in m.line for m in made)
     assert not any(
@@ -117,7 +123,7 @@ def test_the_catalog_follows_the_code() -> None:
     """Every target function exists (a moved function needs its new path in
     tools/mutation_targets.py), ids are unique, selections name files."""
     mutants = mutate.all_mutants()
-    assert len(mutants) > 1000
+    assert len(mutants) > 800
     catalog = mutate.catalog
     for files in [catalog.CORE, *catalog.SELECTIONS.values()]:
         missing = [f for f in files if not (ROOT / f.split("::")[0]).is_file()]
