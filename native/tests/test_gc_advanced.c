@@ -1843,8 +1843,10 @@ static void test_purge_budget_and_free_from_the_handler(runner *t) {
     expiry_probe probe = {.t = t, .free_from_inside = true};
     CHECK_OK(t, zs_set_expiry_handler(rt, probe_expiry, &probe));
     zs_object *object = NULL;
-    zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
-    CHECK_OK(t, zs_resolve_for_conjugate(rt, doomed, &object));
+    for (int i = 0; i < 300; i++) { /* more than one batch: the second is never handed over */
+        zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        CHECK_OK(t, zs_resolve_for_conjugate(rt, doomed, &object));
+    }
     CHECK_OK(t, zs_gc_mark_and_gather(rt));
     CHECK_STATUS(t, zs_gc_purge(rt, 0, &done), ZS_E_STALE); /* rt is freed now */
     CHECK(t, !done);
@@ -1876,6 +1878,13 @@ static void test_expiry_without_a_handler(runner *t) {
     CHECK(t, alive(rt, doomed));
     zs_ref list[2];
     uint32_t count = 0;
+    /* Bad arguments take nothing; an empty buffer takes nothing and is fine. */
+    CHECK_STATUS(t, zs_gc_take_expiring(rt, list, 2, NULL), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_gc_take_expiring(rt, NULL, 2, &count), ZS_E_INVALID);
+    count = 99;
+    CHECK_OK(t, zs_gc_take_expiring(rt, NULL, 0, &count));
+    CHECK_EQ(t, count, 0);
+    CHECK_EQ(t, zs_gc_expiring_count(rt), 1);
     CHECK_OK(t, zs_gc_take_expiring(rt, list, 2, &count));
     CHECK(t, count == 1 && list[0] == doomed);
     int done = 0;
@@ -1890,6 +1899,7 @@ static void test_expiry_without_a_handler(runner *t) {
     CHECK_OK(t, zs_gc_mark_and_gather(rt));
     CHECK_OK(t, zs_gc_expire(rt, 2, &taken));
     CHECK(t, taken == 2 && probe.objects == 2 && zs_gc_expiring_count(rt) == 3);
+    CHECK_EQ(t, zs_calls_in_progress(rt), 0); /* the hand-over was counted out */
     CHECK_OK(t, zs_gc_expire(rt, UINT32_MAX, &taken));
     CHECK(t, taken == 3 && probe.objects == 5 && zs_gc_expiring_count(rt) == 0);
     purge_all(t, rt);
