@@ -306,8 +306,31 @@ TARGETS: tuple[Target, ...] = (
 )
 
 
-# The fixed CI sample: a lookup by name mid-gather, the refusal of a dying
-# item, the expiry owner's check, the barrier, a view invalidation after a
-# structural change (twice: a failed hash insert and an array insert), a
-# bounds check, a host API refusal, the Python runtime's re-entry guard.
-SMOKE: tuple[str, ...] = ()
+# The fixed CI sample: one mutant of each kind of decision, each of which a
+# test must kill (`python tools/mutate.py --smoke`, .ci/run).
+SMOKE: tuple[str, ...] = (
+    # a lookup by name mid-gather finds an unmarked (dying) object
+    "name_matches:drop-condition:83e55133",
+    # the write barrier gone (native/src/internal.h: a header's users rebuilt)
+    "zs_gc_barrier:remove-call:435cf4c7",
+    # the host API: a side that did not set the expiry handler replaces it
+    "zs_expiry_owner:drop-condition:78de13f4",
+    # the handler replaced from inside a hand-over
+    "zs_set_expiry_handler:drop-condition:f7791c41",
+    # a purge while an incremental cycle still marks
+    "zs_gc_purge_locked:drop-condition:4bae42d1",
+    # a bounds check of zs_array_remove moved by one
+    "zs_array_remove:off-by-one:e8a675e0",
+    # a lookup by handle hands out a held proxy of a dying object
+    "zpy_conjugate_of:negate-compare:0cf8aacf",
+    # element views left live after a map insertion that failed after growing
+    "zpyv_hash_add:drop-condition:66fc28e3",
+    # element views left live after an array insertion
+    "array_insert_staged:remove-call:35f326fc",
+    # a Python index one past the end accepted
+    "zpyv_position_of:off-by-one:b1b45c21",
+    # Python: a refused call no longer expires the pending conjugates first
+    "refused:remove-call:1314c57c",
+    # Python: close() that closes nothing
+    "Runtime.close:remove-call:d30fa6bb",
+)

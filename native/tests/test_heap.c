@@ -3032,6 +3032,197 @@ static void test_array_insert_packed(runner *t) {
     fixture_close(&fx);
 }
 
+/* The structural container calls refuse what they cannot do, with
+   ZS_E_INVALID and nothing changed: missing arguments, a type of the wrong
+   kind, an index past the end, more entries than a container may hold
+   (ZS_MAX_ENTRIES, 2^30 in native/src/internal.h: the count is forged, the
+   memory is never asked for), a remove past the end. Zero elements are
+   fine anywhere up to the end; removing elements that own memory frees
+   it; a failed insertion of copies unwinds whole (the slots past the count
+   zeroed again, as every container keeps them). */
+static void test_container_calls_refuse_bad_arguments(runner *t) {
+    fixture fx;
+    three_arrays arrays;
+    if (!three_arrays_open(t, &fx, &arrays)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_type *plains = arrays.plains, *strings = arrays.strings;
+    zs_array *numbers = arrays.numbers, *texts = arrays.texts;
+    const uint32_t max_entries = 1u << 30;
+    const uint32_t values[3] = {1, 2, 3};
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 0, values, 3));
+    /* zs_array_insert_packed */
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, NULL, 0, values, 1),
+                 ZS_E_INVALID);
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, NULL, numbers, 0, values, 1),
+                 ZS_E_INVALID);
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 0, NULL, 1),
+                 ZS_E_INVALID);
+    const zs_type *plain = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 4, 4, &plain));
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, plain, numbers, 0, values, 1),
+                 ZS_E_INVALID); /* not an array type */
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 3, NULL, 0));
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 4, values, 1),
+                 ZS_E_INVALID); /* past the end */
+    const uint32_t real_count = numbers->count;
+    numbers->count = max_entries; /* forged: full */
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 0, values, 1),
+                 ZS_E_INVALID);
+    CHECK_STATUS(t, zs_array_insert(rt, ZS_NULL_REF, plains, numbers, 0, NULL, 1), ZS_E_INVALID);
+    numbers->count = real_count;
+    CHECK(t, numbers->count == 3 && memcmp(numbers->data, values, sizeof values) == 0);
+    /* zs_array_insert */
+    CHECK_STATUS(t, zs_array_insert(rt, ZS_NULL_REF, plains, NULL, 0, values, 1), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_array_insert(rt, ZS_NULL_REF, plains, numbers, 4, values, 1), ZS_E_INVALID);
+    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, plains, numbers, 3, values, 0));
+    CHECK(t, numbers->count == 3 && memcmp(numbers->data, values, sizeof values) == 0);
+    /* zs_array_remove */
+    CHECK_STATUS(t, zs_array_remove(rt, ZS_NULL_REF, plains, NULL, 0, 1), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_array_remove(rt, ZS_NULL_REF, plains, numbers, 4, 0), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_array_remove(rt, ZS_NULL_REF, plains, numbers, 2, 2), ZS_E_INVALID);
+    CHECK_OK(t, zs_array_remove(rt, ZS_NULL_REF, plains, numbers, 3, 0));
+    CHECK(t, numbers->count == 3 && memcmp(numbers->data, values, sizeof values) == 0);
+    CHECK_OK(t, zs_array_remove(rt, ZS_NULL_REF, plains, numbers, 1, 2));
+    CHECK(t, numbers->count == 1 && ((uint32_t *)numbers->data)[0] == 1);
+    CHECK(t, ((uint32_t *)numbers->data)[1] == 0 && ((uint32_t *)numbers->data)[2] == 0);
+
+    /* Strings own memory: removing them frees it; a failed insertion of
+       copies leaves the array as it was, its free slots zeroed. */
+    const zs_type *string = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 1, 1, &string));
+    zs_memory_stats empty, full, after;
+    zs_runtime_memory(rt, &empty);
+    for (uint32_t i = 0; i < 3; i++) {
+        CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, i, NULL, 1));
+        CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, string, (zs_string *)texts->data + i,
+                                     "a long enough string", 20));
+    }
+    zs_runtime_memory(rt, &full);
+    CHECK_OK(t, zs_array_remove(rt, ZS_NULL_REF, strings, texts, 0, 3));
+    zs_runtime_memory(rt, &after);
+    CHECK(t, after.live_blocks < full.live_blocks);
+    CHECK_EQ(t, after.live_bytes, empty.live_bytes + (uint64_t)texts->capacity * sizeof(zs_string));
+    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, 0, NULL, 1));
+    zs_string *first = (zs_string *)texts->data;
+    CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, string, first, "source", 6));
+    /* Every limit from none to enough: a failed insertion in front of the
+       element (some copies made, then out of memory) unwinds whole, the
+       element moved back and its old place cleared. And inserting nothing
+       needs no memory. */
+    zs_runtime_memory(rt, &after);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, after.live_bytes));
+    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, 0, first, 0));
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    uint32_t failed = 0;
+    for (uint64_t extra = 0; extra < 512; extra += 4) {
+        zs_runtime_memory(rt, &after);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, after.live_bytes + extra));
+        zs_status status = zs_array_insert(rt, ZS_NULL_REF, strings, texts, 0, first, 3);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+        if (status == ZS_OK) {
+            CHECK_OK(t, zs_array_remove(rt, ZS_NULL_REF, strings, texts, 0, 3));
+            first = (zs_string *)texts->data;
+            continue;
+        }
+        failed++;
+        CHECK_EQ(t, status, ZS_E_NOMEM);
+        CHECK_EQ(t, texts->count, 1);
+        first = (zs_string *)texts->data; /* the storage may have grown */
+        const char *bytes = (const char *)texts->data;
+        bool zeroed = true;
+        for (size_t b = sizeof(zs_string); b < (size_t)texts->capacity * sizeof(zs_string); b++)
+            zeroed = zeroed && bytes[b] == 0;
+        CHECK(t, zeroed);
+    }
+    CHECK(t, failed > 0);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
+/* Sets, maps and optionals refuse what they cannot do and leak nothing
+   (the block count is asserted zero when the runtime is freed): a missing
+   hash or key, a type from another runtime or of another kind, a hash
+   already holding the most entries it may (forged); a key already there
+   (its copy freed), an optional set twice (the old value freed) or out of
+   memory at every step of the way. A permanent owner that takes references
+   through a container escapes (scanned as a root): what it references lives. */
+static void test_container_refusals_and_owners(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, ZS_RUNTIME_DISREGARD_WINDOW)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref permanent = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_close_disregard_for_gc(rt));
+    const zs_type *object = NULL, *objects = NULL, *string = NULL, *words = NULL, *maybe = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, object, NULL, &objects));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_STRING, 1, 1, &string));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_SET, string, NULL, &words));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_OPTIONAL, string, NULL, &maybe));
+    zs_ref handle = ZS_NULL_REF;
+    zs_hash *set = NULL;
+    char *optional = NULL;
+    CHECK_OK(t, zs_value_new(rt, words, &handle, (void **)&set));
+    CHECK_OK(t, zs_value_new(rt, maybe, &handle, (void **)&optional));
+    node *holder = node_of(rt, permanent);
+    if (set == NULL || optional == NULL || holder == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    zs_string key = {(void *)"a key of some length", 20, 20};
+    uint32_t index = 99;
+    int added = -1;
+    CHECK_STATUS(t, zs_hash_add(rt, ZS_NULL_REF, words, NULL, &key, &index, &added), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_hash_add(rt, ZS_NULL_REF, words, set, NULL, &index, &added), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_hash_add(rt, ZS_NULL_REF, objects, set, &key, &index, &added),
+                 ZS_E_INVALID); /* an array type for a set */
+    fixture other;
+    if (fixture_open(t, &other, 0, 0)) {
+        const zs_type *foreign_string = NULL, *foreign = NULL;
+        CHECK_OK(t, zs_type_basic(other.rt, ZS_TYPE_STRING, 1, 1, &foreign_string));
+        CHECK_OK(t, zs_type_container(other.rt, ZS_TYPE_SET, foreign_string, NULL, &foreign));
+        CHECK_STATUS(t, zs_hash_add(rt, ZS_NULL_REF, foreign, set, &key, &index, &added),
+                     ZS_E_INVALID); /* another runtime's type */
+        fixture_close(&other);
+    }
+    CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, words, set, &key, &index, &added));
+    CHECK(t, added == 1 && index == 0);
+    CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, words, set, &key, &index, &added)); /* there */
+    CHECK(t, added == 0 && index == 0 && set->entries.count == 1);
+    const uint32_t real_count = set->entries.count;
+    set->entries.count = 1u << 30; /* forged: as full as a hash may be */
+    zs_string other_key = {(void *)"another", 7, 7};
+    uint32_t *buckets = set->buckets;
+    const uint32_t bucket_count = set->bucket_count;
+    set->buckets = NULL;
+    set->bucket_count = 0; /* no probe: straight to the size check */
+    CHECK_STATUS(t, zs_hash_add(rt, ZS_NULL_REF, words, set, &other_key, &index, &added),
+                 ZS_E_INVALID);
+    set->entries.count = real_count;
+    set->buckets = buckets;
+    set->bucket_count = bucket_count;
+    /* An optional set twice, then at every limit: the old value and any
+       failed copy freed. */
+    CHECK_OK(t, zs_optional_set(rt, ZS_NULL_REF, maybe, optional, &key));
+    CHECK_OK(t, zs_optional_set(rt, ZS_NULL_REF, maybe, optional, &other_key));
+    for (uint64_t extra = 0; extra < 128; extra += 4) {
+        zs_memory_stats memory;
+        zs_runtime_memory(rt, &memory);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes + extra));
+        (void)zs_optional_set(rt, ZS_NULL_REF, maybe, optional, &key);
+        (void)zs_hash_add(rt, ZS_NULL_REF, words, set, &other_key, &index, &added);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    }
+    /* References through containers of a permanent object: it escapes. */
+    zs_ref kept = MAKE(t, rt, fx.node, ZS_NULL_REF), packed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_array *list = (zs_array *)&holder->list; /* laid out as a zs_array */
+    CHECK_OK(t, zs_array_insert(rt, permanent, objects, list, 0, &kept, 1));
+    CHECK_OK(t, zs_array_insert_packed(rt, permanent, objects, list, 1, &packed, 1));
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, kept) && alive(rt, packed));
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 /* ======================================================================
  * Main
  * ====================================================================== */
@@ -3049,6 +3240,8 @@ static const test_case tests[] = {
     TEST(test_lookups_while_the_runtime_is_freed),
     TEST(test_array_assign),
     TEST(test_array_insert_packed),
+    TEST(test_container_calls_refuse_bad_arguments),
+    TEST(test_container_refusals_and_owners),
     TEST(test_runtimes_isolated),
     TEST(test_live_handles),
     TEST(test_class_schema_flattening),
