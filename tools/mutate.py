@@ -14,6 +14,7 @@ reason, in tools/mutation_equivalent.txt). docs/reliability.md,
     python tools/mutate.py --list [--only PATTERN]   # list the mutants, run nothing
     python tools/mutate.py --show ID        # print one mutant's diff
     python tools/mutate.py --shard 0/2 & python tools/mutate.py --shard 1/2   # two halves
+    python tools/mutate.py --json run.json --resume old.json   # go on from an earlier run
 
 Operators (each mutant applies exactly one, at one site, inside one listed
 function):
@@ -45,6 +46,14 @@ src/zsharp_py/_build.py's and native/Makefile's. A test run that outlives
 --timeout (default 120 s) is stopped and the mutant counted as killed (a
 hang is a failure a user would see); so is a crash. A mutant that does not
 compile is "stillborn" and not counted.
+
+--json FILE is rewritten after every mutant, so a run that was stopped
+leaves the outcomes it had. --resume FILE (repeatable) takes an earlier
+run's --json file and skips every mutant it reports killed whose id still
+exists: the tests only grow, and an id is the hash of the mutated line and
+its change, so a mutant killed once stays killed while its line is
+unchanged. Survivors, stillborn mutants and new ids run again; the carried
+kills count in the report (as killed, "in an earlier run").
 
 Exit status: 0 when no mutant survived (and, with --smoke, every smoke
 mutant exists and was killed); 1 otherwise; 2 for a broken set-up (a test
@@ -1066,6 +1075,7 @@ def report(outcomes: list[Outcome], equivalents: dict[str, str], elapsed: float)
     survived = counts.get("survived", 0)
     scored = killed + survived
     score = 100.0 * killed / scored if scored else 100.0
+    carried = sum(1 for o in outcomes if o.how.startswith("in an earlier run: "))
     lines = [
         "",
         f"mutants: {len(outcomes)}  killed: {killed}  survived: {survived}  "
@@ -1073,11 +1083,51 @@ def report(outcomes: list[Outcome], equivalents: dict[str, str], elapsed: float)
         f"score: {score:.1f}% of non-equivalent mutants killed ({killed}/{scored}), "
         f"{elapsed / 60:.1f} min",
     ]
+    if carried:
+        lines.append(f"killed in an earlier run (--resume), not run again: {carried}")
     for outcome in outcomes:
         if outcome.status == "survived":
             m = outcome.mutant
             lines.append(f"SURVIVED {m.id}  {m.path}::{m.function}  [{m.line}]")
     return "\n".join(lines)
+
+
+def write_json(path: Path, outcomes: list[Outcome]) -> None:
+    """Every outcome so far, written whole (a stopped run leaves a file
+    that --resume reads)."""
+    records = [
+        {
+            "id": o.mutant.id,
+            "path": o.mutant.path,
+            "function": o.mutant.function,
+            "operator": o.mutant.operator,
+            "line": o.mutant.line,
+            "status": o.status,
+            "how": o.how,
+            "seconds": round(o.seconds, 2),
+        }
+        for o in outcomes
+    ]
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(records, indent=1))
+    partial.replace(path)
+
+
+def read_kills(paths: Sequence[Path]) -> dict[str, str]:
+    """The mutants earlier runs (their --json files) killed: id -> how."""
+    kills: dict[str, str] = {}
+    for path in paths:
+        records = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(records, list):
+            raise ValueError(f"{path}: not a list of outcomes")
+        for record in records:
+            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                raise ValueError(f"{path}: an outcome without an id: {record!r}")
+            if record.get("status") == "killed":
+                how = str(record.get("how", ""))
+                # Carried again: keep the first run's reason, not a chain.
+                kills[record["id"]] = how.removeprefix("in an earlier run: ")
+    return kills
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1099,6 +1149,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--show", metavar="ID", help="print one mutant's diff and stop")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per test run")
     parser.add_argument("--json", type=Path, help="write every outcome to this file")
+    parser.add_argument(
+        "--resume",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="JSON",
+        help="an earlier run's --json file: its killed mutants are not run again (repeatable)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the scratch tree")
     parser.add_argument("--skip-baseline", action="store_true", help="trust the selections")
     parser.add_argument("--verbose", action="store_true")
@@ -1144,6 +1202,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if stale:
         print(f"mutate: equivalents that match no mutant (update {EQUIVALENT_FILE.name}): {stale}")
 
+    try:
+        earlier = read_kills(args.resume)
+    except (OSError, ValueError) as error:
+        print(f"mutate: --resume: {error}", file=sys.stderr)
+        return 2
+    if args.resume:
+        carried = sum(1 for m in mutants if m.id in earlier and m.id not in equivalents)
+        print(f"resuming: {carried} of {len(mutants)} mutants killed in an earlier run", flush=True)
+
     started = time.monotonic()
     scratch = Scratch()
     outcomes: list[Outcome] = []
@@ -1154,7 +1221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(f"scratch tree: {scratch.tree}", flush=True)
         scratch.populate()
-        todo = [m for m in mutants if m.id not in equivalents]
+        todo = [m for m in mutants if m.id not in equivalents and m.id not in earlier]
         c_tests = any(is_native(m.path) for m in todo)
         scratch.build_baseline(c_tests)
         runner = Runner(scratch, args.timeout, args.verbose)
@@ -1164,6 +1231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for number, mutant in enumerate(mutants, 1):
             if mutant.id in equivalents:
                 outcome = Outcome(mutant, "equivalent", equivalents[mutant.id], 0.0)
+            elif mutant.id in earlier:
+                outcome = Outcome(mutant, "killed", f"in an earlier run: {earlier[mutant.id]}", 0.0)
             else:
                 outcome = runner.run(mutant, c_tests)
             outcomes.append(outcome)
@@ -1174,6 +1243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  ({outcome.seconds:.1f} s) {outcome.how[:160]}",
                 flush=True,
             )
+            if args.json:
+                write_json(args.json, outcomes)
     except KeyboardInterrupt:
         interrupted = True
         print("\ninterrupted: the checkout was never modified; partial results below")
@@ -1185,24 +1256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = time.monotonic() - started
     print(report(outcomes, equivalents, elapsed))
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                [
-                    {
-                        "id": o.mutant.id,
-                        "path": o.mutant.path,
-                        "function": o.mutant.function,
-                        "operator": o.mutant.operator,
-                        "line": o.mutant.line,
-                        "status": o.status,
-                        "how": o.how,
-                        "seconds": round(o.seconds, 2),
-                    }
-                    for o in outcomes
-                ],
-                indent=1,
-            )
-        )
+        write_json(args.json, outcomes)
     survivors = [o for o in outcomes if o.status == "survived"]
     if interrupted:
         return 130

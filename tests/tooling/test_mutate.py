@@ -150,3 +150,35 @@ def test_every_equivalent_mutant_exists_and_says_why() -> None:
     stale = sorted(set(equivalents) - ids)
     assert stale == [], "argue these again against the code as it is, or delete them"
     assert all(len(reason) > 20 for reason in equivalents.values())
+
+
+def test_resume_carries_only_kills_and_json_round_trips(tmp_path: Path) -> None:
+    """--resume skips what an earlier run killed, nothing else: survivors,
+    stillborn and equivalent mutants run again; an outcome file written
+    after every mutant reads back; a kill carried twice keeps its first
+    reason; a file that is not a list of outcomes is refused."""
+    mutants = mutate.c_mutants("x.c", "decide", "lookups", C_SOURCE)[:4]
+    statuses = ["killed", "survived", "stillborn", "equivalent"]
+    outcomes = [
+        mutate.Outcome(m, status, f"how {i}", 1.0)
+        for i, (m, status) in enumerate(zip(mutants, statuses, strict=True))
+    ]
+    first = tmp_path / "first.json"
+    mutate.write_json(first, outcomes)
+    assert not (tmp_path / "first.json.partial").exists()
+    assert mutate.read_kills([first]) == {mutants[0].id: "how 0"}
+    carried = mutate.Outcome(mutants[0], "killed", "in an earlier run: how 0", 0.0)
+    second = tmp_path / "second.json"
+    mutate.write_json(second, [carried])
+    assert mutate.read_kills([second, first]) == {mutants[0].id: "how 0"}
+    assert "killed in an earlier run (--resume), not run again: 1" in mutate.report(
+        [carried, outcomes[1]], {}, 60.0
+    )
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"id": "x"}')
+    try:
+        mutate.read_kills([bad])
+    except ValueError as error:
+        assert "not a list" in str(error)
+    else:
+        raise AssertionError("a file that is no list of outcomes was read")
