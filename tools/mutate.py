@@ -940,6 +940,7 @@ class Runner:
         self.env["PYTHONPATH"] = str(scratch.tree / "src")
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.stamp = time.time() + 10  # unique mtimes: a rewritten .py is never read from a .pyc
+        self.pristine: tuple[Path, str] = (scratch.tree, "")  # the mutated file, unmutated
 
     def pytest_commands(self, selection: str) -> list[list[str]]:
         """The selection in two runs: its own files first, then the rest of
@@ -976,6 +977,7 @@ class Runner:
         source = self.scratch.tree / mutant.path
         original = source.read_text(encoding="utf-8")
         mutated = mutant.apply(original)
+        self.pristine = (source, original)  # for the sanitized baseline, built once
         try:
             self.write(source, mutated)
             try:
@@ -1021,7 +1023,15 @@ class Runner:
             env = {**self.env, "ASAN_OPTIONS": "detect_leaks=1"}
             try:
                 if not self.scratch.asan_ready:
-                    self.scratch.ensure_asan()
+                    # Its baseline objects from the sources as they are in
+                    # the checkout: the mutant is back once they are built.
+                    source, original = self.pristine
+                    mutated = source.read_text(encoding="utf-8")
+                    self.write(source, original)
+                    try:
+                        self.scratch.ensure_asan()
+                    finally:
+                        self.write(source, mutated)
                     code, out = _run_tests(
                         [str(self.scratch.product("asan"))],
                         self.scratch.tree,
