@@ -1644,6 +1644,7 @@ typedef struct expiry_probe {
     zs_status destroy_inside;
     zs_status set_inside;      /* replacing the handler from inside it */
     uint32_t depth, max_depth; /* handler calls nested in one another */
+    uint32_t word_clear_inside; /* calls that found the dying word 0 (zsharp.h: never) */
 } expiry_probe;
 
 static void probe_expiry(void *user, zs_runtime *rt, const zs_ref *objects, const uint64_t *names,
@@ -1660,6 +1661,9 @@ static void probe_expiry(void *user, zs_runtime *rt, const zs_ref *objects, cons
     }
     /* Counted as a call in progress: zs_runtime_free meanwhile is deferred. */
     CHECK(probe->t, zs_calls_in_progress(rt) >= 1);
+    /* The proxies of these objects are not expired yet: a managed side's
+       plain write now must ask the heap first (zs_dying_word, zsharp.h). */
+    if (__atomic_load_n(zs_dying_word(rt), __ATOMIC_RELAXED) == 0) probe->word_clear_inside++;
     if (probe->collect_from_inside) {
         probe->collect_inside = zs_collect_garbage(rt);
         probe->set_inside = zs_set_expiry_handler(rt, probe_expiry, probe);
@@ -1741,6 +1745,8 @@ static void test_dying_objects_are_handed_to_the_expiry_handler(runner *t) {
     CHECK_EQ(t, probe.set_inside, ZS_E_BUSY);
     CHECK_EQ(t, probe.gone_after_purge, 0);
     CHECK(t, !alive(rt, more));
+    CHECK_EQ(t, probe.word_clear_inside, 0);
+    CHECK_EQ(t, __atomic_load_n(zs_dying_word(rt), __ATOMIC_RELAXED), 0); /* all expired */
     probe.collect_from_inside = false;
     probe.purge_from_inside = false;
 
@@ -1789,8 +1795,14 @@ static void test_destroy_object(runner *t) {
     LINK(t, rt, holder, 0, victim);
     zs_object *object = NULL;
     CHECK_OK(t, zs_resolve_for_conjugate(rt, victim, &object));
+    CHECK_EQ(t, __atomic_load_n(zs_dying_word(rt), __ATOMIC_RELAXED), 0);
     CHECK_OK(t, zs_destroy_object(rt, victim));
     CHECK(t, probe.calls == 1 && probe.objects == 1 && probe.seen[0] == victim);
+    /* Handed over with no collection under way: the word said so during
+       the hand-over, and is clear again once the proxy is expired (a
+       managed side's writes take the fast path again). */
+    CHECK_EQ(t, probe.word_clear_inside, 0);
+    CHECK_EQ(t, __atomic_load_n(zs_dying_word(rt), __ATOMIC_RELAXED), 0);
     CHECK_EQ(t, zs_calls_in_progress(rt), 0); /* the hand-over was counted out */
     CHECK(t, alive(rt, victim)); /* still in memory: the mark has not nulled holder's slot */
     CHECK_STATUS(t, zs_destroy_object(rt, victim), ZS_E_DYING);
