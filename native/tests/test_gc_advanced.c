@@ -1642,8 +1642,8 @@ typedef struct expiry_probe {
     bool collect_from_inside, free_from_inside, purge_from_inside;
     zs_ref destroy_after_free; /* destroyed from inside, once the runtime's free is pending */
     zs_status destroy_inside;
-    zs_status set_inside;      /* replacing the handler from inside it */
-    uint32_t depth, max_depth; /* handler calls nested in one another */
+    zs_status set_inside;       /* replacing the handler from inside it */
+    uint32_t depth, max_depth;  /* handler calls nested in one another */
     uint32_t word_clear_inside; /* calls that found the dying word 0 (zsharp.h: never) */
 } expiry_probe;
 

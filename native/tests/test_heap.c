@@ -3139,6 +3139,53 @@ static void test_container_calls_refuse_bad_arguments(runner *t) {
     fixture_close(&fx);
 }
 
+/* An array's storage grows by doubling from 4 entries to the first
+   capacity that holds what is asked, never twice that; a request it holds
+   already allocates nothing and moves nothing: an empty array asked for no
+   elements has no storage, and a full one keeps its storage where it is
+   (under ASan any realloc moves it: a move here would strand the element
+   views a managed side took before, as it is told of no change). */
+static void test_array_storage_grows_by_doubling(runner *t) {
+    fixture fx;
+    three_arrays arrays;
+    if (!three_arrays_open(t, &fx, &arrays)) return;
+    zs_runtime *rt = fx.rt;
+    const zs_type *plains = arrays.plains;
+    zs_array *numbers = arrays.numbers;
+    zs_memory_stats before, after;
+    zs_runtime_memory(rt, &before);
+    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, plains, numbers, 0, NULL, 0));
+    CHECK_OK(t, zs_array_reserve(rt, ZS_NULL_REF, plains, numbers, 0));
+    zs_runtime_memory(rt, &after);
+    CHECK(t, numbers->data == NULL && numbers->capacity == 0);
+    CHECK_EQ(t, after.live_blocks, before.live_blocks);
+    for (uint32_t n = 1; n <= 100; n++) {
+        const uint32_t value = n;
+        CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, n - 1, &value, 1));
+        CHECK(t, numbers->capacity >= n && (numbers->capacity == 4 || numbers->capacity < 2 * n));
+    }
+    CHECK_OK(t, zs_array_reserve(rt, ZS_NULL_REF, plains, numbers, 128));
+    CHECK_EQ(t, numbers->capacity, 128);
+    /* Asked for exactly a doubling's capacity: that, not the next one. */
+    zs_array *refs = arrays.array;
+    CHECK_OK(t, zs_array_reserve(rt, ZS_NULL_REF, arrays.objects, refs, 8));
+    CHECK_EQ(t, refs->capacity, 8);
+    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, arrays.objects, refs, 0, NULL, 16));
+    CHECK(t, refs->capacity == 16 && refs->count == 16);
+    for (uint32_t n = 101; n <= 128; n++)
+        CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, n - 1, &n, 1));
+    const void *storage = numbers->data;
+    zs_runtime_memory(rt, &before);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, before.live_bytes)); /* not a byte more */
+    CHECK_OK(t, zs_array_reserve(rt, ZS_NULL_REF, plains, numbers, 128));
+    CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, plains, numbers, 128, NULL, 0));
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    CHECK(t, numbers->data == storage && numbers->capacity == 128 && numbers->count == 128);
+    for (uint32_t i = 0; i < 128; i++) CHECK_EQ(t, ((const uint32_t *)numbers->data)[i], i + 1);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 /* Sets, maps and optionals refuse what they cannot do and leak nothing
    (the block count is asserted zero when the runtime is freed): a missing
    hash or key, a type from another runtime or of another kind, a hash
@@ -3242,6 +3289,7 @@ static const test_case tests[] = {
     TEST(test_array_insert_packed),
     TEST(test_container_calls_refuse_bad_arguments),
     TEST(test_container_refusals_and_owners),
+    TEST(test_array_storage_grows_by_doubling),
     TEST(test_runtimes_isolated),
     TEST(test_live_handles),
     TEST(test_class_schema_flattening),
