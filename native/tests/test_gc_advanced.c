@@ -1224,6 +1224,35 @@ static void test_gathering_refuses_unmarked(runner *t) {
     fixture_close(&fx);
 }
 
+/* A gather step stops at its deadline and nowhere else: a step whose
+   budget is far from spent (an hour) marks and gathers every stride of a
+   heap of several strides (4,096 items each, native/src/gc_gather.c) in
+   that one step. Gathered with nothing to expire, the dying word is clear
+   again (zsharp.h: a managed side's writes take their fast path), and
+   stays clear through the purge. */
+static void test_gather_stops_only_at_its_deadline(runner *t) {
+    enum { GARBAGE = 3 * 4096 + 5 };
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    zs_ref holder = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    ROOT(t, rt, holder);
+    for (uint32_t i = 0; i < GARBAGE; i++) (void)MAKE(t, rt, fx.leaf, ZS_NULL_REF);
+    const uint32_t *word = zs_dying_word(rt);
+    CHECK_OK(t, zs_gc_start_incremental(rt));
+    int done = 0;
+    CHECK_OK(t, zs_gc_step(rt, 3600ull * 1000000000ull, &done));
+    CHECK(t, done);
+    CHECK_EQ(t, zs_gc_phase_of(rt), ZS_GC_PURGE_PENDING);
+    CHECK_EQ(t, gc_stats(rt).objects_unreachable, GARBAGE);
+    CHECK_EQ(t, __atomic_load_n(word, __ATOMIC_RELAXED), 0);
+    purge_all(t, rt);
+    CHECK_EQ(t, __atomic_load_n(word, __ATOMIC_RELAXED), 0);
+    CHECK_EQ(t, zs_live_objects(rt), 1);
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 /* Clusters cannot be created while gathering either (ZS_E_BUSY). */
 static void test_gathering_refuses_cluster(runner *t) {
     enum { GARBAGE_LEAVES = 50000 };
@@ -2939,6 +2968,7 @@ const test_case advanced_tests[] = {
     TEST(test_incremental_root_and_strong_ref_barrier),
     TEST(test_incremental_phase_errors),
     TEST(test_gathering_refuses_unmarked),
+    TEST(test_gather_stops_only_at_its_deadline),
     TEST(test_gathering_refuses_cluster),
     TEST(test_incremental_purge),
     TEST(test_purge_waits_for_gathering),
