@@ -147,6 +147,29 @@ static void test_hash_add_stale_key(runner *t) {
     CHECK(t, index == 0 && added == 0); /* it is null, which the set holds */
     CHECK_EQ(t, hash->entries.count, 1);
     check_set_entries(t, rt, set, hash);
+    /* Full entries (8 of 8) and buckets as loaded as they may be (8 of 16:
+       at most half used, and not grown before that). Finding the stale key
+       there needs its copy and nothing more: no entry reserved, no rehash
+       (each would need 64 bytes more than the copies allowed). */
+    for (uint32_t i = 1; i < 8; i++) {
+        zs_ref live = MAKE(t, rt, fx.node, ZS_NULL_REF);
+        CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, hash, &live, &index, &added));
+        CHECK(t, index == i && added == 1);
+    }
+    CHECK(t, hash->entries.capacity == 8 && hash->bucket_count == 16);
+    zs_memory_stats memory;
+    zs_runtime_memory(rt, &memory);
+    /* The key's copy, and zs_value_assign's scratch copy of it. */
+    const uint64_t copies = zs_type_entry_size(set) + sizeof(zs_ref);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes + copies));
+    CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, hash, &gone, &index, &added));
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    CHECK(t, index == 0 && added == 0);
+    CHECK(t, hash->entries.capacity == 8 && hash->bucket_count == 16);
+    zs_ref ninth = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, hash, &ninth, &index, &added));
+    CHECK(t, index == 8 && added == 1 && hash->bucket_count == 32);
+    check_set_entries(t, rt, set, hash);
     VERIFY(t, rt);
     fixture_close(&fx);
 }
