@@ -729,6 +729,83 @@ static void test_cluster_store_dissolves(runner *t) {
     cfix_close(&c);
 }
 
+/* The value calls (containers, value stores) take the same rule as slot
+   stores: writing references into a cluster member dissolves its cluster
+   (the first cluster made, id 0, too) and what was stored survives the
+   next collection; writing plain data into a member, or references into
+   an object outside any cluster (with no memory to spare), leaves the
+   clusters alone. A type of the wrong kind or from another runtime is
+   refused before anything is written or dissolved. */
+static void test_cluster_value_stores_dissolve(runner *t) {
+    cfix c;
+    if (!cfix_open(t, &c, 4, 1)) return;
+    zs_runtime *rt = c.rt;
+    const zs_type *object = NULL, *objects = NULL, *plain = NULL, *plains = NULL, *set = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, object, NULL, &objects));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_SET, object, NULL, &set));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 4, 4, &plain));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, plain, NULL, &plains));
+    zs_ref h = MAKE(t, rt, c.fx.node, ZS_NULL_REF);
+    ROOT(t, rt, h);
+    zs_ref p[6];
+    uint32_t size = 0;
+    build_tree(t, &c, 5, p);
+    CHECK_OK(t, zs_create_cluster(rt, p[0], &size));
+    LINK(t, rt, h, 0, p[0]);
+    CHECK_EQ(t, cluster_id(rt, p[5]), 0);
+    node *member = node_of(rt, p[5]), *outside = node_of(rt, h);
+    if (member == NULL || outside == NULL) {
+        cfix_close(&c);
+        return;
+    }
+    zs_array *list = (zs_array *)&member->list; /* laid out as a zs_array */
+    zs_ref x = MAKE(t, rt, c.fx.node, ZS_NULL_REF);
+
+    /* Refused: nothing written, nothing dissolved. */
+    CHECK_STATUS(t, zs_array_reserve(rt, p[5], set, list, 4), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_array_insert_packed(rt, p[5], set, list, 0, &x, 1), ZS_E_INVALID);
+    cfix other;
+    if (cfix_open(t, &other, 4, 1)) {
+        const zs_type *foreign_object = NULL, *foreign = NULL;
+        CHECK_OK(t, zs_type_basic(other.rt, ZS_TYPE_OBJECT, 8, 8, &foreign_object));
+        CHECK_OK(t, zs_type_container(other.rt, ZS_TYPE_ARRAY, foreign_object, NULL, &foreign));
+        CHECK_STATUS(t, zs_array_reserve(rt, p[5], foreign, list, 4), ZS_E_INVALID);
+        CHECK_STATUS(t, zs_array_insert(rt, p[5], foreign, list, 0, &x, 1), ZS_E_INVALID);
+        CHECK_STATUS(t, zs_value_clear(rt, p[5], foreign, list), ZS_E_INVALID);
+        cfix_close(&other);
+    }
+    CHECK(t, list->count == 0 && zs_cluster_count(rt) == 1);
+
+    /* Plain data into a member: the cluster stays. */
+    zs_array numbers = {0};
+    const uint32_t values[2] = {7, 8};
+    CHECK_OK(t, zs_array_insert_packed(rt, p[5], plains, &numbers, 0, values, 2));
+    CHECK_EQ(t, zs_cluster_count(rt), 1);
+    CHECK_OK(t, zs_value_clear(rt, p[5], plains, &numbers));
+
+    /* References into an object outside any cluster, with no memory to
+       spare (its list has room): the cluster stays. */
+    CHECK_OK(t, zs_array_reserve(rt, h, objects, (zs_array *)&outside->list, 4));
+    zs_memory_stats memory;
+    zs_runtime_memory(rt, &memory);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes));
+    CHECK_OK(t, zs_array_insert_packed(rt, h, objects, (zs_array *)&outside->list, 0, &x, 1));
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    CHECK_EQ(t, zs_cluster_count(rt), 1);
+
+    /* References into a member: dissolved, and what it references lives. */
+    zs_ref y = MAKE(t, rt, c.fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_array_insert_packed(rt, p[5], objects, list, 0, &y, 1));
+    CHECK_EQ(t, zs_cluster_count(rt), 0);
+    CHECK_EQ(t, count_in_cluster(rt, p, 6, -1), 6);
+    COLLECT(t, rt);
+    CHECK(t, alive(rt, x) && alive(rt, y));
+    CHECK_EQ(t, count_alive(rt, p, 6), 6);
+    VERIFY(t, rt);
+    cfix_close(&c);
+}
+
 /* zs_create_cluster refuses non-CLUSTER_ROOT classes, clustered/garbage/stale/dying roots, and a pending mark (BUSY); it works again once the cycle is over. */
 static void test_cluster_create_refused(runner *t) {
     cfix c;
@@ -2959,6 +3036,7 @@ const test_case advanced_tests[] = {
     TEST(test_cluster_garbage_member_dissolves),
     TEST(test_cluster_garbage_mutable_object),
     TEST(test_cluster_store_dissolves),
+    TEST(test_cluster_value_stores_dissolve),
     TEST(test_cluster_create_refused),
     TEST(test_cluster_permanent_objects),
     TEST(test_cluster_incremental_barrier),

@@ -3259,6 +3259,22 @@ static void test_container_refusals_and_owners(runner *t) {
         (void)zs_hash_add(rt, ZS_NULL_REF, words, set, &other_key, &index, &added);
         CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
     }
+    /* Plain data into a permanent object needs no memory more than its
+       storage: nothing to scan, so it is not listed as a root (the root
+       list, never used yet in this runtime, would have to be allocated). */
+    const zs_type *plain = NULL, *plains = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 4, 4, &plain));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, plain, NULL, &plains));
+    zs_array numbers = {0};
+    const uint32_t values[2] = {1, 2};
+    CHECK_OK(t, zs_array_reserve(rt, permanent, plains, &numbers, 2));
+    zs_memory_stats in_use;
+    zs_runtime_memory(rt, &in_use);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, in_use.live_bytes));
+    CHECK_OK(t, zs_array_insert_packed(rt, permanent, plains, &numbers, 0, values, 2));
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    CHECK(t, numbers.count == 2 && ((const uint32_t *)numbers.data)[1] == 2);
+    CHECK_OK(t, zs_value_clear(rt, permanent, plains, &numbers));
     /* References through containers of a permanent object: it escapes. */
     zs_ref kept = MAKE(t, rt, fx.node, ZS_NULL_REF), packed = MAKE(t, rt, fx.node, ZS_NULL_REF);
     zs_array *list = (zs_array *)&holder->list; /* laid out as a zs_array */
