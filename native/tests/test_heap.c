@@ -3069,8 +3069,25 @@ static void test_container_calls_refuse_bad_arguments(runner *t) {
     CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 0, values, 1),
                  ZS_E_INVALID);
     CHECK_STATUS(t, zs_array_insert(rt, ZS_NULL_REF, plains, numbers, 0, NULL, 1), ZS_E_INVALID);
+    /* One short of full: the bounds let one more in, and only memory (an
+       injected limit: 2^30 entries are never asked for) refuses it. */
+    numbers->count = max_entries - 1;
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 1));
+    CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 0, values, 1),
+                 ZS_E_NOMEM);
+    CHECK_STATUS(t, zs_array_insert(rt, ZS_NULL_REF, plains, numbers, 0, NULL, 1), ZS_E_NOMEM);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
     numbers->count = real_count;
     CHECK(t, numbers->count == 3 && memcmp(numbers->data, values, sizeof values) == 0);
+    /* A dying owner is refused as dying (a proxy's ExpiredConjugateError),
+       whatever else is wrong with the call. */
+    zs_ref doomed = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_destroy_object(rt, doomed));
+    zs_array scratch = {0};
+    CHECK_STATUS(t, zs_array_insert_packed(rt, doomed, plains, &scratch, 5, values, 1), ZS_E_DYING);
+    CHECK_STATUS(t, zs_array_insert(rt, doomed, plains, &scratch, 5, NULL, 1), ZS_E_DYING);
+    CHECK_STATUS(t, zs_array_remove(rt, doomed, plains, &scratch, 5, 1), ZS_E_DYING);
+    CHECK(t, scratch.count == 0 && scratch.data == NULL);
     /* zs_array_insert */
     CHECK_STATUS(t, zs_array_insert(rt, ZS_NULL_REF, plains, NULL, 0, values, 1), ZS_E_INVALID);
     CHECK_STATUS(t, zs_array_insert(rt, ZS_NULL_REF, plains, numbers, 4, values, 1), ZS_E_INVALID);
@@ -3198,6 +3215,9 @@ static void test_container_refusals_and_owners(runner *t) {
     if (!fixture_open(t, &fx, 0, ZS_RUNTIME_DISREGARD_WINDOW)) return;
     zs_runtime *rt = fx.rt;
     zs_ref permanent = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    enum { WRITERS = 6 };
+    zs_ref owners[WRITERS]; /* permanent too: one for each call that writes references */
+    for (int i = 0; i < WRITERS; i++) owners[i] = MAKE(t, rt, fx.node, ZS_NULL_REF);
     CHECK_OK(t, zs_close_disregard_for_gc(rt));
     const zs_type *object = NULL, *objects = NULL, *string = NULL, *words = NULL, *maybe = NULL;
     CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
@@ -3275,14 +3295,42 @@ static void test_container_refusals_and_owners(runner *t) {
     CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
     CHECK(t, numbers.count == 2 && ((const uint32_t *)numbers.data)[1] == 2);
     CHECK_OK(t, zs_value_clear(rt, permanent, plains, &numbers));
-    /* References through containers of a permanent object: it escapes. */
-    zs_ref kept = MAKE(t, rt, fx.node, ZS_NULL_REF), packed = MAKE(t, rt, fx.node, ZS_NULL_REF);
-    zs_array *list = (zs_array *)&holder->list; /* laid out as a zs_array */
-    CHECK_OK(t, zs_array_insert(rt, permanent, objects, list, 0, &kept, 1));
-    CHECK_OK(t, zs_array_insert_packed(rt, permanent, objects, list, 1, &packed, 1));
+    /* References written into a permanent object's values: it escapes
+       (scanned as a root from then on: listed and kept in the root list),
+       whichever call writes them. Each call has an owner of its own: one
+       call's escape covers no other. The first three write into the
+       owner's own list, whose targets the collection must then keep; the
+       others into values outside the object, which no mark reads, so
+       only the owner's escape is seen (the count of roots kept). */
+    const zs_type *refs = NULL, *maybe_ref = NULL;
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_SET, object, NULL, &refs));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_OPTIONAL, object, NULL, &maybe_ref));
+    zs_ref targets[WRITERS];
+    for (int i = 0; i < WRITERS; i++) targets[i] = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    node *lists[3] = {node_of(rt, owners[0]), node_of(rt, owners[1]), node_of(rt, owners[2])};
+    if (lists[0] == NULL || lists[1] == NULL || lists[2] == NULL || zs_type_size(maybe_ref) > 64) {
+        fixture_close(&fx);
+        return;
+    }
+    CHECK_OK(
+        t, zs_array_insert(rt, owners[0], objects, (zs_array *)&lists[0]->list, 0, &targets[0], 1));
+    CHECK_OK(t, zs_array_insert_packed(rt, owners[1], objects, (zs_array *)&lists[1]->list, 0,
+                                       &targets[1], 1));
+    CHECK_OK(t,
+             zs_array_assign(rt, owners[2], objects, (zs_array *)&lists[2]->list, &targets[2], 1));
+    zs_hash held = {0};
+    CHECK_OK(t, zs_hash_add(rt, owners[3], refs, &held, &targets[3], &index, &added));
+    _Alignas(16) char maybe_memory[64] = {0};
+    CHECK_OK(t, zs_optional_set(rt, owners[4], maybe_ref, maybe_memory, &targets[4]));
+    zs_ref slot = ZS_NULL_REF;
+    CHECK_OK(t, zs_value_store_ref(rt, owners[5], object, &slot, targets[5]));
     COLLECT(t, rt);
-    CHECK(t, alive(rt, kept) && alive(rt, packed));
+    for (int i = 0; i < 3; i++) CHECK(t, alive(rt, targets[i]));
+    CHECK_EQ(t, gc_stats(rt).roots, WRITERS);
+    CHECK_EQ(t, slot, targets[5]);
     VERIFY(t, rt);
+    CHECK_OK(t, zs_value_clear(rt, owners[3], refs, &held));
+    CHECK_OK(t, zs_value_clear(rt, owners[4], maybe_ref, maybe_memory));
     fixture_close(&fx);
 }
 
