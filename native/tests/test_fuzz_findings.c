@@ -167,6 +167,12 @@ static void test_hash_add_stale_key(runner *t) {
     CHECK(t, index == 0 && added == 0);
     CHECK(t, hash->entries.capacity == 8 && hash->bucket_count == 16);
     zs_ref ninth = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    /* A new key with no memory for its copy: refused, nothing changed. */
+    zs_runtime_memory(rt, &memory);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes));
+    CHECK_STATUS(t, zs_hash_add(rt, ZS_NULL_REF, set, hash, &ninth, &index, &added), ZS_E_NOMEM);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    CHECK(t, added == 0 && hash->entries.count == 8);
     CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, set, hash, &ninth, &index, &added));
     CHECK(t, index == 8 && added == 1 && hash->bucket_count == 32);
     check_set_entries(t, rt, set, hash);

@@ -3112,6 +3112,12 @@ static void test_container_calls_refuse_bad_arguments(runner *t) {
     CHECK_OK(t, zs_array_remove(rt, ZS_NULL_REF, plains, numbers, 1, 2));
     CHECK(t, numbers->count == 1 && ((uint32_t *)numbers->data)[0] == 1);
     CHECK(t, ((uint32_t *)numbers->data)[1] == 0 && ((uint32_t *)numbers->data)[2] == 0);
+    /* From the front: the rest moves down and the slot it left is zeroed
+       (no stale copy of a moved element past the count). */
+    CHECK_OK(t, zs_array_insert_packed(rt, ZS_NULL_REF, plains, numbers, 1, values + 1, 2));
+    CHECK_OK(t, zs_array_remove(rt, ZS_NULL_REF, plains, numbers, 0, 1));
+    CHECK(t, numbers->count == 2 && ((uint32_t *)numbers->data)[0] == 2);
+    CHECK(t, ((uint32_t *)numbers->data)[1] == 3 && ((uint32_t *)numbers->data)[2] == 0);
 
     /* Strings own memory: removing them frees it; a failed insertion of
        copies leaves the array as it was, its free slots zeroed. */
@@ -3264,6 +3270,7 @@ static void test_container_refusals_and_owners(runner *t) {
                      ZS_E_INVALID); /* another runtime's type */
         fixture_close(&other);
     }
+    CHECK_STATUS(t, zs_hash_add(rt, ZS_NULL_REF, NULL, set, &key, &index, &added), ZS_E_INVALID);
     CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, words, set, &key, &index, &added));
     CHECK(t, added == 1 && index == 0);
     CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, words, set, &key, &index, &added)); /* there */
@@ -3292,6 +3299,38 @@ static void test_container_refusals_and_owners(runner *t) {
         (void)zs_hash_add(rt, ZS_NULL_REF, words, set, &other_key, &index, &added);
         CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
     }
+    /* A failed add adds nothing: at every limit from none to enough, a new
+       long key into a full set (8 of 8 entries, 8 of 16 buckets) goes in,
+       or leaves the entries and the buckets as they were; the entries'
+       storage may have grown (the rehash after it failed), but never for
+       a key that could not even be copied (fewer bytes than its text). */
+    zs_hash *spare = NULL;
+    CHECK_OK(t, zs_value_new(rt, words, &handle, (void **)&spare));
+    char texts[8][2] = {"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"};
+    for (uint32_t i = 0; spare != NULL && i < 8; i++) {
+        zs_string short_key = {texts[i], 2, 2};
+        CHECK_OK(t, zs_hash_add(rt, ZS_NULL_REF, words, spare, &short_key, &index, &added));
+    }
+    char long_text[200];
+    memset(long_text, 'x', sizeof long_text);
+    zs_string long_key = {long_text, sizeof long_text, sizeof long_text};
+    uint32_t refused = 0;
+    for (uint64_t extra = 0; spare != NULL && extra < 2048; extra += 8) {
+        const uint32_t capacity = spare->entries.capacity, buckets = spare->bucket_count;
+        CHECK(t, spare->entries.count == 8 && buckets == 16);
+        zs_memory_stats in_use;
+        zs_runtime_memory(rt, &in_use);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, in_use.live_bytes + extra));
+        zs_status status = zs_hash_add(rt, ZS_NULL_REF, words, spare, &long_key, &index, &added);
+        CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+        if (status == ZS_OK) break;
+        refused++;
+        CHECK_EQ(t, status, ZS_E_NOMEM);
+        CHECK_EQ(t, spare->entries.count, 8);
+        CHECK(t, spare->entries.capacity == capacity || extra >= sizeof long_text);
+        CHECK_EQ(t, spare->bucket_count, buckets);
+    }
+    CHECK(t, refused > 0 && spare != NULL && spare->entries.count == 9);
     /* Plain data into a permanent object needs no memory more than its
        storage: nothing to scan, so it is not listed as a root (the root
        list, never used yet in this runtime, would have to be allocated). */
