@@ -3327,6 +3327,9 @@ static void test_container_refusals_and_owners(runner *t) {
         refused++;
         CHECK_EQ(t, status, ZS_E_NOMEM);
         CHECK_EQ(t, spare->entries.count, 8);
+        zs_memory_stats after;
+        zs_runtime_memory(rt, &after); /* the key's copy freed, its text too */
+        CHECK_EQ(t, after.live_blocks, in_use.live_blocks);
         CHECK(t, spare->entries.capacity == capacity || extra >= sizeof long_text);
         CHECK_EQ(t, spare->bucket_count, buckets);
     }
