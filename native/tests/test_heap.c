@@ -3138,6 +3138,10 @@ static void test_container_calls_refuse_bad_arguments(runner *t) {
     CHECK_OK(t, zs_array_insert(rt, ZS_NULL_REF, strings, texts, 0, NULL, 1));
     zs_string *first = (zs_string *)texts->data;
     CHECK_OK(t, zs_string_assign(rt, ZS_NULL_REF, string, first, "source", 6));
+    /* zs_value_assign needs both ends. */
+    CHECK_STATUS(t, zs_value_assign(rt, ZS_NULL_REF, string, NULL, first), ZS_E_INVALID);
+    CHECK_STATUS(t, zs_value_assign(rt, ZS_NULL_REF, string, first, NULL), ZS_E_INVALID);
+    CHECK(t, first->length == 6 && memcmp(first->data, "source", 6) == 0);
     /* Every limit from none to enough: a failed insertion in front of the
        element (some copies made, then out of memory) unwinds whole, the
        element moved back and its old place cleared. And inserting nothing
