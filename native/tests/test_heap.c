@@ -3087,6 +3087,8 @@ static void test_container_calls_refuse_bad_arguments(runner *t) {
     CHECK_STATUS(t, zs_array_insert_packed(rt, doomed, plains, &scratch, 5, values, 1), ZS_E_DYING);
     CHECK_STATUS(t, zs_array_insert(rt, doomed, plains, &scratch, 5, NULL, 1), ZS_E_DYING);
     CHECK_STATUS(t, zs_array_remove(rt, doomed, plains, &scratch, 5, 1), ZS_E_DYING);
+    zs_ref slot = ZS_NULL_REF; /* and a slot type of the wrong kind */
+    CHECK_STATUS(t, zs_value_store_ref(rt, doomed, plains, &slot, ZS_NULL_REF), ZS_E_DYING);
     zs_memory_stats in_use;
     zs_runtime_memory(rt, &in_use); /* and no memory to spare: still ZS_E_DYING */
     CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, in_use.live_bytes));
@@ -3141,6 +3143,11 @@ static void test_container_calls_refuse_bad_arguments(runner *t) {
     /* zs_value_assign needs both ends. */
     CHECK_STATUS(t, zs_value_assign(rt, ZS_NULL_REF, string, NULL, first), ZS_E_INVALID);
     CHECK_STATUS(t, zs_value_assign(rt, ZS_NULL_REF, string, first, NULL), ZS_E_INVALID);
+    /* Assigned to itself: nothing to copy, so no memory needed. */
+    zs_runtime_memory(rt, &after);
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, after.live_bytes));
+    CHECK_OK(t, zs_value_assign(rt, ZS_NULL_REF, string, first, first));
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
     CHECK(t, first->length == 6 && memcmp(first->data, "source", 6) == 0);
     /* Every limit from none to enough: a failed insertion in front of the
        element (some copies made, then out of memory) unwinds whole, the
