@@ -1727,6 +1727,11 @@ static void test_barrier_work_is_what_a_store_writes(runner *t) {
     run_steps(t, rt, 0);
     purge_all(t, rt);
     CHECK(t, alive(rt, x));
+    /* Outside a mark the barrier does no work at all. */
+    (void)barrier_work(rt, &mark);
+    CHECK_OK(t, zs_value_store_ref(rt, ZS_NULL_REF, object, value, ZS_NULL_REF));
+    CHECK_OK(t, zs_value_assign(rt, ZS_NULL_REF, array, copy, list));
+    CHECK_EQ(t, barrier_work(rt, &mark), 0);
     for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
         CHECK_OK(t, zs_value_free(rt, handles[i]));
     fixture_close(&fx);
