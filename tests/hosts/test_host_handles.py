@@ -38,6 +38,22 @@ PyObject *host_handle_of(PyObject *proxy, void **rt_out) {
     *rt_out = rt;
     return PyLong_FromUnsignedLongLong(handle);
 }
+
+/* handle_of's own answer for what it must refuse (`null`: a NULL pointer
+   instead of `proxy`): (its return value, the type of the error it set),
+   the error taken back. */
+PyObject *host_handle_refusal(PyObject *proxy, int null) {
+    zs_runtime *rt = NULL;
+    zs_ref handle = 0;
+    int status = py->handle_of(py, null ? NULL : proxy, &rt, &handle);
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *result = Py_BuildValue("(iO)", status, type != NULL ? type : Py_None);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    return result;
+}
 """
 
 
@@ -57,6 +73,8 @@ def host() -> Any:
     lib.host_proxy_of.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
     lib.host_handle_of.restype = ctypes.py_object
     lib.host_handle_of.argtypes = [ctypes.py_object, ctypes.POINTER(ctypes.c_void_p)]
+    lib.host_handle_refusal.restype = ctypes.py_object
+    lib.host_handle_refusal.argtypes = [ctypes.py_object, ctypes.c_int]
     assert lib.host_init(python_table()) == 1
     return lib
 
@@ -119,6 +137,11 @@ def test_c_maps_handles_to_proxies_and_back(rt: zs.Runtime, host: Any) -> None:
     assert host.host_proxy_of(rt_address, cold) is None  # freed
     with pytest.raises(zs.ExpiredConjugateError):
         host.host_handle_of(made, ctypes.byref(out))
+    # Each refusal returns -1 with its error set: a host that checks only
+    # the return value never reads a handle that was not written.
+    assert host.host_handle_refusal(made, 0) == (-1, zs.ExpiredConjugateError)
+    assert host.host_handle_refusal(42, 0) == (-1, TypeError)
+    assert host.host_handle_refusal(None, 1) == (-1, TypeError)  # a NULL pointer
 
 
 @pytest.mark.parametrize("held", [True, False], ids=["proxy held", "no proxy"])
