@@ -197,8 +197,20 @@ def test_soft_object_ptr_from_object_and_errors(rt: zs.Runtime) -> None:
         zs.SoftObjectPtr[Pawn](Pawn(name="a.b"))
     with pytest.raises(TypeError, match="not int"):
         zs.SoftObjectPtr[Pawn](5)
-    for bad in ("", "Top..Mid", "Nowhere", ".Top"):
+    for bad in ("", "Top..Mid", "Nowhere", ".Top", "Top.Mid.Mid_3.", "Top.Mid."):
         assert zs.SoftObjectPtr[Pawn](bad).get() is None
+    # A path names no object with an empty name (object_path refuses to
+    # make one): an empty segment finds nothing even where one exists.
+    unnamed = Rock(name="", outer=top)
+    Pawn(name="Under", outer=unnamed)
+    with pytest.raises(ValueError, match="cannot be part of an object path"):
+        zs.SoftObjectPtr(unnamed)
+    assert zs.SoftObjectPtr[Pawn]("Top..Under").get() is None
+    # A segment that finds nothing ends the search: the next one is never
+    # looked up from the top level instead (where this one is).
+    Pawn(name="Loose")
+    assert zs.SoftObjectPtr[Pawn]("Loose").get() is not None
+    assert zs.SoftObjectPtr[Pawn]("Top.Nowhere.Loose").get() is None
     empty = zs.SoftObjectPtr[Pawn]()
     assert empty.is_null and not empty.is_pending and empty.get() is None
     soft.dispose()
