@@ -18,6 +18,7 @@ import pytest
 
 import zsharp_py as zs
 from helpers import collect
+from zsharp_py import _core
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
@@ -211,6 +212,13 @@ def test_soft_object_ptr_from_object_and_errors(rt: zs.Runtime) -> None:
     Pawn(name="Loose")
     assert zs.SoftObjectPtr[Pawn]("Loose").get() is not None
     assert zs.SoftObjectPtr[Pawn]("Top.Nowhere.Loose").get() is None
+    # get() reads a soft pointer's path only: any other value is refused
+    # before its memory is read as a path.
+    soft_get = _core.ValueConjugate._soft_get
+    with pytest.raises(TypeError, match="soft object pointer"):
+        soft_get(zs.String("Top"))  # a string, but of UTF-16 code units
+    with pytest.raises(TypeError, match="soft object pointer"):
+        soft_get(zs.Array[zs.Int32]([1, 2]))
     empty = zs.SoftObjectPtr[Pawn]()
     assert empty.is_null and not empty.is_pending and empty.get() is None
     soft.dispose()
