@@ -8,7 +8,7 @@ reports every mutant as killed (a test failed, crashed or hung), survived
 reason, in tools/mutation_equivalent.txt). docs/reliability.md,
 "Mutation testing", has the figures of the last full run.
 
-    python tools/mutate.py                  # the full run (nice it: ~1 hour on 2 cores)
+    python tools/mutate.py                  # the full run (nice it: 3-4 hours from scratch)
     python tools/mutate.py --smoke          # the fixed sample CI runs (SMOKE)
     python tools/mutate.py --only PATTERN   # mutants whose id, file or function matches
     python tools/mutate.py --list [--only PATTERN]   # list the mutants, run nothing
