@@ -628,13 +628,18 @@ class LazyObjectKind(_PointerKind):
 
 def object_path(obj: Object) -> str:
     """The path of a live object: its outers' names and its own, joined by
-    dots (``"Level.Hero"``). Names containing a dot have no path."""
+    dots (``"Level.Hero"``). Empty names and names containing a dot have no
+    path."""
     names: list[str] = []
     current: Object | None = obj
     while current is not None:
         name = current.name
         if "." in name or not name:
-            raise ValueError(f"{name!r} cannot be part of an object path (it contains '.')")
+            why = "it contains '.'" if name else "it is empty"
+            raise ValueError(
+                f"{name!r} cannot be part of an object path ({why}); "
+                "rename the object or its outer to have a soft pointer to it"
+            )
         names.append(name)
         current = current.outer
     return ".".join(reversed(names))
