@@ -1021,6 +1021,16 @@ def _keep_report(into: list[BaseException], report: Any) -> None:
         error = chained
 
 
+def _host_runtime(s: Session) -> Any:
+    """The runtime's pointer as a host holds it, for an operation to read
+    last, with nothing allocated after it: a host never calls on a freed
+    runtime, and every allocation before may have run a gc.callbacks hook
+    that closed it (op_hostile_collector). Skip when one did."""
+    if s.rt._closed:
+        raise Skip("the runtime was closed by a hook")
+    return ffi.cast("zs_runtime *", s.rt.native_address)
+
+
 def _reports_hook(into: list[BaseException]) -> Callable[[Any], None]:
     """An unraisablehook that keeps each report's exception in ``into``."""
     return lambda report: _keep_report(into, report)
@@ -1043,12 +1053,7 @@ def op_native_call(s: Session) -> None:
     reports: list[BaseException] = []
     hook, sys.unraisablehook = sys.unraisablehook, _reports_hook(reports)
     try:
-        # A host never calls on a freed runtime. Every allocation above may
-        # have run a gc.callbacks hook that closed it (op_hostile_collector),
-        # so the pointer is read last, with nothing allocated after it.
-        runtime = ffi.NULL if s.rt._closed else ffi.cast("zs_runtime *", s.rt.native_address)
-        if runtime == ffi.NULL:
-            raise Skip("the runtime was closed by a hook")
+        runtime = _host_runtime(s)
         if not each:
             status = lib.zs_call_function(runtime, handle, function, block)
         else:
@@ -1457,10 +1462,7 @@ def op_native_broadcast(s: Session) -> None:
     reports: list[BaseException] = []
     hook, sys.unraisablehook = sys.unraisablehook, _reports_hook(reports)
     try:
-        # Read last, with nothing allocated after it (op_native_call says why).
-        runtime = ffi.NULL if s.rt._closed else ffi.cast("zs_runtime *", s.rt.native_address)
-        if runtime == ffi.NULL:
-            raise Skip("the runtime was closed by a hook")
+        runtime = _host_runtime(s)
         address = lib.zs_resolve(runtime, handle)
         if address == ffi.NULL or lib.zs_type_basic(runtime, kind, 0, 0, out_type) != ZS_OK:
             raise Skip("the owner is gone")
@@ -1944,11 +1946,7 @@ def op_engine_native(s: Session) -> None:
     reports: list[BaseException] = []
     hook, sys.unraisablehook = sys.unraisablehook, _reports_hook(reports)
     try:
-        runtime = (
-            ffi.NULL if s.rt._closed else ffi.cast("zs_runtime *", s.rt.native_address)
-        )  # read last
-        if runtime == ffi.NULL:
-            raise Skip("the runtime was closed by a hook")
+        runtime = _host_runtime(s)
         if not each:
             status = lib.zs_call_function(
                 runtime, handle, function, block if r.chance(240) else ffi.NULL
