@@ -11,7 +11,7 @@ from typing import Any
 from ._build import ensure_package
 from ._harness import SERIES, Config, Unavailable
 
-__all__ = ["write_plot"]
+__all__ = ["pyplot_or_reason", "write_plot"]
 
 STYLES = {
     "zsharp_py": ("tab:blue", "-"),
@@ -34,17 +34,25 @@ def _style(label: str, index: int) -> dict[str, Any]:
     return {"marker": "o"}
 
 
-def write_plot(config: Config, path: Path) -> str:
-    """Draw the curves into ``path``; return a line for the report."""
-    if not SERIES:
-        return ""
+def pyplot_or_reason(config: Config) -> tuple[Any, str]:
+    """matplotlib's pyplot drawing to files (installed first where the run
+    may install), or None and why it is not there."""
     try:
         ensure_package(config, "matplotlib", "matplotlib")
         matplotlib = importlib.import_module("matplotlib")
         matplotlib.use("Agg")
-        pyplot: Any = importlib.import_module("matplotlib.pyplot")
+        return importlib.import_module("matplotlib.pyplot"), ""
     except (Unavailable, ImportError) as reason:
-        return f"Scaling plot not drawn: {reason}"
+        return None, str(reason)
+
+
+def write_plot(config: Config, path: Path) -> str:
+    """Draw the curves into ``path``; return a line for the report."""
+    if not SERIES:
+        return ""
+    pyplot, missing = pyplot_or_reason(config)
+    if pyplot is None:
+        return f"Scaling plot not drawn: {missing}"
     shapes = [s for s in ("tree", "random") if any(k.startswith(s + "|") for k in SERIES)]
     figure, axes = pyplot.subplots(len(shapes), 2, figsize=(13, 5.2 * len(shapes)), squeeze=False)
     for row, shape in enumerate(shapes):

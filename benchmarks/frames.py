@@ -21,7 +21,6 @@ and the collector's part of it, so a pause shows as a spike.
 from __future__ import annotations
 
 import gc
-import importlib
 import itertools
 import os
 import random
@@ -34,8 +33,8 @@ from typing import Any
 import zsharp_py as zs
 from zsharp_py import sample_engine
 
-from ._build import ensure_package
-from ._harness import Config, Table, Unavailable, percentile, progress, record
+from ._harness import Config, Table, percentile, progress, record
+from ._plot import pyplot_or_reason
 
 NAME = "frames"
 TITLE = "Frame loop"
@@ -199,13 +198,9 @@ def write_frame_plot(config: Config, path: Path) -> str:
     if not LAST:
         return ""
     result = LAST[-1]
-    try:
-        ensure_package(config, "matplotlib", "matplotlib")
-        matplotlib = importlib.import_module("matplotlib")
-        matplotlib.use("Agg")
-        pyplot: Any = importlib.import_module("matplotlib.pyplot")
-    except (Unavailable, ImportError) as reason:
-        return f"Frame plot not drawn: {reason}"
+    pyplot, missing = pyplot_or_reason(config)
+    if pyplot is None:
+        return f"Frame plot not drawn: {missing}"
     totals = [t * 1e3 for t in result["totals"]]
     collector = [t * 1e3 for t in result["collector"]]
     frames = range(len(totals))
