@@ -251,6 +251,22 @@ def test_while_expiring_no_lookup_finds_a_dying_object(
     rt.gc.verify()
 
 
+def collect_with_gc_callback(
+    rt: zs.Runtime, callback: Callable[[str, dict[str, Any]], None]
+) -> None:
+    """A full collection with ``callback`` in ``gc.callbacks`` and a
+    collection at nearly every allocation, so that it runs inside the
+    expiry the collection hands over (as a finaliser or any hook may)."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    gc.callbacks.append(callback)
+    try:
+        rt.gc.collect()
+    finally:
+        gc.callbacks.remove(callback)
+        gc.set_threshold(*threshold)
+
+
 @pytest.mark.parametrize("lookup", LOOKUPS)
 def test_inside_the_expiry_no_lookup_finds_a_dying_object(rt: zs.Runtime, lookup: str) -> None:
     """The expiry allocates, so Python's cycle collector and its callbacks
@@ -271,14 +287,7 @@ def test_inside_the_expiry_no_lookup_finds_a_dying_object(rt: zs.Runtime, lookup
                 failures.append(str(error))
             checked.append(phase)
 
-    threshold = gc.get_threshold()
-    gc.set_threshold(1)
-    gc.callbacks.append(probe)
-    try:
-        rt.gc.collect()
-    finally:
-        gc.callbacks.remove(probe)
-        gc.set_threshold(*threshold)
+    collect_with_gc_callback(rt, probe)
     assert checked, "no gc callback ran inside the expiry"
     assert failures == []
     check_dying(scene, lookup, "after the collection")
@@ -428,14 +437,7 @@ def test_inside_the_expiry_no_write_reaches_a_dying_object(rt: zs.Runtime) -> No
                 except zs.ExpiredConjugateError:
                     pass
 
-    threshold = gc.get_threshold()
-    gc.set_threshold(1)
-    gc.callbacks.append(write)
-    try:
-        rt.gc.collect()
-    finally:
-        gc.callbacks.remove(write)
-        gc.set_threshold(*threshold)
+    collect_with_gc_callback(rt, write)
     assert attempts, "no write was tried inside the expiry"
     assert written == []
     assert all(o.is_expired for o in doomed)
