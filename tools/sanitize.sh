@@ -27,7 +27,7 @@ if [ "${1:-}" = --smoke ]; then
         tests/values/test_value_lifetimes.py tests/values/test_parked_views.py tests/objects/test_conjugate_descriptors_and_table.py
         tests/interop/test_native_functions.py tests/interop/test_native_calls.py tests/interop/test_sample_engine.py
         tests/interop/test_tick_manager.py
-        tests/interop/test_native_broadcast.py tests/interop/test_callback_errors.py
+        tests/interop/test_native_broadcast.py tests/interop/test_callback_errors.py tests/interop/test_enums.py
         tests/hosts/test_host_collections.py tests/objects/test_lifecycle.py
         tests/gc/test_gc.py tests/gc/test_incremental.py tests/gc/test_reachability_model.py)
 fi

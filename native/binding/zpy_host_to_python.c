@@ -411,6 +411,16 @@ static PyObject *class_name(PyTypeObject *type) {
     return PyObject_GetAttrString((PyObject *)type, "__name__");
 }
 
+/* Whether a member is loaded as a red view into the host's block (which
+ * call_method expires when the call returns) rather than as a plain
+ * Python value: a struct or a value with a conjugate class. A value
+ * without one (an enum, a class id) is copied out, as a property read
+ * gives it: an IntEnum member or a class, never a view. */
+static int loads_a_view(const zpy_plan_member *member) {
+    return (member->mode == ZPY_CALL_STRUCT || member->mode == ZPY_CALL_VALUE) &&
+           (((const zpyv_kind *)member->detail)->flags & ZPYV_VALUE_CLASS);
+}
+
 /* Argument `member` from the block: a new reference, or NULL with an error.
  * An object reference naming an object that is gone fails the call of an
  * override (the host named it); for a delegate's listener (`gone_is_none`)
@@ -423,11 +433,8 @@ static PyObject *load_argument(zpy_runtime_core *rt, const zpy_plan_member *memb
     if (member->mode == ZPY_CALL_STRUCT || member->mode == ZPY_CALL_VALUE) {
         zpyv_kind *kind = (zpyv_kind *)member->detail;
         if (zpy_rt_open(rt, 0) == NULL || zpyv_native_type(rt, kind) == NULL) return NULL;
-        /* A value with no conjugate class (an enum, a class id): copied out,
-           as a property read gives it. */
-        if (!(kind->flags & ZPYV_VALUE_CLASS)) return zpyv_copy_out(rt, kind, at);
-        /* A red view into the block: call_method expires it. */
-        return zpyv_block_view(rt, kind, at);
+        if (!loads_a_view(member)) return zpyv_copy_out(rt, kind, at);
+        return zpyv_block_view(rt, kind, at); /* call_method expires it */
     }
     zs_ref ref;
     memcpy(&ref, at, sizeof ref);
@@ -568,8 +575,7 @@ static zs_status call_method(zpy_runtime_core *rt, PyObject *self, zpy_call_plan
     /* The views of the host's block expire with the call, as its scope's
        would (kept past it, they raise ExpiredConjugateError). */
     for (Py_ssize_t i = 0; i < loaded; i++) {
-        zpy_call_mode mode = plan->members[i].mode;
-        if (mode == ZPY_CALL_STRUCT || mode == ZPY_CALL_VALUE)
+        if (loads_a_view(&plan->members[i]))
             zpyv_expire_in_place((zpyv_value *)stack[1 + i], rt->state->reason_scope);
         Py_DECREF(stack[1 + i]);
     }

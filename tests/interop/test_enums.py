@@ -154,3 +154,28 @@ def test_calls_from_native_code_pass_and_return_members(rt: zs.Runtime) -> None:
     assert lib.zs_call_function(runtime_ptr(rt), person.handle, b"feel", pointer) == ZS_OK
     assert felt == [Mood.Calm] and type(felt[0]) is Mood
     assert block.return_value == Mood.Angry
+
+
+def test_members_passed_from_native_code_are_left_untouched(rt: zs.Runtime) -> None:
+    """An enum argument is copied out as its member, never a view of the
+    host's block: the call's end expires views only. Treating the member as
+    one wrote an expiry reason past the member's memory, a crash some calls
+    later (zpy_host_to_python.c, loads_a_view; the sanitizer smoke,
+    tools/sanitize.sh, runs this file)."""
+    layout = function_layout(Person, "feel")
+    host = cffi.FFI()
+    host.cdef("typedef uint64_t zs_ref;\n" + layout.c_declaration)
+    block: Any = host.new("struct Person_feel_params *")
+    pointer = ffi.cast("void *", int(host.cast("uintptr_t", block)))
+    person = Person()
+    before = {m: (m.name, int(m), hash(m)) for m in Mood}
+    for round_ in range(200):
+        felt.clear()
+        member = list(Mood)[round_ % len(Mood)]
+        block.mood = int(member)
+        assert lib.zs_call_function(runtime_ptr(rt), person.handle, b"feel", pointer) == ZS_OK
+        assert felt == [member] and felt[0] is member
+        assert {m: (m.name, int(m), hash(m)) for m in Mood} == before
+        assert Mood(int(member)) is member
+    rt.gc.collect()
+    rt.gc.verify()
