@@ -210,16 +210,14 @@ const char *zs_name_index_fault(zs_runtime *rt, uint32_t *out_index) {
 }
 
 /* Whether `it` is the live object of that outer (its item, or NULL for
-   none) and name that a lookup may return: not dying, nor left unreachable
-   by a cycle that is gathering. */
+   none) and name that a lookup may return: not dying (zs_item_dying: gathered,
+   left unreachable by a cycle that is gathering, or destroyed by a host). */
 static bool name_matches(const zs_runtime *rt, const zs_item *it, const zs_item *outer_item,
                          uint32_t name_index, uint32_t name_number) {
     const zs_object *object = it->object;
     return object->outer == (outer_item ? zs_item_ref(outer_item) : ZS_NULL_REF) &&
            object->name_index == name_index && object->name_number == name_number &&
-           !(it->flags & ZS_ITEM_DYING) &&
-           !(rt->phase == ZS_GC_GATHERING && !zs_item_reachable(rt, it) &&
-             !(it->flags & ZS_ITEM_PERMANENT));
+           !zs_item_dying(rt, it);
 }
 
 zs_status zs_find_object(zs_runtime *rt, zs_ref outer, uint32_t name_index, uint32_t name_number,
