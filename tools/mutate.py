@@ -927,14 +927,19 @@ def _first_failure(output: str) -> str:
 
 
 _PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+_TOOLING_ON_THE_LIBRARY = ("test_docs_examples.py", "test_cli.py", "test_pytest_plugin.py")
+# Tests of how the installed package is found (pkg-config): a scratch tree
+# is never installed.
+_NEEDS_AN_INSTALL = ("tests/hosts/test_host_build.py",)
 
 
 class Runner:
     """Runs mutants one by one in a Scratch tree."""
 
-    def __init__(self, scratch: Scratch, timeout: float, verbose: bool) -> None:
+    def __init__(self, scratch: Scratch, timeout: float, verbose: bool, whole_suite: bool) -> None:
         self.scratch = scratch
         self.timeout = timeout
+        self.whole_suite = whole_suite  # survivors run the rest of the suite too
         self.verbose = verbose
         self.env = dict(os.environ)
         self.env["PYTHONPATH"] = str(scratch.tree / "src")
@@ -950,6 +955,30 @@ class Runner:
         rest = [name for name in catalog.CORE if name not in first]
         return [[*_PYTEST, *first], [*_PYTEST, *rest]]
 
+    def library_tests(self) -> list[str]:
+        """The default tier's test files that run the library: tests/tooling
+        only for the documentation's examples, the CLI and the pytest plugin
+        (the others check tools, types and the C suite the C tests run)."""
+        files = sorted(
+            path.relative_to(self.scratch.tree).as_posix()
+            for path in (self.scratch.tree / "tests").rglob("test_*.py")
+        )
+        return [
+            name
+            for name in files
+            if name not in _NEEDS_AN_INSTALL
+            and (
+                not name.startswith("tests/tooling/") or Path(name).name in _TOOLING_ON_THE_LIBRARY
+            )
+        ]
+
+    def rest_command(self, selection: str) -> list[str]:
+        """The library's test files neither the selection nor CORE ran: a
+        survivor's second chance, so that "survived" means the whole suite
+        passed."""
+        ran = set(catalog.SELECTIONS[selection]) | set(catalog.CORE)
+        return [*_PYTEST, *(name for name in self.library_tests() if name not in ran)]
+
     def check_baseline(self, selections: Sequence[str], c_tests: bool) -> None:
         """Every selection (and the C tests) must pass on the unmutated tree."""
         commands: list[tuple[str, list[str]]] = []
@@ -958,6 +987,8 @@ class Runner:
         for selection in selections:
             commands.append((selection, self.pytest_commands(selection)[0]))
         commands.append(("core", [*_PYTEST, *catalog.CORE]))
+        if self.whole_suite:  # every file a rest_command may name passes unmutated
+            commands.append(("the whole suite", [*_PYTEST, *self.library_tests()]))
         for name, command in commands:
             started = time.monotonic()
             code, out = _run_tests(command, self.scratch.tree, self.env, self.timeout * 5)
@@ -1001,12 +1032,17 @@ class Runner:
         ]
         if is_native(mutant.path):
             runs.insert(0, ("C tests: ", [str(self.scratch.product("test"))]))
+        if self.whole_suite:
+            # Last, the rest of the suite: slow, so only for what survived
+            # the selection (its timeout is the baseline's, not a selection's).
+            runs.append(("rest of the suite: ", self.rest_command(mutant.selection)))
         for label, command in runs:
-            code, out = _run_tests(command, self.scratch.tree, self.env, self.timeout)
+            timeout = self.timeout * 5 if label.startswith("rest") else self.timeout
+            code, out = _run_tests(command, self.scratch.tree, self.env, timeout)
             if self.verbose:
                 print(out[-2000:])
             if code is None:
-                return "killed", f"{label}timeout after {self.timeout:.0f} s"
+                return "killed", f"{label}timeout after {timeout:.0f} s"
             if code in (3, 4, 5) and not label:  # pytest: internal error, usage, nothing collected
                 raise SystemExit(
                     f"mutate: selection {mutant.selection!r} cannot run (pytest exit {code}):\n"
@@ -1234,7 +1270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         todo = [m for m in mutants if m.id not in equivalents and m.id not in earlier]
         c_tests = any(is_native(m.path) for m in todo)
         scratch.build_baseline(c_tests)
-        runner = Runner(scratch, args.timeout, args.verbose)
+        # The smoke's mutants must die in their selection: no second chance.
+        runner = Runner(scratch, args.timeout, args.verbose, whole_suite=not args.smoke)
         if not args.skip_baseline and todo:
             runner.check_baseline(sorted({m.selection for m in todo}), c_tests)
         texts: dict[str, str] = {}
