@@ -1745,6 +1745,52 @@ static void test_disregard_window(runner *t) {
     fixture_close(&fx);
 }
 
+/* A write of plain data into a permanent object lists nothing: only an
+   owner taking references is scanned as a root from then on, and only it
+   needs a root-list entry first (zs_begin_store). With no memory to spare
+   for the root list, plain writes into any number of permanent objects
+   all succeed (more of them than the list's first 16 entries, so a list
+   that grew for them would have needed memory), while a write of a
+   reference into one of them is refused whole; the next mark finds no
+   root among them. */
+static void test_plain_writes_into_permanent_objects_need_no_root_entry(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, ZS_RUNTIME_DISREGARD_WINDOW)) return;
+    zs_runtime *rt = fx.rt;
+    enum { PERMANENT = 40 };
+    zs_ref permanent[PERMANENT];
+    for (int i = 0; i < PERMANENT; i++) permanent[i] = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    CHECK_OK(t, zs_close_disregard_for_gc(rt));
+    const zs_type *word = NULL, *object = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 8, 8, &word));
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_OBJECT, 8, 8, &object));
+    zs_ref target = MAKE(t, rt, fx.node, ZS_NULL_REF);
+    zs_memory_stats memory;
+    zs_runtime_memory(rt, &memory);
+    /* Room for zs_value_assign's staging copy of one word, and no more. */
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, memory.live_bytes + sizeof(uint64_t)));
+    for (int i = 0; i < PERMANENT; i++) {
+        node *n = node_of(rt, permanent[i]);
+        if (n == NULL) continue;
+        const uint64_t value = 1000 + (uint64_t)i;
+        CHECK_OK(t, zs_value_assign(rt, permanent[i], word, &n->payload, &value));
+        CHECK_EQ(t, n->payload, value);
+    }
+    node *holder = node_of(rt, permanent[0]);
+    if (holder != NULL) {
+        CHECK_STATUS(t, zs_value_store_ref(rt, permanent[0], object, &holder->ref[0], target),
+                     ZS_E_NOMEM);
+        CHECK(t, holder->ref[0] == ZS_NULL_REF);
+    }
+    CHECK_OK(t, zs_debug_set(rt, ZS_DEBUG_ALLOC_LIMIT, 0));
+    COLLECT(t, rt);
+    CHECK_EQ(t, gc_stats(rt).roots, 0);
+    CHECK_EQ(t, gc_stats(rt).permanent_objects, PERMANENT);
+    CHECK(t, !alive(rt, target));
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 /* ======================================================================
  * Statistics, capacity, memory
  * ====================================================================== */
@@ -3233,6 +3279,77 @@ static void test_array_storage_grows_by_doubling(runner *t) {
     fixture_close(&fx);
 }
 
+/* An array may hold exactly ZS_MAX_ENTRIES entries (2^30,
+   native/src/internal.h): reserving that many, and inserting the last of
+   them, is allowed; one more is refused as invalid. The memory is asked
+   for as address space only: an array of one-byte entries whose capacity
+   is forged one short of the limit, with no storage, grows by one
+   allocation of 1 GiB of which only the last byte is touched (new space is
+   zeroed from the old capacity on), and the capacity is then put back to
+   what the runtime counted for it (one entry), so the block is freed with
+   the value and the counts balance. Where the system refuses even that
+   address space (malloc, asked first, says so), the reservation must be
+   refused as out of memory and change nothing. */
+static void test_an_array_may_hold_exactly_max_entries(runner *t) {
+    fixture fx;
+    if (!fixture_open(t, &fx, 0, 0)) return;
+    zs_runtime *rt = fx.rt;
+    const uint32_t max_entries = 1u << 30;
+    const zs_type *byte = NULL, *bytes = NULL;
+    CHECK_OK(t, zs_type_basic(rt, ZS_TYPE_PLAIN, 1, 1, &byte));
+    CHECK_OK(t, zs_type_container(rt, ZS_TYPE_ARRAY, byte, NULL, &bytes));
+    zs_ref handle = ZS_NULL_REF;
+    zs_array *array = NULL;
+    CHECK_OK(t, zs_value_new(rt, bytes, &handle, (void **)&array));
+    if (array == NULL) {
+        fixture_close(&fx);
+        return;
+    }
+    CHECK_STATUS(t, zs_array_reserve(rt, ZS_NULL_REF, bytes, array, max_entries + 1), ZS_E_INVALID);
+    CHECK(t, array->data == NULL && array->capacity == 0);
+    void *probe = malloc(max_entries);
+    const bool room = probe != NULL;
+    free(probe);
+    zs_memory_stats before, after;
+    zs_runtime_memory(rt, &before);
+    array->capacity = max_entries - 1; /* forged: no storage behind it */
+    zs_status status = zs_array_reserve(rt, ZS_NULL_REF, bytes, array, max_entries);
+    if (!room) {
+        CHECK_STATUS(t, status, ZS_E_NOMEM);
+        CHECK(t, array->data == NULL && array->capacity == max_entries - 1);
+    } else {
+        CHECK_OK(t, status);
+        CHECK(t, array->data != NULL && array->capacity == max_entries);
+    }
+    if (status == ZS_OK && array->data != NULL) {
+        unsigned char *storage = array->data;
+        CHECK_EQ(t, storage[max_entries - 1], 0);
+        zs_runtime_memory(rt, &after);
+        CHECK_EQ(t, after.live_blocks, before.live_blocks + 1);
+        CHECK_EQ(t, after.live_bytes, before.live_bytes + 1);
+        /* Full but for one: the last entry goes in, then nothing more. */
+        array->count = max_entries - 1; /* forged: the entries are never read */
+        const unsigned char last = 0x5A;
+        CHECK_OK(t,
+                 zs_array_insert_packed(rt, ZS_NULL_REF, bytes, array, max_entries - 1, &last, 1));
+        CHECK(t, array->count == max_entries && storage[max_entries - 1] == last);
+        CHECK(t, array->data == storage);
+        CHECK_STATUS(t, zs_array_insert_packed(rt, ZS_NULL_REF, bytes, array, 0, &last, 1),
+                     ZS_E_INVALID);
+        CHECK_STATUS(t, zs_array_insert(rt, ZS_NULL_REF, bytes, array, max_entries, NULL, 1),
+                     ZS_E_INVALID);
+        CHECK_EQ(t, array->count, max_entries);
+        storage[0] = 0; /* the one entry counted, empty (ASan fills new blocks) */
+        array->count = 0;
+        array->capacity = 1;
+    } else {
+        array->capacity = 0;
+    }
+    CHECK_OK(t, zs_value_free(rt, handle));
+    VERIFY(t, rt);
+    fixture_close(&fx);
+}
+
 /* Sets, maps and optionals refuse what they cannot do and leak nothing
    (the block count is asserted zero when the runtime is freed): a missing
    hash or key, a type from another runtime or of another kind, a hash
@@ -3425,6 +3542,7 @@ static const test_case tests[] = {
     TEST(test_container_calls_refuse_bad_arguments),
     TEST(test_container_refusals_and_owners),
     TEST(test_array_storage_grows_by_doubling),
+    TEST(test_an_array_may_hold_exactly_max_entries),
     TEST(test_runtimes_isolated),
     TEST(test_live_handles),
     TEST(test_class_schema_flattening),
@@ -3447,6 +3565,7 @@ static const test_case tests[] = {
     TEST(test_conjugate_expiry),
     TEST(test_object_new_conjugate),
     TEST(test_disregard_window),
+    TEST(test_plain_writes_into_permanent_objects_need_no_root_entry),
     TEST(test_gc_stats),
     TEST(test_capacity),
     TEST(test_memory_accounting),

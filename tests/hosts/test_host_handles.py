@@ -6,7 +6,11 @@ handles of freed objects."""
 from __future__ import annotations
 
 import ctypes
+import os
+import subprocess
+import sys
 import sysconfig
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +189,78 @@ def test_proxy_of_needs_an_open_runtime(host: Any) -> None:
         host.host_proxy_of(address, 1)
     with pytest.raises(RuntimeError, match="no open zs.Runtime"):
         host.host_proxy_of(None, 1)
+
+
+def test_proxy_of_refuses_a_runtime_that_is_closing(rt: zs.Runtime, host: Any) -> None:
+    """Once close() has begun (the runtime's life is closing; a host called
+    from a finaliser or a gc callback of close() can run then) the runtime
+    is not open any more: proxy_of raises RuntimeError as after close(),
+    for a handle whose proxy Python holds too (close() is about to expire
+    it), and for the null handle."""
+    head = Beacon(signal=1)
+    head.add_to_root()
+    address = rt.native_address
+    assert host.host_proxy_of(address, head.handle) is head
+    assert rt._life_enter(_core.LIFE_CLOSE, "close()")  # what close() does first
+    try:
+        for handle in (head.handle, 0):
+            with pytest.raises(RuntimeError, match="no open zs.Runtime"):
+                host.host_proxy_of(address, handle)
+    finally:
+        rt._life_leave(_core.LIFE_CLOSE)
+    rt.close()
+    assert head.is_expired
+
+
+PAST_THE_CLASS_TABLE = textwrap.dedent("""
+    import zsharp_py as zs
+    from zsharp_py._base.ffi import ffi, lib
+
+    kept = []
+    with zs.Runtime() as rt:
+        native = ffi.cast("zs_runtime *", rt.native_address)
+        classes = {}
+        while not classes or max(classes) < 256:
+            name = ffi.new("char[]", b"HostOnly%d" % len(classes))
+            desc = ffi.new(
+                "zs_class_desc *", {"name": name, "instance_size": ffi.sizeof("zs_object")}
+            )
+            out = ffi.new("zs_class **")
+            kept += [name, desc]
+            assert lib.zs_class_register(native, desc, out) == 0
+            classes[lib.zs_class_id(out[0])] = (out[0], ffi.string(name).decode())
+        for class_id in (0, 64, 128, 256):
+            cls, name = classes[class_id]
+            ref = ffi.new("zs_ref *")
+            assert lib.zs_object_new(native, cls, 0, lib.ZS_NAME_AUTO, 0, ref, ffi.NULL) == 0
+            found = rt.object_from_handle(ref[0])
+            assert type(found).__name__ == name and found.handle == ref[0], (class_id, found)
+            assert rt.object_from_handle(ref[0]) is found
+            print(class_id)
+""")
+
+
+def test_objects_of_host_classes_past_the_class_table_get_their_class() -> None:
+    """Objects of a host's classes Python has not bound get proxies of
+    their own classes (bound then), whatever the size of Python's table of
+    classes by id: none before Python binds a class, then 64 entries,
+    doubled whenever it binds one past them. Looked up in the order of
+    their ids 0, 64, 128 and 256, each first object's class id is exactly
+    the table's size (binding the one before grew it to that), and the
+    table is never read there. Run with the debug allocator, whose guard
+    bytes after every PyMem block make a read one past the table read a
+    pointer that is not NULL (and crash), where pymalloc's neighbouring
+    block could hold anything, NULL included."""
+    env = {**os.environ, "PYTHONMALLOC": "debug"}
+    result = subprocess.run(
+        [sys.executable, "-c", PAST_THE_CLASS_TABLE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "64", "128", "256"]
 
 
 def test_no_proxy_is_made_while_the_runtime_closes(rt: zs.Runtime) -> None:

@@ -17,8 +17,9 @@ import uuid
 import pytest
 
 import zsharp_py as zs
-from helpers import collect
+from helpers import collect, runtime_ptr
 from zsharp_py import _core
+from zsharp_py._base.ffi import ffi, lib
 
 pytestmark = pytest.mark.usefixtures("no_leaked_values")
 
@@ -223,6 +224,73 @@ def test_soft_object_ptr_from_object_and_errors(rt: zs.Runtime) -> None:
     assert empty.is_null and not empty.is_pending and empty.get() is None
     soft.dispose()
     empty.dispose()
+
+
+def test_soft_object_ptr_finds_nothing_once_close_has_begun(rt: zs.Runtime) -> None:
+    """Once close() has begun (the runtime's life is closing, before its
+    proxies expire; Python code can run then: a finaliser, a gc callback)
+    close() is expiring and freeing, and get() declines as every fast path
+    does (native/binding/core.h, zpy_open): it finds nothing, even an object
+    whose proxy Python holds, and never reads or grows the heap's name table
+    (a path of names never seen interns none of them)."""
+    level = Pawn(name="Level")
+    level.add_to_root()
+    hero = Pawn(name="Hero", outer=level)
+    soft = zs.SoftObjectPtr[Pawn]("Level.Hero")
+    unseen = zs.SoftObjectPtr[Pawn]("Level.NeverNamedBefore")
+    assert soft.get() is hero
+    names = lib.zs_name_count(runtime_ptr(rt))
+    assert rt._life_enter(_core.LIFE_CLOSE, "close()")  # what close() does first
+    try:
+        assert rt.lifecycle == "closing" and not soft.is_expired
+        assert soft.get() is None and soft.is_pending
+        assert unseen.get() is None
+        assert lib.zs_name_count(runtime_ptr(rt)) == names
+        assert rt._conjugate_of(hero.handle) is hero  # the proxy is still held
+    finally:
+        rt._life_leave(_core.LIFE_CLOSE)
+    rt.close()
+    assert soft.is_expired and unseen.is_expired and hero.is_expired
+    with pytest.raises(zs.ExpiredConjugateError):
+        soft.get()
+
+
+def test_soft_object_ptr_get_raises_when_the_proxy_cannot_be_made(rt: zs.Runtime) -> None:
+    """get() of a path to a host's object that Python has no proxy of, and
+    whose class it cannot bind (the host described a property of a type
+    nobody declared), raises the binder's error, as rt.object_from_handle
+    does: the failed conjugate is never type-checked as if it were one.
+    The description is kept by reference (zsharp.h), so the runtime is
+    closed before the test's buffers go."""
+    native = runtime_ptr(rt)
+    texts = [ffi.new("char[]", text) for text in (b"mystery", b"NoSuchType", b"Unbindable")]
+    properties = ffi.new(
+        "zs_property_desc[1]",
+        [{"name": texts[0], "type": texts[1], "offset": ffi.sizeof("zs_object")}],
+    )
+    desc = ffi.new(
+        "zs_class_desc *",
+        {
+            "name": texts[2],
+            "instance_size": ffi.sizeof("zs_object") + 8,
+            "properties": properties,
+            "property_count": 1,
+        },
+    )
+    cls = ffi.new("zs_class **")
+    assert lib.zs_class_register(native, desc, cls) == 0
+    index, number, ref = ffi.new("uint32_t *"), ffi.new("uint32_t *"), ffi.new("zs_ref *")
+    assert lib.zs_name_intern(native, b"Crate", 5, index, number) == 0
+    assert lib.zs_object_new(native, cls[0], 0, index[0], number[0], ref, ffi.NULL) == 0
+    assert lib.zs_add_to_root(native, ref[0]) == 0
+    soft = zs.SoftObjectPtr[zs.Object]("Crate")
+    with pytest.raises(TypeError, match="NoSuchType"):
+        rt.object_from_handle(ref[0])
+    for _ in range(2):  # and again: the refusal is remembered, not half-made
+        with pytest.raises(TypeError, match="NoSuchType"):
+            soft.get()
+    soft.dispose()
+    rt.close()
 
 
 def test_soft_object_ptr_property_is_a_red_view(rt: zs.Runtime) -> None:

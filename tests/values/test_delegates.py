@@ -20,6 +20,7 @@ import pytest
 
 import zsharp_py as zs
 from helpers import assert_no_leaked_values, collect, runtime_ptr
+from zsharp_py._base.ffi import lib
 
 
 @pytest.fixture(autouse=True)
@@ -328,6 +329,48 @@ def test_multicast_skips_and_drops_destroyed_targets(rt: zs.Runtime) -> None:
     e.on_hit.broadcast(3)  # ...never called (boom would raise)...
     assert kept.total == 3
     assert len(e.on_hit._raw()) == 1  # ...and dropped from native storage
+    e.remove_from_root()
+    kept.remove_from_root()
+
+
+def test_bindings_to_an_object_a_host_destroyed_are_dead(rt: zs.Runtime) -> None:
+    """A host destroys a bound object (zs_destroy_object) and no mark has
+    nulled the bindings' weak handles since: they are stale, and count as
+    gone for is_bound, len, truth and broadcast, of a single, a multicast
+    and a sparse delegate, and still once a new object has taken the freed
+    slot (same index, the next serial)."""
+    e = Emitter()
+    e.add_to_root()
+    kept = Listener()
+    kept.add_to_root()
+    doomed = Listener()
+    single = zs.Delegate(doomed, "hear")
+    e.on_hit.add(doomed, "boom")  # would raise if it were called
+    e.on_hit.add(kept, "hear")
+    e.on_rare.add(doomed, "boom")
+    stale = doomed.handle
+    assert lib.zs_destroy_object(runtime_ptr(rt), stale) == 0
+    assert doomed.is_expired
+
+    def check() -> None:
+        # What the test is about: the stale handle is still stored.
+        assert stale in (raw[0] for raw in e.on_hit._raw())
+        assert single._raw()[0][0] == stale
+        assert not single.is_bound
+        assert len(e.on_hit) == 1 and e.on_hit.is_bound and e.on_hit
+        assert len(e.on_rare) == 0 and not e.on_rare.is_bound and not e.on_rare
+
+    check()
+    del doomed
+    collect(rt)  # frees the slot; the delegates' handles are not traced to it
+    newcomer = Listener()
+    assert newcomer.handle & 0xFFFFFFFF == stale & 0xFFFFFFFF and newcomer.handle != stale
+    check()
+    e.on_hit.broadcast(2)
+    assert kept.total == 2 and newcomer.calls == 0
+    assert len(e.on_hit._raw()) == 1  # the dead binding was dropped
+    assert single.execute_if_bound() is False and newcomer.calls == 0
+    single.dispose()
     e.remove_from_root()
     kept.remove_from_root()
 
@@ -700,8 +743,6 @@ def test_delegate_property_defaults(rt: zs.Runtime) -> None:
 
 
 def test_failed_native_allocation_leaves_delegates_consistent(rt: zs.Runtime) -> None:
-    from zsharp_py._base.ffi import lib
-
     _warm_up(rt)
     m = zs.MulticastDelegate()
     sparse = zs.SparseDelegate()
