@@ -2,7 +2,8 @@
 
 Applies small deliberate bugs (mutants) to the functions listed in
 tools/mutation_targets.py (native/src, native/binding and the Python
-layers that decide lifetimes), runs the tests mapped to each function, and
+layers that decide lifetimes), runs the tests mapped to each function (and,
+for a mutant they let through, the rest of the library's tests), and
 reports every mutant as killed (a test failed, crashed or hung), survived
 (every test passed: a hole in the suite) or equivalent (listed, with the
 reason, in tools/mutation_equivalent.txt). docs/reliability.md,
