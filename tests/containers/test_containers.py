@@ -1296,6 +1296,27 @@ def test_storing_a_view_of_the_container_being_changed(rt: zs.Runtime, case: str
     assert container == expected, state
 
 
+def test_optional_set_frees_what_it_staged(rt: zs.Runtime) -> None:
+    """``set`` stages the value (a string's code units, a struct's members)
+    in memory of its own, freed whether the set is done or its value is
+    refused."""
+    text = zs.Optional[zs.String]()
+    point = zs.Optional[Defaulted]({"text": "kept"})
+
+    def sets() -> None:
+        text.set(_TAG)
+        point.set({"text": _TAG, "n": 2})
+        with pytest.raises(TypeError):
+            point.set({"text": _TAG, "n": "not a number"})
+        with pytest.raises(TypeError):
+            text.set(5)
+
+    python_bytes, native_blocks = growth(rt, sets, times=500)
+    assert native_blocks == 0, f"{native_blocks} native blocks left by 500 rounds"
+    assert python_bytes < 500, f"{python_bytes} bytes left by 500 rounds"
+    assert text.get() == _TAG and point.get().to_python() == {"text": _TAG, "n": 2, "x": 0.5}
+
+
 def test_failed_optional_set_keeps_the_old_value(rt: zs.Runtime) -> None:
     maybe = zs.Optional[Vec2]((1, 2))
     with pytest.raises(TypeError):
