@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gc
 import re
+import tracemalloc
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,28 @@ def assert_no_leaked_values(rt: zs.Runtime) -> None:
         gc.collect()
         collect(rt)
     assert rt.values_alive() == 0
+
+
+def growth(rt: zs.Runtime, operation: Callable[[], object], times: int = 1000) -> tuple[int, int]:
+    """What ``operation`` run ``times`` times (after two runs that warm
+    every cache up) leaves allocated: (bytes Python's allocators hold more,
+    as tracemalloc traces them: PyMem and PyObject, which the binding uses;
+    native blocks the runtime owns more). A leak of n bytes or blocks a call
+    shows as about n * times; a one-off cache, as a constant."""
+    operation()
+    operation()
+    gc.collect()
+    blocks = rt.native_memory()["live_blocks"]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(times):
+            operation()
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return after - before, rt.native_memory()["live_blocks"] - blocks
 
 
 def warm_up(rt: zs.Runtime) -> None:

@@ -10,13 +10,15 @@ import contextlib
 import copy
 import math
 import types
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zsharp_py as zs
-from helpers import collect
+from helpers import collect, growth
 from hostile_support import GcTrigger
 
 # Arrays long enough that an iteration crosses what used to be copy-out
@@ -51,6 +53,28 @@ class Other(zs.Object):
     pass
 
 
+class Tagged(zs.Struct):
+    """A hashable struct that owns native memory (its string): as a set
+    element or map key it is built natively for each lookup, add and
+    removal, then cleared and freed."""
+
+    tag: zs.String
+    n: zs.Int32
+
+
+class Defaulted(zs.Struct):
+    """A struct with plain defaults (copied into every new value's storage)."""
+
+    text: zs.String
+    n: zs.Int32 = 7
+    x: zs.Float32 = 0.5
+
+
+class SetAndMapHolder(zs.Object):
+    numbers: zs.Set[zs.Int32]
+    scores: zs.Map[zs.Int32, zs.Int32]
+
+
 Int32s = zs.Array[zs.Int32]
 
 # Every container type used below is specialised once at import, so that no
@@ -72,6 +96,10 @@ SPECIALISED = [
     zs.Array[zs.Name],
     zs.Array[zs.String],
     zs.Array[zs.WeakObjectPtr[Trooper]],
+    zs.Array[Defaulted],
+    zs.Map[Tagged, zs.Int32],
+    zs.Map[zs.Int32, Defaulted],
+    zs.Map[zs.Int32, zs.Int32],
     zs.Map[Trooper, zs.Int32],
     zs.Map[zs.Int32, zs.String],
     zs.Map[zs.Int64, zs.Int64],
@@ -79,11 +107,14 @@ SPECIALISED = [
     zs.Map[zs.Name, Vec2],
     zs.Map[zs.Name, zs.Int32],
     zs.Map[zs.String, zs.Array[zs.Int32]],
+    zs.Optional[Defaulted],
     zs.Optional[Trooper],
     zs.Optional[Vec2],
     zs.Optional[zs.String],
     zs.Optional[zs.UInt8],
+    zs.Set[Tagged],
     zs.Set[Trooper],
+    zs.Set[zs.Int32],
     zs.Set[zs.Int64],
     zs.Set[zs.Name],
     zs.Set[zs.String],
@@ -828,6 +859,133 @@ def test_map_property_of_an_object(rt: zs.Runtime) -> None:
     assert unit.spots == {"b": {"x": 2.0, "y": 2.0}}
 
 
+# ---- what sets and maps share ------------------------------------------------------
+
+# A long tag: the native string owns a block of its own.
+_TAG = "tag-" + "x" * 60
+
+
+def _tagged_set_churn() -> Callable[[], None]:
+    tags = zs.Set[Tagged]([("kept", 1)])
+
+    def churn() -> None:
+        tags.add((_TAG, 1))  # new
+        tags.add((_TAG, 1))  # present
+        assert (_TAG, 1) in tags
+        tags.discard((_TAG, 1))  # present
+        tags.discard((_TAG, 2))  # absent
+        tags.update([(_TAG, 3)])
+        tags.remove((_TAG, 3))
+
+    return churn
+
+
+def _tagged_map_churn() -> Callable[[], None]:
+    counts = zs.Map[Tagged, zs.Int32]({("kept", 1): 1})
+
+    def churn() -> None:
+        counts[(_TAG, 1)] = 1  # new
+        counts[(_TAG, 1)] = 2  # replaced
+        assert counts[(_TAG, 1)] == 2 and counts.get((_TAG, 2)) is None
+        del counts[(_TAG, 1)]
+        counts.update({(_TAG, 3): 3})
+        assert counts.pop((_TAG, 3)) == 3 and counts.pop((_TAG, 3), None) is None
+
+    return churn
+
+
+def _object_set_churn() -> Callable[[], None]:
+    a, b = Trooper(), Trooper()
+    units = zs.Set[Trooper]([a])
+
+    def churn() -> None:
+        units.add(b)
+        assert b in units
+        units.discard(b)
+        units.discard(b)
+
+    return churn
+
+
+KEY_CHURNS = {
+    "struct-set": _tagged_set_churn,
+    "struct-map": _tagged_map_churn,
+    "object-set": _object_set_churn,
+}
+
+
+@pytest.mark.parametrize("case", list(KEY_CHURNS), ids=list(KEY_CHURNS))
+def test_keys_built_for_a_lookup_add_or_removal_are_freed(rt: zs.Runtime, case: str) -> None:
+    """A key that is not read where it is staged (a struct, an object
+    reference) is built into a temporary for each lookup, add and removal
+    (native/binding/zpy_hash_base.c, native_key): the temporary and what it
+    owns (a struct's string, in native memory) are freed every time, on
+    every path (present, absent, new, replaced)."""
+    python_bytes, native_blocks = growth(rt, KEY_CHURNS[case](), times=500)
+    assert native_blocks == 0, f"{native_blocks} native blocks left by 500 rounds"
+    assert python_bytes < 500, f"{python_bytes} bytes left by 500 rounds"
+
+
+_HASH_WRITES: dict[str, Callable[[Any, Any], Any]] = {
+    "set.add": lambda s, key: s.add(key),
+    "set.discard": lambda s, key: s.discard(key),
+    "set.remove": lambda s, key: s.remove(key),
+    "set.update": lambda s, key: s.update([key]),
+    "set.contains": lambda s, key: key in s,
+    "map.setitem": lambda m, key: m.__setitem__(key, 5),
+    "map.delitem": lambda m, key: m.__delitem__(key),
+    "map.update": lambda m, key: m.update([(key, 5)]),
+    "map.pop": lambda m, key: m.pop(key),
+    "map.setdefault": lambda m, key: m.setdefault(key, 5),
+    "map.get": lambda m, key: m.get(key),
+}
+
+
+class _ExpiringKey:
+    """The integer 1 through ``__index__``, whose first conversion runs ``action``."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self.action: Callable[[], None] | None = action
+
+    def __index__(self) -> int:
+        action, self.action = self.action, None
+        if action is not None:
+            action()
+        return 1
+
+
+@pytest.mark.parametrize("how", ["dispose", "collect_owner", "close"])
+@pytest.mark.parametrize("op", list(_HASH_WRITES), ids=list(_HASH_WRITES))
+def test_a_set_or_map_expired_while_its_key_converts_raises(
+    rt: zs.Runtime, op: str, how: str
+) -> None:
+    """The key's conversion (phase 1) disposes the set or map, collects
+    the object it is a property of, or closes the runtime: every method
+    raises ExpiredConjugateError, none reports success (a write silently
+    lost), an absent key (KeyError) or a result with the error pending
+    (SystemError)."""
+    is_set = op.startswith("set.")
+    if how == "dispose":
+        target: Any = zs.Set[zs.Int32]({1}) if is_set else zs.Map[zs.Int32, zs.Int32]({1: 1})
+        action: Callable[[], None] = target.dispose
+    else:
+        holder = SetAndMapHolder(numbers={1}, scores={1: 1})
+        holder.add_to_root()
+        target = holder.numbers if is_set else holder.scores
+
+        def action() -> None:
+            if how == "close":
+                rt.close()
+                return
+            holder.remove_from_root()
+            holder.mark_as_garbage()
+            collect(rt)
+
+    with pytest.raises(zs.ExpiredConjugateError):
+        _HASH_WRITES[op](target, _ExpiringKey(action))
+    assert target.is_expired
+
+
 # ---- Optional ------------------------------------------------------------------------
 
 
@@ -1138,6 +1296,27 @@ def test_storing_a_view_of_the_container_being_changed(rt: zs.Runtime, case: str
     assert container == expected, state
 
 
+def test_optional_set_frees_what_it_staged(rt: zs.Runtime) -> None:
+    """``set`` stages the value (a string's code units, a struct's members)
+    in memory of its own, freed whether the set is done or its value is
+    refused."""
+    text = zs.Optional[zs.String]()
+    point = zs.Optional[Defaulted]({"text": "kept"})
+
+    def sets() -> None:
+        text.set(_TAG)
+        point.set({"text": _TAG, "n": 2})
+        with pytest.raises(TypeError):
+            point.set({"text": _TAG, "n": "not a number"})
+        with pytest.raises(TypeError):
+            text.set(5)
+
+    python_bytes, native_blocks = growth(rt, sets, times=500)
+    assert native_blocks == 0, f"{native_blocks} native blocks left by 500 rounds"
+    assert python_bytes < 500, f"{python_bytes} bytes left by 500 rounds"
+    assert text.get() == _TAG and point.get().to_python() == {"text": _TAG, "n": 2, "x": 0.5}
+
+
 def test_failed_optional_set_keeps_the_old_value(rt: zs.Runtime) -> None:
     maybe = zs.Optional[Vec2]((1, 2))
     with pytest.raises(TypeError):
@@ -1182,6 +1361,43 @@ def test_container_and_string_defaults_of_objects(rt: zs.Runtime) -> None:
     second = WithDefaults(numbers=[9])
     assert second.numbers == [9] and second.spots == {"a": 1}
     assert WithDefaults().numbers == [1, 2]
+
+
+def _new_map_entry(write: Callable[[Any], Any]) -> Any:
+    target = zs.Map[zs.Int32, Defaulted]({2: {"text": "old", "n": 1, "x": 1.0}})
+    write(target)
+    return target[1].to_python()
+
+
+def _new_array_element(write: Callable[[Any], Any]) -> Any:
+    target = zs.Array[Defaulted]([{"text": "old", "n": 1, "x": 1.0}])
+    write(target)
+    return target[-1].to_python()
+
+
+# Every way a struct value gets new storage in a container, written from a
+# dict that names only the member without a default.
+NEW_STRUCT_SLOTS: dict[str, Callable[[], Any]] = {
+    "map[key] =": lambda: _new_map_entry(lambda m: m.__setitem__(1, {"text": "t"})),
+    "map.update": lambda: _new_map_entry(lambda m: m.update({1: {"text": "t"}})),
+    "map.setdefault": lambda: _new_map_entry(lambda m: m.setdefault(1, {"text": "t"})),
+    "Map(dict)": lambda: zs.Map[zs.Int32, Defaulted]({1: {"text": "t"}})[1].to_python(),
+    "array.append": lambda: _new_array_element(lambda a: a.append({"text": "t"})),
+    "array.extend": lambda: _new_array_element(lambda a: a.extend([{"text": "t"}])),
+    "Array(list)": lambda: zs.Array[Defaulted]([{"text": "t"}])[0].to_python(),
+    "optional.set": lambda: (o := zs.Optional[Defaulted](), o.set({"text": "t"}))[0].to_python(),
+}
+
+
+@pytest.mark.parametrize("case", list(NEW_STRUCT_SLOTS), ids=list(NEW_STRUCT_SLOTS))
+def test_a_new_container_slot_of_a_struct_starts_from_its_plain_defaults(
+    rt: zs.Runtime, case: str
+) -> None:
+    """A struct written into new storage (a new map entry, array element,
+    optional value) from a dict that leaves members out starts from the
+    struct's plain defaults, as ``Defaulted(text="t")`` does, not zeroes."""
+    assert NEW_STRUCT_SLOTS[case]() == {"text": "t", "n": 7, "x": 0.5}
+    assert Defaulted(text="t").to_python() == {"text": "t", "n": 7, "x": 0.5}
 
 
 # ---- forward references ------------------------------------------------------------------

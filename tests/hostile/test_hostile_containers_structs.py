@@ -216,6 +216,24 @@ def test_f_plain_values_are_one_state_of_the_map(rt: zs.Runtime, read: str) -> N
     rt.gc.verify()
 
 
+@pytest.mark.parametrize("action", ["dispose", "reset"])
+def test_f_an_optional_value_read_while_the_optional_goes(rt: zs.Runtime, action: str) -> None:
+    """``opt.get()`` of a struct inside a call, while the collector (run by
+    the scope's first allocation) disposes the optional or resets it: the
+    view's place is found again after registering, and there is none, so
+    the read raises ExpiredConjugateError or ValueError (the optional was
+    reset), never reads a place that is gone."""
+
+    def setup() -> tuple[Callable[[], None], Callable[[], Any]]:
+        maybe = zs.Optional[MVec]((10, 1.0))
+        return getattr(maybe, action), lambda: maybe.get().to_python()
+
+    expected = zs.ExpiredConjugateError if action == "dispose" else ValueError
+    for result, error in _collected_inside(setup, in_a_call=True):
+        assert isinstance(error, expected), (result, error)
+    rt.gc.verify()
+
+
 # ---------------------------------------------------------------------------
 # G. Multi-element writes refused by the native side: all or nothing
 # ---------------------------------------------------------------------------
