@@ -42,13 +42,19 @@ HOST = r"""
 
 static const zs_api *api;
 static int calls;
+static int frees; /* runtimes freed that host_watch registered a cleanup in */
 static zs_ref remembered;
+
+static void count_free(void *user) { (void)user; frees++; }
 
 int host_init(const void *table) {
     api = table;
     return api->version == ZS_API_VERSION && api->size == sizeof(zs_api);
 }
 int host_calls(void) { return calls; }
+int host_frees(void) { return frees; }
+/* Count rt's free (its cleanups run when it is freed). */
+int host_watch(zs_runtime *rt) { return (int)api->zs_runtime_add_cleanup(rt, count_free, NULL); }
 int host_call(zs_runtime *rt, zs_ref object, const char *function, void *params) {
     return (int)api->zs_call_function(rt, object, function, params);
 }
@@ -154,6 +160,20 @@ ENTRY(call_back) {
     return ZS_OK;
 }
 
+/* call_back_watched() -> (Int32, Int32): calls the Python method named by
+   `user` on self, then reports how many watched runtimes had been freed
+   when that call returned, touching the runtime no more: the one it runs
+   on must still be there. */
+struct call_back_watched { int32_t status; int32_t frees; };
+ENTRY(call_back_watched) {
+    UNUSED;
+    struct call_back_watched *p = params;
+    calls++;
+    p->status = (int32_t)api->zs_call_function(rt, self, (const char *)user, NULL);
+    p->frees = frees;
+    return ZS_OK;
+}
+
 /* Strings are UTF-16 (zs.String): greet(name: String) -> String, "hi " + name. */
 struct greet { zs_string name; zs_string result; };
 ENTRY(greet) {
@@ -216,6 +236,7 @@ ENTRIES = [
     "collect_natively",
     "self_destruct",
     "call_back",
+    "call_back_watched",
     "greet",
     "count_to",
     "greet_back",
@@ -223,7 +244,8 @@ ENTRIES = [
 ]
 
 CDEF = (
-    "int host_init(const void *);\nint host_calls(void);\n"
+    "int host_init(const void *);\nint host_calls(void);\nint host_frees(void);\n"
+    "int host_watch(void *);\n"
     "int host_call(void *, uint64_t, const char *, void *);\n"
     + "".join(f"int {name}(void *, void *, uint64_t, void *);\n" for name in ENTRIES)
 )
@@ -262,6 +284,16 @@ class Host:
     @property
     def calls(self) -> int:
         return int(self.lib.host_calls())
+
+    @property
+    def frees(self) -> int:
+        """Native runtimes freed among those ``watch`` was given."""
+        return int(self.lib.host_frees())
+
+    def watch(self, runtime: zs.Runtime) -> None:
+        """Count ``runtime``'s native free (a cleanup of the host's)."""
+        address = self.ffi.cast("void *", runtime.native_address)
+        assert self.lib.host_watch(address) == 0
 
     def entry(self, name: str) -> int:
         return int(self.ffi.cast("uintptr_t", getattr(self.lib, name)))
@@ -858,14 +890,65 @@ def test_an_entry_that_calls_back_into_python_which_collects(rt: zs.Runtime, hos
 
 
 def test_an_entry_that_calls_back_into_python_which_closes_the_runtime(host: Host) -> None:
-    fn = call_back(host, b"py_close")
+    """close() inside a host call detaches the runtime and leaves the native
+    free to the call, which still runs on it: freed once it returns."""
+    fn = host.function(
+        "call_back_watched",
+        "Mob.call_back_watched() -> tuple[Int32, Int32]",
+        (
+            arg("status", 0, SCALAR, _core.SCALAR_I32, RETURN),
+            arg("frees", 4, SCALAR, _core.SCALAR_I32, OUT),
+        ),
+        8,
+        user=host.text(b"py_close"),
+    )
     runtime = zs.Runtime()
+    host.watch(runtime)
+    before = host.frees
     with runtime.activate():
         mob = Mob()
-        assert fn(mob)[0] == 0  # the runtime is freed when the call returns
+        assert fn(mob) == (0, before)  # not freed under the entry
+    assert host.frees == before + 1  # freed when the call returned
     assert runtime.closed and mob.is_expired
     with pytest.raises(ExpiredConjugateError):
         fn(mob)
+    assert host.frees == before + 1  # once
+
+
+def test_a_close_inside_nested_calls_frees_when_the_outermost_returns(host: Host) -> None:
+    """A host call whose Python callback calls the host again, and the
+    inner call's callback closes the runtime: the inner call returning must
+    not free the native runtime the outer one still runs on; the outer
+    one's return does, once."""
+    inner = call_back(host, b"py_close")
+    seen: list[tuple[Any, int]] = []
+
+    class Nester(Mob):
+        def py_nest(self) -> None:
+            seen.append((inner(self), host.frees))
+
+    outer = host.function(
+        "call_back_watched",
+        "Nester.call_back_watched() -> tuple[Int32, Int32]",
+        (
+            arg("status", 0, SCALAR, _core.SCALAR_I32, RETURN),
+            arg("frees", 4, SCALAR, _core.SCALAR_I32, OUT),
+        ),
+        8,
+        owner=Nester,
+        user=host.text(b"py_nest"),
+    )
+    runtime = zs.Runtime()
+    host.watch(runtime)
+    before = host.frees
+    with runtime.activate():
+        nester = Nester()
+        # The inner call's question about self after its callback finds
+        # the runtime still there (detached, not freed): ZS_OK.
+        assert outer(nester) == (0, before)
+    assert seen == [((0, 0), before)]
+    assert host.frees == before + 1
+    assert runtime.closed and nester.is_expired
 
 
 def test_an_object_result_after_the_runtime_closed(host: Host) -> None:

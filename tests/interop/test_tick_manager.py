@@ -422,6 +422,63 @@ def test_close_from_inside_a_tick(unraisable: list[Any]) -> None:
     assert unraisable == []
 
 
+class Released:
+    """Runs ``action`` when released."""
+
+    def __init__(self, action: Any) -> None:
+        self.action = action
+
+    def __del__(self) -> None:
+        self.action()
+
+
+class Holder(zs.Object):
+    """Python state released when close() expires the object."""
+
+    held: Any = zs.state(default=None)
+
+
+def test_the_tick_manager_refuses_once_close_has_begun() -> None:
+    """Python code close() runs (a finaliser of state it releases) finds
+    the tick manager refusing, as after the close: counting, registering
+    or changing a tick function would read or change a heap close() is
+    expiring and about to free."""
+    runtime = zs.Runtime()
+    outcomes: list[tuple[str, str]] = []
+
+    def attempt(what: str, action: Any) -> None:
+        try:
+            action()
+        except zs.ExpiredConjugateError:
+            outcomes.append((what, "ExpiredConjugateError"))
+        else:
+            outcomes.append((what, "runs"))
+
+    with runtime.activate():
+        (ticker,) = tickers(1)
+        ticking = runtime.ticks.register(ticker)
+
+        def inside_close() -> None:
+            assert runtime.lifecycle == "closing"
+            attempt("count", lambda: len(runtime.ticks))
+            attempt("interval", lambda: setattr(ticking, "interval", 0.5))
+            attempt("enabled", lambda: setattr(ticking, "enabled", False))
+            attempt("frame", lambda: runtime.ticks.frame(0.1))
+
+        holder = Holder(held=Released(inside_close))
+        holder.add_to_root()
+        del holder
+        assert len(runtime.ticks) == 1
+        runtime.close()
+    assert outcomes == [
+        ("count", "ExpiredConjugateError"),
+        ("interval", "ExpiredConjugateError"),
+        ("enabled", "ExpiredConjugateError"),
+        ("frame", "ExpiredConjugateError"),
+    ]
+    assert LOG == []  # no frame ran
+
+
 def test_collect_ends_the_frame_with_gc_tick(rt: zs.Runtime) -> None:
     (keeper,) = tickers(1)
     rt.ticks.register(keeper)

@@ -22,6 +22,7 @@ import pytest
 import zsharp_py as zs
 from hostile_support import GcTrigger
 from zsharp_py import _core, sample_engine
+from zsharp_py._base.ffi import ffi, lib
 
 TABLE = Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md"
 
@@ -222,3 +223,96 @@ def test_the_phase_moves_one_way() -> None:
     assert runtime._life_enter(_core.LIFE_CLOSE, "close()") is False  # nothing to do
     with pytest.raises(zs.ExpiredConjugateError):
         runtime.collect_garbage()
+
+
+def test_a_runtime_not_opened_yet_is_closed_to_every_act() -> None:
+    """A runtime made but not opened (``attach`` makes one with ``__new__``
+    before it opens it) has no heap: close() and the host's free have
+    nothing to do, and nothing that would touch the heap may begin."""
+    unopened = zs.Runtime.__new__(zs.Runtime)
+    assert unopened.lifecycle == "closed" and unopened._closed
+    assert unopened._life_enter(_core.LIFE_CLOSE, "close()") is False
+    assert unopened._life_enter(_core.LIFE_HOST_FREE, "the host's free") is False
+    for act in (_core.LIFE_COLLECT, _core.LIFE_ADOPT):
+        with pytest.raises(zs.ExpiredConjugateError, match="the runtime has been closed"):
+            unopened._life_enter(act, "asked")
+    with pytest.raises(zs.ExpiredConjugateError):
+        unopened._life_check(_core.LIFE_COLLECT, "collect_garbage()")
+    assert unopened.lifecycle == "closed"  # nothing began
+
+
+class NativeFree:
+    """A cleanup of the native runtime (``zs_runtime_add_cleanup``, as a
+    host registers one): counts the runtime's free and runs ``action``
+    inside it."""
+
+    def __init__(self, runtime: zs.Runtime, action: Callable[[], None] = lambda: None) -> None:
+        self.count = 0
+        self.action = action
+        self.callback = ffi.callback("void(void *)", self._run)  # kept as long as this
+        native = ffi.cast("zs_runtime *", runtime.native_address)
+        assert lib.zs_runtime_add_cleanup(native, self.callback, ffi.NULL) == lib.ZS_OK
+
+    def _run(self, user: Any) -> None:
+        self.count += 1
+        self.action()
+
+
+def test_a_close_from_inside_the_native_free_is_refused() -> None:
+    """close() frees the native runtime after it detached it: Python code
+    the free runs (a host's cleanup calling back) finds the runtime closed,
+    yet a close() there is refused as inside any close(), not taken for
+    done while the outer one still frees."""
+    runtime = zs.Runtime()
+    seen: list[str] = []
+
+    def close_again() -> None:
+        seen.append(runtime.lifecycle)
+        with pytest.raises(RuntimeError, match="inside a collection or close"):
+            runtime.close()
+        seen.append("refused")
+
+    free = NativeFree(runtime, close_again)
+    runtime.close()
+    assert seen == ["closed", "refused"] and free.count == 1
+    assert runtime.closed
+    runtime.close()  # afterwards: nothing to do
+
+
+class Closer(zs.Object):
+    """A tick function that runs ``ACTION`` (closing its runtime)."""
+
+    def tick(self, dt: float) -> None:
+        CLOSER_ACTIONS.pop()(self)
+
+
+CLOSER_ACTIONS: list[Callable[[Closer], None]] = []
+
+
+def test_the_native_runtime_is_freed_once_and_only_when_detached() -> None:
+    """Runtime._core_free_native (close()'s last step) refuses a runtime
+    still attached, and a second free while the first waits for the host
+    calls running on it (a tick function closed the runtime inside
+    ``rt.ticks.frame()``): neither free is made; the waiting one is made
+    once, when the frame returns."""
+    runtime = zs.Runtime()
+    free = NativeFree(runtime)
+    made: list[str] = []
+    with pytest.raises(RuntimeError, match="detach first, and free a runtime once"):
+        runtime._core_free_native(lambda: made.append("attached"))
+    assert made == [] and runtime.lifecycle == "open"
+
+    def close_and_free_again(me: Closer) -> None:
+        runtime.close()  # detached; the native free waits for the frame
+        assert runtime.closed and free.count == 0
+        with pytest.raises(RuntimeError, match="free a runtime once"):
+            runtime._core_free_native(lambda: made.append("twice"))
+
+    with runtime.activate():
+        closer = Closer()
+        closer.add_to_root()
+        runtime.ticks.register(closer)
+        CLOSER_ACTIONS.append(close_and_free_again)
+        runtime.ticks.frame(0.1)
+    assert CLOSER_ACTIONS == []  # it ran
+    assert made == [] and free.count == 1
