@@ -242,7 +242,6 @@ TARGETS: tuple[Target, ...] = (
             "zpyv_holder_table",
             "zpyv_expire_table",
             "zpyv_expire_in_place",
-            "zpyv_expire_key",
             "zpyv_expire_scope",
             "zpyv_expire_blacks",
         ),

@@ -456,8 +456,6 @@ zpyv_value *zpyv_new_black(zpy_runtime_core *rt, zpyv_kind *kind);
 void zpyv_expire_table(zpyv_table *table, PyObject *reason);
 /* Expire one value and its views in place (no Python code). */
 void zpyv_expire_in_place(zpyv_value *value, PyObject *reason);
-/* Expire the cached view under `key` in a table, if any (no Python code). */
-void zpyv_expire_key(zpyv_table *table, Py_ssize_t key, PyObject *reason);
 /* The live view cached under `key`, or NULL. */
 zpyv_value *zpyv_table_lookup(const zpyv_table *table, Py_ssize_t key);
 /* Free a table whose views are detached or parked (its holder is being

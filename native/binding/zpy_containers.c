@@ -52,7 +52,8 @@ void zpyv_contents_changed(zpyv_value *value, Py_ssize_t key) {
     if (view != NULL) zpyv_expire_table(view->views, value->runtime->state->reason_structure);
 }
 
-/* A Python index (int or __index__) as a position in [0, length): negative
+/* A Python index (an int or int subclass, not a bool; __index__ is not
+ * called, so no Python code runs) as a position in [0, length): negative
  * counts from the end. -1 with IndexError or TypeError set. */
 Py_ssize_t zpyv_position_of(PyObject *index, Py_ssize_t length, int *error) {
     *error = 0;

@@ -82,15 +82,6 @@ void zpyv_expire_in_place(zpyv_value *value, PyObject *reason) {
     zpyv_expire_table(value->views, reason == state->reason_closed ? reason : state->reason_parent);
 }
 
-void zpyv_expire_key(zpyv_table *table, Py_ssize_t key, PyObject *reason) {
-    zpyv_value *view = zpyv_table_get(table, key);
-    if (view == NULL) return;
-    zpyv_table_remove(table, key, view);
-    view->flags &= ~ZPYV_V_CACHED;
-    zpyv_expire_in_place(view, reason);
-    if (view->flags & ZPYV_V_PARKED) release_parked(view);
-}
-
 /* _core.scope_opened() -> its serial: a zs.scope() opened (counted: while
  * none is open anywhere, views are not registered; the serial orders it
  * among call scopes, value.h). */

@@ -322,6 +322,24 @@ def test_indexing(rt: zs.Runtime) -> None:
         array["0"]
     with pytest.raises(TypeError):
         array[1.0]
+    # Outside [-2**63, 2**63) the index does not fit a C index: out of
+    # range, never wrapped or clipped onto an element, and no conversion
+    # error left pending. A bool is refused, as by every path of arr[i].
+    for bad in (2**63, -(2**63) - 1, 2**100, -(2**100)):
+        with pytest.raises(IndexError):
+            array[bad]
+        with pytest.raises(IndexError):
+            array[bad] = 0
+        with pytest.raises(IndexError):
+            del array[bad]
+    for flag in (True, False):
+        with pytest.raises(TypeError, match="not bool"):
+            array[flag]
+        with pytest.raises(TypeError, match="not bool"):
+            array[flag] = 0
+        with pytest.raises(TypeError, match="not bool"):
+            del array[flag]
+    assert array == [10, 20, 30]
     array[-1] = 33
     assert array == [10, 20, 33]
     with pytest.raises(IndexError):

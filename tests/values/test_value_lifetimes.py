@@ -616,6 +616,34 @@ def test_scopes_are_per_thread(rt: zs.Runtime) -> None:
     assert not got[0].is_expired
 
 
+def test_a_view_below_a_scoped_view_expires_with_it_though_no_scope_holds_it(
+    rt: zs.Runtime,
+) -> None:
+    # The views under an element view obtained in the scope were obtained in
+    # another thread, outside any scope of its own: no scope holds them, but
+    # the scope's end expires their parent, and so everything below it.
+    # Left live they would keep addresses into the array's storage, which
+    # its growth below frees.
+    carriers = zs.Array[Carrier]([(None, "first", [1])])
+    got: list[Any] = []
+    with zs.scope():
+        first = carriers[0]
+        thread = threading.Thread(target=lambda: got.append((first.note, first.bag)))
+        thread.start()
+        thread.join()
+        note, bag = got[0]
+        assert str(note) == "first" and list(bag) == [1]
+    assert first.is_expired and SCOPE in repr(first)
+    for view in (note, bag):
+        assert view.is_expired and PARENT in repr(view)
+    carriers.extend([(None, "more", [2])] * 64)  # the storage moves
+    with pytest.raises(zs.ExpiredConjugateError, match=PARENT):
+        str(note)
+    with pytest.raises(zs.ExpiredConjugateError, match=PARENT):
+        bag.append(3)
+    assert str(carriers[0].note) == "first" and list(carriers[0].bag) == [1]
+
+
 # ---- red views: container structure changed -----------------------------------------
 
 
