@@ -262,6 +262,51 @@ def test_a_reference_that_died_while_later_elements_were_staged(rt: zs.Runtime) 
     assert keeper.kids.to_python() == [None, first, keeper]
 
 
+def _dying(rt: zs.Runtime, scratch: zs.Array[Keeper]) -> Keeper:
+    """An object an incremental collection has gathered as unreachable and
+    whose proxy has not expired yet (the bounded expiry has not reached
+    it): the native heap refuses to store it (ZS_E_DYING)."""
+    doomed = [Keeper() for _ in range(16)]
+    scratch.extend(doomed)  # stored once: the heap has shared their handles,
+    scratch.clear()  # so they wait for the collector
+    rt.gc.start_incremental()
+    while rt.gc.phase == "marking":
+        rt.gc.step(max_objects=1)  # bounded by work: deterministic
+    return next(kid for kid in doomed if not kid.is_expired)
+
+
+def test_an_insertion_refused_for_a_dying_object_allocates_nothing(rt: zs.Runtime) -> None:
+    """Every insertion into an array of references refuses an object the
+    collector is destroying (ExpiredConjugateError), and the refusal
+    changes nothing: not the elements, and not the storage, which is full,
+    so an insertion that grew it before checking the reference would leave
+    the heap's live bytes higher (zsharp.h: zs_array_insert_packed checks
+    every reference before it grows the storage)."""
+    keeper = Keeper()
+    keeper.add_to_root()
+    keeper.kids = [keeper] * 4  # exactly the first capacity
+    scratch = zs.Array[Keeper]()
+    inserts: list[Callable[[Keeper], None]] = [
+        keeper.kids.append,
+        lambda kid: keeper.kids.insert(1, kid),
+        lambda kid: keeper.kids.extend([keeper, kid]),
+        lambda kid: keeper.kids.__setitem__(slice(1, 1), [kid, keeper]),
+    ]
+    for insert in inserts:
+        kid = _dying(rt, scratch)
+        used = rt.native_memory()["live_bytes"]
+        with pytest.raises(zs.ExpiredConjugateError, match="about to be destroyed"):
+            insert(kid)
+        assert rt.native_memory()["live_bytes"] == used
+        assert keeper.kids.to_python() == [keeper] * 4
+        rt.collect_garbage()
+        assert kid.is_expired
+    keeper.kids.append(keeper)
+    assert keeper.kids.to_python() == [keeper] * 5
+    scratch.dispose()
+    rt.gc.verify()
+
+
 def test_a_position_hook_that_empties_or_disposes_the_array(rt: zs.Runtime) -> None:
     floats = zs.Array[zs.Float64]([1.0, 2.0, 3.0])
 

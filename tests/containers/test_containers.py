@@ -1418,6 +1418,33 @@ def test_a_new_container_slot_of_a_struct_starts_from_its_plain_defaults(
     assert Defaulted(text="t").to_python() == {"text": "t", "n": 7, "x": 0.5}
 
 
+class Scored(zs.Struct):
+    x: zs.Int32
+    score: zs.Int32 = 7
+    weight: zs.Float64 = 0.5
+
+
+def test_new_array_elements_from_partial_dicts_start_from_the_defaults(rt: zs.Runtime) -> None:
+    """A struct element inserted from a dict naming some members starts
+    from the struct's declared defaults (the members it does not name keep
+    them), by every insertion, into a new array and into one whose
+    elements were all removed."""
+    made = {"x": 1, "score": 7, "weight": 0.5}
+    arr = zs.Array[Scored]()
+    arr.append({"x": 1})
+    arr.insert(0, {"x": 1})
+    arr.extend([{"x": 1}, {"x": 1, "score": 3}])
+    arr += [{"x": 1}]
+    arr[1:1] = [{"x": 1}]
+    assert arr.to_python() == [made] * 4 + [{"x": 1, "score": 3, "weight": 0.5}, made]
+    arr[:] = [(9, 9, 9.0)] * 8
+    del arr[:]  # its storage kept: new slots start from the defaults, not old elements
+    arr.append({"x": 2})
+    arr.insert(0, {"weight": 1.5})
+    assert arr.to_python() == [{"x": 0, "score": 7, "weight": 1.5}, {**made, "x": 2}]
+    arr.dispose()
+
+
 # ---- forward references ------------------------------------------------------------------
 
 FORWARD_SOURCE = """

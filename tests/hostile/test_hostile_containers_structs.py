@@ -3,7 +3,8 @@
 
 F: a map entry found by its key is used only as the map is when its address
 is taken (a view is found again by its key once it is registered; items()
-captures keys and values in one pass). G: a write of several elements is
+captures keys and values in one pass); an array element's view, found
+again by its index, is never of a slot past the end. G: a write of several elements is
 all or nothing when the native side refuses one (an object that died while
 later elements were staged). H1: a struct from a dict subclass is read from
 the dict's own storage. I: no value or object class can be re-classed,
@@ -139,6 +140,37 @@ def test_f_a_map_view_is_never_another_keys_value(rt: zs.Runtime, read: str) -> 
             assert result in ("absent", {"x": 10, "y": 1.0}), result
     for m in maps:
         assert m.to_python() == {2: {"x": 20, "y": 2.0}, 3: {"x": 30, "y": 3.0}}
+    rt.gc.verify()
+
+
+@pytest.mark.parametrize("shrink", ["pop", "clear"])
+def test_f_an_array_view_is_never_past_the_end(rt: zs.Runtime, shrink: str) -> None:
+    """``arr[2]`` of a 3-element struct array inside a call, while the
+    collector (run by the scope's first allocation) pops the last element
+    or clears the array: the element's place, found again by its index
+    once the view is registered, is gone: IndexError, never a view of the
+    slot past the end (it read the removed element). A collection later in
+    the read expires the view made before it."""
+    arrays: list[Any] = []
+
+    def setup() -> tuple[Callable[[], None], Callable[[], Any]]:
+        arr = zs.Array[MVec]([(10, 1.0), (20, 2.0), (30, 3.0)])
+        arrays.append(arr)
+
+        def operation() -> Any:
+            return arr[2].to_python()
+
+        return (arr.pop if shrink == "pop" else arr.clear), operation
+
+    outcomes = _collected_inside(setup, in_a_call=True)
+    for result, error in outcomes:
+        assert isinstance(error, (IndexError, zs.ExpiredConjugateError)), (result, error)
+    # The collection ran between the index's check and the view's place.
+    assert any(isinstance(error, IndexError) for _, error in outcomes), outcomes
+    for arr in arrays:
+        assert arr.to_python() == (
+            [{"x": 10, "y": 1.0}, {"x": 20, "y": 2.0}] if shrink == "pop" else []
+        )
     rt.gc.verify()
 
 
