@@ -1103,7 +1103,7 @@ int zpy_add_tick_constants(PyObject *module);
  * descriptions of the lower layers (statuses raised). Each file says what
  * each takes and returns. */
 PyObject *zpy_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
-PyObject *zpy_rt_free_runtime(PyObject *unused, PyObject *address);
+PyObject *zpy_rt_free_runtime(PyObject *cls, PyObject *address);
 PyObject *zpy_rt_set_handlers(PyObject *self, PyObject *install);
 PyObject *zpy_rt_memory(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_live_objects(PyObject *self, PyObject *unused);

@@ -543,7 +543,7 @@ static PyMethodDef runtime_core_methods[] = {
     /* ---- the heap calls (`_heap_*`): zpy_heap_calls.c, then zpy_reflection.c */
     {"_heap_new_runtime", (PyCFunction)(void (*)(void))zpy_rt_new_runtime,
      METH_FASTCALL | METH_STATIC, "A new native runtime: (status, address)."},
-    {"_heap_free_runtime", zpy_rt_free_runtime, METH_O | METH_STATIC,
+    {"_heap_free_runtime", zpy_rt_free_runtime, METH_O | METH_CLASS,
      "Free a native runtime this side made (its address)."},
     {"_heap_set_handlers", zpy_rt_set_handlers, METH_O,
      "Set (True) or remove this module's call handler and class resolver."},
