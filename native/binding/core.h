@@ -667,6 +667,8 @@ typedef struct zpy_runtime_core {
                                    themselves (zpy_expire_dying, zpy_collection.c); with none, the
                                    handler reports an error as unraisable */
     PyObject *expiry_error;    /* the first error of the handler's expiry for those paths */
+    uint32_t expiry_faults;    /* test-only fault injection (GarbageCollector._debug_fail_expiries):
+                                   the next this many conjugate expiries fail as out of memory */
     PyObject *creators;        /* dict: class -> Creator (fast creation in this runtime) */
     PyObject *last_class;      /* the class last created here, and its Creator: */
     PyObject *last_creator;    /*   a loop creating one class skips the dict */

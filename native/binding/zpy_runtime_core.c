@@ -620,6 +620,9 @@ static PyMemberDef runtime_core_members[] = {
      "Conjugates expired in the current collection cycle (GcStats.conjugates_expired)."},
     {"_collect_every", T_UINT, offsetof(zpy_runtime_core, collect_every), 0,
      "GcStress.collect_every (creation takes the Python path when set)."},
+    {"_expiry_faults", T_UINT, offsetof(zpy_runtime_core, expiry_faults), 0,
+     "Test-only: the next this many conjugate expiries fail as out of memory "
+     "(GarbageCollector._debug_fail_expiries)."},
     {"_inline_blacks", T_UINT, offsetof(zpy_runtime_core, inline_blacks), READONLY,
      "Live black values with no native block (values_alive counts them)."},
     {"_callable_capacity", T_UINT, offsetof(zpy_runtime_core, callable_capacity), READONLY,
