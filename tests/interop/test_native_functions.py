@@ -154,6 +154,16 @@ ENTRY(call_back) {
     return ZS_OK;
 }
 
+/* call_back_then_destroy() -> Int32: calls the Python method named by
+   `user` on self, then destroys self natively: the destroy's status. */
+ENTRY(call_back_then_destroy) {
+    UNUSED;
+    calls++;
+    api->zs_call_function(rt, self, (const char *)user, NULL);
+    *(int32_t *)params = (int32_t)api->zs_destroy_object(rt, self);
+    return ZS_OK;
+}
+
 /* Strings are UTF-16 (zs.String): greet(name: String) -> String, "hi " + name. */
 struct greet { zs_string name; zs_string result; };
 ENTRY(greet) {
@@ -216,6 +226,7 @@ ENTRIES = [
     "collect_natively",
     "self_destruct",
     "call_back",
+    "call_back_then_destroy",
     "greet",
     "count_to",
     "greet_back",
@@ -863,6 +874,21 @@ def test_an_entry_that_calls_back_into_python_which_closes_the_runtime(host: Hos
     with runtime.activate():
         mob = Mob()
         assert fn(mob)[0] == 0  # the runtime is freed when the call returns
+    assert runtime.closed and mob.is_expired
+    with pytest.raises(ExpiredConjugateError):
+        fn(mob)
+
+
+def test_an_entry_that_destroys_an_object_after_python_closed_the_runtime(host: Host) -> None:
+    """The callback closes the runtime, whose native free waits for the
+    entry; the entry then destroys its object natively. The heap hands it
+    to the expiry handler, which finds no open runtime for it (close()
+    expired every conjugate already) and leaves it be."""
+    fn = status_function(host, "call_back_then_destroy", host.text(b"py_close"))
+    runtime = zs.Runtime()
+    with runtime.activate():
+        mob = Mob()
+        assert fn(mob) == 0  # ZS_OK: destroyed; the runtime is freed when the call returns
     assert runtime.closed and mob.is_expired
     with pytest.raises(ExpiredConjugateError):
         fn(mob)
