@@ -43,6 +43,7 @@ CORE: list[str] = _files(
     "objects/test_lifecycle",
     "gc/test_gc",
     "gc/test_incremental",
+    "gc/test_expiry_handler",
     "gc/test_unshared_objects",
     "gc/test_gc_stress",
     "gc/test_memory_safety",
@@ -77,6 +78,7 @@ SELECTIONS: dict[str, list[str]] = {
     ),
     # Expiry, the hand-over to the managed side, the purge.
     "expiry": _files(
+        "gc/test_expiry_handler",
         "hosts/test_host_collections",
         "hosts/test_host_owned",
         "gc/test_phase_edge_lookups",

@@ -667,6 +667,8 @@ typedef struct zpy_runtime_core {
                                    themselves (zpy_expire_dying, zpy_collection.c); with none, the
                                    handler reports an error as unraisable */
     PyObject *expiry_error;    /* the first error of the handler's expiry for those paths */
+    uint32_t expiry_faults;    /* test-only fault injection (GarbageCollector._debug_fail_expiries):
+                                   the next this many conjugate expiries fail as out of memory */
     PyObject *creators;        /* dict: class -> Creator (fast creation in this runtime) */
     PyObject *last_class;      /* the class last created here, and its Creator: */
     PyObject *last_creator;    /*   a loop creating one class skips the dict */
@@ -1103,7 +1105,7 @@ int zpy_add_tick_constants(PyObject *module);
  * descriptions of the lower layers (statuses raised). Each file says what
  * each takes and returns. */
 PyObject *zpy_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
-PyObject *zpy_rt_free_runtime(PyObject *unused, PyObject *address);
+PyObject *zpy_rt_free_runtime(PyObject *cls, PyObject *address);
 PyObject *zpy_rt_set_handlers(PyObject *self, PyObject *install);
 PyObject *zpy_rt_memory(PyObject *self, PyObject *unused);
 PyObject *zpy_rt_live_objects(PyObject *self, PyObject *unused);

@@ -39,6 +39,17 @@ static void release_all(zpy_released *released) {
  * Expiry
  * ========================================================================= */
 
+/* Test-only fault injection (rt->expiry_faults, set by
+ * GarbageCollector._debug_fail_expiries): fail this expiry as running out
+ * of memory for its sentinel would, while faults are armed. One load
+ * when they are not. */
+static int expiry_fault(zpy_runtime_core *rt) {
+    if (rt->expiry_faults == 0) return 0;
+    rt->expiry_faults--;
+    PyErr_NoMemory();
+    return 1;
+}
+
 /* Expire one live conjugate: its views expire in place first (no Python
  * code), then it leaves the table, its address goes, and u.expired becomes
  * ExpiredPointer(kind, describe, packed name, reason). The sentinel's
@@ -61,7 +72,7 @@ static int expire_one(zpy_conjugate *conjugate, PyObject *describe, uint64_t pac
     zpy_table_forget(rt, conjugate);
     conjugate->address = NULL;
     Py_INCREF(conjugate); /* the allocations below may drop the last reference */
-    PyObject *name = PyLong_FromUnsignedLongLong(packed_name);
+    PyObject *name = expiry_fault(rt) ? NULL : PyLong_FromUnsignedLongLong(packed_name);
     PyObject *sentinel = name ? expired_type->tp_alloc(expired_type, 4) : NULL;
     if (sentinel == NULL) {
         Py_XDECREF(name);
@@ -175,12 +186,15 @@ int zpy_flush_values(zpy_runtime_core *rt) {
     return zpyv_callables_drain(rt);
 }
 
-/* Runtime._expire_all(describe, keep_heap=False): expire every conjugate in
- * the table and every black value (close()). Names are read from the native
- * headers, still there. With keep_heap (Python lets go of a runtime a host
- * owns and keeps), the heap is told too: the black values' blocks are freed
- * and no object keeps its conjugate flag, so the host's later collections
- * need no managed side. */
+/* Runtime._expire_all(describe, keep_heap=False) -> None, or the error of
+ * an expiry: expire every conjugate in the table and every black value
+ * (close()). Names are read from the native headers, still there. With
+ * keep_heap (Python lets go of a runtime a host owns and keeps), the heap is
+ * told too: the black values' blocks are freed and no object keeps its
+ * conjugate flag, so the host's later collections need no managed side. An
+ * expiry that failed (MemoryError for its sentinel) expired its conjugate
+ * all the same, so its error is returned, not raised: close() finishes
+ * closing, then raises it. Raised: a failure before anything expired. */
 PyObject *zpy_runtime_expire_all(PyObject *self, PyObject *args) {
     zpy_runtime_core *rt = (zpy_runtime_core *)self;
     PyObject *describe;
@@ -215,6 +229,6 @@ PyObject *zpy_runtime_expire_all(PyObject *self, PyObject *args) {
     release_all(&released);
     PyMem_Free(released.items);
     zpyv_bury(rt); /* the parked views expiry could not free on the spot */
-    if (failed) return NULL;
+    if (failed) return zpy_error_take();
     Py_RETURN_NONE;
 }

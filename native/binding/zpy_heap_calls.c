@@ -99,14 +99,29 @@ PyObject *zpy_rt_new_runtime(PyObject *unused, PyObject *const *args, Py_ssize_t
 
 /* RuntimeCore._heap_free_runtime(address): free a native runtime this side
  * made (zs_runtime_free: every object destroyed), with the GIL released.
- * Static: weakref.finalize calls it without the Runtime. */
-PyObject *zpy_rt_free_runtime(PyObject *unused, PyObject *address) {
-    (void)unused;
+ * A class method: weakref.finalize calls it without the Runtime, once
+ * Python's cycle collector found the Runtime unreachable and unclosed. That
+ * Runtime is still in memory, and other garbage's finalisers may still use
+ * it (or make a runtime whose heap gets this one's address), so its core
+ * lets go of the heap first: it is taken off the open runtimes, where the
+ * handlers would find it by that address, and closed (its calls raise
+ * ExpiredConjugateError instead of reaching freed memory). No conjugate of
+ * it is live (each holds the Runtime) and its black values are garbage too:
+ * nothing else is expired. */
+PyObject *zpy_rt_free_runtime(PyObject *cls, PyObject *address) {
     void *native;
     if (address_arg(address, &native) < 0) return NULL;
     if (native == NULL) {
         PyErr_SetString(PyExc_ValueError, "_heap_free_runtime: a null runtime");
         return NULL;
+    }
+    zpy_core_state *state = zpy_state_of_type((PyTypeObject *)cls);
+    zpy_runtime_core *rt = state != NULL ? zpy_open_runtime_of(state, native) : NULL;
+    if (rt != NULL) {
+        zpy_open_runtime_remove(state, rt);
+        rt->native = NULL;
+        rt->dying_word = NULL;
+        zpy_life_closed(rt);
     }
     Py_BEGIN_ALLOW_THREADS;
     zs_runtime_free(native);

@@ -543,7 +543,7 @@ static PyMethodDef runtime_core_methods[] = {
     /* ---- the heap calls (`_heap_*`): zpy_heap_calls.c, then zpy_reflection.c */
     {"_heap_new_runtime", (PyCFunction)(void (*)(void))zpy_rt_new_runtime,
      METH_FASTCALL | METH_STATIC, "A new native runtime: (status, address)."},
-    {"_heap_free_runtime", zpy_rt_free_runtime, METH_O | METH_STATIC,
+    {"_heap_free_runtime", zpy_rt_free_runtime, METH_O | METH_CLASS,
      "Free a native runtime this side made (its address)."},
     {"_heap_set_handlers", zpy_rt_set_handlers, METH_O,
      "Set (True) or remove this module's call handler and class resolver."},
@@ -620,6 +620,9 @@ static PyMemberDef runtime_core_members[] = {
      "Conjugates expired in the current collection cycle (GcStats.conjugates_expired)."},
     {"_collect_every", T_UINT, offsetof(zpy_runtime_core, collect_every), 0,
      "GcStress.collect_every (creation takes the Python path when set)."},
+    {"_expiry_faults", T_UINT, offsetof(zpy_runtime_core, expiry_faults), 0,
+     "Test-only: the next this many conjugate expiries fail as out of memory "
+     "(GarbageCollector._debug_fail_expiries)."},
     {"_inline_blacks", T_UINT, offsetof(zpy_runtime_core, inline_blacks), READONLY,
      "Live black values with no native block (values_alive counts them)."},
     {"_callable_capacity", T_UINT, offsetof(zpy_runtime_core, callable_capacity), READONLY,

@@ -1131,17 +1131,19 @@ def test_stats_of_a_collection_that_settles_a_pending_purge(rt: zs.Runtime) -> N
     assert stats.conjugates_expired <= stats.objects_unreachable, stats
 
 
-def test_expiry_steps_stop_between_small_batches(rt: zs.Runtime) -> None:
+@pytest.mark.parametrize("max_objects", [None, 100_000])
+def test_expiry_steps_stop_between_small_batches(rt: zs.Runtime, max_objects: int | None) -> None:
     """A step runs for "about budget_s": expiring conjugates is part of the
     step, so a budgeted step checks its deadline between small batches
     rather than expiring thousands at once (tick relies on it to keep frames
-    short). Counted, not timed: with a budget that has always run out after
-    one batch, each step expires at most one batch (256 conjugates), and the
-    purge still completes."""
+    short), also when its work bound is larger than a batch. Counted, not
+    timed: with a budget that has always run out after one batch, each step
+    expires at most one batch (256 conjugates), and the purge still
+    completes."""
     kept, doomed = purge_scenario(rt, 5_000)
     rt.gc.start_incremental()
     expired_after: list[int] = []
-    while not rt.gc.step(1e-9):
+    while not rt.gc.step(1e-9, max_objects=max_objects):
         expired_after.append(sum(o.is_expired for o in doomed))
     rt.gc.verify()
     increments = [b - a for a, b in zip([0] + expired_after, expired_after, strict=False)]

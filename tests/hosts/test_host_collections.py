@@ -14,6 +14,7 @@ against the ASan/UBSan build)."""
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import pytest
@@ -63,6 +64,15 @@ int host_incremental(void *rt, uint64_t budget_ns) {
 
 int host_destroy(void *rt, uint64_t handle) { return (int)api->zs_destroy_object(rt, handle); }
 
+/* A host embedding Python that collects with a Python exception pending
+   and the GIL held (called through ctypes.PyDLL): `set_error` is
+   PyErr_SetString, called first with `type`. */
+typedef void (*set_error_fn)(void *type, const char *message);
+int host_collect_with_error_pending(void *rt, set_error_fn set_error, void *type) {
+    set_error(type, "pending before the collection");
+    return (int)api->zs_collect_garbage(rt);
+}
+
 int host_store(void *rt, uint64_t holder, uint32_t offset, uint64_t target) {
     return (int)api->zs_store_ref(rt, holder, offset, target);
 }
@@ -98,6 +108,7 @@ int host_mark_gather_purge(void *rt);
 int host_incremental(void *rt, uint64_t budget_ns);
 int host_collect_on_thread(void *rt, int rounds);
 int host_destroy(void *rt, uint64_t handle);
+int host_collect_with_error_pending(void *rt, void *set_error, void *type);
 int host_store(void *rt, uint64_t holder, uint32_t offset, uint64_t target);
 """
 
@@ -120,6 +131,15 @@ def host() -> Any:
     _ffi, lib, _path = compile_host(HOST, "host_collections", CDEF)
     assert lib.host_init(_ffi.cast("const void *", api_table())) == 1
     return lib
+
+
+@pytest.fixture(scope="module")
+def host_with_gil(host: Any) -> Any:
+    """The same host (initialised), loaded by ctypes.PyDLL: its functions
+    run with the GIL held, and a Python exception they leave pending is
+    raised when they return, as a host embedding Python would see it."""
+    _ffi, _lib, path = compile_host(HOST, "host_collections", CDEF)
+    return ctypes.PyDLL(str(path))
 
 
 def address(rt: zs.Runtime) -> Any:
@@ -281,6 +301,30 @@ def test_a_destroy_from_c_expires_at_once_and_frees_with_the_next_collection(
     assert host.host_collect(address(rt)) == 0
     assert rt.live_objects() == 1 and keeper.buddy is None
     assert host.host_destroy(address(rt), handle) == zs_lib.ZS_E_STALE
+    rt.gc.verify()
+
+
+def test_a_collection_from_c_gives_back_the_callers_pending_error(
+    rt: zs.Runtime, host_with_gil: Any, unraisable: list[Any]
+) -> None:
+    """The expiry handler sets the caller's pending exception aside while
+    it expires, and gives it back: the host's caller still sees its own
+    error, and the handler's own (an expiry that failed) is reported,
+    not put in its place."""
+    collect_pending = host_with_gil.host_collect_with_error_pending
+    collect_pending.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.py_object)
+    collect_pending.restype = ctypes.c_int
+    set_error = ctypes.cast(ctypes.pythonapi.PyErr_SetString, ctypes.c_void_p)
+    for faults in (0, 1):
+        keeper, crates, views = doomed_crates(8)
+        rt.gc._debug_fail_expiries(faults)
+        with pytest.raises(LookupError, match="pending before the collection"):
+            collect_pending(rt.native_address, set_error, LookupError)
+        assert [type(report.exc_value) for report in unraisable] == [MemoryError] * faults
+        assert rt.live_objects() == 1
+        keeper.remove_from_root()
+        assert all(crate.is_expired for crate in crates)
+        assert all(view.is_expired for view in views)
     rt.gc.verify()
 
 

@@ -8,7 +8,7 @@ process calling the C API through cffi, as a C program would
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,6 +22,16 @@ class Pet(zs.Object):
     hp: zs.Int32
     friend: Pet | None
     tags: zs.Array[zs.Int32]
+
+
+WHEN_CALLED: list[Callable[[], None]] = []  # what Caller.called runs
+
+
+class Caller(zs.Object):
+    """An object the "host" calls a Python method of."""
+
+    def called(self) -> None:
+        WHEN_CALLED[0]()
 
 
 @pytest.fixture
@@ -83,6 +93,47 @@ def test_the_host_freeing_its_runtime_closes_the_python_side(host_runtime: Any) 
     assert rt.closed and pet.is_expired and tags.is_expired and copy.is_expired
     with pytest.raises(zs.ExpiredConjugateError):
         pet.hp
+    rt.close()  # already closed: nothing to do
+
+
+def test_a_host_freeing_its_runtime_during_a_call_refuses_python_collections(
+    host_runtime: Any,
+) -> None:
+    """The host frees its runtime while it is calling into Python: the free
+    waits for the call to return. Python code still running in that call
+    cannot collect (the heap refuses it: ExpiredConjugateError, raised by
+    the first thing a collection does, the expiry of what is pending); when
+    the call returns, the runtime is freed and the Python side closed."""
+    native = host_runtime["native"]
+    rt = zs.Runtime.attach(api_address(native))
+    outcomes: list[tuple[str, type[BaseException] | None, str]] = []
+
+    def free_then_collect() -> None:
+        lib.zs_runtime_free(native)
+        host_runtime["freed"] = True
+        calls: dict[str, Callable[[], object]] = {
+            "step": lambda: rt.gc.step(max_objects=8),
+            "collect": rt.collect_garbage,
+            "start": rt.gc.start_incremental,
+        }
+        for what, call in calls.items():
+            try:
+                call()
+                outcomes.append((what, None, ""))
+            except BaseException as error:  # checked below, outside the native call
+                outcomes.append((what, type(error), str(error)))
+
+    WHEN_CALLED[:] = [free_then_collect]
+    with rt.activate():
+        caller = Caller()
+        caller.add_to_root()
+        doomed = [Pet(hp=i) for i in range(5)]
+        assert lib.zs_call_function(native, caller.handle, b"called", ffi.NULL) == 0
+    assert [what for what, _, _ in outcomes] == ["step", "collect", "start"]
+    for what, error, message in outcomes:
+        assert error is zs.ExpiredConjugateError, (what, error, message)
+        assert message.startswith("collect_garbage:"), (what, message)
+    assert rt.closed and caller.is_expired and all(pet.is_expired for pet in doomed)
     rt.close()  # already closed: nothing to do
 
 

@@ -174,6 +174,16 @@ ENTRY(call_back_watched) {
     return ZS_OK;
 }
 
+/* call_back_then_destroy() -> Int32: calls the Python method named by
+   `user` on self, then destroys self natively: the destroy's status. */
+ENTRY(call_back_then_destroy) {
+    UNUSED;
+    calls++;
+    api->zs_call_function(rt, self, (const char *)user, NULL);
+    *(int32_t *)params = (int32_t)api->zs_destroy_object(rt, self);
+    return ZS_OK;
+}
+
 /* Strings are UTF-16 (zs.String): greet(name: String) -> String, "hi " + name. */
 struct greet { zs_string name; zs_string result; };
 ENTRY(greet) {
@@ -237,6 +247,7 @@ ENTRIES = [
     "self_destruct",
     "call_back",
     "call_back_watched",
+    "call_back_then_destroy",
     "greet",
     "count_to",
     "greet_back",
@@ -949,6 +960,21 @@ def test_a_close_inside_nested_calls_frees_when_the_outermost_returns(host: Host
     assert seen == [((0, 0), before)]
     assert host.frees == before + 1
     assert runtime.closed and nester.is_expired
+
+
+def test_an_entry_that_destroys_an_object_after_python_closed_the_runtime(host: Host) -> None:
+    """The callback closes the runtime, whose native free waits for the
+    entry; the entry then destroys its object natively. The heap hands it
+    to the expiry handler, which finds no open runtime for it (close()
+    expired every conjugate already) and leaves it be."""
+    fn = status_function(host, "call_back_then_destroy", host.text(b"py_close"))
+    runtime = zs.Runtime()
+    with runtime.activate():
+        mob = Mob()
+        assert fn(mob) == 0  # ZS_OK: destroyed; the runtime is freed when the call returns
+    assert runtime.closed and mob.is_expired
+    with pytest.raises(ExpiredConjugateError):
+        fn(mob)
 
 
 def test_an_object_result_after_the_runtime_closed(host: Host) -> None:

@@ -18,6 +18,7 @@ from classes import Actor
 from zsharp_py import _core
 from zsharp_py._base.errors import status_message
 from zsharp_py._base.ffi import ffi, lib
+from zsharp_py._runtime.collector import _STATS_LAYOUT
 
 CLOSED = "the runtime has been closed"
 
@@ -63,6 +64,32 @@ def test_a_closed_runtime_refuses_every_heap_call(call: str) -> None:
     rt.close()
     with pytest.raises(zs.ExpiredConjugateError, match=CLOSED):
         HEAP_CALLS[call](rt, handle)
+
+
+# The collection protocol's entry points (native/binding/zpy_collection.c),
+# called as rt.gc calls them.
+COLLECTION_CALLS: dict[str, Callable[[zs.Runtime], Any]] = {
+    "_collect_full": lambda rt: rt._collect_full(_STATS_LAYOUT),
+    "_gc_start_incremental": lambda rt: rt._gc_start_incremental(),
+    "_gc_step": lambda rt: rt._gc_step(0, 8),
+    "_gc_expire_pending": lambda rt: rt._gc_expire_pending(),
+    "_gc_stats": lambda rt: rt._gc_stats(_STATS_LAYOUT),
+}
+
+
+@pytest.mark.parametrize("call", sorted(COLLECTION_CALLS))
+def test_a_closed_runtime_refuses_the_collection_protocol(call: str) -> None:
+    """rt.gc checks first; each C entry point checks again (that of the
+    expiry a refused call asks for, _gc_expire_pending, in its first batch:
+    zpy_expire_dying) and raises, never returning a result with the
+    exception still set (a SystemError)."""
+    rt = zs.Runtime()
+    with rt.activate():
+        Actor()
+    rt.close()
+    with pytest.raises(RuntimeError, match="the runtime is closed") as raised:
+        COLLECTION_CALLS[call](rt)
+    assert type(raised.value) is RuntimeError
 
 
 @pytest.mark.parametrize(

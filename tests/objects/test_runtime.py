@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -469,3 +470,73 @@ def test_runtimes_left_open_are_freed_at_interpreter_exit() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["exiting", "zs_runtime_free", "zs_runtime_free"]
+
+
+# ---- a runtime Python collects unclosed ------------------------------------------
+
+
+class _Finaliser:
+    """Runs ``action`` when Python's cycle collector finalises it."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self.action = action
+
+    def __del__(self) -> None:
+        self.action()
+
+
+def _collect_unclosed(action: Callable[[zs.Runtime], None]) -> None:
+    """Drop a runtime unclosed, in one garbage cycle with a finaliser that
+    runs ``action`` on it, and collect the cycle: weakref.finalize frees the
+    heap first (Python clears weak references before it finalises), then
+    the finaliser runs while the Runtime is still in memory."""
+
+    def make() -> None:
+        runtime = zs.Runtime()
+        with runtime.activate():
+            Actor()
+        runtime._finaliser = _Finaliser(lambda: action(runtime))  # type: ignore[attr-defined]
+
+    make()
+    gc.collect()
+
+
+def test_a_finaliser_using_a_runtime_python_collects_unclosed_finds_it_closed() -> None:
+    """Regression: the finaliser's calls reached the freed heap (a collection
+    waited forever on the freed heap's lock). Its heap freed, the runtime
+    is closed: every call raises ExpiredConjugateError."""
+    seen: list[object] = []
+
+    def use(runtime: zs.Runtime) -> None:
+        seen.append(runtime.closed)
+        if not runtime.closed:
+            return  # its heap is freed: the calls below would reach freed memory
+        for call in (runtime.live_objects, runtime.collect_garbage, runtime.gc.verify):
+            try:
+                call()
+                seen.append("ran")
+            except zs.ExpiredConjugateError as error:
+                seen.append(str(error))
+
+    _collect_unclosed(use)
+    assert seen == [True] + ["the runtime has been closed"] * 3
+
+
+def test_a_runtime_made_while_python_collects_an_unclosed_one_expires_its_own() -> None:
+    """Regression: the collected runtime stayed among the open runtimes,
+    where the expiry handler finds a runtime by its heap's address, until
+    its core was freed; a runtime made meanwhile (here by a finaliser of
+    the same garbage) whose heap got the freed one's address (malloc gives
+    it back at once) had its expiries sent to the collected core, and its
+    proxies outlived their objects: reads of freed memory."""
+    seen: dict[str, object] = {}
+
+    def make_another(_collected: zs.Runtime) -> None:
+        with zs.Runtime() as runtime:
+            actors = [Actor() for _ in range(5)]
+            collect(runtime)
+            seen["expired"] = [actor.is_expired for actor in actors]
+            seen["live"] = runtime.live_objects()
+
+    _collect_unclosed(make_another)
+    assert seen == {"expired": [True] * 5, "live": 0}

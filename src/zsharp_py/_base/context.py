@@ -188,6 +188,10 @@ class RuntimeInternals(RuntimeLike, Protocol):
     def _gc_stats(self, layout: tuple[type, tuple[str, ...]], /) -> Any:
         """The last cycle's ``GcStats`` (built to ``layout``)."""
 
+    _expiry_faults: int
+    """Test-only: the next this many conjugate expiries fail as out of
+    memory (``GarbageCollector._debug_fail_expiries``)."""
+
     # The tick manager (native/binding/zpy_ticks.c): statuses and figures.
     def _ticks_register(
         self, obj: Any, function: bytes, group: int, interval: float, flags: int, /

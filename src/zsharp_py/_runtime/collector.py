@@ -331,6 +331,23 @@ class GarbageCollector:
                 raise ValueError(f"stress settings must be >= 0, got {stress!r}")
             check(self._debug_set(what, value), "stress", self._rt)
 
+    def _debug_fail_expiries(self, count: int) -> None:
+        """Test-only fault injection: the next ``count`` conjugate expiries
+        (whoever collects: Python, a host, ``close()``) fail as running out
+        of memory for the expired conjugate's record would. Each still
+        expires, without its name in later errors, and the collection or
+        ``close()`` raises ``MemoryError`` as it would for a real failure
+        (or reports it to ``sys.unraisablehook`` when a host collected).
+        0 disarms."""
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"count must be an int, not {type(count).__name__}")
+        if not 0 <= count <= 0xFFFFFFFF:
+            raise ValueError(f"count must be in 0..2**32-1, got {count!r}")
+        runtime = self._rt
+        with runtime._lock:
+            runtime._live_address()
+            runtime._expiry_faults = count
+
     def _debug_parallel_threshold(self, objects: int) -> None:
         """Test-only: live objects needed before a full mark goes parallel."""
         check(self._debug_set(_core.DEBUG_PARALLEL_THRESHOLD, objects), "debug", self._rt)

@@ -287,7 +287,10 @@ class Runtime(_core.RuntimeCore):
         # Names must outlive the native table: expired conjugates format
         # their messages lazily.
         self._keep_names(self._heap_name_count())
-        self._expire_all(self._describe, keep_heap)  # every conjugate and black value, in C
+        # Every conjugate and black value, in C. An expiry that failed (out
+        # of memory for an expired conjugate's record) expired it all the
+        # same: its error comes back, and is raised once this side is closed.
+        failure = self._expire_all(self._describe, keep_heap)
         for state in self._features.values():
             state.close()
         self._features.clear()
@@ -301,20 +304,22 @@ class Runtime(_core.RuntimeCore):
             self._core_detach()
             _attached.discard(self)
             self._ptr = 0
-            return
-        self._core_detach()
-        # zs_runtime_free, exactly once. Called through detach(): once
-        # weakref.finalize's own atexit hook has run (it may run before
-        # _close_all), calling a finalizer does nothing.
-        assert self._finalizer is not None  # an owned heap's
-        detached = self._finalizer.detach()
-        if detached is not None:
-            _, free, args, _ = detached
-            # Later if a host function running on this heap called the Python
-            # code closing it: the last one to return frees it
-            # (native/binding/functions.c).
-            self._core_free_native(functools.partial(free, *args))
-        self._ptr = 0
+        else:
+            self._core_detach()
+            # zs_runtime_free, exactly once. Called through detach(): once
+            # weakref.finalize's own atexit hook has run (it may run before
+            # _close_all), calling a finalizer does nothing.
+            assert self._finalizer is not None  # an owned heap's
+            detached = self._finalizer.detach()
+            if detached is not None:
+                _, free, args, _ = detached
+                # Later if a host function running on this heap called the
+                # Python code closing it: the last one to return frees it
+                # (native/binding/zpy_python_to_host.c).
+                self._core_free_native(functools.partial(free, *args))
+            self._ptr = 0
+        if failure is not None:
+            raise failure
 
     def feature_state(self, key: object, make: Callable[[], Any]) -> Any:
         """The state a feature of a higher layer keeps for this runtime
