@@ -5,7 +5,8 @@ F: a map entry found by its key is used only as the map is when its address
 is taken (a view is found again by its key once it is registered; items()
 captures keys and values in one pass). G: a write of several elements is
 all or nothing when the native side refuses one (an object that died while
-later elements were staged). H1: a struct from a dict subclass is read from
+later elements were staged, or one found dying by an incremental collection
+whose bounded expiry has not reached its proxy yet). H1: a struct from a dict subclass is read from
 the dict's own storage. I: no value or object class can be re-classed,
 whatever its body assigns to ``__class__``.
 
