@@ -6,7 +6,8 @@ is taken (a view is found again by its key once it is registered; items()
 captures keys and values in one pass); an array element's view, found
 again by its index, is never of a slot past the end. G: a write of several elements is
 all or nothing when the native side refuses one (an object that died while
-later elements were staged). H1: a struct from a dict subclass is read from
+later elements were staged, or one found dying by an incremental collection
+whose bounded expiry has not reached its proxy yet). H1: a struct from a dict subclass is read from
 the dict's own storage. I: no value or object class can be re-classed,
 whatever its body assigns to ``__class__``.
 
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 
 import zsharp_py as zs
+from helpers import awaiting_expiry, finish_cycle
 from hostile_support import GcTrigger, Trigger
 
 set_class = object.__dict__["__class__"].__set__
@@ -420,6 +422,84 @@ def test_g_slice_assignment_still_replaces_and_inserts(rt: zs.Runtime) -> None:
         model[where] = items
         assert arr.to_python() == model, where
     arr.dispose()
+
+
+class DyingHolder(zs.Object):
+    """Red arrays of references: an object's, a weak pointer's, a struct's."""
+
+    things: zs.Array[Thing]
+    weaks: zs.Array[zs.WeakObjectPtr[Thing]]
+    slots: zs.Array[Slot]
+
+
+# write: (property of DyingHolder, its type, the slice, the new elements
+# given kept, dying); every element before the dying one names `kept`.
+DYING_WRITES: dict[str, tuple[str, Any, slice, Callable[[Any, Any], list[Any]]]] = {
+    "objects, same length": ("things", zs.Array[Thing], slice(0, 3), lambda k, d: [k, d, k]),
+    "objects, extended": ("things", zs.Array[Thing], slice(None, None, -1), lambda k, d: [k, d, k]),
+    "weak pointers, same length": (
+        "weaks",
+        zs.Array[zs.WeakObjectPtr[Thing]],
+        slice(0, 3),
+        lambda k, d: [k, d, k],
+    ),
+    "weak pointers, extended": (
+        "weaks",
+        zs.Array[zs.WeakObjectPtr[Thing]],
+        slice(None, None, 2),
+        lambda k, d: [k, d],
+    ),
+    "structs, extended": (
+        "slots",
+        zs.Array[Slot],
+        slice(None, None, -1),
+        lambda k, d: [(k, 5), (d, 6), (k, 7)],
+    ),
+}
+
+
+def _contents(array: Any) -> list[Any]:
+    """An array's elements as plain values: a weak pointer's target."""
+    return [
+        item.get() if isinstance(item, zs.WeakObjectPtr) else item for item in array.to_python()
+    ]
+
+
+@pytest.mark.parametrize("colour", ["black", "red"])
+@pytest.mark.parametrize("write", list(DYING_WRITES))
+def test_g_a_dying_element_leaves_the_array_unchanged(
+    rt: zs.Runtime, write: str, colour: str
+) -> None:
+    """The same rule for an object that is dying rather than destroyed:
+    between an incremental mark's gather and the purge its proxy may still
+    be live (the expiry is bounded), so it stages like any live object, and
+    only the heap's check before the write finds it dying. A write of
+    several references made in place (a slice of the same length, an
+    extended slice: object references, weak pointers, structs holding them)
+    is refused whole, ExpiredConjugateError, however many live elements
+    come before and after the dying one: the array keeps every element."""
+    prop, container, where, elements = DYING_WRITES[write]
+    kept = Thing()
+    kept.add_to_root()
+    initial = [(None, 1), (None, 2), (None, 3)] if prop == "slots" else [None, None, None]
+    if colour == "black":
+        target = container(initial)
+    else:
+        holder = DyingHolder()
+        holder.add_to_root()
+        setattr(holder, prop, initial)
+        target = getattr(holder, prop)
+    before = _contents(target)
+    dying = awaiting_expiry(rt, [Thing() for _ in range(3000)])[-1]
+    with pytest.raises(zs.ExpiredConjugateError, match="about to be destroyed"):
+        target[where] = elements(kept, dying)
+    assert dying.is_expired
+    assert _contents(target) == before
+    finish_cycle(rt)
+    target[where] = elements(kept, None)  # the same write, nothing dying: done
+    model = list(initial)
+    model[where] = elements(kept, None)
+    assert _contents(target) == _contents(container(model))
 
 
 # ---------------------------------------------------------------------------
