@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import zsharp_py as zs
 from classes import Actor, Hero, Item
-from helpers import collect
+from helpers import collect, finish_cycle, runtime_ptr
+from zsharp_py._base.ffi import ffi, lib
 
 INDEX_MASK = 0xFFFFFFFF
 
@@ -75,6 +76,38 @@ def test_a_finalisers_queued_release_is_flushed_by_the_next_collection(rt: zs.Ru
     stats = collect(rt)
     assert a.is_expired
     assert stats.objects_freed == 1 and rt.live_objects() == 0
+
+
+@pytest.mark.parametrize("entry", ["collect", "start_incremental", "step"])
+def test_every_collection_entry_point_carries_out_queued_releases(
+    rt: zs.Runtime, entry: str
+) -> None:
+    """Each way into the collector is a safe point that carries out the
+    strong-reference releases finalisers queued: the native strong count
+    (``zs_strong_ref_count``, read by a host through zsharp.h) drops when a
+    ``gc.step()`` runs, even with no cycle pending, not
+    only at the next full collection."""
+    a = Actor()
+    a.add_to_root()  # alive either way: only the count is watched
+    out = ffi.new("uint32_t *")
+
+    def strong_count() -> int:
+        assert lib.zs_strong_ref_count(runtime_ptr(rt), a.handle, out) == lib.ZS_OK
+        return int(out[0])
+
+    pointers = [zs.StrongObjectPtr(a) for _ in range(3)]
+    assert strong_count() == 3
+    del pointers  # finalised: the releases are queued, not carried out
+    assert strong_count() == 3
+    run = {
+        "collect": rt.collect_garbage,
+        "start_incremental": rt.gc.start_incremental,
+        "step": lambda: rt.gc.step(max_objects=1),
+    }[entry]
+    run()
+    assert strong_count() == 0
+    finish_cycle(rt)
+    assert not a.is_expired and strong_count() == 0
 
 
 def test_a_malformed_stats_layout_is_refused_before_anything_is_collected(
