@@ -1034,6 +1034,26 @@ def test_steps_bounded_by_work_are_deterministic() -> None:
     assert all(b - a <= 97 for a, b in zip([0] + expired, expired, strict=False))
 
 
+@pytest.mark.parametrize("bounds", [{"max_objects": 0xFFFFFFFF}, {"max_objects": 60_000}])
+def test_a_step_bounded_by_work_alone_has_no_time_budget(
+    rt: zs.Runtime, bounds: dict[str, int]
+) -> None:
+    """``step(max_objects=N)`` without ``budget_s`` is bounded by work only
+    (no default time budget is added, or the step would stop on the clock
+    and not be deterministic): with N above the cycle's work, one step marks
+    20,000 live objects, expires and destroys 40,000 and completes the
+    cycle, however long that takes on this machine (far more than the
+    default budget of a step)."""
+    kept, doomed = purge_scenario(rt, 40_000)
+    kept += chain_of(20_000, kept[-1])
+    rt.gc.start_incremental()
+    assert rt.gc.step(**bounds) is True
+    assert rt.gc.phase == "idle"
+    assert all(o.is_expired for o in doomed)
+    assert not any(o.is_expired for o in kept)
+    assert rt.live_objects() == len(kept)
+
+
 def test_tick_can_be_bounded_by_work(rt: zs.Runtime) -> None:
     """``settings.objects_per_tick`` makes the per-frame driver do a fixed
     amount of work per tick: the same frames finish the same cycles."""
