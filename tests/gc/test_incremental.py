@@ -1252,6 +1252,27 @@ def test_store_refused_for_a_dying_object_expires_its_conjugate_first(
     holder.remove_from_root()
 
 
+def test_a_refusal_for_another_reason_leaves_the_pending_expiry_alone() -> None:
+    """Only a refusal because an object is dying (``ZS_E_DYING``) expires
+    the cycle's pending conjugates first (``_base/errors.py``, ``refused``).
+    A call refused for another reason while expiry is pending (here a full
+    heap: the dying objects keep their slots until the purge) raises its own
+    error, and the budgeted expiry stays where the steps left it."""
+    with zs.Runtime(max_objects=1024) as rt:
+        keep = Keeper()
+        keep.add_to_root()
+        doomed = [Keeper() for _ in range(1023)]
+        pending = awaiting_expiry(rt, doomed)
+        with pytest.raises(MemoryError, match="max_objects reached") as info:
+            Keeper()
+        assert not isinstance(info.value, zs.ExpiredConjugateError)
+        assert not any(o.is_expired for o in pending)
+        assert not keep.is_expired
+        finish_cycle(rt)
+        assert all(o.is_expired for o in doomed) and rt.live_objects() == 1
+        assert not Keeper().is_expired  # room again once the purge freed it
+
+
 class Spot(zs.Struct):
     """A struct member (assigning a struct conjugate is one native copy; a
     tuple or dict is written member by member: the scalar first)."""
