@@ -301,7 +301,7 @@ TARGETS: tuple[Target, ...] = (
         ("Object._live_address", "Object.add_to_root", "Object.mark_as_garbage"),
         "runtime",
     ),
-    Target("src/zsharp_py/_base/errors.py", ("check", "check_writable", "refused"), "runtime"),
+    Target("src/zsharp_py/_base/errors.py", ("check", "refused"), "runtime"),
     Target(
         "src/zsharp_py/_types/pointers.py",
         ("_lookup", "LazyObjectPtr.get", "LazyObjectPtr.bind"),

@@ -92,8 +92,8 @@ PyObject *zpy_rt_add_strong_ref(PyObject *self, PyObject *args) {
 }
 
 /* RuntimeCore._heap_object_writable(owner, what): refuse, as the heap refuses a
- * native write, a write Python makes itself into a stale or dying owner
- * (zsharp_py/_base/errors.py, check_writable). */
+ * native write, a write Python code would make itself into a stale or dying
+ * owner (the binding's own writes check in C: zpy_errors.c). */
 PyObject *zpy_rt_object_writable(PyObject *self, PyObject *args) {
     return reflection_handle_call(self, args, zs_object_writable, "OU:_heap_object_writable");
 }

@@ -16,7 +16,6 @@ __all__ = [
     "ExpiredConjugateError",
     "HeapCorruptionError",
     "check",
-    "check_writable",
     "named",
     "raise_status",
     "refused",
@@ -92,18 +91,6 @@ def check(status: int, context: str, runtime: RuntimeLike | None) -> None:
     heap (None only for a call on no runtime: creating one). See ``refused``."""
     if status:
         refused(status, context, runtime)
-
-
-def check_writable(runtime: RuntimeLike, owner: int, context: str) -> None:
-    """Before a write that Python makes itself into ``owner``'s memory
-    (plain data: a name, a class id, a persistent id; a struct member by
-    member): raise as the heap would refuse a native write into a stale or
-    dying owner (``ZS_E_DYING``: see ``refused``), or ``ExpiredConjugateError``
-    once the runtime is closing. Nothing to check for ``owner`` 0 (black
-    values). Caller holds the runtime's lock, without which no collection
-    step runs, so the answer holds until the write."""
-    if owner:
-        runtime._heap_object_writable(owner, context)
 
 
 def refused(status: int, context: str, runtime: RuntimeLike | None) -> NoReturn:
