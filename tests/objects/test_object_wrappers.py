@@ -467,6 +467,34 @@ def test_lazy_object_ptr_take_over_moves_the_id(rt: zs.Runtime) -> None:
         zs.LazyObjectPtr.bind("x", uuid.uuid4())  # type: ignore[arg-type]
 
 
+def test_rebinding_an_object_again_and_again_leaves_no_old_ids(rt: zs.Runtime) -> None:
+    """An object given a new id by ``bind`` loses its old one in both
+    directions: re-binding one object round after round does not grow the
+    id table (each left-over id is a 16-byte ``bytes`` and a dict entry)."""
+    pawn = Pawn()
+
+    def one_round() -> None:
+        lazy = zs.LazyObjectPtr.bind(pawn, uuid.uuid4())
+        assert lazy.get() is pawn
+
+    python_bytes, native_blocks = growth(rt, one_round, times=500)
+    assert native_blocks == 0
+    assert python_bytes < 4_000, f"{python_bytes} bytes left by 500 re-bindings"
+
+
+def test_a_lazy_pointer_of_a_closed_runtime_resolves_in_the_current_one() -> None:
+    """A lazy pointer keeps only an id: once the runtime it was made in has
+    closed, ``get()`` looks the id up in the current runtime, where an
+    object rebuilt with that id (a level loaded again) is found."""
+    with zs.Runtime():
+        lazy = zs.LazyObjectPtr[Pawn](Pawn(name="Saved"))
+    with zs.Runtime():
+        assert lazy.get() is None  # nothing holds the id here yet
+        rebuilt = Pawn(name="Saved")
+        zs.LazyObjectPtr.bind(rebuilt, lazy.id)
+        assert lazy.get() is rebuilt
+
+
 def test_lazy_object_ptr_type_and_null(rt: zs.Runtime) -> None:
     rock = Rock()
     with pytest.raises(TypeError, match="needs a Pawn, not Rock"):

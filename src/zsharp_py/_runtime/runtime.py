@@ -709,7 +709,7 @@ class Runtime(_core.RuntimeCore):
 
     def _conjugate_of_slow(self, handle: int) -> Object | None:
         """The conjugate of a handle, made here when C could not
-        (``_conjugate_of``, native/binding/conjugates.c: a host's class
+        (``_conjugate_of``, native/binding/zpy_conjugate_table.c: a host's class
         Python has not bound yet is bound now): existing, new, or None if
         the object is gone (or the handle is null)."""
         if not handle:
