@@ -12,13 +12,15 @@ import sys
 import textwrap
 import threading
 import tracemalloc
+import weakref
 
 import pytest
 
 import zsharp_py as zs
 from classes import Actor, Hero, Item
-from helpers import collect, warm_up
+from helpers import collect, runtime_ptr, warm_up
 from zsharp_py._base import context
+from zsharp_py._base.ffi import ffi, lib
 from zsharp_py._types import object_pointers
 
 # ---- isolation -----------------------------------------------------------------
@@ -116,6 +118,27 @@ def test_closing_a_runtime_expires_every_conjugate_and_pointer() -> None:
     assert "closed" in repr(rt)
 
 
+def test_expired_objects_name_themselves_after_close_with_names_python_never_read() -> None:
+    """An expired proxy formats its message when it is raised or shown,
+    long after close() freed the native name table: close() keeps the text
+    of every name first, an automatic one ("Actor_<n>", whose base Python
+    never interned) and one a host interned (cffi, as C would) included."""
+    with zs.Runtime() as rt:
+        auto = Actor()
+        native = runtime_ptr(rt)
+        index, number = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+        assert lib.zs_name_intern(native, b"Rex_7", 5, index, number) == 0
+        found, ref = ffi.new("zs_class **"), ffi.new("zs_ref *")
+        assert lib.zs_find_class(native, b"Actor", found) == 0
+        assert lib.zs_object_new(native, found[0], 0, index[0], number[0], ref, ffi.NULL) == 0
+        named = rt.object_from_handle(ref[0])
+    with pytest.raises(
+        zs.ExpiredConjugateError, match=r"^Actor 'Actor_\d+' has expired: its runtime"
+    ):
+        auto.health
+    assert repr(named) == "<Actor 'Rex_7' expired: its runtime was closed>"
+
+
 def test_explicit_close_inside_the_with_block(rt: zs.Runtime) -> None:
     a = Actor()
     rt.close()
@@ -174,6 +197,37 @@ def test_a_closed_runtime_keeps_no_release_its_strong_pointers_queued() -> None:
                 tracemalloc.stop()
         assert rt.closed and target.is_expired
         assert kept < count, (before_close, kept)
+
+
+def test_feature_state_is_closed_and_let_go_when_the_runtime_closes() -> None:
+    """``rt.feature_state(key, make)``: made once per runtime and key; when
+    the runtime closes, each state's close() runs once and the runtime lets
+    go of it (a closed runtime, kept alive by expired proxies, holds none of
+    the states of the features it served)."""
+
+    class State:
+        def __init__(self, closes: list[str], name: str) -> None:
+            self.closes, self.name = closes, name
+
+        def close(self) -> None:
+            self.closes.append(self.name)
+
+    closes: list[str] = []
+    rt = zs.Runtime()
+    first = rt.feature_state("first", lambda: State(closes, "first"))
+    assert rt.feature_state("first", lambda: State(closes, "again")) is first
+    second = rt.feature_state(State, lambda: State(closes, "second"))
+    states = [weakref.ref(first), weakref.ref(second)]
+    del first, second
+    assert all(ref() is not None for ref in states)  # the runtime holds them
+    with rt.activate():
+        kept = Actor()
+    rt.close()
+    assert sorted(closes) == ["first", "second"]
+    assert kept.is_expired and kept._rt is rt  # the closed runtime lives on
+    assert [ref() for ref in states] == [None, None]
+    rt.close()
+    assert sorted(closes) == ["first", "second"]  # once
 
 
 # ---- native memory -----------------------------------------------------------------
