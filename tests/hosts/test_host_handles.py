@@ -11,14 +11,18 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import zsharp_py as zs
+from helpers import runtime_ptr
 from native_build import compile_host
 from zsharp_py import _core
+from zsharp_py._base.ffi import ffi, lib
 from zsharp_py.lowlevel import python_table
 
 HOST = r"""
@@ -114,6 +118,10 @@ def test_object_from_handle_refuses_what_is_not_a_handle(rt: zs.Runtime) -> None
     for bad_value in (-1, 2**64):
         with pytest.raises(ValueError, match="is not a handle"):
             rt.object_from_handle(bad_value)
+    # Every 64-bit value is a handle: one no object has (forged, or freed
+    # long ago) names nothing, up to the largest.
+    for forged in (2**64 - 1, beacon.handle | 0xFFFF_FFFF << 32, 0xFFFF_FFFF):
+        assert rt.object_from_handle(forged) is None
     assert rt.object_from_handle(HostileIndex(beacon.handle)) is beacon
     rt.close()
     with pytest.raises(zs.ExpiredConjugateError, match="closed"):
@@ -261,6 +269,79 @@ def test_objects_of_host_classes_past_the_class_table_get_their_class() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0", "64", "128", "256"]
+
+
+def _host_only_object(rt: zs.Runtime, kept: list[Any]) -> int:
+    """The handle of a new object of a class the "host" registered now
+    (cffi, as C would), which Python has not bound: its first lookup takes
+    the binding's slow path (Runtime._conjugate_of_slow). The class's
+    description is kept by reference: ``kept`` holds it until the runtime
+    is closed."""
+    native = runtime_ptr(rt)
+    name = ffi.new("char[]", b"HostOnlyRaced")
+    desc = ffi.new("zs_class_desc *", {"name": name, "instance_size": ffi.sizeof("zs_object")})
+    cls, ref = ffi.new("zs_class **"), ffi.new("zs_ref *")
+    kept += [name, desc]
+    assert lib.zs_class_register(native, desc, cls) == 0
+    assert lib.zs_object_new(native, cls[0], 0, lib.ZS_NAME_AUTO, 0, ref, ffi.NULL) == 0
+    assert lib.zs_add_to_root(native, ref[0]) == 0
+    return int(ref[0])
+
+
+def _wait_until_in(thread: threading.Thread, code: Any) -> None:
+    """Wait (on a condition, not a time) until ``thread`` runs ``code``."""
+    deadline = time.monotonic() + 60
+    while True:
+        frame = sys._current_frames().get(thread.ident or 0)
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+        if frame is not None:
+            return
+        assert thread.is_alive() and time.monotonic() < deadline, "never got there"
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("meanwhile", ["made", "closed"])
+def test_a_host_thread_waiting_to_adopt_an_object_sees_what_happened_meanwhile(
+    host: Any, meanwhile: str
+) -> None:
+    """A host's thread asks for the proxy of an object of a class Python
+    has not bound (proxy_of takes no lock: the binding's slow path waits
+    for the runtime's lock, which a Python thread holds). Meanwhile that
+    thread makes the proxy itself, or closes the runtime. The waiting
+    thread then gets that very proxy (never a second one, never an error
+    for an object that already has one), or None as any lookup of a
+    closing runtime does (no proxy of a closed runtime, no error)."""
+    rt = zs.Runtime()
+    kept: list[Any] = []
+    handle = _host_only_object(rt, kept)
+    address = rt.native_address
+    answers: list[Any] = []
+
+    def ask() -> None:
+        try:
+            answers.append(host.host_proxy_of(address, handle))
+        except BaseException as error:  # the test's answer, reported below
+            answers.append(error)
+
+    thread = threading.Thread(target=ask)
+    with rt._lock:  # what any runtime operation of this thread holds
+        thread.start()
+        _wait_until_in(thread, zs.Runtime._conjugate_of_slow.__code__)
+        if meanwhile == "made":
+            made = rt.object_from_handle(handle)
+            assert type(made).__name__ == "HostOnlyRaced"
+        else:
+            rt.close()
+    thread.join()
+    if meanwhile == "made":
+        assert answers == [made]
+        assert answers[0] is made and rt.object_from_handle(handle) is made
+        rt.close()
+    else:
+        assert answers == [None]
+    assert rt.closed
+    del kept
 
 
 def test_no_proxy_is_made_while_the_runtime_closes(rt: zs.Runtime) -> None:

@@ -8,6 +8,8 @@ process calling the C API through cffi, as a C program would
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -79,6 +81,77 @@ def test_python_attaches_uses_and_lets_go(host_runtime: Any) -> None:
     assert lib.zs_heap_verify(native, ffi.NULL, 0) == 0
 
 
+def test_the_heap_python_let_go_of_runs_on_without_python(host_runtime: Any) -> None:
+    """After close() the heap is the host's alone: nothing of Python's is
+    called from it or stands in another managed side's way. A host
+    function on an object Python used runs natively (no managed call
+    handler answers it); the host's collection frees what Python held
+    proxies of; another managed side may set its own expiry and free
+    handlers (refused while one of Python's is left, zsharp_managed.h);
+    and zsharp_py keeps nothing of the Runtime (attach's bookkeeping, the
+    host functions' bindings to it), so it is freed."""
+    native = host_runtime["native"]
+    rt = zs.Runtime.attach(api_address(native))
+    with rt.activate():
+        Actor = zs.native_class("Actor")
+        World = zs.native_class("World")
+        hero = Actor()
+        hero.max_health, hero.health = 100, 10
+        hero.add_to_root()
+        hero.heal(1)  # a host function, bound to this runtime (shared by every runtime)
+        assert hero.health == 11
+        handle = hero.handle
+        strays = [Pet(hp=i) for i in range(5)]
+        world = World()
+        world.add_to_root()
+    live = lib.zs_live_objects(native)
+    rt.close()
+    assert hero.is_expired and world.is_expired and all(pet.is_expired for pet in strays)
+    params = ffi.new("int32_t[1]", [5])  # Actor.heal(inout amount: Int32)
+    assert lib.zs_call_function(native, handle, b"heal", params) == 0
+    assert params[0] == 5 and lib.zs_live_objects(native) == live
+    assert lib.zs_collect_garbage(native) == 0
+    assert lib.zs_live_objects(native) == live - len(strays)
+    assert lib.zs_heap_verify(native, ffi.NULL, 0) == 0
+    other = ffi.new("int *")  # another managed side's `user`
+    assert lib.zs_set_expiry_handler(native, ffi.NULL, other) == 0
+    assert lib.zs_set_free_handler(native, ffi.NULL, other) == 0
+    released = weakref.ref(rt)
+    del rt, hero, world, strays, Actor, World
+    gc.collect()
+    assert released() is None
+
+
+def test_letting_go_during_the_hosts_incremental_cycle(host_runtime: Any) -> None:
+    """The host's incremental cycle has gathered objects whose proxies
+    Python holds when Python lets go: they are expired then (the host's
+    handler is still Python's), and the host's purge finishes without
+    Python, freeing them (with none of them left waiting for an expiry
+    that no handler would take: ZS_E_EXPIRY_PENDING)."""
+    native = host_runtime["native"]
+    rt = zs.Runtime.attach(api_address(native))
+    with rt.activate():
+        kept = Pet(hp=1)
+        kept.add_to_root()
+        doomed = [Pet(hp=i) for i in range(300)]
+        live = lib.zs_live_objects(native)
+        assert lib.zs_gc_start_incremental(native) == 0
+        done = ffi.new("int *")
+        while lib.zs_gc_phase_of(native) == lib.ZS_GC_MARKING:
+            assert lib.zs_gc_step_bounded(native, 10**9, 16, done) == 0
+        assert lib.zs_gc_expiring_count(native) == len(doomed)  # gathered, not expired yet
+        assert not any(pet.is_expired for pet in doomed)
+    rt.close()
+    assert kept.is_expired and all(pet.is_expired for pet in doomed)
+    done[0] = 0
+    while not done[0]:  # the host purges in bounded steps, as a frame would
+        assert lib.zs_gc_purge_bounded(native, 0, 64, done) == 0
+    assert lib.zs_live_objects(native) == live - len(doomed)
+    assert lib.zs_collect_garbage(native) == 0
+    assert lib.zs_live_objects(native) == live - len(doomed)
+    assert lib.zs_heap_verify(native, ffi.NULL, 0) == 0
+
+
 def test_the_host_freeing_its_runtime_closes_the_python_side(host_runtime: Any) -> None:
     native = host_runtime["native"]
     rt = zs.Runtime.attach(api_address(native))
@@ -91,6 +164,8 @@ def test_the_host_freeing_its_runtime_closes_the_python_side(host_runtime: Any) 
     lib.zs_runtime_free(native)  # the host frees it: Python closes first
     host_runtime["freed"] = True
     assert rt.closed and pet.is_expired and tags.is_expired and copy.is_expired
+    # Messages are formatted when shown, the native name table gone by then.
+    assert repr(pet).startswith("<Pet 'Pet_") and "runtime was closed" in repr(pet)
     with pytest.raises(zs.ExpiredConjugateError):
         pet.hp
     rt.close()  # already closed: nothing to do

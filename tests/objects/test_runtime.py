@@ -11,14 +11,18 @@ import subprocess
 import sys
 import textwrap
 import threading
+import tracemalloc
+import weakref
 from collections.abc import Callable
 
 import pytest
 
 import zsharp_py as zs
 from classes import Actor, Hero, Item
-from helpers import collect, warm_up
+from helpers import collect, runtime_ptr, warm_up
 from zsharp_py._base import context
+from zsharp_py._base.ffi import ffi, lib
+from zsharp_py._types import object_pointers
 
 # ---- isolation -----------------------------------------------------------------
 
@@ -115,6 +119,27 @@ def test_closing_a_runtime_expires_every_conjugate_and_pointer() -> None:
     assert "closed" in repr(rt)
 
 
+def test_expired_objects_name_themselves_after_close_with_names_python_never_read() -> None:
+    """An expired proxy formats its message when it is raised or shown,
+    long after close() freed the native name table: close() keeps the text
+    of every name first, an automatic one ("Actor_<n>", whose base Python
+    never interned) and one a host interned (cffi, as C would) included."""
+    with zs.Runtime() as rt:
+        auto = Actor()
+        native = runtime_ptr(rt)
+        index, number = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+        assert lib.zs_name_intern(native, b"Rex_7", 5, index, number) == 0
+        found, ref = ffi.new("zs_class **"), ffi.new("zs_ref *")
+        assert lib.zs_find_class(native, b"Actor", found) == 0
+        assert lib.zs_object_new(native, found[0], 0, index[0], number[0], ref, ffi.NULL) == 0
+        named = rt.object_from_handle(ref[0])
+    with pytest.raises(
+        zs.ExpiredConjugateError, match=r"^Actor 'Actor_\d+' has expired: its runtime"
+    ):
+        auto.health
+    assert repr(named) == "<Actor 'Rex_7' expired: its runtime was closed>"
+
+
 def test_explicit_close_inside_the_with_block(rt: zs.Runtime) -> None:
     a = Actor()
     rt.close()
@@ -137,6 +162,73 @@ def test_strong_pointer_finalised_after_its_runtime_closed_is_harmless() -> None
         p = zs.StrongObjectPtr(Actor())
     del p
     assert rt.closed
+
+
+def _queued_release_bytes(snapshot: tracemalloc.Snapshot) -> int:
+    """Bytes still allocated by StrongObjectPtr's module (its finaliser
+    queues each release it cannot make on the spot)."""
+    traces = snapshot.filter_traces([tracemalloc.Filter(True, object_pointers.__file__)])
+    return sum(stat.size for stat in traces.statistics("filename"))
+
+
+def test_a_closed_runtime_keeps_no_release_its_strong_pointers_queued() -> None:
+    """Finalisers only queue a StrongObjectPtr's release (it may run on any
+    thread, inside a collection); closing the runtime frees everything, so
+    close() drops the queue, and a pointer finalised once its runtime is
+    closing or closed queues nothing: a closed runtime (which expired
+    proxies keep alive, for their messages) holds no memory for its
+    pointers, whether they went before close() or after. (The queue, a
+    deque, may keep a few spare blocks of storage: less than a byte for
+    each of the pointers, where each queued release costs eight.)"""
+    count = 20_000
+    for before_close in (True, False):
+        with zs.Runtime() as rt:
+            target = Actor()
+            target.add_to_root()
+            pointers = [zs.StrongObjectPtr(target) for _ in range(count)]
+            tracemalloc.start()
+            try:
+                if before_close:
+                    del pointers  # queued: no safe point runs before close()
+                rt.close()
+                if not before_close:
+                    del pointers
+                kept = _queued_release_bytes(tracemalloc.take_snapshot())
+            finally:
+                tracemalloc.stop()
+        assert rt.closed and target.is_expired
+        assert kept < count, (before_close, kept)
+
+
+def test_feature_state_is_closed_and_let_go_when_the_runtime_closes() -> None:
+    """``rt.feature_state(key, make)``: made once per runtime and key; when
+    the runtime closes, each state's close() runs once and the runtime lets
+    go of it (a closed runtime, kept alive by expired proxies, holds none of
+    the states of the features it served)."""
+
+    class State:
+        def __init__(self, closes: list[str], name: str) -> None:
+            self.closes, self.name = closes, name
+
+        def close(self) -> None:
+            self.closes.append(self.name)
+
+    closes: list[str] = []
+    rt = zs.Runtime()
+    first = rt.feature_state("first", lambda: State(closes, "first"))
+    assert rt.feature_state("first", lambda: State(closes, "again")) is first
+    second = rt.feature_state(State, lambda: State(closes, "second"))
+    states = [weakref.ref(first), weakref.ref(second)]
+    del first, second
+    assert all(ref() is not None for ref in states)  # the runtime holds them
+    with rt.activate():
+        kept = Actor()
+    rt.close()
+    assert sorted(closes) == ["first", "second"]
+    assert kept.is_expired and kept._rt is rt  # the closed runtime lives on
+    assert [ref() for ref in states] == [None, None]
+    rt.close()
+    assert sorted(closes) == ["first", "second"]  # once
 
 
 # ---- native memory -----------------------------------------------------------------

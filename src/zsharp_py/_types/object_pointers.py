@@ -139,10 +139,14 @@ class StrongObjectPtr(Generic[T]):
     def __del__(self) -> None:
         # Finalisers may run on any thread, even inside a collection: only
         # queue the release; the runtime flushes it at its next safe point.
+        # None once the runtime is closing: close() frees everything (and
+        # drops the queue), and nothing would ever flush it again.
         if getattr(self, "_disposed", REASON_DISPOSED) is None:
             self._disposed = REASON_DISPOSED
-            self._rt._deferred_releases.append(self._h)
-            self._rt._flush_pending = True
+            runtime = self._rt
+            if not runtime._closing:
+                runtime._deferred_releases.append(self._h)
+                runtime._flush_pending = True
 
     def __copy__(self) -> StrongObjectPtr[T]:
         raise TypeError(
