@@ -8,8 +8,10 @@
 #
 # The smoke run takes the files whose tests attack the heap: hostile values
 # and collector-driven mutation, use after free and expiry, the objects
-# freed at once, views and their lifetimes, native functions, overrides and
-# tick functions that collect or destroy, the collector itself and the model test: about 2
+# freed at once, views and their lifetimes (after failed structural
+# changes too), native functions, overrides and tick functions that collect
+# or destroy, host-owned heaps and host lookups, the expiry handler's
+# errors, the collector itself and the model test: about 2
 # minutes of tests after 2 of building, on 2 cores, where the whole suite
 # takes 3.5 (CI keeps its 20 minutes' margin with the smoke run). Run the
 # whole suite after changing the native code or the binding.
@@ -28,8 +30,10 @@ if [ "${1:-}" = --smoke ]; then
         tests/interop/test_native_functions.py tests/interop/test_native_calls.py tests/interop/test_sample_engine.py
         tests/interop/test_tick_manager.py
         tests/interop/test_native_broadcast.py tests/interop/test_callback_errors.py tests/interop/test_enums.py
-        tests/hosts/test_host_collections.py tests/objects/test_lifecycle.py
-        tests/gc/test_gc.py tests/gc/test_incremental.py tests/gc/test_reachability_model.py)
+        tests/hosts/test_host_collections.py tests/hosts/test_host_owned.py tests/hosts/test_host_handles.py
+        tests/objects/test_lifecycle.py tests/containers/test_views_after_failed_changes.py
+        tests/gc/test_gc.py tests/gc/test_incremental.py tests/gc/test_expiry_handler.py
+        tests/gc/test_reachability_model.py)
 fi
 # shellcheck source=tools/_sanitized_venv.sh
 . "$(dirname "$0")/_sanitized_venv.sh"
