@@ -182,3 +182,22 @@ def test_resume_carries_only_kills_and_json_round_trips(tmp_path: Path) -> None:
         assert "not a list" in str(error)
     else:
         raise AssertionError("a file that is no list of outcomes was read")
+
+
+def test_a_survivor_runs_the_rest_of_the_library_tests() -> None:
+    """A mutant its selection and CORE let through runs every other test
+    file of the library (so "survived" means the whole suite passed): not
+    the files it ran already, not tests/tooling's checks of tools, not the
+    build test that needs an install; the baseline checks the whole set."""
+    runner = object.__new__(mutate.Runner)
+    runner.scratch = type("FakeScratch", (), {"tree": ROOT})()
+    library = runner.library_tests()
+    assert "tests/tooling/test_docs_examples.py" in library
+    assert "tests/tooling/test_mutate.py" not in library
+    assert "tests/hosts/test_host_build.py" not in library
+    assert "tests/objects/test_object_wrappers.py" in library
+    for selection, first in mutate.catalog.SELECTIONS.items():
+        rest = runner.rest_command(selection)[len(mutate._PYTEST) :]
+        ran = set(first) | set(mutate.catalog.CORE)
+        assert not ran & set(rest)
+        assert sorted(rest + [name for name in library if name in ran]) == library
