@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh runtime per test, with a heap check at the end;
+"""Shared fixtures: a fresh runtime per test, with a heap check at the end
+(``engine_rt``: one with the sample engine installed);
 ``no_leaked_values`` for the test files of black values (their ``pytestmark``);
 ``unraisable`` for tests of errors no Python caller can see. And the suite's
 options: ``--slice K/N`` (one of N fixed slices of the selection: CI runs the
@@ -7,6 +8,7 @@ slow tier's slice of the day) and ``--update-hostile-reach``
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 
 import zsharp_py as zs
 from helpers import assert_no_leaked_values, slice_of
+from zsharp_py import sample_engine
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,6 +74,17 @@ def rt() -> Iterator[zs.Runtime]:
         yield runtime
         if not runtime.closed:
             runtime.gc.verify()
+
+
+@pytest.fixture
+def engine_rt() -> Iterator[zs.Runtime]:
+    """A fresh runtime with the sample engine installed
+    (zsharp_py.sample_engine: its World, Actor, Transform, ...), current for
+    the whole test; Python's cycles are collected after it."""
+    with zs.Runtime() as runtime:
+        sample_engine.install()
+        yield runtime
+    gc.collect()
 
 
 @pytest.fixture

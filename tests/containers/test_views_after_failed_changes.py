@@ -22,7 +22,7 @@ tools/mutate.py's "views" selection runs this file first.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +84,12 @@ def long(i: int) -> str:
     return f"a string long enough to need its own block {i}" * 3
 
 
+def element_views(container: str, keys: Iterable[Any]) -> Callable[[Box], list[Any]]:
+    """How a case takes its views: the box's `container`, read at each key."""
+    keys = list(keys)
+    return lambda box: [getattr(box, container)[key] for key in keys]
+
+
 @dataclass(frozen=True)
 class Case:
     """A container of the box, how to take its element views, and a change.
@@ -100,91 +106,91 @@ class Case:
 CASES: dict[str, Case] = {
     "array append": Case(
         "points",
-        lambda b: [b.points[i] for i in range(ELEMENTS)],
+        element_views("points", range(ELEMENTS)),
         lambda b: b.points.append({"x": 9, "y": 9}),
         True,
     ),
     "array insert": Case(
         "points",
-        lambda b: [b.points[i] for i in range(ELEMENTS)],
+        element_views("points", range(ELEMENTS)),
         lambda b: b.points.insert(0, {"x": 9, "y": 9}),
         True,
     ),
     "array extend": Case(
         "points",
-        lambda b: [b.points[i] for i in range(ELEMENTS)],
+        element_views("points", range(ELEMENTS)),
         lambda b: b.points.extend({"x": i, "y": i} for i in range(40)),
         True,
     ),
     "array +=": Case(
         "points",
-        lambda b: [b.points[i] for i in range(ELEMENTS)],
+        element_views("points", range(ELEMENTS)),
         lambda b: b.points.__iadd__([{"x": i, "y": i} for i in range(40)]),
         True,
     ),
     "array slice insert": Case(
         "points",
-        lambda b: [b.points[i] for i in range(ELEMENTS)],
+        element_views("points", range(ELEMENTS)),
         lambda b: b.points.__setitem__(slice(2, 2), [{"x": 7, "y": 7}] * 30),
         True,
     ),
     "array slice replace": Case(
         "points",
-        lambda b: [b.points[i] for i in range(ELEMENTS)],
+        element_views("points", range(ELEMENTS)),
         lambda b: b.points.__setitem__(slice(1, 4), [{"x": 7, "y": 7}] * 30),
         True,
     ),
     "array resize (whole assignment)": Case(
         "points",
-        lambda b: [b.points[i] for i in range(ELEMENTS)],
+        element_views("points", range(ELEMENTS)),
         lambda b: setattr(b, "points", [{"x": i, "y": i} for i in range(60)]),
         True,
     ),
     "array of owners append": Case(
         "labels",
-        lambda b: [b.labels[i] for i in range(ELEMENTS)],
+        element_views("labels", range(ELEMENTS)),
         lambda b: b.labels.append({"text": long(1), "n": 9}),
         True,
     ),
     "array of owners insert": Case(
         "labels",
-        lambda b: [b.labels[i] for i in range(ELEMENTS)],
+        element_views("labels", range(ELEMENTS)),
         lambda b: b.labels.insert(3, {"text": long(1), "n": 9}),
         True,
     ),
     "array of owners extend": Case(
         "labels",
-        lambda b: [b.labels[i] for i in range(ELEMENTS)],
+        element_views("labels", range(ELEMENTS)),
         lambda b: b.labels.extend({"text": long(i), "n": i} for i in range(12)),
         True,
     ),
     "array of arrays append": Case(
         "grid",
-        lambda b: [b.grid[i] for i in range(ELEMENTS)],
+        element_views("grid", range(ELEMENTS)),
         lambda b: b.grid.append(list(range(50))),
         True,
     ),
     "map insert (rehash)": Case(
         "table",
-        lambda b: [b.table[i] for i in range(ENTRIES)],
+        element_views("table", range(ENTRIES)),
         lambda b: b.table.__setitem__(100, {"x": 1, "y": 2}),
         True,
     ),
     "map update": Case(
         "table",
-        lambda b: [b.table[i] for i in range(ENTRIES)],
+        element_views("table", range(ENTRIES)),
         lambda b: b.table.update({100 + i: {"x": i, "y": i} for i in range(30)}),
         False,
     ),
     "map of owners insert": Case(
         "named",
-        lambda b: [b.named[f"key {i}"] for i in range(ENTRIES)],
+        element_views("named", (f"key {i}" for i in range(ENTRIES))),
         lambda b: b.named.__setitem__(long(0), {"text": long(1), "n": 9}),
         True,
     ),
     "map of arrays insert": Case(
         "lists",
-        lambda b: [b.lists[i] for i in range(ENTRIES)],
+        element_views("lists", range(ENTRIES)),
         lambda b: b.lists.__setitem__(100, list(range(40))),
         True,
     ),

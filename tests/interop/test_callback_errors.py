@@ -6,8 +6,7 @@ reported to ``sys.unraisablehook`` with repeats folded (docs/errors.md,
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +16,15 @@ import zsharp_py as zs
 import zsharp_py.debug
 from helpers import runtime_ptr
 from native_build import compile_host
-from zsharp_py import sample_engine
 from zsharp_py._base.errors import ZS_OK
 from zsharp_py._base.ffi import ffi, lib
 from zsharp_py.lowlevel import api_table
 
 
 @pytest.fixture
-def rt() -> Iterator[zs.Runtime]:
-    with zs.Runtime() as runtime:
-        sample_engine.install()
-        yield runtime
-    gc.collect()
+def rt(engine_rt: zs.Runtime) -> zs.Runtime:
+    """Every test here runs on the sample engine (conftest's engine_rt)."""
+    return engine_rt
 
 
 def engine() -> tuple[Any, Any, Any]:

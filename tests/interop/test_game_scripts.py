@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +49,6 @@ def install(function: Any, runtime: zs.Runtime) -> None:
         FFI().cast("void *", api_table()), FFI().cast("void *", runtime.native_address)
     )
     assert status == 0
-
-
-@pytest.fixture
-def engine_rt() -> Iterator[zs.Runtime]:
-    """A runtime with the sample engine installed, current for the test."""
-    with zs.Runtime() as runtime:
-        sample_engine.install()
-        yield runtime
-    gc.collect()
 
 
 # ---------------------------------------------------------------------------

@@ -862,6 +862,23 @@ def call_back(host: Host, method: bytes) -> Any:
     )
 
 
+def call_back_watched(host: Host, method: bytes, owner: type = Mob) -> Any:
+    """The entry that calls `method` back on self, then reports how many
+    watched runtimes had been freed when that call returned: its status and
+    that count."""
+    return host.function(
+        "call_back_watched",
+        f"{owner.__name__}.call_back_watched() -> tuple[Int32, Int32]",
+        (
+            arg("status", 0, SCALAR, _core.SCALAR_I32, RETURN),
+            arg("frees", 4, SCALAR, _core.SCALAR_I32, OUT),
+        ),
+        8,
+        owner=owner,
+        user=host.text(method),
+    )
+
+
 def test_an_entry_that_collects(rt: zs.Runtime, host: Host) -> None:
     """A collection a host function runs is finished when the call returns:
     the purge handed loose to the expiry handler, which expired its
@@ -903,16 +920,7 @@ def test_an_entry_that_calls_back_into_python_which_collects(rt: zs.Runtime, hos
 def test_an_entry_that_calls_back_into_python_which_closes_the_runtime(host: Host) -> None:
     """close() inside a host call detaches the runtime and leaves the native
     free to the call, which still runs on it: freed once it returns."""
-    fn = host.function(
-        "call_back_watched",
-        "Mob.call_back_watched() -> tuple[Int32, Int32]",
-        (
-            arg("status", 0, SCALAR, _core.SCALAR_I32, RETURN),
-            arg("frees", 4, SCALAR, _core.SCALAR_I32, OUT),
-        ),
-        8,
-        user=host.text(b"py_close"),
-    )
+    fn = call_back_watched(host, b"py_close")
     runtime = zs.Runtime()
     host.watch(runtime)
     before = host.frees
@@ -938,17 +946,7 @@ def test_a_close_inside_nested_calls_frees_when_the_outermost_returns(host: Host
         def py_nest(self) -> None:
             seen.append((inner(self), host.frees))
 
-    outer = host.function(
-        "call_back_watched",
-        "Nester.call_back_watched() -> tuple[Int32, Int32]",
-        (
-            arg("status", 0, SCALAR, _core.SCALAR_I32, RETURN),
-            arg("frees", 4, SCALAR, _core.SCALAR_I32, OUT),
-        ),
-        8,
-        owner=Nester,
-        user=host.text(b"py_nest"),
-    )
+    outer = call_back_watched(host, b"py_nest", owner=Nester)
     runtime = zs.Runtime()
     host.watch(runtime)
     before = host.frees

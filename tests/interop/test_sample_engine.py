@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,11 +24,9 @@ class Token:
 
 
 @pytest.fixture
-def rt() -> Iterator[zs.Runtime]:
-    with zs.Runtime() as runtime:
-        sample_engine.install()
-        yield runtime
-    gc.collect()
+def rt(engine_rt: zs.Runtime) -> zs.Runtime:
+    """Every test here runs on the sample engine (conftest's engine_rt)."""
+    return engine_rt
 
 
 def engine() -> tuple[Any, Any, Any, Any]:
