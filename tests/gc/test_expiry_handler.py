@@ -18,15 +18,13 @@ way (test-only fault injection, docs/reliability.md, "Faults")."""
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
 import weakref
 from typing import Any
 
 import pytest
 
 import zsharp_py as zs
-from helpers import collect, runtime_ptr
+from helpers import collect, growth, runtime_ptr
 from zsharp_py._base.ffi import lib
 
 HAND_OVER_BATCH = 256  # objects per call of the expiry handler (native/src/expiry.c)
@@ -200,17 +198,6 @@ def test_expiry_frees_what_it_allocates(rt: zs.Runtime) -> None:
     hand-over would grow it by kilobytes a round."""
     count = 250
     rounds = 8
-    tracemalloc.start()
-    try:
-        for _ in range(4):  # warm: classes, kinds, caches, spare blocks
-            expiry_round(rt, count)
-        gc.collect()
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(rounds):
-            expiry_round(rt, count)
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    grown, _blocks = growth(rt, lambda: expiry_round(rt, count), times=rounds)
     assert grown < rounds * 2 * count, f"{grown} bytes more after {rounds} rounds"
     assert rt.live_objects() == 0
